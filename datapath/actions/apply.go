@@ -1,0 +1,492 @@
+package actions
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+
+	"vswitch/datapath/flow"
+	"vswitch/datapath/packet"
+)
+
+// Ethernet types and IP protocol numbers the rewrites need to recognise.
+const (
+	ethTypeIPv4 = 0x0800
+	ethTypeIPv6 = 0x86dd
+	tpidCVLAN   = 0x8100
+	tpidSVLAN   = 0x88a8
+	tpidQinQOld = 0x9100
+
+	protoICMP   = 1
+	protoTCP    = 6
+	protoUDP    = 17
+	protoICMPv6 = 58
+	protoSCTP   = 132
+
+	ethAddrsLen = 12 // destination and source MAC, the bytes a VLAN tag goes after
+	vlanLen     = 4
+	ipv4MinLen  = 20
+	ipv6HdrLen  = 40
+)
+
+// castagnoli is built once: crc32.MakeTable allocates, and SCTP port
+// rewrites happen per packet.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Apply performs one rewrite action on p and reports whether p survives it;
+// false means the caller must drop the packet (DecIPTTL on a TTL of 0 or 1,
+// PushVLAN without headroom).
+//
+// p.KeyValid must be true: the rewrites find headers through p.Key and
+// p.Offsets instead of parsing again. Apply keeps both in step with the bytes
+// it writes, so a later action or the caller sees the key the rewritten
+// packet would extract to (flow.Extract on p.Data() gives p.Key and
+// p.Offsets). The one exception is a PushVLAN that makes a third tag, or
+// uses a TPID extraction does not parse in that position: the key's two tag
+// slots cannot describe the packet, so Apply clears p.KeyValid. It still
+// moves p.Offsets, so the rest of the list rewrites the right bytes; the
+// caller must extract again before classifying on the key.
+//
+// A set on a header the packet lacks does nothing. Output, Controller and
+// Drop need the PMD's queues, so Apply leaves them (and Invalid) to the PMD:
+// for those it changes nothing and returns true.
+func Apply(a *Action, p *packet.Packet) bool {
+	switch a.Kind {
+	case SetEthSrc:
+		setEthAddr(p, 6, &p.Key.EthSrc, &a.Addr)
+	case SetEthDst:
+		setEthAddr(p, 0, &p.Key.EthDst, &a.Addr)
+	case SetIPv4Src:
+		setIPv4Addr(p, 12, &p.Key.IPv4Src, &a.Addr)
+	case SetIPv4Dst:
+		setIPv4Addr(p, 16, &p.Key.IPv4Dst, &a.Addr)
+	case SetIPv6Src:
+		setIPv6Addr(p, 8, &p.Key.IPv6Src, &a.Addr)
+	case SetIPv6Dst:
+		setIPv6Addr(p, 24, &p.Key.IPv6Dst, &a.Addr)
+	case SetIPTOS:
+		setTOS(p, a.Val8, a.Mask8)
+	case SetIPTTL:
+		setTTL(p, a.Val8)
+	case DecIPTTL:
+		return decTTL(p)
+	case SetL4Src:
+		setL4Port(p, 0, &p.Key.TpSrc, a.Val16)
+	case SetL4Dst:
+		setL4Port(p, 2, &p.Key.TpDst, a.Val16)
+	case PushVLAN:
+		return pushVLAN(p, a.Val16, a.Val16b)
+	case PopVLAN:
+		popVLAN(p)
+	case SetVLANTCI:
+		setVLANTCI(p, a.Val16, a.Val16b)
+	}
+	return true
+}
+
+// ApplyList performs the rewrite actions of l in order, skipping the ones the
+// PMD carries out, and stops at the first that drops the packet. It is for
+// callers (packet-out, tests) that do not interleave outputs with rewrites.
+func ApplyList(l List, p *packet.Packet) bool {
+	for i := range l {
+		if !Apply(&l[i], p) {
+			return false
+		}
+	}
+	return true
+}
+
+// --- one's-complement checksum arithmetic (RFC 1071, RFC 1624) ---
+
+// csumDelta accumulates the change of one 16-bit word of checksummed data
+// from old to val, as RFC 1624 eqn. 3 needs it: ~m + m'.
+func csumDelta(acc uint32, old, val uint16) uint32 {
+	return acc + uint32(^old) + uint32(val)
+}
+
+// csumDelta32 accumulates the change of a 32-bit field (two words).
+func csumDelta32(acc uint32, old, val uint32) uint32 {
+	acc = csumDelta(acc, uint16(old>>16), uint16(val>>16))
+	return csumDelta(acc, uint16(old), uint16(val))
+}
+
+// csumDeltaBytes accumulates the change of an even-length field given as
+// its old and new bytes (IPv6 addresses).
+func csumDeltaBytes(acc uint32, old, val []byte) uint32 {
+	for i := 0; i+1 < len(old) && i+1 < len(val); i += 2 {
+		acc = csumDelta(acc, binary.BigEndian.Uint16(old[i:]), binary.BigEndian.Uint16(val[i:]))
+	}
+	return acc
+}
+
+// csumAdjust returns checksum c updated by an accumulated delta:
+// HC' = ~(~HC + ~m + m'). The end-around carry never yields +0 from a
+// non-zero sum, so a checksum of 0xffff (the all-zero-data case) cannot
+// appear, matching a checksum computed from scratch.
+func csumAdjust(c uint16, acc uint32) uint16 {
+	s := uint32(^c) + acc
+	s = (s & 0xffff) + (s >> 16)
+	s = (s & 0xffff) + (s >> 16)
+	return ^uint16(s)
+}
+
+// adjustField applies delta to the big-endian checksum field at b[off:off+2].
+func adjustField(b []byte, off int, acc uint32) {
+	c := binary.BigEndian.Uint16(b[off:])
+	binary.BigEndian.PutUint16(b[off:], csumAdjust(c, acc))
+}
+
+// --- Ethernet ---
+
+// setEthAddr writes a MAC address at off (0 for destination, 6 for source).
+// Frames too short to hold an Ethernet header have no Ethernet fields in the
+// key, so they are left alone.
+func setEthAddr(p *packet.Packet, off int, keyField *[6]byte, addr *[16]byte) {
+	d := p.Data()
+	if len(d) < ethHeaderLen {
+		return
+	}
+	copy(d[off:off+6], addr[:6])
+	copy(keyField[:], addr[:6])
+}
+
+const ethHeaderLen = 14
+
+// --- IPv4 / IPv6 ---
+
+// ipv4Header returns the frame and the offset of its IPv4 header, or ok
+// false when the packet has no complete fixed IPv4 header.
+func ipv4Header(p *packet.Packet) (d []byte, l3 int, ok bool) {
+	if p.Key.EthType != ethTypeIPv4 || p.Offsets.L3 == flow.NoOffset {
+		return nil, 0, false
+	}
+	d = p.Data()
+	l3 = int(p.Offsets.L3)
+	if l3+ipv4MinLen > len(d) {
+		return nil, 0, false
+	}
+	return d, l3, true
+}
+
+// ipv6Header is ipv4Header for the fixed IPv6 header.
+func ipv6Header(p *packet.Packet) (d []byte, l3 int, ok bool) {
+	if p.Key.EthType != ethTypeIPv6 || p.Offsets.L3 == flow.NoOffset {
+		return nil, 0, false
+	}
+	d = p.Data()
+	l3 = int(p.Offsets.L3)
+	if l3+ipv6HdrLen > len(d) {
+		return nil, 0, false
+	}
+	return d, l3, true
+}
+
+// l4ChecksumOffset returns where the checksum that covers the IP
+// pseudo-header sits in the frame, or -1 when there is none to update: no L4
+// header (later fragment, other protocol), a checksum field cut off by the
+// end of the frame, or a UDP checksum of zero, which means "no checksum" and
+// must stay zero (also kept for IPv6, where RFC 6935 allows it for tunnels).
+func l4ChecksumOffset(p *packet.Packet, d []byte) int {
+	if p.Offsets.L4 == flow.NoOffset || p.Key.NwFrag&flow.FragLater != 0 {
+		return -1
+	}
+	l4 := int(p.Offsets.L4)
+	off := -1
+	switch p.Key.NwProto {
+	case protoTCP:
+		off = l4 + 16
+	case protoUDP:
+		off = l4 + 6
+	case protoICMPv6:
+		if p.Key.EthType != ethTypeIPv6 {
+			return -1
+		}
+		off = l4 + 2
+	default:
+		return -1
+	}
+	if off+2 > len(d) {
+		return -1
+	}
+	if p.Key.NwProto == protoUDP && d[off] == 0 && d[off+1] == 0 {
+		return -1
+	}
+	return off
+}
+
+// fixZeroUDP turns a UDP checksum that came out as zero into 0xffff: zero on
+// the wire would tell the receiver the datagram carries no checksum.
+func fixZeroUDP(p *packet.Packet, d []byte, off int) {
+	if p.Key.NwProto == protoUDP && d[off] == 0 && d[off+1] == 0 {
+		d[off], d[off+1] = 0xff, 0xff
+	}
+}
+
+// setIPv4Addr writes an IPv4 address at L3+off (12 source, 16 destination)
+// and updates the header checksum and the TCP/UDP pseudo-header checksum.
+func setIPv4Addr(p *packet.Packet, off int, keyField *uint32, addr *[16]byte) {
+	d, l3, ok := ipv4Header(p)
+	if !ok {
+		return
+	}
+	field := d[l3+off : l3+off+4]
+	old := binary.BigEndian.Uint32(field)
+	val := binary.BigEndian.Uint32(addr[:4])
+	if old == val {
+		return
+	}
+	acc := csumDelta32(0, old, val)
+	binary.BigEndian.PutUint32(field, val)
+	adjustField(d, l3+10, acc)
+	if c := l4ChecksumOffset(p, d); c >= 0 {
+		adjustField(d, c, acc)
+		fixZeroUDP(p, d, c)
+	}
+	*keyField = val
+}
+
+// setIPv6Addr writes an IPv6 address at L3+off (8 source, 24 destination)
+// and updates the TCP/UDP/ICMPv6 pseudo-header checksum.
+func setIPv6Addr(p *packet.Packet, off int, keyField *[16]byte, addr *[16]byte) {
+	d, l3, ok := ipv6Header(p)
+	if !ok {
+		return
+	}
+	field := d[l3+off : l3+off+16]
+	acc := csumDeltaBytes(0, field, addr[:])
+	copy(field, addr[:])
+	if c := l4ChecksumOffset(p, d); c >= 0 {
+		adjustField(d, c, acc)
+		fixZeroUDP(p, d, c)
+	}
+	*keyField = *addr
+}
+
+// setTOS rewrites the IPv4 TOS byte or the IPv6 traffic class under mask.
+func setTOS(p *packet.Packet, val, mask uint8) {
+	if mask == 0 {
+		mask = 0xff
+	}
+	if d, l3, ok := ipv4Header(p); ok {
+		old := d[l3+1]
+		tos := old&^mask | val&mask
+		// TOS shares a checksummed word with version/IHL.
+		vihl := uint16(d[l3]) << 8
+		d[l3+1] = tos
+		adjustField(d, l3+10, csumDelta(0, vihl|uint16(old), vihl|uint16(tos)))
+		p.Key.NwTOS = tos
+		return
+	}
+	if d, l3, ok := ipv6Header(p); ok {
+		// The traffic class straddles bytes 0 and 1: version(4) TC(8) label(20).
+		old := d[l3]<<4 | d[l3+1]>>4
+		tc := old&^mask | val&mask
+		d[l3] = d[l3]&0xf0 | tc>>4
+		d[l3+1] = d[l3+1]&0x0f | tc<<4
+		p.Key.NwTOS = tc
+	}
+}
+
+// setTTL rewrites the IPv4 TTL or the IPv6 hop limit.
+func setTTL(p *packet.Packet, ttl uint8) {
+	if d, l3, ok := ipv4Header(p); ok {
+		setIPv4TTL(d, l3, ttl)
+		p.Key.NwTTL = ttl
+		return
+	}
+	if d, l3, ok := ipv6Header(p); ok {
+		d[l3+7] = ttl
+		p.Key.NwTTL = ttl
+	}
+}
+
+// setIPv4TTL writes the TTL; it shares a checksummed word with the protocol.
+func setIPv4TTL(d []byte, l3 int, ttl uint8) {
+	proto := uint16(d[l3+9])
+	oldWord := uint16(d[l3+8])<<8 | proto
+	d[l3+8] = ttl
+	adjustField(d, l3+10, csumDelta(0, oldWord, uint16(ttl)<<8|proto))
+}
+
+// decTTL decrements the TTL / hop limit and reports false when the packet
+// has run out of hops. Packets without an IP header pass untouched.
+func decTTL(p *packet.Packet) bool {
+	if d, l3, ok := ipv4Header(p); ok {
+		ttl := d[l3+8]
+		if ttl <= 1 {
+			return false
+		}
+		setIPv4TTL(d, l3, ttl-1)
+		p.Key.NwTTL = ttl - 1
+		return true
+	}
+	if d, l3, ok := ipv6Header(p); ok {
+		hl := d[l3+7]
+		if hl <= 1 {
+			return false
+		}
+		d[l3+7] = hl - 1
+		p.Key.NwTTL = hl - 1
+	}
+	return true
+}
+
+// --- transport ports ---
+
+// setL4Port writes a TCP/UDP/SCTP port at L4+off (0 source, 2 destination).
+func setL4Port(p *packet.Packet, off int, keyField *uint16, port uint16) {
+	if p.Key.EthType != ethTypeIPv4 && p.Key.EthType != ethTypeIPv6 {
+		return
+	}
+	if p.Offsets.L4 == flow.NoOffset || p.Key.NwFrag&flow.FragLater != 0 {
+		return
+	}
+	d := p.Data()
+	l4 := int(p.Offsets.L4)
+	switch p.Key.NwProto {
+	case protoTCP, protoUDP:
+		if l4+off+2 > len(d) {
+			return
+		}
+		old := binary.BigEndian.Uint16(d[l4+off:])
+		binary.BigEndian.PutUint16(d[l4+off:], port)
+		if c := l4ChecksumOffset(p, d); c >= 0 {
+			adjustField(d, c, csumDelta(0, old, port))
+			fixZeroUDP(p, d, c)
+		}
+	case protoSCTP:
+		if l4+off+2 > len(d) {
+			return
+		}
+		binary.BigEndian.PutUint16(d[l4+off:], port)
+		fixSCTPChecksum(p, d, l4)
+	default:
+		return
+	}
+	*keyField = port
+}
+
+const sctpHdrLen = 12
+
+// fixSCTPChecksum recomputes the CRC32c of the SCTP packet at l4. A
+// fragmented SCTP packet cannot be summed from one fragment, so its
+// checksum is left as it was (the receiver will discard the datagram; OVS
+// offers nothing better and SCTP avoids IP fragmentation anyway).
+func fixSCTPChecksum(p *packet.Packet, d []byte, l4 int) {
+	if p.Key.NwFrag&flow.FragAny != 0 {
+		return
+	}
+	end := ipPayloadEnd(p, d)
+	if end < l4+sctpHdrLen {
+		return
+	}
+	sctp := d[l4:end]
+	sctp[8], sctp[9], sctp[10], sctp[11] = 0, 0, 0, 0
+	crc := crc32.Checksum(sctp, castagnoli)
+	// SCTP puts the CRC on the wire least significant byte first (RFC 4960
+	// appendix B as implemented everywhere).
+	binary.LittleEndian.PutUint32(sctp[8:], crc)
+}
+
+// ipPayloadEnd returns where the IP datagram ends in the frame, so that
+// Ethernet padding is not summed; it falls back to the frame end when the
+// length field is missing or claims more than the frame holds.
+func ipPayloadEnd(p *packet.Packet, d []byte) int {
+	l3 := int(p.Offsets.L3)
+	end := len(d)
+	switch p.Key.EthType {
+	case ethTypeIPv4:
+		if l3+4 <= len(d) {
+			end = l3 + int(binary.BigEndian.Uint16(d[l3+2:]))
+		}
+	case ethTypeIPv6:
+		if l3+6 <= len(d) {
+			if pl := int(binary.BigEndian.Uint16(d[l3+4:])); pl != 0 {
+				end = l3 + ipv6HdrLen + pl
+			}
+		}
+	}
+	if end > len(d) {
+		end = len(d)
+	}
+	return end
+}
+
+// --- VLAN ---
+
+// Which TPIDs flow.Extract parses as tags depends on the position: the
+// pre-standard 0x9100 only as the outer tag, and never more than two tags.
+func isOuterTPID(t uint16) bool { return t == tpidCVLAN || t == tpidSVLAN || t == tpidQinQOld }
+func isInnerTPID(t uint16) bool { return t == tpidCVLAN || t == tpidSVLAN }
+
+// pushVLAN inserts an outermost tag. It returns false only when the buffer
+// has no headroom for it.
+//
+// The key follows: the new tag is VLAN[0], the old outer one VLAN[1]. When
+// extraction would not see the result that way (a third tag, a TPID it does
+// not parse at that position) p.KeyValid is cleared; the offsets are still
+// moved, so later rewrites in the same list keep writing the right bytes.
+func pushVLAN(p *packet.Packet, tpid, tci uint16) bool {
+	if p.Len() < ethHeaderLen {
+		return true // not an Ethernet frame: extraction has no fields to keep
+	}
+	if p.Push(vlanLen) == nil {
+		return false
+	}
+	d := p.Data()
+	copy(d[:ethAddrsLen], d[vlanLen:vlanLen+ethAddrsLen])
+	binary.BigEndian.PutUint16(d[ethAddrsLen:], tpid)
+	binary.BigEndian.PutUint16(d[ethAddrsLen+2:], tci)
+	shiftOffsets(&p.Offsets, vlanLen)
+	old := p.Key.VLAN
+	if old[1].TPID != 0 || !isOuterTPID(tpid) || (old[0].TPID != 0 && !isInnerTPID(old[0].TPID)) {
+		p.KeyValid = false
+	}
+	p.Key.VLAN[1] = old[0]
+	p.Key.VLAN[0] = flow.VLANTag{TPID: tpid, TCI: tci}
+	return true
+}
+
+// popVLAN removes the outermost tag, if the key says there is one.
+func popVLAN(p *packet.Packet) {
+	if p.Key.VLAN[0].TPID == 0 || p.Len() < ethAddrsLen+vlanLen {
+		return
+	}
+	d := p.Data()
+	copy(d[vlanLen:vlanLen+ethAddrsLen], d[:ethAddrsLen])
+	p.Pull(vlanLen)
+	if isOuterTPID(p.Key.EthType) {
+		// A tag beyond the key's two (or a 0x9100 in inner position) moves
+		// to where extraction parses it, and the network header behind it
+		// may appear: rare enough to simply parse the frame again.
+		flow.Extract(p.Data(), p.Key.InPort, &p.Key, &p.Offsets)
+		return
+	}
+	shiftOffsets(&p.Offsets, -vlanLen)
+	p.Key.VLAN[0] = p.Key.VLAN[1]
+	p.Key.VLAN[1] = flow.VLANTag{}
+}
+
+// shiftOffsets moves the recorded header offsets by delta bytes.
+func shiftOffsets(o *flow.Offsets, delta int) {
+	if o.L3 != flow.NoOffset {
+		o.L3 = uint16(int(o.L3) + delta)
+	}
+	if o.L4 != flow.NoOffset {
+		o.L4 = uint16(int(o.L4) + delta)
+	}
+}
+
+// setVLANTCI rewrites the outermost tag's TCI under mask (0 = every bit).
+func setVLANTCI(p *packet.Packet, mask, tci uint16) {
+	if p.Key.VLAN[0].TPID == 0 || p.Len() < ethHeaderLen+2 {
+		return
+	}
+	if mask == 0 {
+		mask = 0xffff
+	}
+	d := p.Data()
+	old := binary.BigEndian.Uint16(d[ethAddrsLen+2:])
+	val := old&^mask | tci&mask
+	binary.BigEndian.PutUint16(d[ethAddrsLen+2:], val)
+	p.Key.VLAN[0].TCI = val
+}

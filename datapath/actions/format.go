@@ -1,0 +1,118 @@
+package actions
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// String renders the action in the style of Open vSwitch datapath actions
+// (as ovs-dpctl dump-flows prints them), so that people can read our flow
+// dumps with their OVS habits. It allocates: it is for dumps and logs only.
+func (a Action) String() string {
+	switch a.Kind {
+	case Output:
+		return fmt.Sprintf("output:%d", a.Port)
+	case Controller:
+		if a.Port != 0 {
+			return fmt.Sprintf("userspace(controller,arg=%d)", a.Port)
+		}
+		return "userspace(controller)"
+	case SetEthSrc:
+		return "set(eth(src=" + macString(&a.Addr) + "))"
+	case SetEthDst:
+		return "set(eth(dst=" + macString(&a.Addr) + "))"
+	case SetIPv4Src:
+		return "set(ipv4(src=" + netip.AddrFrom4([4]byte(a.Addr[:4])).String() + "))"
+	case SetIPv4Dst:
+		return "set(ipv4(dst=" + netip.AddrFrom4([4]byte(a.Addr[:4])).String() + "))"
+	case SetIPv6Src:
+		return "set(ipv6(src=" + netip.AddrFrom16(a.Addr).String() + "))"
+	case SetIPv6Dst:
+		return "set(ipv6(dst=" + netip.AddrFrom16(a.Addr).String() + "))"
+	case SetIPTOS:
+		// One kind serves IPv4 TOS and IPv6 traffic class, hence "ip".
+		if a.Mask8 == 0 || a.Mask8 == 0xff {
+			return fmt.Sprintf("set(ip(tos=%#x))", a.Val8)
+		}
+		return fmt.Sprintf("set(ip(tos=%#x/%#x))", a.Val8&a.Mask8, a.Mask8)
+	case SetIPTTL:
+		return fmt.Sprintf("set(ip(ttl=%d))", a.Val8)
+	case DecIPTTL:
+		return "dec_ttl"
+	case SetL4Src:
+		return fmt.Sprintf("set(l4(src=%d))", a.Val16)
+	case SetL4Dst:
+		return fmt.Sprintf("set(l4(dst=%d))", a.Val16)
+	case PushVLAN:
+		var b strings.Builder
+		b.WriteString("push_vlan(")
+		if a.Val16 != tpidCVLAN {
+			fmt.Fprintf(&b, "tpid=%#x,", a.Val16)
+		}
+		writeTCI(&b, a.Val16b)
+		b.WriteString(")")
+		return b.String()
+	case PopVLAN:
+		return "pop_vlan"
+	case SetVLANTCI:
+		return setVLANString(a.Val16, a.Val16b)
+	case Drop:
+		return "drop"
+	}
+	return fmt.Sprintf("invalid(kind=%d)", a.Kind)
+}
+
+// String renders the list as comma-separated actions; an empty list drops
+// the packet, and prints so, as OVS does.
+func (l List) String() string {
+	if len(l) == 0 {
+		return "drop"
+	}
+	var b strings.Builder
+	for i := range l {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(l[i].String())
+	}
+	return b.String()
+}
+
+func macString(a *[16]byte) string {
+	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", a[0], a[1], a[2], a[3], a[4], a[5])
+}
+
+const (
+	tciVIDMask = 0x0fff
+	tciDEI     = 0x1000
+	tciPCPMask = 0xe000
+)
+
+// writeTCI writes vid=,pcp= and, only when set, cfi=1 (the DEI bit).
+func writeTCI(b *strings.Builder, tci uint16) {
+	fmt.Fprintf(b, "vid=%d,pcp=%d", tci&tciVIDMask, tci>>13)
+	if tci&tciDEI != 0 {
+		b.WriteString(",cfi=1")
+	}
+}
+
+// setVLANString names the fields a TCI rewrite touches when its mask covers
+// whole fields, and falls back to a masked raw TCI otherwise.
+func setVLANString(mask, tci uint16) string {
+	switch mask {
+	case 0, 0xffff:
+		var b strings.Builder
+		b.WriteString("set(vlan(")
+		writeTCI(&b, tci)
+		b.WriteString("))")
+		return b.String()
+	case tciVIDMask:
+		return fmt.Sprintf("set(vlan(vid=%d))", tci&tciVIDMask)
+	case tciPCPMask:
+		return fmt.Sprintf("set(vlan(pcp=%d))", tci>>13)
+	case tciVIDMask | tciPCPMask:
+		return fmt.Sprintf("set(vlan(vid=%d,pcp=%d))", tci&tciVIDMask, tci>>13)
+	}
+	return fmt.Sprintf("set(vlan(tci=0x%04x/0x%04x))", tci&mask, mask)
+}

@@ -1,0 +1,432 @@
+// Package datapath is the switch's fast path: poll-mode goroutines (PMDs)
+// that receive batches from netdev ports, classify each packet through a
+// per-PMD exact-match cache and megaflow classifier (asking the Upcaller on a
+// miss), execute the megaflow's actions and queue the outputs in per-port
+// batches that are flushed by the tx-flush-interval rules of DESIGN.md.
+package datapath
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"vswitch/datapath/actions"
+	"vswitch/datapath/classifier"
+	"vswitch/datapath/packet"
+	"vswitch/netdev"
+)
+
+// Limits and defaults.
+const (
+	// MaxPorts bounds datapath port numbers (1 .. MaxPorts-1); PMDs index
+	// their output batches by port number.
+	MaxPorts = 1 << 16
+	// MaxTxFlushInterval is the largest tx-flush-interval, in microseconds.
+	MaxTxFlushInterval = 1_000_000
+	// DefaultPMDSleepMax is the default pmd-sleep-max, in microseconds.
+	DefaultPMDSleepMax = 100
+	// DefaultFlowLimit is the default number of megaflows per PMD.
+	DefaultFlowLimit = 200_000
+	// DefaultPoolSize is the default number of packet buffers per PMD.
+	DefaultPoolSize = 4096
+)
+
+// Config is the datapath's configuration. Zero values select defaults.
+type Config struct {
+	// NumPMDs is the number of PMD goroutines (default 1).
+	NumPMDs int
+	// CPUs, if set, pins PMD i to CPUs[i % len(CPUs)] (pmd-cpu-mask).
+	CPUs []int
+	// PMDSleepMax is how long, in microseconds, an idle PMD may sleep at a
+	// time; 0 means busy polling. Negative selects DefaultPMDSleepMax.
+	PMDSleepMax int
+	// TxFlushInterval is the switch-wide tx-flush-interval in microseconds
+	// (0 .. MaxTxFlushInterval).
+	TxFlushInterval int
+	// EMCEntries is the EMC size per PMD (power of two; default
+	// classifier.DefaultEMCEntries).
+	EMCEntries int
+	// EMCInsertInvProb is emc-insert-inv-prob: 0 disables the EMC, 1 inserts
+	// every miss, N one in N on average. Negative selects 100 (OVS's default).
+	EMCInsertInvProb int
+	// FlowLimit bounds megaflows per PMD (default DefaultFlowLimit).
+	FlowLimit int
+	// PoolSize is the packet buffers per PMD (default DefaultPoolSize).
+	PoolSize int
+	// Upcall translates cache misses. Nil drops every miss.
+	Upcall Upcaller
+	// Clock returns monotonic nanoseconds; nil uses the runtime's clock.
+	// Tests substitute a fake one.
+	Clock func() int64
+	// Manual creates the PMDs without goroutines: the caller drives them
+	// with PMD.PollOnce (deterministic tests and benchmarks).
+	Manual bool
+	// AssignRxqs distributes receive queues over PMDs; nil is RoundRobin.
+	AssignRxqs func(rxqs []RxqRef, npmd int) [][]RxqRef
+	// PackedSharedState lays out per-PMD shared counters back to back
+	// instead of one cache line apart. Only for the benchmark that shows
+	// the cost of false sharing.
+	PackedSharedState bool
+	// ControllerQueueDepth is the depth of the to-controller queue (default 1024).
+	ControllerQueueDepth int
+}
+
+// RxqRef names one receive queue of one port.
+type RxqRef struct {
+	Port  uint32
+	Queue int
+}
+
+// RoundRobin assigns receive queues to PMDs in turn, in port then queue order.
+func RoundRobin(rxqs []RxqRef, npmd int) [][]RxqRef {
+	out := make([][]RxqRef, npmd)
+	for i, r := range rxqs {
+		out[i%npmd] = append(out[i%npmd], r)
+	}
+	return out
+}
+
+// Port is a port of the datapath.
+type Port struct {
+	No  uint32
+	Dev netdev.Netdev
+
+	txqLocks []TxqLock
+	tx       sharedSlab[txCounters] // one block per PMD
+	// flushInterval overrides the datapath's tx-flush-interval for this
+	// port (microseconds); -1 means "use the datapath's".
+	flushInterval int
+}
+
+// Datapath owns the ports and the PMDs.
+type Datapath struct {
+	cfg   Config
+	clock func() int64
+
+	mu      sync.Mutex // serialises configuration changes
+	ports   map[uint32]*Port
+	flushUs int
+	seq     uint64 // plan sequence number
+	running bool
+	wg      sync.WaitGroup
+
+	pmds   []*PMD
+	pmdCnt sharedSlab[pmdCounters]
+	ctrlq  *ControllerQueue
+
+	// generation is bumped when the rules behind the megaflows change; each
+	// PMD compares it with the one its caches were built under.
+	_          [CacheLine]byte
+	generation atomic.Uint64
+	_          [CacheLine - 8]byte
+}
+
+// New creates a datapath. Its PMDs start with Start (or are driven by
+// PollOnce in Manual mode).
+func New(cfg Config) (*Datapath, error) {
+	if cfg.NumPMDs <= 0 {
+		cfg.NumPMDs = 1
+	}
+	if cfg.PMDSleepMax < 0 {
+		cfg.PMDSleepMax = DefaultPMDSleepMax
+	}
+	if cfg.TxFlushInterval < 0 || cfg.TxFlushInterval > MaxTxFlushInterval {
+		return nil, fmt.Errorf("datapath: tx-flush-interval %d out of range 0..%d", cfg.TxFlushInterval, MaxTxFlushInterval)
+	}
+	if cfg.EMCEntries <= 0 {
+		cfg.EMCEntries = classifier.DefaultEMCEntries
+	}
+	if cfg.EMCEntries&(cfg.EMCEntries-1) != 0 {
+		return nil, fmt.Errorf("datapath: EMC size %d is not a power of two", cfg.EMCEntries)
+	}
+	if cfg.EMCInsertInvProb < 0 {
+		cfg.EMCInsertInvProb = 100
+	}
+	if cfg.FlowLimit <= 0 {
+		cfg.FlowLimit = DefaultFlowLimit
+	}
+	if cfg.PoolSize <= 0 {
+		cfg.PoolSize = DefaultPoolSize
+	}
+	if cfg.AssignRxqs == nil {
+		cfg.AssignRxqs = RoundRobin
+	}
+	if cfg.ControllerQueueDepth <= 0 {
+		cfg.ControllerQueueDepth = 1024
+	}
+	dp := &Datapath{
+		cfg:     cfg,
+		clock:   cfg.Clock,
+		ports:   make(map[uint32]*Port),
+		flushUs: cfg.TxFlushInterval,
+		pmdCnt:  newSharedSlab[pmdCounters](cfg.NumPMDs, cfg.PackedSharedState),
+		ctrlq:   NewControllerQueue(cfg.ControllerQueueDepth, packet.DefaultBufSize),
+	}
+	if dp.clock == nil {
+		dp.clock = monotonicNow
+	}
+	for i := 0; i < cfg.NumPMDs; i++ {
+		dp.pmds = append(dp.pmds, newPMD(dp, i))
+	}
+	dp.reconfigure()
+	return dp, nil
+}
+
+var clockBase = time.Now()
+
+// monotonicNow is nanoseconds on the monotonic clock (one vDSO call).
+func monotonicNow() int64 { return int64(time.Since(clockBase)) }
+
+// PMDs returns the PMDs (for Manual mode and introspection).
+func (dp *Datapath) PMDs() []*PMD { return dp.pmds }
+
+// ControllerQueue returns the queue Controller actions feed.
+func (dp *Datapath) ControllerQueue() *ControllerQueue { return dp.ctrlq }
+
+// InvalidateFlows makes every PMD drop its cached flows before it
+// classifies its next batch. Upcallers call it when their rules change.
+func (dp *Datapath) InvalidateFlows() { dp.generation.Add(1) }
+
+// AddPort adds dev as port number no.
+func (dp *Datapath) AddPort(no uint32, dev netdev.Netdev) (*Port, error) {
+	if no == 0 || no >= MaxPorts {
+		return nil, fmt.Errorf("datapath: port number %d out of range 1..%d", no, MaxPorts-1)
+	}
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	if _, ok := dp.ports[no]; ok {
+		return nil, fmt.Errorf("datapath: port %d already exists", no)
+	}
+	for _, p := range dp.ports {
+		if p.Dev.Name() == dev.Name() {
+			return nil, fmt.Errorf("datapath: %s is already port %d", dev.Name(), p.No)
+		}
+	}
+	ntxq := dev.NumTxQueues()
+	if ntxq < 1 {
+		ntxq = 1
+	}
+	p := &Port{
+		No:            no,
+		Dev:           dev,
+		txqLocks:      make([]TxqLock, ntxq),
+		tx:            newSharedSlab[txCounters](len(dp.pmds), dp.cfg.PackedSharedState),
+		flushInterval: -1,
+	}
+	dp.ports[no] = p
+	dp.reconfigure()
+	return p, nil
+}
+
+// RemovePort removes port no and closes its driver once no PMD uses it.
+// Packets queued for it are sent first.
+func (dp *Datapath) RemovePort(no uint32) error {
+	dp.mu.Lock()
+	p, ok := dp.ports[no]
+	if !ok {
+		dp.mu.Unlock()
+		return fmt.Errorf("datapath: no port %d", no)
+	}
+	delete(dp.ports, no)
+	dp.reconfigure()
+	dp.mu.Unlock()
+	dp.InvalidateFlows()
+	return p.Dev.Close()
+}
+
+// Port returns port no, or nil.
+func (dp *Datapath) Port(no uint32) *Port {
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	return dp.ports[no]
+}
+
+// Ports returns the ports sorted by number.
+func (dp *Datapath) Ports() []*Port {
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	return dp.sortedPorts()
+}
+
+func (dp *Datapath) sortedPorts() []*Port {
+	ps := make([]*Port, 0, len(dp.ports))
+	for _, p := range dp.ports {
+		ps = append(ps, p)
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].No < ps[j].No })
+	return ps
+}
+
+// SetTxFlushInterval sets the switch-wide tx-flush-interval (µs). Ports
+// without an override pick it up at their next flush.
+func (dp *Datapath) SetTxFlushInterval(us int) error {
+	if us < 0 || us > MaxTxFlushInterval {
+		return fmt.Errorf("datapath: tx-flush-interval %d out of range 0..%d", us, MaxTxFlushInterval)
+	}
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	dp.flushUs = us
+	dp.reconfigure()
+	return nil
+}
+
+// TxFlushInterval returns the switch-wide tx-flush-interval (µs).
+func (dp *Datapath) TxFlushInterval() int {
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	return dp.flushUs
+}
+
+// SetPortTxFlushInterval overrides the tx-flush-interval (µs) of one port;
+// -1 removes the override.
+func (dp *Datapath) SetPortTxFlushInterval(no uint32, us int) error {
+	if us < -1 || us > MaxTxFlushInterval {
+		return fmt.Errorf("datapath: tx-flush-interval %d out of range 0..%d", us, MaxTxFlushInterval)
+	}
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	p, ok := dp.ports[no]
+	if !ok {
+		return fmt.Errorf("datapath: no port %d", no)
+	}
+	p.flushInterval = us
+	dp.reconfigure()
+	return nil
+}
+
+// Start launches the PMD goroutines (not in Manual mode).
+func (dp *Datapath) Start() error {
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	if dp.cfg.Manual {
+		return errors.New("datapath: Start in manual mode")
+	}
+	if dp.running {
+		return errors.New("datapath: already running")
+	}
+	dp.running = true
+	for _, p := range dp.pmds {
+		p.stop.Store(false)
+		dp.wg.Add(1)
+		go p.run(&dp.wg)
+	}
+	return nil
+}
+
+// Stop stops the PMDs after they flush every queued packet and return every
+// buffer to their pools. The datapath can be started again.
+func (dp *Datapath) Stop() {
+	dp.mu.Lock()
+	if !dp.running {
+		dp.mu.Unlock()
+		return
+	}
+	for _, p := range dp.pmds {
+		p.stop.Store(true)
+	}
+	dp.running = false
+	dp.mu.Unlock()
+	dp.wg.Wait()
+}
+
+// Close stops the PMDs and closes every port.
+func (dp *Datapath) Close() error {
+	dp.Stop()
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	var errs []error
+	for no, p := range dp.ports {
+		errs = append(errs, p.Dev.Close())
+		delete(dp.ports, no)
+	}
+	dp.reconfigure()
+	return errors.Join(errs...)
+}
+
+// Execute runs actions on a packet that did not come from a port (OpenFlow
+// packet-out). The packet is handed to PMD 0, which executes it at its next
+// iteration and then flushes every batch it holds. It returns an error if
+// that PMD's mailbox is full.
+func (dp *Datapath) Execute(data []byte, inPort uint32, acts actions.List) error {
+	if len(data) > packet.DefaultBufSize-packet.Headroom {
+		return fmt.Errorf("datapath: packet of %d bytes is too large", len(data))
+	}
+	return dp.pmds[0].mailbox.post(data, inPort, acts)
+}
+
+// reconfigure builds a new plan for every PMD and waits until running PMDs
+// have switched to it; PMDs not running (Manual mode, stopped) switch now.
+// Called with dp.mu held.
+func (dp *Datapath) reconfigure() {
+	dp.seq++
+	ports := dp.sortedPorts()
+	var rxqs []RxqRef
+	maxNo := uint32(0)
+	for _, p := range ports {
+		for q := 0; q < p.Dev.NumRxQueues(); q++ {
+			rxqs = append(rxqs, RxqRef{Port: p.No, Queue: q})
+		}
+		maxNo = max(maxNo, p.No)
+	}
+	assign := dp.cfg.AssignRxqs(rxqs, len(dp.pmds))
+	for i, pmd := range dp.pmds {
+		plan := &pmdPlan{seq: dp.seq, tx: make([]txPlan, maxNo+1)}
+		if i < len(assign) {
+			for _, r := range assign[i] {
+				plan.rxqs = append(plan.rxqs, rxqPlan{port: dp.ports[r.Port], queue: r.Queue})
+			}
+		}
+		for _, p := range ports {
+			txq, shared := txqMap(i, len(dp.pmds), len(p.txqLocks))
+			us := p.flushInterval
+			if us < 0 {
+				us = dp.flushUs
+			}
+			plan.tx[p.No] = txPlan{port: p, txq: txq, shared: shared, intervalNs: int64(us) * 1000}
+		}
+		pmd.plan.Store(plan)
+	}
+	if !dp.running {
+		for _, pmd := range dp.pmds {
+			pmd.applyPlan()
+		}
+		return
+	}
+	for _, pmd := range dp.pmds {
+		for pmd.applied.Load() < dp.seq {
+			time.Sleep(10 * time.Microsecond)
+		}
+	}
+}
+
+// PMDStats returns a snapshot of every PMD's counters.
+func (dp *Datapath) PMDStats() []PMDStats {
+	out := make([]PMDStats, len(dp.pmds))
+	for i := range dp.pmds {
+		out[i] = dp.pmdCnt.at(i).snapshot(i)
+	}
+	return out
+}
+
+// TxStats returns, per PMD, what it sent to the port.
+func (p *Port) TxStats() []PortPMDStats {
+	out := make([]PortPMDStats, p.tx.len())
+	for i := range out {
+		c := p.tx.at(i)
+		out[i] = PortPMDStats{PMD: i, Packets: c.packets.Load(), Batches: c.batches.Load(), Drops: c.drops.Load()}
+	}
+	return out
+}
+
+// FlowCount returns the megaflows installed in each PMD's classifier. It is
+// published by the PMDs, so it may lag by one iteration.
+func (dp *Datapath) FlowCount() int {
+	n := 0
+	for _, p := range dp.pmds {
+		n += int(p.nflows.Load())
+	}
+	return n
+}

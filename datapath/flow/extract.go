@@ -1,0 +1,403 @@
+package flow
+
+// Extraction rules, where the wire leaves a choice:
+//
+//   - A header contributes its fields only once the part of it the key reads
+//     is entirely in the frame; otherwise the status gets Truncated and those
+//     fields stay zero. The exception is the L4 ports (and ICMP type/code):
+//     they are filled as soon as their first 4 bytes are present, even if the
+//     rest of the L4 header is cut.
+//   - When parsing stops early, NwProto holds the protocol of the header that
+//     could not be parsed (for IPv6, the next-header value that pointed at the
+//     missing or cut header), so a truncated UDP packet still classifies as
+//     UDP with ports 0.
+//   - A VLAN tag cut short leaves EthType = its TPID and the tag unset. A
+//     third tag (or an inner 0x9100) is not parsed: EthType = that TPID.
+//   - An IPv4 or IPv6 header that fails its sanity check (version, IHL,
+//     total length below the header length) gives Malformed and contributes
+//     no field and no L3 offset. A total/payload length longer than the frame
+//     gives Truncated and parsing continues over what is there; a shorter one
+//     trims Ethernet padding off the L4 view.
+//   - IPv6 payload length 0 is taken literally (jumbograms are not parsed).
+//     More than maxIPv6ExtHeaders extension headers give Malformed with
+//     NwProto = the next-header value at which parsing gave up.
+//   - Offsets.L3 is set when the network header's sanity checks passed and
+//     its fixed part (with IPv4 options, with the whole ARP body) is in the
+//     frame. Offsets.L4 is set only when the minimum L4 header is in the
+//     frame: 20 bytes TCP, 8 UDP, 12 SCTP, 4 ICMPv4/ICMPv6. So an action that
+//     sees L4 != NoOffset may touch ports and checksums without a bound check.
+//   - TCP with data offset < 5: Malformed, ports kept, flags zero, no L4
+//     offset (the header is not trusted for rewriting). TCP options are not
+//     read, so a data offset beyond the frame is not flagged.
+//   - Neighbour discovery: an option of length 0 or a second source/target
+//     link-layer option is Malformed and, as in Open vSwitch, clears NDTarget,
+//     ArpSHA and ArpTHA (ICMPv6 type/code and L4 stay). A cut option gives
+//     Truncated and keeps the target and the options parsed before it.
+//     Link-layer options whose length is not 8 bytes (non-Ethernet) are
+//     skipped.
+//   - ICMP is parsed only over IPv4 and ICMPv6 only over IPv6.
+
+const (
+	ethTypeMin       = 0x0600 // below: an 802.3 length field
+	ethType8023      = 0x05ff // 802.3 frame without a SNAP type, as in OVS
+	ethTypeIPv4      = 0x0800
+	ethTypeARP       = 0x0806
+	ethTypeVLAN      = 0x8100
+	ethTypeIPv6      = 0x86dd
+	ethTypeMPLS      = 0x8847
+	ethTypeMPLSMcast = 0x8848
+	ethTypeQinQ      = 0x88a8
+	ethTypeQinQOld   = 0x9100 // pre-802.1ad service tag, accepted as outer only
+)
+
+const (
+	ipProtoHopByHop = 0
+	ipProtoICMP     = 1
+	ipProtoTCP      = 6
+	ipProtoUDP      = 17
+	ipProtoRouting  = 43
+	ipProtoFragment = 44
+	ipProtoESP      = 50
+	ipProtoAH       = 51
+	ipProtoICMPv6   = 58
+	ipProtoNoNext   = 59
+	ipProtoDstOpts  = 60
+	ipProtoSCTP     = 132
+)
+
+const (
+	icmp6NeighborSolicit = 135
+	icmp6NeighborAdvert  = 136
+	ndOptSourceLLAddr    = 1
+	ndOptTargetLLAddr    = 2
+)
+
+// maxIPv6ExtHeaders bounds the extension-header walk so that a crafted chain
+// cannot make one packet cost much more than another.
+const maxIPv6ExtHeaders = 16
+
+func be16(b []byte) uint16 {
+	_ = b[1]
+	return uint16(b[0])<<8 | uint16(b[1])
+}
+
+func be32(b []byte) uint32 {
+	_ = b[3]
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// Extract parses the Ethernet frame data, received on datapath port inPort,
+// into k and records the header offsets in off. It never fails: a frame that
+// is cut short or malformed yields a key filled as far as it parsed, and the
+// returned status says what was wrong (0 for a clean parse). The rules for
+// partial headers are in the comment at the top of this file.
+func Extract(data []byte, inPort uint32, k *Key, off *Offsets) Status {
+	*k = Key{}
+	k.InPort = inPort
+	off.L3, off.L4 = NoOffset, NoOffset
+	if len(data) < 14 {
+		return Truncated
+	}
+	k.EthDst = [6]byte(data[0:6])
+	k.EthSrc = [6]byte(data[6:12])
+	typ := be16(data[12:14])
+	p := 14
+
+	if typ == ethTypeVLAN || typ == ethTypeQinQ || typ == ethTypeQinQOld {
+		if len(data) < p+4 {
+			k.EthType = typ
+			return Truncated
+		}
+		k.VLAN[0] = VLANTag{TPID: typ, TCI: be16(data[p : p+2])}
+		typ = be16(data[p+2 : p+4])
+		p += 4
+		if typ == ethTypeVLAN || typ == ethTypeQinQ {
+			if len(data) < p+4 {
+				k.EthType = typ
+				return Truncated
+			}
+			k.VLAN[1] = VLANTag{TPID: typ, TCI: be16(data[p : p+2])}
+			typ = be16(data[p+2 : p+4])
+			p += 4
+		}
+	}
+
+	if typ < ethTypeMin {
+		// 802.3 length frame: only LLC with a SNAP header of OUI 0 carries an
+		// Ethernet type.
+		k.EthType = ethType8023
+		llc := data[p:]
+		if len(llc) < 3 {
+			return Truncated
+		}
+		if llc[0] != 0xaa || llc[1] != 0xaa || llc[2] != 0x03 {
+			return 0
+		}
+		if len(llc) < 8 {
+			return Truncated
+		}
+		if llc[3] != 0 || llc[4] != 0 || llc[5] != 0 {
+			return 0
+		}
+		typ = be16(llc[6:8])
+		p += 8
+	}
+	k.EthType = typ
+
+	switch typ {
+	case ethTypeIPv4:
+		return extractIPv4(data, p, k, off)
+	case ethTypeIPv6:
+		return extractIPv6(data, p, k, off)
+	case ethTypeARP:
+		return extractARP(data[p:], p, k, off)
+	case ethTypeMPLS, ethTypeMPLSMcast:
+		if len(data) < p+4 {
+			return Truncated
+		}
+		k.MPLSLse = be32(data[p : p+4])
+	}
+	return 0
+}
+
+func extractIPv4(data []byte, l3 int, k *Key, off *Offsets) Status {
+	h := data[l3:]
+	if len(h) < 20 {
+		return Truncated
+	}
+	ihl := int(h[0]&0x0f) * 4
+	if h[0]>>4 != 4 || ihl < 20 {
+		return Malformed
+	}
+	if len(h) < ihl {
+		return Truncated
+	}
+	totLen := int(be16(h[2:4]))
+	if totLen < ihl {
+		return Malformed
+	}
+	var st Status
+	if totLen > len(h) {
+		st = Truncated
+	} else {
+		h = h[:totLen]
+	}
+	k.NwTOS = h[1]
+	k.NwTTL = h[8]
+	k.NwProto = h[9]
+	k.IPv4Src = be32(h[12:16])
+	k.IPv4Dst = be32(h[16:20])
+	off.L3 = uint16(l3)
+	if fo := be16(h[6:8]); fo&0x3fff != 0 { // MF or a fragment offset
+		k.NwFrag = FragAny
+		if fo&0x1fff != 0 {
+			k.NwFrag = FragAny | FragLater
+			return st
+		}
+	}
+	return st | extractL4(h[ihl:], l3+ihl, false, k, off)
+}
+
+func extractIPv6(data []byte, l3 int, k *Key, off *Offsets) Status {
+	h := data[l3:]
+	if len(h) < 40 {
+		return Truncated
+	}
+	vtf := be32(h[0:4])
+	if vtf>>28 != 6 {
+		return Malformed
+	}
+	var st Status
+	rest := h[40:]
+	if plen := int(be16(h[4:6])); plen > len(rest) {
+		st = Truncated
+	} else {
+		rest = rest[:plen]
+	}
+	k.NwTOS = uint8(vtf >> 20)
+	k.IPv6Label = vtf & 0xfffff
+	k.NwTTL = h[7]
+	k.IPv6Src = [16]byte(h[8:24])
+	k.IPv6Dst = [16]byte(h[24:40])
+	off.L3 = uint16(l3)
+
+	nh := h[6]
+	p := l3 + 40
+	for i := 0; ; i++ {
+		switch nh {
+		case ipProtoHopByHop, ipProtoRouting, ipProtoDstOpts, ipProtoAH, ipProtoFragment:
+			if i == maxIPv6ExtHeaders {
+				k.NwProto = nh
+				return st | Malformed
+			}
+		case ipProtoESP, ipProtoNoNext:
+			k.NwProto = nh
+			return st
+		default:
+			k.NwProto = nh
+			return st | extractL4(rest, p, true, k, off)
+		}
+		if nh == ipProtoFragment {
+			if len(rest) < 8 {
+				k.NwProto = nh
+				return st | Truncated
+			}
+			k.NwFrag |= FragAny
+			fragOff := be16(rest[2:4]) &^ 7
+			nh = rest[0]
+			rest = rest[8:]
+			p += 8
+			if fragOff != 0 {
+				k.NwFrag |= FragLater
+				k.NwProto = nh
+				return st
+			}
+			continue
+		}
+		if len(rest) < 2 {
+			k.NwProto = nh
+			return st | Truncated
+		}
+		n := (int(rest[1]) + 1) * 8
+		if nh == ipProtoAH {
+			n = (int(rest[1]) + 2) * 4
+		}
+		if len(rest) < n {
+			k.NwProto = nh
+			return st | Truncated
+		}
+		nh = rest[0]
+		rest = rest[n:]
+		p += n
+	}
+}
+
+func extractARP(h []byte, l3 int, k *Key, off *Offsets) Status {
+	if len(h) < 8 {
+		return Truncated
+	}
+	hlen, plen := int(h[4]), int(h[5])
+	if len(h) < 8+2*(hlen+plen) {
+		return Truncated
+	}
+	off.L3 = uint16(l3)
+	if be16(h[0:2]) != 1 || be16(h[2:4]) != ethTypeIPv4 || hlen != 6 || plen != 4 {
+		return 0
+	}
+	if op := be16(h[6:8]); op <= 0xff {
+		k.NwProto = uint8(op)
+	}
+	k.ArpSHA = [6]byte(h[8:14])
+	k.IPv4Src = be32(h[14:18])
+	k.ArpTHA = [6]byte(h[18:24])
+	k.IPv4Dst = be32(h[24:28])
+	return 0
+}
+
+// extractL4 parses the transport header at h (already trimmed to the IP
+// payload), which starts at frame offset p.
+func extractL4(h []byte, p int, v6 bool, k *Key, off *Offsets) Status {
+	switch k.NwProto {
+	case ipProtoTCP:
+		if len(h) < 4 {
+			return Truncated
+		}
+		k.TpSrc, k.TpDst = be16(h[0:2]), be16(h[2:4])
+		if len(h) < 20 {
+			return Truncated
+		}
+		ctl := be16(h[12:14])
+		if ctl>>12 < 5 {
+			return Malformed
+		}
+		k.TCPFlags = ctl & 0x0fff
+		off.L4 = uint16(p)
+	case ipProtoUDP:
+		if len(h) < 4 {
+			return Truncated
+		}
+		k.TpSrc, k.TpDst = be16(h[0:2]), be16(h[2:4])
+		if len(h) < 8 {
+			return Truncated
+		}
+		off.L4 = uint16(p)
+	case ipProtoSCTP:
+		if len(h) < 4 {
+			return Truncated
+		}
+		k.TpSrc, k.TpDst = be16(h[0:2]), be16(h[2:4])
+		if len(h) < 12 {
+			return Truncated
+		}
+		off.L4 = uint16(p)
+	case ipProtoICMP:
+		if v6 {
+			return 0
+		}
+		if len(h) < 4 {
+			return Truncated
+		}
+		k.TpSrc, k.TpDst = uint16(h[0]), uint16(h[1])
+		off.L4 = uint16(p)
+	case ipProtoICMPv6:
+		if !v6 {
+			return 0
+		}
+		if len(h) < 4 {
+			return Truncated
+		}
+		k.TpSrc, k.TpDst = uint16(h[0]), uint16(h[1])
+		off.L4 = uint16(p)
+		if (h[0] == icmp6NeighborSolicit || h[0] == icmp6NeighborAdvert) && h[1] == 0 {
+			return extractND(h, k)
+		}
+	}
+	return 0
+}
+
+// extractND parses the target and link-layer address options of a
+// neighbour solicitation or advertisement; h starts at the ICMPv6 header.
+func extractND(h []byte, k *Key) Status {
+	if len(h) < 24 {
+		return Truncated
+	}
+	k.NDTarget = [16]byte(h[8:24])
+	want := uint8(ndOptSourceLLAddr)
+	if h[0] == icmp6NeighborAdvert {
+		want = ndOptTargetLLAddr
+	}
+	seen := false
+	opts := h[24:]
+	for len(opts) > 0 {
+		if len(opts) < 2 {
+			return Truncated
+		}
+		n := int(opts[1]) * 8
+		if n == 0 {
+			return badND(k)
+		}
+		if len(opts) < n {
+			return Truncated
+		}
+		if opts[0] == want && n == 8 {
+			if seen {
+				return badND(k)
+			}
+			seen = true
+			if want == ndOptSourceLLAddr {
+				k.ArpSHA = [6]byte(opts[2:8])
+			} else {
+				k.ArpTHA = [6]byte(opts[2:8])
+			}
+		}
+		opts = opts[n:]
+	}
+	return 0
+}
+
+func badND(k *Key) Status {
+	k.NDTarget = [16]byte{}
+	k.ArpSHA = [6]byte{}
+	k.ArpTHA = [6]byte{}
+	return Malformed
+}

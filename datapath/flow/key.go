@@ -1,0 +1,211 @@
+// Package flow defines the datapath flow key: the fixed-layout record of every
+// header field a packet is classified on, its masks, and extraction from raw
+// frames. It is a leaf package: the packet, classifier and datapath packages
+// build on it, and it imports nothing of theirs.
+package flow
+
+import (
+	"math/bits"
+	"unsafe"
+)
+
+// KeyWords is the size of a Key in 64-bit words. Masking, hashing and
+// comparison work word by word, so the layout below has no implicit padding:
+// every byte belongs to a named field (explicit pad fields are always zero).
+const KeyWords = 15
+
+// VLANTag is one 802.1Q/802.1ad tag as seen on the wire. A tag that is
+// present always has TPID != 0; an absent tag is all zero.
+type VLANTag struct {
+	TPID uint16 // 0x8100 or 0x88a8 (0 = no tag)
+	TCI  uint16 // PCP(3) DEI(1) VID(12)
+}
+
+// Fragment bits in Key.NwFrag, as in Open vSwitch.
+const (
+	FragAny   = 1 << 0 // the packet is an IP fragment (first or later)
+	FragLater = 1 << 1 // not the first fragment: no L4 header
+)
+
+// Key is the flow key of one packet. Field semantics follow Open vSwitch's
+// struct flow where they overlap:
+//   - ARP: NwProto holds the opcode (low 8 bits), IPv4Src/IPv4Dst the sender
+//     and target protocol addresses, ArpSHA/ArpTHA the hardware addresses.
+//   - ICMPv4/ICMPv6: TpSrc holds the type, TpDst the code.
+//   - IPv6 neighbour discovery: NDTarget, and the source/target link-layer
+//     address options in ArpSHA/ArpTHA.
+//   - EthType is the type after all VLAN tags (and 0x05ff for 802.3 frames
+//     without a SNAP/Ethernet II type, as OVS does).
+//
+// Integer fields are in host byte order; address fields are byte arrays in
+// network order.
+type Key struct {
+	// word 0
+	InPort  uint32 // datapath port number the packet arrived on
+	EthType uint16
+	NwProto uint8
+	NwFrag  uint8 // FragAny|FragLater
+	// words 1-2
+	EthDst   [6]byte
+	NwTOS    uint8 // DSCP (high 6 bits) and ECN (low 2 bits)
+	NwTTL    uint8 // IPv4 TTL / IPv6 hop limit
+	EthSrc   [6]byte
+	TCPFlags uint16 // low 12 bits of the TCP flags field
+	// word 3
+	VLAN [2]VLANTag // outer first
+	// words 4-5
+	IPv4Src   uint32
+	IPv4Dst   uint32
+	TpSrc     uint16
+	TpDst     uint16
+	IPv6Label uint32 // 20-bit flow label
+	// words 6-11
+	IPv6Src  [16]byte
+	IPv6Dst  [16]byte
+	NDTarget [16]byte
+	// words 12-13
+	ArpSHA [6]byte
+	Pad0   uint16 // always zero
+	ArpTHA [6]byte
+	Pad1   uint16 // always zero
+	// word 14
+	MPLSLse uint32 // top MPLS label stack entry as on the wire (0 = none)
+	Pad2    uint32 // always zero
+}
+
+// Mask has the layout of Key: a 1 bit means the field bit is significant.
+type Mask = Key
+
+// Match is a key with the mask it is to be compared under. Key is expected to
+// be already masked (Key == Key & Mask).
+type Match struct {
+	Key  Key
+	Mask Mask
+}
+
+// Words views a key as its 64-bit words, for masking, hashing and comparing.
+func (k *Key) Words() *[KeyWords]uint64 {
+	return (*[KeyWords]uint64)(unsafe.Pointer(k))
+}
+
+// Equal reports whether two keys are identical.
+func (k *Key) Equal(o *Key) bool {
+	a, b := k.Words(), o.Words()
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// ApplyMask sets dst to k & m.
+func (k *Key) ApplyMask(m *Mask, dst *Key) {
+	a, mw, d := k.Words(), m.Words(), dst.Words()
+	for i := range a {
+		d[i] = a[i] & mw[i]
+	}
+}
+
+// MatchesMasked reports whether k & m == masked (masked must already be
+// masked by m).
+func (k *Key) MatchesMasked(m *Mask, masked *Key) bool {
+	a, mw, b := k.Words(), m.Words(), masked.Words()
+	for i := range a {
+		if a[i]&mw[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// IsZero reports whether every bit of k is zero.
+func (k *Key) IsZero() bool {
+	for _, w := range k.Words() {
+		if w != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Or sets k to k | o (used to accumulate the wildcard masks of every field a
+// translation consulted).
+func (k *Key) Or(o *Key) {
+	a, b := k.Words(), o.Words()
+	for i := range a {
+		a[i] |= b[i]
+	}
+}
+
+const (
+	hashMul1 = 0x9e3779b97f4a7c15
+	hashMul2 = 0xbf58476d1ce4e5b9
+)
+
+func mixWord(h, w uint64) uint64 {
+	hi, lo := bits.Mul64(w^h, hashMul1)
+	return hi ^ lo
+}
+
+func finish(h uint64) uint32 {
+	h ^= h >> 31
+	h *= hashMul2
+	h ^= h >> 29
+	return uint32(h)
+}
+
+// Hash returns a 32-bit hash of the whole key.
+func (k *Key) Hash() uint32 {
+	h := uint64(KeyWords)
+	for _, w := range k.Words() {
+		h = mixWord(h, w)
+	}
+	return finish(h)
+}
+
+// MaskedHash hashes k & m over only the listed word indices (the words where
+// m is non-zero, precomputed by the caller). Two keys equal under m hash the
+// same when given the same index list.
+func (k *Key) MaskedHash(m *Mask, words []uint8) uint32 {
+	a, mw := k.Words(), m.Words()
+	h := uint64(len(words))
+	for _, i := range words {
+		h = mixWord(h, a[i]&mw[i])
+	}
+	return finish(h)
+}
+
+// NonZeroWords appends to dst the indices of the words of m that are not
+// zero and returns the result.
+func (m *Key) NonZeroWords(dst []uint8) []uint8 {
+	for i, w := range m.Words() {
+		if w != 0 {
+			dst = append(dst, uint8(i))
+		}
+	}
+	return dst
+}
+
+// Offsets records where the headers of a parsed packet start, as byte offsets
+// from the start of the frame; a header that is absent has offset NoOffset.
+// Actions use them to rewrite fields without parsing the packet again.
+type Offsets struct {
+	L3 uint16 // network header (after all VLAN/MPLS headers)
+	L4 uint16 // transport header (TCP/UDP/SCTP/ICMP); NoOffset for later fragments
+}
+
+// NoOffset marks an absent header in Offsets.
+const NoOffset = 0xffff
+
+// Status reports what extraction found wrong with a packet. The key is
+// filled as far as the packet parsed, so a packet with a non-zero status is
+// still classifiable; the datapath counts it.
+type Status uint8
+
+const (
+	// Truncated: a header was cut short by the end of the frame.
+	Truncated Status = 1 << iota
+	// Malformed: a header had an impossible value (bad IHL, bad lengths, ...).
+	Malformed
+)

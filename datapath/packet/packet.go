@@ -1,0 +1,170 @@
+// Package packet holds the packet buffer, the batch of up to BatchSize packets
+// that every stage of the datapath works on, and the preallocated buffer pool
+// packets come from. Both the port drivers (netdev) and the datapath import
+// it, so it depends on nothing but the flow key.
+package packet
+
+import (
+	"vswitch/datapath/flow"
+)
+
+const (
+	// BatchSize is the most packets a batch holds: the unit of receive,
+	// classification, action execution and transmission.
+	BatchSize = 32
+	// Headroom is the space kept in front of received data so that VLAN,
+	// MPLS or tunnel headers can be pushed without moving the payload.
+	Headroom = 128
+	// DefaultBufSize is the size of one pool buffer, headroom included.
+	DefaultBufSize = 2048
+)
+
+// Packet is one frame in a pool buffer. The frame occupies
+// buf[off : off+length]; the space before off is headroom.
+//
+// A Packet belongs to the Pool it was taken from and must be returned to it
+// with Free by the goroutine that owns that pool (a PMD frees only packets
+// from its own pool: drivers copy frames in and out of their rings).
+type Packet struct {
+	buf    []byte
+	off    int
+	length int
+
+	// InPort is the datapath port number the packet was received on.
+	InPort uint32
+	// Hash is a flow hash (RSS hash from the driver, or computed from the
+	// key); valid when HashValid is set.
+	Hash      uint32
+	HashValid bool
+	// KeyValid says Key and Offsets describe the current contents; actions
+	// that change headers clear it or keep it in step.
+	KeyValid bool
+	Key      flow.Key
+	Offsets  flow.Offsets
+
+	pool   *Pool
+	inPool bool // on the pool's free list (catches double frees)
+}
+
+// Data returns the frame.
+func (p *Packet) Data() []byte { return p.buf[p.off : p.off+p.length] }
+
+// Len returns the frame length in bytes.
+func (p *Packet) Len() int { return p.length }
+
+// Cap returns the largest frame this buffer can hold with the current headroom.
+func (p *Packet) Cap() int { return len(p.buf) - p.off }
+
+// Headroom returns the free bytes in front of the frame.
+func (p *Packet) Headroom() int { return p.off }
+
+// SetData replaces the frame with a copy of data, keeping the default
+// headroom. It truncates data that does not fit and returns the bytes copied.
+func (p *Packet) SetData(data []byte) int {
+	p.off = Headroom
+	if p.off > len(p.buf) {
+		p.off = len(p.buf)
+	}
+	n := copy(p.buf[p.off:], data)
+	p.length = n
+	p.KeyValid = false
+	p.HashValid = false
+	return n
+}
+
+// SetLen sets the frame length (for drivers that receive straight into
+// Buffer()). It returns false, changing nothing, if n does not fit.
+func (p *Packet) SetLen(n int) bool {
+	if n < 0 || p.off+n > len(p.buf) {
+		return false
+	}
+	p.length = n
+	return true
+}
+
+// Buffer returns the whole space from the start of the frame to the end of
+// the buffer, for a driver to receive into before calling SetLen.
+func (p *Packet) Buffer() []byte { return p.buf[p.off:] }
+
+// Push grows the frame by n bytes at the front, taking them from the
+// headroom, and returns the new front bytes. It returns nil, changing
+// nothing, if the headroom is too small.
+func (p *Packet) Push(n int) []byte {
+	if n < 0 || n > p.off {
+		return nil
+	}
+	p.off -= n
+	p.length += n
+	return p.buf[p.off : p.off+n]
+}
+
+// Pull drops n bytes from the front of the frame. It returns false, changing
+// nothing, if the frame is shorter than n.
+func (p *Packet) Pull(n int) bool {
+	if n < 0 || n > p.length {
+		return false
+	}
+	p.off += n
+	p.length -= n
+	return true
+}
+
+// CopyFrom makes p a copy of src (frame and metadata), keeping p's headroom
+// at least as large as src's. It returns false if the frame does not fit.
+func (p *Packet) CopyFrom(src *Packet) bool {
+	off := src.off
+	if off+src.length > len(p.buf) {
+		return false
+	}
+	p.off = off
+	p.length = copy(p.buf[off:], src.Data())
+	p.InPort = src.InPort
+	p.Hash = src.Hash
+	p.HashValid = src.HashValid
+	p.KeyValid = src.KeyValid
+	if src.KeyValid {
+		p.Key = src.Key
+		p.Offsets = src.Offsets
+	}
+	return true
+}
+
+// Pool returns the pool the packet belongs to.
+func (p *Packet) Pool() *Pool { return p.pool }
+
+// Free returns the packet to its pool. It must be called by the pool's owner.
+func (p *Packet) Free() { p.pool.Put(p) }
+
+// Batch is up to BatchSize packets processed together.
+type Batch struct {
+	Pkts [BatchSize]*Packet
+	N    int
+}
+
+// Packets returns the packets in the batch.
+func (b *Batch) Packets() []*Packet { return b.Pkts[:b.N] }
+
+// Full reports whether the batch holds BatchSize packets.
+func (b *Batch) Full() bool { return b.N == BatchSize }
+
+// Add appends p; it returns false if the batch is full.
+func (b *Batch) Add(p *Packet) bool {
+	if b.N == BatchSize {
+		return false
+	}
+	b.Pkts[b.N] = p
+	b.N++
+	return true
+}
+
+// FreeAll returns every packet to its pool and empties the batch.
+func (b *Batch) FreeAll() {
+	for i := 0; i < b.N; i++ {
+		b.Pkts[i].Free()
+	}
+	b.N = 0
+}
+
+// Reset empties the batch without freeing its packets. Stale pointers stay
+// in Pkts: they point into pools that live as long as the packets anyway.
+func (b *Batch) Reset() { b.N = 0 }

@@ -1,0 +1,72 @@
+package packet
+
+import "sync/atomic"
+
+// Pool is a fixed set of packet buffers cut from one large allocation, with a
+// free list. It is not safe for concurrent use: each PMD owns its pool, and
+// only the owner takes and returns packets (drivers copy frames between
+// their rings and pool buffers, so packets never change hands).
+type Pool struct {
+	mem  []byte
+	pkts []Packet
+	free []*Packet // stack of free packets; len is the free count
+
+	doubleFrees atomic.Uint64 // Put of a packet already free (a bug; counted, not fatal)
+}
+
+// NewPool allocates count buffers of bufSize bytes each (headroom included).
+func NewPool(count, bufSize int) *Pool {
+	if bufSize < Headroom+64 {
+		bufSize = Headroom + 64
+	}
+	p := &Pool{
+		mem:  make([]byte, count*bufSize),
+		pkts: make([]Packet, count),
+		free: make([]*Packet, count),
+	}
+	for i := range p.pkts {
+		pkt := &p.pkts[i]
+		pkt.buf = p.mem[i*bufSize : (i+1)*bufSize : (i+1)*bufSize]
+		pkt.off = Headroom
+		pkt.pool = p
+		pkt.inPool = true
+		p.free[count-1-i] = pkt
+	}
+	return p
+}
+
+// Get takes a packet with an empty frame and default headroom, or returns nil
+// if the pool is exhausted.
+func (p *Pool) Get() *Packet {
+	n := len(p.free)
+	if n == 0 {
+		return nil
+	}
+	pkt := p.free[n-1]
+	p.free = p.free[:n-1]
+	pkt.inPool = false
+	pkt.off = Headroom
+	pkt.length = 0
+	pkt.KeyValid = false
+	pkt.HashValid = false
+	return pkt
+}
+
+// Put returns a packet to the pool.
+func (p *Pool) Put(pkt *Packet) {
+	if pkt.inPool {
+		p.doubleFrees.Add(1)
+		return
+	}
+	pkt.inPool = true
+	p.free = append(p.free, pkt) // never grows: cap is the pool size
+}
+
+// Available returns how many packets are free.
+func (p *Pool) Available() int { return len(p.free) }
+
+// Size returns how many packets the pool has in all.
+func (p *Pool) Size() int { return len(p.pkts) }
+
+// DoubleFrees returns how many times a free packet was freed again.
+func (p *Pool) DoubleFrees() uint64 { return p.doubleFrees.Load() }

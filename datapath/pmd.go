@@ -1,0 +1,473 @@
+package datapath
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"vswitch/datapath/actions"
+	"vswitch/datapath/classifier"
+	"vswitch/datapath/flow"
+	"vswitch/datapath/packet"
+)
+
+const (
+	// statsPublishInterval is how often a busy PMD copies its counters to
+	// the shared block readers see (an idle PMD publishes every iteration).
+	statsPublishInterval = 100_000 // ns
+	// rankInterval is how often a PMD re-sorts its megaflow subtables by hits.
+	rankInterval = 1_000_000_000 // ns
+	// idleItersBeforeSleep is how many empty iterations in a row a PMD
+	// polls before it starts to sleep.
+	idleItersBeforeSleep = 64
+	// minSleepNs is the first sleep of an idle PMD; it doubles up to
+	// pmd-sleep-max.
+	minSleepNs = 1000
+)
+
+// pmdPlan is what a PMD polls and where it may send: built by the datapath
+// on every configuration change and swapped in by the PMD between
+// iterations, so the PMD never takes a lock to read its configuration.
+type pmdPlan struct {
+	seq  uint64
+	rxqs []rxqPlan
+	tx   []txPlan // indexed by port number; port nil = no such port
+}
+
+type rxqPlan struct {
+	port  *Port
+	queue int
+}
+
+type txPlan struct {
+	port       *Port
+	txq        int
+	shared     bool
+	intervalNs int64
+}
+
+// OutputBatch is one PMD's queue of packets for one port, with the deadline
+// by which it must be sent. Packets wait here until the batch is full, or
+// the end of a receive burst finds the deadline passed, or the PMD goes idle.
+type OutputBatch struct {
+	txPlan
+	batch    packet.Batch
+	deadline int64 // ns; the batch is sent at the end of a burst once now ≥ deadline
+	pending  bool  // listed in PMD.pending
+	counters *txCounters
+}
+
+// PMD is a poll-mode driver goroutine (or, in Manual mode, a unit the caller
+// drives with PollOnce). Everything in it is owned by its goroutine except
+// the fields marked otherwise.
+type PMD struct {
+	id    int
+	dp    *Datapath
+	clock func() int64
+	pool  *packet.Pool
+	emc   *classifier.EMC[Megaflow]
+	flows *classifier.Megaflows[Megaflow]
+
+	cur     *pmdPlan
+	outs    []*OutputBatch // indexed by port number
+	pending []*OutputBatch // outputs holding packets
+	rx      packet.Batch
+	upcall  UpcallResult
+	gen     uint64
+	now     int64
+	busy    bool // the last iteration received packets
+	local   pmdLocal
+	lastPub int64
+	lastRnk int64
+	idle    int   // empty iterations in a row
+	sleepNs int64 // next sleep length
+
+	counters *pmdCounters // published for readers
+
+	// Written by other goroutines.
+	plan    atomic.Pointer[pmdPlan]
+	applied atomic.Uint64
+	stop    atomic.Bool
+	nflows  atomic.Int64
+	mailbox mailbox
+}
+
+func newPMD(dp *Datapath, id int) *PMD {
+	p := &PMD{
+		id:       id,
+		dp:       dp,
+		clock:    dp.clock,
+		pool:     packet.NewPool(dp.cfg.PoolSize, packet.DefaultBufSize),
+		emc:      classifier.NewEMC[Megaflow](dp.cfg.EMCEntries),
+		flows:    classifier.New[Megaflow](),
+		counters: dp.pmdCnt.at(id),
+		gen:      dp.generation.Load(),
+		pending:  make([]*OutputBatch, 0, 64),
+	}
+	p.emc.SetInsertInvProb(uint32(dp.cfg.EMCInsertInvProb))
+	p.now = p.clock()
+	p.lastPub, p.lastRnk = p.now, p.now
+	return p
+}
+
+// ID returns the PMD's index.
+func (p *PMD) ID() int { return p.id }
+
+// Pool returns the PMD's packet pool (for leak checks in tests).
+func (p *PMD) Pool() *packet.Pool { return p.pool }
+
+func (p *PMD) run(wg *sync.WaitGroup) {
+	defer wg.Done()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if cpus := p.dp.cfg.CPUs; len(cpus) > 0 {
+		var set unix.CPUSet
+		set.Set(cpus[p.id%len(cpus)])
+		_ = unix.SchedSetaffinity(0, &set) // best effort: a bad CPU leaves the thread unpinned
+	}
+	// Sleeps of a few microseconds are pointless with the default 50 µs
+	// timer slack.
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0)
+	sleepMax := int64(p.dp.cfg.PMDSleepMax) * 1000
+	p.sleepNs = minSleepNs
+	for !p.stop.Load() {
+		if p.PollOnce() > 0 {
+			p.idle = 0
+			p.sleepNs = minSleepNs
+			continue
+		}
+		p.idle++
+		if sleepMax == 0 || p.idle < idleItersBeforeSleep {
+			continue
+		}
+		// The idle iteration flushed every batch and published the
+		// counters: nothing waits on this PMD while it sleeps.
+		ts := unix.NsecToTimespec(min(p.sleepNs, sleepMax))
+		_ = unix.Nanosleep(&ts, nil)
+		p.sleepNs = min(p.sleepNs*2, sleepMax)
+	}
+	p.now = p.clock()
+	p.flush(true)
+	p.local.publish(p.counters)
+}
+
+// PollOnce runs one PMD iteration: one clock read, a plan and mailbox check,
+// one receive batch from each assigned rx queue (each classified, executed
+// and followed by a flush of the batches whose deadline has passed), and a
+// flush of everything if nothing arrived. It returns the packets received.
+// In Manual mode the caller drives the PMD with it; otherwise only the PMD's
+// goroutine may call it.
+func (p *PMD) PollOnce() int {
+	now := p.clock()
+	if p.busy {
+		p.local.busyNs += uint64(now - p.now)
+	} else {
+		p.local.idleNs += uint64(now - p.now)
+	}
+	p.now = now
+	p.local.iterations++
+	if pl := p.plan.Load(); pl != p.cur {
+		p.applyPlan()
+	}
+	if p.mailbox.waiting.Load() != 0 {
+		p.runMailbox()
+	}
+	received := 0
+	for i := range p.cur.rxqs {
+		rq := &p.cur.rxqs[i]
+		p.rx.N = 0
+		n := rq.port.Dev.Recv(rq.queue, p.pool, &p.rx)
+		if n == 0 {
+			continue
+		}
+		received += n
+		if g := p.dp.generation.Load(); g != p.gen {
+			p.gen = g
+			p.emc.Clear()
+			p.flows.Clear()
+			p.nflows.Store(0)
+		}
+		if p.processBatch(rq.port.No) {
+			p.flush(true) // an upcall ran: do not add latency on top
+		} else {
+			p.flush(false)
+		}
+	}
+	p.busy = received > 0
+	if !p.busy {
+		p.flush(true)
+	}
+	if !p.busy || now-p.lastPub >= statsPublishInterval {
+		p.local.publish(p.counters)
+		p.lastPub = now
+	}
+	if now-p.lastRnk >= rankInterval {
+		p.flows.Rank()
+		p.lastRnk = now
+	}
+	return received
+}
+
+// applyPlan switches to the latest plan. Output batches of ports that go
+// away are sent first (the datapath closes a port only after every PMD has
+// acknowledged the plan without it).
+func (p *PMD) applyPlan() {
+	pl := p.plan.Load()
+	p.flush(true)
+	outs := make([]*OutputBatch, len(pl.tx))
+	for no, tp := range pl.tx {
+		if tp.port == nil {
+			continue
+		}
+		var ob *OutputBatch
+		if no < len(p.outs) && p.outs[no] != nil && p.outs[no].port == tp.port {
+			ob = p.outs[no]
+		} else {
+			ob = &OutputBatch{counters: tp.port.tx.at(p.id), deadline: p.now}
+		}
+		ob.txPlan = tp
+		outs[no] = ob
+	}
+	p.outs = outs
+	p.cur = pl
+	p.applied.Store(pl.seq)
+}
+
+// processBatch classifies and executes p.rx, received on port inPort. It
+// reports whether any packet needed an upcall.
+func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
+	var runFlow *Megaflow // run-length accumulation of flow stats
+	var runPkts, runBytes uint64
+	for _, pkt := range p.rx.Packets() {
+		pkt.InPort = inPort
+		if flow.Extract(pkt.Data(), inPort, &pkt.Key, &pkt.Offsets) != 0 {
+			p.local.malformed++
+		}
+		pkt.KeyValid = true
+		hash := pkt.Key.Hash()
+		mf := p.emc.Lookup(&pkt.Key, hash)
+		if mf != nil {
+			p.local.emcHits++
+		} else if mf = p.flows.Lookup(&pkt.Key); mf != nil {
+			p.local.megaflowHits++
+			p.emc.MaybeInsert(&pkt.Key, hash, mf)
+		} else {
+			upcalled = true
+			mf = p.handleMiss(pkt, hash)
+			if mf == nil {
+				continue // consumed by handleMiss
+			}
+		}
+		if mf != runFlow {
+			if runFlow != nil {
+				runFlow.packets.Add(runPkts)
+				runFlow.bytes.Add(runBytes)
+			}
+			runFlow, runPkts, runBytes = mf, 0, 0
+		}
+		runPkts++
+		runBytes += uint64(pkt.Len())
+		p.execute(pkt, mf.Actions)
+	}
+	p.local.rxPackets += uint64(p.rx.N)
+	if runFlow != nil {
+		runFlow.packets.Add(runPkts)
+		runFlow.bytes.Add(runBytes)
+	}
+	return upcalled
+}
+
+// handleMiss asks the Upcaller for the packet's actions and installs them as
+// a megaflow. It returns the megaflow to execute, or nil if it already dealt
+// with the packet (dropped it, or executed uninstallable actions).
+func (p *PMD) handleMiss(pkt *packet.Packet, hash uint32) *Megaflow {
+	p.local.misses++
+	up := p.dp.cfg.Upcall
+	if up == nil {
+		p.local.lostUpcalls++
+		p.drop(pkt, DropNoFlow)
+		return nil
+	}
+	if err := up.Upcall(&pkt.Key, &p.upcall); err != nil {
+		p.local.lostUpcalls++
+		p.drop(pkt, DropNoFlow)
+		return nil
+	}
+	if p.upcall.NoInstall {
+		p.execute(pkt, p.upcall.Actions)
+		return nil
+	}
+	if p.flows.Len() >= p.dp.cfg.FlowLimit {
+		p.local.flowsLimited++
+		p.execute(pkt, p.upcall.Actions)
+		return nil
+	}
+	mf := &Megaflow{Actions: append(actions.List(nil), p.upcall.Actions...), pmd: p.id}
+	mf.Match.Mask = p.upcall.Mask
+	pkt.Key.ApplyMask(&mf.Match.Mask, &mf.Match.Key)
+	if old := p.flows.Insert(&mf.Match, mf); old != nil {
+		p.emc.RemoveValue(old)
+	}
+	p.nflows.Store(int64(p.flows.Len()))
+	p.emc.MaybeInsert(&pkt.Key, hash, mf)
+	return mf
+}
+
+// execute runs acts on pkt and consumes it: the packet ends in an output
+// batch or back in the pool.
+func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
+	last := len(acts) - 1
+	for i := range acts {
+		a := &acts[i]
+		switch a.Kind {
+		case actions.Output:
+			if i == last {
+				p.output(pkt, a.Port)
+				return
+			}
+			// Later actions may rewrite the packet: queue a copy.
+			c := p.pool.Get()
+			if c == nil {
+				p.local.drops[DropNoBuffer]++
+				continue
+			}
+			c.CopyFrom(pkt)
+			p.output(c, a.Port)
+		case actions.Controller:
+			if !p.dp.ctrlq.push(pkt, a.Port) {
+				p.local.drops[DropController]++
+			}
+		case actions.Drop:
+			pkt.Free()
+			return
+		default:
+			if !actions.Apply(a, pkt) {
+				p.drop(pkt, DropAction)
+				return
+			}
+		}
+	}
+	pkt.Free()
+}
+
+func (p *PMD) drop(pkt *packet.Packet, why DropCause) {
+	p.local.drops[why]++
+	pkt.Free()
+}
+
+// output queues pkt for port no. A batch that would exceed BatchSize is sent
+// first.
+func (p *PMD) output(pkt *packet.Packet, no uint32) {
+	if int(no) >= len(p.outs) || p.outs[no] == nil {
+		p.drop(pkt, DropNoPort)
+		return
+	}
+	ob := p.outs[no]
+	if ob.batch.N == packet.BatchSize {
+		p.send(ob)
+	}
+	ob.batch.Add(pkt)
+	if !ob.pending {
+		ob.pending = true
+		p.pending = append(p.pending, ob)
+	}
+}
+
+// send hands ob's batch to the driver, frees its packets and sets the next
+// deadline to now + interval.
+func (p *PMD) send(ob *OutputBatch) {
+	n := ob.batch.N
+	sent := 0
+	if !ob.port.Dev.LinkUp() {
+		p.local.drops[DropPortDown] += uint64(n)
+	} else {
+		if ob.shared {
+			l := &ob.port.txqLocks[ob.txq]
+			l.Lock()
+			sent = ob.port.Dev.Send(ob.txq, &ob.batch)
+			l.Unlock()
+		} else {
+			sent = ob.port.Dev.Send(ob.txq, &ob.batch)
+		}
+		p.local.drops[DropTxFull] += uint64(n - sent)
+	}
+	ob.counters.packets.Add(uint64(sent))
+	ob.counters.batches.Add(1)
+	if sent < n {
+		ob.counters.drops.Add(uint64(n - sent))
+	}
+	ob.batch.FreeAll()
+	ob.deadline = p.now + ob.intervalNs
+}
+
+// flush sends the pending batches whose deadline has passed (all of them if
+// force is set) and forgets the ones that are empty.
+func (p *PMD) flush(force bool) {
+	j := 0
+	for _, ob := range p.pending {
+		if ob.batch.N > 0 && (force || p.now >= ob.deadline) {
+			p.send(ob)
+		}
+		if ob.batch.N > 0 {
+			p.pending[j] = ob
+			j++
+		} else {
+			ob.pending = false
+		}
+	}
+	clear(p.pending[j:])
+	p.pending = p.pending[:j]
+}
+
+// mailbox carries packet-outs from the control plane to a PMD.
+type mailbox struct {
+	waiting atomic.Int32
+	mu      sync.Mutex
+	items   []mailItem
+}
+
+type mailItem struct {
+	data   []byte
+	inPort uint32
+	acts   actions.List
+}
+
+const mailboxDepth = 256
+
+var errMailboxFull = errors.New("datapath: packet-out mailbox full")
+
+func (m *mailbox) post(data []byte, inPort uint32, acts actions.List) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.items) >= mailboxDepth {
+		return errMailboxFull
+	}
+	m.items = append(m.items, mailItem{data: append([]byte(nil), data...), inPort: inPort, acts: acts})
+	m.waiting.Store(int32(len(m.items)))
+	return nil
+}
+
+// runMailbox executes every queued packet-out, then flushes everything.
+func (p *PMD) runMailbox() {
+	p.mailbox.mu.Lock()
+	items := p.mailbox.items
+	p.mailbox.items = nil
+	p.mailbox.waiting.Store(0)
+	p.mailbox.mu.Unlock()
+	for _, it := range items {
+		pkt := p.pool.Get()
+		if pkt == nil {
+			p.local.drops[DropNoBuffer]++
+			continue
+		}
+		pkt.SetData(it.data)
+		pkt.InPort = it.inPort
+		flow.Extract(pkt.Data(), it.inPort, &pkt.Key, &pkt.Offsets)
+		pkt.KeyValid = true
+		p.execute(pkt, it.acts)
+	}
+	p.flush(true)
+}

@@ -1,0 +1,131 @@
+package datapath
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"vswitch/datapath/actions"
+	"vswitch/datapath/flow"
+	"vswitch/datapath/packet"
+)
+
+// Upcaller translates a flow key that missed the PMD's caches into datapath
+// actions and the wildcard mask of every key field the translation looked
+// at. ofproto implements it; RuleTable is a simple implementation for tests
+// and benchmarks. It is called from PMD goroutines, concurrently.
+type Upcaller interface {
+	Upcall(key *flow.Key, res *UpcallResult) error
+}
+
+// UpcallResult is filled by an Upcaller. The PMD reuses one per call: the
+// Upcaller sets every field.
+type UpcallResult struct {
+	// Actions for the packet and every packet the megaflow covers. The
+	// datapath copies them when it installs the megaflow.
+	Actions actions.List
+	// Mask is the union of the fields the translation consulted; all-zero
+	// bits are wildcarded in the installed megaflow.
+	Mask flow.Mask
+	// NoInstall executes the actions for this packet only and installs
+	// nothing (for translations that must see every packet).
+	NoInstall bool
+}
+
+// ErrNoUpcaller is returned by an upcall when the datapath has none.
+var ErrNoUpcaller = errors.New("datapath: no upcall handler")
+
+// Megaflow is a datapath flow: a masked key and its actions, installed in
+// one PMD's classifier after an upcall.
+type Megaflow struct {
+	Match   flow.Match
+	Actions actions.List
+	pmd     int
+	packets atomic.Uint64
+	bytes   atomic.Uint64
+}
+
+// Stats returns the packets and bytes the flow has matched.
+func (f *Megaflow) Stats() (packets, bytes uint64) { return f.packets.Load(), f.bytes.Load() }
+
+// PMD returns the index of the PMD whose cache holds the flow.
+func (f *Megaflow) PMD() int { return f.pmd }
+
+// ControllerPacket is a copy of a packet handed to the upcall side by a
+// Controller action.
+type ControllerPacket struct {
+	InPort uint32
+	Arg    uint32 // the action's Port field (reason/cookie word for ofproto)
+	Data   []byte
+}
+
+// ControllerQueue is a bounded queue of packet copies from the PMDs to the
+// OpenFlow side. Push never blocks: when the queue is full the packet is
+// counted as an overflow and dropped. Its slots are preallocated.
+type ControllerQueue struct {
+	mu       sync.Mutex
+	slots    []ControllerPacket
+	bufs     [][]byte
+	head, n  int
+	overflow uint64
+	ready    chan struct{}
+}
+
+// NewControllerQueue makes a queue of depth packets of up to slotSize bytes.
+func NewControllerQueue(depth, slotSize int) *ControllerQueue {
+	q := &ControllerQueue{
+		slots: make([]ControllerPacket, depth),
+		bufs:  make([][]byte, depth),
+		ready: make(chan struct{}, 1),
+	}
+	mem := make([]byte, depth*slotSize)
+	for i := range q.bufs {
+		q.bufs[i] = mem[i*slotSize : (i+1)*slotSize : (i+1)*slotSize]
+	}
+	return q
+}
+
+// push copies pkt into a free slot; false means the queue was full.
+func (q *ControllerQueue) push(pkt *packet.Packet, arg uint32) bool {
+	q.mu.Lock()
+	if q.n == len(q.slots) {
+		q.overflow++
+		q.mu.Unlock()
+		return false
+	}
+	i := (q.head + q.n) % len(q.slots)
+	n := copy(q.bufs[i], pkt.Data())
+	q.slots[i] = ControllerPacket{InPort: pkt.InPort, Arg: arg, Data: q.bufs[i][:n]}
+	q.n++
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// Pop removes the oldest packet, copying it into a new ControllerPacket; ok
+// is false when the queue is empty.
+func (q *ControllerQueue) Pop() (p ControllerPacket, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n == 0 {
+		return p, false
+	}
+	s := q.slots[q.head]
+	p = ControllerPacket{InPort: s.InPort, Arg: s.Arg, Data: append([]byte(nil), s.Data...)}
+	q.head = (q.head + 1) % len(q.slots)
+	q.n--
+	return p, true
+}
+
+// Ready is signalled (without blocking the PMD) after packets are queued.
+func (q *ControllerQueue) Ready() <-chan struct{} { return q.ready }
+
+// Overflows returns how many packets were dropped because the queue was full.
+func (q *ControllerQueue) Overflows() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.overflow
+}

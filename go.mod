@@ -1,0 +1,8 @@
+module vswitch
+
+go 1.26.0
+
+require (
+	github.com/google/gopacket v1.1.19 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)

@@ -1,0 +1,74 @@
+// Package netdev defines the port driver interface the datapath polls and
+// sends through. Drivers live in subpackages: ring and null (in-memory, for
+// tests and benchmarks) and, later, afxdp, afpacket, tap and vhostuser.
+package netdev
+
+import (
+	"sync/atomic"
+
+	"vswitch/datapath/packet"
+)
+
+// Netdev is a port driver. The datapath calls Recv and Send from PMD
+// goroutines, once per batch (never per packet), so the interface dispatch
+// costs one indirect call per up to packet.BatchSize packets.
+//
+// Concurrency: one goroutine at a time uses a given rx queue, and one at a
+// time a given tx queue (the datapath serialises shared tx queues with a
+// lock). Different queues may be used concurrently. The other methods are
+// safe to call from any goroutine.
+type Netdev interface {
+	// Name is the interface name the port was created for.
+	Name() string
+	// NumRxQueues and NumTxQueues are fixed for the life of the Netdev.
+	NumRxQueues() int
+	NumTxQueues() int
+	// Recv receives up to packet.BatchSize frames from rx queue q into
+	// buffers taken from pool, appending them to b (which the caller passes
+	// empty), and returns how many it added. It stops early if the pool
+	// runs dry (counted as an rx drop by the driver if frames were waiting).
+	Recv(q int, pool *packet.Pool, b *packet.Batch) int
+	// Send transmits the packets of b on tx queue q and returns how many the
+	// driver accepted; the rest were dropped and counted by the driver. The
+	// caller keeps ownership of every packet and frees them afterwards, so
+	// drivers copy what they keep. Send ends with whatever wakes the
+	// consumer of the queue: nothing is left waiting for a later packet.
+	Send(q int, b *packet.Batch) int
+	// MTU is the largest L3 payload the port carries.
+	MTU() int
+	// LinkUp reports the operational state.
+	LinkUp() bool
+	// Stats returns the driver's counters.
+	Stats() Stats
+	// Close releases the driver's resources. The datapath calls it only
+	// after every PMD has stopped using the port.
+	Close() error
+}
+
+// Stats are a port driver's cumulative counters.
+type Stats struct {
+	RxPackets, RxBytes, RxDrops, RxErrors uint64
+	TxPackets, TxBytes, TxDrops, TxErrors uint64
+}
+
+// Counters is a set of Stats that drivers update once per batch from the
+// goroutine using a queue and that Stats readers load concurrently. Each
+// queue should own one Counters so that queues used by different PMDs do
+// not share cache lines (the padding keeps neighbours in a slice apart).
+type Counters struct {
+	RxPackets, RxBytes, RxDrops, RxErrors atomic.Uint64
+	TxPackets, TxBytes, TxDrops, TxErrors atomic.Uint64
+	_                                     [64]byte
+}
+
+// AddTo adds the counters to s.
+func (c *Counters) AddTo(s *Stats) {
+	s.RxPackets += c.RxPackets.Load()
+	s.RxBytes += c.RxBytes.Load()
+	s.RxDrops += c.RxDrops.Load()
+	s.RxErrors += c.RxErrors.Load()
+	s.TxPackets += c.TxPackets.Load()
+	s.TxBytes += c.TxBytes.Load()
+	s.TxDrops += c.TxDrops.Load()
+	s.TxErrors += c.TxErrors.Load()
+}
