@@ -94,7 +94,7 @@ type Port struct {
 	No  uint32
 	Dev netdev.Netdev
 
-	txqLocks []TxqLock
+	txqLocks sharedSlab[TxqLock]
 	tx       sharedSlab[txCounters] // one block per PMD
 	// flushInterval overrides the datapath's tx-flush-interval for this
 	// port (microseconds); -1 means "use the datapath's".
@@ -212,7 +212,7 @@ func (dp *Datapath) AddPort(no uint32, dev netdev.Netdev) (*Port, error) {
 	p := &Port{
 		No:            no,
 		Dev:           dev,
-		txqLocks:      make([]TxqLock, ntxq),
+		txqLocks:      newSharedSlab[TxqLock](ntxq, false),
 		tx:            newSharedSlab[txCounters](len(dp.pmds), dp.cfg.PackedSharedState),
 		flushInterval: -1,
 	}
@@ -380,7 +380,7 @@ func (dp *Datapath) reconfigure() {
 			}
 		}
 		for _, p := range ports {
-			txq, shared := txqMap(i, len(dp.pmds), len(p.txqLocks))
+			txq, shared := txqMap(i, len(dp.pmds), p.txqLocks.len())
 			us := p.flushInterval
 			if us < 0 {
 				us = dp.flushUs

@@ -385,7 +385,7 @@ func (p *PMD) send(ob *OutputBatch) {
 		p.local.drops[DropPortDown] += uint64(n)
 	} else {
 		if ob.shared {
-			l := &ob.port.txqLocks[ob.txq]
+			l := ob.port.txqLocks.at(ob.txq)
 			l.Lock()
 			sent = ob.port.Dev.Send(ob.txq, &ob.batch)
 			l.Unlock()

@@ -454,11 +454,14 @@ func popVLAN(p *packet.Packet) {
 	d := p.Data()
 	copy(d[vlanLen:vlanLen+ethAddrsLen], d[:ethAddrsLen])
 	p.Pull(vlanLen)
-	if isOuterTPID(p.Key.EthType) {
+	if !p.KeyValid || isOuterTPID(p.Key.EthType) {
 		// A tag beyond the key's two (or a 0x9100 in inner position) moves
 		// to where extraction parses it, and the network header behind it
-		// may appear: rare enough to simply parse the frame again.
+		// may appear; or an earlier push left a stack the key could not
+		// describe, which this pop may have undone. Rare enough to simply
+		// parse the frame again, which makes the key valid once more.
 		flow.Extract(p.Data(), p.Key.InPort, &p.Key, &p.Offsets)
+		p.KeyValid = true
 		return
 	}
 	shiftOffsets(&p.Offsets, -vlanLen)

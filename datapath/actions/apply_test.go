@@ -291,6 +291,26 @@ func TestApplyFragments(t *testing.T) {
 	}
 }
 
+// The CRC of a fragmented SCTP packet covers bytes this fragment does not
+// have: the port changes, the CRC is left alone.
+func TestApplySCTPFirstFragmentKeepsCRC(t *testing.T) {
+	s := baseSpec(false, protoSCTP)
+	s.frag = firstFrag
+	frame := s.build(t)
+	p := loadPacket(t, &s, frame)
+	defer p.Free()
+	Apply(&Action{Kind: SetL4Dst, Val16: 7}, p)
+	l4 := s.l4Offset()
+	d := p.Data()
+	if binary.BigEndian.Uint16(d[l4+2:]) != 7 || p.Key.TpDst != 7 {
+		t.Errorf("port not set")
+	}
+	if !bytes.Equal(d[l4+8:l4+12], frame[l4+8:l4+12]) {
+		t.Errorf("CRC changed from %x to %x", frame[l4+8:l4+12], d[l4+8:l4+12])
+	}
+	checkKeyMatchesExtract(t, p)
+}
+
 func TestApplySCTPChecksumIsCRC32c(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
 		s := baseSpec(v6, protoSCTP)
