@@ -49,9 +49,11 @@ type Config struct {
 	// EMCEntries is the EMC size per PMD (power of two; default
 	// classifier.DefaultEMCEntries).
 	EMCEntries int
-	// EMCInsertInvProb is emc-insert-inv-prob: 0 disables the EMC, 1 inserts
-	// every miss, N one in N on average. Negative selects 100 (OVS's default).
+	// EMCInsertInvProb is emc-insert-inv-prob: 1 inserts every miss into
+	// the EMC, N one in N on average; 0 selects 100 (OVS's default).
 	EMCInsertInvProb int
+	// EMCOff disables the EMC (what emc-insert-inv-prob=0 means in OVS).
+	EMCOff bool
 	// FlowLimit bounds megaflows per PMD (default DefaultFlowLimit).
 	FlowLimit int
 	// PoolSize is the packet buffers per PMD (default DefaultPoolSize).
@@ -143,7 +145,13 @@ func New(cfg Config) (*Datapath, error) {
 		return nil, fmt.Errorf("datapath: EMC size %d is not a power of two", cfg.EMCEntries)
 	}
 	if cfg.EMCInsertInvProb < 0 {
-		cfg.EMCInsertInvProb = 100
+		return nil, fmt.Errorf("datapath: emc-insert-inv-prob %d is negative", cfg.EMCInsertInvProb)
+	}
+	if cfg.EMCInsertInvProb == 0 {
+		cfg.EMCInsertInvProb = classifier.DefaultEMCInsertInvProb
+	}
+	if cfg.EMCOff {
+		cfg.EMCInsertInvProb = 0
 	}
 	if cfg.FlowLimit <= 0 {
 		cfg.FlowLimit = DefaultFlowLimit

@@ -294,12 +294,12 @@ func TestPortChurnWhileRunning(t *testing.T) {
 // datapath does (through EMC, megaflows and upcalls) equals a brute-force
 // evaluation of the rules, with the EMC on and off.
 func TestForwardingMatchesRuleTable(t *testing.T) {
-	for _, emc := range []int{1, 0} {
+	for _, emc := range []int{1, -1} {
 		t.Run(fmt.Sprintf("emc-inv-prob=%d", emc), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(42, uint64(emc)))
 			for trial := 0; trial < 5; trial++ {
 				rules := &RuleTable{}
-				dp, _ := New(Config{Manual: true, Upcall: rules, EMCInsertInvProb: emc})
+				dp, _ := New(Config{Manual: true, Upcall: rules, EMCInsertInvProb: max(emc, 0), EMCOff: emc < 0})
 				rules.Invalidate = dp.InvalidateFlows
 				var outs []*ring.Port
 				for no := uint32(1); no <= 5; no++ {
@@ -349,7 +349,7 @@ func TestForwardingMatchesRuleTable(t *testing.T) {
 						t.Fatalf("trial %d packet %d: rule says port %d, datapath sent to %v", trial, i, want.Actions[0].Port, got)
 					}
 				}
-				if emc == 0 && pmd.emc.Len() != 0 {
+				if emc < 0 && pmd.emc.Len() != 0 {
 					t.Fatalf("EMC off but it holds %d entries", pmd.emc.Len())
 				}
 				st := dp.PMDStats()[0]

@@ -16,7 +16,6 @@ const (
 	tpidSVLAN   = 0x88a8
 	tpidQinQOld = 0x9100
 
-	protoICMP   = 1
 	protoTCP    = 6
 	protoUDP    = 17
 	protoICMPv6 = 58
@@ -44,7 +43,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // uses a TPID extraction does not parse in that position: the key's two tag
 // slots cannot describe the packet, so Apply clears p.KeyValid. It still
 // moves p.Offsets, so the rest of the list rewrites the right bytes; the
-// caller must extract again before classifying on the key.
+// caller must extract again before classifying on the key. A PopVLAN parses
+// the frame again when the stack was deeper than the key could describe
+// (this also makes an invalidated key valid again).
 //
 // A set on a header the packet lacks does nothing. Output, Controller and
 // Drop need the PMD's queues, so Apply leaves them (and Invalid) to the PMD:
@@ -245,7 +246,10 @@ func setIPv4Addr(p *packet.Packet, off int, keyField *uint32, addr *[16]byte) {
 }
 
 // setIPv6Addr writes an IPv6 address at L3+off (8 source, 24 destination)
-// and updates the TCP/UDP/ICMPv6 pseudo-header checksum.
+// and updates the TCP/UDP/ICMPv6 pseudo-header checksum. The key does not
+// record a routing header, so a destination rewrite on a packet whose
+// pseudo-header uses the routing header's final address still adjusts the
+// checksum (a known gap; such packets are rare on a switch).
 func setIPv6Addr(p *packet.Packet, off int, keyField *[16]byte, addr *[16]byte) {
 	d, l3, ok := ipv6Header(p)
 	if !ok {

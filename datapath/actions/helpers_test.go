@@ -12,6 +12,9 @@ import (
 	"vswitch/datapath/packet"
 )
 
+// protoICMP is only needed by tests: ICMPv4 has no pseudo-header checksum.
+const protoICMP = 1
+
 // Fragment positions a pktSpec can describe (IPv4 only).
 const (
 	notFrag = iota

@@ -36,6 +36,8 @@ package flow
 //     Link-layer options whose length is not 8 bytes (non-Ethernet) are
 //     skipped.
 //   - ICMP is parsed only over IPv4 and ICMPv6 only over IPv6.
+//   - Offsets always fit in 16 bits below NoOffset: the deepest header a key
+//     reads starts at most 30 + 40 + 16*2048 bytes into the frame.
 
 const (
 	ethTypeMin       = 0x0600 // below: an 802.3 length field
@@ -73,7 +75,8 @@ const (
 )
 
 // maxIPv6ExtHeaders bounds the extension-header walk so that a crafted chain
-// cannot make one packet cost much more than another.
+// cannot make one packet cost much more than another (and keeps offsets
+// within 16 bits).
 const maxIPv6ExtHeaders = 16
 
 func be16(b []byte) uint16 {
@@ -177,10 +180,10 @@ func extractIPv4(data []byte, l3 int, k *Key, off *Offsets) Status {
 		return Malformed
 	}
 	var st Status
+	end := totLen
 	if totLen > len(h) {
 		st = Truncated
-	} else {
-		h = h[:totLen]
+		end = len(h)
 	}
 	k.NwTOS = h[1]
 	k.NwTTL = h[8]
@@ -195,7 +198,7 @@ func extractIPv4(data []byte, l3 int, k *Key, off *Offsets) Status {
 			return st
 		}
 	}
-	return st | extractL4(h[ihl:], l3+ihl, false, k, off)
+	return st | extractL4(h[ihl:end], l3+ihl, false, k, off)
 }
 
 func extractIPv6(data []byte, l3 int, k *Key, off *Offsets) Status {

@@ -68,22 +68,16 @@ func (f *formatter) vlans(k *Key, m *Mask, i int) {
 		t, tm := k.VLAN[i], m.VLAN[i]
 		f.group("eth_type", fieldX16(t.TPID, tm.TPID))
 		f.group("vlan", vlanFields(t.TCI, tm.TCI)...)
-		mark := f.b.Len()
-		if f.b.Len() > 0 {
-			f.b.WriteByte(',')
-		}
-		f.b.WriteString("encap(")
-		inner := formatter{}
+		var inner formatter
 		inner.vlans(k, m, i+1)
-		if inner.b.Len() == 0 {
-			// Nothing inside is matched: drop the empty encap().
-			s := f.b.String()[:mark]
-			f.b.Reset()
-			f.b.WriteString(s)
-			return
+		if inner.b.Len() > 0 { // an empty encap() would say nothing
+			if f.b.Len() > 0 {
+				f.b.WriteByte(',')
+			}
+			f.b.WriteString("encap(")
+			f.b.WriteString(inner.b.String())
+			f.b.WriteByte(')')
 		}
-		f.b.WriteString(inner.b.String())
-		f.b.WriteByte(')')
 		return
 	}
 	f.group("eth_type", fieldX16(k.EthType, m.EthType))
@@ -172,9 +166,11 @@ func (f *formatter) payload(k *Key, m *Mask) {
 }
 
 // fieldU prints an unsigned field in decimal with a hex mask, as OVS does
-// for ports, TTLs and protocol numbers. An empty name prints the bare value
-// (in_port(1)).
+// for ports, TTLs and protocol numbers. full is the field's width: mask bits
+// outside it are ignored (ICMP type/code live in 16-bit port fields). An
+// empty name prints the bare value (in_port(1)).
 func fieldU(name string, v, m, full uint64) string {
+	m &= full
 	if m == 0 {
 		return ""
 	}
@@ -285,7 +281,7 @@ func fieldFrag(v, m uint8) string {
 		return ""
 	}
 	if m != FragAny|FragLater {
-		return fmt.Sprintf("frag=%#x/%#x", v&m, m)
+		return "frag=" + hexC(uint64(v&m)) + "/" + hexC(uint64(m))
 	}
 	switch {
 	case v&FragLater != 0:

@@ -1,0 +1,72 @@
+package actions
+
+import "testing"
+
+func TestActionString(t *testing.T) {
+	cases := []struct {
+		a    Action
+		want string
+	}{
+		{Action{Kind: Output, Port: 2}, "output:2"},
+		{Action{Kind: Controller}, "userspace(controller)"},
+		{Action{Kind: Controller, Port: 7}, "userspace(controller,arg=7)"},
+		{Action{Kind: SetEthSrc, Addr: [16]byte{0x0a, 0xbb, 0, 1, 0x22, 0xff}}, "set(eth(src=0a:bb:00:01:22:ff))"},
+		{Action{Kind: SetEthDst, Addr: [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}, "set(eth(dst=ff:ff:ff:ff:ff:ff))"},
+		{Action{Kind: SetIPv4Src, Addr: ip4(10, 0, 0, 1)}, "set(ipv4(src=10.0.0.1))"},
+		{Action{Kind: SetIPv4Dst, Addr: ip4(192, 168, 255, 0)}, "set(ipv4(dst=192.168.255.0))"},
+		{Action{Kind: SetIPv6Src, Addr: ip6("2001:db8::1")}, "set(ipv6(src=2001:db8::1))"},
+		{Action{Kind: SetIPv6Dst, Addr: ip6("fe80::a:b")}, "set(ipv6(dst=fe80::a:b))"},
+		{Action{Kind: SetIPTOS, Val8: 0xb8}, "set(ip(tos=0xb8))"},
+		{Action{Kind: SetIPTOS, Val8: 0xff, Mask8: 0xfc}, "set(ip(tos=0xfc/0xfc))"},
+		{Action{Kind: SetIPTTL, Val8: 64}, "set(ip(ttl=64))"},
+		{Action{Kind: DecIPTTL}, "dec_ttl"},
+		{Action{Kind: SetL4Src, Val16: 80}, "set(l4(src=80))"},
+		{Action{Kind: SetL4Dst, Val16: 65535}, "set(l4(dst=65535))"},
+		{Action{Kind: PushVLAN, Val16: 0x8100, Val16b: 10}, "push_vlan(vid=10,pcp=0)"},
+		{Action{Kind: PushVLAN, Val16: 0x88a8, Val16b: 0xb064}, "push_vlan(tpid=0x88a8,vid=100,pcp=5,cfi=1)"},
+		{Action{Kind: PopVLAN}, "pop_vlan"},
+		{Action{Kind: SetVLANTCI, Val16b: 0x6005}, "set(vlan(vid=5,pcp=3))"},
+		{Action{Kind: SetVLANTCI, Val16: 0x0fff, Val16b: 0xf123}, "set(vlan(vid=291))"},
+		{Action{Kind: SetVLANTCI, Val16: 0xe000, Val16b: 0xa000}, "set(vlan(pcp=5))"},
+		{Action{Kind: SetVLANTCI, Val16: 0x1000, Val16b: 0xffff}, "set(vlan(tci=0x1000/0x1000))"},
+		{Action{Kind: Drop}, "drop"},
+		{Action{Kind: Invalid}, "invalid(kind=0)"},
+		{Action{Kind: 200}, "invalid(kind=200)"},
+	}
+	for _, c := range cases {
+		if got := c.a.String(); got != c.want {
+			t.Errorf("%+v: got %q, want %q", c.a, got, c.want)
+		}
+	}
+}
+
+func TestListString(t *testing.T) {
+	if got := List(nil).String(); got != "drop" {
+		t.Errorf("empty list: %q", got)
+	}
+	l := List{
+		{Kind: SetIPv4Dst, Addr: ip4(10, 1, 2, 3)},
+		{Kind: PushVLAN, Val16: 0x8100, Val16b: 10},
+		{Kind: Output, Port: 2},
+		{Kind: Output, Port: 3},
+	}
+	if got, want := l.String(), "set(ipv4(dst=10.1.2.3)),push_vlan(vid=10,pcp=0),output:2,output:3"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// Every kind has a name of its own: a kind added to actions.go without a
+// String case would print as invalid.
+func TestEveryKindHasAName(t *testing.T) {
+	seen := map[string]Kind{}
+	for k := Invalid + 1; k < numKinds; k++ {
+		s := Action{Kind: k}.String()
+		if len(s) >= 7 && s[:7] == "invalid" {
+			t.Errorf("kind %d has no name", k)
+		}
+		if prev, dup := seen[s]; dup {
+			t.Errorf("kinds %d and %d both print %q", prev, k, s)
+		}
+		seen[s] = k
+	}
+}

@@ -1,0 +1,157 @@
+package datapath
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"vswitch/datapath/actions"
+	"vswitch/netdev/null"
+	"vswitch/netdev/ring"
+)
+
+// benchRules installs ten rules with ten different masks (ipv4_src prefixes
+// /8../17 under ipv4_dst /24s) and one never-matching rule on the UDP
+// source port that every translation consults, so each of the flows that
+// benchFrames makes gets a megaflow of its own, spread over ten subtables.
+func benchRules(rules *RuleTable, out uint32) {
+	never := Rule{Priority: 200, Actions: actions.List{{Kind: actions.Drop}}}
+	never.Match.Key.TpSrc, never.Match.Mask.TpSrc = 0, 0xffff
+	rules.Add(never)
+	for i := 0; i < 10; i++ {
+		r := Rule{Priority: 100 - i, Actions: actions.List{{Kind: actions.Output, Port: out}}}
+		r.Match.Key.EthType, r.Match.Mask.EthType = 0x0800, 0xffff
+		r.Match.Key.IPv4Dst, r.Match.Mask.IPv4Dst = 0xc6120001|uint32(i)<<8, 0xffffff00
+		r.Match.Key.IPv4Src, r.Match.Mask.IPv4Src = 0xc6130001, ^uint32(0)<<(24-i)
+		rules.Add(r)
+	}
+}
+
+// benchFrames makes n 64-byte UDP frames of n distinct flows: flow j goes
+// to 198.18.(j%10).1 from source port 1024+j/10.
+func benchFrames(n int) [][]byte {
+	fs := make([][]byte, n)
+	for j := range fs {
+		fs[j] = udpFrame(0xc6130001, 0xc6120001|uint32(j%10)<<8, uint16(1024+j/10), 9, uint32(j))
+	}
+	return fs
+}
+
+func benchForward(b *testing.B, flows, flushUs int, emcOff bool) {
+	rules := &RuleTable{}
+	dp, err := New(Config{Manual: true, Upcall: rules, TxFlushInterval: flushUs, EMCOff: emcOff, FlowLimit: 2 * flows})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dp.Close()
+	rules.Invalidate = dp.InvalidateFlows
+	in, out := ring.New("in", 1, 1, 256), ring.New("out", 1, 1, 256)
+	dp.AddPort(1, in)
+	dp.AddPort(2, out)
+	benchRules(rules, 2)
+	frames := benchFrames(flows)
+	// Batches of 32 frames, cycling through the flows.
+	batches := make([][][]byte, 0, (flows+31)/32)
+	for i := 0; i < flows; i += 32 {
+		var bt [][]byte
+		for j := i; j < i+32; j++ {
+			bt = append(bt, frames[j%flows])
+		}
+		batches = append(batches, bt)
+	}
+	pmd := dp.PMDs()[0]
+	run := func(n int) {
+		for done, i := 0, 0; done < n; i++ {
+			bt := batches[i%len(batches)]
+			in.Inject(0, bt...)
+			done += pmd.PollOnce()
+			out.Discard(0)
+		}
+	}
+	// Warm up: install every megaflow (and fill the EMC as far as its
+	// insertion probability goes).
+	run(max(3*flows, 100_000))
+	if dp.FlowCount() != flows {
+		b.Fatalf("%d megaflows installed for %d flows", dp.FlowCount(), flows)
+	}
+	st0 := dp.PMDStats()[0]
+	b.ReportAllocs()
+	b.ResetTimer()
+	run(b.N)
+	b.StopTimer()
+	pmd.PollOnce()
+	st := dp.PMDStats()[0]
+	if st.Misses != st0.Misses {
+		b.Fatalf("%d upcalls during the measurement", st.Misses-st0.Misses)
+	}
+	pkts := float64(st.RxPackets - st0.RxPackets)
+	b.ReportMetric(float64(st.EMCHits-st0.EMCHits)/pkts*100, "%emc")
+	reportRate(b)
+	ps := dp.Port(2).TxStats()[0]
+	b.ReportMetric(ps.AvgBatch(), "pkts/batch")
+}
+
+// reportRate reports Mpps and ns/pkt for a benchmark whose op is one packet.
+func reportRate(b *testing.B) {
+	sec := b.Elapsed().Seconds()
+	if sec > 0 {
+		b.ReportMetric(float64(b.N)/sec/1e6, "Mpps")
+		b.ReportMetric(sec*1e9/float64(b.N), "ns/pkt")
+	}
+}
+
+// BenchmarkForward: one manual-mode PMD forwarding 64-byte UDP between two
+// ring ports (the injection copy counts as the NIC's DMA). One op is one
+// packet.
+func BenchmarkForward(b *testing.B) {
+	for _, flows := range []int{1, 1000, 100000} {
+		b.Run(fmt.Sprintf("flows=%d", flows), func(b *testing.B) { benchForward(b, flows, 0, false) })
+		b.Run(fmt.Sprintf("flows=%d/emc=off", flows), func(b *testing.B) { benchForward(b, flows, 0, true) })
+	}
+	b.Run("flush=50us", func(b *testing.B) { benchForward(b, 1, 50, false) })
+}
+
+// BenchmarkSharedTxq: two PMDs, each polling its own endless source, both
+// sending to one port that has a single tx queue (shared under its lock).
+// padded keeps per-PMD shared counters on their own cache lines; unpadded
+// packs them, so every flush by one PMD invalidates the other's line.
+func BenchmarkSharedTxq(b *testing.B) {
+	for _, packed := range []bool{false, true} {
+		name := "padded"
+		if packed {
+			name = "unpadded"
+		}
+		b.Run(name, func(b *testing.B) {
+			rules := &RuleTable{}
+			dp, _ := New(Config{Manual: true, NumPMDs: 2, Upcall: rules, PackedSharedState: packed})
+			defer dp.Close()
+			rules.Invalidate = dp.InvalidateFlows
+			frame := [][]byte{udpFrame(1, 2, 3, 4, 5)}
+			dp.AddPort(1, null.New("src1", 1, 1, frame))
+			dp.AddPort(2, null.New("src2", 1, 1, frame))
+			dp.AddPort(3, null.New("sink", 0, 1, nil))
+			rules.Add(inPortRule(1, 1, 3))
+			rules.Add(inPortRule(1, 2, 3))
+			for _, p := range dp.PMDs() {
+				for i := 0; i < 1000; i++ {
+					p.PollOnce()
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for _, p := range dp.PMDs() {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for n := 0; n < b.N/2; {
+						n += p.PollOnce()
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			reportRate(b)
+		})
+	}
+}

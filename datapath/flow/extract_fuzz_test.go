@@ -1,0 +1,45 @@
+package flow
+
+import "testing"
+
+func FuzzExtract(f *testing.F) {
+	for _, c := range extractCases(f) {
+		f.Add(c.frame, uint32(1))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, port uint32) {
+		var k, k2 Key
+		var off, off2 Offsets
+		st := Extract(data, port, &k, &off)
+		if st&^(Truncated|Malformed) != 0 {
+			t.Fatalf("unknown status bits %#x", st)
+		}
+		if k.InPort != port {
+			t.Fatalf("InPort %d, want %d", k.InPort, port)
+		}
+		if k.Pad0 != 0 || k.Pad1 != 0 || k.Pad2 != 0 {
+			t.Fatalf("pad fields set: %d %d %d", k.Pad0, k.Pad1, k.Pad2)
+		}
+		if off.L3 != NoOffset {
+			min := map[uint16]int{ethTypeIPv4: 20, ethTypeIPv6: 40, ethTypeARP: 8}[k.EthType]
+			if min == 0 || int(off.L3)+min > len(data) {
+				t.Fatalf("L3 offset %d (EthType %#x) outside a %d-byte frame", off.L3, k.EthType, len(data))
+			}
+		}
+		if off.L4 != NoOffset {
+			// Actions rely on these bytes being in the frame.
+			min := map[uint8]int{ipProtoTCP: 20, ipProtoUDP: 8, ipProtoSCTP: 12, ipProtoICMP: 4, ipProtoICMPv6: 4}[k.NwProto]
+			if off.L3 == NoOffset || off.L4 <= off.L3 || min == 0 || int(off.L4)+min > len(data) {
+				t.Fatalf("L4 offset %d (L3 %d, proto %d) outside a %d-byte frame", off.L4, off.L3, k.NwProto, len(data))
+			}
+			if k.NwFrag&FragLater != 0 {
+				t.Fatalf("L4 offset for a later fragment")
+			}
+		}
+		k2.Words()[3] = ^uint64(0)
+		off2 = Offsets{1, 1}
+		st2 := Extract(data, port, &k2, &off2)
+		if st2 != st || k2 != k || off2 != off {
+			t.Fatalf("second parse differs")
+		}
+	})
+}
