@@ -75,6 +75,7 @@ type PMD struct {
 	outs    []*OutputBatch // indexed by port number
 	pending []*OutputBatch // outputs holding packets
 	rx      packet.Batch
+	mfs     [packet.BatchSize]*Megaflow // the flow of each packet of rx
 	upcall  UpcallResult
 	gen     uint64
 	now     int64
@@ -237,29 +238,52 @@ func (p *PMD) applyPlan() {
 }
 
 // processBatch classifies and executes p.rx, received on port inPort. It
-// reports whether any packet needed an upcall.
+// reports whether any packet needed an upcall. It works in passes over the
+// batch, as OVS does: extracting every key before hashing any means the
+// hash's word loads never wait on the extractor's narrow stores, and each
+// pass keeps its code and tables hot.
 func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
-	var runFlow *Megaflow // run-length accumulation of flow stats
-	var runPkts, runBytes uint64
-	for _, pkt := range p.rx.Packets() {
+	pkts := p.rx.Packets()
+	for _, pkt := range pkts {
 		pkt.InPort = inPort
 		if flow.Extract(pkt.Data(), inPort, &pkt.Key, &pkt.Offsets) != 0 {
 			p.local.malformed++
 		}
 		pkt.KeyValid = true
-		hash := pkt.Key.Hash()
-		mf := p.emc.Lookup(&pkt.Key, hash)
-		if mf != nil {
-			p.local.emcHits++
-		} else if mf = p.flows.Lookup(&pkt.Key); mf != nil {
-			p.local.megaflowHits++
-			p.emc.MaybeInsert(&pkt.Key, hash, mf)
-		} else {
-			upcalled = true
-			mf = p.handleMiss(pkt, hash)
-			if mf == nil {
-				continue // consumed by handleMiss
+	}
+	emcMisses := 0
+	for i, pkt := range pkts {
+		pkt.Hash = pkt.Key.Hash()
+		pkt.HashValid = true
+		mf := p.emc.Lookup(&pkt.Key, pkt.Hash)
+		p.mfs[i] = mf
+		if mf == nil {
+			emcMisses++
+		}
+	}
+	p.local.emcHits += uint64(len(pkts) - emcMisses)
+	if emcMisses > 0 {
+		for i, pkt := range pkts {
+			if p.mfs[i] != nil {
+				continue
 			}
+			mf := p.flows.Lookup(&pkt.Key)
+			if mf != nil {
+				p.local.megaflowHits++
+				p.emc.MaybeInsert(&pkt.Key, pkt.Hash, mf)
+			} else {
+				upcalled = true
+				mf = p.handleMiss(pkt, pkt.Hash) // nil: it consumed the packet
+			}
+			p.mfs[i] = mf
+		}
+	}
+	var runFlow *Megaflow // run-length accumulation of flow stats
+	var runPkts, runBytes uint64
+	for i, pkt := range pkts {
+		mf := p.mfs[i]
+		if mf == nil {
+			continue
 		}
 		if mf != runFlow {
 			if runFlow != nil {
@@ -272,7 +296,7 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 		runBytes += uint64(pkt.Len())
 		p.execute(pkt, mf.Actions)
 	}
-	p.local.rxPackets += uint64(p.rx.N)
+	p.local.rxPackets += uint64(len(pkts))
 	if runFlow != nil {
 		runFlow.packets.Add(runPkts)
 		runFlow.bytes.Add(runBytes)

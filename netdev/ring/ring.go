@@ -28,16 +28,19 @@ type queue struct {
 	data []byte
 }
 
+// slotStride keeps consecutive slots in different cache sets.
+var slotStride = packet.BufferStride(SlotSize)
+
 func newQueue(depth int) *queue {
 	return &queue{
 		mask: uint64(depth - 1),
 		lens: make([]uint32, depth),
-		data: make([]byte, depth*SlotSize),
+		data: make([]byte, depth*slotStride),
 	}
 }
 
 func (q *queue) slot(i uint64) []byte {
-	s := int(i&q.mask) * SlotSize
+	s := int(i&q.mask) * slotStride
 	return q.data[s : s+SlotSize]
 }
 
@@ -155,7 +158,7 @@ func (p *Port) Send(qi int, b *packet.Batch) int {
 			break
 		}
 		i := head + uint64(sent)
-		q.lens[i&q.mask] = uint32(copy(q.slot(i), pkt.Data()))
+		q.lens[i&q.mask] = uint32(packet.CopyFrame(q.slot(i), pkt.Data()))
 		bytes += pkt.Len()
 		sent++
 	}
@@ -182,7 +185,7 @@ func (p *Port) Inject(qi int, frames ...[]byte) int {
 			break
 		}
 		i := head + uint64(n)
-		q.lens[i&q.mask] = uint32(copy(q.slot(i), f))
+		q.lens[i&q.mask] = uint32(packet.CopyFrame(q.slot(i), f))
 		n++
 	}
 	q.head.Store(head + uint64(n))
