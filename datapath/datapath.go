@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"vswitch/datapath/actions"
 	"vswitch/datapath/classifier"
 	"vswitch/datapath/packet"
@@ -74,6 +76,9 @@ type Config struct {
 	PackedSharedState bool
 	// ControllerQueueDepth is the depth of the to-controller queue (default 1024).
 	ControllerQueueDepth int
+	// OnPortRemoved, if set, is called (from its own goroutine) after a
+	// port whose interface disappeared has been removed.
+	OnPortRemoved func(no uint32, name string)
 }
 
 // RxqRef names one receive queue of one port.
@@ -226,7 +231,25 @@ func (dp *Datapath) AddPort(no uint32, dev netdev.Netdev) (*Port, error) {
 	}
 	dp.ports[no] = p
 	dp.reconfigure()
+	if r, ok := dev.(netdev.Remover); ok {
+		go dp.removeWhenGone(p, r.Removed())
+	}
 	return p, nil
+}
+
+// removeWhenGone removes port p once its interface has disappeared (unless
+// the port was removed or replaced first).
+func (dp *Datapath) removeWhenGone(p *Port, gone <-chan struct{}) {
+	<-gone
+	dp.mu.Lock()
+	still := dp.ports[p.No] == p
+	dp.mu.Unlock()
+	if !still {
+		return
+	}
+	if err := dp.RemovePort(p.No); err == nil && dp.cfg.OnPortRemoved != nil {
+		dp.cfg.OnPortRemoved(p.No, p.Dev.Name())
+	}
 }
 
 // RemovePort removes port no and closes its driver once no PMD uses it.
@@ -387,6 +410,7 @@ func (dp *Datapath) reconfigure() {
 				plan.rxqs = append(plan.rxqs, rxqPlan{port: dp.ports[r.Port], queue: r.Queue})
 			}
 		}
+		plan.pollFDs = pollFDs(plan.rxqs)
 		for _, p := range ports {
 			txq, shared := txqMap(i, len(dp.pmds), p.txqLocks.len())
 			us := p.flushInterval
@@ -408,6 +432,24 @@ func (dp *Datapath) reconfigure() {
 			time.Sleep(10 * time.Microsecond)
 		}
 	}
+}
+
+// pollFDs returns the descriptors to wait on for rxqs, or nil unless every
+// queue has one: a queue without would not wake the PMD.
+func pollFDs(rxqs []rxqPlan) []unix.PollFd {
+	var fds []unix.PollFd
+	for _, r := range rxqs {
+		w, ok := r.port.Dev.(netdev.Waiter)
+		if !ok {
+			return nil
+		}
+		fd := w.RxFD(r.queue)
+		if fd < 0 {
+			return nil
+		}
+		fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+	}
+	return fds
 }
 
 // PMDStats returns a snapshot of every PMD's counters.

@@ -35,6 +35,9 @@ type pmdPlan struct {
 	seq  uint64
 	rxqs []rxqPlan
 	tx   []txPlan // indexed by port number; port nil = no such port
+	// pollFDs are the rx queues' descriptors when every queue has one
+	// (netdev.Waiter); an idle PMD waits on them instead of sleeping.
+	pollFDs []unix.PollFd
 }
 
 type rxqPlan struct {
@@ -147,7 +150,11 @@ func (p *PMD) run(wg *sync.WaitGroup) {
 		// The idle iteration flushed every batch and published the
 		// counters: nothing waits on this PMD while it sleeps.
 		ts := unix.NsecToTimespec(min(p.sleepNs, sleepMax))
-		_ = unix.Nanosleep(&ts, nil)
+		if len(p.cur.pollFDs) > 0 {
+			_, _ = unix.Ppoll(p.cur.pollFDs, &ts, nil)
+		} else {
+			_ = unix.Nanosleep(&ts, nil)
+		}
 		p.sleepNs = min(p.sleepNs*2, sleepMax)
 	}
 	p.now = p.clock()

@@ -72,3 +72,20 @@ func (c *Counters) AddTo(s *Stats) {
 	s.TxDrops += c.TxDrops.Load()
 	s.TxErrors += c.TxErrors.Load()
 }
+
+// Waiter is implemented by drivers whose receive queues have a file
+// descriptor that polls readable when frames arrive. An idle PMD whose
+// every queue has one waits in ppoll on them instead of sleeping blindly,
+// so a packet that arrives while it sleeps wakes it at once.
+type Waiter interface {
+	// RxFD returns the descriptor of rx queue q, or -1 if it has none.
+	RxFD(q int) int
+}
+
+// Remover is implemented by drivers of kernel interfaces: the channel is
+// closed when the interface disappears, and the datapath then removes the
+// port. Until then Recv and Send keep working (returning nothing, counting
+// errors), so a vanished interface never stops a PMD.
+type Remover interface {
+	Removed() <-chan struct{}
+}

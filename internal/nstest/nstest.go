@@ -1,0 +1,139 @@
+// Package nstest builds real test topologies for end-to-end tests: network
+// namespaces and veth pairs with unique names, removed when the test ends
+// (also when it fails). It needs root and iproute2.
+package nstest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// RequireRoot fails the test when not run as root: end-to-end tests create
+// namespaces and interfaces, and a skipped test would hide missing coverage.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("this end-to-end test needs root (it creates network namespaces and veth pairs)")
+	}
+}
+
+// Name returns a unique interface or namespace name: prefix (at most 6
+// characters) and 8 random hex digits, within the 15-character limit of
+// interface names.
+func Name(prefix string) string {
+	if len(prefix) > 6 {
+		prefix = prefix[:6]
+	}
+	var b [4]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// Run runs a command and fails the test, showing its output, if it fails.
+func Run(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	out, err := Output(name, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// Output runs a command with a one-minute limit and returns its combined output.
+func Output(name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	return string(out), err
+}
+
+// Netns is a network namespace made by a test.
+type Netns struct{ Name string }
+
+// NewNetns creates a namespace (with its loopback up) that is deleted when
+// the test ends.
+func NewNetns(t testing.TB, prefix string) *Netns {
+	t.Helper()
+	ns := &Netns{Name: Name(prefix)}
+	Run(t, "ip", "netns", "add", ns.Name)
+	t.Cleanup(func() { Output("ip", "netns", "del", ns.Name) })
+	Run(t, "ip", "-n", ns.Name, "link", "set", "lo", "up")
+	return ns
+}
+
+// Cmd returns a command that runs inside the namespace.
+func (ns *Netns) Cmd(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns.Name, name}, args...)...)
+}
+
+// Run runs a command inside the namespace and fails the test if it fails.
+func (ns *Netns) Run(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	return Run(t, "ip", append([]string{"netns", "exec", ns.Name, name}, args...)...)
+}
+
+// Output runs a command inside the namespace and returns its output.
+func (ns *Netns) Output(name string, args ...string) (string, error) {
+	return Output("ip", append([]string{"netns", "exec", ns.Name, name}, args...)...)
+}
+
+// Host is one end of a two-host topology: a namespace whose interface Dev
+// (address IP/24, MAC MAC) is joined by a veth pair to Port, the switch's
+// end in the test's own namespace.
+type Host struct {
+	NS   *Netns
+	Dev  string
+	IP   string
+	MAC  string
+	Port string
+}
+
+// TwoHosts builds hosts 198.18.0.1 and 198.18.0.2 in two namespaces, each
+// wired by a veth pair to a switch port in the caller's namespace. The ports
+// are up, with no address; nothing forwards between them until a switch
+// does. Everything is removed when the test ends.
+func TwoHosts(t testing.TB) (a, b *Host) {
+	t.Helper()
+	RequireRoot(t)
+	mk := func(i int) *Host {
+		h := &Host{
+			NS:   NewNetns(t, fmt.Sprintf("vsns%d", i)),
+			Dev:  Name(fmt.Sprintf("vsh%d", i)),
+			Port: Name(fmt.Sprintf("vsp%d", i)),
+			IP:   fmt.Sprintf("198.18.0.%d", i),
+			MAC:  fmt.Sprintf("02:00:c6:12:00:%02x", i),
+		}
+		Run(t, "ip", "link", "add", h.Port, "type", "veth", "peer", "name", h.Dev)
+		t.Cleanup(func() { Output("ip", "link", "del", h.Port) })
+		Run(t, "ip", "link", "set", h.Dev, "netns", h.NS.Name)
+		Run(t, "ip", "link", "set", h.Port, "up")
+		h.NS.Run(t, "ip", "link", "set", h.Dev, "address", h.MAC)
+		h.NS.Run(t, "ip", "addr", "add", h.IP+"/24", "dev", h.Dev)
+		h.NS.Run(t, "ip", "link", "set", h.Dev, "up")
+		// IPv6 duplicate address detection and router solicitations would
+		// add background traffic to exact packet counts.
+		h.NS.Run(t, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
+		Run(t, "sysctl", "-qw", "net.ipv6.conf."+h.Port+".disable_ipv6=1")
+		return h
+	}
+	return mk(1), mk(2)
+}
+
+// VLAN adds an 802.1Q subinterface with id vid to the host's device, with
+// address 198.18.<vid%256>.<host number>/24, and returns its name.
+func (h *Host) VLAN(t testing.TB, vid int) (dev, ip string) {
+	t.Helper()
+	dev = fmt.Sprintf("%s.%d", h.Dev[:min(len(h.Dev), 10)], vid)
+	ip = fmt.Sprintf("198.19.%d.%s", vid%256, h.IP[strings.LastIndex(h.IP, ".")+1:])
+	h.NS.Run(t, "ip", "link", "add", "link", h.Dev, "name", dev, "type", "vlan", "id", fmt.Sprint(vid))
+	h.NS.Run(t, "ip", "addr", "add", ip+"/24", "dev", dev)
+	h.NS.Run(t, "ip", "link", "set", dev, "up")
+	return dev, ip
+}
