@@ -8,6 +8,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -44,13 +45,13 @@ func main() {
 	}
 	if err := run(log, datapath.Config{
 		NumPMDs: *nPMD, TxFlushInterval: *flush, PMDSleepMax: *sleepMax, CPUs: cpus,
-	}, *flows, *interval, *duration); err != nil {
+	}, *flows, *interval, *duration, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "vswitchd:", err)
 		os.Exit(1)
 	}
 }
 
-func run(log *slog.Logger, cfg datapath.Config, flows int, interval, duration time.Duration) error {
+func run(log *slog.Logger, cfg datapath.Config, flows int, interval, duration time.Duration, out io.Writer) error {
 	rules := &datapath.RuleTable{}
 	cfg.Upcall = rules
 	dp, err := datapath.New(cfg)
@@ -94,16 +95,16 @@ func run(log *slog.Logger, cfg datapath.Config, flows int, interval, duration ti
 			return nil
 		case <-stop:
 			dp.Stop()
-			printStats(dp, prev, time.Since(last))
+			printStats(out, dp, prev, time.Since(last))
 			return nil
 		case <-tick.C:
-			printStats(dp, prev, time.Since(last))
+			printStats(out, dp, prev, time.Since(last))
 			prev, last = dp.PMDStats(), time.Now()
 		}
 	}
 }
 
-func printStats(dp *datapath.Datapath, prev []datapath.PMDStats, dt time.Duration) {
+func printStats(out io.Writer, dp *datapath.Datapath, prev []datapath.PMDStats, dt time.Duration) {
 	tx := dp.Port(2).TxStats()
 	for i, s := range dp.PMDStats() {
 		p := prev[i]
@@ -119,7 +120,7 @@ func printStats(dp *datapath.Datapath, prev []datapath.PMDStats, dt time.Duratio
 		if total > 0 {
 			busyPct = 100 * float64(busy) / float64(total)
 		}
-		fmt.Printf("pmd %d: %.2f Mpps  emc hits %.1f%%  megaflow hits %d  upcalls %d  busy %.0f%%  avg batch %.1f\n",
+		fmt.Fprintf(out, "pmd %d: %.2f Mpps  emc hits %.1f%%  megaflow hits %d  upcalls %d  busy %.0f%%  avg batch %.1f\n",
 			s.PMD, float64(rx)/dt.Seconds()/1e6, emc, s.MegaflowHits-p.MegaflowHits, s.Misses-p.Misses, busyPct, tx[i].AvgBatch())
 	}
 }

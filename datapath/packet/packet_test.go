@@ -1,0 +1,131 @@
+package packet
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestPoolGetPutExhaustion(t *testing.T) {
+	p := NewPool(4, DefaultBufSize)
+	var got []*Packet
+	for i := 0; i < 4; i++ {
+		pkt := p.Get()
+		if pkt == nil {
+			t.Fatalf("Get %d returned nil with buffers left", i)
+		}
+		got = append(got, pkt)
+	}
+	if p.Get() != nil || p.Available() != 0 {
+		t.Fatal("exhausted pool handed out a packet")
+	}
+	for _, pkt := range got {
+		pkt.Free()
+	}
+	if p.Available() != 4 {
+		t.Fatalf("available %d after returning all", p.Available())
+	}
+	got[0].Free() // double free: counted, not corrupting
+	if p.DoubleFrees() != 1 || p.Available() != 4 {
+		t.Fatalf("double free: count %d available %d", p.DoubleFrees(), p.Available())
+	}
+}
+
+func TestBuffersDoNotOverlap(t *testing.T) {
+	p := NewPool(8, 256)
+	var pkts []*Packet
+	for i := 0; i < 8; i++ {
+		pkt := p.Get()
+		b := pkt.Buffer()
+		for j := range b {
+			b[j] = byte(i)
+		}
+		pkt.SetLen(len(b))
+		pkts = append(pkts, pkt)
+	}
+	for i, pkt := range pkts {
+		for _, c := range pkt.Data() {
+			if c != byte(i) {
+				t.Fatalf("buffer %d was overwritten by another", i)
+			}
+		}
+	}
+}
+
+func TestBufferStrideOddLines(t *testing.T) {
+	for _, size := range []int{64, 256, 2048, 2049, 4096} {
+		s := BufferStride(size)
+		if s < size || s%64 != 0 || (s/64)%2 == 0 {
+			t.Errorf("BufferStride(%d) = %d: want an odd number of lines covering the size", size, s)
+		}
+	}
+}
+
+func TestPushPullHeadroom(t *testing.T) {
+	p := NewPool(1, DefaultBufSize)
+	pkt := p.Get()
+	pkt.SetData([]byte{1, 2, 3, 4})
+	if pkt.Headroom() != Headroom {
+		t.Fatalf("headroom %d", pkt.Headroom())
+	}
+	h := pkt.Push(2)
+	h[0], h[1] = 9, 8
+	if !bytes.Equal(pkt.Data(), []byte{9, 8, 1, 2, 3, 4}) {
+		t.Fatalf("after push: %v", pkt.Data())
+	}
+	if !pkt.Pull(3) || !bytes.Equal(pkt.Data(), []byte{2, 3, 4}) {
+		t.Fatalf("after pull: %v", pkt.Data())
+	}
+	if pkt.Pull(4) || pkt.Push(Headroom+10) != nil {
+		t.Fatal("pull past the end or push past the headroom accepted")
+	}
+	if pkt.SetLen(len(pkt.Buffer())+1) {
+		t.Fatal("SetLen past the buffer accepted")
+	}
+}
+
+func TestCopyFrame(t *testing.T) {
+	src := make([]byte, 64)
+	for i := range src {
+		src[i] = byte(i + 1)
+	}
+	for _, n := range []int{0, 1, 60, 64} {
+		dst := make([]byte, 100)
+		if got := CopyFrame(dst, src[:n]); got != n || !bytes.Equal(dst[:n], src[:n]) {
+			t.Fatalf("n=%d: copied %d, %v", n, got, dst[:n])
+		}
+	}
+	// Short destination: plain copy semantics, nothing written past it.
+	big := make([]byte, 128)
+	dst := big[:10]
+	if got := CopyFrame(dst, src[:60]); got != 10 || big[10] != 0 {
+		t.Fatalf("short dst: copied %d, byte past it %d", got, big[10])
+	}
+	// Source without capacity to read 64 bytes: plain copy.
+	tight := append([]byte(nil), src[:5]...)
+	if got := CopyFrame(make([]byte, 64), tight[:5:5]); got != 5 {
+		t.Fatalf("tight src copied %d", got)
+	}
+}
+
+func TestCopyFromKeepsMetadata(t *testing.T) {
+	p := NewPool(2, DefaultBufSize)
+	a, b := p.Get(), p.Get()
+	a.SetData([]byte("hello"))
+	a.InPort = 7
+	a.Push(3)
+	if !b.CopyFrom(a) || !bytes.Equal(b.Data(), a.Data()) || b.InPort != 7 || b.Headroom() != a.Headroom() {
+		t.Fatalf("copy: %q in_port %d headroom %d", b.Data(), b.InPort, b.Headroom())
+	}
+}
+
+func BenchmarkPoolGetPut(b *testing.B) {
+	p := NewPool(64, DefaultBufSize)
+	var batch Batch
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		for batch.N < BatchSize {
+			batch.Add(p.Get())
+		}
+		batch.FreeAll()
+	}
+}
