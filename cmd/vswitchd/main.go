@@ -60,10 +60,11 @@ func run(log *slog.Logger, cfg datapath.Config, flows int, interval, duration ti
 	}
 	defer dp.Close()
 	rules.Invalidate = dp.InvalidateFlows
-	if _, err := dp.AddPort(1, null.New("demo-src", cfg.NumPMDs, 1, demoFrames(flows))); err != nil {
+	npmd := len(dp.PMDs())
+	if _, err := dp.AddPort(1, null.New("demo-src", npmd, 1, demoFrames(flows))); err != nil {
 		return err
 	}
-	if _, err := dp.AddPort(2, null.New("demo-sink", 0, cfg.NumPMDs, nil)); err != nil {
+	if _, err := dp.AddPort(2, null.New("demo-sink", 0, npmd, nil)); err != nil {
 		return err
 	}
 	var r datapath.Rule
@@ -73,7 +74,7 @@ func run(log *slog.Logger, cfg datapath.Config, flows int, interval, duration ti
 
 	log.Info("vswitchd: embedded default topology (no kernel port drivers yet)",
 		"ports", "1=demo-src(null) 2=demo-sink(null)", "rule", "in_port=1,actions=output:2",
-		"pmds", cfg.NumPMDs, "tx-flush-interval-us", cfg.TxFlushInterval, "flows", flows)
+		"pmds", npmd, "tx-flush-interval-us", cfg.TxFlushInterval, "flows", flows)
 	if err := dp.Start(); err != nil {
 		return err
 	}
