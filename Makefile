@@ -8,7 +8,8 @@ BENCHTIME ?= 1s
 # Every fuzz target, as package:FuzzName.
 FUZZ_TARGETS := \
 	./datapath/flow:FuzzExtract \
-	./datapath/actions:FuzzApply
+	./datapath/actions:FuzzApply \
+	./netdev/vnethdr:FuzzSegment
 
 .PHONY: all build run test vet fmt-check unit fuzz bench clean
 

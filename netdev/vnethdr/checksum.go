@@ -1,0 +1,173 @@
+package vnethdr
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// sum returns the one's-complement sum of b as 16-bit big-endian words
+// (an odd last byte padded with zero), folded to 16 bits.
+//
+// It adds 64-bit little-endian loads with end-around carry: 2^16 ≡ 1
+// modulo 0xffff, so a sum of 64-bit words folds to the same value as a sum
+// of 16-bit words, and the one's-complement sum of byte-swapped words is
+// the byte-swapped sum (RFC 1071), so one swap at the end gives the
+// big-endian result on any architecture.
+func sum(b []byte) uint16 {
+	var s, c uint64
+	for len(b) >= 64 {
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[0:8]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[8:16]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[16:24]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[24:32]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[32:40]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[40:48]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[48:56]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[56:64]), c)
+		b = b[64:]
+	}
+	for len(b) >= 8 {
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b), c)
+		b = b[8:]
+	}
+	if len(b) >= 4 {
+		s, c = bits.Add64(s, uint64(binary.LittleEndian.Uint32(b)), c)
+		b = b[4:]
+	}
+	if len(b) >= 2 {
+		s, c = bits.Add64(s, uint64(binary.LittleEndian.Uint16(b)), c)
+		b = b[2:]
+	}
+	if len(b) == 1 {
+		s, c = bits.Add64(s, uint64(b[0]), c)
+	}
+	s, c = bits.Add64(s, c, 0)
+	s += c
+	return bits.ReverseBytes16(fold64(s))
+}
+
+// fold64 reduces a one's-complement accumulator to 16 bits.
+func fold64(s uint64) uint16 {
+	s = (s >> 32) + (s & 0xffffffff)
+	s = (s >> 32) + (s & 0xffffffff)
+	s = (s >> 16) + (s & 0xffff)
+	s = (s >> 16) + (s & 0xffff)
+	s = (s >> 16) + (s & 0xffff)
+	return uint16(s)
+}
+
+// fold reduces a 32-bit sum of 16-bit partial sums to 16 bits.
+func fold(s uint32) uint16 { return fold64(uint64(s)) }
+
+// pseudoSum is the one's-complement sum of the L4 pseudo-header for the IP
+// header at ip (version-checked by the caller), protocol proto and L4
+// length l4len, folded to 16 bits.
+func pseudoSum(ip []byte, ipv6 bool, proto uint8, l4len int) uint16 {
+	var s uint32
+	if ipv6 {
+		s = uint32(sum(ip[8:40]))
+		s += uint32(l4len>>16) + uint32(l4len&0xffff)
+	} else {
+		s = uint32(sum(ip[12:20]))
+		s += uint32(l4len & 0xffff)
+	}
+	s += uint32(proto)
+	return fold(s)
+}
+
+// CompleteChecksum finishes a NEEDS_CSUM frame in place: sums
+// frame[CsumStart:] (the field at CsumStart+CsumOffset already holds the
+// pseudo-header sum, as Linux leaves it) and writes the folded result. A
+// result of zero is written as 0xffff, as Linux does, because zero means
+// "no checksum" for UDP. It does nothing if h lacks FlagNeedsCsum, so
+// drivers may call it for every non-GSO frame.
+func CompleteChecksum(h *Header, frame []byte) error {
+	if h.Flags&FlagNeedsCsum == 0 {
+		return nil
+	}
+	start := int(h.CsumStart)
+	field := start + int(h.CsumOffset)
+	if field+2 > len(frame) {
+		return ErrCsumOffset
+	}
+	c := ^sum(frame[start:])
+	if c == 0 {
+		c = 0xffff
+	}
+	binary.BigEndian.PutUint16(frame[field:], c)
+	return nil
+}
+
+// IP protocol numbers the package looks at.
+const (
+	protoICMP   = 1
+	protoTCP    = 6
+	protoUDP    = 17
+	protoICMPv6 = 58
+)
+
+// FixL4Checksum recomputes the TCP, UDP, ICMPv4 or ICMPv6 checksum of an
+// Ethernet frame (IPv4/IPv6, up to two VLAN tags) and rewrites it if it is
+// wrong; it reports whether it changed the frame. It is for drivers that
+// get no checksum metadata (AF_XDP), where a frame from a local sender may
+// carry only the pseudo-header sum. Frames it cannot judge are left alone:
+// IP fragments (the L4 checksum covers the whole datagram), IPv6 routing
+// headers with segments left (the pseudo-header uses the final
+// destination), other protocols, and UDP over IPv4 with checksum 0 (which
+// means "none"). Bytes past the IP length (Ethernet padding) are ignored.
+func FixL4Checksum(frame []byte) (changed bool) {
+	var p parsed
+	if !p.parse(frame, true) || p.fragment || p.routed {
+		return false
+	}
+	l4 := frame[p.l4off:p.end]
+	var field int
+	switch p.proto {
+	case protoTCP:
+		field = 16
+	case protoUDP:
+		field = 6
+	case protoICMP:
+		if p.ipv6 {
+			return false
+		}
+		field = 2
+	case protoICMPv6:
+		if !p.ipv6 {
+			return false
+		}
+		field = 2
+	default:
+		return false
+	}
+	if len(l4) < field+2 {
+		return false
+	}
+	old := binary.BigEndian.Uint16(l4[field:])
+	if p.proto == protoUDP && old == 0 && !p.ipv6 {
+		return false
+	}
+	var s uint32
+	if p.proto != protoICMP {
+		s = uint32(pseudoSum(frame[p.l3off:], p.ipv6, p.proto, len(l4)))
+	}
+	s += uint32(sum(l4))
+	if fold(s) == 0xffff && old != 0 {
+		// It verifies. One's-complement arithmetic makes 0 and 0xffff the
+		// same value, so a TCP or ICMP checksum of 0 would pass too, but
+		// only a sender that got it wrong writes 0 (and for UDP over IPv6
+		// it means "missing"): recompute it then.
+		return false
+	}
+	// The sum included the old field; take it back out.
+	s += uint32(^old)
+	c := ^fold(s)
+	if c == 0 && p.proto == protoUDP {
+		c = 0xffff
+	}
+	if c == old {
+		return false
+	}
+	binary.BigEndian.PutUint16(l4[field:], c)
+	return true
+}
