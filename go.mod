@@ -8,4 +8,9 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
-require github.com/vishvananda/netns v0.0.5 // indirect
+require github.com/cilium/ebpf v0.22.0
+
+require (
+	github.com/netrack/openflow v0.1.0
+	github.com/vishvananda/netns v0.0.5 // indirect
+)

@@ -1,0 +1,530 @@
+// Package afxdp is the port driver for NICs and veth: one AF_XDP socket per
+// queue, each with its own UMEM, fed by a small XDP program that redirects
+// every frame of a served queue to that queue's socket (XSKMAP keyed by
+// rx_queue_index) and passes the rest to the kernel stack.
+//
+// Frames are copied between UMEM frames and the PMD's pool buffers in both
+// directions, so UMEM frames never leave the driver and the rx and tx
+// halves of a socket share nothing: Recv and Send of the same queue may run
+// on different goroutines.
+//
+// Offloads: AF_XDP carries no checksum or GSO metadata.
+//   - GSO: attaching native XDP to a veth makes the kernel clear TSO (the
+//     NETIF_F_GSO_SOFTWARE features) on its peer until the program goes
+//     (checked by TestE2EPeerOffloads: tcp-segmentation-offload on → off →
+//     on), so the peer's stack segments before the veth and only MTU-sized
+//     frames arrive. Generic XDP does not do this: on a veth in generic
+//     mode, or a NIC with GRO/LRO, super-frames reach the socket, do not
+//     fit a UMEM frame, and the kernel drops them and counts them in
+//     XDP_STATISTICS rx_dropped, which Stats reports as RxDrops. Set
+//     ethtool -K <peer> tso off (generic-mode veth) or ethtool -K <nic> gro
+//     off lro off.
+//   - Checksums: a local sender behind the peer of a veth with tx checksum
+//     offload (the default, and XDP leaves it on) sends TCP/UDP with the
+//     pseudo-header sum only. With FixChecksums (on by default for veth)
+//     Recv completes them in software (about 30 ns per 64-byte frame);
+//     the alternative is ethtool -K <peer> tx off and FixChecksums Off.
+//     NICs deliver wire frames with complete checksums: default Off.
+//
+// Transmit uses the socket's tx ring, which in copy mode becomes an skb
+// sent with the device's ordinary xmit, not XDP_REDIRECT (ndo_xdp_xmit):
+// the receiving veth peer needs no XDP program and no GRO/NAPI of its own.
+//
+// The program is attached through a BPF link (the kernel detaches it when
+// the last fd of the link closes, so a crashed process leaves nothing
+// behind; TestE2ELinkDetachedOnCrash kills a process to check).
+package afxdp
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"vswitch/datapath/packet"
+	"vswitch/netdev"
+	"vswitch/netdev/linkwatch"
+	"vswitch/netdev/vnethdr"
+)
+
+// Mode selects how the XDP program is attached.
+type Mode int
+
+// Attachment modes.
+const (
+	// ModeAuto uses native XDP where the driver has it, generic otherwise.
+	ModeAuto Mode = iota
+	// ModeNative requires driver (native) XDP.
+	ModeNative
+	// ModeGeneric forces generic (SKB) XDP, which works on any interface
+	// but runs after the kernel has built an skb.
+	ModeGeneric
+)
+
+// String returns the mode's name.
+func (m Mode) String() string {
+	switch m {
+	case ModeAuto:
+		return "auto"
+	case ModeNative:
+		return "native"
+	case ModeGeneric:
+		return "generic"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// Setting is an on/off option whose default depends on the interface.
+type Setting int
+
+// Setting values.
+const (
+	Auto Setting = iota
+	On
+	Off
+)
+
+// Defaults.
+const (
+	DefaultRingSize  = 2048
+	DefaultFrames    = 4096
+	DefaultFrameSize = 2048
+)
+
+// Options configure a Port. Zero values select defaults.
+type Options struct {
+	// Queues is the number of queues served (queue ids 0..Queues-1), each
+	// with one socket that is both rx and tx queue. Default: the
+	// interface's combined (or rx) channel count, or 1.
+	Queues int
+	// Mode selects native or generic XDP (default ModeAuto).
+	Mode Mode
+	// ZeroCopy asks for zero-copy sockets, falling back to copy mode where
+	// the driver cannot (veth never can).
+	ZeroCopy bool
+	// Ring sizes in entries, powers of two (default DefaultRingSize).
+	FillSize, CompSize, RxSize, TxSize int
+	// Frames is the number of UMEM frames per queue (default
+	// DefaultFrames): half for receive, half for transmit, the receive
+	// half capped at FillSize so that the fill ring always has room.
+	Frames int
+	// FrameSize is the UMEM frame size, 2048 or 4096 (default
+	// DefaultFrameSize). The kernel keeps 256 bytes of XDP headroom in
+	// each, so the largest frame is FrameSize-256.
+	FrameSize int
+	// FixChecksums completes partial TCP/UDP/ICMP checksums on receive
+	// (see the package comment). Auto means On for veth, Off otherwise.
+	FixChecksums Setting
+}
+
+// Port is an AF_XDP port. Use New.
+type Port struct {
+	name     string
+	ifindex  int
+	lnk      *linkwatch.Link
+	prog     *xdp
+	xsks     []*xsk
+	counters []netdev.Counters // rx queues, then tx queues
+	fixCsum  bool
+	maxFrame int  // largest frame a UMEM frame holds
+	mode     Mode // ModeNative or ModeGeneric
+	zeroCopy bool
+
+	gone     atomic.Bool // the interface was deleted
+	stopWait chan struct{}
+
+	mu      sync.Mutex // serialises Stats' getsockopt against Close
+	closed  bool
+	kstats  []unix.XDPStatistics // last kernel counters per queue (kept after Close)
+	closeWG sync.WaitGroup
+}
+
+func pow2(n int) bool { return n > 0 && n&(n-1) == 0 }
+
+// New opens ifname: loads and attaches the XDP program and binds one socket
+// per queue.
+func New(ifname string, opts Options) (*Port, error) {
+	if opts.Queues <= 0 {
+		opts.Queues = rxQueueCount(ifname)
+	}
+	for _, s := range []*int{&opts.FillSize, &opts.CompSize, &opts.RxSize, &opts.TxSize} {
+		if *s == 0 {
+			*s = DefaultRingSize
+		}
+		if !pow2(*s) {
+			return nil, fmt.Errorf("afxdp: %s: ring size %d is not a power of two", ifname, *s)
+		}
+	}
+	if opts.Frames <= 0 {
+		opts.Frames = DefaultFrames
+	}
+	if opts.FrameSize == 0 {
+		opts.FrameSize = DefaultFrameSize
+	}
+	if opts.FrameSize != 2048 && opts.FrameSize != 4096 {
+		return nil, fmt.Errorf("afxdp: %s: frame size %d is not 2048 or 4096", ifname, opts.FrameSize)
+	}
+	if opts.Frames < 2 {
+		return nil, fmt.Errorf("afxdp: %s: %d UMEM frames are too few", ifname, opts.Frames)
+	}
+	lay := layout{frameSize: uint64(opts.FrameSize)}
+	lay.rxFrames = uint64(min(opts.Frames/2, opts.FillSize))
+	// Every tx frame may sit on the completion ring at once.
+	lay.txFrames = uint64(min(opts.Frames-opts.Frames/2, opts.CompSize))
+	sizes := ringSizes{fill: uint32(opts.FillSize), comp: uint32(opts.CompSize), rx: uint32(opts.RxSize), tx: uint32(opts.TxSize)}
+
+	lw, err := linkwatch.Watch(ifname)
+	if err != nil {
+		return nil, fmt.Errorf("afxdp: %w", err)
+	}
+	p := &Port{
+		name:     ifname,
+		ifindex:  lw.Index,
+		lnk:      lw,
+		counters: make([]netdev.Counters, 2*opts.Queues),
+		maxFrame: opts.FrameSize - unix.XDP_PACKET_HEADROOM,
+		stopWait: make(chan struct{}),
+		kstats:   make([]unix.XDPStatistics, opts.Queues),
+	}
+	switch opts.FixChecksums {
+	case On:
+		p.fixCsum = true
+	case Auto:
+		p.fixCsum = driverName(ifname) == "veth"
+	}
+	fail := func(err error) (*Port, error) {
+		p.release()
+		return nil, fmt.Errorf("afxdp: %s: %w", ifname, err)
+	}
+	if p.prog, err = loadXDP(opts.Queues); err != nil {
+		return fail(err)
+	}
+	// Attach first: the bind below needs to know whether the program runs
+	// in the driver (where zero-copy may work) or generically.
+	if err := p.prog.attach(p.ifindex, opts.Mode); err != nil {
+		return fail(err)
+	}
+	p.mode = p.prog.mode
+	for q := 0; q < opts.Queues; q++ {
+		var x *xsk
+		var err error
+		if opts.ZeroCopy && p.prog.mode == ModeNative {
+			x, err = openXSK(p.ifindex, q, lay, sizes, unix.XDP_ZEROCOPY)
+		}
+		if x == nil {
+			x, err = openXSK(p.ifindex, q, lay, sizes, unix.XDP_COPY)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		p.zeroCopy = x.zeroCopy // the same for every queue of a device
+		x.r.c = &p.counters[q]
+		x.t.c = &p.counters[opts.Queues+q]
+		p.xsks = append(p.xsks, x)
+		if err := p.prog.setSocket(q, x.fd); err != nil {
+			return fail(fmt.Errorf("XSKMAP[%d]: %w", q, err))
+		}
+	}
+	p.closeWG.Add(1)
+	go p.watchRemoval()
+	return p, nil
+}
+
+// watchRemoval turns the interface's removal into a flag Recv and Send
+// check with one atomic load.
+func (p *Port) watchRemoval() {
+	defer p.closeWG.Done()
+	select {
+	case <-p.lnk.Removed():
+		p.gone.Store(true)
+	case <-p.stopWait:
+	}
+}
+
+// release frees whatever New or the port holds. Called with p.mu held or
+// before p is shared.
+func (p *Port) release() error {
+	var errs []error
+	// Detach before closing the sockets, so that no frame is redirected to
+	// a socket on its way out.
+	if p.prog != nil {
+		errs = append(errs, p.prog.close())
+		p.prog = nil
+	}
+	for i, x := range p.xsks {
+		if s, err := x.stats(); err == nil {
+			p.kstats[i] = s
+		}
+		errs = append(errs, x.close())
+	}
+	p.xsks = nil
+	if p.lnk != nil {
+		p.lnk.Stop()
+	}
+	return errors.Join(errs...)
+}
+
+// Close implements netdev.Netdev: it detaches the XDP program, closes the
+// sockets and unmaps every ring and UMEM.
+func (p *Port) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return errors.New("afxdp: " + p.name + ": already closed")
+	}
+	p.closed = true
+	close(p.stopWait)
+	p.closeWG.Wait()
+	return p.release()
+}
+
+// Name implements netdev.Netdev.
+func (p *Port) Name() string { return p.name }
+
+// NumRxQueues implements netdev.Netdev.
+func (p *Port) NumRxQueues() int { return len(p.kstats) }
+
+// NumTxQueues implements netdev.Netdev.
+func (p *Port) NumTxQueues() int { return len(p.kstats) }
+
+// MTU implements netdev.Netdev: the interface's MTU, capped by what a UMEM
+// frame holds (less an Ethernet header and a VLAN tag).
+func (p *Port) MTU() int { return min(p.lnk.MTU(), p.maxFrame-18) }
+
+// LinkUp implements netdev.Netdev.
+func (p *Port) LinkUp() bool { return p.lnk.Up() }
+
+// Removed implements netdev.Remover.
+func (p *Port) Removed() <-chan struct{} { return p.lnk.Removed() }
+
+// RxFD implements netdev.Waiter: an XDP socket polls readable when its rx
+// ring has frames.
+func (p *Port) RxFD(q int) int { return p.xsks[q].fd }
+
+// AttachMode returns the XDP mode in use (ModeNative or ModeGeneric).
+func (p *Port) AttachMode() Mode { return p.mode }
+
+// ZeroCopy reports whether the sockets are in zero-copy mode.
+func (p *Port) ZeroCopy() bool { return p.zeroCopy }
+
+// FixesChecksums reports whether Recv completes L4 checksums.
+func (p *Port) FixesChecksums() bool { return p.fixCsum }
+
+// KernelStats returns the XDP_STATISTICS counters summed over the queues
+// (the last values read if the port is closed).
+func (p *Port) KernelStats() unix.XDPStatistics {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.kernelStatsLocked()
+}
+
+func (p *Port) kernelStatsLocked() unix.XDPStatistics {
+	if !p.closed {
+		for i, x := range p.xsks {
+			if s, err := x.stats(); err == nil {
+				p.kstats[i] = s
+			}
+		}
+	}
+	var t unix.XDPStatistics
+	for _, s := range p.kstats {
+		t.Rx_dropped += s.Rx_dropped
+		t.Rx_invalid_descs += s.Rx_invalid_descs
+		t.Tx_invalid_descs += s.Tx_invalid_descs
+		t.Rx_ring_full += s.Rx_ring_full
+		t.Rx_fill_ring_empty_descs += s.Rx_fill_ring_empty_descs
+		t.Tx_ring_empty_descs += s.Tx_ring_empty_descs
+	}
+	return t
+}
+
+// Stats implements netdev.Netdev. Besides the driver's own counters it
+// folds in the kernel's: frames the kernel dropped for want of a fill
+// buffer or because they did not fit a frame (rx_dropped) or because the
+// rx ring was full (rx_ring_full) are RxDrops; invalid fill and tx
+// descriptors are RxErrors and TxErrors. The *_empty_descs counters count
+// events, not frames (a frame lost to an empty fill ring is already in
+// rx_dropped), so they are only in KernelStats.
+func (p *Port) Stats() netdev.Stats {
+	var s netdev.Stats
+	for i := range p.counters {
+		p.counters[i].AddTo(&s)
+	}
+	p.mu.Lock()
+	k := p.kernelStatsLocked()
+	p.mu.Unlock()
+	s.RxDrops += k.Rx_dropped + k.Rx_ring_full
+	s.RxErrors += k.Rx_invalid_descs
+	s.TxErrors += k.Tx_invalid_descs
+	return s
+}
+
+// Recv implements netdev.Netdev: it copies up to a batch of frames from
+// the rx ring into pool buffers and gives their UMEM frames straight back
+// to the fill ring.
+func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
+	x := p.xsks[q]
+	r := &x.r
+	if p.gone.Load() {
+		return 0
+	}
+	if len(r.recycle) > 0 {
+		recycle(r)
+	}
+	n := r.rx.avail(uint32(packet.BatchSize - b.N))
+	if n == 0 {
+		// In zero-copy mode the driver may stop when the fill ring ran
+		// dry and wait for a syscall; in copy mode the flag stays clear.
+		if r.fill.needWakeup() {
+			if e := kickRx(x.fd); !transient(e) {
+				r.c.RxErrors.Add(1)
+			}
+		}
+		return 0
+	}
+	room := r.fill.free(n)
+	var got, filled uint32
+	var bytes, drops, errs uint64
+	umem := x.umem
+	for i := uint32(0); i < n; i++ {
+		d := r.rx.descs[(r.rx.cachedCons+i)&r.rx.mask]
+		off, l, base, res := x.lay.rxDesc(d)
+		if res != descBadAddr {
+			if filled < room {
+				r.fill.addrs[(r.fill.cachedProd+filled)&r.fill.mask] = base
+				filled++
+			} else if len(r.recycle) < cap(r.recycle) {
+				r.recycle = append(r.recycle, base)
+			}
+		}
+		if res != descOK {
+			errs++
+			continue
+		}
+		pkt := pool.Get()
+		if pkt == nil {
+			drops++
+			continue
+		}
+		if l > len(pkt.Buffer()) {
+			pool.Put(pkt)
+			errs++
+			continue
+		}
+		pkt.SetData(umem[off : off+l])
+		if p.fixCsum {
+			vnethdr.FixL4Checksum(pkt.Data())
+		}
+		b.Add(pkt)
+		got++
+		bytes += uint64(l)
+	}
+	r.fill.submit(filled)
+	r.rx.release(n)
+	if got > 0 {
+		r.c.RxPackets.Add(uint64(got))
+		r.c.RxBytes.Add(bytes)
+	}
+	if drops > 0 {
+		r.c.RxDrops.Add(drops)
+	}
+	if errs > 0 {
+		r.c.RxErrors.Add(errs)
+	}
+	return int(got)
+}
+
+// recycle moves frames parked in r.recycle to the fill ring.
+func recycle(r *rxSide) {
+	n := r.fill.free(uint32(len(r.recycle)))
+	for i := uint32(0); i < n; i++ {
+		r.fill.addrs[(r.fill.cachedProd+i)&r.fill.mask] = r.recycle[len(r.recycle)-1-int(i)]
+	}
+	r.recycle = r.recycle[:len(r.recycle)-int(n)]
+	r.fill.submit(n)
+}
+
+// reclaim moves completed tx frames back to the free list.
+func reclaim(t *txSide, lay *layout) {
+	n := t.comp.avail(uint32(cap(t.free) - len(t.free)))
+	if n == 0 {
+		return
+	}
+	var bad uint64
+	for i := uint32(0); i < n; i++ {
+		a := t.comp.addrs[(t.comp.cachedCons+i)&t.comp.mask]
+		if lay.txAddr(a) && len(t.free) < cap(t.free) {
+			t.free = append(t.free, a)
+		} else {
+			bad++
+		}
+	}
+	t.comp.release(n)
+	if bad > 0 {
+		t.c.TxErrors.Add(bad)
+	}
+}
+
+// Send implements netdev.Netdev: it copies the batch into free tx frames,
+// publishes their descriptors and kicks the kernel once if it asks to be
+// kicked (always, in copy mode). Packets that find no free frame or ring
+// slot are TxDrops; packets too large for a frame are TxErrors.
+func (p *Port) Send(q int, b *packet.Batch) int {
+	x := p.xsks[q]
+	t := &x.t
+	if p.gone.Load() {
+		t.c.TxErrors.Add(uint64(b.N))
+		return 0
+	}
+	reclaim(t, &x.lay)
+	slots := t.tx.free(uint32(b.N))
+	var sent uint32
+	var bytes, tooBig uint64
+	umem := x.umem
+	fs := int(x.lay.frameSize)
+	for _, pkt := range b.Packets() {
+		if sent == slots || len(t.free) == 0 {
+			break
+		}
+		l := pkt.Len()
+		if l > p.maxFrame {
+			tooBig++
+			continue
+		}
+		a := t.free[len(t.free)-1]
+		t.free = t.free[:len(t.free)-1]
+		packet.CopyFrame(umem[a:int(a)+fs], pkt.Data())
+		t.tx.descs[(t.tx.cachedProd+sent)&t.tx.mask] = unix.XDPDesc{Addr: a, Len: uint32(l)}
+		sent++
+		bytes += uint64(l)
+	}
+	if sent > 0 {
+		t.tx.submit(sent)
+	}
+	// Kick also when nothing new was queued but an earlier kick left
+	// descriptors behind, so that they do not wait for more traffic.
+	if t.tx.needWakeup() && (sent > 0 || t.tx.pending() > 0) {
+		if e := kickTx(x.fd); !transient(e) {
+			t.c.TxErrors.Add(1)
+		}
+	}
+	if sent > 0 {
+		t.c.TxPackets.Add(uint64(sent))
+		t.c.TxBytes.Add(bytes)
+	}
+	if tooBig > 0 {
+		t.c.TxErrors.Add(tooBig)
+	}
+	if d := uint64(b.N) - uint64(sent) - tooBig; d > 0 {
+		t.c.TxDrops.Add(d)
+	}
+	return int(sent)
+}
+
+var (
+	_ netdev.Netdev  = (*Port)(nil)
+	_ netdev.Waiter  = (*Port)(nil)
+	_ netdev.Remover = (*Port)(nil)
+)

@@ -1,0 +1,349 @@
+package afxdp
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"vswitch/internal/nstest"
+)
+
+// TestE2EPingIperf: ping both ways and a TCP stream with default offloads
+// (partial checksums from the senders) through two native-XDP veth ports.
+func TestE2EPingIperf(t *testing.T) {
+	s := newSwitch(t, Options{})
+	if s.p1.AttachMode() != ModeNative {
+		t.Errorf("veth attached in %s mode, want native", s.p1.AttachMode())
+	}
+	if on, mode := xdpAttached(t, s.a.Port); !on || mode != 1 { // XDP_ATTACHED_DRV
+		t.Errorf("xdp on %s: attached %v mode %d, want driver mode", s.a.Port, on, mode)
+	}
+	ping(t, s.a, s.b.IP)
+	ping(t, s.b, s.a.IP)
+	gbps := iperf(t, s.a, s.b, s.b.IP)
+	t.Logf("iperf3 a→b: %.2f Gbit/s", gbps)
+	gbps = iperf(t, s.b, s.a, s.a.IP)
+	t.Logf("iperf3 b→a: %.2f Gbit/s", gbps)
+	st := s.p1.Stats()
+	t.Logf("port 1 stats %+v kernel %+v", st, s.p1.KernelStats())
+}
+
+// TestE2EUDPFlood sends N minimum-size UDP frames from a to b and accounts
+// for every one: delivered to b's interface, or counted as a drop by the
+// kernel's veth, the XDP socket, the driver or the PMD.
+func TestE2EUDPFlood(t *testing.T) {
+	s := newSwitch(t, Options{})
+	ping(t, s.a, s.b.IP) // resolves ARP both ways: no background frames later
+	snd := newRawSender(t, s.a, s.a.Dev)
+
+	type snap struct {
+		aTx, aTxDrop, pRxDrop, p2TxDrop, bRx, bRxDrop, pmd uint64
+		s1, s2                                             []uint64
+	}
+	take := func() snap {
+		st1, st2 := s.p1.Stats(), s.p2.Stats()
+		return snap{
+			aTx:      counter(t, s.a.NS, s.a.Dev, "tx_packets"),
+			aTxDrop:  counter(t, s.a.NS, s.a.Dev, "tx_dropped"),
+			pRxDrop:  counter(t, nil, s.a.Port, "rx_dropped"),
+			p2TxDrop: counter(t, nil, s.b.Port, "tx_dropped"),
+			bRx:      counter(t, s.b.NS, s.b.Dev, "rx_packets"),
+			bRxDrop:  counter(t, s.b.NS, s.b.Dev, "rx_dropped"),
+			pmd:      pmdDrops(s.dp),
+			s1:       []uint64{st1.RxPackets, st1.RxDrops, st1.RxErrors},
+			s2:       []uint64{st2.TxPackets, st2.TxDrops, st2.TxErrors},
+		}
+	}
+	before := take()
+	const n = 300000
+	accepted := 0
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if snd.send(udpFrame(s.a, s.b, uint32(i))) {
+			accepted++
+		}
+	}
+	el := time.Since(start)
+	time.Sleep(300 * time.Millisecond) // let the switch drain its rings
+	after := take()
+	d := func(a, b uint64) uint64 { return a - b }
+	sent := d(after.aTx, before.aTx)
+	recv := d(after.bRx, before.bRx)
+	rxDrops := d(after.s1[1], before.s1[1]) + d(after.s1[2], before.s1[2])
+	txDrops := d(after.s2[1], before.s2[1]) + d(after.s2[2], before.s2[2])
+	t.Logf("sent %d frames in %v (%.0f pps offered, %d accepted by the sender's socket)", sent, el, float64(sent)/el.Seconds(), accepted)
+	t.Logf("switch rx %d, tx %d; delivered %d (%.0f pps)", d(after.s1[0], before.s1[0]), d(after.s2[0], before.s2[0]), recv, float64(recv)/el.Seconds())
+	t.Logf("drops: sender veth tx %d, switch veth rx %d, xsk/driver rx %d, pmd %d, driver tx %d, veth tx %d, receiver rx %d",
+		d(after.aTxDrop, before.aTxDrop), d(after.pRxDrop, before.pRxDrop), rxDrops, d(after.pmd, before.pmd), txDrops,
+		d(after.p2TxDrop, before.p2TxDrop), d(after.bRxDrop, before.bRxDrop))
+	t.Logf("kernel xsk stats port 1 %+v port 2 %+v", s.p1.KernelStats(), s.p2.KernelStats())
+	if sent == 0 {
+		t.Fatal("nothing sent")
+	}
+	lost := rxDrops + d(after.pmd, before.pmd) + txDrops + d(after.p2TxDrop, before.p2TxDrop) + d(after.bRxDrop, before.bRxDrop)
+	if sent != recv+lost {
+		t.Errorf("sent %d != delivered %d + counted drops %d", sent, recv, lost)
+	}
+}
+
+// TestE2EVLAN: 802.1Q-tagged frames cross the switch with their tag (VLAN
+// id and priority) intact, both ways. The kernel here has no 802.1Q module
+// (CONFIG_VLAN_8021Q is off, so nstest's Host.VLAN cannot create
+// subinterfaces): tagged frames are sent and received on AF_PACKET sockets,
+// and the receiver reads the tag the kernel stripped from PACKET_AUXDATA.
+func TestE2EVLAN(t *testing.T) {
+	s := newSwitch(t, Options{})
+	for _, dir := range []struct {
+		from, to *nstest.Host
+	}{{s.a, s.b}, {s.b, s.a}} {
+		snd := newRawSender(t, dir.from, dir.from.Dev)
+		rcv := newRawReceiver(t, dir.to)
+		const tci = 3<<13 | 100
+		for seq := uint32(1); seq <= 5; seq++ {
+			want := udpFrame(dir.from, dir.to, seq)
+			if !snd.send(tagged(want, tci)) {
+				t.Fatal("send failed")
+			}
+			got, gotTCI, isTagged, ok := rcv.recv()
+			if !ok {
+				t.Fatalf("%s → %s: tagged frame %d not delivered", dir.from.IP, dir.to.IP, seq)
+			}
+			if !isTagged || gotTCI != tci {
+				t.Fatalf("%s → %s: frame %d arrived with tag %v tci %#x, want tci %#x", dir.from.IP, dir.to.IP, seq, isTagged, gotTCI, tci)
+			}
+			if string(got) != string(want) {
+				t.Fatalf("frame %d changed:\n got %x\nwant %x", seq, got, want)
+			}
+		}
+	}
+}
+
+// TestE2EChecksums shows why FixChecksums exists: with it off, a UDP
+// datagram from a socket behind a veth with tx checksum offload (the
+// default) arrives with only the pseudo-header sum and the receiver drops
+// it; turning the offload off on the sender's veth (ethtool -K <dev> tx
+// off) is the alternative. With it on (the default), the datagram arrives.
+func TestE2EChecksums(t *testing.T) {
+	s := newSwitch(t, Options{FixChecksums: Off})
+	ping(t, s.a, s.b.IP)
+	src, dst := udpPair(t, s.a, s.b)
+	if udpDelivered(t, src, dst, "partial") {
+		t.Error("a datagram with a partial checksum was delivered without FixChecksums: the premise of the option is gone")
+	}
+	s.a.NS.Run(t, "ethtool", "-K", s.a.Dev, "tx", "off")
+	if !udpDelivered(t, src, dst, "complete") {
+		t.Error("a datagram with a software checksum was not delivered")
+	}
+
+	s2 := newSwitch(t, Options{})
+	ping(t, s2.a, s2.b.IP)
+	src, dst = udpPair(t, s2.a, s2.b)
+	if !udpDelivered(t, src, dst, "fixed") {
+		t.Error("with FixChecksums the datagram was not delivered")
+	}
+}
+
+// TestE2EOversizeCounted: a frame too large for a UMEM frame is dropped by
+// the kernel and shows up in the port's RxDrops, not lost silently.
+func TestE2EOversizeCounted(t *testing.T) {
+	s := newSwitch(t, Options{})
+	nstest.Run(t, "ip", "link", "set", s.a.Port, "mtu", "3000")
+	s.a.NS.Run(t, "ip", "link", "set", s.a.Dev, "mtu", "3000")
+	snd := newRawSender(t, s.a, s.a.Dev)
+	big := udpFrame(s.a, s.b, 1)
+	big = append(big, make([]byte, 2500-len(big))...)
+	before := s.p1.Stats()
+	const n = 10
+	for i := 0; i < n; i++ {
+		if !snd.send(big) {
+			t.Fatal("send failed")
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	after := s.p1.Stats()
+	if d := after.RxDrops - before.RxDrops; d != n {
+		t.Errorf("RxDrops grew by %d after %d oversize frames, want %d (kernel %+v)", d, n, n, s.p1.KernelStats())
+	}
+	if after.RxPackets != before.RxPackets {
+		t.Errorf("oversize frames were received: %d", after.RxPackets-before.RxPackets)
+	}
+	if s.p1.MTU() > DefaultFrameSize-256-18 {
+		t.Errorf("MTU %d is more than a UMEM frame holds", s.p1.MTU())
+	}
+}
+
+// TestE2ELinkDetachedOnCrash: the program is attached through a BPF link,
+// so a process that dies without Close leaves no XDP program behind.
+func TestE2ELinkDetachedOnCrash(t *testing.T) {
+	port, _ := vethPair(t)
+	cmd := startCrashChild(t, port)
+	if on, _ := xdpAttached(t, port); !on {
+		t.Fatal("no XDP program attached while the child runs")
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		on, _ := xdpAttached(t, port)
+		if !on {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("XDP program still attached after the process was killed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// And the interface can be opened again at once.
+	p, err := New(port, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if on, _ := xdpAttached(t, port); on {
+		t.Fatal("XDP program still attached after Close")
+	}
+}
+
+// TestE2EPeerOffloads: attaching native XDP to a veth turns the software
+// GSO features of its peer off (so no super-frame reaches the socket) and
+// Close turns them back on; tx checksum offload stays on, which is why
+// FixChecksums defaults to on for veth.
+func TestE2EPeerOffloads(t *testing.T) {
+	port, peer := vethPair(t)
+	feats := []string{"tcp-segmentation-offload", "generic-segmentation-offload", "tx-checksumming"}
+	state := func() map[string]string {
+		m := map[string]string{}
+		for _, f := range feats {
+			m[f] = ethtoolFeature(t, nil, peer, f)
+		}
+		return m
+	}
+	before := state()
+	p, err := New(port, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	during := state()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after := state()
+	t.Logf("peer %s features before %v, with XDP (%s) %v, after Close %v", peer, before, p.AttachMode(), during, after)
+	if before["tcp-segmentation-offload"] != "on" || during["tcp-segmentation-offload"] != "off" || after["tcp-segmentation-offload"] != "on" {
+		t.Errorf("TSO on the peer: %s → %s → %s, want on → off → on", before["tcp-segmentation-offload"], during["tcp-segmentation-offload"], after["tcp-segmentation-offload"])
+	}
+	if during["tx-checksumming"] != "on" {
+		t.Errorf("tx checksumming on the peer is %s with XDP attached; the checksum strategy assumes on", during["tx-checksumming"])
+	}
+	if !p.FixesChecksums() {
+		t.Error("FixChecksums should default to on for veth")
+	}
+}
+
+// TestE2EInterfaceRemoval deletes the interfaces of both ports while a
+// flood runs through the switch: the datapath removes the ports, the PMD
+// keeps running, and every buffer comes back.
+func TestE2EInterfaceRemoval(t *testing.T) {
+	s := newSwitch(t, Options{})
+	ping(t, s.a, s.b.IP)
+	snd := newRawSender(t, s.a, s.a.Dev)
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		n := 0
+		for seq := uint32(0); ; seq++ {
+			select {
+			case <-stop:
+				done <- n
+				return
+			default:
+			}
+			if snd.send(udpFrame(s.a, s.b, seq)) {
+				n++
+			}
+		}
+	}()
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+			<-done
+		}
+	}()
+	waitRemoved := func(no uint32) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for s.dp.Port(no) != nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("port %d still in the datapath 5 s after its interface was deleted", no)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if s.p2.Stats().TxPackets == 0 {
+		t.Fatal("no traffic forwarded before the removal")
+	}
+	nstest.Run(t, "ip", "link", "del", s.b.Port) // the output port
+	waitRemoved(2)
+	it := s.dp.PMDStats()[0].Iterations
+	rx := s.p1.Stats().RxPackets
+	time.Sleep(300 * time.Millisecond)
+	if s.dp.PMDStats()[0].Iterations <= it {
+		t.Error("PMD stopped iterating after port 2 was removed")
+	}
+	if s.p1.Stats().RxPackets <= rx {
+		t.Error("port 1 stopped receiving after port 2 was removed")
+	}
+	nstest.Run(t, "ip", "link", "del", s.a.Port) // the input port, under traffic
+	waitRemoved(1)
+	close(stop)
+	sent := <-done
+	time.Sleep(100 * time.Millisecond)
+	if s.dp.PMDStats()[0].Iterations <= it {
+		t.Error("PMD stopped iterating")
+	}
+	s.dp.Stop()
+	checkNoLeaks(t, s.dp)
+	t.Logf("flood sent %d frames; port 1 %+v; port 2 %+v; pmd drops %d", sent, s.p1.Stats(), s.p2.Stats(), pmdDrops(s.dp))
+	if err := s.p1.Close(); err == nil {
+		t.Error("port 1 was not closed by the datapath after its removal")
+	}
+}
+
+// TestE2EGenericMode: forced generic (SKB) XDP, with zero-copy asked for
+// (veth cannot, so the sockets fall back to copy mode). Generic XDP does
+// not make the kernel turn TSO off on the veth's peer, so TCP super-frames
+// reach the socket, do not fit a UMEM frame and are dropped — counted in
+// RxDrops. With TSO off on the peers (ethtool -K <peer> tso off) TCP flows.
+func TestE2EGenericMode(t *testing.T) {
+	s := newSwitch(t, Options{Mode: ModeGeneric, ZeroCopy: true})
+	if s.p1.AttachMode() != ModeGeneric || s.p1.ZeroCopy() {
+		t.Fatalf("mode %s zero-copy %v, want generic without zero-copy", s.p1.AttachMode(), s.p1.ZeroCopy())
+	}
+	if on, mode := xdpAttached(t, s.a.Port); !on || mode != 2 { // XDP_ATTACHED_SKB
+		t.Errorf("xdp on %s: attached %v mode %d, want generic", s.a.Port, on, mode)
+	}
+	if tso := ethtoolFeature(t, s.a.NS, s.a.Dev, "tcp-segmentation-offload"); tso != "on" {
+		t.Errorf("peer TSO is %s with generic XDP; expected the kernel to leave it on", tso)
+	}
+	ping(t, s.a, s.b.IP)
+	ping(t, s.b, s.a.IP)
+	before := s.p1.Stats().RxDrops
+	gbps := iperf(t, s.a, s.b, s.b.IP)
+	drops := s.p1.Stats().RxDrops - before
+	t.Logf("iperf3 a→b in generic mode with peer TSO on: %.3f Gbit/s, %d oversize frames dropped (kernel %+v)", gbps, drops, s.p1.KernelStats())
+	if drops == 0 {
+		t.Error("no super-frame drops counted with TSO on the peer")
+	}
+	s.a.NS.Run(t, "ethtool", "-K", s.a.Dev, "tso", "off")
+	s.b.NS.Run(t, "ethtool", "-K", s.b.Dev, "tso", "off")
+	before = s.p1.Stats().RxDrops
+	gbps = iperf(t, s.a, s.b, s.b.IP)
+	t.Logf("iperf3 a→b in generic mode with peer TSO off: %.2f Gbit/s, %d drops", gbps, s.p1.Stats().RxDrops-before)
+}
