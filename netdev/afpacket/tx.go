@@ -1,0 +1,120 @@
+package afpacket
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+
+	"vswitch/datapath/packet"
+	"vswitch/netdev"
+	"vswitch/netdev/linkwatch"
+	"vswitch/netdev/vnethdr"
+)
+
+// txDataOff is where a frame's bytes start in a tx ring slot: after the
+// tpacket2_hdr comes the virtio_net_hdr (the tx socket has
+// PACKET_VNET_HDR), then the frame.
+const txDataOff = tp2HdrLen + vnethdr.Len
+
+// txQueue is one transmit socket and its TPACKET_V2 ring of fixed-size
+// slots. The PMD fills slots in order from head and marks them
+// SEND_REQUEST; one sendto per batch makes the kernel transmit every
+// requested slot; the kernel marks a slot AVAILABLE again when it is done
+// with it, which the PMD notices when head comes round to it.
+type txQueue struct {
+	fd        int
+	ring      []byte
+	frameSize int
+	frameNr   int
+	head      int
+	link      *linkwatch.Link
+	c         *netdev.Counters
+}
+
+// slot returns slot i, capped so that no slice of it reaches past it.
+func (q *txQueue) slot(i int) []byte {
+	s := i * q.frameSize
+	return q.ring[s : s+q.frameSize : s+q.frameSize]
+}
+
+// send copies the frames of b into free slots and kicks the kernel once.
+// Frames that do not fit the link (runts, longer than the MTU allows) are
+// counted as TxErrors; frames that find the ring full as TxDrops. It never
+// blocks.
+func (q *txQueue) send(b *packet.Batch) int {
+	// The kernel refuses untagged frames longer than MTU+14 and tagged
+	// ones longer than MTU+18.
+	maxLen := q.frameSize - txDataOff
+	if mtu := q.link.MTU(); mtu > 0 && mtu+ethHdrLen+vlanLen < maxLen {
+		maxLen = mtu + ethHdrLen + vlanLen
+	}
+	sent, bytes, errs, drops := 0, 0, 0, 0
+	for _, pkt := range b.Packets() {
+		data := pkt.Data()
+		l := len(data)
+		if l < ethHdrLen || l > maxLen || (l > maxLen-vlanLen && !tagged(data)) {
+			errs++
+			continue
+		}
+		s := q.slot(q.head)
+		if loadStatus(s[tp2StatusOff:]) != statusAvailable {
+			drops++
+			continue
+		}
+		// A virtio_net_hdr with hdr_len covering the whole frame makes
+		// the kernel copy the frame into the skb instead of attaching
+		// the ring's pages to it: a local receiver (veth, tap, the host
+		// stack) may hold an skb long after the kernel has marked the
+		// slot available again, and would see the next frame we write
+		// there.
+		v := s[tp2HdrLen:txDataOff]
+		v[0], v[1] = 0, 0 // flags, gso_type
+		binary.LittleEndian.PutUint16(v[2:], uint16(l))
+		binary.LittleEndian.PutUint32(v[4:], 0) // gso_size, csum_start
+		binary.LittleEndian.PutUint16(v[8:], 0) // csum_offset
+		packet.CopyFrame(s[txDataOff:], data)
+		binary.LittleEndian.PutUint32(s[tp2LenOff:], uint32(vnethdr.Len+l))
+		storeStatus(s[tp2StatusOff:], statusSendRequest)
+		q.head++
+		if q.head == q.frameNr {
+			q.head = 0
+		}
+		sent++
+		bytes += l
+	}
+	if sent > 0 {
+		if !kick(q.fd) {
+			errs++
+		}
+	}
+	c := q.c
+	if sent > 0 {
+		c.TxPackets.Add(uint64(sent))
+		c.TxBytes.Add(uint64(bytes))
+	}
+	if drops > 0 {
+		c.TxDrops.Add(uint64(drops))
+	}
+	if errs > 0 {
+		c.TxErrors.Add(uint64(errs))
+	}
+	return sent
+}
+
+// tagged reports whether an Ethernet frame carries an 802.1Q/802.1ad tag.
+func tagged(f []byte) bool {
+	t := uint16(f[12])<<8 | uint16(f[13])
+	return t == tpid8021Q || t == tpid8021AD
+}
+
+// kick makes the kernel transmit every slot marked SEND_REQUEST, without
+// waiting for completions. It reports false on an error other than the
+// transient ones (the slots stay requested and the next kick sends them).
+func kick(fd int) bool {
+	_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+	switch e {
+	case 0, unix.EAGAIN, unix.ENOBUFS, unix.EINTR:
+		return true
+	}
+	return false
+}
