@@ -20,9 +20,10 @@ const (
 	statsPublishInterval = 100_000 // ns
 	// rankInterval is how often a PMD re-sorts its megaflow subtables by hits.
 	rankInterval = 1_000_000_000 // ns
-	// idleItersBeforeSleep is how many empty iterations in a row a PMD
-	// polls before it starts to sleep.
-	idleItersBeforeSleep = 64
+	// idleSpinNs is how long a PMD keeps polling after its last packet
+	// before it starts to sleep: a burst that pauses briefly meets a PMD
+	// that is still awake.
+	idleSpinNs = 20_000
 	// minSleepNs is the first sleep of an idle PMD; it doubles up to
 	// pmd-sleep-max.
 	minSleepNs = 1000
@@ -86,7 +87,7 @@ type PMD struct {
 	local   pmdLocal
 	lastPub int64
 	lastRnk int64
-	idle    int   // empty iterations in a row
+	lastRx  int64 // clock of the last iteration that received packets
 	sleepNs int64 // next sleep length
 
 	counters *pmdCounters // published for readers
@@ -139,12 +140,11 @@ func (p *PMD) run(wg *sync.WaitGroup) {
 	p.sleepNs = minSleepNs
 	for !p.stop.Load() {
 		if p.PollOnce() > 0 {
-			p.idle = 0
+			p.lastRx = p.now
 			p.sleepNs = minSleepNs
 			continue
 		}
-		p.idle++
-		if sleepMax == 0 || p.idle < idleItersBeforeSleep {
+		if sleepMax == 0 || p.now-p.lastRx < idleSpinNs {
 			continue
 		}
 		// The idle iteration flushed every batch and published the
