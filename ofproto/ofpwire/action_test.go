@@ -1,0 +1,100 @@
+package ofpwire
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// packetOutWithActions wraps raw action bytes in a PACKET_OUT.
+func packetOutWithActions(hexActs string) []byte {
+	acts := mustHex(hexActs)
+	msg := mustHex("04 0d 0000 00000001 ffffffff fffffffd 0000 000000000000")
+	be.PutUint16(msg[16:], uint16(len(acts)))
+	msg = append(msg, acts...)
+	be.PutUint16(msg[2:], uint16(len(msg)))
+	return msg
+}
+
+// flowModWithInstructions wraps raw instruction bytes in a FLOW_MOD.
+func flowModWithInstructions(hexIns string) []byte {
+	msg := append(flowModWithMatch(nil), mustHex(hexIns)...)
+	be.PutUint16(msg[2:], uint16(len(msg)))
+	return msg
+}
+
+func TestActionErrors(t *testing.T) {
+	cases := []struct {
+		name, hex string
+		code      uint16
+	}{
+		{"unknown type", "0063 0008 00000000", BACBadType},
+		{"type 1 (OF1.0 set_vlan)", "0001 0008 00000000", BACBadType},
+		{"len 0", "0000 0000 00000000", BACBadLen},
+		{"len 4", "0011 0004 00000000", BACBadLen},
+		{"len not multiple of 8", "0000 000c 00000001 0000 0000", BACBadLen},
+		{"len overruns", "0000 0018 00000001 0000 000000000000", BACBadLen},
+		{"output len 8", "0000 0008 00000001", BACBadLen},
+		{"pop_vlan len 16", "0012 0010 00000000 00000000 00000000", BACBadLen},
+		{"trailing bytes", "0012 0008 00000000 0012", BACBadLen},
+		{"experimenter short", "ffff 0004 00000000", BACBadLen},
+		{"set_field masked", "0019 0010 80000d04 00010fff 00000000", BACBadSetArgument},
+		{"set_field unknown field", "0019 0010 80005004 00000001 00000000", BACBadSetType},
+		{"set_field nicira class", "0019 0010 00010004 00000001 00000000", BACBadSetType},
+		{"set_field action too long", "0019 0018 80000004 00000001 00000000 00000000 00000000", BACBadSetLen},
+		{"set_field oxm len wrong", "0019 0010 80000003 00000100 00000000", BACBadSetLen},
+		{"set_field oxm overruns", "0019 0008 80000004", BACBadSetLen},
+		{"set_field value out of range", "0019 0010 80000e01 08000000 00000000", BACBadSetArgument},
+	}
+	for _, c := range cases {
+		wantErr(t, c.name, errOf(decodeBytes(packetOutWithActions(c.hex))), ETBadAction, c.code)
+	}
+}
+
+func TestInstructionErrors(t *testing.T) {
+	cases := []struct {
+		name, hex string
+		ty, code  uint16
+	}{
+		{"unknown", "0007 0008 00000000", ETBadInstruction, BICUnknownInst},
+		{"type 0", "0000 0008 00000000", ETBadInstruction, BICUnknownInst},
+		{"len 4", "0001 0004 00000000", ETBadInstruction, BICBadLen},
+		{"len odd", "0004 000c 00000000 00000000", ETBadInstruction, BICBadLen},
+		{"len overruns", "0004 0010 00000000", ETBadInstruction, BICBadLen},
+		{"goto len 16", "0001 0010 01000000 00000000 00000000", ETBadInstruction, BICBadLen},
+		{"write_metadata len 16", "0002 0010 00000000 00000000 00000001", ETBadInstruction, BICBadLen},
+		{"clear len 16", "0005 0010 00000000 00000000 00000000", ETBadInstruction, BICBadLen},
+		{"meter len 16", "0006 0010 00000001 00000000 00000000", ETBadInstruction, BICBadLen},
+		{"partial header", "0001", ETBadInstruction, BICBadLen},
+		{"apply with bad action", "0004 0010 00000000 0063 0008 00000000", ETBadAction, BACBadType},
+		{"write with bad action len", "0003 0010 00000000 0000 0008 00000000", ETBadAction, BACBadLen},
+	}
+	for _, c := range cases {
+		wantErr(t, c.name, errOf(decodeBytes(flowModWithInstructions(c.hex))), c.ty, c.code)
+	}
+}
+
+func TestActionsRoundTripInPacketOut(t *testing.T) {
+	for _, a := range allActions() {
+		b := mustEncode(t, &PacketOut{BufferID: NoBuffer, Actions: []Action{a}})
+		acts := decodeAll(t, b)[0].(*PacketOut).Actions
+		if len(acts) != 1 || acts[0].ActionType() != a.ActionType() {
+			t.Errorf("%T: got %v", a, acts)
+		}
+		if n := int(be.Uint16(b[16:])); n%8 != 0 {
+			t.Errorf("%T: actions_len %d", a, n)
+		}
+	}
+	if _, err := Encode(1, &PacketOut{Actions: []Action{&ActionSetField{Field: OXMUintMasked(ofp.XMTypeVlanID, 1, 1)}}}); err == nil {
+		t.Error("masked set-field encoded")
+	}
+	if _, err := Encode(1, &PacketOut{Actions: []Action{nil}}); err == nil {
+		t.Error("nil action encoded")
+	}
+	// Experimenter payload is padded to 8 bytes.
+	b := mustEncode(t, &PacketOut{Actions: []Action{&ActionExperimenter{Experimenter: 1, Data: []byte{1, 2, 3}}}})
+	if !strings.HasSuffix(string(b), "\x00\x00\x00\x01\x01\x02\x03\x00\x00\x00\x00\x00") || be.Uint16(b[26:]) != 16 {
+		t.Errorf("experimenter encoding % x", b)
+	}
+}

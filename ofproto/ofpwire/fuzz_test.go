@@ -1,0 +1,59 @@
+package ofpwire
+
+import (
+	"bytes"
+	"reflect"
+	"runtime"
+	"testing"
+)
+
+// allocBound is how many bytes decoding may allocate per input byte, plus a
+// constant for the 64 KiB read buffer. A decoder that trusted a length field
+// (make(n) before checking n against the input) breaks it at once.
+const (
+	allocPerByte = 64
+	allocFixed   = 80 << 10
+)
+
+func FuzzDecode(f *testing.F) {
+	for _, m := range sampleMessages() {
+		b, err := Encode(7, m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, m := range []Message{ovsFlowMod(), ovsICMPv6FlowMod(), ovsMeterMod()} {
+		b, _ := Encode(7, m)
+		f.Add(b)
+	}
+	f.Add(mustHex("04 00 0010 00000001 0001 fffc 00000010"))
+	f.Add(mustHex("04 0d 0018 00000001 ffffffff fffffffd ffff 000000000000"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		h, msg, err := ReadMessage(bytes.NewReader(data), nil)
+		var m Message
+		if err == nil {
+			m, err = Decode(h, msg[HeaderLen:])
+		}
+		runtime.ReadMemStats(&after)
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(allocPerByte*len(data)+allocFixed) {
+			t.Fatalf("decoding %d bytes allocated %d bytes", len(data), alloc)
+		}
+		if err != nil {
+			if _, ok := err.(*OFPError); !ok && msg != nil {
+				t.Fatalf("Decode returned a non-OpenFlow error: %v", err)
+			}
+			return
+		}
+		b, err := Encode(h.Transaction, m)
+		if err != nil {
+			t.Fatalf("re-encoding %T: %v", m, err)
+		}
+		got := decodeAll(t, b)
+		if len(got) != 1 || !reflect.DeepEqual(got[0], m) {
+			t.Fatalf("%T does not survive re-encoding:\n got %#v\nwant %#v", m, got[0], m)
+		}
+	})
+}

@@ -1,0 +1,103 @@
+package ofpwire
+
+import (
+	"fmt"
+
+	"github.com/netrack/openflow"
+	"github.com/netrack/openflow/ofp"
+)
+
+const bucketHeaderLen = 16
+
+// Bucket is an ofp_bucket of a group.
+type Bucket struct {
+	Weight     uint16
+	WatchPort  ofp.PortNo
+	WatchGroup ofp.Group
+	Actions    []Action
+}
+
+func appendBuckets(b []byte, bs []Bucket) ([]byte, error) {
+	for i := range bs {
+		start := len(b)
+		b = be.AppendUint16(b, 0)
+		b = be.AppendUint16(b, bs[i].Weight)
+		b = be.AppendUint32(b, uint32(bs[i].WatchPort))
+		b = be.AppendUint32(b, uint32(bs[i].WatchGroup))
+		b = appendZeros(b, 4)
+		var err error
+		if b, err = appendActions(b, bs[i].Actions); err != nil {
+			return b, err
+		}
+		if len(b)-start > 0xffff {
+			return b, fmt.Errorf("ofpwire: bucket too long")
+		}
+		putLen16(b, start, len(b)-start)
+	}
+	return b, nil
+}
+
+// parseBuckets decodes a bucket list that fills b exactly.
+func parseBuckets(b []byte) ([]Bucket, error) {
+	var out []Bucket
+	for len(b) > 0 {
+		if len(b) < bucketHeaderLen {
+			return nil, errBucket
+		}
+		n := int(be.Uint16(b))
+		if n < bucketHeaderLen || n%8 != 0 || n > len(b) {
+			return nil, errBucket
+		}
+		acts, err := parseActions(b[bucketHeaderLen:n])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Bucket{
+			Weight:     be.Uint16(b[2:]),
+			WatchPort:  ofp.PortNo(be.Uint32(b[4:])),
+			WatchGroup: ofp.Group(be.Uint32(b[8:])),
+			Actions:    acts,
+		})
+		b = b[n:]
+	}
+	return out, nil
+}
+
+// GroupMod is OFPT_GROUP_MOD.
+type GroupMod struct {
+	Command ofp.GroupCommand
+	Type    ofp.GroupType
+	GroupID ofp.Group
+	Buckets []Bucket
+}
+
+// MsgType implements Message.
+func (*GroupMod) MsgType() openflow.Type { return openflow.TypeGroupMod }
+
+func (g *GroupMod) appendBody(b []byte) ([]byte, error) {
+	b = be.AppendUint16(b, uint16(g.Command))
+	b = append(b, byte(g.Type), 0)
+	b = be.AppendUint32(b, uint32(g.GroupID))
+	return appendBuckets(b, g.Buckets)
+}
+
+func (g *GroupMod) decodeBody(b []byte) error {
+	if len(b) < 8 {
+		return errBadLen
+	}
+	if ofp.GroupCommand(be.Uint16(b)) > ofp.GroupDelete {
+		return newErr(ETGroupModFailed, GMFCBadCommand)
+	}
+	if ofp.GroupType(b[2]) > ofp.GroupTypeFastFailover {
+		return newErr(ETGroupModFailed, GMFCBadType)
+	}
+	bs, err := parseBuckets(b[8:])
+	if err != nil {
+		return err
+	}
+	*g = GroupMod{
+		Command: ofp.GroupCommand(be.Uint16(b)), Type: ofp.GroupType(b[2]),
+		GroupID: ofp.Group(be.Uint32(b[4:])), Buckets: bs,
+	}
+	return nil
+}

@@ -1,0 +1,402 @@
+package ofpwire
+
+import (
+	"fmt"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// OFPMT_OXM: the only match type OpenFlow 1.3 allows on the wire.
+const matchTypeOXM = uint16(ofp.MatchTypeXM)
+
+// NumBasicFields is the number of OXM_OF_* fields defined by OpenFlow 1.3.
+const NumBasicFields = 40
+
+// VLAN_VID bits: OFPVID_PRESENT marks "a tag is present"; OFPVID_NONE (0)
+// with no mask means "no tag".
+const (
+	VIDPresent uint16 = 0x1000
+	VIDNone    uint16 = 0x0000
+)
+
+type fieldInfo struct {
+	size     uint8
+	maskable bool
+	// valid holds the bits a value may have (0 = every bit of size bytes).
+	// Fields narrower than their container (VLAN_PCP: 3 bits in a byte)
+	// reject values outside it with BAD_VALUE.
+	valid uint64
+}
+
+// basicFields is table 12 of the 1.3 spec: payload size and maskability.
+var basicFields = [NumBasicFields]fieldInfo{
+	ofp.XMTypeInPort:        {4, false, 0},
+	ofp.XMTypeInPhyPort:     {4, false, 0},
+	ofp.XMTypeMetadata:      {8, true, 0},
+	ofp.XMTypeEthDst:        {6, true, 0},
+	ofp.XMTypeEthSrc:        {6, true, 0},
+	ofp.XMTypeEthType:       {2, false, 0},
+	ofp.XMTypeVlanID:        {2, true, 0x1fff},
+	ofp.XMTypeVlanPCP:       {1, false, 0x7},
+	ofp.XMTypeIPDSCP:        {1, false, 0x3f},
+	ofp.XMTypeIPECN:         {1, false, 0x3},
+	ofp.XMTypeIPProto:       {1, false, 0},
+	ofp.XMTypeIPv4Src:       {4, true, 0},
+	ofp.XMTypeIPv4Dst:       {4, true, 0},
+	ofp.XMTypeTCPSrc:        {2, false, 0},
+	ofp.XMTypeTCPDst:        {2, false, 0},
+	ofp.XMTypeUDPSrc:        {2, false, 0},
+	ofp.XMTypeUDPDst:        {2, false, 0},
+	ofp.XMTypeSCTPSrc:       {2, false, 0},
+	ofp.XMTypeSCTPDst:       {2, false, 0},
+	ofp.XMTypeICMPv4Type:    {1, false, 0},
+	ofp.XMTypeICMPv4Code:    {1, false, 0},
+	ofp.XMTypeARPOpcode:     {2, false, 0},
+	ofp.XMTypeARPSPA:        {4, true, 0},
+	ofp.XMTypeARPTPA:        {4, true, 0},
+	ofp.XMTypeARPSHA:        {6, true, 0},
+	ofp.XMTypeARPTHA:        {6, true, 0},
+	ofp.XMTypeIPv6Src:       {16, true, 0},
+	ofp.XMTypeIPv6Dst:       {16, true, 0},
+	ofp.XMTypeIPv6FLabel:    {4, true, 0xfffff},
+	ofp.XMTypeICMPv6Type:    {1, false, 0},
+	ofp.XMTypeICMPv6Code:    {1, false, 0},
+	ofp.XMTypeIPv6NDTarget:  {16, false, 0},
+	ofp.XMTypeIPv6NDSLL:     {6, false, 0},
+	ofp.XMTypeIPv6NDTLL:     {6, false, 0},
+	ofp.XMTypeMPLSLabel:     {4, false, 0xfffff},
+	ofp.XMTypeMPLSTC:        {1, false, 0x7},
+	ofp.XMTypeMPLSBOS:       {1, false, 0x1},
+	ofp.XMTypePBBISID:       {3, true, 0},
+	ofp.XMTypeTunnelID:      {8, true, 0},
+	ofp.XMTypeIPv6ExtHeader: {2, true, 0x1ff},
+}
+
+// FieldSize reports the payload size of a basic OXM field (without mask) and
+// whether the 1.3 spec allows it to be masked; ok is false for unknown fields.
+func FieldSize(f ofp.XMType) (size int, maskable, ok bool) {
+	if int(f) >= NumBasicFields {
+		return 0, false, false
+	}
+	fi := basicFields[f]
+	return int(fi.size), fi.maskable, true
+}
+
+// OXM is one TLV of an OpenFlow extensible match. Value and Mask hold the
+// payload in network byte order; Mask is nil unless HasMask.
+type OXM struct {
+	Class   ofp.XMClass
+	Field   ofp.XMType
+	HasMask bool
+	Value   []byte
+	Mask    []byte
+}
+
+// Header returns the 32-bit OXM header (class, field, hasmask, length) as
+// it appears on the wire and in table-features properties.
+func (o OXM) Header() uint32 {
+	return OXMHeader(o.Class, o.Field, o.HasMask, len(o.Value)+len(o.Mask))
+}
+
+// OXMHeader builds a 32-bit OXM header.
+func OXMHeader(class ofp.XMClass, field ofp.XMType, hasMask bool, length int) uint32 {
+	h := uint32(class)<<16 | uint32(field&0x7f)<<9 | uint32(length&0xff)
+	if hasMask {
+		h |= 1 << 8
+	}
+	return h
+}
+
+// Uint returns the value as a big-endian unsigned integer (first 8 bytes).
+func (o OXM) Uint() uint64 { return beUint(o.Value) }
+
+// MaskUint returns the mask as an integer; an unmasked field yields all
+// ones over its width, so callers need not special-case exact matches.
+func (o OXM) MaskUint() uint64 {
+	if !o.HasMask {
+		if len(o.Value) >= 8 {
+			return ^uint64(0)
+		}
+		return 1<<(8*uint(len(o.Value))) - 1
+	}
+	return beUint(o.Mask)
+}
+
+func beUint(b []byte) uint64 {
+	var v uint64
+	for i := 0; i < len(b) && i < 8; i++ {
+		v = v<<8 | uint64(b[i])
+	}
+	return v
+}
+
+func uintBytes(v uint64, size int) []byte {
+	b := make([]byte, size)
+	for i := size - 1; i >= 0; i-- {
+		b[i] = byte(v)
+		v >>= 8
+	}
+	return b
+}
+
+// NewOXM returns an exact-match basic field; value must have the field's size.
+func NewOXM(f ofp.XMType, value []byte) OXM {
+	return OXM{Class: ofp.XMClassOpenflowBasic, Field: f, Value: value}
+}
+
+// NewMaskedOXM returns a masked basic field.
+func NewMaskedOXM(f ofp.XMType, value, mask []byte) OXM {
+	return OXM{Class: ofp.XMClassOpenflowBasic, Field: f, HasMask: true, Value: value, Mask: mask}
+}
+
+// OXMUint returns an exact-match basic field from an integer, sized per the
+// spec table (so OXMUint(XMTypeEthType, 0x800) is two bytes).
+func OXMUint(f ofp.XMType, v uint64) OXM {
+	size, _, _ := FieldSize(f)
+	return NewOXM(f, uintBytes(v, size))
+}
+
+// OXMUintMasked is OXMUint with a mask.
+func OXMUintMasked(f ofp.XMType, v, mask uint64) OXM {
+	size, _, _ := FieldSize(f)
+	return NewMaskedOXM(f, uintBytes(v, size), uintBytes(mask, size))
+}
+
+// Match is an OpenFlow 1.3 match: OXM fields in wire order.
+type Match struct {
+	Fields []OXM
+}
+
+// Field returns the basic-class field f if the match has it.
+func (m Match) Field(f ofp.XMType) (OXM, bool) {
+	for _, o := range m.Fields {
+		if o.Class == ofp.XMClassOpenflowBasic && o.Field == f {
+			return o, true
+		}
+	}
+	return OXM{}, false
+}
+
+// Add appends a field.
+func (m *Match) Add(o OXM) { m.Fields = append(m.Fields, o) }
+
+// parseOXM decodes one TLV at the front of b, checking it against the basic
+// field table. It returns match error codes; callers in other contexts
+// (set-field) translate them.
+func parseOXM(b []byte) (OXM, int, error) {
+	if len(b) < 4 {
+		return OXM{}, 0, errMatchLen
+	}
+	hdr := be.Uint32(b)
+	o := OXM{
+		Class:   ofp.XMClass(hdr >> 16),
+		Field:   ofp.XMType(hdr >> 9 & 0x7f),
+		HasMask: hdr&(1<<8) != 0,
+	}
+	plen := int(hdr & 0xff)
+	if plen > len(b)-4 {
+		return OXM{}, 0, errMatchLen
+	}
+	if o.Class != ofp.XMClassOpenflowBasic || int(o.Field) >= NumBasicFields {
+		return OXM{}, 0, errMatchField
+	}
+	fi := basicFields[o.Field]
+	want := int(fi.size)
+	if o.HasMask {
+		want *= 2
+	}
+	if plen != want {
+		return OXM{}, 0, errMatchLen
+	}
+	if o.HasMask && !fi.maskable {
+		return OXM{}, 0, errMatchMask
+	}
+	payload := cloneBytes(b[4 : 4+plen])
+	size := int(fi.size)
+	o.Value = payload[:size:size]
+	if o.HasMask {
+		o.Mask = payload[size:]
+	}
+	if fi.valid != 0 && beUint(o.Value)&^fi.valid != 0 {
+		return OXM{}, 0, errMatchValue
+	}
+	if o.HasMask {
+		for i := range o.Value {
+			if o.Value[i]&^o.Mask[i] != 0 {
+				return OXM{}, 0, errMatchWildcards
+			}
+		}
+	}
+	return o, 4 + plen, nil
+}
+
+// appendOXM encodes o, refusing values whose sizes contradict the spec table
+// (an encoder that silently wrote them would produce messages nobody can
+// decode).
+func appendOXM(b []byte, o OXM) ([]byte, error) {
+	if o.HasMask != (o.Mask != nil) || (o.HasMask && len(o.Mask) != len(o.Value)) {
+		return b, fmt.Errorf("ofpwire: OXM %v: mask does not match value", o.Field)
+	}
+	if o.Class == ofp.XMClassOpenflowBasic {
+		size, maskable, ok := FieldSize(o.Field)
+		if !ok || len(o.Value) != size || (o.HasMask && !maskable) {
+			return b, fmt.Errorf("ofpwire: OXM %v: bad length %d or mask", o.Field, len(o.Value))
+		}
+	}
+	n := len(o.Value) + len(o.Mask)
+	if n > 255 {
+		return b, fmt.Errorf("ofpwire: OXM payload too long")
+	}
+	b = be.AppendUint32(b, OXMHeader(o.Class, o.Field, o.HasMask, n))
+	b = append(b, o.Value...)
+	return append(b, o.Mask...), nil
+}
+
+// parseMatch decodes an ofp_match (with its padding) at the front of b and
+// returns the number of bytes it occupied.
+func parseMatch(b []byte) (Match, int, error) {
+	if len(b) < 4 {
+		return Match{}, 0, errMatchLen
+	}
+	if be.Uint16(b) != matchTypeOXM {
+		return Match{}, 0, errMatchType
+	}
+	length := int(be.Uint16(b[2:]))
+	if length < 4 || roundUp8(length) > len(b) {
+		return Match{}, 0, errMatchLen
+	}
+	var m Match
+	var seen [NumBasicFields]bool
+	body := b[4:length]
+	for len(body) > 0 {
+		o, n, err := parseOXM(body)
+		if err != nil {
+			return Match{}, 0, err
+		}
+		if seen[o.Field] {
+			return Match{}, 0, errMatchDup
+		}
+		seen[o.Field] = true
+		m.Fields = append(m.Fields, o)
+		body = body[n:]
+	}
+	return m, roundUp8(length), nil
+}
+
+// appendMatch encodes m as an ofp_match including trailing padding.
+func appendMatch(b []byte, m Match) ([]byte, error) {
+	start := len(b)
+	b = be.AppendUint16(b, matchTypeOXM)
+	b = be.AppendUint16(b, 0)
+	var err error
+	for _, o := range m.Fields {
+		if b, err = appendOXM(b, o); err != nil {
+			return b, err
+		}
+	}
+	n := len(b) - start
+	if n > 0xffff {
+		return b, fmt.Errorf("ofpwire: match too long")
+	}
+	putLen16(b, start+2, n)
+	return appendZeros(b, roundUp8(n)-n), nil
+}
+
+// exactValue returns the value of f if the match constrains it exactly.
+func exactValue(m Match, f ofp.XMType) (uint64, bool) {
+	o, ok := m.Field(f)
+	if !ok || o.HasMask && o.MaskUint() != (OXM{Value: o.Value}).MaskUint() {
+		return 0, false
+	}
+	return o.Uint(), true
+}
+
+func ethTypeIs(m Match, types ...uint64) bool {
+	v, ok := exactValue(m, ofp.XMTypeEthType)
+	if !ok {
+		return false
+	}
+	for _, t := range types {
+		if v == t {
+			return true
+		}
+	}
+	return false
+}
+
+func ipProtoIs(m Match, proto uint64) bool {
+	v, ok := exactValue(m, ofp.XMTypeIPProto)
+	return ok && v == proto && ethTypeIs(m, 0x0800, 0x86dd)
+}
+
+func icmpv6TypeIs(m Match, types ...uint64) bool {
+	v, ok := exactValue(m, ofp.XMTypeICMPv6Type)
+	if !ok || !ipProtoIs(m, 58) {
+		return false
+	}
+	for _, t := range types {
+		if v == t {
+			return true
+		}
+	}
+	return false
+}
+
+// prereqOK reports whether the prerequisites of field f (table 12 of the 1.3
+// spec, applied transitively) are met by m.
+func prereqOK(m Match, f ofp.XMType) bool {
+	switch f {
+	case ofp.XMTypeInPhyPort:
+		_, ok := m.Field(ofp.XMTypeInPort)
+		return ok
+	case ofp.XMTypeVlanPCP:
+		// VLAN_VID != NONE: the match must insist on a tag being present.
+		o, ok := m.Field(ofp.XMTypeVlanID)
+		return ok && uint16(o.Uint()&o.MaskUint())&VIDPresent != 0
+	case ofp.XMTypeIPDSCP, ofp.XMTypeIPECN, ofp.XMTypeIPProto:
+		return ethTypeIs(m, 0x0800, 0x86dd)
+	case ofp.XMTypeIPv4Src, ofp.XMTypeIPv4Dst:
+		return ethTypeIs(m, 0x0800)
+	case ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst:
+		return ipProtoIs(m, 6)
+	case ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst:
+		return ipProtoIs(m, 17)
+	case ofp.XMTypeSCTPSrc, ofp.XMTypeSCTPDst:
+		return ipProtoIs(m, 132)
+	case ofp.XMTypeICMPv4Type, ofp.XMTypeICMPv4Code:
+		return ipProtoIs(m, 1)
+	case ofp.XMTypeARPOpcode, ofp.XMTypeARPSPA, ofp.XMTypeARPTPA,
+		ofp.XMTypeARPSHA, ofp.XMTypeARPTHA:
+		return ethTypeIs(m, 0x0806)
+	case ofp.XMTypeIPv6Src, ofp.XMTypeIPv6Dst, ofp.XMTypeIPv6FLabel,
+		ofp.XMTypeIPv6ExtHeader:
+		return ethTypeIs(m, 0x86dd)
+	case ofp.XMTypeICMPv6Type, ofp.XMTypeICMPv6Code:
+		return ipProtoIs(m, 58)
+	case ofp.XMTypeIPv6NDTarget:
+		return icmpv6TypeIs(m, 135, 136)
+	case ofp.XMTypeIPv6NDSLL:
+		return icmpv6TypeIs(m, 135)
+	case ofp.XMTypeIPv6NDTLL:
+		return icmpv6TypeIs(m, 136)
+	case ofp.XMTypeMPLSLabel, ofp.XMTypeMPLSTC, ofp.XMTypeMPLSBOS:
+		return ethTypeIs(m, 0x8847, 0x8848)
+	case ofp.XMTypePBBISID:
+		return ethTypeIs(m, 0x88e7)
+	}
+	return true
+}
+
+// CheckPrerequisites returns BAD_MATCH/BAD_PREREQ if some field of m lacks
+// the fields the spec requires with it (e.g. TCP_SRC without IP_PROTO=6 and
+// ETH_TYPE IPv4/IPv6). Prerequisites must be exact matches; their order in
+// the match does not matter. Decode does not call it, so that the caller
+// chooses which messages it applies to.
+func CheckPrerequisites(m Match) error {
+	for _, o := range m.Fields {
+		if o.Class == ofp.XMClassOpenflowBasic && !prereqOK(m, o.Field) {
+			return errMatchPrereq
+		}
+	}
+	return nil
+}

@@ -1,0 +1,1079 @@
+package ofpwire
+
+import (
+	"fmt"
+
+	"github.com/netrack/openflow"
+	"github.com/netrack/openflow/ofp"
+)
+
+// Multipart flags.
+const (
+	MultipartRequestMore = uint16(ofp.MultipartRequestMode) // OFPMPF_REQ_MORE
+	MultipartReplyMore   = uint16(ofp.MultipartReplyMode)   // OFPMPF_REPLY_MORE
+)
+
+const multipartHeaderLen = HeaderLen + 8
+
+// MultipartRequest is OFPT_MULTIPART_REQUEST.
+type MultipartRequest struct {
+	Flags uint16
+	Body  MultipartRequestBody
+}
+
+// MultipartRequestBody is the type-specific part of a multipart request.
+type MultipartRequestBody interface {
+	// MultipartType is the OFPMP_* code of the body.
+	MultipartType() ofp.MultipartType
+	appendReq(b []byte) ([]byte, error)
+	decodeReq(b []byte) error
+}
+
+// MsgType implements Message.
+func (*MultipartRequest) MsgType() openflow.Type { return openflow.TypeMultipartRequest }
+
+func (m *MultipartRequest) appendBody(b []byte) ([]byte, error) {
+	if m.Body == nil {
+		return b, fmt.Errorf("ofpwire: multipart request without body")
+	}
+	b = be.AppendUint16(b, uint16(m.Body.MultipartType()))
+	b = appendZeros(be.AppendUint16(b, m.Flags), 4)
+	return m.Body.appendReq(b)
+}
+
+func newMultipartRequestBody(t ofp.MultipartType) MultipartRequestBody {
+	switch t {
+	case ofp.MultipartTypeDescription:
+		return new(DescRequest)
+	case ofp.MultipartTypeFlow:
+		return new(FlowStatsRequest)
+	case ofp.MultipartTypeAggregate:
+		return new(AggregateStatsRequest)
+	case ofp.MultipartTypeTable:
+		return new(TableStatsRequest)
+	case ofp.MultipartTypePortStats:
+		return new(PortStatsRequest)
+	case ofp.MultipartTypeQueue:
+		return new(QueueStatsRequest)
+	case ofp.MultipartTypeGroup:
+		return new(GroupStatsRequest)
+	case ofp.MultipartTypeGroupDescription:
+		return new(GroupDescRequest)
+	case ofp.MultipartTypeGroupFeatures:
+		return new(GroupFeaturesRequest)
+	case ofp.MultipartTypeMeter:
+		return new(MeterStatsRequest)
+	case ofp.MultipartTypeMeterConfig:
+		return new(MeterConfigRequest)
+	case ofp.MultipartTypeMeterFeatures:
+		return new(MeterFeaturesRequest)
+	case ofp.MultipartTypeTableFeatures:
+		return new(TableFeaturesRequest)
+	case ofp.MultipartTypePortDescription:
+		return new(PortDescRequest)
+	case ofp.MultipartTypeExperimenter:
+		return new(ExperimenterMultipart)
+	}
+	return nil
+}
+
+func (m *MultipartRequest) decodeBody(b []byte) error {
+	if len(b) < 8 {
+		return errBadLen
+	}
+	body := newMultipartRequestBody(ofp.MultipartType(be.Uint16(b)))
+	if body == nil {
+		return errBadMultipart
+	}
+	if err := body.decodeReq(b[8:]); err != nil {
+		return err
+	}
+	*m = MultipartRequest{Flags: be.Uint16(b[2:]), Body: body}
+	return nil
+}
+
+// MultipartReply is OFPT_MULTIPART_REPLY. Encode splits a body too large for
+// one message; Merge joins the parts on the receiving side.
+type MultipartReply struct {
+	Flags uint16
+	Body  MultipartReplyBody
+}
+
+// MultipartReplyBody is the type-specific part of a multipart reply.
+type MultipartReplyBody interface {
+	// MultipartType is the OFPMP_* code of the body.
+	MultipartType() ofp.MultipartType
+	// appendItems appends the body and the end offset of every item in it,
+	// which are the places a long reply may be cut.
+	appendItems(b []byte, ends []int) ([]byte, []int, error)
+	decodeRep(b []byte) error
+	// merge appends the items of o (same concrete type); false if the body
+	// is a single structure that cannot be continued.
+	merge(o MultipartReplyBody) bool
+}
+
+// MsgType implements Message.
+func (*MultipartReply) MsgType() openflow.Type { return openflow.TypeMultipartReply }
+
+// More reports whether further parts of this reply follow.
+func (m *MultipartReply) More() bool { return m.Flags&MultipartReplyMore != 0 }
+
+// Merge appends the items of next, a later part of the same reply, and
+// takes over its flags.
+func (m *MultipartReply) Merge(next *MultipartReply) error {
+	if m.Body == nil || next.Body == nil || m.Body.MultipartType() != next.Body.MultipartType() ||
+		!m.Body.merge(next.Body) {
+		return fmt.Errorf("ofpwire: cannot merge multipart replies")
+	}
+	m.Flags = next.Flags
+	return nil
+}
+
+func (m *MultipartReply) appendBody(b []byte) ([]byte, error) {
+	if m.Body == nil {
+		return b, fmt.Errorf("ofpwire: multipart reply without body")
+	}
+	b = be.AppendUint16(b, uint16(m.Body.MultipartType()))
+	b = appendZeros(be.AppendUint16(b, m.Flags), 4)
+	b, _, err := m.Body.appendItems(b, nil)
+	return b, err
+}
+
+// encodeSplit encodes the reply as messages of at most max bytes, cutting
+// only between items.
+func (m *MultipartReply) encodeSplit(xid uint32, max int) ([]byte, error) {
+	if m.Body == nil {
+		return nil, fmt.Errorf("ofpwire: multipart reply without body")
+	}
+	items, ends, err := m.Body.appendItems(nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	room := max - multipartHeaderLen
+	var out []byte
+	start, k := 0, 0
+	for {
+		end := start
+		for k < len(ends) && ends[k]-start <= room {
+			end = ends[k]
+			k++
+		}
+		if end == start && k < len(ends) {
+			return nil, fmt.Errorf("ofpwire: multipart item of %d bytes does not fit a message", ends[k]-start)
+		}
+		if end == start && len(items) > start {
+			end = len(items) // trailing bytes of a body without items (never for our types)
+		}
+		flags := m.Flags
+		if k < len(ends) {
+			flags |= MultipartReplyMore
+		}
+		n := multipartHeaderLen + end - start
+		out = append(out, Version, byte(openflow.TypeMultipartReply), byte(n>>8), byte(n))
+		out = be.AppendUint32(out, xid)
+		out = be.AppendUint16(out, uint16(m.Body.MultipartType()))
+		out = appendZeros(be.AppendUint16(out, flags), 4)
+		out = append(out, items[start:end]...)
+		start = end
+		if k >= len(ends) {
+			return out, nil
+		}
+	}
+}
+
+func newMultipartReplyBody(t ofp.MultipartType) MultipartReplyBody {
+	switch t {
+	case ofp.MultipartTypeDescription:
+		return new(DescReply)
+	case ofp.MultipartTypeFlow:
+		return new(FlowStatsReply)
+	case ofp.MultipartTypeAggregate:
+		return new(AggregateStatsReply)
+	case ofp.MultipartTypeTable:
+		return new(TableStatsReply)
+	case ofp.MultipartTypePortStats:
+		return new(PortStatsReply)
+	case ofp.MultipartTypeQueue:
+		return new(QueueStatsReply)
+	case ofp.MultipartTypeGroup:
+		return new(GroupStatsReply)
+	case ofp.MultipartTypeGroupDescription:
+		return new(GroupDescReply)
+	case ofp.MultipartTypeGroupFeatures:
+		return new(GroupFeaturesReply)
+	case ofp.MultipartTypeMeter:
+		return new(MeterStatsReply)
+	case ofp.MultipartTypeMeterConfig:
+		return new(MeterConfigReply)
+	case ofp.MultipartTypeMeterFeatures:
+		return new(MeterFeaturesReply)
+	case ofp.MultipartTypeTableFeatures:
+		return new(TableFeaturesReply)
+	case ofp.MultipartTypePortDescription:
+		return new(PortDescReply)
+	case ofp.MultipartTypeExperimenter:
+		return new(ExperimenterMultipart)
+	}
+	return nil
+}
+
+func (m *MultipartReply) decodeBody(b []byte) error {
+	if len(b) < 8 {
+		return errBadLen
+	}
+	body := newMultipartReplyBody(ofp.MultipartType(be.Uint16(b)))
+	if body == nil {
+		return errBadMultipart
+	}
+	if err := body.decodeRep(b[8:]); err != nil {
+		return err
+	}
+	*m = MultipartReply{Flags: be.Uint16(b[2:]), Body: body}
+	return nil
+}
+
+// ---- request bodies without content ----
+
+// DescRequest is an OFPMP_DESC request.
+type DescRequest struct{}
+
+// TableStatsRequest is an OFPMP_TABLE request.
+type TableStatsRequest struct{}
+
+// GroupDescRequest is an OFPMP_GROUP_DESC request.
+type GroupDescRequest struct{}
+
+// GroupFeaturesRequest is an OFPMP_GROUP_FEATURES request.
+type GroupFeaturesRequest struct{}
+
+// MeterFeaturesRequest is an OFPMP_METER_FEATURES request.
+type MeterFeaturesRequest struct{}
+
+// PortDescRequest is an OFPMP_PORT_DESC request.
+type PortDescRequest struct{}
+
+// MultipartType implements MultipartRequestBody.
+func (*DescRequest) MultipartType() ofp.MultipartType { return ofp.MultipartTypeDescription }
+
+// MultipartType implements MultipartRequestBody.
+func (*TableStatsRequest) MultipartType() ofp.MultipartType { return ofp.MultipartTypeTable }
+
+// MultipartType implements MultipartRequestBody.
+func (*GroupDescRequest) MultipartType() ofp.MultipartType {
+	return ofp.MultipartTypeGroupDescription
+}
+
+// MultipartType implements MultipartRequestBody.
+func (*GroupFeaturesRequest) MultipartType() ofp.MultipartType {
+	return ofp.MultipartTypeGroupFeatures
+}
+
+// MultipartType implements MultipartRequestBody.
+func (*MeterFeaturesRequest) MultipartType() ofp.MultipartType {
+	return ofp.MultipartTypeMeterFeatures
+}
+
+// MultipartType implements MultipartRequestBody.
+func (*PortDescRequest) MultipartType() ofp.MultipartType {
+	return ofp.MultipartTypePortDescription
+}
+
+func (*DescRequest) appendReq(b []byte) ([]byte, error)          { return b, nil }
+func (*DescRequest) decodeReq(b []byte) error                    { return expectEmpty(b) }
+func (*TableStatsRequest) appendReq(b []byte) ([]byte, error)    { return b, nil }
+func (*TableStatsRequest) decodeReq(b []byte) error              { return expectEmpty(b) }
+func (*GroupDescRequest) appendReq(b []byte) ([]byte, error)     { return b, nil }
+func (*GroupDescRequest) decodeReq(b []byte) error               { return expectEmpty(b) }
+func (*GroupFeaturesRequest) appendReq(b []byte) ([]byte, error) { return b, nil }
+func (*GroupFeaturesRequest) decodeReq(b []byte) error           { return expectEmpty(b) }
+func (*MeterFeaturesRequest) appendReq(b []byte) ([]byte, error) { return b, nil }
+func (*MeterFeaturesRequest) decodeReq(b []byte) error           { return expectEmpty(b) }
+func (*PortDescRequest) appendReq(b []byte) ([]byte, error)      { return b, nil }
+func (*PortDescRequest) decodeReq(b []byte) error                { return expectEmpty(b) }
+
+// ---- fixed-layout request bodies (netrack structures) ----
+
+// PortStatsRequest is an OFPMP_PORT_STATS request.
+type PortStatsRequest ofp.PortStatsRequest
+
+// QueueStatsRequest is an OFPMP_QUEUE request.
+type QueueStatsRequest ofp.QueueStatsRequest
+
+// GroupStatsRequest is an OFPMP_GROUP request.
+type GroupStatsRequest ofp.GroupStatsRequest
+
+// MeterStatsRequest is an OFPMP_METER request.
+type MeterStatsRequest ofp.MeterStatsRequest
+
+// MeterConfigRequest is an OFPMP_METER_CONFIG request.
+type MeterConfigRequest ofp.MeterConfigRequest
+
+// MultipartType implements MultipartRequestBody.
+func (*PortStatsRequest) MultipartType() ofp.MultipartType { return ofp.MultipartTypePortStats }
+
+// MultipartType implements MultipartRequestBody.
+func (*QueueStatsRequest) MultipartType() ofp.MultipartType { return ofp.MultipartTypeQueue }
+
+// MultipartType implements MultipartRequestBody.
+func (*GroupStatsRequest) MultipartType() ofp.MultipartType { return ofp.MultipartTypeGroup }
+
+// MultipartType implements MultipartRequestBody.
+func (*MeterStatsRequest) MultipartType() ofp.MultipartType { return ofp.MultipartTypeMeter }
+
+// MultipartType implements MultipartRequestBody.
+func (*MeterConfigRequest) MultipartType() ofp.MultipartType {
+	return ofp.MultipartTypeMeterConfig
+}
+
+func (r *PortStatsRequest) appendReq(b []byte) ([]byte, error) {
+	return appendFixed(b, (*ofp.PortStatsRequest)(r)), nil
+}
+func (r *PortStatsRequest) decodeReq(b []byte) error {
+	return readFixed(b, 8, (*ofp.PortStatsRequest)(r), errBadLen)
+}
+func (r *QueueStatsRequest) appendReq(b []byte) ([]byte, error) {
+	return appendFixed(b, (*ofp.QueueStatsRequest)(r)), nil
+}
+func (r *QueueStatsRequest) decodeReq(b []byte) error {
+	return readFixed(b, 8, (*ofp.QueueStatsRequest)(r), errBadLen)
+}
+func (r *GroupStatsRequest) appendReq(b []byte) ([]byte, error) {
+	return appendFixed(b, (*ofp.GroupStatsRequest)(r)), nil
+}
+func (r *GroupStatsRequest) decodeReq(b []byte) error {
+	return readFixed(b, 8, (*ofp.GroupStatsRequest)(r), errBadLen)
+}
+func (r *MeterStatsRequest) appendReq(b []byte) ([]byte, error) {
+	return appendFixed(b, (*ofp.MeterStatsRequest)(r)), nil
+}
+func (r *MeterStatsRequest) decodeReq(b []byte) error {
+	return readFixed(b, 8, (*ofp.MeterStatsRequest)(r), errBadLen)
+}
+func (r *MeterConfigRequest) appendReq(b []byte) ([]byte, error) {
+	return appendFixed(b, (*ofp.MeterConfigRequest)(r)), nil
+}
+func (r *MeterConfigRequest) decodeReq(b []byte) error {
+	return readFixed(b, 8, (*ofp.MeterConfigRequest)(r), errBadLen)
+}
+
+// ---- flow and aggregate requests ----
+
+// FlowStatsRequest is an OFPMP_FLOW request.
+type FlowStatsRequest struct {
+	TableID            uint8
+	OutPort            ofp.PortNo
+	OutGroup           ofp.Group
+	Cookie, CookieMask uint64
+	Match              Match
+}
+
+// AggregateStatsRequest is an OFPMP_AGGREGATE request (same layout).
+type AggregateStatsRequest FlowStatsRequest
+
+// MultipartType implements MultipartRequestBody.
+func (*FlowStatsRequest) MultipartType() ofp.MultipartType { return ofp.MultipartTypeFlow }
+
+// MultipartType implements MultipartRequestBody.
+func (*AggregateStatsRequest) MultipartType() ofp.MultipartType {
+	return ofp.MultipartTypeAggregate
+}
+
+func (r *FlowStatsRequest) appendReq(b []byte) ([]byte, error) {
+	b = appendZeros(append(b, r.TableID), 3)
+	b = be.AppendUint32(b, uint32(r.OutPort))
+	b = appendZeros(be.AppendUint32(b, uint32(r.OutGroup)), 4)
+	b = be.AppendUint64(b, r.Cookie)
+	b = be.AppendUint64(b, r.CookieMask)
+	return appendMatch(b, r.Match)
+}
+
+func (r *FlowStatsRequest) decodeReq(b []byte) error {
+	if len(b) < 32 {
+		return errBadLen
+	}
+	m, n, err := parseMatch(b[32:])
+	if err != nil {
+		return err
+	}
+	if 32+n != len(b) {
+		return errBadLen
+	}
+	*r = FlowStatsRequest{
+		TableID: b[0], OutPort: ofp.PortNo(be.Uint32(b[4:])), OutGroup: ofp.Group(be.Uint32(b[8:])),
+		Cookie: be.Uint64(b[16:]), CookieMask: be.Uint64(b[24:]), Match: m,
+	}
+	return nil
+}
+
+func (r *AggregateStatsRequest) appendReq(b []byte) ([]byte, error) {
+	return (*FlowStatsRequest)(r).appendReq(b)
+}
+func (r *AggregateStatsRequest) decodeReq(b []byte) error {
+	return (*FlowStatsRequest)(r).decodeReq(b)
+}
+
+// TableFeaturesRequest is an OFPMP_TABLE_FEATURES request: no tables reads
+// the features, a list replaces the pipeline configuration.
+type TableFeaturesRequest struct {
+	Tables []TableFeatures
+}
+
+// MultipartType implements MultipartRequestBody.
+func (*TableFeaturesRequest) MultipartType() ofp.MultipartType {
+	return ofp.MultipartTypeTableFeatures
+}
+
+func (r *TableFeaturesRequest) appendReq(b []byte) ([]byte, error) {
+	var err error
+	for i := range r.Tables {
+		if b, err = appendTableFeatures(b, &r.Tables[i]); err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+func (r *TableFeaturesRequest) decodeReq(b []byte) error {
+	ts, err := parseTableFeaturesList(b)
+	r.Tables = ts
+	return err
+}
+
+func parseTableFeaturesList(b []byte) ([]TableFeatures, error) {
+	var out []TableFeatures
+	for len(b) > 0 {
+		t, n, err := parseTableFeatures(b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+		b = b[n:]
+	}
+	return out, nil
+}
+
+// ExperimenterMultipart is an OFPMP_EXPERIMENTER request or reply body.
+type ExperimenterMultipart struct {
+	Experimenter, ExpType uint32
+	Data                  []byte
+}
+
+// MultipartType implements MultipartRequestBody and MultipartReplyBody.
+func (*ExperimenterMultipart) MultipartType() ofp.MultipartType {
+	return ofp.MultipartTypeExperimenter
+}
+
+func (e *ExperimenterMultipart) appendReq(b []byte) ([]byte, error) {
+	b = be.AppendUint32(be.AppendUint32(b, e.Experimenter), e.ExpType)
+	return append(b, e.Data...), nil
+}
+
+func (e *ExperimenterMultipart) decodeReq(b []byte) error {
+	if len(b) < 8 {
+		return errBadLen
+	}
+	*e = ExperimenterMultipart{Experimenter: be.Uint32(b), ExpType: be.Uint32(b[4:]), Data: cloneBytes(b[8:])}
+	return nil
+}
+
+func (e *ExperimenterMultipart) appendItems(b []byte, ends []int) ([]byte, []int, error) {
+	b, err := e.appendReq(b)
+	return b, append(ends, len(b)), err
+}
+func (e *ExperimenterMultipart) decodeRep(b []byte) error { return e.decodeReq(b) }
+func (e *ExperimenterMultipart) merge(o MultipartReplyBody) bool {
+	x := o.(*ExperimenterMultipart)
+	if x.Experimenter != e.Experimenter || x.ExpType != e.ExpType {
+		return false
+	}
+	e.Data = append(e.Data, x.Data...)
+	return true
+}
+
+// ---- single-structure replies ----
+
+const (
+	descStrLen   = 256
+	serialNumLen = 32
+)
+
+// DescReply is the OFPMP_DESC reply. netrack's struct, our codec: its
+// ReadFrom keeps the NUL padding in the strings.
+type DescReply ofp.Description
+
+// AggregateStatsReply is the OFPMP_AGGREGATE reply.
+type AggregateStatsReply ofp.AggregateStats
+
+// GroupFeaturesReply is the OFPMP_GROUP_FEATURES reply.
+type GroupFeaturesReply ofp.GroupFeatures
+
+// MeterFeaturesReply is the OFPMP_METER_FEATURES reply.
+type MeterFeaturesReply ofp.MeterFeatures
+
+// MultipartType implements MultipartReplyBody.
+func (*DescReply) MultipartType() ofp.MultipartType { return ofp.MultipartTypeDescription }
+
+// MultipartType implements MultipartReplyBody.
+func (*AggregateStatsReply) MultipartType() ofp.MultipartType { return ofp.MultipartTypeAggregate }
+
+// MultipartType implements MultipartReplyBody.
+func (*GroupFeaturesReply) MultipartType() ofp.MultipartType {
+	return ofp.MultipartTypeGroupFeatures
+}
+
+// MultipartType implements MultipartReplyBody.
+func (*MeterFeaturesReply) MultipartType() ofp.MultipartType {
+	return ofp.MultipartTypeMeterFeatures
+}
+
+func (d *DescReply) appendItems(b []byte, ends []int) ([]byte, []int, error) {
+	b = appendCString(b, d.Manufacturer, descStrLen)
+	b = appendCString(b, d.Hardware, descStrLen)
+	b = appendCString(b, d.Software, descStrLen)
+	b = appendCString(b, d.SerialNum, serialNumLen)
+	b = appendCString(b, d.Datapath, descStrLen)
+	return b, append(ends, len(b)), nil
+}
+
+func (d *DescReply) decodeRep(b []byte) error {
+	if len(b) != 4*descStrLen+serialNumLen {
+		return errBadLen
+	}
+	*d = DescReply{
+		Manufacturer: cString(b[0:256]),
+		Hardware:     cString(b[256:512]),
+		Software:     cString(b[512:768]),
+		SerialNum:    cString(b[768:800]),
+		Datapath:     cString(b[800:1056]),
+	}
+	return nil
+}
+
+func (*DescReply) merge(MultipartReplyBody) bool { return false }
+
+func (a *AggregateStatsReply) appendItems(b []byte, ends []int) ([]byte, []int, error) {
+	b = appendFixed(b, (*ofp.AggregateStats)(a))
+	return b, append(ends, len(b)), nil
+}
+func (a *AggregateStatsReply) decodeRep(b []byte) error {
+	return readFixed(b, 24, (*ofp.AggregateStats)(a), errBadLen)
+}
+func (*AggregateStatsReply) merge(MultipartReplyBody) bool { return false }
+
+func (g *GroupFeaturesReply) appendItems(b []byte, ends []int) ([]byte, []int, error) {
+	b = appendFixed(b, (*ofp.GroupFeatures)(g))
+	return b, append(ends, len(b)), nil
+}
+func (g *GroupFeaturesReply) decodeRep(b []byte) error {
+	return readFixed(b, 40, (*ofp.GroupFeatures)(g), errBadLen)
+}
+func (*GroupFeaturesReply) merge(MultipartReplyBody) bool { return false }
+
+func (m *MeterFeaturesReply) appendItems(b []byte, ends []int) ([]byte, []int, error) {
+	b = appendFixed(b, (*ofp.MeterFeatures)(m))
+	return b, append(ends, len(b)), nil
+}
+func (m *MeterFeaturesReply) decodeRep(b []byte) error {
+	return readFixed(b, 16, (*ofp.MeterFeatures)(m), errBadLen)
+}
+func (*MeterFeaturesReply) merge(MultipartReplyBody) bool { return false }
+
+// ---- arrays of fixed-layout netrack structures ----
+
+// TableStatsReply is the OFPMP_TABLE reply.
+type TableStatsReply struct{ Tables []ofp.TableStats }
+
+// PortStatsReply is the OFPMP_PORT_STATS reply.
+type PortStatsReply struct{ Ports []ofp.PortStats }
+
+// QueueStatsReply is the OFPMP_QUEUE reply.
+type QueueStatsReply struct{ Queues []ofp.QueueStats }
+
+// PortDescReply is the OFPMP_PORT_DESC reply.
+type PortDescReply struct{ Ports []Port }
+
+// MultipartType implements MultipartReplyBody.
+func (*TableStatsReply) MultipartType() ofp.MultipartType { return ofp.MultipartTypeTable }
+
+// MultipartType implements MultipartReplyBody.
+func (*PortStatsReply) MultipartType() ofp.MultipartType { return ofp.MultipartTypePortStats }
+
+// MultipartType implements MultipartReplyBody.
+func (*QueueStatsReply) MultipartType() ofp.MultipartType { return ofp.MultipartTypeQueue }
+
+// MultipartType implements MultipartReplyBody.
+func (*PortDescReply) MultipartType() ofp.MultipartType {
+	return ofp.MultipartTypePortDescription
+}
+
+// parseFixedArray decodes len(b)/size records, each with read.
+func parseFixedArray[T any](b []byte, size int, read func(*T, []byte) error) ([]T, error) {
+	if len(b)%size != 0 {
+		return nil, errBadLen
+	}
+	if len(b) == 0 {
+		return nil, nil
+	}
+	out := make([]T, len(b)/size)
+	for i := range out {
+		if err := read(&out[i], b[i*size:(i+1)*size]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (r *TableStatsReply) appendItems(b []byte, ends []int) ([]byte, []int, error) {
+	for i := range r.Tables {
+		b = appendFixed(b, &r.Tables[i])
+		ends = append(ends, len(b))
+	}
+	return b, ends, nil
+}
+func (r *TableStatsReply) decodeRep(b []byte) (err error) {
+	r.Tables, err = parseFixedArray(b, 24, func(t *ofp.TableStats, c []byte) error {
+		return readFixed(c, 24, t, errBadLen)
+	})
+	return err
+}
+func (r *TableStatsReply) merge(o MultipartReplyBody) bool {
+	r.Tables = append(r.Tables, o.(*TableStatsReply).Tables...)
+	return true
+}
+
+func (r *PortStatsReply) appendItems(b []byte, ends []int) ([]byte, []int, error) {
+	for i := range r.Ports {
+		b = appendFixed(b, &r.Ports[i])
+		ends = append(ends, len(b))
+	}
+	return b, ends, nil
+}
+func (r *PortStatsReply) decodeRep(b []byte) (err error) {
+	r.Ports, err = parseFixedArray(b, 112, func(p *ofp.PortStats, c []byte) error {
+		return readFixed(c, 112, p, errBadLen)
+	})
+	return err
+}
+func (r *PortStatsReply) merge(o MultipartReplyBody) bool {
+	r.Ports = append(r.Ports, o.(*PortStatsReply).Ports...)
+	return true
+}
+
+func (r *QueueStatsReply) appendItems(b []byte, ends []int) ([]byte, []int, error) {
+	for i := range r.Queues {
+		b = appendFixed(b, &r.Queues[i])
+		ends = append(ends, len(b))
+	}
+	return b, ends, nil
+}
+func (r *QueueStatsReply) decodeRep(b []byte) (err error) {
+	r.Queues, err = parseFixedArray(b, 40, func(q *ofp.QueueStats, c []byte) error {
+		return readFixed(c, 40, q, errBadLen)
+	})
+	return err
+}
+func (r *QueueStatsReply) merge(o MultipartReplyBody) bool {
+	r.Queues = append(r.Queues, o.(*QueueStatsReply).Queues...)
+	return true
+}
+
+func (r *PortDescReply) appendItems(b []byte, ends []int) ([]byte, []int, error) {
+	for i := range r.Ports {
+		b = appendPort(b, &r.Ports[i])
+		ends = append(ends, len(b))
+	}
+	return b, ends, nil
+}
+func (r *PortDescReply) decodeRep(b []byte) (err error) {
+	r.Ports, err = parseFixedArray(b, portLen, func(p *Port, c []byte) error {
+		*p = parsePort(c)
+		return nil
+	})
+	return err
+}
+func (r *PortDescReply) merge(o MultipartReplyBody) bool {
+	r.Ports = append(r.Ports, o.(*PortDescReply).Ports...)
+	return true
+}
+
+// ---- variable-length entries ----
+
+// FlowStats is one entry of the OFPMP_FLOW reply.
+type FlowStats struct {
+	TableID      uint8
+	DurationSec  uint32
+	DurationNSec uint32
+	Priority     uint16
+	IdleTimeout  uint16
+	HardTimeout  uint16
+	Flags        ofp.FlowModFlag
+	Cookie       uint64
+	PacketCount  uint64
+	ByteCount    uint64
+	Match        Match
+	Instructions []Instruction
+}
+
+// FlowStatsReply is the OFPMP_FLOW reply.
+type FlowStatsReply struct{ Flows []FlowStats }
+
+// MultipartType implements MultipartReplyBody.
+func (*FlowStatsReply) MultipartType() ofp.MultipartType { return ofp.MultipartTypeFlow }
+
+func (r *FlowStatsReply) appendItems(b []byte, ends []int) ([]byte, []int, error) {
+	var err error
+	for i := range r.Flows {
+		f := &r.Flows[i]
+		start := len(b)
+		b = be.AppendUint16(b, 0)
+		b = append(b, f.TableID, 0)
+		b = be.AppendUint32(b, f.DurationSec)
+		b = be.AppendUint32(b, f.DurationNSec)
+		b = be.AppendUint16(b, f.Priority)
+		b = be.AppendUint16(b, f.IdleTimeout)
+		b = be.AppendUint16(b, f.HardTimeout)
+		b = appendZeros(be.AppendUint16(b, uint16(f.Flags)), 4)
+		b = be.AppendUint64(b, f.Cookie)
+		b = be.AppendUint64(b, f.PacketCount)
+		b = be.AppendUint64(b, f.ByteCount)
+		if b, err = appendMatch(b, f.Match); err != nil {
+			return b, ends, err
+		}
+		if b, err = appendInstructions(b, f.Instructions); err != nil {
+			return b, ends, err
+		}
+		if len(b)-start > 0xffff {
+			return b, ends, fmt.Errorf("ofpwire: flow stats entry too long")
+		}
+		putLen16(b, start, len(b)-start)
+		ends = append(ends, len(b))
+	}
+	return b, ends, nil
+}
+
+func (r *FlowStatsReply) decodeRep(b []byte) error {
+	var out []FlowStats
+	for len(b) > 0 {
+		if len(b) < 56 {
+			return errBadLen
+		}
+		n := int(be.Uint16(b))
+		if n < 56 || n > len(b) {
+			return errBadLen
+		}
+		m, mn, err := parseMatch(b[48:n])
+		if err != nil {
+			return err
+		}
+		ins, err := parseInstructions(b[48+mn : n])
+		if err != nil {
+			return err
+		}
+		out = append(out, FlowStats{
+			TableID: b[2], DurationSec: be.Uint32(b[4:]), DurationNSec: be.Uint32(b[8:]),
+			Priority: be.Uint16(b[12:]), IdleTimeout: be.Uint16(b[14:]), HardTimeout: be.Uint16(b[16:]),
+			Flags: ofp.FlowModFlag(be.Uint16(b[18:])), Cookie: be.Uint64(b[24:]),
+			PacketCount: be.Uint64(b[32:]), ByteCount: be.Uint64(b[40:]),
+			Match: m, Instructions: ins,
+		})
+		b = b[n:]
+	}
+	r.Flows = out
+	return nil
+}
+
+func (r *FlowStatsReply) merge(o MultipartReplyBody) bool {
+	r.Flows = append(r.Flows, o.(*FlowStatsReply).Flows...)
+	return true
+}
+
+// GroupStats is one entry of the OFPMP_GROUP reply.
+type GroupStats struct {
+	GroupID      ofp.Group
+	RefCount     uint32
+	PacketCount  uint64
+	ByteCount    uint64
+	DurationSec  uint32
+	DurationNSec uint32
+	BucketStats  []ofp.BucketCounter
+}
+
+// GroupStatsReply is the OFPMP_GROUP reply.
+type GroupStatsReply struct{ Groups []GroupStats }
+
+// MultipartType implements MultipartReplyBody.
+func (*GroupStatsReply) MultipartType() ofp.MultipartType { return ofp.MultipartTypeGroup }
+
+func (r *GroupStatsReply) appendItems(b []byte, ends []int) ([]byte, []int, error) {
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		n := 40 + 16*len(g.BucketStats)
+		if n > 0xffff {
+			return b, ends, fmt.Errorf("ofpwire: group stats entry too long")
+		}
+		b = appendZeros(be.AppendUint16(b, uint16(n)), 2)
+		b = be.AppendUint32(b, uint32(g.GroupID))
+		b = appendZeros(be.AppendUint32(b, g.RefCount), 4)
+		b = be.AppendUint64(b, g.PacketCount)
+		b = be.AppendUint64(b, g.ByteCount)
+		b = be.AppendUint32(b, g.DurationSec)
+		b = be.AppendUint32(b, g.DurationNSec)
+		for _, c := range g.BucketStats {
+			b = be.AppendUint64(be.AppendUint64(b, c.PacketCount), c.ByteCount)
+		}
+		ends = append(ends, len(b))
+	}
+	return b, ends, nil
+}
+
+func (r *GroupStatsReply) decodeRep(b []byte) error {
+	var out []GroupStats
+	for len(b) > 0 {
+		if len(b) < 40 {
+			return errBadLen
+		}
+		n := int(be.Uint16(b))
+		if n < 40 || (n-40)%16 != 0 || n > len(b) {
+			return errBadLen
+		}
+		g := GroupStats{
+			GroupID: ofp.Group(be.Uint32(b[4:])), RefCount: be.Uint32(b[8:]),
+			PacketCount: be.Uint64(b[16:]), ByteCount: be.Uint64(b[24:]),
+			DurationSec: be.Uint32(b[32:]), DurationNSec: be.Uint32(b[36:]),
+		}
+		for i := 40; i < n; i += 16 {
+			g.BucketStats = append(g.BucketStats, ofp.BucketCounter{
+				PacketCount: be.Uint64(b[i:]), ByteCount: be.Uint64(b[i+8:])})
+		}
+		out = append(out, g)
+		b = b[n:]
+	}
+	r.Groups = out
+	return nil
+}
+
+func (r *GroupStatsReply) merge(o MultipartReplyBody) bool {
+	r.Groups = append(r.Groups, o.(*GroupStatsReply).Groups...)
+	return true
+}
+
+// GroupDesc is one entry of the OFPMP_GROUP_DESC reply.
+type GroupDesc struct {
+	Type    ofp.GroupType
+	GroupID ofp.Group
+	Buckets []Bucket
+}
+
+// GroupDescReply is the OFPMP_GROUP_DESC reply.
+type GroupDescReply struct{ Groups []GroupDesc }
+
+// MultipartType implements MultipartReplyBody.
+func (*GroupDescReply) MultipartType() ofp.MultipartType {
+	return ofp.MultipartTypeGroupDescription
+}
+
+func (r *GroupDescReply) appendItems(b []byte, ends []int) ([]byte, []int, error) {
+	var err error
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		start := len(b)
+		b = be.AppendUint16(b, 0)
+		b = append(b, byte(g.Type), 0)
+		b = be.AppendUint32(b, uint32(g.GroupID))
+		if b, err = appendBuckets(b, g.Buckets); err != nil {
+			return b, ends, err
+		}
+		if len(b)-start > 0xffff {
+			return b, ends, fmt.Errorf("ofpwire: group description too long")
+		}
+		putLen16(b, start, len(b)-start)
+		ends = append(ends, len(b))
+	}
+	return b, ends, nil
+}
+
+func (r *GroupDescReply) decodeRep(b []byte) error {
+	var out []GroupDesc
+	for len(b) > 0 {
+		if len(b) < 8 {
+			return errBadLen
+		}
+		n := int(be.Uint16(b))
+		if n < 8 || n > len(b) {
+			return errBadLen
+		}
+		bs, err := parseBuckets(b[8:n])
+		if err != nil {
+			return err
+		}
+		out = append(out, GroupDesc{Type: ofp.GroupType(b[2]), GroupID: ofp.Group(be.Uint32(b[4:])), Buckets: bs})
+		b = b[n:]
+	}
+	r.Groups = out
+	return nil
+}
+
+func (r *GroupDescReply) merge(o MultipartReplyBody) bool {
+	r.Groups = append(r.Groups, o.(*GroupDescReply).Groups...)
+	return true
+}
+
+// MeterStats is one entry of the OFPMP_METER reply.
+type MeterStats struct {
+	MeterID       ofp.Meter
+	FlowCount     uint32
+	PacketInCount uint64
+	ByteInCount   uint64
+	DurationSec   uint32
+	DurationNSec  uint32
+	BandStats     []ofp.MeterBandStats
+}
+
+// MeterStatsReply is the OFPMP_METER reply.
+type MeterStatsReply struct{ Meters []MeterStats }
+
+// MultipartType implements MultipartReplyBody.
+func (*MeterStatsReply) MultipartType() ofp.MultipartType { return ofp.MultipartTypeMeter }
+
+func (r *MeterStatsReply) appendItems(b []byte, ends []int) ([]byte, []int, error) {
+	for i := range r.Meters {
+		m := &r.Meters[i]
+		n := 40 + 16*len(m.BandStats)
+		if n > 0xffff {
+			return b, ends, fmt.Errorf("ofpwire: meter stats entry too long")
+		}
+		b = be.AppendUint32(b, uint32(m.MeterID))
+		b = appendZeros(be.AppendUint16(b, uint16(n)), 6)
+		b = be.AppendUint32(b, m.FlowCount)
+		b = be.AppendUint64(b, m.PacketInCount)
+		b = be.AppendUint64(b, m.ByteInCount)
+		b = be.AppendUint32(b, m.DurationSec)
+		b = be.AppendUint32(b, m.DurationNSec)
+		for _, s := range m.BandStats {
+			b = be.AppendUint64(be.AppendUint64(b, s.PacketBandCount), s.ByteBandCount)
+		}
+		ends = append(ends, len(b))
+	}
+	return b, ends, nil
+}
+
+func (r *MeterStatsReply) decodeRep(b []byte) error {
+	var out []MeterStats
+	for len(b) > 0 {
+		if len(b) < 40 {
+			return errBadLen
+		}
+		n := int(be.Uint16(b[4:]))
+		if n < 40 || (n-40)%16 != 0 || n > len(b) {
+			return errBadLen
+		}
+		m := MeterStats{
+			MeterID: ofp.Meter(be.Uint32(b)), FlowCount: be.Uint32(b[12:]),
+			PacketInCount: be.Uint64(b[16:]), ByteInCount: be.Uint64(b[24:]),
+			DurationSec: be.Uint32(b[32:]), DurationNSec: be.Uint32(b[36:]),
+		}
+		for i := 40; i < n; i += 16 {
+			m.BandStats = append(m.BandStats, ofp.MeterBandStats{
+				PacketBandCount: be.Uint64(b[i:]), ByteBandCount: be.Uint64(b[i+8:])})
+		}
+		out = append(out, m)
+		b = b[n:]
+	}
+	r.Meters = out
+	return nil
+}
+
+func (r *MeterStatsReply) merge(o MultipartReplyBody) bool {
+	r.Meters = append(r.Meters, o.(*MeterStatsReply).Meters...)
+	return true
+}
+
+// MeterConfig is one entry of the OFPMP_METER_CONFIG reply.
+type MeterConfig struct {
+	Flags   ofp.MeterFlag
+	MeterID ofp.Meter
+	Bands   []MeterBand
+}
+
+// MeterConfigReply is the OFPMP_METER_CONFIG reply.
+type MeterConfigReply struct{ Meters []MeterConfig }
+
+// MultipartType implements MultipartReplyBody.
+func (*MeterConfigReply) MultipartType() ofp.MultipartType {
+	return ofp.MultipartTypeMeterConfig
+}
+
+func (r *MeterConfigReply) appendItems(b []byte, ends []int) ([]byte, []int, error) {
+	var err error
+	for i := range r.Meters {
+		m := &r.Meters[i]
+		start := len(b)
+		b = be.AppendUint16(b, 0)
+		b = be.AppendUint16(b, uint16(m.Flags))
+		b = be.AppendUint32(b, uint32(m.MeterID))
+		if b, err = appendBands(b, m.Bands); err != nil {
+			return b, ends, err
+		}
+		if len(b)-start > 0xffff {
+			return b, ends, fmt.Errorf("ofpwire: meter config too long")
+		}
+		putLen16(b, start, len(b)-start)
+		ends = append(ends, len(b))
+	}
+	return b, ends, nil
+}
+
+func (r *MeterConfigReply) decodeRep(b []byte) error {
+	var out []MeterConfig
+	for len(b) > 0 {
+		if len(b) < 8 {
+			return errBadLen
+		}
+		n := int(be.Uint16(b))
+		if n < 8 || n > len(b) {
+			return errBadLen
+		}
+		bands, err := parseBands(b[8:n])
+		if err != nil {
+			return err
+		}
+		out = append(out, MeterConfig{Flags: ofp.MeterFlag(be.Uint16(b[2:])), MeterID: ofp.Meter(be.Uint32(b[4:])), Bands: bands})
+		b = b[n:]
+	}
+	r.Meters = out
+	return nil
+}
+
+func (r *MeterConfigReply) merge(o MultipartReplyBody) bool {
+	r.Meters = append(r.Meters, o.(*MeterConfigReply).Meters...)
+	return true
+}
+
+// TableFeaturesReply is the OFPMP_TABLE_FEATURES reply.
+type TableFeaturesReply struct{ Tables []TableFeatures }
+
+// MultipartType implements MultipartReplyBody.
+func (*TableFeaturesReply) MultipartType() ofp.MultipartType {
+	return ofp.MultipartTypeTableFeatures
+}
+
+func (r *TableFeaturesReply) appendItems(b []byte, ends []int) ([]byte, []int, error) {
+	var err error
+	for i := range r.Tables {
+		if b, err = appendTableFeatures(b, &r.Tables[i]); err != nil {
+			return b, ends, err
+		}
+		ends = append(ends, len(b))
+	}
+	return b, ends, nil
+}
+
+func (r *TableFeaturesReply) decodeRep(b []byte) (err error) {
+	r.Tables, err = parseTableFeaturesList(b)
+	return err
+}
+
+func (r *TableFeaturesReply) merge(o MultipartReplyBody) bool {
+	r.Tables = append(r.Tables, o.(*TableFeaturesReply).Tables...)
+	return true
+}
