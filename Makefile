@@ -5,7 +5,7 @@ BIN       := bin
 FUZZTIME  ?= 5s
 BENCHTIME ?= 1s
 
-.PHONY: all build run test vet fmt-check unit fuzz bench clean
+.PHONY: all build run test vet fmt-check unit fuzz bench bench-datapath bench-veth clean
 
 all: build
 
@@ -39,10 +39,27 @@ fuzz:
 		done; \
 	done
 
-# Benchmarks of the datapath (reported, never pass/fail on timing).
-bench:
+# Benchmarks (reported, never pass/fail on timing): the datapath's own
+# (ring/null ports, one process) and the side-by-side veth benchmark.
+bench: bench-datapath bench-veth
+
+bench-datapath:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./datapath/... | tee bench.out
 	@scripts/benchtable.sh bench.out
+
+# The team's veth harness: this switch (AF_XDP and AF_PACKET ports, busy
+# polling and default sleeping) beside Open vSwitch, the Linux bridge and a
+# bare veth pair. Needs root, trafgen, gcc and openvswitch-switch; override
+# VETH_SUTS, REPS, FLOWS, ... as the harness documents.
+VETH_BENCH ?= ../shared/bench/veth-bench.sh
+VETH_SUTS ?= direct linuxbridge ovs ovs-afxdp \
+	"cmd:vs-afxdp=$(CURDIR)/$(BIN)/portfwd --driver afxdp --pmd-sleep-max 0" \
+	"cmd:vs-afxdp-sleep=$(CURDIR)/$(BIN)/portfwd --driver afxdp" \
+	"cmd:vs-afpacket=$(CURDIR)/$(BIN)/portfwd --driver afpacket --pmd-sleep-max 0"
+bench-veth: build
+	@if [ -f $(VETH_BENCH) ]; then \
+		OUTDIR=$(CURDIR)/bench-results/$$(date +%Y%m%d-%H%M%S) bash $(VETH_BENCH) $(VETH_SUTS); \
+	else echo "no $(VETH_BENCH): skipping the veth benchmark"; fi
 
 clean:
 	rm -rf $(BIN) bench.out
