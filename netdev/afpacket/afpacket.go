@@ -5,24 +5,31 @@
 // Per queue pair there are two sockets, so that each direction uses the
 // ring format that suits it:
 //
-//   - Receive: a TPACKET_V3 ring (variable-sized frames packed into blocks,
-//     which the kernel retires when full or after RetireTimeout, 1 ms by
-//     default, so a lone packet is not held) with PACKET_VNET_HDR, so that
-//     GSO super-frames (up to 64 KiB) and CHECKSUM_PARTIAL frames arrive
-//     with a virtio_net_hdr; vnethdr segments and completes them. A V3
-//     block holds frames of any size up to the block size, so one ring
-//     serves both 64-byte floods and 64 KiB super-frames; a V2 ring would
-//     need every slot to be 64 KiB. Linux 6.18 fills the vnet header in V3
-//     rings (tpacket_rcv writes it for every version; the e2e TCP test
-//     depends on it). PACKET_IGNORE_OUTGOING keeps frames the host sends
-//     out of the interface away from the switch. The socket is bound with
-//     ETH_P_ALL and puts the interface in promiscuous mode
-//     (PACKET_MR_PROMISC). With Queues > 1 the receive sockets form a
-//     PACKET_FANOUT group of type FANOUT_HASH, so the kernel spreads flows
-//     over them; FANOUT_FLAG_DEFRAG is not set, because it would hand the
-//     switch reassembled datagrams larger than the MTU, and the fanout
-//     hash of IP fragments covers the addresses only, so the fragments of
-//     one datagram share a queue anyway.
+//   - Receive: by default a TPACKET_V2 ring (RingV2): fixed slots, each
+//     with its own status word, which the kernel hands over the moment it
+//     has written the frame, so a lone packet reaches the PMD at once
+//     (libpcap's immediate mode uses V2 for the same reason). The socket
+//     has PACKET_VNET_HDR, so GSO super-frames (up to 64 KiB) and
+//     CHECKSUM_PARTIAL frames arrive with a virtio_net_hdr that vnethdr
+//     segments and completes; every slot is therefore large enough for a
+//     whole super-frame (66,048 bytes by default, 63 to a 4 MiB ring block,
+//     252 slots: 16 MiB per queue). RingV3 selects a TPACKET_V3 ring
+//     instead: frames of any size packed into blocks, far denser for small
+//     frames, but the kernel hands a block over only when it is full or
+//     its retire timer (RetireTimeout, at least 1 ms) fires, so at low
+//     rates every packet waits up to that long: for capture-style
+//     throughput, not for a switch that cares about latency. Linux 6.18
+//     fills the vnet header in both ring versions (tpacket_rcv writes it
+//     for every version; the e2e TCP test depends on it).
+//     PACKET_IGNORE_OUTGOING keeps frames the host sends out of the
+//     interface away from the switch. The socket is bound with ETH_P_ALL
+//     and puts the interface in promiscuous mode (PACKET_MR_PROMISC). With
+//     Queues > 1 the receive sockets form a PACKET_FANOUT group of type
+//     FANOUT_HASH, so the kernel spreads flows over them;
+//     FANOUT_FLAG_DEFRAG is not set, because it would hand the switch
+//     reassembled datagrams larger than the MTU, and the fanout hash of IP
+//     fragments covers the addresses only, so the fragments of one
+//     datagram share a queue anyway.
 //   - Transmit: a TPACKET_V2 ring of fixed slots (simplest, and all
 //     transmitted frames are at most MTU-sized) on a socket bound with
 //     protocol 0 (it receives nothing), with PACKET_QDISC_BYPASS,
@@ -49,25 +56,73 @@ import (
 	"vswitch/datapath/packet"
 	"vswitch/netdev"
 	"vswitch/netdev/linkwatch"
+	"vswitch/netdev/vnethdr"
 )
+
+// RingVersion selects the format of the receive ring.
+type RingVersion int
+
+const (
+	// RingV2 is a TPACKET_V2 ring of fixed slots, each handed over as soon
+	// as the kernel has written it: the lowest latency, at the price of
+	// a slot the size of a GSO super-frame per packet (the default).
+	RingV2 RingVersion = iota
+	// RingV3 is a TPACKET_V3 ring of blocks packed with frames of any
+	// size: dense and cheap per packet under load, but a block is handed
+	// over only when full or after RetireTimeout, which adds up to that
+	// many milliseconds of latency at low packet rates. Use it for
+	// capture-style throughput where that delay is acceptable.
+	RingV3
+)
+
+// String returns the ring's name as used in test and log output.
+func (v RingVersion) String() string {
+	switch v {
+	case RingV2:
+		return "V2"
+	case RingV3:
+		return "V3"
+	}
+	return fmt.Sprintf("RingVersion(%d)", int(v))
+}
 
 // Options configure a Port. Zero values select the defaults.
 type Options struct {
 	// Queues is the number of rx/tx queue pairs (default 1).
 	Queues int
-	// RxBlockSize is the size of a receive ring block in bytes, a
+	// RxRing is the receive ring format (default RingV2).
+	RxRing RingVersion
+
+	// RxFrameSize is the size of a V2 receive slot in bytes, a multiple
+	// of 16 (default 66,048: a 65,535-byte IP datagram behind an Ethernet
+	// header with in-frame tags, the tpacket2 header and the vnet header,
+	// and 63 of them fill a 4 MiB block with 0.8% left over). With less
+	// than MinRxFrameSize, GSO super-frames arrive truncated and are
+	// counted as RxErrors. V2 only.
+	RxFrameSize int
+	// RxFrames is the number of V2 receive slots, rounded up to whole
+	// ring blocks (default 252, four 4 MiB blocks: 16 MiB of ring per
+	// queue, a backlog of 252 frames of any size; under a flood of small
+	// frames that overflows much sooner than the default V3 ring's
+	// 58,000, and the kernel's drops show in RxDrops). V2 only.
+	RxFrames int
+
+	// RxBlockSize is the size of a V3 receive ring block in bytes, a
 	// multiple of the page size (default 256 KiB). It bounds the largest
 	// frame the kernel can deliver whole, so it must exceed 64 KiB plus
-	// headers for GSO super-frames to arrive untruncated.
+	// headers for GSO super-frames to arrive untruncated. With RingV2 the
+	// port picks the block size itself (the one that wastes least memory
+	// for RxFrames slots of RxFrameSize) and a value set here is ignored.
 	RxBlockSize int
-	// RxBlocks is the number of receive ring blocks (default 32, so 8 MiB
-	// of ring per queue: about 58,000 minimum-size frames or 120
-	// super-frames of backlog).
+	// RxBlocks is the number of V3 receive ring blocks (default 32, so 8
+	// MiB of ring per queue: about 58,000 minimum-size frames or 120
+	// super-frames of backlog). Ignored with RingV2, like RxBlockSize.
 	RxBlocks int
 	// RetireTimeout is how long, in milliseconds, the kernel keeps a
-	// partly filled receive block before handing it over (default 1, the
-	// smallest the kernel takes).
+	// partly filled V3 receive block before handing it over (default 1,
+	// the smallest the kernel takes). V3 only.
 	RetireTimeout int
+
 	// TxFrameSize is the size of a transmit ring slot, a power of two of
 	// at least 2048 bytes (default 2048: room for a 1518-byte frame).
 	TxFrameSize int
@@ -77,12 +132,36 @@ type Options struct {
 
 // Defaults.
 const (
+	DefaultRxFrameSize   = 66048
+	DefaultRxFrames      = 252
 	DefaultRxBlockSize   = 256 << 10
 	DefaultRxBlocks      = 32
 	DefaultRetireTimeout = 1
 	DefaultTxFrameSize   = 2048
 	DefaultTxFrames      = 1024
 )
+
+// MinRxFrameSize is the smallest V2 receive slot that holds a GSO
+// super-frame whole: the kernel puts the network header at
+// TPACKET_ALIGN(TPACKET2_HDRLEN + link header length) + the vnet header,
+// which is offset 90 for link headers of up to 28 bytes (an Ethernet
+// header with up to three tags left in the frame), and the IP datagram
+// behind it may be 65,535 bytes long.
+const MinRxFrameSize = (maxNetOffV2 + 65535 + tpAlign - 1) &^ (tpAlign - 1)
+
+// maxNetOffV2 is where the kernel puts the network header in a V2 slot
+// for link headers of up to 28 bytes.
+const maxNetOffV2 = (tp2HdrLenAddr+28+tpAlign-1)&^(tpAlign-1) + vnethdr.Len
+
+// minRxFrameSize is the smallest V2 receive slot New accepts: room for
+// a 1518-byte frame behind the headers, so that only super-frames can
+// be truncated.
+const minRxFrameSize = 2048
+
+// maxRxBlockSize is the largest ring block the port picks for a V2 ring:
+// 4 MiB is the largest allocation of contiguous pages (MAX_PAGE_ORDER 10
+// with 4 KiB pages); beyond it the kernel falls back to vmalloc.
+const maxRxBlockSize = 4 << 20
 
 // txBlockSize is the tx ring's block size: the kernel wants blocks of whole
 // pages holding whole slots.
@@ -91,6 +170,12 @@ const txBlockSize = 64 << 10
 func (o Options) withDefaults() (Options, error) {
 	if o.Queues <= 0 {
 		o.Queues = 1
+	}
+	if o.RxFrameSize <= 0 {
+		o.RxFrameSize = DefaultRxFrameSize
+	}
+	if o.RxFrames <= 0 {
+		o.RxFrames = DefaultRxFrames
 	}
 	if o.RxBlockSize <= 0 {
 		o.RxBlockSize = DefaultRxBlockSize
@@ -111,14 +196,45 @@ func (o Options) withDefaults() (Options, error) {
 	switch {
 	case o.Queues > 64:
 		return o, fmt.Errorf("afpacket: %d queues (at most 64)", o.Queues)
-	case o.RxBlockSize%page != 0:
+	case o.RxRing != RingV2 && o.RxRing != RingV3:
+		return o, fmt.Errorf("afpacket: unknown %v", o.RxRing)
+	case o.RxRing == RingV3 && o.RxBlockSize%page != 0:
 		return o, fmt.Errorf("afpacket: rx block size %d is not a multiple of the page size %d", o.RxBlockSize, page)
+	case o.RxRing == RingV2 && (o.RxFrameSize%tpAlign != 0 || o.RxFrameSize < minRxFrameSize || o.RxFrameSize > maxRxBlockSize):
+		return o, fmt.Errorf("afpacket: rx frame size %d is not a multiple of %d in %d..%d", o.RxFrameSize, tpAlign, minRxFrameSize, maxRxBlockSize)
 	case o.TxFrameSize < 2048 || o.TxFrameSize > txBlockSize || o.TxFrameSize&(o.TxFrameSize-1) != 0:
 		return o, fmt.Errorf("afpacket: tx frame size %d is not a power of two in 2048..%d", o.TxFrameSize, txBlockSize)
+	}
+	if o.RxRing == RingV2 {
+		o.RxBlockSize, o.RxBlocks = v2Geometry(o.RxFrameSize, o.RxFrames, page)
+		o.RxFrames = o.RxBlocks * (o.RxBlockSize / o.RxFrameSize)
 	}
 	perBlock := txBlockSize / o.TxFrameSize
 	o.TxFrames = (o.TxFrames + perBlock - 1) / perBlock * perBlock
 	return o, nil
+}
+
+// v2Geometry picks the block size and count of a V2 ring for at least
+// frames slots of frameSize bytes. The kernel allocates each block as 2^n
+// pages and puts only whole slots in it, so the candidates are the power of
+// two page counts, and the one that needs the least memory in all wins (on
+// a tie, the one with more slots, then the larger block: fewer
+// allocations).
+func v2Geometry(frameSize, frames, page int) (blockSize, blockNr int) {
+	best, bestFrames := 0, 0
+	for bs := page; bs <= maxRxBlockSize; bs *= 2 {
+		per := bs / frameSize
+		if per == 0 {
+			continue
+		}
+		n := (frames + per - 1) / per
+		total := n * bs
+		if best == 0 || total < best || total == best && n*per >= bestFrames {
+			best, bestFrames = total, n*per
+			blockSize, blockNr = bs, n
+		}
+	}
+	return blockSize, blockNr
 }
 
 // Port is an AF_PACKET port. Use New.
@@ -201,26 +317,45 @@ func openRx(ifindex int, opts Options, c *netdev.Counters) (*rxQueue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("socket: %w", err)
 	}
-	q := &rxQueue{fd: fd, blockSize: opts.RxBlockSize, blockNr: opts.RxBlocks, vnet: true, c: c}
-	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3); err != nil {
-		return q, fmt.Errorf("PACKET_VERSION V3: %w", err)
+	q := &rxQueue{fd: fd, v3: opts.RxRing == RingV3, blockSize: opts.RxBlockSize, blockNr: opts.RxBlocks, vnet: true, c: c}
+	version := unix.TPACKET_V2
+	if q.v3 {
+		version = unix.TPACKET_V3
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VERSION, version); err != nil {
+		return q, fmt.Errorf("PACKET_VERSION %v: %w", opts.RxRing, err)
 	}
 	// Before the ring: the kernel refuses it (EBUSY) once a ring exists.
 	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1); err != nil {
 		return q, fmt.Errorf("PACKET_VNET_HDR: %w", err)
 	}
-	// frame_size means nothing to a V3 ring beyond the kernel's
-	// consistency checks (frames are packed), so any divisor works.
-	const frameSize = 2048
-	req := unix.TpacketReq3{
-		Block_size:     uint32(opts.RxBlockSize),
-		Block_nr:       uint32(opts.RxBlocks),
-		Frame_size:     frameSize,
-		Frame_nr:       uint32(opts.RxBlockSize / frameSize * opts.RxBlocks),
-		Retire_blk_tov: uint32(opts.RetireTimeout),
-	}
-	if err := unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
-		return q, fmt.Errorf("PACKET_RX_RING: %w", err)
+	if q.v3 {
+		// frame_size means nothing to a V3 ring beyond the kernel's
+		// consistency checks (frames are packed), so any divisor works.
+		const frameSize = 2048
+		req := unix.TpacketReq3{
+			Block_size:     uint32(opts.RxBlockSize),
+			Block_nr:       uint32(opts.RxBlocks),
+			Frame_size:     frameSize,
+			Frame_nr:       uint32(opts.RxBlockSize / frameSize * opts.RxBlocks),
+			Retire_blk_tov: uint32(opts.RetireTimeout),
+		}
+		if err := unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
+			return q, fmt.Errorf("PACKET_RX_RING V3 %+v: %w", req, err)
+		}
+	} else {
+		q.frameSize = opts.RxFrameSize
+		q.framesPerBlock = opts.RxBlockSize / opts.RxFrameSize
+		q.frameNr = opts.RxFrames
+		req := unix.TpacketReq{
+			Block_size: uint32(opts.RxBlockSize),
+			Block_nr:   uint32(opts.RxBlocks),
+			Frame_size: uint32(opts.RxFrameSize),
+			Frame_nr:   uint32(opts.RxFrames),
+		}
+		if err := unix.SetsockoptTpacketReq(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
+			return q, fmt.Errorf("PACKET_RX_RING V2 %+v: %w", req, err)
+		}
 	}
 	ring, err := unix.Mmap(fd, 0, opts.RxBlockSize*opts.RxBlocks, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
@@ -366,9 +501,11 @@ func (p *Port) Stats() netdev.Stats {
 	return s
 }
 
-// RingFreezes returns how many times a receive ring was found full by the
-// kernel (tp_freeze_q_cnt). It counts episodes, not frames, which is why
-// it is not part of RxDrops.
+// RingFreezes returns how many times a V3 receive ring was found full by
+// the kernel (tp_freeze_q_cnt). It counts episodes, not frames, which is
+// why it is not part of RxDrops. V2 rings have no such counter (the kernel
+// only flags the next frame it delivers with TP_STATUS_LOSING), so it
+// stays 0 with RingV2.
 func (p *Port) RingFreezes() uint64 {
 	p.statsMu.Lock()
 	defer p.statsMu.Unlock()
@@ -383,6 +520,13 @@ func (p *Port) readKernelStats() {
 		return
 	}
 	for _, q := range p.rx {
+		if !q.v3 {
+			st, err := unix.GetsockoptTpacketStats(q.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
+			if err == nil {
+				p.kernelDrops += uint64(st.Drops)
+			}
+			continue
+		}
 		st, err := unix.GetsockoptTpacketStatsV3(q.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
 		if err != nil {
 			continue

@@ -7,13 +7,20 @@ import (
 	"vswitch/internal/nstest"
 )
 
-// benchRecv measures the receive path over a synthetic ring of two blocks
-// filled with frames, handed back to "the kernel" and re-armed whenever
-// the walk has drained them. One op is one Recv call.
-func benchRecv(b *testing.B, frames []synthFrame, blockSize int) {
-	q := newSynthQueue(blockSize, 2)
-	for i := 0; i < 2; i++ {
-		fillBlock(b, q.block(i), frames)
+// benchRecv measures the receive path over a synthetic ring, filled with
+// frames (V3: every block holds all of them; V2: one frame per slot,
+// cycling through them), handed back to "the kernel" and re-armed
+// whenever the walk has drained it. One op is one Recv call.
+func benchRecv(b *testing.B, q *rxQueue, frames []synthFrame) {
+	r := &synthRing{q: q}
+	if q.v3 {
+		for i := 0; i < q.blockNr; i++ {
+			r.feed(b, frames...)
+		}
+	} else {
+		for i := 0; i < q.frameNr; i++ {
+			r.feed(b, frames[i%len(frames)])
+		}
 	}
 	tmpl := append([]byte{}, q.ring...)
 	pool := packet.NewPool(256, packet.DefaultBufSize)
@@ -26,7 +33,7 @@ func benchRecv(b *testing.B, frames []synthFrame, blockSize int) {
 		n := q.recv(pool, &batch)
 		if n == 0 {
 			b.StopTimer()
-			copy(q.ring, tmpl) // the kernel refills both blocks
+			copy(q.ring, tmpl) // the kernel refills the ring
 			b.StartTimer()
 			continue
 		}
@@ -38,27 +45,36 @@ func benchRecv(b *testing.B, frames []synthFrame, blockSize int) {
 	}
 }
 
+// benchRings runs a receive benchmark over a V2 ring of the default
+// geometry (two 4 MiB blocks) and over a V3 ring of two 256 KiB blocks,
+// each filled with as many of the frame as fit.
+func benchRings(b *testing.B, frame synthFrame) {
+	b.Run("V2", func(b *testing.B) {
+		benchRecv(b, newSynthQueueV2(DefaultRxFrameSize, maxRxBlockSize, 2), []synthFrame{frame})
+	})
+	b.Run("V3", func(b *testing.B) {
+		const bs = 1 << 18
+		per := (synthMacOff + len(frame.data) + 15) &^ 15
+		frames := make([]synthFrame, (bs-blockDescLen)/per)
+		for i := range frames {
+			frames[i] = frame
+		}
+		benchRecv(b, newSynthQueue(bs, 2), frames)
+	})
+}
+
 func BenchmarkRecv64(b *testing.B) {
-	var frames []synthFrame
-	for i := 0; i < (1<<18-blockDescLen)/160; i++ {
-		frames = append(frames, synthFrame{data: sized(60, uint16(i))})
-	}
-	benchRecv(b, frames, 1<<18)
+	benchRings(b, synthFrame{data: sized(60, 1)})
 }
 
 func BenchmarkRecvVLANPartialCsum(b *testing.B) {
 	f, vh := partialUDP(1400)
-	var frames []synthFrame
-	for i := 0; i < (1<<18-blockDescLen)/1600; i++ {
-		frames = append(frames, synthFrame{data: f, vh: vh, vlan: true, tci: 100})
-	}
-	benchRecv(b, frames, 1<<18)
+	benchRings(b, synthFrame{data: f, vh: vh, vlan: true, tci: 100})
 }
 
 func BenchmarkRecvGSO64K(b *testing.B) {
 	super, vh := tcpSuper(44*1448, 1448)
-	frames := []synthFrame{{data: super, vh: vh}, {data: super, vh: vh}, {data: super, vh: vh}}
-	benchRecv(b, frames, 1<<18)
+	benchRings(b, synthFrame{data: super, vh: vh})
 }
 
 // BenchmarkSend64 sends batches of 32 64-byte frames through the tx ring

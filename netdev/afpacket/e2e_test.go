@@ -67,27 +67,41 @@ func newSwitchTopo(t *testing.T, opts Options, npmd int) *switchTopo {
 	return s
 }
 
+// rings are the receive ring versions every e2e test runs with.
+var rings = []RingVersion{RingV2, RingV3}
+
 // TestE2ESingleQueue runs the whole end-to-end suite through ports with one
-// queue pair and one PMD.
+// queue pair and one PMD, for each receive ring version.
 func TestE2ESingleQueue(t *testing.T) {
-	s := runSuite(t, Options{}, 1)
-	if s.p1.NumRxQueues() != 1 || s.p1.NumTxQueues() != 1 {
-		t.Errorf("queues %d/%d, want 1/1", s.p1.NumRxQueues(), s.p1.NumTxQueues())
+	for _, ring := range rings {
+		t.Run(ring.String(), func(t *testing.T) {
+			s := runSuite(t, Options{RxRing: ring}, 1)
+			if s.p1.NumRxQueues() != 1 || s.p1.NumTxQueues() != 1 {
+				t.Errorf("queues %d/%d, want 1/1", s.p1.NumRxQueues(), s.p1.NumTxQueues())
+			}
+			if s.p1.rx[0].v3 != (ring == RingV3) {
+				t.Errorf("rx ring is not %v", ring)
+			}
+		})
 	}
 }
 
 // TestE2EFanout runs it with two queue pairs per port (a PACKET_FANOUT
-// hash group on receive) and two PMDs.
+// hash group on receive) and two PMDs, for each receive ring version.
 func TestE2EFanout(t *testing.T) {
-	s := runSuite(t, Options{Queues: 2}, 2)
-	// The flood's 64 source ports must have been spread over both sockets
-	// of the fanout group.
-	for _, p := range []*Port{s.p1, s.p2} {
-		for q := range p.rx {
-			if p.counters[q].RxPackets.Load() == 0 {
-				t.Errorf("%s rx queue %d received nothing", p.Name(), q)
+	for _, ring := range rings {
+		t.Run(ring.String(), func(t *testing.T) {
+			s := runSuite(t, Options{Queues: 2, RxRing: ring}, 2)
+			// The flood's 64 source ports must have been spread over both
+			// sockets of the fanout group.
+			for _, p := range []*Port{s.p1, s.p2} {
+				for q := range p.rx {
+					if p.counters[q].RxPackets.Load() == 0 {
+						t.Errorf("%s rx queue %d received nothing", p.Name(), q)
+					}
+				}
 			}
-		}
+		})
 	}
 }
 

@@ -30,10 +30,21 @@ const (
 
 	// tp2HdrLen is TPACKET_ALIGN(sizeof(struct tpacket2_hdr)): where the
 	// kernel expects a tx frame's data (tp_hdrlen - sizeof(sockaddr_ll))
-	// when PACKET_TX_HAS_OFF is not set.
-	tp2HdrLen    = 32
-	tp2StatusOff = 0
-	tp2LenOff    = 4
+	// when PACKET_TX_HAS_OFF is not set, and the least offset of a
+	// received frame in its slot.
+	tp2HdrLen = 32
+	// tp2HdrLenAddr is TPACKET2_HDRLEN: the header and a sockaddr_ll,
+	// which the kernel places the received frame behind.
+	tp2HdrLenAddr = 52
+	// Offsets in struct tpacket2_hdr.
+	tp2StatusOff   = 0
+	tp2LenOff      = 4
+	tp2SnaplenOff  = 8
+	tp2MacOff      = 12
+	tp2VlanTCIOff  = 24
+	tp2VlanTPIDOff = 26
+	// tpAlign is TPACKET_ALIGNMENT.
+	tpAlign = 16
 
 	// Status bits (TP_STATUS_*).
 	statusKernel        = 0
@@ -50,13 +61,14 @@ const (
 	tpid8021AD = 0x88a8
 )
 
-// frameDesc is what the receive path needs from one tpacket3_hdr, with
-// offsets made absolute within the block.
+// frameDesc is what the receive path needs from one tpacket3_hdr or
+// tpacket2_hdr, with offsets made absolute within the region the frame
+// lies in (a V3 block, a V2 slot).
 type frameDesc struct {
-	mac    int // offset of the frame (Ethernet header) in the block
-	snap   int // bytes of the frame present in the block
+	mac    int // offset of the frame (Ethernet header) in the region
+	snap   int // bytes of the frame present in the region
 	wire   int // length of the frame on the wire
-	next   int // distance to the next frame's header (0 for the last)
+	next   int // V3: distance to the next frame's header (0 for the last)
 	status uint32
 	tci    uint16
 	tpid   uint16
@@ -85,12 +97,12 @@ func parseBlockHeader(blk []byte) (num uint32, first int, ok bool) {
 	return num, first, true
 }
 
-// parseFrame reads the tpacket3_hdr at off in blk. Nothing the kernel wrote
+// parseFrameV3 reads the tpacket3_hdr at off in blk. Nothing the kernel wrote
 // is trusted: ok is false unless the header and the frame lie inside the
 // block, past the block descriptor, with room in front of the frame for
 // headroom bytes (the vnet header, and a VLAN tag inserted in place), and
 // unless a frame that is not the last one points forward to a next header.
-func parseFrame(blk []byte, off, headroom int, last bool) (d frameDesc, ok bool) {
+func parseFrameV3(blk []byte, off, headroom int, last bool) (d frameDesc, ok bool) {
 	if off < blockDescLen || off > len(blk)-tp3HdrLen {
 		return d, false
 	}
@@ -118,9 +130,30 @@ func parseFrame(blk []byte, off, headroom int, last bool) (d frameDesc, ok bool)
 	return d, true
 }
 
+// parseFrameV2 reads the tpacket2_hdr at the start of slot, whose status
+// word the caller has loaded. As with V3, nothing the kernel wrote is
+// trusted: ok is false unless the frame lies inside the slot behind the
+// header, with headroom bytes free in front of it.
+func parseFrameV2(slot []byte, status uint32, headroom int) (d frameDesc, ok bool) {
+	if len(slot) < tp2HdrLen {
+		return d, false
+	}
+	h := slot[:tp2HdrLen]
+	d.status = status
+	d.wire = int(binary.LittleEndian.Uint32(h[tp2LenOff:]))
+	d.snap = int(binary.LittleEndian.Uint32(h[tp2SnaplenOff:]))
+	d.mac = int(binary.LittleEndian.Uint16(h[tp2MacOff:]))
+	d.tci = binary.LittleEndian.Uint16(h[tp2VlanTCIOff:])
+	d.tpid = binary.LittleEndian.Uint16(h[tp2VlanTPIDOff:])
+	if d.mac < tp2HdrLen+headroom || d.snap > len(slot)-d.mac {
+		return d, false
+	}
+	return d, true
+}
+
 // insertVLAN re-inserts the tag the kernel stripped into tp_vlan_tci: it
-// moves the two MAC addresses of the frame at blk[mac:] 4 bytes forward
-// into the bytes in front of it (the caller has checked they are free) and
+// moves the two MAC addresses of the frame at blk[mac:] 4 bytes towards
+// the start of blk, into the bytes in front of the frame (the caller has checked they are free) and
 // writes the tag between them and the EtherType. It returns the new offset
 // of the frame. The frame must be at least 12 bytes long.
 func insertVLAN(blk []byte, mac int, tpid, tci uint16) int {

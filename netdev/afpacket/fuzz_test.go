@@ -34,6 +34,7 @@ func FuzzRxBlock(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		q := &rxQueue{
 			fd:        -1,
+			v3:        true,
 			ring:      make([]byte, 2*fuzzBlockSize),
 			blockSize: fuzzBlockSize,
 			blockNr:   1, // the second block is the guard
@@ -80,4 +81,100 @@ func FuzzRxBlock(f *testing.F) {
 			t.Fatalf("pool: %d of %d buffers back", pool.Available(), pool.Size())
 		}
 	})
+}
+
+// Geometry of the fuzzed V2 ring: four slots, two to a block, with the
+// rest of each block unused (as the kernel leaves it).
+const (
+	fuzzSlotSize  = 2048
+	fuzzV2Block   = 2*fuzzSlotSize + 512
+	fuzzV2Blocks  = 2
+	fuzzV2RingLen = fuzzV2Block * fuzzV2Blocks
+)
+
+// FuzzRxRingV2 hands the receive path a V2 ring whose every byte comes
+// from the fuzzer (tp_status flags, tp_len, tp_snaplen, tp_mac, VLAN
+// fields, vnet headers, frames), with every slot marked as handed over,
+// as if a hostile kernel had written it. Each slot is a slice capped at
+// its end, so reading or writing outside a slot panics; the unused tails
+// of the blocks and a guard after the ring are filled with a pattern that
+// must stay intact. The walk must end in bounded time with every slot
+// handed back, deliver only frames that fit a pool buffer, and return
+// every buffer to the pool.
+func FuzzRxRingV2(f *testing.F) {
+	seed := func(frames ...synthFrame) {
+		q := newSynthQueueV2(fuzzSlotSize, fuzzV2Block, fuzzV2Blocks)
+		for i, fr := range frames {
+			fillSlot(f, q.slot(i), fr)
+		}
+		f.Add(q.ring)
+	}
+	udp, uh := partialUDP(64)
+	tcp, th := tcpSuper(1500, 500)
+	seed(synthFrame{data: sized(60, 1)}, synthFrame{data: sized(300, 2)})
+	seed(synthFrame{data: udp, vh: uh, vlan: true, tci: 7}, synthFrame{data: sized(60, 1), vlan: true, tpidValid: true, tpid: 0x88a8, tci: 9})
+	seed(synthFrame{data: tcp, vh: th}, synthFrame{data: sized(64, 3)[:13]}, synthFrame{data: tcp, vh: th, vlan: true, tci: 3})
+	seed(synthFrame{data: tcp, vh: vnethdr.Header{GSOType: vnethdr.GSOUDPL4, GSOSize: 100}})
+	seed(synthFrame{data: sized(500, 4), wire: 900}, synthFrame{data: sized(1900, 5)}) // the second is truncated by its slot
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		q := newSynthQueueV2(fuzzSlotSize, fuzzV2Block, fuzzV2Blocks)
+		const guardLen = 4096
+		mem := make([]byte, fuzzV2RingLen+guardLen)
+		q.ring = mem[:fuzzV2RingLen:fuzzV2RingLen]
+		copy(q.ring, data)
+		pattern := func(i int) byte { return byte(i*31 + 7) }
+		for i := range mem {
+			if !inSlot(q, i) {
+				mem[i] = pattern(i)
+			}
+		}
+		for i := 0; i < q.frameNr; i++ {
+			s := q.slot(i)
+			storeStatus(s[tp2StatusOff:], loadStatus(s[tp2StatusOff:])|statusUser)
+		}
+		pool := packet.NewPool(packet.BatchSize*2, packet.DefaultBufSize)
+		var b packet.Batch
+		// Four 2 KiB slots cannot yield more than this many segments.
+		for iter := 0; ; iter++ {
+			if iter > fuzzV2RingLen {
+				t.Fatal("the walk does not end")
+			}
+			b.Reset()
+			n := q.recv(pool, &b)
+			for _, p := range b.Packets() {
+				if p.Len() < ethHdrLen || p.Len() > p.Cap() {
+					t.Fatalf("delivered a frame of %d bytes", p.Len())
+				}
+			}
+			b.FreeAll()
+			if n == 0 {
+				break
+			}
+		}
+		if q.segmenting || q.cur != 0 {
+			t.Fatalf("walk stopped at slot %d (segmenting %v), want all four taken", q.cur, q.segmenting)
+		}
+		for i := 0; i < q.frameNr; i++ {
+			if loadStatus(q.slot(i)[tp2StatusOff:]) != statusKernel {
+				t.Fatalf("slot %d not handed back", i)
+			}
+		}
+		for i := range mem {
+			if !inSlot(q, i) && mem[i] != pattern(i) {
+				t.Fatalf("wrote outside the slots at %d", i)
+			}
+		}
+		if pool.Available() != pool.Size() {
+			t.Fatalf("pool: %d of %d buffers back", pool.Available(), pool.Size())
+		}
+	})
+}
+
+// inSlot reports whether byte i of the ring's memory lies in a slot.
+func inSlot(q *rxQueue, i int) bool {
+	if i >= q.blockSize*q.blockNr {
+		return false
+	}
+	return i%q.blockSize < q.framesPerBlock*q.frameSize
 }

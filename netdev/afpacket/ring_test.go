@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"vswitch/datapath/packet"
+	"vswitch/internal/nstest"
 	"vswitch/netdev"
 	"vswitch/netdev/vnethdr"
 )
 
-// synthFrame is one frame as the kernel would write it into a V3 block.
+// synthFrame is one frame as the kernel would write it into a ring.
 type synthFrame struct {
 	data       []byte // the frame as captured (tag stripped)
 	wire       int    // tp_len; 0 means len(data)
@@ -22,9 +23,32 @@ type synthFrame struct {
 	statusBits uint32
 }
 
-// synthMacOff is where the kernel puts the frame relative to its
-// tpacket3_hdr with PACKET_VNET_HDR: TPACKET_ALIGN(68+16) + 10 - 14.
-const synthMacOff = 82
+// status returns the tp_status the kernel would give f.
+func (f *synthFrame) status() uint32 {
+	st := uint32(statusUser) | f.statusBits
+	if f.vlan {
+		st |= statusVLANValid
+		if f.tpidValid {
+			st |= statusVLANTPIDValid
+		}
+	}
+	return st
+}
+
+func (f *synthFrame) wireLen() int {
+	if f.wire == 0 {
+		return len(f.data)
+	}
+	return f.wire
+}
+
+// synthMacOff is where the kernel puts an untagged Ethernet frame relative
+// to its tpacket3_hdr with PACKET_VNET_HDR: TPACKET_ALIGN(68+16) + 10 - 14.
+const synthMacOff = 92
+
+// synthMacOffV2 is the same for a tpacket2_hdr: TPACKET_ALIGN(52+16) + 10
+// - 14.
+const synthMacOffV2 = 76
 
 // fillBlock writes frames into blk the way tpacket_rcv does and hands the
 // block to user space.
@@ -42,23 +66,16 @@ func fillBlock(t testing.TB, blk []byte, frames []synthFrame) {
 		if i < len(frames)-1 {
 			next = (synthMacOff + len(f.data) + 15) &^ 15
 		}
-		wire := f.wire
-		if wire == 0 {
-			wire = len(f.data)
-		}
-		st := uint32(statusUser) | f.statusBits
 		if f.vlan {
-			st |= statusVLANValid
 			binary.LittleEndian.PutUint32(h[tp3VlanTCIOff:], uint32(f.tci))
 			if f.tpidValid {
-				st |= statusVLANTPIDValid
 				binary.LittleEndian.PutUint16(h[tp3VlanTPID:], f.tpid)
 			}
 		}
 		binary.LittleEndian.PutUint32(h[tp3NextOff:], uint32(next))
 		binary.LittleEndian.PutUint32(h[tp3SnaplenOff:], uint32(len(f.data)))
-		binary.LittleEndian.PutUint32(h[tp3LenOff:], uint32(wire))
-		binary.LittleEndian.PutUint32(h[tp3StatusOff:], st)
+		binary.LittleEndian.PutUint32(h[tp3LenOff:], uint32(f.wireLen()))
+		binary.LittleEndian.PutUint32(h[tp3StatusOff:], f.status())
 		binary.LittleEndian.PutUint16(h[tp3MacOff:], synthMacOff)
 		f.vh.Encode(h[synthMacOff-vnethdr.Len:])
 		copy(h[synthMacOff:], f.data)
@@ -69,15 +86,112 @@ func fillBlock(t testing.TB, blk []byte, frames []synthFrame) {
 	storeStatus(blk[blkStatusOff:], statusUser)
 }
 
-// newSynthQueue returns an rx queue over a Go-allocated ring.
+// fillSlot writes f into a V2 slot the way tpacket_rcv does (truncating
+// it to the slot, as the kernel does) and hands the slot to user space.
+func fillSlot(t testing.TB, slot []byte, f synthFrame) {
+	t.Helper()
+	clear(slot)
+	snap := min(len(f.data), len(slot)-synthMacOffV2)
+	binary.LittleEndian.PutUint32(slot[tp2LenOff:], uint32(f.wireLen()))
+	binary.LittleEndian.PutUint32(slot[tp2SnaplenOff:], uint32(snap))
+	binary.LittleEndian.PutUint16(slot[tp2MacOff:], synthMacOffV2)
+	binary.LittleEndian.PutUint16(slot[tp2MacOff+2:], synthMacOffV2+ethHdrLen) // tp_net
+	if f.vlan {
+		binary.LittleEndian.PutUint16(slot[tp2VlanTCIOff:], f.tci)
+		if f.tpidValid {
+			binary.LittleEndian.PutUint16(slot[tp2VlanTPIDOff:], f.tpid)
+		}
+	}
+	f.vh.Encode(slot[synthMacOffV2-vnethdr.Len:])
+	copy(slot[synthMacOffV2:], f.data[:snap])
+	storeStatus(slot[tp2StatusOff:], f.status())
+}
+
+// newSynthQueue returns a V3 rx queue over a Go-allocated ring.
 func newSynthQueue(blockSize, blockNr int) *rxQueue {
 	return &rxQueue{
 		fd:        -1,
+		v3:        true,
 		ring:      make([]byte, blockSize*blockNr),
 		blockSize: blockSize,
 		blockNr:   blockNr,
 		vnet:      true,
 		c:         new(netdev.Counters),
+	}
+}
+
+// newSynthQueueV2 returns a V2 rx queue over a Go-allocated ring of
+// blockNr blocks of blockSize bytes, each holding as many slots of
+// frameSize bytes as fit.
+func newSynthQueueV2(frameSize, blockSize, blockNr int) *rxQueue {
+	per := blockSize / frameSize
+	return &rxQueue{
+		fd:             -1,
+		ring:           make([]byte, blockSize*blockNr),
+		blockSize:      blockSize,
+		blockNr:        blockNr,
+		frameSize:      frameSize,
+		framesPerBlock: per,
+		frameNr:        per * blockNr,
+		vnet:           true,
+		c:              new(netdev.Counters),
+	}
+}
+
+// synthRing plays the kernel's side of a ring of either version: feed
+// writes frames where the kernel would write them next and hands them
+// over (a V3 block per call, a V2 slot per frame).
+type synthRing struct {
+	q    *rxQueue
+	head int
+}
+
+// newSynthRing returns a ring of the given version with room for at least
+// 8 feeds of frames up to 64 KiB: V3 blocks of 128 KiB; V2 slots of the
+// default size, two to a block of 33 pages, so that the block stride
+// differs from the slot stride.
+func newSynthRing(v RingVersion) *synthRing {
+	if v == RingV3 {
+		return &synthRing{q: newSynthQueue(1<<17, 8)}
+	}
+	return &synthRing{q: newSynthQueueV2(DefaultRxFrameSize, 33*4096, 4)}
+}
+
+func (r *synthRing) feed(t testing.TB, frames ...synthFrame) {
+	t.Helper()
+	q := r.q
+	if q.v3 {
+		blk := q.block(r.head)
+		if loadStatus(blk[blkStatusOff:]) != statusKernel {
+			t.Fatalf("block %d still belongs to user space", r.head)
+		}
+		fillBlock(t, blk, frames)
+		r.head = (r.head + 1) % q.blockNr
+		return
+	}
+	for _, f := range frames {
+		s := q.slot(r.head)
+		if loadStatus(s[tp2StatusOff:]) != statusKernel {
+			t.Fatalf("slot %d still belongs to user space", r.head)
+		}
+		fillSlot(t, s, f)
+		r.head = (r.head + 1) % q.frameNr
+	}
+}
+
+// userOwned reports whether region i (a V3 block, a V2 slot) is still
+// with user space.
+func (r *synthRing) userOwned(i int) bool {
+	if r.q.v3 {
+		return loadStatus(r.q.block(i)[blkStatusOff:]) != statusKernel
+	}
+	return loadStatus(r.q.slot(i)[tp2StatusOff:]) != statusKernel
+}
+
+// forEachRing runs f as a subtest for each ring version.
+func forEachRing(t *testing.T, f func(t *testing.T, r *synthRing)) {
+	for _, v := range []RingVersion{RingV2, RingV3} {
+		t.Run(v.String(), func(t *testing.T) { f(t, newSynthRing(v)) })
 	}
 }
 
@@ -152,17 +266,140 @@ func TestRxWalkReleasesBlocksInOrder(t *testing.T) {
 	}
 }
 
-func TestRxVLANRestore(t *testing.T) {
-	q := newSynthQueue(8192, 1)
+func TestRxV2WalkReleasesSlotsInOrder(t *testing.T) {
+	r := newSynthRing(RingV2)
+	q := r.q
+	// Two slots per block, and the block is longer than two slots: the
+	// third slot starts at the second block, not at 2*frameSize.
+	if &q.slot(1)[0] != &q.ring[q.frameSize] || &q.slot(2)[0] != &q.ring[q.blockSize] || q.blockSize == 2*q.frameSize {
+		t.Fatal("slots do not follow the kernel's block layout")
+	}
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	var want [][]byte
+	var frames []synthFrame
+	for i := 0; i < q.frameNr-1; i++ {
+		f := sized(60+i*100, uint16(i))
+		want = append(want, f)
+		frames = append(frames, synthFrame{data: f})
+	}
+	// A lone frame is taken at once, without waiting for the others.
+	r.feed(t, frames[0])
+	if got := recvAll(q, pool); len(got) != 1 || !bytes.Equal(got[0], want[0]) {
+		t.Fatalf("lone frame: got %d frames", len(got))
+	}
+	r.feed(t, frames[1:]...)
+	got := recvAll(q, pool)
+	if len(got) != len(want)-1 {
+		t.Fatalf("got %d frames, want %d", len(got), len(want)-1)
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], want[i+1]) {
+			t.Errorf("frame %d differs", i+1)
+		}
+	}
+	for i := 0; i < q.frameNr; i++ {
+		if r.userOwned(i) {
+			t.Errorf("slot %d not handed back", i)
+		}
+	}
+	if q.cur != q.frameNr-1 {
+		t.Fatalf("walk at slot %d, want %d", q.cur, q.frameNr-1)
+	}
+	// The walk stops at a slot the kernel still owns even if a later one
+	// is ready (the kernel fills slots in order; it never skips one).
+	fillSlot(t, q.slot(0), synthFrame{data: sized(70, 99)})
+	if got := recvAll(q, pool); len(got) != 0 {
+		t.Fatalf("took %d frames past a slot the kernel owns", len(got))
+	}
+	// Wrap round: the last slot, then slot 0.
+	last := sized(80, 98)
+	fillSlot(t, q.slot(q.frameNr-1), synthFrame{data: last})
+	got = recvAll(q, pool)
+	if len(got) != 2 || !bytes.Equal(got[0], last) || binary.BigEndian.Uint16(got[1][34:]) != 99 {
+		t.Fatalf("after wrap got %d frames", len(got))
+	}
+	if q.cur != 1 {
+		t.Errorf("walk at slot %d after wrapping, want 1", q.cur)
+	}
+	s := netdev.Stats{}
+	q.c.AddTo(&s)
+	if s.RxPackets != uint64(q.frameNr+1) || s.RxErrors != 0 {
+		t.Errorf("counters %+v", s)
+	}
+	if pool.Available() != pool.Size() {
+		t.Errorf("pool leak: %d of %d", pool.Available(), pool.Size())
+	}
+}
+
+// TestRxV2LosingIsInformational checks that TP_STATUS_LOSING (the kernel
+// dropped frames before this one) and the checksum status bits do not get
+// a frame rejected.
+func TestRxV2LosingIsInformational(t *testing.T) {
+	r := newSynthRing(RingV2)
+	pool := packet.NewPool(8, packet.DefaultBufSize)
+	f := sized(64, 1)
+	const csumValid = 1 << 7 // TP_STATUS_CSUM_VALID
+	r.feed(t, synthFrame{data: f, statusBits: statusLosing}, synthFrame{data: f, statusBits: csumValid})
+	if got := recvAll(r.q, pool); len(got) != 2 || !bytes.Equal(got[0], f) || !bytes.Equal(got[1], f) {
+		t.Fatalf("got %d frames, want 2", len(got))
+	}
+}
+
+// TestRxV2SuperFrameFitsDefaultSlot feeds the largest GSO super-frame
+// (a 65,535-byte IP datagram, QinQ with the inner tag left in the frame)
+// at the offset the kernel would use into a slot of the default size.
+func TestRxV2SuperFrameFitsDefaultSlot(t *testing.T) {
+	if MinRxFrameSize != 65632 || DefaultRxFrameSize < MinRxFrameSize || DefaultRxFrameSize%tpAlign != 0 {
+		t.Fatalf("MinRxFrameSize %d, default %d", MinRxFrameSize, DefaultRxFrameSize)
+	}
+	const mss = 1448
+	super, vh := tcpSuper(65535-40, mss)
+	// Put an inner 802.1Q tag into the frame: the link header grows to
+	// 18 bytes, and the kernel moves the frame 4 bytes back
+	// (TPACKET_ALIGN(52+18) + 10 - 18 = 72).
+	inner := append(append(append([]byte{}, super[:12]...), 0x81, 0x00, 0, 7), super[12:]...)
+	vh.HdrLen += vlanLen
+	vh.CsumStart += vlanLen
+	q := newSynthQueueV2(DefaultRxFrameSize, maxRxBlockSize, 1)
+	slot := q.slot(0)
+	fillSlot(t, slot, synthFrame{data: inner, vh: vh, vlan: true, tpidValid: true, tpid: tpid8021AD, tci: 5})
+	const mac = 72
+	if mac+len(inner) > len(slot) {
+		t.Fatalf("a %d-byte frame at %d does not fit a %d-byte slot", len(inner), mac, len(slot))
+	}
+	// Redo the layout at the kernel's offset.
+	copy(slot[mac-vnethdr.Len:], slot[synthMacOffV2-vnethdr.Len:synthMacOffV2+len(inner)])
+	binary.LittleEndian.PutUint16(slot[tp2MacOff:], mac)
+	pool := packet.NewPool(128, packet.DefaultBufSize)
+	got := recvAll(q, pool)
+	if want := (65535 - 40 + mss - 1) / mss; len(got) != want {
+		t.Fatalf("got %d segments, want %d", len(got), want)
+	}
+	for i, g := range got {
+		if tags := frameTags(g); len(tags) != 2 || tags[0] != [2]uint16{tpid8021AD, 5} || tags[1] != [2]uint16{tpid8021Q, 7} {
+			t.Fatalf("segment %d: tags %04x", i, tags)
+		}
+	}
+	s := netdev.Stats{}
+	q.c.AddTo(&s)
+	if s.RxErrors != 0 {
+		t.Errorf("RxErrors %d", s.RxErrors)
+	}
+}
+
+func TestRxVLANRestore(t *testing.T) { forEachRing(t, testRxVLANRestore) }
+
+func testRxVLANRestore(t *testing.T, r *synthRing) {
+	q := r.q
 	pool := packet.NewPool(8, packet.DefaultBufSize)
 	f := sized(64, 7)
-	fillBlock(t, q.block(0), []synthFrame{
+	r.feed(t, []synthFrame{
 		{data: f, vlan: true, tci: 5<<13 | 100},                        // TPID not reported: 802.1Q
 		{data: f, vlan: true, tpidValid: true, tpid: 0x88a8, tci: 200}, // 802.1ad
 		{data: f, vlan: true, tpidValid: true, tpid: 0x8100, tci: 0},   // priority tag
 		{data: f}, // untagged stays so
 		{data: f[:12], vlan: true, tpidValid: true, tpid: 0x8100, tci: 300}, // runt even with its tag
-	})
+	}...)
 	got := recvAll(q, pool)
 	want := [][2]uint16{{0x8100, 5<<13 | 100}, {0x88a8, 200}, {0x8100, 0}}
 	if len(got) != 4 {
@@ -199,17 +436,19 @@ func partialUDP(payload int) ([]byte, vnethdr.Header) {
 	return f, vnethdr.Header{Flags: vnethdr.FlagNeedsCsum, CsumStart: 34, CsumOffset: 6}
 }
 
-func TestRxPartialChecksum(t *testing.T) {
-	q := newSynthQueue(8192, 1)
+func TestRxPartialChecksum(t *testing.T) { forEachRing(t, testRxPartialChecksum) }
+
+func testRxPartialChecksum(t *testing.T, r *synthRing) {
+	q := r.q
 	pool := packet.NewPool(8, packet.DefaultBufSize)
 	f, vh := partialUDP(100)
 	bad := vh
 	bad.CsumStart = 2000 // points past the frame
-	fillBlock(t, q.block(0), []synthFrame{
+	r.feed(t, []synthFrame{
 		{data: f, vh: vh},
 		{data: f, vh: vh, vlan: true, tci: 10}, // csum_start measured without the tag
 		{data: f, vh: bad},
-	})
+	}...)
 	got := recvAll(q, pool)
 	if len(got) != 2 {
 		t.Fatalf("got %d frames, want 2", len(got))
@@ -226,18 +465,20 @@ func TestRxPartialChecksum(t *testing.T) {
 	}
 }
 
-func TestRxErrorsCounted(t *testing.T) {
-	q := newSynthQueue(16384, 1)
+func TestRxErrorsCounted(t *testing.T) { forEachRing(t, testRxErrorsCounted) }
+
+func testRxErrorsCounted(t *testing.T, r *synthRing) {
+	q := r.q
 	pool := packet.NewPool(8, packet.DefaultBufSize)
 	good := sized(100, 1)
-	fillBlock(t, q.block(0), []synthFrame{
+	r.feed(t, []synthFrame{
 		{data: sized(60, 2)[:13]},        // runt
 		{data: good},                     // fine
 		{data: sized(500, 3), wire: 600}, // truncated by the kernel
 		{data: sized(3000, 4)},           // larger than a pool buffer, not GSO
 		{data: good, vh: vnethdr.Header{GSOType: vnethdr.GSOTCPv4, GSOSize: 100}}, // GSO type on a UDP frame
 		{data: good},
-	})
+	}...)
 	got := recvAll(q, pool)
 	if len(got) != 2 || !bytes.Equal(got[0], good) || !bytes.Equal(got[1], good) {
 		t.Fatalf("got %d frames, want the 2 good ones", len(got))
@@ -275,28 +516,30 @@ func tcpSuper(payload, mss int) ([]byte, vnethdr.Header) {
 	return f, vnethdr.Header{Flags: vnethdr.FlagNeedsCsum, GSOType: vnethdr.GSOTCPv4, GSOSize: uint16(mss), HdrLen: 54, CsumStart: 34, CsumOffset: 16}
 }
 
-func TestRxGSOSpansBatches(t *testing.T) {
-	q := newSynthQueue(1<<17, 2)
+func TestRxGSOSpansBatches(t *testing.T) { forEachRing(t, testRxGSOSpansBatches) }
+
+func testRxGSOSpansBatches(t *testing.T, r *synthRing) {
+	q := r.q
 	pool := packet.NewPool(128, packet.DefaultBufSize)
 	const mss, nseg = 1000, 40
 	super, vh := tcpSuper(mss*nseg, mss)
 	after := sized(80, 5)
-	fillBlock(t, q.block(0), []synthFrame{{data: super, vh: vh, vlan: true, tci: 42}, {data: after}})
+	r.feed(t, synthFrame{data: super, vh: vh, vlan: true, tci: 42}, synthFrame{data: after})
 
 	var b packet.Batch
 	if n := q.recv(pool, &b); n != packet.BatchSize {
 		t.Fatalf("first batch %d, want %d", n, packet.BatchSize)
 	}
-	if loadStatus(q.block(0)[blkStatusOff:]) != statusUser || !q.segmenting {
-		t.Fatal("block released (or segmenting stopped) while the super-frame still has segments")
+	if !r.userOwned(0) || !q.segmenting {
+		t.Fatal("ring region released (or segmenting stopped) while the super-frame still has segments")
 	}
 	segs := b.Packets()
 	var b2 packet.Batch
 	if n := q.recv(pool, &b2); n != nseg-packet.BatchSize+1 {
 		t.Fatalf("second batch %d, want %d", n, nseg-packet.BatchSize+1)
 	}
-	if loadStatus(q.block(0)[blkStatusOff:]) != statusKernel {
-		t.Error("block not handed back after its last frame")
+	if r.userOwned(0) || r.userOwned(1) {
+		t.Error("ring region not handed back after its last frame")
 	}
 	all := append(append([]*packet.Packet{}, segs...), b2.Packets()[:b2.N-1]...)
 	for i, p := range all {
@@ -329,14 +572,16 @@ func TestRxGSOSpansBatches(t *testing.T) {
 	}
 }
 
-func TestRxPoolStarvationLosesNothing(t *testing.T) {
-	q := newSynthQueue(8192, 1)
+func TestRxPoolStarvationLosesNothing(t *testing.T) { forEachRing(t, testRxPoolStarvationLosesNothing) }
+
+func testRxPoolStarvationLosesNothing(t *testing.T, r *synthRing) {
+	q := r.q
 	pool := packet.NewPool(2, packet.DefaultBufSize)
 	var frames []synthFrame
 	for i := 0; i < 5; i++ {
 		frames = append(frames, synthFrame{data: sized(64, uint16(i))})
 	}
-	fillBlock(t, q.block(0), frames)
+	r.feed(t, frames...)
 	var seen []uint16
 	for round := 0; round < 10; round++ {
 		var b packet.Batch
@@ -395,9 +640,33 @@ func TestParseRejectsHostileOffsets(t *testing.T) {
 			binary.LittleEndian.PutUint32(h[tp3SnaplenOff:], c.snap)
 			binary.LittleEndian.PutUint16(h[tp3MacOff:], uint16(c.mac))
 		}
-		if _, ok := parseFrame(blk, c.off, vnethdr.Len, c.last); ok {
+		if _, ok := parseFrameV3(blk, c.off, vnethdr.Len, c.last); ok {
 			t.Errorf("%s: accepted", c.name)
 		}
+	}
+	slot := make([]byte, 2048)
+	for _, c := range []struct {
+		name string
+		mac  int
+		snap uint32
+	}{
+		{"mac inside header", 20, 10},
+		{"no room for vnet header", tp2HdrLen + 4, 10},
+		{"frame past slot", 76, 2048 - 75},
+		{"mac past slot", 4000, 0},
+		{"huge snaplen", 76, 1 << 31},
+	} {
+		clear(slot)
+		binary.LittleEndian.PutUint16(slot[tp2MacOff:], uint16(c.mac))
+		binary.LittleEndian.PutUint32(slot[tp2SnaplenOff:], c.snap)
+		if _, ok := parseFrameV2(slot, statusUser, vnethdr.Len); ok {
+			t.Errorf("V2 %s: accepted", c.name)
+		}
+	}
+	binary.LittleEndian.PutUint16(slot[tp2MacOff:], 76)
+	binary.LittleEndian.PutUint32(slot[tp2SnaplenOff:], 2048-76)
+	if d, ok := parseFrameV2(slot, statusUser, vnethdr.Len); !ok || d.mac != 76 || d.snap != 2048-76 {
+		t.Errorf("V2 frame filling its slot exactly rejected: %+v", d)
 	}
 	binary.LittleEndian.PutUint32(blk[blkNumPktsOff:], 1<<31)
 	binary.LittleEndian.PutUint32(blk[blkFirstPktOff:], blockDescLen)
@@ -412,7 +681,11 @@ func TestParseRejectsHostileOffsets(t *testing.T) {
 
 func TestNewRejectsBadOptionsAndInterfaces(t *testing.T) {
 	for _, o := range []Options{
-		{RxBlockSize: 5000},
+		{RxBlockSize: 5000, RxRing: RingV3},
+		{RxFrameSize: 2056 + 4},
+		{RxFrameSize: 1024},
+		{RxFrameSize: 8 << 20},
+		{RxRing: 7},
 		{TxFrameSize: 3000},
 		{TxFrameSize: 1024},
 		{Queues: 65},
@@ -426,8 +699,76 @@ func TestNewRejectsBadOptionsAndInterfaces(t *testing.T) {
 		p.Close()
 		t.Error("New on a missing interface succeeded")
 	}
-	o, err := Options{TxFrames: 100, TxFrameSize: 4096}.withDefaults()
-	if err != nil || o.TxFrames != 112 || o.Queues != 1 || o.RxBlockSize != DefaultRxBlockSize {
-		t.Errorf("defaults: %+v %v (tx frames must round up to whole 64 KiB blocks)", o, err)
+	o, err := Options{TxFrames: 100, TxFrameSize: 4096, RxRing: RingV3}.withDefaults()
+	if err != nil || o.TxFrames != 112 || o.Queues != 1 || o.RxBlockSize != DefaultRxBlockSize || o.RxBlocks != DefaultRxBlocks {
+		t.Errorf("V3 defaults: %+v %v (tx frames must round up to whole 64 KiB blocks)", o, err)
+	}
+	// V2 by default: 63 slots of 66,048 bytes in each of four 4 MiB
+	// blocks, 16 MiB per queue; a V3 block size set by hand is ignored.
+	o, err = Options{RxBlockSize: 5000}.withDefaults()
+	if err != nil || o.RxRing != RingV2 || o.RxFrameSize != 66048 || o.RxBlockSize != 4<<20 || o.RxBlocks != 4 || o.RxFrames != 252 {
+		t.Errorf("V2 defaults: %+v %v", o, err)
+	}
+	if o, err := (Options{RxFrames: 256}).withDefaults(); err != nil || o.RxFrames < 256 || o.RxFrames%(o.RxBlockSize/o.RxFrameSize) != 0 {
+		t.Errorf("V2 frames not rounded up to whole blocks: %+v %v", o, err)
+	}
+}
+
+// TestV2Geometry checks that the V2 ring's block size is a power of two
+// pages no larger than 4 MiB, holds at least the frames asked for, and
+// that no other such block size would need less memory.
+func TestV2Geometry(t *testing.T) {
+	const page = 4096
+	for _, c := range []struct{ frameSize, frames int }{
+		{66048, 252}, {66048, 256}, {66048, 1}, {65632, 100}, {2048, 100}, {2048, 1000}, {9216, 333}, {1 << 20, 10},
+	} {
+		bs, n := v2Geometry(c.frameSize, c.frames, page)
+		per := bs / max(c.frameSize, 1)
+		if bs < page || bs > maxRxBlockSize || bs&(bs-1) != 0 || per == 0 || n*per < c.frames {
+			t.Errorf("%+v: %d blocks of %d bytes", c, n, bs)
+			continue
+		}
+		for alt := page; alt <= maxRxBlockSize; alt *= 2 {
+			if ap := alt / c.frameSize; ap > 0 && (c.frames+ap-1)/ap*alt < n*bs {
+				t.Errorf("%+v: %d blocks of %d bytes, but blocks of %d need less", c, n, bs, alt)
+			}
+		}
+	}
+	if bs, n := v2Geometry(66048, 252, page); bs != 4<<20 || n != 4 {
+		t.Errorf("default geometry: %d blocks of %d bytes, want 4 of 4 MiB", n, bs)
+	}
+}
+
+// TestNewV2GeometryAcceptedByKernel opens V2 ports with several slot sizes
+// and counts: the kernel refuses a ring whose block size, slot size and
+// slot count do not add up, so New succeeding is the check.
+func TestNewV2GeometryAcceptedByKernel(t *testing.T) {
+	a, _ := nstest.TwoHosts(t)
+	for _, o := range []Options{
+		{},
+		{RxFrameSize: MinRxFrameSize, RxFrames: 100},
+		{RxFrameSize: 2048, RxFrames: 1000},
+		{RxFrameSize: 9216, RxFrames: 333, Queues: 2},
+	} {
+		want, err := o.withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(a.Port, o)
+		if err != nil {
+			t.Errorf("%+v: %v", o, err)
+			continue
+		}
+		for _, q := range p.rx {
+			if q.v3 || q.frameNr != want.RxFrames || q.frameNr < o.RxFrames || len(q.ring) != want.RxBlockSize*want.RxBlocks ||
+				q.framesPerBlock*q.blockNr != q.frameNr {
+				t.Errorf("%+v: ring of %d slots of %d in %d blocks of %d (%d bytes)", o, q.frameNr, q.frameSize, q.blockNr, q.blockSize, len(q.ring))
+			}
+		}
+		t.Logf("%d slots of %d bytes: %d blocks of %d KiB, %.1f MiB per queue",
+			want.RxFrames, want.RxFrameSize, want.RxBlocks, want.RxBlockSize>>10, float64(want.RxBlockSize*want.RxBlocks)/(1<<20))
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -6,44 +6,68 @@ import (
 	"vswitch/netdev/vnethdr"
 )
 
-// rxQueue is one receive socket and its TPACKET_V3 ring: blockNr blocks of
-// blockSize bytes, each holding a variable number of frames. The kernel
-// fills blocks in order and hands one over when it is full or its retire
-// timer fires; the PMD walks the frames and hands the block back when it
-// has taken everything out of it.
+// rxQueue is one receive socket and its ring, in one of two formats:
+//
+//   - TPACKET_V2 (v3 false): frameNr slots of frameSize bytes,
+//     framesPerBlock to a block of blockSize bytes (the rest of a block is
+//     unused). Every slot has its own status word; the kernel fills slots
+//     in order and hands each over as soon as it is written. The PMD
+//     takes the frame out and hands the slot back.
+//   - TPACKET_V3 (v3 true): blockNr blocks of blockSize bytes, each
+//     holding a variable number of frames. The kernel fills blocks in
+//     order and hands one over when it is full or its retire timer fires;
+//     the PMD walks the frames and hands the block back when it has taken
+//     everything out of it.
+//
+// Both walks feed the same per-frame step (take), so VLAN restore, vnet
+// header handling and copying behave alike.
 type rxQueue struct {
 	fd        int
 	ring      []byte
+	v3        bool
 	blockSize int
 	blockNr   int
 	vnet      bool // frames are preceded by a struct virtio_net_hdr
 
-	// The walk: block cur is open when open is set, with left frames
-	// still to take, the next one at off.
+	// V2 geometry.
+	frameSize      int
+	framesPerBlock int
+	frameNr        int
+
+	// The walk. V2: slot cur is the next to look at. V3: block cur is
+	// open when open is set, with left frames still to take, the next
+	// one at off.
 	cur  int
 	open bool
 	left uint32
 	off  int
 	next int // distance from off to the frame after it
 
-	// A GSO super-frame being cut into segments; it lives in block cur,
-	// which stays ours until the last segment has been taken.
+	// A GSO super-frame being cut into segments; it lives in slot or
+	// block cur, which stays ours until the last segment has been taken.
 	segmenting bool
 	seg        vnethdr.Segmenter
 
 	c *netdev.Counters
 }
 
-// block returns block i, capped so that no slice of it reaches past it.
+// block returns V3 block i, capped so that no slice of it reaches past it.
 func (q *rxQueue) block(i int) []byte {
 	s := i * q.blockSize
 	return q.ring[s : s+q.blockSize : s+q.blockSize]
 }
 
-// openBlock opens block cur if the kernel has handed it over. It reports
-// whether the walk may go on (a block is open, or a malformed or empty one
-// was handed back and the next may be ready) and counts malformed blocks in
-// *errs.
+// slot returns V2 slot i, capped so that no slice of it reaches past it.
+// Slots do not straddle blocks, so the stride changes at block borders.
+func (q *rxQueue) slot(i int) []byte {
+	s := i/q.framesPerBlock*q.blockSize + i%q.framesPerBlock*q.frameSize
+	return q.ring[s : s+q.frameSize : s+q.frameSize]
+}
+
+// openBlock opens V3 block cur if the kernel has handed it over. It
+// reports whether the walk may go on (a block is open, or a malformed or
+// empty one was handed back and the next may be ready) and counts
+// malformed blocks in *errs.
 func (q *rxQueue) openBlock(errs *int) (progress bool) {
 	blk := q.block(q.cur)
 	if loadStatus(blk[blkStatusOff:])&statusUser == 0 {
@@ -63,7 +87,8 @@ func (q *rxQueue) openBlock(errs *int) (progress bool) {
 	return true
 }
 
-// releaseBlock hands block cur back to the kernel and moves to the next.
+// releaseBlock hands V3 block cur back to the kernel and moves to the
+// next.
 func (q *rxQueue) releaseBlock() {
 	storeStatus(q.block(q.cur)[blkStatusOff:], statusKernel)
 	q.open = false
@@ -74,8 +99,54 @@ func (q *rxQueue) releaseBlock() {
 	}
 }
 
-// frameDone moves the walk past the frame at off.
+// releaseSlot hands V2 slot cur back to the kernel and moves to the next.
+func (q *rxQueue) releaseSlot() {
+	storeStatus(q.slot(q.cur)[tp2StatusOff:], statusKernel)
+	q.cur++
+	if q.cur == q.frameNr {
+		q.cur = 0
+	}
+}
+
+// peek finds the next frame the kernel has handed over: the region it lies
+// in (a V3 block or a V2 slot) and its descriptor. With ok false there is
+// no frame; more then reports whether the walk may go on (something
+// malformed was given back, counted in *errs, or an empty block skipped).
+func (q *rxQueue) peek(headroom int, errs *int) (region []byte, d frameDesc, ok, more bool) {
+	if !q.v3 {
+		s := q.slot(q.cur)
+		st := loadStatus(s[tp2StatusOff:])
+		if st&statusUser == 0 {
+			return nil, d, false, false
+		}
+		if d, ok = parseFrameV2(s, st, headroom); !ok {
+			*errs++
+			q.releaseSlot()
+			return nil, d, false, true
+		}
+		return s, d, true, true
+	}
+	if !q.open {
+		return nil, d, false, q.openBlock(errs)
+	}
+	blk := q.block(q.cur)
+	if d, ok = parseFrameV3(blk, q.off, headroom, q.left == 1); !ok {
+		// The rest of the block cannot be found: give it back.
+		*errs++
+		q.releaseBlock()
+		return nil, d, false, true
+	}
+	q.next = d.next
+	return blk, d, true, true
+}
+
+// frameDone moves the walk past the current frame, handing its slot, or
+// its block if it was the block's last, back to the kernel.
 func (q *rxQueue) frameDone() {
+	if !q.v3 {
+		q.releaseSlot()
+		return
+	}
 	q.left--
 	if q.left == 0 {
 		q.releaseBlock()
@@ -85,9 +156,73 @@ func (q *rxQueue) frameDone() {
 }
 
 // pending reports whether a frame is waiting (for pool-starvation
-// accounting): a super-frame in progress, an open block or a ready one.
+// accounting): a super-frame in progress, an open block, or a ready block
+// or slot.
 func (q *rxQueue) pending() bool {
-	return q.segmenting || q.open || loadStatus(q.block(q.cur)[blkStatusOff:])&statusUser != 0
+	if q.segmenting {
+		return true
+	}
+	if !q.v3 {
+		return loadStatus(q.slot(q.cur)[tp2StatusOff:])&statusUser != 0
+	}
+	return q.open || loadStatus(q.block(q.cur)[blkStatusOff:])&statusUser != 0
+}
+
+// Outcomes of take.
+const (
+	takeCopied     = iota // the frame is in the buffer
+	takeSegmenting        // a GSO super-frame: the segmenter has it
+	takeError             // the frame is unusable (counted by the caller)
+)
+
+// take turns the frame d in region (a block or slot) into what the switch
+// forwards: it copies it into buf, or hands a GSO super-frame to the
+// segmenter, whose segments the caller then takes one by one. On the way
+// it re-inserts a VLAN tag the kernel stripped (in place, in front of the
+// frame: region is ours until the caller releases it) and completes a
+// partial checksum. It returns the outcome and, for takeCopied, the frame's
+// length in buf.
+func (q *rxQueue) take(region []byte, d *frameDesc, buf []byte) (l, outcome int) {
+	if d.snap < d.wire {
+		return 0, takeError // truncated: the slot or block was too small for it
+	}
+	var h vnethdr.Header
+	if q.vnet {
+		h, _ = vnethdr.Decode(region[d.mac-vnethdr.Len : d.mac])
+	}
+	mac, l := d.mac, d.snap
+	if l < ethHdrLen {
+		// A runt, also if the kernel took a tag out of it: what is left
+		// must still be a whole Ethernet header.
+		return 0, takeError
+	}
+	if d.status&statusVLANValid != 0 {
+		tpid := uint16(tpid8021Q)
+		if d.status&statusVLANTPIDValid != 0 && d.tpid != 0 {
+			tpid = d.tpid
+		}
+		mac = insertVLAN(region, mac, tpid, d.tci)
+		l += vlanLen
+		// The kernel measured csum_start without the tag.
+		if h.Flags&vnethdr.FlagNeedsCsum != 0 {
+			h.CsumStart += vlanLen
+		}
+	}
+	frame := region[mac : mac+l]
+	if h.GSOType != vnethdr.GSONone {
+		if q.seg.Reset(&h, frame) != nil {
+			return 0, takeError
+		}
+		return 0, takeSegmenting
+	}
+	if l > len(buf) {
+		return 0, takeError
+	}
+	packet.CopyFrame(buf, frame)
+	if h.Flags&vnethdr.FlagNeedsCsum != 0 && vnethdr.CompleteChecksum(&h, buf[:l]) != nil {
+		return 0, takeError
+	}
+	return l, takeCopied
 }
 
 // recv takes up to packet.BatchSize frames out of the ring into buffers
@@ -113,8 +248,11 @@ func (q *rxQueue) recv(pool *packet.Pool, b *packet.Batch) int {
 				break
 			}
 		}
+		var l int
 		if q.segmenting {
-			l, ok, err := q.seg.Next(spare.Buffer())
+			var ok bool
+			var err error
+			l, ok, err = q.seg.Next(spare.Buffer())
 			if err != nil || !ok {
 				if err != nil {
 					errs++
@@ -123,80 +261,28 @@ func (q *rxQueue) recv(pool *packet.Pool, b *packet.Batch) int {
 				q.frameDone()
 				continue
 			}
-			spare.SetLen(l)
-			b.Add(spare)
-			spare = nil
-			n++
-			bytes += l
-			continue
-		}
-		if !q.open {
-			if !q.openBlock(&errs) {
+		} else {
+			region, d, ok, more := q.peek(headroom, &errs)
+			if !ok {
+				if more {
+					continue
+				}
 				break
 			}
-			continue
-		}
-		blk := q.block(q.cur)
-		d, ok := parseFrame(blk, q.off, headroom, q.left == 1)
-		if !ok {
-			// The rest of the block cannot be found: give it back.
-			errs++
-			q.releaseBlock()
-			continue
-		}
-		q.next = d.next
-		if d.snap < d.wire {
-			errs++ // truncated: the ring block was too small for it
-			q.frameDone()
-			continue
-		}
-		var h vnethdr.Header
-		if q.vnet {
-			h, _ = vnethdr.Decode(blk[d.mac-vnethdr.Len : d.mac])
-		}
-		mac, l := d.mac, d.snap
-		if l < ethHdrLen {
-			// A runt, also if the kernel took a tag out of it: what is
-			// left must still be a whole Ethernet header.
-			errs++
-			q.frameDone()
-			continue
-		}
-		if d.status&statusVLANValid != 0 {
-			tpid := uint16(tpid8021Q)
-			if d.status&statusVLANTPIDValid != 0 && d.tpid != 0 {
-				tpid = d.tpid
-			}
-			mac = insertVLAN(blk, mac, tpid, d.tci)
-			l += vlanLen
-			// The kernel measured csum_start without the tag.
-			if h.Flags&vnethdr.FlagNeedsCsum != 0 {
-				h.CsumStart += vlanLen
-			}
-		}
-		frame := blk[mac : mac+l]
-		if h.GSOType != vnethdr.GSONone {
-			if q.seg.Reset(&h, frame) != nil {
+			var outcome int
+			l, outcome = q.take(region, &d, spare.Buffer())
+			switch outcome {
+			case takeSegmenting:
+				q.segmenting = true
+				continue
+			case takeError:
 				errs++
 				q.frameDone()
 				continue
 			}
-			q.segmenting = true
-			continue
-		}
-		buf := spare.Buffer()
-		if l > len(buf) {
-			errs++
 			q.frameDone()
-			continue
 		}
-		packet.CopyFrame(buf, frame)
-		q.frameDone()
 		spare.SetLen(l)
-		if h.Flags&vnethdr.FlagNeedsCsum != 0 && vnethdr.CompleteChecksum(&h, spare.Data()) != nil {
-			errs++
-			continue
-		}
 		b.Add(spare)
 		spare = nil
 		n++
