@@ -1,6 +1,10 @@
 // Package nstest builds real test topologies for end-to-end tests: network
 // namespaces and veth pairs with unique names, removed when the test ends
-// (also when it fails). It needs root and iproute2.
+// (also when it fails), a datapath cross-connecting two driver ports
+// (switch.go), and what the drivers' tests drive and measure them with:
+// test frames (frames.go), packet-socket senders, floods and tag-aware
+// receivers (packetsock.go), iperf3 and ping (iperf.go), interface and
+// PMD counters (counters.go). It needs root and iproute2.
 package nstest
 
 import (
@@ -10,9 +14,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // RequireRoot fails the test when not run as root: end-to-end tests create
@@ -84,6 +91,32 @@ func (ns *Netns) Output(name string, args ...string) (string, error) {
 	return Output("ip", append([]string{"netns", "exec", ns.Name, name}, args...)...)
 }
 
+// Do runs fn on a thread that has joined the namespace and returns its
+// error. Sockets fn opens stay in the namespace after it returns. The
+// thread is never switched back: it runs a goroutine of its own that ends
+// locked, so the runtime discards the thread and no other goroutine ever
+// runs in the wrong namespace.
+func (ns *Netns) Do(fn func() error) error {
+	ch := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		ch <- ns.join(fn)
+	}()
+	return <-ch
+}
+
+func (ns *Netns) join(fn func() error) error {
+	fd, err := unix.Open("/var/run/netns/"+ns.Name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+		return err
+	}
+	return fn()
+}
+
 // Host is one end of a two-host topology: a namespace whose interface Dev
 // (address IP/24, MAC MAC) is joined by a veth pair to Port, the switch's
 // end in the test's own namespace.
@@ -124,16 +157,4 @@ func TwoHosts(t testing.TB) (a, b *Host) {
 		return h
 	}
 	return mk(1), mk(2)
-}
-
-// VLAN adds an 802.1Q subinterface with id vid to the host's device, with
-// address 198.18.<vid%256>.<host number>/24, and returns its name.
-func (h *Host) VLAN(t testing.TB, vid int) (dev, ip string) {
-	t.Helper()
-	dev = fmt.Sprintf("%s.%d", h.Dev[:min(len(h.Dev), 10)], vid)
-	ip = fmt.Sprintf("198.19.%d.%s", vid%256, h.IP[strings.LastIndex(h.IP, ".")+1:])
-	h.NS.Run(t, "ip", "link", "add", "link", h.Dev, "name", dev, "type", "vlan", "id", fmt.Sprint(vid))
-	h.NS.Run(t, "ip", "addr", "add", ip+"/24", "dev", dev)
-	h.NS.Run(t, "ip", "link", "set", dev, "up")
-	return dev, ip
 }

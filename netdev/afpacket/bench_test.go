@@ -90,7 +90,7 @@ func BenchmarkSend64(b *testing.B) {
 	var batch packet.Batch
 	for i := 0; i < packet.BatchSize; i++ {
 		pkt := pool.Get()
-		pkt.SetData(udpFrame(unusedMAC, macA, ipA, ipB, uint16(i), 9))
+		pkt.SetData(nstest.UDPFrame(nstest.UnusedMAC, macA, ipA, ipB, uint16(i), 9))
 		batch.Add(pkt)
 	}
 	sent := 0

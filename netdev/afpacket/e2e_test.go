@@ -1,70 +1,23 @@
 package afpacket
 
 import (
-	"context"
-	"encoding/binary"
-	"encoding/json"
-	"math/rand/v2"
 	"net"
-	"os"
-	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/datapath"
-	"vswitch/datapath/actions"
 	"vswitch/internal/nstest"
 )
 
 // switchTopo is two hosts joined by the datapath through two afpacket ports
 // (1 and 2) with rules in_port=1 → 2 and in_port=2 → 1.
-type switchTopo struct {
-	a, b   *nstest.Host
-	dp     *datapath.Datapath
-	p1, p2 *Port
-}
+type switchTopo = nstest.Switch[*Port]
 
 func newSwitchTopo(t *testing.T, opts Options, npmd int) *switchTopo {
 	t.Helper()
-	a, b := nstest.TwoHosts(t)
-	s := &switchTopo{a: a, b: b}
-	var err error
-	if s.p1, err = New(a.Port, opts); err != nil {
-		t.Fatal(err)
-	}
-	if s.p2, err = New(b.Port, opts); err != nil {
-		s.p1.Close()
-		t.Fatal(err)
-	}
-	rules := &datapath.RuleTable{}
-	s.dp, err = datapath.New(datapath.Config{NumPMDs: npmd, PMDSleepMax: 50, Upcall: rules})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rules.Invalidate = s.dp.InvalidateFlows
-	t.Cleanup(func() { s.dp.Close() })
-	for no, p := range map[uint32]*Port{1: s.p1, 2: s.p2} {
-		if _, err := s.dp.AddPort(no, p); err != nil {
-			p.Close()
-			t.Fatal(err)
-		}
-	}
-	for in, out := range map[uint32]uint32{1: 2, 2: 1} {
-		r := datapath.Rule{Priority: 10, Actions: actions.List{{Kind: actions.Output, Port: out}}}
-		r.Match.Key.InPort = in
-		r.Match.Mask.InPort = ^uint32(0)
-		rules.Add(r)
-	}
-	if err := s.dp.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return nstest.NewSwitch(t, npmd, func(ifname string) (*Port, error) { return New(ifname, opts) })
 }
 
 // rings are the receive ring versions every e2e test runs with.
@@ -76,10 +29,10 @@ func TestE2ESingleQueue(t *testing.T) {
 	for _, ring := range rings {
 		t.Run(ring.String(), func(t *testing.T) {
 			s := runSuite(t, Options{RxRing: ring}, 1)
-			if s.p1.NumRxQueues() != 1 || s.p1.NumTxQueues() != 1 {
-				t.Errorf("queues %d/%d, want 1/1", s.p1.NumRxQueues(), s.p1.NumTxQueues())
+			if s.P1.NumRxQueues() != 1 || s.P1.NumTxQueues() != 1 {
+				t.Errorf("queues %d/%d, want 1/1", s.P1.NumRxQueues(), s.P1.NumTxQueues())
 			}
-			if s.p1.rx[0].v3 != (ring == RingV3) {
+			if s.P1.rx[0].v3 != (ring == RingV3) {
 				t.Errorf("rx ring is not %v", ring)
 			}
 		})
@@ -94,7 +47,7 @@ func TestE2EFanout(t *testing.T) {
 			s := runSuite(t, Options{Queues: 2, RxRing: ring}, 2)
 			// The flood's 64 source ports must have been spread over both
 			// sockets of the fanout group.
-			for _, p := range []*Port{s.p1, s.p2} {
+			for _, p := range []*Port{s.P1, s.P2} {
 				for q := range p.rx {
 					if p.counters[q].RxPackets.Load() == 0 {
 						t.Errorf("%s rx queue %d received nothing", p.Name(), q)
@@ -115,23 +68,22 @@ func runSuite(t *testing.T, opts Options, npmd int) *switchTopo {
 	// background frame to blur the exact count.
 	t.Run("UDPFlood", func(t *testing.T) { floodAccounting(t, s) })
 	t.Run("Ping", func(t *testing.T) {
-		for _, h := range [][2]*nstest.Host{{s.a, s.b}, {s.b, s.a}} {
-			out := h[0].NS.Run(t, "ping", "-c", "5", "-i", "0.2", "-W", "2", h[1].IP)
-			t.Logf("ping %s → %s: %s", h[0].IP, h[1].IP, lastLine(out))
+		for _, h := range [][2]*nstest.Host{{s.A, s.B}, {s.B, s.A}} {
+			t.Logf("ping %s → %s: %s", h[0].IP, h[1].IP, nstest.Ping(t, h[0].NS, h[1].IP))
 		}
 	})
 	t.Run("TCP", func(t *testing.T) {
-		bps := iperf(t, s.a, s.b, s.b.IP, 3)
-		t.Logf("iperf3 TCP %s → %s, default offloads: %.2f Gbit/s", s.a.IP, s.b.IP, bps/1e9)
+		bps := nstest.IperfTCP(t, s.A.NS, s.B.NS, s.B.IP, 3)
+		t.Logf("iperf3 TCP %s → %s, default offloads: %.2f Gbit/s", s.A.IP, s.B.IP, bps/1e9)
 	})
 	// This kernel has no 802.1Q module, so Host.VLAN subinterfaces (and a
 	// ping across them) cannot exist: tagged frames are sent and checked
 	// with packet sockets instead.
 	t.Run("VLAN", func(t *testing.T) {
-		vlanTags(t, s.a, s.b)
-		vlanTags(t, s.b, s.a)
+		vlanTags(t, s.A, s.B)
+		vlanTags(t, s.B, s.A)
 	})
-	st1, st2 := s.p1.Stats(), s.p2.Stats()
+	st1, st2 := s.P1.Stats(), s.P2.Stats()
 	t.Logf("port1 %+v", st1)
 	t.Logf("port2 %+v", st2)
 	if st1.RxErrors != 0 || st2.RxErrors != 0 || st1.TxErrors != 0 || st2.TxErrors != 0 {
@@ -145,11 +97,11 @@ func runSuite(t *testing.T, opts Options, npmd int) *switchTopo {
 // every frame is either received by host b's interface or counted as a
 // drop somewhere on the way.
 func floodAccounting(t *testing.T, s *switchTopo) {
-	before := s.counters(t)
-	pmdBefore := pmdDrops(s.dp)
-	d1, d2 := s.p1.Stats(), s.p2.Stats()
+	before := counters(t, s)
+	pmdBefore := nstest.PMDDrops(s.DP)
+	d1, d2 := s.P1.Stats(), s.P2.Stats()
 	start := time.Now()
-	sent, err := flood(s.a, unusedMAC, 2*time.Second, nil)
+	sent, err := flood(s.A, nstest.UnusedMAC, 2*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,12 +110,12 @@ func floodAccounting(t *testing.T, s *switchTopo) {
 	var got, lost uint64
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		after = s.counters(t)
-		e1, e2 := s.p1.Stats(), s.p2.Stats()
+		after = counters(t, s)
+		e1, e2 := s.P1.Stats(), s.P2.Stats()
 		got = after["b.rx_packets"] - before["b.rx_packets"]
 		lost = after["a.tx_dropped"] - before["a.tx_dropped"] +
 			(e1.RxDrops - d1.RxDrops) + (e1.RxErrors - d1.RxErrors) +
-			(pmdDrops(s.dp) - pmdBefore) +
+			(nstest.PMDDrops(s.DP) - pmdBefore) +
 			after["p2.tx_dropped"] - before["p2.tx_dropped"]
 		if got+lost >= sent || time.Now().After(deadline) {
 			t.Logf("port1 rx drops %d errors %d, port2 tx drops %d errors %d",
@@ -186,245 +138,32 @@ func floodAccounting(t *testing.T, s *switchTopo) {
 }
 
 // counters reads the interface counters the flood accounting needs.
-func (s *switchTopo) counters(t *testing.T) map[string]uint64 {
+func counters(t *testing.T, s *switchTopo) map[string]uint64 {
 	t.Helper()
-	m := map[string]uint64{}
-	read := func(key string, ns *nstest.Netns, dev, stat string) {
-		path := "/sys/class/net/" + dev + "/statistics/" + stat
-		var out string
-		var err error
-		if ns == nil {
-			var b []byte
-			b, err = os.ReadFile(path)
-			out = string(b)
-		} else {
-			out, err = ns.Output("cat", path)
-		}
-		if err != nil {
-			t.Fatalf("%s: %v %s", path, err, out)
-		}
-		v, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		m[key] = v
+	return map[string]uint64{
+		"a.tx_packets":  nstest.Counter(t, s.A.NS, s.A.Dev, "tx_packets"),
+		"a.tx_dropped":  nstest.Counter(t, s.A.NS, s.A.Dev, "tx_dropped"),
+		"b.rx_packets":  nstest.Counter(t, s.B.NS, s.B.Dev, "rx_packets"),
+		"p2.tx_dropped": nstest.Counter(t, nil, s.B.Port, "tx_dropped"),
 	}
-	read("a.tx_packets", s.a.NS, s.a.Dev, "tx_packets")
-	read("a.tx_dropped", s.a.NS, s.a.Dev, "tx_dropped")
-	read("b.rx_packets", s.b.NS, s.b.Dev, "rx_packets")
-	read("p2.tx_dropped", nil, s.b.Port, "tx_dropped")
-	return m
 }
-
-func pmdDrops(dp *datapath.Datapath) uint64 {
-	var n uint64
-	for _, s := range dp.PMDStats() {
-		for _, d := range s.Drops {
-			n += d
-		}
-	}
-	return n
-}
-
-// unusedMAC is a destination no host has: the far host drops the flood
-// silently instead of answering it.
-var unusedMAC = net.HardwareAddr{0x02, 0, 0xc6, 0x12, 0, 0x99}
 
 // flood sends 60-byte UDP frames (source ports varying, so a fanout group
 // spreads them) out of host h's interface for d, or until stop is closed,
 // and returns how many the kernel accepted. Errors (the interface may be
 // deleted under it) end the flood early.
 func flood(h *nstest.Host, dst net.HardwareAddr, d time.Duration, stop <-chan struct{}) (uint64, error) {
-	fd, err := packetSocketIn(h.NS.Name, h.Dev, 0, false)
+	fd, err := nstest.OpenPacketSocket(h.NS, h.Dev, nstest.SocketOptions{})
 	if err != nil {
 		return 0, err
 	}
 	defer unix.Close(fd)
 	src, _ := net.ParseMAC(h.MAC)
-	const burst = 64
-	frames := make([][]byte, burst)
-	iovs := make([]unix.Iovec, burst)
-	msgs := make([]mmsghdr, burst)
+	frames := make([][]byte, 64)
 	for i := range frames {
-		frames[i] = udpFrame(dst, src, net.ParseIP(h.IP).To4(), net.IPv4(198, 18, 0, 250).To4(), uint16(10000+i), 9)
-		iovs[i].Base = &frames[i][0]
-		iovs[i].SetLen(len(frames[i]))
-		msgs[i].hdr.Iov = &iovs[i]
-		msgs[i].hdr.SetIovlen(1)
+		frames[i] = nstest.UDPFrame(dst, src, net.ParseIP(h.IP).To4(), net.IPv4(198, 18, 0, 250).To4(), uint16(10000+i), 9)
 	}
-	var sent uint64
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		select {
-		case <-stop:
-			return sent, nil
-		default:
-		}
-		n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), burst, 0, 0, 0)
-		runtime.KeepAlive(frames)
-		if e != 0 {
-			if e == unix.ENOBUFS || e == unix.EAGAIN || e == unix.EINTR {
-				time.Sleep(10 * time.Microsecond)
-				continue
-			}
-			return sent, nil
-		}
-		sent += uint64(n)
-	}
-	return sent, nil
-}
-
-type mmsghdr struct {
-	hdr unix.Msghdr
-	len uint32
-	_   [4]byte
-}
-
-// packetSocketIn opens an AF_PACKET socket on dev inside namespace ns
-// (sockets keep the namespace they were made in), bound to protocol proto
-// (0: send only), with PACKET_VNET_HDR if vnet. The thread that enters the
-// namespace is never unlocked, so it dies with its goroutine.
-func packetSocketIn(ns, dev string, proto uint16, vnet bool) (int, error) {
-	type result struct {
-		fd  int
-		err error
-	}
-	ch := make(chan result)
-	go func() {
-		runtime.LockOSThread()
-		r := result{fd: -1}
-		defer func() { ch <- r }()
-		nsfd, err := unix.Open("/var/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			r.err = err
-			return
-		}
-		defer unix.Close(nsfd)
-		if err := unix.Setns(nsfd, unix.CLONE_NEWNET); err != nil {
-			r.err = err
-			return
-		}
-		ifi, err := net.InterfaceByName(dev)
-		if err != nil {
-			r.err = err
-			return
-		}
-		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			r.err = err
-			return
-		}
-		if vnet {
-			if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1); err != nil {
-				unix.Close(fd)
-				r.err = err
-				return
-			}
-		}
-		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifi.Index, Protocol: htons(proto)}); err != nil {
-			unix.Close(fd)
-			r.err = err
-			return
-		}
-		r.fd = fd
-	}()
-	r := <-ch
-	return r.fd, r.err
-}
-
-// udpFrame builds a 60-byte Ethernet/IPv4/UDP frame with valid checksums.
-func udpFrame(dst, src net.HardwareAddr, sip, dip net.IP, sport, dport uint16) []byte {
-	f := make([]byte, 60)
-	copy(f[0:], dst)
-	copy(f[6:], src)
-	binary.BigEndian.PutUint16(f[12:], 0x0800)
-	ip := f[14:34]
-	ip[0] = 0x45
-	binary.BigEndian.PutUint16(ip[2:], 46)
-	ip[8] = 64
-	ip[9] = 17
-	copy(ip[12:], sip)
-	copy(ip[16:], dip)
-	binary.BigEndian.PutUint16(ip[10:], ^csum(ip, 0))
-	udp := f[34:]
-	binary.BigEndian.PutUint16(udp[0:], sport)
-	binary.BigEndian.PutUint16(udp[2:], dport)
-	binary.BigEndian.PutUint16(udp[4:], 26)
-	ps := csum(ip[12:20], 17+26)
-	c := ^csum(udp, uint32(ps))
-	if c == 0 {
-		c = 0xffff
-	}
-	binary.BigEndian.PutUint16(udp[6:], c)
-	return f
-}
-
-func csum(b []byte, init uint32) uint16 {
-	s := init
-	for i := 0; i+1 < len(b); i += 2 {
-		s += uint32(binary.BigEndian.Uint16(b[i:]))
-	}
-	if len(b)%2 == 1 {
-		s += uint32(b[len(b)-1]) << 8
-	}
-	for s > 0xffff {
-		s = s&0xffff + s>>16
-	}
-	return uint16(s)
-}
-
-// iperf runs an iperf3 TCP test from client to server's address ip for
-// secs seconds and returns the received bits per second.
-func iperf(t *testing.T, client, server *nstest.Host, ip string, secs int) float64 {
-	t.Helper()
-	port := strconv.Itoa(20000 + rand.IntN(40000))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs+20)*time.Second)
-	defer cancel()
-	srv := server.NS.Cmd(ctx, "iperf3", "-s", "-1", "-p", port)
-	var srvOut strings.Builder
-	srv.Stdout, srv.Stderr = &srvOut, &srvOut
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var waitOnce sync.Once
-	wait := func() { waitOnce.Do(func() { srv.Wait() }) }
-	t.Cleanup(func() { srv.Process.Kill(); wait() })
-	var out string
-	var err error
-	for try := 0; try < 50; try++ {
-		out, err = client.NS.Output("iperf3", "-c", ip, "-p", port, "-t", strconv.Itoa(secs), "-J")
-		// The server may not be listening yet.
-		if !strings.Contains(out, "unable to connect") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("iperf3 client: %v\n%s\nserver: %s", err, out, srvOut.String())
-	}
-	var res struct {
-		Error string `json:"error"`
-		End   struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-				Bytes         uint64  `json:"bytes"`
-			} `json:"sum_received"`
-			SumSent struct {
-				Retransmits int `json:"retransmits"`
-			} `json:"sum_sent"`
-		} `json:"end"`
-	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatalf("iperf3 output: %v\n%s", err, out)
-	}
-	if res.Error != "" {
-		t.Fatalf("iperf3: %s", res.Error)
-	}
-	if res.End.SumReceived.BitsPerSecond <= 0 || res.End.SumReceived.Bytes == 0 {
-		t.Fatalf("iperf3 moved nothing: %s", out)
-	}
-	t.Logf("iperf3: %d bytes received, %d retransmits", res.End.SumReceived.Bytes, res.End.SumSent.Retransmits)
-	return res.End.SumReceived.BitsPerSecond
+	return nstest.Flood(fd, frames, d, stop), nil
 }
 
 // removal deletes the interfaces of both ports, one after the other, while
@@ -437,7 +176,7 @@ func removal(t *testing.T, s *switchTopo) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_, floodErr = flood(s.a, unusedMAC, 20*time.Second, stop)
+		_, floodErr = flood(s.A, nstest.UnusedMAC, 20*time.Second, stop)
 	}()
 	defer func() {
 		close(stop)
@@ -446,56 +185,28 @@ func removal(t *testing.T, s *switchTopo) {
 			t.Error(floodErr)
 		}
 	}()
-	waitFor(t, "flood reaches port 1", func() bool { return s.p1.Stats().RxPackets > 0 })
-	rx0 := s.p1.Stats().RxPackets
-	waitFor(t, "traffic forwarded", func() bool { return s.p1.Stats().RxPackets > rx0+1000 })
+	nstest.WaitFor(t, 10*time.Second, "flood reaches port 1", func() bool { return s.P1.Stats().RxPackets > 0 })
+	rx0 := s.P1.Stats().RxPackets
+	nstest.WaitFor(t, 10*time.Second, "traffic forwarded", func() bool { return s.P1.Stats().RxPackets > rx0+1000 })
 
 	// The tx side vanishes under traffic.
-	nstest.Run(t, "ip", "link", "del", s.b.Port)
-	waitFor(t, "port 2 removed", func() bool { return s.dp.Port(2) == nil })
-	iters := totalIterations(s.dp)
-	rx1 := s.p1.Stats().RxPackets
-	waitFor(t, "port 1 still receiving", func() bool { return s.p1.Stats().RxPackets > rx1+1000 })
-	waitFor(t, "PMDs still running", func() bool { return totalIterations(s.dp) > iters })
+	nstest.Run(t, "ip", "link", "del", s.B.Port)
+	nstest.WaitFor(t, 10*time.Second, "port 2 removed", func() bool { return s.DP.Port(2) == nil })
+	iters := nstest.PMDIterations(s.DP)
+	rx1 := s.P1.Stats().RxPackets
+	nstest.WaitFor(t, 10*time.Second, "port 1 still receiving", func() bool { return s.P1.Stats().RxPackets > rx1+1000 })
+	nstest.WaitFor(t, 10*time.Second, "PMDs still running", func() bool { return nstest.PMDIterations(s.DP) > iters })
 
 	// Then the rx side.
-	nstest.Run(t, "ip", "link", "del", s.a.Port)
-	waitFor(t, "port 1 removed", func() bool { return s.dp.Port(1) == nil })
-	iters = totalIterations(s.dp)
-	waitFor(t, "PMDs still running", func() bool { return totalIterations(s.dp) > iters })
+	nstest.Run(t, "ip", "link", "del", s.A.Port)
+	nstest.WaitFor(t, 10*time.Second, "port 1 removed", func() bool { return s.DP.Port(1) == nil })
+	iters = nstest.PMDIterations(s.DP)
+	nstest.WaitFor(t, 10*time.Second, "PMDs still running", func() bool { return nstest.PMDIterations(s.DP) > iters })
 
-	s.dp.Stop()
-	for _, pmd := range s.dp.PMDs() {
-		if pl := pmd.Pool(); pl.Available() != pl.Size() {
-			t.Errorf("PMD %d: %d of %d buffers back", pmd.ID(), pl.Available(), pl.Size())
-		}
-	}
+	s.DP.Stop()
+	nstest.CheckPools(t, s.DP)
 	// Close ran when the datapath removed the ports: closing again is refused.
-	if s.p1.Close() == nil || s.p2.Close() == nil {
+	if s.P1.Close() == nil || s.P2.Close() == nil {
 		t.Error("ports not closed by the datapath on removal")
 	}
-}
-
-func totalIterations(dp *datapath.Datapath) uint64 {
-	var n uint64
-	for _, s := range dp.PMDStats() {
-		n += s.Iterations
-	}
-	return n
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	return s[strings.LastIndex(s, "\n")+1:]
 }

@@ -42,7 +42,7 @@ func TestE2ELatency(t *testing.T) {
 	for _, ring := range rings {
 		t.Run(ring.String(), func(t *testing.T) {
 			s := newSwitchTopo(t, Options{RxRing: ring}, 1)
-			lat := oneWayLatencies(t, s.a, s.b)
+			lat := oneWayLatencies(t, s.A, s.B)
 			if len(lat) != latencyProbes {
 				t.Fatalf("%d of %d probes arrived", len(lat), latencyProbes)
 			}
@@ -65,23 +65,11 @@ func TestE2ELatency(t *testing.T) {
 // the latency of each that arrived.
 func oneWayLatencies(t *testing.T, from, to *nstest.Host) []time.Duration {
 	t.Helper()
-	rx, err := packetSocketIn(to.NS.Name, to.Dev, unix.ETH_P_ALL, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(rx)
+	rx := nstest.PacketSocket(t, to.NS, to.Dev, nstest.SocketOptions{Protocol: unix.ETH_P_ALL, Timeout: 100 * time.Millisecond})
 	if err := unix.SetsockoptInt(rx, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
 		t.Fatal(err)
 	}
-	tv := unix.NsecToTimeval(int64(100 * time.Millisecond))
-	if err := unix.SetsockoptTimeval(rx, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := packetSocketIn(from.NS.Name, from.Dev, 0, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(tx)
+	tx := nstest.NewSender(t, from.NS, from.Dev, false)
 
 	// The receiver records the arrival of each probe by number.
 	arrived := make([]int64, latencyProbes)
@@ -112,9 +100,9 @@ func oneWayLatencies(t *testing.T, from, to *nstest.Host) []time.Duration {
 	src, _ := net.ParseMAC(from.MAC)
 	sent := make([]int64, latencyProbes)
 	for i := range sent {
-		f := udpFrame(unusedMAC, src, net.ParseIP(from.IP).To4(), net.ParseIP(to.IP).To4(), uint16(latencyBaseSrc+i), 9)
+		f := nstest.UDPFrame(nstest.UnusedMAC, src, net.ParseIP(from.IP).To4(), net.ParseIP(to.IP).To4(), uint16(latencyBaseSrc+i), 9)
 		sent[i] = time.Now().UnixNano()
-		if _, err := unix.Write(tx, f); err != nil {
+		if err := tx.Send(f); err != nil {
 			t.Fatalf("probe %d: %v", i, err)
 		}
 		time.Sleep(latencyGap)
@@ -134,7 +122,7 @@ func oneWayLatencies(t *testing.T, from, to *nstest.Host) []time.Duration {
 
 // probeNumber reports which probe a received frame is.
 func probeNumber(f []byte) (int, bool) {
-	if len(f) < 42 || binary.BigEndian.Uint16(f[12:]) != 0x0800 || f[23] != 17 || !slices.Equal(f[:6], unusedMAC) {
+	if len(f) < 42 || binary.BigEndian.Uint16(f[12:]) != 0x0800 || f[23] != 17 || !slices.Equal(f[:6], nstest.UnusedMAC) {
 		return 0, false
 	}
 	i := int(binary.BigEndian.Uint16(f[34:])) - latencyBaseSrc

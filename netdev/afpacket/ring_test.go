@@ -204,14 +204,14 @@ var (
 
 // sized returns a valid UDP frame of n bytes (n >= 42) with source port sport.
 func sized(n int, sport uint16) []byte {
-	f := udpFrame(macB, macA, ipA, ipB, sport, 9)
+	f := nstest.UDPFrame(macB, macA, ipA, ipB, sport, 9)
 	if n <= len(f) {
 		return f[:n]
 	}
 	f = append(f, make([]byte, n-len(f))...)
 	binary.BigEndian.PutUint16(f[16:], uint16(n-14))
 	binary.BigEndian.PutUint16(f[24:], 0)
-	binary.BigEndian.PutUint16(f[24:], ^csum(f[14:34], 0))
+	binary.BigEndian.PutUint16(f[24:], ^nstest.Checksum(f[14:34], 0))
 	binary.BigEndian.PutUint16(f[38:], uint16(n-34))
 	binary.BigEndian.PutUint16(f[40:], 0) // no UDP checksum
 	return f
@@ -376,7 +376,7 @@ func TestRxV2SuperFrameFitsDefaultSlot(t *testing.T) {
 		t.Fatalf("got %d segments, want %d", len(got), want)
 	}
 	for i, g := range got {
-		if tags := frameTags(g); len(tags) != 2 || tags[0] != [2]uint16{tpid8021AD, 5} || tags[1] != [2]uint16{tpid8021Q, 7} {
+		if tags := nstest.FrameTags(g); len(tags) != 2 || tags[0] != (nstest.Tag{TPID: tpid8021AD, TCI: 5}) || tags[1] != (nstest.Tag{TPID: tpid8021Q, TCI: 7}) {
 			t.Fatalf("segment %d: tags %04x", i, tags)
 		}
 	}
@@ -431,7 +431,7 @@ func partialUDP(payload int) ([]byte, vnethdr.Header) {
 	for i := 42; i < len(f); i++ {
 		f[i] = byte(i)
 	}
-	ps := csum(f[26:34], uint32(17+8+payload))
+	ps := nstest.Checksum(f[26:34], uint32(17+8+payload))
 	binary.BigEndian.PutUint16(f[40:], ps)
 	return f, vnethdr.Header{Flags: vnethdr.FlagNeedsCsum, CsumStart: 34, CsumOffset: 6}
 }
@@ -454,7 +454,7 @@ func testRxPartialChecksum(t *testing.T, r *synthRing) {
 		t.Fatalf("got %d frames, want 2", len(got))
 	}
 	for i, g := range got {
-		if !udpChecksumOK(g) {
+		if !nstest.UDPChecksumOK(g) {
 			t.Errorf("frame %d: UDP checksum not completed: % x", i, g[34+4*i:46+4*i])
 		}
 	}
@@ -503,7 +503,7 @@ func tcpSuper(payload, mss int) ([]byte, vnethdr.Header) {
 	ip[8], ip[9] = 64, 6
 	copy(ip[12:], ipA)
 	copy(ip[16:], ipB)
-	binary.BigEndian.PutUint16(ip[10:], ^csum(ip, 0))
+	binary.BigEndian.PutUint16(ip[10:], ^nstest.Checksum(ip, 0))
 	tcp := f[34:54]
 	binary.BigEndian.PutUint16(tcp[0:], 5001)
 	binary.BigEndian.PutUint16(tcp[2:], 80)
@@ -558,7 +558,7 @@ func testRxGSOSpansBatches(t *testing.T, r *synthRing) {
 			t.Errorf("segment %d: payload differs", i)
 		}
 		l := len(d) - 38
-		if csum(d[38:], uint32(csum(d[30:38], uint32(6+l)))) != 0xffff {
+		if nstest.Checksum(d[38:], uint32(nstest.Checksum(d[30:38], uint32(6+l)))) != 0xffff {
 			t.Errorf("segment %d: bad TCP checksum", i)
 		}
 	}

@@ -1,6 +1,7 @@
 package afxdp
 
 import (
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -12,20 +13,20 @@ import (
 // (partial checksums from the senders) through two native-XDP veth ports.
 func TestE2EPingIperf(t *testing.T) {
 	s := newSwitch(t, Options{})
-	if s.p1.AttachMode() != ModeNative {
-		t.Errorf("veth attached in %s mode, want native", s.p1.AttachMode())
+	if s.P1.AttachMode() != ModeNative {
+		t.Errorf("veth attached in %s mode, want native", s.P1.AttachMode())
 	}
-	if on, mode := xdpAttached(t, s.a.Port); !on || mode != 1 { // XDP_ATTACHED_DRV
-		t.Errorf("xdp on %s: attached %v mode %d, want driver mode", s.a.Port, on, mode)
+	if on, mode := xdpAttached(t, s.A.Port); !on || mode != 1 { // XDP_ATTACHED_DRV
+		t.Errorf("xdp on %s: attached %v mode %d, want driver mode", s.A.Port, on, mode)
 	}
-	ping(t, s.a, s.b.IP)
-	ping(t, s.b, s.a.IP)
-	gbps := iperf(t, s.a, s.b, s.b.IP)
+	nstest.Ping(t, s.A.NS, s.B.IP)
+	nstest.Ping(t, s.B.NS, s.A.IP)
+	gbps := nstest.IperfTCP(t, s.A.NS, s.B.NS, s.B.IP, 3) / 1e9
 	t.Logf("iperf3 a→b: %.2f Gbit/s", gbps)
-	gbps = iperf(t, s.b, s.a, s.a.IP)
+	gbps = nstest.IperfTCP(t, s.B.NS, s.A.NS, s.A.IP, 3) / 1e9
 	t.Logf("iperf3 b→a: %.2f Gbit/s", gbps)
-	st := s.p1.Stats()
-	t.Logf("port 1 stats %+v kernel %+v", st, s.p1.KernelStats())
+	st := s.P1.Stats()
+	t.Logf("port 1 stats %+v kernel %+v", st, s.P1.KernelStats())
 }
 
 // TestE2EUDPFlood sends N minimum-size UDP frames from a to b and accounts
@@ -33,23 +34,23 @@ func TestE2EPingIperf(t *testing.T) {
 // kernel's veth, the XDP socket, the driver or the PMD.
 func TestE2EUDPFlood(t *testing.T) {
 	s := newSwitch(t, Options{})
-	ping(t, s.a, s.b.IP) // resolves ARP both ways: no background frames later
-	snd := newRawSender(t, s.a, s.a.Dev)
+	nstest.Ping(t, s.A.NS, s.B.IP) // resolves ARP both ways: no background frames later
+	snd := nstest.NewSender(t, s.A.NS, s.A.Dev, false)
 
 	type snap struct {
 		aTx, aTxDrop, pRxDrop, p2TxDrop, bRx, bRxDrop, pmd uint64
 		s1, s2                                             []uint64
 	}
 	take := func() snap {
-		st1, st2 := s.p1.Stats(), s.p2.Stats()
+		st1, st2 := s.P1.Stats(), s.P2.Stats()
 		return snap{
-			aTx:      counter(t, s.a.NS, s.a.Dev, "tx_packets"),
-			aTxDrop:  counter(t, s.a.NS, s.a.Dev, "tx_dropped"),
-			pRxDrop:  counter(t, nil, s.a.Port, "rx_dropped"),
-			p2TxDrop: counter(t, nil, s.b.Port, "tx_dropped"),
-			bRx:      counter(t, s.b.NS, s.b.Dev, "rx_packets"),
-			bRxDrop:  counter(t, s.b.NS, s.b.Dev, "rx_dropped"),
-			pmd:      pmdDrops(s.dp),
+			aTx:      nstest.Counter(t, s.A.NS, s.A.Dev, "tx_packets"),
+			aTxDrop:  nstest.Counter(t, s.A.NS, s.A.Dev, "tx_dropped"),
+			pRxDrop:  nstest.Counter(t, nil, s.A.Port, "rx_dropped"),
+			p2TxDrop: nstest.Counter(t, nil, s.B.Port, "tx_dropped"),
+			bRx:      nstest.Counter(t, s.B.NS, s.B.Dev, "rx_packets"),
+			bRxDrop:  nstest.Counter(t, s.B.NS, s.B.Dev, "rx_dropped"),
+			pmd:      nstest.PMDDrops(s.DP),
 			s1:       []uint64{st1.RxPackets, st1.RxDrops, st1.RxErrors},
 			s2:       []uint64{st2.TxPackets, st2.TxDrops, st2.TxErrors},
 		}
@@ -59,7 +60,7 @@ func TestE2EUDPFlood(t *testing.T) {
 	accepted := 0
 	start := time.Now()
 	for i := 0; i < n; i++ {
-		if snd.send(udpFrame(s.a, s.b, uint32(i))) {
+		if snd.Send(udpFrame(s.A, s.B, uint32(i))) == nil {
 			accepted++
 		}
 	}
@@ -76,7 +77,7 @@ func TestE2EUDPFlood(t *testing.T) {
 	t.Logf("drops: sender veth tx %d, switch veth rx %d, xsk/driver rx %d, pmd %d, driver tx %d, veth tx %d, receiver rx %d",
 		d(after.aTxDrop, before.aTxDrop), d(after.pRxDrop, before.pRxDrop), rxDrops, d(after.pmd, before.pmd), txDrops,
 		d(after.p2TxDrop, before.p2TxDrop), d(after.bRxDrop, before.bRxDrop))
-	t.Logf("kernel xsk stats port 1 %+v port 2 %+v", s.p1.KernelStats(), s.p2.KernelStats())
+	t.Logf("kernel xsk stats port 1 %+v port 2 %+v", s.P1.KernelStats(), s.P2.KernelStats())
 	if sent == 0 {
 		t.Fatal("nothing sent")
 	}
@@ -95,23 +96,23 @@ func TestE2EVLAN(t *testing.T) {
 	s := newSwitch(t, Options{})
 	for _, dir := range []struct {
 		from, to *nstest.Host
-	}{{s.a, s.b}, {s.b, s.a}} {
-		snd := newRawSender(t, dir.from, dir.from.Dev)
-		rcv := newRawReceiver(t, dir.to)
+	}{{s.A, s.B}, {s.B, s.A}} {
+		snd := nstest.NewSender(t, dir.from.NS, dir.from.Dev, false)
+		rcv := nstest.NewReceiver(t, dir.to.NS, dir.to.Dev)
 		const tci = 3<<13 | 100
 		for seq := uint32(1); seq <= 5; seq++ {
 			want := udpFrame(dir.from, dir.to, seq)
-			if !snd.send(tagged(want, tci)) {
-				t.Fatal("send failed")
+			if err := snd.Send(nstest.InsertTag(want, nstest.Dot1Q(tci))); err != nil {
+				t.Fatal("send failed:", err)
 			}
-			got, gotTCI, isTagged, ok := rcv.recv()
+			got, ok := rcv.Next()
 			if !ok {
 				t.Fatalf("%s → %s: tagged frame %d not delivered", dir.from.IP, dir.to.IP, seq)
 			}
-			if !isTagged || gotTCI != tci {
-				t.Fatalf("%s → %s: frame %d arrived with tag %v tci %#x, want tci %#x", dir.from.IP, dir.to.IP, seq, isTagged, gotTCI, tci)
+			if tags := nstest.FrameTags(got); len(tags) != 1 || tags[0] != nstest.Dot1Q(tci) {
+				t.Fatalf("%s → %s: frame %d arrived with tags %04x, want one 802.1Q tag with tci %#x", dir.from.IP, dir.to.IP, seq, tags, tci)
 			}
-			if string(got) != string(want) {
+			if got = nstest.StripTags(got); string(got) != string(want) {
 				t.Fatalf("frame %d changed:\n got %x\nwant %x", seq, got, want)
 			}
 		}
@@ -125,19 +126,19 @@ func TestE2EVLAN(t *testing.T) {
 // off) is the alternative. With it on (the default), the datagram arrives.
 func TestE2EChecksums(t *testing.T) {
 	s := newSwitch(t, Options{FixChecksums: Off})
-	ping(t, s.a, s.b.IP)
-	src, dst := udpPair(t, s.a, s.b)
+	nstest.Ping(t, s.A.NS, s.B.IP)
+	src, dst := udpPair(t, s.A, s.B)
 	if udpDelivered(t, src, dst, "partial") {
 		t.Error("a datagram with a partial checksum was delivered without FixChecksums: the premise of the option is gone")
 	}
-	s.a.NS.Run(t, "ethtool", "-K", s.a.Dev, "tx", "off")
+	s.A.NS.Run(t, "ethtool", "-K", s.A.Dev, "tx", "off")
 	if !udpDelivered(t, src, dst, "complete") {
 		t.Error("a datagram with a software checksum was not delivered")
 	}
 
 	s2 := newSwitch(t, Options{})
-	ping(t, s2.a, s2.b.IP)
-	src, dst = udpPair(t, s2.a, s2.b)
+	nstest.Ping(t, s2.A.NS, s2.B.IP)
+	src, dst = udpPair(t, s2.A, s2.B)
 	if !udpDelivered(t, src, dst, "fixed") {
 		t.Error("with FixChecksums the datagram was not delivered")
 	}
@@ -147,28 +148,28 @@ func TestE2EChecksums(t *testing.T) {
 // the kernel and shows up in the port's RxDrops, not lost silently.
 func TestE2EOversizeCounted(t *testing.T) {
 	s := newSwitch(t, Options{})
-	nstest.Run(t, "ip", "link", "set", s.a.Port, "mtu", "3000")
-	s.a.NS.Run(t, "ip", "link", "set", s.a.Dev, "mtu", "3000")
-	snd := newRawSender(t, s.a, s.a.Dev)
-	big := udpFrame(s.a, s.b, 1)
+	nstest.Run(t, "ip", "link", "set", s.A.Port, "mtu", "3000")
+	s.A.NS.Run(t, "ip", "link", "set", s.A.Dev, "mtu", "3000")
+	snd := nstest.NewSender(t, s.A.NS, s.A.Dev, false)
+	big := udpFrame(s.A, s.B, 1)
 	big = append(big, make([]byte, 2500-len(big))...)
-	before := s.p1.Stats()
+	before := s.P1.Stats()
 	const n = 10
 	for i := 0; i < n; i++ {
-		if !snd.send(big) {
-			t.Fatal("send failed")
+		if err := snd.Send(big); err != nil {
+			t.Fatal("send failed:", err)
 		}
 	}
 	time.Sleep(100 * time.Millisecond)
-	after := s.p1.Stats()
+	after := s.P1.Stats()
 	if d := after.RxDrops - before.RxDrops; d != n {
-		t.Errorf("RxDrops grew by %d after %d oversize frames, want %d (kernel %+v)", d, n, n, s.p1.KernelStats())
+		t.Errorf("RxDrops grew by %d after %d oversize frames, want %d (kernel %+v)", d, n, n, s.P1.KernelStats())
 	}
 	if after.RxPackets != before.RxPackets {
 		t.Errorf("oversize frames were received: %d", after.RxPackets-before.RxPackets)
 	}
-	if s.p1.MTU() > DefaultFrameSize-256-18 {
-		t.Errorf("MTU %d is more than a UMEM frame holds", s.p1.MTU())
+	if s.P1.MTU() > DefaultFrameSize-256-18 {
+		t.Errorf("MTU %d is more than a UMEM frame holds", s.P1.MTU())
 	}
 }
 
@@ -249,8 +250,8 @@ func TestE2EPeerOffloads(t *testing.T) {
 // keeps running, and every buffer comes back.
 func TestE2EInterfaceRemoval(t *testing.T) {
 	s := newSwitch(t, Options{})
-	ping(t, s.a, s.b.IP)
-	snd := newRawSender(t, s.a, s.a.Dev)
+	nstest.Ping(t, s.A.NS, s.B.IP)
+	snd := nstest.NewSender(t, s.A.NS, s.A.Dev, false)
 	stop := make(chan struct{})
 	done := make(chan int)
 	go func() {
@@ -262,7 +263,7 @@ func TestE2EInterfaceRemoval(t *testing.T) {
 				return
 			default:
 			}
-			if snd.send(udpFrame(s.a, s.b, seq)) {
+			if snd.Send(udpFrame(s.A, s.B, seq)) == nil {
 				n++
 			}
 		}
@@ -277,41 +278,36 @@ func TestE2EInterfaceRemoval(t *testing.T) {
 	}()
 	waitRemoved := func(no uint32) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for s.dp.Port(no) != nil {
-			if time.Now().After(deadline) {
-				t.Fatalf("port %d still in the datapath 5 s after its interface was deleted", no)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		nstest.WaitFor(t, 5*time.Second, fmt.Sprintf("port %d is removed from the datapath after its interface was deleted", no),
+			func() bool { return s.DP.Port(no) == nil })
 	}
 	time.Sleep(300 * time.Millisecond)
-	if s.p2.Stats().TxPackets == 0 {
+	if s.P2.Stats().TxPackets == 0 {
 		t.Fatal("no traffic forwarded before the removal")
 	}
-	nstest.Run(t, "ip", "link", "del", s.b.Port) // the output port
+	nstest.Run(t, "ip", "link", "del", s.B.Port) // the output port
 	waitRemoved(2)
-	it := s.dp.PMDStats()[0].Iterations
-	rx := s.p1.Stats().RxPackets
+	it := s.DP.PMDStats()[0].Iterations
+	rx := s.P1.Stats().RxPackets
 	time.Sleep(300 * time.Millisecond)
-	if s.dp.PMDStats()[0].Iterations <= it {
+	if s.DP.PMDStats()[0].Iterations <= it {
 		t.Error("PMD stopped iterating after port 2 was removed")
 	}
-	if s.p1.Stats().RxPackets <= rx {
+	if s.P1.Stats().RxPackets <= rx {
 		t.Error("port 1 stopped receiving after port 2 was removed")
 	}
-	nstest.Run(t, "ip", "link", "del", s.a.Port) // the input port, under traffic
+	nstest.Run(t, "ip", "link", "del", s.A.Port) // the input port, under traffic
 	waitRemoved(1)
 	close(stop)
 	sent := <-done
 	time.Sleep(100 * time.Millisecond)
-	if s.dp.PMDStats()[0].Iterations <= it {
+	if s.DP.PMDStats()[0].Iterations <= it {
 		t.Error("PMD stopped iterating")
 	}
-	s.dp.Stop()
-	checkNoLeaks(t, s.dp)
-	t.Logf("flood sent %d frames; port 1 %+v; port 2 %+v; pmd drops %d", sent, s.p1.Stats(), s.p2.Stats(), pmdDrops(s.dp))
-	if err := s.p1.Close(); err == nil {
+	s.DP.Stop()
+	nstest.CheckPools(t, s.DP)
+	t.Logf("flood sent %d frames; port 1 %+v; port 2 %+v; pmd drops %d", sent, s.P1.Stats(), s.P2.Stats(), nstest.PMDDrops(s.DP))
+	if err := s.P1.Close(); err == nil {
 		t.Error("port 1 was not closed by the datapath after its removal")
 	}
 }
@@ -323,27 +319,27 @@ func TestE2EInterfaceRemoval(t *testing.T) {
 // RxDrops. With TSO off on the peers (ethtool -K <peer> tso off) TCP flows.
 func TestE2EGenericMode(t *testing.T) {
 	s := newSwitch(t, Options{Mode: ModeGeneric, ZeroCopy: true})
-	if s.p1.AttachMode() != ModeGeneric || s.p1.ZeroCopy() {
-		t.Fatalf("mode %s zero-copy %v, want generic without zero-copy", s.p1.AttachMode(), s.p1.ZeroCopy())
+	if s.P1.AttachMode() != ModeGeneric || s.P1.ZeroCopy() {
+		t.Fatalf("mode %s zero-copy %v, want generic without zero-copy", s.P1.AttachMode(), s.P1.ZeroCopy())
 	}
-	if on, mode := xdpAttached(t, s.a.Port); !on || mode != 2 { // XDP_ATTACHED_SKB
-		t.Errorf("xdp on %s: attached %v mode %d, want generic", s.a.Port, on, mode)
+	if on, mode := xdpAttached(t, s.A.Port); !on || mode != 2 { // XDP_ATTACHED_SKB
+		t.Errorf("xdp on %s: attached %v mode %d, want generic", s.A.Port, on, mode)
 	}
-	if tso := ethtoolFeature(t, s.a.NS, s.a.Dev, "tcp-segmentation-offload"); tso != "on" {
+	if tso := ethtoolFeature(t, s.A.NS, s.A.Dev, "tcp-segmentation-offload"); tso != "on" {
 		t.Errorf("peer TSO is %s with generic XDP; expected the kernel to leave it on", tso)
 	}
-	ping(t, s.a, s.b.IP)
-	ping(t, s.b, s.a.IP)
-	before := s.p1.Stats().RxDrops
-	gbps := iperf(t, s.a, s.b, s.b.IP)
-	drops := s.p1.Stats().RxDrops - before
-	t.Logf("iperf3 a→b in generic mode with peer TSO on: %.3f Gbit/s, %d oversize frames dropped (kernel %+v)", gbps, drops, s.p1.KernelStats())
+	nstest.Ping(t, s.A.NS, s.B.IP)
+	nstest.Ping(t, s.B.NS, s.A.IP)
+	before := s.P1.Stats().RxDrops
+	gbps := nstest.IperfTCP(t, s.A.NS, s.B.NS, s.B.IP, 3) / 1e9
+	drops := s.P1.Stats().RxDrops - before
+	t.Logf("iperf3 a→b in generic mode with peer TSO on: %.3f Gbit/s, %d oversize frames dropped (kernel %+v)", gbps, drops, s.P1.KernelStats())
 	if drops == 0 {
 		t.Error("no super-frame drops counted with TSO on the peer")
 	}
-	s.a.NS.Run(t, "ethtool", "-K", s.a.Dev, "tso", "off")
-	s.b.NS.Run(t, "ethtool", "-K", s.b.Dev, "tso", "off")
-	before = s.p1.Stats().RxDrops
-	gbps = iperf(t, s.a, s.b, s.b.IP)
-	t.Logf("iperf3 a→b in generic mode with peer TSO off: %.2f Gbit/s, %d drops", gbps, s.p1.Stats().RxDrops-before)
+	s.A.NS.Run(t, "ethtool", "-K", s.A.Dev, "tso", "off")
+	s.B.NS.Run(t, "ethtool", "-K", s.B.Dev, "tso", "off")
+	before = s.P1.Stats().RxDrops
+	gbps = nstest.IperfTCP(t, s.A.NS, s.B.NS, s.B.IP, 3) / 1e9
+	t.Logf("iperf3 a→b in generic mode with peer TSO off: %.2f Gbit/s, %d drops", gbps, s.P1.Stats().RxDrops-before)
 }

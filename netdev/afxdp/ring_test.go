@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"vswitch/datapath/packet"
+	"vswitch/internal/nstest"
 	"vswitch/netdev/vnethdr"
 )
 
@@ -218,13 +219,13 @@ func partialUDP() []byte {
 	ip[0], ip[8], ip[9] = 0x45, 64, 17
 	binary.BigEndian.PutUint16(ip[2:], 46)
 	copy(ip[12:], []byte{198, 18, 0, 1, 198, 18, 0, 2})
-	binary.BigEndian.PutUint16(ip[10:], ^csum(ip, 0))
+	binary.BigEndian.PutUint16(ip[10:], ^nstest.Checksum(ip, 0))
 	udp := f[34:]
 	binary.BigEndian.PutUint16(udp[0:], 1000)
 	binary.BigEndian.PutUint16(udp[2:], 2000)
 	binary.BigEndian.PutUint16(udp[4:], 26)
 	copy(udp[8:], "partial checksum")
-	binary.BigEndian.PutUint16(udp[6:], csum(ip[12:20], 17+26))
+	binary.BigEndian.PutUint16(udp[6:], nstest.Checksum(ip[12:20], 17+26))
 	return f
 }
 

@@ -85,7 +85,7 @@ func udpPartial(t testing.TB, n int) ([]byte, vnethdr.Header) {
 	var ph []byte
 	ph = append(ph, f[26:34]...)
 	ph = append(ph, 0, 17, byte(l4len>>8), byte(l4len))
-	binary.BigEndian.PutUint16(f[40:], ipSum(ph))
+	binary.BigEndian.PutUint16(f[40:], nstest.Checksum(ph, 0))
 	return f, vnethdr.Header{Flags: vnethdr.FlagNeedsCsum, CsumStart: 34, CsumOffset: 6}
 }
 
@@ -97,7 +97,7 @@ func l4Valid(f []byte) bool {
 	var ph []byte
 	ph = append(ph, f[26:34]...)
 	ph = append(ph, 0, f[23], byte(len(l4)>>8), byte(len(l4)))
-	return ipSum(append(ph, l4...)) == 0xffff
+	return nstest.Checksum(append(ph, l4...), 0) == 0xffff
 }
 
 func writeMsg(t testing.TB, fd int, h vnethdr.Header, frame []byte) {
@@ -352,7 +352,7 @@ func TestTapInRootNamespace(t *testing.T) {
 	if p.MTU() != 1400 {
 		t.Errorf("MTU() = %d", p.MTU())
 	}
-	waitFor(t, "link up", p.LinkUp)
+	nstest.WaitFor(t, 2*time.Second, "link up", p.LinkUp)
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -388,17 +388,6 @@ func TestTapInRootNamespace(t *testing.T) {
 	if p.LinkUp() {
 		t.Error("LinkUp after removal")
 	}
-}
-
-func waitFor(t *testing.T, what string, f func() bool) {
-	t.Helper()
-	for i := 0; i < 200; i++ {
-		if f() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }
 
 // FuzzDeliver feeds arbitrary vnet headers and frames, placed as readv
@@ -499,7 +488,7 @@ func BenchmarkTapSend(b *testing.B) {
 	defer p.Close()
 	pool := packet.NewPool(64, packet.DefaultBufSize)
 	var batch packet.Batch
-	frame := udpFrame(net.HardwareAddr{2, 0, 0xc6, 0x13, 0, 1}, 0)
+	frame := testFrame(net.HardwareAddr{2, 0, 0xc6, 0x13, 0, 1}, 0)
 	for j := 0; j < packet.BatchSize; j++ {
 		pkt := pool.Get()
 		pkt.SetData(frame)
@@ -539,7 +528,7 @@ func BenchmarkTapRecv(b *testing.B) {
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: 0x0300, Ifindex: ifi.Index}); err != nil {
 		b.Fatal(err)
 	}
-	frame := udpFrame(net.HardwareAddr{2, 0, 0xc6, 0x13, 0, 1}, 0)
+	frame := testFrame(net.HardwareAddr{2, 0, 0xc6, 0x13, 0, 1}, 0)
 	pool := packet.NewPool(64, packet.DefaultBufSize)
 	var batch packet.Batch
 	b.ReportAllocs()

@@ -1,0 +1,102 @@
+package nstest
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"vswitch/datapath"
+)
+
+// Counter reads /sys/class/net/<dev>/statistics/<name> as seen from
+// namespace ns (nil: the test's own namespace, where the switch ports
+// are); sysfs shows the devices of the namespace of the reading process.
+func Counter(t testing.TB, ns *Netns, dev, name string) uint64 {
+	t.Helper()
+	path := "/sys/class/net/" + dev + "/statistics/" + name
+	var out string
+	var err error
+	if ns != nil {
+		out, err = ns.Output("cat", path)
+	} else {
+		var b []byte
+		b, err = os.ReadFile(path)
+		out = string(b)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v %s", path, err, out)
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return v
+}
+
+// PMDDrops sums every drop cause of every PMD: the switch's share of a
+// flood's loss accounting.
+func PMDDrops(dp *datapath.Datapath) uint64 {
+	var n uint64
+	for _, s := range dp.PMDStats() {
+		for _, d := range s.Drops {
+			n += d
+		}
+	}
+	return n
+}
+
+// PMDIterations sums the poll loop iterations of every PMD: if it grows,
+// the PMDs are still running.
+func PMDIterations(dp *datapath.Datapath) uint64 {
+	var n uint64
+	for _, s := range dp.PMDStats() {
+		n += s.Iterations
+	}
+	return n
+}
+
+// CheckPools fails the test unless every PMD pool has all its buffers back
+// and none was freed twice. Call it after dp.Stop.
+func CheckPools(t testing.TB, dp *datapath.Datapath) {
+	t.Helper()
+	for _, p := range dp.PMDs() {
+		pl := p.Pool()
+		if pl.Available() != pl.Size() {
+			t.Errorf("PMD %d: %d of %d buffers not returned", p.ID(), pl.Size()-pl.Available(), pl.Size())
+		}
+		if d := pl.DoubleFrees(); d != 0 {
+			t.Errorf("PMD %d: %d double frees", p.ID(), d)
+		}
+	}
+}
+
+// WaitFor polls cond every 10 ms until it holds, and fails the test if it
+// does not within d.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting until %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// WaitStable polls f until it returns the same value twice 300 ms apart
+// (at most 15 s) and returns that value: a counter has settled once the
+// traffic that moves it has drained.
+func WaitStable(f func() uint64) uint64 {
+	prev := f()
+	for i := 0; i < 50; i++ {
+		time.Sleep(300 * time.Millisecond)
+		v := f()
+		if v == prev {
+			return v
+		}
+		prev = v
+	}
+	return prev
+}

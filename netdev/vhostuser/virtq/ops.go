@@ -1,0 +1,299 @@
+package virtq
+
+import "vswitch/datapath/packet"
+
+// Result is what one Dequeue or Enqueue batch did.
+type Result struct {
+	Packets, Bytes int
+	// Errors counts malformed descriptor chains (dropped, and handed back
+	// to the frontend with length 0) and frames too large for a buffer.
+	Errors int
+	// Drops counts frames not moved for want of room: no pool buffer
+	// (Dequeue, once per batch) or no receive buffer in the ring (Enqueue).
+	Drops int
+	// Signal says the frontend asked for an interrupt for this batch; the
+	// caller calls Signal before it leaves the batch.
+	Signal bool
+}
+
+// desc reads descriptor i of table t. Every field is read once, so a
+// frontend rewriting the table meanwhile cannot make a check and a use see
+// different values.
+func desc(t []byte, i uint32) (addr uint64, n uint32, flags, next uint16) {
+	d := t[16*i : 16*i+16]
+	return le.Uint64(d), le.Uint32(d[8:]), le.Uint16(d[12:]), le.Uint16(d[14:])
+}
+
+// indirectTable checks and translates an indirect descriptor.
+func (q *Queue) indirectTable(addr uint64, n uint32, flags uint16) ([]byte, uint32) {
+	if !q.indirect || flags&DescFNext != 0 || n == 0 || n%16 != 0 || n/16 > MaxIndirect {
+		return nil, 0
+	}
+	t := q.mem.Guest(addr, uint64(n))
+	if t == nil {
+		return nil, 0
+	}
+	return t, n / 16
+}
+
+// readChain copies the frame a transmit chain carries into dst, skipping
+// the virtio-net header. ok is false for a malformed chain or a frame
+// larger than dst.
+func (q *Queue) readChain(head uint32, dst []byte) (int, bool) {
+	table, n, idx := q.desc, q.size, head
+	skip, out := q.hdrLen, 0
+	indirect := false
+	for count := uint32(0); ; count++ {
+		if idx >= n || count >= n {
+			return 0, false // out of the table, or a loop
+		}
+		addr, ln, flags, next := desc(table, idx)
+		if flags&DescFIndirect != 0 {
+			if indirect {
+				return 0, false // nested indirect tables are forbidden
+			}
+			if table, n = q.indirectTable(addr, ln, flags); table == nil {
+				return 0, false
+			}
+			indirect, idx, count = true, 0, ^uint32(0)
+			continue
+		}
+		if flags&DescFWrite != 0 {
+			return 0, false
+		}
+		if ln > 0 {
+			buf := q.mem.Guest(addr, uint64(ln))
+			if buf == nil {
+				return 0, false
+			}
+			if skip > 0 {
+				s := min(skip, len(buf))
+				buf, skip = buf[s:], skip-s
+			}
+			if len(buf) > len(dst)-out {
+				return 0, false
+			}
+			out += copy(dst[out:], buf)
+		}
+		if flags&DescFNext == 0 {
+			break
+		}
+		idx = uint32(next)
+	}
+	if skip > 0 {
+		return 0, false
+	}
+	return out, true
+}
+
+// Dequeue takes up to max frames the frontend transmitted, copies each into
+// a buffer from pool and appends it to b. Every consumed chain goes back to
+// the used ring at once; the used idx is published once for the batch.
+func (q *Queue) Dequeue(pool *packet.Pool, b *packet.Batch, max int) (r Result) {
+	if q.broken {
+		return r
+	}
+	last := q.lastAvail
+	avail := q.loadAvailIdx() - last
+	if avail == 0 {
+		return r
+	}
+	if uint32(avail) > q.size {
+		q.broken = true
+		r.Errors++
+		return r
+	}
+	n := int(avail)
+	if n > max {
+		n = max
+	}
+	old := q.usedIdx
+	used := old
+	var pkt *packet.Packet
+	for i := 0; i < n; i++ {
+		if pkt == nil {
+			if pkt = pool.Get(); pkt == nil {
+				r.Drops++
+				break
+			}
+		}
+		head := q.availEntry(last)
+		l, ok := q.readChain(head, pkt.Buffer())
+		last++
+		q.putUsed(used, head, 0)
+		used++
+		if !ok {
+			r.Errors++
+			continue
+		}
+		pkt.SetLen(l)
+		b.Add(pkt)
+		pkt = nil
+		r.Packets++
+		r.Bytes += l
+	}
+	if pkt != nil {
+		pkt.Free()
+	}
+	q.lastAvail = last
+	if used != old {
+		q.publishUsed(used)
+		r.Signal = q.needSignal(old, used)
+	}
+	return r
+}
+
+// put writes the stream "virtio-net header, then frame" from stream
+// offset pos into dst and returns the bytes written. The header is zero
+// (no offloads) except num_buffers, whose location it records.
+func (q *Queue) put(dst []byte, pos int, frame []byte) int {
+	n := 0
+	if pos < q.hdrLen {
+		n = min(q.hdrLen-pos, len(dst))
+		clear(dst[:n])
+		if q.hdrLen == 12 {
+			if pos <= 10 && 10 < pos+n {
+				q.nbLo = &dst[10-pos]
+			}
+			if 11 < pos+n {
+				q.nbHi = &dst[11-pos]
+			}
+		}
+	}
+	if n < len(dst) {
+		n += copy(dst[n:], frame[pos+n-q.hdrLen:])
+	}
+	return n
+}
+
+// writeChain fills the writable buffers of a receive chain with the stream
+// from pos up to total and returns the bytes written. ok is false for a
+// malformed chain.
+func (q *Queue) writeChain(head uint32, frame []byte, pos, total int) (int, bool) {
+	table, n, idx := q.desc, q.size, head
+	indirect := false
+	w := 0
+	for count := uint32(0); pos+w < total; count++ {
+		if idx >= n || count >= n {
+			return 0, false
+		}
+		addr, ln, flags, next := desc(table, idx)
+		if flags&DescFIndirect != 0 {
+			if indirect {
+				return 0, false
+			}
+			if table, n = q.indirectTable(addr, ln, flags); table == nil {
+				return 0, false
+			}
+			indirect, idx, count = true, 0, ^uint32(0)
+			continue
+		}
+		if flags&DescFWrite == 0 {
+			return 0, false
+		}
+		if ln > 0 {
+			buf := q.mem.Guest(addr, uint64(ln))
+			if buf == nil {
+				return 0, false
+			}
+			if room := total - pos - w; len(buf) > room {
+				buf = buf[:room]
+			}
+			w += q.put(buf, pos+w, frame)
+		}
+		if flags&DescFNext == 0 {
+			break
+		}
+		idx = uint32(next)
+	}
+	return w, w > 0
+}
+
+// Enqueue copies frames into the frontend's receive buffers: each frame
+// gets a zero virtio-net header and, with mergeable buffers, as many avail
+// chains as it needs (num_buffers says how many). The used idx is
+// published once for the batch. Frames that find no room are dropped
+// (counted in Drops) without waiting.
+func (q *Queue) Enqueue(pkts []*packet.Packet) (r Result) {
+	if q.broken {
+		r.Drops = len(pkts)
+		return r
+	}
+	availIdx := q.loadAvailIdx()
+	if uint32(availIdx-q.lastAvail) > q.size {
+		q.broken = true
+		r.Errors++
+		r.Drops = len(pkts)
+		return r
+	}
+	last, old := q.lastAvail, q.usedIdx
+	used := old
+	for i, pkt := range pkts {
+		frame := pkt.Data()
+		total := q.hdrLen + len(frame)
+		startAvail, startUsed := last, used
+		pos, np := 0, 0
+		hadBad, ok, empty := false, true, false
+		q.nbLo, q.nbHi = nil, nil
+		for pos < total {
+			if last == availIdx {
+				ok, empty = false, true
+				break
+			}
+			if np == len(q.pend) {
+				ok = false
+				break
+			}
+			head := q.availEntry(last)
+			last++
+			w, good := q.writeChain(head, frame, pos, total)
+			if !good {
+				// Hand the chain back empty on its own: the frame's
+				// own entries must stay consecutive in the used ring.
+				q.putUsed(used, head, 0)
+				used++
+				r.Errors++
+				hadBad = true
+				continue
+			}
+			q.pend[np] = usedElem{head, uint32(w)}
+			np++
+			pos += w
+			if !q.mergeable && pos < total {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			if !hadBad {
+				last, used = startAvail, startUsed // untouched by the frontend's view
+			} else {
+				for j := 0; j < np; j++ {
+					q.putUsed(used, q.pend[j].id, 0)
+					used++
+				}
+			}
+			r.Drops++
+			if empty {
+				r.Drops += len(pkts) - i - 1
+				break
+			}
+			continue
+		}
+		if q.nbLo != nil && q.nbHi != nil {
+			*q.nbLo, *q.nbHi = byte(np), byte(np>>8)
+		}
+		for j := 0; j < np; j++ {
+			q.putUsed(used, q.pend[j].id, q.pend[j].len)
+			used++
+		}
+		r.Packets++
+		r.Bytes += len(frame)
+	}
+	q.lastAvail = last
+	if used != old {
+		q.publishUsed(used)
+		r.Signal = q.needSignal(old, used)
+	}
+	return r
+}

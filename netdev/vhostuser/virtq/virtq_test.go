@@ -1,0 +1,394 @@
+package virtq
+
+import (
+	"bytes"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"vswitch/datapath/packet"
+)
+
+const (
+	testGPA  = 0x1_0000_0000
+	testUVA  = 0x7f00_0000_0000
+	pageSize = 4096
+)
+
+// guarded maps a region of n pages between two PROT_NONE guard pages: any
+// access outside the region faults, so a test or fuzz run that passes
+// proves the queue stayed inside.
+func guarded(t testing.TB, pages int) []byte {
+	m, err := unix.Mmap(-1, 0, (pages+2)*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(m) })
+	if err := unix.Mprotect(m[:pageSize], unix.PROT_NONE); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mprotect(m[(pages+1)*pageSize:], unix.PROT_NONE); err != nil {
+		t.Fatal(err)
+	}
+	return m[pageSize : (pages+1)*pageSize]
+}
+
+// ring is a test driver's view of a queue laid out at the start of a
+// region: descriptors, avail ring, used ring, then buffers.
+type ring struct {
+	t                 testing.TB
+	mem               []byte
+	size              int
+	desc, avail, used int
+	bufs              int
+	q                 *Queue
+	availIdx          uint16
+}
+
+func newRing(t testing.TB, size int, cfg Config) *ring {
+	mem := guarded(t, 16)
+	r := &ring{t: t, mem: mem, size: size}
+	r.desc = 0
+	r.avail = 16 * size
+	r.used = (r.avail + 6 + 2*size + 2 + 4095) &^ 4095
+	r.bufs = (r.used + 6 + 8*size + 2 + 4095) &^ 4095
+	cfg.Mem = NewMemory([]Region{{GuestAddr: testGPA, UserAddr: testUVA, Data: mem}})
+	cfg.Size = size
+	cfg.DescAddr, cfg.AvailAddr, cfg.UsedAddr = testUVA+uint64(r.desc), testUVA+uint64(r.avail), testUVA+uint64(r.used)
+	if cfg.HdrLen == 0 {
+		cfg.HdrLen = 12
+	}
+	cfg.CallFD, cfg.KickFD = -1, -1
+	q, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.q = q
+	return r
+}
+
+// buf returns the guest address and bytes of buffer i (512 bytes each).
+func (r *ring) buf(i int) (uint64, []byte) {
+	off := r.bufs + 512*i
+	return testGPA + uint64(off), r.mem[off : off+512]
+}
+
+func (r *ring) setDesc(i int, addr uint64, n uint32, flags, next uint16) {
+	d := r.mem[r.desc+16*i:]
+	le.PutUint64(d, addr)
+	le.PutUint32(d[8:], n)
+	le.PutUint16(d[12:], flags)
+	le.PutUint16(d[14:], next)
+}
+
+func (r *ring) publish(heads ...uint16) {
+	for _, h := range heads {
+		le.PutUint16(r.mem[r.avail+4+2*(int(r.availIdx)%r.size):], h)
+		r.availIdx++
+	}
+	le.PutUint16(r.mem[r.avail+2:], r.availIdx)
+}
+
+func (r *ring) usedIdx() uint16 { return le.Uint16(r.mem[r.used+2:]) }
+
+func (r *ring) usedElem(i int) (uint32, uint32) {
+	e := r.mem[r.used+4+8*(i%r.size):]
+	return le.Uint32(e), le.Uint32(e[4:])
+}
+
+// txFrame puts header+frame into buffer i as a one-descriptor chain at
+// descriptor i.
+func (r *ring) txFrame(i int, frame []byte) {
+	a, b := r.buf(i)
+	clear(b[:12])
+	copy(b[12:], frame)
+	r.setDesc(i, a, uint32(12+len(frame)), 0, 0)
+}
+
+func frame(n int, tag byte) []byte {
+	f := make([]byte, n)
+	for i := range f {
+		f[i] = tag + byte(i)
+	}
+	return f
+}
+
+func dequeue(q *Queue, pool *packet.Pool) ([][]byte, Result) {
+	var b packet.Batch
+	r := q.Dequeue(pool, &b, packet.BatchSize)
+	var out [][]byte
+	for _, p := range b.Packets() {
+		out = append(out, append([]byte(nil), p.Data()...))
+	}
+	b.FreeAll()
+	return out, r
+}
+
+// TestHostileDescriptors: each malformed chain is counted, handed back with
+// length 0, and the good chains around it still arrive.
+func TestHostileDescriptors(t *testing.T) {
+	cases := []struct {
+		name  string
+		build func(r *ring) // sets up descriptor 1 (the bad chain's head)
+	}{
+		{"address outside the regions", func(r *ring) { r.setDesc(1, 0x1234, 64, 0, 0) }},
+		{"buffer runs past the region", func(r *ring) { r.setDesc(1, testGPA+uint64(len(r.mem))-8, 64, 0, 0) }},
+		{"address+length overflows", func(r *ring) { r.setDesc(1, ^uint64(0)-4, 64, 0, 0) }},
+		{"huge length", func(r *ring) { a, _ := r.buf(1); r.setDesc(1, a, 0xffffffff, 0, 0) }},
+		{"chain loop", func(r *ring) {
+			a, _ := r.buf(1)
+			r.setDesc(1, a, 12, DescFNext, 4)
+			r.setDesc(4, a, 4, DescFNext, 5)
+			r.setDesc(5, a, 4, DescFNext, 4)
+		}},
+		{"chain longer than the ring", func(r *ring) {
+			a, _ := r.buf(1)
+			// 1 → 3 → 4 → 5 → 6 → 7 → 1 …: zero-length descriptors, so
+			// only the chain bound stops it.
+			r.setDesc(1, a, 0, DescFNext, 3)
+			for i := 3; i < r.size; i++ {
+				r.setDesc(i, a, 0, DescFNext, uint16(i+1))
+			}
+			r.setDesc(r.size-1, a, 0, DescFNext, 1)
+		}},
+		{"next out of the table", func(r *ring) { a, _ := r.buf(1); r.setDesc(1, a, 20, DescFNext, 999) }},
+		{"frame longer than a packet buffer", func(r *ring) {
+			a, _ := r.buf(1)
+			r.setDesc(1, a, 4000, 0, 0) // inside the region, too big for the pool buffer
+		}},
+		{"shorter than the header", func(r *ring) { a, _ := r.buf(1); r.setDesc(1, a, 6, 0, 0) }},
+		{"device-writable buffer", func(r *ring) { a, _ := r.buf(1); r.setDesc(1, a, 64, DescFWrite, 0) }},
+		{"indirect table outside the regions", func(r *ring) { r.setDesc(1, 0x10, 64, DescFIndirect, 0) }},
+		{"indirect length not a multiple of 16", func(r *ring) { a, _ := r.buf(1); r.setDesc(1, a, 20, DescFIndirect, 0) }},
+		{"indirect with next", func(r *ring) { a, _ := r.buf(1); r.setDesc(1, a, 32, DescFIndirect|DescFNext, 2) }},
+		{"indirect too large", func(r *ring) { r.setDesc(1, testGPA, 16*(MaxIndirect+1), DescFIndirect, 0) }},
+		{"nested indirect", func(r *ring) {
+			ta, tb := r.buf(3)
+			le.PutUint64(tb, ta)
+			le.PutUint32(tb[8:], 16)
+			le.PutUint16(tb[12:], DescFIndirect)
+			r.setDesc(1, ta, 16, DescFIndirect, 0)
+		}},
+		{"indirect entry out of range", func(r *ring) {
+			ta, tb := r.buf(3)
+			le.PutUint64(tb, 0xdead_0000)
+			le.PutUint32(tb[8:], 64)
+			r.setDesc(1, ta, 16, DescFIndirect, 0)
+		}},
+		{"indirect loop", func(r *ring) {
+			ta, tb := r.buf(3)
+			a, _ := r.buf(1)
+			for i := 0; i < 2; i++ {
+				e := tb[16*i:]
+				le.PutUint64(e, a)
+				le.PutUint32(e[8:], 12)
+				le.PutUint16(e[12:], DescFNext)
+				le.PutUint16(e[14:], uint16(1-i))
+			}
+			r.setDesc(1, ta, 32, DescFIndirect, 0)
+		}},
+	}
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRing(t, 8, Config{Indirect: true})
+			good0, good2 := frame(60, 1), frame(70, 2)
+			r.txFrame(0, good0)
+			c.build(r)
+			r.txFrame(2, good2)
+			r.publish(0, 1, 2)
+			got, res := dequeue(r.q, pool)
+			if res.Errors != 1 {
+				t.Fatalf("errors %d, want 1", res.Errors)
+			}
+			want := [][]byte{good0, good2}
+			if len(got) != len(want) {
+				t.Fatalf("received %d frames, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if !bytes.Equal(got[i], want[i]) {
+					t.Errorf("frame %d differs", i)
+				}
+			}
+			if int(r.usedIdx()) != len(want)+1 {
+				t.Errorf("used idx %d: every chain must go back", r.usedIdx())
+			}
+			if pool.Available() != pool.Size() {
+				t.Error("pool leak")
+			}
+		})
+	}
+}
+
+// TestHostileAvailIdx: an avail idx more than a ring ahead breaks the queue
+// (counted once), it does not make the PMD process garbage.
+func TestHostileAvailIdx(t *testing.T) {
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	r := newRing(t, 8, Config{})
+	le.PutUint16(r.mem[r.avail+2:], 100)
+	if _, res := dequeue(r.q, pool); res.Errors != 1 || res.Packets != 0 || !r.q.Broken() {
+		t.Fatalf("result %+v broken %v", res, r.q.Broken())
+	}
+	if _, res := dequeue(r.q, pool); res.Errors != 0 {
+		t.Errorf("a broken queue counted again: %+v", res)
+	}
+	var b packet.Batch
+	pkt := pool.Get()
+	pkt.SetData(frame(60, 0))
+	b.Add(pkt)
+	if res := r.q.Enqueue(b.Packets()); res.Drops != 1 {
+		t.Errorf("enqueue on a broken queue: %+v", res)
+	}
+	b.FreeAll()
+}
+
+// TestIndirectTx: a chain through an indirect table with the header in its
+// own descriptor arrives whole.
+func TestIndirectTx(t *testing.T) {
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	r := newRing(t, 8, Config{Indirect: true})
+	ta, tb := r.buf(0)
+	ha, hb := r.buf(1)
+	da, db := r.buf(2)
+	clear(hb[:12])
+	f := frame(300, 5)
+	copy(db, f[:200])
+	ea, eb := r.buf(3)
+	copy(eb, f[200:])
+	entries := [][3]uint64{{ha, 12, DescFNext}, {da, 200, DescFNext}, {ea, 100, 0}}
+	for i, e := range entries {
+		d := tb[16*i:]
+		le.PutUint64(d, e[0])
+		le.PutUint32(d[8:], uint32(e[1]))
+		le.PutUint16(d[12:], uint16(e[2]))
+		le.PutUint16(d[14:], uint16(i+1))
+	}
+	r.setDesc(5, ta, 48, DescFIndirect, 0)
+	r.publish(5)
+	got, res := dequeue(r.q, pool)
+	if res.Errors != 0 || len(got) != 1 || !bytes.Equal(got[0], f) {
+		t.Fatalf("result %+v, %d frames", res, len(got))
+	}
+	// Without the feature negotiated an indirect descriptor is hostile.
+	r2 := newRing(t, 8, Config{})
+	r2.setDesc(0, testGPA+uint64(r2.bufs), 48, DescFIndirect, 0)
+	r2.publish(0)
+	if _, res := dequeue(r2.q, pool); res.Errors != 1 {
+		t.Errorf("indirect without the feature: %+v", res)
+	}
+}
+
+// TestHostileRxChains: malformed receive chains are handed back empty and
+// counted; the frame goes into the next good chain.
+func TestHostileRxChains(t *testing.T) {
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	r := newRing(t, 8, Config{Mergeable: true})
+	a, _ := r.buf(0)
+	r.setDesc(0, a, 512, 0, 0) // device-readable: not a receive buffer
+	r.setDesc(1, 0x99, 512, DescFWrite, 0)
+	b2, bb := r.buf(2)
+	r.setDesc(2, b2, 512, DescFWrite, 0)
+	r.publish(0, 1, 2)
+	var b packet.Batch
+	pkt := pool.Get()
+	f := frame(100, 3)
+	pkt.SetData(f)
+	b.Add(pkt)
+	res := r.q.Enqueue(b.Packets())
+	b.FreeAll()
+	if res.Errors != 2 || res.Packets != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	if r.usedIdx() != 3 {
+		t.Fatalf("used idx %d", r.usedIdx())
+	}
+	id, n := r.usedElem(2)
+	if id != 2 || n != 112 || !bytes.Equal(bb[12:112], f) || le.Uint16(bb[10:]) != 1 {
+		t.Errorf("good chain: id %d len %d", id, n)
+	}
+	for i := 0; i < 2; i++ {
+		if _, n := r.usedElem(i); n != 0 {
+			t.Errorf("bad chain %d handed back with length %d", i, n)
+		}
+	}
+}
+
+// TestRxRingFull: frames beyond the posted buffers are dropped at once and
+// a frame never occupies part of the ring when it cannot fit whole.
+func TestRxRingFull(t *testing.T) {
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	r := newRing(t, 8, Config{Mergeable: true})
+	for i := 0; i < 2; i++ {
+		a, _ := r.buf(i)
+		r.setDesc(i, a, 512, DescFWrite, 0)
+	}
+	r.publish(0, 1)
+	var b packet.Batch
+	for _, n := range []int{400, 1000, 60} { // 1000 needs 2 buffers, only 1 left
+		pkt := pool.Get()
+		pkt.SetData(frame(n, 0))
+		b.Add(pkt)
+	}
+	res := r.q.Enqueue(b.Packets())
+	b.FreeAll()
+	if res.Packets != 1 || res.Drops != 2 || r.usedIdx() != 1 || r.q.LastAvail() != 1 {
+		t.Fatalf("result %+v used %d last avail %d", res, r.usedIdx(), r.q.LastAvail())
+	}
+}
+
+// FuzzVirtqDequeue drives both directions with hostile descriptor tables,
+// rings and region layouts. The region sits between guard pages, so any
+// access outside it crashes the run.
+func FuzzVirtqDequeue(f *testing.F) {
+	seed := make([]byte, 16*8+6+16)
+	le.PutUint64(seed[0:], testGPA+4096)
+	le.PutUint32(seed[8:], 100)
+	le.PutUint16(seed[16*8+2:], 1)
+	f.Add(seed, uint8(3), uint8(7), uint64(testGPA))
+	f.Add(seed, uint8(0), uint8(0), uint64(0))
+	mem := guarded(f, 4) // shared by the runs of this process, cleared each time
+	pool := packet.NewPool(40, packet.DefaultBufSize)
+	f.Fuzz(func(t *testing.T, data []byte, sizeLog, flags uint8, gpa uint64) {
+		clear(mem)
+		size := 1 << (sizeLog % 8)
+		copy(mem, data)
+		// Rings at fixed places; the fuzz data covers them and the
+		// buffers, so every field is hostile.
+		descOff, availOff, usedOff := 0, 2048, 3072
+		if 16*size > availOff {
+			descOff, availOff, usedOff = 0, 8192, 12288
+		}
+		m := NewMemory([]Region{{GuestAddr: gpa, UserAddr: testUVA, Data: mem}})
+		q, err := New(Config{
+			Mem: m, Size: size, HdrLen: 10 + 2*int(flags&1),
+			DescAddr: testUVA + uint64(descOff), AvailAddr: testUVA + uint64(availOff), UsedAddr: testUVA + uint64(usedOff),
+			LastAvail: uint16(len(data)), Mergeable: flags&2 != 0, Indirect: flags&4 != 0, EventIdx: flags&8 != 0,
+			CallFD: -1, KickFD: -1,
+		})
+		if err != nil {
+			return
+		}
+		for round := 0; round < 3; round++ {
+			var b packet.Batch
+			r := q.Dequeue(pool, &b, packet.BatchSize)
+			if r.Packets != b.N || r.Packets > packet.BatchSize {
+				t.Fatalf("dequeue result %+v with %d packets", r, b.N)
+			}
+			b.FreeAll()
+			for i := 0; i < 4; i++ {
+				p := pool.Get()
+				p.SetData(data[:min(len(data), 1500-i*300)])
+				b.Add(p)
+			}
+			e := q.Enqueue(b.Packets())
+			if e.Packets+e.Drops != b.N {
+				t.Fatalf("enqueue result %+v for %d frames", e, b.N)
+			}
+			b.FreeAll()
+			q.SetKickNotify(round%2 == 0)
+		}
+		if pool.Available() != pool.Size() {
+			t.Fatal("pool leak")
+		}
+	})
+}
