@@ -78,7 +78,7 @@ func TestPushPullHeadroom(t *testing.T) {
 	if pkt.Pull(4) || pkt.Push(Headroom+10) != nil {
 		t.Fatal("pull past the end or push past the headroom accepted")
 	}
-	if pkt.SetLen(len(pkt.Buffer())+1) {
+	if pkt.SetLen(len(pkt.Buffer()) + 1) {
 		t.Fatal("SetLen past the buffer accepted")
 	}
 }
