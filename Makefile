@@ -25,9 +25,11 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # -race everywhere: the datapath's concurrency tests need it, and the
-# packages are small enough that it costs seconds.
+# packages are small enough that it costs seconds. One package at a time:
+# the end-to-end tests run real switches, iperf3 and testpmd, and two of
+# them at once would fight over the machine's two cores.
 unit:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -p 1 ./...
 
 # Every fuzz target in the tree (found by name, so a new one is never
 # forgotten), each run briefly.

@@ -34,11 +34,13 @@ func (l *lockedBuffer) String() string {
 }
 
 // TestE2ETestpmd: one dpdk-testpmd process with two virtio-user ports, each
-// connected to a vhost-user port of the switch (the switch listens). In io
-// mode with tx_first, the 32-frame bursts testpmd starts with circulate
-// port 0 → switch → port 1 → testpmd → port 0 …, so traffic in both
-// directions through the switch shows in testpmd's port counters and in
-// the switch's. testpmd busy-polls a core: it runs for a few seconds only.
+// connected to a vhost-user port of the switch (the switch listens). In
+// flowgen mode testpmd sends generated UDP flows on both ports and counts
+// (then discards) what it receives, so traffic in both directions through
+// the switch shows in testpmd's port counters and in the switch's. Frames
+// sent before the other port's rings are up are dropped and counted by the
+// switch; the generator keeps going, so that startup race cannot stop the
+// test's traffic. testpmd busy-polls a core: it runs for a few seconds only.
 func TestE2ETestpmd(t *testing.T) {
 	bin, err := exec.LookPath("dpdk-testpmd")
 	if err != nil {
@@ -66,7 +68,7 @@ func TestE2ETestpmd(t *testing.T) {
 	cmd := exec.Command(bin, "-l", "0,1", "--no-huge", "-m", "1024", "--no-pci", "--file-prefix", prefix,
 		"--vdev", "net_virtio_user0,path="+pathA+",queues=1",
 		"--vdev", "net_virtio_user1,path="+pathB+",queues=1",
-		"--", "--forward-mode=io", "--tx-first", "--stats-period=1", "--nb-cores=1", "--txd=256", "--rxd=256")
+		"--", "--forward-mode=flowgen", "--stats-period=1", "--nb-cores=1", "--txd=256", "--rxd=256")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -99,9 +101,8 @@ func TestE2ETestpmd(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	// Non-interactive testpmd starts forwarding (tx_first) at once; let
-	// the bursts circulate for 2 s, then stop it: SIGINT prints the
-	// final forward statistics.
+	// Non-interactive testpmd starts generating at once; let it run for
+	// 2 s, then stop it: SIGINT prints the final forward statistics.
 	time.Sleep(2 * time.Second)
 	cmd.Process.Signal(syscall.SIGINT)
 	select {
