@@ -15,7 +15,7 @@ import (
 // udpFrame builds a 64-byte (without FCS: 60) Ethernet/IPv4/UDP frame whose
 // payload starts with seq (big endian), so tests can follow each packet.
 func udpFrame(src, dst uint32, sport, dport uint16, seq uint32) []byte {
-	f := make([]byte, 60, 64) // capacity for packet.CopyFrame's fast path
+	f := make([]byte, 60)
 	copy(f[0:6], []byte{0x02, 0, 0, 0, 0, 2})
 	copy(f[6:12], []byte{0x02, 0, 0, 0, 0, 1})
 	binary.BigEndian.PutUint16(f[12:], 0x0800)

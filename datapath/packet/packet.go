@@ -65,7 +65,7 @@ func (p *Packet) SetData(data []byte) int {
 	if p.off > len(p.buf) {
 		p.off = len(p.buf)
 	}
-	n := CopyFrame(p.buf[p.off:], data)
+	n := copy(p.buf[p.off:], data)
 	p.length = n
 	p.KeyValid = false
 	p.HashValid = false
@@ -168,17 +168,3 @@ func (b *Batch) FreeAll() {
 // Reset empties the batch without freeing its packets. Stale pointers stay
 // in Pkts: they point into pools that live as long as the packets anyway.
 func (b *Batch) Reset() { b.N = 0 }
-
-// CopyFrame copies src into dst like copy and returns the bytes copied. A
-// frame of up to 64 bytes (the common small packet) is moved as one 64-byte
-// block when src has the capacity to be read that far and dst is at least
-// 64 bytes long, which compiles to a few vector moves instead of a call to
-// memmove. Bytes of dst past len(src) may be overwritten.
-func CopyFrame(dst, src []byte) int {
-	n := len(src)
-	if n <= 64 && cap(src) >= 64 && len(dst) >= 64 {
-		*(*[64]byte)(dst[:64]) = *(*[64]byte)(src[:64:64])
-		return n
-	}
-	return copy(dst, src)
-}

@@ -83,30 +83,6 @@ func TestPushPullHeadroom(t *testing.T) {
 	}
 }
 
-func TestCopyFrame(t *testing.T) {
-	src := make([]byte, 64)
-	for i := range src {
-		src[i] = byte(i + 1)
-	}
-	for _, n := range []int{0, 1, 60, 64} {
-		dst := make([]byte, 100)
-		if got := CopyFrame(dst, src[:n]); got != n || !bytes.Equal(dst[:n], src[:n]) {
-			t.Fatalf("n=%d: copied %d, %v", n, got, dst[:n])
-		}
-	}
-	// Short destination: plain copy semantics, nothing written past it.
-	big := make([]byte, 128)
-	dst := big[:10]
-	if got := CopyFrame(dst, src[:60]); got != 10 || big[10] != 0 {
-		t.Fatalf("short dst: copied %d, byte past it %d", got, big[10])
-	}
-	// Source without capacity to read 64 bytes: plain copy.
-	tight := append([]byte(nil), src[:5]...)
-	if got := CopyFrame(make([]byte, 64), tight[:5:5]); got != 5 {
-		t.Fatalf("tight src copied %d", got)
-	}
-}
-
 func TestCopyFromKeepsMetadata(t *testing.T) {
 	p := NewPool(2, DefaultBufSize)
 	a, b := p.Get(), p.Get()

@@ -218,7 +218,7 @@ func (q *rxQueue) take(region []byte, d *frameDesc, buf []byte) (l, outcome int)
 	if l > len(buf) {
 		return 0, takeError
 	}
-	packet.CopyFrame(buf, frame)
+	copy(buf, frame)
 	if h.Flags&vnethdr.FlagNeedsCsum != 0 && vnethdr.CompleteChecksum(&h, buf[:l]) != nil {
 		return 0, takeError
 	}

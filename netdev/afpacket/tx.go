@@ -72,7 +72,7 @@ func (q *txQueue) send(b *packet.Batch) int {
 		binary.LittleEndian.PutUint16(v[2:], uint16(l))
 		binary.LittleEndian.PutUint32(v[4:], 0) // gso_size, csum_start
 		binary.LittleEndian.PutUint16(v[8:], 0) // csum_offset
-		packet.CopyFrame(s[txDataOff:], data)
+		copy(s[txDataOff:], data)
 		binary.LittleEndian.PutUint32(s[tp2LenOff:], uint32(vnethdr.Len+l))
 		storeStatus(s[tp2StatusOff:], statusSendRequest)
 		q.head++

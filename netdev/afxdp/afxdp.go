@@ -495,7 +495,7 @@ func (p *Port) Send(q int, b *packet.Batch) int {
 		}
 		a := t.free[len(t.free)-1]
 		t.free = t.free[:len(t.free)-1]
-		packet.CopyFrame(umem[a:int(a)+fs], pkt.Data())
+		copy(umem[a:int(a)+fs], pkt.Data())
 		t.tx.descs[(t.tx.cachedProd+sent)&t.tx.mask] = unix.XDPDesc{Addr: a, Len: uint32(l)}
 		sent++
 		bytes += uint64(l)

@@ -158,7 +158,7 @@ func (p *Port) Send(qi int, b *packet.Batch) int {
 			break
 		}
 		i := head + uint64(sent)
-		q.lens[i&q.mask] = uint32(packet.CopyFrame(q.slot(i), pkt.Data()))
+		q.lens[i&q.mask] = uint32(copy(q.slot(i), pkt.Data()))
 		bytes += pkt.Len()
 		sent++
 	}
@@ -185,7 +185,7 @@ func (p *Port) Inject(qi int, frames ...[]byte) int {
 			break
 		}
 		i := head + uint64(n)
-		q.lens[i&q.mask] = uint32(packet.CopyFrame(q.slot(i), f))
+		q.lens[i&q.mask] = uint32(copy(q.slot(i), f))
 		n++
 	}
 	q.head.Store(head + uint64(n))
