@@ -109,6 +109,31 @@ func BenchmarkForward(b *testing.B) {
 		b.Run(fmt.Sprintf("flows=%d/emc=off", flows), func(b *testing.B) { benchForward(b, flows, 0, true) })
 	}
 	b.Run("flush=50us", func(b *testing.B) { benchForward(b, 1, 50, false) })
+	b.Run("null-ports", benchForwardNull)
+}
+
+// benchForwardNull forwards one flow between null ports: the source copies
+// a template frame into each buffer, the sink only counts — the setting of
+// OVS-DPDK's net_null figure (whose rx does not even copy).
+func benchForwardNull(b *testing.B) {
+	rules := &RuleTable{}
+	dp, _ := New(Config{Manual: true, Upcall: rules})
+	defer dp.Close()
+	rules.Invalidate = dp.InvalidateFlows
+	dp.AddPort(1, null.New("src", 1, 1, benchFrames(1)))
+	dp.AddPort(2, null.New("sink", 0, 1, nil))
+	rules.Add(inPortRule(1, 1, 2))
+	pmd := dp.PMDs()[0]
+	for i := 0; i < 10000; i++ {
+		pmd.PollOnce()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := 0; n < b.N; {
+		n += pmd.PollOnce()
+	}
+	b.StopTimer()
+	reportRate(b)
 }
 
 // BenchmarkSharedTxq: two PMDs, each polling its own endless source, both
