@@ -21,6 +21,15 @@ package flow
 //   - IPv6 payload length 0 is taken literally (jumbograms are not parsed).
 //     More than maxIPv6ExtHeaders extension headers give Malformed with
 //     NwProto = the next-header value at which parsing gave up.
+//   - IPv6ExtHdr gets the presence bit of every extension header a
+//     next-header value announced, even one cut short (and ESP, and NONEXT
+//     for next header 59), up to where the walk stopped; the headers behind
+//     a later fragment are not seen. UNSEQ is set when the sequence of
+//     headers is not a subsequence of RFC 2460's order hop-by-hop, dest,
+//     routing, fragment, AH, ESP, dest; UNREP when a type appears more than
+//     once (destination options: more than twice).
+//   - MPLS and PBB (EthType 0x88e7) end the parse: the key holds the top
+//     label stack entry, or the I-SID of the I-TAG, and nothing inner.
 //   - Offsets.L3 is set when the network header's sanity checks passed and
 //     its fixed part (with IPv4 options, with the whole ARP body) is in the
 //     frame. Offsets.L4 is set only when the minimum L4 header is in the
@@ -50,6 +59,7 @@ const (
 	ethTypeMPLSMcast = 0x8848
 	ethTypeQinQ      = 0x88a8
 	ethTypeQinQOld   = 0x9100 // pre-802.1ad service tag, accepted as outer only
+	ethTypePBB       = 0x88e7 // 802.1ah I-TAG
 )
 
 const (
@@ -159,6 +169,11 @@ func Extract(data []byte, inPort uint32, k *Key, off *Offsets) Status {
 			return Truncated
 		}
 		k.MPLSLse = be32(data[p : p+4])
+	case ethTypePBB:
+		if len(data) < p+4 {
+			return Truncated
+		}
+		k.PBBISID = be32(data[p:p+4]) & 0xffffff
 	}
 	return 0
 }
@@ -226,6 +241,10 @@ func extractIPv6(data []byte, l3 int, k *Key, off *Offsets) Status {
 
 	nh := h[6]
 	p := l3 + 40
+	// slot is the next position in RFC 2460's preferred order (hop-by-hop 0,
+	// dest 1, routing 2, fragment 3, AH 4, ESP 5, dest 6) a header may take;
+	// dests counts destination options headers.
+	slot, dests := 0, 0
 	for i := 0; ; i++ {
 		switch nh {
 		case ipProtoHopByHop, ipProtoRouting, ipProtoDstOpts, ipProtoAH, ipProtoFragment:
@@ -233,7 +252,13 @@ func extractIPv6(data []byte, l3 int, k *Key, off *Offsets) Status {
 				k.NwProto = nh
 				return st | Malformed
 			}
-		case ipProtoESP, ipProtoNoNext:
+			slot = extHdrSeen(k, nh, slot, &dests)
+		case ipProtoESP:
+			extHdrSeen(k, nh, slot, &dests)
+			k.NwProto = nh
+			return st
+		case ipProtoNoNext:
+			k.IPv6ExtHdr |= ExtHdrNoNext
 			k.NwProto = nh
 			return st
 		default:
@@ -273,6 +298,43 @@ func extractIPv6(data []byte, l3 int, k *Key, off *Offsets) Status {
 		rest = rest[n:]
 		p += n
 	}
+}
+
+// extHdrSeen records extension header nh in k.IPv6ExtHdr and returns the
+// next free slot of the preferred order (see extractIPv6).
+func extHdrSeen(k *Key, nh uint8, slot int, dests *int) int {
+	var bit uint16
+	at := 0 // nh's slot in the preferred order
+	switch nh {
+	case ipProtoHopByHop:
+		bit, at = ExtHdrHop, 0
+	case ipProtoDstOpts:
+		bit, at = ExtHdrDest, 1
+		if slot > 1 {
+			at = 6
+		}
+		*dests++
+	case ipProtoRouting:
+		bit, at = ExtHdrRouter, 2
+	case ipProtoFragment:
+		bit, at = ExtHdrFrag, 3
+	case ipProtoAH:
+		bit, at = ExtHdrAuth, 4
+	case ipProtoESP:
+		bit, at = ExtHdrESP, 5
+	}
+	eh := k.IPv6ExtHdr
+	if eh&bit != 0 && (nh != ipProtoDstOpts || *dests > 2) {
+		eh |= ExtHdrUnrep
+	}
+	eh |= bit
+	if at < slot {
+		eh |= ExtHdrUnseq
+	} else {
+		slot = at + 1
+	}
+	k.IPv6ExtHdr = eh
+	return slot
 }
 
 func extractARP(h []byte, l3 int, k *Key, off *Offsets) Status {

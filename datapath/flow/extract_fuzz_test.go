@@ -16,8 +16,17 @@ func FuzzExtract(f *testing.F) {
 		if k.InPort != port {
 			t.Fatalf("InPort %d, want %d", k.InPort, port)
 		}
-		if k.Pad0 != 0 || k.Pad1 != 0 || k.Pad2 != 0 {
-			t.Fatalf("pad fields set: %d %d %d", k.Pad0, k.Pad1, k.Pad2)
+		if k.Pad1 != 0 || k.TunnelID != 0 {
+			t.Fatalf("pad or tunnel fields set: %d %d", k.Pad1, k.TunnelID)
+		}
+		if k.EthType != ethTypeIPv6 && k.IPv6ExtHdr != 0 {
+			t.Fatalf("IPv6ExtHdr %#x for EthType %#x", k.IPv6ExtHdr, k.EthType)
+		}
+		if k.IPv6ExtHdr&^0x1ff != 0 || k.PBBISID&^0xffffff != 0 {
+			t.Fatalf("IPv6ExtHdr %#x / PBBISID %#x out of range", k.IPv6ExtHdr, k.PBBISID)
+		}
+		if k.EthType != ethTypePBB && k.PBBISID != 0 {
+			t.Fatalf("PBBISID %#x for EthType %#x", k.PBBISID, k.EthType)
 		}
 		if off.L3 != NoOffset {
 			min := map[uint16]int{ethTypeIPv4: 20, ethTypeIPv6: 40, ethTypeARP: 8}[k.EthType]

@@ -61,26 +61,43 @@ func randomFrame(t *testing.T, r *rand.Rand) []byte {
 		ls = append(ls, ip)
 		nl = ip
 		v6 = true
-		// Random hop-by-hop and destination options headers; the last one's
-		// next-header byte is set once the upper layer is chosen.
+		// Random hop-by-hop, destination options, routing and AH headers:
+		// half the time a chain in RFC 2460's order, otherwise any order
+		// with repeats. The last one's next-header byte is set once the
+		// upper layer is chosen.
 		var kinds []byte
-		if r.IntN(3) == 0 {
-			kinds = append(kinds, ipProtoHopByHop)
-		}
-		for i := r.IntN(3); i > 0; i-- {
-			kinds = append(kinds, ipProtoDstOpts)
+		if r.IntN(2) == 0 {
+			for _, h := range []byte{ipProtoHopByHop, ipProtoDstOpts, ipProtoRouting, ipProtoAH, ipProtoDstOpts} {
+				if r.IntN(3) == 0 {
+					kinds = append(kinds, h)
+				}
+			}
+		} else {
+			pool := []byte{ipProtoHopByHop, ipProtoDstOpts, ipProtoRouting, ipProtoAH}
+			for i := r.IntN(5); i > 0; i-- {
+				kinds = append(kinds, pool[r.IntN(len(pool))])
+			}
 		}
 		if len(kinds) > 0 {
 			ip.NextHeader = layers.IPProtocol(kinds[0])
 			var ext []byte
 			last := 0
-			for j := range kinds {
+			for j, h := range kinds {
 				var nh byte
 				if j+1 < len(kinds) {
 					nh = kinds[j+1]
 				}
 				last = len(ext)
-				ext = append(ext, extOpts(nh, 1+r.IntN(3))...)
+				switch h {
+				case ipProtoRouting:
+					// Type 0 with one address: the only type gopacket decodes.
+					ext = append(ext, nh, 2, 0, 0, 0, 0, 0, 0)
+					ext = append(ext, randBytes(r, 16)...)
+				case ipProtoAH:
+					ext = append(ext, extAH(nh)...)
+				default:
+					ext = append(ext, extOpts(nh, 1+r.IntN(3))...)
+				}
 			}
 			ls = append(ls, gopacket.Payload(ext))
 			return finishL4(t, r, ls, nl, v6, func(p layers.IPProtocol) { ext[last] = byte(p) })
@@ -190,6 +207,7 @@ func gopacketView(t *testing.T, frame []byte, port uint32) (Key, Offsets, int, i
 	end, layersSeen := 0, 0
 	vi := 0
 	var tpid uint16
+	var chain []byte // IPv6 extension headers, in order
 	for _, l := range pkt.Layers() {
 		layersSeen++
 		switch l := l.(type) {
@@ -219,8 +237,16 @@ func gopacketView(t *testing.T, frame []byte, port uint32) (Key, Offsets, int, i
 			end = at(l) + 40 + int(l.Length)
 		case *layers.IPv6HopByHop:
 			w.NwProto = uint8(l.NextHeader)
+			chain = append(chain, ipProtoHopByHop)
 		case *layers.IPv6Destination:
 			w.NwProto = uint8(l.NextHeader)
+			chain = append(chain, ipProtoDstOpts)
+		case *layers.IPv6Routing:
+			w.NwProto = uint8(l.NextHeader)
+			chain = append(chain, ipProtoRouting)
+		case *layers.IPSecAH:
+			w.NwProto = uint8(l.NextHeader)
+			chain = append(chain, ipProtoAH)
 		case *layers.ARP:
 			if l.Operation <= 0xff {
 				w.NwProto = uint8(l.Operation)
@@ -265,7 +291,44 @@ func gopacketView(t *testing.T, frame []byte, port uint32) (Key, Offsets, int, i
 			}
 		}
 	}
+	if w.EthType == ethTypeIPv6 {
+		w.IPv6ExtHdr = wantExtHdr(chain)
+	}
 	return w, off, end, layersSeen
+}
+
+// wantExtHdr derives the OFPIEH_* bits of an extension-header chain from
+// the 1.3 spec's wording: a presence bit per header type, UNREP when a type
+// occurs more often than RFC 2460 allows (destination options twice, the
+// others once), UNSEQ when the chain is not a subsequence of RFC 2460's
+// preferred order.
+func wantExtHdr(chain []byte) uint16 {
+	bit := map[byte]uint16{ipProtoHopByHop: ExtHdrHop, ipProtoDstOpts: ExtHdrDest, ipProtoRouting: ExtHdrRouter,
+		ipProtoFragment: ExtHdrFrag, ipProtoAH: ExtHdrAuth, ipProtoESP: ExtHdrESP}
+	count := map[byte]int{}
+	var bits uint16
+	for _, h := range chain {
+		bits |= bit[h]
+		count[h]++
+	}
+	for h, n := range count {
+		if n > 1 && (h != ipProtoDstOpts || n > 2) {
+			bits |= ExtHdrUnrep
+		}
+	}
+	order := []byte{ipProtoHopByHop, ipProtoDstOpts, ipProtoRouting, ipProtoFragment, ipProtoAH, ipProtoESP, ipProtoDstOpts}
+	j := 0
+	for _, h := range chain {
+		for j < len(order) && order[j] != h {
+			j++
+		}
+		if j == len(order) {
+			bits |= ExtHdrUnseq
+			break
+		}
+		j++
+	}
+	return bits
 }
 
 // TestExtractMatchesGopacket checks Extract against gopacket's decoding of
@@ -297,6 +360,15 @@ func TestExtractMatchesGopacket(t *testing.T) {
 			t.Fatalf("packet %d: no L4 found", i)
 		}
 		counts[protoName(&k)]++
+		for b, name := range map[uint16]string{ExtHdrHop: "hop", ExtHdrDest: "dest", ExtHdrRouter: "router",
+			ExtHdrAuth: "auth", ExtHdrUnrep: "unrep", ExtHdrUnseq: "unseq"} {
+			if k.IPv6ExtHdr&b != 0 {
+				counts["exthdr-"+name]++
+			}
+		}
+		if k.EthType == ethTypeIPv6 && k.IPv6ExtHdr&(ExtHdrUnrep|ExtHdrUnseq) == 0 && k.IPv6ExtHdr != 0 {
+			counts["exthdr-in-order"]++
+		}
 
 		// A cut anywhere before the end the headers claim is a truncation,
 		// and what was parsed agrees with the full parse.
@@ -308,17 +380,21 @@ func TestExtractMatchesGopacket(t *testing.T) {
 		kb := unsafe.Slice((*byte)(unsafe.Pointer(&tk)), unsafe.Sizeof(tk))
 		fb := unsafe.Slice((*byte)(unsafe.Pointer(&k)), unsafe.Sizeof(k))
 		for j := range kb {
-			if j >= 4 && j <= 6 { // EthType, NwProto: see checkTruncated
+			if j >= 4 && j <= 6 || j == 102 || j == 103 { // EthType, NwProto, IPv6ExtHdr: see checkTruncated
 				continue
 			}
 			if kb[j] != 0 && kb[j] != fb[j] {
 				t.Fatalf("packet %d cut at %d: key byte %d = %#x, full parse %#x", i, n, j, kb[j], fb[j])
 			}
 		}
+		if tk.IPv6ExtHdr&^k.IPv6ExtHdr != 0 {
+			t.Fatalf("packet %d cut at %d: IPv6ExtHdr %#x not within the full parse's %#x", i, n, tk.IPv6ExtHdr, k.IPv6ExtHdr)
+		}
 	}
 	// Every protocol was exercised a fair number of times.
 	t.Logf("random packets per protocol: %v", counts)
-	for _, p := range []string{"arp", "tcp4", "udp4", "sctp4", "icmp4", "tcp6", "udp6", "sctp6", "icmp6", "nd"} {
+	for _, p := range []string{"arp", "tcp4", "udp4", "sctp4", "icmp4", "tcp6", "udp6", "sctp6", "icmp6", "nd",
+		"exthdr-hop", "exthdr-dest", "exthdr-router", "exthdr-auth", "exthdr-unrep", "exthdr-unseq", "exthdr-in-order"} {
 		if counts[p] < 30 {
 			t.Errorf("only %d random %s packets", counts[p], p)
 		}

@@ -25,8 +25,8 @@ func TestKeyLayout(t *testing.T) {
 		{"VLAN", 24},
 		{"IPv4Src", 32}, {"IPv4Dst", 36}, {"TpSrc", 40}, {"TpDst", 42}, {"IPv6Label", 44},
 		{"IPv6Src", 48}, {"IPv6Dst", 64}, {"NDTarget", 80},
-		{"ArpSHA", 96}, {"Pad0", 102}, {"ArpTHA", 104}, {"Pad1", 110},
-		{"MPLSLse", 112}, {"Pad2", 116},
+		{"ArpSHA", 96}, {"IPv6ExtHdr", 102}, {"ArpTHA", 104}, {"Pad1", 110},
+		{"MPLSLse", 112}, {"PBBISID", 116}, {"TunnelID", 120},
 	}
 	got := map[string]uintptr{
 		"InPort": unsafe.Offsetof(k.InPort), "EthType": unsafe.Offsetof(k.EthType),
@@ -38,9 +38,10 @@ func TestKeyLayout(t *testing.T) {
 		"TpSrc": unsafe.Offsetof(k.TpSrc), "TpDst": unsafe.Offsetof(k.TpDst),
 		"IPv6Label": unsafe.Offsetof(k.IPv6Label), "IPv6Src": unsafe.Offsetof(k.IPv6Src),
 		"IPv6Dst": unsafe.Offsetof(k.IPv6Dst), "NDTarget": unsafe.Offsetof(k.NDTarget),
-		"ArpSHA": unsafe.Offsetof(k.ArpSHA), "Pad0": unsafe.Offsetof(k.Pad0),
+		"ArpSHA": unsafe.Offsetof(k.ArpSHA), "IPv6ExtHdr": unsafe.Offsetof(k.IPv6ExtHdr),
 		"ArpTHA": unsafe.Offsetof(k.ArpTHA), "Pad1": unsafe.Offsetof(k.Pad1),
-		"MPLSLse": unsafe.Offsetof(k.MPLSLse), "Pad2": unsafe.Offsetof(k.Pad2),
+		"MPLSLse": unsafe.Offsetof(k.MPLSLse), "PBBISID": unsafe.Offsetof(k.PBBISID),
+		"TunnelID": unsafe.Offsetof(k.TunnelID),
 	}
 	for _, w := range want {
 		if got[w.name] != w.off {
@@ -232,7 +233,9 @@ func extractCases(t testing.TB) []extractCase {
 		add("icmp4-in-ipv6", serialize(t, tEth(layers.EthernetTypeIPv6), ip, payload(8)),
 			ip6Key(1), l3only(14), 0)
 	}
-	add("ipv6-ext-udp", frameIPv6ExtUDP(t), with(ip6Key(17), udpPorts), offs(14, 54+8+16+8+16), 0)
+	exthdr := func(k Key, bits uint16) Key { k.IPv6ExtHdr = bits; return k }
+	add("ipv6-ext-udp", frameIPv6ExtUDP(t), exthdr(with(ip6Key(17), udpPorts), ExtHdrHop|ExtHdrDest|ExtHdrRouter|ExtHdrAuth),
+		offs(14, 54+8+16+8+16), 0)
 	{
 		ip := tIP6(layers.IPProtocolIPv6Destination)
 		var ext []byte
@@ -241,36 +244,78 @@ func extractCases(t testing.TB) []extractCase {
 		}
 		ext = append(ext, extOpts(17, 1)...)
 		add("ipv6-16-ext", serialize(t, tEth(layers.EthernetTypeIPv6), ip, gopacket.Payload(ext), tUDP(ip)),
-			with(ip6Key(17), udpPorts), offs(14, 54+16*8), 0)
+			exthdr(with(ip6Key(17), udpPorts), ExtHdrDest|ExtHdrUnrep|ExtHdrUnseq), offs(14, 54+16*8), 0)
 		ip = tIP6(layers.IPProtocolIPv6Destination)
 		ext = append(ext[:len(ext)-8], extOpts(60, 1)...)
 		ext = append(ext, extOpts(17, 1)...)
 		add("ipv6-17-ext", serialize(t, tEth(layers.EthernetTypeIPv6), ip, gopacket.Payload(ext), tUDP(ip)),
-			ip6Key(60), l3only(14), Malformed)
+			exthdr(ip6Key(60), ExtHdrDest|ExtHdrUnrep|ExtHdrUnseq), l3only(14), Malformed)
 	}
 	{
 		ip := tIP6(layers.IPProtocolIPv6Fragment)
 		add("udp6-frag-first", serialize(t, tEth(layers.EthernetTypeIPv6), ip,
 			gopacket.Payload(extFrag(17, 0, true)), tUDP(ip), payload(30)),
-			with(ip6Key(17), func(k *Key) { udpPorts(k); k.NwFrag = FragAny }), offs(14, 62), 0)
+			exthdr(with(ip6Key(17), func(k *Key) { udpPorts(k); k.NwFrag = FragAny }), ExtHdrFrag), offs(14, 62), 0)
 		ip = tIP6(layers.IPProtocolIPv6Fragment)
 		add("udp6-frag-atomic", serialize(t, tEth(layers.EthernetTypeIPv6), ip,
 			gopacket.Payload(extFrag(17, 0, false)), tUDP(ip), payload(30)),
-			with(ip6Key(17), func(k *Key) { udpPorts(k); k.NwFrag = FragAny }), offs(14, 62), 0)
+			exthdr(with(ip6Key(17), func(k *Key) { udpPorts(k); k.NwFrag = FragAny }), ExtHdrFrag), offs(14, 62), 0)
 		ip = tIP6(layers.IPProtocolIPv6HopByHop)
 		ext := append(extOpts(44, 1), extFrag(6, 100, true)...)
 		add("tcp6-frag-later", serialize(t, tEth(layers.EthernetTypeIPv6), ip,
 			gopacket.Payload(ext), payload(40)),
-			with(ip6Key(6), func(k *Key) { k.NwFrag = FragAny | FragLater }), l3only(14), 0)
+			exthdr(with(ip6Key(6), func(k *Key) { k.NwFrag = FragAny | FragLater }), ExtHdrHop|ExtHdrFrag), l3only(14), 0)
 		ip = tIP6(layers.IPProtocolIPv6HopByHop)
 		add("esp6", serialize(t, tEth(layers.EthernetTypeIPv6), ip,
-			gopacket.Payload(extOpts(50, 1)), payload(40)), ip6Key(50), l3only(14), 0)
+			gopacket.Payload(extOpts(50, 1)), payload(40)), exthdr(ip6Key(50), ExtHdrHop|ExtHdrESP), l3only(14), 0)
 		ip = tIP6(layers.IPProtocolNoNextHeader)
-		add("nonext6", serialize(t, tEth(layers.EthernetTypeIPv6), ip), ip6Key(59), l3only(14), 0)
+		add("nonext6", serialize(t, tEth(layers.EthernetTypeIPv6), ip), exthdr(ip6Key(59), ExtHdrNoNext), l3only(14), 0)
 		ip = tIP6(layers.IPProtocolIPv6HopByHop)
 		f := serialize(t, tEth(layers.EthernetTypeIPv6), ip, gopacket.Payload(extOpts(51, 1)),
 			gopacket.Payload(extAH(6)), tTCP(ip))
-		add("ah-cut", f[:14+40+8+10], with(ip6Key(51), func(k *Key) {}), l3only(14), Truncated)
+		add("ah-cut", f[:14+40+8+10], exthdr(ip6Key(51), ExtHdrHop|ExtHdrAuth), l3only(14), Truncated)
+	}
+	// Extension-header order and repeats (OFPIEH_UNSEQ, OFPIEH_UNREP): each
+	// chain is a list of next-header values ending with the upper layer.
+	for _, c := range []struct {
+		name  string
+		chain []byte
+		bits  uint16
+	}{
+		{"dest-dest", []byte{60, 60, 59}, ExtHdrDest | ExtHdrNoNext},
+		{"dest-router-dest", []byte{60, 43, 60, 59}, ExtHdrDest | ExtHdrRouter | ExtHdrNoNext},
+		{"full-order", []byte{0, 60, 43, 44, 51, 60, 59}, ExtHdrHop | ExtHdrDest | ExtHdrRouter | ExtHdrFrag | ExtHdrAuth | ExtHdrNoNext},
+		{"full-order-esp", []byte{0, 60, 43, 44, 51, 50}, ExtHdrHop | ExtHdrDest | ExtHdrRouter | ExtHdrFrag | ExtHdrAuth | ExtHdrESP},
+		{"ah-dest", []byte{51, 60, 59}, ExtHdrAuth | ExtHdrDest | ExtHdrNoNext},
+		{"router-hop", []byte{43, 0, 59}, ExtHdrRouter | ExtHdrHop | ExtHdrUnseq | ExtHdrNoNext},
+		{"hop-hop", []byte{0, 0, 59}, ExtHdrHop | ExtHdrUnrep | ExtHdrUnseq | ExtHdrNoNext},
+		{"frag-frag", []byte{44, 44, 59}, ExtHdrFrag | ExtHdrUnrep | ExtHdrUnseq | ExtHdrNoNext},
+		{"dest-dest-dest", []byte{60, 60, 60, 59}, ExtHdrDest | ExtHdrUnrep | ExtHdrUnseq | ExtHdrNoNext},
+		{"dest-dest-router", []byte{60, 60, 43, 59}, ExtHdrDest | ExtHdrRouter | ExtHdrUnseq | ExtHdrNoNext},
+		{"router-dest-router", []byte{43, 60, 43, 59}, ExtHdrRouter | ExtHdrDest | ExtHdrUnrep | ExtHdrUnseq | ExtHdrNoNext},
+		{"ah-frag", []byte{51, 44, 59}, ExtHdrAuth | ExtHdrFrag | ExtHdrUnseq | ExtHdrNoNext},
+	} {
+		ip := tIP6(layers.IPProtocol(c.chain[0]))
+		var ext []byte
+		for i, h := range c.chain[:len(c.chain)-1] {
+			nh := c.chain[i+1]
+			switch h {
+			case 44:
+				ext = append(ext, extFrag(nh, 0, false)...)
+			case 51:
+				ext = append(ext, extAH(nh)...)
+			case 43:
+				ext = append(ext, extRouting(nh)...)
+			default:
+				ext = append(ext, extOpts(nh, 1)...)
+			}
+		}
+		want := exthdr(ip6Key(c.chain[len(c.chain)-1]), c.bits)
+		if c.bits&ExtHdrFrag != 0 {
+			want.NwFrag = FragAny
+		}
+		add("exthdr-"+c.name, serialize(t, tEth(layers.EthernetTypeIPv6), ip, gopacket.Payload(ext), payload(8)),
+			want, l3only(14), 0)
 	}
 
 	// Neighbour discovery.
@@ -357,6 +402,19 @@ func extractCases(t testing.TB) []extractCase {
 		k.EthType = 0x8847
 		k.MPLSLse = 1000<<12 | 5<<9 | 1<<8 | 33
 	}), none, 0)
+	add("pbb", framePBB(t), with(baseKey(), func(k *Key) {
+		k.VLAN[0] = VLANTag{TPID: 0x88a8, TCI: 3<<13 | 100}
+		k.EthType = 0x88e7
+		k.PBBISID = 0xabcdef
+	}), none, 0)
+	add("pbb-untagged", serialize(t, tEth(0x88e7), payload(4), payload(30)), with(baseKey(), func(k *Key) {
+		k.EthType = 0x88e7
+		k.PBBISID = 0x080f16 // bytes 2-4 of payload(4)
+	}), none, 0)
+	add("pbb-cut", framePBB(t)[:21], with(baseKey(), func(k *Key) {
+		k.VLAN[0] = VLANTag{TPID: 0x88a8, TCI: 3<<13 | 100}
+		k.EthType = 0x88e7
+	}), none, Truncated)
 	add("lldp", serialize(t, tEth(0x88cc), payload(50)), with(baseKey(), func(k *Key) { k.EthType = 0x88cc }), none, 0)
 
 	// Malformed and inconsistent lengths.
@@ -437,6 +495,7 @@ func TestExtractTruncatedEveryLength(t *testing.T) {
 		{"arp", frameARP(t, 1)[:42], 28, 0},
 		{"snap-udp4", frameSNAPUDP4(t), 20, 8},
 		{"mpls", frameMPLS(t)[:18], 0, 0},
+		{"pbb", framePBB(t)[:22], 0, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -469,6 +528,9 @@ func checkTruncated(t *testing.T, n int, k *Key, off *Offsets, fk *Key, fo *Offs
 		if i == 4 || i == 5 || i == 6 {
 			continue
 		}
+		if i == 102 || i == 103 { // IPv6ExtHdr: bits accumulate along the chain
+			continue
+		}
 		if kb[i] != 0 && kb[i] != fb[i] {
 			t.Errorf("len %d: key byte %d = %#x, full parse has %#x", n, i, kb[i], fb[i])
 			return
@@ -491,6 +553,12 @@ func checkTruncated(t *testing.T, n int, k *Key, off *Offsets, fk *Key, fo *Offs
 	}
 	if fk.MPLSLse != 0 {
 		eq("mpls", k.MPLSLse == fk.MPLSLse, n >= 18)
+	}
+	if fk.PBBISID != 0 {
+		eq("pbb", k.PBBISID == fk.PBBISID, n >= 22)
+	}
+	if k.IPv6ExtHdr&^fk.IPv6ExtHdr != 0 {
+		t.Errorf("len %d: IPv6ExtHdr %#x not a subset of the full parse's %#x", n, k.IPv6ExtHdr, fk.IPv6ExtHdr)
 	}
 	if fo.L3 == NoOffset {
 		if off.L3 != NoOffset || off.L4 != NoOffset {

@@ -15,6 +15,14 @@ func (k *Key) String() string {
 	for i := range w {
 		w[i] = ^uint64(0)
 	}
+	// Fields most packets leave zero are shown only when set, so that plain
+	// keys print as in OVS.
+	if k.TunnelID == 0 {
+		all.TunnelID = 0
+	}
+	if k.IPv6ExtHdr == 0 {
+		all.IPv6ExtHdr = 0
+	}
 	return FormatMatch(k, &all)
 }
 
@@ -25,6 +33,13 @@ func (k *Key) String() string {
 // fields as well; OVS's datapath rejects such masks anyway.
 func FormatMatch(k *Key, m *Mask) string {
 	var f formatter
+	if m.TunnelID != 0 {
+		s := "tun_id=" + hexC(k.TunnelID)
+		if m.TunnelID != ^uint64(0) {
+			s += "/" + hexC(m.TunnelID)
+		}
+		f.group("tunnel", s)
+	}
 	f.group("in_port", fieldU("", uint64(k.InPort), uint64(m.InPort), 0xffffffff))
 	f.group("eth", fieldMAC("src", k.EthSrc, m.EthSrc), fieldMAC("dst", k.EthDst, m.EthDst))
 	f.vlans(k, m, 0)
@@ -116,7 +131,8 @@ func (f *formatter) payload(k *Key, m *Mask) {
 			fieldU("proto", uint64(k.NwProto), uint64(m.NwProto), 0xff),
 			fieldX8("tclass", k.NwTOS, m.NwTOS),
 			fieldU("hlimit", uint64(k.NwTTL), uint64(m.NwTTL), 0xff),
-			fieldFrag(k.NwFrag, m.NwFrag))
+			fieldFrag(k.NwFrag, m.NwFrag),
+			fieldX32("exthdr", uint32(k.IPv6ExtHdr), uint32(m.IPv6ExtHdr), 0x1ff))
 	case ethTypeARP:
 		f.group("arp",
 			fieldIPv4("sip", k.IPv4Src, m.IPv4Src),
@@ -132,6 +148,9 @@ func (f *formatter) payload(k *Key, m *Mask) {
 			fieldU("tc", uint64(l>>9&7), uint64(lm>>9&7), 7),
 			fieldU("ttl", uint64(l&0xff), uint64(lm&0xff), 0xff),
 			fieldU("bos", uint64(l>>8&1), uint64(lm>>8&1), 1))
+		return
+	case ethTypePBB:
+		f.group("pbb", fieldU("isid", uint64(k.PBBISID), uint64(m.PBBISID), 0xffffff))
 		return
 	default:
 		return

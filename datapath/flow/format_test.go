@@ -38,6 +38,9 @@ func TestKeyString(t *testing.T) {
 		"mpls":        tEthStr + "eth_type(0x8847),mpls(label=1000,tc=5,ttl=33,bos=1)",
 		"llc-stp":     tEthStr + "eth_type(0x05ff)",
 		"lldp":        tEthStr + "eth_type(0x88cc)",
+		"pbb":         tEthStr + "eth_type(0x88a8),vlan(vid=100,pcp=3),encap(eth_type(0x88e7),pbb(isid=11259375))",
+		"ipv6-ext-udp": tEthStr + "eth_type(0x86dd)," + strings.Replace(v6("17", "63"), "frag=no", "frag=no,exthdr=0x6c", 1) +
+			",udp(src=1024,dst=9)",
 	}
 	seen := 0
 	for _, c := range extractCases(t) {
@@ -114,8 +117,37 @@ func TestFormatMatch(t *testing.T) {
 		t.Errorf("FormatMatch ipv6:\n got  %s\n want %s", got, want)
 	}
 
+	// Tunnel id and extension-header flags, masked.
+	mk.TunnelID, m.TunnelID = 0x500, 0xff00
+	mk.IPv6ExtHdr, m.IPv6ExtHdr = 0, ExtHdrUnseq
+	if got, want := FormatMatch(&mk, &m), "tunnel(tun_id=0x500/0xff00),eth_type(0x86dd),ipv6(src=2001:db8::/ffff:ffff::,frag=0/0x1,exthdr=0/0x100)"; got != want {
+		t.Errorf("FormatMatch tunnel:\n got  %s\n want %s", got, want)
+	}
+	k.TunnelID = 7
+	if got := k.String(); !strings.HasPrefix(got, "tunnel(tun_id=0x7),in_port(1),") {
+		t.Errorf("String with a tunnel id = %s", got)
+	}
+
 	// A fully wildcarded mask prints nothing.
 	if got := FormatMatch(&mk, &Mask{}); got != "" {
 		t.Errorf("FormatMatch with zero mask = %q, want empty", got)
+	}
+}
+
+// TestHashEveryWord checks that flipping any bit of any word, the tunnel id
+// in the last word included, changes the hash of a key.
+func TestHashEveryWord(t *testing.T) {
+	var k Key
+	var off Offsets
+	Extract(frameTCP4(t), 1, &k, &off)
+	h := k.Hash()
+	for w := 0; w < KeyWords; w++ {
+		for b := 0; b < 64; b++ {
+			k2 := k
+			k2.Words()[w] ^= 1 << b
+			if k2.Hash() == h {
+				t.Errorf("flipping bit %d of word %d leaves the hash unchanged", b, w)
+			}
+		}
 	}
 }

@@ -12,19 +12,46 @@ import (
 // KeyWords is the size of a Key in 64-bit words. Masking, hashing and
 // comparison work word by word, so the layout below has no implicit padding:
 // every byte belongs to a named field (explicit pad fields are always zero).
-const KeyWords = 15
+const KeyWords = 16
 
 // VLANTag is one 802.1Q/802.1ad tag as seen on the wire. A tag that is
 // present always has TPID != 0; an absent tag is all zero.
+//
+// Every TPID Extract stores (0x8100, 0x88a8, 0x9100) has bit 15 set, so
+// "a tag is present" is the plain bitmask test TPID&TPIDPresent ==
+// TPIDPresent and "no tag" is TPID&TPIDPresent == 0. OpenFlow's
+// OFPVID_PRESENT maps onto that bit: a match on tag presence is then one
+// bit of a megaflow mask, like any other field bit, instead of a special
+// case.
 type VLANTag struct {
 	TPID uint16 // 0x8100 or 0x88a8 (0x9100 accepted as the outer tag); 0 = no tag
 	TCI  uint16 // PCP(3) DEI(1) VID(12)
 }
 
+// TPIDPresent is the TPID bit that every tag Extract stores has set (see
+// VLANTag).
+const TPIDPresent = 0x8000
+
 // Fragment bits in Key.NwFrag, as in Open vSwitch.
 const (
 	FragAny   = 1 << 0 // the packet is an IP fragment (first or later)
 	FragLater = 1 << 1 // not the first fragment: no L4 header
+)
+
+// IPv6 extension-header bits in Key.IPv6ExtHdr: OpenFlow 1.3's
+// OFPIEH_* values, so that OXM_OF_IPV6_EXTHDR maps onto the field bit for
+// bit. They describe the extension headers Extract walked over (a later
+// fragment hides the headers behind its fragment header).
+const (
+	ExtHdrNoNext = 1 << 0 // a "no next header" value was reached
+	ExtHdrESP    = 1 << 1 // encapsulating security payload
+	ExtHdrAuth   = 1 << 2 // authentication header
+	ExtHdrDest   = 1 << 3 // one or two destination options headers
+	ExtHdrFrag   = 1 << 4 // fragment header
+	ExtHdrRouter = 1 << 5 // routing header
+	ExtHdrHop    = 1 << 6 // hop-by-hop options header
+	ExtHdrUnrep  = 1 << 7 // a header type appeared more often than allowed
+	ExtHdrUnseq  = 1 << 8 // headers not in RFC 2460's preferred order
 )
 
 // Key is the flow key of one packet. Field semantics follow Open vSwitch's
@@ -36,6 +63,10 @@ const (
 //     address options in ArpSHA/ArpTHA.
 //   - EthType is the type after all VLAN tags (and 0x05ff for 802.3 frames
 //     without a SNAP/Ethernet II type, as OVS does).
+//   - Fields OpenFlow 1.3 matches on and OVS's struct flow lacks:
+//     IPv6ExtHdr (OXM_OF_IPV6_EXTHDR), PBBISID (OXM_OF_PBB_ISID) and
+//     TunnelID (OXM_OF_TUNNEL_ID, set by tunnel ports, not by Extract).
+//     OpenFlow's metadata register is pipeline state, not part of the key.
 //
 // Integer fields are in host byte order; address fields are byte arrays in
 // network order.
@@ -64,13 +95,15 @@ type Key struct {
 	IPv6Dst  [16]byte
 	NDTarget [16]byte
 	// words 12-13
-	ArpSHA [6]byte
-	Pad0   uint16 // always zero
-	ArpTHA [6]byte
-	Pad1   uint16 // always zero
+	ArpSHA     [6]byte
+	IPv6ExtHdr uint16 // ExtHdr* bits; zero unless EthType is IPv6
+	ArpTHA     [6]byte
+	Pad1       uint16 // always zero
 	// word 14
 	MPLSLse uint32 // top MPLS label stack entry as on the wire (0 = none)
-	Pad2    uint32 // always zero
+	PBBISID uint32 // 24-bit I-SID of a PBB I-TAG (EthType 0x88e7)
+	// word 15
+	TunnelID uint64 // tunnel key of the port the packet came in on (0 = none)
 }
 
 // Mask has the layout of Key: a 1 bit means the field bit is significant.
@@ -141,7 +174,7 @@ func (k *Key) Or(o *Key) {
 // hashSeeds gives every key word its own pair of odd constants, so that
 // each word is mixed independently of the others: the multiplies do not
 // depend on each other and the CPU runs them in parallel (a serial chain
-// over 15 words cost more than the rest of the fast path together).
+// over all the words cost more than the rest of the fast path together).
 var hashSeeds = func() (s [KeyWords][2]uint64) {
 	x := uint64(0x243f6a8885a308d3)
 	next := func() uint64 { // splitmix64
@@ -170,14 +203,14 @@ func finish(h uint64) uint32 {
 }
 
 // Hash returns a 32-bit hash of the whole key, for the exact-match cache.
-// It folds the 15 words into five lanes with rotate-and-xor (one cycle each)
+// It folds the 16 words into five lanes with rotate-and-xor (one cycle each)
 // and multiplies each lane once, independently: every bit of the key counts
 // and the cost is a handful of cycles. Collisions only cost a cache miss,
 // since lookups compare the whole key.
 func (k *Key) Hash() uint32 {
 	w := k.Words()
 	rl := bits.RotateLeft64
-	l0 := (w[0] ^ rl(w[1], 17)) * 0x9e3779b97f4a7c15
+	l0 := (w[0] ^ rl(w[1], 17) ^ rl(w[15], 53)) * 0x9e3779b97f4a7c15
 	l1 := (w[4] ^ rl(w[2], 29)) * 0xc2b2ae3d27d4eb4f
 	l2 := (w[5] ^ rl(w[3], 41) ^ rl(w[14], 7)) * 0x165667b19e3779f9
 	l3 := (w[6] ^ rl(w[7], 11) ^ rl(w[8], 23) ^ rl(w[9], 37)) * 0xd6e8feb86659fd93

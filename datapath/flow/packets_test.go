@@ -192,6 +192,15 @@ func frameMPLS(t testing.TB) []byte {
 		ip, tUDP(ip), payload(18))
 }
 
+// framePBB builds a backbone frame: B-tag (802.1ad, PCP 3, VID 100), then an
+// I-TAG (I-PCP 5, I-SID 0xabcdef) and the customer frame.
+func framePBB(t testing.TB) []byte {
+	itag := []byte{0xa0, 0xab, 0xcd, 0xef}
+	inner := serialize(t, tEth(layers.EthernetTypeIPv4), tIP4(layers.IPProtocolUDP))
+	return serialize(t, tEth(layers.EthernetTypeQinQ), tDot1Q(3, 100, 0x88e7),
+		gopacket.Payload(append(itag, inner...)))
+}
+
 func frameSCTP4(t testing.TB) []byte {
 	return serialize(t, tEth(layers.EthernetTypeIPv4), tIP4(layers.IPProtocolSCTP),
 		&layers.SCTP{SrcPort: 5000, DstPort: 36412, VerificationTag: 7})

@@ -1,0 +1,472 @@
+package ofconn
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"vswitch/ofproto/ofpwire"
+
+	"github.com/netrack/openflow"
+	"github.com/netrack/openflow/ofp"
+)
+
+// Conn is one OpenFlow connection. Its reader goroutine handles requests
+// one at a time (the Handler runs there); its writer goroutine drains the
+// bounded send queue and runs the inactivity probe.
+type Conn struct {
+	m  *Manager
+	t  *target
+	nc net.Conn
+	id uint64
+
+	out        chan []byte // nil entry: flush, then close
+	done       chan struct{}
+	writerDone chan struct{}
+	closeOnce  sync.Once
+	reason     atomic.Pointer[string]
+
+	epoch    time.Time    // monotonic base of lastRecv
+	lastRecv atomic.Int64 // ns since epoch of the last received byte of a message
+	active   atomic.Bool
+	role     atomic.Uint32
+	async    atomic.Pointer[ofp.AsyncConfig]
+	xid      atomic.Uint32
+
+	msgsIn, msgsOut        atomic.Uint64
+	pinLimited, pinDropped atomic.Uint64
+	asyncDropped           atomic.Uint64
+	demotions              atomic.Uint64
+
+	pin tokenBucket
+
+	// Guarded by m.mu.
+	connectedAt time.Time
+	state       State
+}
+
+func newConn(m *Manager, t *target, nc net.Conn) *Conn {
+	c := &Conn{
+		m: m, t: t, nc: nc,
+		out:        make(chan []byte, m.cfg.QueueLen),
+		done:       make(chan struct{}),
+		writerDone: make(chan struct{}),
+		epoch:      time.Now(),
+		state:      StateHandshake,
+	}
+	c.role.Store(uint32(ofp.ControllerRoleEqual))
+	def := DefaultAsyncConfig
+	c.async.Store(&def)
+	c.pin.init(m.cfg.PacketInRate, m.cfg.PacketInBurst, c.epoch)
+	return c
+}
+
+// Target is the configured target the connection belongs to.
+func (c *Conn) Target() string { return c.t.name }
+
+// IsController reports whether the connection counts as a controller
+// (false for management targets).
+func (c *Conn) IsController() bool { return !c.t.management }
+
+// RemoteAddr is the peer's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+
+// Role is the connection's current controller role.
+func (c *Conn) Role() ofp.ControllerRole { return ofp.ControllerRole(c.role.Load()) }
+
+// AsyncConfig is the connection's current asynchronous-message masks.
+func (c *Conn) AsyncConfig() ofp.AsyncConfig { return *c.async.Load() }
+
+// Close closes the connection; an active target will reconnect.
+func (c *Conn) Close() { c.close("closed locally") }
+
+// CloseReason says why the connection closed ("" while it is open).
+func (c *Conn) CloseReason() string {
+	if r := c.reason.Load(); r != nil {
+		return *r
+	}
+	return ""
+}
+
+// Send queues msg with transaction id xid, waiting for room in the queue:
+// replies are never dropped, so a peer that does not read only stalls its
+// own requests. It returns ErrClosed once the connection is closed.
+func (c *Conn) Send(xid uint32, msg ofpwire.Message) error {
+	b, err := ofpwire.Encode(xid, msg)
+	if err != nil {
+		return err
+	}
+	return c.enqueue(b)
+}
+
+func (c *Conn) enqueue(b []byte) error {
+	select {
+	case <-c.done:
+		return ErrClosed
+	default:
+	}
+	select {
+	case c.out <- b:
+		return nil
+	case <-c.done:
+		return ErrClosed
+	}
+}
+
+func (c *Conn) close(reason string) {
+	c.closeOnce.Do(func() {
+		c.reason.CompareAndSwap(nil, &reason)
+		close(c.done)
+		c.nc.Close()
+	})
+}
+
+func (c *Conn) now() int64 { return int64(time.Since(c.epoch)) }
+
+func (c *Conn) nextXID() uint32 { return c.xid.Add(1) }
+
+// statusLocked fills the connection's part of a Status (m.mu held).
+func (c *Conn) statusLocked(s Status) Status {
+	s.State = c.state
+	s.Role = c.Role()
+	s.LocalAddr = c.nc.LocalAddr().String()
+	s.RemoteAddr = c.nc.RemoteAddr().String()
+	s.ConnectedSince = c.connectedAt
+	s.MsgsIn = c.msgsIn.Load()
+	s.MsgsOut = c.msgsOut.Load()
+	s.PacketInsRateLimited = c.pinLimited.Load()
+	s.PacketInsDropped = c.pinDropped.Load()
+	s.AsyncDropped = c.asyncDropped.Load()
+	s.Demotions = c.demotions.Load()
+	if r := c.CloseReason(); r != "" {
+		s.LastError = r
+	}
+	return s
+}
+
+// serve runs the connection to its end on the calling goroutine and
+// reports whether the handshake succeeded.
+func (c *Conn) serve() (handshaken bool) {
+	c.m.wg.Add(1)
+	go func() {
+		defer c.m.wg.Done()
+		c.writeLoop()
+	}()
+	defer func() {
+		c.close("connection ended")
+		<-c.writerDone
+		c.m.unregister(c)
+	}()
+
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	buf := make([]byte, ofpwire.MaxMessageLen)
+	hello, _ := ofpwire.Encode(c.nextXID(), ofpwire.NewHello(ofpwire.Version))
+	if c.enqueue(hello) != nil {
+		return false
+	}
+	if !c.handshake(br, buf) {
+		return false
+	}
+	c.m.activate(c)
+	for {
+		h, raw, err := ofpwire.ReadMessage(br, buf)
+		if err != nil {
+			c.readFailed(err)
+			return true
+		}
+		c.received(h)
+		msg, err := ofpwire.Decode(h, raw[ofpwire.HeaderLen:])
+		if err != nil {
+			// Never answer an error with an error: two peers could loop.
+			if h.Type != openflow.TypeError {
+				c.enqueue(ofpwire.ErrorMessage(h.Transaction, err, raw))
+			}
+			continue
+		}
+		c.dispatch(h.Transaction, msg, raw)
+	}
+}
+
+func (c *Conn) received(h ofpwire.Header) {
+	c.lastRecv.Store(c.now())
+	c.msgsIn.Add(1)
+	if c.m.cfg.Observe != nil {
+		c.m.cfg.Observe(c, h)
+	}
+}
+
+func (c *Conn) readFailed(err error) {
+	switch {
+	case errors.Is(err, ofpwire.ErrFraming):
+		c.close("framing error: message length below header size")
+	case errors.Is(err, io.EOF):
+		c.close("peer closed the connection")
+	default:
+		c.close(err.Error())
+	}
+}
+
+// handshake reads the peer's HELLO and checks that it speaks 1.3: with a
+// version bitmap, the bitmap must contain 1.3; without, the header version
+// must be at least 1.3 (negotiation picks the lower of the two versions).
+func (c *Conn) handshake(br *bufio.Reader, buf []byte) bool {
+	h, raw, err := ofpwire.ReadMessage(br, buf)
+	if err != nil {
+		c.readFailed(err)
+		return false
+	}
+	c.received(h)
+	if h.Type != openflow.TypeHello {
+		c.failHello(h, fmt.Sprintf("expected HELLO (OpenFlow 1.3), got message type %d", h.Type))
+		return false
+	}
+	ok := h.Version >= ofpwire.Version
+	if m, err := ofpwire.Decode(h, raw[ofpwire.HeaderLen:]); err == nil {
+		if hm := m.(*ofpwire.Hello); hm.VersionBitmap != nil {
+			ok = hm.Supports(ofpwire.Version)
+		}
+	}
+	if !ok {
+		c.failHello(h, fmt.Sprintf("we support OpenFlow 1.3 (0x04) only, peer hello version 0x%02x", h.Version))
+		return false
+	}
+	return true
+}
+
+// failHello sends HELLO_FAILED/INCOMPATIBLE with an explanation (the spec
+// asks for ASCII text), in the peer's version so that an older peer can
+// parse it (the error layout is the same in every version), and closes
+// once it is written.
+func (c *Conn) failHello(h ofpwire.Header, text string) {
+	b, _ := ofpwire.Encode(h.Transaction, &ofpwire.ErrorMsg{
+		Type: ofpwire.ETHelloFailed, Code: ofpwire.HFCIncompatible, Data: []byte(text)})
+	if h.Version != 0 && h.Version < ofpwire.Version {
+		b[0] = h.Version
+	}
+	c.reason.CompareAndSwap(nil, &text)
+	if c.enqueue(b) == nil && c.enqueue(nil) == nil {
+		select {
+		case <-c.writerDone:
+		case <-c.done:
+		}
+	}
+	c.close(text)
+}
+
+// serverOnly are the types only a switch sends; receiving one is BAD_TYPE.
+func serverOnly(t openflow.Type) bool {
+	switch t {
+	case openflow.TypeFeaturesReply, openflow.TypeGetConfigReply, openflow.TypePacketIn,
+		openflow.TypeFlowRemoved, openflow.TypePortStatus, openflow.TypeMultipartReply,
+		openflow.TypeBarrierReply, openflow.TypeQueueGetConfigReply, openflow.TypeRoleReply,
+		openflow.TypeGetAsyncReply:
+		return true
+	}
+	return false
+}
+
+// deniedToSlave lists the requests a slave may not make (1.3 §6.3.5):
+// everything that changes switch state, including a table-features
+// request that carries a new pipeline.
+func deniedToSlave(msg ofpwire.Message) bool {
+	switch m := msg.(type) {
+	case *ofpwire.FlowMod, *ofpwire.GroupMod, *ofpwire.PortMod, *ofpwire.TableMod,
+		*ofpwire.MeterMod, *ofpwire.PacketOut:
+		return true
+	case *ofpwire.MultipartRequest:
+		tf, ok := m.Body.(*ofpwire.TableFeaturesRequest)
+		return ok && len(tf.Tables) > 0
+	}
+	return false
+}
+
+var (
+	errBadType   = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadType}
+	errIsSlave   = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCIsSlave}
+	errBadFlags  = &ofpwire.OFPError{Type: ofpwire.ETSwitchConfigFailed, Code: ofpwire.SCFCBadFlags}
+	validFragCfg = uint16(ofp.ConfigFlagFragNormal | ofp.ConfigFlagFragDrop)
+)
+
+func (c *Conn) replyErr(xid uint32, err error, raw []byte) {
+	c.enqueue(ofpwire.ErrorMessage(xid, err, raw))
+}
+
+// dispatch handles one decoded request; raw is the whole message, valid
+// only during the call.
+func (c *Conn) dispatch(xid uint32, msg ofpwire.Message, raw []byte) {
+	switch m := msg.(type) {
+	case *ofpwire.Hello, *ofpwire.EchoReply:
+		// A late HELLO is harmless; an echo reply has done its job by
+		// arriving (received() noted the activity).
+	case *ofpwire.ErrorMsg:
+		c.m.logf("ofconn: %s: peer sent error %v", c.t.name, m.Err())
+	case *ofpwire.EchoRequest:
+		c.Send(xid, &ofpwire.EchoReply{Data: m.Data})
+	case *ofpwire.FeaturesRequest:
+		f := c.m.handler.Features()
+		f.AuxiliaryID = 0
+		c.Send(xid, &f)
+	case *ofpwire.GetConfigRequest:
+		sc := c.m.SwitchConfig()
+		c.Send(xid, &ofpwire.GetConfigReply{Flags: ofp.ConfigFlag(sc.Flags), MissSendLength: sc.MissSendLen})
+	case *ofpwire.SetConfig:
+		// Reassembly is not supported, so only NORMAL and DROP are valid.
+		if uint16(m.Flags)&^validFragCfg != 0 {
+			c.replyErr(xid, errBadFlags, raw)
+			return
+		}
+		// Like Open vSwitch, a slave may not change the switch-wide
+		// configuration; its SET_CONFIG is ignored rather than refused,
+		// since the spec does not list SET_CONFIG as denied.
+		if c.Role() != ofp.ControllerRoleSlave {
+			c.m.setSwitchConfig(SwitchConfig{Flags: uint16(m.Flags), MissSendLen: m.MissSendLength})
+		}
+	case *ofpwire.BarrierRequest:
+		// Requests are handled one at a time and replies queued in order,
+		// so everything before the barrier is complete and answered.
+		c.Send(xid, &ofpwire.BarrierReply{})
+	case *ofpwire.RoleRequest:
+		rep, err := c.m.changeRole(c, m)
+		if err != nil {
+			c.replyErr(xid, err, raw)
+			return
+		}
+		c.Send(xid, rep)
+	case *ofpwire.GetAsyncRequest:
+		a := ofpwire.GetAsyncReply(c.AsyncConfig())
+		c.Send(xid, &a)
+	case *ofpwire.SetAsync:
+		a := ofp.AsyncConfig(*m)
+		c.async.Store(&a)
+	default:
+		if serverOnly(msg.MsgType()) {
+			c.replyErr(xid, errBadType, raw)
+			return
+		}
+		if c.Role() == ofp.ControllerRoleSlave && deniedToSlave(msg) {
+			c.replyErr(xid, errIsSlave, raw)
+			return
+		}
+		if err := c.m.handler.Handle(c, xid, msg); err != nil {
+			c.replyErr(xid, err, raw)
+		}
+	}
+}
+
+// writeLoop owns all writes to the socket and the inactivity probe.
+func (c *Conn) writeLoop() {
+	defer close(c.writerDone)
+	probe := c.m.cfg.ProbeInterval
+	var timeout time.Duration // write deadline: a peer that reads nothing for this long is dead
+	var tick <-chan time.Time
+	var timer *time.Timer
+	if probe > 0 {
+		timeout = 2 * probe
+		timer = time.NewTimer(probe)
+		defer timer.Stop()
+		tick = timer.C
+	}
+	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	write := func(b []byte) bool {
+		if timeout > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(timeout))
+		}
+		if _, err := bw.Write(b); err != nil {
+			c.close("write: " + err.Error())
+			return false
+		}
+		c.msgsOut.Add(countMessages(b))
+		return true
+	}
+	flush := func() bool {
+		if err := bw.Flush(); err != nil {
+			c.close("write: " + err.Error())
+			return false
+		}
+		return true
+	}
+	echoSentAt := int64(-1)
+	for {
+		select {
+		case b := <-c.out:
+			for {
+				if b == nil {
+					flush()
+					c.close("closed after error")
+					return
+				}
+				if !write(b) {
+					return
+				}
+				// Coalesce what is already queued into one flush.
+				select {
+				case b = <-c.out:
+					continue
+				default:
+				}
+				break
+			}
+			if !flush() {
+				return
+			}
+		case <-tick:
+			now, last := c.now(), c.lastRecv.Load()
+			if !c.active.Load() {
+				// No probing before the handshake: just give up on a
+				// peer that has not said HELLO in two intervals.
+				idle := time.Duration(now - last)
+				if idle >= 2*probe {
+					c.close("no HELLO from peer")
+					return
+				}
+				timer.Reset(2*probe - idle)
+				continue
+			}
+			if echoSentAt >= 0 && last >= echoSentAt {
+				echoSentAt = -1 // the peer spoke since the probe
+			}
+			if echoSentAt < 0 {
+				idle := time.Duration(now - last)
+				if idle < probe {
+					timer.Reset(probe - idle)
+					continue
+				}
+				b, _ := ofpwire.Encode(c.nextXID(), &ofpwire.EchoRequest{})
+				if !write(b) || !flush() {
+					return
+				}
+				echoSentAt = now
+				timer.Reset(probe)
+				continue
+			}
+			if waited := time.Duration(now - echoSentAt); waited < probe {
+				timer.Reset(probe - waited)
+				continue
+			}
+			c.close(fmt.Sprintf("inactivity probe: no reply for %v", probe))
+			return
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// countMessages counts the messages in b, which Encode may have split
+// into several (long multipart replies).
+func countMessages(b []byte) uint64 {
+	n := uint64(0)
+	for len(b) >= ofpwire.HeaderLen {
+		l := int(b[2])<<8 | int(b[3])
+		if l < ofpwire.HeaderLen || l > len(b) {
+			break
+		}
+		b = b[l:]
+		n++
+	}
+	return max(n, 1)
+}

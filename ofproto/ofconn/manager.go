@@ -1,0 +1,692 @@
+// Package ofconn is the switch side of OpenFlow 1.3 connections: targets
+// (listeners and reconnecting controller connections), the handshake,
+// echo and inactivity probes, roles, asynchronous-message filtering and
+// rate limiting. It knows nothing about flow tables: every request it does
+// not answer itself goes, in arrival order, to a Handler (the bridge).
+//
+// Controllers and management connections. Targets given to SetTargets are
+// controllers; targets given to SetManagementTargets (the bridge's local
+// socket for ovs-ofctl and similar tools) are not. Both kinds are served
+// identically, but only controller connections that completed the
+// handshake count for Connected and the OnControllers callback. That is
+// what fail-mode handling needs: in fail-mode standalone the bridge starts
+// a grace timer (Open vSwitch uses three probe intervals) when the count
+// drops to zero, falls back to NORMAL (MAC learning) when it expires while
+// still disconnected, and drops the fallback as soon as the count becomes
+// positive again; in fail-mode secure it does nothing. A local tool on the
+// management socket therefore never keeps a bridge out of standalone mode.
+// A peer accepted by a passive controller target (ptcp:/pssl:/punix: given
+// to SetTargets) is a controller.
+package ofconn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"vswitch/ofproto/ofpwire"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// Handler is implemented by the bridge: it processes every request the
+// connection layer does not handle itself.
+type Handler interface {
+	// Handle processes one request, on the connection's reader goroutine,
+	// so requests of one connection are handled strictly in order (which
+	// is what makes barriers work). Replies go out with c.Send. A returned
+	// *ofpwire.OFPError is sent back as an ERROR reply carrying the
+	// offending message; other errors too (as BAD_REQUEST/EPERM).
+	Handle(c *Conn, xid uint32, msg ofpwire.Message) error
+	// Features returns what a FEATURES_REPLY carries; the auxiliary id is
+	// forced to 0 (no auxiliary connections).
+	Features() ofpwire.FeaturesReply
+}
+
+// Config sets up a Manager. Zero fields take the documented defaults.
+type Config struct {
+	// Handler receives the requests the connection layer does not answer.
+	// Nil answers them all with BAD_REQUEST/BAD_TYPE.
+	Handler Handler
+	// ProbeInterval: after this long without receiving anything an
+	// ECHO_REQUEST is sent, and the connection is closed when another
+	// interval passes in silence. Default 5 s; negative disables probing.
+	ProbeInterval time.Duration
+	// MinBackoff and MaxBackoff bound the reconnect delay of active
+	// targets, which doubles after each failed attempt. Defaults 1 s, 8 s.
+	MinBackoff, MaxBackoff time.Duration
+	// PacketInRate (per second) and PacketInBurst configure each
+	// connection's packet-in token bucket. Defaults 1000 and 100; a
+	// negative rate disables the limit.
+	PacketInRate  float64
+	PacketInBurst int
+	// QueueLen is the per-connection send queue, in messages; asynchronous
+	// messages that find it full are dropped and counted. Default 256.
+	QueueLen int
+	// TLS holds the files for ssl: and pssl: targets.
+	TLS TLSFiles
+	// OnControllers is called, from a goroutine of the Manager and never
+	// concurrently, with the number of connected controllers whenever it
+	// changes (see the package documentation for its use by fail modes).
+	OnControllers func(n int)
+	// Observe, if set, sees the header of every message received on any
+	// connection (for tracing and tests). It must not block.
+	Observe func(c *Conn, h ofpwire.Header)
+	// Logf, if set, receives connection events.
+	Logf func(format string, args ...any)
+}
+
+// Defaults of Config.
+const (
+	DefaultProbeInterval = 5 * time.Second
+	DefaultMinBackoff    = time.Second
+	DefaultMaxBackoff    = 8 * time.Second
+	DefaultPacketInRate  = 1000
+	DefaultPacketInBurst = 100
+	DefaultQueueLen      = 256
+	// DefaultMissSendLen is the 1.3 spec's initial miss_send_len
+	// (OFP_DEFAULT_MISS_SEND_LEN).
+	DefaultMissSendLen = 128
+)
+
+// SwitchConfig is the switch-wide part of OFPT_SET_CONFIG: the IP fragment
+// handling flags and miss_send_len, which the bridge applies to table-miss
+// packet-ins.
+type SwitchConfig struct {
+	Flags       uint16
+	MissSendLen uint16
+}
+
+// Manager owns the OpenFlow connections of one bridge.
+type Manager struct {
+	cfg     Config
+	handler Handler
+
+	mu         sync.Mutex
+	closed     bool
+	targets    map[targetKey]*target
+	conns      map[*Conn]struct{}
+	genDefined bool   // a master/slave role request has set the generation
+	gen        uint64 // the highest generation_id seen
+	nextID     uint64
+
+	active      atomic.Pointer[[]*Conn] // handshaken connections, for Send*
+	controllers atomic.Int32
+	swcfg       atomic.Uint32 // flags<<16 | miss_send_len
+
+	notify chan struct{}
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+type targetKey struct {
+	name       string
+	management bool
+}
+
+// ErrClosed is returned when sending on a closed connection.
+var ErrClosed = errors.New("ofconn: connection closed")
+
+// New starts a Manager with no targets.
+func New(cfg Config) *Manager {
+	if cfg.ProbeInterval == 0 {
+		cfg.ProbeInterval = DefaultProbeInterval
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = DefaultMinBackoff
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = DefaultMaxBackoff
+	}
+	if cfg.MaxBackoff < cfg.MinBackoff {
+		cfg.MaxBackoff = cfg.MinBackoff
+	}
+	if cfg.PacketInRate == 0 {
+		cfg.PacketInRate = DefaultPacketInRate
+	}
+	if cfg.PacketInBurst <= 0 {
+		cfg.PacketInBurst = DefaultPacketInBurst
+	}
+	if cfg.QueueLen <= 0 {
+		cfg.QueueLen = DefaultQueueLen
+	}
+	m := &Manager{
+		cfg:     cfg,
+		handler: cfg.Handler,
+		targets: make(map[targetKey]*target),
+		conns:   make(map[*Conn]struct{}),
+		notify:  make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+	}
+	if m.handler == nil {
+		m.handler = rejectAll{}
+	}
+	m.swcfg.Store(DefaultMissSendLen)
+	m.active.Store(new([]*Conn))
+	m.wg.Add(1)
+	go m.notifier()
+	return m
+}
+
+// rejectAll is the Handler of a Manager configured without one.
+type rejectAll struct{}
+
+func (rejectAll) Handle(*Conn, uint32, ofpwire.Message) error {
+	return &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadType}
+}
+func (rejectAll) Features() ofpwire.FeaturesReply { return ofpwire.FeaturesReply{} }
+
+func (m *Manager) logf(format string, args ...any) {
+	if m.cfg.Logf != nil {
+		m.cfg.Logf(format, args...)
+	}
+}
+
+// SetTargets replaces the controller targets. Targets present before and
+// after keep their listeners and connections; removed ones are closed
+// with all their connections. Nothing changes if any target is invalid.
+func (m *Manager) SetTargets(targets []string) error {
+	return m.setTargets(targets, false)
+}
+
+// SetManagementTargets replaces the management targets (typically one
+// punix: socket per bridge for local tools). Their connections are served
+// like controllers' but never count as connected controllers.
+func (m *Manager) SetManagementTargets(targets []string) error {
+	return m.setTargets(targets, true)
+}
+
+func (m *Manager) setTargets(names []string, management bool) error {
+	want := make(map[string]parsedTarget, len(names))
+	var errs []error
+	for _, n := range names {
+		p, err := parseTarget(n)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		want[n] = p
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return errors.New("ofconn: manager closed")
+	}
+	for k, t := range m.targets {
+		if k.management != management {
+			continue
+		}
+		if _, keep := want[k.name]; !keep {
+			delete(m.targets, k)
+			t.stopLocked()
+		}
+	}
+	for n, p := range want {
+		k := targetKey{n, management}
+		if _, ok := m.targets[k]; ok {
+			continue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		t := &target{m: m, name: n, p: p, management: management, ctx: ctx, cancel: cancel,
+			conns: make(map[*Conn]struct{})}
+		m.targets[k] = t
+		m.wg.Add(1)
+		if p.kind.passive() {
+			go t.runPassive()
+		} else {
+			go t.runActive()
+		}
+	}
+	return nil
+}
+
+// Close stops every target and connection and waits for all goroutines.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.closed = true
+	for k, t := range m.targets {
+		delete(m.targets, k)
+		t.stopLocked()
+	}
+	m.mu.Unlock()
+	close(m.stop)
+	m.wg.Wait()
+}
+
+// Connected reports whether at least one controller connection (not a
+// management one) has completed the handshake.
+func (m *Manager) Connected() bool { return m.controllers.Load() > 0 }
+
+// Controllers is the number of connected controllers.
+func (m *Manager) Controllers() int { return int(m.controllers.Load()) }
+
+// SwitchConfig returns the configuration last set by OFPT_SET_CONFIG.
+func (m *Manager) SwitchConfig() SwitchConfig {
+	v := m.swcfg.Load()
+	return SwitchConfig{Flags: uint16(v >> 16), MissSendLen: uint16(v)}
+}
+
+func (m *Manager) setSwitchConfig(c SwitchConfig) {
+	m.swcfg.Store(uint32(c.Flags)<<16 | uint32(c.MissSendLen))
+}
+
+// notifier calls OnControllers outside every lock, in order, with the
+// latest count; bursts of changes may be coalesced into one call.
+func (m *Manager) notifier() {
+	defer m.wg.Done()
+	last := 0
+	for {
+		select {
+		case <-m.notify:
+			n := int(m.controllers.Load())
+			if n != last {
+				last = n
+				if m.cfg.OnControllers != nil {
+					m.cfg.OnControllers(n)
+				}
+			}
+		case <-m.stop:
+			return
+		}
+	}
+}
+
+func (m *Manager) poke() {
+	select {
+	case m.notify <- struct{}{}:
+	default:
+	}
+}
+
+// register adds a new connection of t; false if t is being stopped.
+func (m *Manager) register(t *target, c *Conn) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t.ctx.Err() != nil {
+		return false
+	}
+	m.nextID++
+	c.id = m.nextID
+	m.conns[c] = struct{}{}
+	t.conns[c] = struct{}{}
+	return true
+}
+
+// activate makes a handshaken connection visible to Send* and Connected.
+func (m *Manager) activate(c *Conn) {
+	m.mu.Lock()
+	c.connectedAt = time.Now()
+	c.state = StateActive
+	c.active.Store(true)
+	m.rebuildActiveLocked()
+	if !c.t.management {
+		m.controllers.Add(1)
+	}
+	m.mu.Unlock()
+	m.poke()
+	m.logf("ofconn: %s: connected to %s", c.t.name, c.nc.RemoteAddr())
+}
+
+func (m *Manager) unregister(c *Conn) {
+	m.mu.Lock()
+	delete(m.conns, c)
+	delete(c.t.conns, c)
+	wasActive := c.active.Swap(false)
+	c.state = StateClosed
+	if wasActive {
+		m.rebuildActiveLocked()
+		if !c.t.management {
+			m.controllers.Add(-1)
+		}
+	}
+	m.mu.Unlock()
+	if wasActive {
+		m.poke()
+	}
+	m.logf("ofconn: %s: connection closed: %s", c.t.name, c.CloseReason())
+}
+
+func (m *Manager) rebuildActiveLocked() {
+	list := make([]*Conn, 0, len(m.conns))
+	for c := range m.conns {
+		if c.active.Load() {
+			list = append(list, c)
+		}
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].id < list[j].id })
+	m.active.Store(&list)
+}
+
+// changeRole applies a ROLE_REQUEST of c (OpenFlow 1.3 §6.3.5).
+func (m *Manager) changeRole(c *Conn, req *ofpwire.RoleRequest) (*ofpwire.RoleReply, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch req.Role {
+	case ofp.ControllerRoleNoChange:
+	case ofp.ControllerRoleEqual:
+		c.role.Store(uint32(ofp.ControllerRoleEqual))
+	case ofp.ControllerRoleMaster, ofp.ControllerRoleSlave:
+		// Generation ids wrap: compare by signed distance, as the spec asks.
+		if m.genDefined && int64(req.GenerationID-m.gen) < 0 {
+			return nil, &ofpwire.OFPError{Type: ofpwire.ETRoleRequestFailed, Code: ofpwire.RRFCStale}
+		}
+		m.gen, m.genDefined = req.GenerationID, true
+		if req.Role == ofp.ControllerRoleMaster {
+			// 1.3 has no role-status message: the old master just
+			// becomes a slave; the demotion is recorded in its status.
+			for o := range m.conns {
+				if o != c && o.role.CompareAndSwap(uint32(ofp.ControllerRoleMaster), uint32(ofp.ControllerRoleSlave)) {
+					o.demotions.Add(1)
+				}
+			}
+		}
+		c.role.Store(uint32(req.Role))
+	default:
+		return nil, &ofpwire.OFPError{Type: ofpwire.ETRoleRequestFailed, Code: ofpwire.RRFCBadRole}
+	}
+	return &ofpwire.RoleReply{Role: c.Role(), GenerationID: m.gen}, nil
+}
+
+// State is where a target or connection is in its life.
+type State uint8
+
+// States reported by Status.
+const (
+	StateConnecting State = iota // active target dialling
+	StateBackoff                 // active target waiting to redial
+	StateListening               // passive target's listener
+	StateHandshake               // connected, HELLO not yet exchanged
+	StateActive                  // handshake done, exchanging messages
+	StateClosed                  // connection finished
+)
+
+var stateNames = [...]string{"connecting", "backoff", "listening", "handshake", "active", "closed"}
+
+// String names the state as Status printouts show it.
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("State(%d)", s)
+}
+
+// Status describes one listener, one active target or one connection.
+// Passive targets give one entry for the listener and one per accepted
+// peer; active targets one entry, describing the current connection when
+// there is one.
+type Status struct {
+	Target     string
+	Management bool
+	State      State
+	Role       ofp.ControllerRole
+	LocalAddr  string
+	RemoteAddr string
+	// ConnectedSince is when the handshake completed (zero if it has not).
+	ConnectedSince time.Time
+	MsgsIn         uint64
+	MsgsOut        uint64
+	// Reconnects counts connection attempts of an active target after the
+	// first.
+	Reconnects uint64
+	// PacketInsRateLimited and PacketInsDropped (send queue full) count
+	// packet-ins not delivered; AsyncDropped counts port-status and
+	// flow-removed messages dropped on a full queue.
+	PacketInsRateLimited uint64
+	PacketInsDropped     uint64
+	AsyncDropped         uint64
+	// Demotions counts how often another controller becoming master made
+	// this connection a slave.
+	Demotions uint64
+	LastError string
+}
+
+// Status returns a snapshot of every target and connection, sorted by target.
+func (m *Manager) Status() []Status {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ts := make([]*target, 0, len(m.targets))
+	for _, t := range m.targets {
+		ts = append(ts, t)
+	}
+	sort.Slice(ts, func(i, j int) bool {
+		if ts[i].management != ts[j].management {
+			return !ts[i].management
+		}
+		return ts[i].name < ts[j].name
+	})
+	var out []Status
+	for _, t := range ts {
+		base := Status{Target: t.name, Management: t.management, Reconnects: t.reconnects, LastError: t.lastErr}
+		if t.p.kind.passive() {
+			s := base
+			s.State = StateConnecting
+			if t.ln != nil {
+				s.State, s.LocalAddr = StateListening, t.ln.Addr().String()
+			}
+			out = append(out, s)
+			cs := make([]*Conn, 0, len(t.conns))
+			for c := range t.conns {
+				cs = append(cs, c)
+			}
+			sort.Slice(cs, func(i, j int) bool { return cs[i].id < cs[j].id })
+			for _, c := range cs {
+				out = append(out, c.statusLocked(Status{Target: t.name, Management: t.management}))
+			}
+			continue
+		}
+		if t.cur != nil {
+			out = append(out, t.cur.statusLocked(base))
+			continue
+		}
+		base.State = t.state
+		out = append(out, base)
+	}
+	return out
+}
+
+// SendPacketIn delivers pi to every connection whose role and async
+// configuration accept its reason and whose packet-in budget allows it.
+// It never blocks; it returns the number of connections it was queued on.
+func (m *Manager) SendPacketIn(pi ofpwire.PacketIn) int {
+	return m.broadcast(asyncPacketIn, uint32(pi.Reason), &pi)
+}
+
+// SendFlowRemoved delivers fr like SendPacketIn (without rate limit).
+func (m *Manager) SendFlowRemoved(fr ofpwire.FlowRemoved) int {
+	return m.broadcast(asyncFlowRemoved, uint32(fr.Reason), &fr)
+}
+
+// SendPortStatus delivers ps like SendPacketIn (without rate limit).
+func (m *Manager) SendPortStatus(ps ofpwire.PortStatus) int {
+	return m.broadcast(asyncPortStatus, uint32(ps.Reason), &ps)
+}
+
+func (m *Manager) broadcast(kind asyncKind, reason uint32, msg ofpwire.Message) int {
+	conns := *m.active.Load()
+	var b []byte
+	n := 0
+	for _, c := range conns {
+		if !c.wants(kind, reason) {
+			continue
+		}
+		if b == nil {
+			var err error
+			if b, err = ofpwire.Encode(0, msg); err != nil {
+				m.logf("ofconn: cannot encode %v: %v", msg.MsgType(), err)
+				return 0
+			}
+		}
+		if c.sendAsync(kind, b) {
+			n++
+		}
+	}
+	return n
+}
+
+// target is one configured target with its listener or reconnect loop.
+type target struct {
+	m          *Manager
+	name       string
+	p          parsedTarget
+	management bool
+	ctx        context.Context
+	cancel     context.CancelFunc
+
+	// Guarded by m.mu.
+	ln         net.Listener
+	conns      map[*Conn]struct{}
+	cur        *Conn // active targets: the current connection
+	state      State
+	reconnects uint64
+	lastErr    string
+}
+
+// stopLocked ends the target: its goroutine sees the cancelled context,
+// the listener stops accepting and every connection closes.
+func (t *target) stopLocked() {
+	t.cancel()
+	if t.ln != nil {
+		t.ln.Close()
+	}
+	for c := range t.conns {
+		c.close("target removed")
+	}
+}
+
+func (t *target) setErr(err error) {
+	t.m.mu.Lock()
+	t.lastErr = err.Error()
+	t.m.mu.Unlock()
+	t.m.logf("ofconn: %s: %v", t.name, err)
+}
+
+// sleep waits d or until the target stops; false if it stopped.
+func (t *target) sleep(d time.Duration) bool {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-t.ctx.Done():
+		return false
+	}
+}
+
+func (t *target) runActive() {
+	defer t.m.wg.Done()
+	m := t.m
+	backoff := m.cfg.MinBackoff
+	for attempt := 0; ; attempt++ {
+		m.mu.Lock()
+		if attempt > 0 {
+			t.reconnects++
+		}
+		t.state = StateConnecting
+		m.mu.Unlock()
+		ok := false
+		nc, err := m.dial(t.ctx, t.p)
+		if err != nil {
+			if t.ctx.Err() != nil {
+				return
+			}
+			t.setErr(err)
+		} else {
+			c := newConn(m, t, nc)
+			if !m.register(t, c) {
+				nc.Close()
+				return
+			}
+			m.mu.Lock()
+			t.cur = c
+			m.mu.Unlock()
+			ok = c.serve()
+			m.mu.Lock()
+			t.cur = nil
+			if r := c.CloseReason(); r != "" {
+				t.lastErr = r
+			}
+			m.mu.Unlock()
+		}
+		if ok {
+			backoff = m.cfg.MinBackoff
+		}
+		m.mu.Lock()
+		t.state = StateBackoff
+		m.mu.Unlock()
+		if !t.sleep(backoff) {
+			return
+		}
+		if !ok {
+			backoff = min(2*backoff, m.cfg.MaxBackoff)
+		}
+	}
+}
+
+func (t *target) runPassive() {
+	defer t.m.wg.Done()
+	m := t.m
+	backoff := m.cfg.MinBackoff
+	for {
+		ln, err := m.listen(t.p)
+		if err != nil {
+			t.setErr(err)
+			if !t.sleep(backoff) {
+				return
+			}
+			backoff = min(2*backoff, m.cfg.MaxBackoff)
+			continue
+		}
+		m.mu.Lock()
+		if t.ctx.Err() != nil {
+			m.mu.Unlock()
+			ln.Close()
+			return
+		}
+		t.ln = ln
+		m.mu.Unlock()
+		backoff = m.cfg.MinBackoff
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				if t.ctx.Err() != nil {
+					return
+				}
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					continue
+				}
+				t.setErr(err)
+				m.mu.Lock()
+				t.ln = nil
+				m.mu.Unlock()
+				ln.Close()
+				if !t.sleep(backoff) {
+					return
+				}
+				break
+			}
+			c := newConn(m, t, nc)
+			if !m.register(t, c) {
+				nc.Close()
+				return
+			}
+			m.wg.Add(1)
+			go func() {
+				defer m.wg.Done()
+				c.serve()
+			}()
+		}
+	}
+}

@@ -1,0 +1,680 @@
+package ofmatch
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"vswitch/ofproto/ofpwire"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// portLocal is OFPP_LOCAL, the one reserved port a match may name.
+const portLocal = 0xfffffffe
+
+// shorthand names the protocol keywords of ovs-ofctl: an exact EthType, and
+// an exact IP protocol when proto >= 0.
+var shorthands = []struct {
+	name  string
+	eth   uint16
+	proto int
+}{
+	{"ip", ethIPv4, -1}, {"icmp", ethIPv4, protoICMP}, {"tcp", ethIPv4, protoTCP},
+	{"udp", ethIPv4, protoUDP}, {"sctp", ethIPv4, protoSCTP},
+	{"ipv6", ethIPv6, -1}, {"icmp6", ethIPv6, protoICMPv6}, {"tcp6", ethIPv6, protoTCP},
+	{"udp6", ethIPv6, protoUDP}, {"sctp6", ethIPv6, protoSCTP},
+	{"arp", ethARP, -1}, {"mpls", ethMPLS, -1}, {"mplsm", ethMPLSMc, -1},
+}
+
+// String prints m in ovs-ofctl's flow syntax, e.g.
+// "tcp,in_port=1,metadata=0x5/0xff,dl_vlan=10,nw_src=198.18.0.0/16,tp_dst=80":
+// the protocol shorthand first, then the fields in OXM order. Fields Open
+// vSwitch does not have use the names pbb_isid and ipv6_exthdr. The empty
+// match prints as "".
+func (m *Match) String() string {
+	fs := ToOXM(m).Fields
+	var out []string
+	var eth, proto uint64
+	hasEth, hasProto := false, false
+	for _, o := range fs {
+		switch o.Field {
+		case ofp.XMTypeEthType:
+			eth, hasEth = o.Uint(), true
+		case ofp.XMTypeIPProto:
+			proto, hasProto = o.Uint(), true
+		}
+	}
+	if hasEth {
+		for _, s := range shorthands {
+			if uint64(s.eth) != eth {
+				continue
+			}
+			if s.proto < 0 || hasProto && uint64(s.proto) == proto {
+				out = append(out, s.name)
+				if s.proto >= 0 {
+					hasProto = false // said by the shorthand
+					break
+				}
+			}
+		}
+		if len(out) > 1 { // "ip" and "tcp" both matched: keep the precise one
+			out = out[1:]
+		}
+		if len(out) > 0 {
+			hasEth = false
+		}
+	}
+	for i := 0; i < len(fs); i++ {
+		o := fs[i]
+		v, vm := o.Uint(), o.MaskUint()
+		switch o.Field {
+		case ofp.XMTypeInPort:
+			if v == portLocal {
+				out = append(out, "in_port=LOCAL")
+			} else {
+				out = append(out, "in_port="+strconv.FormatUint(v, 10))
+			}
+		case ofp.XMTypeMetadata:
+			out = append(out, "metadata="+hexMasked(v, vm, ^uint64(0)))
+		case ofp.XMTypeEthDst:
+			out = append(out, "dl_dst="+macMasked(o))
+		case ofp.XMTypeEthSrc:
+			out = append(out, "dl_src="+macMasked(o))
+		case ofp.XMTypeEthType:
+			if hasEth {
+				out = append(out, fmt.Sprintf("dl_type=0x%04x", v))
+			}
+		case ofp.XMTypeVlanID:
+			// Open vSwitch's vlan_tci: PCP(3) present(1) VID(12).
+			tci, tm := uint16(v), uint16(vm&0x1fff)
+			if i+1 < len(fs) && fs[i+1].Field == ofp.XMTypeVlanPCP {
+				i++
+				tci |= uint16(fs[i].Uint()) << 13
+				tm |= 0xe000
+			}
+			out = append(out, formatVLAN(tci, tm))
+		case ofp.XMTypeVlanPCP: // without VLAN_VID cannot happen (prerequisite)
+			out = append(out, "dl_vlan_pcp="+strconv.FormatUint(v, 10))
+		case ofp.XMTypeIPDSCP:
+			out = append(out, "nw_tos="+strconv.FormatUint(v<<2, 10))
+		case ofp.XMTypeIPECN:
+			out = append(out, "nw_ecn="+strconv.FormatUint(v, 10))
+		case ofp.XMTypeIPProto:
+			if hasProto {
+				out = append(out, "nw_proto="+strconv.FormatUint(v, 10))
+			}
+		case ofp.XMTypeIPv4Src:
+			out = append(out, "nw_src="+ipv4Masked(v, vm))
+		case ofp.XMTypeIPv4Dst:
+			out = append(out, "nw_dst="+ipv4Masked(v, vm))
+		case ofp.XMTypeTCPSrc, ofp.XMTypeUDPSrc, ofp.XMTypeSCTPSrc:
+			out = append(out, "tp_src="+strconv.FormatUint(v, 10))
+		case ofp.XMTypeTCPDst, ofp.XMTypeUDPDst, ofp.XMTypeSCTPDst:
+			out = append(out, "tp_dst="+strconv.FormatUint(v, 10))
+		case ofp.XMTypeICMPv4Type, ofp.XMTypeICMPv6Type:
+			out = append(out, "icmp_type="+strconv.FormatUint(v, 10))
+		case ofp.XMTypeICMPv4Code, ofp.XMTypeICMPv6Code:
+			out = append(out, "icmp_code="+strconv.FormatUint(v, 10))
+		case ofp.XMTypeARPOpcode:
+			out = append(out, "arp_op="+strconv.FormatUint(v, 10))
+		case ofp.XMTypeARPSPA:
+			out = append(out, "arp_spa="+ipv4Masked(v, vm))
+		case ofp.XMTypeARPTPA:
+			out = append(out, "arp_tpa="+ipv4Masked(v, vm))
+		case ofp.XMTypeARPSHA:
+			out = append(out, "arp_sha="+macMasked(o))
+		case ofp.XMTypeARPTHA:
+			out = append(out, "arp_tha="+macMasked(o))
+		case ofp.XMTypeIPv6Src:
+			out = append(out, "ipv6_src="+ipv6Masked(o))
+		case ofp.XMTypeIPv6Dst:
+			out = append(out, "ipv6_dst="+ipv6Masked(o))
+		case ofp.XMTypeIPv6FLabel:
+			s := fmt.Sprintf("ipv6_label=0x%05x", v)
+			if vm&0xfffff != 0xfffff {
+				s += fmt.Sprintf("/0x%05x", vm)
+			}
+			out = append(out, s)
+		case ofp.XMTypeIPv6NDTarget:
+			out = append(out, "nd_target="+ipv6Masked(o))
+		case ofp.XMTypeIPv6NDSLL:
+			out = append(out, "nd_sll="+macMasked(o))
+		case ofp.XMTypeIPv6NDTLL:
+			out = append(out, "nd_tll="+macMasked(o))
+		case ofp.XMTypeMPLSLabel:
+			out = append(out, "mpls_label="+strconv.FormatUint(v, 10))
+		case ofp.XMTypeMPLSTC:
+			out = append(out, "mpls_tc="+strconv.FormatUint(v, 10))
+		case ofp.XMTypeMPLSBOS:
+			out = append(out, "mpls_bos="+strconv.FormatUint(v, 10))
+		case ofp.XMTypePBBISID:
+			out = append(out, "pbb_isid="+hexMasked(v, vm, 0xffffff))
+		case ofp.XMTypeTunnelID:
+			out = append(out, "tun_id="+hexMasked(v, vm, ^uint64(0)))
+		case ofp.XMTypeIPv6ExtHeader:
+			out = append(out, "ipv6_exthdr="+hexMasked(v, vm, 0x1ff))
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// formatVLAN prints an Open vSwitch vlan_tci value/mask the way ovs-ofctl
+// does: dl_vlan/dl_vlan_pcp when the tag must be present and VID and PCP
+// are each exact or absent, vlan_tci otherwise.
+func formatVLAN(tci, mask uint16) string {
+	vid, pcp := mask&0x0fff, mask&0xe000
+	if mask&0x1000 != 0 && tci&0x1000 != 0 && (vid == 0 || vid == 0x0fff) &&
+		(pcp == 0 || pcp == 0xe000) && (vid|pcp) != 0 {
+		var s []string
+		if vid != 0 {
+			s = append(s, "dl_vlan="+strconv.Itoa(int(tci&0x0fff)))
+		}
+		if pcp != 0 {
+			s = append(s, "dl_vlan_pcp="+strconv.Itoa(int(tci>>13)))
+		}
+		return strings.Join(s, ",")
+	}
+	if mask == 0xffff {
+		return fmt.Sprintf("vlan_tci=0x%04x", tci)
+	}
+	return fmt.Sprintf("vlan_tci=0x%04x/0x%04x", tci, mask)
+}
+
+// hexC formats like C's %#x (zero without a prefix), as ovs-ofctl prints.
+func hexC(v uint64) string {
+	if v == 0 {
+		return "0"
+	}
+	return "0x" + strconv.FormatUint(v, 16)
+}
+
+func hexMasked(v, m, full uint64) string {
+	if m&full == full {
+		return hexC(v)
+	}
+	return hexC(v) + "/" + hexC(m)
+}
+
+func macString(b []byte) string {
+	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3], b[4], b[5])
+}
+
+func macMasked(o ofpwire.OXM) string {
+	if !o.HasMask {
+		return macString(o.Value)
+	}
+	return macString(o.Value) + "/" + macString(o.Mask)
+}
+
+func ipv4Masked(v, m uint64) string {
+	a := netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+	if m == 0xffffffff {
+		return a.String()
+	}
+	if n := bits.LeadingZeros32(^uint32(m)); uint32(m) == ^uint32(0)<<(32-n) {
+		return fmt.Sprintf("%s/%d", a, n)
+	}
+	return a.String() + "/" + netip.AddrFrom4([4]byte{byte(m >> 24), byte(m >> 16), byte(m >> 8), byte(m)}).String()
+}
+
+func ipv6Masked(o ofpwire.OXM) string {
+	a := netip.AddrFrom16([16]byte(o.Value))
+	if !o.HasMask {
+		return a.String()
+	}
+	if n, ok := prefixLen(o.Mask); ok {
+		return fmt.Sprintf("%s/%d", a, n)
+	}
+	return a.String() + "/" + netip.AddrFrom16([16]byte(o.Mask)).String()
+}
+
+// prefixLen reports whether mask is a CIDR prefix and its length.
+func prefixLen(mask []byte) (int, bool) {
+	n := 0
+	for _, b := range mask {
+		if b == 0xff {
+			n += 8
+			continue
+		}
+		n += bits.LeadingZeros8(^b)
+		break
+	}
+	for i := range mask {
+		want := byte(0)
+		switch {
+		case (i+1)*8 <= n:
+			want = 0xff
+		case i*8 < n:
+			want = ^byte(0xff >> (n - i*8))
+		}
+		if mask[i] != want {
+			return 0, false
+		}
+	}
+	return n, true
+}
+
+// field is a value/mask accumulator for one OXM field while parsing, since
+// several keywords may add to one field (dl_vlan and vlan_tci) and the OXM
+// field of tp_src or icmp_type depends on the protocol given anywhere.
+type field struct {
+	set     bool
+	v, m    uint64
+	b, bm   []byte // address-like fields
+	maskful bool   // a mask was written explicitly
+}
+
+// Parse reads a match in the syntax String prints (ovs-ofctl's flow syntax
+// for the fields OpenFlow 1.3 has): comma-separated protocol shorthands and
+// field=value[/mask] pairs. The result is checked like a match received from
+// a controller, so Parse accepts exactly the matches FromOXM accepts.
+func Parse(s string) (Match, error) {
+	var fs [ofpwire.NumBasicFields]field
+	var tpSrc, tpDst, icmpType, icmpCode *field
+	var tmp [4]field
+	tpSrc, tpDst, icmpType, icmpCode = &tmp[0], &tmp[1], &tmp[2], &tmp[3]
+	setU := func(f ofp.XMType, v, m uint64) error {
+		p := &fs[f]
+		if p.set && (p.v^v)&p.m&m != 0 {
+			return fmt.Errorf("ofmatch: conflicting values for %v", f)
+		}
+		p.set, p.v, p.m = true, p.v|v&m, p.m|m
+		return nil
+	}
+	proto := -1
+	setProto := func(p int) error {
+		if proto >= 0 && proto != p {
+			return errors.New("ofmatch: conflicting IP protocols")
+		}
+		proto = p
+		return setU(ofp.XMTypeIPProto, uint64(p), 0xff)
+	}
+	eth := -1
+	setEth := func(e int) error {
+		if eth >= 0 && eth != e {
+			return errors.New("ofmatch: conflicting Ethernet types")
+		}
+		if eth == e {
+			return nil
+		}
+		eth = e
+		return setU(ofp.XMTypeEthType, uint64(e), 0xffff)
+	}
+	for _, tok := range strings.Split(s, ",") {
+		tok = strings.TrimSpace(tok)
+		if tok == "" {
+			continue
+		}
+		name, val, hasVal := strings.Cut(tok, "=")
+		name = strings.TrimSpace(name)
+		val = strings.TrimSpace(val)
+		if !hasVal {
+			found := false
+			for _, sh := range shorthands {
+				if sh.name == name {
+					found = true
+					if err := setEth(int(sh.eth)); err != nil {
+						return Match{}, err
+					}
+					if sh.proto >= 0 {
+						if err := setProto(sh.proto); err != nil {
+							return Match{}, err
+						}
+					}
+				}
+			}
+			if !found {
+				return Match{}, fmt.Errorf("ofmatch: unknown keyword %q", name)
+			}
+			continue
+		}
+		var err error
+		switch name {
+		case "in_port":
+			var v uint64
+			if val == "LOCAL" {
+				v = portLocal
+			} else if v, err = parseUint(val, 32); err != nil {
+				break
+			}
+			err = setU(ofp.XMTypeInPort, v, 0xffffffff)
+		case "metadata":
+			err = parseMaskedUint(val, 64, func(v, m uint64) error { return setU(ofp.XMTypeMetadata, v, m) })
+		case "tun_id", "tunnel_id":
+			err = parseMaskedUint(val, 64, func(v, m uint64) error { return setU(ofp.XMTypeTunnelID, v, m) })
+		case "pbb_isid":
+			err = parseMaskedUint(val, 24, func(v, m uint64) error { return setU(ofp.XMTypePBBISID, v, m) })
+		case "ipv6_exthdr":
+			err = parseMaskedUint(val, 9, func(v, m uint64) error { return setU(ofp.XMTypeIPv6ExtHeader, v, m) })
+		case "ipv6_label":
+			err = parseMaskedUint(val, 20, func(v, m uint64) error { return setU(ofp.XMTypeIPv6FLabel, v, m) })
+		case "dl_type", "eth_type":
+			var v uint64
+			if v, err = parseUint(val, 16); err == nil {
+				err = setEth(int(v))
+			}
+		case "dl_src", "eth_src":
+			err = parseMAC(val, &fs[ofp.XMTypeEthSrc])
+		case "dl_dst", "eth_dst":
+			err = parseMAC(val, &fs[ofp.XMTypeEthDst])
+		case "arp_sha":
+			err = parseMAC(val, &fs[ofp.XMTypeARPSHA])
+		case "arp_tha":
+			err = parseMAC(val, &fs[ofp.XMTypeARPTHA])
+		case "nd_sll":
+			err = parseMAC(val, &fs[ofp.XMTypeIPv6NDSLL])
+		case "nd_tll":
+			err = parseMAC(val, &fs[ofp.XMTypeIPv6NDTLL])
+		case "nw_src", "ip_src":
+			err = parseIPv4(val, &fs[ofp.XMTypeIPv4Src])
+		case "nw_dst", "ip_dst":
+			err = parseIPv4(val, &fs[ofp.XMTypeIPv4Dst])
+		case "arp_spa":
+			err = parseIPv4(val, &fs[ofp.XMTypeARPSPA])
+		case "arp_tpa":
+			err = parseIPv4(val, &fs[ofp.XMTypeARPTPA])
+		case "ipv6_src":
+			err = parseIPv6(val, &fs[ofp.XMTypeIPv6Src])
+		case "ipv6_dst":
+			err = parseIPv6(val, &fs[ofp.XMTypeIPv6Dst])
+		case "nd_target":
+			err = parseIPv6(val, &fs[ofp.XMTypeIPv6NDTarget])
+		case "dl_vlan":
+			var v uint64
+			if v, err = parseUint(val, 16); err != nil {
+				break
+			}
+			if v == 0xffff { // OFP_VLAN_NONE, as ovs-ofctl accepts it
+				err = setU(ofp.XMTypeVlanID, 0, 0x1fff)
+			} else if v > 0x0fff {
+				err = fmt.Errorf("ofmatch: dl_vlan %d out of range", v)
+			} else {
+				err = setU(ofp.XMTypeVlanID, uint64(ofpwire.VIDPresent)|v, 0x1fff)
+			}
+		case "vlan_vid":
+			err = parseMaskedUint(val, 13, func(v, m uint64) error { return setU(ofp.XMTypeVlanID, v, m) })
+		case "dl_vlan_pcp", "vlan_pcp":
+			var v uint64
+			if v, err = parseUint(val, 3); err != nil {
+				break
+			}
+			if err = setU(ofp.XMTypeVlanPCP, v, 7); err == nil && fs[ofp.XMTypeVlanID].m&0x1000 == 0 {
+				err = setU(ofp.XMTypeVlanID, uint64(ofpwire.VIDPresent), uint64(ofpwire.VIDPresent))
+			}
+		case "vlan_tci":
+			err = parseMaskedUint(val, 16, func(v, m uint64) error {
+				switch m & 0xe000 {
+				case 0:
+				case 0xe000:
+					if err := setU(ofp.XMTypeVlanPCP, v>>13, 7); err != nil {
+						return err
+					}
+				default:
+					return errors.New("ofmatch: OpenFlow 1.3 cannot match part of the VLAN PCP")
+				}
+				if m&0x1fff == 0 {
+					return nil
+				}
+				return setU(ofp.XMTypeVlanID, v&0x1fff, m&0x1fff)
+			})
+		case "nw_tos":
+			var v uint64
+			if v, err = parseUint(val, 8); err == nil {
+				if v&3 != 0 {
+					err = errors.New("ofmatch: nw_tos has ECN bits set")
+				} else {
+					err = setU(ofp.XMTypeIPDSCP, v>>2, 0x3f)
+				}
+			}
+		case "ip_dscp":
+			err = parseExact(val, 6, ofp.XMTypeIPDSCP, setU)
+		case "nw_ecn", "ip_ecn":
+			err = parseExact(val, 2, ofp.XMTypeIPECN, setU)
+		case "nw_proto", "ip_proto":
+			var v uint64
+			if v, err = parseUint(val, 8); err == nil {
+				if eth == ethARP {
+					err = setU(ofp.XMTypeARPOpcode, v, 0xff)
+				} else {
+					err = setProto(int(v))
+				}
+			}
+		case "arp_op":
+			err = parseExact(val, 8, ofp.XMTypeARPOpcode, setU)
+		case "tp_src", "tcp_src", "udp_src", "sctp_src":
+			err = parseExactInto(val, 16, tpSrc)
+		case "tp_dst", "tcp_dst", "udp_dst", "sctp_dst":
+			err = parseExactInto(val, 16, tpDst)
+		case "icmp_type", "icmpv6_type":
+			err = parseExactInto(val, 8, icmpType)
+		case "icmp_code", "icmpv6_code":
+			err = parseExactInto(val, 8, icmpCode)
+		case "mpls_label":
+			err = parseExact(val, 20, ofp.XMTypeMPLSLabel, setU)
+		case "mpls_tc":
+			err = parseExact(val, 3, ofp.XMTypeMPLSTC, setU)
+		case "mpls_bos":
+			err = parseExact(val, 1, ofp.XMTypeMPLSBOS, setU)
+		default:
+			err = fmt.Errorf("ofmatch: unknown field %q", name)
+		}
+		if err != nil {
+			return Match{}, err
+		}
+	}
+	// nw_proto given before arp: an ARP opcode after all.
+	if eth == ethARP && fs[ofp.XMTypeIPProto].set {
+		fs[ofp.XMTypeARPOpcode], fs[ofp.XMTypeIPProto] = fs[ofp.XMTypeIPProto], field{}
+	}
+	var src, dst, typ, code ofp.XMType = 255, 255, 255, 255
+	switch proto {
+	case protoTCP:
+		src, dst = ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst
+	case protoUDP:
+		src, dst = ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst
+	case protoSCTP:
+		src, dst = ofp.XMTypeSCTPSrc, ofp.XMTypeSCTPDst
+	case protoICMP:
+		typ, code = ofp.XMTypeICMPv4Type, ofp.XMTypeICMPv4Code
+	case protoICMPv6:
+		typ, code = ofp.XMTypeICMPv6Type, ofp.XMTypeICMPv6Code
+	}
+	for _, d := range []struct {
+		f  *field
+		to ofp.XMType
+	}{{tpSrc, src}, {tpDst, dst}, {icmpType, typ}, {icmpCode, code}} {
+		if !d.f.set {
+			continue
+		}
+		if d.to == 255 {
+			return Match{}, errors.New("ofmatch: transport field without a protocol that has it")
+		}
+		fs[d.to] = *d.f
+	}
+
+	var om ofpwire.Match
+	for i := range fs {
+		f := &fs[i]
+		if !f.set {
+			continue
+		}
+		ft := ofp.XMType(i)
+		size, maskable, _ := ofpwire.FieldSize(ft)
+		if f.b != nil {
+			if f.maskful {
+				om.Add(ofpwire.NewMaskedOXM(ft, f.b, f.bm))
+			} else {
+				om.Add(ofpwire.NewOXM(ft, f.b))
+			}
+			continue
+		}
+		full := uint64(1)<<(8*uint(size)) - 1
+		if size == 8 {
+			full = ^uint64(0)
+		}
+		if vb := validBits[ft]; vb != 0 {
+			full = vb
+		}
+		if f.m&full == full || !maskable {
+			if f.m&full != full {
+				return Match{}, fmt.Errorf("ofmatch: %v cannot be masked", ft)
+			}
+			om.Add(ofpwire.OXMUint(ft, f.v))
+		} else {
+			om.Add(ofpwire.OXMUintMasked(ft, f.v, f.m))
+		}
+	}
+	return FromOXM(om)
+}
+
+// parseUint reads a decimal or 0x-hex number of at most width bits.
+func parseUint(s string, width int) (uint64, error) {
+	v, err := strconv.ParseUint(s, 0, width)
+	if err != nil {
+		return 0, fmt.Errorf("ofmatch: bad number %q", s)
+	}
+	return v, nil
+}
+
+// parseMaskedUint reads value[/mask] (mask all ones when absent).
+func parseMaskedUint(s string, width int, set func(v, m uint64) error) error {
+	vs, ms, masked := strings.Cut(s, "/")
+	v, err := parseUint(vs, width)
+	if err != nil {
+		return err
+	}
+	m := ^uint64(0) >> (64 - width)
+	if masked {
+		if m, err = parseUint(ms, width); err != nil {
+			return err
+		}
+	}
+	return set(v&m, m)
+}
+
+func parseExact(s string, width int, f ofp.XMType, set func(ofp.XMType, uint64, uint64) error) error {
+	v, err := parseUint(s, width)
+	if err != nil {
+		return err
+	}
+	return set(f, v, ^uint64(0)>>(64-width))
+}
+
+func parseExactInto(s string, width int, f *field) error {
+	v, err := parseUint(s, width)
+	if err != nil {
+		return err
+	}
+	if f.set {
+		return fmt.Errorf("ofmatch: transport field given twice")
+	}
+	*f = field{set: true, v: v, m: ^uint64(0) >> (64 - width)}
+	return nil
+}
+
+// setBytes stores an address value/mask, masking the value as OpenFlow
+// requires.
+func setBytes(f *field, v, m []byte, masked bool) error {
+	if f.set {
+		return errors.New("ofmatch: address field given twice")
+	}
+	for i := range v {
+		v[i] &= m[i]
+	}
+	*f = field{set: true, b: v, bm: m, maskful: masked}
+	return nil
+}
+
+func parseMAC(s string, f *field) error {
+	vs, ms, masked := strings.Cut(s, "/")
+	v, err := parseMACAddr(vs)
+	if err != nil {
+		return err
+	}
+	m := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	if masked {
+		if m, err = parseMACAddr(ms); err != nil {
+			return err
+		}
+	}
+	return setBytes(f, v, m, masked)
+}
+
+func parseMACAddr(s string) ([]byte, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) != 6 {
+		return nil, fmt.Errorf("ofmatch: bad Ethernet address %q", s)
+	}
+	b := make([]byte, 6)
+	for i, p := range parts {
+		v, err := strconv.ParseUint(p, 16, 8)
+		if err != nil || len(p) == 0 || len(p) > 2 {
+			return nil, fmt.Errorf("ofmatch: bad Ethernet address %q", s)
+		}
+		b[i] = byte(v)
+	}
+	return b, nil
+}
+
+// parseAddrMask reads addr, addr/prefix or addr/mask-address.
+func parseAddrMask(s string, is4 bool) (v, m []byte, masked bool, err error) {
+	vs, ms, masked := strings.Cut(s, "/")
+	a, err := netip.ParseAddr(vs)
+	if err != nil || a.Is4() != is4 || a.Zone() != "" {
+		return nil, nil, false, fmt.Errorf("ofmatch: bad address %q", s)
+	}
+	v = a.AsSlice()
+	m = make([]byte, len(v))
+	for i := range m {
+		m[i] = 0xff
+	}
+	if !masked {
+		return v, m, false, nil
+	}
+	if n, err := strconv.Atoi(ms); err == nil {
+		if n < 0 || n > 8*len(v) || strings.HasPrefix(ms, "+") {
+			return nil, nil, false, fmt.Errorf("ofmatch: bad prefix length in %q", s)
+		}
+		for i := range m {
+			switch {
+			case (i+1)*8 <= n:
+			case i*8 < n:
+				m[i] = ^byte(0xff >> (n - i*8))
+			default:
+				m[i] = 0
+			}
+		}
+		return v, m, true, nil
+	}
+	ma, err := netip.ParseAddr(ms)
+	if err != nil || ma.Is4() != is4 || ma.Zone() != "" {
+		return nil, nil, false, fmt.Errorf("ofmatch: bad mask in %q", s)
+	}
+	return v, ma.AsSlice(), true, nil
+}
+
+func parseIPv4(s string, f *field) error {
+	v, m, _, err := parseAddrMask(s, true)
+	if err != nil {
+		return err
+	}
+	if f.set {
+		return errors.New("ofmatch: address field given twice")
+	}
+	vi := uint64(v[0])<<24 | uint64(v[1])<<16 | uint64(v[2])<<8 | uint64(v[3])
+	mi := uint64(m[0])<<24 | uint64(m[1])<<16 | uint64(m[2])<<8 | uint64(m[3])
+	*f = field{set: true, v: vi & mi, m: mi}
+	return nil
+}
+
+func parseIPv6(s string, f *field) error {
+	v, m, masked, err := parseAddrMask(s, false)
+	if err != nil {
+		return err
+	}
+	return setBytes(f, v, m, masked)
+}

@@ -1,0 +1,412 @@
+// Package ofmatch represents OpenFlow 1.3 matches on the datapath flow key:
+// every one of the 40 OXM basic fields maps onto bits of flow.Key (or the
+// pipeline's metadata register), so that the OpenFlow pipeline matches a
+// flow.Key under a flow.Mask and the union of the masks it consulted is
+// directly a megaflow mask for the datapath.
+//
+// Field mapping (OXM ↔ flow.Key):
+//
+//	IN_PORT, IN_PHY_PORT  InPort (IN_PHY_PORT must equal IN_PORT)
+//	METADATA              Match.Metadata (not a packet field)
+//	ETH_DST/SRC/TYPE      EthDst, EthSrc, EthType
+//	VLAN_VID              bit 12 (OFPVID_PRESENT) ↔ VLAN[0].TPID bit 15,
+//	                      bits 0-11 ↔ VLAN[0].TCI bits 0-11
+//	VLAN_PCP              VLAN[0].TCI bits 13-15
+//	IP_DSCP, IP_ECN       NwTOS bits 2-7, 0-1
+//	IP_PROTO, ARP_OP      NwProto
+//	IPV4_*, ARP_SPA/TPA   IPv4Src, IPv4Dst
+//	TCP/UDP/SCTP ports    TpSrc, TpDst
+//	ICMPV4/V6 type, code  TpSrc, TpDst (low 8 bits)
+//	ARP_SHA, IPV6_ND_SLL  ArpSHA;  ARP_THA, IPV6_ND_TLL  ArpTHA
+//	IPV6_SRC/DST/FLABEL   IPv6Src, IPv6Dst, IPv6Label
+//	IPV6_ND_TARGET        NDTarget
+//	MPLS_LABEL/TC/BOS     MPLSLse bits 12-31, 9-11, 8
+//	PBB_ISID              PBBISID
+//	TUNNEL_ID             TunnelID
+//	IPV6_EXTHDR           IPv6ExtHdr
+//
+// Fields that share a key field (IP_PROTO and ARP_OP, IPV4_SRC and ARP_SPA,
+// the four port pairs, ...) are told apart by the prerequisites, which every
+// Match carries as exact matches on EthType and NwProto.
+package ofmatch
+
+import (
+	"vswitch/datapath/flow"
+	"vswitch/ofproto/ofpwire"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// Match is an OpenFlow 1.3 match: a masked flow key plus the masked
+// metadata register, which is pipeline state rather than a packet field.
+// Key is always masked (Key == Key & Mask, Metadata == Metadata &
+// MetadataMask). The zero Match matches every packet.
+type Match struct {
+	flow.Match
+	Metadata, MetadataMask uint64
+}
+
+// Matches reports whether a packet with key k, at a point of the pipeline
+// where the metadata register holds metadata, matches m.
+func (m *Match) Matches(k *flow.Key, metadata uint64) bool {
+	return metadata&m.MetadataMask == m.Metadata && k.MatchesMasked(&m.Mask, &m.Key)
+}
+
+// Ethernet types and IP protocols the field mapping depends on.
+const (
+	ethIPv4     = 0x0800
+	ethARP      = 0x0806
+	ethIPv6     = 0x86dd
+	ethMPLS     = 0x8847
+	ethMPLSMc   = 0x8848
+	protoICMP   = 1
+	protoTCP    = 6
+	protoUDP    = 17
+	protoICMPv6 = 58
+	protoSCTP   = 132
+)
+
+// validBits restricts fields narrower than their OXM payload (the same table
+// ofpwire's decoder applies; FromOXM also accepts matches built in memory).
+var validBits = [ofpwire.NumBasicFields]uint64{
+	ofp.XMTypeVlanID:        0x1fff,
+	ofp.XMTypeVlanPCP:       0x7,
+	ofp.XMTypeIPDSCP:        0x3f,
+	ofp.XMTypeIPECN:         0x3,
+	ofp.XMTypeIPv6FLabel:    0xfffff,
+	ofp.XMTypeMPLSLabel:     0xfffff,
+	ofp.XMTypeMPLSTC:        0x7,
+	ofp.XMTypeMPLSBOS:       0x1,
+	ofp.XMTypeARPOpcode:     0xff, // the key keeps the opcode in 8 bits, as OVS does
+	ofp.XMTypeIPv6ExtHeader: 0x1ff,
+}
+
+func matchErr(code uint16) error {
+	return &ofpwire.OFPError{Type: ofpwire.ETBadMatch, Code: code}
+}
+
+// checkOXM validates one field's class, sizes, mask and value range.
+func checkOXM(o ofpwire.OXM) error {
+	if o.Class != ofp.XMClassOpenflowBasic {
+		return matchErr(ofpwire.BMCBadField)
+	}
+	size, maskable, ok := ofpwire.FieldSize(o.Field)
+	if !ok {
+		return matchErr(ofpwire.BMCBadField)
+	}
+	if len(o.Value) != size || o.HasMask && len(o.Mask) != size || !o.HasMask && o.Mask != nil {
+		return matchErr(ofpwire.BMCBadLen)
+	}
+	if o.HasMask && !maskable {
+		return matchErr(ofpwire.BMCBadMask)
+	}
+	if vb := validBits[o.Field]; vb != 0 && o.Uint()&^vb != 0 {
+		return matchErr(ofpwire.BMCBadValue)
+	}
+	for i := range o.Mask {
+		if o.Value[i]&^o.Mask[i] != 0 {
+			return matchErr(ofpwire.BMCBadWildcards)
+		}
+	}
+	return nil
+}
+
+// mac returns the value and mask of an Ethernet address field as arrays
+// (mask all ones when the field is exact).
+func mac(o ofpwire.OXM) (v, m [6]byte) {
+	v = [6]byte(o.Value)
+	m = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	if o.HasMask {
+		m = [6]byte(o.Mask)
+	}
+	return v, m
+}
+
+// ipv6 is mac for 16-byte address fields.
+func ipv6(o ofpwire.OXM) (v, m [16]byte) {
+	v = [16]byte(o.Value)
+	for i := range m {
+		m[i] = 0xff
+	}
+	if o.HasMask {
+		m = [16]byte(o.Mask)
+	}
+	return v, m
+}
+
+// FromOXM converts an OpenFlow 1.3 match into a Match. It rejects, with the
+// OFPET_BAD_MATCH code the spec prescribes, fields of other classes, bad
+// lengths, masks on unmaskable fields, out-of-range values, value bits
+// outside the mask, duplicates and unmet prerequisites; and an IN_PHY_PORT
+// different from IN_PORT (BAD_VALUE: ports here have no separate physical
+// port) or an ARP opcode above 255 (BAD_VALUE: the key holds 8 bits).
+func FromOXM(om ofpwire.Match) (Match, error) {
+	var m Match
+	var seen [ofpwire.NumBasicFields]bool
+	for _, o := range om.Fields {
+		if err := checkOXM(o); err != nil {
+			return Match{}, err
+		}
+		if seen[o.Field] {
+			return Match{}, matchErr(ofpwire.BMCDupField)
+		}
+		seen[o.Field] = true
+	}
+	if err := ofpwire.CheckPrerequisites(om); err != nil {
+		return Match{}, err
+	}
+	k, mk := &m.Key, &m.Mask
+	for _, o := range om.Fields {
+		v, vm := o.Uint(), o.MaskUint()
+		switch o.Field {
+		case ofp.XMTypeInPort:
+			k.InPort, mk.InPort = uint32(v), ^uint32(0)
+		case ofp.XMTypeInPhyPort:
+			if p, _ := om.Field(ofp.XMTypeInPort); p.Uint() != v {
+				return Match{}, matchErr(ofpwire.BMCBadValue)
+			}
+		case ofp.XMTypeMetadata:
+			m.Metadata, m.MetadataMask = v, vm
+		case ofp.XMTypeEthDst:
+			k.EthDst, mk.EthDst = mac(o)
+		case ofp.XMTypeEthSrc:
+			k.EthSrc, mk.EthSrc = mac(o)
+		case ofp.XMTypeEthType:
+			k.EthType, mk.EthType = uint16(v), 0xffff
+		case ofp.XMTypeVlanID:
+			vm &= 0x1fff
+			if vm&uint64(ofpwire.VIDPresent) != 0 {
+				mk.VLAN[0].TPID |= flow.TPIDPresent
+				if v&uint64(ofpwire.VIDPresent) != 0 {
+					k.VLAN[0].TPID |= flow.TPIDPresent
+				} else if v == 0 {
+					// "No tag": untagged packets have TCI 0, so VID bits
+					// matched against 0 add nothing but megaflow bits.
+					vm &^= 0x0fff
+				}
+			}
+			k.VLAN[0].TCI |= uint16(v & 0x0fff)
+			mk.VLAN[0].TCI |= uint16(vm & 0x0fff)
+		case ofp.XMTypeVlanPCP:
+			k.VLAN[0].TCI |= uint16(v) << 13
+			mk.VLAN[0].TCI |= 0xe000
+		case ofp.XMTypeIPDSCP:
+			k.NwTOS |= uint8(v) << 2
+			mk.NwTOS |= 0xfc
+		case ofp.XMTypeIPECN:
+			k.NwTOS |= uint8(v)
+			mk.NwTOS |= 0x03
+		case ofp.XMTypeIPProto, ofp.XMTypeARPOpcode:
+			k.NwProto, mk.NwProto = uint8(v), 0xff
+		case ofp.XMTypeIPv4Src, ofp.XMTypeARPSPA:
+			k.IPv4Src, mk.IPv4Src = uint32(v), uint32(vm)
+		case ofp.XMTypeIPv4Dst, ofp.XMTypeARPTPA:
+			k.IPv4Dst, mk.IPv4Dst = uint32(v), uint32(vm)
+		case ofp.XMTypeTCPSrc, ofp.XMTypeUDPSrc, ofp.XMTypeSCTPSrc:
+			k.TpSrc, mk.TpSrc = uint16(v), 0xffff
+		case ofp.XMTypeTCPDst, ofp.XMTypeUDPDst, ofp.XMTypeSCTPDst:
+			k.TpDst, mk.TpDst = uint16(v), 0xffff
+		case ofp.XMTypeICMPv4Type, ofp.XMTypeICMPv6Type:
+			k.TpSrc, mk.TpSrc = uint16(v), 0x00ff
+		case ofp.XMTypeICMPv4Code, ofp.XMTypeICMPv6Code:
+			k.TpDst, mk.TpDst = uint16(v), 0x00ff
+		case ofp.XMTypeARPSHA, ofp.XMTypeIPv6NDSLL:
+			k.ArpSHA, mk.ArpSHA = mac(o)
+		case ofp.XMTypeARPTHA, ofp.XMTypeIPv6NDTLL:
+			k.ArpTHA, mk.ArpTHA = mac(o)
+		case ofp.XMTypeIPv6Src:
+			k.IPv6Src, mk.IPv6Src = ipv6(o)
+		case ofp.XMTypeIPv6Dst:
+			k.IPv6Dst, mk.IPv6Dst = ipv6(o)
+		case ofp.XMTypeIPv6NDTarget:
+			k.NDTarget, mk.NDTarget = ipv6(o)
+		case ofp.XMTypeIPv6FLabel:
+			k.IPv6Label, mk.IPv6Label = uint32(v), uint32(vm&0xfffff)
+		case ofp.XMTypeMPLSLabel:
+			k.MPLSLse |= uint32(v) << 12
+			mk.MPLSLse |= 0xfffff << 12
+		case ofp.XMTypeMPLSTC:
+			k.MPLSLse |= uint32(v) << 9
+			mk.MPLSLse |= 7 << 9
+		case ofp.XMTypeMPLSBOS:
+			k.MPLSLse |= uint32(v) << 8
+			mk.MPLSLse |= 1 << 8
+		case ofp.XMTypePBBISID:
+			k.PBBISID, mk.PBBISID = uint32(v), uint32(vm)
+		case ofp.XMTypeTunnelID:
+			k.TunnelID, mk.TunnelID = v, vm
+		case ofp.XMTypeIPv6ExtHeader:
+			k.IPv6ExtHdr, mk.IPv6ExtHdr = uint16(v), uint16(vm&0x1ff)
+		}
+	}
+	// Masks narrowed above (VLAN "no tag") leave key bits to clear.
+	k.ApplyMask(mk, k)
+	return m, nil
+}
+
+// oxmUint appends field f with value v under mask vm, exact when vm covers
+// every bit the field can hold (full).
+func oxmUint(fs []ofpwire.OXM, f ofp.XMType, v, vm, full uint64) []ofpwire.OXM {
+	if vm&full == full {
+		return append(fs, ofpwire.OXMUint(f, v))
+	}
+	return append(fs, ofpwire.OXMUintMasked(f, v, vm))
+}
+
+func oxmMAC(fs []ofpwire.OXM, f ofp.XMType, v, vm [6]byte) []ofpwire.OXM {
+	if vm == [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} {
+		return append(fs, ofpwire.NewOXM(f, v[:]))
+	}
+	return append(fs, ofpwire.NewMaskedOXM(f, v[:], vm[:]))
+}
+
+func oxmIPv6(fs []ofpwire.OXM, f ofp.XMType, v, vm [16]byte) []ofpwire.OXM {
+	if vm == allOnes16 {
+		return append(fs, ofpwire.NewOXM(f, v[:]))
+	}
+	return append(fs, ofpwire.NewMaskedOXM(f, v[:], vm[:]))
+}
+
+var allOnes16 = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
+// ToOXM returns the shortest OXM list with the meaning of m, fields in the
+// order of their OXM numbers, masks only where they are not all ones. m must
+// be a match FromOXM can produce (in particular its EthType and NwProto
+// carry the prerequisites of the fields it constrains); parts of the mask
+// OpenFlow cannot express are left out.
+func ToOXM(m *Match) ofpwire.Match {
+	k, mk := &m.Key, &m.Mask
+	var fs []ofpwire.OXM
+	if mk.InPort != 0 {
+		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeInPort, uint64(k.InPort)))
+	}
+	if m.MetadataMask != 0 {
+		fs = oxmUint(fs, ofp.XMTypeMetadata, m.Metadata, m.MetadataMask, ^uint64(0))
+	}
+	if mk.EthDst != ([6]byte{}) {
+		fs = oxmMAC(fs, ofp.XMTypeEthDst, k.EthDst, mk.EthDst)
+	}
+	if mk.EthSrc != ([6]byte{}) {
+		fs = oxmMAC(fs, ofp.XMTypeEthSrc, k.EthSrc, mk.EthSrc)
+	}
+	eth := -1 // the exact EthType, which decides the meaning of shared fields
+	if mk.EthType == 0xffff {
+		eth = int(k.EthType)
+		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeEthType, uint64(k.EthType)))
+	}
+	if vm := uint64(mk.VLAN[0].TPID&flow.TPIDPresent)>>3 | uint64(mk.VLAN[0].TCI&0x0fff); vm != 0 {
+		v := uint64(k.VLAN[0].TPID&flow.TPIDPresent)>>3 | uint64(k.VLAN[0].TCI&0x0fff)
+		if vm&0x0fff == 0 && v == 0 {
+			vm = 0x1fff // "no tag" is OFPVID_NONE, exact
+		}
+		fs = oxmUint(fs, ofp.XMTypeVlanID, v, vm, 0x1fff)
+	}
+	if mk.VLAN[0].TCI&0xe000 != 0 {
+		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeVlanPCP, uint64(k.VLAN[0].TCI>>13)))
+	}
+	ip := eth == ethIPv4 || eth == ethIPv6
+	if mk.NwTOS&0xfc != 0 {
+		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeIPDSCP, uint64(k.NwTOS>>2)))
+	}
+	if mk.NwTOS&0x03 != 0 {
+		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeIPECN, uint64(k.NwTOS&3)))
+	}
+	proto := -1
+	if ip && mk.NwProto != 0 {
+		proto = int(k.NwProto)
+		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeIPProto, uint64(k.NwProto)))
+	}
+	if eth == ethIPv4 {
+		if mk.IPv4Src != 0 {
+			fs = oxmUint(fs, ofp.XMTypeIPv4Src, uint64(k.IPv4Src), uint64(mk.IPv4Src), 0xffffffff)
+		}
+		if mk.IPv4Dst != 0 {
+			fs = oxmUint(fs, ofp.XMTypeIPv4Dst, uint64(k.IPv4Dst), uint64(mk.IPv4Dst), 0xffffffff)
+		}
+	}
+	var src, dst ofp.XMType
+	switch proto {
+	case protoTCP:
+		src, dst = ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst
+	case protoUDP:
+		src, dst = ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst
+	case protoSCTP:
+		src, dst = ofp.XMTypeSCTPSrc, ofp.XMTypeSCTPDst
+	case protoICMP:
+		src, dst = ofp.XMTypeICMPv4Type, ofp.XMTypeICMPv4Code
+	}
+	if src != 0 {
+		if mk.TpSrc != 0 {
+			fs = append(fs, ofpwire.OXMUint(src, uint64(k.TpSrc)))
+		}
+		if mk.TpDst != 0 {
+			fs = append(fs, ofpwire.OXMUint(dst, uint64(k.TpDst)))
+		}
+	}
+	if eth == ethARP {
+		if mk.NwProto != 0 {
+			fs = append(fs, ofpwire.OXMUint(ofp.XMTypeARPOpcode, uint64(k.NwProto)))
+		}
+		if mk.IPv4Src != 0 {
+			fs = oxmUint(fs, ofp.XMTypeARPSPA, uint64(k.IPv4Src), uint64(mk.IPv4Src), 0xffffffff)
+		}
+		if mk.IPv4Dst != 0 {
+			fs = oxmUint(fs, ofp.XMTypeARPTPA, uint64(k.IPv4Dst), uint64(mk.IPv4Dst), 0xffffffff)
+		}
+		if mk.ArpSHA != ([6]byte{}) {
+			fs = oxmMAC(fs, ofp.XMTypeARPSHA, k.ArpSHA, mk.ArpSHA)
+		}
+		if mk.ArpTHA != ([6]byte{}) {
+			fs = oxmMAC(fs, ofp.XMTypeARPTHA, k.ArpTHA, mk.ArpTHA)
+		}
+	}
+	if eth == ethIPv6 {
+		if mk.IPv6Src != ([16]byte{}) {
+			fs = oxmIPv6(fs, ofp.XMTypeIPv6Src, k.IPv6Src, mk.IPv6Src)
+		}
+		if mk.IPv6Dst != ([16]byte{}) {
+			fs = oxmIPv6(fs, ofp.XMTypeIPv6Dst, k.IPv6Dst, mk.IPv6Dst)
+		}
+		if mk.IPv6Label != 0 {
+			fs = oxmUint(fs, ofp.XMTypeIPv6FLabel, uint64(k.IPv6Label), uint64(mk.IPv6Label), 0xfffff)
+		}
+	}
+	if proto == protoICMPv6 {
+		if mk.TpSrc != 0 {
+			fs = append(fs, ofpwire.OXMUint(ofp.XMTypeICMPv6Type, uint64(k.TpSrc)))
+		}
+		if mk.TpDst != 0 {
+			fs = append(fs, ofpwire.OXMUint(ofp.XMTypeICMPv6Code, uint64(k.TpDst)))
+		}
+	}
+	if mk.NDTarget != ([16]byte{}) {
+		fs = oxmIPv6(fs, ofp.XMTypeIPv6NDTarget, k.NDTarget, mk.NDTarget)
+	}
+	if proto == protoICMPv6 { // the prerequisites allow ICMPv6 over ETH_TYPE 0x0800 too
+		if mk.ArpSHA != ([6]byte{}) {
+			fs = oxmMAC(fs, ofp.XMTypeIPv6NDSLL, k.ArpSHA, mk.ArpSHA)
+		}
+		if mk.ArpTHA != ([6]byte{}) {
+			fs = oxmMAC(fs, ofp.XMTypeIPv6NDTLL, k.ArpTHA, mk.ArpTHA)
+		}
+	}
+	if mk.MPLSLse>>12 != 0 {
+		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeMPLSLabel, uint64(k.MPLSLse>>12)))
+	}
+	if mk.MPLSLse>>9&7 != 0 {
+		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeMPLSTC, uint64(k.MPLSLse>>9&7)))
+	}
+	if mk.MPLSLse>>8&1 != 0 {
+		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeMPLSBOS, uint64(k.MPLSLse>>8&1)))
+	}
+	if mk.PBBISID != 0 {
+		fs = oxmUint(fs, ofp.XMTypePBBISID, uint64(k.PBBISID), uint64(mk.PBBISID), 0xffffff)
+	}
+	if mk.TunnelID != 0 {
+		fs = oxmUint(fs, ofp.XMTypeTunnelID, k.TunnelID, mk.TunnelID, ^uint64(0))
+	}
+	if mk.IPv6ExtHdr != 0 {
+		fs = oxmUint(fs, ofp.XMTypeIPv6ExtHeader, uint64(k.IPv6ExtHdr), uint64(mk.IPv6ExtHdr), 0x1ff)
+	}
+	return ofpwire.Match{Fields: fs}
+}
