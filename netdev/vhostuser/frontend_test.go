@@ -37,15 +37,16 @@ type frontend struct {
 
 // feCfg selects what the frontend negotiates and how it lays out rings.
 type feCfg struct {
-	queues    int
-	size      int
-	bufSize   int    // receive buffer size
-	features  uint64 // acked features (0: everything offered)
-	eventIdx  bool
-	noIntr    bool // set VRING_AVAIL_F_NO_INTERRUPT on every ring
-	memSize   int
-	noEnable  bool // do not send SET_VRING_ENABLE
-	splitRegs bool // describe memory as two regions with a non-zero mmap offset
+	queues     int
+	size       int
+	bufSize    int    // receive buffer size
+	features   uint64 // acked features (0: everything offered)
+	eventIdx   bool
+	noIntr     bool // set VRING_AVAIL_F_NO_INTERRUPT on every ring
+	memSize    int
+	noEnable   bool // do not send SET_VRING_ENABLE
+	noDriverOK bool // end setup before SET_STATUS(DRIVER_OK)
+	splitRegs  bool // describe memory as two regions with a non-zero mmap offset
 }
 
 // fvq is the driver side of one virtqueue.
@@ -264,7 +265,9 @@ func (f *frontend) setup() {
 	for _, q := range f.vqs {
 		q.start()
 	}
-	f.must(reqSetStatus, u64b(1|2|8|4)) // DRIVER_OK
+	if !f.cfg.noDriverOK {
+		f.must(reqSetStatus, u64b(1|2|8|4)) // DRIVER_OK
+	}
 }
 
 func (f *frontend) newVQ(i int) *fvq {

@@ -114,6 +114,12 @@ type Port struct {
 	dials    atomic.Uint64 // client-mode connection attempts
 	sessions atomic.Uint64 // connections served
 	lastErr  atomic.Pointer[string]
+	memTable atomic.Pointer[[]memRegion] // the current session's, for logs and tests
+}
+
+// memRegion is one entry of a frontend's memory table as it sent it.
+type memRegion struct {
+	GuestAddr, Size, UserAddr, Offset uint64
 }
 
 // newPort builds a port without its control goroutine or socket.
@@ -231,6 +237,15 @@ func (p *Port) run() {
 func (p *Port) connect() (*net.UnixConn, error) {
 	if !p.opts.Client {
 		return p.ln.AcceptUnix()
+	}
+	// Dial under the lock, and not at all once closed: a connection made
+	// by a closed port would sit in the frontend's listen backlog, dead,
+	// and the frontend (DPDK's virtio-user in server mode) would take it
+	// for the backend coming back.
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, net.ErrClosed
 	}
 	p.dials.Add(1)
 	return net.DialUnix("unix", nil, &net.UnixAddr{Name: p.opts.SocketPath, Net: "unix"})

@@ -492,10 +492,11 @@ func TestMultiQueue(t *testing.T) {
 }
 
 // TestDisabledRing: with protocol features the rings wait for
-// SET_VRING_ENABLE; until then nothing moves and sends count as drops.
+// SET_VRING_ENABLE (or DRIVER_OK, TestEnableAtDriverOK); until then
+// nothing moves and sends count as drops.
 func TestDisabledRing(t *testing.T) {
 	p, path := newServerPort(t, 1)
-	f := dialFrontend(t, path, feCfg{noEnable: true})
+	f := dialFrontend(t, path, feCfg{noEnable: true, noDriverOK: true})
 	f.setup()
 	time.Sleep(20 * time.Millisecond)
 	if p.LinkUp() {
@@ -520,5 +521,32 @@ func TestDisabledRing(t *testing.T) {
 	}
 	if sendFrames(p, 0, pool, [][]byte{testFrame(64, 3)}) != 0 {
 		t.Error("sent on a stopped ring")
+	}
+}
+
+// TestEnableAtDriverOK: a ring the frontend set up but never enabled or
+// disabled starts when the frontend sets DRIVER_OK (DPDK virtio-user's
+// reconnect in server mode sends no SET_VRING_ENABLE), while a ring it
+// explicitly disabled stays stopped.
+func TestEnableAtDriverOK(t *testing.T) {
+	p, path := newServerPort(t, 1)
+	f := dialFrontend(t, path, feCfg{noEnable: true, noDriverOK: true})
+	f.setup()
+	f.must(reqSetVringEnable, state(0, 0)) // the guest's receive ring: explicitly off
+	time.Sleep(10 * time.Millisecond)
+	if p.slots[0].q.Load() != nil || p.slots[1].q.Load() != nil {
+		t.Fatal("a ring runs before DRIVER_OK and without SET_VRING_ENABLE")
+	}
+	f.must(reqSetStatus, u64b(1|2|8|4))
+	if p.slots[1].q.Load() == nil {
+		t.Error("the never-enabled transmit ring did not start at DRIVER_OK")
+	}
+	if p.slots[0].q.Load() != nil {
+		t.Error("the explicitly disabled receive ring started at DRIVER_OK")
+	}
+	f.tx(0).transmit(testFrame(64, 7))
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	if got := recvFrames(t, p, 0, pool, 1); len(got) != 1 || seqOf(got[0]) != 7 {
+		t.Fatalf("received %d frames through the ring started at DRIVER_OK", len(got))
 	}
 }

@@ -186,6 +186,7 @@ type vring struct {
 	kick, call, err   int
 	started           bool // kicked since the last stop (GET_VRING_BASE)
 	enabled           bool // SET_VRING_ENABLE
+	enableSeen        bool // the frontend sent SET_VRING_ENABLE for it in this session
 	kickInEpoll       bool
 }
 
@@ -379,6 +380,7 @@ func (d *device) handle(m *message) ([]byte, error) {
 		}
 		d.stop(i)
 		d.vrings[i].enabled = num != 0
+		d.vrings[i].enableSeen = true
 		return nil, d.start(i)
 	case reqNetSetMTU:
 		mtu, err := u64(m)
@@ -395,8 +397,7 @@ func (d *device) handle(m *message) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		d.status = s & 0xff
-		return nil, nil
+		return nil, d.setStatus(s & 0xff)
 	case reqGetStatus:
 		return le.AppendUint64(nil, d.status), nil
 	case reqGetConfig:
@@ -407,6 +408,37 @@ func (d *device) handle(m *message) ([]byte, error) {
 		return nil, errors.New("dirty-page logging was not offered")
 	}
 	return nil, fmt.Errorf("unsupported request %d", m.req)
+}
+
+// statusDriverOK is the virtio device status bit of a driver that is ready.
+const statusDriverOK = 4
+
+// setStatus records the device status. A frontend that reaches DRIVER_OK
+// without ever having sent SET_VRING_ENABLE for a ring it set up gets that
+// ring enabled: DPDK's virtio-user (22.11) in server mode, when a backend
+// reconnects, replays the whole setup of a one-queue-pair device except
+// the enables, and would otherwise never pass traffic again. A ring the
+// frontend did enable or disable explicitly keeps its state.
+func (d *device) setStatus(s uint64) error {
+	old := d.status
+	d.status = s
+	if s == 0 { // reset: the next setup starts from scratch
+		for i := range d.vrings {
+			d.vrings[i].enableSeen = false
+		}
+		return nil
+	}
+	if s&statusDriverOK == 0 || old&statusDriverOK != 0 {
+		return nil
+	}
+	var errs []error
+	for i := range d.vrings {
+		if v := &d.vrings[i]; !v.enableSeen && !v.enabled {
+			v.enabled = true
+			errs = append(errs, d.start(i))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // getConfig returns the virtio-net config space (MAC zero, link up, the
@@ -493,6 +525,7 @@ func (d *device) setMemTable(m *message) error {
 		return fmt.Errorf("memory table with %d regions and %d descriptors", n, len(m.fds))
 	}
 	regions := make([]virtq.Region, 0, n)
+	table := make([]memRegion, 0, n)
 	maps := make([][]byte, 0, n)
 	fail := func(err error) error {
 		for _, b := range maps {
@@ -512,7 +545,9 @@ func (d *device) setMemTable(m *message) error {
 		}
 		maps = append(maps, mapping)
 		regions = append(regions, virtq.Region{GuestAddr: gpa, UserAddr: uva, Data: data})
+		table = append(table, memRegion{GuestAddr: gpa, Size: size, UserAddr: uva, Offset: off})
 	}
+	d.p.memTable.Store(&table)
 	d.stopAll()
 	d.unmap()
 	d.mem = virtq.NewMemory(regions)

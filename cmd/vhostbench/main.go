@@ -1,0 +1,560 @@
+// Command vhostbench measures vhost-user forwarding with DPDK's testpmd as
+// the VMs, and prints one table row per run (reported, never asserted):
+//
+//   - switch: one testpmd process with two virtio-user ports in flowgen
+//     mode (both directions at once) on one forwarding core, this switch's
+//     datapath with one PMD on the other core forwarding port 1 ↔ port 2;
+//     the figure is what testpmd receives, both ports together.
+//   - limit: no switch; a testpmd with a virtio-user port in flowgen mode
+//     connected straight to a second testpmd with DPDK's own vhost PMD in
+//     rxonly mode, one forwarding core each (one direction).
+//   - ovs: as switch, with Open vSwitch's userspace datapath (OVS-DPDK,
+//     ports type=dpdkvhostuserclient) in its own network namespace and
+//     run/database directories, its PMD on the switch's core.
+//
+// Each run lasts -warmup plus -duration; the rate is testpmd's own Rx-pps
+// over the -duration window. It needs root, dpdk-testpmd and, for ovs, the
+// ovs-vswitchd-dpdk binary of Debian's openvswitch-switch-dpdk.
+//
+//	go run ./cmd/vhostbench -sut switch,limit -flows 1,1000 -flush 0,50
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"vswitch/datapath"
+	"vswitch/datapath/actions"
+	"vswitch/netdev/vhostuser"
+)
+
+type config struct {
+	duration, warmup time.Duration
+	size             int
+	queueSize        int
+	fwdCPU, sutCPU   int
+	keep             bool
+}
+
+func main() {
+	suts := flag.String("sut", "switch,limit", "comma-separated: switch, limit, ovs")
+	flows := flag.String("flows", "1,1000", "comma-separated flowgen flow counts")
+	flush := flag.String("flush", "0,50", "comma-separated tx-flush-interval values (µs) for switch and ovs")
+	var c config
+	flag.DurationVar(&c.duration, "duration", 3*time.Second, "measurement window per run")
+	flag.DurationVar(&c.warmup, "warmup", time.Second, "traffic before the window")
+	flag.IntVar(&c.size, "size", 64, "frame size (testpmd --txpkts)")
+	flag.IntVar(&c.queueSize, "queue-size", 1024, "virtio ring size")
+	flag.IntVar(&c.fwdCPU, "fwd-cpu", 0, "CPU of the traffic generator's forwarding lcore")
+	flag.IntVar(&c.sutCPU, "sut-cpu", 1, "CPU of the switch's PMD (and of the second testpmd for limit)")
+	flag.BoolVar(&c.keep, "v", false, "print testpmd's output after each run")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process (the switch's PMD) to the file")
+	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "vhostbench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	fmt.Printf("| SUT | flows | tx-flush-interval | Mpps received | per port | notes |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, sut := range strings.Split(*suts, ",") {
+		for _, fl := range ints(*flows) {
+			flushes := ints(*flush)
+			if sut == "limit" {
+				flushes = []int{-1}
+			}
+			for _, fi := range flushes {
+				var r result
+				var err error
+				switch sut {
+				case "switch":
+					r, err = runSwitch(c, fl, fi)
+				case "limit":
+					r, err = runLimit(c, fl)
+				case "ovs":
+					r, err = runOVS(c, fl, fi)
+				default:
+					err = fmt.Errorf("unknown SUT %q", sut)
+				}
+				fs := strconv.Itoa(fi)
+				if fi < 0 {
+					fs = "-"
+				}
+				if err != nil {
+					fmt.Printf("| %s | %d | %s | error | | %v |\n", sut, fl, fs, err)
+					continue
+				}
+				var per []string
+				for _, p := range r.rxpps {
+					per = append(per, fmt.Sprintf("%.2f", float64(p)/1e6))
+				}
+				fmt.Printf("| %s | %d | %s | %.2f | %s | %s |\n", sut, fl, fs, float64(r.total())/1e6, strings.Join(per, " + "), r.notes)
+			}
+		}
+	}
+}
+
+func ints(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "vhostbench: bad number", f)
+			os.Exit(2)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+type result struct {
+	rxpps []uint64
+	notes string
+}
+
+func (r result) total() uint64 {
+	var t uint64
+	for _, p := range r.rxpps {
+		t += p
+	}
+	return t
+}
+
+// testpmd is an interactive dpdk-testpmd driven through its stdin.
+type testpmd struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	mu     sync.Mutex
+	out    bytes.Buffer
+	exited chan struct{}
+	prefix string
+}
+
+func (tp *testpmd) Write(p []byte) (int, error) {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return tp.out.Write(p)
+}
+
+func (tp *testpmd) text() string {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return tp.out.String()
+}
+
+// startTestpmd runs testpmd on lcores fwd (forwarding) and main (the
+// prompt, idle), line-buffered and with SIGPIPE ignored (DPDK 22.11's
+// virtio-user writes to a vhost-user socket whose peer has gone).
+func startTestpmd(fwd, main int, vdevs []string, args ...string) (*testpmd, error) {
+	bin, err := exec.LookPath("dpdk-testpmd")
+	if err != nil {
+		return nil, err
+	}
+	tp := &testpmd{exited: make(chan struct{}), prefix: fmt.Sprintf("vhb%d", time.Now().UnixNano()%1e9)}
+	argv := []string{"-c", `trap "" PIPE; exec "$@"`, "testpmd", "stdbuf", "-oL", bin,
+		"-l", fmt.Sprintf("%d,%d", fwd, main), "--main-lcore", strconv.Itoa(main),
+		"--no-huge", "-m", "1024", "--no-pci", "--file-prefix", tp.prefix}
+	for _, v := range vdevs {
+		argv = append(argv, "--vdev", v)
+	}
+	argv = append(argv, "--", "-i", "--nb-cores=1")
+	argv = append(argv, args...)
+	tp.cmd = exec.Command("sh", argv...)
+	if tp.stdin, err = tp.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	tp.cmd.Stdout, tp.cmd.Stderr = tp, tp
+	if err := tp.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { tp.cmd.Wait(); close(tp.exited) }()
+	if err := tp.waitFor(0, "testpmd> ", 60*time.Second); err != nil {
+		tp.close()
+		return nil, err
+	}
+	return tp, nil
+}
+
+func (tp *testpmd) waitFor(from int, marker string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for !strings.Contains(tp.text()[from:], marker) {
+		select {
+		case <-tp.exited:
+			return fmt.Errorf("testpmd exited:\n%s", tp.text())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("testpmd: no %q:\n%s", marker, tp.text())
+		}
+	}
+	return nil
+}
+
+func (tp *testpmd) do(command string) (string, error) {
+	from := len(tp.text())
+	if _, err := io.WriteString(tp.stdin, command+"\n"); err != nil {
+		return "", err
+	}
+	marker := "testpmd> "
+	if command == "stop" {
+		marker = "\nDone."
+	}
+	if err := tp.waitFor(from, marker, 30*time.Second); err != nil {
+		return "", err
+	}
+	return tp.text()[from:], nil
+}
+
+func (tp *testpmd) close() {
+	io.WriteString(tp.stdin, "quit\n")
+	tp.stdin.Close()
+	select {
+	case <-tp.exited:
+	case <-time.After(5 * time.Second):
+		tp.cmd.Process.Kill()
+		<-tp.exited
+	}
+	os.RemoveAll("/run/dpdk/" + tp.prefix)
+}
+
+var (
+	nicBlock = regexp.MustCompile(`NIC statistics for port (\d+)[\s\S]*?Rx-pps:\s+(\d+)`)
+	linkUp   = regexp.MustCompile(`(?m)^\d+\s+\S+\s+\S+\s+\S+\s+up\s`)
+)
+
+// measure starts forwarding on gen, waits warmup, and returns the Rx-pps
+// of rx (which may be gen itself) over the window.
+func measure(c config, gen, rx *testpmd) ([]uint64, error) {
+	if rx != gen {
+		if _, err := rx.do("start"); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := gen.do("start"); err != nil {
+		return nil, err
+	}
+	time.Sleep(c.warmup)
+	if _, err := rx.do("show port stats all"); err != nil {
+		return nil, err
+	}
+	time.Sleep(c.duration)
+	text, err := rx.do("show port stats all")
+	if err != nil {
+		return nil, err
+	}
+	gen.do("stop")
+	if rx != gen {
+		rx.do("stop")
+	}
+	var pps []uint64
+	for _, m := range nicBlock.FindAllStringSubmatch(text, -1) {
+		v, _ := strconv.ParseUint(m[2], 10, 64)
+		pps = append(pps, v)
+	}
+	if len(pps) == 0 {
+		return nil, errors.New("no port statistics from testpmd")
+	}
+	return pps, nil
+}
+
+// waitLinks polls testpmd until every port reports its link up.
+func waitLinks(tp *testpmd, n int) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := tp.do("show port summary all")
+		if err != nil {
+			return err
+		}
+		if len(linkUp.FindAllString(out, -1)) >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("links not up:\n%s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func genArgs(c config, flows int) []string {
+	return []string{"--forward-mode=flowgen", fmt.Sprintf("--flowgen-flows=%d", flows),
+		fmt.Sprintf("--txpkts=%d", c.size), fmt.Sprintf("--txd=%d", c.queueSize), fmt.Sprintf("--rxd=%d", c.queueSize)}
+}
+
+func runSwitch(c config, flows, flush int) (result, error) {
+	dir, err := os.MkdirTemp("", "vhostbench")
+	if err != nil {
+		return result{}, err
+	}
+	defer os.RemoveAll(dir)
+	rules := &datapath.RuleTable{}
+	dp, err := datapath.New(datapath.Config{NumPMDs: 1, CPUs: []int{c.sutCPU}, PMDSleepMax: 0,
+		TxFlushInterval: flush, Upcall: rules})
+	if err != nil {
+		return result{}, err
+	}
+	defer dp.Close()
+	rules.Invalidate = dp.InvalidateFlows
+	var socks []string
+	var ports []*vhostuser.Port
+	for i := 1; i <= 2; i++ {
+		sock := filepath.Join(dir, fmt.Sprintf("vhu%d.sock", i))
+		p, err := vhostuser.New(fmt.Sprintf("vhu%d", i), vhostuser.Options{SocketPath: sock})
+		if err != nil {
+			return result{}, err
+		}
+		if _, err := dp.AddPort(uint32(i), p); err != nil {
+			p.Close()
+			return result{}, err
+		}
+		socks = append(socks, sock)
+		ports = append(ports, p)
+	}
+	for in, out := range map[uint32]uint32{1: 2, 2: 1} {
+		var r datapath.Rule
+		r.Match.Key.InPort, r.Match.Mask.InPort = in, ^uint32(0)
+		r.Actions = actions.List{{Kind: actions.Output, Port: out}}
+		rules.Add(r)
+	}
+	if err := dp.Start(); err != nil {
+		return result{}, err
+	}
+	var vdevs []string
+	for i, s := range socks {
+		vdevs = append(vdevs, fmt.Sprintf("net_virtio_user%d,path=%s,queues=1,queue_size=%d", i, s, c.queueSize))
+	}
+	tp, err := startTestpmd(c.fwdCPU, c.sutCPU, vdevs, genArgs(c, flows)...)
+	if err != nil {
+		return result{}, err
+	}
+	defer tp.close()
+	for deadline := time.Now().Add(30 * time.Second); !(ports[0].LinkUp() && ports[1].LinkUp()); {
+		if time.Now().After(deadline) {
+			return result{}, errors.New("switch ports never came up")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	pps, err := measure(c, tp, tp)
+	if err != nil {
+		return result{}, err
+	}
+	dp.Stop()
+	var notes []string
+	for _, s := range dp.PMDStats() {
+		if s.RxPackets > 0 {
+			notes = append(notes, fmt.Sprintf("PMD %.0f ns/pkt busy", float64(s.BusyNs)/float64(s.RxPackets)))
+		}
+	}
+	for _, p := range dp.Ports() {
+		for _, t := range p.TxStats() {
+			notes = append(notes, fmt.Sprintf("port %d avg batch %.1f", p.No, t.AvgBatch()))
+		}
+		st := p.Dev.Stats()
+		notes = append(notes, fmt.Sprintf("port %d tx drops %d", p.No, st.TxDrops))
+	}
+	if c.keep {
+		fmt.Fprintln(os.Stderr, tp.text())
+	}
+	return result{rxpps: pps, notes: strings.Join(notes, ", ")}, nil
+}
+
+func runLimit(c config, flows int) (result, error) {
+	dir, err := os.MkdirTemp("", "vhostbench")
+	if err != nil {
+		return result{}, err
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "limit.sock")
+	// DPDK's vhost PMD listens; its testpmd forwards on the SUT core.
+	rx, err := startTestpmd(c.sutCPU, c.fwdCPU, []string{fmt.Sprintf("net_vhost0,iface=%s,queues=1", sock)},
+		"--forward-mode=rxonly", fmt.Sprintf("--txd=%d", c.queueSize), fmt.Sprintf("--rxd=%d", c.queueSize))
+	if err != nil {
+		return result{}, err
+	}
+	defer rx.close()
+	gen, err := startTestpmd(c.fwdCPU, c.sutCPU, []string{fmt.Sprintf("net_virtio_user0,path=%s,queues=1,queue_size=%d", sock, c.queueSize)},
+		genArgs(c, flows)...)
+	if err != nil {
+		return result{}, err
+	}
+	defer gen.close()
+	if err := waitLinks(rx, 1); err != nil {
+		return result{}, err
+	}
+	pps, err := measure(c, gen, rx)
+	if err != nil {
+		return result{}, err
+	}
+	if c.keep {
+		fmt.Fprintln(os.Stderr, gen.text(), rx.text())
+	}
+	return result{rxpps: pps, notes: "one direction, testpmd vhost PMD rxonly"}, nil
+}
+
+// ovsVswitchd is the DPDK build of ovs-vswitchd (Debian's
+// openvswitch-switch-dpdk); called by path, so the system's
+// ovs-vswitchd alternative is left alone.
+const ovsVswitchd = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
+
+func run(name string, args ...string) error {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+func killPidfile(path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+		if p, err := os.FindProcess(pid); err == nil {
+			p.Kill()
+			for i := 0; i < 100 && p.Signal(syscall.Signal(0)) == nil; i++ {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
+}
+
+// runOVS builds a private OVS-DPDK (database, daemon, run directory and
+// network namespace of its own) with two dpdkvhostuserclient ports joined
+// by two OpenFlow rules, and a testpmd whose virtio-user ports listen
+// (server=1) for it.
+func runOVS(c config, flows, flush int) (res result, err error) {
+	if _, err := os.Stat(ovsVswitchd); err != nil {
+		return result{}, fmt.Errorf("%v (apt-get install openvswitch-switch-dpdk)", err)
+	}
+	dir, err := os.MkdirTemp("", "vhostbench-ovs")
+	if err != nil {
+		return result{}, err
+	}
+	defer os.RemoveAll(dir)
+	ns := fmt.Sprintf("vhbovs%d", os.Getpid())
+	if err := run("ip", "netns", "add", ns); err != nil {
+		return result{}, err
+	}
+	defer run("ip", "netns", "del", ns)
+	os.Setenv("OVS_RUNDIR", dir)
+	os.Setenv("OVS_DBDIR", dir)
+	os.Setenv("OVS_LOGDIR", dir)
+	db := filepath.Join(dir, "conf.db")
+	dbsock := "unix:" + filepath.Join(dir, "db.sock")
+	if err := run("ovsdb-tool", "create", db, "/usr/share/openvswitch/vswitch.ovsschema"); err != nil {
+		return result{}, err
+	}
+	if err := run("ip", "netns", "exec", ns, "ovsdb-server", db, "--remote=p"+dbsock,
+		"--pidfile="+filepath.Join(dir, "ovsdb.pid"), "--unixctl="+filepath.Join(dir, "ovsdb.ctl"),
+		"--log-file="+filepath.Join(dir, "ovsdb.log"), "--detach", "--no-chdir"); err != nil {
+		return result{}, err
+	}
+	defer killPidfile(filepath.Join(dir, "ovsdb.pid"))
+	vsctl := func(wait bool, args ...string) error {
+		a := []string{"--db=" + dbsock, "--timeout=60"}
+		if !wait {
+			a = append(a, "--no-wait")
+		}
+		return run("ovs-vsctl", append(a, args...)...)
+	}
+	mask := fmt.Sprintf("0x%x", 1<<c.sutCPU)
+	prefix := fmt.Sprintf("vhbovs%d", os.Getpid())
+	if err := vsctl(false, "init", "--", "set", "Open_vSwitch", ".",
+		"other_config:dpdk-init=true",
+		`other_config:dpdk-extra="--no-huge -m 2048 --legacy-mem --no-pci --file-prefix `+prefix+`"`,
+		"other_config:dpdk-lcore-mask="+mask, "other_config:pmd-cpu-mask="+mask,
+		fmt.Sprintf("other_config:tx-flush-interval=%d", flush)); err != nil {
+		return result{}, err
+	}
+	defer os.RemoveAll("/run/dpdk/" + prefix)
+	if err := run("ip", "netns", "exec", ns, ovsVswitchd, dbsock,
+		"--pidfile="+filepath.Join(dir, "vswitchd.pid"), "--unixctl="+filepath.Join(dir, "vswitchd.ctl"),
+		"--log-file="+filepath.Join(dir, "vswitchd.log"), "--detach", "--no-chdir"); err != nil {
+		return result{}, err
+	}
+	defer killPidfile(filepath.Join(dir, "vswitchd.pid"))
+	defer func() {
+		if err != nil || c.keep {
+			if b, rerr := os.ReadFile(filepath.Join(dir, "vswitchd.log")); rerr == nil {
+				fmt.Fprintf(os.Stderr, "ovs-vswitchd log:\n%s\n", b)
+			}
+		}
+	}()
+	socks := []string{filepath.Join(dir, "ovs1.sock"), filepath.Join(dir, "ovs2.sock")}
+	args := []string{"add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev"}
+	for i, s := range socks {
+		args = append(args, "--", "add-port", "br0", fmt.Sprintf("vhu%d", i+1), "--", "set", "Interface", fmt.Sprintf("vhu%d", i+1),
+			"type=dpdkvhostuserclient", "options:vhost-server-path="+s, fmt.Sprintf("ofport_request=%d", i+1))
+	}
+	if err := vsctl(true, args...); err != nil {
+		return result{}, err
+	}
+	mgmt := "unix:" + filepath.Join(dir, "br0.mgmt")
+	if err := run("ovs-ofctl", "del-flows", mgmt); err != nil {
+		return result{}, err
+	}
+	for _, f := range []string{"in_port=1,actions=output:2", "in_port=2,actions=output:1"} {
+		if err := run("ovs-ofctl", "add-flow", mgmt, f); err != nil {
+			return result{}, err
+		}
+	}
+	var vdevs []string
+	for i, s := range socks {
+		vdevs = append(vdevs, fmt.Sprintf("net_virtio_user%d,path=%s,server=1,queues=1,queue_size=%d", i, s, c.queueSize))
+	}
+	tp, err := startTestpmd(c.fwdCPU, c.sutCPU, vdevs, genArgs(c, flows)...)
+	if err != nil {
+		return result{}, err
+	}
+	defer tp.close()
+	if err := waitLinks(tp, 2); err != nil {
+		return result{}, err
+	}
+	pps, err := measure(c, tp, tp)
+	if err != nil {
+		return result{}, err
+	}
+	if c.keep {
+		fmt.Fprintln(os.Stderr, tp.text())
+	}
+	out, _ := exec.Command("ovs-appctl", "-t", filepath.Join(dir, "vswitchd.ctl"), "dpif-netdev/pmd-perf-show").CombinedOutput()
+	if c.keep {
+		fmt.Fprintf(os.Stderr, "%s\n", out)
+	}
+	notes := ""
+	// Busy cycles per packet, as our PMD's busy ns per packet (TSC at
+	// DPDK's reported frequency).
+	if m := regexp.MustCompile(`Rx packets:\s+\d+\s+\(\d+ Kpps, (\d+) cycles/pkt\)`).FindSubmatch(out); m != nil {
+		notes = "OVS PMD " + string(m[1]) + " cycles/pkt busy"
+		if f := regexp.MustCompile(`TSC frequency: (\d+) KHz`).FindSubmatch(logText(dir)); f != nil {
+			cyc, _ := strconv.ParseFloat(string(m[1]), 64)
+			khz, _ := strconv.ParseFloat(string(f[1]), 64)
+			notes = fmt.Sprintf("OVS PMD %.0f ns/pkt busy (%s cycles)", cyc/khz*1e6, m[1])
+		}
+	}
+	return result{rxpps: pps, notes: notes}, nil
+}
+
+func logText(dir string) []byte {
+	b, _ := os.ReadFile(filepath.Join(dir, "vswitchd.log"))
+	return b
+}
