@@ -304,13 +304,6 @@ func (dp *Datapath) SetTxFlushInterval(us int) error {
 	return nil
 }
 
-// TxFlushInterval returns the switch-wide tx-flush-interval (µs).
-func (dp *Datapath) TxFlushInterval() int {
-	dp.mu.Lock()
-	defer dp.mu.Unlock()
-	return dp.flushUs
-}
-
 // SetPortTxFlushInterval overrides the tx-flush-interval (µs) of one port;
 // -1 removes the override.
 func (dp *Datapath) SetPortTxFlushInterval(no uint32, us int) error {

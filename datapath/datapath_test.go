@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"vswitch/datapath/actions"
+	"vswitch/datapath/flow"
 	"vswitch/netdev/null"
 	"vswitch/netdev/ring"
 )
@@ -406,6 +407,11 @@ func TestActionsAndDrops(t *testing.T) {
 		t.Fatalf("port 3 dst %x, want %x", p3[0][:6], mac[:6])
 	}
 	q := dp.ControllerQueue()
+	select {
+	case <-q.Ready():
+	default:
+		t.Fatal("controller queue not signalled after packets were queued")
+	}
 	for i := 0; i < 4; i++ {
 		cp, ok := q.Pop()
 		if !ok || cp.InPort != 1 || cp.Arg != 7 || frameSeq(cp.Data) != uint32(i) {
@@ -523,6 +529,16 @@ func TestFlowLimit(t *testing.T) {
 	}
 	if dp.FlowCount() != 10 || dp.PMDStats()[0].FlowsLimited != 10 {
 		t.Fatalf("flows %d limited %d, want 10 and 10", dp.FlowCount(), dp.PMDStats()[0].FlowsLimited)
+	}
+	// Each installed megaflow counted the one packet that installed it.
+	var pkts, bytes uint64
+	dp.PMDs()[0].flows.Range(func(_ *flow.Match, f *Megaflow) bool {
+		p, b := f.Stats()
+		pkts, bytes = pkts+p, bytes+b
+		return true
+	})
+	if pkts != 10 || bytes != 10*60 {
+		t.Fatalf("megaflow stats %d packets %d bytes, want 10 and 600", pkts, bytes)
 	}
 }
 

@@ -45,9 +45,6 @@ func udpFrame(src, dst uint32, sport, dport uint16, seq uint32) []byte {
 // frameSeq returns the sequence number udpFrame put in f.
 func frameSeq(f []byte) uint32 { return binary.BigEndian.Uint32(f[42:]) }
 
-// frameSport returns the UDP source port of a udpFrame.
-func frameSport(f []byte) uint16 { return binary.BigEndian.Uint16(f[34:]) }
-
 // inPortRule is a rule "in_port=in, actions=output:outs...".
 func inPortRule(prio int, in uint32, outs ...uint32) Rule {
 	r := Rule{Priority: prio}

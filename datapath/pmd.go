@@ -336,7 +336,7 @@ func (p *PMD) handleMiss(pkt *packet.Packet, hash uint32) *Megaflow {
 		p.execute(pkt, p.upcall.Actions)
 		return nil
 	}
-	mf := &Megaflow{Actions: append(actions.List(nil), p.upcall.Actions...), pmd: p.id}
+	mf := &Megaflow{Actions: append(actions.List(nil), p.upcall.Actions...)}
 	mf.Match.Mask = p.upcall.Mask
 	pkt.Key.ApplyMask(&mf.Match.Mask, &mf.Match.Key)
 	if old := p.flows.Insert(&mf.Match, mf); old != nil {

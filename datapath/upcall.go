@@ -40,16 +40,13 @@ var ErrNoUpcaller = errors.New("datapath: no upcall handler")
 type Megaflow struct {
 	Match   flow.Match
 	Actions actions.List
-	pmd     int
 	packets atomic.Uint64
 	bytes   atomic.Uint64
 }
 
-// Stats returns the packets and bytes the flow has matched.
+// Stats returns the packets and bytes the flow has matched (for
+// revalidation, which pushes them to the OpenFlow rules).
 func (f *Megaflow) Stats() (packets, bytes uint64) { return f.packets.Load(), f.bytes.Load() }
-
-// PMD returns the index of the PMD whose cache holds the flow.
-func (f *Megaflow) PMD() int { return f.pmd }
 
 // ControllerPacket is a copy of a packet handed to the upcall side by a
 // Controller action.
