@@ -1,0 +1,263 @@
+package pipeline
+
+import (
+	"sort"
+
+	"vswitch/datapath/flow"
+	"vswitch/ofproto/ofmatch"
+)
+
+// bucketKey is what one subtable hashes on: a key and metadata register
+// already masked by the subtable's masks.
+type bucketKey struct {
+	key flow.Key
+	md  uint64
+}
+
+// subtable holds every entry of a table whose match has one particular
+// (key mask, metadata mask) pair. Entries with the same masked key share a
+// bucket, kept sorted by descending priority, so a lookup is one map probe
+// per subtable and the bucket's first entry is the subtable's answer.
+type subtable struct {
+	mask     flow.Mask
+	metaMask uint64
+	buckets  map[bucketKey][]*Entry
+	count    int
+	maxPrio  int // highest priority of any entry; -1 when empty
+}
+
+// table is one OpenFlow flow table organised for tuple-space search: its
+// subtables are kept sorted by descending maxPrio, so a lookup can stop at
+// the first subtable that cannot beat the best entry found so far.
+type table struct {
+	subs  []*subtable
+	count int
+}
+
+// sameMasks reports whether the subtable holds matches with masks (m, mm).
+func (st *subtable) sameMasks(m *flow.Mask, mm uint64) bool {
+	return st.metaMask == mm && st.mask.Equal(m)
+}
+
+func bucketKeyOf(m *ofmatch.Match) bucketKey {
+	return bucketKey{key: m.Key, md: m.Metadata}
+}
+
+// find returns the subtable with masks (m, mm), or nil.
+func (t *table) find(m *flow.Mask, mm uint64) *subtable {
+	for _, st := range t.subs {
+		if st.sameMasks(m, mm) {
+			return st
+		}
+	}
+	return nil
+}
+
+// findStrict returns the entry with exactly match m and priority prio.
+func (t *table) findStrict(m *ofmatch.Match, prio uint16) *Entry {
+	st := t.find(&m.Mask, m.MetadataMask)
+	if st == nil {
+		return nil
+	}
+	for _, e := range st.buckets[bucketKeyOf(m)] {
+		if e.Priority == prio {
+			return e
+		}
+	}
+	return nil
+}
+
+// insert adds e, which must not duplicate an existing (match, priority).
+func (t *table) insert(e *Entry) {
+	st := t.find(&e.Match.Mask, e.Match.MetadataMask)
+	if st == nil {
+		st = &subtable{mask: e.Match.Mask, metaMask: e.Match.MetadataMask,
+			buckets: make(map[bucketKey][]*Entry), maxPrio: -1}
+		t.subs = append(t.subs, st)
+	}
+	bk := bucketKeyOf(&e.Match)
+	b := st.buckets[bk]
+	i := sort.Search(len(b), func(i int) bool { return b[i].Priority < e.Priority })
+	b = append(b, nil)
+	copy(b[i+1:], b[i:])
+	b[i] = e
+	st.buckets[bk] = b
+	st.count++
+	t.count++
+	if int(e.Priority) > st.maxPrio {
+		st.maxPrio = int(e.Priority)
+		t.sortSubs()
+	}
+}
+
+// remove takes e out of the table; e must be in it.
+func (t *table) remove(e *Entry) {
+	st := t.find(&e.Match.Mask, e.Match.MetadataMask)
+	bk := bucketKeyOf(&e.Match)
+	b := st.buckets[bk]
+	for i := range b {
+		if b[i] == e {
+			copy(b[i:], b[i+1:])
+			b[len(b)-1] = nil
+			b = b[:len(b)-1]
+			break
+		}
+	}
+	if len(b) == 0 {
+		delete(st.buckets, bk)
+	} else {
+		st.buckets[bk] = b
+	}
+	st.count--
+	t.count--
+	if st.count == 0 {
+		for i, s := range t.subs {
+			if s == st {
+				t.subs = append(t.subs[:i], t.subs[i+1:]...)
+				break
+			}
+		}
+		return
+	}
+	if int(e.Priority) == st.maxPrio {
+		st.maxPrio = -1
+		for _, b := range st.buckets {
+			if p := int(b[0].Priority); p > st.maxPrio {
+				st.maxPrio = p
+			}
+		}
+		t.sortSubs()
+	}
+}
+
+func (t *table) sortSubs() {
+	sort.SliceStable(t.subs, func(i, j int) bool { return t.subs[i].maxPrio > t.subs[j].maxPrio })
+}
+
+// each calls fn for every entry; fn must not change the table.
+func (t *table) each(fn func(*Entry)) {
+	for _, st := range t.subs {
+		for _, b := range st.buckets {
+			for _, e := range b {
+				fn(e)
+			}
+		}
+	}
+}
+
+// lookup returns the highest-priority entry matching (k, md) and ORs into
+// wc/wcMeta the masks of every subtable it probed. The subtable order does
+// not depend on the key and every probe depends only on bits now in wc, so a
+// key equal to k under wc probes the same subtables with the same results
+// and gets the same answer. Among entries of equal priority the one in the
+// earliest subtable (in the current order) wins.
+func (t *table) lookup(k *flow.Key, md uint64, wc *flow.Mask, wcMeta *uint64) *Entry {
+	var best *Entry
+	var bk bucketKey
+	for _, st := range t.subs {
+		if best != nil && st.maxPrio <= int(best.Priority) {
+			break
+		}
+		if wc != nil {
+			wc.Or(&st.mask)
+		}
+		if wcMeta != nil {
+			*wcMeta |= st.metaMask
+		}
+		k.ApplyMask(&st.mask, &bk.key)
+		bk.md = md & st.metaMask
+		if b, ok := st.buckets[bk]; ok {
+			if e := b[0]; best == nil || e.Priority > best.Priority {
+				best = e
+			}
+		}
+	}
+	return best
+}
+
+// overlaps reports whether some entry other than skip, of priority prio,
+// could match a packet that m matches too.
+func (t *table) overlaps(m *ofmatch.Match, prio uint16, skip *Entry) bool {
+	for _, st := range t.subs {
+		if st.maxPrio < int(prio) {
+			break
+		}
+		var common flow.Mask
+		m.Mask.ApplyMask(&st.mask, &common)
+		cmeta := m.MetadataMask & st.metaMask
+		if common.Equal(&st.mask) && cmeta == st.metaMask {
+			// The subtable's mask is within m's: only one bucket can agree.
+			var bk bucketKey
+			m.Key.ApplyMask(&st.mask, &bk.key)
+			bk.md = m.Metadata & st.metaMask
+			for _, e := range st.buckets[bk] {
+				if e.Priority == prio && e != skip {
+					return true
+				}
+			}
+			continue
+		}
+		var mine flow.Key
+		m.Key.ApplyMask(&common, &mine)
+		for _, b := range st.buckets {
+			for _, e := range b {
+				if e.Priority != prio || e == skip {
+					continue
+				}
+				if e.Match.Metadata&cmeta == m.Metadata&cmeta && e.Match.Key.MatchesMasked(&common, &mine) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// covers reports whether every packet e matches is matched by m too, i.e.
+// e's match is m's or more specific: OpenFlow's non-strict selection.
+func covers(m *ofmatch.Match, e *ofmatch.Match) bool {
+	if e.MetadataMask&m.MetadataMask != m.MetadataMask || e.Metadata&m.MetadataMask != m.Metadata {
+		return false
+	}
+	mw, ew := m.Mask.Words(), e.Mask.Words()
+	for i := range mw {
+		if ew[i]&mw[i] != mw[i] {
+			return false
+		}
+	}
+	return e.Key.MatchesMasked(&m.Mask, &m.Key)
+}
+
+// selectEntries appends to dst the entries m selects: with strict, the one
+// entry of exactly m and prio; otherwise every entry m covers.
+func (t *table) selectEntries(dst []*Entry, m *ofmatch.Match, prio uint16, strict bool) []*Entry {
+	if strict {
+		if e := t.findStrict(m, prio); e != nil {
+			dst = append(dst, e)
+		}
+		return dst
+	}
+	mw := m.Mask.Words()
+	for _, st := range t.subs {
+		// A subtable whose masks lack a bit m matches on holds nothing m covers.
+		sw := st.mask.Words()
+		ok := st.metaMask&m.MetadataMask == m.MetadataMask
+		for i := range mw {
+			if sw[i]&mw[i] != mw[i] {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		for _, b := range st.buckets {
+			for _, e := range b {
+				if covers(m, &e.Match) {
+					dst = append(dst, e)
+				}
+			}
+		}
+	}
+	return dst
+}

@@ -1,0 +1,522 @@
+// Package pipeline holds the OpenFlow 1.3 flow tables of one bridge: flow
+// entries with their priorities, cookies, timeouts, flags, instructions and
+// counters, the flow-mod commands that change them, and the control-plane
+// classifier that finds, for a flow key, the entry a table applies together
+// with the wildcard mask that answer depended on (what the translation turns
+// into a megaflow mask).
+//
+// It knows nothing of datapath actions, groups or meters: instructions are
+// stored as decoded, and references to ports, groups and meters are checked
+// by the caller (see Apply).
+//
+// Concurrency: upcalls read the pipeline from PMD goroutines while the
+// OpenFlow side writes it, so every table sits behind one sync.RWMutex.
+// Entries are safe to read without the lock (what MODIFY changes, the
+// instructions, is swapped atomically); RLock with LookupLocked lets a
+// translation see one consistent pipeline across all the tables it walks.
+package pipeline
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"vswitch/datapath/flow"
+	"vswitch/ofproto/ofmatch"
+	"vswitch/ofproto/ofpwire"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// NumTables is the number of flow tables; table ids run 0..NumTables-1.
+const NumTables = 254
+
+// TableAll is OFPTT_ALL: every table, for deletes and statistics.
+const TableAll = uint8(ofp.TableAll)
+
+// knownFlags are the OFPFF_* bits OpenFlow 1.3 defines. NO_PKT_COUNTS and
+// NO_BYTE_COUNTS are hints a switch may ignore, so they are accepted and
+// the counters are kept anyway.
+const knownFlags = ofp.FlowFlagSendFlowRem | ofp.FlowFlagCheckOverlap |
+	ofp.FlowFlagResetCounts | ofp.FlowFlagNoPktCounts | ofp.FlowFlagNoByteCounts
+
+// Entry is one flow entry. Its exported fields never change once it is
+// installed (RemovedReason excepted, set as it leaves); MODIFY replaces the
+// instructions, read through Instructions.
+type Entry struct {
+	Match       ofmatch.Match
+	Priority    uint16
+	TableID     uint8
+	Cookie      uint64
+	IdleTimeout uint16 // seconds, 0 = none
+	HardTimeout uint16 // seconds, 0 = none
+	Flags       ofp.FlowModFlag
+	Created     time.Time
+
+	// Packets and Bytes count what the entry matched; the revalidator adds
+	// datapath statistics through Touch.
+	Packets, Bytes atomic.Uint64
+
+	// RemovedReason says why the entry left its table (idle or hard
+	// timeout, delete), for FLOW_REMOVED; meaningful once Apply or Expire
+	// has returned the entry.
+	RemovedReason ofp.FlowRemovedReason
+
+	lastUsed atomic.Int64 // UnixNano of the latest use, starts at Created
+	insts    atomic.Pointer[[]ofpwire.Instruction]
+}
+
+// Instructions returns the entry's instruction list as of now. The slice is
+// never modified in place: MODIFY installs a new one.
+func (e *Entry) Instructions() []ofpwire.Instruction {
+	if p := e.insts.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (e *Entry) setInstructions(ins []ofpwire.Instruction) { e.insts.Store(&ins) }
+
+// Touch records that the entry was used at now (if later than the use
+// already recorded) and adds packets and bytes to its counters. It is safe
+// to call without any lock, concurrently with lookups and flow-mods.
+func (e *Entry) Touch(now time.Time, packets, bytes uint64) {
+	if packets != 0 {
+		e.Packets.Add(packets)
+	}
+	if bytes != 0 {
+		e.Bytes.Add(bytes)
+	}
+	t := now.UnixNano()
+	for {
+		old := e.lastUsed.Load()
+		if t <= old || e.lastUsed.CompareAndSwap(old, t) {
+			return
+		}
+	}
+}
+
+// LastUsed is the time of the latest use recorded by Touch, or Created.
+func (e *Entry) LastUsed() time.Time { return time.Unix(0, e.lastUsed.Load()) }
+
+// SendFlowRemoved reports whether the controller asked for FLOW_REMOVED
+// when this entry goes.
+func (e *Entry) SendFlowRemoved() bool { return e.Flags&ofp.FlowFlagSendFlowRem != 0 }
+
+// Duration is how long the entry has been installed at now.
+func (e *Entry) Duration(now time.Time) time.Duration { return now.Sub(e.Created) }
+
+// outputsTo reports whether one of the entry's apply- or write-actions
+// outputs to port (any port when port is OFPP_ANY).
+func (e *Entry) outputsTo(port ofp.PortNo) bool {
+	if port == ofp.PortAny {
+		return true
+	}
+	return e.hasAction(func(a ofpwire.Action) bool {
+		o, ok := a.(*ofpwire.ActionOutput)
+		return ok && o.Port == port
+	})
+}
+
+// usesGroup is outputsTo for group actions.
+func (e *Entry) usesGroup(g ofp.Group) bool {
+	if g == ofp.GroupAny {
+		return true
+	}
+	return e.hasAction(func(a ofpwire.Action) bool {
+		ga, ok := a.(*ofpwire.ActionGroup)
+		return ok && ga.Group == g
+	})
+}
+
+func (e *Entry) hasAction(pred func(ofpwire.Action) bool) bool {
+	for _, in := range e.Instructions() {
+		var acts []ofpwire.Action
+		switch in := in.(type) {
+		case *ofpwire.InstrApplyActions:
+			acts = in.Actions
+		case *ofpwire.InstrWriteActions:
+			acts = in.Actions
+		}
+		for _, a := range acts {
+			if pred(a) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TableStats are the counters OFPMP_TABLE reports for one table.
+type TableStats struct {
+	Active  uint32 // entries installed
+	Lookups uint64 // Lookup calls on the table
+	Matched uint64 // Lookup calls that found an entry
+}
+
+// tableCounters sit apart from the tables so that lookups, which only hold
+// the read lock, can count.
+type tableCounters struct {
+	lookups, matched atomic.Uint64
+}
+
+// Pipeline is the set of NumTables flow tables of one bridge.
+type Pipeline struct {
+	// MaxEntries bounds the entries of each table (0: no bound); an ADD
+	// beyond it fails with OFPFMFC_TABLE_FULL. Set it before use.
+	MaxEntries int
+
+	// OnChange, when set, is called after every change to the tables
+	// (flow-mods that changed something, expiry), outside the lock: the
+	// datapath's cache invalidation hook. Set it before use.
+	OnChange func()
+
+	mu       sync.RWMutex
+	tables   [NumTables]table
+	counters [NumTables]tableCounters
+	gen      atomic.Uint64
+}
+
+// New returns an empty pipeline whose tables hold at most maxEntries
+// entries each (0: unbounded).
+func New(maxEntries int) *Pipeline { return &Pipeline{MaxEntries: maxEntries} }
+
+// Generation counts the changes made to the tables; it moves on every
+// change OnChange is called for.
+func (p *Pipeline) Generation() uint64 { return p.gen.Load() }
+
+// RLock takes the pipeline's read lock, for a caller that walks several
+// tables (LookupLocked) or reads entry fields that MODIFY may change.
+func (p *Pipeline) RLock() { p.mu.RLock() }
+
+// RUnlock releases RLock.
+func (p *Pipeline) RUnlock() { p.mu.RUnlock() }
+
+// Lookup returns the highest-priority entry of table tid matching a packet
+// with key k and metadata register metadata, or nil, and ORs into wc and
+// *wcMetadata (either may be nil) the mask bits the answer depended on:
+// every key equal to k under the resulting wc, with metadata equal under
+// *wcMetadata, gets the same answer. Among entries of equal priority that
+// both match, which one wins is unspecified (OpenFlow leaves it undefined)
+// but fixed until the table changes. tid must be < NumTables.
+func (p *Pipeline) Lookup(tid uint8, k *flow.Key, metadata uint64, wc *flow.Mask, wcMetadata *uint64) *Entry {
+	p.mu.RLock()
+	e := p.LookupLocked(tid, k, metadata, wc, wcMetadata)
+	p.mu.RUnlock()
+	return e
+}
+
+// LookupLocked is Lookup for a caller that holds RLock.
+func (p *Pipeline) LookupLocked(tid uint8, k *flow.Key, metadata uint64, wc *flow.Mask, wcMetadata *uint64) *Entry {
+	e := p.tables[tid].lookup(k, metadata, wc, wcMetadata)
+	c := &p.counters[tid]
+	c.lookups.Add(1)
+	if e != nil {
+		c.matched.Add(1)
+	}
+	return e
+}
+
+// TableStats returns the statistics of table tid (< NumTables).
+func (p *Pipeline) TableStats(tid uint8) TableStats {
+	p.mu.RLock()
+	n := p.tables[tid].count
+	p.mu.RUnlock()
+	c := &p.counters[tid]
+	return TableStats{Active: uint32(n), Lookups: c.lookups.Load(), Matched: c.matched.Load()}
+}
+
+func fmErr(code uint16) error {
+	return &ofpwire.OFPError{Type: ofpwire.ETFlowModFailed, Code: code}
+}
+
+func instErr(code uint16) error {
+	return &ofpwire.OFPError{Type: ofpwire.ETBadInstruction, Code: code}
+}
+
+// checkInstructions validates an instruction list for table tid. Goto-table
+// must move forward to an existing table; each instruction type may appear
+// once (OpenFlow 1.3 has no DUP_INST code, so a repeat is UNSUP_INST);
+// experimenter instructions are not supported. Meter ids, group ids and
+// output ports are the caller's to check.
+func checkInstructions(tid uint8, ins []ofpwire.Instruction) error {
+	var seen [8]bool
+	for _, in := range ins {
+		if in == nil {
+			return instErr(ofpwire.BICUnknownInst)
+		}
+		switch in := in.(type) {
+		case *ofpwire.InstrGotoTable:
+			if in.TableID <= tid || int(in.TableID) >= NumTables {
+				return instErr(ofpwire.BICBadTableID)
+			}
+		case *ofpwire.InstrExperimenter:
+			return instErr(ofpwire.BICBadExperimenter)
+		case *ofpwire.InstrWriteMetadata, *ofpwire.InstrWriteActions,
+			*ofpwire.InstrApplyActions, *ofpwire.InstrClearActions, *ofpwire.InstrMeter:
+		default:
+			return instErr(ofpwire.BICUnknownInst)
+		}
+		t := int(in.InstructionType())
+		if t >= len(seen) {
+			return instErr(ofpwire.BICUnknownInst)
+		}
+		if seen[t] {
+			return instErr(ofpwire.BICUnsupInst)
+		}
+		seen[t] = true
+	}
+	return nil
+}
+
+func cookieMatches(e *Entry, cookie, mask uint64) bool {
+	return e.Cookie&mask == cookie&mask
+}
+
+// Apply carries out one OpenFlow 1.3 flow-mod at time now and returns the
+// entries it removed (DELETE and DELETE_STRICT only, RemovedReason set to
+// OFPRR_DELETE); the caller sends FLOW_REMOVED for those with
+// SendFlowRemoved. Errors are *ofpwire.OFPError with the spec's codes:
+//
+//   - unknown command: FLOW_MOD_FAILED/BAD_COMMAND;
+//   - table id ≥ NumTables (OFPTT_ALL allowed for deletes only):
+//     FLOW_MOD_FAILED/BAD_TABLE_ID;
+//   - unknown flag bits: FLOW_MOD_FAILED/BAD_FLAGS (every timeout value is
+//     supported, so BAD_TIMEOUT never occurs);
+//   - match errors from ofmatch.FromOXM: BAD_MATCH/*;
+//   - ADD or MODIFY instructions: BAD_INSTRUCTION/BAD_TABLE_ID for a goto
+//     to the same or an earlier (or non-existent) table, UNSUP_INST for a
+//     repeated instruction type, BAD_EXPERIMENTER for experimenter ones;
+//   - ADD with CHECK_OVERLAP over an entry of the same priority that a
+//     packet could match too (an identical entry included):
+//     FLOW_MOD_FAILED/OVERLAP;
+//   - ADD of a new entry into a table holding MaxEntries: TABLE_FULL.
+//
+// Not checked here, because they need state this package lacks: output
+// ports of OUTPUT actions (BAD_ACTION/BAD_OUT_PORT), groups and meters
+// named by actions and instructions, set-field consistency with the match,
+// and BufferID (the caller releases the buffered packet through the new
+// entry after a successful ADD/MODIFY).
+//
+// ADD of an existing (match, priority) replaces that entry: the new entry
+// starts a new duration and keeps the old counters unless RESET_COUNTS;
+// no FLOW_REMOVED is due for the replaced one. MODIFY and MODIFY_STRICT
+// replace the instructions of the selected entries, keeping cookie,
+// timeouts, flags, duration and (unless RESET_COUNTS) counters; selecting
+// nothing is not an error and adds nothing. Cookie/cookie_mask filter
+// MODIFY and DELETE; out_port/out_group filter DELETE only. Entries keep
+// fm.Instructions: the caller must not modify that slice afterwards.
+func (p *Pipeline) Apply(fm *ofpwire.FlowMod, now time.Time) (removed []*Entry, err error) {
+	changed := false
+	p.mu.Lock()
+	removed, changed, err = p.applyLocked(fm, now)
+	if changed {
+		p.gen.Add(1)
+	}
+	p.mu.Unlock()
+	if changed && p.OnChange != nil {
+		p.OnChange()
+	}
+	return removed, err
+}
+
+func (p *Pipeline) applyLocked(fm *ofpwire.FlowMod, now time.Time) ([]*Entry, bool, error) {
+	isDelete := fm.Command == ofp.FlowDelete || fm.Command == ofp.FlowDeleteStrict
+	if fm.Command > ofp.FlowDeleteStrict {
+		return nil, false, fmErr(ofpwire.FMFCBadCommand)
+	}
+	if int(fm.TableID) >= NumTables && !(isDelete && fm.TableID == TableAll) {
+		return nil, false, fmErr(ofpwire.FMFCBadTableID)
+	}
+	if fm.Flags&^knownFlags != 0 {
+		return nil, false, fmErr(ofpwire.FMFCBadFlags)
+	}
+	m, err := ofmatch.FromOXM(fm.Match)
+	if err != nil {
+		return nil, false, err
+	}
+	if !isDelete {
+		if err := checkInstructions(fm.TableID, fm.Instructions); err != nil {
+			return nil, false, err
+		}
+	}
+	switch fm.Command {
+	case ofp.FlowAdd:
+		return nil, true, p.add(fm, &m, now)
+	case ofp.FlowModify, ofp.FlowModifyStrict:
+		t := &p.tables[fm.TableID]
+		sel := t.selectEntries(nil, &m, fm.Priority, fm.Command == ofp.FlowModifyStrict)
+		n := 0
+		for _, e := range sel {
+			if !cookieMatches(e, fm.Cookie, fm.CookieMask) {
+				continue
+			}
+			e.setInstructions(fm.Instructions)
+			if fm.Flags&ofp.FlowFlagResetCounts != 0 {
+				e.Packets.Store(0)
+				e.Bytes.Store(0)
+			}
+			n++
+		}
+		return nil, n > 0, nil
+	}
+	// DELETE, DELETE_STRICT
+	lo, hi := int(fm.TableID), int(fm.TableID)
+	if fm.TableID == TableAll {
+		lo, hi = 0, NumTables-1
+	}
+	var removed []*Entry
+	for tid := lo; tid <= hi; tid++ {
+		t := &p.tables[tid]
+		if t.count == 0 {
+			continue
+		}
+		start := len(removed)
+		removed = t.selectEntries(removed, &m, fm.Priority, fm.Command == ofp.FlowDeleteStrict)
+		kept := removed[:start]
+		for _, e := range removed[start:] {
+			if cookieMatches(e, fm.Cookie, fm.CookieMask) && e.outputsTo(fm.OutPort) && e.usesGroup(fm.OutGroup) {
+				kept = append(kept, e)
+			}
+		}
+		removed = kept
+		for _, e := range removed[start:] {
+			t.remove(e)
+			e.RemovedReason = ofp.FlowReasonDelete
+		}
+	}
+	return removed, len(removed) > 0, nil
+}
+
+func (p *Pipeline) add(fm *ofpwire.FlowMod, m *ofmatch.Match, now time.Time) error {
+	t := &p.tables[fm.TableID]
+	old := t.findStrict(m, fm.Priority)
+	if fm.Flags&ofp.FlowFlagCheckOverlap != 0 && t.overlaps(m, fm.Priority, nil) {
+		return fmErr(ofpwire.FMFCOverlap)
+	}
+	if old == nil && p.MaxEntries > 0 && t.count >= p.MaxEntries {
+		return fmErr(ofpwire.FMFCTableFull)
+	}
+	e := &Entry{
+		Match: *m, Priority: fm.Priority, TableID: fm.TableID, Cookie: fm.Cookie,
+		IdleTimeout: fm.IdleTimeout, HardTimeout: fm.HardTimeout, Flags: fm.Flags,
+		Created: now,
+	}
+	e.setInstructions(fm.Instructions)
+	e.lastUsed.Store(now.UnixNano())
+	if old != nil {
+		if fm.Flags&ofp.FlowFlagResetCounts == 0 {
+			e.Packets.Store(old.Packets.Load())
+			e.Bytes.Store(old.Bytes.Load())
+		}
+		t.remove(old)
+	}
+	t.insert(e)
+	return nil
+}
+
+// expiry returns when e times out and why, or ok false when it has no
+// timeout. When both timeouts have passed the earlier deadline is the reason.
+func expiry(e *Entry) (at int64, reason ofp.FlowRemovedReason, ok bool) {
+	if e.HardTimeout != 0 {
+		at, reason, ok = e.Created.UnixNano()+int64(e.HardTimeout)*int64(time.Second), ofp.FlowReasonHardTimeout, true
+	}
+	if e.IdleTimeout != 0 {
+		idle := e.lastUsed.Load() + int64(e.IdleTimeout)*int64(time.Second)
+		if !ok || idle < at {
+			at, reason, ok = idle, ofp.FlowReasonIdleTimeout, true
+		}
+	}
+	return at, reason, ok
+}
+
+// Expire removes every entry whose hard timeout has passed since it was
+// added, or whose idle timeout has passed since its last recorded use, at
+// now, and returns them with RemovedReason set (IDLE_TIMEOUT or
+// HARD_TIMEOUT) for FLOW_REMOVED. Idle time follows Touch: the caller
+// pushes datapath usage before calling Expire.
+func (p *Pipeline) Expire(now time.Time) []*Entry {
+	var out []*Entry
+	n := now.UnixNano()
+	p.mu.Lock()
+	for tid := range p.tables {
+		t := &p.tables[tid]
+		if t.count == 0 {
+			continue
+		}
+		start := len(out)
+		t.each(func(e *Entry) {
+			if at, reason, ok := expiry(e); ok && at <= n {
+				e.RemovedReason = reason
+				out = append(out, e)
+			}
+		})
+		for _, e := range out[start:] {
+			t.remove(e)
+		}
+	}
+	if len(out) > 0 {
+		p.gen.Add(1)
+	}
+	p.mu.Unlock()
+	if len(out) > 0 && p.OnChange != nil {
+		p.OnChange()
+	}
+	return out
+}
+
+// Filter selects entries for flow and aggregate statistics (and is what
+// MODIFY and DELETE select by).
+type Filter struct {
+	TableID            uint8         // a table, or TableAll
+	Match              ofmatch.Match // as ofmatch.FromOXM returns it (key masked)
+	Strict             bool          // exactly Match and Priority, instead of Match or more specific
+	Priority           uint16        // used with Strict only
+	OutPort            ofp.PortNo
+	OutGroup           ofp.Group
+	Cookie, CookieMask uint64
+}
+
+// AnyFilter returns a filter that selects every entry of every table.
+func AnyFilter() Filter {
+	return Filter{TableID: TableAll, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}
+}
+
+// Flows returns the entries f selects, ordered by table and then by
+// descending priority. A table id that is neither a table nor TableAll is
+// BAD_REQUEST/BAD_TABLE_ID, as flow-stats requests want.
+func (p *Pipeline) Flows(f *Filter) ([]*Entry, error) {
+	if int(f.TableID) >= NumTables && f.TableID != TableAll {
+		return nil, &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadTableID}
+	}
+	lo, hi := int(f.TableID), int(f.TableID)
+	if f.TableID == TableAll {
+		lo, hi = 0, NumTables-1
+	}
+	var out []*Entry
+	p.mu.RLock()
+	for tid := lo; tid <= hi; tid++ {
+		t := &p.tables[tid]
+		if t.count == 0 {
+			continue
+		}
+		start := len(out)
+		out = t.selectEntries(out, &f.Match, f.Priority, f.Strict)
+		kept := out[:start]
+		for _, e := range out[start:] {
+			if cookieMatches(e, f.Cookie, f.CookieMask) && e.outputsTo(f.OutPort) && e.usesGroup(f.OutGroup) {
+				kept = append(kept, e)
+			}
+		}
+		out = kept
+	}
+	p.mu.RUnlock()
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].TableID != out[j].TableID {
+			return out[i].TableID < out[j].TableID
+		}
+		return out[i].Priority > out[j].Priority
+	})
+	return out, nil
+}
