@@ -1,8 +1,9 @@
-// Command vswitchd runs the switch. Until the kernel port drivers and the
-// configuration store exist, it runs the embedded default topology: one
+// Command vswitchd runs the switch. Until its configuration store and
+// management API exist, it runs the embedded default topology: one
 // datapath whose port 1 is an endless source of 64-byte UDP packets (the
 // null driver) and whose port 2 is a sink, with the rule
 // in_port=1,actions=output:2, and prints the PMD counters every interval.
+// (cmd/portfwd forwards between two kernel interfaces meanwhile.)
 package main
 
 import (
@@ -72,7 +73,7 @@ func run(log *slog.Logger, cfg datapath.Config, flows int, interval, duration ti
 	r.Actions = actions.List{{Kind: actions.Output, Port: 2}}
 	rules.Add(r)
 
-	log.Info("vswitchd: embedded default topology (no kernel port drivers yet)",
+	log.Info("vswitchd: embedded demo topology (not yet configurable; cmd/portfwd forwards between kernel interfaces)",
 		"ports", "1=demo-src(null) 2=demo-sink(null)", "rule", "in_port=1,actions=output:2",
 		"pmds", npmd, "tx-flush-interval-us", cfg.TxFlushInterval, "flows", flows)
 	if err := dp.Start(); err != nil {
