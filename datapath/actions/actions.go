@@ -50,6 +50,73 @@ const (
 	// Drop ends processing: the packet is freed (an empty action list drops
 	// too; this kind exists so a list can say it explicitly).
 	Drop
+	// PushMPLS inserts a label stack entry after the Ethernet addresses and
+	// any VLAN tags and sets the Ethernet type to Val16 (0x8848 multicast;
+	// any other value means 0x8847). Label, TC and TTL are copied from the
+	// old top entry when the packet already is MPLS (OpenFlow 1.3's copy
+	// rules); otherwise label and TC are 0, the TTL is the IP TTL / hop
+	// limit (0 for a non-IP payload) and the bottom-of-stack bit is set. An
+	// 802.3 (length-field) frame is left alone.
+	PushMPLS
+	// PopMPLS removes the top label stack entry and sets the Ethernet type
+	// to Val16, the type of what the entry covered.
+	PopMPLS
+	// SetMPLSLabel sets the top entry's 20-bit label to Port.
+	SetMPLSLabel
+	// SetMPLSTC sets the top entry's 3-bit traffic class to Val8.
+	SetMPLSTC
+	// SetMPLSTTL sets the top entry's TTL to Val8.
+	SetMPLSTTL
+	// DecMPLSTTL decrements the top entry's TTL; at 0 or 1 the packet is
+	// dropped, as for DecIPTTL.
+	DecMPLSTTL
+	// CopyTTLOut copies the TTL of what the top MPLS entry covers (the next
+	// entry, or the IPv4 TTL / IPv6 hop limit under the bottom of the
+	// stack) into the top entry. Only MPLS packets are handled.
+	CopyTTLOut
+	// CopyTTLIn copies the top MPLS entry's TTL inwards: into the next
+	// entry, or under the bottom of the stack into the IPv4 TTL (checksum
+	// updated) or IPv6 hop limit.
+	CopyTTLIn
+	// PushPBB inserts an 802.1ah I-TAG (type Val16; any value but 0x88e7 is
+	// taken as 0x88e7) right after the Ethernet addresses: the frame's
+	// addresses become the customer addresses behind the I-TAG and are
+	// copied to the new backbone addresses in front of it. The I-TAG's
+	// 32-bit TCI is Val8<<24 | Port&0xffffff (priority/DEI/UCA byte, then
+	// the I-SID): ofproto supplies OpenFlow's copied I-SID, it knows the key.
+	PushPBB
+	// PopPBB removes the backbone encapsulation: backbone addresses, any
+	// B-TAG in front of the I-TAG, and the I-TAG, leaving the customer frame.
+	PopPBB
+	// SetPBBISID sets the outermost I-TAG's 24-bit I-SID to Port.
+	SetPBBISID
+	// SetTunnelID sets p.Key.TunnelID to Addr[:8] (big-endian) and touches
+	// no packet byte: tunnel output ports read the key to pick the tunnel
+	// key they encapsulate with.
+	SetTunnelID
+	// SetIPv6Label sets the IPv6 flow label to Port's low 20 bits (no
+	// checksum covers it).
+	SetIPv6Label
+	// SetARPOp, SetARPSPA, SetARPTPA, SetARPSHA and SetARPTHA rewrite the
+	// fields of an Ethernet/IPv4 ARP packet: the opcode from Val16, the
+	// protocol addresses from Addr[:4], the hardware addresses from
+	// Addr[:6].
+	SetARPOp
+	SetARPSPA
+	SetARPTPA
+	SetARPSHA
+	SetARPTHA
+	// SetNDTarget sets the target address of a neighbour solicitation or
+	// advertisement to Addr; SetNDSLL / SetNDTLL set the address in its
+	// source / target link-layer option (if it has one) to Addr[:6]. The
+	// ICMPv6 checksum is updated.
+	SetNDTarget
+	SetNDSLL
+	SetNDTLL
+	// SetICMPType / SetICMPCode set the ICMPv4 or ICMPv6 type / code to
+	// Val8, updating the checksum.
+	SetICMPType
+	SetICMPCode
 	numKinds
 )
 

@@ -32,8 +32,8 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Apply performs one rewrite action on p and reports whether p survives it;
-// false means the caller must drop the packet (DecIPTTL on a TTL of 0 or 1,
-// PushVLAN without headroom).
+// false means the caller must drop the packet (DecIPTTL or DecMPLSTTL on a
+// TTL of 0 or 1, PushVLAN, PushMPLS or PushPBB without headroom).
 //
 // p.KeyValid must be true: the rewrites find headers through p.Key and
 // p.Offsets instead of parsing again. Apply keeps both in step with the bytes
@@ -46,6 +46,13 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // caller must extract again before classifying on the key. A PopVLAN parses
 // the frame again when the stack was deeper than the key could describe
 // (this also makes an invalidated key valid again).
+//
+// The MPLS and PBB pushes and pops, an ICMPv6 type change into or out of
+// neighbour discovery, and the ND rewrites change what extraction sees
+// beyond the field written, so they parse the frame again (keeping
+// Key.TunnelID, which the frame does not carry); this also makes an
+// invalidated key valid. The MPLS and PBB actions find their header from
+// the bytes, behind every VLAN tag, since the key holds at most two.
 //
 // A set on a header the packet lacks does nothing. Output, Controller and
 // Drop need the PMD's queues, so Apply leaves them (and Invalid) to the PMD:
@@ -80,6 +87,52 @@ func Apply(a *Action, p *packet.Packet) bool {
 		popVLAN(p)
 	case SetVLANTCI:
 		setVLANTCI(p, a.Val16, a.Val16b)
+	case PushMPLS:
+		return pushMPLS(p, a.Val16)
+	case PopMPLS:
+		popMPLS(p, a.Val16)
+	case SetMPLSLabel:
+		setLSE(p, lseLabelMask, a.Port<<12)
+	case SetMPLSTC:
+		setLSE(p, lseTCMask, uint32(a.Val8)<<9)
+	case SetMPLSTTL:
+		setLSE(p, lseTTLMask, uint32(a.Val8))
+	case DecMPLSTTL:
+		return decMPLSTTL(p)
+	case CopyTTLOut:
+		copyTTLOut(p)
+	case CopyTTLIn:
+		copyTTLIn(p)
+	case PushPBB:
+		return pushPBB(p, uint32(a.Val8)<<24|a.Port&pbbISIDMax)
+	case PopPBB:
+		popPBB(p)
+	case SetPBBISID:
+		setPBBISID(p, a.Port)
+	case SetTunnelID:
+		p.Key.TunnelID = binary.BigEndian.Uint64(a.Addr[:8])
+	case SetIPv6Label:
+		setIPv6Label(p, a.Port)
+	case SetARPOp:
+		setARPOp(p, a.Val16)
+	case SetARPSPA:
+		setARPProto(p, 14, &p.Key.IPv4Src, &a.Addr)
+	case SetARPTPA:
+		setARPProto(p, 24, &p.Key.IPv4Dst, &a.Addr)
+	case SetARPSHA:
+		setARPHW(p, 8, &p.Key.ArpSHA, &a.Addr)
+	case SetARPTHA:
+		setARPHW(p, 18, &p.Key.ArpTHA, &a.Addr)
+	case SetNDTarget:
+		setNDTarget(p, &a.Addr)
+	case SetNDSLL:
+		setNDLL(p, ndOptSLL, &a.Addr)
+	case SetNDTLL:
+		setNDLL(p, ndOptTLL, &a.Addr)
+	case SetICMPType:
+		setICMP(p, 0, a.Val8)
+	case SetICMPCode:
+		setICMP(p, 1, a.Val8)
 	}
 	return true
 }
@@ -464,8 +517,7 @@ func popVLAN(p *packet.Packet) {
 		// may appear; or an earlier push left a stack the key could not
 		// describe, which this pop may have undone. Rare enough to simply
 		// parse the frame again, which makes the key valid once more.
-		flow.Extract(p.Data(), p.Key.InPort, &p.Key, &p.Offsets)
-		p.KeyValid = true
+		reextract(p)
 		return
 	}
 	shiftOffsets(&p.Offsets, -vlanLen)

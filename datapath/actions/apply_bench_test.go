@@ -16,18 +16,29 @@ func BenchmarkApply(b *testing.B) {
 	setDst := []Action{{Kind: SetL4Dst, Val16: 8080}, {Kind: SetL4Dst, Val16: 80}}
 	pushPop := []Action{{Kind: PushVLAN, Val16: tpidCVLAN, Val16b: 10}, {Kind: PopVLAN}}
 	decTTL := []Action{{Kind: DecIPTTL}, {Kind: SetIPTTL, Val8: 64}}
+	pushPopMPLS := []Action{{Kind: PushMPLS, Val16: ethTypeMPLS}, {Kind: PopMPLS, Val16: ethTypeIPv4}}
+	setLabel := []Action{{Kind: SetMPLSLabel, Port: 100}, {Kind: SetMPLSLabel, Port: 200}}
+	decMPLS := []Action{{Kind: DecMPLSTTL}, {Kind: SetMPLSTTL, Val8: 64}}
+	pushPopPBB := []Action{{Kind: PushPBB, Port: 5}, {Kind: PopPBB}}
+	icmpType := []Action{{Kind: SetICMPType, Val8: 0}, {Kind: SetICMPType, Val8: 8}}
 	cases := []struct {
 		name string
 		spec pktSpec
 		acts []Action // applied alternately, so every iteration really rewrites
+		mpls bool     // push a label first
 	}{
-		{"set-ipv4-src", udp, setSrc},
-		{"set-l4-dst", tcp, setDst},
-		{"push-pop-vlan", udp, pushPop},
-		{"dec-ttl", udp, decTTL},
+		{"set-ipv4-src", udp, setSrc, false},
+		{"set-l4-dst", tcp, setDst, false},
+		{"push-pop-vlan", udp, pushPop, false},
+		{"dec-ttl", udp, decTTL, false},
 		// SCTP recomputes a CRC32c over the whole packet instead of an
 		// incremental sum: shown for scale.
-		{"set-l4-dst-sctp", baseSpec(false, protoSCTP), setDst},
+		{"set-l4-dst-sctp", baseSpec(false, protoSCTP), setDst, false},
+		{"push-pop-mpls", udp, pushPopMPLS, false},
+		{"push-pop-pbb", udp, pushPopPBB, false},
+		{"set-icmp-type", baseSpec(false, protoICMP), icmpType, false},
+		{"set-mpls-label", udp, setLabel, true},
+		{"dec-mpls-ttl", udp, decMPLS, true},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -37,6 +48,9 @@ func BenchmarkApply(b *testing.B) {
 			p.Key = c.spec.key(3)
 			p.Offsets = c.spec.offsets()
 			p.KeyValid = true
+			if c.mpls && !Apply(&Action{Kind: PushMPLS}, p) {
+				b.Fatal("push_mpls dropped")
+			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

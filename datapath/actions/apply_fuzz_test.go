@@ -1,7 +1,10 @@
 package actions
 
 import (
+	"net"
 	"testing"
+
+	"github.com/google/gopacket/layers"
 
 	"vswitch/datapath/flow"
 	"vswitch/datapath/packet"
@@ -20,7 +23,7 @@ func decodeFuzzActions(b []byte, dst []Action) []Action {
 			Mask8:  b[2],
 			Val16:  uint16(b[3])<<8 | uint16(b[4]),
 			Val16b: uint16(b[5])<<8 | uint16(b[6]),
-			Port:   uint32(b[7]),
+			Port:   uint32(b[7]) * 0x010101, // reaches the top bits of labels and I-SIDs
 		}
 		for i := range a.Addr {
 			a.Addr[i] = b[7] + uint8(i)*37
@@ -52,7 +55,34 @@ func FuzzApply(f *testing.F) {
 			f.Add(s.build(f), acts[8:24])
 		}
 	}
-	s := baseSpec(false, protoUDP)
+	// Encapsulations and the OpenFlow 1.3 set-fields, on frames they act on.
+	encap := []byte{
+		byte(PushMPLS), 0, 0, 0x88, 0x47, 0, 0, 0,
+		byte(SetMPLSLabel), 0, 0, 0, 0, 0, 0, 0xff,
+		byte(CopyTTLIn), 0, 0, 0, 0, 0, 0, 0,
+		byte(PushPBB), 0xa0, 0, 0x88, 0xe7, 0, 0, 7,
+		byte(PopPBB), 0, 0, 0, 0, 0, 0, 0,
+		byte(PopMPLS), 0, 0, 0x08, 0x00, 0, 0, 0,
+	}
+	fields := []byte{
+		byte(SetICMPType), 135, 0, 0, 0, 0, 0, 0,
+		byte(SetNDTarget), 0, 0, 0, 0, 0, 0, 3,
+		byte(SetNDSLL), 0, 0, 0, 0, 0, 0, 4,
+		byte(SetARPOp), 0, 0, 0, 2, 0, 0, 0,
+		byte(SetARPSHA), 0, 0, 0, 0, 0, 0, 5,
+		byte(SetIPv6Label), 0, 0, 0, 0, 0, 0, 6,
+	}
+	s := baseSpec(false, protoTCP)
+	f.Add(s.build(f), encap)
+	s = baseSpec(true, protoICMPv6)
+	f.Add(s.build(f), fields)
+	mac := net.HardwareAddr{2, 0, 0, 0, 0, 1}
+	f.Add(ndFrame(f, false, ip6("fe80::2"), mac, icmpv6NS), fields)
+	f.Add(arpFrame(f, 1, mac, mac, []byte{10, 0, 0, 1}, []byte{10, 0, 0, 2}), fields)
+	f.Add(mplsFrame(f, &s, ethTypeMPLS, layers.MPLS{Label: 1, TTL: 2}, layers.MPLS{Label: 3, StackBottom: true, TTL: 9}), encap[16:])
+	f.Add(pbbFrame(f, mac, mac, 0x00abcdef, s.build(f)), encap[32:])
+
+	s = baseSpec(false, protoUDP)
 	s.frag = firstFrag
 	f.Add(s.build(f), acts)
 	s.frag = laterFrag
@@ -70,8 +100,11 @@ func FuzzApply(f *testing.F) {
 		list = decodeFuzzActions(actBytes, list)
 		for i := range list {
 			ttl := p.Key.NwTTL
+			if list[i].Kind == DecMPLSTTL {
+				ttl = mplsTTL(p)
+			}
 			if !Apply(&list[i], p) {
-				if k := list[i].Kind; !(k == DecIPTTL && ttl <= 1 || k == PushVLAN) {
+				if !dropAllowed(list[i].Kind, ttl) {
 					t.Fatalf("%v dropped the packet", list[i])
 				}
 				return
@@ -84,6 +117,7 @@ func FuzzApply(f *testing.F) {
 			var k flow.Key
 			var o flow.Offsets
 			flow.Extract(p.Data(), p.InPort, &k, &o)
+			k.TunnelID = p.Key.TunnelID
 			if !k.Equal(&p.Key) || o != p.Offsets {
 				t.Fatalf("after %v key out of step:\n have %+v %+v\n extract %+v %+v", List(list), p.Key, p.Offsets, k, o)
 			}

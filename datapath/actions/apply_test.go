@@ -72,8 +72,33 @@ func expect(s pktSpec, a *Action) (pktSpec, bool) {
 			}
 			s.vlans[0].tci = s.vlans[0].tci&^m | a.Val16b&m
 		}
+	case SetIPv6Label:
+		if s.v6 {
+			s.flowLabel = a.Port & 0xfffff
+		}
+	case SetICMPType, SetICMPCode:
+		if s.frag != laterFrag && (s.proto == protoICMP && !s.v6 || s.proto == protoICMPv6 && s.v6) {
+			if a.Kind == SetICMPType {
+				s.sport = uint16(a.Val8)
+			} else {
+				s.dport = uint16(a.Val8)
+			}
+		}
+	case PushMPLS, PopMPLS, PushPBB, PopPBB:
+		panic(fmt.Sprintf("%v: a pktSpec cannot describe MPLS or PBB", a))
 	}
+	// The other kinds (MPLS and PBB sets, ARP, ND, tunnel ID) have nothing
+	// to act on in a packet a pktSpec describes.
 	return s, true
+}
+
+// modelsKind reports whether expect can follow kind k.
+func modelsKind(k Kind) bool {
+	switch k {
+	case PushMPLS, PopMPLS, PushPBB, PopPBB:
+		return false
+	}
+	return true
 }
 
 // rewriteActions covers every kind with values that change the packet.
@@ -99,6 +124,20 @@ var rewriteActions = []Action{
 	{Kind: SetVLANTCI, Val16b: 0x0123},
 	{Kind: SetVLANTCI, Val16: 0x0fff, Val16b: 0xf321},
 	{Kind: SetVLANTCI, Val16: 0xe000, Val16b: 0xa000},
+	{Kind: SetIPv6Label, Port: 0xabcde},
+	{Kind: SetIPv6Label, Port: 0xfff00000}, // bits above the label are ignored
+	{Kind: SetICMPType, Val8: 3},
+	{Kind: SetICMPCode, Val8: 13},
+	{Kind: SetMPLSLabel, Port: 77},
+	{Kind: SetMPLSTC, Val8: 5},
+	{Kind: SetMPLSTTL, Val8: 9},
+	{Kind: DecMPLSTTL},
+	{Kind: CopyTTLOut},
+	{Kind: CopyTTLIn},
+	{Kind: SetPBBISID, Port: 0x123456},
+	{Kind: SetNDTarget, Addr: ip6("2001:db8::99")},
+	{Kind: SetNDSLL, Addr: [16]byte{2, 0, 0, 0, 0, 9}},
+	{Kind: SetNDTLL, Addr: [16]byte{2, 0, 0, 0, 0, 9}},
 	{Kind: Output, Port: 2},
 	{Kind: Controller},
 	{Kind: Drop},
@@ -143,6 +182,7 @@ func checkKeyMatchesExtract(t testing.TB, p *packet.Packet) {
 	var k flow.Key
 	var o flow.Offsets
 	flow.Extract(p.Data(), p.Key.InPort, &k, &o)
+	k.TunnelID = p.Key.TunnelID // metadata: not in the frame
 	if !k.Equal(&p.Key) || o != p.Offsets {
 		t.Fatalf("key out of step with the frame %x:\n have %+v %+v\n extract %+v %+v", p.Data(), p.Key, p.Offsets, k, o)
 	}

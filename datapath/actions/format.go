@@ -1,6 +1,7 @@
 package actions
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -32,6 +33,9 @@ func (a Action) String() string {
 		return "set(ipv6(dst=" + netip.AddrFrom16(a.Addr).String() + "))"
 	case SetIPTOS:
 		// One kind serves IPv4 TOS and IPv6 traffic class, hence "ip".
+		// OpenFlow's IP_DSCP and IP_ECN set-fields are SetIPTOS too:
+		// DSCP d is Val8 d<<2 under Mask8 0xfc, ECN e is Val8 e under
+		// Mask8 0x03.
 		if a.Mask8 == 0 || a.Mask8 == 0xff {
 			return fmt.Sprintf("set(ip(tos=%#x))", a.Val8)
 		}
@@ -59,6 +63,71 @@ func (a Action) String() string {
 		return setVLANString(a.Val16, a.Val16b)
 	case Drop:
 		return "drop"
+	case PushMPLS:
+		// Label, TC, TTL and bottom-of-stack come from the packet when the
+		// action runs, so unlike OVS's push_mpls only the type is shown.
+		t := uint16(ethTypeMPLS)
+		if a.Val16 == ethTypeMPLSMcast {
+			t = ethTypeMPLSMcast
+		}
+		return fmt.Sprintf("push_mpls(eth_type=%#x)", t)
+	case PopMPLS:
+		return fmt.Sprintf("pop_mpls(eth_type=%#x)", a.Val16)
+	case SetMPLSLabel:
+		return fmt.Sprintf("set(mpls(label=%d))", a.Port&0xfffff)
+	case SetMPLSTC:
+		return fmt.Sprintf("set(mpls(tc=%d))", a.Val8&7)
+	case SetMPLSTTL:
+		return fmt.Sprintf("set(mpls(ttl=%d))", a.Val8)
+	case DecMPLSTTL:
+		return "dec_mpls_ttl"
+	case CopyTTLOut:
+		return "copy_ttl_out"
+	case CopyTTLIn:
+		return "copy_ttl_in"
+	case PushPBB:
+		var b strings.Builder
+		fmt.Fprintf(&b, "push_pbb(isid=%d", a.Port&pbbISIDMax)
+		if pcp := a.Val8 >> 5; pcp != 0 {
+			fmt.Fprintf(&b, ",pcp=%d", pcp)
+		}
+		if a.Val8&0x10 != 0 {
+			b.WriteString(",dei=1")
+		}
+		if a.Val8&0x08 != 0 {
+			b.WriteString(",uca=1")
+		}
+		b.WriteString(")")
+		return b.String()
+	case PopPBB:
+		return "pop_pbb"
+	case SetPBBISID:
+		return fmt.Sprintf("set(pbb(isid=%d))", a.Port&pbbISIDMax)
+	case SetTunnelID:
+		return fmt.Sprintf("set(tunnel(tun_id=%#x))", binary.BigEndian.Uint64(a.Addr[:8]))
+	case SetIPv6Label:
+		return fmt.Sprintf("set(ipv6(label=%#x))", a.Port&0xfffff)
+	case SetARPOp:
+		return fmt.Sprintf("set(arp(op=%d))", a.Val16)
+	case SetARPSPA:
+		return "set(arp(sip=" + netip.AddrFrom4([4]byte(a.Addr[:4])).String() + "))"
+	case SetARPTPA:
+		return "set(arp(tip=" + netip.AddrFrom4([4]byte(a.Addr[:4])).String() + "))"
+	case SetARPSHA:
+		return "set(arp(sha=" + macString(&a.Addr) + "))"
+	case SetARPTHA:
+		return "set(arp(tha=" + macString(&a.Addr) + "))"
+	case SetNDTarget:
+		return "set(nd(target=" + netip.AddrFrom16(a.Addr).String() + "))"
+	case SetNDSLL:
+		return "set(nd(sll=" + macString(&a.Addr) + "))"
+	case SetNDTLL:
+		return "set(nd(tll=" + macString(&a.Addr) + "))"
+	case SetICMPType:
+		// One kind serves ICMPv4 and ICMPv6, hence "icmp" for both.
+		return fmt.Sprintf("set(icmp(type=%d))", a.Val8)
+	case SetICMPCode:
+		return fmt.Sprintf("set(icmp(code=%d))", a.Val8)
 	}
 	return fmt.Sprintf("invalid(kind=%d)", a.Kind)
 }

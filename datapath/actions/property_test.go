@@ -79,6 +79,13 @@ func randAction(r *rand.Rand) Action {
 		a.Val16 = []uint16{tpidCVLAN, tpidSVLAN, tpidQinQOld, 0x1234, 0xffff}[r.IntN(5)]
 	case SetVLANTCI:
 		a.Val16 = []uint16{0, 0x0fff, 0xe000, uint16(r.Uint32())}[r.IntN(4)]
+	case PushMPLS:
+		a.Val16 = []uint16{ethTypeMPLS, ethTypeMPLSMcast, 0x1234}[r.IntN(3)]
+	case PopMPLS:
+		// The right type, a wrong one, another label, an unknown one.
+		a.Val16 = []uint16{ethTypeIPv4, ethTypeIPv6, ethTypeMPLS, 0x1234}[r.IntN(4)]
+	case SetMPLSTTL:
+		a.Val8 = []uint8{0, 1, 2, 64}[r.IntN(4)]
 	}
 	return a
 }
@@ -94,7 +101,7 @@ func TestApplyProperty(t *testing.T) {
 	if testing.Short() {
 		iters = 1000
 	}
-	var modelled, keyChecked, csumChecked int
+	var modelled, keyChecked, csumChecked, mplsChecked int
 	for it := 0; it < iters; it++ {
 		s := randSpec(r)
 		frame := s.build(t)
@@ -124,10 +131,13 @@ func TestApplyProperty(t *testing.T) {
 		for i := range list {
 			keyStayedValid = keyStayedValid && p.KeyValid
 			ttlBefore := p.Key.NwTTL
+			if list[i].Kind == DecMPLSTTL {
+				ttlBefore = mplsTTL(p)
+			}
 			if !Apply(&list[i], p) {
 				alive = false
 				k := list[i].Kind
-				if k != DecIPTTL && k != PushVLAN || k == DecIPTTL && ttlBefore > 1 {
+				if !dropAllowed(k, ttlBefore) {
 					t.Fatalf("iter %d: %v dropped the packet (ttl %d)", it, list[i], ttlBefore)
 				}
 				break
@@ -135,7 +145,11 @@ func TestApplyProperty(t *testing.T) {
 		}
 		keyStayedValid = keyStayedValid && p.KeyValid
 		// Once a push makes a stack the key cannot describe, later actions
-		// follow the stale key (see Apply), not the field-level model.
+		// follow the stale key (see Apply), not the field-level model; and
+		// the model has no MPLS or PBB headers.
+		for i := range list {
+			modelOK = modelOK && modelsKind(list[i].Kind)
+		}
 		if modelOK && keyStayedValid {
 			for i := range list {
 				if want, wantAlive = expect(want, &list[i]); !wantAlive {
@@ -168,13 +182,19 @@ func TestApplyProperty(t *testing.T) {
 					t.Fatalf("iter %d: %v: %v\nframe %x\norig  %x", it, list, err, p.Data(), frame)
 				}
 				csumChecked++
+			} else if off, first := ipUnderMPLS(p.Data()); !truncated && off >= 0 {
+				// Checksums under a label stack (CopyTTLIn rewrites the TTL).
+				if err := verifyChecksums(p.Data()[off:], first, s.udpZeroCsum); err != nil {
+					t.Fatalf("iter %d: %v: under MPLS: %v\nframe %x\norig  %x", it, list, err, p.Data(), frame)
+				}
+				mplsChecked++
 			}
 		}
 		p.Free()
 	}
-	t.Logf("%d packets: %d compared with the model, %d keys re-extracted, %d checksum sets verified",
-		iters, modelled, keyChecked, csumChecked)
-	if modelled < iters/3 || keyChecked < iters/2 || csumChecked < iters/3 {
+	t.Logf("%d packets: %d compared with the model, %d keys re-extracted, %d checksum sets verified (%d under MPLS)",
+		iters, modelled, keyChecked, csumChecked, mplsChecked)
+	if modelled < iters/3 || keyChecked < iters/2 || csumChecked < iters/3 || mplsChecked < iters/100 {
 		t.Errorf("generator drifted: too few packets reached the checks")
 	}
 }
@@ -334,4 +354,36 @@ func TestVerifyChecksumsCatchesErrors(t *testing.T) {
 			}
 		}
 	}
+}
+
+// ipUnderMPLS finds the IP packet under a frame's label stack (behind any
+// VLAN tags), or -1. A payload counts as IP only when its version and
+// length field agree with the rest of the frame: a stack pushed behind an
+// unknown TPID covers bytes that are not an IP header.
+func ipUnderMPLS(d []byte) (int, gopacket.LayerType) {
+	pos := 12
+	for pos+6 <= len(d) && (binary.BigEndian.Uint16(d[pos:]) == tpidCVLAN ||
+		binary.BigEndian.Uint16(d[pos:]) == tpidSVLAN || binary.BigEndian.Uint16(d[pos:]) == tpidQinQOld) {
+		pos += 4
+	}
+	if pos+2 > len(d) {
+		return -1, 0
+	}
+	if t := binary.BigEndian.Uint16(d[pos:]); t != ethTypeMPLS && t != ethTypeMPLSMcast {
+		return -1, 0
+	}
+	for off := pos + 2; off+4 <= len(d); off += 4 {
+		if d[off+2]&1 == 0 {
+			continue
+		}
+		ip := off + 4
+		switch {
+		case ip+40 <= len(d) && d[ip]>>4 == 6 && int(binary.BigEndian.Uint16(d[ip+4:]))+40 == len(d)-ip:
+			return ip, layers.LayerTypeIPv6
+		case ip+20 <= len(d) && d[ip]>>4 == 4 && int(binary.BigEndian.Uint16(d[ip+2:])) == len(d)-ip:
+			return ip, layers.LayerTypeIPv4
+		}
+		return -1, 0
+	}
+	return -1, 0
 }

@@ -1,0 +1,189 @@
+package actions
+
+import (
+	"encoding/binary"
+
+	"vswitch/datapath/flow"
+	"vswitch/datapath/packet"
+)
+
+// Set-field rewrites OpenFlow 1.3 adds beyond Open vSwitch's usual set
+// actions: IPv6 flow label, ARP, neighbour discovery, ICMP type and code,
+// and the tunnel ID metadata.
+
+const (
+	ethTypeARP = 0x0806
+	protoICMP4 = 1
+
+	arpLen        = 28 // Ethernet/IPv4 ARP body
+	icmpv6NS      = 135
+	icmpv6NA      = 136
+	ndTargetOff   = 8  // target address within the ND message
+	ndOptionsOff  = 24 // first option within the ND message
+	ndOptSLL      = 1
+	ndOptTLL      = 2
+	ndLLOptionLen = 8 // an option carrying an Ethernet address
+)
+
+// setIPv6Label rewrites the 20-bit flow label.
+func setIPv6Label(p *packet.Packet, label uint32) {
+	d, l3, ok := ipv6Header(p)
+	if !ok {
+		return
+	}
+	label &= 0xfffff
+	d[l3+1] = d[l3+1]&0xf0 | byte(label>>16)
+	d[l3+2], d[l3+3] = byte(label>>8), byte(label)
+	p.Key.IPv6Label = label
+}
+
+// arpBody returns the frame and the offset of an Ethernet/IPv4 ARP body,
+// the only kind whose fields the key (and so OpenFlow) describes.
+func arpBody(p *packet.Packet) (d []byte, l3 int, ok bool) {
+	if p.Key.EthType != ethTypeARP || p.Offsets.L3 == flow.NoOffset {
+		return nil, 0, false
+	}
+	d = p.Data()
+	l3 = int(p.Offsets.L3)
+	if l3+arpLen > len(d) {
+		return nil, 0, false
+	}
+	h := d[l3:]
+	if binary.BigEndian.Uint16(h[0:]) != 1 || binary.BigEndian.Uint16(h[2:]) != ethTypeIPv4 || h[4] != 6 || h[5] != 4 {
+		return nil, 0, false
+	}
+	return d, l3, true
+}
+
+// setARPOp writes the opcode; the key holds it in NwProto only when it fits
+// a byte, as extraction does.
+func setARPOp(p *packet.Packet, op uint16) {
+	d, l3, ok := arpBody(p)
+	if !ok {
+		return
+	}
+	binary.BigEndian.PutUint16(d[l3+6:], op)
+	p.Key.NwProto = 0
+	if op <= 0xff {
+		p.Key.NwProto = uint8(op)
+	}
+}
+
+// setARPProto writes a protocol address at body offset off (14 sender, 24
+// target).
+func setARPProto(p *packet.Packet, off int, keyField *uint32, addr *[16]byte) {
+	d, l3, ok := arpBody(p)
+	if !ok {
+		return
+	}
+	copy(d[l3+off:l3+off+4], addr[:4])
+	*keyField = binary.BigEndian.Uint32(addr[:4])
+}
+
+// setARPHW writes a hardware address at body offset off (8 sender, 18
+// target).
+func setARPHW(p *packet.Packet, off int, keyField *[6]byte, addr *[16]byte) {
+	d, l3, ok := arpBody(p)
+	if !ok {
+		return
+	}
+	copy(d[l3+off:l3+off+6], addr[:6])
+	*keyField = [6]byte(addr[:6])
+}
+
+// ndMessage returns the frame, the offset of a neighbour solicitation or
+// advertisement and where its IPv6 payload ends, when the packet has one
+// with its target address in the frame.
+func ndMessage(p *packet.Packet) (d []byte, l4, end int, ok bool) {
+	if p.Key.EthType != ethTypeIPv6 || p.Key.NwProto != protoICMPv6 ||
+		p.Offsets.L3 == flow.NoOffset || p.Offsets.L4 == flow.NoOffset || p.Key.NwFrag&flow.FragLater != 0 {
+		return nil, 0, 0, false
+	}
+	d = p.Data()
+	l4 = int(p.Offsets.L4)
+	end = ipPayloadEnd(p, d)
+	if l4+ndOptionsOff > end || (d[l4] != icmpv6NS && d[l4] != icmpv6NA) || d[l4+1] != 0 {
+		return nil, 0, 0, false
+	}
+	return d, l4, end, true
+}
+
+// writeICMPv6 overwrites field (an even-length, evenly aligned part of the
+// ICMPv6 message at l4) with val and updates the checksum. The key's ND
+// fields depend on every option (a malformed one clears them all), so the
+// frame is parsed again rather than patched.
+func writeICMPv6(p *packet.Packet, d []byte, l4 int, field, val []byte) {
+	acc := csumDeltaBytes(0, field, val)
+	copy(field, val)
+	adjustField(d, l4+2, acc)
+	reextract(p)
+}
+
+// setNDTarget rewrites the target address.
+func setNDTarget(p *packet.Packet, addr *[16]byte) {
+	d, l4, _, ok := ndMessage(p)
+	if !ok {
+		return
+	}
+	writeICMPv6(p, d, l4, d[l4+ndTargetOff:l4+ndOptionsOff], addr[:])
+}
+
+// setNDLL rewrites the Ethernet address in the first source (want
+// ndOptSLL, solicitations) or target (ndOptTLL, advertisements)
+// link-layer option. Options are walked as extraction walks them: a
+// zero-length or cut option ends the walk.
+func setNDLL(p *packet.Packet, want uint8, addr *[16]byte) {
+	d, l4, end, ok := ndMessage(p)
+	if !ok || (want == ndOptSLL) != (d[l4] == icmpv6NS) {
+		return
+	}
+	for o := l4 + ndOptionsOff; o+2 <= end; {
+		n := int(d[o+1]) * 8
+		if n == 0 || o+n > end {
+			return
+		}
+		if d[o] == want && n == ndLLOptionLen {
+			writeICMPv6(p, d, l4, d[o+2:o+8], addr[:6])
+			return
+		}
+		o += n
+	}
+}
+
+// setICMP rewrites the ICMPv4 or ICMPv6 type (at byte 0) or code (byte 1)
+// of the message at L4.
+func setICMP(p *packet.Packet, at int, val uint8) {
+	v6 := false
+	switch {
+	case p.Key.EthType == ethTypeIPv4 && p.Key.NwProto == protoICMP4:
+	case p.Key.EthType == ethTypeIPv6 && p.Key.NwProto == protoICMPv6:
+		v6 = true
+	default:
+		return
+	}
+	if p.Offsets.L4 == flow.NoOffset || p.Key.NwFrag&flow.FragLater != 0 {
+		return
+	}
+	d := p.Data()
+	l4 := int(p.Offsets.L4)
+	if l4+4 > len(d) {
+		return
+	}
+	old := binary.BigEndian.Uint16(d[l4:])
+	d[l4+at] = val
+	nw := binary.BigEndian.Uint16(d[l4:])
+	adjustField(d, l4+2, csumDelta(0, old, nw))
+	if v6 && (isNDTypeCode(old) || isNDTypeCode(nw)) {
+		// The message turns into or out of neighbour discovery, whose
+		// body the key reads.
+		reextract(p)
+		return
+	}
+	p.Key.TpSrc, p.Key.TpDst = uint16(d[l4]), uint16(d[l4+1])
+}
+
+// isNDTypeCode reports whether an ICMPv6 type/code word is one extraction
+// parses as neighbour discovery.
+func isNDTypeCode(w uint16) bool {
+	return w == icmpv6NS<<8 || w == icmpv6NA<<8
+}
