@@ -1,0 +1,575 @@
+// Package xlate translates a flow key through the OpenFlow 1.3 pipeline
+// into datapath actions and the megaflow mask of every key bit the answer
+// depended on (OpenFlow 1.3 §5.1–5.10: tables, instructions, action set).
+//
+// The walk keeps a working copy of the key that apply-actions rewrite, so
+// later tables see the rewritten packet, while the mask is kept in terms of
+// the original packet: a bit an action wrote before anything consulted it is
+// a constant of the translation (or a function of bits already in the mask)
+// and is left out of the mask.
+//
+// Not supported yet (Translate returns an error wrapping ErrUnsupported):
+// the meter instruction; group, set-queue, push/pop MPLS, push/pop PBB,
+// copy-TTL in/out, set/dec MPLS TTL and experimenter actions; set-field on
+// any field but ETH_SRC/DST, VLAN_VID/PCP, IP_DSCP/ECN, IPV4_SRC/DST,
+// IPV6_SRC/DST and TCP/UDP/SCTP ports, and masked set-field; output to
+// OFPP_NORMAL, OFPP_TABLE and OFPP_ANY (and reserved numbers above
+// OFPP_MAX).
+//
+// Push and pop VLAN move tags between the key's two tag slots, which
+// per-bit tracking cannot follow, so they put every original tag bit in the
+// mask. A set-field whose prerequisites the packet does not meet does
+// nothing (as in Open vSwitch); the fields that decided that are in the
+// mask. Unsupported actions fail where
+// they appear, even in a write-actions that a later clear-actions would
+// have discarded.
+package xlate
+
+import (
+	"errors"
+	"fmt"
+
+	"vswitch/datapath"
+	"vswitch/datapath/actions"
+	"vswitch/datapath/flow"
+	"vswitch/ofproto/ofpwire"
+	"vswitch/ofproto/pipeline"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// MaxActions bounds the datapath action list of one translation; beyond it
+// Translate fails with ErrTooManyActions rather than install a megaflow
+// whose execution cost is unbounded.
+const MaxActions = 64
+
+// maxSteps bounds the tables one walk visits. Goto-table only moves to a
+// higher table, so NumTables is already a bound; this guards the invariant.
+const maxSteps = pipeline.NumTables
+
+var (
+	// ErrUnsupported is wrapped by every error for an instruction, action
+	// or output port this package does not translate yet.
+	ErrUnsupported = errors.New("xlate: unsupported")
+	// ErrTooManyActions means the translation needed more than MaxActions
+	// datapath actions.
+	ErrTooManyActions = errors.New("xlate: too many datapath actions")
+	// ErrLoop means the walk visited more tables than exist (goto-table
+	// went backwards, which the pipeline is meant to reject).
+	ErrLoop = errors.New("xlate: pipeline walk did not terminate")
+)
+
+// Options carries the bridge state a translation needs besides the tables.
+type Options struct {
+	// Ports lists the bridge's ports (datapath numbers, which equal
+	// OpenFlow port numbers) that OFPP_ALL and OFPP_FLOOD send to. Port
+	// config (no-flood) is not modelled: FLOOD is ALL.
+	Ports []uint32
+	// LocalPort is the datapath port of the bridge's local interface, the
+	// target of OFPP_LOCAL; 0 (never a valid OpenFlow port) means the
+	// bridge has none and output to LOCAL is dropped.
+	LocalPort uint32
+	// NoInvalidTTLToController drops packets whose TTL a dec-TTL action
+	// finds at 0 or 1 instead of sending them to the controller.
+	NoInvalidTTLToController bool
+}
+
+// ControllerArg packs what ofproto needs to build a packet-in into the
+// Port word of a datapath Controller action: bits 0-15 the max_len of the
+// output action (OFPCML_NO_BUFFER = 0xffff is whole packet), bits 16-23 the
+// OFPR_* reason, bits 24-31 the id of the table whose entry sent it.
+func ControllerArg(reason ofp.PacketInReason, table uint8, maxLen uint16) uint32 {
+	return uint32(table)<<24 | uint32(reason)<<16 | uint32(maxLen)
+}
+
+// ParseControllerArg undoes ControllerArg.
+func ParseControllerArg(arg uint32) (reason ofp.PacketInReason, table uint8, maxLen uint16) {
+	return ofp.PacketInReason(arg >> 16), uint8(arg >> 24), uint16(arg)
+}
+
+// Ethernet types and IP protocols that set-field prerequisites test.
+const (
+	ethIPv4   = 0x0800
+	ethIPv6   = 0x86dd
+	protoTCP  = 6
+	protoUDP  = 17
+	protoSCTP = 132
+)
+
+// actionSet is the OpenFlow action set: at most one action per type and,
+// for set-field, one per field. Only the types Translate supports have a
+// slot; the rest are rejected when written.
+type actionSet struct {
+	popVLAN  bool
+	pushVLAN *ofpwire.ActionPushVLAN
+	decTTL   bool
+	setTTL   *ofpwire.ActionSetNwTTL
+	fields   [ofpwire.NumBasicFields]*ofpwire.ActionSetField
+	output   *ofpwire.ActionOutput
+	outTable uint8 // table of the entry that wrote output (packet-in table id)
+	outMiss  bool  // that entry was a table-miss entry
+}
+
+// xlator is the state of one walk.
+type xlator struct {
+	p       *pipeline.Pipeline
+	opts    Options
+	key     flow.Key   // the packet as rewritten so far
+	written flow.Mask  // key bits actions have set: no longer the original packet's
+	mask    *flow.Mask // the result: original bits the translation consulted
+	out     actions.List
+	set     actionSet
+	table   uint8 // table of the entry being executed
+	miss    bool  // that entry is a table-miss entry
+	stopped bool  // an invalid TTL ended processing
+}
+
+// Translate walks the pipeline for the packet whose flow key is key,
+// starting at table 0 with metadata 0, and fills res with the datapath
+// actions equivalent to running the pipeline on that packet and the mask
+// of every original key bit the result depends on. res.Actions is reused
+// (truncated, then appended to). On error res holds no usable result.
+// The walk holds the pipeline's read lock, so it sees one version of every
+// table it visits.
+func Translate(p *pipeline.Pipeline, key *flow.Key, res *datapath.UpcallResult, opts Options) error {
+	x := xlator{p: p, opts: opts, key: *key, mask: &res.Mask, out: res.Actions[:0]}
+	res.Mask = flow.Mask{}
+	res.NoInstall = false
+	p.RLock()
+	err := x.walk()
+	p.RUnlock()
+	res.Actions = x.out
+	return err
+}
+
+func (x *xlator) walk() error {
+	var md uint64
+	tid := uint8(0)
+	for step := 0; ; step++ {
+		if step >= maxSteps {
+			return ErrLoop
+		}
+		var wc flow.Mask
+		e := x.p.LookupLocked(tid, &x.key, md, &wc, nil)
+		x.consult(&wc)
+		if e == nil {
+			break // table-miss without a table-miss entry: drop
+		}
+		x.table, x.miss = tid, isTableMiss(e)
+		next, gotoTable := uint8(0), false
+		for _, in := range e.Instructions() {
+			var err error
+			switch in := in.(type) {
+			case *ofpwire.InstrApplyActions:
+				err = x.applyActions(in.Actions)
+			case *ofpwire.InstrClearActions:
+				x.set = actionSet{}
+			case *ofpwire.InstrWriteActions:
+				err = x.writeActions(in.Actions)
+			case *ofpwire.InstrWriteMetadata:
+				md = md&^in.Mask | in.Metadata&in.Mask
+			case *ofpwire.InstrGotoTable:
+				next, gotoTable = in.TableID, true
+			case *ofpwire.InstrMeter:
+				err = fmt.Errorf("%w: meter instruction", ErrUnsupported)
+			default:
+				err = fmt.Errorf("%w: instruction type %d", ErrUnsupported, in.InstructionType())
+			}
+			if err != nil {
+				return err
+			}
+			if x.stopped {
+				return nil
+			}
+		}
+		if !gotoTable {
+			break
+		}
+		if next <= tid {
+			return ErrLoop
+		}
+		tid = next
+	}
+	return x.executeSet()
+}
+
+// isTableMiss reports whether e is a table-miss entry (priority 0, every
+// field wildcarded): its controller outputs carry reason NO_MATCH.
+func isTableMiss(e *pipeline.Entry) bool {
+	return e.Priority == 0 && e.Match.Mask.IsZero() && e.Match.MetadataMask == 0
+}
+
+// consult adds to the mask the bits of m that still hold the original
+// packet's value.
+func (x *xlator) consult(m *flow.Mask) {
+	a, w, r := m.Words(), x.written.Words(), x.mask.Words()
+	for i := range a {
+		r[i] |= a[i] &^ w[i]
+	}
+}
+
+// consultField is consult for one field given as a mask with only that
+// field's bits set.
+func (x *xlator) consultField(set func(m *flow.Mask)) {
+	var m flow.Mask
+	set(&m)
+	x.consult(&m)
+}
+
+func (x *xlator) emit(a actions.Action) error {
+	if len(x.out) >= MaxActions {
+		return ErrTooManyActions
+	}
+	x.out = append(x.out, a)
+	return nil
+}
+
+func (x *xlator) applyActions(acts []ofpwire.Action) error {
+	for _, a := range acts {
+		if err := x.doAction(a, x.table, x.miss); err != nil {
+			return err
+		}
+		if x.stopped {
+			return nil
+		}
+	}
+	return nil
+}
+
+// checkSupported rejects, at write time, actions the action set cannot hold.
+func checkSupported(a ofpwire.Action) error {
+	switch a := a.(type) {
+	case *ofpwire.ActionOutput, *ofpwire.ActionPushVLAN, *ofpwire.ActionPopVLAN,
+		*ofpwire.ActionDecNwTTL, *ofpwire.ActionSetNwTTL:
+		return nil
+	case *ofpwire.ActionSetField:
+		_, err := setFieldSupported(a)
+		return err
+	default:
+		return unsupportedAction(a)
+	}
+}
+
+func unsupportedAction(a ofpwire.Action) error {
+	return fmt.Errorf("%w: action type %d", ErrUnsupported, a.ActionType())
+}
+
+func (x *xlator) writeActions(acts []ofpwire.Action) error {
+	for _, a := range acts {
+		if err := checkSupported(a); err != nil {
+			return err
+		}
+		switch a := a.(type) {
+		case *ofpwire.ActionOutput:
+			x.set.output, x.set.outTable, x.set.outMiss = a, x.table, x.miss
+		case *ofpwire.ActionPushVLAN:
+			x.set.pushVLAN = a
+		case *ofpwire.ActionPopVLAN:
+			x.set.popVLAN = true
+		case *ofpwire.ActionDecNwTTL:
+			x.set.decTTL = true
+		case *ofpwire.ActionSetNwTTL:
+			x.set.setTTL = a
+		case *ofpwire.ActionSetField:
+			x.set.fields[a.Field.Field] = a
+		}
+	}
+	return nil
+}
+
+// executeSet runs the action set in the order of OpenFlow 1.3 §5.10 (the
+// kinds this package supports: pop, push VLAN, dec TTL, set, output).
+func (x *xlator) executeSet() error {
+	s := &x.set
+	if s.popVLAN {
+		if err := x.doAction(&ofpwire.ActionPopVLAN{}, x.table, x.miss); err != nil {
+			return err
+		}
+	}
+	if s.pushVLAN != nil {
+		if err := x.doAction(s.pushVLAN, x.table, x.miss); err != nil {
+			return err
+		}
+	}
+	if s.decTTL {
+		if err := x.doAction(&ofpwire.ActionDecNwTTL{}, x.table, x.miss); err != nil || x.stopped {
+			return err
+		}
+	}
+	if s.setTTL != nil {
+		if err := x.doAction(s.setTTL, x.table, x.miss); err != nil {
+			return err
+		}
+	}
+	for _, f := range s.fields {
+		if f != nil {
+			if err := x.doAction(f, x.table, x.miss); err != nil {
+				return err
+			}
+		}
+	}
+	if s.output != nil {
+		return x.doAction(s.output, s.outTable, s.outMiss)
+	}
+	return nil
+}
+
+// doAction translates one OpenFlow action executed now; table and miss
+// describe the entry it came from (for packet-in).
+func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
+	switch a := a.(type) {
+	case *ofpwire.ActionOutput:
+		return x.output(a, table, miss)
+	case *ofpwire.ActionSetField:
+		return x.setField(a)
+	case *ofpwire.ActionPushVLAN:
+		return x.pushVLAN(a.EtherType)
+	case *ofpwire.ActionPopVLAN:
+		return x.popVLAN()
+	case *ofpwire.ActionSetNwTTL:
+		if !x.isIP() {
+			return nil
+		}
+		x.key.NwTTL = a.TTL
+		x.written.NwTTL = 0xff
+		return x.emit(actions.Action{Kind: actions.SetIPTTL, Val8: a.TTL})
+	case *ofpwire.ActionDecNwTTL:
+		return x.decTTL(table)
+	default:
+		return unsupportedAction(a)
+	}
+}
+
+func (x *xlator) isIP() bool {
+	x.consultField(func(m *flow.Mask) { m.EthType = 0xffff })
+	return x.key.EthType == ethIPv4 || x.key.EthType == ethIPv6
+}
+
+func (x *xlator) decTTL(table uint8) error {
+	if !x.isIP() {
+		return nil // OpenFlow leaves dec-TTL on non-IP undefined; do nothing, as OVS
+	}
+	x.consultField(func(m *flow.Mask) { m.NwTTL = 0xff })
+	if x.key.NwTTL <= 1 {
+		x.stopped = true
+		if x.opts.NoInvalidTTLToController {
+			return nil
+		}
+		return x.emit(actions.Action{Kind: actions.Controller,
+			Port: ControllerArg(ofp.PacketInReasonInvalidTTL, table, 0xffff)})
+	}
+	x.key.NwTTL--
+	x.written.NwTTL = 0xff
+	return x.emit(actions.Action{Kind: actions.DecIPTTL})
+}
+
+// allVLAN is the mask of both VLAN tags.
+var allVLAN = [2]flow.VLANTag{{TPID: 0xffff, TCI: 0xffff}, {TPID: 0xffff, TCI: 0xffff}}
+
+// vlanShift handles push and pop conservatively: the tags move between the
+// key's two slots, which bit-position tracking cannot follow, so every
+// original tag bit is consulted and the tags count as written afterwards.
+func (x *xlator) vlanShift() {
+	x.consultField(func(m *flow.Mask) { m.VLAN = allVLAN })
+	x.written.VLAN = allVLAN
+}
+
+func (x *xlator) pushVLAN(tpid uint16) error {
+	x.vlanShift()
+	// OpenFlow 1.3's push-tag rule: VID and PCP of the new tag come from
+	// the existing outer tag, or are 0 when there is none.
+	tci := uint16(0)
+	if x.key.VLAN[0].TPID&flow.TPIDPresent != 0 {
+		tci = x.key.VLAN[0].TCI
+	}
+	x.key.VLAN[1] = x.key.VLAN[0]
+	x.key.VLAN[0] = flow.VLANTag{TPID: tpid, TCI: tci}
+	return x.emit(actions.Action{Kind: actions.PushVLAN, Val16: tpid, Val16b: tci})
+}
+
+func (x *xlator) popVLAN() error {
+	x.vlanShift()
+	if x.key.VLAN[0].TPID&flow.TPIDPresent == 0 {
+		return nil // no tag: nothing to pop
+	}
+	x.key.VLAN[0] = x.key.VLAN[1]
+	x.key.VLAN[1] = flow.VLANTag{}
+	return x.emit(actions.Action{Kind: actions.PopVLAN})
+}
+
+// setFieldSupported returns the field's value as an integer (for the
+// narrow fields) after checking the field is one Translate can set.
+func setFieldSupported(a *ofpwire.ActionSetField) (uint64, error) {
+	f := a.Field
+	if f.Class != ofp.XMClassOpenflowBasic || f.HasMask {
+		return 0, fmt.Errorf("%w: masked or non-basic set-field", ErrUnsupported)
+	}
+	size, _, ok := ofpwire.FieldSize(f.Field)
+	if !ok || len(f.Value) != size {
+		return 0, fmt.Errorf("%w: set-field %d with %d bytes", ErrUnsupported, f.Field, len(f.Value))
+	}
+	switch f.Field {
+	case ofp.XMTypeEthDst, ofp.XMTypeEthSrc, ofp.XMTypeVlanID, ofp.XMTypeVlanPCP,
+		ofp.XMTypeIPDSCP, ofp.XMTypeIPECN, ofp.XMTypeIPv4Src, ofp.XMTypeIPv4Dst,
+		ofp.XMTypeIPv6Src, ofp.XMTypeIPv6Dst, ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst,
+		ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst, ofp.XMTypeSCTPSrc, ofp.XMTypeSCTPDst:
+		if size <= 8 {
+			return f.Uint(), nil
+		}
+		return 0, nil
+	}
+	return 0, fmt.Errorf("%w: set-field on field %d", ErrUnsupported, f.Field)
+}
+
+// l4Prereq reports whether the packet is an IPv4/IPv6 first fragment (or
+// unfragmented) of protocol proto, consulting the fields that tells.
+func (x *xlator) l4Prereq(proto uint8) bool {
+	if !x.isIP() {
+		return false
+	}
+	x.consultField(func(m *flow.Mask) { m.NwProto = 0xff; m.NwFrag = flow.FragLater })
+	return x.key.NwProto == proto && x.key.NwFrag&flow.FragLater == 0
+}
+
+func l4Proto(f ofp.XMType) uint8 {
+	switch f {
+	case ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst:
+		return protoTCP
+	case ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst:
+		return protoUDP
+	}
+	return protoSCTP
+}
+
+// setField rewrites one field if the packet has it (a set-field whose
+// prerequisites the packet does not meet does nothing, as in OVS), and
+// emits the datapath action that does the same.
+func (x *xlator) setField(a *ofpwire.ActionSetField) error {
+	v, err := setFieldSupported(a)
+	if err != nil {
+		return err
+	}
+	f := a.Field
+	k, w := &x.key, &x.written
+	act := actions.Action{}
+	switch f.Field {
+	case ofp.XMTypeEthDst:
+		k.EthDst = [6]byte(f.Value)
+		w.EthDst = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+		act.Kind = actions.SetEthDst
+		copy(act.Addr[:], f.Value)
+	case ofp.XMTypeEthSrc:
+		k.EthSrc = [6]byte(f.Value)
+		w.EthSrc = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+		act.Kind = actions.SetEthSrc
+		copy(act.Addr[:], f.Value)
+	case ofp.XMTypeVlanID, ofp.XMTypeVlanPCP:
+		// Sets the outer tag's VID or PCP; no-op without a tag.
+		x.consultField(func(m *flow.Mask) { m.VLAN[0].TPID = flow.TPIDPresent })
+		if k.VLAN[0].TPID&flow.TPIDPresent == 0 {
+			return nil
+		}
+		val, msk := uint16(v&0x0fff), uint16(0x0fff)
+		if f.Field == ofp.XMTypeVlanPCP {
+			val, msk = uint16(v&7)<<13, 0xe000
+		}
+		k.VLAN[0].TCI = k.VLAN[0].TCI&^msk | val
+		w.VLAN[0].TCI |= msk
+		act = actions.Action{Kind: actions.SetVLANTCI, Val16: msk, Val16b: val}
+	case ofp.XMTypeIPDSCP, ofp.XMTypeIPECN:
+		if !x.isIP() {
+			return nil
+		}
+		val, msk := uint8(v&0x3f)<<2, uint8(0xfc)
+		if f.Field == ofp.XMTypeIPECN {
+			val, msk = uint8(v&3), 0x03
+		}
+		k.NwTOS = k.NwTOS&^msk | val
+		w.NwTOS |= msk
+		act = actions.Action{Kind: actions.SetIPTOS, Val8: val, Mask8: msk}
+	case ofp.XMTypeIPv4Src, ofp.XMTypeIPv4Dst:
+		x.consultField(func(m *flow.Mask) { m.EthType = 0xffff })
+		if k.EthType != ethIPv4 {
+			return nil
+		}
+		act.Kind = actions.SetIPv4Src
+		if f.Field == ofp.XMTypeIPv4Src {
+			k.IPv4Src, w.IPv4Src = uint32(v), ^uint32(0)
+		} else {
+			k.IPv4Dst, w.IPv4Dst = uint32(v), ^uint32(0)
+			act.Kind = actions.SetIPv4Dst
+		}
+		copy(act.Addr[:], f.Value)
+	case ofp.XMTypeIPv6Src, ofp.XMTypeIPv6Dst:
+		x.consultField(func(m *flow.Mask) { m.EthType = 0xffff })
+		if k.EthType != ethIPv6 {
+			return nil
+		}
+		ones := [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+		act.Kind = actions.SetIPv6Src
+		if f.Field == ofp.XMTypeIPv6Src {
+			k.IPv6Src, w.IPv6Src = [16]byte(f.Value), ones
+		} else {
+			k.IPv6Dst, w.IPv6Dst = [16]byte(f.Value), ones
+			act.Kind = actions.SetIPv6Dst
+		}
+		copy(act.Addr[:], f.Value)
+	default: // the L4 ports
+		if !x.l4Prereq(l4Proto(f.Field)) {
+			return nil
+		}
+		switch f.Field {
+		case ofp.XMTypeTCPSrc, ofp.XMTypeUDPSrc, ofp.XMTypeSCTPSrc:
+			k.TpSrc, w.TpSrc = uint16(v), 0xffff
+			act.Kind = actions.SetL4Src
+		default:
+			k.TpDst, w.TpDst = uint16(v), 0xffff
+			act.Kind = actions.SetL4Dst
+		}
+		act.Val16 = uint16(v)
+	}
+	return x.emit(act)
+}
+
+// output translates an output action. Every kind of output depends on
+// in_port (a plain port equal to in_port drops, ALL/FLOOD skip it), so
+// in_port is always consulted.
+func (x *xlator) output(a *ofpwire.ActionOutput, table uint8, miss bool) error {
+	x.consultField(func(m *flow.Mask) { m.InPort = ^uint32(0) })
+	in := x.key.InPort
+	switch a.Port {
+	case ofp.PortIn:
+		return x.emit(actions.Action{Kind: actions.Output, Port: in})
+	case ofp.PortController:
+		reason := ofp.PacketInReasonAction
+		if miss {
+			reason = ofp.PacketInReasonNoMatch
+		}
+		return x.emit(actions.Action{Kind: actions.Controller, Port: ControllerArg(reason, table, a.MaxLen)})
+	case ofp.PortAll, ofp.PortFlood:
+		for _, p := range x.opts.Ports {
+			if p != in {
+				if err := x.emit(actions.Action{Kind: actions.Output, Port: p}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	case ofp.PortLocal:
+		if lp := x.opts.LocalPort; lp != 0 && lp != in {
+			return x.emit(actions.Action{Kind: actions.Output, Port: lp})
+		}
+		return nil
+	case ofp.PortNormal:
+		return fmt.Errorf("%w: output to NORMAL", ErrUnsupported)
+	case ofp.PortTable:
+		return fmt.Errorf("%w: output to TABLE", ErrUnsupported)
+	}
+	if a.Port > ofp.PortMax {
+		return fmt.Errorf("%w: output to reserved port %#x", ErrUnsupported, uint32(a.Port))
+	}
+	if uint32(a.Port) == in {
+		return nil // OpenFlow sends back to in_port only through OFPP_IN_PORT
+	}
+	return x.emit(actions.Action{Kind: actions.Output, Port: uint32(a.Port)})
+}
