@@ -1,0 +1,541 @@
+package pipeline
+
+import (
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"vswitch/ofproto/ofpwire"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// Group chaining: buckets may forward to other groups (a GROUP action) and
+// fast-failover buckets may watch other groups. Both are supported, and
+// every GROUP_MOD is checked so that the graph of those references stays
+// acyclic (OFPGMFC_LOOP otherwise); a bucket naming a group that does not
+// exist is refused with OFPBAC_BAD_OUT_GROUP (watching one with
+// OFPGMFC_BAD_WATCH), and a group another group still refers to cannot be
+// deleted on its own (OFPGMFC_CHAINED_GROUP). That is what the
+// CHAINING and CHAINING_CHECKS capabilities promise.
+
+// Bucket is one bucket of an installed group: its OpenFlow description and
+// the counters the datapath adds to (atomically, without any lock).
+type Bucket struct {
+	ofpwire.Bucket
+	Packets, Bytes atomic.Uint64
+}
+
+// watchesPort reports whether the bucket names a port whose liveness matters.
+func (b *Bucket) watchesPort() bool { return b.WatchPort != ofp.PortAny }
+
+// watchesGroup is watchesPort for groups.
+func (b *Bucket) watchesGroup() bool { return b.WatchGroup != ofp.GroupAny }
+
+// groupState is what GROUP_MOD MODIFY replaces as a whole, so that readers
+// holding a *Group always see a type and a bucket list that belong together.
+type groupState struct {
+	typ     ofp.GroupType
+	buckets []Bucket
+}
+
+// Group is one installed group. The pointer stays the same for the group's
+// life (MODIFY swaps its type and buckets), so flows and caches may keep it.
+type Group struct {
+	ID      ofp.Group
+	Created time.Time
+
+	// Packets and Bytes count what the group processed; the datapath adds
+	// to them (see Account).
+	Packets, Bytes atomic.Uint64
+
+	refs  atomic.Int64
+	state atomic.Pointer[groupState]
+}
+
+// Type is the group's current type.
+func (g *Group) Type() ofp.GroupType { return g.state.Load().typ }
+
+// Buckets returns the group's current buckets. The slice is never changed
+// in place (MODIFY installs a new one); its counters are live.
+func (g *Group) Buckets() []Bucket { return g.state.Load().buckets }
+
+// RefCount is the number of flow entries forwarding to the group.
+func (g *Group) RefCount() int64 { return g.refs.Load() }
+
+// Account adds a packet count and byte count to the group and, when b is
+// not nil, to the bucket b (one of g.Buckets()).
+func (g *Group) Account(b *Bucket, packets, bytes uint64) {
+	g.Packets.Add(packets)
+	g.Bytes.Add(bytes)
+	if b != nil {
+		b.Packets.Add(packets)
+		b.Bytes.Add(bytes)
+	}
+}
+
+// GroupTable holds the groups of one bridge. Changes and lookups by id go
+// through one RWMutex; a *Group once obtained is read without it.
+type GroupTable struct {
+	// MaxGroups bounds the number of groups (0: DefaultMaxGroups); an ADD
+	// beyond it fails with OFPGMFC_OUT_OF_GROUPS. Set it before use.
+	MaxGroups int
+	// MaxBuckets bounds the buckets of one group (0: DefaultMaxBuckets),
+	// OFPGMFC_OUT_OF_BUCKETS beyond. Set it before use.
+	MaxBuckets int
+
+	mu     sync.RWMutex
+	groups map[ofp.Group]*Group
+	gen    atomic.Uint64
+}
+
+// DefaultMaxGroups and DefaultMaxBuckets are the limits a zero GroupTable
+// field stands for.
+const (
+	DefaultMaxGroups  = 65536
+	DefaultMaxBuckets = 1024
+)
+
+// maxChainDepth bounds recursion through watch groups when testing
+// liveness; loops are refused at GROUP_MOD time, so this only guards
+// against very deep chains.
+const maxChainDepth = 32
+
+// NewGroupTable returns an empty group table with the default limits.
+func NewGroupTable() *GroupTable { return &GroupTable{groups: make(map[ofp.Group]*Group)} }
+
+func (t *GroupTable) maxGroups() int {
+	if t.MaxGroups > 0 {
+		return t.MaxGroups
+	}
+	return DefaultMaxGroups
+}
+
+func (t *GroupTable) maxBuckets() int {
+	if t.MaxBuckets > 0 {
+		return t.MaxBuckets
+	}
+	return DefaultMaxBuckets
+}
+
+// Generation moves on every change to the table, for cache invalidation.
+func (t *GroupTable) Generation() uint64 { return t.gen.Load() }
+
+// Get returns group id, or nil.
+func (t *GroupTable) Get(id ofp.Group) *Group {
+	t.mu.RLock()
+	g := t.groups[id]
+	t.mu.RUnlock()
+	return g
+}
+
+// Len is the number of installed groups.
+func (t *GroupTable) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.groups)
+}
+
+// Ref records that one more flow entry forwards to group id; it reports
+// false (and records nothing) when the group does not exist, which the
+// flow table turns into OFPBAC_BAD_OUT_GROUP.
+func (t *GroupTable) Ref(id ofp.Group) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	g := t.groups[id]
+	if g == nil {
+		return false
+	}
+	g.refs.Add(1)
+	return true
+}
+
+// Unref undoes one Ref; unknown groups (deleted meanwhile) are ignored.
+func (t *GroupTable) Unref(id ofp.Group) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if g := t.groups[id]; g != nil && g.refs.Load() > 0 {
+		g.refs.Add(-1)
+	}
+}
+
+func gmErr(code uint16) error {
+	return &ofpwire.OFPError{Type: ofpwire.ETGroupModFailed, Code: code}
+}
+
+// ApplyGroupMod carries out one GROUP_MOD at time now. For DELETE it
+// returns the ids of the groups removed: per the spec the flow entries
+// forwarding to them must go too, which is the caller's job (the pipeline
+// knows the flows). Errors are *ofpwire.OFPError:
+//
+//	ADD of an existing id              GROUP_MOD_FAILED/GROUP_EXISTS
+//	MODIFY of an unknown id            GROUP_MOD_FAILED/UNKNOWN_GROUP
+//	id above OFPG_MAX (ADD/MODIFY)     GROUP_MOD_FAILED/INVALID_GROUP
+//	reserved id other than ALL (DEL)   GROUP_MOD_FAILED/INVALID_GROUP
+//	unknown command / type             GROUP_MOD_FAILED/BAD_COMMAND, BAD_TYPE
+//	INDIRECT without exactly 1 bucket  GROUP_MOD_FAILED/INVALID_GROUP
+//	weight on a non-SELECT bucket      GROUP_MOD_FAILED/BAD_BUCKET
+//	FF bucket watching nothing         GROUP_MOD_FAILED/BAD_WATCH
+//	watching an unknown group          GROUP_MOD_FAILED/BAD_WATCH
+//	GROUP action to an unknown group   BAD_ACTION/BAD_OUT_GROUP
+//	reference cycle                    GROUP_MOD_FAILED/LOOP
+//	deleting a group another uses      GROUP_MOD_FAILED/CHAINED_GROUP
+//	too many groups / buckets          GROUP_MOD_FAILED/OUT_OF_GROUPS, OUT_OF_BUCKETS
+//
+// Deleting a group that does not exist is not an error.
+func (t *GroupTable) ApplyGroupMod(gm *ofpwire.GroupMod, now time.Time) (deleted []ofp.Group, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.groups == nil {
+		t.groups = make(map[ofp.Group]*Group)
+	}
+	switch gm.Command {
+	case ofp.GroupAdd, ofp.GroupModify:
+	case ofp.GroupDelete:
+		return t.deleteLocked(gm.GroupID)
+	default:
+		return nil, gmErr(ofpwire.GMFCBadCommand)
+	}
+	if gm.GroupID > ofp.GroupMax {
+		return nil, gmErr(ofpwire.GMFCInvalidGroup)
+	}
+	old := t.groups[gm.GroupID]
+	if gm.Command == ofp.GroupAdd && old != nil {
+		return nil, gmErr(ofpwire.GMFCGroupExists)
+	}
+	if gm.Command == ofp.GroupModify && old == nil {
+		return nil, gmErr(ofpwire.GMFCUnknownGroup)
+	}
+	if gm.Command == ofp.GroupAdd && len(t.groups) >= t.maxGroups() {
+		return nil, gmErr(ofpwire.GMFCOutOfGroups)
+	}
+	if err := t.checkBuckets(gm); err != nil {
+		return nil, err
+	}
+	if t.reaches(gm, gm.GroupID) {
+		return nil, gmErr(ofpwire.GMFCLoop)
+	}
+	st := &groupState{typ: gm.Type, buckets: make([]Bucket, len(gm.Buckets))}
+	for i := range gm.Buckets {
+		st.buckets[i].Bucket = gm.Buckets[i]
+	}
+	if old != nil {
+		// Bucket counters start again with the new buckets; the group's
+		// own counters and references carry on.
+		old.state.Store(st)
+	} else {
+		g := &Group{ID: gm.GroupID, Created: now}
+		g.state.Store(st)
+		t.groups[gm.GroupID] = g
+	}
+	t.gen.Add(1)
+	return nil, nil
+}
+
+// checkBuckets validates gm's type and buckets against the spec.
+func (t *GroupTable) checkBuckets(gm *ofpwire.GroupMod) error {
+	switch gm.Type {
+	case ofp.GroupTypeAll, ofp.GroupTypeSelect, ofp.GroupTypeIndirect, ofp.GroupTypeFastFailover:
+	default:
+		return gmErr(ofpwire.GMFCBadType)
+	}
+	if len(gm.Buckets) > t.maxBuckets() {
+		return gmErr(ofpwire.GMFCOutOfBuckets)
+	}
+	if gm.Type == ofp.GroupTypeIndirect && len(gm.Buckets) != 1 {
+		return gmErr(ofpwire.GMFCInvalidGroup)
+	}
+	for i := range gm.Buckets {
+		b := &gm.Buckets[i]
+		if b.Weight != 0 && gm.Type != ofp.GroupTypeSelect {
+			return gmErr(ofpwire.GMFCBadBucket)
+		}
+		if gm.Type == ofp.GroupTypeFastFailover && b.WatchPort == ofp.PortAny && b.WatchGroup == ofp.GroupAny {
+			return gmErr(ofpwire.GMFCBadWatch)
+		}
+		// ALL and INDIRECT buckets ignore their watch fields (the spec
+		// makes them meaningful for FF, and SELECT may use liveness).
+		if (gm.Type == ofp.GroupTypeFastFailover || gm.Type == ofp.GroupTypeSelect) && b.WatchGroup != ofp.GroupAny {
+			if b.WatchGroup != gm.GroupID && t.groups[b.WatchGroup] == nil {
+				return gmErr(ofpwire.GMFCBadWatch)
+			}
+		}
+		for _, a := range b.Actions {
+			if ga, ok := a.(*ofpwire.ActionGroup); ok {
+				if ga.Group != gm.GroupID && t.groups[ga.Group] == nil {
+					return &ofpwire.OFPError{Type: ofpwire.ETBadAction, Code: ofpwire.BACBadOutGroup}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// refsOf calls f for every group the buckets refer to (forwarding or
+// watching); it stops and reports true as soon as f does.
+func refsOf(typ ofp.GroupType, bs []ofpwire.Bucket, f func(ofp.Group) bool) bool {
+	for i := range bs {
+		if (typ == ofp.GroupTypeFastFailover || typ == ofp.GroupTypeSelect) && bs[i].WatchGroup != ofp.GroupAny {
+			if f(bs[i].WatchGroup) {
+				return true
+			}
+		}
+		for _, a := range bs[i].Actions {
+			if ga, ok := a.(*ofpwire.ActionGroup); ok && f(ga.Group) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func stateRefs(st *groupState, f func(ofp.Group) bool) bool {
+	for i := range st.buckets {
+		b := &st.buckets[i]
+		if (st.typ == ofp.GroupTypeFastFailover || st.typ == ofp.GroupTypeSelect) && b.watchesGroup() {
+			if f(b.WatchGroup) {
+				return true
+			}
+		}
+		for _, a := range b.Actions {
+			if ga, ok := a.(*ofpwire.ActionGroup); ok && f(ga.Group) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// reaches reports whether installing gm would let target reach itself:
+// whether any group gm refers to leads back to target through the
+// installed groups (gm replacing target's current buckets).
+func (t *GroupTable) reaches(gm *ofpwire.GroupMod, target ofp.Group) bool {
+	seen := make(map[ofp.Group]bool)
+	var visit func(id ofp.Group) bool
+	visit = func(id ofp.Group) bool {
+		if id == target {
+			return true
+		}
+		if seen[id] {
+			return false
+		}
+		seen[id] = true
+		g := t.groups[id]
+		if g == nil {
+			return false
+		}
+		return stateRefs(g.state.Load(), visit)
+	}
+	return refsOf(gm.Type, gm.Buckets, visit)
+}
+
+func (t *GroupTable) deleteLocked(id ofp.Group) ([]ofp.Group, error) {
+	if id == ofp.GroupAll {
+		out := make([]ofp.Group, 0, len(t.groups))
+		for gid := range t.groups {
+			out = append(out, gid)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+		clear(t.groups)
+		if len(out) > 0 {
+			t.gen.Add(1)
+		}
+		return out, nil
+	}
+	if id > ofp.GroupMax {
+		return nil, gmErr(ofpwire.GMFCInvalidGroup)
+	}
+	if t.groups[id] == nil {
+		return nil, nil
+	}
+	for gid, g := range t.groups {
+		if gid == id {
+			continue
+		}
+		if stateRefs(g.state.Load(), func(r ofp.Group) bool { return r == id }) {
+			return nil, gmErr(ofpwire.GMFCChainedGroup)
+		}
+	}
+	delete(t.groups, id)
+	t.gen.Add(1)
+	return []ofp.Group{id}, nil
+}
+
+// Live reports whether bucket b is live: its watched port (if any) is up
+// per portLive, and its watched group (if any) has a live bucket. For
+// buckets of ALL and INDIRECT groups, which watch nothing, it is true.
+func (t *GroupTable) Live(b *Bucket, portLive func(port uint32) bool) bool {
+	return t.live(b, portLive, 0)
+}
+
+func (t *GroupTable) live(b *Bucket, portLive func(uint32) bool, depth int) bool {
+	if b.watchesPort() && !portLive(uint32(b.WatchPort)) {
+		return false
+	}
+	if b.watchesGroup() {
+		if depth >= maxChainDepth {
+			return false
+		}
+		g := t.Get(b.WatchGroup)
+		if g == nil || !t.groupLive(g, portLive, depth+1) {
+			return false
+		}
+	}
+	return true
+}
+
+// groupLive: a group is live when it has a bucket that is.
+func (t *GroupTable) groupLive(g *Group, portLive func(uint32) bool, depth int) bool {
+	st := g.state.Load()
+	for i := range st.buckets {
+		b := &st.buckets[i]
+		if st.typ != ofp.GroupTypeFastFailover && st.typ != ofp.GroupTypeSelect {
+			return true
+		}
+		if t.live(b, portLive, depth) {
+			return true
+		}
+	}
+	return false
+}
+
+// FirstLive returns the bucket a fast-failover group uses: the first live
+// one in list order, or nil when none is live.
+func (t *GroupTable) FirstLive(g *Group, portLive func(port uint32) bool) *Bucket {
+	bs := g.Buckets()
+	for i := range bs {
+		if t.Live(&bs[i], portLive) {
+			return &bs[i]
+		}
+	}
+	return nil
+}
+
+// SelectBucket returns the bucket a SELECT group uses for a packet whose
+// flow hashes to hash, or nil when no bucket is live with a non-zero
+// weight. Buckets are chosen by weighted rendezvous hashing: each live
+// bucket scores weight/-ln(u) with u a uniform value derived from (hash,
+// bucket index) and the highest score wins. So a bucket is chosen with
+// probability weight/sum of live weights, the same hash gives the same
+// bucket while the group and the liveness are unchanged, and when a bucket
+// goes down only the flows it carried move. A nil portLive treats every
+// port as live.
+func (t *GroupTable) SelectBucket(g *Group, hash uint32, portLive func(port uint32) bool) *Bucket {
+	bs := g.Buckets()
+	var best *Bucket
+	bestScore := -1.0
+	for i := range bs {
+		b := &bs[i]
+		if b.Weight == 0 {
+			continue
+		}
+		if portLive != nil && !t.Live(b, portLive) {
+			continue
+		}
+		h := mix64(uint64(hash)<<32 | uint64(i))
+		// u in (0,1): 53 random bits, never 0.
+		u := (float64(h>>11) + 0.5) / (1 << 53)
+		score := float64(b.Weight) / -math.Log(u)
+		if score > bestScore {
+			best, bestScore = b, score
+		}
+	}
+	return best
+}
+
+// mix64 is a 64-bit finalizer (splitmix64's): every input bit affects every
+// output bit, so consecutive bucket indexes give independent values.
+func mix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// sorted returns the groups id selects (every group for OFPG_ALL) in id
+// order.
+func (t *GroupTable) sorted(id ofp.Group) []*Group {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if id != ofp.GroupAll {
+		if g := t.groups[id]; g != nil {
+			return []*Group{g}
+		}
+		return nil
+	}
+	out := make([]*Group, 0, len(t.groups))
+	for _, g := range t.groups {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Stats answers OFPMP_GROUP for id (OFPG_ALL: every group) at time now.
+// An unknown id gives an empty reply.
+func (t *GroupTable) Stats(id ofp.Group, now time.Time) []ofpwire.GroupStats {
+	gs := t.sorted(id)
+	out := make([]ofpwire.GroupStats, 0, len(gs))
+	for _, g := range gs {
+		d := now.Sub(g.Created)
+		if d < 0 {
+			d = 0
+		}
+		bs := g.Buckets()
+		s := ofpwire.GroupStats{
+			GroupID: g.ID, RefCount: uint32(g.refs.Load()),
+			PacketCount: g.Packets.Load(), ByteCount: g.Bytes.Load(),
+			DurationSec: uint32(d / time.Second), DurationNSec: uint32(d % time.Second),
+			BucketStats: make([]ofp.BucketCounter, len(bs)),
+		}
+		for i := range bs {
+			s.BucketStats[i] = ofp.BucketCounter{PacketCount: bs[i].Packets.Load(), ByteCount: bs[i].Bytes.Load()}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Desc answers OFPMP_GROUP_DESC: every group with its type and buckets.
+func (t *GroupTable) Desc() []ofpwire.GroupDesc {
+	gs := t.sorted(ofp.GroupAll)
+	out := make([]ofpwire.GroupDesc, 0, len(gs))
+	for _, g := range gs {
+		st := g.state.Load()
+		d := ofpwire.GroupDesc{Type: st.typ, GroupID: g.ID, Buckets: make([]ofpwire.Bucket, len(st.buckets))}
+		for i := range st.buckets {
+			d.Buckets[i] = st.buckets[i].Bucket
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// groupActions is the bitmap (1<<OFPAT_*) of the actions buckets may hold:
+// every OpenFlow 1.3 action but experimenter ones.
+const groupActions = 1<<uint(ofp.ActionTypeOutput) |
+	1<<uint(ofp.ActionTypeCopyTTLOut) | 1<<uint(ofp.ActionTypeCopyTTLIn) |
+	1<<uint(ofp.ActionTypeSetMPLSTTL) | 1<<uint(ofp.ActionTypeDecMPLSTTL) |
+	1<<uint(ofp.ActionTypePushVLAN) | 1<<uint(ofp.ActionTypePopVLAN) |
+	1<<uint(ofp.ActionTypePushMPLS) | 1<<uint(ofp.ActionTypePopMPLS) |
+	1<<uint(ofp.ActionTypeSetQueue) | 1<<uint(ofp.ActionTypeGroup) |
+	1<<uint(ofp.ActionTypeSetNwTTL) | 1<<uint(ofp.ActionTypeDecNwTTL) |
+	1<<uint(ofp.ActionTypeSetField) | 1<<uint(ofp.ActionTypePushPBB) |
+	1<<uint(ofp.ActionTypePopPBB)
+
+// Features answers OFPMP_GROUP_FEATURES.
+func (t *GroupTable) Features() ofpwire.GroupFeaturesReply {
+	f := ofpwire.GroupFeaturesReply{
+		Types: 1<<uint(ofp.GroupTypeAll) | 1<<uint(ofp.GroupTypeSelect) |
+			1<<uint(ofp.GroupTypeIndirect) | 1<<uint(ofp.GroupTypeFastFailover),
+		Capabilities: uint32(ofp.GroupCapabilitySelectWeight | ofp.GroupCapabilitySelectLiveness |
+			ofp.GroupCapabilityChaining | ofp.GroupCapabilityChainingChecks),
+	}
+	for i := range f.MaxGroups {
+		f.MaxGroups[i] = uint32(t.maxGroups())
+		f.Actions[i] = groupActions
+	}
+	return f
+}

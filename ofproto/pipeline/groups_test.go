@@ -1,0 +1,291 @@
+package pipeline
+
+import (
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"vswitch/ofproto/ofpwire"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+func out(port ofp.PortNo) ofpwire.Action { return &ofpwire.ActionOutput{Port: port} }
+
+func toGroup(g ofp.Group) ofpwire.Action { return &ofpwire.ActionGroup{Group: g} }
+
+// plain is a bucket that watches nothing.
+func plain(acts ...ofpwire.Action) ofpwire.Bucket {
+	return ofpwire.Bucket{WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny, Actions: acts}
+}
+
+func weighted(w uint16, acts ...ofpwire.Action) ofpwire.Bucket {
+	b := plain(acts...)
+	b.Weight = w
+	return b
+}
+
+func watching(port ofp.PortNo, acts ...ofpwire.Action) ofpwire.Bucket {
+	b := plain(acts...)
+	b.WatchPort = port
+	return b
+}
+
+func gadd(id ofp.Group, typ ofp.GroupType, bs ...ofpwire.Bucket) *ofpwire.GroupMod {
+	return &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: typ, GroupID: id, Buckets: bs}
+}
+
+func mustGroup(t testing.TB, gt *GroupTable, gm *ofpwire.GroupMod) {
+	t.Helper()
+	if _, err := gt.ApplyGroupMod(gm, t0); err != nil {
+		t.Fatalf("group mod %+v: %v", gm, err)
+	}
+}
+
+func TestGroupModErrors(t *testing.T) {
+	gmf := ofpwire.ETGroupModFailed
+	tests := []struct {
+		name      string
+		gm        *ofpwire.GroupMod
+		typ, code uint16
+	}{
+		{"add existing", gadd(1, ofp.GroupTypeAll, plain(out(1))), gmf, ofpwire.GMFCGroupExists},
+		{"modify unknown", &ofpwire.GroupMod{Command: ofp.GroupModify, Type: ofp.GroupTypeAll, GroupID: 99}, gmf, ofpwire.GMFCUnknownGroup},
+		{"bad command", &ofpwire.GroupMod{Command: 7, GroupID: 5}, gmf, ofpwire.GMFCBadCommand},
+		{"bad type", gadd(5, 9), gmf, ofpwire.GMFCBadType},
+		{"reserved id add", gadd(ofp.GroupAll, ofp.GroupTypeAll), gmf, ofpwire.GMFCInvalidGroup},
+		{"reserved id delete", &ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: ofp.GroupAny}, gmf, ofpwire.GMFCInvalidGroup},
+		{"indirect no bucket", gadd(5, ofp.GroupTypeIndirect), gmf, ofpwire.GMFCInvalidGroup},
+		{"indirect two buckets", gadd(5, ofp.GroupTypeIndirect, plain(out(1)), plain(out(2))), gmf, ofpwire.GMFCInvalidGroup},
+		{"weight on all", gadd(5, ofp.GroupTypeAll, weighted(3, out(1))), gmf, ofpwire.GMFCBadBucket},
+		{"weight on ff", gadd(5, ofp.GroupTypeFastFailover, func() ofpwire.Bucket { b := watching(1); b.Weight = 1; return b }()), gmf, ofpwire.GMFCBadBucket},
+		{"ff without watch", gadd(5, ofp.GroupTypeFastFailover, plain(out(1))), gmf, ofpwire.GMFCBadWatch},
+		{"ff watching unknown group", gadd(5, ofp.GroupTypeFastFailover, func() ofpwire.Bucket { b := plain(out(1)); b.WatchGroup = 77; return b }()), gmf, ofpwire.GMFCBadWatch},
+		{"chain to unknown group", gadd(5, ofp.GroupTypeAll, plain(toGroup(77))), ofpwire.ETBadAction, ofpwire.BACBadOutGroup},
+		{"self loop", gadd(5, ofp.GroupTypeAll, plain(toGroup(5))), gmf, ofpwire.GMFCLoop},
+		{"indirect loop via modify", &ofpwire.GroupMod{Command: ofp.GroupModify, Type: ofp.GroupTypeIndirect, GroupID: 3, Buckets: []ofpwire.Bucket{plain(toGroup(2))}}, gmf, ofpwire.GMFCLoop},
+		{"watch loop", &ofpwire.GroupMod{Command: ofp.GroupModify, Type: ofp.GroupTypeFastFailover, GroupID: 3, Buckets: []ofpwire.Bucket{func() ofpwire.Bucket { b := plain(out(1)); b.WatchGroup = 2; return b }()}}, gmf, ofpwire.GMFCLoop},
+		{"delete chained", &ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 3}, gmf, ofpwire.GMFCChainedGroup},
+		{"out of buckets", gadd(5, ofp.GroupTypeAll, plain(), plain(), plain(), plain(), plain()), gmf, ofpwire.GMFCOutOfBuckets},
+		{"out of groups", gadd(6, ofp.GroupTypeAll, plain(out(1))), gmf, ofpwire.GMFCOutOfGroups},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			gt := NewGroupTable()
+			gt.MaxGroups, gt.MaxBuckets = 4, 4
+			mustGroup(t, gt, gadd(1, ofp.GroupTypeAll, plain(out(1))))
+			mustGroup(t, gt, gadd(3, ofp.GroupTypeAll, plain(out(3))))
+			mustGroup(t, gt, gadd(2, ofp.GroupTypeIndirect, plain(toGroup(3)))) // 2 -> 3
+			if tc.name == "out of groups" {
+				mustGroup(t, gt, gadd(4, ofp.GroupTypeAll))
+			}
+			gen := gt.Generation()
+			before := gt.Desc()
+			_, err := gt.ApplyGroupMod(tc.gm, t0)
+			wantErr(t, err, tc.typ, tc.code)
+			if gt.Generation() != gen || len(gt.Desc()) != len(before) {
+				t.Fatal("a refused group mod changed the table")
+			}
+		})
+	}
+}
+
+func TestGroupAddModifyDelete(t *testing.T) {
+	gt := NewGroupTable()
+	mustGroup(t, gt, gadd(1, ofp.GroupTypeAll, plain(out(1)), plain(out(2))))
+	mustGroup(t, gt, gadd(2, ofp.GroupTypeSelect, weighted(1, out(1)), weighted(0, out(2))))
+	mustGroup(t, gt, gadd(7, ofp.GroupTypeIndirect, plain(toGroup(1))))
+	g := gt.Get(1)
+	if g == nil || g.Type() != ofp.GroupTypeAll || len(g.Buckets()) != 2 {
+		t.Fatalf("group 1 = %+v", g)
+	}
+	if !gt.Ref(1) || !gt.Ref(1) || gt.Ref(42) {
+		t.Fatal("Ref: want true for installed groups, false for unknown")
+	}
+	gt.Unref(1)
+	g.Account(&g.Buckets()[1], 3, 300)
+
+	mustGroup(t, gt, &ofpwire.GroupMod{Command: ofp.GroupModify, Type: ofp.GroupTypeIndirect, GroupID: 1, Buckets: []ofpwire.Bucket{plain(out(9))}})
+	if gt.Get(1) != g || g.Type() != ofp.GroupTypeIndirect || len(g.Buckets()) != 1 {
+		t.Fatal("MODIFY must change type and buckets of the same *Group")
+	}
+	if g.RefCount() != 1 || g.Packets.Load() != 3 || g.Buckets()[0].Packets.Load() != 0 {
+		t.Fatalf("after MODIFY refs %d packets %d bucket %d: want 1, 3, 0", g.RefCount(), g.Packets.Load(), g.Buckets()[0].Packets.Load())
+	}
+
+	// Deleting an unknown group is not an error and removes nothing.
+	del, err := gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 55}, t0)
+	if err != nil || len(del) != 0 {
+		t.Fatalf("delete unknown: %v %v", del, err)
+	}
+	// Group 7 chains to 1: delete 7 first, then 1.
+	if del, err = gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 7}, t0); err != nil || len(del) != 1 || del[0] != 7 {
+		t.Fatalf("delete 7: %v %v", del, err)
+	}
+	if del, err = gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 1}, t0); err != nil || len(del) != 1 || del[0] != 1 {
+		t.Fatalf("delete 1: %v %v", del, err)
+	}
+	if gt.Get(1) != nil || gt.Ref(1) {
+		t.Fatal("group 1 still there")
+	}
+	mustGroup(t, gt, gadd(9, ofp.GroupTypeAll))
+	del, err = gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: ofp.GroupAll}, t0)
+	if err != nil || len(del) != 2 || del[0] != 2 || del[1] != 9 || gt.Len() != 0 {
+		t.Fatalf("delete all: %v %v, %d left", del, err, gt.Len())
+	}
+}
+
+func TestGroupChainingAllowed(t *testing.T) {
+	gt := NewGroupTable()
+	mustGroup(t, gt, gadd(1, ofp.GroupTypeAll, plain(out(1))))
+	mustGroup(t, gt, gadd(2, ofp.GroupTypeAll, plain(toGroup(1))))
+	mustGroup(t, gt, gadd(3, ofp.GroupTypeSelect, weighted(1, toGroup(1)), weighted(1, toGroup(2))))
+	// A diamond is no loop.
+	mustGroup(t, gt, &ofpwire.GroupMod{Command: ofp.GroupModify, Type: ofp.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{plain(out(4))}})
+	// But 1 -> 3 -> 2 -> 1 is.
+	_, err := gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofp.GroupModify, Type: ofp.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{plain(toGroup(3))}}, t0)
+	wantErr(t, err, ofpwire.ETGroupModFailed, ofpwire.GMFCLoop)
+}
+
+func TestSelectBucketWeights(t *testing.T) {
+	gt := NewGroupTable()
+	mustGroup(t, gt, gadd(1, ofp.GroupTypeSelect, weighted(1, out(1)), weighted(2, out(2)), weighted(0, out(3)), weighted(5, out(4))))
+	g := gt.Get(1)
+	bs := g.Buckets()
+	const n = 80000
+	counts := make(map[*Bucket]int)
+	for h := uint32(0); h < n; h++ {
+		b := gt.SelectBucket(g, h*2654435761, nil)
+		if b == nil {
+			t.Fatal("no bucket chosen")
+		}
+		counts[b]++
+		if again := gt.SelectBucket(g, h*2654435761, nil); again != b {
+			t.Fatal("same hash chose a different bucket")
+		}
+	}
+	if counts[&bs[2]] != 0 {
+		t.Fatalf("weight-0 bucket chosen %d times", counts[&bs[2]])
+	}
+	for i, w := range []float64{1, 2, 0, 5} {
+		want := n * w / 8
+		if got := float64(counts[&bs[i]]); math.Abs(got-want) > 0.03*n {
+			t.Errorf("bucket %d (weight %v): %v of %d, want about %v", i, w, got, n, want)
+		}
+	}
+
+	// Liveness: with port 4 down its share moves, and only its share.
+	down4 := func(p uint32) bool { return p != 4 }
+	mustGroup(t, gt, gadd(2, ofp.GroupTypeSelect,
+		func() ofpwire.Bucket { b := watching(1, out(1)); b.Weight = 1; return b }(),
+		func() ofpwire.Bucket { b := watching(4, out(4)); b.Weight = 1; return b }()))
+	g2 := gt.Get(2)
+	b2 := g2.Buckets()
+	for h := uint32(0); h < 1000; h++ {
+		before := gt.SelectBucket(g2, h, func(uint32) bool { return true })
+		after := gt.SelectBucket(g2, h, down4)
+		if after != &b2[0] {
+			t.Fatal("dead bucket chosen")
+		}
+		if before == &b2[0] && after != before {
+			t.Fatal("a flow on a live bucket moved")
+		}
+	}
+	if gt.SelectBucket(g2, 1, func(uint32) bool { return false }) != nil {
+		t.Fatal("bucket chosen with every port down")
+	}
+}
+
+func TestFastFailover(t *testing.T) {
+	gt := NewGroupTable()
+	mustGroup(t, gt, gadd(10, ofp.GroupTypeFastFailover, watching(7, out(7))))
+	wg := plain(out(3))
+	wg.WatchGroup = 10 // live while port 7 is
+	mustGroup(t, gt, gadd(1, ofp.GroupTypeFastFailover, watching(1, out(1)), wg, watching(2, out(2))))
+	g := gt.Get(1)
+	bs := g.Buckets()
+	up := map[uint32]bool{}
+	live := func(p uint32) bool { return up[p] }
+	for _, tc := range []struct {
+		up   []uint32
+		want *Bucket
+	}{
+		{[]uint32{1, 2, 7}, &bs[0]},
+		{[]uint32{2, 7}, &bs[1]},
+		{[]uint32{2}, &bs[2]},
+		{[]uint32{1}, &bs[0]},
+		{nil, nil},
+	} {
+		clear(up)
+		for _, p := range tc.up {
+			up[p] = true
+		}
+		if got := gt.FirstLive(g, live); got != tc.want {
+			t.Errorf("ports up %v: got bucket %p, want %p", tc.up, got, tc.want)
+		}
+	}
+	if !gt.Live(&bs[0], func(uint32) bool { return true }) || gt.Live(&bs[1], live) {
+		t.Error("Live disagrees with port and group state")
+	}
+}
+
+func TestGroupStatsDescFeatures(t *testing.T) {
+	gt := NewGroupTable()
+	mustGroup(t, gt, gadd(5, ofp.GroupTypeSelect, weighted(1, out(1)), weighted(1, out(2))))
+	mustGroup(t, gt, gadd(2, ofp.GroupTypeAll, plain(out(1))))
+	g := gt.Get(5)
+	gt.Ref(5)
+	gt.Ref(5)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 1000; i++ {
+				b := gt.SelectBucket(g, uint32(i), nil)
+				g.Account(b, 1, 100)
+			}
+		}()
+	}
+	wg.Wait()
+	st := gt.Stats(ofp.GroupAll, t0.Add(2500*time.Millisecond))
+	if len(st) != 2 || st[0].GroupID != 2 || st[1].GroupID != 5 {
+		t.Fatalf("stats order: %+v", st)
+	}
+	s := st[1]
+	if s.RefCount != 2 || s.PacketCount != 4000 || s.ByteCount != 400000 || s.DurationSec != 2 || s.DurationNSec != 5e8 {
+		t.Fatalf("stats %+v", s)
+	}
+	if len(s.BucketStats) != 2 || s.BucketStats[0].PacketCount+s.BucketStats[1].PacketCount != 4000 ||
+		s.BucketStats[0].ByteCount != 100*s.BucketStats[0].PacketCount || s.BucketStats[0].PacketCount == 0 {
+		t.Fatalf("bucket stats %+v", s.BucketStats)
+	}
+	if one := gt.Stats(2, t0); len(one) != 1 || one[0].PacketCount != 0 {
+		t.Fatalf("stats of group 2: %+v", one)
+	}
+	if none := gt.Stats(99, t0); len(none) != 0 {
+		t.Fatalf("stats of unknown group: %+v", none)
+	}
+	d := gt.Desc()
+	if len(d) != 2 || d[1].GroupID != 5 || d[1].Type != ofp.GroupTypeSelect || len(d[1].Buckets) != 2 || d[1].Buckets[1].Weight != 1 {
+		t.Fatalf("desc %+v", d)
+	}
+	f := gt.Features()
+	if f.Types != 0xf || f.Capabilities != 0xf || f.MaxGroups[ofp.GroupTypeSelect] != DefaultMaxGroups ||
+		f.Actions[ofp.GroupTypeAll]&(1<<uint(ofp.ActionTypeGroup)) == 0 || f.Actions[0]&(1<<uint(ofp.ActionTypeOutput)) == 0 {
+		t.Fatalf("features %+v", f)
+	}
+}
+
+func BenchmarkSelectBucket(b *testing.B) {
+	gt := NewGroupTable()
+	mustGroup(b, gt, gadd(1, ofp.GroupTypeSelect, weighted(1, out(1)), weighted(2, out(2)), weighted(3, out(3)), weighted(4, out(4))))
+	g := gt.Get(1)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if gt.SelectBucket(g, uint32(i), nil) == nil {
+			b.Fatal("nil")
+		}
+	}
+}
