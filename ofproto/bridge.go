@@ -1,0 +1,570 @@
+// Package ofproto is the OpenFlow agent of one bridge: it joins the OpenFlow
+// connections (ofconn), the flow tables (pipeline) and the translation
+// (xlate) to a datapath. The Bridge answers the requests ofconn passes on,
+// translates the datapath's upcalls through its tables and relays the
+// packets Controller actions queue as PACKET_INs.
+//
+// Port numbers: OpenFlow port N is datapath port N. The pipeline, xlate and
+// the datapath all use one numbering, so no translation table sits on the
+// upcall path; BridgeConfig.Ports exists to make that contract explicit and
+// NewBridge rejects any entry that is not the identity.
+//
+// Counters: flow statistics report the entries' Packets and Bytes, which only
+// grow when something pushes datapath megaflow statistics into the entries
+// (revalidation). That is not part of this package yet, so flows that forward
+// in the datapath show zero counters.
+package ofproto
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"vswitch/datapath"
+	"vswitch/datapath/flow"
+	"vswitch/ofproto/ofconn"
+	"vswitch/ofproto/ofmatch"
+	"vswitch/ofproto/ofpwire"
+	"vswitch/ofproto/pipeline"
+	"vswitch/ofproto/xlate"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// NumTables is what FEATURES_REPLY announces: the pipeline's table count.
+const NumTables = pipeline.NumTables
+
+// flowStatsPerReply bounds the flow statistics in one MULTIPART_REPLY so that
+// a reply stays well under the 64 KiB message limit (an entry with a large
+// match and a few actions encodes to a few hundred bytes).
+const flowStatsPerReply = 64
+
+// housekeepingInterval is how often timeouts are expired and the port list
+// used by upcalls is refreshed.
+const housekeepingInterval = time.Second
+
+// BridgeConfig configures a Bridge.
+type BridgeConfig struct {
+	// DatapathID is the 64-bit id FEATURES_REPLY announces.
+	DatapathID uint64
+	// Targets are the controller targets (tcp:, ssl:, unix:, ptcp:, ...)
+	// and ManagementTargets the local ones (punix: for ovs-ofctl), handed
+	// to the bridge's ofconn.Manager.
+	Targets, ManagementTargets []string
+	// Ports maps OpenFlow port numbers to datapath port numbers. Only the
+	// identity is supported (see the package documentation); nil means
+	// every datapath port under its own number.
+	Ports map[uint32]uint32
+	// Upcall, if set, is bound to the new bridge, so that a datapath
+	// created with it as Config.Upcall starts translating through the
+	// bridge's tables.
+	Upcall *UpcallAdapter
+	// Conn overrides the ofconn.Manager settings; its Handler is replaced
+	// by the bridge.
+	Conn ofconn.Config
+}
+
+// UpcallAdapter breaks the construction cycle between a datapath (which
+// needs its Upcaller at New) and a Bridge (which needs the datapath): create
+// the adapter, pass it as datapath.Config.Upcall, then pass it to NewBridge
+// in BridgeConfig.Upcall. Until a bridge is bound every upcall fails with
+// datapath.ErrNoUpcaller (the packet is dropped).
+type UpcallAdapter struct {
+	bridge atomic.Pointer[Bridge]
+}
+
+// Upcall implements datapath.Upcaller by forwarding to the bound bridge.
+func (u *UpcallAdapter) Upcall(key *flow.Key, res *datapath.UpcallResult) error {
+	b := u.bridge.Load()
+	if b == nil {
+		return datapath.ErrNoUpcaller
+	}
+	return b.Upcall(key, res)
+}
+
+// Bridge is one OpenFlow bridge over a datapath.
+type Bridge struct {
+	name  string
+	dp    *datapath.Datapath
+	cfg   BridgeConfig
+	pipe  *pipeline.Pipeline
+	mgr   *ofconn.Manager
+	ports atomic.Pointer[[]uint32] // datapath port numbers, for OFPP_ALL/FLOOD
+
+	// poMu serialises packet-outs, which share one scratch pipeline.
+	poMu sync.Mutex
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+// NewBridge creates the bridge name over dp, starts its OpenFlow
+// connections and its packet-in and timeout goroutines. dp's ports should be
+// added before (or RefreshPorts called after adding them).
+func NewBridge(name string, dp *datapath.Datapath, cfg BridgeConfig) (*Bridge, error) {
+	for of, d := range cfg.Ports {
+		if of != d {
+			return nil, fmt.Errorf("ofproto: OpenFlow port %d mapped to datapath port %d: only identical numbers are supported", of, d)
+		}
+	}
+	b := &Bridge{name: name, dp: dp, cfg: cfg, pipe: pipeline.New(0), stop: make(chan struct{})}
+	b.pipe.OnChange = dp.InvalidateFlows
+	b.RefreshPorts()
+	cc := cfg.Conn
+	cc.Handler = b
+	b.mgr = ofconn.New(cc)
+	if err := b.mgr.SetTargets(cfg.Targets); err != nil {
+		b.mgr.Close()
+		return nil, err
+	}
+	if err := b.mgr.SetManagementTargets(cfg.ManagementTargets); err != nil {
+		b.mgr.Close()
+		return nil, err
+	}
+	if cfg.Upcall != nil {
+		cfg.Upcall.bridge.Store(b)
+	}
+	b.wg.Add(2)
+	go b.packetIns()
+	go b.housekeeping()
+	return b, nil
+}
+
+// Close stops the bridge's goroutines and connections and unbinds its
+// upcall adapter. It does not close the datapath.
+func (b *Bridge) Close() {
+	b.once.Do(func() {
+		if b.cfg.Upcall != nil {
+			b.cfg.Upcall.bridge.CompareAndSwap(b, nil)
+		}
+		close(b.stop)
+		b.wg.Wait()
+		b.mgr.Close()
+	})
+}
+
+// Name is the bridge's name (DESC's dp_desc).
+func (b *Bridge) Name() string { return b.name }
+
+// Pipeline is the bridge's flow tables.
+func (b *Bridge) Pipeline() *pipeline.Pipeline { return b.pipe }
+
+// Manager is the bridge's OpenFlow connection manager.
+func (b *Bridge) Manager() *ofconn.Manager { return b.mgr }
+
+// RefreshPorts re-reads the datapath's port list that OFPP_ALL and
+// OFPP_FLOOD expand to. Upcalls must not read it from the datapath itself:
+// dp.Ports takes the lock that port reconfiguration holds while it waits for
+// the PMDs, which would deadlock a PMD in an upcall.
+func (b *Bridge) RefreshPorts() {
+	ps := b.dp.Ports()
+	nos := make([]uint32, len(ps))
+	for i, p := range ps {
+		nos[i] = p.No
+	}
+	b.ports.Store(&nos)
+}
+
+// Upcall implements datapath.Upcaller: the key is translated through the
+// bridge's tables.
+func (b *Bridge) Upcall(key *flow.Key, res *datapath.UpcallResult) error {
+	return xlate.Translate(b.pipe, key, res, xlate.Options{Ports: *b.ports.Load()})
+}
+
+// Features implements ofconn.Handler.
+func (b *Bridge) Features() ofpwire.FeaturesReply {
+	return ofpwire.FeaturesReply{
+		DatapathID:   b.cfg.DatapathID,
+		NumTables:    NumTables,
+		Capabilities: ofp.CapabilityFlowStats | ofp.CapabilityTableStats | ofp.CapabilityPortStats,
+	}
+}
+
+func ofpErr(t, c uint16) *ofpwire.OFPError { return &ofpwire.OFPError{Type: t, Code: c} }
+
+// Handle implements ofconn.Handler.
+func (b *Bridge) Handle(c *ofconn.Conn, xid uint32, msg ofpwire.Message) error {
+	switch m := msg.(type) {
+	case *ofpwire.FlowMod:
+		return b.flowMod(m)
+	case *ofpwire.PacketOut:
+		return b.packetOut(m)
+	case *ofpwire.MultipartRequest:
+		return b.multipart(c, xid, m)
+	}
+	return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadType)
+}
+
+func (b *Bridge) flowMod(fm *ofpwire.FlowMod) error {
+	removed, err := b.pipe.Apply(fm, time.Now())
+	if err != nil {
+		return err
+	}
+	b.sendRemoved(removed)
+	// The bridge keeps no buffered packets, so a buffer id can only be
+	// stale; the flow-mod itself still applies (1.3 §6.4).
+	if fm.BufferID != ofp.NoBuffer {
+		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
+	}
+	return nil
+}
+
+func (b *Bridge) sendRemoved(removed []*pipeline.Entry) {
+	if len(removed) == 0 {
+		return
+	}
+	now := time.Now()
+	for _, e := range removed {
+		if !e.SendFlowRemoved() {
+			continue
+		}
+		d := e.Duration(now)
+		b.mgr.SendFlowRemoved(ofpwire.FlowRemoved{
+			Cookie:       e.Cookie,
+			Priority:     e.Priority,
+			Reason:       e.RemovedReason,
+			TableID:      e.TableID,
+			DurationSec:  uint32(d / time.Second),
+			DurationNSec: uint32(d % time.Second),
+			IdleTimeout:  e.IdleTimeout,
+			HardTimeout:  e.HardTimeout,
+			PacketCount:  e.Packets.Load(),
+			ByteCount:    e.Bytes.Load(),
+			Match:        ofmatch.ToOXM(&e.Match),
+		})
+	}
+}
+
+// packetOut runs the message's actions on its packet with the translation's
+// full semantics: the actions become the only entry of a scratch pipeline,
+// the packet's key is translated through it, and the datapath executes the
+// result. in_port OFPP_CONTROLLER (or any reserved port) stands for "no
+// port" in the datapath.
+func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
+	if po.BufferID != ofp.NoBuffer {
+		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
+	}
+	inPort := uint32(po.InPort)
+	if inPort > uint32(ofp.PortMax) {
+		inPort = 0
+	}
+	if len(po.Data) < 14 {
+		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadPacket)
+	}
+	b.poMu.Lock()
+	defer b.poMu.Unlock()
+	scratch := pipeline.New(0)
+	fm := &ofpwire.FlowMod{
+		Command:      ofp.FlowAdd,
+		BufferID:     ofp.NoBuffer,
+		OutPort:      ofp.PortAny,
+		OutGroup:     ofp.GroupAny,
+		Instructions: []ofpwire.Instruction{&ofpwire.InstrApplyActions{Actions: po.Actions}},
+	}
+	if _, err := scratch.Apply(fm, time.Now()); err != nil {
+		return err
+	}
+	var key flow.Key
+	var off flow.Offsets
+	flow.Extract(po.Data, inPort, &key, &off)
+	var res datapath.UpcallResult
+	if err := xlate.Translate(scratch, &key, &res, xlate.Options{Ports: *b.ports.Load()}); err != nil {
+		if errors.Is(err, xlate.ErrUnsupported) {
+			return ofpErr(ofpwire.ETBadAction, ofpwire.BACBadType)
+		}
+		if errors.Is(err, xlate.ErrTooManyActions) {
+			return ofpErr(ofpwire.ETBadAction, ofpwire.BACTooMany)
+		}
+		return err
+	}
+	if len(res.Actions) == 0 {
+		return nil
+	}
+	if err := b.dp.Execute(po.Data, inPort, res.Actions); err != nil {
+		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadPacket)
+	}
+	return nil
+}
+
+func (b *Bridge) multipart(c *ofconn.Conn, xid uint32, m *ofpwire.MultipartRequest) error {
+	switch req := m.Body.(type) {
+	case *ofpwire.DescRequest:
+		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.DescReply{
+			Manufacturer: "vswitch",
+			Hardware:     "userspace datapath",
+			Software:     "vswitch ofproto",
+			SerialNum:    "None",
+			Datapath:     b.name,
+		}})
+	case *ofpwire.FlowStatsRequest:
+		return b.flowStats(c, xid, req)
+	case *ofpwire.AggregateStatsRequest:
+		entries, err := b.selectFlows((*ofpwire.FlowStatsRequest)(req))
+		if err != nil {
+			return err
+		}
+		agg := &ofpwire.AggregateStatsReply{FlowCount: uint32(len(entries))}
+		for _, e := range entries {
+			agg.PacketCount += e.Packets.Load()
+			agg.ByteCount += e.Bytes.Load()
+		}
+		return c.Send(xid, &ofpwire.MultipartReply{Body: agg})
+	case *ofpwire.TableStatsRequest:
+		reply := &ofpwire.TableStatsReply{Tables: make([]ofp.TableStats, NumTables)}
+		for i := range NumTables {
+			s := b.pipe.TableStats(uint8(i))
+			reply.Tables[i] = ofp.TableStats{Table: ofp.Table(i), ActiveCount: s.Active,
+				LookupCount: s.Lookups, MatchedCount: s.Matched}
+		}
+		return c.Send(xid, &ofpwire.MultipartReply{Body: reply})
+	case *ofpwire.PortDescRequest:
+		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.PortDescReply{Ports: b.PortDesc()}})
+	case *ofpwire.PortStatsRequest:
+		return b.portStats(c, xid, ofp.PortNo(req.PortNo))
+	case *ofpwire.TableFeaturesRequest:
+		// ovs-ofctl asks for the table features before a flow-mod.
+		// Changing the pipeline through this request is not supported.
+		if len(req.Tables) > 0 {
+			return ofpErr(ofpwire.ETTableFeaturesFailed, ofpwire.TFFCEperm)
+		}
+		return b.tableFeatures(c, xid)
+	}
+	return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadMultipart)
+}
+
+// tableFeatures describes every table as Open vSwitch's tools want it: with
+// the eight required properties (instructions, next tables, write/apply
+// actions, match, wildcards, write/apply set-field), listing what the
+// translation supports.
+func (b *Bridge) tableFeatures(c *ofconn.Conn, xid uint32) error {
+	const perReply = 32 // a description is about 1.2 KiB
+	common := tableFeatureProps()
+	for first := 0; first < NumTables; first += perReply {
+		last := min(first+perReply, NumTables)
+		body := &ofpwire.TableFeaturesReply{Tables: make([]ofpwire.TableFeatures, 0, last-first)}
+		for i := first; i < last; i++ {
+			next := make([]uint8, 0, NumTables-1-i)
+			for n := i + 1; n < NumTables; n++ {
+				next = append(next, uint8(n))
+			}
+			props := append([]ofpwire.TableFeatureProp{{Type: ofp.TablePropTypeNextTables, NextTables: next}}, common...)
+			body.Tables = append(body.Tables, ofpwire.TableFeatures{
+				TableID:       uint8(i),
+				Name:          fmt.Sprintf("table%d", i),
+				MetadataMatch: ^uint64(0),
+				MetadataWrite: ^uint64(0),
+				MaxEntries:    1 << 20,
+				Properties:    props,
+			})
+		}
+		reply := &ofpwire.MultipartReply{Body: body}
+		if last < NumTables {
+			reply.Flags = ofpwire.MultipartReplyMore
+		}
+		if err := c.Send(xid, reply); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tableFeatureProps lists the properties shared by every table.
+func tableFeatureProps() []ofpwire.TableFeatureProp {
+	var insts []ofpwire.InstructionID
+	for _, t := range []ofp.InstructionType{ofp.InstructionTypeGotoTable, ofp.InstructionTypeWriteMetadata,
+		ofp.InstructionTypeWriteActions, ofp.InstructionTypeApplyActions, ofp.InstructionTypeClearActions} {
+		insts = append(insts, ofpwire.InstructionID{Type: t})
+	}
+	var acts []ofpwire.ActionID
+	for _, t := range []ofp.ActionType{ofp.ActionTypeOutput, ofp.ActionTypePushVLAN, ofp.ActionTypePopVLAN,
+		ofp.ActionTypeSetNwTTL, ofp.ActionTypeDecNwTTL, ofp.ActionTypeSetField} {
+		acts = append(acts, ofpwire.ActionID{Type: t})
+	}
+	oxmID := func(f ofp.XMType, masked bool) uint32 {
+		size, maskable, _ := ofpwire.FieldSize(f)
+		if masked && maskable {
+			return ofpwire.OXMHeader(ofp.XMClassOpenflowBasic, f, true, 2*size)
+		}
+		return ofpwire.OXMHeader(ofp.XMClassOpenflowBasic, f, false, size)
+	}
+	var match, wild []uint32
+	for f := ofp.XMType(0); f < 40; f++ {
+		if _, _, ok := ofpwire.FieldSize(f); !ok {
+			continue
+		}
+		match = append(match, oxmID(f, true))
+		wild = append(wild, oxmID(f, false))
+	}
+	var set []uint32
+	for _, f := range []ofp.XMType{ofp.XMTypeEthDst, ofp.XMTypeEthSrc, ofp.XMTypeVlanID, ofp.XMTypeVlanPCP,
+		ofp.XMTypeIPDSCP, ofp.XMTypeIPECN, ofp.XMTypeIPv4Src, ofp.XMTypeIPv4Dst, ofp.XMTypeIPv6Src, ofp.XMTypeIPv6Dst,
+		ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst, ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst, ofp.XMTypeSCTPSrc, ofp.XMTypeSCTPDst} {
+		set = append(set, oxmID(f, false))
+	}
+	return []ofpwire.TableFeatureProp{
+		{Type: ofp.TablePropTypeInstructions, InstructionIDs: insts},
+		{Type: ofp.TablePropTypeWriteActions, ActionIDs: acts},
+		{Type: ofp.TablePropTypeApplyActions, ActionIDs: acts},
+		{Type: ofp.TablePropTypeMatch, OXMIDs: match},
+		{Type: ofp.TablePropTypeWildcards, OXMIDs: wild},
+		{Type: ofp.TablePropTypeWriteSetField, OXMIDs: set},
+		{Type: ofp.TablePropTypeApplySetField, OXMIDs: set},
+	}
+}
+
+func (b *Bridge) selectFlows(req *ofpwire.FlowStatsRequest) ([]*pipeline.Entry, error) {
+	match, err := ofmatch.FromOXM(req.Match)
+	if err != nil {
+		return nil, err
+	}
+	return b.pipe.Flows(&pipeline.Filter{
+		TableID:    req.TableID,
+		Match:      match,
+		OutPort:    req.OutPort,
+		OutGroup:   req.OutGroup,
+		Cookie:     req.Cookie,
+		CookieMask: req.CookieMask,
+	})
+}
+
+func (b *Bridge) flowStats(c *ofconn.Conn, xid uint32, req *ofpwire.FlowStatsRequest) error {
+	entries, err := b.selectFlows(req)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	stats := make([]ofpwire.FlowStats, len(entries))
+	for i, e := range entries {
+		d := e.Duration(now)
+		stats[i] = ofpwire.FlowStats{
+			TableID:      e.TableID,
+			DurationSec:  uint32(d / time.Second),
+			DurationNSec: uint32(d % time.Second),
+			Priority:     e.Priority,
+			IdleTimeout:  e.IdleTimeout,
+			HardTimeout:  e.HardTimeout,
+			Flags:        e.Flags,
+			Cookie:       e.Cookie,
+			PacketCount:  e.Packets.Load(),
+			ByteCount:    e.Bytes.Load(),
+			Match:        ofmatch.ToOXM(&e.Match),
+			Instructions: e.Instructions(),
+		}
+	}
+	for {
+		n := min(len(stats), flowStatsPerReply)
+		reply := &ofpwire.MultipartReply{Body: &ofpwire.FlowStatsReply{Flows: stats[:n]}}
+		stats = stats[n:]
+		if len(stats) > 0 {
+			reply.Flags = ofpwire.MultipartReplyMore
+		}
+		if err := c.Send(xid, reply); err != nil || len(stats) == 0 {
+			return err
+		}
+	}
+}
+
+// PortDesc describes every datapath port as OFPMP_PORT_DESC reports it.
+// The hardware address is zero: drivers do not expose one.
+func (b *Bridge) PortDesc() []ofpwire.Port {
+	ps := b.dp.Ports()
+	out := make([]ofpwire.Port, len(ps))
+	for i, p := range ps {
+		state := ofp.PortStateLive
+		if !p.Dev.LinkUp() {
+			state = ofp.PortStateLinkDown
+		}
+		out[i] = ofpwire.Port{
+			PortNo: ofp.PortNo(p.No),
+			HWAddr: make(net.HardwareAddr, 6),
+			Name:   p.Dev.Name(),
+			State:  state,
+		}
+	}
+	return out
+}
+
+func (b *Bridge) portStats(c *ofconn.Conn, xid uint32, no ofp.PortNo) error {
+	var stats []ofp.PortStats
+	for _, p := range b.dp.Ports() {
+		if no != ofp.PortAny && ofp.PortNo(p.No) != no {
+			continue
+		}
+		s := p.Dev.Stats()
+		stats = append(stats, ofp.PortStats{
+			PortNo:    ofp.PortNo(p.No),
+			RxPackets: s.RxPackets, TxPackets: s.TxPackets,
+			RxBytes: s.RxBytes, TxBytes: s.TxBytes,
+			RxDropped: s.RxDrops, TxDropped: s.TxDrops,
+			RxErrors: s.RxErrors, TxErrors: s.TxErrors,
+		})
+	}
+	if no != ofp.PortAny && len(stats) == 0 {
+		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadPort)
+	}
+	return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.PortStatsReply{Ports: stats}})
+}
+
+// packetIns relays the datapath's to-controller packets as PACKET_INs.
+func (b *Bridge) packetIns() {
+	defer b.wg.Done()
+	q := b.dp.ControllerQueue()
+	for {
+		for {
+			cp, ok := q.Pop()
+			if !ok {
+				break
+			}
+			b.mgr.SendPacketIn(PacketIn(cp))
+		}
+		select {
+		case <-b.stop:
+			return
+		case <-q.Ready():
+		}
+	}
+}
+
+// PacketIn builds the PACKET_IN for a packet a Controller action queued:
+// reason, table and max_len come from the action's argument (see
+// xlate.ControllerArg). No packet is buffered, so the data is the packet cut
+// to max_len (OFPCML_NO_BUFFER: whole). The cookie of the entry is not
+// carried through the datapath, so it is all-ones as the spec prescribes
+// for an unknown cookie.
+func PacketIn(cp datapath.ControllerPacket) ofpwire.PacketIn {
+	reason, table, maxLen := xlate.ParseControllerArg(cp.Arg)
+	data := cp.Data
+	if maxLen != ofp.ContentLenNoBuffer && int(maxLen) < len(data) {
+		data = data[:maxLen]
+	}
+	pi := ofpwire.PacketIn{
+		BufferID: ofp.NoBuffer,
+		TotalLen: uint16(min(len(cp.Data), 0xffff)),
+		Reason:   reason,
+		TableID:  table,
+		Cookie:   ^uint64(0),
+		Data:     data,
+	}
+	pi.Match.Add(ofpwire.OXMUint(ofp.XMTypeInPort, uint64(cp.InPort)))
+	return pi
+}
+
+// housekeeping expires timed-out entries and refreshes the port list.
+func (b *Bridge) housekeeping() {
+	defer b.wg.Done()
+	t := time.NewTicker(housekeepingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case now := <-t.C:
+			b.sendRemoved(b.pipe.Expire(now))
+			b.RefreshPorts()
+		}
+	}
+}
