@@ -113,12 +113,13 @@ type Datapath struct {
 	cfg   Config
 	clock func() int64
 
-	mu      sync.Mutex // serialises configuration changes
-	ports   map[uint32]*Port
-	flushUs int
-	seq     uint64 // plan sequence number
-	running bool
-	wg      sync.WaitGroup
+	mu       sync.Mutex // serialises configuration changes
+	ports    map[uint32]*Port
+	portSnap atomic.Pointer[[]*Port] // sorted copy of ports for lock-free readers
+	flushUs  int
+	seq      uint64 // plan sequence number
+	running  bool
+	wg       sync.WaitGroup
 
 	pmds   []*PMD
 	pmdCnt sharedSlab[pmdCounters]
@@ -231,6 +232,8 @@ func (dp *Datapath) AddPort(no uint32, dev netdev.Netdev) (*Port, error) {
 	}
 	dp.ports[no] = p
 	dp.reconfigure()
+	// Translations that flood depend on the set of ports.
+	dp.InvalidateFlows()
 	if r, ok := dev.(netdev.Remover); ok {
 		go dp.removeWhenGone(p, r.Removed())
 	}
@@ -269,18 +272,21 @@ func (dp *Datapath) RemovePort(no uint32) error {
 }
 
 // Port returns port no, or nil.
+// It reads a snapshot without taking the configuration lock, so it is safe
+// from an upcall (a reconfiguration holds that lock while it waits for the
+// PMDs).
 func (dp *Datapath) Port(no uint32) *Port {
-	dp.mu.Lock()
-	defer dp.mu.Unlock()
-	return dp.ports[no]
+	for _, p := range *dp.portSnap.Load() {
+		if p.No == no {
+			return p
+		}
+	}
+	return nil
 }
 
-// Ports returns the ports sorted by number.
-func (dp *Datapath) Ports() []*Port {
-	dp.mu.Lock()
-	defer dp.mu.Unlock()
-	return dp.sortedPorts()
-}
+// Ports returns the ports sorted by number, from the same lock-free
+// snapshot as Port. The caller must not modify the slice.
+func (dp *Datapath) Ports() []*Port { return *dp.portSnap.Load() }
 
 func (dp *Datapath) sortedPorts() []*Port {
 	ps := make([]*Port, 0, len(dp.ports))
@@ -387,6 +393,7 @@ func (dp *Datapath) Execute(data []byte, inPort uint32, acts actions.List) error
 func (dp *Datapath) reconfigure() {
 	dp.seq++
 	ports := dp.sortedPorts()
+	dp.portSnap.Store(&ports)
 	var rxqs []RxqRef
 	maxNo := uint32(0)
 	for _, p := range ports {

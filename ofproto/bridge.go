@@ -92,7 +92,6 @@ type Bridge struct {
 	cfg   BridgeConfig
 	pipe  *pipeline.Pipeline
 	mgr   *ofconn.Manager
-	ports atomic.Pointer[[]uint32] // datapath port numbers, for OFPP_ALL/FLOOD
 
 	// poMu serialises packet-outs, which share one scratch pipeline.
 	poMu sync.Mutex
@@ -103,8 +102,7 @@ type Bridge struct {
 }
 
 // NewBridge creates the bridge name over dp, starts its OpenFlow
-// connections and its packet-in and timeout goroutines. dp's ports should be
-// added before (or RefreshPorts called after adding them).
+// connections and its packet-in and timeout goroutines.
 func NewBridge(name string, dp *datapath.Datapath, cfg BridgeConfig) (*Bridge, error) {
 	for of, d := range cfg.Ports {
 		if of != d {
@@ -113,7 +111,6 @@ func NewBridge(name string, dp *datapath.Datapath, cfg BridgeConfig) (*Bridge, e
 	}
 	b := &Bridge{name: name, dp: dp, cfg: cfg, pipe: pipeline.New(0), stop: make(chan struct{})}
 	b.pipe.OnChange = dp.InvalidateFlows
-	b.RefreshPorts()
 	cc := cfg.Conn
 	cc.Handler = b
 	b.mgr = ofconn.New(cc)
@@ -156,23 +153,22 @@ func (b *Bridge) Pipeline() *pipeline.Pipeline { return b.pipe }
 // Manager is the bridge's OpenFlow connection manager.
 func (b *Bridge) Manager() *ofconn.Manager { return b.mgr }
 
-// RefreshPorts re-reads the datapath's port list that OFPP_ALL and
-// OFPP_FLOOD expand to. Upcalls must not read it from the datapath itself:
-// dp.Ports takes the lock that port reconfiguration holds while it waits for
-// the PMDs, which would deadlock a PMD in an upcall.
-func (b *Bridge) RefreshPorts() {
+// portNumbers lists the datapath's ports, what OFPP_ALL and OFPP_FLOOD
+// expand to. dp.Ports reads a lock-free snapshot, so this is safe in an
+// upcall; the datapath invalidates its flows when the port set changes.
+func (b *Bridge) portNumbers() []uint32 {
 	ps := b.dp.Ports()
 	nos := make([]uint32, len(ps))
 	for i, p := range ps {
 		nos[i] = p.No
 	}
-	b.ports.Store(&nos)
+	return nos
 }
 
 // Upcall implements datapath.Upcaller: the key is translated through the
 // bridge's tables.
 func (b *Bridge) Upcall(key *flow.Key, res *datapath.UpcallResult) error {
-	return xlate.Translate(b.pipe, key, res, xlate.Options{Ports: *b.ports.Load()})
+	return xlate.Translate(b.pipe, key, res, xlate.Options{Ports: b.portNumbers()})
 }
 
 // Features implements ofconn.Handler.
@@ -272,7 +268,7 @@ func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
 	var off flow.Offsets
 	flow.Extract(po.Data, inPort, &key, &off)
 	var res datapath.UpcallResult
-	if err := xlate.Translate(scratch, &key, &res, xlate.Options{Ports: *b.ports.Load()}); err != nil {
+	if err := xlate.Translate(scratch, &key, &res, xlate.Options{Ports: b.portNumbers()}); err != nil {
 		if errors.Is(err, xlate.ErrUnsupported) {
 			return ofpErr(ofpwire.ETBadAction, ofpwire.BACBadType)
 		}
@@ -553,7 +549,7 @@ func PacketIn(cp datapath.ControllerPacket) ofpwire.PacketIn {
 	return pi
 }
 
-// housekeeping expires timed-out entries and refreshes the port list.
+// housekeeping expires timed-out entries.
 func (b *Bridge) housekeeping() {
 	defer b.wg.Done()
 	t := time.NewTicker(housekeepingInterval)
@@ -564,7 +560,6 @@ func (b *Bridge) housekeeping() {
 			return
 		case now := <-t.C:
 			b.sendRemoved(b.pipe.Expire(now))
-			b.RefreshPorts()
 		}
 	}
 }
