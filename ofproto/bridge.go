@@ -87,11 +87,11 @@ func (u *UpcallAdapter) Upcall(key *flow.Key, res *datapath.UpcallResult) error 
 
 // Bridge is one OpenFlow bridge over a datapath.
 type Bridge struct {
-	name  string
-	dp    *datapath.Datapath
-	cfg   BridgeConfig
-	pipe  *pipeline.Pipeline
-	mgr   *ofconn.Manager
+	name string
+	dp   *datapath.Datapath
+	cfg  BridgeConfig
+	pipe *pipeline.Pipeline
+	mgr  *ofconn.Manager
 
 	// poMu serialises packet-outs, which share one scratch pipeline.
 	poMu sync.Mutex
