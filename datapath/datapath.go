@@ -471,6 +471,17 @@ func (p *Port) TxStats() []PortPMDStats {
 	return out
 }
 
+// PushStats hands the traffic each megaflow has carried since the last
+// push to the rules it was translated from (UpcallResult.Refs). ofproto
+// calls it periodically, before expiring idle rules and when it answers a
+// flow-statistics request. Counts of megaflows cleared by a rule change are
+// pushed by their PMD at the moment of clearing.
+func (dp *Datapath) PushStats(now time.Time) {
+	for _, p := range dp.pmds {
+		p.pushStats(now)
+	}
+}
+
 // FlowCount returns the megaflows installed in each PMD's classifier. It is
 // published by the PMDs, so it may lag by one iteration.
 func (dp *Datapath) FlowCount() int {

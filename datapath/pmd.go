@@ -3,8 +3,10 @@ package datapath
 import (
 	"errors"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -98,6 +100,11 @@ type PMD struct {
 	stop    atomic.Bool
 	nflows  atomic.Int64
 	mailbox mailbox
+	// installed lists the megaflows in flows, for PushStats from the
+	// control side. The PMD takes the lock only on its slow paths
+	// (installing after an upcall, clearing its caches).
+	installedMu sync.Mutex
+	installed   []*Megaflow
 }
 
 func newPMD(dp *Datapath, id int) *PMD {
@@ -194,9 +201,7 @@ func (p *PMD) PollOnce() int {
 		received += n
 		if g := p.dp.generation.Load(); g != p.gen {
 			p.gen = g
-			p.emc.Clear()
-			p.flows.Clear()
-			p.nflows.Store(0)
+			p.clearFlows()
 		}
 		if p.processBatch(rq.port.No) {
 			p.flush(true) // an upcall ran: do not add latency on top
@@ -311,6 +316,31 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 	return upcalled
 }
 
+// clearFlows empties the PMD's caches after a rule change, first pushing
+// the traffic of every megaflow to its rules so that no count is lost.
+func (p *PMD) clearFlows() {
+	p.emc.Clear()
+	p.flows.Clear()
+	p.nflows.Store(0)
+	now := time.Now()
+	p.installedMu.Lock()
+	for _, f := range p.installed {
+		f.push(now)
+	}
+	clear(p.installed)
+	p.installed = p.installed[:0]
+	p.installedMu.Unlock()
+}
+
+// pushStats hands every installed megaflow's new traffic to its rules.
+func (p *PMD) pushStats(now time.Time) {
+	p.installedMu.Lock()
+	for _, f := range p.installed {
+		f.push(now)
+	}
+	p.installedMu.Unlock()
+}
+
 // handleMiss asks the Upcaller for the packet's actions and installs them as
 // a megaflow. It returns the megaflow to execute, or nil if it already dealt
 // with the packet (dropped it, or executed uninstallable actions).
@@ -327,21 +357,31 @@ func (p *PMD) handleMiss(pkt *packet.Packet, hash uint32) *Megaflow {
 		p.drop(pkt, DropNoFlow)
 		return nil
 	}
-	if p.upcall.NoInstall {
+	if p.upcall.NoInstall || p.flows.Len() >= p.dp.cfg.FlowLimit {
+		if !p.upcall.NoInstall {
+			p.local.flowsLimited++
+		}
+		now := time.Now()
+		for _, r := range p.upcall.Refs {
+			r.Touch(now, 1, uint64(pkt.Len()))
+		}
 		p.execute(pkt, p.upcall.Actions)
 		return nil
 	}
-	if p.flows.Len() >= p.dp.cfg.FlowLimit {
-		p.local.flowsLimited++
-		p.execute(pkt, p.upcall.Actions)
-		return nil
+	mf := &Megaflow{
+		Actions: append(actions.List(nil), p.upcall.Actions...),
+		refs:    append([]StatsSink(nil), p.upcall.Refs...),
 	}
-	mf := &Megaflow{Actions: append(actions.List(nil), p.upcall.Actions...)}
 	mf.Match.Mask = p.upcall.Mask
 	pkt.Key.ApplyMask(&mf.Match.Mask, &mf.Match.Key)
+	p.installedMu.Lock()
 	if old := p.flows.Insert(&mf.Match, mf); old != nil {
 		p.emc.RemoveValue(old)
+		old.push(time.Now())
+		p.installed = slices.DeleteFunc(p.installed, func(f *Megaflow) bool { return f == old })
 	}
+	p.installed = append(p.installed, mf)
+	p.installedMu.Unlock()
 	p.nflows.Store(int64(p.flows.Len()))
 	p.emc.MaybeInsert(&pkt.Key, hash, mf)
 	return mf

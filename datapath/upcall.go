@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"vswitch/datapath/actions"
 	"vswitch/datapath/flow"
@@ -30,6 +31,17 @@ type UpcallResult struct {
 	// NoInstall executes the actions for this packet only and installs
 	// nothing (for translations that must see every packet).
 	NoInstall bool
+	// Refs are the rules the translation went through (OpenFlow entries);
+	// the datapath pushes the megaflow's packet and byte counts to them
+	// (Datapath.PushStats), which is what makes OpenFlow flow statistics
+	// and idle timeouts exact.
+	Refs []StatsSink
+}
+
+// StatsSink receives the traffic of the megaflows made from it.
+// ofproto/pipeline's Entry implements it.
+type StatsSink interface {
+	Touch(now time.Time, packets, bytes uint64)
 }
 
 // ErrNoUpcaller is returned by an upcall when the datapath has none.
@@ -42,6 +54,24 @@ type Megaflow struct {
 	Actions actions.List
 	packets atomic.Uint64
 	bytes   atomic.Uint64
+
+	refs []StatsSink
+	// What has been pushed to refs so far; guarded by the owning PMD's
+	// registry lock.
+	pushedPackets, pushedBytes uint64
+}
+
+// push hands the traffic not yet reported to the flow's refs.
+func (f *Megaflow) push(now time.Time) {
+	pk, by := f.packets.Load(), f.bytes.Load()
+	dp, db := pk-f.pushedPackets, by-f.pushedBytes
+	if dp == 0 && db == 0 {
+		return
+	}
+	f.pushedPackets, f.pushedBytes = pk, by
+	for _, r := range f.refs {
+		r.Touch(now, dp, db)
+	}
 }
 
 // Stats returns the packets and bytes the flow has matched (for

@@ -413,6 +413,7 @@ func tableFeatureProps() []ofpwire.TableFeatureProp {
 }
 
 func (b *Bridge) selectFlows(req *ofpwire.FlowStatsRequest) ([]*pipeline.Entry, error) {
+	b.dp.PushStats(time.Now()) // counters as of this request
 	match, err := ofmatch.FromOXM(req.Match)
 	if err != nil {
 		return nil, err
@@ -559,6 +560,8 @@ func (b *Bridge) housekeeping() {
 		case <-b.stop:
 			return
 		case now := <-t.C:
+			// Traffic first, so that busy entries do not idle out.
+			b.dp.PushStats(now)
 			b.sendRemoved(b.pipe.Expire(now))
 		}
 	}

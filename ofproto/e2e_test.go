@@ -84,8 +84,8 @@ func TestEndToEndOvsOfctl(t *testing.T) {
 	ovsOfctl(t, "add-flow", target, "in_port=2,actions=output:1")
 	nstest.Ping(t, a.NS, b.IP)
 
-	// Counters stay 0: the datapath's megaflow statistics are not pushed
-	// back into the entries (no revalidator yet).
+	// The ping's packets were counted by megaflows in the datapath and
+	// pushed to the OpenFlow entries when dump-flows asked.
 	dump := ovsOfctl(t, "dump-flows", target)
 	t.Logf("dump-flows:\n%s", dump)
 	flows := flowLines(dump)
@@ -95,6 +95,11 @@ func TestEndToEndOvsOfctl(t *testing.T) {
 	for _, want := range []string{"in_port=1", "in_port=2", "actions=output:2", "actions=output:1"} {
 		if !strings.Contains(strings.Join(flows, "\n"), want) {
 			t.Fatalf("dump-flows lacks %q:\n%s", want, strings.Join(flows, "\n"))
+		}
+	}
+	for _, f := range flows {
+		if strings.Contains(f, "n_packets=0,") {
+			t.Fatalf("a flow the ping crossed counted no packets:\n%s", f)
 		}
 	}
 	if out := ovsOfctl(t, "show", target); !strings.Contains(out, "1("+a.Port+")") || !strings.Contains(out, "2("+b.Port+")") {

@@ -118,6 +118,7 @@ type xlator struct {
 	written flow.Mask  // key bits actions have set: no longer the original packet's
 	mask    *flow.Mask // the result: original bits the translation consulted
 	out     actions.List
+	refs    []datapath.StatsSink // entries matched, in order
 	set     actionSet
 	table   uint8 // table of the entry being executed
 	miss    bool  // that entry is a table-miss entry
@@ -135,10 +136,12 @@ func Translate(p *pipeline.Pipeline, key *flow.Key, res *datapath.UpcallResult, 
 	x := xlator{p: p, opts: opts, key: *key, mask: &res.Mask, out: res.Actions[:0]}
 	res.Mask = flow.Mask{}
 	res.NoInstall = false
+	x.refs = res.Refs[:0]
 	p.RLock()
 	err := x.walk()
 	p.RUnlock()
 	res.Actions = x.out
+	res.Refs = x.refs
 	return err
 }
 
@@ -155,6 +158,7 @@ func (x *xlator) walk() error {
 		if e == nil {
 			break // table-miss without a table-miss entry: drop
 		}
+		x.refs = append(x.refs, e) // the entry counts the megaflow's traffic
 		x.table, x.miss = tid, isTableMiss(e)
 		next, gotoTable := uint8(0), false
 		for _, in := range e.Instructions() {
