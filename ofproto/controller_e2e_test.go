@@ -11,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/datapath"
 	"vswitch/internal/nstest"
-	"vswitch/netdev/afpacket"
 	"vswitch/ofproto/ofconn"
 	"vswitch/ofproto/pipeline"
 )
@@ -79,43 +77,13 @@ func waitListening(t *testing.T, addr string) {
 	})
 }
 
-// controllerBridge builds two hosts, a datapath over their switch ports and a
-// bridge connected to the controller at ctlTarget, and waits for the
-// OpenFlow handshake with it. It returns the hosts, the bridge and its
-// management target for ovs-ofctl.
+// controllerBridge builds the end-to-end bridge (newE2EBridge) connected
+// to the controller at ctlTarget and waits for the OpenFlow handshake with
+// it. It returns the hosts, the bridge and its management target for
+// ovs-ofctl.
 func controllerBridge(t *testing.T, ctlTarget string) (a, b *nstest.Host, br *Bridge, mgmt string) {
 	t.Helper()
-	a, b = nstest.TwoHosts(t)
-	up := &UpcallAdapter{}
-	dp, err := datapath.New(datapath.Config{NumPMDs: 1, PMDSleepMax: 50, Upcall: up})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dp.Close() })
-	for i, h := range []*nstest.Host{a, b} {
-		dev, err := afpacket.New(h.Port, afpacket.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := dp.AddPort(uint32(i+1), dev); err != nil {
-			dev.Close()
-			t.Fatal(err)
-		}
-	}
-	sock := filepath.Join(t.TempDir(), "br.mgmt")
-	br, err = NewBridge("br0", dp, BridgeConfig{
-		DatapathID:        0xc0ffee,
-		Targets:           []string{ctlTarget},
-		ManagementTargets: []string{"punix:" + sock},
-		Upcall:            up,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(br.Close)
-	if err := dp.Start(); err != nil {
-		t.Fatal(err)
-	}
+	a, b, br, mgmt = newE2EBridge(t, ctlTarget)
 	nstest.WaitFor(t, 20*time.Second, "handshake with "+ctlTarget, func() bool {
 		for _, s := range br.Manager().Status() {
 			if s.Target == ctlTarget && s.State == ofconn.StateActive {
@@ -124,7 +92,7 @@ func controllerBridge(t *testing.T, ctlTarget string) (a, b *nstest.Host, br *Br
 		}
 		return false
 	})
-	return a, b, br, "unix:" + sock
+	return a, b, br, mgmt
 }
 
 // pingThrough pings b from a until a round of pings is fully answered: the

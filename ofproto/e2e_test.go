@@ -39,14 +39,13 @@ func flowLines(out string) []string {
 	return lines
 }
 
-// TestEndToEndOvsOfctl programs a bridge over two veth-attached AF_PACKET
-// ports with the real ovs-ofctl and checks that hosts can (and then cannot)
-// reach each other, and that a CONTROLLER action reaches a Go controller.
-func TestEndToEndOvsOfctl(t *testing.T) {
-	a, b := nstest.TwoHosts(t)
-	if _, err := exec.LookPath("ovs-ofctl"); err != nil {
-		t.Fatal("ovs-ofctl is required:", err)
-	}
+// newE2EBridge builds two hosts, a started datapath over their switch ports
+// (AF_PACKET, ports 1 and 2) and a bridge with controller target ctlTarget
+// and a punix: management socket. It returns the hosts, the bridge and the
+// management target for ovs-ofctl; everything is removed when the test ends.
+func newE2EBridge(t *testing.T, ctlTarget string) (a, b *nstest.Host, br *Bridge, mgmt string) {
+	t.Helper()
+	a, b = nstest.TwoHosts(t)
 	up := &UpcallAdapter{}
 	dp, err := datapath.New(datapath.Config{NumPMDs: 1, PMDSleepMax: 50, Upcall: up})
 	if err != nil {
@@ -64,8 +63,7 @@ func TestEndToEndOvsOfctl(t *testing.T) {
 		}
 	}
 	sock := filepath.Join(t.TempDir(), "br.mgmt")
-	const ctlTarget = "ptcp:0:127.0.0.1"
-	br, err := NewBridge("br0", dp, BridgeConfig{
+	br, err = NewBridge("br0", dp, BridgeConfig{
 		DatapathID:        0xfeed,
 		Targets:           []string{ctlTarget},
 		ManagementTargets: []string{"punix:" + sock},
@@ -78,7 +76,18 @@ func TestEndToEndOvsOfctl(t *testing.T) {
 	if err := dp.Start(); err != nil {
 		t.Fatal(err)
 	}
-	target := "unix:" + sock
+	return a, b, br, "unix:" + sock
+}
+
+// TestEndToEndOvsOfctl programs a bridge over two veth-attached AF_PACKET
+// ports with the real ovs-ofctl and checks that hosts can (and then cannot)
+// reach each other, and that a CONTROLLER action reaches a Go controller.
+func TestEndToEndOvsOfctl(t *testing.T) {
+	if _, err := exec.LookPath("ovs-ofctl"); err != nil {
+		t.Fatal("ovs-ofctl is required:", err)
+	}
+	const ctlTarget = "ptcp:0:127.0.0.1"
+	a, b, br, target := newE2EBridge(t, ctlTarget)
 
 	ovsOfctl(t, "add-flow", target, "in_port=1,actions=output:2")
 	ovsOfctl(t, "add-flow", target, "in_port=2,actions=output:1")
