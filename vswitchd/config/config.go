@@ -1,0 +1,120 @@
+// Package config is the crash-safe configuration store of vswitchd: the
+// bridges, ports, controllers, other_config and saved flows that a restart
+// must bring back exactly as they were last acknowledged.
+package config
+
+import (
+	"maps"
+	"slices"
+)
+
+// Port types the daemon knows how to open. The empty type lets the daemon
+// pick the best driver that works for the interface.
+const (
+	PortTypeAuto            = ""
+	PortTypeAFXDP           = "afxdp"
+	PortTypeAFPacket        = "afpacket"
+	PortTypeTap             = "tap"
+	PortTypeVhostUser       = "vhostuser"
+	PortTypeVhostUserClient = "vhostuserclient"
+	PortTypeInternal        = "internal"
+)
+
+// Fail modes decide what a bridge does while no controller is connected.
+const (
+	// FailModeStandalone makes the bridge behave as a learning switch.
+	FailModeStandalone = "standalone"
+	// FailModeSecure keeps only the flows already installed.
+	FailModeSecure = "secure"
+)
+
+// Config is the whole persistent state of one vswitchd instance.
+type Config struct {
+	// OtherConfig holds switch-wide tunables (n-pmd, pmd-cpu-mask,
+	// tx-flush-interval, pmd-sleep-max, ...).
+	OtherConfig map[string]string `json:"other_config,omitempty"`
+	// Bridges is keyed by bridge name.
+	Bridges map[string]*Bridge `json:"bridges,omitempty"`
+}
+
+// Bridge is one OpenFlow switch instance with its ports.
+type Bridge struct {
+	Name string `json:"name"`
+	// DatapathID is 16 hex digits; empty lets the daemon derive one.
+	DatapathID  string            `json:"datapath_id,omitempty"`
+	FailMode    string            `json:"fail_mode"`
+	Controllers []string          `json:"controllers,omitempty"`
+	OtherConfig map[string]string `json:"other_config,omitempty"`
+	// Ports is keyed by port name.
+	Ports map[string]*Port `json:"ports,omitempty"`
+	// Flows are ovs-ofctl syntax lines saved so that flows added with no
+	// controller attached survive a restart.
+	Flows []string `json:"flows,omitempty"`
+}
+
+// Port is one interface attached to a bridge.
+type Port struct {
+	Name string `json:"name"`
+	Type string `json:"type,omitempty"`
+	// OFPort is the OpenFlow port number; the store assigns it and keeps it
+	// across restarts so that flows naming numbers stay valid.
+	OFPort uint32 `json:"ofport"`
+	// OFPortRequest, when non-zero, is the number the user asked for.
+	OFPortRequest uint32            `json:"ofport_request,omitempty"`
+	Options       map[string]string `json:"options,omitempty"`
+	OtherConfig   map[string]string `json:"other_config,omitempty"`
+}
+
+// Clone returns a deep copy, so callers can never mutate the store's state.
+func (c *Config) Clone() *Config {
+	if c == nil {
+		return nil
+	}
+	out := &Config{OtherConfig: maps.Clone(c.OtherConfig)}
+	if c.Bridges != nil {
+		out.Bridges = make(map[string]*Bridge, len(c.Bridges))
+		for k, b := range c.Bridges {
+			out.Bridges[k] = b.Clone()
+		}
+	}
+	return out
+}
+
+// Clone returns a deep copy of the bridge and its ports.
+func (b *Bridge) Clone() *Bridge {
+	if b == nil {
+		return nil
+	}
+	out := *b
+	out.Controllers = slices.Clone(b.Controllers)
+	out.OtherConfig = maps.Clone(b.OtherConfig)
+	out.Flows = slices.Clone(b.Flows)
+	if b.Ports != nil {
+		out.Ports = make(map[string]*Port, len(b.Ports))
+		for k, p := range b.Ports {
+			out.Ports[k] = p.Clone()
+		}
+	}
+	return &out
+}
+
+// Clone returns a deep copy of the port.
+func (p *Port) Clone() *Port {
+	if p == nil {
+		return nil
+	}
+	out := *p
+	out.Options = maps.Clone(p.Options)
+	out.OtherConfig = maps.Clone(p.OtherConfig)
+	return &out
+}
+
+// PortOwner returns the bridge that holds the named port, or nil.
+func (c *Config) PortOwner(port string) *Bridge {
+	for _, b := range c.Bridges {
+		if _, ok := b.Ports[port]; ok {
+			return b
+		}
+	}
+	return nil
+}

@@ -1,0 +1,343 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// StateFile is the name of the committed state inside the store directory.
+const StateFile = "config.json"
+
+// tempPrefix names the files a write goes through before the rename; any
+// left in the directory belong to a write that crashed before committing.
+const tempPrefix = ".config.json.tmp-"
+
+// lockFileName holds an exclusive flock so that two daemons pointed at the
+// same state directory cannot silently overwrite each other's commits.
+const lockFileName = "config.lock"
+
+// fileFormatVersion lets a future layout refuse to misread an old file.
+const fileFormatVersion = 1
+
+// ErrClosed is returned by Update after Close.
+var ErrClosed = errors.New("config: store is closed")
+
+// stateFile is the on-disk envelope around a Config.
+type stateFile struct {
+	Format     int     `json:"format"`
+	Generation uint64  `json:"generation"`
+	Config     *Config `json:"config"`
+}
+
+// Store is the crash-safe configuration: every successful Update is on
+// stable storage before it returns, and Open brings back the last one.
+type Store struct {
+	dir  string
+	path string
+	lock *os.File
+
+	mu     sync.Mutex
+	cur    *Config
+	gen    uint64
+	closed bool
+	// broken is set when a commit reached the directory but could not be
+	// made durable: memory and disk may disagree, so further writes are
+	// refused rather than built on an unknown base.
+	broken error
+}
+
+// Open loads the latest committed state from dir (creating dir and an empty
+// state if there is none). Leftovers of an interrupted write are removed;
+// a corrupt state file is reported and left untouched for inspection.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("config: create state directory: %w", err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{dir: dir, path: filepath.Join(dir, StateFile), lock: lock}
+	if err := s.load(); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func lockDir(dir string) (*os.File, error) {
+	path := filepath.Join(dir, lockFileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("config: open lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("config: state directory %s is in use by another process (%s is locked)", dir, path)
+		}
+		return nil, fmt.Errorf("config: lock %s: %w", path, err)
+	}
+	return f, nil
+}
+
+func (s *Store) load() error {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("config: read state directory: %w", err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), tempPrefix) {
+			// A rename never happened for this file, so it was never
+			// acknowledged: discard it without reading it.
+			if err := os.Remove(filepath.Join(s.dir, e.Name())); err != nil {
+				return fmt.Errorf("config: remove interrupted write: %w", err)
+			}
+		}
+	}
+
+	data, err := os.ReadFile(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		s.cur, s.gen = &Config{}, 0
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("config: read state file: %w", err)
+	}
+	var f stateFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return fmt.Errorf("config: state file %s is corrupt (left untouched): %w", s.path, err)
+	}
+	if f.Format != fileFormatVersion {
+		return fmt.Errorf("config: state file %s has format %d, this build reads format %d", s.path, f.Format, fileFormatVersion)
+	}
+	if f.Config == nil {
+		return fmt.Errorf("config: state file %s is corrupt (left untouched): no config object", s.path)
+	}
+	if err := Validate(f.Config); err != nil {
+		return fmt.Errorf("config: state file %s is invalid (left untouched): %w", s.path, err)
+	}
+	s.cur, s.gen = f.Config, f.Generation
+	return nil
+}
+
+// Dir returns the directory the store lives in.
+func (s *Store) Dir() string { return s.dir }
+
+// Get returns a deep copy of the committed state.
+func (s *Store) Get() *Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur.Clone()
+}
+
+// Generation returns the number of the last committed Update; it only grows.
+func (s *Store) Generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
+}
+
+// Snapshot returns a deep copy of the committed state and its generation,
+// taken atomically with respect to Update.
+func (s *Store) Snapshot() (*Config, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur.Clone(), s.gen
+}
+
+// Update runs fn on a copy of the state, fills in defaults and OpenFlow port
+// numbers, validates the result and commits it durably. If fn, port
+// assignment, validation or the write fails, the state is unchanged. The
+// returned Config is the caller's own copy of the committed state.
+//
+// OFPort is owned by the store: a new port gets its OFPortRequest if free
+// (else the Update fails) or the lowest free number, an existing port keeps
+// its number unless its OFPortRequest changes. Values fn writes into OFPort
+// are ignored.
+func (s *Store) Update(fn func(c *Config) error) (*Config, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if s.broken != nil {
+		return nil, s.broken
+	}
+	next := s.cur.Clone()
+	if err := fn(next); err != nil {
+		return nil, err
+	}
+	fillDefaults(next)
+	if err := assignOFPorts(s.cur, next); err != nil {
+		return nil, err
+	}
+	if err := Validate(next); err != nil {
+		return nil, err
+	}
+	data, err := json.MarshalIndent(stateFile{Format: fileFormatVersion, Generation: s.gen + 1, Config: next}, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("config: encode state: %w", err)
+	}
+	if err := s.commit(append(data, '\n')); err != nil {
+		return nil, err
+	}
+	// Keep a private copy: fn may still hold a pointer into next.
+	s.cur = next.Clone()
+	s.gen++
+	return next, nil
+}
+
+// commit makes data the state file: temp file, fsync, rename, fsync of the
+// directory, so that after a crash the file is either the old or the new
+// state in full.
+func (s *Store) commit(data []byte) error {
+	f, err := os.CreateTemp(s.dir, tempPrefix+"*")
+	if err != nil {
+		return fmt.Errorf("config: create temp file: %w", err)
+	}
+	tmp := f.Name()
+	renamed := false
+	defer func() {
+		if !renamed {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("config: write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("config: fsync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("config: close %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, s.path); err != nil {
+		return fmt.Errorf("config: rename %s to %s: %w", tmp, s.path, err)
+	}
+	renamed = true
+	if err := syncDir(s.dir); err != nil {
+		s.broken = fmt.Errorf("config: state in %s may not be durable, refusing further updates: %w", s.dir, err)
+		return s.broken
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Close releases the directory lock; the store refuses Updates afterwards.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.lock.Close()
+}
+
+// fillDefaults supplies what a caller may leave out: names from map keys
+// and the standalone fail mode.
+func fillDefaults(c *Config) {
+	for bname, b := range c.Bridges {
+		if b == nil {
+			continue
+		}
+		if b.Name == "" {
+			b.Name = bname
+		}
+		if b.FailMode == "" {
+			b.FailMode = FailModeStandalone
+		}
+		for pname, p := range b.Ports {
+			if p != nil && p.Name == "" {
+				p.Name = pname
+			}
+		}
+	}
+}
+
+// assignOFPorts gives each port of next its OpenFlow number, carrying the
+// numbers of ports that old already had in the same bridge. Requests are
+// honoured before free numbers are handed out so that a request made in
+// the same Update is not taken by a port added alongside it.
+func assignOFPorts(old, next *Config) error {
+	for _, bname := range sortedKeys(next.Bridges) {
+		b := next.Bridges[bname]
+		if b == nil {
+			continue
+		}
+		var oldPorts map[string]*Port
+		if ob := old.Bridges[bname]; ob != nil {
+			oldPorts = ob.Ports
+		}
+		names := sortedKeys(b.Ports)
+		used := map[uint32]string{}
+		var pending []*Port
+		for _, pname := range names {
+			p := b.Ports[pname]
+			if p == nil {
+				continue
+			}
+			p.OFPort = 0
+			if op := oldPorts[pname]; op != nil {
+				p.OFPort = op.OFPort
+			}
+			if p.OFPortRequest != 0 && p.OFPortRequest != p.OFPort {
+				pending = append(pending, p)
+				p.OFPort = 0
+				continue
+			}
+			if p.OFPort != 0 {
+				used[p.OFPort] = pname
+			} else {
+				pending = append(pending, p)
+			}
+		}
+		// Requests first, in name order.
+		sort.SliceStable(pending, func(i, j int) bool {
+			return (pending[i].OFPortRequest != 0) && (pending[j].OFPortRequest == 0)
+		})
+		next := uint32(1)
+		for _, p := range pending {
+			if req := p.OFPortRequest; req != 0 {
+				if req > MaxOFPort {
+					return fmt.Errorf("bridge %q: port %q: ofport_request %d outside 1..%d", bname, p.Name, req, MaxOFPort)
+				}
+				if other, ok := used[req]; ok {
+					return fmt.Errorf("bridge %q: port %q: ofport_request %d is already used by port %q", bname, p.Name, req, other)
+				}
+				p.OFPort = req
+				used[req] = p.Name
+				continue
+			}
+			for {
+				if _, ok := used[next]; !ok {
+					break
+				}
+				next++
+			}
+			if next > MaxOFPort {
+				return fmt.Errorf("bridge %q: no free OpenFlow port number for port %q", bname, p.Name)
+			}
+			p.OFPort = next
+			used[next] = p.Name
+		}
+	}
+	return nil
+}

@@ -1,0 +1,275 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// MaxNameLen is the longest port or bridge name: Linux interface names are
+// at most IFNAMSIZ-1 bytes, and each bridge has an internal port of its name.
+const MaxNameLen = 15
+
+// MaxOFPort is the highest number a regular OpenFlow port may have; the
+// numbers above it are reserved (OFPP_MAX in OpenFlow 1.0).
+const MaxOFPort = 0xfeff
+
+// numericRange bounds one numeric other_config or options key.
+type numericRange struct{ min, max uint64 }
+
+// numericKeys are the keys whose values must parse as decimal integers in
+// range, wherever they appear (switch, bridge or port other_config, port
+// options), so a typo is refused at "set" time instead of at PMD start.
+var numericKeys = map[string]numericRange{
+	"tx-flush-interval": {0, 1000000},
+	"n-pmd":             {0, 1024},
+	"pmd-sleep-max":     {0, 10000},
+	"mac-aging-time":    {0, 1000000},
+	"mac-table-size":    {1, 1 << 24},
+	"flow-limit":        {0, 1<<32 - 1},
+	"max-idle":          {0, 1<<32 - 1},
+	"n_rxq":             {1, 1024},
+	"n_txq":             {1, 1024},
+	"n_rxq_desc":        {1, 65536},
+	"n_txq_desc":        {1, 65536},
+	"mtu_request":       {68, 65535},
+}
+
+// Validate reports everything wrong with c, one line per problem, or nil.
+// It does not change c.
+func Validate(c *Config) error {
+	if c == nil {
+		return errors.New("config: nil configuration")
+	}
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	checkOtherConfig("other_config", c.OtherConfig, add)
+
+	portBridge := map[string]string{}
+	for _, bname := range sortedKeys(c.Bridges) {
+		b := c.Bridges[bname]
+		where := fmt.Sprintf("bridge %q", bname)
+		if b == nil {
+			add("%s: missing definition", where)
+			continue
+		}
+		if err := checkName(bname); err != nil {
+			add("%s: %v", where, err)
+		}
+		if b.Name != bname {
+			add("%s: name field %q does not match its key", where, b.Name)
+		}
+		if b.DatapathID != "" && !isHexDigits(b.DatapathID, 16) {
+			add("%s: datapath_id %q is not 16 hex digits", where, b.DatapathID)
+		}
+		if b.FailMode != FailModeStandalone && b.FailMode != FailModeSecure {
+			add("%s: fail_mode %q is not %q or %q", where, b.FailMode, FailModeStandalone, FailModeSecure)
+		}
+		seenCtl := map[string]bool{}
+		for _, ctl := range b.Controllers {
+			if err := checkController(ctl); err != nil {
+				add("%s: controller %q: %v", where, ctl, err)
+			}
+			if seenCtl[ctl] {
+				add("%s: controller %q listed twice", where, ctl)
+			}
+			seenCtl[ctl] = true
+		}
+		checkOtherConfig(where+" other_config", b.OtherConfig, add)
+		for i, f := range b.Flows {
+			if strings.TrimSpace(f) == "" || strings.ContainsAny(f, "\n\r") {
+				add("%s: flow %d is empty or spans lines", where, i)
+			}
+		}
+		if other, ok := portBridge[bname]; ok {
+			add("%s: name already used by a port of bridge %q", where, other)
+		}
+
+		ofports := map[uint32]string{}
+		for _, pname := range sortedKeys(b.Ports) {
+			p := b.Ports[pname]
+			pwhere := fmt.Sprintf("port %q", pname)
+			if p == nil {
+				add("%s: missing definition", pwhere)
+				continue
+			}
+			if err := checkName(pname); err != nil {
+				add("%s: %v", pwhere, err)
+			}
+			if p.Name != pname {
+				add("%s: name field %q does not match its key", pwhere, p.Name)
+			}
+			if other, ok := portBridge[pname]; ok {
+				add("%s: in bridge %q and in bridge %q", pwhere, other, bname)
+			} else {
+				portBridge[pname] = bname
+			}
+			if _, ok := c.Bridges[pname]; ok && pname != bname {
+				add("%s: name already used by a bridge", pwhere)
+			}
+			if !knownPortType(p.Type) {
+				add("%s: unknown type %q", pwhere, p.Type)
+			}
+			if p.OFPort == 0 || p.OFPort > MaxOFPort {
+				add("%s: ofport %d outside 1..%d", pwhere, p.OFPort, MaxOFPort)
+			} else if other, ok := ofports[p.OFPort]; ok {
+				add("%s: ofport %d already used by port %q", pwhere, p.OFPort, other)
+			} else {
+				ofports[p.OFPort] = pname
+			}
+			if p.OFPortRequest > MaxOFPort {
+				add("%s: ofport_request %d outside 1..%d", pwhere, p.OFPortRequest, MaxOFPort)
+			}
+			checkOtherConfig(pwhere+" options", p.Options, add)
+			checkOtherConfig(pwhere+" other_config", p.OtherConfig, add)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func checkOtherConfig(where string, m map[string]string, add func(string, ...any)) {
+	for _, k := range sortedKeys(m) {
+		v := m[k]
+		if k == "" {
+			add("%s: empty key", where)
+			continue
+		}
+		if r, ok := numericKeys[k]; ok {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil || n < r.min || n > r.max {
+				add("%s: %s=%q is not an integer in %d..%d", where, k, v, r.min, r.max)
+			}
+			continue
+		}
+		switch k {
+		case "datapath-id":
+			if !isHexDigits(v, 16) {
+				add("%s: datapath-id=%q is not 16 hex digits", where, v)
+			}
+		case "pmd-cpu-mask":
+			h := strings.TrimPrefix(strings.TrimPrefix(v, "0x"), "0X")
+			if h == "" || len(h) > 256 || !isHexDigits(h, len(h)) {
+				add("%s: pmd-cpu-mask=%q is not a hex CPU mask", where, v)
+			}
+		case "pmd-rxq-affinity":
+			if err := checkAffinity(v); err != nil {
+				add("%s: pmd-rxq-affinity=%q: %v", where, v, err)
+			}
+		}
+	}
+}
+
+// checkAffinity accepts "QUEUE:CORE[,QUEUE:CORE...]".
+func checkAffinity(v string) error {
+	for pair := range strings.SplitSeq(v, ",") {
+		q, core, ok := strings.Cut(strings.TrimSpace(pair), ":")
+		if !ok {
+			return fmt.Errorf("%q is not QUEUE:CORE", pair)
+		}
+		if _, err := strconv.ParseUint(q, 10, 16); err != nil {
+			return fmt.Errorf("queue %q is not a number", q)
+		}
+		if _, err := strconv.ParseUint(core, 10, 16); err != nil {
+			return fmt.Errorf("core %q is not a number", core)
+		}
+	}
+	return nil
+}
+
+// checkName refuses names Linux would refuse for an interface, since ports
+// (and each bridge's internal port) become interfaces or socket files.
+func checkName(n string) error {
+	switch {
+	case n == "":
+		return errors.New("empty name")
+	case len(n) > MaxNameLen:
+		return fmt.Errorf("name longer than %d bytes", MaxNameLen)
+	case n == "." || n == "..":
+		return errors.New("name may not be . or ..")
+	case strings.ContainsAny(n, "/: \t\n\r\x00"):
+		return errors.New("name contains '/', ':', whitespace or NUL")
+	}
+	return nil
+}
+
+// checkController accepts the active and passive connection methods of
+// ovs-vsctl set-controller.
+func checkController(t string) error {
+	method, rest, ok := strings.Cut(t, ":")
+	if !ok || (rest == "" && method != "ptcp" && method != "pssl") {
+		return errors.New("want METHOD:ADDRESS (tcp:, ssl:, unix:, ptcp:, pssl:, punix:)")
+	}
+	switch method {
+	case "unix", "punix":
+		return nil
+	case "tcp", "ssl":
+		host, port := splitHostPort(rest)
+		if host == "" {
+			return errors.New("missing host")
+		}
+		return checkPort(port)
+	case "ptcp", "pssl":
+		// Passive form is ptcp:[PORT][:IP].
+		port, _, _ := strings.Cut(rest, ":")
+		return checkPort(port)
+	}
+	return fmt.Errorf("unknown method %q", method)
+}
+
+// splitHostPort splits "A:B" or "[v6]:B"; with no port it returns "".
+func splitHostPort(s string) (string, string) {
+	if strings.HasPrefix(s, "[") {
+		end := strings.IndexByte(s, ']')
+		if end < 0 {
+			return "", ""
+		}
+		return s[1:end], strings.TrimPrefix(s[end+1:], ":")
+	}
+	host, port, _ := strings.Cut(s, ":")
+	return host, port
+}
+
+// checkPort accepts an empty port (the default, 6653) or a number.
+func checkPort(p string) error {
+	if p == "" {
+		return nil
+	}
+	if _, err := strconv.ParseUint(p, 10, 16); err != nil {
+		return fmt.Errorf("port %q is not a number in 0..65535", p)
+	}
+	return nil
+}
+
+func knownPortType(t string) bool {
+	switch t {
+	case PortTypeAuto, PortTypeAFXDP, PortTypeAFPacket, PortTypeTap,
+		PortTypeVhostUser, PortTypeVhostUserClient, PortTypeInternal:
+		return true
+	}
+	return false
+}
+
+func isHexDigits(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
