@@ -12,7 +12,17 @@
 // Counters: flow statistics report the entries' Packets and Bytes, which only
 // grow when something pushes datapath megaflow statistics into the entries
 // (revalidation). That is not part of this package yet, so flows that forward
-// in the datapath show zero counters.
+// in the datapath show zero counters. Group and bucket counters and group
+// reference counts are not maintained either (they read zero).
+//
+// Groups: GROUP_MOD edits the group table that translation runs group
+// actions through; deleting a group deletes the flows forwarding to it, and
+// every group change invalidates the datapath's megaflows, as does a port
+// link-state change (seen by the once-a-second housekeeping, so failover
+// lags a link going down by up to a second). Meters: METER_MOD and the
+// meter statistics work, but the meter instruction is still refused at
+// translation, so no flow can use a meter; deleting a meter does not
+// delete flows.
 package ofproto
 
 import (
@@ -25,6 +35,7 @@ import (
 
 	"vswitch/datapath"
 	"vswitch/datapath/flow"
+	"vswitch/ofproto/normal"
 	"vswitch/ofproto/ofconn"
 	"vswitch/ofproto/ofmatch"
 	"vswitch/ofproto/ofpwire"
@@ -65,6 +76,12 @@ type BridgeConfig struct {
 	// Conn overrides the ofconn.Manager settings; its Handler is replaced
 	// by the bridge.
 	Conn ofconn.Config
+	// Normal is the switch output to OFPP_NORMAL consults. nil makes
+	// NewBridge create one whose ports are the datapath's ports at that
+	// moment, all untagged access ports of VLAN 0 (one plain learning
+	// switch); ports added later are not part of it until the caller
+	// calls SetPorts on Bridge.Normal().
+	Normal *normal.Switch
 }
 
 // UpcallAdapter breaks the construction cycle between a datapath (which
@@ -92,6 +109,14 @@ type Bridge struct {
 	cfg  BridgeConfig
 	pipe *pipeline.Pipeline
 	mgr  *ofconn.Manager
+	// groups and meters are the bridge's group and meter tables. Meters
+	// are configured and reported but not enforced: xlate still rejects
+	// the meter instruction.
+	groups *pipeline.GroupTable
+	meters *pipeline.MeterTable
+	// liveness is the link state of the ports at the last housekeeping
+	// tick; fast-failover and select decisions depend on it.
+	liveness []bool
 
 	// poMu serialises packet-outs, which share one scratch pipeline.
 	poMu sync.Mutex
@@ -109,8 +134,18 @@ func NewBridge(name string, dp *datapath.Datapath, cfg BridgeConfig) (*Bridge, e
 			return nil, fmt.Errorf("ofproto: OpenFlow port %d mapped to datapath port %d: only identical numbers are supported", of, d)
 		}
 	}
-	b := &Bridge{name: name, dp: dp, cfg: cfg, pipe: pipeline.New(0), stop: make(chan struct{})}
+	b := &Bridge{name: name, dp: dp, cfg: cfg, pipe: pipeline.New(0), stop: make(chan struct{}),
+		groups: pipeline.NewGroupTable(), meters: pipeline.NewMeterTable()}
 	b.pipe.OnChange = dp.InvalidateFlows
+	if b.cfg.Normal == nil {
+		b.cfg.Normal = normal.New(normal.Options{})
+		ps := dp.Ports()
+		cfgs := make([]normal.PortConfig, len(ps))
+		for i, p := range ps {
+			cfgs[i] = normal.PortConfig{No: p.No, Mode: normal.Access}
+		}
+		b.cfg.Normal.SetPorts(cfgs)
+	}
 	cc := cfg.Conn
 	cc.Handler = b
 	b.mgr = ofconn.New(cc)
@@ -150,6 +185,51 @@ func (b *Bridge) Name() string { return b.name }
 // Pipeline is the bridge's flow tables.
 func (b *Bridge) Pipeline() *pipeline.Pipeline { return b.pipe }
 
+// Normal is the switch behind output to OFPP_NORMAL.
+func (b *Bridge) Normal() *normal.Switch { return b.cfg.Normal }
+
+// Groups is the bridge's group table.
+func (b *Bridge) Groups() *pipeline.GroupTable { return b.groups }
+
+// Meters is the bridge's meter table.
+func (b *Bridge) Meters() *pipeline.MeterTable { return b.meters }
+
+// xlateOptions is the bridge state a translation at time now needs.
+func (b *Bridge) xlateOptions(now time.Time) xlate.Options {
+	return xlate.Options{Ports: b.portNumbers(), Normal: b.cfg.Normal, Now: now,
+		Groups: b.groups, PortLive: b.portLive}
+}
+
+// portLive reports whether port no exists and its link is up, for
+// fast-failover and select groups. housekeeping invalidates the megaflows
+// when any port's link state changes.
+func (b *Bridge) portLive(no uint32) bool {
+	for _, p := range b.dp.Ports() {
+		if p.No == no {
+			return p.Dev.LinkUp()
+		}
+	}
+	return false
+}
+
+// livenessChanged records the ports' link states and reports whether they
+// differ from the last call's.
+func (b *Bridge) livenessChanged() bool {
+	ps := b.dp.Ports()
+	changed := len(ps) != len(b.liveness)
+	if changed {
+		b.liveness = make([]bool, len(ps))
+	}
+	for i, p := range ps {
+		up := p.Dev.LinkUp()
+		if b.liveness[i] != up {
+			changed = true
+		}
+		b.liveness[i] = up
+	}
+	return changed
+}
+
 // Manager is the bridge's OpenFlow connection manager.
 func (b *Bridge) Manager() *ofconn.Manager { return b.mgr }
 
@@ -166,17 +246,24 @@ func (b *Bridge) portNumbers() []uint32 {
 }
 
 // Upcall implements datapath.Upcaller: the key is translated through the
-// bridge's tables.
+// bridge's tables. When NORMAL learned or moved a MAC in the process, the
+// megaflows decided under the old MAC table are invalidated.
 func (b *Bridge) Upcall(key *flow.Key, res *datapath.UpcallResult) error {
-	return xlate.Translate(b.pipe, key, res, xlate.Options{Ports: b.portNumbers()})
+	gen := b.cfg.Normal.Generation()
+	err := xlate.Translate(b.pipe, key, res, b.xlateOptions(time.Now()))
+	if b.cfg.Normal.Generation() != gen {
+		b.dp.InvalidateFlows()
+	}
+	return err
 }
 
 // Features implements ofconn.Handler.
 func (b *Bridge) Features() ofpwire.FeaturesReply {
 	return ofpwire.FeaturesReply{
-		DatapathID:   b.cfg.DatapathID,
-		NumTables:    NumTables,
-		Capabilities: ofp.CapabilityFlowStats | ofp.CapabilityTableStats | ofp.CapabilityPortStats,
+		DatapathID: b.cfg.DatapathID,
+		NumTables:  NumTables,
+		Capabilities: ofp.CapabilityFlowStats | ofp.CapabilityTableStats | ofp.CapabilityPortStats |
+			ofp.CapabilityGroupStats,
 	}
 }
 
@@ -191,11 +278,66 @@ func (b *Bridge) Handle(c *ofconn.Conn, xid uint32, msg ofpwire.Message) error {
 		return b.packetOut(m)
 	case *ofpwire.MultipartRequest:
 		return b.multipart(c, xid, m)
+	case *ofpwire.GroupMod:
+		return b.groupMod(m)
+	case *ofpwire.MeterMod:
+		_, err := b.meters.ApplyMeterMod(m, time.Now())
+		return err
 	}
 	return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadType)
 }
 
+// groupMod applies a GROUP_MOD. Flows forwarding to a deleted group are
+// deleted with it (OpenFlow 1.3 §6.5), and every megaflow is invalidated
+// since translations may have run through the changed group.
+func (b *Bridge) groupMod(gm *ofpwire.GroupMod) error {
+	now := time.Now()
+	deleted, err := b.groups.ApplyGroupMod(gm, now)
+	if err != nil {
+		return err
+	}
+	for _, id := range deleted {
+		removed, err := b.pipe.Apply(&ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: uint8(ofp.TableAll),
+			BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: id}, now)
+		if err != nil {
+			return err
+		}
+		for _, e := range removed {
+			e.RemovedReason = ofp.FlowReasonGroupDelete
+		}
+		b.sendRemoved(removed)
+	}
+	b.dp.InvalidateFlows()
+	return nil
+}
+
+// checkGroupRefs refuses a flow-mod whose actions forward to a group that
+// does not exist (OFPBAC_BAD_OUT_GROUP).
+func (b *Bridge) checkGroupRefs(fm *ofpwire.FlowMod) error {
+	if fm.Command != ofp.FlowAdd && fm.Command != ofp.FlowModify && fm.Command != ofp.FlowModifyStrict {
+		return nil
+	}
+	for _, in := range fm.Instructions {
+		var acts []ofpwire.Action
+		switch in := in.(type) {
+		case *ofpwire.InstrApplyActions:
+			acts = in.Actions
+		case *ofpwire.InstrWriteActions:
+			acts = in.Actions
+		}
+		for _, a := range acts {
+			if ga, ok := a.(*ofpwire.ActionGroup); ok && b.groups.Get(ga.Group) == nil {
+				return ofpErr(ofpwire.ETBadAction, ofpwire.BACBadOutGroup)
+			}
+		}
+	}
+	return nil
+}
+
 func (b *Bridge) flowMod(fm *ofpwire.FlowMod) error {
+	if err := b.checkGroupRefs(fm); err != nil {
+		return err
+	}
 	removed, err := b.pipe.Apply(fm, time.Now())
 	if err != nil {
 		return err
@@ -251,9 +393,6 @@ func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
 	if len(po.Data) < 14 {
 		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadPacket)
 	}
-	b.poMu.Lock()
-	defer b.poMu.Unlock()
-	scratch := pipeline.New(0)
 	fm := &ofpwire.FlowMod{
 		Command:      ofp.FlowAdd,
 		BufferID:     ofp.NoBuffer,
@@ -261,6 +400,12 @@ func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
 		OutGroup:     ofp.GroupAny,
 		Instructions: []ofpwire.Instruction{&ofpwire.InstrApplyActions{Actions: po.Actions}},
 	}
+	if err := b.checkGroupRefs(fm); err != nil {
+		return err
+	}
+	b.poMu.Lock()
+	defer b.poMu.Unlock()
+	scratch := pipeline.New(0)
 	if _, err := scratch.Apply(fm, time.Now()); err != nil {
 		return err
 	}
@@ -268,7 +413,7 @@ func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
 	var off flow.Offsets
 	flow.Extract(po.Data, inPort, &key, &off)
 	var res datapath.UpcallResult
-	if err := xlate.Translate(scratch, &key, &res, xlate.Options{Ports: b.portNumbers()}); err != nil {
+	if err := xlate.Translate(scratch, &key, &res, b.xlateOptions(time.Now())); err != nil {
 		if errors.Is(err, xlate.ErrUnsupported) {
 			return ofpErr(ofpwire.ETBadAction, ofpwire.BACBadType)
 		}
@@ -321,6 +466,20 @@ func (b *Bridge) multipart(c *ofconn.Conn, xid uint32, m *ofpwire.MultipartReque
 		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.PortDescReply{Ports: b.PortDesc()}})
 	case *ofpwire.PortStatsRequest:
 		return b.portStats(c, xid, ofp.PortNo(req.PortNo))
+	case *ofpwire.GroupDescRequest:
+		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.GroupDescReply{Groups: b.groups.Desc()}})
+	case *ofpwire.GroupStatsRequest:
+		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.GroupStatsReply{Groups: b.groups.Stats(req.Group, time.Now())}})
+	case *ofpwire.GroupFeaturesRequest:
+		f := b.groups.Features()
+		return c.Send(xid, &ofpwire.MultipartReply{Body: &f})
+	case *ofpwire.MeterConfigRequest:
+		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.MeterConfigReply{Meters: b.meters.Config(req.Meter)}})
+	case *ofpwire.MeterStatsRequest:
+		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.MeterStatsReply{Meters: b.meters.Stats(req.Meter, time.Now())}})
+	case *ofpwire.MeterFeaturesRequest:
+		f := b.meters.Features()
+		return c.Send(xid, &ofpwire.MultipartReply{Body: &f})
 	case *ofpwire.TableFeaturesRequest:
 		// ovs-ofctl asks for the table features before a flow-mod.
 		// Changing the pipeline through this request is not supported.
@@ -377,7 +536,7 @@ func tableFeatureProps() []ofpwire.TableFeatureProp {
 	}
 	var acts []ofpwire.ActionID
 	for _, t := range []ofp.ActionType{ofp.ActionTypeOutput, ofp.ActionTypePushVLAN, ofp.ActionTypePopVLAN,
-		ofp.ActionTypeSetNwTTL, ofp.ActionTypeDecNwTTL, ofp.ActionTypeSetField} {
+		ofp.ActionTypeSetNwTTL, ofp.ActionTypeDecNwTTL, ofp.ActionTypeSetField, ofp.ActionTypeGroup} {
 		acts = append(acts, ofpwire.ActionID{Type: t})
 	}
 	oxmID := func(f ofp.XMType, masked bool) uint32 {
@@ -563,6 +722,10 @@ func (b *Bridge) housekeeping() {
 			// Traffic first, so that busy entries do not idle out.
 			b.dp.PushStats(now)
 			b.sendRemoved(b.pipe.Expire(now))
+			aged := b.cfg.Normal.Expire(now) > 0
+			if b.livenessChanged() || aged {
+				b.dp.InvalidateFlows()
+			}
 		}
 	}
 }

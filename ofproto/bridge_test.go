@@ -269,7 +269,7 @@ func TestReadRequests(t *testing.T) {
 	_, m := tb.c.recv()
 	f, ok := m.(*ofpwire.FeaturesReply)
 	if !ok || f.DatapathID != 0x1234 || f.NumTables != 254 ||
-		f.Capabilities != ofp.CapabilityFlowStats|ofp.CapabilityTableStats|ofp.CapabilityPortStats {
+		f.Capabilities != ofp.CapabilityFlowStats|ofp.CapabilityTableStats|ofp.CapabilityPortStats|ofp.CapabilityGroupStats {
 		t.Fatalf("features %#v", m)
 	}
 	desc := tb.c.multipart(&ofpwire.DescRequest{}).(*ofpwire.DescReply)
@@ -300,8 +300,6 @@ func TestReadRequests(t *testing.T) {
 		t.Fatalf("port 2 stats %+v", ps.Ports)
 	}
 	tb.c.wantError(&ofpwire.MultipartRequest{Body: &ofpwire.PortStatsRequest{PortNo: 9}}, ofpwire.ETBadRequest, ofpwire.BRCBadPort)
-	tb.c.wantError(&ofpwire.MultipartRequest{Body: &ofpwire.GroupDescRequest{}}, ofpwire.ETBadRequest, ofpwire.BRCBadMultipart)
-	tb.c.wantError(&ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeAll, GroupID: 1}, ofpwire.ETBadRequest, ofpwire.BRCBadType)
 }
 
 func TestFlowStatsSplitsLargeReplies(t *testing.T) {
@@ -361,8 +359,11 @@ func TestPacketOut(t *testing.T) {
 	tb.c.wantError(&ofpwire.PacketOut{BufferID: 3, InPort: ofp.PortController, Data: frame()},
 		ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
 	tb.c.wantError(&ofpwire.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
-		Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: 1}}, Data: frame()},
+		Actions: []ofpwire.Action{&ofpwire.ActionSetQueue{Queue: 1}}, Data: frame()},
 		ofpwire.ETBadAction, ofpwire.BACBadType)
+	tb.c.wantError(&ofpwire.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
+		Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: 1}}, Data: frame()},
+		ofpwire.ETBadAction, ofpwire.BACBadOutGroup)
 }
 
 func TestPacketInFromControllerAction(t *testing.T) {

@@ -9,12 +9,33 @@
 // and is left out of the mask.
 //
 // Not supported yet (Translate returns an error wrapping ErrUnsupported):
-// the meter instruction; group, set-queue, push/pop MPLS, push/pop PBB,
+// the meter instruction (meters are configured and reported, not enforced);
+// set-queue, push/pop MPLS, push/pop PBB,
 // copy-TTL in/out, set/dec MPLS TTL and experimenter actions; set-field on
 // any field but ETH_SRC/DST, VLAN_VID/PCP, IP_DSCP/ECN, IPV4_SRC/DST,
 // IPV6_SRC/DST and TCP/UDP/SCTP ports, and masked set-field; output to
-// OFPP_NORMAL, OFPP_TABLE and OFPP_ANY (and reserved numbers above
-// OFPP_MAX).
+// OFPP_NORMAL when Options.Normal is nil, OFPP_TABLE and OFPP_ANY (and
+// reserved numbers above OFPP_MAX).
+//
+// The group action runs each bucket chosen (ALL: every bucket; INDIRECT:
+// its bucket; FAST_FAILOVER: the first live one; SELECT: one picked from a
+// hash of eth_type, IP protocol, IP addresses and L4 ports, all of which go
+// in the mask) as an action list on a clone of the packet: after a bucket,
+// actions are emitted that set every field it rewrote back to its
+// pre-bucket value (those values join the mask), so the next bucket and the
+// actions after the group see the packet unchanged. The last bucket of a
+// group run from the action set needs no such undo. A bucket whose VLAN
+// pushes and pops cannot be undone that way (more than one net push or pop,
+// or a TPID change) is unsupported. An unknown group drops. Group and
+// bucket counters are not fed from megaflows.
+//
+// OFPP_NORMAL asks Options.Normal for a decision on the packet as rewritten
+// so far and emits its outputs with their tag treatment (push 0x8100 with
+// the VLAN's VID and PCP 0, pop, or rewrite of the VID bits). Between and
+// after those outputs the tag is put back as it was, since NORMAL does not
+// change the packet later actions see. NORMAL learns source MACs, which the
+// megaflow cannot show: callers must invalidate megaflows when the switch's
+// Generation moves.
 //
 // Push and pop VLAN move tags between the key's two tag slots, which
 // per-bit tracking cannot follow, so they put every original tag bit in the
@@ -28,10 +49,12 @@ package xlate
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"vswitch/datapath"
 	"vswitch/datapath/actions"
 	"vswitch/datapath/flow"
+	"vswitch/ofproto/normal"
 	"vswitch/ofproto/ofpwire"
 	"vswitch/ofproto/pipeline"
 
@@ -72,6 +95,18 @@ type Options struct {
 	// NoInvalidTTLToController drops packets whose TTL a dec-TTL action
 	// finds at 0 or 1 instead of sending them to the controller.
 	NoInvalidTTLToController bool
+	// Normal is the bridge's NORMAL switch, consulted (and taught source
+	// MACs) by output to OFPP_NORMAL; nil makes that output unsupported.
+	Normal *normal.Switch
+	// Now is the time NORMAL learns and ages MACs at.
+	Now time.Time
+	// Groups is the bridge's group table, for the group action; nil makes
+	// that action unsupported.
+	Groups *pipeline.GroupTable
+	// PortLive tells fast-failover and select groups whether a watched
+	// port is up; nil means every port is. The megaflow does not record
+	// liveness: the caller must invalidate megaflows when it changes.
+	PortLive func(port uint32) bool
 }
 
 // ControllerArg packs what ofproto needs to build a packet-in into the
@@ -106,8 +141,9 @@ type actionSet struct {
 	setTTL   *ofpwire.ActionSetNwTTL
 	fields   [ofpwire.NumBasicFields]*ofpwire.ActionSetField
 	output   *ofpwire.ActionOutput
-	outTable uint8 // table of the entry that wrote output (packet-in table id)
-	outMiss  bool  // that entry was a table-miss entry
+	group    *ofpwire.ActionGroup // takes precedence over output
+	outTable uint8                // table of the entry that wrote output (packet-in table id)
+	outMiss  bool                 // that entry was a table-miss entry
 }
 
 // xlator is the state of one walk.
@@ -123,6 +159,9 @@ type xlator struct {
 	table   uint8 // table of the entry being executed
 	miss    bool  // that entry is a table-miss entry
 	stopped bool  // an invalid TTL ended processing
+	dec     normal.Decision
+	tags    int // tags pushed minus tags popped so far
+	depth   int // groups being executed, one inside another
 }
 
 // Translate walks the pipeline for the packet whose flow key is key,
@@ -244,7 +283,7 @@ func (x *xlator) applyActions(acts []ofpwire.Action) error {
 func checkSupported(a ofpwire.Action) error {
 	switch a := a.(type) {
 	case *ofpwire.ActionOutput, *ofpwire.ActionPushVLAN, *ofpwire.ActionPopVLAN,
-		*ofpwire.ActionDecNwTTL, *ofpwire.ActionSetNwTTL:
+		*ofpwire.ActionDecNwTTL, *ofpwire.ActionSetNwTTL, *ofpwire.ActionGroup:
 		return nil
 	case *ofpwire.ActionSetField:
 		_, err := setFieldSupported(a)
@@ -276,6 +315,8 @@ func (x *xlator) writeActions(acts []ofpwire.Action) error {
 			x.set.setTTL = a
 		case *ofpwire.ActionSetField:
 			x.set.fields[a.Field.Field] = a
+		case *ofpwire.ActionGroup:
+			x.set.group, x.set.outTable, x.set.outMiss = a, x.table, x.miss
 		}
 	}
 	return nil
@@ -312,6 +353,9 @@ func (x *xlator) executeSet() error {
 			}
 		}
 	}
+	if s.group != nil {
+		return x.group(s.group.Group, s.outTable, s.outMiss, true)
+	}
 	if s.output != nil {
 		return x.doAction(s.output, s.outTable, s.outMiss)
 	}
@@ -339,6 +383,8 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 		return x.emit(actions.Action{Kind: actions.SetIPTTL, Val8: a.TTL})
 	case *ofpwire.ActionDecNwTTL:
 		return x.decTTL(table)
+	case *ofpwire.ActionGroup:
+		return x.group(a.Group, table, miss, false)
 	default:
 		return unsupportedAction(a)
 	}
@@ -388,6 +434,7 @@ func (x *xlator) pushVLAN(tpid uint16) error {
 	}
 	x.key.VLAN[1] = x.key.VLAN[0]
 	x.key.VLAN[0] = flow.VLANTag{TPID: tpid, TCI: tci}
+	x.tags++
 	return x.emit(actions.Action{Kind: actions.PushVLAN, Val16: tpid, Val16b: tci})
 }
 
@@ -398,6 +445,7 @@ func (x *xlator) popVLAN() error {
 	}
 	x.key.VLAN[0] = x.key.VLAN[1]
 	x.key.VLAN[1] = flow.VLANTag{}
+	x.tags--
 	return x.emit(actions.Action{Kind: actions.PopVLAN})
 }
 
@@ -565,7 +613,10 @@ func (x *xlator) output(a *ofpwire.ActionOutput, table uint8, miss bool) error {
 		}
 		return nil
 	case ofp.PortNormal:
-		return fmt.Errorf("%w: output to NORMAL", ErrUnsupported)
+		if x.opts.Normal == nil {
+			return fmt.Errorf("%w: output to NORMAL", ErrUnsupported)
+		}
+		return x.normal()
 	case ofp.PortTable:
 		return fmt.Errorf("%w: output to TABLE", ErrUnsupported)
 	}
@@ -576,4 +627,295 @@ func (x *xlator) output(a *ofpwire.ActionOutput, table uint8, miss bool) error {
 		return nil // OpenFlow sends back to in_port only through OFPP_IN_PORT
 	}
 	return x.emit(actions.Action{Kind: actions.Output, Port: uint32(a.Port)})
+}
+
+// tagState is the outer 802.1Q tag of the packet as the datapath holds it
+// while NORMAL's outputs are emitted.
+type tagState struct {
+	present bool
+	tpid    uint16
+	tci     uint16
+}
+
+// normal translates output to OFPP_NORMAL: the switch decides on the
+// working key, each output gets the tag treatment it asks for, and the
+// packet is put back in its pre-NORMAL tag state afterwards, because NORMAL
+// does not rewrite the packet the rest of the pipeline sees. The fields the
+// decision read are added to the mask (those still original).
+func (x *xlator) normal() error {
+	d := &x.dec
+	x.opts.Normal.DecideInto(&x.key, x.opts.Now, d)
+	var m flow.Mask
+	d.Deps.AddToMask(&m)
+	x.consult(&m)
+	orig := tagState{present: x.key.VLAN[0].TPID&flow.TPIDPresent != 0,
+		tpid: x.key.VLAN[0].TPID, tci: x.key.VLAN[0].TCI}
+	cur := orig
+	for _, o := range d.Outputs {
+		if o.VLAN == normal.VLANPop {
+			// The popped tag is pushed back afterwards, rebuilt whole:
+			// its TPID and PCP become part of the answer.
+			x.consultField(func(m *flow.Mask) { m.VLAN[0] = flow.VLANTag{TPID: 0xffff, TCI: 0xffff} })
+			break
+		}
+	}
+	for _, o := range d.Outputs {
+		want := orig
+		switch o.VLAN {
+		case normal.VLANPush:
+			want = tagState{present: true, tpid: 0x8100, tci: o.VID & 0x0fff}
+		case normal.VLANPop:
+			want = tagState{}
+		case normal.VLANRewrite:
+			want.tci = orig.tci&^0x0fff | o.VID&0x0fff
+		}
+		if err := x.retag(&cur, want); err != nil {
+			return err
+		}
+		if err := x.emit(actions.Action{Kind: actions.Output, Port: o.Port}); err != nil {
+			return err
+		}
+	}
+	return x.retag(&cur, orig)
+}
+
+// retag emits the datapath actions that take the outer tag from *cur to
+// want, and records want in *cur.
+func (x *xlator) retag(cur *tagState, want tagState) error {
+	var err error
+	switch {
+	case *cur == want:
+		return nil
+	case cur.present && !want.present:
+		err = x.emit(actions.Action{Kind: actions.PopVLAN})
+	case !cur.present && want.present:
+		err = x.emit(actions.Action{Kind: actions.PushVLAN, Val16: want.tpid, Val16b: want.tci})
+	default:
+		msk := uint16(0x0fff)
+		if (cur.tci^want.tci)&^0x0fff != 0 {
+			msk = 0xffff
+		}
+		err = x.emit(actions.Action{Kind: actions.SetVLANTCI, Val16: msk, Val16b: want.tci & msk})
+	}
+	*cur = want
+	return err
+}
+
+// errTags reports a group bucket whose VLAN pushes and pops undo cannot
+// reverse.
+var errTags = fmt.Errorf("%w: group bucket VLAN changes that cannot be undone", ErrUnsupported)
+
+// maxGroupDepth bounds groups run inside group buckets; GROUP_MOD refuses
+// loops, so this only guards that invariant.
+const maxGroupDepth = 32
+
+func allLive(uint32) bool { return true }
+
+// group translates the group action for group id; final is set when it is
+// the last thing the translation does (from the action set), so the last
+// bucket need not undo its rewrites.
+func (x *xlator) group(id ofp.Group, table uint8, miss, final bool) error {
+	if x.opts.Groups == nil {
+		return fmt.Errorf("%w: group action", ErrUnsupported)
+	}
+	if x.depth >= maxGroupDepth {
+		return ErrLoop
+	}
+	t := x.opts.Groups
+	g := t.Get(id)
+	if g == nil {
+		return nil // unknown group: drop
+	}
+	x.depth++
+	err := x.runGroup(t, g, table, miss, final)
+	x.depth--
+	return err
+}
+
+func (x *xlator) runGroup(t *pipeline.GroupTable, g *pipeline.Group, table uint8, miss, final bool) error {
+	live := x.opts.PortLive
+	if live == nil {
+		live = allLive
+	}
+	switch g.Type() {
+	case ofp.GroupTypeAll:
+		bs := g.Buckets()
+		for i := range bs {
+			if err := x.bucket(&bs[i], table, miss, final && i == len(bs)-1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case ofp.GroupTypeIndirect:
+		if bs := g.Buckets(); len(bs) > 0 {
+			return x.bucket(&bs[0], table, miss, final)
+		}
+		return nil
+	case ofp.GroupTypeFastFailover:
+		if b := t.FirstLive(g, live); b != nil {
+			return x.bucket(b, table, miss, final)
+		}
+		return nil
+	case ofp.GroupTypeSelect:
+		if b := t.SelectBucket(g, x.flowHash(), x.opts.PortLive); b != nil {
+			return x.bucket(b, table, miss, final)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: group type %d", ErrUnsupported, g.Type())
+}
+
+// flowHash hashes the packet's 5-tuple (as rewritten so far) for SELECT
+// groups, consulting those fields.
+func (x *xlator) flowHash() uint32 {
+	var m flow.Mask
+	m.EthType, m.NwProto = 0xffff, 0xff
+	m.IPv4Src, m.IPv4Dst = ^uint32(0), ^uint32(0)
+	for i := range m.IPv6Src {
+		m.IPv6Src[i], m.IPv6Dst[i] = 0xff, 0xff
+	}
+	m.TpSrc, m.TpDst = 0xffff, 0xffff
+	x.consult(&m)
+	var k flow.Key
+	x.key.ApplyMask(&m, &k)
+	return k.Hash()
+}
+
+// bucket runs one bucket's actions on a clone of the packet and, unless
+// final, emits the actions that undo its rewrites.
+func (x *xlator) bucket(b *pipeline.Bucket, table uint8, miss, final bool) error {
+	savedKey, savedW, savedTags := x.key, x.written, x.tags
+	for _, a := range b.Actions {
+		if err := x.doAction(a, table, miss); err != nil {
+			return err
+		}
+		if x.stopped {
+			break
+		}
+	}
+	x.stopped = false // an invalid TTL ends this clone only
+	if final {
+		return nil
+	}
+	return x.undo(&savedKey, &savedW, savedTags)
+}
+
+var ones16 = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
+// undo emits the actions that take the packet back to saved (the working
+// key before a bucket; savedW the written bits then) and resets the walk's
+// state to it. A field is restored when the bucket wrote it for the first
+// time (its value may differ packet to packet) or changed its value; the
+// restored values are consulted, as seen before the bucket.
+func (x *xlator) undo(saved *flow.Key, savedW *flow.Mask, savedTags int) error {
+	var ch flow.Mask
+	cw, kw, sk, nw, ow := ch.Words(), x.key.Words(), saved.Words(), x.written.Words(), savedW.Words()
+	for i := range cw {
+		cw[i] = nw[i]&^ow[i] | (kw[i] ^ sk[i])
+	}
+	cur, net := x.key, x.tags-savedTags
+	x.key, x.written, x.tags = *saved, *savedW, savedTags
+	var need flow.Mask
+	err := x.undoFields(&cur, saved, &ch, &need, net)
+	x.consult(&need)
+	return err
+}
+
+func (x *xlator) undoFields(cur, saved *flow.Key, ch, need *flow.Mask, net int) error {
+	// VLAN tags: push/pop already consulted every tag bit.
+	switch net {
+	case 0:
+		if ch.VLAN[0].TCI == 0 && ch.VLAN[0].TPID == 0 {
+			break
+		}
+		if cur.VLAN[0].TPID != saved.VLAN[0].TPID || cur.VLAN[1] != saved.VLAN[1] {
+			return errTags
+		}
+		if m := ch.VLAN[0].TCI; m != 0 && saved.VLAN[0].TPID&flow.TPIDPresent != 0 {
+			need.VLAN[0].TCI |= m
+			if err := x.emit(actions.Action{Kind: actions.SetVLANTCI, Val16: m, Val16b: saved.VLAN[0].TCI & m}); err != nil {
+				return err
+			}
+		}
+	case 1:
+		if cur.VLAN[1] != saved.VLAN[0] {
+			return errTags
+		}
+		if err := x.emit(actions.Action{Kind: actions.PopVLAN}); err != nil {
+			return err
+		}
+	case -1:
+		inner := saved.VLAN[1]
+		if cur.VLAN[0].TPID != inner.TPID {
+			return errTags
+		}
+		if cur.VLAN[0].TCI != inner.TCI {
+			if err := x.emit(actions.Action{Kind: actions.SetVLANTCI, Val16: 0xffff, Val16b: inner.TCI}); err != nil {
+				return err
+			}
+		}
+		if err := x.emit(actions.Action{Kind: actions.PushVLAN, Val16: saved.VLAN[0].TPID, Val16b: saved.VLAN[0].TCI}); err != nil {
+			return err
+		}
+	default:
+		return errTags
+	}
+
+	var acts [12]actions.Action
+	n := 0
+	addr := func(kind actions.Kind, b []byte) {
+		acts[n] = actions.Action{Kind: kind}
+		copy(acts[n].Addr[:], b)
+		n++
+	}
+	if ch.EthSrc != ([6]byte{}) {
+		addr(actions.SetEthSrc, saved.EthSrc[:])
+		need.EthSrc = [6]byte(ones16[:6])
+	}
+	if ch.EthDst != ([6]byte{}) {
+		addr(actions.SetEthDst, saved.EthDst[:])
+		need.EthDst = [6]byte(ones16[:6])
+	}
+	if m := ch.NwTOS; m != 0 {
+		acts[n] = actions.Action{Kind: actions.SetIPTOS, Val8: saved.NwTOS & m, Mask8: m}
+		n++
+		need.NwTOS |= m
+	}
+	if ch.NwTTL != 0 {
+		acts[n] = actions.Action{Kind: actions.SetIPTTL, Val8: saved.NwTTL}
+		n++
+		need.NwTTL = 0xff
+	}
+	if ch.IPv4Src != 0 {
+		addr(actions.SetIPv4Src, []byte{byte(saved.IPv4Src >> 24), byte(saved.IPv4Src >> 16), byte(saved.IPv4Src >> 8), byte(saved.IPv4Src)})
+		need.IPv4Src = ^uint32(0)
+	}
+	if ch.IPv4Dst != 0 {
+		addr(actions.SetIPv4Dst, []byte{byte(saved.IPv4Dst >> 24), byte(saved.IPv4Dst >> 16), byte(saved.IPv4Dst >> 8), byte(saved.IPv4Dst)})
+		need.IPv4Dst = ^uint32(0)
+	}
+	if ch.IPv6Src != ([16]byte{}) {
+		addr(actions.SetIPv6Src, saved.IPv6Src[:])
+		need.IPv6Src = ones16
+	}
+	if ch.IPv6Dst != ([16]byte{}) {
+		addr(actions.SetIPv6Dst, saved.IPv6Dst[:])
+		need.IPv6Dst = ones16
+	}
+	if ch.TpSrc != 0 {
+		acts[n] = actions.Action{Kind: actions.SetL4Src, Val16: saved.TpSrc}
+		n++
+		need.TpSrc = 0xffff
+	}
+	if ch.TpDst != 0 {
+		acts[n] = actions.Action{Kind: actions.SetL4Dst, Val16: saved.TpDst}
+		n++
+		need.TpDst = 0xffff
+	}
+	for _, a := range acts[:n] {
+		if err := x.emit(a); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,0 +1,110 @@
+package ofproto
+
+import (
+	"testing"
+
+	"vswitch/ofproto/ofpwire"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+func bucketOut(port ofp.PortNo, acts ...ofpwire.Action) ofpwire.Bucket {
+	return ofpwire.Bucket{WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny,
+		Actions: append(acts, &ofpwire.ActionOutput{Port: port})}
+}
+
+func TestGroupModForwardsAndDeleteRemovesFlows(t *testing.T) {
+	tb := newTestBridge(t)
+	// A flow naming a group that does not exist is refused.
+	tb.c.wantError(outputFlow(1, &ofpwire.ActionGroup{Group: 1}), ofpwire.ETBadAction, ofpwire.BACBadOutGroup)
+
+	gm := &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{
+		bucketOut(2),
+		bucketOut(2, &ofpwire.ActionSetField{Field: ofpwire.OXMUint(ofp.XMTypeUDPDst, 9999)}),
+	}}
+	if r := tb.c.request(gm); len(r) != 0 {
+		t.Fatalf("group-mod replies %#v", r)
+	}
+	if r := tb.c.request(outputFlow(1, &ofpwire.ActionGroup{Group: 1})); len(r) != 0 {
+		t.Fatalf("flow-mod replies %#v", r)
+	}
+	got := tb.forward(tb.p1, tb.p2, frame())
+	if len(got) != 2 {
+		t.Fatalf("ALL group with two buckets sent %d frames", len(got))
+	}
+	if string(got[0]) != string(frame()) || string(got[1]) == string(frame()) {
+		t.Fatal("first bucket should send the frame unchanged, the second rewritten")
+	}
+
+	tb.c.send(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 1})
+	_, m := tb.c.recv()
+	if fr, ok := m.(*ofpwire.FlowRemoved); !ok || fr.Reason != ofp.FlowReasonGroupDelete {
+		t.Fatalf("after group delete got %#v, want FLOW_REMOVED (group delete)", m)
+	}
+	if got := tb.forward(tb.p1, tb.p2, frame()); len(got) != 0 {
+		t.Fatalf("deleted group still forwards %d frames", len(got))
+	}
+	fs := tb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofp.TableAll), OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}).(*ofpwire.FlowStatsReply)
+	if len(fs.Flows) != 0 {
+		t.Fatalf("flows left: %+v", fs.Flows)
+	}
+}
+
+func TestGroupMultiparts(t *testing.T) {
+	tb := newTestBridge(t)
+	gm := &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeIndirect, GroupID: 5,
+		Buckets: []ofpwire.Bucket{bucketOut(2)}}
+	if r := tb.c.request(gm); len(r) != 0 {
+		t.Fatalf("group-mod replies %#v", r)
+	}
+	desc := tb.c.multipart(&ofpwire.GroupDescRequest{}).(*ofpwire.GroupDescReply)
+	if len(desc.Groups) != 1 || desc.Groups[0].GroupID != 5 || desc.Groups[0].Type != ofp.GroupTypeIndirect ||
+		len(desc.Groups[0].Buckets) != 1 {
+		t.Fatalf("group desc %+v", desc.Groups)
+	}
+	st := tb.c.multipart(&ofpwire.GroupStatsRequest{Group: ofp.GroupAll}).(*ofpwire.GroupStatsReply)
+	if len(st.Groups) != 1 || st.Groups[0].GroupID != 5 || len(st.Groups[0].BucketStats) != 1 {
+		t.Fatalf("group stats %+v", st.Groups)
+	}
+	st = tb.c.multipart(&ofpwire.GroupStatsRequest{Group: 6}).(*ofpwire.GroupStatsReply)
+	if len(st.Groups) != 0 {
+		t.Fatalf("stats of unknown group %+v", st.Groups)
+	}
+	f := tb.c.multipart(&ofpwire.GroupFeaturesRequest{}).(*ofpwire.GroupFeaturesReply)
+	if f.Types&(1<<uint(ofp.GroupTypeFastFailover)) == 0 || f.MaxGroups[0] == 0 {
+		t.Fatalf("group features %+v", f)
+	}
+	// A bad group-mod is refused with the table's error.
+	tb.c.wantError(&ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeIndirect, GroupID: 5,
+		Buckets: []ofpwire.Bucket{bucketOut(2)}}, ofpwire.ETGroupModFailed, ofpwire.GMFCGroupExists)
+}
+
+func TestMeterModAndMultiparts(t *testing.T) {
+	tb := newTestBridge(t)
+	mm := &ofpwire.MeterMod{Command: ofp.MeterAdd, Flags: ofp.MeterFlagKBitPerSec, MeterID: 3,
+		Bands: []ofpwire.MeterBand{{Type: ofp.MeterBandTypeDrop, Rate: 1000}}}
+	if r := tb.c.request(mm); len(r) != 0 {
+		t.Fatalf("meter-mod replies %#v", r)
+	}
+	cfg := tb.c.multipart(&ofpwire.MeterConfigRequest{Meter: ofp.MeterAll}).(*ofpwire.MeterConfigReply)
+	if len(cfg.Meters) != 1 || cfg.Meters[0].MeterID != 3 || len(cfg.Meters[0].Bands) != 1 ||
+		cfg.Meters[0].Bands[0].Rate != 1000 {
+		t.Fatalf("meter config %+v", cfg.Meters)
+	}
+	st := tb.c.multipart(&ofpwire.MeterStatsRequest{Meter: 3}).(*ofpwire.MeterStatsReply)
+	if len(st.Meters) != 1 || st.Meters[0].MeterID != 3 {
+		t.Fatalf("meter stats %+v", st.Meters)
+	}
+	f := tb.c.multipart(&ofpwire.MeterFeaturesRequest{}).(*ofpwire.MeterFeaturesReply)
+	if f.MaxMeter == 0 || f.BandTypes&(1<<uint(ofp.MeterBandTypeDrop)) == 0 {
+		t.Fatalf("meter features %+v", f)
+	}
+	tb.c.wantError(mm, ofpwire.ETMeterModFailed, ofpwire.MMFCMeterExists)
+	if r := tb.c.request(&ofpwire.MeterMod{Command: ofp.MeterDelete, MeterID: 3}); len(r) != 0 {
+		t.Fatalf("meter delete replies %#v", r)
+	}
+	cfg = tb.c.multipart(&ofpwire.MeterConfigRequest{Meter: ofp.MeterAll}).(*ofpwire.MeterConfigReply)
+	if len(cfg.Meters) != 0 {
+		t.Fatalf("meters after delete %+v", cfg.Meters)
+	}
+}
