@@ -1,0 +1,472 @@
+package flowsyntax
+
+import (
+	"bytes"
+	"encoding/hex"
+	"math/rand"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"vswitch/ofproto/ofpwire"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// corpus holds add-flows in ovs-ofctl syntax; the first ovsComparable of
+// them are also accepted by ovs-ofctl 3.1 for OpenFlow 1.3.
+var corpus = []string{
+	"in_port=1,actions=output:2",
+	"priority=100,in_port=1 actions=output:2",
+	"table=1,priority=10,ip,nw_src=10.0.0.0/8,actions=drop",
+	"cookie=0x1234,idle_timeout=10,hard_timeout=60,tcp,tp_dst=80,actions=normal",
+	"send_flow_rem,priority=5,arp,arp_tpa=10.0.0.1,actions=flood",
+	"udp,udp_dst=53 actions=controller",
+	"ip,actions=controller:128",
+	"ip,actions=push_vlan:0x8100,mod_vlan_vid:5,output:3",
+	"dl_vlan=10,actions=strip_vlan,output:4",
+	"dl_src=00:11:22:33:44:55,actions=mod_dl_dst:66:77:88:99:aa:bb,local",
+	"ip,actions=mod_nw_src:192.168.1.1,mod_nw_dst:192.168.1.2,dec_ttl,in_port",
+	"tcp,actions=mod_tp_src:1000,mod_tp_dst:2000,all",
+	"udp,actions=mod_tp_dst:53,output:1",
+	"ip,actions=mod_nw_tos:16,mod_nw_ttl:7,output:1",
+	"actions=meter:1,output:1",
+	"actions=group:7",
+	"in_port=3,actions=write_actions(output:1),goto_table:2",
+	"actions=clear_actions,goto_table:3",
+	"actions=write_metadata:0x5/0xff,goto_table:1",
+	"mpls,actions=pop_mpls:0x0800,output:2",
+	"ip,actions=push_mpls:0x8847,set_field:100->mpls_label,output:2",
+	"ipv6,actions=set_field:2001:db8::1->ipv6_dst,output:1",
+	"actions=set_field:00:00:00:00:00:01->eth_src,set_queue:3,output:1",
+	"tcp6,tp_src=22,actions=set_field:8080->tcp_dst,output:1",
+	"metadata=0x10/0xff,actions=output:9",
+	"priority=0,actions=NORMAL",
+	"check_overlap,reset_counts,in_port=LOCAL,actions=output:1",
+	// Beyond what is compared with ovs-ofctl.
+	"table=2,priority=65535,cookie=0xffffffffffffffff,actions=drop",
+	"ip,nw_dst=1.2.3.4,actions=meter:2,mod_nw_ttl:3,clear_actions,write_actions(group:1,output:2),write_metadata:0x1,goto_table:9",
+	"actions=output:CONTROLLER",
+	"actions=controller(max_len=64)",
+	"mpls,actions=dec_mpls_ttl,set_mpls_ttl:9,output:1",
+	"actions=",
+	"actions=drop",
+	"arp,actions=set_field:2->arp_op,set_field:10.0.0.9->arp_spa,set_field:aa:bb:cc:dd:ee:ff->arp_tha,output:1",
+	"vlan_tci=0x1000/0x1000,actions=set_field:4099->vlan_vid,set_field:3->vlan_pcp,output:1",
+	"ip,actions=set_field:5->ip_dscp,set_field:1->ip_ecn,output:1",
+	"actions=set_field:0x1234->tunnel_id,output:1",
+	"sctp,actions=mod_tp_dst:9,output:1",
+	"tcp,in_port=1,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1,tp_dst=2,actions=1,2,3",
+	"dl_type=0x0800,nw_proto=17,actions=output:65000",
+	// ovs-ofctl 3.1 does not know copy_ttl_in nor port numbers past 16
+	// bits: not compared.
+	"ip,actions=copy_ttl_in,copy_ttl_out,output:1",
+	"actions=output:4294967039",
+}
+
+const ovsComparable = 41
+
+func encode(t testing.TB, fm *ofpwire.FlowMod) []byte {
+	t.Helper()
+	b, err := ofpwire.Encode(1, fm)
+	if err != nil {
+		t.Fatalf("encode %+v: %v", fm, err)
+	}
+	return b
+}
+
+func commandOf(fm *ofpwire.FlowMod) Command { return Command(fm.Command) }
+
+// roundTrip checks that printing fm and parsing it back rebuilds fm.
+func roundTrip(t testing.TB, src string, fm *ofpwire.FlowMod) {
+	t.Helper()
+	text := FormatFlowMod(fm)
+	back, err := ParseFlow(text, commandOf(fm))
+	if err != nil {
+		t.Fatalf("%q printed as %q, which does not parse: %v", src, text, err)
+	}
+	if !bytes.Equal(encode(t, fm), encode(t, back)) {
+		t.Fatalf("%q printed as %q parses to a different flow:\n%x\n%x", src, text, encode(t, fm), encode(t, back))
+	}
+}
+
+func TestCorpusRoundTrip(t *testing.T) {
+	for _, s := range corpus {
+		fm, err := ParseFlow(s, Add)
+		if err != nil {
+			t.Fatalf("ParseFlow(%q): %v", s, err)
+		}
+		roundTrip(t, s, fm)
+	}
+}
+
+func TestParsedFields(t *testing.T) {
+	fm, err := ParseFlow("table=1,priority=100,cookie=0x5,idle_timeout=10,hard_timeout=20,send_flow_rem,tcp,in_port=1,tp_dst=80,actions=meter:4,output:2,write_actions(group:3),goto_table:2", Add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fm.TableID != 1 || fm.Priority != 100 || fm.Cookie != 5 || fm.CookieMask != 0 ||
+		fm.IdleTimeout != 10 || fm.HardTimeout != 20 || fm.Flags != ofp.FlowFlagSendFlowRem ||
+		fm.BufferID != ofpwire.NoBuffer || fm.OutPort != ofp.PortAny || fm.OutGroup != ofp.GroupAny ||
+		fm.Command != ofp.FlowAdd {
+		t.Fatalf("flow-level fields wrong: %+v", fm)
+	}
+	if o, ok := fm.Match.Field(ofp.XMTypeTCPDst); !ok || o.Uint() != 80 {
+		t.Fatalf("tp_dst not matched: %+v", fm.Match)
+	}
+	if len(fm.Instructions) != 4 {
+		t.Fatalf("want 4 instructions, got %d", len(fm.Instructions))
+	}
+	if m, ok := fm.Instructions[0].(*ofpwire.InstrMeter); !ok || m.MeterID != 4 {
+		t.Fatalf("first instruction %#v, want meter 4", fm.Instructions[0])
+	}
+	ap, ok := fm.Instructions[1].(*ofpwire.InstrApplyActions)
+	if !ok || len(ap.Actions) != 1 || ap.Actions[0].(*ofpwire.ActionOutput).Port != 2 {
+		t.Fatalf("apply-actions wrong: %#v", fm.Instructions[1])
+	}
+	if w, ok := fm.Instructions[2].(*ofpwire.InstrWriteActions); !ok || w.Actions[0].(*ofpwire.ActionGroup).Group != 3 {
+		t.Fatalf("write-actions wrong: %#v", fm.Instructions[2])
+	}
+	if g, ok := fm.Instructions[3].(*ofpwire.InstrGotoTable); !ok || g.TableID != 2 {
+		t.Fatalf("goto wrong: %#v", fm.Instructions[3])
+	}
+	// mod_tp_dst follows the match's protocol.
+	fm, err = ParseFlow("udp,actions=mod_tp_dst:53", Add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf := fm.Instructions[0].(*ofpwire.InstrApplyActions).Actions[0].(*ofpwire.ActionSetField)
+	if sf.Field.Field != ofp.XMTypeUDPDst || sf.Field.Uint() != 53 {
+		t.Fatalf("mod_tp_dst under udp became %+v", sf.Field)
+	}
+}
+
+func TestDeleteAndModify(t *testing.T) {
+	fm, err := ParseFlow("", Delete)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fm.TableID != 0xff || len(fm.Match.Fields) != 0 || fm.Instructions != nil || fm.Command != ofp.FlowDelete {
+		t.Fatalf("empty delete: %+v", fm)
+	}
+	cases := []struct {
+		s   string
+		cmd Command
+	}{
+		{"", Delete},
+		{"in_port=1", Delete},
+		{"table=0,cookie=0x5,out_port=2,out_group=4,ip", Delete},
+		{"cookie=0x5/0xff,tcp,tp_dst=22", Delete},
+		{"cookie=0x5/0", Delete},
+		{"priority=7,in_port=2", DeleteStrict},
+		{"table=255,priority=7,in_port=2,out_port=LOCAL", DeleteStrict},
+		{"in_port=1,actions=output:3", Modify},
+		{"cookie=0x10/0xf0,actions=drop", Modify},
+		{"priority=9,ip,actions=dec_ttl,output:1", ModifyStrict},
+	}
+	for _, c := range cases {
+		fm, err := ParseFlow(c.s, c.cmd)
+		if err != nil {
+			t.Fatalf("ParseFlow(%q, %d): %v", c.s, c.cmd, err)
+		}
+		if Command(fm.Command) != c.cmd {
+			t.Fatalf("%q: command %v", c.s, fm.Command)
+		}
+		roundTrip(t, c.s, fm)
+	}
+	fm, _ = ParseFlow("cookie=0x5,out_port=2", Delete)
+	if fm.CookieMask != ^uint64(0) || fm.OutPort != 2 {
+		t.Fatalf("delete by cookie: %+v", fm)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	cases := []struct {
+		s    string
+		cmd  Command
+		want string
+	}{
+		{"in_port=1,actions=foo", Add, `bad flow "in_port=1,actions=foo": unknown action "foo"`},
+		{"priority=70000,actions=drop", Add, `: priority 70000 out of range`},
+		{"table=256,actions=drop", Add, "table 256 out of range"},
+		{"table=255,actions=drop", Add, "only for deleting"},
+		{"actions=resubmit(,2)", Add, "not OpenFlow 1.3: use goto_table"},
+		{"in_port=1", Add, "must specify actions"},
+		{"in_port=1,actions=output:1", Delete, "actions are not allowed"},
+		{"bogus=1,actions=drop", Add, `unknown field "bogus"`},
+		{"actions=goto_table:1,output:2", Add, "invalid instruction ordering"},
+		{"actions=output:1,meter:2", Add, "invalid instruction ordering"},
+		{"actions=goto_table:1,goto_table:2", Add, "invalid instruction ordering"},
+		{"actions=drop,output:1", Add, "drop must be the only action"},
+		{"actions=mod_tp_dst:80", Add, "needs a tcp, udp or sctp match"},
+		{"actions=mod_vlan_vid:4096", Add, "mod_vlan_vid: 4096 out of range"},
+		{"actions=mod_nw_tos:3", Add, "ECN bits"},
+		{"actions=set_field:1->nope", Add, `unknown field "nope"`},
+		{"actions=set_field:1.2.3->ipv4_dst", Add, "bad IPv4 address"},
+		{"actions=set_field:70000->tcp_dst", Add, "out of range"},
+		{"actions=write_actions(goto_table:1)", Add, "is an instruction"},
+		{"actions=push_vlan:0x800", Add, "push_vlan"},
+		{"actions=output:(", Add, "unbalanced parentheses"},
+		{"priority=5,in_port=1", Delete, "priority is only allowed with strict deletes"},
+		{"cookie=0x1/0x1,actions=drop", Add, "cookie mask is not allowed when adding"},
+		{"out_port=1,actions=drop", Add, "out_port is only allowed when deleting"},
+		{"idle_timeout=5", Delete, "idle_timeout is not allowed when deleting"},
+		{"idle_timeout=x,actions=drop", Add, `idle_timeout: bad number "x"`},
+		{"priority=1,priority=2,actions=drop", Add, "priority given twice"},
+		{"actions=output:ANY", Add, "not a port packets can be sent to"},
+		{"actions=4294967040", Add, "not a port packets can be sent to"},
+	}
+	for _, c := range cases {
+		_, err := ParseFlow(c.s, c.cmd)
+		if err == nil {
+			t.Fatalf("ParseFlow(%q) succeeded, want error containing %q", c.s, c.want)
+		}
+		if !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), `bad flow "`) {
+			t.Fatalf("ParseFlow(%q) error %q, want one containing %q", c.s, err, c.want)
+		}
+	}
+}
+
+func TestFormatFlow(t *testing.T) {
+	fm, err := ParseFlow("priority=100,idle_timeout=10,in_port=1,actions=output:2", Add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &ofpwire.FlowStats{
+		TableID: 0, DurationSec: 1, DurationNSec: 234_000_000, Priority: fm.Priority,
+		IdleTimeout: fm.IdleTimeout, PacketCount: 3, ByteCount: 180, Match: fm.Match,
+		Instructions: fm.Instructions,
+	}
+	want := " cookie=0x0, duration=1.234s, table=0, n_packets=3, n_bytes=180, idle_timeout=10, priority=100,in_port=1 actions=output:2"
+	if got := FormatFlow(fs); got != want {
+		t.Fatalf("FormatFlow:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestDumpRoundTrip prints every corpus flow as a dump-flows line and checks
+// that the line, statistics dropped, is the same flow again.
+func TestDumpRoundTrip(t *testing.T) {
+	for i, s := range corpus {
+		fm, err := ParseFlow(s, Add)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs := &ofpwire.FlowStats{
+			TableID: fm.TableID, DurationSec: uint32(i), DurationNSec: 5e6, Priority: fm.Priority,
+			IdleTimeout: fm.IdleTimeout, HardTimeout: fm.HardTimeout, Flags: fm.Flags,
+			Cookie: fm.Cookie, PacketCount: uint64(i * 7), ByteCount: uint64(i * 700),
+			Match: fm.Match, Instructions: fm.Instructions,
+		}
+		line := FormatFlow(fs)
+		back, err := ParseDumpedFlow(line)
+		if err != nil {
+			t.Fatalf("%q dumped as %q: %v", s, line, err)
+		}
+		if !bytes.Equal(encode(t, fm), encode(t, back)) {
+			t.Fatalf("%q dumped as %q parses to a different flow", s, line)
+		}
+	}
+}
+
+// ovsPrint runs ovs-ofctl with args and returns its OFPT_FLOW_MOD line.
+func ovsPrint(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("ovs-ofctl", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ovs-ofctl %q: %v\n%s", args, err, out)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "OFPT_FLOW_MOD") {
+			return strings.TrimSpace(l)
+		}
+	}
+	t.Fatalf("ovs-ofctl %q printed no flow mod:\n%s", args, out)
+	return ""
+}
+
+// TestAgainstOVS encodes our FLOW_MOD of each comparable corpus flow, has
+// ovs-ofctl decode it, and checks that ovs-ofctl's own parse of the same
+// text prints identically: the two parsers build the same message.
+func TestAgainstOVS(t *testing.T) {
+	if _, err := exec.LookPath("ovs-ofctl"); err != nil {
+		t.Fatalf("ovs-ofctl is required for this test: %v", err)
+	}
+	for _, s := range corpus[:ovsComparable] {
+		fm, err := ParseFlow(s, Add)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ours := ovsPrint(t, "ofp-print", hex.EncodeToString(encode(t, fm)))
+		theirs := ovsPrint(t, "-O", "OpenFlow13", "parse-flow", s)
+		if ours != theirs {
+			t.Errorf("%q:\n ours   %s\n ovs    %s", s, ours, theirs)
+		}
+		// ovs-ofctl's rendering of the actions must read back as the
+		// same instructions (its flow-mod header syntax, "table:1
+		// idle:10", is not the dump-flows one and is not compared).
+		_, ovsActs, _ := strings.Cut(theirs, " actions=")
+		head, _, _ := strings.Cut(FormatFlowMod(fm), "actions=")
+		printed := head + "actions=" + ovsActs
+		back, err := ParseFlow(printed, Add)
+		if err != nil {
+			t.Errorf("ovs-ofctl's rendering %q of %q does not parse: %v", printed, s, err)
+		} else if !bytes.Equal(encode(t, fm), encode(t, back)) {
+			t.Errorf("ovs-ofctl's rendering %q of %q parses to a different flow", printed, s)
+		}
+	}
+}
+
+// randomFlow builds a flow from random pieces of valid syntax.
+func randomFlow(r *rand.Rand) (string, Command) {
+	cmd := Command(r.Intn(5))
+	var parts []string
+	pick := func(p float64, opts ...string) {
+		if r.Float64() < p {
+			parts = append(parts, opts[r.Intn(len(opts))])
+		}
+	}
+	pick(0.5, "table=0", "table=3", "table=254")
+	if cmd != Delete {
+		pick(0.5, "priority=0", "priority=1", "priority=65535", "priority=32768")
+	}
+	if cmd == Add {
+		pick(0.5, "cookie=0x1", "cookie=0xdeadbeef")
+	} else {
+		pick(0.5, "cookie=0x1", "cookie=0x1/0xff", "cookie=0/0", "cookie=0x7/0")
+	}
+	if cmd.isDelete() {
+		pick(0.3, "out_port=3", "out_port=LOCAL")
+		pick(0.3, "out_group=1")
+	} else {
+		pick(0.3, "idle_timeout=5", "idle_timeout=65535")
+		pick(0.3, "hard_timeout=9")
+		pick(0.3, "send_flow_rem", "check_overlap", "reset_counts")
+	}
+	proto := []string{"", "ip", "tcp", "udp", "arp", "ipv6", "tcp6", "mpls"}[r.Intn(8)]
+	if proto != "" {
+		parts = append(parts, proto)
+	}
+	pick(0.3, "in_port=1", "in_port=LOCAL")
+	pick(0.2, "dl_src=00:01:02:03:04:05", "dl_dst=01:00:00:00:00:00/01:00:00:00:00:00")
+	pick(0.2, "dl_vlan=7", "metadata=0x3/0xf")
+	switch proto {
+	case "ip", "tcp", "udp":
+		pick(0.5, "nw_src=10.1.0.0/16", "nw_dst=192.168.0.1")
+	case "arp":
+		pick(0.5, "arp_op=1", "arp_spa=1.1.1.1")
+	}
+	switch proto {
+	case "tcp", "udp", "tcp6":
+		pick(0.5, "tp_dst=80", "tp_src=1")
+	}
+	if !cmd.isDelete() {
+		var acts []string
+		pool := []string{"output:1", "2", "in_port", "local", "normal", "flood", "all",
+			"controller", "controller:99", "group:4", "push_vlan:0x8100", "pop_vlan",
+			"mod_vlan_vid:9", "mod_vlan_pcp:2", "mod_dl_src:aa:aa:aa:aa:aa:aa", "dec_ttl",
+			"mod_nw_ttl:4", "set_queue:1", "set_field:1.2.3.4->ipv4_dst", "push_mpls:0x8847",
+			"dec_mpls_ttl", "set_mpls_ttl:2", "copy_ttl_out", "set_field:3->mpls_tc"}
+		if proto == "tcp" || proto == "udp" || proto == "tcp6" {
+			pool = append(pool, "mod_tp_src:7", "mod_tp_dst:8")
+		}
+		pick2 := func(p float64, s string) {
+			if r.Float64() < p {
+				acts = append(acts, s)
+			}
+		}
+		pick2(0.2, "meter:3")
+		for n := r.Intn(4); n > 0; n-- {
+			acts = append(acts, pool[r.Intn(len(pool))])
+		}
+		pick2(0.2, "clear_actions")
+		pick2(0.2, "write_actions(output:5,set_queue:2)")
+		pick2(0.2, "write_metadata:0x1/0x3")
+		pick2(0.2, "goto_table:9")
+		parts = append(parts, "actions="+strings.Join(acts, ","))
+	}
+	return strings.Join(parts, ","), cmd
+}
+
+func TestRandomRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	for i := 0; i < 3000; i++ {
+		s, cmd := randomFlow(r)
+		fm, err := ParseFlow(s, cmd)
+		if err != nil {
+			t.Fatalf("random flow %q (cmd %d): %v", s, cmd, err)
+		}
+		roundTrip(t, s, fm)
+	}
+}
+
+func FuzzParseFlow(f *testing.F) {
+	for _, s := range corpus {
+		f.Add(s, uint8(Add))
+	}
+	f.Add("cookie=0x5/0xff,tcp,tp_dst=22", uint8(Delete))
+	f.Add("priority=7,in_port=2", uint8(DeleteStrict))
+	f.Add("actions=resubmit(,2)", uint8(Modify))
+	f.Fuzz(func(t *testing.T, s string, c uint8) {
+		cmd := Command(c % 6) // 5 is out of range and must be refused
+		fm, err := ParseFlow(s, cmd)
+		if err != nil {
+			return
+		}
+		if _, err := ofpwire.Encode(1, fm); err != nil {
+			// Accepted text must make a message that can be sent.
+			t.Fatalf("%q parsed but does not encode: %v", s, err)
+		}
+		roundTrip(t, s, fm)
+	})
+}
+
+// TestDumpAgainstOVS encodes a flow-stats reply for corpus flows, has
+// ovs-ofctl print it (as dump-flows does), and checks that FormatFlow
+// prints the same line and that ovs-ofctl's line parses back to the flow.
+func TestDumpAgainstOVS(t *testing.T) {
+	var flows []ofpwire.FlowStats
+	var mods []*ofpwire.FlowMod
+	for i, s := range corpus[:ovsComparable] {
+		fm, err := ParseFlow(s, Add)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mods = append(mods, fm)
+		flows = append(flows, ofpwire.FlowStats{
+			TableID: fm.TableID, DurationSec: uint32(i), DurationNSec: 123_456_789, Priority: fm.Priority,
+			IdleTimeout: fm.IdleTimeout, HardTimeout: fm.HardTimeout, Flags: fm.Flags,
+			Cookie: fm.Cookie, PacketCount: uint64(i * 3), ByteCount: uint64(i * 180),
+			Match: fm.Match, Instructions: fm.Instructions,
+		})
+	}
+	b, err := ofpwire.Encode(1, &ofpwire.MultipartReply{Body: &ofpwire.FlowStatsReply{Flows: flows}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("ovs-ofctl", "ofp-print", hex.EncodeToString(b)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ovs-ofctl ofp-print: %v\n%s", err, out)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, " cookie=") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != len(flows) {
+		t.Fatalf("ovs-ofctl printed %d flows, want %d:\n%s", len(lines), len(flows), out)
+	}
+	for i, l := range lines {
+		if got := FormatFlow(&flows[i]); got != l {
+			t.Errorf("flow %q:\n ours %s\n ovs  %s", corpus[i], got, l)
+		}
+		back, err := ParseDumpedFlow(l)
+		if err != nil {
+			t.Errorf("ovs-ofctl's dump line %q: %v", l, err)
+			continue
+		}
+		if !bytes.Equal(encode(t, mods[i]), encode(t, back)) {
+			t.Errorf("ovs-ofctl's dump line %q parses to a different flow than %q", l, corpus[i])
+		}
+	}
+}

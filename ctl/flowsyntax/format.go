@@ -1,0 +1,234 @@
+package flowsyntax
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"vswitch/ofproto/ofmatch"
+	"vswitch/ofproto/ofpwire"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// FormatFlow prints a flow of a flow-stats reply the way
+// `ovs-ofctl -O OpenFlow13 dump-flows` does, e.g.
+// " cookie=0x0, duration=1.234s, table=0, n_packets=3, n_bytes=180, idle_timeout=10, priority=100,in_port=1 actions=output:2".
+// ParseDumpedFlow reads it back.
+func FormatFlow(fs *ofpwire.FlowStats) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, " cookie=%#x, duration=%s, table=%d, n_packets=%d, n_bytes=%d, ",
+		fs.Cookie, duration(fs.DurationSec, fs.DurationNSec), fs.TableID, fs.PacketCount, fs.ByteCount)
+	if fs.IdleTimeout != 0 {
+		fmt.Fprintf(&b, "idle_timeout=%d, ", fs.IdleTimeout)
+	}
+	if fs.HardTimeout != 0 {
+		fmt.Fprintf(&b, "hard_timeout=%d, ", fs.HardTimeout)
+	}
+	for _, f := range flagNames {
+		if fs.Flags&f.flag != 0 {
+			b.WriteString(f.name + " ")
+		}
+	}
+	if mt := matchText(fs.Priority, fs.Match); mt != "" {
+		b.WriteString(mt + " ")
+	}
+	b.WriteString("actions=")
+	b.WriteString(FormatInstructions(fs.Instructions))
+	return b.String()
+}
+
+// duration prints seconds with the nanoseconds' trailing zeros dropped
+// ("1.234s", "7s"), as ovs-ofctl does.
+func duration(sec, nsec uint32) string {
+	s := strconv.FormatUint(uint64(sec), 10)
+	if nsec != 0 {
+		s += strings.TrimRight(fmt.Sprintf(".%09d", nsec), "0")
+	}
+	return s + "s"
+}
+
+// matchText prints "priority=N,MATCH" with the priority left out when it is
+// the default, as ovs-ofctl does.
+func matchText(prio uint16, om ofpwire.Match) string {
+	var parts []string
+	if prio != DefaultPriority {
+		parts = append(parts, "priority="+strconv.Itoa(int(prio)))
+	}
+	if m, err := ofmatch.FromOXM(om); err == nil {
+		if s := m.String(); s != "" {
+			parts = append(parts, s)
+		}
+	} else {
+		parts = append(parts, "<invalid match: "+err.Error()+">")
+	}
+	return strings.Join(parts, ",")
+}
+
+// FormatFlowMod prints fm in the syntax ParseFlow reads for the same
+// command, leaving out what equals the command's defaults, so that
+// ParseFlow(FormatFlowMod(fm), Command(fm.Command)) rebuilds fm.
+func FormatFlowMod(fm *ofpwire.FlowMod) string {
+	cmd := Command(fm.Command)
+	var parts []string
+	if fm.TableID != cmd.defaultTable() {
+		parts = append(parts, "table="+strconv.Itoa(int(fm.TableID)))
+	}
+	switch {
+	case cmd.isDelete() && fm.CookieMask == ^uint64(0):
+		parts = append(parts, fmt.Sprintf("cookie=%#x", fm.Cookie)) // ParseFlow's default mask for deletes
+	case fm.CookieMask != 0 || cmd.isDelete() && fm.Cookie != 0:
+		parts = append(parts, fmt.Sprintf("cookie=%#x/%#x", fm.Cookie, fm.CookieMask))
+	case fm.Cookie != 0:
+		parts = append(parts, fmt.Sprintf("cookie=%#x", fm.Cookie))
+	}
+	if fm.IdleTimeout != 0 {
+		parts = append(parts, "idle_timeout="+strconv.Itoa(int(fm.IdleTimeout)))
+	}
+	if fm.HardTimeout != 0 {
+		parts = append(parts, "hard_timeout="+strconv.Itoa(int(fm.HardTimeout)))
+	}
+	for _, f := range flagNames {
+		if fm.Flags&f.flag != 0 {
+			parts = append(parts, f.name)
+		}
+	}
+	if fm.OutPort != ofp.PortAny {
+		parts = append(parts, "out_port="+portName(fm.OutPort))
+	}
+	if fm.OutGroup != ofp.GroupAny {
+		parts = append(parts, "out_group="+strconv.FormatUint(uint64(fm.OutGroup), 10))
+	}
+	prio := fm.Priority
+	if cmd == Delete {
+		prio = DefaultPriority // non-strict deletes ignore it
+	}
+	if mt := matchText(prio, fm.Match); mt != "" {
+		parts = append(parts, mt)
+	}
+	s := strings.Join(parts, ",")
+	if !cmd.isDelete() {
+		if s != "" {
+			s += " "
+		}
+		s += "actions=" + FormatInstructions(fm.Instructions)
+	}
+	return s
+}
+
+func portName(p ofp.PortNo) string {
+	for _, n := range portNames {
+		if n.port == p {
+			return n.name
+		}
+	}
+	return strconv.FormatUint(uint64(p), 10)
+}
+
+// FormatInstructions prints an instruction list as the text after
+// "actions=": the apply-actions list inline, the other instructions by name,
+// "drop" when there is nothing.
+func FormatInstructions(ins []ofpwire.Instruction) string {
+	var parts []string
+	for _, in := range ins {
+		switch in := in.(type) {
+		case *ofpwire.InstrMeter:
+			parts = append(parts, "meter:"+strconv.FormatUint(uint64(in.MeterID), 10))
+		case *ofpwire.InstrApplyActions:
+			for _, a := range in.Actions {
+				parts = append(parts, formatAction(a))
+			}
+		case *ofpwire.InstrClearActions:
+			parts = append(parts, "clear_actions")
+		case *ofpwire.InstrWriteActions:
+			var sub []string
+			for _, a := range in.Actions {
+				sub = append(sub, formatAction(a))
+			}
+			parts = append(parts, "write_actions("+strings.Join(sub, ",")+")")
+		case *ofpwire.InstrWriteMetadata:
+			if in.Mask == ^uint64(0) {
+				parts = append(parts, fmt.Sprintf("write_metadata:%#x", in.Metadata))
+			} else {
+				parts = append(parts, fmt.Sprintf("write_metadata:%#x/%#x", in.Metadata, in.Mask))
+			}
+		case *ofpwire.InstrGotoTable:
+			parts = append(parts, "goto_table:"+strconv.Itoa(int(in.TableID)))
+		case *ofpwire.InstrExperimenter:
+			parts = append(parts, fmt.Sprintf("<experimenter instruction %#x>", in.Experimenter))
+		}
+	}
+	if len(parts) == 0 {
+		return "drop"
+	}
+	return strings.Join(parts, ",")
+}
+
+func formatAction(a ofpwire.Action) string {
+	switch a := a.(type) {
+	case *ofpwire.ActionOutput:
+		switch {
+		case a.Port == ofp.PortController:
+			return "CONTROLLER:" + strconv.Itoa(int(a.MaxLen))
+		case a.Port > maxPort:
+			return portName(a.Port)
+		}
+		return "output:" + strconv.FormatUint(uint64(a.Port), 10)
+	case *ofpwire.ActionGroup:
+		return "group:" + strconv.FormatUint(uint64(a.Group), 10)
+	case *ofpwire.ActionPushVLAN:
+		return fmt.Sprintf("push_vlan:%#x", a.EtherType)
+	case *ofpwire.ActionPopVLAN:
+		return "pop_vlan"
+	case *ofpwire.ActionPushMPLS:
+		return fmt.Sprintf("push_mpls:%#x", a.EtherType)
+	case *ofpwire.ActionPopMPLS:
+		return fmt.Sprintf("pop_mpls:0x%04x", a.EtherType)
+	case *ofpwire.ActionDecMPLSTTL:
+		return "dec_mpls_ttl"
+	case *ofpwire.ActionSetMPLSTTL:
+		return "set_mpls_ttl(" + strconv.Itoa(int(a.TTL)) + ")"
+	case *ofpwire.ActionDecNwTTL:
+		return "dec_ttl"
+	case *ofpwire.ActionSetNwTTL:
+		return "mod_nw_ttl:" + strconv.Itoa(int(a.TTL))
+	case *ofpwire.ActionCopyTTLIn:
+		return "copy_ttl_in"
+	case *ofpwire.ActionCopyTTLOut:
+		return "copy_ttl_out"
+	case *ofpwire.ActionSetQueue:
+		return "set_queue:" + strconv.FormatUint(uint64(a.Queue), 10)
+	case *ofpwire.ActionSetField:
+		return "set_field:" + formatFieldValue(a.Field) + "->" + fieldName(a.Field.Field)
+	case *ofpwire.ActionPushPBB:
+		return fmt.Sprintf("<push_pbb:%#x>", a.EtherType)
+	case *ofpwire.ActionPopPBB:
+		return "<pop_pbb>"
+	case *ofpwire.ActionExperimenter:
+		return fmt.Sprintf("<experimenter action %#x>", a.Experimenter)
+	}
+	return fmt.Sprintf("<unknown action %T>", a)
+}
+
+func formatFieldValue(o ofpwire.OXM) string {
+	switch kindOf(o.Field) {
+	case kindMAC:
+		if len(o.Value) == 6 {
+			v := o.Value
+			return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", v[0], v[1], v[2], v[3], v[4], v[5])
+		}
+	case kindIPv4:
+		if len(o.Value) == 4 {
+			return netip.AddrFrom4([4]byte(o.Value)).String()
+		}
+	case kindIPv6:
+		if len(o.Value) == 16 {
+			return netip.AddrFrom16([16]byte(o.Value)).String()
+		}
+	}
+	if o.Field == ofp.XMTypeTunnelID || o.Field == ofp.XMTypeMetadata {
+		return fmt.Sprintf("%#x", o.Uint())
+	}
+	return strconv.FormatUint(o.Uint(), 10)
+}
