@@ -137,6 +137,7 @@ func NewBridge(name string, dp *datapath.Datapath, cfg BridgeConfig) (*Bridge, e
 	b := &Bridge{name: name, dp: dp, cfg: cfg, pipe: pipeline.New(0), stop: make(chan struct{}),
 		groups: pipeline.NewGroupTable(), meters: pipeline.NewMeterTable()}
 	b.pipe.OnChange = dp.InvalidateFlows
+	b.livenessChanged() // the starting state, so the first tick sees no change
 	if b.cfg.Normal == nil {
 		b.cfg.Normal = normal.New(normal.Options{})
 		ps := dp.Ports()

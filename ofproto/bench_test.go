@@ -1,0 +1,282 @@
+package ofproto
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+
+	"vswitch/datapath"
+	"vswitch/datapath/flow"
+	"vswitch/internal/nstest"
+	"vswitch/netdev/ring"
+	"vswitch/ofproto/ofconn"
+	"vswitch/ofproto/ofpwire"
+	"vswitch/ofproto/pipeline"
+	"vswitch/ofproto/xlate"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// benchDst is the IPv4 destination of benchmark rule i: 198.x.y.z counting
+// up from 198.18.0.0, so that 100,000 rules stay distinct.
+func benchDst(i int) uint32 { return 0xc6120000 + uint32(i) }
+
+// benchRuleMod is in_port=1,ip,nw_dst=benchDst(i),actions=output:2 in
+// table tid. Each call builds its own match and instructions, as a decoded
+// message would have.
+func benchRuleMod(tid uint8, i int) *ofpwire.FlowMod {
+	fm := &ofpwire.FlowMod{Command: ofp.FlowAdd, TableID: tid, Priority: 100, BufferID: ofp.NoBuffer,
+		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+		Instructions: []ofpwire.Instruction{&ofpwire.InstrApplyActions{
+			Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: 2}}}}}
+	fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeInPort, 1))
+	fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeEthType, 0x0800))
+	fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeIPv4Dst, uint64(benchDst(i))))
+	return fm
+}
+
+// benchGotoMod is in_port=1,ip,actions=goto_table:tid+1 in table tid.
+func benchGotoMod(tid uint8) *ofpwire.FlowMod {
+	fm := &ofpwire.FlowMod{Command: ofp.FlowAdd, TableID: tid, Priority: 10, BufferID: ofp.NoBuffer,
+		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+		Instructions: []ofpwire.Instruction{&ofpwire.InstrGotoTable{TableID: tid + 1}}}
+	fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeInPort, 1))
+	fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeEthType, 0x0800))
+	return fm
+}
+
+// installBenchRules fills p with a goto chain through tables 0..tables-2
+// and the rules rules in the last table, so that a packet to benchDst(i)
+// visits every table.
+func installBenchRules(b *testing.B, p *pipeline.Pipeline, rules, tables int) {
+	b.Helper()
+	now := time.Now()
+	for t := 0; t < tables-1; t++ {
+		if _, err := p.Apply(benchGotoMod(uint8(t)), now); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < rules; i++ {
+		if _, err := p.Apply(benchRuleMod(uint8(tables-1), i), now); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFlowMod: adding distinct flows straight into a pipeline. One op
+// is one flow; the table grows to b.N entries.
+func BenchmarkFlowMod(b *testing.B) {
+	fms := make([]*ofpwire.FlowMod, b.N)
+	for i := range fms {
+		fms[i] = benchRuleMod(0, i)
+	}
+	p := pipeline.New(0)
+	now := time.Now()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := p.Apply(fms[i], now); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	reportPerSec(b, "flows/s")
+}
+
+// BenchmarkFlowModWire: the same flows as encoded FLOW_MOD messages, each
+// framed, decoded and handed to a bridge's Handle (group checks, Apply and
+// the datapath megaflow invalidation every change triggers). The socket and
+// the ofconn read loop are not included.
+func BenchmarkFlowModWire(b *testing.B) {
+	_, br := benchBridge(b, 0)
+	raws := make([][]byte, b.N)
+	for i := range raws {
+		raw, err := ofpwire.Encode(uint32(i), benchRuleMod(0, i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		raws[i] = raw
+	}
+	buf := make([]byte, 1<<16)
+	var rd bytes.Reader
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rd.Reset(raws[i])
+		h, raw, err := ofpwire.ReadMessage(&rd, buf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		msg, err := ofpwire.Decode(h, raw[ofpwire.HeaderLen:])
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := br.Handle(nil, h.Transaction, msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	f := pipeline.AnyFilter()
+	if fl, err := br.Pipeline().Flows(&f); err != nil || len(fl) != b.N {
+		b.Fatalf("%d flows installed for %d flow-mods (%v)", len(fl), b.N, err)
+	}
+	reportPerSec(b, "flows/s")
+}
+
+// reportPerSec reports b.N ops per second under unit.
+func reportPerSec(b *testing.B, unit string) {
+	if sec := b.Elapsed().Seconds(); sec > 0 {
+		b.ReportMetric(float64(b.N)/sec, unit)
+	}
+}
+
+// BenchmarkTranslate: one upcall's translation (the datapath's miss path
+// minus the megaflow install) over rules exact-match rules in the last of
+// tables tables, random keys that hit a rule. One op is one upcall.
+func BenchmarkTranslate(b *testing.B) {
+	for _, rules := range []int{1, 100, 10000} {
+		for _, tables := range []int{1, 4, 8} {
+			b.Run(fmt.Sprintf("rules=%d/tables=%d", rules, tables), func(b *testing.B) {
+				p := pipeline.New(0)
+				installBenchRules(b, p, rules, tables)
+				keys := make([]flow.Key, 4096)
+				rng := rand.New(rand.NewPCG(1, 2))
+				for i := range keys {
+					keys[i] = flow.Key{InPort: 1, EthType: 0x0800, NwProto: 17, NwTTL: 64,
+						IPv4Src: 0xc6130001, IPv4Dst: benchDst(rng.IntN(rules)), TpSrc: 1000, TpDst: 2000}
+				}
+				opts := xlate.Options{Ports: []uint32{1, 2}}
+				var res datapath.UpcallResult
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if err := xlate.Translate(p, &keys[i%len(keys)], &res, opts); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				if len(res.Actions) != 1 || res.Actions[0].Port != 2 {
+					b.Fatalf("translation gave %+v, want output:2", res.Actions)
+				}
+				reportPerSec(b, "upcalls/s")
+			})
+		}
+	}
+}
+
+// BenchmarkMemoryPerRule: live heap growth per installed rule at 100,000
+// rules, the flow-mods built inside the measurement so whatever the
+// pipeline keeps of them counts. Run with -benchtime=1x: each op installs
+// all the rules.
+func BenchmarkMemoryPerRule(b *testing.B) {
+	const rules = 100_000
+	var perRule float64
+	for n := 0; n < b.N; n++ {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		p := pipeline.New(0)
+		now := time.Now()
+		for i := 0; i < rules; i++ {
+			if _, err := p.Apply(benchRuleMod(0, i), now); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		perRule = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / rules
+		runtime.KeepAlive(p)
+	}
+	b.ReportMetric(perRule, "B/rule")
+}
+
+// benchBridge builds a Manual-mode datapath with ring ports 1 and 2 and a
+// bridge over it with no OpenFlow connections. flowLimit 0 keeps the
+// datapath's default.
+func benchBridge(b *testing.B, flowLimit int) (*datapath.Datapath, *Bridge) {
+	b.Helper()
+	up := &UpcallAdapter{}
+	dp, err := datapath.New(datapath.Config{Manual: true, Upcall: up, FlowLimit: flowLimit})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { dp.Close() })
+	if _, err := dp.AddPort(1, ring.New("in", 1, 1, 256)); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := dp.AddPort(2, ring.New("out", 1, 1, 256)); err != nil {
+		b.Fatal(err)
+	}
+	br, err := NewBridge("br0", dp, BridgeConfig{Upcall: up, Conn: ofconn.Config{ProbeInterval: -1}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(br.Close)
+	return dp, br
+}
+
+// BenchmarkForwardRules: one manual-mode PMD forwarding 64-byte UDP between
+// ring ports under a bridge whose tables hold rules rules behind a goto
+// chain of tables tables; the traffic cycles over one flow per rule, and
+// every megaflow is installed before the measurement. One op is one packet.
+func BenchmarkForwardRules(b *testing.B) {
+	for _, rules := range []int{1, 100, 10000} {
+		for _, tables := range []int{1, 4, 8} {
+			b.Run(fmt.Sprintf("rules=%d/tables=%d", rules, tables), func(b *testing.B) {
+				benchForwardRules(b, rules, tables)
+			})
+		}
+	}
+}
+
+func benchForwardRules(b *testing.B, rules, tables int) {
+	dp, br := benchBridge(b, 2*rules+100)
+	installBenchRules(b, br.Pipeline(), rules, tables)
+	in, out := dp.Port(1).Dev.(*ring.Port), dp.Port(2).Dev.(*ring.Port)
+	src, dst := net.HardwareAddr{2, 0, 0, 0, 0, 1}, net.HardwareAddr{2, 0, 0, 0, 0, 2}
+	frames := make([][]byte, rules)
+	for i := range frames {
+		d := benchDst(i)
+		frames[i] = nstest.UDPFrame(dst, src, net.IPv4(198, 19, 0, 1),
+			net.IPv4(byte(d>>24), byte(d>>16), byte(d>>8), byte(d)), 1000, 2000)
+	}
+	batches := make([][][]byte, 0, (rules+31)/32)
+	for i := 0; i < rules; i += 32 {
+		bt := make([][]byte, 32)
+		for j := range bt {
+			bt[j] = frames[(i+j)%rules]
+		}
+		batches = append(batches, bt)
+	}
+	pmd := dp.PMDs()[0]
+	run := func(n int) {
+		for done, i := 0, 0; done < n; i++ {
+			in.Inject(0, batches[i%len(batches)]...)
+			done += pmd.PollOnce()
+			out.Discard(0)
+		}
+	}
+	run(max(3*rules, 100_000))
+	if dp.FlowCount() != rules {
+		b.Fatalf("%d megaflows installed for %d flows", dp.FlowCount(), rules)
+	}
+	st0 := dp.PMDStats()[0]
+	b.ReportAllocs()
+	b.ResetTimer()
+	run(b.N)
+	b.StopTimer()
+	st := dp.PMDStats()[0]
+	pkts := float64(st.RxPackets - st0.RxPackets)
+	b.ReportMetric(float64(st.EMCHits-st0.EMCHits)/pkts*100, "%emc")
+	// The bridge's once-a-second housekeeping may invalidate megaflows
+	// (first link-state sample), so a few upcalls can land in a run.
+	b.ReportMetric(float64(st.Misses-st0.Misses), "upcalls")
+	if sec := b.Elapsed().Seconds(); sec > 0 {
+		b.ReportMetric(float64(b.N)/sec/1e6, "Mpps")
+		b.ReportMetric(sec*1e9/float64(b.N), "ns/pkt")
+	}
+}
