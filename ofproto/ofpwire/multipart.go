@@ -2,6 +2,7 @@ package ofpwire
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/netrack/openflow"
 	"github.com/netrack/openflow/ofp"
@@ -607,6 +608,33 @@ func (*PortDescReply) MultipartType() ofp.MultipartType {
 }
 
 // parseFixedArray decodes len(b)/size records, each with read.
+// fixedItem is a fixed-layout netrack/openflow structure: *T reads and
+// writes itself.
+type fixedItem[T any] interface {
+	*T
+	io.ReaderFrom
+	io.WriterTo
+}
+
+// appendFixedItems encodes items one after another, recording where each
+// ends (multipart replies are split between items).
+func appendFixedItems[T any, P fixedItem[T]](b []byte, ends []int, items []T) ([]byte, []int) {
+	for i := range items {
+		var w io.WriterTo = P(&items[i])
+		b = appendFixed(b, w)
+		ends = append(ends, len(b))
+	}
+	return b, ends
+}
+
+// decodeFixedItems decodes an array of size-byte structures.
+func decodeFixedItems[T any, P fixedItem[T]](b []byte, size int) ([]T, error) {
+	return parseFixedArray(b, size, func(v *T, c []byte) error {
+		var rf io.ReaderFrom = P(v)
+		return readFixed(c, size, rf, errBadLen)
+	})
+}
+
 func parseFixedArray[T any](b []byte, size int, read func(*T, []byte) error) ([]T, error) {
 	if len(b)%size != 0 {
 		return nil, errBadLen
@@ -624,16 +652,11 @@ func parseFixedArray[T any](b []byte, size int, read func(*T, []byte) error) ([]
 }
 
 func (r *TableStatsReply) appendItems(b []byte, ends []int) ([]byte, []int, error) {
-	for i := range r.Tables {
-		b = appendFixed(b, &r.Tables[i])
-		ends = append(ends, len(b))
-	}
+	b, ends = appendFixedItems(b, ends, r.Tables)
 	return b, ends, nil
 }
 func (r *TableStatsReply) decodeRep(b []byte) (err error) {
-	r.Tables, err = parseFixedArray(b, 24, func(t *ofp.TableStats, c []byte) error {
-		return readFixed(c, 24, t, errBadLen)
-	})
+	r.Tables, err = decodeFixedItems[ofp.TableStats](b, 24)
 	return err
 }
 func (r *TableStatsReply) merge(o MultipartReplyBody) bool {
@@ -642,16 +665,11 @@ func (r *TableStatsReply) merge(o MultipartReplyBody) bool {
 }
 
 func (r *PortStatsReply) appendItems(b []byte, ends []int) ([]byte, []int, error) {
-	for i := range r.Ports {
-		b = appendFixed(b, &r.Ports[i])
-		ends = append(ends, len(b))
-	}
+	b, ends = appendFixedItems(b, ends, r.Ports)
 	return b, ends, nil
 }
 func (r *PortStatsReply) decodeRep(b []byte) (err error) {
-	r.Ports, err = parseFixedArray(b, 112, func(p *ofp.PortStats, c []byte) error {
-		return readFixed(c, 112, p, errBadLen)
-	})
+	r.Ports, err = decodeFixedItems[ofp.PortStats](b, 112)
 	return err
 }
 func (r *PortStatsReply) merge(o MultipartReplyBody) bool {
@@ -660,16 +678,11 @@ func (r *PortStatsReply) merge(o MultipartReplyBody) bool {
 }
 
 func (r *QueueStatsReply) appendItems(b []byte, ends []int) ([]byte, []int, error) {
-	for i := range r.Queues {
-		b = appendFixed(b, &r.Queues[i])
-		ends = append(ends, len(b))
-	}
+	b, ends = appendFixedItems(b, ends, r.Queues)
 	return b, ends, nil
 }
 func (r *QueueStatsReply) decodeRep(b []byte) (err error) {
-	r.Queues, err = parseFixedArray(b, 40, func(q *ofp.QueueStats, c []byte) error {
-		return readFixed(c, 40, q, errBadLen)
-	})
+	r.Queues, err = decodeFixedItems[ofp.QueueStats](b, 40)
 	return err
 }
 func (r *QueueStatsReply) merge(o MultipartReplyBody) bool {
