@@ -128,9 +128,6 @@ func (s *Store) load() error {
 	return nil
 }
 
-// Dir returns the directory the store lives in.
-func (s *Store) Dir() string { return s.dir }
-
 // Get returns a deep copy of the committed state.
 func (s *Store) Get() *Config {
 	s.mu.Lock()
