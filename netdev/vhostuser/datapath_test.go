@@ -5,39 +5,15 @@ import (
 	"time"
 
 	"vswitch/datapath"
-	"vswitch/datapath/actions"
+	"vswitch/internal/nstest"
 )
-
-func inPortRule(in, out uint32) datapath.Rule {
-	r := datapath.Rule{Priority: 10}
-	r.Match.Key.InPort = in
-	r.Match.Mask.InPort = ^uint32(0)
-	r.Actions = actions.List{{Kind: actions.Output, Port: out}}
-	return r
-}
 
 // TestDatapathForwarding: two frontends exchange frames through the
 // datapath's PMD, both ways at once: nothing lost, nothing leaked.
 func TestDatapathForwarding(t *testing.T) {
-	rules := &datapath.RuleTable{}
-	dp, err := datapath.New(datapath.Config{NumPMDs: 1, PMDSleepMax: 50, Upcall: rules})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rules.Invalidate = dp.InvalidateFlows
 	pa, pathA := newServerPort(t, 1)
 	pb, pathB := newServerPort(t, 1)
-	if _, err := dp.AddPort(1, pa); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dp.AddPort(2, pb); err != nil {
-		t.Fatal(err)
-	}
-	rules.Add(inPortRule(1, 2))
-	rules.Add(inPortRule(2, 1))
-	if err := dp.Start(); err != nil {
-		t.Fatal(err)
-	}
+	dp := nstest.CrossConnect(t, 1, pa, pb)
 	stopped := false
 	stop := func() {
 		if !stopped {
@@ -111,7 +87,7 @@ func TestDatapathFrontendRestart(t *testing.T) {
 	pb, pathB := newServerPort(t, 1)
 	dp.AddPort(1, pa)
 	dp.AddPort(2, pb)
-	rules.Add(inPortRule(2, 1))
+	rules.Add(nstest.InPortRule(2, 1))
 	if err := dp.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"vswitch/datapath"
+	"vswitch/internal/nstest"
 )
 
 // lockedBuffer collects a process's output while the test reads it.
@@ -46,22 +45,9 @@ func TestE2ETestpmd(t *testing.T) {
 	if err != nil {
 		t.Fatal("dpdk-testpmd not installed (apt-get install dpdk): ", err)
 	}
-	rules := &datapath.RuleTable{}
-	dp, err := datapath.New(datapath.Config{NumPMDs: 1, PMDSleepMax: 50, Upcall: rules})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rules.Invalidate = dp.InvalidateFlows
 	pa, pathA := newServerPort(t, 1)
 	pb, pathB := newServerPort(t, 1)
-	dp.AddPort(1, pa)
-	dp.AddPort(2, pb)
-	rules.Add(inPortRule(1, 2))
-	rules.Add(inPortRule(2, 1))
-	if err := dp.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dp.Close() })
+	dp := nstest.CrossConnect(t, 1, pa, pb)
 
 	prefix := fmt.Sprintf("vhu%d", time.Now().UnixNano()%1e9)
 	t.Cleanup(func() { os.RemoveAll("/run/dpdk/" + prefix) })

@@ -205,8 +205,8 @@ func TestE2EQemuGuest(t *testing.T) {
 		ap.Close()
 		t.Fatal(err)
 	}
-	rules.Add(inPortRule(1, 2))
-	rules.Add(inPortRule(2, 1))
+	rules.Add(nstest.InPortRule(1, 2))
+	rules.Add(nstest.InPortRule(2, 1))
 
 	cmd := exec.Command(qemu,
 		"-machine", "pc,accel=tcg", "-cpu", "max", "-smp", "1", "-m", "256",

@@ -209,7 +209,7 @@ func TestE2ETestpmdTxonly(t *testing.T) {
 	sink := null.New("sink", 1, 1, nil)
 	dp.AddPort(1, vp)
 	dp.AddPort(2, sink)
-	rules.Add(inPortRule(1, 2))
+	rules.Add(nstest.InPortRule(1, 2))
 
 	tp := startTestpmd(t, []string{"net_virtio_user0,path=" + path + ",queues=1"},
 		"--forward-mode=txonly", "--port-topology=loop")
@@ -245,7 +245,7 @@ func TestE2ETestpmdRxonly(t *testing.T) {
 	dp, rules := newSwitch(t)
 	vp, path := newServerPort(t, 1)
 	dp.AddPort(1, vp)
-	rules.Add(inPortRule(2, 1))
+	rules.Add(nstest.InPortRule(2, 1))
 
 	tp := startTestpmd(t, []string{"net_virtio_user0,path=" + path + ",queues=1"},
 		"--forward-mode=rxonly", "--port-topology=loop")
@@ -356,8 +356,8 @@ func TestE2ETestpmdMacswap(t *testing.T) {
 	gp, genPath := newServerPort(t, 1)
 	dp.AddPort(1, vp)
 	dp.AddPort(2, gp)
-	rules.Add(inPortRule(1, 2))
-	rules.Add(inPortRule(2, 1))
+	rules.Add(nstest.InPortRule(1, 2))
+	rules.Add(nstest.InPortRule(2, 1))
 	fe := dialFrontend(t, genPath, feCfg{})
 	fe.setup()
 	waitFor(t, "generator port up", gp.LinkUp)
@@ -400,8 +400,8 @@ func TestE2ETestpmdClientMode(t *testing.T) {
 	dp, rules := newSwitch(t)
 	gp, genPath := newServerPort(t, 1)
 	dp.AddPort(2, gp)
-	rules.Add(inPortRule(1, 2))
-	rules.Add(inPortRule(2, 1))
+	rules.Add(nstest.InPortRule(1, 2))
+	rules.Add(nstest.InPortRule(2, 1))
 	fe := dialFrontend(t, genPath, feCfg{})
 	fe.setup()
 	waitFor(t, "generator port up", gp.LinkUp)
