@@ -8,15 +8,23 @@ BIN       := bin
 FUZZTIME  ?= 50000x
 BENCHTIME ?= 1s
 
-.PHONY: all build run test vet fmt-check unit fuzz bench bench-datapath bench-veth clean
+.PHONY: all build run demo test vet fmt-check unit fuzz bench bench-datapath bench-veth clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
+# The daemon in the foreground on its embedded default: state in ./state,
+# bridge br0 (fail mode standalone), metrics on 127.0.0.1:9477. Configure
+# it from another shell with bin/vsctl (same directory, or set
+# VSWITCHD_STATE_DIR).
 run: build
 	./$(BIN)/vswitchd
+
+# The five-minute tour: two namespaces, one bridge, ping, flows, metrics.
+demo: build
+	BIN=$(BIN) scripts/demo.sh
 
 test: vet fmt-check unit fuzz
 

@@ -8,6 +8,7 @@ package datapath
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,10 @@ const (
 	MaxTxFlushInterval = 1_000_000
 	// DefaultPMDSleepMax is the default pmd-sleep-max, in microseconds.
 	DefaultPMDSleepMax = 100
+	// MaxPMDSleepMax is the largest pmd-sleep-max SetPMDSleepMax accepts,
+	// in microseconds (OVS's bound too: a longer sleep is a latency bug,
+	// not a power setting).
+	MaxPMDSleepMax = 10_000
 	// DefaultFlowLimit is the default number of megaflows per PMD.
 	DefaultFlowLimit = 200_000
 	// DefaultPoolSize is the default number of packet buffers per PMD.
@@ -103,6 +108,13 @@ type Port struct {
 
 	txqLocks sharedSlab[TxqLock]
 	tx       sharedSlab[txCounters] // one block per PMD
+	txSizes  sharedSlab[txBatchSizes]
+	// rxq holds one block per rx queue, written by whichever PMD polls the
+	// queue, so a queue's history follows it when it moves to another PMD.
+	rxq sharedSlab[rxqCounters]
+	// rxqBase is each rx queue's busy time at the last rebalance; guarded
+	// by Datapath.mu.
+	rxqBase []uint64
 	// flushInterval overrides the datapath's tx-flush-interval for this
 	// port (microseconds); -1 means "use the datapath's".
 	flushInterval int
@@ -117,9 +129,18 @@ type Datapath struct {
 	ports    map[uint32]*Port
 	portSnap atomic.Pointer[[]*Port] // sorted copy of ports for lock-free readers
 	flushUs  int
+	sleepUs  int
 	seq      uint64 // plan sequence number
 	running  bool
+	closed   bool
 	wg       sync.WaitGroup
+	// assign is the rx queue assignment the PMDs run; assignSnap is a
+	// copy for lock-free readers.
+	assign     [][]RxqRef
+	assignSnap atomic.Pointer[[][]RxqRef]
+	// pinned holds the PMD RebalanceRxqs chose for each rx queue; it
+	// overrides AssignRxqs until the queue's port goes away.
+	pinned map[RxqRef]int
 
 	pmds   []*PMD
 	pmdCnt sharedSlab[pmdCounters]
@@ -176,6 +197,7 @@ func New(cfg Config) (*Datapath, error) {
 		clock:   cfg.Clock,
 		ports:   make(map[uint32]*Port),
 		flushUs: cfg.TxFlushInterval,
+		sleepUs: cfg.PMDSleepMax,
 		pmdCnt:  newSharedSlab[pmdCounters](cfg.NumPMDs, cfg.PackedSharedState),
 		ctrlq:   NewControllerQueue(cfg.ControllerQueueDepth, packet.DefaultBufSize),
 	}
@@ -228,6 +250,9 @@ func (dp *Datapath) AddPort(no uint32, dev netdev.Netdev) (*Port, error) {
 		Dev:           dev,
 		txqLocks:      newSharedSlab[TxqLock](ntxq, false),
 		tx:            newSharedSlab[txCounters](len(dp.pmds), dp.cfg.PackedSharedState),
+		txSizes:       newSharedSlab[txBatchSizes](len(dp.pmds), dp.cfg.PackedSharedState),
+		rxq:           newSharedSlab[rxqCounters](max(dev.NumRxQueues(), 0), false),
+		rxqBase:       make([]uint64, max(dev.NumRxQueues(), 0)),
 		flushInterval: -1,
 	}
 	dp.ports[no] = p
@@ -265,6 +290,7 @@ func (dp *Datapath) RemovePort(no uint32) error {
 		return fmt.Errorf("datapath: no port %d", no)
 	}
 	delete(dp.ports, no)
+	dp.unpin(no)
 	dp.reconfigure()
 	dp.mu.Unlock()
 	dp.InvalidateFlows()
@@ -327,6 +353,27 @@ func (dp *Datapath) SetPortTxFlushInterval(no uint32, us int) error {
 	return nil
 }
 
+// SetPMDSleepMax sets pmd-sleep-max (µs, 0 .. MaxPMDSleepMax; 0 is busy
+// polling). A sleeping PMD picks it up when it next wakes, so lowering it
+// takes effect within the old maximum.
+func (dp *Datapath) SetPMDSleepMax(us int) error {
+	if us < 0 || us > MaxPMDSleepMax {
+		return fmt.Errorf("datapath: pmd-sleep-max %d out of range 0..%d", us, MaxPMDSleepMax)
+	}
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	dp.sleepUs = us
+	dp.reconfigure()
+	return nil
+}
+
+// PMDSleepMax returns the current pmd-sleep-max in microseconds.
+func (dp *Datapath) PMDSleepMax() int {
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	return dp.sleepUs
+}
+
 // Start launches the PMD goroutines (not in Manual mode).
 func (dp *Datapath) Start() error {
 	dp.mu.Lock()
@@ -372,6 +419,8 @@ func (dp *Datapath) Close() error {
 		errs = append(errs, p.Dev.Close())
 		delete(dp.ports, no)
 	}
+	dp.pinned = nil
+	dp.closed = true
 	dp.reconfigure()
 	return errors.Join(errs...)
 }
@@ -390,24 +439,103 @@ func (dp *Datapath) Execute(data []byte, inPort uint32, acts actions.List) error
 // reconfigure builds a new plan for every PMD and waits until running PMDs
 // have switched to it; PMDs not running (Manual mode, stopped) switch now.
 // Called with dp.mu held.
+//
+// An rx queue that moves from one running PMD to another must never be
+// polled by both (drivers' rx rings have a single consumer), so a move takes
+// two steps: first every PMD drops the queues it loses, and only once all
+// have acknowledged do the queues appear on their new PMDs. In between the
+// queue is polled by nobody and its packets wait in the driver's ring.
 func (dp *Datapath) reconfigure() {
-	dp.seq++
 	ports := dp.sortedPorts()
 	dp.portSnap.Store(&ports)
 	var rxqs []RxqRef
-	maxNo := uint32(0)
 	for _, p := range ports {
 		for q := 0; q < p.Dev.NumRxQueues(); q++ {
 			rxqs = append(rxqs, RxqRef{Port: p.No, Queue: q})
 		}
+	}
+	assign := dp.pin(dp.cfg.AssignRxqs(rxqs, len(dp.pmds)))
+	if dp.running {
+		if interim, moves := withoutMoves(dp.assign, assign); moves {
+			dp.publishPlans(ports, interim)
+		}
+	}
+	dp.publishPlans(ports, assign)
+	dp.assign = assign
+	snap := make([][]RxqRef, len(assign))
+	for i := range assign {
+		snap[i] = slices.Clone(assign[i])
+	}
+	dp.assignSnap.Store(&snap)
+}
+
+// pin returns assign, one list per PMD, with every rx queue that
+// RebalanceRxqs placed moved to the PMD it chose.
+func (dp *Datapath) pin(assign [][]RxqRef) [][]RxqRef {
+	out := make([][]RxqRef, len(dp.pmds))
+	for i, rs := range assign {
+		for _, r := range rs {
+			to := i
+			if pmd, ok := dp.pinned[r]; ok {
+				to = pmd
+			}
+			if to < len(out) {
+				out[to] = append(out[to], r)
+			}
+		}
+	}
+	return out
+}
+
+// unpin forgets where RebalanceRxqs put the queues of port no.
+func (dp *Datapath) unpin(no uint32) {
+	for r := range dp.pinned {
+		if r.Port == no {
+			delete(dp.pinned, r)
+		}
+	}
+}
+
+// withoutMoves returns next minus every queue that old has on another PMD,
+// and whether there was any.
+func withoutMoves(old, next [][]RxqRef) ([][]RxqRef, bool) {
+	owner := make(map[RxqRef]int)
+	for i, rs := range old {
+		for _, r := range rs {
+			owner[r] = i
+		}
+	}
+	moves := false
+	out := make([][]RxqRef, len(next))
+	for i, rs := range next {
+		for _, r := range rs {
+			if o, ok := owner[r]; ok && o != i {
+				moves = true
+				continue
+			}
+			out[i] = append(out[i], r)
+		}
+	}
+	return out, moves
+}
+
+// publishPlans hands every PMD its plan for assign and the current port
+// settings, and waits until running PMDs have switched to it.
+func (dp *Datapath) publishPlans(ports []*Port, assign [][]RxqRef) {
+	dp.seq++
+	maxNo := uint32(0)
+	for _, p := range ports {
 		maxNo = max(maxNo, p.No)
 	}
-	assign := dp.cfg.AssignRxqs(rxqs, len(dp.pmds))
 	for i, pmd := range dp.pmds {
-		plan := &pmdPlan{seq: dp.seq, tx: make([]txPlan, maxNo+1)}
+		plan := &pmdPlan{seq: dp.seq, tx: make([]txPlan, maxNo+1), sleepMaxNs: int64(dp.sleepUs) * 1000}
 		if i < len(assign) {
 			for _, r := range assign[i] {
-				plan.rxqs = append(plan.rxqs, rxqPlan{port: dp.ports[r.Port], queue: r.Queue})
+				p := dp.ports[r.Port]
+				if p == nil || r.Queue < 0 || r.Queue >= p.rxq.len() {
+					continue
+				}
+				plan.rxqs = append(plan.rxqs, rxqPlan{port: p, queue: r.Queue, counters: p.rxq.at(r.Queue)})
 			}
 		}
 		plan.pollFDs = pollFDs(plan.rxqs)
@@ -467,6 +595,10 @@ func (p *Port) TxStats() []PortPMDStats {
 	for i := range out {
 		c := p.tx.at(i)
 		out[i] = PortPMDStats{PMD: i, Packets: c.packets.Load(), Batches: c.batches.Load(), Drops: c.drops.Load()}
+		h := p.txSizes.at(i)
+		for j := range h.n {
+			out[i].BatchSizes[j] = h.n[j].Load()
+		}
 	}
 	return out
 }

@@ -41,11 +41,17 @@ type pmdPlan struct {
 	// pollFDs are the rx queues' descriptors when every queue has one
 	// (netdev.Waiter); an idle PMD waits on them instead of sleeping.
 	pollFDs []unix.PollFd
+	// sleepMaxNs is pmd-sleep-max; 0 is busy polling.
+	sleepMaxNs int64
 }
 
 type rxqPlan struct {
-	port  *Port
-	queue int
+	port     *Port
+	queue    int
+	counters *rxqCounters // the queue's shared block in its port
+	// What the PMD counted for the queue since it last published; the
+	// plan is the PMD's own once it has loaded it, so these are plain.
+	packets, busyNs uint64
 }
 
 type txPlan struct {
@@ -64,6 +70,7 @@ type OutputBatch struct {
 	deadline int64 // ns; the batch is sent at the end of a burst once now ≥ deadline
 	pending  bool  // listed in PMD.pending
 	counters *txCounters
+	sizes    *txBatchSizes
 }
 
 // PMD is a poll-mode driver goroutine (or, in Manual mode, a unit the caller
@@ -91,6 +98,11 @@ type PMD struct {
 	lastRnk int64
 	lastRx  int64 // clock of the last iteration that received packets
 	sleepNs int64 // next sleep length
+	// lastRxq is the last queue of the previous iteration that received
+	// packets, and rxqMark the clock reading its busy time runs from; the
+	// next iteration's clock read closes that span.
+	lastRxq *rxqPlan
+	rxqMark int64
 
 	counters *pmdCounters // published for readers
 
@@ -143,7 +155,6 @@ func (p *PMD) run(wg *sync.WaitGroup) {
 	// Sleeps of a few microseconds are pointless with the default 50 µs
 	// timer slack.
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0)
-	sleepMax := int64(p.dp.cfg.PMDSleepMax) * 1000
 	p.sleepNs = minSleepNs
 	for !p.stop.Load() {
 		if p.PollOnce() > 0 {
@@ -151,6 +162,7 @@ func (p *PMD) run(wg *sync.WaitGroup) {
 			p.sleepNs = minSleepNs
 			continue
 		}
+		sleepMax := p.cur.sleepMaxNs
 		if sleepMax == 0 || p.now-p.lastRx < idleSpinNs {
 			continue
 		}
@@ -167,6 +179,7 @@ func (p *PMD) run(wg *sync.WaitGroup) {
 	p.now = p.clock()
 	p.flush(true)
 	p.local.publish(p.counters)
+	p.publishRxqs()
 }
 
 // PollOnce runs one PMD iteration: one clock read, a plan and mailbox check,
@@ -175,10 +188,21 @@ func (p *PMD) run(wg *sync.WaitGroup) {
 // flush of everything if nothing arrived. It returns the packets received.
 // In Manual mode the caller drives the PMD with it; otherwise only the PMD's
 // goroutine may call it.
+//
+// Busy time is split over the rx queues that received packets: each such
+// queue is charged from the end of the previous one (or the start of the
+// iteration) to the end of its own processing. Closing a span needs a clock
+// read, so a queue that is not the PMD's last one costs one more read per
+// iteration in which it received something; the last queue's span is closed
+// by the next iteration's read. A PMD with one queue, or whose traffic comes
+// in on its last queue, reads the clock once per iteration as before.
 func (p *PMD) PollOnce() int {
 	now := p.clock()
 	if p.busy {
 		p.local.busyNs += uint64(now - p.now)
+		if p.lastRxq != nil {
+			p.lastRxq.busyNs += uint64(now - p.rxqMark)
+		}
 	} else {
 		p.local.idleNs += uint64(now - p.now)
 	}
@@ -191,8 +215,11 @@ func (p *PMD) PollOnce() int {
 		p.runMailbox()
 	}
 	received := 0
-	for i := range p.cur.rxqs {
-		rq := &p.cur.rxqs[i]
+	rxqs := p.cur.rxqs
+	mark := now
+	var last *rxqPlan
+	for i := range rxqs {
+		rq := &rxqs[i]
 		p.rx.N = 0
 		n := rq.port.Dev.Recv(rq.queue, p.pool, &p.rx)
 		if n == 0 {
@@ -208,13 +235,22 @@ func (p *PMD) PollOnce() int {
 		} else {
 			p.flush(false)
 		}
+		rq.packets += uint64(n)
+		last = rq
+		if i < len(rxqs)-1 {
+			t := p.clock()
+			rq.busyNs += uint64(t - mark)
+			mark = t
+		}
 	}
+	p.lastRxq, p.rxqMark = last, mark
 	p.busy = received > 0
 	if !p.busy {
 		p.flush(true)
 	}
 	if !p.busy || now-p.lastPub >= statsPublishInterval {
 		p.local.publish(p.counters)
+		p.publishRxqs()
 		p.lastPub = now
 	}
 	if now-p.lastRnk >= rankInterval {
@@ -230,6 +266,11 @@ func (p *PMD) PollOnce() int {
 func (p *PMD) applyPlan() {
 	pl := p.plan.Load()
 	p.flush(true)
+	if p.cur != nil {
+		// The queues may go to another PMD: hand over what they carried.
+		p.publishRxqs()
+	}
+	p.lastRxq = nil
 	outs := make([]*OutputBatch, len(pl.tx))
 	for no, tp := range pl.tx {
 		if tp.port == nil {
@@ -239,7 +280,7 @@ func (p *PMD) applyPlan() {
 		if no < len(p.outs) && p.outs[no] != nil && p.outs[no].port == tp.port {
 			ob = p.outs[no]
 		} else {
-			ob = &OutputBatch{counters: tp.port.tx.at(p.id), deadline: p.now}
+			ob = &OutputBatch{counters: tp.port.tx.at(p.id), sizes: tp.port.txSizes.at(p.id), deadline: p.now}
 		}
 		ob.txPlan = tp
 		outs[no] = ob
@@ -247,6 +288,20 @@ func (p *PMD) applyPlan() {
 	p.outs = outs
 	p.cur = pl
 	p.applied.Store(pl.seq)
+}
+
+// publishRxqs adds what the PMD counted for its rx queues to their shared
+// blocks.
+func (p *PMD) publishRxqs() {
+	for i := range p.cur.rxqs {
+		rq := &p.cur.rxqs[i]
+		if rq.packets == 0 && rq.busyNs == 0 {
+			continue
+		}
+		rq.counters.packets.Add(rq.packets)
+		rq.counters.busyNs.Add(rq.busyNs)
+		rq.packets, rq.busyNs = 0, 0
+	}
 }
 
 // processBatch classifies and executes p.rx, received on port inPort. It
@@ -301,6 +356,7 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 			if runFlow != nil {
 				runFlow.packets.Add(runPkts)
 				runFlow.bytes.Add(runBytes)
+				runFlow.touch(p.now)
 			}
 			runFlow, runPkts, runBytes = mf, 0, 0
 		}
@@ -312,6 +368,7 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 	if runFlow != nil {
 		runFlow.packets.Add(runPkts)
 		runFlow.bytes.Add(runBytes)
+		runFlow.touch(p.now)
 	}
 	return upcalled
 }
@@ -374,6 +431,7 @@ func (p *PMD) handleMiss(pkt *packet.Packet, hash uint32) *Megaflow {
 	}
 	mf.Match.Mask = p.upcall.Mask
 	pkt.Key.ApplyMask(&mf.Match.Mask, &mf.Match.Key)
+	mf.used.Store(p.now)
 	p.installedMu.Lock()
 	if old := p.flows.Insert(&mf.Match, mf); old != nil {
 		p.emc.RemoveValue(old)
@@ -467,6 +525,7 @@ func (p *PMD) send(ob *OutputBatch) {
 	}
 	ob.counters.packets.Add(uint64(sent))
 	ob.counters.batches.Add(1)
+	ob.sizes.n[batchSizeBucket(n)].Add(1)
 	if sent < n {
 		ob.counters.drops.Add(uint64(n - sent))
 	}

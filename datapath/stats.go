@@ -1,6 +1,7 @@
 package datapath
 
 import (
+	"math/bits"
 	"sync/atomic"
 	"unsafe"
 )
@@ -127,12 +128,52 @@ type txCounters struct {
 	drops   atomic.Uint64
 }
 
+// txBatchSizes is one PMD's output-batch size histogram for one port,
+// updated with txCounters. It lives in a slab of its own: inside txCounters
+// it would make a block larger than a cache line, and the packed layout
+// that BenchmarkSeparateTxqs uses to show false sharing would no longer put
+// two PMDs' hot counters on one line.
+type txBatchSizes struct {
+	n [len(BatchSizeBounds)]atomic.Uint64
+}
+
+// rxqCounters are the cumulative statistics of one rx queue. The PMD that
+// polls the queue adds to them when it publishes its own counters and when
+// it lets go of the queue.
+type rxqCounters struct {
+	packets atomic.Uint64
+	busyNs  atomic.Uint64
+}
+
+// RxqStats is a snapshot of one rx queue's counters and the PMD polling it.
+type RxqStats struct {
+	PMD     int
+	Port    uint32
+	Queue   int
+	Packets uint64 // received since the port was added
+	// BusyNs is the PMD time spent on the queue's packets since the port
+	// was added: receiving, classifying, executing and the sends they
+	// caused. The queues of a PMD add up to its PMDStats.BusyNs.
+	BusyNs uint64
+}
+
+// BatchSizeBounds are the upper bounds of the output-batch size histogram:
+// bucket i counts batches of more than BatchSizeBounds[i-1] and at most
+// BatchSizeBounds[i] packets (powers of two up to packet.BatchSize).
+var BatchSizeBounds = [...]int{1, 2, 4, 8, 16, 32}
+
+// batchSizeBucket is the histogram bucket of a batch of n (1..32) packets.
+func batchSizeBucket(n int) int { return bits.Len(uint(n - 1)) }
+
 // PortPMDStats is a snapshot of what one PMD sent to one port.
 type PortPMDStats struct {
 	PMD     int
 	Packets uint64 // packets the driver accepted
 	Batches uint64 // calls to the driver's Send
 	Drops   uint64 // packets the driver refused (tx queue full) or the port was down
+	// BatchSizes counts batches by size, bucket i per BatchSizeBounds[i]
+	// (not cumulative).
+	BatchSizes [len(BatchSizeBounds)]uint64
 }
 
 // AvgBatch is the average packets per output batch.

@@ -54,6 +54,10 @@ type Megaflow struct {
 	Actions actions.List
 	packets atomic.Uint64
 	bytes   atomic.Uint64
+	// used is the datapath clock (ns) when a packet last matched, kept to
+	// usedResolution: the PMD stores it at most once per step, so a flow
+	// hit by every batch costs a load, not another locked write, per batch.
+	used atomic.Int64
 
 	refs []StatsSink
 	// What has been pushed to refs so far; guarded by the owning PMD's
@@ -71,6 +75,17 @@ func (f *Megaflow) push(now time.Time) {
 	f.pushedPackets, f.pushedBytes = pk, by
 	for _, r := range f.refs {
 		r.Touch(now, dp, db)
+	}
+}
+
+// usedResolution is how fresh Megaflow.used is kept, in ns (OVS prints
+// "used" in milliseconds).
+const usedResolution = 1_000_000
+
+// touch records that the flow matched packets at now.
+func (f *Megaflow) touch(now int64) {
+	if now-f.used.Load() >= usedResolution {
+		f.used.Store(now)
 	}
 }
 

@@ -211,7 +211,7 @@ func benchBridge(b *testing.B, flowLimit int) (*datapath.Datapath, *Bridge) {
 	if _, err := dp.AddPort(2, ring.New("out", 1, 1, 256)); err != nil {
 		b.Fatal(err)
 	}
-	br, err := NewBridge("br0", dp, BridgeConfig{Upcall: up, Conn: ofconn.Config{ProbeInterval: -1}})
+	br, err := NewBridge("br0", dp, BridgeConfig{Upcall: up, Conn: ofconn.Config{ProbeInterval: -1}, FailMode: FailSecure})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,11 +9,38 @@
 // upcall path; BridgeConfig.Ports exists to make that contract explicit and
 // NewBridge rejects any entry that is not the identity.
 //
-// Counters: flow statistics report the entries' Packets and Bytes, which only
-// grow when something pushes datapath megaflow statistics into the entries
-// (revalidation). That is not part of this package yet, so flows that forward
-// in the datapath show zero counters. Group and bucket counters and group
-// reference counts are not maintained either (they read zero).
+// Ports: AddPort and RemovePort change the datapath's ports at run time and
+// announce them with PORT_STATUS (ADD, DELETE); link changes seen by the
+// once-a-second housekeeping are announced as MODIFY, and ports whose
+// interface vanished as DELETE (PortGone makes that immediate). PORT_MOD
+// sets the OFPPC_* bits of SupportedPortConfig; translation honours them
+// (xlate.Options.PortConfig, FloodPorts) and every change invalidates the
+// datapath's megaflows. NORMAL's ports follow the datapath's, each an
+// untagged access port of VLAN 0 unless SetNormalPort says otherwise.
+//
+// Fail modes, as in Open vSwitch. A standalone bridge (the default) with
+// no controller target holds a visible flow "priority=0 actions=NORMAL" in
+// table 0, installed when the bridge is created, and again whenever its
+// tables are flushed for a fail-mode change or for losing its last
+// controller target (gaining the first flushes them too): it is a
+// learning switch that dump-flows shows and del-flows can remove. A
+// standalone bridge with controller targets none of which has been
+// connected for the fail-open delay (BridgeConfig.FailOpenDelay, by
+// default three probe intervals) fails open: until a controller connects,
+// every packet is translated through a hidden table holding only that
+// NORMAL flow instead of the bridge's tables, which stay untouched (like
+// Open vSwitch's fail-open rule, which outranks every OpenFlow priority).
+// A secure bridge never does either: without controllers it starts with
+// empty tables, and table misses do what its flows say. Unlike Open
+// vSwitch, a passive target (ptcp:) counts as a controller, as in ofconn.
+//
+// Counters: flow statistics report the entries' Packets and Bytes, which
+// grow when the datapath pushes megaflow statistics into the entries
+// (Datapath.PushStats, at housekeeping and before statistics replies).
+// Group reference counts are computed from the tables when asked (flows
+// and groups forwarding to the group directly). Group and bucket packet
+// and byte counters are not fed: translation does not record the groups
+// and buckets a megaflow runs through (they read zero).
 //
 // Groups: GROUP_MOD edits the group table that translation runs group
 // actions through; deleting a group deletes the flows forwarding to it, and
@@ -23,12 +50,15 @@
 // meter statistics work, but the meter instruction is still refused at
 // translation, so no flow can use a meter; deleting a meter does not
 // delete flows.
+//
+// Persistence: FlowLines and RestoreFlows save and restore the flow
+// tables as ovs-ofctl add-flow lines; BridgeConfig.OnFlowTableChange says
+// when they changed.
 package ofproto
 
 import (
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,12 +106,25 @@ type BridgeConfig struct {
 	// Conn overrides the ofconn.Manager settings; its Handler is replaced
 	// by the bridge.
 	Conn ofconn.Config
-	// Normal is the switch output to OFPP_NORMAL consults. nil makes
-	// NewBridge create one whose ports are the datapath's ports at that
-	// moment, all untagged access ports of VLAN 0 (one plain learning
-	// switch); ports added later are not part of it until the caller
-	// calls SetPorts on Bridge.Normal().
+	// Normal is the switch output to OFPP_NORMAL consults (nil: one with
+	// the default MAC table options). The bridge owns its port
+	// configuration: it calls SetPorts whenever ports come and go or
+	// SetNormalPort and NO_FLOOD change them.
 	Normal *normal.Switch
+	// FailMode is FailStandalone (also "") or FailSecure; see the package
+	// documentation.
+	FailMode string
+	// FailOpenDelay is how long a standalone bridge's controllers must
+	// all have been disconnected before it fails open; 0 means three
+	// times Conn.ProbeInterval (three times the default interval when
+	// probing is disabled).
+	FailOpenDelay time.Duration
+	// OnFlowTableChange, if set, is called after the flow or group tables
+	// changed (flow-mods, expiry, group-mods, flushes, RestoreFlows), from
+	// a goroutine of the bridge, never concurrently; changes made during
+	// a call bring one more call, so bursts cost few calls. Traffic (flow
+	// counters) never calls it. It must not call Close.
+	OnFlowTableChange func()
 }
 
 // UpcallAdapter breaks the construction cycle between a datapath (which
@@ -114,9 +157,30 @@ type Bridge struct {
 	// the meter instruction.
 	groups *pipeline.GroupTable
 	meters *pipeline.MeterTable
-	// liveness is the link state of the ports at the last housekeeping
-	// tick; fast-failover and select decisions depend on it.
-	liveness []bool
+	// failPipe is the hidden table translations use while failed open.
+	failPipe *pipeline.Pipeline
+
+	// portMu serialises port changes; recs and settings are guarded by
+	// it, view is what upcalls read instead.
+	portMu   sync.Mutex
+	recs     map[uint32]*portRec
+	settings map[uint32]portSettings
+	view     atomic.Pointer[portView]
+	// portLiveFn is portLive as a func value made once.
+	portLiveFn func(uint32) bool
+
+	// failMu guards the fail-mode state below; failOpen is read by
+	// upcalls without it.
+	failMu         sync.Mutex
+	failMode       string
+	hasControllers bool
+	connected      int
+	failTimer      *time.Timer
+	failSeq        uint64
+	closed         bool
+	failOpen       atomic.Bool
+
+	tablesDirty chan struct{}
 
 	// poMu serialises packet-outs, which share one scratch pipeline.
 	poMu sync.Mutex
@@ -134,27 +198,50 @@ func NewBridge(name string, dp *datapath.Datapath, cfg BridgeConfig) (*Bridge, e
 			return nil, fmt.Errorf("ofproto: OpenFlow port %d mapped to datapath port %d: only identical numbers are supported", of, d)
 		}
 	}
-	b := &Bridge{name: name, dp: dp, cfg: cfg, pipe: pipeline.New(0), stop: make(chan struct{}),
-		groups: pipeline.NewGroupTable(), meters: pipeline.NewMeterTable()}
-	b.pipe.OnChange = dp.InvalidateFlows
-	b.livenessChanged() // the starting state, so the first tick sees no change
-	if b.cfg.Normal == nil {
-		b.cfg.Normal = normal.New(normal.Options{})
-		ps := dp.Ports()
-		cfgs := make([]normal.PortConfig, len(ps))
-		for i, p := range ps {
-			cfgs[i] = normal.PortConfig{No: p.No, Mode: normal.Access}
-		}
-		b.cfg.Normal.SetPorts(cfgs)
-	}
-	cc := cfg.Conn
-	cc.Handler = b
-	b.mgr = ofconn.New(cc)
-	if err := b.mgr.SetTargets(cfg.Targets); err != nil {
-		b.mgr.Close()
+	mode, err := checkFailMode(cfg.FailMode)
+	if err != nil {
 		return nil, err
 	}
-	if err := b.mgr.SetManagementTargets(cfg.ManagementTargets); err != nil {
+	b := &Bridge{name: name, dp: dp, cfg: cfg, pipe: pipeline.New(0), stop: make(chan struct{}),
+		groups: pipeline.NewGroupTable(), meters: pipeline.NewMeterTable(), failPipe: newFailOpenPipeline(),
+		recs: make(map[uint32]*portRec), settings: make(map[uint32]portSettings),
+		failMode: mode, tablesDirty: make(chan struct{}, 1)}
+	b.portLiveFn = b.portLive
+	b.pipe.OnChange = b.tablesChanged
+	if b.cfg.Normal == nil {
+		b.cfg.Normal = normal.New(normal.Options{})
+	}
+	b.portMu.Lock()
+	for _, p := range dp.Ports() {
+		b.adoptLocked(p) // the starting state, so the first tick sees no change
+	}
+	b.syncNormalLocked()
+	b.publishLocked()
+	b.portMu.Unlock()
+
+	cc := cfg.Conn
+	cc.Handler = b
+	cc.OnControllers = func(n int) {
+		b.onControllers(n)
+		if cfg.Conn.OnControllers != nil {
+			cfg.Conn.OnControllers(n)
+		}
+	}
+	b.mgr = ofconn.New(cc)
+	b.failMu.Lock()
+	err = b.mgr.SetTargets(cfg.Targets)
+	b.hasControllers = b.hasControllersLocked()
+	b.installNormalFlowLocked()
+	b.updateFailOpenLocked()
+	b.failMu.Unlock()
+	if err == nil {
+		err = b.mgr.SetManagementTargets(cfg.ManagementTargets)
+	}
+	if err != nil {
+		b.failMu.Lock()
+		b.closed = true
+		b.stopFailTimerLocked()
+		b.failMu.Unlock()
 		b.mgr.Close()
 		return nil, err
 	}
@@ -164,6 +251,10 @@ func NewBridge(name string, dp *datapath.Datapath, cfg BridgeConfig) (*Bridge, e
 	b.wg.Add(2)
 	go b.packetIns()
 	go b.housekeeping()
+	if cfg.OnFlowTableChange != nil {
+		b.wg.Add(1)
+		go b.tableNotifier()
+	}
 	return b, nil
 }
 
@@ -177,6 +268,10 @@ func (b *Bridge) Close() {
 		close(b.stop)
 		b.wg.Wait()
 		b.mgr.Close()
+		b.failMu.Lock()
+		b.closed = true
+		b.stopFailTimerLocked()
+		b.failMu.Unlock()
 	})
 }
 
@@ -196,62 +291,42 @@ func (b *Bridge) Groups() *pipeline.GroupTable { return b.groups }
 func (b *Bridge) Meters() *pipeline.MeterTable { return b.meters }
 
 // xlateOptions is the bridge state a translation at time now needs.
+// dp.Ports reads a lock-free snapshot and the port view is an atomic
+// pointer, so this is safe in an upcall; the datapath invalidates its
+// flows when the port set changes, the bridge when port config does.
 func (b *Bridge) xlateOptions(now time.Time) xlate.Options {
-	return xlate.Options{Ports: b.portNumbers(), Normal: b.cfg.Normal, Now: now,
-		Groups: b.groups, PortLive: b.portLive}
+	v := b.ports()
+	return xlate.Options{Ports: v.all, FloodPorts: v.flood, PortConfig: v.configOf,
+		Normal: b.cfg.Normal, Now: now, Groups: b.groups, PortLive: b.portLiveFn}
 }
 
-// portLive reports whether port no exists and its link is up, for
-// fast-failover and select groups. housekeeping invalidates the megaflows
-// when any port's link state changes.
+// activePipeline is the table translations walk: the bridge's, or the
+// hidden NORMAL table while failed open.
+func (b *Bridge) activePipeline() *pipeline.Pipeline {
+	if b.failOpen.Load() {
+		return b.failPipe
+	}
+	return b.pipe
+}
+
+// portLive reports whether port no exists, its link is up and it is not
+// administratively down, for fast-failover and select groups. housekeeping
+// invalidates the megaflows when any port's link state changes, PORT_MOD
+// when its config does.
 func (b *Bridge) portLive(no uint32) bool {
-	for _, p := range b.dp.Ports() {
-		if p.No == no {
-			return p.Dev.LinkUp()
-		}
-	}
-	return false
-}
-
-// livenessChanged records the ports' link states and reports whether they
-// differ from the last call's.
-func (b *Bridge) livenessChanged() bool {
-	ps := b.dp.Ports()
-	changed := len(ps) != len(b.liveness)
-	if changed {
-		b.liveness = make([]bool, len(ps))
-	}
-	for i, p := range ps {
-		up := p.Dev.LinkUp()
-		if b.liveness[i] != up {
-			changed = true
-		}
-		b.liveness[i] = up
-	}
-	return changed
+	p := b.dp.Port(no)
+	return p != nil && p.Dev.LinkUp() && b.ports().config[no]&ofp.PortConfigDown == 0
 }
 
 // Manager is the bridge's OpenFlow connection manager.
 func (b *Bridge) Manager() *ofconn.Manager { return b.mgr }
-
-// portNumbers lists the datapath's ports, what OFPP_ALL and OFPP_FLOOD
-// expand to. dp.Ports reads a lock-free snapshot, so this is safe in an
-// upcall; the datapath invalidates its flows when the port set changes.
-func (b *Bridge) portNumbers() []uint32 {
-	ps := b.dp.Ports()
-	nos := make([]uint32, len(ps))
-	for i, p := range ps {
-		nos[i] = p.No
-	}
-	return nos
-}
 
 // Upcall implements datapath.Upcaller: the key is translated through the
 // bridge's tables. When NORMAL learned or moved a MAC in the process, the
 // megaflows decided under the old MAC table are invalidated.
 func (b *Bridge) Upcall(key *flow.Key, res *datapath.UpcallResult) error {
 	gen := b.cfg.Normal.Generation()
-	err := xlate.Translate(b.pipe, key, res, b.xlateOptions(time.Now()))
+	err := xlate.Translate(b.activePipeline(), key, res, b.xlateOptions(time.Now()))
 	if b.cfg.Normal.Generation() != gen {
 		b.dp.InvalidateFlows()
 	}
@@ -281,6 +356,8 @@ func (b *Bridge) Handle(c *ofconn.Conn, xid uint32, msg ofpwire.Message) error {
 		return b.multipart(c, xid, m)
 	case *ofpwire.GroupMod:
 		return b.groupMod(m)
+	case *ofpwire.PortMod:
+		return b.portMod(m)
 	case *ofpwire.MeterMod:
 		_, err := b.meters.ApplyMeterMod(m, time.Now())
 		return err
@@ -309,6 +386,7 @@ func (b *Bridge) groupMod(gm *ofpwire.GroupMod) error {
 		b.sendRemoved(removed)
 	}
 	b.dp.InvalidateFlows()
+	b.notifyTables()
 	return nil
 }
 
@@ -470,7 +548,7 @@ func (b *Bridge) multipart(c *ofconn.Conn, xid uint32, m *ofpwire.MultipartReque
 	case *ofpwire.GroupDescRequest:
 		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.GroupDescReply{Groups: b.groups.Desc()}})
 	case *ofpwire.GroupStatsRequest:
-		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.GroupStatsReply{Groups: b.groups.Stats(req.Group, time.Now())}})
+		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.GroupStatsReply{Groups: b.groupStats(req.Group)}})
 	case *ofpwire.GroupFeaturesRequest:
 		f := b.groups.Features()
 		return c.Send(xid, &ofpwire.MultipartReply{Body: &f})
@@ -625,22 +703,18 @@ func (b *Bridge) flowStats(c *ofconn.Conn, xid uint32, req *ofpwire.FlowStatsReq
 	}
 }
 
-// PortDesc describes every datapath port as OFPMP_PORT_DESC reports it.
-// The hardware address is zero: drivers do not expose one.
+// PortDesc describes every datapath port as OFPMP_PORT_DESC reports it:
+// its name and hardware address (PortOptions; zero when none was given,
+// drivers do not expose one), its OFPPC_* config and its state (LIVE when
+// the link is up and the port not administratively down, LINK_DOWN when
+// the link is down).
 func (b *Bridge) PortDesc() []ofpwire.Port {
+	b.portMu.Lock()
+	defer b.portMu.Unlock()
 	ps := b.dp.Ports()
 	out := make([]ofpwire.Port, len(ps))
 	for i, p := range ps {
-		state := ofp.PortStateLive
-		if !p.Dev.LinkUp() {
-			state = ofp.PortStateLinkDown
-		}
-		out[i] = ofpwire.Port{
-			PortNo: ofp.PortNo(p.No),
-			HWAddr: make(net.HardwareAddr, 6),
-			Name:   p.Dev.Name(),
-			State:  state,
-		}
+		out[i] = b.describeLocked(p)
 	}
 	return out
 }
@@ -724,7 +798,7 @@ func (b *Bridge) housekeeping() {
 			b.dp.PushStats(now)
 			b.sendRemoved(b.pipe.Expire(now))
 			aged := b.cfg.Normal.Expire(now) > 0
-			if b.livenessChanged() || aged {
+			if b.checkPorts() || aged {
 				b.dp.InvalidateFlows()
 			}
 		}

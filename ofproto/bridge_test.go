@@ -138,9 +138,17 @@ type testBridge struct {
 	c      *client
 }
 
-// newTestBridge builds a Manual datapath with ring ports 1 and 2, a bridge
-// over it and a client on its management socket.
+// newTestBridge builds a Manual datapath with ring ports 1 and 2, a secure
+// bridge over it (the tests start from empty tables; standalone would add
+// the NORMAL flow) and a client on its management socket.
 func newTestBridge(t *testing.T) *testBridge {
+	t.Helper()
+	return newTestBridgeWith(t, func(c *BridgeConfig) { c.FailMode = FailSecure })
+}
+
+// newTestBridgeWith is newTestBridge with the bridge's configuration
+// (standalone by default) edited by mod before NewBridge.
+func newTestBridgeWith(t *testing.T, mod func(*BridgeConfig)) *testBridge {
 	t.Helper()
 	up := &UpcallAdapter{}
 	dp, err := datapath.New(datapath.Config{Manual: true, Upcall: up, EMCInsertInvProb: 1})
@@ -156,8 +164,10 @@ func newTestBridge(t *testing.T) *testBridge {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(t.TempDir(), "br.mgmt")
-	tb.br, err = NewBridge("br0", dp, BridgeConfig{DatapathID: 0x1234, ManagementTargets: []string{"punix:" + sock},
-		Upcall: up, Conn: ofconn.Config{ProbeInterval: -1}})
+	cfg := BridgeConfig{DatapathID: 0x1234, ManagementTargets: []string{"punix:" + sock},
+		Upcall: up, Conn: ofconn.Config{ProbeInterval: -1}}
+	mod(&cfg)
+	tb.br, err = NewBridge("br0", dp, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

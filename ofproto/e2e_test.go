@@ -68,6 +68,9 @@ func newE2EBridge(t *testing.T, ctlTarget string) (a, b *nstest.Host, br *Bridge
 		Targets:           []string{ctlTarget},
 		ManagementTargets: []string{"punix:" + sock},
 		Upcall:            up,
+		// Secure: the tests program the tables themselves and must not
+		// fail open while the controller target waits for a peer.
+		FailMode: FailSecure,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,176 +1,178 @@
-// Command vswitchd runs the switch. Until its configuration store and
-// management API exist, it runs the embedded default topology: one
-// datapath whose port 1 is an endless source of 64-byte UDP packets (the
-// null driver) and whose port 2 is a sink, with the rule
-// in_port=1,actions=output:2, and prints the PMD counters every interval.
-// (cmd/portfwd forwards between two kernel interfaces meanwhile.)
+// Command vswitchd is the switch daemon. It keeps its configuration and the
+// flows of bridges without a controller in a state directory and restores
+// them at start; vsctl configures it through the management socket there.
+// With an empty state directory it starts the embedded default: one bridge,
+// br0, in fail mode standalone (a learning switch until flows or a
+// controller say otherwise).
+//
+// Signals: SIGTERM and SIGINT stop it cleanly (batches flushed, ports
+// detached, exit 0); SIGHUP reopens the log file.
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
+	"path/filepath"
+	"sync"
 	"syscall"
-	"time"
 
-	"vswitch/datapath"
-	"vswitch/datapath/actions"
-	"vswitch/datapath/flow"
-	"vswitch/netdev/null"
+	"vswitch/vswitchd"
 )
 
-func main() {
-	nPMD := flag.Int("n-pmd", 1, "number of PMD goroutines")
-	flush := flag.Int("tx-flush-interval", 0, "tx-flush-interval in microseconds (0..1000000)")
-	sleepMax := flag.Int("pmd-sleep-max", datapath.DefaultPMDSleepMax, "longest idle sleep of a PMD in microseconds (0 = busy polling)")
-	cpuMask := flag.String("pmd-cpu-mask", "", "hex mask of CPUs to pin PMDs to (empty = not pinned)")
-	flows := flag.Int("demo-flows", 1, "distinct UDP flows the demo source sends")
-	interval := flag.Duration("stats-interval", time.Second, "how often to print PMD counters")
-	duration := flag.Duration("duration", 0, "stop after this long (0 = run until SIGINT/SIGTERM)")
-	flag.Parse()
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
 
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	cpus, err := parseCPUMask(*cpuMask)
+// fileConfig is the optional --config file: the same settings as the flags,
+// which override it.
+type fileConfig struct {
+	StateDir      string `json:"state_dir"`
+	MetricsAddr   string `json:"metrics_addr"`
+	LogLevel      string `json:"log_level"`
+	LogFile       string `json:"log_file"`
+	LogFormat     string `json:"log_format"`
+	DefaultBridge string `json:"default_bridge"`
+}
+
+func main() {
+	def := fileConfig{StateDir: "state", MetricsAddr: vswitchd.DefaultMetricsAddr, LogLevel: "info",
+		LogFormat: "text", DefaultBridge: "br0"}
+	if v := os.Getenv("VSWITCHD_STATE_DIR"); v != "" {
+		def.StateDir = v
+	}
+	configFile := flag.String("config", "", "JSON file with defaults for the flags below (keys: state_dir, metrics_addr, log_level, log_file, log_format, default_bridge)")
+	stateDir := flag.String("state-dir", def.StateDir, "state directory: config store, management sockets (env VSWITCHD_STATE_DIR)")
+	metricsAddr := flag.String("metrics-addr", def.MetricsAddr, "host:port of the Prometheus /metrics endpoint (empty: none)")
+	logLevel := flag.String("log-level", def.LogLevel, "debug, info, warn or error (changeable at run time: vsctl log-level)")
+	logFile := flag.String("log-file", def.LogFile, "log to this file instead of stderr (reopened on SIGHUP)")
+	logFormat := flag.String("log-format", def.LogFormat, "text or json")
+	defaultBridge := flag.String("default-bridge", def.DefaultBridge, "bridge created when the state holds none (empty: none)")
+	showVersion := flag.Bool("version", false, "print the version and exit")
+	flag.Parse()
+	if *showVersion {
+		fmt.Println("vswitchd", version)
+		return
+	}
+	if flag.NArg() != 0 {
+		fail(2, "unexpected arguments %q (see -h)", flag.Args())
+	}
+	if *configFile != "" {
+		fc := def
+		data, err := os.ReadFile(*configFile)
+		if err == nil {
+			dec := json.NewDecoder(bytes.NewReader(data))
+			dec.DisallowUnknownFields()
+			err = dec.Decode(&fc)
+		}
+		if err != nil {
+			fail(2, "config file %s: %v", *configFile, err)
+		}
+		// Flags given on the command line win over the file.
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		pick := func(name string, p *string, v string) {
+			if !set[name] {
+				*p = v
+			}
+		}
+		pick("state-dir", stateDir, fc.StateDir)
+		pick("metrics-addr", metricsAddr, fc.MetricsAddr)
+		pick("log-level", logLevel, fc.LogLevel)
+		pick("log-file", logFile, fc.LogFile)
+		pick("log-format", logFormat, fc.LogFormat)
+		pick("default-bridge", defaultBridge, fc.DefaultBridge)
+	}
+
+	level := new(slog.LevelVar)
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fail(2, "--log-level %q is not debug, info, warn or error", *logLevel)
+	}
+	out := &reopenableLog{path: *logFile}
+	if err := out.reopen(); err != nil {
+		fail(1, "%v", err)
+	}
+	var h slog.Handler
+	switch *logFormat {
+	case "text":
+		h = slog.NewTextHandler(out, &slog.HandlerOptions{Level: level})
+	case "json":
+		h = slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level})
+	default:
+		fail(2, "--log-format %q is not text or json", *logFormat)
+	}
+	log := slog.New(h)
+
+	d, err := vswitchd.Start(vswitchd.Options{StateDir: *stateDir, MetricsAddr: *metricsAddr,
+		DefaultBridge: *defaultBridge, Logger: log, LogLevel: level, Version: version})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "vswitchd:", err)
-		os.Exit(2)
+		fail(1, "%v", err)
 	}
-	if *flows < 1 || *flows > 1_000_000 {
-		fmt.Fprintln(os.Stderr, "vswitchd: --demo-flows must be 1..1000000")
-		os.Exit(2)
+	abs, _ := filepath.Abs(*stateDir)
+	log.Info("ready: configure with vsctl", "VSWITCHD_STATE_DIR", abs)
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	for sig := range sigs {
+		if sig == syscall.SIGHUP {
+			if err := out.reopen(); err != nil {
+				log.Error("log file not reopened", "err", err)
+			} else {
+				log.Info("log file reopened")
+			}
+			continue
+		}
+		log.Info("stopping", "signal", sig.String())
+		break
 	}
-	if err := run(log, datapath.Config{
-		NumPMDs: *nPMD, TxFlushInterval: *flush, PMDSleepMax: *sleepMax, CPUs: cpus,
-	}, *flows, *interval, *duration, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "vswitchd:", err)
+	if err := d.Close(); err != nil {
+		log.Error("stop", "err", err)
 		os.Exit(1)
 	}
+	log.Info("stopped")
 }
 
-func run(log *slog.Logger, cfg datapath.Config, flows int, interval, duration time.Duration, out io.Writer) error {
-	rules := &datapath.RuleTable{}
-	cfg.Upcall = rules
-	dp, err := datapath.New(cfg)
+func fail(code int, format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "vswitchd: "+format+"\n", args...)
+	os.Exit(code)
+}
+
+// reopenableLog is the log destination: stderr, or a file that SIGHUP
+// reopens (after logrotate moved it).
+type reopenableLog struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File
+}
+
+func (l *reopenableLog) reopen() error {
+	if l.path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return err
+		return fmt.Errorf("log file: %w", err)
 	}
-	defer dp.Close()
-	rules.Invalidate = dp.InvalidateFlows
-	npmd := len(dp.PMDs())
-	if _, err := dp.AddPort(1, null.New("demo-src", npmd, 1, demoFrames(flows))); err != nil {
-		return err
+	l.mu.Lock()
+	old := l.f
+	l.f = f
+	l.mu.Unlock()
+	if old != nil {
+		old.Close()
 	}
-	if _, err := dp.AddPort(2, null.New("demo-sink", 0, npmd, nil)); err != nil {
-		return err
-	}
-	var r datapath.Rule
-	r.Match.Key.InPort, r.Match.Mask.InPort = 1, ^uint32(0)
-	r.Actions = actions.List{{Kind: actions.Output, Port: 2}}
-	rules.Add(r)
-
-	log.Info("vswitchd: embedded demo topology (not yet configurable; cmd/portfwd forwards between kernel interfaces)",
-		"ports", "1=demo-src(null) 2=demo-sink(null)", "rule", "in_port=1,actions=output:2",
-		"pmds", npmd, "tx-flush-interval-us", cfg.TxFlushInterval, "flows", flows)
-	if err := dp.Start(); err != nil {
-		return err
-	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	var stop <-chan time.Time
-	if duration > 0 {
-		stop = time.After(duration)
-	}
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	prev := dp.PMDStats()
-	last := time.Now()
-	for {
-		select {
-		case s := <-sig:
-			log.Info("vswitchd: stopping", "signal", s.String())
-			dp.Stop()
-			return nil
-		case <-stop:
-			dp.Stop()
-			printStats(out, dp, prev, time.Since(last))
-			return nil
-		case <-tick.C:
-			printStats(out, dp, prev, time.Since(last))
-			prev, last = dp.PMDStats(), time.Now()
-		}
-	}
+	return nil
 }
 
-func printStats(out io.Writer, dp *datapath.Datapath, prev []datapath.PMDStats, dt time.Duration) {
-	tx := dp.Port(2).TxStats()
-	for i, s := range dp.PMDStats() {
-		p := prev[i]
-		rx := s.RxPackets - p.RxPackets
-		hits := s.EMCHits - p.EMCHits
-		emc := 0.0
-		if rx > 0 {
-			emc = 100 * float64(hits) / float64(rx)
-		}
-		busy := s.BusyNs - p.BusyNs
-		total := busy + s.IdleNs - p.IdleNs
-		busyPct := 0.0
-		if total > 0 {
-			busyPct = 100 * float64(busy) / float64(total)
-		}
-		fmt.Fprintf(out, "pmd %d: %.2f Mpps  emc hits %.1f%%  megaflow hits %d  upcalls %d  busy %.0f%%  avg batch %.1f\n",
-			s.PMD, float64(rx)/dt.Seconds()/1e6, emc, s.MegaflowHits-p.MegaflowHits, s.Misses-p.Misses, busyPct, tx[i].AvgBatch())
+func (l *reopenableLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var w io.Writer = os.Stderr
+	if l.f != nil {
+		w = l.f
 	}
-}
-
-// demoFrames builds n 60-byte Ethernet/IPv4/UDP frames of distinct flows
-// (UDP source ports 1024..), from 198.18.0.1 to 198.18.0.2 port 9.
-func demoFrames(n int) [][]byte {
-	out := make([][]byte, n)
-	for i := range out {
-		f := make([]byte, 60)
-		copy(f, []byte{0x02, 0, 0xc6, 0x12, 0, 2, 0x02, 0, 0xc6, 0x12, 0, 1, 0x08, 0x00})
-		ip := f[14:]
-		copy(ip, []byte{0x45, 0, 0, 46, 0, 0, 0, 0, 64, 17, 0, 0, 198, 18, 0, 1, 198, 18, 0, 2})
-		sum := uint32(0)
-		for j := 0; j < 20; j += 2 {
-			sum += uint32(ip[j])<<8 | uint32(ip[j+1])
-		}
-		sum = sum&0xffff + sum>>16
-		sum = sum&0xffff + sum>>16
-		ip[10], ip[11] = byte(^sum>>8), byte(^sum)
-		sport := 1024 + i%64000
-		udp := ip[20:]
-		udp[0], udp[1], udp[2], udp[3] = byte(sport>>8), byte(sport), 0, 9
-		udp[4], udp[5] = 0, 26
-		out[i] = f
-	}
-	var k flow.Key
-	var off flow.Offsets
-	if flow.Extract(out[0], 1, &k, &off) != 0 {
-		panic("demo frame does not parse") // a bug in this function, caught at start
-	}
-	return out
-}
-
-// parseCPUMask turns a pmd-cpu-mask ("0x6", "6") into CPU numbers.
-func parseCPUMask(s string) ([]int, error) {
-	if s == "" {
-		return nil, nil
-	}
-	v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(s), "0x"), 16, 64)
-	if err != nil || v == 0 {
-		return nil, fmt.Errorf("bad pmd-cpu-mask %q: want a non-zero hex mask such as 0x2", s)
-	}
-	var cpus []int
-	for i := 0; i < 64; i++ {
-		if v&(1<<i) != 0 {
-			cpus = append(cpus, i)
-		}
-	}
-	return cpus, nil
+	return w.Write(p)
 }

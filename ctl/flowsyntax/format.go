@@ -17,9 +17,32 @@ import (
 // " cookie=0x0, duration=1.234s, table=0, n_packets=3, n_bytes=180, idle_timeout=10, priority=100,in_port=1 actions=output:2".
 // ParseDumpedFlow reads it back.
 func FormatFlow(fs *ofpwire.FlowStats) string {
+	return FormatFlowWith(fs, FormatOptions{})
+}
+
+// FormatOptions chooses between the forms of a dumped flow.
+type FormatOptions struct {
+	// NoStats leaves out the duration and counters, and a zero cookie and
+	// table, as `ovs-ofctl --no-stats dump-flows` does.
+	NoStats bool
+}
+
+// FormatFlowWith is FormatFlow with options.
+func FormatFlowWith(fs *ofpwire.FlowStats, opts FormatOptions) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, " cookie=%#x, duration=%s, table=%d, n_packets=%d, n_bytes=%d, ",
-		fs.Cookie, duration(fs.DurationSec, fs.DurationNSec), fs.TableID, fs.PacketCount, fs.ByteCount)
+	b.WriteString(" ")
+	if !opts.NoStats || fs.Cookie != 0 {
+		fmt.Fprintf(&b, "cookie=%#x, ", fs.Cookie)
+	}
+	if !opts.NoStats {
+		fmt.Fprintf(&b, "duration=%s, ", duration(fs.DurationSec, fs.DurationNSec))
+	}
+	if !opts.NoStats || fs.TableID != 0 {
+		fmt.Fprintf(&b, "table=%d, ", fs.TableID)
+	}
+	if !opts.NoStats {
+		fmt.Fprintf(&b, "n_packets=%d, n_bytes=%d, ", fs.PacketCount, fs.ByteCount)
+	}
 	if fs.IdleTimeout != 0 {
 		fmt.Fprintf(&b, "idle_timeout=%d, ", fs.IdleTimeout)
 	}
@@ -232,3 +255,48 @@ func formatFieldValue(o ofpwire.OXM) string {
 	}
 	return strconv.FormatUint(o.Uint(), 10)
 }
+
+// FlagNames lists the flow-mod flags set in f by their ovs-ofctl names
+// ("send_flow_rem", "check_overlap", ...), in bit order.
+func FlagNames(f ofp.FlowModFlag) []string {
+	var out []string
+	for _, n := range flagNames {
+		if f&n.flag != 0 {
+			out = append(out, n.name)
+		}
+	}
+	return out
+}
+
+// MatchString prints a match in ovs-ofctl's syntax, without priority.
+func MatchString(om ofpwire.Match) string {
+	return matchText(DefaultPriority, om)
+}
+
+// PortName prints a port number as ovs-ofctl does: reserved ports by
+// name (LOCAL, CONTROLLER, ...), others in decimal.
+func PortName(p uint32) string { return portName(ofp.PortNo(p)) }
+
+// MeterFlagNames lists the meter flags set in f by their ovs-ofctl names
+// ("kbps", "pktps", "burst", "stats").
+func MeterFlagNames(f ofp.MeterFlag) []string {
+	var out []string
+	for _, n := range meterFlagNames {
+		if f&n.flag != 0 {
+			out = append(out, n.name)
+		}
+	}
+	return out
+}
+
+// GroupTypeName is ovs-ofctl's name of a group type ("all", "select",
+// "indirect", "ff").
+func GroupTypeName(t ofp.GroupType) string { return groupTypeName(t) }
+
+// Duration prints seconds and nanoseconds as ovs-ofctl prints durations
+// ("1.234s", "7s").
+func Duration(sec, nsec uint32) string { return duration(sec, nsec) }
+
+// FieldByName returns the OXM field of a field name as ovs-ofctl spells it
+// in set_field ("nw_src", "tcp_dst", "eth_type", ...).
+func FieldByName(name string) (ofp.XMType, bool) { return fieldByName(name) }

@@ -118,7 +118,12 @@ func findActions(s string) int {
 // the FLOW_MOD that performs cmd with it. Errors read
 // `bad flow "TEXT": reason`.
 func ParseFlow(s string, cmd Command) (*ofpwire.FlowMod, error) {
-	fm, err := parseFlow(s, cmd, false)
+	return ParseFlowWith(s, cmd, ParseFlowOptions{})
+}
+
+// ParseFlowWith is ParseFlow with port names resolved through opts.
+func ParseFlowWith(s string, cmd Command, opts ParseFlowOptions) (*ofpwire.FlowMod, error) {
+	fm, err := parseFlow(s, cmd, false, opts.PortByName)
 	if err != nil {
 		return nil, fmt.Errorf("bad flow %q: %w", s, err)
 	}
@@ -128,7 +133,7 @@ func ParseFlow(s string, cmd Command) (*ofpwire.FlowMod, error) {
 // ParseDumpedFlow reads a line printed by FormatFlow (or by ovs-ofctl
 // dump-flows), ignoring the statistics, as the add-flow it describes.
 func ParseDumpedFlow(s string) (*ofpwire.FlowMod, error) {
-	fm, err := parseFlow(s, Add, true)
+	fm, err := parseFlow(s, Add, true, nil)
 	if err != nil {
 		return nil, fmt.Errorf("bad flow %q: %w", s, err)
 	}
@@ -141,7 +146,7 @@ var statsKeys = map[string]bool{
 	"duration": true, "n_packets": true, "n_bytes": true, "idle_age": true, "hard_age": true,
 }
 
-func parseFlow(s string, cmd Command, dumped bool) (*ofpwire.FlowMod, error) {
+func parseFlow(s string, cmd Command, dumped bool, ports portResolver) (*ofpwire.FlowMod, error) {
 	if cmd > DeleteStrict {
 		return nil, fmt.Errorf("unknown command %d", cmd)
 	}
@@ -184,7 +189,7 @@ func parseFlow(s string, cmd Command, dumped bool) (*ofpwire.FlowMod, error) {
 				return nil, fmt.Errorf("%s given twice", key)
 			}
 			seen[key] = true
-			if err := setFlowField(fm, cmd, key, val); err != nil {
+			if err := setFlowField(fm, cmd, key, val, ports); err != nil {
 				return nil, err
 			}
 		default:
@@ -200,6 +205,13 @@ func parseFlow(s string, cmd Command, dumped bool) (*ofpwire.FlowMod, error) {
 			}
 		}
 		if !handled {
+			if key == "in_port" && hasVal {
+				p, err := parseInPort(val, ports)
+				if err != nil {
+					return nil, err
+				}
+				tok = "in_port=" + p
+			}
 			matchToks = append(matchToks, tok)
 		}
 	}
@@ -209,14 +221,14 @@ func parseFlow(s string, cmd Command, dumped bool) (*ofpwire.FlowMod, error) {
 	}
 	fm.Match = ofmatch.ToOXM(&m)
 	if hasActs {
-		if fm.Instructions, err = parseInstructions(acts, fm.Match); err != nil {
+		if fm.Instructions, err = parseInstructions(acts, fm.Match, ports); err != nil {
 			return nil, err
 		}
 	}
 	return fm, nil
 }
 
-func setFlowField(fm *ofpwire.FlowMod, cmd Command, key, val string) error {
+func setFlowField(fm *ofpwire.FlowMod, cmd Command, key, val string, ports portResolver) error {
 	num := func(bits int) (uint64, error) {
 		v, err := strconv.ParseUint(val, 0, 64)
 		if err != nil {
@@ -280,7 +292,7 @@ func setFlowField(fm *ofpwire.FlowMod, cmd Command, key, val string) error {
 		if !cmd.isDelete() {
 			return fmt.Errorf("out_port is only allowed when deleting flows")
 		}
-		p, err := parsePort(val)
+		p, err := parsePort(val, ports)
 		if err != nil {
 			return err
 		}
@@ -308,18 +320,25 @@ var portNames = []struct {
 	{"ANY", ofp.PortAny},
 }
 
-// parsePort reads a port number or a reserved port's name.
-func parsePort(s string) (ofp.PortNo, error) {
+// parsePort reads a port number, a reserved port's name or, through
+// ports, the name of one of the switch's ports.
+func parsePort(s string, ports portResolver) (ofp.PortNo, error) {
 	for _, p := range portNames {
 		if strings.EqualFold(s, p.name) {
 			return p.port, nil
 		}
 	}
 	v, err := strconv.ParseUint(s, 0, 32)
-	if err != nil {
-		return 0, fmt.Errorf("bad port %q", s)
+	if err == nil {
+		return ofp.PortNo(v), nil
 	}
-	return ofp.PortNo(v), nil
+	if ports != nil {
+		if no, ok := ports(s); ok {
+			return ofp.PortNo(no), nil
+		}
+		return 0, fmt.Errorf("unknown port name %q", s)
+	}
+	return 0, fmt.Errorf("bad port %q", s)
 }
 
 // Instruction phases in the order OpenFlow 1.3 executes them and ovs-ofctl
@@ -337,7 +356,7 @@ var phaseNames = [...]string{"meter", "apply_actions", "clear_actions", "write_a
 
 // parseInstructions reads the text after "actions=". m is the flow's match,
 // which decides what mod_tp_src rewrites.
-func parseInstructions(s string, m ofpwire.Match) ([]ofpwire.Instruction, error) {
+func parseInstructions(s string, m ofpwire.Match, ports portResolver) ([]ofpwire.Instruction, error) {
 	toks, err := splitTop(s)
 	if err != nil {
 		return nil, err
@@ -393,7 +412,7 @@ func parseInstructions(s string, m ofpwire.Match) ([]ofpwire.Instruction, error)
 			}
 			var acts []ofpwire.Action
 			for _, st := range sub {
-				a, err := parseAction(st, m)
+				a, err := parseAction(st, m, ports)
 				if err != nil {
 					return nil, err
 				}
@@ -429,7 +448,7 @@ func parseInstructions(s string, m ofpwire.Match) ([]ofpwire.Instruction, error)
 			}
 			ins[phaseGoto] = &ofpwire.InstrGotoTable{TableID: uint8(v)}
 		default:
-			a, err := parseAction(tok, m)
+			a, err := parseAction(tok, m, ports)
 			if err != nil {
 				return nil, err
 			}
@@ -484,7 +503,7 @@ func setField(f ofp.XMType, v uint64) ofpwire.Action {
 
 // parseAction reads one action of an action list; the old-style rewrites
 // become the set-field actions OpenFlow 1.3 has in their place.
-func parseAction(tok string, m ofpwire.Match) ([]ofpwire.Action, error) {
+func parseAction(tok string, m ofpwire.Match, ports portResolver) ([]ofpwire.Action, error) {
 	one := func(a ofpwire.Action) ([]ofpwire.Action, error) { return []ofpwire.Action{a}, nil }
 	name, arg, hasArg := cutArg(tok)
 	noArg := func() error {
@@ -503,7 +522,7 @@ func parseAction(tok string, m ofpwire.Match) ([]ofpwire.Action, error) {
 		if arg == "" {
 			return nil, fmt.Errorf("output needs a port")
 		}
-		p, err := parsePort(arg)
+		p, err := parsePort(arg, ports)
 		if err != nil {
 			return nil, err
 		}
@@ -519,7 +538,7 @@ func parseAction(tok string, m ofpwire.Match) ([]ofpwire.Action, error) {
 		if err := noArg(); err != nil {
 			return nil, err
 		}
-		p, _ := parsePort(name)
+		p, _ := parsePort(name, nil)
 		return one(&ofpwire.ActionOutput{Port: p})
 	case "controller":
 		ml := uint64(0xffff)
@@ -659,6 +678,12 @@ func parseAction(tok string, m ofpwire.Match) ([]ofpwire.Action, error) {
 		return one(&ofpwire.ActionSetField{Field: o})
 	case "goto_table", "meter", "write_actions", "clear_actions", "write_metadata":
 		return nil, fmt.Errorf("%s is an instruction and cannot appear inside write_actions", name)
+	}
+	if ports != nil && !hasArg {
+		// ovs-ofctl reads a bare port name as output to that port.
+		if no, ok := ports(tok); ok {
+			return one(&ofpwire.ActionOutput{Port: ofp.PortNo(no)})
+		}
 	}
 	return nil, fmt.Errorf("unknown action %q", tok)
 }

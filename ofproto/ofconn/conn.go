@@ -329,6 +329,9 @@ func (c *Conn) dispatch(xid uint32, msg ofpwire.Message, raw []byte) {
 	case *ofpwire.BarrierRequest:
 		// Requests are handled one at a time and replies queued in order,
 		// so everything before the barrier is complete and answered.
+		if c.m.cfg.OnBarrier != nil {
+			c.m.cfg.OnBarrier()
+		}
 		c.Send(xid, &ofpwire.BarrierReply{})
 	case *ofpwire.RoleRequest:
 		rep, err := c.m.changeRole(c, m)

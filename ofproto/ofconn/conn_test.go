@@ -572,3 +572,27 @@ func TestHandlerErrors(t *testing.T) {
 	c2.send(3, flowMod())
 	c2.expectError(3, ofpwire.ETBadRequest, ofpwire.BRCBadType)
 }
+
+// TestOnBarrierRunsBeforeReply: what the hook makes durable must be done
+// before the peer sees the barrier reply.
+func TestOnBarrierRunsBeforeReply(t *testing.T) {
+	var calls atomic.Int32
+	release := make(chan struct{})
+	h := &recHandler{}
+	target := "punix:" + sockPath(t, "br.sock")
+	m := startManager(t, Config{Handler: h, OnBarrier: func() {
+		calls.Add(1)
+		<-release
+	}}, target)
+	c := connect(t, m, target)
+	c.send(7, &ofpwire.BarrierRequest{})
+	deadline := time.Now().Add(5 * time.Second)
+	for calls.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("OnBarrier called %d times", calls.Load())
+	}
+	close(release)
+	recvType[*ofpwire.BarrierReply](c, 7)
+}

@@ -74,6 +74,11 @@ type Config struct {
 	// concurrently, with the number of connected controllers whenever it
 	// changes (see the package documentation for its use by fail modes).
 	OnControllers func(n int)
+	// OnBarrier, if set, runs before each BARRIER_REPLY is sent, on the
+	// connection's reader goroutine: what it makes durable is durable when
+	// the peer learns its earlier requests are complete. It must not wait
+	// for this Manager (Close, SetTargets).
+	OnBarrier func()
 	// Observe, if set, sees the header of every message received on any
 	// connection (for tracing and tests). It must not block.
 	Observe func(c *Conn, h ofpwire.Header)

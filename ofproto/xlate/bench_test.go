@@ -13,6 +13,17 @@ import (
 // BenchmarkTranslate3Tables: a classic three-table walk (port check, L3
 // rewrite, output via the action set) with 1000 entries in the L3 table.
 func BenchmarkTranslate3Tables(b *testing.B) {
+	benchmark3Tables(b, false)
+}
+
+// BenchmarkTranslate3TablesPortConfig is BenchmarkTranslate3Tables with
+// port config in play (a NO_RECV port among 16, so every translation scans
+// the ports and matches in_port): what Goal-B config costs an upcall.
+func BenchmarkTranslate3TablesPortConfig(b *testing.B) {
+	benchmark3Tables(b, true)
+}
+
+func benchmark3Tables(b *testing.B, portConfig bool) {
 	ipv4 := oxm(ofp.XMTypeEthType, 0x0800)
 	fs := []flowSpec{
 		{0, 10, []ofpwire.OXM{oxm(ofp.XMTypeInPort, 1)}, ins(&ofpwire.InstrWriteMetadata{Metadata: 1, Mask: 0xff}, gotoT(1))},
@@ -29,15 +40,50 @@ func BenchmarkTranslate3Tables(b *testing.B) {
 		keys[i] = ipv4Key()
 		keys[i].IPv4Dst = 0x0a000000 + uint32(i)
 	}
+	var opts Options
+	if portConfig {
+		var cfg [17]ofp.PortConfig
+		cfg[16] = ofp.PortConfigNoRcv
+		cfg[2] = ofp.PortConfigNoFwd
+		for i := uint32(1); i <= 16; i++ {
+			opts.Ports = append(opts.Ports, i)
+		}
+		opts.PortConfig = func(p uint32) ofp.PortConfig {
+			if p < uint32(len(cfg)) {
+				return cfg[p]
+			}
+			return 0
+		}
+	}
 	var res datapath.UpcallResult
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := Translate(p, &keys[i%len(keys)], &res, Options{}); err != nil {
+		if err := Translate(p, &keys[i%len(keys)], &res, opts); err != nil {
 			b.Fatal(err)
 		}
 	}
 	if len(res.Actions) != 3 {
 		b.Fatalf("unexpected actions %+v", res.Actions)
+	}
+}
+
+// BenchmarkTranslateTrace is the 3-table walk traced: the price of one
+// ofproto/trace (it allocates its record; it is never on the upcall path).
+func BenchmarkTranslateTrace(b *testing.B) {
+	ipv4 := oxm(ofp.XMTypeEthType, 0x0800)
+	p := build(b, []flowSpec{
+		{0, 10, []ofpwire.OXM{oxm(ofp.XMTypeInPort, 1)}, ins(&ofpwire.InstrWriteMetadata{Metadata: 1, Mask: 0xff}, gotoT(1))},
+		{1, 100, []ofpwire.OXM{ipv4}, ins(apply(setF(ofp.XMTypeEthDst, 7)), gotoT(2))},
+		{2, 0, nil, ins(apply(&ofpwire.ActionDecNwTTL{}), write(out(3)))},
+	})
+	key := ipv4Key()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		tr, err := TranslateTrace(p, &key, Options{})
+		if err != nil || len(tr.Actions) != 3 {
+			b.Fatal(err, tr.Actions)
+		}
+		_ = tr.String()
 	}
 }

@@ -104,10 +104,65 @@ func randVLAN(r *rand.Rand) ofpwire.Action {
 }
 
 func randOutput(r *rand.Rand) ofpwire.Action {
-	if r.Intn(5) == 0 {
+	switch r.Intn(10) {
+	case 0, 1:
 		return out(uint32(ofp.PortIn))
+	case 2:
+		return out(uint32(pick(r, []ofp.PortNo{ofp.PortAll, ofp.PortFlood, ofp.PortController})))
 	}
 	return out(uint32(r.Intn(5) + 1))
+}
+
+// portEnv is the bridge's ports as the reference sees them: the port list,
+// the flood list (nil: every port) and each port's OFPPC_* config.
+type portEnv struct {
+	ports, flood []uint32
+	cfg          map[uint32]ofp.PortConfig
+}
+
+var envPorts = []uint32{1, 2, 3, 4, 5}
+
+// randPortEnv gives about half the ports some config, so that packets
+// often arrive on, and outputs often go to, refusing ports.
+func randPortEnv(r *rand.Rand) *portEnv {
+	e := &portEnv{ports: envPorts, cfg: map[uint32]ofp.PortConfig{}}
+	for _, p := range envPorts {
+		if r.Intn(2) == 0 {
+			e.cfg[p] = pick(r, []ofp.PortConfig{ofp.PortConfigNoRcv, ofp.PortConfigDown, ofp.PortConfigNoFwd,
+				ofp.PortConfigNoPacketIn, ofp.PortConfigNoFwd | ofp.PortConfigNoPacketIn})
+		}
+	}
+	if r.Intn(2) == 0 {
+		e.flood = []uint32{}
+		for _, p := range envPorts {
+			if r.Intn(3) != 0 {
+				e.flood = append(e.flood, p)
+			}
+		}
+	}
+	return e
+}
+
+func (e *portEnv) options() Options {
+	if e == nil {
+		return Options{}
+	}
+	return Options{Ports: e.ports, FloodPorts: e.flood, PortConfig: func(p uint32) ofp.PortConfig { return e.cfg[p] }}
+}
+
+func (e *portEnv) config(p uint32) ofp.PortConfig {
+	if e == nil {
+		return 0
+	}
+	return e.cfg[p]
+}
+
+func (e *portEnv) receives(p uint32) bool {
+	return e.config(p)&(ofp.PortConfigNoRcv|ofp.PortConfigDown) == 0
+}
+
+func (e *portEnv) forwards(p uint32) bool {
+	return e.config(p)&(ofp.PortConfigNoFwd|ofp.PortConfigDown) == 0
 }
 
 func randInstructions(r *rand.Rand, table, nTables uint8) []ofpwire.Instruction {
@@ -204,14 +259,31 @@ func refSetField(k *flow.Key, a *ofpwire.ActionSetField) {
 	}
 }
 
-func refAction(k *flow.Key, a ofpwire.Action, obs []observed) []observed {
+func refAction(env *portEnv, k *flow.Key, a ofpwire.Action, obs []observed) []observed {
 	switch a := a.(type) {
 	case *ofpwire.ActionOutput:
+		var ports []uint32
 		switch {
+		case a.Port == ofp.PortController:
+			if env.config(k.InPort)&ofp.PortConfigNoPacketIn == 0 {
+				obs = append(obs, observed{uint32(ofp.PortController), *k})
+			}
 		case a.Port == ofp.PortIn:
-			obs = append(obs, observed{k.InPort, *k})
-		case uint32(a.Port) != k.InPort:
-			obs = append(obs, observed{uint32(a.Port), *k})
+			ports = []uint32{k.InPort}
+		case a.Port == ofp.PortAll && env != nil:
+			ports = env.ports
+		case a.Port == ofp.PortFlood && env != nil:
+			ports = env.ports
+			if env.flood != nil {
+				ports = env.flood
+			}
+		case a.Port <= ofp.PortMax:
+			ports = []uint32{uint32(a.Port)}
+		}
+		for _, p := range ports {
+			if (p != k.InPort || a.Port == ofp.PortIn) && env.forwards(p) {
+				obs = append(obs, observed{p, *k})
+			}
 		}
 	case *ofpwire.ActionSetField:
 		refSetField(k, a)
@@ -234,7 +306,10 @@ func refAction(k *flow.Key, a ofpwire.Action, obs []observed) []observed {
 // reference runs the pipeline on key by brute force over every entry, as
 // OpenFlow 1.3 §5 describes it, and returns what left on which port and the
 // final headers.
-func reference(t *testing.T, p *pipeline.Pipeline, key flow.Key) ([]observed, flow.Key) {
+func reference(t *testing.T, p *pipeline.Pipeline, env *portEnv, key flow.Key) ([]observed, flow.Key) {
+	if !env.receives(key.InPort) {
+		return nil, key
+	}
 	f := pipeline.AnyFilter()
 	all, err := p.Flows(&f)
 	if err != nil {
@@ -261,7 +336,7 @@ func reference(t *testing.T, p *pipeline.Pipeline, key flow.Key) ([]observed, fl
 			switch in := in.(type) {
 			case *ofpwire.InstrApplyActions:
 				for _, a := range in.Actions {
-					obs = refAction(&k, a, obs)
+					obs = refAction(env, &k, a, obs)
 				}
 			case *ofpwire.InstrClearActions:
 				setOut, setPop, setPush, setFields = nil, nil, nil, map[ofp.XMType]ofpwire.Action{}
@@ -293,14 +368,14 @@ func reference(t *testing.T, p *pipeline.Pipeline, key flow.Key) ([]observed, fl
 	// on distinct fields commute, so map order does not matter.
 	for _, a := range []ofpwire.Action{setPop, setPush} {
 		if a != nil {
-			obs = refAction(&k, a, obs)
+			obs = refAction(env, &k, a, obs)
 		}
 	}
 	for _, a := range setFields {
-		obs = refAction(&k, a, obs)
+		obs = refAction(env, &k, a, obs)
 	}
 	if setOut != nil {
-		obs = refAction(&k, setOut, obs)
+		obs = refAction(env, &k, setOut, obs)
 	}
 	return obs, k
 }
@@ -316,6 +391,8 @@ func runDatapath(t *testing.T, l actions.List, key flow.Key) ([]observed, flow.K
 		switch a.Kind {
 		case actions.Output:
 			obs = append(obs, observed{a.Port, k})
+		case actions.Controller:
+			obs = append(obs, observed{uint32(ofp.PortController), k})
 		case actions.SetIPv4Src, actions.SetIPv4Dst:
 			if k.EthType == 0x0800 {
 				v := uint32(a.Addr[0])<<24 | uint32(a.Addr[1])<<16 | uint32(a.Addr[2])<<8 | uint32(a.Addr[3])
@@ -354,33 +431,48 @@ func runDatapath(t *testing.T, l actions.List, key flow.Key) ([]observed, flow.K
 // pipelines and packets, the translated actions do to the packet what a
 // brute-force walk of the tables does (same outputs, in order, with the same
 // headers; same final headers), and the mask is sound: every packet equal to
-// the original under it translates to the same actions.
+// the original under it translates to the same actions. Every other pipeline
+// runs with random port config (NO_RECV, PORT_DOWN, NO_FWD, NO_PACKET_IN,
+// a flood list), which the reference applies as OpenFlow 1.3 §7.2.1
+// describes it.
 func TestTranslateMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	pipelines, packets := 300, 20
 	if testing.Short() {
 		pipelines = 60
 	}
-	var nonEmpty, withSet int
+	var nonEmpty, withSet, refused, skipped int
 	for i := 0; i < pipelines; i++ {
 		p := randPipeline(t, r)
+		var env *portEnv
+		if i%2 == 1 {
+			env = randPortEnv(r)
+		}
+		opts := env.options()
 		for j := 0; j < packets; j++ {
 			key := randPacket(r)
 			var res datapath.UpcallResult
-			if err := Translate(p, &key, &res, Options{}); err != nil {
+			if err := Translate(p, &key, &res, opts); err != nil {
 				t.Fatalf("pipeline %d key %+v: %v", i, key, err)
 			}
 			got, gotKey := runDatapath(t, res.Actions, key)
-			want, wantKey := reference(t, p, key)
+			want, wantKey := reference(t, p, env, key)
 			if !slices.Equal(got, want) || gotKey != wantKey {
-				t.Fatalf("pipeline %d key %+v\nactions %+v\n got %+v final %+v\nwant %+v final %+v",
-					i, key, res.Actions, got, gotKey, want, wantKey)
+				t.Fatalf("pipeline %d env %+v key %+v\nactions %+v\n got %+v final %+v\nwant %+v final %+v",
+					i, env, key, res.Actions, got, gotKey, want, wantKey)
 			}
 			if len(got) > 0 {
 				nonEmpty++
 			}
 			if gotKey != key {
 				withSet++
+			}
+			if env != nil {
+				if !env.receives(key.InPort) {
+					refused++
+				} else if wantAll, _ := reference(t, p, &portEnv{ports: env.ports}, key); len(wantAll) > len(want) {
+					skipped++ // some output fell to NO_FWD, PORT_DOWN, NO_FLOOD or NO_PACKET_IN
+				}
 			}
 			// Soundness of the mask: keys equal to key under it translate
 			// to the same actions.
@@ -392,7 +484,7 @@ func TestTranslateMatchesReference(t *testing.T) {
 					xw[w] = kw[w]&mw[w] | ow[w]&^mw[w]
 				}
 				var res2 datapath.UpcallResult
-				if err := Translate(p, &mixed, &res2, Options{}); err != nil {
+				if err := Translate(p, &mixed, &res2, opts); err != nil {
 					t.Fatalf("mixed key %+v: %v", mixed, err)
 				}
 				if !slices.Equal(res2.Actions, res.Actions) {
@@ -404,8 +496,10 @@ func TestTranslateMatchesReference(t *testing.T) {
 	}
 	// The generator must exercise the interesting paths.
 	total := pipelines * packets
-	if nonEmpty < total/5 || withSet < total/20 {
-		t.Fatalf("weak coverage: %d of %d translations output, %d rewrote headers", nonEmpty, total, withSet)
+	if nonEmpty < total/5 || withSet < total/20 || refused < total/20 || skipped < total/50 {
+		t.Fatalf("weak coverage: %d of %d translations output, %d rewrote headers, %d refused on receive, %d lost outputs to port config",
+			total, nonEmpty, withSet, refused, skipped)
 	}
-	t.Logf("%d translations: %d with outputs, %d rewrote headers", total, nonEmpty, withSet)
+	t.Logf("%d translations: %d with outputs, %d rewrote headers, %d refused on receive, %d lost outputs to port config",
+		total, nonEmpty, withSet, refused, skipped)
 }

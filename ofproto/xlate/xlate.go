@@ -85,8 +85,9 @@ var (
 // Options carries the bridge state a translation needs besides the tables.
 type Options struct {
 	// Ports lists the bridge's ports (datapath numbers, which equal
-	// OpenFlow port numbers) that OFPP_ALL and OFPP_FLOOD send to. Port
-	// config (no-flood) is not modelled: FLOOD is ALL.
+	// OpenFlow port numbers): what OFPP_ALL sends to, and what OFPP_FLOOD
+	// sends to when FloodPorts is nil. With PortConfig set it must list
+	// every port a packet can arrive on (see PortConfig).
 	Ports []uint32
 	// LocalPort is the datapath port of the bridge's local interface, the
 	// target of OFPP_LOCAL; 0 (never a valid OpenFlow port) means the
@@ -107,6 +108,20 @@ type Options struct {
 	// port is up; nil means every port is. The megaflow does not record
 	// liveness: the caller must invalidate megaflows when it changes.
 	PortLive func(port uint32) bool
+	// PortConfig returns the OFPPC_* bits a PORT_MOD set on a port
+	// (PORT_DOWN, NO_RECV, NO_FWD, NO_PACKET_IN; NO_FLOOD is honoured by
+	// the caller leaving the port out of FloodPorts); nil means none set.
+	// A packet received on a NO_RECV or PORT_DOWN port is dropped; output
+	// to a NO_FWD or PORT_DOWN port (whatever asked for it: a port number,
+	// IN_PORT, LOCAL, ALL, FLOOD, NORMAL) is skipped; packet-ins for a
+	// packet whose in_port is NO_PACKET_IN are dropped. While any port of
+	// Ports refuses to receive, every megaflow matches in_port. The
+	// megaflow does not record the config of output ports: the caller
+	// must invalidate megaflows when any port's config changes.
+	PortConfig func(port uint32) ofp.PortConfig
+	// FloodPorts is what OFPP_FLOOD and NORMAL's floods send to (ports
+	// without NO_FLOOD), a subset of Ports; nil means Ports.
+	FloodPorts []uint32
 }
 
 // ControllerArg packs what ofproto needs to build a packet-in into the
@@ -162,6 +177,11 @@ type xlator struct {
 	dec     normal.Decision
 	tags    int // tags pushed minus tags popped so far
 	depth   int // groups being executed, one inside another
+	// tr is non-nil only for TranslateTrace: every step is recorded there
+	// and NORMAL does not learn. Every use is behind a nil check, so a
+	// plain Translate pays one compare per record point.
+	tr   *Trace
+	tind int // trace nesting: group buckets and the action set indent
 }
 
 // Translate walks the pipeline for the packet whose flow key is key,
@@ -172,7 +192,11 @@ type xlator struct {
 // The walk holds the pipeline's read lock, so it sees one version of every
 // table it visits.
 func Translate(p *pipeline.Pipeline, key *flow.Key, res *datapath.UpcallResult, opts Options) error {
-	x := xlator{p: p, opts: opts, key: *key, mask: &res.Mask, out: res.Actions[:0]}
+	return translate(p, key, res, opts, nil)
+}
+
+func translate(p *pipeline.Pipeline, key *flow.Key, res *datapath.UpcallResult, opts Options, tr *Trace) error {
+	x := xlator{p: p, opts: opts, key: *key, mask: &res.Mask, out: res.Actions[:0], tr: tr}
 	res.Mask = flow.Mask{}
 	res.NoInstall = false
 	x.refs = res.Refs[:0]
@@ -181,10 +205,16 @@ func Translate(p *pipeline.Pipeline, key *flow.Key, res *datapath.UpcallResult, 
 	p.RUnlock()
 	res.Actions = x.out
 	res.Refs = x.refs
+	if tr != nil {
+		tr.finish(&x, err)
+	}
 	return err
 }
 
 func (x *xlator) walk() error {
+	if !x.received() {
+		return nil
+	}
 	var md uint64
 	tid := uint8(0)
 	for step := 0; ; step++ {
@@ -194,6 +224,9 @@ func (x *xlator) walk() error {
 		var wc flow.Mask
 		e := x.p.LookupLocked(tid, &x.key, md, &wc, nil)
 		x.consult(&wc)
+		if x.tr != nil {
+			x.tr.addStep(tid, e)
+		}
 		if e == nil {
 			break // table-miss without a table-miss entry: drop
 		}
@@ -207,12 +240,25 @@ func (x *xlator) walk() error {
 				err = x.applyActions(in.Actions)
 			case *ofpwire.InstrClearActions:
 				x.set = actionSet{}
+				if x.tr != nil {
+					x.traceEvent(TraceEvent{Kind: TraceClearActions, Text: "clear_actions"})
+				}
 			case *ofpwire.InstrWriteActions:
 				err = x.writeActions(in.Actions)
+				if x.tr != nil && err == nil {
+					x.traceWriteActions(in.Actions)
+				}
 			case *ofpwire.InstrWriteMetadata:
 				md = md&^in.Mask | in.Metadata&in.Mask
+				if x.tr != nil {
+					x.traceMetadata(in, md)
+				}
 			case *ofpwire.InstrGotoTable:
 				next, gotoTable = in.TableID, true
+				if x.tr != nil {
+					x.traceEvent(TraceEvent{Kind: TraceGoto, Table: in.TableID,
+						Text: fmt.Sprintf("goto_table:%d", in.TableID)})
+				}
 			case *ofpwire.InstrMeter:
 				err = fmt.Errorf("%w: meter instruction", ErrUnsupported)
 			default:
@@ -326,6 +372,10 @@ func (x *xlator) writeActions(acts []ofpwire.Action) error {
 // kinds this package supports: pop, push VLAN, dec TTL, set, output).
 func (x *xlator) executeSet() error {
 	s := &x.set
+	if x.tr != nil && *s != (actionSet{}) {
+		x.traceEvent(TraceEvent{Kind: TraceActionSet, Text: "executing the action set:"})
+		x.tind++
+	}
 	if s.popVLAN {
 		if err := x.doAction(&ofpwire.ActionPopVLAN{}, x.table, x.miss); err != nil {
 			return err
@@ -365,6 +415,9 @@ func (x *xlator) executeSet() error {
 // doAction translates one OpenFlow action executed now; table and miss
 // describe the entry it came from (for packet-in).
 func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
+	if x.tr != nil {
+		x.traceAction(a)
+	}
 	switch a := a.(type) {
 	case *ofpwire.ActionOutput:
 		return x.output(a, table, miss)
@@ -402,7 +455,10 @@ func (x *xlator) decTTL(table uint8) error {
 	x.consultField(func(m *flow.Mask) { m.NwTTL = 0xff })
 	if x.key.NwTTL <= 1 {
 		x.stopped = true
-		if x.opts.NoInvalidTTLToController {
+		if x.tr != nil {
+			x.traceNote(TraceDrop, fmt.Sprintf("invalid TTL %d: processing stops", x.key.NwTTL))
+		}
+		if x.opts.NoInvalidTTLToController || !x.packetInAllowed() {
 			return nil
 		}
 		return x.emit(actions.Action{Kind: actions.Controller,
@@ -591,17 +647,24 @@ func (x *xlator) output(a *ofpwire.ActionOutput, table uint8, miss bool) error {
 	in := x.key.InPort
 	switch a.Port {
 	case ofp.PortIn:
-		return x.emit(actions.Action{Kind: actions.Output, Port: in})
+		return x.outputPort(in)
 	case ofp.PortController:
+		if !x.packetInAllowed() {
+			return nil
+		}
 		reason := ofp.PacketInReasonAction
 		if miss {
 			reason = ofp.PacketInReasonNoMatch
 		}
 		return x.emit(actions.Action{Kind: actions.Controller, Port: ControllerArg(reason, table, a.MaxLen)})
 	case ofp.PortAll, ofp.PortFlood:
-		for _, p := range x.opts.Ports {
+		ports := x.opts.Ports
+		if a.Port == ofp.PortFlood && x.opts.FloodPorts != nil {
+			ports = x.opts.FloodPorts
+		}
+		for _, p := range ports {
 			if p != in {
-				if err := x.emit(actions.Action{Kind: actions.Output, Port: p}); err != nil {
+				if err := x.outputPort(p); err != nil {
 					return err
 				}
 			}
@@ -609,7 +672,10 @@ func (x *xlator) output(a *ofpwire.ActionOutput, table uint8, miss bool) error {
 		return nil
 	case ofp.PortLocal:
 		if lp := x.opts.LocalPort; lp != 0 && lp != in {
-			return x.emit(actions.Action{Kind: actions.Output, Port: lp})
+			return x.outputPort(lp)
+		}
+		if x.tr != nil {
+			x.traceNote(TraceDrop, "no LOCAL port, or it is the in_port: dropped")
 		}
 		return nil
 	case ofp.PortNormal:
@@ -624,9 +690,92 @@ func (x *xlator) output(a *ofpwire.ActionOutput, table uint8, miss bool) error {
 		return fmt.Errorf("%w: output to reserved port %#x", ErrUnsupported, uint32(a.Port))
 	}
 	if uint32(a.Port) == in {
-		return nil // OpenFlow sends back to in_port only through OFPP_IN_PORT
+		// OpenFlow sends back to in_port only through OFPP_IN_PORT.
+		if x.tr != nil {
+			x.traceNote(TraceDrop, fmt.Sprintf("skipping output to input port %d", in))
+		}
+		return nil
 	}
-	return x.emit(actions.Action{Kind: actions.Output, Port: uint32(a.Port)})
+	return x.outputPort(uint32(a.Port))
+}
+
+// Port config bits that stop a port receiving or sending.
+const (
+	recvBlocked = ofp.PortConfigNoRcv | ofp.PortConfigDown
+	fwdBlocked  = ofp.PortConfigNoFwd | ofp.PortConfigDown
+)
+
+// outputPort emits output to port unless its config forbids forwarding.
+// The config is not a key field, so nothing joins the mask.
+func (x *xlator) outputPort(port uint32) error {
+	if pc := x.opts.PortConfig; pc != nil && pc(port)&fwdBlocked != 0 {
+		if x.tr != nil {
+			x.traceNote(TraceDrop, fmt.Sprintf("output:%d skipped: port config %s", port, configText(pc(port)&fwdBlocked)))
+		}
+		return nil
+	}
+	return x.emit(actions.Action{Kind: actions.Output, Port: port})
+}
+
+// received reports whether the in_port's config lets the packet in. The
+// answer depends on in_port whenever some port refuses to receive, so
+// in_port then joins the mask even when this packet's port accepts: a
+// megaflow without it would also catch the refusing port's packets.
+func (x *xlator) received() bool {
+	pc := x.opts.PortConfig
+	if pc == nil {
+		return true
+	}
+	cfg := pc(x.key.InPort)
+	anyBlocked := cfg&recvBlocked != 0
+	for _, p := range x.opts.Ports {
+		if anyBlocked {
+			break
+		}
+		anyBlocked = pc(p)&recvBlocked != 0
+	}
+	if anyBlocked {
+		x.consultField(func(m *flow.Mask) { m.InPort = ^uint32(0) })
+	}
+	if cfg&recvBlocked != 0 {
+		if x.tr != nil {
+			x.traceNote(TraceDrop, fmt.Sprintf("in_port %d has port config %s: packet dropped on receive",
+				x.key.InPort, configText(cfg&recvBlocked)))
+		}
+		return false
+	}
+	return true
+}
+
+// packetInAllowed reports whether the in_port's config allows sending the
+// packet to the controller, consulting in_port when it has to ask.
+func (x *xlator) packetInAllowed() bool {
+	pc := x.opts.PortConfig
+	if pc == nil {
+		return true
+	}
+	x.consultField(func(m *flow.Mask) { m.InPort = ^uint32(0) })
+	if pc(x.key.InPort)&ofp.PortConfigNoPacketIn != 0 {
+		if x.tr != nil {
+			x.traceNote(TraceDrop, fmt.Sprintf("in_port %d is NO_PACKET_IN: no packet-in", x.key.InPort))
+		}
+		return false
+	}
+	return true
+}
+
+// floodable reports whether a NORMAL flood may include port: FloodPorts,
+// when set, lists the ports without NO_FLOOD.
+func (x *xlator) floodable(port uint32) bool {
+	if x.opts.FloodPorts == nil {
+		return true
+	}
+	for _, p := range x.opts.FloodPorts {
+		if p == port {
+			return true
+		}
+	}
+	return false
 }
 
 // tagState is the outer 802.1Q tag of the packet as the datapath holds it
@@ -644,10 +793,18 @@ type tagState struct {
 // decision read are added to the mask (those still original).
 func (x *xlator) normal() error {
 	d := &x.dec
-	x.opts.Normal.DecideInto(&x.key, x.opts.Now, d)
+	if x.tr != nil {
+		x.decideWithoutLearning(d)
+	} else {
+		x.opts.Normal.DecideInto(&x.key, x.opts.Now, d)
+	}
 	var m flow.Mask
 	d.Deps.AddToMask(&m)
 	x.consult(&m)
+	x.filterNormal(d)
+	if x.tr != nil {
+		x.traceNormal(d)
+	}
 	orig := tagState{present: x.key.VLAN[0].TPID&flow.TPIDPresent != 0,
 		tpid: x.key.VLAN[0].TPID, tci: x.key.VLAN[0].TCI}
 	cur := orig
@@ -677,6 +834,35 @@ func (x *xlator) normal() error {
 		}
 	}
 	return x.retag(&cur, orig)
+}
+
+// filterNormal drops, in place, the outputs of d that port config forbids:
+// ports with NO_FWD or PORT_DOWN, and, in a flood, ports left out of
+// FloodPorts (NO_FLOOD). A learned destination is reached even when it is
+// NO_FLOOD, as NO_FLOOD only keeps a port out of floods.
+func (x *xlator) filterNormal(d *normal.Decision) {
+	pc := x.opts.PortConfig
+	if pc == nil && x.opts.FloodPorts == nil {
+		return
+	}
+	n := 0
+	for _, o := range d.Outputs {
+		if pc != nil && pc(o.Port)&fwdBlocked != 0 {
+			if x.tr != nil {
+				x.traceNote(TraceDrop, fmt.Sprintf("NORMAL: output:%d skipped: port config %s", o.Port, configText(pc(o.Port)&fwdBlocked)))
+			}
+			continue
+		}
+		if d.Flooded && !x.floodable(o.Port) {
+			if x.tr != nil {
+				x.traceNote(TraceDrop, fmt.Sprintf("NORMAL: flood skips port %d (NO_FLOOD)", o.Port))
+			}
+			continue
+		}
+		d.Outputs[n] = o
+		n++
+	}
+	d.Outputs = d.Outputs[:n]
 }
 
 // retag emits the datapath actions that take the outer tag from *cur to
@@ -724,6 +910,9 @@ func (x *xlator) group(id ofp.Group, table uint8, miss, final bool) error {
 	t := x.opts.Groups
 	g := t.Get(id)
 	if g == nil {
+		if x.tr != nil {
+			x.traceNote(TraceDrop, fmt.Sprintf("group %d does not exist: dropped", id))
+		}
 		return nil // unknown group: drop
 	}
 	x.depth++
@@ -741,28 +930,38 @@ func (x *xlator) runGroup(t *pipeline.GroupTable, g *pipeline.Group, table uint8
 	case ofp.GroupTypeAll:
 		bs := g.Buckets()
 		for i := range bs {
+			if x.tr != nil {
+				x.traceGroup(g, &bs[i])
+			}
 			if err := x.bucket(&bs[i], table, miss, final && i == len(bs)-1); err != nil {
 				return err
 			}
 		}
 		return nil
 	case ofp.GroupTypeIndirect:
+		var b *pipeline.Bucket
 		if bs := g.Buckets(); len(bs) > 0 {
-			return x.bucket(&bs[0], table, miss, final)
+			b = &bs[0]
 		}
-		return nil
+		return x.chosenBucket(g, b, table, miss, final)
 	case ofp.GroupTypeFastFailover:
-		if b := t.FirstLive(g, live); b != nil {
-			return x.bucket(b, table, miss, final)
-		}
-		return nil
+		return x.chosenBucket(g, t.FirstLive(g, live), table, miss, final)
 	case ofp.GroupTypeSelect:
-		if b := t.SelectBucket(g, x.flowHash(), x.opts.PortLive); b != nil {
-			return x.bucket(b, table, miss, final)
-		}
-		return nil
+		return x.chosenBucket(g, t.SelectBucket(g, x.flowHash(), x.opts.PortLive), table, miss, final)
 	}
 	return fmt.Errorf("%w: group type %d", ErrUnsupported, g.Type())
+}
+
+// chosenBucket runs b, the one bucket an INDIRECT, FAST_FAILOVER or
+// SELECT group picked; nil (no bucket, none live) drops.
+func (x *xlator) chosenBucket(g *pipeline.Group, b *pipeline.Bucket, table uint8, miss, final bool) error {
+	if x.tr != nil {
+		x.traceGroup(g, b)
+	}
+	if b == nil {
+		return nil
+	}
+	return x.bucket(b, table, miss, final)
 }
 
 // flowHash hashes the packet's 5-tuple (as rewritten so far) for SELECT
@@ -785,6 +984,7 @@ func (x *xlator) flowHash() uint32 {
 // final, emits the actions that undo its rewrites.
 func (x *xlator) bucket(b *pipeline.Bucket, table uint8, miss, final bool) error {
 	savedKey, savedW, savedTags := x.key, x.written, x.tags
+	x.tind++
 	for _, a := range b.Actions {
 		if err := x.doAction(a, table, miss); err != nil {
 			return err
@@ -793,6 +993,7 @@ func (x *xlator) bucket(b *pipeline.Bucket, table uint8, miss, final bool) error
 			break
 		}
 	}
+	x.tind--
 	x.stopped = false // an invalid TTL ends this clone only
 	if final {
 		return nil

@@ -23,18 +23,19 @@ type numericRange struct{ min, max uint64 }
 // range, wherever they appear (switch, bridge or port other_config, port
 // options), so a typo is refused at "set" time instead of at PMD start.
 var numericKeys = map[string]numericRange{
-	"tx-flush-interval": {0, 1000000},
-	"n-pmd":             {0, 1024},
-	"pmd-sleep-max":     {0, 10000},
-	"mac-aging-time":    {0, 1000000},
-	"mac-table-size":    {1, 1 << 24},
-	"flow-limit":        {0, 1<<32 - 1},
-	"max-idle":          {0, 1<<32 - 1},
-	"n_rxq":             {1, 1024},
-	"n_txq":             {1, 1024},
-	"n_rxq_desc":        {1, 65536},
-	"n_txq_desc":        {1, 65536},
-	"mtu_request":       {68, 65535},
+	"tx-flush-interval":   {0, 1000000},
+	"n-pmd":               {0, 1024},
+	"pmd-sleep-max":       {0, 10000},
+	"mac-aging-time":      {0, 1000000},
+	"mac-table-size":      {1, 1 << 24},
+	"flow-limit":          {0, 1<<32 - 1},
+	"max-idle":            {0, 1<<32 - 1},
+	"n_rxq":               {1, 1024},
+	"n_txq":               {1, 1024},
+	"n_rxq_desc":          {1, 65536},
+	"n_txq_desc":          {1, 65536},
+	"mtu_request":         {68, 65535},
+	"emc-insert-inv-prob": {0, 1<<32 - 1},
 }
 
 // Validate reports everything wrong with c, one line per problem, or nil.

@@ -1,0 +1,299 @@
+package flowsyntax
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"vswitch/ofproto/ofpwire"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// groupTypeNames are the group types in ovs-ofctl's spelling; the first
+// name of a type is the one printed.
+var groupTypeNames = []struct {
+	name string
+	typ  ofp.GroupType
+}{
+	{"all", ofp.GroupTypeAll}, {"select", ofp.GroupTypeSelect}, {"indirect", ofp.GroupTypeIndirect},
+	{"ff", ofp.GroupTypeFastFailover}, {"fast_failover", ofp.GroupTypeFastFailover},
+}
+
+// ParseGroup reads a group in ovs-ofctl's syntax,
+// "group_id=1,type=select,bucket=weight:10,watch_port:1,actions=output:1,bucket=...",
+// into the GROUP_MOD that performs cmd with it. Adds and modifies need
+// group_id and type; deletes take only group_id, which defaults to all.
+// Bucket weights default to 1 in select groups (0 elsewhere), watch_port
+// and watch_group to ANY. Errors read `bad group "TEXT": reason`.
+func ParseGroup(s string, cmd ofp.GroupCommand, opts ParseFlowOptions) (*ofpwire.GroupMod, error) {
+	gm, err := parseGroup(s, cmd, opts.PortByName)
+	if err != nil {
+		return nil, fmt.Errorf("bad group %q: %w", s, err)
+	}
+	return gm, nil
+}
+
+// findBuckets returns the offsets of every "bucket=" keyword that starts a
+// token outside parentheses.
+func findBuckets(s string) []int {
+	var out []int
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		}
+		if depth == 0 && (i == 0 || isSep(s[i-1])) && strings.HasPrefix(s[i:], "bucket=") {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func parseGroup(s string, cmd ofp.GroupCommand, ports portResolver) (*ofpwire.GroupMod, error) {
+	if cmd > ofp.GroupDelete {
+		return nil, fmt.Errorf("unknown group command %d", cmd)
+	}
+	gm := &ofpwire.GroupMod{Command: cmd, GroupID: ofp.GroupAll}
+	starts := findBuckets(s)
+	head := s
+	if len(starts) > 0 {
+		head = s[:starts[0]]
+		if cmd == ofp.GroupDelete {
+			return nil, fmt.Errorf("buckets are not allowed when deleting groups")
+		}
+	}
+	toks, err := splitTop(head)
+	if err != nil {
+		return nil, err
+	}
+	var hadID, hadType bool
+	for _, tok := range toks {
+		key, val, hasVal := strings.Cut(tok, "=")
+		if !hasVal {
+			return nil, fmt.Errorf("unknown keyword %q", tok)
+		}
+		switch key {
+		case "group_id":
+			if hadID {
+				return nil, fmt.Errorf("group_id given twice")
+			}
+			hadID = true
+			switch strings.ToLower(val) {
+			case "all":
+				gm.GroupID = ofp.GroupAll
+			case "any":
+				gm.GroupID = ofp.GroupAny
+			default:
+				v, err := parseNum("group_id", val, 32)
+				if err != nil {
+					return nil, err
+				}
+				gm.GroupID = ofp.Group(v)
+			}
+			if cmd != ofp.GroupDelete && gm.GroupID > ofp.GroupMax {
+				return nil, fmt.Errorf("group_id %s is not a group that can be added or modified", val)
+			}
+		case "type":
+			if cmd == ofp.GroupDelete {
+				return nil, fmt.Errorf("type is not allowed when deleting groups")
+			}
+			if hadType {
+				return nil, fmt.Errorf("type given twice")
+			}
+			hadType = true
+			found := false
+			for _, t := range groupTypeNames {
+				if strings.EqualFold(val, t.name) {
+					gm.Type, found = t.typ, true
+				}
+			}
+			if !found {
+				return nil, fmt.Errorf("unknown group type %q (all, select, indirect, ff)", val)
+			}
+		case "selection_method", "selection_method_param", "fields", "command_bucket_id", "bucket_id":
+			return nil, fmt.Errorf("%s is OpenFlow 1.5, not 1.3", key)
+		default:
+			return nil, fmt.Errorf("unknown keyword %q", key)
+		}
+	}
+	if cmd != ofp.GroupDelete {
+		if !hadID {
+			return nil, fmt.Errorf("must specify a group_id")
+		}
+		if !hadType {
+			return nil, fmt.Errorf("must specify a type")
+		}
+	}
+	for i, start := range starts {
+		end := len(s)
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		b, err := parseBucket(s[start+len("bucket="):end], gm.Type, ports)
+		if err != nil {
+			return nil, fmt.Errorf("bucket %d: %w", i+1, err)
+		}
+		gm.Buckets = append(gm.Buckets, b)
+	}
+	return gm, nil
+}
+
+// parseBucket reads the text after "bucket=": weight, watch_port and
+// watch_group (written key:value or key=value) and actions, with or
+// without a leading "actions=".
+func parseBucket(s string, typ ofp.GroupType, ports portResolver) (ofpwire.Bucket, error) {
+	b := ofpwire.Bucket{WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny}
+	if typ == ofp.GroupTypeSelect {
+		b.Weight = 1
+	}
+	toks, err := splitTop(s)
+	if err != nil {
+		return b, err
+	}
+	var actToks []string
+	for _, tok := range toks {
+		i := strings.IndexAny(tok, ":=")
+		key, val := tok, ""
+		if i >= 0 {
+			key, val = tok[:i], tok[i+1:]
+		}
+		switch strings.ToLower(key) {
+		case "weight":
+			v, err := parseNum("weight", val, 16)
+			if err != nil {
+				return b, err
+			}
+			if typ != ofp.GroupTypeSelect && v != 0 {
+				return b, fmt.Errorf("only select groups can have bucket weights")
+			}
+			b.Weight = uint16(v)
+		case "watch_port":
+			p, err := parsePort(val, ports)
+			if err != nil {
+				return b, fmt.Errorf("watch_port: %w", err)
+			}
+			if p >= maxPort && p != ofp.PortAny {
+				return b, fmt.Errorf("watch_port: %s cannot be watched", val)
+			}
+			b.WatchPort = p
+		case "watch_group":
+			if strings.EqualFold(val, "any") {
+				b.WatchGroup = ofp.GroupAny
+				continue
+			}
+			v, err := parseNum("watch_group", val, 32)
+			if err != nil {
+				return b, err
+			}
+			if ofp.Group(v) > ofp.GroupMax && ofp.Group(v) != ofp.GroupAny {
+				return b, fmt.Errorf("watch_group: %s cannot be watched", val)
+			}
+			b.WatchGroup = ofp.Group(v)
+		case "bucket_id":
+			return b, fmt.Errorf("bucket_id is OpenFlow 1.5, not 1.3")
+		case "actions", "action":
+			if i < 0 || tok[i] != '=' {
+				return b, fmt.Errorf("%s needs =", key)
+			}
+			if val != "" {
+				actToks = append(actToks, val)
+			}
+		default:
+			actToks = append(actToks, tok)
+		}
+	}
+	if len(actToks) == 1 && strings.EqualFold(actToks[0], "drop") {
+		return b, nil
+	}
+	for _, tok := range actToks {
+		if strings.EqualFold(tok, "drop") {
+			return b, fmt.Errorf("drop must be the only action")
+		}
+		a, err := parseAction(tok, ofpwire.Match{}, ports)
+		if err != nil {
+			return b, err
+		}
+		b.Actions = append(b.Actions, a...)
+	}
+	return b, nil
+}
+
+func groupTypeName(t ofp.GroupType) string {
+	for _, n := range groupTypeNames {
+		if n.typ == t {
+			return n.name
+		}
+	}
+	return "unknown"
+}
+
+// groupIDText prints a group id as ovs-ofctl does.
+func groupIDText(g ofp.Group) string {
+	switch g {
+	case ofp.GroupAll:
+		return "all"
+	case ofp.GroupAny:
+		return "any"
+	}
+	return strconv.FormatUint(uint64(g), 10)
+}
+
+// FormatGroup prints a group description the way
+// `ovs-ofctl -O OpenFlow13 dump-groups` prints one (without its leading
+// space): "group_id=1,type=select,bucket=weight:10,actions=output:1,...".
+// ParseGroup reads it back.
+func FormatGroup(g *ofpwire.GroupDesc) string {
+	var b strings.Builder
+	b.WriteString("group_id=" + groupIDText(g.GroupID) + ",type=" + groupTypeName(g.Type))
+	for i := range g.Buckets {
+		b.WriteString(",")
+		b.WriteString(formatBucket(&g.Buckets[i], g.Type))
+	}
+	return b.String()
+}
+
+func formatBucket(bk *ofpwire.Bucket, typ ofp.GroupType) string {
+	var b strings.Builder
+	b.WriteString("bucket=")
+	def := uint16(0)
+	if typ == ofp.GroupTypeSelect {
+		def = 1
+	}
+	if bk.Weight != def {
+		fmt.Fprintf(&b, "weight:%d,", bk.Weight)
+	}
+	if bk.WatchPort != ofp.PortAny {
+		b.WriteString("watch_port:" + portName(bk.WatchPort) + ",")
+	}
+	if bk.WatchGroup != ofp.GroupAny {
+		fmt.Fprintf(&b, "watch_group:%d,", bk.WatchGroup)
+	}
+	b.WriteString("actions=" + FormatActions(bk.Actions))
+	return b.String()
+}
+
+// FormatGroupMod prints gm in the syntax ParseGroup reads for the same
+// command, so that ParseGroup(FormatGroupMod(gm), gm.Command) rebuilds gm.
+func FormatGroupMod(gm *ofpwire.GroupMod) string {
+	if gm.Command == ofp.GroupDelete {
+		return "group_id=" + groupIDText(gm.GroupID)
+	}
+	return FormatGroup(&ofpwire.GroupDesc{Type: gm.Type, GroupID: gm.GroupID, Buckets: gm.Buckets})
+}
+
+// FormatActions prints an action list as ovs-ofctl does, "drop" when it is
+// empty.
+func FormatActions(acts []ofpwire.Action) string {
+	if len(acts) == 0 {
+		return "drop"
+	}
+	parts := make([]string, len(acts))
+	for i, a := range acts {
+		parts[i] = formatAction(a)
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,39 @@
+package flowsyntax
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// ParseFlowOptions carries what parsing needs from outside the text itself.
+type ParseFlowOptions struct {
+	// PortByName resolves the name of a switch port (in_port=veth1,
+	// output:veth2, a bare veth2 action, out_port, watch_port) to its
+	// number, as ovs-ofctl does through a PORT_DESC request. Nil means
+	// ports can only be given by number or reserved name; with a resolver,
+	// a name it does not know is an error naming it.
+	PortByName func(name string) (uint32, bool)
+}
+
+// portResolver is ParseFlowOptions.PortByName inside the parser; nil means
+// no names.
+type portResolver func(string) (uint32, bool)
+
+// parseInPort turns the value of an in_port match into the text ofmatch
+// reads: numbers and LOCAL as they are, names through ports.
+func parseInPort(val string, ports portResolver) (string, error) {
+	if _, err := strconv.ParseUint(val, 0, 32); err == nil || val == "LOCAL" || ports == nil {
+		return val, nil
+	}
+	if no, ok := ports(val); ok {
+		return strconv.FormatUint(uint64(no), 10), nil
+	}
+	return "", fmt.Errorf("in_port: unknown port name %q", val)
+}
+
+// ParsePort reads a port as ovs-ofctl does: a number, a reserved port's
+// name (LOCAL, CONTROLLER, ...) or, through opts, a switch port's name.
+func ParsePort(s string, opts ParseFlowOptions) (uint32, error) {
+	p, err := parsePort(s, opts.PortByName)
+	return uint32(p), err
+}

@@ -1,0 +1,377 @@
+// Package ofctl implements the OpenFlow subcommands of vsctl, the
+// equivalents of `ovs-ofctl -O OpenFlow13 add-flow`, dump-flows and the
+// rest, in plain OpenFlow 1.3 so that they work against any OpenFlow 1.3
+// switch. Texts use ovs-ofctl's syntax (ctl/flowsyntax); outputs are
+// ovs-ofctl's, or JSON with Options.JSON.
+//
+// Every command parses its arguments completely before it changes
+// anything: a bad flow fails without a connection being made. Port names
+// (in_port=veth1, output:veth2) are resolved through a PORT_DESC request,
+// as ovs-ofctl does. Every change ends with a barrier, so an error the
+// switch answers with is returned, not lost.
+package ofctl
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"vswitch/ctl/flowsyntax"
+	"vswitch/ctl/ofclient"
+	"vswitch/ofproto/ofpwire"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// Command describes one subcommand for help and argument checking. Args
+// excludes the switch target; MaxArgs -1 means no limit.
+type Command struct {
+	Name, Args, Help string
+	MinArgs, MaxArgs int
+}
+
+// Options are the flags that change what commands do or print.
+type Options struct {
+	// JSON prints the data of dump commands as JSON instead of
+	// ovs-ofctl's text.
+	JSON bool
+	// Strict makes mod-flows and del-flows match priority and the whole
+	// match exactly (MODIFY_STRICT, DELETE_STRICT).
+	Strict bool
+	// NoStats leaves the duration and counters out of dump-flows, like
+	// ovs-ofctl --no-stats.
+	NoStats bool
+	// Sort and RSort order dump-flows by a field ("priority" or a match
+	// field such as "in_port", "nw_src"), ascending or descending, like
+	// ovs-ofctl --sort/--rsort; flows without the field come last.
+	// Without either, flows are printed in the order the switch sent them.
+	Sort, RSort string
+	// Stdin is what add-flows reads for "-"; nil means os.Stdin.
+	Stdin io.Reader
+}
+
+// Commands lists the subcommands.
+var Commands = []Command{
+	{"add-flow", "FLOW", "add a flow", 1, 1},
+	{"add-flows", "FILE", "add the flows in FILE (\"-\" for stdin), one a line; a line may start with add, modify, modify_strict, delete or delete_strict", 1, 1},
+	{"mod-flows", "FLOW", "modify the actions of matching flows (--strict: the flow with exactly this match and priority)", 1, 1},
+	{"del-flows", "[FLOW]", "delete matching flows, or all (--strict: exactly this match and priority)", 0, 1},
+	{"dump-flows", "[FLOW]", "print matching flows, or all", 0, 1},
+	{"dump-ports", "[PORT]", "print port statistics", 0, 1},
+	{"dump-ports-desc", "[PORT]", "print port descriptions", 0, 1},
+	{"add-group", "GROUP", "add a group", 1, 1},
+	{"mod-group", "GROUP", "modify a group", 1, 1},
+	{"del-groups", "[GROUP]", "delete a group (group_id=N), or all", 0, 1},
+	{"dump-groups", "[GROUP]", "print group descriptions", 0, 1},
+	{"add-meter", "METER", "add a meter", 1, 1},
+	{"mod-meter", "METER", "modify a meter", 1, 1},
+	{"del-meters", "[METER]", "delete a meter (meter=N), or all", 0, 1},
+	{"dump-meters", "[METER]", "print meter configurations", 0, 1},
+	{"packet-out", "in_port=N packet=HEX actions=ACTIONS", "send a packet through actions", 1, -1},
+}
+
+// runners are the implementations, by command name.
+var runners = map[string]func(ctx context.Context, s *session, args []string) error{
+	"add-flow":        addFlow,
+	"add-flows":       addFlows,
+	"mod-flows":       modFlows,
+	"del-flows":       delFlows,
+	"dump-flows":      dumpFlows,
+	"dump-ports":      dumpPorts,
+	"dump-ports-desc": dumpPortsDesc,
+	"add-group":       groupCmd(ofp.GroupAdd),
+	"mod-group":       groupCmd(ofp.GroupModify),
+	"del-groups":      groupCmd(ofp.GroupDelete),
+	"dump-groups":     dumpGroups,
+	"add-meter":       meterCmd(ofp.MeterAdd),
+	"mod-meter":       meterCmd(ofp.MeterModify),
+	"del-meters":      meterCmd(ofp.MeterDelete),
+	"dump-meters":     dumpMeters,
+	"packet-out":      packetOut,
+}
+
+// Lookup returns the command called name.
+func Lookup(name string) (Command, bool) {
+	for _, c := range Commands {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Command{}, false
+}
+
+// Run performs command name with args against the switch at target
+// (unix:PATH, tcp:HOST:PORT or a socket path), writing its output to out.
+func Run(ctx context.Context, target, name string, args []string, out io.Writer, opts Options) error {
+	c, ok := Lookup(name)
+	if !ok {
+		return fmt.Errorf("unknown command %q", name)
+	}
+	if len(args) < c.MinArgs || c.MaxArgs >= 0 && len(args) > c.MaxArgs {
+		return fmt.Errorf("%s: usage: %s SWITCH %s", name, name, c.Args)
+	}
+	s := &session{target: target, out: out, opts: opts}
+	defer s.close()
+	if err := runners[name](ctx, s, args); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// session is one command's connection, made when first needed.
+type session struct {
+	target string
+	out    io.Writer
+	opts   Options
+	c      *ofclient.Client
+	ports  []ofpwire.Port // PORT_DESC, fetched once
+}
+
+func (s *session) client(ctx context.Context) (*ofclient.Client, error) {
+	if s.c == nil {
+		c, err := ofclient.Dial(ctx, s.target)
+		if err != nil {
+			return nil, err
+		}
+		s.c = c
+	}
+	return s.c, nil
+}
+
+func (s *session) close() {
+	if s.c != nil {
+		s.c.Close()
+	}
+}
+
+// portDesc fetches the switch's ports once.
+func (s *session) portDesc(ctx context.Context) ([]ofpwire.Port, error) {
+	if s.ports != nil {
+		return s.ports, nil
+	}
+	c, err := s.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	body, err := c.Multipart(ctx, &ofpwire.PortDescRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("reading port names: %w", err)
+	}
+	s.ports = body.(*ofpwire.PortDescReply).Ports
+	if s.ports == nil {
+		s.ports = []ofpwire.Port{}
+	}
+	return s.ports, nil
+}
+
+// parse runs parse twice if needed: first with a resolver that takes any
+// port name, so that every other mistake is reported before a connection
+// is made; then, if names were used, with the switch's real port names.
+func (s *session) parse(ctx context.Context, parse func(flowsyntax.ParseFlowOptions) error) error {
+	named := false
+	probe := func(string) (uint32, bool) { named = true; return 1, true }
+	if err := parse(flowsyntax.ParseFlowOptions{PortByName: probe}); err != nil {
+		return err
+	}
+	if !named {
+		return nil
+	}
+	ports, err := s.portDesc(ctx)
+	if err != nil {
+		return err
+	}
+	byName := make(map[string]uint32, len(ports))
+	for _, p := range ports {
+		byName[p.Name] = uint32(p.PortNo)
+	}
+	return parse(flowsyntax.ParseFlowOptions{PortByName: func(n string) (uint32, bool) {
+		no, ok := byName[n]
+		return no, ok
+	}})
+}
+
+// transact sends msgs and a barrier; errors name what failed through
+// describe(index).
+func (s *session) transact(ctx context.Context, describe func(i int) string, msgs ...ofpwire.Message) error {
+	c, err := s.client(ctx)
+	if err != nil {
+		return err
+	}
+	err = c.Transact(ctx, msgs...)
+	if err == nil {
+		return nil
+	}
+	var parts []error
+	for _, e := range unjoin(err) {
+		var oe *ofclient.Error
+		if errors.As(e, &oe) && describe != nil {
+			e = fmt.Errorf("%s: switch refused it: %w", describe(oe.Index), e)
+		}
+		parts = append(parts, e)
+	}
+	return errors.Join(parts...)
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+func (s *session) flowCommand(ctx context.Context, text string, cmd flowsyntax.Command) error {
+	var fm *ofpwire.FlowMod
+	if err := s.parse(ctx, func(o flowsyntax.ParseFlowOptions) (err error) {
+		fm, err = flowsyntax.ParseFlowWith(text, cmd, o)
+		return err
+	}); err != nil {
+		return err
+	}
+	return s.transact(ctx, func(int) string { return fmt.Sprintf("flow %q", text) }, fm)
+}
+
+func addFlow(ctx context.Context, s *session, args []string) error {
+	return s.flowCommand(ctx, args[0], flowsyntax.Add)
+}
+
+func modFlows(ctx context.Context, s *session, args []string) error {
+	cmd := flowsyntax.Modify
+	if s.opts.Strict {
+		cmd = flowsyntax.ModifyStrict
+	}
+	return s.flowCommand(ctx, args[0], cmd)
+}
+
+func delFlows(ctx context.Context, s *session, args []string) error {
+	cmd := flowsyntax.Delete
+	if s.opts.Strict {
+		cmd = flowsyntax.DeleteStrict
+	}
+	text := ""
+	if len(args) > 0 {
+		text = args[0]
+	}
+	return s.flowCommand(ctx, text, cmd)
+}
+
+// fileCommands are the words a line of add-flows may start with.
+var fileCommands = map[string]flowsyntax.Command{
+	"add": flowsyntax.Add, "modify": flowsyntax.Modify, "modify_strict": flowsyntax.ModifyStrict,
+	"delete": flowsyntax.Delete, "delete_strict": flowsyntax.DeleteStrict,
+}
+
+type fileFlow struct {
+	line int
+	text string
+	cmd  flowsyntax.Command
+}
+
+func readFlowFile(name string, stdin io.Reader) ([]fileFlow, error) {
+	var r io.Reader
+	if name == "-" {
+		r = stdin
+		if r == nil {
+			r = os.Stdin
+		}
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	var out []fileFlow
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		ff := fileFlow{line: n, text: line, cmd: flowsyntax.Add}
+		if word, rest, ok := strings.Cut(line, " "); ok {
+			if c, known := fileCommands[strings.ToLower(word)]; known {
+				ff.cmd, ff.text = c, strings.TrimSpace(rest)
+			}
+		}
+		out = append(out, ff)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return out, nil
+}
+
+func addFlows(ctx context.Context, s *session, args []string) error {
+	flows, err := readFlowFile(args[0], s.opts.Stdin)
+	if err != nil {
+		return err
+	}
+	msgs := make([]ofpwire.Message, len(flows))
+	if err := s.parse(ctx, func(o flowsyntax.ParseFlowOptions) error {
+		for i, f := range flows {
+			fm, err := flowsyntax.ParseFlowWith(f.text, f.cmd, o)
+			if err != nil {
+				return fmt.Errorf("%s:%d: %w", args[0], f.line, err)
+			}
+			msgs[i] = fm
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return s.transact(ctx, func(i int) string {
+		return fmt.Sprintf("%s:%d: flow %q", args[0], flows[i].line, flows[i].text)
+	}, msgs...)
+}
+
+func groupCmd(cmd ofp.GroupCommand) func(context.Context, *session, []string) error {
+	return func(ctx context.Context, s *session, args []string) error {
+		text := ""
+		if len(args) > 0 {
+			text = args[0]
+		}
+		var gm *ofpwire.GroupMod
+		if err := s.parse(ctx, func(o flowsyntax.ParseFlowOptions) (err error) {
+			gm, err = flowsyntax.ParseGroup(text, cmd, o)
+			return err
+		}); err != nil {
+			return err
+		}
+		return s.transact(ctx, func(int) string { return fmt.Sprintf("group %q", text) }, gm)
+	}
+}
+
+func meterCmd(cmd ofp.MeterCommand) func(context.Context, *session, []string) error {
+	return func(ctx context.Context, s *session, args []string) error {
+		text := ""
+		if len(args) > 0 {
+			text = args[0]
+		}
+		mm, err := flowsyntax.ParseMeter(text, cmd)
+		if err != nil {
+			return err
+		}
+		return s.transact(ctx, func(int) string { return fmt.Sprintf("meter %q", text) }, mm)
+	}
+}
+
+func packetOut(ctx context.Context, s *session, args []string) error {
+	text := strings.Join(args, " ")
+	var po *ofpwire.PacketOut
+	if err := s.parse(ctx, func(o flowsyntax.ParseFlowOptions) (err error) {
+		po, err = flowsyntax.ParsePacketOut(text, o)
+		return err
+	}); err != nil {
+		return err
+	}
+	return s.transact(ctx, func(int) string { return "packet-out" }, po)
+}

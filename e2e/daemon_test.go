@@ -1,0 +1,276 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"vswitch/internal/nstest"
+)
+
+// TestDaemonEndToEnd is the issue's tour: a bridge with two veth ports from
+// two namespaces, flows added by name and by number, ping across, counters
+// in dump-flows and /metrics, a kill -9, and everything back after the
+// restart.
+func TestDaemonEndToEnd(t *testing.T) {
+	d := newDaemon(t)
+	a, b := nstest.TwoHosts(t)
+	d.start()
+
+	d.vsctl("add-br", "br0")
+	// One port with the automatic driver (AF_XDP on veth), one AF_PACKET.
+	d.vsctl("add-port", "br0", a.Port)
+	d.vsctl("add-port", "br0", b.Port, "--", "type=afpacket")
+	if got := d.vsctl("get", "Interface", a.Port, "ofport"); strings.TrimSpace(got) != "1" {
+		t.Fatalf("first port's ofport = %q, want 1", got)
+	}
+	if got := d.vsctl("get", "Interface", b.Port, "ofport"); strings.TrimSpace(got) != "2" {
+		t.Fatalf("second port's ofport = %q, want 2", got)
+	}
+	d.vsctl("set-fail-mode", "br0", "secure") // no NORMAL behind our back
+	d.vsctl("add-flow", "br0", "priority=100,in_port="+a.Port+",actions=output:"+b.Port)
+	d.vsctl("add-flow", "br0", "priority=100,in_port=2,actions=output:1")
+
+	nstest.Ping(t, a.NS, b.IP)
+
+	dump := d.vsctl("dump-flows", "br0")
+	for _, in := range []string{"in_port=1", "in_port=2"} {
+		l := flowLine(t, dump, "priority=100", in)
+		if n, ok := field(l, "n_packets"); !ok || n < 5 {
+			t.Fatalf("flow %s: n_packets %d (want ≥ 5 after 5 pings):\n%s", in, n, dump)
+		}
+	}
+
+	// /metrics reads the same counters as OpenFlow's port statistics.
+	// Wait until the counters are still, then compare.
+	nstest.WaitStable(func() uint64 { return uint64(metricValue(t, d.scrape(), "vswitch_port_tx_packets_total", a.Port)) })
+	m := d.scrape()
+	ports := d.vsctl("dump-ports", "br0", "1")
+	rxLine := flowLine(t, ports, "rx pkts")
+	rx, ok := field(rxLine, "pkts")
+	if !ok {
+		t.Fatalf("no rx pkts in dump-ports:\n%s", ports)
+	}
+	if got := metricValue(t, m, "vswitch_port_rx_packets_total", a.Port); uint64(got) != rx {
+		t.Fatalf("metric rx packets of %s = %v, dump-ports says %d", a.Port, got, rx)
+	}
+	if got := metricValue(t, m, "vswitch_pmd_rx_packets_total", ""); got < 10 {
+		t.Fatalf("PMD rx packets metric %v, want ≥ 10", got)
+	}
+
+	// Run-time settings.
+	d.vsctl("set", "Open_vSwitch", ".", "other_config:tx-flush-interval=50")
+	if got := strings.TrimSpace(d.vsctl("get", "Open_vSwitch", ".", "other_config:tx-flush-interval")); got != "50" {
+		t.Fatalf("tx-flush-interval reads %q", got)
+	}
+	nstest.Ping(t, a.NS, b.IP)
+
+	// kill -9: nothing acknowledged may be lost.
+	d.kill9()
+	d.start()
+	if got := d.vsctl("list-br"); got != "br0\n" {
+		t.Fatalf("after restart list-br = %q", got)
+	}
+	if got := d.vsctl("list-ports", "br0"); got != strings.Join(sortedStrings(a.Port, b.Port), "\n")+"\n" {
+		t.Fatalf("after restart list-ports = %q", got)
+	}
+	if got := strings.TrimSpace(d.vsctl("get-fail-mode", "br0")); got != "secure" {
+		t.Fatalf("after restart fail mode %q", got)
+	}
+	dump = d.vsctl("dump-flows", "br0")
+	flowLine(t, dump, "priority=100", "in_port=1", "output:2")
+	flowLine(t, dump, "priority=100", "in_port=2", "output:1")
+	nstest.Ping(t, a.NS, b.IP)
+
+	// The datapath view agrees: megaflows for both directions.
+	dp := d.vsctl("dpif-dump-flows", "br0")
+	if !strings.Contains(dp, "in_port(1)") || !strings.Contains(dp, "in_port(2)") {
+		t.Fatalf("dpif-dump-flows misses a direction:\n%s", dp)
+	}
+	if out := d.vsctl("pmd-stats-show"); !strings.Contains(out, "packets received") {
+		t.Fatalf("pmd-stats-show:\n%s", out)
+	}
+
+	// SIGTERM: exit 0 and the XDP program is gone from the port.
+	if err := d.stop(); err != nil {
+		t.Fatalf("SIGTERM: %v\n%s", err, d.log.String())
+	}
+	if out := nstest.Run(t, "ip", "link", "show", a.Port); strings.Contains(out, "xdp") {
+		t.Fatalf("XDP program left on %s after SIGTERM:\n%s", a.Port, out)
+	}
+}
+
+// TestDefaultBridgeStandalone: with an empty state directory the daemon
+// creates br0 in fail mode standalone, which switches by learning.
+func TestDefaultBridgeStandalone(t *testing.T) {
+	d := newDaemon(t)
+	a, b := nstest.TwoHosts(t)
+	d.start("--default-bridge", "br0")
+	if got := d.vsctl("list-br"); got != "br0\n" {
+		t.Fatalf("list-br = %q", got)
+	}
+	d.vsctl("add-port", "br0", a.Port)
+	d.vsctl("add-port", "br0", b.Port)
+	nstest.Ping(t, a.NS, b.IP)
+	fdb := d.vsctl("fdb-show", "br0")
+	if !strings.Contains(fdb, a.MAC) || !strings.Contains(fdb, b.MAC) {
+		t.Fatalf("fdb-show lacks the hosts' MACs:\n%s", fdb)
+	}
+	tr := d.vsctl("trace", "br0", "in_port="+a.Port+",dl_src="+a.MAC+",dl_dst="+b.MAC+",ip,nw_src="+a.IP+",nw_dst="+b.IP)
+	if !strings.Contains(tr, "NORMAL") || !strings.Contains(tr, "Datapath actions") {
+		t.Fatalf("trace:\n%s", tr)
+	}
+}
+
+// TestVsctlErrors: every bad command exits non-zero with a message saying
+// what is wrong, and the configuration is byte-for-byte unchanged.
+func TestVsctlErrors(t *testing.T) {
+	d := newDaemon(t)
+	a, _ := nstest.TwoHosts(t)
+	d.start()
+	d.vsctl("add-br", "br0")
+	d.vsctl("add-port", "br0", a.Port)
+	d.vsctl("add-flow", "br0", "priority=5,actions=drop")
+
+	state := func() string {
+		b, err := os.ReadFile(filepath.Join(d.stateDir, "config.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatal(err)
+		}
+		delete(v, "generation") // a refused change may still not bump it; compare content
+		out, _ := json.Marshal(v)
+		return string(out)
+	}
+	time.Sleep(1500 * time.Millisecond) // let the flow saver settle
+	before := state()
+	flowsBefore := d.vsctl("--format", "json", "dump-flows", "br0")
+
+	for _, tc := range []struct {
+		args []string
+		want string
+		code int
+	}{
+		{[]string{"add-port", "nosuchbr", "x1"}, "no such bridge", 1},
+		{[]string{"add-port", "br0", "nosuchif0"}, "no network interface", 1},
+		{[]string{"add-port", "br0", a.Port}, "already has a port", 1},
+		{[]string{"add-port", "br0", "p9", "type=frob"}, "unknown port type", 1},
+		{[]string{"add-port", "br0", "p9", "type=vhostuserclient"}, "vhost-server-path", 1},
+		{[]string{"del-port", "br0", "nosuchport"}, "no such port", 1},
+		{[]string{"del-br", "nosuchbr"}, "no such bridge", 1},
+		{[]string{"add-br", "br0"}, "already exists", 1},
+		{[]string{"add-br", "this-name-is-far-too-long"}, "longer than", 1},
+		{[]string{"set", "Open_vSwitch", ".", "other_config:tx-flush-interval=abc"}, "not an integer", 1},
+		{[]string{"set", "Open_vSwitch", ".", "other_config:no-such-key=1"}, "no key", 1},
+		{[]string{"set", "Open_vSwitch", ".", "other_config:n-pmd=2", "other_config:pmd-sleep-max=x"}, "not an integer", 1},
+		{[]string{"set", "Interface", a.Port, "options:n_rxq=0"}, "n_rxq", 1},
+		{[]string{"set", "Interface", a.Port, "options:frob=1"}, "no option", 1},
+		{[]string{"set", "Nope", "x", "a=b"}, "unknown table", 1},
+		{[]string{"set", "Bridge", "br0", "fail_mode=sometimes"}, "standalone or secure", 1},
+		{[]string{"set-fail-mode", "br0", "sometimes"}, "standalone or secure", 1},
+		{[]string{"set-controller", "br0", "tcp:"}, "METHOD:ADDRESS", 1},
+		{[]string{"set-controller", "br0", "bogus:1.2.3.4"}, "unknown method", 1},
+		{[]string{"get", "Bridge", "nosuchbr", "fail_mode"}, "no such bridge", 1},
+		{[]string{"add-flow", "br0", "in_port=1,actions=frobnicate"}, "frobnicate", 1},
+		{[]string{"add-flow", "br0", "in_port=nosuchport,actions=drop"}, "nosuchport", 1},
+		{[]string{"add-flow", "br0", "nw_src=198.18.0.1,actions=drop"}, "", 1}, // prerequisite missing: the switch refuses
+		{[]string{"add-flow", "nosuchbr", "actions=drop"}, "no bridge", 1},
+		{[]string{"del-flows", "br0", "in_port=1,frob=2"}, "frob", 1},
+		{[]string{"trace", "br0", "in_port=nosuchport"}, "no port", 1},
+		{[]string{"no-such-command"}, "unknown command", 2},
+		{[]string{"add-br"}, "wrong number of arguments", 2},
+		{[]string{"br-exists", "nosuchbr"}, "no such bridge", 2},
+	} {
+		out, errOut, code := d.vsctlRaw(tc.args...)
+		if code != tc.code {
+			t.Errorf("vsctl %v: exit %d, want %d (stdout %q stderr %q)", tc.args, code, tc.code, out, errOut)
+			continue
+		}
+		if !strings.Contains(errOut, tc.want) {
+			t.Errorf("vsctl %v: stderr %q does not say %q", tc.args, errOut, tc.want)
+		}
+		if !strings.HasPrefix(errOut, "vsctl: ") {
+			t.Errorf("vsctl %v: stderr %q lacks the vsctl: prefix", tc.args, errOut)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if after := state(); after != before {
+		t.Fatalf("configuration changed by failing commands:\nbefore %s\nafter  %s", before, after)
+	}
+	if got := d.vsctl("--format", "json", "dump-flows", "br0"); !sameFlows(got, flowsBefore) {
+		t.Fatalf("flows changed by failing commands:\nbefore %s\nafter  %s", flowsBefore, got)
+	}
+	if out := d.vsctl("show"); !strings.Contains(out, a.Port) {
+		t.Fatalf("show:\n%s", out)
+	}
+}
+
+func sortedStrings(s ...string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+// sameFlows compares two dump-flows outputs ignoring durations and ages.
+func sameFlows(a, b string) bool {
+	strip := func(s string) string {
+		var v any
+		if json.Unmarshal([]byte(s), &v) != nil {
+			return s
+		}
+		var walk func(any) any
+		walk = func(x any) any {
+			switch t := x.(type) {
+			case map[string]any:
+				for k := range t {
+					if strings.Contains(k, "duration") || strings.Contains(k, "age") {
+						delete(t, k)
+					} else {
+						t[k] = walk(t[k])
+					}
+				}
+			case []any:
+				for i := range t {
+					t[i] = walk(t[i])
+				}
+			}
+			return x
+		}
+		out, _ := json.Marshal(walk(v))
+		return string(out)
+	}
+	return strip(a) == strip(b)
+}
+
+// metricValue sums the samples of name whose labels include port="port"
+// (any port when port is empty).
+func metricValue(t *testing.T, m map[string]float64, name, port string) float64 {
+	t.Helper()
+	sum, found := 0.0, false
+	for k, v := range m {
+		if !strings.HasPrefix(k, name+"{") && k != name {
+			continue
+		}
+		if port != "" && !strings.Contains(k, `port="`+port+`"`) {
+			continue
+		}
+		sum += v
+		found = true
+	}
+	if !found {
+		t.Fatalf("no metric %s for port %q", name, port)
+	}
+	return sum
+}

@@ -1,0 +1,191 @@
+package ofproto
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"vswitch/ctl/flowsyntax"
+	"vswitch/ofproto/normal"
+	"vswitch/ofproto/ofmatch"
+	"vswitch/ofproto/ofpwire"
+	"vswitch/ofproto/pipeline"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// tablesChanged is the pipeline's OnChange: the datapath's megaflows are
+// stale, and the daemon may want to save the tables.
+func (b *Bridge) tablesChanged() {
+	b.dp.InvalidateFlows()
+	b.notifyTables()
+}
+
+// notifyTables wakes the goroutine that calls OnFlowTableChange. It never
+// blocks: changes made while a call is running are folded into one more.
+func (b *Bridge) notifyTables() {
+	select {
+	case b.tablesDirty <- struct{}{}:
+	default:
+	}
+}
+
+// tableNotifier calls OnFlowTableChange after changes, one call at a time.
+func (b *Bridge) tableNotifier() {
+	defer b.wg.Done()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-b.tablesDirty:
+			b.cfg.OnFlowTableChange()
+		}
+	}
+}
+
+// entryFlowMod is the ADD that recreates entry e.
+func entryFlowMod(e *pipeline.Entry) *ofpwire.FlowMod {
+	return &ofpwire.FlowMod{
+		Command:      ofp.FlowAdd,
+		TableID:      e.TableID,
+		Priority:     e.Priority,
+		Cookie:       e.Cookie,
+		IdleTimeout:  e.IdleTimeout,
+		HardTimeout:  e.HardTimeout,
+		Flags:        e.Flags,
+		BufferID:     ofp.NoBuffer,
+		OutPort:      ofp.PortAny,
+		OutGroup:     ofp.GroupAny,
+		Match:        ofmatch.ToOXM(&e.Match),
+		Instructions: e.Instructions(),
+	}
+}
+
+// FlowLines returns every entry of every table as an ovs-ofctl add-flow
+// line (table, priority, cookie, timeouts, flags, match, instructions;
+// no counters), ordered by table, descending priority, then text, so
+// that equal tables give equal lists. RestoreFlows reads it back.
+// Timeouts restart when the lines are restored.
+func (b *Bridge) FlowLines() []string {
+	f := pipeline.AnyFilter()
+	entries, _ := b.pipe.Flows(&f)
+	type line struct {
+		table uint8
+		prio  uint16
+		text  string
+	}
+	ls := make([]line, len(entries))
+	for i, e := range entries {
+		ls[i] = line{e.TableID, e.Priority, flowsyntax.FormatFlowMod(entryFlowMod(e))}
+	}
+	sort.Slice(ls, func(i, j int) bool {
+		if ls[i].table != ls[j].table {
+			return ls[i].table < ls[j].table
+		}
+		if ls[i].prio != ls[j].prio {
+			return ls[i].prio > ls[j].prio
+		}
+		return ls[i].text < ls[j].text
+	})
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = l.text
+	}
+	return out
+}
+
+// RestoreFlows replaces the flow tables with the flows lines describe
+// (FlowLines' output, or any ovs-ofctl add-flow lines), all or nothing:
+// every line is parsed and installed in a scratch pipeline first, and on
+// any error (syntax, a table or instruction the pipeline refuses, a group
+// that does not exist, a full table) the bridge is left unchanged. The
+// groups the flows use must be installed before. The replacement is not
+// atomic for translations running meanwhile, which may see the tables
+// half restored (RestoreFlows is meant for start-up). No FLOW_REMOVED is
+// sent for the flows it replaces.
+func (b *Bridge) RestoreFlows(lines []string) error {
+	fms := make([]*ofpwire.FlowMod, 0, len(lines))
+	now := time.Now()
+	scratch := pipeline.New(b.pipe.MaxEntries)
+	for i, l := range lines {
+		fm, err := flowsyntax.ParseFlow(l, flowsyntax.Add)
+		if err != nil {
+			return fmt.Errorf("ofproto: restoring flow %d: %w", i+1, err)
+		}
+		if err := b.checkGroupRefs(fm); err != nil {
+			return fmt.Errorf("ofproto: restoring flow %d %q: %w", i+1, l, err)
+		}
+		if _, err := scratch.Apply(fm, now); err != nil {
+			return fmt.Errorf("ofproto: restoring flow %d %q: %w", i+1, l, err)
+		}
+		fms = append(fms, fm)
+	}
+	b.failMu.Lock() // no fail-mode flush in between
+	defer b.failMu.Unlock()
+	if _, err := b.pipe.Apply(&ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: uint8(ofp.TableAll),
+		BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}, now); err != nil {
+		return err
+	}
+	for _, fm := range fms {
+		if _, err := b.pipe.Apply(fm, now); err != nil {
+			// The scratch pipeline took it; only a concurrent change
+			// (a group deleted meanwhile) can get here.
+			return fmt.Errorf("ofproto: restoring %q: %w", flowsyntax.FormatFlowMod(fm), err)
+		}
+	}
+	return nil
+}
+
+// FDB lists NORMAL's MAC table (port, VLAN, MAC, age) for fdb-show.
+func (b *Bridge) FDB() []normal.Entry { return b.cfg.Normal.Entries(time.Now()) }
+
+// groupRefCounts counts, for every group, the flow entries and groups
+// that forward to it directly (OpenFlow 1.3's ref_count): each referrer
+// once, however many of its actions name the group.
+func (b *Bridge) groupRefCounts() map[ofp.Group]uint32 {
+	counts := make(map[ofp.Group]uint32)
+	seen := make(map[ofp.Group]bool)
+	count := func(acts []ofpwire.Action) {
+		for _, a := range acts {
+			if ga, ok := a.(*ofpwire.ActionGroup); ok && !seen[ga.Group] {
+				seen[ga.Group] = true
+				counts[ga.Group]++
+			}
+		}
+	}
+	f := pipeline.AnyFilter()
+	entries, _ := b.pipe.Flows(&f)
+	for _, e := range entries {
+		clear(seen)
+		for _, in := range e.Instructions() {
+			switch in := in.(type) {
+			case *ofpwire.InstrApplyActions:
+				count(in.Actions)
+			case *ofpwire.InstrWriteActions:
+				count(in.Actions)
+			}
+		}
+	}
+	for _, g := range b.groups.Desc() {
+		clear(seen)
+		for _, bk := range g.Buckets {
+			count(bk.Actions)
+		}
+	}
+	return counts
+}
+
+// groupStats answers OFPMP_GROUP with reference counts computed from the
+// tables (the group table's own count is not maintained).
+func (b *Bridge) groupStats(id ofp.Group) []ofpwire.GroupStats {
+	b.dp.PushStats(time.Now())
+	st := b.groups.Stats(id, time.Now())
+	if len(st) == 0 {
+		return st
+	}
+	refs := b.groupRefCounts()
+	for i := range st {
+		st[i].RefCount = refs[st[i].GroupID]
+	}
+	return st
+}

@@ -1,0 +1,285 @@
+package ofproto
+
+import (
+	"math/rand"
+	"reflect"
+	"testing"
+	"time"
+
+	"vswitch/ctl/flowsyntax"
+	"vswitch/ofproto/ofpwire"
+	"vswitch/ofproto/pipeline"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// testGroups are installed in both bridges of the round trip.
+func installTestGroups(t *testing.T, tb *testBridge) {
+	t.Helper()
+	for _, gm := range []*ofpwire.GroupMod{
+		{Command: ofp.GroupAdd, Type: ofp.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{bucketOut(2), bucketOut(1)}},
+		{Command: ofp.GroupAdd, Type: ofp.GroupTypeIndirect, GroupID: 2, Buckets: []ofpwire.Bucket{bucketOut(2)}},
+	} {
+		if r := tb.c.request(gm); len(r) != 0 {
+			t.Fatalf("group-mod replies %#v", r)
+		}
+	}
+}
+
+// randomFlow builds a flow-mod of every kind the tables hold: matches on
+// several fields, cookies, timeouts, flags, apply/write/clear actions,
+// metadata, goto-table and group actions.
+func randomFlow(r *rand.Rand) *ofpwire.FlowMod {
+	fm := &ofpwire.FlowMod{
+		Command:  ofp.FlowAdd,
+		TableID:  uint8(r.Intn(5)),
+		Priority: uint16(r.Intn(0x10000)),
+		BufferID: ofp.NoBuffer,
+		OutPort:  ofp.PortAny,
+		OutGroup: ofp.GroupAny,
+	}
+	if r.Intn(2) == 0 {
+		fm.Cookie = r.Uint64()
+	}
+	if r.Intn(3) == 0 {
+		fm.IdleTimeout = uint16(100 + r.Intn(1000))
+	}
+	if r.Intn(3) == 0 {
+		fm.HardTimeout = uint16(100 + r.Intn(1000))
+	}
+	for _, f := range []ofp.FlowModFlag{ofp.FlowFlagSendFlowRem, ofp.FlowFlagNoPktCounts, ofp.FlowFlagNoByteCounts} {
+		if r.Intn(3) == 0 {
+			fm.Flags |= f
+		}
+	}
+	if r.Intn(2) == 0 {
+		fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeInPort, uint64(1+r.Intn(3))))
+	}
+	switch r.Intn(3) {
+	case 0:
+		fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeEthType, 0x0800))
+		fm.Match.Add(ofpwire.NewOXM(ofp.XMTypeIPv4Dst, []byte{10, byte(r.Intn(256)), byte(r.Intn(256)), 1}))
+		if r.Intn(2) == 0 {
+			fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeIPProto, 6))
+			fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeTCPDst, uint64(r.Intn(65536))))
+		}
+	case 1:
+		fm.Match.Add(ofpwire.NewOXM(ofp.XMTypeEthDst, []byte{2, 0, 0, 0, byte(r.Intn(256)), byte(r.Intn(256))}))
+	}
+	var acts []ofpwire.Action
+	if r.Intn(3) == 0 {
+		acts = append(acts, &ofpwire.ActionSetField{Field: ofpwire.NewOXM(ofp.XMTypeEthSrc, []byte{2, 0, 0, 0, 0, byte(r.Intn(256))})})
+	}
+	switch r.Intn(4) {
+	case 0:
+		acts = append(acts, &ofpwire.ActionGroup{Group: ofp.Group(1 + r.Intn(2))})
+	case 1:
+		acts = append(acts, &ofpwire.ActionOutput{Port: ofp.PortNo(1 + r.Intn(3))})
+	case 2:
+		acts = append(acts, &ofpwire.ActionOutput{Port: ofp.PortNormal})
+	}
+	if len(acts) > 0 {
+		fm.Instructions = append(fm.Instructions, &ofpwire.InstrApplyActions{Actions: acts})
+	}
+	if r.Intn(4) == 0 {
+		fm.Instructions = append(fm.Instructions, &ofpwire.InstrClearActions{})
+	}
+	if r.Intn(3) == 0 {
+		fm.Instructions = append(fm.Instructions, &ofpwire.InstrWriteActions{Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: 2}}})
+	}
+	if r.Intn(3) == 0 {
+		fm.Instructions = append(fm.Instructions, &ofpwire.InstrWriteMetadata{Metadata: r.Uint64(), Mask: 0xffff})
+	}
+	if fm.TableID < 4 && r.Intn(2) == 0 {
+		fm.Instructions = append(fm.Instructions, &ofpwire.InstrGotoTable{TableID: fm.TableID + 1 + uint8(r.Intn(int(4-fm.TableID)))})
+	}
+	return fm
+}
+
+// entryView is what must survive a save and restore.
+type entryView struct {
+	Table              uint8
+	Priority           uint16
+	Cookie             uint64
+	Idle, Hard         uint16
+	Flags              ofp.FlowModFlag
+	Match, Instruction string
+}
+
+func tableView(t *testing.T, p *pipeline.Pipeline) []entryView {
+	t.Helper()
+	f := pipeline.AnyFilter()
+	es, err := p.Flows(&f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]entryView, len(es))
+	for i, e := range es {
+		out[i] = entryView{e.TableID, e.Priority, e.Cookie, e.IdleTimeout, e.HardTimeout, e.Flags,
+			e.Match.String(), flowsyntax.FormatInstructions(e.Instructions())}
+	}
+	return out
+}
+
+func TestFlowLinesRoundTrip(t *testing.T) {
+	src := newTestBridge(t)
+	installTestGroups(t, src)
+	r := rand.New(rand.NewSource(1))
+	for i := 0; i < 200; i++ {
+		fm := randomFlow(r)
+		if err := src.br.flowMod(fm); err != nil {
+			t.Fatalf("flow %d (%s): %v", i, flowsyntax.FormatFlowMod(fm), err)
+		}
+	}
+	lines := src.br.FlowLines()
+	for _, l := range lines[:8] {
+		t.Log(l)
+	}
+	if len(lines) < 150 {
+		t.Fatalf("only %d flows installed", len(lines))
+	}
+	tables := map[uint8]bool{}
+	for _, v := range tableView(t, src.br.Pipeline()) {
+		tables[v.Table] = true
+	}
+	if len(tables) != 5 {
+		t.Fatalf("flows in %d tables, want 5", len(tables))
+	}
+
+	dst := newTestBridge(t)
+	installTestGroups(t, dst)
+	dst.c.request(outputFlow(3, &ofpwire.ActionOutput{Port: 1})) // replaced by the restore
+	if err := dst.br.RestoreFlows(lines); err != nil {
+		t.Fatal(err)
+	}
+	if got := dst.br.FlowLines(); !reflect.DeepEqual(got, lines) {
+		t.Fatalf("restored lines differ:\n%q\nwant\n%q", got, lines)
+	}
+	a, b := tableView(t, src.br.Pipeline()), tableView(t, dst.br.Pipeline())
+	if len(a) != len(b) {
+		t.Fatalf("restored %d entries, want %d", len(b), len(a))
+	}
+	// Equal-priority entries of a table may list in either order.
+	count := map[entryView]int{}
+	for _, v := range a {
+		count[v]++
+	}
+	for _, v := range b {
+		if count[v]--; count[v] < 0 {
+			t.Fatalf("restored entry %+v is not in the source", v)
+		}
+	}
+}
+
+func TestRestoreFlowsAllOrNothing(t *testing.T) {
+	tb := newTestBridge(t)
+	tb.c.request(outputFlow(1, &ofpwire.ActionOutput{Port: 2}))
+	before := tb.br.FlowLines()
+	for _, bad := range [][]string{
+		{"table=1,priority=5,tcp,tp_dst=80 actions=drop", "in_port=1 actions=frobnicate"},
+		{"table=1,priority=5,tcp,tp_dst=80 actions=drop", "table=3 actions=goto_table:2"},
+		{"table=1,priority=5,tcp,tp_dst=80 actions=drop", "actions=group:7"},
+	} {
+		if err := tb.br.RestoreFlows(bad); err == nil {
+			t.Fatalf("RestoreFlows(%q) succeeded", bad)
+		}
+		if got := tb.br.FlowLines(); !reflect.DeepEqual(got, before) {
+			t.Fatalf("failed restore changed the tables to %q", got)
+		}
+	}
+	// ovs-ofctl lines of one's own are fine too, and replace everything.
+	if err := tb.br.RestoreFlows([]string{"table=1,priority=5,tcp,tp_dst=80 actions=drop", "in_port=2 actions=output:1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tb.br.FlowLines(); len(got) != 2 || got[0] != "in_port=2 actions=output:1" {
+		t.Fatalf("restored %q", got)
+	}
+	if got := tb.forward(tb.p2, tb.p1, frame()); len(got) != 1 {
+		t.Fatalf("restored flow forwarded %d frames", len(got))
+	}
+	if got := tb.forward(tb.p1, tb.p2, frame()); len(got) != 0 {
+		t.Fatalf("replaced flow still forwards (%d frames)", len(got))
+	}
+}
+
+func TestOnFlowTableChange(t *testing.T) {
+	calls := make(chan struct{}, 100)
+	tb := newTestBridgeWith(t, func(c *BridgeConfig) {
+		c.FailMode = FailSecure
+		c.OnFlowTableChange = func() { calls <- struct{}{} }
+	})
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-calls:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no OnFlowTableChange after %s", what)
+		}
+	}
+	quiet := func(what string) {
+		t.Helper()
+		select {
+		case <-calls:
+			t.Fatalf("OnFlowTableChange after %s", what)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	fm := outputFlow(1, &ofpwire.ActionOutput{Port: 2})
+	fm.HardTimeout = 1
+	tb.c.request(fm)
+	wait("flow-mod")
+	quiet("nothing")
+	// Traffic is not a table change.
+	tb.forward(tb.p1, tb.p2, frame())
+	tb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofp.TableAll), OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
+	quiet("traffic")
+	// A delete selecting nothing changes nothing.
+	tb.c.request(&ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: 7, BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
+	quiet("an empty delete")
+	// Expiry, by the housekeeping tick.
+	wait("hard timeout")
+	if n := len(tb.br.FlowLines()); n != 0 {
+		t.Fatalf("%d flows after the hard timeout", n)
+	}
+	installTestGroups(t, tb)
+	wait("group-mods")
+	tb.c.request(outputFlow(1, &ofpwire.ActionGroup{Group: 1}))
+	wait("flow-mod")
+	tb.c.request(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 1})
+	wait("group delete")
+	if n := len(tb.br.FlowLines()); n != 0 {
+		t.Fatalf("%d flows after deleting their group", n)
+	}
+	if err := tb.br.RestoreFlows([]string{"actions=drop"}); err != nil {
+		t.Fatal(err)
+	}
+	wait("RestoreFlows")
+}
+
+func TestGroupRefCounts(t *testing.T) {
+	tb := newTestBridge(t)
+	installTestGroups(t, tb)
+	// Group 3 forwards to group 2; two flows forward to group 2 (one of
+	// them twice), one to group 1 through write-actions.
+	tb.c.request(&ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeIndirect, GroupID: 3,
+		Buckets: []ofpwire.Bucket{{WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny, Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: 2}}}}})
+	tb.c.request(outputFlow(1, &ofpwire.ActionGroup{Group: 2}, &ofpwire.ActionGroup{Group: 2}))
+	tb.c.request(outputFlow(2, &ofpwire.ActionGroup{Group: 2}))
+	fm := outputFlow(3, &ofpwire.ActionOutput{Port: 1})
+	fm.Instructions = append(fm.Instructions, &ofpwire.InstrWriteActions{Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: 1}}})
+	tb.c.request(fm)
+	st := tb.c.multipart(&ofpwire.GroupStatsRequest{Group: ofp.GroupAll}).(*ofpwire.GroupStatsReply)
+	want := map[ofp.Group]uint32{1: 1, 2: 3, 3: 0}
+	if len(st.Groups) != 3 {
+		t.Fatalf("group stats %+v", st.Groups)
+	}
+	for _, g := range st.Groups {
+		if g.RefCount != want[g.GroupID] {
+			t.Errorf("group %d ref_count %d, want %d", g.GroupID, g.RefCount, want[g.GroupID])
+		}
+	}
+	st = tb.c.multipart(&ofpwire.GroupStatsRequest{Group: 2}).(*ofpwire.GroupStatsReply)
+	if len(st.Groups) != 1 || st.Groups[0].RefCount != 3 {
+		t.Fatalf("group 2 stats %+v", st.Groups)
+	}
+}

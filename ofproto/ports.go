@@ -1,0 +1,380 @@
+package ofproto
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+
+	"vswitch/datapath"
+	"vswitch/netdev"
+	"vswitch/ofproto/normal"
+	"vswitch/ofproto/ofpwire"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// SupportedPortConfig are the OFPPC_* bits PORT_MOD and SetPortConfig
+// accept. NO_FLOOD is OpenFlow 1.0's bit, which Open vSwitch also honours
+// under 1.3 (ovs-ofctl mod-port ... no-flood); the 1.0 STP bits are
+// refused, since the bridge runs no spanning tree.
+const SupportedPortConfig = ofp.PortConfigDown | ofp.PortConfigNoRcv | ofp.PortConfigNoFwd |
+	ofp.PortConfigNoPacketIn | ofp.PortConfigNoFlood
+
+// PortOptions describe a port beyond its netdev.
+type PortOptions struct {
+	// Name is the port's OpenFlow name (PORT_DESC, PORT_STATUS); empty
+	// means the netdev's Name. OpenFlow carries at most 15 bytes.
+	Name string
+	// HWAddr is the address PORT_DESC reports and PORT_MOD must quote;
+	// nil means all zeros (the drivers do not expose one).
+	HWAddr net.HardwareAddr
+}
+
+// portRec is what the bridge knows of a port present in the datapath.
+type portRec struct {
+	name string
+	hw   [6]byte
+	// link is the link state last announced (PORT_STATUS) and the one
+	// fast-failover decisions were last invalidated for.
+	link bool
+}
+
+// portSettings is the configuration of a port number, kept while the port
+// is absent (set before AddPort, or across an interface that vanished)
+// and dropped by RemovePort.
+type portSettings struct {
+	config ofp.PortConfig
+	normal *normal.PortConfig
+}
+
+// portView is what translations read about the ports, replaced as a whole
+// (never modified) so that upcalls read it without a lock.
+type portView struct {
+	config map[uint32]ofp.PortConfig // non-zero configs by port number
+	// src is the datapath port snapshot all and flood were built from;
+	// a different snapshot (ports added or removed) rebuilds them.
+	src        []*datapath.Port
+	all, flood []uint32
+	// configOf is config's lookup as a func value built once per view, so
+	// a translation's Options cost no allocation for it.
+	configOf func(port uint32) ofp.PortConfig
+}
+
+func newPortView(config map[uint32]ofp.PortConfig, src []*datapath.Port) *portView {
+	v := &portView{config: config, src: src, all: make([]uint32, 0, len(src))}
+	for _, p := range src {
+		v.all = append(v.all, p.No)
+	}
+	v.flood = v.all
+	for _, c := range config {
+		if c&ofp.PortConfigNoFlood != 0 {
+			v.flood = make([]uint32, 0, len(src))
+			for _, p := range src {
+				if config[p.No]&ofp.PortConfigNoFlood == 0 {
+					v.flood = append(v.flood, p.No)
+				}
+			}
+			break
+		}
+	}
+	v.configOf = func(no uint32) ofp.PortConfig { return config[no] }
+	return v
+}
+
+// sameSnapshot reports whether two datapath port snapshots are the same
+// slice (the datapath replaces its snapshot on every port change).
+func sameSnapshot(a, b []*datapath.Port) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// ports returns the port view for the datapath's current port set.
+func (b *Bridge) ports() *portView {
+	ps := b.dp.Ports()
+	v := b.view.Load()
+	if sameSnapshot(v.src, ps) {
+		return v
+	}
+	nv := newPortView(v.config, ps)
+	b.view.CompareAndSwap(v, nv) // a config change that won the race rebuilds on the next call
+	return nv
+}
+
+// publishLocked installs a view with the current settings and invalidates
+// the megaflows translated under the old one. Caller holds portMu.
+func (b *Bridge) publishLocked() {
+	cfg := make(map[uint32]ofp.PortConfig)
+	for no, s := range b.settings {
+		if s.config != 0 {
+			cfg[no] = s.config
+		}
+	}
+	b.view.Store(newPortView(cfg, b.dp.Ports()))
+	b.dp.InvalidateFlows()
+}
+
+// syncNormalLocked gives NORMAL the ports present in the datapath, with
+// their SetNormalPort configuration (default: access port of VLAN 0) and
+// NO_FLOOD. MACs learned on ports that left are forgotten. Caller holds
+// portMu.
+func (b *Bridge) syncNormalLocked() {
+	ps := b.dp.Ports()
+	cfgs := make([]normal.PortConfig, len(ps))
+	for i, p := range ps {
+		c := normal.PortConfig{No: p.No, Mode: normal.Access}
+		s := b.settings[p.No]
+		if s.normal != nil {
+			c = *s.normal
+			c.No = p.No
+		}
+		if s.config&ofp.PortConfigNoFlood != 0 {
+			c.NoFlood = true
+		}
+		cfgs[i] = c
+	}
+	b.cfg.Normal.SetPorts(cfgs)
+}
+
+// describeLocked is the ofp_port of datapath port p. Caller holds portMu.
+func (b *Bridge) describeLocked(p *datapath.Port) ofpwire.Port {
+	rec := b.recs[p.No]
+	if rec == nil {
+		rec = &portRec{name: p.Dev.Name()}
+	}
+	return b.describe(p.No, rec, p.Dev.LinkUp())
+}
+
+// describe builds a port description from its record and link state.
+// Live means usable: link up and not administratively down.
+func (b *Bridge) describe(no uint32, rec *portRec, linkUp bool) ofpwire.Port {
+	cfg := b.settings[no].config
+	var state ofp.PortState
+	switch {
+	case !linkUp:
+		state = ofp.PortStateLinkDown
+	case cfg&ofp.PortConfigDown == 0:
+		state = ofp.PortStateLive
+	}
+	return ofpwire.Port{
+		PortNo: ofp.PortNo(no),
+		HWAddr: net.HardwareAddr(bytes.Clone(rec.hw[:])),
+		Name:   rec.name,
+		Config: cfg,
+		State:  state,
+	}
+}
+
+func (b *Bridge) sendPortStatus(reason ofp.PortReason, p ofpwire.Port) {
+	b.mgr.SendPortStatus(ofpwire.PortStatus{Reason: reason, Port: p})
+}
+
+// AddPort adds dev to the datapath as port no under the netdev's name and
+// announces it (PORT_STATUS ADD). NORMAL sees it as an untagged access
+// port of VLAN 0 unless SetNormalPort said otherwise. On error the caller
+// still owns dev.
+func (b *Bridge) AddPort(no uint32, dev netdev.Netdev) error {
+	return b.AddPortWith(no, dev, PortOptions{})
+}
+
+// AddPortWith is AddPort with an OpenFlow name and hardware address.
+func (b *Bridge) AddPortWith(no uint32, dev netdev.Netdev, opts PortOptions) error {
+	if len(opts.HWAddr) != 0 && len(opts.HWAddr) != 6 {
+		return fmt.Errorf("ofproto: port %d: hardware address %v is not 6 bytes", no, opts.HWAddr)
+	}
+	b.portMu.Lock()
+	defer b.portMu.Unlock()
+	p, err := b.dp.AddPort(no, dev)
+	if err != nil {
+		return err
+	}
+	rec := &portRec{name: opts.Name, link: dev.LinkUp()}
+	if rec.name == "" {
+		rec.name = dev.Name()
+	}
+	copy(rec.hw[:], opts.HWAddr)
+	b.recs[no] = rec
+	b.syncNormalLocked()
+	b.publishLocked()
+	b.sendPortStatus(ofp.PortReasonAdd, b.describe(no, rec, p.Dev.LinkUp()))
+	return nil
+}
+
+// RemovePort removes port no from the datapath (closing its netdev),
+// forgets its settings (PORT_MOD config, NORMAL VLANs) and the MACs learned
+// on it, and announces it (PORT_STATUS DELETE). Flows naming the port stay.
+func (b *Bridge) RemovePort(no uint32) error {
+	b.portMu.Lock()
+	defer b.portMu.Unlock()
+	p := b.dp.Port(no)
+	if p == nil {
+		return fmt.Errorf("ofproto: no port %d", no)
+	}
+	desc := b.describeLocked(p)
+	if err := b.dp.RemovePort(no); err != nil {
+		return err
+	}
+	delete(b.recs, no)
+	delete(b.settings, no)
+	b.syncNormalLocked()
+	b.publishLocked()
+	desc.Config = 0
+	b.sendPortStatus(ofp.PortReasonDelete, desc)
+	return nil
+}
+
+// PortGone tells the bridge that port no left the datapath without
+// RemovePort: the datapath removes a port whose interface disappeared and
+// calls its Config.OnPortRemoved, from which the daemon should call this.
+// The port is announced with PORT_STATUS DELETE (it is no longer in
+// PORT_DESC) and leaves NORMAL; its settings are kept for when the
+// interface comes back and the daemon adds it again. Housekeeping notices
+// such ports by itself within a second; PortGone only makes it immediate.
+// A port still in the datapath is left alone.
+func (b *Bridge) PortGone(no uint32) {
+	b.portMu.Lock()
+	defer b.portMu.Unlock()
+	b.portGoneLocked(no)
+}
+
+func (b *Bridge) portGoneLocked(no uint32) bool {
+	rec := b.recs[no]
+	if rec == nil || b.dp.Port(no) != nil {
+		return false
+	}
+	desc := b.describe(no, rec, false)
+	delete(b.recs, no)
+	b.syncNormalLocked()
+	b.publishLocked()
+	b.sendPortStatus(ofp.PortReasonDelete, desc)
+	return true
+}
+
+// SetNormalPort sets how NORMAL treats port cfg.No (access VLAN, trunk
+// VLANs, native VLAN: Open vSwitch's tag, trunks and vlan_mode). It may be
+// called before the port is added and lasts until RemovePort. NO_FLOOD
+// set by PORT_MOD applies on top of cfg.NoFlood.
+func (b *Bridge) SetNormalPort(cfg normal.PortConfig) {
+	b.portMu.Lock()
+	defer b.portMu.Unlock()
+	s := b.settings[cfg.No]
+	c := cfg
+	c.Trunks = append([]uint16(nil), cfg.Trunks...)
+	s.normal = &c
+	b.settings[cfg.No] = s
+	b.syncNormalLocked()
+	b.dp.InvalidateFlows()
+}
+
+// SetPortConfig replaces the OFPPC_* bits of port no, as a PORT_MOD with
+// every supported bit in its mask would, for the daemon (restoring saved
+// port configuration, or ovs-vsctl-style settings). Bits outside
+// SupportedPortConfig are ignored. It may be called before the port is
+// added and lasts until RemovePort; a present port is announced with
+// PORT_STATUS MODIFY when its config changes.
+func (b *Bridge) SetPortConfig(no uint32, cfg ofp.PortConfig) {
+	b.portMu.Lock()
+	defer b.portMu.Unlock()
+	b.setConfigLocked(no, cfg&SupportedPortConfig)
+}
+
+// setConfigLocked applies a port config: NORMAL's flood set, the
+// translation view (which invalidates the megaflows) and PORT_STATUS.
+func (b *Bridge) setConfigLocked(no uint32, cfg ofp.PortConfig) {
+	s := b.settings[no]
+	if s.config == cfg {
+		return
+	}
+	s.config = cfg
+	b.settings[no] = s
+	b.syncNormalLocked()
+	b.publishLocked()
+	if p := b.dp.Port(no); p != nil {
+		b.sendPortStatus(ofp.PortReasonModify, b.describeLocked(p))
+	}
+}
+
+// PortConfig returns the OFPPC_* bits set on port no.
+func (b *Bridge) PortConfig(no uint32) ofp.PortConfig {
+	b.portMu.Lock()
+	defer b.portMu.Unlock()
+	return b.settings[no].config
+}
+
+func pmErr(code uint16) error { return ofpErr(ofpwire.ETPortModFailed, code) }
+
+// portMod applies an OFPT_PORT_MOD. The advertise field is ignored: the
+// drivers expose no link features to advertise.
+func (b *Bridge) portMod(pm *ofpwire.PortMod) error {
+	no := uint32(pm.PortNo)
+	if no == 0 || no > uint32(ofp.PortMax) {
+		return pmErr(ofpwire.PMFCBadPort)
+	}
+	b.portMu.Lock()
+	defer b.portMu.Unlock()
+	p := b.dp.Port(no)
+	if p == nil {
+		return pmErr(ofpwire.PMFCBadPort)
+	}
+	rec := b.adoptLocked(p)
+	var hw [6]byte
+	if len(pm.HWAddr) != 6 {
+		return pmErr(ofpwire.PMFCBadHWAddr)
+	}
+	copy(hw[:], pm.HWAddr)
+	if hw != rec.hw {
+		return pmErr(ofpwire.PMFCBadHWAddr)
+	}
+	if pm.Mask&^SupportedPortConfig != 0 {
+		return pmErr(ofpwire.PMFCBadConfig)
+	}
+	old := b.settings[no].config
+	b.setConfigLocked(no, old&^pm.Mask|pm.Config&pm.Mask)
+	return nil
+}
+
+// adoptLocked returns the record of datapath port p, creating one under
+// the netdev's name for a port added to the datapath behind the bridge's
+// back (or before NewBridge).
+func (b *Bridge) adoptLocked(p *datapath.Port) *portRec {
+	rec := b.recs[p.No]
+	if rec == nil {
+		rec = &portRec{name: p.Dev.Name(), link: p.Dev.LinkUp()}
+		b.recs[p.No] = rec
+	}
+	return rec
+}
+
+// checkPorts reconciles the bridge's port records with the datapath at a
+// housekeeping tick: ports that appeared are announced (ADD), ports that
+// vanished too (DELETE, see PortGone), link changes as MODIFY. It reports
+// whether anything changed that translations depend on.
+func (b *Bridge) checkPorts() bool {
+	b.portMu.Lock()
+	defer b.portMu.Unlock()
+	changed := false
+	for no := range b.recs {
+		if b.portGoneLocked(no) {
+			changed = true
+		}
+	}
+	added := false
+	for _, p := range b.dp.Ports() {
+		rec := b.recs[p.No]
+		up := p.Dev.LinkUp()
+		if rec == nil {
+			rec = b.adoptLocked(p)
+			added = true
+			b.sendPortStatus(ofp.PortReasonAdd, b.describe(p.No, rec, up))
+			continue
+		}
+		if rec.link != up {
+			rec.link = up
+			changed = true
+			b.sendPortStatus(ofp.PortReasonModify, b.describe(p.No, rec, up))
+		}
+	}
+	if added {
+		b.syncNormalLocked()
+		b.publishLocked()
+	}
+	return changed || added
+}

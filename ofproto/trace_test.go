@@ -1,0 +1,217 @@
+package ofproto
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"vswitch/datapath"
+	"vswitch/datapath/actions"
+	"vswitch/datapath/flow"
+	"vswitch/ofproto/ofpwire"
+	"vswitch/ofproto/xlate"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+func traceFlowMod(table uint8, prio uint16, cookie uint64, match []ofpwire.OXM, is ...ofpwire.Instruction) *ofpwire.FlowMod {
+	return &ofpwire.FlowMod{Command: ofp.FlowAdd, TableID: table, Priority: prio, Cookie: cookie,
+		BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+		Match: ofpwire.Match{Fields: match}, Instructions: is}
+}
+
+// traceBridge programs a three-table pipeline with a group and NORMAL:
+//
+//	table 0: in_port=1 -> metadata 1, goto 1; else goto 2
+//	table 1: udp,tp_dst=2000 -> group 1 (ALL: port 2 as is, port 2 with udp_dst 9999)
+//	         ip -> goto 2; anything else misses
+//	table 2: NORMAL
+func traceBridge(t *testing.T) *testBridge {
+	t.Helper()
+	tb := newTestBridge(t)
+	u := func(f ofp.XMType, v uint64) ofpwire.OXM { return ofpwire.OXMUint(f, v) }
+	apply := func(a ...ofpwire.Action) ofpwire.Instruction { return &ofpwire.InstrApplyActions{Actions: a} }
+	gotoT := func(id uint8) ofpwire.Instruction { return &ofpwire.InstrGotoTable{TableID: id} }
+	msgs := []ofpwire.Message{
+		&ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{
+			bucketOut(2), bucketOut(2, &ofpwire.ActionSetField{Field: u(ofp.XMTypeUDPDst, 9999)})}},
+		traceFlowMod(0, 100, 0x10, []ofpwire.OXM{u(ofp.XMTypeInPort, 1)},
+			&ofpwire.InstrWriteMetadata{Metadata: 1, Mask: 0xff}, gotoT(1)),
+		traceFlowMod(0, 0, 0, nil, gotoT(2)),
+		traceFlowMod(1, 200, 0x20, []ofpwire.OXM{u(ofp.XMTypeEthType, 0x0800), u(ofp.XMTypeIPProto, 17),
+			u(ofp.XMTypeUDPDst, 2000)}, apply(&ofpwire.ActionGroup{Group: 1})),
+		traceFlowMod(1, 10, 0, []ofpwire.OXM{u(ofp.XMTypeEthType, 0x0800)}, gotoT(2)),
+		traceFlowMod(2, 0, 0, nil, apply(&ofpwire.ActionOutput{Port: ofp.PortNormal})),
+	}
+	for _, m := range msgs {
+		if r := tb.c.request(m); len(r) != 0 {
+			t.Fatalf("%T replies %#v", m, r)
+		}
+	}
+	return tb
+}
+
+// traceAndUpcall traces key, then translates it as an upcall, and checks
+// the two agree on the datapath actions and the megaflow.
+func traceAndUpcall(t *testing.T, tb *testBridge, key flow.Key) *xlate.Trace {
+	t.Helper()
+	tr, err := tb.br.Trace(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res datapath.UpcallResult
+	if err := tb.br.Upcall(&key, &res); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(tr.Actions, res.Actions) || tr.Mask != res.Mask {
+		t.Fatalf("trace %v mask %+v\nupcall %v mask %+v", tr.Actions, tr.Mask, res.Actions, res.Mask)
+	}
+	return tr
+}
+
+func stepTables(tr *xlate.Trace) []uint8 {
+	var ts []uint8
+	for _, s := range tr.Steps {
+		ts = append(ts, s.Table)
+	}
+	return ts
+}
+
+func TestBridgeTraceGroup(t *testing.T) {
+	tb := traceBridge(t)
+	var key flow.Key
+	var off flow.Offsets
+	flow.Extract(frame(), 1, &key, &off)
+	tr := traceAndUpcall(t, tb, key)
+	if got := stepTables(tr); !slices.Equal(got, []uint8{0, 1}) {
+		t.Fatalf("tables %v", got)
+	}
+	s0, s1 := tr.Steps[0], tr.Steps[1]
+	if s0.Cookie != 0x10 || s0.Priority != 100 || s0.Match != "in_port=1" ||
+		s1.Cookie != 0x20 || s1.Match != "udp,tp_dst=2000" || s1.Instructions != "group:1" {
+		t.Fatalf("rules %+v / %+v", s0, s1)
+	}
+	var buckets []int
+	for _, e := range s1.Events {
+		if e.Kind == xlate.TraceGroup && e.Group == 1 {
+			buckets = append(buckets, e.Bucket)
+		}
+	}
+	if !slices.Equal(buckets, []int{0, 1}) {
+		t.Fatalf("group buckets run %v", buckets)
+	}
+	tr.Bridge = tb.br.Name()
+	text := tr.String()
+	for _, want := range []string{
+		"bridge(\"br0\")",
+		" 0. in_port=1, priority 100, cookie 0x10\n",
+		" 1. udp,tp_dst=2000, priority 200, cookie 0x20\n    group:1\n    -> group 1 (all): bucket 0 of 2\n        output:2\n",
+		"Datapath actions: output:2,set(l4(dst=9999)),output:2,set(l4(dst=2000))\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("trace lacks %q:\n%s", want, text)
+		}
+	}
+	// What the trace says is what the datapath does with the packet.
+	outputs := 0
+	for _, a := range tr.Actions {
+		if a.Kind == actions.Output {
+			outputs++
+		}
+	}
+	if got := tb.forward(tb.p1, tb.p2, frame()); len(got) != outputs {
+		t.Fatalf("datapath sent %d frames, trace says %d", len(got), outputs)
+	}
+}
+
+func TestBridgeTraceNormalAndMiss(t *testing.T) {
+	tb := traceBridge(t)
+	key, err := ParseTraceFlow("in_port=1,dl_src=02:00:00:00:00:0a,dl_dst=02:00:00:00:00:0b,tcp,nw_dst=198.18.0.2,tp_dst=80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := tb.br.Trace(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tb.br.Normal().Entries(time.Now())); n != 0 {
+		t.Fatalf("a trace taught NORMAL %d MACs", n)
+	}
+	if got := stepTables(tr); !slices.Equal(got, []uint8{0, 1, 2}) {
+		t.Fatalf("tables %v", got)
+	}
+	var nt *xlate.NormalTrace
+	for _, e := range tr.Steps[2].Events {
+		if e.Kind == xlate.TraceNormal {
+			nt = e.Normal
+		}
+	}
+	if nt == nil || !nt.Flooded || !nt.WouldLearn || len(nt.Outputs) != 1 || nt.Outputs[0].Port != 2 {
+		t.Fatalf("NORMAL decision %+v", nt)
+	}
+	if want := (actions.List{{Kind: actions.Output, Port: 2}}); !slices.Equal(tr.Actions, want) {
+		t.Fatalf("actions %v", tr.Actions)
+	}
+	traceAndUpcall(t, tb, key) // the upcall learns 02:..:0a on port 1
+	if n := len(tb.br.Normal().Entries(time.Now())); n != 1 {
+		t.Fatalf("upcall learned %d MACs, want 1", n)
+	}
+	// The answer from port 2 is now a learned unicast, traced as such.
+	back, err := ParseTraceFlow("in_port=2,dl_src=02:00:00:00:00:0b,dl_dst=02:00:00:00:00:0a,ip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr = traceAndUpcall(t, tb, back)
+	if got := stepTables(tr); !slices.Equal(got, []uint8{0, 2}) || !strings.Contains(tr.String(), "learned: output to 1") {
+		t.Fatalf("tables %v:\n%s", got, tr.String())
+	}
+
+	// Non-IP from port 1 misses in table 1.
+	arp, err := ParseTraceFlow("in_port=1,arp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr = traceAndUpcall(t, tb, arp)
+	if len(tr.Steps) != 2 || tr.Steps[1].Matched || len(tr.Actions) != 0 {
+		t.Fatalf("steps %+v actions %v", tr.Steps, tr.Actions)
+	}
+	if s := tr.String(); !strings.Contains(s, " 1. No match (table miss): drop.\n") ||
+		!strings.Contains(s, "Datapath actions: drop\n") || !strings.Contains(s, "Megaflow: in_port(1)") {
+		t.Fatalf("rendering:\n%s", s)
+	}
+}
+
+func TestParseTraceFlow(t *testing.T) {
+	k, err := ParseTraceFlow("in_port=1,tcp,nw_dst=198.18.0.2,tp_dst=80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := flow.Key{InPort: 1, EthType: 0x0800, NwProto: 6, IPv4Dst: 198<<24 | 18<<16 | 2, TpDst: 80, NwTTL: 64}
+	if k != want {
+		t.Fatalf("got %+v\nwant %+v", k, want)
+	}
+	k, err = ParseTraceFlow("in_port=3,dl_vlan=10,udp6,ipv6_src=2001:db8::1,nw_ttl=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.VLAN[0] != (flow.VLANTag{TPID: 0x8100, TCI: 10}) || k.EthType != 0x86dd || k.NwProto != 17 ||
+		k.NwTTL != 1 || k.IPv6Src[0] != 0x20 || k.IPv6Src[15] != 1 {
+		t.Fatalf("got %+v", k)
+	}
+	if k, err = ParseTraceFlow("in_port=2,arp"); err != nil || k.EthType != 0x0806 || k.NwTTL != 0 {
+		t.Fatalf("arp: %+v %v", k, err)
+	}
+	for _, bad := range []string{
+		"in_port=1,ip,nw_dst=10.0.0.0/8",
+		"metadata=0x1",
+		"in_port=1,arp,nw_ttl=3",
+		"in_port=1,ip,nw_ttl=300",
+		"tp_dst=80", // no protocol
+		"in_port=1,bogus=2",
+	} {
+		if _, err := ParseTraceFlow(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}

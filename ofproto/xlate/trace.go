@@ -1,0 +1,381 @@
+package xlate
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"vswitch/ctl/flowsyntax"
+	"vswitch/datapath"
+	"vswitch/datapath/actions"
+	"vswitch/datapath/flow"
+	"vswitch/ofproto/normal"
+	"vswitch/ofproto/ofpwire"
+	"vswitch/ofproto/pipeline"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// Trace is the record of one translation, step by step, for operators
+// asking why a packet goes where it goes (Open vSwitch's ofproto/trace).
+// Its Actions and Mask are what Translate returns for the same key and
+// bridge state.
+type Trace struct {
+	// Bridge names the bridge in the rendering; the caller sets it.
+	Bridge string
+	// Flow is the packet traced.
+	Flow flow.Key
+	// Ingress holds what happened before the first table (a packet
+	// refused by its in_port's config).
+	Ingress []TraceEvent
+	// Steps are the tables visited, in order.
+	Steps []TraceStep
+	// FinalFlow is the packet as the pipeline left it.
+	FinalFlow flow.Key
+	// Mask is the megaflow mask: Flow under Mask is the megaflow that
+	// would be installed.
+	Mask flow.Mask
+	// Actions are the datapath actions.
+	Actions actions.List
+	// Err is the translation's error; the steps stop where it happened.
+	Err error
+}
+
+// TraceStep is one table lookup and what the entry it found did.
+type TraceStep struct {
+	Table uint8
+	// Matched is false for a table miss without a table-miss entry.
+	Matched bool
+	// Priority, Cookie, Match (ovs-ofctl syntax) and Instructions (the
+	// text after "actions=") describe the entry matched.
+	Priority     uint16
+	Cookie       uint64
+	Match        string
+	Instructions string
+	// Events are the instructions and actions executed, in order,
+	// including those of the action set when this is the last step.
+	Events []TraceEvent
+}
+
+// TraceEventKind says what a TraceEvent records.
+type TraceEventKind uint8
+
+// The things a trace records.
+const (
+	// TraceAction is an OpenFlow action executed (apply-actions, a group
+	// bucket or the action set); Text is it in ovs-ofctl syntax.
+	TraceAction TraceEventKind = iota
+	// TraceWriteActions is a write-actions instruction.
+	TraceWriteActions
+	// TraceClearActions is a clear-actions instruction.
+	TraceClearActions
+	// TraceWriteMetadata is a write-metadata instruction; Metadata is the
+	// register after it.
+	TraceWriteMetadata
+	// TraceGoto is a goto-table instruction to Table.
+	TraceGoto
+	// TraceActionSet marks the start of the action set's execution.
+	TraceActionSet
+	// TraceGroup is a group run: Group, GroupType and the Bucket index
+	// run (-1: none, so the packet is dropped there).
+	TraceGroup
+	// TraceNormal is NORMAL's decision, in Normal.
+	TraceNormal
+	// TraceDrop is an output or the whole packet dropped; Text says why.
+	TraceDrop
+)
+
+// TraceEvent is one thing the translation did.
+type TraceEvent struct {
+	Kind TraceEventKind
+	// Depth is how deep in group buckets and the action set it happened.
+	Depth int
+	// Text is the event as the rendering prints it.
+	Text      string
+	Table     uint8
+	Metadata  uint64
+	Group     uint32
+	GroupType ofp.GroupType
+	Bucket    int
+	Normal    *NormalTrace
+}
+
+// NormalTrace is what NORMAL decided in a trace.
+type NormalTrace struct {
+	// InPort and VLAN are where the frame came from and the VLAN it was
+	// classified into.
+	InPort uint32
+	VLAN   uint16
+	// Outputs are the ports sent to with their tag treatment, after the
+	// port config filter.
+	Outputs []normal.Output
+	// Flooded says the destination was unknown or multicast.
+	Flooded bool
+	// Drop is why nothing was sent, when it was NORMAL's own choice.
+	Drop normal.DropReason
+	// WouldLearn says a real packet would have taught the switch its
+	// source MAC on InPort; a trace never does.
+	WouldLearn bool
+}
+
+// TranslateTrace is Translate recording every step into a Trace. It has no
+// side effects on the bridge's state beyond Translate's own table lookup
+// counters (pipeline has no uncounted lookup): NORMAL does not learn the
+// packet's source MAC, and no entry, group or bucket counter moves. The
+// trace is returned even on error, with Err set and the steps up to the
+// failure.
+func TranslateTrace(p *pipeline.Pipeline, key *flow.Key, opts Options) (*Trace, error) {
+	tr := &Trace{Flow: *key}
+	var res datapath.UpcallResult
+	err := translate(p, key, &res, opts, tr)
+	return tr, err
+}
+
+// finish copies the walk's results into the trace.
+func (t *Trace) finish(x *xlator, err error) {
+	t.FinalFlow = x.key
+	t.Mask = *x.mask
+	t.Actions = append(actions.List(nil), x.out...)
+	t.Err = err
+}
+
+func (t *Trace) addStep(tid uint8, e *pipeline.Entry) {
+	s := TraceStep{Table: tid}
+	if e != nil {
+		s.Matched = true
+		s.Priority, s.Cookie = e.Priority, e.Cookie
+		s.Match = e.Match.String()
+		s.Instructions = flowsyntax.FormatInstructions(e.Instructions())
+	}
+	t.Steps = append(t.Steps, s)
+}
+
+func (x *xlator) traceEvent(ev TraceEvent) {
+	ev.Depth = x.tind
+	t := x.tr
+	if len(t.Steps) == 0 {
+		t.Ingress = append(t.Ingress, ev)
+		return
+	}
+	s := &t.Steps[len(t.Steps)-1]
+	s.Events = append(s.Events, ev)
+}
+
+func (x *xlator) traceNote(kind TraceEventKind, text string) {
+	x.traceEvent(TraceEvent{Kind: kind, Text: text})
+}
+
+// actionText prints one action in ovs-ofctl syntax.
+func actionText(a ofpwire.Action) string {
+	return flowsyntax.FormatInstructions([]ofpwire.Instruction{&ofpwire.InstrApplyActions{Actions: []ofpwire.Action{a}}})
+}
+
+func (x *xlator) traceAction(a ofpwire.Action) {
+	x.traceNote(TraceAction, actionText(a))
+}
+
+func (x *xlator) traceWriteActions(acts []ofpwire.Action) {
+	x.traceNote(TraceWriteActions, flowsyntax.FormatInstructions([]ofpwire.Instruction{&ofpwire.InstrWriteActions{Actions: acts}}))
+}
+
+func (x *xlator) traceMetadata(in *ofpwire.InstrWriteMetadata, md uint64) {
+	text := flowsyntax.FormatInstructions([]ofpwire.Instruction{in})
+	x.traceEvent(TraceEvent{Kind: TraceWriteMetadata, Metadata: md,
+		Text: fmt.Sprintf("%s -> metadata=%#x", text, md)})
+}
+
+var groupTypeNames = [...]string{ofp.GroupTypeAll: "all", ofp.GroupTypeSelect: "select",
+	ofp.GroupTypeIndirect: "indirect", ofp.GroupTypeFastFailover: "fast_failover"}
+
+func groupTypeName(t ofp.GroupType) string {
+	if int(t) < len(groupTypeNames) {
+		return groupTypeNames[t]
+	}
+	return "type " + strconv.Itoa(int(t))
+}
+
+// traceGroup records that group g runs bucket b (nil: none).
+func (x *xlator) traceGroup(g *pipeline.Group, b *pipeline.Bucket) {
+	bs := g.Buckets()
+	idx := -1
+	for i := range bs {
+		if &bs[i] == b {
+			idx = i
+		}
+	}
+	typ := g.Type()
+	var text string
+	switch {
+	case idx >= 0:
+		text = fmt.Sprintf("-> group %d (%s): bucket %d of %d", g.ID, groupTypeName(typ), idx, len(bs))
+	case typ == ofp.GroupTypeAll || len(bs) == 0:
+		text = fmt.Sprintf("-> group %d (%s): no buckets: dropped", g.ID, groupTypeName(typ))
+	default:
+		text = fmt.Sprintf("-> group %d (%s): no live bucket: dropped", g.ID, groupTypeName(typ))
+	}
+	x.traceEvent(TraceEvent{Kind: TraceGroup, Group: uint32(g.ID), GroupType: typ, Bucket: idx, Text: text})
+}
+
+// decideWithoutLearning is NORMAL's decision for a trace: the same as
+// DecideInto's but without teaching the switch the source MAC. The switch
+// learns only unicast sources, so deciding on a copy of the key whose
+// source has the multicast bit set gives every other part of the decision
+// unchanged: the source takes part in nothing but learning. The one case
+// learning would change is a frame to its own source MAC, which a real
+// packet would find learned on its in_port.
+func (x *xlator) decideWithoutLearning(d *normal.Decision) {
+	k := x.key
+	unicastSrc := k.EthSrc[0]&1 == 0
+	k.EthSrc[0] |= 1
+	x.opts.Normal.DecideInto(&k, x.opts.Now, d)
+	if unicastSrc && x.key.EthSrc == x.key.EthDst && len(d.Outputs) > 0 {
+		d.Outputs = d.Outputs[:0]
+		d.Flooded = false
+		d.Drop = normal.DropDestIsInPort
+	}
+}
+
+func (x *xlator) traceNormal(d *normal.Decision) {
+	nt := &NormalTrace{InPort: x.key.InPort, VLAN: d.VLAN, Flooded: d.Flooded, Drop: d.Drop,
+		Outputs: append([]normal.Output(nil), d.Outputs...),
+		WouldLearn: x.key.EthSrc[0]&1 == 0 && d.Drop != normal.DropReservedMcast &&
+			d.Drop != normal.DropUnknownInPort && d.Drop != normal.DropVLANNotAllowed &&
+			d.Drop != normal.DropUntaggedNoNative}
+	var b strings.Builder
+	b.WriteString("NORMAL: ")
+	switch d.Drop {
+	case normal.DropReservedMcast, normal.DropUnknownInPort:
+		fmt.Fprintf(&b, "dropped: %s", d.Drop)
+	case normal.DropVLANNotAllowed, normal.DropUntaggedNoNative:
+		fmt.Fprintf(&b, "in_port %d: dropped: %s", x.key.InPort, d.Drop)
+	default:
+		fmt.Fprintf(&b, "in_port %d, VLAN %d", x.key.InPort, d.VLAN)
+		if nt.WouldLearn {
+			fmt.Fprintf(&b, "; would learn %s on port %d (not in a trace)", macText(x.key.EthSrc), x.key.InPort)
+		}
+		switch {
+		case d.Drop != normal.NotDropped:
+			fmt.Fprintf(&b, "; dropped: %s", d.Drop)
+		case d.Flooded:
+			b.WriteString("; flooding to ")
+			writeOutputs(&b, d.Outputs)
+		default:
+			fmt.Fprintf(&b, "; %s learned: output to ", macText(x.key.EthDst))
+			writeOutputs(&b, d.Outputs)
+		}
+	}
+	x.traceEvent(TraceEvent{Kind: TraceNormal, Normal: nt, Text: b.String()})
+}
+
+func writeOutputs(b *strings.Builder, outs []normal.Output) {
+	if len(outs) == 0 {
+		b.WriteString("no port")
+		return
+	}
+	for i, o := range outs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.FormatUint(uint64(o.Port), 10))
+		switch o.VLAN {
+		case normal.VLANPush:
+			fmt.Fprintf(b, " (push VLAN %d)", o.VID)
+		case normal.VLANPop:
+			b.WriteString(" (pop VLAN)")
+		case normal.VLANRewrite:
+			fmt.Fprintf(b, " (rewrite VID to %d)", o.VID)
+		}
+	}
+}
+
+func macText(m [6]byte) string {
+	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5])
+}
+
+var configNames = []struct {
+	bit  ofp.PortConfig
+	name string
+}{{ofp.PortConfigDown, "PORT_DOWN"}, {ofp.PortConfigNoRcv, "NO_RECV"}, {ofp.PortConfigNoFlood, "NO_FLOOD"},
+	{ofp.PortConfigNoFwd, "NO_FWD"}, {ofp.PortConfigNoPacketIn, "NO_PACKET_IN"}}
+
+// configText names the OFPPC_* bits of c.
+func configText(c ofp.PortConfig) string {
+	var parts []string
+	for _, n := range configNames {
+		if c&n.bit != 0 {
+			parts = append(parts, n.name)
+		}
+	}
+	if rest := c &^ (ofp.PortConfigDown | ofp.PortConfigNoRcv | ofp.PortConfigNoFlood | ofp.PortConfigNoFwd | ofp.PortConfigNoPacketIn); rest != 0 {
+		parts = append(parts, fmt.Sprintf("%#x", uint32(rest)))
+	}
+	return strings.Join(parts, "|")
+}
+
+// Megaflow is the key of the megaflow the translation would install:
+// Flow with every bit outside Mask cleared.
+func (t *Trace) Megaflow() flow.Key {
+	var k flow.Key
+	t.Flow.ApplyMask(&t.Mask, &k)
+	return k
+}
+
+// String renders the trace the way ovs-appctl ofproto/trace does: the
+// flow, the bridge, each table with the entry matched and what it did
+// (indented deeper inside group buckets and the action set), then the
+// final flow, the megaflow and the datapath actions.
+func (t *Trace) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Flow: %s\n\n", t.Flow.String())
+	header := fmt.Sprintf("bridge(%q)", t.Bridge)
+	fmt.Fprintf(&b, "%s\n%s\n", header, strings.Repeat("-", len(header)))
+	writeEvents(&b, t.Ingress)
+	for i := range t.Steps {
+		s := &t.Steps[i]
+		fmt.Fprintf(&b, "%2d. ", s.Table)
+		if !s.Matched {
+			b.WriteString("No match (table miss): drop.\n")
+		} else {
+			if s.Match != "" {
+				b.WriteString(s.Match + ", ")
+			}
+			fmt.Fprintf(&b, "priority %d", s.Priority)
+			if s.Cookie != 0 {
+				fmt.Fprintf(&b, ", cookie %#x", s.Cookie)
+			}
+			b.WriteString("\n")
+			if len(s.Events) == 0 {
+				b.WriteString("    drop\n")
+			}
+		}
+		writeEvents(&b, s.Events)
+	}
+	if len(t.Steps) == 0 && len(t.Ingress) == 0 {
+		b.WriteString("    (no table visited)\n")
+	}
+	fmt.Fprintf(&b, "\nFinal flow: ")
+	if t.FinalFlow == t.Flow {
+		b.WriteString("unchanged\n")
+	} else {
+		b.WriteString(t.FinalFlow.String() + "\n")
+	}
+	mk := t.Megaflow()
+	fmt.Fprintf(&b, "Megaflow: %s\n", flow.FormatMatch(&mk, &t.Mask))
+	if t.Err != nil {
+		fmt.Fprintf(&b, "Translation failed: %v\n", t.Err)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "Datapath actions: %s\n", t.Actions.String())
+	return b.String()
+}
+
+func writeEvents(b *strings.Builder, evs []TraceEvent) {
+	for _, ev := range evs {
+		b.WriteString(strings.Repeat("    ", ev.Depth+1))
+		if ev.Kind == TraceDrop {
+			b.WriteString(">> ")
+		}
+		b.WriteString(ev.Text)
+		b.WriteByte('\n')
+	}
+}

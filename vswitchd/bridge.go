@@ -1,0 +1,458 @@
+package vswitchd
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"vswitch/datapath"
+	"vswitch/netdev"
+	"vswitch/ofproto"
+	"vswitch/ofproto/normal"
+	"vswitch/ofproto/ofconn"
+	"vswitch/vswitchd/config"
+)
+
+// bridge is one running bridge: its datapath, its OpenFlow agent and the
+// ports opened for it.
+type bridge struct {
+	d    *Daemon
+	name string
+	// cfg is the configuration the bridge runs, settings what its datapath
+	// was built with.
+	cfg      *config.Bridge
+	settings datapathSettings
+	dp       *datapath.Datapath
+	of       *ofproto.Bridge
+
+	// portsMu guards ports against the readers outside d.mu (metrics,
+	// introspection and the datapath's port-removed callback).
+	portsMu sync.RWMutex
+	ports   map[string]*port
+	byNo    map[uint32]*port
+
+	// flowsDirty is set when the flow tables change and cleared when they
+	// are saved; saveMu serialises saves.
+	flowsDirty  atomic.Bool
+	saveMu      sync.Mutex
+	controllers atomic.Int32
+}
+
+// port is one opened port.
+type port struct {
+	cfg *config.Port
+	no  uint32
+	dev netdev.Netdev
+	// driver is the driver actually used (the type may be automatic).
+	driver string
+}
+
+// datapathID is the bridge's configured datapath id, or one derived from
+// its name so that it stays the same across restarts.
+func datapathID(b *config.Bridge) (uint64, error) {
+	s := b.DatapathID
+	if v := b.OtherConfig["datapath-id"]; v != "" {
+		s = v
+	}
+	if s != "" {
+		return strconv.ParseUint(s, 16, 64)
+	}
+	h := fnv.New64a()
+	h.Write([]byte(b.Name))
+	return h.Sum64() & 0x0000ffffffffffff, nil
+}
+
+// newBridge builds and starts the bridge nb of configuration c. With
+// lenient set (restoring at start) a port that cannot be opened is logged
+// and skipped; otherwise it fails the whole bridge.
+func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*bridge, error) {
+	b := &bridge{d: d, name: nb.Name, cfg: nb.Clone(), settings: switchDatapathSettings(c),
+		ports: map[string]*port{}, byNo: map[uint32]*port{}}
+	devs, err := d.openPorts(nb, sortedKeys(nb.Ports), lenient)
+	if err != nil {
+		return nil, err
+	}
+	closeAll := func() {
+		for _, p := range devs {
+			p.dev.Close()
+		}
+	}
+	dpid, err := datapathID(nb)
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("bridge %q: datapath id: %w", nb.Name, err)
+	}
+	cpus, err := parseCPUMask(b.settings.cpus)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	oc := c.OtherConfig
+	up := &ofproto.UpcallAdapter{}
+	dcfg := datapath.Config{
+		NumPMDs:          b.settings.nPMD,
+		CPUs:             cpus,
+		PMDSleepMax:      intOption(oc, "pmd-sleep-max", datapath.DefaultPMDSleepMax),
+		TxFlushInterval:  intOption(oc, "tx-flush-interval", 0),
+		FlowLimit:        b.settings.flowLimit,
+		EMCInsertInvProb: b.settings.emcInvProb,
+		EMCOff:           b.settings.emcInvProb == 0,
+		Upcall:           up,
+		OnPortRemoved:    b.portRemoved,
+	}
+	if dcfg.EMCOff {
+		dcfg.EMCInsertInvProb = 1
+	}
+	dp, err := datapath.New(dcfg)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	b.dp = dp
+	boc := nb.OtherConfig
+	sw := normal.New(normal.Options{
+		MaxAge:     time.Duration(intOption(boc, "mac-aging-time", int(normal.DefaultMaxAge/time.Second))) * time.Second,
+		MaxEntries: intOption(boc, "mac-table-size", normal.DefaultMaxEntries),
+	})
+	of, err := ofproto.NewBridge(nb.Name, dp, ofproto.BridgeConfig{
+		DatapathID:        dpid,
+		Targets:           nb.Controllers,
+		ManagementTargets: []string{"punix:" + d.bridgeSocket(nb.Name)},
+		Upcall:            up,
+		Normal:            sw,
+		FailMode:          nb.FailMode,
+		OnFlowTableChange: func() { b.flowsDirty.Store(true) },
+		Conn: ofconn.Config{
+			OnBarrier:     b.saveFlows,
+			OnControllers: func(n int) { b.controllers.Store(int32(n)) },
+			Logf:          func(f string, a ...any) { d.logConn(nb.Name, fmt.Sprintf(f, a...)) },
+		},
+	})
+	if err != nil {
+		dp.Close()
+		closeAll()
+		return nil, err
+	}
+	b.of = of
+	for _, p := range devs {
+		if err := b.attach(p); err != nil {
+			b.close()
+			for _, q := range devs {
+				if b.byNo[q.no] != q {
+					q.dev.Close()
+				}
+			}
+			return nil, err
+		}
+	}
+	if err := dp.Start(); err != nil {
+		b.close()
+		return nil, err
+	}
+	if nb.Flows != nil {
+		if err := of.RestoreFlows(nb.Flows); err != nil {
+			d.log.Error("saved flows not restored", "bridge", nb.Name, "err", err)
+		} else {
+			d.log.Info("flows restored", "bridge", nb.Name, "flows", len(nb.Flows))
+		}
+	}
+	b.flowsDirty.Store(false)
+	return b, nil
+}
+
+// bridgeSocket is the path of a bridge's OpenFlow management socket.
+func (d *Daemon) bridgeSocket(name string) string {
+	return filepath.Join(d.opts.StateDir, name+BridgeSocketSuffix)
+}
+
+// openPorts opens the named ports of nb. With lenient set a port that
+// fails is logged and left out; otherwise the first failure closes what was
+// opened and is returned.
+func (d *Daemon) openPorts(nb *config.Bridge, names []string, lenient bool) ([]*port, error) {
+	var out []*port
+	for _, name := range names {
+		pc := nb.Ports[name]
+		dev, driver, err := openNetdev(d.opts.StateDir, pc)
+		if err != nil {
+			if lenient {
+				d.log.Error("port not restored", "bridge", nb.Name, "port", name, "err", err)
+				continue
+			}
+			for _, p := range out {
+				p.dev.Close()
+			}
+			return nil, fmt.Errorf("port %q: %w", name, err)
+		}
+		out = append(out, &port{cfg: pc.Clone(), no: pc.OFPort, dev: dev, driver: driver})
+	}
+	return out, nil
+}
+
+// attach adds an opened port to the running bridge.
+func (b *bridge) attach(p *port) error {
+	if err := b.of.AddPort(p.no, p.dev); err != nil {
+		return fmt.Errorf("port %q: %w", p.cfg.Name, err)
+	}
+	if v, ok := p.cfg.OtherConfig["tx-flush-interval"]; ok {
+		us, _ := strconv.Atoi(v)
+		b.dp.SetPortTxFlushInterval(p.no, us)
+	}
+	b.portsMu.Lock()
+	b.ports[p.cfg.Name] = p
+	b.byNo[p.no] = p
+	b.portsMu.Unlock()
+	b.d.log.Info("port added", "bridge", b.name, "port", p.cfg.Name, "ofport", p.no, "driver", p.driver)
+	return nil
+}
+
+// detach removes a port from the running bridge (the datapath closes it).
+func (b *bridge) detach(p *port) {
+	if err := b.of.RemovePort(p.no); err != nil {
+		b.d.log.Warn("port removal", "bridge", b.name, "port", p.cfg.Name, "err", err)
+	}
+	b.portsMu.Lock()
+	delete(b.ports, p.cfg.Name)
+	delete(b.byNo, p.no)
+	b.portsMu.Unlock()
+	b.d.log.Info("port deleted", "bridge", b.name, "port", p.cfg.Name)
+}
+
+// portRemoved is the datapath's callback for an interface that vanished:
+// the port stays configured (so it comes back at the next restart or
+// add-port) but no longer runs.
+func (b *bridge) portRemoved(no uint32, name string) {
+	b.portsMu.Lock()
+	if p := b.byNo[no]; p != nil {
+		delete(b.ports, p.cfg.Name)
+		delete(b.byNo, no)
+	}
+	b.portsMu.Unlock()
+	if of := b.of; of != nil {
+		of.PortGone(no)
+	}
+	b.d.log.Warn("interface disappeared; port stopped", "bridge", b.name, "port", name, "ofport", no)
+}
+
+// portName maps an OpenFlow port number to its name (metrics labels).
+func (b *bridge) portName(no uint32) string {
+	b.portsMu.RLock()
+	defer b.portsMu.RUnlock()
+	if p := b.byNo[no]; p != nil {
+		return p.cfg.Name
+	}
+	return strconv.FormatUint(uint64(no), 10)
+}
+
+// portByName returns the running port called name.
+func (b *bridge) portByName(name string) *port {
+	b.portsMu.RLock()
+	defer b.portsMu.RUnlock()
+	return b.ports[name]
+}
+
+// sortedPorts returns the running ports in OpenFlow number order.
+func (b *bridge) sortedPorts() []*port {
+	b.portsMu.RLock()
+	defer b.portsMu.RUnlock()
+	ps := slices.Collect(maps.Values(b.byNo))
+	slices.SortFunc(ps, func(x, y *port) int { return int(x.no) - int(y.no) })
+	return ps
+}
+
+// needsRebuild reports whether going to nb under c needs a new datapath.
+func (b *bridge) needsRebuild(c *config.Config, nb *config.Bridge) bool {
+	if switchDatapathSettings(c) != b.settings {
+		return true
+	}
+	old, _ := datapathID(b.cfg)
+	next, _ := datapathID(nb)
+	if old != next {
+		return true
+	}
+	for _, k := range []string{"mac-aging-time", "mac-table-size"} {
+		if b.cfg.OtherConfig[k] != nb.OtherConfig[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// update changes a running bridge to nb under c without a new datapath.
+func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
+	// New and changed ports are opened first: if one fails nothing has
+	// changed yet.
+	var removed, changed []string
+	var added []string
+	for name, p := range b.cfg.Ports {
+		np := nb.Ports[name]
+		switch {
+		case np == nil:
+			removed = append(removed, name)
+		case portNeedsReopen(p, np):
+			changed = append(changed, name)
+		}
+	}
+	for name := range nb.Ports {
+		if b.cfg.Ports[name] == nil {
+			added = append(added, name)
+		}
+	}
+	slices.Sort(removed)
+	slices.Sort(changed)
+	slices.Sort(added)
+	// A changed port is closed before it is reopened: a kernel interface
+	// can carry only one XDP program or socket set of ours.
+	for _, name := range append(removed, changed...) {
+		if p := b.portByName(name); p != nil {
+			b.detach(p)
+		}
+	}
+	opened, err := b.d.openPorts(nb, append(changed, added...), false)
+	if err != nil {
+		return err
+	}
+	for _, p := range opened {
+		if err := b.attach(p); err != nil {
+			for _, q := range opened {
+				if b.portByName(q.cfg.Name) != q {
+					q.dev.Close()
+				}
+			}
+			return err
+		}
+	}
+	// Port settings that apply in place.
+	for name, np := range nb.Ports {
+		p := b.portByName(name)
+		if p == nil {
+			continue
+		}
+		if p.cfg.OtherConfig["tx-flush-interval"] != np.OtherConfig["tx-flush-interval"] {
+			us := -1
+			if v, ok := np.OtherConfig["tx-flush-interval"]; ok {
+				us, _ = strconv.Atoi(v)
+			}
+			if err := b.dp.SetPortTxFlushInterval(p.no, us); err != nil {
+				return err
+			}
+		}
+		p.cfg = np.Clone()
+	}
+	oc := c.OtherConfig
+	if err := b.dp.SetTxFlushInterval(intOption(oc, "tx-flush-interval", 0)); err != nil {
+		return err
+	}
+	if err := b.dp.SetPMDSleepMax(intOption(oc, "pmd-sleep-max", datapath.DefaultPMDSleepMax)); err != nil {
+		return err
+	}
+	if !slices.Equal(b.cfg.Controllers, nb.Controllers) {
+		if err := b.of.Manager().SetTargets(nb.Controllers); err != nil {
+			return err
+		}
+	}
+	if b.cfg.FailMode != nb.FailMode {
+		if err := b.of.SetFailMode(nb.FailMode); err != nil {
+			return err
+		}
+	}
+	flows := b.cfg.Flows
+	b.cfg = nb.Clone()
+	b.cfg.Flows = flows
+	return nil
+}
+
+// portNeedsReopen reports whether a port's change needs a new driver.
+func portNeedsReopen(old, next *config.Port) bool {
+	return old.Type != next.Type || old.OFPort != next.OFPort || !maps.Equal(old.Options, next.Options)
+}
+
+// saveFlows stores the flow tables if they changed and no controller is
+// connected (a controller restores its own flows when it reconnects).
+// It runs on OpenFlow connection goroutines (before barrier replies), so
+// it never takes d.mu.
+func (b *bridge) saveFlows() {
+	b.saveMu.Lock()
+	defer b.saveMu.Unlock()
+	if b.controllers.Load() > 0 || !b.flowsDirty.Swap(false) {
+		return
+	}
+	lines := b.of.FlowLines()
+	if lines == nil {
+		lines = []string{}
+	}
+	_, err := b.d.store.Update(func(c *config.Config) error {
+		if nb := c.Bridges[b.name]; nb != nil {
+			nb.Flows = lines
+		}
+		return nil
+	})
+	if err != nil {
+		b.flowsDirty.Store(true)
+		if !errors.Is(err, config.ErrClosed) {
+			b.d.log.Error("flows not saved", "bridge", b.name, "err", err)
+		}
+	}
+}
+
+// close stops the bridge: its OpenFlow agent, then its datapath, whose
+// PMDs flush their batches before the ports are closed.
+func (b *bridge) close() {
+	if b.of != nil {
+		b.of.Close()
+	}
+	if b.dp != nil {
+		b.dp.Close()
+	}
+}
+
+// intOption reads a numeric option (validated by the store) or def.
+func intOption(m map[string]string, key string, def int) int {
+	if v, ok := m[key]; ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+// parseCPUMask turns a hex CPU mask (pmd-cpu-mask) into CPU numbers.
+func parseCPUMask(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	h := strings.TrimPrefix(strings.ToLower(s), "0x")
+	var cpus []int
+	for i := len(h) - 1; i >= 0; i-- {
+		v, err := strconv.ParseUint(h[i:i+1], 16, 8)
+		if err != nil {
+			return nil, fmt.Errorf("bad pmd-cpu-mask %q: want a hex mask such as 0x2", s)
+		}
+		for bit := range 4 {
+			if v&(1<<bit) != 0 {
+				cpus = append(cpus, (len(h)-1-i)*4+bit)
+			}
+		}
+	}
+	if len(cpus) == 0 {
+		return nil, fmt.Errorf("bad pmd-cpu-mask %q: no CPU set", s)
+	}
+	return cpus, nil
+}
+
+// logConn logs an OpenFlow connection event: controllers at info, the
+// management socket's short-lived vsctl connections at debug.
+func (d *Daemon) logConn(bridge, msg string) {
+	if strings.Contains(msg, BridgeSocketSuffix+":") {
+		d.log.Debug(msg, "bridge", bridge)
+		return
+	}
+	d.log.Info(msg, "bridge", bridge)
+}

@@ -1,0 +1,506 @@
+package vswitchd
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"vswitch/vswitchd/config"
+	"vswitch/vswitchd/mgmt"
+)
+
+// ErrNotFound-like conditions use exit status 2 in ovs-vsctl's br-exists;
+// vsctl maps this message prefix to it.
+const notExistsPrefix = "no such bridge"
+
+// registerCommands binds every mgmt.Commands entry to its handler.
+func (d *Daemon) registerCommands() {
+	handlers := map[string]mgmt.HandlerFunc{
+		"show":              d.cmdShow,
+		"add-br":            d.cmdAddBr,
+		"del-br":            d.cmdDelBr,
+		"list-br":           d.cmdListBr,
+		"br-exists":         d.cmdBrExists,
+		"add-port":          d.cmdAddPort,
+		"del-port":          d.cmdDelPort,
+		"list-ports":        d.cmdListPorts,
+		"port-to-br":        d.cmdPortToBr,
+		"set":               d.cmdSet,
+		"get":               d.cmdGet,
+		"remove":            d.cmdRemove,
+		"set-controller":    d.cmdSetController,
+		"del-controller":    d.cmdDelController,
+		"get-controller":    d.cmdGetController,
+		"set-fail-mode":     d.cmdSetFailMode,
+		"get-fail-mode":     d.cmdGetFailMode,
+		"del-fail-mode":     d.cmdDelFailMode,
+		"pmd-stats-show":    d.cmdPMDStatsShow,
+		"pmd-stats-clear":   d.cmdPMDStatsClear,
+		"pmd-rxq-show":      d.cmdPMDRxqShow,
+		"pmd-rxq-rebalance": d.cmdPMDRxqRebalance,
+		"dpif-dump-flows":   d.cmdDpifDumpFlows,
+		"fdb-show":          d.cmdFDBShow,
+		"drop-stats":        d.cmdDropStats,
+		"trace":             d.cmdTrace,
+		"log-level":         d.cmdLogLevel,
+		"version":           d.cmdVersion,
+	}
+	for _, c := range mgmt.Commands {
+		fn := handlers[c.Name]
+		if fn == nil {
+			panic("vswitchd: no handler for " + c.Name)
+		}
+		d.mgmt.Handle(c.Name, checkArgs(c, fn))
+	}
+}
+
+// checkArgs enforces the command's argument count, flags aside.
+func checkArgs(c mgmt.Command, fn mgmt.HandlerFunc) mgmt.HandlerFunc {
+	return func(ctx context.Context, args []string) (mgmt.Result, error) {
+		n := 0
+		for _, a := range args {
+			if !isFlag(a) {
+				n++
+			}
+		}
+		if n < c.MinArgs || (c.MaxArgs >= 0 && n > c.MaxArgs) {
+			return mgmt.Result{}, fmt.Errorf("%s: wrong number of arguments (usage: %s %s)", c.Name, c.Name, c.Args)
+		}
+		return fn(ctx, args)
+	}
+}
+
+// isFlag reports whether an argument is one of the flags commands accept
+// (--may-exist, --if-exists); "--" alone separates like ovs-vsctl's.
+func isFlag(a string) bool { return strings.HasPrefix(a, "--") }
+
+// splitFlags separates the flags from the positional arguments and refuses
+// flags the command does not take.
+func splitFlags(args []string, allowed ...string) (map[string]bool, []string, error) {
+	flags := map[string]bool{}
+	var pos []string
+	for _, a := range args {
+		switch {
+		case a == "--":
+		case isFlag(a):
+			if !slices.Contains(allowed, a) {
+				return nil, nil, fmt.Errorf("unknown option %q", a)
+			}
+			flags[a] = true
+		default:
+			pos = append(pos, a)
+		}
+	}
+	return flags, pos, nil
+}
+
+// bridgeOf returns bridge name of c or the error every command gives.
+func bridgeOf(c *config.Config, name string) (*config.Bridge, error) {
+	b := c.Bridges[name]
+	if b == nil {
+		return nil, fmt.Errorf("%s %q", notExistsPrefix, name)
+	}
+	return b, nil
+}
+
+func (d *Daemon) cmdAddBr(_ context.Context, args []string) (mgmt.Result, error) {
+	flags, pos, err := splitFlags(args, "--may-exist")
+	if err != nil {
+		return mgmt.Result{}, err
+	}
+	name := pos[0]
+	err = d.change(func(c *config.Config) error {
+		if c.Bridges[name] != nil {
+			if flags["--may-exist"] {
+				return errNoChange
+			}
+			return fmt.Errorf("cannot create bridge %q: it already exists", name)
+		}
+		if owner := c.PortOwner(name); owner != nil {
+			return fmt.Errorf("cannot create bridge %q: bridge %q has a port of that name", name, owner.Name)
+		}
+		if c.Bridges == nil {
+			c.Bridges = map[string]*config.Bridge{}
+		}
+		b := &config.Bridge{Name: name, FailMode: config.FailModeStandalone}
+		c.Bridges[name] = b
+		for _, kv := range pos[1:] {
+			if err := setColumn(c, tableBridge, b, kv); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return mgmt.Result{}, ignoreNoChange(err)
+}
+
+func (d *Daemon) cmdDelBr(_ context.Context, args []string) (mgmt.Result, error) {
+	flags, pos, err := splitFlags(args, "--if-exists")
+	if err != nil {
+		return mgmt.Result{}, err
+	}
+	err = d.change(func(c *config.Config) error {
+		if c.Bridges[pos[0]] == nil {
+			if flags["--if-exists"] {
+				return errNoChange
+			}
+			return fmt.Errorf("%s %q", notExistsPrefix, pos[0])
+		}
+		delete(c.Bridges, pos[0])
+		return nil
+	})
+	return mgmt.Result{}, ignoreNoChange(err)
+}
+
+func (d *Daemon) cmdListBr(context.Context, []string) (mgmt.Result, error) {
+	names := sortedKeys(d.store.Get().Bridges)
+	return lines(names), nil
+}
+
+func (d *Daemon) cmdBrExists(_ context.Context, args []string) (mgmt.Result, error) {
+	if _, err := bridgeOf(d.store.Get(), args[0]); err != nil {
+		return mgmt.Result{}, err
+	}
+	return mgmt.Result{Data: true}, nil
+}
+
+func (d *Daemon) cmdAddPort(_ context.Context, args []string) (mgmt.Result, error) {
+	flags, pos, err := splitFlags(args, "--may-exist")
+	if err != nil {
+		return mgmt.Result{}, err
+	}
+	if len(pos) < 2 {
+		return mgmt.Result{}, fmt.Errorf("add-port: want BRIDGE PORT")
+	}
+	bname, pname := pos[0], pos[1]
+	var ofport uint32
+	err = d.change(func(c *config.Config) error {
+		b, err := bridgeOf(c, bname)
+		if err != nil {
+			return err
+		}
+		if owner := c.PortOwner(pname); owner != nil {
+			if flags["--may-exist"] && owner.Name == bname {
+				return errNoChange
+			}
+			return fmt.Errorf("cannot create port %q: bridge %q already has a port of that name", pname, owner.Name)
+		}
+		if c.Bridges[pname] != nil {
+			return fmt.Errorf("cannot create port %q: a bridge has that name", pname)
+		}
+		if b.Ports == nil {
+			b.Ports = map[string]*config.Port{}
+		}
+		p := &config.Port{Name: pname}
+		b.Ports[pname] = p
+		for _, kv := range pos[2:] {
+			if err := setColumn(c, tableInterface, p, kv); err != nil {
+				return err
+			}
+		}
+		return checkPortOptions(p)
+	})
+	if err := ignoreNoChange(err); err != nil {
+		return mgmt.Result{}, err
+	}
+	if p := d.store.Get().Bridges[bname].Ports[pname]; p != nil {
+		ofport = p.OFPort
+	}
+	return mgmt.Result{Data: map[string]any{"ofport": ofport}}, nil
+}
+
+func (d *Daemon) cmdDelPort(_ context.Context, args []string) (mgmt.Result, error) {
+	flags, pos, err := splitFlags(args, "--if-exists")
+	if err != nil {
+		return mgmt.Result{}, err
+	}
+	pname := pos[len(pos)-1]
+	err = d.change(func(c *config.Config) error {
+		owner := c.PortOwner(pname)
+		if len(pos) == 2 {
+			b, err := bridgeOf(c, pos[0])
+			if err != nil {
+				return err
+			}
+			if owner != nil && owner != b {
+				return fmt.Errorf("port %q is on bridge %q, not %q", pname, owner.Name, b.Name)
+			}
+		}
+		if owner == nil {
+			if flags["--if-exists"] {
+				return errNoChange
+			}
+			return fmt.Errorf("no such port %q", pname)
+		}
+		delete(owner.Ports, pname)
+		return nil
+	})
+	return mgmt.Result{}, ignoreNoChange(err)
+}
+
+func (d *Daemon) cmdListPorts(_ context.Context, args []string) (mgmt.Result, error) {
+	b, err := bridgeOf(d.store.Get(), args[0])
+	if err != nil {
+		return mgmt.Result{}, err
+	}
+	return lines(sortedKeys(b.Ports)), nil
+}
+
+func (d *Daemon) cmdPortToBr(_ context.Context, args []string) (mgmt.Result, error) {
+	b := d.store.Get().PortOwner(args[0])
+	if b == nil {
+		return mgmt.Result{}, fmt.Errorf("no such port %q", args[0])
+	}
+	return mgmt.Result{Text: b.Name + "\n", Data: b.Name}, nil
+}
+
+func (d *Daemon) cmdSetController(_ context.Context, args []string) (mgmt.Result, error) {
+	targets := slices.Clone(args[1:])
+	return mgmt.Result{}, d.change(func(c *config.Config) error {
+		b, err := bridgeOf(c, args[0])
+		if err != nil {
+			return err
+		}
+		b.Controllers = targets
+		return nil
+	})
+}
+
+func (d *Daemon) cmdDelController(_ context.Context, args []string) (mgmt.Result, error) {
+	return mgmt.Result{}, d.change(func(c *config.Config) error {
+		b, err := bridgeOf(c, args[0])
+		if err != nil {
+			return err
+		}
+		b.Controllers = nil
+		return nil
+	})
+}
+
+// ControllerStatus is one controller target as get-controller reports it.
+type ControllerStatus struct {
+	Target    string `json:"target"`
+	State     string `json:"state"`
+	Connected bool   `json:"is_connected"`
+	Role      string `json:"role,omitempty"`
+	Remote    string `json:"remote,omitempty"`
+}
+
+func (d *Daemon) controllerStatus(bname string) []ControllerStatus {
+	b := d.runningBridge(bname)
+	c := d.store.Get().Bridges[bname]
+	if c == nil {
+		return nil
+	}
+	var out []ControllerStatus
+	for _, t := range c.Controllers {
+		cs := ControllerStatus{Target: t, State: "not running"}
+		if b != nil {
+			for _, st := range b.of.Manager().Status() {
+				if st.Target != t || st.Management {
+					continue
+				}
+				cs.State = st.State.String()
+				cs.Connected = cs.Connected || st.State.String() == "active"
+				if cs.Connected {
+					cs.Role = roleName(uint32(st.Role))
+					cs.Remote = st.RemoteAddr
+				}
+			}
+		}
+		out = append(out, cs)
+	}
+	return out
+}
+
+func roleName(r uint32) string {
+	switch r {
+	case 1:
+		return "equal"
+	case 2:
+		return "master"
+	case 3:
+		return "slave"
+	}
+	return "other"
+}
+
+func (d *Daemon) cmdGetController(_ context.Context, args []string) (mgmt.Result, error) {
+	if _, err := bridgeOf(d.store.Get(), args[0]); err != nil {
+		return mgmt.Result{}, err
+	}
+	st := d.controllerStatus(args[0])
+	var sb strings.Builder
+	for _, s := range st {
+		fmt.Fprintf(&sb, "%s (%s", s.Target, s.State)
+		if s.Connected {
+			fmt.Fprintf(&sb, ", role %s", s.Role)
+		}
+		sb.WriteString(")\n")
+	}
+	return mgmt.Result{Text: sb.String(), Data: st}, nil
+}
+
+func (d *Daemon) cmdSetFailMode(_ context.Context, args []string) (mgmt.Result, error) {
+	mode := args[1]
+	if mode != config.FailModeStandalone && mode != config.FailModeSecure {
+		return mgmt.Result{}, fmt.Errorf("fail mode %q is not standalone or secure", mode)
+	}
+	return mgmt.Result{}, d.change(func(c *config.Config) error {
+		b, err := bridgeOf(c, args[0])
+		if err != nil {
+			return err
+		}
+		b.FailMode = mode
+		return nil
+	})
+}
+
+func (d *Daemon) cmdDelFailMode(_ context.Context, args []string) (mgmt.Result, error) {
+	return d.cmdSetFailMode(context.Background(), []string{args[0], config.FailModeStandalone})
+}
+
+func (d *Daemon) cmdGetFailMode(_ context.Context, args []string) (mgmt.Result, error) {
+	b, err := bridgeOf(d.store.Get(), args[0])
+	if err != nil {
+		return mgmt.Result{}, err
+	}
+	return mgmt.Result{Text: b.FailMode + "\n", Data: b.FailMode}, nil
+}
+
+func (d *Daemon) cmdLogLevel(_ context.Context, args []string) (mgmt.Result, error) {
+	if d.opts.LogLevel == nil {
+		return mgmt.Result{}, fmt.Errorf("this daemon's log level is fixed")
+	}
+	if len(args) == 1 {
+		var l slog.Level
+		if err := l.UnmarshalText([]byte(args[0])); err != nil {
+			return mgmt.Result{}, fmt.Errorf("log level %q is not debug, info, warn or error", args[0])
+		}
+		d.opts.LogLevel.Set(l)
+		d.log.Info("log level changed", "level", l.String())
+	}
+	l := strings.ToLower(d.opts.LogLevel.Level().String())
+	return mgmt.Result{Text: l + "\n", Data: l}, nil
+}
+
+func (d *Daemon) cmdVersion(context.Context, []string) (mgmt.Result, error) {
+	v := d.opts.Version
+	if v == "" {
+		v = "dev"
+	}
+	return mgmt.Result{Text: "vswitchd " + v + "\n", Data: v}, nil
+}
+
+// runningBridge returns the running bridge called name, or nil.
+func (d *Daemon) runningBridge(name string) *bridge {
+	for _, b := range d.bridgeList() {
+		if b.name == name {
+			return b
+		}
+	}
+	return nil
+}
+
+func (d *Daemon) cmdShow(context.Context, []string) (mgmt.Result, error) {
+	c := d.store.Get()
+	var sb strings.Builder
+	type portView struct {
+		Name    string            `json:"name"`
+		OFPort  uint32            `json:"ofport"`
+		Type    string            `json:"type"`
+		Driver  string            `json:"driver,omitempty"`
+		Running bool              `json:"running"`
+		LinkUp  bool              `json:"link_up"`
+		Options map[string]string `json:"options,omitempty"`
+	}
+	type bridgeView struct {
+		Name        string             `json:"name"`
+		DatapathID  string             `json:"datapath_id"`
+		FailMode    string             `json:"fail_mode"`
+		Controllers []ControllerStatus `json:"controllers,omitempty"`
+		Ports       []portView         `json:"ports"`
+		Running     bool               `json:"running"`
+	}
+	var views []bridgeView
+	for _, bname := range sortedKeys(c.Bridges) {
+		cb := c.Bridges[bname]
+		rb := d.runningBridge(bname)
+		dpid, _ := datapathID(cb)
+		v := bridgeView{Name: bname, DatapathID: fmt.Sprintf("%016x", dpid), FailMode: cb.FailMode,
+			Controllers: d.controllerStatus(bname), Running: rb != nil}
+		fmt.Fprintf(&sb, "    Bridge %s\n", bname)
+		if !v.Running {
+			sb.WriteString("        (not running: see the daemon's log)\n")
+		}
+		for _, cs := range v.Controllers {
+			fmt.Fprintf(&sb, "        Controller %q\n            is_connected: %t\n", cs.Target, cs.Connected)
+		}
+		fmt.Fprintf(&sb, "        fail_mode: %s\n        datapath_id: %s\n", cb.FailMode, v.DatapathID)
+		ports := slices.Collect(maps.Values(cb.Ports))
+		slices.SortFunc(ports, func(a, b *config.Port) int { return int(a.OFPort) - int(b.OFPort) })
+		for _, p := range ports {
+			pv := portView{Name: p.Name, OFPort: p.OFPort, Type: typeName(p.Type), Options: p.Options}
+			if rb != nil {
+				if rp := rb.portByName(p.Name); rp != nil {
+					pv.Running, pv.Driver, pv.LinkUp = true, rp.driver, rp.dev.LinkUp()
+				}
+			}
+			fmt.Fprintf(&sb, "        Port %s\n            ofport: %d\n            type: %s", p.Name, p.OFPort, pv.Type)
+			if pv.Driver != "" && pv.Driver != p.Type {
+				fmt.Fprintf(&sb, " (%s)", pv.Driver)
+			}
+			sb.WriteString("\n")
+			for _, k := range sortedKeys(p.Options) {
+				fmt.Fprintf(&sb, "            options:%s=%s\n", k, p.Options[k])
+			}
+			switch {
+			case !pv.Running:
+				sb.WriteString("            error: not running (see the daemon's log)\n")
+			case !pv.LinkUp:
+				sb.WriteString("            link: down\n")
+			}
+			v.Ports = append(v.Ports, pv)
+		}
+		views = append(views, v)
+	}
+	for _, k := range sortedKeys(c.OtherConfig) {
+		fmt.Fprintf(&sb, "    other_config:%s=%s\n", k, c.OtherConfig[k])
+	}
+	fmt.Fprintf(&sb, "    vswitchd_version: %q\n", d.opts.Version)
+	return mgmt.Result{Text: sb.String(), Data: views}, nil
+}
+
+// lines returns a result listing names one per line.
+func lines(names []string) mgmt.Result {
+	if names == nil {
+		names = []string{}
+	}
+	var sb strings.Builder
+	for _, n := range names {
+		sb.WriteString(n)
+		sb.WriteByte('\n')
+	}
+	return mgmt.Result{Text: sb.String(), Data: names}
+}
+
+// errNoChange aborts an Update that would change nothing (--may-exist,
+// --if-exists): nothing is written and the command succeeds.
+var errNoChange = fmt.Errorf("no change")
+
+func ignoreNoChange(err error) error {
+	if err == errNoChange {
+		return nil
+	}
+	return err
+}
+
+// parseUint32 parses a decimal port number.
+func parseUint32(s string) (uint32, error) {
+	n, err := strconv.ParseUint(s, 10, 32)
+	return uint32(n), err
+}

@@ -1,0 +1,345 @@
+// Package vswitchd is the switch daemon: it keeps the running bridges,
+// ports and controllers equal to the crash-safe configuration store,
+// serves the management API vsctl talks to, exports Prometheus metrics and
+// saves the flow tables of bridges that no controller programs, so that a
+// restart brings everything back.
+//
+// Each bridge has a datapath of its own (its PMDs, caches and ports), whose
+// port numbers are the bridge's OpenFlow port numbers. Settings that shape
+// the PMDs (n-pmd, pmd-cpu-mask, flow limits, EMC) rebuild the bridges'
+// datapaths when they change, keeping their flows; tx-flush-interval,
+// pmd-sleep-max, controllers, fail mode and ports change at run time.
+package vswitchd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"vswitch/datapath"
+	"vswitch/vswitchd/config"
+	"vswitch/vswitchd/metrics"
+	"vswitch/vswitchd/mgmt"
+)
+
+// File names inside the state directory.
+const (
+	// SocketName is the management socket vsctl connects to.
+	SocketName = "vswitchd.sock"
+	// BridgeSocketSuffix follows a bridge's name to make its OpenFlow
+	// management socket (BRIDGE.mgmt), what vsctl's flow commands and
+	// `ovs-ofctl -O OpenFlow13 ... unix:STATE/BRIDGE.mgmt` talk to.
+	BridgeSocketSuffix = ".mgmt"
+	// pidFileName holds the daemon's pid, for scripts.
+	pidFileName = "vswitchd.pid"
+)
+
+// DefaultMetricsAddr is where /metrics is served unless configured.
+const DefaultMetricsAddr = "127.0.0.1:9477"
+
+// flowSaveInterval is how often the flow tables of bridges without a
+// connected controller are saved when they changed and no barrier did it.
+const flowSaveInterval = time.Second
+
+// Options configure a Daemon.
+type Options struct {
+	// StateDir holds the config store, the management sockets and the
+	// vhost-user sockets of ports that name none.
+	StateDir string
+	// MetricsAddr is the host:port of the Prometheus endpoint; "" disables it.
+	MetricsAddr string
+	// DefaultBridge, if set, is created (fail mode standalone) when the
+	// store holds no bridge at all: the embedded default of `make run`.
+	DefaultBridge string
+	// Logger receives the daemon's logs; nil discards them.
+	Logger *slog.Logger
+	// LogLevel, if set, is what the log-level command changes.
+	LogLevel *slog.LevelVar
+	// Version is what the version command prints.
+	Version string
+}
+
+// Daemon is a running vswitchd.
+type Daemon struct {
+	opts  Options
+	log   *slog.Logger
+	store *config.Store
+	mgmt  *mgmt.Server
+	http  *http.Server
+
+	// mu serialises configuration changes and the bridges map. It is never
+	// taken on a path an OpenFlow connection's goroutine waits on (see
+	// saveFlows), since closing a bridge waits for those goroutines.
+	mu      sync.Mutex
+	bridges map[string]*bridge
+	// view is a snapshot of the bridges for readers that must not wait
+	// for a configuration change (metrics, introspection).
+	view atomic.Pointer[[]*bridge]
+
+	// statsBase are the counters at the last pmd-stats-clear, per bridge.
+	baseMu    sync.Mutex
+	statsBase map[string]*statsSnapshot
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Start opens the state directory, brings up every configured bridge and
+// starts serving. A bridge or port that cannot be brought up is logged and
+// left out rather than keeping the others down.
+func Start(opts Options) (*Daemon, error) {
+	if opts.StateDir == "" {
+		return nil, errors.New("vswitchd: no state directory")
+	}
+	dir, err := filepath.Abs(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	opts.StateDir = dir
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	store, err := config.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{opts: opts, log: log, store: store, bridges: map[string]*bridge{},
+		statsBase: map[string]*statsSnapshot{}, stop: make(chan struct{})}
+	d.publish()
+	if opts.DefaultBridge != "" && len(store.Get().Bridges) == 0 {
+		if _, err := store.Update(func(c *config.Config) error {
+			if c.Bridges == nil {
+				c.Bridges = map[string]*config.Bridge{}
+			}
+			c.Bridges[opts.DefaultBridge] = &config.Bridge{FailMode: config.FailModeStandalone}
+			return nil
+		}); err != nil {
+			store.Close()
+			return nil, err
+		}
+	}
+	d.mu.Lock()
+	d.restore(store.Get())
+	d.mu.Unlock()
+
+	d.mgmt = mgmt.NewServer()
+	d.mgmt.Logf = func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...)) }
+	d.registerCommands()
+	if err := d.mgmt.Listen(filepath.Join(dir, SocketName)); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if opts.MetricsAddr != "" {
+		ln, err := net.Listen("tcp", opts.MetricsAddr)
+		if err != nil {
+			d.Close()
+			return nil, fmt.Errorf("vswitchd: metrics: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", metrics.Handler(metrics.NewRegistry(metrics.NewCollector(d.metricsView))))
+		d.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go d.http.Serve(ln)
+		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	}
+	os.WriteFile(filepath.Join(dir, pidFileName), fmt.Appendf(nil, "%d\n", os.Getpid()), 0o644)
+	d.wg.Add(1)
+	go d.flowSaver()
+	log.Info("vswitchd started", "state-dir", dir, "bridges", len(d.bridges), "version", opts.Version)
+	return d, nil
+}
+
+// MetricsAddr is the address /metrics is served on, or "".
+func (d *Daemon) MetricsAddr() string {
+	if d.http == nil {
+		return ""
+	}
+	return d.opts.MetricsAddr
+}
+
+// restore brings up every bridge of c, logging what fails.
+func (d *Daemon) restore(c *config.Config) {
+	for _, name := range sortedKeys(c.Bridges) {
+		b, err := d.newBridge(c, c.Bridges[name], true)
+		if err != nil {
+			d.log.Error("bridge not restored", "bridge", name, "err", err)
+			continue
+		}
+		d.bridges[name] = b
+	}
+	d.publish()
+}
+
+// publish refreshes the readers' snapshot of the bridges (d.mu held).
+func (d *Daemon) publish() {
+	list := make([]*bridge, 0, len(d.bridges))
+	for _, name := range sortedKeys(d.bridges) {
+		list = append(list, d.bridges[name])
+	}
+	d.view.Store(&list)
+}
+
+// bridgeList is the readers' snapshot, sorted by name.
+func (d *Daemon) bridgeList() []*bridge { return *d.view.Load() }
+
+func (d *Daemon) metricsView() []metrics.Bridge {
+	bs := d.bridgeList()
+	out := make([]metrics.Bridge, len(bs))
+	for i, b := range bs {
+		out[i] = metrics.Bridge{Name: b.name, Datapath: b.dp, OpenFlow: b.of, PortName: b.portName}
+	}
+	return out
+}
+
+// change applies fn to the configuration: validated and durable first,
+// then made true in the running switch. If the running switch cannot
+// follow (an interface that cannot be opened), the previous configuration
+// is committed and applied again, so a failed command changes nothing.
+func (d *Daemon) change(fn func(c *config.Config) error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old := d.store.Get()
+	next, err := d.store.Update(fn)
+	if err != nil {
+		return err
+	}
+	if err := d.apply(old, next); err != nil {
+		d.log.Warn("configuration change failed, rolling back", "err", err)
+		if _, rerr := d.store.Update(func(c *config.Config) error { *c = *old.Clone(); return nil }); rerr != nil {
+			d.log.Error("rollback not stored", "err", rerr)
+		}
+		if rerr := d.apply(next, old); rerr != nil {
+			d.log.Error("rollback not applied", "err", rerr)
+		}
+		return err
+	}
+	return nil
+}
+
+// apply moves the running bridges from configuration old to next (d.mu held).
+func (d *Daemon) apply(old, next *config.Config) error {
+	defer d.publish()
+	for _, name := range sortedKeys(d.bridges) {
+		if next.Bridges[name] == nil {
+			d.bridges[name].close()
+			delete(d.bridges, name)
+			d.log.Info("bridge deleted", "bridge", name)
+		}
+	}
+	for _, name := range sortedKeys(next.Bridges) {
+		nb := next.Bridges[name]
+		b := d.bridges[name]
+		if b == nil {
+			nbr, err := d.newBridge(next, nb, false)
+			if err != nil {
+				return err
+			}
+			d.bridges[name] = nbr
+			d.log.Info("bridge added", "bridge", name)
+			continue
+		}
+		if b.needsRebuild(next, nb) {
+			flows := b.of.FlowLines()
+			b.close()
+			delete(d.bridges, name)
+			nbr, err := d.newBridge(next, nb, false)
+			if err != nil {
+				return err
+			}
+			if err := nbr.of.RestoreFlows(flows); err != nil {
+				d.log.Warn("flows not carried over the rebuild", "bridge", name, "err", err)
+			}
+			d.bridges[name] = nbr
+			d.log.Info("bridge rebuilt", "bridge", name)
+			continue
+		}
+		if err := b.update(next, nb); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flowSaver saves, every flowSaveInterval, the flow tables that changed.
+func (d *Daemon) flowSaver() {
+	defer d.wg.Done()
+	t := time.NewTicker(flowSaveInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+			for _, b := range d.bridgeList() {
+				b.saveFlows()
+			}
+		}
+	}
+}
+
+// Close stops serving, saves pending flow tables, stops every bridge
+// (PMDs flush their batches, ports are detached: XDP programs removed,
+// sockets closed) and closes the store.
+func (d *Daemon) Close() error {
+	select {
+	case <-d.stop:
+		return nil
+	default:
+	}
+	close(d.stop)
+	d.wg.Wait()
+	if d.mgmt != nil {
+		d.mgmt.Close()
+	}
+	if d.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		d.http.Shutdown(ctx)
+		cancel()
+	}
+	d.mu.Lock()
+	for _, name := range sortedKeys(d.bridges) {
+		b := d.bridges[name]
+		b.saveFlows()
+		b.close()
+		delete(d.bridges, name)
+	}
+	d.publish()
+	d.mu.Unlock()
+	os.Remove(filepath.Join(d.opts.StateDir, pidFileName))
+	return d.store.Close()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// datapathSettings are the switch-wide settings a datapath is built with;
+// a bridge is rebuilt when they change.
+type datapathSettings struct {
+	nPMD, flowLimit, emcInvProb int
+	cpus                        string
+}
+
+func switchDatapathSettings(c *config.Config) datapathSettings {
+	oc := c.OtherConfig
+	return datapathSettings{
+		nPMD:       intOption(oc, "n-pmd", 1),
+		flowLimit:  intOption(oc, "flow-limit", datapath.DefaultFlowLimit),
+		emcInvProb: intOption(oc, "emc-insert-inv-prob", 100),
+		cpus:       oc["pmd-cpu-mask"],
+	}
+}

@@ -1,0 +1,354 @@
+package vswitchd
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"vswitch/vswitchd/config"
+	"vswitch/vswitchd/mgmt"
+)
+
+// The tables of ovs-vsctl's set/get/remove that the daemon models. Port and
+// Interface are one record here (one interface per port).
+const (
+	tableSwitch    = "open_vswitch"
+	tableBridge    = "bridge"
+	tablePort      = "port"
+	tableInterface = "interface"
+)
+
+// mapKeys are the keys each map column accepts, so a typo is refused.
+var mapKeys = map[string][]string{
+	tableSwitch + ".other_config": {"n-pmd", "pmd-cpu-mask", "pmd-sleep-max", "tx-flush-interval", "flow-limit", "emc-insert-inv-prob"},
+	tableBridge + ".other_config": {"datapath-id", "mac-aging-time", "mac-table-size"},
+	tablePort + ".other_config":   {"tx-flush-interval"},
+}
+
+// columns lists the columns of each table for error messages.
+var columns = map[string][]string{
+	tableSwitch:    {"other_config"},
+	tableBridge:    {"name", "fail_mode", "controller", "datapath_id", "other_config"},
+	tablePort:      {"name", "type", "options", "ofport", "ofport_request", "other_config"},
+	tableInterface: {"name", "type", "options", "ofport", "ofport_request", "other_config"},
+}
+
+// normTable maps ovs-vsctl's table names (any case) to ours.
+func normTable(t string) (string, error) {
+	switch strings.ToLower(t) {
+	case "open_vswitch", "open-vswitch":
+		return tableSwitch, nil
+	case "bridge":
+		return tableBridge, nil
+	case "port":
+		return tablePort, nil
+	case "interface":
+		return tableInterface, nil
+	}
+	return "", fmt.Errorf("unknown table %q (want Open_vSwitch, Bridge, Port or Interface)", t)
+}
+
+// record finds the record a set/get/remove names in c.
+func record(c *config.Config, table, name string) (any, error) {
+	switch table {
+	case tableSwitch:
+		if name != "." {
+			return nil, fmt.Errorf("the Open_vSwitch table has one record, \".\", not %q", name)
+		}
+		return c, nil
+	case tableBridge:
+		return bridgeOf(c, name)
+	default:
+		if b := c.PortOwner(name); b != nil {
+			return b.Ports[name], nil
+		}
+		return nil, fmt.Errorf("no such %s %q", table, name)
+	}
+}
+
+// splitColumn parses COLUMN[:KEY].
+func splitColumn(table, s string) (col, key string, err error) {
+	col, key, hasKey := strings.Cut(s, ":")
+	if !slices.Contains(columns[table], col) {
+		return "", "", fmt.Errorf("table %s has no column %q (columns: %s)", table, col, strings.Join(columns[table], ", "))
+	}
+	if hasKey && key == "" {
+		return "", "", fmt.Errorf("empty key in %q", s)
+	}
+	return col, key, nil
+}
+
+// setColumn applies one COLUMN[:KEY]=VALUE to rec (a record of table in c).
+func setColumn(c *config.Config, table string, rec any, kv string) error {
+	lhs, value, ok := strings.Cut(kv, "=")
+	if !ok {
+		return fmt.Errorf("%q is not COLUMN[:KEY]=VALUE", kv)
+	}
+	col, key, err := splitColumn(table, lhs)
+	if err != nil {
+		return err
+	}
+	value = unquote(value)
+	if key != "" {
+		m, err := mapColumn(table, rec, col, true)
+		if err != nil {
+			return err
+		}
+		if known := mapKeys[keyTable(table)+"."+col]; known != nil && !slices.Contains(known, key) {
+			return fmt.Errorf("%s has no key %q (known: %s)", col, key, strings.Join(known, ", "))
+		}
+		(*m)[key] = value
+		return nil
+	}
+	switch r := rec.(type) {
+	case *config.Bridge:
+		switch col {
+		case "fail_mode":
+			if value != config.FailModeStandalone && value != config.FailModeSecure {
+				return fmt.Errorf("fail_mode %q is not standalone or secure", value)
+			}
+			r.FailMode = value
+			return nil
+		case "controller":
+			r.Controllers = splitList(value)
+			return nil
+		case "datapath_id":
+			r.DatapathID = value
+			return nil
+		}
+	case *config.Port:
+		switch col {
+		case "type":
+			r.Type = value
+			return nil
+		case "ofport_request":
+			n, err := parseUint32(value)
+			if err != nil || n == 0 || n > config.MaxOFPort {
+				return fmt.Errorf("ofport_request %q is not a number in 1..%d", value, config.MaxOFPort)
+			}
+			r.OFPortRequest = n
+			return nil
+		}
+	}
+	if col == "other_config" || col == "options" {
+		return fmt.Errorf("column %s takes KEY=VALUE pairs: %s:KEY=VALUE", col, col)
+	}
+	return fmt.Errorf("column %s of %s cannot be set", col, table)
+}
+
+// keyTable is the table whose key list applies (Port and Interface share).
+func keyTable(table string) string {
+	if table == tableInterface {
+		return tablePort
+	}
+	return table
+}
+
+// mapColumn returns the map behind a map column, creating it if asked.
+func mapColumn(table string, rec any, col string, create bool) (*map[string]string, error) {
+	var m *map[string]string
+	switch r := rec.(type) {
+	case *config.Config:
+		if col == "other_config" {
+			m = &r.OtherConfig
+		}
+	case *config.Bridge:
+		if col == "other_config" {
+			m = &r.OtherConfig
+		}
+	case *config.Port:
+		switch col {
+		case "other_config":
+			m = &r.OtherConfig
+		case "options":
+			m = &r.Options
+		}
+	}
+	if m == nil {
+		return nil, fmt.Errorf("column %s of %s is not a map", col, table)
+	}
+	if *m == nil && create {
+		*m = map[string]string{}
+	}
+	return m, nil
+}
+
+// getColumn reads one COLUMN[:KEY] of rec.
+func getColumn(table string, rec any, spec string) (string, error) {
+	col, key, err := splitColumn(table, spec)
+	if err != nil {
+		return "", err
+	}
+	if col == "other_config" || col == "options" {
+		m, err := mapColumn(table, rec, col, false)
+		if err != nil {
+			return "", err
+		}
+		if key == "" {
+			return formatMap(*m), nil
+		}
+		v, ok := (*m)[key]
+		if !ok {
+			return "", fmt.Errorf("no key %q in %s", key, col)
+		}
+		return v, nil
+	}
+	if key != "" {
+		return "", fmt.Errorf("column %s is not a map", col)
+	}
+	switch r := rec.(type) {
+	case *config.Bridge:
+		switch col {
+		case "name":
+			return r.Name, nil
+		case "fail_mode":
+			return r.FailMode, nil
+		case "controller":
+			return "[" + strings.Join(quoteAll(r.Controllers), ", ") + "]", nil
+		case "datapath_id":
+			id, _ := datapathID(r)
+			return fmt.Sprintf("%016x", id), nil
+		}
+	case *config.Port:
+		switch col {
+		case "name":
+			return r.Name, nil
+		case "type":
+			return r.Type, nil
+		case "ofport":
+			return strconv.FormatUint(uint64(r.OFPort), 10), nil
+		case "ofport_request":
+			if r.OFPortRequest == 0 {
+				return "[]", nil
+			}
+			return strconv.FormatUint(uint64(r.OFPortRequest), 10), nil
+		}
+	}
+	return "", fmt.Errorf("column %s of %s cannot be read", col, table)
+}
+
+func (d *Daemon) cmdSet(_ context.Context, args []string) (mgmt.Result, error) {
+	table, err := normTable(args[0])
+	if err != nil {
+		return mgmt.Result{}, err
+	}
+	return mgmt.Result{}, d.change(func(c *config.Config) error {
+		rec, err := record(c, table, args[1])
+		if err != nil {
+			return err
+		}
+		for _, kv := range args[2:] {
+			if err := setColumn(c, table, rec, kv); err != nil {
+				return err
+			}
+		}
+		if p, ok := rec.(*config.Port); ok {
+			return checkPortOptions(p)
+		}
+		return nil
+	})
+}
+
+func (d *Daemon) cmdGet(_ context.Context, args []string) (mgmt.Result, error) {
+	table, err := normTable(args[0])
+	if err != nil {
+		return mgmt.Result{}, err
+	}
+	c := d.store.Get()
+	rec, err := record(c, table, args[1])
+	if err != nil {
+		return mgmt.Result{}, err
+	}
+	var vals []string
+	for _, spec := range args[2:] {
+		v, err := getColumn(table, rec, spec)
+		if err != nil {
+			return mgmt.Result{}, err
+		}
+		vals = append(vals, v)
+	}
+	return lines(vals), nil
+}
+
+func (d *Daemon) cmdRemove(_ context.Context, args []string) (mgmt.Result, error) {
+	table, err := normTable(args[0])
+	if err != nil {
+		return mgmt.Result{}, err
+	}
+	return mgmt.Result{}, d.change(func(c *config.Config) error {
+		rec, err := record(c, table, args[1])
+		if err != nil {
+			return err
+		}
+		col, _, err := splitColumn(table, args[2])
+		if err != nil {
+			return err
+		}
+		if col == "controller" {
+			b := rec.(*config.Bridge)
+			for _, t := range args[3:] {
+				i := slices.Index(b.Controllers, unquote(t))
+				if i < 0 {
+					return fmt.Errorf("controller %q is not set", t)
+				}
+				b.Controllers = slices.Delete(b.Controllers, i, i+1)
+			}
+			return nil
+		}
+		m, err := mapColumn(table, rec, col, false)
+		if err != nil {
+			return err
+		}
+		for _, k := range args[3:] {
+			k, _, _ = strings.Cut(k, "=") // ovs-vsctl also accepts KEY=VALUE
+			if _, ok := (*m)[k]; !ok {
+				return fmt.Errorf("no key %q in %s", k, col)
+			}
+			delete(*m, k)
+		}
+		if p, ok := rec.(*config.Port); ok {
+			return checkPortOptions(p)
+		}
+		return nil
+	})
+}
+
+func formatMap(m map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+"="+strconv.Quote(m[k]))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = strconv.Quote(x)
+	}
+	return out
+}
+
+// unquote strips one level of double quotes, which ovs-vsctl users often
+// type around values.
+func unquote(s string) string {
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		if u, err := strconv.Unquote(s); err == nil {
+			return u
+		}
+	}
+	return s
+}
+
+// splitList parses a set value: "a", "[a, b]" or "a b".
+func splitList(s string) []string {
+	s = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"))
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		out = append(out, unquote(f))
+	}
+	return out
+}

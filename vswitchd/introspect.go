@@ -1,0 +1,325 @@
+package vswitchd
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"regexp"
+	"strings"
+
+	"vswitch/datapath"
+	"vswitch/ofproto"
+	"vswitch/vswitchd/mgmt"
+)
+
+// statsSnapshot is what pmd-stats-show counts from: the counters at the
+// last pmd-stats-clear (the PMDs' own counters never go backwards, which
+// Prometheus needs).
+type statsSnapshot struct {
+	pmd []datapath.PMDStats
+	tx  []txTotals // per PMD, over every port
+}
+
+// txTotals sums what one PMD sent over every port of a bridge.
+type txTotals struct{ packets, batches uint64 }
+
+func takeSnapshot(b *bridge) *statsSnapshot {
+	s := &statsSnapshot{pmd: b.dp.PMDStats()}
+	s.tx = make([]txTotals, len(s.pmd))
+	for _, p := range b.dp.Ports() {
+		for _, t := range p.TxStats() {
+			if t.PMD < len(s.tx) {
+				s.tx[t.PMD].packets += t.Packets + t.Drops
+				s.tx[t.PMD].batches += t.Batches
+			}
+		}
+	}
+	return s
+}
+
+// sub returns a-b, or 0 if a counter restarted below its base.
+func sub(a, b uint64) uint64 {
+	if a < b {
+		return 0
+	}
+	return a - b
+}
+
+// PMDStatsView is one PMD's line of pmd-stats-show.
+type PMDStatsView struct {
+	Bridge         string  `json:"bridge"`
+	PMD            int     `json:"pmd"`
+	Packets        uint64  `json:"packets_received"`
+	EMCHits        uint64  `json:"emc_hits"`
+	MegaflowHits   uint64  `json:"megaflow_hits"`
+	Misses         uint64  `json:"miss_with_upcall"`
+	LostUpcalls    uint64  `json:"miss_lost"`
+	Malformed      uint64  `json:"malformed"`
+	OutputBatches  uint64  `json:"output_batches"`
+	AvgBatch       float64 `json:"avg_packets_per_output_batch"`
+	BusyNs         uint64  `json:"busy_ns"`
+	IdleNs         uint64  `json:"idle_ns"`
+	BusyPercent    float64 `json:"busy_percent"`
+	NsPerPacket    float64 `json:"ns_per_packet"`
+	Iterations     uint64  `json:"iterations"`
+	PacketsPerIter float64 `json:"avg_packets_per_busy_iteration,omitempty"`
+}
+
+func (d *Daemon) pmdStatsViews() []PMDStatsView {
+	var out []PMDStatsView
+	for _, b := range d.bridgeList() {
+		cur := takeSnapshot(b)
+		d.baseMu.Lock()
+		base := d.statsBase[b.name]
+		d.baseMu.Unlock()
+		for i, s := range cur.pmd {
+			var bs datapath.PMDStats
+			var bt txTotals
+			if base != nil && i < len(base.pmd) {
+				bs, bt = base.pmd[i], base.tx[i]
+			}
+			v := PMDStatsView{Bridge: b.name, PMD: s.PMD,
+				Packets:       sub(s.RxPackets, bs.RxPackets),
+				EMCHits:       sub(s.EMCHits, bs.EMCHits),
+				MegaflowHits:  sub(s.MegaflowHits, bs.MegaflowHits),
+				Misses:        sub(s.Misses, bs.Misses),
+				LostUpcalls:   sub(s.LostUpcalls, bs.LostUpcalls),
+				Malformed:     sub(s.Malformed, bs.Malformed),
+				OutputBatches: sub(cur.tx[i].batches, bt.batches),
+				BusyNs:        sub(s.BusyNs, bs.BusyNs),
+				IdleNs:        sub(s.IdleNs, bs.IdleNs),
+				Iterations:    sub(s.Iterations, bs.Iterations),
+			}
+			if v.OutputBatches > 0 {
+				v.AvgBatch = float64(sub(cur.tx[i].packets, bt.packets)) / float64(v.OutputBatches)
+			}
+			if total := v.BusyNs + v.IdleNs; total > 0 {
+				v.BusyPercent = 100 * float64(v.BusyNs) / float64(total)
+			}
+			if v.Packets > 0 {
+				v.NsPerPacket = float64(v.BusyNs) / float64(v.Packets)
+			}
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func pct(n, total uint64) float64 {
+	if total == 0 {
+		return 0
+	}
+	return 100 * float64(n) / float64(total)
+}
+
+func (d *Daemon) cmdPMDStatsShow(context.Context, []string) (mgmt.Result, error) {
+	views := d.pmdStatsViews()
+	var sb strings.Builder
+	for _, v := range views {
+		fmt.Fprintf(&sb, "pmd thread bridge %s pmd %d:\n", v.Bridge, v.PMD)
+		fmt.Fprintf(&sb, "  packets received: %d\n", v.Packets)
+		fmt.Fprintf(&sb, "  emc hits: %d (%.1f %%)\n", v.EMCHits, pct(v.EMCHits, v.Packets))
+		fmt.Fprintf(&sb, "  megaflow hits: %d (%.1f %%)\n", v.MegaflowHits, pct(v.MegaflowHits, v.Packets))
+		fmt.Fprintf(&sb, "  miss with success upcall: %d (%.1f %%)\n", sub(v.Misses, v.LostUpcalls), pct(sub(v.Misses, v.LostUpcalls), v.Packets))
+		fmt.Fprintf(&sb, "  miss with failed upcall: %d (%.1f %%)\n", v.LostUpcalls, pct(v.LostUpcalls, v.Packets))
+		fmt.Fprintf(&sb, "  malformed packets: %d\n", v.Malformed)
+		fmt.Fprintf(&sb, "  output batches: %d\n", v.OutputBatches)
+		fmt.Fprintf(&sb, "  avg. packets per output batch: %.2f\n", v.AvgBatch)
+		fmt.Fprintf(&sb, "  idle time: %.3f s (%.1f %%)\n", float64(v.IdleNs)/1e9, 100-v.BusyPercent)
+		fmt.Fprintf(&sb, "  busy time: %.3f s (%.1f %%)\n", float64(v.BusyNs)/1e9, v.BusyPercent)
+		fmt.Fprintf(&sb, "  avg. ns per packet: %.1f\n", v.NsPerPacket)
+	}
+	if len(views) == 0 {
+		sb.WriteString("no bridges, so no PMDs\n")
+	}
+	return mgmt.Result{Text: sb.String(), Data: views}, nil
+}
+
+func (d *Daemon) cmdPMDStatsClear(context.Context, []string) (mgmt.Result, error) {
+	d.baseMu.Lock()
+	defer d.baseMu.Unlock()
+	for _, b := range d.bridgeList() {
+		d.statsBase[b.name] = takeSnapshot(b)
+	}
+	return mgmt.Result{}, nil
+}
+
+// RxqView is one receive queue as pmd-rxq-show reports it.
+type RxqView struct {
+	Bridge  string  `json:"bridge"`
+	PMD     int     `json:"pmd"`
+	Port    string  `json:"port"`
+	Queue   int     `json:"queue"`
+	Packets uint64  `json:"packets"`
+	Usage   float64 `json:"pmd_usage_percent"`
+}
+
+func (d *Daemon) rxqViews() []RxqView {
+	var out []RxqView
+	for _, b := range d.bridgeList() {
+		rs := b.dp.RxqStats()
+		busy := map[int]uint64{}
+		for _, r := range rs {
+			busy[r.PMD] += r.BusyNs
+		}
+		for _, r := range rs {
+			out = append(out, RxqView{Bridge: b.name, PMD: r.PMD, Port: b.portName(r.Port), Queue: r.Queue,
+				Packets: r.Packets, Usage: pct(r.BusyNs, busy[r.PMD])})
+		}
+	}
+	return out
+}
+
+func (d *Daemon) cmdPMDRxqShow(context.Context, []string) (mgmt.Result, error) {
+	views := d.rxqViews()
+	var sb strings.Builder
+	last := ""
+	for _, v := range views {
+		if hdr := fmt.Sprintf("%s/%d", v.Bridge, v.PMD); hdr != last {
+			fmt.Fprintf(&sb, "pmd thread bridge %s pmd %d:\n", v.Bridge, v.PMD)
+			last = hdr
+		}
+		fmt.Fprintf(&sb, "  port: %-16s queue-id: %2d  pmd usage: %3.0f %%  packets: %d\n", v.Port, v.Queue, v.Usage, v.Packets)
+	}
+	return mgmt.Result{Text: sb.String(), Data: views}, nil
+}
+
+func (d *Daemon) cmdPMDRxqRebalance(context.Context, []string) (mgmt.Result, error) {
+	total := 0
+	for _, b := range d.bridgeList() {
+		n, err := b.dp.RebalanceRxqs()
+		if err != nil {
+			return mgmt.Result{}, fmt.Errorf("bridge %s: %w", b.name, err)
+		}
+		total += n
+	}
+	return mgmt.Result{Text: fmt.Sprintf("%d rx queues moved\n", total), Data: map[string]int{"moved": total}}, nil
+}
+
+func (d *Daemon) cmdDpifDumpFlows(_ context.Context, args []string) (mgmt.Result, error) {
+	var sb strings.Builder
+	var data []string
+	for _, b := range d.bridgeList() {
+		if len(args) == 1 && b.name != args[0] {
+			continue
+		}
+		for _, f := range b.dp.DumpFlows() {
+			line := f.String()
+			if len(args) == 0 {
+				line = b.name + ": " + line
+			}
+			sb.WriteString(line)
+			sb.WriteByte('\n')
+			data = append(data, line)
+		}
+	}
+	if len(args) == 1 && d.runningBridge(args[0]) == nil {
+		return mgmt.Result{}, fmt.Errorf("%s %q", notExistsPrefix, args[0])
+	}
+	return mgmt.Result{Text: sb.String(), Data: data}, nil
+}
+
+func (d *Daemon) cmdFDBShow(_ context.Context, args []string) (mgmt.Result, error) {
+	b := d.runningBridge(args[0])
+	if b == nil {
+		return mgmt.Result{}, fmt.Errorf("%s %q", notExistsPrefix, args[0])
+	}
+	type fdbEntry struct {
+		Port    string `json:"port"`
+		OFPort  uint32 `json:"ofport"`
+		VLAN    uint16 `json:"vlan"`
+		MAC     string `json:"mac"`
+		AgeSecs int    `json:"age"`
+	}
+	var sb strings.Builder
+	sb.WriteString(" port  VLAN  MAC                Age\n")
+	var data []fdbEntry
+	for _, e := range b.of.FDB() {
+		fe := fdbEntry{Port: b.portName(e.Port), OFPort: e.Port, VLAN: e.VLAN, MAC: net.HardwareAddr(e.MAC[:]).String(), AgeSecs: int(e.Age.Seconds())}
+		fmt.Fprintf(&sb, "%5d  %4d  %s  %3d\n", fe.OFPort, fe.VLAN, fe.MAC, fe.AgeSecs)
+		data = append(data, fe)
+	}
+	return mgmt.Result{Text: sb.String(), Data: data}, nil
+}
+
+// DropView counts one drop cause.
+type DropView struct {
+	Bridge string `json:"bridge"`
+	Where  string `json:"where"` // "datapath" or a port name
+	Cause  string `json:"cause"`
+	Count  uint64 `json:"count"`
+}
+
+func (d *Daemon) cmdDropStats(context.Context, []string) (mgmt.Result, error) {
+	var views []DropView
+	for _, b := range d.bridgeList() {
+		var byCause [16]uint64
+		var malformed uint64
+		for _, s := range b.dp.PMDStats() {
+			for i, n := range s.Drops {
+				byCause[i] += n
+			}
+			malformed += s.Malformed
+		}
+		for _, c := range datapath.DropCauses() {
+			views = append(views, DropView{Bridge: b.name, Where: "datapath", Cause: c.String(), Count: byCause[c]})
+		}
+		views = append(views, DropView{Bridge: b.name, Where: "datapath", Cause: "malformed_packet (classified, not dropped)", Count: malformed})
+		for _, p := range b.sortedPorts() {
+			st := p.dev.Stats()
+			views = append(views,
+				DropView{Bridge: b.name, Where: p.cfg.Name, Cause: "rx_dropped", Count: st.RxDrops},
+				DropView{Bridge: b.name, Where: p.cfg.Name, Cause: "rx_errors", Count: st.RxErrors},
+				DropView{Bridge: b.name, Where: p.cfg.Name, Cause: "tx_dropped", Count: st.TxDrops},
+				DropView{Bridge: b.name, Where: p.cfg.Name, Cause: "tx_errors", Count: st.TxErrors})
+		}
+	}
+	var sb strings.Builder
+	last := ""
+	for _, v := range views {
+		if hdr := v.Bridge + "/" + v.Where; hdr != last {
+			fmt.Fprintf(&sb, "bridge %s, %s:\n", v.Bridge, v.Where)
+			last = hdr
+		}
+		fmt.Fprintf(&sb, "  %-45s %d\n", v.Cause, v.Count)
+	}
+	return mgmt.Result{Text: sb.String(), Data: views}, nil
+}
+
+// portNameRE finds in_port=NAME in a trace flow.
+var portNameRE = regexp.MustCompile(`(^|,)\s*in_port\s*=\s*([^,\s]+)`)
+
+func (d *Daemon) cmdTrace(_ context.Context, args []string) (mgmt.Result, error) {
+	b := d.runningBridge(args[0])
+	if b == nil {
+		return mgmt.Result{}, fmt.Errorf("%s %q", notExistsPrefix, args[0])
+	}
+	spec := args[1]
+	var perr error
+	spec = portNameRE.ReplaceAllStringFunc(spec, func(m string) string {
+		sub := portNameRE.FindStringSubmatch(m)
+		name := sub[2]
+		if _, err := parseUint32(name); err == nil {
+			return m
+		}
+		p := b.portByName(name)
+		if p == nil {
+			perr = fmt.Errorf("trace: bridge %s has no port %q", b.name, name)
+			return m
+		}
+		return fmt.Sprintf("%sin_port=%d", sub[1], p.no)
+	})
+	if perr != nil {
+		return mgmt.Result{}, perr
+	}
+	key, err := ofproto.ParseTraceFlow(spec)
+	if err != nil {
+		return mgmt.Result{}, fmt.Errorf("trace: %w", err)
+	}
+	tr, err := b.of.Trace(key)
+	if err != nil {
+		return mgmt.Result{}, fmt.Errorf("trace: %w", err)
+	}
+	text := tr.String()
+	return mgmt.Result{Text: text, Data: text}, nil
+}

@@ -1,0 +1,236 @@
+package metrics
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// exported scrapes a bridge that has every kind of metric (traffic, rules,
+// a learned MAC, a controller) and returns the families by name.
+func exported(t *testing.T) map[string]*dto.MetricFamily {
+	t.Helper()
+	ctl := fakeController(t)
+	r := trafficRig(t, "br0", "tcp:"+ctl)
+	_, url := serve(t, func() []Bridge { return []Bridge{r.bridge()} })
+	return scrape(t, url)
+}
+
+// metricName matches the metric names a PromQL expression can mention.
+var metricName = regexp.MustCompile(`\b(?:vswitch|go|process|promhttp)_[a-zA-Z0-9_]+`)
+
+// seriesFamily maps a series name as PromQL sees it to its family: the
+// _bucket, _sum and _count series of a histogram belong to the histogram.
+func seriesFamily(fams map[string]*dto.MetricFamily, name string) (string, bool) {
+	if _, ok := fams[name]; ok {
+		return name, true
+	}
+	for _, suf := range []string{"_bucket", "_sum", "_count"} {
+		base, ok := strings.CutSuffix(name, suf)
+		if !ok {
+			continue
+		}
+		if f := fams[base]; f != nil && (f.GetType() == dto.MetricType_HISTOGRAM || f.GetType() == dto.MetricType_SUMMARY) {
+			return base, true
+		}
+	}
+	return "", false
+}
+
+type grafanaPanel struct {
+	ID         int             `json:"id"`
+	Type       string          `json:"type"`
+	Title      string          `json:"title"`
+	Datasource json.RawMessage `json:"datasource"`
+	Targets    []struct {
+		Expr       string          `json:"expr"`
+		Datasource json.RawMessage `json:"datasource"`
+	} `json:"targets"`
+	Panels []grafanaPanel `json:"panels"` // a collapsed row's
+}
+
+type grafanaDashboard struct {
+	Title      string `json:"title"`
+	UID        string `json:"uid"`
+	Templating struct {
+		List []struct {
+			Name       string          `json:"name"`
+			Type       string          `json:"type"`
+			Query      json.RawMessage `json:"query"`
+			Datasource json.RawMessage `json:"datasource"`
+		} `json:"list"`
+	} `json:"templating"`
+	Panels []grafanaPanel `json:"panels"`
+}
+
+// TestDashboard keeps docs/grafana/vswitch.json honest: it parses, its
+// Prometheus data source is the template variable, every query names only
+// metrics the collector (and registry) export, and the panels the
+// dashboard promises are there.
+func TestDashboard(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/grafana/vswitch.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d grafanaDashboard
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatalf("dashboard is not valid JSON: %v", err)
+	}
+	if d.Title == "" || d.UID == "" {
+		t.Error("dashboard has no title or uid")
+	}
+	var dsVar bool
+	for _, v := range d.Templating.List {
+		if v.Name == "datasource" && v.Type == "datasource" && string(v.Query) == `"prometheus"` {
+			dsVar = true
+		}
+	}
+	if !dsVar {
+		t.Fatal("no datasource template variable of type prometheus")
+	}
+	const wantDS = `{"type":"prometheus","uid":"${datasource}"}`
+	sameDS := func(raw json.RawMessage) bool {
+		var a, b any
+		return json.Unmarshal(raw, &a) == nil && json.Unmarshal([]byte(wantDS), &b) == nil && jsonEqual(a, b)
+	}
+	for _, v := range d.Templating.List {
+		if v.Type == "query" && !sameDS(v.Datasource) {
+			t.Errorf("variable %s: data source %s, want %s", v.Name, v.Datasource, wantDS)
+		}
+	}
+
+	fams := exported(t)
+	used := map[string]bool{}
+	check := func(where, expr string) {
+		names := metricName.FindAllString(expr, -1)
+		if len(names) == 0 {
+			t.Errorf("%s: expression names no metric: %s", where, expr)
+		}
+		for _, n := range names {
+			fam, ok := seriesFamily(fams, n)
+			if !ok {
+				t.Errorf("%s: %s is not exported (in %s)", where, n, expr)
+				continue
+			}
+			used[fam] = true
+		}
+	}
+	for _, v := range d.Templating.List {
+		if v.Type == "query" {
+			var q struct{ Query string }
+			if err := json.Unmarshal(v.Query, &q); err != nil {
+				t.Errorf("variable %s: query %s", v.Name, v.Query)
+			}
+			check("variable "+v.Name, q.Query)
+		}
+	}
+	var walk func([]grafanaPanel)
+	npanels := 0
+	walk = func(ps []grafanaPanel) {
+		for _, p := range ps {
+			walk(p.Panels)
+			if p.Type == "row" {
+				continue
+			}
+			npanels++
+			if !sameDS(p.Datasource) {
+				t.Errorf("panel %q: data source %s, want %s", p.Title, p.Datasource, wantDS)
+			}
+			if len(p.Targets) == 0 {
+				t.Errorf("panel %q has no query", p.Title)
+			}
+			for _, tg := range p.Targets {
+				if len(tg.Datasource) > 0 && !sameDS(tg.Datasource) {
+					t.Errorf("panel %q: target data source %s", p.Title, tg.Datasource)
+				}
+				check("panel "+p.Title, tg.Expr)
+			}
+		}
+	}
+	walk(d.Panels)
+	// What the dashboard is for: each of these must be charted.
+	for _, want := range []string{
+		"vswitch_port_rx_packets_total", "vswitch_port_tx_packets_total", // pps
+		"vswitch_port_rx_bytes_total", "vswitch_port_tx_bytes_total", // bps
+		"vswitch_pmd_busy_seconds_total", "vswitch_pmd_idle_seconds_total", // busy %
+		"vswitch_pmd_tx_batch_size_packets",                             // batch sizes
+		"vswitch_pmd_emc_hits_total", "vswitch_pmd_megaflow_hits_total", // hit rates
+		"vswitch_datapath_drops_total", "vswitch_datapath_flows", "vswitch_controller_connected",
+	} {
+		if !used[want] {
+			t.Errorf("dashboard does not chart %s", want)
+		}
+	}
+	t.Logf("%d panels, %d metric families charted", npanels, len(used))
+}
+
+func jsonEqual(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+// docRow matches a metric row of docs/metrics.md:
+// | `name` | type | label, label | meaning | source |
+var docRow = regexp.MustCompile("^\\| `(vswitch_[a-z0-9_]+)` \\| ([a-z]+) \\| ([a-z, ]*) \\|")
+
+// TestDocsListEveryMetric keeps docs/metrics.md and the collector in step:
+// every vswitch_ family a scrape shows is listed with its type and labels,
+// and nothing is listed that the scrape does not show.
+func TestDocsListEveryMetric(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct{ typ, labels string }
+	doc := map[string]row{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		m := docRow.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		if _, dup := doc[m[1]]; dup {
+			t.Errorf("%s listed twice", m[1])
+		}
+		labels := strings.Split(strings.ReplaceAll(m[3], " ", ""), ",")
+		sort.Strings(labels)
+		doc[m[1]] = row{m[2], strings.Join(labels, ",")}
+	}
+	fams := exported(t)
+	for name, f := range fams {
+		if !strings.HasPrefix(name, "vswitch_") {
+			continue
+		}
+		r, ok := doc[name]
+		if !ok {
+			t.Errorf("%s is exported but not in docs/metrics.md", name)
+			continue
+		}
+		if want := strings.ToLower(f.GetType().String()); r.typ != want {
+			t.Errorf("%s: docs say %s, it is a %s", name, r.typ, want)
+		}
+		var labels []string
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			if l.GetName() != "le" {
+				labels = append(labels, l.GetName())
+			}
+		}
+		sort.Strings(labels)
+		if got := strings.Join(labels, ","); got != r.labels {
+			t.Errorf("%s: docs say labels %s, it has %s", name, r.labels, got)
+		}
+	}
+	for name := range doc {
+		if fams[name] == nil {
+			t.Errorf("docs/metrics.md lists %s, which is not exported", name)
+		}
+	}
+	if len(doc) < 30 {
+		t.Errorf("only %d metrics found in docs/metrics.md: row format changed?", len(doc))
+	}
+}

@@ -1,0 +1,391 @@
+// Package metrics exposes the switch's counters at /metrics in the
+// Prometheus text format. Nothing here runs per packet: the Collector reads
+// the counters the datapath, the port drivers and ofproto already keep, at
+// scrape time, and turns them into const metrics. docs/metrics.md lists
+// every metric and where it comes from.
+package metrics
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"vswitch/datapath"
+	"vswitch/netdev"
+	"vswitch/ofproto"
+	"vswitch/ofproto/ofconn"
+	"vswitch/ofproto/pipeline"
+)
+
+// Bridge is what the collector reads for one bridge. Either of Datapath and
+// OpenFlow may be nil (a bridge being built or torn down): its metrics are
+// then left out.
+type Bridge struct {
+	Name     string
+	Datapath *datapath.Datapath // one datapath per bridge
+	OpenFlow *ofproto.Bridge
+	// PortName maps a datapath/OpenFlow port number to the port's name,
+	// the value of the port label. Nil, or an empty answer, falls back to
+	// the driver's interface name.
+	PortName func(no uint32) string
+}
+
+// Collector is a prometheus.Collector over the daemon's bridges. It keeps no
+// state between scrapes, so concurrent scrapes are safe.
+type Collector struct {
+	bridges func() []Bridge
+
+	portRxPackets, portRxBytes, portRxDrops, portRxErrors *prometheus.Desc
+	portTxPackets, portTxBytes, portTxDrops, portTxErrors *prometheus.Desc
+	portLinkUp                                            *prometheus.Desc
+
+	txPackets, txBatches, txDrops, txBatchSize *prometheus.Desc
+
+	pmdBusy, pmdIdle, pmdIterations, pmdRxPackets      *prometheus.Desc
+	pmdEMCHits, pmdMegaflowHits, pmdMisses             *prometheus.Desc
+	pmdLostUpcalls, pmdMalformed, pmdFlowsLimited      *prometheus.Desc
+	drops, datapathFlows                               *prometheus.Desc
+	ofRules, ofLookups, ofMatches                      *prometheus.Desc
+	macEntries, macLearned, macMoved, macAged          *prometheus.Desc
+	macEvicted                                         *prometheus.Desc
+	ctlConnected, ctlReconnects, ctlMsgsIn, ctlMsgsOut *prometheus.Desc
+	collectFailed                                      *prometheus.Desc
+}
+
+// batchBounds are datapath.BatchSizeBounds as histogram upper bounds.
+var batchBounds = func() []float64 {
+	b := make([]float64, len(datapath.BatchSizeBounds))
+	for i, v := range datapath.BatchSizeBounds {
+		b[i] = float64(v)
+	}
+	return b
+}()
+
+// NewCollector returns a collector that calls bridges at every scrape, so
+// bridges added or removed since the last scrape are seen without
+// registering anything again.
+func NewCollector(bridges func() []Bridge) *Collector {
+	br := []string{"bridge"}
+	port := []string{"bridge", "port"}
+	pmd := []string{"bridge", "pmd"}
+	pmdPort := []string{"bridge", "pmd", "port"}
+	d := func(name, help string, labels []string) *prometheus.Desc {
+		return prometheus.NewDesc("vswitch_"+name, help, labels, nil)
+	}
+	return &Collector{
+		bridges: bridges,
+
+		portRxPackets: d("port_rx_packets_total", "Packets received on the port, as counted by its driver.", port),
+		portRxBytes:   d("port_rx_bytes_total", "Bytes received on the port, as counted by its driver.", port),
+		portRxDrops:   d("port_rx_drops_total", "Packets the port's driver dropped on receive (no buffer, ring overrun).", port),
+		portRxErrors:  d("port_rx_errors_total", "Receive errors counted by the port's driver.", port),
+		portTxPackets: d("port_tx_packets_total", "Packets transmitted on the port, as counted by its driver.", port),
+		portTxBytes:   d("port_tx_bytes_total", "Bytes transmitted on the port, as counted by its driver.", port),
+		portTxDrops:   d("port_tx_drops_total", "Packets the port's driver dropped on transmit (tx queue full).", port),
+		portTxErrors:  d("port_tx_errors_total", "Transmit errors counted by the port's driver.", port),
+		portLinkUp:    d("port_link_up", "1 if the port's link is up, 0 if it is down.", port),
+
+		txPackets:   d("pmd_tx_packets_total", "Packets a PMD handed to the port's driver that the driver accepted.", pmdPort),
+		txBatches:   d("pmd_tx_batches_total", "Output batches a PMD sent to the port (one driver Send each).", pmdPort),
+		txDrops:     d("pmd_tx_drops_total", "Packets of a PMD's output batches that the port refused (tx queue full) or that met a link that was down.", pmdPort),
+		txBatchSize: d("pmd_tx_batch_size_packets", "Packets per output batch a PMD sent to the port.", pmdPort),
+
+		pmdBusy:         d("pmd_busy_seconds_total", "Time the PMD spent in iterations that received packets.", pmd),
+		pmdIdle:         d("pmd_idle_seconds_total", "Time the PMD spent in iterations that received nothing, sleeping included.", pmd),
+		pmdIterations:   d("pmd_iterations_total", "Poll iterations of the PMD.", pmd),
+		pmdRxPackets:    d("pmd_rx_packets_total", "Packets the PMD received from its rx queues.", pmd),
+		pmdEMCHits:      d("pmd_emc_hits_total", "Packets classified by the PMD's exact-match cache.", pmd),
+		pmdMegaflowHits: d("pmd_megaflow_hits_total", "Packets classified by the PMD's megaflow classifier after an EMC miss.", pmd),
+		pmdMisses:       d("pmd_misses_total", "Packets that missed both caches and were upcalled for translation.", pmd),
+		pmdLostUpcalls:  d("pmd_lost_upcalls_total", "Upcalls that failed; their packets were dropped.", pmd),
+		pmdMalformed:    d("pmd_malformed_packets_total", "Packets with truncated or malformed headers (classified as far as they parsed).", pmd),
+		pmdFlowsLimited: d("pmd_flows_limited_total", "Upcalls whose megaflow was not installed because the PMD was at its flow limit.", pmd),
+
+		drops:         d("datapath_drops_total", "Packets the datapath dropped, by PMD and cause.", []string{"bridge", "pmd", "cause"}),
+		datapathFlows: d("datapath_flows", "Megaflows installed in the bridge's PMD classifiers (summed over PMDs).", br),
+
+		ofRules:   d("openflow_rules", "OpenFlow rules installed in the table (tables without rules are left out, except table 0).", []string{"bridge", "table"}),
+		ofLookups: d("openflow_table_lookups_total", "Translation lookups in the OpenFlow table (upcalls and packet-outs, not datapath hits).", []string{"bridge", "table"}),
+		ofMatches: d("openflow_table_matches_total", "Translation lookups in the OpenFlow table that found a rule.", []string{"bridge", "table"}),
+
+		macEntries: d("mac_table_entries", "Entries in the NORMAL action's MAC learning table.", br),
+		macLearned: d("mac_table_learned_total", "MAC addresses learned by NORMAL.", br),
+		macMoved:   d("mac_table_moved_total", "Learned MAC addresses that moved to another port.", br),
+		macAged:    d("mac_table_aged_total", "MAC table entries removed for age.", br),
+		macEvicted: d("mac_table_evicted_total", "MAC table entries evicted to make room.", br),
+
+		ctlConnected:  d("controller_connected", "1 if the controller target has a connection past the OpenFlow handshake, else 0.", []string{"bridge", "target"}),
+		ctlReconnects: d("controller_reconnects_total", "Connection attempts to an active controller target after the first.", []string{"bridge", "target"}),
+		ctlMsgsIn:     d("controller_messages_received_total", "OpenFlow messages received on the target's current connections (restarts from 0 on reconnect).", []string{"bridge", "target"}),
+		ctlMsgsOut:    d("controller_messages_sent_total", "OpenFlow messages sent on the target's current connections (restarts from 0 on reconnect).", []string{"bridge", "target"}),
+
+		collectFailed: prometheus.NewDesc("vswitch_collect_failed", "A bridge's metrics could not be read.", br, nil),
+	}
+}
+
+func (c *Collector) descs() []*prometheus.Desc {
+	return []*prometheus.Desc{
+		c.portRxPackets, c.portRxBytes, c.portRxDrops, c.portRxErrors,
+		c.portTxPackets, c.portTxBytes, c.portTxDrops, c.portTxErrors, c.portLinkUp,
+		c.txPackets, c.txBatches, c.txDrops, c.txBatchSize,
+		c.pmdBusy, c.pmdIdle, c.pmdIterations, c.pmdRxPackets,
+		c.pmdEMCHits, c.pmdMegaflowHits, c.pmdMisses,
+		c.pmdLostUpcalls, c.pmdMalformed, c.pmdFlowsLimited,
+		c.drops, c.datapathFlows,
+		c.ofRules, c.ofLookups, c.ofMatches,
+		c.macEntries, c.macLearned, c.macMoved, c.macAged, c.macEvicted,
+		c.ctlConnected, c.ctlReconnects, c.ctlMsgsIn, c.ctlMsgsOut,
+		c.collectFailed,
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs() {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	for _, b := range c.bridges() {
+		c.collectBridge(ch, b)
+	}
+}
+
+// collectBridge reads one bridge. A panic while reading (a half-built
+// bridge, a driver bug) must not take the daemon down: the registry runs
+// collectors on goroutines of its own, where an unrecovered panic is fatal.
+// It becomes an invalid metric instead, which the handler reports and
+// skips, serving everything else.
+func (c *Collector) collectBridge(ch chan<- prometheus.Metric, b Bridge) {
+	defer func() {
+		if r := recover(); r != nil {
+			ch <- prometheus.NewInvalidMetric(c.collectFailed, fmt.Errorf("bridge %q: %v", b.Name, r))
+		}
+	}()
+	e := emitter{ch: ch}
+	if dp := b.Datapath; dp != nil {
+		c.collectDatapath(&e, b, dp)
+	}
+	if of := b.OpenFlow; of != nil {
+		c.collectOpenFlow(&e, b.Name, of)
+	}
+}
+
+func (c *Collector) collectDatapath(e *emitter, b Bridge, dp *datapath.Datapath) {
+	for _, p := range dp.Ports() {
+		port := portName(b, p.No, p.Dev)
+		s := p.Dev.Stats()
+		e.counter(c.portRxPackets, s.RxPackets, b.Name, port)
+		e.counter(c.portRxBytes, s.RxBytes, b.Name, port)
+		e.counter(c.portRxDrops, s.RxDrops, b.Name, port)
+		e.counter(c.portRxErrors, s.RxErrors, b.Name, port)
+		e.counter(c.portTxPackets, s.TxPackets, b.Name, port)
+		e.counter(c.portTxBytes, s.TxBytes, b.Name, port)
+		e.counter(c.portTxDrops, s.TxDrops, b.Name, port)
+		e.counter(c.portTxErrors, s.TxErrors, b.Name, port)
+		e.gauge(c.portLinkUp, boolValue(p.Dev.LinkUp()), b.Name, port)
+		for _, t := range p.TxStats() {
+			pmd := strconv.Itoa(t.PMD)
+			e.counter(c.txPackets, t.Packets, b.Name, pmd, port)
+			e.counter(c.txBatches, t.Batches, b.Name, pmd, port)
+			e.counter(c.txDrops, t.Drops, b.Name, pmd, port)
+			count, sum, buckets := batchHistogram(t)
+			e.histogram(c.txBatchSize, count, sum, buckets, b.Name, pmd, port)
+		}
+	}
+	causes := datapath.DropCauses()
+	for _, s := range dp.PMDStats() {
+		pmd := strconv.Itoa(s.PMD)
+		e.counterSeconds(c.pmdBusy, s.BusyNs, b.Name, pmd)
+		e.counterSeconds(c.pmdIdle, s.IdleNs, b.Name, pmd)
+		e.counter(c.pmdIterations, s.Iterations, b.Name, pmd)
+		e.counter(c.pmdRxPackets, s.RxPackets, b.Name, pmd)
+		e.counter(c.pmdEMCHits, s.EMCHits, b.Name, pmd)
+		e.counter(c.pmdMegaflowHits, s.MegaflowHits, b.Name, pmd)
+		e.counter(c.pmdMisses, s.Misses, b.Name, pmd)
+		e.counter(c.pmdLostUpcalls, s.LostUpcalls, b.Name, pmd)
+		e.counter(c.pmdMalformed, s.Malformed, b.Name, pmd)
+		e.counter(c.pmdFlowsLimited, s.FlowsLimited, b.Name, pmd)
+		for _, cause := range causes {
+			e.counter(c.drops, s.Drops[cause], b.Name, pmd, cause.String())
+		}
+	}
+	e.gauge(c.datapathFlows, float64(dp.FlowCount()), b.Name)
+}
+
+// batchHistogram turns a PortPMDStats' per-bucket batch counts into the
+// cumulative form Prometheus wants. The count is the buckets' total rather
+// than t.Batches, so the +Inf bucket always agrees with the others even if
+// the PMD sent a batch between the loads of the two. The sum is exact: every
+// batch's packets either were accepted (Packets) or were dropped at the port
+// (Drops), so Packets+Drops is the sum of all batch sizes.
+func batchHistogram(t datapath.PortPMDStats) (count uint64, sum float64, buckets map[float64]uint64) {
+	buckets = make(map[float64]uint64, len(batchBounds))
+	for i, n := range t.BatchSizes {
+		count += n
+		buckets[batchBounds[i]] = count
+	}
+	return count, float64(t.Packets + t.Drops), buckets
+}
+
+func (c *Collector) collectOpenFlow(e *emitter, bridge string, of *ofproto.Bridge) {
+	pipe := of.Pipeline()
+	for tid := 0; tid < pipeline.NumTables; tid++ {
+		s := pipe.TableStats(uint8(tid))
+		if tid != 0 && s.Active == 0 && s.Lookups == 0 {
+			continue
+		}
+		table := strconv.Itoa(tid)
+		if tid == 0 || s.Active > 0 {
+			e.gauge(c.ofRules, float64(s.Active), bridge, table)
+		}
+		e.counter(c.ofLookups, s.Lookups, bridge, table)
+		e.counter(c.ofMatches, s.Matched, bridge, table)
+	}
+	if sw := of.Normal(); sw != nil {
+		s := sw.Stats()
+		e.gauge(c.macEntries, float64(s.Entries), bridge)
+		e.counter(c.macLearned, s.Learned, bridge)
+		e.counter(c.macMoved, s.Moved, bridge)
+		e.counter(c.macAged, s.Aged, bridge)
+		e.counter(c.macEvicted, s.Evicted, bridge)
+	}
+	if m := of.Manager(); m != nil {
+		for _, t := range controllerTargets(m.Status()) {
+			e.gauge(c.ctlConnected, boolValue(t.connected), bridge, t.name)
+			e.counter(c.ctlReconnects, t.reconnects, bridge, t.name)
+			e.counter(c.ctlMsgsIn, t.msgsIn, bridge, t.name)
+			e.counter(c.ctlMsgsOut, t.msgsOut, bridge, t.name)
+		}
+	}
+}
+
+// controllerTarget is one controller target's state folded over the
+// entries Status gives for it (a passive target has one for its listener
+// and one per accepted connection).
+type controllerTarget struct {
+	name                        string
+	connected                   bool
+	reconnects, msgsIn, msgsOut uint64
+}
+
+// controllerTargets folds st by target, in Status order, leaving out the
+// management targets (the local socket for vsctl and ovs-ofctl, whose
+// short-lived connections say nothing about the controller).
+func controllerTargets(st []ofconn.Status) []controllerTarget {
+	var out []controllerTarget
+	for _, s := range st {
+		if s.Management {
+			continue
+		}
+		if len(out) == 0 || out[len(out)-1].name != s.Target {
+			out = append(out, controllerTarget{name: s.Target})
+		}
+		t := &out[len(out)-1]
+		t.connected = t.connected || s.State == ofconn.StateActive
+		t.reconnects = max(t.reconnects, s.Reconnects)
+		t.msgsIn += s.MsgsIn
+		t.msgsOut += s.MsgsOut
+	}
+	return out
+}
+
+func portName(b Bridge, no uint32, dev netdev.Netdev) string {
+	if b.PortName != nil {
+		if n := b.PortName(no); n != "" {
+			return n
+		}
+	}
+	return dev.Name()
+}
+
+func boolValue(v bool) float64 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// emitter sends const metrics, turning a construction error (a label value
+// that is not valid UTF-8, say) into an invalid metric that the handler
+// reports instead of a panic.
+type emitter struct {
+	ch chan<- prometheus.Metric
+}
+
+func (e *emitter) send(m prometheus.Metric, err error, d *prometheus.Desc) {
+	if err != nil {
+		m = prometheus.NewInvalidMetric(d, err)
+	}
+	e.ch <- m
+}
+
+func (e *emitter) counter(d *prometheus.Desc, v uint64, labels ...string) {
+	m, err := prometheus.NewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	e.send(m, err, d)
+}
+
+func (e *emitter) counterSeconds(d *prometheus.Desc, ns uint64, labels ...string) {
+	m, err := prometheus.NewConstMetric(d, prometheus.CounterValue, float64(ns)/1e9, labels...)
+	e.send(m, err, d)
+}
+
+func (e *emitter) gauge(d *prometheus.Desc, v float64, labels ...string) {
+	m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	e.send(m, err, d)
+}
+
+func (e *emitter) histogram(d *prometheus.Desc, count uint64, sum float64, buckets map[float64]uint64, labels ...string) {
+	m, err := prometheus.NewConstHistogram(d, count, sum, buckets, labels...)
+	e.send(m, err, d)
+}
+
+// NewRegistry returns a registry holding c and the Go runtime and process
+// collectors, and no global state (prometheus.DefaultRegisterer is left
+// alone so tests and several daemons in one process do not collide).
+func NewRegistry(c *Collector) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// Handler limits and timeouts: a scrape reads a few hundred counters and
+// takes well under a millisecond, so anything slower is stuck, and more than
+// a few scrapes at once is a misconfigured Prometheus, not a reason to
+// spend the control plane's CPU.
+const (
+	maxScrapesInFlight = 4
+	scrapeTimeout      = 10 * time.Second
+)
+
+// Handler serves reg's metrics. A metric that cannot be gathered (a failing
+// bridge, a duplicate port name) is logged and left out while the rest is
+// served, because a partial scrape is worth more to an operator than a 500;
+// promhttp_metric_handler_errors_total counts such scrapes.
+func Handler(reg *prometheus.Registry) http.Handler {
+	return promhttp.InstrumentMetricHandler(reg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:            slogLogger{},
+		ErrorHandling:       promhttp.ContinueOnError,
+		Registry:            reg,
+		MaxRequestsInFlight: maxScrapesInFlight,
+		Timeout:             scrapeTimeout,
+	}))
+}
+
+// slogLogger hands promhttp's errors to the daemon's default slog logger,
+// looked up at each error so a logger installed after Handler is used.
+type slogLogger struct{}
+
+func (slogLogger) Println(v ...any) {
+	slog.Default().Error("metrics: scrape", "error", fmt.Sprint(v...))
+}

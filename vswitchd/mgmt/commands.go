@@ -1,0 +1,55 @@
+package mgmt
+
+// Command describes one command the daemon serves, for vsctl's help and
+// argument checks (the daemon checks again: other clients exist).
+type Command struct {
+	Name string
+	// Args is the synopsis of the arguments, in ovs-vsctl's notation.
+	Args string
+	Help string
+	// MinArgs and MaxArgs bound the argument count; MaxArgs < 0 is no bound.
+	MinArgs, MaxArgs int
+}
+
+// Commands are the management commands, in the order vsctl lists them.
+var Commands = []Command{
+	{"show", "", "overview of bridges, ports and controllers", 0, 0},
+	{"add-br", "BRIDGE [datapath_id=HEX16] [fail_mode=MODE]", "create a bridge", 1, -1},
+	{"del-br", "BRIDGE", "delete a bridge and all its ports", 1, 1},
+	{"list-br", "", "print the bridges' names", 0, 0},
+	{"br-exists", "BRIDGE", "exit 0 if BRIDGE exists, 2 if not", 1, 1},
+	{"add-port", "BRIDGE PORT [--] [type=TYPE] [options:KEY=VALUE]... [ofport_request=N] [other_config:KEY=VALUE]...",
+		"attach a port; TYPE is afxdp, afpacket, tap, internal, vhostuser or vhostuserclient (none: afxdp if it works, else afpacket)", 2, -1},
+	{"del-port", "[BRIDGE] PORT", "detach a port", 1, 2},
+	{"list-ports", "BRIDGE", "print the ports of a bridge", 1, 1},
+	{"port-to-br", "PORT", "print the bridge that holds PORT", 1, 1},
+	{"set", "TABLE RECORD COLUMN[:KEY]=VALUE...", "set values (tables: Open_vSwitch, Bridge, Port, Interface)", 3, -1},
+	{"get", "TABLE RECORD COLUMN[:KEY]...", "print values", 3, -1},
+	{"remove", "TABLE RECORD COLUMN KEY...", "remove keys from a map column", 4, -1},
+	{"set-controller", "BRIDGE TARGET...", "replace the bridge's controllers (tcp:IP:PORT, ssl:IP:PORT, unix:PATH, ptcp:PORT[:IP], punix:PATH)", 2, -1},
+	{"del-controller", "BRIDGE", "remove the bridge's controllers", 1, 1},
+	{"get-controller", "BRIDGE", "print the controllers and their connection state", 1, 1},
+	{"set-fail-mode", "BRIDGE standalone|secure", "what the bridge does while no controller is connected", 2, 2},
+	{"get-fail-mode", "BRIDGE", "print the fail mode", 1, 1},
+	{"del-fail-mode", "BRIDGE", "back to the default fail mode (standalone)", 1, 1},
+	{"pmd-stats-show", "", "per-PMD packets, cache hits, misses, batches and busy time since the last clear", 0, 0},
+	{"pmd-stats-clear", "", "restart the pmd-stats-show counters from zero", 0, 0},
+	{"pmd-rxq-show", "", "rx queues per PMD with each queue's share of the PMD's busy time", 0, 0},
+	{"pmd-rxq-rebalance", "", "reassign rx queues to PMDs by measured load", 0, 0},
+	{"dpif-dump-flows", "[BRIDGE]", "the datapath's installed megaflows with masks and counters", 0, 1},
+	{"fdb-show", "BRIDGE", "the MAC addresses NORMAL learned", 1, 1},
+	{"drop-stats", "", "every packet the datapath dropped, by cause", 0, 0},
+	{"trace", "BRIDGE FLOW", "the tables, rules and actions a packet would meet, and the megaflow it would install", 2, 2},
+	{"log-level", "[debug|info|warn|error]", "print or set the log level", 0, 1},
+	{"version", "", "print the daemon's version", 0, 0},
+}
+
+// Lookup returns the command named name.
+func Lookup(name string) (Command, bool) {
+	for _, c := range Commands {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Command{}, false
+}

@@ -1,0 +1,122 @@
+package vswitchd
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"vswitch/netdev"
+	"vswitch/netdev/afpacket"
+	"vswitch/netdev/afxdp"
+	"vswitch/netdev/tap"
+	"vswitch/netdev/vhostuser"
+	"vswitch/vswitchd/config"
+)
+
+// portOptions are the options keys each port type accepts; anything else
+// is refused when set, so a typo does not pass silently.
+var portOptions = map[string][]string{
+	config.PortTypeAuto:            {"n_rxq"},
+	config.PortTypeAFXDP:           {"n_rxq", "xdp-mode"},
+	config.PortTypeAFPacket:        {"n_rxq"},
+	config.PortTypeTap:             {"n_rxq"},
+	config.PortTypeInternal:        {"n_rxq"},
+	config.PortTypeVhostUser:       {"n_rxq", "vhost-server-path"},
+	config.PortTypeVhostUserClient: {"n_rxq", "vhost-server-path"},
+}
+
+// openNetdev opens the driver for a configured port and names the driver
+// it chose.
+func openNetdev(stateDir string, p *config.Port) (netdev.Netdev, string, error) {
+	queues := intOption(p.Options, "n_rxq", 0)
+	switch p.Type {
+	case config.PortTypeAuto:
+		if err := interfaceExists(p.Name); err != nil {
+			return nil, "", err
+		}
+		dev, xerr := afxdp.New(p.Name, afxdp.Options{Queues: queues})
+		if xerr == nil {
+			return dev, config.PortTypeAFXDP, nil
+		}
+		pdev, perr := afpacket.New(p.Name, afpacket.Options{Queues: max(queues, 1)})
+		if perr != nil {
+			return nil, "", fmt.Errorf("neither afxdp (%v) nor afpacket (%v) works", xerr, perr)
+		}
+		return pdev, config.PortTypeAFPacket, nil
+	case config.PortTypeAFXDP:
+		if err := interfaceExists(p.Name); err != nil {
+			return nil, "", err
+		}
+		mode := afxdp.ModeAuto
+		switch p.Options["xdp-mode"] {
+		case "", "best-effort":
+		case "native", "native-with-zerocopy":
+			mode = afxdp.ModeNative
+		case "generic":
+			mode = afxdp.ModeGeneric
+		default:
+			return nil, "", fmt.Errorf("options:xdp-mode=%q is not best-effort, native or generic", p.Options["xdp-mode"])
+		}
+		dev, err := afxdp.New(p.Name, afxdp.Options{Queues: queues, Mode: mode})
+		return dev, p.Type, err
+	case config.PortTypeAFPacket:
+		if err := interfaceExists(p.Name); err != nil {
+			return nil, "", err
+		}
+		dev, err := afpacket.New(p.Name, afpacket.Options{Queues: max(queues, 1)})
+		return dev, p.Type, err
+	case config.PortTypeTap, config.PortTypeInternal:
+		dev, err := tap.New(p.Name, tap.Options{Queues: queues})
+		return dev, p.Type, err
+	case config.PortTypeVhostUser, config.PortTypeVhostUserClient:
+		path := p.Options["vhost-server-path"]
+		client := p.Type == config.PortTypeVhostUserClient
+		if path == "" {
+			if client {
+				return nil, "", errors.New("type vhostuserclient needs options:vhost-server-path")
+			}
+			path = filepath.Join(stateDir, p.Name)
+		}
+		dev, err := vhostuser.New(p.Name, vhostuser.Options{SocketPath: path, Client: client, Queues: max(queues, 1)})
+		return dev, p.Type, err
+	}
+	return nil, "", fmt.Errorf("unknown port type %q", p.Type)
+}
+
+// interfaceExists gives the error users expect for a mistyped name before
+// a driver gives a less direct one.
+func interfaceExists(name string) error {
+	if _, err := net.InterfaceByName(name); err != nil {
+		return fmt.Errorf("no network interface %q on this host", name)
+	}
+	return nil
+}
+
+// checkPortOptions refuses options keys the port's type does not know.
+func checkPortOptions(p *config.Port) error {
+	known, ok := portOptions[p.Type]
+	if !ok {
+		return fmt.Errorf("unknown port type %q (want afxdp, afpacket, tap, internal, vhostuser or vhostuserclient)", p.Type)
+	}
+	for k := range p.Options {
+		if !slices.Contains(known, k) {
+			return fmt.Errorf("port %q: type %s has no option %q (known: %v)", p.Name, typeName(p.Type), k, known)
+		}
+	}
+	if v, ok := p.Options["n_rxq"]; ok {
+		if n, err := strconv.Atoi(v); err != nil || n < 1 {
+			return fmt.Errorf("port %q: options:n_rxq=%q is not a positive number", p.Name, v)
+		}
+	}
+	return nil
+}
+
+func typeName(t string) string {
+	if t == config.PortTypeAuto {
+		return "(automatic)"
+	}
+	return t
+}
