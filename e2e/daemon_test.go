@@ -68,7 +68,9 @@ func TestDaemonEndToEnd(t *testing.T) {
 	}
 	nstest.Ping(t, a.NS, b.IP)
 
-	// kill -9: nothing acknowledged may be lost.
+	// kill -9: nothing acknowledged may be lost, not even a flow added
+	// the instant before (the barrier that acknowledges it saved it).
+	d.vsctl("add-flow", "br0", "priority=3,udp,tp_dst=9,actions=drop")
 	d.kill9()
 	d.start()
 	if got := d.vsctl("list-br"); got != "br0\n" {
@@ -83,6 +85,7 @@ func TestDaemonEndToEnd(t *testing.T) {
 	dump = d.vsctl("dump-flows", "br0")
 	flowLine(t, dump, "priority=100", "in_port=1", "output:2")
 	flowLine(t, dump, "priority=100", "in_port=2", "output:1")
+	flowLine(t, dump, "priority=3", "tp_dst=9", "drop")
 	nstest.Ping(t, a.NS, b.IP)
 
 	// The datapath view agrees: megaflows for both directions.

@@ -94,6 +94,8 @@ type BridgeConfig struct {
 	// Targets are the controller targets (tcp:, ssl:, unix:, ptcp:, ...)
 	// and ManagementTargets the local ones (punix: for ovs-ofctl), handed
 	// to the bridge's ofconn.Manager.
+	// Change the controllers later with SetControllers, which the fail
+	// mode follows.
 	Targets, ManagementTargets []string
 	// Ports maps OpenFlow port numbers to datapath port numbers. Only the
 	// identity is supported (see the package documentation); nil means
@@ -784,7 +786,8 @@ func PacketIn(cp datapath.ControllerPacket) ofpwire.PacketIn {
 	return pi
 }
 
-// housekeeping expires timed-out entries.
+// housekeeping expires timed-out entries and aged MACs, pushes datapath
+// statistics and follows the ports' link states (checkPorts).
 func (b *Bridge) housekeeping() {
 	defer b.wg.Done()
 	t := time.NewTicker(housekeepingInterval)

@@ -136,6 +136,7 @@ type testBridge struct {
 	dp     *datapath.Datapath
 	p1, p2 *ring.Port
 	c      *client
+	sock   string // the management socket's path
 }
 
 // newTestBridge builds a Manual datapath with ring ports 1 and 2, a secure
@@ -164,6 +165,7 @@ func newTestBridgeWith(t *testing.T, mod func(*BridgeConfig)) *testBridge {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(t.TempDir(), "br.mgmt")
+	tb.sock = sock
 	cfg := BridgeConfig{DatapathID: 0x1234, ManagementTargets: []string{"punix:" + sock},
 		Upcall: up, Conn: ofconn.Config{ProbeInterval: -1}}
 	mod(&cfg)

@@ -132,9 +132,6 @@ func TestFlowLinesRoundTrip(t *testing.T) {
 		}
 	}
 	lines := src.br.FlowLines()
-	for _, l := range lines[:8] {
-		t.Log(l)
-	}
 	if len(lines) < 150 {
 		t.Fatalf("only %d flows installed", len(lines))
 	}

@@ -216,7 +216,6 @@ func (b *Bridge) RemovePort(no uint32) error {
 	delete(b.settings, no)
 	b.syncNormalLocked()
 	b.publishLocked()
-	desc.Config = 0
 	b.sendPortStatus(ofp.PortReasonDelete, desc)
 	return nil
 }

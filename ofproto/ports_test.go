@@ -3,6 +3,7 @@ package ofproto
 import (
 	"bytes"
 	"net"
+	"strings"
 	"testing"
 
 	"vswitch/netdev/ring"
@@ -267,7 +268,7 @@ func TestPortModFlagsForwarding(t *testing.T) {
 	// no_flood: FLOOD and NORMAL's flood skip the port, ALL does not.
 	set(2, ofp.PortConfigNoFlood, true)
 	for _, c := range []struct {
-		port       ofp.PortNo
+		port         ofp.PortNo
 		want2, want3 int
 	}{{ofp.PortFlood, 0, 1}, {ofp.PortAll, 1, 1}, {ofp.PortNormal, 0, 1}} {
 		tb.c.request(outputFlow(1, &ofpwire.ActionOutput{Port: c.port}))
@@ -330,5 +331,26 @@ func TestSetNormalPortVLANs(t *testing.T) {
 	fdb := tb.br.FDB()
 	if len(fdb) != 1 || fdb[0].Port != 1 || net.HardwareAddr(fdb[0].MAC[:]).String() != mac1.String() {
 		t.Fatalf("FDB %+v", fdb)
+	}
+}
+
+// TestOvsOfctlModPort drives PORT_MOD with the real ovs-ofctl, which looks
+// the port up by name in PORT_DESC and quotes its hardware address.
+func TestOvsOfctlModPort(t *testing.T) {
+	tb := newTestBridge(t)
+	target := "unix:" + tb.sock
+	ovsOfctl(t, "mod-port", target, "r2", "no-forward")
+	ovsOfctl(t, "mod-port", target, "1", "no-packet-in")
+	if c1, c2 := tb.br.PortConfig(1), tb.br.PortConfig(2); c1 != ofp.PortConfigNoPacketIn || c2 != ofp.PortConfigNoFwd {
+		t.Fatalf("configs after mod-port: port 1 %v, port 2 %v", c1, c2)
+	}
+	out := ovsOfctl(t, "dump-ports-desc", target)
+	if !strings.Contains(out, "NO_FWD") || !strings.Contains(out, "NO_PACKET_IN") {
+		t.Fatalf("dump-ports-desc:\n%s", out)
+	}
+	ovsOfctl(t, "mod-port", target, "r2", "forward")
+	ovsOfctl(t, "mod-port", target, "r2", "down")
+	if c := tb.br.PortConfig(2); c != ofp.PortConfigDown {
+		t.Fatalf("port 2 config %v, want PORT_DOWN only", c)
 	}
 }

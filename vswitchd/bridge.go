@@ -40,9 +40,10 @@ type bridge struct {
 	byNo    map[uint32]*port
 
 	// flowsDirty is set when the flow tables change and cleared when they
-	// are saved; saveMu serialises saves.
+	// are saved; saveMu serialises saves and guards savedFlows.
 	flowsDirty  atomic.Bool
 	saveMu      sync.Mutex
+	savedFlows  []string // what the store holds, nil if unknown
 	controllers atomic.Int32
 }
 
@@ -131,7 +132,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		FailMode:          nb.FailMode,
 		OnFlowTableChange: func() { b.flowsDirty.Store(true) },
 		Conn: ofconn.Config{
-			OnBarrier:     b.saveFlows,
+			OnBarrier:     func() { b.saveFlows(true) },
 			OnControllers: func(n int) { b.controllers.Store(int32(n)) },
 			Logf:          func(f string, a ...any) { d.logConn(nb.Name, fmt.Sprintf(f, a...)) },
 		},
@@ -162,6 +163,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 			d.log.Error("saved flows not restored", "bridge", nb.Name, "err", err)
 		} else {
 			d.log.Info("flows restored", "bridge", nb.Name, "flows", len(nb.Flows))
+			b.savedFlows = slices.Clone(nb.Flows)
 		}
 	}
 	b.flowsDirty.Store(false)
@@ -374,19 +376,27 @@ func portNeedsReopen(old, next *config.Port) bool {
 	return old.Type != next.Type || old.OFPort != next.OFPort || !maps.Equal(old.Options, next.Options)
 }
 
-// saveFlows stores the flow tables if they changed and no controller is
-// connected (a controller restores its own flows when it reconnects).
-// It runs on OpenFlow connection goroutines (before barrier replies), so
-// it never takes d.mu.
-func (b *bridge) saveFlows() {
+// saveFlows stores the flow tables if they differ from what was last
+// saved and no controller is connected (a controller restores its own
+// flows when it reconnects). Before a barrier reply (force) the tables are
+// always compared, since the change notice may still be on its way; the
+// periodic saver only looks when a change was noticed. It runs on OpenFlow
+// connection goroutines, so it never takes d.mu.
+func (b *bridge) saveFlows(force bool) {
 	b.saveMu.Lock()
 	defer b.saveMu.Unlock()
-	if b.controllers.Load() > 0 || !b.flowsDirty.Swap(false) {
+	if b.controllers.Load() > 0 {
+		return
+	}
+	if !b.flowsDirty.Swap(false) && !force {
 		return
 	}
 	lines := b.of.FlowLines()
 	if lines == nil {
 		lines = []string{}
+	}
+	if b.savedFlows != nil && slices.Equal(lines, b.savedFlows) {
+		return
 	}
 	_, err := b.d.store.Update(func(c *config.Config) error {
 		if nb := c.Bridges[b.name]; nb != nil {
@@ -399,7 +409,9 @@ func (b *bridge) saveFlows() {
 		if !errors.Is(err, config.ErrClosed) {
 			b.d.log.Error("flows not saved", "bridge", b.name, "err", err)
 		}
+		return
 	}
+	b.savedFlows = lines
 }
 
 // close stops the bridge: its OpenFlow agent, then its datapath, whose

@@ -280,7 +280,7 @@ func (d *Daemon) flowSaver() {
 			return
 		case <-t.C:
 			for _, b := range d.bridgeList() {
-				b.saveFlows()
+				b.saveFlows(false)
 			}
 		}
 	}
@@ -308,7 +308,7 @@ func (d *Daemon) Close() error {
 	d.mu.Lock()
 	for _, name := range sortedKeys(d.bridges) {
 		b := d.bridges[name]
-		b.saveFlows()
+		b.saveFlows(true)
 		b.close()
 		delete(d.bridges, name)
 	}

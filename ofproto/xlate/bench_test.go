@@ -18,7 +18,7 @@ func BenchmarkTranslate3Tables(b *testing.B) {
 
 // BenchmarkTranslate3TablesPortConfig is BenchmarkTranslate3Tables with
 // port config in play (a NO_RECV port among 16, so every translation scans
-// the ports and matches in_port): what Goal-B config costs an upcall.
+// the ports and matches in_port): what port config costs an upcall.
 func BenchmarkTranslate3TablesPortConfig(b *testing.B) {
 	benchmark3Tables(b, true)
 }

@@ -37,6 +37,15 @@
 // megaflow cannot show: callers must invalidate megaflows when the switch's
 // Generation moves.
 //
+// Port config (Options.PortConfig and FloodPorts, what PORT_MOD sets) is
+// applied where OpenFlow 1.3 §7.2.1 puts it: at the in_port (NO_RECV,
+// PORT_DOWN drop the packet; NO_PACKET_IN drops its packet-ins) and at
+// every output, NORMAL's included (NO_FWD, PORT_DOWN; NO_FLOOD for floods).
+//
+// TranslateTrace runs the same walk recording each step for
+// ofproto/trace; the record points cost a plain Translate one nil check
+// each, and a trace teaches NORMAL nothing.
+//
 // Push and pop VLAN move tags between the key's two tag slots, which
 // per-bit tracking cannot follow, so they put every original tag bit in the
 // mask. A set-field whose prerequisites the packet does not meet does
@@ -212,7 +221,7 @@ func translate(p *pipeline.Pipeline, key *flow.Key, res *datapath.UpcallResult, 
 }
 
 func (x *xlator) walk() error {
-	if !x.received() {
+	if x.opts.PortConfig != nil && !x.received() {
 		return nil
 	}
 	var md uint64
@@ -708,24 +717,32 @@ const (
 // outputPort emits output to port unless its config forbids forwarding.
 // The config is not a key field, so nothing joins the mask.
 func (x *xlator) outputPort(port uint32) error {
-	if pc := x.opts.PortConfig; pc != nil && pc(port)&fwdBlocked != 0 {
-		if x.tr != nil {
-			x.traceNote(TraceDrop, fmt.Sprintf("output:%d skipped: port config %s", port, configText(pc(port)&fwdBlocked)))
-		}
+	if x.opts.PortConfig != nil && !x.forwards(port) {
 		return nil
 	}
 	return x.emit(actions.Action{Kind: actions.Output, Port: port})
 }
 
-// received reports whether the in_port's config lets the packet in. The
+// forwards reports whether port's config (PortConfig must be set) lets
+// packets out of it.
+func (x *xlator) forwards(port uint32) bool {
+	cfg := x.opts.PortConfig(port)
+	if cfg&fwdBlocked == 0 {
+		return true
+	}
+	if x.tr != nil {
+		x.traceNote(TraceDrop, fmt.Sprintf("output:%d skipped: port config %s", port, configText(cfg&fwdBlocked)))
+	}
+	return false
+}
+
+// received reports whether the in_port's config (PortConfig must be set)
+// lets the packet in. The
 // answer depends on in_port whenever some port refuses to receive, so
 // in_port then joins the mask even when this packet's port accepts: a
 // megaflow without it would also catch the refusing port's packets.
 func (x *xlator) received() bool {
 	pc := x.opts.PortConfig
-	if pc == nil {
-		return true
-	}
 	cfg := pc(x.key.InPort)
 	anyBlocked := cfg&recvBlocked != 0
 	for _, p := range x.opts.Ports {

@@ -48,8 +48,10 @@ type Bridge struct {
 	// Ports is keyed by port name.
 	Ports map[string]*Port `json:"ports,omitempty"`
 	// Flows are ovs-ofctl syntax lines saved so that flows added with no
-	// controller attached survive a restart.
-	Flows []string `json:"flows,omitempty"`
+	// controller attached survive a restart. nil means never saved (the
+	// bridge starts with its fail mode's default flows); empty means saved
+	// empty tables, which is why the field is never omitted.
+	Flows []string `json:"flows"`
 }
 
 // Port is one interface attached to a bridge.

@@ -47,6 +47,8 @@ type Collector struct {
 
 	txPackets, txBatches, txDrops, txBatchSize *prometheus.Desc
 
+	rxqPackets, rxqBusy, rxqPMD *prometheus.Desc
+
 	pmdBusy, pmdIdle, pmdIterations, pmdRxPackets      *prometheus.Desc
 	pmdEMCHits, pmdMegaflowHits, pmdMisses             *prometheus.Desc
 	pmdLostUpcalls, pmdMalformed, pmdFlowsLimited      *prometheus.Desc
@@ -75,6 +77,7 @@ func NewCollector(bridges func() []Bridge) *Collector {
 	port := []string{"bridge", "port"}
 	pmd := []string{"bridge", "pmd"}
 	pmdPort := []string{"bridge", "pmd", "port"}
+	rxq := []string{"bridge", "port", "queue"}
 	d := func(name, help string, labels []string) *prometheus.Desc {
 		return prometheus.NewDesc("vswitch_"+name, help, labels, nil)
 	}
@@ -95,6 +98,10 @@ func NewCollector(bridges func() []Bridge) *Collector {
 		txBatches:   d("pmd_tx_batches_total", "Output batches a PMD sent to the port (one driver Send each).", pmdPort),
 		txDrops:     d("pmd_tx_drops_total", "Packets of a PMD's output batches that the port refused (tx queue full) or that met a link that was down.", pmdPort),
 		txBatchSize: d("pmd_tx_batch_size_packets", "Packets per output batch a PMD sent to the port.", pmdPort),
+
+		rxqPackets: d("rxq_packets_total", "Packets the datapath received from the rx queue.", rxq),
+		rxqBusy:    d("rxq_busy_seconds_total", "PMD time spent on the rx queue's packets (receiving, classifying, executing, the sends they caused).", rxq),
+		rxqPMD:     d("rxq_pmd", "Index of the PMD that polls the rx queue.", rxq),
 
 		pmdBusy:         d("pmd_busy_seconds_total", "Time the PMD spent in iterations that received packets.", pmd),
 		pmdIdle:         d("pmd_idle_seconds_total", "Time the PMD spent in iterations that received nothing, sleeping included.", pmd),
@@ -134,6 +141,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 		c.portRxPackets, c.portRxBytes, c.portRxDrops, c.portRxErrors,
 		c.portTxPackets, c.portTxBytes, c.portTxDrops, c.portTxErrors, c.portLinkUp,
 		c.txPackets, c.txBatches, c.txDrops, c.txBatchSize,
+		c.rxqPackets, c.rxqBusy, c.rxqPMD,
 		c.pmdBusy, c.pmdIdle, c.pmdIterations, c.pmdRxPackets,
 		c.pmdEMCHits, c.pmdMegaflowHits, c.pmdMisses,
 		c.pmdLostUpcalls, c.pmdMalformed, c.pmdFlowsLimited,
@@ -200,6 +208,22 @@ func (c *Collector) collectDatapath(e *emitter, b Bridge, dp *datapath.Datapath)
 			count, sum, buckets := batchHistogram(t)
 			e.histogram(c.txBatchSize, count, sum, buckets, b.Name, pmd, port)
 		}
+	}
+	// A queue being moved between PMDs by a rebalance could be listed
+	// twice; its counters belong to the queue, so the first listing is
+	// as good as the second.
+	seen := make(map[datapath.RxqRef]bool)
+	for _, q := range dp.RxqStats() {
+		ref := datapath.RxqRef{Port: q.Port, Queue: q.Queue}
+		p := dp.Port(q.Port)
+		if seen[ref] || p == nil {
+			continue
+		}
+		seen[ref] = true
+		port, queue := portName(b, q.Port, p.Dev), strconv.Itoa(q.Queue)
+		e.counter(c.rxqPackets, q.Packets, b.Name, port, queue)
+		e.counterSeconds(c.rxqBusy, q.BusyNs, b.Name, port, queue)
+		e.gauge(c.rxqPMD, float64(q.PMD), b.Name, port, queue)
 	}
 	causes := datapath.DropCauses()
 	for _, s := range dp.PMDStats() {

@@ -126,6 +126,25 @@ func TestScrapeMatchesCounters(t *testing.T) {
 	checkEq(t, fams, "vswitch_pmd_tx_packets_total", pl, 64)
 	checkEq(t, fams, "vswitch_pmd_tx_drops_total", pl, 16)
 
+	// Rx queues: one per port, ports 1 and 3 on PMD 0, 2 and 4 on PMD 1.
+	rxqs := r.dp.RxqStats()
+	if len(rxqs) != 4 || len(fams["vswitch_rxq_packets_total"].GetMetric()) != 4 {
+		t.Errorf("rxq stats %+v, %d series; want 4", rxqs, len(fams["vswitch_rxq_packets_total"].GetMetric()))
+	}
+	for _, q := range rxqs {
+		l := lbl("bridge", "br0", "port", r.portName(q.Port), "queue", strconv.Itoa(q.Queue))
+		checkEq(t, fams, "vswitch_rxq_packets_total", l, q.Packets)
+		checkEq(t, fams, "vswitch_rxq_pmd", l, uint64(q.PMD))
+		if got := value(t, fams, "vswitch_rxq_busy_seconds_total", l); math.Abs(got-float64(q.BusyNs)/1e9) > 1e-12 {
+			t.Errorf("rxq busy{%s} = %v, want %v s", l, got, float64(q.BusyNs)/1e9)
+		}
+	}
+	for port, want := range map[string][2]uint64{"br0-eth1": {80, 0}, "br0-eth2": {5, 1}, "br0-eth3": {7, 0}, "br0-eth4": {0, 1}} {
+		l := lbl("bridge", "br0", "port", port, "queue", "0")
+		checkEq(t, fams, "vswitch_rxq_packets_total", l, want[0])
+		checkEq(t, fams, "vswitch_rxq_pmd", l, want[1])
+	}
+
 	// PMDs and drops by cause.
 	for _, s := range r.dp.PMDStats() {
 		l := lbl("bridge", "br0", "pmd", strconv.Itoa(s.PMD))
