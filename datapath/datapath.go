@@ -362,6 +362,9 @@ func (dp *Datapath) SetPMDSleepMax(us int) error {
 	}
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
+	if us == dp.sleepUs {
+		return nil // configuration reloads set it every time
+	}
 	dp.sleepUs = us
 	dp.reconfigure()
 	return nil

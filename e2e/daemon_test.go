@@ -70,6 +70,8 @@ func TestDaemonEndToEnd(t *testing.T) {
 
 	// kill -9: nothing acknowledged may be lost, not even a flow added
 	// the instant before (the barrier that acknowledges it saved it).
+	d.vsctl("add-group", "br0", "group_id=1,type=all,bucket=actions=output:2")
+	d.vsctl("add-flow", "br0", "priority=4,udp,tp_dst=10,actions=group:1")
 	d.vsctl("add-flow", "br0", "priority=3,udp,tp_dst=9,actions=drop")
 	d.kill9()
 	d.start()
@@ -86,6 +88,8 @@ func TestDaemonEndToEnd(t *testing.T) {
 	flowLine(t, dump, "priority=100", "in_port=1", "output:2")
 	flowLine(t, dump, "priority=100", "in_port=2", "output:1")
 	flowLine(t, dump, "priority=3", "tp_dst=9", "drop")
+	flowLine(t, dump, "priority=4", "tp_dst=10", "group:1")
+	flowLine(t, d.vsctl("dump-groups", "br0"), "group_id=1", "type=all", "output:2")
 	nstest.Ping(t, a.NS, b.IP)
 
 	// The datapath view agrees: megaflows for both directions.

@@ -804,6 +804,7 @@ func (b *Bridge) housekeeping() {
 			if b.checkPorts() || aged {
 				b.dp.InvalidateFlows()
 			}
+			b.syncControllers()
 		}
 	}
 }

@@ -136,8 +136,8 @@ func (b *Bridge) FailMode() string {
 }
 
 // SetControllers replaces the controller targets (ofconn.Manager's
-// SetTargets). Use it rather than Manager().SetTargets, which the fail
-// mode logic would not see: when the bridge goes from no controller to
+// SetTargets). Prefer it to Manager().SetTargets, which the fail mode
+// logic only notices at the next housekeeping tick: when the bridge goes from no controller to
 // some, or back, every flow is deleted and a standalone bridge left
 // without controllers gets the NORMAL flow (Open vSwitch's behaviour). A
 // passive target (ptcp:, punix:) counts as a controller.
@@ -145,13 +145,25 @@ func (b *Bridge) SetControllers(targets []string) error {
 	b.failMu.Lock()
 	defer b.failMu.Unlock()
 	err := b.mgr.SetTargets(targets)
+	b.syncControllersLocked()
+	return err
+}
+
+// syncControllers catches up with controller targets changed through
+// Manager().SetTargets (housekeeping calls it every tick).
+func (b *Bridge) syncControllers() {
+	b.failMu.Lock()
+	defer b.failMu.Unlock()
+	b.syncControllersLocked()
+}
+
+func (b *Bridge) syncControllersLocked() {
 	had := b.hasControllers
 	b.hasControllers = b.hasControllersLocked()
 	if had != b.hasControllers {
 		b.flushLocked()
 	}
 	b.updateFailOpenLocked()
-	return err
 }
 
 // Controllers describes the controller targets and their connections

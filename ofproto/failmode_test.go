@@ -212,3 +212,23 @@ func TestSetFailModeAndControllersFlushLikeOVS(t *testing.T) {
 		t.Fatal("failed open without controllers")
 	}
 }
+
+func TestControllersChangedThroughManagerAreNoticed(t *testing.T) {
+	tb := newTestBridgeWith(t, func(c *BridgeConfig) { c.FailOpenDelay = 50 * time.Millisecond })
+	if err := tb.br.Manager().SetTargets([]string{unreachable}); err != nil {
+		t.Fatal(err)
+	}
+	// Housekeeping sees the controller: the NORMAL flow goes, and the
+	// bridge fails open once the delay has passed.
+	nstest.WaitFor(t, 10*time.Second, "NORMAL flow flushed", func() bool { return len(tb.br.FlowLines()) == 0 })
+	nstest.WaitFor(t, 10*time.Second, "fail-open", tb.br.FailOpen)
+	if err := tb.br.Manager().SetTargets(nil); err != nil {
+		t.Fatal(err)
+	}
+	nstest.WaitFor(t, 10*time.Second, "NORMAL flow back", func() bool {
+		return reflect.DeepEqual(tb.br.FlowLines(), normalLines)
+	})
+	if tb.br.FailOpen() {
+		t.Fatal("failed open without controllers")
+	}
+}

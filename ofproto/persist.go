@@ -189,3 +189,64 @@ func (b *Bridge) groupStats(id ofp.Group) []ofpwire.GroupStats {
 	}
 	return st
 }
+
+// GroupLines returns every group as an ovs-ofctl add-group line
+// ("group_id=1,type=all,bucket=actions=output:2,..."), by group id, with
+// no counters. RestoreGroups reads it back.
+func (b *Bridge) GroupLines() []string {
+	ds := b.groups.Desc()
+	out := make([]string, len(ds))
+	for i := range ds {
+		out[i] = flowsyntax.FormatGroup(&ds[i])
+	}
+	return out
+}
+
+// RestoreGroups replaces the group table with the groups lines describe
+// (GroupLines' output, or ovs-ofctl add-group lines, in any order: a group
+// is added after the groups it forwards to or watches), all or nothing:
+// on any error the bridge is left unchanged. Flows forwarding to groups
+// that are replaced are deleted with them, so restore the groups before
+// the flows (RestoreFlows).
+func (b *Bridge) RestoreGroups(lines []string) error {
+	pending := make([]*ofpwire.GroupMod, 0, len(lines))
+	for i, l := range lines {
+		gm, err := flowsyntax.ParseGroup(l, ofp.GroupAdd, flowsyntax.ParseFlowOptions{})
+		if err != nil {
+			return fmt.Errorf("ofproto: restoring group %d: %w", i+1, err)
+		}
+		pending = append(pending, gm)
+	}
+	// Find an order that satisfies the references, in a scratch table
+	// with the same limits.
+	now := time.Now()
+	scratch := pipeline.NewGroupTable()
+	scratch.MaxGroups, scratch.MaxBuckets = b.groups.MaxGroups, b.groups.MaxBuckets
+	order := make([]*ofpwire.GroupMod, 0, len(pending))
+	for len(pending) > 0 {
+		var lastErr error
+		left := pending[:0]
+		for _, gm := range pending {
+			if _, err := scratch.ApplyGroupMod(gm, now); err != nil {
+				lastErr = fmt.Errorf("ofproto: restoring %q: %w", flowsyntax.FormatGroupMod(gm), err)
+				left = append(left, gm)
+				continue
+			}
+			order = append(order, gm)
+		}
+		if len(left) == len(pending) {
+			return lastErr // no progress: a real error, not an ordering one
+		}
+		pending = left
+	}
+	if err := b.groupMod(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: ofp.GroupAll}); err != nil {
+		return err
+	}
+	for _, gm := range order {
+		if err := b.groupMod(gm); err != nil {
+			// Only a concurrent GROUP_MOD can get here.
+			return fmt.Errorf("ofproto: restoring %q: %w", flowsyntax.FormatGroupMod(gm), err)
+		}
+	}
+	return nil
+}

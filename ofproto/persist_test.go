@@ -143,8 +143,18 @@ func TestFlowLinesRoundTrip(t *testing.T) {
 		t.Fatalf("flows in %d tables, want 5", len(tables))
 	}
 
+	groups := src.br.GroupLines()
+	if len(groups) != 2 {
+		t.Fatalf("group lines %q", groups)
+	}
 	dst := newTestBridge(t)
-	installTestGroups(t, dst)
+	// In reverse order: restoring sorts out the references.
+	if err := dst.br.RestoreGroups([]string{groups[1], groups[0]}); err != nil {
+		t.Fatal(err)
+	}
+	if got := dst.br.GroupLines(); !reflect.DeepEqual(got, groups) {
+		t.Fatalf("restored groups %q, want %q", got, groups)
+	}
 	dst.c.request(outputFlow(3, &ofpwire.ActionOutput{Port: 1})) // replaced by the restore
 	if err := dst.br.RestoreFlows(lines); err != nil {
 		t.Fatal(err)
@@ -278,5 +288,39 @@ func TestGroupRefCounts(t *testing.T) {
 	st = tb.c.multipart(&ofpwire.GroupStatsRequest{Group: 2}).(*ofpwire.GroupStatsReply)
 	if len(st.Groups) != 1 || st.Groups[0].RefCount != 3 {
 		t.Fatalf("group 2 stats %+v", st.Groups)
+	}
+}
+
+func TestRestoreGroups(t *testing.T) {
+	tb := newTestBridge(t)
+	installTestGroups(t, tb)
+	before := tb.br.GroupLines()
+	for _, bad := range [][]string{
+		{"group_id=5,type=all,bucket=actions=output:1", "group_id=6,type=frob"},
+		{"group_id=5,type=all,bucket=actions=group:9"},                                               // a group nothing defines
+		{"group_id=5,type=all,bucket=actions=group:6", "group_id=6,type=all,bucket=actions=group:5"}, // a loop
+	} {
+		if err := tb.br.RestoreGroups(bad); err == nil {
+			t.Fatalf("RestoreGroups(%q) succeeded", bad)
+		}
+		if got := tb.br.GroupLines(); !reflect.DeepEqual(got, before) {
+			t.Fatalf("failed restore changed the groups to %q", got)
+		}
+	}
+	// Chained groups listed before what they forward to.
+	lines := []string{
+		"group_id=1,type=indirect,bucket=actions=group:2",
+		"group_id=2,type=ff,bucket=watch_port:2,actions=output:2,bucket=watch_group:3,actions=group:3",
+		"group_id=3,type=select,bucket=weight:5,actions=output:1,bucket=actions=output:2",
+	}
+	if err := tb.br.RestoreGroups(lines); err != nil {
+		t.Fatal(err)
+	}
+	if got := tb.br.GroupLines(); !reflect.DeepEqual(got, lines) {
+		t.Fatalf("restored groups %q, want %q", got, lines)
+	}
+	tb.c.request(outputFlow(1, &ofpwire.ActionGroup{Group: 1}))
+	if got := tb.forward(tb.p1, tb.p2, frame()); len(got) != 1 {
+		t.Fatalf("restored group chain forwarded %d frames", len(got))
 	}
 }

@@ -12,15 +12,15 @@ import (
 	"vswitch/ofproto/xlate"
 )
 
-// Trace runs key through the bridge's tables as an upcall for it would,
-// with the bridge's current ports, groups and NORMAL switch, and records
-// every step (ovs-appctl ofproto/trace). It changes nothing: NORMAL learns
-// no MAC, no megaflow is installed or invalidated, no entry or group
-// counter moves (the tables' lookup counters do, see
-// xlate.TranslateTrace). On a translation error the trace so far is
-// returned with the error.
+// Trace runs key through the bridge's tables as an upcall for it would
+// (the hidden NORMAL table while failed open), with the bridge's current
+// ports, port config, groups and NORMAL switch, and records every step
+// (ovs-appctl ofproto/trace). It changes nothing: NORMAL learns no MAC, no
+// megaflow is installed or invalidated, no entry or group counter moves
+// (the tables' lookup counters do, see xlate.TranslateTrace). On a
+// translation error the trace so far is returned with the error.
 func (b *Bridge) Trace(key flow.Key) (*xlate.Trace, error) {
-	tr, err := xlate.TranslateTrace(b.pipe, &key, b.xlateOptions(time.Now()))
+	tr, err := xlate.TranslateTrace(b.activePipeline(), &key, b.xlateOptions(time.Now()))
 	tr.Bridge = b.name
 	return tr, err
 }

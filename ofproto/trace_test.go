@@ -215,3 +215,30 @@ func TestParseTraceFlow(t *testing.T) {
 		}
 	}
 }
+
+// TestBridgeTracePortConfig: the trace sees the bridge's port config and
+// says which output it cost.
+func TestBridgeTracePortConfig(t *testing.T) {
+	tb := traceBridge(t)
+	tb.br.SetPortConfig(2, ofp.PortConfigNoFwd)
+	var key flow.Key
+	var off flow.Offsets
+	flow.Extract(frame(), 1, &key, &off)
+	tr := traceAndUpcall(t, tb, key)
+	var drops int
+	for _, e := range tr.Steps[1].Events {
+		if e.Kind == xlate.TraceDrop && strings.Contains(e.Text, "output:2 skipped: port config NO_FWD") {
+			drops++
+		}
+	}
+	if drops != 2 || slices.ContainsFunc(tr.Actions, func(a actions.Action) bool { return a.Kind == actions.Output }) {
+		t.Fatalf("NO_FWD port 2: %d drops traced, actions %v", drops, tr.Actions)
+	}
+
+	tb.br.SetPortConfig(2, 0)
+	tb.br.SetPortConfig(1, ofp.PortConfigNoRcv)
+	tr = traceAndUpcall(t, tb, key)
+	if len(tr.Steps) != 0 || len(tr.Ingress) != 1 || len(tr.Actions) != 0 || tr.Mask.InPort != ^uint32(0) {
+		t.Fatalf("NO_RECV in_port: %+v", tr)
+	}
+}

@@ -44,6 +44,7 @@ type bridge struct {
 	flowsDirty  atomic.Bool
 	saveMu      sync.Mutex
 	savedFlows  []string // what the store holds, nil if unknown
+	savedGroups []string
 	controllers atomic.Int32
 }
 
@@ -159,11 +160,15 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		return nil, err
 	}
 	if nb.Flows != nil {
+		if err := of.RestoreGroups(nb.Groups); err != nil {
+			d.log.Error("saved groups not restored", "bridge", nb.Name, "err", err)
+		}
 		if err := of.RestoreFlows(nb.Flows); err != nil {
 			d.log.Error("saved flows not restored", "bridge", nb.Name, "err", err)
 		} else {
 			d.log.Info("flows restored", "bridge", nb.Name, "flows", len(nb.Flows))
 			b.savedFlows = slices.Clone(nb.Flows)
+			b.savedGroups = slices.Clone(nb.Groups)
 		}
 	}
 	b.flowsDirty.Store(false)
@@ -356,7 +361,7 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 		return err
 	}
 	if !slices.Equal(b.cfg.Controllers, nb.Controllers) {
-		if err := b.of.Manager().SetTargets(nb.Controllers); err != nil {
+		if err := b.of.SetControllers(nb.Controllers); err != nil {
 			return err
 		}
 	}
@@ -391,16 +396,16 @@ func (b *bridge) saveFlows(force bool) {
 	if !b.flowsDirty.Swap(false) && !force {
 		return
 	}
-	lines := b.of.FlowLines()
+	lines, groups := b.of.FlowLines(), b.of.GroupLines()
 	if lines == nil {
 		lines = []string{}
 	}
-	if b.savedFlows != nil && slices.Equal(lines, b.savedFlows) {
+	if b.savedFlows != nil && slices.Equal(lines, b.savedFlows) && slices.Equal(groups, b.savedGroups) {
 		return
 	}
 	_, err := b.d.store.Update(func(c *config.Config) error {
 		if nb := c.Bridges[b.name]; nb != nil {
-			nb.Flows = lines
+			nb.Flows, nb.Groups = lines, groups
 		}
 		return nil
 	})
@@ -411,7 +416,7 @@ func (b *bridge) saveFlows(force bool) {
 		}
 		return
 	}
-	b.savedFlows = lines
+	b.savedFlows, b.savedGroups = lines, groups
 }
 
 // close stops the bridge: its OpenFlow agent, then its datapath, whose

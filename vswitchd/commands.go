@@ -450,11 +450,11 @@ func (d *Daemon) cmdShow(context.Context, []string) (mgmt.Result, error) {
 					pv.Running, pv.Driver, pv.LinkUp = true, rp.driver, rp.dev.LinkUp()
 				}
 			}
-			fmt.Fprintf(&sb, "        Port %s\n            ofport: %d\n            type: %s", p.Name, p.OFPort, pv.Type)
-			if pv.Driver != "" && pv.Driver != p.Type {
-				fmt.Fprintf(&sb, " (%s)", pv.Driver)
+			typ := pv.Type
+			if p.Type == config.PortTypeAuto && pv.Driver != "" {
+				typ = pv.Driver + " (automatic)"
 			}
-			sb.WriteString("\n")
+			fmt.Fprintf(&sb, "        Port %s\n            ofport: %d\n            type: %s\n", p.Name, p.OFPort, typ)
 			for _, k := range sortedKeys(p.Options) {
 				fmt.Fprintf(&sb, "            options:%s=%s\n", k, p.Options[k])
 			}

@@ -248,12 +248,15 @@ func (d *Daemon) apply(old, next *config.Config) error {
 			continue
 		}
 		if b.needsRebuild(next, nb) {
-			flows := b.of.FlowLines()
+			flows, groups := b.of.FlowLines(), b.of.GroupLines()
 			b.close()
 			delete(d.bridges, name)
 			nbr, err := d.newBridge(next, nb, false)
 			if err != nil {
 				return err
+			}
+			if err := nbr.of.RestoreGroups(groups); err != nil {
+				d.log.Warn("groups not carried over the rebuild", "bridge", name, "err", err)
 			}
 			if err := nbr.of.RestoreFlows(flows); err != nil {
 				d.log.Warn("flows not carried over the rebuild", "bridge", name, "err", err)

@@ -784,8 +784,8 @@ func (x *xlator) packetInAllowed() bool {
 // floodable reports whether a NORMAL flood may include port: FloodPorts,
 // when set, lists the ports without NO_FLOOD.
 func (x *xlator) floodable(port uint32) bool {
-	if x.opts.FloodPorts == nil {
-		return true
+	if x.opts.FloodPorts == nil || len(x.opts.FloodPorts) == len(x.opts.Ports) {
+		return true // a subset of Ports as long as Ports leaves nothing out
 	}
 	for _, p := range x.opts.FloodPorts {
 		if p == port {

@@ -52,6 +52,9 @@ type Bridge struct {
 	// bridge starts with its fail mode's default flows); empty means saved
 	// empty tables, which is why the field is never omitted.
 	Flows []string `json:"flows"`
+	// Groups are the group table, saved with the flows (in ovs-ofctl
+	// add-group syntax) because flows may forward to groups.
+	Groups []string `json:"groups,omitempty"`
 }
 
 // Port is one interface attached to a bridge.
@@ -91,6 +94,7 @@ func (b *Bridge) Clone() *Bridge {
 	out.Controllers = slices.Clone(b.Controllers)
 	out.OtherConfig = maps.Clone(b.OtherConfig)
 	out.Flows = slices.Clone(b.Flows)
+	out.Groups = slices.Clone(b.Groups)
 	if b.Ports != nil {
 		out.Ports = make(map[string]*Port, len(b.Ports))
 		for k, p := range b.Ports {

@@ -2,8 +2,10 @@ package metrics
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -315,8 +317,31 @@ func TestScrapeConcurrent(t *testing.T) {
 			time.Sleep(50 * time.Microsecond)
 		}
 	}()
+	// A second scraper, so that two Collects overlap.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			resp, err := http.Get(url)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("parallel scrape: %s", resp.Status)
+				return
+			}
+		}
+	}()
 	last := -1.0
-	for i := 0; i < 20; i++ {
+	for i := 0; i < 10; i++ {
 		fams := scrape(t, url)
 		got := value(t, fams, "vswitch_port_rx_packets_total", lbl("bridge", "run", "port", "run-eth1"))
 		if got < last {
