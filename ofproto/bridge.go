@@ -39,8 +39,8 @@
 // (Datapath.PushStats, at housekeeping and before statistics replies).
 // Group reference counts are computed from the tables when asked (flows
 // and groups forwarding to the group directly). Group and bucket packet
-// and byte counters are not fed: translation does not record the groups
-// and buckets a megaflow runs through (they read zero).
+// and byte counters grow the same way as the entries': translation lists
+// the groups and buckets a megaflow runs through among its refs.
 //
 // Groups: GROUP_MOD edits the group table that translation runs group
 // actions through; deleting a group deletes the flows forwarding to it, and

@@ -108,3 +108,36 @@ func TestMeterModAndMultiparts(t *testing.T) {
 		t.Fatalf("meters after delete %+v", cfg.Meters)
 	}
 }
+
+// TestGroupCounters: the traffic of megaflows that run through a group
+// lands in the group's and the chosen buckets' counters.
+func TestGroupCounters(t *testing.T) {
+	tb := newTestBridge(t)
+	gm := &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeAll, GroupID: 9,
+		Buckets: []ofpwire.Bucket{bucketOut(2), bucketOut(2)}}
+	if r := tb.c.request(gm); len(r) != 0 {
+		t.Fatalf("group-mod replies %#v", r)
+	}
+	if r := tb.c.request(outputFlow(1, &ofpwire.ActionGroup{Group: 9})); len(r) != 0 {
+		t.Fatalf("flow-mod replies %#v", r)
+	}
+	f := frame()
+	for i := 0; i < 3; i++ {
+		if got := tb.forward(tb.p1, tb.p2, f); len(got) != 2 {
+			t.Fatalf("packet %d: %d copies out, want 2", i, len(got))
+		}
+	}
+	st := tb.c.multipart(&ofpwire.GroupStatsRequest{Group: 9}).(*ofpwire.GroupStatsReply)
+	if len(st.Groups) != 1 {
+		t.Fatalf("group stats %+v", st.Groups)
+	}
+	g := st.Groups[0]
+	if g.PacketCount != 3 || g.ByteCount != 3*uint64(len(f)) || g.RefCount != 1 {
+		t.Fatalf("group counters %+v, want 3 packets, %d bytes, 1 ref", g, 3*len(f))
+	}
+	for i, b := range g.BucketStats {
+		if b.PacketCount != 3 || b.ByteCount != 3*uint64(len(f)) {
+			t.Fatalf("bucket %d counters %+v", i, b)
+		}
+	}
+}

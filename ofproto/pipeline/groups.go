@@ -76,6 +76,19 @@ func (g *Group) Account(b *Bucket, packets, bytes uint64) {
 	}
 }
 
+// Touch makes a group a datapath.StatsSink: translation lists the groups
+// a packet went through among the megaflow's refs, and the datapath's
+// statistics push lands here.
+func (g *Group) Touch(_ time.Time, packets, bytes uint64) { g.Account(nil, packets, bytes) }
+
+// Touch makes a bucket a datapath.StatsSink, like Group.Touch; a bucket
+// that a MODIFY replaced keeps counting into the old state, which no
+// reader sees any more (the spec lets MODIFY reset bucket counters).
+func (b *Bucket) Touch(_ time.Time, packets, bytes uint64) {
+	b.Packets.Add(packets)
+	b.Bytes.Add(bytes)
+}
+
 // GroupTable holds the groups of one bridge. Changes and lookups by id go
 // through one RWMutex; a *Group once obtained is read without it.
 type GroupTable struct {

@@ -26,8 +26,9 @@
 // actions after the group see the packet unchanged. The last bucket of a
 // group run from the action set needs no such undo. A bucket whose VLAN
 // pushes and pops cannot be undone that way (more than one net push or pop,
-// or a TPID change) is unsupported. An unknown group drops. Group and
-// bucket counters are not fed from megaflows.
+// or a TPID change) is unsupported. An unknown group drops. The group and
+// each bucket run join the result's Refs, so the megaflow's traffic counts
+// in their statistics.
 //
 // OFPP_NORMAL asks Options.Normal for a decision on the packet as rewritten
 // so far and emits its outputs with their tag treatment (push 0x8100 with
@@ -932,6 +933,7 @@ func (x *xlator) group(id ofp.Group, table uint8, miss, final bool) error {
 		}
 		return nil // unknown group: drop
 	}
+	x.refs = append(x.refs, g) // the group counts the megaflow's traffic
 	x.depth++
 	err := x.runGroup(t, g, table, miss, final)
 	x.depth--
@@ -1000,6 +1002,7 @@ func (x *xlator) flowHash() uint32 {
 // bucket runs one bucket's actions on a clone of the packet and, unless
 // final, emits the actions that undo its rewrites.
 func (x *xlator) bucket(b *pipeline.Bucket, table uint8, miss, final bool) error {
+	x.refs = append(x.refs, b)
 	savedKey, savedW, savedTags := x.key, x.written, x.tags
 	x.tind++
 	for _, a := range b.Actions {
