@@ -421,13 +421,29 @@ func TestRebalanceWhileRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 30000 // per input
+	// At most window packets in flight, so that the output rings (drained
+	// by this goroutine, which a loaded machine may not run for a while)
+	// cannot overflow: a drop there would look like a loss.
+	const window = 4096
 	var injected [2]atomic.Int64
-	var wg sync.WaitGroup
+	var drained atomic.Int64
+	var wg, firstThird sync.WaitGroup
+	resume := make(chan struct{})
 	for i, p := range []*ring.Port{in1, in2} {
 		wg.Add(1)
+		firstThird.Add(1)
 		go func() {
 			defer wg.Done()
 			for s := 0; s < n; s++ {
+				if s == n/3 {
+					// Both inputs keep going after the rebalance,
+					// whatever the scheduler does.
+					firstThird.Done()
+					<-resume
+				}
+				for injected[0].Load()+injected[1].Load()-drained.Load() >= window {
+					time.Sleep(20 * time.Microsecond)
+				}
 				for p.Inject(0, udpFrame(uint32(i+1), 2, 5, 9, uint32(i*n+s))) == 0 {
 					time.Sleep(20 * time.Microsecond)
 				}
@@ -453,12 +469,22 @@ func TestRebalanceWhileRunning(t *testing.T) {
 				count++
 			})
 		}
+		drained.Store(int64(count))
 	}
-	// Let both queues carry traffic on PMD 0, then rebalance mid-stream.
-	for injected[0].Load() < n/3 || injected[1].Load() < n/3 {
-		drain()
-		time.Sleep(100 * time.Microsecond)
+	// Let both queues carry traffic on PMD 0, then rebalance mid-stream:
+	// the inputs resume as the rebalance starts.
+	waited := make(chan struct{})
+	go func() { firstThird.Wait(); close(waited) }()
+	for done := false; !done; {
+		select {
+		case <-waited:
+			done = true
+		default:
+			drain()
+			time.Sleep(100 * time.Microsecond)
+		}
 	}
+	close(resume)
 	if a := dp.RxqAssignment(); len(a[0]) != 2 {
 		t.Fatalf("initial assignment %v", a)
 	}
@@ -486,7 +512,7 @@ func TestRebalanceWhileRunning(t *testing.T) {
 	wg.Wait()
 	drain()
 	if count != 2*n {
-		t.Fatalf("received %d of %d", count, 2*n)
+		t.Fatalf("received %d of %d; PMD stats %+v", count, 2*n, dp.PMDStats())
 	}
 	dp.Stop()
 	tx := dp.Port(4).TxStats()

@@ -218,6 +218,12 @@ func (p *Pipeline) LookupLocked(tid uint8, k *flow.Key, metadata uint64, wc *flo
 	return e
 }
 
+// PeekLocked is LookupLocked without counting the lookup in the table's
+// statistics: what a trace uses, which must leave no trace.
+func (p *Pipeline) PeekLocked(tid uint8, k *flow.Key, metadata uint64, wc *flow.Mask, wcMetadata *uint64) *Entry {
+	return p.tables[tid].lookup(k, metadata, wc, wcMetadata)
+}
+
 // TableStats returns the statistics of table tid (< NumTables).
 func (p *Pipeline) TableStats(tid uint8) TableStats {
 	p.mu.RLock()

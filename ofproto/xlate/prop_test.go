@@ -329,7 +329,9 @@ func reference(t *testing.T, p *pipeline.Pipeline, env *portEnv, key flow.Key) (
 			}
 		}
 		if hit == nil {
-			break
+			// §5.4: with no table-miss entry the packet is dropped, its
+			// action set with it (what apply-actions sent is gone).
+			return obs, k
 		}
 		next := -1
 		for _, in := range hit.Instructions() {

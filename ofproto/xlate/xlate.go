@@ -232,13 +232,20 @@ func (x *xlator) walk() error {
 			return ErrLoop
 		}
 		var wc flow.Mask
-		e := x.p.LookupLocked(tid, &x.key, md, &wc, nil)
+		var e *pipeline.Entry
+		if x.tr == nil {
+			e = x.p.LookupLocked(tid, &x.key, md, &wc, nil)
+		} else {
+			e = x.p.PeekLocked(tid, &x.key, md, &wc, nil)
+		}
 		x.consult(&wc)
 		if x.tr != nil {
 			x.tr.addStep(tid, e)
 		}
 		if e == nil {
-			break // table-miss without a table-miss entry: drop
+			// No table-miss entry: OpenFlow 1.3 §5.4 drops the packet,
+			// so the action set is discarded, not executed.
+			return nil
 		}
 		x.refs = append(x.refs, e) // the entry counts the megaflow's traffic
 		x.table, x.miss = tid, isTableMiss(e)

@@ -198,9 +198,9 @@ func TestTranslateCases(t *testing.T) {
 			{1, 1, nil, ins(apply(out(8)))}},
 			key: ipv4Key(), want: actions.List{dpOut(7)}},
 		{name: "table miss mid-pipeline drops the action set", flows: []flowSpec{
-			{0, 1, nil, ins(write(out(5)), gotoT(1))},
+			{0, 1, nil, ins(apply(out(4)), write(out(5)), gotoT(1))},
 			{1, 1, []ofpwire.OXM{ipv4, oxm(ofp.XMTypeIPv4Src, 99)}, ins(apply(out(6)))}},
-			key: ipv4Key(), want: actions.List{dpOut(5)}},
+			key: ipv4Key(), want: actions.List{dpOut(4)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
