@@ -67,6 +67,18 @@ func TestDaemonEndToEnd(t *testing.T) {
 		t.Fatalf("tx-flush-interval reads %q", got)
 	}
 	nstest.Ping(t, a.NS, b.IP)
+	// A setting that shapes the PMDs rebuilds the datapath, keeping ports
+	// and flows.
+	d.vsctl("set", "Open_vSwitch", ".", "other_config:n-pmd=2")
+	if out := d.vsctl("pmd-stats-show"); !strings.Contains(out, "pmd 1:") {
+		t.Fatalf("n-pmd=2 but pmd-stats-show:\n%s", out)
+	}
+	flowLine(t, d.vsctl("dump-flows", "br0"), "priority=100", "in_port=2", "output:1")
+	nstest.Ping(t, a.NS, b.IP)
+	if out := d.vsctl("pmd-rxq-show"); !strings.Contains(out, a.Port) || !strings.Contains(out, b.Port) {
+		t.Fatalf("pmd-rxq-show:\n%s", out)
+	}
+	d.vsctl("pmd-rxq-rebalance")
 
 	// kill -9: nothing acknowledged may be lost, not even a flow added
 	// the instant before (the barrier that acknowledges it saved it).
