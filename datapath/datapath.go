@@ -145,6 +145,7 @@ type Datapath struct {
 	pmds   []*PMD
 	pmdCnt sharedSlab[pmdCounters]
 	ctrlq  *ControllerQueue
+	meters meterTable // see meter.go
 
 	// generation is bumped when the rules behind the megaflows change; each
 	// PMD compares it with the one its caches were built under.

@@ -472,6 +472,11 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 		case actions.Drop:
 			pkt.Free()
 			return
+		case actions.Meter:
+			if !p.meter(pkt, a.Port) {
+				p.drop(pkt, DropMeter)
+				return
+			}
 		default:
 			if !actions.Apply(a, pkt) {
 				p.drop(pkt, DropAction)

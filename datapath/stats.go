@@ -36,11 +36,13 @@ const (
 	DropAction                      // an action dropped it (TTL expired, no headroom)
 	DropNoBuffer                    // no pool buffer for a copy
 	DropController                  // the controller queue was full
+	DropMeter                       // a meter band dropped it, or its meter does not exist
 	numDropCauses
 )
 
 var dropCauseNames = [numDropCauses]string{
 	"no_flow", "no_port", "tx_queue_full", "port_down", "action", "no_buffer", "controller_queue_full",
+	"meter",
 }
 
 // String returns the cause's name as used in metrics and drop-stats.

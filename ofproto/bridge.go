@@ -46,10 +46,14 @@
 // actions through; deleting a group deletes the flows forwarding to it, and
 // every group change invalidates the datapath's megaflows, as does a port
 // link-state change (seen by the once-a-second housekeeping, so failover
-// lags a link going down by up to a second). Meters: METER_MOD and the
-// meter statistics work, but the meter instruction is still refused at
-// translation, so no flow can use a meter; deleting a meter does not
-// delete flows.
+// lags a link going down by up to a second).
+//
+// Meters (meters.go): METER_MOD edits the meter table and programs the
+// datapath, which enforces the meters — translation turns a flow's meter
+// instruction into a datapath meter action ahead of the flow's actions —
+// and counts their traffic for the meter statistics. A flow-mod naming a
+// meter that does not exist is refused (METER_MOD_FAILED/UNKNOWN_METER);
+// deleting a meter deletes the flows that use it.
 //
 // Persistence: FlowLines and RestoreFlows save and restore the flow
 // tables as ovs-ofctl add-flow lines; BridgeConfig.OnFlowTableChange says
@@ -154,11 +158,12 @@ type Bridge struct {
 	cfg  BridgeConfig
 	pipe *pipeline.Pipeline
 	mgr  *ofconn.Manager
-	// groups and meters are the bridge's group and meter tables. Meters
-	// are configured and reported but not enforced: xlate still rejects
-	// the meter instruction.
-	groups *pipeline.GroupTable
-	meters *pipeline.MeterTable
+	// groups and meters are the bridge's group and meter tables; the
+	// datapath enforces the meters (meters.go). meterMu keeps meter-mods
+	// in one order for the table and the datapath.
+	groups  *pipeline.GroupTable
+	meters  *pipeline.MeterTable
+	meterMu sync.Mutex
 	// failPipe is the hidden table translations use while failed open.
 	failPipe *pipeline.Pipeline
 
@@ -205,7 +210,7 @@ func NewBridge(name string, dp *datapath.Datapath, cfg BridgeConfig) (*Bridge, e
 		return nil, err
 	}
 	b := &Bridge{name: name, dp: dp, cfg: cfg, pipe: pipeline.New(0), stop: make(chan struct{}),
-		groups: pipeline.NewGroupTable(), meters: pipeline.NewMeterTable(), failPipe: newFailOpenPipeline(),
+		groups: pipeline.NewGroupTable(), meters: newMeterTable(), failPipe: newFailOpenPipeline(),
 		recs: make(map[uint32]*portRec), settings: make(map[uint32]portSettings),
 		failMode: mode, tablesDirty: make(chan struct{}, 1)}
 	b.portLiveFn = b.portLive
@@ -361,8 +366,7 @@ func (b *Bridge) Handle(c *ofconn.Conn, xid uint32, msg ofpwire.Message) error {
 	case *ofpwire.PortMod:
 		return b.portMod(m)
 	case *ofpwire.MeterMod:
-		_, err := b.meters.ApplyMeterMod(m, time.Now())
-		return err
+		return b.meterMod(m)
 	}
 	return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadType)
 }
@@ -417,6 +421,9 @@ func (b *Bridge) checkGroupRefs(fm *ofpwire.FlowMod) error {
 
 func (b *Bridge) flowMod(fm *ofpwire.FlowMod) error {
 	if err := b.checkGroupRefs(fm); err != nil {
+		return err
+	}
+	if err := b.checkMeter(fm); err != nil {
 		return err
 	}
 	removed, err := b.pipe.Apply(fm, time.Now())
@@ -557,7 +564,7 @@ func (b *Bridge) multipart(c *ofconn.Conn, xid uint32, m *ofpwire.MultipartReque
 	case *ofpwire.MeterConfigRequest:
 		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.MeterConfigReply{Meters: b.meters.Config(req.Meter)}})
 	case *ofpwire.MeterStatsRequest:
-		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.MeterStatsReply{Meters: b.meters.Stats(req.Meter, time.Now())}})
+		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.MeterStatsReply{Meters: b.meterStats(req.Meter)}})
 	case *ofpwire.MeterFeaturesRequest:
 		f := b.meters.Features()
 		return c.Send(xid, &ofpwire.MultipartReply{Body: &f})
@@ -612,7 +619,8 @@ func (b *Bridge) tableFeatures(c *ofconn.Conn, xid uint32) error {
 func tableFeatureProps() []ofpwire.TableFeatureProp {
 	var insts []ofpwire.InstructionID
 	for _, t := range []ofp.InstructionType{ofp.InstructionTypeGotoTable, ofp.InstructionTypeWriteMetadata,
-		ofp.InstructionTypeWriteActions, ofp.InstructionTypeApplyActions, ofp.InstructionTypeClearActions} {
+		ofp.InstructionTypeWriteActions, ofp.InstructionTypeApplyActions, ofp.InstructionTypeClearActions,
+		ofp.InstructionTypeMeter} {
 		insts = append(insts, ofpwire.InstructionID{Type: t})
 	}
 	var acts []ofpwire.ActionID

@@ -184,6 +184,10 @@ func ctxErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w (%v)", ctx.Err(), err)
 	}
+	// The connection's deadline is the context's and may fire first.
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
+	}
 	return err
 }
 
@@ -218,10 +222,9 @@ func (c *Client) readLoop() {
 		}
 		msg, derr := ofpwire.Decode(h, raw[ofpwire.HeaderLen:])
 		if echo, ok := msg.(*ofpwire.EchoRequest); ok && derr == nil {
-			if werr := c.writeMsgs(context.Background(), []uint32{h.Transaction}, &ofpwire.EchoReply{Data: echo.Data}); werr != nil {
-				err = werr
-				break
-			}
+			// Answered from another goroutine: the reader must keep
+			// reading while a write waits for the switch to read.
+			go c.writeMsgs(context.Background(), []uint32{h.Transaction}, &ofpwire.EchoReply{Data: echo.Data})
 			continue
 		}
 		c.mu.Lock()

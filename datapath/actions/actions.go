@@ -117,6 +117,11 @@ const (
 	// Val8, updating the checksum.
 	SetICMPType
 	SetICMPCode
+	// Meter sends the packet through datapath meter Port (an OpenFlow
+	// meter id). The PMD carries it out: the meter's bands may drop the
+	// packet or raise its DSCP drop precedence; a meter that does not
+	// exist drops it.
+	Meter
 	numKinds
 )
 

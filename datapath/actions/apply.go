@@ -54,9 +54,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // invalidated key valid. The MPLS and PBB actions find their header from
 // the bytes, behind every VLAN tag, since the key holds at most two.
 //
-// A set on a header the packet lacks does nothing. Output, Controller and
-// Drop need the PMD's queues, so Apply leaves them (and Invalid) to the PMD:
-// for those it changes nothing and returns true.
+// A set on a header the packet lacks does nothing. Output, Controller,
+// Drop and Meter need the PMD's queues or shared state, so Apply leaves
+// them (and Invalid) to the PMD: for those it changes nothing and returns
+// true.
 func Apply(a *Action, p *packet.Packet) bool {
 	switch a.Kind {
 	case SetEthSrc:

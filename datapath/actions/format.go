@@ -128,6 +128,8 @@ func (a Action) String() string {
 		return fmt.Sprintf("set(icmp(type=%d))", a.Val8)
 	case SetICMPCode:
 		return fmt.Sprintf("set(icmp(code=%d))", a.Val8)
+	case Meter:
+		return fmt.Sprintf("meter(%d)", a.Port)
 	}
 	return fmt.Sprintf("invalid(kind=%d)", a.Kind)
 }

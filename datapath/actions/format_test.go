@@ -56,6 +56,7 @@ func TestActionString(t *testing.T) {
 		{Action{Kind: SetNDTLL, Addr: [16]byte{2, 0, 0, 0, 0, 2}}, "set(nd(tll=02:00:00:00:00:02))"},
 		{Action{Kind: SetICMPType, Val8: 3}, "set(icmp(type=3))"},
 		{Action{Kind: SetICMPCode, Val8: 1}, "set(icmp(code=1))"},
+		{Action{Kind: Meter, Port: 7}, "meter(7)"},
 		{Action{Kind: Invalid}, "invalid(kind=0)"},
 		{Action{Kind: 200}, "invalid(kind=200)"},
 	}

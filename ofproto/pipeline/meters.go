@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -12,127 +11,47 @@ import (
 	"github.com/netrack/openflow/ofp"
 )
 
-// Meter concurrency: Apply runs per packet (or per batch) in the datapath,
-// so it takes no lock and allocates nothing; its token buckets are plain
-// fields, and callers must not run Apply on the same meter concurrently.
-// A meter's rate is a property of the whole switch, so its buckets cannot
-// be split between PMDs: a PMD calls Apply between Acquire and Release,
-// the meter's own spinlock (padded onto its own cache line), held only for
-// the few arithmetic operations Apply does. Counters are atomics so that
-// statistics can be read from the OpenFlow side at any time, and MODIFY
-// swaps the whole configuration (bands and their buckets) atomically.
+// Meters: the table here validates and stores METER_MODs and answers the
+// meter multiparts; the datapath enforces the meters (datapath.SetMeter,
+// programmed by ofproto) and keeps their traffic counters, which Stats
+// takes from its caller. Flow entries name meters by their meter
+// instruction; MeterFlowCounts and DeleteMeterFlows find them in the
+// tables.
 
-// MeterBand is one band of an installed meter: its OpenFlow description,
-// its token bucket and its counters.
+// MeterBand is one band of an installed meter, as its METER_MOD gave it.
 type MeterBand struct {
 	ofpwire.MeterBand
-
-	// Packets and Bytes count what the band applied to.
-	Packets, Bytes atomic.Uint64
-
-	capacity uint64 // bucket size in nano-units (see tokenCost)
-	rate     uint64 // units per second = nano-units per nanosecond
-	tokens   uint64
 }
 
 // meterConfig is what MODIFY replaces as a whole.
 type meterConfig struct {
 	flags ofp.MeterFlag
 	bands []MeterBand // sorted by rate, ascending
-	last  int64       // time of the latest Apply
-	begun bool        // Apply has run: last is meaningful
 }
 
 // Meter is one installed meter. The pointer lives as long as the meter;
 // MODIFY swaps its configuration.
 type Meter struct {
-	spin atomic.Uint32
-	_    [60]byte // keep the spinlock on its own cache line
-
 	ID      ofp.Meter
 	Created time.Time
 
-	// PacketsIn and BytesIn count everything Apply saw.
-	PacketsIn, BytesIn atomic.Uint64
-
-	refs atomic.Int64
-	cfg  atomic.Pointer[meterConfig]
+	cfg atomic.Pointer[meterConfig]
 }
-
-// Acquire takes the meter's spinlock, for a caller about to Apply it.
-func (m *Meter) Acquire() {
-	for !m.spin.CompareAndSwap(0, 1) {
-		runtime.Gosched()
-	}
-}
-
-// Release releases Acquire.
-func (m *Meter) Release() { m.spin.Store(0) }
 
 // Flags is the meter's current OFPMF_* flags.
 func (m *Meter) Flags() ofp.MeterFlag { return m.cfg.Load().flags }
 
-// Bands returns the meter's current bands, ordered by rate (lowest first);
-// the value Apply returns indexes this slice. Never changed in place.
+// Bands returns the meter's current bands, ordered by rate (lowest first):
+// the order of the band statistics, and of the bands ofproto gives the
+// datapath. Never changed in place.
 func (m *Meter) Bands() []MeterBand { return m.cfg.Load().bands }
 
-// FlowCount is the number of flow entries using the meter.
-func (m *Meter) FlowCount() int64 { return m.refs.Load() }
-
-// nanoPerSecond converts unit rates into nano-units per nanosecond.
-const nanoPerSecond = uint64(time.Second)
-
-// Apply meters pkts packets of bytes bytes in total arriving at now (ns,
-// from any monotonic clock, as long as the same one is used for the
-// meter) and returns the index in Bands of the band that applies to them
-// — the highest-rate band whose rate they exceed — or -1 when none does.
-//
-// Each band is a token bucket filling at its rate up to its burst size
-// (OFPMF_BURST) or one second's worth of its rate otherwise; tokens are
-// kept in nano-units (nano-packets, or nano-kilobits: 1 byte = 8e6) so the
-// arithmetic is integral. Packets are taken from every band bucket that
-// holds enough tokens; a band without enough is exceeded.
-//
-// No lock, no allocation: see the package's note on meter concurrency.
-func (m *Meter) Apply(now int64, pkts int, bytes int) int {
-	c := m.cfg.Load()
-	m.PacketsIn.Add(uint64(pkts))
-	m.BytesIn.Add(uint64(bytes))
-	var elapsed uint64
-	if !c.begun {
-		c.begun, c.last = true, now // buckets start full
-	} else if now > c.last {
-		elapsed = uint64(now - c.last)
-		c.last = now
-	}
-	cost := uint64(pkts) * nanoPerSecond
-	if c.flags&ofp.MeterFlagKBitPerSec != 0 {
-		cost = uint64(bytes) * 8 * (nanoPerSecond / 1000)
-	}
-	band := -1
-	for i := range c.bands {
-		b := &c.bands[i]
-		room := b.capacity - b.tokens
-		if elapsed >= room/b.rate+1 {
-			b.tokens = b.capacity
-		} else {
-			b.tokens += elapsed * b.rate
-			if b.tokens > b.capacity {
-				b.tokens = b.capacity
-			}
-		}
-		if b.tokens >= cost {
-			b.tokens -= cost
-		} else {
-			band = i // bands are sorted by rate, so the last one wins
-		}
-	}
-	if band >= 0 {
-		b := &c.bands[band]
-		b.Packets.Add(uint64(pkts))
-		b.Bytes.Add(uint64(bytes))
-	}
-	return band
+// MeterCounts are a meter's traffic counters as its enforcer keeps them:
+// every packet that went through the meter, and per band (in Bands order)
+// the packets the band applied to.
+type MeterCounts struct {
+	Packets, Bytes uint64
+	Bands          []ofp.MeterBandStats
 }
 
 // MeterTable holds the meters of one bridge.
@@ -188,35 +107,14 @@ func (t *MeterTable) Get(id ofp.Meter) *Meter {
 	return m
 }
 
-// Ref records one more flow entry using meter id; false when there is no
-// such meter (the flow table answers OFPMMFC_UNKNOWN_METER).
-func (t *MeterTable) Ref(id ofp.Meter) bool {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	m := t.meters[id]
-	if m == nil {
-		return false
-	}
-	m.refs.Add(1)
-	return true
-}
-
-// Unref undoes one Ref; unknown meters are ignored.
-func (t *MeterTable) Unref(id ofp.Meter) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if m := t.meters[id]; m != nil && m.refs.Load() > 0 {
-		m.refs.Add(-1)
-	}
-}
-
 func mmErr(code uint16) error {
 	return &ofpwire.OFPError{Type: ofpwire.ETMeterModFailed, Code: code}
 }
 
 // ApplyMeterMod carries out one METER_MOD at time now. For DELETE it
 // returns the ids of the meters removed, whose flow entries the caller
-// must remove (the spec removes flows using a deleted meter). Errors are
+// must remove (DeleteMeterFlows: OpenFlow 1.3 §6.6 removes the flow
+// entries that use a deleted meter). Errors are
 // *ofpwire.OFPError of type METER_MOD_FAILED:
 //
 //	ADD of an existing id                      METER_EXISTS
@@ -294,18 +192,10 @@ func (t *MeterTable) newConfig(mm *ofpwire.MeterMod) (*meterConfig, error) {
 		if mb.Rate == 0 {
 			return nil, mmErr(ofpwire.MMFCBadRate)
 		}
-		burst := uint64(mb.Rate)
-		if f&ofp.MeterFlagBurst != 0 {
-			if mb.BurstSize == 0 {
-				return nil, mmErr(ofpwire.MMFCBadBurst)
-			}
-			burst = uint64(mb.BurstSize)
+		if f&ofp.MeterFlagBurst != 0 && mb.BurstSize == 0 {
+			return nil, mmErr(ofpwire.MMFCBadBurst)
 		}
-		b := &c.bands[i]
-		b.MeterBand = mb
-		b.rate = uint64(mb.Rate)
-		b.capacity = burst * nanoPerSecond
-		b.tokens = b.capacity
+		c.bands[i].MeterBand = mb
 	}
 	sort.SliceStable(c.bands, func(i, j int) bool { return c.bands[i].Rate < c.bands[j].Rate })
 	for i := 1; i < len(c.bands); i++ {
@@ -358,10 +248,12 @@ func (t *MeterTable) sorted(id ofp.Meter) []*Meter {
 	return out
 }
 
-// Stats answers OFPMP_METER for id (OFPM_ALL: every meter) at time now;
-// band statistics follow Bands' order. Counters are kept whether or not
-// the meter has OFPMF_STATS, which only asks for them.
-func (t *MeterTable) Stats(id ofp.Meter, now time.Time) []ofpwire.MeterStats {
+// Stats answers OFPMP_METER for id (OFPM_ALL: every meter) at time now.
+// flows holds each meter's flow entry count (MeterFlowCounts) and counts
+// returns its traffic counters (the datapath's); band statistics follow
+// Bands' order. Counters are reported whether or not the meter has
+// OFPMF_STATS, which only asks for them.
+func (t *MeterTable) Stats(id ofp.Meter, now time.Time, flows map[ofp.Meter]uint32, counts func(ofp.Meter) MeterCounts) []ofpwire.MeterStats {
 	ms := t.sorted(id)
 	out := make([]ofpwire.MeterStats, 0, len(ms))
 	for _, m := range ms {
@@ -369,16 +261,14 @@ func (t *MeterTable) Stats(id ofp.Meter, now time.Time) []ofpwire.MeterStats {
 		if d < 0 {
 			d = 0
 		}
-		bands := m.Bands()
+		c := counts(m.ID)
 		s := ofpwire.MeterStats{
-			MeterID: m.ID, FlowCount: uint32(m.refs.Load()),
-			PacketInCount: m.PacketsIn.Load(), ByteInCount: m.BytesIn.Load(),
+			MeterID: m.ID, FlowCount: flows[m.ID],
+			PacketInCount: c.Packets, ByteInCount: c.Bytes,
 			DurationSec: uint32(d / time.Second), DurationNSec: uint32(d % time.Second),
-			BandStats: make([]ofp.MeterBandStats, len(bands)),
+			BandStats: make([]ofp.MeterBandStats, len(m.Bands())),
 		}
-		for i := range bands {
-			s.BandStats[i] = ofp.MeterBandStats{PacketBandCount: bands[i].Packets.Load(), ByteBandCount: bands[i].Bytes.Load()}
-		}
+		copy(s.BandStats, c.Bands)
 		out = append(out, s)
 	}
 	return out
@@ -407,4 +297,76 @@ func (t *MeterTable) Features() ofpwire.MeterFeaturesReply {
 		Capabilities: uint32(knownMeterFlags),
 		MaxBands:     uint8(t.maxBands()),
 	}
+}
+
+// MeterID returns the meter the entry's meter instruction names, if it
+// has one.
+func (e *Entry) MeterID() (ofp.Meter, bool) {
+	for _, in := range e.Instructions() {
+		if m, ok := in.(*ofpwire.InstrMeter); ok {
+			return m.MeterID, true
+		}
+	}
+	return 0, false
+}
+
+// MeterFlowCounts counts, per meter, the flow entries whose meter
+// instruction names it (OFPMP_METER's flow_count).
+func (p *Pipeline) MeterFlowCounts() map[ofp.Meter]uint32 {
+	out := make(map[ofp.Meter]uint32)
+	p.mu.RLock()
+	for tid := range p.tables {
+		t := &p.tables[tid]
+		if t.count == 0 {
+			continue
+		}
+		t.each(func(e *Entry) {
+			if id, ok := e.MeterID(); ok {
+				out[id]++
+			}
+		})
+	}
+	p.mu.RUnlock()
+	return out
+}
+
+// DeleteMeterFlows removes every flow entry whose meter instruction names
+// one of ids and returns them, RemovedReason OFPRR_DELETE (OpenFlow 1.3
+// has no reason of its own for a meter deletion; 1.4's METER_DELETE
+// does not exist on the 1.3 wire). Like a flow-mod that removed
+// something, it moves the generation and calls OnChange.
+func (p *Pipeline) DeleteMeterFlows(ids []ofp.Meter) []*Entry {
+	if len(ids) == 0 {
+		return nil
+	}
+	del := make(map[ofp.Meter]bool, len(ids))
+	for _, id := range ids {
+		del[id] = true
+	}
+	var out []*Entry
+	p.mu.Lock()
+	for tid := range p.tables {
+		t := &p.tables[tid]
+		if t.count == 0 {
+			continue
+		}
+		start := len(out)
+		t.each(func(e *Entry) {
+			if id, ok := e.MeterID(); ok && del[id] {
+				e.RemovedReason = ofp.FlowReasonDelete
+				out = append(out, e)
+			}
+		})
+		for _, e := range out[start:] {
+			t.remove(e)
+		}
+	}
+	if len(out) > 0 {
+		p.gen.Add(1)
+	}
+	p.mu.Unlock()
+	if len(out) > 0 && p.OnChange != nil {
+		p.OnChange()
+	}
+	return out
 }

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -84,16 +83,12 @@ func TestMeterAddModifyDelete(t *testing.T) {
 	mt := NewMeterTable()
 	m := mustMeter(t, mt, madd(1, kbps, drop(100, 0)))
 	mustMeter(t, mt, madd(2, pktps, drop(100, 0)))
-	if !mt.Ref(1) || mt.Ref(3) {
-		t.Fatal("Ref: want true for installed meters, false for unknown")
-	}
-	m.Apply(1, 1, 100)
 	if _, err := mt.ApplyMeterMod(&ofpwire.MeterMod{Command: ofp.MeterModify, Flags: pktps | burst, MeterID: 1,
 		Bands: []ofpwire.MeterBand{remark(50, 10, 2), drop(20, 5)}}, t0); err != nil {
 		t.Fatal(err)
 	}
-	if mt.Get(1) != m || m.Flags() != pktps|burst || len(m.Bands()) != 2 || m.Bands()[0].Rate != 20 || m.FlowCount() != 1 || m.PacketsIn.Load() != 1 {
-		t.Fatalf("after MODIFY: flags %v bands %+v flows %d", m.Flags(), bandsOf(m), m.FlowCount())
+	if mt.Get(1) != m || m.Flags() != pktps|burst || len(m.Bands()) != 2 || m.Bands()[0].Rate != 20 {
+		t.Fatalf("after MODIFY: flags %v bands %+v", m.Flags(), bandsOf(m))
 	}
 	cfg := mt.Config(ofp.MeterAll)
 	if len(cfg) != 2 || cfg[0].MeterID != 1 || cfg[0].Bands[1].Type != ofp.MeterBandTypeDSCPRemark || cfg[0].Bands[1].PrecLevel != 2 {
@@ -126,169 +121,84 @@ func bandsOf(m *Meter) []ofpwire.MeterBand {
 	return out
 }
 
-const ms = int64(time.Millisecond)
+// meterFlow is a flow-mod ADD into table tid at priority prio, with a
+// meter instruction when meter is not 0.
+func meterFlow(tid uint8, prio uint16, meter ofp.Meter) *ofpwire.FlowMod {
+	fm := &ofpwire.FlowMod{Command: ofp.FlowAdd, TableID: tid, Priority: prio, BufferID: ofp.NoBuffer,
+		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}
+	fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeInPort, uint64(prio)))
+	if meter != 0 {
+		fm.Instructions = append(fm.Instructions, &ofpwire.InstrMeter{MeterID: meter})
+	}
+	fm.Instructions = append(fm.Instructions, &ofpwire.InstrApplyActions{Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: 2}}})
+	return fm
+}
 
-func TestMeterPktps(t *testing.T) {
-	mt := NewMeterTable()
-	// 1000 packets/s, burst 10 packets.
-	m := mustMeter(t, mt, madd(1, pktps|burst, drop(1000, 10)))
-	now := int64(5 * time.Second)
-	for i := 0; i < 10; i++ {
-		if b := m.Apply(now, 1, 60); b != -1 {
-			t.Fatalf("packet %d of the burst dropped", i)
+// TestMeterFlows: flow counts per meter come from the tables, and
+// DeleteMeterFlows removes exactly the entries naming the deleted meters.
+func TestMeterFlows(t *testing.T) {
+	p := New(0)
+	changes := 0
+	p.OnChange = func() { changes++ }
+	for _, fm := range []*ofpwire.FlowMod{
+		meterFlow(0, 1, 1), meterFlow(0, 2, 1), meterFlow(3, 1, 1),
+		meterFlow(0, 3, 2), meterFlow(5, 4, 7), meterFlow(0, 5, 0),
+	} {
+		if _, err := p.Apply(fm, t0); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if m.Apply(now, 1, 60) != 0 {
-		t.Fatal("packet beyond the burst passed")
+	counts := p.MeterFlowCounts()
+	if len(counts) != 3 || counts[1] != 3 || counts[2] != 1 || counts[7] != 1 {
+		t.Fatalf("flow counts %v", counts)
 	}
-	// 1 ms later one packet's worth has come back, not two.
-	now += ms
-	if m.Apply(now, 1, 60) != -1 || m.Apply(now, 1, 60) != 0 {
-		t.Fatal("refill after 1ms should admit exactly one packet")
+	gen, ch := p.Generation(), changes
+	if got := p.DeleteMeterFlows([]ofp.Meter{9}); len(got) != 0 || p.Generation() != gen || changes != ch {
+		t.Fatalf("deleting an unused meter removed %d entries or signalled a change", len(got))
 	}
-	// A long pause refills to the burst, not beyond.
-	now += int64(time.Hour)
-	passed := 0
-	for i := 0; i < 50; i++ {
-		if m.Apply(now, 1, 60) == -1 {
-			passed++
+	removed := p.DeleteMeterFlows([]ofp.Meter{1, 7})
+	if len(removed) != 4 || p.Generation() == gen || changes != ch+1 {
+		t.Fatalf("removed %d entries, want 4 (and one change)", len(removed))
+	}
+	for _, e := range removed {
+		if id, _ := e.MeterID(); (id != 1 && id != 7) || e.RemovedReason != ofp.FlowReasonDelete {
+			t.Fatalf("removed entry with meter %d reason %v", id, e.RemovedReason)
 		}
 	}
-	if passed != 10 {
-		t.Fatalf("after a pause %d packets passed, want the burst of 10", passed)
+	left, _ := p.Flows(&Filter{TableID: TableAll, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
+	if len(left) != 2 {
+		t.Fatalf("%d entries left, want 2", len(left))
 	}
-	// A steady 2000 pkt/s stream: about half is dropped.
-	passed = 0
-	for i := 0; i < 2000; i++ {
-		now += int64(time.Second) / 2000
-		if m.Apply(now, 1, 60) == -1 {
-			passed++
-		}
-	}
-	if passed < 990 || passed > 1020 {
-		t.Fatalf("at twice the rate %d of 2000 passed, want about 1000", passed)
-	}
-	// Time going backwards adds nothing.
-	if m.Apply(now-int64(time.Second), 1, 60) != 0 {
-		t.Fatal("earlier timestamp refilled the bucket")
+	if c := p.MeterFlowCounts(); len(c) != 1 || c[2] != 1 {
+		t.Fatalf("flow counts after delete %v", c)
 	}
 }
 
-func TestMeterKbps(t *testing.T) {
+// TestMeterStats: the counters come from the enforcer, bands in rate
+// order, the flow count from the caller, the duration from creation.
+func TestMeterStats(t *testing.T) {
 	mt := NewMeterTable()
-	// 80 kbit/s = 10,000 bytes/s; without BURST the burst is one second's worth.
-	m := mustMeter(t, mt, madd(1, kbps, drop(80, 0)))
-	now := int64(time.Second)
-	if m.Apply(now, 10, 10000) != -1 {
-		t.Fatal("one second's worth of bytes should pass on a full bucket")
-	}
-	if m.Apply(now, 1, 1) != 0 {
-		t.Fatal("bucket should be empty")
-	}
-	now += 100 * ms // 1000 bytes come back
-	if m.Apply(now, 1, 1001) != 0 {
-		t.Fatal("1001 bytes passed with 1000 bytes of tokens")
-	}
-	if m.Apply(now, 1, 1000) != -1 {
-		t.Fatal("1000 bytes refused with 1000 bytes of tokens")
-	}
-}
-
-func TestMeterTwoBands(t *testing.T) {
-	mt := NewMeterTable()
-	// Remark above 100 pkt/s, drop above 200 pkt/s; bursts of 5 and 10.
-	m := mustMeter(t, mt, madd(1, pktps|burst, drop(200, 10), remark(100, 5, 1)))
-	bands := m.Bands()
-	if bands[0].Type != ofp.MeterBandTypeDSCPRemark || bands[1].Type != ofp.MeterBandTypeDrop {
-		t.Fatalf("bands not ordered by rate: %+v", bandsOf(m))
-	}
-	now := int64(time.Second)
-	var got []int
-	for i := 0; i < 12; i++ {
-		got = append(got, m.Apply(now, 1, 100))
-	}
-	// 5 pass both, next 5 exceed the 100 band only (remark), the rest both (drop).
-	want := []int{-1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 1, 1}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("bands chosen %v, want %v", got, want)
+	mustMeter(t, mt, madd(1, pktps|burst, drop(200, 10), remark(100, 5, 1)))
+	mustMeter(t, mt, madd(4, kbps, drop(1000, 0)))
+	counts := func(id ofp.Meter) MeterCounts {
+		if id != 1 {
+			return MeterCounts{} // a meter the enforcer has not seen
 		}
+		return MeterCounts{Packets: 30, Bytes: 3000, Bands: []ofp.MeterBandStats{{PacketBandCount: 7, ByteBandCount: 700}, {PacketBandCount: 2, ByteBandCount: 200}}}
 	}
-	if bands[0].MeterBand.PrecLevel != 1 {
-		t.Fatal("remark band lost its prec level")
-	}
-	// Steady 150 pkt/s: between the two rates, so remarked but never dropped
-	// once the initial bursts are spent.
-	counts := map[int]int{}
-	for i := 0; i < 1500; i++ {
-		now += int64(time.Second) / 150
-		counts[m.Apply(now, 1, 100)]++
-	}
-	if counts[1] != 0 || counts[0] < 450 || counts[0] > 550 {
-		t.Fatalf("at 150 pkt/s: %v, want about 500 remarked and none dropped", counts)
-	}
-
-	st := mt.Stats(1, t0.Add(3*time.Second+7))
-	if len(st) != 1 {
+	st := mt.Stats(ofp.MeterAll, t0.Add(3*time.Second+7), map[ofp.Meter]uint32{1: 5}, counts)
+	if len(st) != 2 || st[0].MeterID != 1 || st[1].MeterID != 4 {
 		t.Fatalf("stats %+v", st)
 	}
 	s := st[0]
-	if s.PacketInCount != 1512 || s.ByteInCount != 151200 || s.DurationSec != 3 || s.DurationNSec != 7 {
-		t.Fatalf("meter stats %+v", s)
+	if s.FlowCount != 5 || s.PacketInCount != 30 || s.ByteInCount != 3000 || s.DurationSec != 3 || s.DurationNSec != 7 ||
+		len(s.BandStats) != 2 || s.BandStats[0].PacketBandCount != 7 || s.BandStats[1].ByteBandCount != 200 {
+		t.Fatalf("meter 1 stats %+v", s)
 	}
-	if s.BandStats[0].PacketBandCount != uint64(5+counts[0]) || s.BandStats[1].PacketBandCount != 2 ||
-		s.BandStats[1].ByteBandCount != 200 {
-		t.Fatalf("band stats %+v", s.BandStats)
+	if s := st[1]; s.FlowCount != 0 || s.PacketInCount != 0 || len(s.BandStats) != 1 || s.BandStats[0].PacketBandCount != 0 {
+		t.Fatalf("meter 4 stats %+v", s)
 	}
-}
-
-func TestMeterConcurrentStats(t *testing.T) {
-	mt := NewMeterTable()
-	m := mustMeter(t, mt, madd(1, pktps, drop(1000, 0)))
-	var wg sync.WaitGroup
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := 0; i < 500; i++ {
-				m.Acquire()
-				m.Apply(int64(1+i), 1, 64)
-				m.Release()
-			}
-		}(w)
-	}
-	for i := 0; i < 20; i++ {
-		mt.Stats(ofp.MeterAll, t0)
-		mt.Config(1)
-	}
-	wg.Wait()
-	s := mt.Stats(1, t0)[0]
-	// 1000 tokens to start with, and 2000 packets within 500 ns.
-	if s.PacketInCount != 2000 || s.BandStats[0].PacketBandCount != 1000 {
-		t.Fatalf("stats %+v", s)
-	}
-}
-
-func BenchmarkMeterApply(b *testing.B) {
-	mt := NewMeterTable()
-	m := mustMeter(b, mt, madd(1, kbps|burst, drop(1000000, 1000), remark(500000, 500, 1)))
-	now := int64(time.Second)
-	b.ReportAllocs()
-	for b.Loop() {
-		now += 1000
-		m.Apply(now, 1, 1500)
-	}
-}
-
-func BenchmarkMeterApplyLocked(b *testing.B) {
-	mt := NewMeterTable()
-	m := mustMeter(b, mt, madd(1, pktps, drop(1000000, 0)))
-	now := int64(time.Second)
-	b.ReportAllocs()
-	for b.Loop() {
-		now += 1000
-		m.Acquire()
-		m.Apply(now, 1, 64)
-		m.Release()
+	if st := mt.Stats(9, t0, nil, counts); len(st) != 0 {
+		t.Fatalf("stats of a missing meter %+v", st)
 	}
 }

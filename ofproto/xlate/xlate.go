@@ -8,14 +8,55 @@
 // a constant of the translation (or a function of bits already in the mask)
 // and is left out of the mask.
 //
-// Not supported yet (Translate returns an error wrapping ErrUnsupported):
-// the meter instruction (meters are configured and reported, not enforced);
-// set-queue, push/pop MPLS, push/pop PBB,
-// copy-TTL in/out, set/dec MPLS TTL and experimenter actions; set-field on
-// any field but ETH_SRC/DST, VLAN_VID/PCP, IP_DSCP/ECN, IPV4_SRC/DST,
-// IPV6_SRC/DST and TCP/UDP/SCTP ports, and masked set-field; output to
-// OFPP_NORMAL when Options.Normal is nil, OFPP_TABLE and OFPP_ANY (and
-// reserved numbers above OFPP_MAX).
+// Every OpenFlow 1.3 action translates. Translate returns an error
+// wrapping ErrUnsupported for: the meter instruction (meters are
+// configured and reported, not enforced); experimenter actions; set-field
+// on a field OpenFlow or the datapath cannot write (IN_PORT, IN_PHY_PORT,
+// ETH_TYPE, IP_PROTO, MPLS_BOS, IPV6_EXTHDR); masked set-field on any field
+// but VLAN_VID and METADATA (the datapath's set actions carry no mask);
+// output to OFPP_NORMAL when Options.Normal is nil, to OFPP_TABLE outside a
+// packet-out (Options.Table nil) and to OFPP_ANY or an undefined reserved
+// number; and the cases below that the flow key cannot follow.
+// CheckActions gives the OpenFlow error a flow-mod or packet-out carrying
+// such actions deserves.
+//
+// Set-queue is accepted and does nothing: the switch has no egress queues,
+// as in Open vSwitch without QoS configured.
+//
+// Metadata may be written by set-field too (as Open vSwitch allows,
+// masked or not): from apply-actions it steers the tables after it; in the
+// action set it comes too late to matter.
+//
+// MPLS and PBB. Push MPLS inserts a label stack entry after the VLAN tags
+// (label and TC 0 and TTL from the IP header over IP, a copy of the old top
+// entry over MPLS) and push PBB an I-TAG before them, whose I-SID is copied
+// from an outer I-TAG and I-PCP from the outer VLAN PCP, as OpenFlow 1.3's
+// copy rules say. After a push the key holds what the datapath's
+// re-extraction gives: no L3 fields, the new top entry or I-SID. The key
+// does not describe what a label stack or an I-TAG covers, so after pop
+// MPLS to an Ethernet type the datapath parses further (IPv4, IPv6, ARP,
+// MPLS, PBB) and after pop PBB every field but in_port and tunnel_id, the
+// fields behind the popped header are unknown to the walk: a later lookup,
+// prerequisite check, dec-TTL or hash that needs one fails as unsupported
+// (Open vSwitch would recirculate). Fields a set-field writes afterwards
+// become known again. Copy TTL out takes the TTL the top entry covers,
+// known only when this translation pushed that entry; otherwise the top
+// entry's TTL becomes unknown the same way. Dec MPLS TTL at 0 or 1 sends an
+// OFPR_INVALID_TTL packet-in and stops, like dec NW TTL. An 802.3 SNAP frame
+// carries its Ethernet type where the datapath's encapsulation actions do
+// not look, so they leave it alone while the walk assumes otherwise (a
+// known gap, as is a stack of more than two VLAN tags).
+//
+// The action set executes in the order of OpenFlow 1.3 §5.10: copy TTL
+// inwards; the pops (VLAN, PBB, then MPLS); push MPLS, push PBB, push VLAN;
+// copy TTL outwards; the decrements (MPLS, then IP); set NW TTL, set MPLS
+// TTL and the set-fields; set-queue; group, else output.
+//
+// Output to OFPP_TABLE, valid only in a packet-out (§4.5), runs the
+// packet as rewritten so far through Options.Table from table 0 with an
+// empty action set and metadata 0, then puts the packet back as it was
+// for the packet-out's later actions (as for a group bucket; nothing is
+// restored when nothing follows).
 //
 // The group action runs each bucket chosen (ALL: every bucket; INDIRECT:
 // its bucket; FAST_FAILOVER: the first live one; SELECT: one picked from a
@@ -26,7 +67,9 @@
 // actions after the group see the packet unchanged. The last bucket of a
 // group run from the action set needs no such undo. A bucket whose VLAN
 // pushes and pops cannot be undone that way (more than one net push or pop,
-// or a TPID change) is unsupported. An unknown group drops. The group and
+// or a TPID change) is unsupported, and so is one that pushes or pops MPLS
+// or PBB, or copies a TTL inwards, since the datapath has no inverse for
+// those. An unknown group drops. The group and
 // each bucket run join the result's Refs, so the megaflow's traffic counts
 // in their statistics.
 //
@@ -57,6 +100,7 @@
 package xlate
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -132,6 +176,11 @@ type Options struct {
 	// FloodPorts is what OFPP_FLOOD and NORMAL's floods send to (ports
 	// without NO_FLOOD), a subset of Ports; nil means Ports.
 	FloodPorts []uint32
+	// Table is the pipeline that output to OFPP_TABLE submits the packet
+	// to. Only a packet-out sets it (the bridge's active pipeline), since
+	// OpenFlow 1.3 allows that port nowhere else; nil makes the output
+	// unsupported.
+	Table *pipeline.Pipeline
 }
 
 // ControllerArg packs what ofproto needs to build a packet-in into the
@@ -160,11 +209,20 @@ const (
 // for set-field, one per field. Only the types Translate supports have a
 // slot; the rest are rejected when written.
 type actionSet struct {
-	popVLAN  bool
-	pushVLAN *ofpwire.ActionPushVLAN
-	decTTL   bool
-	setTTL   *ofpwire.ActionSetNwTTL
-	fields   [ofpwire.NumBasicFields]*ofpwire.ActionSetField
+	copyTTLIn  bool
+	popVLAN    bool
+	popPBB     bool
+	popMPLS    *ofpwire.ActionPopMPLS
+	pushMPLS   *ofpwire.ActionPushMPLS
+	pushPBB    *ofpwire.ActionPushPBB
+	pushVLAN   *ofpwire.ActionPushVLAN
+	copyTTLOut bool
+	decMPLSTTL bool
+	decTTL     bool
+	setTTL     *ofpwire.ActionSetNwTTL
+	setMPLSTTL *ofpwire.ActionSetMPLSTTL
+	fields     [ofpwire.NumBasicFields]*ofpwire.ActionSetField
+	queue      bool // set-queue: held, and does nothing
 	output   *ofpwire.ActionOutput
 	group    *ofpwire.ActionGroup // takes precedence over output
 	outTable uint8                // table of the entry that wrote output (packet-in table id)
@@ -187,6 +245,21 @@ type xlator struct {
 	dec     normal.Decision
 	tags    int // tags pushed minus tags popped so far
 	depth   int // groups being executed, one inside another
+	md      uint64
+	// unknown holds the key bits whose value the walk cannot know: those
+	// behind a popped MPLS entry or I-TAG, which the datapath re-extracts
+	// from bytes the key never described. They also count as written.
+	// Consulting one sets blind, which fails the translation.
+	unknown flow.Mask
+	blind   bool
+	inner   innerTTL
+	// irrev counts changes the datapath cannot undo (MPLS and PBB pushes
+	// and pops, copy TTL inwards); a non-final group bucket may not make
+	// one.
+	irrev int
+	// pending is the packet state to restore after an output to TABLE,
+	// emitted only if some action follows.
+	pending *savedState
 	// tr is non-nil only for TranslateTrace: every step is recorded there
 	// and NORMAL does not learn. Every use is behind a nil check, so a
 	// plain Translate pays one compare per record point.
@@ -213,6 +286,9 @@ func translate(p *pipeline.Pipeline, key *flow.Key, res *datapath.UpcallResult, 
 	p.RLock()
 	err := x.walk()
 	p.RUnlock()
+	if err == nil && x.blind {
+		err = errBlind
+	}
 	res.Actions = x.out
 	res.Refs = x.refs
 	if tr != nil {
@@ -225,18 +301,27 @@ func (x *xlator) walk() error {
 	if x.opts.PortConfig != nil && !x.received() {
 		return nil
 	}
-	var md uint64
+	return x.walkTables()
+}
+
+// walkTables runs the packet through x.p from table 0 with metadata 0 and
+// then executes its action set.
+func (x *xlator) walkTables() error {
+	x.md = 0
 	tid := uint8(0)
 	for step := 0; ; step++ {
 		if step >= maxSteps {
 			return ErrLoop
 		}
+		if err := x.flushPending(); err != nil {
+			return err
+		}
 		var wc flow.Mask
 		var e *pipeline.Entry
 		if x.tr == nil {
-			e = x.p.LookupLocked(tid, &x.key, md, &wc, nil)
+			e = x.p.LookupLocked(tid, &x.key, x.md, &wc, nil)
 		} else {
-			e = x.p.PeekLocked(tid, &x.key, md, &wc, nil)
+			e = x.p.PeekLocked(tid, &x.key, x.md, &wc, nil)
 		}
 		x.consult(&wc)
 		if x.tr != nil {
@@ -266,9 +351,9 @@ func (x *xlator) walk() error {
 					x.traceWriteActions(in.Actions)
 				}
 			case *ofpwire.InstrWriteMetadata:
-				md = md&^in.Mask | in.Metadata&in.Mask
+				x.md = x.md&^in.Mask | in.Metadata&in.Mask
 				if x.tr != nil {
-					x.traceMetadata(in, md)
+					x.traceMetadata(in, x.md)
 				}
 			case *ofpwire.InstrGotoTable:
 				next, gotoTable = in.TableID, true
@@ -277,7 +362,11 @@ func (x *xlator) walk() error {
 						Text: fmt.Sprintf("goto_table:%d", in.TableID)})
 				}
 			case *ofpwire.InstrMeter:
-				err = fmt.Errorf("%w: meter instruction", ErrUnsupported)
+				// The datapath meters by OpenFlow meter id (ofproto
+				// programs its meters). OpenFlow runs the meter before
+				// the entry's other instructions; ofproto stores it
+				// first. It consults no packet field.
+				err = x.emit(actions.Action{Kind: actions.Meter, Port: uint32(in.MeterID)})
 			default:
 				err = fmt.Errorf("%w: instruction type %d", ErrUnsupported, in.InstructionType())
 			}
@@ -308,11 +397,18 @@ func isTableMiss(e *pipeline.Entry) bool {
 // consult adds to the mask the bits of m that still hold the original
 // packet's value.
 func (x *xlator) consult(m *flow.Mask) {
-	a, w, r := m.Words(), x.written.Words(), x.mask.Words()
+	a, w, r, u := m.Words(), x.written.Words(), x.mask.Words(), x.unknown.Words()
 	for i := range a {
 		r[i] |= a[i] &^ w[i]
+		if a[i]&u[i] != 0 {
+			x.blind = true
+		}
 	}
 }
+
+// errBlind reports a translation that needed a field behind a popped MPLS
+// entry or I-TAG.
+var errBlind = fmt.Errorf("%w: a field behind a popped MPLS or PBB header (the key does not describe it)", ErrUnsupported)
 
 // consultField is consult for one field given as a mask with only that
 // field's bits set.
@@ -346,7 +442,10 @@ func (x *xlator) applyActions(acts []ofpwire.Action) error {
 func checkSupported(a ofpwire.Action) error {
 	switch a := a.(type) {
 	case *ofpwire.ActionOutput, *ofpwire.ActionPushVLAN, *ofpwire.ActionPopVLAN,
-		*ofpwire.ActionDecNwTTL, *ofpwire.ActionSetNwTTL, *ofpwire.ActionGroup:
+		*ofpwire.ActionDecNwTTL, *ofpwire.ActionSetNwTTL, *ofpwire.ActionGroup,
+		*ofpwire.ActionPushMPLS, *ofpwire.ActionPopMPLS, *ofpwire.ActionPushPBB,
+		*ofpwire.ActionPopPBB, *ofpwire.ActionCopyTTLIn, *ofpwire.ActionCopyTTLOut,
+		*ofpwire.ActionSetMPLSTTL, *ofpwire.ActionDecMPLSTTL, *ofpwire.ActionSetQueue:
 		return nil
 	case *ofpwire.ActionSetField:
 		_, err := setFieldSupported(a)
@@ -365,51 +464,85 @@ func (x *xlator) writeActions(acts []ofpwire.Action) error {
 		if err := checkSupported(a); err != nil {
 			return err
 		}
+		s := &x.set
 		switch a := a.(type) {
 		case *ofpwire.ActionOutput:
-			x.set.output, x.set.outTable, x.set.outMiss = a, x.table, x.miss
+			s.output, s.outTable, s.outMiss = a, x.table, x.miss
 		case *ofpwire.ActionPushVLAN:
-			x.set.pushVLAN = a
+			s.pushVLAN = a
 		case *ofpwire.ActionPopVLAN:
-			x.set.popVLAN = true
+			s.popVLAN = true
+		case *ofpwire.ActionPushMPLS:
+			s.pushMPLS = a
+		case *ofpwire.ActionPopMPLS:
+			s.popMPLS = a
+		case *ofpwire.ActionPushPBB:
+			s.pushPBB = a
+		case *ofpwire.ActionPopPBB:
+			s.popPBB = true
+		case *ofpwire.ActionCopyTTLIn:
+			s.copyTTLIn = true
+		case *ofpwire.ActionCopyTTLOut:
+			s.copyTTLOut = true
 		case *ofpwire.ActionDecNwTTL:
-			x.set.decTTL = true
+			s.decTTL = true
+		case *ofpwire.ActionDecMPLSTTL:
+			s.decMPLSTTL = true
 		case *ofpwire.ActionSetNwTTL:
-			x.set.setTTL = a
+			s.setTTL = a
+		case *ofpwire.ActionSetMPLSTTL:
+			s.setMPLSTTL = a
+		case *ofpwire.ActionSetQueue:
+			s.queue = true
 		case *ofpwire.ActionSetField:
-			x.set.fields[a.Field.Field] = a
+			s.fields[a.Field.Field] = a
 		case *ofpwire.ActionGroup:
-			x.set.group, x.set.outTable, x.set.outMiss = a, x.table, x.miss
+			s.group, s.outTable, s.outMiss = a, x.table, x.miss
 		}
 	}
 	return nil
 }
 
-// executeSet runs the action set in the order of OpenFlow 1.3 §5.10 (the
-// kinds this package supports: pop, push VLAN, dec TTL, set, output).
+// The argument-free actions the action set records as flags.
+var (
+	actCopyTTLIn  = &ofpwire.ActionCopyTTLIn{}
+	actCopyTTLOut = &ofpwire.ActionCopyTTLOut{}
+	actPopVLAN    = &ofpwire.ActionPopVLAN{}
+	actPopPBB     = &ofpwire.ActionPopPBB{}
+	actDecMPLSTTL = &ofpwire.ActionDecMPLSTTL{}
+	actDecNwTTL   = &ofpwire.ActionDecNwTTL{}
+)
+
+// executeSet runs the action set in the order of OpenFlow 1.3 §5.10 (see
+// the package doc). Set-queue has nothing to run.
 func (x *xlator) executeSet() error {
 	s := &x.set
 	if x.tr != nil && *s != (actionSet{}) {
 		x.traceEvent(TraceEvent{Kind: TraceActionSet, Text: "executing the action set:"})
 		x.tind++
 	}
-	if s.popVLAN {
-		if err := x.doAction(&ofpwire.ActionPopVLAN{}, x.table, x.miss); err != nil {
-			return err
+	var seq [16]ofpwire.Action
+	n := 0
+	add := func(a ofpwire.Action, ok bool) {
+		if ok {
+			seq[n] = a
+			n++
 		}
 	}
-	if s.pushVLAN != nil {
-		if err := x.doAction(s.pushVLAN, x.table, x.miss); err != nil {
-			return err
-		}
-	}
-	if s.decTTL {
-		if err := x.doAction(&ofpwire.ActionDecNwTTL{}, x.table, x.miss); err != nil || x.stopped {
-			return err
-		}
-	}
-	if s.setTTL != nil {
-		if err := x.doAction(s.setTTL, x.table, x.miss); err != nil {
+	add(actCopyTTLIn, s.copyTTLIn)
+	add(actPopVLAN, s.popVLAN)
+	add(actPopPBB, s.popPBB)
+	add(s.popMPLS, s.popMPLS != nil)
+	add(s.pushMPLS, s.pushMPLS != nil)
+	add(s.pushPBB, s.pushPBB != nil)
+	add(s.pushVLAN, s.pushVLAN != nil)
+	add(actCopyTTLOut, s.copyTTLOut)
+	add(actDecMPLSTTL, s.decMPLSTTL)
+	add(actDecNwTTL, s.decTTL)
+	add(s.setTTL, s.setTTL != nil)
+	add(s.setMPLSTTL, s.setMPLSTTL != nil)
+	for _, a := range seq[:n] {
+		if err := x.doAction(a, x.table, x.miss); err != nil || x.stopped {
 			return err
 		}
 	}
@@ -432,6 +565,9 @@ func (x *xlator) executeSet() error {
 // doAction translates one OpenFlow action executed now; table and miss
 // describe the entry it came from (for packet-in).
 func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
+	if err := x.flushPending(); err != nil {
+		return err
+	}
 	if x.tr != nil {
 		x.traceAction(a)
 	}
@@ -450,11 +586,33 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 		}
 		x.key.NwTTL = a.TTL
 		x.written.NwTTL = 0xff
+		x.unknown.NwTTL = 0
 		return x.emit(actions.Action{Kind: actions.SetIPTTL, Val8: a.TTL})
 	case *ofpwire.ActionDecNwTTL:
 		return x.decTTL(table)
 	case *ofpwire.ActionGroup:
 		return x.group(a.Group, table, miss, false)
+	case *ofpwire.ActionPushMPLS:
+		return x.pushMPLS(a.EtherType)
+	case *ofpwire.ActionPopMPLS:
+		return x.popMPLS(a.EtherType)
+	case *ofpwire.ActionPushPBB:
+		return x.pushPBB()
+	case *ofpwire.ActionPopPBB:
+		return x.popPBB()
+	case *ofpwire.ActionSetMPLSTTL:
+		return x.setMPLSTTL(a.TTL)
+	case *ofpwire.ActionDecMPLSTTL:
+		return x.decMPLSTTL(table)
+	case *ofpwire.ActionCopyTTLOut:
+		return x.copyTTLOut()
+	case *ofpwire.ActionCopyTTLIn:
+		return x.copyTTLIn()
+	case *ofpwire.ActionSetQueue:
+		if x.tr != nil {
+			x.traceNote(TraceAction, "set_queue: the switch has no queues, nothing to do")
+		}
+		return nil
 	default:
 		return unsupportedAction(a)
 	}
@@ -471,19 +629,26 @@ func (x *xlator) decTTL(table uint8) error {
 	}
 	x.consultField(func(m *flow.Mask) { m.NwTTL = 0xff })
 	if x.key.NwTTL <= 1 {
-		x.stopped = true
-		if x.tr != nil {
-			x.traceNote(TraceDrop, fmt.Sprintf("invalid TTL %d: processing stops", x.key.NwTTL))
-		}
-		if x.opts.NoInvalidTTLToController || !x.packetInAllowed() {
-			return nil
-		}
-		return x.emit(actions.Action{Kind: actions.Controller,
-			Port: ControllerArg(ofp.PacketInReasonInvalidTTL, table, 0xffff)})
+		return x.invalidTTL(table, x.key.NwTTL)
 	}
 	x.key.NwTTL--
 	x.written.NwTTL = 0xff
 	return x.emit(actions.Action{Kind: actions.DecIPTTL})
+}
+
+// invalidTTL ends processing of a packet whose TTL a decrement found at
+// ttl (0 or 1): OpenFlow 1.3 sends it to the controller with
+// OFPR_INVALID_TTL, unless configured (or the in_port's config) not to.
+func (x *xlator) invalidTTL(table, ttl uint8) error {
+	x.stopped = true
+	if x.tr != nil {
+		x.traceNote(TraceDrop, fmt.Sprintf("invalid TTL %d: processing stops", ttl))
+	}
+	if x.opts.NoInvalidTTLToController || !x.packetInAllowed() {
+		return nil
+	}
+	return x.emit(actions.Action{Kind: actions.Controller,
+		Port: ControllerArg(ofp.PacketInReasonInvalidTTL, table, 0xffff)})
 }
 
 // allVLAN is the mask of both VLAN tags.
@@ -520,140 +685,6 @@ func (x *xlator) popVLAN() error {
 	x.key.VLAN[1] = flow.VLANTag{}
 	x.tags--
 	return x.emit(actions.Action{Kind: actions.PopVLAN})
-}
-
-// setFieldSupported returns the field's value as an integer (for the
-// narrow fields) after checking the field is one Translate can set.
-func setFieldSupported(a *ofpwire.ActionSetField) (uint64, error) {
-	f := a.Field
-	if f.Class != ofp.XMClassOpenflowBasic || f.HasMask {
-		return 0, fmt.Errorf("%w: masked or non-basic set-field", ErrUnsupported)
-	}
-	size, _, ok := ofpwire.FieldSize(f.Field)
-	if !ok || len(f.Value) != size {
-		return 0, fmt.Errorf("%w: set-field %d with %d bytes", ErrUnsupported, f.Field, len(f.Value))
-	}
-	switch f.Field {
-	case ofp.XMTypeEthDst, ofp.XMTypeEthSrc, ofp.XMTypeVlanID, ofp.XMTypeVlanPCP,
-		ofp.XMTypeIPDSCP, ofp.XMTypeIPECN, ofp.XMTypeIPv4Src, ofp.XMTypeIPv4Dst,
-		ofp.XMTypeIPv6Src, ofp.XMTypeIPv6Dst, ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst,
-		ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst, ofp.XMTypeSCTPSrc, ofp.XMTypeSCTPDst:
-		if size <= 8 {
-			return f.Uint(), nil
-		}
-		return 0, nil
-	}
-	return 0, fmt.Errorf("%w: set-field on field %d", ErrUnsupported, f.Field)
-}
-
-// l4Prereq reports whether the packet is an IPv4/IPv6 first fragment (or
-// unfragmented) of protocol proto, consulting the fields that tells.
-func (x *xlator) l4Prereq(proto uint8) bool {
-	if !x.isIP() {
-		return false
-	}
-	x.consultField(func(m *flow.Mask) { m.NwProto = 0xff; m.NwFrag = flow.FragLater })
-	return x.key.NwProto == proto && x.key.NwFrag&flow.FragLater == 0
-}
-
-func l4Proto(f ofp.XMType) uint8 {
-	switch f {
-	case ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst:
-		return protoTCP
-	case ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst:
-		return protoUDP
-	}
-	return protoSCTP
-}
-
-// setField rewrites one field if the packet has it (a set-field whose
-// prerequisites the packet does not meet does nothing, as in OVS), and
-// emits the datapath action that does the same.
-func (x *xlator) setField(a *ofpwire.ActionSetField) error {
-	v, err := setFieldSupported(a)
-	if err != nil {
-		return err
-	}
-	f := a.Field
-	k, w := &x.key, &x.written
-	act := actions.Action{}
-	switch f.Field {
-	case ofp.XMTypeEthDst:
-		k.EthDst = [6]byte(f.Value)
-		w.EthDst = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-		act.Kind = actions.SetEthDst
-		copy(act.Addr[:], f.Value)
-	case ofp.XMTypeEthSrc:
-		k.EthSrc = [6]byte(f.Value)
-		w.EthSrc = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-		act.Kind = actions.SetEthSrc
-		copy(act.Addr[:], f.Value)
-	case ofp.XMTypeVlanID, ofp.XMTypeVlanPCP:
-		// Sets the outer tag's VID or PCP; no-op without a tag.
-		x.consultField(func(m *flow.Mask) { m.VLAN[0].TPID = flow.TPIDPresent })
-		if k.VLAN[0].TPID&flow.TPIDPresent == 0 {
-			return nil
-		}
-		val, msk := uint16(v&0x0fff), uint16(0x0fff)
-		if f.Field == ofp.XMTypeVlanPCP {
-			val, msk = uint16(v&7)<<13, 0xe000
-		}
-		k.VLAN[0].TCI = k.VLAN[0].TCI&^msk | val
-		w.VLAN[0].TCI |= msk
-		act = actions.Action{Kind: actions.SetVLANTCI, Val16: msk, Val16b: val}
-	case ofp.XMTypeIPDSCP, ofp.XMTypeIPECN:
-		if !x.isIP() {
-			return nil
-		}
-		val, msk := uint8(v&0x3f)<<2, uint8(0xfc)
-		if f.Field == ofp.XMTypeIPECN {
-			val, msk = uint8(v&3), 0x03
-		}
-		k.NwTOS = k.NwTOS&^msk | val
-		w.NwTOS |= msk
-		act = actions.Action{Kind: actions.SetIPTOS, Val8: val, Mask8: msk}
-	case ofp.XMTypeIPv4Src, ofp.XMTypeIPv4Dst:
-		x.consultField(func(m *flow.Mask) { m.EthType = 0xffff })
-		if k.EthType != ethIPv4 {
-			return nil
-		}
-		act.Kind = actions.SetIPv4Src
-		if f.Field == ofp.XMTypeIPv4Src {
-			k.IPv4Src, w.IPv4Src = uint32(v), ^uint32(0)
-		} else {
-			k.IPv4Dst, w.IPv4Dst = uint32(v), ^uint32(0)
-			act.Kind = actions.SetIPv4Dst
-		}
-		copy(act.Addr[:], f.Value)
-	case ofp.XMTypeIPv6Src, ofp.XMTypeIPv6Dst:
-		x.consultField(func(m *flow.Mask) { m.EthType = 0xffff })
-		if k.EthType != ethIPv6 {
-			return nil
-		}
-		ones := [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-		act.Kind = actions.SetIPv6Src
-		if f.Field == ofp.XMTypeIPv6Src {
-			k.IPv6Src, w.IPv6Src = [16]byte(f.Value), ones
-		} else {
-			k.IPv6Dst, w.IPv6Dst = [16]byte(f.Value), ones
-			act.Kind = actions.SetIPv6Dst
-		}
-		copy(act.Addr[:], f.Value)
-	default: // the L4 ports
-		if !x.l4Prereq(l4Proto(f.Field)) {
-			return nil
-		}
-		switch f.Field {
-		case ofp.XMTypeTCPSrc, ofp.XMTypeUDPSrc, ofp.XMTypeSCTPSrc:
-			k.TpSrc, w.TpSrc = uint16(v), 0xffff
-			act.Kind = actions.SetL4Src
-		default:
-			k.TpDst, w.TpDst = uint16(v), 0xffff
-			act.Kind = actions.SetL4Dst
-		}
-		act.Val16 = uint16(v)
-	}
-	return x.emit(act)
 }
 
 // output translates an output action. Every kind of output depends on
@@ -701,7 +732,9 @@ func (x *xlator) output(a *ofpwire.ActionOutput, table uint8, miss bool) error {
 		}
 		return x.normal()
 	case ofp.PortTable:
-		return fmt.Errorf("%w: output to TABLE", ErrUnsupported)
+		return x.outputTable()
+	case ofp.PortAny:
+		return fmt.Errorf("%w: output to ANY, which names no port", ErrUnsupported)
 	}
 	if a.Port > ofp.PortMax {
 		return fmt.Errorf("%w: output to reserved port %#x", ErrUnsupported, uint32(a.Port))
@@ -1010,7 +1043,7 @@ func (x *xlator) flowHash() uint32 {
 // final, emits the actions that undo its rewrites.
 func (x *xlator) bucket(b *pipeline.Bucket, table uint8, miss, final bool) error {
 	x.refs = append(x.refs, b)
-	savedKey, savedW, savedTags := x.key, x.written, x.tags
+	saved := x.save()
 	x.tind++
 	for _, a := range b.Actions {
 		if err := x.doAction(a, table, miss); err != nil {
@@ -1022,29 +1055,33 @@ func (x *xlator) bucket(b *pipeline.Bucket, table uint8, miss, final bool) error
 	}
 	x.tind--
 	x.stopped = false // an invalid TTL ends this clone only
+	x.md = saved.md   // metadata a bucket wrote does not leave it
 	if final {
 		return nil
 	}
-	return x.undo(&savedKey, &savedW, savedTags)
+	if x.irrev != saved.irrev {
+		return errIrreversible
+	}
+	return x.undo(&saved)
 }
 
 var ones16 = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 
-// undo emits the actions that take the packet back to saved (the working
-// key before a bucket; savedW the written bits then) and resets the walk's
-// state to it. A field is restored when the bucket wrote it for the first
-// time (its value may differ packet to packet) or changed its value; the
-// restored values are consulted, as seen before the bucket.
-func (x *xlator) undo(saved *flow.Key, savedW *flow.Mask, savedTags int) error {
+// undo emits the actions that take the packet back to saved (the walk's
+// state before a bucket or an output to TABLE) and resets the walk's state
+// to it. A field is restored when it was written for the first time (its
+// value may differ packet to packet) or changed its value; the restored
+// values are consulted, as seen before.
+func (x *xlator) undo(saved *savedState) error {
 	var ch flow.Mask
-	cw, kw, sk, nw, ow := ch.Words(), x.key.Words(), saved.Words(), x.written.Words(), savedW.Words()
+	cw, kw, sk, nw, ow := ch.Words(), x.key.Words(), saved.key.Words(), x.written.Words(), saved.written.Words()
 	for i := range cw {
 		cw[i] = nw[i]&^ow[i] | (kw[i] ^ sk[i])
 	}
-	cur, net := x.key, x.tags-savedTags
-	x.key, x.written, x.tags = *saved, *savedW, savedTags
+	cur, net := x.key, x.tags-saved.tags
+	x.key, x.written, x.unknown, x.tags, x.inner = saved.key, saved.written, saved.unknown, saved.tags, saved.inner
 	var need flow.Mask
-	err := x.undoFields(&cur, saved, &ch, &need, net)
+	err := x.undoFields(&cur, &saved.key, &ch, &need, net)
 	x.consult(&need)
 	return err
 }
@@ -1089,37 +1126,53 @@ func (x *xlator) undoFields(cur, saved *flow.Key, ch, need *flow.Mask, net int) 
 		return errTags
 	}
 
-	var acts [12]actions.Action
+	return x.undoHeaders(saved, ch, need)
+}
+
+// errARPOpUndo reports a bucket that rewrote the ARP opcode of a packet
+// whose opcode the key does not hold (above 255, kept as 0).
+var errARPOpUndo = fmt.Errorf("%w: group bucket ARP opcode change that cannot be undone", ErrUnsupported)
+
+// undoHeaders emits the restores of every header field but the VLAN tags.
+// The ICMP type and code go back before the neighbour discovery fields,
+// which the datapath only rewrites in an ND message.
+func (x *xlator) undoHeaders(saved *flow.Key, ch, need *flow.Mask) error {
+	var acts [20]actions.Action
 	n := 0
-	addr := func(kind actions.Kind, b []byte) {
-		acts[n] = actions.Action{Kind: kind}
-		copy(acts[n].Addr[:], b)
+	add := func(a actions.Action) {
+		acts[n] = a
 		n++
 	}
+	addr := func(kind actions.Kind, b []byte) {
+		a := actions.Action{Kind: kind}
+		copy(a.Addr[:], b)
+		add(a)
+	}
+	be32 := func(v uint32) []byte { return []byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)} }
+	arp := saved.EthType == ethARP
+	icmp := saved.EthType == ethIPv4 && saved.NwProto == protoICMP || saved.EthType == ethIPv6 && saved.NwProto == protoICMPv6
 	if ch.EthSrc != ([6]byte{}) {
 		addr(actions.SetEthSrc, saved.EthSrc[:])
-		need.EthSrc = [6]byte(ones16[:6])
+		need.EthSrc = ones6
 	}
 	if ch.EthDst != ([6]byte{}) {
 		addr(actions.SetEthDst, saved.EthDst[:])
-		need.EthDst = [6]byte(ones16[:6])
+		need.EthDst = ones6
 	}
 	if m := ch.NwTOS; m != 0 {
-		acts[n] = actions.Action{Kind: actions.SetIPTOS, Val8: saved.NwTOS & m, Mask8: m}
-		n++
+		add(actions.Action{Kind: actions.SetIPTOS, Val8: saved.NwTOS & m, Mask8: m})
 		need.NwTOS |= m
 	}
 	if ch.NwTTL != 0 {
-		acts[n] = actions.Action{Kind: actions.SetIPTTL, Val8: saved.NwTTL}
-		n++
+		add(actions.Action{Kind: actions.SetIPTTL, Val8: saved.NwTTL})
 		need.NwTTL = 0xff
 	}
 	if ch.IPv4Src != 0 {
-		addr(actions.SetIPv4Src, []byte{byte(saved.IPv4Src >> 24), byte(saved.IPv4Src >> 16), byte(saved.IPv4Src >> 8), byte(saved.IPv4Src)})
+		addr(ipv4SetKind(arp, true), be32(saved.IPv4Src))
 		need.IPv4Src = ^uint32(0)
 	}
 	if ch.IPv4Dst != 0 {
-		addr(actions.SetIPv4Dst, []byte{byte(saved.IPv4Dst >> 24), byte(saved.IPv4Dst >> 16), byte(saved.IPv4Dst >> 8), byte(saved.IPv4Dst)})
+		addr(ipv4SetKind(arp, false), be32(saved.IPv4Dst))
 		need.IPv4Dst = ^uint32(0)
 	}
 	if ch.IPv6Src != ([16]byte{}) {
@@ -1131,14 +1184,74 @@ func (x *xlator) undoFields(cur, saved *flow.Key, ch, need *flow.Mask, net int) 
 		need.IPv6Dst = ones16
 	}
 	if ch.TpSrc != 0 {
-		acts[n] = actions.Action{Kind: actions.SetL4Src, Val16: saved.TpSrc}
-		n++
+		if icmp {
+			add(actions.Action{Kind: actions.SetICMPType, Val8: uint8(saved.TpSrc)})
+		} else {
+			add(actions.Action{Kind: actions.SetL4Src, Val16: saved.TpSrc})
+		}
 		need.TpSrc = 0xffff
 	}
 	if ch.TpDst != 0 {
-		acts[n] = actions.Action{Kind: actions.SetL4Dst, Val16: saved.TpDst}
-		n++
+		if icmp {
+			add(actions.Action{Kind: actions.SetICMPCode, Val8: uint8(saved.TpDst)})
+		} else {
+			add(actions.Action{Kind: actions.SetL4Dst, Val16: saved.TpDst})
+		}
 		need.TpDst = 0xffff
+	}
+	if ch.NwProto != 0 && arp {
+		if saved.NwProto == 0 {
+			return errARPOpUndo
+		}
+		add(actions.Action{Kind: actions.SetARPOp, Val16: uint16(saved.NwProto)})
+		need.NwProto = 0xff
+	}
+	if ch.NDTarget != ([16]byte{}) {
+		addr(actions.SetNDTarget, saved.NDTarget[:])
+		need.NDTarget = ones16
+	}
+	if ch.ArpSHA != ([6]byte{}) {
+		kind := actions.SetNDSLL
+		if arp {
+			kind = actions.SetARPSHA
+		}
+		addr(kind, saved.ArpSHA[:])
+		need.ArpSHA = ones6
+	}
+	if ch.ArpTHA != ([6]byte{}) {
+		kind := actions.SetNDTLL
+		if arp {
+			kind = actions.SetARPTHA
+		}
+		addr(kind, saved.ArpTHA[:])
+		need.ArpTHA = ones6
+	}
+	if ch.IPv6Label != 0 {
+		add(actions.Action{Kind: actions.SetIPv6Label, Port: saved.IPv6Label})
+		need.IPv6Label = ^uint32(0)
+	}
+	lse := saved.MPLSLse
+	if ch.MPLSLse&lseLabel != 0 {
+		add(actions.Action{Kind: actions.SetMPLSLabel, Port: lse >> 12})
+		need.MPLSLse |= lseLabel
+	}
+	if ch.MPLSLse&lseTC != 0 {
+		add(actions.Action{Kind: actions.SetMPLSTC, Val8: uint8(lse>>9) & 7})
+		need.MPLSLse |= lseTC
+	}
+	if ch.MPLSLse&lseTTL != 0 {
+		add(actions.Action{Kind: actions.SetMPLSTTL, Val8: uint8(lse)})
+		need.MPLSLse |= lseTTL
+	}
+	if ch.PBBISID != 0 {
+		add(actions.Action{Kind: actions.SetPBBISID, Port: saved.PBBISID})
+		need.PBBISID = ^uint32(0)
+	}
+	if ch.TunnelID != 0 {
+		a := actions.Action{Kind: actions.SetTunnelID}
+		binary.BigEndian.PutUint64(a.Addr[:8], saved.TunnelID)
+		add(a)
+		need.TunnelID = ^uint64(0)
 	}
 	for _, a := range acts[:n] {
 		if err := x.emit(a); err != nil {

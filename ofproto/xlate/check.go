@@ -1,0 +1,108 @@
+package xlate
+
+import (
+	"vswitch/ofproto/ofpwire"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// CheckActions validates an action list before it is accepted: a flow-mod's
+// (packetOut false) or a packet-out's. It refuses, with the OpenFlow 1.3
+// error a controller expects (an *ofpwire.OFPError of type BAD_ACTION),
+// what Translate would refuse on every packet, so that the controller hears
+// of it at once instead of the flow's packets being dropped:
+//
+//   - output to OFPP_ANY, port 0, an undefined reserved port, or OFPP_TABLE
+//     outside a packet-out: BAD_OUT_PORT;
+//   - push VLAN with a TPID other than 0x8100/0x88a8, push MPLS with an
+//     Ethernet type other than 0x8847/0x8848, push PBB other than 0x88e7,
+//     pop MPLS to an 802.3 length or a VLAN TPID: BAD_ARGUMENT;
+//   - set-field on a field that cannot be written (IN_PORT, IN_PHY_PORT,
+//     ETH_TYPE, IP_PROTO, MPLS_BOS, IPV6_EXTHDR) or of an experimenter
+//     class: BAD_SET_TYPE; with a value of the wrong size: BAD_SET_LEN;
+//     masked where only VLAN_VID and METADATA may be: BAD_SET_ARGUMENT;
+//   - experimenter actions: BAD_EXPERIMENTER.
+//
+// Whether a group exists, and set-field prerequisites against the match,
+// are not checked here: a set-field whose prerequisites a packet lacks
+// does nothing.
+func CheckActions(acts []ofpwire.Action, packetOut bool) error {
+	for _, a := range acts {
+		if err := checkAction(a, packetOut); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckInstructions is CheckActions (for a flow-mod) over the action lists
+// of apply-actions and write-actions instructions.
+func CheckInstructions(ins []ofpwire.Instruction) error {
+	for _, in := range ins {
+		var err error
+		switch in := in.(type) {
+		case *ofpwire.InstrApplyActions:
+			err = CheckActions(in.Actions, false)
+		case *ofpwire.InstrWriteActions:
+			err = CheckActions(in.Actions, false)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func badAction(code uint16) error {
+	return &ofpwire.OFPError{Type: ofpwire.ETBadAction, Code: code}
+}
+
+func checkAction(a ofpwire.Action, packetOut bool) error {
+	switch a := a.(type) {
+	case *ofpwire.ActionOutput:
+		switch a.Port {
+		case ofp.PortIn, ofp.PortNormal, ofp.PortFlood, ofp.PortAll, ofp.PortController, ofp.PortLocal:
+			return nil
+		case ofp.PortTable:
+			if packetOut {
+				return nil
+			}
+		default:
+			if a.Port != 0 && a.Port <= ofp.PortMax {
+				return nil
+			}
+		}
+		return badAction(ofpwire.BACBadOutPort)
+	case *ofpwire.ActionPushVLAN:
+		if a.EtherType != 0x8100 && a.EtherType != 0x88a8 {
+			return badAction(ofpwire.BACBadArgument)
+		}
+	case *ofpwire.ActionPushMPLS:
+		if !isMPLSType(a.EtherType) {
+			return badAction(ofpwire.BACBadArgument)
+		}
+	case *ofpwire.ActionPopMPLS:
+		if a.EtherType < 0x0600 || isVLANType(a.EtherType) {
+			return badAction(ofpwire.BACBadArgument)
+		}
+	case *ofpwire.ActionPushPBB:
+		if a.EtherType != ethPBB {
+			return badAction(ofpwire.BACBadArgument)
+		}
+	case *ofpwire.ActionSetField:
+		f := a.Field
+		if f.Class != ofp.XMClassOpenflowBasic || !settable(f.Field) {
+			return badAction(ofpwire.BACBadSetType)
+		}
+		size, _, _ := ofpwire.FieldSize(f.Field)
+		if len(f.Value) != size || f.HasMask && len(f.Mask) != size {
+			return badAction(ofpwire.BACBadSetLen)
+		}
+		if f.HasMask && !maskedSettable(f.Field) {
+			return badAction(ofpwire.BACBadSetArgument)
+		}
+	case *ofpwire.ActionExperimenter:
+		return badAction(ofpwire.BACBadExperimenter)
+	}
+	return nil
+}

@@ -1,0 +1,380 @@
+package xlate
+
+import (
+	"fmt"
+
+	"vswitch/datapath/actions"
+	"vswitch/datapath/flow"
+	"vswitch/ofproto/ofpwire"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// More Ethernet types and IP protocols that set-field prerequisites test.
+const (
+	ethARP      = 0x0806
+	ethPBB      = 0x88e7
+	protoICMP   = 1
+	protoICMPv6 = 58
+	icmpv6NS    = 135
+	icmpv6NA    = 136
+)
+
+var ones6 = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
+// settable reports whether set-field may write f: OpenFlow's pipeline
+// fields and the ones that describe the packet's structure rather than a
+// header value (IP_PROTO, ETH_TYPE, MPLS_BOS, IPV6_EXTHDR) have no datapath
+// action, as in Open vSwitch.
+func settable(f ofp.XMType) bool {
+	switch f {
+	case ofp.XMTypeInPort, ofp.XMTypeInPhyPort, ofp.XMTypeEthType, ofp.XMTypeIPProto,
+		ofp.XMTypeMPLSBOS, ofp.XMTypeIPv6ExtHeader:
+		return false
+	}
+	return int(f) < ofpwire.NumBasicFields
+}
+
+// maskedSettable reports whether a masked set-field on f translates: the
+// datapath's only masked set is the VLAN TCI's, and metadata is not
+// packet data.
+func maskedSettable(f ofp.XMType) bool {
+	return f == ofp.XMTypeVlanID || f == ofp.XMTypeMetadata
+}
+
+// setFieldSupported returns the field's value as an integer (for the
+// fields up to 8 bytes) after checking the field is one Translate can set.
+func setFieldSupported(a *ofpwire.ActionSetField) (uint64, error) {
+	f := a.Field
+	if f.Class != ofp.XMClassOpenflowBasic {
+		return 0, fmt.Errorf("%w: non-basic set-field", ErrUnsupported)
+	}
+	if !settable(f.Field) {
+		return 0, fmt.Errorf("%w: set-field on field %d", ErrUnsupported, f.Field)
+	}
+	size, _, ok := ofpwire.FieldSize(f.Field)
+	if !ok || len(f.Value) != size {
+		return 0, fmt.Errorf("%w: set-field %d with %d bytes", ErrUnsupported, f.Field, len(f.Value))
+	}
+	if f.HasMask && (!maskedSettable(f.Field) || len(f.Mask) != size) {
+		return 0, fmt.Errorf("%w: masked set-field on field %d", ErrUnsupported, f.Field)
+	}
+	if size <= 8 {
+		return f.Uint(), nil
+	}
+	return 0, nil
+}
+
+// l4Prereq reports whether the packet is an IPv4/IPv6 first fragment (or
+// unfragmented) of protocol proto, consulting the fields that tells.
+func (x *xlator) l4Prereq(proto uint8) bool {
+	if !x.isIP() {
+		return false
+	}
+	x.consultField(func(m *flow.Mask) { m.NwProto = 0xff; m.NwFrag = flow.FragLater })
+	return x.key.NwProto == proto && x.key.NwFrag&flow.FragLater == 0
+}
+
+func l4Proto(f ofp.XMType) uint8 {
+	switch f {
+	case ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst:
+		return protoTCP
+	case ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst:
+		return protoUDP
+	}
+	return protoSCTP
+}
+
+// ethTypeIs reports whether the packet's Ethernet type is t, consulting it.
+func (x *xlator) ethTypeIs(t uint16) bool {
+	x.consultField(func(m *flow.Mask) { m.EthType = 0xffff })
+	return x.key.EthType == t
+}
+
+// icmpPrereq reports whether the packet is an ICMPv4 (v6 false) or ICMPv6
+// message whose type and code the key holds.
+func (x *xlator) icmpPrereq(v6 bool) bool {
+	if v6 {
+		return x.l4Prereq(protoICMPv6) && x.key.EthType == ethIPv6
+	}
+	return x.l4Prereq(protoICMP) && x.key.EthType == ethIPv4
+}
+
+// ndPrereq reports whether the packet is a neighbour solicitation (typ
+// icmpv6NS), advertisement (icmpv6NA), or either (typ 0) that extraction
+// parses: ICMPv6 code 0 too.
+func (x *xlator) ndPrereq(typ uint16) bool {
+	if !x.icmpPrereq(true) {
+		return false
+	}
+	x.consultField(func(m *flow.Mask) { m.TpSrc, m.TpDst = 0xffff, 0xffff })
+	t := x.key.TpSrc
+	if x.key.TpDst != 0 || (t != icmpv6NS && t != icmpv6NA) {
+		return false
+	}
+	return typ == 0 || t == typ
+}
+
+func isND(typ, code uint16) bool { return (typ == icmpv6NS || typ == icmpv6NA) && code == 0 }
+
+// known clears the unknown bits of the field set marks: a set-field wrote
+// it, so its value is the translation's.
+func (x *xlator) known(set func(m *flow.Mask)) {
+	var m flow.Mask
+	set(&m)
+	u, w := x.unknown.Words(), m.Words()
+	for i := range u {
+		u[i] &^= w[i]
+	}
+}
+
+// setField rewrites one field if the packet has it (a set-field whose
+// prerequisites the packet does not meet does nothing, as in OVS), and
+// emits the datapath action that does the same.
+func (x *xlator) setField(a *ofpwire.ActionSetField) error {
+	v, err := setFieldSupported(a)
+	if err != nil {
+		return err
+	}
+	f := a.Field
+	k, w, u := &x.key, &x.written, &x.unknown
+	act := actions.Action{}
+	switch f.Field {
+	case ofp.XMTypeMetadata:
+		m := ^uint64(0)
+		if f.HasMask {
+			m = f.MaskUint()
+		}
+		x.md = x.md&^m | v&m
+		return nil
+	case ofp.XMTypeEthDst:
+		k.EthDst, w.EthDst, u.EthDst = [6]byte(f.Value), ones6, [6]byte{}
+		act.Kind = actions.SetEthDst
+		copy(act.Addr[:], f.Value)
+	case ofp.XMTypeEthSrc:
+		k.EthSrc, w.EthSrc, u.EthSrc = [6]byte(f.Value), ones6, [6]byte{}
+		act.Kind = actions.SetEthSrc
+		copy(act.Addr[:], f.Value)
+	case ofp.XMTypeVlanID, ofp.XMTypeVlanPCP:
+		// Sets the outer tag's VID or PCP; no-op without a tag.
+		x.consultField(func(m *flow.Mask) { m.VLAN[0].TPID = flow.TPIDPresent })
+		if k.VLAN[0].TPID&flow.TPIDPresent == 0 {
+			return nil
+		}
+		msk := uint16(0x0fff)
+		if f.HasMask {
+			msk &= uint16(f.MaskUint())
+		}
+		val := uint16(v) & msk
+		if f.Field == ofp.XMTypeVlanPCP {
+			val, msk = uint16(v&7)<<13, 0xe000
+		}
+		if msk == 0 {
+			return nil // a mask with no VID bit writes nothing
+		}
+		k.VLAN[0].TCI = k.VLAN[0].TCI&^msk | val
+		w.VLAN[0].TCI |= msk
+		u.VLAN[0].TCI &^= msk
+		act = actions.Action{Kind: actions.SetVLANTCI, Val16: msk, Val16b: val}
+	case ofp.XMTypeIPDSCP, ofp.XMTypeIPECN:
+		if !x.isIP() {
+			return nil
+		}
+		val, msk := uint8(v&0x3f)<<2, uint8(0xfc)
+		if f.Field == ofp.XMTypeIPECN {
+			val, msk = uint8(v&3), 0x03
+		}
+		k.NwTOS = k.NwTOS&^msk | val
+		w.NwTOS |= msk
+		u.NwTOS &^= msk
+		act = actions.Action{Kind: actions.SetIPTOS, Val8: val, Mask8: msk}
+	case ofp.XMTypeIPv4Src, ofp.XMTypeIPv4Dst, ofp.XMTypeARPSPA, ofp.XMTypeARPTPA:
+		// ARP's protocol addresses live in the key's IPv4 address fields.
+		arp := f.Field == ofp.XMTypeARPSPA || f.Field == ofp.XMTypeARPTPA
+		if arp && !x.ethTypeIs(ethARP) || !arp && !x.ethTypeIs(ethIPv4) {
+			return nil
+		}
+		src := f.Field == ofp.XMTypeIPv4Src || f.Field == ofp.XMTypeARPSPA
+		if src {
+			k.IPv4Src, w.IPv4Src, u.IPv4Src = uint32(v), ^uint32(0), 0
+		} else {
+			k.IPv4Dst, w.IPv4Dst, u.IPv4Dst = uint32(v), ^uint32(0), 0
+		}
+		act.Kind = ipv4SetKind(arp, src)
+		copy(act.Addr[:], f.Value)
+	case ofp.XMTypeIPv6Src, ofp.XMTypeIPv6Dst:
+		if !x.ethTypeIs(ethIPv6) {
+			return nil
+		}
+		act.Kind = actions.SetIPv6Src
+		if f.Field == ofp.XMTypeIPv6Src {
+			k.IPv6Src, w.IPv6Src, u.IPv6Src = [16]byte(f.Value), ones16, [16]byte{}
+		} else {
+			k.IPv6Dst, w.IPv6Dst, u.IPv6Dst = [16]byte(f.Value), ones16, [16]byte{}
+			act.Kind = actions.SetIPv6Dst
+		}
+		copy(act.Addr[:], f.Value)
+	case ofp.XMTypeIPv6FLabel:
+		if !x.ethTypeIs(ethIPv6) {
+			return nil
+		}
+		k.IPv6Label, w.IPv6Label, u.IPv6Label = uint32(v)&0xfffff, ^uint32(0), 0
+		act = actions.Action{Kind: actions.SetIPv6Label, Port: uint32(v) & 0xfffff}
+	case ofp.XMTypeARPOpcode:
+		if !x.ethTypeIs(ethARP) {
+			return nil
+		}
+		// The key holds the opcode only when it fits a byte, as extraction.
+		k.NwProto, w.NwProto, u.NwProto = 0, 0xff, 0
+		if v <= 0xff {
+			k.NwProto = uint8(v)
+		}
+		act = actions.Action{Kind: actions.SetARPOp, Val16: uint16(v)}
+	case ofp.XMTypeARPSHA, ofp.XMTypeARPTHA:
+		if !x.ethTypeIs(ethARP) {
+			return nil
+		}
+		act.Kind = actions.SetARPSHA
+		if f.Field == ofp.XMTypeARPSHA {
+			k.ArpSHA, w.ArpSHA, u.ArpSHA = [6]byte(f.Value), ones6, [6]byte{}
+		} else {
+			k.ArpTHA, w.ArpTHA, u.ArpTHA = [6]byte(f.Value), ones6, [6]byte{}
+			act.Kind = actions.SetARPTHA
+		}
+		copy(act.Addr[:], f.Value)
+	case ofp.XMTypeICMPv4Type, ofp.XMTypeICMPv4Code:
+		if !x.icmpPrereq(false) {
+			return nil
+		}
+		act = x.setTypeCode(f.Field == ofp.XMTypeICMPv4Type, uint8(v))
+	case ofp.XMTypeICMPv6Type, ofp.XMTypeICMPv6Code:
+		if !x.icmpPrereq(true) {
+			return nil
+		}
+		x.icmpv6ND(f.Field == ofp.XMTypeICMPv6Type, uint16(uint8(v)))
+		act = x.setTypeCode(f.Field == ofp.XMTypeICMPv6Type, uint8(v))
+	case ofp.XMTypeIPv6NDTarget:
+		if !x.ndPrereq(0) {
+			return nil
+		}
+		k.NDTarget, w.NDTarget, u.NDTarget = [16]byte(f.Value), ones16, [16]byte{}
+		act.Kind = actions.SetNDTarget
+		copy(act.Addr[:], f.Value)
+	case ofp.XMTypeIPv6NDSLL, ofp.XMTypeIPv6NDTLL:
+		sll := f.Field == ofp.XMTypeIPv6NDSLL
+		typ, field, kind := uint16(icmpv6NS), &k.ArpSHA, actions.SetNDSLL
+		wf, uf := &w.ArpSHA, &u.ArpSHA
+		if !sll {
+			typ, field, kind = icmpv6NA, &k.ArpTHA, actions.SetNDTLL
+			wf, uf = &w.ArpTHA, &u.ArpTHA
+		}
+		if !x.ndPrereq(typ) {
+			return nil
+		}
+		// The datapath rewrites the option only when the message has one,
+		// which a non-zero address in the key proves; with zero the
+		// result is unknown to the walk.
+		if sll {
+			x.consultField(func(m *flow.Mask) { m.ArpSHA = ones6 })
+		} else {
+			x.consultField(func(m *flow.Mask) { m.ArpTHA = ones6 })
+		}
+		present := *field != [6]byte{}
+		*field, *wf = [6]byte(f.Value), ones6
+		*uf = [6]byte{}
+		if !present {
+			*uf = ones6
+		}
+		act.Kind = kind
+		copy(act.Addr[:], f.Value)
+	case ofp.XMTypeMPLSLabel, ofp.XMTypeMPLSTC:
+		if !x.isMPLS() {
+			return nil
+		}
+		if f.Field == ofp.XMTypeMPLSLabel {
+			x.setLSE(lseLabel, uint32(v)<<12)
+			act = actions.Action{Kind: actions.SetMPLSLabel, Port: uint32(v) & 0xfffff}
+		} else {
+			x.setLSE(lseTC, uint32(v)<<9)
+			act = actions.Action{Kind: actions.SetMPLSTC, Val8: uint8(v) & 7}
+		}
+	case ofp.XMTypePBBISID:
+		if !x.ethTypeIs(ethPBB) {
+			return nil
+		}
+		k.PBBISID, w.PBBISID, u.PBBISID = uint32(v)&0xffffff, ^uint32(0), 0
+		act = actions.Action{Kind: actions.SetPBBISID, Port: uint32(v) & 0xffffff}
+	case ofp.XMTypeTunnelID:
+		k.TunnelID, w.TunnelID, u.TunnelID = v, ^uint64(0), 0
+		act.Kind = actions.SetTunnelID
+		copy(act.Addr[:8], f.Value)
+	default: // the L4 ports
+		if !x.l4Prereq(l4Proto(f.Field)) {
+			return nil
+		}
+		switch f.Field {
+		case ofp.XMTypeTCPSrc, ofp.XMTypeUDPSrc, ofp.XMTypeSCTPSrc:
+			k.TpSrc, w.TpSrc, u.TpSrc = uint16(v), 0xffff, 0
+			act.Kind = actions.SetL4Src
+		default:
+			k.TpDst, w.TpDst, u.TpDst = uint16(v), 0xffff, 0
+			act.Kind = actions.SetL4Dst
+		}
+		act.Val16 = uint16(v)
+	}
+	return x.emit(act)
+}
+
+func ipv4SetKind(arp, src bool) actions.Kind {
+	switch {
+	case arp && src:
+		return actions.SetARPSPA
+	case arp:
+		return actions.SetARPTPA
+	case src:
+		return actions.SetIPv4Src
+	}
+	return actions.SetIPv4Dst
+}
+
+// setTypeCode writes the ICMP type (or code) into the key's TpSrc (TpDst)
+// and returns the datapath action.
+func (x *xlator) setTypeCode(typ bool, v uint8) actions.Action {
+	k, w, u := &x.key, &x.written, &x.unknown
+	if typ {
+		k.TpSrc, w.TpSrc, u.TpSrc = uint16(v), 0xffff, 0
+		return actions.Action{Kind: actions.SetICMPType, Val8: v}
+	}
+	k.TpDst, w.TpDst, u.TpDst = uint16(v), 0xffff, 0
+	return actions.Action{Kind: actions.SetICMPCode, Val8: v}
+}
+
+// icmpv6ND models what an ICMPv6 type (typ) or code change to v does to
+// the neighbour discovery fields, which the datapath re-extracts when the
+// message turns into or out of ND: out of (or never) ND they are zero; into
+// ND they come from the message body, unknown to the walk, unless the
+// type and code did not change.
+func (x *xlator) icmpv6ND(typ bool, v uint16) {
+	k := &x.key
+	newT, newC := k.TpSrc, k.TpDst
+	if typ {
+		newT = v
+		x.consultField(func(m *flow.Mask) { m.TpDst = 0xffff })
+	} else {
+		newC = v
+		x.consultField(func(m *flow.Mask) { m.TpSrc = 0xffff })
+	}
+	nd := func(m *flow.Mask) { m.NDTarget, m.ArpSHA, m.ArpTHA = ones16, ones6, ones6 }
+	if !isND(newT, newC) {
+		k.NDTarget, k.ArpSHA, k.ArpTHA = [16]byte{}, [6]byte{}, [6]byte{}
+		nd(&x.written)
+		x.known(nd)
+		return
+	}
+	x.consultField(func(m *flow.Mask) { m.TpSrc, m.TpDst = 0xffff, 0xffff })
+	if newT == k.TpSrc && newC == k.TpDst {
+		return
+	}
+	nd(&x.written)
+	nd(&x.unknown)
+}
