@@ -7,6 +7,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/netrack/openflow"
@@ -335,4 +336,32 @@ func TestEncodeRejectsOversize(t *testing.T) {
 	if _, err := Encode(1, &MultipartRequest{}); err == nil {
 		t.Error("multipart request without body encoded")
 	}
+}
+
+// TestConcurrentFixedDecode: netrack's decoders write padding into shared
+// variables; decoding on several connections at once must not race.
+func TestConcurrentFixedDecode(t *testing.T) {
+	raw, err := Encode(7, &MultipartRequest{Body: &PortStatsRequest{PortNo: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 200; j++ {
+				h, body, err := ReadMessage(bytes.NewReader(raw), nil)
+				if err == nil {
+					_, err = Decode(h, body[HeaderLen:])
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				Encode(1, &MultipartRequest{Body: &PortStatsRequest{PortNo: 2}})
+			}
+		}()
+	}
+	wg.Wait()
 }

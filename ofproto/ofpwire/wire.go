@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"sync"
 )
 
 var be = binary.BigEndian
@@ -32,6 +33,12 @@ func cloneBytes(b []byte) []byte {
 	return append([]byte(nil), b...)
 }
 
+// netrackMu serialises netrack/openflow's ReadFrom and WriteTo: they decode
+// padding into, and encode it from, package-level variables shared by every
+// structure (defaultPad4 and friends), which two connections decoding at
+// once would race on. These are control-plane messages; one lock is cheap.
+var netrackMu sync.Mutex
+
 // readFixed decodes one of netrack/openflow's fixed-layout structures with
 // its own ReadFrom, after checking that exactly size bytes are present (its
 // ReadFrom trusts the reader and would otherwise read short or long).
@@ -39,6 +46,8 @@ func readFixed(b []byte, size int, v io.ReaderFrom, onErr *OFPError) error {
 	if len(b) != size {
 		return onErr
 	}
+	netrackMu.Lock()
+	defer netrackMu.Unlock()
 	if _, err := v.ReadFrom(bytes.NewReader(b)); err != nil {
 		return onErr
 	}
@@ -49,7 +58,9 @@ func readFixed(b []byte, size int, v io.ReaderFrom, onErr *OFPError) error {
 // WriteTo (which cannot fail for these types: they hold only integers).
 func appendFixed(b []byte, v io.WriterTo) []byte {
 	var buf bytes.Buffer
+	netrackMu.Lock()
 	v.WriteTo(&buf)
+	netrackMu.Unlock()
 	return append(b, buf.Bytes()...)
 }
 

@@ -242,13 +242,13 @@ func randFramePipeline(t *testing.T, r *rand.Rand) *pipeline.Pipeline {
 	const nTables = 3
 	var fs []flowSpec
 	for tb := uint8(0); tb < nTables; tb++ {
-		n := r.Intn(5) + 1
+		n := r.Intn(5) + 2
 		prios := r.Perm(50)[:n]
 		for i := 0; i < n; i++ {
 			var is []ofpwire.Instruction
 			var acts []ofpwire.Action
 			for k := r.Intn(4) + 1; k > 0; k-- {
-				if r.Intn(3) == 0 {
+				if r.Intn(5) < 2 {
 					acts = append(acts, randOutput(r))
 				} else {
 					acts = append(acts, randNewAction(r))
@@ -260,7 +260,7 @@ func randFramePipeline(t *testing.T, r *rand.Rand) *pipeline.Pipeline {
 				for k := r.Intn(3) + 1; k > 0; k-- {
 					ws = append(ws, randNewAction(r))
 				}
-				if r.Intn(2) == 0 {
+				if r.Intn(4) != 0 {
 					ws = append(ws, randOutput(r))
 				}
 				is = append(is, write(ws...))
@@ -268,7 +268,12 @@ func randFramePipeline(t *testing.T, r *rand.Rand) *pipeline.Pipeline {
 			if tb+1 < nTables && r.Intn(3) != 0 {
 				is = append(is, gotoT(tb+1+uint8(r.Intn(int(nTables-tb-1)))))
 			}
-			fs = append(fs, flowSpec{tb, uint16(prios[i] + 1), randFrameMatch(r, tb), is})
+			var match []ofpwire.OXM
+			prio := uint16(1) // the last entry catches what the others miss
+			if i < n-1 {
+				match, prio = randFrameMatch(r, tb), uint16(prios[i]+2)
+			}
+			fs = append(fs, flowSpec{tb, prio, match, is})
 		}
 	}
 	return build(t, fs)
