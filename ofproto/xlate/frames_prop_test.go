@@ -91,7 +91,10 @@ func l3Layers(r *rand.Rand, kind int) (layers.EthernetType, []gopacket.Serializa
 		}
 		ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(128, 0)}
 		_ = ic.SetNetworkLayerForChecksum(ip)
-		return layers.EthernetTypeIPv6, []gopacket.SerializableLayer{ip, ic, &layers.ICMPv6Echo{Identifier: 1, SeqNumber: 1}, payload}
+		// The echo body where an ND target would be holds an address the
+	// matches use, so an echo turned into a solicitation can match.
+	body := gopacket.Payload(append(sl16(pick(r, fV6)), payload...))
+	return layers.EthernetTypeIPv6, []gopacket.SerializableLayer{ip, ic, &layers.ICMPv6Echo{Identifier: 1, SeqNumber: 1}, body}
 	}
 	return layers.EthernetTypeARP, []gopacket.SerializableLayer{&layers.ARP{AddrType: layers.LinkTypeEthernet,
 		Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4, Operation: 1,
@@ -214,7 +217,7 @@ func randFrameMatch(r *rand.Rand, table uint8) []ofpwire.OXM {
 	if r.Intn(4) == 0 {
 		fs = append(fs, oxm(ofp.XMTypeInPort, uint64(pick(r, pPorts))))
 	}
-	switch r.Intn(9) {
+	switch r.Intn(11) {
 	case 1:
 		fs = append(fs, oxm(ofp.XMTypeEthType, uint64(pick(r, []uint16{0x0800, 0x86dd, 0x0806, 0x8847, 0x88e7}))))
 	case 2:
@@ -231,6 +234,12 @@ func randFrameMatch(r *rand.Rand, table uint8) []ofpwire.OXM {
 		fs = append(fs, oxm(ofp.XMTypeEthType, 0x86dd), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, icmpv6NS))
 	case 8:
 		fs = append(fs, oxm(ofp.XMTypeTunnelID, uint64(r.Intn(3))))
+	case 9:
+		fs = append(fs, oxm(ofp.XMTypeEthType, 0x86dd), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, icmpv6NS),
+			ofpwire.NewOXM(ofp.XMTypeIPv6NDTarget, sl16(pick(r, fV6))))
+	case 10:
+		fs = append(fs, oxm(ofp.XMTypeEthType, 0x86dd), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, icmpv6NS),
+			ofpwire.NewOXM(ofp.XMTypeIPv6NDSLL, []byte{2, 0, 0, 0, 0, byte(r.Intn(3))}))
 	}
 	if table > 0 && r.Intn(3) == 0 {
 		fs = append(fs, oxmM(ofp.XMTypeMetadata, pick(r, pMeta), 0xff))

@@ -533,6 +533,7 @@ func (x *xlator) executeSet() error {
 	add(actPopVLAN, s.popVLAN)
 	add(actPopPBB, s.popPBB)
 	add(s.popMPLS, s.popMPLS != nil)
+	add(s.pushMPLS, s.pushMPLS != nil)
 	add(s.pushPBB, s.pushPBB != nil)
 	add(s.pushVLAN, s.pushVLAN != nil)
 	add(actCopyTTLOut, s.copyTTLOut)
