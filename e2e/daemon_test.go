@@ -84,6 +84,8 @@ func TestDaemonEndToEnd(t *testing.T) {
 	// the instant before (the barrier that acknowledges it saved it).
 	d.vsctl("add-group", "br0", "group_id=1,type=all,bucket=actions=output:2")
 	d.vsctl("add-flow", "br0", "priority=4,udp,tp_dst=10,actions=group:1")
+	d.vsctl("add-meter", "br0", "meter=1,pktps,burst,band=type=drop,rate=1000,burst_size=100")
+	d.vsctl("add-flow", "br0", "priority=5,udp,tp_dst=11,actions=meter:1,output:2")
 	d.vsctl("add-flow", "br0", "priority=3,udp,tp_dst=9,actions=drop")
 	d.kill9()
 	d.start()
@@ -102,6 +104,8 @@ func TestDaemonEndToEnd(t *testing.T) {
 	flowLine(t, dump, "priority=3", "tp_dst=9", "drop")
 	flowLine(t, dump, "priority=4", "tp_dst=10", "group:1")
 	flowLine(t, d.vsctl("dump-groups", "br0"), "group_id=1", "type=all", "output:2")
+	flowLine(t, dump, "priority=5", "tp_dst=11", "meter:1")
+	flowLine(t, d.vsctl("dump-meters", "br0"), "meter=1", "pktps")
 	nstest.Ping(t, a.NS, b.IP)
 
 	// The datapath view agrees: megaflows for both directions.

@@ -250,3 +250,40 @@ func (b *Bridge) RestoreGroups(lines []string) error {
 	}
 	return nil
 }
+
+// MeterLines returns every meter as a one-line ovs-ofctl add-meter
+// specification, by meter id. RestoreMeters reads it back.
+func (b *Bridge) MeterLines() []string {
+	cs := b.meters.Config(ofp.MeterAll)
+	out := make([]string, len(cs))
+	for i := range cs {
+		out[i] = flowsyntax.FormatMeterMod(&ofpwire.MeterMod{Command: ofp.MeterAdd,
+			Flags: cs[i].Flags, MeterID: cs[i].MeterID, Bands: cs[i].Bands})
+	}
+	return out
+}
+
+// RestoreMeters installs the meters lines describe (MeterLines' output, or
+// ovs-ofctl add-meter lines), in the table and the datapath, replacing a
+// meter of the same id. Every line is parsed before anything changes; a
+// meter the table refuses stops the restore there (the earlier ones stay).
+// Restore meters before the flows that use them.
+func (b *Bridge) RestoreMeters(lines []string) error {
+	mms := make([]*ofpwire.MeterMod, 0, len(lines))
+	for i, l := range lines {
+		mm, err := flowsyntax.ParseMeter(l, ofp.MeterAdd)
+		if err != nil {
+			return fmt.Errorf("ofproto: restoring meter %d: %w", i+1, err)
+		}
+		mms = append(mms, mm)
+	}
+	for _, mm := range mms {
+		if b.meters.Get(mm.MeterID) != nil {
+			mm.Command = ofp.MeterModify
+		}
+		if err := b.meterMod(mm); err != nil {
+			return fmt.Errorf("ofproto: restoring %q: %w", flowsyntax.FormatMeterMod(mm), err)
+		}
+	}
+	return nil
+}

@@ -3,6 +3,7 @@ package ofproto
 import (
 	"math/rand"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -322,5 +323,47 @@ func TestRestoreGroups(t *testing.T) {
 	tb.c.request(outputFlow(1, &ofpwire.ActionGroup{Group: 1}))
 	if got := tb.forward(tb.p1, tb.p2, frame()); len(got) != 1 {
 		t.Fatalf("restored group chain forwarded %d frames", len(got))
+	}
+}
+
+// TestMeterLinesRoundTrip: meters saved as lines come back, in the table
+// and in the datapath, on another bridge, and a bad line changes nothing.
+func TestMeterLinesRoundTrip(t *testing.T) {
+	a := newTestBridge(t)
+	for _, mm := range []*ofpwire.MeterMod{
+		pktpsMeter(ofp.MeterAdd, 1, 100, 10),
+		{Command: ofp.MeterAdd, Flags: ofp.MeterFlagKBitPerSec, MeterID: 7, Bands: []ofpwire.MeterBand{
+			{Type: ofp.MeterBandTypeDSCPRemark, Rate: 500, PrecLevel: 1},
+			{Type: ofp.MeterBandTypeDrop, Rate: 2000}}},
+	} {
+		if r := a.c.request(mm); len(r) != 0 {
+			t.Fatalf("meter-mod replies %#v", r)
+		}
+	}
+	lines := a.br.MeterLines()
+	if len(lines) != 2 {
+		t.Fatalf("lines %q", lines)
+	}
+	b := newTestBridge(t)
+	if err := b.br.RestoreMeters([]string{"meter=3,frobnicate"}); err == nil {
+		t.Fatal("bad meter line accepted")
+	}
+	if got := b.br.MeterLines(); len(got) != 0 {
+		t.Fatalf("bad restore left meters %q", got)
+	}
+	if err := b.br.RestoreMeters(lines); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.br.MeterLines(); !slices.Equal(got, lines) {
+		t.Fatalf("restored meters\n got %q\nwant %q", got, lines)
+	}
+	for _, id := range []uint32{1, 7} {
+		if _, ok := b.dp.Meter(id); !ok {
+			t.Fatalf("meter %d not in the datapath", id)
+		}
+	}
+	// Restoring again replaces rather than fails.
+	if err := b.br.RestoreMeters(lines); err != nil {
+		t.Fatal(err)
 	}
 }

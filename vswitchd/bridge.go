@@ -45,6 +45,7 @@ type bridge struct {
 	saveMu      sync.Mutex
 	savedFlows  []string // what the store holds, nil if unknown
 	savedGroups []string
+	savedMeters []string
 	controllers atomic.Int32
 }
 
@@ -160,6 +161,9 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		return nil, err
 	}
 	if nb.Flows != nil {
+		if err := of.RestoreMeters(nb.Meters); err != nil {
+			d.log.Error("saved meters not restored", "bridge", nb.Name, "err", err)
+		}
 		if err := of.RestoreGroups(nb.Groups); err != nil {
 			d.log.Error("saved groups not restored", "bridge", nb.Name, "err", err)
 		}
@@ -169,6 +173,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 			d.log.Info("flows restored", "bridge", nb.Name, "flows", len(nb.Flows))
 			b.savedFlows = slices.Clone(nb.Flows)
 			b.savedGroups = slices.Clone(nb.Groups)
+			b.savedMeters = slices.Clone(nb.Meters)
 		}
 	}
 	b.flowsDirty.Store(false)
@@ -396,16 +401,17 @@ func (b *bridge) saveFlows(force bool) {
 	if !b.flowsDirty.Swap(false) && !force {
 		return
 	}
-	lines, groups := b.of.FlowLines(), b.of.GroupLines()
+	lines, groups, meters := b.of.FlowLines(), b.of.GroupLines(), b.of.MeterLines()
 	if lines == nil {
 		lines = []string{}
 	}
-	if b.savedFlows != nil && slices.Equal(lines, b.savedFlows) && slices.Equal(groups, b.savedGroups) {
+	if b.savedFlows != nil && slices.Equal(lines, b.savedFlows) && slices.Equal(groups, b.savedGroups) &&
+		slices.Equal(meters, b.savedMeters) {
 		return
 	}
 	_, err := b.d.store.Update(func(c *config.Config) error {
 		if nb := c.Bridges[b.name]; nb != nil {
-			nb.Flows, nb.Groups = lines, groups
+			nb.Flows, nb.Groups, nb.Meters = lines, groups, meters
 		}
 		return nil
 	})
@@ -416,7 +422,7 @@ func (b *bridge) saveFlows(force bool) {
 		}
 		return
 	}
-	b.savedFlows, b.savedGroups = lines, groups
+	b.savedFlows, b.savedGroups, b.savedMeters = lines, groups, meters
 }
 
 // close stops the bridge: its OpenFlow agent, then its datapath, whose

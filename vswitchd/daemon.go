@@ -248,12 +248,15 @@ func (d *Daemon) apply(old, next *config.Config) error {
 			continue
 		}
 		if b.needsRebuild(next, nb) {
-			flows, groups := b.of.FlowLines(), b.of.GroupLines()
+			flows, groups, meters := b.of.FlowLines(), b.of.GroupLines(), b.of.MeterLines()
 			b.close()
 			delete(d.bridges, name)
 			nbr, err := d.newBridge(next, nb, false)
 			if err != nil {
 				return err
+			}
+			if err := nbr.of.RestoreMeters(meters); err != nil {
+				d.log.Warn("meters not carried over the rebuild", "bridge", name, "err", err)
 			}
 			if err := nbr.of.RestoreGroups(groups); err != nil {
 				d.log.Warn("groups not carried over the rebuild", "bridge", name, "err", err)

@@ -334,4 +334,3 @@ func (x *xlator) flushPending() error {
 	}
 	return x.undo(s)
 }
-

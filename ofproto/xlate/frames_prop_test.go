@@ -92,9 +92,9 @@ func l3Layers(r *rand.Rand, kind int) (layers.EthernetType, []gopacket.Serializa
 		ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(128, 0)}
 		_ = ic.SetNetworkLayerForChecksum(ip)
 		// The echo body where an ND target would be holds an address the
-	// matches use, so an echo turned into a solicitation can match.
-	body := gopacket.Payload(append(sl16(pick(r, fV6)), payload...))
-	return layers.EthernetTypeIPv6, []gopacket.SerializableLayer{ip, ic, &layers.ICMPv6Echo{Identifier: 1, SeqNumber: 1}, body}
+		// matches use, so an echo turned into a solicitation can match.
+		body := gopacket.Payload(append(sl16(pick(r, fV6)), payload...))
+		return layers.EthernetTypeIPv6, []gopacket.SerializableLayer{ip, ic, &layers.ICMPv6Echo{Identifier: 1, SeqNumber: 1}, body}
 	}
 	return layers.EthernetTypeARP, []gopacket.SerializableLayer{&layers.ARP{AddrType: layers.LinkTypeEthernet,
 		Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4, Operation: 1,
@@ -159,6 +159,9 @@ func randNewAction(r *rand.Rand) ofpwire.Action {
 	case 11:
 		return &ofpwire.ActionSetNwTTL{TTL: uint8(r.Intn(3) + 1)}
 	case 12:
+		if r.Intn(2) == 0 {
+			return grp(1)
+		}
 		return &ofpwire.ActionSetQueue{Queue: 1}
 	case 13:
 		return randVLAN(r)
@@ -341,6 +344,7 @@ func runActions(t testing.TB, l actions.List, frame []byte, inPort uint32) []sen
 // datapath's own rewrite of those bytes, chosen from the current key.
 type frameRef struct {
 	t       testing.TB
+	groups  *pipeline.GroupTable
 	p       *packet.Packet
 	md      uint64
 	out     []sent
@@ -432,6 +436,23 @@ func (f *frameRef) action(a ofpwire.Action) {
 	case *ofpwire.ActionSetNwTTL:
 		f.apply(actions.Action{Kind: actions.SetIPTTL, Val8: a.TTL})
 	case *ofpwire.ActionSetQueue:
+	case *ofpwire.ActionGroup:
+		// An ALL group: each bucket runs on its own copy of the packet.
+		bs := f.groups.Get(a.Group).Buckets()
+		for i := range bs {
+			b := &bs[i]
+			c := frameRef{t: f.t, groups: f.groups, p: loadFrame(f.t, f.p.Data(), k.InPort), md: f.md}
+			c.p.Key, c.p.Offsets, c.p.KeyValid = f.p.Key, f.p.Offsets, f.p.KeyValid
+			for _, ba := range b.Actions {
+				c.action(ba)
+				if c.stopped {
+					break
+				}
+			}
+			c.p.Free()
+			f.out = append(f.out, c.out...)
+			f.odd = f.odd || c.odd
+		}
 	case *ofpwire.ActionSetField:
 		f.setField(a.Field)
 	default:
@@ -582,7 +603,9 @@ func (f *frameRef) run(p *pipeline.Pipeline) {
 			f.action(a)
 		}
 	}
-	if a := set[ofp.ActionTypeOutput]; a != nil {
+	if a := set[ofp.ActionTypeGroup]; a != nil {
+		f.action(a)
+	} else if a := set[ofp.ActionTypeOutput]; a != nil {
 		f.action(a)
 	}
 }
@@ -605,14 +628,29 @@ func reextract(p *packet.Packet) {
 // behind a popped header was needed are counted, not compared.
 func TestTranslateMatchesFrames(t *testing.T) {
 	r := rand.New(rand.NewSource(4))
-	pipelines, frames := 400, 12
+	pipelines, frames := 800, 12
 	if testing.Short() {
-		pipelines = 100
+		pipelines = 150
 	}
 	var compared, withOutput, refused, odd, encap int
 	opts := Options{Ports: framePorts}
 	for i := 0; i < pipelines; i++ {
 		p := randFramePipeline(t, r)
+		// Group 1 (ALL) rewrites fields in its buckets; the translation
+		// puts them back between buckets, or refuses what it cannot undo.
+		gt := pipeline.NewGroupTable()
+		var bs []ofpwire.Bucket
+		for b := r.Intn(3) + 1; b > 0; b-- {
+			var acts []ofpwire.Action
+			for k := r.Intn(3); k > 0; k-- {
+				if a := randNewAction(r); a.ActionType() != ofp.ActionTypeGroup {
+					acts = append(acts, a)
+				}
+			}
+			bs = append(bs, bkt(append(acts, randOutput(r))...))
+		}
+		addGroup(t, gt, 1, ofp.GroupTypeAll, bs...)
+		opts.Groups = gt
 		for j := 0; j < frames; j++ {
 			frame := randFrame(t, r)
 			inPort := pick(r, pPorts)
@@ -628,7 +666,7 @@ func TestTranslateMatchesFrames(t *testing.T) {
 			if err != nil {
 				t.Fatalf("pipeline %d: %v", i, err)
 			}
-			ref := frameRef{t: t, p: loadFrame(t, frame, inPort)}
+			ref := frameRef{t: t, groups: gt, p: loadFrame(t, frame, inPort)}
 			ref.run(p)
 			ref.p.Free()
 			if ref.odd {
@@ -641,6 +679,14 @@ func TestTranslateMatchesFrames(t *testing.T) {
 					sentText(got), sentText(ref.out))
 			}
 			compared++
+			if j == 0 {
+				// A trace walks the same way.
+				tr, err := TranslateTrace(p, &key, opts)
+				if err != nil || !slices.Equal(tr.Actions, res.Actions) {
+					t.Fatalf("pipeline %d: trace gives %v (%v), translate %v", i, tr.Actions, err, res.Actions)
+				}
+				_ = tr.String()
+			}
 			if len(got) > 0 {
 				withOutput++
 			}

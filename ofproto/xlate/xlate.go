@@ -8,9 +8,9 @@
 // a constant of the translation (or a function of bits already in the mask)
 // and is left out of the mask.
 //
-// Every OpenFlow 1.3 action translates. Translate returns an error
-// wrapping ErrUnsupported for: the meter instruction (meters are
-// configured and reported, not enforced); experimenter actions; set-field
+// Every OpenFlow 1.3 action translates; the meter instruction becomes a
+// datapath meter action. Translate returns an error wrapping
+// ErrUnsupported for: experimenter actions; set-field
 // on a field OpenFlow or the datapath cannot write (IN_PORT, IN_PHY_PORT,
 // ETH_TYPE, IP_PROTO, MPLS_BOS, IPV6_EXTHDR); masked set-field on any field
 // but VLAN_VID and METADATA (the datapath's set actions carry no mask);
@@ -223,10 +223,10 @@ type actionSet struct {
 	setMPLSTTL *ofpwire.ActionSetMPLSTTL
 	fields     [ofpwire.NumBasicFields]*ofpwire.ActionSetField
 	queue      bool // set-queue: held, and does nothing
-	output   *ofpwire.ActionOutput
-	group    *ofpwire.ActionGroup // takes precedence over output
-	outTable uint8                // table of the entry that wrote output (packet-in table id)
-	outMiss  bool                 // that entry was a table-miss entry
+	output     *ofpwire.ActionOutput
+	group      *ofpwire.ActionGroup // takes precedence over output
+	outTable   uint8                // table of the entry that wrote output (packet-in table id)
+	outMiss    bool                 // that entry was a table-miss entry
 }
 
 // xlator is the state of one walk.

@@ -55,6 +55,9 @@ type Bridge struct {
 	// Groups are the group table, saved with the flows (in ovs-ofctl
 	// add-group syntax) because flows may forward to groups.
 	Groups []string `json:"groups,omitempty"`
+	// Meters are the meter table (ovs-ofctl add-meter syntax), saved for
+	// the same reason.
+	Meters []string `json:"meters,omitempty"`
 }
 
 // Port is one interface attached to a bridge.
@@ -95,6 +98,7 @@ func (b *Bridge) Clone() *Bridge {
 	out.OtherConfig = maps.Clone(b.OtherConfig)
 	out.Flows = slices.Clone(b.Flows)
 	out.Groups = slices.Clone(b.Groups)
+	out.Meters = slices.Clone(b.Meters)
 	if b.Ports != nil {
 		out.Ports = make(map[string]*Port, len(b.Ports))
 		for k, p := range b.Ports {
