@@ -375,6 +375,13 @@ func (b *Bridge) Handle(c *ofconn.Conn, xid uint32, msg ofpwire.Message) error {
 // deleted with it (OpenFlow 1.3 §6.5), and every megaflow is invalidated
 // since translations may have run through the changed group.
 func (b *Bridge) groupMod(gm *ofpwire.GroupMod) error {
+	if gm.Command == ofp.GroupAdd || gm.Command == ofp.GroupModify {
+		for i := range gm.Buckets {
+			if err := xlate.CheckActions(gm.Buckets[i].Actions, false); err != nil {
+				return err
+			}
+		}
+	}
 	now := time.Now()
 	deleted, err := b.groups.ApplyGroupMod(gm, now)
 	if err != nil {
@@ -420,6 +427,11 @@ func (b *Bridge) checkGroupRefs(fm *ofpwire.FlowMod) error {
 }
 
 func (b *Bridge) flowMod(fm *ofpwire.FlowMod) error {
+	if fm.Command == ofp.FlowAdd || fm.Command == ofp.FlowModify || fm.Command == ofp.FlowModifyStrict {
+		if err := xlate.CheckInstructions(fm.Instructions); err != nil {
+			return err
+		}
+	}
 	if err := b.checkGroupRefs(fm); err != nil {
 		return err
 	}
@@ -481,6 +493,9 @@ func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
 	if len(po.Data) < 14 {
 		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadPacket)
 	}
+	if err := xlate.CheckActions(po.Actions, true); err != nil {
+		return err
+	}
 	fm := &ofpwire.FlowMod{
 		Command:      ofp.FlowAdd,
 		BufferID:     ofp.NoBuffer,
@@ -501,7 +516,9 @@ func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
 	var off flow.Offsets
 	flow.Extract(po.Data, inPort, &key, &off)
 	var res datapath.UpcallResult
-	if err := xlate.Translate(scratch, &key, &res, b.xlateOptions(time.Now())); err != nil {
+	opts := b.xlateOptions(time.Now())
+	opts.Table = b.activePipeline() // output to OFPP_TABLE runs the bridge's tables
+	if err := xlate.Translate(scratch, &key, &res, opts); err != nil {
 		if errors.Is(err, xlate.ErrUnsupported) {
 			return ofpErr(ofpwire.ETBadAction, ofpwire.BACBadType)
 		}

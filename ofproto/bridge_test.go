@@ -371,8 +371,11 @@ func TestPacketOut(t *testing.T) {
 	tb.c.wantError(&ofpwire.PacketOut{BufferID: 3, InPort: ofp.PortController, Data: frame()},
 		ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
 	tb.c.wantError(&ofpwire.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
-		Actions: []ofpwire.Action{&ofpwire.ActionSetQueue{Queue: 1}}, Data: frame()},
-		ofpwire.ETBadAction, ofpwire.BACBadType)
+		Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: ofp.PortAny}}, Data: frame()},
+		ofpwire.ETBadAction, ofpwire.BACBadOutPort)
+	// OFPP_TABLE belongs to packet-outs only.
+	tb.c.wantError(outputFlow(1, &ofpwire.ActionOutput{Port: ofp.PortTable}),
+		ofpwire.ETBadAction, ofpwire.BACBadOutPort)
 	tb.c.wantError(&ofpwire.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
 		Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: 1}}, Data: frame()},
 		ofpwire.ETBadAction, ofpwire.BACBadOutGroup)
@@ -445,4 +448,25 @@ func TestTableFeatures(t *testing.T) {
 	}
 	tb.c.wantError(&ofpwire.MultipartRequest{Body: &ofpwire.TableFeaturesRequest{Tables: []ofpwire.TableFeatures{{TableID: 0}}}},
 		ofpwire.ETTableFeaturesFailed, ofpwire.TFFCEperm)
+}
+
+// TestPacketOutToTable: output to OFPP_TABLE runs the packet through the
+// bridge's flow tables.
+func TestPacketOutToTable(t *testing.T) {
+	tb := newTestBridge(t)
+	fm := outputFlow(1, &ofpwire.ActionOutput{Port: 2})
+	fm.Match = ofpwire.Match{} // any in_port, including the packet-out's
+	if r := tb.c.request(fm); len(r) != 0 {
+		t.Fatalf("flow-mod replies %#v", r)
+	}
+	if r := tb.c.request(&ofpwire.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
+		Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: ofp.PortTable}}, Data: frame()}); len(r) != 0 {
+		t.Fatalf("packet-out replies %#v", r)
+	}
+	tb.dp.PMDs()[0].PollOnce()
+	var got [][]byte
+	tb.p2.Drain(0, func(f []byte) { got = append(got, bytes.Clone(f)) })
+	if len(got) != 1 || !bytes.Equal(got[0], frame()) {
+		t.Fatalf("port 2 sent %d frames after packet-out to TABLE", len(got))
+	}
 }

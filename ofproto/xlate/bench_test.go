@@ -87,3 +87,22 @@ func BenchmarkTranslateTrace(b *testing.B) {
 		_ = tr.String()
 	}
 }
+
+// TestTranslateDoesNotAllocate: an upcall's translation must not allocate
+// (a mask escaping through a closure once cost three allocations each).
+func TestTranslateDoesNotAllocate(t *testing.T) {
+	ipv4 := oxm(ofp.XMTypeEthType, 0x0800)
+	p := build(t, []flowSpec{
+		{0, 10, []ofpwire.OXM{oxm(ofp.XMTypeInPort, 1)}, ins(&ofpwire.InstrWriteMetadata{Metadata: 1, Mask: 0xff}, gotoT(1))},
+		{1, 100, []ofpwire.OXM{ipv4}, ins(apply(setF(ofp.XMTypeEthDst, 5), &ofpwire.ActionSetField{Field: oxm(ofp.XMTypeTCPDst, 8080)}), gotoT(2))},
+		{2, 0, nil, ins(apply(&ofpwire.ActionDecNwTTL{}), write(out(3)))},
+	})
+	key := ipv4Key()
+	var res datapath.UpcallResult
+	if err := Translate(p, &key, &res, Options{}); err != nil || len(res.Actions) == 0 {
+		t.Fatalf("translate: %v, %v", res.Actions, err)
+	}
+	if n := testing.AllocsPerRun(100, func() { Translate(p, &key, &res, Options{}) }); n != 0 {
+		t.Fatalf("%v allocations per translation", n)
+	}
+}

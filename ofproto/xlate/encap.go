@@ -27,7 +27,7 @@ func isVLANType(t uint16) bool { return t == 0x8100 || t == 0x88a8 || t == 0x910
 
 // isMPLS reports whether the packet is MPLS, consulting eth_type.
 func (x *xlator) isMPLS() bool {
-	x.consultField(func(m *flow.Mask) { m.EthType = 0xffff })
+	x.consult(&flow.Mask{EthType: 0xffff})
 	return isMPLSType(x.key.EthType)
 }
 
@@ -106,7 +106,7 @@ func (x *xlator) setLSE(msk, val uint32) {
 }
 
 func (x *xlator) pushMPLS(typ uint16) error {
-	x.consultField(func(m *flow.Mask) { m.EthType = 0xffff })
+	x.consult(&flow.Mask{EthType: 0xffff})
 	old := x.key.EthType
 	if old < 0x0600 {
 		return nil // an 802.3 frame has no type to put behind the entry
@@ -120,13 +120,13 @@ func (x *xlator) pushMPLS(typ uint16) error {
 	case isMPLSType(old):
 		// The new entry copies the old top one, whose bits stay the
 		// original packet's unless written; its TTL is the inner TTL now.
-		x.consultField(func(m *flow.Mask) { m.MPLSLse = lseTTL })
+		x.consult(&flow.Mask{MPLSLse: lseTTL})
 		lse = x.key.MPLSLse &^ lseBoS
 		in = innerTTL{state: innerKnown, ttl: uint8(x.key.MPLSLse)}
 		x.written.MPLSLse |= lseBoS
 		x.unknown.MPLSLse &^= lseBoS
 	case old == ethIPv4 || old == ethIPv6:
-		x.consultField(func(m *flow.Mask) { m.NwTTL = 0xff })
+		x.consult(&flow.Mask{NwTTL: 0xff})
 		lse = lseBoS | uint32(x.key.NwTTL)
 		in = innerTTL{state: innerKnown, ttl: x.key.NwTTL}
 		x.written.MPLSLse, x.unknown.MPLSLse = ^uint32(0), 0
@@ -179,16 +179,16 @@ func (x *xlator) popMPLS(typ uint16) error {
 // rules give it the I-SID of an outer I-TAG (0 without one) and the PCP of
 // the outer VLAN tag (0 untagged) as its I-PCP.
 func (x *xlator) pushPBB() error {
-	x.consultField(func(m *flow.Mask) { m.EthType = 0xffff; m.VLAN[0].TPID = flow.TPIDPresent })
+	x.consult(&flow.Mask{EthType: 0xffff, VLAN: [2]flow.VLANTag{{TPID: flow.TPIDPresent}}})
 	k := &x.key
 	var pcp uint8
 	if k.VLAN[0].TPID&flow.TPIDPresent != 0 {
-		x.consultField(func(m *flow.Mask) { m.VLAN[0].TCI = 0xe000 })
+		x.consult(&flow.Mask{VLAN: [2]flow.VLANTag{{TCI: 0xe000}}})
 		pcp = uint8(k.VLAN[0].TCI >> 13)
 	}
 	var isid uint32
 	if k.EthType == ethPBB {
-		x.consultField(func(m *flow.Mask) { m.PBBISID = ^uint32(0) })
+		x.consult(&flow.Mask{PBBISID: ^uint32(0)})
 		isid = k.PBBISID
 	}
 	m := l3Fields
@@ -232,7 +232,7 @@ func (x *xlator) decMPLSTTL(table uint8) error {
 	if !x.isMPLS() {
 		return nil
 	}
-	x.consultField(func(m *flow.Mask) { m.MPLSLse = lseTTL })
+	x.consult(&flow.Mask{MPLSLse: lseTTL})
 	ttl := uint8(x.key.MPLSLse)
 	if ttl <= 1 {
 		return x.invalidTTL(table, ttl)
@@ -260,7 +260,7 @@ func (x *xlator) copyTTLIn() error {
 	if !x.isMPLS() || x.inner.state == innerNone {
 		return nil
 	}
-	x.consultField(func(m *flow.Mask) { m.MPLSLse = lseTTL })
+	x.consult(&flow.Mask{MPLSLse: lseTTL})
 	if x.inner.state == innerKnown {
 		x.inner.ttl = uint8(x.key.MPLSLse)
 	}

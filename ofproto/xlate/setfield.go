@@ -71,7 +71,7 @@ func (x *xlator) l4Prereq(proto uint8) bool {
 	if !x.isIP() {
 		return false
 	}
-	x.consultField(func(m *flow.Mask) { m.NwProto = 0xff; m.NwFrag = flow.FragLater })
+	x.consult(&flow.Mask{NwProto: 0xff, NwFrag: flow.FragLater})
 	return x.key.NwProto == proto && x.key.NwFrag&flow.FragLater == 0
 }
 
@@ -87,7 +87,7 @@ func l4Proto(f ofp.XMType) uint8 {
 
 // ethTypeIs reports whether the packet's Ethernet type is t, consulting it.
 func (x *xlator) ethTypeIs(t uint16) bool {
-	x.consultField(func(m *flow.Mask) { m.EthType = 0xffff })
+	x.consult(&flow.Mask{EthType: 0xffff})
 	return x.key.EthType == t
 }
 
@@ -107,7 +107,7 @@ func (x *xlator) ndPrereq(typ uint16) bool {
 	if !x.icmpPrereq(true) {
 		return false
 	}
-	x.consultField(func(m *flow.Mask) { m.TpSrc, m.TpDst = 0xffff, 0xffff })
+	x.consult(&flow.Mask{TpSrc: 0xffff, TpDst: 0xffff})
 	t := x.key.TpSrc
 	if x.key.TpDst != 0 || (t != icmpv6NS && t != icmpv6NA) {
 		return false
@@ -157,7 +157,7 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 		copy(act.Addr[:], f.Value)
 	case ofp.XMTypeVlanID, ofp.XMTypeVlanPCP:
 		// Sets the outer tag's VID or PCP; no-op without a tag.
-		x.consultField(func(m *flow.Mask) { m.VLAN[0].TPID = flow.TPIDPresent })
+		x.consult(&flow.Mask{VLAN: [2]flow.VLANTag{{TPID: flow.TPIDPresent}}})
 		if k.VLAN[0].TPID&flow.TPIDPresent == 0 {
 			return nil
 		}
@@ -275,9 +275,9 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 		// which a non-zero address in the key proves; with zero the
 		// result is unknown to the walk.
 		if sll {
-			x.consultField(func(m *flow.Mask) { m.ArpSHA = ones6 })
+			x.consult(&flow.Mask{ArpSHA: ones6})
 		} else {
-			x.consultField(func(m *flow.Mask) { m.ArpTHA = ones6 })
+			x.consult(&flow.Mask{ArpTHA: ones6})
 		}
 		present := *field != [6]byte{}
 		*field, *wf = [6]byte(f.Value), ones6
@@ -359,10 +359,10 @@ func (x *xlator) icmpv6ND(typ bool, v uint16) {
 	newT, newC := k.TpSrc, k.TpDst
 	if typ {
 		newT = v
-		x.consultField(func(m *flow.Mask) { m.TpDst = 0xffff })
+		x.consult(&flow.Mask{TpDst: 0xffff})
 	} else {
 		newC = v
-		x.consultField(func(m *flow.Mask) { m.TpSrc = 0xffff })
+		x.consult(&flow.Mask{TpSrc: 0xffff})
 	}
 	nd := func(m *flow.Mask) { m.NDTarget, m.ArpSHA, m.ArpTHA = ones16, ones6, ones6 }
 	if !isND(newT, newC) {
@@ -371,7 +371,7 @@ func (x *xlator) icmpv6ND(typ bool, v uint16) {
 		x.known(nd)
 		return
 	}
-	x.consultField(func(m *flow.Mask) { m.TpSrc, m.TpDst = 0xffff, 0xffff })
+	x.consult(&flow.Mask{TpSrc: 0xffff, TpDst: 0xffff})
 	if newT == k.TpSrc && newC == k.TpDst {
 		return
 	}

@@ -410,14 +410,6 @@ func (x *xlator) consult(m *flow.Mask) {
 // entry or I-TAG.
 var errBlind = fmt.Errorf("%w: a field behind a popped MPLS or PBB header (the key does not describe it)", ErrUnsupported)
 
-// consultField is consult for one field given as a mask with only that
-// field's bits set.
-func (x *xlator) consultField(set func(m *flow.Mask)) {
-	var m flow.Mask
-	set(&m)
-	x.consult(&m)
-}
-
 func (x *xlator) emit(a actions.Action) error {
 	if len(x.out) >= MaxActions {
 		return ErrTooManyActions
@@ -619,7 +611,7 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 }
 
 func (x *xlator) isIP() bool {
-	x.consultField(func(m *flow.Mask) { m.EthType = 0xffff })
+	x.consult(&flow.Mask{EthType: 0xffff})
 	return x.key.EthType == ethIPv4 || x.key.EthType == ethIPv6
 }
 
@@ -627,7 +619,7 @@ func (x *xlator) decTTL(table uint8) error {
 	if !x.isIP() {
 		return nil // OpenFlow leaves dec-TTL on non-IP undefined; do nothing, as OVS
 	}
-	x.consultField(func(m *flow.Mask) { m.NwTTL = 0xff })
+	x.consult(&flow.Mask{NwTTL: 0xff})
 	if x.key.NwTTL <= 1 {
 		return x.invalidTTL(table, x.key.NwTTL)
 	}
@@ -658,7 +650,7 @@ var allVLAN = [2]flow.VLANTag{{TPID: 0xffff, TCI: 0xffff}, {TPID: 0xffff, TCI: 0
 // key's two slots, which bit-position tracking cannot follow, so every
 // original tag bit is consulted and the tags count as written afterwards.
 func (x *xlator) vlanShift() {
-	x.consultField(func(m *flow.Mask) { m.VLAN = allVLAN })
+	x.consult(&flow.Mask{VLAN: allVLAN})
 	x.written.VLAN = allVLAN
 }
 
@@ -691,7 +683,7 @@ func (x *xlator) popVLAN() error {
 // in_port (a plain port equal to in_port drops, ALL/FLOOD skip it), so
 // in_port is always consulted.
 func (x *xlator) output(a *ofpwire.ActionOutput, table uint8, miss bool) error {
-	x.consultField(func(m *flow.Mask) { m.InPort = ^uint32(0) })
+	x.consult(&flow.Mask{InPort: ^uint32(0)})
 	in := x.key.InPort
 	switch a.Port {
 	case ofp.PortIn:
@@ -793,7 +785,7 @@ func (x *xlator) received() bool {
 		anyBlocked = pc(p)&recvBlocked != 0
 	}
 	if anyBlocked {
-		x.consultField(func(m *flow.Mask) { m.InPort = ^uint32(0) })
+		x.consult(&flow.Mask{InPort: ^uint32(0)})
 	}
 	if cfg&recvBlocked != 0 {
 		if x.tr != nil {
@@ -812,7 +804,7 @@ func (x *xlator) packetInAllowed() bool {
 	if pc == nil {
 		return true
 	}
-	x.consultField(func(m *flow.Mask) { m.InPort = ^uint32(0) })
+	x.consult(&flow.Mask{InPort: ^uint32(0)})
 	if pc(x.key.InPort)&ofp.PortConfigNoPacketIn != 0 {
 		if x.tr != nil {
 			x.traceNote(TraceDrop, fmt.Sprintf("in_port %d is NO_PACKET_IN: no packet-in", x.key.InPort))
@@ -870,7 +862,7 @@ func (x *xlator) normal() error {
 		if o.VLAN == normal.VLANPop {
 			// The popped tag is pushed back afterwards, rebuilt whole:
 			// its TPID and PCP become part of the answer.
-			x.consultField(func(m *flow.Mask) { m.VLAN[0] = flow.VLANTag{TPID: 0xffff, TCI: 0xffff} })
+			x.consult(&flow.Mask{VLAN: [2]flow.VLANTag{{TPID: 0xffff, TCI: 0xffff}}})
 			break
 		}
 	}
