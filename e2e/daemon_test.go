@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -296,4 +298,56 @@ func metricValue(t *testing.T, m map[string]float64, name, port string) float64 
 		t.Fatalf("no metric %s for port %q", name, port)
 	}
 	return sum
+}
+
+// TestOperations: help, log levels at run time, SIGHUP reopening a log
+// file that logrotate moved away, and the pid file.
+func TestOperations(t *testing.T) {
+	d := newDaemon(t)
+	logFile := filepath.Join(t.TempDir(), "vswitchd.log")
+	d.start("--log-file", logFile, "--log-level", "info")
+
+	out, _, code := d.vsctlRaw("add-port", "--help")
+	if code != 0 || !strings.Contains(out, "usage: vsctl add-port BRIDGE PORT") {
+		t.Fatalf("add-port --help: exit %d, %q", code, out)
+	}
+	out, _, code = d.vsctlRaw("dump-flows", "--help")
+	if code != 0 || !strings.Contains(out, "dump-flows") {
+		t.Fatalf("dump-flows --help: exit %d, %q", code, out)
+	}
+	if got := strings.TrimSpace(d.vsctl("log-level")); got != "info" {
+		t.Fatalf("log level %q", got)
+	}
+	d.vsctl("log-level", "debug")
+	if got := strings.TrimSpace(d.vsctl("log-level")); got != "debug" {
+		t.Fatalf("log level after set %q", got)
+	}
+	if _, errOut, code := d.vsctlRaw("log-level", "loud"); code == 0 || !strings.Contains(errOut, "not debug") {
+		t.Fatalf("bad level accepted: %d %q", code, errOut)
+	}
+	pid, err := os.ReadFile(filepath.Join(d.stateDir, "vswitchd.pid"))
+	if err != nil || strings.TrimSpace(string(pid)) != strconv.Itoa(d.cmd.Process.Pid) {
+		t.Fatalf("pid file %q, %v (pid %d)", pid, err, d.cmd.Process.Pid)
+	}
+
+	// logrotate: move the file away, SIGHUP, and the daemon writes a new one.
+	if err := os.Rename(logFile, logFile+".1"); err != nil {
+		t.Fatal(err)
+	}
+	d.cmd.Process.Signal(syscall.SIGHUP)
+	nstest.WaitFor(t, 5*time.Second, "a new log file after SIGHUP", func() bool {
+		_, err := os.Stat(logFile)
+		return err == nil
+	})
+	d.vsctl("add-br", "br7") // logged at info into the new file
+	nstest.WaitFor(t, 5*time.Second, "the new log file to receive logs", func() bool {
+		b, _ := os.ReadFile(logFile)
+		return strings.Contains(string(b), "bridge added")
+	})
+	if err := d.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(d.stateDir, "vswitchd.pid")); !os.IsNotExist(err) {
+		t.Fatalf("pid file left after stop: %v", err)
+	}
 }

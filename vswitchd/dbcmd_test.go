@@ -126,3 +126,32 @@ func TestSplitList(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 }
+
+// FuzzSetColumn: any COLUMN[:KEY]=VALUE on any table either applies or
+// fails with an error, and the result always validates or is refused.
+func FuzzSetColumn(f *testing.F) {
+	for _, s := range []string{"other_config:tx-flush-interval=50", "fail_mode=secure",
+		`controller=["tcp:1.2.3.4:6653", ptcp:6654]`, "options:n_rxq=2", "ofport_request=7",
+		`type="afpacket"`, "options:=", "=", `other_config:k="\x00"`} {
+		for tbl := range 4 {
+			f.Add(tbl, s)
+		}
+	}
+	tables := []string{tableSwitch, tableBridge, tablePort, tableInterface}
+	names := map[string]string{tableSwitch: ".", tableBridge: "br0", tablePort: "p1", tableInterface: "p1"}
+	f.Fuzz(func(t *testing.T, tbl int, kv string) {
+		table := tables[(tbl%4+4)%4]
+		c := testConfig()
+		rec, err := record(c, table, names[table])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := setColumn(c, table, rec, kv); err != nil {
+			return
+		}
+		if p, ok := rec.(*config.Port); ok {
+			checkPortOptions(p)
+		}
+		config.Validate(c) // must not panic, whatever it says
+	})
+}

@@ -1,7 +1,9 @@
 package mgmt
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"path/filepath"
@@ -10,7 +12,7 @@ import (
 	"time"
 )
 
-func startServer(t *testing.T) (*Server, string) {
+func startServer(t testing.TB) (*Server, string) {
 	t.Helper()
 	s := NewServer()
 	s.Handle("echo", func(_ context.Context, args []string) (Result, error) {
@@ -100,4 +102,35 @@ func TestCommandsTable(t *testing.T) {
 	if _, ok := Lookup("add-br"); !ok {
 		t.Fatal("add-br missing")
 	}
+}
+
+// FuzzServe: whatever bytes a client sends, the server answers each line
+// with a well-formed response or closes the connection; it never crashes.
+func FuzzServe(f *testing.F) {
+	f.Add([]byte(`{"command":"echo","args":["a"]}` + "\n"))
+	f.Add([]byte(`{"command":"panic"}` + "\n" + `{"command":"fail"}` + "\n"))
+	f.Add([]byte("{not json\n\n\x00\xff\n"))
+	f.Add([]byte(`{"command":1}` + "\n"))
+	s, path := startServer(f)
+	_ = s
+	f.Fuzz(func(t *testing.T, data []byte) {
+		nc, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := nc.Write(data); err != nil {
+			return
+		}
+		nc.(*net.UnixConn).CloseWrite()
+		lines := bytes.Count(data, []byte("\n"))
+		dec := json.NewDecoder(nc)
+		for i := 0; i < lines; i++ {
+			var r Response
+			if err := dec.Decode(&r); err != nil {
+				t.Fatalf("response %d of %d: %v", i+1, lines, err)
+			}
+		}
+	})
 }
