@@ -385,7 +385,7 @@ func TestActionsAndDrops(t *testing.T) {
 	r.Actions = append(r.Actions,
 		actions.Action{Kind: actions.SetEthDst, Addr: mac},
 		actions.Action{Kind: actions.Output, Port: 3},
-		actions.Action{Kind: actions.Controller, Port: 7},
+		actions.ControllerAction(7, 0xc0ffee, 0x42),
 		actions.Action{Kind: actions.Output, Port: 99})
 	rules.Add(r)
 	pmd := dp.PMDs()[0]
@@ -414,7 +414,7 @@ func TestActionsAndDrops(t *testing.T) {
 	}
 	for i := 0; i < 4; i++ {
 		cp, ok := q.Pop()
-		if !ok || cp.InPort != 1 || cp.Arg != 7 || frameSeq(cp.Data) != uint32(i) {
+		if !ok || cp.InPort != 1 || cp.Arg != 7 || cp.Cookie != 0xc0ffee || cp.Metadata != 0x42 || frameSeq(cp.Data) != uint32(i) {
 			t.Fatalf("controller packet %d: %+v %v", i, cp, ok)
 		}
 	}

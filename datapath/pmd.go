@@ -466,7 +466,7 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 			c.CopyFrom(pkt)
 			p.output(c, a.Port)
 		case actions.Controller:
-			if !p.dp.ctrlq.push(pkt, a.Port) {
+			if !p.dp.ctrlq.push(pkt, a) {
 				p.local.drops[DropController]++
 			}
 		case actions.Drop:

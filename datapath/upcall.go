@@ -97,8 +97,12 @@ func (f *Megaflow) Stats() (packets, bytes uint64) { return f.packets.Load(), f.
 // Controller action.
 type ControllerPacket struct {
 	InPort uint32
-	Arg    uint32 // the action's Port field (reason/cookie word for ofproto)
-	Data   []byte
+	Arg    uint32 // the action's Port field (reason/table/max_len for ofproto)
+	// Cookie and Metadata are the action's ControllerCookie and
+	// ControllerMetadata (for ofproto: the flow entry's cookie and the
+	// pipeline's metadata when the packet was sent).
+	Cookie, Metadata uint64
+	Data             []byte
 }
 
 // ControllerQueue is a bounded queue of packet copies from the PMDs to the
@@ -128,7 +132,7 @@ func NewControllerQueue(depth, slotSize int) *ControllerQueue {
 }
 
 // push copies pkt into a free slot; false means the queue was full.
-func (q *ControllerQueue) push(pkt *packet.Packet, arg uint32) bool {
+func (q *ControllerQueue) push(pkt *packet.Packet, a *actions.Action) bool {
 	q.mu.Lock()
 	if q.n == len(q.slots) {
 		q.overflow++
@@ -137,7 +141,8 @@ func (q *ControllerQueue) push(pkt *packet.Packet, arg uint32) bool {
 	}
 	i := (q.head + q.n) % len(q.slots)
 	n := copy(q.bufs[i], pkt.Data())
-	q.slots[i] = ControllerPacket{InPort: pkt.InPort, Arg: arg, Data: q.bufs[i][:n]}
+	q.slots[i] = ControllerPacket{InPort: pkt.InPort, Arg: a.Port, Cookie: a.ControllerCookie(),
+		Metadata: a.ControllerMetadata(), Data: q.bufs[i][:n]}
 	q.n++
 	q.mu.Unlock()
 	select {
@@ -155,8 +160,8 @@ func (q *ControllerQueue) Pop() (p ControllerPacket, ok bool) {
 	if q.n == 0 {
 		return p, false
 	}
-	s := q.slots[q.head]
-	p = ControllerPacket{InPort: s.InPort, Arg: s.Arg, Data: append([]byte(nil), s.Data...)}
+	p = q.slots[q.head]
+	p.Data = append([]byte(nil), p.Data...)
 	q.head = (q.head + 1) % len(q.slots)
 	q.n--
 	return p, true

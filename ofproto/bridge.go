@@ -804,10 +804,13 @@ func PacketIn(cp datapath.ControllerPacket) ofpwire.PacketIn {
 		TotalLen: uint16(min(len(cp.Data), 0xffff)),
 		Reason:   reason,
 		TableID:  table,
-		Cookie:   ^uint64(0),
+		Cookie:   cp.Cookie,
 		Data:     data,
 	}
 	pi.Match.Add(ofpwire.OXMUint(ofp.XMTypeInPort, uint64(cp.InPort)))
+	if cp.Metadata != 0 {
+		pi.Match.Add(ofpwire.OXMUint(ofp.XMTypeMetadata, cp.Metadata))
+	}
 	return pi
 }
 

@@ -383,7 +383,16 @@ func TestPacketOut(t *testing.T) {
 
 func TestPacketInFromControllerAction(t *testing.T) {
 	tb := newTestBridge(t)
-	tb.c.request(outputFlow(1, &ofpwire.ActionOutput{Port: ofp.PortController, MaxLen: 20}))
+	// Table 0 writes metadata and goes to table 1, whose entry (cookie
+	// 0xc0ffee) sends to the controller: the packet-in carries that
+	// cookie, the table id and the metadata in its match.
+	fm := outputFlow(1)
+	fm.Instructions = []ofpwire.Instruction{&ofpwire.InstrWriteMetadata{Metadata: 0x42, Mask: 0xff},
+		&ofpwire.InstrGotoTable{TableID: 1}}
+	tb.c.request(fm)
+	fm = outputFlow(1, &ofpwire.ActionOutput{Port: ofp.PortController, MaxLen: 20})
+	fm.TableID, fm.Cookie = 1, 0xc0ffee
+	tb.c.request(fm)
 	f := frame()
 	tb.forward(tb.p1, tb.p2, f)
 	_, m := tb.c.recv()
@@ -391,12 +400,15 @@ func TestPacketInFromControllerAction(t *testing.T) {
 	if !ok {
 		t.Fatalf("got %#v, want PACKET_IN", m)
 	}
-	if pi.Reason != ofp.PacketInReasonAction || pi.TableID != 0 || pi.BufferID != ofp.NoBuffer ||
-		pi.TotalLen != uint16(len(f)) || !bytes.Equal(pi.Data, f[:20]) || pi.Cookie != ^uint64(0) {
+	if pi.Reason != ofp.PacketInReasonAction || pi.TableID != 1 || pi.BufferID != ofp.NoBuffer ||
+		pi.TotalLen != uint16(len(f)) || !bytes.Equal(pi.Data, f[:20]) || pi.Cookie != 0xc0ffee {
 		t.Fatalf("packet-in %+v", pi)
 	}
 	if o, ok := pi.Match.Field(ofp.XMTypeInPort); !ok || o.Uint() != 1 {
 		t.Fatalf("packet-in match %+v", pi.Match)
+	}
+	if o, ok := pi.Match.Field(ofp.XMTypeMetadata); !ok || o.Uint() != 0x42 {
+		t.Fatalf("packet-in match lacks metadata 0x42: %+v", pi.Match)
 	}
 }
 

@@ -4,6 +4,8 @@
 // batches and queues); everything else is a pure function of the packet.
 package actions
 
+import "encoding/binary"
+
 // Kind says what an Action does.
 type Kind uint8
 
@@ -15,7 +17,8 @@ const (
 	// Output queues the packet on port Port.
 	Output
 	// Controller hands a copy of the packet to the upcall side (OpenFlow
-	// packet-in); Port carries the reason/arg word for ofproto.
+	// packet-in); Port carries the reason/arg word for ofproto, Addr the
+	// cookie and metadata (ControllerAction builds it).
 	Controller
 	// SetEthSrc / SetEthDst set the Ethernet address to Addr[:6].
 	SetEthSrc
@@ -139,3 +142,19 @@ type Action struct {
 
 // List is the ordered actions of one megaflow.
 type List []Action
+
+// ControllerAction is a Controller action whose packet-ins carry arg, a
+// 64-bit cookie and 64-bit metadata (OpenFlow's flow cookie and pipeline
+// metadata) in Addr.
+func ControllerAction(arg uint32, cookie, metadata uint64) Action {
+	a := Action{Kind: Controller, Port: arg}
+	binary.BigEndian.PutUint64(a.Addr[:8], cookie)
+	binary.BigEndian.PutUint64(a.Addr[8:], metadata)
+	return a
+}
+
+// ControllerCookie is the cookie ControllerAction stored.
+func (a *Action) ControllerCookie() uint64 { return binary.BigEndian.Uint64(a.Addr[:8]) }
+
+// ControllerMetadata is the metadata ControllerAction stored.
+func (a *Action) ControllerMetadata() uint64 { return binary.BigEndian.Uint64(a.Addr[8:]) }

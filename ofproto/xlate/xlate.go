@@ -227,6 +227,7 @@ type actionSet struct {
 	group      *ofpwire.ActionGroup // takes precedence over output
 	outTable   uint8                // table of the entry that wrote output (packet-in table id)
 	outMiss    bool                 // that entry was a table-miss entry
+	outCookie  uint64               // and its cookie
 }
 
 // xlator is the state of one walk.
@@ -265,6 +266,8 @@ type xlator struct {
 	// plain Translate pays one compare per record point.
 	tr   *Trace
 	tind int // trace nesting: group buckets and the action set indent
+	// cookie is the cookie of the entry being executed, for packet-ins.
+	cookie uint64
 }
 
 // Translate walks the pipeline for the packet whose flow key is key,
@@ -333,7 +336,7 @@ func (x *xlator) walkTables() error {
 			return nil
 		}
 		x.refs = append(x.refs, e) // the entry counts the megaflow's traffic
-		x.table, x.miss = tid, isTableMiss(e)
+		x.table, x.miss, x.cookie = tid, isTableMiss(e), e.Cookie
 		next, gotoTable := uint8(0), false
 		for _, in := range e.Instructions() {
 			var err error
@@ -459,7 +462,7 @@ func (x *xlator) writeActions(acts []ofpwire.Action) error {
 		s := &x.set
 		switch a := a.(type) {
 		case *ofpwire.ActionOutput:
-			s.output, s.outTable, s.outMiss = a, x.table, x.miss
+			s.output, s.outTable, s.outMiss, s.outCookie = a, x.table, x.miss, x.cookie
 		case *ofpwire.ActionPushVLAN:
 			s.pushVLAN = a
 		case *ofpwire.ActionPopVLAN:
@@ -489,7 +492,7 @@ func (x *xlator) writeActions(acts []ofpwire.Action) error {
 		case *ofpwire.ActionSetField:
 			s.fields[a.Field.Field] = a
 		case *ofpwire.ActionGroup:
-			s.group, s.outTable, s.outMiss = a, x.table, x.miss
+			s.group, s.outTable, s.outMiss, s.outCookie = a, x.table, x.miss, x.cookie
 		}
 	}
 	return nil
@@ -546,9 +549,11 @@ func (x *xlator) executeSet() error {
 		}
 	}
 	if s.group != nil {
+		x.cookie = s.outCookie
 		return x.group(s.group.Group, s.outTable, s.outMiss, true)
 	}
 	if s.output != nil {
+		x.cookie = s.outCookie
 		return x.doAction(s.output, s.outTable, s.outMiss)
 	}
 	return nil
@@ -639,8 +644,7 @@ func (x *xlator) invalidTTL(table, ttl uint8) error {
 	if x.opts.NoInvalidTTLToController || !x.packetInAllowed() {
 		return nil
 	}
-	return x.emit(actions.Action{Kind: actions.Controller,
-		Port: ControllerArg(ofp.PacketInReasonInvalidTTL, table, 0xffff)})
+	return x.emit(actions.ControllerAction(ControllerArg(ofp.PacketInReasonInvalidTTL, table, 0xffff), x.cookie, x.md))
 }
 
 // allVLAN is the mask of both VLAN tags.
@@ -696,7 +700,7 @@ func (x *xlator) output(a *ofpwire.ActionOutput, table uint8, miss bool) error {
 		if miss {
 			reason = ofp.PacketInReasonNoMatch
 		}
-		return x.emit(actions.Action{Kind: actions.Controller, Port: ControllerArg(reason, table, a.MaxLen)})
+		return x.emit(actions.ControllerAction(ControllerArg(reason, table, a.MaxLen), x.cookie, x.md))
 	case ofp.PortAll, ofp.PortFlood:
 		ports := x.opts.Ports
 		if a.Port == ofp.PortFlood && x.opts.FloodPorts != nil {
