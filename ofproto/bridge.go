@@ -790,9 +790,9 @@ func (b *Bridge) packetIns() {
 // PacketIn builds the PACKET_IN for a packet a Controller action queued:
 // reason, table and max_len come from the action's argument (see
 // xlate.ControllerArg). No packet is buffered, so the data is the packet cut
-// to max_len (OFPCML_NO_BUFFER: whole). The cookie of the entry is not
-// carried through the datapath, so it is all-ones as the spec prescribes
-// for an unknown cookie.
+// to max_len (OFPCML_NO_BUFFER: whole). The cookie is the sending entry's
+// and the match holds in_port and, when not zero, the metadata, both
+// carried through the datapath in the Controller action.
 func PacketIn(cp datapath.ControllerPacket) ofpwire.PacketIn {
 	reason, table, maxLen := xlate.ParseControllerArg(cp.Arg)
 	data := cp.Data
