@@ -618,6 +618,30 @@ func (dp *Datapath) PushStats(now time.Time) {
 	}
 }
 
+// ExpireIdleFlows asks every PMD to remove, at its next iteration, the
+// megaflows no packet has matched for maxIdle (OVS's max-idle), after
+// pushing their traffic to their rules; a later packet of such a flow is
+// an upcall again. Removed flows are counted in ExpiredFlows. ofproto's
+// housekeeping calls it every second.
+func (dp *Datapath) ExpireIdleFlows(maxIdle time.Duration) {
+	cutoff := dp.clock() - int64(maxIdle)
+	if cutoff <= 0 {
+		return
+	}
+	for _, p := range dp.pmds {
+		p.expireBefore.Store(cutoff)
+	}
+}
+
+// ExpiredFlows is the number of megaflows removed for being idle.
+func (dp *Datapath) ExpiredFlows() uint64 {
+	n := uint64(0)
+	for _, p := range dp.pmds {
+		n += p.expired.Load()
+	}
+	return n
+}
+
 // FlowCount returns the megaflows installed in each PMD's classifier. It is
 // published by the PMDs, so it may lag by one iteration.
 func (dp *Datapath) FlowCount() int {

@@ -625,3 +625,58 @@ func TestPushStats(t *testing.T) {
 		t.Fatalf("%d packets reached the rule, want 16", sink.packets.Load())
 	}
 }
+
+// TestExpireIdleFlows: a megaflow unused for max-idle is removed at the
+// PMD's next iteration (from the classifier and the EMC), its traffic
+// pushed to its rule first; a busy one stays; a later packet of the
+// expired flow is an upcall again.
+func TestExpireIdleFlows(t *testing.T) {
+	sink := &countingSink{}
+	clk := &fakeClock{ns: 1_000_000_000}
+	dp, _ := New(Config{Manual: true, Clock: clk.now, Upcall: sinkUpcaller{sink}, EMCInsertInvProb: 1})
+	defer dp.Close()
+	in, out := ring.New("in", 1, 1, 1024), ring.New("out", 1, 1, 1024)
+	dp.AddPort(1, in)
+	dp.AddPort(2, out)
+	pmd := dp.PMDs()[0]
+	send := func(n int) {
+		for i := 0; i < n; i++ {
+			in.Inject(0, udpFrame(1, 2, 7, 9, uint32(i)))
+		}
+		pmd.PollOnce()
+		pmd.PollOnce() // idle: publishes the counters
+		out.Discard(0)
+	}
+	send(3) // one upcall, one megaflow (in_port only), in the EMC too
+	if dp.FlowCount() != 1 || dp.PMDStats()[0].Misses != 1 {
+		t.Fatalf("flows %d, misses %d", dp.FlowCount(), dp.PMDStats()[0].Misses)
+	}
+	clk.ns += 4_000_000_000
+	dp.ExpireIdleFlows(10 * time.Second)
+	pmd.PollOnce()
+	if dp.FlowCount() != 1 || dp.ExpiredFlows() != 0 {
+		t.Fatalf("a flow used 4 s ago was expired (max-idle 10 s)")
+	}
+	send(2) // used now
+	clk.ns += 9_000_000_000
+	dp.ExpireIdleFlows(10 * time.Second)
+	pmd.PollOnce()
+	if dp.FlowCount() != 1 {
+		t.Fatal("a flow used 9 s ago was expired")
+	}
+	clk.ns += 2_000_000_000
+	dp.ExpireIdleFlows(10 * time.Second)
+	pmd.PollOnce()
+	pmd.PollOnce() // publish
+	if dp.FlowCount() != 0 || dp.ExpiredFlows() != 1 || len(dp.DumpFlows()) != 0 {
+		t.Fatalf("after 11 s idle: %d flows, %d expired", dp.FlowCount(), dp.ExpiredFlows())
+	}
+	if sink.packets.Load() != 5 {
+		t.Fatalf("the expired flow pushed %d packets to its rule, want 5", sink.packets.Load())
+	}
+	send(1) // neither the EMC nor the classifier may still hold it
+	if m := dp.PMDStats()[0].Misses; m != 2 {
+		t.Fatalf("misses %d after the flow expired, want 2", m)
+	}
+	checkNoLeaks(t, dp)
+}

@@ -117,6 +117,13 @@ type PMD struct {
 	// (installing after an upcall, clearing its caches).
 	installedMu sync.Mutex
 	installed   []*Megaflow
+	// expireBefore, when not zero, asks the PMD to remove the megaflows
+	// not used since that datapath time (Datapath.ExpireIdleFlows); the
+	// PMD does it at its next iteration and stores zero. expired counts
+	// the flows removed so.
+	expireBefore atomic.Int64
+	expired      atomic.Uint64
+	deadScratch  []*Megaflow
 }
 
 func newPMD(dp *Datapath, id int) *PMD {
@@ -213,6 +220,10 @@ func (p *PMD) PollOnce() int {
 	}
 	if p.mailbox.waiting.Load() != 0 {
 		p.runMailbox()
+	}
+	if cutoff := p.expireBefore.Load(); cutoff != 0 {
+		p.expireIdle(cutoff)
+		p.expireBefore.Store(0)
 	}
 	received := 0
 	rxqs := p.cur.rxqs
@@ -387,6 +398,39 @@ func (p *PMD) clearFlows() {
 	clear(p.installed)
 	p.installed = p.installed[:0]
 	p.installedMu.Unlock()
+}
+
+// expireIdle removes the megaflows not used since cutoff (datapath clock),
+// pushing their last traffic to their rules first, from the classifier and
+// the EMC. The PMD owns both, so it does this itself, between batches.
+func (p *PMD) expireIdle(cutoff int64) {
+	now := time.Now()
+	dead := p.deadScratch[:0]
+	p.installedMu.Lock()
+	keep := p.installed[:0]
+	for _, f := range p.installed {
+		if f.used.Load() < cutoff {
+			f.push(now)
+			f.expired = true
+			dead = append(dead, f)
+		} else {
+			keep = append(keep, f)
+		}
+	}
+	clear(p.installed[len(keep):])
+	p.installed = keep
+	p.installedMu.Unlock()
+	if len(dead) == 0 {
+		return
+	}
+	for _, f := range dead {
+		p.flows.Remove(&f.Match)
+	}
+	p.emc.RemoveIf(func(f *Megaflow) bool { return f.expired })
+	p.nflows.Store(int64(p.flows.Len()))
+	p.expired.Add(uint64(len(dead)))
+	clear(dead)
+	p.deadScratch = dead[:0]
 }
 
 // pushStats hands every installed megaflow's new traffic to its rules.

@@ -60,6 +60,9 @@ type Megaflow struct {
 	used atomic.Int64
 
 	refs []StatsSink
+	// expired is set by the owning PMD when it removes the flow for being
+	// idle, so that one EMC scan can drop every expired flow.
+	expired bool
 	// What has been pushed to refs so far; guarded by the owning PMD's
 	// registry lock.
 	pushedPackets, pushedBytes uint64

@@ -61,6 +61,7 @@
 package ofproto
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"sync"
@@ -78,6 +79,10 @@ import (
 
 	"github.com/netrack/openflow/ofp"
 )
+
+// DefaultMaxIdle is how long an unused datapath megaflow lives (OVS's
+// default max-idle).
+const DefaultMaxIdle = 10 * time.Second
 
 // NumTables is what FEATURES_REPLY announces: the pipeline's table count.
 const NumTables = pipeline.NumTables
@@ -125,6 +130,10 @@ type BridgeConfig struct {
 	// times Conn.ProbeInterval (three times the default interval when
 	// probing is disabled).
 	FailOpenDelay time.Duration
+	// MaxIdle is how long a datapath megaflow may go unused before the
+	// housekeeping removes it (OVS's other_config:max-idle); 0 means
+	// DefaultMaxIdle, negative never.
+	MaxIdle time.Duration
 	// OnFlowTableChange, if set, is called after the flow or group tables
 	// changed (flow-mods, expiry, group-mods, flushes, RestoreFlows), from
 	// a goroutine of the bridge, never concurrently; changes made during
@@ -828,6 +837,9 @@ func (b *Bridge) housekeeping() {
 			// Traffic first, so that busy entries do not idle out.
 			b.dp.PushStats(now)
 			b.sendRemoved(b.pipe.Expire(now))
+			if b.cfg.MaxIdle >= 0 {
+				b.dp.ExpireIdleFlows(cmp.Or(b.cfg.MaxIdle, DefaultMaxIdle))
+			}
 			aged := b.cfg.Normal.Expire(now) > 0
 			if b.checkPorts() || aged {
 				b.dp.InvalidateFlows()

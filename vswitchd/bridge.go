@@ -132,6 +132,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		Upcall:            up,
 		Normal:            sw,
 		FailMode:          nb.FailMode,
+		MaxIdle:           time.Duration(intOption(oc, "max-idle", int(ofproto.DefaultMaxIdle/time.Millisecond))) * time.Millisecond,
 		OnFlowTableChange: func() { b.flowsDirty.Store(true) },
 		Conn: ofconn.Config{
 			OnBarrier:     func() { b.saveFlows(true) },

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"vswitch/datapath"
+	"vswitch/ofproto"
 	"vswitch/vswitchd/config"
 	"vswitch/vswitchd/metrics"
 	"vswitch/vswitchd/mgmt"
@@ -336,8 +337,8 @@ func sortedKeys[V any](m map[string]V) []string {
 // datapathSettings are the switch-wide settings a datapath is built with;
 // a bridge is rebuilt when they change.
 type datapathSettings struct {
-	nPMD, flowLimit, emcInvProb int
-	cpus                        string
+	nPMD, flowLimit, emcInvProb, maxIdle int
+	cpus                                 string
 }
 
 func switchDatapathSettings(c *config.Config) datapathSettings {
@@ -346,6 +347,7 @@ func switchDatapathSettings(c *config.Config) datapathSettings {
 		nPMD:       intOption(oc, "n-pmd", 1),
 		flowLimit:  intOption(oc, "flow-limit", datapath.DefaultFlowLimit),
 		emcInvProb: intOption(oc, "emc-insert-inv-prob", 100),
+		maxIdle:    intOption(oc, "max-idle", int(ofproto.DefaultMaxIdle/time.Millisecond)),
 		cpus:       oc["pmd-cpu-mask"],
 	}
 }

@@ -210,3 +210,18 @@ func (e *EMC[V]) RemoveValue(v *V) int {
 	e.count -= n
 	return n
 }
+
+// RemoveIf drops every entry whose value dead reports true and returns how
+// many there were: one scan for a whole set of deleted megaflows.
+func (e *EMC[V]) RemoveIf(dead func(v *V) bool) int {
+	n := 0
+	for i := range e.slots {
+		if v := e.slots[i].val; v != nil && dead(v) {
+			e.slots[i] = emcSlot[V]{}
+			e.hashes[i] = 0
+			n++
+		}
+	}
+	e.count -= n
+	return n
+}
