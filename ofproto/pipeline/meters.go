@@ -343,30 +343,8 @@ func (p *Pipeline) DeleteMeterFlows(ids []ofp.Meter) []*Entry {
 	for _, id := range ids {
 		del[id] = true
 	}
-	var out []*Entry
-	p.mu.Lock()
-	for tid := range p.tables {
-		t := &p.tables[tid]
-		if t.count == 0 {
-			continue
-		}
-		start := len(out)
-		t.each(func(e *Entry) {
-			if id, ok := e.MeterID(); ok && del[id] {
-				e.RemovedReason = ofp.FlowReasonDelete
-				out = append(out, e)
-			}
-		})
-		for _, e := range out[start:] {
-			t.remove(e)
-		}
-	}
-	if len(out) > 0 {
-		p.gen.Add(1)
-	}
-	p.mu.Unlock()
-	if len(out) > 0 && p.OnChange != nil {
-		p.OnChange()
-	}
-	return out
+	return p.removeIf(func(e *Entry) (ofp.FlowRemovedReason, bool) {
+		id, ok := e.MeterID()
+		return ofp.FlowReasonDelete, ok && del[id]
+	})
 }

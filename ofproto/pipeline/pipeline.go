@@ -443,8 +443,18 @@ func expiry(e *Entry) (at int64, reason ofp.FlowRemovedReason, ok bool) {
 // HARD_TIMEOUT) for FLOW_REMOVED. Idle time follows Touch: the caller
 // pushes datapath usage before calling Expire.
 func (p *Pipeline) Expire(now time.Time) []*Entry {
-	var out []*Entry
 	n := now.UnixNano()
+	return p.removeIf(func(e *Entry) (ofp.FlowRemovedReason, bool) {
+		at, reason, ok := expiry(e)
+		return reason, ok && at <= n
+	})
+}
+
+// removeIf removes every entry of every table for which gone reports
+// true, with the RemovedReason it gives, and returns them; if any, the
+// generation moves and OnChange is called (after the lock is released).
+func (p *Pipeline) removeIf(gone func(e *Entry) (ofp.FlowRemovedReason, bool)) []*Entry {
+	var out []*Entry
 	p.mu.Lock()
 	for tid := range p.tables {
 		t := &p.tables[tid]
@@ -453,7 +463,7 @@ func (p *Pipeline) Expire(now time.Time) []*Entry {
 		}
 		start := len(out)
 		t.each(func(e *Entry) {
-			if at, reason, ok := expiry(e); ok && at <= n {
+			if reason, ok := gone(e); ok {
 				e.RemovedReason = reason
 				out = append(out, e)
 			}
