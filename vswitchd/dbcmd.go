@@ -230,23 +230,34 @@ func getColumn(table string, rec any, spec string) (string, error) {
 	return "", fmt.Errorf("column %s of %s cannot be read", col, table)
 }
 
-func (d *Daemon) cmdSet(_ context.Context, args []string) (mgmt.Result, error) {
+// changeRecord runs edit on the record TABLE RECORD (args[0], args[1])
+// inside one configuration change, then checks a port's options again.
+func (d *Daemon) changeRecord(args []string, edit func(c *config.Config, table string, rec any) error) error {
 	table, err := normTable(args[0])
 	if err != nil {
-		return mgmt.Result{}, err
+		return err
 	}
-	return mgmt.Result{}, d.change(func(c *config.Config) error {
+	return d.change(func(c *config.Config) error {
 		rec, err := record(c, table, args[1])
 		if err != nil {
 			return err
 		}
+		if err := edit(c, table, rec); err != nil {
+			return err
+		}
+		if p, ok := rec.(*config.Port); ok {
+			return checkPortOptions(p)
+		}
+		return nil
+	})
+}
+
+func (d *Daemon) cmdSet(_ context.Context, args []string) (mgmt.Result, error) {
+	return mgmt.Result{}, d.changeRecord(args, func(c *config.Config, table string, rec any) error {
 		for _, kv := range args[2:] {
 			if err := setColumn(c, table, rec, kv); err != nil {
 				return err
 			}
-		}
-		if p, ok := rec.(*config.Port); ok {
-			return checkPortOptions(p)
 		}
 		return nil
 	})
@@ -274,15 +285,7 @@ func (d *Daemon) cmdGet(_ context.Context, args []string) (mgmt.Result, error) {
 }
 
 func (d *Daemon) cmdRemove(_ context.Context, args []string) (mgmt.Result, error) {
-	table, err := normTable(args[0])
-	if err != nil {
-		return mgmt.Result{}, err
-	}
-	return mgmt.Result{}, d.change(func(c *config.Config) error {
-		rec, err := record(c, table, args[1])
-		if err != nil {
-			return err
-		}
+	return mgmt.Result{}, d.changeRecord(args, func(c *config.Config, table string, rec any) error {
 		col, _, err := splitColumn(table, args[2])
 		if err != nil {
 			return err
@@ -308,9 +311,6 @@ func (d *Daemon) cmdRemove(_ context.Context, args []string) (mgmt.Result, error
 				return fmt.Errorf("no key %q in %s", k, col)
 			}
 			delete(*m, k)
-		}
-		if p, ok := rec.(*config.Port); ok {
-			return checkPortOptions(p)
 		}
 		return nil
 	})
