@@ -81,6 +81,17 @@ func TestDaemonEndToEnd(t *testing.T) {
 		t.Fatalf("pmd-rxq-show:\n%s", out)
 	}
 	d.vsctl("pmd-rxq-rebalance")
+	// A change the running switch cannot follow (a tap device cannot take
+	// a veth's name) is refused and rolled back: the port runs as before.
+	if _, errOut, code := d.vsctlRaw("set", "Interface", b.Port, "type=tap"); code == 0 {
+		t.Fatal("turning a veth port into a tap succeeded")
+	} else if !strings.Contains(errOut, b.Port) {
+		t.Fatalf("error does not name the port: %q", errOut)
+	}
+	if got := strings.TrimSpace(d.vsctl("get", "Interface", b.Port, "type")); got != "afpacket" {
+		t.Fatalf("type after the refused change: %q", got)
+	}
+	nstest.Ping(t, a.NS, b.IP)
 
 	// kill -9: nothing acknowledged may be lost, not even a flow added
 	// the instant before (the barrier that acknowledges it saved it).

@@ -299,28 +299,33 @@ func (b *bridge) needsRebuild(c *config.Config, nb *config.Bridge) bool {
 }
 
 // update changes a running bridge to nb under c without a new datapath.
+// Ports are compared with what runs, not with the last configuration, so
+// that a change rolled back half way is undone too and a port that could
+// not be opened earlier (its interface was missing) is tried again.
 func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
-	// New and changed ports are opened first: if one fails nothing has
-	// changed yet.
-	var removed, changed []string
-	var added []string
-	for name, p := range b.cfg.Ports {
-		np := nb.Ports[name]
-		switch {
+	var removed, changed, added, retry []string
+	b.portsMu.RLock()
+	for name, p := range b.ports {
+		switch np := nb.Ports[name]; {
 		case np == nil:
 			removed = append(removed, name)
-		case portNeedsReopen(p, np):
+		case portNeedsReopen(p.cfg, np):
 			changed = append(changed, name)
 		}
 	}
 	for name := range nb.Ports {
-		if b.cfg.Ports[name] == nil {
-			added = append(added, name)
+		switch {
+		case b.ports[name] != nil:
+		case b.cfg.Ports[name] == nil || portNeedsReopen(b.cfg.Ports[name], nb.Ports[name]):
+			added = append(added, name) // new in this change: it must open
+		default:
+			retry = append(retry, name) // configured before but not running
 		}
 	}
-	slices.Sort(removed)
-	slices.Sort(changed)
-	slices.Sort(added)
+	b.portsMu.RUnlock()
+	for _, l := range [][]string{removed, changed, added, retry} {
+		slices.Sort(l)
+	}
 	// A changed port is closed before it is reopened: a kernel interface
 	// can carry only one XDP program or socket set of ours.
 	for _, name := range append(removed, changed...) {
@@ -332,6 +337,8 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 	if err != nil {
 		return err
 	}
+	retried, _ := b.d.openPorts(nb, retry, true)
+	opened = append(opened, retried...)
 	for _, p := range opened {
 		if err := b.attach(p); err != nil {
 			for _, q := range opened {
@@ -357,7 +364,9 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 				return err
 			}
 		}
+		b.portsMu.Lock()
 		p.cfg = np.Clone()
+		b.portsMu.Unlock()
 	}
 	oc := c.OtherConfig
 	if err := b.dp.SetTxFlushInterval(intOption(oc, "tx-flush-interval", 0)); err != nil {
@@ -376,9 +385,7 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 			return err
 		}
 	}
-	flows := b.cfg.Flows
 	b.cfg = nb.Clone()
-	b.cfg.Flows = flows
 	return nil
 }
 
