@@ -184,7 +184,11 @@ func TestVsctlErrors(t *testing.T) {
 		out, _ := json.Marshal(v)
 		return string(out)
 	}
-	time.Sleep(1500 * time.Millisecond) // let the flow saver settle
+	// The flow tables reach the store's snapshot once the switch has been
+	// quiet for a second; wait for that so it does not land mid-test.
+	nstest.WaitFor(t, 10*time.Second, "the flow snapshot", func() bool {
+		return strings.Contains(state(), "priority=5 actions=drop")
+	})
 	before := state()
 	flowsBefore := d.vsctl("--format", "json", "dump-flows", "br0")
 
@@ -235,7 +239,7 @@ func TestVsctlErrors(t *testing.T) {
 			t.Errorf("vsctl %v: stderr %q lacks the vsctl: prefix", tc.args, errOut)
 		}
 	}
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(2500 * time.Millisecond) // a snapshot would have landed by now
 	if after := state(); after != before {
 		t.Fatalf("configuration changed by failing commands:\nbefore %s\nafter  %s", before, after)
 	}

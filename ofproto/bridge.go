@@ -134,6 +134,13 @@ type BridgeConfig struct {
 	// housekeeping removes it (OVS's other_config:max-idle); 0 means
 	// DefaultMaxIdle, negative never.
 	MaxIdle time.Duration
+	// OnTableMod, if set, is called with every FLOW_MOD, GROUP_MOD and
+	// METER_MOD a connection sent that succeeded, right after it took
+	// effect and on that connection's goroutine (so before any later
+	// BARRIER_REPLY): what a journal of OpenFlow changes needs. Changes the
+	// bridge makes itself (timeouts, fail-mode flushes, restores) are not
+	// reported; OnFlowTableChange covers those.
+	OnTableMod func(msg ofpwire.Message)
 	// OnFlowTableChange, if set, is called after the flow or group tables
 	// changed (flow-mods, expiry, group-mods, flushes, RestoreFlows), from
 	// a goroutine of the bridge, never concurrently; changes made during
@@ -364,16 +371,33 @@ func ofpErr(t, c uint16) *ofpwire.OFPError { return &ofpwire.OFPError{Type: t, C
 // Handle implements ofconn.Handler.
 func (b *Bridge) Handle(c *ofconn.Conn, xid uint32, msg ofpwire.Message) error {
 	switch m := msg.(type) {
-	case *ofpwire.FlowMod:
-		return b.flowMod(m)
+	case *ofpwire.FlowMod, *ofpwire.GroupMod, *ofpwire.MeterMod:
+		if err := b.Apply(m); err != nil {
+			return err
+		}
+		if b.cfg.OnTableMod != nil {
+			b.cfg.OnTableMod(m)
+		}
+		return nil
 	case *ofpwire.PacketOut:
 		return b.packetOut(m)
 	case *ofpwire.MultipartRequest:
 		return b.multipart(c, xid, m)
-	case *ofpwire.GroupMod:
-		return b.groupMod(m)
 	case *ofpwire.PortMod:
 		return b.portMod(m)
+	}
+	return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadType)
+}
+
+// Apply makes a FLOW_MOD, GROUP_MOD or METER_MOD as if a connection had
+// sent it (replaying a journal of them, for instance), without calling
+// OnTableMod; the error is what the connection would have been sent.
+func (b *Bridge) Apply(msg ofpwire.Message) error {
+	switch m := msg.(type) {
+	case *ofpwire.FlowMod:
+		return b.flowMod(m)
+	case *ofpwire.GroupMod:
+		return b.groupMod(m)
 	case *ofpwire.MeterMod:
 		return b.meterMod(m)
 	}

@@ -18,6 +18,7 @@ import (
 	"vswitch/ofproto"
 	"vswitch/ofproto/normal"
 	"vswitch/ofproto/ofconn"
+	"vswitch/ofproto/ofpwire"
 	"vswitch/vswitchd/config"
 )
 
@@ -39,13 +40,16 @@ type bridge struct {
 	ports   map[string]*port
 	byNo    map[uint32]*port
 
-	// flowsDirty is set when the flow tables change and cleared when they
-	// are saved; saveMu serialises saves and guards savedFlows.
+	// flowsDirty is set when the tables change (OnFlowTableChange, which
+	// also sees changes no journal record describes: timeouts, fail-mode
+	// flushes) and cleared by a snapshot. saveMu serialises the journal
+	// and snapshots; lastMod is when a record was last journaled (unix ns)
+	// and snapSize the flows in the last snapshot.
 	flowsDirty  atomic.Bool
 	saveMu      sync.Mutex
-	savedFlows  []string // what the store holds, nil if unknown
-	savedGroups []string
-	savedMeters []string
+	journal     *journal
+	lastMod     atomic.Int64
+	snapSize    int
 	controllers atomic.Int32
 }
 
@@ -79,14 +83,21 @@ func datapathID(b *config.Bridge) (uint64, error) {
 func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*bridge, error) {
 	b := &bridge{d: d, name: nb.Name, cfg: nb.Clone(), settings: switchDatapathSettings(c),
 		ports: map[string]*port{}, byNo: map[uint32]*port{}}
+	j, records, err := openJournal(d.journalPath(nb.Name))
+	if err != nil {
+		return nil, fmt.Errorf("bridge %q: flow journal: %w", nb.Name, err)
+	}
+	b.journal = j
 	devs, err := d.openPorts(nb, sortedKeys(nb.Ports), lenient)
 	if err != nil {
+		j.close()
 		return nil, err
 	}
 	closeAll := func() {
 		for _, p := range devs {
 			p.dev.Close()
 		}
+		j.close()
 	}
 	dpid, err := datapathID(nb)
 	if err != nil {
@@ -134,8 +145,9 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		FailMode:          nb.FailMode,
 		MaxIdle:           time.Duration(intOption(oc, "max-idle", int(ofproto.DefaultMaxIdle/time.Millisecond))) * time.Millisecond,
 		OnFlowTableChange: func() { b.flowsDirty.Store(true) },
+		OnTableMod:        b.journalMod,
 		Conn: ofconn.Config{
-			OnBarrier:     func() { b.saveFlows(true) },
+			OnBarrier:     b.syncJournal,
 			OnControllers: func(n int) { b.controllers.Store(int32(n)) },
 			Logf:          func(f string, a ...any) { d.logConn(nb.Name, fmt.Sprintf(f, a...)) },
 		},
@@ -161,24 +173,53 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		b.close()
 		return nil, err
 	}
-	if nb.Flows != nil {
-		if err := of.RestoreMeters(nb.Meters); err != nil {
-			d.log.Error("saved meters not restored", "bridge", nb.Name, "err", err)
-		}
-		if err := of.RestoreGroups(nb.Groups); err != nil {
-			d.log.Error("saved groups not restored", "bridge", nb.Name, "err", err)
-		}
-		if err := of.RestoreFlows(nb.Flows); err != nil {
-			d.log.Error("saved flows not restored", "bridge", nb.Name, "err", err)
-		} else {
-			d.log.Info("flows restored", "bridge", nb.Name, "flows", len(nb.Flows))
-			b.savedFlows = slices.Clone(nb.Flows)
-			b.savedGroups = slices.Clone(nb.Groups)
-			b.savedMeters = slices.Clone(nb.Meters)
-		}
-	}
-	b.flowsDirty.Store(false)
+	b.restoreTables(nb, records)
 	return b, nil
+}
+
+// restoreTables brings back the saved tables: the snapshot in the store,
+// then the journal's records in order, then a new snapshot so that the
+// journal starts empty. A record that no longer applies (a group added
+// twice because the snapshot already held it) is logged and skipped.
+func (b *bridge) restoreTables(nb *config.Bridge, records []string) {
+	log := b.d.log.With("bridge", nb.Name)
+	if nb.Flows != nil {
+		if err := b.of.RestoreMeters(nb.Meters); err != nil {
+			log.Error("saved meters not restored", "err", err)
+		}
+		if err := b.of.RestoreGroups(nb.Groups); err != nil {
+			log.Error("saved groups not restored", "err", err)
+		}
+		if err := b.of.RestoreFlows(nb.Flows); err != nil {
+			log.Error("saved flows not restored", "err", err)
+		}
+		b.snapSize = len(nb.Flows)
+	}
+	replayed := 0
+	for _, r := range records {
+		m, err := parseMod(r)
+		if err == nil {
+			err = b.of.Apply(m)
+		}
+		if err != nil {
+			log.Debug("journal record not replayed", "record", r, "err", err)
+			continue
+		}
+		replayed++
+	}
+	if nb.Flows != nil || len(records) > 0 {
+		log.Info("flows restored", "snapshot", len(nb.Flows), "journal", replayed)
+	}
+	if len(records) > 0 {
+		b.snapshot(true)
+	} else {
+		b.flowsDirty.Store(false)
+	}
+}
+
+// journalPath is the path of a bridge's flow table journal.
+func (d *Daemon) journalPath(name string) string {
+	return filepath.Join(d.opts.StateDir, name+JournalSuffix)
 }
 
 // bridgeSocket is the path of a bridge's OpenFlow management socket.
@@ -380,12 +421,18 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 			return err
 		}
 	}
+	flushed := !slices.Equal(b.cfg.Controllers, nb.Controllers)
 	if b.cfg.FailMode != nb.FailMode {
 		if err := b.of.SetFailMode(nb.FailMode); err != nil {
 			return err
 		}
+		flushed = true
 	}
 	b.cfg = nb.Clone()
+	if flushed {
+		// Fail-mode flushes are in no journal record: save them now.
+		b.snapshot(true)
+	}
 	return nil
 }
 
@@ -394,43 +441,88 @@ func portNeedsReopen(old, next *config.Port) bool {
 	return old.Type != next.Type || old.OFPort != next.OFPort || !maps.Equal(old.Options, next.Options)
 }
 
-// saveFlows stores the flow tables if they differ from what was last
-// saved and no controller is connected (a controller restores its own
-// flows when it reconnects). Before a barrier reply (force) the tables are
-// always compared, since the change notice may still be on its way; the
-// periodic saver only looks when a change was noticed. It runs on OpenFlow
-// connection goroutines, so it never takes d.mu.
-func (b *bridge) saveFlows(force bool) {
+// journalMod appends an OpenFlow table change to the journal (on the
+// connection's goroutine, before any later barrier reply). Nothing is
+// journaled while a controller is connected: it owns the tables and
+// reprograms them when it reconnects.
+func (b *bridge) journalMod(m ofpwire.Message) {
+	if b.controllers.Load() > 0 {
+		return
+	}
+	line, err := formatMod(m)
+	b.saveMu.Lock()
+	defer b.saveMu.Unlock()
+	if err == nil {
+		err = b.journal.append(line)
+	}
+	if err != nil {
+		// The next snapshot covers the change.
+		b.flowsDirty.Store(true)
+		b.d.log.Error("flow journal", "bridge", b.name, "err", err)
+		return
+	}
+	b.lastMod.Store(time.Now().UnixNano())
+}
+
+// syncJournal makes the journaled changes durable; it runs before every
+// barrier reply, so what a barrier acknowledges survives a crash.
+func (b *bridge) syncJournal() {
+	b.saveMu.Lock()
+	defer b.saveMu.Unlock()
+	if err := b.journal.sync(); err != nil {
+		b.d.log.Error("flow journal not synced", "bridge", b.name, "err", err)
+	}
+}
+
+// Snapshot policy: the periodic saver takes one when the tables changed and
+// either no change came for snapshotQuiet or the journal has grown to the
+// size of the tables (at least snapshotMinRecords), so the work of
+// snapshots stays proportional to the changes made.
+const (
+	snapshotQuiet      = time.Second
+	snapshotMinRecords = 10_000
+)
+
+// snapshot stores the flow, group and meter tables in the config store and
+// empties the journal: with force always (shutdown, fail-mode changes),
+// else by the policy above. It never takes d.mu: it runs on the saver and
+// on configuration paths that hold it.
+func (b *bridge) snapshot(force bool) {
 	b.saveMu.Lock()
 	defer b.saveMu.Unlock()
 	if b.controllers.Load() > 0 {
 		return
 	}
-	if !b.flowsDirty.Swap(false) && !force {
-		return
+	if !force {
+		if !b.flowsDirty.Load() && b.journal.records == 0 {
+			return
+		}
+		quiet := time.Since(time.Unix(0, b.lastMod.Load())) >= snapshotQuiet
+		if !quiet && b.journal.records < max(snapshotMinRecords, b.snapSize) {
+			return
+		}
 	}
-	lines, groups, meters := b.of.FlowLines(), b.of.GroupLines(), b.of.MeterLines()
-	if lines == nil {
-		lines = []string{}
-	}
-	if b.savedFlows != nil && slices.Equal(lines, b.savedFlows) && slices.Equal(groups, b.savedGroups) &&
-		slices.Equal(meters, b.savedMeters) {
-		return
+	b.flowsDirty.Store(false)
+	flows, groups, meters := b.of.FlowLines(), b.of.GroupLines(), b.of.MeterLines()
+	if flows == nil {
+		flows = []string{} // saved empty, not "never saved"
 	}
 	_, err := b.d.store.Update(func(c *config.Config) error {
 		if nb := c.Bridges[b.name]; nb != nil {
-			nb.Flows, nb.Groups, nb.Meters = lines, groups, meters
+			nb.Flows, nb.Groups, nb.Meters = flows, groups, meters
 		}
 		return nil
 	})
+	if err == nil {
+		b.snapSize = len(flows)
+		err = b.journal.reset()
+	}
 	if err != nil {
 		b.flowsDirty.Store(true)
 		if !errors.Is(err, config.ErrClosed) {
-			b.d.log.Error("flows not saved", "bridge", b.name, "err", err)
+			b.d.log.Error("flow tables not saved", "bridge", b.name, "err", err)
 		}
-		return
 	}
-	b.savedFlows, b.savedGroups, b.savedMeters = lines, groups, meters
 }
 
 // close stops the bridge: its OpenFlow agent, then its datapath, whose
@@ -442,6 +534,7 @@ func (b *bridge) close() {
 	if b.dp != nil {
 		b.dp.Close()
 	}
+	b.journal.close()
 }
 
 // intOption reads a numeric option (validated by the store) or def.

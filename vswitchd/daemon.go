@@ -79,7 +79,8 @@ type Daemon struct {
 
 	// mu serialises configuration changes and the bridges map. It is never
 	// taken on a path an OpenFlow connection's goroutine waits on (see
-	// saveFlows), since closing a bridge waits for those goroutines.
+	// journalMod and syncJournal), since closing a bridge waits for those
+	// goroutines.
 	mu      sync.Mutex
 	bridges map[string]*bridge
 	// view is a snapshot of the bridges for readers that must not wait
@@ -233,6 +234,7 @@ func (d *Daemon) apply(old, next *config.Config) error {
 		if next.Bridges[name] == nil {
 			d.bridges[name].close()
 			delete(d.bridges, name)
+			os.Remove(d.journalPath(name))
 			d.log.Info("bridge deleted", "bridge", name)
 		}
 	}
@@ -250,6 +252,7 @@ func (d *Daemon) apply(old, next *config.Config) error {
 		}
 		if b.needsRebuild(next, nb) {
 			flows, groups, meters := b.of.FlowLines(), b.of.GroupLines(), b.of.MeterLines()
+			b.snapshot(true) // the new bridge starts from the store and the journal
 			b.close()
 			delete(d.bridges, name)
 			nbr, err := d.newBridge(next, nb, false)
@@ -287,7 +290,7 @@ func (d *Daemon) flowSaver() {
 			return
 		case <-t.C:
 			for _, b := range d.bridgeList() {
-				b.saveFlows(false)
+				b.snapshot(false)
 			}
 		}
 	}
@@ -315,7 +318,7 @@ func (d *Daemon) Close() error {
 	d.mu.Lock()
 	for _, name := range sortedKeys(d.bridges) {
 		b := d.bridges[name]
-		b.saveFlows(true)
+		b.snapshot(true)
 		b.close()
 		delete(d.bridges, name)
 	}

@@ -11,21 +11,23 @@
 #                     ptcp:16653:127.0.0.1 + `ovs-ofctl monitor` holding the
 #                     connection), so the daemon saves nothing: the
 #                     difference to ours-ofctl is the cost of persistence
-#   ours-vsctl        bin/vsctl add-flows br0 FILE
+#   ours-vsctl        bin/vsctl add-flows br0 FILE (all flow-mods, then one
+#                     barrier: one save at the end)
+#   ours-vsctl-ctrl   the same with a controller connected (no save)
 #   ovs-ofctl         ovs-ofctl add-flows br0 (OVS's br0.mgmt)
 # flows/s and B/rule use the rules actually in the table (flows_in_table).
 # RSS is VmRSS of the daemon 1 s after start-up and 2 s after add-flows
 # returned. Every run checks that all N rules are in the table.
 #
 # Usage: sudo bench/ofbench/flowmod.sh      (after `make build`)
-# Knobs: N [100000], REPS [3], VARIANTS ["ours-ofctl ours-ofctl-ctrl
-#        ours-vsctl ovs-ofctl"], OUTDIR [bench-results/ofbench-flowmod-TS]
+# Knobs: N [100000], REPS [3], TIMEBOX [120], VARIANTS ["ours-ofctl ours-ofctl-ctrl
+#        ours-vsctl ours-vsctl-ctrl ovs-ofctl"], OUTDIR [bench-results/ofbench-flowmod-TS]
 set -u -o pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 N=${N:-100000}
 REPS=${REPS:-3}
-VARIANTS=${VARIANTS:-"ours-ofctl ours-ofctl-ctrl ours-vsctl ovs-ofctl"}
+VARIANTS=${VARIANTS:-"ours-ofctl ours-ofctl-ctrl ours-vsctl ours-vsctl-ctrl ovs-ofctl"}
 OUTDIR=${OUTDIR:-$REPO/bench-results/ofbench-flowmod-$(date +%Y%m%d-%H%M%S)}
 NS=ofb-fm-ovs
 CTRL_PORT=${CTRL_PORT:-16653}
@@ -56,27 +58,27 @@ run_one() {
     mkdir -p "$dir"
     case "$v" in
         ours-*)
-            ours_up "$dir" "" || { log "$v: start failed"; return 1; }
+            ours_up "$dir" "" || die "$v: start failed: $(tail -3 "$dir/vswitchd.log")"
             pid=$OURS_PID target=unix:$dir/br0.mgmt
-            if [ "$v" = ours-ofctl-ctrl ]; then
-                ours_vsctl set-controller br0 "ptcp:$CTRL_PORT:127.0.0.1" || return 1
+            if [[ "$v" == *-ctrl ]]; then
+                ours_vsctl set-controller br0 "ptcp:$CTRL_PORT:127.0.0.1" || die "$v: set-controller failed"
                 sleep 0.3
                 # ovs-ofctl monitor needs a writable rundir for its unixctl socket
                 ofb_bg "$dir/monitor.log" env OVS_RUNDIR="$dir" ovs-ofctl -O OpenFlow13 monitor "tcp:127.0.0.1:$CTRL_PORT"
                 mon=$BG_PID
                 sleep 1
                 ours_vsctl show | grep -q 'is_connected: true' ||
-                    { log "$v: controller not connected: $(ours_vsctl show | grep -A1 Controller | tr '\n' ' ') $(cat "$dir/monitor.log")"; return 1; }
+                    die "$v: controller not connected: $(ours_vsctl show | grep -A1 Controller | tr '\n' ' ') $(cat "$dir/monitor.log")"
             fi ;;
         ovs-*)
-            ovs_up "$dir" "$NS" || { log "$v: OVS start failed"; return 1; }
+            ovs_up "$dir" "$NS" || die "$v: OVS start failed, see $dir/log"
             pid=$OVS_PID target=br0 ;;
     esac
     sleep 1
     rss0=$(rss_kb "$pid")
     t0=$(now)
     case "$v" in
-        ours-vsctl) "$BIN/vsctl" --state-dir "$dir" add-flows br0 "$RULES" >"$dir/load.out" 2>&1 ;;
+        ours-vsctl*) "$BIN/vsctl" --state-dir "$dir" add-flows br0 "$RULES" >"$dir/load.out" 2>&1 ;;
         ours-ofctl) timeout "$TIMEBOX" ovs-ofctl -O OpenFlow13 add-flows "$target" "$RULES" >"$dir/load.out" 2>&1 ;;
         *) ovs-ofctl -O OpenFlow13 add-flows "$target" "$RULES" >"$dir/load.out" 2>&1 ;;
     esac

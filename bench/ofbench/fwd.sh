@@ -22,6 +22,9 @@ HARNESS=${HARNESS:-$REPO/../shared/bench/veth-bench.sh}
 OUTDIR=${OUTDIR:-$REPO/bench-results/ofbench-fwd-$(date +%Y%m%d-%H%M%S)}
 [ -x "$REPO/bin/vswitchd" ] || { echo "no bin/vswitchd: make build" >&2; exit 1; }
 mkdir -p "$OUTDIR"
+# sut-switch.sh leaves each run's last pmd-stats-show there
+export OFB_STATS_DIR=$OUTDIR/pmd-stats
+grep -m1 'cpu MHz' /proc/cpuinfo >"$OUTDIR/cpu-mhz.txt"
 for n in $RULES; do
     suts=()
     for t in $TABLES; do
@@ -48,4 +51,28 @@ for n, t in sorted({(n, t) for n, t, _ in cells}):
     a, b = cells.get((n, t, "vs"), []), cells.get((n, t, "ovs"), [])
     ratio = statistics.median(x for x, _, _ in a) / statistics.median(x for x, _, _ in b) if a and b else float("nan")
     print(f"| {n} | {t} | {fmt(a)} | {fmt(b)} | {ratio:.2f} |")
+# PMD time per packet from the snapshots: ours "avg. ns per packet" (busy
+# time / packets), OVS "avg processing cycles per packet" / cpu MHz
+mhz = float(open(sys.argv[1] + "/cpu-mhz.txt").read().split(":")[1])
+per = {}
+for f in glob.glob(sys.argv[1] + "/pmd-stats/*.txt"):
+    m = re.search(r"/(ours|ovs)-r(\d+)-t(\d+)-", f)
+    txt = open(f).read()
+    if m[1] == "ours":
+        v = re.findall(r"avg\. ns per packet: ([0-9.]+)", txt)
+        ns = float(v[0]) if v else None
+    else:
+        v = re.findall(r"avg processing cycles per packet: ([0-9.]+)", txt)
+        ns = float(v[0]) * 1000 / mhz if v else None
+    emc, rx = re.findall(r"emc hits: (\d+)", txt), re.findall(r"packets received: (\d+)", txt)
+    e = 100 * int(emc[0]) / int(rx[0]) if emc and rx and int(rx[0]) else float("nan")
+    if ns: per.setdefault((int(m[2]), int(m[3]), m[1]), []).append((ns, e))
+print()
+print(f"PMD processing time per packet (ns, median over runs; OVS cycles at {mhz:.0f} MHz), EMC hit %:")
+print("| rules | tables | vswitch ns/pkt | OVS ns/pkt | vswitch emc % | OVS emc % |")
+print("|---:|---:|---:|---:|---:|---:|")
+for n, t in sorted({(n, t) for n, t, _ in per}):
+    a, b = per.get((n, t, "ours"), []), per.get((n, t, "ovs"), [])
+    md = lambda v, i: f"{statistics.median(x[i] for x in v):.0f}" if v else "n/a"
+    print(f"| {n} | {t} | {md(a, 0)} | {md(b, 0)} | {md(a, 1)} | {md(b, 1)} |")
 PY

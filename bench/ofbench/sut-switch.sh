@@ -20,7 +20,23 @@ OFB_SAME_PGRP=1
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 [ $# = 5 ] || die "usage: $0 ours|ovs RULES TABLES PORT1 PORT2"
 SW=$1 NR=$2 NT=$3 P1=$4 P2=$5
-stop() { case "$SW" in ours) ours_down ;; ovs) ovs_down ;; esac; ofb_cleanup; exit 0; }
+# PMD counters, snapshot every 2 s (the switch is gone by the time the
+# harness's SIGTERM reaches this script); the last one is kept in
+# OFB_STATS_DIR (if set) and printed to the harness's cmd log.
+SNAP_PID=""
+pmd_stats() { case "$SW" in ours) ours_vsctl pmd-stats-show ;; ovs) ovs_appctl dpif-netdev/pmd-stats-show ;; esac; }
+snapshots() {
+    while sleep 2; do pmd_stats >"$OFB_WORK/stats.new" 2>&1 && mv "$OFB_WORK/stats.new" "$OFB_WORK/stats.txt"; done
+}
+stop() {
+    [ -n "$SNAP_PID" ] && kill "$SNAP_PID" 2>/dev/null
+    if [ -f "$OFB_WORK/stats.txt" ]; then
+        echo "== last pmd-stats-show snapshot (2 s period)"; cat "$OFB_WORK/stats.txt"
+        [ -n "${OFB_STATS_DIR:-}" ] && mkdir -p "$OFB_STATS_DIR" &&
+            cp "$OFB_WORK/stats.txt" "$OFB_STATS_DIR/$SW-r$NR-t$NT-$(date +%H%M%S).txt"
+    fi
+    case "$SW" in ours) ours_down ;; ovs) ovs_down ;; esac; ofb_cleanup; exit 0
+}
 trap stop TERM INT
 trap ofb_cleanup EXIT
 ofb_work
@@ -36,6 +52,8 @@ case "$SW" in
     *) die "unknown switch $SW" ;;
 esac
 log "$SW: $n OpenFlow rules in $NT table(s) ($NR tp_src rules), up in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
+snapshots &
+SNAP_PID=$!
 sleep infinity &
 wait $!
 stop

@@ -12,17 +12,25 @@
 # WARMUP-second sweep (OVS starts with a dynamic flow limit of 10,000
 # datapath flows and raises it while its revalidators keep up; without a
 # warm-up most of the N upcalls would be refused with ENOSPC), then MEAS
-# measurements, each: megaflows flushed (OVS: ovs-appctl dpctl/del-flows;
-# ours: a flow-mod, which invalidates every megaflow), PMD stats cleared,
+# measurements, each: megaflows flushed (OVS: ovs-appctl revalidator/purge,
+# which drops datapath flows and their ukeys - after dpctl/del-flows the
+# stale ukeys make every new upcall fail "ukey installation fails"; ours: a
+# flow-mod, which invalidates every megaflow), PMD stats cleared,
 # trafgen started, `pmd-stats-show` sampled back to back (pinned to CPU0)
 # for DUR seconds. From the samples of "miss with success upcall" +
 # "miss with failed upcall":
-#   ramp_rate   (misses at 90 % - at 10 % of the final count) / time between
+#   ramp_rate   (misses at the first sample >= 90 % of the final count -
+#               misses at the last sample < 10 %) / time between: a lower
+#               bound of the rate while all packets miss
 #   peak_rate   highest rate over any >= 0.2 s span of samples
+# plus, over the ramp span, the packets the PMD received (pmd-stats-show)
+# and the frames trafgen offered (ofb-v1's tx counter): when these are
+# close to ramp_rate the switch kept up with the generator and the figure
+# is a lower bound of its upcall capacity.
 # Rounds interleave the switches (round r: ours, then OVS).
 #
 # Usage: sudo bench/ofbench/upcall.sh      (after `make build`)
-# Knobs: N [50000] REPS (rounds) [3] MEAS [2] DUR [3] WARMUP [20]
+# Knobs: N [50000] REPS (rounds) [3] MEAS [2] DUR [3] WARMUP [25]
 #        SUTS ["ours ovs"] OUTDIR [bench-results/ofbench-upcall-TS]
 set -u -o pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -32,7 +40,7 @@ N=${N:-50000}
 REPS=${REPS:-3}
 MEAS=${MEAS:-2}
 DUR=${DUR:-3}
-WARMUP=${WARMUP:-20}
+WARMUP=${WARMUP:-25}
 SUTS=${SUTS:-"ours ovs"}
 OUTDIR=${OUTDIR:-$REPO/bench-results/ofbench-upcall-$(date +%Y%m%d-%H%M%S)}
 SUT_CPU=1 GEN_CPU=0
@@ -58,7 +66,7 @@ cat >"$TG" <<EOF
   fill(0x00, 18)
 }
 EOF
-echo "sut,round,meas,final_success,final_failed,ramp_rate,peak_rate,t99_s,rx_mpps_end,samples" >"$OUTDIR/results.csv"
+echo "sut,round,meas,final_success,final_failed,ramp_rate,peak_rate,t99_s,rx_mpps_end,samples,ramp_recv_pps,ramp_offered_pps" >"$OUTDIR/results.csv"
 { echo "date: $(date -Is)"; echo "kernel: $(uname -r)"; echo "ovs: $(ovs-vswitchd --version | head -1)"
   echo "N=$N REPS=$REPS MEAS=$MEAS DUR=$DUR WARMUP=$WARMUP SUTS=$SUTS"; echo "loadavg: $(cat /proc/loadavg)"; } >"$OUTDIR/env.txt"
 
@@ -81,20 +89,24 @@ stats_clear() {
 flush_megaflows() { # $1 = counter, makes each call a distinct change
     case "$CUR" in
         ours) ours_vsctl add-flow br0 "table=0,priority=1,ip,nw_dst=198.19.254.$1,actions=drop" ;;
-        ovs) ovs_appctl dpctl/del-flows >/dev/null ;;
+        ovs) ovs_appctl revalidator/purge >/dev/null ;;
     esac
 }
-# misses "success failed" summed over PMDs from pmd-stats-show text
-misses() { awk '/miss with success upcall:/ { s += $5 } /miss with failed upcall:/ { f += $5 } END { print s + 0, f + 0 }'; }
+# "success failed received" summed over PMDs from pmd-stats-show text
+misses() { awk '/miss with success upcall:/ { s += $5 } /miss with failed upcall:/ { f += $5 }
+    /packets received:/ { r += $3 } END { print s + 0, f + 0, r + 0 }'; }
+# frames ofb-v1 sent (+ dropped at its peer), read through trafgen's netns
+offered() { awk -v d="$TV1:" '{ sub(/^ */, "") } index($0, d) == 1 { split($0, x, /[: ]+/); print x[11] + x[13] }' "/proc/$TG_PID/net/dev"; }
 
-# sampler OUT DUR: "t success failed" lines, back to back, for DUR seconds
+# sampler OUT DUR: "t success failed received offered" lines, back to back,
+# for DUR seconds
 sampler() {
     local out=$1 dur=$2 t0 t1 end
     end=$(awk -v t="$EPOCHREALTIME" -v d="$dur" 'BEGIN { printf "%.6f", t + d }')
     : >"$out"
     while :; do
         t0=$EPOCHREALTIME
-        local m; m=$(stats | misses)
+        local m; m="$(stats | misses) $(offered)"
         t1=$EPOCHREALTIME
         echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", (a + b) / 2 }') $m" >>"$out"
         awk -v a="$t1" -v e="$end" 'BEGIN { exit !(a < e) }' || break
@@ -104,23 +116,33 @@ sampler() {
 analyse() { # samples-file -> "success failed ramp peak t99 n"
     python3 - "$1" <<'EOF'
 import sys
-s = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if len(l.split()) == 3]
+s = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if len(l.split()) == 5]
 t0 = s[0][0]
-pts = [(t - t0, a + b) for t, a, b in s]
+pts = [(t - t0, a + b) for t, a, b, _, _ in s]
 fin = pts[-1][1]
 def first(frac):
     for t, m in pts:
         if m >= frac * fin: return t, m
     return pts[-1]
-(ta, ma), (tb, mb) = first(0.1), first(0.9)
+def last_below(frac):
+    r = pts[0]
+    for t, m in pts:
+        if m < frac * fin: r = (t, m)
+        else: break
+    return r
+(ta, ma), (tb, mb) = last_below(0.1), first(0.9)
 ramp = (mb - ma) / (tb - ta) if tb > ta else float("nan")
+# received by the PMD(s) and offered by trafgen over the same span
+ia = next(i for i, p in enumerate(pts) if p[0] == ta); ib = next(i for i, p in enumerate(pts) if p[0] == tb)
+recv = (s[ib][3] - s[ia][3]) / (tb - ta) if tb > ta else float("nan")
+offr = (s[ib][4] - s[ia][4]) / (tb - ta) if tb > ta else float("nan")
 peak = 0.0
 for i in range(len(pts)):
     for j in range(i + 1, len(pts)):
         if pts[j][0] - pts[i][0] >= 0.2:
             peak = max(peak, (pts[j][1] - pts[i][1]) / (pts[j][0] - pts[i][0])); break
 t99 = first(0.99)[0]
-print(int(s[-1][1]), int(s[-1][2]), f"{ramp:.0f}", f"{peak:.0f}", f"{t99:.3f}", len(s))
+print(int(s[-1][1]), int(s[-1][2]), f"{ramp:.0f}", f"{peak:.0f}", f"{t99:.3f}", len(s), f"{recv:.0f}", f"{offr:.0f}")
 EOF
 }
 
@@ -130,10 +152,11 @@ run_sut() { # sut round
     topo_up
     mkdir -p "$dir"
     case "$CUR" in
-        ours) ours_up "$dir" $TSUT afxdp $TP1 $TP2 || { log "ours: setup failed"; topo_down; return 1; }
-              ours_vsctl add-flows br0 "$RULES" || return 1 ;;
-        ovs)  ovs_up "$dir" $TSUT afxdp $TP1 $TP2 || { log "ovs: setup failed"; ovs_down; topo_down; return 1; }
-              ovs-ofctl -O OpenFlow13 add-flows br0 "$RULES" || return 1 ;;
+        # a failed setup ends the run (the EXIT trap cleans up)
+        ours) ours_up "$dir" $TSUT afxdp $TP1 $TP2 || die "ours: setup failed, see $dir/vswitchd.log"
+              ours_vsctl add-flows br0 "$RULES" || die "ours: add-flows failed" ;;
+        ovs)  ovs_up "$dir" $TSUT afxdp $TP1 $TP2 || die "ovs: setup failed, see $OVS_LOGDIR"
+              ovs-ofctl -O OpenFlow13 add-flows br0 "$RULES" || die "ovs: add-flows failed" ;;
     esac
     sleep 1
     # warm-up sweep
@@ -152,9 +175,9 @@ run_sut() { # sut round
         { stats; [ "$CUR" = ovs ] && ovs_appctl upcall/show; } >"$OUTDIR/$CUR-r$r-m$m-stats.txt" 2>&1
         local a; a=$(analyse "$OUTDIR/$CUR-r$r-m$m-samples.txt")
         local rxm; rxm=$(awk -v a="$rx0" -v b="$rx1" -v x="$ta" -v y="$tb" 'BEGIN { printf "%.3f", (b - a) / (y - x) / 1e6 }')
-        read -r fs ff ramp peak t99 ns <<<"$a"
-        echo "$CUR,$r,$m,$fs,$ff,$ramp,$peak,$t99,$rxm,$ns" >>"$OUTDIR/results.csv"
-        log "$CUR r$r m$m: success=$fs failed=$ff ramp=$ramp/s peak=$peak/s t99=${t99}s rx_after=${rxm}Mpps samples=$ns"
+        read -r fs ff ramp peak t99 ns recv offr <<<"$a"
+        echo "$CUR,$r,$m,$fs,$ff,$ramp,$peak,$t99,$rxm,$ns,$recv,$offr" >>"$OUTDIR/results.csv"
+        log "$CUR r$r m$m: success=$fs failed=$ff ramp=$ramp/s peak=$peak/s t99=${t99}s ramp_recv=$recv/s ramp_offered=$offr/s rx_after=${rxm}Mpps samples=$ns"
     done
     case "$CUR" in
         ours) ours_down; cp "$dir/vswitchd.log" "$OUTDIR/$CUR-r$r-vswitchd.log" ;;
@@ -176,6 +199,7 @@ def mmm(v):
     return f"{statistics.median(v):.4g} [{v[0]:.4g}-{v[-1]:.4g}]"
 for k, rs in by.items():
     print(f"{k:<6} n={len(rs)} ramp_rate/s {mmm(r['ramp_rate'] for r in rs)}  peak/s {mmm(r['peak_rate'] for r in rs)}  "
-          f"success {mmm(r['final_success'] for r in rs)}  failed {mmm(r['final_failed'] for r in rs)}  t99_s {mmm(r['t99_s'] for r in rs)}")
+          f"success {mmm(r['final_success'] for r in rs)}  failed {mmm(r['final_failed'] for r in rs)}  t99_s {mmm(r['t99_s'] for r in rs)}  "
+          f"ramp recv/s {mmm(r['ramp_recv_pps'] for r in rs)}  ramp offered/s {mmm(r['ramp_offered_pps'] for r in rs)}")
 EOF
 log "results in $OUTDIR"
