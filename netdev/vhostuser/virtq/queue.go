@@ -91,6 +91,7 @@ type Queue struct {
 	one     [8]byte // the eventfd increment, kept here so writes allocate nothing
 	kickBuf [8]byte
 
+	touch      byte  // sink of gather's touch-ahead loads, so they are kept
 	nbLo, nbHi *byte // where the current frame's num_buffers bytes went
 	pend       [MaxBuffersPerPacket]usedElem
 }
