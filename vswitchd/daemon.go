@@ -216,7 +216,7 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 	}
 	if err := d.apply(old, next); err != nil {
 		d.log.Warn("configuration change failed, rolling back", "err", err)
-		if _, rerr := d.store.Update(func(c *config.Config) error { *c = *old.Clone(); return nil }); rerr != nil {
+		if _, rerr := d.store.Update(func(c *config.Config) error { restoreKeepingTables(c, old); return nil }); rerr != nil {
 			d.log.Error("rollback not stored", "err", rerr)
 		}
 		if rerr := d.apply(next, old); rerr != nil {
@@ -352,5 +352,19 @@ func switchDatapathSettings(c *config.Config) datapathSettings {
 		emcInvProb: intOption(oc, "emc-insert-inv-prob", 100),
 		maxIdle:    intOption(oc, "max-idle", int(ofproto.DefaultMaxIdle/time.Millisecond)),
 		cpus:       oc["pmd-cpu-mask"],
+	}
+}
+
+// restoreKeepingTables makes c the configuration old again, except for the
+// bridges' saved flow, group and meter tables: a snapshot taken since old
+// was read (and the journal emptied with it) must not be replaced by an
+// older one.
+func restoreKeepingTables(c, old *config.Config) {
+	cur := c.Bridges
+	*c = *old.Clone()
+	for name, b := range c.Bridges {
+		if s := cur[name]; s != nil {
+			b.Flows, b.Groups, b.Meters = s.Flows, s.Groups, s.Meters
+		}
 	}
 }

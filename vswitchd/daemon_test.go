@@ -1,11 +1,14 @@
 package vswitchd
 
 import (
+	"slices"
+
 	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+	"vswitch/vswitchd/config"
 
 	"vswitch/vswitchd/mgmt"
 )
@@ -90,5 +93,27 @@ func TestDaemonConfigCommands(t *testing.T) {
 	}
 	if got := d.runningBridge("br1").dp.PMDSleepMax(); got != 20 {
 		t.Fatalf("running pmd-sleep-max %d", got)
+	}
+}
+
+// TestRollbackKeepsNewerSnapshot: rolling a failed change back restores
+// the configuration but not an older snapshot of the flow tables.
+func TestRollbackKeepsNewerSnapshot(t *testing.T) {
+	old := &config.Config{Bridges: map[string]*config.Bridge{"br0": {Name: "br0", FailMode: "secure", Flows: []string{"a"}}}}
+	c := &config.Config{
+		OtherConfig: map[string]string{"n-pmd": "2"},
+		Bridges: map[string]*config.Bridge{
+			"br0": {Name: "br0", FailMode: "standalone", Flows: []string{"a", "b"}, Groups: []string{"g"}},
+			"br1": {Name: "br1", FailMode: "standalone"},
+		}}
+	restoreKeepingTables(c, old)
+	if c.OtherConfig != nil || len(c.Bridges) != 1 || c.Bridges["br0"].FailMode != "secure" {
+		t.Fatalf("configuration not restored: %+v", c)
+	}
+	if b := c.Bridges["br0"]; !slices.Equal(b.Flows, []string{"a", "b"}) || !slices.Equal(b.Groups, []string{"g"}) {
+		t.Fatalf("tables %q %q, want the newer snapshot", b.Flows, b.Groups)
+	}
+	if !slices.Equal(old.Bridges["br0"].Flows, []string{"a"}) {
+		t.Fatal("old was modified")
 	}
 }
