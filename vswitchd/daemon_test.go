@@ -1,15 +1,14 @@
 package vswitchd
 
 import (
-	"slices"
-
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
-	"vswitch/vswitchd/config"
 
+	"vswitch/vswitchd/config"
 	"vswitch/vswitchd/mgmt"
 )
 

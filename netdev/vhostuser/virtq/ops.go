@@ -1,6 +1,10 @@
 package virtq
 
-import "vswitch/datapath/packet"
+import (
+	"unsafe"
+
+	"vswitch/datapath/packet"
+)
 
 // Result is what one Dequeue or Enqueue batch did.
 type Result struct {
@@ -100,15 +104,16 @@ type slot struct {
 }
 
 // gather reads the avail entries last..last+n-1 and their head
-// descriptors, then translates the buffers of one-descriptor chains whose
-// flags are exactly want and whose length is at least minLen (positive), and
-// reads the first byte of every such buffer and the byte span-1 (or its
-// last byte if shorter). Each stage is a short loop of
-// independent loads, so the cache misses on lines the frontend's core just
-// wrote (ring entries, descriptors, buffers) overlap instead of being paid
-// one after the other per packet. Each descriptor is read once: what is
-// checked here is what the caller uses.
-func (q *Queue) gather(s *[batchMax]slot, last uint16, n int, want uint16, minLen uint32, span int) {
+// descriptors, translates the buffers of one-descriptor chains whose flags
+// are exactly want and which are longer than the virtio-net header, and
+// prefetches bytes from to span-1 of every such buffer (for writing if
+// write is set). Ring entries and descriptors are read in short loops of
+// independent loads and the buffers are prefetched together, so the cache
+// misses on lines the frontend's core just wrote overlap instead of being
+// paid one after the other per packet. Each descriptor is read once: what
+// is checked here is what the caller uses. The lines of the used entries
+// from used on are prefetched for writing too.
+func (q *Queue) gather(s *[batchMax]slot, last, used uint16, n int, want uint16, from, span int, write bool) {
 	var ds [batchMax]struct {
 		addr  uint64
 		ln    uint32
@@ -126,18 +131,75 @@ func (q *Queue) gather(s *[batchMax]slot, last uint16, n int, want uint16, minLe
 			ds[i].flags = ^uint16(0) // never wanted: the chain walk reports it
 		}
 	}
-	var touch byte
+	var lines [2 * batchMax]uintptr
+	nl := 0
 	for i := 0; i < n; i++ {
 		s[i].buf = nil
-		if ds[i].flags != want || ds[i].ln < minLen {
+		if ds[i].flags != want || ds[i].ln <= uint32(q.hdrLen) {
 			continue
 		}
 		if b := q.mem.Guest(ds[i].addr, uint64(ds[i].ln)); b != nil {
 			s[i].buf = b
-			touch += b[0] + b[min(len(b), span)-1]
+			p := uintptr(unsafe.Pointer(&b[from]))
+			e := uintptr(unsafe.Pointer(&b[0])) + uintptr(min(len(b), span)) - 1
+			lines[nl] = p
+			nl++
+			if e&^63 != p&^63 {
+				lines[nl] = e
+				nl++
+			}
 		}
 	}
-	q.touch = touch
+	if write {
+		prefetchW(&lines[0], nl)
+	} else {
+		prefetch(&lines[0], nl)
+	}
+	// The used entries this batch will write: the frontend reads them, so
+	// their lines are in its core's cache.
+	var ul [batchMax/8 + 2]uintptr
+	nu := 0
+	for i := 0; i < n; i += 8 {
+		ul[nu] = q.usedElemAddr(used + uint16(i))
+		nu++
+	}
+	ul[nu] = q.usedElemAddr(used + uint16(n-1))
+	prefetchW(&ul[0], nu+1)
+}
+
+// ahead prefetches for writing the buffers of the receive chains after
+// last that the frontend has already made available (up to a batch), so
+// that the next Enqueue finds them in this core's cache: the frontend
+// does not touch a posted receive buffer until it is used, so ownership
+// taken now stays. Only one-descriptor chains are looked at, and only
+// their first span bytes; the descriptors are read again, and checked, by
+// the Enqueue that uses them.
+func (q *Queue) ahead(last, availIdx uint16, span int) {
+	n := min(int(availIdx-last), batchMax)
+	var lines [2 * batchMax]uintptr
+	nl := 0
+	for i := 0; i < n; i++ {
+		h := q.availEntry(last + uint16(i))
+		if h >= q.size {
+			continue
+		}
+		d := q.desc[16*h : 16*h+16]
+		addr, ln, flags := le.Uint64(d), le.Uint32(d[8:]), le.Uint16(d[12:])
+		if flags != DescFWrite || ln <= uint32(q.hdrLen) {
+			continue
+		}
+		if b := q.mem.Guest(addr, uint64(ln)); b != nil {
+			p := uintptr(unsafe.Pointer(&b[0]))
+			e := p + uintptr(min(len(b), span)) - 1
+			lines[nl] = p
+			nl++
+			if e&^63 != p&^63 {
+				lines[nl] = e
+				nl++
+			}
+		}
+	}
+	prefetchW(&lines[0], nl)
 }
 
 // Dequeue takes up to max frames the frontend transmitted, copies each into
@@ -170,7 +232,7 @@ func (q *Queue) Dequeue(pool *packet.Pool, b *packet.Batch, max int) (r Result) 
 		k := min(n, batchMax)
 		n -= k
 		// The fast case: header and frame in one read-only descriptor.
-		q.gather(&s, last, k, 0, uint32(hdr)+1, MaxSize)
+		q.gather(&s, last, used, k, 0, hdr, MaxSize, false)
 		for i := 0; i < k; i++ {
 			if pkt == nil {
 				if pkt = pool.Get(); pkt == nil {
@@ -318,7 +380,7 @@ func (q *Queue) Enqueue(pkts []*packet.Packet) (r Result) {
 			break
 		}
 		var s [batchMax]slot
-		q.gather(&s, last, k, DescFWrite, uint32(hdr)+1, hdr+len(pkts[0].Data()))
+		q.gather(&s, last, used, k, DescFWrite, 0, hdr+len(pkts[0].Data()), true)
 		done := 0
 		for i := 0; i < k; i++ {
 			frame := pkts[i].Data()
@@ -334,6 +396,9 @@ func (q *Queue) Enqueue(pkts []*packet.Packet) (r Result) {
 			r.Packets++
 			r.Bytes += len(frame)
 			done++
+		}
+		if done == len(pkts) {
+			q.ahead(last, availIdx, hdr+len(pkts[done-1].Data()))
 		}
 		pkts = pkts[done:]
 		if done < k {

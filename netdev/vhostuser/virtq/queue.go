@@ -91,7 +91,6 @@ type Queue struct {
 	one     [8]byte // the eventfd increment, kept here so writes allocate nothing
 	kickBuf [8]byte
 
-	touch      byte  // sink of gather's touch-ahead loads, so they are kept
 	nbLo, nbHi *byte // where the current frame's num_buffers bytes went
 	pend       [MaxBuffersPerPacket]usedElem
 }
@@ -184,6 +183,11 @@ func (q *Queue) loadAvailIdx() uint16 { return uint16(atomic.LoadUint32(q.availW
 
 func (q *Queue) availEntry(i uint16) uint32 {
 	return uint32(le.Uint16(q.avail[4+2*int(i&q.mask):]))
+}
+
+// usedElemAddr is the address of used ring entry i, for prefetching.
+func (q *Queue) usedElemAddr(i uint16) uintptr {
+	return uintptr(unsafe.Pointer(&q.used[4+8*int(i&q.mask)]))
 }
 
 func (q *Queue) putUsed(i uint16, id, n uint32) {
