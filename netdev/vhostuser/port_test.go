@@ -315,8 +315,9 @@ func TestInterrupts(t *testing.T) {
 			t.Errorf("received %d", got)
 		}
 		// Kick suppression on the transmit ring: once the PMD has
-		// gone idle (an empty poll), avail_event asks for the next kick.
-		recvFrames(t, p, 0, pool, 0)
+		// gone idle (idlePolls empty polls), avail_event asks for the
+		// next kick.
+		goIdle(t, p, 0, pool)
 		tq := f.tx(0)
 		tq.kicks = 0
 		tq.transmit(batch(1)...)
@@ -326,15 +327,28 @@ func TestInterrupts(t *testing.T) {
 	})
 }
 
+// goIdle polls rx queue q empty until the port counts the ring idle.
+func goIdle(t *testing.T, p *Port, q int, pool *packet.Pool) {
+	t.Helper()
+	for i := 0; i < idlePolls; i++ {
+		var b packet.Batch
+		if n := p.Recv(q, pool, &b); n != 0 {
+			t.Fatalf("received %d frames while going idle", n)
+		}
+	}
+}
+
 // TestKickWakesPMD: the port's RxFD polls readable when the frontend
-// kicks after the PMD went idle.
+// kicks after the PMD went idle; a ring that was empty for only a few
+// polls keeps kicks suppressed (the frontend makes no syscall), and going
+// idle again drains the kick.
 func TestKickWakesPMD(t *testing.T) {
 	p, path := newServerPort(t, 1)
 	f := dialFrontend(t, path, feCfg{})
 	f.setup()
 	waitFor(t, "link up", p.LinkUp)
 	pool := packet.NewPool(64, packet.DefaultBufSize)
-	recvFrames(t, p, 0, pool, 0) // an empty poll enables kicks
+	goIdle(t, p, 0, pool) // idlePolls empty polls enable kicks
 	fd := p.RxFD(0)
 	if fd < 0 {
 		t.Fatal("no RxFD")
@@ -342,14 +356,31 @@ func TestKickWakesPMD(t *testing.T) {
 	if readable(t, fd, 0) {
 		t.Fatal("RxFD readable while idle")
 	}
-	f.tx(0).transmit(testFrame(64, 1))
+	tq := f.tx(0)
+	tq.kicks = 0
+	tq.transmit(testFrame(64, 1))
+	if tq.kicks != 1 {
+		t.Fatalf("%d kicks for a frame sent to an idle ring, want 1", tq.kicks)
+	}
 	if !readable(t, fd, 1000) {
 		t.Fatal("RxFD not readable after a kick")
 	}
 	if got := recvFrames(t, p, 0, pool, 1); len(got) != 1 {
 		t.Fatal("frame not received")
 	}
-	recvFrames(t, p, 0, pool, 0) // idle again: the kick is drained
+	// Busy: kicks stay off through a few empty polls.
+	for i := 0; i < idlePolls-1; i++ {
+		var b packet.Batch
+		p.Recv(0, pool, &b)
+	}
+	tq.transmit(testFrame(64, 2))
+	if tq.kicks != 1 {
+		t.Errorf("%d kicks while the ring is busy, want none after the first", tq.kicks)
+	}
+	if got := recvFrames(t, p, 0, pool, 1); len(got) != 1 || seqOf(got[0]) != 2 {
+		t.Fatal("second frame not received")
+	}
+	goIdle(t, p, 0, pool) // idle again: the kick is drained
 	if readable(t, fd, 0) {
 		t.Error("RxFD still readable after the PMD went idle again")
 	}

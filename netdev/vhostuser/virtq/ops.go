@@ -94,11 +94,11 @@ func (q *Queue) readChain(head uint32, dst []byte) (int, bool) {
 // batch.
 const batchMax = packet.BatchSize
 
-// slot is one ring entry seen by a gather pass: its head and, for the fast
-// case (one descriptor holding header and frame, or one writable
-// descriptor), the checked guest buffer. A nil buf
+// entry is one avail ring entry seen by a gather pass: its head and, for
+// the fast case (a chain of one descriptor: header and frame to transmit,
+// or one writable receive buffer), the checked guest buffer. A nil buf
 // sends the entry down the general chain walk.
-type slot struct {
+type entry struct {
 	buf  []byte
 	head uint32
 }
@@ -107,38 +107,30 @@ type slot struct {
 // descriptors, translates the buffers of one-descriptor chains whose flags
 // are exactly want and which are longer than the virtio-net header, and
 // prefetches bytes from to span-1 of every such buffer (for writing if
-// write is set). Ring entries and descriptors are read in short loops of
-// independent loads and the buffers are prefetched together, so the cache
-// misses on lines the frontend's core just wrote overlap instead of being
-// paid one after the other per packet. Each descriptor is read once: what
-// is checked here is what the caller uses. The lines of the used entries
-// from used on are prefetched for writing too.
-func (q *Queue) gather(s *[batchMax]slot, last, used uint16, n int, want uint16, from, span int, write bool) {
-	var ds [batchMax]struct {
-		addr  uint64
-		ln    uint32
-		flags uint16
-	}
+// write is set), and the used entries from used on (for writing). The
+// loops hold no copy, so the descriptor loads of several entries are in
+// flight at once, and the buffers' lines are all requested before the
+// first copy: the cache misses on lines the frontend's core just wrote
+// overlap instead of being paid one after the other per packet. Each
+// descriptor is read once: what is checked here is what the caller uses.
+func (q *Queue) gather(s *[batchMax]entry, last, used uint16, n int, want uint16, from, span int, write bool) {
 	for i := 0; i < n; i++ {
 		s[i].head = q.availEntry(last + uint16(i))
-	}
-	for i := 0; i < n; i++ {
-		h := s[i].head
-		if h < q.size {
-			d := q.desc[16*h : 16*h+16]
-			ds[i].addr, ds[i].ln, ds[i].flags = le.Uint64(d), le.Uint32(d[8:]), le.Uint16(d[12:])
-		} else {
-			ds[i].flags = ^uint16(0) // never wanted: the chain walk reports it
-		}
 	}
 	var lines [2 * batchMax]uintptr
 	nl := 0
 	for i := 0; i < n; i++ {
 		s[i].buf = nil
-		if ds[i].flags != want || ds[i].ln <= uint32(q.hdrLen) {
+		h := s[i].head
+		if h >= q.size {
+			continue // the chain walk reports it
+		}
+		d := q.desc[16*h : 16*h+16]
+		addr, ln, flags := le.Uint64(d), le.Uint32(d[8:]), le.Uint16(d[12:])
+		if flags != want || ln <= uint32(q.hdrLen) {
 			continue
 		}
-		if b := q.mem.Guest(ds[i].addr, uint64(ds[i].ln)); b != nil {
+		if b := q.mem.Guest(addr, uint64(ln)); b != nil {
 			s[i].buf = b
 			p := uintptr(unsafe.Pointer(&b[from]))
 			e := uintptr(unsafe.Pointer(&b[0])) + uintptr(min(len(b), span)) - 1
@@ -167,41 +159,6 @@ func (q *Queue) gather(s *[batchMax]slot, last, used uint16, n int, want uint16,
 	prefetchW(&ul[0], nu+1)
 }
 
-// ahead prefetches for writing the buffers of the receive chains after
-// last that the frontend has already made available (up to a batch), so
-// that the next Enqueue finds them in this core's cache: the frontend
-// does not touch a posted receive buffer until it is used, so ownership
-// taken now stays. Only one-descriptor chains are looked at, and only
-// their first span bytes; the descriptors are read again, and checked, by
-// the Enqueue that uses them.
-func (q *Queue) ahead(last, availIdx uint16, span int) {
-	n := min(int(availIdx-last), batchMax)
-	var lines [2 * batchMax]uintptr
-	nl := 0
-	for i := 0; i < n; i++ {
-		h := q.availEntry(last + uint16(i))
-		if h >= q.size {
-			continue
-		}
-		d := q.desc[16*h : 16*h+16]
-		addr, ln, flags := le.Uint64(d), le.Uint32(d[8:]), le.Uint16(d[12:])
-		if flags != DescFWrite || ln <= uint32(q.hdrLen) {
-			continue
-		}
-		if b := q.mem.Guest(addr, uint64(ln)); b != nil {
-			p := uintptr(unsafe.Pointer(&b[0]))
-			e := p + uintptr(min(len(b), span)) - 1
-			lines[nl] = p
-			nl++
-			if e&^63 != p&^63 {
-				lines[nl] = e
-				nl++
-			}
-		}
-	}
-	prefetchW(&lines[0], nl)
-}
-
 // Dequeue takes up to max frames the frontend transmitted, copies each into
 // a buffer from pool and appends it to b. Every consumed chain goes back to
 // the used ring at once; the used idx is published once for the batch.
@@ -227,7 +184,7 @@ func (q *Queue) Dequeue(pool *packet.Pool, b *packet.Batch, max int) (r Result) 
 	used := old
 	hdr := q.hdrLen
 	var pkt *packet.Packet
-	var s [batchMax]slot
+	var s [batchMax]entry
 	for n > 0 {
 		k := min(n, batchMax)
 		n -= k
@@ -379,7 +336,7 @@ func (q *Queue) Enqueue(pkts []*packet.Packet) (r Result) {
 		if k == 0 {
 			break
 		}
-		var s [batchMax]slot
+		var s [batchMax]entry
 		q.gather(&s, last, used, k, DescFWrite, 0, hdr+len(pkts[0].Data()), true)
 		done := 0
 		for i := 0; i < k; i++ {
@@ -396,9 +353,6 @@ func (q *Queue) Enqueue(pkts []*packet.Packet) (r Result) {
 			r.Packets++
 			r.Bytes += len(frame)
 			done++
-		}
-		if done == len(pkts) {
-			q.ahead(last, availIdx, hdr+len(pkts[done-1].Data()))
 		}
 		pkts = pkts[done:]
 		if done < k {

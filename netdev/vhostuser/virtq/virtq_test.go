@@ -392,3 +392,104 @@ func FuzzVirtqDequeue(f *testing.F) {
 		}
 	})
 }
+
+// TestRxOneBufferEdges: the one-buffer case and the chain walk agree at
+// their boundary: a buffer of exactly header+frame takes the frame with a
+// clean header whatever the buffer held before; one byte less spills into
+// a second buffer (mergeable) or drops the frame without using the ring;
+// multi-descriptor chains between one-buffer chains keep the order.
+func TestRxOneBufferEdges(t *testing.T) {
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	enqueue := func(r *ring, frames ...[]byte) Result {
+		var b packet.Batch
+		for _, f := range frames {
+			p := pool.Get()
+			p.SetData(f)
+			b.Add(p)
+		}
+		defer b.FreeAll()
+		return r.q.Enqueue(b.Packets())
+	}
+	dirty := func(r *ring, i int) (uint64, []byte) {
+		a, bb := r.buf(i)
+		for j := range bb {
+			bb[j] = 0xff
+		}
+		return a, bb
+	}
+	f := frame(64, 9)
+	for _, hdr := range []int{10, 12} {
+		r := newRing(t, 8, Config{Mergeable: true, HdrLen: hdr})
+		a0, b0 := dirty(r, 0)
+		r.setDesc(0, a0, uint32(hdr+64), DescFWrite, 0) // exact fit
+		r.publish(0)
+		if res := enqueue(r, f); res.Packets != 1 || res.Errors != 0 {
+			t.Fatalf("hdr %d: exact fit: %+v", hdr, res)
+		}
+		if id, n := r.usedElem(0); id != 0 || n != uint32(hdr+64) {
+			t.Errorf("hdr %d: used %d/%d", hdr, id, n)
+		}
+		want := make([]byte, hdr)
+		if hdr == 12 {
+			want[10] = 1 // num_buffers
+		}
+		if !bytes.Equal(b0[:hdr], want) || !bytes.Equal(b0[hdr:hdr+64], f) || b0[hdr+64] != 0xff {
+			t.Errorf("hdr %d: buffer % x", hdr, b0[:hdr+66])
+		}
+	}
+
+	// One byte short, mergeable: two buffers, num_buffers 2.
+	r := newRing(t, 8, Config{Mergeable: true})
+	a0, b0 := dirty(r, 0)
+	a1, b1 := dirty(r, 1)
+	r.setDesc(0, a0, 12+63, DescFWrite, 0)
+	r.setDesc(1, a1, 512, DescFWrite, 0)
+	r.publish(0, 1)
+	if res := enqueue(r, f); res.Packets != 1 {
+		t.Fatalf("spill: %+v", res)
+	}
+	_, n0 := r.usedElem(0)
+	_, n1 := r.usedElem(1)
+	if r.usedIdx() != 2 || n0 != 75 || n1 != 1 || le.Uint16(b0[10:]) != 2 ||
+		!bytes.Equal(b0[12:75], f[:63]) || b1[0] != f[63] {
+		t.Errorf("spill: used idx %d lens %d %d num_buffers %d", r.usedIdx(), n0, n1, le.Uint16(b0[10:]))
+	}
+
+	// One byte short, not mergeable: dropped, nothing used.
+	r = newRing(t, 8, Config{})
+	a0, _ = r.buf(0)
+	r.setDesc(0, a0, 12+63, DescFWrite, 0)
+	r.publish(0)
+	if res := enqueue(r, f); res.Packets != 0 || res.Drops != 1 || r.usedIdx() != 0 || r.q.LastAvail() != 0 {
+		t.Fatalf("short, not mergeable: %+v used %d last avail %d", res, r.usedIdx(), r.q.LastAvail())
+	}
+
+	// One-buffer, two-descriptor, one-buffer chains: order kept.
+	r = newRing(t, 8, Config{Mergeable: true})
+	a0, b0 = r.buf(0)
+	r.setDesc(0, a0, 512, DescFWrite, 0)
+	a1, b1 = r.buf(1)
+	a2, b2 := r.buf(2)
+	r.setDesc(1, a1, 12, DescFWrite|DescFNext, 2) // header alone, then the frame
+	r.setDesc(2, a2, 512, DescFWrite, 0)
+	a3, b3 := r.buf(3)
+	r.setDesc(3, a3, 512, DescFWrite, 0)
+	r.publish(0, 1, 3)
+	f1, f2, f3 := frame(60, 1), frame(61, 2), frame(62, 3)
+	if res := enqueue(r, f1, f2, f3); res.Packets != 3 || res.Errors != 0 {
+		t.Fatalf("mixed: %+v", res)
+	}
+	for i, c := range []struct {
+		id  uint32
+		buf []byte
+		f   []byte
+	}{{0, b0[12:], f1}, {1, b2, f2}, {3, b3[12:], f3}} {
+		id, n := r.usedElem(i)
+		if id != c.id || n != uint32(12+len(c.f)) || !bytes.Equal(c.buf[:len(c.f)], c.f) {
+			t.Errorf("mixed entry %d: id %d len %d", i, id, n)
+		}
+	}
+	if le.Uint16(b1[10:]) != 1 {
+		t.Error("two-descriptor chain: num_buffers not 1")
+	}
+}
