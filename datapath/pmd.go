@@ -17,8 +17,9 @@ import (
 )
 
 const (
-	// statsPublishInterval is how often a busy PMD copies its counters to
-	// the shared block readers see (an idle PMD publishes every iteration).
+	// statsPublishInterval is how often a PMD copies its counters to the
+	// shared block readers see (and at the first idle iteration after
+	// traffic).
 	statsPublishInterval = 100_000 // ns
 	// rankInterval is how often a PMD re-sorts its megaflow subtables by hits.
 	rankInterval = 1_000_000_000 // ns
@@ -95,6 +96,9 @@ type PMD struct {
 	busy    bool // the last iteration received packets
 	local   pmdLocal
 	lastPub int64
+	// unpublished is set when a busy iteration's counts wait for the
+	// publish interval.
+	unpublished bool
 	lastRnk int64
 	lastRx  int64 // clock of the last iteration that received packets
 	sleepNs int64 // next sleep length
@@ -259,10 +263,17 @@ func (p *PMD) PollOnce() int {
 	if !p.busy {
 		p.flush(true)
 	}
-	if !p.busy || now-p.lastPub >= statsPublishInterval {
+	// Publish every statsPublishInterval, and at the first idle iteration
+	// after traffic that is not published yet, so readers see a burst's
+	// counts as soon as it ends but an idle PMD does not spend its
+	// iterations on atomic stores of unchanged counters.
+	if now-p.lastPub >= statsPublishInterval || !p.busy && p.unpublished {
 		p.local.publish(p.counters)
 		p.publishRxqs()
 		p.lastPub = now
+		p.unpublished = false
+	} else if p.busy {
+		p.unpublished = true
 	}
 	if now-p.lastRnk >= rankInterval {
 		p.flows.Rank()
