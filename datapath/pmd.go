@@ -99,9 +99,9 @@ type PMD struct {
 	// unpublished is set when a busy iteration's counts wait for the
 	// publish interval.
 	unpublished bool
-	lastRnk int64
-	lastRx  int64 // clock of the last iteration that received packets
-	sleepNs int64 // next sleep length
+	lastRnk     int64
+	lastRx      int64 // clock of the last iteration that received packets
+	sleepNs     int64 // next sleep length
 	// lastRxq is the last queue of the previous iteration that received
 	// packets, and rxqMark the clock reading its busy time runs from; the
 	// next iteration's clock read closes that span.
