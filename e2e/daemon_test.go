@@ -159,6 +159,19 @@ func TestDefaultBridgeStandalone(t *testing.T) {
 	if !strings.Contains(tr, "NORMAL") || !strings.Contains(tr, "Datapath actions") {
 		t.Fatalf("trace:\n%s", tr)
 	}
+
+	// VLANs as in Open vSwitch: access ports of different tags do not
+	// talk; the same tag does, at run time.
+	d.vsctl("set", "Port", a.Port, "tag=10")
+	d.vsctl("set", "Port", b.Port, "tag=20")
+	if out, err := a.NS.Output("ping", "-c", "2", "-i", "0.2", "-W", "1", b.IP); err == nil {
+		t.Fatalf("ping crossed from VLAN 10 to VLAN 20:\n%s", out)
+	}
+	d.vsctl("set", "Port", b.Port, "tag=10")
+	nstest.Ping(t, a.NS, b.IP)
+	if got := strings.TrimSpace(d.vsctl("get", "Port", b.Port, "tag")); got != "10" {
+		t.Fatalf("tag reads %q", got)
+	}
 }
 
 // TestVsctlErrors: every bad command exits non-zero with a message saying

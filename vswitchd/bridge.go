@@ -252,6 +252,7 @@ func (d *Daemon) openPorts(nb *config.Bridge, names []string, lenient bool) ([]*
 
 // attach adds an opened port to the running bridge.
 func (b *bridge) attach(p *port) error {
+	b.of.SetNormalPort(normalPort(p.no, p.cfg))
 	if err := b.of.AddPort(p.no, p.dev); err != nil {
 		return fmt.Errorf("port %q: %w", p.cfg.Name, err)
 	}
@@ -405,6 +406,9 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 				return err
 			}
 		}
+		if p.cfg.Tag != np.Tag || !slices.Equal(p.cfg.Trunks, np.Trunks) {
+			b.of.SetNormalPort(normalPort(p.no, np))
+		}
 		b.portsMu.Lock()
 		p.cfg = np.Clone()
 		b.portsMu.Unlock()
@@ -434,6 +438,15 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 		b.snapshot(true)
 	}
 	return nil
+}
+
+// normalPort is the NORMAL action's view of a configured port (OVS's
+// tag/trunks semantics, see config.Port).
+func normalPort(no uint32, p *config.Port) normal.PortConfig {
+	if len(p.Trunks) > 0 {
+		return normal.PortConfig{No: no, Mode: normal.Trunk, Trunks: p.Trunks, NativeVLAN: p.Tag}
+	}
+	return normal.PortConfig{No: no, Mode: normal.Access, Tag: p.Tag}
 }
 
 // portNeedsReopen reports whether a port's change needs a new driver.

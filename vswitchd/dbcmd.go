@@ -32,8 +32,8 @@ var mapKeys = map[string][]string{
 var columns = map[string][]string{
 	tableSwitch:    {"other_config"},
 	tableBridge:    {"name", "fail_mode", "controller", "datapath_id", "other_config"},
-	tablePort:      {"name", "type", "options", "ofport", "ofport_request", "other_config"},
-	tableInterface: {"name", "type", "options", "ofport", "ofport_request", "other_config"},
+	tablePort:      {"name", "type", "options", "ofport", "ofport_request", "other_config", "tag", "trunks"},
+	tableInterface: {"name", "type", "options", "ofport", "ofport_request", "other_config", "tag", "trunks"},
 }
 
 // normTable maps ovs-vsctl's table names (any case) to ours.
@@ -131,6 +131,28 @@ func setColumn(c *config.Config, table string, rec any, kv string) error {
 			}
 			r.OFPortRequest = n
 			return nil
+		case "tag":
+			if l := splitList(value); len(l) == 0 {
+				r.Tag = 0 // tag=[] clears it
+				return nil
+			}
+			v, err := parseVLAN(value)
+			if err != nil {
+				return fmt.Errorf("tag: %w", err)
+			}
+			r.Tag = v
+			return nil
+		case "trunks":
+			var vs []uint16
+			for _, f := range splitList(value) {
+				v, err := parseVLAN(f)
+				if err != nil {
+					return fmt.Errorf("trunks: %w", err)
+				}
+				vs = append(vs, v)
+			}
+			r.Trunks = vs
+			return nil
 		}
 	}
 	if col == "other_config" || col == "options" {
@@ -225,6 +247,17 @@ func getColumn(table string, rec any, spec string) (string, error) {
 				return "[]", nil
 			}
 			return strconv.FormatUint(uint64(r.OFPortRequest), 10), nil
+		case "tag":
+			if r.Tag == 0 {
+				return "[]", nil
+			}
+			return strconv.Itoa(int(r.Tag)), nil
+		case "trunks":
+			parts := make([]string, len(r.Trunks))
+			for i, v := range r.Trunks {
+				parts[i] = strconv.Itoa(int(v))
+			}
+			return "[" + strings.Join(parts, ", ") + "]", nil
 		}
 	}
 	return "", fmt.Errorf("column %s of %s cannot be read", col, table)
@@ -351,4 +384,13 @@ func splitList(s string) []string {
 		out = append(out, unquote(f))
 	}
 	return out
+}
+
+// parseVLAN reads a VLAN id, 1..4094.
+func parseVLAN(s string) (uint16, error) {
+	v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 16)
+	if err != nil || v == 0 || v > config.MaxVLAN {
+		return 0, fmt.Errorf("%q is not a VLAN id in 1..%d", s, config.MaxVLAN)
+	}
+	return uint16(v), nil
 }

@@ -43,6 +43,10 @@ func TestSetGetColumns(t *testing.T) {
 		{tableInterface, "p1", "type=afpacket", "type", "afpacket"},
 		{tablePort, "p1", "ofport_request=7", "ofport_request", "7"},
 		{tablePort, "p1", "other_config:tx-flush-interval=0", "other_config:tx-flush-interval", "0"},
+		{tablePort, "p1", "tag=10", "tag", "10"},
+		{tablePort, "p1", "trunks=[20, 30]", "trunks", "[20, 30]"},
+		{tablePort, "p1", "tag=[]", "tag", "[]"},
+		{tablePort, "p1", "trunks=[]", "trunks", "[]"},
 	} {
 		rec, err := record(c, tc.table, tc.rec)
 		if err != nil {
@@ -69,6 +73,8 @@ func TestSetColumnErrors(t *testing.T) {
 		{tablePort, "p1", "ofport_request=x", "1..65279"},
 		{tablePort, "p1", "noequals", "COLUMN"},
 		{tablePort, "p1", "options:=1", "empty key"},
+		{tablePort, "p1", "tag=4095", "VLAN id"},
+		{tablePort, "p1", "trunks=10,x", "VLAN id"},
 	} {
 		c := testConfig()
 		rec, err := record(c, tc.table, tc.rec)

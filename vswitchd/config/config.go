@@ -71,6 +71,12 @@ type Port struct {
 	OFPortRequest uint32            `json:"ofport_request,omitempty"`
 	Options       map[string]string `json:"options,omitempty"`
 	OtherConfig   map[string]string `json:"other_config,omitempty"`
+	// Tag and Trunks are the port's VLANs for the NORMAL action, as in
+	// Open vSwitch: Tag alone makes an access port of that VLAN, Trunks a
+	// trunk carrying those VLANs tagged (with Tag, if set, as its native,
+	// untagged VLAN); neither leaves the port in the untagged network.
+	Tag    uint16   `json:"tag,omitempty"`
+	Trunks []uint16 `json:"trunks,omitempty"`
 }
 
 // Clone returns a deep copy, so callers can never mutate the store's state.
@@ -116,6 +122,7 @@ func (p *Port) Clone() *Port {
 	out := *p
 	out.Options = maps.Clone(p.Options)
 	out.OtherConfig = maps.Clone(p.OtherConfig)
+	out.Trunks = slices.Clone(p.Trunks)
 	return &out
 }
 

@@ -12,6 +12,9 @@ import (
 // at most IFNAMSIZ-1 bytes, and each bridge has an internal port of its name.
 const MaxNameLen = 15
 
+// MaxVLAN is the highest usable 802.1Q VLAN id (4095 is reserved).
+const MaxVLAN = 4094
+
 // MaxOFPort is the highest number a regular OpenFlow port may have; the
 // numbers above it are reserved (OFPP_MAX in OpenFlow 1.0).
 const MaxOFPort = 0xfeff
@@ -123,6 +126,14 @@ func Validate(c *Config) error {
 			}
 			if p.OFPortRequest > MaxOFPort {
 				add("%s: ofport_request %d outside 1..%d", pwhere, p.OFPortRequest, MaxOFPort)
+			}
+			if p.Tag > MaxVLAN {
+				add("%s: tag %d outside 0..%d", pwhere, p.Tag, MaxVLAN)
+			}
+			for _, v := range p.Trunks {
+				if v == 0 || v > MaxVLAN {
+					add("%s: trunk VLAN %d outside 1..%d", pwhere, v, MaxVLAN)
+				}
 			}
 			checkOtherConfig(pwhere+" options", p.Options, add)
 			checkOtherConfig(pwhere+" other_config", p.OtherConfig, add)
