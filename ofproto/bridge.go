@@ -55,9 +55,12 @@
 // meter that does not exist is refused (METER_MOD_FAILED/UNKNOWN_METER);
 // deleting a meter deletes the flows that use it.
 //
-// Persistence: FlowLines and RestoreFlows save and restore the flow
-// tables as ovs-ofctl add-flow lines; BridgeConfig.OnFlowTableChange says
-// when they changed.
+// Persistence: FlowLines/GroupLines/MeterLines and their Restore
+// counterparts save and restore the tables as ovs-ofctl lines;
+// BridgeConfig.OnTableMod reports every OpenFlow change as it is made (for
+// a journal) and OnFlowTableChange any change, including the bridge's own
+// (timeouts, fail-mode flushes). Megaflows unused for MaxIdle are removed
+// from the datapath by the housekeeping.
 package ofproto
 
 import (
