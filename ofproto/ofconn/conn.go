@@ -137,8 +137,8 @@ func (c *Conn) statusLocked(s Status) Status {
 	s.LocalAddr = c.nc.LocalAddr().String()
 	s.RemoteAddr = c.nc.RemoteAddr().String()
 	s.ConnectedSince = c.connectedAt
-	s.MsgsIn = c.msgsIn.Load()
-	s.MsgsOut = c.msgsOut.Load()
+	s.MsgsIn += c.msgsIn.Load()
+	s.MsgsOut += c.msgsOut.Load()
 	s.PacketInsRateLimited = c.pinLimited.Load()
 	s.PacketInsDropped = c.pinDropped.Load()
 	s.AsyncDropped = c.asyncDropped.Load()

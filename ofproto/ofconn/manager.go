@@ -348,6 +348,8 @@ func (m *Manager) unregister(c *Conn) {
 	m.mu.Lock()
 	delete(m.conns, c)
 	delete(c.t.conns, c)
+	c.t.closedIn += c.msgsIn.Load()
+	c.t.closedOut += c.msgsOut.Load()
 	wasActive := c.active.Swap(false)
 	c.state = StateClosed
 	if wasActive {
@@ -440,8 +442,13 @@ type Status struct {
 	RemoteAddr string
 	// ConnectedSince is when the handshake completed (zero if it has not).
 	ConnectedSince time.Time
-	MsgsIn         uint64
-	MsgsOut        uint64
+	// MsgsIn and MsgsOut count messages received and sent. A connection's
+	// entry counts its own; the target's entry (an active target's only
+	// entry, a passive target's listener entry) adds those of the target's
+	// connections that have closed, so the sum over a target's entries
+	// never goes down.
+	MsgsIn  uint64
+	MsgsOut uint64
 	// Reconnects counts connection attempts of an active target after the
 	// first.
 	Reconnects uint64
@@ -473,7 +480,8 @@ func (m *Manager) Status() []Status {
 	})
 	var out []Status
 	for _, t := range ts {
-		base := Status{Target: t.name, Management: t.management, Reconnects: t.reconnects, LastError: t.lastErr}
+		base := Status{Target: t.name, Management: t.management, Reconnects: t.reconnects, LastError: t.lastErr,
+			MsgsIn: t.closedIn, MsgsOut: t.closedOut}
 		if t.p.kind.passive() {
 			s := base
 			s.State = StateConnecting
@@ -555,7 +563,10 @@ type target struct {
 	cur        *Conn // active targets: the current connection
 	state      State
 	reconnects uint64
-	lastErr    string
+	// closedIn and closedOut are the messages of the target's connections
+	// that have closed, so that its counts only grow (Status).
+	closedIn, closedOut uint64
+	lastErr             string
 }
 
 // stopLocked ends the target: its goroutine sees the cancelled context,

@@ -129,8 +129,8 @@ func NewCollector(bridges func() []Bridge) *Collector {
 
 		ctlConnected:  d("controller_connected", "1 if the controller target has a connection past the OpenFlow handshake, else 0.", []string{"bridge", "target"}),
 		ctlReconnects: d("controller_reconnects_total", "Connection attempts to an active controller target after the first.", []string{"bridge", "target"}),
-		ctlMsgsIn:     d("controller_messages_received_total", "OpenFlow messages received on the target's current connections (restarts from 0 on reconnect).", []string{"bridge", "target"}),
-		ctlMsgsOut:    d("controller_messages_sent_total", "OpenFlow messages sent on the target's current connections (restarts from 0 on reconnect).", []string{"bridge", "target"}),
+		ctlMsgsIn:     d("controller_messages_received_total", "OpenFlow messages received from the target, over all its connections.", []string{"bridge", "target"}),
+		ctlMsgsOut:    d("controller_messages_sent_total", "OpenFlow messages sent to the target, over all its connections.", []string{"bridge", "target"}),
 
 		collectFailed: prometheus.NewDesc("vswitch_collect_failed", "A bridge's metrics could not be read.", br, nil),
 	}
