@@ -88,7 +88,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		return nil, fmt.Errorf("bridge %q: flow journal: %w", nb.Name, err)
 	}
 	b.journal = j
-	devs, err := d.openPorts(nb, sortedKeys(nb.Ports), lenient)
+	devs, err := d.openPorts(nb, slices.Sorted(maps.Keys(nb.Ports)), lenient)
 	if err != nil {
 		j.close()
 		return nil, err
@@ -184,14 +184,8 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 func (b *bridge) restoreTables(nb *config.Bridge, records []string) {
 	log := b.d.log.With("bridge", nb.Name)
 	if nb.Flows != nil {
-		if err := b.of.RestoreMeters(nb.Meters); err != nil {
-			log.Error("saved meters not restored", "err", err)
-		}
-		if err := b.of.RestoreGroups(nb.Groups); err != nil {
-			log.Error("saved groups not restored", "err", err)
-		}
-		if err := b.of.RestoreFlows(nb.Flows); err != nil {
-			log.Error("saved flows not restored", "err", err)
+		if err := b.installTables(nb.Flows, nb.Groups, nb.Meters); err != nil {
+			log.Error("saved tables not fully restored", "err", err)
 		}
 		b.snapSize = len(nb.Flows)
 	}
@@ -452,6 +446,24 @@ func normalPort(no uint32, p *config.Port) normal.PortConfig {
 // portNeedsReopen reports whether a port's change needs a new driver.
 func portNeedsReopen(old, next *config.Port) bool {
 	return old.Type != next.Type || old.OFPort != next.OFPort || !maps.Equal(old.Options, next.Options)
+}
+
+// installTables replaces the flow, group and meter tables with the ones
+// the lines describe (FlowLines, GroupLines and MeterLines output): meters
+// and groups first, since flows refer to them. It goes on past a table
+// that fails, so that the others still come back.
+func (b *bridge) installTables(flows, groups, meters []string) error {
+	var errs []error
+	for _, step := range []struct {
+		what  string
+		apply func([]string) error
+		lines []string
+	}{{"meters", b.of.RestoreMeters, meters}, {"groups", b.of.RestoreGroups, groups}, {"flows", b.of.RestoreFlows, flows}} {
+		if err := step.apply(step.lines); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", step.what, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // journalMod appends an OpenFlow table change to the journal (on the

@@ -13,9 +13,8 @@ import (
 	"vswitch/vswitchd/mgmt"
 )
 
-// ErrNotFound-like conditions use exit status 2 in ovs-vsctl's br-exists;
-// vsctl maps this message prefix to it.
-const notExistsPrefix = "no such bridge"
+// noSuchBridge is the error of every command naming an unknown bridge.
+func noSuchBridge(name string) error { return fmt.Errorf("no such bridge %q", name) }
 
 // registerCommands binds every mgmt.Commands entry to its handler.
 func (d *Daemon) registerCommands() {
@@ -61,14 +60,8 @@ func (d *Daemon) registerCommands() {
 // checkArgs enforces the command's argument count, flags aside.
 func checkArgs(c mgmt.Command, fn mgmt.HandlerFunc) mgmt.HandlerFunc {
 	return func(ctx context.Context, args []string) (mgmt.Result, error) {
-		n := 0
-		for _, a := range args {
-			if !isFlag(a) {
-				n++
-			}
-		}
-		if n < c.MinArgs || (c.MaxArgs >= 0 && n > c.MaxArgs) {
-			return mgmt.Result{}, fmt.Errorf("%s: wrong number of arguments (usage: %s %s)", c.Name, c.Name, c.Args)
+		if err := c.CheckArgs(args); err != nil {
+			return mgmt.Result{}, err
 		}
 		return fn(ctx, args)
 	}
@@ -102,7 +95,7 @@ func splitFlags(args []string, allowed ...string) (map[string]bool, []string, er
 func bridgeOf(c *config.Config, name string) (*config.Bridge, error) {
 	b := c.Bridges[name]
 	if b == nil {
-		return nil, fmt.Errorf("%s %q", notExistsPrefix, name)
+		return nil, noSuchBridge(name)
 	}
 	return b, nil
 }
@@ -148,7 +141,7 @@ func (d *Daemon) cmdDelBr(_ context.Context, args []string) (mgmt.Result, error)
 			if flags["--if-exists"] {
 				return errNoChange
 			}
-			return fmt.Errorf("%s %q", notExistsPrefix, pos[0])
+			return noSuchBridge(pos[0])
 		}
 		delete(c.Bridges, pos[0])
 		return nil
@@ -157,7 +150,7 @@ func (d *Daemon) cmdDelBr(_ context.Context, args []string) (mgmt.Result, error)
 }
 
 func (d *Daemon) cmdListBr(context.Context, []string) (mgmt.Result, error) {
-	names := sortedKeys(d.store.Get().Bridges)
+	names := slices.Sorted(maps.Keys(d.store.Get().Bridges))
 	return lines(names), nil
 }
 
@@ -247,7 +240,7 @@ func (d *Daemon) cmdListPorts(_ context.Context, args []string) (mgmt.Result, er
 	if err != nil {
 		return mgmt.Result{}, err
 	}
-	return lines(sortedKeys(b.Ports)), nil
+	return lines(slices.Sorted(maps.Keys(b.Ports))), nil
 }
 
 func (d *Daemon) cmdPortToBr(_ context.Context, args []string) (mgmt.Result, error) {
@@ -396,6 +389,14 @@ func (d *Daemon) cmdVersion(context.Context, []string) (mgmt.Result, error) {
 	return mgmt.Result{Text: "vswitchd " + v + "\n", Data: v}, nil
 }
 
+// runningBridgeOrErr is runningBridge for commands that need the bridge.
+func (d *Daemon) runningBridgeOrErr(name string) (*bridge, error) {
+	if b := d.runningBridge(name); b != nil {
+		return b, nil
+	}
+	return nil, noSuchBridge(name)
+}
+
 // runningBridge returns the running bridge called name, or nil.
 func (d *Daemon) runningBridge(name string) *bridge {
 	for _, b := range d.bridgeList() {
@@ -427,7 +428,7 @@ func (d *Daemon) cmdShow(context.Context, []string) (mgmt.Result, error) {
 		Running     bool               `json:"running"`
 	}
 	var views []bridgeView
-	for _, bname := range sortedKeys(c.Bridges) {
+	for _, bname := range slices.Sorted(maps.Keys(c.Bridges)) {
 		cb := c.Bridges[bname]
 		rb := d.runningBridge(bname)
 		dpid, _ := datapathID(cb)
@@ -455,7 +456,7 @@ func (d *Daemon) cmdShow(context.Context, []string) (mgmt.Result, error) {
 				typ = pv.Driver + " (automatic)"
 			}
 			fmt.Fprintf(&sb, "        Port %s\n            ofport: %d\n            type: %s\n", p.Name, p.OFPort, typ)
-			for _, k := range sortedKeys(p.Options) {
+			for _, k := range slices.Sorted(maps.Keys(p.Options)) {
 				fmt.Fprintf(&sb, "            options:%s=%s\n", k, p.Options[k])
 			}
 			switch {
@@ -468,7 +469,7 @@ func (d *Daemon) cmdShow(context.Context, []string) (mgmt.Result, error) {
 		}
 		views = append(views, v)
 	}
-	for _, k := range sortedKeys(c.OtherConfig) {
+	for _, k := range slices.Sorted(maps.Keys(c.OtherConfig)) {
 		fmt.Fprintf(&sb, "    other_config:%s=%s\n", k, c.OtherConfig[k])
 	}
 	fmt.Fprintf(&sb, "    vswitchd_version: %q\n", d.opts.Version)

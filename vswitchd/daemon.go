@@ -16,11 +16,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -170,7 +171,7 @@ func (d *Daemon) MetricsAddr() string {
 
 // restore brings up every bridge of c, logging what fails.
 func (d *Daemon) restore(c *config.Config) {
-	for _, name := range sortedKeys(c.Bridges) {
+	for _, name := range slices.Sorted(maps.Keys(c.Bridges)) {
 		b, err := d.newBridge(c, c.Bridges[name], true)
 		if err != nil {
 			d.log.Error("bridge not restored", "bridge", name, "err", err)
@@ -184,7 +185,7 @@ func (d *Daemon) restore(c *config.Config) {
 // publish refreshes the readers' snapshot of the bridges (d.mu held).
 func (d *Daemon) publish() {
 	list := make([]*bridge, 0, len(d.bridges))
-	for _, name := range sortedKeys(d.bridges) {
+	for _, name := range slices.Sorted(maps.Keys(d.bridges)) {
 		list = append(list, d.bridges[name])
 	}
 	d.view.Store(&list)
@@ -230,7 +231,7 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 // apply moves the running bridges from configuration old to next (d.mu held).
 func (d *Daemon) apply(old, next *config.Config) error {
 	defer d.publish()
-	for _, name := range sortedKeys(d.bridges) {
+	for _, name := range slices.Sorted(maps.Keys(d.bridges)) {
 		if next.Bridges[name] == nil {
 			d.bridges[name].close()
 			delete(d.bridges, name)
@@ -238,7 +239,7 @@ func (d *Daemon) apply(old, next *config.Config) error {
 			d.log.Info("bridge deleted", "bridge", name)
 		}
 	}
-	for _, name := range sortedKeys(next.Bridges) {
+	for _, name := range slices.Sorted(maps.Keys(next.Bridges)) {
 		nb := next.Bridges[name]
 		b := d.bridges[name]
 		if b == nil {
@@ -259,14 +260,8 @@ func (d *Daemon) apply(old, next *config.Config) error {
 			if err != nil {
 				return err
 			}
-			if err := nbr.of.RestoreMeters(meters); err != nil {
-				d.log.Warn("meters not carried over the rebuild", "bridge", name, "err", err)
-			}
-			if err := nbr.of.RestoreGroups(groups); err != nil {
-				d.log.Warn("groups not carried over the rebuild", "bridge", name, "err", err)
-			}
-			if err := nbr.of.RestoreFlows(flows); err != nil {
-				d.log.Warn("flows not carried over the rebuild", "bridge", name, "err", err)
+			if err := nbr.installTables(flows, groups, meters); err != nil {
+				d.log.Warn("tables not fully carried over the rebuild", "bridge", name, "err", err)
 			}
 			d.bridges[name] = nbr
 			d.log.Info("bridge rebuilt", "bridge", name)
@@ -316,7 +311,7 @@ func (d *Daemon) Close() error {
 		cancel()
 	}
 	d.mu.Lock()
-	for _, name := range sortedKeys(d.bridges) {
+	for _, name := range slices.Sorted(maps.Keys(d.bridges)) {
 		b := d.bridges[name]
 		b.snapshot(true)
 		b.close()
@@ -326,15 +321,6 @@ func (d *Daemon) Close() error {
 	d.mu.Unlock()
 	os.Remove(filepath.Join(d.opts.StateDir, pidFileName))
 	return d.store.Close()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // datapathSettings are the switch-wide settings a datapath is built with;

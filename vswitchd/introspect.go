@@ -47,22 +47,21 @@ func sub(a, b uint64) uint64 {
 
 // PMDStatsView is one PMD's line of pmd-stats-show.
 type PMDStatsView struct {
-	Bridge         string  `json:"bridge"`
-	PMD            int     `json:"pmd"`
-	Packets        uint64  `json:"packets_received"`
-	EMCHits        uint64  `json:"emc_hits"`
-	MegaflowHits   uint64  `json:"megaflow_hits"`
-	Misses         uint64  `json:"miss_with_upcall"`
-	LostUpcalls    uint64  `json:"miss_lost"`
-	Malformed      uint64  `json:"malformed"`
-	OutputBatches  uint64  `json:"output_batches"`
-	AvgBatch       float64 `json:"avg_packets_per_output_batch"`
-	BusyNs         uint64  `json:"busy_ns"`
-	IdleNs         uint64  `json:"idle_ns"`
-	BusyPercent    float64 `json:"busy_percent"`
-	NsPerPacket    float64 `json:"ns_per_packet"`
-	Iterations     uint64  `json:"iterations"`
-	PacketsPerIter float64 `json:"avg_packets_per_busy_iteration,omitempty"`
+	Bridge        string  `json:"bridge"`
+	PMD           int     `json:"pmd"`
+	Packets       uint64  `json:"packets_received"`
+	EMCHits       uint64  `json:"emc_hits"`
+	MegaflowHits  uint64  `json:"megaflow_hits"`
+	Misses        uint64  `json:"miss_with_upcall"`
+	LostUpcalls   uint64  `json:"miss_lost"`
+	Malformed     uint64  `json:"malformed"`
+	OutputBatches uint64  `json:"output_batches"`
+	AvgBatch      float64 `json:"avg_packets_per_output_batch"`
+	BusyNs        uint64  `json:"busy_ns"`
+	IdleNs        uint64  `json:"idle_ns"`
+	BusyPercent   float64 `json:"busy_percent"`
+	NsPerPacket   float64 `json:"ns_per_packet"`
+	Iterations    uint64  `json:"iterations"`
 }
 
 func (d *Daemon) pmdStatsViews() []PMDStatsView {
@@ -213,16 +212,18 @@ func (d *Daemon) cmdDpifDumpFlows(_ context.Context, args []string) (mgmt.Result
 			data = append(data, line)
 		}
 	}
-	if len(args) == 1 && d.runningBridge(args[0]) == nil {
-		return mgmt.Result{}, fmt.Errorf("%s %q", notExistsPrefix, args[0])
+	if len(args) == 1 {
+		if _, err := d.runningBridgeOrErr(args[0]); err != nil {
+			return mgmt.Result{}, err
+		}
 	}
 	return mgmt.Result{Text: sb.String(), Data: data}, nil
 }
 
 func (d *Daemon) cmdFDBShow(_ context.Context, args []string) (mgmt.Result, error) {
-	b := d.runningBridge(args[0])
-	if b == nil {
-		return mgmt.Result{}, fmt.Errorf("%s %q", notExistsPrefix, args[0])
+	b, err := d.runningBridgeOrErr(args[0])
+	if err != nil {
+		return mgmt.Result{}, err
 	}
 	type fdbEntry struct {
 		Port    string `json:"port"`
@@ -290,9 +291,9 @@ func (d *Daemon) cmdDropStats(context.Context, []string) (mgmt.Result, error) {
 var portNameRE = regexp.MustCompile(`(^|,)\s*in_port\s*=\s*([^,\s]+)`)
 
 func (d *Daemon) cmdTrace(_ context.Context, args []string) (mgmt.Result, error) {
-	b := d.runningBridge(args[0])
-	if b == nil {
-		return mgmt.Result{}, fmt.Errorf("%s %q", notExistsPrefix, args[0])
+	b, err := d.runningBridgeOrErr(args[0])
+	if err != nil {
+		return mgmt.Result{}, err
 	}
 	spec := args[1]
 	var perr error

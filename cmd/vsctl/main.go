@@ -131,20 +131,9 @@ func commandHelp(name string, stdout, stderr io.Writer) int {
 	return exitUsage
 }
 
-// countPositional counts the arguments that are not flags.
-func countPositional(args []string) int {
-	n := 0
-	for _, a := range args {
-		if !strings.HasPrefix(a, "--") {
-			n++
-		}
-	}
-	return n
-}
-
 func runMgmt(ctx context.Context, g globals, c mgmt.Command, args []string, stdout, stderr io.Writer) int {
-	if n := countPositional(args); n < c.MinArgs || (c.MaxArgs >= 0 && n > c.MaxArgs) {
-		fmt.Fprintf(stderr, "vsctl: %s: wrong number of arguments\nusage: vsctl %s %s\n", c.Name, c.Name, c.Args)
+	if err := c.CheckArgs(args); err != nil {
+		fmt.Fprintf(stderr, "vsctl: %v\n", err)
 		return exitUsage
 	}
 	cl, err := mgmt.Dial(ctx, filepath.Join(g.stateDir, vswitchd.SocketName))

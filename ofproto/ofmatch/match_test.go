@@ -60,7 +60,6 @@ func TestFromOXMErrors(t *testing.T) {
 
 // TestFieldMapping pins where each kind of field lands in the key.
 func TestFieldMapping(t *testing.T) {
-	type kv struct{ k, m flow.Key }
 	check := func(name string, om ofpwire.Match, f func(k, m *flow.Key)) {
 		t.Helper()
 		got := mustFrom(t, om)

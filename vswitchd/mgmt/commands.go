@@ -1,5 +1,10 @@
 package mgmt
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Command describes one command the daemon serves, for vsctl's help and
 // argument checks (the daemon checks again: other clients exist).
 type Command struct {
@@ -42,6 +47,21 @@ var Commands = []Command{
 	{"trace", "BRIDGE FLOW", "the tables, rules and actions a packet would meet, and the megaflow it would install", 2, 2},
 	{"log-level", "[debug|info|warn|error]", "print or set the log level", 0, 1},
 	{"version", "", "print the daemon's version", 0, 0},
+}
+
+// CheckArgs reports a wrong number of positional arguments (flags, which
+// start with "--", do not count) with the command's synopsis.
+func (c Command) CheckArgs(args []string) error {
+	n := 0
+	for _, a := range args {
+		if !strings.HasPrefix(a, "--") {
+			n++
+		}
+	}
+	if n < c.MinArgs || (c.MaxArgs >= 0 && n > c.MaxArgs) {
+		return fmt.Errorf("%s: wrong number of arguments\nusage: vsctl %s %s", c.Name, c.Name, c.Args)
+	}
+	return nil
 }
 
 // Lookup returns the command named name.
