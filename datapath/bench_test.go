@@ -109,20 +109,28 @@ func BenchmarkForward(b *testing.B) {
 		b.Run(fmt.Sprintf("flows=%d/emc=off", flows), func(b *testing.B) { benchForward(b, flows, 0, true) })
 	}
 	b.Run("flush=50us", func(b *testing.B) { benchForward(b, 1, 50, false) })
-	b.Run("null-ports", benchForwardNull)
+	b.Run("null-ports", func(b *testing.B) { benchForwardNull(b, true) })
+	b.Run("null-ports/parsed", func(b *testing.B) { benchForwardNull(b, false) })
 }
 
 // benchForwardNull forwards one flow between null ports: the source copies
 // a template frame into each buffer, the sink only counts — the setting of
-// OVS-DPDK's net_null figure (whose rx does not even copy).
-func benchForwardNull(b *testing.B) {
+// OVS-DPDK's net_null figure (whose rx does not even copy). With simple
+// the rule matches on in_port alone, so batches take the simple-match path;
+// otherwise it also matches the Ethernet type, so every packet is parsed,
+// hashed and looked up in the EMC.
+func benchForwardNull(b *testing.B, simple bool) {
 	rules := &RuleTable{}
 	dp, _ := New(Config{Manual: true, Upcall: rules})
 	defer dp.Close()
 	rules.Invalidate = dp.InvalidateFlows
 	dp.AddPort(1, null.New("src", 1, 1, benchFrames(1)))
 	dp.AddPort(2, null.New("sink", 0, 1, nil))
-	rules.Add(inPortRule(1, 1, 2))
+	r := inPortRule(1, 1, 2)
+	if !simple {
+		r.Match.Key.EthType, r.Match.Mask.EthType = 0x0800, 0xffff
+	}
+	rules.Add(r)
 	pmd := dp.PMDs()[0]
 	for i := 0; i < 10000; i++ {
 		pmd.PollOnce()

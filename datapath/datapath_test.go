@@ -565,7 +565,7 @@ func TestStartStopLeakFree(t *testing.T) {
 	var rx, hits uint64
 	for _, s := range dp.PMDStats() {
 		rx += s.RxPackets
-		hits += s.EMCHits + s.MegaflowHits
+		hits += s.EMCHits + s.MegaflowHits + s.SimpleMatchHits
 		if s.Iterations == 0 || s.BusyNs == 0 {
 			t.Errorf("PMD %d: %+v", s.PMD, s)
 		}
@@ -677,6 +677,97 @@ func TestExpireIdleFlows(t *testing.T) {
 	send(1) // neither the EMC nor the classifier may still hold it
 	if m := dp.PMDStats()[0].Misses; m != 2 {
 		t.Fatalf("misses %d after the flow expired, want 2", m)
+	}
+	checkNoLeaks(t, dp)
+}
+
+// TestSimpleMatch: once a port's packets got a megaflow matching on the
+// port alone that only outputs, its batches skip parsing and the caches:
+// every frame, malformed ones too, goes out unchanged, counted as a simple
+// match hit and in the flow's statistics. A rule change takes effect at
+// once; a flow that needs the headers (a wider mask, or an action that
+// rewrites them) never takes the path.
+func TestSimpleMatch(t *testing.T) {
+	rules := &RuleTable{}
+	dp, _ := New(Config{Manual: true, Upcall: rules})
+	defer dp.Close()
+	rules.Invalidate = dp.InvalidateFlows
+	in, out2, out3 := ring.New("in", 1, 1, 1024), ring.New("o2", 1, 1, 1024), ring.New("o3", 1, 1, 1024)
+	dp.AddPort(1, in)
+	dp.AddPort(2, out2)
+	dp.AddPort(3, out3)
+	rules.Add(inPortRule(1, 1, 2))
+	pmd := dp.PMDs()[0]
+	good := udpFrame(1, 2, 3, 4, 5)
+	frames := [][]byte{good, good[:5], append(append([]byte(nil), good[:14]...), 0x41), good}
+	send := func() {
+		t.Helper()
+		in.Inject(0, frames...)
+		pmd.PollOnce()
+		pmd.PollOnce() // idle: publishes the counters
+	}
+	expect := func(port *ring.Port) {
+		t.Helper()
+		var got [][]byte
+		port.Drain(0, func(f []byte) { got = append(got, append([]byte(nil), f...)) })
+		if len(got) != len(frames) {
+			t.Fatalf("%s sent %d frames, want %d", port.Name(), len(got), len(frames))
+		}
+		for i := range got {
+			if string(got[i]) != string(frames[i]) {
+				t.Fatalf("frame %d changed on the way: %x, sent %x", i, got[i], frames[i])
+			}
+		}
+	}
+	send() // the first batch upcalls and installs in_port=1
+	expect(out2)
+	st0 := dp.PMDStats()[0]
+	if st0.SimpleMatchHits != 0 || st0.Misses == 0 || st0.Malformed == 0 {
+		t.Fatalf("first batch %+v: want an upcall that parsed every frame", st0)
+	}
+	send()
+	expect(out2)
+	st := dp.PMDStats()[0]
+	if st.SimpleMatchHits-st0.SimpleMatchHits != uint64(len(frames)) || st.Misses != st0.Misses ||
+		st.EMCHits != st0.EMCHits || st.MegaflowHits != st0.MegaflowHits || st.Malformed != st0.Malformed {
+		t.Fatalf("second batch %+v after %+v: want every frame a simple match hit, nothing parsed", st, st0)
+	}
+	var pkts uint64
+	for _, f := range dp.DumpFlows() {
+		pkts += f.Packets
+	}
+	if pkts != 2*uint64(len(frames)) {
+		t.Fatalf("flow statistics count %d packets, want %d", pkts, 2*len(frames))
+	}
+
+	rules.Add(inPortRule(2, 1, 3)) // a higher priority sends to 3 instead
+	send()
+	expect(out3)
+
+	for _, tc := range []struct {
+		name string
+		rule Rule
+	}{
+		{"wider mask", func() Rule {
+			r := inPortRule(3, 1, 2)
+			r.Match.Mask.EthType = 0xffff
+			return r
+		}()},
+		{"rewriting action", func() Rule {
+			r := inPortRule(3, 1, 2)
+			r.Actions = append(actions.List{{Kind: actions.SetEthDst}}, r.Actions...)
+			return r
+		}()},
+	} {
+		rules.Clear()
+		rules.Add(tc.rule)
+		before := dp.PMDStats()[0].SimpleMatchHits
+		send()
+		send()
+		out2.Discard(0)
+		if after := dp.PMDStats()[0].SimpleMatchHits; after != before {
+			t.Errorf("%s: %d simple match hits", tc.name, after-before)
+		}
 	}
 	checkNoLeaks(t, dp)
 }

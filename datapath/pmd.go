@@ -90,12 +90,17 @@ type PMD struct {
 	pending []*OutputBatch // outputs holding packets
 	rx      packet.Batch
 	mfs     [packet.BatchSize]*Megaflow // the flow of each packet of rx
-	upcall  UpcallResult
-	gen     uint64
-	now     int64
-	busy    bool // the last iteration received packets
-	local   pmdLocal
-	lastPub int64
+	// portFlows[n], when set, is the installed megaflow that matches on
+	// input port n alone and only outputs (OVS's "simple match"): it takes
+	// every packet of the port, so a batch from n skips parsing, hashing
+	// and both caches.
+	portFlows []*Megaflow
+	upcall    UpcallResult
+	gen       uint64
+	now       int64
+	busy      bool // the last iteration received packets
+	local     pmdLocal
+	lastPub   int64
 	// unpublished is set when a busy iteration's counts wait for the
 	// publish interval.
 	unpublished bool
@@ -332,6 +337,10 @@ func (p *PMD) publishRxqs() {
 // hash's word loads never wait on the extractor's narrow stores, and each
 // pass keeps its code and tables hot.
 func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
+	if int(inPort) < len(p.portFlows) && p.portFlows[inPort] != nil {
+		p.processPortFlow(inPort, p.portFlows[inPort])
+		return false
+	}
 	pkts := p.rx.Packets()
 	for _, pkt := range pkts {
 		pkt.InPort = inPort
@@ -395,11 +404,65 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 	return upcalled
 }
 
+// processPortFlow runs p.rx, received on inPort, through mf, the port's
+// simple-match flow. Nothing reads the headers, so nothing parses them: a
+// malformed frame goes where the flow sends every frame of the port, and is
+// not counted as malformed.
+func (p *PMD) processPortFlow(inPort uint32, mf *Megaflow) {
+	pkts := p.rx.Packets()
+	var bytes uint64
+	for _, pkt := range pkts {
+		pkt.InPort = inPort
+		bytes += uint64(pkt.Len())
+		p.execute(pkt, mf.Actions)
+	}
+	n := uint64(len(pkts))
+	mf.packets.Add(n)
+	mf.bytes.Add(bytes)
+	mf.touch(p.now)
+	p.local.simpleMatchHits += n
+	p.local.rxPackets += n
+}
+
+// isPortFlow reports whether mf matches on the input port alone and its
+// actions only output, so that it can serve as its port's simple-match flow.
+func isPortFlow(mf *Megaflow) bool {
+	if mf.Match.Mask != (flow.Mask{InPort: ^uint32(0)}) {
+		return false
+	}
+	for i := range mf.Actions {
+		if mf.Actions[i].Kind != actions.Output {
+			return false
+		}
+	}
+	return true
+}
+
+// setPortFlow records mf as its port's simple-match flow if it is one.
+func (p *PMD) setPortFlow(mf *Megaflow) {
+	if !isPortFlow(mf) {
+		return
+	}
+	in := int(mf.Match.Key.InPort)
+	if in >= len(p.portFlows) {
+		p.portFlows = append(p.portFlows, make([]*Megaflow, in+1-len(p.portFlows))...)
+	}
+	p.portFlows[in] = mf
+}
+
+// unsetPortFlow forgets mf if it is its port's simple-match flow.
+func (p *PMD) unsetPortFlow(mf *Megaflow) {
+	if in := int(mf.Match.Key.InPort); in < len(p.portFlows) && p.portFlows[in] == mf {
+		p.portFlows[in] = nil
+	}
+}
+
 // clearFlows empties the PMD's caches after a rule change, first pushing
 // the traffic of every megaflow to its rules so that no count is lost.
 func (p *PMD) clearFlows() {
 	p.emc.Clear()
 	p.flows.Clear()
+	clear(p.portFlows)
 	p.nflows.Store(0)
 	now := time.Now()
 	p.installedMu.Lock()
@@ -436,6 +499,7 @@ func (p *PMD) expireIdle(cutoff int64) {
 	}
 	for _, f := range dead {
 		p.flows.Remove(&f.Match)
+		p.unsetPortFlow(f)
 	}
 	p.emc.RemoveIf(func(f *Megaflow) bool { return f.expired })
 	p.nflows.Store(int64(p.flows.Len()))
@@ -490,6 +554,7 @@ func (p *PMD) handleMiss(pkt *packet.Packet, hash uint32) *Megaflow {
 	p.installedMu.Lock()
 	if old := p.flows.Insert(&mf.Match, mf); old != nil {
 		p.emc.RemoveValue(old)
+		p.unsetPortFlow(old)
 		old.push(time.Now())
 		p.installed = slices.DeleteFunc(p.installed, func(f *Megaflow) bool { return f == old })
 	}
@@ -497,6 +562,7 @@ func (p *PMD) handleMiss(pkt *packet.Packet, hash uint32) *Megaflow {
 	p.installedMu.Unlock()
 	p.nflows.Store(int64(p.flows.Len()))
 	p.emc.MaybeInsert(&pkt.Key, hash, mf)
+	p.setPortFlow(mf)
 	return mf
 }
 

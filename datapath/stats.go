@@ -11,17 +11,18 @@ import (
 // statsPublishInterval and whenever it goes idle, so readers never slow it
 // down; each PMD's block sits on cache lines of its own (see sharedSlab).
 type pmdCounters struct {
-	iterations   atomic.Uint64
-	busyNs       atomic.Uint64
-	idleNs       atomic.Uint64
-	rxPackets    atomic.Uint64
-	emcHits      atomic.Uint64
-	megaflowHits atomic.Uint64
-	misses       atomic.Uint64
-	lostUpcalls  atomic.Uint64
-	malformed    atomic.Uint64
-	flowsLimited atomic.Uint64
-	drops        [numDropCauses]atomic.Uint64
+	iterations      atomic.Uint64
+	busyNs          atomic.Uint64
+	idleNs          atomic.Uint64
+	rxPackets       atomic.Uint64
+	emcHits         atomic.Uint64
+	simpleMatchHits atomic.Uint64
+	megaflowHits    atomic.Uint64
+	misses          atomic.Uint64
+	lostUpcalls     atomic.Uint64
+	malformed       atomic.Uint64
+	flowsLimited    atomic.Uint64
+	drops           [numDropCauses]atomic.Uint64
 }
 
 // DropCause says why the datapath dropped a packet.
@@ -66,7 +67,7 @@ func DropCauses() []DropCause {
 type pmdLocal struct {
 	iterations, busyNs, idleNs, rxPackets      uint64
 	emcHits, megaflowHits, misses, lostUpcalls uint64
-	malformed, flowsLimited                    uint64
+	simpleMatchHits, malformed, flowsLimited   uint64
 	drops                                      [numDropCauses]uint64
 }
 
@@ -76,6 +77,7 @@ func (l *pmdLocal) publish(c *pmdCounters) {
 	c.idleNs.Store(l.idleNs)
 	c.rxPackets.Store(l.rxPackets)
 	c.emcHits.Store(l.emcHits)
+	c.simpleMatchHits.Store(l.simpleMatchHits)
 	c.megaflowHits.Store(l.megaflowHits)
 	c.misses.Store(l.misses)
 	c.lostUpcalls.Store(l.lostUpcalls)
@@ -88,33 +90,38 @@ func (l *pmdLocal) publish(c *pmdCounters) {
 
 // PMDStats is a snapshot of one PMD's counters.
 type PMDStats struct {
-	PMD          int
-	Iterations   uint64
-	BusyNs       uint64 // time in iterations that received packets
-	IdleNs       uint64 // time in iterations that received nothing, sleep included
-	RxPackets    uint64
-	EMCHits      uint64
-	MegaflowHits uint64
-	Misses       uint64 // upcalls
-	LostUpcalls  uint64 // upcalls that failed (packet dropped)
-	Malformed    uint64 // packets whose headers were truncated or malformed (still classified)
-	FlowsLimited uint64 // upcalls not installed because the PMD was at its flow limit
-	Drops        [numDropCauses]uint64
+	PMD        int
+	Iterations uint64
+	BusyNs     uint64 // time in iterations that received packets
+	IdleNs     uint64 // time in iterations that received nothing, sleep included
+	RxPackets  uint64
+	EMCHits    uint64
+	// SimpleMatchHits are packets that took their input port's only
+	// megaflow, one matching on the port alone, without being parsed
+	// (OVS's "simple match hits").
+	SimpleMatchHits uint64
+	MegaflowHits    uint64
+	Misses          uint64 // upcalls
+	LostUpcalls     uint64 // upcalls that failed (packet dropped)
+	Malformed       uint64 // packets whose headers were truncated or malformed (still classified)
+	FlowsLimited    uint64 // upcalls not installed because the PMD was at its flow limit
+	Drops           [numDropCauses]uint64
 }
 
 func (c *pmdCounters) snapshot(pmd int) PMDStats {
 	s := PMDStats{
-		PMD:          pmd,
-		Iterations:   c.iterations.Load(),
-		BusyNs:       c.busyNs.Load(),
-		IdleNs:       c.idleNs.Load(),
-		RxPackets:    c.rxPackets.Load(),
-		EMCHits:      c.emcHits.Load(),
-		MegaflowHits: c.megaflowHits.Load(),
-		Misses:       c.misses.Load(),
-		LostUpcalls:  c.lostUpcalls.Load(),
-		Malformed:    c.malformed.Load(),
-		FlowsLimited: c.flowsLimited.Load(),
+		PMD:             pmd,
+		Iterations:      c.iterations.Load(),
+		BusyNs:          c.busyNs.Load(),
+		IdleNs:          c.idleNs.Load(),
+		RxPackets:       c.rxPackets.Load(),
+		EMCHits:         c.emcHits.Load(),
+		SimpleMatchHits: c.simpleMatchHits.Load(),
+		MegaflowHits:    c.megaflowHits.Load(),
+		Misses:          c.misses.Load(),
+		LostUpcalls:     c.lostUpcalls.Load(),
+		Malformed:       c.malformed.Load(),
+		FlowsLimited:    c.flowsLimited.Load(),
 	}
 	for i := range s.Drops {
 		s.Drops[i] = c.drops[i].Load()

@@ -47,21 +47,22 @@ func sub(a, b uint64) uint64 {
 
 // PMDStatsView is one PMD's line of pmd-stats-show.
 type PMDStatsView struct {
-	Bridge        string  `json:"bridge"`
-	PMD           int     `json:"pmd"`
-	Packets       uint64  `json:"packets_received"`
-	EMCHits       uint64  `json:"emc_hits"`
-	MegaflowHits  uint64  `json:"megaflow_hits"`
-	Misses        uint64  `json:"miss_with_upcall"`
-	LostUpcalls   uint64  `json:"miss_lost"`
-	Malformed     uint64  `json:"malformed"`
-	OutputBatches uint64  `json:"output_batches"`
-	AvgBatch      float64 `json:"avg_packets_per_output_batch"`
-	BusyNs        uint64  `json:"busy_ns"`
-	IdleNs        uint64  `json:"idle_ns"`
-	BusyPercent   float64 `json:"busy_percent"`
-	NsPerPacket   float64 `json:"ns_per_packet"`
-	Iterations    uint64  `json:"iterations"`
+	Bridge          string  `json:"bridge"`
+	PMD             int     `json:"pmd"`
+	Packets         uint64  `json:"packets_received"`
+	SimpleMatchHits uint64  `json:"simple_match_hits"`
+	EMCHits         uint64  `json:"emc_hits"`
+	MegaflowHits    uint64  `json:"megaflow_hits"`
+	Misses          uint64  `json:"miss_with_upcall"`
+	LostUpcalls     uint64  `json:"miss_lost"`
+	Malformed       uint64  `json:"malformed"`
+	OutputBatches   uint64  `json:"output_batches"`
+	AvgBatch        float64 `json:"avg_packets_per_output_batch"`
+	BusyNs          uint64  `json:"busy_ns"`
+	IdleNs          uint64  `json:"idle_ns"`
+	BusyPercent     float64 `json:"busy_percent"`
+	NsPerPacket     float64 `json:"ns_per_packet"`
+	Iterations      uint64  `json:"iterations"`
 }
 
 func (d *Daemon) pmdStatsViews() []PMDStatsView {
@@ -78,16 +79,17 @@ func (d *Daemon) pmdStatsViews() []PMDStatsView {
 				bs, bt = base.pmd[i], base.tx[i]
 			}
 			v := PMDStatsView{Bridge: b.name, PMD: s.PMD,
-				Packets:       sub(s.RxPackets, bs.RxPackets),
-				EMCHits:       sub(s.EMCHits, bs.EMCHits),
-				MegaflowHits:  sub(s.MegaflowHits, bs.MegaflowHits),
-				Misses:        sub(s.Misses, bs.Misses),
-				LostUpcalls:   sub(s.LostUpcalls, bs.LostUpcalls),
-				Malformed:     sub(s.Malformed, bs.Malformed),
-				OutputBatches: sub(cur.tx[i].batches, bt.batches),
-				BusyNs:        sub(s.BusyNs, bs.BusyNs),
-				IdleNs:        sub(s.IdleNs, bs.IdleNs),
-				Iterations:    sub(s.Iterations, bs.Iterations),
+				Packets:         sub(s.RxPackets, bs.RxPackets),
+				SimpleMatchHits: sub(s.SimpleMatchHits, bs.SimpleMatchHits),
+				EMCHits:         sub(s.EMCHits, bs.EMCHits),
+				MegaflowHits:    sub(s.MegaflowHits, bs.MegaflowHits),
+				Misses:          sub(s.Misses, bs.Misses),
+				LostUpcalls:     sub(s.LostUpcalls, bs.LostUpcalls),
+				Malformed:       sub(s.Malformed, bs.Malformed),
+				OutputBatches:   sub(cur.tx[i].batches, bt.batches),
+				BusyNs:          sub(s.BusyNs, bs.BusyNs),
+				IdleNs:          sub(s.IdleNs, bs.IdleNs),
+				Iterations:      sub(s.Iterations, bs.Iterations),
 			}
 			if v.OutputBatches > 0 {
 				v.AvgBatch = float64(sub(cur.tx[i].packets, bt.packets)) / float64(v.OutputBatches)
@@ -117,6 +119,7 @@ func (d *Daemon) cmdPMDStatsShow(context.Context, []string) (mgmt.Result, error)
 	for _, v := range views {
 		fmt.Fprintf(&sb, "pmd thread bridge %s pmd %d:\n", v.Bridge, v.PMD)
 		fmt.Fprintf(&sb, "  packets received: %d\n", v.Packets)
+		fmt.Fprintf(&sb, "  simple match hits: %d (%.1f %%)\n", v.SimpleMatchHits, pct(v.SimpleMatchHits, v.Packets))
 		fmt.Fprintf(&sb, "  emc hits: %d (%.1f %%)\n", v.EMCHits, pct(v.EMCHits, v.Packets))
 		fmt.Fprintf(&sb, "  megaflow hits: %d (%.1f %%)\n", v.MegaflowHits, pct(v.MegaflowHits, v.Packets))
 		fmt.Fprintf(&sb, "  miss with success upcall: %d (%.1f %%)\n", sub(v.Misses, v.LostUpcalls), pct(sub(v.Misses, v.LostUpcalls), v.Packets))

@@ -160,6 +160,7 @@ func TestDashboard(t *testing.T) {
 		"vswitch_pmd_busy_seconds_total", "vswitch_pmd_idle_seconds_total", // busy %
 		"vswitch_pmd_tx_batch_size_packets",                             // batch sizes
 		"vswitch_pmd_emc_hits_total", "vswitch_pmd_megaflow_hits_total", // hit rates
+		"vswitch_pmd_simple_match_hits_total",
 		"vswitch_datapath_drops_total", "vswitch_datapath_flows", "vswitch_controller_connected",
 	} {
 		if !used[want] {

@@ -51,6 +51,7 @@ type Collector struct {
 
 	pmdBusy, pmdIdle, pmdIterations, pmdRxPackets      *prometheus.Desc
 	pmdEMCHits, pmdMegaflowHits, pmdMisses             *prometheus.Desc
+	pmdSimpleMatchHits                                 *prometheus.Desc
 	pmdLostUpcalls, pmdMalformed, pmdFlowsLimited      *prometheus.Desc
 	drops, datapathFlows                               *prometheus.Desc
 	ofRules, ofLookups, ofMatches                      *prometheus.Desc
@@ -103,16 +104,17 @@ func NewCollector(bridges func() []Bridge) *Collector {
 		rxqBusy:    d("rxq_busy_seconds_total", "PMD time spent on the rx queue's packets (receiving, classifying, executing, the sends they caused).", rxq),
 		rxqPMD:     d("rxq_pmd", "Index of the PMD that polls the rx queue.", rxq),
 
-		pmdBusy:         d("pmd_busy_seconds_total", "Time the PMD spent in iterations that received packets.", pmd),
-		pmdIdle:         d("pmd_idle_seconds_total", "Time the PMD spent in iterations that received nothing, sleeping included.", pmd),
-		pmdIterations:   d("pmd_iterations_total", "Poll iterations of the PMD.", pmd),
-		pmdRxPackets:    d("pmd_rx_packets_total", "Packets the PMD received from its rx queues.", pmd),
-		pmdEMCHits:      d("pmd_emc_hits_total", "Packets classified by the PMD's exact-match cache.", pmd),
-		pmdMegaflowHits: d("pmd_megaflow_hits_total", "Packets classified by the PMD's megaflow classifier after an EMC miss.", pmd),
-		pmdMisses:       d("pmd_misses_total", "Packets that missed both caches and were upcalled for translation.", pmd),
-		pmdLostUpcalls:  d("pmd_lost_upcalls_total", "Upcalls that failed; their packets were dropped.", pmd),
-		pmdMalformed:    d("pmd_malformed_packets_total", "Packets with truncated or malformed headers (classified as far as they parsed).", pmd),
-		pmdFlowsLimited: d("pmd_flows_limited_total", "Upcalls whose megaflow was not installed because the PMD was at its flow limit.", pmd),
+		pmdBusy:            d("pmd_busy_seconds_total", "Time the PMD spent in iterations that received packets.", pmd),
+		pmdIdle:            d("pmd_idle_seconds_total", "Time the PMD spent in iterations that received nothing, sleeping included.", pmd),
+		pmdIterations:      d("pmd_iterations_total", "Poll iterations of the PMD.", pmd),
+		pmdRxPackets:       d("pmd_rx_packets_total", "Packets the PMD received from its rx queues.", pmd),
+		pmdEMCHits:         d("pmd_emc_hits_total", "Packets classified by the PMD's exact-match cache.", pmd),
+		pmdMegaflowHits:    d("pmd_megaflow_hits_total", "Packets classified by the PMD's megaflow classifier after an EMC miss.", pmd),
+		pmdSimpleMatchHits: d("pmd_simple_match_hits_total", "Packets that took their input port's only megaflow, one matching on the port alone, without being parsed.", pmd),
+		pmdMisses:          d("pmd_misses_total", "Packets that missed both caches and were upcalled for translation.", pmd),
+		pmdLostUpcalls:     d("pmd_lost_upcalls_total", "Upcalls that failed; their packets were dropped.", pmd),
+		pmdMalformed:       d("pmd_malformed_packets_total", "Packets with truncated or malformed headers (classified as far as they parsed).", pmd),
+		pmdFlowsLimited:    d("pmd_flows_limited_total", "Upcalls whose megaflow was not installed because the PMD was at its flow limit.", pmd),
 
 		drops:         d("datapath_drops_total", "Packets the datapath dropped, by PMD and cause.", []string{"bridge", "pmd", "cause"}),
 		datapathFlows: d("datapath_flows", "Megaflows installed in the bridge's PMD classifiers (summed over PMDs).", br),
@@ -143,7 +145,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 		c.txPackets, c.txBatches, c.txDrops, c.txBatchSize,
 		c.rxqPackets, c.rxqBusy, c.rxqPMD,
 		c.pmdBusy, c.pmdIdle, c.pmdIterations, c.pmdRxPackets,
-		c.pmdEMCHits, c.pmdMegaflowHits, c.pmdMisses,
+		c.pmdEMCHits, c.pmdMegaflowHits, c.pmdMisses, c.pmdSimpleMatchHits,
 		c.pmdLostUpcalls, c.pmdMalformed, c.pmdFlowsLimited,
 		c.drops, c.datapathFlows,
 		c.ofRules, c.ofLookups, c.ofMatches,
@@ -234,6 +236,7 @@ func (c *Collector) collectDatapath(e *emitter, b Bridge, dp *datapath.Datapath)
 		e.counter(c.pmdRxPackets, s.RxPackets, b.Name, pmd)
 		e.counter(c.pmdEMCHits, s.EMCHits, b.Name, pmd)
 		e.counter(c.pmdMegaflowHits, s.MegaflowHits, b.Name, pmd)
+		e.counter(c.pmdSimpleMatchHits, s.SimpleMatchHits, b.Name, pmd)
 		e.counter(c.pmdMisses, s.Misses, b.Name, pmd)
 		e.counter(c.pmdLostUpcalls, s.LostUpcalls, b.Name, pmd)
 		e.counter(c.pmdMalformed, s.Malformed, b.Name, pmd)

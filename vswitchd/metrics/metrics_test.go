@@ -153,7 +153,8 @@ func TestScrapeMatchesCounters(t *testing.T) {
 		for name, want := range map[string]uint64{
 			"vswitch_pmd_iterations_total": s.Iterations, "vswitch_pmd_rx_packets_total": s.RxPackets,
 			"vswitch_pmd_emc_hits_total": s.EMCHits, "vswitch_pmd_megaflow_hits_total": s.MegaflowHits,
-			"vswitch_pmd_misses_total": s.Misses, "vswitch_pmd_lost_upcalls_total": s.LostUpcalls,
+			"vswitch_pmd_simple_match_hits_total": s.SimpleMatchHits,
+			"vswitch_pmd_misses_total":            s.Misses, "vswitch_pmd_lost_upcalls_total": s.LostUpcalls,
 			"vswitch_pmd_malformed_packets_total": s.Malformed, "vswitch_pmd_flows_limited_total": s.FlowsLimited,
 		} {
 			checkEq(t, fams, name, l, want)
