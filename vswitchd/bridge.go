@@ -45,9 +45,13 @@ type bridge struct {
 	// flushes) and cleared by a snapshot. saveMu serialises the journal
 	// and snapshots; lastMod is when a record was last journaled (unix ns)
 	// and snapSize the flows in the last snapshot.
-	flowsDirty  atomic.Bool
-	saveMu      sync.Mutex
-	journal     *journal
+	flowsDirty atomic.Bool
+	saveMu     sync.Mutex
+	journal    *journal
+	// unjournaled (under saveMu) is set when a change could not be
+	// journaled or the journal not synced: the next barrier then takes a
+	// snapshot instead, so what it acknowledges is still durable.
+	unjournaled bool
 	lastMod     atomic.Int64
 	snapSize    int
 	controllers atomic.Int32
@@ -481,8 +485,9 @@ func (b *bridge) journalMod(m ofpwire.Message) {
 		err = b.journal.append(line)
 	}
 	if err != nil {
-		// The next snapshot covers the change.
+		// The next barrier's snapshot covers the change.
 		b.flowsDirty.Store(true)
+		b.unjournaled = true
 		b.d.log.Error("flow journal", "bridge", b.name, "err", err)
 		return
 	}
@@ -490,12 +495,18 @@ func (b *bridge) journalMod(m ofpwire.Message) {
 }
 
 // syncJournal makes the journaled changes durable; it runs before every
-// barrier reply, so what a barrier acknowledges survives a crash.
+// barrier reply, so what a barrier acknowledges survives a crash. When the
+// journal failed, a snapshot of the tables stands in for it.
 func (b *bridge) syncJournal() {
 	b.saveMu.Lock()
-	defer b.saveMu.Unlock()
 	if err := b.journal.sync(); err != nil {
-		b.d.log.Error("flow journal not synced", "bridge", b.name, "err", err)
+		b.unjournaled = true
+		b.d.log.Error("flow journal not synced; saving the tables instead", "bridge", b.name, "err", err)
+	}
+	failed := b.unjournaled
+	b.saveMu.Unlock()
+	if failed {
+		b.snapshot(true)
 	}
 }
 
@@ -542,7 +553,9 @@ func (b *bridge) snapshot(force bool) {
 		b.snapSize = len(flows)
 		err = b.journal.reset()
 	}
-	if err != nil {
+	if err == nil {
+		b.unjournaled = false
+	} else {
 		b.flowsDirty.Store(true)
 		if !errors.Is(err, config.ErrClosed) {
 			b.d.log.Error("flow tables not saved", "bridge", b.name, "err", err)
