@@ -12,6 +12,8 @@ import (
 	"vswitch/datapath/actions"
 	"vswitch/datapath/packet"
 	"vswitch/netdev/ring"
+
+	"golang.org/x/sys/unix"
 )
 
 // costPort is a ring port whose Recv advances a fake clock by a fixed cost
@@ -636,5 +638,47 @@ func TestBatchSizeHistogram(t *testing.T) {
 	// Want, spelled out, for the sizes above: 1,1,1 | 2,2 | 3,4 | 5,8 | 9,16,16 | 17,31,32,32.
 	if want != [6]uint64{3, 2, 2, 2, 3, 4} {
 		t.Fatalf("test arithmetic: %v", want)
+	}
+}
+
+// armingPort is a ring port with an rx descriptor that asks to be armed
+// (netdev.RxArmer), counting the requests.
+type armingPort struct {
+	*ring.Port
+	fd   int // the read end of a pipe nothing writes to
+	arms atomic.Int64
+}
+
+func (a *armingPort) RxFD(int) int { return a.fd }
+func (a *armingPort) ArmRx(int) bool {
+	a.arms.Add(1)
+	return false
+}
+
+// TestArmOnlyBeforeSleep: a sleeping PMD arms its rx queues before each
+// sleep; a busy-polling one never does (its guests would kick for nothing).
+func TestArmOnlyBeforeSleep(t *testing.T) {
+	for _, sleepUs := range []int{0, 100} {
+		var pfd [2]int
+		if err := unix.Pipe2(pfd[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+			t.Fatal(err)
+		}
+		port := &armingPort{Port: ring.New("a", 1, 1, 16), fd: pfd[0]}
+		dp, _ := New(Config{NumPMDs: 1, PMDSleepMax: sleepUs})
+		dp.AddPort(1, port)
+		if err := dp.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		dp.Close()
+		unix.Close(pfd[0])
+		unix.Close(pfd[1])
+		arms := port.arms.Load()
+		if sleepUs == 0 && arms != 0 {
+			t.Errorf("a busy-polling PMD armed its queue %d times", arms)
+		}
+		if sleepUs > 0 && arms == 0 {
+			t.Errorf("a PMD with pmd-sleep-max %d µs slept without arming its queue", sleepUs)
+		}
 	}
 }

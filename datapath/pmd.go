@@ -14,6 +14,7 @@ import (
 	"vswitch/datapath/classifier"
 	"vswitch/datapath/flow"
 	"vswitch/datapath/packet"
+	"vswitch/netdev"
 )
 
 const (
@@ -186,6 +187,9 @@ func (p *PMD) run(wg *sync.WaitGroup) {
 		// counters: nothing waits on this PMD while it sleeps.
 		ts := unix.NsecToTimespec(min(p.sleepNs, sleepMax))
 		if len(p.cur.pollFDs) > 0 {
+			if p.armRxqs() {
+				continue // frames came in the meantime
+			}
 			_, _ = unix.Ppoll(p.cur.pollFDs, &ts, nil)
 		} else {
 			_ = unix.Nanosleep(&ts, nil)
@@ -196,6 +200,20 @@ func (p *PMD) run(wg *sync.WaitGroup) {
 	p.flush(true)
 	p.local.publish(p.counters)
 	p.publishRxqs()
+}
+
+// armRxqs asks the rx queues that need it (netdev.RxArmer) to wake the PMD
+// on their next frame, right before it sleeps: a busy-polling PMD never
+// asks, so its guests never kick. It reports whether a queue already has
+// frames waiting.
+func (p *PMD) armRxqs() bool {
+	for i := range p.cur.rxqs {
+		rq := &p.cur.rxqs[i]
+		if a, ok := rq.port.Dev.(netdev.RxArmer); ok && a.ArmRx(rq.queue) {
+			return true
+		}
+	}
+	return false
 }
 
 // PollOnce runs one PMD iteration: one clock read, a plan and mailbox check,

@@ -82,6 +82,17 @@ type Waiter interface {
 	RxFD(q int) int
 }
 
+// RxArmer is implemented by Waiters whose descriptor only becomes readable
+// once asked to: a vhost-user guest kicks (a syscall, or a VM exit) only
+// while its ring asks for kicks, so the port asks only when the PMD is
+// about to sleep, never while it polls.
+type RxArmer interface {
+	// ArmRx makes RxFD(q) readable on the next frame and reports whether
+	// frames are already waiting (then the PMD polls instead of sleeping).
+	// The next Recv that returns frames disarms the queue.
+	ArmRx(q int) (pending bool)
+}
+
 // Remover is implemented by drivers of kernel interfaces: the channel is
 // closed when the interface disappears, and the datapath then removes the
 // port. Until then Recv and Send keep working (returning nothing, counting

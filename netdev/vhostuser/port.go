@@ -84,31 +84,11 @@ func (s *slot) take() *virtq.Queue {
 	return q
 }
 
-// idlePolls is how many empty polls in a row make a guest transmit ring
-// idle (kicks requested); drainPolls how often an idle ring's kick eventfd
-// is cleared. An empty PMD iteration over a few ports takes well under
-// 600 ns, so idlePolls polls end before the PMD's 20 µs idle spin does and
-// it never sleeps with kicks off. A PMD with many ports may start its
-// short first sleeps (1 µs, doubling) before that: each ends in a poll,
-// so a frame sent meanwhile waits at most one such interval.
-const (
-	idlePolls  = 32
-	drainPolls = 64
-)
-
-// rxState is what a PMD keeps per rx queue across batches.
-type rxState struct {
-	_          [64]byte
-	emptyPolls uint32
-	_          [60]byte
-}
-
 // Port is a vhost-user port. Use New.
 type Port struct {
 	name   string
 	opts   Options
-	slots  []slot // by virtqueue index
-	rx     []rxState
+	slots  []slot            // by virtqueue index
 	epfd   []int             // per rx queue: an epoll set holding the guest TX ring's kick fd
 	counts []netdev.Counters // rx queues, then tx queues
 
@@ -127,6 +107,7 @@ type Port struct {
 	sessions atomic.Uint64 // connections served
 	lastErr  atomic.Pointer[string]
 	memTable atomic.Pointer[[]memRegion] // the current session's, for logs and tests
+	features atomic.Uint64               // the current session's negotiated virtio features
 }
 
 // memRegion is one entry of a frontend's memory table as it sent it.
@@ -146,7 +127,6 @@ func newPort(name string, opts Options) (*Port, error) {
 		name:    name,
 		opts:    opts,
 		slots:   make([]slot, 2*opts.Queues),
-		rx:      make([]rxState, opts.Queues),
 		epfd:    make([]int, opts.Queues),
 		counts:  make([]netdev.Counters, 2*opts.Queues),
 		closing: make(chan struct{}),
@@ -282,6 +262,10 @@ func (p *Port) LastError() string {
 	return ""
 }
 
+// Features returns the virtio feature bits the current frontend
+// negotiated (0 with no frontend).
+func (p *Port) Features() uint64 { return p.features.Load() }
+
 // Name implements netdev.Netdev.
 func (p *Port) Name() string { return p.name }
 
@@ -323,7 +307,7 @@ func (p *Port) RxFD(q int) int {
 // Recv implements netdev.Netdev: it drains the guest's transmit ring of
 // queue pair qi.
 func (p *Port) Recv(qi int, pool *packet.Pool, b *packet.Batch) int {
-	if uint(qi) >= uint(len(p.rx)) {
+	if uint(qi) >= uint(p.opts.Queues) {
 		return 0
 	}
 	s := &p.slots[2*qi+1]
@@ -334,35 +318,9 @@ func (p *Port) Recv(qi int, pool *packet.Pool, b *packet.Batch) int {
 	}
 	max := packet.BatchSize - b.N
 	r := q.Dequeue(pool, b, max)
-	st := &p.rx[qi]
 	c := &p.counts[qi]
-	if r.Packets == 0 && r.Errors == 0 && r.Drops == 0 {
-		st.emptyPolls++
-		if !q.KickNotify() {
-			// A ring that is empty for one poll is usually refilled by
-			// the next: turning kicks on and off for it would cost the
-			// frontend kicks (syscalls) and us a kick read each time.
-			// Only after idlePolls empty polls in a row (well within
-			// the PMD's spin before it sleeps) ask for kicks, clear old
-			// ones, and look again for frames added before the
-			// frontend saw the request.
-			if st.emptyPolls >= idlePolls {
-				q.SetKickNotify(true)
-				q.DrainKick()
-				st.emptyPolls = 0
-				r = q.Dequeue(pool, b, max)
-			}
-		} else if st.emptyPolls&(drainPolls-1) == 0 {
-			// A kick that raced with the re-check would keep the PMD's
-			// poll set readable; clear it now and then.
-			q.DrainKick()
-		}
-	}
-	if r.Packets > 0 {
-		st.emptyPolls = 0
-		if q.KickNotify() {
-			q.SetKickNotify(false)
-		}
+	if r.Packets > 0 && q.KickNotify() {
+		q.SetKickNotify(false) // the PMD polls: no kicks until it sleeps
 	}
 	if r.Signal && !q.Signal() {
 		c.RxErrors.Add(1)
@@ -381,13 +339,35 @@ func (p *Port) Recv(qi int, pool *packet.Pool, b *packet.Batch) int {
 	return r.Packets
 }
 
+// ArmRx implements netdev.RxArmer: it asks the frontend to kick on its
+// next transmit, clears the kicks already counted (so the PMD's RxFD polls
+// readable only for new ones), and looks once more for frames added before
+// the frontend saw the request.
+func (p *Port) ArmRx(qi int) bool {
+	if uint(qi) >= uint(p.opts.Queues) {
+		return false
+	}
+	s := &p.slots[2*qi+1]
+	q := s.enter()
+	pending := false
+	if q != nil {
+		if !q.KickNotify() {
+			q.SetKickNotify(true)
+		}
+		q.DrainKick()
+		pending = q.Pending()
+	}
+	s.leave()
+	return pending
+}
+
 // Send implements netdev.Netdev: it fills the guest's receive ring of queue
 // pair qi and interrupts the frontend if it asked for it.
 func (p *Port) Send(qi int, b *packet.Batch) int {
-	if uint(qi) >= uint(len(p.rx)) {
+	if uint(qi) >= uint(p.opts.Queues) {
 		return 0
 	}
-	c := &p.counts[len(p.rx)+qi]
+	c := &p.counts[p.opts.Queues+qi]
 	s := &p.slots[2*qi]
 	q := s.enter()
 	if q == nil {

@@ -314,10 +314,11 @@ func TestInterrupts(t *testing.T) {
 		if got := len(q.receive()); got != 128 {
 			t.Errorf("received %d", got)
 		}
-		// Kick suppression on the transmit ring: once the PMD has
-		// gone idle (idlePolls empty polls), avail_event asks for the
-		// next kick.
-		goIdle(t, p, 0, pool)
+		// Kick suppression on the transmit ring: once the PMD is
+		// about to sleep (ArmRx), avail_event asks for the next kick.
+		if p.ArmRx(0) {
+			t.Fatal("ArmRx reports frames on an empty ring")
+		}
 		tq := f.tx(0)
 		tq.kicks = 0
 		tq.transmit(batch(1)...)
@@ -327,62 +328,63 @@ func TestInterrupts(t *testing.T) {
 	})
 }
 
-// goIdle polls rx queue q empty until the port counts the ring idle.
-func goIdle(t *testing.T, p *Port, q int, pool *packet.Pool) {
-	t.Helper()
-	for i := 0; i < idlePolls; i++ {
-		var b packet.Batch
-		if n := p.Recv(q, pool, &b); n != 0 {
-			t.Fatalf("received %d frames while going idle", n)
-		}
-	}
-}
-
-// TestKickWakesPMD: the port's RxFD polls readable when the frontend
-// kicks after the PMD went idle; a ring that was empty for only a few
-// polls keeps kicks suppressed (the frontend makes no syscall), and going
-// idle again drains the kick.
+// TestKickWakesPMD: kicks are asked for only when the PMD is about to
+// sleep (ArmRx): then a frame sent makes the port's RxFD poll readable.
+// Frames received disarm the ring, so a polling PMD's frontend makes no
+// kick syscalls; arming again clears old kicks and reports frames that
+// arrived meanwhile.
 func TestKickWakesPMD(t *testing.T) {
 	p, path := newServerPort(t, 1)
 	f := dialFrontend(t, path, feCfg{})
 	f.setup()
 	waitFor(t, "link up", p.LinkUp)
 	pool := packet.NewPool(64, packet.DefaultBufSize)
-	goIdle(t, p, 0, pool) // idlePolls empty polls enable kicks
 	fd := p.RxFD(0)
 	if fd < 0 {
 		t.Fatal("no RxFD")
 	}
-	if readable(t, fd, 0) {
-		t.Fatal("RxFD readable while idle")
-	}
 	tq := f.tx(0)
+	// The ring starts armed (the PMD may be asleep): the first frame kicks.
 	tq.kicks = 0
 	tq.transmit(testFrame(64, 1))
-	if tq.kicks != 1 {
-		t.Fatalf("%d kicks for a frame sent to an idle ring, want 1", tq.kicks)
-	}
-	if !readable(t, fd, 1000) {
-		t.Fatal("RxFD not readable after a kick")
+	if tq.kicks != 1 || !readable(t, fd, 1000) {
+		t.Fatalf("%d kicks for the first frame, RxFD readable %v; want 1, true", tq.kicks, readable(t, fd, 0))
 	}
 	if got := recvFrames(t, p, 0, pool, 1); len(got) != 1 {
 		t.Fatal("frame not received")
 	}
-	// Busy: kicks stay off through a few empty polls.
-	for i := 0; i < idlePolls-1; i++ {
+	// Polling: no kicks, however many empty polls.
+	for i := 0; i < 1000; i++ {
 		var b packet.Batch
 		p.Recv(0, pool, &b)
 	}
 	tq.transmit(testFrame(64, 2))
 	if tq.kicks != 1 {
-		t.Errorf("%d kicks while the ring is busy, want none after the first", tq.kicks)
+		t.Errorf("%d kicks while the PMD polls, want none after the first", tq.kicks)
+	}
+	// Arming with a frame waiting reports it, and clears the old kick.
+	if !p.ArmRx(0) {
+		t.Error("ArmRx missed a waiting frame")
+	}
+	if readable(t, fd, 0) {
+		t.Error("RxFD readable after ArmRx cleared the kicks")
 	}
 	if got := recvFrames(t, p, 0, pool, 1); len(got) != 1 || seqOf(got[0]) != 2 {
 		t.Fatal("second frame not received")
 	}
-	goIdle(t, p, 0, pool) // idle again: the kick is drained
+	// Armed on an empty ring: the next frame kicks and wakes.
+	if p.ArmRx(0) {
+		t.Error("ArmRx reports frames on an empty ring")
+	}
 	if readable(t, fd, 0) {
-		t.Error("RxFD still readable after the PMD went idle again")
+		t.Fatal("RxFD readable while armed and empty")
+	}
+	tq.transmit(testFrame(64, 3))
+	if tq.kicks != 2 || !readable(t, fd, 1000) {
+		t.Errorf("%d kicks after arming (want 2), RxFD readable %v", tq.kicks, readable(t, fd, 0))
+	}
+	if got := recvFrames(t, p, 0, pool, 1); len(got) != 1 || seqOf(got[0]) != 3 {
+		t.Fatal("third frame not received")
 	}
 }
 

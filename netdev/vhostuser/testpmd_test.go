@@ -215,6 +215,9 @@ func TestE2ETestpmdTxonly(t *testing.T) {
 		"--forward-mode=txonly", "--port-topology=loop")
 	tp.waitPrompt()
 	waitUp(t, vp, tp)
+	if want := uint64(1<<featVersion1 | 1<<featNetMrgRxbuf | 1<<featInOrder); vp.Features()&want != want {
+		t.Errorf("negotiated features %#x, want at least %#x: testpmd offers them all", vp.Features(), want)
+	}
 	tp.do("start")
 	time.Sleep(1500 * time.Millisecond)
 	st := tp.stop()[0]
