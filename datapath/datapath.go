@@ -24,9 +24,14 @@ import (
 
 // Limits and defaults.
 const (
-	// MaxPorts bounds datapath port numbers (1 .. MaxPorts-1); PMDs index
-	// their output batches by port number.
+	// MaxPorts bounds datapath port numbers (1 .. MaxPorts-1, and
+	// LocalPort); PMDs index their output batches by port number.
 	MaxPorts = 1 << 16
+	// LocalPort is the number of the bridge's own interface, OpenFlow's
+	// OFPP_LOCAL, so that rules, megaflows and actions name it as
+	// OpenFlow does. Port-indexed tables keep it at index 0, which no
+	// other port has.
+	LocalPort = 0xfffffffe
 	// MaxTxFlushInterval is the largest tx-flush-interval, in microseconds.
 	MaxTxFlushInterval = 1_000_000
 	// DefaultPMDSleepMax is the default pmd-sleep-max, in microseconds.
@@ -229,8 +234,8 @@ func (dp *Datapath) InvalidateFlows() { dp.generation.Add(1) }
 
 // AddPort adds dev as port number no.
 func (dp *Datapath) AddPort(no uint32, dev netdev.Netdev) (*Port, error) {
-	if no == 0 || no >= MaxPorts {
-		return nil, fmt.Errorf("datapath: port number %d out of range 1..%d", no, MaxPorts-1)
+	if no == 0 || no >= MaxPorts && no != LocalPort {
+		return nil, fmt.Errorf("datapath: port number %d out of range 1..%d (or LOCAL)", no, MaxPorts-1)
 	}
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
@@ -529,7 +534,7 @@ func (dp *Datapath) publishPlans(ports []*Port, assign [][]RxqRef) {
 	dp.seq++
 	maxNo := uint32(0)
 	for _, p := range ports {
-		maxNo = max(maxNo, p.No)
+		maxNo = max(maxNo, portIndex(p.No))
 	}
 	for i, pmd := range dp.pmds {
 		plan := &pmdPlan{seq: dp.seq, tx: make([]txPlan, maxNo+1), sleepMaxNs: int64(dp.sleepUs) * 1000}
@@ -549,7 +554,7 @@ func (dp *Datapath) publishPlans(ports []*Port, assign [][]RxqRef) {
 			if us < 0 {
 				us = dp.flushUs
 			}
-			plan.tx[p.No] = txPlan{port: p, txq: txq, shared: shared, intervalNs: int64(us) * 1000}
+			plan.tx[portIndex(p.No)] = txPlan{port: p, txq: txq, shared: shared, intervalNs: int64(us) * 1000}
 		}
 		pmd.plan.Store(plan)
 	}
@@ -564,6 +569,18 @@ func (dp *Datapath) publishPlans(ports []*Port, assign [][]RxqRef) {
 			time.Sleep(10 * time.Microsecond)
 		}
 	}
+}
+
+// portIndex is where port no sits in port-indexed tables; 0, never a
+// port, maps past the end of any of them.
+func portIndex(no uint32) uint32 {
+	switch no {
+	case LocalPort:
+		return 0
+	case 0:
+		return MaxPorts
+	}
+	return no
 }
 
 // pollFDs returns the descriptors to wait on for rxqs, or nil unless every

@@ -39,7 +39,7 @@ const (
 type pmdPlan struct {
 	seq  uint64
 	rxqs []rxqPlan
-	tx   []txPlan // indexed by port number; port nil = no such port
+	tx   []txPlan // indexed by portIndex; port nil = no such port
 	// pollFDs are the rx queues' descriptors when every queue has one
 	// (netdev.Waiter); an idle PMD waits on them instead of sleeping.
 	pollFDs []unix.PollFd
@@ -87,7 +87,7 @@ type PMD struct {
 	flows *classifier.Megaflows[Megaflow]
 
 	cur     *pmdPlan
-	outs    []*OutputBatch // indexed by port number
+	outs    []*OutputBatch // indexed by portIndex
 	pending []*OutputBatch // outputs holding packets
 	rx      packet.Batch
 	mfs     [packet.BatchSize]*Megaflow // the flow of each packet of rx
@@ -355,8 +355,8 @@ func (p *PMD) publishRxqs() {
 // hash's word loads never wait on the extractor's narrow stores, and each
 // pass keeps its code and tables hot.
 func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
-	if int(inPort) < len(p.portFlows) && p.portFlows[inPort] != nil {
-		p.processPortFlow(inPort, p.portFlows[inPort])
+	if i := int(portIndex(inPort)); i < len(p.portFlows) && p.portFlows[i] != nil {
+		p.processPortFlow(inPort, p.portFlows[i])
 		return false
 	}
 	pkts := p.rx.Packets()
@@ -461,7 +461,7 @@ func (p *PMD) setPortFlow(mf *Megaflow) {
 	if !isPortFlow(mf) {
 		return
 	}
-	in := int(mf.Match.Key.InPort)
+	in := int(portIndex(mf.Match.Key.InPort))
 	if in >= len(p.portFlows) {
 		p.portFlows = append(p.portFlows, make([]*Megaflow, in+1-len(p.portFlows))...)
 	}
@@ -470,7 +470,7 @@ func (p *PMD) setPortFlow(mf *Megaflow) {
 
 // unsetPortFlow forgets mf if it is its port's simple-match flow.
 func (p *PMD) unsetPortFlow(mf *Megaflow) {
-	if in := int(mf.Match.Key.InPort); in < len(p.portFlows) && p.portFlows[in] == mf {
+	if in := int(portIndex(mf.Match.Key.InPort)); in < len(p.portFlows) && p.portFlows[in] == mf {
 		p.portFlows[in] = nil
 	}
 }
@@ -634,6 +634,7 @@ func (p *PMD) drop(pkt *packet.Packet, why DropCause) {
 // output queues pkt for port no. A batch that would exceed BatchSize is sent
 // first.
 func (p *PMD) output(pkt *packet.Packet, no uint32) {
+	no = portIndex(no)
 	if int(no) >= len(p.outs) || p.outs[no] == nil {
 		p.drop(pkt, DropNoPort)
 		return

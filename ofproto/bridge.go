@@ -322,7 +322,7 @@ func (b *Bridge) Meters() *pipeline.MeterTable { return b.meters }
 // flows when the port set changes, the bridge when port config does.
 func (b *Bridge) xlateOptions(now time.Time) xlate.Options {
 	v := b.ports()
-	return xlate.Options{Ports: v.all, FloodPorts: v.flood, PortConfig: v.configOf,
+	return xlate.Options{Ports: v.all, FloodPorts: v.flood, LocalPort: v.local, PortConfig: v.configOf,
 		Normal: b.cfg.Normal, Now: now, Groups: b.groups, PortLive: b.portLiveFn}
 }
 
@@ -523,7 +523,7 @@ func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
 		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
 	}
 	inPort := uint32(po.InPort)
-	if inPort > uint32(ofp.PortMax) {
+	if inPort > uint32(ofp.PortMax) && inPort != datapath.LocalPort {
 		inPort = 0
 	}
 	if len(po.Data) < 14 {

@@ -55,6 +55,7 @@ type portView struct {
 	// a different snapshot (ports added or removed) rebuilds them.
 	src        []*datapath.Port
 	all, flood []uint32
+	local      uint32 // datapath.LocalPort if the bridge has its interface, else 0
 	// configOf is config's lookup as a func value built once per view, so
 	// a translation's Options cost no allocation for it.
 	configOf func(port uint32) ofp.PortConfig
@@ -64,6 +65,9 @@ func newPortView(config map[uint32]ofp.PortConfig, src []*datapath.Port) *portVi
 	v := &portView{config: config, src: src, all: make([]uint32, 0, len(src))}
 	for _, p := range src {
 		v.all = append(v.all, p.No)
+		if p.No == datapath.LocalPort {
+			v.local = p.No
+		}
 	}
 	v.flood = v.all
 	for _, c := range config {
@@ -304,7 +308,7 @@ func pmErr(code uint16) error { return ofpErr(ofpwire.ETPortModFailed, code) }
 // drivers expose no link features to advertise.
 func (b *Bridge) portMod(pm *ofpwire.PortMod) error {
 	no := uint32(pm.PortNo)
-	if no == 0 || no > uint32(ofp.PortMax) {
+	if no == 0 || no > uint32(ofp.PortMax) && no != datapath.LocalPort {
 		return pmErr(ofpwire.PMFCBadPort)
 	}
 	b.portMu.Lock()
