@@ -6,8 +6,10 @@
 package datapath
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -146,6 +148,10 @@ type Datapath struct {
 	// pinned holds the PMD RebalanceRxqs chose for each rx queue; it
 	// overrides AssignRxqs until the queue's port goes away.
 	pinned map[RxqRef]int
+	// affinity holds the PMD SetRxqAffinity put each rx queue on, for as
+	// long as the port keeps it; a PMD with such a queue polls no other
+	// (it is isolated), unless every PMD is.
+	affinity map[RxqRef]int
 
 	pmds   []*PMD
 	pmdCnt sharedSlab[pmdCounters]
@@ -460,10 +466,12 @@ func (dp *Datapath) reconfigure() {
 	var rxqs []RxqRef
 	for _, p := range ports {
 		for q := 0; q < p.Dev.NumRxQueues(); q++ {
-			rxqs = append(rxqs, RxqRef{Port: p.No, Queue: q})
+			if r := (RxqRef{Port: p.No, Queue: q}); !dp.hasAffinity(r) {
+				rxqs = append(rxqs, r)
+			}
 		}
 	}
-	assign := dp.pin(dp.cfg.AssignRxqs(rxqs, len(dp.pmds)))
+	assign := dp.pinAffinity(dp.pin(dp.spread(rxqs)))
 	if dp.running {
 		if interim, moves := withoutMoves(dp.assign, assign); moves {
 			dp.publishPlans(ports, interim)
@@ -476,6 +484,48 @@ func (dp *Datapath) reconfigure() {
 		snap[i] = slices.Clone(assign[i])
 	}
 	dp.assignSnap.Store(&snap)
+}
+
+// hasAffinity reports whether SetRxqAffinity placed r on a PMD that exists.
+func (dp *Datapath) hasAffinity(r RxqRef) bool {
+	pmd, ok := dp.affinity[r]
+	return ok && pmd < len(dp.pmds)
+}
+
+// shared lists the PMDs that poll queues without affinity: those with no
+// affinity queue, or every PMD if all have one.
+func (dp *Datapath) shared() []int {
+	isolated := make([]bool, len(dp.pmds))
+	for r, pmd := range dp.affinity {
+		if dp.ports[r.Port] != nil && pmd < len(isolated) {
+			isolated[pmd] = true
+		}
+	}
+	var out []int
+	for i, iso := range isolated {
+		if !iso {
+			out = append(out, i)
+		}
+	}
+	if len(out) == 0 {
+		for i := range isolated {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// spread distributes rxqs with AssignRxqs over the shared PMDs and returns
+// one list per PMD.
+func (dp *Datapath) spread(rxqs []RxqRef) [][]RxqRef {
+	out := make([][]RxqRef, len(dp.pmds))
+	sh := dp.shared()
+	for i, rs := range dp.cfg.AssignRxqs(rxqs, len(sh)) {
+		if i < len(sh) {
+			out[sh[i]] = append(out[sh[i]], rs...)
+		}
+	}
+	return out
 }
 
 // pin returns assign, one list per PMD, with every rx queue that
@@ -496,11 +546,90 @@ func (dp *Datapath) pin(assign [][]RxqRef) [][]RxqRef {
 	return out
 }
 
-// unpin forgets where RebalanceRxqs put the queues of port no.
+// pinAffinity adds the queues with affinity to their PMDs' lists, in port
+// then queue order.
+func (dp *Datapath) pinAffinity(assign [][]RxqRef) [][]RxqRef {
+	var refs []RxqRef
+	for r := range dp.affinity {
+		if p := dp.ports[r.Port]; p != nil && r.Queue < p.Dev.NumRxQueues() && dp.hasAffinity(r) {
+			refs = append(refs, r)
+		}
+	}
+	slices.SortFunc(refs, func(a, b RxqRef) int {
+		if a.Port != b.Port {
+			return cmp.Compare(a.Port, b.Port)
+		}
+		return cmp.Compare(a.Queue, b.Queue)
+	})
+	for _, r := range refs {
+		pmd := dp.affinity[r]
+		assign[pmd] = append(assign[pmd], r)
+	}
+	return assign
+}
+
+// SetRxqAffinity pins rx queues of port no to CPUs, as OVS's
+// pmd-rxq-affinity does: each queue in cpus (queue → CPU) is polled by the
+// PMD running on that CPU, which then polls no queue without affinity
+// (unless every PMD has some), and rebalancing leaves both alone. Queues
+// not in cpus are assigned as usual; an empty map clears the port's
+// affinity. The CPUs must be ones PMDs run on (Config.CPUs); the setting
+// lasts until the port is removed.
+func (dp *Datapath) SetRxqAffinity(no uint32, cpus map[int]int) error {
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	p := dp.ports[no]
+	if p == nil {
+		return fmt.Errorf("datapath: no port %d", no)
+	}
+	next := make(map[RxqRef]int, len(cpus))
+	for q, cpu := range cpus {
+		if q < 0 || q >= p.Dev.NumRxQueues() {
+			return fmt.Errorf("datapath: port %d has no rx queue %d (it has %d)", no, q, p.Dev.NumRxQueues())
+		}
+		pmd := slices.Index(dp.cfg.CPUs, cpu)
+		if pmd < 0 || pmd >= len(dp.pmds) {
+			return fmt.Errorf("datapath: no PMD runs on CPU %d (PMD CPUs: %v)", cpu, dp.cfg.CPUs[:min(len(dp.cfg.CPUs), len(dp.pmds))])
+		}
+		next[RxqRef{Port: no, Queue: q}] = pmd
+	}
+	dp.unpin(no)
+	if dp.affinity == nil {
+		dp.affinity = make(map[RxqRef]int)
+	}
+	for r := range next {
+		delete(dp.pinned, r)
+	}
+	maps.Copy(dp.affinity, next)
+	dp.reconfigure()
+	return nil
+}
+
+// RxqAffinity returns the CPUs port no's rx queues are pinned to (queue →
+// CPU); empty without affinity.
+func (dp *Datapath) RxqAffinity(no uint32) map[int]int {
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	out := make(map[int]int)
+	for r, pmd := range dp.affinity {
+		if r.Port == no {
+			out[r.Queue] = dp.cfg.CPUs[pmd]
+		}
+	}
+	return out
+}
+
+// unpin forgets where RebalanceRxqs and SetRxqAffinity put the queues of
+// port no.
 func (dp *Datapath) unpin(no uint32) {
 	for r := range dp.pinned {
 		if r.Port == no {
 			delete(dp.pinned, r)
+		}
+	}
+	for r := range dp.affinity {
+		if r.Port == no {
+			delete(dp.affinity, r)
 		}
 	}
 }

@@ -156,13 +156,21 @@ func (dp *Datapath) RebalanceRxqs() (moved int, err error) {
 		return 0
 	})
 	next := make([]uint64, len(dp.pmds))
+	sh := dp.shared()
 	for i := range qs {
 		q := &qs[i]
+		if dp.hasAffinity(q.ref) {
+			next[q.from] += q.load // stays: its PMD is not a target
+			continue
+		}
 		if q.load == 0 {
 			continue // adds nothing anywhere: moving it would only disturb
 		}
 		best := q.from
-		for pmd := range next {
+		if !slices.Contains(sh, best) {
+			best = sh[0]
+		}
+		for _, pmd := range sh {
 			if next[pmd] < next[best] {
 				best = pmd
 			}
@@ -177,6 +185,9 @@ func (dp *Datapath) RebalanceRxqs() (moved int, err error) {
 		dp.pinned = make(map[RxqRef]int)
 	}
 	for _, q := range qs {
+		if dp.hasAffinity(q.ref) {
+			continue
+		}
 		dp.pinned[q.ref] = q.to
 		if q.to != q.from {
 			moved++

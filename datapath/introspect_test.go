@@ -682,3 +682,86 @@ func TestArmOnlyBeforeSleep(t *testing.T) {
 		}
 	}
 }
+
+// TestRxqAffinity: queues pinned to a CPU go to the PMD on it, which then
+// polls nothing else (unless every PMD has pinned queues); rebalancing
+// moves neither; bad CPUs and queues are refused without a change; a
+// removed port's affinity is forgotten; an empty map clears it.
+func TestRxqAffinity(t *testing.T) {
+	clk := &fakeClock{ns: 1}
+	rules := &RuleTable{}
+	dp, _ := New(Config{Manual: true, NumPMDs: 3, CPUs: []int{4, 5, 6}, Clock: clk.now, Upcall: rules})
+	defer dp.Close()
+	rules.Invalidate = dp.InvalidateFlows
+	in := &costPort{Port: ring.New("in", 4, 1, 256), clk: clk, cost: []int64{1000, 2000, 3000, 4000}}
+	dp.AddPort(1, in)
+	dp.AddPort(2, ring.New("b", 2, 3, 256))
+	rules.Add(inPortRule(1, 1, 2))
+	if err := dp.SetRxqAffinity(1, map[int]int{3: 5}); err != nil {
+		t.Fatal(err)
+	}
+	// PMD 1 (CPU 5) has queue 1/3 only; the five other queues round-robin
+	// over PMDs 0 and 2.
+	want := [][]RxqRef{{{1, 0}, {1, 2}, {2, 1}}, {{1, 3}}, {{1, 1}, {2, 0}}}
+	if a := dp.RxqAssignment(); !slices.EqualFunc(a, want, slices.Equal) {
+		t.Fatalf("assignment %v, want %v", a, want)
+	}
+	for _, bad := range []map[int]int{{0: 7}, {9: 4}, {-1: 4}} {
+		if err := dp.SetRxqAffinity(1, bad); err == nil {
+			t.Errorf("affinity %v accepted", bad)
+		}
+	}
+	if err := dp.SetRxqAffinity(9, map[int]int{0: 4}); err == nil {
+		t.Error("affinity for a missing port accepted")
+	}
+	if a := dp.RxqAssignment(); !slices.EqualFunc(a, want, slices.Equal) {
+		t.Fatalf("a refused affinity changed the assignment: %v", a)
+	}
+	if got := dp.RxqAffinity(1); len(got) != 1 || got[3] != 5 {
+		t.Fatalf("RxqAffinity(1) = %v", got)
+	}
+
+	// Traffic on every queue of port 1, then a rebalance: queue 3 stays on
+	// PMD 1 and nothing else moves there.
+	for q := 0; q < 4; q++ {
+		for i := 0; i < 10; i++ {
+			in.Inject(q, udpFrame(1, 2, 3, 4, uint32(i)))
+		}
+	}
+	for _, p := range dp.PMDs() {
+		p.PollOnce()
+		p.PollOnce()
+	}
+	if _, err := dp.RebalanceRxqs(); err != nil {
+		t.Fatal(err)
+	}
+	if a := dp.RxqAssignment(); !slices.Equal(a[1], []RxqRef{{1, 3}}) {
+		t.Fatalf("after rebalance PMD 1 polls %v, want only 1/3", a[1])
+	}
+
+	// Every PMD isolated: unpinned queues are still polled, by all.
+	if err := dp.SetRxqAffinity(2, map[int]int{0: 4, 1: 6}); err != nil {
+		t.Fatal(err)
+	}
+	polled := 0
+	for _, rs := range dp.RxqAssignment() {
+		polled += len(rs)
+	}
+	if polled != 6 {
+		t.Fatalf("with every PMD isolated %d of 6 queues polled: %v", polled, dp.RxqAssignment())
+	}
+
+	// Clearing and removing.
+	if err := dp.SetRxqAffinity(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := dp.RxqAffinity(1); len(got) != 0 {
+		t.Fatalf("after clearing: %v", got)
+	}
+	dp.RemovePort(2)
+	dp.AddPort(2, ring.New("b2", 2, 3, 256))
+	if got := dp.RxqAffinity(2); len(got) != 0 {
+		t.Fatalf("a re-added port kept its affinity: %v", got)
+	}
+	checkNoLeaks(t, dp)
+}
