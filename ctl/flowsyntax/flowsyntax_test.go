@@ -43,6 +43,19 @@ var corpus = []string{
 	"metadata=0x10/0xff,actions=output:9",
 	"priority=0,actions=NORMAL",
 	"check_overlap,reset_counts,in_port=LOCAL,actions=output:1",
+	// mod_vlan_vid and mod_vlan_pcp push a tag unless one is known present.
+	"in_port=1,actions=mod_vlan_vid:5,output:2",
+	"in_port=1,dl_vlan=3,actions=mod_vlan_vid:5,output:2",
+	"dl_vlan_pcp=3,actions=mod_vlan_vid:5,output:2",
+	"vlan_tci=0x1000/0x1000,actions=mod_vlan_pcp:5,output:2",
+	"dl_vlan=0xffff,actions=mod_vlan_vid:5,output:1",
+	"vlan_tci=0,actions=mod_vlan_vid:5,output:1",
+	"actions=mod_vlan_pcp:3,mod_vlan_vid:5,output:1",
+	"actions=push_vlan:0x88a8,mod_vlan_vid:5,output:1",
+	"dl_vlan=3,actions=pop_vlan,mod_vlan_vid:5,output:1",
+	"dl_vlan=3,actions=push_vlan:0x8100,pop_vlan,mod_vlan_pcp:5,output:1",
+	"actions=mod_vlan_vid:5,output:2,write_actions(mod_vlan_vid:6,output:3)",
+	"actions=write_actions(mod_vlan_pcp:6,output:3)",
 	// Beyond what is compared with ovs-ofctl.
 	"table=2,priority=65535,cookie=0xffffffffffffffff,actions=drop",
 	"ip,nw_dst=1.2.3.4,actions=meter:2,mod_nw_ttl:3,clear_actions,write_actions(group:1,output:2),write_metadata:0x1,goto_table:9",
@@ -64,7 +77,7 @@ var corpus = []string{
 	"actions=output:4294967039",
 }
 
-const ovsComparable = 41
+const ovsComparable = 53
 
 func encode(t testing.TB, fm *ofpwire.FlowMod) []byte {
 	t.Helper()
@@ -468,5 +481,86 @@ func TestDumpAgainstOVS(t *testing.T) {
 		if !bytes.Equal(encode(t, mods[i]), encode(t, back)) {
 			t.Errorf("ovs-ofctl's dump line %q parses to a different flow than %q", l, corpus[i])
 		}
+	}
+}
+
+// actionNames prints an action list compactly for comparisons.
+func actionNames(acts []ofpwire.Action) string {
+	var out []string
+	for _, a := range acts {
+		out = append(out, formatAction(a))
+	}
+	return strings.Join(out, ",")
+}
+
+// TestModVLANPush checks when mod_vlan_vid and mod_vlan_pcp put a push_vlan
+// before their set-field: only where the packet may be untagged at that
+// point of the list, judged from the match and the pushes and pops before.
+func TestModVLANPush(t *testing.T) {
+	const push = "push_vlan:0x8100,"
+	cases := []struct{ flow, apply, write string }{
+		{"actions=mod_vlan_vid:5", push + "set_field:4101->vlan_vid", ""},
+		{"actions=mod_vlan_pcp:5", push + "set_field:5->vlan_pcp", ""},
+		{"dl_vlan=3,actions=mod_vlan_vid:5", "set_field:4101->vlan_vid", ""},
+		{"vlan_tci=0x1000/0x1000,actions=mod_vlan_pcp:2", "set_field:2->vlan_pcp", ""},
+		{"dl_vlan_pcp=1,actions=mod_vlan_pcp:2", "set_field:2->vlan_pcp", ""},
+		// Matching "no tag" is no tag.
+		{"dl_vlan=0xffff,actions=mod_vlan_pcp:2", push + "set_field:2->vlan_pcp", ""},
+		// One push serves every later rewrite, until a pop.
+		{"actions=mod_vlan_vid:5,mod_vlan_pcp:1,output:1,mod_vlan_vid:6",
+			push + "set_field:4101->vlan_vid,set_field:1->vlan_pcp,output:1,set_field:4102->vlan_vid", ""},
+		{"actions=push_vlan:0x88a8,mod_vlan_vid:5", "push_vlan:0x88a8,set_field:4101->vlan_vid", ""},
+		{"actions=mod_vlan_vid:5,pop_vlan,mod_vlan_vid:6",
+			push + "set_field:4101->vlan_vid,pop_vlan," + push + "set_field:4102->vlan_vid", ""},
+		// A pop of the matched tag leaves a packet not known to be tagged;
+		// a push then a pop leaves the matched tag.
+		{"dl_vlan=3,actions=pop_vlan,mod_vlan_vid:5", "pop_vlan," + push + "set_field:4101->vlan_vid", ""},
+		{"dl_vlan=3,actions=push_vlan:0x8100,pop_vlan,mod_vlan_vid:5", push + "pop_vlan,set_field:4101->vlan_vid", ""},
+		// The action set starts from what the apply actions leave.
+		{"actions=mod_vlan_vid:5,write_actions(mod_vlan_vid:6)", push + "set_field:4101->vlan_vid", "set_field:4102->vlan_vid"},
+		{"actions=write_actions(mod_vlan_vid:6)", "", push + "set_field:4102->vlan_vid"},
+		{"actions=pop_vlan,write_actions(mod_vlan_vid:6)", "pop_vlan", push + "set_field:4102->vlan_vid"},
+	}
+	for _, c := range cases {
+		fm, err := ParseFlow(c.flow, Add)
+		if err != nil {
+			t.Fatalf("%q: %v", c.flow, err)
+		}
+		var apply, write string
+		for _, in := range fm.Instructions {
+			switch in := in.(type) {
+			case *ofpwire.InstrApplyActions:
+				apply = actionNames(in.Actions)
+			case *ofpwire.InstrWriteActions:
+				write = actionNames(in.Actions)
+			}
+		}
+		if apply != c.apply || write != c.write {
+			t.Errorf("%q:\n apply %q, write %q\n want  %q, write %q", c.flow, apply, write, c.apply, c.write)
+		}
+	}
+
+	// Buckets and packet-outs have no match: each list starts untagged.
+	gm, err := ParseGroup("group_id=1,type=all,bucket=mod_vlan_vid:5,mod_vlan_pcp:3,output:2,bucket=mod_vlan_pcp:4,output:3,bucket=push_vlan:0x8100,mod_vlan_vid:7,output:4",
+		ofp.GroupAdd, ParseFlowOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBuckets := []string{
+		push + "set_field:4101->vlan_vid,set_field:3->vlan_pcp,output:2",
+		push + "set_field:4->vlan_pcp,output:3",
+		push + "set_field:4103->vlan_vid,output:4",
+	}
+	for i, b := range gm.Buckets {
+		if got := actionNames(b.Actions); got != wantBuckets[i] {
+			t.Errorf("bucket %d: %q, want %q", i, got, wantBuckets[i])
+		}
+	}
+	po, err := ParsePacketOut("in_port=1 packet=ffffffffffff000000000001080045 actions=mod_vlan_vid:9,output:2", ParseFlowOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := actionNames(po.Actions), push+"set_field:4105->vlan_vid,output:2"; got != want {
+		t.Errorf("packet-out actions %q, want %q", got, want)
 	}
 }

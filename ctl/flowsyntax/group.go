@@ -209,11 +209,12 @@ func parseBucket(s string, typ ofp.GroupType, ports portResolver) (ofpwire.Bucke
 	if len(actToks) == 1 && strings.EqualFold(actToks[0], "drop") {
 		return b, nil
 	}
+	ac := newActionContext(ofpwire.Match{})
 	for _, tok := range actToks {
 		if strings.EqualFold(tok, "drop") {
 			return b, fmt.Errorf("drop must be the only action")
 		}
-		a, err := parseAction(tok, ofpwire.Match{}, ports)
+		a, err := parseAction(tok, ac, ports)
 		if err != nil {
 			return b, err
 		}

@@ -20,6 +20,7 @@ var groupCorpus = []string{
 	"group_id=5,type=all,bucket=output:1,bucket=output:2,bucket=actions=drop",
 	"group_id=6,type=select,bucket=weight=3,output:LOCAL,bucket=mod_dl_dst:00:00:00:00:00:07,output:4",
 	"group_id=7 type=all bucket=actions=group:1",
+	"group_id=8,type=all,bucket=mod_vlan_vid:5,output:2,bucket=mod_vlan_pcp:3,output:3",
 }
 
 func encodeMsg(t testing.TB, m ofpwire.Message) []byte {

@@ -84,8 +84,9 @@ func parsePacketOut(s string, ports portResolver) (*ofpwire.PacketOut, error) {
 	if len(atoks) == 1 && strings.EqualFold(atoks[0], "drop") {
 		return po, nil
 	}
+	ac := newActionContext(ofpwire.Match{})
 	for _, tok := range atoks {
-		a, err := parseAction(tok, ofpwire.Match{}, ports)
+		a, err := parseAction(tok, ac, ports)
 		if err != nil {
 			return nil, err
 		}

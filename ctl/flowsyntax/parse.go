@@ -355,7 +355,8 @@ const (
 var phaseNames = [...]string{"meter", "apply_actions", "clear_actions", "write_actions", "write_metadata", "goto_table"}
 
 // parseInstructions reads the text after "actions=". m is the flow's match,
-// which decides what mod_tp_src rewrites.
+// which decides what mod_tp_src rewrites and whether mod_vlan_vid pushes a
+// tag.
 func parseInstructions(s string, m ofpwire.Match, ports portResolver) ([]ofpwire.Instruction, error) {
 	toks, err := splitTop(s)
 	if err != nil {
@@ -366,6 +367,7 @@ func parseInstructions(s string, m ofpwire.Match, ports portResolver) ([]ofpwire
 		apply  []ofpwire.Action
 		last   = -1
 		dropOK = len(toks) == 1
+		ac     = newActionContext(m)
 	)
 	enter := func(p int, tok string) error {
 		if p < last || p == last && p != phaseApply {
@@ -411,8 +413,9 @@ func parseInstructions(s string, m ofpwire.Match, ports portResolver) ([]ofpwire
 				return nil, err
 			}
 			var acts []ofpwire.Action
+			wac := *ac // the action set starts from what the apply actions leave
 			for _, st := range sub {
-				a, err := parseAction(st, m, ports)
+				a, err := parseAction(st, &wac, ports)
 				if err != nil {
 					return nil, err
 				}
@@ -448,7 +451,7 @@ func parseInstructions(s string, m ofpwire.Match, ports portResolver) ([]ofpwire
 			}
 			ins[phaseGoto] = &ofpwire.InstrGotoTable{TableID: uint8(v)}
 		default:
-			a, err := parseAction(tok, m, ports)
+			a, err := parseAction(tok, ac, ports)
 			if err != nil {
 				return nil, err
 			}
@@ -501,9 +504,58 @@ func setField(f ofp.XMType, v uint64) ofpwire.Action {
 	return &ofpwire.ActionSetField{Field: ofpwire.OXMUint(f, v)}
 }
 
+// actionContext is what an action list knows of the packets it will act on,
+// at the point of the list being parsed: the flow's match, and whether the
+// packet has a VLAN tag there. ovs-ofctl keeps the same state to decide
+// whether mod_vlan_vid and mod_vlan_pcp need to push a tag before setting
+// its field in OpenFlow 1.1 and later, where a set-field on a missing tag
+// does nothing.
+type actionContext struct {
+	match ofpwire.Match
+	// matchTagged: the match requires the outermost tag to be present
+	// (a VLAN_VID value with OFPVID_PRESENT); cleared when a pop removes it.
+	matchTagged bool
+	// pushed counts the tags pushed so far and not popped again.
+	pushed int
+}
+
+// newActionContext starts an action list for packets that match m. Group
+// buckets and packet-outs have no match and start from an empty one, so
+// their first mod_vlan_vid pushes a tag, as with ovs-ofctl. (ovs-ofctl
+// does not track the tags there at all and pushes before every mod_vlan_*,
+// even after a push_vlan or an earlier mod_vlan_*; stacking tags the text
+// never asked for is not copied.)
+func newActionContext(m ofpwire.Match) *actionContext {
+	vid, ok := m.Field(ofp.XMTypeVlanID)
+	return &actionContext{match: m, matchTagged: ok && vid.Uint()&uint64(ofpwire.VIDPresent) != 0}
+}
+
+func (ac *actionContext) tagged() bool { return ac.pushed > 0 || ac.matchTagged }
+
+func (ac *actionContext) popTag() {
+	if ac.pushed > 0 {
+		ac.pushed--
+	} else {
+		ac.matchTagged = false // what lies below is not known: treat as untagged
+	}
+}
+
+// modVLAN is the OpenFlow 1.3 form of mod_vlan_vid and mod_vlan_pcp: a
+// set-field, preceded by a push of an 802.1Q tag when the packet may have
+// none at this point (what ovs-ofctl sends; a bare set-field would leave
+// untagged packets untagged).
+func (ac *actionContext) modVLAN(set ofpwire.Action) []ofpwire.Action {
+	if ac.tagged() {
+		return []ofpwire.Action{set}
+	}
+	ac.pushed++
+	return []ofpwire.Action{&ofpwire.ActionPushVLAN{EtherType: 0x8100}, set}
+}
+
 // parseAction reads one action of an action list; the old-style rewrites
-// become the set-field actions OpenFlow 1.3 has in their place.
-func parseAction(tok string, m ofpwire.Match, ports portResolver) ([]ofpwire.Action, error) {
+// become the set-field actions OpenFlow 1.3 has in their place. ac is
+// updated with the action's effect on the VLAN tags.
+func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.Action, error) {
 	one := func(a ofpwire.Action) ([]ofpwire.Action, error) { return []ofpwire.Action{a}, nil }
 	name, arg, hasArg := cutArg(tok)
 	noArg := func() error {
@@ -571,6 +623,7 @@ func parseAction(tok string, m ofpwire.Match, ports portResolver) ([]ofpwire.Act
 			if v != 0x8100 && v != 0x88a8 {
 				return nil, fmt.Errorf("push_vlan: ethertype %#x is not 0x8100 or 0x88a8", v)
 			}
+			ac.pushed++
 			return one(&ofpwire.ActionPushVLAN{EtherType: uint16(v)})
 		case "push_mpls":
 			if v != 0x8847 && v != 0x8848 {
@@ -583,6 +636,7 @@ func parseAction(tok string, m ofpwire.Match, ports portResolver) ([]ofpwire.Act
 		if err := noArg(); err != nil {
 			return nil, err
 		}
+		ac.popTag()
 		return one(&ofpwire.ActionPopVLAN{})
 	case "dec_ttl", "dec_mpls_ttl", "copy_ttl_in", "copy_ttl_out":
 		if err := noArg(); err != nil {
@@ -617,13 +671,13 @@ func parseAction(tok string, m ofpwire.Match, ports portResolver) ([]ofpwire.Act
 		if err != nil {
 			return nil, err
 		}
-		return one(setField(ofp.XMTypeVlanID, v|uint64(ofpwire.VIDPresent)))
+		return ac.modVLAN(setField(ofp.XMTypeVlanID, v|uint64(ofpwire.VIDPresent))), nil
 	case "mod_vlan_pcp":
 		v, err := parseNum(name, arg, 3)
 		if err != nil {
 			return nil, err
 		}
-		return one(setField(ofp.XMTypeVlanPCP, v))
+		return ac.modVLAN(setField(ofp.XMTypeVlanPCP, v)), nil
 	case "mod_nw_tos":
 		v, err := parseNum(name, arg, 8)
 		if err != nil {
@@ -646,7 +700,7 @@ func parseAction(tok string, m ofpwire.Match, ports portResolver) ([]ofpwire.Act
 		if err != nil {
 			return nil, err
 		}
-		proto, _ := m.Field(ofp.XMTypeIPProto)
+		proto, _ := ac.match.Field(ofp.XMTypeIPProto)
 		var src, dst ofp.XMType
 		switch {
 		case proto.Value != nil && proto.Uint() == 6:

@@ -407,6 +407,12 @@ func Parse(s string) (Match, error) {
 			}
 		case "vlan_tci":
 			err = parseMaskedUint(val, 16, func(v, m uint64) error {
+				if m&0x1000 != 0 && v&0x1000 == 0 {
+					// No tag (vlan_tci=0 is the usual way to say it):
+					// OpenFlow 1.3 has no PCP without a tag, and
+					// ovs-ofctl drops those bits too.
+					v, m = v&^0xe000, m&^0xe000
+				}
 				switch m & 0xe000 {
 				case 0:
 				case 0xe000:
@@ -470,27 +476,18 @@ func Parse(s string) (Match, error) {
 	if eth == ethARP && fs[ofp.XMTypeIPProto].set {
 		fs[ofp.XMTypeARPOpcode], fs[ofp.XMTypeIPProto] = fs[ofp.XMTypeIPProto], field{}
 	}
-	var src, dst, typ, code ofp.XMType = 255, 255, 255, 255
-	switch proto {
-	case protoTCP:
-		src, dst = ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst
-	case protoUDP:
-		src, dst = ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst
-	case protoSCTP:
-		src, dst = ofp.XMTypeSCTPSrc, ofp.XMTypeSCTPDst
-	case protoICMP:
-		typ, code = ofp.XMTypeICMPv4Type, ofp.XMTypeICMPv4Code
-	case protoICMPv6:
-		typ, code = ofp.XMTypeICMPv6Type, ofp.XMTypeICMPv6Code
-	}
+	// tp_* name ports, icmp_* ICMP's type and code, as String prints them.
+	src, dst, hasTp := transportFields(proto)
+	icmp := proto == protoICMP || proto == protoICMPv6
 	for _, d := range []struct {
-		f  *field
-		to ofp.XMType
-	}{{tpSrc, src}, {tpDst, dst}, {icmpType, typ}, {icmpCode, code}} {
+		f   *field
+		to  ofp.XMType
+		fit bool
+	}{{tpSrc, src, hasTp && !icmp}, {tpDst, dst, hasTp && !icmp}, {icmpType, src, icmp}, {icmpCode, dst, icmp}} {
 		if !d.f.set {
 			continue
 		}
-		if d.to == 255 {
+		if !d.fit {
 			return Match{}, errors.New("ofmatch: transport field without a protocol that has it")
 		}
 		fs[d.to] = *d.f

@@ -38,6 +38,7 @@ var ovsCases = []struct{ flow, ovs string }{
 	{"in_port=1,dl_vlan=10,tcp,nw_src=198.18.0.0/16,tp_dst=80,metadata=0x5/0xff",
 		"tcp,metadata=0x5/0xff,in_port=1,dl_vlan=10,nw_src=198.18.0.0/16,tp_dst=80"},
 	{"vlan_tci=0x0000/0x1fff", "vlan_tci=0x0000/0x1fff"},
+	{"vlan_tci=0", "vlan_tci=0x0000/0x1fff"},
 	{"vlan_tci=0x1000/0x1000,dl_vlan_pcp=3", "dl_vlan_pcp=3"},
 	{"vlan_tci=0x1000/0x1000", "vlan_tci=0x1000/0x1000"},
 	{"vlan_vid=0x1005/0x1fff", "dl_vlan=5"},
@@ -144,6 +145,8 @@ func TestParseErrors(t *testing.T) {
 	// Equivalent spellings.
 	for _, c := range [][2]string{
 		{"dl_vlan=0xffff", "vlan_tci=0x0000/0x1fff"},
+		{"vlan_tci=0", "dl_vlan=0xffff"},
+		{"vlan_tci=0x2000/0xf000", "vlan_tci=0x0000/0x1000"}, // no tag: PCP bits dropped
 		{"dl_vlan_pcp=3,dl_vlan=7", "vlan_tci=0x7007"},
 		{"arp,nw_proto=2", "arp,arp_op=2"},
 		{"nw_proto=2,arp", "arp,arp_op=2"},

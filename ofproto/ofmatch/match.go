@@ -66,6 +66,25 @@ const (
 	protoSCTP   = 132
 )
 
+// transportFields returns the OXM fields that hold the key's TpSrc and
+// TpDst under IP protocol proto (ports, or ICMP type and code), ok false
+// when the protocol has none. ToOXM and Parse both go by it.
+func transportFields(proto int) (src, dst ofp.XMType, ok bool) {
+	switch proto {
+	case protoTCP:
+		return ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst, true
+	case protoUDP:
+		return ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst, true
+	case protoSCTP:
+		return ofp.XMTypeSCTPSrc, ofp.XMTypeSCTPDst, true
+	case protoICMP:
+		return ofp.XMTypeICMPv4Type, ofp.XMTypeICMPv4Code, true
+	case protoICMPv6:
+		return ofp.XMTypeICMPv6Type, ofp.XMTypeICMPv6Code, true
+	}
+	return 0, 0, false
+}
+
 // validBits restricts fields narrower than their OXM payload (the same table
 // ofpwire's decoder applies; FromOXM also accepts matches built in memory).
 var validBits = [ofpwire.NumBasicFields]uint64{
@@ -267,6 +286,18 @@ func oxmIPv6(fs []ofpwire.OXM, f ofp.XMType, v, vm [16]byte) []ofpwire.OXM {
 	return append(fs, ofpwire.NewMaskedOXM(f, v[:], vm[:]))
 }
 
+// appendTransport appends the key's TpSrc and TpDst, where matched, as the
+// exact fields src and dst.
+func appendTransport(fs []ofpwire.OXM, k, mk *flow.Key, src, dst ofp.XMType) []ofpwire.OXM {
+	if mk.TpSrc != 0 {
+		fs = append(fs, ofpwire.OXMUint(src, uint64(k.TpSrc)))
+	}
+	if mk.TpDst != 0 {
+		fs = append(fs, ofpwire.OXMUint(dst, uint64(k.TpDst)))
+	}
+	return fs
+}
+
 var allOnes16 = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 
 // ToOXM returns the shortest OXM list with the meaning of m, fields in the
@@ -324,24 +355,11 @@ func ToOXM(m *Match) ofpwire.Match {
 			fs = oxmUint(fs, ofp.XMTypeIPv4Dst, uint64(k.IPv4Dst), uint64(mk.IPv4Dst), 0xffffffff)
 		}
 	}
-	var src, dst ofp.XMType
-	switch proto {
-	case protoTCP:
-		src, dst = ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst
-	case protoUDP:
-		src, dst = ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst
-	case protoSCTP:
-		src, dst = ofp.XMTypeSCTPSrc, ofp.XMTypeSCTPDst
-	case protoICMP:
-		src, dst = ofp.XMTypeICMPv4Type, ofp.XMTypeICMPv4Code
-	}
-	if src != 0 {
-		if mk.TpSrc != 0 {
-			fs = append(fs, ofpwire.OXMUint(src, uint64(k.TpSrc)))
-		}
-		if mk.TpDst != 0 {
-			fs = append(fs, ofpwire.OXMUint(dst, uint64(k.TpDst)))
-		}
+	// Transport fields go where their OXM numbers put them: ICMPv6's
+	// after the IPv6 fields, the others here.
+	tpSrc, tpDst, hasTp := transportFields(proto)
+	if hasTp && proto != protoICMPv6 {
+		fs = appendTransport(fs, k, mk, tpSrc, tpDst)
 	}
 	if eth == ethARP {
 		if mk.NwProto != 0 {
@@ -372,12 +390,7 @@ func ToOXM(m *Match) ofpwire.Match {
 		}
 	}
 	if proto == protoICMPv6 {
-		if mk.TpSrc != 0 {
-			fs = append(fs, ofpwire.OXMUint(ofp.XMTypeICMPv6Type, uint64(k.TpSrc)))
-		}
-		if mk.TpDst != 0 {
-			fs = append(fs, ofpwire.OXMUint(ofp.XMTypeICMPv6Code, uint64(k.TpDst)))
-		}
+		fs = appendTransport(fs, k, mk, tpSrc, tpDst)
 	}
 	if mk.NDTarget != ([16]byte{}) {
 		fs = oxmIPv6(fs, ofp.XMTypeIPv6NDTarget, k.NDTarget, mk.NDTarget)

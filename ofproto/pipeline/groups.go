@@ -13,13 +13,23 @@ import (
 )
 
 // Group chaining: buckets may forward to other groups (a GROUP action) and
-// fast-failover buckets may watch other groups. Both are supported, and
-// every GROUP_MOD is checked so that the graph of those references stays
-// acyclic (OFPGMFC_LOOP otherwise); a bucket naming a group that does not
-// exist is refused with OFPBAC_BAD_OUT_GROUP (watching one with
-// OFPGMFC_BAD_WATCH), and a group another group still refers to cannot be
-// deleted on its own (OFPGMFC_CHAINED_GROUP). That is what the
-// CHAINING and CHAINING_CHECKS capabilities promise.
+// fast-failover and select buckets may watch other groups. Both are
+// supported, and every GROUP_MOD is checked so that the graph of those
+// references stays acyclic (OFPGMFC_LOOP otherwise). Forwarding is held to
+// the CHAINING_CHECKS promise: a GROUP action to a group that does not
+// exist is refused (OFPBAC_BAD_OUT_GROUP), and a group another group
+// forwards to cannot be deleted on its own (OFPGMFC_CHAINED_GROUP, which
+// the spec defines for forwarding only).
+//
+// A watch is only a liveness test, as in Open vSwitch: a bucket watching a
+// group that does not exist is not live. So a group that is only watched
+// can be deleted; its watchers keep the watch_group id (GROUP_DESC shows
+// it) and those buckets stay dead until a group of that id is added again,
+// which they then watch (the loop check covers that ADD, since it follows
+// watches by id). For the same reason an ADD or MODIFY may watch a group
+// that does not exist yet: the table's own GROUP_DESC, which may hold such
+// dangling watches after a delete, must load back into an empty table
+// (snapshots are restored that way).
 
 // Bucket is one bucket of an installed group: its OpenFlow description and
 // the counters the datapath adds to (atomically, without any lock).
@@ -191,13 +201,14 @@ func gmErr(code uint16) error {
 //	INDIRECT without exactly 1 bucket  GROUP_MOD_FAILED/INVALID_GROUP
 //	weight on a non-SELECT bucket      GROUP_MOD_FAILED/BAD_BUCKET
 //	FF bucket watching nothing         GROUP_MOD_FAILED/BAD_WATCH
-//	watching an unknown group          GROUP_MOD_FAILED/BAD_WATCH
 //	GROUP action to an unknown group   BAD_ACTION/BAD_OUT_GROUP
 //	reference cycle                    GROUP_MOD_FAILED/LOOP
-//	deleting a group another uses      GROUP_MOD_FAILED/CHAINED_GROUP
+//	deleting a group another forwards  GROUP_MOD_FAILED/CHAINED_GROUP
+//	  to (watching it is no obstacle)
 //	too many groups / buckets          GROUP_MOD_FAILED/OUT_OF_GROUPS, OUT_OF_BUCKETS
 //
-// Deleting a group that does not exist is not an error.
+// Deleting a group that does not exist is not an error, nor is watching one
+// (the bucket is not live).
 func (t *GroupTable) ApplyGroupMod(gm *ofpwire.GroupMod, now time.Time) (deleted []ofp.Group, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -268,13 +279,6 @@ func (t *GroupTable) checkBuckets(gm *ofpwire.GroupMod) error {
 		if gm.Type == ofp.GroupTypeFastFailover && b.WatchPort == ofp.PortAny && b.WatchGroup == ofp.GroupAny {
 			return gmErr(ofpwire.GMFCBadWatch)
 		}
-		// ALL and INDIRECT buckets ignore their watch fields (the spec
-		// makes them meaningful for FF, and SELECT may use liveness).
-		if (gm.Type == ofp.GroupTypeFastFailover || gm.Type == ofp.GroupTypeSelect) && b.WatchGroup != ofp.GroupAny {
-			if b.WatchGroup != gm.GroupID && t.groups[b.WatchGroup] == nil {
-				return gmErr(ofpwire.GMFCBadWatch)
-			}
-		}
 		for _, a := range b.Actions {
 			if ga, ok := a.(*ofpwire.ActionGroup); ok {
 				if ga.Group != gm.GroupID && t.groups[ga.Group] == nil {
@@ -304,6 +308,9 @@ func refsOf(typ ofp.GroupType, bs []ofpwire.Bucket, f func(ofp.Group) bool) bool
 	return false
 }
 
+// stateRefs is refsOf for an installed group. ALL and INDIRECT buckets
+// ignore their watch fields (the spec makes them meaningful for FF, and
+// SELECT may use liveness), so those are no references.
 func stateRefs(st *groupState, f func(ofp.Group) bool) bool {
 	for i := range st.buckets {
 		b := &st.buckets[i]
@@ -314,6 +321,18 @@ func stateRefs(st *groupState, f func(ofp.Group) bool) bool {
 		}
 		for _, a := range b.Actions {
 			if ga, ok := a.(*ofpwire.ActionGroup); ok && f(ga.Group) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// forwardsTo reports whether a bucket of st has a GROUP action to id.
+func forwardsTo(st *groupState, id ofp.Group) bool {
+	for i := range st.buckets {
+		for _, a := range st.buckets[i].Actions {
+			if ga, ok := a.(*ofpwire.ActionGroup); ok && ga.Group == id {
 				return true
 			}
 		}
@@ -364,10 +383,7 @@ func (t *GroupTable) deleteLocked(id ofp.Group) ([]ofp.Group, error) {
 		return nil, nil
 	}
 	for gid, g := range t.groups {
-		if gid == id {
-			continue
-		}
-		if stateRefs(g.state.Load(), func(r ofp.Group) bool { return r == id }) {
+		if gid != id && forwardsTo(g.state.Load(), id) {
 			return nil, gmErr(ofpwire.GMFCChainedGroup)
 		}
 	}
@@ -377,8 +393,9 @@ func (t *GroupTable) deleteLocked(id ofp.Group) ([]ofp.Group, error) {
 }
 
 // Live reports whether bucket b is live: its watched port (if any) is up
-// per portLive, and its watched group (if any) has a live bucket. For
-// buckets of ALL and INDIRECT groups, which watch nothing, it is true.
+// per portLive, and its watched group (if any) exists and has a live
+// bucket. For buckets of ALL and INDIRECT groups, which watch nothing, it
+// is true.
 func (t *GroupTable) Live(b *Bucket, portLive func(port uint32) bool) bool {
 	return t.live(b, portLive, 0)
 }

@@ -1,0 +1,40 @@
+package ofmatch
+
+import "testing"
+
+// benchMatches cover each transport mapping (ports, ICMPv4, ICMPv6, none).
+var benchMatches = []string{
+	"tcp,in_port=1,nw_src=10.0.0.0/8,tp_src=1000,tp_dst=80",
+	"udp6,ipv6_dst=2001:db8::1,tp_dst=53",
+	"icmp,icmp_type=8,icmp_code=0",
+	"icmp6,icmp_type=135,nd_target=fe80::1",
+	"arp,arp_op=1,arp_tpa=10.0.0.1",
+}
+
+// BenchmarkParse measures reading the text form of a match.
+func BenchmarkParse(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := Parse(benchMatches[i%len(benchMatches)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkToOXM measures converting a match to OXM, as flow dumps do.
+func BenchmarkToOXM(b *testing.B) {
+	ms := make([]Match, len(benchMatches))
+	for i, s := range benchMatches {
+		m, err := Parse(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ms[i] = m
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if len(ToOXM(&ms[i%len(ms)]).Fields) == 0 {
+			b.Fatal("empty")
+		}
+	}
+}
