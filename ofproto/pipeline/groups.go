@@ -392,28 +392,28 @@ func (t *GroupTable) deleteLocked(id ofp.Group) ([]ofp.Group, error) {
 	return []ofp.Group{id}, nil
 }
 
-// Live reports whether bucket b is live: its watched port (if any) is up
-// per portLive, and its watched group (if any) exists and has a live
-// bucket. For buckets of ALL and INDIRECT groups, which watch nothing, it
-// is true.
+// Live reports whether bucket b is live: it watches nothing (as the
+// buckets of ALL and INDIRECT groups), or its watched port is up per
+// portLive, or its watched group exists and has a live bucket. Either
+// watch is enough, as in Open vSwitch.
 func (t *GroupTable) Live(b *Bucket, portLive func(port uint32) bool) bool {
 	return t.live(b, portLive, 0)
 }
 
 func (t *GroupTable) live(b *Bucket, portLive func(uint32) bool, depth int) bool {
-	if b.watchesPort() && !portLive(uint32(b.WatchPort)) {
-		return false
+	wp, wg := b.watchesPort(), b.watchesGroup()
+	if !wp && !wg {
+		return true
 	}
-	if b.watchesGroup() {
-		if depth >= maxChainDepth {
-			return false
-		}
-		g := t.Get(b.WatchGroup)
-		if g == nil || !t.groupLive(g, portLive, depth+1) {
-			return false
+	if wp && portLive(uint32(b.WatchPort)) {
+		return true
+	}
+	if wg && depth < maxChainDepth {
+		if g := t.Get(b.WatchGroup); g != nil && t.groupLive(g, portLive, depth+1) {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // groupLive: a group is live when it has a bucket that is.

@@ -227,6 +227,25 @@ func TestFastFailover(t *testing.T) {
 	if !gt.Live(&bs[0], func(uint32) bool { return true }) || gt.Live(&bs[1], live) {
 		t.Error("Live disagrees with port and group state")
 	}
+
+	// A bucket watching a port and a group is live while either is (as
+	// in Open vSwitch).
+	both := watching(5, out(5))
+	both.WatchGroup = 10
+	mustGroup(t, gt, gadd(2, ofp.GroupTypeFastFailover, both))
+	b := &gt.Get(2).Buckets()[0]
+	for _, tc := range []struct {
+		up   []uint32
+		want bool
+	}{{[]uint32{5, 7}, true}, {[]uint32{5}, true}, {[]uint32{7}, true}, {nil, false}} {
+		clear(up)
+		for _, p := range tc.up {
+			up[p] = true
+		}
+		if got := gt.Live(b, live); got != tc.want {
+			t.Errorf("watching port 5 and group 10, ports up %v: live %v, want %v", tc.up, got, tc.want)
+		}
+	}
 }
 
 func TestGroupStatsDescFeatures(t *testing.T) {
