@@ -279,8 +279,8 @@ func (b *bridge) detach(p *port) {
 }
 
 // portRemoved is the datapath's callback for an interface that vanished:
-// the port stays configured (so it comes back at the next restart or
-// add-port) but no longer runs.
+// the port stays configured but no longer runs, until its interface comes
+// back (ifwatch.go), the next configuration change or a restart.
 func (b *bridge) portRemoved(no uint32, name string) {
 	b.portsMu.Lock()
 	if p := b.byNo[no]; p != nil {
@@ -292,6 +292,9 @@ func (b *bridge) portRemoved(no uint32, name string) {
 		of.PortGone(no)
 	}
 	b.d.log.Warn("interface disappeared; port stopped", "bridge", b.name, "port", name, "ofport", no)
+	// An interface of that name may already be back: its link event may
+	// have come before this removal and been taken for the running port.
+	b.d.ifw.note(name)
 }
 
 // portName maps an OpenFlow port number to its name (metrics labels).

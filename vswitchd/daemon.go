@@ -8,7 +8,9 @@
 // port numbers are the bridge's OpenFlow port numbers. Settings that shape
 // the PMDs (n-pmd, pmd-cpu-mask, flow limits, EMC) rebuild the bridges'
 // datapaths when they change, keeping their flows; tx-flush-interval,
-// pmd-sleep-max, controllers, fail mode and ports change at run time.
+// pmd-sleep-max, controllers, fail mode and ports change at run time. A
+// port whose kernel interface disappears stops, and starts again by itself
+// under the same OpenFlow number when the interface comes back.
 package vswitchd
 
 import (
@@ -92,6 +94,9 @@ type Daemon struct {
 	baseMu    sync.Mutex
 	statsBase map[string]*statsSnapshot
 
+	// ifw follows interfaces that come back for stopped ports (ifwatch.go).
+	ifw *ifWatch
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -117,7 +122,7 @@ func Start(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{opts: opts, log: log, store: store, bridges: map[string]*bridge{},
-		statsBase: map[string]*statsSnapshot{}, stop: make(chan struct{})}
+		statsBase: map[string]*statsSnapshot{}, ifw: newIfWatch(), stop: make(chan struct{})}
 	d.publish()
 	if opts.DefaultBridge != "" && len(store.Get().Bridges) == 0 {
 		if _, err := store.Update(func(c *config.Config) error {
@@ -134,6 +139,9 @@ func Start(opts Options) (*Daemon, error) {
 	d.mu.Lock()
 	d.restore(store.Get())
 	d.mu.Unlock()
+	d.wg.Add(2)
+	go d.watchLinks()
+	go d.reviveLoop()
 
 	d.mgmt = mgmt.NewServer()
 	d.mgmt.Logf = func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...)) }
@@ -182,13 +190,15 @@ func (d *Daemon) restore(c *config.Config) {
 	d.publish()
 }
 
-// publish refreshes the readers' snapshot of the bridges (d.mu held).
+// publish refreshes the readers' snapshot of the bridges and the names of
+// the interfaces the daemon watches for (d.mu held).
 func (d *Daemon) publish() {
 	list := make([]*bridge, 0, len(d.bridges))
 	for _, name := range slices.Sorted(maps.Keys(d.bridges)) {
 		list = append(list, d.bridges[name])
 	}
 	d.view.Store(&list)
+	d.publishWatchedNames()
 }
 
 // bridgeList is the readers' snapshot, sorted by name.
