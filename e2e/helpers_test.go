@@ -106,8 +106,15 @@ func newDaemon(t *testing.T) *daemon {
 	d := &daemon{t: t, bin: vd, vsctlBin: vc, stateDir: t.TempDir(), metrics: freeAddr(t)}
 	t.Cleanup(func() {
 		if d.cmd != nil && d.cmd.ProcessState == nil {
-			d.cmd.Process.Kill()
-			<-d.done
+			// Gracefully, so that it removes what it created (the
+			// bridges' own interfaces persist across a kill).
+			d.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-d.done:
+			case <-time.After(10 * time.Second):
+				d.cmd.Process.Kill()
+				<-d.done
+			}
 		}
 		if t.Failed() && d.log != nil {
 			t.Logf("vswitchd log:\n%s", d.log.String())

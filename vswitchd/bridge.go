@@ -15,11 +15,14 @@ import (
 
 	"vswitch/datapath"
 	"vswitch/netdev"
+	"vswitch/netdev/tap"
 	"vswitch/ofproto"
 	"vswitch/ofproto/normal"
 	"vswitch/ofproto/ofconn"
 	"vswitch/ofproto/ofpwire"
 	"vswitch/vswitchd/config"
+
+	"github.com/vishvananda/netlink"
 )
 
 // bridge is one running bridge: its datapath, its OpenFlow agent and the
@@ -33,6 +36,8 @@ type bridge struct {
 	settings datapathSettings
 	dp       *datapath.Datapath
 	of       *ofproto.Bridge
+	// local is set when the bridge's own interface is its port LOCAL.
+	local bool
 
 	// portsMu guards ports against the readers outside d.mu (metrics,
 	// introspection and the datapath's port-removed callback).
@@ -173,12 +178,47 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 			return nil, err
 		}
 	}
+	b.attachLocal()
 	if err := dp.Start(); err != nil {
 		b.close()
 		return nil, err
 	}
 	b.restoreTables(nb, records)
 	return b, nil
+}
+
+// attachLocal gives the bridge its own interface, a tap named after it, as
+// port LOCAL (OFPP_LOCAL), as Open vSwitch does: the host reaches the
+// bridge through it (ip link set BR up; ip addr add ... dev BR). It starts
+// administratively down and is persistent, so a datapath rebuild or a
+// restart after a crash finds it with the addresses the host gave it;
+// removeLocal deletes it with the bridge or at shutdown. A name taken by
+// another kind of interface leaves the bridge without LOCAL (logged).
+func (b *bridge) attachLocal() {
+	dev, err := tap.New(b.name, tap.Options{Down: true, Persist: true})
+	if err == nil {
+		if err = b.of.AddPortWith(datapath.LocalPort, dev, ofproto.PortOptions{Name: b.name}); err != nil {
+			dev.Close()
+		}
+	}
+	if err != nil {
+		b.d.log.Warn("bridge has no LOCAL port (its own interface)", "bridge", b.name, "err", err)
+		return
+	}
+	b.local = true
+}
+
+// removeLocal deletes the bridge's own interface once the bridge is
+// closed (the datapath closed the tap, which persists).
+func (b *bridge) removeLocal() {
+	if !b.local {
+		return
+	}
+	if l, err := netlink.LinkByName(b.name); err == nil && l.Type() == "tuntap" {
+		if err := netlink.LinkDel(l); err != nil {
+			b.d.log.Warn("bridge interface not removed", "bridge", b.name, "err", err)
+		}
+	}
 }
 
 // restoreTables brings back the saved tables: the snapshot in the store,
@@ -303,6 +343,9 @@ func (b *bridge) portName(no uint32) string {
 	defer b.portsMu.RUnlock()
 	if p := b.byNo[no]; p != nil {
 		return p.cfg.Name
+	}
+	if no == datapath.LocalPort {
+		return b.name
 	}
 	return strconv.FormatUint(uint64(no), 10)
 }

@@ -244,6 +244,7 @@ func (d *Daemon) apply(old, next *config.Config) error {
 	for _, name := range slices.Sorted(maps.Keys(d.bridges)) {
 		if next.Bridges[name] == nil {
 			d.bridges[name].close()
+			d.bridges[name].removeLocal()
 			delete(d.bridges, name)
 			os.Remove(d.journalPath(name))
 			d.log.Info("bridge deleted", "bridge", name)
@@ -325,6 +326,7 @@ func (d *Daemon) Close() error {
 		b := d.bridges[name]
 		b.snapshot(true)
 		b.close()
+		b.removeLocal()
 		delete(d.bridges, name)
 	}
 	d.publish()

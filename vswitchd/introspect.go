@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"vswitch/ctl/flowsyntax"
 	"vswitch/datapath"
 	"vswitch/ofproto"
 	"vswitch/vswitchd/mgmt"
@@ -240,7 +241,7 @@ func (d *Daemon) cmdFDBShow(_ context.Context, args []string) (mgmt.Result, erro
 	var data []fdbEntry
 	for _, e := range b.of.FDB() {
 		fe := fdbEntry{Port: b.portName(e.Port), OFPort: e.Port, VLAN: e.VLAN, MAC: net.HardwareAddr(e.MAC[:]).String(), AgeSecs: int(e.Age.Seconds())}
-		fmt.Fprintf(&sb, "%5d  %4d  %s  %3d\n", fe.OFPort, fe.VLAN, fe.MAC, fe.AgeSecs)
+		fmt.Fprintf(&sb, "%5s  %4d  %s  %3d\n", flowsyntax.PortName(fe.OFPort), fe.VLAN, fe.MAC, fe.AgeSecs)
 		data = append(data, fe)
 	}
 	return mgmt.Result{Text: sb.String(), Data: data}, nil
@@ -303,8 +304,11 @@ func (d *Daemon) cmdTrace(_ context.Context, args []string) (mgmt.Result, error)
 	spec = portNameRE.ReplaceAllStringFunc(spec, func(m string) string {
 		sub := portNameRE.FindStringSubmatch(m)
 		name := sub[2]
-		if _, err := parseUint32(name); err == nil {
+		if _, err := parseUint32(name); err == nil || name == "LOCAL" {
 			return m
+		}
+		if name == b.name && b.local {
+			return sub[1] + "in_port=LOCAL"
 		}
 		p := b.portByName(name)
 		if p == nil {
