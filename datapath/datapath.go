@@ -582,16 +582,12 @@ func (dp *Datapath) SetRxqAffinity(no uint32, cpus map[int]int) error {
 	if p == nil {
 		return fmt.Errorf("datapath: no port %d", no)
 	}
+	if err := dp.CheckRxqAffinity(p.Dev.NumRxQueues(), cpus); err != nil {
+		return err
+	}
 	next := make(map[RxqRef]int, len(cpus))
 	for q, cpu := range cpus {
-		if q < 0 || q >= p.Dev.NumRxQueues() {
-			return fmt.Errorf("datapath: port %d has no rx queue %d (it has %d)", no, q, p.Dev.NumRxQueues())
-		}
-		pmd := slices.Index(dp.cfg.CPUs, cpu)
-		if pmd < 0 || pmd >= len(dp.pmds) {
-			return fmt.Errorf("datapath: no PMD runs on CPU %d (PMD CPUs: %v)", cpu, dp.cfg.CPUs[:min(len(dp.cfg.CPUs), len(dp.pmds))])
-		}
-		next[RxqRef{Port: no, Queue: q}] = pmd
+		next[RxqRef{Port: no, Queue: q}] = slices.Index(dp.cfg.CPUs, cpu)
 	}
 	dp.unpin(no)
 	if dp.affinity == nil {
@@ -602,6 +598,24 @@ func (dp *Datapath) SetRxqAffinity(no uint32, cpus map[int]int) error {
 	}
 	maps.Copy(dp.affinity, next)
 	dp.reconfigure()
+	return nil
+}
+
+// CheckRxqAffinity reports what SetRxqAffinity would refuse in cpus for
+// a port with nrxq rx queues: a queue it does not have, or a CPU no PMD
+// runs on.
+func (dp *Datapath) CheckRxqAffinity(nrxq int, cpus map[int]int) error {
+	for _, q := range slices.Sorted(maps.Keys(cpus)) {
+		if q < 0 || q >= nrxq {
+			return fmt.Errorf("no rx queue %d (the port has %d)", q, nrxq)
+		}
+		if pmd := slices.Index(dp.cfg.CPUs, cpus[q]); pmd < 0 || pmd >= len(dp.pmds) {
+			if len(dp.cfg.CPUs) == 0 {
+				return fmt.Errorf("queue %d: no PMD is pinned to a CPU", q)
+			}
+			return fmt.Errorf("queue %d: no PMD runs on CPU %d (PMD CPUs: %v)", q, cpus[q], dp.cfg.CPUs[:min(len(dp.cfg.CPUs), len(dp.pmds))])
+		}
+	}
 	return nil
 }
 

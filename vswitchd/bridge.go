@@ -290,6 +290,10 @@ func (d *Daemon) openPorts(nb *config.Bridge, names []string, lenient bool) ([]*
 
 // attach adds an opened port to the running bridge.
 func (b *bridge) attach(p *port) error {
+	aff, err := b.affinity(p.cfg, p.dev.NumRxQueues())
+	if err != nil {
+		return fmt.Errorf("port %q: %w", p.cfg.Name, err)
+	}
 	b.of.SetNormalPort(normalPort(p.no, p.cfg))
 	if err := b.of.AddPort(p.no, p.dev); err != nil {
 		return fmt.Errorf("port %q: %w", p.cfg.Name, err)
@@ -298,12 +302,32 @@ func (b *bridge) attach(p *port) error {
 		us, _ := strconv.Atoi(v)
 		b.dp.SetPortTxFlushInterval(p.no, us)
 	}
+	if len(aff) > 0 {
+		b.dp.SetRxqAffinity(p.no, aff) // checked above
+	}
 	b.portsMu.Lock()
 	b.ports[p.cfg.Name] = p
 	b.byNo[p.no] = p
 	b.portsMu.Unlock()
 	b.d.log.Info("port added", "bridge", b.name, "port", p.cfg.Name, "ofport", p.no, "driver", p.driver)
 	return nil
+}
+
+// affinity reads the port's pmd-rxq-affinity (nil without one) and checks
+// it against the datapath's PMDs and the port's nrxq rx queues.
+func (b *bridge) affinity(pc *config.Port, nrxq int) (map[int]int, error) {
+	v := pc.OtherConfig["pmd-rxq-affinity"]
+	if v == "" {
+		return nil, nil
+	}
+	aff, err := config.ParseAffinity(v)
+	if err == nil {
+		err = b.dp.CheckRxqAffinity(nrxq, aff)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pmd-rxq-affinity=%s: %w (PMD CPUs come from other_config:pmd-cpu-mask)", v, err)
+	}
+	return aff, nil
 }
 
 // detach removes a port from the running bridge (the datapath closes it).
@@ -448,6 +472,15 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 			}
 			if err := b.dp.SetPortTxFlushInterval(p.no, us); err != nil {
 				return err
+			}
+		}
+		if p.cfg.OtherConfig["pmd-rxq-affinity"] != np.OtherConfig["pmd-rxq-affinity"] {
+			aff, err := b.affinity(np, p.dev.NumRxQueues())
+			if err == nil {
+				err = b.dp.SetRxqAffinity(p.no, aff)
+			}
+			if err != nil {
+				return fmt.Errorf("port %q: %w", name, err)
 			}
 		}
 		if p.cfg.Tag != np.Tag || !slices.Equal(p.cfg.Trunks, np.Trunks) {

@@ -3,6 +3,7 @@ package vswitchd
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"vswitch/ctl/ofctl"
+	"vswitch/internal/nstest"
 	"vswitch/vswitchd/config"
 	"vswitch/vswitchd/mgmt"
 )
@@ -180,5 +182,67 @@ func TestBarrierSnapshotsWhenJournalFails(t *testing.T) {
 	// (recs is 0 if the quiet-time saver happened to run in between.)
 	if unj || recs != 1 && !saved("priority=10") {
 		t.Fatalf("after the journal recovered: unjournaled %v, %d records", unj, recs)
+	}
+}
+
+// TestRxqAffinityCommands: pmd-rxq-affinity pins a port's rx queue to the
+// PMD on a CPU (pmd-rxq-show marks it); an affinity no PMD can serve, and a
+// pmd-cpu-mask that would strand an existing one, are refused with the
+// reason and change nothing; removing the key unpins.
+func TestRxqAffinityCommands(t *testing.T) {
+	nstest.RequireRoot(t)
+	d, err := Start(Options{StateDir: t.TempDir(), DefaultBridge: "br0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	port := nstest.Name("vsaf")
+	mustCall(t, d, "set", "Open_vSwitch", ".", "other_config:n-pmd=2", "other_config:pmd-cpu-mask=0x3")
+	mustCall(t, d, "add-port", "br0", port, "type=internal", "options:n_rxq=2")
+	rxqs := func() []RxqView {
+		t.Helper()
+		var v []RxqView
+		r, err := call(t, d, "pmd-rxq-show")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(r.Data, &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	mustCall(t, d, "set", "Port", port, "other_config:pmd-rxq-affinity=1:1")
+	var onPMD1 []string
+	for _, v := range rxqs() {
+		if v.Port == port && v.Queue == 1 && (!v.Pinned || v.PMD != 1) {
+			t.Fatalf("queue 1 %+v: want pinned on PMD 1 (CPU 1)", v)
+		}
+		if v.PMD == 1 {
+			onPMD1 = append(onPMD1, fmt.Sprintf("%s/%d", v.Port, v.Queue))
+		}
+	}
+	if want := []string{port + "/1"}; !slices.Equal(onPMD1, want) {
+		t.Fatalf("PMD 1 polls %v, want only %v (isolated)", onPMD1, want)
+	}
+	if out := mustCall(t, d, "pmd-rxq-show"); !strings.Contains(out, "(pinned)") {
+		t.Fatalf("pmd-rxq-show does not mark the pinned queue:\n%s", out)
+	}
+	for _, bad := range [][]string{
+		{"set", "Port", port, "other_config:pmd-rxq-affinity=1:7"},
+		{"set", "Port", port, "other_config:pmd-rxq-affinity=5:1"},
+		{"set", "Open_vSwitch", ".", "other_config:pmd-cpu-mask=0x1"},
+	} {
+		if _, err := call(t, d, bad...); err == nil || !strings.Contains(err.Error(), "pmd-rxq-affinity") {
+			t.Errorf("%v: error %v, want one naming pmd-rxq-affinity", bad, err)
+		}
+	}
+	if got := mustCall(t, d, "get", "Port", port, "other_config:pmd-rxq-affinity"); got != "\"1:1\"\n" && got != "1:1\n" {
+		t.Fatalf("a refused change altered the affinity: %q", got)
+	}
+	mustCall(t, d, "remove", "Port", port, "other_config", "pmd-rxq-affinity")
+	for _, v := range rxqs() {
+		if v.Pinned {
+			t.Fatalf("still pinned after removal: %+v", v)
+		}
 	}
 }

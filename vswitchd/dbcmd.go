@@ -25,7 +25,7 @@ const (
 var mapKeys = map[string][]string{
 	tableSwitch + ".other_config": {"n-pmd", "pmd-cpu-mask", "pmd-sleep-max", "tx-flush-interval", "flow-limit", "emc-insert-inv-prob", "max-idle"},
 	tableBridge + ".other_config": {"datapath-id", "mac-aging-time", "mac-table-size"},
-	tablePort + ".other_config":   {"tx-flush-interval"},
+	tablePort + ".other_config":   {"tx-flush-interval", "pmd-rxq-affinity"},
 }
 
 // columns lists the columns of each table for error messages.

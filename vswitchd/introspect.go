@@ -155,6 +155,8 @@ type RxqView struct {
 	Queue   int     `json:"queue"`
 	Packets uint64  `json:"packets"`
 	Usage   float64 `json:"pmd_usage_percent"`
+	// Pinned is set for a queue placed by pmd-rxq-affinity.
+	Pinned bool `json:"pinned,omitempty"`
 }
 
 func (d *Daemon) rxqViews() []RxqView {
@@ -165,9 +167,14 @@ func (d *Daemon) rxqViews() []RxqView {
 		for _, r := range rs {
 			busy[r.PMD] += r.BusyNs
 		}
+		affinity := map[uint32]map[int]int{}
 		for _, r := range rs {
+			if affinity[r.Port] == nil {
+				affinity[r.Port] = b.dp.RxqAffinity(r.Port)
+			}
+			_, pinned := affinity[r.Port][r.Queue]
 			out = append(out, RxqView{Bridge: b.name, PMD: r.PMD, Port: b.portName(r.Port), Queue: r.Queue,
-				Packets: r.Packets, Usage: pct(r.BusyNs, busy[r.PMD])})
+				Packets: r.Packets, Usage: pct(r.BusyNs, busy[r.PMD]), Pinned: pinned})
 		}
 	}
 	return out
@@ -182,7 +189,11 @@ func (d *Daemon) cmdPMDRxqShow(context.Context, []string) (mgmt.Result, error) {
 			fmt.Fprintf(&sb, "pmd thread bridge %s pmd %d:\n", v.Bridge, v.PMD)
 			last = hdr
 		}
-		fmt.Fprintf(&sb, "  port: %-16s queue-id: %2d  pmd usage: %3.0f %%  packets: %d\n", v.Port, v.Queue, v.Usage, v.Packets)
+		pinned := ""
+		if v.Pinned {
+			pinned = "  (pinned)"
+		}
+		fmt.Fprintf(&sb, "  port: %-16s queue-id: %2d  pmd usage: %3.0f %%  packets: %d%s\n", v.Port, v.Queue, v.Usage, v.Packets, pinned)
 	}
 	return mgmt.Result{Text: sb.String(), Data: views}, nil
 }

@@ -167,7 +167,7 @@ func checkOtherConfig(where string, m map[string]string, add func(string, ...any
 				add("%s: pmd-cpu-mask=%q is not a hex CPU mask", where, v)
 			}
 		case "pmd-rxq-affinity":
-			if err := checkAffinity(v); err != nil {
+			if _, err := ParseAffinity(v); err != nil {
 				add("%s: pmd-rxq-affinity=%q: %v", where, v, err)
 			}
 		}
@@ -175,20 +175,29 @@ func checkOtherConfig(where string, m map[string]string, add func(string, ...any
 }
 
 // checkAffinity accepts "QUEUE:CORE[,QUEUE:CORE...]".
-func checkAffinity(v string) error {
+// ParseAffinity reads a pmd-rxq-affinity value, "QUEUE:CORE[,QUEUE:CORE]...",
+// into queue → core.
+func ParseAffinity(v string) (map[int]int, error) {
+	out := map[int]int{}
 	for pair := range strings.SplitSeq(v, ",") {
 		q, core, ok := strings.Cut(strings.TrimSpace(pair), ":")
 		if !ok {
-			return fmt.Errorf("%q is not QUEUE:CORE", pair)
+			return nil, fmt.Errorf("%q is not QUEUE:CORE", pair)
 		}
-		if _, err := strconv.ParseUint(q, 10, 16); err != nil {
-			return fmt.Errorf("queue %q is not a number", q)
+		qn, err := strconv.ParseUint(q, 10, 16)
+		if err != nil {
+			return nil, fmt.Errorf("queue %q is not a number", q)
 		}
-		if _, err := strconv.ParseUint(core, 10, 16); err != nil {
-			return fmt.Errorf("core %q is not a number", core)
+		cn, err := strconv.ParseUint(core, 10, 16)
+		if err != nil {
+			return nil, fmt.Errorf("core %q is not a number", core)
 		}
+		if _, dup := out[int(qn)]; dup {
+			return nil, fmt.Errorf("queue %d given twice", qn)
+		}
+		out[int(qn)] = int(cn)
 	}
-	return nil
+	return out, nil
 }
 
 // checkName refuses names Linux would refuse for an interface, since ports
