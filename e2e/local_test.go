@@ -3,6 +3,7 @@ package e2e
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"vswitch/internal/nstest"
 )
@@ -42,6 +43,29 @@ func TestBridgeLocalInterface(t *testing.T) {
 			t.Fatalf("trace from in_port=%s:\n%s", in, tr)
 		}
 	}
+
+	if show := d.vsctl("show"); !strings.Contains(show, "Port "+br+"\n            ofport: LOCAL") {
+		t.Fatalf("show does not list the bridge's own interface:\n%s", show)
+	}
+
+	// Deleted from outside, it comes back at the next configuration change
+	// (one applied in place), with the same address.
+	mac := nstest.Run(t, "cat", "/sys/class/net/"+br+"/address")
+	nstest.Run(t, "ip", "link", "del", br)
+	nstest.WaitFor(t, 5*time.Second, "LOCAL gone from dump-ports-desc", func() bool {
+		return !strings.Contains(d.vsctl("dump-ports-desc", br), "LOCAL(")
+	})
+	d.vsctl("set", "Open_vSwitch", ".", "other_config:tx-flush-interval=10")
+	if desc := d.vsctl("dump-ports-desc", br); !strings.Contains(desc, "LOCAL("+br+")") {
+		t.Fatalf("LOCAL not recreated by a configuration change:\n%s", desc)
+	}
+	if again := nstest.Run(t, "cat", "/sys/class/net/"+br+"/address"); again != mac {
+		t.Fatalf("bridge interface address %s, was %s", again, mac)
+	}
+	nstest.Run(t, "sysctl", "-qw", "net.ipv6.conf."+br+".disable_ipv6=1")
+	nstest.Run(t, "ip", "addr", "add", "198.18.0.254/24", "dev", br)
+	nstest.Run(t, "ip", "link", "set", br, "up")
+	nstest.Ping(t, a.NS, "198.18.0.254")
 
 	// A rebuild (n-pmd) reopens the interface; its address stays.
 	d.vsctl("set", "Open_vSwitch", ".", "other_config:n-pmd=2")

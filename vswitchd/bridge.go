@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -36,8 +37,10 @@ type bridge struct {
 	settings datapathSettings
 	dp       *datapath.Datapath
 	of       *ofproto.Bridge
-	// local is set when the bridge's own interface is its port LOCAL.
-	local bool
+	// local is set when the bridge's own interface is its port LOCAL;
+	// localMAC is that interface's address.
+	local    bool
+	localMAC net.HardwareAddr
 
 	// portsMu guards ports against the readers outside d.mu (metrics,
 	// introspection and the datapath's port-removed callback).
@@ -178,6 +181,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 			return nil, err
 		}
 	}
+	b.localMAC = localMAC(dpid)
 	b.attachLocal()
 	if err := dp.Start(); err != nil {
 		b.close()
@@ -195,9 +199,9 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 // removeLocal deletes it with the bridge or at shutdown. A name taken by
 // another kind of interface leaves the bridge without LOCAL (logged).
 func (b *bridge) attachLocal() {
-	dev, err := tap.New(b.name, tap.Options{Down: true, Persist: true})
+	dev, err := tap.New(b.name, tap.Options{Down: true, Persist: true, MAC: b.localMAC})
 	if err == nil {
-		if err = b.of.AddPortWith(datapath.LocalPort, dev, ofproto.PortOptions{Name: b.name}); err != nil {
+		if err = b.of.AddPortWith(datapath.LocalPort, dev, ofproto.PortOptions{Name: b.name, HWAddr: b.localMAC}); err != nil {
 			dev.Close()
 		}
 	}
@@ -206,6 +210,25 @@ func (b *bridge) attachLocal() {
 		return
 	}
 	b.local = true
+}
+
+// localMAC is the address of a bridge's own interface: the datapath id's
+// low 48 bits, as in Open vSwitch, made locally administered and unicast,
+// so it stays the same across rebuilds and restarts (neighbours' ARP
+// caches stay right).
+func localMAC(dpid uint64) net.HardwareAddr {
+	m := net.HardwareAddr{byte(dpid >> 40), byte(dpid >> 32), byte(dpid >> 24), byte(dpid >> 16), byte(dpid >> 8), byte(dpid)}
+	m[0] = m[0]&^0x01 | 0x02
+	return m
+}
+
+// reattachLocal recreates the bridge's own interface if it had one that
+// vanished (deleted from outside), as a configuration change recreates
+// tap ports.
+func (b *bridge) reattachLocal() {
+	if b.local && b.dp.Port(datapath.LocalPort) == nil {
+		b.attachLocal()
+	}
 }
 
 // removeLocal deletes the bridge's own interface once the bridge is
@@ -449,6 +472,7 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 	}
 	retried, _ := b.d.openPorts(nb, retry, true)
 	opened = append(opened, retried...)
+	b.reattachLocal()
 	for _, p := range opened {
 		if err := b.attach(p); err != nil {
 			for _, q := range opened {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"vswitch/datapath"
 	"vswitch/vswitchd/config"
 	"vswitch/vswitchd/mgmt"
 )
@@ -426,6 +427,9 @@ func (d *Daemon) cmdShow(context.Context, []string) (mgmt.Result, error) {
 		Controllers []ControllerStatus `json:"controllers,omitempty"`
 		Ports       []portView         `json:"ports"`
 		Running     bool               `json:"running"`
+		// LocalLinkUp is the link of the bridge's own interface (port
+		// LOCAL); absent when it has none.
+		LocalLinkUp *bool `json:"local_link_up,omitempty"`
 	}
 	var views []bridgeView
 	for _, bname := range slices.Sorted(maps.Keys(c.Bridges)) {
@@ -442,6 +446,16 @@ func (d *Daemon) cmdShow(context.Context, []string) (mgmt.Result, error) {
 			fmt.Fprintf(&sb, "        Controller %q\n            is_connected: %t\n", cs.Target, cs.Connected)
 		}
 		fmt.Fprintf(&sb, "        fail_mode: %s\n        datapath_id: %s\n", cb.FailMode, v.DatapathID)
+		if rb != nil {
+			if lp := rb.dp.Port(datapath.LocalPort); lp != nil {
+				up := lp.Dev.LinkUp()
+				v.LocalLinkUp = &up
+				fmt.Fprintf(&sb, "        Port %s\n            ofport: LOCAL\n            type: internal (the bridge's own interface)\n", bname)
+				if !up {
+					sb.WriteString("            link: down\n")
+				}
+			}
+		}
 		ports := slices.Collect(maps.Values(cb.Ports))
 		slices.SortFunc(ports, func(a, b *config.Port) int { return int(a.OFPort) - int(b.OFPort) })
 		for _, p := range ports {
