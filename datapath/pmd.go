@@ -462,6 +462,9 @@ func (p *PMD) setPortFlow(mf *Megaflow) {
 		return
 	}
 	in := int(portIndex(mf.Match.Key.InPort))
+	if in >= MaxPorts {
+		return // not a port (in_port 0)
+	}
 	if in >= len(p.portFlows) {
 		p.portFlows = append(p.portFlows, make([]*Megaflow, in+1-len(p.portFlows))...)
 	}
