@@ -199,7 +199,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 // removeLocal deletes it with the bridge or at shutdown. A name taken by
 // another kind of interface leaves the bridge without LOCAL (logged).
 func (b *bridge) attachLocal() {
-	dev, err := tap.New(b.name, tap.Options{Down: true, Persist: true, MAC: b.localMAC})
+	dev, err := tap.New(b.name, tap.Options{Down: true, Persist: true, MAC: b.localMAC, PollBackoff: localPollBackoff})
 	if err == nil {
 		if err = b.of.AddPortWith(datapath.LocalPort, dev, ofproto.PortOptions{Name: b.name, HWAddr: b.localMAC}); err != nil {
 			dev.Close()
@@ -211,6 +211,13 @@ func (b *bridge) attachLocal() {
 	}
 	b.local = true
 }
+
+// localPollBackoff bounds the polls a PMD skips on the bridge's own
+// interface after finding it empty: each poll of a tap is a read syscall,
+// which a busy PMD would otherwise pay every iteration for a device that
+// mostly carries the host's management traffic. Open vSwitch keeps such
+// ports off its PMDs altogether.
+const localPollBackoff = 64
 
 // localMAC is the address of a bridge's own interface: the datapath id's
 // low 48 bits, as in Open vSwitch, made locally administered and unicast,

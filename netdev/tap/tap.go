@@ -106,6 +106,13 @@ type Options struct {
 	// checksums each frame before the driver reads it (one read per MTU
 	// frame instead of per GSO frame). For comparison and for debugging.
 	NoOffloads bool
+	// PollBackoff, if set, lets a queue that found nothing skip up to that
+	// many of the next polls without a read (the pause doubles from 1 with
+	// each empty read and ends with the first frame). Every read is a
+	// syscall, so a rarely used device — a bridge's own interface — then
+	// costs a busy PMD a read every PollBackoff iterations instead of one
+	// each, for at most that many iterations of extra latency.
+	PollBackoff int
 }
 
 // rxQueue is the receive side of one queue descriptor, owned by one PMD at
@@ -120,7 +127,10 @@ type rxQueue struct {
 	big        []byte
 	seg        vnethdr.Segmenter
 	segPending bool
-	_          [64]byte
+	// skip is how many more polls return nothing without a read, and
+	// backoff the last such pause (Options.PollBackoff).
+	skip, backoff int
+	_             [64]byte
 }
 
 // txQueue is the transmit side of one queue descriptor.
@@ -141,6 +151,8 @@ type Port struct {
 	mtu      int
 	uso      bool
 	link     *linkwatch.Link // nil when the device lives in another namespace
+	// pollBackoff is Options.PollBackoff.
+	pollBackoff int
 
 	gone     atomic.Bool
 	removed  chan struct{}
@@ -160,12 +172,13 @@ func New(ifname string, opts Options) (*Port, error) {
 		return nil, fmt.Errorf("tap: interface name %q too long", ifname)
 	}
 	p := &Port{
-		name:     ifname,
-		rx:       make([]rxQueue, opts.Queues),
-		tx:       make([]txQueue, opts.Queues),
-		counters: make([]netdev.Counters, 2*opts.Queues),
-		removed:  make(chan struct{}),
-		stop:     make(chan struct{}),
+		name:        ifname,
+		pollBackoff: opts.PollBackoff,
+		rx:          make([]rxQueue, opts.Queues),
+		tx:          make([]txQueue, opts.Queues),
+		counters:    make([]netdev.Counters, 2*opts.Queues),
+		removed:     make(chan struct{}),
+		stop:        make(chan struct{}),
 	}
 	err := inNetns(opts.Netns, func() error { return p.open(opts) })
 	if err != nil {
@@ -400,6 +413,10 @@ func (p *Port) closeFDs() error {
 // Recv implements netdev.Netdev.
 func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 	rq := &p.rx[q]
+	if rq.skip > 0 {
+		rq.skip--
+		return 0
+	}
 	n, bytes, errs := 0, 0, 0
 	for b.N < packet.BatchSize {
 		pkt := pool.Get()
@@ -463,6 +480,14 @@ func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 		c.RxPackets.Add(uint64(n))
 		c.RxBytes.Add(uint64(bytes))
 		c.RxErrors.Add(uint64(errs))
+	}
+	if p.pollBackoff > 0 {
+		if n == 0 && !rq.segPending {
+			rq.backoff = min(max(2*rq.backoff, 1), p.pollBackoff)
+			rq.skip = rq.backoff
+		} else {
+			rq.backoff = 0
+		}
 	}
 	return n
 }

@@ -548,3 +548,54 @@ func BenchmarkTapRecv(b *testing.B) {
 	}
 	b.ReportMetric(float64((b.Elapsed()-sendNs).Nanoseconds())/float64(b.N*packet.BatchSize), "recv-ns/frame")
 }
+
+// TestPollBackoff: with PollBackoff a queue that keeps finding nothing
+// skips reads, doubling the pause up to the bound; a frame then waits at
+// most that many polls, and receiving one ends the pause.
+func TestPollBackoff(t *testing.T) {
+	p, peer := socketPort(t, 1)
+	p.pollBackoff = 4
+	pool := packet.NewPool(8, packet.DefaultBufSize)
+	recv := func() int {
+		var b packet.Batch
+		n := p.Recv(0, pool, &b)
+		b.FreeAll()
+		return n
+	}
+	pollsUntilFrame := func() int {
+		t.Helper()
+		writeMsg(t, peer[0], vnethdr.Header{}, tcpFrame(t, 10, 1))
+		for polls := 1; polls <= 100; polls++ {
+			if recv() == 1 {
+				return polls
+			}
+		}
+		t.Fatal("frame never received")
+		return 0
+	}
+	// Reads at polls 1, 3, 6, 11 find nothing (pauses 1, 2, 4, 4): the
+	// frame written now is read at the fifth poll.
+	for i := 0; i < 11; i++ {
+		if recv() != 0 {
+			t.Fatal("frame from nowhere")
+		}
+	}
+	if n := pollsUntilFrame(); n != 5 {
+		t.Fatalf("frame read at poll %d of the pause, want 5 (4 skipped)", n)
+	}
+	// Receiving ended the pause: one empty read, one skip, then a read.
+	if n := pollsUntilFrame(); n != 1 {
+		t.Fatalf("right after a frame: read at poll %d, want 1", n)
+	}
+	recv()
+	if n := pollsUntilFrame(); n != 2 {
+		t.Fatalf("after one empty read: read at poll %d, want 2", n)
+	}
+	p.pollBackoff = 0
+	for i := 0; i < 20; i++ {
+		recv()
+	}
+	if n := pollsUntilFrame(); n != 1 {
+		t.Fatalf("without PollBackoff: read at poll %d, want 1", n)
+	}
+}
