@@ -40,11 +40,19 @@ func FormatMatch(k *Key, m *Mask) string {
 		}
 		f.group("tunnel", s)
 	}
-	f.group("in_port", fieldU("", uint64(k.InPort), uint64(m.InPort), 0xffffffff))
+	if k.InPort == localPort && m.InPort == 0xffffffff {
+		f.group("in_port", "LOCAL")
+	} else {
+		f.group("in_port", fieldU("", uint64(k.InPort), uint64(m.InPort), 0xffffffff))
+	}
 	f.group("eth", fieldMAC("src", k.EthSrc, m.EthSrc), fieldMAC("dst", k.EthDst, m.EthDst))
 	f.vlans(k, m, 0)
 	return f.b.String()
 }
+
+// localPort is OpenFlow's OFPP_LOCAL, the bridge's own interface, which the
+// datapath numbers as OpenFlow does (datapath.LocalPort).
+const localPort = 0xfffffffe
 
 // formatter accumulates comma-separated groups of the form name(fields).
 type formatter struct {

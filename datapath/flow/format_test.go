@@ -128,6 +128,12 @@ func TestFormatMatch(t *testing.T) {
 		t.Errorf("String with a tunnel id = %s", got)
 	}
 
+	// The bridge's own interface prints as OpenFlow names it.
+	local, exact := Key{InPort: 0xfffffffe}, Mask{InPort: ^uint32(0)}
+	if got := FormatMatch(&local, &exact); got != "in_port(LOCAL)" {
+		t.Errorf("FormatMatch of in_port LOCAL = %q", got)
+	}
+
 	// A fully wildcarded mask prints nothing.
 	if got := FormatMatch(&mk, &Mask{}); got != "" {
 		t.Errorf("FormatMatch with zero mask = %q, want empty", got)
