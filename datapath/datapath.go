@@ -486,20 +486,20 @@ func (dp *Datapath) reconfigure() {
 	dp.assignSnap.Store(&snap)
 }
 
-// hasAffinity reports whether SetRxqAffinity placed r on a PMD that exists.
+// hasAffinity reports whether SetRxqAffinity placed r. Its entries are
+// checked when set and dropped with their port, so each names a queue and
+// a PMD that exist.
 func (dp *Datapath) hasAffinity(r RxqRef) bool {
-	pmd, ok := dp.affinity[r]
-	return ok && pmd < len(dp.pmds)
+	_, ok := dp.affinity[r]
+	return ok
 }
 
 // shared lists the PMDs that poll queues without affinity: those with no
 // affinity queue, or every PMD if all have one.
 func (dp *Datapath) shared() []int {
 	isolated := make([]bool, len(dp.pmds))
-	for r, pmd := range dp.affinity {
-		if dp.ports[r.Port] != nil && pmd < len(isolated) {
-			isolated[pmd] = true
-		}
+	for _, pmd := range dp.affinity {
+		isolated[pmd] = true
 	}
 	var out []int
 	for i, iso := range isolated {
@@ -549,13 +549,7 @@ func (dp *Datapath) pin(assign [][]RxqRef) [][]RxqRef {
 // pinAffinity adds the queues with affinity to their PMDs' lists, in port
 // then queue order.
 func (dp *Datapath) pinAffinity(assign [][]RxqRef) [][]RxqRef {
-	var refs []RxqRef
-	for r := range dp.affinity {
-		if p := dp.ports[r.Port]; p != nil && r.Queue < p.Dev.NumRxQueues() && dp.hasAffinity(r) {
-			refs = append(refs, r)
-		}
-	}
-	slices.SortFunc(refs, func(a, b RxqRef) int {
+	refs := slices.SortedFunc(maps.Keys(dp.affinity), func(a, b RxqRef) int {
 		if a.Port != b.Port {
 			return cmp.Compare(a.Port, b.Port)
 		}
@@ -574,7 +568,8 @@ func (dp *Datapath) pinAffinity(assign [][]RxqRef) [][]RxqRef {
 // (unless every PMD has some), and rebalancing leaves both alone. Queues
 // not in cpus are assigned as usual; an empty map clears the port's
 // affinity. The CPUs must be ones PMDs run on (Config.CPUs); the setting
-// lasts until the port is removed.
+// lasts until the port is removed. It drops the placements of earlier
+// rebalances, which were made for the old isolation.
 func (dp *Datapath) SetRxqAffinity(no uint32, cpus map[int]int) error {
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
@@ -585,18 +580,15 @@ func (dp *Datapath) SetRxqAffinity(no uint32, cpus map[int]int) error {
 	if err := dp.CheckRxqAffinity(p.Dev.NumRxQueues(), cpus); err != nil {
 		return err
 	}
-	next := make(map[RxqRef]int, len(cpus))
-	for q, cpu := range cpus {
-		next[RxqRef{Port: no, Queue: q}] = slices.Index(dp.cfg.CPUs, cpu)
-	}
+	// Rebalancing placed queues for the old isolation: start afresh.
+	clear(dp.pinned)
 	dp.unpin(no)
 	if dp.affinity == nil {
 		dp.affinity = make(map[RxqRef]int)
 	}
-	for r := range next {
-		delete(dp.pinned, r)
+	for q, cpu := range cpus {
+		dp.affinity[RxqRef{Port: no, Queue: q}] = slices.Index(dp.cfg.CPUs, cpu)
 	}
-	maps.Copy(dp.affinity, next)
 	dp.reconfigure()
 	return nil
 }

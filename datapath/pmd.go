@@ -637,7 +637,9 @@ func (p *PMD) drop(pkt *packet.Packet, why DropCause) {
 // output queues pkt for port no. A batch that would exceed BatchSize is sent
 // first.
 func (p *PMD) output(pkt *packet.Packet, no uint32) {
-	no = portIndex(no)
+	if no-1 >= uint32(len(p.outs)-1) { // port 0, LOCAL or past the table
+		no = portIndex(no)
+	}
 	if int(no) >= len(p.outs) || p.outs[no] == nil {
 		p.drop(pkt, DropNoPort)
 		return
