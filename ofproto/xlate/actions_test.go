@@ -39,15 +39,7 @@ func TestTranslateNewActions(t *testing.T) {
 	tagged.VLAN[0] = flow.VLANTag{TPID: 0x8100, TCI: 5<<13 | 10}
 	pushM := &ofpwire.ActionPushMPLS{EtherType: 0x8847}
 	popM := func(t uint16) *ofpwire.ActionPopMPLS { return &ofpwire.ActionPopMPLS{EtherType: t} }
-	cases := []struct {
-		name  string
-		flows []flowSpec
-		key   flow.Key
-		opts  Options
-		want  actions.List
-		err   error
-		mask  func(m *flow.Mask) bool
-	}{
+	cases := []translateCase{
 		{name: "push mpls over ipv4 copies ttl", flows: []flowSpec{{0, 1, nil, ins(apply(pushM,
 			setF(ofp.XMTypeMPLSLabel, 100), out(2)))}}, key: ipv4,
 			want: actions.List{{Kind: actions.PushMPLS, Val16: 0x8847}, {Kind: actions.SetMPLSLabel, Port: 100}, dpOut(2)},
@@ -203,28 +195,7 @@ func TestTranslateNewActions(t *testing.T) {
 				&ofpwire.ActionCopyTTLIn{}))}}, key: mplsKey(4, 20),
 			want: actions.List{{Kind: actions.CopyTTLIn}, {Kind: actions.DecMPLSTTL}, {Kind: actions.SetMPLSLabel, Port: 9}, dpOut(3)}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			p := build(t, c.flows)
-			var res datapath.UpcallResult
-			err := Translate(p, &c.key, &res, c.opts)
-			if c.err != nil {
-				if !errors.Is(err, c.err) {
-					t.Fatalf("err = %v, want %v (actions %+v)", err, c.err, res.Actions)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(res.Actions, c.want) {
-				t.Fatalf("actions\n got %+v\nwant %+v", res.Actions, c.want)
-			}
-			if c.mask != nil && !c.mask(&res.Mask) {
-				t.Fatalf("mask %+v fails the case's check", res.Mask)
-			}
-		})
-	}
+	runTranslateCases(t, cases)
 }
 
 // TestGroupBucketNewSetFieldsUndone: a non-final bucket's rewrites of the

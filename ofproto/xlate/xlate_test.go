@@ -82,15 +82,7 @@ func TestTranslateCases(t *testing.T) {
 	for i := range many {
 		many[i] = uint32(i + 10)
 	}
-	cases := []struct {
-		name  string
-		flows []flowSpec
-		key   flow.Key
-		opts  Options
-		want  actions.List
-		err   error
-		mask  func(m *flow.Mask) bool // extra mask assertion
-	}{
+	cases := []translateCase{
 		{name: "empty pipeline drops", key: ipv4Key(), want: nil,
 			mask: func(m *flow.Mask) bool { return m.IsZero() }},
 		{name: "output", flows: []flowSpec{{0, 1, nil, ins(apply(out(2)))}}, key: ipv4Key(),
@@ -202,28 +194,7 @@ func TestTranslateCases(t *testing.T) {
 			{1, 1, []ofpwire.OXM{ipv4, oxm(ofp.XMTypeIPv4Src, 99)}, ins(apply(out(6)))}},
 			key: ipv4Key(), want: actions.List{dpOut(4)}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			p := build(t, c.flows)
-			var res datapath.UpcallResult
-			err := Translate(p, &c.key, &res, c.opts)
-			if c.err != nil {
-				if !errors.Is(err, c.err) {
-					t.Fatalf("err = %v, want %v", err, c.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(res.Actions, c.want) {
-				t.Fatalf("actions\n got %+v\nwant %+v", res.Actions, c.want)
-			}
-			if c.mask != nil && !c.mask(&res.Mask) {
-				t.Fatalf("mask %+v fails the case's check", res.Mask)
-			}
-		})
-	}
+	runTranslateCases(t, cases)
 }
 
 func TestControllerArgRoundTrip(t *testing.T) {
@@ -274,5 +245,45 @@ func TestOverwrittenFieldNotInMask(t *testing.T) {
 	}
 	if res.Mask.IPv4Dst != ^uint32(0) {
 		t.Fatalf("ipv4_dst mask %#x after consult-then-write, want all ones", res.Mask.IPv4Dst)
+	}
+}
+
+// translateCase is one table-driven translation: the flows, the packet's
+// key and options, and the datapath actions expected (with an optional
+// extra check of the megaflow mask) or the error.
+type translateCase struct {
+	name  string
+	flows []flowSpec
+	key   flow.Key
+	opts  Options
+	want  actions.List
+	err   error
+	mask  func(m *flow.Mask) bool // extra mask assertion
+}
+
+// runTranslateCases translates each case through its own pipeline.
+func runTranslateCases(t *testing.T, cases []translateCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := build(t, c.flows)
+			var res datapath.UpcallResult
+			err := Translate(p, &c.key, &res, c.opts)
+			if c.err != nil {
+				if !errors.Is(err, c.err) {
+					t.Fatalf("err = %v, want %v (actions %+v)", err, c.err, res.Actions)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(res.Actions, c.want) {
+				t.Fatalf("actions\n got %+v\nwant %+v", res.Actions, c.want)
+			}
+			if c.mask != nil && !c.mask(&res.Mask) {
+				t.Fatalf("mask %+v fails the case's check", res.Mask)
+			}
+		})
 	}
 }
