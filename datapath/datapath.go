@@ -2,7 +2,8 @@
 // that receive batches from netdev ports, classify each packet through a
 // per-PMD exact-match cache and megaflow classifier (asking the Upcaller on a
 // miss), execute the megaflow's actions and queue the outputs in per-port
-// batches that are flushed by the tx-flush-interval rules of DESIGN.md.
+// batches that are sent by the tx-flush-interval rule (docs/architecture.md,
+// "Output batching").
 package datapath
 
 import (
@@ -36,6 +37,9 @@ const (
 	LocalPort = 0xfffffffe
 	// MaxTxFlushInterval is the largest tx-flush-interval, in microseconds.
 	MaxTxFlushInterval = 1_000_000
+	// TxFlushAuto, given as a tx-flush-interval, lets each PMD choose
+	// every port's interval from its traffic (see autoInterval).
+	TxFlushAuto = -2
 	// DefaultPMDSleepMax is the default pmd-sleep-max, in microseconds.
 	DefaultPMDSleepMax = 100
 	// MaxPMDSleepMax is the largest pmd-sleep-max SetPMDSleepMax accepts,
@@ -58,7 +62,7 @@ type Config struct {
 	// time; 0 means busy polling. Negative selects DefaultPMDSleepMax.
 	PMDSleepMax int
 	// TxFlushInterval is the switch-wide tx-flush-interval in microseconds
-	// (0 .. MaxTxFlushInterval).
+	// (0 .. MaxTxFlushInterval), or TxFlushAuto.
 	TxFlushInterval int
 	// EMCEntries is the EMC size per PMD (power of two; default
 	// classifier.DefaultEMCEntries).
@@ -123,7 +127,7 @@ type Port struct {
 	// by Datapath.mu.
 	rxqBase []uint64
 	// flushInterval overrides the datapath's tx-flush-interval for this
-	// port (microseconds); -1 means "use the datapath's".
+	// port (microseconds, or TxFlushAuto); -1 means "use the datapath's".
 	flushInterval int
 }
 
@@ -174,8 +178,8 @@ func New(cfg Config) (*Datapath, error) {
 	if cfg.PMDSleepMax < 0 {
 		cfg.PMDSleepMax = DefaultPMDSleepMax
 	}
-	if cfg.TxFlushInterval < 0 || cfg.TxFlushInterval > MaxTxFlushInterval {
-		return nil, fmt.Errorf("datapath: tx-flush-interval %d out of range 0..%d", cfg.TxFlushInterval, MaxTxFlushInterval)
+	if err := checkFlushInterval(cfg.TxFlushInterval); err != nil {
+		return nil, err
 	}
 	if cfg.EMCEntries <= 0 {
 		cfg.EMCEntries = classifier.DefaultEMCEntries
@@ -335,11 +339,20 @@ func (dp *Datapath) sortedPorts() []*Port {
 	return ps
 }
 
-// SetTxFlushInterval sets the switch-wide tx-flush-interval (µs). Ports
-// without an override pick it up at their next flush.
-func (dp *Datapath) SetTxFlushInterval(us int) error {
-	if us < 0 || us > MaxTxFlushInterval {
+// checkFlushInterval reports a tx-flush-interval SetTxFlushInterval would
+// refuse.
+func checkFlushInterval(us int) error {
+	if us != TxFlushAuto && (us < 0 || us > MaxTxFlushInterval) {
 		return fmt.Errorf("datapath: tx-flush-interval %d out of range 0..%d", us, MaxTxFlushInterval)
+	}
+	return nil
+}
+
+// SetTxFlushInterval sets the switch-wide tx-flush-interval (µs, or
+// TxFlushAuto). Ports without an override pick it up at their next send.
+func (dp *Datapath) SetTxFlushInterval(us int) error {
+	if err := checkFlushInterval(us); err != nil {
+		return err
 	}
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
@@ -348,11 +361,13 @@ func (dp *Datapath) SetTxFlushInterval(us int) error {
 	return nil
 }
 
-// SetPortTxFlushInterval overrides the tx-flush-interval (µs) of one port;
-// -1 removes the override.
+// SetPortTxFlushInterval overrides the tx-flush-interval (µs, or
+// TxFlushAuto) of one port; -1 removes the override.
 func (dp *Datapath) SetPortTxFlushInterval(no uint32, us int) error {
-	if us < -1 || us > MaxTxFlushInterval {
-		return fmt.Errorf("datapath: tx-flush-interval %d out of range 0..%d", us, MaxTxFlushInterval)
+	if us != -1 {
+		if err := checkFlushInterval(us); err != nil {
+			return err
+		}
 	}
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
@@ -399,6 +414,16 @@ func (dp *Datapath) Start() error {
 	if dp.running {
 		return errors.New("datapath: already running")
 	}
+	for _, p := range dp.pmds {
+		if p.wakeFD < 0 {
+			fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+			if err != nil {
+				return fmt.Errorf("datapath: PMD wake eventfd: %w", err)
+			}
+			p.wakeFD = fd
+			p.wakeOnly[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+		}
+	}
 	dp.running = true
 	for _, p := range dp.pmds {
 		p.stop.Store(false)
@@ -418,6 +443,7 @@ func (dp *Datapath) Stop() {
 	}
 	for _, p := range dp.pmds {
 		p.stop.Store(true)
+		p.wake()
 	}
 	dp.running = false
 	dp.mu.Unlock()
@@ -437,6 +463,12 @@ func (dp *Datapath) Close() error {
 	dp.pinned = nil
 	dp.closed = true
 	dp.reconfigure()
+	for _, p := range dp.pmds {
+		if p.wakeFD >= 0 {
+			errs = append(errs, unix.Close(p.wakeFD))
+			p.wakeFD = -1
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -448,7 +480,11 @@ func (dp *Datapath) Execute(data []byte, inPort uint32, acts actions.List) error
 	if len(data) > packet.DefaultBufSize-packet.Headroom {
 		return fmt.Errorf("datapath: packet of %d bytes is too large", len(data))
 	}
-	return dp.pmds[0].mailbox.post(data, inPort, acts)
+	if err := dp.pmds[0].mailbox.post(data, inPort, acts); err != nil {
+		return err
+	}
+	dp.pmds[0].wake()
+	return nil
 }
 
 // reconfigure builds a new plan for every PMD and waits until running PMDs
@@ -686,12 +722,15 @@ func (dp *Datapath) publishPlans(ports []*Port, assign [][]RxqRef) {
 		for _, p := range ports {
 			txq, shared := txqMap(i, len(dp.pmds), p.txqLocks.len())
 			us := p.flushInterval
-			if us < 0 {
+			if us == -1 {
 				us = dp.flushUs
 			}
-			plan.tx[portIndex(p.No)] = txPlan{port: p, txq: txq, shared: shared, intervalNs: int64(us) * 1000}
+			tp := txPlan{port: p, txq: txq, shared: shared, intervalNs: int64(max(us, 0)) * 1000, autoFlush: us == TxFlushAuto}
+			tp.kicker, _ = p.Dev.(netdev.TxKicker)
+			plan.tx[portIndex(p.No)] = tp
 		}
 		pmd.plan.Store(plan)
+		pmd.wake()
 	}
 	if !dp.running {
 		for _, pmd := range dp.pmds {
@@ -718,10 +757,11 @@ func portIndex(no uint32) uint32 {
 	return no
 }
 
-// pollFDs returns the descriptors to wait on for rxqs, or nil unless every
-// queue has one: a queue without would not wake the PMD.
+// pollFDs returns the descriptors to wait on for rxqs after a first entry
+// for the PMD's wake eventfd, or nil unless every queue has one: a queue
+// without would not wake the PMD.
 func pollFDs(rxqs []rxqPlan) []unix.PollFd {
-	var fds []unix.PollFd
+	fds := []unix.PollFd{{Fd: -1, Events: unix.POLLIN}}
 	for _, r := range rxqs {
 		w, ok := r.port.Dev.(netdev.Waiter)
 		if !ok {
@@ -750,7 +790,7 @@ func (p *Port) TxStats() []PortPMDStats {
 	out := make([]PortPMDStats, p.tx.len())
 	for i := range out {
 		c := p.tx.at(i)
-		out[i] = PortPMDStats{PMD: i, Packets: c.packets.Load(), Batches: c.batches.Load(), Drops: c.drops.Load()}
+		out[i] = PortPMDStats{PMD: i, Packets: c.packets.Load(), Batches: c.batches.Load(), Drops: c.drops.Load(), Kicks: c.kicks.Load()}
 		h := p.txSizes.at(i)
 		for j := range h.n {
 			out[i].BatchSizes[j] = h.n[j].Load()

@@ -3,7 +3,10 @@ package datapath
 import (
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"vswitch/datapath/actions"
 	"vswitch/datapath/flow"
@@ -63,6 +66,7 @@ type recordingPort struct {
 	clock func() int64
 	mu    sync.Mutex
 	sends []sendRecord
+	kicks atomic.Uint64 // one per Send, as a driver with a doorbell would
 }
 
 type sendRecord struct {
@@ -74,10 +78,50 @@ func (r *recordingPort) Send(q int, b *packet.Batch) int {
 	r.mu.Lock()
 	r.sends = append(r.sends, sendRecord{at: r.clock(), size: b.N})
 	r.mu.Unlock()
+	r.kicks.Add(1)
 	return r.Port.Send(q, b)
 }
 
-var _ netdev.Netdev = (*recordingPort)(nil)
+func (r *recordingPort) TxKicks(int) uint64 { return r.kicks.Load() }
+
+// wakingPort is a recordingPort whose rx queue 0 has a descriptor, as a
+// kernel port's does: an eventfd that Inject makes readable and Recv
+// resets before it looks at the ring, so a frame injected at any moment
+// either is received or leaves the descriptor readable.
+type wakingPort struct {
+	*recordingPort
+	fd int
+}
+
+func newWakingPort(t *testing.T, name string, clock func() int64) *wakingPort {
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return &wakingPort{recordingPort: &recordingPort{Port: ring.New(name, 1, 1, 4096), clock: clock}, fd: fd}
+}
+
+func (w *wakingPort) RxFD(int) int { return w.fd }
+
+func (w *wakingPort) Inject(q int, frames ...[]byte) int {
+	n := w.recordingPort.Inject(q, frames...)
+	one := [8]byte{1}
+	unix.Write(w.fd, one[:])
+	return n
+}
+
+func (w *wakingPort) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
+	var buf [8]byte
+	unix.Read(w.fd, buf[:])
+	return w.recordingPort.Recv(q, pool, b)
+}
+
+var (
+	_ netdev.Netdev   = (*recordingPort)(nil)
+	_ netdev.TxKicker = (*recordingPort)(nil)
+	_ netdev.Waiter   = (*wakingPort)(nil)
+)
 
 // fakeClock is a manually advanced clock.
 type fakeClock struct{ ns int64 }

@@ -28,10 +28,18 @@ const (
 	// before it starts to sleep: a burst that pauses briefly meets a PMD
 	// that is still awake.
 	idleSpinNs = 20_000
-	// minSleepNs is the first sleep of an idle PMD; it doubles up to
-	// pmd-sleep-max.
+	// minSleepNs is the first sleep of an idle PMD whose queues cannot
+	// wake it; it doubles up to pmd-sleep-max.
 	minSleepNs = 1000
 )
+
+// idleWakeNs bounds the sleep of an idle PMD whose every queue can wake it
+// (netdev.Waiter) and that holds no packet: the coarse timer that publishes
+// its idle time, expires idle megaflows and re-ranks its subtables. Once a
+// second costs nothing measurable; anything urgent (a plan, a packet-out,
+// Stop) wakes the PMD through its eventfd. A variable so that tests can
+// make it long enough to prove the eventfd does the waking.
+var idleWakeNs int64 = 1_000_000_000
 
 // pmdPlan is what a PMD polls and where it may send: built by the datapath
 // on every configuration change and swapped in by the PMD between
@@ -57,22 +65,15 @@ type rxqPlan struct {
 }
 
 type txPlan struct {
-	port       *Port
-	txq        int
-	shared     bool
+	port   *Port
+	txq    int
+	shared bool
+	// intervalNs is the port's tx-flush-interval; with autoFlush set
+	// the OutputBatch chooses its own (see autoInterval).
 	intervalNs int64
-}
-
-// OutputBatch is one PMD's queue of packets for one port, with the deadline
-// by which it must be sent. Packets wait here until the batch is full, or
-// the end of a receive burst finds the deadline passed, or the PMD goes idle.
-type OutputBatch struct {
-	txPlan
-	batch    packet.Batch
-	deadline int64 // ns; the batch is sent at the end of a burst once now ≥ deadline
-	pending  bool  // listed in PMD.pending
-	counters *txCounters
-	sizes    *txBatchSizes
+	autoFlush  bool
+	// kicker is the driver's kick counter, nil if it has none.
+	kicker netdev.TxKicker
 }
 
 // PMD is a poll-mode driver goroutine (or, in Manual mode, a unit the caller
@@ -116,12 +117,18 @@ type PMD struct {
 
 	counters *pmdCounters // published for readers
 
+	// wakeFD is an eventfd the PMD sleeps on beside its rx queues (made
+	// by Start); wakeOnly is the poll set when the queues cannot wake it.
+	wakeFD   int
+	wakeOnly [1]unix.PollFd
+
 	// Written by other goroutines.
-	plan    atomic.Pointer[pmdPlan]
-	applied atomic.Uint64
-	stop    atomic.Bool
-	nflows  atomic.Int64
-	mailbox mailbox
+	sleeping atomic.Bool // the PMD is about to sleep or sleeping
+	plan     atomic.Pointer[pmdPlan]
+	applied  atomic.Uint64
+	stop     atomic.Bool
+	nflows   atomic.Int64
+	mailbox  mailbox
 	// installed lists the megaflows in flows, for PushStats from the
 	// control side. The PMD takes the lock only on its slow paths
 	// (installing after an upcall, clearing its caches).
@@ -147,6 +154,7 @@ func newPMD(dp *Datapath, id int) *PMD {
 		counters: dp.pmdCnt.at(id),
 		gen:      dp.generation.Load(),
 		pending:  make([]*OutputBatch, 0, 64),
+		wakeFD:   -1,
 	}
 	p.emc.SetInsertInvProb(uint32(dp.cfg.EMCInsertInvProb))
 	p.now = p.clock()
@@ -179,27 +187,74 @@ func (p *PMD) run(wg *sync.WaitGroup) {
 			p.sleepNs = minSleepNs
 			continue
 		}
-		sleepMax := p.cur.sleepMaxNs
-		if sleepMax == 0 || p.now-p.lastRx < idleSpinNs {
+		if p.cur.sleepMaxNs == 0 || p.now-p.lastRx < idleSpinNs {
 			continue
 		}
-		// The idle iteration flushed every batch and published the
-		// counters: nothing waits on this PMD while it sleeps.
-		ts := unix.NsecToTimespec(min(p.sleepNs, sleepMax))
-		if len(p.cur.pollFDs) > 0 {
-			if p.armRxqs() {
-				continue // frames came in the meantime
-			}
-			_, _ = unix.Ppoll(p.cur.pollFDs, &ts, nil)
-		} else {
-			_ = unix.Nanosleep(&ts, nil)
-		}
-		p.sleepNs = min(p.sleepNs*2, sleepMax)
+		p.sleep()
 	}
 	p.now = p.clock()
 	p.flush(true)
 	p.local.publish(p.counters)
 	p.publishRxqs()
+}
+
+// sleepTimeout is how long an idle PMD may sleep: until its earliest output
+// deadline, so that no held packet waits past it, and otherwise until the
+// coarse idle timer if its queues can wake it, or for its next back-off
+// step (doubling up to pmd-sleep-max) if they cannot. The idle iteration
+// before it sent every batch whose deadline had passed, so a pending
+// deadline is in the future.
+func (p *PMD) sleepTimeout() int64 {
+	t := idleWakeNs
+	if len(p.cur.pollFDs) == 0 {
+		t = min(p.sleepNs, p.cur.sleepMaxNs)
+	}
+	for _, ob := range p.pending {
+		t = min(t, max(ob.deadline-p.now, 0))
+	}
+	return t
+}
+
+// sleep waits in ppoll on the PMD's wake eventfd and, when every rx queue
+// has one, the queues' descriptors, for sleepTimeout. The control side
+// writes the eventfd only while the PMD says it sleeps (p.sleeping), and
+// the PMD looks for work after saying so: one of the two always sees the
+// other, so a plan, a packet-out or Stop is never left waiting for the
+// timer.
+func (p *PMD) sleep() {
+	timeout := p.sleepTimeout()
+	if timeout == 0 {
+		return
+	}
+	fds := p.cur.pollFDs
+	if len(fds) == 0 {
+		fds = p.wakeOnly[:]
+	}
+	fds[0].Fd = int32(p.wakeFD)
+	p.sleeping.Store(true)
+	if p.stop.Load() || p.plan.Load() != p.cur || p.mailbox.waiting.Load() != 0 || p.armRxqs() {
+		p.sleeping.Store(false)
+		return
+	}
+	ts := unix.NsecToTimespec(timeout)
+	_, _ = unix.Ppoll(fds, &ts, nil)
+	p.sleeping.Store(false)
+	if fds[0].Revents != 0 {
+		var buf [8]byte
+		_, _ = unix.Read(p.wakeFD, buf[:]) // reset the eventfd
+	}
+	if len(p.cur.pollFDs) == 0 {
+		p.sleepNs = min(p.sleepNs*2, p.cur.sleepMaxNs)
+	}
+}
+
+// wake interrupts the PMD's sleep, if it sleeps, so that it sees new work
+// at once. Called by the control side after it posted the work.
+func (p *PMD) wake() {
+	if p.sleeping.Load() {
+		var one = [8]byte{1}
+		_, _ = unix.Write(p.wakeFD, one[:])
+	}
 }
 
 // armRxqs asks the rx queues that need it (netdev.RxArmer) to wake the PMD
@@ -218,8 +273,9 @@ func (p *PMD) armRxqs() bool {
 
 // PollOnce runs one PMD iteration: one clock read, a plan and mailbox check,
 // one receive batch from each assigned rx queue (each classified, executed
-// and followed by a flush of the batches whose deadline has passed), and a
-// flush of everything if nothing arrived. It returns the packets received.
+// and followed by a send of the batches whose deadline has passed), and, if
+// nothing arrived, a send of the batches whose deadline has passed. It
+// returns the packets received.
 // In Manual mode the caller drives the PMD with it; otherwise only the PMD's
 // goroutine may call it.
 //
@@ -284,7 +340,10 @@ func (p *PMD) PollOnce() int {
 	p.lastRxq, p.rxqMark = last, mark
 	p.busy = received > 0
 	if !p.busy {
-		p.flush(true)
+		// Only what is due: flushing everything here would send a
+		// batch between every two packets at any rate below
+		// saturation, and tx-flush-interval would never batch.
+		p.flush(false)
 	}
 	// Publish every statsPublishInterval, and at the first idle iteration
 	// after traffic that is not published yet, so readers see a burst's
@@ -325,7 +384,8 @@ func (p *PMD) applyPlan() {
 		if no < len(p.outs) && p.outs[no] != nil && p.outs[no].port == tp.port {
 			ob = p.outs[no]
 		} else {
-			ob = &OutputBatch{counters: tp.port.tx.at(p.id), sizes: tp.port.txSizes.at(p.id), deadline: p.now}
+			ob = &OutputBatch{counters: tp.port.tx.at(p.id), sizes: tp.port.txSizes.at(p.id), deadline: p.now,
+				auto: autoInterval{winStart: p.now}}
 		}
 		ob.txPlan = tp
 		outs[no] = ob
@@ -632,74 +692,6 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 func (p *PMD) drop(pkt *packet.Packet, why DropCause) {
 	p.local.drops[why]++
 	pkt.Free()
-}
-
-// output queues pkt for port no. A batch that would exceed BatchSize is sent
-// first.
-func (p *PMD) output(pkt *packet.Packet, no uint32) {
-	if no-1 >= uint32(len(p.outs)-1) { // port 0, LOCAL or past the table
-		no = portIndex(no)
-	}
-	if int(no) >= len(p.outs) || p.outs[no] == nil {
-		p.drop(pkt, DropNoPort)
-		return
-	}
-	ob := p.outs[no]
-	if ob.batch.N == packet.BatchSize {
-		p.send(ob)
-	}
-	ob.batch.Add(pkt)
-	if !ob.pending {
-		ob.pending = true
-		p.pending = append(p.pending, ob)
-	}
-}
-
-// send hands ob's batch to the driver, frees its packets and sets the next
-// deadline to now + interval.
-func (p *PMD) send(ob *OutputBatch) {
-	n := ob.batch.N
-	sent := 0
-	if !ob.port.Dev.LinkUp() {
-		p.local.drops[DropPortDown] += uint64(n)
-	} else {
-		if ob.shared {
-			l := ob.port.txqLocks.at(ob.txq)
-			l.Lock()
-			sent = ob.port.Dev.Send(ob.txq, &ob.batch)
-			l.Unlock()
-		} else {
-			sent = ob.port.Dev.Send(ob.txq, &ob.batch)
-		}
-		p.local.drops[DropTxFull] += uint64(n - sent)
-	}
-	ob.counters.packets.Add(uint64(sent))
-	ob.counters.batches.Add(1)
-	ob.sizes.n[batchSizeBucket(n)].Add(1)
-	if sent < n {
-		ob.counters.drops.Add(uint64(n - sent))
-	}
-	ob.batch.FreeAll()
-	ob.deadline = p.now + ob.intervalNs
-}
-
-// flush sends the pending batches whose deadline has passed (all of them if
-// force is set) and forgets the ones that are empty.
-func (p *PMD) flush(force bool) {
-	j := 0
-	for _, ob := range p.pending {
-		if ob.batch.N > 0 && (force || p.now >= ob.deadline) {
-			p.send(ob)
-		}
-		if ob.batch.N > 0 {
-			p.pending[j] = ob
-			j++
-		} else {
-			ob.pending = false
-		}
-	}
-	clear(p.pending[j:])
-	p.pending = p.pending[:j]
 }
 
 // mailbox carries packet-outs from the control plane to a PMD.

@@ -135,6 +135,7 @@ type txCounters struct {
 	packets atomic.Uint64
 	batches atomic.Uint64
 	drops   atomic.Uint64
+	kicks   atomic.Uint64
 }
 
 // txBatchSizes is one PMD's output-batch size histogram for one port,
@@ -180,6 +181,10 @@ type PortPMDStats struct {
 	Packets uint64 // packets the driver accepted
 	Batches uint64 // calls to the driver's Send
 	Drops   uint64 // packets the driver refused (tx queue full) or the port was down
+	// Kicks are the driver's wake-ups of the queue's consumer during
+	// those sends (send syscalls, eventfd writes): what batching saves.
+	// Zero for drivers that do not count them (netdev.TxKicker).
+	Kicks uint64
 	// BatchSizes counts batches by size, bucket i per BatchSizeBounds[i]
 	// (not cumulative).
 	BatchSizes [len(BatchSizeBounds)]uint64

@@ -1,6 +1,6 @@
 // Package netdev defines the port driver interface the datapath polls and
 // sends through. Drivers live in subpackages: ring and null (in-memory, for
-// tests and benchmarks) and, later, afxdp, afpacket, tap and vhostuser.
+// tests and benchmarks), afxdp, afpacket, tap and vhostuser.
 package netdev
 
 import (
@@ -49,6 +49,9 @@ type Netdev interface {
 type Stats struct {
 	RxPackets, RxBytes, RxDrops, RxErrors uint64
 	TxPackets, TxBytes, TxDrops, TxErrors uint64
+	// TxKicks counts the wake-ups of the transmit side's consumer (send
+	// syscalls, eventfd writes) by drivers that implement TxKicker.
+	TxKicks uint64
 }
 
 // Counters is a set of Stats that drivers update once per batch from the
@@ -58,6 +61,7 @@ type Stats struct {
 type Counters struct {
 	RxPackets, RxBytes, RxDrops, RxErrors atomic.Uint64
 	TxPackets, TxBytes, TxDrops, TxErrors atomic.Uint64
+	TxKicks                               atomic.Uint64
 	_                                     [64]byte
 }
 
@@ -71,6 +75,16 @@ func (c *Counters) AddTo(s *Stats) {
 	s.TxBytes += c.TxBytes.Load()
 	s.TxDrops += c.TxDrops.Load()
 	s.TxErrors += c.TxErrors.Load()
+	s.TxKicks += c.TxKicks.Load()
+}
+
+// TxKicker is implemented by drivers whose Send wakes the consumer of the
+// queue with a syscall or a doorbell (a sendto, an eventfd write): the
+// cost output batching exists to share among many packets. The datapath
+// reads it around each Send to count each PMD's kicks per port.
+type TxKicker interface {
+	// TxKicks returns the kicks made on tx queue q so far.
+	TxKicks(q int) uint64
 }
 
 // Waiter is implemented by drivers whose receive queues have a file

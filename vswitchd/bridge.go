@@ -127,7 +127,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		NumPMDs:          b.settings.nPMD,
 		CPUs:             cpus,
 		PMDSleepMax:      intOption(oc, "pmd-sleep-max", datapath.DefaultPMDSleepMax),
-		TxFlushInterval:  intOption(oc, "tx-flush-interval", 0),
+		TxFlushInterval:  flushInterval(oc, 0),
 		FlowLimit:        b.settings.flowLimit,
 		EMCInsertInvProb: b.settings.emcInvProb,
 		EMCOff:           b.settings.emcInvProb == 0,
@@ -328,8 +328,7 @@ func (b *bridge) attach(p *port) error {
 	if err := b.of.AddPort(p.no, p.dev); err != nil {
 		return fmt.Errorf("port %q: %w", p.cfg.Name, err)
 	}
-	if v, ok := p.cfg.OtherConfig["tx-flush-interval"]; ok {
-		us, _ := strconv.Atoi(v)
+	if us := flushInterval(p.cfg.OtherConfig, -1); us != -1 {
 		b.dp.SetPortTxFlushInterval(p.no, us)
 	}
 	if len(aff) > 0 {
@@ -497,11 +496,7 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 			continue
 		}
 		if p.cfg.OtherConfig["tx-flush-interval"] != np.OtherConfig["tx-flush-interval"] {
-			us := -1
-			if v, ok := np.OtherConfig["tx-flush-interval"]; ok {
-				us, _ = strconv.Atoi(v)
-			}
-			if err := b.dp.SetPortTxFlushInterval(p.no, us); err != nil {
+			if err := b.dp.SetPortTxFlushInterval(p.no, flushInterval(np.OtherConfig, -1)); err != nil {
 				return err
 			}
 		}
@@ -522,7 +517,7 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 		b.portsMu.Unlock()
 	}
 	oc := c.OtherConfig
-	if err := b.dp.SetTxFlushInterval(intOption(oc, "tx-flush-interval", 0)); err != nil {
+	if err := b.dp.SetTxFlushInterval(flushInterval(oc, 0)); err != nil {
 		return err
 	}
 	if err := b.dp.SetPMDSleepMax(intOption(oc, "pmd-sleep-max", datapath.DefaultPMDSleepMax)); err != nil {
@@ -693,6 +688,15 @@ func intOption(m map[string]string, key string, def int) int {
 		}
 	}
 	return def
+}
+
+// flushInterval is other_config's tx-flush-interval as the datapath takes
+// it (µs, or datapath.TxFlushAuto), def if unset.
+func flushInterval(oc map[string]string, def int) int {
+	if oc["tx-flush-interval"] == config.TxFlushAuto {
+		return datapath.TxFlushAuto
+	}
+	return intOption(oc, "tx-flush-interval", def)
 }
 
 // parseCPUMask turns a hex CPU mask (pmd-cpu-mask) into CPU numbers.

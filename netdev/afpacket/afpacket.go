@@ -486,6 +486,10 @@ func (p *Port) Send(q int, b *packet.Batch) int {
 	return p.tx[q].send(b)
 }
 
+// TxKicks implements netdev.TxKicker: the sendto calls that made the
+// kernel transmit tx queue q's ring.
+func (p *Port) TxKicks(q int) uint64 { return p.tx[q].c.TxKicks.Load() }
+
 // Stats implements netdev.Netdev. RxDrops includes the frames the kernel
 // dropped because a receive ring was full (PACKET_STATISTICS tp_drops,
 // which the kernel resets on every read, so the port accumulates them).

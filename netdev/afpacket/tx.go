@@ -83,6 +83,7 @@ func (q *txQueue) send(b *packet.Batch) int {
 		bytes += l
 	}
 	if sent > 0 {
+		q.c.TxKicks.Add(1)
 		if !kick(q.fd) {
 			errs++
 		}

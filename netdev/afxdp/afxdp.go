@@ -506,6 +506,7 @@ func (p *Port) Send(q int, b *packet.Batch) int {
 	// Kick also when nothing new was queued but an earlier kick left
 	// descriptors behind, so that they do not wait for more traffic.
 	if t.tx.needWakeup() && (sent > 0 || t.tx.pending() > 0) {
+		t.c.TxKicks.Add(1)
 		if e := kickTx(x.fd); !transient(e) {
 			t.c.TxErrors.Add(1)
 		}
@@ -523,8 +524,13 @@ func (p *Port) Send(q int, b *packet.Batch) int {
 	return int(sent)
 }
 
+// TxKicks implements netdev.TxKicker: the sendto calls that asked the
+// kernel to transmit tx queue q.
+func (p *Port) TxKicks(q int) uint64 { return p.xsks[q].t.c.TxKicks.Load() }
+
 var (
-	_ netdev.Netdev  = (*Port)(nil)
-	_ netdev.Waiter  = (*Port)(nil)
-	_ netdev.Remover = (*Port)(nil)
+	_ netdev.Netdev   = (*Port)(nil)
+	_ netdev.Waiter   = (*Port)(nil)
+	_ netdev.Remover  = (*Port)(nil)
+	_ netdev.TxKicker = (*Port)(nil)
 )

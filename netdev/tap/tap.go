@@ -558,6 +558,7 @@ func (p *Port) Send(q int, b *packet.Batch) int {
 	c := &p.counters[len(p.rx)+q]
 	c.TxPackets.Add(uint64(sent))
 	c.TxBytes.Add(uint64(bytes))
+	c.TxKicks.Add(uint64(sent + drops + errs)) // one writev each, tried or not
 	if drops != 0 {
 		c.TxDrops.Add(uint64(drops))
 	}
@@ -567,8 +568,13 @@ func (p *Port) Send(q int, b *packet.Batch) int {
 	return sent
 }
 
+// TxKicks implements netdev.TxKicker: a tap takes one writev per frame,
+// so it kicks once per packet whatever the batch.
+func (p *Port) TxKicks(q int) uint64 { return p.counters[len(p.rx)+q].TxKicks.Load() }
+
 var (
-	_ netdev.Netdev  = (*Port)(nil)
-	_ netdev.Waiter  = (*Port)(nil)
-	_ netdev.Remover = (*Port)(nil)
+	_ netdev.Netdev   = (*Port)(nil)
+	_ netdev.Waiter   = (*Port)(nil)
+	_ netdev.Remover  = (*Port)(nil)
+	_ netdev.TxKicker = (*Port)(nil)
 )

@@ -378,8 +378,11 @@ func (p *Port) Send(qi int, b *packet.Batch) int {
 		return 0
 	}
 	r := q.Enqueue(b.Packets())
-	if r.Signal && !q.Signal() {
-		r.Errors++
+	if r.Signal {
+		c.TxKicks.Add(1)
+		if !q.Signal() {
+			r.Errors++
+		}
 	}
 	s.leave()
 	if r.Packets > 0 {
@@ -417,7 +420,17 @@ func (p *Port) Close() error {
 	return nil
 }
 
+// TxKicks implements netdev.TxKicker: the call eventfd writes that
+// interrupted the frontend for queue pair qi.
+func (p *Port) TxKicks(qi int) uint64 {
+	if uint(qi) >= uint(p.opts.Queues) {
+		return 0
+	}
+	return p.counts[p.opts.Queues+qi].TxKicks.Load()
+}
+
 var (
-	_ netdev.Netdev = (*Port)(nil)
-	_ netdev.Waiter = (*Port)(nil)
+	_ netdev.Netdev   = (*Port)(nil)
+	_ netdev.Waiter   = (*Port)(nil)
+	_ netdev.TxKicker = (*Port)(nil)
 )

@@ -12,6 +12,10 @@ import (
 // at most IFNAMSIZ-1 bytes, and each bridge has an internal port of its name.
 const MaxNameLen = 15
 
+// TxFlushAuto is the tx-flush-interval value (switch or port) that lets
+// the datapath choose each port's interval from its traffic.
+const TxFlushAuto = "auto"
+
 // MaxVLAN is the highest usable 802.1Q VLAN id (4095 is reserved).
 const MaxVLAN = 4094
 
@@ -149,10 +153,17 @@ func checkOtherConfig(where string, m map[string]string, add func(string, ...any
 			add("%s: empty key", where)
 			continue
 		}
+		if k == "tx-flush-interval" && v == TxFlushAuto {
+			continue
+		}
 		if r, ok := numericKeys[k]; ok {
 			n, err := strconv.ParseUint(v, 10, 64)
 			if err != nil || n < r.min || n > r.max {
-				add("%s: %s=%q is not an integer in %d..%d", where, k, v, r.min, r.max)
+				if k == "tx-flush-interval" {
+					add("%s: %s=%q is neither %q nor an integer in %d..%d", where, k, v, TxFlushAuto, r.min, r.max)
+				} else {
+					add("%s: %s=%q is not an integer in %d..%d", where, k, v, r.min, r.max)
+				}
 			}
 			continue
 		}

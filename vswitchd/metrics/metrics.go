@@ -45,7 +45,7 @@ type Collector struct {
 	portTxPackets, portTxBytes, portTxDrops, portTxErrors *prometheus.Desc
 	portLinkUp                                            *prometheus.Desc
 
-	txPackets, txBatches, txDrops, txBatchSize *prometheus.Desc
+	txPackets, txBatches, txKicks, txDrops, txBatchSize *prometheus.Desc
 
 	rxqPackets, rxqBusy, rxqPMD *prometheus.Desc
 
@@ -97,6 +97,7 @@ func NewCollector(bridges func() []Bridge) *Collector {
 
 		txPackets:   d("pmd_tx_packets_total", "Packets a PMD handed to the port's driver that the driver accepted.", pmdPort),
 		txBatches:   d("pmd_tx_batches_total", "Output batches a PMD sent to the port (one driver Send each).", pmdPort),
+		txKicks:     d("pmd_tx_kicks_total", "Wake-ups of the port's transmit consumer (send syscalls, eventfd writes) the driver made for a PMD's output batches: what batching saves. 0 for drivers that need none.", pmdPort),
 		txDrops:     d("pmd_tx_drops_total", "Packets of a PMD's output batches that the port refused (tx queue full) or that met a link that was down.", pmdPort),
 		txBatchSize: d("pmd_tx_batch_size_packets", "Packets per output batch a PMD sent to the port.", pmdPort),
 
@@ -142,7 +143,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{
 		c.portRxPackets, c.portRxBytes, c.portRxDrops, c.portRxErrors,
 		c.portTxPackets, c.portTxBytes, c.portTxDrops, c.portTxErrors, c.portLinkUp,
-		c.txPackets, c.txBatches, c.txDrops, c.txBatchSize,
+		c.txPackets, c.txBatches, c.txKicks, c.txDrops, c.txBatchSize,
 		c.rxqPackets, c.rxqBusy, c.rxqPMD,
 		c.pmdBusy, c.pmdIdle, c.pmdIterations, c.pmdRxPackets,
 		c.pmdEMCHits, c.pmdMegaflowHits, c.pmdMisses, c.pmdSimpleMatchHits,
@@ -206,6 +207,7 @@ func (c *Collector) collectDatapath(e *emitter, b Bridge, dp *datapath.Datapath)
 			pmd := strconv.Itoa(t.PMD)
 			e.counter(c.txPackets, t.Packets, b.Name, pmd, port)
 			e.counter(c.txBatches, t.Batches, b.Name, pmd, port)
+			e.counter(c.txKicks, t.Kicks, b.Name, pmd, port)
 			e.counter(c.txDrops, t.Drops, b.Name, pmd, port)
 			count, sum, buckets := batchHistogram(t)
 			e.histogram(c.txBatchSize, count, sum, buckets, b.Name, pmd, port)

@@ -1,0 +1,149 @@
+package datapath
+
+import (
+	"vswitch/datapath/packet"
+)
+
+// OutputBatch is one PMD's queue of packets for one port, with the deadline
+// by which it must be sent: the port's last send plus its interval. Packets
+// wait here until the batch is full or an iteration (busy or idle) finds
+// the deadline passed; a PMD about to sleep sleeps no later than the
+// earliest deadline it holds.
+type OutputBatch struct {
+	txPlan
+	batch    packet.Batch
+	deadline int64 // ns; the batch is sent by the first iteration with now ≥ deadline
+	pending  bool  // listed in PMD.pending
+	counters *txCounters
+	sizes    *txBatchSizes
+	auto     autoInterval // used when autoFlush is set
+}
+
+// output queues pkt for port no. A batch that would exceed BatchSize is sent
+// first.
+func (p *PMD) output(pkt *packet.Packet, no uint32) {
+	if no-1 >= uint32(len(p.outs)-1) { // port 0, LOCAL or past the table
+		no = portIndex(no)
+	}
+	if int(no) >= len(p.outs) || p.outs[no] == nil {
+		p.drop(pkt, DropNoPort)
+		return
+	}
+	ob := p.outs[no]
+	if ob.batch.N == packet.BatchSize {
+		p.send(ob)
+	}
+	ob.batch.Add(pkt)
+	if !ob.pending {
+		ob.pending = true
+		p.pending = append(p.pending, ob)
+	}
+}
+
+// send hands ob's batch to the driver, frees its packets and sets the next
+// deadline to now + the port's interval.
+func (p *PMD) send(ob *OutputBatch) {
+	n := ob.batch.N
+	sent := 0
+	if !ob.port.Dev.LinkUp() {
+		p.local.drops[DropPortDown] += uint64(n)
+	} else {
+		var l *TxqLock
+		if ob.shared {
+			l = ob.port.txqLocks.at(ob.txq)
+			l.Lock()
+		}
+		var kicks0 uint64
+		if ob.kicker != nil {
+			kicks0 = ob.kicker.TxKicks(ob.txq)
+		}
+		sent = ob.port.Dev.Send(ob.txq, &ob.batch)
+		if ob.kicker != nil {
+			ob.counters.kicks.Add(ob.kicker.TxKicks(ob.txq) - kicks0)
+		}
+		if l != nil {
+			l.Unlock()
+		}
+		p.local.drops[DropTxFull] += uint64(n - sent)
+	}
+	ob.counters.packets.Add(uint64(sent))
+	ob.counters.batches.Add(1)
+	ob.sizes.n[batchSizeBucket(n)].Add(1)
+	if sent < n {
+		ob.counters.drops.Add(uint64(n - sent))
+	}
+	ob.batch.FreeAll()
+	interval := ob.intervalNs
+	if ob.autoFlush {
+		interval = ob.auto.update(p.now, n)
+	}
+	ob.deadline = p.now + interval
+}
+
+// flush sends the pending batches whose deadline has passed (all of them if
+// force is set) and forgets the ones that are empty.
+func (p *PMD) flush(force bool) {
+	j := 0
+	for _, ob := range p.pending {
+		if ob.batch.N > 0 && (force || p.now >= ob.deadline) {
+			p.send(ob)
+		}
+		if ob.batch.N > 0 {
+			p.pending[j] = ob
+			j++
+		} else {
+			ob.pending = false
+		}
+	}
+	clear(p.pending[j:])
+	p.pending = p.pending[:j]
+}
+
+// tx-flush-interval=auto: each PMD chooses, per port, the interval that
+// fills batches toward BatchSize when the port is busy and adds no latency
+// when it is not. Over windows of at least autoWindowNs it measures the
+// rate r at which packets reach the port's batch (which the interval does
+// not change below saturation); if holding for at most AutoFlushMaxNs
+// would gather fewer than autoHoldMin packets, it sends at once (interval
+// 0), and otherwise it holds for the time 5/4 × BatchSize packets take at
+// r, capped at AutoFlushMaxNs: a full batch is sent when full anyway, so
+// the margin only spares the deadline a batch that a burst left short. A
+// port that turns sparse sends its next packet at once even before the
+// window closes, since its deadline (last send + interval) has passed.
+const (
+	// AutoFlushMaxNs caps the interval auto chooses.
+	AutoFlushMaxNs = 100_000
+	autoWindowNs   = 1_000_000
+	// autoHoldMin is the packets holding must be expected to gather
+	// within AutoFlushMaxNs to be worth it (80 kpps with the 100 µs cap);
+	// autoReleaseMin, lower, keeps a rate near the threshold from
+	// switching back and forth every window.
+	autoHoldMin    = 8
+	autoReleaseMin = 6
+)
+
+// autoInterval is one OutputBatch's state under tx-flush-interval=auto.
+type autoInterval struct {
+	ns       int64 // the interval in force
+	winStart int64
+	winPkts  int64
+}
+
+// update counts a send of n packets at now and returns the interval to
+// hold the next batch for.
+func (a *autoInterval) update(now int64, n int) int64 {
+	a.winPkts += int64(n)
+	el := now - a.winStart
+	if el < autoWindowNs {
+		return a.ns
+	}
+	expected := a.winPkts * AutoFlushMaxNs / el
+	switch {
+	case expected >= autoHoldMin || a.ns > 0 && expected >= autoReleaseMin:
+		a.ns = min(AutoFlushMaxNs, el*packet.BatchSize*5/4/a.winPkts)
+	default:
+		a.ns = 0
+	}
+	a.winStart, a.winPkts = now, 0
+	return a.ns
+}
