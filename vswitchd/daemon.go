@@ -145,6 +145,7 @@ func Start(opts Options) (*Daemon, error) {
 
 	d.mgmt = mgmt.NewServer()
 	d.mgmt.Logf = func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...)) }
+	d.mgmt.SetMaxConns(intOption(store.Get().OtherConfig, "mgmt-max-connections", mgmt.DefaultMaxConns))
 	d.registerCommands()
 	if err := d.mgmt.Listen(filepath.Join(dir, SocketName)); err != nil {
 		d.Close()
@@ -157,8 +158,17 @@ func Start(opts Options) (*Daemon, error) {
 			return nil, fmt.Errorf("vswitchd: metrics: %w", err)
 		}
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", metrics.Handler(metrics.NewRegistry(metrics.NewCollector(d.metricsView))))
-		d.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		col := metrics.NewCollector(d.metricsView)
+		col.SetMgmt(func() metrics.Mgmt {
+			s := d.mgmt.Stats()
+			return metrics.Mgmt{Connections: s.Connections, Refused: s.Refused, IdleClosed: s.IdleClosed, TooLong: s.TooLong}
+		})
+		mux.Handle("/metrics", metrics.Handler(metrics.NewRegistry(col)))
+		// net/http already backs off on accept errors (5 ms doubling to
+		// 1 s); ErrorLog puts its "Accept error ... retrying" lines in
+		// the daemon's log instead of bare stderr.
+		d.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 		go d.http.Serve(ln)
 		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	}
@@ -234,6 +244,9 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 			d.log.Error("rollback not applied", "err", rerr)
 		}
 		return err
+	}
+	if d.mgmt != nil {
+		d.mgmt.SetMaxConns(intOption(next.OtherConfig, "mgmt-max-connections", mgmt.DefaultMaxConns))
 	}
 	return nil
 }

@@ -198,7 +198,7 @@ func (c *Conn) slowReader() {
 	q := c.queuedBytes()
 	reason := fmt.Sprintf("send queue full (%d bytes waiting, limit %d per connection, %d of %d in all): peer not reading",
 		q, c.m.cfg.MaxQueueBytes, c.m.cfg.Budget.Used(), c.m.cfg.Budget.max)
-	c.m.logf("ofconn: %s: disconnecting %v: %s", c.t.name, c.nc.RemoteAddr(), reason)
+	c.m.warnf("ofconn: %s: disconnecting %v: %s", c.t.name, c.nc.RemoteAddr(), reason)
 	c.close(reason)
 }
 

@@ -100,6 +100,11 @@ type Config struct {
 	Observe func(c *Conn, h ofpwire.Header)
 	// Logf, if set, receives connection events.
 	Logf func(format string, args ...any)
+	// Warnf, if set, receives what an operator must see even when routine
+	// connection events are not logged: accept errors (rate limited),
+	// refused connections (rate limited), disconnected slow readers. Nil
+	// sends them to Logf.
+	Warnf func(format string, args ...any)
 }
 
 // Defaults of Config.
@@ -224,6 +229,14 @@ func (m *Manager) logf(format string, args ...any) {
 	if m.cfg.Logf != nil {
 		m.cfg.Logf(format, args...)
 	}
+}
+
+func (m *Manager) warnf(format string, args ...any) {
+	if m.cfg.Warnf != nil {
+		m.cfg.Warnf(format, args...)
+		return
+	}
+	m.logf(format, args...)
 }
 
 // SetMaxConns changes the per-listener connection limit; n ≤ 0 restores
@@ -640,7 +653,7 @@ func (m *Manager) refuse(t *target, nc net.Conn) {
 	nc.Close()
 	m.refused.Add(1)
 	if n, ok := m.refusedLog.allow(); ok {
-		m.logf("ofconn: %s: refused connection from %v: %d connections open, the limit (%d refused since the last report)",
+		m.warnf("ofconn: %s: refused connection from %v: %d connections open, the limit (%d refused since the last report)",
 			t.name, remote, m.maxConns.Load(), n)
 	}
 }
@@ -793,7 +806,7 @@ func (t *target) runPassive() {
 		t.ln = ln
 		m.mu.Unlock()
 		backoff = m.cfg.MinBackoff
-		ab := acceptloop.Backoff{Name: "ofconn: " + t.name, Logf: m.cfg.Logf}
+		ab := acceptloop.Backoff{Name: "ofconn: " + t.name, Logf: m.warnf}
 		for {
 			nc, err := ln.Accept()
 			if err != nil {

@@ -39,6 +39,11 @@ var numericKeys = map[string]numericRange{
 	"n_txq_desc":          {1, 65536},
 	"mtu_request":         {68, 65535},
 	"emc-insert-inv-prob": {0, 1<<32 - 1},
+	// Connection limits (per OpenFlow listener, on the management
+	// socket): at least 1, or nothing could connect, not even vsctl to
+	// raise it again.
+	"openflow-max-connections": {1, 1 << 20},
+	"mgmt-max-connections":     {1, 1 << 20},
 }
 
 // Validate reports everything wrong with c, one line per problem, or nil.
