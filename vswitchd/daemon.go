@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"vswitch/datapath"
+	"vswitch/internal/statedir"
 	"vswitch/ofproto"
 	"vswitch/vswitchd/config"
 	"vswitch/vswitchd/metrics"
@@ -172,7 +173,11 @@ func Start(opts Options) (*Daemon, error) {
 		go d.http.Serve(ln)
 		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	}
-	os.WriteFile(filepath.Join(dir, pidFileName), fmt.Appendf(nil, "%d\n", os.Getpid()), 0o644)
+	// 0644 as pid files are; never through a symlink.
+	if err := statedir.WriteFile(filepath.Join(dir, pidFileName), fmt.Appendf(nil, "%d\n", os.Getpid()), 0o644); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("vswitchd: pid file: %w", err)
+	}
 	d.wg.Add(1)
 	go d.flowSaver()
 	log.Info("vswitchd started", "state-dir", dir, "bridges", len(d.bridges), "version", opts.Version)
