@@ -24,9 +24,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"vswitch/datapath"
 	"vswitch/internal/statedir"
@@ -236,7 +240,12 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	old := d.store.Get()
-	next, err := d.store.Update(fn)
+	next, err := d.store.Update(func(c *config.Config) error {
+		if err := fn(c); err != nil {
+			return err
+		}
+		return checkMachine(old, c)
+	})
 	if err != nil {
 		return err
 	}
@@ -254,6 +263,43 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 		d.mgmt.SetMaxConns(intOption(next.OtherConfig, "mgmt-max-connections", mgmt.DefaultMaxConns))
 	}
 	return nil
+}
+
+// checkMachine refuses settings in next that this machine cannot honour,
+// which Validate (run on a stored configuration too, maybe written on
+// another machine) does not know about: a pmd-cpu-mask naming CPUs the
+// process may not run on. Only a changed value is checked, so a stored
+// one never blocks other changes.
+func checkMachine(old, next *config.Config) error {
+	v := next.OtherConfig["pmd-cpu-mask"]
+	if v == "" || v == old.OtherConfig["pmd-cpu-mask"] {
+		return nil
+	}
+	cpus, err := parseCPUMask(v)
+	if err != nil {
+		return err
+	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return fmt.Errorf("pmd-cpu-mask: reading the CPUs this process may use: %w", err)
+	}
+	var missing []string
+	for _, c := range cpus {
+		if c >= len(set)*64 || !set.IsSet(c) {
+			missing = append(missing, strconv.Itoa(c))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	var avail []string
+	for c := 0; c < len(set)*64; c++ {
+		if set.IsSet(c) {
+			avail = append(avail, strconv.Itoa(c))
+		}
+	}
+	return fmt.Errorf("pmd-cpu-mask=%s names CPU %s, which this machine lacks or this process may not use (available CPUs: %s)",
+		v, strings.Join(missing, ", "), strings.Join(avail, ", "))
 }
 
 // apply moves the running bridges from configuration old to next (d.mu held).

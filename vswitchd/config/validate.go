@@ -215,8 +215,10 @@ func checkName(n string) error {
 		return fmt.Errorf("name longer than %d bytes", MaxNameLen)
 	case n == "." || n == "..":
 		return errors.New("name may not be . or ..")
-	case strings.ContainsAny(n, "/: \t\n\r\x00"):
-		return errors.New("name contains '/', ':', whitespace or NUL")
+	case strings.ContainsAny(n, "/%: \t\n\v\f\r\x00"):
+		// '%' too: the kernel expands "name%d" to a free name (rl0),
+		// which the switch would not know as its own.
+		return errors.New("name contains '/', '%', ':', whitespace or NUL (Linux interface names may not)")
 	}
 	return nil
 }
