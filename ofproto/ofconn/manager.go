@@ -805,6 +805,13 @@ func (t *target) runPassive() {
 		}
 		t.ln = ln
 		m.mu.Unlock()
+		if host, port, _ := net.SplitHostPort(t.p.addr); t.p.kind == kindPTCP && host == "" {
+			// Open vSwitch's meaning, kept: every address. But plain
+			// TCP has no authentication, so whoever reaches the port
+			// controls the switch; say so every time it starts.
+			m.warnf("ofconn: %s: listening on every address without authentication: anyone who can reach port %s can change the flows; use ptcp:%s:127.0.0.1 for local controllers or pssl: for remote ones",
+				t.name, port, port)
+		}
 		backoff = m.cfg.MinBackoff
 		ab := acceptloop.Backoff{Name: "ofconn: " + t.name, Logf: m.warnf}
 		for {
