@@ -219,6 +219,12 @@ func TestVsctlErrors(t *testing.T) {
 		{[]string{"del-br", "nosuchbr"}, "no such bridge", 1},
 		{[]string{"add-br", "br0"}, "already exists", 1},
 		{[]string{"add-br", "this-name-is-far-too-long"}, "longer than", 1},
+		{[]string{"add-br", "rl%d"}, "'%'", 1}, // the kernel would expand it to rl0
+		{[]string{"add-br", "a b"}, "whitespace", 1},
+		{[]string{"add-br", ".."}, "may not be", 1},
+		{[]string{"set", "Open_vSwitch", ".", "other_config:pmd-cpu-mask=0x8000000000000000"}, "available CPUs", 1},
+		{[]string{"set", "Open_vSwitch", ".", "other_config:mgmt-max-connections=0"}, "not an integer", 1},
+		{[]string{"set", "Open_vSwitch", ".", "other_config:openflow-max-connections=x"}, "not an integer", 1},
 		{[]string{"set", "Open_vSwitch", ".", "other_config:tx-flush-interval=abc"}, "not an integer", 1},
 		{[]string{"set", "Open_vSwitch", ".", "other_config:no-such-key=1"}, "no key", 1},
 		{[]string{"set", "Open_vSwitch", ".", "other_config:n-pmd=2", "other_config:pmd-sleep-max=x"}, "not an integer", 1},

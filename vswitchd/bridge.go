@@ -162,6 +162,8 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 			OnBarrier:     b.syncJournal,
 			OnControllers: func(n int) { b.controllers.Store(int32(n)) },
 			Logf:          func(f string, a ...any) { d.logConn(nb.Name, fmt.Sprintf(f, a...)) },
+			Warnf:         func(f string, a ...any) { d.log.Warn(fmt.Sprintf(f, a...), "bridge", nb.Name) },
+			MaxConns:      intOption(c.OtherConfig, "openflow-max-connections", ofconn.DefaultMaxConns),
 		},
 	})
 	if err != nil {
@@ -302,7 +304,7 @@ func (d *Daemon) openPorts(nb *config.Bridge, names []string, lenient bool) ([]*
 	var out []*port
 	for _, name := range names {
 		pc := nb.Ports[name]
-		dev, driver, err := openNetdev(d.opts.StateDir, pc)
+		dev, driver, err := openNetdev(d.opts.StateDir, pc, func(f string, a ...any) { d.log.Warn(fmt.Sprintf(f, a...), "bridge", nb.Name) })
 		if err != nil {
 			if lenient {
 				d.log.Error("port not restored", "bridge", nb.Name, "port", name, "err", err)
@@ -523,6 +525,7 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 	if err := b.dp.SetPMDSleepMax(intOption(oc, "pmd-sleep-max", datapath.DefaultPMDSleepMax)); err != nil {
 		return err
 	}
+	b.of.Manager().SetMaxConns(intOption(oc, "openflow-max-connections", ofconn.DefaultMaxConns))
 	if !slices.Equal(b.cfg.Controllers, nb.Controllers) {
 		if err := b.of.SetControllers(nb.Controllers); err != nil {
 			return err

@@ -24,11 +24,16 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"vswitch/datapath"
+	"vswitch/internal/statedir"
 	"vswitch/ofproto"
 	"vswitch/vswitchd/config"
 	"vswitch/vswitchd/metrics"
@@ -145,6 +150,7 @@ func Start(opts Options) (*Daemon, error) {
 
 	d.mgmt = mgmt.NewServer()
 	d.mgmt.Logf = func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...)) }
+	d.mgmt.SetMaxConns(intOption(store.Get().OtherConfig, "mgmt-max-connections", mgmt.DefaultMaxConns))
 	d.registerCommands()
 	if err := d.mgmt.Listen(filepath.Join(dir, SocketName)); err != nil {
 		d.Close()
@@ -157,12 +163,25 @@ func Start(opts Options) (*Daemon, error) {
 			return nil, fmt.Errorf("vswitchd: metrics: %w", err)
 		}
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", metrics.Handler(metrics.NewRegistry(metrics.NewCollector(d.metricsView))))
-		d.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		col := metrics.NewCollector(d.metricsView)
+		col.SetMgmt(func() metrics.Mgmt {
+			s := d.mgmt.Stats()
+			return metrics.Mgmt{Connections: s.Connections, Refused: s.Refused, IdleClosed: s.IdleClosed, TooLong: s.TooLong}
+		})
+		mux.Handle("/metrics", metrics.Handler(metrics.NewRegistry(col)))
+		// net/http already backs off on accept errors (5 ms doubling to
+		// 1 s); ErrorLog puts its "Accept error ... retrying" lines in
+		// the daemon's log instead of bare stderr.
+		d.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 		go d.http.Serve(ln)
 		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	}
-	os.WriteFile(filepath.Join(dir, pidFileName), fmt.Appendf(nil, "%d\n", os.Getpid()), 0o644)
+	// 0644 as pid files are; never through a symlink.
+	if err := statedir.WriteFile(filepath.Join(dir, pidFileName), fmt.Appendf(nil, "%d\n", os.Getpid()), 0o644); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("vswitchd: pid file: %w", err)
+	}
 	d.wg.Add(1)
 	go d.flowSaver()
 	log.Info("vswitchd started", "state-dir", dir, "bridges", len(d.bridges), "version", opts.Version)
@@ -221,7 +240,12 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	old := d.store.Get()
-	next, err := d.store.Update(fn)
+	next, err := d.store.Update(func(c *config.Config) error {
+		if err := fn(c); err != nil {
+			return err
+		}
+		return checkMachine(old, c)
+	})
 	if err != nil {
 		return err
 	}
@@ -235,7 +259,47 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 		}
 		return err
 	}
+	if d.mgmt != nil {
+		d.mgmt.SetMaxConns(intOption(next.OtherConfig, "mgmt-max-connections", mgmt.DefaultMaxConns))
+	}
 	return nil
+}
+
+// checkMachine refuses settings in next that this machine cannot honour,
+// which Validate (run on a stored configuration too, maybe written on
+// another machine) does not know about: a pmd-cpu-mask naming CPUs the
+// process may not run on. Only a changed value is checked, so a stored
+// one never blocks other changes.
+func checkMachine(old, next *config.Config) error {
+	v := next.OtherConfig["pmd-cpu-mask"]
+	if v == "" || v == old.OtherConfig["pmd-cpu-mask"] {
+		return nil
+	}
+	cpus, err := parseCPUMask(v)
+	if err != nil {
+		return err
+	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return fmt.Errorf("pmd-cpu-mask: reading the CPUs this process may use: %w", err)
+	}
+	var missing []string
+	for _, c := range cpus {
+		if c >= len(set)*64 || !set.IsSet(c) {
+			missing = append(missing, strconv.Itoa(c))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	var avail []string
+	for c := 0; c < len(set)*64; c++ {
+		if set.IsSet(c) {
+			avail = append(avail, strconv.Itoa(c))
+		}
+	}
+	return fmt.Errorf("pmd-cpu-mask=%s names CPU %s, which this machine lacks or this process may not use (available CPUs: %s)",
+		v, strings.Join(missing, ", "), strings.Join(avail, ", "))
 }
 
 // apply moves the running bridges from configuration old to next (d.mu held).

@@ -30,7 +30,7 @@ var portOptions = map[string][]string{
 
 // openNetdev opens the driver for a configured port and names the driver
 // it chose.
-func openNetdev(stateDir string, p *config.Port) (netdev.Netdev, string, error) {
+func openNetdev(stateDir string, p *config.Port, logf func(string, ...any)) (netdev.Netdev, string, error) {
 	queues := intOption(p.Options, "n_rxq", 0)
 	switch p.Type {
 	case config.PortTypeAuto:
@@ -80,7 +80,7 @@ func openNetdev(stateDir string, p *config.Port) (netdev.Netdev, string, error) 
 			}
 			path = filepath.Join(stateDir, p.Name)
 		}
-		dev, err := vhostuser.New(p.Name, vhostuser.Options{SocketPath: path, Client: client, Queues: max(queues, 1)})
+		dev, err := vhostuser.New(p.Name, vhostuser.Options{SocketPath: path, Client: client, Queues: max(queues, 1), Logf: logf})
 		return dev, p.Type, err
 	}
 	return nil, "", fmt.Errorf("unknown port type %q", p.Type)

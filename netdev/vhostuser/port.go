@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +28,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"vswitch/datapath/packet"
+	"vswitch/internal/acceptloop"
+	"vswitch/internal/statedir"
 	"vswitch/netdev"
 	"vswitch/netdev/vhostuser/virtq"
 )
@@ -43,6 +44,9 @@ type Options struct {
 	Client bool
 	// Queues is the most queue pairs the port offers (default 1).
 	Queues int
+	// Logf, if set, receives accept errors of a server socket (rate
+	// limited) and its recovery from them.
+	Logf func(format string, args ...any)
 }
 
 // MaxQueues bounds Options.Queues.
@@ -169,10 +173,9 @@ func New(name string, opts Options) (*Port, error) {
 		return nil, err
 	}
 	if !opts.Client {
-		if fi, err := os.Lstat(opts.SocketPath); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			os.Remove(opts.SocketPath) // a stale socket from an earlier run
-		}
-		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: opts.SocketPath, Net: "unix"})
+		// Mode 0600 whatever the umask, a stale socket from an earlier
+		// run replaced, a symlink or file in its place refused.
+		ln, err := statedir.ListenUnix(opts.SocketPath)
 		if err != nil {
 			p.closeEpoll()
 			return nil, fmt.Errorf("vhostuser: %w", err)
@@ -187,6 +190,7 @@ func New(name string, opts Options) (*Port, error) {
 func (p *Port) run() {
 	defer close(p.done)
 	backoff := minBackoff
+	ab := acceptloop.Backoff{Name: "vhostuser " + p.name + " " + p.opts.SocketPath, Logf: p.opts.Logf}
 	for {
 		conn, err := p.connect()
 		if err != nil {
@@ -195,8 +199,17 @@ func (p *Port) run() {
 			}
 			p.setErr(err)
 			if !p.opts.Client {
-				// Accept failed without Close: avoid a hot loop.
-				backoff = minBackoff
+				// Accept failed without Close (out of descriptors, say):
+				// wait, doubling, and accept again. An error that does
+				// not pass is retried too, at the slowest rate: the
+				// socket is the port's only way to get a frontend.
+				// (LastError shows it.)
+				if !ab.Wait(err, p.closing) {
+					if !p.sleep(acceptloop.MaxDelay) {
+						return
+					}
+				}
+				continue
 			}
 			t := time.NewTimer(backoff)
 			select {
@@ -209,6 +222,9 @@ func (p *Port) run() {
 			continue
 		}
 		backoff = minBackoff
+		if !p.opts.Client {
+			ab.Success()
+		}
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
@@ -241,6 +257,18 @@ func (p *Port) connect() (*net.UnixConn, error) {
 	}
 	p.dials.Add(1)
 	return net.DialUnix("unix", nil, &net.UnixAddr{Name: p.opts.SocketPath, Net: "unix"})
+}
+
+// sleep waits d or until the port closes; false if it closed.
+func (p *Port) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.closing:
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 func (p *Port) isClosed() bool {

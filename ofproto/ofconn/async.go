@@ -71,17 +71,20 @@ func (c *Conn) sendAsync(kind asyncKind, b []byte) bool {
 		return false
 	default:
 	}
-	select {
-	case c.out <- b:
-		return true
-	default:
-		if kind == asyncPacketIn {
-			c.pinDropped.Add(1)
-		} else {
-			c.asyncDropped.Add(1)
+	if c.charge(len(b)) {
+		select {
+		case c.out <- b:
+			return true
+		default:
+			c.credit(len(b))
 		}
-		return false
 	}
+	if kind == asyncPacketIn {
+		c.pinDropped.Add(1)
+	} else {
+		c.asyncDropped.Add(1)
+	}
+	return false
 }
 
 // tokenBucket limits packet-ins per connection: it holds at most burst

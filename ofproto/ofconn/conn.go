@@ -45,6 +45,12 @@ type Conn struct {
 
 	pin tokenBucket
 
+	// qmu guards queued and qdone: the bytes in out (and being written),
+	// charged to the Manager's Budget until written or the connection ends.
+	qmu    sync.Mutex
+	queued int64
+	qdone  bool
+
 	// Guarded by m.mu.
 	connectedAt time.Time
 	state       State
@@ -110,12 +116,90 @@ func (c *Conn) enqueue(b []byte) error {
 		return ErrClosed
 	default:
 	}
+	if !c.charge(len(b)) {
+		c.slowReader()
+		return ErrClosed
+	}
 	select {
 	case c.out <- b:
 		return nil
 	case <-c.done:
+		c.credit(len(b))
 		return ErrClosed
 	}
+}
+
+// QueueBudget bounds the bytes queued over many connections (every bridge
+// of a process shares DefaultBudget unless configured otherwise), so that
+// many peers that do not read cannot together exhaust memory even when
+// each stays under its own MaxQueueBytes.
+type QueueBudget struct {
+	max  int64
+	used atomic.Int64
+}
+
+// NewQueueBudget returns a budget of max bytes.
+func NewQueueBudget(max int64) *QueueBudget { return &QueueBudget{max: max} }
+
+// DefaultBudget is the budget of Managers configured without one.
+var DefaultBudget = NewQueueBudget(DefaultTotalQueueBytes)
+
+// Used is the number of bytes queued now under the budget.
+func (q *QueueBudget) Used() int64 { return q.used.Load() }
+
+// charge accounts n bytes about to be queued; false if they do not fit
+// (see Config.MaxQueueBytes: a connection with nothing queued always may)
+// or the connection has ended.
+func (c *Conn) charge(n int) bool {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if c.qdone {
+		return false
+	}
+	bud := c.m.cfg.Budget
+	if c.queued > 0 && (c.queued+int64(n) > int64(c.m.cfg.MaxQueueBytes) || bud.used.Load()+int64(n) > bud.max) {
+		return false
+	}
+	c.queued += int64(n)
+	bud.used.Add(int64(n))
+	return true
+}
+
+// credit returns n bytes written (or never queued).
+func (c *Conn) credit(n int) {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if c.qdone {
+		return
+	}
+	c.queued -= int64(n)
+	c.m.cfg.Budget.used.Add(-int64(n))
+}
+
+// releaseQueue returns everything still queued when the connection ends;
+// later charges fail.
+func (c *Conn) releaseQueue() {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	c.qdone = true
+	c.m.cfg.Budget.used.Add(-c.queued)
+	c.queued = 0
+}
+
+func (c *Conn) queuedBytes() int64 {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	return c.queued
+}
+
+// slowReader disconnects a peer whose replies no longer fit its queue.
+func (c *Conn) slowReader() {
+	c.m.slowReaders.Add(1)
+	q := c.queuedBytes()
+	reason := fmt.Sprintf("send queue full (%d bytes waiting, limit %d per connection, %d of %d in all): peer not reading",
+		q, c.m.cfg.MaxQueueBytes, c.m.cfg.Budget.Used(), c.m.cfg.Budget.max)
+	c.m.warnf("ofconn: %s: disconnecting %v: %s", c.t.name, c.nc.RemoteAddr(), reason)
+	c.close(reason)
 }
 
 func (c *Conn) close(reason string) {
@@ -149,6 +233,12 @@ func (c *Conn) statusLocked(s Status) Status {
 	return s
 }
 
+// Per-connection buffer sizes (see serve and writeLoop).
+const (
+	readBufSize  = 4 << 10
+	writeBufSize = 16 << 10
+)
+
 // serve runs the connection to its end on the calling goroutine and
 // reports whether the handshake succeeded.
 func (c *Conn) serve() (handshaken bool) {
@@ -160,11 +250,16 @@ func (c *Conn) serve() (handshaken bool) {
 	defer func() {
 		c.close("connection ended")
 		<-c.writerDone
+		c.releaseQueue()
 		c.m.unregister(c)
 	}()
 
-	br := bufio.NewReaderSize(c.nc, 64<<10)
-	buf := make([]byte, ofpwire.MaxMessageLen)
+	// Small buffers: an idle connection costs a few KiB, not the
+	// 64 KiB a maximum-size message needs (ReadMessage allocates that
+	// for the rare message that does not fit, and it is garbage after
+	// dispatch). Many idle peers must not pin hundreds of MiB.
+	br := bufio.NewReaderSize(c.nc, readBufSize)
+	buf := make([]byte, readBufSize)
 	hello, _ := ofpwire.Encode(c.nextXID(), ofpwire.NewHello(ofpwire.Version))
 	if c.enqueue(hello) != nil {
 		return false
@@ -374,12 +469,18 @@ func (c *Conn) writeLoop() {
 		defer timer.Stop()
 		tick = timer.C
 	}
-	bw := bufio.NewWriterSize(c.nc, 64<<10)
-	write := func(b []byte) bool {
+	bw := bufio.NewWriterSize(c.nc, writeBufSize)
+	// queued: b came from c.out and was charged to the queue; it stops
+	// counting once bufio has copied or written it.
+	write := func(b []byte, queued bool) bool {
 		if timeout > 0 {
 			c.nc.SetWriteDeadline(time.Now().Add(timeout))
 		}
-		if _, err := bw.Write(b); err != nil {
+		_, err := bw.Write(b)
+		if queued {
+			c.credit(len(b))
+		}
+		if err != nil {
 			c.close("write: " + err.Error())
 			return false
 		}
@@ -403,7 +504,7 @@ func (c *Conn) writeLoop() {
 					c.close("closed after error")
 					return
 				}
-				if !write(b) {
+				if !write(b, true) {
 					return
 				}
 				// Coalesce what is already queued into one flush.
@@ -440,7 +541,7 @@ func (c *Conn) writeLoop() {
 					continue
 				}
 				b, _ := ofpwire.Encode(c.nextXID(), &ofpwire.EchoRequest{})
-				if !write(b) || !flush() {
+				if !write(b, false) || !flush() {
 					return
 				}
 				echoSentAt = now

@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"vswitch/internal/acceptloop"
 	"vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
@@ -68,6 +69,21 @@ type Config struct {
 	// QueueLen is the per-connection send queue, in messages; asynchronous
 	// messages that find it full are dropped and counted. Default 256.
 	QueueLen int
+	// MaxQueueBytes bounds the bytes waiting in one connection's send
+	// queue (default DefaultMaxQueueBytes). A reply that would go past it
+	// disconnects the peer, which is not reading what it asked for; an
+	// asynchronous message is dropped and counted instead. A message
+	// larger than the bound is still sent when the queue is empty, so a
+	// peer that reads can always get a large reply.
+	MaxQueueBytes int
+	// Budget bounds the bytes queued over every connection sharing it
+	// (the same rule as MaxQueueBytes applies when it is exhausted). Nil
+	// is the process-wide DefaultBudget.
+	Budget *QueueBudget
+	// MaxConns bounds the connections of each passive target (listener)
+	// at once (default DefaultMaxConns); one more is closed as accepted,
+	// counted and logged. SetMaxConns changes it at run time.
+	MaxConns int
 	// TLS holds the files for ssl: and pssl: targets.
 	TLS TLSFiles
 	// OnControllers is called, from a goroutine of the Manager and never
@@ -84,6 +100,11 @@ type Config struct {
 	Observe func(c *Conn, h ofpwire.Header)
 	// Logf, if set, receives connection events.
 	Logf func(format string, args ...any)
+	// Warnf, if set, receives what an operator must see even when routine
+	// connection events are not logged: accept errors (rate limited),
+	// refused connections (rate limited), disconnected slow readers. Nil
+	// sends them to Logf.
+	Warnf func(format string, args ...any)
 }
 
 // Defaults of Config.
@@ -94,6 +115,13 @@ const (
 	DefaultPacketInRate  = 1000
 	DefaultPacketInBurst = 100
 	DefaultQueueLen      = 256
+	// DefaultMaxQueueBytes is MaxQueueBytes's default: room for a few
+	// full-size replies, far beyond what a peer that reads ever has queued.
+	DefaultMaxQueueBytes = 4 << 20
+	// DefaultTotalQueueBytes is DefaultBudget's size.
+	DefaultTotalQueueBytes = 64 << 20
+	// DefaultMaxConns is MaxConns's default.
+	DefaultMaxConns = 256
 	// DefaultMissSendLen is the 1.3 spec's initial miss_send_len
 	// (OFP_DEFAULT_MISS_SEND_LEN).
 	DefaultMissSendLen = 128
@@ -123,6 +151,10 @@ type Manager struct {
 	active      atomic.Pointer[[]*Conn] // handshaken connections, for Send*
 	controllers atomic.Int32
 	swcfg       atomic.Uint32 // flags<<16 | miss_send_len
+	maxConns    atomic.Int64
+
+	refused, slowReaders atomic.Uint64
+	refusedLog           rateLimit
 
 	notify chan struct{}
 	stop   chan struct{}
@@ -160,6 +192,12 @@ func New(cfg Config) *Manager {
 	if cfg.QueueLen <= 0 {
 		cfg.QueueLen = DefaultQueueLen
 	}
+	if cfg.MaxQueueBytes <= 0 {
+		cfg.MaxQueueBytes = DefaultMaxQueueBytes
+	}
+	if cfg.Budget == nil {
+		cfg.Budget = DefaultBudget
+	}
 	m := &Manager{
 		cfg:     cfg,
 		handler: cfg.Handler,
@@ -172,6 +210,7 @@ func New(cfg Config) *Manager {
 		m.handler = rejectAll{}
 	}
 	m.swcfg.Store(DefaultMissSendLen)
+	m.SetMaxConns(cfg.MaxConns)
 	m.active.Store(new([]*Conn))
 	m.wg.Add(1)
 	go m.notifier()
@@ -190,6 +229,46 @@ func (m *Manager) logf(format string, args ...any) {
 	if m.cfg.Logf != nil {
 		m.cfg.Logf(format, args...)
 	}
+}
+
+func (m *Manager) warnf(format string, args ...any) {
+	if m.cfg.Warnf != nil {
+		m.cfg.Warnf(format, args...)
+		return
+	}
+	m.logf(format, args...)
+}
+
+// SetMaxConns changes the per-listener connection limit; n ≤ 0 restores
+// DefaultMaxConns. Connections over a lowered limit are left to finish.
+func (m *Manager) SetMaxConns(n int) {
+	if n <= 0 {
+		n = DefaultMaxConns
+	}
+	m.maxConns.Store(int64(n))
+}
+
+// Stats are a Manager's counts of connections it refused or cut off.
+type Stats struct {
+	// Refused counts connections closed as accepted because their
+	// listener had MaxConns connections.
+	Refused uint64
+	// SlowReaderDisconnects counts connections closed because a reply
+	// found their send queue over MaxQueueBytes or the Budget exhausted.
+	SlowReaderDisconnects uint64
+	// QueuedBytes is what the Manager's connections have queued now.
+	QueuedBytes int64
+}
+
+// Stats returns the Manager's counters.
+func (m *Manager) Stats() Stats {
+	m.mu.Lock()
+	var q int64
+	for c := range m.conns {
+		q += c.queuedBytes()
+	}
+	m.mu.Unlock()
+	return Stats{Refused: m.refused.Load(), SlowReaderDisconnects: m.slowReaders.Load(), QueuedBytes: q}
 }
 
 // SetTargets replaces the controller targets. Targets present before and
@@ -322,11 +401,30 @@ func (m *Manager) register(t *target, c *Conn) bool {
 	if t.ctx.Err() != nil {
 		return false
 	}
+	m.registerLocked(t, c)
+	return true
+}
+
+// registerPassive adds a connection accepted by t unless t has MaxConns
+// already: ok false then, with full telling why.
+func (m *Manager) registerPassive(t *target, c *Conn) (ok, full bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t.ctx.Err() != nil {
+		return false, false
+	}
+	if int64(len(t.conns)) >= m.maxConns.Load() {
+		return false, true
+	}
+	m.registerLocked(t, c)
+	return true, false
+}
+
+func (m *Manager) registerLocked(t *target, c *Conn) {
 	m.nextID++
 	c.id = m.nextID
 	m.conns[c] = struct{}{}
 	t.conns[c] = struct{}{}
-	return true
 }
 
 // activate makes a handshaken connection visible to Send* and Connected.
@@ -548,6 +646,41 @@ func (m *Manager) broadcast(kind asyncKind, reason uint32, msg ofpwire.Message) 
 	return n
 }
 
+// refuse closes a connection over t's limit, counted and logged (rate
+// limited: a flood of them must not flood the log too).
+func (m *Manager) refuse(t *target, nc net.Conn) {
+	remote := nc.RemoteAddr()
+	nc.Close()
+	m.refused.Add(1)
+	if n, ok := m.refusedLog.allow(); ok {
+		m.warnf("ofconn: %s: refused connection from %v: %d connections open, the limit (%d refused since the last report)",
+			t.name, remote, m.maxConns.Load(), n)
+	}
+}
+
+// rateLimit lets one log line through per acceptloop.LogInterval and
+// counts the rest.
+type rateLimit struct {
+	mu         sync.Mutex
+	last       time.Time
+	suppressed uint64
+}
+
+// allow reports whether to log now, and how many events the line stands
+// for (this one and those not logged since the last line).
+func (r *rateLimit) allow() (uint64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.suppressed++
+	now := time.Now()
+	if !r.last.IsZero() && now.Sub(r.last) < acceptloop.LogInterval {
+		return 0, false
+	}
+	n := r.suppressed
+	r.last, r.suppressed = now, 0
+	return n, true
+}
+
 // target is one configured target with its listener or reconnect loop.
 type target struct {
 	m          *Manager
@@ -672,15 +805,24 @@ func (t *target) runPassive() {
 		}
 		t.ln = ln
 		m.mu.Unlock()
+		if host, port, _ := net.SplitHostPort(t.p.addr); t.p.kind == kindPTCP && host == "" {
+			// Open vSwitch's meaning, kept: every address. But plain
+			// TCP has no authentication, so whoever reaches the port
+			// controls the switch; say so every time it starts.
+			m.warnf("ofconn: %s: listening on every address without authentication: anyone who can reach port %s can change the flows; use ptcp:%s:127.0.0.1 for local controllers or pssl: for remote ones",
+				t.name, port, port)
+		}
 		backoff = m.cfg.MinBackoff
+		ab := acceptloop.Backoff{Name: "ofconn: " + t.name, Logf: m.warnf}
 		for {
 			nc, err := ln.Accept()
 			if err != nil {
 				if t.ctx.Err() != nil {
 					return
 				}
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
+				// Out of descriptors and the like: keep the listener
+				// (binding again would need a descriptor too) and retry.
+				if ab.Wait(err, t.ctx.Done()) {
 					continue
 				}
 				t.setErr(err)
@@ -693,8 +835,14 @@ func (t *target) runPassive() {
 				}
 				break
 			}
+			ab.Success()
 			c := newConn(m, t, nc)
-			if !m.register(t, c) {
+			ok, full := m.registerPassive(t, c)
+			if full {
+				m.refuse(t, nc)
+				continue
+			}
+			if !ok {
 				nc.Close()
 				return
 			}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"vswitch/internal/statedir"
 )
 
 // DefaultPort is the IANA OpenFlow port, used when a target names none.
@@ -220,9 +222,8 @@ const dialTimeout = 10 * time.Second
 // by a previous run is removed first, as the path is ours by configuration.
 func (m *Manager) listen(p parsedTarget) (net.Listener, error) {
 	if p.kind == kindPUnix {
-		if fi, err := os.Lstat(p.addr); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			os.Remove(p.addr)
-		}
+		// Mode 0600 whatever the umask: the peer can change every flow.
+		return statedir.ListenUnix(p.addr)
 	}
 	var cfg *tls.Config
 	if p.kind.tls() {

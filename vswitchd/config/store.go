@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"vswitch/internal/statedir"
 )
 
 // StateFile is the name of the committed state inside the store directory.
@@ -53,12 +55,16 @@ type Store struct {
 	broken error
 }
 
-// Open loads the latest committed state from dir (creating dir and an empty
-// state if there is none). Leftovers of an interrupted write are removed;
-// a corrupt state file is reported and left untouched for inspection.
+// Open loads the latest committed state from dir (creating dir, mode 0700,
+// and an empty state if there is none). Leftovers of an interrupted write
+// are removed; a corrupt state file is reported and left untouched for
+// inspection. A directory others can write, or owned by another user, is
+// refused (statedir.Check): whoever can write it could plant a symlink
+// that makes the daemon overwrite another file. No file in it is opened
+// through a symlink.
 func Open(dir string) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("config: create state directory: %w", err)
+	if err := statedir.Ensure(dir); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
 	}
 	lock, err := lockDir(dir)
 	if err != nil {
@@ -74,7 +80,7 @@ func Open(dir string) (*Store, error) {
 
 func lockDir(dir string) (*os.File, error) {
 	path := filepath.Join(dir, lockFileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := statedir.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("config: open lock file: %w", err)
 	}
@@ -103,7 +109,7 @@ func (s *Store) load() error {
 		}
 	}
 
-	data, err := os.ReadFile(s.path)
+	data, err := statedir.ReadFile(s.path)
 	if errors.Is(err, os.ErrNotExist) {
 		s.cur, s.gen = &Config{}, 0
 		return nil
@@ -196,6 +202,9 @@ func (s *Store) Update(fn func(c *Config) error) (*Config, error) {
 // directory, so that after a crash the file is either the old or the new
 // state in full.
 func (s *Store) commit(data []byte) error {
+	// CreateTemp creates with O_EXCL (so never through a planted
+	// symlink) and mode 0600; the rename replaces a symlink at s.path
+	// rather than writing through it.
 	f, err := os.CreateTemp(s.dir, tempPrefix+"*")
 	if err != nil {
 		return fmt.Errorf("config: create temp file: %w", err)
@@ -208,6 +217,10 @@ func (s *Store) commit(data []byte) error {
 			os.Remove(tmp)
 		}
 	}()
+	// 0600 exactly: CreateTemp's mode went through the umask.
+	if err := f.Chmod(0o600); err != nil {
+		return fmt.Errorf("config: chmod %s: %w", tmp, err)
+	}
 	if _, err := f.Write(data); err != nil {
 		return fmt.Errorf("config: write %s: %w", tmp, err)
 	}

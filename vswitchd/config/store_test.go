@@ -165,6 +165,14 @@ func TestAllOrNothing(t *testing.T) {
 			return sentinel
 		}, "fn refused", sentinel},
 		{"long port name", addPort("br0", "averyveryverylongname", "", 0), "longer than 15", nil},
+		{"port name with %", addPort("br0", "rl%d", "", 0), "'%'", nil},
+		{"port name with a tab", addPort("br0", "p\t1", "", 0), "whitespace", nil},
+		{"port name ..", addPort("br0", "..", "", 0), "may not be", nil},
+		{"bridge name with %", func(c *Config) error { c.Bridges["rl%d"] = &Bridge{}; return nil }, "'%'", nil},
+		{"openflow-max-connections 0", func(c *Config) error {
+			c.OtherConfig = map[string]string{"openflow-max-connections": "0"}
+			return nil
+		}, "openflow-max-connections", nil},
 		{"unknown type", addPort("br0", "p3", "dpdk", 0), `unknown type "dpdk"`, nil},
 		{"bad fail mode", func(c *Config) error { c.Bridges["br0"].FailMode = "open"; return nil }, "fail_mode", nil},
 		{"bad datapath id", func(c *Config) error { c.Bridges["br0"].DatapathID = "12xz"; return nil }, "datapath_id", nil},

@@ -43,6 +43,11 @@ var numericKeys = map[string]numericRange{
 	"n_txq_desc":          {1, 65536},
 	"mtu_request":         {68, 65535},
 	"emc-insert-inv-prob": {0, 1<<32 - 1},
+	// Connection limits (per OpenFlow listener, on the management
+	// socket): at least 1, or nothing could connect, not even vsctl to
+	// raise it again.
+	"openflow-max-connections": {1, 1 << 20},
+	"mgmt-max-connections":     {1, 1 << 20},
 }
 
 // Validate reports everything wrong with c, one line per problem, or nil.
@@ -221,8 +226,10 @@ func checkName(n string) error {
 		return fmt.Errorf("name longer than %d bytes", MaxNameLen)
 	case n == "." || n == "..":
 		return errors.New("name may not be . or ..")
-	case strings.ContainsAny(n, "/: \t\n\r\x00"):
-		return errors.New("name contains '/', ':', whitespace or NUL")
+	case strings.ContainsAny(n, "/%: \t\n\v\f\r\x00"):
+		// '%' too: the kernel expands "name%d" to a free name (rl0),
+		// which the switch would not know as its own.
+		return errors.New("name contains '/', '%', ':', whitespace or NUL (Linux interface names may not)")
 	}
 	return nil
 }

@@ -17,7 +17,8 @@ func exported(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
 	ctl := fakeController(t)
 	r := trafficRig(t, "br0", "tcp:"+ctl)
-	_, url := serve(t, func() []Bridge { return []Bridge{r.bridge()} })
+	c, url := serve(t, func() []Bridge { return []Bridge{r.bridge()} })
+	c.SetMgmt(func() Mgmt { return Mgmt{} })
 	return scrape(t, url)
 }
 

@@ -36,10 +36,20 @@ type Bridge struct {
 	PortName func(no uint32) string
 }
 
+// Mgmt is what the collector reads of the management socket's server.
+type Mgmt struct {
+	Connections                  int
+	Refused, IdleClosed, TooLong uint64
+}
+
 // Collector is a prometheus.Collector over the daemon's bridges. It keeps no
 // state between scrapes, so concurrent scrapes are safe.
 type Collector struct {
 	bridges func() []Bridge
+	mgmt    func() Mgmt
+
+	mgmtConns, mgmtRefused, mgmtIdleClosed, mgmtTooLong *prometheus.Desc
+	ofRefused, ofSlowReaders, ofQueued                  *prometheus.Desc
 
 	portRxPackets, portRxBytes, portRxDrops, portRxErrors *prometheus.Desc
 	portTxPackets, portTxBytes, portTxDrops, portTxErrors *prometheus.Desc
@@ -135,6 +145,15 @@ func NewCollector(bridges func() []Bridge) *Collector {
 		ctlMsgsIn:     d("controller_messages_received_total", "OpenFlow messages received from the target, over all its connections.", []string{"bridge", "target"}),
 		ctlMsgsOut:    d("controller_messages_sent_total", "OpenFlow messages sent to the target, over all its connections.", []string{"bridge", "target"}),
 
+		ofRefused:     d("openflow_connections_refused_total", "OpenFlow connections closed as accepted because their listener had other_config:openflow-max-connections open (controller and management listeners).", br),
+		ofSlowReaders: d("openflow_slow_reader_disconnects_total", "OpenFlow connections closed because a reply found their send queue over its byte limit: the peer was not reading.", br),
+		ofQueued:      d("openflow_send_queue_bytes", "Bytes waiting in the send queues of the bridge's OpenFlow connections.", br),
+
+		mgmtConns:      d("mgmt_connections", "Connections open on the management socket (vsctl).", nil),
+		mgmtRefused:    d("mgmt_connections_refused_total", "Management connections refused because other_config:mgmt-max-connections were open.", nil),
+		mgmtIdleClosed: d("mgmt_connections_idle_closed_total", "Management connections closed after sending no request (or reading no response) for the idle timeout.", nil),
+		mgmtTooLong:    d("mgmt_requests_too_long_total", "Management requests over the request size limit (their connection was closed).", nil),
+
 		collectFailed: prometheus.NewDesc("vswitch_collect_failed", "A bridge's metrics could not be read.", br, nil),
 	}
 }
@@ -152,9 +171,15 @@ func (c *Collector) descs() []*prometheus.Desc {
 		c.ofRules, c.ofLookups, c.ofMatches,
 		c.macEntries, c.macLearned, c.macMoved, c.macAged, c.macEvicted,
 		c.ctlConnected, c.ctlReconnects, c.ctlMsgsIn, c.ctlMsgsOut,
+		c.ofRefused, c.ofSlowReaders, c.ofQueued,
+		c.mgmtConns, c.mgmtRefused, c.mgmtIdleClosed, c.mgmtTooLong,
 		c.collectFailed,
 	}
 }
+
+// SetMgmt makes the collector export the management socket's counters,
+// read from fn at every scrape. Call it before registering.
+func (c *Collector) SetMgmt(fn func() Mgmt) { c.mgmt = fn }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
@@ -167,6 +192,14 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, b := range c.bridges() {
 		c.collectBridge(ch, b)
+	}
+	if c.mgmt != nil {
+		m := c.mgmt()
+		e := emitter{ch: ch}
+		e.gauge(c.mgmtConns, float64(m.Connections))
+		e.counter(c.mgmtRefused, m.Refused)
+		e.counter(c.mgmtIdleClosed, m.IdleClosed)
+		e.counter(c.mgmtTooLong, m.TooLong)
 	}
 }
 
@@ -288,6 +321,10 @@ func (c *Collector) collectOpenFlow(e *emitter, bridge string, of *ofproto.Bridg
 		e.counter(c.macEvicted, s.Evicted, bridge)
 	}
 	if m := of.Manager(); m != nil {
+		st := m.Stats()
+		e.counter(c.ofRefused, st.Refused, bridge)
+		e.counter(c.ofSlowReaders, st.SlowReaderDisconnects, bridge)
+		e.gauge(c.ofQueued, float64(st.QueuedBytes), bridge)
 		for _, t := range controllerTargets(m.Status()) {
 			e.gauge(c.ctlConnected, boolValue(t.connected), bridge, t.name)
 			e.counter(c.ctlReconnects, t.reconnects, bridge, t.name)

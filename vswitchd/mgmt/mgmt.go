@@ -13,14 +13,34 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"vswitch/internal/acceptloop"
+	"vswitch/internal/statedir"
 )
 
-// MaxMessage bounds one request or response line (a dump of a large
-// datapath can be several MiB).
+// MaxMessage bounds one response line (a dump of a large datapath can be
+// several MiB).
 const MaxMessage = 64 << 20
+
+// Limits of the server side, which any local user able to connect could
+// otherwise push until the daemon runs out of descriptors or memory.
+const (
+	// DefaultMaxRequest bounds one request line. Requests are commands
+	// and their arguments (a few flows at most); a line that grows past
+	// this is answered with an error and the connection closed, so a
+	// client cannot make the daemon buffer an unbounded line.
+	DefaultMaxRequest = 1 << 20
+	// DefaultMaxConns bounds the connections served at once; one more is
+	// answered with an error and closed.
+	DefaultMaxConns = 256
+	// DefaultIdleTimeout closes a connection that sends no request (or
+	// does not read its response) for this long: a client that went away
+	// without closing (half-open) must not hold a slot forever.
+	DefaultIdleTimeout = 5 * time.Minute
+)
 
 // Request is one command.
 type Request struct {
@@ -54,13 +74,62 @@ type Server struct {
 	conns    map[net.Conn]struct{}
 	wg       sync.WaitGroup
 	closed   bool
+	maxConns int
+	stop     chan struct{}
 	// Logf, if set, receives per-connection errors.
 	Logf func(format string, args ...any)
+	// MaxRequest and IdleTimeout are the limits of the same names
+	// (DefaultMaxRequest, DefaultIdleTimeout); set them before Listen.
+	MaxRequest  int
+	IdleTimeout time.Duration
+
+	refused, idleClosed, tooLong atomic.Uint64
+	refusedLog                   rateLimit
+}
+
+// Stats counts what the server refused or cut off, for metrics.
+type Stats struct {
+	// Connections is the number of connections being served.
+	Connections int
+	// Refused counts connections closed at once because MaxConns were open.
+	Refused uint64
+	// IdleClosed counts connections closed after IdleTimeout of silence.
+	IdleClosed uint64
+	// TooLong counts requests longer than MaxRequest (their connection
+	// was closed).
+	TooLong uint64
 }
 
 // NewServer returns a server with no handlers.
 func NewServer() *Server {
-	return &Server{handlers: map[string]HandlerFunc{}, conns: map[net.Conn]struct{}{}}
+	return &Server{handlers: map[string]HandlerFunc{}, conns: map[net.Conn]struct{}{},
+		maxConns: DefaultMaxConns, MaxRequest: DefaultMaxRequest, IdleTimeout: DefaultIdleTimeout,
+		stop: make(chan struct{})}
+}
+
+// SetMaxConns changes the connection limit (at run time too: connections
+// over a lowered limit are left to finish); n ≤ 0 restores the default.
+func (s *Server) SetMaxConns(n int) {
+	if n <= 0 {
+		n = DefaultMaxConns
+	}
+	s.mu.Lock()
+	s.maxConns = n
+	s.mu.Unlock()
+}
+
+// Stats returns the server's counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	n := len(s.conns)
+	s.mu.Unlock()
+	return Stats{Connections: n, Refused: s.refused.Load(), IdleClosed: s.idleClosed.Load(), TooLong: s.tooLong.Load()}
+}
+
+func (s *Server) logf(format string, args ...any) {
+	if s.Logf != nil {
+		s.Logf(format, args...)
+	}
 }
 
 // Handle registers fn for command name.
@@ -72,17 +141,11 @@ func (s *Server) Handle(name string, fn HandlerFunc) {
 
 // Listen starts serving on the unix socket path, replacing a stale socket
 // left by a process that is gone (the caller holds the state directory's
-// lock, so no live daemon owns it).
+// lock, so no live daemon owns it). The socket is created mode 0600
+// whatever the umask: whoever can connect can change every flow.
 func (s *Server) Listen(path string) error {
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
-		os.Remove(path)
-	}
-	ln, err := net.Listen("unix", path)
+	ln, err := statedir.ListenUnix(path)
 	if err != nil {
-		return fmt.Errorf("mgmt: %w", err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
 		return fmt.Errorf("mgmt: %w", err)
 	}
 	s.mu.Lock()
@@ -95,22 +158,75 @@ func (s *Server) Listen(path string) error {
 
 func (s *Server) accept(ln net.Listener) {
 	defer s.wg.Done()
+	b := acceptloop.Backoff{Name: "mgmt " + ln.Addr().String(), Logf: s.Logf}
 	for {
 		c, err := ln.Accept()
 		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return
+			}
+			if b.Wait(err, s.stop) {
+				continue
+			}
+			s.logf("mgmt: accept on %s failed, no longer serving: %v", ln.Addr(), err)
 			return
 		}
+		b.Success()
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
 			c.Close()
 			return
 		}
+		if len(s.conns) >= s.maxConns {
+			max := s.maxConns
+			s.mu.Unlock()
+			s.refuse(c, max)
+			continue
+		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go s.serve(c)
 	}
+}
+
+// refuse answers a connection over the limit with an error and closes
+// it, without waiting for a client that does not read.
+func (s *Server) refuse(c net.Conn, max int) {
+	s.refused.Add(1)
+	msg := fmt.Sprintf("too many management connections (limit %d, other_config:mgmt-max-connections); try again later", max)
+	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	json.NewEncoder(c).Encode(Response{Error: msg})
+	c.Close()
+	if n, ok := s.refusedLog.allow(); ok {
+		s.logf("mgmt: refused a connection: limit of %d connections reached (other_config:mgmt-max-connections); %d refused since the last report", max, n)
+	}
+}
+
+// rateLimit lets one log line through per interval and counts the rest.
+type rateLimit struct {
+	mu         sync.Mutex
+	last       time.Time
+	suppressed uint64
+}
+
+// allow reports whether to log now, and how many events were not logged
+// since the last line (this one included).
+func (r *rateLimit) allow() (uint64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.suppressed++
+	now := time.Now()
+	if !r.last.IsZero() && now.Sub(r.last) < acceptloop.LogInterval {
+		return 0, false
+	}
+	n := r.suppressed
+	r.last, r.suppressed = now, 0
+	return n, true
 }
 
 // serve answers the requests of one connection in order.
@@ -127,13 +243,27 @@ func (s *Server) serve(c net.Conn) {
 	r := bufio.NewReader(c)
 	enc := json.NewEncoder(c)
 	for {
-		line, err := readLine(r)
+		// Waiting for a request and writing a response both count as
+		// idle: a client that does neither within the timeout is gone.
+		c.SetDeadline(time.Now().Add(s.IdleTimeout))
+		line, err := readLine(r, s.MaxRequest)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && s.Logf != nil {
-				s.Logf("mgmt: %v", err)
+			var ne net.Error
+			switch {
+			case errors.Is(err, errTooLong):
+				s.tooLong.Add(1)
+				s.logf("mgmt: request longer than %d bytes, connection closed", s.MaxRequest)
+				enc.Encode(&Response{Error: fmt.Sprintf("request longer than %d bytes; connection closed", s.MaxRequest)})
+			case errors.As(err, &ne) && ne.Timeout():
+				s.idleClosed.Add(1)
+				s.logf("mgmt: connection idle for %v, closed", s.IdleTimeout)
+			case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed):
+				s.logf("mgmt: %v", err)
 			}
 			return
 		}
+		// No deadline while the command runs: some wait for the switch.
+		c.SetDeadline(time.Time{})
 		var req Request
 		var resp Response
 		if err := json.Unmarshal(line, &req); err != nil {
@@ -141,6 +271,7 @@ func (s *Server) serve(c net.Conn) {
 		} else {
 			resp = s.dispatch(ctx, req)
 		}
+		c.SetWriteDeadline(time.Now().Add(s.IdleTimeout))
 		if err := enc.Encode(&resp); err != nil {
 			return
 		}
@@ -175,15 +306,19 @@ func (s *Server) dispatch(ctx context.Context, req Request) (resp Response) {
 	return resp
 }
 
-// readLine reads one newline-terminated message of at most MaxMessage bytes.
-func readLine(r *bufio.Reader) ([]byte, error) {
+// errTooLong is readLine's error for a line over its limit.
+var errTooLong = errors.New("message too long")
+
+// readLine reads one newline-terminated message of at most max bytes; it
+// never holds more than max plus the reader's buffer.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
 	var buf []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
-		buf = append(buf, chunk...)
-		if len(buf) > MaxMessage {
-			return nil, fmt.Errorf("message longer than %d bytes", MaxMessage)
+		if len(buf)+len(chunk) > max {
+			return nil, fmt.Errorf("%w: longer than %d bytes", errTooLong, max)
 		}
+		buf = append(buf, chunk...)
 		if err == nil {
 			return buf, nil
 		}
@@ -199,6 +334,9 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 // Close stops listening, closes every connection and waits for handlers.
 func (s *Server) Close() error {
 	s.mu.Lock()
+	if !s.closed {
+		close(s.stop)
+	}
 	s.closed = true
 	ln := s.ln
 	for c := range s.conns {
@@ -240,7 +378,7 @@ func (cl *Client) Call(ctx context.Context, command string, args ...string) (*Re
 	if err := cl.enc.Encode(Request{Command: command, Args: args}); err != nil {
 		return nil, err
 	}
-	line, err := readLine(cl.r)
+	line, err := readLine(cl.r, MaxMessage)
 	if err != nil {
 		return nil, fmt.Errorf("reading response: %w", err)
 	}
