@@ -165,7 +165,7 @@ func checkOtherConfig(where string, m map[string]string, add func(string, ...any
 			n, err := strconv.ParseUint(v, 10, 64)
 			if err != nil || n < r.min || n > r.max {
 				if k == "tx-flush-interval" {
-					add("%s: %s=%q is neither %q nor an integer in %d..%d", where, k, v, TxFlushAuto, r.min, r.max)
+					add("%s: %s=%q is not an integer in %d..%d nor %q", where, k, v, r.min, r.max, TxFlushAuto)
 				} else {
 					add("%s: %s=%q is not an integer in %d..%d", where, k, v, r.min, r.max)
 				}
