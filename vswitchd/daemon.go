@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -70,6 +71,10 @@ type Options struct {
 	LogLevel *slog.LevelVar
 	// Version is what the version command prints.
 	Version string
+	// Recover starts despite damaged flow journals: each keeps the records
+	// before its damage and is moved aside (BRIDGE.journal.corrupt-TIME).
+	// Without it a damaged journal stops Start, files untouched.
+	Recover bool
 }
 
 // Daemon is a running vswitchd.
@@ -136,6 +141,12 @@ func Start(opts Options) (*Daemon, error) {
 			return nil, err
 		}
 	}
+	if !opts.Recover {
+		if err := checkJournals(dir, store.Get()); err != nil {
+			store.Close()
+			return nil, err
+		}
+	}
 	d.mu.Lock()
 	d.restore(store.Get())
 	d.mu.Unlock()
@@ -175,6 +186,33 @@ func (d *Daemon) MetricsAddr() string {
 		return ""
 	}
 	return d.opts.MetricsAddr
+}
+
+// checkJournals reads the flow journal of every bridge of c and returns
+// the damage found in any (*JournalDamage), before anything starts: like
+// a corrupt config store, a damaged journal stops the daemon rather than
+// lose acknowledged flows, and is left as it is for inspection.
+func checkJournals(dir string, c *config.Config) error {
+	for _, name := range slices.Sorted(maps.Keys(c.Bridges)) {
+		path := filepath.Join(dir, name+JournalSuffix)
+		f, err := openJournalFile(path, os.O_RDONLY)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("bridge %q: flow journal: %w", name, err)
+		}
+		data, err := io.ReadAll(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("bridge %q: flow journal: %w", name, err)
+		}
+		if jc := parseJournal(data); jc.damage != "" && !jc.torn {
+			return fmt.Errorf("bridge %q: %w", name, &JournalDamage{Path: path, Record: len(jc.records) + 1,
+				Offset: jc.good, Size: int64(len(data)), Reason: jc.damage})
+		}
+	}
+	return nil
 }
 
 // restore brings up every bridge of c, logging what fails.

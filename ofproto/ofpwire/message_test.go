@@ -278,7 +278,7 @@ func TestErrorMessage(t *testing.T) {
 	if e.Type != ETBadMatch || e.Code != BMCDupField || !bytes.Equal(e.Data, offending[:64]) {
 		t.Errorf("got %+v", e)
 	}
-	if !errors.Is(e.Err(), &OFPError{ETBadMatch, BMCDupField}) {
+	if !errors.Is(e.Err(), &OFPError{Type: ETBadMatch, Code: BMCDupField}) {
 		t.Error("Err() does not compare equal")
 	}
 	// Non-OpenFlow errors become BAD_REQUEST/EPERM; short messages are kept whole.
