@@ -1,10 +1,10 @@
 package ofpwire
 
 import (
-	"unicode"
-	"unicode/utf8"
 	"errors"
 	"fmt"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/netrack/openflow/ofp"
 )
