@@ -69,6 +69,10 @@ type bridge struct {
 	syncEvery atomic.Int64
 	syncStop  chan struct{}
 	syncDone  chan struct{}
+	// snapshots counts the snapshots taken, snapFlows the flows in the
+	// last (for the saver, which reads them without saveMu).
+	snapshots atomic.Uint64
+	snapFlows atomic.Int64
 }
 
 // port is one opened port.
@@ -792,6 +796,8 @@ func (b *bridge) snapshot(force bool) error {
 		// if the journal cannot be emptied (its records then replay on top
 		// of the snapshot, as after a crash between the two steps).
 		b.snapSize = len(flows)
+		b.snapFlows.Store(int64(len(flows)))
+		b.snapshots.Add(1)
 		b.unjournaled = false
 		if rerr := b.journal.reset(); rerr != nil {
 			b.flowsDirty.Store(true)

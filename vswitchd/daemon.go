@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -323,6 +324,10 @@ func (d *Daemon) apply(old, next *config.Config) error {
 	return nil
 }
 
+// freeMemoryAfter is the table size (flows) from which a snapshot is
+// followed by returning freed memory to the system.
+const freeMemoryAfter = 10_000
+
 // flowSaver saves, every flowSaveInterval, the flow tables that changed.
 func (d *Daemon) flowSaver() {
 	defer d.wg.Done()
@@ -333,8 +338,20 @@ func (d *Daemon) flowSaver() {
 		case <-d.stop:
 			return
 		case <-t.C:
+			big := false
 			for _, b := range d.bridgeList() {
+				n := b.snapshots.Load()
 				b.snapshot(false)
+				if b.snapshots.Load() != n && b.snapFlows.Load() >= freeMemoryAfter {
+					big = true
+				}
+			}
+			if big {
+				// A snapshot of a large table leaves tens of MB of garbage
+				// (its text, the encoded store) on top of what loading the
+				// flows left; the Go runtime would keep the pages for a
+				// while. Give them back once the saver is done with them.
+				debug.FreeOSMemory()
 			}
 		}
 	}
