@@ -102,6 +102,7 @@ func TestFullDiskKeepsAcknowledgedFlows(t *testing.T) {
 			if !strings.Contains(errOut, "no space left on device") {
 				t.Fatalf("the cause is not given:\n%.2000s", errOut)
 			}
+			t.Logf("first error: %s", strings.SplitN(errOut, "\n", 3)[:2])
 			refused := map[int]bool{}
 			for _, m := range refusedLine.FindAllStringSubmatch(errOut, -1) {
 				line, _ := strconv.Atoi(m[1])
@@ -242,6 +243,7 @@ func TestDamagedJournal(t *testing.T) {
 			if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
 				t.Fatal("the damaged journal was modified")
 			}
+			t.Logf("refusal: %s", out.String())
 
 			d.start("--recover")
 			if got := countFlows(t, d); got != c.kept {
