@@ -256,3 +256,33 @@ func TestRxqAffinityCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestFlowSyncSetting: flow-sync and flow-sync-interval are checked when
+// set (a typo is refused with the accepted values) and apply to running
+// bridges at once; removing them goes back to the default, written.
+func TestFlowSyncSetting(t *testing.T) {
+	d, err := Start(Options{StateDir: t.TempDir(), DefaultBridge: "br0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	b := d.runningBridge("br0")
+	if b.sync.Load() != flowSyncWritten || b.syncEvery.Load() != int64(DefaultFlowSyncInterval*time.Millisecond) {
+		t.Fatalf("default level %d interval %d", b.sync.Load(), b.syncEvery.Load())
+	}
+	for _, bad := range []string{"other_config:flow-sync=always", "other_config:flow-sync-interval=0", "other_config:flow-sync-interval=x"} {
+		if _, err := call(t, d, "set", "Open_vSwitch", ".", bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		} else if strings.Contains(bad, "=always") && !strings.Contains(err.Error(), `"written" or "fsync"`) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	mustCall(t, d, "set", "Open_vSwitch", ".", "other_config:flow-sync=fsync", "other_config:flow-sync-interval=50")
+	if b.sync.Load() != flowSyncFsync || b.syncEvery.Load() != int64(50*time.Millisecond) {
+		t.Fatalf("after set: level %d interval %d", b.sync.Load(), b.syncEvery.Load())
+	}
+	mustCall(t, d, "remove", "Open_vSwitch", ".", "other_config", "flow-sync")
+	if b.sync.Load() != flowSyncWritten {
+		t.Fatalf("after remove: level %d", b.sync.Load())
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -141,9 +140,9 @@ func parseRecord(data []byte, off int) (payload string, next int, damage string)
 	if len(rest) < recordHeaderLen {
 		return "", 0, "record header cut short"
 	}
-	n, err1 := strconv.ParseUint(string(rest[0:8]), 16, 32)
-	sum, err2 := strconv.ParseUint(string(rest[9:17]), 16, 32)
-	if err1 != nil || err2 != nil || rest[8] != ' ' || rest[17] != ' ' {
+	n, ok1 := hex8(rest[0:8])
+	sum, ok2 := hex8(rest[9:17])
+	if !ok1 || !ok2 || rest[8] != ' ' || rest[17] != ' ' {
 		return "", 0, fmt.Sprintf("no record header (found %q)", printable(rest[:recordHeaderLen]))
 	}
 	if n > maxJournalRecord {
@@ -164,6 +163,23 @@ func parseRecord(data []byte, off int) (payload string, next int, damage string)
 		return "", 0, "record holds a newline"
 	}
 	return string(p), off + end, ""
+}
+
+// hex8 reads 8 lower-case hex digits, the only spelling encodeRecord
+// writes: anything else in a header is damage.
+func hex8(b []byte) (uint64, bool) {
+	var v uint64
+	for _, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			v = v<<4 | uint64(c-'0')
+		case 'a' <= c && c <= 'f':
+			v = v<<4 | uint64(c-'a'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
 }
 
 // parseLegacyJournal reads format 1: one change per line, a last line
