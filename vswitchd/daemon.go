@@ -52,9 +52,11 @@ const (
 // DefaultMetricsAddr is where /metrics is served unless configured.
 const DefaultMetricsAddr = "127.0.0.1:9477"
 
-// flowSaveInterval is how often the flow tables of bridges without a
-// connected controller are saved when they changed and no barrier did it.
-const flowSaveInterval = time.Second
+// flowSaveInterval is how often the saver looks at the bridges without a
+// connected controller, to snapshot tables that changed (snapshot's
+// policy decides). A quarter of snapshotQuiet, so a quiet table is saved,
+// and the memory its load left behind returned, soon after it went quiet.
+const flowSaveInterval = snapshotQuiet / 4
 
 // Options configure a Daemon.
 type Options struct {
