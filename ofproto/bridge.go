@@ -138,12 +138,15 @@ type BridgeConfig struct {
 	// DefaultMaxIdle, negative never.
 	MaxIdle time.Duration
 	// OnTableMod, if set, is called with every FLOW_MOD, GROUP_MOD and
-	// METER_MOD a connection sent that succeeded, right after it took
-	// effect and on that connection's goroutine (so before any later
-	// BARRIER_REPLY): what a journal of OpenFlow changes needs. Changes the
-	// bridge makes itself (timeouts, fail-mode flushes, restores) are not
-	// reported; OnFlowTableChange covers those.
-	OnTableMod func(msg ofpwire.Message)
+	// METER_MOD a connection sent, on that connection's goroutine (so
+	// before any later BARRIER_REPLY), with apply, which makes the change
+	// and returns what the connection is to be answered. It returns the
+	// answer: a journal writes the change ahead, applies it, and takes the
+	// record back if the change failed, or refuses a change it cannot
+	// record without applying it. Changes the bridge makes itself
+	// (timeouts, fail-mode flushes, restores) are not reported;
+	// OnFlowTableChange covers those.
+	OnTableMod func(msg ofpwire.Message, apply func() error) error
 	// OnFlowTableChange, if set, is called after the flow or group tables
 	// changed (flow-mods, expiry, group-mods, flushes, RestoreFlows), from
 	// a goroutine of the bridge, never concurrently; changes made during
@@ -375,13 +378,10 @@ func ofpErr(t, c uint16) *ofpwire.OFPError { return &ofpwire.OFPError{Type: t, C
 func (b *Bridge) Handle(c *ofconn.Conn, xid uint32, msg ofpwire.Message) error {
 	switch m := msg.(type) {
 	case *ofpwire.FlowMod, *ofpwire.GroupMod, *ofpwire.MeterMod:
-		if err := b.Apply(m); err != nil {
-			return err
-		}
 		if b.cfg.OnTableMod != nil {
-			b.cfg.OnTableMod(m)
+			return b.cfg.OnTableMod(m, func() error { return b.Apply(m) })
 		}
-		return nil
+		return b.Apply(m)
 	case *ofpwire.PacketOut:
 		return b.packetOut(m)
 	case *ofpwire.MultipartRequest:

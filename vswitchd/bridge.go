@@ -63,6 +63,16 @@ type bridge struct {
 	lastMod     atomic.Int64
 	snapSize    int
 	controllers atomic.Int32
+	// sync is the durability level (flow-sync) and syncEvery the most a
+	// written record waits for its background fsync (flow-sync-interval).
+	sync      atomic.Int32
+	syncEvery atomic.Int64
+	syncStop  chan struct{}
+	syncDone  chan struct{}
+	// snapshots counts the snapshots taken, snapFlows the flows in the
+	// last (for the saver, which reads them without saveMu).
+	snapshots atomic.Uint64
+	snapFlows atomic.Int64
 }
 
 // port is one opened port.
@@ -95,11 +105,12 @@ func datapathID(b *config.Bridge) (uint64, error) {
 func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*bridge, error) {
 	b := &bridge{d: d, name: nb.Name, cfg: nb.Clone(), settings: switchDatapathSettings(c),
 		ports: map[string]*port{}, byNo: map[uint32]*port{}}
-	j, records, err := openJournal(d.journalPath(nb.Name))
+	j, records, err := openJournal(d.journalPath(nb.Name), d.opts.Recover, d.log.With("bridge", nb.Name))
 	if err != nil {
 		return nil, fmt.Errorf("bridge %q: flow journal: %w", nb.Name, err)
 	}
 	b.journal = j
+	b.setFlowSync(c.OtherConfig)
 	devs, err := d.openPorts(nb, slices.Sorted(maps.Keys(nb.Ports)), lenient)
 	if err != nil {
 		j.close()
@@ -157,7 +168,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		FailMode:          nb.FailMode,
 		MaxIdle:           time.Duration(intOption(oc, "max-idle", int(ofproto.DefaultMaxIdle/time.Millisecond))) * time.Millisecond,
 		OnFlowTableChange: func() { b.flowsDirty.Store(true) },
-		OnTableMod:        b.journalMod,
+		OnTableMod:        b.logTableMod,
 		Conn: ofconn.Config{
 			OnBarrier:     b.syncJournal,
 			OnControllers: func(n int) { b.controllers.Store(int32(n)) },
@@ -190,6 +201,8 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		return nil, err
 	}
 	b.restoreTables(nb, records)
+	b.syncStop, b.syncDone = make(chan struct{}), make(chan struct{})
+	go b.syncLoop()
 	return b, nil
 }
 
@@ -265,23 +278,31 @@ func (b *bridge) restoreTables(nb *config.Bridge, records []string) {
 		}
 		b.snapSize = len(nb.Flows)
 	}
-	replayed := 0
-	for _, r := range records {
+	replayed, unreadable := 0, 0
+	for i, r := range records {
 		m, err := parseMod(r)
-		if err == nil {
-			err = b.of.Apply(m)
-		}
 		if err != nil {
-			log.Debug("journal record not replayed", "record", r, "err", err)
+			// The checksum was right: a record this version cannot read.
+			log.Error("journal record not understood", "record", i+1, "text", r, "err", err)
+			unreadable++
+			continue
+		}
+		if err := b.of.Apply(m); err != nil {
+			log.Debug("journal record not replayed", "record", i+1, "text", r, "err", err)
 			continue
 		}
 		replayed++
 	}
 	if nb.Flows != nil || len(records) > 0 {
-		log.Info("flows restored", "snapshot", len(nb.Flows), "journal", replayed)
+		log.Info("flows restored", "snapshot", len(nb.Flows), "journal", replayed, "journal-records", len(records))
+	}
+	if unreadable > 0 {
+		log.Error("journal records not understood were dropped", "count", unreadable)
 	}
 	if len(records) > 0 {
-		b.snapshot(true)
+		if err := b.snapshot(true); err != nil {
+			log.Error("tables not saved after replaying the journal (it is kept)", "err", err)
+		}
 	} else {
 		b.flowsDirty.Store(false)
 	}
@@ -519,6 +540,7 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 		b.portsMu.Unlock()
 	}
 	oc := c.OtherConfig
+	b.setFlowSync(oc)
 	if err := b.dp.SetTxFlushInterval(flushInterval(oc, 0)); err != nil {
 		return err
 	}
@@ -578,42 +600,151 @@ func (b *bridge) installTables(flows, groups, meters []string) error {
 	return errors.Join(errs...)
 }
 
-// journalMod appends an OpenFlow table change to the journal (on the
-// connection's goroutine, before any later barrier reply). Nothing is
+// logTableMod journals an OpenFlow table change ahead of applying it (on
+// the connection's goroutine, before any later barrier reply). A change
+// the journal cannot take (a full disk, an I/O error) is refused with an
+// OpenFlow error carrying the cause and is not applied: nothing runs that
+// a restart would not bring back. A change the tables refuse is cut back
+// off the journal. saveMu is held throughout, so the journal's order is
+// the order changes were applied in, whatever the connection. Nothing is
 // journaled while a controller is connected: it owns the tables and
 // reprograms them when it reconnects.
-func (b *bridge) journalMod(m ofpwire.Message) {
+func (b *bridge) logTableMod(m ofpwire.Message, apply func() error) error {
 	if b.controllers.Load() > 0 {
-		return
+		return apply()
 	}
-	line, err := formatMod(m)
+	line, ferr := formatMod(m)
 	b.saveMu.Lock()
 	defer b.saveMu.Unlock()
-	if err == nil {
-		err = b.journal.append(line)
-	}
-	if err != nil {
-		// The next barrier's snapshot covers the change.
+	if ferr != nil {
+		// Not expressible as a record: the next barrier's snapshot covers it.
+		if err := apply(); err != nil {
+			return err
+		}
 		b.flowsDirty.Store(true)
 		b.unjournaled = true
-		b.d.log.Error("flow journal", "bridge", b.name, "err", err)
-		return
+		b.d.log.Error("flow journal: change not recordable; the next barrier saves the tables", "bridge", b.name, "err", ferr)
+		return nil
+	}
+	if err := b.journal.append(line); err != nil {
+		b.d.log.Error("flow journal: change refused, not applied", "bridge", b.name, "err", err)
+		return journalRefusal(m, err)
+	}
+	if err := apply(); err != nil {
+		if uerr := b.journal.undoLast(line); uerr != nil {
+			b.d.log.Error("flow journal: refused change not taken back; appends stop until the next snapshot",
+				"bridge", b.name, "err", uerr)
+		}
+		return err
 	}
 	b.lastMod.Store(time.Now().UnixNano())
+	return nil
 }
 
-// syncJournal makes the journaled changes durable; it runs before every
-// barrier reply, so what a barrier acknowledges survives a crash. When the
-// journal failed, a snapshot of the tables stands in for it.
-func (b *bridge) syncJournal() {
+// journalRefusal is the OpenFlow error for a change the journal could not
+// take. OpenFlow 1.3 has no code for a switch's storage failure; the
+// "unspecified" code of the message's own error type (OFPFMFC_UNKNOWN,
+// OFPMMFC_UNKNOWN) says the request itself was fine, and groups, which
+// have no such code, get OFPGMFC_EPERM (the switch declines). The cause
+// travels as the error's reason.
+func journalRefusal(m ofpwire.Message, err error) error {
+	e := &ofpwire.OFPError{Type: ofpwire.ETFlowModFailed, Code: ofpwire.FMFCUnknown,
+		Reason: "change not saved, so not applied: flow journal: " + err.Error()}
+	switch m.(type) {
+	case *ofpwire.GroupMod:
+		e.Type, e.Code = ofpwire.ETGroupModFailed, ofpwire.GMFCEperm
+	case *ofpwire.MeterMod:
+		e.Type, e.Code = ofpwire.ETMeterModFailed, ofpwire.MMFCUnknown
+	}
+	return e
+}
+
+// Durability levels of other_config:flow-sync.
+const (
+	// flowSyncWritten acknowledges a barrier once its changes are written
+	// to the journal file (they survive the daemon's death: the kernel
+	// holds them) and fsyncs in the background every flow-sync-interval,
+	// which bounds what a host crash or power loss can take.
+	flowSyncWritten int32 = iota
+	// flowSyncFsync fsyncs the journal before every barrier reply: what a
+	// barrier acknowledges survives a host crash too.
+	flowSyncFsync
+)
+
+// DefaultFlowSyncInterval is flow-sync-interval's default, in ms.
+const DefaultFlowSyncInterval = 1000
+
+// setFlowSync reads flow-sync and flow-sync-interval (validated by the
+// store) from the switch's other_config.
+func (b *bridge) setFlowSync(oc map[string]string) {
+	level := flowSyncWritten
+	if oc["flow-sync"] == config.FlowSyncFsync {
+		level = flowSyncFsync
+	}
+	b.sync.Store(level)
+	b.syncEvery.Store(int64(intOption(oc, "flow-sync-interval", DefaultFlowSyncInterval)) * int64(time.Millisecond))
+}
+
+// syncJournal runs before every barrier reply: at level fsync it makes the
+// journaled changes durable. When the journal failed, a snapshot of the
+// tables stands in for it; when that fails too, the barrier is answered
+// with an error (OFPBRC_EPERM, the switch declines to confirm; 1.3 has no
+// barrier-specific code) carrying the cause, never with a reply.
+func (b *bridge) syncJournal() error {
 	b.saveMu.Lock()
-	if err := b.journal.sync(); err != nil {
-		b.unjournaled = true
-		b.d.log.Error("flow journal not synced; saving the tables instead", "bridge", b.name, "err", err)
+	if b.sync.Load() == flowSyncFsync {
+		if err := b.journal.sync(); err != nil {
+			b.unjournaled = true
+			b.d.log.Error("flow journal not synced; saving the tables instead", "bridge", b.name, "err", err)
+		}
 	}
 	failed := b.unjournaled
 	b.saveMu.Unlock()
-	if failed {
+	if !failed {
+		return nil
+	}
+	if err := b.snapshot(true); err != nil {
+		return &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCEperm,
+			Reason: "earlier changes applied but not saved: " + err.Error()}
+	}
+	return nil
+}
+
+// syncLoop fsyncs written journal records in the background at most
+// flow-sync-interval after they were written.
+func (b *bridge) syncLoop() {
+	defer close(b.syncDone)
+	t := time.NewTimer(time.Duration(b.syncEvery.Load()))
+	defer t.Stop()
+	for {
+		select {
+		case <-b.syncStop:
+			return
+		case <-t.C:
+		}
+		b.backgroundSync()
+		t.Reset(time.Duration(b.syncEvery.Load()))
+	}
+}
+
+// backgroundSync fsyncs the journal outside saveMu, so changes are not
+// held up behind the disk. A failure falls back to a snapshot; if that
+// fails too the next barrier reports it.
+func (b *bridge) backgroundSync() {
+	b.saveMu.Lock()
+	j := b.journal
+	if !j.unsynced {
+		b.saveMu.Unlock()
+		return
+	}
+	j.unsynced = false
+	f := j.f
+	b.saveMu.Unlock()
+	if err := f.Sync(); err != nil {
+		b.saveMu.Lock()
+		j.unsynced, b.unjournaled = true, true
+		b.saveMu.Unlock()
+		b.d.log.Error("flow journal not synced; saving the tables instead", "bridge", b.name, "err", err)
 		b.snapshot(true)
 	}
 }
@@ -630,20 +761,21 @@ const (
 // snapshot stores the flow, group and meter tables in the config store and
 // empties the journal: with force always (shutdown, fail-mode changes),
 // else by the policy above. It never takes d.mu: it runs on the saver and
-// on configuration paths that hold it.
-func (b *bridge) snapshot(force bool) {
+// on configuration paths that hold it. The error is why the tables could
+// not be saved (nil when there was nothing to do).
+func (b *bridge) snapshot(force bool) error {
 	b.saveMu.Lock()
 	defer b.saveMu.Unlock()
 	if b.controllers.Load() > 0 {
-		return
+		return nil
 	}
 	if !force {
-		if !b.flowsDirty.Load() && b.journal.records == 0 {
-			return
+		if !b.flowsDirty.Load() && b.journal.records == 0 && b.journal.broken == nil {
+			return nil
 		}
 		quiet := time.Since(time.Unix(0, b.lastMod.Load())) >= snapshotQuiet
 		if !quiet && b.journal.records < max(snapshotMinRecords, b.snapSize) {
-			return
+			return nil
 		}
 	}
 	b.flowsDirty.Store(false)
@@ -658,17 +790,24 @@ func (b *bridge) snapshot(force bool) {
 		return nil
 	})
 	if err == nil {
+		// The tables are saved: what a barrier acknowledges is durable even
+		// if the journal cannot be emptied (its records then replay on top
+		// of the snapshot, as after a crash between the two steps).
 		b.snapSize = len(flows)
-		err = b.journal.reset()
-	}
-	if err == nil {
+		b.snapFlows.Store(int64(len(flows)))
+		b.snapshots.Add(1)
 		b.unjournaled = false
-	} else {
-		b.flowsDirty.Store(true)
-		if !errors.Is(err, config.ErrClosed) {
-			b.d.log.Error("flow tables not saved", "bridge", b.name, "err", err)
+		if rerr := b.journal.reset(); rerr != nil {
+			b.flowsDirty.Store(true)
+			b.d.log.Error("flow journal not emptied after a snapshot", "bridge", b.name, "err", rerr)
 		}
+		return nil
 	}
+	b.flowsDirty.Store(true)
+	if !errors.Is(err, config.ErrClosed) {
+		b.d.log.Error("flow tables not saved", "bridge", b.name, "err", err)
+	}
+	return err
 }
 
 // close stops the bridge: its OpenFlow agent, then its datapath, whose
@@ -680,6 +819,11 @@ func (b *bridge) close() {
 	if b.dp != nil {
 		b.dp.Close()
 	}
+	if b.syncStop != nil {
+		close(b.syncStop)
+		<-b.syncDone
+	}
+	b.journal.sync()
 	b.journal.close()
 }
 

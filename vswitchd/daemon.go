@@ -17,12 +17,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,9 +57,11 @@ const (
 // DefaultMetricsAddr is where /metrics is served unless configured.
 const DefaultMetricsAddr = "127.0.0.1:9477"
 
-// flowSaveInterval is how often the flow tables of bridges without a
-// connected controller are saved when they changed and no barrier did it.
-const flowSaveInterval = time.Second
+// flowSaveInterval is how often the saver looks at the bridges without a
+// connected controller, to snapshot tables that changed (snapshot's
+// policy decides). A quarter of snapshotQuiet, so a quiet table is saved,
+// and the memory its load left behind returned, soon after it went quiet.
+const flowSaveInterval = snapshotQuiet / 4
 
 // Options configure a Daemon.
 type Options struct {
@@ -75,6 +79,10 @@ type Options struct {
 	LogLevel *slog.LevelVar
 	// Version is what the version command prints.
 	Version string
+	// Recover starts despite damaged flow journals: each keeps the records
+	// before its damage and is moved aside (BRIDGE.journal.corrupt-TIME).
+	// Without it a damaged journal stops Start, files untouched.
+	Recover bool
 }
 
 // Daemon is a running vswitchd.
@@ -141,6 +149,12 @@ func Start(opts Options) (*Daemon, error) {
 			return nil, err
 		}
 	}
+	if !opts.Recover {
+		if err := checkJournals(dir, store.Get()); err != nil {
+			store.Close()
+			return nil, err
+		}
+	}
 	d.mu.Lock()
 	d.restore(store.Get())
 	d.mu.Unlock()
@@ -194,6 +208,33 @@ func (d *Daemon) MetricsAddr() string {
 		return ""
 	}
 	return d.opts.MetricsAddr
+}
+
+// checkJournals reads the flow journal of every bridge of c and returns
+// the damage found in any (*JournalDamage), before anything starts: like
+// a corrupt config store, a damaged journal stops the daemon rather than
+// lose acknowledged flows, and is left as it is for inspection.
+func checkJournals(dir string, c *config.Config) error {
+	for _, name := range slices.Sorted(maps.Keys(c.Bridges)) {
+		path := filepath.Join(dir, name+JournalSuffix)
+		f, err := openJournalFile(path, os.O_RDONLY)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("bridge %q: flow journal: %w", name, err)
+		}
+		data, err := io.ReadAll(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("bridge %q: flow journal: %w", name, err)
+		}
+		if jc := parseJournal(data); jc.damage != "" && !jc.torn {
+			return fmt.Errorf("bridge %q: %w", name, &JournalDamage{Path: path, Record: len(jc.records) + 1,
+				Offset: jc.good, Size: int64(len(data)), Reason: jc.damage})
+		}
+	}
+	return nil
 }
 
 // restore brings up every bridge of c, logging what fails.
@@ -349,6 +390,10 @@ func (d *Daemon) apply(old, next *config.Config) error {
 	return nil
 }
 
+// freeMemoryAfter is the table size (flows) from which a snapshot is
+// followed by returning freed memory to the system.
+const freeMemoryAfter = 10_000
+
 // flowSaver saves, every flowSaveInterval, the flow tables that changed.
 func (d *Daemon) flowSaver() {
 	defer d.wg.Done()
@@ -359,8 +404,20 @@ func (d *Daemon) flowSaver() {
 		case <-d.stop:
 			return
 		case <-t.C:
+			big := false
 			for _, b := range d.bridgeList() {
+				n := b.snapshots.Load()
 				b.snapshot(false)
+				if b.snapshots.Load() != n && b.snapFlows.Load() >= freeMemoryAfter {
+					big = true
+				}
+			}
+			if big {
+				// A snapshot of a large table leaves tens of MB of garbage
+				// (its text, the encoded store) on top of what loading the
+				// flows left; the Go runtime would keep the pages for a
+				// while. Give them back once the saver is done with them.
+				debug.FreeOSMemory()
 			}
 		}
 	}

@@ -122,27 +122,30 @@ func TestRollbackKeepsNewerSnapshot(t *testing.T) {
 	}
 }
 
-// TestBarrierSnapshotsWhenJournalFails: when the journal cannot take or
-// sync a change, the barrier that acknowledges it saves the tables in the
-// store instead, so the change is durable when the barrier reply arrives,
-// not only after the next quiet-time snapshot.
+// TestBarrierSnapshotsWhenJournalFails: at flow-sync=fsync, when the
+// journal cannot sync a change, the barrier that acknowledges it saves the
+// tables in the store instead, so the change is durable when the barrier
+// reply arrives. A change the journal cannot even take is refused with
+// the cause and not applied.
 func TestBarrierSnapshotsWhenJournalFails(t *testing.T) {
 	d, err := Start(Options{StateDir: t.TempDir(), DefaultBridge: "br0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
+	mustCall(t, d, "set", "Open_vSwitch", ".", "other_config:flow-sync=fsync")
 	b := d.runningBridge("br0")
 	saved := func(flow string) bool {
 		return slices.ContainsFunc(d.store.Get().Bridges["br0"].Flows, func(l string) bool { return strings.Contains(l, flow) })
 	}
-	addFlow := func(flow string) {
+	inTable := func(flow string) bool {
+		return slices.ContainsFunc(b.of.FlowLines(), func(l string) bool { return strings.Contains(l, flow) })
+	}
+	addFlow := func(flow string) error {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := ofctl.Run(ctx, "unix:"+d.bridgeSocket("br0"), "add-flow", []string{flow}, io.Discard, ofctl.Options{}); err != nil {
-			t.Fatal(err)
-		}
+		return ofctl.Run(ctx, "unix:"+d.bridgeSocket("br0"), "add-flow", []string{flow}, io.Discard, ofctl.Options{})
 	}
 
 	// A pipe takes the record but cannot be fsynced.
@@ -151,37 +154,44 @@ func TestBarrierSnapshotsWhenJournalFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	go io.Copy(io.Discard, r)
 	b.saveMu.Lock()
 	good := b.journal.f
 	b.journal.f = w
 	b.saveMu.Unlock()
-	addFlow("priority=7,in_port=1,actions=drop")
+	if err := addFlow("priority=7,in_port=1,actions=drop"); err != nil {
+		t.Fatal(err)
+	}
 	if !saved("priority=7") {
 		t.Fatalf("sync failed and the acknowledged flow is not in the store: %q", d.store.Get().Bridges["br0"].Flows)
 	}
 
-	// A closed file cannot even take the record.
+	// A closed file cannot even take the record: the flow-mod is refused
+	// with the reason and the flow not installed.
 	b.saveMu.Lock()
 	w.Close()
 	b.saveMu.Unlock()
-	addFlow("priority=8,in_port=2,actions=drop")
-	if !saved("priority=8") {
-		t.Fatalf("append failed and the acknowledged flow is not in the store: %q", d.store.Get().Bridges["br0"].Flows)
+	err = addFlow("priority=8,in_port=2,actions=drop")
+	if err == nil || !strings.Contains(err.Error(), "OFPFMFC_UNKNOWN") || !strings.Contains(err.Error(), "file already closed") {
+		t.Fatalf("add-flow with a closed journal: %v", err)
+	}
+	if inTable("priority=8") {
+		t.Fatal("a change the journal refused was applied")
 	}
 
-	// A working journal again: the next barrier's snapshot empties it
-	// (the failed one could not), then changes are records again.
+	// A working journal again: changes are records again.
 	b.saveMu.Lock()
 	b.journal.f = good
+	b.journal.broken = nil
 	b.saveMu.Unlock()
-	addFlow("priority=9,in_port=3,actions=drop")
-	addFlow("priority=10,in_port=4,actions=drop")
+	if err := addFlow("priority=9,in_port=3,actions=drop"); err != nil {
+		t.Fatal(err)
+	}
 	b.saveMu.Lock()
-	recs, unj := b.journal.records, b.unjournaled
+	unj := b.unjournaled
 	b.saveMu.Unlock()
-	// (recs is 0 if the quiet-time saver happened to run in between.)
-	if unj || recs != 1 && !saved("priority=10") {
-		t.Fatalf("after the journal recovered: unjournaled %v, %d records", unj, recs)
+	if unj || !inTable("priority=9") {
+		t.Fatalf("after the journal recovered: unjournaled %v", unj)
 	}
 }
 
@@ -244,5 +254,35 @@ func TestRxqAffinityCommands(t *testing.T) {
 		if v.Pinned {
 			t.Fatalf("still pinned after removal: %+v", v)
 		}
+	}
+}
+
+// TestFlowSyncSetting: flow-sync and flow-sync-interval are checked when
+// set (a typo is refused with the accepted values) and apply to running
+// bridges at once; removing them goes back to the default, written.
+func TestFlowSyncSetting(t *testing.T) {
+	d, err := Start(Options{StateDir: t.TempDir(), DefaultBridge: "br0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	b := d.runningBridge("br0")
+	if b.sync.Load() != flowSyncWritten || b.syncEvery.Load() != int64(DefaultFlowSyncInterval*time.Millisecond) {
+		t.Fatalf("default level %d interval %d", b.sync.Load(), b.syncEvery.Load())
+	}
+	for _, bad := range []string{"other_config:flow-sync=always", "other_config:flow-sync-interval=0", "other_config:flow-sync-interval=x"} {
+		if _, err := call(t, d, "set", "Open_vSwitch", ".", bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		} else if strings.Contains(bad, "=always") && !strings.Contains(err.Error(), `"written" or "fsync"`) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	mustCall(t, d, "set", "Open_vSwitch", ".", "other_config:flow-sync=fsync", "other_config:flow-sync-interval=50")
+	if b.sync.Load() != flowSyncFsync || b.syncEvery.Load() != int64(50*time.Millisecond) {
+		t.Fatalf("after set: level %d interval %d", b.sync.Load(), b.syncEvery.Load())
+	}
+	mustCall(t, d, "remove", "Open_vSwitch", ".", "other_config", "flow-sync")
+	if b.sync.Load() != flowSyncWritten {
+		t.Fatalf("after remove: level %d", b.sync.Load())
 	}
 }

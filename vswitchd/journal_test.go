@@ -1,9 +1,13 @@
 package vswitchd
 
 import (
+	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -41,38 +45,240 @@ func TestJournalRecordsRoundTrip(t *testing.T) {
 	}
 }
 
-// TestJournalTornTail: a record the process died writing (no newline) was
-// never acknowledged; it is dropped and the file cut back, and appends
-// continue after the last whole record.
+// journalFile renders records as a format 2 journal.
+func journalFile(records ...string) []byte {
+	b := []byte(journalHeader)
+	for _, r := range records {
+		b = encodeRecord(b, r)
+	}
+	return b
+}
+
+func threeRecords() []string {
+	return []string{"flow add priority=1,actions=drop", "flow add priority=2,actions=drop", "flow add priority=3,actions=drop"}
+}
+
+// TestJournalTornTail: a record the process died writing (cut short, or a
+// tail of NULs the file system extended the file with) was never
+// acknowledged; it is dropped and the file cut back, and appends continue
+// after the last whole record.
 func TestJournalTornTail(t *testing.T) {
+	full := journalFile(threeRecords()...)
+	for name, data := range map[string][]byte{
+		"cut":   full[:len(full)-5],
+		"nuls":  append(journalFile(threeRecords()[:2]...), make([]byte, 4096)...),
+		"hdr":   append(journalFile(threeRecords()[:2]...), "0000"...),
+		"nonl":  journalFile(threeRecords()...)[:len(full)-1],
+		"dirty": append(journalFile(threeRecords()[:2]...), "00000020 12345678 flow add prio"...),
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "br0.journal")
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			j, lines, err := openJournal(path, false, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(lines, threeRecords()[:2]) || j.records != 2 {
+				t.Fatalf("lines %q records %d", lines, j.records)
+			}
+			if err := j.append("flow add d"); err != nil {
+				t.Fatal(err)
+			}
+			j.close()
+			got, _ := os.ReadFile(path)
+			if want := journalFile(append(threeRecords()[:2], "flow add d")...); string(got) != string(want) {
+				t.Fatalf("file %q", got)
+			}
+		})
+	}
+}
+
+// TestJournalDamageRefused: damage before the last record (acknowledged
+// records follow it) is reported with the record's number and offset and
+// leaves the file as it was.
+func TestJournalDamageRefused(t *testing.T) {
+	recs := threeRecords()
+	good := journalFile(recs...)
+	second := len(journalFile(recs[0]))
+	corrupt := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
+	for name, c := range map[string]struct {
+		data   []byte
+		record int
+		offset int
+	}{
+		"flipped": {corrupt(func(b []byte) []byte { b[second+recordHeaderLen+3] ^= 1; return b }), 2, second},
+		"garbage": {corrupt(func(b []byte) []byte {
+			return append(b[:second], append([]byte("this is not a record\n"), b[second:]...)...)
+		}), 2, second},
+		"nuls": {corrupt(func(b []byte) []byte { copy(b[second:second+10], make([]byte, 10)); return b }), 2, second},
+		"long": {corrupt(func(b []byte) []byte {
+			return append(b[:second], append(append(bytes.Repeat([]byte("x"), 17<<20), '\n'), b[second:]...)...)
+		}), 2, second},
+		"length": {corrupt(func(b []byte) []byte { b[len(journalHeader)+7] = 'f'; return b }), 1, len(journalHeader)},
+		"legacy": {[]byte("flow add priority=1,actions=drop\n\x00\x00garbage\nflow add priority=2,actions=drop\n"), 2, 33},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "br0.journal")
+			if err := os.WriteFile(path, c.data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, _, err := openJournal(path, false, nil)
+			var dmg *JournalDamage
+			if !errors.As(err, &dmg) {
+				t.Fatalf("opened: %v", err)
+			}
+			if dmg.Record != c.record || dmg.Offset != int64(c.offset) {
+				t.Fatalf("damage at record %d offset %d, want %d at %d: %v", dmg.Record, dmg.Offset, c.record, c.offset, err)
+			}
+			if !strings.Contains(err.Error(), "--recover") {
+				t.Fatalf("no way out offered: %v", err)
+			}
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, c.data) {
+				t.Fatal("the damaged journal was modified")
+			}
+		})
+	}
+}
+
+// TestJournalRecover: recovering keeps the records before the damage in a
+// new journal and moves the damaged file aside, intact.
+func TestJournalRecover(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "br0.journal")
+	recs := threeRecords()
+	data := journalFile(recs...)
+	data = append(data[:len(journalFile(recs[:2]...))], append([]byte("garbage\n"), data[len(journalFile(recs[:2]...)):]...)...)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j, lines, err := openJournal(path, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.close()
+	if !slices.Equal(lines, recs[:2]) {
+		t.Fatalf("kept %q", lines)
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, journalFile(recs[:2]...)) {
+		t.Fatalf("new journal %q", got)
+	}
+	aside, _ := filepath.Glob(path + ".corrupt-*")
+	if len(aside) != 1 {
+		t.Fatalf("moved aside: %q", aside)
+	}
+	if got, _ := os.ReadFile(aside[0]); !bytes.Equal(got, data) {
+		t.Fatal("the file moved aside is not the damaged journal")
+	}
+}
+
+// TestJournalLegacyUpgrade: a format 1 journal (bare lines) is read once
+// and rewritten as format 2.
+func TestJournalLegacyUpgrade(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "br0.journal")
 	if err := os.WriteFile(path, []byte("flow add a\nflow add b\nflow add c-torn"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	j, lines, err := openJournal(path)
+	j, lines, err := openJournal(path, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	j.close()
 	if !slices.Equal(lines, []string{"flow add a", "flow add b"}) || j.records != 2 {
 		t.Fatalf("lines %q records %d", lines, j.records)
 	}
-	if err := j.append("flow add d"); err != nil {
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, journalFile("flow add a", "flow add b")) {
+		t.Fatalf("not rewritten: %q", got)
+	}
+}
+
+// TestJournalFileSafety: the journal is created 0600 whatever the umask,
+// an existing one is tightened to 0600, and a symbolic link in its place
+// is refused rather than followed.
+func TestJournalFileSafety(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "br0.journal")
+	j, _, err := openJournal(path, false, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.sync(); err != nil {
-		t.Fatal(err)
-	}
-	j.close()
-	data, _ := os.ReadFile(path)
-	if string(data) != "flow add a\nflow add b\nflow add d\n" {
-		t.Fatalf("file %q", data)
-	}
-	j, _, _ = openJournal(path)
 	if err := j.reset(); err != nil {
 		t.Fatal(err)
 	}
 	j.close()
-	if data, _ := os.ReadFile(path); len(data) != 0 {
-		t.Fatalf("after reset %q", data)
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v", st.Mode())
 	}
+	os.Chmod(path, 0o666)
+	j, _, err = openJournal(path, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.close()
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode of an existing journal %v", st.Mode())
+	}
+	target := filepath.Join(dir, "elsewhere")
+	os.WriteFile(target, nil, 0o644)
+	link := filepath.Join(dir, "br1.journal")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := openJournal(link, false, nil); !errors.Is(err, syscall.ELOOP) {
+		t.Fatalf("opened through a symlink: %v", err)
+	}
+	if got, _ := os.ReadFile(target); len(got) != 0 {
+		t.Fatal("the link's target was written")
+	}
+}
+
+// TestJournalAppendUndo: a record taken back leaves the file as before.
+func TestJournalAppendUndo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "br0.journal")
+	j, _, err := openJournal(path, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.close()
+	if err := j.append("flow add a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.append("flow add b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.undoLast("flow add b"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, journalFile("flow add a")) || j.records != 1 {
+		t.Fatalf("file %q records %d", got, j.records)
+	}
+	if err := j.append("flow add\nb"); err == nil {
+		t.Fatal("a payload with a newline was journaled")
+	}
+}
+
+// FuzzJournalParse: the journal reader never panics, never reads past
+// the file, and what it accepts re-encodes to the accepted prefix.
+func FuzzJournalParse(f *testing.F) {
+	f.Add(journalFile(threeRecords()...))
+	f.Add([]byte("flow add a\nflow add b\n"))
+	f.Add(append(journalFile("flow add a"), 0, 0, 0))
+	f.Add([]byte(journalHeader + "00000003 00000000 abc\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		jc := parseJournal(data)
+		if jc.good < 0 || jc.good > int64(len(data)) {
+			t.Fatalf("good prefix %d of %d", jc.good, len(data))
+		}
+		if (jc.damage == "") != (jc.good == int64(len(data))) && !(jc.damage == "" && len(data) == 0) {
+			t.Fatalf("damage %q with good %d of %d", jc.damage, jc.good, len(data))
+		}
+		if !jc.legacy && jc.good > 0 {
+			if again := journalFile(jc.records...); !bytes.Equal(again, data[:jc.good]) {
+				t.Fatalf("records %q re-encode to %q, not %q", jc.records, again, data[:jc.good])
+			}
+		}
+	})
 }

@@ -52,6 +52,7 @@ func main() {
 	logFile := flag.String("log-file", def.LogFile, "log to this file instead of stderr (reopened on SIGHUP)")
 	logFormat := flag.String("log-format", def.LogFormat, "text or json")
 	defaultBridge := flag.String("default-bridge", def.DefaultBridge, "bridge created when the state holds none (empty: none)")
+	recoverJournals := flag.Bool("recover", false, "start despite damaged flow journals: keep each one's records before the damage, move the file aside (BRIDGE.journal.corrupt-TIME) and log what was dropped")
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
 	if *showVersion {
@@ -108,7 +109,8 @@ func main() {
 	log := slog.New(h)
 
 	d, err := vswitchd.Start(vswitchd.Options{StateDir: *stateDir, MetricsAddr: *metricsAddr,
-		DefaultBridge: *defaultBridge, Logger: log, LogLevel: level, Version: version})
+		DefaultBridge: *defaultBridge, Logger: log, LogLevel: level, Version: version,
+		Recover: *recoverJournals})
 	if err != nil {
 		fail(1, "%v", err)
 	}

@@ -20,9 +20,23 @@ type Error struct {
 	Index int
 }
 
-// Error implements error: "OFPBAC_BAD_OUT_PORT (OpenFlow error type 2, code 4)".
+// Error implements error: "OFPBAC_BAD_OUT_PORT (OpenFlow error type 2,
+// code 4)", followed by the switch's reason when it sent one after the
+// request (ofpwire.ErrorReason), e.g. a full disk.
 func (e *Error) Error() string {
-	return fmt.Sprintf("%s (OpenFlow error type %d, code %d)", e.Name(), e.Type, e.Code)
+	s := fmt.Sprintf("%s (OpenFlow error type %d, code %d)", e.Name(), e.Type, e.Code)
+	if r := e.Reason(); r != "" {
+		s += ": " + r
+	}
+	return s
+}
+
+// Reason is the text the switch sent after the failed request, or "".
+func (e *Error) Reason() string {
+	if e.Type == ofpwire.ETHelloFailed || e.Type == ofpwire.ETExperimenter {
+		return ""
+	}
+	return ofpwire.ErrorReason(e.Data)
 }
 
 // Name is the spec's name of the error code, e.g. "OFPBAC_BAD_OUT_PORT".

@@ -425,7 +425,10 @@ func (c *Conn) dispatch(xid uint32, msg ofpwire.Message, raw []byte) {
 		// Requests are handled one at a time and replies queued in order,
 		// so everything before the barrier is complete and answered.
 		if c.m.cfg.OnBarrier != nil {
-			c.m.cfg.OnBarrier()
+			if err := c.m.cfg.OnBarrier(); err != nil {
+				c.replyErr(xid, err, raw)
+				return
+			}
 		}
 		c.Send(xid, &ofpwire.BarrierReply{})
 	case *ofpwire.RoleRequest:

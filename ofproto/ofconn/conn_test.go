@@ -580,9 +580,10 @@ func TestOnBarrierRunsBeforeReply(t *testing.T) {
 	release := make(chan struct{})
 	h := &recHandler{}
 	target := "punix:" + sockPath(t, "br.sock")
-	m := startManager(t, Config{Handler: h, OnBarrier: func() {
+	m := startManager(t, Config{Handler: h, OnBarrier: func() error {
 		calls.Add(1)
 		<-release
+		return nil
 	}}, target)
 	c := connect(t, m, target)
 	c.send(7, &ofpwire.BarrierRequest{})
@@ -595,4 +596,21 @@ func TestOnBarrierRunsBeforeReply(t *testing.T) {
 	}
 	close(release)
 	recvType[*ofpwire.BarrierReply](c, 7)
+}
+
+// TestOnBarrierError: a barrier whose hook fails (the earlier requests
+// are not durable) is answered with the error, its reason after the
+// request, never with a BARRIER_REPLY.
+func TestOnBarrierError(t *testing.T) {
+	h := &recHandler{}
+	target := "punix:" + sockPath(t, "br.sock")
+	m := startManager(t, Config{Handler: h, OnBarrier: func() error {
+		return &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCEperm, Reason: "no space left on device"}
+	}}, target)
+	c := connect(t, m, target)
+	c.send(9, &ofpwire.BarrierRequest{})
+	e := recvType[*ofpwire.ErrorMsg](c, 9)
+	if e.Type != ofpwire.ETBadRequest || e.Code != ofpwire.BRCEperm || ofpwire.ErrorReason(e.Data) != "no space left on device" {
+		t.Fatalf("error %d/%d data %q", e.Type, e.Code, e.Data)
+	}
 }

@@ -93,8 +93,9 @@ type Config struct {
 	// OnBarrier, if set, runs before each BARRIER_REPLY is sent, on the
 	// connection's reader goroutine: what it makes durable is durable when
 	// the peer learns its earlier requests are complete. It must not wait
-	// for this Manager (Close, SetTargets).
-	OnBarrier func()
+	// for this Manager (Close, SetTargets). An error is sent instead of
+	// the reply: the earlier requests are complete but not durable.
+	OnBarrier func() error
 	// Observe, if set, sees the header of every message received on any
 	// connection (for tracing and tests). It must not block.
 	Observe func(c *Conn, h ofpwire.Header)

@@ -3,6 +3,8 @@ package ofpwire
 import (
 	"errors"
 	"fmt"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/netrack/openflow/ofp"
 )
@@ -12,10 +14,18 @@ import (
 // the peer with ErrorMessage instead of guessing a code.
 type OFPError struct {
 	Type, Code uint16
+	// Reason, if set, is a human-readable cause sent after a full copy of
+	// the failed request (see ErrorMessage): OpenFlow 1.3 has codes for
+	// what a request got wrong but none for the switch's own failures
+	// (a full disk), which an operator needs spelled out.
+	Reason string
 }
 
 // Error implements error.
 func (e *OFPError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("openflow error %s/%d: %s", ofp.ErrType(e.Type), e.Code, e.Reason)
+	}
 	return fmt.Sprintf("openflow error %s/%d", ofp.ErrType(e.Type), e.Code)
 }
 
@@ -260,9 +270,40 @@ func ErrorMessage(xid uint32, err error, offending []byte) []byte {
 	if errors.As(err, &oe) {
 		e = oe
 	}
+	if e.Reason != "" {
+		// The whole request (the spec asks for at least 64 bytes), so its
+		// header's length tells where the reason starts (ErrorReason).
+		data := append(append([]byte(nil), offending...), e.Reason...)
+		if b, err := Encode(xid, &ErrorMsg{Type: e.Type, Code: e.Code, Data: data}); err == nil {
+			return b
+		}
+	}
 	if len(offending) > ErrorDataLen {
 		offending = offending[:ErrorDataLen]
 	}
 	b, _ := Encode(xid, &ErrorMsg{Type: e.Type, Code: e.Code, Data: offending})
 	return b
+}
+
+// ErrorReason returns the text ErrorMessage put after a whole copy of the
+// failed request in an error's data, or "": the copy's OpenFlow header
+// gives its length, and what follows must be printable UTF-8.
+func ErrorReason(data []byte) string {
+	if len(data) < 8 {
+		return ""
+	}
+	n := int(data[2])<<8 | int(data[3])
+	if n < 8 || n >= len(data) {
+		return ""
+	}
+	r := data[n:]
+	if !utf8.Valid(r) {
+		return ""
+	}
+	for _, c := range string(r) {
+		if !unicode.IsPrint(c) {
+			return ""
+		}
+	}
+	return string(r)
 }

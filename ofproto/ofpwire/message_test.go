@@ -278,7 +278,7 @@ func TestErrorMessage(t *testing.T) {
 	if e.Type != ETBadMatch || e.Code != BMCDupField || !bytes.Equal(e.Data, offending[:64]) {
 		t.Errorf("got %+v", e)
 	}
-	if !errors.Is(e.Err(), &OFPError{ETBadMatch, BMCDupField}) {
+	if !errors.Is(e.Err(), &OFPError{Type: ETBadMatch, Code: BMCDupField}) {
 		t.Error("Err() does not compare equal")
 	}
 	// Non-OpenFlow errors become BAD_REQUEST/EPERM; short messages are kept whole.
@@ -364,4 +364,43 @@ func TestConcurrentFixedDecode(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestErrorMessageReason: an error with a reason carries the whole request
+// (its header's length marks the end) and then the reason; ErrorReason
+// finds it, and finds nothing in a plain error's data.
+func TestErrorMessageReason(t *testing.T) {
+	offending := append(mustHex("04 0e 0050 00000007"), make([]byte, 72)...)
+	b := ErrorMessage(7, &OFPError{Type: ETFlowModFailed, Code: FMFCUnknown, Reason: "no space left on device"}, offending)
+	h, msg, err := ReadMessage(bytes.NewReader(b), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Decode(h, msg[HeaderLen:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := m.(*ErrorMsg)
+	if !bytes.Equal(e.Data[:len(offending)], offending) || ErrorReason(e.Data) != "no space left on device" {
+		t.Fatalf("data %q", e.Data)
+	}
+	plain := ErrorMessage(8, newErr(ETBadMatch, BMCDupField), offending)
+	h, msg, _ = ReadMessage(bytes.NewReader(plain), nil)
+	m, _ = Decode(h, msg[HeaderLen:])
+	if r := ErrorReason(m.(*ErrorMsg).Data); r != "" {
+		t.Fatalf("reason %q in a plain error", r)
+	}
+	if r := ErrorReason(append(mustHex("04 0e 0008 00000007"), 0xff, 0x00)); r != "" {
+		t.Fatalf("binary bytes taken for a reason: %q", r)
+	}
+}
+
+func FuzzErrorReason(f *testing.F) {
+	f.Add(append(mustHex("04 0e 0008 00000007"), "disk full"...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := ErrorReason(data)
+		if r != "" && !bytes.HasSuffix(data, []byte(r)) {
+			t.Fatalf("reason %q not the data's tail", r)
+		}
+	})
 }

@@ -48,7 +48,15 @@ var numericKeys = map[string]numericRange{
 	// raise it again.
 	"openflow-max-connections": {1, 1 << 20},
 	"mgmt-max-connections":     {1, 1 << 20},
+	"flow-sync-interval":  {1, 60000},
 }
+
+// Values of other_config:flow-sync, the durability of acknowledged flow
+// table changes (see the user guide).
+const (
+	FlowSyncWritten = "written"
+	FlowSyncFsync   = "fsync"
+)
 
 // Validate reports everything wrong with c, one line per problem, or nil.
 // It does not change c.
@@ -181,6 +189,10 @@ func checkOtherConfig(where string, m map[string]string, add func(string, ...any
 			h := strings.TrimPrefix(strings.TrimPrefix(v, "0x"), "0X")
 			if h == "" || len(h) > 256 || !isHexDigits(h, len(h)) {
 				add("%s: pmd-cpu-mask=%q is not a hex CPU mask", where, v)
+			}
+		case "flow-sync":
+			if v != FlowSyncWritten && v != FlowSyncFsync {
+				add("%s: flow-sync=%q is not %q or %q", where, v, FlowSyncWritten, FlowSyncFsync)
 			}
 		case "pmd-rxq-affinity":
 			if _, err := ParseAffinity(v); err != nil {
