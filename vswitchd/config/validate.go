@@ -48,7 +48,7 @@ var numericKeys = map[string]numericRange{
 	// raise it again.
 	"openflow-max-connections": {1, 1 << 20},
 	"mgmt-max-connections":     {1, 1 << 20},
-	"flow-sync-interval":  {1, 60000},
+	"flow-sync-interval":       {1, 60000},
 }
 
 // Values of other_config:flow-sync, the durability of acknowledged flow
