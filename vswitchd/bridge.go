@@ -302,7 +302,7 @@ func (d *Daemon) openPorts(nb *config.Bridge, names []string, lenient bool) ([]*
 	var out []*port
 	for _, name := range names {
 		pc := nb.Ports[name]
-		dev, driver, err := openNetdev(d.opts.StateDir, pc)
+		dev, driver, err := openNetdev(d.opts.StateDir, d.log.With("bridge", nb.Name), pc)
 		if err != nil {
 			if lenient {
 				d.log.Error("port not restored", "bridge", nb.Name, "port", name, "err", err)
