@@ -21,6 +21,7 @@ import (
 	"vswitch/ofproto/normal"
 	"vswitch/ofproto/ofconn"
 	"vswitch/ofproto/ofpwire"
+	"vswitch/ofproto/pipeline"
 	"vswitch/vswitchd/config"
 
 	"github.com/vishvananda/netlink"
@@ -258,7 +259,7 @@ func (b *bridge) removeLocal() {
 func (b *bridge) restoreTables(nb *config.Bridge, records []string) {
 	log := b.d.log.With("bridge", nb.Name)
 	if nb.Flows != nil {
-		if err := b.installTables(nb.Flows, nb.Groups, nb.Meters); err != nil {
+		if err := b.installTables(nb.Flows, nb.Groups, nb.Meters, nil); err != nil {
 			log.Error("saved tables not fully restored", "err", err)
 		}
 		b.snapSize = len(nb.Flows)
@@ -564,15 +565,17 @@ func portNeedsReopen(old, next *config.Port) bool {
 
 // installTables replaces the flow, group and meter tables with the ones
 // the lines describe (FlowLines, GroupLines and MeterLines output): meters
-// and groups first, since flows refer to them. It goes on past a table
-// that fails, so that the others still come back.
-func (b *bridge) installTables(flows, groups, meters []string) error {
+// and groups first, since flows refer to them. Flows found in states (a
+// rebuild's old bridge) keep their install time and counters. It goes on
+// past a table that fails, so that the others still come back.
+func (b *bridge) installTables(flows, groups, meters []string, states map[string]pipeline.EntryState) error {
 	var errs []error
+	restoreFlows := func(l []string) error { return b.of.RestoreFlowsKeeping(l, states) }
 	for _, step := range []struct {
 		what  string
 		apply func([]string) error
 		lines []string
-	}{{"meters", b.of.RestoreMeters, meters}, {"groups", b.of.RestoreGroups, groups}, {"flows", b.of.RestoreFlows, flows}} {
+	}{{"meters", b.of.RestoreMeters, meters}, {"groups", b.of.RestoreGroups, groups}, {"flows", restoreFlows, flows}} {
 		if err := step.apply(step.lines); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", step.what, err))
 		}

@@ -264,6 +264,7 @@ func (d *Daemon) apply(old, next *config.Config) error {
 		}
 		if b.needsRebuild(next, nb) {
 			flows, groups, meters := b.of.FlowLines(), b.of.GroupLines(), b.of.MeterLines()
+			states := b.of.FlowStates()
 			b.snapshot(true) // the new bridge starts from the store and the journal
 			b.close()
 			delete(d.bridges, name)
@@ -271,7 +272,7 @@ func (d *Daemon) apply(old, next *config.Config) error {
 			if err != nil {
 				return err
 			}
-			if err := nbr.installTables(flows, groups, meters); err != nil {
+			if err := nbr.installTables(flows, groups, meters, states); err != nil {
 				d.log.Warn("tables not fully carried over the rebuild", "bridge", name, "err", err)
 			}
 			d.bridges[name] = nbr
