@@ -203,7 +203,7 @@ func runOF(ctx context.Context, g globals, c ofctl.Command, args []string, stdou
 		return exitFail
 	}
 	if err := ofctl.Run(ctx, target, c.Name, pos[1:], stdout, opts); err != nil {
-		fmt.Fprintf(stderr, "vsctl: %s: %v\n", c.Name, err)
+		fmt.Fprintf(stderr, "vsctl: %v\n", err) // Run's errors start with the command's name
 		return exitFail
 	}
 	return 0

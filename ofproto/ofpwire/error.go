@@ -2,7 +2,6 @@ package ofpwire
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/netrack/openflow/ofp"
 )
@@ -14,9 +13,18 @@ type OFPError struct {
 	Type, Code uint16
 }
 
-// Error implements error.
+// Error implements error with the spec's names, type then code, and what
+// the code means where it has a description:
+// "OFPET_BAD_MATCH/OFPBMC_BAD_PREREQ: a match field lacks its prerequisite ...".
 func (e *OFPError) Error() string {
-	return fmt.Sprintf("openflow error %s/%d", ofp.ErrType(e.Type), e.Code)
+	s := ErrorTypeName(e.Type) + "/" + ErrorName(e.Type, e.Code)
+	if int(e.Type) >= len(errorTypes) {
+		s = ErrorName(e.Type, e.Code)
+	}
+	if m := ErrorMeaning(e.Type, e.Code); m != "" {
+		s += ": " + m
+	}
+	return s
 }
 
 // Is makes errors.Is compare by (type, code) rather than by pointer.
