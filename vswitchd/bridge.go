@@ -160,6 +160,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		OnFlowTableChange: func() { b.flowsDirty.Store(true) },
 		OnTableMod:        b.journalMod,
 		Conn: ofconn.Config{
+			TLS:           tlsFiles(c.SSL),
 			OnBarrier:     b.syncJournal,
 			OnControllers: func(n int) { b.controllers.Store(int32(n)) },
 			Logf:          func(f string, a ...any) { d.logConn(nb.Name, fmt.Sprintf(f, a...)) },

@@ -241,6 +241,13 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 // apply moves the running bridges from configuration old to next (d.mu held).
 func (d *Daemon) apply(old, next *config.Config) error {
 	defer d.publish()
+	if !sameSSL(old.SSL, next.SSL) {
+		// Running bridges' ssl: and pssl: targets start over with the
+		// new files; bridges built below get them at creation.
+		for _, b := range d.bridges {
+			b.of.Manager().SetTLS(tlsFiles(next.SSL))
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(d.bridges)) {
 		if next.Bridges[name] == nil {
 			d.bridges[name].close()
@@ -284,6 +291,10 @@ func (d *Daemon) apply(old, next *config.Config) error {
 		}
 	}
 	return nil
+}
+
+func sameSSL(a, b *config.SSL) bool {
+	return a == b || a != nil && b != nil && *a == *b
 }
 
 // flowSaver saves, every flowSaveInterval, the flow tables that changed.

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -135,6 +136,15 @@ func runMgmt(ctx context.Context, g globals, c mgmt.Command, args []string, stdo
 	if err := c.CheckArgs(args); err != nil {
 		fmt.Fprintf(stderr, "vsctl: %v\n", err)
 		return exitUsage
+	}
+	if c.Name == "set-ssl" {
+		// Files are named as the user sees them; the daemon runs elsewhere.
+		args = slices.Clone(args)
+		for i, a := range args {
+			if abs, err := filepath.Abs(a); err == nil {
+				args[i] = abs
+			}
+		}
 	}
 	cl, err := mgmt.Dial(ctx, filepath.Join(g.stateDir, vswitchd.SocketName))
 	if err != nil {

@@ -49,16 +49,16 @@ type Collector struct {
 
 	rxqPackets, rxqBusy, rxqPMD *prometheus.Desc
 
-	pmdBusy, pmdIdle, pmdIterations, pmdRxPackets      *prometheus.Desc
-	pmdEMCHits, pmdMegaflowHits, pmdMisses             *prometheus.Desc
-	pmdSimpleMatchHits                                 *prometheus.Desc
-	pmdLostUpcalls, pmdMalformed, pmdFlowsLimited      *prometheus.Desc
-	drops, datapathFlows                               *prometheus.Desc
-	ofRules, ofLookups, ofMatches                      *prometheus.Desc
-	macEntries, macLearned, macMoved, macAged          *prometheus.Desc
-	macEvicted                                         *prometheus.Desc
-	ctlConnected, ctlReconnects, ctlMsgsIn, ctlMsgsOut *prometheus.Desc
-	collectFailed                                      *prometheus.Desc
+	pmdBusy, pmdIdle, pmdIterations, pmdRxPackets                      *prometheus.Desc
+	pmdEMCHits, pmdMegaflowHits, pmdMisses                             *prometheus.Desc
+	pmdSimpleMatchHits                                                 *prometheus.Desc
+	pmdLostUpcalls, pmdMalformed, pmdFlowsLimited                      *prometheus.Desc
+	drops, datapathFlows                                               *prometheus.Desc
+	ofRules, ofLookups, ofMatches                                      *prometheus.Desc
+	macEntries, macLearned, macMoved, macAged                          *prometheus.Desc
+	macEvicted                                                         *prometheus.Desc
+	ctlConnected, ctlReconnects, ctlMsgsIn, ctlMsgsOut, ctlTLSFailures *prometheus.Desc
+	collectFailed                                                      *prometheus.Desc
 }
 
 // batchBounds are datapath.BatchSizeBounds as histogram upper bounds.
@@ -133,6 +133,8 @@ func NewCollector(bridges func() []Bridge) *Collector {
 		ctlReconnects: d("controller_reconnects_total", "Connection attempts to an active controller target after the first.", []string{"bridge", "target"}),
 		ctlMsgsIn:     d("controller_messages_received_total", "OpenFlow messages received from the target, over all its connections.", []string{"bridge", "target"}),
 		ctlMsgsOut:    d("controller_messages_sent_total", "OpenFlow messages sent to the target, over all its connections.", []string{"bridge", "target"}),
+		ctlTLSFailures: d("controller_tls_handshake_failures_total",
+			"TLS handshakes of an ssl: or pssl: target that failed (certificate refused either way, or a peer not speaking TLS); 0 for other targets.", []string{"bridge", "target"}),
 
 		collectFailed: prometheus.NewDesc("vswitch_collect_failed", "A bridge's metrics could not be read.", br, nil),
 	}
@@ -150,7 +152,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 		c.drops, c.datapathFlows,
 		c.ofRules, c.ofLookups, c.ofMatches,
 		c.macEntries, c.macLearned, c.macMoved, c.macAged, c.macEvicted,
-		c.ctlConnected, c.ctlReconnects, c.ctlMsgsIn, c.ctlMsgsOut,
+		c.ctlConnected, c.ctlReconnects, c.ctlMsgsIn, c.ctlMsgsOut, c.ctlTLSFailures,
 		c.collectFailed,
 	}
 }
@@ -291,6 +293,7 @@ func (c *Collector) collectOpenFlow(e *emitter, bridge string, of *ofproto.Bridg
 			e.counter(c.ctlReconnects, t.reconnects, bridge, t.name)
 			e.counter(c.ctlMsgsIn, t.msgsIn, bridge, t.name)
 			e.counter(c.ctlMsgsOut, t.msgsOut, bridge, t.name)
+			e.counter(c.ctlTLSFailures, t.tlsFailures, bridge, t.name)
 		}
 	}
 }
@@ -302,6 +305,7 @@ type controllerTarget struct {
 	name                        string
 	connected                   bool
 	reconnects, msgsIn, msgsOut uint64
+	tlsFailures                 uint64
 }
 
 // controllerTargets folds st by target, in Status order, leaving out the
@@ -321,6 +325,7 @@ func controllerTargets(st []ofconn.Status) []controllerTarget {
 		t.reconnects = max(t.reconnects, s.Reconnects)
 		t.msgsIn += s.MsgsIn
 		t.msgsOut += s.MsgsOut
+		t.tlsFailures += s.TLSHandshakeFailures
 	}
 	return out
 }
