@@ -397,6 +397,8 @@ func (d *Daemon) cmdGetController(_ context.Context, args []string) (mgmt.Result
 		fmt.Fprintf(&sb, "%s (%s", s.Target, s.State)
 		if s.Connected {
 			fmt.Fprintf(&sb, ", role %s", s.Role)
+		} else if s.LastError != "" {
+			fmt.Fprintf(&sb, ", last error: %s", s.LastError)
 		}
 		sb.WriteString(")\n")
 	}
