@@ -108,6 +108,11 @@ func TestDaemonEndToEnd(t *testing.T) {
 	if got := d.vsctl("list-ports", "br0"); got != strings.Join(sortedStrings(a.Port, b.Port), "\n")+"\n" {
 		t.Fatalf("after restart list-ports = %q", got)
 	}
+	// The killed daemon's AF_XDP socket may still hold the queue for a
+	// moment: the automatic port waits for it rather than falling back.
+	if got := portType(t, d.vsctl("show"), a.Port); got != "afxdp (automatic)" {
+		t.Fatalf("after kill -9 and restart %s runs %q, want afxdp (automatic)", a.Port, got)
+	}
 	if got := strings.TrimSpace(d.vsctl("get-fail-mode", "br0")); got != "secure" {
 		t.Fatalf("after restart fail mode %q", got)
 	}
