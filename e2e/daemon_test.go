@@ -108,6 +108,11 @@ func TestDaemonEndToEnd(t *testing.T) {
 	if got := d.vsctl("list-ports", "br0"); got != strings.Join(sortedStrings(a.Port, b.Port), "\n")+"\n" {
 		t.Fatalf("after restart list-ports = %q", got)
 	}
+	// The killed daemon's AF_XDP socket may still hold the queue for a
+	// moment: the automatic port waits for it rather than falling back.
+	if got := portType(t, d.vsctl("show"), a.Port); got != "afxdp (automatic)" {
+		t.Fatalf("after kill -9 and restart %s runs %q, want afxdp (automatic)", a.Port, got)
+	}
 	if got := strings.TrimSpace(d.vsctl("get-fail-mode", "br0")); got != "secure" {
 		t.Fatalf("after restart fail mode %q", got)
 	}
@@ -238,7 +243,15 @@ func TestVsctlErrors(t *testing.T) {
 		{[]string{"get", "Bridge", "nosuchbr", "fail_mode"}, "no such bridge", 1},
 		{[]string{"add-flow", "br0", "in_port=1,actions=frobnicate"}, "frobnicate", 1},
 		{[]string{"add-flow", "br0", "in_port=nosuchport,actions=drop"}, "nosuchport", 1},
-		{[]string{"add-flow", "br0", "nw_src=198.18.0.1,actions=drop"}, "", 1}, // prerequisite missing: the switch refuses
+		// A missing prerequisite is caught before sending, with the spec's
+		// names; ovs-ofctl would drop the field, so del-flows would delete
+		// every flow.
+		{[]string{"add-flow", "br0", "nw_src=198.18.0.1,actions=drop"}, "nw_src requires ip or arp", 1},
+		{[]string{"del-flows", "br0", "nw_dst=1.2.3.4"}, "nw_dst requires ip or arp (e.g. ip,nw_dst=...); a switch refuses it without: OFPET_BAD_MATCH/OFPBMC_BAD_PREREQ", 1},
+		{[]string{"del-flows", "br0", "tp_dst=80"}, "OFPET_BAD_MATCH/OFPBMC_BAD_PREREQ", 1},
+		// What the switch refuses prints with the spec's names too.
+		{[]string{"add-flow", "br0", "actions=group:7"}, "switch refused it: OFPET_BAD_ACTION/OFPBAC_BAD_OUT_GROUP: the action names a group that does not exist", 1},
+		{[]string{"add-flow", "br0", "table=3,actions=goto_table:2"}, "OFPET_BAD_INSTRUCTION/OFPBIC_BAD_TABLE_ID", 1},
 		{[]string{"add-flow", "nosuchbr", "actions=drop"}, "no bridge", 1},
 		{[]string{"del-flows", "br0", "in_port=1,frob=2"}, "frob", 1},
 		{[]string{"trace", "br0", "in_port=nosuchport"}, "no port", 1},
@@ -256,6 +269,9 @@ func TestVsctlErrors(t *testing.T) {
 		}
 		if !strings.HasPrefix(errOut, "vsctl: ") {
 			t.Errorf("vsctl %v: stderr %q lacks the vsctl: prefix", tc.args, errOut)
+		}
+		if strings.Contains(errOut, "ErrType") || strings.Contains(errOut, "openflow error") || strings.Contains(errOut, tc.args[0]+": "+tc.args[0]+":") {
+			t.Errorf("vsctl %v: stderr %q names an error by a library's identifier or repeats the command", tc.args, errOut)
 		}
 	}
 	time.Sleep(2500 * time.Millisecond) // a snapshot would have landed by now

@@ -94,6 +94,21 @@ func (b *Bridge) FlowLines() []string {
 	return out
 }
 
+// FlowStates returns, for every entry, its line as FlowLines gives it
+// mapped to what the entry has accumulated (install time, last use,
+// counters, the datapath's latest statistics included), for
+// RestoreFlowsKeeping.
+func (b *Bridge) FlowStates() map[string]pipeline.EntryState {
+	b.dp.PushStats(time.Now())
+	f := pipeline.AnyFilter()
+	entries, _ := b.pipe.Flows(&f)
+	out := make(map[string]pipeline.EntryState, len(entries))
+	for _, e := range entries {
+		out[flowsyntax.FormatFlowMod(entryFlowMod(e))] = e.State()
+	}
+	return out
+}
+
 // RestoreFlows replaces the flow tables with the flows lines describe
 // (FlowLines' output, or any ovs-ofctl add-flow lines), all or nothing:
 // every line is parsed and installed in a scratch pipeline first, and on
@@ -103,7 +118,14 @@ func (b *Bridge) FlowLines() []string {
 // atomic for translations running meanwhile, which may see the tables
 // half restored (RestoreFlows is meant for start-up). No FLOW_REMOVED is
 // sent for the flows it replaces.
-func (b *Bridge) RestoreFlows(lines []string) error {
+func (b *Bridge) RestoreFlows(lines []string) error { return b.RestoreFlowsKeeping(lines, nil) }
+
+// RestoreFlowsKeeping is RestoreFlows where a line found in states (from
+// FlowStates of the bridge the lines came from) keeps that entry's install
+// time, last use and counters: a datapath rebuild moves the tables to a new
+// bridge, and dump-flows' duration, n_packets and the timeouts must not
+// start over because of it.
+func (b *Bridge) RestoreFlowsKeeping(lines []string, states map[string]pipeline.EntryState) error {
 	fms := make([]*ofpwire.FlowMod, 0, len(lines))
 	now := time.Now()
 	scratch := pipeline.New(b.pipe.MaxEntries)
@@ -126,8 +148,14 @@ func (b *Bridge) RestoreFlows(lines []string) error {
 		BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}, now); err != nil {
 		return err
 	}
-	for _, fm := range fms {
-		if _, err := b.pipe.Apply(fm, now); err != nil {
+	for i, fm := range fms {
+		var err error
+		if st, ok := states[lines[i]]; ok {
+			err = b.pipe.Reinstall(fm, st)
+		} else {
+			_, err = b.pipe.Apply(fm, now)
+		}
+		if err != nil {
 			// The scratch pipeline took it; only a concurrent change
 			// (a group deleted meanwhile) can get here.
 			return fmt.Errorf("ofproto: restoring %q: %w", flowsyntax.FormatFlowMod(fm), err)

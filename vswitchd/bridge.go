@@ -21,6 +21,7 @@ import (
 	"vswitch/ofproto/normal"
 	"vswitch/ofproto/ofconn"
 	"vswitch/ofproto/ofpwire"
+	"vswitch/ofproto/pipeline"
 	"vswitch/vswitchd/config"
 
 	"github.com/vishvananda/netlink"
@@ -170,6 +171,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		OnFlowTableChange: func() { b.flowsDirty.Store(true) },
 		OnTableMod:        b.logTableMod,
 		Conn: ofconn.Config{
+			TLS:           tlsFiles(c.SSL),
 			OnBarrier:     b.syncJournal,
 			OnControllers: func(n int) { b.controllers.Store(int32(n)) },
 			Logf:          func(f string, a ...any) { d.logConn(nb.Name, fmt.Sprintf(f, a...)) },
@@ -273,7 +275,7 @@ func (b *bridge) removeLocal() {
 func (b *bridge) restoreTables(nb *config.Bridge, records []string) {
 	log := b.d.log.With("bridge", nb.Name)
 	if nb.Flows != nil {
-		if err := b.installTables(nb.Flows, nb.Groups, nb.Meters); err != nil {
+		if err := b.installTables(nb.Flows, nb.Groups, nb.Meters, nil); err != nil {
 			log.Error("saved tables not fully restored", "err", err)
 		}
 		b.snapSize = len(nb.Flows)
@@ -325,7 +327,7 @@ func (d *Daemon) openPorts(nb *config.Bridge, names []string, lenient bool) ([]*
 	var out []*port
 	for _, name := range names {
 		pc := nb.Ports[name]
-		dev, driver, err := openNetdev(d.opts.StateDir, pc, func(f string, a ...any) { d.log.Warn(fmt.Sprintf(f, a...), "bridge", nb.Name) })
+		dev, driver, err := openNetdev(d.opts.StateDir, d.log.With("bridge", nb.Name), pc)
 		if err != nil {
 			if lenient {
 				d.log.Error("port not restored", "bridge", nb.Name, "port", name, "err", err)
@@ -584,15 +586,17 @@ func portNeedsReopen(old, next *config.Port) bool {
 
 // installTables replaces the flow, group and meter tables with the ones
 // the lines describe (FlowLines, GroupLines and MeterLines output): meters
-// and groups first, since flows refer to them. It goes on past a table
-// that fails, so that the others still come back.
-func (b *bridge) installTables(flows, groups, meters []string) error {
+// and groups first, since flows refer to them. Flows found in states (a
+// rebuild's old bridge) keep their install time and counters. It goes on
+// past a table that fails, so that the others still come back.
+func (b *bridge) installTables(flows, groups, meters []string, states map[string]pipeline.EntryState) error {
 	var errs []error
+	restoreFlows := func(l []string) error { return b.of.RestoreFlowsKeeping(l, states) }
 	for _, step := range []struct {
 		what  string
 		apply func([]string) error
 		lines []string
-	}{{"meters", b.of.RestoreMeters, meters}, {"groups", b.of.RestoreGroups, groups}, {"flows", b.of.RestoreFlows, flows}} {
+	}{{"meters", b.of.RestoreMeters, meters}, {"groups", b.of.RestoreGroups, groups}, {"flows", restoreFlows, flows}} {
 		if err := step.apply(step.lines); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", step.what, err))
 		}

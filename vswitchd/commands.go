@@ -2,14 +2,17 @@ package vswitchd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"vswitch/datapath"
+	"vswitch/ofproto/ofconn"
 	"vswitch/vswitchd/config"
 	"vswitch/vswitchd/mgmt"
 )
@@ -35,6 +38,9 @@ func (d *Daemon) registerCommands() {
 		"set-controller":    d.cmdSetController,
 		"del-controller":    d.cmdDelController,
 		"get-controller":    d.cmdGetController,
+		"set-ssl":           d.cmdSetSSL,
+		"get-ssl":           d.cmdGetSSL,
+		"del-ssl":           d.cmdDelSSL,
 		"set-fail-mode":     d.cmdSetFailMode,
 		"get-fail-mode":     d.cmdGetFailMode,
 		"del-fail-mode":     d.cmdDelFailMode,
@@ -275,6 +281,50 @@ func (d *Daemon) cmdDelController(_ context.Context, args []string) (mgmt.Result
 	})
 }
 
+// cmdSetSSL checks the three files (they exist, parse, the key matches
+// the certificate, the CA file holds a certificate) before anything is
+// stored: a bad file is refused with the reason and changes nothing.
+func (d *Daemon) cmdSetSSL(_ context.Context, args []string) (mgmt.Result, error) {
+	ssl := config.SSL{PrivateKey: args[0], Certificate: args[1], CACert: args[2]}
+	for _, p := range args {
+		if !filepath.IsAbs(p) {
+			return mgmt.Result{}, fmt.Errorf("%q is not an absolute path (the daemon does not share your working directory)", p)
+		}
+	}
+	if err := tlsFiles(&ssl).Check(); err != nil {
+		return mgmt.Result{}, errors.New(strings.TrimPrefix(err.Error(), "ofconn: "))
+	}
+	return mgmt.Result{}, d.change(func(c *config.Config) error {
+		c.SSL = &ssl
+		return nil
+	})
+}
+
+func (d *Daemon) cmdGetSSL(context.Context, []string) (mgmt.Result, error) {
+	ssl := d.store.Get().SSL
+	if ssl == nil {
+		return mgmt.Result{Data: struct{}{}}, nil
+	}
+	text := fmt.Sprintf("Private key: %s\nCertificate: %s\nCA Certificate: %s\n", ssl.PrivateKey, ssl.Certificate, ssl.CACert)
+	return mgmt.Result{Text: text, Data: ssl}, nil
+}
+
+func (d *Daemon) cmdDelSSL(context.Context, []string) (mgmt.Result, error) {
+	return mgmt.Result{}, d.change(func(c *config.Config) error {
+		c.SSL = nil
+		return nil
+	})
+}
+
+// tlsFiles turns the configuration's SSL record (nil: none) into what
+// the connection manager reads.
+func tlsFiles(ssl *config.SSL) ofconn.TLSFiles {
+	if ssl == nil {
+		return ofconn.TLSFiles{}
+	}
+	return ofconn.TLSFiles{PrivateKey: ssl.PrivateKey, Certificate: ssl.Certificate, CACert: ssl.CACert}
+}
+
 // ControllerStatus is one controller target as get-controller reports it.
 type ControllerStatus struct {
 	Target    string `json:"target"`
@@ -282,6 +332,11 @@ type ControllerStatus struct {
 	Connected bool   `json:"is_connected"`
 	Role      string `json:"role,omitempty"`
 	Remote    string `json:"remote,omitempty"`
+	// LastError is why the last connection attempt failed or the last
+	// connection ended (a refused certificate, a refused connection...).
+	LastError string `json:"last_error,omitempty"`
+	// TLSHandshakeFailures counts failed TLS handshakes of ssl:/pssl:.
+	TLSHandshakeFailures uint64 `json:"tls_handshake_failures,omitempty"`
 }
 
 func (d *Daemon) controllerStatus(bname string) []ControllerStatus {
@@ -294,12 +349,21 @@ func (d *Daemon) controllerStatus(bname string) []ControllerStatus {
 	for _, t := range c.Controllers {
 		cs := ControllerStatus{Target: t, State: "not running"}
 		if b != nil {
+			first := true
 			for _, st := range b.of.Manager().Status() {
 				if st.Target != t || st.Management {
 					continue
 				}
-				cs.State = st.State.String()
-				cs.Connected = cs.Connected || st.State.String() == "active"
+				if first || st.State == ofconn.StateActive {
+					// The target's own entry, or a live peer of a listener.
+					cs.State = st.State.String()
+				}
+				first = false
+				if st.LastError != "" {
+					cs.LastError = st.LastError
+				}
+				cs.TLSHandshakeFailures += st.TLSHandshakeFailures
+				cs.Connected = cs.Connected || st.State == ofconn.StateActive
 				if cs.Connected {
 					cs.Role = roleName(uint32(st.Role))
 					cs.Remote = st.RemoteAddr
@@ -333,6 +397,8 @@ func (d *Daemon) cmdGetController(_ context.Context, args []string) (mgmt.Result
 		fmt.Fprintf(&sb, "%s (%s", s.Target, s.State)
 		if s.Connected {
 			fmt.Fprintf(&sb, ", role %s", s.Role)
+		} else if s.LastError != "" {
+			fmt.Fprintf(&sb, ", last error: %s", s.LastError)
 		}
 		sb.WriteString(")\n")
 	}
@@ -444,6 +510,15 @@ func (d *Daemon) cmdShow(context.Context, []string) (mgmt.Result, error) {
 		}
 		for _, cs := range v.Controllers {
 			fmt.Fprintf(&sb, "        Controller %q\n            is_connected: %t\n", cs.Target, cs.Connected)
+			if !cs.Connected {
+				fmt.Fprintf(&sb, "            state: %s\n", cs.State)
+				if cs.LastError != "" {
+					fmt.Fprintf(&sb, "            last_error: %s\n", cs.LastError)
+				}
+			}
+			if cs.TLSHandshakeFailures > 0 {
+				fmt.Fprintf(&sb, "            tls_handshake_failures: %d\n", cs.TLSHandshakeFailures)
+			}
 		}
 		fmt.Fprintf(&sb, "        fail_mode: %s\n        datapath_id: %s\n", cb.FailMode, v.DatapathID)
 		if rb != nil {

@@ -346,6 +346,13 @@ func checkMachine(old, next *config.Config) error {
 // apply moves the running bridges from configuration old to next (d.mu held).
 func (d *Daemon) apply(old, next *config.Config) error {
 	defer d.publish()
+	if !sameSSL(old.SSL, next.SSL) {
+		// Running bridges' ssl: and pssl: targets start over with the
+		// new files; bridges built below get them at creation.
+		for _, b := range d.bridges {
+			b.of.Manager().SetTLS(tlsFiles(next.SSL))
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(d.bridges)) {
 		if next.Bridges[name] == nil {
 			d.bridges[name].close()
@@ -369,6 +376,7 @@ func (d *Daemon) apply(old, next *config.Config) error {
 		}
 		if b.needsRebuild(next, nb) {
 			flows, groups, meters := b.of.FlowLines(), b.of.GroupLines(), b.of.MeterLines()
+			states := b.of.FlowStates()
 			b.snapshot(true) // the new bridge starts from the store and the journal
 			b.close()
 			delete(d.bridges, name)
@@ -376,7 +384,7 @@ func (d *Daemon) apply(old, next *config.Config) error {
 			if err != nil {
 				return err
 			}
-			if err := nbr.installTables(flows, groups, meters); err != nil {
+			if err := nbr.installTables(flows, groups, meters, states); err != nil {
 				d.log.Warn("tables not fully carried over the rebuild", "bridge", name, "err", err)
 			}
 			d.bridges[name] = nbr
@@ -393,6 +401,10 @@ func (d *Daemon) apply(old, next *config.Config) error {
 // freeMemoryAfter is the table size (flows) from which a snapshot is
 // followed by returning freed memory to the system.
 const freeMemoryAfter = 10_000
+
+func sameSSL(a, b *config.SSL) bool {
+	return a == b || a != nil && b != nil && *a == *b
+}
 
 // flowSaver saves, every flowSaveInterval, the flow tables that changed.
 func (d *Daemon) flowSaver() {

@@ -334,7 +334,7 @@ func (d *Daemon) cmdTrace(_ context.Context, args []string) (mgmt.Result, error)
 		}
 		p := b.portByName(name)
 		if p == nil {
-			perr = fmt.Errorf("trace: bridge %s has no port %q", b.name, name)
+			perr = fmt.Errorf("bridge %s has no port %q", b.name, name)
 			return m
 		}
 		return fmt.Sprintf("%sin_port=%d", sub[1], p.no)
@@ -344,11 +344,11 @@ func (d *Daemon) cmdTrace(_ context.Context, args []string) (mgmt.Result, error)
 	}
 	key, err := ofproto.ParseTraceFlow(spec)
 	if err != nil {
-		return mgmt.Result{}, fmt.Errorf("trace: %w", err)
+		return mgmt.Result{}, err
 	}
 	tr, err := b.of.Trace(key)
 	if err != nil {
-		return mgmt.Result{}, fmt.Errorf("trace: %w", err)
+		return mgmt.Result{}, err
 	}
 	text := tr.String()
 	return mgmt.Result{Text: text, Data: text}, nil

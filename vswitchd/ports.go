@@ -3,6 +3,7 @@ package vswitchd
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"slices"
@@ -30,16 +31,26 @@ var portOptions = map[string][]string{
 
 // openNetdev opens the driver for a configured port and names the driver
 // it chose.
-func openNetdev(stateDir string, p *config.Port, logf func(string, ...any)) (netdev.Netdev, string, error) {
+//
+// An automatic port falls back to AF_PACKET only when AF_XDP does not work
+// on the interface, not when its queue is still held by a socket being
+// released (the previous datapath's after a rebuild, a killed daemon's
+// after a restart): afxdp.New waits for that, and a queue held past its
+// wait is an error the port retry path tries again later, so a port does
+// not change driver behind the user's back.
+func openNetdev(stateDir string, log *slog.Logger, p *config.Port) (netdev.Netdev, string, error) {
 	queues := intOption(p.Options, "n_rxq", 0)
 	switch p.Type {
 	case config.PortTypeAuto:
 		if err := interfaceExists(p.Name); err != nil {
 			return nil, "", err
 		}
-		dev, xerr := afxdp.New(p.Name, afxdp.Options{Queues: queues})
+		dev, xerr := afxdp.New(p.Name, afxdp.Options{Queues: queues, Log: log})
 		if xerr == nil {
 			return dev, config.PortTypeAFXDP, nil
+		}
+		if errors.Is(xerr, afxdp.ErrQueueBusy) {
+			return nil, "", xerr
 		}
 		pdev, perr := afpacket.New(p.Name, afpacket.Options{Queues: max(queues, 1)})
 		if perr != nil {
@@ -60,7 +71,7 @@ func openNetdev(stateDir string, p *config.Port, logf func(string, ...any)) (net
 		default:
 			return nil, "", fmt.Errorf("options:xdp-mode=%q is not best-effort, native or generic", p.Options["xdp-mode"])
 		}
-		dev, err := afxdp.New(p.Name, afxdp.Options{Queues: queues, Mode: mode})
+		dev, err := afxdp.New(p.Name, afxdp.Options{Queues: queues, Mode: mode, Log: log})
 		return dev, p.Type, err
 	case config.PortTypeAFPacket:
 		if err := interfaceExists(p.Name); err != nil {
@@ -80,7 +91,7 @@ func openNetdev(stateDir string, p *config.Port, logf func(string, ...any)) (net
 			}
 			path = filepath.Join(stateDir, p.Name)
 		}
-		dev, err := vhostuser.New(p.Name, vhostuser.Options{SocketPath: path, Client: client, Queues: max(queues, 1), Logf: logf})
+		dev, err := vhostuser.New(p.Name, vhostuser.Options{SocketPath: path, Client: client, Queues: max(queues, 1), Logf: func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...)) }})
 		return dev, p.Type, err
 	}
 	return nil, "", fmt.Errorf("unknown port type %q", p.Type)

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -136,6 +137,15 @@ func runMgmt(ctx context.Context, g globals, c mgmt.Command, args []string, stdo
 		fmt.Fprintf(stderr, "vsctl: %v\n", err)
 		return exitUsage
 	}
+	if c.Name == "set-ssl" {
+		// Files are named as the user sees them; the daemon runs elsewhere.
+		args = slices.Clone(args)
+		for i, a := range args {
+			if abs, err := filepath.Abs(a); err == nil {
+				args[i] = abs
+			}
+		}
+	}
 	cl, err := mgmt.Dial(ctx, filepath.Join(g.stateDir, vswitchd.SocketName))
 	if err != nil {
 		fmt.Fprintf(stderr, "vsctl: %v\n", err)
@@ -203,7 +213,7 @@ func runOF(ctx context.Context, g globals, c ofctl.Command, args []string, stdou
 		return exitFail
 	}
 	if err := ofctl.Run(ctx, target, c.Name, pos[1:], stdout, opts); err != nil {
-		fmt.Fprintf(stderr, "vsctl: %s: %v\n", c.Name, err)
+		fmt.Fprintf(stderr, "vsctl: %v\n", err) // Run's errors start with the command's name
 		return exitFail
 	}
 	return 0

@@ -38,8 +38,10 @@ package afxdp
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -91,6 +93,11 @@ const (
 	DefaultRingSize  = 2048
 	DefaultFrames    = 4096
 	DefaultFrameSize = 2048
+	// DefaultBusyWait bounds the wait for a queue that a closed socket
+	// still holds (see xsk.bind): far above the tens of milliseconds the
+	// kernel usually takes, short enough that a queue held by a live
+	// process is reported promptly.
+	DefaultBusyWait = 2 * time.Second
 )
 
 // Options configure a Port. Zero values select defaults.
@@ -117,6 +124,14 @@ type Options struct {
 	// FixChecksums completes partial TCP/UDP/ICMP checksums on receive
 	// (see the package comment). Auto means On for veth, Off otherwise.
 	FixChecksums Setting
+	// BusyWait bounds how long a queue bind refused with EBUSY is retried
+	// (default DefaultBusyWait; negative: not at all). The kernel frees a
+	// closed socket's queue asynchronously, so reopening a port right
+	// after Close, or after its previous owner was killed, meets EBUSY
+	// for a while.
+	BusyWait time.Duration
+	// Log, if set, receives a line for each queue that had to wait.
+	Log *slog.Logger
 }
 
 // Port is an AF_XDP port. Use New.
@@ -131,6 +146,7 @@ type Port struct {
 	maxFrame int  // largest frame a UMEM frame holds
 	mode     Mode // ModeNative or ModeGeneric
 	zeroCopy bool
+	bindWait time.Duration // longest wait for a busy queue in New
 
 	gone     atomic.Bool // the interface was deleted
 	stopWait chan struct{}
@@ -159,6 +175,9 @@ func New(ifname string, opts Options) (*Port, error) {
 	}
 	if opts.Frames <= 0 {
 		opts.Frames = DefaultFrames
+	}
+	if opts.BusyWait == 0 {
+		opts.BusyWait = DefaultBusyWait
 	}
 	if opts.FrameSize == 0 {
 		opts.FrameSize = DefaultFrameSize
@@ -211,13 +230,20 @@ func New(ifname string, opts Options) (*Port, error) {
 		var x *xsk
 		var err error
 		if opts.ZeroCopy && p.prog.mode == ModeNative {
-			x, err = openXSK(p.ifindex, q, lay, sizes, unix.XDP_ZEROCOPY)
+			x, err = openXSK(p.ifindex, q, lay, sizes, unix.XDP_ZEROCOPY, opts.BusyWait)
 		}
-		if x == nil {
-			x, err = openXSK(p.ifindex, q, lay, sizes, unix.XDP_COPY)
+		if x == nil && !errors.Is(err, unix.EBUSY) {
+			x, err = openXSK(p.ifindex, q, lay, sizes, unix.XDP_COPY, opts.BusyWait)
 		}
 		if err != nil {
 			return fail(err)
+		}
+		if x.bindBusy > 0 {
+			p.bindWait = max(p.bindWait, x.bindWait)
+			if opts.Log != nil {
+				opts.Log.Info("AF_XDP queue was still held by a closed socket; bound after retrying",
+					"port", ifname, "queue", q, "busy", x.bindBusy, "waited", x.bindWait.Round(time.Millisecond))
+			}
 		}
 		p.zeroCopy = x.zeroCopy // the same for every queue of a device
 		x.r.c = &p.counters[q]
@@ -305,6 +331,10 @@ func (p *Port) RxFD(q int) int { return p.xsks[q].fd }
 
 // AttachMode returns the XDP mode in use (ModeNative or ModeGeneric).
 func (p *Port) AttachMode() Mode { return p.mode }
+
+// BusyWaited returns the longest time New waited for a queue still held
+// by a closed socket (zero if no queue was busy).
+func (p *Port) BusyWaited() time.Duration { return p.bindWait }
 
 // ZeroCopy reports whether the sockets are in zero-copy mode.
 func (p *Port) ZeroCopy() bool { return p.zeroCopy }

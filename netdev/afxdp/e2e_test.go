@@ -1,10 +1,15 @@
 package afxdp
 
 import (
+	"errors"
 	"fmt"
+	"net"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"vswitch/internal/nstest"
 )
@@ -174,39 +179,93 @@ func TestE2EOversizeCounted(t *testing.T) {
 }
 
 // TestE2ELinkDetachedOnCrash: the program is attached through a BPF link,
-// so a process that dies without Close leaves no XDP program behind.
+// so a process that dies without Close leaves no XDP program behind, and a
+// switch restarted at once gets its ports back: the dead process's sockets
+// still hold their queues for a while (the kernel frees them from a work
+// item), and New waits for that within its BusyWait bound instead of
+// failing with EBUSY. Traffic then flows through the new ports.
 func TestE2ELinkDetachedOnCrash(t *testing.T) {
-	port, _ := vethPair(t)
-	cmd := startCrashChild(t, port)
-	if on, _ := xdpAttached(t, port); !on {
-		t.Fatal("no XDP program attached while the child runs")
+	a, b := nstest.TwoHosts(t)
+	cmd := startCrashChild(t, a.Port, b.Port)
+	for _, port := range []string{a.Port, b.Port} {
+		if on, _ := xdpAttached(t, port); !on {
+			t.Fatalf("no XDP program attached to %s while the child runs", port)
+		}
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		on, _ := xdpAttached(t, port)
-		if !on {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("XDP program still attached after the process was killed")
-		}
-		time.Sleep(20 * time.Millisecond)
+	for _, port := range []string{a.Port, b.Port} {
+		nstest.WaitFor(t, 3*time.Second, "the killed process's XDP program is detached from "+port,
+			func() bool { on, _ := xdpAttached(t, port); return !on })
 	}
-	// And the interface can be opened again at once.
-	p, err := New(port, Options{})
+	// Reopen at once, as a restarted switch does: the queues may still be
+	// held by the dead process's sockets.
+	var ports []*Port
+	for _, port := range []string{a.Port, b.Port} {
+		p, err := New(port, Options{})
+		if err != nil {
+			t.Fatalf("port %s not back after the crash: %v", port, err)
+		}
+		t.Logf("%s reopened; waited %v for a busy queue", port, p.BusyWaited())
+		ports = append(ports, p)
+	}
+	dp := nstest.CrossConnect(t, 1, ports[0], ports[1])
+	nstest.Ping(t, a.NS, b.IP)
+	nstest.Ping(t, b.NS, a.IP)
+	dp.Stop()
+	for i, p := range ports {
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if on, _ := xdpAttached(t, []string{a.Port, b.Port}[i]); on {
+			t.Fatal("XDP program still attached after Close")
+		}
+	}
+}
+
+// TestE2EReopenAfterClose: Close returns before the kernel has freed the
+// socket's queue, so an immediate New meets EBUSY; it must wait for the
+// queue (within BusyWait) rather than fail. This is what a datapath
+// rebuild does to every AF_XDP port.
+func TestE2EReopenAfterClose(t *testing.T) {
+	port, _ := vethPair(t)
+	busy := 0
+	for i := 0; i < 5; i++ {
+		p, err := New(port, Options{})
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		if p.BusyWaited() > 0 {
+			busy++
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d of 5 opens found the queue still busy", busy)
+	// A queue held by a live socket stays busy: New gives up after
+	// BusyWait with an error that says so.
+	l, err := net.InterfaceByName(port)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Close(); err != nil {
+	lay := layout{frameSize: DefaultFrameSize, rxFrames: 64, txFrames: 64}
+	holder, err := openXSK(l.Index, 0, lay, ringSizes{64, 64, 64, 64}, unix.XDP_COPY, DefaultBusyWait)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if on, _ := xdpAttached(t, port); on {
-		t.Fatal("XDP program still attached after Close")
+	defer holder.close()
+	p, err := New(port, Options{BusyWait: 100 * time.Millisecond})
+	if err == nil {
+		p.Close()
+		t.Fatal("a queue held by an open socket was bound again")
 	}
+	if !errors.Is(err, syscall.EBUSY) || !errors.Is(err, ErrQueueBusy) || !strings.Contains(err.Error(), "still busy") {
+		t.Fatalf("open of a held queue: %v, want EBUSY saying the queue stays busy", err)
+	}
+	t.Log(err)
 }
 
 // TestE2EPeerOffloads: attaching native XDP to a veth turns the software

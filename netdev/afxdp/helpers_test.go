@@ -87,18 +87,21 @@ func vethPair(t *testing.T) (port, peer string) {
 	return port, peer
 }
 
-// crashChildEnv names the interface a re-executed test binary attaches to
-// before it waits to be killed (see TestMain).
+// crashChildEnv names the interfaces (comma-separated) a re-executed test
+// binary attaches to before it waits to be killed (see TestMain).
 const crashChildEnv = "AFXDP_TEST_CRASH_CHILD"
 
 // TestMain lets the crash test re-execute this binary as a process that
 // opens a port and is then killed without closing it.
 func TestMain(m *testing.M) {
-	if ifname := os.Getenv(crashChildEnv); ifname != "" {
-		p, err := New(ifname, Options{})
-		if err != nil {
-			fmt.Println("error:", err)
-			os.Exit(1)
+	if ifnames := os.Getenv(crashChildEnv); ifnames != "" {
+		var p *Port
+		for _, ifname := range strings.Split(ifnames, ",") {
+			var err error
+			if p, err = New(ifname, Options{}); err != nil {
+				fmt.Println("error:", err)
+				os.Exit(1)
+			}
 		}
 		fmt.Println("attached", p.AttachMode())
 		time.Sleep(time.Minute)
@@ -107,12 +110,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// startCrashChild re-executes the test binary to attach to ifname and
-// returns once it has.
-func startCrashChild(t *testing.T, ifname string) *exec.Cmd {
+// startCrashChild re-executes the test binary to attach to the interfaces
+// and returns once it has.
+func startCrashChild(t *testing.T, ifnames ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+ifname)
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+strings.Join(ifnames, ","))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

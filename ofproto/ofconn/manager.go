@@ -84,7 +84,7 @@ type Config struct {
 	// at once (default DefaultMaxConns); one more is closed as accepted,
 	// counted and logged. SetMaxConns changes it at run time.
 	MaxConns int
-	// TLS holds the files for ssl: and pssl: targets.
+	// TLS holds the files for ssl: and pssl: targets (SetTLS changes them).
 	TLS TLSFiles
 	// OnControllers is called, from a goroutine of the Manager and never
 	// concurrently, with the number of connected controllers whenever it
@@ -149,6 +149,7 @@ type Manager struct {
 	gen        uint64 // the highest generation_id seen
 	nextID     uint64
 
+	tls         atomic.Pointer[TLSFiles]
 	active      atomic.Pointer[[]*Conn] // handshaken connections, for Send*
 	controllers atomic.Int32
 	swcfg       atomic.Uint32 // flags<<16 | miss_send_len
@@ -210,6 +211,7 @@ func New(cfg Config) *Manager {
 	if m.handler == nil {
 		m.handler = rejectAll{}
 	}
+	m.tls.Store(&cfg.TLS)
 	m.swcfg.Store(DefaultMissSendLen)
 	m.SetMaxConns(cfg.MaxConns)
 	m.active.Store(new([]*Conn))
@@ -272,6 +274,28 @@ func (m *Manager) Stats() Stats {
 	return Stats{Refused: m.refused.Load(), SlowReaderDisconnects: m.slowReaders.Load(), QueuedBytes: q}
 }
 
+func (m *Manager) tlsFiles() TLSFiles { return *m.tls.Load() }
+
+// SetTLS replaces the files of ssl: and pssl: targets. Those targets start
+// over at once (connections closed, listeners reopened, no back-off
+// left to wait), so that new certificates apply now: a target that failed
+// for want of files connects as soon as they are given. Other targets are
+// untouched.
+func (m *Manager) SetTLS(f TLSFiles) {
+	m.tls.Store(&f)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	for k, t := range m.targets {
+		if t.p.kind.tls() {
+			t.stopLocked()
+			m.startTargetLocked(k, t.p)
+		}
+	}
+}
+
 // SetTargets replaces the controller targets. Targets present before and
 // after keep their listeners and connections; removed ones are closed
 // with all their connections. Nothing changes if any target is invalid.
@@ -319,18 +343,28 @@ func (m *Manager) setTargets(names []string, management bool) error {
 		if _, ok := m.targets[k]; ok {
 			continue
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		t := &target{m: m, name: n, p: p, management: management, ctx: ctx, cancel: cancel,
-			conns: make(map[*Conn]struct{})}
-		m.targets[k] = t
-		m.wg.Add(1)
-		if p.kind.passive() {
-			go t.runPassive()
-		} else {
-			go t.runActive()
-		}
+		m.startTargetLocked(k, p)
 	}
 	return nil
+}
+
+// startTargetLocked creates target k and starts its goroutine.
+func (m *Manager) startTargetLocked(k targetKey, p parsedTarget) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &target{m: m, name: k.name, p: p, management: k.management, ctx: ctx, cancel: cancel,
+		conns: make(map[*Conn]struct{})}
+	if old := m.targets[k]; old != nil {
+		// Restarted (SetTLS): the counters go on.
+		t.reconnects, t.closedIn, t.closedOut, t.tlsFailures = old.reconnects, old.closedIn, old.closedOut, old.tlsFailures
+		t.lastErr = old.lastErr
+	}
+	m.targets[k] = t
+	m.wg.Add(1)
+	if p.kind.passive() {
+		go t.runPassive()
+	} else {
+		go t.runActive()
+	}
 }
 
 // Close stops every target and connection and waits for all goroutines.
@@ -560,7 +594,11 @@ type Status struct {
 	// Demotions counts how often another controller becoming master made
 	// this connection a slave.
 	Demotions uint64
-	LastError string
+	// TLSHandshakeFailures counts TLS handshakes of an ssl: or pssl:
+	// target that failed (a certificate refused either way, or a peer not
+	// speaking TLS): on the target's entry, over its life.
+	TLSHandshakeFailures uint64
+	LastError            string
 }
 
 // Status returns a snapshot of every target and connection, sorted by target.
@@ -580,7 +618,7 @@ func (m *Manager) Status() []Status {
 	var out []Status
 	for _, t := range ts {
 		base := Status{Target: t.name, Management: t.management, Reconnects: t.reconnects, LastError: t.lastErr,
-			MsgsIn: t.closedIn, MsgsOut: t.closedOut}
+			MsgsIn: t.closedIn, MsgsOut: t.closedOut, TLSHandshakeFailures: t.tlsFailures}
 		if t.p.kind.passive() {
 			s := base
 			s.State = StateConnecting
@@ -700,6 +738,7 @@ type target struct {
 	// closedIn and closedOut are the messages of the target's connections
 	// that have closed, so that its counts only grow (Status).
 	closedIn, closedOut uint64
+	tlsFailures         uint64
 	lastErr             string
 }
 
@@ -716,8 +755,12 @@ func (t *target) stopLocked() {
 }
 
 func (t *target) setErr(err error) {
+	var he *HandshakeError
 	t.m.mu.Lock()
 	t.lastErr = err.Error()
+	if errors.As(err, &he) {
+		t.tlsFailures++
+	}
 	t.m.mu.Unlock()
 	t.m.logf("ofconn: %s: %v", t.name, err)
 }
@@ -837,6 +880,8 @@ func (t *target) runPassive() {
 				break
 			}
 			ab.Success()
+			// Counted against the listener's cap before the TLS
+			// handshake, so that a flood of handshakes is refused too.
 			c := newConn(m, t, nc)
 			ok, full := m.registerPassive(t, c)
 			if full {
@@ -847,9 +892,19 @@ func (t *target) runPassive() {
 				nc.Close()
 				return
 			}
+			// The TLS handshake runs on the peer's goroutine: a slow or
+			// silent peer must not hold up the next accept.
 			m.wg.Add(1)
 			go func() {
 				defer m.wg.Done()
+				if err := serverHandshake(t.ctx, nc); err != nil {
+					m.unregister(c)
+					nc.Close()
+					if t.ctx.Err() == nil {
+						t.setErr(err)
+					}
+					return
+				}
 				c.serve()
 			}()
 		}

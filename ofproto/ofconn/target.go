@@ -136,6 +136,14 @@ type TLSFiles struct {
 	CACert      string // the CA that peers' certificates must chain to
 }
 
+// Check reads the three files and reports the first that is missing or
+// does not parse, so that a configuration can refuse bad files up front
+// instead of failing at every connection attempt.
+func (f TLSFiles) Check() error {
+	_, _, err := f.load()
+	return err
+}
+
 // load reads the key pair and the CA pool.
 func (f TLSFiles) load() (tls.Certificate, *x509.CertPool, error) {
 	if f.PrivateKey == "" || f.Certificate == "" || f.CACert == "" {
@@ -143,11 +151,11 @@ func (f TLSFiles) load() (tls.Certificate, *x509.CertPool, error) {
 	}
 	cert, err := tls.LoadX509KeyPair(f.Certificate, f.PrivateKey)
 	if err != nil {
-		return cert, nil, fmt.Errorf("ofconn: %w", err)
+		return cert, nil, fmt.Errorf("ofconn: private key %s with certificate %s: %w", f.PrivateKey, f.Certificate, err)
 	}
 	pem, err := os.ReadFile(f.CACert)
 	if err != nil {
-		return cert, nil, fmt.Errorf("ofconn: %w", err)
+		return cert, nil, fmt.Errorf("ofconn: CA certificate: %w", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
@@ -173,7 +181,18 @@ func (f TLSFiles) clientConfig() (*tls.Config, error) {
 }
 
 // serverConfig requires every peer of a pssl: listener to present a
-// certificate signed by the CA.
+// certificate signed by the CA. The files are read again for every peer
+// (GetConfigForClient), so replaced files apply without a new listener.
+func (m *Manager) serverConfig() (*tls.Config, error) {
+	cfg, err := m.tlsFiles().serverConfig()
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		return m.tlsFiles().serverConfig()
+	}, Certificates: cfg.Certificates}, nil
+}
+
 func (f TLSFiles) serverConfig() (*tls.Config, error) {
 	cert, pool, err := f.load()
 	if err != nil {
@@ -201,19 +220,62 @@ func verifyChain(cs tls.ConnectionState, roots *x509.CertPool) error {
 	return err
 }
 
+// HandshakeError is a TLS handshake that failed: the peer's certificate
+// did not chain to the configured CA, or the peer refused ours, or it does
+// not speak TLS. Targets count these apart from other failures
+// (Status.TLSHandshakeFailures), since they need a fix of certificates,
+// not of the network.
+type HandshakeError struct {
+	Remote string
+	Err    error
+}
+
+func (e *HandshakeError) Error() string {
+	return fmt.Sprintf("TLS handshake with %s failed: %v", e.Remote, e.Err)
+}
+
+func (e *HandshakeError) Unwrap() error { return e.Err }
+
 // dial opens an active target's connection, TLS handshake included, so
-// that a certificate problem counts as a failed attempt.
+// that a certificate problem counts as a failed attempt (a
+// *HandshakeError).
 func (m *Manager) dial(ctx context.Context, p parsedTarget) (net.Conn, error) {
 	d := &net.Dialer{Timeout: dialTimeout}
 	if !p.kind.tls() {
 		return d.DialContext(ctx, p.kind.network(), p.addr)
 	}
-	cfg, err := m.cfg.TLS.clientConfig()
+	cfg, err := m.tlsFiles().clientConfig()
 	if err != nil {
 		return nil, err
 	}
-	td := &tls.Dialer{NetDialer: d, Config: cfg}
-	return td.DialContext(ctx, "tcp", p.addr)
+	nc, err := d.DialContext(ctx, "tcp", p.addr)
+	if err != nil {
+		return nil, err
+	}
+	tc := tls.Client(nc, cfg)
+	hctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		nc.Close()
+		return nil, &HandshakeError{Remote: p.addr, Err: err}
+	}
+	return tc, nil
+}
+
+// serverHandshake completes the TLS handshake of a peer accepted by a
+// pssl: listener (a no-op for other connections), so that a refused
+// certificate is seen and counted before the connection is served.
+func serverHandshake(ctx context.Context, nc net.Conn) error {
+	tc, ok := nc.(*tls.Conn)
+	if !ok {
+		return nil
+	}
+	hctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		return &HandshakeError{Remote: nc.RemoteAddr().String(), Err: err}
+	}
+	return nil
 }
 
 const dialTimeout = 10 * time.Second
@@ -228,7 +290,7 @@ func (m *Manager) listen(p parsedTarget) (net.Listener, error) {
 	var cfg *tls.Config
 	if p.kind.tls() {
 		var err error
-		if cfg, err = m.cfg.TLS.serverConfig(); err != nil {
+		if cfg, err = m.serverConfig(); err != nil {
 			return nil, err
 		}
 	}

@@ -449,7 +449,8 @@ func TestTLS(t *testing.T) {
 		m := startManager(t, Config{TLS: files, MinBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}, target)
 		waitFor(t, "a certificate error", func() bool {
 			s := statusOf(m, target)
-			return len(s) == 1 && s[0].Reconnects >= 2 && strings.Contains(s[0].LastError, "certificate")
+			return len(s) == 1 && s[0].Reconnects >= 2 && strings.Contains(s[0].LastError, "certificate") &&
+				strings.Contains(s[0].LastError, "TLS handshake") && s[0].TLSHandshakeFailures >= 2
 		})
 		mu.Lock()
 		defer mu.Unlock()
@@ -483,6 +484,32 @@ func TestTLS(t *testing.T) {
 		if err == nil {
 			t.Fatal("a client with a foreign certificate was accepted")
 		}
+		waitFor(t, "the refusal counted on the listener", func() bool {
+			s := statusOf(m, "pssl:0:127.0.0.1")
+			return len(s) >= 1 && s[0].TLSHandshakeFailures == 1 && strings.Contains(s[0].LastError, "TLS handshake")
+		})
+	})
+
+	t.Run("files given at run time", func(t *testing.T) {
+		ln, err := tls.Listen("tcp", "127.0.0.1:0", good.tlsConfig(t, "controller"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		features := make(chan *ofpwire.FeaturesReply, 4)
+		newTestController(t, ln, serveOpenFlow(features))
+		target := "ssl:" + ln.Addr().String()
+		// A back-off far longer than the test: only SetTLS's restart can
+		// connect it in time.
+		m := startManager(t, Config{MinBackoff: time.Hour, Handler: &recHandler{}}, target)
+		waitFor(t, "the missing-files error", func() bool {
+			s := statusOf(m, target)
+			return len(s) == 1 && strings.Contains(s[0].LastError, "need private key")
+		})
+		m.SetTLS(files)
+		waitFor(t, "a connection with the new files", m.Connected)
+		if s := statusOf(m, target); s[0].TLSHandshakeFailures != 0 {
+			t.Fatalf("handshake failures counted: %+v", s[0])
+		}
 	})
 
 	t.Run("missing files", func(t *testing.T) {
@@ -493,6 +520,36 @@ func TestTLS(t *testing.T) {
 			return len(s) == 1 && strings.Contains(s[0].LastError, "private key")
 		})
 	})
+}
+
+// TestTLSFilesCheck: Check names the file that is missing or does not parse.
+func TestTLSFilesCheck(t *testing.T) {
+	p := newPKI(t, "ca")
+	cert, key := p.issue(t, "switch")
+	ca := filepath.Join(p.dir, "ca.pem")
+	garbage := filepath.Join(t.TempDir(), "garbage.pem")
+	if err := os.WriteFile(garbage, []byte("not a PEM file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := (TLSFiles{PrivateKey: key, Certificate: cert, CACert: ca}).Check(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		f    TLSFiles
+		want string
+	}{
+		{TLSFiles{PrivateKey: key, Certificate: cert}, "need private key"},
+		{TLSFiles{PrivateKey: "/nonexistent/key.pem", Certificate: cert, CACert: ca}, "/nonexistent/key.pem"},
+		{TLSFiles{PrivateKey: garbage, Certificate: cert, CACert: ca}, garbage},
+		{TLSFiles{PrivateKey: key, Certificate: ca, CACert: ca}, "private key"}, // key and certificate do not match
+		{TLSFiles{PrivateKey: key, Certificate: cert, CACert: garbage}, "no certificate in " + garbage},
+		{TLSFiles{PrivateKey: key, Certificate: cert, CACert: "/nonexistent/ca.pem"}, "/nonexistent/ca.pem"},
+	} {
+		err := c.f.Check()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Check(%+v) = %v, want an error saying %q", c.f, err, c.want)
+		}
+	}
 }
 
 func TestListenRetry(t *testing.T) {

@@ -304,6 +304,8 @@ func Parse(s string) (Match, error) {
 		eth = e
 		return setU(ofp.XMTypeEthType, uint64(e), 0xffff)
 	}
+	names := map[ofp.XMType]string{} // the keyword that set a field, for errors
+	var tpNames [4]string            // tp_src, tp_dst, icmp_type, icmp_code as written
 	for _, tok := range strings.Split(s, ",") {
 		tok = strings.TrimSpace(tok)
 		if tok == "" {
@@ -312,6 +314,9 @@ func Parse(s string) (Match, error) {
 		name, val, hasVal := strings.Cut(tok, "=")
 		name = strings.TrimSpace(name)
 		val = strings.TrimSpace(val)
+		if f, ok := tokenFields[name]; ok && hasVal {
+			names[f] = name
+		}
 		if !hasVal {
 			found := false
 			for _, sh := range shorthands {
@@ -441,6 +446,7 @@ func Parse(s string) (Match, error) {
 		case "nw_ecn", "ip_ecn":
 			err = parseExact(val, 2, ofp.XMTypeIPECN, setU)
 		case "nw_proto", "ip_proto":
+			names[ofp.XMTypeIPProto], names[ofp.XMTypeARPOpcode] = name, name
 			var v uint64
 			if v, err = parseUint(val, 8); err == nil {
 				if eth == ethARP {
@@ -452,12 +458,16 @@ func Parse(s string) (Match, error) {
 		case "arp_op":
 			err = parseExact(val, 8, ofp.XMTypeARPOpcode, setU)
 		case "tp_src", "tcp_src", "udp_src", "sctp_src":
+			tpNames[0] = name
 			err = parseExactInto(val, 16, tpSrc)
 		case "tp_dst", "tcp_dst", "udp_dst", "sctp_dst":
+			tpNames[1] = name
 			err = parseExactInto(val, 16, tpDst)
 		case "icmp_type", "icmpv6_type":
+			tpNames[2] = name
 			err = parseExactInto(val, 8, icmpType)
 		case "icmp_code", "icmpv6_code":
+			tpNames[3] = name
 			err = parseExactInto(val, 8, icmpCode)
 		case "mpls_label":
 			err = parseExact(val, 20, ofp.XMTypeMPLSLabel, setU)
@@ -476,21 +486,37 @@ func Parse(s string) (Match, error) {
 	if eth == ethARP && fs[ofp.XMTypeIPProto].set {
 		fs[ofp.XMTypeARPOpcode], fs[ofp.XMTypeIPProto] = fs[ofp.XMTypeIPProto], field{}
 	}
+	// nw_src and nw_dst of ARP are its protocol addresses, as in ovs-ofctl.
+	if eth == ethARP {
+		for _, m := range [][2]ofp.XMType{{ofp.XMTypeIPv4Src, ofp.XMTypeARPSPA}, {ofp.XMTypeIPv4Dst, ofp.XMTypeARPTPA}} {
+			if fs[m[0]].set {
+				if fs[m[1]].set {
+					return Match{}, fmt.Errorf("ofmatch: %s and %v both given", names[m[0]], m[1])
+				}
+				fs[m[1]], fs[m[0]] = fs[m[0]], field{}
+				names[m[1]] = names[m[0]]
+			}
+		}
+	}
 	// tp_* name ports, icmp_* ICMP's type and code, as String prints them.
 	src, dst, hasTp := transportFields(proto)
 	icmp := proto == protoICMP || proto == protoICMPv6
-	for _, d := range []struct {
-		f   *field
-		to  ofp.XMType
-		fit bool
-	}{{tpSrc, src, hasTp && !icmp}, {tpDst, dst, hasTp && !icmp}, {icmpType, src, icmp}, {icmpCode, dst, icmp}} {
+	for i, d := range []struct {
+		f    *field
+		to   ofp.XMType
+		fit  bool
+		need string
+	}{{tpSrc, src, hasTp && !icmp, "tcp, udp or sctp (or their IPv6 forms)"}, {tpDst, dst, hasTp && !icmp, "tcp, udp or sctp (or their IPv6 forms)"},
+		{icmpType, src, icmp, "icmp or icmp6"}, {icmpCode, dst, icmp, "icmp or icmp6"}} {
 		if !d.f.set {
 			continue
 		}
 		if !d.fit {
-			return Match{}, errors.New("ofmatch: transport field without a protocol that has it")
+			return Match{}, fmt.Errorf("ofmatch: %s requires %s (e.g. %s,%s=...); a switch refuses it without: OFPET_BAD_MATCH/OFPBMC_BAD_PREREQ",
+				tpNames[i], d.need, firstAlternative(strings.SplitN(d.need, ",", 2)[0]), tpNames[i])
 		}
 		fs[d.to] = *d.f
+		names[d.to] = tpNames[i]
 	}
 
 	var om ofpwire.Match
@@ -524,6 +550,9 @@ func Parse(s string) (Match, error) {
 		} else {
 			om.Add(ofpwire.OXMUintMasked(ft, f.v, f.m))
 		}
+	}
+	if err := prereqError(om, names); err != nil {
+		return Match{}, err
 	}
 	return FromOXM(om)
 }

@@ -3,6 +3,7 @@ package ofmatch
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"math/rand/v2"
 	"os/exec"
 	"slices"
@@ -150,6 +151,7 @@ func TestParseErrors(t *testing.T) {
 		{"dl_vlan_pcp=3,dl_vlan=7", "vlan_tci=0x7007"},
 		{"arp,nw_proto=2", "arp,arp_op=2"},
 		{"nw_proto=2,arp", "arp,arp_op=2"},
+		{"arp,nw_src=198.18.0.1,nw_dst=198.18.0.2", "arp,arp_spa=198.18.0.1,arp_tpa=198.18.0.2"},
 		{" ip , nw_src=10.0.0.0/8 ", "ip,nw_src=10.0.0.0/255.0.0.0"},
 		{"eth_type=0x0800,ip_proto=17,udp_dst=53", "udp,tp_dst=53"},
 		{"", "vlan_vid=0/0"},
@@ -159,6 +161,38 @@ func TestParseErrors(t *testing.T) {
 		if err1 != nil || err2 != nil || a != b {
 			t.Errorf("Parse(%q) = %s (%v), Parse(%q) = %s (%v): want equal", c[0], a.String(), err1, c[1], b.String(), err2)
 		}
+	}
+}
+
+// TestParsePrerequisites: a field without its prerequisite is refused
+// with the name it was written as and what it needs (ovs-ofctl would drop
+// the field silently, so del-flows nw_dst=X would delete every flow), and
+// the error is the switch's OFPET_BAD_MATCH/OFPBMC_BAD_PREREQ for errors.Is.
+func TestParsePrerequisites(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"nw_dst=1.2.3.4", "nw_dst requires ip or arp (e.g. ip,nw_dst=...)"},
+		{"ip_src=1.2.3.4", "ip_src requires ip or arp"},
+		{"ipv6_dst=::1", "ipv6_dst requires ipv6"},
+		{"arp_op=1", "arp_op requires arp"},
+		{"nw_proto=6", "nw_proto requires ip or ipv6"},
+		{"ip,nd_target=::1", "nd_target requires icmp6,icmp_type=135"},
+		{"mpls_label=5", "mpls_label requires mpls or mplsm"},
+		{"tp_dst=80", "tp_dst requires tcp, udp or sctp"},
+		{"ip,udp_src=53", "udp_src requires tcp, udp or sctp"},
+		{"icmp_type=8", "icmp_type requires icmp or icmp6 (e.g. icmp,icmp_type=...)"},
+	} {
+		_, err := Parse(c.in)
+		if err == nil {
+			t.Errorf("Parse(%q) succeeded", c.in)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "OFPET_BAD_MATCH/OFPBMC_BAD_PREREQ") {
+			t.Errorf("Parse(%q): %v, want it to say %q and name OFPET_BAD_MATCH/OFPBMC_BAD_PREREQ", c.in, err, c.want)
+		}
+	}
+	_, err := Parse("nw_dst=1.2.3.4")
+	if !errors.Is(err, &ofpwire.OFPError{Type: ofpwire.ETBadMatch, Code: ofpwire.BMCBadPrereq}) {
+		t.Errorf("%v is not OFPBMC_BAD_PREREQ for errors.Is", err)
 	}
 }
 

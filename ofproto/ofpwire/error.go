@@ -2,7 +2,6 @@ package ofpwire
 
 import (
 	"errors"
-	"fmt"
 	"unicode"
 	"unicode/utf8"
 
@@ -21,12 +20,21 @@ type OFPError struct {
 	Reason string
 }
 
-// Error implements error.
+// Error implements error with the spec's names, type then code, and what
+// the code means where it has a description:
+// "OFPET_BAD_MATCH/OFPBMC_BAD_PREREQ: a match field lacks its prerequisite ...".
 func (e *OFPError) Error() string {
-	if e.Reason != "" {
-		return fmt.Sprintf("openflow error %s/%d: %s", ofp.ErrType(e.Type), e.Code, e.Reason)
+	s := ErrorTypeName(e.Type) + "/" + ErrorName(e.Type, e.Code)
+	if int(e.Type) >= len(errorTypes) {
+		s = ErrorName(e.Type, e.Code)
 	}
-	return fmt.Sprintf("openflow error %s/%d", ofp.ErrType(e.Type), e.Code)
+	if m := ErrorMeaning(e.Type, e.Code); m != "" {
+		s += ": " + m
+	}
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	return s
 }
 
 // Is makes errors.Is compare by (type, code) rather than by pointer.

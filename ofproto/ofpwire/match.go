@@ -393,10 +393,19 @@ func prereqOK(m Match, f ofp.XMType) bool {
 // the match does not matter. Decode does not call it, so that the caller
 // chooses which messages it applies to.
 func CheckPrerequisites(m Match) error {
-	for _, o := range m.Fields {
-		if o.Class == ofp.XMClassOpenflowBasic && !prereqOK(m, o.Field) {
-			return errMatchPrereq
-		}
+	if _, missing := MissingPrerequisite(m); missing {
+		return errMatchPrereq
 	}
 	return nil
+}
+
+// MissingPrerequisite returns the first field of m whose prerequisites m
+// lacks, so that a tool can say which field is the trouble.
+func MissingPrerequisite(m Match) (field ofp.XMType, missing bool) {
+	for _, o := range m.Fields {
+		if o.Class == ofp.XMClassOpenflowBasic && !prereqOK(m, o.Field) {
+			return o.Field, true
+		}
+	}
+	return 0, false
 }

@@ -404,3 +404,42 @@ func FuzzErrorReason(f *testing.F) {
 		}
 	})
 }
+
+// TestOFPErrorText: errors print the spec's names (type/code) and, for
+// the common codes, what is wrong; never the Go identifiers of a library.
+func TestOFPErrorText(t *testing.T) {
+	for _, c := range []struct {
+		typ, code uint16
+		want      string
+	}{
+		{ETBadMatch, BMCBadPrereq, "OFPET_BAD_MATCH/OFPBMC_BAD_PREREQ: a match field lacks its prerequisite"},
+		{ETBadAction, BACBadOutPort, "OFPET_BAD_ACTION/OFPBAC_BAD_OUT_PORT: output to a port that does not exist"},
+		{ETFlowModFailed, FMFCTableFull, "OFPET_FLOW_MOD_FAILED/OFPFMFC_TABLE_FULL: the flow table is full"},
+		{ETBadRequest, BRCMultipartBufferOverflow, "OFPET_BAD_REQUEST/OFPBRC_MULTIPART_BUFFER_OVERFLOW"},
+		{ETBadAction, 99, "OFPET_BAD_ACTION/OFPBAC_99"},
+		{77, 3, "OFPET_77/3"},
+	} {
+		if got := (&OFPError{Type: c.typ, Code: c.code}).Error(); !strings.HasPrefix(got, c.want) {
+			t.Errorf("OFPError{%d, %d} = %q, want %q...", c.typ, c.code, got, c.want)
+		}
+	}
+	for typ := range errorTypes {
+		for code := range errorTypes[typ].codes {
+			got := (&OFPError{Type: uint16(typ), Code: uint16(code)}).Error()
+			if !strings.HasPrefix(got, "OFPET_"+errorTypes[typ].name+"/"+errorTypes[typ].prefix+errorTypes[typ].codes[code]) {
+				t.Errorf("type %d code %d prints %q", typ, code, got)
+			}
+		}
+	}
+	for name := range errorMeanings {
+		found := false
+		for _, et := range errorTypes {
+			for _, c := range et.codes {
+				found = found || et.prefix+c == name
+			}
+		}
+		if !found {
+			t.Errorf("errorMeanings describes %s, which is no error code", name)
+		}
+	}
+}

@@ -327,29 +327,37 @@ func (p *Pipeline) Apply(fm *ofpwire.FlowMod, now time.Time) (removed []*Entry, 
 	return removed, err
 }
 
-func (p *Pipeline) applyLocked(fm *ofpwire.FlowMod, now time.Time) ([]*Entry, bool, error) {
+// checkMod checks fm's command, table and flags.
+func (p *Pipeline) checkMod(fm *ofpwire.FlowMod) error {
 	isDelete := fm.Command == ofp.FlowDelete || fm.Command == ofp.FlowDeleteStrict
 	if fm.Command > ofp.FlowDeleteStrict {
-		return nil, false, fmErr(ofpwire.FMFCBadCommand)
+		return fmErr(ofpwire.FMFCBadCommand)
 	}
 	if int(fm.TableID) >= NumTables && !(isDelete && fm.TableID == TableAll) {
-		return nil, false, fmErr(ofpwire.FMFCBadTableID)
+		return fmErr(ofpwire.FMFCBadTableID)
 	}
 	if fm.Flags&^knownFlags != 0 {
-		return nil, false, fmErr(ofpwire.FMFCBadFlags)
+		return fmErr(ofpwire.FMFCBadFlags)
+	}
+	return nil
+}
+
+func (p *Pipeline) applyLocked(fm *ofpwire.FlowMod, now time.Time) ([]*Entry, bool, error) {
+	if err := p.checkMod(fm); err != nil {
+		return nil, false, err
 	}
 	m, err := ofmatch.FromOXM(fm.Match)
 	if err != nil {
 		return nil, false, err
 	}
-	if !isDelete {
+	if fm.Command != ofp.FlowDelete && fm.Command != ofp.FlowDeleteStrict {
 		if err := checkInstructions(fm.TableID, fm.Instructions); err != nil {
 			return nil, false, err
 		}
 	}
 	switch fm.Command {
 	case ofp.FlowAdd:
-		return nil, true, p.add(fm, &m, now)
+		return nil, true, p.add(fm, &m, now, nil)
 	case ofp.FlowModify, ofp.FlowModifyStrict:
 		t := &p.tables[fm.TableID]
 		sel := t.selectEntries(nil, &m, fm.Priority, fm.Command == ofp.FlowModifyStrict)
@@ -395,7 +403,51 @@ func (p *Pipeline) applyLocked(fm *ofpwire.FlowMod, now time.Time) ([]*Entry, bo
 	return removed, len(removed) > 0, nil
 }
 
-func (p *Pipeline) add(fm *ofpwire.FlowMod, m *ofmatch.Match, now time.Time) error {
+// EntryState is what an entry accumulates while installed, apart from its
+// definition: when it was installed, when last used, and its counters.
+type EntryState struct {
+	Created, LastUsed time.Time
+	Packets, Bytes    uint64
+}
+
+// State returns e's accumulated state.
+func (e *Entry) State() EntryState {
+	return EntryState{Created: e.Created, LastUsed: e.LastUsed(), Packets: e.Packets.Load(), Bytes: e.Bytes.Load()}
+}
+
+// Reinstall is an ADD (fm.Command must be ADD) whose new entry takes st's
+// install time, last use and counters instead of starting afresh: it
+// carries an entry from one pipeline to another (a datapath rebuild), so
+// that its duration and counters, and the timeouts that run from them, go
+// on as if nothing happened.
+func (p *Pipeline) Reinstall(fm *ofpwire.FlowMod, st EntryState) error {
+	if fm.Command != ofp.FlowAdd {
+		return fmErr(ofpwire.FMFCBadCommand)
+	}
+	p.mu.Lock()
+	err := p.checkMod(fm)
+	if err == nil {
+		var m ofmatch.Match
+		if m, err = ofmatch.FromOXM(fm.Match); err == nil {
+			err = checkInstructions(fm.TableID, fm.Instructions)
+		}
+		if err == nil {
+			err = p.add(fm, &m, st.Created, &st)
+		}
+	}
+	if err == nil {
+		p.gen.Add(1)
+	}
+	p.mu.Unlock()
+	if err == nil && p.OnChange != nil {
+		p.OnChange()
+	}
+	return err
+}
+
+// add installs fm's entry at now; with st, the entry takes st's times and
+// counters instead.
+func (p *Pipeline) add(fm *ofpwire.FlowMod, m *ofmatch.Match, now time.Time, st *EntryState) error {
 	t := &p.tables[fm.TableID]
 	old := t.findStrict(m, fm.Priority)
 	if fm.Flags&ofp.FlowFlagCheckOverlap != 0 && t.overlaps(m, fm.Priority, nil) {
@@ -411,8 +463,13 @@ func (p *Pipeline) add(fm *ofpwire.FlowMod, m *ofmatch.Match, now time.Time) err
 	}
 	e.setInstructions(fm.Instructions)
 	e.lastUsed.Store(now.UnixNano())
+	if st != nil {
+		e.lastUsed.Store(st.LastUsed.UnixNano())
+		e.Packets.Store(st.Packets)
+		e.Bytes.Store(st.Bytes)
+	}
 	if old != nil {
-		if fm.Flags&ofp.FlowFlagResetCounts == 0 {
+		if fm.Flags&ofp.FlowFlagResetCounts == 0 && st == nil {
 			e.Packets.Store(old.Packets.Load())
 			e.Bytes.Store(old.Bytes.Load())
 		}

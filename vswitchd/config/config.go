@@ -35,6 +35,18 @@ type Config struct {
 	OtherConfig map[string]string `json:"other_config,omitempty"`
 	// Bridges is keyed by bridge name.
 	Bridges map[string]*Bridge `json:"bridges,omitempty"`
+	// SSL names the files that ssl: and pssl: controller targets use
+	// (ovs-vsctl's SSL table); nil when not set.
+	SSL *SSL `json:"ssl,omitempty"`
+}
+
+// SSL is the switch's TLS identity and the CA its controllers must be
+// signed by: absolute paths of PEM files, read again at every connection
+// attempt so that renewed certificates apply without reconfiguration.
+type SSL struct {
+	PrivateKey  string `json:"private_key"`
+	Certificate string `json:"certificate"`
+	CACert      string `json:"ca_cert"`
 }
 
 // Bridge is one OpenFlow switch instance with its ports.
@@ -85,6 +97,10 @@ func (c *Config) Clone() *Config {
 		return nil
 	}
 	out := &Config{OtherConfig: maps.Clone(c.OtherConfig)}
+	if c.SSL != nil {
+		ssl := *c.SSL
+		out.SSL = &ssl
+	}
 	if c.Bridges != nil {
 		out.Bridges = make(map[string]*Bridge, len(c.Bridges))
 		for k, b := range c.Bridges {

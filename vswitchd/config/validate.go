@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -68,6 +69,15 @@ func Validate(c *Config) error {
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
 	checkOtherConfig("other_config", c.OtherConfig, add)
+	if c.SSL != nil {
+		for _, f := range []struct{ what, path string }{
+			{"private key", c.SSL.PrivateKey}, {"certificate", c.SSL.Certificate}, {"CA certificate", c.SSL.CACert},
+		} {
+			if !filepath.IsAbs(f.path) {
+				add("ssl: %s file %q is not an absolute path", f.what, f.path)
+			}
+		}
+	}
 
 	portBridge := map[string]string{}
 	for _, bname := range sortedKeys(c.Bridges) {

@@ -59,16 +59,16 @@ type Collector struct {
 
 	rxqPackets, rxqBusy, rxqPMD *prometheus.Desc
 
-	pmdBusy, pmdIdle, pmdIterations, pmdRxPackets      *prometheus.Desc
-	pmdEMCHits, pmdMegaflowHits, pmdMisses             *prometheus.Desc
-	pmdSimpleMatchHits                                 *prometheus.Desc
-	pmdLostUpcalls, pmdMalformed, pmdFlowsLimited      *prometheus.Desc
-	drops, datapathFlows                               *prometheus.Desc
-	ofRules, ofLookups, ofMatches                      *prometheus.Desc
-	macEntries, macLearned, macMoved, macAged          *prometheus.Desc
-	macEvicted                                         *prometheus.Desc
-	ctlConnected, ctlReconnects, ctlMsgsIn, ctlMsgsOut *prometheus.Desc
-	collectFailed                                      *prometheus.Desc
+	pmdBusy, pmdIdle, pmdIterations, pmdRxPackets                      *prometheus.Desc
+	pmdEMCHits, pmdMegaflowHits, pmdMisses                             *prometheus.Desc
+	pmdSimpleMatchHits                                                 *prometheus.Desc
+	pmdLostUpcalls, pmdMalformed, pmdFlowsLimited                      *prometheus.Desc
+	drops, datapathFlows                                               *prometheus.Desc
+	ofRules, ofLookups, ofMatches                                      *prometheus.Desc
+	macEntries, macLearned, macMoved, macAged                          *prometheus.Desc
+	macEvicted                                                         *prometheus.Desc
+	ctlConnected, ctlReconnects, ctlMsgsIn, ctlMsgsOut, ctlTLSFailures *prometheus.Desc
+	collectFailed                                                      *prometheus.Desc
 }
 
 // batchBounds are datapath.BatchSizeBounds as histogram upper bounds.
@@ -144,6 +144,8 @@ func NewCollector(bridges func() []Bridge) *Collector {
 		ctlReconnects: d("controller_reconnects_total", "Connection attempts to an active controller target after the first.", []string{"bridge", "target"}),
 		ctlMsgsIn:     d("controller_messages_received_total", "OpenFlow messages received from the target, over all its connections.", []string{"bridge", "target"}),
 		ctlMsgsOut:    d("controller_messages_sent_total", "OpenFlow messages sent to the target, over all its connections.", []string{"bridge", "target"}),
+		ctlTLSFailures: d("controller_tls_handshake_failures_total",
+			"TLS handshakes of an ssl: or pssl: target that failed (certificate refused either way, or a peer not speaking TLS); 0 for other targets.", []string{"bridge", "target"}),
 
 		ofRefused:     d("openflow_connections_refused_total", "OpenFlow connections closed as accepted because their listener had other_config:openflow-max-connections open (controller and management listeners).", br),
 		ofSlowReaders: d("openflow_slow_reader_disconnects_total", "OpenFlow connections closed because a reply found their send queue over its byte limit: the peer was not reading.", br),
@@ -170,7 +172,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 		c.drops, c.datapathFlows,
 		c.ofRules, c.ofLookups, c.ofMatches,
 		c.macEntries, c.macLearned, c.macMoved, c.macAged, c.macEvicted,
-		c.ctlConnected, c.ctlReconnects, c.ctlMsgsIn, c.ctlMsgsOut,
+		c.ctlConnected, c.ctlReconnects, c.ctlMsgsIn, c.ctlMsgsOut, c.ctlTLSFailures,
 		c.ofRefused, c.ofSlowReaders, c.ofQueued,
 		c.mgmtConns, c.mgmtRefused, c.mgmtIdleClosed, c.mgmtTooLong,
 		c.collectFailed,
@@ -330,6 +332,7 @@ func (c *Collector) collectOpenFlow(e *emitter, bridge string, of *ofproto.Bridg
 			e.counter(c.ctlReconnects, t.reconnects, bridge, t.name)
 			e.counter(c.ctlMsgsIn, t.msgsIn, bridge, t.name)
 			e.counter(c.ctlMsgsOut, t.msgsOut, bridge, t.name)
+			e.counter(c.ctlTLSFailures, t.tlsFailures, bridge, t.name)
 		}
 	}
 }
@@ -341,6 +344,7 @@ type controllerTarget struct {
 	name                        string
 	connected                   bool
 	reconnects, msgsIn, msgsOut uint64
+	tlsFailures                 uint64
 }
 
 // controllerTargets folds st by target, in Status order, leaving out the
@@ -360,6 +364,7 @@ func controllerTargets(st []ofconn.Status) []controllerTarget {
 		t.reconnects = max(t.reconnects, s.Reconnects)
 		t.msgsIn += s.MsgsIn
 		t.msgsOut += s.MsgsOut
+		t.tlsFailures += s.TLSHandshakeFailures
 	}
 	return out
 }
