@@ -120,6 +120,8 @@ ovs_down() {
 	ovs_appctl exit --cleanup >/dev/null 2>&1
 	for p in "${opids[@]}"; do kill $p 2>/dev/null; wait $p 2>/dev/null; done
 	ip -n bt-sut link del btovs 2>/dev/null; ip -n bt-sut link del ovs-netdev 2>/dev/null
+	# OVS may leave its XDP programs behind; the next SUT needs the links bare.
+	for p in bt-p1 bt-p2; do ip -n bt-sut link set $p xdp off 2>/dev/null; ip -n bt-sut link set $p xdpgeneric off 2>/dev/null; done
 }
 ovs_flush() { ovsvs set Open_vSwitch . other_config:tx-flush-interval=$1; sleep 0.3; }
 ovs_clear() { ovs_appctl dpif-netdev/pmd-stats-clear >/dev/null; }
