@@ -7,6 +7,7 @@
 # RATES are offered loads in packets per second (default "20000 100000
 # 300000 1000000"), INTERVALS tx-flush-interval values in µs or "auto"
 # (default "0 50 200 auto"; OVS takes only numbers and skips "auto").
+# RATES "-" runs only the probe alone, without load.
 # Environment: SUTS (default "ours ovs"; "ours=LABEL:BINDIR" runs another
 # build, e.g. the previous commit's, under LABEL), DUR (seconds of load per
 # cell, default 4), PROBE_US (ping-pong interval, default 500).
@@ -23,6 +24,7 @@
 set -u -o pipefail
 here=$(cd "$(dirname "$0")" && pwd); top=$(cd "$here/../.." && pwd)
 RATES=${1:-"20000 100000 300000 1000000"}
+[ "$RATES" = - ] && RATES="" # only the probe alone (rate 0)
 INTERVALS=${2:-"0 50 200 auto"}
 SUTS=${SUTS:-"ours ovs"}
 DUR=${DUR:-4}
