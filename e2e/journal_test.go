@@ -67,7 +67,7 @@ func fillExceptFree(t *testing.T, dir string, free int64) string {
 	return path
 }
 
-var refusedLine = regexp.MustCompile(`flows\.txt:(\d+): flow .*switch refused it: OFPFMFC_UNKNOWN`)
+var refusedLine = regexp.MustCompile(`flows\.txt:(\d+): flow .*switch refused it: OFPET_FLOW_MOD_FAILED/OFPFMFC_UNKNOWN`)
 
 // TestFullDiskKeepsAcknowledgedFlows: with the state directory on a
 // nearly full tmpfs, add-flows of 3,000 flows fails (exit 1, the cause

@@ -66,8 +66,11 @@ func newSwitch(t *testing.T) *testSwitch {
 		BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 100; i++ {
-		if _, err := os.Stat(sock); err == nil {
+	// The socket file appears at bind, a moment before the listener
+	// accepts: wait until a connection goes through.
+	for i := 0; i < 500; i++ {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
