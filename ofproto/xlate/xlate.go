@@ -1133,7 +1133,7 @@ var errARPOpUndo = fmt.Errorf("%w: group bucket ARP opcode change that cannot be
 // The ICMP type and code go back before the neighbour discovery fields,
 // which the datapath only rewrites in an ND message.
 func (x *xlator) undoHeaders(saved *flow.Key, ch, need *flow.Mask) error {
-	var acts [20]actions.Action
+	var acts [24]actions.Action
 	n := 0
 	add := func(a actions.Action) {
 		acts[n] = a
@@ -1238,6 +1238,10 @@ func (x *xlator) undoHeaders(saved *flow.Key, ch, need *flow.Mask) error {
 	if ch.MPLSLse&lseTTL != 0 {
 		add(actions.Action{Kind: actions.SetMPLSTTL, Val8: uint8(lse)})
 		need.MPLSLse |= lseTTL
+	}
+	if ch.MPLSLse&lseBoS != 0 {
+		add(actions.Action{Kind: actions.SetMPLSBoS, Val8: uint8(lse>>8) & 1})
+		need.MPLSLse |= lseBoS
 	}
 	if ch.PBBISID != 0 {
 		add(actions.Action{Kind: actions.SetPBBISID, Port: saved.PBBISID})
