@@ -563,6 +563,12 @@ func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
 		}
 		return err
 	}
+	// The tables an output to OFPP_TABLE went through count the packet,
+	// as the datapath's statistics push does for forwarded traffic.
+	now := time.Now()
+	for _, r := range res.Refs {
+		r.Touch(now, 1, uint64(len(po.Data)))
+	}
 	if len(res.Actions) == 0 {
 		return nil
 	}
@@ -596,6 +602,7 @@ func (b *Bridge) multipart(c *ofconn.Conn, xid uint32, m *ofpwire.MultipartReque
 		}
 		return c.Send(xid, &ofpwire.MultipartReply{Body: agg})
 	case *ofpwire.TableStatsRequest:
+		b.dp.PushStats(time.Now()) // lookups are counted per packet through the megaflows
 		reply := &ofpwire.TableStatsReply{Tables: make([]ofp.TableStats, NumTables)}
 		for i := range NumTables {
 			s := b.pipe.TableStats(uint8(i))
@@ -697,10 +704,10 @@ func tableFeatureProps() []ofpwire.TableFeatureProp {
 		wild = append(wild, oxmID(f, false))
 	}
 	var set []uint32
-	for _, f := range []ofp.XMType{ofp.XMTypeEthDst, ofp.XMTypeEthSrc, ofp.XMTypeVlanID, ofp.XMTypeVlanPCP,
-		ofp.XMTypeIPDSCP, ofp.XMTypeIPECN, ofp.XMTypeIPv4Src, ofp.XMTypeIPv4Dst, ofp.XMTypeIPv6Src, ofp.XMTypeIPv6Dst,
-		ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst, ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst, ofp.XMTypeSCTPSrc, ofp.XMTypeSCTPDst} {
-		set = append(set, oxmID(f, false))
+	for f := ofp.XMType(0); f < ofpwire.NumBasicFields; f++ {
+		if xlate.Settable(f) {
+			set = append(set, oxmID(f, false))
+		}
 	}
 	return []ofpwire.TableFeatureProp{
 		{Type: ofp.TablePropTypeInstructions, InstructionIDs: insts},
@@ -789,13 +796,19 @@ func (b *Bridge) portStats(c *ofconn.Conn, xid uint32, no ofp.PortNo) error {
 			continue
 		}
 		s := p.Dev.Stats()
-		stats = append(stats, ofp.PortStats{
+		st := ofp.PortStats{
 			PortNo:    ofp.PortNo(p.No),
 			RxPackets: s.RxPackets, TxPackets: s.TxPackets,
 			RxBytes: s.RxBytes, TxBytes: s.TxBytes,
 			RxDropped: s.RxDrops, TxDropped: s.TxDrops,
 			RxErrors: s.RxErrors, TxErrors: s.TxErrors,
-		})
+		}
+		b.portMu.Lock()
+		rec := b.adoptLocked(p)
+		b.portMu.Unlock()
+		d := time.Since(rec.added)
+		st.DurationSec, st.DurationNSec = uint32(d/time.Second), uint32(d%time.Second)
+		stats = append(stats, st)
 	}
 	if no != ofp.PortAny && len(stats) == 0 {
 		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadPort)

@@ -38,6 +38,10 @@ func settable(f ofp.XMType) bool {
 	return int(f) < ofpwire.NumBasicFields
 }
 
+// Settable reports whether set-field may write OpenFlow basic field f: what
+// table features list as settable.
+func Settable(f ofp.XMType) bool { return settable(f) }
+
 // setFieldArgOK reports whether a set-field value is one the field can
 // hold in a packet that still parses: an Ethernet type below 0x0600 would
 // be an 802.3 length and a VLAN TPID a tag the key has no slot for, and

@@ -320,11 +320,11 @@ func (x *xlator) walkTables() error {
 			return err
 		}
 		var wc flow.Mask
-		var e *pipeline.Entry
+		// The lookup is counted through the megaflow's refs, per packet
+		// (a trace counts nothing).
+		e := x.p.PeekLocked(tid, &x.key, x.md, &wc, nil)
 		if x.tr == nil {
-			e = x.p.LookupLocked(tid, &x.key, x.md, &wc, nil)
-		} else {
-			e = x.p.PeekLocked(tid, &x.key, x.md, &wc, nil)
+			x.refs = append(x.refs, x.p.LookupSink(tid, e))
 		}
 		x.consult(&wc)
 		if x.tr != nil {
@@ -393,9 +393,7 @@ func (x *xlator) walkTables() error {
 
 // isTableMiss reports whether e is a table-miss entry (priority 0, every
 // field wildcarded): its controller outputs carry reason NO_MATCH.
-func isTableMiss(e *pipeline.Entry) bool {
-	return e.Priority == 0 && e.Match.Mask.IsZero() && e.Match.MetadataMask == 0
-}
+func isTableMiss(e *pipeline.Entry) bool { return e.IsTableMiss() }
 
 // consult adds to the mask the bits of m that still hold the original
 // packet's value.
