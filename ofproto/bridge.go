@@ -368,7 +368,7 @@ func (b *Bridge) Features() ofpwire.FeaturesReply {
 		DatapathID: b.cfg.DatapathID,
 		NumTables:  NumTables,
 		Capabilities: ofp.CapabilityFlowStats | ofp.CapabilityTableStats | ofp.CapabilityPortStats |
-			ofp.CapabilityGroupStats,
+			ofp.CapabilityGroupStats | ofp.CapabilityQueueStats,
 	}
 }
 
@@ -388,8 +388,44 @@ func (b *Bridge) Handle(c *ofconn.Conn, xid uint32, msg ofpwire.Message) error {
 		return b.multipart(c, xid, m)
 	case *ofpwire.PortMod:
 		return b.portMod(m)
+	case *ofpwire.QueueGetConfigRequest:
+		if err := b.queuePort(m.Port); err != nil {
+			return err
+		}
+		return c.Send(xid, &ofpwire.QueueGetConfigReply{Port: m.Port})
 	}
 	return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadType)
+}
+
+// queuePort checks the port of a queue request: OFPP_ANY or a port the
+// bridge has, else OFPET_QUEUE_OP_FAILED/OFPQOFC_BAD_PORT (OpenFlow 1.3
+// §7.3.6). The switch configures no queues on its ports (set-queue is
+// accepted and does nothing), so every valid request is answered with
+// none: an empty, valid reply.
+func (b *Bridge) queuePort(no ofp.PortNo) error {
+	if no == ofp.PortAny {
+		return nil
+	}
+	for _, p := range b.dp.Ports() {
+		if ofp.PortNo(p.No) == no {
+			return nil
+		}
+	}
+	return ofpErr(ofpwire.ETQueueOpFailed, ofpwire.QOFCBadPort)
+}
+
+// queueStats answers OFPMP_QUEUE (§7.3.5.8): the queues of the port (or
+// of every port for OFPP_ANY), of which there are none. A port that does
+// not exist is OFPQOFC_BAD_PORT; a single queue asked of an existing port
+// does not exist either: OFPQOFC_BAD_QUEUE, as Open vSwitch answers.
+func (b *Bridge) queueStats(c *ofconn.Conn, xid uint32, req *ofpwire.QueueStatsRequest) error {
+	if err := b.queuePort(req.Port); err != nil {
+		return err
+	}
+	if req.Queue != ofp.QueueAll {
+		return ofpErr(ofpwire.ETQueueOpFailed, ofpwire.QOFCBadQueue)
+	}
+	return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.QueueStatsReply{}})
 }
 
 // Apply makes a FLOW_MOD, GROUP_MOD or METER_MOD as if a connection had
@@ -614,6 +650,8 @@ func (b *Bridge) multipart(c *ofconn.Conn, xid uint32, m *ofpwire.MultipartReque
 		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.PortDescReply{Ports: b.PortDesc()}})
 	case *ofpwire.PortStatsRequest:
 		return b.portStats(c, xid, ofp.PortNo(req.PortNo))
+	case *ofpwire.QueueStatsRequest:
+		return b.queueStats(c, xid, req)
 	case *ofpwire.GroupDescRequest:
 		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.GroupDescReply{Groups: b.groups.Desc()}})
 	case *ofpwire.GroupStatsRequest:
