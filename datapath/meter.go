@@ -137,6 +137,14 @@ type meterState struct {
 	_      [CacheLine]byte
 	// empty is, per band, the tick at which its bucket is (or was) empty.
 	empty [MaxMeterBands]atomic.Int64
+	// clock is the latest tick any PMD metered a packet at. A PMD reads
+	// the clock once per iteration, so one that was descheduled, or is
+	// later in its iteration than another, meters at a time behind the
+	// other's: the empty times the PMD ahead moved on then lie in its
+	// future and it finds no tokens that in fact exist; with a bucket of a
+	// few packets those tokens are lost at the cap. Metering at the latest
+	// time seen keeps every PMD on the bucket's time.
+	clock atomic.Int64
 	_     [CacheLine]byte
 }
 
@@ -400,21 +408,7 @@ func (p *PMD) meter(pkt *packet.Packet, id uint32) bool {
 	// Only this PMD writes its block: no read-modify-write needed.
 	c.packets.Store(c.packets.Load() + 1)
 	c.bytes.Store(c.bytes.Load() + size)
-	units := uint64(1)
-	if st.kbps {
-		units = size
-	}
-	nowT := p.now << tickShift
-	best := -1
-	for i := 0; i < st.nbands; i++ {
-		b := &st.bands[i]
-		if take(&st.empty[i], nowT, b.tau, int64(units*b.cost>>costFracBits)) {
-			continue
-		}
-		if best < 0 || b.rate > st.bands[best].rate {
-			best = i
-		}
-	}
+	best := st.exceeded(p.now<<tickShift, size)
 	if best < 0 {
 		return true
 	}
@@ -427,6 +421,39 @@ func (p *PMD) meter(pkt *packet.Packet, id uint32) bool {
 	}
 	remarkDSCP(pkt, b.prec)
 	return true
+}
+
+// exceeded takes a packet of size bytes from every band's bucket at tick
+// nowT (or the latest tick another PMD metered at, if later) and returns
+// the band that applies: of those the packet exceeded, the one with the
+// highest rate; -1 when it exceeded none.
+func (st *meterState) exceeded(nowT int64, size uint64) int {
+	if seen := st.clock.Load(); seen > nowT {
+		nowT = seen
+	} else if seen < nowT {
+		st.clock.CompareAndSwap(seen, nowT) // lost to a later tick: fine
+	}
+	units := uint64(1)
+	if st.kbps {
+		units = size
+	}
+	best := -1
+	for i := 0; i < st.nbands; i++ {
+		b := &st.bands[i]
+		// units × cost can pass 64 bits (a jumbo frame at a few kbit/s).
+		hi, lo := bits.Mul64(units, b.cost)
+		cost := hi<<(64-costFracBits) | lo>>costFracBits
+		if hi>>costFracBits != 0 || cost > uint64(maxTau) {
+			cost = uint64(maxTau) // more than any bucket holds
+		}
+		if take(&st.empty[i], nowT, b.tau, int64(cost)) {
+			continue
+		}
+		if best < 0 || b.rate > st.bands[best].rate {
+			best = i
+		}
+	}
+	return best
 }
 
 // ethTypeIPv4 and ethTypeIPv6 are the packets a DSCP remark applies to.

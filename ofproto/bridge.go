@@ -368,7 +368,7 @@ func (b *Bridge) Features() ofpwire.FeaturesReply {
 		DatapathID: b.cfg.DatapathID,
 		NumTables:  NumTables,
 		Capabilities: ofp.CapabilityFlowStats | ofp.CapabilityTableStats | ofp.CapabilityPortStats |
-			ofp.CapabilityGroupStats,
+			ofp.CapabilityGroupStats | ofp.CapabilityQueueStats,
 	}
 }
 
@@ -388,8 +388,44 @@ func (b *Bridge) Handle(c *ofconn.Conn, xid uint32, msg ofpwire.Message) error {
 		return b.multipart(c, xid, m)
 	case *ofpwire.PortMod:
 		return b.portMod(m)
+	case *ofpwire.QueueGetConfigRequest:
+		if err := b.queuePort(m.Port); err != nil {
+			return err
+		}
+		return c.Send(xid, &ofpwire.QueueGetConfigReply{Port: m.Port})
 	}
 	return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadType)
+}
+
+// queuePort checks the port of a queue request: OFPP_ANY or a port the
+// bridge has, else OFPET_QUEUE_OP_FAILED/OFPQOFC_BAD_PORT (OpenFlow 1.3
+// §7.3.6). The switch configures no queues on its ports (set-queue is
+// accepted and does nothing), so every valid request is answered with
+// none: an empty, valid reply.
+func (b *Bridge) queuePort(no ofp.PortNo) error {
+	if no == ofp.PortAny {
+		return nil
+	}
+	for _, p := range b.dp.Ports() {
+		if ofp.PortNo(p.No) == no {
+			return nil
+		}
+	}
+	return ofpErr(ofpwire.ETQueueOpFailed, ofpwire.QOFCBadPort)
+}
+
+// queueStats answers OFPMP_QUEUE (§7.3.5.8): the queues of the port (or
+// of every port for OFPP_ANY), of which there are none. A port that does
+// not exist is OFPQOFC_BAD_PORT; a single queue asked of an existing port
+// does not exist either: OFPQOFC_BAD_QUEUE, as Open vSwitch answers.
+func (b *Bridge) queueStats(c *ofconn.Conn, xid uint32, req *ofpwire.QueueStatsRequest) error {
+	if err := b.queuePort(req.Port); err != nil {
+		return err
+	}
+	if req.Queue != ofp.QueueAll {
+		return ofpErr(ofpwire.ETQueueOpFailed, ofpwire.QOFCBadQueue)
+	}
+	return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.QueueStatsReply{}})
 }
 
 // Apply makes a FLOW_MOD, GROUP_MOD or METER_MOD as if a connection had
@@ -563,6 +599,12 @@ func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
 		}
 		return err
 	}
+	// The tables an output to OFPP_TABLE went through count the packet,
+	// as the datapath's statistics push does for forwarded traffic.
+	now := time.Now()
+	for _, r := range res.Refs {
+		r.Touch(now, 1, uint64(len(po.Data)))
+	}
 	if len(res.Actions) == 0 {
 		return nil
 	}
@@ -596,6 +638,7 @@ func (b *Bridge) multipart(c *ofconn.Conn, xid uint32, m *ofpwire.MultipartReque
 		}
 		return c.Send(xid, &ofpwire.MultipartReply{Body: agg})
 	case *ofpwire.TableStatsRequest:
+		b.dp.PushStats(time.Now()) // lookups are counted per packet through the megaflows
 		reply := &ofpwire.TableStatsReply{Tables: make([]ofp.TableStats, NumTables)}
 		for i := range NumTables {
 			s := b.pipe.TableStats(uint8(i))
@@ -607,6 +650,8 @@ func (b *Bridge) multipart(c *ofconn.Conn, xid uint32, m *ofpwire.MultipartReque
 		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.PortDescReply{Ports: b.PortDesc()}})
 	case *ofpwire.PortStatsRequest:
 		return b.portStats(c, xid, ofp.PortNo(req.PortNo))
+	case *ofpwire.QueueStatsRequest:
+		return b.queueStats(c, xid, req)
 	case *ofpwire.GroupDescRequest:
 		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.GroupDescReply{Groups: b.groups.Desc()}})
 	case *ofpwire.GroupStatsRequest:
@@ -697,10 +742,10 @@ func tableFeatureProps() []ofpwire.TableFeatureProp {
 		wild = append(wild, oxmID(f, false))
 	}
 	var set []uint32
-	for _, f := range []ofp.XMType{ofp.XMTypeEthDst, ofp.XMTypeEthSrc, ofp.XMTypeVlanID, ofp.XMTypeVlanPCP,
-		ofp.XMTypeIPDSCP, ofp.XMTypeIPECN, ofp.XMTypeIPv4Src, ofp.XMTypeIPv4Dst, ofp.XMTypeIPv6Src, ofp.XMTypeIPv6Dst,
-		ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst, ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst, ofp.XMTypeSCTPSrc, ofp.XMTypeSCTPDst} {
-		set = append(set, oxmID(f, false))
+	for f := ofp.XMType(0); f < ofpwire.NumBasicFields; f++ {
+		if xlate.Settable(f) {
+			set = append(set, oxmID(f, false))
+		}
 	}
 	return []ofpwire.TableFeatureProp{
 		{Type: ofp.TablePropTypeInstructions, InstructionIDs: insts},
@@ -789,13 +834,19 @@ func (b *Bridge) portStats(c *ofconn.Conn, xid uint32, no ofp.PortNo) error {
 			continue
 		}
 		s := p.Dev.Stats()
-		stats = append(stats, ofp.PortStats{
+		st := ofp.PortStats{
 			PortNo:    ofp.PortNo(p.No),
 			RxPackets: s.RxPackets, TxPackets: s.TxPackets,
 			RxBytes: s.RxBytes, TxBytes: s.TxBytes,
 			RxDropped: s.RxDrops, TxDropped: s.TxDrops,
 			RxErrors: s.RxErrors, TxErrors: s.TxErrors,
-		})
+		}
+		b.portMu.Lock()
+		rec := b.adoptLocked(p)
+		b.portMu.Unlock()
+		d := time.Since(rec.added)
+		st.DurationSec, st.DurationNSec = uint32(d/time.Second), uint32(d%time.Second)
+		stats = append(stats, st)
 	}
 	if no != ofp.PortAny && len(stats) == 0 {
 		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadPort)

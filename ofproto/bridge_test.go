@@ -281,7 +281,7 @@ func TestReadRequests(t *testing.T) {
 	_, m := tb.c.recv()
 	f, ok := m.(*ofpwire.FeaturesReply)
 	if !ok || f.DatapathID != 0x1234 || f.NumTables != 254 ||
-		f.Capabilities != ofp.CapabilityFlowStats|ofp.CapabilityTableStats|ofp.CapabilityPortStats|ofp.CapabilityGroupStats {
+		f.Capabilities != ofp.CapabilityFlowStats|ofp.CapabilityTableStats|ofp.CapabilityPortStats|ofp.CapabilityGroupStats|ofp.CapabilityQueueStats {
 		t.Fatalf("features %#v", m)
 	}
 	desc := tb.c.multipart(&ofpwire.DescRequest{}).(*ofpwire.DescReply)

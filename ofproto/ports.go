@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"time"
 
 	"vswitch/datapath"
 	"vswitch/netdev"
@@ -37,6 +38,9 @@ type portRec struct {
 	// link is the link state last announced (PORT_STATUS) and the one
 	// fast-failover decisions were last invalidated for.
 	link bool
+	// added is when the bridge took the port on: port statistics'
+	// duration (OpenFlow 1.3 §7.3.5.6, "time port has been alive").
+	added time.Time
 }
 
 // portSettings is the configuration of a port number, kept while the port
@@ -190,7 +194,7 @@ func (b *Bridge) AddPortWith(no uint32, dev netdev.Netdev, opts PortOptions) err
 	if err != nil {
 		return err
 	}
-	rec := &portRec{name: opts.Name, link: dev.LinkUp()}
+	rec := &portRec{name: opts.Name, link: dev.LinkUp(), added: time.Now()}
 	if rec.name == "" {
 		rec.name = dev.Name()
 	}
@@ -340,7 +344,7 @@ func (b *Bridge) portMod(pm *ofpwire.PortMod) error {
 func (b *Bridge) adoptLocked(p *datapath.Port) *portRec {
 	rec := b.recs[p.No]
 	if rec == nil {
-		rec = &portRec{name: p.Dev.Name(), link: p.Dev.LinkUp()}
+		rec = &portRec{name: p.Dev.Name(), link: p.Dev.LinkUp(), added: time.Now()}
 		b.recs[p.No] = rec
 	}
 	return rec

@@ -125,6 +125,22 @@ const (
 	// packet or raise its DSCP drop precedence; a meter that does not
 	// exist drops it.
 	Meter
+	// SetEthType writes Val16 into the Ethernet type behind the VLAN tags
+	// (an 802.3 length field is left alone). The bytes behind it are not
+	// touched, so they parse as whatever the new type says: the frame is
+	// extracted again and no checksum changes, since no header that
+	// parsed before still parses as the same header.
+	SetEthType
+	// SetIPProto writes Val8 into the IPv4 protocol (header checksum
+	// updated) or the IPv6 next header that ends the extension header
+	// chain. The transport header is then read as the new protocol: when
+	// that protocol carries a checksum (TCP, UDP, ICMP, ICMPv6, SCTP) and
+	// its header is whole in an unfragmented datagram, the checksum is
+	// computed afresh over the new pseudo-header, so the packet leaves
+	// valid as the receiver parses it.
+	SetIPProto
+	// SetMPLSBoS sets the top MPLS entry's bottom-of-stack bit to Val8&1.
+	SetMPLSBoS
 	numKinds
 )
 

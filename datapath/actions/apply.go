@@ -134,6 +134,12 @@ func Apply(a *Action, p *packet.Packet) bool {
 		setICMP(p, 0, a.Val8)
 	case SetICMPCode:
 		setICMP(p, 1, a.Val8)
+	case SetEthType:
+		setEthType(p, a.Val16)
+	case SetIPProto:
+		setIPProto(p, a.Val8)
+	case SetMPLSBoS:
+		setLSE(p, lseBoS, uint32(a.Val8&1)<<8)
 	}
 	return true
 }

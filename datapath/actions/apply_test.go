@@ -95,7 +95,7 @@ func expect(s pktSpec, a *Action) (pktSpec, bool) {
 // modelsKind reports whether expect can follow kind k.
 func modelsKind(k Kind) bool {
 	switch k {
-	case PushMPLS, PopMPLS, PushPBB, PopPBB:
+	case PushMPLS, PopMPLS, PushPBB, PopPBB, SetEthType, SetIPProto, SetMPLSBoS:
 		return false
 	}
 	return true

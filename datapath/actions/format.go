@@ -130,6 +130,12 @@ func (a Action) String() string {
 		return fmt.Sprintf("set(icmp(code=%d))", a.Val8)
 	case Meter:
 		return fmt.Sprintf("meter(%d)", a.Port)
+	case SetEthType:
+		return fmt.Sprintf("set(eth_type(0x%04x))", a.Val16)
+	case SetIPProto:
+		return fmt.Sprintf("set(ip(proto=%d))", a.Val8)
+	case SetMPLSBoS:
+		return fmt.Sprintf("set(mpls(bos=%d))", a.Val8&1)
 	}
 	return fmt.Sprintf("invalid(kind=%d)", a.Kind)
 }

@@ -148,17 +148,60 @@ func (e *Entry) hasAction(pred func(ofpwire.Action) bool) bool {
 	return false
 }
 
-// TableStats are the counters OFPMP_TABLE reports for one table.
+// TableStats are the counters OFPMP_TABLE reports for one table
+// (OpenFlow 1.3 §7.3.5.4): packets looked up in the table, and those that
+// hit an entry. A packet that only met the table-miss entry (§5.4) missed
+// the table: it counts as looked up, not as matched.
 type TableStats struct {
 	Active  uint32 // entries installed
-	Lookups uint64 // Lookup calls on the table
-	Matched uint64 // Lookup calls that found an entry
+	Lookups uint64 // packets looked up in the table
+	Matched uint64 // of those, packets that matched an entry other than the table-miss entry
 }
 
 // tableCounters sit apart from the tables so that lookups, which only hold
 // the read lock, can count.
 type tableCounters struct {
 	lookups, matched atomic.Uint64
+}
+
+// tableHit and tableMiss are a table's counters seen as the statistics
+// sink of a megaflow whose packets hit (or missed) the table: translation
+// lists them among the megaflow's refs, so every packet the datapath
+// forwards counts, not only the ones that came up for translation. The
+// conversions from *tableCounters cost no allocation.
+type (
+	tableHit  tableCounters
+	tableMiss tableCounters
+)
+
+func (c *tableHit) Touch(_ time.Time, packets, _ uint64) {
+	c.lookups.Add(packets)
+	c.matched.Add(packets)
+}
+
+func (c *tableMiss) Touch(_ time.Time, packets, _ uint64) { c.lookups.Add(packets) }
+
+// StatsSink is what LookupSink returns: datapath.StatsSink's method.
+type StatsSink interface {
+	Touch(now time.Time, packets, bytes uint64)
+}
+
+// LookupSink returns the sink that counts packets looked up in table tid
+// whose lookup found e (nil: no entry at all); a table-miss entry counts as
+// a miss. It is for translation, which looks up with PeekLocked and lets
+// the datapath push the megaflow's packets here.
+func (p *Pipeline) LookupSink(tid uint8, e *Entry) StatsSink {
+	c := &p.counters[tid]
+	if e != nil && !e.IsTableMiss() {
+		return (*tableHit)(c)
+	}
+	return (*tableMiss)(c)
+}
+
+// IsTableMiss reports whether e is a table-miss entry (§5.4): priority 0
+// and wildcarding every field.
+func (e *Entry) IsTableMiss() bool {
+	return e.Priority == 0 && e.Match.Mask.IsZero() && e.Match.MetadataMask == 0
 }
 
 // Pipeline is the set of NumTables flow tables of one bridge.
@@ -210,11 +253,7 @@ func (p *Pipeline) Lookup(tid uint8, k *flow.Key, metadata uint64, wc *flow.Mask
 // LookupLocked is Lookup for a caller that holds RLock.
 func (p *Pipeline) LookupLocked(tid uint8, k *flow.Key, metadata uint64, wc *flow.Mask, wcMetadata *uint64) *Entry {
 	e := p.tables[tid].lookup(k, metadata, wc, wcMetadata)
-	c := &p.counters[tid]
-	c.lookups.Add(1)
-	if e != nil {
-		c.matched.Add(1)
-	}
+	p.LookupSink(tid, e).Touch(time.Time{}, 1, 0)
 	return e
 }
 

@@ -18,9 +18,10 @@ import (
 //     Ethernet type other than 0x8847/0x8848, push PBB other than 0x88e7,
 //     pop MPLS to an 802.3 length or a VLAN TPID: BAD_ARGUMENT;
 //   - set-field on a field that cannot be written (IN_PORT, IN_PHY_PORT,
-//     ETH_TYPE, IP_PROTO, MPLS_BOS, IPV6_EXTHDR) or of an experimenter
-//     class: BAD_SET_TYPE; with a value of the wrong size: BAD_SET_LEN;
-//     masked where only VLAN_VID and METADATA may be: BAD_SET_ARGUMENT;
+//     IPV6_EXTHDR) or of an experimenter class: BAD_SET_TYPE; with a value
+//     of the wrong size: BAD_SET_LEN; masked where only VLAN_VID and
+//     METADATA may be, an ETH_TYPE below 0x0600 or of a VLAN TPID, an
+//     MPLS_BOS above 1: BAD_SET_ARGUMENT;
 //   - experimenter actions: BAD_EXPERIMENTER.
 //
 // Whether a group exists, and set-field prerequisites against the match,
@@ -98,7 +99,7 @@ func checkAction(a ofpwire.Action, packetOut bool) error {
 		if len(f.Value) != size || f.HasMask && len(f.Mask) != size {
 			return badAction(ofpwire.BACBadSetLen)
 		}
-		if f.HasMask && !maskedSettable(f.Field) {
+		if f.HasMask && !maskedSettable(f.Field) || !setFieldArgOK(f) {
 			return badAction(ofpwire.BACBadSetArgument)
 		}
 	case *ofpwire.ActionExperimenter:

@@ -22,17 +22,39 @@ const (
 
 var ones6 = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 
-// settable reports whether set-field may write f: OpenFlow's pipeline
-// fields and the ones that describe the packet's structure rather than a
-// header value (IP_PROTO, ETH_TYPE, MPLS_BOS, IPV6_EXTHDR) have no datapath
-// action, as in Open vSwitch.
+// settable reports whether set-field may write f. OpenFlow 1.3 §7.2.5
+// excludes IN_PORT, IN_PHY_PORT and METADATA as not header fields; metadata
+// is written anyway, as Open vSwitch allows. IPV6_EXTHDR is a pseudo-field
+// summarising which extension headers are present: writing it would mean
+// inserting or removing headers, which no action describes, so it stays
+// refused. ETH_TYPE, IP_PROTO and MPLS_BOS are written (unlike Open
+// vSwitch, which refuses them): the packet then parses as the new value
+// says.
 func settable(f ofp.XMType) bool {
 	switch f {
-	case ofp.XMTypeInPort, ofp.XMTypeInPhyPort, ofp.XMTypeEthType, ofp.XMTypeIPProto,
-		ofp.XMTypeMPLSBOS, ofp.XMTypeIPv6ExtHeader:
+	case ofp.XMTypeInPort, ofp.XMTypeInPhyPort, ofp.XMTypeIPv6ExtHeader:
 		return false
 	}
 	return int(f) < ofpwire.NumBasicFields
+}
+
+// Settable reports whether set-field may write OpenFlow basic field f: what
+// table features list as settable.
+func Settable(f ofp.XMType) bool { return settable(f) }
+
+// setFieldArgOK reports whether a set-field value is one the field can
+// hold in a packet that still parses: an Ethernet type below 0x0600 would
+// be an 802.3 length and a VLAN TPID a tag the key has no slot for, and
+// MPLS_BOS is one bit.
+func setFieldArgOK(f ofpwire.OXM) bool {
+	switch f.Field {
+	case ofp.XMTypeEthType:
+		t := f.Uint()
+		return t >= 0x0600 && !isVLANType(uint16(t))
+	case ofp.XMTypeMPLSBOS:
+		return f.Uint() <= 1
+	}
+	return true
 }
 
 // maskedSettable reports whether a masked set-field on f translates: the
@@ -298,6 +320,16 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 			x.setLSE(lseTC, uint32(v)<<9)
 			act = actions.Action{Kind: actions.SetMPLSTC, Val8: uint8(v) & 7}
 		}
+	case ofp.XMTypeMPLSBOS:
+		if !x.isMPLS() {
+			return nil
+		}
+		x.setLSE(lseBoS, uint32(v&1)<<8)
+		act = actions.Action{Kind: actions.SetMPLSBoS, Val8: uint8(v & 1)}
+	case ofp.XMTypeEthType:
+		return x.setEthType(uint16(v))
+	case ofp.XMTypeIPProto:
+		return x.setIPProto(uint8(v))
 	case ofp.XMTypePBBISID:
 		if !x.ethTypeIs(ethPBB) {
 			return nil
@@ -377,4 +409,103 @@ func (x *xlator) icmpv6ND(typ bool, v uint16) {
 	}
 	nd(&x.written)
 	nd(&x.unknown)
+}
+
+// setEthType rewrites the Ethernet type. The datapath parses the frame
+// again, so everything extraction reads behind the type becomes what the
+// old bytes say under the new type: unknown to the walk, as after pop MPLS.
+// The change cannot be undone by later actions (the bytes behind were not
+// touched, but the key the undo would need is unknown), so it counts as
+// irreversible in a group bucket.
+func (x *xlator) setEthType(typ uint16) error {
+	if typ < 0x0600 || isVLANType(typ) {
+		return fmt.Errorf("%w: set eth_type to %#x", ErrUnsupported, typ)
+	}
+	x.consult(&flow.Mask{EthType: 0xffff})
+	if x.key.EthType < 0x0600 || x.key.EthType == typ {
+		return nil // 802.3: no type field to write; or no change
+	}
+	m := l3Fields
+	m.EthType, m.PBBISID, m.MPLSLse = 0xffff, ^uint32(0), ^uint32(0)
+	x.overwrite(&m)
+	x.key.EthType = typ
+	var behind flow.Mask
+	switch {
+	case typ == ethIPv4:
+		behind = ipv4Fields
+	case typ == ethIPv6:
+		behind = ipv6Fields
+	case typ == ethARP:
+		behind = arpFields
+	case isMPLSType(typ):
+		behind.MPLSLse = ^uint32(0)
+	case typ == ethPBB:
+		behind.PBBISID = ^uint32(0)
+	}
+	x.blank(&behind)
+	x.inner = innerTTL{}
+	x.irrev++
+	return x.emit(actions.Action{Kind: actions.SetEthType, Val16: typ})
+}
+
+// portHeaderLen is the header length of the transport protocols whose
+// ports sit in the first four bytes (0 for the others).
+func portHeaderLen(proto uint8) int {
+	switch proto {
+	case protoTCP:
+		return 20
+	case protoUDP:
+		return 8
+	case protoSCTP:
+		return 12
+	}
+	return 0
+}
+
+// ipv6ChainEnds reports whether an IPv6 key's protocol is a transport
+// protocol, not an extension header, ESP or no-next-header where the
+// chain stopped.
+func ipv6ChainEnds(proto uint8) bool {
+	switch proto {
+	case 0, 43, 44, 50, 51, 59, 60:
+		return false
+	}
+	return true
+}
+
+// setIPProto rewrites the IP protocol. The datapath parses the transport
+// header again as the new protocol and computes its checksum afresh, so
+// the transport fields become unknown to the walk, except the ports when
+// the old and new protocol both carry them in the first four bytes
+// (extraction reads them from four bytes on, whatever the rest holds).
+func (x *xlator) setIPProto(proto uint8) error {
+	if !x.isIP() {
+		return nil
+	}
+	x.consult(&flow.Mask{NwProto: 0xff, NwFrag: 0xff})
+	k := &x.key
+	old := k.NwProto
+	if old == proto || k.EthType == ethIPv6 && !ipv6ChainEnds(old) {
+		return nil
+	}
+	k.NwProto, x.written.NwProto, x.unknown.NwProto = proto, 0xff, 0
+	var l4 flow.Mask
+	l4.TpSrc, l4.TpDst, l4.TCPFlags = 0xffff, 0xffff, 0xffff
+	l4.NDTarget, l4.ArpSHA, l4.ArpTHA = ones16, ones6, ones6
+	if k.NwFrag&flow.FragLater != 0 {
+		// No transport header is parsed, before or after.
+		x.overwrite(&l4)
+	} else if portHeaderLen(old) != 0 && portHeaderLen(proto) != 0 {
+		// The ports stay where they were and stay parsed (whatever the
+		// walk knew of them, written or original, still holds); the rest
+		// of the transport header is read anew.
+		l4.TpSrc, l4.TpDst = 0, 0
+		x.overwrite(&l4)
+		x.blank(&l4)
+	} else {
+		x.overwrite(&l4)
+		x.blank(&l4)
+	}
+	x.irrev++
+	return x.emit(actions.Action{Kind: actions.SetIPProto, Val8: proto})
 }

@@ -60,8 +60,8 @@
 //
 // The group action runs each bucket chosen (ALL: every bucket; INDIRECT:
 // its bucket; FAST_FAILOVER: the first live one; SELECT: one picked from a
-// hash of eth_type, IP protocol, IP addresses and L4 ports, all of which go
-// in the mask) as an action list on a clone of the packet: after a bucket,
+// hash of the Ethernet addresses, type and VLAN IDs and, where present, the
+// IP protocol, addresses and L4 ports, all of which go in the mask) as an action list on a clone of the packet: after a bucket,
 // actions are emitted that set every field it rewrote back to its
 // pre-bucket value (those values join the mask), so the next bucket and the
 // actions after the group see the packet unchanged. The last bucket of a
@@ -320,11 +320,11 @@ func (x *xlator) walkTables() error {
 			return err
 		}
 		var wc flow.Mask
-		var e *pipeline.Entry
+		// The lookup is counted through the megaflow's refs, per packet
+		// (a trace counts nothing).
+		e := x.p.PeekLocked(tid, &x.key, x.md, &wc, nil)
 		if x.tr == nil {
-			e = x.p.LookupLocked(tid, &x.key, x.md, &wc, nil)
-		} else {
-			e = x.p.PeekLocked(tid, &x.key, x.md, &wc, nil)
+			x.refs = append(x.refs, x.p.LookupSink(tid, e))
 		}
 		x.consult(&wc)
 		if x.tr != nil {
@@ -393,9 +393,7 @@ func (x *xlator) walkTables() error {
 
 // isTableMiss reports whether e is a table-miss entry (priority 0, every
 // field wildcarded): its controller outputs carry reason NO_MATCH.
-func isTableMiss(e *pipeline.Entry) bool {
-	return e.Priority == 0 && e.Match.Mask.IsZero() && e.Match.MetadataMask == 0
-}
+func isTableMiss(e *pipeline.Entry) bool { return e.IsTableMiss() }
 
 // consult adds to the mask the bits of m that still hold the original
 // packet's value.
@@ -1019,16 +1017,35 @@ func (x *xlator) chosenBucket(g *pipeline.Group, b *pipeline.Bucket, table uint8
 	return x.bucket(b, table, miss, final)
 }
 
-// flowHash hashes the packet's 5-tuple (as rewritten so far) for SELECT
-// groups, consulting those fields.
+// flowHash hashes the packet (as rewritten so far) for SELECT groups,
+// consulting the fields it hashes: the Ethernet addresses, type and VLAN
+// IDs always, so that traffic varying only at L2 spreads too; then, when
+// present, the IP protocol and addresses (IPv4, IPv6, or ARP's protocol
+// addresses) and the transport ports (ICMP type and code). Fields a packet
+// cannot have are left out, to keep its megaflows as wide as they can be.
 func (x *xlator) flowHash() uint32 {
 	var m flow.Mask
-	m.EthType, m.NwProto = 0xffff, 0xff
-	m.IPv4Src, m.IPv4Dst = ^uint32(0), ^uint32(0)
-	for i := range m.IPv6Src {
-		m.IPv6Src[i], m.IPv6Dst[i] = 0xff, 0xff
+	m.EthSrc, m.EthDst, m.EthType = ones6, ones6, 0xffff
+	m.VLAN[0].TCI, m.VLAN[1].TCI = 0x0fff, 0x0fff
+	x.consult(&flow.Mask{EthType: 0xffff})
+	switch x.key.EthType {
+	case ethIPv4, ethIPv6:
+		m.NwProto = 0xff
+		if x.key.EthType == ethIPv4 {
+			m.IPv4Src, m.IPv4Dst = ^uint32(0), ^uint32(0)
+		} else {
+			m.IPv6Src, m.IPv6Dst = ones16, ones16
+		}
+		x.consult(&flow.Mask{NwProto: 0xff, NwFrag: flow.FragLater})
+		switch x.key.NwProto {
+		case protoTCP, protoUDP, protoSCTP, protoICMP, protoICMPv6:
+			if x.key.NwFrag&flow.FragLater == 0 {
+				m.TpSrc, m.TpDst = 0xffff, 0xffff
+			}
+		}
+	case ethARP:
+		m.IPv4Src, m.IPv4Dst = ^uint32(0), ^uint32(0)
 	}
-	m.TpSrc, m.TpDst = 0xffff, 0xffff
 	x.consult(&m)
 	var k flow.Key
 	x.key.ApplyMask(&m, &k)
@@ -1133,7 +1150,7 @@ var errARPOpUndo = fmt.Errorf("%w: group bucket ARP opcode change that cannot be
 // The ICMP type and code go back before the neighbour discovery fields,
 // which the datapath only rewrites in an ND message.
 func (x *xlator) undoHeaders(saved *flow.Key, ch, need *flow.Mask) error {
-	var acts [20]actions.Action
+	var acts [24]actions.Action
 	n := 0
 	add := func(a actions.Action) {
 		acts[n] = a
@@ -1238,6 +1255,10 @@ func (x *xlator) undoHeaders(saved *flow.Key, ch, need *flow.Mask) error {
 	if ch.MPLSLse&lseTTL != 0 {
 		add(actions.Action{Kind: actions.SetMPLSTTL, Val8: uint8(lse)})
 		need.MPLSLse |= lseTTL
+	}
+	if ch.MPLSLse&lseBoS != 0 {
+		add(actions.Action{Kind: actions.SetMPLSBoS, Val8: uint8(lse>>8) & 1})
+		need.MPLSLse |= lseBoS
 	}
 	if ch.PBBISID != 0 {
 		add(actions.Action{Kind: actions.SetPBBISID, Port: saved.PBBISID})

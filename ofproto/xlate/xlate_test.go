@@ -117,8 +117,9 @@ func TestTranslateCases(t *testing.T) {
 			key: ipv4Key(), err: ErrUnsupported},
 		{name: "meter instruction becomes a meter action", flows: []flowSpec{{0, 1, nil, ins(&ofpwire.InstrMeter{MeterID: 1}, apply(out(2)))}},
 			key: ipv4Key(), want: actions.List{{Kind: actions.Meter, Port: 1}, dpOut(2)}},
-		{name: "set-field IP_PROTO unsupported", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofp.XMTypeIPProto, 17)))}},
-			key: ipv4Key(), err: ErrUnsupported},
+		{name: "set-field IP_PROTO keeps the ports (TCP to UDP)", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofp.XMTypeIPProto, 17),
+			setF(ofp.XMTypeUDPDst, 53), out(2)))}},
+			key: ipv4Key(), want: actions.List{{Kind: actions.SetIPProto, Val8: 17}, {Kind: actions.SetL4Dst, Val16: 53}, dpOut(2)}},
 		{name: "too many actions", flows: []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofp.PortAll))))}},
 			key: ipv4Key(), opts: Options{Ports: many}, err: ErrTooManyActions},
 		{name: "set eth and ipv4", flows: []flowSpec{{0, 1, nil, ins(apply(

@@ -1,0 +1,113 @@
+package xlate
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"vswitch/datapath/actions"
+	"vswitch/datapath/flow"
+	"vswitch/ofproto/ofpwire"
+	"vswitch/ofproto/pipeline"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// selectShares translates n flows made by mk through a SELECT group whose
+// buckets output to ports 2, 3, 4 with the given weights and returns each
+// port's share of the flows.
+func selectShares(t *testing.T, weights []uint16, n int, mk func(r *rand.Rand) flow.Key) map[uint32]float64 {
+	t.Helper()
+	gt := pipeline.NewGroupTable()
+	var bs []ofpwire.Bucket
+	for i, w := range weights {
+		b := bkt(out(uint32(2 + i)))
+		b.Weight = w
+		bs = append(bs, b)
+	}
+	if _, err := gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeSelect, GroupID: 1, Buckets: bs}, t0); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(42, uint64(n)))
+	counts := map[uint32]int{}
+	for range n {
+		res := translateGroups(t, ins(apply(grp(1))), gt, mk(r), nil)
+		if len(res.Actions) != 1 || res.Actions[0].Kind != actions.Output {
+			t.Fatalf("select: %v", res.Actions)
+		}
+		counts[res.Actions[0].Port]++
+	}
+	shares := map[uint32]float64{}
+	for p, c := range counts {
+		shares[p] = float64(c) / float64(n)
+	}
+	return shares
+}
+
+func randMAC(r *rand.Rand) (m [6]byte) {
+	for i := range m {
+		m[i] = byte(r.Uint32())
+	}
+	m[0] &^= 1 // unicast
+	return m
+}
+
+// TestGroupSelectWeightsSpread: 4000 random flows over weights 1:2:3 land
+// on each bucket within 3 percentage points of its weight's share, for
+// IPv4 5-tuples, for frames that vary only in their Ethernet addresses,
+// and for VLAN-only variation; equal weights too.
+func TestGroupSelectWeightsSpread(t *testing.T) {
+	kinds := map[string]func(r *rand.Rand) flow.Key{
+		"ipv4 5-tuple": func(r *rand.Rand) flow.Key {
+			k := ipv4Key()
+			k.IPv4Src, k.IPv4Dst = r.Uint32(), r.Uint32()
+			k.TpSrc, k.TpDst = uint16(r.Uint32()), uint16(r.Uint32())
+			return k
+		},
+		"ethernet addresses only": func(r *rand.Rand) flow.Key {
+			return flow.Key{InPort: 1, EthType: 0x88b5, EthSrc: randMAC(r), EthDst: randMAC(r)}
+		},
+		"ipv4 with only the MACs varying": func(r *rand.Rand) flow.Key {
+			k := ipv4Key()
+			k.EthSrc, k.EthDst = randMAC(r), randMAC(r)
+			return k
+		},
+		"vlan id only": func(r *rand.Rand) flow.Key {
+			return flow.Key{InPort: 1, EthType: 0x88b5, VLAN: [2]flow.VLANTag{{TPID: 0x8100 | flow.TPIDPresent, TCI: uint16(1 + r.IntN(4094))}}}
+		},
+	}
+	for name, mk := range kinds {
+		for _, weights := range [][]uint16{{1, 2, 3}, {5, 5, 5}} {
+			var sum float64
+			for _, w := range weights {
+				sum += float64(w)
+			}
+			n := 4000
+			if name == "vlan id only" {
+				n = 4094 // every VID once: no more distinct flows exist
+			}
+			shares := selectShares(t, weights, n, mk)
+			for i, w := range weights {
+				want := float64(w) / sum
+				if got := shares[uint32(2+i)]; got < want-0.03 || got > want+0.03 {
+					t.Errorf("%s, weights %v: bucket %d got %.3f of the flows, want %.3f±0.03", name, weights, i, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestGroupSelectL2FieldsInMask: the Ethernet addresses the hash reads are
+// in the megaflow mask, so each L2 flow gets its own megaflow and bucket;
+// L4 ports are left out for a non-IP packet.
+func TestGroupSelectL2FieldsInMask(t *testing.T) {
+	gt := pipeline.NewGroupTable()
+	addGroup(t, gt, 1, ofp.GroupTypeSelect, bkt(out(2)), bkt(out(3)))
+	res := translateGroups(t, ins(apply(grp(1))), gt, flow.Key{InPort: 1, EthType: 0x88b5, EthSrc: [6]byte{2, 0, 0, 0, 0, 1}}, nil)
+	m := res.Mask
+	if m.EthSrc != ones6 || m.EthDst != ones6 || m.EthType != 0xffff || m.VLAN[0].TCI&0x0fff != 0x0fff {
+		t.Fatalf("L2 fields not in the mask: %+v", m)
+	}
+	if m.TpSrc != 0 || m.IPv4Src != 0 || m.NwProto != 0 {
+		t.Fatalf("a non-IP packet's mask has L3/L4 bits: %+v", m)
+	}
+}
