@@ -236,6 +236,10 @@ func (p *PMD) sleep() {
 		p.sleeping.Store(false)
 		return
 	}
+	// Readers see what the PMD did up to its sleep, however long it is.
+	p.local.publish(p.counters)
+	p.publishRxqs()
+	p.lastPub, p.unpublished = p.now, false
 	ts := unix.NsecToTimespec(timeout)
 	_, _ = unix.Ppoll(fds, &ts, nil)
 	p.sleeping.Store(false)
