@@ -621,6 +621,10 @@ func (b *Bridge) multipart(c *ofconn.Conn, xid uint32, m *ofpwire.MultipartReque
 	case *ofpwire.MeterFeaturesRequest:
 		f := b.meters.Features()
 		return c.Send(xid, &ofpwire.MultipartReply{Body: &f})
+	case *ofpwire.QueueStatsRequest:
+		// No port has queues, so every queue request is answered with
+		// none, as Open vSwitch answers for ports without QoS.
+		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.QueueStatsReply{}})
 	case *ofpwire.TableFeaturesRequest:
 		// ovs-ofctl asks for the table features before a flow-mod.
 		// Changing the pipeline through this request is not supported.
@@ -789,7 +793,14 @@ func (b *Bridge) portStats(c *ofconn.Conn, xid uint32, no ofp.PortNo) error {
 			continue
 		}
 		s := p.Dev.Stats()
+		var dur time.Duration
+		b.portMu.Lock()
+		if rec := b.recs[p.No]; rec != nil && !rec.added.IsZero() {
+			dur = time.Since(rec.added)
+		}
+		b.portMu.Unlock()
 		stats = append(stats, ofp.PortStats{
+			DurationSec: uint32(dur / time.Second), DurationNSec: uint32(dur % time.Second),
 			PortNo:    ofp.PortNo(p.No),
 			RxPackets: s.RxPackets, TxPackets: s.TxPackets,
 			RxBytes: s.RxBytes, TxBytes: s.TxBytes,
