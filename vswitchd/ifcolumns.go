@@ -126,4 +126,3 @@ func upDown(up bool) string {
 	}
 	return "down"
 }
-

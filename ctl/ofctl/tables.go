@@ -313,7 +313,7 @@ func meterFeatures(ctx context.Context, s *session, _ []string) error {
 	}
 	f := body.(*ofpwire.MeterFeaturesReply)
 	v := MeterFeaturesJSON{MaxMeter: f.MaxMeter, MaxBands: f.MaxBands, MaxColor: f.MaxColor,
-		BandTypes: bitList(f.BandTypes, []string{"", "drop", "dscp_remark"}),
+		BandTypes:    bitList(f.BandTypes, []string{"", "drop", "dscp_remark"}),
 		Capabilities: bitList(f.Capabilities, []string{"kbps", "pktps", "burst", "stats"})}
 	if s.opts.JSON {
 		return writeJSON(s.out, v)
@@ -589,4 +589,3 @@ func diffFlows(ctx context.Context, s *session, args []string) error {
 
 // errFlowsDiffer is diff-flows' failure when the sources differ.
 var errFlowsDiffer = fmt.Errorf("flow tables differ")
-
