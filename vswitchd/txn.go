@@ -130,7 +130,17 @@ func (d *Daemon) cmdTransaction(_ context.Context, args []string) (mgmt.Result, 
 	if err != nil {
 		return mgmt.Result{}, err
 	}
-	for _, c := range cmds {
+	for i, c := range cmds {
+		// Options may come before the name, as ovs-vsctl writes them.
+		j := 0
+		for j < len(c) && isFlag(c[j]) {
+			j++
+		}
+		if j == len(c) {
+			return mgmt.Result{}, fmt.Errorf("transaction: command %d has options but no name", i+1)
+		}
+		c = append(append([]string{c[j]}, c[:j]...), c[j+1:]...)
+		cmds[i] = c
 		if err := mgmt.CheckOptions(c[0], flagsOf(c[1:])); err != nil {
 			return mgmt.Result{}, err
 		}

@@ -735,6 +735,11 @@ func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.A
 	case "goto_table", "meter", "write_actions", "clear_actions", "write_metadata":
 		return nil, fmt.Errorf("%s is an instruction and cannot appear inside write_actions", name)
 	}
+	if !hasArg && strings.EqualFold(tok, "TABLE") {
+		// Output to TABLE: a packet-out's packet goes through the flow
+		// tables (the switch refuses it in a flow).
+		return one(&ofpwire.ActionOutput{Port: ofp.PortTable})
+	}
 	if ports != nil && !hasArg {
 		// ovs-ofctl reads a bare port name as output to that port.
 		if no, ok := ports(tok); ok {

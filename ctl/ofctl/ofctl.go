@@ -320,6 +320,11 @@ func readFlowFile(name string, stdin io.Reader) ([]fileFlow, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
+		// The header ovs-ofctl -O OpenFlow13 dump-flows prints, so that
+		// its output reads back as it is.
+		if n == 1 && strings.HasPrefix(line, "OFPST_FLOW reply") {
+			continue
+		}
 		ff := fileFlow{line: n, text: line, cmd: flowsyntax.Add}
 		if word, rest, ok := strings.Cut(line, " "); ok {
 			if c, known := fileCommands[strings.ToLower(word)]; known {
