@@ -191,8 +191,10 @@ func (d *Daemon) runningBridge(name string) *bridge {
 func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 	var sb strings.Builder
 	type portView struct {
-		Name    string            `json:"name"`
-		OFPort  uint32            `json:"ofport"`
+		Name   string `json:"name"`
+		OFPort uint32 `json:"ofport"`
+		// Type is the configured type, "" for automatic (AF_XDP if
+		// it works, else AF_PACKET); Driver is the one in use.
 		Type    string            `json:"type"`
 		Driver  string            `json:"driver,omitempty"`
 		Running bool              `json:"running"`
@@ -240,13 +242,13 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 		ports := slices.Collect(maps.Values(cb.Ports))
 		slices.SortFunc(ports, func(a, b *config.Port) int { return int(a.OFPort) - int(b.OFPort) })
 		for _, p := range ports {
-			pv := portView{Name: p.Name, OFPort: p.OFPort, Type: typeName(p.Type), Options: p.Options}
+			pv := portView{Name: p.Name, OFPort: p.OFPort, Type: p.Type, Options: p.Options}
 			if rb != nil {
 				if rp := rb.portByName(p.Name); rp != nil {
 					pv.Running, pv.Driver, pv.LinkUp = true, rp.driver, rp.dev.LinkUp()
 				}
 			}
-			typ := pv.Type
+			typ := typeName(p.Type)
 			if p.Type == config.PortTypeAuto && pv.Driver != "" {
 				typ = pv.Driver + " (automatic)"
 			}

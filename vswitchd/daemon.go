@@ -190,6 +190,7 @@ func Start(opts Options) (*Daemon, error) {
 		ln := metricsLn
 		mux := http.NewServeMux()
 		col := metrics.NewCollector(d.metricsView)
+		col.SetVersion(opts.Version)
 		col.SetMgmt(func() metrics.Mgmt {
 			s := d.mgmt.Stats()
 			return metrics.Mgmt{Connections: s.Connections, Refused: s.Refused, IdleClosed: s.IdleClosed, TooLong: s.TooLong}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"vswitch/vswitchd/config"
@@ -65,7 +66,8 @@ func (d *Daemon) opGet(c *config.Config, args []string) (post, error) {
 		}
 		return nil, err
 	}
-	var vals []string
+	var sb strings.Builder
+	vals := []any{}
 	for _, spec := range pos[2:] {
 		v, err := d.getValue(table, rec, spec)
 		if err != nil {
@@ -74,9 +76,10 @@ func (d *Daemon) opGet(c *config.Config, args []string) (post, error) {
 			}
 			return nil, err
 		}
-		vals = append(vals, v)
+		sb.WriteString(v + "\n")
+		vals = append(vals, jsonValue(v))
 	}
-	return result(lines(vals)), nil
+	return result(mgmt.Result{Text: sb.String(), Data: vals}), nil
 }
 
 func opRemove(c *config.Config, args []string) (post, error) {
@@ -247,15 +250,15 @@ func listColumns(table string) []string {
 
 // recordView is one record as list and find print it: its columns and
 // their values in ovs-vsctl's notation.
-func (d *Daemon) recordView(table string, rec any) (string, map[string]string) {
+func (d *Daemon) recordView(table string, rec any) (string, map[string]any) {
 	var sb strings.Builder
-	vals := map[string]string{}
+	vals := map[string]any{}
 	for _, col := range listColumns(table) {
 		v, err := d.getValue(table, rec, col)
 		if err != nil {
 			continue
 		}
-		vals[col] = v
+		vals[col] = jsonValue(v)
 		fmt.Fprintf(&sb, "%-20s: %s\n", col, v)
 	}
 	return sb.String(), vals
@@ -275,7 +278,7 @@ func (d *Daemon) opList(c *config.Config, args []string) (post, error) {
 		names = tableRecords(c, table)
 	}
 	var texts []string
-	data := []map[string]string{}
+	data := []map[string]any{}
 	for _, n := range names {
 		rec, err := record(c, table, n)
 		if err != nil {
@@ -309,7 +312,7 @@ func (d *Daemon) opFind(c *config.Config, args []string) (post, error) {
 		conds = append(conds, cond{lhs, want})
 	}
 	var texts []string
-	data := []map[string]string{}
+	data := []map[string]any{}
 	for _, n := range tableRecords(c, table) {
 		rec, _ := record(c, table, n)
 		match := true
@@ -340,4 +343,63 @@ func sameValue(have, want string) bool {
 		return unquote(s)
 	}
 	return norm(have) == norm(want)
+}
+
+// jsonValue turns a value printed in ovs-vsctl's notation into JSON data:
+// [] and [a, b] arrays, {k=v} objects, numbers, and strings unquoted.
+func jsonValue(s string) any {
+	switch {
+	case strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]"):
+		out := []any{}
+		for _, e := range splitList(s) {
+			out = append(out, jsonScalar(e))
+		}
+		return out
+	case strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}"):
+		out := map[string]any{}
+		inner := strings.TrimSpace(s[1 : len(s)-1])
+		for inner != "" {
+			kv, rest := cutTopComma(inner)
+			k, v, _ := strings.Cut(kv, "=")
+			out[unquote(strings.TrimSpace(k))] = jsonScalar(strings.TrimSpace(v))
+			inner = strings.TrimSpace(rest)
+		}
+		return out
+	}
+	return jsonScalar(s)
+}
+
+// cutTopComma splits at the first comma outside double quotes.
+func cutTopComma(s string) (string, string) {
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\\' && quoted:
+			i++
+		case s[i] == '"':
+			quoted = !quoted
+		case s[i] == ',' && !quoted:
+			return s[:i], s[i+1:]
+		}
+	}
+	return s, ""
+}
+
+func jsonScalar(s string) any {
+	if strings.HasPrefix(s, "\"") {
+		return unquote(s)
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n
+	}
+	if n, err := strconv.ParseUint(s, 10, 64); err == nil {
+		return n
+	}
+	switch s {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return s
 }

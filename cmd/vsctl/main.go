@@ -139,7 +139,7 @@ func printResponse(g globals, resp *mgmt.Response, stdout io.Writer) {
 	if g.format == "json" {
 		data := resp.Data
 		if data == nil {
-			data = []byte("null")
+			data = []byte("{}") // a command that only changes things
 		}
 		stdout.Write(append(data, '\n'))
 		return

@@ -94,10 +94,10 @@ type BandJSON struct {
 	PrecLevel *uint8 `json:"prec_level,omitempty"`
 }
 
+// writeJSON prints v compact, on one line: the shape every vsctl command
+// prints with --format json (pipe it to jq for reading).
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return json.NewEncoder(w).Encode(v)
 }
 
 func seconds(sec, nsec uint32) float64 { return float64(sec) + float64(nsec)/1e9 }

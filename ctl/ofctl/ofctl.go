@@ -141,10 +141,17 @@ func Run(ctx context.Context, target, name string, args []string, out io.Writer,
 	if len(args) < c.MinArgs || c.MaxArgs >= 0 && len(args) > c.MaxArgs {
 		return fmt.Errorf("%s: usage: %s SWITCH %s", name, name, c.Args)
 	}
-	s := &session{target: target, out: out, opts: opts}
+	cw := &countingWriter{w: out}
+	s := &session{target: target, out: cw, opts: opts}
 	defer s.close()
 	if err := runners[name](ctx, s, args); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
+	}
+	if opts.JSON && cw.n == 0 {
+		// Commands that print nothing print an empty object, so that
+		// every command's JSON output is one document.
+		_, err := io.WriteString(out, "{}\n")
+		return err
 	}
 	return nil
 }
@@ -406,4 +413,16 @@ func packetOut(ctx context.Context, s *session, args []string) error {
 		return err
 	}
 	return s.transact(ctx, func(int) string { return "packet-out" }, po)
+}
+
+// countingWriter counts what a command printed.
+type countingWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += n
+	return n, err
 }
