@@ -29,12 +29,20 @@ type PortOptions struct {
 	// HWAddr is the address PORT_DESC reports and PORT_MOD must quote;
 	// nil means all zeros (the drivers do not expose one).
 	HWAddr net.HardwareAddr
+	// Curr, CurrSpeed and MaxSpeed (kb/s) are the link's features and
+	// speed as the kernel reports them (ethtool), for PORT_DESC; zero
+	// when unknown.
+	Curr                ofp.PortFeature
+	CurrSpeed, MaxSpeed uint32
 }
 
 // portRec is what the bridge knows of a port present in the datapath.
 type portRec struct {
 	name string
 	hw   [6]byte
+	// curr, currSpeed and maxSpeed are PortOptions' link description.
+	curr                ofp.PortFeature
+	currSpeed, maxSpeed uint32
 	// link is the link state last announced (PORT_STATUS) and the one
 	// fast-failover decisions were last invalidated for.
 	link bool
@@ -163,11 +171,14 @@ func (b *Bridge) describe(no uint32, rec *portRec, linkUp bool) ofpwire.Port {
 		state = ofp.PortStateLive
 	}
 	return ofpwire.Port{
-		PortNo: ofp.PortNo(no),
-		HWAddr: net.HardwareAddr(bytes.Clone(rec.hw[:])),
-		Name:   rec.name,
-		Config: cfg,
-		State:  state,
+		PortNo:    ofp.PortNo(no),
+		HWAddr:    net.HardwareAddr(bytes.Clone(rec.hw[:])),
+		Name:      rec.name,
+		Config:    cfg,
+		State:     state,
+		Curr:      rec.curr,
+		CurrSpeed: rec.currSpeed,
+		MaxSpeed:  rec.maxSpeed,
 	}
 }
 
@@ -194,7 +205,8 @@ func (b *Bridge) AddPortWith(no uint32, dev netdev.Netdev, opts PortOptions) err
 	if err != nil {
 		return err
 	}
-	rec := &portRec{name: opts.Name, link: dev.LinkUp(), added: time.Now()}
+	rec := &portRec{name: opts.Name, link: dev.LinkUp(), curr: opts.Curr, currSpeed: opts.CurrSpeed,
+		maxSpeed: opts.MaxSpeed, added: time.Now()}
 	if rec.name == "" {
 		rec.name = dev.Name()
 	}

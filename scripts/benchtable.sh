@@ -1,6 +1,8 @@
 #!/bin/sh
 # benchtable.sh FILE: turn `go test -bench` output into a markdown table of
 # the metrics the datapath benchmarks report.
+command -v awk >/dev/null 2>&1 || { echo "benchtable.sh needs awk (apt-get install mawk)" >&2; exit 1; }
+[ -r "${1:-}" ] || { echo "usage: benchtable.sh FILE (go test -bench output)" >&2; exit 2; }
 awk '
 /^Benchmark/ {
 	name = $1; sub(/-[0-9]+$/, "", name)

@@ -3,6 +3,7 @@ package vswitchd
 import (
 	"errors"
 	"fmt"
+	"github.com/netrack/openflow/ofp"
 	"hash/fnv"
 	"maps"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"vswitch/internal/ifinfo"
 
 	"vswitch/datapath"
 	"vswitch/netdev"
@@ -350,7 +352,7 @@ func (b *bridge) attach(p *port) error {
 		return fmt.Errorf("port %q: %w", p.cfg.Name, err)
 	}
 	b.of.SetNormalPort(normalPort(p.no, p.cfg))
-	if err := b.of.AddPort(p.no, p.dev); err != nil {
+	if err := b.of.AddPortWith(p.no, p.dev, kernelPortOptions(p.dev.Name())); err != nil {
 		return fmt.Errorf("port %q: %w", p.cfg.Name, err)
 	}
 	if us := flushInterval(p.cfg.OtherConfig, -1); us != -1 {
@@ -882,4 +884,56 @@ func (d *Daemon) logConn(bridge, msg string) {
 		return
 	}
 	d.log.Info(msg, "bridge", bridge)
+}
+
+// kernelPortOptions describes a port's kernel interface for PORT_DESC as
+// Open vSwitch does: its MAC address and ethtool speed (a veth is
+// 10GB-FD). Ports without one (vhost-user) get zeros.
+func kernelPortOptions(name string) ofproto.PortOptions {
+	in, ok := ifinfo.Get(name)
+	if !ok {
+		return ofproto.PortOptions{}
+	}
+	o := ofproto.PortOptions{}
+	if len(in.MAC) == 6 {
+		o.HWAddr = in.MAC
+	}
+	o.CurrSpeed = in.SpeedMbps * 1000
+	o.MaxSpeed = o.CurrSpeed
+	o.Curr = speedFeature(in.SpeedMbps, in.FullDuplex)
+	return o
+}
+
+// speedFeature is the OpenFlow feature bit of a link speed, with the
+// copper bit, as the kernel's ethtool settings map to it.
+func speedFeature(mbps uint32, full bool) ofp.PortFeature {
+	var f ofp.PortFeature
+	switch {
+	case mbps == 10 && full:
+		f = ofp.PortFeature10MbitFullDuplex
+	case mbps == 10:
+		f = ofp.PortFeature10MbitHalfDuplex
+	case mbps == 100 && full:
+		f = ofp.PortFeature100MbitFullDuplex
+	case mbps == 100:
+		f = ofp.PortFeature100MbitHalfDuplex
+	case mbps == 1000 && full:
+		f = ofp.PortFeature1GbitFullDuplex
+	case mbps == 1000:
+		f = ofp.PortFeature1GbitHalfDuplex
+	case mbps == 10000:
+		f = ofp.PortFeature10GbitFullDuplex
+	case mbps == 40000:
+		f = ofp.PortFeature40GbitFullDuplex
+	case mbps == 100000:
+		f = ofp.PortFeature100GbitFullDuplex
+	case mbps == 1000000:
+		f = ofp.PortFeature1TbitFullDuplex
+	case mbps > 0:
+		f = ofp.PortFeatureOther
+	}
+	if f != 0 {
+		f |= ofp.PortFeatureCopper
+	}
+	return f
 }

@@ -23,38 +23,28 @@ func noSuchBridge(name string) error { return fmt.Errorf("no such bridge %q", na
 // registerCommands binds every mgmt.Commands entry to its handler.
 func (d *Daemon) registerCommands() {
 	handlers := map[string]mgmt.HandlerFunc{
-		"show":              d.cmdShow,
-		"add-br":            d.cmdAddBr,
-		"del-br":            d.cmdDelBr,
-		"list-br":           d.cmdListBr,
-		"br-exists":         d.cmdBrExists,
-		"add-port":          d.cmdAddPort,
-		"del-port":          d.cmdDelPort,
-		"list-ports":        d.cmdListPorts,
-		"port-to-br":        d.cmdPortToBr,
-		"set":               d.cmdSet,
-		"get":               d.cmdGet,
-		"remove":            d.cmdRemove,
-		"set-controller":    d.cmdSetController,
-		"del-controller":    d.cmdDelController,
-		"get-controller":    d.cmdGetController,
-		"set-ssl":           d.cmdSetSSL,
-		"get-ssl":           d.cmdGetSSL,
-		"del-ssl":           d.cmdDelSSL,
-		"set-fail-mode":     d.cmdSetFailMode,
-		"get-fail-mode":     d.cmdGetFailMode,
-		"del-fail-mode":     d.cmdDelFailMode,
 		"pmd-stats-show":    d.cmdPMDStatsShow,
 		"pmd-stats-clear":   d.cmdPMDStatsClear,
 		"pmd-rxq-show":      d.cmdPMDRxqShow,
 		"pmd-rxq-rebalance": d.cmdPMDRxqRebalance,
+		"pmd-perf-show":     d.cmdPMDPerfShow,
 		"dpif-dump-flows":   d.cmdDpifDumpFlows,
 		"fdb-show":          d.cmdFDBShow,
+		"fdb-flush":         d.cmdFDBFlush,
 		"drop-stats":        d.cmdDropStats,
+		"coverage-show":     d.cmdCoverageShow,
+		"memory-show":       d.cmdMemoryShow,
 		"trace":             d.cmdTrace,
 		"log-level":         d.cmdLogLevel,
 		"version":           d.cmdVersion,
 	}
+	// The configuration commands run as transactions of one command.
+	for name := range d.dbOps() {
+		handlers[name] = func(_ context.Context, args []string) (mgmt.Result, error) {
+			return d.runTxn([][]string{append([]string{name}, args...)})
+		}
+	}
+	d.mgmt.Handle(mgmt.TransactionCommand, d.cmdTransaction)
 	for _, c := range mgmt.Commands {
 		fn := handlers[c.Name]
 		if fn == nil {
@@ -68,6 +58,9 @@ func (d *Daemon) registerCommands() {
 func checkArgs(c mgmt.Command, fn mgmt.HandlerFunc) mgmt.HandlerFunc {
 	return func(ctx context.Context, args []string) (mgmt.Result, error) {
 		if err := c.CheckArgs(args); err != nil {
+			return mgmt.Result{}, err
+		}
+		if err := mgmt.CheckOptions(c.Name, flagsOf(args)); err != nil {
 			return mgmt.Result{}, err
 		}
 		return fn(ctx, args)
@@ -107,213 +100,35 @@ func bridgeOf(c *config.Config, name string) (*config.Bridge, error) {
 	return b, nil
 }
 
-func (d *Daemon) cmdAddBr(_ context.Context, args []string) (mgmt.Result, error) {
-	flags, pos, err := splitFlags(args, "--may-exist")
-	if err != nil {
-		return mgmt.Result{}, err
-	}
-	name := pos[0]
-	err = d.change(func(c *config.Config) error {
-		if c.Bridges[name] != nil {
-			if flags["--may-exist"] {
-				return errNoChange
-			}
-			return fmt.Errorf("cannot create bridge %q: it already exists", name)
-		}
-		if owner := c.PortOwner(name); owner != nil {
-			return fmt.Errorf("cannot create bridge %q: bridge %q has a port of that name", name, owner.Name)
-		}
-		if c.Bridges == nil {
-			c.Bridges = map[string]*config.Bridge{}
-		}
-		b := &config.Bridge{Name: name, FailMode: config.FailModeStandalone}
-		c.Bridges[name] = b
-		for _, kv := range pos[1:] {
-			if err := setColumn(c, tableBridge, b, kv); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return mgmt.Result{}, ignoreNoChange(err)
-}
-
-func (d *Daemon) cmdDelBr(_ context.Context, args []string) (mgmt.Result, error) {
-	flags, pos, err := splitFlags(args, "--if-exists")
-	if err != nil {
-		return mgmt.Result{}, err
-	}
-	err = d.change(func(c *config.Config) error {
-		if c.Bridges[pos[0]] == nil {
-			if flags["--if-exists"] {
-				return errNoChange
-			}
-			return noSuchBridge(pos[0])
-		}
-		delete(c.Bridges, pos[0])
-		return nil
-	})
-	return mgmt.Result{}, ignoreNoChange(err)
-}
-
-func (d *Daemon) cmdListBr(context.Context, []string) (mgmt.Result, error) {
-	names := slices.Sorted(maps.Keys(d.store.Get().Bridges))
-	return lines(names), nil
-}
-
-func (d *Daemon) cmdBrExists(_ context.Context, args []string) (mgmt.Result, error) {
-	if _, err := bridgeOf(d.store.Get(), args[0]); err != nil {
-		return mgmt.Result{}, err
-	}
-	return mgmt.Result{Data: true}, nil
-}
-
-func (d *Daemon) cmdAddPort(_ context.Context, args []string) (mgmt.Result, error) {
-	flags, pos, err := splitFlags(args, "--may-exist")
-	if err != nil {
-		return mgmt.Result{}, err
-	}
-	if len(pos) < 2 {
-		return mgmt.Result{}, fmt.Errorf("add-port: want BRIDGE PORT")
-	}
-	bname, pname := pos[0], pos[1]
-	var ofport uint32
-	err = d.change(func(c *config.Config) error {
-		b, err := bridgeOf(c, bname)
-		if err != nil {
-			return err
-		}
-		if owner := c.PortOwner(pname); owner != nil {
-			if flags["--may-exist"] && owner.Name == bname {
-				return errNoChange
-			}
-			return fmt.Errorf("cannot create port %q: bridge %q already has a port of that name", pname, owner.Name)
-		}
-		if c.Bridges[pname] != nil {
-			return fmt.Errorf("cannot create port %q: a bridge has that name", pname)
-		}
-		if b.Ports == nil {
-			b.Ports = map[string]*config.Port{}
-		}
-		p := &config.Port{Name: pname}
-		b.Ports[pname] = p
-		for _, kv := range pos[2:] {
-			if err := setColumn(c, tableInterface, p, kv); err != nil {
-				return err
-			}
-		}
-		return checkPortOptions(p)
-	})
-	if err := ignoreNoChange(err); err != nil {
-		return mgmt.Result{}, err
-	}
-	if p := d.store.Get().Bridges[bname].Ports[pname]; p != nil {
-		ofport = p.OFPort
-	}
-	return mgmt.Result{Data: map[string]any{"ofport": ofport}}, nil
-}
-
-func (d *Daemon) cmdDelPort(_ context.Context, args []string) (mgmt.Result, error) {
-	flags, pos, err := splitFlags(args, "--if-exists")
-	if err != nil {
-		return mgmt.Result{}, err
-	}
-	pname := pos[len(pos)-1]
-	err = d.change(func(c *config.Config) error {
-		owner := c.PortOwner(pname)
-		if len(pos) == 2 {
-			b, err := bridgeOf(c, pos[0])
-			if err != nil {
-				return err
-			}
-			if owner != nil && owner != b {
-				return fmt.Errorf("port %q is on bridge %q, not %q", pname, owner.Name, b.Name)
-			}
-		}
-		if owner == nil {
-			if flags["--if-exists"] {
-				return errNoChange
-			}
-			return fmt.Errorf("no such port %q", pname)
-		}
-		delete(owner.Ports, pname)
-		return nil
-	})
-	return mgmt.Result{}, ignoreNoChange(err)
-}
-
-func (d *Daemon) cmdListPorts(_ context.Context, args []string) (mgmt.Result, error) {
-	b, err := bridgeOf(d.store.Get(), args[0])
-	if err != nil {
-		return mgmt.Result{}, err
-	}
-	return lines(slices.Sorted(maps.Keys(b.Ports))), nil
-}
-
-func (d *Daemon) cmdPortToBr(_ context.Context, args []string) (mgmt.Result, error) {
-	b := d.store.Get().PortOwner(args[0])
-	if b == nil {
-		return mgmt.Result{}, fmt.Errorf("no such port %q", args[0])
-	}
-	return mgmt.Result{Text: b.Name + "\n", Data: b.Name}, nil
-}
-
-func (d *Daemon) cmdSetController(_ context.Context, args []string) (mgmt.Result, error) {
-	targets := slices.Clone(args[1:])
-	return mgmt.Result{}, d.change(func(c *config.Config) error {
-		b, err := bridgeOf(c, args[0])
-		if err != nil {
-			return err
-		}
-		b.Controllers = targets
-		return nil
-	})
-}
-
-func (d *Daemon) cmdDelController(_ context.Context, args []string) (mgmt.Result, error) {
-	return mgmt.Result{}, d.change(func(c *config.Config) error {
-		b, err := bridgeOf(c, args[0])
-		if err != nil {
-			return err
-		}
-		b.Controllers = nil
-		return nil
-	})
-}
-
-// cmdSetSSL checks the three files (they exist, parse, the key matches
+// opSetSSL checks the three files (they exist, parse, the key matches
 // the certificate, the CA file holds a certificate) before anything is
 // stored: a bad file is refused with the reason and changes nothing.
-func (d *Daemon) cmdSetSSL(_ context.Context, args []string) (mgmt.Result, error) {
+func opSetSSL(c *config.Config, args []string) (post, error) {
 	ssl := config.SSL{PrivateKey: args[0], Certificate: args[1], CACert: args[2]}
 	for _, p := range args {
 		if !filepath.IsAbs(p) {
-			return mgmt.Result{}, fmt.Errorf("%q is not an absolute path (the daemon does not share your working directory)", p)
+			return nil, fmt.Errorf("%q is not an absolute path (the daemon does not share your working directory)", p)
 		}
 	}
 	if err := tlsFiles(&ssl).Check(); err != nil {
-		return mgmt.Result{}, errors.New(strings.TrimPrefix(err.Error(), "ofconn: "))
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "ofconn: "))
 	}
-	return mgmt.Result{}, d.change(func(c *config.Config) error {
-		c.SSL = &ssl
-		return nil
-	})
+	c.SSL = &ssl
+	return noResult, nil
 }
 
-func (d *Daemon) cmdGetSSL(context.Context, []string) (mgmt.Result, error) {
-	ssl := d.store.Get().SSL
-	if ssl == nil {
-		return mgmt.Result{Data: struct{}{}}, nil
+func opGetSSL(c *config.Config, _ []string) (post, error) {
+	if c.SSL == nil {
+		return result(mgmt.Result{Data: struct{}{}}), nil
 	}
+	ssl := *c.SSL
 	text := fmt.Sprintf("Private key: %s\nCertificate: %s\nCA Certificate: %s\n", ssl.PrivateKey, ssl.Certificate, ssl.CACert)
-	return mgmt.Result{Text: text, Data: ssl}, nil
+	return result(mgmt.Result{Text: text, Data: ssl}), nil
 }
 
-func (d *Daemon) cmdDelSSL(context.Context, []string) (mgmt.Result, error) {
-	return mgmt.Result{}, d.change(func(c *config.Config) error {
-		c.SSL = nil
-		return nil
-	})
+func opDelSSL(c *config.Config, _ []string) (post, error) {
+	c.SSL = nil
+	return noResult, nil
 }
 
 // tlsFiles turns the configuration's SSL record (nil: none) into what
@@ -339,9 +154,9 @@ type ControllerStatus struct {
 	TLSHandshakeFailures uint64 `json:"tls_handshake_failures,omitempty"`
 }
 
-func (d *Daemon) controllerStatus(bname string) []ControllerStatus {
+func (d *Daemon) controllerStatus(cfg *config.Config, bname string) []ControllerStatus {
 	b := d.runningBridge(bname)
-	c := d.store.Get().Bridges[bname]
+	c := cfg.Bridges[bname]
 	if c == nil {
 		return nil
 	}
@@ -387,51 +202,6 @@ func roleName(r uint32) string {
 	return "other"
 }
 
-func (d *Daemon) cmdGetController(_ context.Context, args []string) (mgmt.Result, error) {
-	if _, err := bridgeOf(d.store.Get(), args[0]); err != nil {
-		return mgmt.Result{}, err
-	}
-	st := d.controllerStatus(args[0])
-	var sb strings.Builder
-	for _, s := range st {
-		fmt.Fprintf(&sb, "%s (%s", s.Target, s.State)
-		if s.Connected {
-			fmt.Fprintf(&sb, ", role %s", s.Role)
-		} else if s.LastError != "" {
-			fmt.Fprintf(&sb, ", last error: %s", s.LastError)
-		}
-		sb.WriteString(")\n")
-	}
-	return mgmt.Result{Text: sb.String(), Data: st}, nil
-}
-
-func (d *Daemon) cmdSetFailMode(_ context.Context, args []string) (mgmt.Result, error) {
-	mode := args[1]
-	if mode != config.FailModeStandalone && mode != config.FailModeSecure {
-		return mgmt.Result{}, fmt.Errorf("fail mode %q is not standalone or secure", mode)
-	}
-	return mgmt.Result{}, d.change(func(c *config.Config) error {
-		b, err := bridgeOf(c, args[0])
-		if err != nil {
-			return err
-		}
-		b.FailMode = mode
-		return nil
-	})
-}
-
-func (d *Daemon) cmdDelFailMode(_ context.Context, args []string) (mgmt.Result, error) {
-	return d.cmdSetFailMode(context.Background(), []string{args[0], config.FailModeStandalone})
-}
-
-func (d *Daemon) cmdGetFailMode(_ context.Context, args []string) (mgmt.Result, error) {
-	b, err := bridgeOf(d.store.Get(), args[0])
-	if err != nil {
-		return mgmt.Result{}, err
-	}
-	return mgmt.Result{Text: b.FailMode + "\n", Data: b.FailMode}, nil
-}
-
 func (d *Daemon) cmdLogLevel(_ context.Context, args []string) (mgmt.Result, error) {
 	if d.opts.LogLevel == nil {
 		return mgmt.Result{}, fmt.Errorf("this daemon's log level is fixed")
@@ -474,12 +244,13 @@ func (d *Daemon) runningBridge(name string) *bridge {
 	return nil
 }
 
-func (d *Daemon) cmdShow(context.Context, []string) (mgmt.Result, error) {
-	c := d.store.Get()
+func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 	var sb strings.Builder
 	type portView struct {
-		Name    string            `json:"name"`
-		OFPort  uint32            `json:"ofport"`
+		Name   string `json:"name"`
+		OFPort uint32 `json:"ofport"`
+		// Type is the configured type, "" for automatic (AF_XDP if
+		// it works, else AF_PACKET); Driver is the one in use.
 		Type    string            `json:"type"`
 		Driver  string            `json:"driver,omitempty"`
 		Running bool              `json:"running"`
@@ -487,8 +258,12 @@ func (d *Daemon) cmdShow(context.Context, []string) (mgmt.Result, error) {
 		Options map[string]string `json:"options,omitempty"`
 	}
 	type bridgeView struct {
-		Name        string             `json:"name"`
-		DatapathID  string             `json:"datapath_id"`
+		Name       string `json:"name"`
+		DatapathID string `json:"datapath_id"`
+		// OpenFlow is the bridge's OpenFlow socket, absolute, for
+		// ovs-ofctl (which reads relative unix: paths under its own
+		// run directory).
+		OpenFlow    string             `json:"openflow"`
 		FailMode    string             `json:"fail_mode"`
 		Controllers []ControllerStatus `json:"controllers,omitempty"`
 		Ports       []portView         `json:"ports"`
@@ -503,7 +278,7 @@ func (d *Daemon) cmdShow(context.Context, []string) (mgmt.Result, error) {
 		rb := d.runningBridge(bname)
 		dpid, _ := datapathID(cb)
 		v := bridgeView{Name: bname, DatapathID: fmt.Sprintf("%016x", dpid), FailMode: cb.FailMode,
-			Controllers: d.controllerStatus(bname), Running: rb != nil}
+			Controllers: d.controllerStatus(c, bname), Running: rb != nil}
 		fmt.Fprintf(&sb, "    Bridge %s\n", bname)
 		if !v.Running {
 			sb.WriteString("        (not running: see the daemon's log)\n")
@@ -520,27 +295,25 @@ func (d *Daemon) cmdShow(context.Context, []string) (mgmt.Result, error) {
 				fmt.Fprintf(&sb, "            tls_handshake_failures: %d\n", cs.TLSHandshakeFailures)
 			}
 		}
-		fmt.Fprintf(&sb, "        fail_mode: %s\n        datapath_id: %s\n", cb.FailMode, v.DatapathID)
+		v.OpenFlow = "unix:" + filepath.Join(d.opts.StateDir, bname+BridgeSocketSuffix)
+		fmt.Fprintf(&sb, "        fail_mode: %s\n        datapath_id: %s\n        openflow: %s\n", cb.FailMode, v.DatapathID, v.OpenFlow)
 		if rb != nil {
 			if lp := rb.dp.Port(datapath.LocalPort); lp != nil {
 				up := lp.Dev.LinkUp()
 				v.LocalLinkUp = &up
-				fmt.Fprintf(&sb, "        Port %s\n            ofport: LOCAL\n            type: internal (the bridge's own interface)\n", bname)
-				if !up {
-					sb.WriteString("            link: down\n")
-				}
+				fmt.Fprintf(&sb, "        Port %s\n            ofport: LOCAL\n            type: internal (the bridge's own interface)\n            link_state: %s\n", bname, upDown(up))
 			}
 		}
 		ports := slices.Collect(maps.Values(cb.Ports))
 		slices.SortFunc(ports, func(a, b *config.Port) int { return int(a.OFPort) - int(b.OFPort) })
 		for _, p := range ports {
-			pv := portView{Name: p.Name, OFPort: p.OFPort, Type: typeName(p.Type), Options: p.Options}
+			pv := portView{Name: p.Name, OFPort: p.OFPort, Type: p.Type, Options: p.Options}
 			if rb != nil {
 				if rp := rb.portByName(p.Name); rp != nil {
 					pv.Running, pv.Driver, pv.LinkUp = true, rp.driver, rp.dev.LinkUp()
 				}
 			}
-			typ := pv.Type
+			typ := typeName(p.Type)
 			if p.Type == config.PortTypeAuto && pv.Driver != "" {
 				typ = pv.Driver + " (automatic)"
 			}
@@ -548,11 +321,10 @@ func (d *Daemon) cmdShow(context.Context, []string) (mgmt.Result, error) {
 			for _, k := range slices.Sorted(maps.Keys(p.Options)) {
 				fmt.Fprintf(&sb, "            options:%s=%s\n", k, p.Options[k])
 			}
-			switch {
-			case !pv.Running:
+			if pv.Running {
+				fmt.Fprintf(&sb, "            link_state: %s\n", upDown(pv.LinkUp))
+			} else {
 				sb.WriteString("            error: not running (see the daemon's log)\n")
-			case !pv.LinkUp:
-				sb.WriteString("            link: down\n")
 			}
 			v.Ports = append(v.Ports, pv)
 		}
@@ -562,7 +334,7 @@ func (d *Daemon) cmdShow(context.Context, []string) (mgmt.Result, error) {
 		fmt.Fprintf(&sb, "    other_config:%s=%s\n", k, c.OtherConfig[k])
 	}
 	fmt.Fprintf(&sb, "    vswitchd_version: %q\n", d.opts.Version)
-	return mgmt.Result{Text: sb.String(), Data: views}, nil
+	return result(mgmt.Result{Text: sb.String(), Data: views}), nil
 }
 
 // lines returns a result listing names one per line.

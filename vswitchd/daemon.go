@@ -119,7 +119,7 @@ type Daemon struct {
 // left out rather than keeping the others down.
 func Start(opts Options) (*Daemon, error) {
 	if opts.StateDir == "" {
-		return nil, errors.New("vswitchd: no state directory")
+		return nil, errors.New("no state directory")
 	}
 	dir, err := filepath.Abs(opts.StateDir)
 	if err != nil {
@@ -130,6 +130,22 @@ func Start(opts Options) (*Daemon, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// The metrics port is taken before the state directory is touched:
+	// a second daemon started on a busy port must fail without having
+	// created the directory or written its default bridge into it.
+	var metricsLn net.Listener
+	if opts.MetricsAddr != "" {
+		metricsLn, err = net.Listen("tcp", opts.MetricsAddr)
+		if err != nil {
+			return nil, fmt.Errorf("metrics: %w (another vswitchd? choose another --metrics-addr, or \"\" for none)", err)
+		}
+	}
+	served := false
+	defer func() {
+		if metricsLn != nil && !served {
+			metricsLn.Close()
+		}
+	}()
 	store, err := config.Open(dir)
 	if err != nil {
 		return nil, err
@@ -170,14 +186,11 @@ func Start(opts Options) (*Daemon, error) {
 		d.Close()
 		return nil, err
 	}
-	if opts.MetricsAddr != "" {
-		ln, err := net.Listen("tcp", opts.MetricsAddr)
-		if err != nil {
-			d.Close()
-			return nil, fmt.Errorf("vswitchd: metrics: %w", err)
-		}
+	if metricsLn != nil {
+		ln := metricsLn
 		mux := http.NewServeMux()
 		col := metrics.NewCollector(d.metricsView)
+		col.SetVersion(opts.Version)
 		col.SetMgmt(func() metrics.Mgmt {
 			s := d.mgmt.Stats()
 			return metrics.Mgmt{Connections: s.Connections, Refused: s.Refused, IdleClosed: s.IdleClosed, TooLong: s.TooLong}
@@ -188,13 +201,14 @@ func Start(opts Options) (*Daemon, error) {
 		// the daemon's log instead of bare stderr.
 		d.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		served = true
 		go d.http.Serve(ln)
 		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	}
 	// 0644 as pid files are; never through a symlink.
 	if err := statedir.WriteFile(filepath.Join(dir, pidFileName), fmt.Appendf(nil, "%d\n", os.Getpid()), 0o644); err != nil {
 		d.Close()
-		return nil, fmt.Errorf("vswitchd: pid file: %w", err)
+		return nil, fmt.Errorf("pid file: %w", err)
 	}
 	d.wg.Add(1)
 	go d.flowSaver()

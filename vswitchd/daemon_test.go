@@ -61,8 +61,14 @@ func TestDaemonConfigCommands(t *testing.T) {
 	if got := mustCall(t, d, "get", "Bridge", "br1", "datapath_id", "fail_mode", "other_config", "controller"); got != "00000000000000aa\nsecure\n{datapath-id=\"00000000000000aa\"}\n[\"tcp:198.18.0.99:6653\"]\n" {
 		t.Fatalf("get: %q", got)
 	}
-	if _, err := call(t, d, "remove", "Bridge", "br1", "other_config", "nope"); err == nil {
-		t.Fatal("removing a missing key succeeded")
+	// As with ovs-vsctl, removing what is not there succeeds and changes
+	// nothing; an unknown column is still an error.
+	mustCall(t, d, "remove", "Bridge", "br1", "other_config", "nope")
+	if got := mustCall(t, d, "get", "Bridge", "br1", "other_config"); got != "{datapath-id=\"00000000000000aa\"}\n" {
+		t.Fatalf("after removing a missing key: %q", got)
+	}
+	if _, err := call(t, d, "remove", "Bridge", "br1", "nope", "x"); err == nil {
+		t.Fatal("removing from an unknown column succeeded")
 	}
 	r, err := call(t, d, "get-controller", "br1")
 	if err != nil {

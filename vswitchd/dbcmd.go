@@ -1,7 +1,6 @@
 package vswitchd
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,7 +8,6 @@ import (
 	"strings"
 
 	"vswitch/vswitchd/config"
-	"vswitch/vswitchd/mgmt"
 )
 
 // The tables of ovs-vsctl's set/get/remove that the daemon models. Port and
@@ -262,92 +260,6 @@ func getColumn(table string, rec any, spec string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("column %s of %s cannot be read", col, table)
-}
-
-// changeRecord runs edit on the record TABLE RECORD (args[0], args[1])
-// inside one configuration change, then checks a port's options again.
-func (d *Daemon) changeRecord(args []string, edit func(c *config.Config, table string, rec any) error) error {
-	table, err := normTable(args[0])
-	if err != nil {
-		return err
-	}
-	return d.change(func(c *config.Config) error {
-		rec, err := record(c, table, args[1])
-		if err != nil {
-			return err
-		}
-		if err := edit(c, table, rec); err != nil {
-			return err
-		}
-		if p, ok := rec.(*config.Port); ok {
-			return checkPortOptions(p)
-		}
-		return nil
-	})
-}
-
-func (d *Daemon) cmdSet(_ context.Context, args []string) (mgmt.Result, error) {
-	return mgmt.Result{}, d.changeRecord(args, func(c *config.Config, table string, rec any) error {
-		for _, kv := range args[2:] {
-			if err := setColumn(c, table, rec, kv); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-func (d *Daemon) cmdGet(_ context.Context, args []string) (mgmt.Result, error) {
-	table, err := normTable(args[0])
-	if err != nil {
-		return mgmt.Result{}, err
-	}
-	c := d.store.Get()
-	rec, err := record(c, table, args[1])
-	if err != nil {
-		return mgmt.Result{}, err
-	}
-	var vals []string
-	for _, spec := range args[2:] {
-		v, err := getColumn(table, rec, spec)
-		if err != nil {
-			return mgmt.Result{}, err
-		}
-		vals = append(vals, v)
-	}
-	return lines(vals), nil
-}
-
-func (d *Daemon) cmdRemove(_ context.Context, args []string) (mgmt.Result, error) {
-	return mgmt.Result{}, d.changeRecord(args, func(c *config.Config, table string, rec any) error {
-		col, _, err := splitColumn(table, args[2])
-		if err != nil {
-			return err
-		}
-		if col == "controller" {
-			b := rec.(*config.Bridge)
-			for _, t := range args[3:] {
-				i := slices.Index(b.Controllers, unquote(t))
-				if i < 0 {
-					return fmt.Errorf("controller %q is not set", t)
-				}
-				b.Controllers = slices.Delete(b.Controllers, i, i+1)
-			}
-			return nil
-		}
-		m, err := mapColumn(table, rec, col, false)
-		if err != nil {
-			return err
-		}
-		for _, k := range args[3:] {
-			k, _, _ = strings.Cut(k, "=") // ovs-vsctl also accepts KEY=VALUE
-			if _, ok := (*m)[k]; !ok {
-				return fmt.Errorf("no key %q in %s", k, col)
-			}
-			delete(*m, k)
-		}
-		return nil
-	})
 }
 
 func formatMap(m map[string]string) string {

@@ -198,7 +198,7 @@ func TestDaemonInterfaceReturns(t *testing.T) {
 	mustCall(t, d, "add-port", "br0", port, "type=afpacket")
 	mustCall(t, d, "set-controller", "br0", ctl.target())
 	nstest.WaitFor(t, 10*time.Second, "the controller to connect", func() bool {
-		st := d.controllerStatus("br0")
+		st := d.controllerStatus(d.store.Get(), "br0")
 		return len(st) == 1 && st[0].Connected
 	})
 	b := d.runningBridge("br0")

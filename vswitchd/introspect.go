@@ -9,7 +9,9 @@ import (
 
 	"vswitch/ctl/flowsyntax"
 	"vswitch/datapath"
+	"vswitch/datapath/flow"
 	"vswitch/ofproto"
+	"vswitch/ofproto/xlate"
 	"vswitch/vswitchd/mgmt"
 )
 
@@ -223,7 +225,7 @@ func (d *Daemon) cmdPMDRxqRebalance(context.Context, []string) (mgmt.Result, err
 
 func (d *Daemon) cmdDpifDumpFlows(_ context.Context, args []string) (mgmt.Result, error) {
 	var sb strings.Builder
-	var data []string
+	data := []DpifFlowView{}
 	for _, b := range d.bridgeList() {
 		if len(args) == 1 && b.name != args[0] {
 			continue
@@ -235,7 +237,13 @@ func (d *Daemon) cmdDpifDumpFlows(_ context.Context, args []string) (mgmt.Result
 			}
 			sb.WriteString(line)
 			sb.WriteByte('\n')
-			data = append(data, line)
+			v := DpifFlowView{Bridge: b.name, PMD: f.PMD, Match: flow.FormatMatch(&f.Key, &f.Mask),
+				Packets: f.Packets, Bytes: f.Bytes, Actions: f.Actions.String()}
+			if f.LastUsed >= 0 {
+				u := f.LastUsed.Seconds()
+				v.UsedSeconds = &u
+			}
+			data = append(data, v)
 		}
 	}
 	if len(args) == 1 {
@@ -260,7 +268,7 @@ func (d *Daemon) cmdFDBShow(_ context.Context, args []string) (mgmt.Result, erro
 	}
 	var sb strings.Builder
 	sb.WriteString(" port  VLAN  MAC                Age\n")
-	var data []fdbEntry
+	data := []fdbEntry{}
 	for _, e := range b.of.FDB() {
 		fe := fdbEntry{Port: b.portName(e.Port), OFPort: e.Port, VLAN: e.VLAN, MAC: net.HardwareAddr(e.MAC[:]).String(), AgeSecs: int(e.Age.Seconds())}
 		fmt.Fprintf(&sb, "%5s  %4d  %s  %3d\n", flowsyntax.PortName(fe.OFPort), fe.VLAN, fe.MAC, fe.AgeSecs)
@@ -350,6 +358,61 @@ func (d *Daemon) cmdTrace(_ context.Context, args []string) (mgmt.Result, error)
 	if err != nil {
 		return mgmt.Result{}, err
 	}
-	text := tr.String()
-	return mgmt.Result{Text: text, Data: text}, nil
+	return mgmt.Result{Text: tr.String(), Data: traceView(tr)}, nil
+}
+
+// TraceView is trace's data: what the text shows, as fields.
+type TraceView struct {
+	Bridge          string          `json:"bridge"`
+	Flow            string          `json:"flow"`
+	Ingress         []string        `json:"ingress"`
+	Steps           []TraceStepView `json:"steps"`
+	FinalFlow       string          `json:"final_flow"`
+	Megaflow        string          `json:"megaflow"`
+	DatapathActions string          `json:"datapath_actions"`
+	Error           string          `json:"error,omitempty"`
+}
+
+// TraceStepView is one table of a trace.
+type TraceStepView struct {
+	Table    uint8    `json:"table"`
+	Matched  bool     `json:"matched"`
+	Priority uint16   `json:"priority"`
+	Cookie   string   `json:"cookie"`
+	Match    string   `json:"match"`
+	Actions  string   `json:"actions"`
+	Events   []string `json:"events"`
+}
+
+func traceView(tr *xlate.Trace) TraceView {
+	v := TraceView{Bridge: tr.Bridge, Flow: tr.Flow.String(), Ingress: []string{}, Steps: []TraceStepView{},
+		FinalFlow: tr.FinalFlow.String(), Megaflow: flow.FormatMatch(&tr.Flow, &tr.Mask),
+		DatapathActions: tr.Actions.String()}
+	if tr.Err != nil {
+		v.Error = tr.Err.Error()
+	}
+	for _, e := range tr.Ingress {
+		v.Ingress = append(v.Ingress, e.Text)
+	}
+	for _, st := range tr.Steps {
+		sv := TraceStepView{Table: st.Table, Matched: st.Matched, Priority: st.Priority,
+			Cookie: fmt.Sprintf("%#x", st.Cookie), Match: st.Match, Actions: st.Instructions, Events: []string{}}
+		for _, e := range st.Events {
+			sv.Events = append(sv.Events, e.Text)
+		}
+		v.Steps = append(v.Steps, sv)
+	}
+	return v
+}
+
+// DpifFlowView is one megaflow of dpif-dump-flows.
+type DpifFlowView struct {
+	Bridge  string `json:"bridge"`
+	PMD     int    `json:"pmd"`
+	Match   string `json:"match"`
+	Packets uint64 `json:"packets"`
+	Bytes   uint64 `json:"bytes"`
+	// UsedSeconds is how long ago a packet last matched; absent if none.
+	UsedSeconds *float64 `json:"used_seconds,omitempty"`
+	Actions     string   `json:"actions"`
 }

@@ -7,12 +7,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -33,67 +32,129 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// globals are the options before the command.
-type globals struct {
-	stateDir string
-	format   string
-	timeout  time.Duration
-}
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
 
 func run(argv []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("vsctl", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	g := globals{}
-	defDir := os.Getenv("VSWITCHD_STATE_DIR")
-	if defDir == "" {
-		defDir = "state"
+	g := globals{format: "text", timeout: 30 * time.Second, stateDir: os.Getenv("VSWITCHD_STATE_DIR")}
+	if g.stateDir == "" {
+		g.stateDir = "state"
 	}
-	fs.StringVar(&g.stateDir, "state-dir", defDir, "vswitchd's state directory (env VSWITCHD_STATE_DIR)")
-	fs.StringVar(&g.format, "format", "text", "output format: text or json")
-	fs.DurationVar(&g.timeout, "timeout", 30*time.Second, "give up after this long")
-	fs.Usage = func() { usage(stderr, fs) }
-	if err := fs.Parse(argv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
+	segs, err := parseLine(argv, &g, isKnownCommand)
+	if err != nil {
+		fmt.Fprintf(stderr, "vsctl: %v\n", err)
 		return exitUsage
 	}
-	if g.format != "text" && g.format != "json" {
-		fmt.Fprintf(stderr, "vsctl: --format %q is not text or json\n", g.format)
-		return exitUsage
-	}
-	args := fs.Args()
-	if len(args) == 0 {
-		usage(stderr, fs)
-		return exitUsage
-	}
-	name, args := args[0], args[1:]
-	if name == "help" {
-		usage(stdout, fs)
+	if g.version {
+		fmt.Fprintf(stdout, "vsctl (vswitch) %s\n", buildVersion())
 		return 0
 	}
-	if wantsHelp(args) {
-		return commandHelp(name, stdout, stderr)
+	if g.help || len(segs) == 1 && segs[0].name == "help" {
+		usage(stdout)
+		return 0
+	}
+	if len(segs) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	for _, s := range segs {
+		if slices.Contains(s.opts, "--help") || slices.Contains(s.args, "-h") {
+			return commandHelp(s.name, stdout, stderr)
+		}
+		if !isKnownCommand(s.name) {
+			fmt.Fprintf(stderr, "vsctl: unknown command %q (vsctl help lists them)\n", s.name)
+			return exitUsage
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
 	defer cancel()
-	if c, ok := mgmt.Lookup(name); ok {
-		return runMgmt(ctx, g, c, args, stdout, stderr)
+	if len(segs) > 1 {
+		return runChain(ctx, g, segs, stdout, stderr)
 	}
-	if c, ok := lookupOF(name); ok {
-		return runOF(ctx, g, c, args, stdout, stderr)
+	s := segs[0]
+	if c, ok := mgmt.Lookup(s.name); ok {
+		if err := mgmt.CheckOptions(c.Name, s.opts); err != nil {
+			fmt.Fprintf(stderr, "vsctl: %v\n", err)
+			return exitUsage
+		}
+		return runMgmt(ctx, g, c, append(slices.Clone(s.opts), s.args...), stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "vsctl: unknown command %q (vsctl help lists them)\n", name)
-	return exitUsage
+	c, _ := lookupOF(s.name)
+	return runOF(ctx, g, c, s.opts, s.args, stdout, stderr)
 }
 
-func wantsHelp(args []string) bool {
-	for _, a := range args {
-		if a == "--help" || a == "-h" {
-			return true
+// buildVersion is the -ldflags version, else the module's from the build
+// information (a VCS revision when built from a checkout).
+func buildVersion() string {
+	if version != "dev" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				return "dev-" + s.Value[:12]
+			}
 		}
 	}
-	return false
+	return version
+}
+
+// runChain sends commands chained with "--" as one transaction: every
+// change is applied, or none.
+func runChain(ctx context.Context, g globals, segs []segment, stdout, stderr io.Writer) int {
+	var cmds [][]string
+	for _, s := range segs {
+		c, ok := mgmt.Lookup(s.name)
+		if !ok || !mgmt.Chainable(c.Name) {
+			fmt.Fprintf(stderr, "vsctl: %s cannot be chained with \"--\": only configuration commands make one transaction (run it on its own)\n", s.name)
+			return exitUsage
+		}
+		args := append(slices.Clone(s.opts), s.args...)
+		if err := c.CheckArgs(args); err != nil {
+			fmt.Fprintf(stderr, "vsctl: %v\n", err)
+			return exitUsage
+		}
+		if err := mgmt.CheckOptions(c.Name, s.opts); err != nil {
+			fmt.Fprintf(stderr, "vsctl: %v\n", err)
+			return exitUsage
+		}
+		cmds = append(cmds, append([]string{c.Name}, args...))
+	}
+	cl, err := mgmt.Dial(ctx, filepath.Join(g.stateDir, vswitchd.SocketName))
+	if err != nil {
+		fmt.Fprintf(stderr, "vsctl: %v\n", err)
+		return exitFail
+	}
+	defer cl.Close()
+	resp, err := cl.Call(ctx, mgmt.TransactionCommand, mgmt.EncodeChain(cmds)...)
+	if err != nil {
+		fmt.Fprintf(stderr, "vsctl: %v\n", err)
+		return exitFail
+	}
+	printResponse(g, resp, stdout)
+	return 0
+}
+
+func printResponse(g globals, resp *mgmt.Response, stdout io.Writer) {
+	if g.format == "json" {
+		data := resp.Data
+		if data == nil {
+			data = []byte("{}") // a command that only changes things
+		}
+		stdout.Write(append(data, '\n'))
+		return
+	}
+	io.WriteString(stdout, resp.Text)
+}
+
+// prefixed puts "name: " before msg unless it already starts so: errors
+// carry one prefix each.
+func prefixed(name string, err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, name+": ") {
+		return msg
+	}
+	return name + ": " + msg
 }
 
 func lookupOF(name string) (ofctl.Command, bool) {
@@ -105,10 +166,21 @@ func lookupOF(name string) (ofctl.Command, bool) {
 	return ofctl.Command{}, false
 }
 
-func usage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "usage: vsctl [--state-dir DIR] [--format text|json] COMMAND [ARGS...]\n       vsctl COMMAND --help\n\nglobal options:\n")
-	fs.SetOutput(w)
-	fs.PrintDefaults()
+func usage(w io.Writer) {
+	fmt.Fprintf(w, `usage: vsctl [OPTIONS] COMMAND [ARGS...] [-- [OPTIONS] COMMAND [ARGS...]]...
+       vsctl COMMAND --help
+
+Commands chained with "--" (configuration commands only) are one
+transaction: all of them take effect, or none.
+
+global options (anywhere on the line):
+  --state-dir DIR        vswitchd's state directory (default $VSWITCHD_STATE_DIR, else ./state)
+  --db unix:DIR/vswitchd.sock   the same, as ovs-vsctl's --db
+  --format text|json     output format (json: compact, one document)
+  --timeout N            give up after N seconds (or a duration such as 500ms; default 30)
+  -O OpenFlow13          accepted for ovs-ofctl habits (the only version spoken)
+  --version              print vsctl's version
+`)
 	fmt.Fprintf(w, "\nconfiguration and datapath (through vswitchd's management socket):\n")
 	for _, c := range mgmt.Commands {
 		fmt.Fprintf(w, "  %-18s %s\n", c.Name, c.Args)
@@ -154,21 +226,13 @@ func runMgmt(ctx context.Context, g globals, c mgmt.Command, args []string, stdo
 	defer cl.Close()
 	resp, err := cl.Call(ctx, c.Name, args...)
 	if err != nil {
-		fmt.Fprintf(stderr, "vsctl: %s: %v\n", c.Name, err)
+		fmt.Fprintf(stderr, "vsctl: %s\n", prefixed(c.Name, err))
 		if c.Name == "br-exists" && resp != nil {
 			return exitUsage
 		}
 		return exitFail
 	}
-	if g.format == "json" {
-		data := resp.Data
-		if data == nil {
-			data = []byte("null")
-		}
-		stdout.Write(append(data, '\n'))
-	} else {
-		io.WriteString(stdout, resp.Text)
-	}
+	printResponse(g, resp, stdout)
 	return 0
 }
 
@@ -184,19 +248,34 @@ func ofTarget(g globals, bridgeOrTarget string) (string, error) {
 	return "unix:" + path, nil
 }
 
-func runOF(ctx context.Context, g globals, c ofctl.Command, args []string, stdout, stderr io.Writer) int {
+func runOF(ctx context.Context, g globals, c ofctl.Command, flags, pos []string, stdout, stderr io.Writer) int {
 	opts := ofctl.Options{JSON: g.format == "json"}
-	var pos []string
-	for _, a := range args {
-		switch a {
+	for _, a := range flags {
+		name, val, _ := strings.Cut(a, "=")
+		switch name {
 		case "--strict":
 			opts.Strict = true
-		default:
-			if strings.HasPrefix(a, "--") {
-				fmt.Fprintf(stderr, "vsctl: %s: unknown option %q\n", c.Name, a)
-				return exitUsage
+		case "--no-stats":
+			opts.NoStats = true
+		case "--names":
+			opts.Names = true
+		case "--no-names":
+			opts.Names = false
+		case "--sort":
+			opts.Sort = val
+			if val == "" {
+				opts.Sort = "priority"
 			}
-			pos = append(pos, a)
+		case "--rsort":
+			opts.RSort = val
+			if val == "" {
+				opts.RSort = "priority"
+			}
+		case "--readd":
+			opts.Readd = true
+		default:
+			fmt.Fprintf(stderr, "vsctl: %s: unknown option %q (known: --strict, --no-stats, --names, --no-names, --sort[=FIELD], --rsort[=FIELD], --readd)\n", c.Name, a)
+			return exitUsage
 		}
 	}
 	if len(pos) == 0 {
@@ -208,13 +287,33 @@ func runOF(ctx context.Context, g globals, c ofctl.Command, args []string, stdou
 		return exitUsage
 	}
 	target, err := ofTarget(g, pos[0])
+	if c.Name == "diff-flows" {
+		// Either source may be a file of flows, as with ovs-ofctl.
+		if isRegularFile(pos[0]) {
+			target, err = "file:"+pos[0], nil
+		}
+		if err == nil {
+			if isRegularFile(pos[1]) {
+				pos[1] = "file:" + pos[1]
+			} else if pos[1], err = ofTarget(g, pos[1]); err != nil {
+				fmt.Fprintf(stderr, "vsctl: %s: %v\n", c.Name, err)
+				return exitFail
+			}
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "vsctl: %s: %v\n", c.Name, err)
 		return exitFail
 	}
 	if err := ofctl.Run(ctx, target, c.Name, pos[1:], stdout, opts); err != nil {
-		fmt.Fprintf(stderr, "vsctl: %v\n", err) // Run's errors start with the command's name
+		// ofctl's errors start with the command's name already.
+		fmt.Fprintf(stderr, "vsctl: %s\n", prefixed(c.Name, err))
 		return exitFail
 	}
 	return 0
+}
+
+func isRegularFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
 }

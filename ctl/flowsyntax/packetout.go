@@ -17,9 +17,27 @@ import (
 func ParsePacketOut(s string, opts ParseFlowOptions) (*ofpwire.PacketOut, error) {
 	po, err := parsePacketOut(s, opts.PortByName)
 	if err != nil {
-		return nil, fmt.Errorf("bad packet-out %q: %w", truncate(s, 120), err)
+		return nil, fmt.Errorf("bad packet-out %q: %w", abbreviatePacket(s), err)
 	}
 	return po, nil
+}
+
+// abbreviatePacket shortens the packet's hex in an error message, and only
+// that: the in_port and actions, where the mistake usually is, stay whole.
+func abbreviatePacket(s string) string {
+	i := strings.Index(s, "packet=")
+	if i < 0 {
+		return s
+	}
+	j := i + len("packet=")
+	k := j
+	for k < len(s) && strings.IndexByte("0123456789abcdefABCDEF", s[k]) >= 0 {
+		k++
+	}
+	if k-j <= 32 {
+		return s
+	}
+	return s[:j] + s[j:j+24] + fmt.Sprintf("...(%d bytes)", (k-j)/2) + s[k:]
 }
 
 // truncate keeps error messages about long packets readable.

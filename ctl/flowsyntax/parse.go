@@ -176,7 +176,9 @@ func parseFlow(s string, cmd Command, dumped bool, ports portResolver) (*ofpwire
 	seen := map[string]bool{}
 	for _, tok := range toks {
 		key, val, hasVal := strings.Cut(tok, "=")
-		if dumped && statsKeys[key] {
+		// As ovs-ofctl does, so that a dump-flows line can be fed back
+		// to add-flow as it is.
+		if statsKeys[key] {
 			continue
 		}
 		handled := true
@@ -269,7 +271,7 @@ func setFlowField(fm *ofpwire.FlowMod, cmd Command, key, val string, ports portR
 			if cmd == Add {
 				return fmt.Errorf("cookie mask is not allowed when adding flows")
 			}
-			if fm.CookieMask, err = strconv.ParseUint(ms, 0, 64); err != nil {
+			if fm.CookieMask, err = parseMask64(ms); err != nil {
 				return fmt.Errorf("cookie: bad mask %q", ms)
 			}
 		} else if cmd.isDelete() {
@@ -317,7 +319,7 @@ var portNames = []struct {
 }{
 	{"IN_PORT", ofp.PortIn}, {"NORMAL", ofp.PortNormal}, {"FLOOD", ofp.PortFlood},
 	{"ALL", ofp.PortAll}, {"CONTROLLER", ofp.PortController}, {"LOCAL", ofp.PortLocal},
-	{"ANY", ofp.PortAny},
+	{"ANY", ofp.PortAny}, {"TABLE", ofp.PortTable},
 }
 
 // parsePort reads a port number, a reserved port's name or, through
@@ -733,6 +735,11 @@ func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.A
 	case "goto_table", "meter", "write_actions", "clear_actions", "write_metadata":
 		return nil, fmt.Errorf("%s is an instruction and cannot appear inside write_actions", name)
 	}
+	if !hasArg && strings.EqualFold(tok, "TABLE") {
+		// Output to TABLE: a packet-out's packet goes through the flow
+		// tables (the switch refuses it in a flow).
+		return one(&ofpwire.ActionOutput{Port: ofp.PortTable})
+	}
 	if ports != nil && !hasArg {
 		// ovs-ofctl reads a bare port name as output to that port.
 		if no, ok := ports(tok); ok {
@@ -867,4 +874,15 @@ func kindOf(f ofp.XMType) valueKind {
 		return kindIPv6
 	}
 	return kindNum
+}
+
+// parseMask64 reads a 64-bit mask; a negative number is its two's
+// complement, as ovs-ofctl's strtoull reads it ("cookie=0x42/-1" is the
+// exact cookie).
+func parseMask64(s string) (uint64, error) {
+	if strings.HasPrefix(s, "-") {
+		v, err := strconv.ParseInt(s, 0, 64)
+		return uint64(v), err
+	}
+	return strconv.ParseUint(s, 0, 64)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -93,10 +94,10 @@ type BandJSON struct {
 	PrecLevel *uint8 `json:"prec_level,omitempty"`
 }
 
+// writeJSON prints v compact, on one line: the shape every vsctl command
+// prints with --format json (pipe it to jq for reading).
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return json.NewEncoder(w).Encode(v)
 }
 
 func seconds(sec, nsec uint32) float64 { return float64(sec) + float64(nsec)/1e9 }
@@ -145,9 +146,25 @@ func dumpFlows(ctx context.Context, s *session, args []string) error {
 		}
 		return writeJSON(s.out, out)
 	}
+	name := func(string) string { return "" }
+	if s.opts.Names {
+		ports, err := s.portDesc(ctx)
+		if err != nil {
+			return err
+		}
+		byNo := map[string]string{}
+		for _, p := range ports {
+			byNo[fmt.Sprint(uint32(p.PortNo))] = p.Name
+		}
+		name = func(no string) string { return byNo[no] }
+	}
 	var b strings.Builder
 	for i := range flows {
-		b.WriteString(flowsyntax.FormatFlowWith(&flows[i], flowsyntax.FormatOptions{NoStats: s.opts.NoStats}))
+		line := flowsyntax.FormatFlowWith(&flows[i], flowsyntax.FormatOptions{NoStats: s.opts.NoStats})
+		if s.opts.Names {
+			line = withPortNames(line, name)
+		}
+		b.WriteString(line)
 		b.WriteString("\n")
 	}
 	_, err = io.WriteString(s.out, b.String())
@@ -388,4 +405,20 @@ func dumpMeters(ctx context.Context, s *session, args []string) error {
 	}
 	_, err = io.WriteString(s.out, FormatMeterConfig(xid, meters))
 	return err
+}
+
+// portRefRE finds the port numbers of a printed flow: in_port=N and
+// output:N (the forms ovs-ofctl --names rewrites).
+var portRefRE = regexp.MustCompile(`(in_port=|output:)([0-9]+)\b`)
+
+// withPortNames rewrites the port numbers of a printed flow as names,
+// quoting none (port names here never need it).
+func withPortNames(line string, name func(no string) string) string {
+	return portRefRE.ReplaceAllStringFunc(line, func(m string) string {
+		sub := portRefRE.FindStringSubmatch(m)
+		if n := name(sub[2]); n != "" {
+			return sub[1] + n
+		}
+		return m
+	})
 }

@@ -50,6 +50,12 @@ type Options struct {
 	// ovs-ofctl --sort/--rsort; flows without the field come last.
 	// Without either, flows are printed in the order the switch sent them.
 	Sort, RSort string
+	// Names prints port names instead of numbers in dump-flows, like
+	// ovs-ofctl --names.
+	Names bool
+	// Readd makes replace-flows add every flow of the file again, even
+	// those the switch already has unchanged (their counters restart).
+	Readd bool
 	// Stdin is what add-flows reads for "-"; nil means os.Stdin.
 	Stdin io.Reader
 }
@@ -71,7 +77,17 @@ var Commands = []Command{
 	{"mod-meter", "METER", "modify a meter", 1, 1},
 	{"del-meters", "[METER]", "delete a meter (meter=N), or all", 0, 1},
 	{"dump-meters", "[METER]", "print meter configurations", 0, 1},
-	{"packet-out", "in_port=N packet=HEX actions=ACTIONS", "send a packet through actions", 1, -1},
+	{"packet-out", "in_port=N packet=HEX actions=ACTIONS", "send a packet through actions (actions=TABLE: through the flow tables)", 1, -1},
+	{"dump-tables", "", "print each flow table's active flows, lookups and matches", 0, 0},
+	{"dump-aggregate", "[FLOW]", "print the packets, bytes and number of the matching flows", 0, 1},
+	{"dump-table-features", "", "print what each table can match and do", 0, 0},
+	{"dump-group-stats", "[GROUP]", "print group counters (and each bucket's)", 0, 1},
+	{"meter-stats", "[METER]", "print meter counters (and each band's)", 0, 1},
+	{"meter-features", "", "print what meters the switch supports", 0, 0},
+	{"queue-stats", "[PORT [QUEUE]]", "print queue counters (this switch has no queues: always none)", 0, 2},
+	{"mod-port", "PORT up|down|receive|no-receive|forward|no-forward|flood|no-flood|packet-in|no-packet-in", "change a port's OpenFlow configuration", 2, 2},
+	{"replace-flows", "FILE", "make the flows those of FILE, changing only the differences, in one transaction (--readd: re-add unchanged ones too)", 1, 1},
+	{"diff-flows", "SOURCE2", "print the flows that differ between BRIDGE (or a file) and SOURCE2 (a bridge, target or file); exit 1 if they differ", 1, 1},
 }
 
 // runners are the implementations, by command name.
@@ -92,6 +108,17 @@ var runners = map[string]func(ctx context.Context, s *session, args []string) er
 	"del-meters":      meterCmd(ofp.MeterDelete),
 	"dump-meters":     dumpMeters,
 	"packet-out":      packetOut,
+
+	"dump-tables":         dumpTables,
+	"dump-aggregate":      dumpAggregate,
+	"dump-table-features": dumpTableFeatures,
+	"dump-group-stats":    dumpGroupStats,
+	"meter-stats":         meterStats,
+	"meter-features":      meterFeatures,
+	"queue-stats":         queueStats,
+	"mod-port":            modPort,
+	"replace-flows":       replaceFlows,
+	"diff-flows":          diffFlows,
 }
 
 // Lookup returns the command called name.
@@ -114,10 +141,17 @@ func Run(ctx context.Context, target, name string, args []string, out io.Writer,
 	if len(args) < c.MinArgs || c.MaxArgs >= 0 && len(args) > c.MaxArgs {
 		return fmt.Errorf("%s: usage: %s SWITCH %s", name, name, c.Args)
 	}
-	s := &session{target: target, out: out, opts: opts}
+	cw := &countingWriter{w: out}
+	s := &session{target: target, out: cw, opts: opts}
 	defer s.close()
 	if err := runners[name](ctx, s, args); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
+	}
+	if opts.JSON && cw.n == 0 {
+		// Commands that print nothing print an empty object, so that
+		// every command's JSON output is one document.
+		_, err := io.WriteString(out, "{}\n")
+		return err
 	}
 	return nil
 }
@@ -293,6 +327,11 @@ func readFlowFile(name string, stdin io.Reader) ([]fileFlow, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
+		// The header ovs-ofctl -O OpenFlow13 dump-flows prints, so that
+		// its output reads back as it is.
+		if n == 1 && strings.HasPrefix(line, "OFPST_FLOW reply") {
+			continue
+		}
 		ff := fileFlow{line: n, text: line, cmd: flowsyntax.Add}
 		if word, rest, ok := strings.Cut(line, " "); ok {
 			if c, known := fileCommands[strings.ToLower(word)]; known {
@@ -374,4 +413,16 @@ func packetOut(ctx context.Context, s *session, args []string) error {
 		return err
 	}
 	return s.transact(ctx, func(int) string { return "packet-out" }, po)
+}
+
+// countingWriter counts what a command printed.
+type countingWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += n
+	return n, err
 }

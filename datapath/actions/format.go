@@ -7,12 +7,19 @@ import (
 	"strings"
 )
 
+// localPort is the bridge's own interface (datapath.LocalPort, OpenFlow's
+// LOCAL), printed by name as in_port is.
+const localPort = 0xfffffffe
+
 // String renders the action in the style of Open vSwitch datapath actions
 // (as ovs-dpctl dump-flows prints them), so that people can read our flow
 // dumps with their OVS habits. It allocates: it is for dumps and logs only.
 func (a Action) String() string {
 	switch a.Kind {
 	case Output:
+		if a.Port == localPort {
+			return "output:LOCAL"
+		}
 		return fmt.Sprintf("output:%d", a.Port)
 	case Controller:
 		if a.Port != 0 {

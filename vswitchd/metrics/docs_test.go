@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"vswitch/datapath"
 )
 
 // exported scrapes a bridge that has every kind of metric (traffic, rules,
@@ -234,5 +236,58 @@ func TestDocsListEveryMetric(t *testing.T) {
 	}
 	if len(doc) < 30 {
 		t.Errorf("only %d metrics found in docs/metrics.md: row format changed?", len(doc))
+	}
+}
+
+// causeRow matches the cause label's row of docs/metrics.md.
+var causeRow = regexp.MustCompile("^\\| `cause` \\| [^(]*")
+
+// TestDocsListEveryDropCause keeps the cause label's values in
+// docs/metrics.md equal, both ways, to the causes a real scrape exports
+// (and the datapath defines), and the build and start-time series there.
+func TestDocsListEveryDropCause(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if m := causeRow.FindString(line); m != "" {
+			for _, w := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(strings.TrimPrefix(m, "| `cause` |"), -1) {
+				doc = append(doc, w[1])
+			}
+		}
+	}
+	sort.Strings(doc)
+	var defined []string
+	for _, c := range datapath.DropCauses() {
+		defined = append(defined, c.String())
+	}
+	sort.Strings(defined)
+	fams := exported(t)
+	seen := map[string]bool{}
+	for _, m := range fams["vswitch_datapath_drops_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "cause" {
+				seen[l.GetValue()] = true
+			}
+		}
+	}
+	var scraped []string
+	for c := range seen {
+		scraped = append(scraped, c)
+	}
+	sort.Strings(scraped)
+	if strings.Join(doc, ",") != strings.Join(scraped, ",") || strings.Join(scraped, ",") != strings.Join(defined, ",") {
+		t.Errorf("drop causes: docs/metrics.md %v, scrape %v, datapath %v", doc, scraped, defined)
+	}
+	for _, name := range []string{"vswitch_build_info", "process_start_time_seconds"} {
+		if fams[name] == nil {
+			t.Errorf("%s is not exported", name)
+		}
+	}
+	bi := fams["vswitch_build_info"]
+	if bi != nil && bi.GetMetric()[0].GetGauge().GetValue() != 1 {
+		t.Errorf("vswitch_build_info = %v, want 1", bi.GetMetric()[0].GetGauge().GetValue())
 	}
 }

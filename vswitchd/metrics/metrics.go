@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -47,6 +49,11 @@ type Mgmt struct {
 type Collector struct {
 	bridges func() []Bridge
 	mgmt    func() Mgmt
+
+	// buildInfo is the constant 1 labelled with what is running, so a
+	// dashboard can show versions and join on them.
+	buildInfo                       *prometheus.Desc
+	version, goVersion, vcsRevision string
 
 	mgmtConns, mgmtRefused, mgmtIdleClosed, mgmtTooLong *prometheus.Desc
 	ofRefused, ofSlowReaders, ofQueued                  *prometheus.Desc
@@ -92,8 +99,20 @@ func NewCollector(bridges func() []Bridge) *Collector {
 	d := func(name, help string, labels []string) *prometheus.Desc {
 		return prometheus.NewDesc("vswitch_"+name, help, labels, nil)
 	}
+	rev := "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, st := range bi.Settings {
+			if st.Key == "vcs.revision" {
+				rev = st.Value
+			}
+		}
+	}
 	return &Collector{
 		bridges: bridges,
+
+		buildInfo: d("build_info", "Always 1; the labels say which vswitchd runs: its version, the Go version it was built with and the VCS revision.",
+			[]string{"version", "goversion", "revision"}),
+		version: "dev", goVersion: runtime.Version(), vcsRevision: rev,
 
 		portRxPackets: d("port_rx_packets_total", "Packets received on the port, as counted by its driver.", port),
 		portRxBytes:   d("port_rx_bytes_total", "Bytes received on the port, as counted by its driver.", port),
@@ -162,6 +181,7 @@ func NewCollector(bridges func() []Bridge) *Collector {
 
 func (c *Collector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{
+		c.buildInfo,
 		c.portRxPackets, c.portRxBytes, c.portRxDrops, c.portRxErrors,
 		c.portTxPackets, c.portTxBytes, c.portTxDrops, c.portTxErrors, c.portLinkUp,
 		c.txPackets, c.txBatches, c.txKicks, c.txDrops, c.txBatchSize,
@@ -183,6 +203,14 @@ func (c *Collector) descs() []*prometheus.Desc {
 // read from fn at every scrape. Call it before registering.
 func (c *Collector) SetMgmt(fn func() Mgmt) { c.mgmt = fn }
 
+// SetVersion sets the version vswitch_build_info reports ("dev" unless
+// set).
+func (c *Collector) SetVersion(v string) {
+	if v != "" {
+		c.version = v
+	}
+}
+
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.descs() {
@@ -192,6 +220,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(c.buildInfo, prometheus.GaugeValue, 1, c.version, c.goVersion, c.vcsRevision)
 	for _, b := range c.bridges() {
 		c.collectBridge(ch, b)
 	}

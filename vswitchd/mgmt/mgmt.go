@@ -301,6 +301,11 @@ func (s *Server) dispatch(ctx context.Context, req Request) (resp Response) {
 		if err != nil {
 			return Response{Error: "encoding result: " + err.Error()}
 		}
+		if string(b) == "null" {
+			// A list with nothing in it: an empty list, so clients
+			// need not tell null from [].
+			b = []byte("[]")
+		}
 		resp.Data = b
 	}
 	return resp

@@ -1,0 +1,219 @@
+package vswitchd
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"vswitch/vswitchd/config"
+	"vswitch/vswitchd/mgmt"
+)
+
+// The configuration commands as transaction steps (txn.go): each edits or
+// reads the configuration it is given and never touches the store itself.
+
+func opAddBr(c *config.Config, args []string) (post, error) {
+	flags, pos, err := splitFlags(args, "--may-exist")
+	if err != nil {
+		return nil, err
+	}
+	name := pos[0]
+	if c.Bridges[name] != nil {
+		if flags["--may-exist"] {
+			return noResult, nil
+		}
+		return nil, fmt.Errorf("cannot create bridge %q: it already exists", name)
+	}
+	if owner := c.PortOwner(name); owner != nil {
+		return nil, fmt.Errorf("cannot create bridge %q: bridge %q has a port of that name", name, owner.Name)
+	}
+	if c.Bridges == nil {
+		c.Bridges = map[string]*config.Bridge{}
+	}
+	b := &config.Bridge{Name: name, FailMode: config.FailModeStandalone}
+	c.Bridges[name] = b
+	for _, kv := range pos[1:] {
+		if err := setColumn(c, tableBridge, b, kv); err != nil {
+			return nil, err
+		}
+	}
+	return noResult, nil
+}
+
+func opDelBr(c *config.Config, args []string) (post, error) {
+	flags, pos, err := splitFlags(args, "--if-exists")
+	if err != nil {
+		return nil, err
+	}
+	if c.Bridges[pos[0]] == nil {
+		if flags["--if-exists"] {
+			return noResult, nil
+		}
+		return nil, noSuchBridge(pos[0])
+	}
+	delete(c.Bridges, pos[0])
+	return noResult, nil
+}
+
+func opListBr(c *config.Config, _ []string) (post, error) {
+	return result(lines(slices.Sorted(maps.Keys(c.Bridges)))), nil
+}
+
+func opBrExists(c *config.Config, args []string) (post, error) {
+	if _, err := bridgeOf(c, args[0]); err != nil {
+		return nil, err
+	}
+	return result(mgmt.Result{Data: true}), nil
+}
+
+func opAddPort(c *config.Config, args []string) (post, error) {
+	flags, pos, err := splitFlags(args, "--may-exist")
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) < 2 {
+		return nil, fmt.Errorf("add-port: want BRIDGE PORT")
+	}
+	bname, pname := pos[0], pos[1]
+	ofport := func(final *config.Config) mgmt.Result {
+		var n uint32
+		if b := final.Bridges[bname]; b != nil && b.Ports[pname] != nil {
+			n = b.Ports[pname].OFPort
+		}
+		return mgmt.Result{Data: map[string]any{"ofport": n}}
+	}
+	b, err := bridgeOf(c, bname)
+	if err != nil {
+		return nil, err
+	}
+	if owner := c.PortOwner(pname); owner != nil {
+		if flags["--may-exist"] && owner.Name == bname {
+			return ofport, nil
+		}
+		return nil, fmt.Errorf("cannot create port %q: bridge %q already has a port of that name", pname, owner.Name)
+	}
+	if c.Bridges[pname] != nil {
+		return nil, fmt.Errorf("cannot create port %q: a bridge has that name", pname)
+	}
+	if b.Ports == nil {
+		b.Ports = map[string]*config.Port{}
+	}
+	p := &config.Port{Name: pname}
+	b.Ports[pname] = p
+	for _, kv := range pos[2:] {
+		if err := setColumn(c, tableInterface, p, kv); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkPortOptions(p); err != nil {
+		return nil, err
+	}
+	return ofport, nil
+}
+
+func opDelPort(c *config.Config, args []string) (post, error) {
+	flags, pos, err := splitFlags(args, "--if-exists", "--with-iface")
+	if err != nil {
+		return nil, err
+	}
+	pname := pos[len(pos)-1]
+	owner := c.PortOwner(pname)
+	if len(pos) == 2 {
+		b, err := bridgeOf(c, pos[0])
+		if err != nil {
+			return nil, err
+		}
+		if owner != nil && owner != b {
+			return nil, fmt.Errorf("port %q is on bridge %q, not %q", pname, owner.Name, b.Name)
+		}
+	}
+	if owner == nil {
+		if flags["--if-exists"] {
+			return noResult, nil
+		}
+		return nil, fmt.Errorf("no such port %q", pname)
+	}
+	delete(owner.Ports, pname)
+	return noResult, nil
+}
+
+func opListPorts(c *config.Config, args []string) (post, error) {
+	b, err := bridgeOf(c, args[0])
+	if err != nil {
+		return nil, err
+	}
+	return result(lines(slices.Sorted(maps.Keys(b.Ports)))), nil
+}
+
+func opPortToBr(c *config.Config, args []string) (post, error) {
+	b := c.PortOwner(args[0])
+	if b == nil {
+		return nil, fmt.Errorf("no such port %q", args[0])
+	}
+	return result(mgmt.Result{Text: b.Name + "\n", Data: b.Name}), nil
+}
+
+func opSetController(c *config.Config, args []string) (post, error) {
+	b, err := bridgeOf(c, args[0])
+	if err != nil {
+		return nil, err
+	}
+	b.Controllers = slices.Clone(args[1:])
+	return noResult, nil
+}
+
+func opDelController(c *config.Config, args []string) (post, error) {
+	b, err := bridgeOf(c, args[0])
+	if err != nil {
+		return nil, err
+	}
+	b.Controllers = nil
+	return noResult, nil
+}
+
+func (d *Daemon) opGetController(c *config.Config, args []string) (post, error) {
+	if _, err := bridgeOf(c, args[0]); err != nil {
+		return nil, err
+	}
+	st := d.controllerStatus(c, args[0])
+	if st == nil {
+		st = []ControllerStatus{}
+	}
+	var sb strings.Builder
+	for _, s := range st {
+		fmt.Fprintf(&sb, "%s (%s", s.Target, s.State)
+		if s.Connected {
+			fmt.Fprintf(&sb, ", role %s", s.Role)
+		} else if s.LastError != "" {
+			fmt.Fprintf(&sb, ", last error: %s", s.LastError)
+		}
+		sb.WriteString(")\n")
+	}
+	return result(mgmt.Result{Text: sb.String(), Data: st}), nil
+}
+
+func opSetFailMode(c *config.Config, args []string) (post, error) {
+	mode := args[1]
+	if mode != config.FailModeStandalone && mode != config.FailModeSecure {
+		return nil, fmt.Errorf("fail mode %q is not standalone or secure", mode)
+	}
+	b, err := bridgeOf(c, args[0])
+	if err != nil {
+		return nil, err
+	}
+	b.FailMode = mode
+	return noResult, nil
+}
+
+func opDelFailMode(c *config.Config, args []string) (post, error) {
+	return opSetFailMode(c, []string{args[0], config.FailModeStandalone})
+}
+
+func opGetFailMode(c *config.Config, args []string) (post, error) {
+	b, err := bridgeOf(c, args[0])
+	if err != nil {
+		return nil, err
+	}
+	return result(mgmt.Result{Text: b.FailMode + "\n", Data: b.FailMode}), nil
+}

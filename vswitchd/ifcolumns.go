@@ -1,0 +1,128 @@
+package vswitchd
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"vswitch/internal/ifinfo"
+	"vswitch/vswitchd/config"
+)
+
+// runtimeColumns are the Interface (and Port) columns read from the
+// running switch and the kernel rather than the store, as Open vSwitch's
+// vswitchd fills them in: read-only, [] while the port is not running.
+var runtimeColumns = []string{"admin_state", "duplex", "ifindex", "link_speed", "link_state", "mac_in_use", "mtu", "statistics"}
+
+func isRuntimeColumn(table, col string) bool {
+	return (table == tablePort || table == tableInterface) && slices.Contains(runtimeColumns, col)
+}
+
+// getValue reads COLUMN[:KEY] of rec, run-time columns included.
+func (d *Daemon) getValue(table string, rec any, spec string) (string, error) {
+	p, isPort := rec.(*config.Port)
+	if col, key, _ := cutKey(spec); isPort && isRuntimeColumn(table, col) {
+		return d.runtimeValue(p, col, key)
+	}
+	v, err := getColumn(table, rec, spec)
+	if err == nil && v == "" {
+		v = `""` // an empty string, as ovs-vsctl prints it
+	}
+	return v, err
+}
+
+func cutKey(spec string) (col, key string, hasKey bool) {
+	for i := 0; i < len(spec); i++ {
+		if spec[i] == ':' {
+			return spec[:i], spec[i+1:], true
+		}
+	}
+	return spec, "", false
+}
+
+// runtimeValue reads a run-time column of port p.
+func (d *Daemon) runtimeValue(p *config.Port, col, key string) (string, error) {
+	var rp *port
+	for _, b := range d.bridgeList() {
+		if x := b.portByName(p.Name); x != nil {
+			rp = x
+			break
+		}
+	}
+	if col == "statistics" {
+		if rp == nil {
+			if key != "" {
+				return "", fmt.Errorf("no key %q in statistics (port %s is not running)", key, p.Name)
+			}
+			return "{}", nil
+		}
+		st := rp.dev.Stats()
+		m := map[string]uint64{"collisions": 0, "rx_bytes": st.RxBytes, "rx_crc_err": 0, "rx_dropped": st.RxDrops,
+			"rx_errors": st.RxErrors, "rx_frame_err": 0, "rx_over_err": 0, "rx_packets": st.RxPackets,
+			"tx_bytes": st.TxBytes, "tx_dropped": st.TxDrops, "tx_errors": st.TxErrors, "tx_packets": st.TxPackets}
+		if key != "" {
+			v, ok := m[key]
+			if !ok {
+				return "", fmt.Errorf("no key %q in statistics", key)
+			}
+			return strconv.FormatUint(v, 10), nil
+		}
+		s := "{"
+		for i, k := range slices.Sorted(maps.Keys(m)) {
+			if i > 0 {
+				s += ", "
+			}
+			s += k + "=" + strconv.FormatUint(m[k], 10)
+		}
+		return s + "}", nil
+	}
+	if key != "" {
+		return "", fmt.Errorf("column %s is not a map", col)
+	}
+	if rp == nil {
+		return "[]", nil
+	}
+	info, kernel := ifinfo.Get(p.Name)
+	switch col {
+	case "link_state":
+		return upDown(rp.dev.LinkUp()), nil
+	case "admin_state":
+		if !kernel {
+			return "up", nil
+		}
+		return upDown(info.AdminUp), nil
+	}
+	if !kernel {
+		return "[]", nil // a vhost-user port has no kernel interface
+	}
+	switch col {
+	case "mac_in_use":
+		return strconv.Quote(info.MAC.String()), nil
+	case "ifindex":
+		return strconv.Itoa(info.Index), nil
+	case "mtu":
+		return strconv.Itoa(info.MTU), nil
+	case "link_speed":
+		if info.SpeedMbps == 0 {
+			return "[]", nil
+		}
+		return strconv.FormatUint(uint64(info.SpeedMbps)*1000000, 10), nil
+	case "duplex":
+		if info.SpeedMbps == 0 {
+			return "[]", nil
+		}
+		if info.FullDuplex {
+			return "full", nil
+		}
+		return "half", nil
+	}
+	return "", fmt.Errorf("column %s cannot be read", col)
+}
+
+func upDown(up bool) string {
+	if up {
+		return "up"
+	}
+	return "down"
+}
