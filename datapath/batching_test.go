@@ -551,7 +551,7 @@ func TestAutoIntervalConverges(t *testing.T) {
 }
 
 // TestAutoIntervalRule checks the rule's arithmetic on one OutputBatch's
-// state: below the threshold it holds nothing, above it holds for 5/4 of
+// state: below the threshold it holds nothing, above it holds for twice
 // a batch's worth of time up to the cap, with hysteresis at the edge.
 func TestAutoIntervalRule(t *testing.T) {
 	var a autoInterval
@@ -566,8 +566,8 @@ func TestAutoIntervalRule(t *testing.T) {
 	if got := feed(20_000); got != 0 {
 		t.Fatalf("20 kpps: interval %d, want 0", got)
 	}
-	if got := feed(1_000_000); got < 38_000 || got > 42_000 {
-		t.Fatalf("1 Mpps: interval %d ns, want about 40 µs (5/4 of 32 µs)", got)
+	if got := feed(1_000_000); got < 62_000 || got > 66_000 {
+		t.Fatalf("1 Mpps: interval %d ns, want about 64 µs (twice 32 µs)", got)
 	}
 	if got := feed(200_000); got != AutoFlushMaxNs {
 		t.Fatalf("200 kpps: interval %d ns, want the cap", got)

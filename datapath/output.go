@@ -105,9 +105,11 @@ func (p *PMD) flush(force bool) {
 // rate r at which packets reach the port's batch (which the interval does
 // not change below saturation); if holding for at most AutoFlushMaxNs
 // would gather fewer than autoHoldMin packets, it sends at once (interval
-// 0), and otherwise it holds for the time 5/4 × BatchSize packets take at
+// 0), and otherwise it holds for the time 2 × BatchSize packets take at
 // r, capped at AutoFlushMaxNs: a full batch is sent when full anyway, so
-// the margin only spares the deadline a batch that a burst left short. A
+// the margin only spares the deadline the batches that an uneven rate left
+// short (with 5/4 instead of 2, batches at a measured 1 Mpps averaged 24
+// packets under load against 30 for a fixed 200 µs). A
 // port that turns sparse sends its next packet at once even before the
 // window closes, since its deadline (last send + interval) has passed.
 const (
@@ -140,7 +142,7 @@ func (a *autoInterval) update(now int64, n int) int64 {
 	expected := a.winPkts * AutoFlushMaxNs / el
 	switch {
 	case expected >= autoHoldMin || a.ns > 0 && expected >= autoReleaseMin:
-		a.ns = min(AutoFlushMaxNs, el*packet.BatchSize*5/4/a.winPkts)
+		a.ns = min(AutoFlushMaxNs, el*2*packet.BatchSize/a.winPkts)
 	default:
 		a.ns = 0
 	}
