@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -425,12 +426,33 @@ func (dp *Datapath) Start() error {
 		}
 	}
 	dp.running = true
+	reserveProcs(len(dp.pmds))
 	for _, p := range dp.pmds {
 		p.stop.Store(false)
 		dp.wg.Add(1)
 		go p.run(&dp.wg)
 	}
 	return nil
+}
+
+var (
+	procsMu   sync.Mutex
+	procsBase = runtime.GOMAXPROCS(0)
+	procsPMDs int
+)
+
+// reserveProcs sets GOMAXPROCS so that every running PMD has a P of its
+// own beside the ones the rest of the process had: a PMD that wakes from
+// ppoll must get a P at once, and with PMDs holding them all it would
+// wait for the scheduler's 10 ms preemption (a busy PMD never yields).
+// Start reserves its PMDs' Ps and Stop gives them back (n negative).
+func reserveProcs(n int) {
+	procsMu.Lock()
+	defer procsMu.Unlock()
+	procsPMDs += n
+	if want := procsBase + procsPMDs; runtime.GOMAXPROCS(0) != want {
+		runtime.GOMAXPROCS(want)
+	}
 }
 
 // Stop stops the PMDs after they flush every queued packet and return every
@@ -448,6 +470,7 @@ func (dp *Datapath) Stop() {
 	dp.running = false
 	dp.mu.Unlock()
 	dp.wg.Wait()
+	reserveProcs(-len(dp.pmds))
 }
 
 // Close stops the PMDs and closes every port.

@@ -170,8 +170,10 @@ func (p *PMD) Pool() *packet.Pool { return p.pool }
 
 func (p *PMD) run(wg *sync.WaitGroup) {
 	defer wg.Done()
+	// Locked for good: the thread gets the PMD's CPU affinity and timer
+	// slack, so it must end with the PMD rather than go back to the
+	// runtime's pool and carry them into other goroutines.
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	if cpus := p.dp.cfg.CPUs; len(cpus) > 0 {
 		var set unix.CPUSet
 		set.Set(cpus[p.id%len(cpus)])

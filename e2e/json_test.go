@@ -1,12 +1,20 @@
 package e2e
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"vswitch/ctl/ofctl"
 	"vswitch/internal/nstest"
@@ -42,6 +50,7 @@ var (
 		"set-controller": empty, "del-controller": empty,
 		"get-controller": {kind: "array", keys: []string{"target", "state", "is_connected"}},
 		"set-fail-mode":  empty, "get-fail-mode": {kind: "string"}, "del-fail-mode": empty,
+		"set-ssl": empty, "get-ssl": {kind: "object", keys: []string{"private_key", "certificate", "ca_cert"}}, "del-ssl": empty,
 		"pmd-stats-show":    {kind: "array", keys: []string{"bridge", "pmd", "packets_received", "emc_hits", "megaflow_hits", "output_batches"}},
 		"pmd-stats-clear":   empty,
 		"pmd-rxq-show":      {kind: "array", keys: []string{"bridge", "pmd", "port", "queue", "packets", "pmd_usage_percent"}},
@@ -158,6 +167,7 @@ func TestJSONShapes(t *testing.T) {
 		{"list", "Interface", port}, {"find", "Interface", "name=" + port},
 		{"set-controller", br, "tcp:127.0.0.1:1"}, {"get-controller", br}, {"del-controller", br},
 		{"set-fail-mode", br, "secure"}, {"get-fail-mode", br}, {"del-fail-mode", br},
+		append([]string{"set-ssl"}, selfSignedFiles(t)...), {"get-ssl"}, {"del-ssl"},
 		{"add-flow", br, "priority=5,ip,actions=drop"}, {"add-flows", br, flows}, {"mod-flows", br, "ip,actions=drop"},
 		{"dump-flows", br}, {"del-flows", br, "priority=5,ip", "--strict"}, {"dump-ports", br}, {"dump-ports-desc", br},
 		{"add-group", br, "group_id=1,type=all,bucket=output:1"}, {"mod-group", br, "group_id=1,type=all,bucket=output:LOCAL"},
@@ -223,4 +233,30 @@ func TestJSONShapes(t *testing.T) {
 		t.Errorf("chain's get data %v, want [1]", got)
 	}
 
+}
+
+// selfSignedFiles writes a key and a self-signed certificate (which is
+// also its own CA) and returns the paths set-ssl takes.
+func selfSignedFiles(t *testing.T) []string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "json-test"},
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	keyFile, certFile := filepath.Join(dir, "key.pem"), filepath.Join(dir, "cert.pem")
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	return []string{keyFile, certFile, certFile}
 }

@@ -94,10 +94,11 @@ const (
 	DefaultFrames    = 4096
 	DefaultFrameSize = 2048
 	// DefaultBusyWait bounds the wait for a queue that a closed socket
-	// still holds (see xsk.bind): far above the tens of milliseconds the
-	// kernel usually takes, short enough that a queue held by a live
-	// process is reported promptly.
-	DefaultBusyWait = 2 * time.Second
+	// still holds (see xsk.bind): the kernel usually takes tens of
+	// milliseconds, but its deferred release needs RTNL, and on a host
+	// busy creating and deleting namespaces that took more than 2 s; a
+	// queue held by a live process is still reported within seconds.
+	DefaultBusyWait = 5 * time.Second
 )
 
 // Options configure a Port. Zero values select defaults.
