@@ -185,10 +185,10 @@ func TestBatchingBenchSmoke(t *testing.T) {
 	keepProcs(t)
 	sut := startOurSwitch(t, c)
 	a := dialBenchFrontend(t, sut.sockets()[0], c, benchMode{})
-	waitFor(t, "A up", sut.linkUp(0))
+	sut.waitLink(t, 0, true)
 	for _, m := range []benchMode{{name: "intr"}, {name: "poll", noIntr: true}} {
 		b := dialBenchFrontend(t, sut.sockets()[1], c, m)
-		waitFor(t, "B up", sut.linkUp(1))
+		sut.waitLink(t, 1, true)
 		r := runBenchCell(t, c, sut, a, b, m, 5000, "50")
 		t.Logf("%s: %s", m.name, r.row(sut.name(), m.name, 5000, "50"))
 		if r.received == 0 {
@@ -201,7 +201,7 @@ func TestBatchingBenchSmoke(t *testing.T) {
 			t.Errorf("intr: B received %d frames without a signal", r.received)
 		}
 		b.close()
-		waitFor(t, "B down", func() bool { return !sut.linkUp(1)() })
+		sut.waitLink(t, 1, false)
 	}
 }
 
@@ -218,13 +218,13 @@ func keepProcs(t *testing.T) {
 
 func runBenchModes(t *testing.T, c batchBench, sut benchSUT) {
 	a := dialBenchFrontend(t, sut.sockets()[0], c, benchMode{})
-	waitFor(t, "A up", sut.linkUp(0))
+	sut.waitLink(t, 0, true)
 	for _, m := range c.modes {
 		if len(m.rates) == 0 && !(m.name == "intr" && c.baseline > 0) {
 			continue
 		}
 		b := dialBenchFrontend(t, sut.sockets()[1], c, m)
-		waitFor(t, "B up", sut.linkUp(1))
+		sut.waitLink(t, 1, true)
 		cell := func(rate int, fi string) {
 			if !sut.setFlush(t, fi) {
 				return
@@ -241,7 +241,7 @@ func runBenchModes(t *testing.T, c batchBench, sut benchSUT) {
 			}
 		}
 		b.close()
-		waitFor(t, "B down", func() bool { return !sut.linkUp(1)() })
+		sut.waitLink(t, 1, false)
 	}
 }
 
@@ -261,7 +261,8 @@ func dialBenchFrontend(t *testing.T, path string, c batchBench, m benchMode) *fr
 type benchSUT interface {
 	name() string
 	sockets() [2]string
-	linkUp(i int) func() bool
+	// waitLink waits until port i+1's link is up (or down).
+	waitLink(t *testing.T, i int, up bool)
 	// setFlush sets tx-flush-interval; false if the switch has no such
 	// setting (the cell is skipped).
 	setFlush(t *testing.T, fi string) bool
@@ -314,9 +315,11 @@ func startOurSwitch(t *testing.T, c batchBench) *ourSwitch {
 	return s
 }
 
-func (s *ourSwitch) name() string             { return "ours" }
-func (s *ourSwitch) sockets() [2]string       { return s.paths }
-func (s *ourSwitch) linkUp(i int) func() bool { return s.ports[i].LinkUp }
+func (s *ourSwitch) name() string       { return "ours" }
+func (s *ourSwitch) sockets() [2]string { return s.paths }
+func (s *ourSwitch) waitLink(t *testing.T, i int, up bool) {
+	waitFor(t, fmt.Sprintf("port %d up=%v", i+1, up), func() bool { return s.ports[i].LinkUp() == up })
+}
 
 func (s *ourSwitch) setFlush(t *testing.T, fi string) bool {
 	us := datapath.TxFlushAuto
@@ -693,7 +696,7 @@ func startOVS(t *testing.T, c batchBench) *ovsSwitch {
 	mask := fmt.Sprintf("0x%x", 1<<max(c.pmdCPU, 0))
 	s.vsctl(t, true, "init", "--", "set", "Open_vSwitch", ".",
 		"other_config:dpdk-init=true",
-		`other_config:dpdk-extra="--no-huge -m 1024 --legacy-mem --no-pci --file-prefix `+prefix+`"`,
+		`other_config:dpdk-extra="--no-huge -m 2048 --legacy-mem --no-pci --file-prefix `+prefix+`"`,
 		"other_config:dpdk-lcore-mask="+mask, "other_config:pmd-cpu-mask="+mask)
 	cmd := exec.Command("ip", "netns", "exec", s.ns, ovsDPDK, s.db,
 		"--pidfile="+filepath.Join(dir, "vswitchd.pid"), "--unixctl="+s.ctl,
@@ -702,7 +705,12 @@ func startOVS(t *testing.T, c batchBench) *ovsSwitch {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("ovs-vswitchd-dpdk: %v: %s", err, out)
 	}
-	t.Cleanup(func() { killPidfile(filepath.Join(dir, "vswitchd.pid")) })
+	t.Cleanup(func() {
+		if t.Failed() || testing.Verbose() && os.Getenv("VHOST_BATCH_OVS_LOG") == "1" {
+			t.Logf("ovs-vswitchd log:\n%s", s.log())
+		}
+		killPidfile(filepath.Join(dir, "vswitchd.pid"))
+	})
 	args := []string{"add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev", "fail-mode=secure"}
 	for i := range s.paths {
 		name := fmt.Sprintf("vhu%d", i+1)
@@ -738,10 +746,19 @@ func (s *ovsSwitch) appctl(t *testing.T, args ...string) string {
 func (s *ovsSwitch) name() string       { return "ovs" }
 func (s *ovsSwitch) sockets() [2]string { return s.paths }
 
-// linkUp: OVS says nothing we could poll cheaply, and the frontend's
-// setup already waited for every reply; the first cell's warm-up covers
-// the rest.
-func (s *ovsSwitch) linkUp(int) func() bool { return func() bool { return true } }
+// waitLink polls the interface's link_state, which OVS updates in its
+// database within seconds.
+func (s *ovsSwitch) waitLink(t *testing.T, i int, up bool) {
+	want := map[bool]string{true: "up", false: "down"}[up]
+	var got string
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		out, _ := exec.Command("ovs-vsctl", "--db="+s.db, "get", "Interface", fmt.Sprintf("vhu%d", i+1), "link_state").Output()
+		if got = strings.TrimSpace(string(out)); got == want {
+			return
+		}
+	}
+	t.Fatalf("vhu%d link_state %q, want %s", i+1, got, want)
+}
 
 func (s *ovsSwitch) setFlush(t *testing.T, fi string) bool {
 	if fi == "auto" {
