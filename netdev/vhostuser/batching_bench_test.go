@@ -157,6 +157,8 @@ func TestBatchingBench(t *testing.T) {
 	fmt.Printf("# %s, %d CPUs, load %.2f %.2f %.2f, frontends on CPU %d, PMD on CPU %d, our pmd-sleep-max %d µs, ring %d\n",
 		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), load[0], load[1], load[2],
 		c.frontCPU, c.pmdCPU, c.sleepMax, c.ringSize)
+	fmt.Println("# kicks/pkt: the switch's count, or (*) the call-eventfd signals B read; p50/p99: one-way A→B latency of every frame, µs;")
+	fmt.Println("# lost: frames of the window B never got (+ frames due that A's full ring refused); A_burst: frames per A transmit")
 	fmt.Println(benchHeader)
 	for _, name := range c.suts {
 		t.Run(name, func(t *testing.T) {
