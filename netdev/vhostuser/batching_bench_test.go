@@ -40,6 +40,7 @@ package vhostuser
 //	VHOST_BATCH_BASELINE   load of the "probe alone" row (flush 0, intr) [1000; 0: none]
 //	VHOST_BATCH_WARMUP, VHOST_BATCH_DUR  per cell [500ms, 2s]
 //	VHOST_BATCH_SLEEP      our pmd-sleep-max, µs [datapath.DefaultPMDSleepMax]
+//	VHOST_BATCH_OVS_MAXSLEEP  OVS's pmd-maxsleep, µs [0: busy polling, its default]
 //	VHOST_BATCH_CPUS       frontends' CPU, switch PMD's CPU [0,1]
 //
 // ovs is Open vSwitch's userspace datapath with DPDK (ovs-vswitchd-dpdk of
@@ -79,6 +80,7 @@ type batchBench struct {
 	baseline           int
 	warmup, dur        time.Duration
 	sleepMax           int
+	ovsMaxSleep        int
 	frontCPU, pmdCPU   int
 	ringSize, memBytes int
 }
@@ -132,6 +134,9 @@ func batchBenchFromEnv(t *testing.T) batchBench {
 	if s := ints("VHOST_BATCH_SLEEP", ""); len(s) > 0 {
 		c.sleepMax = s[0]
 	}
+	if s := ints("VHOST_BATCH_OVS_MAXSLEEP", ""); len(s) > 0 {
+		c.ovsMaxSleep = s[0]
+	}
 	if cpus := ints("VHOST_BATCH_CPUS", ""); len(cpus) == 2 {
 		c.frontCPU, c.pmdCPU = cpus[0], cpus[1]
 	}
@@ -154,9 +159,9 @@ func TestBatchingBench(t *testing.T) {
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Sscan(string(b), &load[0], &load[1], &load[2])
 	}
-	fmt.Printf("# %s, %d CPUs, load %.2f %.2f %.2f, frontends on CPU %d, PMD on CPU %d, our pmd-sleep-max %d µs, ring %d\n",
+	fmt.Printf("# %s, %d CPUs, load %.2f %.2f %.2f, frontends on CPU %d, PMD on CPU %d, our pmd-sleep-max %d µs, OVS pmd-maxsleep %d µs, ring %d\n",
 		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), load[0], load[1], load[2],
-		c.frontCPU, c.pmdCPU, c.sleepMax, c.ringSize)
+		c.frontCPU, c.pmdCPU, c.sleepMax, c.ovsMaxSleep, c.ringSize)
 	fmt.Println("# kicks/pkt: the switch's count, or (*) the call-eventfd signals B read; p50/p99: one-way A→B latency of every frame, µs;")
 	fmt.Println("# lost: frames of the window B never got (+ frames due that A's full ring refused); A_burst: frames per A transmit")
 	fmt.Println(benchHeader)
@@ -699,7 +704,8 @@ func startOVS(t *testing.T, c batchBench) *ovsSwitch {
 	s.vsctl(t, true, "init", "--", "set", "Open_vSwitch", ".",
 		"other_config:dpdk-init=true",
 		`other_config:dpdk-extra="--no-huge -m 2048 --legacy-mem --no-pci --file-prefix `+prefix+`"`,
-		"other_config:dpdk-lcore-mask="+mask, "other_config:pmd-cpu-mask="+mask)
+		"other_config:dpdk-lcore-mask="+mask, "other_config:pmd-cpu-mask="+mask,
+		fmt.Sprintf("other_config:pmd-maxsleep=%d", c.ovsMaxSleep))
 	cmd := exec.Command("ip", "netns", "exec", s.ns, ovsDPDK, s.db,
 		"--pidfile="+filepath.Join(dir, "vswitchd.pid"), "--unixctl="+s.ctl,
 		"--log-file="+filepath.Join(dir, "vswitchd.log"), "--detach", "--no-chdir")
