@@ -41,7 +41,7 @@ package vhostuser
 //	VHOST_BATCH_WARMUP, VHOST_BATCH_DUR  per cell [500ms, 2s]
 //	VHOST_BATCH_SLEEP      our pmd-sleep-max, µs [datapath.DefaultPMDSleepMax]
 //	VHOST_BATCH_OVS_MAXSLEEP  OVS's pmd-maxsleep, µs [0: busy polling, its default]
-//	VHOST_BATCH_CPUS       frontends' CPU, switch PMD's CPU [0,1]
+//	VHOST_BATCH_CPUS       FRONTENDS,PMD or A,B,PMD: CPUs to pin to [0,1]
 //
 // ovs is Open vSwitch's userspace datapath with DPDK (ovs-vswitchd-dpdk of
 // Debian's openvswitch-switch-dpdk, --no-huge memory) in a network
@@ -81,7 +81,7 @@ type batchBench struct {
 	warmup, dur        time.Duration
 	sleepMax           int
 	ovsMaxSleep        int
-	frontCPU, pmdCPU   int
+	aCPU, bCPU, pmdCPU int // -1: not pinned
 	ringSize, memBytes int
 }
 
@@ -123,7 +123,8 @@ func batchBenchFromEnv(t *testing.T) batchBench {
 		warmup:    dur("VHOST_BATCH_WARMUP", "500ms"),
 		dur:       dur("VHOST_BATCH_DUR", "2s"),
 		sleepMax:  datapath.DefaultPMDSleepMax,
-		frontCPU:  0,
+		aCPU:      0,
+		bCPU:      0,
 		pmdCPU:    1,
 		ringSize:  1024,
 		memBytes:  16 << 20,
@@ -137,8 +138,14 @@ func batchBenchFromEnv(t *testing.T) batchBench {
 	if s := ints("VHOST_BATCH_OVS_MAXSLEEP", ""); len(s) > 0 {
 		c.ovsMaxSleep = s[0]
 	}
-	if cpus := ints("VHOST_BATCH_CPUS", ""); len(cpus) == 2 {
-		c.frontCPU, c.pmdCPU = cpus[0], cpus[1]
+	switch cpus := ints("VHOST_BATCH_CPUS", ""); len(cpus) {
+	case 0:
+	case 2:
+		c.aCPU, c.bCPU, c.pmdCPU = cpus[0], cpus[0], cpus[1]
+	case 3:
+		c.aCPU, c.bCPU, c.pmdCPU = cpus[0], cpus[1], cpus[2]
+	default:
+		t.Fatalf("VHOST_BATCH_CPUS: FRONTENDS,PMD or A,B,PMD")
 	}
 	c.modes = []benchMode{
 		{name: "intr", rates: ints("VHOST_BATCH_RATES", "20000 100000 300000 1000000")},
@@ -159,9 +166,9 @@ func TestBatchingBench(t *testing.T) {
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Sscan(string(b), &load[0], &load[1], &load[2])
 	}
-	fmt.Printf("# %s, %d CPUs, load %.2f %.2f %.2f, frontends on CPU %d, PMD on CPU %d, our pmd-sleep-max %d µs, OVS pmd-maxsleep %d µs, ring %d\n",
+	fmt.Printf("# %s, %d CPUs, load %.2f %.2f %.2f, A on CPU %d, B on CPU %d, PMD on CPU %d, our pmd-sleep-max %d µs, OVS pmd-maxsleep %d µs, ring %d\n",
 		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), load[0], load[1], load[2],
-		c.frontCPU, c.pmdCPU, c.sleepMax, c.ovsMaxSleep, c.ringSize)
+		c.aCPU, c.bCPU, c.pmdCPU, c.sleepMax, c.ovsMaxSleep, c.ringSize)
 	fmt.Println("# kicks/pkt: the switch's count, or (*) the call-eventfd signals B read; p50/p99: one-way A→B latency of every frame, µs;")
 	fmt.Println("# lost: frames of the window B never got (+ frames due that A's full ring refused); A_burst: frames per A transmit")
 	fmt.Println(benchHeader)
@@ -187,7 +194,7 @@ func TestBatchingBench(t *testing.T) {
 func TestBatchingBenchSmoke(t *testing.T) {
 	c := batchBench{
 		intervals: []string{"50"}, warmup: 20 * time.Millisecond, dur: 100 * time.Millisecond,
-		sleepMax: datapath.DefaultPMDSleepMax, frontCPU: -1, pmdCPU: -1, ringSize: 256, memBytes: 8 << 20,
+		sleepMax: datapath.DefaultPMDSleepMax, aCPU: -1, bCPU: -1, pmdCPU: -1, ringSize: 256, memBytes: 8 << 20,
 	}
 	keepProcs(t)
 	sut := startOurSwitch(t, c)
@@ -450,8 +457,8 @@ func ratio(a, b uint64) float64 {
 func runBenchCell(t *testing.T, c batchBench, sut benchSUT, a, b *frontend, m benchMode, rate int, fi string) cellResult {
 	start := benchNow()
 	winStart, winEnd := start+int64(c.warmup), start+int64(c.warmup+c.dur)
-	g := &benchGen{q: a.tx(0), rate: rate, start: start, winStart: winStart, winEnd: winEnd, cpu: c.frontCPU}
-	rcv := &benchRecv{q: b.rx(0), mode: m, winStart: winStart, winEnd: winEnd, cpu: c.frontCPU,
+	g := &benchGen{q: a.tx(0), rate: rate, start: start, winStart: winStart, winEnd: winEnd, cpu: c.aCPU}
+	rcv := &benchRecv{q: b.rx(0), mode: m, winStart: winStart, winEnd: winEnd, cpu: c.bCPU,
 		hist: make([]uint32, histMaxUs+1)}
 	b.rx(0).calls() // forget earlier signals
 	var wg sync.WaitGroup
