@@ -41,6 +41,7 @@ type feCfg struct {
 	size       int
 	bufSize    int    // receive buffer size
 	features   uint64 // acked features (0: everything offered)
+	featMask   uint64 // if set, ack only the offered features in it (a foreign backend's packed rings, offloads...)
 	eventIdx   bool
 	noIntr     bool // set VRING_AVAIL_F_NO_INTERRUPT on every ring
 	memSize    int
@@ -244,6 +245,9 @@ func (f *frontend) setup() {
 	if feats == 0 {
 		feats = offered
 	}
+	if f.cfg.featMask != 0 {
+		feats &= f.cfg.featMask
+	}
 	if f.cfg.eventIdx {
 		feats |= 1 << featRingEventIdx
 	} else {
@@ -364,6 +368,12 @@ func (q *fvq) publish(heads ...uint16) {
 		q.availIdx++
 	}
 	q.store16(q.avail+2, q.availIdx)
+	q.notify(old)
+}
+
+// notify kicks the device, if it wants it, after the avail index moved
+// from old to q.availIdx.
+func (q *fvq) notify(old uint16) {
 	if q.f.feats&(1<<featRingEventIdx) != 0 {
 		e := q.load16(q.used + 4 + 8*uint64(q.size))
 		if uint16(q.availIdx-e-1) < uint16(q.availIdx-old) {
