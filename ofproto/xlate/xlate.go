@@ -292,6 +292,7 @@ func translate(p *pipeline.Pipeline, key *flow.Key, res *datapath.UpcallResult, 
 	if err == nil && x.blind {
 		err = errBlind
 	}
+	x.out = foldVLANPairs(x.out)
 	res.Actions = x.out
 	res.Refs = x.refs
 	if tr != nil {
