@@ -120,6 +120,7 @@ type soak struct {
 	maxFDs      int
 	startFailed int // restarts refused while the disk was full
 	ackedFull   int // changes acknowledged while the disk was full
+	lostItems   int // ledger entries (flows, settings, ports) found wrong at a check
 	violations  []string
 	known       []string // violations of classes in SOAK_KNOWN
 }
@@ -893,6 +894,7 @@ func (s *soak) checkLedger(step string) {
 		}
 	}
 	clear(s.uncertain)
+	s.lostItems += len(bad)
 	for k, n := range s.touched {
 		if !bad[k] {
 			s.found += n
@@ -1114,7 +1116,8 @@ func (s *soak) report(dur time.Duration) {
 	if s.acked > 0 {
 		pct = 100 * float64(s.found) / float64(s.acked)
 	}
-	fmt.Printf("acknowledged changes %d, found after recovery %d (%.1f %%)\n", s.acked, s.found, pct)
+	fmt.Printf("acknowledged changes %d, found at the check after their step %d (%.1f %%)\n", s.acked, s.found, pct)
+	fmt.Printf("acknowledged state found wrong at a check (lost, or deleted and back): %d entries\n", s.lostItems)
 	fmt.Printf("worst recovery (traffic back) %v at %s\n", s.worst.Round(time.Millisecond), s.worstStep)
 	fmt.Printf("changes acknowledged on the full disk %d, restarts refused on it %d\n", s.ackedFull, s.startFailed)
 	fmt.Printf("max RSS %d MiB, max descriptors %d\n", s.maxRSS>>20, s.maxFDs)
