@@ -150,7 +150,9 @@ func TestSoak(t *testing.T) {
 		s.steps++
 		s.faults[kind]++
 		desc := s.inject(kind)
-		s.check(fmt.Sprintf("step %d %s: %s", s.steps, kind, desc))
+		step := fmt.Sprintf("step %d %s: %s", s.steps, kind, desc)
+		fmt.Println(step)
+		s.check(step)
 	}
 	s.finish()
 	s.report(dur)
@@ -811,7 +813,7 @@ func (s *soak) checkLedger(step string) {
 	// Flows: every soak flow as acknowledged, nothing else of ours, and
 	// the standalone NORMAL flow exactly when no controller is set.
 	got := map[string]string{}
-	normal0 := false
+	normal0, lostFlow := false, false
 	for _, l := range strings.Split(get("dump-flows", s.br), "\n") {
 		cookie, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(l), "cookie="), ",")
 		i := strings.Index(l, "n_bytes=")
@@ -836,6 +838,7 @@ func (s *soak) checkLedger(step string) {
 		if got[c] != body {
 			s.violateClass("lost", "%s: flow %s reads %q, acknowledged %q", step, c, got[c], body)
 			bad["flow:"+c] = true
+			lostFlow = true
 		}
 	}
 	for c, body := range got {
@@ -843,6 +846,9 @@ func (s *soak) checkLedger(step string) {
 			s.violateClass("lost", "%s: flow %s %q present, acknowledged deleted (or never added)", step, c, body)
 			bad["flow:"+c] = true
 		}
+	}
+	if lostFlow {
+		s.showJournal()
 	}
 	// Settle: uncertain flows and violations take the state read, so one
 	// loss is reported once.
@@ -901,6 +907,20 @@ func (s *soak) checkLedger(step string) {
 		}
 	}
 	clear(s.touched)
+}
+
+// showJournal prints the bridge's flow journal (its last lines), to tell
+// a record never written from one not replayed.
+func (s *soak) showJournal() {
+	b, err := os.ReadFile(filepath.Join(s.d.stateDir, s.br+".journal"))
+	if err != nil {
+		fmt.Printf("  journal: %v\n", err)
+		return
+	}
+	fmt.Printf("  journal (%d bytes), last lines:\n", len(b))
+	for _, l := range strings.Split(logTail(string(b), 5), "\n") {
+		fmt.Printf("    %q\n", l)
+	}
 }
 
 // checkPassiveListener: a ptcp target must accept and greet with HELLO.
