@@ -400,9 +400,28 @@ func (s *soak) inject(kind string) string {
 	panic(kind)
 }
 
+// kill9 kills the daemon without warning. Its XDP programs are attached
+// through BPF links, which die with the process (netdev/afxdp's
+// TestE2ELinkDetachedOnCrash), so none may stay on the veths even before
+// the restart.
 func (s *soak) kill9() {
 	s.d.cmd.Process.Signal(syscall.SIGKILL)
 	<-s.d.done
+	veths := []string{s.a.Port, s.b.Port}
+	for _, p := range s.extra {
+		if !p.internal {
+			veths = append(veths, p.name)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, v := range veths {
+		for xdpProg(v) != "" && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if prog := xdpProg(v); prog != "" {
+			s.violateClass("leak", "step %d: XDP program on %s 5 s after kill -9: %s", s.steps, v, prog)
+		}
+	}
 }
 
 // configChange makes one random configuration change.
