@@ -438,6 +438,8 @@ func (s *soak) configChange(kind string) string {
 			s.ovsOC[k] = v
 			s.touched["ovs:"+k]++
 			s.acked++
+		} else if _, ok := s.ovsOC[k]; !ok {
+			s.ovsOC[k] = "" // refused: the key must stay unset
 		}
 		return "other_config:" + k + "=" + v
 	case n == 2:
@@ -446,6 +448,8 @@ func (s *soak) configChange(kind string) string {
 			s.brOC["mac-aging-time"] = v
 			s.touched["br:mac-aging-time"]++
 			s.acked++
+		} else if _, ok := s.brOC["mac-aging-time"]; !ok {
+			s.brOC["mac-aging-time"] = "" // refused: the key must stay unset
 		}
 		return "mac-aging-time=" + v
 	case n == 3 || n == 4: // add or delete an extra port
