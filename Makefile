@@ -8,7 +8,13 @@ BIN       := bin
 FUZZTIME  ?= 50000x
 BENCHTIME ?= 1s
 
-.PHONY: all build run demo test vet fmt-check unit fuzz bench bench-datapath bench-veth clean
+# The fault soak: how long it injects faults, and the invariant classes
+# that are reported but do not fail it (known open defects; see
+# docs/reliability.md). SOAK_SEED=N replays a run.
+SOAK       ?= 10m
+SOAK_KNOWN ?=
+
+.PHONY: all build run demo test vet fmt-check unit fuzz soak soak-ci bench bench-datapath bench-veth clean
 
 all: build
 
@@ -26,7 +32,7 @@ run: build
 demo: build
 	BIN=$(BIN) scripts/demo.sh
 
-test: vet fmt-check unit fuzz
+test: vet fmt-check unit fuzz soak-ci
 
 vet:
 	$(GO) vet ./...
@@ -51,6 +57,21 @@ fuzz:
 			$(GO) test ./$$(dirname $$f) -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME); \
 		done; \
 	done
+
+# The fault soak (e2e/soak_test.go): ping through the switch while config
+# changes, flow churn, controller flaps, interfaces recreated, a full state
+# disk and kill -9 come at random; every acknowledged change must read
+# back, traffic come back within 15 s, nothing leak. Needs root. The step
+# loop stops after SOAK; -timeout is only a backstop for a hung step (each
+# is bounded well below it), so that cleanups still run.
+soak: build
+	VSWITCH_E2E_BIN=$(CURDIR)/$(BIN) VSWITCH_SOAK=$(SOAK) SOAK_KNOWN=$(SOAK_KNOWN) \
+		$(GO) test -count=1 -v -run '^TestSoak$$' -timeout 3h ./e2e/
+
+# What CI runs: a one-minute soak. Counters reset by a datapath rebuild
+# or a port's reopening are a known open defect (counter class).
+soak-ci:
+	$(MAKE) soak SOAK=60s SOAK_KNOWN=counter
 
 # Benchmarks (reported, never pass/fail on timing): the datapath's own
 # (ring/null ports, one process) and the side-by-side veth benchmark.

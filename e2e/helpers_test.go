@@ -30,9 +30,14 @@ var (
 	buildErr  error
 )
 
-// binaries builds vswitchd and vsctl once per test binary.
+// binaries builds vswitchd and vsctl once per test binary, unless
+// VSWITCH_E2E_BIN names a directory holding them already (make soak uses
+// the ones make build made).
 func binaries(t *testing.T) (vswitchd, vsctl string) {
 	t.Helper()
+	if dir := os.Getenv("VSWITCH_E2E_BIN"); dir != "" {
+		return filepath.Join(dir, "vswitchd"), filepath.Join(dir, "vsctl")
+	}
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "vswitch-e2e-bin-")
 		if buildErr != nil {
