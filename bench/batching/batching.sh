@@ -41,9 +41,9 @@ done
 [ -x "$PP" ] || gcc -O2 -o "$PP" "$SHARED/bench/hb-pingpong.c" || die "cannot build the ping-pong probe from $SHARED/bench/hb-pingpong.c"
 [ "$(id -u)" = 0 ] || die "needs root"
 
-work=$(mktemp -d); pids=()
+work=$(mktemp -d); pids=(); spid=""; opids=()
 cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${pids[@]}" $spid "${opids[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	for n in bt1 bt2 bt-sut; do ip netns del $n 2>/dev/null; done
 	rm -rf "$work"
