@@ -90,7 +90,7 @@ ours_stats() { # prints: batch kicks/pkt ns/pkt
 import json, sys
 rows = [r for r in json.load(sys.stdin) if r["bridge"] == "br0"]
 pk = sum(r["packets_received"] for r in rows); ob = sum(r["output_batches"] for r in rows)
-ki = sum(r["output_kicks"] for r in rows); busy = sum(r["busy_ns"] for r in rows)
+ki = sum(r.get("output_kicks", 0) for r in rows); busy = sum(r["busy_ns"] for r in rows)
 out = sum(r["avg_packets_per_output_batch"] * r["output_batches"] for r in rows)
 print("%.2f %.3f %.0f" % (out / ob if ob else 0, ki / out if out else 0, busy / pk if pk else 0))'
 }
