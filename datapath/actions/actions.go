@@ -125,6 +125,12 @@ const (
 	// packet or raise its DSCP drop precedence; a meter that does not
 	// exist drops it.
 	Meter
+	// SetTunnelSrc / SetTunnelDst set p.Key.Tun.Src / Dst to Addr (an IPv4
+	// address IPv4-mapped, as flow.Tunnel stores it) and, like
+	// SetTunnelID, touch no packet byte: a later output to a flow-based
+	// tunnel port (remote_ip=flow) encapsulates towards Dst.
+	SetTunnelSrc
+	SetTunnelDst
 	numKinds
 )
 

@@ -157,6 +157,14 @@ func (m *Match) String() string {
 			out = append(out, "tun_id="+hexMasked(v, vm, ^uint64(0)))
 		case ofp.XMTypeIPv6ExtHeader:
 			out = append(out, "ipv6_exthdr="+hexMasked(v, vm, 0x1ff))
+		case ofpwire.XMTypeTunIPv4Src:
+			out = append(out, "tun_src="+ipv4Masked(v, vm))
+		case ofpwire.XMTypeTunIPv4Dst:
+			out = append(out, "tun_dst="+ipv4Masked(v, vm))
+		case ofpwire.XMTypeTunIPv6Src:
+			out = append(out, "tun_ipv6_src="+ipv6Masked(o))
+		case ofpwire.XMTypeTunIPv6Dst:
+			out = append(out, "tun_ipv6_dst="+ipv6Masked(o))
 		}
 	}
 	return strings.Join(out, ",")
@@ -273,7 +281,7 @@ type field struct {
 // field=value[/mask] pairs. The result is checked like a match received from
 // a controller, so Parse accepts exactly the matches FromOXM accepts.
 func Parse(s string) (Match, error) {
-	var fs [ofpwire.NumBasicFields]field
+	var fs [ofpwire.NumFields]field
 	var tpSrc, tpDst, icmpType, icmpCode *field
 	var tmp [4]field
 	tpSrc, tpDst, icmpType, icmpCode = &tmp[0], &tmp[1], &tmp[2], &tmp[3]
@@ -388,6 +396,14 @@ func Parse(s string) (Match, error) {
 			err = parseIPv6(val, &fs[ofp.XMTypeIPv6Dst])
 		case "nd_target":
 			err = parseIPv6(val, &fs[ofp.XMTypeIPv6NDTarget])
+		case "tun_src":
+			err = parseIPv4(val, &fs[ofpwire.XMTypeTunIPv4Src])
+		case "tun_dst":
+			err = parseIPv4(val, &fs[ofpwire.XMTypeTunIPv4Dst])
+		case "tun_ipv6_src":
+			err = parseIPv6(val, &fs[ofpwire.XMTypeTunIPv6Src])
+		case "tun_ipv6_dst":
+			err = parseIPv6(val, &fs[ofpwire.XMTypeTunIPv6Dst])
 		case "dl_vlan":
 			var v uint64
 			if v, err = parseUint(val, 16); err != nil {

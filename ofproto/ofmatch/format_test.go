@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"vswitch/datapath/flow"
 	"vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
@@ -221,4 +222,34 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("String not deterministic for %q", s)
 		}
 	})
+}
+
+func TestTunnelFieldsRoundTrip(t *testing.T) {
+	for _, s := range []string{
+		"tun_id=0x64,tun_src=198.18.20.1,tun_dst=198.18.0.0/16",
+		"in_port=3,tun_ipv6_src=2001:db8::1,tun_ipv6_dst=2001:db8::/32",
+		"tun_src=198.18.20.1,tun_ipv6_dst=2001:db8::2",
+	} {
+		m, err := Parse(s)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", s, err)
+		}
+		if got := m.String(); got != s {
+			t.Errorf("Parse(%q).String() = %q", s, got)
+		}
+		back, err := FromOXM(ToOXM(&m))
+		if err != nil || back != m {
+			t.Errorf("%q: OXM round trip %v: %+v", s, err, back)
+		}
+	}
+	m, _ := Parse("tun_src=198.18.20.1")
+	var k flow.Key
+	k.Tun.Src = [16]byte{10: 0xff, 11: 0xff, 198, 18, 20, 1}
+	if !m.Matches(&k, 0) {
+		t.Error("IPv4 underlay packet does not match tun_src")
+	}
+	k.Tun.Src = [16]byte{12: 198, 13: 18, 14: 20, 15: 1} // ::198.18.20.1, an IPv6 address
+	if m.Matches(&k, 0) {
+		t.Error("IPv6 underlay packet matches tun_src")
+	}
 }
