@@ -307,7 +307,8 @@ func checkPort(p string) error {
 func knownPortType(t string) bool {
 	switch t {
 	case PortTypeAuto, PortTypeAFXDP, PortTypeAFPacket, PortTypeTap,
-		PortTypeVhostUser, PortTypeVhostUserClient, PortTypeInternal:
+		PortTypeVhostUser, PortTypeVhostUserClient, PortTypeInternal,
+		PortTypeVXLAN, PortTypeGeneve:
 		return true
 	}
 	return false

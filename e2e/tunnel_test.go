@@ -1,0 +1,159 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"vswitch/internal/nstest"
+)
+
+// tunnelHost is one host of a multi-host test: a namespace with an
+// underlay interface (IPv4 198.18.20.N/24, IPv6 2001:db8:20::N/64) on a
+// veth pair to the other host.
+type tunnelHost struct {
+	ns       *nstest.Netns
+	dev      string
+	ip4, ip6 string
+}
+
+// twoUnderlayHosts joins two host namespaces with one veth pair.
+func twoUnderlayHosts(t *testing.T) (a, b *tunnelHost) {
+	t.Helper()
+	nstest.RequireRoot(t)
+	a = &tunnelHost{ns: nstest.NewNetns(t, "tunha"), dev: nstest.Name("ula"), ip4: "198.18.20.1", ip6: "2001:db8:20::1"}
+	b = &tunnelHost{ns: nstest.NewNetns(t, "tunhb"), dev: nstest.Name("ulb"), ip4: "198.18.20.2", ip6: "2001:db8:20::2"}
+	nstest.Run(t, "ip", "link", "add", a.dev, "netns", a.ns.Name, "type", "veth", "peer", "name", b.dev, "netns", b.ns.Name)
+	for _, h := range []*tunnelHost{a, b} {
+		h.ns.Run(t, "ip", "addr", "add", h.ip4+"/24", "dev", h.dev)
+		h.ns.Run(t, "ip", "addr", "add", h.ip6+"/64", "dev", h.dev, "nodad")
+		h.ns.Run(t, "ip", "link", "set", h.dev, "up")
+	}
+	return a, b
+}
+
+// workload is a namespace behind a switch port on a host: its interface
+// (tenant address 198.19.N.x/24, MTU 1450 for the tunnel overhead) is a
+// veth whose other end, port, lives in the host namespace.
+type workload struct {
+	ns   *nstest.Netns
+	port string
+	ip   string
+}
+
+func newWorkload(t *testing.T, host *tunnelHost, ip string) *workload {
+	t.Helper()
+	w := &workload{ns: nstest.NewNetns(t, "tunw"), port: nstest.Name("twp"), ip: ip}
+	dev := nstest.Name("twd")
+	nstest.Run(t, "ip", "link", "add", w.port, "netns", host.ns.Name, "type", "veth", "peer", "name", dev, "netns", w.ns.Name)
+	host.ns.Run(t, "ip", "link", "set", w.port, "up")
+	w.ns.Run(t, "ip", "link", "set", dev, "mtu", "1450")
+	w.ns.Run(t, "ip", "addr", "add", ip+"/24", "dev", dev)
+	w.ns.Run(t, "ip", "link", "set", dev, "up")
+	w.ns.Run(t, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
+	return w
+}
+
+// hostSwitch starts our switch in host h with bridge br0 (standalone: a
+// learning switch), workload w's port and a tunnel port vx0 to remote.
+func hostSwitch(t *testing.T, h *tunnelHost, w *workload, typ, remote string, opts ...string) *daemon {
+	t.Helper()
+	d := newDaemon(t)
+	d.netns = h.ns.Name
+	d.start()
+	d.vsctl("set", "Open_vSwitch", ".", "other_config:n-pmd=1")
+	d.vsctl("add-br", "br0")
+	d.vsctl("add-port", "br0", w.port, "--", "type=afpacket")
+	args := []string{"add-port", "br0", "vx0", "--", "type=" + typ, "options:remote_ip=" + remote}
+	for _, o := range opts {
+		args = append(args, "options:"+o)
+	}
+	d.vsctl(args...)
+	return d
+}
+
+// kernelVXLAN makes a Linux vxlan device in host h, VNI 100, towards
+// remote, with the tenant address ip on it.
+func kernelVXLAN(t *testing.T, h *tunnelHost, local, remote, ip string) {
+	t.Helper()
+	dev := nstest.Name("kvx")
+	h.ns.Run(t, "ip", "link", "add", dev, "type", "vxlan", "id", "100", "remote", remote, "local", local,
+		"dstport", "4789", "dev", h.dev)
+	h.ns.Run(t, "ip", "addr", "add", ip+"/24", "dev", dev)
+	h.ns.Run(t, "ip", "link", "set", dev, "up")
+}
+
+// TestVXLANKernelInterop: a workload behind our switch's VXLAN port pings a
+// Linux kernel vxlan device on another host, and the kernel side pings back,
+// over IPv4 and IPv6 underlays.
+func TestVXLANKernelInterop(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ipv4", true: "ipv6"}[v6], func(t *testing.T) {
+			a, b := twoUnderlayHosts(t)
+			la, lb := a.ip4, b.ip4
+			if v6 {
+				la, lb = a.ip6, b.ip6
+			}
+			w := newWorkload(t, a, "198.19.30.1")
+			d := hostSwitch(t, a, w, "vxlan", lb, "key=100")
+			kernelVXLAN(t, b, lb, la, "198.19.30.2")
+
+			show := d.vsctl("show")
+			for _, want := range []string{"type: vxlan", "options:remote_ip=" + lb, "options:key=100"} {
+				if !strings.Contains(show, want) {
+					t.Errorf("vsctl show lacks %q:\n%s", want, show)
+				}
+			}
+			nstest.Ping(t, w.ns, "198.19.30.2")
+			nstest.Ping(t, b.ns, "198.19.30.1")
+
+			// What came in over the tunnel carries its metadata into the
+			// pipeline: a flow on tun_id and in_port sees the replies.
+			srcField := "tun_src="
+			if v6 {
+				srcField = "tun_ipv6_src="
+			}
+			d.vsctl("add-flow", "br0", "priority=200,tun_id=100,"+srcField+lb+",in_port=vx0,actions=NORMAL")
+			nstest.Ping(t, w.ns, "198.19.30.2")
+			l := flowLine(t, d.vsctl("dump-flows", "br0"), "priority=200")
+			if n, ok := field(l, "n_packets"); !ok || n < 5 {
+				t.Errorf("tun_id=100,in_port=vx0 flow saw %d packets: %s", n, l)
+			}
+			dp := d.vsctl("dpif-dump-flows", "br0")
+			tunSrc := "src=" + lb
+			if v6 {
+				tunSrc = "ipv6_src=" + lb
+			}
+			if !strings.Contains(dp, "tunnel(tun_id=0x64,"+tunSrc) {
+				t.Errorf("datapath flows lack the tunnel metadata (%s):\n%s", tunSrc, dp)
+			}
+		})
+	}
+}
+
+// TestVXLANSwitchToSwitch: two hosts each running our switch, joined by a
+// VXLAN port, with a flow-based tunnel on one side (remote_ip=flow,
+// key=flow; the destination and VNI set by set_field) and a fixed one on
+// the other.
+func TestVXLANSwitchToSwitch(t *testing.T) {
+	a, b := twoUnderlayHosts(t)
+	wa := newWorkload(t, a, "198.19.31.1")
+	wb := newWorkload(t, b, "198.19.31.2")
+	da := hostSwitch(t, a, wa, "vxlan", "flow", "key=flow")
+	db := hostSwitch(t, b, wb, "vxlan", a.ip4, "key=200")
+
+	// Host A: secure fail mode and explicit flows; packets to the tunnel
+	// get their destination and VNI from the flow.
+	da.vsctl("set-fail-mode", "br0", "secure")
+	da.vsctl("add-flow", "br0", fmt.Sprintf("priority=100,in_port=%s,actions=set_field:200->tun_id,set_field:%s->tun_dst,output:vx0", wa.port, b.ip4))
+	da.vsctl("add-flow", "br0", fmt.Sprintf("priority=100,tun_id=200,tun_src=%s,in_port=vx0,actions=output:%s", b.ip4, wa.port))
+
+	nstest.Ping(t, wa.ns, wb.ip)
+	nstest.Ping(t, wb.ns, wa.ip)
+
+	dp := da.vsctl("dpif-dump-flows", "br0")
+	if !strings.Contains(dp, "set(tunnel(dst="+b.ip4+"))") || !strings.Contains(dp, "set(tunnel(tun_id=0xc8))") {
+		t.Errorf("datapath flows lack the set-tunnel actions:\n%s", dp)
+	}
+	_ = db
+}
