@@ -76,6 +76,10 @@ type Options struct {
 	Csum bool
 	// Queues is the number of sockets (rx and tx queues); default 1.
 	Queues int
+	// SocketSend sends through the UDP sockets even with DF set, instead
+	// of the raw path (rawsend.go): every packet then has the bound port
+	// as its source port. For comparison and debugging.
+	SocketSend bool
 	// UnderlayMTU is used only to report MTU(); default 1500.
 	UnderlayMTU int
 }
@@ -110,6 +114,7 @@ type txQueue struct {
 	iovs  [packet.BatchSize][2]unix.Iovec
 	hdrs  [packet.BatchSize][hdrLen]byte
 	names [packet.BatchSize]unix.RawSockaddrInet6
+	raw   rawTx // the raw send path's sockets and buffers (rawsend.go)
 	kicks atomic.Uint64
 	_     [64]byte
 }
@@ -121,6 +126,7 @@ type Port struct {
 	local  [16]byte // bound address, IPv4-mapped; zero when bound to any
 	remote unix.RawSockaddrInet6
 	mtu    int
+	raw    bool // send on the raw path (rawsend.go)
 	rx     []rxQueue
 	tx     []txQueue
 	ctr    []netdev.Counters
@@ -173,6 +179,17 @@ func New(name string, o Options) (*Port, error) {
 			return nil, fmt.Errorf("tunnel %s: %w", name, err)
 		}
 		p.rx[i].fd, p.tx[i].fd = fd, fd
+	}
+	p.raw = !o.NoDF && !o.SocketSend
+	for i := range p.tx {
+		p.tx[i].raw.fd4, p.tx[i].raw.fd6, p.tx[i].raw.probe = -1, -1, -1
+		if !p.raw {
+			continue
+		}
+		if err := openRaw(&p.tx[i].raw); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("tunnel %s: raw send socket: %w", name, err)
+		}
 	}
 	return p, nil
 }
@@ -296,6 +313,7 @@ func (p *Port) Close() error {
 			errs = append(errs, unix.Close(p.rx[i].fd))
 			p.rx[i].fd, p.tx[i].fd = -1, -1
 		}
+		closeRaw(&p.tx[i].raw)
 	}
 	return errors.Join(errs...)
 }
@@ -418,9 +436,13 @@ func parseControl(b []byte, t *flow.Tunnel) {
 func cmsgAlign(l int) int { return (l + 7) &^ 7 }
 
 // Send encapsulates the batch and sends it with as few sendmmsg calls as
-// errors allow. The inner frame is not copied or touched: each message
+// errors allow: on the raw path (rawsend.go) unless the port lets the
+// kernel fragment (df_default=false), else on the UDP sockets. The inner frame is not copied or touched: each message
 // gathers the queue's header slot and the packet's data.
 func (p *Port) Send(q int, b *packet.Batch) int {
+	if p.raw {
+		return p.sendRaw(q, b)
+	}
 	tq := &p.tx[q]
 	ctr, causes := &p.ctr[q], &p.causes[q]
 	flowRemote := !p.opt.Remote.IsValid()

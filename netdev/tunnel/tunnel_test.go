@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"vswitch/datapath/flow"
 	"vswitch/datapath/packet"
 	"vswitch/internal/nstest"
@@ -105,16 +107,27 @@ func mapped(a netip.Addr) [16]byte { return a.As16() }
 func TestPortToPort(t *testing.T) {
 	u := newUnderlay(t)
 	for _, c := range []struct {
-		name string
-		kind Kind
-		v6   bool
-	}{{"vxlan4", VXLAN, false}, {"vxlan6", VXLAN, true}, {"geneve4", Geneve, false}, {"geneve6", Geneve, true}} {
+		name       string
+		kind       Kind
+		v6         bool
+		csum, nodf bool
+	}{
+		{name: "vxlan4", kind: VXLAN}, {name: "vxlan6", kind: VXLAN, v6: true},
+		{name: "geneve4", kind: Geneve}, {name: "geneve6", kind: Geneve, v6: true},
+		// The kernel's UDP socket verifies the checksum the raw path
+		// computed; with df_default=false the port sends on its socket.
+		{name: "vxlan4-csum", kind: VXLAN, csum: true},
+		{name: "vxlan4-nodf", kind: VXLAN, nodf: true}, {name: "geneve6-nodf", kind: Geneve, v6: true, nodf: true},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			la, lb := u.a4, u.b4
 			if c.v6 {
 				la, lb = u.a6, u.b6
 			}
-			pa := openIn(t, u.a, Options{Kind: c.kind, Remote: lb, Key: 100, TTL: 33, TOS: 0x10})
+			pa := openIn(t, u.a, Options{Kind: c.kind, Remote: lb, Key: 100, TTL: 33, TOS: 0x10, Csum: c.csum, NoDF: c.nodf})
+			if pa.raw == c.nodf {
+				t.Fatalf("raw send path %v with NoDF %v", pa.raw, c.nodf)
+			}
 			pb := openIn(t, u.b, Options{Kind: c.kind, Remote: la, Key: 100})
 			pool := packet.NewPool(256, packet.DefaultBufSize)
 			if n := sendFrames(t, pa, pool, 8, nil); n != 8 {
@@ -210,7 +223,9 @@ func TestBadInput(t *testing.T) {
 // TestRecvNoAllocs: a received batch allocates nothing.
 func TestRecvNoAllocs(t *testing.T) {
 	u := newUnderlay(t)
-	pa := openIn(t, u.a, Options{Remote: u.b4, Key: 1})
+	// local_ip set: no source lookups (whose cache misses, once per
+	// destination per second, may allocate).
+	pa := openIn(t, u.a, Options{Remote: u.b4, Key: 1, Local: u.a4})
 	pb := openIn(t, u.b, Options{Remote: u.a4, Key: 1})
 	pool := packet.NewPool(1024, packet.DefaultBufSize)
 	var sb, rb packet.Batch
@@ -239,5 +254,53 @@ func TestRecvNoAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per send+recv batch", allocs)
+	}
+}
+
+// TestSourcePortEntropy: on the raw path the outer UDP source port comes
+// from the inner flow's hash, within Linux's range, so that the underlay's
+// ECMP and the receiver's RSS see the tunnel's flows apart.
+func TestSourcePortEntropy(t *testing.T) {
+	u := newUnderlay(t)
+	for _, v6 := range []bool{false, true} {
+		la, lb := u.a4, u.b4
+		if v6 {
+			la, lb = u.a6, u.b6
+		}
+		pa := openIn(t, u.a, Options{Remote: lb, Key: 5})
+		var fd int
+		if err := u.b.Do(func() (err error) {
+			if fd, err = unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err != nil {
+				return err
+			}
+			unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 0)
+			unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 5})
+			return unix.Bind(fd, &unix.SockaddrInet6{Port: 4789})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		pool := packet.NewPool(64, packet.DefaultBufSize)
+		sendFrames(t, pa, pool, 16, func(p *packet.Packet) { p.Hash, p.HashValid = uint32(p.Data()[20])*0x9e3779b9, true })
+		ports := map[int]bool{}
+		buf := make([]byte, 2048)
+		for range 16 {
+			n, from, err := unix.Recvfrom(fd, buf, 0)
+			if err != nil {
+				t.Fatalf("receive: %v", err)
+			}
+			sa := from.(*unix.SockaddrInet6)
+			if netip.AddrFrom16(sa.Addr) != netip.AddrFrom16(mapped(la)) || sa.Port < srcPortMin || sa.Port >= srcPortMax {
+				t.Errorf("datagram from [%s]:%d", netip.AddrFrom16(sa.Addr), sa.Port)
+			}
+			if n != hdrLen+64 || buf[0] != vxlanFlagI || buf[6] != 5 {
+				t.Errorf("payload %x", buf[:min(n, 16)])
+			}
+			ports[sa.Port] = true
+		}
+		unix.Close(fd)
+		if len(ports) < 8 {
+			t.Errorf("16 flows used only %d source ports: %v", len(ports), ports)
+		}
+		pa.Close()
 	}
 }
