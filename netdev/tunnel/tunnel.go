@@ -20,10 +20,11 @@
 // socket is IPv6 with IPv4-mapped addresses (dual stack), so one port
 // serves IPv4 and IPv6 underlays alike, which remote_ip=flow needs.
 //
-// What a kernel UDP socket cannot do: vary the outer source port per
-// inner flow (it is the port the socket is bound to) and set TTL/TOS per
-// packet from the flow (they are per-port socket options). Both are left
-// for a raw send path (see docs/architecture.md).
+// Sending: a UDP socket stamps every datagram with its bound port, which
+// hides the tunnel's flows from ECMP and RSS, so with DF set the port
+// sends on IPPROTO_RAW sockets with outer headers it writes itself
+// (rawsend.go); with df_default=false it sends on its UDP socket and the
+// kernel fragments.
 package tunnel
 
 import (
