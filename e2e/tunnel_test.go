@@ -38,13 +38,14 @@ func twoUnderlayHosts(t *testing.T) (a, b *tunnelHost) {
 type workload struct {
 	ns   *nstest.Netns
 	port string
+	dev  string
 	ip   string
 }
 
 func newWorkload(t *testing.T, host *tunnelHost, ip string) *workload {
 	t.Helper()
-	w := &workload{ns: nstest.NewNetns(t, "tunw"), port: nstest.Name("twp"), ip: ip}
-	dev := nstest.Name("twd")
+	w := &workload{ns: nstest.NewNetns(t, "tunw"), port: nstest.Name("twp"), dev: nstest.Name("twd"), ip: ip}
+	dev := w.dev
 	nstest.Run(t, "ip", "link", "add", w.port, "netns", host.ns.Name, "type", "veth", "peer", "name", dev, "netns", w.ns.Name)
 	host.ns.Run(t, "ip", "link", "set", w.port, "up")
 	w.ns.Run(t, "ip", "link", "set", dev, "mtu", "1450")
@@ -74,13 +75,16 @@ func hostSwitch(t *testing.T, h *tunnelHost, w *workload, typ, remote string, op
 
 // kernelVXLAN makes a Linux vxlan device in host h, VNI 100, towards
 // remote, with the tenant address ip on it.
-func kernelVXLAN(t *testing.T, h *tunnelHost, local, remote, ip string) {
+func kernelVXLAN(t *testing.T, h *tunnelHost, local, remote, ip string) string {
 	t.Helper()
 	dev := nstest.Name("kvx")
 	h.ns.Run(t, "ip", "link", "add", dev, "type", "vxlan", "id", "100", "remote", remote, "local", local,
 		"dstport", "4789", "dev", h.dev)
-	h.ns.Run(t, "ip", "addr", "add", ip+"/24", "dev", dev)
+	if ip != "" {
+		h.ns.Run(t, "ip", "addr", "add", ip+"/24", "dev", dev)
+	}
 	h.ns.Run(t, "ip", "link", "set", dev, "up")
+	return dev
 }
 
 // TestVXLANKernelInterop: a workload behind our switch's VXLAN port pings a
