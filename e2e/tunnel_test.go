@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -149,7 +151,18 @@ func TestVXLANSwitchToSwitch(t *testing.T) {
 	// Host A: secure fail mode and explicit flows; packets to the tunnel
 	// get their destination and VNI from the flow.
 	da.vsctl("set-fail-mode", "br0", "secure")
-	da.vsctl("add-flow", "br0", fmt.Sprintf("priority=100,in_port=%s,actions=set_field:200->tun_id,set_field:%s->tun_dst,output:vx0", wa.port, b.ip4))
+	// This one through ovs-ofctl, which encodes tun_dst as the
+	// Nicira-class OXM it sends Open vSwitch.
+	mgmt := "unix:" + filepath.Join(da.stateDir, "br0.mgmt")
+	if _, err := exec.LookPath("ovs-ofctl"); err == nil {
+		nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow13", "add-flow", mgmt,
+			fmt.Sprintf("priority=100,in_port=%s,actions=set_field:200->tun_id,set_field:%s->tun_dst,output:vx0", wa.port, b.ip4))
+		if out := nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow13", "dump-flows", mgmt); !strings.Contains(out, "set_field:"+b.ip4+"->tun_dst") {
+			t.Errorf("ovs-ofctl dump-flows:\n%s", out)
+		}
+	} else {
+		da.vsctl("add-flow", "br0", fmt.Sprintf("priority=100,in_port=%s,actions=set_field:200->tun_id,set_field:%s->tun_dst,output:vx0", wa.port, b.ip4))
+	}
 	da.vsctl("add-flow", "br0", fmt.Sprintf("priority=100,tun_id=200,tun_src=%s,in_port=vx0,actions=output:%s", b.ip4, wa.port))
 
 	nstest.Ping(t, wa.ns, wb.ip)
