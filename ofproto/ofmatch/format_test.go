@@ -203,6 +203,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add("dl_type=0x88e7,pbb_isid=0x5/0xff,ipv6_exthdr=1")
 	f.Add("ipv6,ipv6_exthdr=0x10/0x10,tun_id=7")
+	f.Add("tun_src=198.18.20.1/24,tun_ipv6_dst=2001:db8::/32,tun_id=0x64/0xff")
 	f.Fuzz(func(t *testing.T, s string) {
 		m, err := Parse(s)
 		if err != nil {
@@ -241,6 +242,9 @@ func TestTunnelFieldsRoundTrip(t *testing.T) {
 		if err != nil || back != m {
 			t.Errorf("%q: OXM round trip %v: %+v", s, err, back)
 		}
+	}
+	if _, err := Parse("tun_src=198.18.20.1,tun_ipv6_src=2001:db8::1"); err == nil {
+		t.Error("tun_src and tun_ipv6_src together accepted")
 	}
 	m, _ := Parse("tun_src=198.18.20.1")
 	var k flow.Key

@@ -203,6 +203,12 @@ func FromOXM(om ofpwire.Match) (Match, error) {
 		}
 		seen[o.Field] = true
 	}
+	// tun_src and tun_ipv6_src (tun_dst, tun_ipv6_dst) are one key field:
+	// an outer header has one address family.
+	if seen[ofpwire.XMTypeTunIPv4Src] && seen[ofpwire.XMTypeTunIPv6Src] ||
+		seen[ofpwire.XMTypeTunIPv4Dst] && seen[ofpwire.XMTypeTunIPv6Dst] {
+		return Match{}, matchErr(ofpwire.BMCDupField)
+	}
 	if err := ofpwire.CheckPrerequisites(om); err != nil {
 		return Match{}, err
 	}
