@@ -253,6 +253,18 @@ func (p *Port) open(reuse bool) (int, error) {
 		unix.Close(fd)
 		return -1, fmt.Errorf("bind [%s]:%d: %w", netip.AddrFrom16(p.local).Unmap(), o.DstPort, err)
 	}
+	// A port with a fixed remote connects its socket to (remote_ip, port
+	// 0): the kernel then delivers to it only the datagrams from that
+	// host, from any source port, and prefers it to unconnected sockets
+	// on the same UDP port. So several ports, one per peer, and a
+	// remote_ip=flow port for everyone else share one UDP port, as in
+	// Open vSwitch (SO_REUSEADDR lets them bind it together).
+	if o.Remote.IsValid() {
+		if err := unix.Connect(fd, &unix.SockaddrInet6{Port: 0, Addr: o.Remote.As16()}); err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("connect to %s: %w", o.Remote, err)
+		}
+	}
 	return fd, nil
 }
 

@@ -3,6 +3,8 @@ package tunnel
 import (
 	"bytes"
 	"net/netip"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,18 +179,20 @@ func TestBadInput(t *testing.T) {
 	})
 	wrongKey.Close()
 
-	// A second address on host A is not the port's remote.
+	// A second address on host A is not the port's remote: the kernel
+	// does not deliver its datagrams to the port's socket (connected to
+	// the remote), so they end as "no port" in host B's UDP counters.
 	u.a.Run(t, "ip", "addr", "add", "198.18.20.3/24", "dev", u.devA)
 	stranger := openIn(t, u.a, Options{Remote: u.b4, Key: 100, Local: netip.MustParseAddr("198.18.20.3")})
+	noPorts := udpNoPorts(t, u.b)
 	sendFrames(t, stranger, pool, 2, nil)
-	nstest.WaitFor(t, 5*time.Second, "unknown remote drops", func() bool {
-		var b packet.Batch
-		pb.Recv(0, pool, &b)
-		if b.N != 0 {
-			t.Fatalf("delivered a frame from an unknown remote")
-		}
-		return pb.Drops()[CauseUnknownRemote] == 2
+	nstest.WaitFor(t, 5*time.Second, "host B to refuse the stranger's datagrams", func() bool {
+		return udpNoPorts(t, u.b) >= noPorts+2
 	})
+	var sb packet.Batch
+	if pb.Recv(0, pool, &sb); sb.N != 0 {
+		t.Fatalf("delivered %d frames from an unknown remote", sb.N)
+	}
 	stranger.Close()
 
 	flowPort := openIn(t, u.a, Options{KeyFlow: true})
@@ -302,5 +306,71 @@ func TestSourcePortEntropy(t *testing.T) {
 			t.Errorf("16 flows used only %d source ports: %v", len(ports), ports)
 		}
 		pa.Close()
+	}
+}
+
+// udpNoPorts is the UDP NoPorts counter of a namespace: datagrams no
+// socket took.
+func udpNoPorts(t *testing.T, ns *nstest.Netns) uint64 {
+	t.Helper()
+	out := ns.Run(t, "cat", "/proc/net/snmp")
+	var names []string
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || f[0] != "Udp:" {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, n := range names {
+			if n == "NoPorts" && i < len(f) {
+				v, _ := strconv.ParseUint(f[i], 10, 64)
+				return v
+			}
+		}
+	}
+	t.Fatalf("no Udp NoPorts in /proc/net/snmp:\n%s", out)
+	return 0
+}
+
+// TestSharedUDPPort: ports to different peers share UDP port 4789 on one
+// host, each receiving its own peer's packets, and a remote_ip=flow port on
+// the same UDP port receives everyone else's.
+func TestSharedUDPPort(t *testing.T) {
+	u := newUnderlay(t)
+	u.a.Run(t, "ip", "addr", "add", "198.18.20.3/24", "dev", u.devA)
+	u.a.Run(t, "ip", "addr", "add", "198.18.20.4/24", "dev", u.devA)
+	a3, a4 := netip.MustParseAddr("198.18.20.3"), netip.MustParseAddr("198.18.20.4")
+	// Host B: one port per peer (.1 and .3) and a flow port.
+	p1 := openIn(t, u.b, Options{Remote: u.a4, Key: 1})
+	p3 := openIn(t, u.b, Options{Remote: a3, Key: 3})
+	pf := openIn(t, u.b, Options{KeyFlow: true})
+	pool := packet.NewPool(256, packet.DefaultBufSize)
+	for _, c := range []struct {
+		local netip.Addr
+		key   uint32
+		to    *Port
+	}{{u.a4, 1, p1}, {a3, 3, p3}, {a4, 4, pf}} {
+		s := openIn(t, u.a, Options{Remote: u.b4, Key: c.key, Local: c.local, DstPort: 4789})
+		if n := sendFrames(t, s, pool, 4, nil); n != 4 {
+			t.Fatalf("send from %s: %d", c.local, n)
+		}
+		got := recvAll(t, c.to, pool, 4)
+		if len(got) != 4 {
+			t.Fatalf("frames from %s: %d of 4 on the right port", c.local, len(got))
+		}
+		for _, pkt := range got {
+			if pkt.TunnelID != uint64(c.key) || pkt.Tunnel.Src != mapped(c.local) {
+				t.Errorf("from %s: tun_id %d src %v", c.local, pkt.TunnelID, netip.AddrFrom16(pkt.Tunnel.Src))
+			}
+		}
+		s.Close()
+	}
+	for _, p := range []*Port{p1, p3, pf} {
+		if d := p.Drops(); d != ([NumCauses]uint64{}) {
+			t.Errorf("drops %v", d)
+		}
 	}
 }
