@@ -3,6 +3,7 @@ package e2e
 import (
 	"net"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -64,6 +65,15 @@ func TestTunnelBench(t *testing.T) {
 			}
 			fd := nstest.PacketSocket(t, w.ns, w.dev, nstest.SocketOptions{})
 			before := nstest.Counter(t, b.ns, vxb, "rx_packets")
+			// VSWITCH_TUNNEL_BENCH_PERF=FILE profiles our switch during the
+			// flood (perf record -e cpu-clock: no PMU needed).
+			if out := os.Getenv("VSWITCH_TUNNEL_BENCH_PERF"); out != "" && d != nil {
+				perf := exec.Command("perf", "record", "-e", "cpu-clock", "-g", "-o", out+"."+variant,
+					"-p", strconv.Itoa(d.cmd.Process.Pid), "--", "sleep", strconv.Itoa(max(secs-1, 1)))
+				if err := perf.Start(); err == nil {
+					defer perf.Wait()
+				}
+			}
 			start := time.Now()
 			sent := nstest.Flood(fd, frames, time.Duration(secs)*time.Second, nil)
 			el := time.Since(start).Seconds()
