@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"vswitch/internal/nstest"
 )
@@ -172,5 +173,13 @@ func TestVXLANSwitchToSwitch(t *testing.T) {
 	if !strings.Contains(dp, "set(tunnel(dst="+b.ip4+"))") || !strings.Contains(dp, "set(tunnel(tun_id=0xc8))") {
 		t.Errorf("datapath flows lack the set-tunnel actions:\n%s", dp)
 	}
-	_ = db
+
+	// Host B's port is a wire to host A with VNI 200: a packet with
+	// another VNI from host A is dropped and counted, and vsctl show
+	// says why.
+	da.vsctl("add-flow", "br0", fmt.Sprintf("priority=200,in_port=%s,udp,actions=set_field:300->tun_id,set_field:%s->tun_dst,output:vx0", wa.port, b.ip4))
+	wa.ns.Output("bash", "-c", "echo x > /dev/udp/"+wb.ip+"/9") // one datagram (an ARP is already known)
+	nstest.WaitFor(t, 5*time.Second, "host B to count the wrong VNI", func() bool {
+		return strings.Contains(db.vsctl("show"), "tunnel_drops: wrong_vni=")
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"vswitch/datapath"
+	"vswitch/netdev/tunnel"
 	"vswitch/ofproto/ofconn"
 	"vswitch/vswitchd/config"
 	"vswitch/vswitchd/mgmt"
@@ -485,6 +486,9 @@ func (d *Daemon) cmdShow(context.Context, []string) (mgmt.Result, error) {
 		Running bool              `json:"running"`
 		LinkUp  bool              `json:"link_up"`
 		Options map[string]string `json:"options,omitempty"`
+		// TunnelDrops are a tunnel port's drops by cause (bad_header,
+		// wrong_vni, unknown_remote, no_remote, mtu, no_route, ...).
+		TunnelDrops map[string]uint64 `json:"tunnel_drops,omitempty"`
 	}
 	type bridgeView struct {
 		Name        string             `json:"name"`
@@ -538,6 +542,9 @@ func (d *Daemon) cmdShow(context.Context, []string) (mgmt.Result, error) {
 			if rb != nil {
 				if rp := rb.portByName(p.Name); rp != nil {
 					pv.Running, pv.Driver, pv.LinkUp = true, rp.driver, rp.dev.LinkUp()
+					if tp, ok := rp.dev.(*tunnel.Port); ok {
+						pv.TunnelDrops = tp.DropsByCause()
+					}
 				}
 			}
 			typ := pv.Type
@@ -547,6 +554,13 @@ func (d *Daemon) cmdShow(context.Context, []string) (mgmt.Result, error) {
 			fmt.Fprintf(&sb, "        Port %s\n            ofport: %d\n            type: %s\n", p.Name, p.OFPort, typ)
 			for _, k := range slices.Sorted(maps.Keys(p.Options)) {
 				fmt.Fprintf(&sb, "            options:%s=%s\n", k, p.Options[k])
+			}
+			if len(pv.TunnelDrops) > 0 {
+				var ds []string
+				for _, k := range slices.Sorted(maps.Keys(pv.TunnelDrops)) {
+					ds = append(ds, fmt.Sprintf("%s=%d", k, pv.TunnelDrops[k]))
+				}
+				fmt.Fprintf(&sb, "            tunnel_drops: %s\n", strings.Join(ds, " "))
 			}
 			switch {
 			case !pv.Running:

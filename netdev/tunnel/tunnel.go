@@ -323,6 +323,18 @@ func (p *Port) Drops() [numCauses]uint64 {
 	return d
 }
 
+// DropsByCause returns the non-zero drop counters by cause name, for
+// introspection ("vsctl show").
+func (p *Port) DropsByCause() map[string]uint64 {
+	m := map[string]uint64{}
+	for c, n := range p.Drops() {
+		if n != 0 {
+			m[Cause(c).String()] = n
+		}
+	}
+	return m
+}
+
 // NumCauses is the number of drop causes (Cause values 0..NumCauses-1).
 const NumCauses = int(numCauses)
 
