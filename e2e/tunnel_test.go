@@ -183,3 +183,57 @@ func TestVXLANSwitchToSwitch(t *testing.T) {
 		return strings.Contains(db.vsctl("show"), "tunnel_drops: wrong_vni=")
 	})
 }
+
+// TestVXLANThreeHosts: three hosts on one underlay LAN (a Linux bridge in
+// a namespace of its own), each running our switch with one port-based
+// VXLAN tunnel per peer, all on UDP port 4789. The kernel hands each
+// tunnel port its own peer's packets; the flows never forward from a
+// tunnel to a tunnel (split horizon), so the full mesh has no loop.
+// Every workload pings every other.
+func TestVXLANThreeHosts(t *testing.T) {
+	nstest.RequireRoot(t)
+	lan := nstest.NewNetns(t, "tunlan")
+	br := nstest.Name("ulbr")
+	lan.Run(t, "ip", "link", "add", br, "type", "bridge")
+	lan.Run(t, "ip", "link", "set", br, "up")
+	var hosts []*tunnelHost
+	var wls []*workload
+	for i := 1; i <= 3; i++ {
+		h := &tunnelHost{ns: nstest.NewNetns(t, "tunh"), dev: nstest.Name("ul"),
+			ip4: fmt.Sprintf("198.18.21.%d", i), ip6: fmt.Sprintf("2001:db8:21::%d", i)}
+		peer := nstest.Name("ulp")
+		nstest.Run(t, "ip", "link", "add", h.dev, "netns", h.ns.Name, "type", "veth", "peer", "name", peer, "netns", lan.Name)
+		lan.Run(t, "ip", "link", "set", peer, "master", br)
+		lan.Run(t, "ip", "link", "set", peer, "up")
+		h.ns.Run(t, "ip", "addr", "add", h.ip4+"/24", "dev", h.dev)
+		h.ns.Run(t, "ip", "link", "set", h.dev, "up")
+		hosts = append(hosts, h)
+		wls = append(wls, newWorkload(t, h, fmt.Sprintf("198.19.33.%d", i)))
+	}
+	for i, h := range hosts {
+		d := newDaemon(t)
+		d.netns = h.ns.Name
+		d.start()
+		d.vsctl("set", "Open_vSwitch", ".", "other_config:n-pmd=1")
+		d.vsctl("add-br", "br0", "fail_mode=secure")
+		d.vsctl("add-port", "br0", wls[i].port, "--", "type=afpacket")
+		var tunnels []string
+		for j, peer := range hosts {
+			if j == i {
+				continue
+			}
+			name := fmt.Sprintf("vx%d", j+1)
+			d.vsctl("add-port", "br0", name, "--", "type=vxlan", "options:remote_ip="+peer.ip4, "options:key=100")
+			d.vsctl("add-flow", "br0", "priority=100,in_port="+name+",actions=output:"+wls[i].port)
+			tunnels = append(tunnels, "output:"+name)
+		}
+		d.vsctl("add-flow", "br0", "priority=100,in_port="+wls[i].port+",actions="+strings.Join(tunnels, ","))
+	}
+	for i, w := range wls {
+		for j, other := range wls {
+			if i != j {
+				nstest.Ping(t, w.ns, other.ip)
+			}
+		}
+	}
+}
