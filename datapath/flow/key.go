@@ -16,15 +16,18 @@ import (
 // frame does not carry (see Tunnel).
 const KeyWords = 21
 
-// Tunnel flag bits in Tunnel.Flags. The values are Open vSwitch's
-// FLOW_TNL_F_* (so tun_flags reads the same), plus TunFlagKey for
-// "the tunnel header carried a key" (VXLAN's I flag, always set by
-// VXLAN; Geneve has no such bit, its VNI is always present).
+// Tunnel flag bits in Tunnel.Flags: Open vSwitch's FLOW_TNL_F_* values, so
+// that OpenFlow's tun_flags (NXM_NX_TUN_FLAGS, whose only public bit is
+// OAM) maps onto the field bit for bit. TunFlagKey says the tunnel header
+// carried a key (VXLAN's I flag; a Geneve VNI is always present).
 const (
-	TunFlagDontFragment = 1 << 0 // outer IPv4 DF set (or to be set)
-	TunFlagCsum         = 1 << 1 // outer UDP checksum present (or to compute)
-	TunFlagKey          = 1 << 2 // the header carried a key (VNI)
-	TunFlagOAM          = 1 << 3 // Geneve O bit / VXLAN-GPE OAM: control traffic
+	TunFlagOAM          = 1 << 0 // Geneve O bit: control traffic
+	TunFlagDontFragment = 1 << 1 // outer IPv4 DF set (or to be set)
+	TunFlagCsum         = 1 << 2 // outer UDP checksum present (or to compute)
+	TunFlagKey          = 1 << 3 // the header carried a key (VNI)
+
+	// TunFlagsPublic are the bits OpenFlow's tun_flags can match.
+	TunFlagsPublic = TunFlagOAM
 )
 
 // Tunnel is the outer header of a packet that arrived through a tunnel port,

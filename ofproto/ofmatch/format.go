@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"vswitch/datapath/flow"
 	"vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
@@ -165,6 +166,12 @@ func (m *Match) String() string {
 			out = append(out, "tun_ipv6_src="+ipv6Masked(o))
 		case ofpwire.XMTypeTunIPv6Dst:
 			out = append(out, "tun_ipv6_dst="+ipv6Masked(o))
+		case ofpwire.XMTypeTunFlags:
+			if v&flow.TunFlagOAM != 0 {
+				out = append(out, "tun_flags=+oam")
+			} else {
+				out = append(out, "tun_flags=-oam")
+			}
 		}
 	}
 	return strings.Join(out, ",")
@@ -404,6 +411,23 @@ func Parse(s string) (Match, error) {
 			err = parseIPv6(val, &fs[ofpwire.XMTypeTunIPv6Src])
 		case "tun_ipv6_dst":
 			err = parseIPv6(val, &fs[ofpwire.XMTypeTunIPv6Dst])
+		case "tun_flags":
+			// ovs-ofctl's forms: +oam, -oam, oam, or a number[/mask];
+			// only the OAM bit is matchable.
+			set := func(v uint64) error { return setU(ofpwire.XMTypeTunFlags, v, flow.TunFlagsPublic) }
+			switch val {
+			case "+oam", "oam":
+				err = set(flow.TunFlagOAM)
+			case "-oam":
+				err = set(0)
+			default:
+				err = parseMaskedUint(val, 16, func(v, m uint64) error {
+					if m&flow.TunFlagsPublic == 0 {
+						return fmt.Errorf("ofmatch: tun_flags=%s matches no public flag", val)
+					}
+					return setU(ofpwire.XMTypeTunFlags, v&flow.TunFlagsPublic, flow.TunFlagsPublic)
+				})
+			}
 		case "dl_vlan":
 			var v uint64
 			if v, err = parseUint(val, 16); err != nil {

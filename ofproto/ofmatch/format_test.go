@@ -230,6 +230,7 @@ func TestTunnelFieldsRoundTrip(t *testing.T) {
 		"tun_id=0x64,tun_src=198.18.20.1,tun_dst=198.18.0.0/16",
 		"in_port=3,tun_ipv6_src=2001:db8::1,tun_ipv6_dst=2001:db8::/32",
 		"tun_src=198.18.20.1,tun_ipv6_dst=2001:db8::2",
+		"tun_flags=+oam", "tun_id=0x5,tun_flags=-oam",
 	} {
 		m, err := Parse(s)
 		if err != nil {
@@ -243,11 +244,28 @@ func TestTunnelFieldsRoundTrip(t *testing.T) {
 			t.Errorf("%q: OXM round trip %v: %+v", s, err, back)
 		}
 	}
+	// The OAM bit only: the key's other flags (key, csum) do not matter.
+	m, _ := Parse("tun_flags=+oam")
+	var k flow.Key
+	k.Tun.Flags = flow.TunFlagOAM | flow.TunFlagKey
+	if !m.Matches(&k, 0) {
+		t.Error("an OAM packet does not match tun_flags=+oam")
+	}
+	k.Tun.Flags = flow.TunFlagKey
+	if m.Matches(&k, 0) {
+		t.Error("a non-OAM packet matches tun_flags=+oam")
+	}
+	if n, _ := Parse("tun_flags=oam"); n != m {
+		t.Error("tun_flags=oam is not tun_flags=+oam")
+	}
+	if _, err := Parse("tun_flags=0x8/0x8"); err == nil {
+		t.Error("tun_flags on a private bit accepted")
+	}
 	if _, err := Parse("tun_src=198.18.20.1,tun_ipv6_src=2001:db8::1"); err == nil {
 		t.Error("tun_src and tun_ipv6_src together accepted")
 	}
-	m, _ := Parse("tun_src=198.18.20.1")
-	var k flow.Key
+	m, _ = Parse("tun_src=198.18.20.1")
+	k = flow.Key{}
 	k.Tun.Src = [16]byte{10: 0xff, 11: 0xff, 198, 18, 20, 1}
 	if !m.Matches(&k, 0) {
 		t.Error("IPv4 underlay packet does not match tun_src")

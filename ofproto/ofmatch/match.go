@@ -25,6 +25,7 @@
 //	TUNNEL_ID             TunnelID
 //	NXM tun_src/tun_dst   Tun.Src/Tun.Dst, IPv4-mapped (mask covers ::ffff:)
 //	NXM tun_ipv6_src/dst  Tun.Src/Tun.Dst
+//	NXM tun_flags         Tun.Flags (the public bit, OAM)
 //	IPV6_EXTHDR           IPv6ExtHdr
 //
 // Fields that share a key field (IP_PROTO and ARP_OP, IPV4_SRC and ARP_SPA,
@@ -300,6 +301,9 @@ func FromOXM(om ofpwire.Match) (Match, error) {
 			k.Tun.Src, mk.Tun.Src = ipv6(o)
 		case ofpwire.XMTypeTunIPv6Dst:
 			k.Tun.Dst, mk.Tun.Dst = ipv6(o)
+		case ofpwire.XMTypeTunFlags:
+			// Only the public bits (OAM) are OpenFlow's, as in OVS.
+			k.Tun.Flags, mk.Tun.Flags = uint16(v)&flow.TunFlagsPublic, uint16(vm)&flow.TunFlagsPublic
 		case ofp.XMTypeIPv6ExtHeader:
 			k.IPv6ExtHdr, mk.IPv6ExtHdr = uint16(v), uint16(vm&0x1ff)
 		}
@@ -472,6 +476,11 @@ func ToOXM(m *Match) ofpwire.Match {
 	}
 	if mk.Tun.Dst != ([16]byte{}) {
 		fs = tunAddrOXM(fs, ofpwire.XMTypeTunIPv4Dst, ofpwire.XMTypeTunIPv6Dst, k.Tun.Dst, mk.Tun.Dst)
+	}
+	if m := mk.Tun.Flags & flow.TunFlagsPublic; m != 0 {
+		// Always masked, as ovs-ofctl sends it: NXM_NX_TUN_FLAGS_W(0001/0001).
+		fs = append(fs, ofpwire.NewMaskedOXM(ofpwire.XMTypeTunFlags,
+			[]byte{byte(k.Tun.Flags >> 8), byte(k.Tun.Flags & m)}, []byte{byte(m >> 8), byte(m)}))
 	}
 	return ofpwire.Match{Fields: fs}
 }

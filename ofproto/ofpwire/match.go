@@ -22,14 +22,15 @@ const ClassNXM1 ofp.XMClass = 0x0001
 // so that tables indexed by field never see two fields with one number);
 // parsing and encoding translate them to and from the NXM field numbers on
 // the wire (OVS's NXM_NX_TUN_IPV4_SRC(31), _DST(32), NXM_NX_TUN_IPV6_SRC
-// (109), _DST(110)).
+// (109), _DST(110), NXM_NX_TUN_FLAGS(104)).
 const (
 	XMTypeTunIPv4Src ofp.XMType = NumBasicFields + iota
 	XMTypeTunIPv4Dst
 	XMTypeTunIPv6Src
 	XMTypeTunIPv6Dst
+	XMTypeTunFlags
 	// NumFields bounds every field number, basic or Nicira.
-	NumFields = NumBasicFields + 4
+	NumFields = NumBasicFields + 5
 )
 
 // nxmFields are the Nicira fields by internal number: wire number, size,
@@ -42,6 +43,7 @@ var nxmFields = [NumFields - NumBasicFields]struct {
 	{32, fieldInfo{4, true, 0}},
 	{109, fieldInfo{16, true, 0}},
 	{110, fieldInfo{16, true, 0}},
+	{104, fieldInfo{2, true, 0}},
 }
 
 // IsNXM reports whether f is one of the Nicira-class fields above.

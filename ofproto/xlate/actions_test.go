@@ -125,6 +125,9 @@ func TestTranslateNewActions(t *testing.T) {
 			key: ipv4, want: actions.List{
 				{Kind: actions.SetTunnelDst, Addr: [16]byte{10: 0xff, 11: 0xff, 198, 18, 20, 2}},
 				{Kind: actions.SetTunnelSrc, Addr: [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: 1}}, dpOut(2)}},
+		{name: "set_field tun_flags refused", flows: []flowSpec{{0, 1, nil, ins(apply(
+			&ofpwire.ActionSetField{Field: ofpwire.NewOXM(ofpwire.XMTypeTunFlags, []byte{0, 1})}))}},
+			key: ipv4, err: ErrUnsupported},
 		{name: "match tun_src", flows: []flowSpec{{0, 1, []ofpwire.OXM{ofpwire.NewOXM(ofpwire.XMTypeTunIPv4Src, []byte{198, 18, 20, 1})}, ins(apply(out(2)))}},
 			key: ipv4, want: nil,
 			mask: func(m *flow.Mask) bool { return m.Tun.Src == ones16 }},

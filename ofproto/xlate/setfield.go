@@ -29,7 +29,7 @@ var ones6 = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 func settable(f ofp.XMType) bool {
 	switch f {
 	case ofp.XMTypeInPort, ofp.XMTypeInPhyPort, ofp.XMTypeEthType, ofp.XMTypeIPProto,
-		ofp.XMTypeMPLSBOS, ofp.XMTypeIPv6ExtHeader:
+		ofp.XMTypeMPLSBOS, ofp.XMTypeIPv6ExtHeader, ofpwire.XMTypeTunFlags:
 		return false
 	}
 	return int(f) < ofpwire.NumFields
