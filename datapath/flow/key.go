@@ -12,7 +12,7 @@ import (
 // KeyWords is the size of a Key in 64-bit words. Masking, hashing and
 // comparison work word by word, so the layout below has no implicit padding:
 // every byte belongs to a named field (explicit pad fields are always zero).
-// Words 0-15 describe the frame; words 15-20 are tunnel metadata, which the
+// Words 0-14 describe the frame; words 15-20 are tunnel metadata, which the
 // frame does not carry (see Tunnel).
 const KeyWords = 21
 
