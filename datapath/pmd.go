@@ -431,6 +431,9 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 		if flow.Extract(pkt.Data(), inPort, &pkt.Key, &pkt.Offsets) != 0 {
 			p.local.malformed++
 		}
+		if pkt.HasTunnel { // only tunnel ports set it: one predicted branch
+			pkt.Key.TunnelID, pkt.Key.Tun = pkt.TunnelID, pkt.Tunnel
+		}
 		pkt.KeyValid = true
 	}
 	emcMisses := 0

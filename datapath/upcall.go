@@ -105,7 +105,12 @@ type ControllerPacket struct {
 	// ControllerMetadata (for ofproto: the flow entry's cookie and the
 	// pipeline's metadata when the packet was sent).
 	Cookie, Metadata uint64
-	Data             []byte
+	// TunnelID and Tunnel are the packet's tunnel metadata (zero when it
+	// has none): controllers see a tunnelled packet's tun_id, tun_src and
+	// tun_dst in the PACKET_IN's match, as from Open vSwitch.
+	TunnelID uint64
+	Tunnel   flow.Tunnel
+	Data     []byte
 }
 
 // ControllerQueue is a bounded queue of packet copies from the PMDs to the
@@ -146,6 +151,9 @@ func (q *ControllerQueue) push(pkt *packet.Packet, a *actions.Action) bool {
 	n := copy(q.bufs[i], pkt.Data())
 	q.slots[i] = ControllerPacket{InPort: pkt.InPort, Arg: a.Port, Cookie: a.ControllerCookie(),
 		Metadata: a.ControllerMetadata(), Data: q.bufs[i][:n]}
+	if pkt.KeyValid {
+		q.slots[i].TunnelID, q.slots[i].Tunnel = pkt.Key.TunnelID, pkt.Key.Tun
+	}
 	q.n++
 	q.mu.Unlock()
 	select {

@@ -74,6 +74,10 @@ type daemon struct {
 	cmd      *exec.Cmd
 	log      *syncBuffer
 	done     chan error
+	// netns, if set, is the network namespace the daemon runs in (a
+	// "host" of a multi-host test); vsctl reaches it through the state
+	// directory's socket, which namespaces do not separate.
+	netns string
 }
 
 // syncBuffer collects the daemon's log for failure messages.
@@ -133,6 +137,9 @@ func (d *daemon) start(extra ...string) {
 	d.t.Helper()
 	args := append([]string{"--state-dir", d.stateDir, "--metrics-addr", d.metrics, "--default-bridge", "", "--log-level", "debug"}, extra...)
 	d.cmd = exec.Command(d.bin, args...)
+	if d.netns != "" { // ip netns exec execs the daemon: same PID, signals reach it
+		d.cmd = exec.Command("ip", append([]string{"netns", "exec", d.netns, d.bin}, args...)...)
+	}
 	if d.log == nil {
 		d.log = &syncBuffer{}
 	}

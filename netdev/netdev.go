@@ -1,6 +1,7 @@
 // Package netdev defines the port driver interface the datapath polls and
 // sends through. Drivers live in subpackages: ring and null (in-memory, for
-// tests and benchmarks), afxdp, afpacket, tap and vhostuser.
+// tests and benchmarks), afxdp, afpacket, tap, vhostuser and tunnel (VXLAN
+// and Geneve over UDP sockets).
 package netdev
 
 import (

@@ -67,6 +67,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -879,7 +880,8 @@ func (b *Bridge) packetIns() {
 // xlate.ControllerArg). No packet is buffered, so the data is the packet cut
 // to max_len (OFPCML_NO_BUFFER: whole). The cookie is the sending entry's
 // and the match holds in_port and, when not zero, the metadata, both
-// carried through the datapath in the Controller action.
+// carried through the datapath in the Controller action, and the tunnel
+// metadata (tun_id, tun_src/tun_dst or their IPv6 forms).
 func PacketIn(cp datapath.ControllerPacket) ofpwire.PacketIn {
 	reason, table, maxLen := xlate.ParseControllerArg(cp.Arg)
 	data := cp.Data
@@ -897,6 +899,22 @@ func PacketIn(cp datapath.ControllerPacket) ofpwire.PacketIn {
 	pi.Match.Add(ofpwire.OXMUint(ofp.XMTypeInPort, uint64(cp.InPort)))
 	if cp.Metadata != 0 {
 		pi.Match.Add(ofpwire.OXMUint(ofp.XMTypeMetadata, cp.Metadata))
+	}
+	if cp.TunnelID != 0 {
+		pi.Match.Add(ofpwire.OXMUint(ofp.XMTypeTunnelID, cp.TunnelID))
+	}
+	for _, a := range []struct {
+		addr   [16]byte
+		f4, f6 ofp.XMType
+	}{{cp.Tunnel.Src, ofpwire.XMTypeTunIPv4Src, ofpwire.XMTypeTunIPv6Src}, {cp.Tunnel.Dst, ofpwire.XMTypeTunIPv4Dst, ofpwire.XMTypeTunIPv6Dst}} {
+		switch ip := netip.AddrFrom16(a.addr); {
+		case a.addr == [16]byte{}:
+		case ip.Is4In6():
+			b := ip.Unmap().As4()
+			pi.Match.Add(ofpwire.NewOXM(a.f4, b[:]))
+		default:
+			pi.Match.Add(ofpwire.NewOXM(a.f6, a.addr[:]))
+		}
 	}
 	return pi
 }

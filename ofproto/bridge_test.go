@@ -12,6 +12,7 @@ import (
 	"vswitch/internal/nstest"
 	"vswitch/netdev/ring"
 	"vswitch/ofproto/ofconn"
+	"vswitch/ofproto/ofmatch"
 	"vswitch/ofproto/ofpwire"
 	"vswitch/ofproto/xlate"
 
@@ -421,6 +422,18 @@ func TestPacketInConversion(t *testing.T) {
 	pi = PacketIn(datapath.ControllerPacket{InPort: 7, Arg: xlate.ControllerArg(ofp.PacketInReasonAction, 0, 1000), Data: data})
 	if len(pi.Data) != len(data) {
 		t.Fatalf("max_len above the packet cut it to %d", len(pi.Data))
+	}
+	// A tunnelled packet's metadata is in the match, as OVS sends it.
+	cp := datapath.ControllerPacket{InPort: 7, Arg: xlate.ControllerArg(ofp.PacketInReasonAction, 0, 1000), Data: data, TunnelID: 100}
+	cp.Tunnel.Src = [16]byte{10: 0xff, 11: 0xff, 198, 18, 20, 2}
+	cp.Tunnel.Dst = [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: 1}
+	pi = PacketIn(cp)
+	m, err := ofmatch.FromOXM(pi.Match)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.String(), "in_port=7,tun_id=0x64,tun_src=198.18.20.2,tun_ipv6_dst=2001:db8::1"; got != want {
+		t.Errorf("tunnelled packet-in match %q, want %q", got, want)
 	}
 }
 

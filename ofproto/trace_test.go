@@ -242,3 +242,16 @@ func TestBridgeTracePortConfig(t *testing.T) {
 		t.Fatalf("NO_RECV in_port: %+v", tr)
 	}
 }
+
+func TestParseTraceFlowTunnel(t *testing.T) {
+	k, err := ParseTraceFlow("in_port=2,tun_id=100,tun_src=198.18.20.2,tun_ipv6_dst=2001:db8::1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.TunnelID != 100 || k.Tun.Src != [16]byte{10: 0xff, 11: 0xff, 198, 18, 20, 2} || k.Tun.Dst != [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: 1} {
+		t.Errorf("key %+v", k)
+	}
+	if s := k.String(); !strings.HasPrefix(s, "tunnel(tun_id=0x64,src=198.18.20.2,ipv6_dst=2001:db8::1") {
+		t.Errorf("key prints %q", s)
+	}
+}

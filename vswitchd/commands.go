@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"vswitch/datapath"
+	"vswitch/netdev/tunnel"
 	"vswitch/ofproto/ofconn"
 	"vswitch/vswitchd/config"
 	"vswitch/vswitchd/mgmt"
@@ -256,6 +257,9 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 		Running bool              `json:"running"`
 		LinkUp  bool              `json:"link_up"`
 		Options map[string]string `json:"options,omitempty"`
+		// TunnelDrops are a tunnel port's drops by cause (bad_header,
+		// wrong_vni, unknown_remote, no_remote, mtu, no_route, ...).
+		TunnelDrops map[string]uint64 `json:"tunnel_drops,omitempty"`
 	}
 	type bridgeView struct {
 		Name       string `json:"name"`
@@ -311,6 +315,9 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 			if rb != nil {
 				if rp := rb.portByName(p.Name); rp != nil {
 					pv.Running, pv.Driver, pv.LinkUp = true, rp.driver, rp.dev.LinkUp()
+					if tp, ok := rp.dev.(*tunnel.Port); ok {
+						pv.TunnelDrops = tp.DropsByCause()
+					}
 				}
 			}
 			typ := typeName(p.Type)
@@ -320,6 +327,13 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 			fmt.Fprintf(&sb, "        Port %s\n            ofport: %d\n            type: %s\n", p.Name, p.OFPort, typ)
 			for _, k := range slices.Sorted(maps.Keys(p.Options)) {
 				fmt.Fprintf(&sb, "            options:%s=%s\n", k, p.Options[k])
+			}
+			if len(pv.TunnelDrops) > 0 {
+				var ds []string
+				for _, k := range slices.Sorted(maps.Keys(pv.TunnelDrops)) {
+					ds = append(ds, fmt.Sprintf("%s=%d", k, pv.TunnelDrops[k]))
+				}
+				fmt.Fprintf(&sb, "            tunnel_drops: %s\n", strings.Join(ds, " "))
 			}
 			if pv.Running {
 				fmt.Fprintf(&sb, "            link_state: %s\n", upDown(pv.LinkUp))

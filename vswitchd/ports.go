@@ -13,6 +13,7 @@ import (
 	"vswitch/netdev/afpacket"
 	"vswitch/netdev/afxdp"
 	"vswitch/netdev/tap"
+	"vswitch/netdev/tunnel"
 	"vswitch/netdev/vhostuser"
 	"vswitch/vswitchd/config"
 )
@@ -27,6 +28,8 @@ var portOptions = map[string][]string{
 	config.PortTypeInternal:        {"n_rxq"},
 	config.PortTypeVhostUser:       {"n_rxq", "vhost-server-path"},
 	config.PortTypeVhostUserClient: {"n_rxq", "vhost-server-path"},
+	config.PortTypeVXLAN:           tunnelOptionKeys,
+	config.PortTypeGeneve:          tunnelOptionKeys,
 }
 
 // openNetdev opens the driver for a configured port and names the driver
@@ -93,6 +96,13 @@ func openNetdev(stateDir string, log *slog.Logger, p *config.Port) (netdev.Netde
 		}
 		dev, err := vhostuser.New(p.Name, vhostuser.Options{SocketPath: path, Client: client, Queues: max(queues, 1), Logf: func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...)) }})
 		return dev, p.Type, err
+	case config.PortTypeVXLAN, config.PortTypeGeneve:
+		o, err := tunnelOptions(p)
+		if err != nil {
+			return nil, "", err
+		}
+		dev, err := tunnel.New(p.Name, o)
+		return dev, p.Type, err
 	}
 	return nil, "", fmt.Errorf("unknown port type %q", p.Type)
 }
@@ -110,7 +120,7 @@ func interfaceExists(name string) error {
 func checkPortOptions(p *config.Port) error {
 	known, ok := portOptions[p.Type]
 	if !ok {
-		return fmt.Errorf("unknown port type %q (want afxdp, afpacket, tap, internal, vhostuser or vhostuserclient)", p.Type)
+		return fmt.Errorf("unknown port type %q (want afxdp, afpacket, tap, internal, vhostuser, vhostuserclient, vxlan or geneve)", p.Type)
 	}
 	for k := range p.Options {
 		if !slices.Contains(known, k) {
@@ -120,6 +130,11 @@ func checkPortOptions(p *config.Port) error {
 	if v, ok := p.Options["n_rxq"]; ok {
 		if n, err := strconv.Atoi(v); err != nil || n < 1 {
 			return fmt.Errorf("port %q: options:n_rxq=%q is not a positive number", p.Name, v)
+		}
+	}
+	if p.Type == config.PortTypeVXLAN || p.Type == config.PortTypeGeneve {
+		if _, err := tunnelOptions(p); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -564,3 +564,36 @@ func TestModVLANPush(t *testing.T) {
 		t.Errorf("packet-out actions %q, want %q", got, want)
 	}
 }
+
+// TestTunnelSyntax checks the tunnel fields in ovs-ofctl's spelling, and
+// that the flow mod is the one "ovs-ofctl -O OpenFlow13" sends for the
+// same text (compared by its ofp-print when ovs-ofctl is installed).
+func TestTunnelSyntax(t *testing.T) {
+	const s = "in_port=1,tun_id=100,tun_src=198.18.20.1,tun_flags=+oam,actions=set_field:100->tun_id,set_field:198.18.20.2->tun_dst,set_field:2001:db8::5->tun_ipv6_dst,output:2"
+	fm, err := ParseFlow(s, Add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, s, fm)
+	text := FormatFlowMod(fm)
+	for _, want := range []string{"tun_id=0x64", "tun_src=198.18.20.1", "set_field:0x64->tun_id",
+		"set_field:198.18.20.2->tun_dst", "set_field:2001:db8::5->tun_ipv6_dst"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("%q lacks %q", text, want)
+		}
+	}
+	if _, err := exec.LookPath("ovs-ofctl"); err != nil {
+		t.Skip("ovs-ofctl not installed")
+	}
+	b := encode(t, fm)
+	out, err := exec.Command("ovs-ofctl", "ofp-print", hex.EncodeToString(b)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ovs-ofctl ofp-print: %v: %s", err, out)
+	}
+	for _, want := range []string{"tun_id=0x64", "tun_src=198.18.20.1", "tun_flags=+oam", "set_field:0x64->tun_id",
+		"set_field:198.18.20.2->tun_dst", "set_field:2001:db8::5->tun_ipv6_dst"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("ovs-ofctl prints %q, lacking %q", out, want)
+		}
+	}
+}

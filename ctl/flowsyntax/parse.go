@@ -777,6 +777,8 @@ var setFields = []struct {
 	{"mpls_label", ofp.XMTypeMPLSLabel}, {"mpls_tc", ofp.XMTypeMPLSTC}, {"mpls_bos", ofp.XMTypeMPLSBOS},
 	{"pbb_isid", ofp.XMTypePBBISID},
 	{"tun_id", ofp.XMTypeTunnelID}, {"tunnel_id", ofp.XMTypeTunnelID},
+	{"tun_src", ofpwire.XMTypeTunIPv4Src}, {"tun_dst", ofpwire.XMTypeTunIPv4Dst},
+	{"tun_ipv6_src", ofpwire.XMTypeTunIPv6Src}, {"tun_ipv6_dst", ofpwire.XMTypeTunIPv6Dst},
 }
 
 func fieldByName(n string) (ofp.XMType, bool) {
@@ -868,9 +870,11 @@ func kindOf(f ofp.XMType) valueKind {
 	case ofp.XMTypeEthDst, ofp.XMTypeEthSrc, ofp.XMTypeARPSHA, ofp.XMTypeARPTHA,
 		ofp.XMTypeIPv6NDSLL, ofp.XMTypeIPv6NDTLL:
 		return kindMAC
-	case ofp.XMTypeIPv4Src, ofp.XMTypeIPv4Dst, ofp.XMTypeARPSPA, ofp.XMTypeARPTPA:
+	case ofp.XMTypeIPv4Src, ofp.XMTypeIPv4Dst, ofp.XMTypeARPSPA, ofp.XMTypeARPTPA,
+		ofpwire.XMTypeTunIPv4Src, ofpwire.XMTypeTunIPv4Dst:
 		return kindIPv4
-	case ofp.XMTypeIPv6Src, ofp.XMTypeIPv6Dst, ofp.XMTypeIPv6NDTarget:
+	case ofp.XMTypeIPv6Src, ofp.XMTypeIPv6Dst, ofp.XMTypeIPv6NDTarget,
+		ofpwire.XMTypeTunIPv6Src, ofpwire.XMTypeTunIPv6Dst:
 		return kindIPv6
 	}
 	return kindNum

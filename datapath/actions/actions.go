@@ -141,6 +141,12 @@ const (
 	SetIPProto
 	// SetMPLSBoS sets the top MPLS entry's bottom-of-stack bit to Val8&1.
 	SetMPLSBoS
+	// SetTunnelSrc / SetTunnelDst set p.Key.Tun.Src / Dst to Addr (an IPv4
+	// address IPv4-mapped, as flow.Tunnel stores it) and, like
+	// SetTunnelID, touch no packet byte: a later output to a flow-based
+	// tunnel port (remote_ip=flow) encapsulates towards Dst.
+	SetTunnelSrc
+	SetTunnelDst
 	numKinds
 )
 

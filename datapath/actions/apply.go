@@ -112,6 +112,10 @@ func Apply(a *Action, p *packet.Packet) bool {
 		setPBBISID(p, a.Port)
 	case SetTunnelID:
 		p.Key.TunnelID = binary.BigEndian.Uint64(a.Addr[:8])
+	case SetTunnelSrc:
+		p.Key.Tun.Src = a.Addr
+	case SetTunnelDst:
+		p.Key.Tun.Dst = a.Addr
 	case SetIPv6Label:
 		setIPv6Label(p, a.Port)
 	case SetARPOp:

@@ -65,9 +65,9 @@ func topLSE(d []byte) int {
 // differently beyond what an action can patch; it keeps the metadata the
 // frame does not carry.
 func reextract(p *packet.Packet) {
-	tun := p.Key.TunnelID
+	id, tun := p.Key.TunnelID, p.Key.Tun
 	flow.Extract(p.Data(), p.Key.InPort, &p.Key, &p.Offsets)
-	p.Key.TunnelID = tun
+	p.Key.TunnelID, p.Key.Tun = id, tun
 	p.KeyValid = true
 }
 

@@ -182,7 +182,7 @@ func checkKeyMatchesExtract(t testing.TB, p *packet.Packet) {
 	var k flow.Key
 	var o flow.Offsets
 	flow.Extract(p.Data(), p.Key.InPort, &k, &o)
-	k.TunnelID = p.Key.TunnelID // metadata: not in the frame
+	k.TunnelID, k.Tun = p.Key.TunnelID, p.Key.Tun // metadata: not in the frame
 	if !k.Equal(&p.Key) || o != p.Offsets {
 		t.Fatalf("key out of step with the frame %x:\n have %+v %+v\n extract %+v %+v", p.Data(), p.Key, p.Offsets, k, o)
 	}

@@ -493,3 +493,29 @@ func TestNewKindsStayInsideFrame(t *testing.T) {
 		}
 	}
 }
+
+func TestSetTunnelAddrs(t *testing.T) {
+	s := baseSpec(false, protoUDP)
+	orig := s.build(t)
+	p := loadPacket(t, &s, orig)
+	defer p.Free()
+	dst := [16]byte{10: 0xff, 11: 0xff, 198, 18, 20, 2}
+	src := [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: 1}
+	a, b := Action{Kind: SetTunnelDst, Addr: dst}, Action{Kind: SetTunnelSrc, Addr: src}
+	applyOK(t, a, p)
+	applyOK(t, b, p)
+	wantFrame(t, a, p, orig)
+	// A re-extraction (pop/push MPLS) keeps the metadata.
+	for _, c := range []Action{{Kind: PushMPLS}, {Kind: PopMPLS, Val16: ethTypeIPv4}} {
+		applyOK(t, c, p)
+	}
+	if p.Key.Tun.Dst != dst || p.Key.Tun.Src != src {
+		t.Errorf("tunnel metadata %+v", p.Key.Tun)
+	}
+	if got := a.String(); got != "set(tunnel(dst=198.18.20.2))" {
+		t.Errorf("String = %q", got)
+	}
+	if got := b.String(); got != "set(tunnel(ipv6_src=2001:db8::1))" {
+		t.Errorf("String = %q", got)
+	}
+}

@@ -112,6 +112,16 @@ func (a Action) String() string {
 		return fmt.Sprintf("set(pbb(isid=%d))", a.Port&pbbISIDMax)
 	case SetTunnelID:
 		return fmt.Sprintf("set(tunnel(tun_id=%#x))", binary.BigEndian.Uint64(a.Addr[:8]))
+	case SetTunnelSrc, SetTunnelDst:
+		name := "src="
+		if a.Kind == SetTunnelDst {
+			name = "dst="
+		}
+		ip := netip.AddrFrom16(a.Addr)
+		if !ip.Is4In6() {
+			name = "ipv6_" + name
+		}
+		return "set(tunnel(" + name + ip.Unmap().String() + "))"
 	case SetIPv6Label:
 		return fmt.Sprintf("set(ipv6(label=%#x))", a.Port&0xfffff)
 	case SetARPOp:

@@ -26,7 +26,7 @@ func TestKeyLayout(t *testing.T) {
 		{"IPv4Src", 32}, {"IPv4Dst", 36}, {"TpSrc", 40}, {"TpDst", 42}, {"IPv6Label", 44},
 		{"IPv6Src", 48}, {"IPv6Dst", 64}, {"NDTarget", 80},
 		{"ArpSHA", 96}, {"IPv6ExtHdr", 102}, {"ArpTHA", 104}, {"Pad1", 110},
-		{"MPLSLse", 112}, {"PBBISID", 116}, {"TunnelID", 120},
+		{"MPLSLse", 112}, {"PBBISID", 116}, {"TunnelID", 120}, {"Tun", 128},
 	}
 	got := map[string]uintptr{
 		"InPort": unsafe.Offsetof(k.InPort), "EthType": unsafe.Offsetof(k.EthType),
@@ -41,7 +41,7 @@ func TestKeyLayout(t *testing.T) {
 		"ArpSHA": unsafe.Offsetof(k.ArpSHA), "IPv6ExtHdr": unsafe.Offsetof(k.IPv6ExtHdr),
 		"ArpTHA": unsafe.Offsetof(k.ArpTHA), "Pad1": unsafe.Offsetof(k.Pad1),
 		"MPLSLse": unsafe.Offsetof(k.MPLSLse), "PBBISID": unsafe.Offsetof(k.PBBISID),
-		"TunnelID": unsafe.Offsetof(k.TunnelID),
+		"TunnelID": unsafe.Offsetof(k.TunnelID), "Tun": unsafe.Offsetof(k.Tun),
 	}
 	for _, w := range want {
 		if got[w.name] != w.off {
@@ -64,6 +64,19 @@ func TestKeyLayout(t *testing.T) {
 	}
 	if end != KeyWords*8 {
 		t.Errorf("fields end at %d, want %d", end, KeyWords*8)
+	}
+	// Tunnel has no implicit padding either.
+	tt := reflect.TypeOf(Tunnel{})
+	tend := uintptr(0)
+	for i := 0; i < tt.NumField(); i++ {
+		f := tt.Field(i)
+		if f.Offset != tend {
+			t.Errorf("Tunnel field %s at %d, previous ends at %d", f.Name, f.Offset, tend)
+		}
+		tend = f.Offset + f.Type.Size()
+	}
+	if tend != 40 || unsafe.Sizeof(Tunnel{}) != 40 {
+		t.Errorf("Tunnel is %d bytes (fields end at %d), want 40", unsafe.Sizeof(Tunnel{}), tend)
 	}
 	if unsafe.Sizeof(VLANTag{}) != 4 {
 		t.Errorf("Sizeof(VLANTag) = %d, want 4", unsafe.Sizeof(VLANTag{}))

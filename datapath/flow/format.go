@@ -20,6 +20,9 @@ func (k *Key) String() string {
 	if k.TunnelID == 0 {
 		all.TunnelID = 0
 	}
+	if k.Tun.IsZero() {
+		all.Tun = Tunnel{}
+	}
 	if k.IPv6ExtHdr == 0 {
 		all.IPv6ExtHdr = 0
 	}
@@ -33,12 +36,15 @@ func (k *Key) String() string {
 // fields as well; OVS's datapath rejects such masks anyway.
 func FormatMatch(k *Key, m *Mask) string {
 	var f formatter
-	if m.TunnelID != 0 {
-		s := "tun_id=" + hexC(k.TunnelID)
-		if m.TunnelID != ^uint64(0) {
-			s += "/" + hexC(m.TunnelID)
+	if m.TunnelID != 0 || !m.Tun.IsZero() {
+		var s string
+		if m.TunnelID != 0 {
+			s = "tun_id=" + hexC(k.TunnelID)
+			if m.TunnelID != ^uint64(0) {
+				s += "/" + hexC(m.TunnelID)
+			}
 		}
-		f.group("tunnel", s)
+		f.group("tunnel", append([]string{s}, tunnelFields(&k.Tun, &m.Tun)...)...)
 	}
 	if k.InPort == localPort && m.InPort == 0xffffffff {
 		f.group("in_port", "LOCAL")
@@ -355,4 +361,50 @@ func fieldTCPFlags(v, m uint16) string {
 		b.WriteString(n)
 	}
 	return b.String()
+}
+
+// tunnelFields prints the outer-header fields of a tunnel() group as OVS
+// does: src/dst for IPv4 (stored IPv4-mapped), ipv6_src/ipv6_dst otherwise,
+// then tos, ttl and flags(+df+csum+key+oam).
+func tunnelFields(t, m *Tunnel) []string {
+	addr := func(name string, v, vm [16]byte) string {
+		if vm == ([16]byte{}) {
+			return ""
+		}
+		a := netip.AddrFrom16(v)
+		if a.Is4In6() {
+			return fieldIPv4(name, ipv4U32([4]byte(v[12:])), ipv4U32([4]byte(vm[12:])))
+		}
+		return fieldIPv6("ipv6_"+name, v, vm)
+	}
+	fs := []string{
+		addr("src", t.Src, m.Src), addr("dst", t.Dst, m.Dst),
+		fieldU("tos", uint64(t.TOS), uint64(m.TOS), 0xff),
+		fieldU("ttl", uint64(t.TTL), uint64(m.TTL), 0xff),
+	}
+	if m.Flags != 0 {
+		var b strings.Builder
+		b.WriteString("flags(")
+		for _, f := range [...]struct {
+			bit  uint16
+			name string
+		}{{TunFlagDontFragment, "df"}, {TunFlagCsum, "csum"}, {TunFlagKey, "key"}, {TunFlagOAM, "oam"}} {
+			if m.Flags&f.bit == 0 {
+				continue
+			}
+			if t.Flags&f.bit != 0 {
+				b.WriteByte('+')
+			} else {
+				b.WriteByte('-')
+			}
+			b.WriteString(f.name)
+		}
+		b.WriteByte(')')
+		fs = append(fs, b.String())
+	}
+	return fs
+}
+
+func ipv4U32(a [4]byte) uint32 {
+	return uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
 }

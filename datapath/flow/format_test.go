@@ -157,3 +157,24 @@ func TestHashEveryWord(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatTunnel(t *testing.T) {
+	k := Key{InPort: 3, TunnelID: 100, EthType: 0x0806}
+	k.Tun.Src = [16]byte{10: 0xff, 11: 0xff, 198, 18, 20, 1}
+	k.Tun.Dst = [16]byte{10: 0xff, 11: 0xff, 198, 18, 20, 2}
+	k.Tun.TTL = 64
+	k.Tun.Flags = TunFlagKey | TunFlagDontFragment
+	got := k.String()
+	want := "tunnel(tun_id=0x64,src=198.18.20.1,dst=198.18.20.2,tos=0,ttl=64,flags(+df-csum+key-oam)),in_port(3)"
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("String() = %q, want prefix %q", got, want)
+	}
+	k.Tun.Src = [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: 1}
+	var m Mask
+	m.Tun.Src = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	m.Tun.Dst = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0}
+	k.ApplyMask(&m, &k)
+	if got, want := FormatMatch(&k, &m), "tunnel(ipv6_src=2001:db8::1,dst=198.18.0.0/255.255.0.0)"; got != want {
+		t.Errorf("FormatMatch = %q, want %q", got, want)
+	}
+}

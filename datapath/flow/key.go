@@ -12,7 +12,45 @@ import (
 // KeyWords is the size of a Key in 64-bit words. Masking, hashing and
 // comparison work word by word, so the layout below has no implicit padding:
 // every byte belongs to a named field (explicit pad fields are always zero).
-const KeyWords = 16
+// Words 0-14 describe the frame; words 15-20 are tunnel metadata, which the
+// frame does not carry (see Tunnel).
+const KeyWords = 21
+
+// Tunnel flag bits in Tunnel.Flags: Open vSwitch's FLOW_TNL_F_* values, so
+// that OpenFlow's tun_flags (NXM_NX_TUN_FLAGS, whose only public bit is
+// OAM) maps onto the field bit for bit. TunFlagKey says the tunnel header
+// carried a key (VXLAN's I flag; a Geneve VNI is always present).
+const (
+	TunFlagOAM          = 1 << 0 // Geneve O bit: control traffic
+	TunFlagDontFragment = 1 << 1 // outer IPv4 DF set (or to be set)
+	TunFlagCsum         = 1 << 2 // outer UDP checksum present (or to compute)
+	TunFlagKey          = 1 << 3 // the header carried a key (VNI)
+
+	// TunFlagsPublic are the bits OpenFlow's tun_flags can match.
+	TunFlagsPublic = TunFlagOAM
+)
+
+// Tunnel is the outer header of a packet that arrived through a tunnel port,
+// or the outer header set-field chose for a later output to a flow-based
+// tunnel port (remote_ip=flow). It is part of the key so that flows match
+// on it, but Extract never fills it: the tunnel port hands it to the PMD
+// beside the inner frame (packet.Packet.Tunnel).
+//
+// Both address families share one 16-byte field per address: an IPv4
+// address is stored IPv4-mapped (::ffff:a.b.c.d). A match on OpenFlow's
+// tun_src (IPv4) then constrains the ::ffff: prefix too, so it never
+// matches an IPv6 underlay, and the key spends four words on addresses
+// instead of five.
+type Tunnel struct {
+	Src, Dst [16]byte // outer source and destination; zero = unset
+	Flags    uint16   // TunFlag*
+	TOS      uint8    // outer IPv4 TOS / IPv6 traffic class
+	TTL      uint8    // outer TTL / hop limit (0 on output: the port's default)
+	Pad      [4]byte  // always zero
+}
+
+// IsZero reports whether no tunnel metadata is set.
+func (t *Tunnel) IsZero() bool { return *t == Tunnel{} }
 
 // VLANTag is one 802.1Q/802.1ad tag as seen on the wire. A tag that is
 // present always has TPID != 0; an absent tag is all zero.
@@ -103,8 +141,13 @@ type Key struct {
 	MPLSLse uint32 // top MPLS label stack entry as on the wire (0 = none)
 	PBBISID uint32 // 24-bit I-SID of a PBB I-TAG (EthType 0x88e7)
 	// word 15
-	TunnelID uint64 // tunnel key of the port the packet came in on (0 = none)
+	TunnelID uint64 // tunnel key (VNI) the packet came in with or is to be sent with (0 = none)
+	// words 16-20
+	Tun Tunnel
 }
+
+// The key must be exactly KeyWords words: Words() views it as an array.
+var _ [KeyWords * 8]byte = [unsafe.Sizeof(Key{})]byte{}
 
 // Mask has the layout of Key: a 1 bit means the field bit is significant.
 type Mask = Key
@@ -122,14 +165,11 @@ func (k *Key) Words() *[KeyWords]uint64 {
 }
 
 // Equal reports whether two keys are identical.
+//
+// The struct comparison compiles to one vectorised memory compare, cheaper
+// than a word loop with a branch per word now that the key has 21 words.
 func (k *Key) Equal(o *Key) bool {
-	a, b := k.Words(), o.Words()
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	return *k == *o
 }
 
 // ApplyMask sets dst to k & m.
@@ -203,7 +243,7 @@ func finish(h uint64) uint32 {
 }
 
 // Hash returns a 32-bit hash of the whole key, for the exact-match cache.
-// It folds the 16 words into five lanes with rotate-and-xor (one cycle each)
+// It folds the 21 words into five lanes with rotate-and-xor (one cycle each)
 // and multiplies each lane once, independently: every bit of the key counts
 // and the cost is a handful of cycles. Collisions only cost a cache miss,
 // since lookups compare the whole key.
@@ -211,7 +251,9 @@ func (k *Key) Hash() uint32 {
 	w := k.Words()
 	rl := bits.RotateLeft64
 	l0 := (w[0] ^ rl(w[1], 17) ^ rl(w[15], 53)) * 0x9e3779b97f4a7c15
-	l1 := (w[4] ^ rl(w[2], 29)) * 0xc2b2ae3d27d4eb4f
+	// Words 16-20 (tunnel metadata) are zero for most packets; they share
+	// lane 1 so a non-tunnel key costs four extra xors, no multiply.
+	l1 := (w[4] ^ rl(w[2], 29) ^ w[16] ^ rl(w[17], 19) ^ rl(w[18], 37) ^ rl(w[19], 51) ^ rl(w[20], 5)) * 0xc2b2ae3d27d4eb4f
 	l2 := (w[5] ^ rl(w[3], 41) ^ rl(w[14], 7)) * 0x165667b19e3779f9
 	l3 := (w[6] ^ rl(w[7], 11) ^ rl(w[8], 23) ^ rl(w[9], 37)) * 0xd6e8feb86659fd93
 	l4 := (w[10] ^ rl(w[11], 13) ^ rl(w[12], 31) ^ rl(w[13], 47)) * 0xff51afd7ed558ccd

@@ -42,6 +42,15 @@ type Packet struct {
 	Key      flow.Key
 	Offsets  flow.Offsets
 
+	// HasTunnel says the packet arrived through a tunnel port, which put
+	// the outer header it was decapsulated from in TunnelID and Tunnel.
+	// Extraction clears the key; the PMD copies these into it afterwards,
+	// so the pipeline matches on tun_id, tun_src, ... (Pool.Get clears
+	// HasTunnel, so no stale metadata follows a reused buffer).
+	HasTunnel bool
+	TunnelID  uint64
+	Tunnel    flow.Tunnel
+
 	pool   *Pool
 	inPool bool // on the pool's free list (catches double frees)
 }
@@ -69,6 +78,7 @@ func (p *Packet) SetData(data []byte) int {
 	p.length = n
 	p.KeyValid = false
 	p.HashValid = false
+	p.HasTunnel = false
 	return n
 }
 
@@ -122,6 +132,10 @@ func (p *Packet) CopyFrom(src *Packet) bool {
 	p.Hash = src.Hash
 	p.HashValid = src.HashValid
 	p.KeyValid = src.KeyValid
+	p.HasTunnel = src.HasTunnel
+	if src.HasTunnel {
+		p.TunnelID, p.Tunnel = src.TunnelID, src.Tunnel
+	}
 	if src.KeyValid {
 		p.Key = src.Key
 		p.Offsets = src.Offsets

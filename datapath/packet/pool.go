@@ -50,6 +50,7 @@ func (p *Pool) Get() *Packet {
 	pkt.length = 0
 	pkt.KeyValid = false
 	pkt.HashValid = false
+	pkt.HasTunnel = false
 	return pkt
 }
 

@@ -198,3 +198,10 @@ func FixL4Checksum(frame []byte) (changed bool) {
 	binary.BigEndian.PutUint16(l4[field:], c)
 	return true
 }
+
+// Sum is the one's-complement sum of b as big-endian 16-bit words (an odd
+// last byte padded with zero), folded to 16 bits and not complemented:
+// sums of pieces of even length add up (with end-around carry) to the sum
+// of their concatenation, so callers can checksum headers they build apart
+// from the payload they gather behind them.
+func Sum(b []byte) uint16 { return sum(b) }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"vswitch/datapath/flow"
 	"vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
@@ -157,6 +158,20 @@ func (m *Match) String() string {
 			out = append(out, "tun_id="+hexMasked(v, vm, ^uint64(0)))
 		case ofp.XMTypeIPv6ExtHeader:
 			out = append(out, "ipv6_exthdr="+hexMasked(v, vm, 0x1ff))
+		case ofpwire.XMTypeTunIPv4Src:
+			out = append(out, "tun_src="+ipv4Masked(v, vm))
+		case ofpwire.XMTypeTunIPv4Dst:
+			out = append(out, "tun_dst="+ipv4Masked(v, vm))
+		case ofpwire.XMTypeTunIPv6Src:
+			out = append(out, "tun_ipv6_src="+ipv6Masked(o))
+		case ofpwire.XMTypeTunIPv6Dst:
+			out = append(out, "tun_ipv6_dst="+ipv6Masked(o))
+		case ofpwire.XMTypeTunFlags:
+			if v&flow.TunFlagOAM != 0 {
+				out = append(out, "tun_flags=+oam")
+			} else {
+				out = append(out, "tun_flags=-oam")
+			}
 		}
 	}
 	return strings.Join(out, ",")
@@ -273,7 +288,7 @@ type field struct {
 // field=value[/mask] pairs. The result is checked like a match received from
 // a controller, so Parse accepts exactly the matches FromOXM accepts.
 func Parse(s string) (Match, error) {
-	var fs [ofpwire.NumBasicFields]field
+	var fs [ofpwire.NumFields]field
 	var tpSrc, tpDst, icmpType, icmpCode *field
 	var tmp [4]field
 	tpSrc, tpDst, icmpType, icmpCode = &tmp[0], &tmp[1], &tmp[2], &tmp[3]
@@ -388,6 +403,31 @@ func Parse(s string) (Match, error) {
 			err = parseIPv6(val, &fs[ofp.XMTypeIPv6Dst])
 		case "nd_target":
 			err = parseIPv6(val, &fs[ofp.XMTypeIPv6NDTarget])
+		case "tun_src":
+			err = parseIPv4(val, &fs[ofpwire.XMTypeTunIPv4Src])
+		case "tun_dst":
+			err = parseIPv4(val, &fs[ofpwire.XMTypeTunIPv4Dst])
+		case "tun_ipv6_src":
+			err = parseIPv6(val, &fs[ofpwire.XMTypeTunIPv6Src])
+		case "tun_ipv6_dst":
+			err = parseIPv6(val, &fs[ofpwire.XMTypeTunIPv6Dst])
+		case "tun_flags":
+			// ovs-ofctl's forms: +oam, -oam, oam, or a number[/mask];
+			// only the OAM bit is matchable.
+			set := func(v uint64) error { return setU(ofpwire.XMTypeTunFlags, v, flow.TunFlagsPublic) }
+			switch val {
+			case "+oam", "oam":
+				err = set(flow.TunFlagOAM)
+			case "-oam":
+				err = set(0)
+			default:
+				err = parseMaskedUint(val, 16, func(v, m uint64) error {
+					if m&flow.TunFlagsPublic == 0 {
+						return fmt.Errorf("ofmatch: tun_flags=%s matches no public flag", val)
+					}
+					return setU(ofpwire.XMTypeTunFlags, v&flow.TunFlagsPublic, flow.TunFlagsPublic)
+				})
+			}
 		case "dl_vlan":
 			var v uint64
 			if v, err = parseUint(val, 16); err != nil {

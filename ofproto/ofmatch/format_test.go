@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"vswitch/datapath/flow"
 	"vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
@@ -202,6 +203,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add("dl_type=0x88e7,pbb_isid=0x5/0xff,ipv6_exthdr=1")
 	f.Add("ipv6,ipv6_exthdr=0x10/0x10,tun_id=7")
+	f.Add("tun_src=198.18.20.1/24,tun_ipv6_dst=2001:db8::/32,tun_id=0x64/0xff")
 	f.Fuzz(func(t *testing.T, s string) {
 		m, err := Parse(s)
 		if err != nil {
@@ -221,4 +223,55 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("String not deterministic for %q", s)
 		}
 	})
+}
+
+func TestTunnelFieldsRoundTrip(t *testing.T) {
+	for _, s := range []string{
+		"tun_id=0x64,tun_src=198.18.20.1,tun_dst=198.18.0.0/16",
+		"in_port=3,tun_ipv6_src=2001:db8::1,tun_ipv6_dst=2001:db8::/32",
+		"tun_src=198.18.20.1,tun_ipv6_dst=2001:db8::2",
+		"tun_flags=+oam", "tun_id=0x5,tun_flags=-oam",
+	} {
+		m, err := Parse(s)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", s, err)
+		}
+		if got := m.String(); got != s {
+			t.Errorf("Parse(%q).String() = %q", s, got)
+		}
+		back, err := FromOXM(ToOXM(&m))
+		if err != nil || back != m {
+			t.Errorf("%q: OXM round trip %v: %+v", s, err, back)
+		}
+	}
+	// The OAM bit only: the key's other flags (key, csum) do not matter.
+	m, _ := Parse("tun_flags=+oam")
+	var k flow.Key
+	k.Tun.Flags = flow.TunFlagOAM | flow.TunFlagKey
+	if !m.Matches(&k, 0) {
+		t.Error("an OAM packet does not match tun_flags=+oam")
+	}
+	k.Tun.Flags = flow.TunFlagKey
+	if m.Matches(&k, 0) {
+		t.Error("a non-OAM packet matches tun_flags=+oam")
+	}
+	if n, _ := Parse("tun_flags=oam"); n != m {
+		t.Error("tun_flags=oam is not tun_flags=+oam")
+	}
+	if _, err := Parse("tun_flags=0x8/0x8"); err == nil {
+		t.Error("tun_flags on a private bit accepted")
+	}
+	if _, err := Parse("tun_src=198.18.20.1,tun_ipv6_src=2001:db8::1"); err == nil {
+		t.Error("tun_src and tun_ipv6_src together accepted")
+	}
+	m, _ = Parse("tun_src=198.18.20.1")
+	k = flow.Key{}
+	k.Tun.Src = [16]byte{10: 0xff, 11: 0xff, 198, 18, 20, 1}
+	if !m.Matches(&k, 0) {
+		t.Error("IPv4 underlay packet does not match tun_src")
+	}
+	k.Tun.Src = [16]byte{12: 198, 13: 18, 14: 20, 15: 1} // ::198.18.20.1, an IPv6 address
+	if m.Matches(&k, 0) {
+		t.Error("IPv6 underlay packet matches tun_src")
+	}
 }

@@ -23,6 +23,9 @@
 //	MPLS_LABEL/TC/BOS     MPLSLse bits 12-31, 9-11, 8
 //	PBB_ISID              PBBISID
 //	TUNNEL_ID             TunnelID
+//	NXM tun_src/tun_dst   Tun.Src/Tun.Dst, IPv4-mapped (mask covers ::ffff:)
+//	NXM tun_ipv6_src/dst  Tun.Src/Tun.Dst
+//	NXM tun_flags         Tun.Flags (the public bit, OAM)
 //	IPV6_EXTHDR           IPv6ExtHdr
 //
 // Fields that share a key field (IP_PROTO and ARP_OP, IPV4_SRC and ARP_SPA,
@@ -87,7 +90,7 @@ func transportFields(proto int) (src, dst ofp.XMType, ok bool) {
 
 // validBits restricts fields narrower than their OXM payload (the same table
 // ofpwire's decoder applies; FromOXM also accepts matches built in memory).
-var validBits = [ofpwire.NumBasicFields]uint64{
+var validBits = [ofpwire.NumFields]uint64{
 	ofp.XMTypeVlanID:        0x1fff,
 	ofp.XMTypeVlanPCP:       0x7,
 	ofp.XMTypeIPDSCP:        0x3f,
@@ -106,7 +109,7 @@ func matchErr(code uint16) error {
 
 // checkOXM validates one field's class, sizes, mask and value range.
 func checkOXM(o ofpwire.OXM) error {
-	if o.Class != ofp.XMClassOpenflowBasic {
+	if o.Class != ofpwire.ClassOf(o.Field) {
 		return matchErr(ofpwire.BMCBadField)
 	}
 	size, maskable, ok := ofpwire.FieldSize(o.Field)
@@ -153,6 +156,36 @@ func ipv6(o ofpwire.OXM) (v, m [16]byte) {
 	return v, m
 }
 
+// tunIPv4 maps an IPv4 tunnel address field (tun_src, tun_dst) onto the
+// key's IPv4-mapped form: the mask also covers the ::ffff: prefix, so an
+// IPv4 match never matches an IPv6 underlay.
+func tunIPv4(o ofpwire.OXM) (v, m [16]byte) {
+	v[10], v[11] = 0xff, 0xff
+	copy(v[12:], o.Value)
+	for i := range 12 {
+		m[i] = 0xff
+	}
+	copy(m[12:], allOnes16[:4])
+	if o.HasMask {
+		copy(m[12:], o.Mask)
+	}
+	return v, m
+}
+
+// tunAddrOXM appends the OXM for a tunnel address: tun_src/tun_dst when the
+// mask covers the IPv4-mapped prefix and the key has it, the IPv6 field
+// otherwise.
+func tunAddrOXM(fs []ofpwire.OXM, f4, f6 ofp.XMType, v, m [16]byte) []ofpwire.OXM {
+	prefix := [12]byte{10: 0xff, 11: 0xff}
+	if [12]byte(m[:12]) == [12]byte(allOnes16[:12]) && [12]byte(v[:12]) == prefix {
+		if [4]byte(m[12:]) == [4]byte(allOnes16[:4]) {
+			return append(fs, ofpwire.NewOXM(f4, append([]byte(nil), v[12:]...)))
+		}
+		return append(fs, ofpwire.NewMaskedOXM(f4, append([]byte(nil), v[12:]...), append([]byte(nil), m[12:]...)))
+	}
+	return oxmIPv6(fs, f6, v, m)
+}
+
 // FromOXM converts an OpenFlow 1.3 match into a Match. It rejects, with the
 // OFPET_BAD_MATCH code the spec prescribes, fields of other classes, bad
 // lengths, masks on unmaskable fields, out-of-range values, value bits
@@ -161,7 +194,7 @@ func ipv6(o ofpwire.OXM) (v, m [16]byte) {
 // port) or an ARP opcode above 255 (BAD_VALUE: the key holds 8 bits).
 func FromOXM(om ofpwire.Match) (Match, error) {
 	var m Match
-	var seen [ofpwire.NumBasicFields]bool
+	var seen [ofpwire.NumFields]bool
 	for _, o := range om.Fields {
 		if err := checkOXM(o); err != nil {
 			return Match{}, err
@@ -170,6 +203,12 @@ func FromOXM(om ofpwire.Match) (Match, error) {
 			return Match{}, matchErr(ofpwire.BMCDupField)
 		}
 		seen[o.Field] = true
+	}
+	// tun_src and tun_ipv6_src (tun_dst, tun_ipv6_dst) are one key field:
+	// an outer header has one address family.
+	if seen[ofpwire.XMTypeTunIPv4Src] && seen[ofpwire.XMTypeTunIPv6Src] ||
+		seen[ofpwire.XMTypeTunIPv4Dst] && seen[ofpwire.XMTypeTunIPv6Dst] {
+		return Match{}, matchErr(ofpwire.BMCDupField)
 	}
 	if err := ofpwire.CheckPrerequisites(om); err != nil {
 		return Match{}, err
@@ -254,6 +293,17 @@ func FromOXM(om ofpwire.Match) (Match, error) {
 			k.PBBISID, mk.PBBISID = uint32(v), uint32(vm)
 		case ofp.XMTypeTunnelID:
 			k.TunnelID, mk.TunnelID = v, vm
+		case ofpwire.XMTypeTunIPv4Src:
+			k.Tun.Src, mk.Tun.Src = tunIPv4(o)
+		case ofpwire.XMTypeTunIPv4Dst:
+			k.Tun.Dst, mk.Tun.Dst = tunIPv4(o)
+		case ofpwire.XMTypeTunIPv6Src:
+			k.Tun.Src, mk.Tun.Src = ipv6(o)
+		case ofpwire.XMTypeTunIPv6Dst:
+			k.Tun.Dst, mk.Tun.Dst = ipv6(o)
+		case ofpwire.XMTypeTunFlags:
+			// Only the public bits (OAM) are OpenFlow's, as in OVS.
+			k.Tun.Flags, mk.Tun.Flags = uint16(v)&flow.TunFlagsPublic, uint16(vm)&flow.TunFlagsPublic
 		case ofp.XMTypeIPv6ExtHeader:
 			k.IPv6ExtHdr, mk.IPv6ExtHdr = uint16(v), uint16(vm&0x1ff)
 		}
@@ -420,6 +470,17 @@ func ToOXM(m *Match) ofpwire.Match {
 	}
 	if mk.IPv6ExtHdr != 0 {
 		fs = oxmUint(fs, ofp.XMTypeIPv6ExtHeader, uint64(k.IPv6ExtHdr), uint64(mk.IPv6ExtHdr), 0x1ff)
+	}
+	if mk.Tun.Src != ([16]byte{}) {
+		fs = tunAddrOXM(fs, ofpwire.XMTypeTunIPv4Src, ofpwire.XMTypeTunIPv6Src, k.Tun.Src, mk.Tun.Src)
+	}
+	if mk.Tun.Dst != ([16]byte{}) {
+		fs = tunAddrOXM(fs, ofpwire.XMTypeTunIPv4Dst, ofpwire.XMTypeTunIPv6Dst, k.Tun.Dst, mk.Tun.Dst)
+	}
+	if m := mk.Tun.Flags & flow.TunFlagsPublic; m != 0 {
+		// Always masked, as ovs-ofctl sends it: NXM_NX_TUN_FLAGS_W(0001/0001).
+		fs = append(fs, ofpwire.NewMaskedOXM(ofpwire.XMTypeTunFlags,
+			[]byte{byte(k.Tun.Flags >> 8), byte(k.Tun.Flags & m)}, []byte{byte(m >> 8), byte(m)}))
 	}
 	return ofpwire.Match{Fields: fs}
 }

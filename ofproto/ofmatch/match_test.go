@@ -33,7 +33,8 @@ func TestFromOXMErrors(t *testing.T) {
 		code uint16
 	}{
 		{"other class", oxms(ofpwire.OXM{Class: ofp.XMClassNicira0, Field: 1, Value: []byte{0, 0}}), ofpwire.BMCBadField},
-		{"unknown field", oxms(ofpwire.NewOXM(40, []byte{0})), ofpwire.BMCBadField},
+		{"unknown field", oxms(ofpwire.OXM{Class: ofp.XMClassOpenflowBasic, Field: 40, Value: []byte{0}}), ofpwire.BMCBadField},
+		{"NXM field in basic class", oxms(ofpwire.OXM{Class: ofp.XMClassOpenflowBasic, Field: ofpwire.XMTypeTunIPv4Src, Value: []byte{1, 2, 3, 4}}), ofpwire.BMCBadField},
 		{"short value", oxms(ofpwire.NewOXM(ofp.XMTypeEthType, []byte{8})), ofpwire.BMCBadLen},
 		{"short mask", oxms(ofpwire.NewMaskedOXM(ofp.XMTypeMetadata, make([]byte, 8), make([]byte, 4))), ofpwire.BMCBadLen},
 		{"unmaskable", oxms(um(ofp.XMTypeInPort, 1, 1)), ofpwire.BMCBadMask},

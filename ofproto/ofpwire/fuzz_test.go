@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"runtime"
 	"testing"
+
+	"github.com/netrack/openflow/ofp"
 )
 
 // allocBound is how many bytes decoding may allocate per input byte, plus a
@@ -27,6 +29,13 @@ func FuzzDecode(f *testing.F) {
 		b, _ := Encode(7, m)
 		f.Add(b)
 	}
+	// Nicira-class tunnel fields in a match and a set-field.
+	tun, _ := Encode(7, &FlowMod{Command: ofp.FlowAdd, BufferID: NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+		Match: Match{Fields: []OXM{NewMaskedOXM(XMTypeTunIPv4Src, []byte{198, 18, 0, 0}, []byte{255, 255, 0, 0}),
+			NewOXM(XMTypeTunIPv6Dst, []byte{0x20, 0x01, 0x0d, 0xb8, 15: 1})}},
+		Instructions: []Instruction{&InstrApplyActions{Actions: []Action{
+			&ActionSetField{Field: NewOXM(XMTypeTunIPv4Dst, []byte{198, 18, 20, 2})}}}}})
+	f.Add(tun)
 	f.Add(mustHex("04 00 0010 00000001 0001 fffc 00000010"))
 	f.Add(mustHex("04 0d 0018 00000001 ffffffff fffffffd ffff 000000000000"))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -12,6 +12,70 @@ const matchTypeOXM = uint16(ofp.MatchTypeXM)
 // NumBasicFields is the number of OXM_OF_* fields defined by OpenFlow 1.3.
 const NumBasicFields = 40
 
+// ClassNXM1 is Open vSwitch's NXM_NX class (0x0001). OpenFlow 1.3 clients
+// such as "ovs-ofctl -O OpenFlow13" put the Nicira fields they have no
+// basic OXM for (tun_src, tun_dst, ...) in OXM TLVs of this class.
+const ClassNXM1 ofp.XMClass = 0x0001
+
+// Nicira-class fields this switch knows. An OXM of class ClassNXM1 holds one
+// of these internal numbers in Field (they continue the basic numbering,
+// so that tables indexed by field never see two fields with one number);
+// parsing and encoding translate them to and from the NXM field numbers on
+// the wire (OVS's NXM_NX_TUN_IPV4_SRC(31), _DST(32), NXM_NX_TUN_IPV6_SRC
+// (109), _DST(110), NXM_NX_TUN_FLAGS(104)).
+const (
+	XMTypeTunIPv4Src ofp.XMType = NumBasicFields + iota
+	XMTypeTunIPv4Dst
+	XMTypeTunIPv6Src
+	XMTypeTunIPv6Dst
+	XMTypeTunFlags
+	// NumFields bounds every field number, basic or Nicira.
+	NumFields = NumBasicFields + 5
+)
+
+// nxmFields are the Nicira fields by internal number: wire number, size,
+// maskability.
+var nxmFields = [NumFields - NumBasicFields]struct {
+	wire ofp.XMType
+	fieldInfo
+}{
+	{31, fieldInfo{4, true, 0}},
+	{32, fieldInfo{4, true, 0}},
+	{109, fieldInfo{16, true, 0}},
+	{110, fieldInfo{16, true, 0}},
+	{104, fieldInfo{2, true, 0}},
+}
+
+// IsNXM reports whether f is one of the Nicira-class fields above.
+func IsNXM(f ofp.XMType) bool { return f >= NumBasicFields && f < NumFields }
+
+// ClassOf returns the class an OXM of field f is encoded in.
+func ClassOf(f ofp.XMType) ofp.XMClass {
+	if IsNXM(f) {
+		return ClassNXM1
+	}
+	return ofp.XMClassOpenflowBasic
+}
+
+// knownField reports whether o is a field this package describes (a basic
+// field, or a Nicira field under its internal number).
+func knownField(o OXM) bool {
+	switch o.Class {
+	case ofp.XMClassOpenflowBasic:
+		return int(o.Field) < NumBasicFields
+	case ClassNXM1:
+		return IsNXM(o.Field)
+	}
+	return false
+}
+
+func info(f ofp.XMType) fieldInfo {
+	if IsNXM(f) {
+		return nxmFields[f-NumBasicFields].fieldInfo
+	}
+	return basicFields[f]
+}
+
 // VLAN_VID bits: OFPVID_PRESENT marks "a tag is present"; OFPVID_NONE (0)
 // with no mask means "no tag".
 const (
@@ -74,11 +138,13 @@ var basicFields = [NumBasicFields]fieldInfo{
 
 // FieldSize reports the payload size of a basic OXM field (without mask) and
 // whether the 1.3 spec allows it to be masked; ok is false for unknown fields.
+//
+// The Nicira fields (IsNXM) answer too, under their internal numbers.
 func FieldSize(f ofp.XMType) (size int, maskable, ok bool) {
-	if int(f) >= NumBasicFields {
+	if int(f) >= NumFields {
 		return 0, false, false
 	}
-	fi := basicFields[f]
+	fi := info(f)
 	return int(fi.size), fi.maskable, true
 }
 
@@ -98,8 +164,12 @@ func (o OXM) Header() uint32 {
 	return OXMHeader(o.Class, o.Field, o.HasMask, len(o.Value)+len(o.Mask))
 }
 
-// OXMHeader builds a 32-bit OXM header.
+// OXMHeader builds a 32-bit OXM header. A Nicira field given by its
+// internal number is written with its NXM number.
 func OXMHeader(class ofp.XMClass, field ofp.XMType, hasMask bool, length int) uint32 {
+	if class == ClassNXM1 && IsNXM(field) {
+		field = nxmFields[field-NumBasicFields].wire
+	}
 	h := uint32(class)<<16 | uint32(field&0x7f)<<9 | uint32(length&0xff)
 	if hasMask {
 		h |= 1 << 8
@@ -139,14 +209,15 @@ func uintBytes(v uint64, size int) []byte {
 	return b
 }
 
-// NewOXM returns an exact-match basic field; value must have the field's size.
+// NewOXM returns an exact-match field (basic, or Nicira by internal
+// number); value must have the field's size.
 func NewOXM(f ofp.XMType, value []byte) OXM {
-	return OXM{Class: ofp.XMClassOpenflowBasic, Field: f, Value: value}
+	return OXM{Class: ClassOf(f), Field: f, Value: value}
 }
 
-// NewMaskedOXM returns a masked basic field.
+// NewMaskedOXM returns a masked field.
 func NewMaskedOXM(f ofp.XMType, value, mask []byte) OXM {
-	return OXM{Class: ofp.XMClassOpenflowBasic, Field: f, HasMask: true, Value: value, Mask: mask}
+	return OXM{Class: ClassOf(f), Field: f, HasMask: true, Value: value, Mask: mask}
 }
 
 // OXMUint returns an exact-match basic field from an integer, sized per the
@@ -167,10 +238,11 @@ type Match struct {
 	Fields []OXM
 }
 
-// Field returns the basic-class field f if the match has it.
+// Field returns field f (basic, or Nicira by internal number) if the match
+// has it.
 func (m Match) Field(f ofp.XMType) (OXM, bool) {
 	for _, o := range m.Fields {
-		if o.Class == ofp.XMClassOpenflowBasic && o.Field == f {
+		if o.Class == ClassOf(f) && o.Field == f {
 			return o, true
 		}
 	}
@@ -197,10 +269,22 @@ func parseOXM(b []byte) (OXM, int, error) {
 	if plen > len(b)-4 {
 		return OXM{}, 0, errMatchLen
 	}
-	if o.Class != ofp.XMClassOpenflowBasic || int(o.Field) >= NumBasicFields {
+	if o.Class == ClassNXM1 {
+		o.Field = ofp.XMType(hdr >> 9 & 0x7f)
+		found := false
+		for i, f := range nxmFields {
+			if f.wire == o.Field {
+				o.Field, found = NumBasicFields+ofp.XMType(i), true
+				break
+			}
+		}
+		if !found {
+			return OXM{}, 0, errMatchField
+		}
+	} else if o.Class != ofp.XMClassOpenflowBasic || int(o.Field) >= NumBasicFields {
 		return OXM{}, 0, errMatchField
 	}
-	fi := basicFields[o.Field]
+	fi := info(o.Field)
 	want := int(fi.size)
 	if o.HasMask {
 		want *= 2
@@ -237,8 +321,9 @@ func appendOXM(b []byte, o OXM) ([]byte, error) {
 	if o.HasMask != (o.Mask != nil) || (o.HasMask && len(o.Mask) != len(o.Value)) {
 		return b, fmt.Errorf("ofpwire: OXM %v: mask does not match value", o.Field)
 	}
-	if o.Class == ofp.XMClassOpenflowBasic {
+	if o.Class == ofp.XMClassOpenflowBasic || o.Class == ClassNXM1 {
 		size, maskable, ok := FieldSize(o.Field)
+		ok = ok && knownField(o)
 		if !ok || len(o.Value) != size || (o.HasMask && !maskable) {
 			return b, fmt.Errorf("ofpwire: OXM %v: bad length %d or mask", o.Field, len(o.Value))
 		}
@@ -266,7 +351,7 @@ func parseMatch(b []byte) (Match, int, error) {
 		return Match{}, 0, errMatchLen
 	}
 	var m Match
-	var seen [NumBasicFields]bool
+	var seen [NumFields]bool
 	body := b[4:length]
 	for len(body) > 0 {
 		o, n, err := parseOXM(body)

@@ -2,6 +2,7 @@ package ofpwire
 
 import (
 	"bytes"
+	"encoding/hex"
 	"reflect"
 	"testing"
 
@@ -79,8 +80,54 @@ func TestFieldTable(t *testing.T) {
 			wantErr(t, f.String()+" masked", err, ETBadMatch, BMCBadMask)
 		}
 	}
-	if _, _, ok := FieldSize(40); ok {
-		t.Error("field 40 known")
+	if _, _, ok := FieldSize(NumFields); ok {
+		t.Errorf("field %d known", NumFields)
+	}
+	// A basic-class TLV numbered like an internal Nicira field is unknown.
+	wantErr(t, "basic 40", errOf(decodeBytes(flowModWithMatch(oxmBytes(40, false, 0, 0, 0, 0)))), ETBadMatch, BMCBadField)
+}
+
+// TestNXMTunnelFields pins the encoding "ovs-ofctl -O OpenFlow13" uses for
+// tun_src/tun_dst/tun_ipv6_src/tun_ipv6_dst: class 0x0001 TLVs with the
+// NXM field numbers 31, 32, 109 and 110 (OVS's lib/meta-flow.h); "ovs-ofctl
+// ofp-print" of a flow mod with this match prints
+// tun_id=0x64,tun_src=198.18.20.1,tun_dst=198.18.0.0/16,tun_ipv6_src=2001:db8::1,tun_ipv6_dst=2001:db8::2,in_port=1.
+func TestNXMTunnelFields(t *testing.T) {
+	m := Match{Fields: []OXM{
+		OXMUint(ofp.XMTypeInPort, 1),
+		NewOXM(XMTypeTunIPv4Src, []byte{198, 18, 20, 1}),
+		NewMaskedOXM(XMTypeTunIPv4Dst, []byte{198, 18, 0, 0}, []byte{255, 255, 0, 0}),
+		NewOXM(XMTypeTunIPv6Src, []byte{0x20, 0x01, 0x0d, 0xb8, 15: 1}),
+		NewOXM(XMTypeTunIPv6Dst, []byte{0x20, 0x01, 0x0d, 0xb8, 15: 2}),
+		OXMUint(ofp.XMTypeTunnelID, 100),
+	}}
+	b, err := appendMatch(nil, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "0001" + "0054" + "80000004" + "00000001" +
+		"00013e04" + "c6121401" +
+		"00014108" + "c6120000" + "ffff0000" +
+		"0001da10" + "20010db8000000000000000000000001" +
+		"0001dc10" + "20010db8000000000000000000000002" +
+		"80004c08" + "0000000000000064" + "00000000"
+	if got := hex.EncodeToString(b); got != want {
+		t.Fatalf("encoding\n got %s\nwant %s", got, want)
+	}
+	back, n, err := parseMatch(b)
+	if err != nil || n != len(b) {
+		t.Fatalf("parse: %v (%d of %d bytes)", err, n, len(b))
+	}
+	if !reflect.DeepEqual(back, m) {
+		t.Errorf("round trip\n got %+v\nwant %+v", back, m)
+	}
+	if _, ok := back.Field(XMTypeTunIPv4Dst); !ok {
+		t.Error("Field(XMTypeTunIPv4Dst) not found")
+	}
+	// An NXM field this switch does not know is BAD_FIELD.
+	unknown := []byte{0, 1, 0, 12, 0x00, 0x01, 0x00, 0x04, 0, 0, 0, 1, 0, 0, 0, 0} // NXM_NX_REG0
+	if _, _, err := parseMatch(unknown); err != errMatchField {
+		t.Errorf("unknown NXM field: %v", err)
 	}
 }
 

@@ -118,6 +118,19 @@ func TestTranslateNewActions(t *testing.T) {
 			key: pbb, err: ErrUnsupported},
 		{name: "set tunnel id", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofp.XMTypeTunnelID, 0x1122334455667788)))}},
 			key: ipv4, want: actions.List{{Kind: actions.SetTunnelID, Addr: [16]byte{0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88}}}},
+		{name: "set tunnel dst and src (NXM)", flows: []flowSpec{{0, 1, nil, ins(apply(
+			&ofpwire.ActionSetField{Field: ofpwire.NewOXM(ofpwire.XMTypeTunIPv4Dst, []byte{198, 18, 20, 2})},
+			&ofpwire.ActionSetField{Field: ofpwire.NewOXM(ofpwire.XMTypeTunIPv6Src, []byte{0x20, 0x01, 0x0d, 0xb8, 15: 1})},
+			out(2)))}},
+			key: ipv4, want: actions.List{
+				{Kind: actions.SetTunnelDst, Addr: [16]byte{10: 0xff, 11: 0xff, 198, 18, 20, 2}},
+				{Kind: actions.SetTunnelSrc, Addr: [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: 1}}, dpOut(2)}},
+		{name: "set_field tun_flags refused", flows: []flowSpec{{0, 1, nil, ins(apply(
+			&ofpwire.ActionSetField{Field: ofpwire.NewOXM(ofpwire.XMTypeTunFlags, []byte{0, 1})}))}},
+			key: ipv4, err: ErrUnsupported},
+		{name: "match tun_src", flows: []flowSpec{{0, 1, []ofpwire.OXM{ofpwire.NewOXM(ofpwire.XMTypeTunIPv4Src, []byte{198, 18, 20, 1})}, ins(apply(out(2)))}},
+			key: ipv4, want: nil,
+			mask: func(m *flow.Mask) bool { return m.Tun.Src == ones16 }},
 		{name: "set ipv6 flow label", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofp.XMTypeIPv6FLabel, 0xbeef)))}},
 			key: v6, want: actions.List{{Kind: actions.SetIPv6Label, Port: 0xbeef}}},
 		{name: "set ipv6 flow label on ipv4 does nothing", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofp.XMTypeIPv6FLabel, 1)))}},

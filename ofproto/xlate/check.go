@@ -92,7 +92,7 @@ func checkAction(a ofpwire.Action, packetOut bool) error {
 		}
 	case *ofpwire.ActionSetField:
 		f := a.Field
-		if f.Class != ofp.XMClassOpenflowBasic || !settable(f.Field) {
+		if f.Class != ofpwire.ClassOf(f.Field) || !settable(f.Field) {
 			return badAction(ofpwire.BACBadSetType)
 		}
 		size, _, _ := ofpwire.FieldSize(f.Field)

@@ -32,10 +32,10 @@ var ones6 = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 // says.
 func settable(f ofp.XMType) bool {
 	switch f {
-	case ofp.XMTypeInPort, ofp.XMTypeInPhyPort, ofp.XMTypeIPv6ExtHeader:
+	case ofp.XMTypeInPort, ofp.XMTypeInPhyPort, ofp.XMTypeIPv6ExtHeader, ofpwire.XMTypeTunFlags:
 		return false
 	}
-	return int(f) < ofpwire.NumBasicFields
+	return int(f) < ofpwire.NumFields
 }
 
 // Settable reports whether set-field may write OpenFlow basic field f: what
@@ -68,8 +68,8 @@ func maskedSettable(f ofp.XMType) bool {
 // fields up to 8 bytes) after checking the field is one Translate can set.
 func setFieldSupported(a *ofpwire.ActionSetField) (uint64, error) {
 	f := a.Field
-	if f.Class != ofp.XMClassOpenflowBasic {
-		return 0, fmt.Errorf("%w: non-basic set-field", ErrUnsupported)
+	if f.Class != ofpwire.ClassOf(f.Field) {
+		return 0, fmt.Errorf("%w: set-field of class %#x", ErrUnsupported, f.Class)
 	}
 	if !settable(f.Field) {
 		return 0, fmt.Errorf("%w: set-field on field %d", ErrUnsupported, f.Field)
@@ -340,6 +340,24 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 		k.TunnelID, w.TunnelID, u.TunnelID = v, ^uint64(0), 0
 		act.Kind = actions.SetTunnelID
 		copy(act.Addr[:8], f.Value)
+	case ofpwire.XMTypeTunIPv4Src, ofpwire.XMTypeTunIPv4Dst, ofpwire.XMTypeTunIPv6Src, ofpwire.XMTypeTunIPv6Dst:
+		// Tunnel metadata for a later output to a flow-based tunnel port;
+		// an IPv4 address is stored IPv4-mapped, as flow.Tunnel says.
+		var addr [16]byte
+		if len(f.Value) == 4 {
+			addr[10], addr[11] = 0xff, 0xff
+			copy(addr[12:], f.Value)
+		} else {
+			addr = [16]byte(f.Value)
+		}
+		act.Addr = addr
+		if f.Field == ofpwire.XMTypeTunIPv4Src || f.Field == ofpwire.XMTypeTunIPv6Src {
+			k.Tun.Src, w.Tun.Src, u.Tun.Src = addr, ones16, [16]byte{}
+			act.Kind = actions.SetTunnelSrc
+		} else {
+			k.Tun.Dst, w.Tun.Dst, u.Tun.Dst = addr, ones16, [16]byte{}
+			act.Kind = actions.SetTunnelDst
+		}
 	default: // the L4 ports
 		if !x.l4Prereq(l4Proto(f.Field)) {
 			return nil

@@ -221,7 +221,7 @@ type actionSet struct {
 	decTTL     bool
 	setTTL     *ofpwire.ActionSetNwTTL
 	setMPLSTTL *ofpwire.ActionSetMPLSTTL
-	fields     [ofpwire.NumBasicFields]*ofpwire.ActionSetField
+	fields     [ofpwire.NumFields]*ofpwire.ActionSetField
 	queue      bool // set-queue: held, and does nothing
 	output     *ofpwire.ActionOutput
 	group      *ofpwire.ActionGroup // takes precedence over output
@@ -1151,7 +1151,7 @@ var errARPOpUndo = fmt.Errorf("%w: group bucket ARP opcode change that cannot be
 // The ICMP type and code go back before the neighbour discovery fields,
 // which the datapath only rewrites in an ND message.
 func (x *xlator) undoHeaders(saved *flow.Key, ch, need *flow.Mask) error {
-	var acts [24]actions.Action
+	var acts [26]actions.Action
 	n := 0
 	add := func(a actions.Action) {
 		acts[n] = a
@@ -1270,6 +1270,14 @@ func (x *xlator) undoHeaders(saved *flow.Key, ch, need *flow.Mask) error {
 		binary.BigEndian.PutUint64(a.Addr[:8], saved.TunnelID)
 		add(a)
 		need.TunnelID = ^uint64(0)
+	}
+	if ch.Tun.Src != ([16]byte{}) {
+		add(actions.Action{Kind: actions.SetTunnelSrc, Addr: saved.Tun.Src})
+		need.Tun.Src = ones16
+	}
+	if ch.Tun.Dst != ([16]byte{}) {
+		add(actions.Action{Kind: actions.SetTunnelDst, Addr: saved.Tun.Dst})
+		need.Tun.Dst = ones16
 	}
 	for _, a := range acts[:n] {
 		if err := x.emit(a); err != nil {

@@ -18,6 +18,9 @@ const (
 	PortTypeVhostUser       = "vhostuser"
 	PortTypeVhostUserClient = "vhostuserclient"
 	PortTypeInternal        = "internal"
+	// Tunnel ports: no kernel interface, UDP sockets to remote hosts.
+	PortTypeVXLAN  = "vxlan"
+	PortTypeGeneve = "geneve"
 )
 
 // Fail modes decide what a bridge does while no controller is connected.

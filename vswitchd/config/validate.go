@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -80,6 +81,7 @@ func Validate(c *Config) error {
 	}
 
 	portBridge := map[string]string{}
+	tunnelEnds := map[string]string{} // tunnelEndpoint → port
 	for _, bname := range sortedKeys(c.Bridges) {
 		b := c.Bridges[bname]
 		where := fmt.Sprintf("bridge %q", bname)
@@ -160,6 +162,17 @@ func Validate(c *Config) error {
 			for _, v := range p.Trunks {
 				if v == 0 || v > MaxVLAN {
 					add("%s: trunk VLAN %d outside 1..%d", pwhere, v, MaxVLAN)
+				}
+			}
+			if p.Type == PortTypeVXLAN || p.Type == PortTypeGeneve {
+				// The kernel hands a datagram to one socket per (local,
+				// port, remote): a second tunnel port with the same
+				// endpoints would never receive anything.
+				end := tunnelEndpoint(p)
+				if other, ok := tunnelEnds[end]; ok {
+					add("%s: same tunnel endpoints as port %q (remote_ip, local_ip and UDP port)", pwhere, other)
+				} else {
+					tunnelEnds[end] = pname
 				}
 			}
 			checkOtherConfig(pwhere+" options", p.Options, add)
@@ -304,10 +317,33 @@ func checkPort(p string) error {
 	return nil
 }
 
+// tunnelEndpoint names a tunnel port's socket endpoints: local address,
+// UDP port (the type's default if unset) and remote ("flow" included),
+// addresses in canonical form.
+func tunnelEndpoint(p *Port) string {
+	canon := func(s string) string {
+		if a, err := netip.ParseAddr(s); err == nil {
+			return a.Unmap().String()
+		}
+		return s
+	}
+	port := "4789"
+	if p.Type == PortTypeGeneve {
+		port = "6081"
+	}
+	if v, ok := p.Options["dst_port"]; ok {
+		if n, err := strconv.ParseUint(v, 0, 16); err == nil {
+			port = strconv.FormatUint(n, 10)
+		}
+	}
+	return canon(p.Options["local_ip"]) + "|" + port + "|" + canon(p.Options["remote_ip"])
+}
+
 func knownPortType(t string) bool {
 	switch t {
 	case PortTypeAuto, PortTypeAFXDP, PortTypeAFPacket, PortTypeTap,
-		PortTypeVhostUser, PortTypeVhostUserClient, PortTypeInternal:
+		PortTypeVhostUser, PortTypeVhostUserClient, PortTypeInternal,
+		PortTypeVXLAN, PortTypeGeneve:
 		return true
 	}
 	return false

@@ -1,0 +1,151 @@
+package tunnel
+
+import "vswitch/datapath/flow"
+
+// Kind is the encapsulation a port speaks.
+type Kind uint8
+
+const (
+	// VXLAN is RFC 7348: an 8-byte header (flags with the I bit, 24-bit VNI)
+	// in front of an Ethernet frame, over UDP port 4789.
+	VXLAN Kind = iota
+	// Geneve is RFC 8926: an 8-byte base header (version, option length,
+	// O and C flags, protocol type 0x6558, 24-bit VNI) plus up to 252
+	// bytes of options, over UDP port 6081.
+	Geneve
+)
+
+// String is the port type name, as vsctl spells it.
+func (k Kind) String() string {
+	if k == Geneve {
+		return "geneve"
+	}
+	return "vxlan"
+}
+
+// DefaultPort is the IANA UDP port of the encapsulation.
+func (k Kind) DefaultPort() uint16 {
+	if k == Geneve {
+		return 6081
+	}
+	return 4789
+}
+
+// hdrLen is the size of the header Send writes (Geneve without options).
+const hdrLen = 8
+
+// Header bits.
+const (
+	vxlanFlagI     = 0x08   // VXLAN: the VNI is valid
+	geneveFlagO    = 0x80   // Geneve byte 1: OAM (control) packet
+	geneveFlagC    = 0x40   // Geneve byte 1: critical options present
+	geneveCritical = 0x80   // Geneve option type bit: critical option
+	ethTypeTEB     = 0x6558 // transparent Ethernet bridging: an Ethernet frame follows
+)
+
+// Cause is why a tunnel port dropped a packet.
+type Cause uint8
+
+// Drop causes, counted per port.
+const (
+	// CauseBadHeader: the UDP payload is not a well-formed header of the
+	// port's kind (too short, VXLAN without the I flag, Geneve version
+	// not 0, not Ethernet, options running past the payload, inner frame
+	// shorter than an Ethernet header), or the datagram did not fit a
+	// buffer.
+	CauseBadHeader Cause = iota
+	// CauseCritical: a Geneve packet with critical options, which a
+	// receiver that does not implement them must drop (RFC 8926 3.5.1).
+	CauseCritical
+	// CauseWrongVNI: the VNI is not the port's fixed key.
+	CauseWrongVNI
+	// CauseUnknownRemote: the outer source is not the port's fixed
+	// remote_ip.
+	CauseUnknownRemote
+	// CauseNoRemote: output to a remote_ip=flow port without a tunnel
+	// destination in the packet's metadata (set_field:...->tun_dst).
+	CauseNoRemote
+	// CauseMTU: the encapsulated packet is larger than the path allows
+	// (EMSGSIZE with df_default=true); never fragmented or truncated.
+	CauseMTU
+	// CauseNoRoute: the kernel has no route to the remote
+	// (ENETUNREACH, EHOSTUNREACH, EADDRNOTAVAIL).
+	CauseNoRoute
+	// CauseTxError: any other send error, or a full socket buffer.
+	CauseTxError
+	numCauses
+)
+
+var causeNames = [numCauses]string{"bad_header", "critical_option", "wrong_vni", "unknown_remote",
+	"no_remote", "mtu", "no_route", "tx_error"}
+
+// String is the cause's metric label.
+func (c Cause) String() string {
+	if c < numCauses {
+		return causeNames[c]
+	}
+	return "unknown"
+}
+
+// decap parses the tunnel header at the front of a UDP payload. It returns
+// the header's length (the inner Ethernet frame follows), the VNI and the
+// flow.TunFlag* bits the header carries, or ok false and the drop cause.
+// It reads only within b and never writes.
+func decap(k Kind, b []byte) (n int, vni uint32, flags uint16, cause Cause, ok bool) {
+	if len(b) < hdrLen {
+		return 0, 0, 0, CauseBadHeader, false
+	}
+	vni = uint32(b[4])<<16 | uint32(b[5])<<8 | uint32(b[6])
+	switch k {
+	case VXLAN:
+		// Reserved bits are ignored on receipt (RFC 7348 5); the I flag
+		// must be set for the VNI to mean anything.
+		if b[0]&vxlanFlagI == 0 {
+			return 0, 0, 0, CauseBadHeader, false
+		}
+		n, flags = hdrLen, flow.TunFlagKey
+	case Geneve:
+		if b[0]>>6 != 0 || uint16(b[2])<<8|uint16(b[3]) != ethTypeTEB {
+			return 0, 0, 0, CauseBadHeader, false
+		}
+		optLen := int(b[0]&0x3f) * 4
+		if len(b) < hdrLen+optLen {
+			return 0, 0, 0, CauseBadHeader, false
+		}
+		critical := b[1]&geneveFlagC != 0
+		// The options must tile the option space exactly.
+		for o := b[hdrLen : hdrLen+optLen]; len(o) > 0; {
+			if len(o) < 4 {
+				return 0, 0, 0, CauseBadHeader, false
+			}
+			l := 4 + int(o[3]&0x1f)*4
+			if l > len(o) {
+				return 0, 0, 0, CauseBadHeader, false
+			}
+			critical = critical || o[2]&geneveCritical != 0
+			o = o[l:]
+		}
+		if critical {
+			return 0, 0, 0, CauseCritical, false
+		}
+		n, flags = hdrLen+optLen, flow.TunFlagKey
+		if b[1]&geneveFlagO != 0 {
+			flags |= flow.TunFlagOAM
+		}
+	default:
+		return 0, 0, 0, CauseBadHeader, false
+	}
+	if len(b)-n < 14 {
+		return 0, 0, 0, CauseBadHeader, false
+	}
+	return n, vni, flags, 0, true
+}
+
+// encapHeader writes the header Send puts in front of an inner frame.
+func encapHeader(k Kind, h *[hdrLen]byte, vni uint32) {
+	if k == Geneve {
+		*h = [hdrLen]byte{0, 0, ethTypeTEB >> 8, ethTypeTEB & 0xff, byte(vni >> 16), byte(vni >> 8), byte(vni), 0}
+		return
+	}
+	*h = [hdrLen]byte{vxlanFlagI, 0, 0, 0, byte(vni >> 16), byte(vni >> 8), byte(vni), 0}
+}

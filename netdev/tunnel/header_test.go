@@ -1,0 +1,88 @@
+package tunnel
+
+import (
+	"testing"
+
+	"vswitch/datapath/flow"
+)
+
+var innerFrame = make([]byte, 60)
+
+func TestDecapVXLAN(t *testing.T) {
+	var h [hdrLen]byte
+	encapHeader(VXLAN, &h, 0x123456)
+	n, vni, flags, _, ok := decap(VXLAN, append(h[:], innerFrame...))
+	if !ok || n != 8 || vni != 0x123456 || flags != flow.TunFlagKey {
+		t.Fatalf("decap = %d %#x %#x %v", n, vni, flags, ok)
+	}
+	bad := append(h[:], innerFrame...)
+	bad[0] = 0
+	if _, _, _, c, ok := decap(VXLAN, bad); ok || c != CauseBadHeader {
+		t.Errorf("no I flag: ok %v cause %v", ok, c)
+	}
+	if _, _, _, c, ok := decap(VXLAN, append(h[:], innerFrame[:13]...)); ok || c != CauseBadHeader {
+		t.Errorf("short inner frame: ok %v cause %v", ok, c)
+	}
+}
+
+func TestDecapGeneve(t *testing.T) {
+	var h [hdrLen]byte
+	encapHeader(Geneve, &h, 100)
+	n, vni, flags, _, ok := decap(Geneve, append(h[:], innerFrame...))
+	if !ok || n != 8 || vni != 100 || flags != flow.TunFlagKey {
+		t.Fatalf("decap = %d %d %#x %v", n, vni, flags, ok)
+	}
+	// Two options (8 and 4 bytes), OAM.
+	opts := []byte{0x01, 0x02, 0x03, 0x01, 1, 2, 3, 4, 0x01, 0x02, 0x04, 0x00}
+	g := append([]byte{byte(len(opts) / 4), geneveFlagO, 0x65, 0x58, 0, 0, 7, 0}, opts...)
+	n, vni, flags, _, ok = decap(Geneve, append(g, innerFrame...))
+	if !ok || n != 8+len(opts) || vni != 7 || flags != flow.TunFlagKey|flow.TunFlagOAM {
+		t.Fatalf("with options: %d %d %#x %v", n, vni, flags, ok)
+	}
+	cases := []struct {
+		name  string
+		b     []byte
+		cause Cause
+	}{
+		{"truncated options", append([]byte{4, 0, 0x65, 0x58, 0, 0, 7, 0}, 1, 2, 3, 4), CauseBadHeader},
+		{"option past its space", append([]byte{1, 0, 0x65, 0x58, 0, 0, 7, 0}, append([]byte{1, 2, 3, 2}, innerFrame...)...), CauseBadHeader},
+		{"version 1", append([]byte{0x40, 0, 0x65, 0x58, 0, 0, 7, 0}, innerFrame...), CauseBadHeader},
+		{"not Ethernet", append([]byte{0, 0, 0x08, 0x00, 0, 0, 7, 0}, innerFrame...), CauseBadHeader},
+		{"C flag", append([]byte{0, geneveFlagC, 0x65, 0x58, 0, 0, 7, 0}, innerFrame...), CauseCritical},
+		{"critical option", append([]byte{1, 0, 0x65, 0x58, 0, 0, 7, 0}, append([]byte{1, 2, 0x83, 0}, innerFrame...)...), CauseCritical},
+		{"short", []byte{0, 0, 0x65}, CauseBadHeader},
+	}
+	for _, c := range cases {
+		if _, _, _, cause, ok := decap(Geneve, c.b); ok || cause != c.cause {
+			t.Errorf("%s: ok %v cause %v, want %v", c.name, ok, cause, c.cause)
+		}
+	}
+}
+
+// FuzzDecap checks that decap never reads past its input, that what it
+// accepts leaves an Ethernet header's worth of inner frame, and that a
+// header it writes parses back.
+func FuzzDecap(f *testing.F) {
+	var h [hdrLen]byte
+	encapHeader(VXLAN, &h, 100)
+	f.Add(uint8(0), append(h[:], innerFrame...))
+	encapHeader(Geneve, &h, 100)
+	f.Add(uint8(1), append(h[:], innerFrame...))
+	f.Add(uint8(1), append([]byte{1, 0, 0x65, 0x58, 0, 0, 7, 0, 1, 2, 3, 0}, innerFrame...))
+	f.Fuzz(func(t *testing.T, kind uint8, b []byte) {
+		k := Kind(kind % 2)
+		n, vni, _, _, ok := decap(k, b)
+		if !ok {
+			return
+		}
+		if n < hdrLen || n > len(b)-14 || vni > 0xffffff {
+			t.Fatalf("decap(%v, %x) = %d, vni %#x", k, b, n, vni)
+		}
+		var out [hdrLen]byte
+		encapHeader(k, &out, vni)
+		n2, vni2, _, _, ok2 := decap(k, append(out[:], b[n:]...))
+		if !ok2 || n2 != hdrLen || vni2 != vni {
+			t.Fatalf("re-encapsulated header does not parse: %x", out)
+		}
+	})
+}

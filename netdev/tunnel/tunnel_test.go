@@ -1,0 +1,376 @@
+package tunnel
+
+import (
+	"bytes"
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"vswitch/datapath/flow"
+	"vswitch/datapath/packet"
+	"vswitch/internal/nstest"
+)
+
+// underlay is two namespaces ("hosts") joined by a veth pair, with IPv4
+// addresses 198.18.20.1/.2 and IPv6 2001:db8:20::1/::2.
+type underlay struct {
+	a, b       *nstest.Netns
+	devA, devB string
+	a4, b4     netip.Addr
+	a6, b6     netip.Addr
+}
+
+func newUnderlay(t *testing.T) *underlay {
+	t.Helper()
+	nstest.RequireRoot(t)
+	u := &underlay{a: nstest.NewNetns(t, "tuna"), b: nstest.NewNetns(t, "tunb"),
+		devA: nstest.Name("tuva"), devB: nstest.Name("tuvb"),
+		a4: netip.MustParseAddr("198.18.20.1"), b4: netip.MustParseAddr("198.18.20.2"),
+		a6: netip.MustParseAddr("2001:db8:20::1"), b6: netip.MustParseAddr("2001:db8:20::2")}
+	nstest.Run(t, "ip", "link", "add", u.devA, "netns", u.a.Name, "type", "veth", "peer", "name", u.devB, "netns", u.b.Name)
+	for _, h := range []struct {
+		ns       *nstest.Netns
+		dev      string
+		ip4, ip6 netip.Addr
+	}{{u.a, u.devA, u.a4, u.a6}, {u.b, u.devB, u.b4, u.b6}} {
+		h.ns.Run(t, "ip", "addr", "add", h.ip4.String()+"/24", "dev", h.dev)
+		h.ns.Run(t, "ip", "addr", "add", h.ip6.String()+"/64", "dev", h.dev, "nodad")
+		h.ns.Run(t, "ip", "link", "set", h.dev, "up")
+	}
+	return u
+}
+
+func openIn(t *testing.T, ns *nstest.Netns, o Options) *Port {
+	t.Helper()
+	var p *Port
+	if err := ns.Do(func() (err error) { p, err = New("tun", o); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// frame is an inner Ethernet frame with a recognisable payload.
+func frame(i byte) []byte {
+	f := make([]byte, 64)
+	copy(f, []byte{0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x88, 0xb5})
+	f[20] = i
+	return f
+}
+
+func sendFrames(t *testing.T, p *Port, pool *packet.Pool, n int, set func(*packet.Packet)) int {
+	t.Helper()
+	var b packet.Batch
+	for i := range n {
+		pkt := pool.Get()
+		pkt.SetData(frame(byte(i)))
+		flow.Extract(pkt.Data(), 1, &pkt.Key, &pkt.Offsets)
+		pkt.KeyValid = true
+		if set != nil {
+			set(pkt)
+		}
+		b.Add(pkt)
+	}
+	sent := p.Send(0, &b)
+	for _, pkt := range b.Packets() {
+		pkt.Free()
+	}
+	return sent
+}
+
+// recvAll polls p until want frames arrived (or a bound passes) and
+// returns them, freed after the test looks at them.
+func recvAll(t *testing.T, p *Port, pool *packet.Pool, want int) []*packet.Packet {
+	t.Helper()
+	var got []*packet.Packet
+	deadline := time.Now().Add(5 * time.Second)
+	for len(got) < want && time.Now().Before(deadline) {
+		var b packet.Batch
+		p.Recv(0, pool, &b)
+		got = append(got, b.Packets()...)
+		if b.N == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	t.Cleanup(func() {
+		for _, pkt := range got {
+			pkt.Free()
+		}
+	})
+	return got
+}
+
+func mapped(a netip.Addr) [16]byte { return a.As16() }
+
+func TestPortToPort(t *testing.T) {
+	u := newUnderlay(t)
+	for _, c := range []struct {
+		name       string
+		kind       Kind
+		v6         bool
+		csum, nodf bool
+	}{
+		{name: "vxlan4", kind: VXLAN}, {name: "vxlan6", kind: VXLAN, v6: true},
+		{name: "geneve4", kind: Geneve}, {name: "geneve6", kind: Geneve, v6: true},
+		// The kernel's UDP socket verifies the checksum the raw path
+		// computed; with df_default=false the port sends on its socket.
+		{name: "vxlan4-csum", kind: VXLAN, csum: true},
+		{name: "vxlan4-nodf", kind: VXLAN, nodf: true}, {name: "geneve6-nodf", kind: Geneve, v6: true, nodf: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			la, lb := u.a4, u.b4
+			if c.v6 {
+				la, lb = u.a6, u.b6
+			}
+			pa := openIn(t, u.a, Options{Kind: c.kind, Remote: lb, Key: 100, TTL: 33, TOS: 0x10, Csum: c.csum, NoDF: c.nodf})
+			if pa.raw == c.nodf {
+				t.Fatalf("raw send path %v with NoDF %v", pa.raw, c.nodf)
+			}
+			pb := openIn(t, u.b, Options{Kind: c.kind, Remote: la, Key: 100})
+			pool := packet.NewPool(256, packet.DefaultBufSize)
+			if n := sendFrames(t, pa, pool, 8, nil); n != 8 {
+				t.Fatalf("sent %d of 8; drops %v", n, pa.Drops())
+			}
+			got := recvAll(t, pb, pool, 8)
+			if len(got) != 8 {
+				t.Fatalf("received %d of 8; drops %v", len(got), pb.Drops())
+			}
+			for i, pkt := range got {
+				if !bytes.Equal(pkt.Data(), frame(byte(i))) {
+					t.Errorf("frame %d: %x", i, pkt.Data())
+				}
+				want := flow.Tunnel{Src: mapped(la), Dst: mapped(lb), Flags: flow.TunFlagKey, TTL: 33, TOS: 0x10}
+				if !pkt.HasTunnel || pkt.TunnelID != 100 || pkt.Tunnel != want {
+					t.Errorf("frame %d metadata: %v %d %+v, want %+v", i, pkt.HasTunnel, pkt.TunnelID, pkt.Tunnel, want)
+				}
+			}
+			if s := pb.Stats(); s.RxPackets != 8 || s.RxBytes != 8*64 {
+				t.Errorf("rx stats %+v", s)
+			}
+			if s := pa.Stats(); s.TxPackets != 8 || s.TxBytes != 8*64 {
+				t.Errorf("tx stats %+v", s)
+			}
+		})
+	}
+}
+
+// TestBadInput: a wrong VNI, an unknown remote, a remote_ip=flow output
+// without a destination and an oversize frame are each counted and
+// dropped, and never delivered.
+func TestBadInput(t *testing.T) {
+	u := newUnderlay(t)
+	pool := packet.NewPool(256, packet.DefaultBufSize)
+	pb := openIn(t, u.b, Options{Remote: u.a4, Key: 100})
+	wrongKey := openIn(t, u.a, Options{Remote: u.b4, Key: 200})
+	if n := sendFrames(t, wrongKey, pool, 3, nil); n != 3 {
+		t.Fatal("send failed")
+	}
+	nstest.WaitFor(t, 5*time.Second, "wrong VNI drops", func() bool {
+		var b packet.Batch
+		pb.Recv(0, pool, &b)
+		if b.N != 0 {
+			t.Fatalf("delivered a wrong-VNI frame")
+		}
+		return pb.Drops()[CauseWrongVNI] == 3
+	})
+	wrongKey.Close()
+
+	// A second address on host A is not the port's remote: the kernel
+	// does not deliver its datagrams to the port's socket (connected to
+	// the remote), so they end as "no port" in host B's UDP counters.
+	u.a.Run(t, "ip", "addr", "add", "198.18.20.3/24", "dev", u.devA)
+	stranger := openIn(t, u.a, Options{Remote: u.b4, Key: 100, Local: netip.MustParseAddr("198.18.20.3")})
+	noPorts := udpNoPorts(t, u.b)
+	sendFrames(t, stranger, pool, 2, nil)
+	nstest.WaitFor(t, 5*time.Second, "host B to refuse the stranger's datagrams", func() bool {
+		return udpNoPorts(t, u.b) >= noPorts+2
+	})
+	var sb packet.Batch
+	if pb.Recv(0, pool, &sb); sb.N != 0 {
+		t.Fatalf("delivered %d frames from an unknown remote", sb.N)
+	}
+	stranger.Close()
+
+	flowPort := openIn(t, u.a, Options{KeyFlow: true})
+	if n := sendFrames(t, flowPort, pool, 2, nil); n != 0 || flowPort.Drops()[CauseNoRemote] != 2 {
+		t.Errorf("flow port without tun_dst sent %d, drops %v", n, flowPort.Drops())
+	}
+	// With tun_dst and tun_id set by the pipeline, it reaches pb.
+	n := sendFrames(t, flowPort, pool, 2, func(p *packet.Packet) {
+		p.Key.Tun.Dst = mapped(u.b4)
+		p.Key.TunnelID = 100
+	})
+	if n != 2 {
+		t.Fatalf("flow-based send %d, drops %v", n, flowPort.Drops())
+	}
+	if got := recvAll(t, pb, pool, 2); len(got) != 2 || got[0].TunnelID != 100 {
+		t.Fatalf("flow-based output: received %d", len(got))
+	}
+
+	// Oversize: a 1600-byte inner frame on a 1500-byte underlay with DF.
+	var b packet.Batch
+	pkt := pool.Get()
+	big := make([]byte, 1600)
+	pkt.SetData(big)
+	b.Add(pkt)
+	fixed := openIn(t, u.a, Options{Remote: u.b4, Key: 100, DstPort: 4790})
+	if n := fixed.Send(0, &b); n != 0 || fixed.Drops()[CauseMTU] != 1 {
+		t.Errorf("oversize frame: sent %d, drops %v", n, fixed.Drops())
+	}
+	pkt.Free()
+}
+
+// TestRecvNoAllocs: a received batch allocates nothing.
+func TestRecvNoAllocs(t *testing.T) {
+	u := newUnderlay(t)
+	// local_ip set: no source lookups (whose cache misses, once per
+	// destination per second, may allocate).
+	pa := openIn(t, u.a, Options{Remote: u.b4, Key: 1, Local: u.a4})
+	pb := openIn(t, u.b, Options{Remote: u.a4, Key: 1})
+	pool := packet.NewPool(1024, packet.DefaultBufSize)
+	var sb, rb packet.Batch
+	allocs := testing.AllocsPerRun(50, func() {
+		for range 16 {
+			pkt := pool.Get()
+			pkt.SetLen(60)
+			pkt.KeyValid = false
+			sb.Add(pkt)
+		}
+		pa.Send(0, &sb)
+		for _, p := range sb.Packets() {
+			p.Free()
+		}
+		sb.N = 0
+		for range 100 {
+			pb.Recv(0, pool, &rb)
+			if rb.N > 0 {
+				break
+			}
+		}
+		for _, p := range rb.Packets() {
+			p.Free()
+		}
+		rb.N = 0
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per send+recv batch", allocs)
+	}
+}
+
+// TestSourcePortEntropy: on the raw path the outer UDP source port comes
+// from the inner flow's hash, within Linux's range, so that the underlay's
+// ECMP and the receiver's RSS see the tunnel's flows apart.
+func TestSourcePortEntropy(t *testing.T) {
+	u := newUnderlay(t)
+	for _, v6 := range []bool{false, true} {
+		la, lb := u.a4, u.b4
+		if v6 {
+			la, lb = u.a6, u.b6
+		}
+		pa := openIn(t, u.a, Options{Remote: lb, Key: 5})
+		var fd int
+		if err := u.b.Do(func() (err error) {
+			if fd, err = unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err != nil {
+				return err
+			}
+			unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 0)
+			unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 5})
+			return unix.Bind(fd, &unix.SockaddrInet6{Port: 4789})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		pool := packet.NewPool(64, packet.DefaultBufSize)
+		sendFrames(t, pa, pool, 16, func(p *packet.Packet) { p.Hash, p.HashValid = uint32(p.Data()[20])*0x9e3779b9, true })
+		ports := map[int]bool{}
+		buf := make([]byte, 2048)
+		for range 16 {
+			n, from, err := unix.Recvfrom(fd, buf, 0)
+			if err != nil {
+				t.Fatalf("receive: %v", err)
+			}
+			sa := from.(*unix.SockaddrInet6)
+			if netip.AddrFrom16(sa.Addr) != netip.AddrFrom16(mapped(la)) || sa.Port < srcPortMin || sa.Port >= srcPortMax {
+				t.Errorf("datagram from [%s]:%d", netip.AddrFrom16(sa.Addr), sa.Port)
+			}
+			if n != hdrLen+64 || buf[0] != vxlanFlagI || buf[6] != 5 {
+				t.Errorf("payload %x", buf[:min(n, 16)])
+			}
+			ports[sa.Port] = true
+		}
+		unix.Close(fd)
+		if len(ports) < 8 {
+			t.Errorf("16 flows used only %d source ports: %v", len(ports), ports)
+		}
+		pa.Close()
+	}
+}
+
+// udpNoPorts is the UDP NoPorts counter of a namespace: datagrams no
+// socket took.
+func udpNoPorts(t *testing.T, ns *nstest.Netns) uint64 {
+	t.Helper()
+	out := ns.Run(t, "cat", "/proc/net/snmp")
+	var names []string
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || f[0] != "Udp:" {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, n := range names {
+			if n == "NoPorts" && i < len(f) {
+				v, _ := strconv.ParseUint(f[i], 10, 64)
+				return v
+			}
+		}
+	}
+	t.Fatalf("no Udp NoPorts in /proc/net/snmp:\n%s", out)
+	return 0
+}
+
+// TestSharedUDPPort: ports to different peers share UDP port 4789 on one
+// host, each receiving its own peer's packets, and a remote_ip=flow port on
+// the same UDP port receives everyone else's.
+func TestSharedUDPPort(t *testing.T) {
+	u := newUnderlay(t)
+	u.a.Run(t, "ip", "addr", "add", "198.18.20.3/24", "dev", u.devA)
+	u.a.Run(t, "ip", "addr", "add", "198.18.20.4/24", "dev", u.devA)
+	a3, a4 := netip.MustParseAddr("198.18.20.3"), netip.MustParseAddr("198.18.20.4")
+	// Host B: one port per peer (.1 and .3) and a flow port.
+	p1 := openIn(t, u.b, Options{Remote: u.a4, Key: 1})
+	p3 := openIn(t, u.b, Options{Remote: a3, Key: 3})
+	pf := openIn(t, u.b, Options{KeyFlow: true})
+	pool := packet.NewPool(256, packet.DefaultBufSize)
+	for _, c := range []struct {
+		local netip.Addr
+		key   uint32
+		to    *Port
+	}{{u.a4, 1, p1}, {a3, 3, p3}, {a4, 4, pf}} {
+		s := openIn(t, u.a, Options{Remote: u.b4, Key: c.key, Local: c.local, DstPort: 4789})
+		if n := sendFrames(t, s, pool, 4, nil); n != 4 {
+			t.Fatalf("send from %s: %d", c.local, n)
+		}
+		got := recvAll(t, c.to, pool, 4)
+		if len(got) != 4 {
+			t.Fatalf("frames from %s: %d of 4 on the right port", c.local, len(got))
+		}
+		for _, pkt := range got {
+			if pkt.TunnelID != uint64(c.key) || pkt.Tunnel.Src != mapped(c.local) {
+				t.Errorf("from %s: tun_id %d src %v", c.local, pkt.TunnelID, netip.AddrFrom16(pkt.Tunnel.Src))
+			}
+		}
+		s.Close()
+	}
+	for _, p := range []*Port{p1, p3, pf} {
+		if d := p.Drops(); d != ([NumCauses]uint64{}) {
+			t.Errorf("drops %v", d)
+		}
+	}
+}
