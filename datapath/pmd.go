@@ -28,9 +28,17 @@ const (
 	// before it starts to sleep: a burst that pauses briefly meets a PMD
 	// that is still awake.
 	idleSpinNs = 20_000
-	// minSleepNs is the first sleep of an idle PMD whose queues cannot
-	// wake it; it doubles up to pmd-sleep-max.
+	// minSleepNs is the first sleep of an idle PMD in back-off; it
+	// doubles up to pmd-sleep-max.
 	minSleepNs = 1000
+	// haltPollNs is how long after its last packet a PMD keeps backing
+	// off (sleeps of 1 µs doubling to pmd-sleep-max) even when its
+	// queues could wake it: a reply usually follows a request within
+	// that time, and a PMD that went to sleep for good meanwhile pays for
+	// being woken (a halted vCPU must be woken by an interrupt): the
+	// sparse probe's round trip was 25 % longer. KVM's halt polling
+	// makes the same trade.
+	haltPollNs = 1_000_000
 )
 
 // idleWakeNs bounds the sleep of an idle PMD whose every queue can wake it
@@ -202,13 +210,13 @@ func (p *PMD) run(wg *sync.WaitGroup) {
 
 // sleepTimeout is how long an idle PMD may sleep: until its earliest output
 // deadline, so that no held packet waits past it, and otherwise until the
-// coarse idle timer if its queues can wake it, or for its next back-off
-// step (doubling up to pmd-sleep-max) if they cannot. The idle iteration
-// before it sent every batch whose deadline had passed, so a pending
-// deadline is in the future.
+// coarse idle timer if its queues can wake it and traffic stopped more
+// than haltPollNs ago, or for its next back-off step (doubling up to
+// pmd-sleep-max). The idle iteration before it sent every batch whose
+// deadline had passed, so a pending deadline is in the future.
 func (p *PMD) sleepTimeout() int64 {
 	t := idleWakeNs
-	if len(p.cur.pollFDs) == 0 {
+	if len(p.cur.pollFDs) == 0 || p.now-p.lastRx < haltPollNs {
 		t = min(p.sleepNs, p.cur.sleepMaxNs)
 	}
 	for _, ob := range p.pending {
@@ -249,9 +257,7 @@ func (p *PMD) sleep() {
 		var buf [8]byte
 		_, _ = unix.Read(p.wakeFD, buf[:]) // reset the eventfd
 	}
-	if len(p.cur.pollFDs) == 0 {
-		p.sleepNs = min(p.sleepNs*2, p.cur.sleepMaxNs)
-	}
+	p.sleepNs = min(p.sleepNs*2, p.cur.sleepMaxNs)
 }
 
 // wake interrupts the PMD's sleep, if it sleeps, so that it sees new work
