@@ -117,7 +117,7 @@ func FuzzApply(f *testing.F) {
 			var k flow.Key
 			var o flow.Offsets
 			flow.Extract(p.Data(), p.InPort, &k, &o)
-			k.TunnelID = p.Key.TunnelID
+			k.TunnelID, k.Tun = p.Key.TunnelID, p.Key.Tun // metadata, not packet bytes
 			if !k.Equal(&p.Key) || o != p.Offsets {
 				t.Fatalf("after %v key out of step:\n have %+v %+v\n extract %+v %+v", List(list), p.Key, p.Offsets, k, o)
 			}

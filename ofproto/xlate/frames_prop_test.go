@@ -610,11 +610,11 @@ func (f *frameRef) run(p *pipeline.Pipeline) {
 	}
 }
 
-// reextract parses the packet again, keeping the tunnel id.
+// reextract parses the packet again, keeping the tunnel metadata.
 func reextract(p *packet.Packet) {
-	tun := p.Key.TunnelID
+	id, tun := p.Key.TunnelID, p.Key.Tun
 	flow.Extract(p.Data(), p.InPort, &p.Key, &p.Offsets)
-	p.Key.TunnelID = tun
+	p.Key.TunnelID, p.Key.Tun = id, tun
 	p.KeyValid = true
 }
 

@@ -184,7 +184,7 @@ func keyMatchesFrame(t *testing.T, got []byte, k flow.Key) {
 	var want flow.Key
 	var off flow.Offsets
 	flow.Extract(got, 1, &want, &off)
-	want.TunnelID = k.TunnelID
+	want.TunnelID, want.Tun = k.TunnelID, k.Tun
 	if !want.Equal(&k) {
 		t.Fatalf("datapath key after the actions\n %+v\ndiffers from the sent frame's\n %+v", k, want)
 	}
