@@ -14,7 +14,7 @@ BENCHTIME ?= 1s
 SOAK       ?= 10m
 SOAK_KNOWN ?=
 
-.PHONY: all build run demo test vet fmt-check unit fuzz soak soak-ci bench bench-datapath bench-veth clean
+.PHONY: all build run demo demo-overlay test vet fmt-check unit fuzz soak soak-ci bench bench-datapath bench-veth clean
 
 all: build
 
@@ -31,6 +31,11 @@ run: build
 # The five-minute tour: two namespaces, one bridge, ping, flows, metrics.
 demo: build
 	BIN=$(BIN) scripts/demo.sh
+
+# Three hosts (namespaces, one vswitchd each) over a VXLAN overlay, two
+# tenants isolated by VNI, flow-based tunnels set up with vsctl.
+demo-overlay: build
+	BIN=$(BIN) scripts/demo-overlay.sh
 
 test: vet fmt-check unit fuzz soak-ci
 

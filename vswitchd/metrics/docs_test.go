@@ -11,14 +11,17 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"vswitch/datapath"
+	"vswitch/netdev/tunnel"
 )
 
 // exported scrapes a bridge that has every kind of metric (traffic, rules,
-// a learned MAC, a controller) and returns the families by name.
+// a learned MAC, a controller, a tunnel port with drops) and returns the
+// families by name.
 func exported(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
 	ctl := fakeController(t)
 	r := trafficRig(t, "br0", "tcp:"+ctl)
+	addTunnel(t, r, 1)
 	c, url := serve(t, func() []Bridge { return []Bridge{r.bridge()} })
 	c.SetMgmt(func() Mgmt { return Mgmt{} })
 	return scrape(t, url)
@@ -165,6 +168,7 @@ func TestDashboard(t *testing.T) {
 		"vswitch_pmd_emc_hits_total", "vswitch_pmd_megaflow_hits_total", // hit rates
 		"vswitch_pmd_simple_match_hits_total",
 		"vswitch_datapath_drops_total", "vswitch_datapath_flows", "vswitch_controller_connected",
+		"vswitch_tunnel_drops_total",
 	} {
 		if !used[want] {
 			t.Errorf("dashboard does not chart %s", want)
@@ -241,6 +245,56 @@ func TestDocsListEveryMetric(t *testing.T) {
 
 // causeRow matches the cause label's row of docs/metrics.md.
 var causeRow = regexp.MustCompile("^\\| `cause` \\| [^(]*")
+
+// tunnelCauseRow matches the row of docs/metrics.md listing the cause
+// values of vswitch_tunnel_drops_total.
+var tunnelCauseRow = regexp.MustCompile("^\\| `cause` of `vswitch_tunnel_drops_total` \\| [^(]*")
+
+// labelValues returns the sorted values of label name in family f.
+func labelValues(f *dto.MetricFamily, name string) []string {
+	seen := map[string]bool{}
+	for _, m := range f.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == name {
+				seen[l.GetValue()] = true
+			}
+		}
+	}
+	var out []string
+	for v := range seen {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestDocsListEveryTunnelDropCause is TestDocsListEveryDropCause for the
+// tunnel ports' causes (netdev/tunnel.Cause).
+func TestDocsListEveryTunnelDropCause(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if m := tunnelCauseRow.FindString(line); m != "" {
+			_, vals, _ := strings.Cut(m, "` | ")
+			for _, w := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(vals, -1) {
+				doc = append(doc, w[1])
+			}
+		}
+	}
+	sort.Strings(doc)
+	var defined []string
+	for i := range tunnel.NumCauses {
+		defined = append(defined, tunnel.Cause(i).String())
+	}
+	sort.Strings(defined)
+	scraped := labelValues(exported(t)["vswitch_tunnel_drops_total"], "cause")
+	if strings.Join(doc, ",") != strings.Join(scraped, ",") || strings.Join(scraped, ",") != strings.Join(defined, ",") {
+		t.Errorf("tunnel drop causes: docs/metrics.md %v, scrape %v, netdev/tunnel %v", doc, scraped, defined)
+	}
+}
 
 // TestDocsListEveryDropCause keeps the cause label's values in
 // docs/metrics.md equal, both ways, to the causes a real scrape exports

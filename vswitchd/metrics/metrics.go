@@ -20,6 +20,7 @@ import (
 
 	"vswitch/datapath"
 	"vswitch/netdev"
+	"vswitch/netdev/tunnel"
 	"vswitch/ofproto"
 	"vswitch/ofproto/ofconn"
 	"vswitch/ofproto/pipeline"
@@ -61,6 +62,7 @@ type Collector struct {
 	portRxPackets, portRxBytes, portRxDrops, portRxErrors *prometheus.Desc
 	portTxPackets, portTxBytes, portTxDrops, portTxErrors *prometheus.Desc
 	portLinkUp                                            *prometheus.Desc
+	tunnelDrops                                           *prometheus.Desc
 
 	txPackets, txBatches, txKicks, txDrops, txBatchSize *prometheus.Desc
 
@@ -124,6 +126,9 @@ func NewCollector(bridges func() []Bridge) *Collector {
 		portTxErrors:  d("port_tx_errors_total", "Transmit errors counted by the port's driver.", port),
 		portLinkUp:    d("port_link_up", "1 if the port's link is up, 0 if it is down.", port),
 
+		tunnelDrops: d("tunnel_drops_total", "Packets a VXLAN or Geneve port dropped, by cause: malformed or unwanted on receive, unsendable on transmit.",
+			[]string{"bridge", "port", "cause"}),
+
 		txPackets:   d("pmd_tx_packets_total", "Packets a PMD handed to the port's driver that the driver accepted.", pmdPort),
 		txBatches:   d("pmd_tx_batches_total", "Output batches a PMD sent to the port (one driver Send each).", pmdPort),
 		txKicks:     d("pmd_tx_kicks_total", "Wake-ups of the port's transmit consumer (send syscalls, eventfd writes) the driver made for a PMD's output batches: what batching saves. 0 for drivers that need none.", pmdPort),
@@ -184,6 +189,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 		c.buildInfo,
 		c.portRxPackets, c.portRxBytes, c.portRxDrops, c.portRxErrors,
 		c.portTxPackets, c.portTxBytes, c.portTxDrops, c.portTxErrors, c.portLinkUp,
+		c.tunnelDrops,
 		c.txPackets, c.txBatches, c.txKicks, c.txDrops, c.txBatchSize,
 		c.rxqPackets, c.rxqBusy, c.rxqPMD,
 		c.pmdBusy, c.pmdIdle, c.pmdIterations, c.pmdRxPackets,
@@ -267,6 +273,14 @@ func (c *Collector) collectDatapath(e *emitter, b Bridge, dp *datapath.Datapath)
 		e.counter(c.portTxDrops, s.TxDrops, b.Name, port)
 		e.counter(c.portTxErrors, s.TxErrors, b.Name, port)
 		e.gauge(c.portLinkUp, boolValue(p.Dev.LinkUp()), b.Name, port)
+		// Every cause is exported, zeros included, so that an alert on
+		// rate() sees a series from the port's creation instead of only
+		// after its first drop of that kind.
+		if tp, ok := p.Dev.(*tunnel.Port); ok {
+			for cause, n := range tp.Drops() {
+				e.counter(c.tunnelDrops, n, b.Name, port, tunnel.Cause(cause).String())
+			}
+		}
 		for _, t := range p.TxStats() {
 			pmd := strconv.Itoa(t.PMD)
 			e.counter(c.txPackets, t.Packets, b.Name, pmd, port)
