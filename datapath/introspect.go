@@ -196,3 +196,16 @@ func (dp *Datapath) RebalanceRxqs() (moved int, err error) {
 	dp.reconfigure()
 	return moved, nil
 }
+
+// RxqTotals returns the counters of the port's rx queues (PMD -1: this
+// does not say who polls them). Unlike RxqStats it also reads a port that
+// was removed, whose totals are final once RemovePort or Close returned,
+// so that the daemon can carry them over to the port that replaces it.
+func (p *Port) RxqTotals() []RxqStats {
+	out := make([]RxqStats, p.rxq.len())
+	for i := range out {
+		c := p.rxq.at(i)
+		out[i] = RxqStats{PMD: -1, Port: p.No, Queue: i, Packets: c.packets.Load(), BusyNs: c.busyNs.Load()}
+	}
+	return out
+}

@@ -25,6 +25,7 @@ import (
 	"vswitch/ofproto/ofpwire"
 	"vswitch/ofproto/pipeline"
 	"vswitch/vswitchd/config"
+	"vswitch/vswitchd/metrics"
 
 	"github.com/vishvananda/netlink"
 )
@@ -76,6 +77,17 @@ type bridge struct {
 	// last (for the saver, which reads them without saveMu).
 	snapshots atomic.Uint64
 	snapFlows atomic.Int64
+
+	// carry are the totals of the counters of objects this bridge replaced
+	// (a previous datapath, ports reopened), added at read time so that
+	// exported counters never go down (metrics.Bridge.Carry); pmdCarry is
+	// the same for pmd-stats-show. Both are replaced whole under carryMu,
+	// never modified, so readers load them without a lock. localPort is
+	// the datapath port of the bridge's own interface.
+	carryMu   sync.Mutex
+	carry     atomic.Pointer[metrics.Totals]
+	pmdCarry  atomic.Pointer[statsSnapshot]
+	localPort *datapath.Port
 }
 
 // port is one opened port.
@@ -85,6 +97,9 @@ type port struct {
 	dev netdev.Netdev
 	// driver is the driver actually used (the type may be automatic).
 	driver string
+	// dp is the port in the datapath, kept to read its final counters
+	// once the datapath has removed it.
+	dp *datapath.Port
 }
 
 // datapathID is the bridge's configured datapath id, or one derived from
@@ -229,6 +244,7 @@ func (b *bridge) attachLocal() {
 		return
 	}
 	b.local = true
+	b.localPort = b.dp.Port(datapath.LocalPort)
 }
 
 // localPollBackoff bounds the polls a PMD skips on the bridge's own
@@ -355,6 +371,7 @@ func (b *bridge) attach(p *port) error {
 	if err := b.of.AddPortWith(p.no, p.dev, kernelPortOptions(p.dev.Name())); err != nil {
 		return fmt.Errorf("port %q: %w", p.cfg.Name, err)
 	}
+	p.dp = b.dp.Port(p.no)
 	if us := flushInterval(p.cfg.OtherConfig, -1); us != -1 {
 		b.dp.SetPortTxFlushInterval(p.no, us)
 	}
@@ -387,10 +404,15 @@ func (b *bridge) affinity(pc *config.Port, nrxq int) (map[int]int, error) {
 }
 
 // detach removes a port from the running bridge (the datapath closes it).
-func (b *bridge) detach(p *port) {
+// With reopen set the port is to be opened again (its configuration
+// changed) and its counters are carried over to the next one; otherwise
+// it is deleted and its series go (a port of that name added later starts
+// from zero).
+func (b *bridge) detach(p *port, reopen bool) {
 	if err := b.of.RemovePort(p.no); err != nil {
 		b.d.log.Warn("port removal", "bridge", b.name, "port", p.cfg.Name, "err", err)
 	}
+	b.carryPort(p.cfg.Name, p.dp, reopen)
 	b.portsMu.Lock()
 	delete(b.ports, p.cfg.Name)
 	delete(b.byNo, p.no)
@@ -402,6 +424,17 @@ func (b *bridge) detach(p *port) {
 // the port stays configured but no longer runs, until its interface comes
 // back (ifwatch.go), the next configuration change or a restart.
 func (b *bridge) portRemoved(no uint32, name string) {
+	// The totals are carried before the port leaves byNo: nothing reopens
+	// it while it is there, so the next one never runs without them.
+	b.portsMu.RLock()
+	p := b.byNo[no]
+	b.portsMu.RUnlock()
+	switch {
+	case p != nil:
+		b.carryPort(p.cfg.Name, p.dp, true)
+	case no == datapath.LocalPort:
+		b.carryPort(b.name, b.localPort, true)
+	}
 	b.portsMu.Lock()
 	if p := b.byNo[no]; p != nil {
 		delete(b.ports, p.cfg.Name)
@@ -415,6 +448,57 @@ func (b *bridge) portRemoved(no uint32, name string) {
 	// An interface of that name may already be back: its link event may
 	// have come before this removal and been taken for the running port.
 	b.d.ifw.note(name)
+}
+
+// carried is the bridge's carried counter totals (nil before any).
+func (b *bridge) carried() metrics.Totals {
+	if t := b.carry.Load(); t != nil {
+		return *t
+	}
+	return nil
+}
+
+// carryPort takes the final counters of datapath port dp (named name),
+// removed from the datapath: with keep into the totals its next port
+// starts from, else dropping the port's series. What its PMDs sent to it
+// goes into pmd-stats-show's totals either way, since those are per PMD.
+func (b *bridge) carryPort(name string, dp *datapath.Port, keep bool) {
+	if dp == nil {
+		return
+	}
+	b.carryMu.Lock()
+	defer b.carryMu.Unlock()
+	cur := b.carried()
+	var next metrics.Totals
+	if keep {
+		next = cur.Merge(metrics.CapturePort(b.name, name, dp, cur))
+	} else {
+		next = cur.Keep(func(port string) bool { return port != name })
+	}
+	b.carry.Store(&next)
+	pc := &statsSnapshot{}
+	if old := b.pmdCarry.Load(); old != nil {
+		pc.pmd, pc.tx = slices.Clone(old.pmd), slices.Clone(old.tx)
+	}
+	for _, t := range dp.TxStats() {
+		for len(pc.tx) <= t.PMD {
+			pc.tx = append(pc.tx, txTotals{})
+			pc.pmd = append(pc.pmd, datapath.PMDStats{PMD: len(pc.pmd)})
+		}
+		pc.tx[t.PMD].add(txOf(t))
+	}
+	b.pmdCarry.Store(pc)
+}
+
+// pruneCarry drops the carried totals of ports nb no longer has (one whose
+// interface had vanished, then deleted from the configuration).
+func (b *bridge) pruneCarry(nb *config.Bridge) {
+	b.carryMu.Lock()
+	defer b.carryMu.Unlock()
+	if cur := b.carried(); len(cur) > 0 {
+		next := cur.Keep(func(port string) bool { return nb.Ports[port] != nil || port == b.name })
+		b.carry.Store(&next)
+	}
 }
 
 // portName maps an OpenFlow port number to its name (metrics labels).
@@ -494,9 +578,14 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 	}
 	// A changed port is closed before it is reopened: a kernel interface
 	// can carry only one XDP program or socket set of ours.
-	for _, name := range append(removed, changed...) {
+	for _, name := range removed {
 		if p := b.portByName(name); p != nil {
-			b.detach(p)
+			b.detach(p, false)
+		}
+	}
+	for _, name := range changed {
+		if p := b.portByName(name); p != nil {
+			b.detach(p, true)
 		}
 	}
 	opened, err := b.d.openPorts(nb, append(changed, added...), false)
@@ -565,6 +654,7 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 		flushed = true
 	}
 	b.cfg = nb.Clone()
+	b.pruneCarry(nb)
 	if flushed {
 		// Fail-mode flushes are in no journal record: save them now.
 		b.snapshot(true)

@@ -282,9 +282,22 @@ func (d *Daemon) metricsView() []metrics.Bridge {
 	bs := d.bridgeList()
 	out := make([]metrics.Bridge, len(bs))
 	for i, b := range bs {
-		out[i] = metrics.Bridge{Name: b.name, Datapath: b.dp, OpenFlow: b.of, PortName: b.portName}
+		out[i] = b.metricsView()
 	}
 	return out
+}
+
+func (b *bridge) metricsView() metrics.Bridge {
+	return metrics.Bridge{Name: b.name, Datapath: b.dp, OpenFlow: b.of, PortName: b.portName, Carry: b.carried()}
+}
+
+// finalTotals reads the counters of a bridge closed for a rebuild (ports
+// are its datapath's ports before Close), carry included: what its next
+// datapath starts from. Ports nb no longer has are left out.
+func (b *bridge) finalTotals(ports []*datapath.Port, nb *config.Bridge) (metrics.Totals, *statsSnapshot) {
+	carry := metrics.CaptureBridge(b.metricsView(), ports)
+	carry = carry.Keep(func(port string) bool { return nb.Ports[port] != nil || port == b.name })
+	return carry, snapshotWithCarry(b, ports)
 }
 
 // change applies fn to the configuration: validated and durable first,
@@ -392,12 +405,17 @@ func (d *Daemon) apply(old, next *config.Config) error {
 			flows, groups, meters := b.of.FlowLines(), b.of.GroupLines(), b.of.MeterLines()
 			states := b.of.FlowStates()
 			b.snapshot(true) // the new bridge starts from the store and the journal
+			ports := b.dp.Ports()
 			b.close()
+			carry, pmdCarry := b.finalTotals(ports, nb)
 			delete(d.bridges, name)
 			nbr, err := d.newBridge(next, nb, false)
 			if err != nil {
 				return err
 			}
+			// Set before the bridge is published: no reader sees it without.
+			nbr.carry.Store(&carry)
+			nbr.pmdCarry.Store(pmdCarry)
 			if err := nbr.installTables(flows, groups, meters, states); err != nil {
 				d.log.Warn("tables not fully carried over the rebuild", "bridge", name, "err", err)
 			}

@@ -26,19 +26,71 @@ type statsSnapshot struct {
 // txTotals sums what one PMD sent over every port of a bridge.
 type txTotals struct{ packets, batches, kicks uint64 }
 
+func (t *txTotals) add(u txTotals) {
+	t.packets += u.packets
+	t.batches += u.batches
+	t.kicks += u.kicks
+}
+
+func txOf(t datapath.PortPMDStats) txTotals {
+	return txTotals{packets: t.Packets + t.Drops, batches: t.Batches, kicks: t.Kicks}
+}
+
+// takeSnapshot reads the bridge's running PMDs, with what its replaced
+// datapaths and ports had counted (pmdCarry) added, so that pmd-stats-show
+// and its pmd-stats-clear baseline count on across a rebuild.
 func takeSnapshot(b *bridge) *statsSnapshot {
+	s := snapshotWithCarry(b, b.dp.Ports())
+	n := len(b.dp.PMDStats())
+	s.pmd, s.tx = s.pmd[:min(n, len(s.pmd))], s.tx[:min(n, len(s.tx))]
+	return s
+}
+
+// snapshotWithCarry is takeSnapshot over the given datapath ports (those
+// of a closed datapath, which no longer lists them) and keeping the
+// carried PMDs beyond the running ones (n-pmd lowered, to be raised
+// again), which is what a rebuild carries over.
+func snapshotWithCarry(b *bridge, ports []*datapath.Port) *statsSnapshot {
 	s := &statsSnapshot{pmd: b.dp.PMDStats()}
 	s.tx = make([]txTotals, len(s.pmd))
-	for _, p := range b.dp.Ports() {
+	for _, p := range ports {
 		for _, t := range p.TxStats() {
 			if t.PMD < len(s.tx) {
-				s.tx[t.PMD].packets += t.Packets + t.Drops
-				s.tx[t.PMD].batches += t.Batches
-				s.tx[t.PMD].kicks += t.Kicks
+				s.tx[t.PMD].add(txOf(t))
 			}
 		}
 	}
+	c := b.pmdCarry.Load()
+	if c == nil {
+		return s
+	}
+	for i := range c.pmd {
+		if i >= len(s.pmd) {
+			s.pmd = append(s.pmd, datapath.PMDStats{PMD: i})
+			s.tx = append(s.tx, txTotals{})
+		}
+		s.pmd[i] = addPMDStats(s.pmd[i], c.pmd[i])
+		s.tx[i].add(c.tx[i])
+	}
 	return s
+}
+
+func addPMDStats(a, b datapath.PMDStats) datapath.PMDStats {
+	a.Iterations += b.Iterations
+	a.BusyNs += b.BusyNs
+	a.IdleNs += b.IdleNs
+	a.RxPackets += b.RxPackets
+	a.EMCHits += b.EMCHits
+	a.SimpleMatchHits += b.SimpleMatchHits
+	a.MegaflowHits += b.MegaflowHits
+	a.Misses += b.Misses
+	a.LostUpcalls += b.LostUpcalls
+	a.Malformed += b.Malformed
+	a.FlowsLimited += b.FlowsLimited
+	for i := range a.Drops {
+		a.Drops[i] += b.Drops[i]
+	}
+	return a
 }
 
 // sub returns a-b, or 0 if a counter restarted below its base.

@@ -141,9 +141,13 @@ type Manager struct {
 	cfg     Config
 	handler Handler
 
-	mu         sync.Mutex
-	closed     bool
-	targets    map[targetKey]*target
+	mu      sync.Mutex
+	closed  bool
+	targets map[targetKey]*target
+	// retired are the targets at Close: Status goes on reporting their
+	// final counters, which the daemon carries over to the manager of a
+	// rebuilt bridge.
+	retired    map[targetKey]*target
 	conns      map[*Conn]struct{}
 	genDefined bool   // a master/slave role request has set the generation
 	gen        uint64 // the highest generation_id seen
@@ -375,8 +379,9 @@ func (m *Manager) Close() {
 		return
 	}
 	m.closed = true
-	for k, t := range m.targets {
-		delete(m.targets, k)
+	m.retired = m.targets
+	m.targets = map[targetKey]*target{}
+	for _, t := range m.retired {
 		t.stopLocked()
 	}
 	m.mu.Unlock()
@@ -605,8 +610,12 @@ type Status struct {
 func (m *Manager) Status() []Status {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ts := make([]*target, 0, len(m.targets))
-	for _, t := range m.targets {
+	all := m.targets
+	if m.closed {
+		all = m.retired
+	}
+	ts := make([]*target, 0, len(all))
+	for _, t := range all {
 		ts = append(ts, t)
 	}
 	sort.Slice(ts, func(i, j int) bool {

@@ -39,3 +39,27 @@ func TestMessageCountsSurviveClosedConnections(t *testing.T) {
 		t.Fatalf("second connection's messages not added: %d then %d", in1, in3)
 	}
 }
+
+// TestStatusAfterClose: a closed manager's Status still gives each
+// target's final counters (its open connections' included), which the
+// daemon carries over to the manager of a rebuilt bridge.
+func TestStatusAfterClose(t *testing.T) {
+	target := "punix:" + sockPath(t, "br.sock")
+	m := startManager(t, Config{Handler: &recHandler{}}, target)
+	total := func() (in, out uint64) {
+		for _, s := range m.Status() {
+			if s.Target == target {
+				in += s.MsgsIn
+				out += s.MsgsOut
+			}
+		}
+		return in, out
+	}
+	a := connect(t, m, target)
+	a.echo(1)
+	in1, out1 := total()
+	m.Close()
+	if in2, out2 := total(); in2 < in1 || out2 < out1 || in1 == 0 {
+		t.Fatalf("counts after Close %d/%d, before %d/%d", in2, out2, in1, out1)
+	}
+}

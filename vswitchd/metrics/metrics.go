@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"time"
 
@@ -37,6 +38,11 @@ type Bridge struct {
 	// the value of the port label. Nil, or an empty answer, falls back to
 	// the driver's interface name.
 	PortName func(no uint32) string
+	// Carry holds the totals of the bridge's counters whose objects were
+	// replaced (a datapath rebuild, a port reopened): each is added to
+	// the live counter of the same series, so series stay monotonic for
+	// the life of the process. Nil when nothing was replaced.
+	Carry Totals
 }
 
 // Mgmt is what the collector reads of the management socket's server.
@@ -50,6 +56,9 @@ type Mgmt struct {
 type Collector struct {
 	bridges func() []Bridge
 	mgmt    func() Mgmt
+	// series names each counter's Desc and where its port label is, for
+	// the keys of Totals.
+	series map[*prometheus.Desc]seriesInfo
 
 	// buildInfo is the constant 1 labelled with what is running, so a
 	// dashboard can show versions and join on them.
@@ -98,8 +107,11 @@ func NewCollector(bridges func() []Bridge) *Collector {
 	pmd := []string{"bridge", "pmd"}
 	pmdPort := []string{"bridge", "pmd", "port"}
 	rxq := []string{"bridge", "port", "queue"}
+	series := map[*prometheus.Desc]seriesInfo{}
 	d := func(name, help string, labels []string) *prometheus.Desc {
-		return prometheus.NewDesc("vswitch_"+name, help, labels, nil)
+		desc := prometheus.NewDesc("vswitch_"+name, help, labels, nil)
+		series[desc] = seriesInfo{name: "vswitch_" + name, port: slices.Index(labels, "port")}
+		return desc
 	}
 	rev := "unknown"
 	if bi, ok := debug.ReadBuildInfo(); ok {
@@ -111,6 +123,7 @@ func NewCollector(bridges func() []Bridge) *Collector {
 	}
 	return &Collector{
 		bridges: bridges,
+		series:  series,
 
 		buildInfo: d("build_info", "Always 1; the labels say which vswitchd runs: its version, the Go version it was built with and the VCS revision.",
 			[]string{"version", "goversion", "revision"}),
@@ -232,7 +245,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.mgmt != nil {
 		m := c.mgmt()
-		e := emitter{ch: ch}
+		e := emitter{ch: ch, c: c}
 		e.gauge(c.mgmtConns, float64(m.Connections))
 		e.counter(c.mgmtRefused, m.Refused)
 		e.counter(c.mgmtIdleClosed, m.IdleClosed)
@@ -251,7 +264,7 @@ func (c *Collector) collectBridge(ch chan<- prometheus.Metric, b Bridge) {
 			ch <- prometheus.NewInvalidMetric(c.collectFailed, fmt.Errorf("bridge %q: %v", b.Name, r))
 		}
 	}()
-	e := emitter{ch: ch}
+	e := emitter{ch: ch, c: c, carry: b.Carry}
 	if dp := b.Datapath; dp != nil {
 		c.collectDatapath(&e, b, dp)
 	}
@@ -262,34 +275,7 @@ func (c *Collector) collectBridge(ch chan<- prometheus.Metric, b Bridge) {
 
 func (c *Collector) collectDatapath(e *emitter, b Bridge, dp *datapath.Datapath) {
 	for _, p := range dp.Ports() {
-		port := portName(b, p.No, p.Dev)
-		s := p.Dev.Stats()
-		e.counter(c.portRxPackets, s.RxPackets, b.Name, port)
-		e.counter(c.portRxBytes, s.RxBytes, b.Name, port)
-		e.counter(c.portRxDrops, s.RxDrops, b.Name, port)
-		e.counter(c.portRxErrors, s.RxErrors, b.Name, port)
-		e.counter(c.portTxPackets, s.TxPackets, b.Name, port)
-		e.counter(c.portTxBytes, s.TxBytes, b.Name, port)
-		e.counter(c.portTxDrops, s.TxDrops, b.Name, port)
-		e.counter(c.portTxErrors, s.TxErrors, b.Name, port)
-		e.gauge(c.portLinkUp, boolValue(p.Dev.LinkUp()), b.Name, port)
-		// Every cause is exported, zeros included, so that an alert on
-		// rate() sees a series from the port's creation instead of only
-		// after its first drop of that kind.
-		if tp, ok := p.Dev.(*tunnel.Port); ok {
-			for cause, n := range tp.Drops() {
-				e.counter(c.tunnelDrops, n, b.Name, port, tunnel.Cause(cause).String())
-			}
-		}
-		for _, t := range p.TxStats() {
-			pmd := strconv.Itoa(t.PMD)
-			e.counter(c.txPackets, t.Packets, b.Name, pmd, port)
-			e.counter(c.txBatches, t.Batches, b.Name, pmd, port)
-			e.counter(c.txKicks, t.Kicks, b.Name, pmd, port)
-			e.counter(c.txDrops, t.Drops, b.Name, pmd, port)
-			count, sum, buckets := batchHistogram(t)
-			e.histogram(c.txBatchSize, count, sum, buckets, b.Name, pmd, port)
-		}
+		c.collectPort(e, b.Name, portName(b, p.No, p.Dev), p)
 	}
 	// A queue being moved between PMDs by a rebalance could be listed
 	// twice; its counters belong to the queue, so the first listing is
@@ -307,25 +293,63 @@ func (c *Collector) collectDatapath(e *emitter, b Bridge, dp *datapath.Datapath)
 		e.counterSeconds(c.rxqBusy, q.BusyNs, b.Name, port, queue)
 		e.gauge(c.rxqPMD, float64(q.PMD), b.Name, port, queue)
 	}
+	c.collectPMDs(e, b.Name, dp)
+	e.gauge(c.datapathFlows, float64(dp.FlowCount()), b.Name)
+}
+
+func (c *Collector) collectPMDs(e *emitter, bridge string, dp *datapath.Datapath) {
 	causes := datapath.DropCauses()
 	for _, s := range dp.PMDStats() {
 		pmd := strconv.Itoa(s.PMD)
-		e.counterSeconds(c.pmdBusy, s.BusyNs, b.Name, pmd)
-		e.counterSeconds(c.pmdIdle, s.IdleNs, b.Name, pmd)
-		e.counter(c.pmdIterations, s.Iterations, b.Name, pmd)
-		e.counter(c.pmdRxPackets, s.RxPackets, b.Name, pmd)
-		e.counter(c.pmdEMCHits, s.EMCHits, b.Name, pmd)
-		e.counter(c.pmdMegaflowHits, s.MegaflowHits, b.Name, pmd)
-		e.counter(c.pmdSimpleMatchHits, s.SimpleMatchHits, b.Name, pmd)
-		e.counter(c.pmdMisses, s.Misses, b.Name, pmd)
-		e.counter(c.pmdLostUpcalls, s.LostUpcalls, b.Name, pmd)
-		e.counter(c.pmdMalformed, s.Malformed, b.Name, pmd)
-		e.counter(c.pmdFlowsLimited, s.FlowsLimited, b.Name, pmd)
+		e.counterSeconds(c.pmdBusy, s.BusyNs, bridge, pmd)
+		e.counterSeconds(c.pmdIdle, s.IdleNs, bridge, pmd)
+		e.counter(c.pmdIterations, s.Iterations, bridge, pmd)
+		e.counter(c.pmdRxPackets, s.RxPackets, bridge, pmd)
+		e.counter(c.pmdEMCHits, s.EMCHits, bridge, pmd)
+		e.counter(c.pmdMegaflowHits, s.MegaflowHits, bridge, pmd)
+		e.counter(c.pmdSimpleMatchHits, s.SimpleMatchHits, bridge, pmd)
+		e.counter(c.pmdMisses, s.Misses, bridge, pmd)
+		e.counter(c.pmdLostUpcalls, s.LostUpcalls, bridge, pmd)
+		e.counter(c.pmdMalformed, s.Malformed, bridge, pmd)
+		e.counter(c.pmdFlowsLimited, s.FlowsLimited, bridge, pmd)
 		for _, cause := range causes {
-			e.counter(c.drops, s.Drops[cause], b.Name, pmd, cause.String())
+			e.counter(c.drops, s.Drops[cause], bridge, pmd, cause.String())
 		}
 	}
-	e.gauge(c.datapathFlows, float64(dp.FlowCount()), b.Name)
+}
+
+// collectPort reads the series of one datapath port: its driver's
+// counters and what each PMD sent to it.
+func (c *Collector) collectPort(e *emitter, bridge, port string, p *datapath.Port) {
+	s := p.Dev.Stats()
+	e.counter(c.portRxPackets, s.RxPackets, bridge, port)
+	e.counter(c.portRxBytes, s.RxBytes, bridge, port)
+	e.counter(c.portRxDrops, s.RxDrops, bridge, port)
+	e.counter(c.portRxErrors, s.RxErrors, bridge, port)
+	e.counter(c.portTxPackets, s.TxPackets, bridge, port)
+	e.counter(c.portTxBytes, s.TxBytes, bridge, port)
+	e.counter(c.portTxDrops, s.TxDrops, bridge, port)
+	e.counter(c.portTxErrors, s.TxErrors, bridge, port)
+	if e.capture == nil {
+		e.gauge(c.portLinkUp, boolValue(p.Dev.LinkUp()), bridge, port)
+	}
+	// Every cause is exported, zeros included, so that an alert on
+	// rate() sees a series from the port's creation instead of only
+	// after its first drop of that kind.
+	if tp, ok := p.Dev.(*tunnel.Port); ok {
+		for cause, n := range tp.Drops() {
+			e.counter(c.tunnelDrops, n, bridge, port, tunnel.Cause(cause).String())
+		}
+	}
+	for _, t := range p.TxStats() {
+		pmd := strconv.Itoa(t.PMD)
+		e.counter(c.txPackets, t.Packets, bridge, pmd, port)
+		e.counter(c.txBatches, t.Batches, bridge, pmd, port)
+		e.counter(c.txKicks, t.Kicks, bridge, pmd, port)
+		e.counter(c.txDrops, t.Drops, bridge, pmd, port)
+		count, sum, buckets := batchHistogram(t)
+		e.histogram(c.txBatchSize, count, sum, buckets, bridge, pmd, port)
+	}
 }
 
 // batchHistogram turns a PortPMDStats' per-bucket batch counts into the
@@ -430,9 +454,31 @@ func boolValue(v bool) float64 {
 
 // emitter sends const metrics, turning a construction error (a label value
 // that is not valid UTF-8, say) into an invalid metric that the handler
-// reports instead of a panic.
+// reports instead of a panic. It adds carry to every counter it sends;
+// with capture set it records the counters there instead of sending
+// anything (gauges are dropped).
 type emitter struct {
-	ch chan<- prometheus.Metric
+	ch      chan<- prometheus.Metric
+	c       *Collector
+	carry   Totals
+	capture Totals
+}
+
+// adjust adds the carried total of the series to v, and records the sum
+// when capturing (then ok is false: nothing is to be sent). Keys are only
+// built when there is something to carry or capture, so a daemon that
+// never rebuilt pays nothing per scrape.
+func (e *emitter) adjust(d *prometheus.Desc, part string, v float64, labels []string) (float64, bool) {
+	if len(e.carry) == 0 && e.capture == nil {
+		return v, true
+	}
+	k := e.c.key(d, part, labels)
+	v += e.carry[k]
+	if e.capture != nil {
+		e.capture[k] = v
+		return v, false
+	}
+	return v, true
 }
 
 func (e *emitter) send(m prometheus.Metric, err error, d *prometheus.Desc) {
@@ -443,22 +489,43 @@ func (e *emitter) send(m prometheus.Metric, err error, d *prometheus.Desc) {
 }
 
 func (e *emitter) counter(d *prometheus.Desc, v uint64, labels ...string) {
-	m, err := prometheus.NewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
-	e.send(m, err, d)
+	e.counterValue(d, float64(v), labels)
 }
 
 func (e *emitter) counterSeconds(d *prometheus.Desc, ns uint64, labels ...string) {
-	m, err := prometheus.NewConstMetric(d, prometheus.CounterValue, float64(ns)/1e9, labels...)
+	e.counterValue(d, float64(ns)/1e9, labels)
+}
+
+func (e *emitter) counterValue(d *prometheus.Desc, v float64, labels []string) {
+	v, ok := e.adjust(d, "", v, labels)
+	if !ok {
+		return
+	}
+	m, err := prometheus.NewConstMetric(d, prometheus.CounterValue, v, labels...)
 	e.send(m, err, d)
 }
 
 func (e *emitter) gauge(d *prometheus.Desc, v float64, labels ...string) {
+	if e.capture != nil {
+		return
+	}
 	m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	e.send(m, err, d)
 }
 
+// histogram sends a histogram whose count, sum and every bucket are
+// carried like counters.
 func (e *emitter) histogram(d *prometheus.Desc, count uint64, sum float64, buckets map[float64]uint64, labels ...string) {
-	m, err := prometheus.NewConstHistogram(d, count, sum, buckets, labels...)
+	fc, ok := e.adjust(d, "count", float64(count), labels)
+	sum, _ = e.adjust(d, "sum", sum, labels)
+	for b, n := range buckets {
+		f, _ := e.adjust(d, "le="+strconv.FormatFloat(b, 'g', -1, 64), float64(n), labels)
+		buckets[b] = uint64(f)
+	}
+	if !ok {
+		return
+	}
+	m, err := prometheus.NewConstHistogram(d, uint64(fc), sum, buckets, labels...)
 	e.send(m, err, d)
 }
 
