@@ -30,12 +30,24 @@ func faucetPeerDir(t *testing.T) string {
 	if _, err := os.Stat(filepath.Join(dir, "run-faucet.sh")); err != nil {
 		t.Fatalf("Faucet peer not found (set FAUCET_PEER_DIR): %v", err)
 	}
-	// Faucet's imports, which osken-manager alone does not guarantee.
-	if out, err := exec.Command("python3", "-c", "import os_ken, networkx, ruamel.yaml, prometheus_client, yaml, pbr, eventlet, netaddr").CombinedOutput(); err != nil {
-		t.Fatalf("Faucet's Python packages missing: run %s/install-deps.sh (.ci/run installs them): %v\n%s", dir, err, out)
-	}
-	if _, err := exec.LookPath("osken-manager"); err != nil {
+	mgr, err := exec.LookPath("osken-manager")
+	if err != nil {
 		t.Fatalf("osken-manager missing: run %s/install-deps.sh (.ci/run installs its packages)", dir)
+	}
+	// Faucet's own imports, checked with the interpreter osken-manager
+	// runs under (its #! line; a python3 earlier in PATH may be another).
+	script, err := os.ReadFile(mgr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(script), "\n")
+	py := strings.Fields(strings.TrimPrefix(first, "#!"))
+	if len(py) == 0 {
+		t.Fatalf("%s has no #! line", mgr)
+	}
+	py = append(py, "-c", "import os_ken, networkx, ruamel.yaml, prometheus_client, yaml, pbr, eventlet, netaddr")
+	if out, err := exec.Command(py[0], py[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("Faucet's Python packages missing: run %s/install-deps.sh (.ci/run installs them): %v\n%s", dir, err, out)
 	}
 	return dir
 }
@@ -50,6 +62,45 @@ type faucetProc struct {
 func (f *faucetProc) log() string {
 	b, _ := os.ReadFile(filepath.Join(f.logDir, "faucet.log"))
 	return string(b)
+}
+
+// metric sums the samples of a metric on Faucet's Prometheus endpoint
+// (127.0.0.1 in its namespace, port from run-faucet.sh's faucet-peer.env).
+func (f *faucetProc) metric(name string) (float64, error) {
+	env, err := os.ReadFile(filepath.Join(f.logDir, "faucet-peer.env"))
+	if err != nil {
+		return 0, err
+	}
+	m := regexp.MustCompile(`(?m)^FAUCET_PROMETHEUS_PORT=(\d+)$`).FindSubmatch(env)
+	if m == nil {
+		return 0, fmt.Errorf("no FAUCET_PROMETHEUS_PORT in faucet-peer.env")
+	}
+	out, err := f.ns.Output("curl", "-sS", "--max-time", "5", "http://127.0.0.1:"+string(m[1])+"/metrics")
+	if err != nil {
+		return 0, fmt.Errorf("curl: %v: %s", err, out)
+	}
+	var sum float64
+	found := false
+	for _, l := range strings.Split(out, "\n") {
+		fs := strings.Fields(l)
+		if len(fs) != 2 || strings.HasPrefix(l, "#") {
+			continue
+		}
+		n, _, _ := strings.Cut(fs[0], "{")
+		if n != name && n != name+"_total" {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(fs[1], &v); err != nil {
+			return 0, fmt.Errorf("%s: %v", l, err)
+		}
+		sum += v
+		found = true
+	}
+	if !found {
+		return 0, fmt.Errorf("Faucet exports no %s", name)
+	}
+	return sum, nil
 }
 
 // startFaucet runs Faucet with config cfg in namespace ns, OpenFlow on all
@@ -281,6 +332,16 @@ func TestFaucetStackAcrossHosts(t *testing.T) {
 		t.Errorf("Faucet's log after the cut does not take stack link swA:2-swB:3 down:\n%s", after)
 	}
 
+	// Restored, the link's stack ports come back (LLDP both ways through
+	// the tunnel again) and every pair still reaches every other.
+	mark = len(f.log())
+	hosts[0].Run(t, "ip", "link", "set", ulDev[0], "up")
+	nstest.WaitFor(t, 60*time.Second, "stack link swA:2-swB:3 UP again", func() bool {
+		after := f.log()[mark:]
+		return strings.Contains(after, "swA Stack Port 2 state UP") && strings.Contains(after, "swB Stack Port 3 state UP")
+	})
+	allPairs("A-B link restored", 10*time.Second)
+
 	// Faucet saw no OpenFlow error from any switch.
 	var logs string
 	for _, n := range []string{"faucet.log", "osken.log"} {
@@ -289,6 +350,9 @@ func TestFaucetStackAcrossHosts(t *testing.T) {
 	}
 	if m := regexp.MustCompile(`.*(OFError|OFPErrorMsg|EventOFPErrorMsg).*`).FindAllString(logs, 5); len(m) > 0 {
 		t.Errorf("OpenFlow errors in Faucet's logs:\n%s", strings.Join(m, "\n"))
+	}
+	if v, err := f.metric("of_errors"); err != nil || v != 0 {
+		t.Errorf("Faucet's of_errors metric: %v (%v)", v, err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(f.logDir, "faucet_exception.log")); len(b) > 0 {
 		t.Errorf("Faucet's exception log:\n%s", b)
