@@ -7,33 +7,9 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+
+	"vswitch/internal/checksumref"
 )
-
-// crc32cBitwise is CRC32c (Castagnoli, reflected polynomial 0x82f63b78)
-// computed one bit at a time, straight from RFC 4960 appendix B, so that
-// the table-driven implementation the datapath uses is checked against
-// something that shares no code with it.
-func crc32cBitwise(b []byte) uint32 {
-	crc := ^uint32(0)
-	for _, c := range b {
-		crc ^= uint32(c)
-		for range 8 {
-			if crc&1 != 0 {
-				crc = crc>>1 ^ 0x82f63b78
-			} else {
-				crc >>= 1
-			}
-		}
-	}
-	return ^crc
-}
-
-func TestCRC32cBitwiseKnownValue(t *testing.T) {
-	// RFC 3720 B.4: 32 bytes of zeros.
-	if got := crc32cBitwise(make([]byte, 32)); got != 0x8a9136aa {
-		t.Fatalf("reference CRC32c of 32 zero bytes = %#x, want 0x8a9136aa", got)
-	}
-}
 
 // sctpChecksumOK reports whether the SCTP packet at sctp carries the CRC32c
 // of itself with the checksum field zeroed, least significant byte first.
@@ -41,7 +17,7 @@ func sctpChecksumOK(sctp []byte) (got, want uint32) {
 	c := append([]byte(nil), sctp...)
 	got = binary.LittleEndian.Uint32(c[8:])
 	c[8], c[9], c[10], c[11] = 0, 0, 0, 0
-	return got, crc32cBitwise(c)
+	return got, checksumref.CRC32c(c)
 }
 
 // TestSCTPPortRewriteChecksumProperty rewrites the ports of random SCTP

@@ -126,3 +126,27 @@ func (b *Backoff) Failures() uint64 {
 	defer b.mu.Unlock()
 	return b.failures
 }
+
+// LogLimit lets one log line through per LogInterval and counts the rest,
+// for refusals that a flood of peers could otherwise turn into a flood of
+// lines. Safe for concurrent use; the zero value is ready.
+type LogLimit struct {
+	mu         sync.Mutex
+	last       time.Time
+	suppressed uint64
+}
+
+// Allow reports whether to log now, and how many events the line stands
+// for (this one and those not logged since the last line).
+func (r *LogLimit) Allow() (uint64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.suppressed++
+	now := time.Now()
+	if !r.last.IsZero() && now.Sub(r.last) < LogInterval {
+		return 0, false
+	}
+	n := r.suppressed
+	r.last, r.suppressed = now, 0
+	return n, true
+}

@@ -7,24 +7,9 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
-)
 
-// crc32cBits is CRC32c computed bit by bit (RFC 4960 appendix B), sharing
-// no code with hash/crc32.
-func crc32cBits(b []byte) uint32 {
-	crc := ^uint32(0)
-	for _, c := range b {
-		crc ^= uint32(c)
-		for range 8 {
-			if crc&1 != 0 {
-				crc = crc>>1 ^ 0x82f63b78
-			} else {
-				crc >>= 1
-			}
-		}
-	}
-	return ^crc
-}
+	"vswitch/internal/checksumref"
+)
 
 // TestCompleteChecksumSCTP: a kernel SCTP sender behind a device with
 // CRC32c offload (veth) hands the frame over with NEEDS_CSUM, csum_offset
@@ -62,7 +47,7 @@ func TestCompleteChecksumSCTP(t *testing.T) {
 		sctp := append([]byte(nil), frame[l4:]...)
 		got := binary.LittleEndian.Uint32(sctp[8:])
 		clear(sctp[8:12])
-		if want := crc32cBits(sctp); got != want {
+		if want := checksumref.CRC32c(sctp); got != want {
 			t.Fatalf("v6=%v: CRC32c %#08x, want %#08x", v6, got, want)
 		}
 	}

@@ -160,7 +160,7 @@ type Manager struct {
 	maxConns    atomic.Int64
 
 	refused, slowReaders atomic.Uint64
-	refusedLog           rateLimit
+	refusedLog           acceptloop.LogLimit
 
 	notify chan struct{}
 	stop   chan struct{}
@@ -700,33 +700,10 @@ func (m *Manager) refuse(t *target, nc net.Conn) {
 	remote := nc.RemoteAddr()
 	nc.Close()
 	m.refused.Add(1)
-	if n, ok := m.refusedLog.allow(); ok {
+	if n, ok := m.refusedLog.Allow(); ok {
 		m.warnf("ofconn: %s: refused connection from %v: %d connections open, the limit (%d refused since the last report)",
 			t.name, remote, m.maxConns.Load(), n)
 	}
-}
-
-// rateLimit lets one log line through per acceptloop.LogInterval and
-// counts the rest.
-type rateLimit struct {
-	mu         sync.Mutex
-	last       time.Time
-	suppressed uint64
-}
-
-// allow reports whether to log now, and how many events the line stands
-// for (this one and those not logged since the last line).
-func (r *rateLimit) allow() (uint64, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.suppressed++
-	now := time.Now()
-	if !r.last.IsZero() && now.Sub(r.last) < acceptloop.LogInterval {
-		return 0, false
-	}
-	n := r.suppressed
-	r.last, r.suppressed = now, 0
-	return n, true
 }
 
 // target is one configured target with its listener or reconnect loop.

@@ -17,6 +17,8 @@ import (
 	"vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
+
+	"vswitch/internal/checksumref"
 )
 
 // Frame-level tests of set-field on every field OpenFlow 1.3 lets it write
@@ -209,22 +211,6 @@ func folds(acc uint64) uint16 {
 	return uint16(acc)
 }
 
-// crc32cRef is a bit-at-a-time CRC32c (RFC 4960 appendix B).
-func crc32cRef(b []byte) uint32 {
-	crc := ^uint32(0)
-	for _, c := range b {
-		crc ^= uint32(c)
-		for range 8 {
-			if crc&1 != 0 {
-				crc = crc>>1 ^ 0x82f63b78
-			} else {
-				crc >>= 1
-			}
-		}
-	}
-	return ^crc
-}
-
 // checksumsOK verifies, with code independent of the datapath's, the IPv4
 // header checksum and the transport checksum of the IP packet gopacket
 // finds in frame (under VLAN tags or an MPLS label too).
@@ -266,7 +252,7 @@ func checksumsOK(t *testing.T, frame []byte) {
 		c := append([]byte(nil), l4...)
 		got := binary.LittleEndian.Uint32(c[8:])
 		clear(c[8:12])
-		if want := crc32cRef(c); got != want {
+		if want := checksumref.CRC32c(c); got != want {
 			t.Fatalf("SCTP CRC32c %#08x, want %#08x", got, want)
 		}
 		return

@@ -84,7 +84,7 @@ type Server struct {
 	IdleTimeout time.Duration
 
 	refused, idleClosed, tooLong atomic.Uint64
-	refusedLog                   rateLimit
+	refusedLog                   acceptloop.LogLimit
 }
 
 // Stats counts what the server refused or cut off, for metrics.
@@ -202,31 +202,9 @@ func (s *Server) refuse(c net.Conn, max int) {
 	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 	json.NewEncoder(c).Encode(Response{Error: msg})
 	c.Close()
-	if n, ok := s.refusedLog.allow(); ok {
+	if n, ok := s.refusedLog.Allow(); ok {
 		s.logf("mgmt: refused a connection: limit of %d connections reached (other_config:mgmt-max-connections); %d refused since the last report", max, n)
 	}
-}
-
-// rateLimit lets one log line through per interval and counts the rest.
-type rateLimit struct {
-	mu         sync.Mutex
-	last       time.Time
-	suppressed uint64
-}
-
-// allow reports whether to log now, and how many events were not logged
-// since the last line (this one included).
-func (r *rateLimit) allow() (uint64, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.suppressed++
-	now := time.Now()
-	if !r.last.IsZero() && now.Sub(r.last) < acceptloop.LogInterval {
-		return 0, false
-	}
-	n := r.suppressed
-	r.last, r.suppressed = now, 0
-	return n, true
 }
 
 // serve answers the requests of one connection in order.
