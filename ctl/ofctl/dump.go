@@ -236,11 +236,7 @@ func dumpPorts(ctx context.Context, s *session, args []string) error {
 			return err
 		}
 	}
-	c, err := s.client(ctx)
-	if err != nil {
-		return err
-	}
-	xid, body, err := c.MultipartXID(ctx, &ofpwire.PortStatsRequest{PortNo: ofp.PortNo(no)})
+	xid, body, err := s.multipart(ctx, &ofpwire.PortStatsRequest{PortNo: ofp.PortNo(no)})
 	if err != nil {
 		return err
 	}
@@ -279,11 +275,7 @@ func dumpPortsDesc(ctx context.Context, s *session, args []string) error {
 			return err
 		}
 	}
-	c, err := s.client(ctx)
-	if err != nil {
-		return err
-	}
-	xid, body, err := c.MultipartXID(ctx, &ofpwire.PortDescRequest{})
+	xid, body, err := s.multipart(ctx, &ofpwire.PortDescRequest{})
 	if err != nil {
 		return err
 	}
@@ -314,19 +306,11 @@ func dumpPortsDesc(ctx context.Context, s *session, args []string) error {
 }
 
 func dumpGroups(ctx context.Context, s *session, args []string) error {
-	want := ofp.GroupAll
-	if len(args) > 0 {
-		gm, err := flowsyntax.ParseGroup(args[0], ofp.GroupDelete, flowsyntax.ParseFlowOptions{})
-		if err != nil {
-			return err
-		}
-		want = gm.GroupID
-	}
-	c, err := s.client(ctx)
+	want, err := groupArg(args)
 	if err != nil {
 		return err
 	}
-	xid, body, err := c.MultipartXID(ctx, &ofpwire.GroupDescRequest{})
+	xid, body, err := s.multipart(ctx, &ofpwire.GroupDescRequest{})
 	if err != nil {
 		return err
 	}
@@ -361,19 +345,11 @@ func dumpGroups(ctx context.Context, s *session, args []string) error {
 }
 
 func dumpMeters(ctx context.Context, s *session, args []string) error {
-	want := ofp.MeterAll
-	if len(args) > 0 {
-		mm, err := flowsyntax.ParseMeter(args[0], ofp.MeterDelete)
-		if err != nil {
-			return err
-		}
-		want = mm.MeterID
-	}
-	c, err := s.client(ctx)
+	want, err := meterArg(args)
 	if err != nil {
 		return err
 	}
-	xid, body, err := c.MultipartXID(ctx, &ofpwire.MeterConfigRequest{Meter: want})
+	xid, body, err := s.multipart(ctx, &ofpwire.MeterConfigRequest{Meter: want})
 	if err != nil {
 		return err
 	}

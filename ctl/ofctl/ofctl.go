@@ -176,6 +176,42 @@ func (s *session) client(ctx context.Context) (*ofclient.Client, error) {
 	return s.c, nil
 }
 
+// multipart sends one multipart request and returns its reply's xid and
+// body (all parts joined).
+func (s *session) multipart(ctx context.Context, req ofpwire.MultipartRequestBody) (uint32, ofpwire.MultipartReplyBody, error) {
+	c, err := s.client(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	return c.MultipartXID(ctx, req)
+}
+
+// groupArg is the group a command's optional GROUP argument names, or
+// every group.
+func groupArg(args []string) (ofp.Group, error) {
+	if len(args) == 0 {
+		return ofp.GroupAll, nil
+	}
+	gm, err := flowsyntax.ParseGroup(args[0], ofp.GroupDelete, flowsyntax.ParseFlowOptions{})
+	if err != nil {
+		return 0, err
+	}
+	return gm.GroupID, nil
+}
+
+// meterArg is the meter a command's optional METER argument names, or
+// every meter.
+func meterArg(args []string) (ofp.Meter, error) {
+	if len(args) == 0 {
+		return ofp.MeterAll, nil
+	}
+	mm, err := flowsyntax.ParseMeter(args[0], ofp.MeterDelete)
+	if err != nil {
+		return 0, err
+	}
+	return mm.MeterID, nil
+}
+
 func (s *session) close() {
 	if s.c != nil {
 		s.c.Close()

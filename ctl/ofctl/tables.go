@@ -27,11 +27,7 @@ type TableStatsJSON struct {
 }
 
 func dumpTables(ctx context.Context, s *session, _ []string) error {
-	c, err := s.client(ctx)
-	if err != nil {
-		return err
-	}
-	xid, body, err := c.MultipartXID(ctx, &ofpwire.TableStatsRequest{})
+	xid, body, err := s.multipart(ctx, &ofpwire.TableStatsRequest{})
 	if err != nil {
 		return err
 	}
@@ -85,11 +81,7 @@ func dumpAggregate(ctx context.Context, s *session, args []string) error {
 	}); err != nil {
 		return err
 	}
-	c, err := s.client(ctx)
-	if err != nil {
-		return err
-	}
-	xid, body, err := c.MultipartXID(ctx, &ofpwire.AggregateStatsRequest{
+	xid, body, err := s.multipart(ctx, &ofpwire.AggregateStatsRequest{
 		TableID: fm.TableID, OutPort: fm.OutPort, OutGroup: fm.OutGroup,
 		Cookie: fm.Cookie, CookieMask: fm.CookieMask, Match: fm.Match,
 	})
@@ -140,11 +132,7 @@ func tableFeaturesView(t ofpwire.TableFeatures) TableFeaturesJSON {
 }
 
 func dumpTableFeatures(ctx context.Context, s *session, _ []string) error {
-	c, err := s.client(ctx)
-	if err != nil {
-		return err
-	}
-	xid, body, err := c.MultipartXID(ctx, &ofpwire.TableFeaturesRequest{})
+	xid, body, err := s.multipart(ctx, &ofpwire.TableFeaturesRequest{})
 	if err != nil {
 		return err
 	}
@@ -199,19 +187,11 @@ type CounterPairJSON struct {
 }
 
 func dumpGroupStats(ctx context.Context, s *session, args []string) error {
-	want := ofp.GroupAll
-	if len(args) > 0 {
-		gm, err := flowsyntax.ParseGroup(args[0], ofp.GroupDelete, flowsyntax.ParseFlowOptions{})
-		if err != nil {
-			return err
-		}
-		want = gm.GroupID
-	}
-	c, err := s.client(ctx)
+	want, err := groupArg(args)
 	if err != nil {
 		return err
 	}
-	xid, body, err := c.MultipartXID(ctx, &ofpwire.GroupStatsRequest{Group: want})
+	xid, body, err := s.multipart(ctx, &ofpwire.GroupStatsRequest{Group: want})
 	if err != nil {
 		return err
 	}
@@ -252,19 +232,11 @@ type MeterStatsJSON struct {
 }
 
 func meterStats(ctx context.Context, s *session, args []string) error {
-	want := ofp.MeterAll
-	if len(args) > 0 {
-		mm, err := flowsyntax.ParseMeter(args[0], ofp.MeterDelete)
-		if err != nil {
-			return err
-		}
-		want = mm.MeterID
-	}
-	c, err := s.client(ctx)
+	want, err := meterArg(args)
 	if err != nil {
 		return err
 	}
-	xid, body, err := c.MultipartXID(ctx, &ofpwire.MeterStatsRequest{Meter: want})
+	xid, body, err := s.multipart(ctx, &ofpwire.MeterStatsRequest{Meter: want})
 	if err != nil {
 		return err
 	}
@@ -303,11 +275,7 @@ type MeterFeaturesJSON struct {
 }
 
 func meterFeatures(ctx context.Context, s *session, _ []string) error {
-	c, err := s.client(ctx)
-	if err != nil {
-		return err
-	}
-	xid, body, err := c.MultipartXID(ctx, &ofpwire.MeterFeaturesRequest{})
+	xid, body, err := s.multipart(ctx, &ofpwire.MeterFeaturesRequest{})
 	if err != nil {
 		return err
 	}
@@ -348,11 +316,7 @@ func queueStats(ctx context.Context, s *session, args []string) error {
 		}
 		queue = uint32(q)
 	}
-	c, err := s.client(ctx)
-	if err != nil {
-		return err
-	}
-	xid, body, err := c.MultipartXID(ctx, &ofpwire.QueueStatsRequest{Port: ofp.PortNo(port), Queue: ofp.Queue(queue)})
+	xid, body, err := s.multipart(ctx, &ofpwire.QueueStatsRequest{Port: ofp.PortNo(port), Queue: ofp.Queue(queue)})
 	if err != nil {
 		return err
 	}
