@@ -152,26 +152,7 @@ func (x *xlator) popMPLS(typ uint16) error {
 		// not even know the Ethernet type.
 		return fmt.Errorf("%w: pop_mpls to Ethernet type %#x", ErrUnsupported, typ)
 	}
-	m := l3Fields
-	m.EthType, m.PBBISID, m.MPLSLse = 0xffff, ^uint32(0), ^uint32(0)
-	x.overwrite(&m)
-	x.key.EthType = typ
-	var behind flow.Mask
-	switch {
-	case typ == ethIPv4:
-		behind = ipv4Fields
-	case typ == ethIPv6:
-		behind = ipv6Fields
-	case typ == ethARP:
-		behind = arpFields
-	case isMPLSType(typ):
-		behind.MPLSLse = ^uint32(0)
-	case typ == ethPBB:
-		behind.PBBISID = ^uint32(0)
-	}
-	x.blank(&behind)
-	x.inner = innerTTL{}
-	x.irrev++
+	x.retype(typ)
 	return x.emit(actions.Action{Kind: actions.PopMPLS, Val16: typ})
 }
 
@@ -333,4 +314,31 @@ func (x *xlator) flushPending() error {
 		return errIrreversible
 	}
 	return x.undo(s)
+}
+
+// retype records that the frame's Ethernet type became typ over bytes
+// that were parsed as something else (pop_mpls, set eth_type): every
+// field behind the type is overwritten, and those the new type would
+// parse are unknown until the datapath extracts the frame again.
+func (x *xlator) retype(typ uint16) {
+	m := l3Fields
+	m.EthType, m.PBBISID, m.MPLSLse = 0xffff, ^uint32(0), ^uint32(0)
+	x.overwrite(&m)
+	x.key.EthType = typ
+	var behind flow.Mask
+	switch {
+	case typ == ethIPv4:
+		behind = ipv4Fields
+	case typ == ethIPv6:
+		behind = ipv6Fields
+	case typ == ethARP:
+		behind = arpFields
+	case isMPLSType(typ):
+		behind.MPLSLse = ^uint32(0)
+	case typ == ethPBB:
+		behind.PBBISID = ^uint32(0)
+	}
+	x.blank(&behind)
+	x.inner = innerTTL{}
+	x.irrev++
 }

@@ -443,26 +443,7 @@ func (x *xlator) setEthType(typ uint16) error {
 	if x.key.EthType < 0x0600 || x.key.EthType == typ {
 		return nil // 802.3: no type field to write; or no change
 	}
-	m := l3Fields
-	m.EthType, m.PBBISID, m.MPLSLse = 0xffff, ^uint32(0), ^uint32(0)
-	x.overwrite(&m)
-	x.key.EthType = typ
-	var behind flow.Mask
-	switch {
-	case typ == ethIPv4:
-		behind = ipv4Fields
-	case typ == ethIPv6:
-		behind = ipv6Fields
-	case typ == ethARP:
-		behind = arpFields
-	case isMPLSType(typ):
-		behind.MPLSLse = ^uint32(0)
-	case typ == ethPBB:
-		behind.PBBISID = ^uint32(0)
-	}
-	x.blank(&behind)
-	x.inner = innerTTL{}
-	x.irrev++
+	x.retype(typ)
 	return x.emit(actions.Action{Kind: actions.SetEthType, Val16: typ})
 }
 
