@@ -1,4 +1,4 @@
-module vswitch
+module github.com/vswitch-go/vswitch
 
 go 1.26.0
 

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 // batchRig is a manual-mode datapath with a fake clock: rx ports 1 and 2

@@ -5,9 +5,9 @@ import (
 	"sync"
 	"testing"
 
-	"vswitch/datapath/actions"
-	"vswitch/netdev/null"
-	"vswitch/netdev/ring"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/netdev/null"
+	"github.com/vswitch-go/vswitch/netdev/ring"
 )
 
 // benchRules installs ten rules with ten different masks (ipv4_src prefixes

@@ -20,10 +20,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/datapath/actions"
-	"vswitch/datapath/classifier"
-	"vswitch/datapath/packet"
-	"vswitch/netdev"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/classifier"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev"
 )
 
 // Limits and defaults.

@@ -9,10 +9,10 @@ import (
 	"time"
 	"unsafe"
 
-	"vswitch/datapath/actions"
-	"vswitch/datapath/flow"
-	"vswitch/netdev/null"
-	"vswitch/netdev/ring"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/netdev/null"
+	"github.com/vswitch-go/vswitch/netdev/ring"
 )
 
 func TestSharedStatePadding(t *testing.T) {

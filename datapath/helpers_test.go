@@ -8,11 +8,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/datapath/actions"
-	"vswitch/datapath/flow"
-	"vswitch/datapath/packet"
-	"vswitch/netdev"
-	"vswitch/netdev/ring"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev/ring"
 )
 
 // udpFrame builds a 64-byte (without FCS: 60) Ethernet/IPv4/UDP frame whose

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"vswitch/datapath/actions"
-	"vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/flow"
 )
 
 // FlowDump is a copy of one installed megaflow and its counters.

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/netdev/ring"
+	"github.com/vswitch-go/vswitch/netdev/ring"
 )
 
 // BenchmarkForwardWhileScraping: BenchmarkForward's setting (one manual

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/datapath/actions"
-	"vswitch/datapath/packet"
-	"vswitch/netdev/ring"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev/ring"
 
 	"golang.org/x/sys/unix"
 )

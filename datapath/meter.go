@@ -9,8 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"vswitch/datapath/actions"
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 // Meters (OpenFlow 1.3 §5.7). A meter is a set of bands, each a token

@@ -11,8 +11,8 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
-	"vswitch/datapath/actions"
-	"vswitch/netdev/ring"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/netdev/ring"
 )
 
 // atomicClock is a fake clock several goroutines may read and advance.

@@ -1,7 +1,7 @@
 package datapath
 
 import (
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 // OutputBatch is one PMD's queue of packets for one port, with the deadline

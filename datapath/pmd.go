@@ -10,11 +10,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/datapath/actions"
-	"vswitch/datapath/classifier"
-	"vswitch/datapath/flow"
-	"vswitch/datapath/packet"
-	"vswitch/netdev"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/classifier"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev"
 )
 
 const (

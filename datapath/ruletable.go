@@ -4,8 +4,8 @@ import (
 	"slices"
 	"sync"
 
-	"vswitch/datapath/actions"
-	"vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/flow"
 )
 
 // Rule is one entry of a RuleTable.

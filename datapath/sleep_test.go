@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/actions"
 )
 
 // liveRig is a running datapath (PMD goroutine, real clock) whose ports

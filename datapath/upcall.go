@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"vswitch/datapath/actions"
-	"vswitch/datapath/flow"
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 // Upcaller translates a flow key that missed the PMD's caches into datapath

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // isCounterSample reports whether a sample of the exposition is part of a

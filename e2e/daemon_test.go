@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // TestDaemonEndToEnd is the tour: a bridge with two veth ports from

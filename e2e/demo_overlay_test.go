@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // TestDemoOverlayScript runs scripts/demo-overlay.sh (make demo-overlay)

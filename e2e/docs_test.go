@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // docCommand is one command the documentation shows.

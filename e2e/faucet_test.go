@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // faucetPeerDir finds the vendored Faucet (../shared/peers/faucet from a

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // TestAcceptSurvivesFDExhaustion is the reproduction: the daemon's

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // A second daemon on a metrics port that is taken exits 1 before it

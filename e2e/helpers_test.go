@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 var (
@@ -43,7 +43,7 @@ func binaries(t *testing.T) (vswitchd, vsctl string) {
 		if buildErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", binDir+"/", "vswitch/cmd/vswitchd", "vswitch/cmd/vsctl")
+		cmd := exec.Command("go", "build", "-o", binDir+"/", "github.com/vswitch-go/vswitch/cmd/vswitchd", "github.com/vswitch-go/vswitch/cmd/vsctl")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)

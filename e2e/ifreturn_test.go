@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // TestInterfaceReturns: a port whose veth pair is deleted stops; when the

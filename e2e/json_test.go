@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/ctl/ofctl"
-	"vswitch/internal/nstest"
-	"vswitch/vswitchd/mgmt"
+	"github.com/vswitch-go/vswitch/ctl/ofctl"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
 
 // shape is what a command prints with --format json (docs/user-guide.md,

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // TestBridgeLocalInterface: a bridge has its own interface, named after

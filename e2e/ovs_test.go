@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // ovsInstance is Open vSwitch (ovsdb-server and ovs-vswitchd, userspace

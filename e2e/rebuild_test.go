@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // portType returns the "type:" line vsctl show prints for port name

@@ -28,7 +28,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // Bounds of the invariants. Generous on purpose: they catch leaks and

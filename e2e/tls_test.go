@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // ovsPKI is a PKI made by ovs-pki: a controller CA and a switch CA, and

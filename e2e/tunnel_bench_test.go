@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // TestTunnelBench compares our VXLAN port with the Linux kernel's (a

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // tunnelHost is one host of a multi-host test: a namespace with an

@@ -7,7 +7,7 @@ package netdev
 import (
 	"sync/atomic"
 
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 // Netdev is a port driver. The datapath calls Recv and Send from PMD

@@ -4,9 +4,9 @@ import (
 	"net"
 	"testing"
 
-	"vswitch/internal/nstest"
-	"vswitch/netdev/ring"
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev/ring"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )

@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/datapath"
-	"vswitch/datapath/flow"
-	"vswitch/internal/nstest"
-	"vswitch/netdev/ring"
-	"vswitch/ofproto/ofconn"
-	"vswitch/ofproto/ofpwire"
-	"vswitch/ofproto/pipeline"
-	"vswitch/ofproto/xlate"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev/ring"
+	"github.com/vswitch-go/vswitch/ofproto/ofconn"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
+	"github.com/vswitch-go/vswitch/ofproto/xlate"
 
 	"github.com/netrack/openflow/ofp"
 )

@@ -72,14 +72,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"vswitch/datapath"
-	"vswitch/datapath/flow"
-	"vswitch/ofproto/normal"
-	"vswitch/ofproto/ofconn"
-	"vswitch/ofproto/ofmatch"
-	"vswitch/ofproto/ofpwire"
-	"vswitch/ofproto/pipeline"
-	"vswitch/ofproto/xlate"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/normal"
+	"github.com/vswitch-go/vswitch/ofproto/ofconn"
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
+	"github.com/vswitch-go/vswitch/ofproto/xlate"
 
 	"github.com/netrack/openflow/ofp"
 )

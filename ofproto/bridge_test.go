@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/datapath"
-	"vswitch/internal/nstest"
-	"vswitch/netdev/ring"
-	"vswitch/ofproto/ofconn"
-	"vswitch/ofproto/ofmatch"
-	"vswitch/ofproto/ofpwire"
-	"vswitch/ofproto/xlate"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev/ring"
+	"github.com/vswitch-go/vswitch/ofproto/ofconn"
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/xlate"
 
 	"github.com/netrack/openflow/ofp"
 )

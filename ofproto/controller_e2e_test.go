@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
-	"vswitch/ofproto/ofconn"
-	"vswitch/ofproto/pipeline"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/ofproto/ofconn"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 )
 
 // freePort returns a TCP port on 127.0.0.1 that nothing listens on right

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // TestEndToEndGroupsAndNormal programs groups with the real ovs-ofctl,

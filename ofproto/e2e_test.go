@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/datapath"
-	"vswitch/internal/nstest"
-	"vswitch/netdev/afpacket"
-	"vswitch/ofproto/ofconn"
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev/afpacket"
+	"github.com/vswitch-go/vswitch/ofproto/ofconn"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )

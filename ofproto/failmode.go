@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"vswitch/ofproto/ofconn"
-	"vswitch/ofproto/ofpwire"
-	"vswitch/ofproto/pipeline"
+	"github.com/vswitch-go/vswitch/ofproto/ofconn"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 
 	"github.com/netrack/openflow/ofp"
 )

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
-	"vswitch/netdev/ring"
-	"vswitch/ofproto/ofconn"
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev/ring"
+	"github.com/vswitch-go/vswitch/ofproto/ofconn"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"testing"
 
-	"vswitch/datapath"
-	"vswitch/netdev/ring"
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/netdev/ring"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )

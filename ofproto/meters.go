@@ -4,9 +4,9 @@ import (
 	"slices"
 	"time"
 
-	"vswitch/datapath"
-	"vswitch/ofproto/ofpwire"
-	"vswitch/ofproto/pipeline"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 
 	"github.com/netrack/openflow/ofp"
 )

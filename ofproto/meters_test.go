@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/datapath"
-	"vswitch/netdev/ring"
-	"vswitch/ofproto/ofconn"
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/netdev/ring"
+	"github.com/vswitch-go/vswitch/ofproto/ofconn"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )

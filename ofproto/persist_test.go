@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/ctl/flowsyntax"
-	"vswitch/ofproto/ofpwire"
-	"vswitch/ofproto/pipeline"
+	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 
 	"github.com/netrack/openflow/ofp"
 )

@@ -6,10 +6,10 @@ import (
 	"net"
 	"time"
 
-	"vswitch/datapath"
-	"vswitch/netdev"
-	"vswitch/ofproto/normal"
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/ofproto/normal"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"vswitch/netdev/ring"
-	"vswitch/ofproto/normal"
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/netdev/ring"
+	"github.com/vswitch-go/vswitch/ofproto/normal"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )

@@ -3,7 +3,7 @@ package ofproto
 import (
 	"testing"
 
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"vswitch/datapath/flow"
-	"vswitch/ofproto/ofmatch"
-	"vswitch/ofproto/xlate"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
+	"github.com/vswitch-go/vswitch/ofproto/xlate"
 )
 
 // Trace runs key through the bridge's tables as an upcall for it would

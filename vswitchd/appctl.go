@@ -6,9 +6,9 @@ import (
 	"runtime"
 	"strings"
 
-	"vswitch/datapath"
-	"vswitch/ofproto/pipeline"
-	"vswitch/vswitchd/mgmt"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
+	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
 
 // The ovs-appctl habits beyond pmd-stats-show: fdb/flush, coverage/show,

@@ -11,11 +11,11 @@ import (
 	"strconv"
 	"strings"
 
-	"vswitch/datapath"
-	"vswitch/netdev/tunnel"
-	"vswitch/ofproto/ofconn"
-	"vswitch/vswitchd/config"
-	"vswitch/vswitchd/mgmt"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/netdev/tunnel"
+	"github.com/vswitch-go/vswitch/ofproto/ofconn"
+	"github.com/vswitch-go/vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
 
 // noSuchBridge is the error of every command naming an unknown bridge.

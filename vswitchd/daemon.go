@@ -34,12 +34,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/datapath"
-	"vswitch/internal/statedir"
-	"vswitch/ofproto"
-	"vswitch/vswitchd/config"
-	"vswitch/vswitchd/metrics"
-	"vswitch/vswitchd/mgmt"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/internal/statedir"
+	"github.com/vswitch-go/vswitch/ofproto"
+	"github.com/vswitch-go/vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/metrics"
+	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
 
 // File names inside the state directory.

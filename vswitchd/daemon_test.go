@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/ctl/ofctl"
-	"vswitch/internal/nstest"
-	"vswitch/vswitchd/config"
-	"vswitch/vswitchd/mgmt"
+	"github.com/vswitch-go/vswitch/ctl/ofctl"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
 
 // call runs one management command against a daemon in this process.

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/config"
 )
 
 // The tables of ovs-vsctl's set/get/remove that the daemon models. Port and

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/config"
 )
 
 func TestParseCPUMask(t *testing.T) {

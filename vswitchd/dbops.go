@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"vswitch/vswitchd/config"
-	"vswitch/vswitchd/mgmt"
+	"github.com/vswitch-go/vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
 
 // The configuration commands as transaction steps (txn.go): each edits or

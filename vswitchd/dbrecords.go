@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"vswitch/vswitchd/config"
-	"vswitch/vswitchd/mgmt"
+	"github.com/vswitch-go/vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
 
 // editRecord runs edit on the record TABLE RECORD (args[0], args[1]) of

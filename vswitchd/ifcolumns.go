@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strconv"
 
-	"vswitch/internal/ifinfo"
-	"vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/internal/ifinfo"
+	"github.com/vswitch-go/vswitch/vswitchd/config"
 )
 
 // runtimeColumns are the Interface (and Port) columns read from the

@@ -10,7 +10,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/config"
 )
 
 // Interfaces that come back.

@@ -15,9 +15,9 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"vswitch/internal/nstest"
-	"vswitch/ofproto/ofpwire"
-	"vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/vswitchd/config"
 )
 
 // logBuffer collects a daemon's text log.

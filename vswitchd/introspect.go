@@ -7,12 +7,12 @@ import (
 	"regexp"
 	"strings"
 
-	"vswitch/ctl/flowsyntax"
-	"vswitch/datapath"
-	"vswitch/datapath/flow"
-	"vswitch/ofproto"
-	"vswitch/ofproto/xlate"
-	"vswitch/vswitchd/mgmt"
+	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto"
+	"github.com/vswitch-go/vswitch/ofproto/xlate"
+	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
 
 // statsSnapshot is what pmd-stats-show counts from: the counters at the

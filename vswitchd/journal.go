@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"vswitch/ctl/flowsyntax"
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )

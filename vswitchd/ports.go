@@ -9,13 +9,13 @@ import (
 	"slices"
 	"strconv"
 
-	"vswitch/netdev"
-	"vswitch/netdev/afpacket"
-	"vswitch/netdev/afxdp"
-	"vswitch/netdev/tap"
-	"vswitch/netdev/tunnel"
-	"vswitch/netdev/vhostuser"
-	"vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev/afpacket"
+	"github.com/vswitch-go/vswitch/netdev/afxdp"
+	"github.com/vswitch-go/vswitch/netdev/tap"
+	"github.com/vswitch-go/vswitch/netdev/tunnel"
+	"github.com/vswitch-go/vswitch/netdev/vhostuser"
+	"github.com/vswitch-go/vswitch/vswitchd/config"
 )
 
 // portOptions are the options keys each port type accepts; anything else

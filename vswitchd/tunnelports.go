@@ -5,8 +5,8 @@ import (
 	"net/netip"
 	"strconv"
 
-	"vswitch/netdev/tunnel"
-	"vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/netdev/tunnel"
+	"github.com/vswitch-go/vswitch/vswitchd/config"
 )
 
 // tunnelOptionKeys are the options of vxlan and geneve ports, named as in

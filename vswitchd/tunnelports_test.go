@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"vswitch/netdev/tunnel"
-	"vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/netdev/tunnel"
+	"github.com/vswitch-go/vswitch/vswitchd/config"
 )
 
 func TestTunnelOptions(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 	"reflect"
 	"strings"
 
-	"vswitch/vswitchd/config"
-	"vswitch/vswitchd/mgmt"
+	"github.com/vswitch-go/vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
 
 // dbOp runs one configuration command against c, the configuration a

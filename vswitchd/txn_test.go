@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"vswitch/vswitchd/mgmt"
+	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
 
 func startTestDaemon(t *testing.T) *Daemon {

@@ -13,11 +13,11 @@ import (
 	"os/signal"
 	"syscall"
 
-	"vswitch/datapath"
-	"vswitch/datapath/actions"
-	"vswitch/netdev"
-	"vswitch/netdev/afpacket"
-	"vswitch/netdev/afxdp"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev/afpacket"
+	"github.com/vswitch-go/vswitch/netdev/afxdp"
 )
 
 func main() {

@@ -36,9 +36,9 @@ import (
 	"syscall"
 	"time"
 
-	"vswitch/datapath"
-	"vswitch/datapath/actions"
-	"vswitch/netdev/vhostuser"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/netdev/vhostuser"
 )
 
 type config struct {

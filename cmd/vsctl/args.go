@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"vswitch/vswitchd/mgmt"
+	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
 
 // globals are the options that apply to the whole command line.

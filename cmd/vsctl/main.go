@@ -16,9 +16,9 @@ import (
 	"strings"
 	"time"
 
-	"vswitch/ctl/ofctl"
-	"vswitch/vswitchd"
-	"vswitch/vswitchd/mgmt"
+	"github.com/vswitch-go/vswitch/ctl/ofctl"
+	"github.com/vswitch-go/vswitch/vswitchd"
+	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
 
 // Exit statuses: 0 success, 1 the command failed, 2 bad usage (and

@@ -22,7 +22,7 @@ import (
 	"sync"
 	"syscall"
 
-	"vswitch/vswitchd"
+	"github.com/vswitch-go/vswitch/vswitchd"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"vswitch/ofproto/ofmatch"
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )

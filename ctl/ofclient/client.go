@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow"
 )

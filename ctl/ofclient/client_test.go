@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
 
 func TestErrorNames(t *testing.T) {

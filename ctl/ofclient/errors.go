@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
 
 // Error is an OFPT_ERROR the switch answered a request with.

@@ -20,9 +20,9 @@ import (
 	"os"
 	"strings"
 
-	"vswitch/ctl/flowsyntax"
-	"vswitch/ctl/ofclient"
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
+	"github.com/vswitch-go/vswitch/ctl/ofclient"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )

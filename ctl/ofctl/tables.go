@@ -8,8 +8,8 @@ import (
 	"sort"
 	"strings"
 
-	"vswitch/ctl/flowsyntax"
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )

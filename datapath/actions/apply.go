@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 
-	"vswitch/datapath/flow"
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 // Ethernet types and IP protocol numbers the rewrites need to recognise.

@@ -3,7 +3,7 @@ package actions
 import (
 	"testing"
 
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 func BenchmarkApply(b *testing.B) {

@@ -3,8 +3,8 @@ package actions
 import (
 	"encoding/binary"
 
-	"vswitch/datapath/flow"
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 // MPLS and PBB: OpenFlow 1.3's label stack and 802.1ah encapsulation.

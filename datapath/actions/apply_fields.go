@@ -3,8 +3,8 @@ package actions
 import (
 	"encoding/binary"
 
-	"vswitch/datapath/flow"
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 // Set-field rewrites OpenFlow 1.3 adds beyond Open vSwitch's usual set

@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/gopacket/layers"
 
-	"vswitch/datapath/flow"
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 const fuzzActionBytes = 8

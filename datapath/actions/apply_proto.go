@@ -3,8 +3,8 @@ package actions
 import (
 	"encoding/binary"
 
-	"vswitch/datapath/flow"
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 // The set-fields OpenFlow 1.3 allows on the fields that say how the rest of

@@ -7,8 +7,8 @@ import (
 	"hash/crc32"
 	"testing"
 
-	"vswitch/datapath/flow"
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 // expect returns the packet s becomes under a, stated field by field (the

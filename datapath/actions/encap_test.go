@@ -9,8 +9,8 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
-	"vswitch/datapath/flow"
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 // dropAllowed reports whether an action of kind k may drop a packet whose

@@ -8,8 +8,8 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
-	"vswitch/datapath/flow"
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 // protoICMP is only needed by tests: ICMPv4 has no pseudo-header checksum.

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/flow"
 )
 
 var sink *megaflow

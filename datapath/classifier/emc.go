@@ -12,7 +12,7 @@ import (
 	"math"
 	"math/bits"
 
-	"vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/flow"
 )
 
 // DefaultEMCEntries is the EMC size a PMD gets unless configured otherwise:

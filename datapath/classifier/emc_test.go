@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/flow"
 )
 
 // cached is the value type the EMC tests store: it remembers the key it was

@@ -1,7 +1,7 @@
 package classifier
 
 import (
-	"vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/flow"
 )
 
 // minSubtableSlots is the capacity of a new subtable. Many masks only ever

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/flow"
 )
 
 // megaflow is the value type the classifier tests store: it remembers the

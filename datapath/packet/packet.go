@@ -5,7 +5,7 @@
 package packet
 
 import (
-	"vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/flow"
 )
 
 const (

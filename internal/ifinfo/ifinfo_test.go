@@ -4,7 +4,7 @@ import (
 	"os/exec"
 	"testing"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // A veth reports 10000 Mb/s full duplex and its own MAC address, which

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath"
 )
 
 // Counter reads /sys/class/net/<dev>/statistics/<name> as seen from

@@ -3,9 +3,9 @@ package nstest
 import (
 	"testing"
 
-	"vswitch/datapath"
-	"vswitch/datapath/actions"
-	"vswitch/netdev"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/netdev"
 )
 
 // InPortRule is the flow rule that outputs everything arriving on port in

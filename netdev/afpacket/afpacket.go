@@ -53,10 +53,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/datapath/packet"
-	"vswitch/netdev"
-	"vswitch/netdev/linkwatch"
-	"vswitch/netdev/vnethdr"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev/linkwatch"
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
 // RingVersion selects the format of the receive ring.

@@ -3,8 +3,8 @@ package afpacket
 import (
 	"testing"
 
-	"vswitch/datapath/packet"
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // benchRecv measures the receive path over a synthetic ring, filled with

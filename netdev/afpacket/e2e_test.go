@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // switchTopo is two hosts joined by the datapath through two afpacket ports

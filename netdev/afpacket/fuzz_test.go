@@ -3,9 +3,9 @@ package afpacket
 import (
 	"testing"
 
-	"vswitch/datapath/packet"
-	"vswitch/netdev"
-	"vswitch/netdev/vnethdr"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
 const fuzzBlockSize = 8192

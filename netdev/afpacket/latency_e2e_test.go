@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // Parameters of the latency probe.

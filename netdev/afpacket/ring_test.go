@@ -6,10 +6,10 @@ import (
 	"net"
 	"testing"
 
-	"vswitch/datapath/packet"
-	"vswitch/internal/nstest"
-	"vswitch/netdev"
-	"vswitch/netdev/vnethdr"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
 // synthFrame is one frame as the kernel would write it into a ring.

@@ -1,9 +1,9 @@
 package afpacket
 
 import (
-	"vswitch/datapath/packet"
-	"vswitch/netdev"
-	"vswitch/netdev/vnethdr"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
 // rxQueue is one receive socket and its ring, in one of two formats:

@@ -5,10 +5,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/datapath/packet"
-	"vswitch/netdev"
-	"vswitch/netdev/linkwatch"
-	"vswitch/netdev/vnethdr"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev/linkwatch"
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
 // txDataOff is where a frame's bytes start in a tx ring slot: after the

@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 // BenchmarkRecv measures one Recv of a full batch of 64-byte UDP frames

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // TestE2EPingIperf: ping both ways and a TCP stream with default offloads

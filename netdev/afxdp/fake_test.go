@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev"
 )
 
 // fakeKernel plays the kernel's side of one socket's four rings in plain

@@ -7,9 +7,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/datapath/packet"
-	"vswitch/internal/nstest"
-	"vswitch/netdev/vnethdr"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
 // TestRingWrap: producer and consumer indexes wrap at 2^32 while the free

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev"
 )
 
 // ringSizes are the entry counts of one socket's four rings (powers of two).

@@ -4,8 +4,8 @@
 package null
 
 import (
-	"vswitch/datapath/packet"
-	"vswitch/netdev"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev"
 )
 
 // Port is a null port. Use New.

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 func TestSourceCyclesAndSinkCounts(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"errors"
 	"sync/atomic"
 
-	"vswitch/datapath/packet"
-	"vswitch/netdev"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev"
 )
 
 // SlotSize is the largest frame a ring slot holds.

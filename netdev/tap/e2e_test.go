@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
-	"vswitch/netdev/afpacket"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev/afpacket"
 )
 
 // tapHost is a namespace whose own interface is a tap port of the switch:

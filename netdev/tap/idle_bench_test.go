@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"testing"
 
-	"vswitch/datapath"
-	"vswitch/datapath/actions"
-	"vswitch/internal/nstest"
-	"vswitch/netdev/ring"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev/ring"
 )
 
 // BenchmarkForwardBesideIdleTap: one manual PMD forwards 64-byte frames

@@ -52,10 +52,10 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"vswitch/datapath/packet"
-	"vswitch/netdev"
-	"vswitch/netdev/linkwatch"
-	"vswitch/netdev/vnethdr"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev/linkwatch"
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
 // TUNSETOFFLOAD flags (linux/if_tun.h); x/sys/unix does not define them.

@@ -12,10 +12,10 @@ import (
 	"github.com/google/gopacket/layers"
 	"golang.org/x/sys/unix"
 
-	"vswitch/datapath/packet"
-	"vswitch/internal/nstest"
-	"vswitch/netdev"
-	"vswitch/netdev/vnethdr"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
 // socketPort is a Port whose queue descriptors are one end of SOCK_SEQPACKET

@@ -1,6 +1,6 @@
 package tunnel
 
-import "vswitch/datapath/flow"
+import "github.com/vswitch-go/vswitch/datapath/flow"
 
 // Kind is the encapsulation a port speaks.
 type Kind uint8

@@ -3,7 +3,7 @@ package tunnel
 import (
 	"testing"
 
-	"vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/flow"
 )
 
 var innerFrame = make([]byte, 60)

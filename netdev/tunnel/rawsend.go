@@ -7,8 +7,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/datapath/packet"
-	"vswitch/netdev/vnethdr"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
 // The raw send path. A kernel UDP socket stamps every datagram with its

@@ -37,9 +37,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/datapath/flow"
-	"vswitch/datapath/packet"
-	"vswitch/netdev"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev"
 )
 
 // Overhead is what encapsulation adds to an inner Ethernet frame on an IPv4

@@ -10,9 +10,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/datapath/flow"
-	"vswitch/datapath/packet"
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // underlay is two namespaces ("hosts") joined by a veth pair, with IPv4

@@ -67,9 +67,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/datapath"
-	"vswitch/internal/nstest"
-	"vswitch/netdev/vhostuser/virtq"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev/vhostuser/virtq"
 )
 
 // batchBench is one run's configuration.

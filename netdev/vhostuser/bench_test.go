@@ -3,7 +3,7 @@ package vhostuser
 import (
 	"testing"
 
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 // BenchmarkRecvSend: one op is a 32-frame batch received from the guest's

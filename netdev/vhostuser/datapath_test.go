@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/datapath"
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // TestDatapathForwarding: two frontends exchange frames through the

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // lockedBuffer collects a process's output while the test reads it.

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/netdev/vhostuser/virtq"
+	"github.com/vswitch-go/vswitch/netdev/vhostuser/virtq"
 )
 
 // frontend is a minimal virtio-net driver plus vhost-user front-end, the

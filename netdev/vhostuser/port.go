@@ -27,11 +27,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/datapath/packet"
-	"vswitch/internal/acceptloop"
-	"vswitch/internal/statedir"
-	"vswitch/netdev"
-	"vswitch/netdev/vhostuser/virtq"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/internal/acceptloop"
+	"github.com/vswitch-go/vswitch/internal/statedir"
+	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev/vhostuser/virtq"
 )
 
 // Options configures a vhost-user port.

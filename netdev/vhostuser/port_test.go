@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 var portSeq atomic.Int32

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/netdev/vhostuser/virtq"
+	"github.com/vswitch-go/vswitch/netdev/vhostuser/virtq"
 )
 
 // Front-end requests (vhost-user specification numbering).

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
-	"vswitch/netdev/afpacket"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev/afpacket"
 )
 
 // guestModules are the cloud kernel's modules the guest needs for a

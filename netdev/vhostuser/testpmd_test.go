@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/datapath"
-	"vswitch/internal/nstest"
-	"vswitch/netdev/null"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev/null"
 )
 
 // testpmd drives an interactive dpdk-testpmd process through its stdin, so

@@ -8,7 +8,7 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
-	"vswitch/internal/checksumref"
+	"github.com/vswitch-go/vswitch/internal/checksumref"
 )
 
 // TestCompleteChecksumSCTP: a kernel SCTP sender behind a device with

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/flow"
 )
 
 func TestLearningIsPerVLAN(t *testing.T) {

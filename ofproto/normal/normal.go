@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/flow"
 )
 
 // VLANAction is what happens to a frame's outer tag on the way to one port.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/flow"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

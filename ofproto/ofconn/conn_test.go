@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow"
 	"github.com/netrack/openflow/ofp"

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
 
 // logRec collects log lines for assertions.

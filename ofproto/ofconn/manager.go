@@ -29,8 +29,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"vswitch/internal/acceptloop"
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/internal/acceptloop"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"vswitch/internal/statedir"
+	"github.com/vswitch-go/vswitch/internal/statedir"
 )
 
 // DefaultPort is the IANA OpenFlow port, used when a target names none.

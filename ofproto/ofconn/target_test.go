@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
 
 func TestParseTarget(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"vswitch/datapath/flow"
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )

@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"vswitch/datapath/flow"
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )

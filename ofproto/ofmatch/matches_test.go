@@ -4,7 +4,7 @@ import (
 	"net"
 	"testing"
 
-	"vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/flow"
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"

@@ -5,7 +5,7 @@ import (
 
 	"github.com/netrack/openflow/ofp"
 
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
 
 // prereqHints say, in ovs-ofctl's syntax, what a field needs in front of

@@ -3,8 +3,8 @@ package pipeline
 import (
 	"sort"
 
-	"vswitch/datapath/flow"
-	"vswitch/ofproto/ofmatch"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 )
 
 // bucketKey is what one subtable hashes on: a key and metadata register

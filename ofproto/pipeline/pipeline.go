@@ -22,9 +22,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"vswitch/datapath/flow"
-	"vswitch/ofproto/ofmatch"
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )

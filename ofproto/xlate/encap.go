@@ -3,8 +3,8 @@ package xlate
 import (
 	"fmt"
 
-	"vswitch/datapath/actions"
-	"vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/flow"
 )
 
 // MPLS, PBB and the TTL copies. The package doc says what the walk knows

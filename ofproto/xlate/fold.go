@@ -1,6 +1,6 @@
 package xlate
 
-import "vswitch/datapath/actions"
+import "github.com/vswitch-go/vswitch/datapath/actions"
 
 // foldVLANPairs removes, in place, every tag that is pushed and popped
 // again with nothing but rewrites of that tag in between: nothing saw the

@@ -12,12 +12,12 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
-	"vswitch/datapath"
-	"vswitch/datapath/actions"
-	"vswitch/datapath/flow"
-	"vswitch/datapath/packet"
-	"vswitch/ofproto/ofpwire"
-	"vswitch/ofproto/pipeline"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 
 	"github.com/netrack/openflow/ofp"
 )

@@ -4,11 +4,11 @@ import (
 	"slices"
 	"testing"
 
-	"vswitch/datapath"
-	"vswitch/datapath/actions"
-	"vswitch/datapath/flow"
-	"vswitch/ofproto/normal"
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/normal"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )

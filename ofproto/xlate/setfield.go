@@ -3,9 +3,9 @@ package xlate
 import (
 	"fmt"
 
-	"vswitch/datapath/actions"
-	"vswitch/datapath/flow"
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )

@@ -11,14 +11,14 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
-	"vswitch/datapath"
-	"vswitch/datapath/actions"
-	"vswitch/datapath/flow"
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 
-	"vswitch/internal/checksumref"
+	"github.com/vswitch-go/vswitch/internal/checksumref"
 )
 
 // Frame-level tests of set-field on every field OpenFlow 1.3 lets it write

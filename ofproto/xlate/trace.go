@@ -5,13 +5,13 @@ import (
 	"strconv"
 	"strings"
 
-	"vswitch/ctl/flowsyntax"
-	"vswitch/datapath"
-	"vswitch/datapath/actions"
-	"vswitch/datapath/flow"
-	"vswitch/ofproto/normal"
-	"vswitch/ofproto/ofpwire"
-	"vswitch/ofproto/pipeline"
+	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/normal"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 
 	"github.com/netrack/openflow/ofp"
 )

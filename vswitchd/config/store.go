@@ -11,7 +11,7 @@ import (
 	"sync"
 	"syscall"
 
-	"vswitch/internal/statedir"
+	"github.com/vswitch-go/vswitch/internal/statedir"
 )
 
 // StateFile is the name of the committed state inside the store directory.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath"
 )
 
 // The daemon replaces objects whose counters it exports: a datapath

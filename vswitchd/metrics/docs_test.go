@@ -10,8 +10,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"vswitch/datapath"
-	"vswitch/netdev/tunnel"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/netdev/tunnel"
 )
 
 // exported scrapes a bridge that has every kind of metric (traffic, rules,

@@ -15,13 +15,13 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"vswitch/ctl/flowsyntax"
-	"vswitch/datapath"
-	"vswitch/internal/nstest"
-	"vswitch/netdev/ring"
-	"vswitch/ofproto"
-	"vswitch/ofproto/ofconn"
-	"vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev/ring"
+	"github.com/vswitch-go/vswitch/ofproto"
+	"github.com/vswitch-go/vswitch/ofproto/ofconn"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
 
 // rig is one bridge as the daemon builds it: a manual-mode datapath whose

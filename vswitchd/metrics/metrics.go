@@ -19,12 +19,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"vswitch/datapath"
-	"vswitch/netdev"
-	"vswitch/netdev/tunnel"
-	"vswitch/ofproto"
-	"vswitch/ofproto/ofconn"
-	"vswitch/ofproto/pipeline"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev/tunnel"
+	"github.com/vswitch-go/vswitch/ofproto"
+	"github.com/vswitch-go/vswitch/ofproto/ofconn"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 )
 
 // Bridge is what the collector reads for one bridge. Either of Datapath and

@@ -15,9 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
-	"vswitch/datapath"
-	"vswitch/internal/nstest"
-	"vswitch/ofproto/ofconn"
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/ofproto/ofconn"
 )
 
 // trafficRig is a 4-port, 2-PMD bridge with known traffic behind it:

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"vswitch/internal/nstest"
-	"vswitch/netdev/tunnel"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev/tunnel"
 )
 
 // tunnelPortNo is where addTunnel puts its port, clear of the ring ports.

@@ -17,8 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"vswitch/internal/acceptloop"
-	"vswitch/internal/statedir"
+	"github.com/vswitch-go/vswitch/internal/acceptloop"
+	"github.com/vswitch-go/vswitch/internal/statedir"
 )
 
 // MaxMessage bounds one response line (a dump of a large datapath can be

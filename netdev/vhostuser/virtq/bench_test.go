@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 // benchRing is a 256-entry ring with 64-byte frames: descriptors 0..31 are

@@ -3,7 +3,7 @@ package virtq
 import (
 	"unsafe"
 
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 // Result is what one Dequeue or Enqueue batch did.

@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 const (
