@@ -276,6 +276,30 @@ func measure(c config, gen, rx *testpmd) ([]uint64, error) {
 	return pps, nil
 }
 
+// tail returns the last n lines of s, for error messages.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// waitOVSLink polls OVS's database until the interface reports link up.
+func waitOVSLink(dbsock, iface string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := exec.Command("ovs-vsctl", "--db="+dbsock, "get", "Interface", iface, "link_state").CombinedOutput()
+		if err == nil && strings.TrimSpace(string(out)) == "up" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("OVS interface %s never came up (link_state %q, %v)", iface, strings.TrimSpace(string(out)), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // waitLinks polls testpmd until every port reports its link up.
 func waitLinks(tp *testpmd, n int) error {
 	deadline := time.Now().Add(30 * time.Second)
@@ -357,6 +381,10 @@ func runSwitch(c config, flows, flush int) (result, error) {
 		return result{}, err
 	}
 	dp.Stop()
+	if r := (result{rxpps: pps}); r.total() == 0 {
+		return result{}, fmt.Errorf("testpmd received nothing through the switch (port stats %+v / %+v); testpmd:\n%s",
+			ports[0].Stats(), ports[1].Stats(), tail(tp.text(), 40))
+	}
 	var notes []string
 	for _, s := range dp.PMDStats() {
 		if s.RxPackets > 0 {
@@ -529,12 +557,24 @@ func runOVS(c config, flows, flush int) (res result, err error) {
 	if err := waitLinks(tp, 2); err != nil {
 		return result{}, err
 	}
+	// testpmd's side of a virtio-user port is up once the socket
+	// connects; OVS's side only once the vhost device is ready, and a
+	// window measured before that reads zero.
+	for i := range socks {
+		if err := waitOVSLink(dbsock, fmt.Sprintf("vhu%d", i+1)); err != nil {
+			return result{}, err
+		}
+	}
 	pps, err := measure(c, tp, tp)
 	if err != nil {
 		return result{}, err
 	}
 	if c.keep {
 		fmt.Fprintln(os.Stderr, tp.text())
+	}
+	if r := (result{rxpps: pps}); r.total() == 0 {
+		ports, _ := exec.Command("ovs-ofctl", "dump-ports", mgmt).CombinedOutput()
+		return result{}, fmt.Errorf("testpmd received nothing through OVS; OVS ports:\n%s\ntestpmd:\n%s", ports, tail(tp.text(), 40))
 	}
 	out, _ := exec.Command("ovs-appctl", "-t", filepath.Join(dir, "vswitchd.ctl"), "dpif-netdev/pmd-perf-show").CombinedOutput()
 	if c.keep {
