@@ -5,9 +5,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
 	"github.com/vswitch-go/vswitch/ofproto/normal"
 	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
+	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 
@@ -76,7 +76,7 @@ func (b *Bridge) FlowLines() []string {
 	}
 	ls := make([]line, len(entries))
 	for i, e := range entries {
-		ls[i] = line{e.TableID, e.Priority, flowsyntax.FormatFlowMod(entryFlowMod(e))}
+		ls[i] = line{e.TableID, e.Priority, ofptext.FormatFlowMod(entryFlowMod(e))}
 	}
 	sort.Slice(ls, func(i, j int) bool {
 		if ls[i].table != ls[j].table {
@@ -104,7 +104,7 @@ func (b *Bridge) FlowStates() map[string]pipeline.EntryState {
 	entries, _ := b.pipe.Flows(&f)
 	out := make(map[string]pipeline.EntryState, len(entries))
 	for _, e := range entries {
-		out[flowsyntax.FormatFlowMod(entryFlowMod(e))] = e.State()
+		out[ofptext.FormatFlowMod(entryFlowMod(e))] = e.State()
 	}
 	return out
 }
@@ -130,7 +130,7 @@ func (b *Bridge) RestoreFlowsKeeping(lines []string, states map[string]pipeline.
 	now := time.Now()
 	scratch := pipeline.New(b.pipe.MaxEntries)
 	for i, l := range lines {
-		fm, err := flowsyntax.ParseFlow(l, flowsyntax.Add)
+		fm, err := ofptext.ParseFlow(l, ofptext.Add)
 		if err != nil {
 			return fmt.Errorf("ofproto: restoring flow %d: %w", i+1, err)
 		}
@@ -158,7 +158,7 @@ func (b *Bridge) RestoreFlowsKeeping(lines []string, states map[string]pipeline.
 		if err != nil {
 			// The scratch pipeline took it; only a concurrent change
 			// (a group deleted meanwhile) can get here.
-			return fmt.Errorf("ofproto: restoring %q: %w", flowsyntax.FormatFlowMod(fm), err)
+			return fmt.Errorf("ofproto: restoring %q: %w", ofptext.FormatFlowMod(fm), err)
 		}
 	}
 	return nil
@@ -225,7 +225,7 @@ func (b *Bridge) GroupLines() []string {
 	ds := b.groups.Desc()
 	out := make([]string, len(ds))
 	for i := range ds {
-		out[i] = flowsyntax.FormatGroup(&ds[i])
+		out[i] = ofptext.FormatGroup(&ds[i])
 	}
 	return out
 }
@@ -239,7 +239,7 @@ func (b *Bridge) GroupLines() []string {
 func (b *Bridge) RestoreGroups(lines []string) error {
 	pending := make([]*ofpwire.GroupMod, 0, len(lines))
 	for i, l := range lines {
-		gm, err := flowsyntax.ParseGroup(l, ofp.GroupAdd, flowsyntax.ParseFlowOptions{})
+		gm, err := ofptext.ParseGroup(l, ofp.GroupAdd, ofptext.ParseFlowOptions{})
 		if err != nil {
 			return fmt.Errorf("ofproto: restoring group %d: %w", i+1, err)
 		}
@@ -256,7 +256,7 @@ func (b *Bridge) RestoreGroups(lines []string) error {
 		left := pending[:0]
 		for _, gm := range pending {
 			if _, err := scratch.ApplyGroupMod(gm, now); err != nil {
-				lastErr = fmt.Errorf("ofproto: restoring %q: %w", flowsyntax.FormatGroupMod(gm), err)
+				lastErr = fmt.Errorf("ofproto: restoring %q: %w", ofptext.FormatGroupMod(gm), err)
 				left = append(left, gm)
 				continue
 			}
@@ -273,7 +273,7 @@ func (b *Bridge) RestoreGroups(lines []string) error {
 	for _, gm := range order {
 		if err := b.groupMod(gm); err != nil {
 			// Only a concurrent GROUP_MOD can get here.
-			return fmt.Errorf("ofproto: restoring %q: %w", flowsyntax.FormatGroupMod(gm), err)
+			return fmt.Errorf("ofproto: restoring %q: %w", ofptext.FormatGroupMod(gm), err)
 		}
 	}
 	return nil
@@ -285,7 +285,7 @@ func (b *Bridge) MeterLines() []string {
 	cs := b.meters.Config(ofp.MeterAll)
 	out := make([]string, len(cs))
 	for i := range cs {
-		out[i] = flowsyntax.FormatMeterMod(&ofpwire.MeterMod{Command: ofp.MeterAdd,
+		out[i] = ofptext.FormatMeterMod(&ofpwire.MeterMod{Command: ofp.MeterAdd,
 			Flags: cs[i].Flags, MeterID: cs[i].MeterID, Bands: cs[i].Bands})
 	}
 	return out
@@ -299,7 +299,7 @@ func (b *Bridge) MeterLines() []string {
 func (b *Bridge) RestoreMeters(lines []string) error {
 	mms := make([]*ofpwire.MeterMod, 0, len(lines))
 	for i, l := range lines {
-		mm, err := flowsyntax.ParseMeter(l, ofp.MeterAdd)
+		mm, err := ofptext.ParseMeter(l, ofp.MeterAdd)
 		if err != nil {
 			return fmt.Errorf("ofproto: restoring meter %d: %w", i+1, err)
 		}
@@ -310,7 +310,7 @@ func (b *Bridge) RestoreMeters(lines []string) error {
 			mm.Command = ofp.MeterModify
 		}
 		if err := b.meterMod(mm); err != nil {
-			return fmt.Errorf("ofproto: restoring %q: %w", flowsyntax.FormatMeterMod(mm), err)
+			return fmt.Errorf("ofproto: restoring %q: %w", ofptext.FormatMeterMod(mm), err)
 		}
 	}
 	return nil

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
+	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 
@@ -117,7 +117,7 @@ func tableView(t *testing.T, p *pipeline.Pipeline) []entryView {
 	out := make([]entryView, len(es))
 	for i, e := range es {
 		out[i] = entryView{e.TableID, e.Priority, e.Cookie, e.IdleTimeout, e.HardTimeout, e.Flags,
-			e.Match.String(), flowsyntax.FormatInstructions(e.Instructions())}
+			e.Match.String(), ofptext.FormatInstructions(e.Instructions())}
 	}
 	return out
 }
@@ -129,7 +129,7 @@ func TestFlowLinesRoundTrip(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		fm := randomFlow(r)
 		if err := src.br.flowMod(fm); err != nil {
-			t.Fatalf("flow %d (%s): %v", i, flowsyntax.FormatFlowMod(fm), err)
+			t.Fatalf("flow %d (%s): %v", i, ofptext.FormatFlowMod(fm), err)
 		}
 	}
 	lines := src.br.FlowLines()
@@ -402,7 +402,7 @@ func TestRestoreFlowsKeeping(t *testing.T) {
 		t.Fatalf("%d entries restored, want 3", len(entries))
 	}
 	for _, e := range entries {
-		line := flowsyntax.FormatFlowMod(entryFlowMod(e))
+		line := ofptext.FormatFlowMod(entryFlowMod(e))
 		st, kept := states[line]
 		switch {
 		case line == fresh:

@@ -7,10 +7,10 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto"
+	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/xlate"
 	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
@@ -323,7 +323,7 @@ func (d *Daemon) cmdFDBShow(_ context.Context, args []string) (mgmt.Result, erro
 	data := []fdbEntry{}
 	for _, e := range b.of.FDB() {
 		fe := fdbEntry{Port: b.portName(e.Port), OFPort: e.Port, VLAN: e.VLAN, MAC: net.HardwareAddr(e.MAC[:]).String(), AgeSecs: int(e.Age.Seconds())}
-		fmt.Fprintf(&sb, "%5s  %4d  %s  %3d\n", flowsyntax.PortName(fe.OFPort), fe.VLAN, fe.MAC, fe.AgeSecs)
+		fmt.Fprintf(&sb, "%5s  %4d  %s  %3d\n", ofptext.PortName(fe.OFPort), fe.VLAN, fe.MAC, fe.AgeSecs)
 		data = append(data, fe)
 	}
 	return mgmt.Result{Text: sb.String(), Data: data}, nil
