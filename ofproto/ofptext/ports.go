@@ -3,6 +3,9 @@ package ofptext
 import (
 	"fmt"
 	"strconv"
+	"strings"
+
+	"github.com/netrack/openflow/ofp"
 )
 
 // ParseFlowOptions carries what parsing needs from outside the text itself.
@@ -36,4 +39,35 @@ func parseInPort(val string, ports portResolver) (string, error) {
 func ParsePort(s string, opts ParseFlowOptions) (uint32, error) {
 	p, err := parsePort(s, opts.PortByName)
 	return uint32(p), err
+}
+
+// portNames are the reserved ports by their ovs-ofctl names.
+var portNames = []struct {
+	name string
+	port ofp.PortNo
+}{
+	{"IN_PORT", ofp.PortIn}, {"NORMAL", ofp.PortNormal}, {"FLOOD", ofp.PortFlood},
+	{"ALL", ofp.PortAll}, {"CONTROLLER", ofp.PortController}, {"LOCAL", ofp.PortLocal},
+	{"ANY", ofp.PortAny}, {"TABLE", ofp.PortTable},
+}
+
+// parsePort reads a port number, a reserved port's name or, through
+// ports, the name of one of the switch's ports.
+func parsePort(s string, ports portResolver) (ofp.PortNo, error) {
+	for _, p := range portNames {
+		if strings.EqualFold(s, p.name) {
+			return p.port, nil
+		}
+	}
+	v, err := strconv.ParseUint(s, 0, 32)
+	if err == nil {
+		return ofp.PortNo(v), nil
+	}
+	if ports != nil {
+		if no, ok := ports(s); ok {
+			return ofp.PortNo(no), nil
+		}
+		return 0, fmt.Errorf("unknown port name %q", s)
+	}
+	return 0, fmt.Errorf("bad port %q", s)
 }
