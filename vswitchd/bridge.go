@@ -26,6 +26,7 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 	"github.com/vswitch-go/vswitch/vswitchd/metrics"
+	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 
 	"github.com/vishvananda/netlink"
 )
@@ -335,7 +336,7 @@ func (d *Daemon) journalPath(name string) string {
 
 // bridgeSocket is the path of a bridge's OpenFlow management socket.
 func (d *Daemon) bridgeSocket(name string) string {
-	return filepath.Join(d.opts.StateDir, name+BridgeSocketSuffix)
+	return filepath.Join(d.opts.StateDir, name+mgmt.BridgeSocketSuffix)
 }
 
 // openPorts opens the named ports of nb. With lenient set a port that
@@ -969,7 +970,7 @@ func parseCPUMask(s string) ([]int, error) {
 // logConn logs an OpenFlow connection event: controllers at info, the
 // management socket's short-lived vsctl connections at debug.
 func (d *Daemon) logConn(bridge, msg string) {
-	if strings.Contains(msg, BridgeSocketSuffix+":") {
+	if strings.Contains(msg, mgmt.BridgeSocketSuffix+":") {
 		d.log.Debug(msg, "bridge", bridge)
 		return
 	}

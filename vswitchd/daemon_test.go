@@ -22,7 +22,7 @@ func call(t *testing.T, d *Daemon, args ...string) (*mgmt.Response, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := mgmt.Dial(ctx, d.opts.StateDir+"/"+SocketName)
+	c, err := mgmt.Dial(ctx, d.opts.StateDir+"/"+mgmt.SocketName)
 	if err != nil {
 		t.Fatal(err)
 	}
