@@ -117,7 +117,7 @@ func tableView(t *testing.T, p *pipeline.Pipeline) []entryView {
 	out := make([]entryView, len(es))
 	for i, e := range es {
 		out[i] = entryView{e.TableID, e.Priority, e.Cookie, e.IdleTimeout, e.HardTimeout, e.Flags,
-			e.Match.String(), ofptext.FormatInstructions(e.Instructions())}
+			ofptext.FormatMatch(&e.Match), ofptext.FormatInstructions(e.Instructions())}
 	}
 	return out
 }

@@ -522,6 +522,19 @@ func (b *bridge) portByName(name string) *port {
 	return b.ports[name]
 }
 
+// portNumber resolves a port name in flow text the daemon reads (trace):
+// a running port's number, or LOCAL for the bridge's own name when it has
+// its internal port.
+func (b *bridge) portNumber(name string) (uint32, bool) {
+	if name == b.name && b.local {
+		return uint32(ofp.PortLocal), true
+	}
+	if p := b.portByName(name); p != nil {
+		return uint32(p.no), true
+	}
+	return 0, false
+}
+
 // sortedPorts returns the running ports in OpenFlow number order.
 func (b *bridge) sortedPorts() []*port {
 	b.portsMu.RLock()

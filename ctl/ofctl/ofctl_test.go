@@ -106,7 +106,7 @@ func (ts *testSwitch) flows(t *testing.T) []string {
 	}
 	var out []string
 	for _, e := range es {
-		m := e.Match.String()
+		m := ofptext.FormatMatch(&e.Match)
 		out = append(out, "table="+strconv.Itoa(int(e.TableID))+",priority="+strconv.Itoa(int(e.Priority))+","+m+
 			" actions="+ofptext.FormatInstructions(e.Instructions()))
 	}

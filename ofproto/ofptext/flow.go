@@ -1,6 +1,7 @@
 package ofptext
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -212,9 +213,12 @@ func parseFlow(s string, cmd Command, dumped bool, ports portResolver) (*ofpwire
 			matchToks = append(matchToks, tok)
 		}
 	}
-	m, err := ofmatch.Parse(strings.Join(matchToks, ","))
+	m, err := ParseMatch(strings.Join(matchToks, ","))
 	if err != nil {
-		return nil, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "ofmatch: "))
+		if me, ok := errors.AsType[*MatchError](err); ok {
+			return nil, errors.New(me.Reason)
+		}
+		return nil, err
 	}
 	fm.Match = ofmatch.ToOXM(&m)
 	if hasActs {

@@ -18,6 +18,15 @@ type ParseFlowOptions struct {
 	PortByName func(name string) (uint32, bool)
 }
 
+// UnknownPortError is a port name that ParseFlowOptions.PortByName does
+// not know, so that a caller can say where it looked (the daemon's trace
+// names the bridge).
+type UnknownPortError struct {
+	Name string
+}
+
+func (e *UnknownPortError) Error() string { return fmt.Sprintf("unknown port name %q", e.Name) }
+
 // portResolver is ParseFlowOptions.PortByName inside the parser; nil means
 // no names.
 type portResolver func(string) (uint32, bool)
@@ -31,7 +40,7 @@ func parseInPort(val string, ports portResolver) (string, error) {
 	if no, ok := ports(val); ok {
 		return strconv.FormatUint(uint64(no), 10), nil
 	}
-	return "", fmt.Errorf("in_port: unknown port name %q", val)
+	return "", fmt.Errorf("in_port: %w", &UnknownPortError{Name: val})
 }
 
 // ParsePort reads a port as ovs-ofctl does: a number, a reserved port's
@@ -67,7 +76,7 @@ func parsePort(s string, ports portResolver) (ofp.PortNo, error) {
 		if no, ok := ports(s); ok {
 			return ofp.PortNo(no), nil
 		}
-		return 0, fmt.Errorf("unknown port name %q", s)
+		return 0, &UnknownPortError{Name: s}
 	}
 	return 0, fmt.Errorf("bad port %q", s)
 }

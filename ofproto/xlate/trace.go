@@ -144,7 +144,7 @@ func (t *Trace) addStep(tid uint8, e *pipeline.Entry) {
 	if e != nil {
 		s.Matched = true
 		s.Priority, s.Cookie = e.Priority, e.Cookie
-		s.Match = e.Match.String()
+		s.Match = ofptext.FormatMatch(&e.Match)
 		s.Instructions = ofptext.FormatInstructions(e.Instructions())
 	}
 	t.Steps = append(t.Steps, s)
