@@ -691,18 +691,21 @@ func portNeedsReopen(old, next *config.Port) bool {
 }
 
 // installTables replaces the flow, group and meter tables with the ones
-// the lines describe (FlowLines, GroupLines and MeterLines output): meters
+// the lines describe (flowLines, groupLines and meterLines output): meters
 // and groups first, since flows refer to them. Flows found in states (a
 // rebuild's old bridge) keep their install time and counters. It goes on
 // past a table that fails, so that the others still come back.
 func (b *bridge) installTables(flows, groups, meters []string, states map[string]pipeline.EntryState) error {
 	var errs []error
-	restoreFlows := func(l []string) error { return b.of.RestoreFlowsKeeping(l, states) }
 	for _, step := range []struct {
 		what  string
 		apply func([]string) error
 		lines []string
-	}{{"meters", b.of.RestoreMeters, meters}, {"groups", b.of.RestoreGroups, groups}, {"flows", restoreFlows, flows}} {
+	}{
+		{"meters", func(l []string) error { return restoreMeters(b.of, l) }, meters},
+		{"groups", func(l []string) error { return restoreGroups(b.of, l) }, groups},
+		{"flows", func(l []string) error { return restoreFlows(b.of, l, states) }, flows},
+	} {
 		if err := step.apply(step.lines); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", step.what, err))
 		}
@@ -889,7 +892,7 @@ func (b *bridge) snapshot(force bool) error {
 		}
 	}
 	b.flowsDirty.Store(false)
-	flows, groups, meters := b.of.FlowLines(), b.of.GroupLines(), b.of.MeterLines()
+	flows, groups, meters := flowLines(b.of), groupLines(b.of), meterLines(b.of)
 	if flows == nil {
 		flows = []string{} // saved empty, not "never saved"
 	}

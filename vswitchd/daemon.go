@@ -397,8 +397,8 @@ func (d *Daemon) apply(old, next *config.Config) error {
 			continue
 		}
 		if b.needsRebuild(next, nb) {
-			flows, groups, meters := b.of.FlowLines(), b.of.GroupLines(), b.of.MeterLines()
-			states := b.of.FlowStates()
+			flows, groups, meters := flowLines(b.of), groupLines(b.of), meterLines(b.of)
+			states := flowStates(b.of)
 			b.snapshot(true) // the new bridge starts from the store and the journal
 			ports := b.dp.Ports()
 			b.close()

@@ -145,7 +145,7 @@ func TestBarrierSnapshotsWhenJournalFails(t *testing.T) {
 		return slices.ContainsFunc(d.store.Get().Bridges["br0"].Flows, func(l string) bool { return strings.Contains(l, flow) })
 	}
 	inTable := func(flow string) bool {
-		return slices.ContainsFunc(b.of.FlowLines(), func(l string) bool { return strings.Contains(l, flow) })
+		return slices.ContainsFunc(flowLines(b.of), func(l string) bool { return strings.Contains(l, flow) })
 	}
 	addFlow := func(flow string) error {
 		t.Helper()
