@@ -192,9 +192,12 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 			TLS:           tlsFiles(c.SSL),
 			OnBarrier:     b.syncJournal,
 			OnControllers: func(n int) { b.controllers.Store(int32(n)) },
-			Logf:          func(f string, a ...any) { d.logConn(nb.Name, fmt.Sprintf(f, a...)) },
-			Warnf:         func(f string, a ...any) { d.log.Warn(fmt.Sprintf(f, a...), "bridge", nb.Name) },
-			MaxConns:      intOption(c.OtherConfig, "openflow-max-connections", ofconn.DefaultMaxConns),
+			// Controllers' events at info, the management socket's
+			// short-lived vsctl connections at debug.
+			Logf:           func(f string, a ...any) { d.log.Info(fmt.Sprintf(f, a...), "bridge", nb.Name) },
+			ManagementLogf: func(f string, a ...any) { d.log.Debug(fmt.Sprintf(f, a...), "bridge", nb.Name) },
+			Warnf:          func(f string, a ...any) { d.log.Warn(fmt.Sprintf(f, a...), "bridge", nb.Name) },
+			MaxConns:       intOption(c.OtherConfig, "openflow-max-connections", ofconn.DefaultMaxConns),
 		},
 	})
 	if err != nil {
@@ -981,16 +984,6 @@ func parseCPUMask(s string) ([]int, error) {
 		return nil, fmt.Errorf("bad pmd-cpu-mask %q: no CPU set", s)
 	}
 	return cpus, nil
-}
-
-// logConn logs an OpenFlow connection event: controllers at info, the
-// management socket's short-lived vsctl connections at debug.
-func (d *Daemon) logConn(bridge, msg string) {
-	if strings.Contains(msg, mgmt.BridgeSocketSuffix+":") {
-		d.log.Debug(msg, "bridge", bridge)
-		return
-	}
-	d.log.Info(msg, "bridge", bridge)
 }
 
 // kernelPortOptions describes a port's kernel interface for PORT_DESC as
