@@ -475,8 +475,7 @@ func (b *Bridge) groupMod(gm *ofpwire.GroupMod) error {
 		}
 		b.sendRemoved(removed)
 	}
-	b.dp.InvalidateFlows()
-	b.notifyTables()
+	b.tablesChanged() // a group change is no pipeline change: the pipeline's OnChange may not have run
 	return nil
 }
 
