@@ -55,8 +55,9 @@
 // meter that does not exist is refused (METER_MOD_FAILED/UNKNOWN_METER);
 // deleting a meter deletes the flows that use it.
 //
-// Persistence: FlowLines/GroupLines/MeterLines and their Restore
-// counterparts save and restore the tables as ovs-ofctl lines;
+// Persistence (snapshot.go): FlowMods/GroupDescs/MeterMods and their
+// Restore counterparts snapshot and restore the tables as messages (the
+// daemon saves them as ovs-ofctl lines);
 // BridgeConfig.OnTableMod reports every OpenFlow change as it is made (for
 // a journal) and OnFlowTableChange any change, including the bridge's own
 // (timeouts, fail-mode flushes). Megaflows unused for MaxIdle are removed
@@ -149,7 +150,7 @@ type BridgeConfig struct {
 	// OnFlowTableChange covers those.
 	OnTableMod func(msg ofpwire.Message, apply func() error) error
 	// OnFlowTableChange, if set, is called after the flow or group tables
-	// changed (flow-mods, expiry, group-mods, flushes, RestoreFlows), from
+	// changed (flow-mods, expiry, group-mods, flushes, RestoreFlowMods), from
 	// a goroutine of the bridge, never concurrently; changes made during
 	// a call bring one more call, so bursts cost few calls. Traffic (flow
 	// counters) never calls it. It must not call Close.
@@ -314,6 +315,9 @@ func (b *Bridge) Pipeline() *pipeline.Pipeline { return b.pipe }
 // Normal is the switch behind output to OFPP_NORMAL.
 func (b *Bridge) Normal() *normal.Switch { return b.cfg.Normal }
 
+// FDB lists NORMAL's MAC table (port, VLAN, MAC, age) for fdb-show.
+func (b *Bridge) FDB() []normal.Entry { return b.cfg.Normal.Entries(time.Now()) }
+
 // Groups is the bridge's group table.
 func (b *Bridge) Groups() *pipeline.GroupTable { return b.groups }
 
@@ -471,8 +475,7 @@ func (b *Bridge) groupMod(gm *ofpwire.GroupMod) error {
 		}
 		b.sendRemoved(removed)
 	}
-	b.dp.InvalidateFlows()
-	b.notifyTables()
+	b.tablesChanged() // a group change is no pipeline change: the pipeline's OnChange may not have run
 	return nil
 }
 

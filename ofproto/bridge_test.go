@@ -13,6 +13,7 @@ import (
 	"github.com/vswitch-go/vswitch/netdev/ring"
 	"github.com/vswitch-go/vswitch/ofproto/ofconn"
 	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
+	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/xlate"
 
@@ -432,7 +433,7 @@ func TestPacketInConversion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := m.String(), "in_port=7,tun_id=0x64,tun_src=198.18.20.2,tun_ipv6_dst=2001:db8::1"; got != want {
+	if got, want := ofptext.FormatMatch(&m), "in_port=7,tun_id=0x64,tun_src=198.18.20.2,tun_ipv6_dst=2001:db8::1"; got != want {
 		t.Errorf("tunnelled packet-in match %q, want %q", got, want)
 	}
 }

@@ -1,14 +1,9 @@
 package ofproto
 
 import (
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
-	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/xlate"
 )
 
@@ -23,55 +18,4 @@ func (b *Bridge) Trace(key flow.Key) (*xlate.Trace, error) {
 	tr, err := xlate.TranslateTrace(b.activePipeline(), &key, b.xlateOptions(time.Now()))
 	tr.Bridge = b.name
 	return tr, err
-}
-
-// defaultTraceTTL is the IP TTL of a traced packet whose flow names none:
-// a real packet's, so that dec_ttl does not send every trace to the
-// controller.
-const defaultTraceTTL = 64
-
-// ParseTraceFlow reads the packet to trace from ovs-ofctl match syntax,
-// e.g. "in_port=1,tcp,nw_dst=198.18.0.2,tp_dst=80": every field exact
-// (a mask is refused, a packet has one value), fields not named zero,
-// except the IP TTL, which nw_ttl=N sets and which is otherwise 64. A VLAN
-// named by dl_vlan or vlan_tci gets TPID 0x8100. Metadata is refused: it
-// is pipeline state, and every trace starts with it 0.
-func ParseTraceFlow(s string) (flow.Key, error) {
-	var rest []string
-	ttl, ttlSet := uint8(defaultTraceTTL), false
-	for _, tok := range strings.Split(s, ",") {
-		name, val, ok := strings.Cut(strings.TrimSpace(tok), "=")
-		if ok && strings.TrimSpace(name) == "nw_ttl" {
-			v, err := strconv.ParseUint(strings.TrimSpace(val), 0, 8)
-			if err != nil {
-				return flow.Key{}, fmt.Errorf("trace flow: nw_ttl=%s: %w", val, err)
-			}
-			ttl, ttlSet = uint8(v), true
-			continue
-		}
-		rest = append(rest, tok)
-	}
-	m, err := ofmatch.Parse(strings.Join(rest, ","))
-	if err != nil {
-		return flow.Key{}, fmt.Errorf("trace flow: %w", err)
-	}
-	if m.MetadataMask != 0 {
-		return flow.Key{}, errors.New("trace flow: metadata is pipeline state, not a packet field")
-	}
-	for _, o := range ofmatch.ToOXM(&m).Fields {
-		if o.HasMask {
-			return flow.Key{}, fmt.Errorf("trace flow: %v has a mask: a packet has exact values", o.Field)
-		}
-	}
-	k := m.Key
-	if k.VLAN[0].TPID&flow.TPIDPresent != 0 {
-		k.VLAN[0].TPID = 0x8100
-	}
-	switch {
-	case k.EthType == 0x0800 || k.EthType == 0x86dd:
-		k.NwTTL = ttl
-	case ttlSet:
-		return flow.Key{}, errors.New("trace flow: nw_ttl needs ip or ipv6")
-	}
-	return k, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/xlate"
 
@@ -127,7 +128,7 @@ func TestBridgeTraceGroup(t *testing.T) {
 
 func TestBridgeTraceNormalAndMiss(t *testing.T) {
 	tb := traceBridge(t)
-	key, err := ParseTraceFlow("in_port=1,dl_src=02:00:00:00:00:0a,dl_dst=02:00:00:00:00:0b,tcp,nw_dst=198.18.0.2,tp_dst=80")
+	key, err := ofptext.ParseTraceFlow("in_port=1,dl_src=02:00:00:00:00:0a,dl_dst=02:00:00:00:00:0b,tcp,nw_dst=198.18.0.2,tp_dst=80", ofptext.ParseFlowOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestBridgeTraceNormalAndMiss(t *testing.T) {
 		t.Fatalf("upcall learned %d MACs, want 1", n)
 	}
 	// The answer from port 2 is now a learned unicast, traced as such.
-	back, err := ParseTraceFlow("in_port=2,dl_src=02:00:00:00:00:0b,dl_dst=02:00:00:00:00:0a,ip")
+	back, err := ofptext.ParseTraceFlow("in_port=2,dl_src=02:00:00:00:00:0b,dl_dst=02:00:00:00:00:0a,ip", ofptext.ParseFlowOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestBridgeTraceNormalAndMiss(t *testing.T) {
 	}
 
 	// Non-IP from port 1 misses in table 1.
-	arp, err := ParseTraceFlow("in_port=1,arp")
+	arp, err := ofptext.ParseTraceFlow("in_port=1,arp", ofptext.ParseFlowOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,40 +180,6 @@ func TestBridgeTraceNormalAndMiss(t *testing.T) {
 	if s := tr.String(); !strings.Contains(s, " 1. No match (table miss): drop.\n") ||
 		!strings.Contains(s, "Datapath actions: drop\n") || !strings.Contains(s, "Megaflow: in_port(1)") {
 		t.Fatalf("rendering:\n%s", s)
-	}
-}
-
-func TestParseTraceFlow(t *testing.T) {
-	k, err := ParseTraceFlow("in_port=1,tcp,nw_dst=198.18.0.2,tp_dst=80")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := flow.Key{InPort: 1, EthType: 0x0800, NwProto: 6, IPv4Dst: 198<<24 | 18<<16 | 2, TpDst: 80, NwTTL: 64}
-	if k != want {
-		t.Fatalf("got %+v\nwant %+v", k, want)
-	}
-	k, err = ParseTraceFlow("in_port=3,dl_vlan=10,udp6,ipv6_src=2001:db8::1,nw_ttl=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if k.VLAN[0] != (flow.VLANTag{TPID: 0x8100, TCI: 10}) || k.EthType != 0x86dd || k.NwProto != 17 ||
-		k.NwTTL != 1 || k.IPv6Src[0] != 0x20 || k.IPv6Src[15] != 1 {
-		t.Fatalf("got %+v", k)
-	}
-	if k, err = ParseTraceFlow("in_port=2,arp"); err != nil || k.EthType != 0x0806 || k.NwTTL != 0 {
-		t.Fatalf("arp: %+v %v", k, err)
-	}
-	for _, bad := range []string{
-		"in_port=1,ip,nw_dst=10.0.0.0/8",
-		"metadata=0x1",
-		"in_port=1,arp,nw_ttl=3",
-		"in_port=1,ip,nw_ttl=300",
-		"tp_dst=80", // no protocol
-		"in_port=1,bogus=2",
-	} {
-		if _, err := ParseTraceFlow(bad); err == nil {
-			t.Errorf("%q parsed", bad)
-		}
 	}
 }
 
@@ -240,18 +207,5 @@ func TestBridgeTracePortConfig(t *testing.T) {
 	tr = traceAndUpcall(t, tb, key)
 	if len(tr.Steps) != 0 || len(tr.Ingress) != 1 || len(tr.Actions) != 0 || tr.Mask.InPort != ^uint32(0) {
 		t.Fatalf("NO_RECV in_port: %+v", tr)
-	}
-}
-
-func TestParseTraceFlowTunnel(t *testing.T) {
-	k, err := ParseTraceFlow("in_port=2,tun_id=100,tun_src=198.18.20.2,tun_ipv6_dst=2001:db8::1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if k.TunnelID != 100 || k.Tun.Src != [16]byte{10: 0xff, 11: 0xff, 198, 18, 20, 2} || k.Tun.Dst != [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: 1} {
-		t.Errorf("key %+v", k)
-	}
-	if s := k.String(); !strings.HasPrefix(s, "tunnel(tun_id=0x64,src=198.18.20.2,ipv6_dst=2001:db8::1") {
-		t.Errorf("key prints %q", s)
 	}
 }

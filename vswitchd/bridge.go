@@ -26,6 +26,7 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 	"github.com/vswitch-go/vswitch/vswitchd/metrics"
+	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 
 	"github.com/vishvananda/netlink"
 )
@@ -191,9 +192,12 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 			TLS:           tlsFiles(c.SSL),
 			OnBarrier:     b.syncJournal,
 			OnControllers: func(n int) { b.controllers.Store(int32(n)) },
-			Logf:          func(f string, a ...any) { d.logConn(nb.Name, fmt.Sprintf(f, a...)) },
-			Warnf:         func(f string, a ...any) { d.log.Warn(fmt.Sprintf(f, a...), "bridge", nb.Name) },
-			MaxConns:      intOption(c.OtherConfig, "openflow-max-connections", ofconn.DefaultMaxConns),
+			// Controllers' events at info, the management socket's
+			// short-lived vsctl connections at debug.
+			Logf:           func(f string, a ...any) { d.log.Info(fmt.Sprintf(f, a...), "bridge", nb.Name) },
+			ManagementLogf: func(f string, a ...any) { d.log.Debug(fmt.Sprintf(f, a...), "bridge", nb.Name) },
+			Warnf:          func(f string, a ...any) { d.log.Warn(fmt.Sprintf(f, a...), "bridge", nb.Name) },
+			MaxConns:       intOption(c.OtherConfig, "openflow-max-connections", ofconn.DefaultMaxConns),
 		},
 	})
 	if err != nil {
@@ -335,7 +339,7 @@ func (d *Daemon) journalPath(name string) string {
 
 // bridgeSocket is the path of a bridge's OpenFlow management socket.
 func (d *Daemon) bridgeSocket(name string) string {
-	return filepath.Join(d.opts.StateDir, name+BridgeSocketSuffix)
+	return filepath.Join(d.opts.StateDir, name+mgmt.BridgeSocketSuffix)
 }
 
 // openPorts opens the named ports of nb. With lenient set a port that
@@ -521,6 +525,19 @@ func (b *bridge) portByName(name string) *port {
 	return b.ports[name]
 }
 
+// portNumber resolves a port name in flow text the daemon reads (trace):
+// a running port's number, or LOCAL for the bridge's own name when it has
+// its internal port.
+func (b *bridge) portNumber(name string) (uint32, bool) {
+	if name == b.name && b.local {
+		return uint32(ofp.PortLocal), true
+	}
+	if p := b.portByName(name); p != nil {
+		return uint32(p.no), true
+	}
+	return 0, false
+}
+
 // sortedPorts returns the running ports in OpenFlow number order.
 func (b *bridge) sortedPorts() []*port {
 	b.portsMu.RLock()
@@ -677,18 +694,21 @@ func portNeedsReopen(old, next *config.Port) bool {
 }
 
 // installTables replaces the flow, group and meter tables with the ones
-// the lines describe (FlowLines, GroupLines and MeterLines output): meters
+// the lines describe (flowLines, groupLines and meterLines output): meters
 // and groups first, since flows refer to them. Flows found in states (a
 // rebuild's old bridge) keep their install time and counters. It goes on
 // past a table that fails, so that the others still come back.
 func (b *bridge) installTables(flows, groups, meters []string, states map[string]pipeline.EntryState) error {
 	var errs []error
-	restoreFlows := func(l []string) error { return b.of.RestoreFlowsKeeping(l, states) }
 	for _, step := range []struct {
 		what  string
 		apply func([]string) error
 		lines []string
-	}{{"meters", b.of.RestoreMeters, meters}, {"groups", b.of.RestoreGroups, groups}, {"flows", restoreFlows, flows}} {
+	}{
+		{"meters", func(l []string) error { return restoreMeters(b.of, l) }, meters},
+		{"groups", func(l []string) error { return restoreGroups(b.of, l) }, groups},
+		{"flows", func(l []string) error { return restoreFlows(b.of, l, states) }, flows},
+	} {
 		if err := step.apply(step.lines); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", step.what, err))
 		}
@@ -875,7 +895,7 @@ func (b *bridge) snapshot(force bool) error {
 		}
 	}
 	b.flowsDirty.Store(false)
-	flows, groups, meters := b.of.FlowLines(), b.of.GroupLines(), b.of.MeterLines()
+	flows, groups, meters := flowLines(b.of), groupLines(b.of), meterLines(b.of)
 	if flows == nil {
 		flows = []string{} // saved empty, not "never saved"
 	}
@@ -964,16 +984,6 @@ func parseCPUMask(s string) ([]int, error) {
 		return nil, fmt.Errorf("bad pmd-cpu-mask %q: no CPU set", s)
 	}
 	return cpus, nil
-}
-
-// logConn logs an OpenFlow connection event: controllers at info, the
-// management socket's short-lived vsctl connections at debug.
-func (d *Daemon) logConn(bridge, msg string) {
-	if strings.Contains(msg, BridgeSocketSuffix+":") {
-		d.log.Debug(msg, "bridge", bridge)
-		return
-	}
-	d.log.Info(msg, "bridge", bridge)
 }
 
 // kernelPortOptions describes a port's kernel interface for PORT_DESC as

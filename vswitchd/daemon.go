@@ -42,14 +42,9 @@ import (
 	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
 
-// File names inside the state directory.
+// File names inside the state directory (the sockets' are in mgmt, for
+// clients).
 const (
-	// SocketName is the management socket vsctl connects to.
-	SocketName = "vswitchd.sock"
-	// BridgeSocketSuffix follows a bridge's name to make its OpenFlow
-	// management socket (BRIDGE.mgmt), what vsctl's flow commands and
-	// `ovs-ofctl -O OpenFlow13 ... unix:STATE/BRIDGE.mgmt` talk to.
-	BridgeSocketSuffix = ".mgmt"
 	// pidFileName holds the daemon's pid, for scripts.
 	pidFileName = "vswitchd.pid"
 )
@@ -182,7 +177,7 @@ func Start(opts Options) (*Daemon, error) {
 	d.mgmt.Logf = func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...)) }
 	d.mgmt.SetMaxConns(intOption(store.Get().OtherConfig, "mgmt-max-connections", mgmt.DefaultMaxConns))
 	d.registerCommands()
-	if err := d.mgmt.Listen(filepath.Join(dir, SocketName)); err != nil {
+	if err := d.mgmt.Listen(filepath.Join(dir, mgmt.SocketName)); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -402,8 +397,8 @@ func (d *Daemon) apply(old, next *config.Config) error {
 			continue
 		}
 		if b.needsRebuild(next, nb) {
-			flows, groups, meters := b.of.FlowLines(), b.of.GroupLines(), b.of.MeterLines()
-			states := b.of.FlowStates()
+			flows, groups, meters := flowLines(b.of), groupLines(b.of), meterLines(b.of)
+			states := flowStates(b.of)
 			b.snapshot(true) // the new bridge starts from the store and the journal
 			ports := b.dp.Ports()
 			b.close()

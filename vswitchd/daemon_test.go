@@ -22,7 +22,7 @@ func call(t *testing.T, d *Daemon, args ...string) (*mgmt.Response, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := mgmt.Dial(ctx, d.opts.StateDir+"/"+SocketName)
+	c, err := mgmt.Dial(ctx, d.opts.StateDir+"/"+mgmt.SocketName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestBarrierSnapshotsWhenJournalFails(t *testing.T) {
 		return slices.ContainsFunc(d.store.Get().Bridges["br0"].Flows, func(l string) bool { return strings.Contains(l, flow) })
 	}
 	inTable := func(flow string) bool {
-		return slices.ContainsFunc(b.of.FlowLines(), func(l string) bool { return strings.Contains(l, flow) })
+		return slices.ContainsFunc(flowLines(b.of), func(l string) bool { return strings.Contains(l, flow) })
 	}
 	addFlow := func(flow string) error {
 		t.Helper()

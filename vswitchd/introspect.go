@@ -2,15 +2,15 @@ package vswitchd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
-	"regexp"
 	"strings"
 
-	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/flow"
-	"github.com/vswitch-go/vswitch/ofproto"
+
+	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/xlate"
 	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
@@ -323,7 +323,7 @@ func (d *Daemon) cmdFDBShow(_ context.Context, args []string) (mgmt.Result, erro
 	data := []fdbEntry{}
 	for _, e := range b.of.FDB() {
 		fe := fdbEntry{Port: b.portName(e.Port), OFPort: e.Port, VLAN: e.VLAN, MAC: net.HardwareAddr(e.MAC[:]).String(), AgeSecs: int(e.Age.Seconds())}
-		fmt.Fprintf(&sb, "%5s  %4d  %s  %3d\n", flowsyntax.PortName(fe.OFPort), fe.VLAN, fe.MAC, fe.AgeSecs)
+		fmt.Fprintf(&sb, "%5s  %4d  %s  %3d\n", ofptext.PortName(fe.OFPort), fe.VLAN, fe.MAC, fe.AgeSecs)
 		data = append(data, fe)
 	}
 	return mgmt.Result{Text: sb.String(), Data: data}, nil
@@ -373,36 +373,15 @@ func (d *Daemon) cmdDropStats(context.Context, []string) (mgmt.Result, error) {
 	return mgmt.Result{Text: sb.String(), Data: views}, nil
 }
 
-// portNameRE finds in_port=NAME in a trace flow.
-var portNameRE = regexp.MustCompile(`(^|,)\s*in_port\s*=\s*([^,\s]+)`)
-
 func (d *Daemon) cmdTrace(_ context.Context, args []string) (mgmt.Result, error) {
 	b, err := d.runningBridgeOrErr(args[0])
 	if err != nil {
 		return mgmt.Result{}, err
 	}
-	spec := args[1]
-	var perr error
-	spec = portNameRE.ReplaceAllStringFunc(spec, func(m string) string {
-		sub := portNameRE.FindStringSubmatch(m)
-		name := sub[2]
-		if _, err := parseUint32(name); err == nil || name == "LOCAL" {
-			return m
-		}
-		if name == b.name && b.local {
-			return sub[1] + "in_port=LOCAL"
-		}
-		p := b.portByName(name)
-		if p == nil {
-			perr = fmt.Errorf("bridge %s has no port %q", b.name, name)
-			return m
-		}
-		return fmt.Sprintf("%sin_port=%d", sub[1], p.no)
-	})
-	if perr != nil {
-		return mgmt.Result{}, perr
+	key, err := ofptext.ParseTraceFlow(args[1], ofptext.ParseFlowOptions{PortByName: b.portNumber})
+	if upe, ok := errors.AsType[*ofptext.UnknownPortError](err); ok {
+		return mgmt.Result{}, fmt.Errorf("bridge %s has no port %q", b.name, upe.Name)
 	}
-	key, err := ofproto.ParseTraceFlow(spec)
 	if err != nil {
 		return mgmt.Result{}, err
 	}

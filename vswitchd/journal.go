@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
+	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
@@ -417,19 +417,19 @@ func formatMod(msg ofpwire.Message) (string, error) {
 		if !ok {
 			return "", fmt.Errorf("flow-mod command %d", m.Command)
 		}
-		return "flow " + name + " " + flowsyntax.FormatFlowMod(m), nil
+		return "flow " + name + " " + ofptext.FormatFlowMod(m), nil
 	case *ofpwire.GroupMod:
 		name, ok := groupCommands[m.Command]
 		if !ok {
 			return "", fmt.Errorf("group-mod command %d", m.Command)
 		}
-		return "group " + name + " " + flowsyntax.FormatGroupMod(m), nil
+		return "group " + name + " " + ofptext.FormatGroupMod(m), nil
 	case *ofpwire.MeterMod:
 		name, ok := meterCommands[m.Command]
 		if !ok {
 			return "", fmt.Errorf("meter-mod command %d", m.Command)
 		}
-		return "meter " + name + " " + flowsyntax.FormatMeterMod(m), nil
+		return "meter " + name + " " + ofptext.FormatMeterMod(m), nil
 	}
 	return "", fmt.Errorf("%T is not a table change", msg)
 }
@@ -442,19 +442,19 @@ func parseMod(line string) (ofpwire.Message, error) {
 	case "flow":
 		for c, name := range flowCommands {
 			if name == cmd {
-				return flowsyntax.ParseFlow(spec, flowsyntax.Command(c))
+				return ofptext.ParseFlow(spec, ofptext.Command(c))
 			}
 		}
 	case "group":
 		for c, name := range groupCommands {
 			if name == cmd {
-				return flowsyntax.ParseGroup(spec, c, flowsyntax.ParseFlowOptions{})
+				return ofptext.ParseGroup(spec, c, ofptext.ParseFlowOptions{})
 			}
 		}
 	case "meter":
 		for c, name := range meterCommands {
 			if name == cmd {
-				return flowsyntax.ParseMeter(spec, c)
+				return ofptext.ParseMeter(spec, c)
 			}
 		}
 	}

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/vswitch-go/vswitch/ctl/ofctl"
-	"github.com/vswitch-go/vswitch/vswitchd"
 	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
 
@@ -120,7 +119,7 @@ func runChain(ctx context.Context, g globals, segs []segment, stdout, stderr io.
 		}
 		cmds = append(cmds, append([]string{c.Name}, args...))
 	}
-	cl, err := mgmt.Dial(ctx, filepath.Join(g.stateDir, vswitchd.SocketName))
+	cl, err := mgmt.Dial(ctx, filepath.Join(g.stateDir, mgmt.SocketName))
 	if err != nil {
 		fmt.Fprintf(stderr, "vsctl: %v\n", err)
 		return exitFail
@@ -218,7 +217,7 @@ func runMgmt(ctx context.Context, g globals, c mgmt.Command, args []string, stdo
 			}
 		}
 	}
-	cl, err := mgmt.Dial(ctx, filepath.Join(g.stateDir, vswitchd.SocketName))
+	cl, err := mgmt.Dial(ctx, filepath.Join(g.stateDir, mgmt.SocketName))
 	if err != nil {
 		fmt.Fprintf(stderr, "vsctl: %v\n", err)
 		return exitFail
@@ -241,7 +240,7 @@ func ofTarget(g globals, bridgeOrTarget string) (string, error) {
 	if strings.Contains(bridgeOrTarget, ":") {
 		return bridgeOrTarget, nil
 	}
-	path := filepath.Join(g.stateDir, bridgeOrTarget+vswitchd.BridgeSocketSuffix)
+	path := filepath.Join(g.stateDir, bridgeOrTarget+mgmt.BridgeSocketSuffix)
 	if _, err := os.Stat(path); err != nil {
 		return "", fmt.Errorf("no bridge %q: %s does not exist (is vswitchd running with --state-dir %s?)", bridgeOrTarget, path, g.stateDir)
 	}

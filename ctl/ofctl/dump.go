@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
+	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
@@ -108,8 +108,8 @@ func dumpFlows(ctx context.Context, s *session, args []string) error {
 		text = args[0]
 	}
 	var fm *ofpwire.FlowMod
-	if err := s.parse(ctx, func(o flowsyntax.ParseFlowOptions) (err error) {
-		fm, err = flowsyntax.ParseFlowWith(text, flowsyntax.Delete, o)
+	if err := s.parse(ctx, func(o ofptext.ParseFlowOptions) (err error) {
+		fm, err = ofptext.ParseFlowWith(text, ofptext.Delete, o)
 		return err
 	}); err != nil {
 		return err
@@ -140,8 +140,8 @@ func dumpFlows(ctx context.Context, s *session, args []string) error {
 			out[i] = FlowJSON{
 				Table: f.TableID, Priority: f.Priority, Cookie: fmt.Sprintf("%#x", f.Cookie),
 				Duration: seconds(f.DurationSec, f.DurationNSec), Packets: f.PacketCount, Bytes: f.ByteCount,
-				IdleTimeout: f.IdleTimeout, HardTimeout: f.HardTimeout, Flags: flowsyntax.FlagNames(f.Flags),
-				Match: flowsyntax.MatchString(f.Match), Actions: flowsyntax.FormatInstructions(f.Instructions),
+				IdleTimeout: f.IdleTimeout, HardTimeout: f.HardTimeout, Flags: ofptext.FlagNames(f.Flags),
+				Match: ofptext.MatchString(f.Match), Actions: ofptext.FormatInstructions(f.Instructions),
 			}
 		}
 		return writeJSON(s.out, out)
@@ -160,7 +160,7 @@ func dumpFlows(ctx context.Context, s *session, args []string) error {
 	}
 	var b strings.Builder
 	for i := range flows {
-		line := flowsyntax.FormatFlowWith(&flows[i], flowsyntax.FormatOptions{NoStats: s.opts.NoStats})
+		line := ofptext.FormatFlowWith(&flows[i], ofptext.FormatOptions{NoStats: s.opts.NoStats})
 		if s.opts.Names {
 			line = withPortNames(line, name)
 		}
@@ -194,7 +194,7 @@ func flowOrder(o Options) (func(a, b *ofpwire.FlowStats) bool, error) {
 	default:
 		field, ok := ofp.XMTypeInPort, name == "in_port"
 		if !ok {
-			field, ok = flowsyntax.FieldByName(name)
+			field, ok = ofptext.FieldByName(name)
 		}
 		if !ok {
 			return nil, fmt.Errorf("unknown sort field %q", name)
@@ -221,8 +221,8 @@ func flowOrder(o Options) (func(a, b *ofpwire.FlowStats) bool, error) {
 // portArg reads a PORT argument: number, reserved name or port name.
 func (s *session) portArg(ctx context.Context, arg string) (uint32, error) {
 	var no uint32
-	err := s.parse(ctx, func(o flowsyntax.ParseFlowOptions) (err error) {
-		no, err = flowsyntax.ParsePort(arg, o)
+	err := s.parse(ctx, func(o ofptext.ParseFlowOptions) (err error) {
+		no, err = ofptext.ParsePort(arg, o)
 		return err
 	})
 	return no, err
@@ -245,7 +245,7 @@ func dumpPorts(ctx context.Context, s *session, args []string) error {
 		out := make([]PortStatsJSON, len(ports))
 		for i, p := range ports {
 			out[i] = PortStatsJSON{
-				Port: flowsyntax.PortName(uint32(p.PortNo)), RxPackets: p.RxPackets, RxBytes: p.RxBytes,
+				Port: ofptext.PortName(uint32(p.PortNo)), RxPackets: p.RxPackets, RxBytes: p.RxBytes,
 				RxDropped: p.RxDropped, RxErrors: p.RxErrors, RxFrameErr: p.RxFrameErr, RxOverErr: p.RxOverErr,
 				RxCRCErr: p.RxCrcErr, TxPackets: p.TxPackets, TxBytes: p.TxBytes, TxDropped: p.TxDropped,
 				TxErrors: p.TxErrors, Collisions: p.Collisions, Duration: seconds(p.DurationSec, p.DurationNSec),
@@ -294,7 +294,7 @@ func dumpPortsDesc(ctx context.Context, s *session, args []string) error {
 			mac := make(net.HardwareAddr, 6)
 			copy(mac, p.HWAddr)
 			out = append(out, PortDescJSON{
-				Port: flowsyntax.PortName(uint32(p.PortNo)), Name: p.Name, HWAddr: mac.String(),
+				Port: ofptext.PortName(uint32(p.PortNo)), Name: p.Name, HWAddr: mac.String(),
 				Config: bitList(uint32(p.Config), portConfigNames), State: bitList(uint32(p.State), portStateNames),
 				CurrSpeed: p.CurrSpeed, MaxSpeed: p.MaxSpeed,
 			})
@@ -323,11 +323,11 @@ func dumpGroups(ctx context.Context, s *session, args []string) error {
 	if s.opts.JSON {
 		out := []GroupJSON{}
 		for _, g := range groups {
-			gj := GroupJSON{GroupID: uint32(g.GroupID), Type: flowsyntax.GroupTypeName(g.Type), Buckets: []BucketJSON{}}
+			gj := GroupJSON{GroupID: uint32(g.GroupID), Type: ofptext.GroupTypeName(g.Type), Buckets: []BucketJSON{}}
 			for _, b := range g.Buckets {
-				bj := BucketJSON{Weight: b.Weight, Actions: flowsyntax.FormatActions(b.Actions)}
+				bj := BucketJSON{Weight: b.Weight, Actions: ofptext.FormatActions(b.Actions)}
 				if b.WatchPort != ofp.PortAny {
-					p := flowsyntax.PortName(uint32(b.WatchPort))
+					p := ofptext.PortName(uint32(b.WatchPort))
 					bj.WatchPort = &p
 				}
 				if b.WatchGroup != ofp.GroupAny {
@@ -357,7 +357,7 @@ func dumpMeters(ctx context.Context, s *session, args []string) error {
 	if s.opts.JSON {
 		out := []MeterJSON{}
 		for _, m := range meters {
-			mj := MeterJSON{MeterID: uint32(m.MeterID), Flags: flowsyntax.MeterFlagNames(m.Flags), Bands: []BandJSON{}}
+			mj := MeterJSON{MeterID: uint32(m.MeterID), Flags: ofptext.MeterFlagNames(m.Flags), Bands: []BandJSON{}}
 			if mj.Flags == nil {
 				mj.Flags = []string{}
 			}

@@ -1,7 +1,7 @@
 // Package ofctl implements the OpenFlow subcommands of vsctl, the
 // equivalents of `ovs-ofctl -O OpenFlow13 add-flow`, dump-flows and the
 // rest, in plain OpenFlow 1.3 so that they work against any OpenFlow 1.3
-// switch. Texts use ovs-ofctl's syntax (ctl/flowsyntax); outputs are
+// switch. Texts use ovs-ofctl's syntax (ofproto/ofptext); outputs are
 // ovs-ofctl's, or JSON with Options.JSON.
 //
 // Every command parses its arguments completely before it changes
@@ -20,8 +20,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
 	"github.com/vswitch-go/vswitch/ctl/ofclient"
+	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
@@ -192,7 +192,7 @@ func groupArg(args []string) (ofp.Group, error) {
 	if len(args) == 0 {
 		return ofp.GroupAll, nil
 	}
-	gm, err := flowsyntax.ParseGroup(args[0], ofp.GroupDelete, flowsyntax.ParseFlowOptions{})
+	gm, err := ofptext.ParseGroup(args[0], ofp.GroupDelete, ofptext.ParseFlowOptions{})
 	if err != nil {
 		return 0, err
 	}
@@ -205,7 +205,7 @@ func meterArg(args []string) (ofp.Meter, error) {
 	if len(args) == 0 {
 		return ofp.MeterAll, nil
 	}
-	mm, err := flowsyntax.ParseMeter(args[0], ofp.MeterDelete)
+	mm, err := ofptext.ParseMeter(args[0], ofp.MeterDelete)
 	if err != nil {
 		return 0, err
 	}
@@ -241,10 +241,10 @@ func (s *session) portDesc(ctx context.Context) ([]ofpwire.Port, error) {
 // parse runs parse twice if needed: first with a resolver that takes any
 // port name, so that every other mistake is reported before a connection
 // is made; then, if names were used, with the switch's real port names.
-func (s *session) parse(ctx context.Context, parse func(flowsyntax.ParseFlowOptions) error) error {
+func (s *session) parse(ctx context.Context, parse func(ofptext.ParseFlowOptions) error) error {
 	named := false
 	probe := func(string) (uint32, bool) { named = true; return 1, true }
-	if err := parse(flowsyntax.ParseFlowOptions{PortByName: probe}); err != nil {
+	if err := parse(ofptext.ParseFlowOptions{PortByName: probe}); err != nil {
 		return err
 	}
 	if !named {
@@ -258,7 +258,7 @@ func (s *session) parse(ctx context.Context, parse func(flowsyntax.ParseFlowOpti
 	for _, p := range ports {
 		byName[p.Name] = uint32(p.PortNo)
 	}
-	return parse(flowsyntax.ParseFlowOptions{PortByName: func(n string) (uint32, bool) {
+	return parse(ofptext.ParseFlowOptions{PortByName: func(n string) (uint32, bool) {
 		no, ok := byName[n]
 		return no, ok
 	}})
@@ -293,10 +293,10 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-func (s *session) flowCommand(ctx context.Context, text string, cmd flowsyntax.Command) error {
+func (s *session) flowCommand(ctx context.Context, text string, cmd ofptext.Command) error {
 	var fm *ofpwire.FlowMod
-	if err := s.parse(ctx, func(o flowsyntax.ParseFlowOptions) (err error) {
-		fm, err = flowsyntax.ParseFlowWith(text, cmd, o)
+	if err := s.parse(ctx, func(o ofptext.ParseFlowOptions) (err error) {
+		fm, err = ofptext.ParseFlowWith(text, cmd, o)
 		return err
 	}); err != nil {
 		return err
@@ -305,21 +305,21 @@ func (s *session) flowCommand(ctx context.Context, text string, cmd flowsyntax.C
 }
 
 func addFlow(ctx context.Context, s *session, args []string) error {
-	return s.flowCommand(ctx, args[0], flowsyntax.Add)
+	return s.flowCommand(ctx, args[0], ofptext.Add)
 }
 
 func modFlows(ctx context.Context, s *session, args []string) error {
-	cmd := flowsyntax.Modify
+	cmd := ofptext.Modify
 	if s.opts.Strict {
-		cmd = flowsyntax.ModifyStrict
+		cmd = ofptext.ModifyStrict
 	}
 	return s.flowCommand(ctx, args[0], cmd)
 }
 
 func delFlows(ctx context.Context, s *session, args []string) error {
-	cmd := flowsyntax.Delete
+	cmd := ofptext.Delete
 	if s.opts.Strict {
-		cmd = flowsyntax.DeleteStrict
+		cmd = ofptext.DeleteStrict
 	}
 	text := ""
 	if len(args) > 0 {
@@ -329,15 +329,15 @@ func delFlows(ctx context.Context, s *session, args []string) error {
 }
 
 // fileCommands are the words a line of add-flows may start with.
-var fileCommands = map[string]flowsyntax.Command{
-	"add": flowsyntax.Add, "modify": flowsyntax.Modify, "modify_strict": flowsyntax.ModifyStrict,
-	"delete": flowsyntax.Delete, "delete_strict": flowsyntax.DeleteStrict,
+var fileCommands = map[string]ofptext.Command{
+	"add": ofptext.Add, "modify": ofptext.Modify, "modify_strict": ofptext.ModifyStrict,
+	"delete": ofptext.Delete, "delete_strict": ofptext.DeleteStrict,
 }
 
 type fileFlow struct {
 	line int
 	text string
-	cmd  flowsyntax.Command
+	cmd  ofptext.Command
 }
 
 func readFlowFile(name string, stdin io.Reader) ([]fileFlow, error) {
@@ -368,7 +368,7 @@ func readFlowFile(name string, stdin io.Reader) ([]fileFlow, error) {
 		if n == 1 && strings.HasPrefix(line, "OFPST_FLOW reply") {
 			continue
 		}
-		ff := fileFlow{line: n, text: line, cmd: flowsyntax.Add}
+		ff := fileFlow{line: n, text: line, cmd: ofptext.Add}
 		if word, rest, ok := strings.Cut(line, " "); ok {
 			if c, known := fileCommands[strings.ToLower(word)]; known {
 				ff.cmd, ff.text = c, strings.TrimSpace(rest)
@@ -388,9 +388,9 @@ func addFlows(ctx context.Context, s *session, args []string) error {
 		return err
 	}
 	msgs := make([]ofpwire.Message, len(flows))
-	if err := s.parse(ctx, func(o flowsyntax.ParseFlowOptions) error {
+	if err := s.parse(ctx, func(o ofptext.ParseFlowOptions) error {
 		for i, f := range flows {
-			fm, err := flowsyntax.ParseFlowWith(f.text, f.cmd, o)
+			fm, err := ofptext.ParseFlowWith(f.text, f.cmd, o)
 			if err != nil {
 				return fmt.Errorf("%s:%d: %w", args[0], f.line, err)
 			}
@@ -415,8 +415,8 @@ func groupCmd(cmd ofp.GroupCommand) func(context.Context, *session, []string) er
 			text = args[0]
 		}
 		var gm *ofpwire.GroupMod
-		if err := s.parse(ctx, func(o flowsyntax.ParseFlowOptions) (err error) {
-			gm, err = flowsyntax.ParseGroup(text, cmd, o)
+		if err := s.parse(ctx, func(o ofptext.ParseFlowOptions) (err error) {
+			gm, err = ofptext.ParseGroup(text, cmd, o)
 			return err
 		}); err != nil {
 			return err
@@ -431,7 +431,7 @@ func meterCmd(cmd ofp.MeterCommand) func(context.Context, *session, []string) er
 		if len(args) > 0 {
 			text = args[0]
 		}
-		mm, err := flowsyntax.ParseMeter(text, cmd)
+		mm, err := ofptext.ParseMeter(text, cmd)
 		if err != nil {
 			return err
 		}
@@ -442,8 +442,8 @@ func meterCmd(cmd ofp.MeterCommand) func(context.Context, *session, []string) er
 func packetOut(ctx context.Context, s *session, args []string) error {
 	text := strings.Join(args, " ")
 	var po *ofpwire.PacketOut
-	if err := s.parse(ctx, func(o flowsyntax.ParseFlowOptions) (err error) {
-		po, err = flowsyntax.ParsePacketOut(text, o)
+	if err := s.parse(ctx, func(o ofptext.ParseFlowOptions) (err error) {
+		po, err = ofptext.ParsePacketOut(text, o)
 		return err
 	}); err != nil {
 		return err

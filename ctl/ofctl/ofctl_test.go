@@ -16,13 +16,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
 	"github.com/vswitch-go/vswitch/ctl/ofclient"
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/netdev/ring"
 	"github.com/vswitch-go/vswitch/ofproto"
 	"github.com/vswitch-go/vswitch/ofproto/ofconn"
+	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 
@@ -106,9 +106,9 @@ func (ts *testSwitch) flows(t *testing.T) []string {
 	}
 	var out []string
 	for _, e := range es {
-		m := e.Match.String()
+		m := ofptext.FormatMatch(&e.Match)
 		out = append(out, "table="+strconv.Itoa(int(e.TableID))+",priority="+strconv.Itoa(int(e.Priority))+","+m+
-			" actions="+flowsyntax.FormatInstructions(e.Instructions()))
+			" actions="+ofptext.FormatInstructions(e.Instructions()))
 	}
 	return out
 }
@@ -138,7 +138,7 @@ func TestFlowCommands(t *testing.T) {
 	}
 	// Every dumped line reads back as the flow it describes.
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		fm, err := flowsyntax.ParseDumpedFlow(line)
+		fm, err := ofptext.ParseDumpedFlow(line)
 		if err != nil {
 			t.Fatalf("dumped %q: %v", line, err)
 		}
@@ -178,7 +178,7 @@ func TestFlowCommands(t *testing.T) {
 func (ts *testSwitch) run2(t *testing.T, name string, fm *ofpwire.FlowMod) error {
 	t.Helper()
 	fm.Command = ofp.FlowDeleteStrict
-	text := flowsyntax.FormatFlowMod(fm)
+	text := ofptext.FormatFlowMod(fm)
 	before := len(ts.flows(t))
 	if _, err := ts.run(t, Options{Strict: true}, name, text); err != nil {
 		return err

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
+	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
@@ -36,7 +36,7 @@ func FormatPortStats(xid uint32, ports []ofp.PortStats) string {
 		if uint16(p.PortNo) < 10 {
 			b.WriteString(" ")
 		}
-		b.WriteString(flowsyntax.PortName(uint32(p.PortNo)))
+		b.WriteString(ofptext.PortName(uint32(p.PortNo)))
 		b.WriteString(": rx ")
 		stat("pkts=", p.RxPackets, false)
 		stat("bytes=", p.RxBytes, false)
@@ -53,7 +53,7 @@ func FormatPortStats(xid uint32, ports []ofp.PortStats) string {
 		stat("coll=", p.Collisions, true)
 		b.WriteString("\n")
 		if p.DurationSec != ^uint32(0) {
-			b.WriteString("           duration=" + flowsyntax.Duration(p.DurationSec, p.DurationNSec) + "\n")
+			b.WriteString("           duration=" + ofptext.Duration(p.DurationSec, p.DurationNSec) + "\n")
 		}
 	}
 	return b.String()
@@ -96,7 +96,7 @@ func FormatPortDesc(xid uint32, ports []ofpwire.Port) string {
 	for _, p := range sortedPorts(ports) {
 		mac := make(net.HardwareAddr, 6)
 		copy(mac, p.HWAddr)
-		fmt.Fprintf(&b, " %s(%s): addr:%s\n", flowsyntax.PortName(uint32(p.PortNo)), p.Name, mac)
+		fmt.Fprintf(&b, " %s(%s): addr:%s\n", ofptext.PortName(uint32(p.PortNo)), p.Name, mac)
 		b.WriteString("     config:     " + bitNames(uint32(p.Config), portConfigNames) + "\n")
 		b.WriteString("     state:      " + bitNames(uint32(p.State), portStateNames) + "\n")
 		for _, f := range []struct {
@@ -117,7 +117,7 @@ func FormatGroupDesc(xid uint32, groups []ofpwire.GroupDesc) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "OFPST_GROUP_DESC reply (OF1.3) (xid=%#x):", xid)
 	for i := range groups {
-		b.WriteString("\n " + flowsyntax.FormatGroup(&groups[i]))
+		b.WriteString("\n " + ofptext.FormatGroup(&groups[i]))
 	}
 	b.WriteString("\n")
 	return b.String()
@@ -128,7 +128,7 @@ func FormatMeterConfig(xid uint32, meters []ofpwire.MeterConfig) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "OFPST_METER_CONFIG reply (OF1.3) (xid=%#x):", xid)
 	for i := range meters {
-		b.WriteString("\n" + flowsyntax.FormatMeter(&meters[i]) + "\n")
+		b.WriteString("\n" + ofptext.FormatMeter(&meters[i]) + "\n")
 	}
 	if len(meters) == 0 {
 		b.WriteString("\n")

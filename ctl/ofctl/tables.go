@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
+	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
@@ -75,8 +75,8 @@ func dumpAggregate(ctx context.Context, s *session, args []string) error {
 		text = args[0]
 	}
 	var fm *ofpwire.FlowMod
-	if err := s.parse(ctx, func(o flowsyntax.ParseFlowOptions) (err error) {
-		fm, err = flowsyntax.ParseFlowWith(text, flowsyntax.Delete, o)
+	if err := s.parse(ctx, func(o ofptext.ParseFlowOptions) (err error) {
+		fm, err = ofptext.ParseFlowWith(text, ofptext.Delete, o)
 		return err
 	}); err != nil {
 		return err
@@ -211,7 +211,7 @@ func dumpGroupStats(ctx context.Context, s *session, args []string) error {
 	fmt.Fprintf(&b, "OFPST_GROUP reply (OF1.3) (xid=%#x):\n", xid)
 	for _, g := range groups {
 		fmt.Fprintf(&b, " group_id=%d,duration=%s,ref_count=%d,packet_count=%d,byte_count=%d", uint32(g.GroupID),
-			flowsyntax.Duration(g.DurationSec, g.DurationNSec), g.RefCount, g.PacketCount, g.ByteCount)
+			ofptext.Duration(g.DurationSec, g.DurationNSec), g.RefCount, g.PacketCount, g.ByteCount)
 		for i, bc := range g.BucketStats {
 			fmt.Fprintf(&b, ",bucket%d:packet_count=%d,byte_count=%d", i, bc.PacketCount, bc.ByteCount)
 		}
@@ -256,7 +256,7 @@ func meterStats(ctx context.Context, s *session, args []string) error {
 	fmt.Fprintf(&b, "OFPST_METER reply (OF1.3) (xid=%#x):\n", xid)
 	for _, m := range meters {
 		fmt.Fprintf(&b, "meter:%d flow_count:%d packet_in_count:%d byte_in_count:%d duration:%s bands:\n",
-			uint32(m.MeterID), m.FlowCount, m.PacketInCount, m.ByteInCount, flowsyntax.Duration(m.DurationSec, m.DurationNSec))
+			uint32(m.MeterID), m.FlowCount, m.PacketInCount, m.ByteInCount, ofptext.Duration(m.DurationSec, m.DurationNSec))
 		for i, bs := range m.BandStats {
 			fmt.Fprintf(&b, "%d: packet_count:%d byte_count:%d\n", i, bs.PacketBandCount, bs.ByteBandCount)
 		}
@@ -324,7 +324,7 @@ func queueStats(ctx context.Context, s *session, args []string) error {
 	if s.opts.JSON {
 		out := make([]QueueStatsJSON, len(qs))
 		for i, q := range qs {
-			out[i] = QueueStatsJSON{Port: flowsyntax.PortName(uint32(q.Port)), Queue: uint32(q.Queue), TxPackets: q.TxPackets,
+			out[i] = QueueStatsJSON{Port: ofptext.PortName(uint32(q.Port)), Queue: uint32(q.Queue), TxPackets: q.TxPackets,
 				TxBytes: q.TxBytes, TxErrors: q.TxErrors, Duration: seconds(q.DurationSec, q.DurationNSec)}
 		}
 		return writeJSON(s.out, out)
@@ -332,8 +332,8 @@ func queueStats(ctx context.Context, s *session, args []string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "OFPST_QUEUE reply (OF1.3) (xid=%#x): %d queues\n", xid, len(qs))
 	for _, q := range qs {
-		fmt.Fprintf(&b, "  port %s queue %d: bytes=%d, pkts=%d, errors=%d, duration=%s\n", flowsyntax.PortName(uint32(q.Port)),
-			uint32(q.Queue), q.TxBytes, q.TxPackets, q.TxErrors, flowsyntax.Duration(q.DurationSec, q.DurationNSec))
+		fmt.Fprintf(&b, "  port %s queue %d: bytes=%d, pkts=%d, errors=%d, duration=%s\n", ofptext.PortName(uint32(q.Port)),
+			uint32(q.Queue), q.TxBytes, q.TxPackets, q.TxErrors, ofptext.Duration(q.DurationSec, q.DurationNSec))
 	}
 	_, err = io.WriteString(s.out, b.String())
 	return err
@@ -399,8 +399,8 @@ func flowStatsOf(fm *ofpwire.FlowMod) *ofpwire.FlowStats {
 }
 
 func entryOf(fs *ofpwire.FlowStats) flowEntry {
-	key := fmt.Sprintf("table=%d,priority=%d,%s", fs.TableID, fs.Priority, flowsyntax.MatchString(fs.Match))
-	text := strings.TrimPrefix(flowsyntax.FormatFlowWith(fs, flowsyntax.FormatOptions{NoStats: true}), " ")
+	key := fmt.Sprintf("table=%d,priority=%d,%s", fs.TableID, fs.Priority, ofptext.MatchString(fs.Match))
+	text := strings.TrimPrefix(ofptext.FormatFlowWith(fs, ofptext.FormatOptions{NoStats: true}), " ")
 	return flowEntry{key: key, text: text}
 }
 
@@ -411,10 +411,10 @@ func (s *session) fileFlows(ctx context.Context, name string) ([]flowEntry, erro
 		return nil, err
 	}
 	var out []flowEntry
-	err = s.parse(ctx, func(o flowsyntax.ParseFlowOptions) error {
+	err = s.parse(ctx, func(o ofptext.ParseFlowOptions) error {
 		out = out[:0]
 		for _, f := range flows {
-			fm, err := flowsyntax.ParseFlowWith(f.text, flowsyntax.Add, o)
+			fm, err := ofptext.ParseFlowWith(f.text, ofptext.Add, o)
 			if err != nil {
 				return fmt.Errorf("%s:%d: %w", name, f.line, err)
 			}
@@ -470,7 +470,7 @@ func replaceFlows(ctx context.Context, s *session, args []string) error {
 	var what []string
 	for _, f := range have {
 		if _, ok := wantBy[f.key]; !ok {
-			fm, err := flowsyntax.ParseFlow(deleteText(f.key), flowsyntax.DeleteStrict)
+			fm, err := ofptext.ParseFlow(deleteText(f.key), ofptext.DeleteStrict)
 			if err != nil {
 				return fmt.Errorf("deleting %q: %w", f.text, err)
 			}

@@ -399,7 +399,7 @@ func (c *Conn) dispatch(xid uint32, msg ofpwire.Message, raw []byte) {
 		// A late HELLO is harmless; an echo reply has done its job by
 		// arriving (received() noted the activity).
 	case *ofpwire.ErrorMsg:
-		c.m.logf("ofconn: %s: peer sent error %v", c.t.name, m.Err())
+		c.t.logf("ofconn: %s: peer sent error %v", c.t.name, m.Err())
 	case *ofpwire.EchoRequest:
 		c.Send(xid, &ofpwire.EchoReply{Data: m.Data})
 	case *ofpwire.FeaturesRequest:

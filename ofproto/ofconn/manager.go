@@ -101,6 +101,10 @@ type Config struct {
 	Observe func(c *Conn, h ofpwire.Header)
 	// Logf, if set, receives connection events.
 	Logf func(format string, args ...any)
+	// ManagementLogf, if set, receives the connection events of management
+	// targets (the short-lived sessions of ovs-ofctl and vsctl) instead of
+	// Logf, so that they can be logged below the controllers' events.
+	ManagementLogf func(format string, args ...any)
 	// Warnf, if set, receives what an operator must see even when routine
 	// connection events are not logged: accept errors (rate limited),
 	// refused connections (rate limited), disconnected slow readers. Nil
@@ -236,6 +240,16 @@ func (m *Manager) logf(format string, args ...any) {
 	if m.cfg.Logf != nil {
 		m.cfg.Logf(format, args...)
 	}
+}
+
+// logf logs an event of one of t's connections, through ManagementLogf
+// for a management target.
+func (t *target) logf(format string, args ...any) {
+	if t.management && t.m.cfg.ManagementLogf != nil {
+		t.m.cfg.ManagementLogf(format, args...)
+		return
+	}
+	t.m.logf(format, args...)
 }
 
 func (m *Manager) warnf(format string, args ...any) {
@@ -479,7 +493,7 @@ func (m *Manager) activate(c *Conn) {
 	}
 	m.mu.Unlock()
 	m.poke()
-	m.logf("ofconn: %s: connected to %s", c.t.name, c.nc.RemoteAddr())
+	c.t.logf("ofconn: %s: connected to %s", c.t.name, c.nc.RemoteAddr())
 }
 
 func (m *Manager) unregister(c *Conn) {
@@ -500,7 +514,7 @@ func (m *Manager) unregister(c *Conn) {
 	if wasActive {
 		m.poke()
 	}
-	m.logf("ofconn: %s: connection closed: %s", c.t.name, c.CloseReason())
+	c.t.logf("ofconn: %s: connection closed: %s", c.t.name, c.CloseReason())
 }
 
 func (m *Manager) rebuildActiveLocked() {
@@ -748,7 +762,7 @@ func (t *target) setErr(err error) {
 		t.tlsFailures++
 	}
 	t.m.mu.Unlock()
-	t.m.logf("ofconn: %s: %v", t.name, err)
+	t.logf("ofconn: %s: %v", t.name, err)
 }
 
 // sleep waits d or until the target stops; false if it stopped.

@@ -69,10 +69,11 @@ const (
 	protoSCTP   = 132
 )
 
-// transportFields returns the OXM fields that hold the key's TpSrc and
+// TransportFields returns the OXM fields that hold the key's TpSrc and
 // TpDst under IP protocol proto (ports, or ICMP type and code), ok false
-// when the protocol has none. ToOXM and Parse both go by it.
-func transportFields(proto int) (src, dst ofp.XMType, ok bool) {
+// when the protocol has none. ToOXM and the text parser (ofptext) both go
+// by it, so that tp_src prints and reads as the same field.
+func TransportFields(proto int) (src, dst ofp.XMType, ok bool) {
 	switch proto {
 	case protoTCP:
 		return ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst, true
@@ -102,6 +103,10 @@ var validBits = [ofpwire.NumFields]uint64{
 	ofp.XMTypeARPOpcode:     0xff, // the key keeps the opcode in 8 bits, as OVS does
 	ofp.XMTypeIPv6ExtHeader: 0x1ff,
 }
+
+// ValidBits is the bits of field f a value may have, 0 when every bit of
+// its OXM payload is valid; the text parser masks by it as FromOXM checks.
+func ValidBits(f ofp.XMType) uint64 { return validBits[f] }
 
 func matchErr(code uint16) error {
 	return &ofpwire.OFPError{Type: ofpwire.ETBadMatch, Code: code}
@@ -407,7 +412,7 @@ func ToOXM(m *Match) ofpwire.Match {
 	}
 	// Transport fields go where their OXM numbers put them: ICMPv6's
 	// after the IPv6 fields, the others here.
-	tpSrc, tpDst, hasTp := transportFields(proto)
+	tpSrc, tpDst, hasTp := TransportFields(proto)
 	if hasTp && proto != protoICMPv6 {
 		fs = appendTransport(fs, k, mk, tpSrc, tpDst)
 	}

@@ -1,10 +1,11 @@
-package ofmatch
+package ofmatch_test
 
 import (
 	"net"
 	"testing"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
@@ -90,9 +91,9 @@ func TestMatchesExtractedKeys(t *testing.T) {
 		{"dl_dst=00:11:22:33:44:55,dl_src=02:00:00:00:00:00/ff:00:00:00:00:00", 0, []string{"untagged", "tagged", "frag6", "pbb"}},
 	}
 	for _, c := range cases {
-		m, err := Parse(c.flow)
+		m, err := ofptext.ParseMatch(c.flow)
 		if err != nil {
-			t.Fatalf("Parse(%q): %v", c.flow, err)
+			t.Fatalf("ofptext.ParseMatch(%q): %v", c.flow, err)
 		}
 		for name, k := range keys {
 			want := false

@@ -5,11 +5,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/normal"
+	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 
@@ -144,8 +144,8 @@ func (t *Trace) addStep(tid uint8, e *pipeline.Entry) {
 	if e != nil {
 		s.Matched = true
 		s.Priority, s.Cookie = e.Priority, e.Cookie
-		s.Match = e.Match.String()
-		s.Instructions = flowsyntax.FormatInstructions(e.Instructions())
+		s.Match = ofptext.FormatMatch(&e.Match)
+		s.Instructions = ofptext.FormatInstructions(e.Instructions())
 	}
 	t.Steps = append(t.Steps, s)
 }
@@ -167,7 +167,7 @@ func (x *xlator) traceNote(kind TraceEventKind, text string) {
 
 // actionText prints one action in ovs-ofctl syntax.
 func actionText(a ofpwire.Action) string {
-	return flowsyntax.FormatInstructions([]ofpwire.Instruction{&ofpwire.InstrApplyActions{Actions: []ofpwire.Action{a}}})
+	return ofptext.FormatInstructions([]ofpwire.Instruction{&ofpwire.InstrApplyActions{Actions: []ofpwire.Action{a}}})
 }
 
 func (x *xlator) traceAction(a ofpwire.Action) {
@@ -175,11 +175,11 @@ func (x *xlator) traceAction(a ofpwire.Action) {
 }
 
 func (x *xlator) traceWriteActions(acts []ofpwire.Action) {
-	x.traceNote(TraceWriteActions, flowsyntax.FormatInstructions([]ofpwire.Instruction{&ofpwire.InstrWriteActions{Actions: acts}}))
+	x.traceNote(TraceWriteActions, ofptext.FormatInstructions([]ofpwire.Instruction{&ofpwire.InstrWriteActions{Actions: acts}}))
 }
 
 func (x *xlator) traceMetadata(in *ofpwire.InstrWriteMetadata, md uint64) {
-	text := flowsyntax.FormatInstructions([]ofpwire.Instruction{in})
+	text := ofptext.FormatInstructions([]ofpwire.Instruction{in})
 	x.traceEvent(TraceEvent{Kind: TraceWriteMetadata, Metadata: md,
 		Text: fmt.Sprintf("%s -> metadata=%#x", text, md)})
 }

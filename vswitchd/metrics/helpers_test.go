@@ -15,12 +15,12 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/netdev/ring"
 	"github.com/vswitch-go/vswitch/ofproto"
 	"github.com/vswitch-go/vswitch/ofproto/ofconn"
+	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
 
@@ -82,7 +82,7 @@ func (r *rig) bridge() Bridge {
 func (r *rig) addFlows(tb testing.TB, flows ...string) {
 	tb.Helper()
 	for _, f := range flows {
-		fm, err := flowsyntax.ParseFlow(f, flowsyntax.Add)
+		fm, err := ofptext.ParseFlow(f, ofptext.Add)
 		if err != nil {
 			tb.Fatal(err)
 		}

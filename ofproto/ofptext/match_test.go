@@ -1,36 +1,20 @@
-package ofmatch
+package ofptext
 
 import (
 	"bytes"
 	"encoding/hex"
 	"errors"
-	"math/rand/v2"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
 )
-
-// TestStringParseRoundTrip: Parse(m.String()) == m for random valid matches.
-func TestStringParseRoundTrip(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	for i := 0; i < 20000; i++ {
-		m := mustFrom(t, randomOXM(r))
-		s := m.String()
-		m2, err := Parse(s)
-		if err != nil {
-			t.Fatalf("case %d: Parse(%q): %v", i, s, err)
-		}
-		if m2 != m {
-			t.Fatalf("case %d: Parse(%q) differs:\n got  %s\n want %s", i, s, m2.String(), s)
-		}
-	}
-}
 
 // ovsCases are flows and how "ovs-ofctl -O OpenFlow13 parse-flow" (Open
 // vSwitch 3.x) prints them, recorded so that the test checks the syntax even
@@ -68,7 +52,7 @@ func tokens(s string) []string {
 	return t
 }
 
-// TestOVSSyntax checks String against ovs-ofctl's rendering (as a set of
+// TestOVSSyntax checks FormatMatch against ovs-ofctl's rendering (as a set of
 // tokens: the orders differ), and that ovs-ofctl reads the OXM encoding of
 // our match and the flow text itself the same way.
 func TestOVSSyntax(t *testing.T) {
@@ -77,16 +61,16 @@ func TestOVSSyntax(t *testing.T) {
 		t.Fatal("ovs-ofctl not installed (apt-get install openvswitch-common): ", err)
 	}
 	for _, c := range ovsCases {
-		m, err := Parse(c.flow)
+		m, err := ParseMatch(c.flow)
 		if err != nil {
-			t.Errorf("Parse(%q): %v", c.flow, err)
+			t.Errorf("ParseMatch(%q): %v", c.flow, err)
 			continue
 		}
-		if got := m.String(); !slices.Equal(tokens(got), tokens(c.ovs)) {
-			t.Errorf("%q: String() = %q, ovs-ofctl prints %q", c.flow, got, c.ovs)
+		if got := FormatMatch(&m); !slices.Equal(tokens(got), tokens(c.ovs)) {
+			t.Errorf("%q: FormatMatch = %q, ovs-ofctl prints %q", c.flow, got, c.ovs)
 		}
 		fm := &ofpwire.FlowMod{Command: ofp.FlowAdd, Priority: 32768, BufferID: ofpwire.NoBuffer, OutPort: ofp.PortAny,
-			OutGroup: ofp.GroupAny, Match: ToOXM(&m)}
+			OutGroup: ofp.GroupAny, Match: ofmatch.ToOXM(&m)}
 		b, err := ofpwire.Encode(1, fm)
 		if err != nil {
 			t.Fatal(err)
@@ -122,7 +106,7 @@ func ovsMatchText(out, after string) string {
 	return strings.TrimSpace(s)
 }
 
-func TestParseErrors(t *testing.T) {
+func TestParseMatchErrors(t *testing.T) {
 	for _, s := range []string{
 		"tp_dst=80",                            // no protocol
 		"ip,nw_src=2001:db8::1",                // wrong family
@@ -140,8 +124,8 @@ func TestParseErrors(t *testing.T) {
 		"dl_vlan=1,dl_vlan=2",                  // conflicting values
 		"arp,arp_op=256",                       // 8-bit opcode
 	} {
-		if m, err := Parse(s); err == nil {
-			t.Errorf("Parse(%q) = %s, want an error", s, m.String())
+		if m, err := ParseMatch(s); err == nil {
+			t.Errorf("ParseMatch(%q) = %s, want an error", s, FormatMatch(&m))
 		}
 	}
 	// Equivalent spellings.
@@ -157,10 +141,10 @@ func TestParseErrors(t *testing.T) {
 		{"eth_type=0x0800,ip_proto=17,udp_dst=53", "udp,tp_dst=53"},
 		{"", "vlan_vid=0/0"},
 	} {
-		a, err1 := Parse(c[0])
-		b, err2 := Parse(c[1])
+		a, err1 := ParseMatch(c[0])
+		b, err2 := ParseMatch(c[1])
 		if err1 != nil || err2 != nil || a != b {
-			t.Errorf("Parse(%q) = %s (%v), Parse(%q) = %s (%v): want equal", c[0], a.String(), err1, c[1], b.String(), err2)
+			t.Errorf("ParseMatch(%q) = %s (%v), ParseMatch(%q) = %s (%v): want equal", c[0], FormatMatch(&a), err1, c[1], FormatMatch(&b), err2)
 		}
 	}
 }
@@ -169,7 +153,7 @@ func TestParseErrors(t *testing.T) {
 // with the name it was written as and what it needs (ovs-ofctl would drop
 // the field silently, so del-flows nw_dst=X would delete every flow), and
 // the error is the switch's OFPET_BAD_MATCH/OFPBMC_BAD_PREREQ for errors.Is.
-func TestParsePrerequisites(t *testing.T) {
+func TestParseMatchPrerequisites(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"nw_dst=1.2.3.4", "nw_dst requires ip or arp (e.g. ip,nw_dst=...)"},
 		{"ip_src=1.2.3.4", "ip_src requires ip or arp"},
@@ -182,22 +166,22 @@ func TestParsePrerequisites(t *testing.T) {
 		{"ip,udp_src=53", "udp_src requires tcp, udp or sctp"},
 		{"icmp_type=8", "icmp_type requires icmp or icmp6 (e.g. icmp,icmp_type=...)"},
 	} {
-		_, err := Parse(c.in)
+		_, err := ParseMatch(c.in)
 		if err == nil {
-			t.Errorf("Parse(%q) succeeded", c.in)
+			t.Errorf("ParseMatch(%q) succeeded", c.in)
 			continue
 		}
 		if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "OFPET_BAD_MATCH/OFPBMC_BAD_PREREQ") {
-			t.Errorf("Parse(%q): %v, want it to say %q and name OFPET_BAD_MATCH/OFPBMC_BAD_PREREQ", c.in, err, c.want)
+			t.Errorf("ParseMatch(%q): %v, want it to say %q and name OFPET_BAD_MATCH/OFPBMC_BAD_PREREQ", c.in, err, c.want)
 		}
 	}
-	_, err := Parse("nw_dst=1.2.3.4")
+	_, err := ParseMatch("nw_dst=1.2.3.4")
 	if !errors.Is(err, &ofpwire.OFPError{Type: ofpwire.ETBadMatch, Code: ofpwire.BMCBadPrereq}) {
 		t.Errorf("%v is not OFPBMC_BAD_PREREQ for errors.Is", err)
 	}
 }
 
-func FuzzParse(f *testing.F) {
+func FuzzParseMatch(f *testing.F) {
 	for _, c := range ovsCases {
 		f.Add(c.flow)
 	}
@@ -205,22 +189,22 @@ func FuzzParse(f *testing.F) {
 	f.Add("ipv6,ipv6_exthdr=0x10/0x10,tun_id=7")
 	f.Add("tun_src=198.18.20.1/24,tun_ipv6_dst=2001:db8::/32,tun_id=0x64/0xff")
 	f.Fuzz(func(t *testing.T, s string) {
-		m, err := Parse(s)
+		m, err := ParseMatch(s)
 		if err != nil {
 			return
 		}
-		out := m.String()
-		m2, err := Parse(out)
+		out := FormatMatch(&m)
+		m2, err := ParseMatch(out)
 		if err != nil || m2 != m {
-			t.Fatalf("Parse(%q) prints %q, which parses to %s (%v)", s, out, m2.String(), err)
+			t.Fatalf("ParseMatch(%q) prints %q, which parses to %s (%v)", s, out, FormatMatch(&m2), err)
 		}
 		// And the OXM form agrees.
-		m3, err := FromOXM(ToOXM(&m))
+		m3, err := ofmatch.FromOXM(ofmatch.ToOXM(&m))
 		if err != nil || m3 != m {
 			t.Fatalf("OXM round trip of %q: %v", s, err)
 		}
-		if !bytes.Equal([]byte(out), []byte(m3.String())) {
-			t.Fatalf("String not deterministic for %q", s)
+		if !bytes.Equal([]byte(out), []byte(FormatMatch(&m3))) {
+			t.Fatalf("FormatMatch not deterministic for %q", s)
 		}
 	})
 }
@@ -232,20 +216,20 @@ func TestTunnelFieldsRoundTrip(t *testing.T) {
 		"tun_src=198.18.20.1,tun_ipv6_dst=2001:db8::2",
 		"tun_flags=+oam", "tun_id=0x5,tun_flags=-oam",
 	} {
-		m, err := Parse(s)
+		m, err := ParseMatch(s)
 		if err != nil {
-			t.Fatalf("Parse(%q): %v", s, err)
+			t.Fatalf("ParseMatch(%q): %v", s, err)
 		}
-		if got := m.String(); got != s {
-			t.Errorf("Parse(%q).String() = %q", s, got)
+		if got := FormatMatch(&m); got != s {
+			t.Errorf("ParseMatch(%q).String() = %q", s, got)
 		}
-		back, err := FromOXM(ToOXM(&m))
+		back, err := ofmatch.FromOXM(ofmatch.ToOXM(&m))
 		if err != nil || back != m {
 			t.Errorf("%q: OXM round trip %v: %+v", s, err, back)
 		}
 	}
 	// The OAM bit only: the key's other flags (key, csum) do not matter.
-	m, _ := Parse("tun_flags=+oam")
+	m, _ := ParseMatch("tun_flags=+oam")
 	var k flow.Key
 	k.Tun.Flags = flow.TunFlagOAM | flow.TunFlagKey
 	if !m.Matches(&k, 0) {
@@ -255,16 +239,16 @@ func TestTunnelFieldsRoundTrip(t *testing.T) {
 	if m.Matches(&k, 0) {
 		t.Error("a non-OAM packet matches tun_flags=+oam")
 	}
-	if n, _ := Parse("tun_flags=oam"); n != m {
+	if n, _ := ParseMatch("tun_flags=oam"); n != m {
 		t.Error("tun_flags=oam is not tun_flags=+oam")
 	}
-	if _, err := Parse("tun_flags=0x8/0x8"); err == nil {
+	if _, err := ParseMatch("tun_flags=0x8/0x8"); err == nil {
 		t.Error("tun_flags on a private bit accepted")
 	}
-	if _, err := Parse("tun_src=198.18.20.1,tun_ipv6_src=2001:db8::1"); err == nil {
+	if _, err := ParseMatch("tun_src=198.18.20.1,tun_ipv6_src=2001:db8::1"); err == nil {
 		t.Error("tun_src and tun_ipv6_src together accepted")
 	}
-	m, _ = Parse("tun_src=198.18.20.1")
+	m, _ = ParseMatch("tun_src=198.18.20.1")
 	k = flow.Key{}
 	k.Tun.Src = [16]byte{10: 0xff, 11: 0xff, 198, 18, 20, 1}
 	if !m.Matches(&k, 0) {

@@ -1,4 +1,4 @@
-package flowsyntax
+package ofptext
 
 import (
 	"fmt"
@@ -80,7 +80,7 @@ func matchText(prio uint16, om ofpwire.Match) string {
 		parts = append(parts, "priority="+strconv.Itoa(int(prio)))
 	}
 	if m, err := ofmatch.FromOXM(om); err == nil {
-		if s := m.String(); s != "" {
+		if s := FormatMatch(&m); s != "" {
 			parts = append(parts, s)
 		}
 	} else {

@@ -1,7 +1,6 @@
-package ofmatch
+package ofptext
 
 import (
-	"errors"
 	"fmt"
 	"math/bits"
 	"net/netip"
@@ -9,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
@@ -16,6 +16,20 @@ import (
 
 // portLocal is OFPP_LOCAL, the one reserved port a match may name.
 const portLocal = 0xfffffffe
+
+// Ethernet types and IP protocols the match syntax names.
+const (
+	ethIPv4     = 0x0800
+	ethARP      = 0x0806
+	ethIPv6     = 0x86dd
+	ethMPLS     = 0x8847
+	ethMPLSMc   = 0x8848
+	protoICMP   = 1
+	protoTCP    = 6
+	protoUDP    = 17
+	protoICMPv6 = 58
+	protoSCTP   = 132
+)
 
 // shorthand names the protocol keywords of ovs-ofctl: an exact EthType, and
 // an exact IP protocol when proto >= 0.
@@ -31,13 +45,13 @@ var shorthands = []struct {
 	{"arp", ethARP, -1}, {"mpls", ethMPLS, -1}, {"mplsm", ethMPLSMc, -1},
 }
 
-// String prints m in ovs-ofctl's flow syntax, e.g.
+// FormatMatch prints m in ovs-ofctl's flow syntax, e.g.
 // "tcp,in_port=1,metadata=0x5/0xff,dl_vlan=10,nw_src=198.18.0.0/16,tp_dst=80":
 // the protocol shorthand first, then the fields in OXM order. Fields Open
 // vSwitch does not have use the names pbb_isid and ipv6_exthdr. The empty
 // match prints as "".
-func (m *Match) String() string {
-	fs := ToOXM(m).Fields
+func FormatMatch(m *ofmatch.Match) string {
+	fs := ofmatch.ToOXM(m).Fields
 	var out []string
 	var eth, proto uint64
 	hasEth, hasProto := false, false
@@ -273,6 +287,21 @@ func prefixLen(mask []byte) (int, bool) {
 	return n, true
 }
 
+// MatchError is match text ParseMatch refuses (a missing prerequisite is a
+// *PrereqError instead). Reason is the mistake alone, which a flow's parser
+// puts in its own "bad flow" message; Error keeps the "ofmatch: " prefix
+// the match syntax's errors have always had where they are shown bare
+// (trace).
+type MatchError struct {
+	Reason string
+}
+
+func (e *MatchError) Error() string { return "ofmatch: " + e.Reason }
+
+func matchErrorf(format string, a ...any) error {
+	return &MatchError{Reason: fmt.Sprintf(format, a...)}
+}
+
 // field is a value/mask accumulator for one OXM field while parsing, since
 // several keywords may add to one field (dl_vlan and vlan_tci) and the OXM
 // field of tp_src or icmp_type depends on the protocol given anywhere.
@@ -283,11 +312,11 @@ type field struct {
 	maskful bool   // a mask was written explicitly
 }
 
-// Parse reads a match in the syntax String prints (ovs-ofctl's flow syntax
+// ParseMatch reads a match in the syntax FormatMatch prints (ovs-ofctl's flow syntax
 // for the fields OpenFlow 1.3 has): comma-separated protocol shorthands and
 // field=value[/mask] pairs. The result is checked like a match received from
-// a controller, so Parse accepts exactly the matches FromOXM accepts.
-func Parse(s string) (Match, error) {
+// a controller, so ParseMatch accepts exactly the matches ofmatch.FromOXM accepts.
+func ParseMatch(s string) (ofmatch.Match, error) {
 	var fs [ofpwire.NumFields]field
 	var tpSrc, tpDst, icmpType, icmpCode *field
 	var tmp [4]field
@@ -295,7 +324,7 @@ func Parse(s string) (Match, error) {
 	setU := func(f ofp.XMType, v, m uint64) error {
 		p := &fs[f]
 		if p.set && (p.v^v)&p.m&m != 0 {
-			return fmt.Errorf("ofmatch: conflicting values for %v", f)
+			return matchErrorf("conflicting values for %v", f)
 		}
 		p.set, p.v, p.m = true, p.v|v&m, p.m|m
 		return nil
@@ -303,7 +332,7 @@ func Parse(s string) (Match, error) {
 	proto := -1
 	setProto := func(p int) error {
 		if proto >= 0 && proto != p {
-			return errors.New("ofmatch: conflicting IP protocols")
+			return matchErrorf("conflicting IP protocols")
 		}
 		proto = p
 		return setU(ofp.XMTypeIPProto, uint64(p), 0xff)
@@ -311,7 +340,7 @@ func Parse(s string) (Match, error) {
 	eth := -1
 	setEth := func(e int) error {
 		if eth >= 0 && eth != e {
-			return errors.New("ofmatch: conflicting Ethernet types")
+			return matchErrorf("conflicting Ethernet types")
 		}
 		if eth == e {
 			return nil
@@ -338,17 +367,17 @@ func Parse(s string) (Match, error) {
 				if sh.name == name {
 					found = true
 					if err := setEth(int(sh.eth)); err != nil {
-						return Match{}, err
+						return ofmatch.Match{}, err
 					}
 					if sh.proto >= 0 {
 						if err := setProto(sh.proto); err != nil {
-							return Match{}, err
+							return ofmatch.Match{}, err
 						}
 					}
 				}
 			}
 			if !found {
-				return Match{}, fmt.Errorf("ofmatch: unknown keyword %q", name)
+				return ofmatch.Match{}, matchErrorf("unknown keyword %q", name)
 			}
 			continue
 		}
@@ -423,7 +452,7 @@ func Parse(s string) (Match, error) {
 			default:
 				err = parseMaskedUint(val, 16, func(v, m uint64) error {
 					if m&flow.TunFlagsPublic == 0 {
-						return fmt.Errorf("ofmatch: tun_flags=%s matches no public flag", val)
+						return matchErrorf("tun_flags=%s matches no public flag", val)
 					}
 					return setU(ofpwire.XMTypeTunFlags, v&flow.TunFlagsPublic, flow.TunFlagsPublic)
 				})
@@ -436,7 +465,7 @@ func Parse(s string) (Match, error) {
 			if v == 0xffff { // OFP_VLAN_NONE, as ovs-ofctl accepts it
 				err = setU(ofp.XMTypeVlanID, 0, 0x1fff)
 			} else if v > 0x0fff {
-				err = fmt.Errorf("ofmatch: dl_vlan %d out of range", v)
+				err = matchErrorf("dl_vlan %d out of range", v)
 			} else {
 				err = setU(ofp.XMTypeVlanID, uint64(ofpwire.VIDPresent)|v, 0x1fff)
 			}
@@ -465,7 +494,7 @@ func Parse(s string) (Match, error) {
 						return err
 					}
 				default:
-					return errors.New("ofmatch: OpenFlow 1.3 cannot match part of the VLAN PCP")
+					return matchErrorf("OpenFlow 1.3 cannot match part of the VLAN PCP")
 				}
 				if m&0x1fff == 0 {
 					return nil
@@ -476,7 +505,7 @@ func Parse(s string) (Match, error) {
 			var v uint64
 			if v, err = parseUint(val, 8); err == nil {
 				if v&3 != 0 {
-					err = errors.New("ofmatch: nw_tos has ECN bits set")
+					err = matchErrorf("nw_tos has ECN bits set")
 				} else {
 					err = setU(ofp.XMTypeIPDSCP, v>>2, 0x3f)
 				}
@@ -516,10 +545,10 @@ func Parse(s string) (Match, error) {
 		case "mpls_bos":
 			err = parseExact(val, 1, ofp.XMTypeMPLSBOS, setU)
 		default:
-			err = fmt.Errorf("ofmatch: unknown field %q", name)
+			err = matchErrorf("unknown field %q", name)
 		}
 		if err != nil {
-			return Match{}, err
+			return ofmatch.Match{}, err
 		}
 	}
 	// nw_proto given before arp: an ARP opcode after all.
@@ -531,7 +560,7 @@ func Parse(s string) (Match, error) {
 		for _, m := range [][2]ofp.XMType{{ofp.XMTypeIPv4Src, ofp.XMTypeARPSPA}, {ofp.XMTypeIPv4Dst, ofp.XMTypeARPTPA}} {
 			if fs[m[0]].set {
 				if fs[m[1]].set {
-					return Match{}, fmt.Errorf("ofmatch: %s and %v both given", names[m[0]], m[1])
+					return ofmatch.Match{}, matchErrorf("%s and %v both given", names[m[0]], m[1])
 				}
 				fs[m[1]], fs[m[0]] = fs[m[0]], field{}
 				names[m[1]] = names[m[0]]
@@ -539,7 +568,7 @@ func Parse(s string) (Match, error) {
 		}
 	}
 	// tp_* name ports, icmp_* ICMP's type and code, as String prints them.
-	src, dst, hasTp := transportFields(proto)
+	src, dst, hasTp := ofmatch.TransportFields(proto)
 	icmp := proto == protoICMP || proto == protoICMPv6
 	for i, d := range []struct {
 		f    *field
@@ -552,7 +581,7 @@ func Parse(s string) (Match, error) {
 			continue
 		}
 		if !d.fit {
-			return Match{}, fmt.Errorf("ofmatch: %s requires %s (e.g. %s,%s=...); a switch refuses it without: OFPET_BAD_MATCH/OFPBMC_BAD_PREREQ",
+			return ofmatch.Match{}, matchErrorf("%s requires %s (e.g. %s,%s=...); a switch refuses it without: OFPET_BAD_MATCH/OFPBMC_BAD_PREREQ",
 				tpNames[i], d.need, firstAlternative(strings.SplitN(d.need, ",", 2)[0]), tpNames[i])
 		}
 		fs[d.to] = *d.f
@@ -579,12 +608,12 @@ func Parse(s string) (Match, error) {
 		if size == 8 {
 			full = ^uint64(0)
 		}
-		if vb := validBits[ft]; vb != 0 {
+		if vb := ofmatch.ValidBits(ft); vb != 0 {
 			full = vb
 		}
 		if f.m&full == full || !maskable {
 			if f.m&full != full {
-				return Match{}, fmt.Errorf("ofmatch: %v cannot be masked", ft)
+				return ofmatch.Match{}, matchErrorf("%v cannot be masked", ft)
 			}
 			om.Add(ofpwire.OXMUint(ft, f.v))
 		} else {
@@ -592,16 +621,16 @@ func Parse(s string) (Match, error) {
 		}
 	}
 	if err := prereqError(om, names); err != nil {
-		return Match{}, err
+		return ofmatch.Match{}, err
 	}
-	return FromOXM(om)
+	return ofmatch.FromOXM(om)
 }
 
 // parseUint reads a decimal or 0x-hex number of at most width bits.
 func parseUint(s string, width int) (uint64, error) {
 	v, err := strconv.ParseUint(s, 0, width)
 	if err != nil {
-		return 0, fmt.Errorf("ofmatch: bad number %q", s)
+		return 0, matchErrorf("bad number %q", s)
 	}
 	return v, nil
 }
@@ -636,7 +665,7 @@ func parseExactInto(s string, width int, f *field) error {
 		return err
 	}
 	if f.set {
-		return fmt.Errorf("ofmatch: transport field given twice")
+		return matchErrorf("transport field given twice")
 	}
 	*f = field{set: true, v: v, m: ^uint64(0) >> (64 - width)}
 	return nil
@@ -646,7 +675,7 @@ func parseExactInto(s string, width int, f *field) error {
 // requires.
 func setBytes(f *field, v, m []byte, masked bool) error {
 	if f.set {
-		return errors.New("ofmatch: address field given twice")
+		return matchErrorf("address field given twice")
 	}
 	for i := range v {
 		v[i] &= m[i]
@@ -673,13 +702,13 @@ func parseMAC(s string, f *field) error {
 func parseMACAddr(s string) ([]byte, error) {
 	parts := strings.Split(s, ":")
 	if len(parts) != 6 {
-		return nil, fmt.Errorf("ofmatch: bad Ethernet address %q", s)
+		return nil, matchErrorf("bad Ethernet address %q", s)
 	}
 	b := make([]byte, 6)
 	for i, p := range parts {
 		v, err := strconv.ParseUint(p, 16, 8)
 		if err != nil || len(p) == 0 || len(p) > 2 {
-			return nil, fmt.Errorf("ofmatch: bad Ethernet address %q", s)
+			return nil, matchErrorf("bad Ethernet address %q", s)
 		}
 		b[i] = byte(v)
 	}
@@ -691,7 +720,7 @@ func parseAddrMask(s string, is4 bool) (v, m []byte, masked bool, err error) {
 	vs, ms, masked := strings.Cut(s, "/")
 	a, err := netip.ParseAddr(vs)
 	if err != nil || a.Is4() != is4 || a.Zone() != "" {
-		return nil, nil, false, fmt.Errorf("ofmatch: bad address %q", s)
+		return nil, nil, false, matchErrorf("bad address %q", s)
 	}
 	v = a.AsSlice()
 	m = make([]byte, len(v))
@@ -703,7 +732,7 @@ func parseAddrMask(s string, is4 bool) (v, m []byte, masked bool, err error) {
 	}
 	if n, err := strconv.Atoi(ms); err == nil {
 		if n < 0 || n > 8*len(v) || strings.HasPrefix(ms, "+") {
-			return nil, nil, false, fmt.Errorf("ofmatch: bad prefix length in %q", s)
+			return nil, nil, false, matchErrorf("bad prefix length in %q", s)
 		}
 		for i := range m {
 			switch {
@@ -718,7 +747,7 @@ func parseAddrMask(s string, is4 bool) (v, m []byte, masked bool, err error) {
 	}
 	ma, err := netip.ParseAddr(ms)
 	if err != nil || ma.Is4() != is4 || ma.Zone() != "" {
-		return nil, nil, false, fmt.Errorf("ofmatch: bad mask in %q", s)
+		return nil, nil, false, matchErrorf("bad mask in %q", s)
 	}
 	return v, ma.AsSlice(), true, nil
 }
@@ -729,7 +758,7 @@ func parseIPv4(s string, f *field) error {
 		return err
 	}
 	if f.set {
-		return errors.New("ofmatch: address field given twice")
+		return matchErrorf("address field given twice")
 	}
 	vi := uint64(v[0])<<24 | uint64(v[1])<<16 | uint64(v[2])<<8 | uint64(v[3])
 	mi := uint64(m[0])<<24 | uint64(m[1])<<16 | uint64(m[2])<<8 | uint64(m[3])

@@ -7,12 +7,64 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vswitch-go/vswitch/ctl/flowsyntax"
+	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 
 	"github.com/netrack/openflow/ofp"
 )
+
+// The tables as ovs-ofctl lines, the way the daemon saves and restores
+// them (vswitchd/savedtables.go), so that the tests read in the syntax.
+func savedFlows(b *Bridge) []string                { return ofptext.FlowLines(b.FlowMods()) }
+func groupLines(b *Bridge) []string                { return ofptext.GroupLines(b.GroupDescs()) }
+func meterLines(b *Bridge) []string                { return ofptext.MeterLines(b.MeterMods()) }
+func restoreFlows(b *Bridge, lines []string) error { return restoreFlowsKeeping(b, lines, nil) }
+
+func flowStates(b *Bridge) map[string]pipeline.EntryState {
+	fms, sts := b.FlowModStates()
+	out := make(map[string]pipeline.EntryState, len(fms))
+	for i, fm := range fms {
+		out[ofptext.FormatFlowMod(fm)] = sts[i]
+	}
+	return out
+}
+
+func restoreFlowsKeeping(b *Bridge, lines []string, states map[string]pipeline.EntryState) error {
+	fms := make([]*ofpwire.FlowMod, len(lines))
+	for i, l := range lines {
+		var err error
+		if fms[i], err = ofptext.ParseFlow(l, ofptext.Add); err != nil {
+			return err
+		}
+	}
+	return b.RestoreFlowMods(fms, func(i int) (pipeline.EntryState, bool) {
+		st, ok := states[lines[i]]
+		return st, ok
+	})
+}
+
+func restoreGroups(b *Bridge, lines []string) error {
+	gms := make([]*ofpwire.GroupMod, len(lines))
+	for i, l := range lines {
+		var err error
+		if gms[i], err = ofptext.ParseGroup(l, ofp.GroupAdd, ofptext.ParseFlowOptions{}); err != nil {
+			return err
+		}
+	}
+	return b.RestoreGroupMods(gms)
+}
+
+func restoreMeters(b *Bridge, lines []string) error {
+	mms := make([]*ofpwire.MeterMod, len(lines))
+	for i, l := range lines {
+		var err error
+		if mms[i], err = ofptext.ParseMeter(l, ofp.MeterAdd); err != nil {
+			return err
+		}
+	}
+	return b.RestoreMeterMods(mms)
+}
 
 // testGroups are installed in both bridges of the round trip.
 func installTestGroups(t *testing.T, tb *testBridge) {
@@ -117,7 +169,7 @@ func tableView(t *testing.T, p *pipeline.Pipeline) []entryView {
 	out := make([]entryView, len(es))
 	for i, e := range es {
 		out[i] = entryView{e.TableID, e.Priority, e.Cookie, e.IdleTimeout, e.HardTimeout, e.Flags,
-			e.Match.String(), flowsyntax.FormatInstructions(e.Instructions())}
+			ofptext.FormatMatch(&e.Match), ofptext.FormatInstructions(e.Instructions())}
 	}
 	return out
 }
@@ -129,10 +181,10 @@ func TestFlowLinesRoundTrip(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		fm := randomFlow(r)
 		if err := src.br.flowMod(fm); err != nil {
-			t.Fatalf("flow %d (%s): %v", i, flowsyntax.FormatFlowMod(fm), err)
+			t.Fatalf("flow %d (%s): %v", i, ofptext.FormatFlowMod(fm), err)
 		}
 	}
-	lines := src.br.FlowLines()
+	lines := savedFlows(src.br)
 	if len(lines) < 150 {
 		t.Fatalf("only %d flows installed", len(lines))
 	}
@@ -144,23 +196,23 @@ func TestFlowLinesRoundTrip(t *testing.T) {
 		t.Fatalf("flows in %d tables, want 5", len(tables))
 	}
 
-	groups := src.br.GroupLines()
+	groups := groupLines(src.br)
 	if len(groups) != 2 {
 		t.Fatalf("group lines %q", groups)
 	}
 	dst := newTestBridge(t)
 	// In reverse order: restoring sorts out the references.
-	if err := dst.br.RestoreGroups([]string{groups[1], groups[0]}); err != nil {
+	if err := restoreGroups(dst.br, []string{groups[1], groups[0]}); err != nil {
 		t.Fatal(err)
 	}
-	if got := dst.br.GroupLines(); !reflect.DeepEqual(got, groups) {
+	if got := groupLines(dst.br); !reflect.DeepEqual(got, groups) {
 		t.Fatalf("restored groups %q, want %q", got, groups)
 	}
 	dst.c.request(outputFlow(3, &ofpwire.ActionOutput{Port: 1})) // replaced by the restore
-	if err := dst.br.RestoreFlows(lines); err != nil {
+	if err := restoreFlows(dst.br, lines); err != nil {
 		t.Fatal(err)
 	}
-	if got := dst.br.FlowLines(); !reflect.DeepEqual(got, lines) {
+	if got := savedFlows(dst.br); !reflect.DeepEqual(got, lines) {
 		t.Fatalf("restored lines differ:\n%q\nwant\n%q", got, lines)
 	}
 	a, b := tableView(t, src.br.Pipeline()), tableView(t, dst.br.Pipeline())
@@ -182,24 +234,24 @@ func TestFlowLinesRoundTrip(t *testing.T) {
 func TestRestoreFlowsAllOrNothing(t *testing.T) {
 	tb := newTestBridge(t)
 	tb.c.request(outputFlow(1, &ofpwire.ActionOutput{Port: 2}))
-	before := tb.br.FlowLines()
+	before := savedFlows(tb.br)
 	for _, bad := range [][]string{
 		{"table=1,priority=5,tcp,tp_dst=80 actions=drop", "in_port=1 actions=frobnicate"},
 		{"table=1,priority=5,tcp,tp_dst=80 actions=drop", "table=3 actions=goto_table:2"},
 		{"table=1,priority=5,tcp,tp_dst=80 actions=drop", "actions=group:7"},
 	} {
-		if err := tb.br.RestoreFlows(bad); err == nil {
-			t.Fatalf("RestoreFlows(%q) succeeded", bad)
+		if err := restoreFlows(tb.br, bad); err == nil {
+			t.Fatalf("restoreFlows(%q) succeeded", bad)
 		}
-		if got := tb.br.FlowLines(); !reflect.DeepEqual(got, before) {
+		if got := savedFlows(tb.br); !reflect.DeepEqual(got, before) {
 			t.Fatalf("failed restore changed the tables to %q", got)
 		}
 	}
 	// ovs-ofctl lines of one's own are fine too, and replace everything.
-	if err := tb.br.RestoreFlows([]string{"table=1,priority=5,tcp,tp_dst=80 actions=drop", "in_port=2 actions=output:1"}); err != nil {
+	if err := restoreFlows(tb.br, []string{"table=1,priority=5,tcp,tp_dst=80 actions=drop", "in_port=2 actions=output:1"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := tb.br.FlowLines(); len(got) != 2 || got[0] != "in_port=2 actions=output:1" {
+	if got := savedFlows(tb.br); len(got) != 2 || got[0] != "in_port=2 actions=output:1" {
 		t.Fatalf("restored %q", got)
 	}
 	if got := tb.forward(tb.p2, tb.p1, frame()); len(got) != 1 {
@@ -246,7 +298,7 @@ func TestOnFlowTableChange(t *testing.T) {
 	quiet("an empty delete")
 	// Expiry, by the housekeeping tick.
 	wait("hard timeout")
-	if n := len(tb.br.FlowLines()); n != 0 {
+	if n := len(savedFlows(tb.br)); n != 0 {
 		t.Fatalf("%d flows after the hard timeout", n)
 	}
 	installTestGroups(t, tb)
@@ -255,13 +307,13 @@ func TestOnFlowTableChange(t *testing.T) {
 	wait("flow-mod")
 	tb.c.request(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 1})
 	wait("group delete")
-	if n := len(tb.br.FlowLines()); n != 0 {
+	if n := len(savedFlows(tb.br)); n != 0 {
 		t.Fatalf("%d flows after deleting their group", n)
 	}
-	if err := tb.br.RestoreFlows([]string{"actions=drop"}); err != nil {
+	if err := restoreFlows(tb.br, []string{"actions=drop"}); err != nil {
 		t.Fatal(err)
 	}
-	wait("RestoreFlows")
+	wait("RestoreFlowMods")
 }
 
 func TestGroupRefCounts(t *testing.T) {
@@ -295,16 +347,16 @@ func TestGroupRefCounts(t *testing.T) {
 func TestRestoreGroups(t *testing.T) {
 	tb := newTestBridge(t)
 	installTestGroups(t, tb)
-	before := tb.br.GroupLines()
+	before := groupLines(tb.br)
 	for _, bad := range [][]string{
 		{"group_id=5,type=all,bucket=actions=output:1", "group_id=6,type=frob"},
 		{"group_id=5,type=all,bucket=actions=group:9"},                                               // a group nothing defines
 		{"group_id=5,type=all,bucket=actions=group:6", "group_id=6,type=all,bucket=actions=group:5"}, // a loop
 	} {
-		if err := tb.br.RestoreGroups(bad); err == nil {
-			t.Fatalf("RestoreGroups(%q) succeeded", bad)
+		if err := restoreGroups(tb.br, bad); err == nil {
+			t.Fatalf("restoreGroups(%q) succeeded", bad)
 		}
-		if got := tb.br.GroupLines(); !reflect.DeepEqual(got, before) {
+		if got := groupLines(tb.br); !reflect.DeepEqual(got, before) {
 			t.Fatalf("failed restore changed the groups to %q", got)
 		}
 	}
@@ -314,10 +366,10 @@ func TestRestoreGroups(t *testing.T) {
 		"group_id=2,type=ff,bucket=watch_port:2,actions=output:2,bucket=watch_group:3,actions=group:3",
 		"group_id=3,type=select,bucket=weight:5,actions=output:1,bucket=actions=output:2",
 	}
-	if err := tb.br.RestoreGroups(lines); err != nil {
+	if err := restoreGroups(tb.br, lines); err != nil {
 		t.Fatal(err)
 	}
-	if got := tb.br.GroupLines(); !reflect.DeepEqual(got, lines) {
+	if got := groupLines(tb.br); !reflect.DeepEqual(got, lines) {
 		t.Fatalf("restored groups %q, want %q", got, lines)
 	}
 	tb.c.request(outputFlow(1, &ofpwire.ActionGroup{Group: 1}))
@@ -340,21 +392,21 @@ func TestMeterLinesRoundTrip(t *testing.T) {
 			t.Fatalf("meter-mod replies %#v", r)
 		}
 	}
-	lines := a.br.MeterLines()
+	lines := meterLines(a.br)
 	if len(lines) != 2 {
 		t.Fatalf("lines %q", lines)
 	}
 	b := newTestBridge(t)
-	if err := b.br.RestoreMeters([]string{"meter=3,frobnicate"}); err == nil {
+	if err := restoreMeters(b.br, []string{"meter=3,frobnicate"}); err == nil {
 		t.Fatal("bad meter line accepted")
 	}
-	if got := b.br.MeterLines(); len(got) != 0 {
+	if got := meterLines(b.br); len(got) != 0 {
 		t.Fatalf("bad restore left meters %q", got)
 	}
-	if err := b.br.RestoreMeters(lines); err != nil {
+	if err := restoreMeters(b.br, lines); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.br.MeterLines(); !slices.Equal(got, lines) {
+	if got := meterLines(b.br); !slices.Equal(got, lines) {
 		t.Fatalf("restored meters\n got %q\nwant %q", got, lines)
 	}
 	for _, id := range []uint32{1, 7} {
@@ -363,7 +415,7 @@ func TestMeterLinesRoundTrip(t *testing.T) {
 		}
 	}
 	// Restoring again replaces rather than fails.
-	if err := b.br.RestoreMeters(lines); err != nil {
+	if err := restoreMeters(b.br, lines); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -375,13 +427,13 @@ func TestMeterLinesRoundTrip(t *testing.T) {
 func TestRestoreFlowsKeeping(t *testing.T) {
 	src := newTestBridge(t)
 	src.c.request(outputFlow(1, &ofpwire.ActionOutput{Port: 2}))
-	if err := src.br.RestoreFlows(append(src.br.FlowLines(), "table=1,priority=5,idle_timeout=300,tcp,tp_dst=80 actions=drop")); err != nil {
+	if err := restoreFlows(src.br, append(savedFlows(src.br), "table=1,priority=5,idle_timeout=300,tcp,tp_dst=80 actions=drop")); err != nil {
 		t.Fatal(err)
 	}
 	if got := src.forward(src.p1, src.p2, frame()); len(got) != 1 {
 		t.Fatalf("forwarded %d frames", len(got))
 	}
-	lines, states := src.br.FlowLines(), src.br.FlowStates()
+	lines, states := savedFlows(src.br), flowStates(src.br)
 	if len(states) != len(lines) {
 		t.Fatalf("%d states for %d lines", len(states), len(lines))
 	}
@@ -393,7 +445,7 @@ func TestRestoreFlowsKeeping(t *testing.T) {
 	}
 	dst := newTestBridge(t)
 	fresh := "table=2,priority=7,udp actions=drop"
-	if err := dst.br.RestoreFlowsKeeping(append(lines, fresh), states); err != nil {
+	if err := restoreFlowsKeeping(dst.br, append(lines, fresh), states); err != nil {
 		t.Fatal(err)
 	}
 	f := pipeline.AnyFilter()
@@ -402,7 +454,7 @@ func TestRestoreFlowsKeeping(t *testing.T) {
 		t.Fatalf("%d entries restored, want 3", len(entries))
 	}
 	for _, e := range entries {
-		line := flowsyntax.FormatFlowMod(entryFlowMod(e))
+		line := ofptext.FormatFlowMod(entryFlowMod(e))
 		st, kept := states[line]
 		switch {
 		case line == fresh:

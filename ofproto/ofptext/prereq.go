@@ -1,4 +1,4 @@
-package ofmatch
+package ofptext
 
 import (
 	"fmt"

@@ -1,8 +1,11 @@
-package flowsyntax
+package ofptext
 
 import (
 	"fmt"
 	"strconv"
+	"strings"
+
+	"github.com/netrack/openflow/ofp"
 )
 
 // ParseFlowOptions carries what parsing needs from outside the text itself.
@@ -14,6 +17,15 @@ type ParseFlowOptions struct {
 	// a name it does not know is an error naming it.
 	PortByName func(name string) (uint32, bool)
 }
+
+// UnknownPortError is a port name that ParseFlowOptions.PortByName does
+// not know, so that a caller can say where it looked (the daemon's trace
+// names the bridge).
+type UnknownPortError struct {
+	Name string
+}
+
+func (e *UnknownPortError) Error() string { return fmt.Sprintf("unknown port name %q", e.Name) }
 
 // portResolver is ParseFlowOptions.PortByName inside the parser; nil means
 // no names.
@@ -28,7 +40,7 @@ func parseInPort(val string, ports portResolver) (string, error) {
 	if no, ok := ports(val); ok {
 		return strconv.FormatUint(uint64(no), 10), nil
 	}
-	return "", fmt.Errorf("in_port: unknown port name %q", val)
+	return "", fmt.Errorf("in_port: %w", &UnknownPortError{Name: val})
 }
 
 // ParsePort reads a port as ovs-ofctl does: a number, a reserved port's
@@ -36,4 +48,35 @@ func parseInPort(val string, ports portResolver) (string, error) {
 func ParsePort(s string, opts ParseFlowOptions) (uint32, error) {
 	p, err := parsePort(s, opts.PortByName)
 	return uint32(p), err
+}
+
+// portNames are the reserved ports by their ovs-ofctl names.
+var portNames = []struct {
+	name string
+	port ofp.PortNo
+}{
+	{"IN_PORT", ofp.PortIn}, {"NORMAL", ofp.PortNormal}, {"FLOOD", ofp.PortFlood},
+	{"ALL", ofp.PortAll}, {"CONTROLLER", ofp.PortController}, {"LOCAL", ofp.PortLocal},
+	{"ANY", ofp.PortAny}, {"TABLE", ofp.PortTable},
+}
+
+// parsePort reads a port number, a reserved port's name or, through
+// ports, the name of one of the switch's ports.
+func parsePort(s string, ports portResolver) (ofp.PortNo, error) {
+	for _, p := range portNames {
+		if strings.EqualFold(s, p.name) {
+			return p.port, nil
+		}
+	}
+	v, err := strconv.ParseUint(s, 0, 32)
+	if err == nil {
+		return ofp.PortNo(v), nil
+	}
+	if ports != nil {
+		if no, ok := ports(s); ok {
+			return ofp.PortNo(no), nil
+		}
+		return 0, &UnknownPortError{Name: s}
+	}
+	return 0, fmt.Errorf("bad port %q", s)
 }

@@ -1,4 +1,4 @@
-package flowsyntax
+package ofptext
 
 import (
 	"fmt"
