@@ -107,52 +107,125 @@ var (
 )
 
 // executeSet runs the action set in the order of OpenFlow 1.3 §5.10 (see
-// the package doc). Set-queue has nothing to run.
+// the package doc). Set-queue has nothing to run. Each action leaves the
+// set once it ran, so that an action that needs a field the walk does not
+// know freezes the walk with the rest of the set, to go on from there.
 func (x *xlator) executeSet() error {
 	s := &x.set
 	if x.tr != nil && *s != (actionSet{}) {
 		x.traceEvent(TraceEvent{Kind: TraceActionSet, Text: "executing the action set:"})
 		x.tind++
 	}
-	var seq [16]ofpwire.Action
-	n := 0
-	add := func(a ofpwire.Action, ok bool) {
-		if ok {
-			seq[n] = a
-			n++
+	for k := 0; k < numSetSlots; k++ {
+		a := s.slot(k)
+		if a == nil {
+			continue
 		}
-	}
-	add(actCopyTTLIn, s.copyTTLIn)
-	add(actPopVLAN, s.popVLAN)
-	add(actPopPBB, s.popPBB)
-	add(s.popMPLS, s.popMPLS != nil)
-	add(s.pushMPLS, s.pushMPLS != nil)
-	add(s.pushPBB, s.pushPBB != nil)
-	add(s.pushVLAN, s.pushVLAN != nil)
-	add(actCopyTTLOut, s.copyTTLOut)
-	add(actDecMPLSTTL, s.decMPLSTTL)
-	add(actDecNwTTL, s.decTTL)
-	add(s.setTTL, s.setTTL != nil)
-	add(s.setMPLSTTL, s.setMPLSTTL != nil)
-	for _, a := range seq[:n] {
-		if err := x.doAction(a, x.table, x.miss); err != nil || x.stopped {
+		ck := x.checkpoint()
+		rest := *s
+		var err error
+		switch a.(type) {
+		case *ofpwire.ActionGroup:
+			x.cookie = s.outCookie
+			err = x.group(s.group.Group, s.outTable, s.outMiss, true)
+		case *ofpwire.ActionOutput:
+			x.cookie = s.outCookie
+			err = x.doAction(a, s.outTable, s.outMiss)
+		default:
+			err = x.doAction(a, x.table, x.miss)
+		}
+		if x.blind {
+			return x.freeze(ck, frozenKey{stage: stageSet, table: x.table, miss: x.miss, cookie: x.cookie,
+				md: x.md, set: rest}, nil)
+		}
+		s.clearSlot(k)
+		if err != nil || x.stopped {
 			return err
 		}
 	}
-	for _, f := range s.fields {
-		if f != nil {
-			if err := x.doAction(f, x.table, x.miss); err != nil {
-				return err
-			}
-		}
-	}
-	if s.group != nil {
-		x.cookie = s.outCookie
-		return x.group(s.group.Group, s.outTable, s.outMiss, true)
-	}
-	if s.output != nil {
-		x.cookie = s.outCookie
-		return x.doAction(s.output, s.outTable, s.outMiss)
-	}
 	return nil
+}
+
+// The action set's slots in execution order: the fixed actions, one per
+// set-field, then the group or output (the group takes precedence).
+const (
+	slotFields  = 12
+	slotFinal   = slotFields + ofpwire.NumFields
+	numSetSlots = slotFinal + 1
+)
+
+// slot returns the action in slot k, nil when empty.
+func (s *actionSet) slot(k int) ofpwire.Action {
+	flag := func(a ofpwire.Action, ok bool) ofpwire.Action {
+		if ok {
+			return a
+		}
+		return nil
+	}
+	switch k {
+	case 0:
+		return flag(actCopyTTLIn, s.copyTTLIn)
+	case 1:
+		return flag(actPopVLAN, s.popVLAN)
+	case 2:
+		return flag(actPopPBB, s.popPBB)
+	case 3:
+		return flag(s.popMPLS, s.popMPLS != nil)
+	case 4:
+		return flag(s.pushMPLS, s.pushMPLS != nil)
+	case 5:
+		return flag(s.pushPBB, s.pushPBB != nil)
+	case 6:
+		return flag(s.pushVLAN, s.pushVLAN != nil)
+	case 7:
+		return flag(actCopyTTLOut, s.copyTTLOut)
+	case 8:
+		return flag(actDecMPLSTTL, s.decMPLSTTL)
+	case 9:
+		return flag(actDecNwTTL, s.decTTL)
+	case 10:
+		return flag(s.setTTL, s.setTTL != nil)
+	case 11:
+		return flag(s.setMPLSTTL, s.setMPLSTTL != nil)
+	case slotFinal:
+		if s.group != nil {
+			return s.group
+		}
+		return flag(s.output, s.output != nil)
+	}
+	return flag(s.fields[k-slotFields], s.fields[k-slotFields] != nil)
+}
+
+// clearSlot empties slot k.
+func (s *actionSet) clearSlot(k int) {
+	switch k {
+	case 0:
+		s.copyTTLIn = false
+	case 1:
+		s.popVLAN = false
+	case 2:
+		s.popPBB = false
+	case 3:
+		s.popMPLS = nil
+	case 4:
+		s.pushMPLS = nil
+	case 5:
+		s.pushPBB = nil
+	case 6:
+		s.pushVLAN = nil
+	case 7:
+		s.copyTTLOut = false
+	case 8:
+		s.decMPLSTTL = false
+	case 9:
+		s.decTTL = false
+	case 10:
+		s.setTTL = nil
+	case 11:
+		s.setMPLSTTL = nil
+	case slotFinal:
+		s.group, s.output = nil, nil
+	default:
+		s.fields[k-slotFields] = nil
+	}
 }

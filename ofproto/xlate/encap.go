@@ -288,7 +288,9 @@ func (x *xlator) outputTable() error {
 	if x.tr != nil {
 		x.traceNote(TraceAction, "resubmitting the packet to table 0")
 	}
+	x.nested++
 	err := x.walkTables()
+	x.nested--
 	if tbl != p {
 		tbl.RUnlock()
 	}

@@ -22,7 +22,13 @@ func (x *xlator) walk() error {
 // then executes its action set.
 func (x *xlator) walkTables() error {
 	x.md = 0
-	tid := uint8(0)
+	return x.walkFrom(0)
+}
+
+// walkFrom runs the packet through x.p from table tid and then executes
+// its action set. A lookup that needs a field the walk does not know
+// freezes the walk there.
+func (x *xlator) walkFrom(tid uint8) error {
 	for step := 0; ; step++ {
 		if step >= maxSteps {
 			return ErrLoop
@@ -30,6 +36,7 @@ func (x *xlator) walkTables() error {
 		if err := x.flushPending(); err != nil {
 			return err
 		}
+		ck := x.checkpoint()
 		var wc flow.Mask
 		// The lookup is counted through the megaflow's refs, per packet
 		// (a trace counts nothing).
@@ -41,55 +48,18 @@ func (x *xlator) walkTables() error {
 		if x.tr != nil {
 			x.tr.addStep(tid, e)
 		}
+		if x.blind {
+			return x.freeze(ck, frozenKey{stage: stageTable, table: tid, md: x.md, set: x.set}, nil)
+		}
 		if e == nil {
 			// No table-miss entry: OpenFlow 1.3 §5.4 drops the packet,
 			// so the action set is discarded, not executed.
 			return nil
 		}
 		x.refs = append(x.refs, e) // the entry counts the megaflow's traffic
-		x.table, x.miss, x.cookie = tid, isTableMiss(e), e.Cookie
-		next, gotoTable := uint8(0), false
-		for _, in := range e.Instructions() {
-			var err error
-			switch in := in.(type) {
-			case *ofpwire.InstrApplyActions:
-				err = x.applyActions(in.Actions)
-			case *ofpwire.InstrClearActions:
-				x.set = actionSet{}
-				if x.tr != nil {
-					x.traceEvent(TraceEvent{Kind: TraceClearActions, Text: "clear_actions"})
-				}
-			case *ofpwire.InstrWriteActions:
-				err = x.writeActions(in.Actions)
-				if x.tr != nil && err == nil {
-					x.traceWriteActions(in.Actions)
-				}
-			case *ofpwire.InstrWriteMetadata:
-				x.md = x.md&^in.Mask | in.Metadata&in.Mask
-				if x.tr != nil {
-					x.traceMetadata(in, x.md)
-				}
-			case *ofpwire.InstrGotoTable:
-				next, gotoTable = in.TableID, true
-				if x.tr != nil {
-					x.traceEvent(TraceEvent{Kind: TraceGoto, Table: in.TableID,
-						Text: fmt.Sprintf("goto_table:%d", in.TableID)})
-				}
-			case *ofpwire.InstrMeter:
-				// The datapath meters by OpenFlow meter id (ofproto
-				// programs its meters). OpenFlow runs the meter before
-				// the entry's other instructions; ofproto stores it
-				// first. It consults no packet field.
-				err = x.emit(actions.Action{Kind: actions.Meter, Port: uint32(in.MeterID)})
-			default:
-				err = fmt.Errorf("%w: instruction type %d", ErrUnsupported, in.InstructionType())
-			}
-			if err != nil {
-				return err
-			}
-			if x.stopped {
-				return nil
-			}
+		next, gotoTable, err := x.runEntry(tid, e, e.Instructions(), 0, 0)
+		if err != nil || x.stopped {
+			return err
 		}
 		if !gotoTable {
 			break
@@ -100,6 +70,72 @@ func (x *xlator) walkTables() error {
 		tid = next
 	}
 	return x.executeSet()
+}
+
+// walkEntry goes on with entry e of table tid from instruction fromIns,
+// action fromAct (a thawed walk), and from there as walkFrom does.
+func (x *xlator) walkEntry(tid uint8, e *pipeline.Entry, ins []ofpwire.Instruction, fromIns, fromAct int) error {
+	next, gotoTable, err := x.runEntry(tid, e, ins, fromIns, fromAct)
+	if err != nil || x.stopped {
+		return err
+	}
+	if !gotoTable {
+		return x.executeSet()
+	}
+	if next <= tid {
+		return ErrLoop
+	}
+	return x.walkFrom(next)
+}
+
+// runEntry executes the instructions ins of entry e (table tid) from
+// instruction fromIns, whose actions start at fromAct, and says where the
+// walk goes next.
+func (x *xlator) runEntry(tid uint8, e *pipeline.Entry, ins []ofpwire.Instruction, fromIns, fromAct int) (next uint8, gotoTable bool, err error) {
+	x.table, x.miss, x.cookie = tid, isTableMiss(e), e.Cookie
+	for i := fromIns; i < len(ins); i++ {
+		switch in := ins[i].(type) {
+		case *ofpwire.InstrApplyActions:
+			from := 0
+			if i == fromIns {
+				from = fromAct
+			}
+			err = x.applyActions(e, ins, i, from)
+		case *ofpwire.InstrClearActions:
+			x.set = actionSet{}
+			if x.tr != nil {
+				x.traceEvent(TraceEvent{Kind: TraceClearActions, Text: "clear_actions"})
+			}
+		case *ofpwire.InstrWriteActions:
+			err = x.writeActions(in.Actions)
+			if x.tr != nil && err == nil {
+				x.traceWriteActions(in.Actions)
+			}
+		case *ofpwire.InstrWriteMetadata:
+			x.md = x.md&^in.Mask | in.Metadata&in.Mask
+			if x.tr != nil {
+				x.traceMetadata(in, x.md)
+			}
+		case *ofpwire.InstrGotoTable:
+			next, gotoTable = in.TableID, true
+			if x.tr != nil {
+				x.traceEvent(TraceEvent{Kind: TraceGoto, Table: in.TableID,
+					Text: fmt.Sprintf("goto_table:%d", in.TableID)})
+			}
+		case *ofpwire.InstrMeter:
+			// The datapath meters by OpenFlow meter id (ofproto
+			// programs its meters). OpenFlow runs the meter before
+			// the entry's other instructions; ofproto stores it
+			// first. It consults no packet field.
+			err = x.emit(actions.Action{Kind: actions.Meter, Port: uint32(in.MeterID)})
+		default:
+			err = fmt.Errorf("%w: instruction type %d", ErrUnsupported, in.InstructionType())
+		}
+		if err != nil || x.stopped {
+			return 0, false, err
+		}
+	}
+	return next, gotoTable, nil
 }
 
 // isTableMiss reports whether e is a table-miss entry (priority 0, every
@@ -130,9 +166,19 @@ func (x *xlator) emit(a actions.Action) error {
 	return nil
 }
 
-func (x *xlator) applyActions(acts []ofpwire.Action) error {
-	for _, a := range acts {
-		if err := x.doAction(a, x.table, x.miss); err != nil {
+// applyActions executes the apply-actions instruction ins[i] of entry e
+// from action from on. An action that needs a field the walk does not
+// know freezes the walk before it.
+func (x *xlator) applyActions(e *pipeline.Entry, ins []ofpwire.Instruction, i, from int) error {
+	acts := ins[i].(*ofpwire.InstrApplyActions).Actions
+	for j := from; j < len(acts); j++ {
+		ck := x.checkpoint()
+		err := x.doAction(acts[j], x.table, x.miss)
+		if x.blind {
+			return x.freeze(ck, frozenKey{stage: stageEntry, table: x.table, miss: x.miss, cookie: x.cookie,
+				entry: e, instr: uint16(i), act: uint16(j), md: x.md, set: x.set}, ins)
+		}
+		if err != nil {
 			return err
 		}
 		if x.stopped {

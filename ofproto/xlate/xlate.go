@@ -2,6 +2,7 @@ package xlate
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/vswitch-go/vswitch/datapath"
@@ -79,6 +80,10 @@ type Options struct {
 	// OpenFlow 1.3 allows that port nowhere else; nil makes the output
 	// unsupported.
 	Table *pipeline.Pipeline
+	// Recirc parks the rest of a walk that needs a field behind a popped
+	// MPLS entry or I-TAG, and finds it again for a key with a recirc_id
+	// (see Recirculator); nil makes such a walk fail as unsupported.
+	Recirc Recirculator
 }
 
 // ControllerArg packs what ofproto needs to build a packet-in into the
@@ -141,6 +146,13 @@ type xlator struct {
 	tind int // trace nesting: group buckets and the action set indent
 	// cookie is the cookie of the entry being executed, for packet-ins.
 	cookie uint64
+	// nested counts outputs to TABLE being walked, where a walk cannot
+	// freeze.
+	nested int
+	// recircID is the id the walk froze under (0: it did not).
+	recircID uint32
+	// thawed is the frozen state this walk resumed, if any.
+	thawed *Frozen
 }
 
 // Translate walks the pipeline for the packet whose flow key is key,
@@ -160,7 +172,12 @@ func translate(p *pipeline.Pipeline, key *flow.Key, res *datapath.UpcallResult, 
 	res.NoInstall = false
 	x.refs = res.Refs[:0]
 	p.RLock()
-	err := x.walk()
+	var err error
+	if key.RecircID != 0 {
+		err = x.resume(key.RecircID)
+	} else {
+		err = x.walk()
+	}
 	p.RUnlock()
 	if err == nil && x.blind {
 		err = errBlind
@@ -172,4 +189,21 @@ func translate(p *pipeline.Pipeline, key *flow.Key, res *datapath.UpcallResult, 
 		tr.finish(&x, err)
 	}
 	return err
+}
+
+// resume translates a recirculated packet: the walk frozen under id goes
+// on against the packet's fresh key. The megaflow matches the id.
+func (x *xlator) resume(id uint16) error {
+	x.consult(&flow.Mask{RecircID: 0xffff})
+	var f *Frozen
+	if x.opts.Recirc != nil {
+		f = x.opts.Recirc.Thaw(uint32(id))
+	}
+	if f == nil {
+		if x.tr != nil {
+			x.traceNote(TraceDrop, fmt.Sprintf("recirc_id %#x is not allocated: dropped", id))
+		}
+		return fmt.Errorf("%w: recirc_id %#x is not allocated", ErrUnsupported, id)
+	}
+	return x.thaw(f)
 }
