@@ -169,11 +169,14 @@ func (t *RecircTable) Len() int {
 // A trace also keeps the working key, the packet as it will recirculate.
 type checkpoint struct {
 	out, refs int
-	key       flow.Key
+	// helps says some field was unknown already: only then does a fresh
+	// key from the packet as it is here tell the operation more.
+	helps bool
+	key   flow.Key
 }
 
 func (x *xlator) checkpoint() checkpoint {
-	ck := checkpoint{out: len(x.out), refs: len(x.refs)}
+	ck := checkpoint{out: len(x.out), refs: len(x.refs), helps: x.unknown != flow.Mask{}}
 	if x.tr != nil {
 		ck.key = x.key
 	}
@@ -195,7 +198,7 @@ func (x *xlator) freeze(ck checkpoint, k frozenKey, ins []ofpwire.Instruction) e
 		return errBlind
 	}
 	k.p = x.p
-	if x.thawed != nil && x.thawed.key == k {
+	if !ck.helps || x.thawed != nil && x.thawed.key == k {
 		return errNoProgress
 	}
 	f := Frozen{key: k}

@@ -14,12 +14,15 @@ var ones16 = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff
 // state before a bucket or an output to TABLE) and resets the walk's state
 // to it. A field is restored when it was written for the first time (its
 // value may differ packet to packet) or changed its value; the restored
-// values are consulted, as seen before.
+// values are consulted, as seen before. A field unknown before and known
+// after was written too, whatever the values say (an unknown field's value
+// in the key is meaningless): restoring it needs the unknown value.
 func (x *xlator) undo(saved *savedState) error {
 	var ch flow.Mask
 	cw, kw, sk, nw, ow := ch.Words(), x.key.Words(), saved.key.Words(), x.written.Words(), saved.written.Words()
+	uw, su := x.unknown.Words(), saved.unknown.Words()
 	for i := range cw {
-		cw[i] = nw[i]&^ow[i] | (kw[i] ^ sk[i])
+		cw[i] = nw[i]&^ow[i] | (kw[i] ^ sk[i]) | su[i]&^uw[i]
 	}
 	cur, net := x.key, x.tags-saved.tags
 	x.key, x.written, x.unknown, x.tags, x.inner = saved.key, saved.written, saved.unknown, saved.tags, saved.inner

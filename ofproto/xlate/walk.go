@@ -49,6 +49,11 @@ func (x *xlator) walkFrom(tid uint8) error {
 			x.tr.addStep(tid, e)
 		}
 		if x.blind {
+			if x.tr != nil {
+				// The entry found was chosen on unknown fields: the
+				// thawed walk shows the real lookup.
+				x.tr.Steps = x.tr.Steps[:len(x.tr.Steps)-1]
+			}
 			return x.freeze(ck, frozenKey{stage: stageTable, table: tid, md: x.md, set: x.set}, nil)
 		}
 		if e == nil {
