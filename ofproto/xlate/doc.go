@@ -37,9 +37,12 @@
 // MPLS to an Ethernet type the datapath parses further (IPv4, IPv6, ARP,
 // MPLS, PBB) and after pop PBB every field but in_port and tunnel_id, the
 // fields behind the popped header are unknown to the walk: a later lookup,
-// prerequisite check, dec-TTL or hash that needs one fails as unsupported
-// (Open vSwitch would recirculate). Fields a set-field writes afterwards
-// become known again. Copy TTL out takes the TTL the top entry covers,
+// prerequisite check, dec-TTL or hash that needs one freezes the walk
+// (recirc.go): the actions so far end in a datapath recirc action, and the
+// recirculated packet's fresh key resumes the walk where it stopped
+// (Options.Recirc; without one, or inside a group bucket or packet-out,
+// the translation fails as unsupported). Fields a set-field writes
+// afterwards become known again. Copy TTL out takes the TTL the top entry covers,
 // known only when this translation pushed that entry; otherwise the top
 // entry's TTL becomes unknown the same way. Dec MPLS TTL at 0 or 1 sends an
 // OFPR_INVALID_TTL packet-in and stops, like dec NW TTL. An 802.3 SNAP frame
