@@ -198,13 +198,15 @@ func (x *xlator) freeze(ck checkpoint, k frozenKey, ins []ofpwire.Instruction) e
 		return errBlind
 	}
 	k.p = x.p
+	if k.stage == stageEntry {
+		k.ins0 = &ins[0]
+	}
 	if !ck.helps || x.thawed != nil && x.thawed.key == k {
 		return errNoProgress
 	}
 	f := Frozen{key: k}
 	if k.stage == stageEntry {
 		f.ins = ins
-		f.key.ins0 = &ins[0]
 	}
 	id, ok := x.opts.Recirc.Freeze(&f)
 	if !ok {
