@@ -433,6 +433,9 @@ type TraceView struct {
 	Megaflow        string          `json:"megaflow"`
 	DatapathActions string          `json:"datapath_actions"`
 	Error           string          `json:"error,omitempty"`
+	// Recirculation is the walk resumed after the datapath actions'
+	// recirc, on the recirculated packet.
+	Recirculation *TraceView `json:"recirculation,omitempty"`
 }
 
 // TraceStepView is one table of a trace.
@@ -463,6 +466,10 @@ func traceView(tr *xlate.Trace) TraceView {
 			sv.Events = append(sv.Events, e.Text)
 		}
 		v.Steps = append(v.Steps, sv)
+	}
+	if tr.Next != nil {
+		n := traceView(tr.Next)
+		v.Recirculation = &n
 	}
 	return v
 }
