@@ -106,6 +106,7 @@ type PMD struct {
 	// and both caches.
 	portFlows []*Megaflow
 	upcall    UpcallResult
+	recirc    recircQueue
 	gen       uint64
 	now       int64
 	busy      bool // the last iteration received packets
@@ -442,6 +443,20 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 		}
 		pkt.KeyValid = true
 	}
+	upcalled = p.classify(pkts)
+	p.local.rxPackets += uint64(len(pkts))
+	if p.recirc.q[p.recirc.cur].N > 0 {
+		if p.drainRecirc() {
+			upcalled = true
+		}
+	}
+	return upcalled
+}
+
+// classify looks the packets up (EMC, megaflows, upcall) by their keys,
+// which must be valid, and executes their actions. It reports whether any
+// packet needed an upcall.
+func (p *PMD) classify(pkts []*packet.Packet) (upcalled bool) {
 	emcMisses := 0
 	for i, pkt := range pkts {
 		pkt.Hash = pkt.Key.Hash()
@@ -488,7 +503,6 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 		runBytes += uint64(pkt.Len())
 		p.execute(pkt, mf.Actions)
 	}
-	p.local.rxPackets += uint64(len(pkts))
 	if runFlow != nil {
 		runFlow.packets.Add(runPkts)
 		runFlow.bytes.Add(runBytes)
@@ -520,7 +534,7 @@ func (p *PMD) processPortFlow(inPort uint32, mf *Megaflow) {
 // isPortFlow reports whether mf matches on the input port alone and its
 // actions only output, so that it can serve as its port's simple-match flow.
 func isPortFlow(mf *Megaflow) bool {
-	if mf.Match.Mask != (flow.Mask{InPort: ^uint32(0)}) {
+	if mf.Match.Mask != (flow.Mask{InPort: ^uint32(0), RecircID: 0xffff}) || mf.Match.Key.RecircID != 0 {
 		return false
 	}
 	for i := range mf.Actions {
@@ -645,6 +659,10 @@ func (p *PMD) handleMiss(pkt *packet.Packet, hash uint32) *Megaflow {
 		refs:    append([]StatsSink(nil), p.upcall.Refs...),
 	}
 	mf.Match.Mask = p.upcall.Mask
+	// recirc_id is never wildcarded, whatever the Upcaller's mask says:
+	// a first-pass megaflow must not catch a recirculated packet, nor one
+	// pass's flow another's.
+	mf.Match.Mask.RecircID = 0xffff
 	pkt.Key.ApplyMask(&mf.Match.Mask, &mf.Match.Key)
 	mf.used.Store(p.now)
 	p.installedMu.Lock()
@@ -694,6 +712,9 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 				p.drop(pkt, DropMeter)
 				return
 			}
+		case actions.Recirc:
+			p.recirculate(pkt, a.Port) // it ends the list
+			return
 		default:
 			if !actions.Apply(a, pkt) {
 				p.drop(pkt, DropAction)
@@ -755,6 +776,7 @@ func (p *PMD) runMailbox() {
 		flow.Extract(pkt.Data(), it.inPort, &pkt.Key, &pkt.Offsets)
 		pkt.KeyValid = true
 		p.execute(pkt, it.acts)
+		p.drainRecirc()
 	}
 	p.flush(true)
 }

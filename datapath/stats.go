@@ -22,6 +22,7 @@ type pmdCounters struct {
 	lostUpcalls     atomic.Uint64
 	malformed       atomic.Uint64
 	flowsLimited    atomic.Uint64
+	recirculations  atomic.Uint64
 	drops           [numDropCauses]atomic.Uint64
 }
 
@@ -38,12 +39,13 @@ const (
 	DropNoBuffer                    // no pool buffer for a copy
 	DropController                  // the controller queue was full
 	DropMeter                       // a meter band dropped it, or its meter does not exist
+	DropRecirc                      // a recirculation beyond MaxRecirculations
 	numDropCauses
 )
 
 var dropCauseNames = [numDropCauses]string{
 	"no_flow", "no_port", "tx_queue_full", "port_down", "action", "no_buffer", "controller_queue_full",
-	"meter",
+	"meter", "recirc_depth",
 }
 
 // String returns the cause's name as used in metrics and drop-stats.
@@ -68,6 +70,7 @@ type pmdLocal struct {
 	iterations, busyNs, idleNs, rxPackets      uint64
 	emcHits, megaflowHits, misses, lostUpcalls uint64
 	simpleMatchHits, malformed, flowsLimited   uint64
+	recirculations                             uint64
 	drops                                      [numDropCauses]uint64
 }
 
@@ -83,6 +86,7 @@ func (l *pmdLocal) publish(c *pmdCounters) {
 	c.lostUpcalls.Store(l.lostUpcalls)
 	c.malformed.Store(l.malformed)
 	c.flowsLimited.Store(l.flowsLimited)
+	c.recirculations.Store(l.recirculations)
 	for i := range l.drops {
 		c.drops[i].Store(l.drops[i])
 	}
@@ -105,7 +109,12 @@ type PMDStats struct {
 	LostUpcalls     uint64 // upcalls that failed (packet dropped)
 	Malformed       uint64 // packets whose headers were truncated or malformed (still classified)
 	FlowsLimited    uint64 // upcalls not installed because the PMD was at its flow limit
-	Drops           [numDropCauses]uint64
+	// Recirculations are the packets a recirc action sent through the
+	// caches again (each pass after the first counts once); their
+	// lookups count in EMCHits, MegaflowHits and Misses like a received
+	// packet's.
+	Recirculations uint64
+	Drops          [numDropCauses]uint64
 }
 
 func (c *pmdCounters) snapshot(pmd int) PMDStats {
@@ -122,6 +131,7 @@ func (c *pmdCounters) snapshot(pmd int) PMDStats {
 		LostUpcalls:     c.lostUpcalls.Load(),
 		Malformed:       c.malformed.Load(),
 		FlowsLimited:    c.flowsLimited.Load(),
+		Recirculations:  c.recirculations.Load(),
 	}
 	for i := range s.Drops {
 		s.Drops[i] = c.drops[i].Load()

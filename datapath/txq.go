@@ -5,9 +5,6 @@ import (
 	"sync/atomic"
 )
 
-// CacheLine is the size every structure shared between PMDs is padded to.
-const CacheLine = 64
-
 // TxqLock serialises PMDs that share one tx queue of a port. It is a
 // spinlock (held for one Send of at most one batch) on a cache line of its
 // own, so taking it never disturbs a neighbour.

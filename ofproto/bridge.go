@@ -190,6 +190,9 @@ type Bridge struct {
 	meterMu sync.Mutex
 	// failPipe is the hidden table translations use while failed open.
 	failPipe *pipeline.Pipeline
+	// recirc holds the walks frozen for recirculation (after a pop MPLS
+	// or PBB); tablesChanged retires the ids no megaflow can still use.
+	recirc *xlate.RecircTable
 
 	// portMu serialises port changes; recs and settings are guarded by
 	// it, view is what upcalls read instead.
@@ -235,7 +238,8 @@ func NewBridge(name string, dp *datapath.Datapath, cfg BridgeConfig) (*Bridge, e
 	}
 	b := &Bridge{name: name, dp: dp, cfg: cfg, pipe: pipeline.New(0), stop: make(chan struct{}),
 		groups: pipeline.NewGroupTable(), meters: newMeterTable(), failPipe: newFailOpenPipeline(),
-		recs: make(map[uint32]*portRec), settings: make(map[uint32]portSettings),
+		recirc: xlate.NewRecircTable(),
+		recs:   make(map[uint32]*portRec), settings: make(map[uint32]portSettings),
 		failMode: mode, tablesDirty: make(chan struct{}, 1)}
 	b.portLiveFn = b.portLive
 	b.pipe.OnChange = b.tablesChanged
@@ -331,7 +335,7 @@ func (b *Bridge) Meters() *pipeline.MeterTable { return b.meters }
 func (b *Bridge) xlateOptions(now time.Time) xlate.Options {
 	v := b.ports()
 	return xlate.Options{Ports: v.all, FloodPorts: v.flood, LocalPort: v.local, PortConfig: v.configOf,
-		Normal: b.cfg.Normal, Now: now, Groups: b.groups, PortLive: b.portLiveFn}
+		Normal: b.cfg.Normal, Now: now, Groups: b.groups, PortLive: b.portLiveFn, Recirc: b.recirc}
 }
 
 // activePipeline is the table translations walk: the bridge's, or the

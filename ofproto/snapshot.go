@@ -20,9 +20,11 @@ import (
 // text syntax here.
 
 // tablesChanged is the pipeline's OnChange: the datapath's megaflows are
-// stale, and the daemon may want to save the tables.
+// stale (and with them the recirc_ids their frozen walks hold), and the
+// daemon may want to save the tables.
 func (b *Bridge) tablesChanged() {
 	b.dp.InvalidateFlows()
+	b.recirc.Retire()
 	b.notifyTables()
 }
 

@@ -87,6 +87,7 @@ func addPMDStats(a, b datapath.PMDStats) datapath.PMDStats {
 	a.LostUpcalls += b.LostUpcalls
 	a.Malformed += b.Malformed
 	a.FlowsLimited += b.FlowsLimited
+	a.Recirculations += b.Recirculations
 	for i := range a.Drops {
 		a.Drops[i] += b.Drops[i]
 	}
@@ -103,9 +104,12 @@ func sub(a, b uint64) uint64 {
 
 // PMDStatsView is one PMD's line of pmd-stats-show.
 type PMDStatsView struct {
-	Bridge          string  `json:"bridge"`
-	PMD             int     `json:"pmd"`
-	Packets         uint64  `json:"packets_received"`
+	Bridge  string `json:"bridge"`
+	PMD     int    `json:"pmd"`
+	Packets uint64 `json:"packets_received"`
+	// Recirculations are the extra passes through the caches that recirc
+	// actions asked for; the hit percentages are of all passes.
+	Recirculations  uint64  `json:"packet_recirculations"`
 	SimpleMatchHits uint64  `json:"simple_match_hits"`
 	EMCHits         uint64  `json:"emc_hits"`
 	MegaflowHits    uint64  `json:"megaflow_hits"`
@@ -140,6 +144,7 @@ func (d *Daemon) pmdStatsViews() []PMDStatsView {
 			}
 			v := PMDStatsView{Bridge: b.name, PMD: s.PMD,
 				Packets:         sub(s.RxPackets, bs.RxPackets),
+				Recirculations:  sub(s.Recirculations, bs.Recirculations),
 				SimpleMatchHits: sub(s.SimpleMatchHits, bs.SimpleMatchHits),
 				EMCHits:         sub(s.EMCHits, bs.EMCHits),
 				MegaflowHits:    sub(s.MegaflowHits, bs.MegaflowHits),
@@ -183,12 +188,17 @@ func (d *Daemon) cmdPMDStatsShow(context.Context, []string) (mgmt.Result, error)
 	var sb strings.Builder
 	for _, v := range views {
 		fmt.Fprintf(&sb, "pmd thread bridge %s pmd %d:\n", v.Bridge, v.PMD)
+		passes := v.Packets + v.Recirculations
 		fmt.Fprintf(&sb, "  packets received: %d\n", v.Packets)
-		fmt.Fprintf(&sb, "  simple match hits: %d (%.1f %%)\n", v.SimpleMatchHits, pct(v.SimpleMatchHits, v.Packets))
-		fmt.Fprintf(&sb, "  emc hits: %d (%.1f %%)\n", v.EMCHits, pct(v.EMCHits, v.Packets))
-		fmt.Fprintf(&sb, "  megaflow hits: %d (%.1f %%)\n", v.MegaflowHits, pct(v.MegaflowHits, v.Packets))
-		fmt.Fprintf(&sb, "  miss with success upcall: %d (%.1f %%)\n", sub(v.Misses, v.LostUpcalls), pct(sub(v.Misses, v.LostUpcalls), v.Packets))
-		fmt.Fprintf(&sb, "  miss with failed upcall: %d (%.1f %%)\n", v.LostUpcalls, pct(v.LostUpcalls, v.Packets))
+		fmt.Fprintf(&sb, "  packet recirculations: %d\n", v.Recirculations)
+		if v.Packets > 0 {
+			fmt.Fprintf(&sb, "  avg. datapath passes per packet: %.2f\n", float64(passes)/float64(v.Packets))
+		}
+		fmt.Fprintf(&sb, "  simple match hits: %d (%.1f %%)\n", v.SimpleMatchHits, pct(v.SimpleMatchHits, passes))
+		fmt.Fprintf(&sb, "  emc hits: %d (%.1f %%)\n", v.EMCHits, pct(v.EMCHits, passes))
+		fmt.Fprintf(&sb, "  megaflow hits: %d (%.1f %%)\n", v.MegaflowHits, pct(v.MegaflowHits, passes))
+		fmt.Fprintf(&sb, "  miss with success upcall: %d (%.1f %%)\n", sub(v.Misses, v.LostUpcalls), pct(sub(v.Misses, v.LostUpcalls), passes))
+		fmt.Fprintf(&sb, "  miss with failed upcall: %d (%.1f %%)\n", v.LostUpcalls, pct(v.LostUpcalls, passes))
 		fmt.Fprintf(&sb, "  malformed packets: %d\n", v.Malformed)
 		fmt.Fprintf(&sb, "  output batches: %d\n", v.OutputBatches)
 		fmt.Fprintf(&sb, "  avg. packets per output batch: %.2f\n", v.AvgBatch)
@@ -402,6 +412,9 @@ type TraceView struct {
 	Megaflow        string          `json:"megaflow"`
 	DatapathActions string          `json:"datapath_actions"`
 	Error           string          `json:"error,omitempty"`
+	// Recirculation is the walk resumed after the datapath actions'
+	// recirc, on the recirculated packet.
+	Recirculation *TraceView `json:"recirculation,omitempty"`
 }
 
 // TraceStepView is one table of a trace.
@@ -432,6 +445,10 @@ func traceView(tr *xlate.Trace) TraceView {
 			sv.Events = append(sv.Events, e.Text)
 		}
 		v.Steps = append(v.Steps, sv)
+	}
+	if tr.Next != nil {
+		n := traceView(tr.Next)
+		v.Recirculation = &n
 	}
 	return v
 }

@@ -147,6 +147,12 @@ const (
 	// tunnel port (remote_ip=flow) encapsulates towards Dst.
 	SetTunnelSrc
 	SetTunnelDst
+	// Recirc sends the packet, as rewritten so far, through the caches
+	// again under recirc_id Port (never 0): the PMD extracts its key
+	// afresh, keeping the metadata the frame does not carry, so that a
+	// header a pop exposed can be matched. It ends the list (translation
+	// emits it last); the PMD carries it out.
+	Recirc
 	numKinds
 )
 

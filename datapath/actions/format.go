@@ -147,6 +147,8 @@ func (a Action) String() string {
 		return fmt.Sprintf("set(icmp(code=%d))", a.Val8)
 	case Meter:
 		return fmt.Sprintf("meter(%d)", a.Port)
+	case Recirc:
+		return fmt.Sprintf("recirc(%#x)", a.Port)
 	case SetEthType:
 		return fmt.Sprintf("set(eth_type(0x%04x))", a.Val16)
 	case SetIPProto:

@@ -57,6 +57,7 @@ func TestActionString(t *testing.T) {
 		{Action{Kind: SetICMPType, Val8: 3}, "set(icmp(type=3))"},
 		{Action{Kind: SetICMPCode, Val8: 1}, "set(icmp(code=1))"},
 		{Action{Kind: Meter, Port: 7}, "meter(7)"},
+		{Action{Kind: Recirc, Port: 0x2a}, "recirc(0x2a)"},
 		{Action{Kind: Invalid}, "invalid(kind=0)"},
 		{Action{Kind: 200}, "invalid(kind=200)"},
 	}

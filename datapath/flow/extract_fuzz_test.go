@@ -16,8 +16,8 @@ func FuzzExtract(f *testing.F) {
 		if k.InPort != port {
 			t.Fatalf("InPort %d, want %d", k.InPort, port)
 		}
-		if k.Pad1 != 0 || k.TunnelID != 0 {
-			t.Fatalf("pad or tunnel fields set: %d %d", k.Pad1, k.TunnelID)
+		if k.RecircID != 0 || k.TunnelID != 0 {
+			t.Fatalf("pad or tunnel fields set: %d %d", k.RecircID, k.TunnelID)
 		}
 		if k.EthType != ethTypeIPv6 && k.IPv6ExtHdr != 0 {
 			t.Fatalf("IPv6ExtHdr %#x for EthType %#x", k.IPv6ExtHdr, k.EthType)

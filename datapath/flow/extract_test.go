@@ -25,7 +25,7 @@ func TestKeyLayout(t *testing.T) {
 		{"VLAN", 24},
 		{"IPv4Src", 32}, {"IPv4Dst", 36}, {"TpSrc", 40}, {"TpDst", 42}, {"IPv6Label", 44},
 		{"IPv6Src", 48}, {"IPv6Dst", 64}, {"NDTarget", 80},
-		{"ArpSHA", 96}, {"IPv6ExtHdr", 102}, {"ArpTHA", 104}, {"Pad1", 110},
+		{"ArpSHA", 96}, {"IPv6ExtHdr", 102}, {"ArpTHA", 104}, {"RecircID", 110},
 		{"MPLSLse", 112}, {"PBBISID", 116}, {"TunnelID", 120}, {"Tun", 128},
 	}
 	got := map[string]uintptr{
@@ -39,7 +39,7 @@ func TestKeyLayout(t *testing.T) {
 		"IPv6Label": unsafe.Offsetof(k.IPv6Label), "IPv6Src": unsafe.Offsetof(k.IPv6Src),
 		"IPv6Dst": unsafe.Offsetof(k.IPv6Dst), "NDTarget": unsafe.Offsetof(k.NDTarget),
 		"ArpSHA": unsafe.Offsetof(k.ArpSHA), "IPv6ExtHdr": unsafe.Offsetof(k.IPv6ExtHdr),
-		"ArpTHA": unsafe.Offsetof(k.ArpTHA), "Pad1": unsafe.Offsetof(k.Pad1),
+		"ArpTHA": unsafe.Offsetof(k.ArpTHA), "RecircID": unsafe.Offsetof(k.RecircID),
 		"MPLSLse": unsafe.Offsetof(k.MPLSLse), "PBBISID": unsafe.Offsetof(k.PBBISID),
 		"TunnelID": unsafe.Offsetof(k.TunnelID), "Tun": unsafe.Offsetof(k.Tun),
 	}

@@ -34,8 +34,15 @@ func (k *Key) String() string {
 // whole field. Which headers are printed is decided from k (which is expected
 // to be masked already), so a mask that wildcards EthType hides the L3 and L4
 // fields as well; OVS's datapath rejects such masks anyway.
+//
+// recirc_id is printed first, as in OVS, but only when not 0: the datapath
+// matches it exactly in every megaflow, and showing recirc_id(0) on every
+// first-pass flow would say nothing.
 func FormatMatch(k *Key, m *Mask) string {
 	var f formatter
+	if m.RecircID != 0 && k.RecircID != 0 {
+		f.group("recirc_id", fmt.Sprintf("%#x", k.RecircID))
+	}
 	if m.TunnelID != 0 || !m.Tun.IsZero() {
 		var s string
 		if m.TunnelID != 0 {

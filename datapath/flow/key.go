@@ -136,7 +136,11 @@ type Key struct {
 	ArpSHA     [6]byte
 	IPv6ExtHdr uint16 // ExtHdr* bits; zero unless EthType is IPv6
 	ArpTHA     [6]byte
-	Pad1       uint16 // always zero
+	// RecircID is 0 for a packet's first pass through the caches and the
+	// id of a recirc action for the passes after (see datapath's
+	// recirculation); it has no bytes in the frame. 16 bits is what the
+	// key had spare without a 22nd word.
+	RecircID uint16
 	// word 14
 	MPLSLse uint32 // top MPLS label stack entry as on the wire (0 = none)
 	PBBISID uint32 // 24-bit I-SID of a PBB I-TAG (EthType 0x88e7)

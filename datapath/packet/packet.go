@@ -51,6 +51,11 @@ type Packet struct {
 	TunnelID  uint64
 	Tunnel    flow.Tunnel
 
+	// Recircs counts the packet's recirculations (passes through the
+	// PMD's caches after the first), so the PMD can bound them. Pool.Get
+	// clears it.
+	Recircs uint8
+
 	pool   *Pool
 	inPool bool // on the pool's free list (catches double frees)
 }

@@ -51,6 +51,7 @@ func (p *Pool) Get() *Packet {
 	pkt.KeyValid = false
 	pkt.HashValid = false
 	pkt.HasTunnel = false
+	pkt.Recircs = 0
 	return pkt
 }
 

@@ -131,7 +131,11 @@ func (x *xlator) pushMPLS(typ uint16) error {
 		in = innerTTL{state: innerKnown, ttl: x.key.NwTTL}
 		x.written.MPLSLse, x.unknown.MPLSLse = ^uint32(0), 0
 	default:
+		// The datapath's TTL copies go by the payload's first nibble,
+		// whatever the old type said (a frame retyped by pop MPLS or
+		// set eth_type may still carry an IP header): unknown, not none.
 		lse = lseBoS
+		in = innerTTL{state: innerUnknown}
 		x.written.MPLSLse, x.unknown.MPLSLse = ^uint32(0), 0
 	}
 	m := l3Fields
@@ -288,7 +292,9 @@ func (x *xlator) outputTable() error {
 	if x.tr != nil {
 		x.traceNote(TraceAction, "resubmitting the packet to table 0")
 	}
+	x.nested++
 	err := x.walkTables()
+	x.nested--
 	if tbl != p {
 		tbl.RUnlock()
 	}

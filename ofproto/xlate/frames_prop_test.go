@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand"
 	"net"
+	"os"
 	"slices"
 	"testing"
 
@@ -626,13 +627,21 @@ func reextract(p *packet.Packet) {
 // table; and the mask is sound: a key that agrees with the frame's under
 // it translates to the same actions. Translations refused because a field
 // behind a popped header was needed are counted, not compared.
-func TestTranslateMatchesFrames(t *testing.T) {
+func TestTranslateMatchesFrames(t *testing.T) { checkTranslateMatchesFrames(t, false) }
+
+// TestTranslateRecirculatesLikeFrames is TestTranslateMatchesFrames with
+// recirculation: the walks that needed a field behind a popped header
+// recirculate (the packet is extracted again and translated on), and what
+// leaves must still be what the brute-force interpreter sends.
+func TestTranslateRecirculatesLikeFrames(t *testing.T) { checkTranslateMatchesFrames(t, true) }
+
+func checkTranslateMatchesFrames(t *testing.T, recirc bool) {
 	r := rand.New(rand.NewSource(4))
 	pipelines, frames := 800, 12
 	if testing.Short() {
 		pipelines = 150
 	}
-	var compared, withOutput, refused, odd, encap int
+	var compared, withOutput, refused, odd, encap, recircs int
 	opts := Options{Ports: framePorts}
 	for i := 0; i < pipelines; i++ {
 		p := randFramePipeline(t, r)
@@ -651,6 +660,9 @@ func TestTranslateMatchesFrames(t *testing.T) {
 		}
 		addGroup(t, gt, 1, ofp.GroupTypeAll, bs...)
 		opts.Groups = gt
+		if recirc {
+			opts.Recirc = NewRecircTable()
+		}
 		for j := 0; j < frames; j++ {
 			frame := randFrame(t, r)
 			inPort := pick(r, pPorts)
@@ -673,8 +685,25 @@ func TestTranslateMatchesFrames(t *testing.T) {
 				odd++ // three VLAN tags: beyond the key, as documented
 				continue
 			}
-			got := runActions(t, res.Actions, frame, inPort)
+			got, passes, malformed, err := runRecirc(t, p, res.Actions, frame, inPort, opts)
+			if passes > 0 {
+				recircs++
+			}
+			if errors.Is(err, ErrUnsupported) {
+				refused++ // a later pass needed what it cannot know either
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if malformed {
+				odd++ // popped to a type its bytes are not: beyond the key
+				continue
+			}
 			if !slices.Equal(got, ref.out) {
+				if tr, _ := TranslateTrace(p, &key, opts); tr != nil {
+					t.Log(tr.String())
+				}
 				t.Fatalf("pipeline %d frame %x key %+v\nactions %v\n got %s\nwant %s", i, frame, key, res.Actions,
 					sentText(got), sentText(ref.out))
 			}
@@ -707,6 +736,11 @@ func TestTranslateMatchesFrames(t *testing.T) {
 				}
 				var res2 datapath.UpcallResult
 				if err := Translate(p, &mixed, &res2, opts); err != nil || !slices.Equal(res2.Actions, res.Actions) {
+					if os.Getenv("XLATE_DEBUG") != "" {
+						tr1, _ := TranslateTrace(p, &key, opts)
+						tr2, _ := TranslateTrace(p, &mixed, opts)
+						t.Log(tr1.String(), "\n\n", tr2.String())
+					}
 					t.Fatalf("pipeline %d: key %+v and %+v agree under mask %+v but translate to\n%v\n%v (%v)",
 						i, key, mixed, res.Mask, res.Actions, res2.Actions, err)
 				}
@@ -714,6 +748,14 @@ func TestTranslateMatchesFrames(t *testing.T) {
 		}
 	}
 	total := pipelines * frames
+	if recirc {
+		if recircs == 0 || refused >= recircs {
+			t.Fatalf("%d of %d translations recirculated, %d still refused", recircs, total, refused)
+		}
+		t.Logf("%d translations: %d compared, %d of them recirculated, %d refused, %d beyond the key",
+			total, compared, recircs, refused, odd)
+		return
+	}
 	if compared < total/2 || withOutput < compared/3 || encap < compared/10 || refused == 0 {
 		t.Fatalf("weak coverage: %d of %d compared, %d with output, %d with MPLS/PBB/TTL actions, %d refused, %d odd",
 			compared, total, withOutput, encap, refused, odd)

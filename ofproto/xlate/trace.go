@@ -39,6 +39,14 @@ type Trace struct {
 	Actions actions.List
 	// Err is the translation's error; the steps stop where it happened.
 	Err error
+	// RecircID is the recirc_id the translation froze under (its last
+	// datapath action recirculates the packet), 0 if it did not.
+	RecircID uint32
+	// Next is the translation of the recirculated packet: FinalFlow with
+	// RecircID (the fields behind a popped header are not in the traced
+	// flow, so they are what the flow says: zero), resumed where this one
+	// froze. Nil if it did not freeze, or past the datapath's bound.
+	Next *Trace
 }
 
 // TraceStep is one table lookup and what the entry it found did.
@@ -83,6 +91,9 @@ const (
 	TraceNormal
 	// TraceDrop is an output or the whole packet dropped; Text says why.
 	TraceDrop
+	// TraceRecirc is the walk freezing (recirculating the packet) or
+	// thawing (going on where a frozen walk stopped).
+	TraceRecirc
 )
 
 // TraceEvent is one thing the translation did.
@@ -128,6 +139,15 @@ func TranslateTrace(p *pipeline.Pipeline, key *flow.Key, opts Options) (*Trace, 
 	tr := &Trace{Flow: *key}
 	var res datapath.UpcallResult
 	err := translate(p, key, &res, opts, tr)
+	// Follow the recirculations as the datapath would, as far as it would.
+	last := tr
+	for n := 0; err == nil && last.RecircID != 0 && n < datapath.MaxRecirculations; n++ {
+		k := last.FinalFlow
+		k.RecircID = uint16(last.RecircID)
+		next := &Trace{Bridge: tr.Bridge, Flow: k}
+		err = translate(p, &k, &res, opts, next)
+		last.Next, last = next, next
+	}
 	return tr, err
 }
 
@@ -137,6 +157,7 @@ func (t *Trace) finish(x *xlator, err error) {
 	t.Mask = *x.mask
 	t.Actions = append(actions.List(nil), x.out...)
 	t.Err = err
+	t.RecircID = x.recircID
 }
 
 func (t *Trace) addStep(tid uint8, e *pipeline.Entry) {
@@ -366,6 +387,12 @@ func (t *Trace) String() string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "Datapath actions: %s\n", t.Actions.String())
+	if t.Next != nil {
+		rule := strings.Repeat("=", 79)
+		fmt.Fprintf(&b, "\n%s\nrecirc(%#x) - resume the walk where it froze\n%s\n\n", rule, t.RecircID, rule)
+		t.Next.Bridge = t.Bridge
+		b.WriteString(t.Next.String())
+	}
 	return b.String()
 }
 

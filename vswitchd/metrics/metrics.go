@@ -81,6 +81,7 @@ type Collector struct {
 	pmdEMCHits, pmdMegaflowHits, pmdMisses                             *prometheus.Desc
 	pmdSimpleMatchHits                                                 *prometheus.Desc
 	pmdLostUpcalls, pmdMalformed, pmdFlowsLimited                      *prometheus.Desc
+	pmdRecirculations                                                  *prometheus.Desc
 	drops, datapathFlows                                               *prometheus.Desc
 	ofRules, ofLookups, ofMatches                                      *prometheus.Desc
 	macEntries, macLearned, macMoved, macAged                          *prometheus.Desc
@@ -163,6 +164,7 @@ func NewCollector(bridges func() []Bridge) *Collector {
 		pmdLostUpcalls:     d("pmd_lost_upcalls_total", "Upcalls that failed; their packets were dropped.", pmd),
 		pmdMalformed:       d("pmd_malformed_packets_total", "Packets with truncated or malformed headers (classified as far as they parsed).", pmd),
 		pmdFlowsLimited:    d("pmd_flows_limited_total", "Upcalls whose megaflow was not installed because the PMD was at its flow limit.", pmd),
+		pmdRecirculations:  d("pmd_recirculations_total", "Extra passes of packets through the PMD's caches that recirc actions asked for (after a pop of MPLS or PBB).", pmd),
 
 		drops:         d("datapath_drops_total", "Packets the datapath dropped, by PMD and cause.", []string{"bridge", "pmd", "cause"}),
 		datapathFlows: d("datapath_flows", "Megaflows installed in the bridge's PMD classifiers (summed over PMDs).", br),
@@ -207,7 +209,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 		c.rxqPackets, c.rxqBusy, c.rxqPMD,
 		c.pmdBusy, c.pmdIdle, c.pmdIterations, c.pmdRxPackets,
 		c.pmdEMCHits, c.pmdMegaflowHits, c.pmdMisses, c.pmdSimpleMatchHits,
-		c.pmdLostUpcalls, c.pmdMalformed, c.pmdFlowsLimited,
+		c.pmdLostUpcalls, c.pmdMalformed, c.pmdFlowsLimited, c.pmdRecirculations,
 		c.drops, c.datapathFlows,
 		c.ofRules, c.ofLookups, c.ofMatches,
 		c.macEntries, c.macLearned, c.macMoved, c.macAged, c.macEvicted,
@@ -312,6 +314,7 @@ func (c *Collector) collectPMDs(e *emitter, bridge string, dp *datapath.Datapath
 		e.counter(c.pmdLostUpcalls, s.LostUpcalls, bridge, pmd)
 		e.counter(c.pmdMalformed, s.Malformed, bridge, pmd)
 		e.counter(c.pmdFlowsLimited, s.FlowsLimited, bridge, pmd)
+		e.counter(c.pmdRecirculations, s.Recirculations, bridge, pmd)
 		for _, cause := range causes {
 			e.counter(c.drops, s.Drops[cause], bridge, pmd, cause.String())
 		}

@@ -156,6 +156,7 @@ func TestScrapeMatchesCounters(t *testing.T) {
 			"vswitch_pmd_simple_match_hits_total": s.SimpleMatchHits,
 			"vswitch_pmd_misses_total":            s.Misses, "vswitch_pmd_lost_upcalls_total": s.LostUpcalls,
 			"vswitch_pmd_malformed_packets_total": s.Malformed, "vswitch_pmd_flows_limited_total": s.FlowsLimited,
+			"vswitch_pmd_recirculations_total": s.Recirculations,
 		} {
 			checkEq(t, fams, name, l, want)
 		}

@@ -1,0 +1,58 @@
+package datapath
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+)
+
+// Megaflow is a datapath flow: a masked key and its actions, installed in
+// one PMD's classifier after an upcall.
+type Megaflow struct {
+	Match   flow.Match
+	Actions actions.List
+	packets atomic.Uint64
+	bytes   atomic.Uint64
+	// used is the datapath clock (ns) when a packet last matched, kept to
+	// usedResolution: the PMD stores it at most once per step, so a flow
+	// hit by every batch costs a load, not another locked write, per batch.
+	used atomic.Int64
+
+	refs []StatsSink
+	// expired is set by the owning PMD when it removes the flow for being
+	// idle, so that one EMC scan can drop every expired flow.
+	expired bool
+	// What has been pushed to refs so far; guarded by the owning PMD's
+	// registry lock.
+	pushedPackets, pushedBytes uint64
+}
+
+// push hands the traffic not yet reported to the flow's refs.
+func (f *Megaflow) push(now time.Time) {
+	pk, by := f.packets.Load(), f.bytes.Load()
+	dp, db := pk-f.pushedPackets, by-f.pushedBytes
+	if dp == 0 && db == 0 {
+		return
+	}
+	f.pushedPackets, f.pushedBytes = pk, by
+	for _, r := range f.refs {
+		r.Touch(now, dp, db)
+	}
+}
+
+// usedResolution is how fresh Megaflow.used is kept, in ns (OVS prints
+// "used" in milliseconds).
+const usedResolution = 1_000_000
+
+// touch records that the flow matched packets at now.
+func (f *Megaflow) touch(now int64) {
+	if now-f.used.Load() >= usedResolution {
+		f.used.Store(now)
+	}
+}
+
+// Stats returns the packets and bytes the flow has matched (for
+// revalidation, which pushes them to the OpenFlow rules).
+func (f *Megaflow) Stats() (packets, bytes uint64) { return f.packets.Load(), f.bytes.Load() }

@@ -1,0 +1,88 @@
+package ofproto
+
+import (
+	"bytes"
+	"encoding/binary"
+	"strings"
+	"testing"
+
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// mplsOver puts one MPLS label stack entry in front of frame's IP packet.
+func mplsOver(frame []byte) []byte {
+	out := append([]byte(nil), frame[:12]...)
+	out = binary.BigEndian.AppendUint16(out, 0x8847)
+	out = binary.BigEndian.AppendUint32(out, 100<<12|1<<8|64)
+	return append(out, frame[14:]...)
+}
+
+// TestRecirculationThroughBridge: table 0 pops the label and goes to
+// table 1, which matches the UDP port and IPv4 destination the pop
+// exposed. The packet leaves through the datapath's recirculation; the
+// next packet of the flow needs no upcall; both entries count both
+// packets; dpif flows show the recirculation; deleting the flows retires
+// the id.
+func TestRecirculationThroughBridge(t *testing.T) {
+	tb := newTestBridge(t)
+	pop := &ofpwire.FlowMod{Command: ofp.FlowAdd, Priority: 10, BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+		Instructions: []ofpwire.Instruction{&ofpwire.InstrApplyActions{Actions: []ofpwire.Action{&ofpwire.ActionPopMPLS{EtherType: 0x0800}}},
+			&ofpwire.InstrGotoTable{TableID: 1}}}
+	pop.Match.Add(ofpwire.OXMUint(ofp.XMTypeEthType, 0x8847))
+	fwd := &ofpwire.FlowMod{Command: ofp.FlowAdd, TableID: 1, Priority: 10, BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+		Instructions: []ofpwire.Instruction{&ofpwire.InstrApplyActions{Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: 2}}}}}
+	fwd.Match.Add(ofpwire.OXMUint(ofp.XMTypeEthType, 0x0800))
+	fwd.Match.Add(ofpwire.OXMUint(ofp.XMTypeIPProto, 17))
+	fwd.Match.Add(ofpwire.NewOXM(ofp.XMTypeIPv4Dst, []byte{198, 18, 0, 2}))
+	fwd.Match.Add(ofpwire.OXMUint(ofp.XMTypeUDPDst, 2000))
+	for _, fm := range []*ofpwire.FlowMod{pop, fwd} {
+		if r := tb.c.request(fm); len(r) != 0 {
+			t.Fatalf("flow-mod replies %#v", r)
+		}
+	}
+	in := mplsOver(frame())
+	got := tb.forward(tb.p1, tb.p2, in)
+	if len(got) != 1 || !bytes.Equal(got[0], frame()) {
+		t.Fatalf("port 2 sent %x, want the UDP frame behind the label", got)
+	}
+	st := tb.dp.PMDStats()[0]
+	got = tb.forward(tb.p1, tb.p2, in)
+	st2 := tb.dp.PMDStats()[0]
+	if len(got) != 1 || st2.Misses != st.Misses || st2.Recirculations != 2 {
+		t.Fatalf("second packet: %d sent, %d upcalls (want none), %d recirculations in all (want 2)",
+			len(got), st2.Misses-st.Misses, st2.Recirculations)
+	}
+	var dump []string
+	for _, f := range tb.dp.DumpFlows() {
+		dump = append(dump, f.String())
+	}
+	text := strings.Join(dump, "\n")
+	if !strings.Contains(text, "actions:pop_mpls(eth_type=0x800),recirc(0x") || !strings.Contains(text, "recirc_id(0x") {
+		t.Fatalf("dpif flows do not show the recirculation:\n%s", text)
+	}
+	fs := tb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofp.TableAll), OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}).(*ofpwire.FlowStatsReply)
+	for _, f := range fs.Flows {
+		if f.PacketCount != 2 {
+			t.Errorf("table %d entry counted %d packets, want 2", f.TableID, f.PacketCount)
+		}
+	}
+	// A packet the later table does not match is dropped there.
+	other := mplsOver(frame())
+	other[len(other)-1] ^= 0xff // payload only: still matches
+	binary.BigEndian.PutUint16(other[18+22:], 2001)
+	if got := tb.forward(tb.p1, tb.p2, other); len(got) != 0 {
+		t.Fatalf("udp dst 2001 forwarded: %x", got)
+	}
+	if tb.br.recirc.Len() == 0 {
+		t.Fatal("no recirc_id allocated")
+	}
+	del := &ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: uint8(ofp.TableAll), BufferID: ofp.NoBuffer,
+		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}
+	tb.c.request(del)
+	tb.c.request(fwd) // a second table change: the id's grace generation ends
+	if n := tb.br.recirc.Len(); n != 0 {
+		t.Fatalf("%d recirc_ids left after the flows that froze them were deleted", n)
+	}
+}

@@ -1,0 +1,149 @@
+package xlate
+
+import (
+	"fmt"
+
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// errTags reports a group bucket whose VLAN pushes and pops undo cannot
+// reverse.
+var errTags = fmt.Errorf("%w: group bucket VLAN changes that cannot be undone", ErrUnsupported)
+
+// maxGroupDepth bounds groups run inside group buckets; GROUP_MOD refuses
+// loops, so this only guards that invariant.
+const maxGroupDepth = 32
+
+func allLive(uint32) bool { return true }
+
+// group translates the group action for group id; final is set when it is
+// the last thing the translation does (from the action set), so the last
+// bucket need not undo its rewrites.
+func (x *xlator) group(id ofp.Group, table uint8, miss, final bool) error {
+	if x.opts.Groups == nil {
+		return fmt.Errorf("%w: group action", ErrUnsupported)
+	}
+	if x.depth >= maxGroupDepth {
+		return ErrLoop
+	}
+	t := x.opts.Groups
+	g := t.Get(id)
+	if g == nil {
+		if x.tr != nil {
+			x.traceNote(TraceDrop, fmt.Sprintf("group %d does not exist: dropped", id))
+		}
+		return nil // unknown group: drop
+	}
+	x.refs = append(x.refs, g) // the group counts the megaflow's traffic
+	x.depth++
+	err := x.runGroup(t, g, table, miss, final)
+	x.depth--
+	return err
+}
+
+func (x *xlator) runGroup(t *pipeline.GroupTable, g *pipeline.Group, table uint8, miss, final bool) error {
+	live := x.opts.PortLive
+	if live == nil {
+		live = allLive
+	}
+	switch g.Type() {
+	case ofp.GroupTypeAll:
+		bs := g.Buckets()
+		for i := range bs {
+			if x.tr != nil {
+				x.traceGroup(g, &bs[i])
+			}
+			if err := x.bucket(&bs[i], table, miss, final && i == len(bs)-1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case ofp.GroupTypeIndirect:
+		var b *pipeline.Bucket
+		if bs := g.Buckets(); len(bs) > 0 {
+			b = &bs[0]
+		}
+		return x.chosenBucket(g, b, table, miss, final)
+	case ofp.GroupTypeFastFailover:
+		return x.chosenBucket(g, t.FirstLive(g, live), table, miss, final)
+	case ofp.GroupTypeSelect:
+		return x.chosenBucket(g, t.SelectBucket(g, x.flowHash(), x.opts.PortLive), table, miss, final)
+	}
+	return fmt.Errorf("%w: group type %d", ErrUnsupported, g.Type())
+}
+
+// chosenBucket runs b, the one bucket an INDIRECT, FAST_FAILOVER or
+// SELECT group picked; nil (no bucket, none live) drops.
+func (x *xlator) chosenBucket(g *pipeline.Group, b *pipeline.Bucket, table uint8, miss, final bool) error {
+	if x.tr != nil {
+		x.traceGroup(g, b)
+	}
+	if b == nil {
+		return nil
+	}
+	return x.bucket(b, table, miss, final)
+}
+
+// flowHash hashes the packet (as rewritten so far) for SELECT groups,
+// consulting the fields it hashes: the Ethernet addresses, type and VLAN
+// IDs always, so that traffic varying only at L2 spreads too; then, when
+// present, the IP protocol and addresses (IPv4, IPv6, or ARP's protocol
+// addresses) and the transport ports (ICMP type and code). Fields a packet
+// cannot have are left out, to keep its megaflows as wide as they can be.
+func (x *xlator) flowHash() uint32 {
+	var m flow.Mask
+	m.EthSrc, m.EthDst, m.EthType = ones6, ones6, 0xffff
+	m.VLAN[0].TCI, m.VLAN[1].TCI = 0x0fff, 0x0fff
+	x.consult(&flow.Mask{EthType: 0xffff})
+	switch x.key.EthType {
+	case ethIPv4, ethIPv6:
+		m.NwProto = 0xff
+		if x.key.EthType == ethIPv4 {
+			m.IPv4Src, m.IPv4Dst = ^uint32(0), ^uint32(0)
+		} else {
+			m.IPv6Src, m.IPv6Dst = ones16, ones16
+		}
+		x.consult(&flow.Mask{NwProto: 0xff, NwFrag: flow.FragLater})
+		switch x.key.NwProto {
+		case protoTCP, protoUDP, protoSCTP, protoICMP, protoICMPv6:
+			if x.key.NwFrag&flow.FragLater == 0 {
+				m.TpSrc, m.TpDst = 0xffff, 0xffff
+			}
+		}
+	case ethARP:
+		m.IPv4Src, m.IPv4Dst = ^uint32(0), ^uint32(0)
+	}
+	x.consult(&m)
+	var k flow.Key
+	x.key.ApplyMask(&m, &k)
+	return k.Hash()
+}
+
+// bucket runs one bucket's actions on a clone of the packet and, unless
+// final, emits the actions that undo its rewrites.
+func (x *xlator) bucket(b *pipeline.Bucket, table uint8, miss, final bool) error {
+	x.refs = append(x.refs, b)
+	saved := x.save()
+	x.tind++
+	for _, a := range b.Actions {
+		if err := x.doAction(a, table, miss); err != nil {
+			return err
+		}
+		if x.stopped {
+			break
+		}
+	}
+	x.tind--
+	x.stopped = false // an invalid TTL ends this clone only
+	x.md = saved.md   // metadata a bucket wrote does not leave it
+	if final {
+		return nil
+	}
+	if x.irrev != saved.irrev {
+		return errIrreversible
+	}
+	return x.undo(&saved)
+}

@@ -1,0 +1,253 @@
+package xlate
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
+)
+
+// Recirculator is where a translation that cannot go on parks the rest of
+// its work (freezes) and where the translation of the recirculated packet
+// finds it again (thaws). The walk freezes when it needs a field the key
+// does not describe (behind a popped MPLS entry or I-TAG); conntrack and
+// tunnel decapsulation are meant to freeze through the same seam. It is
+// called from PMD upcalls, concurrently.
+type Recirculator interface {
+	// Freeze returns the recirc_id (1-0xffff, what the datapath key can
+	// hold) that stands for f; the same content gets the same id, so the
+	// megaflows of one frozen state share their second pass. ok is false
+	// when no id is free.
+	Freeze(f *Frozen) (id uint32, ok bool)
+	// Thaw returns the state id stands for, or nil for an id that is not
+	// (or no longer) allocated.
+	Thaw(id uint32) *Frozen
+}
+
+// Frozen is the pipeline state a translation stopped at: where to go on
+// (a table lookup, the rest of an entry's instructions, or the action
+// set) with which metadata and action set. It holds no packet field: the
+// recirculated packet's key supplies those.
+type Frozen struct {
+	key frozenKey
+	// ins is the instruction list of key.entry as it was when the walk
+	// froze inside it (a MODIFY may replace the entry's list since).
+	ins []ofpwire.Instruction
+}
+
+// Where a frozen walk goes on.
+const (
+	stageTable uint8 = iota + 1 // look up key.table
+	stageEntry                  // key.entry's instruction key.instr, action key.act onward
+	stageSet                    // execute the action set
+)
+
+// frozenKey is the comparable part of a Frozen: equal keys mean the same
+// continuation, so they share an id.
+type frozenKey struct {
+	p      *pipeline.Pipeline
+	stage  uint8
+	table  uint8
+	miss   bool
+	instr  uint16
+	act    uint16
+	entry  *pipeline.Entry
+	ins0   *ofpwire.Instruction // identifies the version of the entry's list
+	cookie uint64
+	md     uint64
+	set    actionSet
+}
+
+// String says where the frozen walk goes on, for traces.
+func (f *Frozen) String() string {
+	k := &f.key
+	switch k.stage {
+	case stageTable:
+		return fmt.Sprintf("table %d", k.table)
+	case stageEntry:
+		return fmt.Sprintf("table %d, action %d of instruction %d of the entry matched", k.table, k.act+1, k.instr+1)
+	case stageSet:
+		return "the action set"
+	}
+	return "nowhere"
+}
+
+// RecircTable is the Recirculator of one bridge: ids keyed by content.
+//
+// Lifetime: the datapath's megaflows are all flushed whenever the tables
+// change (the only time frozen states die: they point at entries), so an
+// id is only referenced by megaflows installed since the flush before
+// last. Retire, called at each such flush, frees the ids neither frozen
+// nor thawed since the previous Retire: one generation of grace covers an
+// upcall that froze just before a flush and installed just after it. Ids
+// are reused only after that, and allocated round-robin, so a reused id
+// is also the one longest free.
+type RecircTable struct {
+	mu    sync.Mutex
+	byKey map[frozenKey]*recircEntry
+	byID  map[uint32]*recircEntry
+	next  uint32
+	gen   uint64
+}
+
+type recircEntry struct {
+	f   Frozen
+	id  uint32
+	gen uint64
+}
+
+// maxRecircID is the largest id the datapath key holds.
+const maxRecircID = 0xffff
+
+// NewRecircTable makes an empty table.
+func NewRecircTable() *RecircTable {
+	return &RecircTable{byKey: map[frozenKey]*recircEntry{}, byID: map[uint32]*recircEntry{}}
+}
+
+// Freeze implements Recirculator.
+func (t *RecircTable) Freeze(f *Frozen) (uint32, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.byKey[f.key]; e != nil {
+		e.gen = t.gen
+		return e.id, true
+	}
+	if len(t.byID) >= maxRecircID {
+		return 0, false
+	}
+	for {
+		t.next = t.next%maxRecircID + 1
+		if t.byID[t.next] == nil {
+			break
+		}
+	}
+	e := &recircEntry{f: *f, id: t.next, gen: t.gen}
+	t.byKey[f.key] = e
+	t.byID[e.id] = e
+	return e.id, true
+}
+
+// Thaw implements Recirculator.
+func (t *RecircTable) Thaw(id uint32) *Frozen {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.byID[id]
+	if e == nil {
+		return nil
+	}
+	e.gen = t.gen
+	return &e.f
+}
+
+// Retire starts a new generation and frees the ids unused for a whole
+// one (see RecircTable). Call it whenever the datapath's megaflows are
+// flushed because the tables changed.
+func (t *RecircTable) Retire() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, e := range t.byID {
+		if e.gen < t.gen {
+			delete(t.byID, id)
+			delete(t.byKey, e.f.key)
+		}
+	}
+	t.gen++
+}
+
+// Len is the number of ids allocated.
+func (t *RecircTable) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.byID)
+}
+
+// checkpoint is the walk's output at a point it can freeze at: an
+// operation that turns out to need an unknown field is undone back to it.
+// A trace also keeps the working key, the packet as it will recirculate.
+type checkpoint struct {
+	out, refs int
+	// helps says some field was unknown already: only then does a fresh
+	// key from the packet as it is here tell the operation more.
+	helps bool
+	key   flow.Key
+}
+
+func (x *xlator) checkpoint() checkpoint {
+	ck := checkpoint{out: len(x.out), refs: len(x.refs), helps: x.unknown != flow.Mask{}}
+	if x.tr != nil {
+		ck.key = x.key
+	}
+	return ck
+}
+
+// errNoProgress reports a resumed walk that froze again where it had been
+// thawed: recirculating cannot help (the field is unknown even on a fresh
+// key, e.g. behind a pop in a group bucket).
+var errNoProgress = fmt.Errorf("%w: a field behind a popped header, needed where recirculation cannot resume", ErrUnsupported)
+
+// freeze ends the translation at ck: the operation after it needed an
+// unknown field. What was emitted before ck stays, a recirc action to the
+// frozen state k follows, and the walk stops. Where freezing is not
+// possible (no Recirculator; inside a packet-out, whose pipeline is not the
+// bridge's, or its output to TABLE) the translation fails as before.
+func (x *xlator) freeze(ck checkpoint, k frozenKey, ins []ofpwire.Instruction) error {
+	if x.opts.Recirc == nil || x.opts.Table != nil || x.nested > 0 || x.pending != nil {
+		return errBlind
+	}
+	k.p = x.p
+	if k.stage == stageEntry {
+		k.ins0 = &ins[0]
+	}
+	if !ck.helps || x.thawed != nil && x.thawed.key == k {
+		return errNoProgress
+	}
+	f := Frozen{key: k}
+	if k.stage == stageEntry {
+		f.ins = ins
+	}
+	id, ok := x.opts.Recirc.Freeze(&f)
+	if !ok {
+		return fmt.Errorf("%w: no free recirc_id", ErrUnsupported)
+	}
+	x.out, x.refs = x.out[:ck.out], x.refs[:ck.refs]
+	x.blind = false
+	x.stopped = true
+	x.recircID = id
+	if x.tr != nil {
+		x.key = ck.key
+	}
+	if x.tr != nil {
+		x.traceNote(TraceRecirc, fmt.Sprintf("needs a field behind a popped header: recirculating as recirc(%#x), to resume at %s", id, f.String()))
+	}
+	return x.emit(actions.Action{Kind: actions.Recirc, Port: id})
+}
+
+// thaw runs the rest of the walk frozen in f against the recirculated
+// packet's key.
+func (x *xlator) thaw(f *Frozen) error {
+	k := &f.key
+	if k.p != x.p {
+		return fmt.Errorf("%w: recirc_id of another pipeline", ErrUnsupported)
+	}
+	x.thawed = f
+	x.md, x.set = k.md, k.set
+	x.table, x.miss, x.cookie = k.table, k.miss, k.cookie
+	if x.tr != nil {
+		x.traceNote(TraceRecirc, "thaw: resuming at "+f.String())
+	}
+	switch k.stage {
+	case stageTable:
+		return x.walkFrom(k.table)
+	case stageEntry:
+		if x.tr != nil {
+			x.tr.addStep(k.table, k.entry)
+		}
+		return x.walkEntry(k.table, k.entry, f.ins, int(k.instr), int(k.act))
+	case stageSet:
+		return x.executeSet()
+	}
+	return fmt.Errorf("%w: bad frozen state", ErrUnsupported)
+}
