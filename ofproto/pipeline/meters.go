@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -26,7 +27,7 @@ type MeterBand struct {
 // meterConfig is what MODIFY replaces as a whole.
 type meterConfig struct {
 	flags ofp.MeterFlag
-	bands []MeterBand // sorted by rate, ascending
+	bands []MeterBand // in the METER_MOD's order
 }
 
 // Meter is one installed meter. The pointer lives as long as the meter;
@@ -41,9 +42,11 @@ type Meter struct {
 // Flags is the meter's current OFPMF_* flags.
 func (m *Meter) Flags() ofp.MeterFlag { return m.cfg.Load().flags }
 
-// Bands returns the meter's current bands, ordered by rate (lowest first):
-// the order of the band statistics, and of the bands ofproto gives the
-// datapath. Never changed in place.
+// Bands returns the meter's current bands in the order the METER_MOD gave
+// them: the order of OFPMP_METER_CONFIG's bands and of OFPMP_METER's band
+// statistics, so that a controller finds each band's counters where it put
+// the band, and of the bands ofproto gives the datapath. Never changed in
+// place.
 func (m *Meter) Bands() []MeterBand { return m.cfg.Load().bands }
 
 // MeterCounts are a meter's traffic counters as its enforcer keeps them:
@@ -197,9 +200,13 @@ func (t *MeterTable) newConfig(mm *ofpwire.MeterMod) (*meterConfig, error) {
 		}
 		c.bands[i].MeterBand = mb
 	}
-	sort.SliceStable(c.bands, func(i, j int) bool { return c.bands[i].Rate < c.bands[j].Rate })
-	for i := 1; i < len(c.bands); i++ {
-		if c.bands[i].Rate == c.bands[i-1].Rate {
+	rates := make([]uint32, len(c.bands))
+	for i := range c.bands {
+		rates[i] = c.bands[i].Rate
+	}
+	slices.Sort(rates)
+	for i := 1; i < len(rates); i++ {
+		if rates[i] == rates[i-1] {
 			return nil, mmErr(ofpwire.MMFCBadBandValue)
 		}
 	}
