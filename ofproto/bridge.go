@@ -504,6 +504,9 @@ func (b *Bridge) flowMod(fm *ofpwire.FlowMod) error {
 		if err := xlate.CheckInstructions(fm.Instructions); err != nil {
 			return err
 		}
+		if err := ofpwire.CheckSetFieldPrerequisites(fm.Match, fm.Instructions); err != nil {
+			return err
+		}
 	}
 	if err := b.checkGroupRefs(fm); err != nil {
 		return err
