@@ -2,8 +2,6 @@ package pipeline
 
 import (
 	"slices"
-	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,9 +64,7 @@ type MeterTable struct {
 	// OFPMMFC_OUT_OF_BANDS beyond. Set it before use.
 	MaxBands int
 
-	mu     sync.RWMutex
-	meters map[ofp.Meter]*Meter
-	gen    atomic.Uint64
+	idTable[ofp.Meter, Meter]
 }
 
 // DefaultMaxMeters and DefaultMaxBands are the limits a zero MeterTable
@@ -83,7 +79,11 @@ const knownMeterFlags = ofp.MeterFlagKBitPerSec | ofp.MeterFlagPacketPerSec |
 	ofp.MeterFlagBurst | ofp.MeterFlagStats
 
 // NewMeterTable returns an empty meter table with the default limits.
-func NewMeterTable() *MeterTable { return &MeterTable{meters: make(map[ofp.Meter]*Meter)} }
+func NewMeterTable() *MeterTable {
+	t := &MeterTable{}
+	t.byID = make(map[ofp.Meter]*Meter)
+	return t
+}
 
 func (t *MeterTable) maxMeters() int {
 	if t.MaxMeters > 0 {
@@ -99,16 +99,11 @@ func (t *MeterTable) maxBands() int {
 	return DefaultMaxBands
 }
 
-// Generation moves on every change to the table, for cache invalidation.
-func (t *MeterTable) Generation() uint64 { return t.gen.Load() }
-
 // Get returns meter id, or nil.
-func (t *MeterTable) Get(id ofp.Meter) *Meter {
-	t.mu.RLock()
-	m := t.meters[id]
-	t.mu.RUnlock()
-	return m
-}
+func (t *MeterTable) Get(id ofp.Meter) *Meter { return t.get(id) }
+
+var meterModErrs = modErrs{typ: ofpwire.ETMeterModFailed, exists: ofpwire.MMFCMeterExists,
+	unknown: ofpwire.MMFCUnknownMeter, outOf: ofpwire.MMFCOutOfMeters}
 
 func mmErr(code uint16) error {
 	return &ofpwire.OFPError{Type: ofpwire.ETMeterModFailed, Code: code}
@@ -135,9 +130,6 @@ func mmErr(code uint16) error {
 func (t *MeterTable) ApplyMeterMod(mm *ofpwire.MeterMod, now time.Time) (deleted []ofp.Meter, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.meters == nil {
-		t.meters = make(map[ofp.Meter]*Meter)
-	}
 	switch mm.Command {
 	case ofp.MeterAdd, ofp.MeterModify:
 	case ofp.MeterDelete:
@@ -148,15 +140,9 @@ func (t *MeterTable) ApplyMeterMod(mm *ofpwire.MeterMod, now time.Time) (deleted
 	if mm.MeterID == 0 || mm.MeterID > ofp.MeterMax {
 		return nil, mmErr(ofpwire.MMFCInvalidMeter)
 	}
-	old := t.meters[mm.MeterID]
-	if mm.Command == ofp.MeterAdd && old != nil {
-		return nil, mmErr(ofpwire.MMFCMeterExists)
-	}
-	if mm.Command == ofp.MeterModify && old == nil {
-		return nil, mmErr(ofpwire.MMFCUnknownMeter)
-	}
-	if mm.Command == ofp.MeterAdd && len(t.meters) >= t.maxMeters() {
-		return nil, mmErr(ofpwire.MMFCOutOfMeters)
+	old, err := t.admit(mm.Command == ofp.MeterAdd, mm.MeterID, t.maxMeters(), meterModErrs)
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := t.newConfig(mm)
 	if err != nil {
@@ -167,7 +153,7 @@ func (t *MeterTable) ApplyMeterMod(mm *ofpwire.MeterMod, now time.Time) (deleted
 	} else {
 		m := &Meter{ID: mm.MeterID, Created: now}
 		m.cfg.Store(cfg)
-		t.meters[mm.MeterID] = m
+		t.byID[mm.MeterID] = m
 	}
 	t.gen.Add(1)
 	return nil, nil
@@ -215,44 +201,17 @@ func (t *MeterTable) newConfig(mm *ofpwire.MeterMod) (*meterConfig, error) {
 
 func (t *MeterTable) deleteLocked(id ofp.Meter) ([]ofp.Meter, error) {
 	if id == ofp.MeterAll {
-		out := make([]ofp.Meter, 0, len(t.meters))
-		for mid := range t.meters {
-			out = append(out, mid)
-		}
-		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-		clear(t.meters)
-		if len(out) > 0 {
-			t.gen.Add(1)
-		}
-		return out, nil
+		return t.removeAllLocked(), nil
 	}
 	if id == 0 || id > ofp.MeterMax {
 		return nil, mmErr(ofpwire.MMFCInvalidMeter)
 	}
-	if t.meters[id] == nil {
+	if t.byID[id] == nil {
 		return nil, nil
 	}
-	delete(t.meters, id)
+	delete(t.byID, id)
 	t.gen.Add(1)
 	return []ofp.Meter{id}, nil
-}
-
-// sorted returns the meters id selects (OFPM_ALL: every one) in id order.
-func (t *MeterTable) sorted(id ofp.Meter) []*Meter {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if id != ofp.MeterAll {
-		if m := t.meters[id]; m != nil {
-			return []*Meter{m}
-		}
-		return nil
-	}
-	out := make([]*Meter, 0, len(t.meters))
-	for _, m := range t.meters {
-		out = append(out, m)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
 }
 
 // Stats answers OFPMP_METER for id (OFPM_ALL: every meter) at time now.
@@ -261,7 +220,7 @@ func (t *MeterTable) sorted(id ofp.Meter) []*Meter {
 // Bands' order. Counters are reported whether or not the meter has
 // OFPMF_STATS, which only asks for them.
 func (t *MeterTable) Stats(id ofp.Meter, now time.Time, flows map[ofp.Meter]uint32, counts func(ofp.Meter) MeterCounts) []ofpwire.MeterStats {
-	ms := t.sorted(id)
+	ms := t.sorted(id, ofp.MeterAll)
 	out := make([]ofpwire.MeterStats, 0, len(ms))
 	for _, m := range ms {
 		d := now.Sub(m.Created)
@@ -283,7 +242,7 @@ func (t *MeterTable) Stats(id ofp.Meter, now time.Time, flows map[ofp.Meter]uint
 
 // Config answers OFPMP_METER_CONFIG for id (OFPM_ALL: every meter).
 func (t *MeterTable) Config(id ofp.Meter) []ofpwire.MeterConfig {
-	ms := t.sorted(id)
+	ms := t.sorted(id, ofp.MeterAll)
 	out := make([]ofpwire.MeterConfig, 0, len(ms))
 	for _, m := range ms {
 		c := m.cfg.Load()
