@@ -83,10 +83,20 @@ func TestMeterRealClock(t *testing.T) {
 					}
 					time.Sleep(time.Millisecond)
 				}
-				want := rate*elapsed + bucket
-				t.Logf("offered %d in %.3f s: %d passed, want %.0f (rate × time + bucket)", sent, elapsed, passed, want)
-				if float64(passed) < 0.9*want || float64(passed) > 1.1*want {
-					t.Errorf("%d passed, want %.0f ±10%%", passed, want)
+				allowed := rate*elapsed + bucket
+				want := min(allowed, float64(sent))
+				t.Logf("offered %d in %.3f s: %d passed, the band allows %.0f (rate × time + bucket)", sent, elapsed, passed, allowed)
+				// Above: never more than the band allows, give or take
+				// meterJitterNs of the rate and the clock reads' slack.
+				if float64(passed) > 1.05*allowed+rate*meterJitterNs/1e9 {
+					t.Errorf("%d passed, more than the %.0f the band allows", passed, allowed)
+				}
+				// Below, only with the default bucket (one second): a
+				// loaded machine (-race, other tests) starves the sender
+				// or a PMD for more than meterJitterNs now and then, and
+				// a 1 ms bucket then rightly loses what the gap earned.
+				if burst == 0 && float64(passed) < 0.9*want {
+					t.Errorf("%d passed, want %.0f -10%%", passed, want)
 				}
 			})
 		}
