@@ -384,3 +384,68 @@ func selectBucket(weight uint16, port ofp.PortNo) ofpwire.Bucket {
 func nstestUDP(sport, dport uint16) []byte {
 	return nstest.UDPFrame(mac2, mac1, net.IPv4(198, 18, 0, 1), net.IPv4(198, 18, 0, 2), sport, dport)
 }
+
+// §7.4.2 OFPT_FLOW_REMOVED: an entry with OFPFF_SEND_FLOW_REM that times
+// out is reported with reason HARD_TIMEOUT, its cookie, priority, match,
+// timeouts, counters and a duration of at least its timeout; one deleted
+// by a flow-mod with reason DELETE.
+func TestStatFlowRemoved(t *testing.T) {
+	tb := newTestBridge(t)
+	hard := flowIn(0, 100, 1, applyOut(2))
+	hard.HardTimeout, hard.Cookie, hard.Flags = 1, 0xc0ffee, ofp.FlowFlagSendFlowRem
+	tb.mustRequest(t, hard)
+	for range 3 {
+		tb.forward(tb.p1, tb.p2, frame())
+	}
+	del := flowIn(0, 50, 2, applyOut(1))
+	del.Cookie, del.Flags = 0xdead, ofp.FlowFlagSendFlowRem
+	tb.mustRequest(t, del)
+	tb.forward(tb.p2, tb.p1, frame())
+	tb.c.send(&ofpwire.FlowMod{Command: ofp.FlowDeleteStrict, TableID: 0, Priority: 50, Match: del.Match,
+		BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
+	got := map[uint64]*ofpwire.FlowRemoved{}
+	for len(got) < 2 { // recv fails the test after 5 s without a message
+		if _, m := tb.c.recv(); m != nil {
+			if fr, ok := m.(*ofpwire.FlowRemoved); ok {
+				got[fr.Cookie] = fr
+			}
+		}
+	}
+	h := got[0xc0ffee]
+	if h == nil || h.Reason != ofp.FlowReasonHardTimeout || h.Priority != 100 || h.HardTimeout != 1 ||
+		h.PacketCount != 3 || h.ByteCount != 3*uint64(len(frame())) || h.DurationSec < 1 || h.DurationNSec >= 1e9 {
+		t.Fatalf("hard timeout FLOW_REMOVED %+v", h)
+	}
+	if p, ok := h.Match.Field(ofp.XMTypeInPort); !ok || p.Uint() != 1 {
+		t.Fatalf("FLOW_REMOVED match %+v, want in_port=1", h.Match)
+	}
+	d := got[0xdead]
+	if d == nil || d.Reason != ofp.FlowReasonDelete || d.PacketCount != 1 || d.Priority != 50 {
+		t.Fatalf("delete FLOW_REMOVED %+v", d)
+	}
+}
+
+// A flow removed with its group (§6.5: reason GROUP_DELETE) reports the
+// packets it forwarded up to the delete.
+func TestStatFlowRemovedByGroupDelete(t *testing.T) {
+	tb := newTestBridge(t)
+	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeIndirect, GroupID: 4,
+		Buckets: []ofpwire.Bucket{bucketOut(2)}})
+	fm := flowIn(0, 100, 1, &ofpwire.InstrApplyActions{Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: 4}}})
+	fm.Flags, fm.Cookie = ofp.FlowFlagSendFlowRem, 7
+	tb.mustRequest(t, fm)
+	for range 2 {
+		tb.forward(tb.p1, tb.p2, frame())
+	}
+	tb.c.send(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 4})
+	for {
+		if _, m := tb.c.recv(); m != nil {
+			if fr, ok := m.(*ofpwire.FlowRemoved); ok {
+				if fr.Reason != ofp.FlowReasonGroupDelete || fr.Cookie != 7 || fr.PacketCount != 2 {
+					t.Fatalf("FLOW_REMOVED %+v, want GROUP_DELETE with 2 packets", fr)
+				}
+				return
+			}
+		}
+	}
+}
