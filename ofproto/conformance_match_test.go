@@ -311,3 +311,27 @@ func TestConformanceMatchPrerequisites(t *testing.T) {
 		t.Fatalf("%d flows installed, want only the %d without prerequisites", len(fs.Flows), n)
 	}
 }
+
+// METADATA (maskable, no prerequisite) matches what write-metadata left
+// for the next table; TUNNEL_ID of a packet that came in on no tunnel is
+// 0; IN_PHY_PORT, with its prerequisite IN_PORT, is the in_port here.
+func TestConformanceMatchPipelineFields(t *testing.T) {
+	frames := cfFrames(t)
+	tb := newTestBridge(t)
+	tb.mustRequest(t, flowIn(0, 10, 1, &ofpwire.InstrWriteMetadata{Metadata: 0xab00, Mask: 0xff00}, &ofpwire.InstrGotoTable{TableID: 1}))
+	md := flowIn(1, 10, 0, applyOut(2))
+	md.Match.Add(ofpwire.OXMUintMasked(ofp.XMTypeMetadata, 0xab00, 0xff00))
+	tb.mustRequest(t, md)
+	if got := tb.forward(tb.p1, tb.p2, frames["udp4"]); len(got) != 1 {
+		t.Fatalf("metadata=0xab00/0xff00 in table 1: %d frames out, want 1", len(got))
+	}
+	tb.mustRequest(t, &ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: uint8(ofp.TableAll), BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
+	tun := matchFlow(ofpwire.OXMUint(ofp.XMTypeTunnelID, 0), ofpwire.OXMUint(ofp.XMTypeInPhyPort, 1))
+	tb.mustRequest(t, tun)
+	if got := tb.forward(tb.p1, tb.p2, frames["arp"]); len(got) != 1 {
+		t.Fatalf("tunnel_id=0,in_phy_port=1 on a plain port: %d frames out, want 1", len(got))
+	}
+	phy := flowIn(0, 10, 0, applyOut(2)) // in_phy_port without in_port
+	phy.Match.Add(ofpwire.OXMUint(ofp.XMTypeInPhyPort, 1))
+	tb.c.wantError(phy, ofpwire.ETBadMatch, ofpwire.BMCBadPrereq)
+}
