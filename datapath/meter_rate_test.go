@@ -132,11 +132,7 @@ func TestMeterBurstThenRate(t *testing.T) {
 // read its clock up to 200 µs before metering (the start of its iteration,
 // or before it was descheduled). The band still passes its rate: a PMD
 // behind the others finds no tokens for a packet, but the tokens stay in
-// the bucket for the next one. (With a bucket shallower than the lags,
-// tokens are lost at the bucket's cap: one packet of depth passes 75% of
-// 1000 pktps, 56% of 10,000, 45% of 100,000 here. That is the token
-// bucket's definition applied at the PMD's clock read, not at the
-// packet's arrival.)
+// the bucket for the next one.
 func TestMeterSkewedPMDClocks(t *testing.T) {
 	for _, rate := range []uint32{1000, 10_000, 100_000} {
 		// A bucket of 10 ms, deeper than the lags: tokens are not lost
@@ -227,5 +223,95 @@ func TestMeterKbpsLargeFrameNoOverflow(t *testing.T) {
 	// 100 kbit = 12,500 bytes: eight 1500-byte frames.
 	if n != 8 {
 		t.Fatalf("%d frames of 1500 bytes passed a 100 kbit bucket, want 8", n)
+	}
+}
+
+// TestMeterClumpedArrivals: a steady stream of twice the rate reaches the
+// meter in clumps (a PMD meters what arrived since its last iteration at
+// that iteration's time), into the shallowest bucket there is (one packet,
+// or one frame's kbit). The bucket must not lose the tokens the stream
+// earned between clumps (meterJitterNs): the band passes its rate ±1%,
+// with one PMD and with two whose clumps interleave, one of them lagging.
+func TestMeterClumpedArrivals(t *testing.T) {
+	type tc struct {
+		kbps        bool
+		rate, burst uint32
+		size        uint64
+	}
+	cases := []tc{
+		{false, 100, 1, 64}, {false, 1000, 1, 64}, {false, 10_000, 1, 64}, {false, 100_000, 1, 64},
+		{true, 1000, 12, 1500}, {true, 10_000, 12, 1500}, {true, 100_000, 12, 1500}, // 12 kbit: one frame
+	}
+	for _, c := range cases {
+		for _, gapNs := range []int64{100_000, 1_000_000, 5_000_000} {
+			for _, pmds := range []int{1, 2} {
+				t.Run(fmt.Sprintf("%+v/gap%dus/pmds%d", c, gapNs/1000, pmds), func(t *testing.T) {
+					st, err := newMeterState(MeterConfig{KBPS: c.kbps, Burst: true,
+						Bands: []MeterBand{{Type: MeterBandDrop, Rate: c.rate, BurstSize: c.burst}}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					pps := float64(c.rate)
+					if c.kbps {
+						pps = float64(c.rate) * 1000 / 8 / float64(c.size)
+					}
+					const sec = int64(1e9)
+					start := 1000 * sec
+					var offered float64
+					passed := 0
+					for clump := int64(0); start+clump*gapNs < start+3*sec; clump++ {
+						at := start + clump*gapNs
+						// The packets that arrived since the last clump, split
+						// over the PMDs; the second PMD meters 150 µs late.
+						due := 2 * pps * float64(clump*gapNs+gapNs) / 1e9
+						n := int(due - offered)
+						offered += float64(n)
+						for i := range n {
+							now := at
+							if pmds == 2 && i%2 == 1 {
+								now += 150_000
+							}
+							if st.exceeded(now<<tickShift, c.size) < 0 && at >= start+sec {
+								passed++
+							}
+						}
+					}
+					if !within(float64(passed), 2*pps, 0.01) {
+						t.Errorf("%d passed in the last 2 s, want %.0f (the band's rate) ±1%%", passed, 2*pps)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestMeterBurstBound: what the jitter allowance costs. A burst at once
+// right behind a stream at half the rate passes at most the bucket plus
+// meterJitterNs of the rate; after a pause longer than meterJitterNs,
+// exactly the bucket.
+func TestMeterBurstBound(t *testing.T) {
+	const rate, burst = 10_000, 50
+	for _, pause := range []int64{1_000_000, 2 * meterJitterNs} {
+		st, err := newMeterState(MeterConfig{Burst: true, Bands: []MeterBand{dropBand(rate, burst)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const sec = int64(1e9)
+		now := 1000 * sec
+		offerSteady(st, 100, rate/2, now, sec, now, nil)
+		now += sec + pause
+		n := 0
+		for range 10 * burst {
+			if st.exceeded(now<<tickShift, 100) < 0 {
+				n++
+			}
+		}
+		limit := burst + int(rate*meterJitterNs/sec)
+		if pause > meterJitterNs {
+			limit = burst
+		}
+		if n > limit || n < burst {
+			t.Errorf("after a pause of %d µs a burst passed %d, want %d..%d", pause/1000, n, burst, limit)
+		}
 	}
 }

@@ -464,6 +464,9 @@ func (b *Bridge) groupMod(gm *ofpwire.GroupMod) error {
 		}
 	}
 	now := time.Now()
+	if gm.Command == ofp.GroupDelete {
+		b.dp.PushStats(now) // the FLOW_REMOVED of its flows carry their last packets
+	}
 	deleted, err := b.groups.ApplyGroupMod(gm, now)
 	if err != nil {
 		return err
@@ -511,12 +514,20 @@ func (b *Bridge) flowMod(fm *ofpwire.FlowMod) error {
 		if err := xlate.CheckInstructions(fm.Instructions); err != nil {
 			return err
 		}
+		if err := ofpwire.CheckSetFieldPrerequisites(fm.Match, fm.Instructions); err != nil {
+			return err
+		}
 	}
 	if err := b.checkGroupRefs(fm); err != nil {
 		return err
 	}
 	if err := b.checkMeter(fm); err != nil {
 		return err
+	}
+	if fm.Command == ofp.FlowDelete || fm.Command == ofp.FlowDeleteStrict || fm.Flags&ofp.FlowFlagResetCounts != 0 {
+		// FLOW_REMOVED reports, and a reset clears, the packets the
+		// datapath has counted but not yet handed to the entries.
+		b.dp.PushStats(time.Now())
 	}
 	removed, err := b.pipe.Apply(fm, time.Now())
 	if err != nil {

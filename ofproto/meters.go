@@ -53,6 +53,9 @@ func (b *Bridge) meterMod(mm *ofpwire.MeterMod) error {
 	b.meterMu.Lock()
 	defer b.meterMu.Unlock()
 	now := time.Now()
+	if mm.Command == ofp.MeterDelete {
+		b.dp.PushStats(now) // the FLOW_REMOVED of its flows carry their last packets
+	}
 	deleted, err := b.meters.ApplyMeterMod(mm, now)
 	if err != nil {
 		return err

@@ -1,7 +1,10 @@
 package ofproto
 
 import (
+	"net"
 	"testing"
+
+	"github.com/vswitch-go/vswitch/internal/nstest"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
@@ -236,5 +239,213 @@ func TestStatMeterCounters(t *testing.T) {
 	if len(m.BandStats) != 1 || m.BandStats[0].PacketBandCount < 7 || m.BandStats[0].PacketBandCount > 8 ||
 		m.BandStats[0].ByteBandCount != m.BandStats[0].PacketBandCount*n {
 		t.Fatalf("band stats %+v", m.BandStats)
+	}
+}
+
+// §6.4: a MODIFY keeps the flow's counters unless OFPFF_RESET_COUNTS is
+// set; an ADD over an identical flow (same match and priority) likewise.
+func TestStatFlowCountersAcrossModify(t *testing.T) {
+	tb := newTestBridge(t)
+	tb.mustRequest(t, flowIn(0, 100, 1, applyOut(2)))
+	for range 3 {
+		tb.forward(tb.p1, tb.p2, frame())
+	}
+	count := func() uint64 {
+		t.Helper()
+		fs := tb.c.multipart(allFlows()).(*ofpwire.FlowStatsReply)
+		if len(fs.Flows) != 1 {
+			t.Fatalf("flows %+v", fs.Flows)
+		}
+		return fs.Flows[0].PacketCount
+	}
+	mod := flowIn(0, 100, 1, applyOut(2))
+	mod.Command = ofp.FlowModifyStrict
+	tb.mustRequest(t, mod)
+	if n := count(); n != 3 {
+		t.Fatalf("after MODIFY_STRICT: %d packets, want 3 kept", n)
+	}
+	tb.mustRequest(t, flowIn(0, 100, 1, applyOut(2))) // ADD of the same flow
+	if n := count(); n != 3 {
+		t.Fatalf("after an identical ADD: %d packets, want 3 kept", n)
+	}
+	mod.Flags = ofp.FlowFlagResetCounts
+	tb.mustRequest(t, mod)
+	if n := count(); n != 0 {
+		t.Fatalf("after MODIFY with RESET_COUNTS: %d packets, want 0", n)
+	}
+	tb.forward(tb.p1, tb.p2, frame())
+	if n := count(); n != 1 {
+		t.Fatalf("after one more packet: %d, want 1", n)
+	}
+}
+
+// §7.3.5.2: the flow statistics request's cookie/cookie_mask and out_port
+// select flows; active_count follows deletes.
+func TestStatFlowSelection(t *testing.T) {
+	tb := newTestBridge(t)
+	a := flowIn(0, 100, 1, applyOut(2))
+	a.Cookie = 0x1100
+	b := flowIn(0, 100, 2, applyOut(1))
+	b.Cookie = 0x2200
+	tb.mustRequest(t, a)
+	tb.mustRequest(t, b)
+	req := allFlows()
+	req.Cookie, req.CookieMask = 0x2000, 0xf000
+	if fs := tb.c.multipart(req).(*ofpwire.FlowStatsReply); len(fs.Flows) != 1 || fs.Flows[0].Cookie != 0x2200 {
+		t.Fatalf("cookie 0x2000/0xf000 selected %+v", fs.Flows)
+	}
+	req = allFlows()
+	req.OutPort = 2
+	if fs := tb.c.multipart(req).(*ofpwire.FlowStatsReply); len(fs.Flows) != 1 || fs.Flows[0].Cookie != 0x1100 {
+		t.Fatalf("out_port 2 selected %+v", fs.Flows)
+	}
+	del := &ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: uint8(ofp.TableAll), BufferID: ofp.NoBuffer,
+		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny, Cookie: 0x1100, CookieMask: 0xffff}
+	tb.mustRequest(t, del)
+	if s := tb.tableStats(t, 0); s.ActiveCount != 1 {
+		t.Fatalf("active_count %d after deleting one of two, want 1", s.ActiveCount)
+	}
+}
+
+// §7.3.5.6 tx_dropped: packets the port could not send. Port 2's ring
+// holds 64 frames; 100 forwarded without draining it leave 36 dropped,
+// and tx_packets + tx_dropped counts every one.
+func TestStatPortTxDropped(t *testing.T) {
+	tb := newTestBridge(t)
+	tb.mustRequest(t, flowIn(0, 100, 1, applyOut(2)))
+	for range 100 {
+		tb.p1.Inject(0, frame())
+		tb.dp.PMDs()[0].PollOnce()
+	}
+	tb.dp.PMDs()[0].PollOnce()
+	ps := tb.c.multipart(&ofpwire.PortStatsRequest{PortNo: 2}).(*ofpwire.PortStatsReply)
+	if len(ps.Ports) != 1 {
+		t.Fatalf("port stats %+v", ps.Ports)
+	}
+	p := ps.Ports[0]
+	out := tb.p2.Drain(0, func([]byte) {})
+	if p.TxPackets != uint64(out) || p.TxPackets+p.TxDropped != 100 || p.TxDropped == 0 {
+		t.Fatalf("port 2 tx_packets %d tx_dropped %d, %d frames in its ring, 100 forwarded", p.TxPackets, p.TxDropped, out)
+	}
+	if p.TxErrors != 0 || p.RxErrors != 0 {
+		t.Fatalf("errors %+v", p)
+	}
+}
+
+// ref_count "number of flows or groups that directly forward to this
+// group" follows flow deletes; a select group counts each packet once,
+// in the group and in the one bucket that took it.
+func TestStatGroupRefCountAndSelectBuckets(t *testing.T) {
+	tb := newTestBridge(t)
+	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeSelect, GroupID: 9,
+		Buckets: []ofpwire.Bucket{selectBucket(1, 2), selectBucket(1, 2)}})
+	grp := &ofpwire.InstrApplyActions{Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: 9}}}
+	tb.mustRequest(t, flowIn(0, 100, 1, grp))
+	tb.mustRequest(t, flowIn(1, 100, 2, grp))
+	stats := func() ofpwire.GroupStats {
+		t.Helper()
+		st := tb.c.multipart(&ofpwire.GroupStatsRequest{Group: 9}).(*ofpwire.GroupStatsReply)
+		if len(st.Groups) != 1 {
+			t.Fatalf("group stats %+v", st.Groups)
+		}
+		return st.Groups[0]
+	}
+	if g := stats(); g.RefCount != 2 {
+		t.Fatalf("ref_count %d, want 2", g.RefCount)
+	}
+	const n = 64
+	for i := range n {
+		f := nstestUDP(uint16(1000+i), 2000)
+		tb.forward(tb.p1, tb.p2, f)
+	}
+	g := stats()
+	if g.PacketCount != n || len(g.BucketStats) != 2 ||
+		g.BucketStats[0].PacketCount+g.BucketStats[1].PacketCount != n ||
+		g.BucketStats[0].ByteCount+g.BucketStats[1].ByteCount != g.ByteCount {
+		t.Fatalf("group %+v: want %d packets, split over the buckets", g, n)
+	}
+	if g.BucketStats[0].PacketCount == 0 || g.BucketStats[1].PacketCount == 0 {
+		t.Errorf("buckets %+v: %d flows all took one bucket", g.BucketStats, n)
+	}
+	tb.mustRequest(t, &ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: 1, BufferID: ofp.NoBuffer,
+		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
+	if g := stats(); g.RefCount != 1 {
+		t.Fatalf("ref_count %d after deleting one flow, want 1", g.RefCount)
+	}
+}
+
+func selectBucket(weight uint16, port ofp.PortNo) ofpwire.Bucket {
+	b := bucketOut(port)
+	b.Weight = weight
+	return b
+}
+
+// nstestUDP is frame() with other UDP ports: another flow.
+func nstestUDP(sport, dport uint16) []byte {
+	return nstest.UDPFrame(mac2, mac1, net.IPv4(198, 18, 0, 1), net.IPv4(198, 18, 0, 2), sport, dport)
+}
+
+// §7.4.2 OFPT_FLOW_REMOVED: an entry with OFPFF_SEND_FLOW_REM that times
+// out is reported with reason HARD_TIMEOUT, its cookie, priority, match,
+// timeouts, counters and a duration of at least its timeout; one deleted
+// by a flow-mod with reason DELETE.
+func TestStatFlowRemoved(t *testing.T) {
+	tb := newTestBridge(t)
+	hard := flowIn(0, 100, 1, applyOut(2))
+	hard.HardTimeout, hard.Cookie, hard.Flags = 1, 0xc0ffee, ofp.FlowFlagSendFlowRem
+	tb.mustRequest(t, hard)
+	for range 3 {
+		tb.forward(tb.p1, tb.p2, frame())
+	}
+	del := flowIn(0, 50, 2, applyOut(1))
+	del.Cookie, del.Flags = 0xdead, ofp.FlowFlagSendFlowRem
+	tb.mustRequest(t, del)
+	tb.forward(tb.p2, tb.p1, frame())
+	tb.c.send(&ofpwire.FlowMod{Command: ofp.FlowDeleteStrict, TableID: 0, Priority: 50, Match: del.Match,
+		BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
+	got := map[uint64]*ofpwire.FlowRemoved{}
+	for len(got) < 2 { // recv fails the test after 5 s without a message
+		if _, m := tb.c.recv(); m != nil {
+			if fr, ok := m.(*ofpwire.FlowRemoved); ok {
+				got[fr.Cookie] = fr
+			}
+		}
+	}
+	h := got[0xc0ffee]
+	if h == nil || h.Reason != ofp.FlowReasonHardTimeout || h.Priority != 100 || h.HardTimeout != 1 ||
+		h.PacketCount != 3 || h.ByteCount != 3*uint64(len(frame())) || h.DurationSec < 1 || h.DurationNSec >= 1e9 {
+		t.Fatalf("hard timeout FLOW_REMOVED %+v", h)
+	}
+	if p, ok := h.Match.Field(ofp.XMTypeInPort); !ok || p.Uint() != 1 {
+		t.Fatalf("FLOW_REMOVED match %+v, want in_port=1", h.Match)
+	}
+	d := got[0xdead]
+	if d == nil || d.Reason != ofp.FlowReasonDelete || d.PacketCount != 1 || d.Priority != 50 {
+		t.Fatalf("delete FLOW_REMOVED %+v", d)
+	}
+}
+
+// A flow removed with its group (§6.5: reason GROUP_DELETE) reports the
+// packets it forwarded up to the delete.
+func TestStatFlowRemovedByGroupDelete(t *testing.T) {
+	tb := newTestBridge(t)
+	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeIndirect, GroupID: 4,
+		Buckets: []ofpwire.Bucket{bucketOut(2)}})
+	fm := flowIn(0, 100, 1, &ofpwire.InstrApplyActions{Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: 4}}})
+	fm.Flags, fm.Cookie = ofp.FlowFlagSendFlowRem, 7
+	tb.mustRequest(t, fm)
+	for range 2 {
+		tb.forward(tb.p1, tb.p2, frame())
+	}
+	tb.c.send(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 4})
+	for {
+		if _, m := tb.c.recv(); m != nil {
+			if fr, ok := m.(*ofpwire.FlowRemoved); ok {
+				if fr.Reason != ofp.FlowReasonGroupDelete || fr.Cookie != 7 || fr.PacketCount != 2 {
+					t.Fatalf("FLOW_REMOVED %+v, want GROUP_DELETE with 2 packets", fr)
+				}
+				return
+			}
+		}
 	}
 }

@@ -820,19 +820,13 @@ func (*GroupStatsReply) MultipartType() ofp.MultipartType { return ofp.Multipart
 func (r *GroupStatsReply) appendItems(b []byte, ends []int) ([]byte, []int, error) {
 	for i := range r.Groups {
 		g := &r.Groups[i]
-		n := 40 + 16*len(g.BucketStats)
-		if n > 0xffff {
-			return b, ends, fmt.Errorf("ofpwire: group stats entry too long")
-		}
-		b = appendZeros(be.AppendUint16(b, uint16(n)), 2)
-		b = be.AppendUint32(b, uint32(g.GroupID))
-		b = appendZeros(be.AppendUint32(b, g.RefCount), 4)
-		b = be.AppendUint64(b, g.PacketCount)
-		b = be.AppendUint64(b, g.ByteCount)
-		b = be.AppendUint32(b, g.DurationSec)
-		b = be.AppendUint32(b, g.DurationNSec)
-		for _, c := range g.BucketStats {
-			b = be.AppendUint64(be.AppendUint64(b, c.PacketCount), c.ByteCount)
+		h := countersHead{ID: uint32(g.GroupID), Count: g.RefCount, Packets: g.PacketCount, Bytes: g.ByteCount,
+			DurationSec: g.DurationSec, DurationNSec: g.DurationNSec}
+		var err error
+		if b, err = appendCounters(b, groupStatsLayout, h, g.BucketStats, func(c ofp.BucketCounter) (uint64, uint64) {
+			return c.PacketCount, c.ByteCount
+		}); err != nil {
+			return b, ends, err
 		}
 		ends = append(ends, len(b))
 	}
@@ -841,25 +835,14 @@ func (r *GroupStatsReply) appendItems(b []byte, ends []int) ([]byte, []int, erro
 
 func (r *GroupStatsReply) decodeRep(b []byte) error {
 	var out []GroupStats
-	for len(b) > 0 {
-		if len(b) < 40 {
-			return errBadLen
-		}
-		n := int(be.Uint16(b))
-		if n < 40 || (n-40)%16 != 0 || n > len(b) {
-			return errBadLen
-		}
-		g := GroupStats{
-			GroupID: ofp.Group(be.Uint32(b[4:])), RefCount: be.Uint32(b[8:]),
-			PacketCount: be.Uint64(b[16:]), ByteCount: be.Uint64(b[24:]),
-			DurationSec: be.Uint32(b[32:]), DurationNSec: be.Uint32(b[36:]),
-		}
-		for i := 40; i < n; i += 16 {
-			g.BucketStats = append(g.BucketStats, ofp.BucketCounter{
-				PacketCount: be.Uint64(b[i:]), ByteCount: be.Uint64(b[i+8:])})
-		}
-		out = append(out, g)
-		b = b[n:]
+	err := parseCounters(b, groupStatsLayout, func(p, by uint64) ofp.BucketCounter {
+		return ofp.BucketCounter{PacketCount: p, ByteCount: by}
+	}, func(h countersHead, cs []ofp.BucketCounter) {
+		out = append(out, GroupStats{GroupID: ofp.Group(h.ID), RefCount: h.Count, PacketCount: h.Packets, ByteCount: h.Bytes,
+			DurationSec: h.DurationSec, DurationNSec: h.DurationNSec, BucketStats: cs})
+	})
+	if err != nil {
+		return err
 	}
 	r.Groups = out
 	return nil
@@ -951,19 +934,13 @@ func (*MeterStatsReply) MultipartType() ofp.MultipartType { return ofp.Multipart
 func (r *MeterStatsReply) appendItems(b []byte, ends []int) ([]byte, []int, error) {
 	for i := range r.Meters {
 		m := &r.Meters[i]
-		n := 40 + 16*len(m.BandStats)
-		if n > 0xffff {
-			return b, ends, fmt.Errorf("ofpwire: meter stats entry too long")
-		}
-		b = be.AppendUint32(b, uint32(m.MeterID))
-		b = appendZeros(be.AppendUint16(b, uint16(n)), 6)
-		b = be.AppendUint32(b, m.FlowCount)
-		b = be.AppendUint64(b, m.PacketInCount)
-		b = be.AppendUint64(b, m.ByteInCount)
-		b = be.AppendUint32(b, m.DurationSec)
-		b = be.AppendUint32(b, m.DurationNSec)
-		for _, s := range m.BandStats {
-			b = be.AppendUint64(be.AppendUint64(b, s.PacketBandCount), s.ByteBandCount)
+		h := countersHead{ID: uint32(m.MeterID), Count: m.FlowCount, Packets: m.PacketInCount, Bytes: m.ByteInCount,
+			DurationSec: m.DurationSec, DurationNSec: m.DurationNSec}
+		var err error
+		if b, err = appendCounters(b, meterStatsLayout, h, m.BandStats, func(s ofp.MeterBandStats) (uint64, uint64) {
+			return s.PacketBandCount, s.ByteBandCount
+		}); err != nil {
+			return b, ends, err
 		}
 		ends = append(ends, len(b))
 	}
@@ -972,25 +949,14 @@ func (r *MeterStatsReply) appendItems(b []byte, ends []int) ([]byte, []int, erro
 
 func (r *MeterStatsReply) decodeRep(b []byte) error {
 	var out []MeterStats
-	for len(b) > 0 {
-		if len(b) < 40 {
-			return errBadLen
-		}
-		n := int(be.Uint16(b[4:]))
-		if n < 40 || (n-40)%16 != 0 || n > len(b) {
-			return errBadLen
-		}
-		m := MeterStats{
-			MeterID: ofp.Meter(be.Uint32(b)), FlowCount: be.Uint32(b[12:]),
-			PacketInCount: be.Uint64(b[16:]), ByteInCount: be.Uint64(b[24:]),
-			DurationSec: be.Uint32(b[32:]), DurationNSec: be.Uint32(b[36:]),
-		}
-		for i := 40; i < n; i += 16 {
-			m.BandStats = append(m.BandStats, ofp.MeterBandStats{
-				PacketBandCount: be.Uint64(b[i:]), ByteBandCount: be.Uint64(b[i+8:])})
-		}
-		out = append(out, m)
-		b = b[n:]
+	err := parseCounters(b, meterStatsLayout, func(p, by uint64) ofp.MeterBandStats {
+		return ofp.MeterBandStats{PacketBandCount: p, ByteBandCount: by}
+	}, func(h countersHead, bs []ofp.MeterBandStats) {
+		out = append(out, MeterStats{MeterID: ofp.Meter(h.ID), FlowCount: h.Count, PacketInCount: h.Packets, ByteInCount: h.Bytes,
+			DurationSec: h.DurationSec, DurationNSec: h.DurationNSec, BandStats: bs})
+	})
+	if err != nil {
+		return err
 	}
 	r.Meters = out
 	return nil

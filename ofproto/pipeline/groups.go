@@ -2,8 +2,6 @@ package pipeline
 
 import (
 	"math"
-	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -109,9 +107,7 @@ type GroupTable struct {
 	// OFPGMFC_OUT_OF_BUCKETS beyond. Set it before use.
 	MaxBuckets int
 
-	mu     sync.RWMutex
-	groups map[ofp.Group]*Group
-	gen    atomic.Uint64
+	idTable[ofp.Group, Group]
 }
 
 // DefaultMaxGroups and DefaultMaxBuckets are the limits a zero GroupTable
@@ -127,7 +123,11 @@ const (
 const maxChainDepth = 32
 
 // NewGroupTable returns an empty group table with the default limits.
-func NewGroupTable() *GroupTable { return &GroupTable{groups: make(map[ofp.Group]*Group)} }
+func NewGroupTable() *GroupTable {
+	t := &GroupTable{}
+	t.byID = make(map[ofp.Group]*Group)
+	return t
+}
 
 func (t *GroupTable) maxGroups() int {
 	if t.MaxGroups > 0 {
@@ -143,22 +143,14 @@ func (t *GroupTable) maxBuckets() int {
 	return DefaultMaxBuckets
 }
 
-// Generation moves on every change to the table, for cache invalidation.
-func (t *GroupTable) Generation() uint64 { return t.gen.Load() }
-
 // Get returns group id, or nil.
-func (t *GroupTable) Get(id ofp.Group) *Group {
-	t.mu.RLock()
-	g := t.groups[id]
-	t.mu.RUnlock()
-	return g
-}
+func (t *GroupTable) Get(id ofp.Group) *Group { return t.get(id) }
 
 // Len is the number of installed groups.
 func (t *GroupTable) Len() int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return len(t.groups)
+	return len(t.byID)
 }
 
 // Ref records that one more flow entry forwards to group id; it reports
@@ -167,7 +159,7 @@ func (t *GroupTable) Len() int {
 func (t *GroupTable) Ref(id ofp.Group) bool {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	g := t.groups[id]
+	g := t.byID[id]
 	if g == nil {
 		return false
 	}
@@ -179,10 +171,13 @@ func (t *GroupTable) Ref(id ofp.Group) bool {
 func (t *GroupTable) Unref(id ofp.Group) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	if g := t.groups[id]; g != nil && g.refs.Load() > 0 {
+	if g := t.byID[id]; g != nil && g.refs.Load() > 0 {
 		g.refs.Add(-1)
 	}
 }
+
+var groupModErrs = modErrs{typ: ofpwire.ETGroupModFailed, exists: ofpwire.GMFCGroupExists,
+	unknown: ofpwire.GMFCUnknownGroup, outOf: ofpwire.GMFCOutOfGroups}
 
 func gmErr(code uint16) error {
 	return &ofpwire.OFPError{Type: ofpwire.ETGroupModFailed, Code: code}
@@ -212,9 +207,6 @@ func gmErr(code uint16) error {
 func (t *GroupTable) ApplyGroupMod(gm *ofpwire.GroupMod, now time.Time) (deleted []ofp.Group, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.groups == nil {
-		t.groups = make(map[ofp.Group]*Group)
-	}
 	switch gm.Command {
 	case ofp.GroupAdd, ofp.GroupModify:
 	case ofp.GroupDelete:
@@ -225,15 +217,9 @@ func (t *GroupTable) ApplyGroupMod(gm *ofpwire.GroupMod, now time.Time) (deleted
 	if gm.GroupID > ofp.GroupMax {
 		return nil, gmErr(ofpwire.GMFCInvalidGroup)
 	}
-	old := t.groups[gm.GroupID]
-	if gm.Command == ofp.GroupAdd && old != nil {
-		return nil, gmErr(ofpwire.GMFCGroupExists)
-	}
-	if gm.Command == ofp.GroupModify && old == nil {
-		return nil, gmErr(ofpwire.GMFCUnknownGroup)
-	}
-	if gm.Command == ofp.GroupAdd && len(t.groups) >= t.maxGroups() {
-		return nil, gmErr(ofpwire.GMFCOutOfGroups)
+	old, err := t.admit(gm.Command == ofp.GroupAdd, gm.GroupID, t.maxGroups(), groupModErrs)
+	if err != nil {
+		return nil, err
 	}
 	if err := t.checkBuckets(gm); err != nil {
 		return nil, err
@@ -252,7 +238,7 @@ func (t *GroupTable) ApplyGroupMod(gm *ofpwire.GroupMod, now time.Time) (deleted
 	} else {
 		g := &Group{ID: gm.GroupID, Created: now}
 		g.state.Store(st)
-		t.groups[gm.GroupID] = g
+		t.byID[gm.GroupID] = g
 	}
 	t.gen.Add(1)
 	return nil, nil
@@ -281,7 +267,7 @@ func (t *GroupTable) checkBuckets(gm *ofpwire.GroupMod) error {
 		}
 		for _, a := range b.Actions {
 			if ga, ok := a.(*ofpwire.ActionGroup); ok {
-				if ga.Group != gm.GroupID && t.groups[ga.Group] == nil {
+				if ga.Group != gm.GroupID && t.byID[ga.Group] == nil {
 					return &ofpwire.OFPError{Type: ofpwire.ETBadAction, Code: ofpwire.BACBadOutGroup}
 				}
 			}
@@ -354,7 +340,7 @@ func (t *GroupTable) reaches(gm *ofpwire.GroupMod, target ofp.Group) bool {
 			return false
 		}
 		seen[id] = true
-		g := t.groups[id]
+		g := t.byID[id]
 		if g == nil {
 			return false
 		}
@@ -365,29 +351,20 @@ func (t *GroupTable) reaches(gm *ofpwire.GroupMod, target ofp.Group) bool {
 
 func (t *GroupTable) deleteLocked(id ofp.Group) ([]ofp.Group, error) {
 	if id == ofp.GroupAll {
-		out := make([]ofp.Group, 0, len(t.groups))
-		for gid := range t.groups {
-			out = append(out, gid)
-		}
-		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-		clear(t.groups)
-		if len(out) > 0 {
-			t.gen.Add(1)
-		}
-		return out, nil
+		return t.removeAllLocked(), nil
 	}
 	if id > ofp.GroupMax {
 		return nil, gmErr(ofpwire.GMFCInvalidGroup)
 	}
-	if t.groups[id] == nil {
+	if t.byID[id] == nil {
 		return nil, nil
 	}
-	for gid, g := range t.groups {
+	for gid, g := range t.byID {
 		if gid != id && forwardsTo(g.state.Load(), id) {
 			return nil, gmErr(ofpwire.GMFCChainedGroup)
 		}
 	}
-	delete(t.groups, id)
+	delete(t.byID, id)
 	t.gen.Add(1)
 	return []ofp.Group{id}, nil
 }
@@ -484,29 +461,10 @@ func mix64(x uint64) uint64 {
 	return x ^ x>>31
 }
 
-// sorted returns the groups id selects (every group for OFPG_ALL) in id
-// order.
-func (t *GroupTable) sorted(id ofp.Group) []*Group {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if id != ofp.GroupAll {
-		if g := t.groups[id]; g != nil {
-			return []*Group{g}
-		}
-		return nil
-	}
-	out := make([]*Group, 0, len(t.groups))
-	for _, g := range t.groups {
-		out = append(out, g)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
-}
-
 // Stats answers OFPMP_GROUP for id (OFPG_ALL: every group) at time now.
 // An unknown id gives an empty reply.
 func (t *GroupTable) Stats(id ofp.Group, now time.Time) []ofpwire.GroupStats {
-	gs := t.sorted(id)
+	gs := t.sorted(id, ofp.GroupAll)
 	out := make([]ofpwire.GroupStats, 0, len(gs))
 	for _, g := range gs {
 		d := now.Sub(g.Created)
@@ -530,7 +488,7 @@ func (t *GroupTable) Stats(id ofp.Group, now time.Time) []ofpwire.GroupStats {
 
 // Desc answers OFPMP_GROUP_DESC: every group with its type and buckets.
 func (t *GroupTable) Desc() []ofpwire.GroupDesc {
-	gs := t.sorted(ofp.GroupAll)
+	gs := t.sorted(ofp.GroupAll, ofp.GroupAll)
 	out := make([]ofpwire.GroupDesc, 0, len(gs))
 	for _, g := range gs {
 		st := g.state.Load()

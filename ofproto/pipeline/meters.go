@@ -1,8 +1,7 @@
 package pipeline
 
 import (
-	"sort"
-	"sync"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -26,7 +25,7 @@ type MeterBand struct {
 // meterConfig is what MODIFY replaces as a whole.
 type meterConfig struct {
 	flags ofp.MeterFlag
-	bands []MeterBand // sorted by rate, ascending
+	bands []MeterBand // in the METER_MOD's order
 }
 
 // Meter is one installed meter. The pointer lives as long as the meter;
@@ -41,9 +40,11 @@ type Meter struct {
 // Flags is the meter's current OFPMF_* flags.
 func (m *Meter) Flags() ofp.MeterFlag { return m.cfg.Load().flags }
 
-// Bands returns the meter's current bands, ordered by rate (lowest first):
-// the order of the band statistics, and of the bands ofproto gives the
-// datapath. Never changed in place.
+// Bands returns the meter's current bands in the order the METER_MOD gave
+// them: the order of OFPMP_METER_CONFIG's bands and of OFPMP_METER's band
+// statistics, so that a controller finds each band's counters where it put
+// the band, and of the bands ofproto gives the datapath. Never changed in
+// place.
 func (m *Meter) Bands() []MeterBand { return m.cfg.Load().bands }
 
 // MeterCounts are a meter's traffic counters as its enforcer keeps them:
@@ -63,9 +64,7 @@ type MeterTable struct {
 	// OFPMMFC_OUT_OF_BANDS beyond. Set it before use.
 	MaxBands int
 
-	mu     sync.RWMutex
-	meters map[ofp.Meter]*Meter
-	gen    atomic.Uint64
+	idTable[ofp.Meter, Meter]
 }
 
 // DefaultMaxMeters and DefaultMaxBands are the limits a zero MeterTable
@@ -80,7 +79,11 @@ const knownMeterFlags = ofp.MeterFlagKBitPerSec | ofp.MeterFlagPacketPerSec |
 	ofp.MeterFlagBurst | ofp.MeterFlagStats
 
 // NewMeterTable returns an empty meter table with the default limits.
-func NewMeterTable() *MeterTable { return &MeterTable{meters: make(map[ofp.Meter]*Meter)} }
+func NewMeterTable() *MeterTable {
+	t := &MeterTable{}
+	t.byID = make(map[ofp.Meter]*Meter)
+	return t
+}
 
 func (t *MeterTable) maxMeters() int {
 	if t.MaxMeters > 0 {
@@ -96,16 +99,11 @@ func (t *MeterTable) maxBands() int {
 	return DefaultMaxBands
 }
 
-// Generation moves on every change to the table, for cache invalidation.
-func (t *MeterTable) Generation() uint64 { return t.gen.Load() }
-
 // Get returns meter id, or nil.
-func (t *MeterTable) Get(id ofp.Meter) *Meter {
-	t.mu.RLock()
-	m := t.meters[id]
-	t.mu.RUnlock()
-	return m
-}
+func (t *MeterTable) Get(id ofp.Meter) *Meter { return t.get(id) }
+
+var meterModErrs = modErrs{typ: ofpwire.ETMeterModFailed, exists: ofpwire.MMFCMeterExists,
+	unknown: ofpwire.MMFCUnknownMeter, outOf: ofpwire.MMFCOutOfMeters}
 
 func mmErr(code uint16) error {
 	return &ofpwire.OFPError{Type: ofpwire.ETMeterModFailed, Code: code}
@@ -132,9 +130,6 @@ func mmErr(code uint16) error {
 func (t *MeterTable) ApplyMeterMod(mm *ofpwire.MeterMod, now time.Time) (deleted []ofp.Meter, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.meters == nil {
-		t.meters = make(map[ofp.Meter]*Meter)
-	}
 	switch mm.Command {
 	case ofp.MeterAdd, ofp.MeterModify:
 	case ofp.MeterDelete:
@@ -145,15 +140,9 @@ func (t *MeterTable) ApplyMeterMod(mm *ofpwire.MeterMod, now time.Time) (deleted
 	if mm.MeterID == 0 || mm.MeterID > ofp.MeterMax {
 		return nil, mmErr(ofpwire.MMFCInvalidMeter)
 	}
-	old := t.meters[mm.MeterID]
-	if mm.Command == ofp.MeterAdd && old != nil {
-		return nil, mmErr(ofpwire.MMFCMeterExists)
-	}
-	if mm.Command == ofp.MeterModify && old == nil {
-		return nil, mmErr(ofpwire.MMFCUnknownMeter)
-	}
-	if mm.Command == ofp.MeterAdd && len(t.meters) >= t.maxMeters() {
-		return nil, mmErr(ofpwire.MMFCOutOfMeters)
+	old, err := t.admit(mm.Command == ofp.MeterAdd, mm.MeterID, t.maxMeters(), meterModErrs)
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := t.newConfig(mm)
 	if err != nil {
@@ -164,7 +153,7 @@ func (t *MeterTable) ApplyMeterMod(mm *ofpwire.MeterMod, now time.Time) (deleted
 	} else {
 		m := &Meter{ID: mm.MeterID, Created: now}
 		m.cfg.Store(cfg)
-		t.meters[mm.MeterID] = m
+		t.byID[mm.MeterID] = m
 	}
 	t.gen.Add(1)
 	return nil, nil
@@ -197,9 +186,13 @@ func (t *MeterTable) newConfig(mm *ofpwire.MeterMod) (*meterConfig, error) {
 		}
 		c.bands[i].MeterBand = mb
 	}
-	sort.SliceStable(c.bands, func(i, j int) bool { return c.bands[i].Rate < c.bands[j].Rate })
-	for i := 1; i < len(c.bands); i++ {
-		if c.bands[i].Rate == c.bands[i-1].Rate {
+	rates := make([]uint32, len(c.bands))
+	for i := range c.bands {
+		rates[i] = c.bands[i].Rate
+	}
+	slices.Sort(rates)
+	for i := 1; i < len(rates); i++ {
+		if rates[i] == rates[i-1] {
 			return nil, mmErr(ofpwire.MMFCBadBandValue)
 		}
 	}
@@ -208,44 +201,17 @@ func (t *MeterTable) newConfig(mm *ofpwire.MeterMod) (*meterConfig, error) {
 
 func (t *MeterTable) deleteLocked(id ofp.Meter) ([]ofp.Meter, error) {
 	if id == ofp.MeterAll {
-		out := make([]ofp.Meter, 0, len(t.meters))
-		for mid := range t.meters {
-			out = append(out, mid)
-		}
-		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-		clear(t.meters)
-		if len(out) > 0 {
-			t.gen.Add(1)
-		}
-		return out, nil
+		return t.removeAllLocked(), nil
 	}
 	if id == 0 || id > ofp.MeterMax {
 		return nil, mmErr(ofpwire.MMFCInvalidMeter)
 	}
-	if t.meters[id] == nil {
+	if t.byID[id] == nil {
 		return nil, nil
 	}
-	delete(t.meters, id)
+	delete(t.byID, id)
 	t.gen.Add(1)
 	return []ofp.Meter{id}, nil
-}
-
-// sorted returns the meters id selects (OFPM_ALL: every one) in id order.
-func (t *MeterTable) sorted(id ofp.Meter) []*Meter {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if id != ofp.MeterAll {
-		if m := t.meters[id]; m != nil {
-			return []*Meter{m}
-		}
-		return nil
-	}
-	out := make([]*Meter, 0, len(t.meters))
-	for _, m := range t.meters {
-		out = append(out, m)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
 }
 
 // Stats answers OFPMP_METER for id (OFPM_ALL: every meter) at time now.
@@ -254,7 +220,7 @@ func (t *MeterTable) sorted(id ofp.Meter) []*Meter {
 // Bands' order. Counters are reported whether or not the meter has
 // OFPMF_STATS, which only asks for them.
 func (t *MeterTable) Stats(id ofp.Meter, now time.Time, flows map[ofp.Meter]uint32, counts func(ofp.Meter) MeterCounts) []ofpwire.MeterStats {
-	ms := t.sorted(id)
+	ms := t.sorted(id, ofp.MeterAll)
 	out := make([]ofpwire.MeterStats, 0, len(ms))
 	for _, m := range ms {
 		d := now.Sub(m.Created)
@@ -276,7 +242,7 @@ func (t *MeterTable) Stats(id ofp.Meter, now time.Time, flows map[ofp.Meter]uint
 
 // Config answers OFPMP_METER_CONFIG for id (OFPM_ALL: every meter).
 func (t *MeterTable) Config(id ofp.Meter) []ofpwire.MeterConfig {
-	ms := t.sorted(id)
+	ms := t.sorted(id, ofp.MeterAll)
 	out := make([]ofpwire.MeterConfig, 0, len(ms))
 	for _, m := range ms {
 		c := m.cfg.Load()

@@ -87,11 +87,11 @@ func TestMeterAddModifyDelete(t *testing.T) {
 		Bands: []ofpwire.MeterBand{remark(50, 10, 2), drop(20, 5)}}, t0); err != nil {
 		t.Fatal(err)
 	}
-	if mt.Get(1) != m || m.Flags() != pktps|burst || len(m.Bands()) != 2 || m.Bands()[0].Rate != 20 {
+	if mt.Get(1) != m || m.Flags() != pktps|burst || len(m.Bands()) != 2 || m.Bands()[0].Rate != 50 || m.Bands()[1].Rate != 20 {
 		t.Fatalf("after MODIFY: flags %v bands %+v", m.Flags(), bandsOf(m))
 	}
 	cfg := mt.Config(ofp.MeterAll)
-	if len(cfg) != 2 || cfg[0].MeterID != 1 || cfg[0].Bands[1].Type != ofp.MeterBandTypeDSCPRemark || cfg[0].Bands[1].PrecLevel != 2 {
+	if len(cfg) != 2 || cfg[0].MeterID != 1 || cfg[0].Bands[0].Type != ofp.MeterBandTypeDSCPRemark || cfg[0].Bands[0].PrecLevel != 2 {
 		t.Fatalf("config %+v", cfg)
 	}
 	del, err := mt.ApplyMeterMod(&ofpwire.MeterMod{Command: ofp.MeterDelete, MeterID: 77}, t0)
