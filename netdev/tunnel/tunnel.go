@@ -127,6 +127,7 @@ type txQueue struct {
 	hdrs  [packet.BatchSize][hdrLen]byte
 	names [packet.BatchSize]unix.RawSockaddrInet6
 	raw   rawTx // the raw send path's sockets and buffers (rawsend.go)
+	gso   gsoTx // segmentation offload on the raw path (gso.go)
 	kicks atomic.Uint64
 	_     [64]byte
 }
@@ -195,12 +196,19 @@ func New(name string, o Options) (*Port, error) {
 	p.raw = !o.NoDF && !o.SocketSend
 	for i := range p.tx {
 		p.tx[i].raw.fd4, p.tx[i].raw.fd6, p.tx[i].raw.probe = -1, -1, -1
+		for j := range p.tx[i].gso.fds {
+			p.tx[i].gso.fds[j] = -1
+		}
 		if !p.raw {
 			continue
 		}
 		if err := openRaw(&p.tx[i].raw); err != nil {
 			p.Close()
 			return nil, fmt.Errorf("tunnel %s: raw send socket: %w", name, err)
+		}
+		if err := p.openGSO(&p.tx[i].gso); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("tunnel %s: segmentation offload socket: %w", name, err)
 		}
 	}
 	return p, nil
@@ -350,6 +358,7 @@ func (p *Port) Close() error {
 			p.rx[i].fd, p.tx[i].fd = -1, -1
 		}
 		closeRaw(&p.tx[i].raw)
+		closeGSO(&p.tx[i].gso)
 	}
 	return errors.Join(errs...)
 }

@@ -185,7 +185,9 @@ func TestBadInput(t *testing.T) {
 	u.a.Run(t, "ip", "addr", "add", "198.18.20.3/24", "dev", u.devA)
 	stranger := openIn(t, u.a, Options{Remote: u.b4, Key: 100, Local: netip.MustParseAddr("198.18.20.3")})
 	noPorts := udpNoPorts(t, u.b)
-	sendFrames(t, stranger, pool, 2, nil)
+	// Two flows: a run of one would leave as one segmented datagram,
+	// which the receiver counts once.
+	sendFrames(t, stranger, pool, 2, func(p *packet.Packet) { p.Hash, p.HashValid = uint32(p.Data()[20]), true })
 	nstest.WaitFor(t, 5*time.Second, "host B to refuse the stranger's datagrams", func() bool {
 		return udpNoPorts(t, u.b) >= noPorts+2
 	})
@@ -371,6 +373,82 @@ func TestSharedUDPPort(t *testing.T) {
 	for _, p := range []*Port{p1, p3, pf} {
 		if d := p.Drops(); d != ([NumCauses]uint64{}) {
 			t.Errorf("drops %v", d)
+		}
+	}
+}
+
+// TestSegmentedSend: a run of equal-size frames of one flow (the last
+// shorter) leaves with one segmented send and arrives as separate
+// datagrams, in order, with their metadata; a run too big for the path
+// falls back to single sends and is counted as oversize, not lost
+// silently.
+func TestSegmentedSend(t *testing.T) {
+	u := newUnderlay(t)
+	for _, v6 := range []bool{false, true} {
+		la, lb := u.a4, u.b4
+		if v6 {
+			la, lb = u.a6, u.b6
+		}
+		pa := openIn(t, u.a, Options{Remote: lb, Key: 7})
+		pb := openIn(t, u.b, Options{Remote: la, Key: 7})
+		if !pa.tx[0].gso.on {
+			t.Skip("the kernel has no UDP segmentation offload")
+		}
+		pool := packet.NewPool(256, packet.DefaultBufSize)
+		var b packet.Batch
+		const n = 20
+		for i := range n {
+			pkt := pool.Get()
+			f := make([]byte, 1400)
+			if i == n-1 {
+				f = f[:900]
+			}
+			copy(f, frame(byte(i)))
+			pkt.SetData(f)
+			pkt.Hash, pkt.HashValid = 42, true
+			b.Add(pkt)
+		}
+		if sent := pa.Send(0, &b); sent != n {
+			t.Fatalf("sent %d of %d, drops %v", sent, n, pa.Drops())
+		}
+		for _, pkt := range b.Packets() {
+			pkt.Free()
+		}
+		if pa.tx[0].gso.runs != 1 || pa.TxKicks(0) != 1 {
+			t.Errorf("%d segmented sends, %d kicks; want 1, 1", pa.tx[0].gso.runs, pa.TxKicks(0))
+		}
+		got := recvAll(t, pb, pool, n)
+		if len(got) != n {
+			t.Fatalf("received %d of %d, drops %v", len(got), n, pb.Drops())
+		}
+		for i, pkt := range got {
+			want := 1400
+			if i == n-1 {
+				want = 900
+			}
+			if pkt.Len() != want || pkt.Data()[20] != byte(i) || pkt.TunnelID != 7 {
+				t.Errorf("datagram %d: len %d, mark %d, vni %d", i, pkt.Len(), pkt.Data()[20], pkt.TunnelID)
+			}
+		}
+		if s := pa.Stats(); s.TxPackets != n || s.TxBytes != (n-1)*1400+900 {
+			t.Errorf("tx stats %+v", s)
+		}
+
+		b = packet.Batch{}
+		for range 3 {
+			pkt := pool.Get()
+			pkt.SetData(make([]byte, 1600))
+			pkt.Hash, pkt.HashValid = 42, true
+			b.Add(pkt)
+		}
+		if sent := pa.Send(0, &b); sent != 0 || pa.Drops()[CauseMTU] != 3 {
+			t.Errorf("oversize run: sent %d, drops %v", sent, pa.Drops())
+		}
+		for _, pkt := range b.Packets() {
+			pkt.Free()
+		}
+		if !pa.tx[0].gso.on {
+			t.Errorf("one oversize run turned segmentation off")
 		}
 	}
 }
