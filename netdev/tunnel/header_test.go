@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"net/netip"
 	"testing"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
@@ -85,4 +86,23 @@ func FuzzDecap(f *testing.F) {
 			t.Fatalf("re-encapsulated header does not parse: %x", out)
 		}
 	})
+}
+
+func TestPushText(t *testing.T) {
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Kind: VXLAN, Remote: netip.MustParseAddr("198.18.60.2"), Local: netip.MustParseAddr("198.18.60.1"), Key: 100, DstPort: 4789, TTL: 64},
+			"tnl_push(tnl_port(vx0),header(ipv4(src=198.18.60.1,dst=198.18.60.2,tos=0x0,ttl=64,df),udp(src=hash,dst=4789),vxlan(vni=0x64)),out_port(3))"},
+		{Options{Kind: Geneve, KeyFlow: true, DstPort: 6081, TTL: 64, NoDF: true, Csum: true},
+			"tnl_push(tnl_port(vx0),header(ipv4(src=route,dst=tun_dst,tos=0x0,ttl=64),udp(src=hash,dst=6081,csum),geneve(vni=tun_id)),out_port(3))"},
+		{Options{Kind: VXLAN, Remote: netip.MustParseAddr("2001:db8::2"), Key: 5, DstPort: 4789, TTL: 9, TOS: 0x10},
+			"tnl_push(tnl_port(vx0),header(ipv6(src=route,dst=2001:db8::2,tos=0x10,ttl=9),udp(src=hash,dst=4789,csum),vxlan(vni=0x5)),out_port(3))"},
+	} {
+		p := &Port{name: "vx0", opt: c.o}
+		if got := p.PushText(3); got != c.want {
+			t.Errorf("got  %s\nwant %s", got, c.want)
+		}
+	}
 }
