@@ -410,6 +410,7 @@ func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 	ctr, causes := &p.ctr[q], &p.causes[q]
 	added := 0
 	var bytes, drops uint64
+	var tmpl flow.Tunnel
 	for i := 0; i < n; i++ {
 		pkt := rq.pkts[i]
 		rq.pkts[i] = nil
@@ -425,26 +426,13 @@ func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 			pkt.Free()
 			continue
 		}
-		hl, vni, flags, cause, ok := decap(p.opt.Kind, pkt.Data())
-		if ok && !p.opt.KeyFlow && vni != p.opt.Key {
-			cause, ok = CauseWrongVNI, false
-		}
-		src := rq.names[i].Addr
-		if ok && p.opt.Remote.IsValid() && src != p.remote.Addr {
-			cause, ok = CauseUnknownRemote, false
-		}
-		if !ok {
-			causes.n[cause].Add(1)
+		tmpl = flow.Tunnel{Src: rq.names[i].Addr, Dst: p.local}
+		parseControl(rq.ctrl[i][:min(int(m.hdr.Controllen), ctrlLen)], &tmpl)
+		if !p.accept(causes, pkt, &tmpl) {
 			drops++
 			pkt.Free()
 			continue
 		}
-		pkt.Pull(hl)
-		t := &pkt.Tunnel
-		*t = flow.Tunnel{Src: src, Dst: p.local, Flags: flags}
-		parseControl(rq.ctrl[i][:min(int(m.hdr.Controllen), ctrlLen)], t)
-		pkt.TunnelID = uint64(vni)
-		pkt.HasTunnel = true
 		bytes += uint64(pkt.Len())
 		b.Add(pkt)
 		added++
@@ -460,15 +448,40 @@ func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 	return added
 }
 
+// accept strips the tunnel header of a received datagram in pkt and sets
+// its tunnel metadata from tmpl (the outer addresses, TTL and TOS) and the
+// header, or counts the cause and returns false when the port must drop
+// it.
+func (p *Port) accept(causes *causeCounters, pkt *packet.Packet, tmpl *flow.Tunnel) bool {
+	hl, vni, flags, cause, ok := decap(p.opt.Kind, pkt.Data())
+	if ok && !p.opt.KeyFlow && vni != p.opt.Key {
+		cause, ok = CauseWrongVNI, false
+	}
+	if ok && p.opt.Remote.IsValid() && tmpl.Src != p.remote.Addr {
+		cause, ok = CauseUnknownRemote, false
+	}
+	if !ok {
+		causes.n[cause].Add(1)
+		return false
+	}
+	pkt.Pull(hl)
+	pkt.Tunnel = *tmpl
+	pkt.Tunnel.Flags = flags
+	pkt.TunnelID = uint64(vni)
+	pkt.HasTunnel = true
+	return true
+}
+
 // parseControl reads the destination address, TTL and TOS of a received
-// datagram from its control messages into t. IPv4 datagrams on the dual
-// stack socket come with IPv4 forms (IP_PKTINFO, IP_TTL, IP_TOS).
-func parseControl(b []byte, t *flow.Tunnel) {
+// datagram from its control messages into t, and returns the segment size
+// of a coalesced one (UDP_GRO), else 0. IPv4 datagrams on the dual stack
+// socket come with IPv4 forms (IP_PKTINFO, IP_TTL, IP_TOS).
+func parseControl(b []byte, t *flow.Tunnel) (seg int) {
 	for len(b) >= unix.SizeofCmsghdr {
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
 		l := int(h.Len)
 		if l < unix.SizeofCmsghdr || l > len(b) {
-			return
+			return seg
 		}
 		d := b[unix.SizeofCmsghdr:l]
 		switch {
@@ -483,9 +496,12 @@ func parseControl(b []byte, t *flow.Tunnel) {
 			t.TOS = uint8(*(*int32)(unsafe.Pointer(&d[0])))
 		case h.Level == unix.IPPROTO_IP && h.Type == unix.IP_TOS && len(d) >= 1:
 			t.TOS = d[0]
+		case h.Level == unix.SOL_UDP && h.Type == unix.UDP_GRO && len(d) >= 4:
+			seg = int(*(*int32)(unsafe.Pointer(&d[0])))
 		}
 		b = b[min(cmsgAlign(l), len(b)):]
 	}
+	return seg
 }
 
 func cmsgAlign(l int) int { return (l + 7) &^ 7 }
