@@ -83,6 +83,11 @@ type Options struct {
 	SocketSend bool
 	// UnderlayMTU is used only to report MTU(); default 1500.
 	UnderlayMTU int
+	// NoOffload turns off UDP segmentation on send (gso.go) and
+	// coalescing on receive (rxgro.go) (udp_offload=false): for peers
+	// that read the underlay with packet sockets on a veth, where a
+	// segmented run's checksums are left to an offload that never runs.
+	NoOffload bool
 }
 
 // ctrlLen holds the control messages of one datagram: packet info (40),
@@ -108,6 +113,7 @@ type rxQueue struct {
 	// skip is how many more polls return nothing without a syscall, and
 	// backoff the last such pause (see PollBackoff).
 	skip, backoff int
+	gro           *groRx // coalescing receive (rxgro.go); nil: off
 	_             [64]byte
 }
 
@@ -192,6 +198,9 @@ func New(name string, o Options) (*Port, error) {
 			return nil, fmt.Errorf("tunnel %s: %w", name, err)
 		}
 		p.rx[i].fd, p.tx[i].fd = fd, fd
+		if !o.NoOffload {
+			p.enableGRO(i)
+		}
 	}
 	p.raw = !o.NoDF && !o.SocketSend
 	for i := range p.tx {
@@ -205,6 +214,9 @@ func New(name string, o Options) (*Port, error) {
 		if err := openRaw(&p.tx[i].raw); err != nil {
 			p.Close()
 			return nil, fmt.Errorf("tunnel %s: raw send socket: %w", name, err)
+		}
+		if o.NoOffload {
+			continue
 		}
 		if err := p.openGSO(&p.tx[i].gso); err != nil {
 			p.Close()
@@ -368,6 +380,9 @@ func (p *Port) Close() error {
 // with the outer header in the packet's tunnel metadata.
 func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 	rq := &p.rx[q]
+	if rq.gro != nil {
+		return p.recvGRO(q, pool, b)
+	}
 	if rq.skip > 0 {
 		rq.skip--
 		return 0

@@ -113,6 +113,7 @@ func TestPortToPort(t *testing.T) {
 		kind       Kind
 		v6         bool
 		csum, nodf bool
+		nooffload  bool
 	}{
 		{name: "vxlan4", kind: VXLAN}, {name: "vxlan6", kind: VXLAN, v6: true},
 		{name: "geneve4", kind: Geneve}, {name: "geneve6", kind: Geneve, v6: true},
@@ -120,17 +121,21 @@ func TestPortToPort(t *testing.T) {
 		// computed; with df_default=false the port sends on its socket.
 		{name: "vxlan4-csum", kind: VXLAN, csum: true},
 		{name: "vxlan4-nodf", kind: VXLAN, nodf: true}, {name: "geneve6-nodf", kind: Geneve, v6: true, nodf: true},
+		{name: "vxlan4-nooffload", kind: VXLAN, nooffload: true}, {name: "geneve6-nooffload", kind: Geneve, v6: true, nooffload: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			la, lb := u.a4, u.b4
 			if c.v6 {
 				la, lb = u.a6, u.b6
 			}
-			pa := openIn(t, u.a, Options{Kind: c.kind, Remote: lb, Key: 100, TTL: 33, TOS: 0x10, Csum: c.csum, NoDF: c.nodf})
+			pa := openIn(t, u.a, Options{Kind: c.kind, Remote: lb, Key: 100, TTL: 33, TOS: 0x10, Csum: c.csum, NoDF: c.nodf, NoOffload: c.nooffload})
 			if pa.raw == c.nodf {
 				t.Fatalf("raw send path %v with NoDF %v", pa.raw, c.nodf)
 			}
-			pb := openIn(t, u.b, Options{Kind: c.kind, Remote: la, Key: 100})
+			pb := openIn(t, u.b, Options{Kind: c.kind, Remote: la, Key: 100, NoOffload: c.nooffload})
+			if c.nooffload && (pa.tx[0].gso.on || pb.rx[0].gro != nil) {
+				t.Fatalf("udp offload on with NoOffload")
+			}
 			pool := packet.NewPool(256, packet.DefaultBufSize)
 			if n := sendFrames(t, pa, pool, 8, nil); n != 8 {
 				t.Fatalf("sent %d of 8; drops %v", n, pa.Drops())
@@ -417,9 +422,40 @@ func TestSegmentedSend(t *testing.T) {
 		if pa.tx[0].gso.runs != 1 || pa.TxKicks(0) != 1 {
 			t.Errorf("%d segmented sends, %d kicks; want 1, 1", pa.tx[0].gso.runs, pa.TxKicks(0))
 		}
-		got := recvAll(t, pb, pool, n)
+		// Batches with room for 7: a coalesced run is handed out over
+		// several calls.
+		var got []*packet.Packet
+		filler := make([]*packet.Packet, packet.BatchSize-7)
+		for i := range filler {
+			filler[i] = pool.Get()
+		}
+		nstest.WaitFor(t, 5*time.Second, "the run", func() bool {
+			var b packet.Batch
+			for _, f := range filler {
+				b.Add(f)
+			}
+			if k := pb.Recv(0, pool, &b); k > 7 {
+				t.Fatalf("Recv added %d to a batch with room for 7", k)
+			}
+			got = append(got, b.Packets()[len(filler):]...)
+			return len(got) >= n
+		})
+		for _, f := range filler {
+			f.Free()
+		}
+		t.Cleanup(func() {
+			for _, pkt := range got {
+				pkt.Free()
+			}
+		})
 		if len(got) != n {
 			t.Fatalf("received %d of %d, drops %v", len(got), n, pb.Drops())
+		}
+		if g := pb.rx[0].gro; g != nil {
+			t.Logf("coalesced receives: %d", g.coalesced)
+		}
+		if g := pb.rx[0].gro; g != nil && g.coalesced == 0 {
+			t.Errorf("the run was not received coalesced")
 		}
 		for i, pkt := range got {
 			want := 1400
