@@ -45,6 +45,9 @@
 #
 # SUT kernel-tso is the kernel again with the workloads' offloads on.
 #
+# SUT ours-nooffload is ours with udp_offload=false on the tunnel ports
+# (no UDP segmentation on send, no coalescing on receive).
+#
 # Environment: SUTS ("ours ovs kernel kernel-tso"), PTYPE (afxdp|afpacket), DUR (5),
 # TCP_DUR (8), RTT_DUR (4), BIN (bin), SHARED (../shared).
 set -u -o pipefail
@@ -114,16 +117,19 @@ topo_down() { for n in $WA $WB $HA $HB; do ip netns del $n 2>/dev/null; done; }
 
 # --- SUT: this switch, one per host, one PMD each
 ours_one() { # HOSTNS CPU WLPORT LOCAL REMOTE
-	local st=$work/ours-$1; mkdir -p "$st"
+	local st=$work/ours-$1-$RANDOM; mkdir -p "$st"
 	bg ip netns exec $1 "$BIN/vswitchd" --state-dir "$st" --metrics-addr '' --default-bridge br0 --log-level warn
 	wait_for 10 test -S "$st/br0.mgmt" || { tail "$work/bg.log"; return 1; }
 	local v=("$BIN/vsctl" --state-dir "$st")
 	"${v[@]}" set Open_vSwitch . other_config:n-pmd=1 other_config:pmd-cpu-mask=$(printf '%x' $((1 << $2))) || return 1
 	"${v[@]}" add-port br0 $3 -- type=$PTYPE || return 1
-	"${v[@]}" add-port br0 vx0 -- type=vxlan options:remote_ip=$5 options:local_ip=$4 options:key=100 || return 1
+	"${v[@]}" add-port br0 vx0 -- type=vxlan options:remote_ip=$5 options:local_ip=$4 options:key=100 $OURS_OPTS || return 1
 }
 ours_up() { ours_one $HA 0 $TPA $UA $UB && ours_one $HB 1 $TPB $UB $UA; }
 ours_down() { :; } # the processes stop with the rest at the end of the SUT
+OURS_OPTS=""
+ours-nooffload_up() { OURS_OPTS=options:udp_offload=false; ours_up; local rc=$?; OURS_OPTS=""; return $rc; }
+ours-nooffload_down() { :; }
 
 # --- SUT: Open vSwitch userspace, native tunnelling
 ovs_one() { # HOSTNS CPU WLPORT UL LOCAL REMOTE
@@ -208,27 +214,29 @@ rtt() { # prints: p50 p99 (us)
 }
 
 declare -A R
+ROWS=()
 echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) CPUs, uptime:$(uptime | sed 's/.*up[^,]*,//'), ports $PTYPE"
 for s in $SUTS; do
-	case $s in ours | ovs | kernel | kernel-tso) ;; *) die "unknown SUT $s" ;; esac
+	case $s in ours | ours-nooffload | ovs | kernel | kernel-tso) ;; *) die "unknown SUT $s" ;; esac
 	log "$s: setting up"
 	cur=$s
 	topo_up
 	if ! ${s}_up; then
 		log "$s did not start; its logs:"; tail -20 "$work/bg.log" >&2
-		R[$s]="- - - - - -"; sut_down; topo_down; continue
+		R[$s]=${R[$s]:-"- - - - -"}; ROWS+=("$s - - - - -"); sut_down; topo_down; continue
 	fi
 	bg ip netns exec $WB "$PP" server $IPB 7
 	# the overlay works and both sides know each other's MAC (for OVS also
 	# the underlay neighbour) before anything is measured
 	if ! wait_for 30 ip netns exec $WA ping -c1 -W1 $IPB; then
-		log "$s: no connectivity through the tunnel"; R[$s]="- - - - - -"
+		log "$s: no connectivity through the tunnel"; R[$s]=${R[$s]:-"- - - - -"}; ROWS+=("$s - - - - -")
 	else
 		ip netns exec $WB ping -c3 -i0.2 -q $IPA >/dev/null
 		log "$s: udp64"; u=$(udp64)
 		log "$s: tcp"; c=$(tcp)
 		log "$s: rtt"; l=$(rtt)
-		R[$s]="$u $c $l"
+		R[$s]=${R[$s]:-"$u $c $l"} # the first run of a SUT is the one compared
+		ROWS+=("$s $u $c $l")
 	fi
 	sut_down
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
@@ -237,10 +245,10 @@ for s in $SUTS; do
 	topo_down
 done
 
-printf "%-14s %10s %8s %10s %10s %10s\n" sut udp64_Mpps loss_% tcp_Gbps rtt_p50_us rtt_p99_us
-for s in $SUTS; do
-	set -- ${R[$s]}
-	printf "%-14s %10s %8s %10s %10s %10s\n" "$s" "$1" "$2" "$3" "$4" "$5"
+printf "%-20s %10s %8s %10s %10s %10s\n" sut udp64_Mpps loss_% tcp_Gbps rtt_p50_us rtt_p99_us
+for row in "${ROWS[@]}"; do
+	set -- $row
+	printf "%-20s %10s %8s %10s %10s %10s\n" "$1" "$2" "$3" "$4" "$5" "$6"
 done
 ratio() { python3 -c "
 a='$1'.split(); b='$2'.split()
@@ -249,7 +257,7 @@ def r(x, y, inv=False):
         x, y = float(x), float(y)
         return '%.2fx' % ((y / x) if inv else (x / y))
     except Exception: return '-'
-print('%-14s %10s %8s %10s %10s %10s' % ('$3', r(a[0], b[0]), '', r(a[2], b[2]), r(a[3], b[3], True), r(a[4], b[4], True)))"; }
-for o in ovs kernel kernel-tso; do
+print('%-20s %10s %8s %10s %10s %10s' % ('$3', r(a[0], b[0]), '', r(a[2], b[2]), r(a[3], b[3], True), r(a[4], b[4], True)))"; }
+for o in ours-nooffload ovs kernel kernel-tso; do
 	[ -n "${R[ours]:-}" ] && [ -n "${R[$o]:-}" ] && ratio "${R[ours]}" "${R[$o]}" "ours/$o"
 done
