@@ -119,7 +119,7 @@ func FuzzAccept(f *testing.F) {
 	encapHeader(VXLAN, &h, 101) // wrong VNI
 	f.Add(uint8(0), append(h[:], innerFrame...))
 	f.Add(uint8(1), append([]byte{2, 0, 0x65, 0x58, 0, 0, 100, 0, 1, 2, 3}, innerFrame...)) // options cut short
-	f.Add(uint8(1), []byte{0, 0, 0x65, 0x58, 0, 0, 100, 0})                                  // no inner frame
+	f.Add(uint8(1), []byte{0, 0, 0x65, 0x58, 0, 0, 100, 0})                                 // no inner frame
 	pool := packet.NewPool(1, packet.DefaultBufSize)
 	f.Fuzz(func(t *testing.T, kind uint8, b []byte) {
 		p := &Port{opt: Options{Kind: Kind(kind % 2), Key: 100}}
