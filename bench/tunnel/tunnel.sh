@@ -46,15 +46,20 @@
 # SUT kernel-tso is the kernel again with the workloads' offloads on.
 #
 # SUT ours-nooffload is ours with udp_offload=false on the tunnel ports
-# (no UDP segmentation on send, no coalescing on receive).
+# (no UDP segmentation on send, no coalescing on receive); ours-busy is ours
+# with busy-polling PMDs (pmd-sleep-max=0), as Open vSwitch's PMDs always
+# are: our idle PMDs sleep until a packet wakes them, which on a loaded
+# machine adds the scheduler's wake-up latency to every RTT.
 #
-# Environment: SUTS ("ours ovs kernel kernel-tso"), PTYPE (afxdp|afpacket), DUR (5),
-# TCP_DUR (8), RTT_DUR (4), BIN (bin), SHARED (../shared).
+# Environment: SUTS ("ours ours-busy ovs kernel kernel-tso"), PTYPE (afxdp|afpacket), DUR (5),
+# TCP_DUR (8), RTT_DUR (4), BIN (bin), SHARED (../shared), OURS_CONFIG
+# (more Open_vSwitch other_config for ours, e.g. other_config:pmd-sleep-max=0).
 set -u -o pipefail
 here=$(cd "$(dirname "$0")" && pwd); top=$(cd "$here/../.." && pwd)
-SUTS=${SUTS:-"ours ovs kernel kernel-tso"}
+SUTS=${SUTS:-"ours ours-busy ovs kernel kernel-tso"}
 PTYPE=${PTYPE:-afxdp}
 DUR=${DUR:-5}
+OURS_CONFIG=${OURS_CONFIG:-}
 TCP_DUR=${TCP_DUR:-8}
 RTT_DUR=${RTT_DUR:-4}
 BIN=${BIN:-$top/bin}
@@ -121,7 +126,7 @@ ours_one() { # HOSTNS CPU WLPORT LOCAL REMOTE
 	bg ip netns exec $1 "$BIN/vswitchd" --state-dir "$st" --metrics-addr '' --default-bridge br0 --log-level warn
 	wait_for 10 test -S "$st/br0.mgmt" || { tail "$work/bg.log"; return 1; }
 	local v=("$BIN/vsctl" --state-dir "$st")
-	"${v[@]}" set Open_vSwitch . other_config:n-pmd=1 other_config:pmd-cpu-mask=$(printf '%x' $((1 << $2))) || return 1
+	"${v[@]}" set Open_vSwitch . other_config:n-pmd=1 other_config:pmd-cpu-mask=$(printf '%x' $((1 << $2))) $OURS_CONFIG || return 1
 	"${v[@]}" add-port br0 $3 -- type=$PTYPE || return 1
 	"${v[@]}" add-port br0 vx0 -- type=vxlan options:remote_ip=$5 options:local_ip=$4 options:key=100 $OURS_OPTS || return 1
 }
@@ -130,6 +135,9 @@ ours_down() { :; } # the processes stop with the rest at the end of the SUT
 OURS_OPTS=""
 ours-nooffload_up() { OURS_OPTS=options:udp_offload=false; ours_up; local rc=$?; OURS_OPTS=""; return $rc; }
 ours-nooffload_down() { :; }
+# ours-busy: PMDs that never sleep (pmd-sleep-max=0), as OVS's do.
+ours-busy_up() { local c=$OURS_CONFIG; OURS_CONFIG="$c other_config:pmd-sleep-max=0"; ours_up; local rc=$?; OURS_CONFIG=$c; return $rc; }
+ours-busy_down() { :; }
 
 # --- SUT: Open vSwitch userspace, native tunnelling
 ovs_one() { # HOSTNS CPU WLPORT UL LOCAL REMOTE
@@ -217,7 +225,7 @@ declare -A R
 ROWS=()
 echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) CPUs, uptime:$(uptime | sed 's/.*up[^,]*,//'), ports $PTYPE"
 for s in $SUTS; do
-	case $s in ours | ours-nooffload | ovs | kernel | kernel-tso) ;; *) die "unknown SUT $s" ;; esac
+	case $s in ours | ours-nooffload | ours-busy | ovs | kernel | kernel-tso) ;; *) die "unknown SUT $s" ;; esac
 	log "$s: setting up"
 	cur=$s
 	topo_up
@@ -258,6 +266,6 @@ def r(x, y, inv=False):
         return '%.2fx' % ((y / x) if inv else (x / y))
     except Exception: return '-'
 print('%-20s %10s %8s %10s %10s %10s' % ('$3', r(a[0], b[0]), '', r(a[2], b[2]), r(a[3], b[3], True), r(a[4], b[4], True)))"; }
-for o in ours-nooffload ovs kernel kernel-tso; do
+for o in ours-nooffload ours-busy ovs kernel kernel-tso; do
 	[ -n "${R[ours]:-}" ] && [ -n "${R[$o]:-}" ] && ratio "${R[ours]}" "${R[$o]}" "ours/$o"
 done
