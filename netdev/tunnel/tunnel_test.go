@@ -416,12 +416,10 @@ func TestSegmentedSend(t *testing.T) {
 		if sent := pa.Send(0, &b); sent != n {
 			t.Fatalf("sent %d of %d, drops %v", sent, n, pa.Drops())
 		}
-		for _, pkt := range b.Packets() {
-			pkt.Free()
-		}
 		if pa.tx[0].gso.runs != 1 || pa.TxKicks(0) != 1 {
 			t.Errorf("%d segmented sends, %d kicks; want 1, 1", pa.tx[0].gso.runs, pa.TxKicks(0))
 		}
+		sentRun := b
 		// Batches with room for 7: a coalesced run is handed out over
 		// several calls.
 		var got []*packet.Packet
@@ -468,6 +466,19 @@ func TestSegmentedSend(t *testing.T) {
 		}
 		if s := pa.Stats(); s.TxPackets != n || s.TxBytes != (n-1)*1400+900 {
 			t.Errorf("tx stats %+v", s)
+		}
+		// Once more, to a UDP port of host B nobody listens on (now that
+		// the neighbour is known), to count allocations: none per
+		// packet, none per run.
+		quiet := openIn(t, u.a, Options{Remote: lb, Key: 7, DstPort: 4999})
+		if a := testing.AllocsPerRun(20, func() { quiet.Send(0, &sentRun) }); a != 0 {
+			t.Errorf("a segmented send allocates %.1f times", a)
+		}
+		if quiet.tx[0].gso.runs == 0 {
+			t.Errorf("the allocation check sent no segmented run")
+		}
+		for _, pkt := range sentRun.Packets() {
+			pkt.Free()
 		}
 
 		b = packet.Batch{}
