@@ -143,6 +143,10 @@ func TestVXLANKernelInterop(t *testing.T) {
 			if !strings.Contains(dp, "tunnel(tun_id=0x64,"+tunSrc) {
 				t.Errorf("datapath flows lack the tunnel metadata (%s):\n%s", tunSrc, dp)
 			}
+			if push := "dst=" + lb + ",tos=0x0,ttl=64"; !strings.Contains(dp, "tnl_push(tnl_port(vx0),header(") ||
+				!strings.Contains(dp, push) || !strings.Contains(dp, "vxlan(vni=0x64)") {
+				t.Errorf("datapath flows lack the tunnel output's header (%s, vxlan(vni=0x64)):\n%s", push, dp)
+			}
 		})
 	}
 }
@@ -181,6 +185,16 @@ func TestVXLANSwitchToSwitch(t *testing.T) {
 	dp := da.vsctl("dpif-dump-flows", "br0")
 	if !strings.Contains(dp, "set(tunnel(dst="+b.ip4+"))") || !strings.Contains(dp, "set(tunnel(tun_id=0xc8))") {
 		t.Errorf("datapath flows lack the set-tunnel actions:\n%s", dp)
+	}
+	// The output to the flow-based port shows its encapsulation, with the
+	// fields the packet's metadata supplies named as such.
+	push := "tnl_push(tnl_port(vx0),header(ipv4(src=route,dst=tun_dst,tos=0x0,ttl=64,df),udp(src=hash,dst=4789),vxlan(vni=tun_id))"
+	if !strings.Contains(dp, push) {
+		t.Errorf("datapath flows lack %s:\n%s", push, dp)
+	}
+	tr := da.vsctl("trace", "br0", "in_port="+wa.port+",dl_src=02:00:00:00:00:01,dl_dst=02:00:00:00:00:02,ip,nw_src="+wa.ip+",nw_dst="+wb.ip)
+	if !strings.Contains(tr, "Datapath actions: ") || !strings.Contains(tr, push) {
+		t.Errorf("trace lacks %s:\n%s", push, tr)
 	}
 
 	// Host B's port is a wire to host A with VNI 200: a packet with

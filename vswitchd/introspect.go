@@ -293,14 +293,15 @@ func (d *Daemon) cmdDpifDumpFlows(_ context.Context, args []string) (mgmt.Result
 			continue
 		}
 		for _, f := range b.dp.DumpFlows() {
-			line := f.String()
+			acts := b.actionsText(f.Actions)
+			line := strings.TrimSuffix(f.String(), f.Actions.String()) + acts
 			if len(args) == 0 {
 				line = b.name + ": " + line
 			}
 			sb.WriteString(line)
 			sb.WriteByte('\n')
 			v := DpifFlowView{Bridge: b.name, PMD: f.PMD, Match: flow.FormatMatch(&f.Key, &f.Mask),
-				Packets: f.Packets, Bytes: f.Bytes, Actions: f.Actions.String()}
+				Packets: f.Packets, Bytes: f.Bytes, Actions: acts}
 			if f.LastUsed >= 0 {
 				u := f.LastUsed.Seconds()
 				v.UsedSeconds = &u
@@ -399,7 +400,12 @@ func (d *Daemon) cmdTrace(_ context.Context, args []string) (mgmt.Result, error)
 	if err != nil {
 		return mgmt.Result{}, err
 	}
-	return mgmt.Result{Text: tr.String(), Data: traceView(tr)}, nil
+	// Outputs to tunnel ports show their encapsulation.
+	acts := b.actionsText(tr.Actions)
+	text := strings.Replace(tr.String(), "Datapath actions: "+tr.Actions.String()+"\n", "Datapath actions: "+acts+"\n", 1)
+	v := traceView(tr)
+	v.DatapathActions = acts
+	return mgmt.Result{Text: text, Data: v}, nil
 }
 
 // TraceView is trace's data: what the text shows, as fields.

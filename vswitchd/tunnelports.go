@@ -11,7 +11,7 @@ import (
 
 // tunnelOptionKeys are the options of vxlan and geneve ports, named as in
 // Open vSwitch.
-var tunnelOptionKeys = []string{"remote_ip", "key", "local_ip", "dst_port", "tos", "ttl", "df_default", "csum", "n_rxq"}
+var tunnelOptionKeys = []string{"remote_ip", "key", "local_ip", "dst_port", "tos", "ttl", "df_default", "csum", "n_rxq", "udp_offload"}
 
 // tunnelOptions reads a tunnel port's options, refusing what the port
 // could not honour, so that "vsctl add-port" fails at once instead of the
@@ -109,5 +109,10 @@ func tunnelOptions(p *config.Port) (tunnel.Options, error) {
 	if o.Csum, err = boolOpt("csum", false); err != nil {
 		return o, err
 	}
+	off, err := boolOpt("udp_offload", true)
+	if err != nil {
+		return o, err
+	}
+	o.NoOffload = !off
 	return o, nil
 }

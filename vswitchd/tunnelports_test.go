@@ -18,9 +18,11 @@ func TestTunnelOptions(t *testing.T) {
 		return p
 	}
 	o, err := tunnelOptions(port(config.PortTypeGeneve, "remote_ip", "2001:db8::2", "key", "0x64", "local_ip", "2001:db8::1",
-		"dst_port", "7000", "tos", "16", "ttl", "9", "df_default", "false", "csum", "true", "n_rxq", "2"))
+		"dst_port", "7000", "tos", "16", "ttl", "9", "df_default", "false", "csum", "true", "n_rxq", "2",
+		"udp_offload", "false"))
 	want := tunnel.Options{Kind: tunnel.Geneve, Remote: netip.MustParseAddr("2001:db8::2"), Key: 100,
-		Local: netip.MustParseAddr("2001:db8::1"), DstPort: 7000, TOS: 16, TTL: 9, NoDF: true, Csum: true, Queues: 2}
+		Local: netip.MustParseAddr("2001:db8::1"), DstPort: 7000, TOS: 16, TTL: 9, NoDF: true, Csum: true, Queues: 2,
+		NoOffload: true}
 	if err != nil || o != want {
 		t.Fatalf("tunnelOptions = %+v, %v; want %+v", o, err, want)
 	}
@@ -40,6 +42,7 @@ func TestTunnelOptions(t *testing.T) {
 		{[]string{"remote_ip", "198.18.20.2", "ttl", "0"}, "ttl"},
 		{[]string{"remote_ip", "198.18.20.2", "dst_port", "70000"}, "dst_port"},
 		{[]string{"remote_ip", "198.18.20.2", "csum", "yes"}, "csum"},
+		{[]string{"remote_ip", "198.18.20.2", "udp_offload", "no"}, "udp_offload"},
 	} {
 		_, err := tunnelOptions(port(config.PortTypeVXLAN, c.kv...))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

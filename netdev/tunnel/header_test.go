@@ -1,9 +1,12 @@
 package tunnel
 
 import (
+	"net/netip"
 	"testing"
+	"unsafe"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 var innerFrame = make([]byte, 60)
@@ -84,5 +87,74 @@ func FuzzDecap(f *testing.F) {
 		if !ok2 || n2 != hdrLen || vni2 != vni {
 			t.Fatalf("re-encapsulated header does not parse: %x", out)
 		}
+	})
+}
+
+func TestPushText(t *testing.T) {
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Kind: VXLAN, Remote: netip.MustParseAddr("198.18.60.2"), Local: netip.MustParseAddr("198.18.60.1"), Key: 100, DstPort: 4789, TTL: 64},
+			"tnl_push(tnl_port(vx0),header(ipv4(src=198.18.60.1,dst=198.18.60.2,tos=0x0,ttl=64,df),udp(src=hash,dst=4789),vxlan(vni=0x64)),out_port(3))"},
+		{Options{Kind: Geneve, KeyFlow: true, DstPort: 6081, TTL: 64, NoDF: true, Csum: true},
+			"tnl_push(tnl_port(vx0),header(ipv4(src=route,dst=tun_dst,tos=0x0,ttl=64),udp(src=hash,dst=6081,csum),geneve(vni=tun_id)),out_port(3))"},
+		{Options{Kind: VXLAN, Remote: netip.MustParseAddr("2001:db8::2"), Key: 5, DstPort: 4789, TTL: 9, TOS: 0x10},
+			"tnl_push(tnl_port(vx0),header(ipv6(src=route,dst=2001:db8::2,tos=0x10,ttl=9),udp(src=hash,dst=4789,csum),vxlan(vni=0x5)),out_port(3))"},
+	} {
+		p := &Port{name: "vx0", opt: c.o}
+		if got := p.PushText(3); got != c.want {
+			t.Errorf("got  %s\nwant %s", got, c.want)
+		}
+	}
+}
+
+// FuzzAccept feeds arbitrary datagrams to the receive checks of a port with
+// a fixed key: each is either delivered, with its header stripped and the
+// port's VNI, or dropped with exactly one cause counted.
+func FuzzAccept(f *testing.F) {
+	var h [hdrLen]byte
+	encapHeader(VXLAN, &h, 100)
+	f.Add(uint8(0), append(h[:], innerFrame...))
+	encapHeader(VXLAN, &h, 101) // wrong VNI
+	f.Add(uint8(0), append(h[:], innerFrame...))
+	f.Add(uint8(1), append([]byte{2, 0, 0x65, 0x58, 0, 0, 100, 0, 1, 2, 3}, innerFrame...)) // options cut short
+	f.Add(uint8(1), []byte{0, 0, 0x65, 0x58, 0, 0, 100, 0})                                 // no inner frame
+	pool := packet.NewPool(1, packet.DefaultBufSize)
+	f.Fuzz(func(t *testing.T, kind uint8, b []byte) {
+		p := &Port{opt: Options{Kind: Kind(kind % 2), Key: 100}}
+		var causes causeCounters
+		pkt := pool.Get()
+		defer pkt.Free()
+		if pkt.SetData(b) != len(b) {
+			return
+		}
+		tmpl := flow.Tunnel{TTL: 9}
+		ok := p.accept(&causes, pkt, &tmpl)
+		var counted uint64
+		for i := range causes.n {
+			counted += causes.n[i].Load()
+		}
+		switch {
+		case ok && (counted != 0 || pkt.TunnelID != 100 || !pkt.HasTunnel || pkt.Tunnel.TTL != 9 || pkt.Len() > len(b)-hdrLen):
+			t.Fatalf("delivered %x: vni %d, counted %d, len %d", b, pkt.TunnelID, counted, pkt.Len())
+		case !ok && counted != 1:
+			t.Fatalf("dropped %x with %d causes counted", b, counted)
+		}
+	})
+}
+
+// FuzzParseControl: control messages as the kernel might lay them out, or
+// not, are read without reading past them.
+func FuzzParseControl(f *testing.F) {
+	f.Add([]byte{20, 0, 0, 0, 0, 0, 0, 0, 17, 0, 0, 0, 104, 0, 0, 0, 0xb8, 5, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{255, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// Aligned as the kernel's buffer is.
+		buf := make([]uint64, (len(b)+7)/8)
+		c := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(buf))), len(b))
+		copy(c, b)
+		var tn flow.Tunnel
+		parseControl(c, &tn)
 	})
 }

@@ -200,31 +200,57 @@ func (p *Port) buildOuter(h *[maxOuter]byte, src, dst *[16]byte, vni uint32, has
 	return ipl + 16
 }
 
-// sendRaw is Send on the raw path.
+// target is where pkt goes: the outer destination and the VNI, or false
+// when a remote_ip=flow port has no destination in the packet.
+func (p *Port) target(pkt *packet.Packet) (*[16]byte, uint32, bool) {
+	vni := p.opt.Key
+	if p.opt.KeyFlow && pkt.KeyValid {
+		vni = uint32(pkt.Key.TunnelID) & 0xffffff
+	}
+	if p.opt.Remote.IsValid() {
+		return &p.remote.Addr, vni, true
+	}
+	if !pkt.KeyValid || pkt.Key.Tun.Dst == ([16]byte{}) {
+		return nil, 0, false
+	}
+	return &pkt.Key.Tun.Dst, vni, true
+}
+
+// sendRaw is Send on the raw path; runs of equal-size packets to one
+// destination go as one segmented send instead (gso.go).
 func (p *Port) sendRaw(q int, b *packet.Batch) int {
 	tq := &p.tx[q]
 	r := &tq.raw
 	ctr, causes := &p.ctr[q], &p.causes[q]
-	flowRemote := !p.opt.Remote.IsValid()
 	var now int64
 	n := 0
-	var drops uint64
+	var drops, bytes uint64
 	var lens [packet.BatchSize]int
-	for _, pkt := range b.Packets() {
-		vni := p.opt.Key
-		if p.opt.KeyFlow && pkt.KeyValid {
-			vni = uint32(pkt.Key.TunnelID) & 0xffffff
-		}
-		dst := &p.remote.Addr
-		if flowRemote {
-			if !pkt.KeyValid || pkt.Key.Tun.Dst == ([16]byte{}) {
-				causes.n[CauseNoRemote].Add(1)
-				drops++
-				continue
-			}
-			dst = &pkt.Key.Tun.Dst
+	sent := 0
+	pkts := b.Packets()
+	noGSO := 0 // packets before this index went back from a refused run
+	for i := 0; i < len(pkts); i++ {
+		pkt := pkts[i]
+		dst, vni, ok := p.target(pkt)
+		if !ok {
+			causes.n[CauseNoRemote].Add(1)
+			drops++
+			continue
 		}
 		d := pkt.Data()
+		if tq.gso.on && i >= noGSO && len(d) > 0 {
+			if k := p.gsoRun(pkts[i:], dst, vni); k >= 2 {
+				// What is queued goes first: the order holds.
+				s, dr, by := p.flushRaw(q, n, &lens)
+				sent, drops, bytes, n = sent+s, drops+dr, bytes+by, 0
+				if ok, s, by, dr := p.sendGSO(q, pkts[i:i+k], dst, vni); ok {
+					sent, bytes, drops = sent+s, bytes+by, drops+dr
+					i += k - 1
+					continue
+				}
+				noGSO = i + k
+			}
+		}
 		src, ok := p.source(r, dst, &now)
 		if !ok || len(d) == 0 {
 			causes.n[CauseNoRoute].Add(1)
@@ -254,10 +280,26 @@ func (p *Port) sendRaw(q int, b *packet.Batch) int {
 		lens[n] = len(d)
 		n++
 	}
-	sent := 0
-	var bytes uint64
+	s, dr, by := p.flushRaw(q, n, &lens)
+	sent, drops, bytes = sent+s, drops+dr, bytes+by
+	if sent > 0 {
+		ctr.TxPackets.Add(uint64(sent))
+		ctr.TxBytes.Add(bytes)
+	}
+	if drops > 0 {
+		ctr.TxDrops.Add(drops)
+	}
+	return sent
+}
+
+// flushRaw sends the first n prepared messages of queue q, a run of one
+// address family per sendmmsg, and returns how many went, how many were
+// dropped (counted by cause) and the inner bytes sent.
+func (p *Port) flushRaw(q, n int, lens *[packet.BatchSize]int) (sent int, drops, bytes uint64) {
+	tq := &p.tx[q]
+	r := &tq.raw
+	causes := &p.causes[q]
 	for off := 0; off < n; {
-		// A run of messages of one family goes to that family's socket.
 		end := off + 1
 		for end < n && r.v4[end] == r.v4[off] {
 			end++
@@ -278,14 +320,7 @@ func (p *Port) sendRaw(q int, b *packet.Batch) int {
 		}
 		off += got + failed
 	}
-	if sent > 0 {
-		ctr.TxPackets.Add(uint64(sent))
-		ctr.TxBytes.Add(bytes)
-	}
-	if drops > 0 {
-		ctr.TxDrops.Add(drops)
-	}
-	return sent
+	return sent, drops, bytes
 }
 
 // sendmmsg sends msgs and returns how many went, and how many failed

@@ -83,6 +83,11 @@ type Options struct {
 	SocketSend bool
 	// UnderlayMTU is used only to report MTU(); default 1500.
 	UnderlayMTU int
+	// NoOffload turns off UDP segmentation on send (gso.go) and
+	// coalescing on receive (rxgro.go) (udp_offload=false): for peers
+	// that read the underlay with packet sockets on a veth, where a
+	// segmented run's checksums are left to an offload that never runs.
+	NoOffload bool
 }
 
 // ctrlLen holds the control messages of one datagram: packet info (40),
@@ -108,6 +113,7 @@ type rxQueue struct {
 	// skip is how many more polls return nothing without a syscall, and
 	// backoff the last such pause (see PollBackoff).
 	skip, backoff int
+	gro           *groRx // coalescing receive (rxgro.go); nil: off
 	_             [64]byte
 }
 
@@ -127,6 +133,7 @@ type txQueue struct {
 	hdrs  [packet.BatchSize][hdrLen]byte
 	names [packet.BatchSize]unix.RawSockaddrInet6
 	raw   rawTx // the raw send path's sockets and buffers (rawsend.go)
+	gso   gsoTx // segmentation offload on the raw path (gso.go)
 	kicks atomic.Uint64
 	_     [64]byte
 }
@@ -191,16 +198,29 @@ func New(name string, o Options) (*Port, error) {
 			return nil, fmt.Errorf("tunnel %s: %w", name, err)
 		}
 		p.rx[i].fd, p.tx[i].fd = fd, fd
+		if !o.NoOffload {
+			p.enableGRO(i)
+		}
 	}
 	p.raw = !o.NoDF && !o.SocketSend
 	for i := range p.tx {
 		p.tx[i].raw.fd4, p.tx[i].raw.fd6, p.tx[i].raw.probe = -1, -1, -1
+		for j := range p.tx[i].gso.fds {
+			p.tx[i].gso.fds[j] = -1
+		}
 		if !p.raw {
 			continue
 		}
 		if err := openRaw(&p.tx[i].raw); err != nil {
 			p.Close()
 			return nil, fmt.Errorf("tunnel %s: raw send socket: %w", name, err)
+		}
+		if o.NoOffload {
+			continue
+		}
+		if err := p.openGSO(&p.tx[i].gso); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("tunnel %s: segmentation offload socket: %w", name, err)
 		}
 	}
 	return p, nil
@@ -350,6 +370,7 @@ func (p *Port) Close() error {
 			p.rx[i].fd, p.tx[i].fd = -1, -1
 		}
 		closeRaw(&p.tx[i].raw)
+		closeGSO(&p.tx[i].gso)
 	}
 	return errors.Join(errs...)
 }
@@ -359,6 +380,9 @@ func (p *Port) Close() error {
 // with the outer header in the packet's tunnel metadata.
 func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 	rq := &p.rx[q]
+	if rq.gro != nil {
+		return p.recvGRO(q, pool, b)
+	}
 	if rq.skip > 0 {
 		rq.skip--
 		return 0
@@ -401,6 +425,7 @@ func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 	ctr, causes := &p.ctr[q], &p.causes[q]
 	added := 0
 	var bytes, drops uint64
+	var tmpl flow.Tunnel
 	for i := 0; i < n; i++ {
 		pkt := rq.pkts[i]
 		rq.pkts[i] = nil
@@ -416,26 +441,13 @@ func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 			pkt.Free()
 			continue
 		}
-		hl, vni, flags, cause, ok := decap(p.opt.Kind, pkt.Data())
-		if ok && !p.opt.KeyFlow && vni != p.opt.Key {
-			cause, ok = CauseWrongVNI, false
-		}
-		src := rq.names[i].Addr
-		if ok && p.opt.Remote.IsValid() && src != p.remote.Addr {
-			cause, ok = CauseUnknownRemote, false
-		}
-		if !ok {
-			causes.n[cause].Add(1)
+		tmpl = flow.Tunnel{Src: rq.names[i].Addr, Dst: p.local}
+		parseControl(rq.ctrl[i][:min(int(m.hdr.Controllen), ctrlLen)], &tmpl)
+		if !p.accept(causes, pkt, &tmpl) {
 			drops++
 			pkt.Free()
 			continue
 		}
-		pkt.Pull(hl)
-		t := &pkt.Tunnel
-		*t = flow.Tunnel{Src: src, Dst: p.local, Flags: flags}
-		parseControl(rq.ctrl[i][:min(int(m.hdr.Controllen), ctrlLen)], t)
-		pkt.TunnelID = uint64(vni)
-		pkt.HasTunnel = true
 		bytes += uint64(pkt.Len())
 		b.Add(pkt)
 		added++
@@ -451,15 +463,40 @@ func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 	return added
 }
 
+// accept strips the tunnel header of a received datagram in pkt and sets
+// its tunnel metadata from tmpl (the outer addresses, TTL and TOS) and the
+// header, or counts the cause and returns false when the port must drop
+// it.
+func (p *Port) accept(causes *causeCounters, pkt *packet.Packet, tmpl *flow.Tunnel) bool {
+	hl, vni, flags, cause, ok := decap(p.opt.Kind, pkt.Data())
+	if ok && !p.opt.KeyFlow && vni != p.opt.Key {
+		cause, ok = CauseWrongVNI, false
+	}
+	if ok && p.opt.Remote.IsValid() && tmpl.Src != p.remote.Addr {
+		cause, ok = CauseUnknownRemote, false
+	}
+	if !ok {
+		causes.n[cause].Add(1)
+		return false
+	}
+	pkt.Pull(hl)
+	pkt.Tunnel = *tmpl
+	pkt.Tunnel.Flags = flags
+	pkt.TunnelID = uint64(vni)
+	pkt.HasTunnel = true
+	return true
+}
+
 // parseControl reads the destination address, TTL and TOS of a received
-// datagram from its control messages into t. IPv4 datagrams on the dual
-// stack socket come with IPv4 forms (IP_PKTINFO, IP_TTL, IP_TOS).
-func parseControl(b []byte, t *flow.Tunnel) {
+// datagram from its control messages into t, and returns the segment size
+// of a coalesced one (UDP_GRO), else 0. IPv4 datagrams on the dual stack
+// socket come with IPv4 forms (IP_PKTINFO, IP_TTL, IP_TOS).
+func parseControl(b []byte, t *flow.Tunnel) (seg int) {
 	for len(b) >= unix.SizeofCmsghdr {
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
 		l := int(h.Len)
 		if l < unix.SizeofCmsghdr || l > len(b) {
-			return
+			return seg
 		}
 		d := b[unix.SizeofCmsghdr:l]
 		switch {
@@ -474,9 +511,12 @@ func parseControl(b []byte, t *flow.Tunnel) {
 			t.TOS = uint8(*(*int32)(unsafe.Pointer(&d[0])))
 		case h.Level == unix.IPPROTO_IP && h.Type == unix.IP_TOS && len(d) >= 1:
 			t.TOS = d[0]
+		case h.Level == unix.SOL_UDP && h.Type == unix.UDP_GRO && len(d) >= 4:
+			seg = int(*(*int32)(unsafe.Pointer(&d[0])))
 		}
 		b = b[min(cmsgAlign(l), len(b)):]
 	}
+	return seg
 }
 
 func cmsgAlign(l int) int { return (l + 7) &^ 7 }

@@ -113,6 +113,7 @@ func TestPortToPort(t *testing.T) {
 		kind       Kind
 		v6         bool
 		csum, nodf bool
+		nooffload  bool
 	}{
 		{name: "vxlan4", kind: VXLAN}, {name: "vxlan6", kind: VXLAN, v6: true},
 		{name: "geneve4", kind: Geneve}, {name: "geneve6", kind: Geneve, v6: true},
@@ -120,17 +121,21 @@ func TestPortToPort(t *testing.T) {
 		// computed; with df_default=false the port sends on its socket.
 		{name: "vxlan4-csum", kind: VXLAN, csum: true},
 		{name: "vxlan4-nodf", kind: VXLAN, nodf: true}, {name: "geneve6-nodf", kind: Geneve, v6: true, nodf: true},
+		{name: "vxlan4-nooffload", kind: VXLAN, nooffload: true}, {name: "geneve6-nooffload", kind: Geneve, v6: true, nooffload: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			la, lb := u.a4, u.b4
 			if c.v6 {
 				la, lb = u.a6, u.b6
 			}
-			pa := openIn(t, u.a, Options{Kind: c.kind, Remote: lb, Key: 100, TTL: 33, TOS: 0x10, Csum: c.csum, NoDF: c.nodf})
+			pa := openIn(t, u.a, Options{Kind: c.kind, Remote: lb, Key: 100, TTL: 33, TOS: 0x10, Csum: c.csum, NoDF: c.nodf, NoOffload: c.nooffload})
 			if pa.raw == c.nodf {
 				t.Fatalf("raw send path %v with NoDF %v", pa.raw, c.nodf)
 			}
-			pb := openIn(t, u.b, Options{Kind: c.kind, Remote: la, Key: 100})
+			pb := openIn(t, u.b, Options{Kind: c.kind, Remote: la, Key: 100, NoOffload: c.nooffload})
+			if c.nooffload && (pa.tx[0].gso.on || pb.rx[0].gro != nil) {
+				t.Fatalf("udp offload on with NoOffload")
+			}
 			pool := packet.NewPool(256, packet.DefaultBufSize)
 			if n := sendFrames(t, pa, pool, 8, nil); n != 8 {
 				t.Fatalf("sent %d of 8; drops %v", n, pa.Drops())
@@ -185,7 +190,9 @@ func TestBadInput(t *testing.T) {
 	u.a.Run(t, "ip", "addr", "add", "198.18.20.3/24", "dev", u.devA)
 	stranger := openIn(t, u.a, Options{Remote: u.b4, Key: 100, Local: netip.MustParseAddr("198.18.20.3")})
 	noPorts := udpNoPorts(t, u.b)
-	sendFrames(t, stranger, pool, 2, nil)
+	// Two flows: a run of one would leave as one segmented datagram,
+	// which the receiver counts once.
+	sendFrames(t, stranger, pool, 2, func(p *packet.Packet) { p.Hash, p.HashValid = uint32(p.Data()[20]), true })
 	nstest.WaitFor(t, 5*time.Second, "host B to refuse the stranger's datagrams", func() bool {
 		return udpNoPorts(t, u.b) >= noPorts+2
 	})
@@ -371,6 +378,124 @@ func TestSharedUDPPort(t *testing.T) {
 	for _, p := range []*Port{p1, p3, pf} {
 		if d := p.Drops(); d != ([NumCauses]uint64{}) {
 			t.Errorf("drops %v", d)
+		}
+	}
+}
+
+// TestSegmentedSend: a run of equal-size frames of one flow (the last
+// shorter) leaves with one segmented send and arrives as separate
+// datagrams, in order, with their metadata; a run too big for the path
+// falls back to single sends and is counted as oversize, not lost
+// silently.
+func TestSegmentedSend(t *testing.T) {
+	u := newUnderlay(t)
+	for _, v6 := range []bool{false, true} {
+		la, lb := u.a4, u.b4
+		if v6 {
+			la, lb = u.a6, u.b6
+		}
+		pa := openIn(t, u.a, Options{Remote: lb, Key: 7})
+		pb := openIn(t, u.b, Options{Remote: la, Key: 7})
+		if !pa.tx[0].gso.on {
+			t.Skip("the kernel has no UDP segmentation offload")
+		}
+		pool := packet.NewPool(256, packet.DefaultBufSize)
+		var b packet.Batch
+		const n = 20
+		for i := range n {
+			pkt := pool.Get()
+			f := make([]byte, 1400)
+			if i == n-1 {
+				f = f[:900]
+			}
+			copy(f, frame(byte(i)))
+			pkt.SetData(f)
+			pkt.Hash, pkt.HashValid = 42, true
+			b.Add(pkt)
+		}
+		if sent := pa.Send(0, &b); sent != n {
+			t.Fatalf("sent %d of %d, drops %v", sent, n, pa.Drops())
+		}
+		if pa.tx[0].gso.runs != 1 || pa.TxKicks(0) != 1 {
+			t.Errorf("%d segmented sends, %d kicks; want 1, 1", pa.tx[0].gso.runs, pa.TxKicks(0))
+		}
+		sentRun := b
+		// Batches with room for 7: a coalesced run is handed out over
+		// several calls.
+		var got []*packet.Packet
+		filler := make([]*packet.Packet, packet.BatchSize-7)
+		for i := range filler {
+			filler[i] = pool.Get()
+		}
+		nstest.WaitFor(t, 5*time.Second, "the run", func() bool {
+			var b packet.Batch
+			for _, f := range filler {
+				b.Add(f)
+			}
+			if k := pb.Recv(0, pool, &b); k > 7 {
+				t.Fatalf("Recv added %d to a batch with room for 7", k)
+			}
+			got = append(got, b.Packets()[len(filler):]...)
+			return len(got) >= n
+		})
+		for _, f := range filler {
+			f.Free()
+		}
+		t.Cleanup(func() {
+			for _, pkt := range got {
+				pkt.Free()
+			}
+		})
+		if len(got) != n {
+			t.Fatalf("received %d of %d, drops %v", len(got), n, pb.Drops())
+		}
+		if g := pb.rx[0].gro; g != nil {
+			t.Logf("coalesced receives: %d", g.coalesced)
+		}
+		if g := pb.rx[0].gro; g != nil && g.coalesced == 0 {
+			t.Errorf("the run was not received coalesced")
+		}
+		for i, pkt := range got {
+			want := 1400
+			if i == n-1 {
+				want = 900
+			}
+			if pkt.Len() != want || pkt.Data()[20] != byte(i) || pkt.TunnelID != 7 {
+				t.Errorf("datagram %d: len %d, mark %d, vni %d", i, pkt.Len(), pkt.Data()[20], pkt.TunnelID)
+			}
+		}
+		if s := pa.Stats(); s.TxPackets != n || s.TxBytes != (n-1)*1400+900 {
+			t.Errorf("tx stats %+v", s)
+		}
+		// Once more, to a UDP port of host B nobody listens on (now that
+		// the neighbour is known), to count allocations: none per
+		// packet, none per run.
+		quiet := openIn(t, u.a, Options{Remote: lb, Key: 7, DstPort: 4999})
+		if a := testing.AllocsPerRun(20, func() { quiet.Send(0, &sentRun) }); a != 0 {
+			t.Errorf("a segmented send allocates %.1f times", a)
+		}
+		if quiet.tx[0].gso.runs == 0 {
+			t.Errorf("the allocation check sent no segmented run")
+		}
+		for _, pkt := range sentRun.Packets() {
+			pkt.Free()
+		}
+
+		b = packet.Batch{}
+		for range 3 {
+			pkt := pool.Get()
+			pkt.SetData(make([]byte, 1600))
+			pkt.Hash, pkt.HashValid = 42, true
+			b.Add(pkt)
+		}
+		if sent := pa.Send(0, &b); sent != 0 || pa.Drops()[CauseMTU] != 3 {
+			t.Errorf("oversize run: sent %d, drops %v", sent, pa.Drops())
+		}
+		for _, pkt := range b.Packets() {
+			pkt.Free()
+		}
+		if !pa.tx[0].gso.on {
+			t.Errorf("one oversize run turned segmentation off")
 		}
 	}
 }

@@ -1,0 +1,171 @@
+package tunnel
+
+import (
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+)
+
+// UDP receive coalescing. A run of datagrams a peer sent with one
+// segmented send (gso.go) crosses a veth or a GRO-capable NIC as one
+// buffer; a socket without UDP_GRO makes the kernel cut it back into
+// datagrams, one socket buffer and one queue operation each, before
+// recvmmsg copies them out one by one. With UDP_GRO the socket receives
+// the whole run in one read, with the segment size in a control message,
+// and the port cuts it itself, copying each datagram into a pool buffer:
+// a memcpy of the frame instead of the kernel's per-datagram work.
+//
+// Any datagram may then arrive coalesced, so every receive buffer must
+// hold the largest (64 KiB); the port reads into groBufs such buffers of
+// its own and copies out, where the plain path receives straight into
+// pool buffers. What does not fit the caller's batch waits in the queue
+// for the next Recv.
+
+const (
+	groBufs   = packet.BatchSize
+	groBufLen = 65536
+	groCtrl   = ctrlLen + 32 // room for the UDP_GRO message
+)
+
+// groRx is one rx queue's coalescing receive state.
+type groRx struct {
+	buf   []byte // groBufs buffers of groBufLen, allocated once
+	msgs  [groBufs]mmsghdr
+	iovs  [groBufs]unix.Iovec
+	names [groBufs]unix.RawSockaddrInet6
+	ctrl  [groBufs][groCtrl]byte
+	// got messages came with the last recvmmsg; cur is the one being cut,
+	// at offset off in segments of seg bytes, with metadata tmpl.
+	got, cur, off, seg int
+	tmpl               flow.Tunnel
+	coalesced          uint64 // messages that held more than one datagram, for tests
+}
+
+// enableGRO turns coalescing on for the socket of rx queue q; a kernel
+// without it (before 5.0) leaves the queue on the plain path.
+func (p *Port) enableGRO(q int) {
+	rq := &p.rx[q]
+	if unix.SetsockoptInt(rq.fd, unix.SOL_UDP, unix.UDP_GRO, 1) != nil {
+		return
+	}
+	g := &groRx{buf: make([]byte, groBufs*groBufLen)}
+	for i := range g.msgs {
+		g.iovs[i].Base = &g.buf[i*groBufLen]
+		g.iovs[i].SetLen(groBufLen)
+	}
+	rq.gro = g
+}
+
+// recvGRO is Recv on a coalescing queue.
+func (p *Port) recvGRO(q int, pool *packet.Pool, b *packet.Batch) int {
+	rq := &p.rx[q]
+	g := rq.gro
+	ctr, causes := &p.ctr[q], &p.causes[q]
+	added := 0
+	var bytes, drops uint64
+	polled := false
+	for !b.Full() {
+		if g.cur >= g.got {
+			// Everything received is handed out: read more, once per
+			// call, no more messages than the batch has room for.
+			if polled {
+				break
+			}
+			polled = true
+			if rq.skip > 0 {
+				rq.skip--
+				break
+			}
+			n := packet.BatchSize - b.N
+			for i := range n {
+				m := &g.msgs[i].hdr
+				m.Name = (*byte)(unsafe.Pointer(&g.names[i]))
+				m.Namelen = unix.SizeofSockaddrInet6
+				m.Iov = &g.iovs[i]
+				m.SetIovlen(1)
+				m.Control = &g.ctrl[i][0]
+				m.SetControllen(groCtrl)
+				m.Flags = 0
+			}
+			r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(rq.fd), uintptr(unsafe.Pointer(&g.msgs[0])), uintptr(n),
+				unix.MSG_DONTWAIT, 0, 0)
+			runtime.KeepAlive(g)
+			got := int(r)
+			if e != 0 {
+				got = 0
+			}
+			if got == 0 {
+				rq.backoff = min(max(2*rq.backoff, 1), PollBackoff)
+				rq.skip = rq.backoff
+				break
+			}
+			rq.backoff = 0
+			g.got, g.cur = got, 0
+			drops += g.start(causes, &p.local)
+			continue
+		}
+		m := &g.msgs[g.cur]
+		l := int(m.len)
+		seg := min(g.seg, l-g.off)
+		pkt := pool.Get()
+		if pkt == nil {
+			break // the pool is dry: what is left waits for the next call
+		}
+		buf := pkt.Buffer()
+		data := g.buf[g.cur*groBufLen+g.off : g.cur*groBufLen+g.off+seg]
+		g.off += seg
+		if len(buf) < seg || !pkt.SetLen(copy(buf, data)) || !p.accept(causes, pkt, &g.tmpl) {
+			if len(buf) < seg {
+				causes.n[CauseBadHeader].Add(1)
+			}
+			drops++
+			pkt.Free()
+		} else {
+			bytes += uint64(pkt.Len())
+			b.Add(pkt)
+			added++
+		}
+		if g.off >= l {
+			g.cur++
+			drops += g.start(causes, &p.local)
+		}
+	}
+	if added > 0 {
+		ctr.RxPackets.Add(uint64(added))
+		ctr.RxBytes.Add(bytes)
+	}
+	if drops > 0 {
+		ctr.RxDrops.Add(drops)
+	}
+	return added
+}
+
+// start prepares message g.cur (if any is left) for cutting. A truncated
+// or empty message (truncation cannot happen with buffers of the largest
+// size, but a kernel surprise must not become a misparse) is counted and
+// skipped, as is every such message after it; it returns how many it
+// skipped.
+func (g *groRx) start(causes *causeCounters, local *[16]byte) (skipped uint64) {
+	for ; g.cur < g.got; g.cur++ {
+		m := &g.msgs[g.cur]
+		if m.hdr.Flags&unix.MSG_TRUNC != 0 || m.len == 0 {
+			causes.n[CauseBadHeader].Add(1)
+			skipped++
+			continue
+		}
+		g.tmpl = flow.Tunnel{Src: g.names[g.cur].Addr, Dst: *local}
+		g.seg = parseControl(g.ctrl[g.cur][:min(int(m.hdr.Controllen), groCtrl)], &g.tmpl)
+		if g.seg <= 0 || g.seg >= int(m.len) {
+			g.seg = int(m.len)
+		} else {
+			g.coalesced++
+		}
+		g.off = 0
+		break
+	}
+	return skipped
+}
