@@ -149,6 +149,8 @@ type PMD struct {
 	expireBefore atomic.Int64
 	expired      atomic.Uint64
 	deadScratch  []*Megaflow
+	// gsoSegmented counts GSO frames this PMD cut into segments (gso.go).
+	gsoSegmented atomic.Uint64
 }
 
 func newPMD(dp *Datapath, id int) *PMD {
@@ -164,6 +166,7 @@ func newPMD(dp *Datapath, id int) *PMD {
 		pending:  make([]*OutputBatch, 0, 64),
 		wakeFD:   -1,
 	}
+	p.pool.AttachBig(packet.NewPool(packet.DefaultBigBuffers, packet.BigBufSize))
 	p.emc.SetInsertInvProb(uint32(dp.cfg.EMCInsertInvProb))
 	p.now = p.clock()
 	p.lastPub, p.lastRnk = p.now, p.now
@@ -665,6 +668,10 @@ func (p *PMD) handleMiss(pkt *packet.Packet, hash uint32) *Megaflow {
 // execute runs acts on pkt and consumes it: the packet ends in an output
 // batch or back in the pool.
 func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
+	if pkt.GSO() && !gsoSafe(acts) {
+		p.executeSegmented(pkt, acts)
+		return
+	}
 	last := len(acts) - 1
 	for i := range acts {
 		a := &acts[i]
@@ -675,7 +682,7 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 				return
 			}
 			// Later actions may rewrite the packet: queue a copy.
-			c := p.pool.Get()
+			c := p.pool.GetFit(pkt)
 			if c == nil {
 				p.local.drops[DropNoBuffer]++
 				continue

@@ -115,3 +115,15 @@ type RxArmer interface {
 type Remover interface {
 	Removed() <-chan struct{}
 }
+
+// GSOSender is implemented by drivers whose Send can take a GSO
+// super-frame (packet.Packet.GSO) whole, with its packet.Offload state,
+// and have the kernel or the peer segment it: AF_PACKET and tap ports,
+// whose virtio_net_hdr carries that state. The datapath cuts super-frames
+// into MTU-sized segments (vnethdr.Segmenter) before handing them to any
+// other driver, and to one whose SendsGSO reports false (a driver that
+// takes GSO only with features a peer negotiated).
+type GSOSender interface {
+	// SendsGSO reports whether Send takes GSO frames now.
+	SendsGSO() bool
+}

@@ -244,6 +244,7 @@ type Port struct {
 	rx       []*rxQueue
 	tx       []*txQueue
 	counters []netdev.Counters // one per rx queue, then one per tx queue
+	gso      gsoCounters
 
 	statsMu     sync.Mutex // serialises PACKET_STATISTICS reads and Close
 	kernelDrops uint64     // frames the kernel dropped for want of ring space
@@ -276,7 +277,7 @@ func New(ifname string, opts Options) (*Port, error) {
 func (p *Port) open(opts Options) error {
 	fanoutID := -1
 	for i := 0; i < opts.Queues; i++ {
-		q, err := openRx(p.link.Index, opts, &p.counters[i])
+		q, err := openRx(p.link.Index, opts, &p.counters[i], &p.gso)
 		if q != nil {
 			p.rx = append(p.rx, q)
 		}
@@ -297,7 +298,7 @@ func (p *Port) open(opts Options) error {
 		}
 	}
 	for i := 0; i < opts.Queues; i++ {
-		q, err := openTx(p.link, opts, &p.counters[opts.Queues+i])
+		q, err := openTx(p.link, opts, &p.counters[opts.Queues+i], &p.gso)
 		if q != nil {
 			p.tx = append(p.tx, q)
 		}
@@ -310,14 +311,14 @@ func (p *Port) open(opts Options) error {
 
 // openRx creates a receive socket with its ring. On error it returns what
 // it has built so far, for the caller to release.
-func openRx(ifindex int, opts Options, c *netdev.Counters) (*rxQueue, error) {
+func openRx(ifindex int, opts Options, c *netdev.Counters, gso *gsoCounters) (*rxQueue, error) {
 	// Protocol 0: nothing arrives before the ring exists and the socket
 	// is bound.
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("socket: %w", err)
 	}
-	q := &rxQueue{fd: fd, v3: opts.RxRing == RingV3, blockSize: opts.RxBlockSize, blockNr: opts.RxBlocks, vnet: true, c: c}
+	q := &rxQueue{fd: fd, v3: opts.RxRing == RingV3, blockSize: opts.RxBlockSize, blockNr: opts.RxBlocks, vnet: true, c: c, gso: gso}
 	version := unix.TPACKET_V2
 	if q.v3 {
 		version = unix.TPACKET_V3
@@ -394,12 +395,12 @@ func joinFanout(fd, id int) (int, error) {
 }
 
 // openTx creates a transmit socket with its ring.
-func openTx(link *linkwatch.Link, opts Options, c *netdev.Counters) (*txQueue, error) {
+func openTx(link *linkwatch.Link, opts Options, c *netdev.Counters, gso *gsoCounters) (*txQueue, error) {
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("socket: %w", err)
 	}
-	q := &txQueue{fd: fd, frameSize: opts.TxFrameSize, frameNr: opts.TxFrames, link: link, c: c}
+	q := &txQueue{fd: fd, bigFD: -1, frameSize: opts.TxFrameSize, frameNr: opts.TxFrames, link: link, c: c, gso: gso}
 	for _, o := range []struct {
 		name     string
 		opt, val int
@@ -436,6 +437,25 @@ func openTx(link *linkwatch.Link, opts Options, c *netdev.Counters) (*txQueue, e
 	sa := unix.SockaddrLinklayer{Ifindex: link.Index}
 	if err := unix.Bind(fd, &sa); err != nil {
 		return q, fmt.Errorf("bind: %w", err)
+	}
+	if q.bigFD, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
+		return q, fmt.Errorf("socket for GSO frames: %w", err)
+	}
+	for _, o := range []struct {
+		name     string
+		opt, val int
+	}{
+		{"PACKET_VNET_HDR", unix.PACKET_VNET_HDR, 1},
+		{"PACKET_QDISC_BYPASS", unix.PACKET_QDISC_BYPASS, 1},
+	} {
+		if err := unix.SetsockoptInt(q.bigFD, unix.SOL_PACKET, o.opt, o.val); err != nil {
+			return q, fmt.Errorf("GSO socket %s: %w", o.name, err)
+		}
+	}
+	// Room for a few dozen super-frames in flight (best effort, as above).
+	_ = unix.SetsockoptInt(q.bigFD, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 4<<20)
+	if err := unix.Bind(q.bigFD, &sa); err != nil {
+		return q, fmt.Errorf("bind GSO socket: %w", err)
 	}
 	return q, nil
 }
@@ -485,6 +505,34 @@ func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 func (p *Port) Send(q int, b *packet.Batch) int {
 	return p.tx[q].send(b)
 }
+
+// gsoCounters count what happened to GSO super-frames, port-wide (they are
+// rare enough, one per up to 64 KiB, for queues to share the cache line).
+type gsoCounters struct {
+	rxWhole     atomic.Uint64
+	rxSegmented atomic.Uint64
+	txWhole     atomic.Uint64
+}
+
+// GSOStats counts a port's GSO super-frames.
+type GSOStats struct {
+	// RxWhole: received and handed to the switch as one packet.
+	RxWhole uint64
+	// RxSegmented: cut into segments on receive because the PMD's pool
+	// had no big buffer free.
+	RxSegmented uint64
+	// TxWhole: sent as one frame for the kernel to segment (or not).
+	TxWhole uint64
+}
+
+// GSOStats returns the port's GSO counters.
+func (p *Port) GSOStats() GSOStats {
+	return GSOStats{RxWhole: p.gso.rxWhole.Load(), RxSegmented: p.gso.rxSegmented.Load(), TxWhole: p.gso.txWhole.Load()}
+}
+
+// SendsGSO implements netdev.GSOSender: the kernel takes GSO frames with
+// a virtio_net_hdr on any interface.
+func (p *Port) SendsGSO() bool { return true }
 
 // TxKicks implements netdev.TxKicker: the sendto calls that made the
 // kernel transmit tx queue q's ring.
@@ -569,13 +617,17 @@ func (p *Port) release() error {
 			q.ring = nil
 		}
 		errs = append(errs, unix.Close(q.fd))
+		if q.bigFD >= 0 {
+			errs = append(errs, unix.Close(q.bigFD))
+		}
 	}
 	p.link.Stop()
 	return errors.Join(errs...)
 }
 
 var (
-	_ netdev.Netdev  = (*Port)(nil)
-	_ netdev.Waiter  = (*Port)(nil)
-	_ netdev.Remover = (*Port)(nil)
+	_ netdev.Netdev    = (*Port)(nil)
+	_ netdev.Waiter    = (*Port)(nil)
+	_ netdev.Remover   = (*Port)(nil)
+	_ netdev.GSOSender = (*Port)(nil)
 )

@@ -73,8 +73,10 @@ func runSuite(t *testing.T, opts Options, npmd int) *switchTopo {
 		}
 	})
 	t.Run("TCP", func(t *testing.T) {
+		g1, g2 := s.P1.GSOStats(), s.P2.GSOStats()
 		bps := nstest.IperfTCP(t, s.A.NS, s.B.NS, s.B.IP, 3)
 		t.Logf("iperf3 TCP %s → %s, default offloads: %.2f Gbit/s", s.A.IP, s.B.IP, bps/1e9)
+		bigFrames(t, s, g1, g2)
 	})
 	// This kernel has no 802.1Q module, so Host.VLAN subinterfaces (and a
 	// ping across them) cannot exist: tagged frames are sent and checked
@@ -91,6 +93,27 @@ func runSuite(t *testing.T, opts Options, npmd int) *switchTopo {
 	}
 	t.Run("RemovalUnderTraffic", func(t *testing.T) { removal(t, s) })
 	return s
+}
+
+// bigFrames checks that the TCP stream's GSO super-frames crossed the
+// switch whole: received as one packet on port 1, sent as one on port 2,
+// and none cut into segments by a PMD (the rule only outputs).
+func bigFrames(t *testing.T, s *switchTopo, g1, g2 GSOStats) {
+	t.Helper()
+	e1, e2 := s.P1.GSOStats(), s.P2.GSOStats()
+	rx, tx := e1.RxWhole-g1.RxWhole, e2.TxWhole-g2.TxWhole
+	var segmented uint64
+	for _, p := range s.DP.PMDs() {
+		segmented += p.GSOSegmented()
+	}
+	t.Logf("GSO frames: port1 rx whole %d, rx segmented (no big buffer) %d; port2 tx whole %d; PMDs segmented %d",
+		rx, e1.RxSegmented-g1.RxSegmented, tx, segmented)
+	if rx == 0 || tx == 0 {
+		t.Errorf("no GSO frame crossed whole (rx %d, tx %d)", rx, tx)
+	}
+	if segmented != 0 {
+		t.Errorf("PMDs segmented %d GSO frames on an output-only path to ports that take GSO", segmented)
+	}
 }
 
 // floodAccounting sends a UDP flood from host a's namespace and checks that
