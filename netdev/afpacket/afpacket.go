@@ -244,7 +244,7 @@ type Port struct {
 	rx       []*rxQueue
 	tx       []*txQueue
 	counters []netdev.Counters // one per rx queue, then one per tx queue
-	gso      gsoCounters
+	gso      netdev.GSOCounters
 
 	statsMu     sync.Mutex // serialises PACKET_STATISTICS reads and Close
 	kernelDrops uint64     // frames the kernel dropped for want of ring space
@@ -311,7 +311,7 @@ func (p *Port) open(opts Options) error {
 
 // openRx creates a receive socket with its ring. On error it returns what
 // it has built so far, for the caller to release.
-func openRx(ifindex int, opts Options, c *netdev.Counters, gso *gsoCounters) (*rxQueue, error) {
+func openRx(ifindex int, opts Options, c *netdev.Counters, gso *netdev.GSOCounters) (*rxQueue, error) {
 	// Protocol 0: nothing arrives before the ring exists and the socket
 	// is bound.
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
@@ -395,7 +395,7 @@ func joinFanout(fd, id int) (int, error) {
 }
 
 // openTx creates a transmit socket with its ring.
-func openTx(link *linkwatch.Link, opts Options, c *netdev.Counters, gso *gsoCounters) (*txQueue, error) {
+func openTx(link *linkwatch.Link, opts Options, c *netdev.Counters, gso *netdev.GSOCounters) (*txQueue, error) {
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("socket: %w", err)
@@ -506,29 +506,8 @@ func (p *Port) Send(q int, b *packet.Batch) int {
 	return p.tx[q].send(b)
 }
 
-// gsoCounters count what happened to GSO super-frames, port-wide (they are
-// rare enough, one per up to 64 KiB, for queues to share the cache line).
-type gsoCounters struct {
-	rxWhole     atomic.Uint64
-	rxSegmented atomic.Uint64
-	txWhole     atomic.Uint64
-}
-
-// GSOStats counts a port's GSO super-frames.
-type GSOStats struct {
-	// RxWhole: received and handed to the switch as one packet.
-	RxWhole uint64
-	// RxSegmented: cut into segments on receive because the PMD's pool
-	// had no big buffer free.
-	RxSegmented uint64
-	// TxWhole: sent as one frame for the kernel to segment (or not).
-	TxWhole uint64
-}
-
 // GSOStats returns the port's GSO counters.
-func (p *Port) GSOStats() GSOStats {
-	return GSOStats{RxWhole: p.gso.rxWhole.Load(), RxSegmented: p.gso.rxSegmented.Load(), TxWhole: p.gso.txWhole.Load()}
-}
+func (p *Port) GSOStats() netdev.GSOStats { return p.gso.Load() }
 
 // SendsGSO implements netdev.GSOSender: the kernel takes GSO frames with
 // a virtio_net_hdr on any interface.

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev"
 )
 
 // switchTopo is two hosts joined by the datapath through two afpacket ports
@@ -98,7 +99,7 @@ func runSuite(t *testing.T, opts Options, npmd int) *switchTopo {
 // bigFrames checks that the TCP stream's GSO super-frames crossed the
 // switch whole: received as one packet on port 1, sent as one on port 2,
 // and none cut into segments by a PMD (the rule only outputs).
-func bigFrames(t *testing.T, s *switchTopo, g1, g2 GSOStats) {
+func bigFrames(t *testing.T, s *switchTopo, g1, g2 netdev.GSOStats) {
 	t.Helper()
 	e1, e2 := s.P1.GSOStats(), s.P2.GSOStats()
 	rx, tx := e1.RxWhole-g1.RxWhole, e2.TxWhole-g2.TxWhole

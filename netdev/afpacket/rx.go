@@ -52,7 +52,7 @@ type rxQueue struct {
 	gsoFrame []byte
 	gsoHdr   vnethdr.Header
 
-	gso *gsoCounters
+	gso *netdev.GSOCounters
 
 	c *netdev.Counters
 }
@@ -252,17 +252,17 @@ func (q *rxQueue) takeWhole(pool *packet.Pool) *packet.Packet {
 	}
 	bp := pool.GetBig()
 	if bp == nil {
-		q.gso.rxSegmented.Add(1)
+		q.gso.RxSegmented.Add(1)
 		return nil
 	}
 	if !bp.SetLen(len(q.gsoFrame)) {
 		bp.Free()
-		q.gso.rxSegmented.Add(1)
+		q.gso.RxSegmented.Add(1)
 		return nil
 	}
 	copy(bp.Data(), q.gsoFrame)
 	bp.Offload = packet.Offload(*h)
-	q.gso.rxWhole.Add(1)
+	q.gso.RxWhole.Add(1)
 	return bp
 }
 

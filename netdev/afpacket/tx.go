@@ -32,7 +32,7 @@ type txQueue struct {
 	bigHdr    [vnethdr.Len]byte
 	bigIov    [2]unix.Iovec
 	bigMsg    unix.Msghdr
-	gso       *gsoCounters
+	gso       *netdev.GSOCounters
 	ring      []byte
 	frameSize int
 	frameNr   int
@@ -142,13 +142,7 @@ func (q *txQueue) send(b *packet.Batch) int {
 func (q *txQueue) sendBig(pkt *packet.Packet) unix.Errno {
 	data := pkt.Data()
 	h := vnethdr.Header(pkt.Offload)
-	// hdr_len is what the kernel puts in the skb's linear part: the
-	// headers up to the end of the TCP header (or of the checksum field).
-	h.HdrLen = h.CsumStart + h.CsumOffset + 2
-	if g := h.GSOType &^ vnethdr.GSOECN; (g == vnethdr.GSOTCPv4 || g == vnethdr.GSOTCPv6) && int(h.CsumStart)+13 <= len(data) {
-		h.HdrLen = max(h.HdrLen, h.CsumStart+uint16(data[h.CsumStart+12]>>4)*4)
-	}
-	if int(h.HdrLen) > len(data) {
+	if !h.SetTxHdrLen(data) {
 		return unix.EINVAL
 	}
 	h.Encode(q.bigHdr[:])
@@ -161,7 +155,7 @@ func (q *txQueue) sendBig(pkt *packet.Packet) unix.Errno {
 	q.c.TxKicks.Add(1)
 	_, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(q.bigFD), uintptr(unsafe.Pointer(&q.bigMsg)), unix.MSG_DONTWAIT)
 	if e == 0 {
-		q.gso.txWhole.Add(1)
+		q.gso.TxWhole.Add(1)
 	}
 	return e
 }

@@ -97,3 +97,21 @@ func (h *Header) Encode(b []byte) {
 	binary.LittleEndian.PutUint16(b[6:], h.CsumStart)
 	binary.LittleEndian.PutUint16(b[8:], h.CsumOffset)
 }
+
+// SetTxHdrLen sets h.HdrLen for sending frame with h's GSO and checksum
+// state: the bytes the kernel puts in the skb's linear part, which must
+// reach past the checksum field and, for TCP GSO, cover the TCP header
+// (received headers carry the sender's skb_headlen, which says nothing
+// about the frame after the switch pushed or popped tags). It returns
+// false if the offsets lie outside frame.
+func (h *Header) SetTxHdrLen(frame []byte) bool {
+	end := int(h.CsumStart) + int(h.CsumOffset) + 2
+	if g := h.GSOType &^ GSOECN; (g == GSOTCPv4 || g == GSOTCPv6) && int(h.CsumStart)+13 <= len(frame) {
+		end = max(end, int(h.CsumStart)+int(frame[h.CsumStart+12]>>4)*4)
+	}
+	if end > len(frame) {
+		return false
+	}
+	h.HdrLen = uint16(end)
+	return true
+}
