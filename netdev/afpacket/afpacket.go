@@ -10,9 +10,11 @@
 //     has written the frame, so a lone packet reaches the PMD at once
 //     (libpcap's immediate mode uses V2 for the same reason). The socket
 //     has PACKET_VNET_HDR, so GSO super-frames (up to 64 KiB) and
-//     CHECKSUM_PARTIAL frames arrive with a virtio_net_hdr that vnethdr
-//     segments and completes; every slot is therefore large enough for a
-//     whole super-frame (66,048 bytes by default, 63 to a 4 MiB ring block,
+//     CHECKSUM_PARTIAL frames arrive with a virtio_net_hdr; a super-frame
+//     is handed to the switch whole in a big buffer when the PMD has one
+//     free, else vnethdr segments it, and partial checksums are
+//     completed; every slot is therefore large enough for a whole
+//     super-frame (66,048 bytes by default, 63 to a 4 MiB ring block,
 //     252 slots: 16 MiB per queue). RingV3 selects a TPACKET_V3 ring
 //     instead: frames of any size packed into blocks, far denser for small
 //     frames, but the kernel hands a block over only when it is full or
@@ -31,16 +33,20 @@
 //     fragments covers the addresses only, so the fragments of one
 //     datagram share a queue anyway.
 //   - Transmit: a TPACKET_V2 ring of fixed slots (simplest, and all
-//     transmitted frames are at most MTU-sized) on a socket bound with
+//     frames but GSO super-frames are at most MTU-sized) on a socket bound with
 //     protocol 0 (it receives nothing), with PACKET_QDISC_BYPASS,
 //     PACKET_LOSS (a malformed slot is skipped instead of stalling the
 //     ring) and PACKET_VNET_HDR: each slot carries a virtio_net_hdr with
 //     no offload and hdr_len covering the frame, which makes the kernel
 //     copy the frame instead of lending the ring's pages to the skb (see
-//     txQueue.send). A batch ends with one sendto(MSG_DONTWAIT).
+//     txQueue.send). A batch ends with one sendto(MSG_DONTWAIT). GSO
+//     super-frames kept whole (see "Big frames" in docs/architecture.md)
+//     go through a second, ringless socket with PACKET_VNET_HDR, one
+//     sendmsg each carrying their offload state, after a kick of the
+//     ring so that the frames queued before them leave first.
 //
 // Neither Recv nor Send makes more than one system call per batch (Recv
-// none). VLAN tags the kernel moved into tp_vlan_tci are put back into the
+// none), plus one per GSO super-frame sent. VLAN tags the kernel moved into tp_vlan_tci are put back into the
 // frame, so tagged frames stay tagged through the switch.
 package afpacket
 

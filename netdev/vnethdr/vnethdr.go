@@ -1,7 +1,9 @@
 // Package vnethdr decodes the virtio_net_hdr that Linux puts in front of
 // every frame on an AF_PACKET socket with PACKET_VNET_HDR or a tap device
 // with IFF_VNET_HDR, and turns what it describes into what the switch
-// handles: MTU-sized frames whose checksums are complete.
+// handles: MTU-sized frames whose checksums are complete. The datapath
+// keeps GSO super-frames whole where it can and uses the Segmenter too,
+// for a super-frame that must leave through a port that cannot take it.
 //
 // When each function is used:
 //
@@ -12,8 +14,9 @@
 //     super-frame of up to 64 KiB), copies it out as MTU-sized frames with
 //     complete headers and checksums, one per Next call into a buffer
 //     taken from the pool.
-//   - Header.Encode (with the zero Header), on every transmitted frame: we
-//     never send partial checksums or GSO frames.
+//   - Header.Encode, on every transmitted frame: the zero Header for a
+//     complete frame, or a GSO super-frame's own state (after
+//     SetTxHdrLen) for the drivers that send those whole (afpacket, tap).
 //   - FixL4Checksum, in drivers that get no metadata (AF_XDP), repairs the
 //     L4 checksum of a frame a local sender left partial.
 //
