@@ -45,16 +45,16 @@ func sendsGSO(dev netdev.Netdev) bool {
 	return ok && g.SendsGSO()
 }
 
-// segmentGSO cuts pkt into segments in normal buffers, passes each to fn
-// with pkt's metadata (key, offsets, tunnel, in_port: the headers are
-// the same bytes at the same places), and frees pkt. A frame that does not
-// parse is dropped (DropAction), segments that find the pool dry
-// (DropNoBuffer).
+// segmentGSO cuts pkt into segments in normal buffers and passes each to
+// fn with pkt's metadata (key, offsets, tunnel, in_port: the headers are
+// the same bytes at the same places). pkt stays the caller's. A frame that
+// does not parse counts as a DropAction, segments that find the pool dry
+// as DropNoBuffer.
 func (p *PMD) segmentGSO(pkt *packet.Packet, fn func(*packet.Packet)) {
 	var seg vnethdr.Segmenter
 	h := vnethdr.Header(pkt.Offload)
 	if seg.Reset(&h, pkt.Data()) != nil {
-		p.drop(pkt, DropAction)
+		p.local.drops[DropAction]++
 		return
 	}
 	p.gsoSegmented.Add(1)
@@ -82,17 +82,25 @@ func (p *PMD) segmentGSO(pkt *packet.Packet, fn func(*packet.Packet)) {
 		}
 		fn(s)
 	}
+}
+
+// executeSegmented runs acts on each segment of pkt and frees pkt.
+func (p *PMD) executeSegmented(pkt *packet.Packet, acts actions.List) {
+	p.segmentGSO(pkt, func(s *packet.Packet) { p.execute(s, acts) })
 	pkt.Free()
 }
 
-// executeSegmented runs acts on each segment of pkt.
-func (p *PMD) executeSegmented(pkt *packet.Packet, acts actions.List) {
-	p.segmentGSO(pkt, func(s *packet.Packet) { p.execute(s, acts) })
-}
-
-// outputSegmented queues each segment of pkt on ob.
+// outputSegmented queues each segment of pkt on ob and frees pkt.
 func (p *PMD) outputSegmented(pkt *packet.Packet, ob *OutputBatch) {
 	p.segmentGSO(pkt, func(s *packet.Packet) { p.queue(ob, s) })
+	pkt.Free()
+}
+
+// outputCopySegments queues segments of pkt for port no, keeping pkt: the
+// copy for an output that is not the last action, when no big buffer is
+// free to copy the frame whole.
+func (p *PMD) outputCopySegments(pkt *packet.Packet, no uint32) {
+	p.segmentGSO(pkt, func(s *packet.Packet) { p.output(s, no) })
 }
 
 // GSOSegmented returns how many GSO frames the PMD cut into segments in

@@ -18,10 +18,13 @@ import (
 // offload state. With gso set it takes GSO frames whole (netdev.GSOSender).
 type gsoPort struct {
 	*ring.Port
-	gso  bool
-	mu   sync.Mutex
-	in   []gsoFrame
-	sent []gsoFrame
+	gso bool
+	// hoard makes Recv keep every other big buffer, to exhaust the pool.
+	hoard  bool
+	hoards []*packet.Packet
+	mu     sync.Mutex
+	in     []gsoFrame
+	sent   []gsoFrame
 }
 
 type gsoFrame struct {
@@ -46,6 +49,13 @@ func (g *gsoPort) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 		b.Add(p)
 		g.in = g.in[1:]
 		n++
+	}
+	for g.hoard && n > 0 {
+		p := pool.GetBig()
+		if p == nil {
+			break
+		}
+		g.hoards = append(g.hoards, p)
 	}
 	return n
 }
@@ -319,4 +329,35 @@ func TestGSOPushVLANKeepsWhole(t *testing.T) {
 	checkSegments(t, untagged, gsoSrc, gsoDst, 40000, 5201)
 	dp.Stop()
 	checkNoLeaks(t, dp)
+}
+
+// TestGSOCopyWithoutBigBuffer: when the copy for an output that is not
+// the last action finds no big buffer free, that output gets the frame as
+// segments instead of losing it, and the last output still gets it whole.
+func TestGSOCopyWithoutBigBuffer(t *testing.T) {
+	dp, in, ringOut, gsoOut := gsoSwitch(t, actions.Action{Kind: actions.Output, Port: 2}, actions.Action{Kind: actions.Output, Port: 3})
+	in.mu.Lock()
+	in.hoard = true
+	in.mu.Unlock()
+	in.inject(tcpSuperFrame())
+	want := (gsoPayload + gsoMSS - 1) / gsoMSS
+	var segs [][]byte
+	var whole []gsoFrame
+	waitFor(t, "segments and the whole frame", func() bool {
+		ringOut.Drain(0, func(f []byte) { segs = append(segs, append([]byte(nil), f...)) })
+		whole = append(whole, gsoOut.taken()...)
+		return len(segs) >= want && len(whole) >= 1
+	})
+	checkSegments(t, segs, gsoSrc, gsoDst, 40000, 5201)
+	if len(whole) != 1 || !bytes.Equal(whole[0].data, tcpSuperFrame().data) {
+		t.Errorf("the GSO port got %d frames, want the super-frame once", len(whole))
+	}
+	dp.Stop()
+	for _, p := range in.hoards {
+		p.Free()
+	}
+	checkNoLeaks(t, dp)
+	if b := dp.PMDs()[0].Pool().Big(); b.Available() != b.Size() {
+		t.Errorf("%d big buffers not returned", b.Size()-b.Available())
+	}
 }

@@ -684,6 +684,10 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 			// Later actions may rewrite the packet: queue a copy.
 			c := p.pool.GetFit(pkt)
 			if c == nil {
+				if pkt.GSO() { // no big buffer free: copy it as segments
+					p.outputCopySegments(pkt, a.Port)
+					continue
+				}
 				p.local.drops[DropNoBuffer]++
 				continue
 			}
