@@ -75,8 +75,13 @@ func runSuite(t *testing.T, opts Options, npmd int) *switchTopo {
 	})
 	t.Run("TCP", func(t *testing.T) {
 		g1, g2 := s.P1.GSOStats(), s.P2.GSOStats()
+		st1, st2, drops := s.P1.Stats(), s.P2.Stats(), nstest.PMDDrops(s.DP)
 		bps := nstest.IperfTCP(t, s.A.NS, s.B.NS, s.B.IP, 3)
 		t.Logf("iperf3 TCP %s → %s, default offloads: %.2f Gbit/s", s.A.IP, s.B.IP, bps/1e9)
+		e1, e2 := s.P1.Stats(), s.P2.Stats()
+		t.Logf("losses in the switch: rx drops %d/%d (ring full), PMD drops %d, tx drops %d/%d, tx errors %d/%d (port1/port2)",
+			e1.RxDrops-st1.RxDrops, e2.RxDrops-st2.RxDrops, nstest.PMDDrops(s.DP)-drops,
+			e1.TxDrops-st1.TxDrops, e2.TxDrops-st2.TxDrops, e1.TxErrors-st1.TxErrors, e2.TxErrors-st2.TxErrors)
 		bigFrames(t, s, g1, g2)
 	})
 	// This kernel has no 802.1Q module, so Host.VLAN subinterfaces (and a
