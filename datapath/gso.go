@@ -17,26 +17,77 @@ import (
 //     kept right on the frame as a whole (gsoSafe);
 //   - at output, for a port that does not take GSO.
 
-// gsoSafe reports whether acts can run on a GSO frame whole. The actions
-// allowed touch no byte that the L4 checksum covers (so the partial
-// checksum, which holds the pseudo-header sum, stays right), and Push and
-// Pull keep csum_start on the same byte. An address rewrite would need the
-// pseudo-header form of the checksum update, a port rewrite none at all;
-// rather than teach every setter the difference, such lists see segments.
-// Meters and packet-ins count and carry packets, so they see segments too,
-// as does anything not listed (a kind added later is safe by default).
-func gsoSafe(acts actions.List) bool {
+// gsoSafe reports whether acts can run on the GSO frame pkt whole. The
+// actions allowed either touch no byte that the L4 checksum covers (so
+// the partial checksum, which holds the pseudo-header sum, stays right,
+// and Push and Pull keep csum_start on the same byte), or are the address
+// and port rewrites that applyPartial keeps right on a TCP super-frame
+// whose partial checksum is where the key says the TCP header is. Anything
+// else (MPLS, meters and packet-ins, which count and carry packets, UDP
+// super-frames, any action kind added later) sees segments.
+func gsoSafe(acts actions.List, pkt *packet.Packet) bool {
 	for i := range acts {
 		switch acts[i].Kind {
 		case actions.Output, actions.Drop, actions.SetEthSrc, actions.SetEthDst,
 			actions.PushVLAN, actions.PopVLAN, actions.SetVLANTCI,
 			actions.SetIPTOS, actions.SetIPTTL, actions.DecIPTTL, actions.SetIPv6Label,
 			actions.SetTunnelID, actions.SetTunnelSrc, actions.SetTunnelDst:
+		case actions.SetIPv4Src, actions.SetIPv4Dst, actions.SetIPv6Src, actions.SetIPv6Dst,
+			actions.SetL4Src, actions.SetL4Dst:
+			if !tcpPartial(pkt) {
+				return false
+			}
 		default:
 			return false
 		}
 	}
 	return true
+}
+
+// tcpPartial reports whether pkt is a TCP super-frame whose partial
+// checksum field is the one the action setters update (the TCP checksum
+// at the L4 offset of the key).
+func tcpPartial(pkt *packet.Packet) bool {
+	o := &pkt.Offload
+	g := o.GSOType &^ vnethdr.GSOECN
+	return (g == vnethdr.GSOTCPv4 || g == vnethdr.GSOTCPv6) && o.Flags&packet.OffloadNeedsCsum != 0 &&
+		pkt.KeyValid && pkt.Key.NwProto == 6 && pkt.Offsets.L4 != flow.NoOffset &&
+		int(pkt.Offsets.L4) == int(o.CsumStart) && o.CsumOffset == 16 &&
+		int(o.CsumStart)+18 <= pkt.Len()
+}
+
+// apply runs a on pkt. Only frames kept whole with a partial checksum
+// (gsoSafe has vetted them) take the other path.
+func (p *PMD) apply(a *actions.Action, pkt *packet.Packet) bool {
+	if pkt.Offload.Flags&packet.OffloadNeedsCsum == 0 {
+		return actions.Apply(a, pkt)
+	}
+	return applyPartial(a, pkt)
+}
+
+// applyPartial runs a on a TCP super-frame with a partial checksum. The
+// setters update a checksum field as a complete checksum C (the complement
+// of a sum S) by adding ~old + new to S. A partial field holds the
+// pseudo-header sum P itself, uncomplemented: an address, which the
+// pseudo-header covers, must add ~old + new to P, so the field is
+// complemented around the setter; a port, which only the final sum over
+// the segment covers, must leave P alone, so the field is put back.
+func applyPartial(a *actions.Action, pkt *packet.Packet) bool {
+	f := int(pkt.Offload.CsumStart) + int(pkt.Offload.CsumOffset)
+	d := pkt.Data()
+	switch a.Kind {
+	case actions.SetIPv4Src, actions.SetIPv4Dst, actions.SetIPv6Src, actions.SetIPv6Dst:
+		d[f], d[f+1] = ^d[f], ^d[f+1]
+		ok := actions.Apply(a, pkt)
+		d[f], d[f+1] = ^d[f], ^d[f+1]
+		return ok
+	case actions.SetL4Src, actions.SetL4Dst:
+		c0, c1 := d[f], d[f+1]
+		ok := actions.Apply(a, pkt)
+		d[f], d[f+1] = c0, c1
+		return ok
+	}
+	return actions.Apply(a, pkt)
 }
 
 // sendsGSO reports whether dev takes GSO frames whole.

@@ -182,6 +182,23 @@ func checkSegments(t *testing.T, segs [][]byte, src, dst [4]byte, sport, dport u
 	}
 }
 
+// checkPartial checks the partial checksum of a TCP/IPv4 super-frame
+// whose IP header is at l3: the field must hold the pseudo-header sum of
+// its current addresses and whole L4 length, which is what the kernel
+// builds every segment's checksum from (and all a local receiver ever
+// sees: it trusts CHECKSUM_PARTIAL). The Segmenter computes segment
+// checksums afresh, so it cannot tell a wrong partial sum.
+func checkPartial(t *testing.T, f gsoFrame, l3 int) {
+	t.Helper()
+	d := f.data
+	start := int(f.off.CsumStart)
+	field := binary.BigEndian.Uint16(d[start+int(f.off.CsumOffset):])
+	want := fold16(pseudo4(d[l3:], len(d)-start))
+	if field != want && !(field == 0 && want == 0xffff) && !(field == 0xffff && want == 0) {
+		t.Errorf("partial checksum %#04x, want the pseudo-header sum %#04x", field, want)
+	}
+}
+
 // segmentOracle cuts a frame a GSOSender was handed the way the kernel
 // would, with the Segmenter drivers use on receive.
 func segmentOracle(t *testing.T, f gsoFrame) [][]byte {
@@ -259,6 +276,7 @@ func TestGSOOutputSegmentsForPortsWithoutGSO(t *testing.T) {
 		t.Errorf("the GSO port got %d bytes with %+v, not the super-frame unchanged", len(whole[0].data), whole[0].off)
 	}
 	checkSegments(t, segmentOracle(t, whole[0]), gsoSrc, gsoDst, 40000, 5201)
+	checkPartial(t, whole[0], 14)
 	if n := dp.PMDs()[0].GSOSegmented(); n != 1 {
 		t.Errorf("PMD segmented %d frames, want 1 (for the ring)", n)
 	}
@@ -269,15 +287,51 @@ func TestGSOOutputSegmentsForPortsWithoutGSO(t *testing.T) {
 	}
 }
 
-// TestGSOSetFieldSegmentsFirst: address and port rewrites on a
-// super-frame give segments whose checksums are right for the new
-// headers, even when the output takes GSO (the frame is cut before the
-// actions).
-func TestGSOSetFieldSegmentsFirst(t *testing.T) {
+// TestGSOSetFieldKeepsWhole: address and port rewrites on a TCP
+// super-frame keep it whole, with the partial checksum updated the
+// pseudo-header way: the receiver's segmentation (the Segmenter as
+// oracle) gives segments whose checksums are right for the new headers.
+func TestGSOSetFieldKeepsWhole(t *testing.T) {
+	newSrc, newDst := [4]byte{198, 19, 200, 1}, [4]byte{198, 19, 7, 9}
+	src := actions.Action{Kind: actions.SetIPv4Src}
+	copy(src.Addr[:], newSrc[:])
+	dst := actions.Action{Kind: actions.SetIPv4Dst}
+	copy(dst.Addr[:], newDst[:])
+	dp, in, _, gsoOut := gsoSwitch(t, src, dst, actions.Action{Kind: actions.SetL4Src, Val16: 33333},
+		actions.Action{Kind: actions.SetL4Dst, Val16: 8080}, actions.Action{Kind: actions.PushVLAN, Val16: 0x8100, Val16b: 7},
+		actions.Action{Kind: actions.Output, Port: 3})
+	in.inject(tcpSuperFrame())
+	var got []gsoFrame
+	waitFor(t, "the frame", func() bool {
+		got = append(got, gsoOut.taken()...)
+		return len(got) >= 1
+	})
+	if len(got) != 1 || got[0].off.GSOType == 0 {
+		t.Fatalf("%d frames (first with %+v), want the super-frame whole", len(got), got[0].off)
+	}
+	checkPartial(t, got[0], 18)
+	var untagged [][]byte
+	for _, s := range segmentOracle(t, got[0]) {
+		untagged = append(untagged, append(append([]byte(nil), s[:12]...), s[16:]...))
+	}
+	checkSegments(t, untagged, newSrc, newDst, 33333, 8080)
+	if n := dp.PMDs()[0].GSOSegmented(); n != 0 {
+		t.Errorf("PMD segmented %d frames, want 0", n)
+	}
+	dp.Stop()
+	checkNoLeaks(t, dp)
+}
+
+// TestGSOOtherActionsSegmentFirst: an action the datapath does not know
+// to keep right on a super-frame (here an ICMP type rewrite, which has
+// nothing to change on TCP) makes the PMD cut the frame before the
+// actions, and the address rewrite then works on complete checksums.
+func TestGSOOtherActionsSegmentFirst(t *testing.T) {
 	newDst := [4]byte{198, 19, 7, 9}
 	a := actions.Action{Kind: actions.SetIPv4Dst}
 	copy(a.Addr[:], newDst[:])
-	dp, in, _, gsoOut := gsoSwitch(t, a, actions.Action{Kind: actions.SetL4Dst, Val16: 8080}, actions.Action{Kind: actions.Output, Port: 3})
+	dp, in, _, gsoOut := gsoSwitch(t, a, actions.Action{Kind: actions.SetICMPType, Val8: 3},
+		actions.Action{Kind: actions.SetL4Dst, Val16: 8080}, actions.Action{Kind: actions.Output, Port: 3})
 	in.inject(tcpSuperFrame())
 	want := (gsoPayload + gsoMSS - 1) / gsoMSS
 	var got []gsoFrame
@@ -319,6 +373,7 @@ func TestGSOPushVLANKeepsWhole(t *testing.T) {
 	if f.off.CsumStart != gsoL4+4 {
 		t.Errorf("csum_start %d, want %d", f.off.CsumStart, gsoL4+4)
 	}
+	checkPartial(t, f, 18)
 	var untagged [][]byte
 	for _, s := range segmentOracle(t, f) {
 		if binary.BigEndian.Uint16(s[12:]) != 0x8100 {

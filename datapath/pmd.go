@@ -668,7 +668,7 @@ func (p *PMD) handleMiss(pkt *packet.Packet, hash uint32) *Megaflow {
 // execute runs acts on pkt and consumes it: the packet ends in an output
 // batch or back in the pool.
 func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
-	if pkt.GSO() && !gsoSafe(acts) {
+	if pkt.GSO() && !gsoSafe(acts, pkt) {
 		p.executeSegmented(pkt, acts)
 		return
 	}
@@ -706,7 +706,7 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 				return
 			}
 		default:
-			if !actions.Apply(a, pkt) {
+			if !p.apply(a, pkt) {
 				p.drop(pkt, DropAction)
 				return
 			}
