@@ -30,6 +30,15 @@ func (p *PMD) output(pkt *packet.Packet, no uint32) {
 		return
 	}
 	ob := p.outs[no]
+	if pkt.GSO() && !sendsGSO(ob.port.Dev) {
+		p.outputSegmented(pkt, ob)
+		return
+	}
+	p.queue(ob, pkt)
+}
+
+// queue adds pkt to ob's batch, sending the batch first if it is full.
+func (p *PMD) queue(ob *OutputBatch, pkt *packet.Packet) {
 	if ob.batch.N == packet.BatchSize {
 		p.send(ob)
 	}

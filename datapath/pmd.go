@@ -150,6 +150,8 @@ type PMD struct {
 	expireBefore atomic.Int64
 	expired      atomic.Uint64
 	deadScratch  []*Megaflow
+	// gsoSegmented counts GSO frames this PMD cut into segments (gso.go).
+	gsoSegmented atomic.Uint64
 }
 
 func newPMD(dp *Datapath, id int) *PMD {
@@ -165,6 +167,7 @@ func newPMD(dp *Datapath, id int) *PMD {
 		pending:  make([]*OutputBatch, 0, 64),
 		wakeFD:   -1,
 	}
+	p.pool.AttachBig(packet.NewPool(packet.DefaultBigBuffers, packet.BigBufSize))
 	p.emc.SetInsertInvProb(uint32(dp.cfg.EMCInsertInvProb))
 	p.now = p.clock()
 	p.lastPub, p.lastRnk = p.now, p.now
@@ -683,6 +686,10 @@ func (p *PMD) handleMiss(pkt *packet.Packet, hash uint32) *Megaflow {
 // execute runs acts on pkt and consumes it: the packet ends in an output
 // batch or back in the pool.
 func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
+	if pkt.GSO() && !gsoSafe(acts, pkt) {
+		p.executeSegmented(pkt, acts)
+		return
+	}
 	last := len(acts) - 1
 	for i := range acts {
 		a := &acts[i]
@@ -693,8 +700,12 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 				return
 			}
 			// Later actions may rewrite the packet: queue a copy.
-			c := p.pool.Get()
+			c := p.pool.GetFit(pkt)
 			if c == nil {
+				if pkt.GSO() { // no big buffer free: copy it as segments
+					p.outputCopySegments(pkt, a.Port)
+					continue
+				}
 				p.local.drops[DropNoBuffer]++
 				continue
 			}
@@ -716,7 +727,7 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 			p.recirculate(pkt, a.Port) // it ends the list
 			return
 		default:
-			if !actions.Apply(a, pkt) {
+			if !p.apply(a, pkt) {
 				p.drop(pkt, DropAction)
 				return
 			}

@@ -115,3 +115,39 @@ type RxArmer interface {
 type Remover interface {
 	Removed() <-chan struct{}
 }
+
+// GSOSender is implemented by drivers whose Send can take a GSO
+// super-frame (packet.Packet.GSO) whole, with its packet.Offload state,
+// and have the kernel or the peer segment it: AF_PACKET and tap ports,
+// whose virtio_net_hdr carries that state. The datapath cuts super-frames
+// into MTU-sized segments (vnethdr.Segmenter) before handing them to any
+// other driver, and to one whose SendsGSO reports false (a driver that
+// takes GSO only with features a peer negotiated).
+type GSOSender interface {
+	// SendsGSO reports whether Send takes GSO frames now.
+	SendsGSO() bool
+}
+
+// GSOStats count a port's GSO super-frames, for drivers that receive or
+// send them whole (afpacket, tap).
+type GSOStats struct {
+	// RxWhole: received and handed to the switch as one packet.
+	RxWhole uint64
+	// RxSegmented: cut into segments on receive because the PMD's pool
+	// had no big buffer free.
+	RxSegmented uint64
+	// TxWhole: sent as one frame for the kernel to segment (or not).
+	TxWhole uint64
+}
+
+// GSOCounters are GSOStats that queues update concurrently. A port's
+// queues may share one: a super-frame carries up to 64 KiB, so the
+// counters change too rarely for the shared cache line to matter.
+type GSOCounters struct {
+	RxWhole, RxSegmented, TxWhole atomic.Uint64
+}
+
+// Load returns the counters' values.
+func (c *GSOCounters) Load() GSOStats {
+	return GSOStats{RxWhole: c.RxWhole.Load(), RxSegmented: c.RxSegmented.Load(), TxWhole: c.TxWhole.Load()}
+}

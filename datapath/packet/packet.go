@@ -17,6 +17,36 @@ const (
 	Headroom = 128
 	// DefaultBufSize is the size of one pool buffer, headroom included.
 	DefaultBufSize = 2048
+	// BigBufSize is the size of one big buffer (see Pool.AttachBig): a
+	// GSO frame of up to 65,535 IP bytes behind an Ethernet header with
+	// two tags, headroom in front, and room for pushes behind the
+	// headroom's worth (a VLAN or MPLS push moves the front, not the end).
+	BigBufSize = Headroom + 14 + 8 + 65535 + 1
+	// DefaultBigBuffers is how many big buffers a PMD's pool gets: enough
+	// for a full receive batch and the output batches holding the
+	// previous ones, at 4.2 MiB per PMD.
+	DefaultBigBuffers = 64
+)
+
+// Offload is the checksum and segmentation offload state of a frame, as
+// the virtio_net_hdr that came with it described it (same fields, same
+// meaning, convertible to vnethdr.Header; this package cannot import
+// netdev). It travels with the frame so that a GSO super-frame can leave
+// through a port that takes GSO as one frame, with its partial checksum,
+// instead of being cut into MTU-sized packets on receive.
+//
+// CsumStart counts from the start of the frame, so Push and Pull keep it
+// pointing at the same byte. The zero value means a complete frame.
+type Offload struct {
+	Flags, GSOType        uint8
+	HdrLen, GSOSize       uint16
+	CsumStart, CsumOffset uint16
+}
+
+// Offload flags and the GSO "none" type, as in linux/virtio_net.h.
+const (
+	OffloadNeedsCsum = 1
+	OffloadDataValid = 2
 )
 
 // Packet is one frame in a pool buffer. The frame occupies
@@ -56,9 +86,19 @@ type Packet struct {
 	// clears it.
 	Recircs uint8
 
+	// Offload is the frame's GSO and partial-checksum state. Only drivers
+	// that received the frame as one GSO super-frame set it; Pool.Get and
+	// SetData clear it, so a reused buffer never carries a stale one.
+	Offload Offload
+
 	pool   *Pool
 	inPool bool // on the pool's free list (catches double frees)
 }
+
+// GSO reports whether the frame is a GSO super-frame: one frame that
+// stands for several MTU-sized segments, which a port either takes whole
+// (netdev.GSOSender) or gets cut into segments first.
+func (p *Packet) GSO() bool { return p.Offload.GSOType != 0 }
 
 // Data returns the frame.
 func (p *Packet) Data() []byte { return p.buf[p.off : p.off+p.length] }
@@ -84,6 +124,7 @@ func (p *Packet) SetData(data []byte) int {
 	p.KeyValid = false
 	p.HashValid = false
 	p.HasTunnel = false
+	p.Offload = Offload{}
 	return n
 }
 
@@ -110,6 +151,9 @@ func (p *Packet) Push(n int) []byte {
 	}
 	p.off -= n
 	p.length += n
+	if p.Offload.Flags&OffloadNeedsCsum != 0 {
+		p.Offload.CsumStart += uint16(n)
+	}
 	return p.buf[p.off : p.off+n]
 }
 
@@ -121,11 +165,15 @@ func (p *Packet) Pull(n int) bool {
 	}
 	p.off += n
 	p.length -= n
+	if p.Offload.Flags&OffloadNeedsCsum != 0 {
+		p.Offload.CsumStart -= uint16(n)
+	}
 	return true
 }
 
 // CopyFrom makes p a copy of src (frame and metadata), keeping p's headroom
-// at least as large as src's. It returns false if the frame does not fit.
+// at least as large as src's. It returns false if the frame does not fit
+// (a big frame needs a buffer from Pool.GetFit).
 func (p *Packet) CopyFrom(src *Packet) bool {
 	off := src.off
 	if off+src.length > len(p.buf) {
@@ -138,6 +186,7 @@ func (p *Packet) CopyFrom(src *Packet) bool {
 	p.HashValid = src.HashValid
 	p.KeyValid = src.KeyValid
 	p.HasTunnel = src.HasTunnel
+	p.Offload = src.Offload
 	if src.HasTunnel {
 		p.TunnelID, p.Tunnel = src.TunnelID, src.Tunnel
 	}

@@ -105,3 +105,82 @@ func BenchmarkPoolGetPut(b *testing.B) {
 		batch.FreeAll()
 	}
 }
+
+// TestBigPool: big buffers come from the attached pool, go back to it on
+// Free, run out without touching the normal pool, and GetFit picks one
+// only for a frame that needs it.
+func TestBigPool(t *testing.T) {
+	p := NewPool(2, DefaultBufSize)
+	if p.GetBig() != nil {
+		t.Fatal("GetBig without a big pool returned a packet")
+	}
+	p.AttachBig(NewPool(1, BigBufSize))
+	b := p.GetBig()
+	if b == nil || b.Cap() < 65535+14+8 {
+		t.Fatalf("big packet %v with room for %d bytes", b, b.Cap())
+	}
+	if p.GetBig() != nil {
+		t.Fatal("exhausted big pool handed out a packet")
+	}
+	if p.Available() != 2 {
+		t.Fatal("GetBig took from the normal pool")
+	}
+	b.SetLen(60000)
+	b.Offload = Offload{Flags: OffloadNeedsCsum, GSOType: 1, GSOSize: 1448, CsumStart: 34, CsumOffset: 16}
+	if p.GetFit(b) != nil {
+		t.Fatal("GetFit found a big buffer in an exhausted big pool")
+	}
+	b.Free()
+	if p.Big().Available() != 1 {
+		t.Fatal("a big packet did not go back to the big pool")
+	}
+	c := p.GetBig()
+	if c.GSO() || c.Offload != (Offload{}) {
+		t.Fatalf("a reused big buffer kept offload state %+v", c.Offload)
+	}
+	small := p.Get()
+	small.SetData(make([]byte, 100))
+	if f := p.GetFit(small); f == nil || f.Pool() != p {
+		t.Fatal("GetFit took a big buffer for a small frame")
+	} else {
+		f.Free()
+	}
+	c.Free()
+	small.Free()
+}
+
+// TestOffloadFollowsPushPull: csum_start counts from the start of the
+// frame, so a push or pull in front moves it with the headers, and
+// SetData and CopyFrom treat the state like other metadata.
+func TestOffloadFollowsPushPull(t *testing.T) {
+	p := NewPool(3, DefaultBufSize)
+	pkt := p.Get()
+	pkt.SetData(make([]byte, 200))
+	pkt.Offload = Offload{Flags: OffloadNeedsCsum, GSOType: 4, CsumStart: 54, CsumOffset: 16}
+	pkt.Push(4)
+	if pkt.Offload.CsumStart != 58 {
+		t.Fatalf("csum_start %d after a 4-byte push, want 58", pkt.Offload.CsumStart)
+	}
+	pkt.Pull(8)
+	if pkt.Offload.CsumStart != 50 {
+		t.Fatalf("csum_start %d after an 8-byte pull, want 50", pkt.Offload.CsumStart)
+	}
+	c := p.Get()
+	c.CopyFrom(pkt)
+	if c.Offload != pkt.Offload || !c.GSO() {
+		t.Fatalf("CopyFrom gave %+v, want %+v", c.Offload, pkt.Offload)
+	}
+	pkt.SetData([]byte{1, 2, 3})
+	if pkt.GSO() || pkt.Offload != (Offload{}) {
+		t.Fatal("SetData kept offload state")
+	}
+	dv := p.Get()
+	dv.Offload = Offload{Flags: OffloadDataValid, CsumStart: 10}
+	dv.Push(4)
+	if dv.Offload.CsumStart != 10 {
+		t.Fatal("Push moved csum_start without NEEDS_CSUM")
+	}
+	pkt.Free()
+	c.Free()
+	dv.Free()
+}

@@ -10,6 +10,8 @@ type Pool struct {
 	mem  []byte
 	pkts []Packet
 	free []*Packet // stack of free packets; len is the free count
+	big  *Pool     // big buffers for GSO frames (AttachBig), or nil
+	size int       // bytes per buffer, headroom included
 
 	doubleFrees atomic.Uint64 // Put of a packet already free (a bug; counted, not fatal)
 }
@@ -24,6 +26,7 @@ func NewPool(count, bufSize int) *Pool {
 		mem:  make([]byte, count*stride),
 		pkts: make([]Packet, count),
 		free: make([]*Packet, count),
+		size: bufSize,
 	}
 	for i := range p.pkts {
 		pkt := &p.pkts[i]
@@ -52,8 +55,36 @@ func (p *Pool) Get() *Packet {
 	pkt.HashValid = false
 	pkt.HasTunnel = false
 	pkt.Recircs = 0
+	pkt.Offload = Offload{}
 	return pkt
 }
+
+// AttachBig gives p a second pool of big buffers (BigBufSize bytes) that
+// GetBig takes from, for GSO super-frames kept whole. Packets taken from it
+// belong to big, so Free returns them there. Call it before p is used.
+func (p *Pool) AttachBig(big *Pool) { p.big = big }
+
+// GetBig takes a packet with a big buffer, or returns nil if p has no big
+// pool or it is exhausted: a driver then cuts the super-frame into
+// segments in normal buffers instead, as it would without one.
+func (p *Pool) GetBig() *Packet {
+	if p.big == nil {
+		return nil
+	}
+	return p.big.Get()
+}
+
+// GetFit takes a packet that can hold a copy of src (CopyFrom): a normal
+// one if src fits one, else a big one. It returns nil if none is free.
+func (p *Pool) GetFit(src *Packet) *Packet {
+	if src.off+src.length > p.size {
+		return p.GetBig()
+	}
+	return p.Get()
+}
+
+// Big returns the attached big pool, or nil.
+func (p *Pool) Big() *Pool { return p.big }
 
 // Put returns a packet to the pool.
 func (p *Pool) Put(pkt *Packet) {

@@ -69,6 +69,9 @@ func CheckPools(t testing.TB, dp *datapath.Datapath) {
 		if d := pl.DoubleFrees(); d != 0 {
 			t.Errorf("PMD %d: %d double frees", p.ID(), d)
 		}
+		if b := pl.Big(); b != nil && b.Available() != b.Size() {
+			t.Errorf("PMD %d: %d of %d big buffers not returned", p.ID(), b.Size()-b.Available(), b.Size())
+		}
 	}
 }
 

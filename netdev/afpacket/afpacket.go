@@ -10,9 +10,11 @@
 //     has written the frame, so a lone packet reaches the PMD at once
 //     (libpcap's immediate mode uses V2 for the same reason). The socket
 //     has PACKET_VNET_HDR, so GSO super-frames (up to 64 KiB) and
-//     CHECKSUM_PARTIAL frames arrive with a virtio_net_hdr that vnethdr
-//     segments and completes; every slot is therefore large enough for a
-//     whole super-frame (66,048 bytes by default, 63 to a 4 MiB ring block,
+//     CHECKSUM_PARTIAL frames arrive with a virtio_net_hdr; a super-frame
+//     is handed to the switch whole in a big buffer when the PMD has one
+//     free, else vnethdr segments it, and partial checksums are
+//     completed; every slot is therefore large enough for a whole
+//     super-frame (66,048 bytes by default, 63 to a 4 MiB ring block,
 //     252 slots: 16 MiB per queue). RingV3 selects a TPACKET_V3 ring
 //     instead: frames of any size packed into blocks, far denser for small
 //     frames, but the kernel hands a block over only when it is full or
@@ -31,16 +33,20 @@
 //     fragments covers the addresses only, so the fragments of one
 //     datagram share a queue anyway.
 //   - Transmit: a TPACKET_V2 ring of fixed slots (simplest, and all
-//     transmitted frames are at most MTU-sized) on a socket bound with
+//     frames but GSO super-frames are at most MTU-sized) on a socket bound with
 //     protocol 0 (it receives nothing), with PACKET_QDISC_BYPASS,
 //     PACKET_LOSS (a malformed slot is skipped instead of stalling the
 //     ring) and PACKET_VNET_HDR: each slot carries a virtio_net_hdr with
 //     no offload and hdr_len covering the frame, which makes the kernel
 //     copy the frame instead of lending the ring's pages to the skb (see
-//     txQueue.send). A batch ends with one sendto(MSG_DONTWAIT).
+//     txQueue.send). A batch ends with one sendto(MSG_DONTWAIT). GSO
+//     super-frames kept whole (see "Big frames" in docs/architecture.md)
+//     go through a second, ringless socket with PACKET_VNET_HDR, one
+//     sendmsg each carrying their offload state, after a kick of the
+//     ring so that the frames queued before them leave first.
 //
 // Neither Recv nor Send makes more than one system call per batch (Recv
-// none). VLAN tags the kernel moved into tp_vlan_tci are put back into the
+// none), plus one per GSO super-frame sent. VLAN tags the kernel moved into tp_vlan_tci are put back into the
 // frame, so tagged frames stay tagged through the switch.
 package afpacket
 
@@ -244,6 +250,7 @@ type Port struct {
 	rx       []*rxQueue
 	tx       []*txQueue
 	counters []netdev.Counters // one per rx queue, then one per tx queue
+	gso      netdev.GSOCounters
 
 	statsMu     sync.Mutex // serialises PACKET_STATISTICS reads and Close
 	kernelDrops uint64     // frames the kernel dropped for want of ring space
@@ -276,7 +283,7 @@ func New(ifname string, opts Options) (*Port, error) {
 func (p *Port) open(opts Options) error {
 	fanoutID := -1
 	for i := 0; i < opts.Queues; i++ {
-		q, err := openRx(p.link.Index, opts, &p.counters[i])
+		q, err := openRx(p.link.Index, opts, &p.counters[i], &p.gso)
 		if q != nil {
 			p.rx = append(p.rx, q)
 		}
@@ -297,7 +304,7 @@ func (p *Port) open(opts Options) error {
 		}
 	}
 	for i := 0; i < opts.Queues; i++ {
-		q, err := openTx(p.link, opts, &p.counters[opts.Queues+i])
+		q, err := openTx(p.link, opts, &p.counters[opts.Queues+i], &p.gso)
 		if q != nil {
 			p.tx = append(p.tx, q)
 		}
@@ -310,14 +317,14 @@ func (p *Port) open(opts Options) error {
 
 // openRx creates a receive socket with its ring. On error it returns what
 // it has built so far, for the caller to release.
-func openRx(ifindex int, opts Options, c *netdev.Counters) (*rxQueue, error) {
+func openRx(ifindex int, opts Options, c *netdev.Counters, gso *netdev.GSOCounters) (*rxQueue, error) {
 	// Protocol 0: nothing arrives before the ring exists and the socket
 	// is bound.
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("socket: %w", err)
 	}
-	q := &rxQueue{fd: fd, v3: opts.RxRing == RingV3, blockSize: opts.RxBlockSize, blockNr: opts.RxBlocks, vnet: true, c: c}
+	q := &rxQueue{fd: fd, v3: opts.RxRing == RingV3, blockSize: opts.RxBlockSize, blockNr: opts.RxBlocks, vnet: true, c: c, gso: gso}
 	version := unix.TPACKET_V2
 	if q.v3 {
 		version = unix.TPACKET_V3
@@ -394,12 +401,12 @@ func joinFanout(fd, id int) (int, error) {
 }
 
 // openTx creates a transmit socket with its ring.
-func openTx(link *linkwatch.Link, opts Options, c *netdev.Counters) (*txQueue, error) {
+func openTx(link *linkwatch.Link, opts Options, c *netdev.Counters, gso *netdev.GSOCounters) (*txQueue, error) {
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("socket: %w", err)
 	}
-	q := &txQueue{fd: fd, frameSize: opts.TxFrameSize, frameNr: opts.TxFrames, link: link, c: c}
+	q := &txQueue{fd: fd, bigFD: -1, frameSize: opts.TxFrameSize, frameNr: opts.TxFrames, link: link, c: c, gso: gso}
 	for _, o := range []struct {
 		name     string
 		opt, val int
@@ -436,6 +443,25 @@ func openTx(link *linkwatch.Link, opts Options, c *netdev.Counters) (*txQueue, e
 	sa := unix.SockaddrLinklayer{Ifindex: link.Index}
 	if err := unix.Bind(fd, &sa); err != nil {
 		return q, fmt.Errorf("bind: %w", err)
+	}
+	if q.bigFD, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
+		return q, fmt.Errorf("socket for GSO frames: %w", err)
+	}
+	for _, o := range []struct {
+		name     string
+		opt, val int
+	}{
+		{"PACKET_VNET_HDR", unix.PACKET_VNET_HDR, 1},
+		{"PACKET_QDISC_BYPASS", unix.PACKET_QDISC_BYPASS, 1},
+	} {
+		if err := unix.SetsockoptInt(q.bigFD, unix.SOL_PACKET, o.opt, o.val); err != nil {
+			return q, fmt.Errorf("GSO socket %s: %w", o.name, err)
+		}
+	}
+	// Room for a few dozen super-frames in flight (best effort, as above).
+	_ = unix.SetsockoptInt(q.bigFD, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 4<<20)
+	if err := unix.Bind(q.bigFD, &sa); err != nil {
+		return q, fmt.Errorf("bind GSO socket: %w", err)
 	}
 	return q, nil
 }
@@ -485,6 +511,13 @@ func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 func (p *Port) Send(q int, b *packet.Batch) int {
 	return p.tx[q].send(b)
 }
+
+// GSOStats returns the port's GSO counters.
+func (p *Port) GSOStats() netdev.GSOStats { return p.gso.Load() }
+
+// SendsGSO implements netdev.GSOSender: the kernel takes GSO frames with
+// a virtio_net_hdr on any interface.
+func (p *Port) SendsGSO() bool { return true }
 
 // TxKicks implements netdev.TxKicker: the sendto calls that made the
 // kernel transmit tx queue q's ring.
@@ -569,13 +602,17 @@ func (p *Port) release() error {
 			q.ring = nil
 		}
 		errs = append(errs, unix.Close(q.fd))
+		if q.bigFD >= 0 {
+			errs = append(errs, unix.Close(q.bigFD))
+		}
 	}
 	p.link.Stop()
 	return errors.Join(errs...)
 }
 
 var (
-	_ netdev.Netdev  = (*Port)(nil)
-	_ netdev.Waiter  = (*Port)(nil)
-	_ netdev.Remover = (*Port)(nil)
+	_ netdev.Netdev    = (*Port)(nil)
+	_ netdev.Waiter    = (*Port)(nil)
+	_ netdev.Remover   = (*Port)(nil)
+	_ netdev.GSOSender = (*Port)(nil)
 )

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev"
 )
 
 // switchTopo is two hosts joined by the datapath through two afpacket ports
@@ -73,8 +74,15 @@ func runSuite(t *testing.T, opts Options, npmd int) *switchTopo {
 		}
 	})
 	t.Run("TCP", func(t *testing.T) {
+		g1, g2 := s.P1.GSOStats(), s.P2.GSOStats()
+		st1, st2, drops := s.P1.Stats(), s.P2.Stats(), nstest.PMDDrops(s.DP)
 		bps := nstest.IperfTCP(t, s.A.NS, s.B.NS, s.B.IP, 3)
 		t.Logf("iperf3 TCP %s → %s, default offloads: %.2f Gbit/s", s.A.IP, s.B.IP, bps/1e9)
+		e1, e2 := s.P1.Stats(), s.P2.Stats()
+		t.Logf("losses in the switch: rx drops %d/%d (ring full), PMD drops %d, tx drops %d/%d, tx errors %d/%d (port1/port2)",
+			e1.RxDrops-st1.RxDrops, e2.RxDrops-st2.RxDrops, nstest.PMDDrops(s.DP)-drops,
+			e1.TxDrops-st1.TxDrops, e2.TxDrops-st2.TxDrops, e1.TxErrors-st1.TxErrors, e2.TxErrors-st2.TxErrors)
+		bigFrames(t, s, g1, g2)
 	})
 	// This kernel has no 802.1Q module, so Host.VLAN subinterfaces (and a
 	// ping across them) cannot exist: tagged frames are sent and checked
@@ -91,6 +99,27 @@ func runSuite(t *testing.T, opts Options, npmd int) *switchTopo {
 	}
 	t.Run("RemovalUnderTraffic", func(t *testing.T) { removal(t, s) })
 	return s
+}
+
+// bigFrames checks that the TCP stream's GSO super-frames crossed the
+// switch whole: received as one packet on port 1, sent as one on port 2,
+// and none cut into segments by a PMD (the rule only outputs).
+func bigFrames(t *testing.T, s *switchTopo, g1, g2 netdev.GSOStats) {
+	t.Helper()
+	e1, e2 := s.P1.GSOStats(), s.P2.GSOStats()
+	rx, tx := e1.RxWhole-g1.RxWhole, e2.TxWhole-g2.TxWhole
+	var segmented uint64
+	for _, p := range s.DP.PMDs() {
+		segmented += p.GSOSegmented()
+	}
+	t.Logf("GSO frames: port1 rx whole %d, rx segmented (no big buffer) %d; port2 tx whole %d; PMDs segmented %d",
+		rx, e1.RxSegmented-g1.RxSegmented, tx, segmented)
+	if rx == 0 || tx == 0 {
+		t.Errorf("no GSO frame crossed whole (rx %d, tx %d)", rx, tx)
+	}
+	if segmented != 0 {
+		t.Errorf("PMDs segmented %d GSO frames on an output-only path to ports that take GSO", segmented)
+	}
 }
 
 // floodAccounting sends a UDP flood from host a's namespace and checks that

@@ -48,6 +48,8 @@ func FuzzRxBlock(f *testing.F) {
 		}
 		storeStatus(q.ring[blkStatusOff:], statusUser)
 		pool := packet.NewPool(packet.BatchSize*2, packet.DefaultBufSize)
+		pool.AttachBig(packet.NewPool(2, packet.BigBufSize)) // whole super-frames, then segments
+		q.gso = new(netdev.GSOCounters)
 		var b packet.Batch
 		// A block of 8 KiB cannot hold more than this many segments.
 		for iter := 0; ; iter++ {
@@ -77,8 +79,8 @@ func FuzzRxBlock(f *testing.F) {
 				t.Fatalf("wrote outside the block at +%d", i)
 			}
 		}
-		if pool.Available() != pool.Size() {
-			t.Fatalf("pool: %d of %d buffers back", pool.Available(), pool.Size())
+		if pool.Available() != pool.Size() || pool.Big().Available() != pool.Big().Size() {
+			t.Fatalf("pool: %d of %d buffers back, %d of %d big ones", pool.Available(), pool.Size(), pool.Big().Available(), pool.Big().Size())
 		}
 	})
 }
@@ -134,6 +136,8 @@ func FuzzRxRingV2(f *testing.F) {
 			storeStatus(s[tp2StatusOff:], loadStatus(s[tp2StatusOff:])|statusUser)
 		}
 		pool := packet.NewPool(packet.BatchSize*2, packet.DefaultBufSize)
+		pool.AttachBig(packet.NewPool(2, packet.BigBufSize)) // whole super-frames, then segments
+		q.gso = new(netdev.GSOCounters)
 		var b packet.Batch
 		// Four 2 KiB slots cannot yield more than this many segments.
 		for iter := 0; ; iter++ {
@@ -165,8 +169,8 @@ func FuzzRxRingV2(f *testing.F) {
 				t.Fatalf("wrote outside the slots at %d", i)
 			}
 		}
-		if pool.Available() != pool.Size() {
-			t.Fatalf("pool: %d of %d buffers back", pool.Available(), pool.Size())
+		if pool.Available() != pool.Size() || pool.Big().Available() != pool.Big().Size() {
+			t.Fatalf("pool: %d of %d buffers back, %d of %d big ones", pool.Available(), pool.Size(), pool.Big().Available(), pool.Big().Size())
 		}
 	})
 }

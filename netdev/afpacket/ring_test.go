@@ -772,3 +772,54 @@ func TestNewV2GeometryAcceptedByKernel(t *testing.T) {
 		}
 	}
 }
+
+func TestRxGSOWhole(t *testing.T) { forEachRing(t, testRxGSOWhole) }
+
+// testRxGSOWhole: with a big buffer free, a super-frame is handed over as
+// one packet carrying its offload state (csum_start moved past the VLAN
+// tag put back in front); with the big pool exhausted the next one is
+// segmented as before, and counted.
+func testRxGSOWhole(t *testing.T, r *synthRing) {
+	q := r.q
+	q.gso = &netdev.GSOCounters{}
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	pool.AttachBig(packet.NewPool(1, packet.BigBufSize))
+	const mss, nseg = 1000, 10
+	super, vh := tcpSuper(mss*nseg, mss)
+	after := sized(80, 5)
+	r.feed(t, synthFrame{data: super, vh: vh, vlan: true, tci: 42})
+	r.feed(t, synthFrame{data: super, vh: vh}, synthFrame{data: after})
+
+	var b packet.Batch
+	if n := q.recv(pool, &b); n != 1+nseg+1 {
+		t.Fatalf("batch of %d, want the whole frame, %d segments and the frame after", n, nseg)
+	}
+	whole := b.Pkts[0]
+	d := whole.Data()
+	if !whole.GSO() || len(d) != len(super)+4 {
+		t.Fatalf("first packet: GSO %v, %d bytes; want the %d-byte super-frame whole", whole.GSO(), len(d), len(super)+4)
+	}
+	if binary.BigEndian.Uint16(d[12:]) != 0x8100 || binary.BigEndian.Uint16(d[14:]) != 42 || !bytes.Equal(d[18:], super[14:]) {
+		t.Error("whole frame differs from the super-frame with its tag restored")
+	}
+	want := packet.Offload(vh)
+	want.CsumStart += 4
+	if whole.Offload != want {
+		t.Errorf("offload %+v, want %+v", whole.Offload, want)
+	}
+	for i, p := range b.Packets()[1 : 1+nseg] {
+		if p.GSO() || p.Len() != 54+mss {
+			t.Errorf("segment %d: GSO %v, %d bytes", i, p.GSO(), p.Len())
+		}
+	}
+	if !bytes.Equal(b.Pkts[b.N-1].Data(), after) {
+		t.Error("frame after the super-frames not delivered")
+	}
+	if g := q.gso.Load(); g.RxWhole != 1 || g.RxSegmented != 1 {
+		t.Errorf("counters %+v, want 1 whole and 1 segmented", g)
+	}
+	b.FreeAll()
+	if pool.Available() != pool.Size() || pool.Big().Available() != 1 {
+		t.Error("pool leak")
+	}
+}

@@ -47,6 +47,12 @@ type rxQueue struct {
 	// block cur, which stays ours until the last segment has been taken.
 	segmenting bool
 	seg        vnethdr.Segmenter
+	// The GSO frame take found (valid until frameDone) and its header,
+	// for recv to copy whole into a big buffer instead of segmenting.
+	gsoFrame []byte
+	gsoHdr   vnethdr.Header
+
+	gso *netdev.GSOCounters
 
 	c *netdev.Counters
 }
@@ -210,9 +216,12 @@ func (q *rxQueue) take(region []byte, d *frameDesc, buf []byte) (l, outcome int)
 	}
 	frame := region[mac : mac+l]
 	if h.GSOType != vnethdr.GSONone {
+		// Reset checks the frame's headers against the GSO type, also
+		// for a frame recv then keeps whole.
 		if q.seg.Reset(&h, frame) != nil {
 			return 0, takeError
 		}
+		q.gsoFrame, q.gsoHdr = frame, h
 		return 0, takeSegmenting
 	}
 	if l > len(buf) {
@@ -223,6 +232,38 @@ func (q *rxQueue) take(region []byte, d *frameDesc, buf []byte) (l, outcome int)
 		return 0, takeError
 	}
 	return l, takeCopied
+}
+
+// takeWhole copies the GSO frame take found into a big buffer, keeping its
+// offload state, and returns it; or returns nil (and counts it when a big
+// buffer was wanted) for the frame to be segmented instead: when the pool
+// has no big buffer free, or the frame is of a kind that ports taking GSO
+// do not get whole (UFO, or no partial checksum, which Linux never sends
+// with TCP or UDP GSO).
+func (q *rxQueue) takeWhole(pool *packet.Pool) *packet.Packet {
+	h := &q.gsoHdr
+	switch h.GSOType &^ vnethdr.GSOECN {
+	case vnethdr.GSOTCPv4, vnethdr.GSOTCPv6, vnethdr.GSOUDPL4:
+	default:
+		return nil
+	}
+	if h.Flags&vnethdr.FlagNeedsCsum == 0 || pool.Big() == nil || q.gso == nil {
+		return nil
+	}
+	bp := pool.GetBig()
+	if bp == nil {
+		q.gso.RxSegmented.Add(1)
+		return nil
+	}
+	if !bp.SetLen(len(q.gsoFrame)) {
+		bp.Free()
+		q.gso.RxSegmented.Add(1)
+		return nil
+	}
+	copy(bp.Data(), q.gsoFrame)
+	bp.Offload = packet.Offload(*h)
+	q.gso.RxWhole.Add(1)
+	return bp
 }
 
 // recv takes up to packet.BatchSize frames out of the ring into buffers
@@ -273,6 +314,13 @@ func (q *rxQueue) recv(pool *packet.Pool, b *packet.Batch) int {
 			l, outcome = q.take(region, &d, spare.Buffer())
 			switch outcome {
 			case takeSegmenting:
+				if bp := q.takeWhole(pool); bp != nil {
+					q.frameDone()
+					b.Add(bp)
+					n++
+					bytes += bp.Len()
+					continue
+				}
 				q.segmenting = true
 				continue
 			case takeError:

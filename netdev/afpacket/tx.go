@@ -2,6 +2,7 @@ package afpacket
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -22,7 +23,16 @@ const txDataOff = tp2HdrLen + vnethdr.Len
 // requested slot; the kernel marks a slot AVAILABLE again when it is done
 // with it, which the PMD notices when head comes round to it.
 type txQueue struct {
-	fd        int
+	fd int
+	// bigFD is a second send socket, without a ring, for GSO frames: a
+	// super-frame does not fit a ring slot, and sendmsg on a socket
+	// with a tx ring only kicks the ring. It has PACKET_VNET_HDR, so each
+	// send carries the frame's offload state for the kernel to act on.
+	bigFD     int
+	bigHdr    [vnethdr.Len]byte
+	bigIov    [2]unix.Iovec
+	bigMsg    unix.Msghdr
+	gso       *netdev.GSOCounters
 	ring      []byte
 	frameSize int
 	frameNr   int
@@ -49,9 +59,31 @@ func (q *txQueue) send(b *packet.Batch) int {
 		maxLen = mtu + ethHdrLen + vlanLen
 	}
 	sent, bytes, errs, drops := 0, 0, 0, 0
+	queued := 0 // ring slots requested since the last kick
 	for _, pkt := range b.Packets() {
 		data := pkt.Data()
 		l := len(data)
+		if pkt.GSO() {
+			// Frames before it leave first: kick the ring now, as the
+			// big socket's frame goes out at once.
+			if queued > 0 {
+				q.c.TxKicks.Add(1)
+				if !kick(q.fd) {
+					errs++
+				}
+				queued = 0
+			}
+			switch q.sendBig(pkt) {
+			case 0:
+				sent++
+				bytes += l
+			case unix.EAGAIN, unix.ENOBUFS:
+				drops++
+			default:
+				errs++
+			}
+			continue
+		}
 		if l < ethHdrLen || l > maxLen || (l > maxLen-vlanLen && !tagged(data)) {
 			errs++
 			continue
@@ -80,9 +112,10 @@ func (q *txQueue) send(b *packet.Batch) int {
 			q.head = 0
 		}
 		sent++
+		queued++
 		bytes += l
 	}
-	if sent > 0 {
+	if queued > 0 {
 		q.c.TxKicks.Add(1)
 		if !kick(q.fd) {
 			errs++
@@ -100,6 +133,31 @@ func (q *txQueue) send(b *packet.Batch) int {
 		c.TxErrors.Add(uint64(errs))
 	}
 	return sent
+}
+
+// sendBig sends a GSO frame whole through bigFD, its offload state in the
+// virtio_net_hdr, and returns the errno (0 when the kernel took it). The
+// kernel copies the frame into its own skb, so the packet is free to go
+// back to its pool at once.
+func (q *txQueue) sendBig(pkt *packet.Packet) unix.Errno {
+	data := pkt.Data()
+	h := vnethdr.Header(pkt.Offload)
+	if !h.SetTxHdrLen(data) {
+		return unix.EINVAL
+	}
+	h.Encode(q.bigHdr[:])
+	q.bigIov[0].Base = &q.bigHdr[0]
+	q.bigIov[0].SetLen(vnethdr.Len)
+	q.bigIov[1].Base = &data[0]
+	q.bigIov[1].SetLen(len(data))
+	q.bigMsg.Iov = &q.bigIov[0]
+	q.bigMsg.SetIovlen(2)
+	q.c.TxKicks.Add(1)
+	_, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(q.bigFD), uintptr(unsafe.Pointer(&q.bigMsg)), unix.MSG_DONTWAIT)
+	if e == 0 {
+		q.gso.TxWhole.Add(1)
+	}
+	return e
 }
 
 // tagged reports whether an Ethernet frame carries an 802.1Q/802.1ad tag.

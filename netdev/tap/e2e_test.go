@@ -84,8 +84,16 @@ func TestE2ETwoTaps(t *testing.T) {
 	})
 
 	t.Run("tcp", func(t *testing.T) {
+		ga, gb := a.Port.GSOStats(), b.Port.GSOStats()
 		gbps := nstest.IperfTCP(t, a.NS, b.NS, b.IP, 3) / 1e9
 		t.Logf("iperf3 TCP %s -> %s: %.2f Gbit/s (USO offered: %v)", a.IP, b.IP, gbps, a.Port.USO())
+		// The super-frames crossed whole: read from tap a as one
+		// packet, written to tap b as one.
+		ea, eb := a.Port.GSOStats(), b.Port.GSOStats()
+		t.Logf("GSO frames: a rx whole %d, segmented %d; b tx whole %d", ea.RxWhole-ga.RxWhole, ea.RxSegmented-ga.RxSegmented, eb.TxWhole-gb.TxWhole)
+		if ea.RxWhole == ga.RxWhole || eb.TxWhole == gb.TxWhole {
+			t.Errorf("no GSO frame crossed whole: a %+v → %+v, b %+v → %+v", ga, ea, gb, eb)
+		}
 		gbps = nstest.IperfTCP(t, b.NS, a.NS, a.IP, 3) / 1e9
 		t.Logf("iperf3 TCP %s -> %s: %.2f Gbit/s", b.IP, a.IP, gbps)
 	})

@@ -8,9 +8,12 @@
 //     TUNSETOFFLOAD the kernel hands them over as GSO super-frames and with
 //     partial checksums instead of segmenting and summing each one itself;
 //     the driver cuts them into MTU frames and completes checksums with
-//     netdev/vnethdr.
+//     netdev/vnethdr, unless the PMD's pool has a big buffer free: then a
+//     TCP or USO super-frame crosses the switch whole (see "Big frames" in
+//     docs/architecture.md).
 //   - Send injects frames into the host stack, each with a zero vnet header
-//     (complete frames, complete checksums).
+//     (complete frames, complete checksums), but a GSO super-frame with its
+//     GSO type and partial checksum (netdev.GSOSender).
 //
 // Batching. A tun file descriptor moves one frame per read or write: there
 // is no batched read (readv gathers one frame, and recvmmsg needs a
@@ -127,6 +130,10 @@ type rxQueue struct {
 	big        []byte
 	seg        vnethdr.Segmenter
 	segPending bool
+	// The GSO frame deliver found in big[:gsoLen] and its header, for
+	// Recv to hand over whole in a big buffer instead of segmenting.
+	gsoLen int
+	gsoHdr vnethdr.Header
 	// skip is how many more polls return nothing without a read, and
 	// backoff the last such pause (Options.PollBackoff).
 	skip, backoff int
@@ -137,7 +144,7 @@ type rxQueue struct {
 type txQueue struct {
 	fd  int
 	iov [2]unix.Iovec
-	hdr [vnethdr.Len]byte // always zero: complete frames, no GSO
+	hdr [vnethdr.Len]byte // zero but for a GSO frame being written
 	_   [64]byte
 }
 
@@ -148,6 +155,7 @@ type Port struct {
 	rx       []rxQueue
 	tx       []txQueue
 	counters []netdev.Counters // rx queues, then tx queues
+	gso      netdev.GSOCounters
 	mtu      int
 	uso      bool
 	link     *linkwatch.Link // nil when the device lives in another namespace
@@ -468,7 +476,13 @@ func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 			continue
 		}
 		if l == 0 {
-			pkt.Free() // a GSO frame: its segments follow
+			pkt.Free() // a GSO frame: whole, or its segments follow
+			if bp := p.takeWhole(rq, pool); bp != nil {
+				rq.segPending = false
+				b.Add(bp)
+				n++
+				bytes += bp.Len()
+			}
 			continue
 		}
 		b.Add(pkt)
@@ -522,8 +536,44 @@ func (rq *rxQueue) deliver(pkt *packet.Packet, buf []byte, direct, r int) (l int
 		return 0, false
 	}
 	rq.segPending = true
+	rq.gsoLen, rq.gsoHdr = got, h
 	return 0, true
 }
+
+// takeWhole copies the GSO frame deliver found into a big buffer with its
+// offload state, or returns nil for it to be segmented: a frame that is
+// not one (an oversized plain frame), not a kind that ports taking GSO get
+// whole (UFO, or no partial checksum), or no big buffer free (counted).
+func (p *Port) takeWhole(rq *rxQueue, pool *packet.Pool) *packet.Packet {
+	h := &rq.gsoHdr
+	switch h.GSOType &^ vnethdr.GSOECN {
+	case vnethdr.GSOTCPv4, vnethdr.GSOTCPv6, vnethdr.GSOUDPL4:
+	default:
+		return nil
+	}
+	if h.Flags&vnethdr.FlagNeedsCsum == 0 || pool.Big() == nil {
+		return nil
+	}
+	bp := pool.GetBig()
+	if bp == nil || !bp.SetLen(rq.gsoLen) {
+		if bp != nil {
+			bp.Free()
+		}
+		p.gso.RxSegmented.Add(1)
+		return nil
+	}
+	copy(bp.Data(), rq.big[:rq.gsoLen])
+	bp.Offload = packet.Offload(*h)
+	p.gso.RxWhole.Add(1)
+	return bp
+}
+
+// GSOStats returns the port's GSO counters.
+func (p *Port) GSOStats() netdev.GSOStats { return p.gso.Load() }
+
+// SendsGSO implements netdev.GSOSender: the tap's vnet header carries a
+// GSO frame's state into the host stack.
+func (p *Port) SendsGSO() bool { return true }
 
 // Send implements netdev.Netdev.
 func (p *Port) Send(q int, b *packet.Batch) int {
@@ -535,9 +585,24 @@ func (p *Port) Send(q int, b *packet.Batch) int {
 			errs++
 			continue
 		}
+		gso := pkt.GSO()
+		if gso {
+			h := vnethdr.Header(pkt.Offload)
+			if !h.SetTxHdrLen(d) {
+				errs++
+				continue
+			}
+			h.Encode(tq.hdr[:])
+		}
 		tq.iov[1].Base = &d[0]
 		tq.iov[1].SetLen(len(d))
 		_, _, e := unix.RawSyscall(unix.SYS_WRITEV, uintptr(tq.fd), uintptr(unsafe.Pointer(&tq.iov[0])), 2)
+		if gso {
+			tq.hdr = [vnethdr.Len]byte{}
+			if e == 0 {
+				p.gso.TxWhole.Add(1)
+			}
+		}
 		if e != 0 {
 			if e == unix.EAGAIN || e == unix.ENOBUFS {
 				drops++
@@ -573,8 +638,9 @@ func (p *Port) Send(q int, b *packet.Batch) int {
 func (p *Port) TxKicks(q int) uint64 { return p.counters[len(p.rx)+q].TxKicks.Load() }
 
 var (
-	_ netdev.Netdev   = (*Port)(nil)
-	_ netdev.Waiter   = (*Port)(nil)
-	_ netdev.Remover  = (*Port)(nil)
-	_ netdev.TxKicker = (*Port)(nil)
+	_ netdev.Netdev    = (*Port)(nil)
+	_ netdev.Waiter    = (*Port)(nil)
+	_ netdev.Remover   = (*Port)(nil)
+	_ netdev.TxKicker  = (*Port)(nil)
+	_ netdev.GSOSender = (*Port)(nil)
 )

@@ -71,6 +71,10 @@ func FuzzSegment(f *testing.F) {
 		if err == nil && !s.Done() {
 			t.Fatal("not Done after the last segment")
 		}
+		h2 := h
+		if h2.SetTxHdrLen(frame) && int(h2.HdrLen) > len(frame) {
+			t.Fatalf("SetTxHdrLen gave hdr_len %d for a %d-byte frame", h2.HdrLen, len(frame))
+		}
 		c := append([]byte(nil), frame...)
 		_ = CompleteChecksum(&h, c)
 		FixL4Checksum(c)

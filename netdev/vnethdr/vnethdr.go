@@ -1,7 +1,9 @@
 // Package vnethdr decodes the virtio_net_hdr that Linux puts in front of
 // every frame on an AF_PACKET socket with PACKET_VNET_HDR or a tap device
 // with IFF_VNET_HDR, and turns what it describes into what the switch
-// handles: MTU-sized frames whose checksums are complete.
+// handles: MTU-sized frames whose checksums are complete. The datapath
+// keeps GSO super-frames whole where it can and uses the Segmenter too,
+// for a super-frame that must leave through a port that cannot take it.
 //
 // When each function is used:
 //
@@ -12,8 +14,9 @@
 //     super-frame of up to 64 KiB), copies it out as MTU-sized frames with
 //     complete headers and checksums, one per Next call into a buffer
 //     taken from the pool.
-//   - Header.Encode (with the zero Header), on every transmitted frame: we
-//     never send partial checksums or GSO frames.
+//   - Header.Encode, on every transmitted frame: the zero Header for a
+//     complete frame, or a GSO super-frame's own state (after
+//     SetTxHdrLen) for the drivers that send those whole (afpacket, tap).
 //   - FixL4Checksum, in drivers that get no metadata (AF_XDP), repairs the
 //     L4 checksum of a frame a local sender left partial.
 //
@@ -96,4 +99,22 @@ func (h *Header) Encode(b []byte) {
 	binary.LittleEndian.PutUint16(b[4:], h.GSOSize)
 	binary.LittleEndian.PutUint16(b[6:], h.CsumStart)
 	binary.LittleEndian.PutUint16(b[8:], h.CsumOffset)
+}
+
+// SetTxHdrLen sets h.HdrLen for sending frame with h's GSO and checksum
+// state: the bytes the kernel puts in the skb's linear part, which must
+// reach past the checksum field and, for TCP GSO, cover the TCP header
+// (received headers carry the sender's skb_headlen, which says nothing
+// about the frame after the switch pushed or popped tags). It returns
+// false if the offsets lie outside frame.
+func (h *Header) SetTxHdrLen(frame []byte) bool {
+	end := int(h.CsumStart) + int(h.CsumOffset) + 2
+	if g := h.GSOType &^ GSOECN; (g == GSOTCPv4 || g == GSOTCPv6) && int(h.CsumStart)+13 <= len(frame) {
+		end = max(end, int(h.CsumStart)+int(frame[h.CsumStart+12]>>4)*4)
+	}
+	if end > len(frame) {
+		return false
+	}
+	h.HdrLen = uint16(end)
+	return true
 }
