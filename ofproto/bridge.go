@@ -348,6 +348,14 @@ func (b *Bridge) portLive(no uint32) bool {
 	return p != nil && p.Dev.LinkUp() && b.ports().config[no]&ofp.PortConfigDown == 0
 }
 
+// invalidate is the one way ofproto tells the datapath that something a
+// translation reads has changed (the tables, NORMAL's MAC table, the port
+// view or a port's config, fail-open, a meter): every installed megaflow
+// was decided under the old state, so the PMDs drop their caches at their
+// next iteration and upcall again. Callers name no cause, because the
+// datapath's answer is the same for all of them.
+func (b *Bridge) invalidate() { b.dp.InvalidateFlows() }
+
 // Manager is the bridge's OpenFlow connection manager.
 func (b *Bridge) Manager() *ofconn.Manager { return b.mgr }
 
@@ -358,7 +366,7 @@ func (b *Bridge) Upcall(key *flow.Key, res *datapath.UpcallResult) error {
 	gen := b.cfg.Normal.Generation()
 	err := xlate.Translate(b.activePipeline(), key, res, b.xlateOptions(time.Now()))
 	if b.cfg.Normal.Generation() != gen {
-		b.dp.InvalidateFlows()
+		b.invalidate()
 	}
 	return err
 }
@@ -407,7 +415,7 @@ func (b *Bridge) housekeeping() {
 			}
 			aged := b.cfg.Normal.Expire(now) > 0
 			if b.checkPorts() || aged {
-				b.dp.InvalidateFlows()
+				b.invalidate()
 			}
 			b.syncControllers()
 		}
