@@ -18,8 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/classifier"
 	"github.com/vswitch-go/vswitch/datapath/packet"
@@ -417,12 +415,12 @@ func (dp *Datapath) Start() error {
 	}
 	for _, p := range dp.pmds {
 		if p.wakeFD < 0 {
-			fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+			fd, err := newWakeFD()
 			if err != nil {
 				return fmt.Errorf("datapath: PMD wake eventfd: %w", err)
 			}
 			p.wakeFD = fd
-			p.wakeOnly[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+			p.wakeOnly[0] = pollFd{Fd: int32(fd), Events: pollIn}
 		}
 	}
 	dp.running = true
@@ -488,7 +486,7 @@ func (dp *Datapath) Close() error {
 	dp.reconfigure()
 	for _, p := range dp.pmds {
 		if p.wakeFD >= 0 {
-			errs = append(errs, unix.Close(p.wakeFD))
+			errs = append(errs, closeWakeFD(p.wakeFD))
 			p.wakeFD = -1
 		}
 	}
@@ -783,8 +781,8 @@ func portIndex(no uint32) uint32 {
 // pollFDs returns the descriptors to wait on for rxqs after a first entry
 // for the PMD's wake eventfd, or nil unless every queue has one: a queue
 // without would not wake the PMD.
-func pollFDs(rxqs []rxqPlan) []unix.PollFd {
-	fds := []unix.PollFd{{Fd: -1, Events: unix.POLLIN}}
+func pollFDs(rxqs []rxqPlan) []pollFd {
+	fds := []pollFd{{Fd: -1, Events: pollIn}}
 	for _, r := range rxqs {
 		w, ok := r.port.Dev.(netdev.Waiter)
 		if !ok {
@@ -794,7 +792,7 @@ func pollFDs(rxqs []rxqPlan) []unix.PollFd {
 		if fd < 0 {
 			return nil
 		}
-		fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+		fds = append(fds, pollFd{Fd: int32(fd), Events: pollIn})
 	}
 	return fds
 }
