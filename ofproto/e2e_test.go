@@ -1,7 +1,8 @@
+//go:build linux
+
 package ofproto
 
 import (
-	"context"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -16,28 +17,6 @@ import (
 
 	"github.com/netrack/openflow/ofp"
 )
-
-func ovsOfctl(t *testing.T, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "ovs-ofctl", append([]string{"-O", "OpenFlow13"}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ovs-ofctl %v: %v\n%s", args, err, out)
-	}
-	return string(out)
-}
-
-// flowLines returns the flow lines of a dump-flows printout.
-func flowLines(out string) []string {
-	var lines []string
-	for _, l := range strings.Split(out, "\n") {
-		if strings.Contains(l, "actions=") {
-			lines = append(lines, strings.TrimSpace(l))
-		}
-	}
-	return lines
-}
 
 // newE2EBridge builds two hosts, a started datapath over their switch ports
 // (AF_PACKET, ports 1 and 2) and a bridge with controller target ctlTarget

@@ -18,8 +18,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // RequireRoot fails the test when not run as root: end-to-end tests create
@@ -103,18 +101,6 @@ func (ns *Netns) Do(fn func() error) error {
 		ch <- ns.join(fn)
 	}()
 	return <-ch
-}
-
-func (ns *Netns) join(fn func() error) error {
-	fd, err := unix.Open("/var/run/netns/"+ns.Name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-		return err
-	}
-	return fn()
 }
 
 // Host is one end of a two-host topology: a namespace whose interface Dev
