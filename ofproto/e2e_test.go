@@ -3,7 +3,6 @@
 package ofproto
 
 import (
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,9 +64,7 @@ func newE2EBridge(t *testing.T, ctlTarget string) (a, b *nstest.Host, br *Bridge
 // ports with the real ovs-ofctl and checks that hosts can (and then cannot)
 // reach each other, and that a CONTROLLER action reaches a Go controller.
 func TestEndToEndOvsOfctl(t *testing.T) {
-	if _, err := exec.LookPath("ovs-ofctl"); err != nil {
-		t.Fatal("ovs-ofctl is required:", err)
-	}
+	nstest.RequireTool(t, "ovs-ofctl")
 	const ctlTarget = "ptcp:0:127.0.0.1"
 	a, b, br, target := newE2EBridge(t, ctlTarget)
 
