@@ -6,11 +6,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
-// ovsOfctl runs Open vSwitch's ovs-ofctl against the switch (OpenFlow 1.3).
+// ovsOfctl runs Open vSwitch's ovs-ofctl against the switch (OpenFlow 1.3);
+// the test needs it (nstest.RequireTool).
 func ovsOfctl(t *testing.T, args ...string) string {
 	t.Helper()
+	nstest.RequireTool(t, "ovs-ofctl")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "ovs-ofctl", append([]string{"-O", "OpenFlow13"}, args...)...).CombinedOutput()

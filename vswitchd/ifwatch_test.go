@@ -372,6 +372,7 @@ func TestDaemonLinkEventFilter(t *testing.T) {
 // TestDaemonPublishesKernelPortNames: only ports whose interface someone
 // else creates are watched; tap, internal and vhost-user ports are not.
 func TestDaemonPublishesKernelPortNames(t *testing.T) {
+	nstest.RequireRoot(t) // tap ports
 	d, _ := startLogged(t)
 	mustCall(t, d, "add-br", "br0")
 	tap := nstest.Name("vstp")
