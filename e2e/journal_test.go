@@ -23,6 +23,7 @@ import (
 // which was registered later and so runs first).
 func smallTmpfs(t *testing.T, size string) string {
 	t.Helper()
+	nstest.RequireRoot(t)
 	dir, err := os.MkdirTemp("", "vswitch-e2e-tmpfs-")
 	if err != nil {
 		t.Fatal(err)

@@ -96,6 +96,7 @@ func controllerLine(d *daemon, target string) string {
 // another CA signed is refused, and the refusal shows in show,
 // get-controller and a metric; a pssl: target serves ovs-ofctl over TLS.
 func TestTLSController(t *testing.T) {
+	nstest.RequireRoot(t) // before the slow key generation
 	pki := newOVSPKI(t)
 	other := newOVSPKI(t) // another CA altogether
 	d := newDaemon(t)

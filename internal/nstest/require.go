@@ -11,8 +11,11 @@ import (
 // End-to-end tests need root (namespaces, veths, raw sockets) or a tool
 // (Open vSwitch, iperf3, testpmd, QEMU, ...); on a laptop without them
 // they skip with the reason, so that `go test ./...` is usable there, and
-// with VSWITCH_E2E=1 (what CI and `make test` set) a missing requirement
-// fails the test instead, so that CI never passes by skipping.
+// with VSWITCH_E2E=1 (what CI sets) a missing requirement fails the test
+// instead, so that CI never passes by skipping. With -short (make
+// test-unit) the ones that need root skip whoever runs them: that is the
+// quick part (comparisons with an installed tool such as ovs-ofctl are
+// quick and stay).
 
 // E2EEnv is the environment variable that makes requirements strict.
 const E2EEnv = "VSWITCH_E2E"
@@ -34,10 +37,19 @@ func Unavailable(t testing.TB, format string, args ...any) {
 	t.Skipf("%s (skipped; %s=1 makes this a failure)", msg, E2EEnv)
 }
 
+// skipShort skips an end-to-end test in -short mode.
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test: skipped with -short")
+	}
+}
+
 // RequireRoot ends the test (Unavailable) unless it runs as root: end-to-end
-// tests create namespaces and interfaces.
+// tests create namespaces and interfaces. With -short it skips.
 func RequireRoot(t testing.TB) {
 	t.Helper()
+	skipShort(t)
 	if os.Geteuid() != 0 {
 		Unavailable(t, "needs root (network namespaces, veth pairs, raw sockets)")
 	}

@@ -41,6 +41,7 @@ type pmdPortStats struct {
 // is killed when the test ends.
 func startTestpmd(t testing.TB, vdevs []string, args ...string) *testpmd {
 	t.Helper()
+	nstest.RequireRoot(t) // DPDK's run directory, /run/dpdk
 	bin := nstest.RequireTool(t, "dpdk-testpmd")
 	prefix := nstest.Name("vhu")
 	t.Cleanup(func() { os.RemoveAll("/run/dpdk/" + prefix) })
