@@ -145,6 +145,7 @@ func ovsTable(t *testing.T, path string) []docCommand {
 var notRunHere = map[string]string{
 	"make run":          "the test starts bin/vswitchd itself, with make run's defaults, inside its namespace",
 	"make test":         "the whole suite; this test is part of it",
+	"make test-unit":    "the unit tests; make test runs them too",
 	"make soak":         "ten minutes of faults; make test runs a one-minute soak (TestSoak)",
 	"make build":        "the test builds bin/vswitchd and bin/vsctl itself",
 	"sudo make run &":   "the test starts bin/vswitchd itself, with make run's defaults, inside its namespace",
