@@ -106,10 +106,18 @@ func TestVXLANKernelInterop(t *testing.T) {
 			kernelVXLAN(t, b, lb, la, "198.19.30.2")
 
 			show := d.vsctl("show")
-			for _, want := range []string{"type: vxlan", "options:remote_ip=" + lb, "options:key=100"} {
+			// The tunnel's state, as OVS's Interface status column has it.
+			for _, want := range []string{"type: vxlan", "options:remote_ip=" + lb, "options:key=100",
+				"status:tunnel_egress_iface=" + a.dev, "status:tunnel_egress_iface_carrier=up", "status:tunnel_egress_src=" + la} {
 				if !strings.Contains(show, want) {
 					t.Errorf("vsctl show lacks %q:\n%s", want, show)
 				}
+			}
+			if got := strings.TrimSpace(d.vsctl("get", "Interface", "vx0", "status:tunnel_egress_iface")); got != a.dev {
+				t.Errorf("get Interface vx0 status:tunnel_egress_iface = %q, want %q", got, a.dev)
+			}
+			if l := d.vsctl("list", "Interface", "vx0"); !strings.Contains(l, `tunnel_egress_iface_carrier="up"`) {
+				t.Errorf("list Interface vx0 lacks the status:\n%s", l)
 			}
 			nstest.Ping(t, w.ns, "198.19.30.2")
 			nstest.Ping(t, b.ns, "198.19.30.1")

@@ -2,6 +2,7 @@ package tunnel
 
 import (
 	"bytes"
+	"maps"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -608,5 +609,33 @@ func TestInheritOnTheWire(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStatus: a fixed-remote port reports the underlay interface towards
+// its remote, its carrier and the outer source; it follows the link going
+// down and the route going away.
+func TestStatus(t *testing.T) {
+	u := newUnderlay(t)
+	pa := openIn(t, u.a, Options{Remote: u.b4, Key: 1})
+	status := func() (m map[string]string) {
+		u.a.Do(func() error { m = pa.Status(); return nil })
+		return m
+	}
+	want := map[string]string{"tunnel_egress_iface": u.devA, "tunnel_egress_iface_carrier": "up", "tunnel_egress_src": u.a4.String()}
+	if m := status(); !maps.Equal(m, want) {
+		t.Errorf("status %v, want %v", m, want)
+	}
+	// The peer's end going down takes the carrier away.
+	u.b.Run(t, "ip", "link", "set", u.devB, "down")
+	nstest.WaitFor(t, 5*time.Second, "carrier down in the status", func() bool {
+		return status()["tunnel_egress_iface_carrier"] == "down"
+	})
+	u.a.Run(t, "ip", "addr", "flush", "dev", u.devA)
+	if m := status(); m["tunnel_egress_error"] == "" || m["tunnel_egress_iface"] != "" {
+		t.Errorf("status without a route: %v", m)
+	}
+	if m := openIn(t, u.a, Options{Key: 1}).Status(); m != nil {
+		t.Errorf("remote_ip=flow status %v", m)
 	}
 }
