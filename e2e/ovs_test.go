@@ -175,6 +175,12 @@ func TestTunnelOVSInterop(t *testing.T) {
 			bps := nstest.IperfTCP(t, w.ns, b.ns, "198.19.32.2", 2)
 			back := nstest.IperfTCP(t, b.ns, w.ns, "198.19.32.1", 2)
 			t.Logf("iperf3 TCP through %s: %.2f Gbit/s to Open vSwitch, %.2f Gbit/s back", name, bps/1e9, back/1e9)
+			// Our side's drops by cause, if any, and the tunnel's state.
+			for _, l := range strings.Split(d.vsctl("show"), "\n") {
+				if strings.Contains(l, "tunnel_drops") || strings.Contains(l, "status:") {
+					t.Logf("vx0 %s", strings.TrimSpace(l))
+				}
+			}
 		})
 	}
 }
