@@ -217,10 +217,27 @@ func (d *daemon) vsctl(args ...string) string {
 	return out
 }
 
-// scrape fetches /metrics and returns sample name+labels → value.
+// scrape fetches /metrics and returns sample name+labels → value. A
+// daemon in a namespace of its own listens on that namespace's loopback:
+// the connection is opened there (nstest.Netns.Do), the request sent on it.
 func (d *daemon) scrape() map[string]float64 {
 	d.t.Helper()
-	resp, err := http.Get("http://" + d.metrics + "/metrics")
+	var resp *http.Response
+	var err error
+	if d.netns == "" {
+		resp, err = http.Get("http://" + d.metrics + "/metrics")
+	} else {
+		var c net.Conn
+		if err = (&nstest.Netns{Name: d.netns}).Do(func() (err error) {
+			c, err = net.DialTimeout("tcp", d.metrics, 10*time.Second)
+			return err
+		}); err == nil {
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(30 * time.Second))
+			fmt.Fprintf(c, "GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n", d.metrics)
+			resp, err = http.ReadResponse(bufio.NewReader(c), nil)
+		}
+	}
 	if err != nil {
 		d.t.Fatal(err)
 	}

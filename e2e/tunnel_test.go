@@ -105,10 +105,18 @@ func TestVXLANKernelInterop(t *testing.T) {
 			kernelVXLAN(t, b, lb, la, "198.19.30.2")
 
 			show := d.vsctl("show")
-			for _, want := range []string{"type: vxlan", "options:remote_ip=" + lb, "options:key=100"} {
+			// The tunnel's state, as OVS's Interface status column has it.
+			for _, want := range []string{"type: vxlan", "options:remote_ip=" + lb, "options:key=100",
+				"status:tunnel_egress_iface=" + a.dev, "status:tunnel_egress_iface_carrier=up", "status:tunnel_egress_src=" + la} {
 				if !strings.Contains(show, want) {
 					t.Errorf("vsctl show lacks %q:\n%s", want, show)
 				}
+			}
+			if got := strings.TrimSpace(d.vsctl("get", "Interface", "vx0", "status:tunnel_egress_iface")); got != a.dev {
+				t.Errorf("get Interface vx0 status:tunnel_egress_iface = %q, want %q", got, a.dev)
+			}
+			if l := d.vsctl("list", "Interface", "vx0"); !strings.Contains(l, `tunnel_egress_iface_carrier="up"`) {
+				t.Errorf("list Interface vx0 lacks the status:\n%s", l)
 			}
 			nstest.Ping(t, w.ns, "198.19.30.2")
 			nstest.Ping(t, b.ns, "198.19.30.1")
@@ -121,6 +129,16 @@ func TestVXLANKernelInterop(t *testing.T) {
 			bps := nstest.IperfTCP(t, w.ns, b.ns, "198.19.30.2", 2)
 			back := nstest.IperfTCP(t, b.ns, w.ns, "198.19.30.1", 2)
 			t.Logf("iperf3 TCP through the tunnel: %.2f Gbit/s to the kernel's vxlan, %.2f Gbit/s back", bps/1e9, back/1e9)
+			// The generic port metrics count the tunnel port's traffic
+			// (inner frames): both streams crossed it both ways.
+			m := d.scrape()
+			for _, dir := range []string{"rx", "tx"} {
+				pk := m[`vswitch_port_`+dir+`_packets_total{bridge="br0",port="vx0"}`]
+				by := m[`vswitch_port_`+dir+`_bytes_total{bridge="br0",port="vx0"}`]
+				if pk < 1000 || by < 1e6 {
+					t.Errorf("vx0 %s: %.0f packets, %.0f bytes", dir, pk, by)
+				}
+			}
 
 			// What came in over the tunnel carries its metadata into the
 			// pipeline: a flow on tun_id and in_port sees the replies.

@@ -260,6 +260,10 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 		// TunnelDrops are a tunnel port's drops by cause (bad_header,
 		// wrong_vni, unknown_remote, no_remote, mtu, no_route, ...).
 		TunnelDrops map[string]uint64 `json:"tunnel_drops,omitempty"`
+		// Status is the Interface status column: a fixed-remote tunnel
+		// port's egress interface, its carrier and the outer source
+		// (tunnel.Port.Status).
+		Status map[string]string `json:"status,omitempty"`
 	}
 	type bridgeView struct {
 		Name       string `json:"name"`
@@ -317,6 +321,7 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 					pv.Running, pv.Driver, pv.LinkUp = true, rp.driver, rp.dev.LinkUp()
 					if tp, ok := rp.dev.(*tunnel.Port); ok {
 						pv.TunnelDrops = tp.DropsByCause()
+						pv.Status = tp.Status()
 					}
 				}
 			}
@@ -327,6 +332,9 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 			fmt.Fprintf(&sb, "        Port %s\n            ofport: %d\n            type: %s\n", p.Name, p.OFPort, typ)
 			for _, k := range slices.Sorted(maps.Keys(p.Options)) {
 				fmt.Fprintf(&sb, "            options:%s=%s\n", k, p.Options[k])
+			}
+			for _, k := range slices.Sorted(maps.Keys(pv.Status)) {
+				fmt.Fprintf(&sb, "            status:%s=%s\n", k, pv.Status[k])
 			}
 			if len(pv.TunnelDrops) > 0 {
 				var ds []string

@@ -7,13 +7,14 @@ import (
 	"strconv"
 
 	"github.com/vswitch-go/vswitch/internal/ifinfo"
+	"github.com/vswitch-go/vswitch/netdev/tunnel"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 )
 
 // runtimeColumns are the Interface (and Port) columns read from the
 // running switch and the kernel rather than the store, as Open vSwitch's
 // vswitchd fills them in: read-only, [] while the port is not running.
-var runtimeColumns = []string{"admin_state", "duplex", "ifindex", "link_speed", "link_state", "mac_in_use", "mtu", "statistics"}
+var runtimeColumns = []string{"admin_state", "duplex", "ifindex", "link_speed", "link_state", "mac_in_use", "mtu", "statistics", "status"}
 
 func isRuntimeColumn(table, col string) bool {
 	return (table == tablePort || table == tableInterface) && slices.Contains(runtimeColumns, col)
@@ -76,6 +77,23 @@ func (d *Daemon) runtimeValue(p *config.Port, col, key string) (string, error) {
 			s += k + "=" + strconv.FormatUint(m[k], 10)
 		}
 		return s + "}", nil
+	}
+	if col == "status" {
+		// Only tunnel ports have a status of their own (tunnel.Port.Status).
+		var m map[string]string
+		if rp != nil {
+			if tp, ok := rp.dev.(*tunnel.Port); ok {
+				m = tp.Status()
+			}
+		}
+		if key != "" {
+			v, ok := m[key]
+			if !ok {
+				return "", fmt.Errorf("no key %q in status", key)
+			}
+			return v, nil
+		}
+		return formatMap(m), nil
 	}
 	if key != "" {
 		return "", fmt.Errorf("column %s is not a map", col)

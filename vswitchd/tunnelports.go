@@ -76,14 +76,19 @@ func tunnelOptions(p *config.Port) (tunnel.Options, error) {
 		}
 		o.DstPort = uint16(n)
 	}
-	if _, ok := p.Options["tos"]; ok {
+	// tos and ttl take "inherit" (from the inner IP packet) as in OVS.
+	if p.Options["tos"] == "inherit" {
+		o.TOSInherit = true
+	} else if _, ok := p.Options["tos"]; ok {
 		n, err := num("tos", 0, 255)
 		if err != nil {
 			return o, err
 		}
 		o.TOS = uint8(n)
 	}
-	if _, ok := p.Options["ttl"]; ok {
+	if p.Options["ttl"] == "inherit" {
+		o.TTLInherit = true
+	} else if _, ok := p.Options["ttl"]; ok {
 		n, err := num("ttl", 1, 255)
 		if err != nil {
 			return o, err

@@ -30,6 +30,10 @@ func TestTunnelOptions(t *testing.T) {
 	if err != nil || o.Remote.IsValid() || !o.KeyFlow || o.Kind != tunnel.VXLAN {
 		t.Fatalf("flow-based: %+v, %v", o, err)
 	}
+	o, err = tunnelOptions(port(config.PortTypeVXLAN, "remote_ip", "198.18.20.2", "tos", "inherit", "ttl", "inherit"))
+	if err != nil || !o.TOSInherit || !o.TTLInherit {
+		t.Fatalf("tos/ttl=inherit: %+v, %v", o, err)
+	}
 	for _, c := range []struct {
 		kv   []string
 		want string
@@ -40,6 +44,7 @@ func TestTunnelOptions(t *testing.T) {
 		{[]string{"remote_ip", "198.18.20.2", "key", "16777216"}, "key"},
 		{[]string{"remote_ip", "198.18.20.2", "local_ip", "2001:db8::1"}, "different families"},
 		{[]string{"remote_ip", "198.18.20.2", "ttl", "0"}, "ttl"},
+		{[]string{"remote_ip", "198.18.20.2", "tos", "inherited"}, "tos"},
 		{[]string{"remote_ip", "198.18.20.2", "dst_port", "70000"}, "dst_port"},
 		{[]string{"remote_ip", "198.18.20.2", "csum", "yes"}, "csum"},
 		{[]string{"remote_ip", "198.18.20.2", "udp_offload", "no"}, "udp_offload"},

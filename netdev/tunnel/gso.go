@@ -40,6 +40,7 @@ const (
 	// MTU, which fails the same way) turn the offload off for a queue.
 	gsoMaxFails = 8
 	cmsgUDPSeg  = unix.SizeofCmsghdr + 8 // CMSG_SPACE(sizeof(uint16))
+	gsoCtrlLen  = cmsgUDPSeg + tosTTLCtrlLen
 )
 
 // gsoTx is one tx queue's segmentation-offload state.
@@ -49,7 +50,7 @@ type gsoTx struct {
 	fails int
 	hdr   [hdrLen]byte // every segment of a run has the same VNI
 	iovs  [2 * packet.BatchSize]unix.Iovec
-	ctrl  [cmsgUDPSeg]byte
+	ctrl  [gsoCtrlLen]byte // UDP_SEGMENT, then the run's TOS and TTL when they are not the socket's
 	name  unix.RawSockaddrInet6
 	msg   unix.Msghdr
 	runs  uint64 // runs sent with one sendmsg, for tests
@@ -118,6 +119,7 @@ func closeGSO(g *gsoTx) {
 func (p *Port) gsoRun(pkts []*packet.Packet, dst *[16]byte, vni uint32) int {
 	seg := len(pkts[0].Data())
 	hash := flowHash(pkts[0])
+	tos, ttl := p.outerTOSTTL(pkts[0].Data())
 	total := hdrLen + seg
 	n := 1
 	for n < len(pkts) && n < gsoMaxSegs {
@@ -125,6 +127,10 @@ func (p *Port) gsoRun(pkts []*packet.Packet, dst *[16]byte, vni uint32) int {
 		d, v, ok := p.target(q)
 		l := len(q.Data())
 		if !ok || v != vni || *d != *dst || l > seg || l == 0 || total+hdrLen+l > gsoMaxBytes || flowHash(q) != hash {
+			break
+		}
+		// One run has one outer TOS and TTL.
+		if qtos, qttl := p.outerTOSTTL(q.Data()); qtos != tos || qttl != ttl {
 			break
 		}
 		total += hdrLen + l
@@ -160,6 +166,9 @@ func (p *Port) sendGSO(q int, run []*packet.Packet, dst *[16]byte, vni uint32) (
 	m.SetIovlen(2 * len(run))
 	m.Control = &g.ctrl[0]
 	m.SetControllen(cmsgUDPSeg)
+	if tos, ttl := p.outerTOSTTL(run[0].Data()); tos != p.opt.TOS || ttl != p.opt.TTL {
+		m.SetControllen(cmsgUDPSeg + tosTTLCtrl(g.ctrl[cmsgUDPSeg:], isV4(dst), tos, ttl))
+	}
 	fd := g.fds[flowHash(run[0])%gsoSockets]
 	causes := &p.causes[q]
 	for {

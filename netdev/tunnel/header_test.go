@@ -101,6 +101,8 @@ func TestPushText(t *testing.T) {
 			"tnl_push(tnl_port(vx0),header(ipv4(src=route,dst=tun_dst,tos=0x0,ttl=64),udp(src=hash,dst=6081,csum),geneve(vni=tun_id)),out_port(3))"},
 		{Options{Kind: VXLAN, Remote: netip.MustParseAddr("2001:db8::2"), Key: 5, DstPort: 4789, TTL: 9, TOS: 0x10},
 			"tnl_push(tnl_port(vx0),header(ipv6(src=route,dst=2001:db8::2,tos=0x10,ttl=9),udp(src=hash,dst=4789,csum),vxlan(vni=0x5)),out_port(3))"},
+		{Options{Kind: VXLAN, Remote: netip.MustParseAddr("198.18.60.2"), Key: 5, DstPort: 4789, TTL: 64, TOSInherit: true, TTLInherit: true},
+			"tnl_push(tnl_port(vx0),header(ipv4(src=route,dst=198.18.60.2,tos=inherit,ttl=inherit,df),udp(src=hash,dst=4789),vxlan(vni=0x5)),out_port(3))"},
 	} {
 		p := &Port{name: "vx0", opt: c.o}
 		if got := p.PushText(3); got != c.want {
@@ -156,5 +158,24 @@ func FuzzParseControl(f *testing.F) {
 		copy(c, b)
 		var tn flow.Tunnel
 		parseControl(c, &tn)
+	})
+}
+
+// FuzzOuterTOSTTL feeds arbitrary inner frames to the outer TOS/TTL choice:
+// it reads only within the frame, a frame that is not IPv4/IPv6 gets the
+// port's values, and the outer ECN is never CE (RFC 6040: a mark made
+// before the tunnel is not the underlay's).
+func FuzzOuterTOSTTL(f *testing.F) {
+	f.Add([]byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00, 0x45, 0xbb, 0, 20, 0, 0, 0, 0, 9, 17, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2}, true)
+	f.Add([]byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x81, 0, 0, 1, 0x86, 0xdd, 0x6b, 0xb0}, false)
+	f.Fuzz(func(t *testing.T, frame []byte, inherit bool) {
+		p := &Port{opt: Options{TOS: 0x20, TTL: 64, TOSInherit: inherit, TTLInherit: inherit}}
+		tos, ttl := p.outerTOSTTL(frame)
+		if _, _, ok := innerIP(frame); !ok && (tos != 0x20 || ttl != 64) {
+			t.Fatalf("non-IP frame got tos %#x ttl %d", tos, ttl)
+		}
+		if tos&ecnMask == ecnCE {
+			t.Fatalf("outer CE from %x", frame)
+		}
 	})
 }

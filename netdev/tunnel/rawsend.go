@@ -148,6 +148,7 @@ func csumAdd(a, b uint16) uint16 {
 // of n bytes into h and returns their length. The IPv4 header checksum,
 // total length and ID are the kernel's (IP_HDRINCL fills them).
 func (p *Port) buildOuter(h *[maxOuter]byte, src, dst *[16]byte, vni uint32, hash uint32, inner []byte) int {
+	tos, ttl := p.outerTOSTTL(inner)
 	o := &p.opt
 	udpLen := 8 + hdrLen + len(inner)
 	sport := uint16(srcPortMin + (uint64(hash)*(srcPortMax-srcPortMin))>>32)
@@ -155,13 +156,13 @@ func (p *Port) buildOuter(h *[maxOuter]byte, src, dst *[16]byte, vni uint32, has
 	var pseudo uint16
 	if isV4(dst) {
 		ipl = 20
-		h[0], h[1] = 0x45, o.TOS
+		h[0], h[1] = 0x45, tos
 		binary.BigEndian.PutUint16(h[2:], uint16(ipl+udpLen))
 		h[4], h[5], h[6], h[7] = 0, 0, 0, 0
 		if !o.NoDF {
 			h[6] = 0x40
 		}
-		h[8], h[9], h[10], h[11] = o.TTL, unix.IPPROTO_UDP, 0, 0
+		h[8], h[9], h[10], h[11] = ttl, unix.IPPROTO_UDP, 0, 0
 		copy(h[12:16], src[12:])
 		copy(h[16:20], dst[12:])
 		if o.Csum {
@@ -174,9 +175,9 @@ func (p *Port) buildOuter(h *[maxOuter]byte, src, dst *[16]byte, vni uint32, has
 	} else {
 		ipl = 40
 		label := hash & 0xfffff // RFC 6438: the flow label from the inner flow
-		binary.BigEndian.PutUint32(h[0:], 6<<28|uint32(o.TOS)<<20|label)
+		binary.BigEndian.PutUint32(h[0:], 6<<28|uint32(tos)<<20|label)
 		binary.BigEndian.PutUint16(h[4:], uint16(udpLen))
-		h[6], h[7] = unix.IPPROTO_UDP, o.TTL
+		h[6], h[7] = unix.IPPROTO_UDP, ttl
 		copy(h[8:24], src[:])
 		copy(h[24:40], dst[:])
 		var ph [8]byte

@@ -14,7 +14,8 @@ import (
 // the text says where a field comes from instead of a value the port does
 // not know: src=route (the kernel's source address for the destination,
 // without local_ip), dst=tun_dst / vni=tun_id (from the packet's metadata,
-// with remote_ip=flow / key=flow), udp src=hash (from the inner flow's
+// with remote_ip=flow / key=flow), tos/ttl=inherit (from the inner
+// packet; ECN always follows it, outer.go), udp src=hash (from the inner flow's
 // hash, or the offload socket's port for a segmented run).
 func (p *Port) PushText(outPort uint32) string {
 	o := &p.opt
@@ -32,7 +33,14 @@ func (p *Port) PushText(outPort uint32) string {
 		}
 		return a.Unmap().String()
 	}
-	fmt.Fprintf(&b, "src=%s,dst=%s,tos=%#x,ttl=%d", addr(o.Local, "route"), addr(o.Remote, "tun_dst"), o.TOS, o.TTL)
+	tos, ttl := fmt.Sprintf("%#x", o.TOS), fmt.Sprint(o.TTL)
+	if o.TOSInherit {
+		tos = "inherit"
+	}
+	if o.TTLInherit {
+		ttl = "inherit"
+	}
+	fmt.Fprintf(&b, "src=%s,dst=%s,tos=%s,ttl=%s", addr(o.Local, "route"), addr(o.Remote, "tun_dst"), tos, ttl)
 	if !o.NoDF && !v6 {
 		b.WriteString(",df")
 	}

@@ -65,8 +65,13 @@ type Options struct {
 	Local netip.Addr
 	// DstPort is the UDP port (0: the kind's default).
 	DstPort uint16
-	// TOS and TTL of the outer header (TTL 0: 64).
+	// TOS and TTL of the outer header (TTL 0: 64); ECN follows the
+	// inner packet (outer.go).
 	TOS, TTL uint8
+	// TOSInherit and TTLInherit take the outer DSCP / TTL from the inner
+	// IPv4 or IPv6 packet instead (tos=inherit, ttl=inherit); non-IP
+	// frames get TOS and TTL.
+	TOSInherit, TTLInherit bool
 	// NoDF clears the outer IPv4 DF bit and lets the kernel fragment
 	// (df_default=false). By default DF is set and an oversize packet is
 	// dropped and counted (CauseMTU).
@@ -132,8 +137,9 @@ type txQueue struct {
 	iovs  [packet.BatchSize][2]unix.Iovec
 	hdrs  [packet.BatchSize][hdrLen]byte
 	names [packet.BatchSize]unix.RawSockaddrInet6
-	raw   rawTx // the raw send path's sockets and buffers (rawsend.go)
-	gso   gsoTx // segmentation offload on the raw path (gso.go)
+	ctrl  [packet.BatchSize][tosTTLCtrlLen]byte // per-packet TOS/TTL on the socket path
+	raw   rawTx                                 // the raw send path's sockets and buffers (rawsend.go)
+	gso   gsoTx                                 // segmentation offload on the raw path (gso.go)
 	kicks atomic.Uint64
 	_     [64]byte
 }
@@ -568,6 +574,12 @@ func (p *Port) Send(q int, b *packet.Batch) int {
 		m.SetIovlen(2)
 		m.Control = nil
 		m.SetControllen(0)
+		// The socket's options hold the port's TOS and TTL; a packet
+		// that needs others (inherit, ECN) says so in its own message.
+		if tos, ttl := p.outerTOSTTL(d); tos != p.opt.TOS || ttl != p.opt.TTL {
+			m.Control = &tq.ctrl[n][0]
+			m.SetControllen(tosTTLCtrl(tq.ctrl[n][:], isV4(&name.Addr), tos, ttl))
+		}
 		lens[n] = len(d)
 		n++
 	}

@@ -2,6 +2,7 @@ package tunnel
 
 import (
 	"bytes"
+	"maps"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -497,5 +498,144 @@ func TestSegmentedSend(t *testing.T) {
 		if !pa.tx[0].gso.on {
 			t.Errorf("one oversize run turned segmentation off")
 		}
+	}
+}
+
+// ipFrame is an inner Ethernet frame holding an IPv4 (or IPv6) packet with
+// the given TOS (traffic class) and TTL (hop limit).
+func ipFrame(v6 bool, tos, ttl uint8, i byte) []byte {
+	f := make([]byte, 14+40+26)
+	copy(f, []byte{0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1})
+	ip := f[14:]
+	if v6 {
+		f[12], f[13] = 0x86, 0xdd
+		ip[0], ip[1] = 0x60|tos>>4, tos<<4
+		ip[4], ip[5], ip[6], ip[7] = 0, 26, 59, ttl
+	} else {
+		f[12], f[13] = 0x08, 0x00
+		ip[0], ip[1], ip[3], ip[8], ip[9] = 0x45, tos, 66, ttl, 253
+	}
+	f[len(f)-1] = i
+	return f
+}
+
+func TestOuterTOSTTL(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		o                Options
+		frame            []byte
+		wantTOS, wantTTL uint8
+	}{
+		{"fixed, not-ECT", Options{TOS: 0x20, TTL: 64}, ipFrame(false, 0xb8, 9, 0), 0x20, 64},
+		{"fixed, ECT(1) copied", Options{TOS: 0x20, TTL: 64}, ipFrame(false, 0xb9, 9, 0), 0x21, 64},
+		{"fixed, CE as ECT(0)", Options{TOS: 0x20, TTL: 64}, ipFrame(true, 0xbb, 9, 0), 0x22, 64},
+		{"fixed ECN bits kept for not-ECT", Options{TOS: 0x21, TTL: 64}, ipFrame(false, 0x00, 9, 0), 0x21, 64},
+		{"inherit v4", Options{TOSInherit: true, TTLInherit: true, TTL: 64}, ipFrame(false, 0xb8, 9, 0), 0xb8, 9},
+		{"inherit v6 ECT(0)", Options{TOSInherit: true, TTLInherit: true, TTL: 64}, ipFrame(true, 0x2a, 200, 0), 0x2a, 200},
+		{"inherit, non-IP", Options{TOS: 0x10, TOSInherit: true, TTLInherit: true, TTL: 64}, frame(1), 0x10, 64},
+		{"inherit behind a VLAN tag", Options{TOSInherit: true, TTLInherit: true, TTL: 64},
+			append([]byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x81, 0, 0, 5}, ipFrame(false, 0x48, 3, 0)[12:]...), 0x48, 3},
+		{"short IPv4 header", Options{TOSInherit: true, TTLInherit: true, TTL: 64}, ipFrame(false, 0x48, 3, 0)[:30], 0, 64},
+	} {
+		p := &Port{opt: c.o}
+		if tos, ttl := p.outerTOSTTL(c.frame); tos != c.wantTOS || ttl != c.wantTTL {
+			t.Errorf("%s: tos %#x ttl %d, want %#x %d", c.name, tos, ttl, c.wantTOS, c.wantTTL)
+		}
+	}
+}
+
+// TestInheritOnTheWire: with tos=inherit and ttl=inherit every send path
+// (raw, segmented, the UDP socket of df_default=false) puts the inner
+// packet's DSCP, ECN and TTL in the outer header, as the receiver sees it.
+func TestInheritOnTheWire(t *testing.T) {
+	u := newUnderlay(t)
+	for _, c := range []struct {
+		name    string
+		v6      bool
+		nodf    bool
+		oneFlow bool // one hash: the run goes segmented
+	}{
+		{name: "raw4"}, {name: "raw6", v6: true},
+		{name: "gso4", oneFlow: true}, {name: "gso6", v6: true, oneFlow: true},
+		{name: "socket4", nodf: true}, {name: "socket6", v6: true, nodf: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			la, lb := u.a4, u.b4
+			if c.v6 {
+				la, lb = u.a6, u.b6
+			}
+			pa := openIn(t, u.a, Options{Remote: lb, Key: 7, TOSInherit: true, TTLInherit: true, NoDF: c.nodf})
+			pb := openIn(t, u.b, Options{Remote: la, Key: 7})
+			pool := packet.NewPool(256, packet.DefaultBufSize)
+			var b packet.Batch
+			// Inner TOS DSCP 46 with ECT(1), CE and not-ECT, and TTLs.
+			inner := []struct{ tos, ttl, wantTOS uint8 }{{0xb9, 17, 0xb9}, {0xbb, 18, 0xba}, {0xb8, 19, 0xb8}}
+			n := 4
+			for i := range n {
+				in := inner[0]
+				if !c.oneFlow {
+					in = inner[i%len(inner)]
+				}
+				pkt := pool.Get()
+				pkt.SetData(ipFrame(c.v6, in.tos, in.ttl, byte(i)))
+				pkt.Hash, pkt.HashValid = uint32(i), true
+				if c.oneFlow {
+					pkt.Hash = 1
+				}
+				b.Add(pkt)
+			}
+			runs := pa.tx[0].gso.runs
+			if sent := pa.Send(0, &b); sent != n {
+				t.Fatalf("sent %d of %d; drops %v", sent, n, pa.Drops())
+			}
+			for _, pkt := range b.Packets() {
+				pkt.Free()
+			}
+			if c.oneFlow && pa.tx[0].gso.on && pa.tx[0].gso.runs == runs {
+				t.Errorf("the run did not go segmented")
+			}
+			got := recvAll(t, pb, pool, n)
+			if len(got) != n {
+				t.Fatalf("received %d of %d; drops %v", len(got), n, pb.Drops())
+			}
+			for _, pkt := range got {
+				i := int(pkt.Data()[len(pkt.Data())-1])
+				in := inner[0]
+				if !c.oneFlow {
+					in = inner[i%len(inner)]
+				}
+				if pkt.Tunnel.TOS != in.wantTOS || pkt.Tunnel.TTL != in.ttl {
+					t.Errorf("frame %d: outer tos %#x ttl %d, want %#x %d", i, pkt.Tunnel.TOS, pkt.Tunnel.TTL, in.wantTOS, in.ttl)
+				}
+			}
+		})
+	}
+}
+
+// TestStatus: a fixed-remote port reports the underlay interface towards
+// its remote, its carrier and the outer source; it follows the link going
+// down and the route going away.
+func TestStatus(t *testing.T) {
+	u := newUnderlay(t)
+	pa := openIn(t, u.a, Options{Remote: u.b4, Key: 1})
+	status := func() (m map[string]string) {
+		u.a.Do(func() error { m = pa.Status(); return nil })
+		return m
+	}
+	want := map[string]string{"tunnel_egress_iface": u.devA, "tunnel_egress_iface_carrier": "up", "tunnel_egress_src": u.a4.String()}
+	if m := status(); !maps.Equal(m, want) {
+		t.Errorf("status %v, want %v", m, want)
+	}
+	// The peer's end going down takes the carrier away.
+	u.b.Run(t, "ip", "link", "set", u.devB, "down")
+	nstest.WaitFor(t, 5*time.Second, "carrier down in the status", func() bool {
+		return status()["tunnel_egress_iface_carrier"] == "down"
+	})
+	u.a.Run(t, "ip", "addr", "flush", "dev", u.devA)
+	if m := status(); m["tunnel_egress_error"] == "" || m["tunnel_egress_iface"] != "" {
+		t.Errorf("status without a route: %v", m)
+	}
+	if m := openIn(t, u.a, Options{Key: 1}).Status(); m != nil {
+		t.Errorf("remote_ip=flow status %v", m)
 	}
 }

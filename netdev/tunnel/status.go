@@ -1,0 +1,50 @@
+package tunnel
+
+import (
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Status is the port's state as Open vSwitch reports a tunnel's in the
+// Interface status column: for a fixed remote_ip, the interface the
+// kernel routes the outer packets through (tunnel_egress_iface) and
+// whether it has carrier (tunnel_egress_iface_carrier). The port itself
+// never goes down (LinkUp), so this is where a missing route or a dead
+// underlay link shows before packets are dropped as no_route. Beyond OVS:
+// tunnel_egress_src is the outer source address the kernel picks (local_ip
+// when set), and tunnel_egress_error why there is no route. A
+// remote_ip=flow port has no single route, hence no status.
+//
+// It asks the kernel (netlink) in the calling thread's network namespace,
+// which must be the port's; it is for introspection, not the data path.
+func (p *Port) Status() map[string]string {
+	if !p.opt.Remote.IsValid() {
+		return nil
+	}
+	m := map[string]string{}
+	routes, err := netlink.RouteGet(p.opt.Remote.Unmap().AsSlice())
+	if err == nil && len(routes) == 0 {
+		err = unix.ENETUNREACH
+	}
+	if err != nil {
+		m["tunnel_egress_error"] = err.Error()
+		return m
+	}
+	r := routes[0]
+	if link, err := netlink.LinkByIndex(r.LinkIndex); err == nil {
+		a := link.Attrs()
+		m["tunnel_egress_iface"] = a.Name
+		carrier := "down"
+		if a.RawFlags&unix.IFF_UP != 0 && a.RawFlags&unix.IFF_RUNNING != 0 {
+			carrier = "up"
+		}
+		m["tunnel_egress_iface_carrier"] = carrier
+	}
+	switch {
+	case p.opt.Local.IsValid():
+		m["tunnel_egress_src"] = p.opt.Local.Unmap().String()
+	case r.Src != nil:
+		m["tunnel_egress_src"] = r.Src.String()
+	}
+	return m
+}
