@@ -61,6 +61,9 @@ type pmdPlan struct {
 	pollFDs []unix.PollFd
 	// sleepMaxNs is pmd-sleep-max; 0 is busy polling.
 	sleepMaxNs int64
+	// probeEvery is latency-probe (latency.go); 0 is off.
+	probeEvery  int
+	probeOffset int64
 }
 
 type rxqPlan struct {
@@ -126,6 +129,11 @@ type PMD struct {
 
 	counters *pmdCounters // published for readers
 
+	// The latency probe's state (latency.go): batches since the last
+	// sample, and the sampled batch's clock read after the receive.
+	probeCount int
+	probeT1    int64
+
 	// wakeFD is an eventfd the PMD sleeps on beside its rx queues (made
 	// by Start); wakeOnly is the poll set when the queues cannot wake it.
 	wakeFD   int
@@ -152,6 +160,10 @@ type PMD struct {
 	deadScratch  []*Megaflow
 	// gsoSegmented counts GSO frames this PMD cut into segments (gso.go).
 	gsoSegmented atomic.Uint64
+	// probe holds the latency histograms once the probe was first on;
+	// tid is the PMD's thread id once it runs.
+	probe atomic.Pointer[latencyProbe]
+	tid   atomic.Int32
 }
 
 func newPMD(dp *Datapath, id int) *PMD {
@@ -186,6 +198,7 @@ func (p *PMD) run(wg *sync.WaitGroup) {
 	// slack, so it must end with the PMD rather than go back to the
 	// runtime's pool and carry them into other goroutines.
 	runtime.LockOSThread()
+	p.tid.Store(int32(unix.Gettid()))
 	if cpus := p.dp.cfg.CPUs; len(cpus) > 0 {
 		var set unix.CPUSet
 		set.Set(cpus[p.id%len(cpus)])
@@ -304,6 +317,7 @@ func (p *PMD) armRxqs() bool {
 // in on its last queue, reads the clock once per iteration as before.
 func (p *PMD) PollOnce() int {
 	now := p.clock()
+	prev := p.now
 	if p.busy {
 		p.local.busyNs += uint64(now - p.now)
 		if p.lastRxq != nil {
@@ -340,10 +354,15 @@ func (p *PMD) PollOnce() int {
 			p.gen = g
 			p.clearFlows()
 		}
-		if p.processBatch(rq.port.No) {
-			p.flush(true) // an upcall ran: do not add latency on top
-		} else {
-			p.flush(false)
+		sampled := p.cur.probeEvery != 0 && p.probeStart(&p.rx, prev, now)
+		upcalled := p.processBatch(rq.port.No)
+		var t2 int64
+		if sampled {
+			t2 = p.clock()
+		}
+		p.flush(upcalled) // after an upcall, do not add latency on top
+		if sampled {
+			p.probeEnd(now, t2)
 		}
 		rq.packets += uint64(n)
 		last = rq
