@@ -220,3 +220,41 @@ func FuzzProbeStamp(f *testing.F) {
 		}
 	})
 }
+
+func TestAdaptSpin(t *testing.T) {
+	const max = 100_000
+	spin := int64(idleSpinNs)
+	// A reply 30 µs after each request, the next request 170 µs later:
+	// the window grows over the reply gap and stays there.
+	caught := 0
+	for i := range 40 {
+		gap := int64(30_000)
+		if i%2 == 1 {
+			gap = 170_000
+		}
+		if gap == 30_000 && gap <= spin {
+			caught++
+		}
+		spin = adaptSpin(spin, gap, max)
+		if spin < idleSpinNs || spin > max {
+			t.Fatalf("spin %d out of [%d, %d]", spin, idleSpinNs, max)
+		}
+	}
+	if caught < 15 {
+		t.Fatalf("only %d of 20 replies found the PMD polling (spin now %d)", caught, spin)
+	}
+	// Sparse traffic only: back to the floor.
+	for range 100 {
+		spin = adaptSpin(spin, 5_000_000, max)
+	}
+	if spin != idleSpinNs {
+		t.Fatalf("sparse traffic left spin at %d", spin)
+	}
+	// Continuous traffic changes nothing; a gap never widens past max.
+	if s := adaptSpin(idleSpinNs, 1000, max); s != idleSpinNs {
+		t.Fatalf("continuous traffic: %d", s)
+	}
+	if s := adaptSpin(idleSpinNs, max, max); s != max {
+		t.Fatalf("gap of pmd-sleep-max: %d", s)
+	}
+}

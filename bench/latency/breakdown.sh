@@ -19,7 +19,9 @@
 #   busy        portfwd, afxdp, busy-polling PMD (pmd-sleep-max 0)
 #   sleep       portfwd, afxdp, default sleeping PMD
 #   afpacket    portfwd, afpacket, default sleeping PMD
-#   NAME=FLAGS  portfwd with FLAGS (e.g. "bp=-driver afxdp -pmd-sleep-max 0 -afxdp-busy-poll 20")
+#   NAME=FLAGS  portfwd with FLAGS (e.g. "bp=-driver afxdp -pmd-sleep-max 0 -afxdp-busy-poll 20");
+#               FLAGS may start with "bin:PATH " to run another portfwd build
+#               (before/after comparisons; it must have -latency-probe)
 # Default: bridge busy sleep.  Knobs: REPS [3] (interleaved rounds), LAT_N
 # [3000], LAT_I [200], SUT_CPU [1], CLI_CPU [0], OUT [a mktemp dir].
 # Output: one line per run, then the median over REPS of each figure per
@@ -91,8 +93,10 @@ run_one() { # NAME FLAGS|bridge ROUND
         ip -n $NSS link add $BR type bridge && ip -n $NSS link set $P1 master $BR && ip -n $NSS link set $P2 master $BR
         ip -n $NSS link set $BR up
     else
+        local pf=$BIN/portfwd
+        case $flags in bin:*) pf=${flags%% *}; pf=${pf#bin:}; flags=${flags#* } ;; esac
         # shellcheck disable=SC2086
-        setsid ip netns exec $NSS taskset -c "$SUT_CPU" "$BIN/portfwd" -latency-probe 1 $flags $P1 $P2 >"$log" 2>&1 </dev/null &
+        setsid ip netns exec $NSS taskset -c "$SUT_CPU" "$pf" -latency-probe 1 $flags $P1 $P2 >"$log" 2>&1 </dev/null &
         PIDS+=($!)
     fi
     setsid ip netns exec $NS2 taskset -c "$CLI_CPU" "$BIN/pingprobe" server $IP2:$PORT >/dev/null 2>&1 </dev/null &
@@ -111,18 +115,18 @@ run_one() { # NAME FLAGS|bridge ROUND
     topo_down # SIGTERM makes portfwd print its report
     echo "$res" >>"$log"
     echo "kstate $k0 $k1" >>"$log"
-    # One result line: variant round rtt50 rtt99 fwd50 back50 s2p50 s2p99 gap50 gap99 total50 total99 send50 netrx0 netrx1 ksi0 ksi1 runq_ms xsk_drops lost
+    # One result line: see HDR
     awk -v name="$name" -v r="$r" -v lat_n="$LAT_N" '
         /^rtt / { rtt50=$3; rtt99=$7; fwd50=$12; back50=$17; lost=$NF }
         /^latency pmd 0 sender->pmd:/ { s50=$8; s99=$12 }
         /^latency pmd 0 poll-gap:/ { g50=$8; g99=$12 }
         /^latency pmd 0 pmd-total:/ { t50=$8; t99=$12 }
         /^latency pmd 0 send:/ { sd50=$8 }
-        /^schedstat pmd 0:/ { rq=$5/1e6 }
+        /^schedstat pmd 0:/ { rq=$5/1e6; cpu=$4/1e6 }
         /^xsk / { xd += $4 + $6 }
         /^kstate / { nr0=$6-$2; nr1=$7-$3; k0=$8-$4; k1=$9-$5 }
-        END { printf "%s %s %s %s %s %s %s %s %s %s %s %s %s %d %d %d %d %.2f %d %s\n", name, r, rtt50, rtt99, fwd50, back50,
-              s50+0, s99+0, g50+0, g99+0, t50+0, t99+0, sd50+0, nr0/lat_n*1000, nr1/lat_n*1000, k0, k1, rq, xd, lost }' "$log"
+        END { printf "%s %s %s %s %s %s %s %s %s %s %s %s %s %d %d %d %d %.2f %.0f %d %s\n", name, r, rtt50, rtt99, fwd50, back50,
+              s50+0, s99+0, g50+0, g99+0, t50+0, t99+0, sd50+0, nr0/lat_n*1000, nr1/lat_n*1000, k0, k1, rq, cpu, xd, lost }' "$log"
 }
 
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
@@ -145,7 +149,7 @@ for v in "$@"; do
     ORDER+=("$v")
 done
 log "results in $OUT; load: $(cut -d' ' -f1-3 /proc/loadavg)"
-HDR="variant round rtt50 rtt99 fwd50 back50 s2pmd50 s2pmd99 gap50 gap99 pmd50 pmd99 send50 netrx0/1k netrx1/1k ksirq0 ksirq1 runq_ms xskdrop lost"
+HDR="variant round rtt50 rtt99 fwd50 back50 s2pmd50 s2pmd99 gap50 gap99 pmd50 pmd99 send50 netrx0/1k netrx1/1k ksirq0 ksirq1 runq_ms pmdcpu_ms xskdrop lost"
 echo "$HDR" >"$OUT/runs.txt"
 for r in $(seq "$REPS"); do
     for v in "${ORDER[@]}"; do
@@ -154,7 +158,7 @@ for r in $(seq "$REPS"); do
 done
 log "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "medians over $REPS rounds (µs; netrx = NET_RX softirqs per 1000 probes on CPU0/CPU1; ksirq = ksoftirqd ticks; runq = PMD run-queue wait):"
+echo "medians over $REPS rounds (µs; netrx = NET_RX softirqs per 1000 probes on CPU0/CPU1; ksirq = ksoftirqd ticks; runq = PMD run-queue wait; pmdcpu = PMD thread CPU time over the SUT's life):"
 awk 'NR == 1 { print; next }
      { n[$1]++; for (i = 3; i <= NF; i++) v[$1, i, n[$1]] = $i; if (!($1 in seen)) { seen[$1] = 1; ord[++k] = $1 } ; nf = NF }
      END {
