@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/actions"
@@ -26,6 +27,7 @@ func main() {
 	queues := flag.Int("queues", 1, "queues per port")
 	flush := flag.Int("tx-flush-interval", 0, "tx-flush-interval in microseconds")
 	sleepMax := flag.Int("pmd-sleep-max", datapath.DefaultPMDSleepMax, "longest idle sleep of a PMD in microseconds (0 = busy polling)")
+	busyPoll := flag.Int("afxdp-busy-poll", 0, "AF_XDP SO_BUSY_POLL in microseconds: Recv runs the device's NAPI itself (for -pmd-sleep-max 0; 0 = off)")
 	probe := flag.Int("latency-probe", 0, "time 1 in N batches and every marked probe packet's batch per stage, printed on exit (0 = off)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: portfwd [flags] IFACE1 IFACE2\n")
@@ -37,17 +39,23 @@ func main() {
 		os.Exit(2)
 	}
 	cfg := datapath.Config{NumPMDs: *nPMD, TxFlushInterval: *flush, PMDSleepMax: *sleepMax}
+	xdpOpts = afxdp.Options{BusyPoll: time.Duration(*busyPoll) * time.Microsecond}
 	if err := run(cfg, *driver, *queues, *probe, flag.Arg(0), flag.Arg(1), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "portfwd:", err)
 		os.Exit(1)
 	}
 }
 
+// xdpOpts are the AF_XDP options from the flags (Queues aside).
+var xdpOpts afxdp.Options
+
 // open opens ifname with the named driver.
 func open(driver, ifname string, queues int) (netdev.Netdev, error) {
 	switch driver {
 	case "afxdp":
-		return afxdp.New(ifname, afxdp.Options{Queues: queues})
+		o := xdpOpts
+		o.Queues = queues
+		return afxdp.New(ifname, o)
 	case "afpacket":
 		return afpacket.New(ifname, afpacket.Options{Queues: queues})
 	case "auto":
