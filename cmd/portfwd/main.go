@@ -28,6 +28,7 @@ func main() {
 	flush := flag.Int("tx-flush-interval", 0, "tx-flush-interval in microseconds")
 	sleepMax := flag.Int("pmd-sleep-max", datapath.DefaultPMDSleepMax, "longest idle sleep of a PMD in microseconds (0 = busy polling)")
 	busyPoll := flag.Int("afxdp-busy-poll", 0, "AF_XDP SO_BUSY_POLL in microseconds: Recv runs the device's NAPI itself (for -pmd-sleep-max 0; 0 = off)")
+	rxFrames := flag.Int("afpacket-rx-frames", 0, "AF_PACKET receive ring slots per queue (0 = the driver's default)")
 	probe := flag.Int("latency-probe", 0, "time 1 in N batches and every marked probe packet's batch per stage, printed on exit (0 = off)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: portfwd [flags] IFACE1 IFACE2\n")
@@ -39,6 +40,7 @@ func main() {
 		os.Exit(2)
 	}
 	cfg := datapath.Config{NumPMDs: *nPMD, TxFlushInterval: *flush, PMDSleepMax: *sleepMax}
+	pktOpts = afpacket.Options{RxFrames: *rxFrames}
 	xdpOpts = afxdp.Options{BusyPoll: time.Duration(*busyPoll) * time.Microsecond}
 	if err := run(cfg, *driver, *queues, *probe, flag.Arg(0), flag.Arg(1), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "portfwd:", err)
@@ -49,6 +51,9 @@ func main() {
 // xdpOpts are the AF_XDP options from the flags (Queues aside).
 var xdpOpts afxdp.Options
 
+// pktOpts are the AF_PACKET options from the flags (Queues aside).
+var pktOpts afpacket.Options
+
 // open opens ifname with the named driver.
 func open(driver, ifname string, queues int) (netdev.Netdev, error) {
 	switch driver {
@@ -57,7 +62,9 @@ func open(driver, ifname string, queues int) (netdev.Netdev, error) {
 		o.Queues = queues
 		return afxdp.New(ifname, o)
 	case "afpacket":
-		return afpacket.New(ifname, afpacket.Options{Queues: queues})
+		o := pktOpts
+		o.Queues = queues
+		return afpacket.New(ifname, o)
 	case "auto":
 		if d, err := afxdp.New(ifname, afxdp.Options{Queues: queues}); err == nil {
 			return d, nil
