@@ -149,6 +149,7 @@ for v in "$@"; do
     ORDER+=("$v")
 done
 log "results in $OUT; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "start $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg)" >"$OUT/env.txt"
 HDR="variant round rtt50 rtt99 fwd50 back50 s2pmd50 s2pmd99 gap50 gap99 pmd50 pmd99 send50 netrx0/1k netrx1/1k ksirq0 ksirq1 runq_ms pmdcpu_ms xskdrop lost"
 echo "$HDR" >"$OUT/runs.txt"
 for r in $(seq "$REPS"); do
@@ -157,6 +158,7 @@ for r in $(seq "$REPS"); do
     done
 done
 log "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "end $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/env.txt"
 echo
 echo "medians over $REPS rounds (µs; netrx = NET_RX softirqs per 1000 probes on CPU0/CPU1; ksirq = ksoftirqd ticks; runq = PMD run-queue wait; pmdcpu = PMD thread CPU time over the SUT's life):"
 awk 'NR == 1 { print; next }
@@ -179,4 +181,4 @@ awk 'NR == 1 { print; next }
         if (("bridge", 3) in med)
             for (j = 1; j <= k; j++) if (ord[j] != "bridge")
                 printf "%s / bridge: rtt p50 %.2fx, p99 %.2fx\n", ord[j], med[ord[j], 3] / med["bridge", 3], med[ord[j], 4] / med["bridge", 4]
-     }' "$OUT/runs.txt" | column -t
+     }' "$OUT/runs.txt" | column -t | tee "$OUT/summary.txt"
