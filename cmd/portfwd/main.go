@@ -40,41 +40,40 @@ func main() {
 		os.Exit(2)
 	}
 	cfg := datapath.Config{NumPMDs: *nPMD, TxFlushInterval: *flush, PMDSleepMax: *sleepMax}
-	pktOpts = afpacket.Options{RxFrames: *rxFrames}
-	xdpOpts = afxdp.Options{BusyPoll: time.Duration(*busyPoll) * time.Microsecond}
-	if err := run(cfg, *driver, *queues, *probe, flag.Arg(0), flag.Arg(1), os.Stdout); err != nil {
+	po := portOpts{driver: *driver,
+		xdp: afxdp.Options{Queues: *queues, BusyPoll: time.Duration(*busyPoll) * time.Microsecond},
+		pkt: afpacket.Options{Queues: *queues, RxFrames: *rxFrames}}
+	if err := run(cfg, po, *probe, flag.Arg(0), flag.Arg(1), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "portfwd:", err)
 		os.Exit(1)
 	}
 }
 
-// xdpOpts are the AF_XDP options from the flags (Queues aside).
-var xdpOpts afxdp.Options
-
-// pktOpts are the AF_PACKET options from the flags (Queues aside).
-var pktOpts afpacket.Options
-
-// open opens ifname with the named driver.
-func open(driver, ifname string, queues int) (netdev.Netdev, error) {
-	switch driver {
-	case "afxdp":
-		o := xdpOpts
-		o.Queues = queues
-		return afxdp.New(ifname, o)
-	case "afpacket":
-		o := pktOpts
-		o.Queues = queues
-		return afpacket.New(ifname, o)
-	case "auto":
-		if d, err := afxdp.New(ifname, afxdp.Options{Queues: queues}); err == nil {
-			return d, nil
-		}
-		return afpacket.New(ifname, afpacket.Options{Queues: queues})
-	}
-	return nil, fmt.Errorf("unknown driver %q (want afxdp, afpacket or auto)", driver)
+// portOpts say how to open the two ports: the driver and each driver's
+// options from the flags.
+type portOpts struct {
+	driver string
+	xdp    afxdp.Options
+	pkt    afpacket.Options
 }
 
-func run(cfg datapath.Config, driver string, queues, probe int, if1, if2 string, out io.Writer) error {
+// open opens ifname with the named driver.
+func (o portOpts) open(ifname string) (netdev.Netdev, error) {
+	switch o.driver {
+	case "afxdp":
+		return afxdp.New(ifname, o.xdp)
+	case "afpacket":
+		return afpacket.New(ifname, o.pkt)
+	case "auto":
+		if d, err := afxdp.New(ifname, o.xdp); err == nil {
+			return d, nil
+		}
+		return afpacket.New(ifname, o.pkt)
+	}
+	return nil, fmt.Errorf("unknown driver %q (want afxdp, afpacket or auto)", o.driver)
+}
+
+func run(cfg datapath.Config, po portOpts, probe int, if1, if2 string, out io.Writer) error {
 	rules := &datapath.RuleTable{}
 	cfg.Upcall = rules
 	dp, err := datapath.New(cfg)
@@ -84,7 +83,7 @@ func run(cfg datapath.Config, driver string, queues, probe int, if1, if2 string,
 	defer dp.Close()
 	rules.Invalidate = dp.InvalidateFlows
 	for i, name := range []string{if1, if2} {
-		dev, err := open(driver, name, queues)
+		dev, err := po.open(name)
 		if err != nil {
 			return err
 		}
