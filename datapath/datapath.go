@@ -122,10 +122,14 @@ type Datapath struct {
 	portSnap atomic.Pointer[[]*Port] // sorted copy of ports for lock-free readers
 	flushUs  int
 	sleepUs  int
-	seq      uint64 // plan sequence number
-	running  bool
-	closed   bool
-	wg       sync.WaitGroup
+	// probeEvery is latency-probe (0: off); probeOffset turns the
+	// datapath's clock into CLOCK_MONOTONIC for marked probe packets.
+	probeEvery  int
+	probeOffset int64
+	seq         uint64 // plan sequence number
+	running     bool
+	closed      bool
+	wg          sync.WaitGroup
 	// assign is the rx queue assignment the PMDs run; assignSnap is a
 	// copy for lock-free readers.
 	assign     [][]RxqRef
@@ -499,7 +503,8 @@ func (dp *Datapath) publishPlans(ports []*Port, assign [][]RxqRef) {
 		maxNo = max(maxNo, portIndex(p.No))
 	}
 	for i, pmd := range dp.pmds {
-		plan := &pmdPlan{seq: dp.seq, tx: make([]txPlan, maxNo+1), sleepMaxNs: int64(dp.sleepUs) * 1000}
+		plan := &pmdPlan{seq: dp.seq, tx: make([]txPlan, maxNo+1), sleepMaxNs: int64(dp.sleepUs) * 1000,
+			probeEvery: dp.probeEvery, probeOffset: dp.probeOffset}
 		if i < len(assign) {
 			for _, r := range assign[i] {
 				p := dp.ports[r.Port]

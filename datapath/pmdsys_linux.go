@@ -51,3 +51,7 @@ func setupPMDThread(cpu int) {
 	// timer slack.
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0)
 }
+
+// threadID is the calling thread's kernel id, for reading its scheduler
+// statistics (/proc/self/task/TID/schedstat).
+func threadID() int32 { return int32(unix.Gettid()) }

@@ -78,3 +78,6 @@ func ppoll(fds []pollFd, timeout int64) {
 }
 
 func setupPMDThread(int) {}
+
+// threadID is 0: there are no per-thread scheduler statistics to read.
+func threadID() int32 { return 0 }

@@ -62,6 +62,8 @@ var (
 		"coverage-show":     {kind: "array", keys: []string{"event", "total"}},
 		"memory-show":       {kind: "object", keys: []string{"heap_bytes", "rules", "megaflows", "ports"}},
 		"pmd-perf-show":     {kind: "array", keys: []string{"bridge", "pmd", "iterations", "packets", "ns_per_packet"}},
+		"pmd-latency-show":  {kind: "object", keys: []string{"pmds", "xsks"}},
+		"pmd-latency-clear": empty,
 		"trace":             {kind: "object", keys: []string{"bridge", "flow", "steps", "final_flow", "megaflow", "datapath_actions"}},
 		"log-level":         {kind: "string"},
 		"version":           {kind: "string"},
@@ -181,7 +183,7 @@ func TestJSONShapes(t *testing.T) {
 		{"del-groups", br}, {"del-meters", br},
 		{"show"}, {"pmd-stats-show"}, {"pmd-stats-clear"}, {"pmd-rxq-show"}, {"pmd-rxq-rebalance"},
 		{"dpif-dump-flows", br}, {"fdb-show", br}, {"fdb-flush", br}, {"drop-stats"},
-		{"coverage-show"}, {"memory-show"}, {"pmd-perf-show"}, {"trace", br, "in_port=LOCAL,ip"},
+		{"coverage-show"}, {"memory-show"}, {"pmd-perf-show"}, {"pmd-latency-show"}, {"pmd-latency-clear"}, {"trace", br, "in_port=LOCAL,ip"},
 		{"log-level"}, {"version"},
 	}
 	seen := map[string]bool{}

@@ -173,6 +173,10 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		return nil, err
 	}
 	b.dp = dp
+	if err := dp.SetLatencyProbe(intOption(oc, "latency-probe", 0)); err != nil {
+		closeAll()
+		return nil, err
+	}
 	boc := nb.OtherConfig
 	sw := normal.New(normal.Options{
 		MaxAge:     time.Duration(intOption(boc, "mac-aging-time", int(normal.DefaultMaxAge/time.Second))) * time.Second,
@@ -655,6 +659,9 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 		return err
 	}
 	if err := b.dp.SetPMDSleepMax(intOption(oc, "pmd-sleep-max", datapath.DefaultPMDSleepMax)); err != nil {
+		return err
+	}
+	if err := b.dp.SetLatencyProbe(intOption(oc, "latency-probe", 0)); err != nil {
 		return err
 	}
 	b.of.Manager().SetMaxConns(intOption(oc, "openflow-max-connections", ofconn.DefaultMaxConns))

@@ -29,6 +29,8 @@ func (d *Daemon) registerCommands() {
 		"pmd-rxq-show":      d.cmdPMDRxqShow,
 		"pmd-rxq-rebalance": d.cmdPMDRxqRebalance,
 		"pmd-perf-show":     d.cmdPMDPerfShow,
+		"pmd-latency-show":  d.cmdPMDLatencyShow,
+		"pmd-latency-clear": d.cmdPMDLatencyClear,
 		"dpif-dump-flows":   d.cmdDpifDumpFlows,
 		"fdb-show":          d.cmdFDBShow,
 		"fdb-flush":         d.cmdFDBFlush,

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/actions"
@@ -26,6 +27,9 @@ func main() {
 	queues := flag.Int("queues", 1, "queues per port")
 	flush := flag.Int("tx-flush-interval", 0, "tx-flush-interval in microseconds")
 	sleepMax := flag.Int("pmd-sleep-max", datapath.DefaultPMDSleepMax, "longest idle sleep of a PMD in microseconds (0 = busy polling)")
+	busyPoll := flag.Int("afxdp-busy-poll", 0, "AF_XDP SO_BUSY_POLL in microseconds: Recv runs the device's NAPI itself (for -pmd-sleep-max 0; 0 = off)")
+	rxFrames := flag.Int("afpacket-rx-frames", 0, "AF_PACKET receive ring slots per queue (0 = the driver's default)")
+	probe := flag.Int("latency-probe", 0, "time 1 in N batches and every marked probe packet's batch per stage, printed on exit (0 = off)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: portfwd [flags] IFACE1 IFACE2\n")
 		flag.PrintDefaults()
@@ -36,29 +40,40 @@ func main() {
 		os.Exit(2)
 	}
 	cfg := datapath.Config{NumPMDs: *nPMD, TxFlushInterval: *flush, PMDSleepMax: *sleepMax}
-	if err := run(cfg, *driver, *queues, flag.Arg(0), flag.Arg(1), os.Stdout); err != nil {
+	po := portOpts{driver: *driver,
+		xdp: afxdp.Options{Queues: *queues, BusyPoll: time.Duration(*busyPoll) * time.Microsecond},
+		pkt: afpacket.Options{Queues: *queues, RxFrames: *rxFrames}}
+	if err := run(cfg, po, *probe, flag.Arg(0), flag.Arg(1), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "portfwd:", err)
 		os.Exit(1)
 	}
 }
 
-// open opens ifname with the named driver.
-func open(driver, ifname string, queues int) (netdev.Netdev, error) {
-	switch driver {
-	case "afxdp":
-		return afxdp.New(ifname, afxdp.Options{Queues: queues})
-	case "afpacket":
-		return afpacket.New(ifname, afpacket.Options{Queues: queues})
-	case "auto":
-		if d, err := afxdp.New(ifname, afxdp.Options{Queues: queues}); err == nil {
-			return d, nil
-		}
-		return afpacket.New(ifname, afpacket.Options{Queues: queues})
-	}
-	return nil, fmt.Errorf("unknown driver %q (want afxdp, afpacket or auto)", driver)
+// portOpts say how to open the two ports: the driver and each driver's
+// options from the flags.
+type portOpts struct {
+	driver string
+	xdp    afxdp.Options
+	pkt    afpacket.Options
 }
 
-func run(cfg datapath.Config, driver string, queues int, if1, if2 string, out io.Writer) error {
+// open opens ifname with the named driver.
+func (o portOpts) open(ifname string) (netdev.Netdev, error) {
+	switch o.driver {
+	case "afxdp":
+		return afxdp.New(ifname, o.xdp)
+	case "afpacket":
+		return afpacket.New(ifname, o.pkt)
+	case "auto":
+		if d, err := afxdp.New(ifname, o.xdp); err == nil {
+			return d, nil
+		}
+		return afpacket.New(ifname, o.pkt)
+	}
+	return nil, fmt.Errorf("unknown driver %q (want afxdp, afpacket or auto)", o.driver)
+}
+
+func run(cfg datapath.Config, po portOpts, probe int, if1, if2 string, out io.Writer) error {
 	rules := &datapath.RuleTable{}
 	cfg.Upcall = rules
 	dp, err := datapath.New(cfg)
@@ -68,7 +83,7 @@ func run(cfg datapath.Config, driver string, queues int, if1, if2 string, out io
 	defer dp.Close()
 	rules.Invalidate = dp.InvalidateFlows
 	for i, name := range []string{if1, if2} {
-		dev, err := open(driver, name, queues)
+		dev, err := po.open(name)
 		if err != nil {
 			return err
 		}
@@ -83,12 +98,18 @@ func run(cfg datapath.Config, driver string, queues int, if1, if2 string, out io
 		r.Actions = actions.List{{Kind: actions.Output, Port: outp}}
 		rules.Add(r)
 	}
+	if err := dp.SetLatencyProbe(probe); err != nil {
+		return err
+	}
 	if err := dp.Start(); err != nil {
 		return err
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	<-sig
+	if probe > 0 {
+		reportLatency(out, dp) // while the PMD threads still exist
+	}
 	dp.Stop()
 	report(out, dp)
 	return nil
@@ -120,6 +141,32 @@ func report(out io.Writer, dp *datapath.Datapath) {
 			p.No, p.Dev.Name(), st.RxPackets, st.RxDrops, st.RxErrors, st.TxPackets, st.TxDrops, st.TxErrors)
 		for _, t := range p.TxStats() {
 			fmt.Fprintf(out, "port %d pmd %d: batches %d avg_batch %.1f\n", p.No, t.PMD, t.Batches, t.AvgBatch())
+		}
+	}
+}
+
+// reportLatency prints the probe's percentiles per stage, the PMD threads'
+// scheduler counters and the AF_XDP sockets' kernel counters, one
+// "key value" line each, for bench/latency/breakdown.sh.
+func reportLatency(out io.Writer, dp *datapath.Datapath) {
+	for _, l := range dp.Latency() {
+		fmt.Fprintf(out, "latency pmd %d: sampled_batches %d marked_packets %d\n", l.PMD, l.Batches, l.MarkedPackets)
+		for _, s := range datapath.LatencyStages() {
+			h := l.Stages[s]
+			fmt.Fprintf(out, "latency pmd %d %s: count %d p50_us %.1f p90_us %.1f p99_us %.1f\n", l.PMD, s, h.Count,
+				float64(h.Percentile(0.5))/1e3, float64(h.Percentile(0.9))/1e3, float64(h.Percentile(0.99))/1e3)
+		}
+		if l.TID > 0 {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/schedstat", l.TID)); err == nil {
+				fmt.Fprintf(out, "schedstat pmd %d: %s", l.PMD, b) // run_ns wait_ns timeslices
+			}
+		}
+	}
+	for _, p := range dp.Ports() {
+		if x, ok := p.Dev.(*afxdp.Port); ok {
+			k := x.KernelStats()
+			fmt.Fprintf(out, "xsk %s: rx_dropped %d rx_ring_full %d rx_fill_ring_empty_descs %d tx_ring_empty_descs %d\n",
+				p.Dev.Name(), k.Rx_dropped, k.Rx_ring_full, k.Rx_fill_ring_empty_descs, k.Tx_ring_empty_descs)
 		}
 	}
 }

@@ -36,6 +36,7 @@
 package afxdp
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -133,6 +134,12 @@ type Options struct {
 	BusyWait time.Duration
 	// Log, if set, receives a line for each queue that had to wait.
 	Log *slog.Logger
+	// BusyPoll, if positive, makes each socket busy-poll the device's
+	// NAPI from Recv (SO_PREFER_BUSY_POLL, SO_BUSY_POLL of this many
+	// microseconds; see busypoll.go). For busy-polling PMDs only.
+	BusyPoll time.Duration
+	// BusyPollBudget is SO_BUSY_POLL_BUDGET (default: a PMD batch).
+	BusyPollBudget int
 }
 
 // Port is an AF_XDP port. Use New.
@@ -152,10 +159,14 @@ type Port struct {
 	gone     atomic.Bool // the interface was deleted
 	stopWait chan struct{}
 
-	mu      sync.Mutex // serialises Stats' getsockopt against Close
-	closed  bool
-	kstats  []unix.XDPStatistics // last kernel counters per queue (kept after Close)
-	closeWG sync.WaitGroup
+	mu     sync.Mutex // serialises Stats' getsockopt against Close
+	closed bool
+	kstats []unix.XDPStatistics // last kernel counters per queue (kept after Close)
+	// busyPoll is Options.BusyPoll > 0; napiOld the device settings it
+	// replaced.
+	busyPoll bool
+	napiOld  []string
+	closeWG  sync.WaitGroup
 }
 
 func pow2(n int) bool { return n > 0 && n&(n-1) == 0 }
@@ -253,6 +264,17 @@ func New(ifname string, opts Options) (*Port, error) {
 		if err := p.prog.setSocket(q, x.fd); err != nil {
 			return fail(fmt.Errorf("XSKMAP[%d]: %w", q, err))
 		}
+		if opts.BusyPoll > 0 {
+			if err := setBusyPoll(x.fd, opts.BusyPoll, cmp.Or(opts.BusyPollBudget, defaultBusyPollBudget)); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	if opts.BusyPoll > 0 {
+		if p.napiOld, err = setNAPIDefer(ifname); err != nil {
+			return fail(err)
+		}
+		p.busyPoll = true
 	}
 	p.closeWG.Add(1)
 	go p.watchRemoval()
@@ -287,6 +309,10 @@ func (p *Port) release() error {
 		errs = append(errs, x.close())
 	}
 	p.xsks = nil
+	if p.napiOld != nil {
+		restoreNAPIDefer(p.name, p.napiOld)
+		p.napiOld = nil
+	}
 	if p.lnk != nil {
 		p.lnk.Stop()
 	}
@@ -405,6 +431,13 @@ func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 		recycle(r)
 	}
 	n := r.rx.avail(uint32(packet.BatchSize - b.N))
+	if n == 0 && p.busyPoll {
+		// The kernel runs the device's NAPI in this call (busypoll.go).
+		if e := kickRx(x.fd); !transient(e) {
+			r.c.RxErrors.Add(1)
+		}
+		n = r.rx.avail(uint32(packet.BatchSize - b.N))
+	}
 	if n == 0 {
 		// In zero-copy mode the driver may stop when the fill ring ran
 		// dry and wait for a syscall; in copy mode the flag stays clear.

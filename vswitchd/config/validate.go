@@ -35,6 +35,7 @@ var numericKeys = map[string]numericRange{
 	"tx-flush-interval":   {0, 1000000},
 	"n-pmd":               {0, 1024},
 	"pmd-sleep-max":       {0, 10000},
+	"latency-probe":       {0, 1 << 20},
 	"mac-aging-time":      {0, 1000000},
 	"mac-table-size":      {1, 1 << 24},
 	"flow-limit":          {0, 1<<32 - 1},

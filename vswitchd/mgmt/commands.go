@@ -56,6 +56,8 @@ var Commands = []Command{
 	{"coverage-show", "", "event counters since start: drops by cause, upcalls, cache hits, flow-table changes", 0, 0},
 	{"memory-show", "", "the daemon's memory and the objects that hold it (rules, megaflows, ports)", 0, 0},
 	{"pmd-perf-show", "", "per PMD: iterations, packets per iteration, cycles per packet", 0, 0},
+	{"pmd-latency-show", "", "per PMD: p50/p99 of each stage a probed batch went through (other_config:latency-probe=N), the PMD thread's run-queue wait, the AF_XDP sockets' kernel drop counters", 0, 0},
+	{"pmd-latency-clear", "", "empty the pmd-latency-show histograms", 0, 0},
 	{"trace", "BRIDGE FLOW", "the tables, rules and actions a packet would meet, and the megaflow it would install", 2, 2},
 	{"log-level", "[debug|info|warn|error]", "print or set the log level", 0, 1},
 	{"version", "", "print the daemon's version", 0, 0},
