@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/vswitch-go/vswitch/datapath/header"
 )
 
 // localPort is the bridge's own interface (datapath.LocalPort, OpenFlow's
@@ -58,7 +60,7 @@ func (a Action) String() string {
 	case PushVLAN:
 		var b strings.Builder
 		b.WriteString("push_vlan(")
-		if a.Val16 != tpidCVLAN {
+		if a.Val16 != header.EtherTypeVLAN {
 			fmt.Fprintf(&b, "tpid=%#x,", a.Val16)
 		}
 		writeTCI(&b, a.Val16b)
@@ -73,9 +75,9 @@ func (a Action) String() string {
 	case PushMPLS:
 		// Label, TC, TTL and bottom-of-stack come from the packet when the
 		// action runs, so unlike OVS's push_mpls only the type is shown.
-		t := uint16(ethTypeMPLS)
-		if a.Val16 == ethTypeMPLSMcast {
-			t = ethTypeMPLSMcast
+		t := uint16(header.EtherTypeMPLS)
+		if a.Val16 == header.EtherTypeMPLSMcast {
+			t = header.EtherTypeMPLSMcast
 		}
 		return fmt.Sprintf("push_mpls(eth_type=%#x)", t)
 	case PopMPLS:
