@@ -101,8 +101,12 @@ const (
 	ICMPCodeOff  = 1
 
 	UDPLen            = 8
+	UDPLengthOff      = 4
 	UDPChecksumOff    = 6
 	TCPMinLen         = 20
+	TCPSeqOff         = 4
+	TCPDataOffOff     = 12 // data offset in the high nibble
+	TCPFlagsOff       = 13
 	TCPChecksumOff    = 16
 	SCTPCommonLen     = 12
 	SCTPChecksumOff   = 8
