@@ -35,6 +35,7 @@ package ofmatch
 
 import (
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
@@ -55,35 +56,21 @@ func (m *Match) Matches(k *flow.Key, metadata uint64) bool {
 	return metadata&m.MetadataMask == m.Metadata && k.MatchesMasked(&m.Mask, &m.Key)
 }
 
-// Ethernet types and IP protocols the field mapping depends on.
-const (
-	ethIPv4     = 0x0800
-	ethARP      = 0x0806
-	ethIPv6     = 0x86dd
-	ethMPLS     = 0x8847
-	ethMPLSMc   = 0x8848
-	protoICMP   = 1
-	protoTCP    = 6
-	protoUDP    = 17
-	protoICMPv6 = 58
-	protoSCTP   = 132
-)
-
 // TransportFields returns the OXM fields that hold the key's TpSrc and
 // TpDst under IP protocol proto (ports, or ICMP type and code), ok false
 // when the protocol has none. ToOXM and the text parser (ofptext) both go
 // by it, so that tp_src prints and reads as the same field.
 func TransportFields(proto int) (src, dst ofp.XMType, ok bool) {
 	switch proto {
-	case protoTCP:
+	case header.IPProtoTCP:
 		return ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst, true
-	case protoUDP:
+	case header.IPProtoUDP:
 		return ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst, true
-	case protoSCTP:
+	case header.IPProtoSCTP:
 		return ofp.XMTypeSCTPSrc, ofp.XMTypeSCTPDst, true
-	case protoICMP:
+	case header.IPProtoICMP:
 		return ofp.XMTypeICMPv4Type, ofp.XMTypeICMPv4Code, true
-	case protoICMPv6:
+	case header.IPProtoICMPv6:
 		return ofp.XMTypeICMPv6Type, ofp.XMTypeICMPv6Code, true
 	}
 	return 0, 0, false
@@ -390,7 +377,7 @@ func ToOXM(m *Match) ofpwire.Match {
 	if mk.VLAN[0].TCI&0xe000 != 0 {
 		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeVlanPCP, uint64(k.VLAN[0].TCI>>13)))
 	}
-	ip := eth == ethIPv4 || eth == ethIPv6
+	ip := eth == header.EtherTypeIPv4 || eth == header.EtherTypeIPv6
 	if mk.NwTOS&0xfc != 0 {
 		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeIPDSCP, uint64(k.NwTOS>>2)))
 	}
@@ -402,7 +389,7 @@ func ToOXM(m *Match) ofpwire.Match {
 		proto = int(k.NwProto)
 		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeIPProto, uint64(k.NwProto)))
 	}
-	if eth == ethIPv4 {
+	if eth == header.EtherTypeIPv4 {
 		if mk.IPv4Src != 0 {
 			fs = oxmUint(fs, ofp.XMTypeIPv4Src, uint64(k.IPv4Src), uint64(mk.IPv4Src), 0xffffffff)
 		}
@@ -413,10 +400,10 @@ func ToOXM(m *Match) ofpwire.Match {
 	// Transport fields go where their OXM numbers put them: ICMPv6's
 	// after the IPv6 fields, the others here.
 	tpSrc, tpDst, hasTp := TransportFields(proto)
-	if hasTp && proto != protoICMPv6 {
+	if hasTp && proto != header.IPProtoICMPv6 {
 		fs = appendTransport(fs, k, mk, tpSrc, tpDst)
 	}
-	if eth == ethARP {
+	if eth == header.EtherTypeARP {
 		if mk.NwProto != 0 {
 			fs = append(fs, ofpwire.OXMUint(ofp.XMTypeARPOpcode, uint64(k.NwProto)))
 		}
@@ -433,7 +420,7 @@ func ToOXM(m *Match) ofpwire.Match {
 			fs = oxmMAC(fs, ofp.XMTypeARPTHA, k.ArpTHA, mk.ArpTHA)
 		}
 	}
-	if eth == ethIPv6 {
+	if eth == header.EtherTypeIPv6 {
 		if mk.IPv6Src != ([16]byte{}) {
 			fs = oxmIPv6(fs, ofp.XMTypeIPv6Src, k.IPv6Src, mk.IPv6Src)
 		}
@@ -444,13 +431,13 @@ func ToOXM(m *Match) ofpwire.Match {
 			fs = oxmUint(fs, ofp.XMTypeIPv6FLabel, uint64(k.IPv6Label), uint64(mk.IPv6Label), 0xfffff)
 		}
 	}
-	if proto == protoICMPv6 {
+	if proto == header.IPProtoICMPv6 {
 		fs = appendTransport(fs, k, mk, tpSrc, tpDst)
 	}
 	if mk.NDTarget != ([16]byte{}) {
 		fs = oxmIPv6(fs, ofp.XMTypeIPv6NDTarget, k.NDTarget, mk.NDTarget)
 	}
-	if proto == protoICMPv6 { // the prerequisites allow ICMPv6 over ETH_TYPE 0x0800 too
+	if proto == header.IPProtoICMPv6 { // the prerequisites allow ICMPv6 over ETH_TYPE 0x0800 too
 		if mk.ArpSHA != ([6]byte{}) {
 			fs = oxmMAC(fs, ofp.XMTypeIPv6NDSLL, k.ArpSHA, mk.ArpSHA)
 		}
