@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
@@ -218,7 +219,7 @@ func (ac *actionContext) modVLAN(set ofpwire.Action) []ofpwire.Action {
 		return []ofpwire.Action{set}
 	}
 	ac.pushed++
-	return []ofpwire.Action{&ofpwire.ActionPushVLAN{EtherType: 0x8100}, set}
+	return []ofpwire.Action{&ofpwire.ActionPushVLAN{EtherType: header.EtherTypeVLAN}, set}
 }
 
 // parseAction reads one action of an action list; the old-style rewrites
@@ -289,13 +290,13 @@ func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.A
 		}
 		switch name {
 		case "push_vlan":
-			if v != 0x8100 && v != 0x88a8 {
+			if v != header.EtherTypeVLAN && v != header.EtherTypeQinQ {
 				return nil, fmt.Errorf("push_vlan: ethertype %#x is not 0x8100 or 0x88a8", v)
 			}
 			ac.pushed++
 			return one(&ofpwire.ActionPushVLAN{EtherType: uint16(v)})
 		case "push_mpls":
-			if v != 0x8847 && v != 0x8848 {
+			if v != header.EtherTypeMPLS && v != header.EtherTypeMPLSMcast {
 				return nil, fmt.Errorf("push_mpls: ethertype %#x is not 0x8847 or 0x8848", v)
 			}
 			return one(&ofpwire.ActionPushMPLS{EtherType: uint16(v)})
@@ -372,11 +373,11 @@ func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.A
 		proto, _ := ac.match.Field(ofp.XMTypeIPProto)
 		var src, dst ofp.XMType
 		switch {
-		case proto.Value != nil && proto.Uint() == 6:
+		case proto.Value != nil && proto.Uint() == header.IPProtoTCP:
 			src, dst = ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst
-		case proto.Value != nil && proto.Uint() == 17:
+		case proto.Value != nil && proto.Uint() == header.IPProtoUDP:
 			src, dst = ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst
-		case proto.Value != nil && proto.Uint() == 132:
+		case proto.Value != nil && proto.Uint() == header.IPProtoSCTP:
 			src, dst = ofp.XMTypeSCTPSrc, ofp.XMTypeSCTPDst
 		default:
 			return nil, fmt.Errorf("%s needs a tcp, udp or sctp match", name)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
@@ -17,20 +18,6 @@ import (
 // portLocal is OFPP_LOCAL, the one reserved port a match may name.
 const portLocal = 0xfffffffe
 
-// Ethernet types and IP protocols the match syntax names.
-const (
-	ethIPv4     = 0x0800
-	ethARP      = 0x0806
-	ethIPv6     = 0x86dd
-	ethMPLS     = 0x8847
-	ethMPLSMc   = 0x8848
-	protoICMP   = 1
-	protoTCP    = 6
-	protoUDP    = 17
-	protoICMPv6 = 58
-	protoSCTP   = 132
-)
-
 // shorthand names the protocol keywords of ovs-ofctl: an exact EthType, and
 // an exact IP protocol when proto >= 0.
 var shorthands = []struct {
@@ -38,11 +25,11 @@ var shorthands = []struct {
 	eth   uint16
 	proto int
 }{
-	{"ip", ethIPv4, -1}, {"icmp", ethIPv4, protoICMP}, {"tcp", ethIPv4, protoTCP},
-	{"udp", ethIPv4, protoUDP}, {"sctp", ethIPv4, protoSCTP},
-	{"ipv6", ethIPv6, -1}, {"icmp6", ethIPv6, protoICMPv6}, {"tcp6", ethIPv6, protoTCP},
-	{"udp6", ethIPv6, protoUDP}, {"sctp6", ethIPv6, protoSCTP},
-	{"arp", ethARP, -1}, {"mpls", ethMPLS, -1}, {"mplsm", ethMPLSMc, -1},
+	{"ip", header.EtherTypeIPv4, -1}, {"icmp", header.EtherTypeIPv4, header.IPProtoICMP}, {"tcp", header.EtherTypeIPv4, header.IPProtoTCP},
+	{"udp", header.EtherTypeIPv4, header.IPProtoUDP}, {"sctp", header.EtherTypeIPv4, header.IPProtoSCTP},
+	{"ipv6", header.EtherTypeIPv6, -1}, {"icmp6", header.EtherTypeIPv6, header.IPProtoICMPv6}, {"tcp6", header.EtherTypeIPv6, header.IPProtoTCP},
+	{"udp6", header.EtherTypeIPv6, header.IPProtoUDP}, {"sctp6", header.EtherTypeIPv6, header.IPProtoSCTP},
+	{"arp", header.EtherTypeARP, -1}, {"mpls", header.EtherTypeMPLS, -1}, {"mplsm", header.EtherTypeMPLSMcast, -1},
 }
 
 // FormatMatch prints m in ovs-ofctl's flow syntax, e.g.
@@ -518,7 +505,7 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 			names[ofp.XMTypeIPProto], names[ofp.XMTypeARPOpcode] = name, name
 			var v uint64
 			if v, err = parseUint(val, 8); err == nil {
-				if eth == ethARP {
+				if eth == header.EtherTypeARP {
 					err = setU(ofp.XMTypeARPOpcode, v, 0xff)
 				} else {
 					err = setProto(int(v))
@@ -552,11 +539,11 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 		}
 	}
 	// nw_proto given before arp: an ARP opcode after all.
-	if eth == ethARP && fs[ofp.XMTypeIPProto].set {
+	if eth == header.EtherTypeARP && fs[ofp.XMTypeIPProto].set {
 		fs[ofp.XMTypeARPOpcode], fs[ofp.XMTypeIPProto] = fs[ofp.XMTypeIPProto], field{}
 	}
 	// nw_src and nw_dst of ARP are its protocol addresses, as in ovs-ofctl.
-	if eth == ethARP {
+	if eth == header.EtherTypeARP {
 		for _, m := range [][2]ofp.XMType{{ofp.XMTypeIPv4Src, ofp.XMTypeARPSPA}, {ofp.XMTypeIPv4Dst, ofp.XMTypeARPTPA}} {
 			if fs[m[0]].set {
 				if fs[m[1]].set {
@@ -569,7 +556,7 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 	}
 	// tp_* name ports, icmp_* ICMP's type and code, as String prints them.
 	src, dst, hasTp := ofmatch.TransportFields(proto)
-	icmp := proto == protoICMP || proto == protoICMPv6
+	icmp := proto == header.IPProtoICMP || proto == header.IPProtoICMPv6
 	for i, d := range []struct {
 		f    *field
 		to   ofp.XMType
