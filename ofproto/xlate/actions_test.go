@@ -8,6 +8,7 @@ import (
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 
@@ -27,14 +28,14 @@ func setB(f ofp.XMType, b ...byte) *ofpwire.ActionSetField {
 func TestTranslateNewActions(t *testing.T) {
 	ipv4 := ipv4Key()
 	v6 := ipv4Key()
-	v6.EthType = ethIPv6
-	arp := flow.Key{InPort: 1, EthType: ethARP, NwProto: 1, IPv4Src: 1, IPv4Dst: 2}
-	icmp4 := flow.Key{InPort: 1, EthType: ethIPv4, NwProto: protoICMP, NwTTL: 9, TpSrc: 8}
-	ns := flow.Key{InPort: 1, EthType: ethIPv6, NwProto: protoICMPv6, TpSrc: icmpv6NS, ArpSHA: [6]byte{2, 0, 0, 0, 0, 1}}
+	v6.EthType = header.EtherTypeIPv6
+	arp := flow.Key{InPort: 1, EthType: header.EtherTypeARP, NwProto: 1, IPv4Src: 1, IPv4Dst: 2}
+	icmp4 := flow.Key{InPort: 1, EthType: header.EtherTypeIPv4, NwProto: header.IPProtoICMP, NwTTL: 9, TpSrc: 8}
+	ns := flow.Key{InPort: 1, EthType: header.EtherTypeIPv6, NwProto: header.IPProtoICMPv6, TpSrc: header.ICMPv6NeighborSolicit, ArpSHA: [6]byte{2, 0, 0, 0, 0, 1}}
 	nsNoOpt := ns
 	nsNoOpt.ArpSHA = [6]byte{}
-	echo6 := flow.Key{InPort: 1, EthType: ethIPv6, NwProto: protoICMPv6, TpSrc: 128}
-	pbb := flow.Key{InPort: 1, EthType: ethPBB, PBBISID: 0x123456}
+	echo6 := flow.Key{InPort: 1, EthType: header.EtherTypeIPv6, NwProto: header.IPProtoICMPv6, TpSrc: 128}
+	pbb := flow.Key{InPort: 1, EthType: header.EtherTypePBB, PBBISID: 0x123456}
 	tagged := ipv4Key()
 	tagged.VLAN[0] = flow.VLANTag{TPID: 0x8100, TCI: 5<<13 | 10}
 	pushM := &ofpwire.ActionPushMPLS{EtherType: 0x8847}
@@ -154,25 +155,25 @@ func TestTranslateNewActions(t *testing.T) {
 			key: icmp4, want: nil},
 		{name: "set nd target and sll", flows: []flowSpec{{0, 1, nil, ins(apply(
 			setB(ofp.XMTypeIPv6NDTarget, 0x20, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7), setB(ofp.XMTypeIPv6NDSLL, 2, 0, 0, 0, 0, 7)), gotoT(1))},
-			{1, 1, []ofpwire.OXM{oxm(ofp.XMTypeEthType, ethIPv6), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, 135),
+			{1, 1, []ofpwire.OXM{oxm(ofp.XMTypeEthType, header.EtherTypeIPv6), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, 135),
 				ofpwire.NewOXM(ofp.XMTypeIPv6NDSLL, []byte{2, 0, 0, 0, 0, 7})}, ins(apply(out(2)))}}, key: ns,
 			want: actions.List{{Kind: actions.SetNDTarget, Addr: [16]byte{0x20, 1, 15: 7}},
 				{Kind: actions.SetNDSLL, Addr: [16]byte{2, 0, 0, 0, 0, 7}}, dpOut(2)}},
 		{name: "set nd sll without the option leaves it unknown", flows: []flowSpec{
 			{0, 1, nil, ins(apply(setB(ofp.XMTypeIPv6NDSLL, 2, 0, 0, 0, 0, 7)), gotoT(1))},
-			{1, 1, []ofpwire.OXM{oxm(ofp.XMTypeEthType, ethIPv6), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, 135),
+			{1, 1, []ofpwire.OXM{oxm(ofp.XMTypeEthType, header.EtherTypeIPv6), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, 135),
 				ofpwire.NewOXM(ofp.XMTypeIPv6NDSLL, []byte{2, 0, 0, 0, 0, 7})}, ins(apply(out(2)))}}, key: nsNoOpt,
 			err: ErrUnsupported},
 		{name: "set nd tll on a solicitation does nothing", flows: []flowSpec{{0, 1, nil, ins(apply(setB(ofp.XMTypeIPv6NDTLL, 2, 0, 0, 0, 0, 7)))}},
 			key: ns, want: nil},
 		{name: "icmpv6 echo turned into ND makes the ND fields unknown", flows: []flowSpec{
-			{0, 1, nil, ins(apply(setF(ofp.XMTypeICMPv6Type, icmpv6NS)), gotoT(1))},
-			{1, 1, []ofpwire.OXM{oxm(ofp.XMTypeEthType, ethIPv6), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, 135),
+			{0, 1, nil, ins(apply(setF(ofp.XMTypeICMPv6Type, header.ICMPv6NeighborSolicit)), gotoT(1))},
+			{1, 1, []ofpwire.OXM{oxm(ofp.XMTypeEthType, header.EtherTypeIPv6), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, 135),
 				ofpwire.NewOXM(ofp.XMTypeIPv6NDTarget, make([]byte, 16))}, ins(apply(out(2)))}}, key: echo6,
 			err: ErrUnsupported},
 		{name: "ND turned into echo clears the ND fields", flows: []flowSpec{
 			{0, 1, nil, ins(apply(setF(ofp.XMTypeICMPv6Type, 128)), gotoT(1))},
-			{1, 1, []ofpwire.OXM{oxm(ofp.XMTypeEthType, ethIPv6), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, 135)}, ins(apply(out(2)))},
+			{1, 1, []ofpwire.OXM{oxm(ofp.XMTypeEthType, header.EtherTypeIPv6), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, 135)}, ins(apply(out(2)))},
 			{1, 0, nil, ins(apply(out(3)))}}, key: ns,
 			want: actions.List{{Kind: actions.SetICMPType, Val8: 128}, dpOut(3)}},
 		{name: "masked vlan vid", flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionSetField{
@@ -240,7 +241,7 @@ func TestGroupBucketNewSetFieldsUndone(t *testing.T) {
 	// ICMP type/code and ARP fields use their own restore actions.
 	gt2 := pipeline.NewGroupTable()
 	addGroup(t, gt2, 1, ofp.GroupTypeAll, bkt(setF(ofp.XMTypeICMPv4Type, 0), out(2)), bkt(out(3)))
-	icmp := flow.Key{InPort: 1, EthType: ethIPv4, NwProto: protoICMP, TpSrc: 8}
+	icmp := flow.Key{InPort: 1, EthType: header.EtherTypeIPv4, NwProto: header.IPProtoICMP, TpSrc: 8}
 	res = translateGroups(t, ins(apply(grp(1))), gt2, icmp, nil)
 	want = actions.List{{Kind: actions.SetICMPType, Val8: 0}, dpOut(2), {Kind: actions.SetICMPType, Val8: 8}, dpOut(3)}
 	if !slices.Equal(res.Actions, want) {
@@ -248,7 +249,7 @@ func TestGroupBucketNewSetFieldsUndone(t *testing.T) {
 	}
 	gt3 := pipeline.NewGroupTable()
 	addGroup(t, gt3, 1, ofp.GroupTypeAll, bkt(setF(ofp.XMTypeARPTPA, 9), out(2)), bkt(out(3)))
-	arp := flow.Key{InPort: 1, EthType: ethARP, NwProto: 1, IPv4Dst: 0x0a000001}
+	arp := flow.Key{InPort: 1, EthType: header.EtherTypeARP, NwProto: 1, IPv4Dst: 0x0a000001}
 	res = translateGroups(t, ins(apply(grp(1))), gt3, arp, nil)
 	want = actions.List{{Kind: actions.SetARPTPA, Addr: [16]byte{0, 0, 0, 9}}, dpOut(2),
 		{Kind: actions.SetARPTPA, Addr: [16]byte{10, 0, 0, 1}}, dpOut(3)}

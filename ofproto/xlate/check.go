@@ -1,6 +1,7 @@
 package xlate
 
 import (
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
@@ -75,7 +76,7 @@ func checkAction(a ofpwire.Action, packetOut bool) error {
 		}
 		return badAction(ofpwire.BACBadOutPort)
 	case *ofpwire.ActionPushVLAN:
-		if a.EtherType != 0x8100 && a.EtherType != 0x88a8 {
+		if a.EtherType != header.EtherTypeVLAN && a.EtherType != header.EtherTypeQinQ {
 			return badAction(ofpwire.BACBadArgument)
 		}
 	case *ofpwire.ActionPushMPLS:
@@ -87,7 +88,7 @@ func checkAction(a ofpwire.Action, packetOut bool) error {
 			return badAction(ofpwire.BACBadArgument)
 		}
 	case *ofpwire.ActionPushPBB:
-		if a.EtherType != ethPBB {
+		if a.EtherType != header.EtherTypePBB {
 			return badAction(ofpwire.BACBadArgument)
 		}
 	case *ofpwire.ActionSetField:

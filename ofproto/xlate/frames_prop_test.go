@@ -16,6 +16,7 @@ import (
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
@@ -82,7 +83,7 @@ func l3Layers(r *rand.Rand, kind int) (layers.EthernetType, []gopacket.Serializa
 		}
 		ip.NextHeader = layers.IPProtocolICMPv6
 		if kind == 4 {
-			ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(icmpv6NS, 0)}
+			ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(header.ICMPv6NeighborSolicit, 0)}
 			_ = ic.SetNetworkLayerForChecksum(ip)
 			ns := &layers.ICMPv6NeighborSolicitation{TargetAddress: net.IP(fV6[1][:])}
 			if r.Intn(2) == 0 {
@@ -123,7 +124,7 @@ func randFrame(t testing.TB, r *rand.Rand) []byte {
 		ct, in := l3Layers(r, 0)
 		cust := serialize(t, append([]gopacket.SerializableLayer{&layers.Ethernet{SrcMAC: eth.DstMAC, DstMAC: eth.SrcMAC, EthernetType: ct}}, in...)...)
 		itag := binary.BigEndian.AppendUint32(nil, pick(r, fISID))
-		typ = ethPBB
+		typ = header.EtherTypePBB
 		ls = append(ls, gopacket.Payload(append(itag, cust...)))
 	default:
 		typ, ls = l3Layers(r, kind)
@@ -193,7 +194,7 @@ func randNewSetField(r *rand.Rand) ofpwire.Action {
 	case 8:
 		return setF(ofp.XMTypeICMPv4Type, uint64(pick(r, []uint8{0, 8})))
 	case 9:
-		return setF(ofp.XMTypeICMPv6Type, uint64(pick(r, []uint8{128, icmpv6NS, icmpv6NA})))
+		return setF(ofp.XMTypeICMPv6Type, uint64(pick(r, []uint8{128, header.ICMPv6NeighborSolicit, header.ICMPv6NeighborAdvert})))
 	case 10:
 		return setB(ofp.XMTypeIPv6NDTarget, sl16(pick(r, fV6))...)
 	case 11:
@@ -235,14 +236,14 @@ func randFrameMatch(r *rand.Rand, table uint8) []ofpwire.OXM {
 	case 6:
 		fs = append(fs, oxm(ofp.XMTypeEthType, 0x0800), oxm(ofp.XMTypeIPProto, 17), oxm(ofp.XMTypeUDPDst, 53))
 	case 7:
-		fs = append(fs, oxm(ofp.XMTypeEthType, 0x86dd), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, icmpv6NS))
+		fs = append(fs, oxm(ofp.XMTypeEthType, 0x86dd), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, header.ICMPv6NeighborSolicit))
 	case 8:
 		fs = append(fs, oxm(ofp.XMTypeTunnelID, uint64(r.Intn(3))))
 	case 9:
-		fs = append(fs, oxm(ofp.XMTypeEthType, 0x86dd), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, icmpv6NS),
+		fs = append(fs, oxm(ofp.XMTypeEthType, 0x86dd), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, header.ICMPv6NeighborSolicit),
 			ofpwire.NewOXM(ofp.XMTypeIPv6NDTarget, sl16(pick(r, fV6))))
 	case 10:
-		fs = append(fs, oxm(ofp.XMTypeEthType, 0x86dd), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, icmpv6NS),
+		fs = append(fs, oxm(ofp.XMTypeEthType, 0x86dd), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, header.ICMPv6NeighborSolicit),
 			ofpwire.NewOXM(ofp.XMTypeIPv6NDSLL, []byte{2, 0, 0, 0, 0, byte(r.Intn(3))}))
 	}
 	if table > 0 && r.Intn(3) == 0 {
@@ -370,7 +371,7 @@ func (f *frameRef) invalidTTL() {
 
 func (f *frameRef) action(a ofpwire.Action) {
 	k := &f.p.Key
-	isIP := k.EthType == ethIPv4 || k.EthType == ethIPv6
+	isIP := k.EthType == header.EtherTypeIPv4 || k.EthType == header.EtherTypeIPv6
 	isMPLS := isMPLSType(k.EthType)
 	switch a := a.(type) {
 	case *ofpwire.ActionOutput:
@@ -410,10 +411,10 @@ func (f *frameRef) action(a ofpwire.Action) {
 			pcp = uint8(k.VLAN[0].TCI>>13) << 5
 		}
 		var isid uint32
-		if k.EthType == ethPBB {
+		if k.EthType == header.EtherTypePBB {
 			isid = k.PBBISID
 		}
-		f.apply(actions.Action{Kind: actions.PushPBB, Val16: ethPBB, Val8: pcp, Port: isid})
+		f.apply(actions.Action{Kind: actions.PushPBB, Val16: header.EtherTypePBB, Val8: pcp, Port: isid})
 	case *ofpwire.ActionPopPBB:
 		f.apply(actions.Action{Kind: actions.PopPBB})
 	case *ofpwire.ActionSetMPLSTTL:
@@ -466,9 +467,9 @@ func (f *frameRef) action(a ofpwire.Action) {
 func (f *frameRef) setField(o ofpwire.OXM) {
 	k := &f.p.Key
 	v := o.Uint()
-	ipv4, ipv6 := k.EthType == ethIPv4, k.EthType == ethIPv6
+	ipv4, ipv6 := k.EthType == header.EtherTypeIPv4, k.EthType == header.EtherTypeIPv6
 	l4 := func(proto uint8) bool { return (ipv4 || ipv6) && k.NwProto == proto && k.NwFrag&flow.FragLater == 0 }
-	nd := l4(protoICMPv6) && ipv6 && k.TpDst == 0
+	nd := l4(header.IPProtoICMPv6) && ipv6 && k.TpDst == 0
 	a := actions.Action{}
 	copy(a.Addr[:], o.Value)
 	ok := true
@@ -498,35 +499,35 @@ func (f *frameRef) setField(o ofpwire.OXM) {
 	case ofp.XMTypeIPv6FLabel:
 		a, ok = actions.Action{Kind: actions.SetIPv6Label, Port: uint32(v)}, ipv6
 	case ofp.XMTypeTCPDst:
-		a, ok = actions.Action{Kind: actions.SetL4Dst, Val16: uint16(v)}, l4(protoTCP)
+		a, ok = actions.Action{Kind: actions.SetL4Dst, Val16: uint16(v)}, l4(header.IPProtoTCP)
 	case ofp.XMTypeUDPDst:
-		a, ok = actions.Action{Kind: actions.SetL4Dst, Val16: uint16(v)}, l4(protoUDP)
+		a, ok = actions.Action{Kind: actions.SetL4Dst, Val16: uint16(v)}, l4(header.IPProtoUDP)
 	case ofp.XMTypeICMPv4Type:
-		a, ok = actions.Action{Kind: actions.SetICMPType, Val8: uint8(v)}, ipv4 && l4(protoICMP)
+		a, ok = actions.Action{Kind: actions.SetICMPType, Val8: uint8(v)}, ipv4 && l4(header.IPProtoICMP)
 	case ofp.XMTypeICMPv6Type, ofp.XMTypeICMPv6Code:
-		a, ok = actions.Action{Kind: actions.SetICMPType, Val8: uint8(v)}, ipv6 && l4(protoICMPv6)
+		a, ok = actions.Action{Kind: actions.SetICMPType, Val8: uint8(v)}, ipv6 && l4(header.IPProtoICMPv6)
 		if o.Field == ofp.XMTypeICMPv6Code {
 			a.Kind = actions.SetICMPCode
 		}
 	case ofp.XMTypeIPv6NDTarget:
-		a.Kind, ok = actions.SetNDTarget, nd && (k.TpSrc == icmpv6NS || k.TpSrc == icmpv6NA)
+		a.Kind, ok = actions.SetNDTarget, nd && (k.TpSrc == header.ICMPv6NeighborSolicit || k.TpSrc == header.ICMPv6NeighborAdvert)
 	case ofp.XMTypeIPv6NDSLL:
-		a.Kind, ok = actions.SetNDSLL, nd && k.TpSrc == icmpv6NS
+		a.Kind, ok = actions.SetNDSLL, nd && k.TpSrc == header.ICMPv6NeighborSolicit
 	case ofp.XMTypeARPOpcode:
-		a, ok = actions.Action{Kind: actions.SetARPOp, Val16: uint16(v)}, k.EthType == ethARP
+		a, ok = actions.Action{Kind: actions.SetARPOp, Val16: uint16(v)}, k.EthType == header.EtherTypeARP
 	case ofp.XMTypeARPSPA, ofp.XMTypeARPTPA:
-		a.Kind, ok = actions.SetARPSPA, k.EthType == ethARP
+		a.Kind, ok = actions.SetARPSPA, k.EthType == header.EtherTypeARP
 		if o.Field == ofp.XMTypeARPTPA {
 			a.Kind = actions.SetARPTPA
 		}
 	case ofp.XMTypeARPTHA:
-		a.Kind, ok = actions.SetARPTHA, k.EthType == ethARP
+		a.Kind, ok = actions.SetARPTHA, k.EthType == header.EtherTypeARP
 	case ofp.XMTypeMPLSLabel:
 		a, ok = actions.Action{Kind: actions.SetMPLSLabel, Port: uint32(v)}, isMPLSType(k.EthType)
 	case ofp.XMTypeMPLSTC:
 		a, ok = actions.Action{Kind: actions.SetMPLSTC, Val8: uint8(v)}, isMPLSType(k.EthType)
 	case ofp.XMTypePBBISID:
-		a, ok = actions.Action{Kind: actions.SetPBBISID, Port: uint32(v)}, k.EthType == ethPBB
+		a, ok = actions.Action{Kind: actions.SetPBBISID, Port: uint32(v)}, k.EthType == header.EtherTypePBB
 	case ofp.XMTypeTunnelID:
 		a = actions.Action{Kind: actions.SetTunnelID}
 		binary.BigEndian.PutUint64(a.Addr[:8], v)

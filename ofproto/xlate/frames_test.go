@@ -11,6 +11,7 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
@@ -134,7 +135,7 @@ func TestFramePushPBB(t *testing.T) {
 func TestFrameSetNDTarget(t *testing.T) {
 	ip := &layers.IPv6{Version: 6, HopLimit: 255, NextHeader: layers.IPProtocolICMPv6,
 		SrcIP: net.ParseIP("2001:db8::1"), DstIP: net.ParseIP("ff02::1:ff00:2")}
-	ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(icmpv6NS, 0)}
+	ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(header.ICMPv6NeighborSolicit, 0)}
 	_ = ic.SetNetworkLayerForChecksum(ip)
 	ns := &layers.ICMPv6NeighborSolicitation{TargetAddress: net.ParseIP("2001:db8::2"),
 		Options: layers.ICMPv6Options{{Type: layers.ICMPv6OptSourceAddress, Data: []byte{2, 0, 0, 0, 0, 1}}}}

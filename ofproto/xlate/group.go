@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 
 	"github.com/netrack/openflow/ofp"
@@ -99,21 +100,21 @@ func (x *xlator) flowHash() uint32 {
 	m.VLAN[0].TCI, m.VLAN[1].TCI = 0x0fff, 0x0fff
 	x.consult(&flow.Mask{EthType: 0xffff})
 	switch x.key.EthType {
-	case ethIPv4, ethIPv6:
+	case header.EtherTypeIPv4, header.EtherTypeIPv6:
 		m.NwProto = 0xff
-		if x.key.EthType == ethIPv4 {
+		if x.key.EthType == header.EtherTypeIPv4 {
 			m.IPv4Src, m.IPv4Dst = ^uint32(0), ^uint32(0)
 		} else {
 			m.IPv6Src, m.IPv6Dst = ones16, ones16
 		}
 		x.consult(&flow.Mask{NwProto: 0xff, NwFrag: flow.FragLater})
 		switch x.key.NwProto {
-		case protoTCP, protoUDP, protoSCTP, protoICMP, protoICMPv6:
+		case header.IPProtoTCP, header.IPProtoUDP, header.IPProtoSCTP, header.IPProtoICMP, header.IPProtoICMPv6:
 			if x.key.NwFrag&flow.FragLater == 0 {
 				m.TpSrc, m.TpDst = 0xffff, 0xffff
 			}
 		}
-	case ethARP:
+	case header.EtherTypeARP:
 		m.IPv4Src, m.IPv4Dst = ^uint32(0), ^uint32(0)
 	}
 	x.consult(&m)

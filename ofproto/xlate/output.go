@@ -5,6 +5,7 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/normal"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
@@ -202,7 +203,7 @@ func (x *xlator) normal() error {
 		want := orig
 		switch o.VLAN {
 		case normal.VLANPush:
-			want = tagState{present: true, tpid: 0x8100, tci: o.VID & 0x0fff}
+			want = tagState{present: true, tpid: header.EtherTypeVLAN, tci: o.VID & 0x0fff}
 		case normal.VLANPop:
 			want = tagState{}
 		case normal.VLANRewrite:

@@ -5,19 +5,10 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
-)
-
-// More Ethernet types and IP protocols that set-field prerequisites test.
-const (
-	ethARP      = 0x0806
-	ethPBB      = 0x88e7
-	protoICMP   = 1
-	protoICMPv6 = 58
-	icmpv6NS    = 135
-	icmpv6NA    = 136
 )
 
 var ones6 = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
@@ -100,11 +91,11 @@ func (x *xlator) l4Prereq(proto uint8) bool {
 func l4Proto(f ofp.XMType) uint8 {
 	switch f {
 	case ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst:
-		return protoTCP
+		return header.IPProtoTCP
 	case ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst:
-		return protoUDP
+		return header.IPProtoUDP
 	}
-	return protoSCTP
+	return header.IPProtoSCTP
 }
 
 // ethTypeIs reports whether the packet's Ethernet type is t, consulting it.
@@ -117,13 +108,13 @@ func (x *xlator) ethTypeIs(t uint16) bool {
 // message whose type and code the key holds.
 func (x *xlator) icmpPrereq(v6 bool) bool {
 	if v6 {
-		return x.l4Prereq(protoICMPv6) && x.key.EthType == ethIPv6
+		return x.l4Prereq(header.IPProtoICMPv6) && x.key.EthType == header.EtherTypeIPv6
 	}
-	return x.l4Prereq(protoICMP) && x.key.EthType == ethIPv4
+	return x.l4Prereq(header.IPProtoICMP) && x.key.EthType == header.EtherTypeIPv4
 }
 
 // ndPrereq reports whether the packet is a neighbour solicitation (typ
-// icmpv6NS), advertisement (icmpv6NA), or either (typ 0) that extraction
+// header.ICMPv6NeighborSolicit), advertisement (header.ICMPv6NeighborAdvert), or either (typ 0) that extraction
 // parses: ICMPv6 code 0 too.
 func (x *xlator) ndPrereq(typ uint16) bool {
 	if !x.icmpPrereq(true) {
@@ -131,13 +122,15 @@ func (x *xlator) ndPrereq(typ uint16) bool {
 	}
 	x.consult(&flow.Mask{TpSrc: 0xffff, TpDst: 0xffff})
 	t := x.key.TpSrc
-	if x.key.TpDst != 0 || (t != icmpv6NS && t != icmpv6NA) {
+	if x.key.TpDst != 0 || (t != header.ICMPv6NeighborSolicit && t != header.ICMPv6NeighborAdvert) {
 		return false
 	}
 	return typ == 0 || t == typ
 }
 
-func isND(typ, code uint16) bool { return (typ == icmpv6NS || typ == icmpv6NA) && code == 0 }
+func isND(typ, code uint16) bool {
+	return (typ == header.ICMPv6NeighborSolicit || typ == header.ICMPv6NeighborAdvert) && code == 0
+}
 
 // known clears the unknown bits of the field set marks: a set-field wrote
 // it, so its value is the translation's.
@@ -213,7 +206,7 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 	case ofp.XMTypeIPv4Src, ofp.XMTypeIPv4Dst, ofp.XMTypeARPSPA, ofp.XMTypeARPTPA:
 		// ARP's protocol addresses live in the key's IPv4 address fields.
 		arp := f.Field == ofp.XMTypeARPSPA || f.Field == ofp.XMTypeARPTPA
-		if arp && !x.ethTypeIs(ethARP) || !arp && !x.ethTypeIs(ethIPv4) {
+		if arp && !x.ethTypeIs(header.EtherTypeARP) || !arp && !x.ethTypeIs(header.EtherTypeIPv4) {
 			return nil
 		}
 		src := f.Field == ofp.XMTypeIPv4Src || f.Field == ofp.XMTypeARPSPA
@@ -225,7 +218,7 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 		act.Kind = ipv4SetKind(arp, src)
 		copy(act.Addr[:], f.Value)
 	case ofp.XMTypeIPv6Src, ofp.XMTypeIPv6Dst:
-		if !x.ethTypeIs(ethIPv6) {
+		if !x.ethTypeIs(header.EtherTypeIPv6) {
 			return nil
 		}
 		act.Kind = actions.SetIPv6Src
@@ -237,13 +230,13 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 		}
 		copy(act.Addr[:], f.Value)
 	case ofp.XMTypeIPv6FLabel:
-		if !x.ethTypeIs(ethIPv6) {
+		if !x.ethTypeIs(header.EtherTypeIPv6) {
 			return nil
 		}
 		k.IPv6Label, w.IPv6Label, u.IPv6Label = uint32(v)&0xfffff, ^uint32(0), 0
 		act = actions.Action{Kind: actions.SetIPv6Label, Port: uint32(v) & 0xfffff}
 	case ofp.XMTypeARPOpcode:
-		if !x.ethTypeIs(ethARP) {
+		if !x.ethTypeIs(header.EtherTypeARP) {
 			return nil
 		}
 		// The key holds the opcode only when it fits a byte, as extraction.
@@ -253,7 +246,7 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 		}
 		act = actions.Action{Kind: actions.SetARPOp, Val16: uint16(v)}
 	case ofp.XMTypeARPSHA, ofp.XMTypeARPTHA:
-		if !x.ethTypeIs(ethARP) {
+		if !x.ethTypeIs(header.EtherTypeARP) {
 			return nil
 		}
 		act.Kind = actions.SetARPSHA
@@ -284,10 +277,10 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 		copy(act.Addr[:], f.Value)
 	case ofp.XMTypeIPv6NDSLL, ofp.XMTypeIPv6NDTLL:
 		sll := f.Field == ofp.XMTypeIPv6NDSLL
-		typ, field, kind := uint16(icmpv6NS), &k.ArpSHA, actions.SetNDSLL
+		typ, field, kind := uint16(header.ICMPv6NeighborSolicit), &k.ArpSHA, actions.SetNDSLL
 		wf, uf := &w.ArpSHA, &u.ArpSHA
 		if !sll {
-			typ, field, kind = icmpv6NA, &k.ArpTHA, actions.SetNDTLL
+			typ, field, kind = header.ICMPv6NeighborAdvert, &k.ArpTHA, actions.SetNDTLL
 			wf, uf = &w.ArpTHA, &u.ArpTHA
 		}
 		if !x.ndPrereq(typ) {
@@ -331,7 +324,7 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 	case ofp.XMTypeIPProto:
 		return x.setIPProto(uint8(v))
 	case ofp.XMTypePBBISID:
-		if !x.ethTypeIs(ethPBB) {
+		if !x.ethTypeIs(header.EtherTypePBB) {
 			return nil
 		}
 		k.PBBISID, w.PBBISID, u.PBBISID = uint32(v)&0xffffff, ^uint32(0), 0
@@ -451,11 +444,11 @@ func (x *xlator) setEthType(typ uint16) error {
 // ports sit in the first four bytes (0 for the others).
 func portHeaderLen(proto uint8) int {
 	switch proto {
-	case protoTCP:
+	case header.IPProtoTCP:
 		return 20
-	case protoUDP:
+	case header.IPProtoUDP:
 		return 8
-	case protoSCTP:
+	case header.IPProtoSCTP:
 		return 12
 	}
 	return 0
@@ -484,7 +477,7 @@ func (x *xlator) setIPProto(proto uint8) error {
 	x.consult(&flow.Mask{NwProto: 0xff, NwFrag: 0xff})
 	k := &x.key
 	old := k.NwProto
-	if old == proto || k.EthType == ethIPv6 && !ipv6ChainEnds(old) {
+	if old == proto || k.EthType == header.EtherTypeIPv6 && !ipv6ChainEnds(old) {
 		return nil
 	}
 	k.NwProto, x.written.NwProto, x.unknown.NwProto = proto, 0xff, 0

@@ -18,6 +18,7 @@ import (
 
 	"github.com/netrack/openflow/ofp"
 
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/internal/checksumref"
 )
 
@@ -118,7 +119,7 @@ func frameND(t testing.TB, typ uint8) []byte {
 	ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(typ, 0)}
 	_ = ic.SetNetworkLayerForChecksum(ip)
 	var body gopacket.SerializableLayer
-	if typ == icmpv6NS {
+	if typ == header.ICMPv6NeighborSolicit {
 		body = &layers.ICMPv6NeighborSolicitation{TargetAddress: sfV6b,
 			Options: layers.ICMPv6Options{{Type: layers.ICMPv6OptSourceAddress, Data: []byte(sfMAC1)}}}
 	} else {
@@ -457,20 +458,20 @@ var setFieldCases = []setFieldCase{
 			t.Fatalf("code %d", l.TypeCode.Code())
 		}
 	}},
-	{"ipv6_nd_target", ofp.XMTypeIPv6NDTarget, net.ParseIP("2001:db8::99"), func(t testing.TB) []byte { return frameND(t, icmpv6NS) },
+	{"ipv6_nd_target", ofp.XMTypeIPv6NDTarget, net.ParseIP("2001:db8::99"), func(t testing.TB) []byte { return frameND(t, header.ICMPv6NeighborSolicit) },
 		func(t *testing.T, _ []byte, pk gopacket.Packet) {
 			if l := layerOf[*layers.ICMPv6NeighborSolicitation](t, pk, layers.LayerTypeICMPv6NeighborSolicitation); !l.TargetAddress.Equal(net.ParseIP("2001:db8::99")) {
 				t.Fatalf("target %v", l.TargetAddress)
 			}
 		}},
-	{"ipv6_nd_sll", ofp.XMTypeIPv6NDSLL, mac(2, 5, 5, 5, 5, 5), func(t testing.TB) []byte { return frameND(t, icmpv6NS) },
+	{"ipv6_nd_sll", ofp.XMTypeIPv6NDSLL, mac(2, 5, 5, 5, 5, 5), func(t testing.TB) []byte { return frameND(t, header.ICMPv6NeighborSolicit) },
 		func(t *testing.T, _ []byte, pk gopacket.Packet) {
 			l := layerOf[*layers.ICMPv6NeighborSolicitation](t, pk, layers.LayerTypeICMPv6NeighborSolicitation)
 			if len(l.Options) != 1 || !bytes.Equal(l.Options[0].Data, mac(2, 5, 5, 5, 5, 5)) {
 				t.Fatalf("options %+v", l.Options)
 			}
 		}},
-	{"ipv6_nd_tll", ofp.XMTypeIPv6NDTLL, mac(2, 4, 4, 4, 4, 4), func(t testing.TB) []byte { return frameND(t, icmpv6NA) },
+	{"ipv6_nd_tll", ofp.XMTypeIPv6NDTLL, mac(2, 4, 4, 4, 4, 4), func(t testing.TB) []byte { return frameND(t, header.ICMPv6NeighborAdvert) },
 		func(t *testing.T, _ []byte, pk gopacket.Packet) {
 			l := layerOf[*layers.ICMPv6NeighborAdvertisement](t, pk, layers.LayerTypeICMPv6NeighborAdvertisement)
 			if len(l.Options) != 1 || !bytes.Equal(l.Options[0].Data, mac(2, 4, 4, 4, 4, 4)) {

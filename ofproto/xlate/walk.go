@@ -5,6 +5,7 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 
@@ -251,7 +252,7 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 
 func (x *xlator) isIP() bool {
 	x.consult(&flow.Mask{EthType: 0xffff})
-	return x.key.EthType == ethIPv4 || x.key.EthType == ethIPv6
+	return x.key.EthType == header.EtherTypeIPv4 || x.key.EthType == header.EtherTypeIPv6
 }
 
 func (x *xlator) decTTL(table uint8) error {

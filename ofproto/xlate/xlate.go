@@ -99,15 +99,6 @@ func ParseControllerArg(arg uint32) (reason ofp.PacketInReason, table uint8, max
 	return ofp.PacketInReason(arg >> 16), uint8(arg >> 24), uint16(arg)
 }
 
-// Ethernet types and IP protocols that set-field prerequisites test.
-const (
-	ethIPv4   = 0x0800
-	ethIPv6   = 0x86dd
-	protoTCP  = 6
-	protoUDP  = 17
-	protoSCTP = 132
-)
-
 // xlator is the state of one walk.
 type xlator struct {
 	p       *pipeline.Pipeline
