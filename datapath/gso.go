@@ -53,8 +53,8 @@ func tcpPartial(pkt *packet.Packet) bool {
 	g := o.GSOType &^ vnethdr.GSOECN
 	return (g == vnethdr.GSOTCPv4 || g == vnethdr.GSOTCPv6) && o.Flags&packet.OffloadNeedsCsum != 0 &&
 		pkt.KeyValid && pkt.Key.NwProto == header.IPProtoTCP && pkt.Offsets.L4 != flow.NoOffset &&
-		int(pkt.Offsets.L4) == int(o.CsumStart) && o.CsumOffset == 16 &&
-		int(o.CsumStart)+18 <= pkt.Len()
+		int(pkt.Offsets.L4) == int(o.CsumStart) && o.CsumOffset == header.TCPChecksumOff &&
+		int(o.CsumStart)+header.TCPChecksumOff+2 <= pkt.Len()
 }
 
 // apply runs a on pkt. Only frames kept whole with a partial checksum

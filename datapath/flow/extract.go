@@ -50,13 +50,6 @@ import "github.com/vswitch-go/vswitch/datapath/header"
 //   - Offsets always fit in 16 bits below NoOffset: the deepest header a key
 //     reads starts at most 30 + 40 + 16*2048 bytes into the frame.
 
-const (
-	icmp6NeighborSolicit = 135
-	icmp6NeighborAdvert  = 136
-	ndOptSourceLLAddr    = 1
-	ndOptTargetLLAddr    = 2
-)
-
 // maxIPv6ExtHeaders bounds the extension-header walk so that a crafted chain
 // cannot make one packet cost much more than another (and keeps offsets
 // within 16 bits).
@@ -386,7 +379,7 @@ func extractL4(h []byte, p int, v6 bool, k *Key, off *Offsets) Status {
 		}
 		k.TpSrc, k.TpDst = uint16(h[0]), uint16(h[1])
 		off.L4 = uint16(p)
-		if (h[0] == icmp6NeighborSolicit || h[0] == icmp6NeighborAdvert) && h[1] == 0 {
+		if (h[0] == header.ICMPv6NeighborSolicit || h[0] == header.ICMPv6NeighborAdvert) && h[1] == 0 {
 			return extractND(h, k)
 		}
 	}
@@ -400,9 +393,9 @@ func extractND(h []byte, k *Key) Status {
 		return Truncated
 	}
 	k.NDTarget = [16]byte(h[8:24])
-	want := uint8(ndOptSourceLLAddr)
-	if h[0] == icmp6NeighborAdvert {
-		want = ndOptTargetLLAddr
+	want := uint8(header.NDOptSourceLLAddr)
+	if h[0] == header.ICMPv6NeighborAdvert {
+		want = header.NDOptTargetLLAddr
 	}
 	seen := false
 	opts := h[24:]
@@ -422,7 +415,7 @@ func extractND(h []byte, k *Key) Status {
 				return badND(k)
 			}
 			seen = true
-			if want == ndOptSourceLLAddr {
+			if want == header.NDOptSourceLLAddr {
 				k.ArpSHA = [6]byte(opts[2:8])
 			} else {
 				k.ArpTHA = [6]byte(opts[2:8])

@@ -198,7 +198,7 @@ func (f *formatter) payload(k *Key, m *Mask) {
 	case k.NwProto == header.IPProtoICMPv6 && v6:
 		f.group("icmpv6", fieldU("type", uint64(k.TpSrc), uint64(m.TpSrc), 0xff),
 			fieldU("code", uint64(k.TpDst), uint64(m.TpDst), 0xff))
-		if (k.TpSrc == icmp6NeighborSolicit || k.TpSrc == icmp6NeighborAdvert) && k.TpDst == 0 {
+		if (k.TpSrc == header.ICMPv6NeighborSolicit || k.TpSrc == header.ICMPv6NeighborAdvert) && k.TpDst == 0 {
 			f.group("nd",
 				fieldIPv6("target", k.NDTarget, m.NDTarget),
 				fieldMAC("sll", k.ArpSHA, m.ArpSHA),
