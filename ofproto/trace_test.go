@@ -151,7 +151,7 @@ func TestBridgeTraceNormalAndMiss(t *testing.T) {
 	if nt == nil || !nt.Flooded || !nt.WouldLearn || len(nt.Outputs) != 1 || nt.Outputs[0].Port != 2 {
 		t.Fatalf("NORMAL decision %+v", nt)
 	}
-	if want := (actions.List{{Kind: actions.Output, Port: 2}}); !slices.Equal(tr.Actions, want) {
+	if want := (actions.List{actions.OutputTo(2)}); !slices.Equal(tr.Actions, want) {
 		t.Fatalf("actions %v", tr.Actions)
 	}
 	traceAndUpcall(t, tb, key) // the upcall learns 02:..:0a on port 1

@@ -80,7 +80,7 @@ func run(cfg datapath.Config, driver string, queues int, if1, if2 string, out io
 	for in, outp := range map[uint32]uint32{1: 2, 2: 1} {
 		var r datapath.Rule
 		r.Match.Key.InPort, r.Match.Mask.InPort = in, ^uint32(0)
-		r.Actions = actions.List{{Kind: actions.Output, Port: outp}}
+		r.Actions = actions.List{actions.OutputTo(outp)}
 		rules.Add(r)
 	}
 	if err := dp.Start(); err != nil {

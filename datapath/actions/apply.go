@@ -79,7 +79,7 @@ func Apply(a *Action, p *packet.Packet) bool {
 	case PopMPLS:
 		popMPLS(p, a.Val16)
 	case SetMPLSLabel:
-		setLSE(p, lseLabelMask, a.Port<<12)
+		setLSE(p, lseLabelMask, a.Val32<<12)
 	case SetMPLSTC:
 		setLSE(p, lseTCMask, uint32(a.Val8)<<9)
 	case SetMPLSTTL:
@@ -91,11 +91,11 @@ func Apply(a *Action, p *packet.Packet) bool {
 	case CopyTTLIn:
 		copyTTLIn(p)
 	case PushPBB:
-		return pushPBB(p, uint32(a.Val8)<<24|a.Port&pbbISIDMax)
+		return pushPBB(p, uint32(a.Val8)<<24|a.Val32&pbbISIDMax)
 	case PopPBB:
 		popPBB(p)
 	case SetPBBISID:
-		setPBBISID(p, a.Port)
+		setPBBISID(p, a.Val32)
 	case SetTunnelID:
 		p.Key.TunnelID = binary.BigEndian.Uint64(a.Addr[:8])
 	case SetTunnelSrc:
@@ -103,7 +103,7 @@ func Apply(a *Action, p *packet.Packet) bool {
 	case SetTunnelDst:
 		p.Key.Tun.Dst = a.Addr
 	case SetIPv6Label:
-		setIPv6Label(p, a.Port)
+		setIPv6Label(p, a.Val32)
 	case SetARPOp:
 		setARPOp(p, a.Val16)
 	case SetARPSPA:

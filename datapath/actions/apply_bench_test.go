@@ -18,9 +18,9 @@ func BenchmarkApply(b *testing.B) {
 	pushPop := []Action{{Kind: PushVLAN, Val16: header.EtherTypeVLAN, Val16b: 10}, {Kind: PopVLAN}}
 	decTTL := []Action{{Kind: DecIPTTL}, {Kind: SetIPTTL, Val8: 64}}
 	pushPopMPLS := []Action{{Kind: PushMPLS, Val16: header.EtherTypeMPLS}, {Kind: PopMPLS, Val16: header.EtherTypeIPv4}}
-	setLabel := []Action{{Kind: SetMPLSLabel, Port: 100}, {Kind: SetMPLSLabel, Port: 200}}
+	setLabel := []Action{{Kind: SetMPLSLabel, Val32: 100}, {Kind: SetMPLSLabel, Val32: 200}}
 	decMPLS := []Action{{Kind: DecMPLSTTL}, {Kind: SetMPLSTTL, Val8: 64}}
-	pushPopPBB := []Action{{Kind: PushPBB, Port: 5}, {Kind: PopPBB}}
+	pushPopPBB := []Action{{Kind: PushPBB, Val32: 5}, {Kind: PopPBB}}
 	icmpType := []Action{{Kind: SetICMPType, Val8: 0}, {Kind: SetICMPType, Val8: 8}}
 	cases := []struct {
 		name string

@@ -24,7 +24,8 @@ func decodeFuzzActions(b []byte, dst []Action) []Action {
 			Mask8:  b[2],
 			Val16:  uint16(b[3])<<8 | uint16(b[4]),
 			Val16b: uint16(b[5])<<8 | uint16(b[6]),
-			Port:   uint32(b[7]) * 0x010101, // reaches the top bits of labels and I-SIDs
+			Port:   uint32(b[7]) * 0x010101,
+			Val32:  uint32(b[7]) * 0x010101, // reaches the top bits of labels and I-SIDs
 		}
 		for i := range a.Addr {
 			a.Addr[i] = b[7] + uint8(i)*37

@@ -75,7 +75,7 @@ func expect(s pktSpec, a *Action) (pktSpec, bool) {
 		}
 	case SetIPv6Label:
 		if s.v6 {
-			s.flowLabel = a.Port & 0xfffff
+			s.flowLabel = a.Val32 & 0xfffff
 		}
 	case SetICMPType, SetICMPCode:
 		if s.frag != laterFrag && (s.proto == header.IPProtoICMP && !s.v6 || s.proto == header.IPProtoICMPv6 && s.v6) {
@@ -125,21 +125,21 @@ var rewriteActions = []Action{
 	{Kind: SetVLANTCI, Val16b: 0x0123},
 	{Kind: SetVLANTCI, Val16: 0x0fff, Val16b: 0xf321},
 	{Kind: SetVLANTCI, Val16: 0xe000, Val16b: 0xa000},
-	{Kind: SetIPv6Label, Port: 0xabcde},
-	{Kind: SetIPv6Label, Port: 0xfff00000}, // bits above the label are ignored
+	{Kind: SetIPv6Label, Val32: 0xabcde},
+	{Kind: SetIPv6Label, Val32: 0xfff00000}, // bits above the label are ignored
 	{Kind: SetICMPType, Val8: 3},
 	{Kind: SetICMPCode, Val8: 13},
-	{Kind: SetMPLSLabel, Port: 77},
+	{Kind: SetMPLSLabel, Val32: 77},
 	{Kind: SetMPLSTC, Val8: 5},
 	{Kind: SetMPLSTTL, Val8: 9},
 	{Kind: DecMPLSTTL},
 	{Kind: CopyTTLOut},
 	{Kind: CopyTTLIn},
-	{Kind: SetPBBISID, Port: 0x123456},
+	{Kind: SetPBBISID, Val32: 0x123456},
 	{Kind: SetNDTarget, Addr: ip6("2001:db8::99")},
 	{Kind: SetNDSLL, Addr: [16]byte{2, 0, 0, 0, 0, 9}},
 	{Kind: SetNDTLL, Addr: [16]byte{2, 0, 0, 0, 0, 9}},
-	{Kind: Output, Port: 2},
+	OutputTo(2),
 	{Kind: Controller},
 	{Kind: Drop},
 	{Kind: Invalid},
@@ -577,7 +577,7 @@ func TestApplyList(t *testing.T) {
 	l := List{
 		{Kind: SetIPv4Dst, Addr: ip4(172, 16, 0, 9)},
 		{Kind: SetL4Dst, Val16: 8080},
-		{Kind: Output, Port: 1},
+		OutputTo(1),
 		{Kind: DecIPTTL},
 		{Kind: PushVLAN, Val16: header.EtherTypeVLAN, Val16b: 5},
 	}

@@ -119,7 +119,7 @@ func TestPushPopMPLS(t *testing.T) {
 				t.Fatalf("key after push: %+v %+v", p.Key, p.Offsets)
 			}
 
-			for _, a := range []Action{{Kind: SetMPLSLabel, Port: 0xfedcb}, {Kind: SetMPLSTC, Val8: 5}, {Kind: SetMPLSTTL, Val8: 33}, {Kind: DecMPLSTTL}} {
+			for _, a := range []Action{{Kind: SetMPLSLabel, Val32: 0xfedcb}, {Kind: SetMPLSTC, Val8: 5}, {Kind: SetMPLSTTL, Val8: 33}, {Kind: DecMPLSTTL}} {
 				applyOK(t, a, p)
 			}
 			inner := layers.MPLS{Label: 0xfedcb, TrafficClass: 5, StackBottom: true, TTL: 32}
@@ -267,14 +267,14 @@ func TestPushPopPBB(t *testing.T) {
 	p := loadPacket(t, &s, orig)
 	defer p.Free()
 
-	a := Action{Kind: PushPBB, Val16: header.EtherTypePBB, Val8: 0xa8, Port: 0xff123456}
+	a := Action{Kind: PushPBB, Val16: header.EtherTypePBB, Val8: 0xa8, Val32: 0xff123456}
 	applyOK(t, a, p)
 	wantFrame(t, a, p, pbbFrame(t, s.ethDst[:], s.ethSrc[:], 0xa8123456, orig))
 	if p.Key.EthType != header.EtherTypePBB || p.Key.PBBISID != 0x123456 || p.Key.VLAN != [2]flow.VLANTag{} {
 		t.Fatalf("key after push_pbb: %+v", p.Key)
 	}
 
-	a = Action{Kind: SetPBBISID, Port: 0xabcdef}
+	a = Action{Kind: SetPBBISID, Val32: 0xabcdef}
 	applyOK(t, a, p)
 	wantFrame(t, a, p, pbbFrame(t, s.ethDst[:], s.ethSrc[:], 0xa8abcdef, orig))
 	if p.Key.PBBISID != 0xabcdef {
@@ -474,7 +474,7 @@ func TestNewKindsStayInsideFrame(t *testing.T) {
 	}
 	var acts []Action
 	for k := PushMPLS; k < numKinds; k++ {
-		acts = append(acts, Action{Kind: k, Val8: 2, Val16: header.EtherTypeIPv4, Port: 0x12345, Addr: ip6("2001:db8::1")})
+		acts = append(acts, Action{Kind: k, Val8: 2, Val16: header.EtherTypeIPv4, Val32: 0x12345, Addr: ip6("2001:db8::1")})
 	}
 	for _, frame := range frames {
 		var full flow.Key

@@ -71,7 +71,7 @@ func randAction(r *rand.Rand) Action {
 	}
 	a.Val16 = uint16(r.Uint32())
 	a.Val16b = uint16(r.Uint32())
-	a.Port = r.Uint32()
+	a.Val32 = r.Uint32()
 	switch a.Kind {
 	case PushVLAN:
 		// Odd TPIDs too, but none that extraction takes for a network

@@ -43,13 +43,13 @@ func TestTranslateNewActions(t *testing.T) {
 	cases := []translateCase{
 		{name: "push mpls over ipv4 copies ttl", flows: []flowSpec{{0, 1, nil, ins(apply(pushM,
 			setF(ofp.XMTypeMPLSLabel, 100), out(2)))}}, key: ipv4,
-			want: actions.List{{Kind: actions.PushMPLS, Val16: 0x8847}, {Kind: actions.SetMPLSLabel, Port: 100}, dpOut(2)},
+			want: actions.List{{Kind: actions.PushMPLS, Val16: 0x8847}, {Kind: actions.SetMPLSLabel, Val32: 100}, dpOut(2)},
 			mask: func(m *flow.Mask) bool { return m.NwTTL == 0xff && m.EthType == 0xffff && m.MPLSLse == 0 }},
 		{name: "push mpls then match label in later table", flows: []flowSpec{
 			{0, 1, nil, ins(apply(pushM, setF(ofp.XMTypeMPLSLabel, 100)), gotoT(1))},
 			{1, 2, []ofpwire.OXM{oxm(ofp.XMTypeEthType, 0x8847), oxm(ofp.XMTypeMPLSLabel, 100)}, ins(apply(out(3)))},
 			{1, 1, nil, ins(apply(out(4)))}}, key: ipv4,
-			want: actions.List{{Kind: actions.PushMPLS, Val16: 0x8847}, {Kind: actions.SetMPLSLabel, Port: 100}, dpOut(3)},
+			want: actions.List{{Kind: actions.PushMPLS, Val16: 0x8847}, {Kind: actions.SetMPLSLabel, Val32: 100}, dpOut(3)},
 			mask: func(m *flow.Mask) bool { return m.MPLSLse == 0 && m.IPv4Dst == 0 }},
 		{name: "push mpls on 802.3 does nothing", flows: []flowSpec{{0, 1, nil, ins(apply(pushM, out(2)))}},
 			key: flow.Key{InPort: 1, EthType: 0x05ff}, want: actions.List{dpOut(2)}},
@@ -80,7 +80,7 @@ func TestTranslateNewActions(t *testing.T) {
 			key: mplsKey(7, 9), err: ErrUnsupported},
 		{name: "set mpls label tc ttl", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofp.XMTypeMPLSLabel, 0xabcde),
 			setF(ofp.XMTypeMPLSTC, 5), &ofpwire.ActionSetMPLSTTL{TTL: 33}))}}, key: mplsKey(7, 9),
-			want: actions.List{{Kind: actions.SetMPLSLabel, Port: 0xabcde}, {Kind: actions.SetMPLSTC, Val8: 5}, {Kind: actions.SetMPLSTTL, Val8: 33}}},
+			want: actions.List{{Kind: actions.SetMPLSLabel, Val32: 0xabcde}, {Kind: actions.SetMPLSTC, Val8: 5}, {Kind: actions.SetMPLSTTL, Val8: 33}}},
 		{name: "set mpls label on ipv4 does nothing", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofp.XMTypeMPLSLabel, 1)))}},
 			key: ipv4, want: nil, mask: func(m *flow.Mask) bool { return m.EthType == 0xffff }},
 		{name: "dec mpls ttl", flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionDecMPLSTTL{}, out(2)))}},
@@ -88,7 +88,7 @@ func TestTranslateNewActions(t *testing.T) {
 			mask: func(m *flow.Mask) bool { return m.MPLSLse == lseTTL }},
 		{name: "dec mpls ttl at 1 is an invalid-ttl packet-in", flows: []flowSpec{
 			{0, 1, nil, ins(apply(out(3), &ofpwire.ActionDecMPLSTTL{}, out(2)), write(out(5)))}}, key: mplsKey(7, 1),
-			want: actions.List{dpOut(3), {Kind: actions.Controller, Port: ControllerArg(ofp.PacketInReasonInvalidTTL, 0, 0xffff)}}},
+			want: actions.List{dpOut(3), {Kind: actions.Controller, Val32: ControllerArg(ofp.PacketInReasonInvalidTTL, 0, 0xffff)}}},
 		{name: "dec mpls ttl at 0 dropped by option", flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionDecMPLSTTL{}, out(2)))}},
 			key: mplsKey(7, 0), opts: Options{NoInvalidTTLToController: true}, want: nil},
 		{name: "dec mpls ttl after push uses the ip ttl", flows: []flowSpec{
@@ -107,10 +107,10 @@ func TestTranslateNewActions(t *testing.T) {
 			key: ipv4, want: nil},
 		{name: "push pbb copies vlan pcp", flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionPushPBB{EtherType: 0x88e7},
 			setF(ofp.XMTypePBBISID, 0x777), out(2)))}}, key: tagged,
-			want: actions.List{{Kind: actions.PushPBB, Val16: 0x88e7, Val8: 5 << 5}, {Kind: actions.SetPBBISID, Port: 0x777}, dpOut(2)},
+			want: actions.List{{Kind: actions.PushPBB, Val16: 0x88e7, Val8: 5 << 5}, {Kind: actions.SetPBBISID, Val32: 0x777}, dpOut(2)},
 			mask: func(m *flow.Mask) bool { return m.VLAN[0].TCI == 0xe000 }},
 		{name: "push pbb over pbb copies the isid", flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionPushPBB{EtherType: 0x88e7}))}},
-			key: pbb, want: actions.List{{Kind: actions.PushPBB, Val16: 0x88e7, Port: 0x123456}}},
+			key: pbb, want: actions.List{{Kind: actions.PushPBB, Val16: 0x88e7, Val32: 0x123456}}},
 		{name: "pop pbb then output", flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionPopPBB{}, out(2)))}},
 			key: pbb, want: actions.List{{Kind: actions.PopPBB}, dpOut(2)}},
 		{name: "pop pbb then match eth_dst refused", flows: []flowSpec{
@@ -133,7 +133,7 @@ func TestTranslateNewActions(t *testing.T) {
 			key: ipv4, want: nil,
 			mask: func(m *flow.Mask) bool { return m.Tun.Src == ones16 }},
 		{name: "set ipv6 flow label", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofp.XMTypeIPv6FLabel, 0xbeef)))}},
-			key: v6, want: actions.List{{Kind: actions.SetIPv6Label, Port: 0xbeef}}},
+			key: v6, want: actions.List{{Kind: actions.SetIPv6Label, Val32: 0xbeef}}},
 		{name: "set ipv6 flow label on ipv4 does nothing", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofp.XMTypeIPv6FLabel, 1)))}},
 			key: ipv4, want: nil},
 		{name: "set arp fields", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofp.XMTypeARPOpcode, 2),
@@ -211,7 +211,7 @@ func TestTranslateNewActions(t *testing.T) {
 		{name: "action set: pop mpls before push vlan, dec before set", flows: []flowSpec{
 			{0, 1, nil, ins(write(out(3), setF(ofp.XMTypeMPLSLabel, 9), &ofpwire.ActionDecMPLSTTL{},
 				&ofpwire.ActionCopyTTLIn{}))}}, key: mplsKey(4, 20),
-			want: actions.List{{Kind: actions.CopyTTLIn}, {Kind: actions.DecMPLSTTL}, {Kind: actions.SetMPLSLabel, Port: 9}, dpOut(3)}},
+			want: actions.List{{Kind: actions.CopyTTLIn}, {Kind: actions.DecMPLSTTL}, {Kind: actions.SetMPLSLabel, Val32: 9}, dpOut(3)}},
 	}
 	runTranslateCases(t, cases)
 }
@@ -230,8 +230,8 @@ func TestGroupBucketNewSetFieldsUndone(t *testing.T) {
 	tun.Addr[7] = 5
 	back := actions.Action{Kind: actions.SetTunnelID}
 	back.Addr[7] = 0x42
-	want := actions.List{{Kind: actions.SetMPLSLabel, Port: 99}, {Kind: actions.DecMPLSTTL}, tun, dpOut(2),
-		{Kind: actions.SetMPLSLabel, Port: 7}, {Kind: actions.SetMPLSTTL, Val8: 9}, back, dpOut(3), dpOut(4)}
+	want := actions.List{{Kind: actions.SetMPLSLabel, Val32: 99}, {Kind: actions.DecMPLSTTL}, tun, dpOut(2),
+		{Kind: actions.SetMPLSLabel, Val32: 7}, {Kind: actions.SetMPLSTTL, Val8: 9}, back, dpOut(3), dpOut(4)}
 	if !slices.Equal(res.Actions, want) {
 		t.Fatalf("actions\n got %+v\nwant %+v", res.Actions, want)
 	}

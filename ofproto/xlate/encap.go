@@ -182,7 +182,7 @@ func (x *xlator) pushPBB() error {
 	k.EthType, k.PBBISID = header.EtherTypePBB, isid
 	x.inner = innerTTL{}
 	x.irrev++
-	return x.emit(actions.Action{Kind: actions.PushPBB, Val16: header.EtherTypePBB, Val8: pcp << 5, Port: isid})
+	return x.emit(actions.Action{Kind: actions.PushPBB, Val16: header.EtherTypePBB, Val8: pcp << 5, Val32: isid})
 }
 
 // popPBB leaves the customer frame, of which the key knew nothing.

@@ -329,7 +329,7 @@ func runActions(t testing.TB, l actions.List, frame []byte, inPort uint32) []sen
 		case actions.Output:
 			out = append(out, sent{port: a.Port, data: string(p.Data())})
 		case actions.Controller:
-			reason, _, _ := ParseControllerArg(a.Port)
+			reason, _, _ := ParseControllerArg(a.ControllerArg())
 			out = append(out, sent{port: uint32(ofp.PortController), reason: reason, data: string(p.Data())})
 		default:
 			if !actions.Apply(a, p) {
@@ -414,7 +414,7 @@ func (f *frameRef) action(a ofpwire.Action) {
 		if k.EthType == header.EtherTypePBB {
 			isid = k.PBBISID
 		}
-		f.apply(actions.Action{Kind: actions.PushPBB, Val16: header.EtherTypePBB, Val8: pcp, Port: isid})
+		f.apply(actions.Action{Kind: actions.PushPBB, Val16: header.EtherTypePBB, Val8: pcp, Val32: isid})
 	case *ofpwire.ActionPopPBB:
 		f.apply(actions.Action{Kind: actions.PopPBB})
 	case *ofpwire.ActionSetMPLSTTL:
@@ -497,7 +497,7 @@ func (f *frameRef) setField(o ofpwire.OXM) {
 	case ofp.XMTypeIPv6Dst:
 		a.Kind, ok = actions.SetIPv6Dst, ipv6
 	case ofp.XMTypeIPv6FLabel:
-		a, ok = actions.Action{Kind: actions.SetIPv6Label, Port: uint32(v)}, ipv6
+		a, ok = actions.Action{Kind: actions.SetIPv6Label, Val32: uint32(v)}, ipv6
 	case ofp.XMTypeTCPDst:
 		a, ok = actions.Action{Kind: actions.SetL4Dst, Val16: uint16(v)}, l4(header.IPProtoTCP)
 	case ofp.XMTypeUDPDst:
@@ -523,11 +523,11 @@ func (f *frameRef) setField(o ofpwire.OXM) {
 	case ofp.XMTypeARPTHA:
 		a.Kind, ok = actions.SetARPTHA, k.EthType == header.EtherTypeARP
 	case ofp.XMTypeMPLSLabel:
-		a, ok = actions.Action{Kind: actions.SetMPLSLabel, Port: uint32(v)}, isMPLSType(k.EthType)
+		a, ok = actions.Action{Kind: actions.SetMPLSLabel, Val32: uint32(v)}, isMPLSType(k.EthType)
 	case ofp.XMTypeMPLSTC:
 		a, ok = actions.Action{Kind: actions.SetMPLSTC, Val8: uint8(v)}, isMPLSType(k.EthType)
 	case ofp.XMTypePBBISID:
-		a, ok = actions.Action{Kind: actions.SetPBBISID, Port: uint32(v)}, k.EthType == header.EtherTypePBB
+		a, ok = actions.Action{Kind: actions.SetPBBISID, Val32: uint32(v)}, k.EthType == header.EtherTypePBB
 	case ofp.XMTypeTunnelID:
 		a = actions.Action{Kind: actions.SetTunnelID}
 		binary.BigEndian.PutUint64(a.Addr[:8], v)

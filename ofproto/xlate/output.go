@@ -86,7 +86,7 @@ func (x *xlator) outputPort(port uint32) error {
 	if x.opts.PortConfig != nil && !x.forwards(port) {
 		return nil
 	}
-	return x.emit(actions.Action{Kind: actions.Output, Port: port})
+	return x.emit(actions.OutputTo(port))
 }
 
 // forwards reports whether port's config (PortConfig must be set) lets
@@ -212,7 +212,7 @@ func (x *xlator) normal() error {
 		if err := x.retag(&cur, want); err != nil {
 			return err
 		}
-		if err := x.emit(actions.Action{Kind: actions.Output, Port: o.Port}); err != nil {
+		if err := x.emit(actions.OutputTo(o.Port)); err != nil {
 			return err
 		}
 	}

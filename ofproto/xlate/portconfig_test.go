@@ -65,7 +65,7 @@ func TestPortConfigOutputs(t *testing.T) {
 		{name: "NO_PACKET_IN on another port does not matter",
 			flows: []flowSpec{{0, 1, nil, ins(apply(ctrl))}},
 			key:   ipv4Key(), cfg: map[uint32]ofp.PortConfig{2: ofp.PortConfigNoPacketIn},
-			want: actions.List{{Kind: actions.Controller, Port: ControllerArg(ofp.PacketInReasonAction, 0, 0xffff)}}},
+			want: actions.List{{Kind: actions.Controller, Val32: ControllerArg(ofp.PacketInReasonAction, 0, 0xffff)}}},
 		{name: "NO_PACKET_IN in_port: invalid TTL packet-in dropped",
 			flows: []flowSpec{{0, 1, []ofpwire.OXM{ipv4}, ins(apply(&ofpwire.ActionDecNwTTL{}, out(2)))}},
 			key:   ttl1, cfg: map[uint32]ofp.PortConfig{1: ofp.PortConfigNoPacketIn}, want: nil},

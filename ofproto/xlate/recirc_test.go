@@ -41,13 +41,13 @@ func runRecirc(t testing.TB, p *pipeline.Pipeline, l actions.List, frame []byte,
 			case actions.Output:
 				out = append(out, sent{port: a.Port, data: string(pkt.Data())})
 			case actions.Controller:
-				reason, _, _ := ParseControllerArg(a.Port)
+				reason, _, _ := ParseControllerArg(a.ControllerArg())
 				out = append(out, sent{port: uint32(ofp.PortController), reason: reason, data: string(pkt.Data())})
 			case actions.Recirc:
 				if i != len(l)-1 {
 					t.Fatalf("recirc is not the last action of %v", l)
 				}
-				id = a.Port
+				id = a.RecircID()
 			default:
 				if !actions.Apply(a, pkt) {
 					break run
@@ -291,7 +291,7 @@ func TestRecircIDs(t *testing.T) {
 		if last.Kind != actions.Recirc {
 			t.Fatalf("actions %v do not end in recirc", res.Actions)
 		}
-		ids = append(ids, last.Port)
+		ids = append(ids, last.RecircID())
 	}
 	if ids[0] == 0 || ids[1] != ids[0] || ids[3] != ids[0] || rt.Len() != 1 {
 		t.Fatalf("ids %v, %d allocated: want one id for one frozen state", ids, rt.Len())

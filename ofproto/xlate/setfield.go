@@ -234,7 +234,7 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 			return nil
 		}
 		k.IPv6Label, w.IPv6Label, u.IPv6Label = uint32(v)&0xfffff, ^uint32(0), 0
-		act = actions.Action{Kind: actions.SetIPv6Label, Port: uint32(v) & 0xfffff}
+		act = actions.Action{Kind: actions.SetIPv6Label, Val32: uint32(v) & 0xfffff}
 	case ofp.XMTypeARPOpcode:
 		if !x.ethTypeIs(header.EtherTypeARP) {
 			return nil
@@ -308,7 +308,7 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 		}
 		if f.Field == ofp.XMTypeMPLSLabel {
 			x.setLSE(lseLabel, uint32(v)<<12)
-			act = actions.Action{Kind: actions.SetMPLSLabel, Port: uint32(v) & 0xfffff}
+			act = actions.Action{Kind: actions.SetMPLSLabel, Val32: uint32(v) & 0xfffff}
 		} else {
 			x.setLSE(lseTC, uint32(v)<<9)
 			act = actions.Action{Kind: actions.SetMPLSTC, Val8: uint8(v) & 7}
@@ -328,7 +328,7 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 			return nil
 		}
 		k.PBBISID, w.PBBISID, u.PBBISID = uint32(v)&0xffffff, ^uint32(0), 0
-		act = actions.Action{Kind: actions.SetPBBISID, Port: uint32(v) & 0xffffff}
+		act = actions.Action{Kind: actions.SetPBBISID, Val32: uint32(v) & 0xffffff}
 	case ofp.XMTypeTunnelID:
 		k.TunnelID, w.TunnelID, u.TunnelID = v, ^uint64(0), 0
 		act.Kind = actions.SetTunnelID

@@ -174,12 +174,12 @@ func (x *xlator) undoHeaders(saved *flow.Key, ch, need *flow.Mask) error {
 		need.ArpTHA = ones6
 	}
 	if ch.IPv6Label != 0 {
-		add(actions.Action{Kind: actions.SetIPv6Label, Port: saved.IPv6Label})
+		add(actions.Action{Kind: actions.SetIPv6Label, Val32: saved.IPv6Label})
 		need.IPv6Label = ^uint32(0)
 	}
 	lse := saved.MPLSLse
 	if ch.MPLSLse&lseLabel != 0 {
-		add(actions.Action{Kind: actions.SetMPLSLabel, Port: lse >> 12})
+		add(actions.Action{Kind: actions.SetMPLSLabel, Val32: lse >> 12})
 		need.MPLSLse |= lseLabel
 	}
 	if ch.MPLSLse&lseTC != 0 {
@@ -195,7 +195,7 @@ func (x *xlator) undoHeaders(saved *flow.Key, ch, need *flow.Mask) error {
 		need.MPLSLse |= lseBoS
 	}
 	if ch.PBBISID != 0 {
-		add(actions.Action{Kind: actions.SetPBBISID, Port: saved.PBBISID})
+		add(actions.Action{Kind: actions.SetPBBISID, Val32: saved.PBBISID})
 		need.PBBISID = ^uint32(0)
 	}
 	if ch.TunnelID != 0 {

@@ -133,7 +133,7 @@ func (x *xlator) runEntry(tid uint8, e *pipeline.Entry, ins []ofpwire.Instructio
 			// programs its meters). OpenFlow runs the meter before
 			// the entry's other instructions; ofproto stores it
 			// first. It consults no packet field.
-			err = x.emit(actions.Action{Kind: actions.Meter, Port: uint32(in.MeterID)})
+			err = x.emit(actions.MeterAction(uint32(in.MeterID)))
 		default:
 			err = fmt.Errorf("%w: instruction type %d", ErrUnsupported, in.InstructionType())
 		}

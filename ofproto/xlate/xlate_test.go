@@ -56,7 +56,7 @@ func setF(f ofp.XMType, v uint64) *ofpwire.ActionSetField {
 }
 func ins(is ...ofpwire.Instruction) []ofpwire.Instruction { return is }
 
-func dpOut(p uint32) actions.Action { return actions.Action{Kind: actions.Output, Port: p} }
+func dpOut(p uint32) actions.Action { return actions.OutputTo(p) }
 
 func ipv4Key() flow.Key {
 	return flow.Key{InPort: 1, EthType: 0x0800, NwProto: 6, NwTTL: 64,
@@ -101,12 +101,12 @@ func TestTranslateCases(t *testing.T) {
 			key: ipv4Key(), want: nil},
 		{name: "CONTROLLER", flows: []flowSpec{{0, 5, []ofpwire.OXM{oxm(ofp.XMTypeInPort, 1)},
 			ins(apply(&ofpwire.ActionOutput{Port: ofp.PortController, MaxLen: 128}))}}, key: ipv4Key(),
-			want: actions.List{{Kind: actions.Controller, Port: ControllerArg(ofp.PacketInReasonAction, 0, 128)}}},
+			want: actions.List{{Kind: actions.Controller, Val32: ControllerArg(ofp.PacketInReasonAction, 0, 128)}}},
 		{name: "table-miss entry to CONTROLLER is NO_MATCH", flows: []flowSpec{
 			{0, 1, nil, ins(gotoT(3))},
 			{3, 0, nil, ins(apply(&ofpwire.ActionOutput{Port: ofp.PortController, MaxLen: 0xffff}))}},
 			key:  ipv4Key(),
-			want: actions.List{{Kind: actions.Controller, Port: ControllerArg(ofp.PacketInReasonNoMatch, 3, 0xffff)}}},
+			want: actions.List{{Kind: actions.Controller, Val32: ControllerArg(ofp.PacketInReasonNoMatch, 3, 0xffff)}}},
 		{name: "NORMAL unsupported", flows: []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofp.PortNormal))))}},
 			key: ipv4Key(), err: ErrUnsupported},
 		{name: "TABLE unsupported", flows: []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofp.PortTable))))}},
@@ -116,7 +116,7 @@ func TestTranslateCases(t *testing.T) {
 		{name: "experimenter unsupported", flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionExperimenter{Experimenter: 0x2320}))}},
 			key: ipv4Key(), err: ErrUnsupported},
 		{name: "meter instruction becomes a meter action", flows: []flowSpec{{0, 1, nil, ins(&ofpwire.InstrMeter{MeterID: 1}, apply(out(2)))}},
-			key: ipv4Key(), want: actions.List{{Kind: actions.Meter, Port: 1}, dpOut(2)}},
+			key: ipv4Key(), want: actions.List{actions.MeterAction(1), dpOut(2)}},
 		{name: "set-field IP_PROTO keeps the ports (TCP to UDP)", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofp.XMTypeIPProto, 17),
 			setF(ofp.XMTypeUDPDst, 53), out(2)))}},
 			key: ipv4Key(), want: actions.List{{Kind: actions.SetIPProto, Val8: 17}, {Kind: actions.SetL4Dst, Val16: 53}, dpOut(2)}},
@@ -164,7 +164,7 @@ func TestTranslateCases(t *testing.T) {
 			mask: func(m *flow.Mask) bool { return m.NwTTL == 0xff }},
 		{name: "dec ttl invalid goes to controller and stops", flows: []flowSpec{
 			{0, 1, nil, ins(apply(out(3), &ofpwire.ActionDecNwTTL{}, out(2)), write(out(5)))}},
-			key: ttl1, want: actions.List{dpOut(3), {Kind: actions.Controller, Port: ControllerArg(ofp.PacketInReasonInvalidTTL, 0, 0xffff)}}},
+			key: ttl1, want: actions.List{dpOut(3), {Kind: actions.Controller, Val32: ControllerArg(ofp.PacketInReasonInvalidTTL, 0, 0xffff)}}},
 		{name: "dec ttl invalid dropped by option", flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionDecNwTTL{}, out(2)))}},
 			key: ttl1, opts: Options{NoInvalidTTLToController: true}, want: nil},
 		{name: "write-actions output runs at the end", flows: []flowSpec{
