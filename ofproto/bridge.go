@@ -81,8 +81,6 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 	"github.com/vswitch-go/vswitch/ofproto/xlate"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // DefaultMaxIdle is how long an unused datapath megaflow lives (OVS's
@@ -353,7 +351,7 @@ func (b *Bridge) activePipeline() *pipeline.Pipeline {
 // when its config does.
 func (b *Bridge) portLive(no uint32) bool {
 	p := b.dp.Port(no)
-	return p != nil && p.Dev.LinkUp() && b.ports().config[no]&ofp.PortConfigDown == 0
+	return p != nil && p.Dev.LinkUp() && b.ports().config[no]&ofpwire.PortConfigDown == 0
 }
 
 // Manager is the bridge's OpenFlow connection manager.
@@ -376,8 +374,8 @@ func (b *Bridge) Features() ofpwire.FeaturesReply {
 	return ofpwire.FeaturesReply{
 		DatapathID: b.cfg.DatapathID,
 		NumTables:  NumTables,
-		Capabilities: ofp.CapabilityFlowStats | ofp.CapabilityTableStats | ofp.CapabilityPortStats |
-			ofp.CapabilityGroupStats | ofp.CapabilityQueueStats,
+		Capabilities: ofpwire.CapabilityFlowStats | ofpwire.CapabilityTableStats | ofpwire.CapabilityPortStats |
+			ofpwire.CapabilityGroupStats | ofpwire.CapabilityQueueStats,
 	}
 }
 
@@ -411,12 +409,12 @@ func (b *Bridge) Handle(c *ofconn.Conn, xid uint32, msg ofpwire.Message) error {
 // §7.3.6). The switch configures no queues on its ports (set-queue is
 // accepted and does nothing), so every valid request is answered with
 // none: an empty, valid reply.
-func (b *Bridge) queuePort(no ofp.PortNo) error {
-	if no == ofp.PortAny {
+func (b *Bridge) queuePort(no ofpwire.PortNo) error {
+	if no == ofpwire.PortAny {
 		return nil
 	}
 	for _, p := range b.dp.Ports() {
-		if ofp.PortNo(p.No) == no {
+		if ofpwire.PortNo(p.No) == no {
 			return nil
 		}
 	}
@@ -431,7 +429,7 @@ func (b *Bridge) queueStats(c *ofconn.Conn, xid uint32, req *ofpwire.QueueStatsR
 	if err := b.queuePort(req.Port); err != nil {
 		return err
 	}
-	if req.Queue != ofp.QueueAll {
+	if req.Queue != ofpwire.QueueAll {
 		return ofpErr(ofpwire.ETQueueOpFailed, ofpwire.QOFCBadQueue)
 	}
 	return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.QueueStatsReply{}})
@@ -456,7 +454,7 @@ func (b *Bridge) Apply(msg ofpwire.Message) error {
 // deleted with it (OpenFlow 1.3 §6.5), and every megaflow is invalidated
 // since translations may have run through the changed group.
 func (b *Bridge) groupMod(gm *ofpwire.GroupMod) error {
-	if gm.Command == ofp.GroupAdd || gm.Command == ofp.GroupModify {
+	if gm.Command == ofpwire.GroupAdd || gm.Command == ofpwire.GroupModify {
 		for i := range gm.Buckets {
 			if err := xlate.CheckActions(gm.Buckets[i].Actions, false); err != nil {
 				return err
@@ -464,7 +462,7 @@ func (b *Bridge) groupMod(gm *ofpwire.GroupMod) error {
 		}
 	}
 	now := time.Now()
-	if gm.Command == ofp.GroupDelete {
+	if gm.Command == ofpwire.GroupDelete {
 		b.dp.PushStats(now) // the FLOW_REMOVED of its flows carry their last packets
 	}
 	deleted, err := b.groups.ApplyGroupMod(gm, now)
@@ -472,13 +470,13 @@ func (b *Bridge) groupMod(gm *ofpwire.GroupMod) error {
 		return err
 	}
 	for _, id := range deleted {
-		removed, err := b.pipe.Apply(&ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: uint8(ofp.TableAll),
-			BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: id}, now)
+		removed, err := b.pipe.Apply(&ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: uint8(ofpwire.TableAll),
+			BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: id}, now)
 		if err != nil {
 			return err
 		}
 		for _, e := range removed {
-			e.RemovedReason = ofp.FlowReasonGroupDelete
+			e.RemovedReason = ofpwire.FlowReasonGroupDelete
 		}
 		b.sendRemoved(removed)
 	}
@@ -489,7 +487,7 @@ func (b *Bridge) groupMod(gm *ofpwire.GroupMod) error {
 // checkGroupRefs refuses a flow-mod whose actions forward to a group that
 // does not exist (OFPBAC_BAD_OUT_GROUP).
 func (b *Bridge) checkGroupRefs(fm *ofpwire.FlowMod) error {
-	if fm.Command != ofp.FlowAdd && fm.Command != ofp.FlowModify && fm.Command != ofp.FlowModifyStrict {
+	if fm.Command != ofpwire.FlowAdd && fm.Command != ofpwire.FlowModify && fm.Command != ofpwire.FlowModifyStrict {
 		return nil
 	}
 	for _, in := range fm.Instructions {
@@ -510,7 +508,7 @@ func (b *Bridge) checkGroupRefs(fm *ofpwire.FlowMod) error {
 }
 
 func (b *Bridge) flowMod(fm *ofpwire.FlowMod) error {
-	if fm.Command == ofp.FlowAdd || fm.Command == ofp.FlowModify || fm.Command == ofp.FlowModifyStrict {
+	if fm.Command == ofpwire.FlowAdd || fm.Command == ofpwire.FlowModify || fm.Command == ofpwire.FlowModifyStrict {
 		if err := xlate.CheckInstructions(fm.Instructions); err != nil {
 			return err
 		}
@@ -524,7 +522,7 @@ func (b *Bridge) flowMod(fm *ofpwire.FlowMod) error {
 	if err := b.checkMeter(fm); err != nil {
 		return err
 	}
-	if fm.Command == ofp.FlowDelete || fm.Command == ofp.FlowDeleteStrict || fm.Flags&ofp.FlowFlagResetCounts != 0 {
+	if fm.Command == ofpwire.FlowDelete || fm.Command == ofpwire.FlowDeleteStrict || fm.Flags&ofpwire.FlowFlagResetCounts != 0 {
 		// FLOW_REMOVED reports, and a reset clears, the packets the
 		// datapath has counted but not yet handed to the entries.
 		b.dp.PushStats(time.Now())
@@ -536,7 +534,7 @@ func (b *Bridge) flowMod(fm *ofpwire.FlowMod) error {
 	b.sendRemoved(removed)
 	// The bridge keeps no buffered packets, so a buffer id can only be
 	// stale; the flow-mod itself still applies (1.3 §6.4).
-	if fm.BufferID != ofp.NoBuffer {
+	if fm.BufferID != ofpwire.NoBuffer {
 		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
 	}
 	return nil
@@ -574,11 +572,11 @@ func (b *Bridge) sendRemoved(removed []*pipeline.Entry) {
 // result. in_port OFPP_CONTROLLER (or any reserved port) stands for "no
 // port" in the datapath.
 func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
-	if po.BufferID != ofp.NoBuffer {
+	if po.BufferID != ofpwire.NoBuffer {
 		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
 	}
 	inPort := uint32(po.InPort)
-	if inPort > uint32(ofp.PortMax) && inPort != datapath.LocalPort {
+	if inPort > uint32(ofpwire.PortMax) && inPort != datapath.LocalPort {
 		inPort = 0
 	}
 	if len(po.Data) < 14 {
@@ -588,10 +586,10 @@ func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
 		return err
 	}
 	fm := &ofpwire.FlowMod{
-		Command:      ofp.FlowAdd,
-		BufferID:     ofp.NoBuffer,
-		OutPort:      ofp.PortAny,
-		OutGroup:     ofp.GroupAny,
+		Command:      ofpwire.FlowAdd,
+		BufferID:     ofpwire.NoBuffer,
+		OutPort:      ofpwire.PortAny,
+		OutGroup:     ofpwire.GroupAny,
 		Instructions: []ofpwire.Instruction{&ofpwire.InstrApplyActions{Actions: po.Actions}},
 	}
 	if err := b.checkGroupRefs(fm); err != nil {
@@ -658,17 +656,17 @@ func (b *Bridge) multipart(c *ofconn.Conn, xid uint32, m *ofpwire.MultipartReque
 		return c.Send(xid, &ofpwire.MultipartReply{Body: agg})
 	case *ofpwire.TableStatsRequest:
 		b.dp.PushStats(time.Now()) // lookups are counted per packet through the megaflows
-		reply := &ofpwire.TableStatsReply{Tables: make([]ofp.TableStats, NumTables)}
+		reply := &ofpwire.TableStatsReply{Tables: make([]ofpwire.TableStats, NumTables)}
 		for i := range NumTables {
 			s := b.pipe.TableStats(uint8(i))
-			reply.Tables[i] = ofp.TableStats{Table: ofp.Table(i), ActiveCount: s.Active,
+			reply.Tables[i] = ofpwire.TableStats{Table: ofpwire.Table(i), ActiveCount: s.Active,
 				LookupCount: s.Lookups, MatchedCount: s.Matched}
 		}
 		return c.Send(xid, &ofpwire.MultipartReply{Body: reply})
 	case *ofpwire.PortDescRequest:
 		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.PortDescReply{Ports: b.PortDesc()}})
 	case *ofpwire.PortStatsRequest:
-		return b.portStats(c, xid, ofp.PortNo(req.PortNo))
+		return b.portStats(c, xid, ofpwire.PortNo(req.PortNo))
 	case *ofpwire.QueueStatsRequest:
 		return b.queueStats(c, xid, req)
 	case *ofpwire.GroupDescRequest:
@@ -711,7 +709,7 @@ func (b *Bridge) tableFeatures(c *ofconn.Conn, xid uint32) error {
 			for n := i + 1; n < NumTables; n++ {
 				next = append(next, uint8(n))
 			}
-			props := append([]ofpwire.TableFeatureProp{{Type: ofp.TablePropTypeNextTables, NextTables: next}}, common...)
+			props := append([]ofpwire.TableFeatureProp{{Type: ofpwire.TablePropTypeNextTables, NextTables: next}}, common...)
 			body.Tables = append(body.Tables, ofpwire.TableFeatures{
 				TableID:       uint8(i),
 				Name:          fmt.Sprintf("table%d", i),
@@ -735,25 +733,25 @@ func (b *Bridge) tableFeatures(c *ofconn.Conn, xid uint32) error {
 // tableFeatureProps lists the properties shared by every table.
 func tableFeatureProps() []ofpwire.TableFeatureProp {
 	var insts []ofpwire.InstructionID
-	for _, t := range []ofp.InstructionType{ofp.InstructionTypeGotoTable, ofp.InstructionTypeWriteMetadata,
-		ofp.InstructionTypeWriteActions, ofp.InstructionTypeApplyActions, ofp.InstructionTypeClearActions,
-		ofp.InstructionTypeMeter} {
+	for _, t := range []ofpwire.InstructionType{ofpwire.InstructionTypeGotoTable, ofpwire.InstructionTypeWriteMetadata,
+		ofpwire.InstructionTypeWriteActions, ofpwire.InstructionTypeApplyActions, ofpwire.InstructionTypeClearActions,
+		ofpwire.InstructionTypeMeter} {
 		insts = append(insts, ofpwire.InstructionID{Type: t})
 	}
 	var acts []ofpwire.ActionID
-	for _, t := range []ofp.ActionType{ofp.ActionTypeOutput, ofp.ActionTypePushVLAN, ofp.ActionTypePopVLAN,
-		ofp.ActionTypeSetNwTTL, ofp.ActionTypeDecNwTTL, ofp.ActionTypeSetField, ofp.ActionTypeGroup} {
+	for _, t := range []ofpwire.ActionType{ofpwire.ActionTypeOutput, ofpwire.ActionTypePushVLAN, ofpwire.ActionTypePopVLAN,
+		ofpwire.ActionTypeSetNwTTL, ofpwire.ActionTypeDecNwTTL, ofpwire.ActionTypeSetField, ofpwire.ActionTypeGroup} {
 		acts = append(acts, ofpwire.ActionID{Type: t})
 	}
-	oxmID := func(f ofp.XMType, masked bool) uint32 {
+	oxmID := func(f ofpwire.XMType, masked bool) uint32 {
 		size, maskable, _ := ofpwire.FieldSize(f)
 		if masked && maskable {
-			return ofpwire.OXMHeader(ofp.XMClassOpenflowBasic, f, true, 2*size)
+			return ofpwire.OXMHeader(ofpwire.XMClassOpenflowBasic, f, true, 2*size)
 		}
-		return ofpwire.OXMHeader(ofp.XMClassOpenflowBasic, f, false, size)
+		return ofpwire.OXMHeader(ofpwire.XMClassOpenflowBasic, f, false, size)
 	}
 	var match, wild []uint32
-	for f := ofp.XMType(0); f < 40; f++ {
+	for f := ofpwire.XMType(0); f < 40; f++ {
 		if _, _, ok := ofpwire.FieldSize(f); !ok {
 			continue
 		}
@@ -761,19 +759,19 @@ func tableFeatureProps() []ofpwire.TableFeatureProp {
 		wild = append(wild, oxmID(f, false))
 	}
 	var set []uint32
-	for f := ofp.XMType(0); f < ofpwire.NumBasicFields; f++ {
+	for f := ofpwire.XMType(0); f < ofpwire.NumBasicFields; f++ {
 		if xlate.Settable(f) {
 			set = append(set, oxmID(f, false))
 		}
 	}
 	return []ofpwire.TableFeatureProp{
-		{Type: ofp.TablePropTypeInstructions, InstructionIDs: insts},
-		{Type: ofp.TablePropTypeWriteActions, ActionIDs: acts},
-		{Type: ofp.TablePropTypeApplyActions, ActionIDs: acts},
-		{Type: ofp.TablePropTypeMatch, OXMIDs: match},
-		{Type: ofp.TablePropTypeWildcards, OXMIDs: wild},
-		{Type: ofp.TablePropTypeWriteSetField, OXMIDs: set},
-		{Type: ofp.TablePropTypeApplySetField, OXMIDs: set},
+		{Type: ofpwire.TablePropTypeInstructions, InstructionIDs: insts},
+		{Type: ofpwire.TablePropTypeWriteActions, ActionIDs: acts},
+		{Type: ofpwire.TablePropTypeApplyActions, ActionIDs: acts},
+		{Type: ofpwire.TablePropTypeMatch, OXMIDs: match},
+		{Type: ofpwire.TablePropTypeWildcards, OXMIDs: wild},
+		{Type: ofpwire.TablePropTypeWriteSetField, OXMIDs: set},
+		{Type: ofpwire.TablePropTypeApplySetField, OXMIDs: set},
 	}
 }
 
@@ -846,15 +844,15 @@ func (b *Bridge) PortDesc() []ofpwire.Port {
 	return out
 }
 
-func (b *Bridge) portStats(c *ofconn.Conn, xid uint32, no ofp.PortNo) error {
-	var stats []ofp.PortStats
+func (b *Bridge) portStats(c *ofconn.Conn, xid uint32, no ofpwire.PortNo) error {
+	var stats []ofpwire.PortStats
 	for _, p := range b.dp.Ports() {
-		if no != ofp.PortAny && ofp.PortNo(p.No) != no {
+		if no != ofpwire.PortAny && ofpwire.PortNo(p.No) != no {
 			continue
 		}
 		s := p.Dev.Stats()
-		st := ofp.PortStats{
-			PortNo:    ofp.PortNo(p.No),
+		st := ofpwire.PortStats{
+			PortNo:    ofpwire.PortNo(p.No),
 			RxPackets: s.RxPackets, TxPackets: s.TxPackets,
 			RxBytes: s.RxBytes, TxBytes: s.TxBytes,
 			RxDropped: s.RxDrops, TxDropped: s.TxDrops,
@@ -867,7 +865,7 @@ func (b *Bridge) portStats(c *ofconn.Conn, xid uint32, no ofp.PortNo) error {
 		st.DurationSec, st.DurationNSec = uint32(d/time.Second), uint32(d%time.Second)
 		stats = append(stats, st)
 	}
-	if no != ofp.PortAny && len(stats) == 0 {
+	if no != ofpwire.PortAny && len(stats) == 0 {
 		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadPort)
 	}
 	return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.PortStatsReply{Ports: stats}})
@@ -903,27 +901,27 @@ func (b *Bridge) packetIns() {
 func PacketIn(cp datapath.ControllerPacket) ofpwire.PacketIn {
 	reason, table, maxLen := xlate.ParseControllerArg(cp.Arg)
 	data := cp.Data
-	if maxLen != ofp.ContentLenNoBuffer && int(maxLen) < len(data) {
+	if maxLen != ofpwire.ContentLenNoBuffer && int(maxLen) < len(data) {
 		data = data[:maxLen]
 	}
 	pi := ofpwire.PacketIn{
-		BufferID: ofp.NoBuffer,
+		BufferID: ofpwire.NoBuffer,
 		TotalLen: uint16(min(len(cp.Data), 0xffff)),
 		Reason:   reason,
 		TableID:  table,
 		Cookie:   cp.Cookie,
 		Data:     data,
 	}
-	pi.Match.Add(ofpwire.OXMUint(ofp.XMTypeInPort, uint64(cp.InPort)))
+	pi.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeInPort, uint64(cp.InPort)))
 	if cp.Metadata != 0 {
-		pi.Match.Add(ofpwire.OXMUint(ofp.XMTypeMetadata, cp.Metadata))
+		pi.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeMetadata, cp.Metadata))
 	}
 	if cp.TunnelID != 0 {
-		pi.Match.Add(ofpwire.OXMUint(ofp.XMTypeTunnelID, cp.TunnelID))
+		pi.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeTunnelID, cp.TunnelID))
 	}
 	for _, a := range []struct {
 		addr   [16]byte
-		f4, f6 ofp.XMType
+		f4, f6 ofpwire.XMType
 	}{{cp.Tunnel.Src, ofpwire.XMTypeTunIPv4Src, ofpwire.XMTypeTunIPv6Src}, {cp.Tunnel.Dst, ofpwire.XMTypeTunIPv4Dst, ofpwire.XMTypeTunIPv6Dst}} {
 		switch ip := netip.AddrFrom16(a.addr); {
 		case a.addr == [16]byte{}:

@@ -12,9 +12,6 @@ import (
 	"time"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow"
-	"github.com/netrack/openflow/ofp"
 )
 
 // emptyBridge answers the read requests of ovs-ofctl show and dump-flows
@@ -22,7 +19,7 @@ import (
 func emptyBridge() *recHandler {
 	return &recHandler{
 		features: ofpwire.FeaturesReply{DatapathID: 0xabcdef, NumBuffers: 0, NumTables: 254,
-			Capabilities: ofp.CapabilityFlowStats | ofp.CapabilityTableStats | ofp.CapabilityPortStats},
+			Capabilities: ofpwire.CapabilityFlowStats | ofpwire.CapabilityTableStats | ofpwire.CapabilityPortStats},
 		fn: func(c *Conn, xid uint32, msg ofpwire.Message) error {
 			mp, ok := msg.(*ofpwire.MultipartRequest)
 			if !ok {
@@ -53,7 +50,7 @@ func runOvsOfctl(t *testing.T, args ...string) string {
 func TestOvsOfctl(t *testing.T) {
 	path := sockPath(t, "br0.mgmt")
 	var mu sync.Mutex
-	seen := map[openflow.Type]int{}
+	seen := map[ofpwire.MsgType]int{}
 	m := startManager(t, Config{Handler: emptyBridge(), Observe: func(c *Conn, h ofpwire.Header) {
 		mu.Lock()
 		seen[h.Type]++
@@ -84,7 +81,7 @@ func TestOvsOfctl(t *testing.T) {
 		t.Fatalf("OpenFlow10 ovs-ofctl: %v\n%s", err, bad)
 	}
 	mu.Lock()
-	ok := seen[openflow.TypeFeaturesRequest] >= 1 && seen[openflow.TypeMultipartRequest] >= 2 && seen[openflow.TypeGetConfigRequest] >= 1
+	ok := seen[ofpwire.TypeFeaturesRequest] >= 1 && seen[ofpwire.TypeMultipartRequest] >= 2 && seen[ofpwire.TypeGetConfigRequest] >= 1
 	report := fmt.Sprint(seen)
 	mu.Unlock()
 	if !ok {
@@ -120,7 +117,7 @@ func TestOvsTestcontroller(t *testing.T) {
 	t.Cleanup(func() { cancel(); cmd.Wait() })
 
 	var mu sync.Mutex
-	seen := map[openflow.Type]int{}
+	seen := map[ofpwire.MsgType]int{}
 	h := emptyBridge()
 	h.fn = func(*Conn, uint32, ofpwire.Message) error { return nil } // accept its flow mods
 	m := startManager(t, Config{Handler: h, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
@@ -133,7 +130,7 @@ func TestOvsTestcontroller(t *testing.T) {
 	waitFor(t, "FEATURES_REQUEST", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return seen[openflow.TypeFeaturesRequest] > 0
+		return seen[ofpwire.TypeFeaturesRequest] > 0
 	})
 	waitFor(t, "the features reply to be written", func() bool { return m.Status()[0].MsgsOut >= 2 })
 	// Whatever it sends next (ovs-testcontroller installs a table-miss

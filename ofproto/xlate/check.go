@@ -3,8 +3,6 @@ package xlate
 import (
 	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // CheckActions validates an action list before it is accepted: a flow-mod's
@@ -63,14 +61,14 @@ func checkAction(a ofpwire.Action, packetOut bool) error {
 	switch a := a.(type) {
 	case *ofpwire.ActionOutput:
 		switch a.Port {
-		case ofp.PortIn, ofp.PortNormal, ofp.PortFlood, ofp.PortAll, ofp.PortController, ofp.PortLocal:
+		case ofpwire.PortIn, ofpwire.PortNormal, ofpwire.PortFlood, ofpwire.PortAll, ofpwire.PortController, ofpwire.PortLocal:
 			return nil
-		case ofp.PortTable:
+		case ofpwire.PortTable:
 			if packetOut {
 				return nil
 			}
 		default:
-			if a.Port != 0 && a.Port <= ofp.PortMax {
+			if a.Port != 0 && a.Port <= ofpwire.PortMax {
 				return nil
 			}
 		}

@@ -5,9 +5,8 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/datapath/header"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // errTags reports a group bucket whose VLAN pushes and pops undo cannot
@@ -23,7 +22,7 @@ func allLive(uint32) bool { return true }
 // group translates the group action for group id; final is set when it is
 // the last thing the translation does (from the action set), so the last
 // bucket need not undo its rewrites.
-func (x *xlator) group(id ofp.Group, table uint8, miss, final bool) error {
+func (x *xlator) group(id ofpwire.Group, table uint8, miss, final bool) error {
 	if x.opts.Groups == nil {
 		return fmt.Errorf("%w: group action", ErrUnsupported)
 	}
@@ -51,7 +50,7 @@ func (x *xlator) runGroup(t *pipeline.GroupTable, g *pipeline.Group, table uint8
 		live = allLive
 	}
 	switch g.Type() {
-	case ofp.GroupTypeAll:
+	case ofpwire.GroupTypeAll:
 		bs := g.Buckets()
 		for i := range bs {
 			if x.tr != nil {
@@ -62,15 +61,15 @@ func (x *xlator) runGroup(t *pipeline.GroupTable, g *pipeline.Group, table uint8
 			}
 		}
 		return nil
-	case ofp.GroupTypeIndirect:
+	case ofpwire.GroupTypeIndirect:
 		var b *pipeline.Bucket
 		if bs := g.Buckets(); len(bs) > 0 {
 			b = &bs[0]
 		}
 		return x.chosenBucket(g, b, table, miss, final)
-	case ofp.GroupTypeFastFailover:
+	case ofpwire.GroupTypeFastFailover:
 		return x.chosenBucket(g, t.FirstLive(g, live), table, miss, final)
-	case ofp.GroupTypeSelect:
+	case ofpwire.GroupTypeSelect:
 		return x.chosenBucket(g, t.SelectBucket(g, x.flowHash(), x.opts.PortLive), table, miss, final)
 	}
 	return fmt.Errorf("%w: group type %d", ErrUnsupported, g.Type())

@@ -8,8 +8,6 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 func (x *xlator) walk() error {
@@ -279,7 +277,7 @@ func (x *xlator) invalidTTL(table, ttl uint8) error {
 	if x.opts.NoInvalidTTLToController || !x.packetInAllowed() {
 		return nil
 	}
-	return x.emit(actions.ControllerAction(ControllerArg(ofp.PacketInReasonInvalidTTL, table, 0xffff), x.cookie, x.md))
+	return x.emit(actions.ControllerAction(ControllerArg(ofpwire.PacketInReasonInvalidTTL, table, 0xffff), x.cookie, x.md))
 }
 
 // allVLAN is the mask of both VLAN tags.
