@@ -75,3 +75,39 @@ func TestVsctlDoesNotLinkTheDaemon(t *testing.T) {
 		}
 	}
 }
+
+// TestNetrackStaysInOfpwire: github.com/netrack/openflow is the codec's
+// building material, not the switch's vocabulary. Every other package,
+// tests included, names OpenFlow through ofproto/ofpwire, so that the
+// dependency can be replaced or patched in one package.
+func TestNetrackStaysInOfpwire(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "./...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list: %v: %s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] == module+"ofproto/ofpwire" {
+			continue
+		}
+		checked++
+		for _, imp := range f[1:] {
+			if imp == "github.com/netrack/openflow" || strings.HasPrefix(imp, "github.com/netrack/openflow/") {
+				t.Errorf("%s imports %s; use ofproto/ofpwire's names instead", f[0], imp)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("go list named no packages")
+	}
+}
