@@ -19,7 +19,7 @@ func benchRules(rules *RuleTable, out uint32) {
 	never.Match.Key.TpSrc, never.Match.Mask.TpSrc = 0, 0xffff
 	rules.Add(never)
 	for i := 0; i < 10; i++ {
-		r := Rule{Priority: 100 - i, Actions: actions.List{{Kind: actions.Output, Port: out}}}
+		r := Rule{Priority: 100 - i, Actions: actions.List{actions.OutputTo(out)}}
 		r.Match.Key.EthType, r.Match.Mask.EthType = 0x0800, 0xffff
 		r.Match.Key.IPv4Dst, r.Match.Mask.IPv4Dst = 0xc6120001|uint32(i)<<8, 0xffffff00
 		r.Match.Key.IPv4Src, r.Match.Mask.IPv4Src = 0xc6130001, ^uint32(0)<<(24-i)

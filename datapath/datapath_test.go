@@ -325,7 +325,7 @@ func TestForwardingMatchesRuleTable(t *testing.T) {
 						r.Match.Key.TpSrc, r.Match.Mask.TpSrc = uint16(rng.IntN(8)), uint16(rng.IntN(8))
 					}
 					r.Match.Key.EthType, r.Match.Mask.EthType = 0x0800, 0xffff
-					r.Actions = actions.List{{Kind: actions.Output, Port: uint32(3 + rng.IntN(3))}}
+					r.Actions = actions.List{actions.OutputTo(uint32(3 + rng.IntN(3)))}
 					rules.Add(r)
 				}
 				pmd := dp.PMDs()[0]
@@ -384,9 +384,9 @@ func TestActionsAndDrops(t *testing.T) {
 	r := inPortRule(1, 1, 2)
 	r.Actions = append(r.Actions,
 		actions.Action{Kind: actions.SetEthDst, Addr: mac},
-		actions.Action{Kind: actions.Output, Port: 3},
+		actions.OutputTo(3),
 		actions.ControllerAction(7, 0xc0ffee, 0x42),
-		actions.Action{Kind: actions.Output, Port: 99})
+		actions.OutputTo(99))
 	rules.Add(r)
 	pmd := dp.PMDs()[0]
 	for i := 0; i < 10; i++ {
@@ -485,7 +485,7 @@ func TestExecutePacketOut(t *testing.T) {
 	out := ring.New("out", 1, 1, 64)
 	dp.AddPort(1, out)
 	f := udpFrame(1, 2, 3, 4, 77)
-	if err := dp.Execute(f, 0, actions.List{{Kind: actions.Output, Port: 1}, {Kind: actions.Output, Port: 1}}); err != nil {
+	if err := dp.Execute(f, 0, actions.List{actions.OutputTo(1), actions.OutputTo(1)}); err != nil {
 		t.Fatal(err)
 	}
 	dp.PMDs()[0].PollOnce()
@@ -587,7 +587,7 @@ func (c *countingSink) Touch(_ time.Time, p, b uint64) { c.packets.Add(p); c.byt
 type sinkUpcaller struct{ sink *countingSink }
 
 func (u sinkUpcaller) Upcall(k *flow.Key, res *UpcallResult) error {
-	res.Actions = actions.List{{Kind: actions.Output, Port: 2}}
+	res.Actions = actions.List{actions.OutputTo(2)}
 	res.Mask = flow.Mask{InPort: ^uint32(0)}
 	res.NoInstall = false
 	res.Refs = append(res.Refs[:0], u.sink)

@@ -3,6 +3,7 @@ package datapath
 import (
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/netdev"
 	"github.com/vswitch-go/vswitch/netdev/vnethdr"
@@ -51,9 +52,9 @@ func tcpPartial(pkt *packet.Packet) bool {
 	o := &pkt.Offload
 	g := o.GSOType &^ vnethdr.GSOECN
 	return (g == vnethdr.GSOTCPv4 || g == vnethdr.GSOTCPv6) && o.Flags&packet.OffloadNeedsCsum != 0 &&
-		pkt.KeyValid && pkt.Key.NwProto == 6 && pkt.Offsets.L4 != flow.NoOffset &&
-		int(pkt.Offsets.L4) == int(o.CsumStart) && o.CsumOffset == 16 &&
-		int(o.CsumStart)+18 <= pkt.Len()
+		pkt.KeyValid && pkt.Key.NwProto == header.IPProtoTCP && pkt.Offsets.L4 != flow.NoOffset &&
+		int(pkt.Offsets.L4) == int(o.CsumStart) && o.CsumOffset == header.TCPChecksumOff &&
+		int(o.CsumStart)+header.TCPChecksumOff+2 <= pkt.Len()
 }
 
 // apply runs a on pkt. Only frames kept whole with a partial checksum

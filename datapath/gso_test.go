@@ -258,7 +258,7 @@ var (
 // segments with valid checksums and consecutive sequence numbers, and to
 // a port that does as the one frame, its offload state intact.
 func TestGSOOutputSegmentsForPortsWithoutGSO(t *testing.T) {
-	dp, in, ringOut, gsoOut := gsoSwitch(t, actions.Action{Kind: actions.Output, Port: 2}, actions.Action{Kind: actions.Output, Port: 3})
+	dp, in, ringOut, gsoOut := gsoSwitch(t, actions.OutputTo(2), actions.OutputTo(3))
 	in.inject(tcpSuperFrame())
 	want := (gsoPayload + gsoMSS - 1) / gsoMSS
 	var segs [][]byte
@@ -299,7 +299,7 @@ func TestGSOSetFieldKeepsWhole(t *testing.T) {
 	copy(dst.Addr[:], newDst[:])
 	dp, in, _, gsoOut := gsoSwitch(t, src, dst, actions.Action{Kind: actions.SetL4Src, Val16: 33333},
 		actions.Action{Kind: actions.SetL4Dst, Val16: 8080}, actions.Action{Kind: actions.PushVLAN, Val16: 0x8100, Val16b: 7},
-		actions.Action{Kind: actions.Output, Port: 3})
+		actions.OutputTo(3))
 	in.inject(tcpSuperFrame())
 	var got []gsoFrame
 	waitFor(t, "the frame", func() bool {
@@ -331,7 +331,7 @@ func TestGSOOtherActionsSegmentFirst(t *testing.T) {
 	a := actions.Action{Kind: actions.SetIPv4Dst}
 	copy(a.Addr[:], newDst[:])
 	dp, in, _, gsoOut := gsoSwitch(t, a, actions.Action{Kind: actions.SetICMPType, Val8: 3},
-		actions.Action{Kind: actions.SetL4Dst, Val16: 8080}, actions.Action{Kind: actions.Output, Port: 3})
+		actions.Action{Kind: actions.SetL4Dst, Val16: 8080}, actions.OutputTo(3))
 	in.inject(tcpSuperFrame())
 	want := (gsoPayload + gsoMSS - 1) / gsoMSS
 	var got []gsoFrame
@@ -356,7 +356,7 @@ func TestGSOOtherActionsSegmentFirst(t *testing.T) {
 // segmentation yields valid tagged segments.
 func TestGSOPushVLANKeepsWhole(t *testing.T) {
 	dp, in, _, gsoOut := gsoSwitch(t, actions.Action{Kind: actions.PushVLAN, Val16: 0x8100, Val16b: 42},
-		actions.Action{Kind: actions.Output, Port: 3})
+		actions.OutputTo(3))
 	in.inject(tcpSuperFrame())
 	var got []gsoFrame
 	waitFor(t, "the frame", func() bool {
@@ -390,7 +390,7 @@ func TestGSOPushVLANKeepsWhole(t *testing.T) {
 // the last action finds no big buffer free, that output gets the frame as
 // segments instead of losing it, and the last output still gets it whole.
 func TestGSOCopyWithoutBigBuffer(t *testing.T) {
-	dp, in, ringOut, gsoOut := gsoSwitch(t, actions.Action{Kind: actions.Output, Port: 2}, actions.Action{Kind: actions.Output, Port: 3})
+	dp, in, ringOut, gsoOut := gsoSwitch(t, actions.OutputTo(2), actions.OutputTo(3))
 	in.mu.Lock()
 	in.hoard = true
 	in.mu.Unlock()

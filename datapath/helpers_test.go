@@ -52,7 +52,7 @@ func inPortRule(prio int, in uint32, outs ...uint32) Rule {
 	r.Match.Key.InPort = in
 	r.Match.Mask.InPort = ^uint32(0)
 	for _, o := range outs {
-		r.Actions = append(r.Actions, actions.Action{Kind: actions.Output, Port: o})
+		r.Actions = append(r.Actions, actions.OutputTo(o))
 	}
 	return r
 }

@@ -51,7 +51,7 @@ func TestDumpFlows(t *testing.T) {
 	dp.AddPort(2, in2)
 	dp.AddPort(3, out)
 	rules.Add(inPortRule(1, 1, 3))
-	ip := Rule{Priority: 5, Actions: actions.List{{Kind: actions.SetIPTTL, Val8: 9}, {Kind: actions.Output, Port: 3}}}
+	ip := Rule{Priority: 5, Actions: actions.List{{Kind: actions.SetIPTTL, Val8: 9}, actions.OutputTo(3)}}
 	ip.Match.Key.InPort, ip.Match.Mask.InPort = 2, ^uint32(0)
 	ip.Match.Key.EthType, ip.Match.Mask.EthType = 0x0800, 0xffff
 	ip.Match.Key.IPv4Dst, ip.Match.Mask.IPv4Dst = 0x0a000000, 0xff000000

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
@@ -484,17 +485,12 @@ func (st *meterState) exceeded(nowT int64, size uint64) int {
 	return best
 }
 
-// ethTypeIPv4 and ethTypeIPv6 are the packets a DSCP remark applies to.
-const (
-	ethTypeIPv4 = 0x0800
-	ethTypeIPv6 = 0x86dd
-)
-
 // remarkDSCP raises the drop precedence of an IP packet's DSCP by levels
 // (see MeterBandDSCPRemark), through the SetIPTOS rewrite so that the
 // IPv4 checksum and the key follow.
 func remarkDSCP(pkt *packet.Packet, levels uint8) {
-	if !pkt.KeyValid || (pkt.Key.EthType != ethTypeIPv4 && pkt.Key.EthType != ethTypeIPv6) {
+	// Only IP packets carry a DSCP.
+	if !pkt.KeyValid || (pkt.Key.EthType != header.EtherTypeIPv4 && pkt.Key.EthType != header.EtherTypeIPv6) {
 		return
 	}
 	dscp := pkt.Key.NwTOS >> 2

@@ -26,7 +26,7 @@ func ms(n int64) int64                 { return n * int64(time.Millisecond) }
 // meterRule is "in_port=1, actions=meter(id),output:out".
 func meterRule(id, out uint32) Rule {
 	r := inPortRule(10, 1, out)
-	r.Actions = append(actions.List{{Kind: actions.Meter, Port: id}}, r.Actions...)
+	r.Actions = append(actions.List{actions.MeterAction(id)}, r.Actions...)
 	return r
 }
 

@@ -757,12 +757,12 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 			pkt.Free()
 			return
 		case actions.Meter:
-			if !p.meter(pkt, a.Port) {
+			if !p.meter(pkt, a.MeterID()) {
 				p.drop(pkt, DropMeter)
 				return
 			}
 		case actions.Recirc:
-			p.recirculate(pkt, a.Port) // it ends the list
+			p.recirculate(pkt, a.RecircID()) // it ends the list
 			return
 		default:
 			if !p.apply(a, pkt) {

@@ -29,14 +29,14 @@ func recircRules(rules *RuleTable) {
 	pop.Priority = 10
 	pop.Match.Key.EthType, pop.Match.Mask.EthType = 0x8847, 0xffff
 	pop.Match.Mask.RecircID = 0xffff
-	pop.Actions = actions.List{{Kind: actions.PopMPLS, Val16: 0x0800}, {Kind: actions.Recirc, Port: 7}}
+	pop.Actions = actions.List{{Kind: actions.PopMPLS, Val16: 0x0800}, actions.RecircAction(7)}
 	rules.Add(pop)
 	var fwd Rule
 	fwd.Priority = 10
 	fwd.Match.Key.RecircID, fwd.Match.Mask.RecircID = 7, 0xffff
 	fwd.Match.Key.EthType, fwd.Match.Mask.EthType = 0x0800, 0xffff
 	fwd.Match.Key.IPv4Dst, fwd.Match.Mask.IPv4Dst = 2, ^uint32(0)
-	fwd.Actions = actions.List{{Kind: actions.Output, Port: 2}}
+	fwd.Actions = actions.List{actions.OutputTo(2)}
 	rules.Add(fwd)
 }
 
@@ -108,7 +108,7 @@ func TestRecirculationDepth(t *testing.T) {
 	in := ring.New("in", 1, 1, 1024)
 	dp.AddPort(1, in)
 	var loop Rule
-	loop.Actions = actions.List{{Kind: actions.Recirc, Port: 1}}
+	loop.Actions = actions.List{actions.RecircAction(1)}
 	rules.Add(loop)
 	in.Inject(0, udpFrame(1, 2, 1, 2, 1))
 	pmd := dp.PMDs()[0]

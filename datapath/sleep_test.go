@@ -92,7 +92,7 @@ func TestSleepingPMDWakesAtDeadline(t *testing.T) {
 // iterate.
 func TestIdlePMDSleeps(t *testing.T) {
 	r := newLiveRig(t, 0)
-	acts := actions.List{{Kind: actions.Output, Port: 3}}
+	acts := actions.List{actions.OutputTo(3)}
 	packetOut := func(seq uint32) PMDStats {
 		t.Helper()
 		before := r.dp.PMDStats()[0].Iterations

@@ -99,7 +99,7 @@ func (q *ControllerQueue) push(pkt *packet.Packet, a *actions.Action) bool {
 	}
 	i := (q.head + q.n) % len(q.slots)
 	n := copy(q.bufs[i], pkt.Data())
-	q.slots[i] = ControllerPacket{InPort: pkt.InPort, Arg: a.Port, Cookie: a.ControllerCookie(),
+	q.slots[i] = ControllerPacket{InPort: pkt.InPort, Arg: a.ControllerArg(), Cookie: a.ControllerCookie(),
 		Metadata: a.ControllerMetadata(), Data: q.bufs[i][:n]}
 	if pkt.KeyValid {
 		q.slots[i].TunnelID, q.slots[i].Tunnel = pkt.Key.TunnelID, pkt.Key.Tun

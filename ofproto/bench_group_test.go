@@ -7,8 +7,6 @@ import (
 	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/netdev/ring"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // BenchmarkForwardGroup: one manual-mode PMD forwarding 64-byte UDP from
@@ -31,9 +29,9 @@ func benchForwardGroup(b *testing.B, mode string) {
 	act := ofpwire.Action(&ofpwire.ActionOutput{Port: 2})
 	switch mode {
 	case "select":
-		gm := &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeSelect, GroupID: 1}
+		gm := &ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeSelect, GroupID: 1}
 		for w := uint16(1); w <= 3; w++ {
-			gm.Buckets = append(gm.Buckets, ofpwire.Bucket{Weight: w, WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny,
+			gm.Buckets = append(gm.Buckets, ofpwire.Bucket{Weight: w, WatchPort: ofpwire.PortAny, WatchGroup: ofpwire.GroupAny,
 				Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: 2}}})
 		}
 		if err := br.Apply(gm); err != nil {
@@ -41,8 +39,8 @@ func benchForwardGroup(b *testing.B, mode string) {
 		}
 		act = &ofpwire.ActionGroup{Group: 1}
 	case "indirect":
-		if err := br.Apply(&ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeIndirect, GroupID: 1,
-			Buckets: []ofpwire.Bucket{{WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny,
+		if err := br.Apply(&ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeIndirect, GroupID: 1,
+			Buckets: []ofpwire.Bucket{{WatchPort: ofpwire.PortAny, WatchGroup: ofpwire.GroupAny,
 				Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: 2}}}}}); err != nil {
 			b.Fatal(err)
 		}

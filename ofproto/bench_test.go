@@ -17,8 +17,6 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 	"github.com/vswitch-go/vswitch/ofproto/xlate"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // benchDst is the IPv4 destination of benchmark rule i: 198.x.y.z counting
@@ -29,23 +27,23 @@ func benchDst(i int) uint32 { return 0xc6120000 + uint32(i) }
 // table tid. Each call builds its own match and instructions, as a decoded
 // message would have.
 func benchRuleMod(tid uint8, i int) *ofpwire.FlowMod {
-	fm := &ofpwire.FlowMod{Command: ofp.FlowAdd, TableID: tid, Priority: 100, BufferID: ofp.NoBuffer,
-		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+	fm := &ofpwire.FlowMod{Command: ofpwire.FlowAdd, TableID: tid, Priority: 100, BufferID: ofpwire.NoBuffer,
+		OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny,
 		Instructions: []ofpwire.Instruction{&ofpwire.InstrApplyActions{
 			Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: 2}}}}}
-	fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeInPort, 1))
-	fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeEthType, 0x0800))
-	fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeIPv4Dst, uint64(benchDst(i))))
+	fm.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeInPort, 1))
+	fm.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeEthType, 0x0800))
+	fm.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeIPv4Dst, uint64(benchDst(i))))
 	return fm
 }
 
 // benchGotoMod is in_port=1,ip,actions=goto_table:tid+1 in table tid.
 func benchGotoMod(tid uint8) *ofpwire.FlowMod {
-	fm := &ofpwire.FlowMod{Command: ofp.FlowAdd, TableID: tid, Priority: 10, BufferID: ofp.NoBuffer,
-		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+	fm := &ofpwire.FlowMod{Command: ofpwire.FlowAdd, TableID: tid, Priority: 10, BufferID: ofpwire.NoBuffer,
+		OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny,
 		Instructions: []ofpwire.Instruction{&ofpwire.InstrGotoTable{TableID: tid + 1}}}
-	fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeInPort, 1))
-	fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeEthType, 0x0800))
+	fm.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeInPort, 1))
+	fm.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeEthType, 0x0800))
 	return fm
 }
 

@@ -78,8 +78,6 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 	"github.com/vswitch-go/vswitch/ofproto/xlate"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // DefaultMaxIdle is how long an unused datapath megaflow lives (OVS's
@@ -345,7 +343,7 @@ func (b *Bridge) activePipeline() *pipeline.Pipeline {
 // when its config does.
 func (b *Bridge) portLive(no uint32) bool {
 	p := b.dp.Port(no)
-	return p != nil && p.Dev.LinkUp() && b.ports().config[no]&ofp.PortConfigDown == 0
+	return p != nil && p.Dev.LinkUp() && b.ports().config[no]&ofpwire.PortConfigDown == 0
 }
 
 // invalidate is the one way ofproto tells the datapath that something a

@@ -4,12 +4,10 @@ import (
 	"testing"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
-func bucketOut(port ofp.PortNo, acts ...ofpwire.Action) ofpwire.Bucket {
-	return ofpwire.Bucket{WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny,
+func bucketOut(port ofpwire.PortNo, acts ...ofpwire.Action) ofpwire.Bucket {
+	return ofpwire.Bucket{WatchPort: ofpwire.PortAny, WatchGroup: ofpwire.GroupAny,
 		Actions: append(acts, &ofpwire.ActionOutput{Port: port})}
 }
 
@@ -18,9 +16,9 @@ func TestGroupModForwardsAndDeleteRemovesFlows(t *testing.T) {
 	// A flow naming a group that does not exist is refused.
 	tb.c.wantError(outputFlow(1, &ofpwire.ActionGroup{Group: 1}), ofpwire.ETBadAction, ofpwire.BACBadOutGroup)
 
-	gm := &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{
+	gm := &ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{
 		bucketOut(2),
-		bucketOut(2, &ofpwire.ActionSetField{Field: ofpwire.OXMUint(ofp.XMTypeUDPDst, 9999)}),
+		bucketOut(2, &ofpwire.ActionSetField{Field: ofpwire.OXMUint(ofpwire.XMTypeUDPDst, 9999)}),
 	}}
 	if r := tb.c.request(gm); len(r) != 0 {
 		t.Fatalf("group-mod replies %#v", r)
@@ -36,15 +34,15 @@ func TestGroupModForwardsAndDeleteRemovesFlows(t *testing.T) {
 		t.Fatal("first bucket should send the frame unchanged, the second rewritten")
 	}
 
-	tb.c.send(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 1})
+	tb.c.send(&ofpwire.GroupMod{Command: ofpwire.GroupDelete, GroupID: 1})
 	_, m := tb.c.recv()
-	if fr, ok := m.(*ofpwire.FlowRemoved); !ok || fr.Reason != ofp.FlowReasonGroupDelete {
+	if fr, ok := m.(*ofpwire.FlowRemoved); !ok || fr.Reason != ofpwire.FlowReasonGroupDelete {
 		t.Fatalf("after group delete got %#v, want FLOW_REMOVED (group delete)", m)
 	}
 	if got := tb.forward(tb.p1, tb.p2, frame()); len(got) != 0 {
 		t.Fatalf("deleted group still forwards %d frames", len(got))
 	}
-	fs := tb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofp.TableAll), OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}).(*ofpwire.FlowStatsReply)
+	fs := tb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofpwire.TableAll), OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}).(*ofpwire.FlowStatsReply)
 	if len(fs.Flows) != 0 {
 		t.Fatalf("flows left: %+v", fs.Flows)
 	}
@@ -52,17 +50,17 @@ func TestGroupModForwardsAndDeleteRemovesFlows(t *testing.T) {
 
 func TestGroupMultiparts(t *testing.T) {
 	tb := newTestBridge(t)
-	gm := &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeIndirect, GroupID: 5,
+	gm := &ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeIndirect, GroupID: 5,
 		Buckets: []ofpwire.Bucket{bucketOut(2)}}
 	if r := tb.c.request(gm); len(r) != 0 {
 		t.Fatalf("group-mod replies %#v", r)
 	}
 	desc := tb.c.multipart(&ofpwire.GroupDescRequest{}).(*ofpwire.GroupDescReply)
-	if len(desc.Groups) != 1 || desc.Groups[0].GroupID != 5 || desc.Groups[0].Type != ofp.GroupTypeIndirect ||
+	if len(desc.Groups) != 1 || desc.Groups[0].GroupID != 5 || desc.Groups[0].Type != ofpwire.GroupTypeIndirect ||
 		len(desc.Groups[0].Buckets) != 1 {
 		t.Fatalf("group desc %+v", desc.Groups)
 	}
-	st := tb.c.multipart(&ofpwire.GroupStatsRequest{Group: ofp.GroupAll}).(*ofpwire.GroupStatsReply)
+	st := tb.c.multipart(&ofpwire.GroupStatsRequest{Group: ofpwire.GroupAll}).(*ofpwire.GroupStatsReply)
 	if len(st.Groups) != 1 || st.Groups[0].GroupID != 5 || len(st.Groups[0].BucketStats) != 1 {
 		t.Fatalf("group stats %+v", st.Groups)
 	}
@@ -71,22 +69,22 @@ func TestGroupMultiparts(t *testing.T) {
 		t.Fatalf("stats of unknown group %+v", st.Groups)
 	}
 	f := tb.c.multipart(&ofpwire.GroupFeaturesRequest{}).(*ofpwire.GroupFeaturesReply)
-	if f.Types&(1<<uint(ofp.GroupTypeFastFailover)) == 0 || f.MaxGroups[0] == 0 {
+	if f.Types&(1<<uint(ofpwire.GroupTypeFastFailover)) == 0 || f.MaxGroups[0] == 0 {
 		t.Fatalf("group features %+v", f)
 	}
 	// A bad group-mod is refused with the table's error.
-	tb.c.wantError(&ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeIndirect, GroupID: 5,
+	tb.c.wantError(&ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeIndirect, GroupID: 5,
 		Buckets: []ofpwire.Bucket{bucketOut(2)}}, ofpwire.ETGroupModFailed, ofpwire.GMFCGroupExists)
 }
 
 func TestMeterModAndMultiparts(t *testing.T) {
 	tb := newTestBridge(t)
-	mm := &ofpwire.MeterMod{Command: ofp.MeterAdd, Flags: ofp.MeterFlagKBitPerSec, MeterID: 3,
-		Bands: []ofpwire.MeterBand{{Type: ofp.MeterBandTypeDrop, Rate: 1000}}}
+	mm := &ofpwire.MeterMod{Command: ofpwire.MeterAdd, Flags: ofpwire.MeterFlagKBitPerSec, MeterID: 3,
+		Bands: []ofpwire.MeterBand{{Type: ofpwire.MeterBandTypeDrop, Rate: 1000}}}
 	if r := tb.c.request(mm); len(r) != 0 {
 		t.Fatalf("meter-mod replies %#v", r)
 	}
-	cfg := tb.c.multipart(&ofpwire.MeterConfigRequest{Meter: ofp.MeterAll}).(*ofpwire.MeterConfigReply)
+	cfg := tb.c.multipart(&ofpwire.MeterConfigRequest{Meter: ofpwire.MeterAll}).(*ofpwire.MeterConfigReply)
 	if len(cfg.Meters) != 1 || cfg.Meters[0].MeterID != 3 || len(cfg.Meters[0].Bands) != 1 ||
 		cfg.Meters[0].Bands[0].Rate != 1000 {
 		t.Fatalf("meter config %+v", cfg.Meters)
@@ -96,14 +94,14 @@ func TestMeterModAndMultiparts(t *testing.T) {
 		t.Fatalf("meter stats %+v", st.Meters)
 	}
 	f := tb.c.multipart(&ofpwire.MeterFeaturesRequest{}).(*ofpwire.MeterFeaturesReply)
-	if f.MaxMeter == 0 || f.BandTypes&(1<<uint(ofp.MeterBandTypeDrop)) == 0 {
+	if f.MaxMeter == 0 || f.BandTypes&(1<<uint(ofpwire.MeterBandTypeDrop)) == 0 {
 		t.Fatalf("meter features %+v", f)
 	}
 	tb.c.wantError(mm, ofpwire.ETMeterModFailed, ofpwire.MMFCMeterExists)
-	if r := tb.c.request(&ofpwire.MeterMod{Command: ofp.MeterDelete, MeterID: 3}); len(r) != 0 {
+	if r := tb.c.request(&ofpwire.MeterMod{Command: ofpwire.MeterDelete, MeterID: 3}); len(r) != 0 {
 		t.Fatalf("meter delete replies %#v", r)
 	}
-	cfg = tb.c.multipart(&ofpwire.MeterConfigRequest{Meter: ofp.MeterAll}).(*ofpwire.MeterConfigReply)
+	cfg = tb.c.multipart(&ofpwire.MeterConfigRequest{Meter: ofpwire.MeterAll}).(*ofpwire.MeterConfigReply)
 	if len(cfg.Meters) != 0 {
 		t.Fatalf("meters after delete %+v", cfg.Meters)
 	}
@@ -113,7 +111,7 @@ func TestMeterModAndMultiparts(t *testing.T) {
 // lands in the group's and the chosen buckets' counters.
 func TestGroupCounters(t *testing.T) {
 	tb := newTestBridge(t)
-	gm := &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeAll, GroupID: 9,
+	gm := &ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeAll, GroupID: 9,
 		Buckets: []ofpwire.Bucket{bucketOut(2), bucketOut(2)}}
 	if r := tb.c.request(gm); len(r) != 0 {
 		t.Fatalf("group-mod replies %#v", r)

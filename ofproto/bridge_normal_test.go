@@ -6,13 +6,11 @@ import (
 	"time"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 func TestOutputNormalUsesDefaultSwitch(t *testing.T) {
 	tb := newTestBridge(t)
-	fm := outputFlow(1, &ofpwire.ActionOutput{Port: ofp.PortNormal})
+	fm := outputFlow(1, &ofpwire.ActionOutput{Port: ofpwire.PortNormal})
 	fm.Match = ofpwire.Match{}
 	if r := tb.c.request(fm); len(r) != 0 {
 		t.Fatalf("flow-mod replies %#v", r)

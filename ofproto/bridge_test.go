@@ -16,8 +16,6 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/xlate"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // client is a minimal OpenFlow 1.3 controller for the tests.
@@ -203,17 +201,17 @@ func (tb *testBridge) forward(in *ring.Port, out *ring.Port, f []byte) [][]byte 
 
 func outputFlow(inPort uint32, actions ...ofpwire.Action) *ofpwire.FlowMod {
 	fm := &ofpwire.FlowMod{
-		Command:  ofp.FlowAdd,
+		Command:  ofpwire.FlowAdd,
 		Priority: 100,
-		BufferID: ofp.NoBuffer,
-		OutPort:  ofp.PortAny,
-		OutGroup: ofp.GroupAny,
-		Flags:    ofp.FlowFlagSendFlowRem,
+		BufferID: ofpwire.NoBuffer,
+		OutPort:  ofpwire.PortAny,
+		OutGroup: ofpwire.GroupAny,
+		Flags:    ofpwire.FlowFlagSendFlowRem,
 		Instructions: []ofpwire.Instruction{
 			&ofpwire.InstrApplyActions{Actions: actions},
 		},
 	}
-	fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeInPort, uint64(inPort)))
+	fm.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeInPort, uint64(inPort)))
 	return fm
 }
 
@@ -233,14 +231,14 @@ func TestFlowModForwardsAndDeleteStops(t *testing.T) {
 		t.Fatal("in_port=2 forwarded without a flow")
 	}
 
-	fs := tb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofp.TableAll), OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}).(*ofpwire.FlowStatsReply)
-	if len(fs.Flows) != 1 || fs.Flows[0].Priority != 100 || fs.Flows[0].Flags != ofp.FlowFlagSendFlowRem {
+	fs := tb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofpwire.TableAll), OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}).(*ofpwire.FlowStatsReply)
+	if len(fs.Flows) != 1 || fs.Flows[0].Priority != 100 || fs.Flows[0].Flags != ofpwire.FlowFlagSendFlowRem {
 		t.Fatalf("flow stats %+v", fs.Flows)
 	}
-	if o, ok := fs.Flows[0].Match.Field(ofp.XMTypeInPort); !ok || o.Uint() != 1 {
+	if o, ok := fs.Flows[0].Match.Field(ofpwire.XMTypeInPort); !ok || o.Uint() != 1 {
 		t.Fatalf("flow stats match %+v", fs.Flows[0].Match)
 	}
-	agg := tb.c.multipart(&ofpwire.AggregateStatsRequest{TableID: uint8(ofp.TableAll), OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}).(*ofpwire.AggregateStatsReply)
+	agg := tb.c.multipart(&ofpwire.AggregateStatsRequest{TableID: uint8(ofpwire.TableAll), OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}).(*ofpwire.AggregateStatsReply)
 	if agg.FlowCount != 1 {
 		t.Fatalf("aggregate %+v", agg)
 	}
@@ -249,12 +247,12 @@ func TestFlowModForwardsAndDeleteStops(t *testing.T) {
 		t.Fatalf("table stats: %d tables, table 0 %+v", len(ts.Tables), ts.Tables[0])
 	}
 
-	del := &ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: uint8(ofp.TableAll), BufferID: ofp.NoBuffer,
-		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}
+	del := &ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: uint8(ofpwire.TableAll), BufferID: ofpwire.NoBuffer,
+		OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}
 	tb.c.send(del)
 	_, m := tb.c.recv()
 	fr, ok := m.(*ofpwire.FlowRemoved)
-	if !ok || fr.Reason != ofp.FlowReasonDelete || fr.Priority != 100 {
+	if !ok || fr.Reason != ofpwire.FlowReasonDelete || fr.Priority != 100 {
 		t.Fatalf("after delete got %#v, want FLOW_REMOVED (delete)", m)
 	}
 	if got := tb.forward(tb.p1, tb.p2, frame()); len(got) != 0 {
@@ -283,7 +281,7 @@ func TestReadRequests(t *testing.T) {
 	_, m := tb.c.recv()
 	f, ok := m.(*ofpwire.FeaturesReply)
 	if !ok || f.DatapathID != 0x1234 || f.NumTables != 254 ||
-		f.Capabilities != ofp.CapabilityFlowStats|ofp.CapabilityTableStats|ofp.CapabilityPortStats|ofp.CapabilityGroupStats|ofp.CapabilityQueueStats {
+		f.Capabilities != ofpwire.CapabilityFlowStats|ofpwire.CapabilityTableStats|ofpwire.CapabilityPortStats|ofpwire.CapabilityGroupStats|ofpwire.CapabilityQueueStats {
 		t.Fatalf("features %#v", m)
 	}
 	desc := tb.c.multipart(&ofpwire.DescRequest{}).(*ofpwire.DescReply)
@@ -292,12 +290,12 @@ func TestReadRequests(t *testing.T) {
 	}
 	pd := tb.c.multipart(&ofpwire.PortDescRequest{}).(*ofpwire.PortDescReply)
 	if len(pd.Ports) != 2 || pd.Ports[0].PortNo != 1 || pd.Ports[0].Name != "r1" || pd.Ports[1].Name != "r2" ||
-		pd.Ports[0].State != ofp.PortStateLive {
+		pd.Ports[0].State != ofpwire.PortStateLive {
 		t.Fatalf("port desc %+v", pd.Ports)
 	}
 	tb.p2.SetLinkUp(false)
 	pd = tb.c.multipart(&ofpwire.PortDescRequest{}).(*ofpwire.PortDescReply)
-	if pd.Ports[1].State != ofp.PortStateLinkDown {
+	if pd.Ports[1].State != ofpwire.PortStateLinkDown {
 		t.Fatalf("port 2 down: state %v", pd.Ports[1].State)
 	}
 	tb.p2.SetLinkUp(true)
@@ -305,7 +303,7 @@ func TestReadRequests(t *testing.T) {
 	tb.c.request(outputFlow(1, &ofpwire.ActionOutput{Port: 2}))
 	tb.forward(tb.p1, tb.p2, frame())
 	tb.forward(tb.p1, tb.p2, frame())
-	ps := tb.c.multipart(&ofpwire.PortStatsRequest{PortNo: ofp.PortAny}).(*ofpwire.PortStatsReply)
+	ps := tb.c.multipart(&ofpwire.PortStatsRequest{PortNo: ofpwire.PortAny}).(*ofpwire.PortStatsReply)
 	if len(ps.Ports) != 2 || ps.Ports[0].RxPackets != 2 || ps.Ports[1].TxPackets != 2 {
 		t.Fatalf("port stats %+v", ps.Ports)
 	}
@@ -324,7 +322,7 @@ func TestFlowStatsSplitsLargeReplies(t *testing.T) {
 		fm.Priority = uint16(i + 1)
 		tb.br.Pipeline().Apply(fm, time.Now())
 	}
-	xid := tb.c.send(&ofpwire.MultipartRequest{Body: &ofpwire.FlowStatsRequest{TableID: uint8(ofp.TableAll), OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}})
+	xid := tb.c.send(&ofpwire.MultipartRequest{Body: &ofpwire.FlowStatsRequest{TableID: uint8(ofpwire.TableAll), OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}})
 	parts, total := 0, 0
 	for {
 		h, m := tb.c.recv()
@@ -345,7 +343,7 @@ func TestFlowStatsSplitsLargeReplies(t *testing.T) {
 
 func TestPacketOut(t *testing.T) {
 	tb := newTestBridge(t)
-	po := &ofpwire.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
+	po := &ofpwire.PacketOut{BufferID: ofpwire.NoBuffer, InPort: ofpwire.PortController,
 		Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: 2}}, Data: frame()}
 	if r := tb.c.request(po); len(r) != 0 {
 		t.Fatalf("packet-out replies %#v", r)
@@ -359,7 +357,7 @@ func TestPacketOut(t *testing.T) {
 
 	// Actions are translated, not just outputs: set-field rewrites.
 	po.Actions = []ofpwire.Action{
-		&ofpwire.ActionSetField{Field: ofpwire.NewOXM(ofp.XMTypeEthDst, []byte{2, 0, 0, 0, 0, 9})},
+		&ofpwire.ActionSetField{Field: ofpwire.NewOXM(ofpwire.XMTypeEthDst, []byte{2, 0, 0, 0, 0, 9})},
 		&ofpwire.ActionOutput{Port: 1},
 	}
 	tb.c.request(po)
@@ -370,15 +368,15 @@ func TestPacketOut(t *testing.T) {
 		t.Fatalf("set-field packet-out: %x", got)
 	}
 
-	tb.c.wantError(&ofpwire.PacketOut{BufferID: 3, InPort: ofp.PortController, Data: frame()},
+	tb.c.wantError(&ofpwire.PacketOut{BufferID: 3, InPort: ofpwire.PortController, Data: frame()},
 		ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
-	tb.c.wantError(&ofpwire.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
-		Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: ofp.PortAny}}, Data: frame()},
+	tb.c.wantError(&ofpwire.PacketOut{BufferID: ofpwire.NoBuffer, InPort: ofpwire.PortController,
+		Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: ofpwire.PortAny}}, Data: frame()},
 		ofpwire.ETBadAction, ofpwire.BACBadOutPort)
 	// OFPP_TABLE belongs to packet-outs only.
-	tb.c.wantError(outputFlow(1, &ofpwire.ActionOutput{Port: ofp.PortTable}),
+	tb.c.wantError(outputFlow(1, &ofpwire.ActionOutput{Port: ofpwire.PortTable}),
 		ofpwire.ETBadAction, ofpwire.BACBadOutPort)
-	tb.c.wantError(&ofpwire.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
+	tb.c.wantError(&ofpwire.PacketOut{BufferID: ofpwire.NoBuffer, InPort: ofpwire.PortController,
 		Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: 1}}, Data: frame()},
 		ofpwire.ETBadAction, ofpwire.BACBadOutGroup)
 }
@@ -392,7 +390,7 @@ func TestPacketInFromControllerAction(t *testing.T) {
 	fm.Instructions = []ofpwire.Instruction{&ofpwire.InstrWriteMetadata{Metadata: 0x42, Mask: 0xff},
 		&ofpwire.InstrGotoTable{TableID: 1}}
 	tb.c.request(fm)
-	fm = outputFlow(1, &ofpwire.ActionOutput{Port: ofp.PortController, MaxLen: 20})
+	fm = outputFlow(1, &ofpwire.ActionOutput{Port: ofpwire.PortController, MaxLen: 20})
 	fm.TableID, fm.Cookie = 1, 0xc0ffee
 	tb.c.request(fm)
 	f := frame()
@@ -402,30 +400,30 @@ func TestPacketInFromControllerAction(t *testing.T) {
 	if !ok {
 		t.Fatalf("got %#v, want PACKET_IN", m)
 	}
-	if pi.Reason != ofp.PacketInReasonAction || pi.TableID != 1 || pi.BufferID != ofp.NoBuffer ||
+	if pi.Reason != ofpwire.PacketInReasonAction || pi.TableID != 1 || pi.BufferID != ofpwire.NoBuffer ||
 		pi.TotalLen != uint16(len(f)) || !bytes.Equal(pi.Data, f[:20]) || pi.Cookie != 0xc0ffee {
 		t.Fatalf("packet-in %+v", pi)
 	}
-	if o, ok := pi.Match.Field(ofp.XMTypeInPort); !ok || o.Uint() != 1 {
+	if o, ok := pi.Match.Field(ofpwire.XMTypeInPort); !ok || o.Uint() != 1 {
 		t.Fatalf("packet-in match %+v", pi.Match)
 	}
-	if o, ok := pi.Match.Field(ofp.XMTypeMetadata); !ok || o.Uint() != 0x42 {
+	if o, ok := pi.Match.Field(ofpwire.XMTypeMetadata); !ok || o.Uint() != 0x42 {
 		t.Fatalf("packet-in match lacks metadata 0x42: %+v", pi.Match)
 	}
 }
 
 func TestPacketInConversion(t *testing.T) {
 	data := frame()
-	pi := PacketIn(datapath.ControllerPacket{InPort: 7, Arg: xlate.ControllerArg(ofp.PacketInReasonNoMatch, 3, ofp.ContentLenNoBuffer), Data: data})
-	if pi.Reason != ofp.PacketInReasonNoMatch || pi.TableID != 3 || !bytes.Equal(pi.Data, data) {
+	pi := PacketIn(datapath.ControllerPacket{InPort: 7, Arg: xlate.ControllerArg(ofpwire.PacketInReasonNoMatch, 3, ofpwire.ContentLenNoBuffer), Data: data})
+	if pi.Reason != ofpwire.PacketInReasonNoMatch || pi.TableID != 3 || !bytes.Equal(pi.Data, data) {
 		t.Fatalf("NO_BUFFER packet-in %+v", pi)
 	}
-	pi = PacketIn(datapath.ControllerPacket{InPort: 7, Arg: xlate.ControllerArg(ofp.PacketInReasonAction, 0, 1000), Data: data})
+	pi = PacketIn(datapath.ControllerPacket{InPort: 7, Arg: xlate.ControllerArg(ofpwire.PacketInReasonAction, 0, 1000), Data: data})
 	if len(pi.Data) != len(data) {
 		t.Fatalf("max_len above the packet cut it to %d", len(pi.Data))
 	}
 	// A tunnelled packet's metadata is in the match, as OVS sends it.
-	cp := datapath.ControllerPacket{InPort: 7, Arg: xlate.ControllerArg(ofp.PacketInReasonAction, 0, 1000), Data: data, TunnelID: 100}
+	cp := datapath.ControllerPacket{InPort: 7, Arg: xlate.ControllerArg(ofpwire.PacketInReasonAction, 0, 1000), Data: data, TunnelID: 100}
 	cp.Tunnel.Src = [16]byte{10: 0xff, 11: 0xff, 198, 18, 20, 2}
 	cp.Tunnel.Dst = [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: 1}
 	pi = PacketIn(cp)
@@ -468,7 +466,7 @@ func TestTableFeatures(t *testing.T) {
 		t.Fatalf("last table %+v", last)
 	}
 	for _, p := range tf.Tables[10].Properties {
-		if p.Type == ofp.TablePropTypeNextTables && (len(p.NextTables) != NumTables-11 || p.NextTables[0] != 11) {
+		if p.Type == ofpwire.TablePropTypeNextTables && (len(p.NextTables) != NumTables-11 || p.NextTables[0] != 11) {
 			t.Fatalf("table 10 next tables %v", p.NextTables)
 		}
 	}
@@ -485,8 +483,8 @@ func TestPacketOutToTable(t *testing.T) {
 	if r := tb.c.request(fm); len(r) != 0 {
 		t.Fatalf("flow-mod replies %#v", r)
 	}
-	if r := tb.c.request(&ofpwire.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
-		Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: ofp.PortTable}}, Data: frame()}); len(r) != 0 {
+	if r := tb.c.request(&ofpwire.PacketOut{BufferID: ofpwire.NoBuffer, InPort: ofpwire.PortController,
+		Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: ofpwire.PortTable}}, Data: frame()}); len(r) != 0 {
 		t.Fatalf("packet-out replies %#v", r)
 	}
 	tb.dp.PMDs()[0].PollOnce()

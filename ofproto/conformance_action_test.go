@@ -11,8 +11,6 @@ import (
 	"github.com/google/gopacket/layers"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // Action × packet type, from OpenFlow 1.3.5 §5.12 (actions), §7.2.5
@@ -92,12 +90,12 @@ func actionCases() []actionCase {
 		return fmt.Errorf(format, args...)
 	}
 	return []actionCase{
-		{name: "set eth_dst", acts: []ofpwire.Action{setField(oxmBytes(ofp.XMTypeEthDst, newMAC))}, frame: "arp",
+		{name: "set eth_dst", acts: []ofpwire.Action{setField(oxmBytes(ofpwire.XMTypeEthDst, newMAC))}, frame: "arp",
 			verify: func(p gopacket.Packet) error {
 				e, _ := layerOf[*layers.Ethernet](p, layers.LayerTypeEthernet)
 				return want(bytes.Equal(e.DstMAC, newMAC), "eth_dst %v", e.DstMAC)
 			}},
-		{name: "set ipv4_src/udp", match: pUDP4, acts: []ofpwire.Action{setField(oxmBytes(ofp.XMTypeIPv4Src, newIP4))}, frame: "udp4",
+		{name: "set ipv4_src/udp", match: pUDP4, acts: []ofpwire.Action{setField(oxmBytes(ofpwire.XMTypeIPv4Src, newIP4))}, frame: "udp4",
 			verify: func(p gopacket.Packet) error {
 				ip, err := ip4(p)
 				if err != nil {
@@ -108,7 +106,7 @@ func actionCases() []actionCase {
 				}
 				return checksumsOK(p)
 			}},
-		{name: "set ipv4_dst/tcp", match: pTCP4, acts: []ofpwire.Action{setField(oxmBytes(ofp.XMTypeIPv4Dst, newIP4))}, frame: "tcp4",
+		{name: "set ipv4_dst/tcp", match: pTCP4, acts: []ofpwire.Action{setField(oxmBytes(ofpwire.XMTypeIPv4Dst, newIP4))}, frame: "tcp4",
 			verify: func(p gopacket.Packet) error {
 				ip, err := ip4(p)
 				if err != nil {
@@ -119,7 +117,7 @@ func actionCases() []actionCase {
 				}
 				return checksumsOK(p)
 			}},
-		{name: "set ip_dscp/ipv4", match: pIPv4, acts: []ofpwire.Action{setField(u(ofp.XMTypeIPDSCP, 46))}, frame: "icmp4",
+		{name: "set ip_dscp/ipv4", match: pIPv4, acts: []ofpwire.Action{setField(u(ofpwire.XMTypeIPDSCP, 46))}, frame: "icmp4",
 			verify: func(p gopacket.Packet) error {
 				ip, err := ip4(p)
 				if err != nil {
@@ -130,7 +128,7 @@ func actionCases() []actionCase {
 				}
 				return checksumsOK(p)
 			}},
-		{name: "set ip_ecn/ipv6", match: pIPv6, acts: []ofpwire.Action{setField(u(ofp.XMTypeIPECN, 3))}, frame: "udp6",
+		{name: "set ip_ecn/ipv6", match: pIPv6, acts: []ofpwire.Action{setField(u(ofpwire.XMTypeIPECN, 3))}, frame: "udp6",
 			verify: func(p gopacket.Packet) error {
 				ip, err := ip6(p)
 				if err != nil {
@@ -138,7 +136,7 @@ func actionCases() []actionCase {
 				}
 				return want(ip.TrafficClass == 12<<2|3, "traffic class %#x, want DSCP 12 kept and ECN 3", ip.TrafficClass)
 			}},
-		{name: "set ipv6_dst/tcp6", match: pTCP6, acts: []ofpwire.Action{setField(oxmBytes(ofp.XMTypeIPv6Dst, newIP6.To16()))}, frame: "tcp6",
+		{name: "set ipv6_dst/tcp6", match: pTCP6, acts: []ofpwire.Action{setField(oxmBytes(ofpwire.XMTypeIPv6Dst, newIP6.To16()))}, frame: "tcp6",
 			verify: func(p gopacket.Packet) error {
 				ip, err := ip6(p)
 				if err != nil {
@@ -149,7 +147,7 @@ func actionCases() []actionCase {
 				}
 				return checksumsOK(p)
 			}},
-		{name: "set ipv6_flabel", match: pIPv6, acts: []ofpwire.Action{setField(u(ofp.XMTypeIPv6FLabel, 0xabcde))}, frame: "icmp6",
+		{name: "set ipv6_flabel", match: pIPv6, acts: []ofpwire.Action{setField(u(ofpwire.XMTypeIPv6FLabel, 0xabcde))}, frame: "icmp6",
 			verify: func(p gopacket.Packet) error {
 				ip, err := ip6(p)
 				if err != nil {
@@ -157,7 +155,7 @@ func actionCases() []actionCase {
 				}
 				return want(ip.FlowLabel == 0xabcde, "flow label %#x", ip.FlowLabel)
 			}},
-		{name: "set tcp_dst/ipv6", match: pTCP6, acts: []ofpwire.Action{setField(u(ofp.XMTypeTCPDst, 8080))}, frame: "tcp6",
+		{name: "set tcp_dst/ipv6", match: pTCP6, acts: []ofpwire.Action{setField(u(ofpwire.XMTypeTCPDst, 8080))}, frame: "tcp6",
 			verify: func(p gopacket.Packet) error {
 				tcp, err := layerOf[*layers.TCP](p, layers.LayerTypeTCP)
 				if err != nil {
@@ -168,7 +166,7 @@ func actionCases() []actionCase {
 				}
 				return checksumsOK(p)
 			}},
-		{name: "set udp_src/ipv4", match: pUDP4, acts: []ofpwire.Action{setField(u(ofp.XMTypeUDPSrc, 4000))}, frame: "udp4",
+		{name: "set udp_src/ipv4", match: pUDP4, acts: []ofpwire.Action{setField(u(ofpwire.XMTypeUDPSrc, 4000))}, frame: "udp4",
 			verify: func(p gopacket.Packet) error {
 				udp, err := layerOf[*layers.UDP](p, layers.LayerTypeUDP)
 				if err != nil {
@@ -179,7 +177,7 @@ func actionCases() []actionCase {
 				}
 				return checksumsOK(p)
 			}},
-		{name: "set arp_tpa", match: pARP, acts: []ofpwire.Action{setField(oxmBytes(ofp.XMTypeARPTPA, newIP4))}, frame: "arp",
+		{name: "set arp_tpa", match: pARP, acts: []ofpwire.Action{setField(oxmBytes(ofpwire.XMTypeARPTPA, newIP4))}, frame: "arp",
 			verify: func(p gopacket.Packet) error {
 				a, err := layerOf[*layers.ARP](p, layers.LayerTypeARP)
 				if err != nil {
@@ -187,7 +185,7 @@ func actionCases() []actionCase {
 				}
 				return want(bytes.Equal(a.DstProtAddress, newIP4), "arp_tpa %v", a.DstProtAddress)
 			}},
-		{name: "set icmpv4_type", match: pICMP4, acts: []ofpwire.Action{setField(u(ofp.XMTypeICMPv4Type, 0))}, frame: "icmp4",
+		{name: "set icmpv4_type", match: pICMP4, acts: []ofpwire.Action{setField(u(ofpwire.XMTypeICMPv4Type, 0))}, frame: "icmp4",
 			verify: func(p gopacket.Packet) error {
 				ic, err := layerOf[*layers.ICMPv4](p, layers.LayerTypeICMPv4)
 				if err != nil {
@@ -209,7 +207,7 @@ func actionCases() []actionCase {
 				return want(sum == 0xffff, "ICMP checksum not updated")
 			}},
 		{name: "push_vlan+set vlan_vid+vlan_pcp", acts: []ofpwire.Action{&ofpwire.ActionPushVLAN{EtherType: 0x8100},
-			setField(u(ofp.XMTypeVlanID, uint64(ofpwire.VIDPresent)|42)), setField(u(ofp.XMTypeVlanPCP, 5))}, frame: "udp4",
+			setField(u(ofpwire.XMTypeVlanID, uint64(ofpwire.VIDPresent)|42)), setField(u(ofpwire.XMTypeVlanPCP, 5))}, frame: "udp4",
 			verify: func(p gopacket.Packet) error {
 				q, err := layerOf[*layers.Dot1Q](p, layers.LayerTypeDot1Q)
 				if err != nil {
@@ -222,7 +220,7 @@ func actionCases() []actionCase {
 				e, _ := layerOf[*layers.Ethernet](p, layers.LayerTypeEthernet)
 				return want(e.EthernetType == layers.EthernetTypeIPv4 && p.Layer(layers.LayerTypeDot1Q) == nil, "still tagged: %v", p)
 			}},
-		{name: "set vlan_vid/tagged", match: pVLAN, acts: []ofpwire.Action{setField(u(ofp.XMTypeVlanID, uint64(ofpwire.VIDPresent)|99))}, frame: "vlan",
+		{name: "set vlan_vid/tagged", match: pVLAN, acts: []ofpwire.Action{setField(u(ofpwire.XMTypeVlanID, uint64(ofpwire.VIDPresent)|99))}, frame: "vlan",
 			verify: func(p gopacket.Packet) error {
 				q, err := layerOf[*layers.Dot1Q](p, layers.LayerTypeDot1Q)
 				if err != nil {
@@ -231,7 +229,7 @@ func actionCases() []actionCase {
 				return want(q.VLANIdentifier == 99 && q.Priority == 3, "tag %+v, want VID 99 and PCP 3 kept", q)
 			}},
 		{name: "push_mpls+set mpls_label", match: pIPv4, acts: []ofpwire.Action{&ofpwire.ActionPushMPLS{EtherType: 0x8847},
-			setField(u(ofp.XMTypeMPLSLabel, 777))}, frame: "udp4",
+			setField(u(ofpwire.XMTypeMPLSLabel, 777))}, frame: "udp4",
 			verify: func(p gopacket.Packet) error {
 				m, err := layerOf[*layers.MPLS](p, layers.LayerTypeMPLS)
 				if err != nil {
@@ -240,7 +238,7 @@ func actionCases() []actionCase {
 				// §5.12 push MPLS: the TTL comes from the IP TTL.
 				return want(m.Label == 777 && m.StackBottom && m.TTL == 64, "mpls %+v", m)
 			}},
-		{name: "set mpls_tc", match: pMPLS, acts: []ofpwire.Action{setField(u(ofp.XMTypeMPLSTC, 2))}, frame: "mpls",
+		{name: "set mpls_tc", match: pMPLS, acts: []ofpwire.Action{setField(u(ofpwire.XMTypeMPLSTC, 2))}, frame: "mpls",
 			verify: func(p gopacket.Packet) error {
 				m, err := layerOf[*layers.MPLS](p, layers.LayerTypeMPLS)
 				if err != nil {
@@ -328,7 +326,7 @@ func withActions(fm *ofpwire.FlowMod, acts []ofpwire.Action) *ofpwire.FlowMod {
 // BAD_ACTION/MATCH_INCONSISTENT; with them it is accepted.
 func TestConformanceSetFieldPrerequisites(t *testing.T) {
 	u := ofpwire.OXMUint
-	ip := oxmBytes(ofp.XMTypeIPv4Src, cfIP4Dst)
+	ip := oxmBytes(ofpwire.XMTypeIPv4Src, cfIP4Dst)
 	for _, c := range []struct {
 		name  string
 		match []ofpwire.OXM
@@ -338,23 +336,23 @@ func TestConformanceSetFieldPrerequisites(t *testing.T) {
 		{"ipv4_src without eth_type", nil, apply(setField(ip)), false},
 		{"ipv4_src with ipv6", pIPv6, apply(setField(ip)), false},
 		{"ipv4_src with ipv4", pIPv4, apply(setField(ip)), true},
-		{"tcp_dst with ipv4 only", pIPv4, apply(setField(u(ofp.XMTypeTCPDst, 1))), false},
-		{"tcp_dst with udp", pUDP4, apply(setField(u(ofp.XMTypeTCPDst, 1))), false},
-		{"tcp_dst with tcp", pTCP4, apply(setField(u(ofp.XMTypeTCPDst, 1))), true},
-		{"vlan_pcp untagged", nil, apply(setField(u(ofp.XMTypeVlanPCP, 1))), false},
-		{"vlan_pcp after push_vlan", nil, apply(&ofpwire.ActionPushVLAN{EtherType: 0x8100}, setField(u(ofp.XMTypeVlanPCP, 1))), true},
-		{"vlan_pcp after pop_vlan", pVLAN, apply(&ofpwire.ActionPopVLAN{}, setField(u(ofp.XMTypeVlanPCP, 1))), false},
+		{"tcp_dst with ipv4 only", pIPv4, apply(setField(u(ofpwire.XMTypeTCPDst, 1))), false},
+		{"tcp_dst with udp", pUDP4, apply(setField(u(ofpwire.XMTypeTCPDst, 1))), false},
+		{"tcp_dst with tcp", pTCP4, apply(setField(u(ofpwire.XMTypeTCPDst, 1))), true},
+		{"vlan_pcp untagged", nil, apply(setField(u(ofpwire.XMTypeVlanPCP, 1))), false},
+		{"vlan_pcp after push_vlan", nil, apply(&ofpwire.ActionPushVLAN{EtherType: 0x8100}, setField(u(ofpwire.XMTypeVlanPCP, 1))), true},
+		{"vlan_pcp after pop_vlan", pVLAN, apply(&ofpwire.ActionPopVLAN{}, setField(u(ofpwire.XMTypeVlanPCP, 1))), false},
 		{"ipv4_src after push_mpls", pIPv4, apply(&ofpwire.ActionPushMPLS{EtherType: 0x8847}, setField(ip)), false},
-		{"mpls_label after push_mpls", pIPv4, apply(&ofpwire.ActionPushMPLS{EtherType: 0x8847}, setField(u(ofp.XMTypeMPLSLabel, 5))), true},
-		{"mpls_label on ipv4", pIPv4, apply(setField(u(ofp.XMTypeMPLSLabel, 5))), false},
+		{"mpls_label after push_mpls", pIPv4, apply(&ofpwire.ActionPushMPLS{EtherType: 0x8847}, setField(u(ofpwire.XMTypeMPLSLabel, 5))), true},
+		{"mpls_label on ipv4", pIPv4, apply(setField(u(ofpwire.XMTypeMPLSLabel, 5))), false},
 		{"ipv4_dst after pop_mpls", pMPLS, apply(&ofpwire.ActionPopMPLS{EtherType: 0x0800}, setField(ip)), true},
-		{"udp_src after pop_mpls", pMPLS, apply(&ofpwire.ActionPopMPLS{EtherType: 0x0800}, setField(u(ofp.XMTypeUDPSrc, 1))), false},
-		{"ipv4_src after set eth_type", nil, apply(setField(u(ofp.XMTypeEthType, 0x0800)), setField(ip)), true},
-		{"nd_target on echo", append(slices.Clone(pICMP6), u(ofp.XMTypeICMPv6Type, 128)), apply(setField(oxmBytes(ofp.XMTypeIPv6NDTarget, cfIP6Dst.To16()))), false},
-		{"nd_target on ns", pNS, apply(setField(oxmBytes(ofp.XMTypeIPv6NDTarget, cfIP6Dst.To16()))), true},
+		{"udp_src after pop_mpls", pMPLS, apply(&ofpwire.ActionPopMPLS{EtherType: 0x0800}, setField(u(ofpwire.XMTypeUDPSrc, 1))), false},
+		{"ipv4_src after set eth_type", nil, apply(setField(u(ofpwire.XMTypeEthType, 0x0800)), setField(ip)), true},
+		{"nd_target on echo", append(slices.Clone(pICMP6), u(ofpwire.XMTypeICMPv6Type, 128)), apply(setField(oxmBytes(ofpwire.XMTypeIPv6NDTarget, cfIP6Dst.To16()))), false},
+		{"nd_target on ns", pNS, apply(setField(oxmBytes(ofpwire.XMTypeIPv6NDTarget, cfIP6Dst.To16()))), true},
 		// The action set pushes before it sets, whatever the order given.
 		{"write: vlan_pcp then push_vlan", nil, []ofpwire.Instruction{&ofpwire.InstrWriteActions{Actions: []ofpwire.Action{
-			setField(u(ofp.XMTypeVlanPCP, 1)), &ofpwire.ActionPushVLAN{EtherType: 0x8100}, &ofpwire.ActionOutput{Port: 2}}}}, true},
+			setField(u(ofpwire.XMTypeVlanPCP, 1)), &ofpwire.ActionPushVLAN{EtherType: 0x8100}, &ofpwire.ActionOutput{Port: 2}}}}, true},
 		{"write: ipv4_src", nil, []ofpwire.Instruction{&ofpwire.InstrWriteActions{Actions: []ofpwire.Action{setField(ip)}}}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -8,8 +8,6 @@ import (
 
 	"github.com/vswitch-go/vswitch/netdev/ring"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // Groups from OpenFlow 1.3.5 §5.6: ALL runs every bucket on its own copy
@@ -28,7 +26,7 @@ func groupBridge(t *testing.T) (*testBridge, *ring.Port) {
 	return tb, p3
 }
 
-func groupFlow(g ofp.Group) *ofpwire.FlowMod {
+func groupFlow(g ofpwire.Group) *ofpwire.FlowMod {
 	return flowIn(0, 100, 1, &ofpwire.InstrApplyActions{Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: g}}})
 }
 
@@ -36,8 +34,8 @@ func groupFlow(g ofp.Group) *ofpwire.FlowMod {
 // reach another's.
 func TestConformanceGroupAllCopies(t *testing.T) {
 	tb, p3 := groupBridge(t)
-	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{
-		bucketOut(2, &ofpwire.ActionPushVLAN{EtherType: 0x8100}, setField(ofpwire.OXMUint(ofp.XMTypeVlanID, uint64(ofpwire.VIDPresent)|7))),
+	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{
+		bucketOut(2, &ofpwire.ActionPushVLAN{EtherType: 0x8100}, setField(ofpwire.OXMUint(ofpwire.XMTypeVlanID, uint64(ofpwire.VIDPresent)|7))),
 		bucketOut(3),
 	}})
 	tb.mustRequest(t, groupFlow(1))
@@ -60,7 +58,7 @@ func TestConformanceGroupAllCopies(t *testing.T) {
 // 75% of the flows within 4 points; a flow always takes the same bucket.
 func TestConformanceGroupSelectWeights(t *testing.T) {
 	tb, p3 := groupBridge(t)
-	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeSelect, GroupID: 2,
+	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeSelect, GroupID: 2,
 		Buckets: []ofpwire.Bucket{selectBucket(1, 2), selectBucket(3, 3)}})
 	tb.mustRequest(t, groupFlow(2))
 	const n = 2000
@@ -95,19 +93,19 @@ func TestConformanceGroupSelectWeights(t *testing.T) {
 // port brought down by PORT_MOD (OFPPC_PORT_DOWN) is not live.
 func TestConformanceGroupFastFailover(t *testing.T) {
 	tb, p3 := groupBridge(t)
-	ff := func(watch, out ofp.PortNo) ofpwire.Bucket {
+	ff := func(watch, out ofpwire.PortNo) ofpwire.Bucket {
 		b := bucketOut(out)
 		b.WatchPort = watch
 		return b
 	}
-	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeFastFailover, GroupID: 3,
+	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeFastFailover, GroupID: 3,
 		Buckets: []ofpwire.Bucket{ff(2, 2), ff(3, 3)}})
 	tb.mustRequest(t, groupFlow(3))
 	if got := tb.forward(tb.p1, tb.p2, frame()); len(got) != 1 {
 		t.Fatalf("%d frames out of port 2 while it is live, want 1", len(got))
 	}
 	pd := tb.portDesc(2)
-	tb.mustRequest(t, &ofpwire.PortMod{PortNo: 2, HWAddr: pd.HWAddr, Config: ofp.PortConfigDown, Mask: ofp.PortConfigDown})
+	tb.mustRequest(t, &ofpwire.PortMod{PortNo: 2, HWAddr: pd.HWAddr, Config: ofpwire.PortConfigDown, Mask: ofpwire.PortConfigDown})
 	tb.forward(tb.p1, tb.p2, frame())
 	if n := p3.Discard(0); n != 1 {
 		t.Fatalf("%d frames out of port 3 with port 2 down, want 1", n)
@@ -117,9 +115,9 @@ func TestConformanceGroupFastFailover(t *testing.T) {
 // §6.7: group mod errors through the channel.
 func TestConformanceGroupModErrors(t *testing.T) {
 	tb, _ := groupBridge(t)
-	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{bucketOut(2)}})
-	grp := func(g ofp.Group) ofpwire.Bucket {
-		return ofpwire.Bucket{WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny, Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: g}}}
+	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{bucketOut(2)}})
+	grp := func(g ofpwire.Group) ofpwire.Bucket {
+		return ofpwire.Bucket{WatchPort: ofpwire.PortAny, WatchGroup: ofpwire.GroupAny, Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: g}}}
 	}
 	for _, c := range []struct {
 		name string
@@ -127,17 +125,17 @@ func TestConformanceGroupModErrors(t *testing.T) {
 		typ  uint16
 		code uint16
 	}{
-		{"exists", ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeAll, GroupID: 1}, ofpwire.ETGroupModFailed, ofpwire.GMFCGroupExists},
-		{"modify unknown", ofpwire.GroupMod{Command: ofp.GroupModify, Type: ofp.GroupTypeAll, GroupID: 2}, ofpwire.ETGroupModFailed, ofpwire.GMFCUnknownGroup},
-		{"id ALL", ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeAll, GroupID: ofp.GroupAll}, ofpwire.ETGroupModFailed, ofpwire.GMFCInvalidGroup},
-		{"bad type", ofpwire.GroupMod{Command: ofp.GroupAdd, Type: 7, GroupID: 2}, ofpwire.ETGroupModFailed, ofpwire.GMFCBadType},
-		{"indirect with 2 buckets", ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeIndirect, GroupID: 2,
+		{"exists", ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeAll, GroupID: 1}, ofpwire.ETGroupModFailed, ofpwire.GMFCGroupExists},
+		{"modify unknown", ofpwire.GroupMod{Command: ofpwire.GroupModify, Type: ofpwire.GroupTypeAll, GroupID: 2}, ofpwire.ETGroupModFailed, ofpwire.GMFCUnknownGroup},
+		{"id ALL", ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeAll, GroupID: ofpwire.GroupAll}, ofpwire.ETGroupModFailed, ofpwire.GMFCInvalidGroup},
+		{"bad type", ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: 7, GroupID: 2}, ofpwire.ETGroupModFailed, ofpwire.GMFCBadType},
+		{"indirect with 2 buckets", ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeIndirect, GroupID: 2,
 			Buckets: []ofpwire.Bucket{bucketOut(2), bucketOut(3)}}, ofpwire.ETGroupModFailed, ofpwire.GMFCInvalidGroup},
-		{"ff without watch", ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeFastFailover, GroupID: 2,
+		{"ff without watch", ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeFastFailover, GroupID: 2,
 			Buckets: []ofpwire.Bucket{bucketOut(2)}}, ofpwire.ETGroupModFailed, ofpwire.GMFCBadWatch},
-		{"to an unknown group", ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeAll, GroupID: 2,
+		{"to an unknown group", ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeAll, GroupID: 2,
 			Buckets: []ofpwire.Bucket{grp(77)}}, ofpwire.ETBadAction, ofpwire.BACBadOutGroup},
-		{"loop", ofpwire.GroupMod{Command: ofp.GroupModify, Type: ofp.GroupTypeAll, GroupID: 1,
+		{"loop", ofpwire.GroupMod{Command: ofpwire.GroupModify, Type: ofpwire.GroupTypeAll, GroupID: 1,
 			Buckets: []ofpwire.Bucket{grp(1)}}, ofpwire.ETGroupModFailed, ofpwire.GMFCLoop},
 	} {
 		gm := c.gm
@@ -147,7 +145,7 @@ func TestConformanceGroupModErrors(t *testing.T) {
 	tb.c.wantError(groupFlow(9), ofpwire.ETBadAction, ofpwire.BACBadOutGroup)
 	// Deleting a group removes the flows that forward to it (§6.7).
 	tb.mustRequest(t, groupFlow(1))
-	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 1})
+	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofpwire.GroupDelete, GroupID: 1})
 	if fs := tb.c.multipart(allFlows()).(*ofpwire.FlowStatsReply); len(fs.Flows) != 0 {
 		t.Fatalf("%d flows left after deleting their group", len(fs.Flows))
 	}

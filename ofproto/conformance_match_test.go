@@ -11,8 +11,6 @@ import (
 	"github.com/google/gopacket/layers"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // Match × packet type, from OpenFlow 1.3.5 §7.2.3.7 (table 12, the OXM
@@ -144,24 +142,24 @@ func cfFrames(t *testing.T) map[string][]byte {
 	return fs
 }
 
-func oxmBytes(f ofp.XMType, b []byte) ofpwire.OXM { return ofpwire.NewOXM(f, slices.Clone(b)) }
+func oxmBytes(f ofpwire.XMType, b []byte) ofpwire.OXM { return ofpwire.NewOXM(f, slices.Clone(b)) }
 
 // Prerequisite sets (table 12), as OXMs in front of the field.
 var (
-	pIPv4   = []ofpwire.OXM{ofpwire.OXMUint(ofp.XMTypeEthType, 0x0800)}
-	pIPv6   = []ofpwire.OXM{ofpwire.OXMUint(ofp.XMTypeEthType, 0x86dd)}
-	pARP    = []ofpwire.OXM{ofpwire.OXMUint(ofp.XMTypeEthType, 0x0806)}
-	pTCP4   = append(slices.Clone(pIPv4), ofpwire.OXMUint(ofp.XMTypeIPProto, 6))
-	pUDP4   = append(slices.Clone(pIPv4), ofpwire.OXMUint(ofp.XMTypeIPProto, 17))
-	pSCTP4  = append(slices.Clone(pIPv4), ofpwire.OXMUint(ofp.XMTypeIPProto, 132))
-	pTCP6   = append(slices.Clone(pIPv6), ofpwire.OXMUint(ofp.XMTypeIPProto, 6))
-	pUDP6   = append(slices.Clone(pIPv6), ofpwire.OXMUint(ofp.XMTypeIPProto, 17))
-	pICMP4  = append(slices.Clone(pIPv4), ofpwire.OXMUint(ofp.XMTypeIPProto, 1))
-	pICMP6  = append(slices.Clone(pIPv6), ofpwire.OXMUint(ofp.XMTypeIPProto, 58))
-	pNS     = append(slices.Clone(pICMP6), ofpwire.OXMUint(ofp.XMTypeICMPv6Type, 135))
-	pNA     = append(slices.Clone(pICMP6), ofpwire.OXMUint(ofp.XMTypeICMPv6Type, 136))
-	pMPLS   = []ofpwire.OXM{ofpwire.OXMUint(ofp.XMTypeEthType, 0x8847)}
-	pVLAN   = []ofpwire.OXM{ofpwire.OXMUint(ofp.XMTypeVlanID, uint64(ofpwire.VIDPresent)|10)}
+	pIPv4   = []ofpwire.OXM{ofpwire.OXMUint(ofpwire.XMTypeEthType, 0x0800)}
+	pIPv6   = []ofpwire.OXM{ofpwire.OXMUint(ofpwire.XMTypeEthType, 0x86dd)}
+	pARP    = []ofpwire.OXM{ofpwire.OXMUint(ofpwire.XMTypeEthType, 0x0806)}
+	pTCP4   = append(slices.Clone(pIPv4), ofpwire.OXMUint(ofpwire.XMTypeIPProto, 6))
+	pUDP4   = append(slices.Clone(pIPv4), ofpwire.OXMUint(ofpwire.XMTypeIPProto, 17))
+	pSCTP4  = append(slices.Clone(pIPv4), ofpwire.OXMUint(ofpwire.XMTypeIPProto, 132))
+	pTCP6   = append(slices.Clone(pIPv6), ofpwire.OXMUint(ofpwire.XMTypeIPProto, 6))
+	pUDP6   = append(slices.Clone(pIPv6), ofpwire.OXMUint(ofpwire.XMTypeIPProto, 17))
+	pICMP4  = append(slices.Clone(pIPv4), ofpwire.OXMUint(ofpwire.XMTypeIPProto, 1))
+	pICMP6  = append(slices.Clone(pIPv6), ofpwire.OXMUint(ofpwire.XMTypeIPProto, 58))
+	pNS     = append(slices.Clone(pICMP6), ofpwire.OXMUint(ofpwire.XMTypeICMPv6Type, 135))
+	pNA     = append(slices.Clone(pICMP6), ofpwire.OXMUint(ofpwire.XMTypeICMPv6Type, 136))
+	pMPLS   = []ofpwire.OXM{ofpwire.OXMUint(ofpwire.XMTypeEthType, 0x8847)}
+	pVLAN   = []ofpwire.OXM{ofpwire.OXMUint(ofpwire.XMTypeVlanID, uint64(ofpwire.VIDPresent)|10)}
 	allIPv4 = []string{"udp4", "tcp4", "sctp4", "icmp4"}
 )
 
@@ -179,57 +177,57 @@ type matchCase struct {
 
 func matchCases() []matchCase {
 	u := ofpwire.OXMUint
-	ip6 := func(f ofp.XMType, ip net.IP) ofpwire.OXM { return oxmBytes(f, ip.To16()) }
-	ip4 := func(f ofp.XMType, ip net.IP) ofpwire.OXM { return oxmBytes(f, ip.To4()) }
-	mac := func(f ofp.XMType, m net.HardwareAddr) ofpwire.OXM { return oxmBytes(f, m) }
+	ip6 := func(f ofpwire.XMType, ip net.IP) ofpwire.OXM { return oxmBytes(f, ip.To16()) }
+	ip4 := func(f ofpwire.XMType, ip net.IP) ofpwire.OXM { return oxmBytes(f, ip.To4()) }
+	mac := func(f ofpwire.XMType, m net.HardwareAddr) ofpwire.OXM { return oxmBytes(f, m) }
 	all := []string{"udp4", "tcp4", "sctp4", "icmp4", "arp", "udp6", "tcp6", "icmp6", "ns6", "na6", "hbh6", "vlan", "mpls", "pbb"}
 	untagged := slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == "vlan" })
 	return []matchCase{
-		{name: "eth_dst", field: mac(ofp.XMTypeEthDst, mac2), other: mac(ofp.XMTypeEthDst, mac1), hits: all, noPrereq: true},
-		{name: "eth_src", field: mac(ofp.XMTypeEthSrc, mac1), other: mac(ofp.XMTypeEthSrc, mac2), hits: all, noPrereq: true},
-		{name: "eth_type", field: u(ofp.XMTypeEthType, 0x0806), other: u(ofp.XMTypeEthType, 0x88cc), hits: []string{"arp"}, noPrereq: true},
-		{name: "vlan_vid", field: u(ofp.XMTypeVlanID, uint64(ofpwire.VIDPresent)|10), other: u(ofp.XMTypeVlanID, uint64(ofpwire.VIDPresent)|11), hits: []string{"vlan"}, noPrereq: true},
-		{name: "vlan_vid=none", field: u(ofp.XMTypeVlanID, 0), other: ofpwire.OXMUintMasked(ofp.XMTypeVlanID, uint64(ofpwire.VIDPresent), uint64(ofpwire.VIDPresent)|0xfff), hits: untagged, noPrereq: true},
-		{name: "vlan_pcp", prereq: pVLAN, field: u(ofp.XMTypeVlanPCP, 3), other: u(ofp.XMTypeVlanPCP, 4), hits: []string{"vlan"},
-			wrongPrereq: []ofpwire.OXM{u(ofp.XMTypeVlanID, 0)}},
-		{name: "ip_dscp/ipv4", prereq: pIPv4, field: u(ofp.XMTypeIPDSCP, 10), other: u(ofp.XMTypeIPDSCP, 11), hits: append(slices.Clone(allIPv4), "vlan"), wrongPrereq: pARP},
-		{name: "ip_dscp/ipv6", prereq: pIPv6, field: u(ofp.XMTypeIPDSCP, 12), other: u(ofp.XMTypeIPDSCP, 10), hits: []string{"udp6", "tcp6", "icmp6", "ns6", "na6", "hbh6"}},
-		{name: "ip_ecn/ipv4", prereq: pIPv4, field: u(ofp.XMTypeIPECN, 1), other: u(ofp.XMTypeIPECN, 2), hits: append(slices.Clone(allIPv4), "vlan")},
-		{name: "ip_ecn/ipv6", prereq: pIPv6, field: u(ofp.XMTypeIPECN, 2), other: u(ofp.XMTypeIPECN, 1), hits: []string{"udp6", "tcp6", "icmp6", "ns6", "na6", "hbh6"}},
-		{name: "ip_proto/ipv4", prereq: pIPv4, field: u(ofp.XMTypeIPProto, 6), other: u(ofp.XMTypeIPProto, 7), hits: []string{"tcp4"}, wrongPrereq: pARP},
-		{name: "ip_proto/ipv6", prereq: pIPv6, field: u(ofp.XMTypeIPProto, 17), other: u(ofp.XMTypeIPProto, 7), hits: []string{"udp6", "hbh6"}},
-		{name: "ipv4_src", prereq: pIPv4, field: ip4(ofp.XMTypeIPv4Src, cfIP4Src), other: ip4(ofp.XMTypeIPv4Src, cfIP4Dst), hits: append(slices.Clone(allIPv4), "vlan"), wrongPrereq: pARP},
-		{name: "ipv4_dst", prereq: pIPv4, field: ip4(ofp.XMTypeIPv4Dst, cfIP4Dst), other: ip4(ofp.XMTypeIPv4Dst, cfIP4Src), hits: append(slices.Clone(allIPv4), "vlan"), wrongPrereq: pIPv6},
-		{name: "ipv4_src/masked", prereq: pIPv4, field: ofpwire.NewMaskedOXM(ofp.XMTypeIPv4Src, []byte{198, 18, 0, 0}, []byte{255, 254, 0, 0}),
-			other: ofpwire.NewMaskedOXM(ofp.XMTypeIPv4Src, []byte{10, 0, 0, 0}, []byte{255, 0, 0, 0}), hits: append(slices.Clone(allIPv4), "vlan")},
-		{name: "tcp_src/ipv4", prereq: pTCP4, field: u(ofp.XMTypeTCPSrc, 1001), other: u(ofp.XMTypeTCPSrc, 1000), hits: []string{"tcp4"}, wrongPrereq: pUDP4},
-		{name: "tcp_dst/ipv6", prereq: pTCP6, field: u(ofp.XMTypeTCPDst, 2001), other: u(ofp.XMTypeTCPDst, 2000), hits: []string{"tcp6"}, wrongPrereq: pIPv6},
-		{name: "udp_src/ipv4", prereq: pUDP4, field: u(ofp.XMTypeUDPSrc, 1000), other: u(ofp.XMTypeUDPSrc, 1001), hits: []string{"udp4", "vlan"}, wrongPrereq: pTCP4},
-		{name: "udp_dst/ipv6", prereq: pUDP6, field: u(ofp.XMTypeUDPDst, 2000), other: u(ofp.XMTypeUDPDst, 2001), hits: []string{"udp6", "hbh6"}, wrongPrereq: pTCP6},
-		{name: "sctp_src", prereq: pSCTP4, field: u(ofp.XMTypeSCTPSrc, 1002), other: u(ofp.XMTypeSCTPSrc, 1000), hits: []string{"sctp4"}, wrongPrereq: pUDP4},
-		{name: "sctp_dst", prereq: pSCTP4, field: u(ofp.XMTypeSCTPDst, 2002), other: u(ofp.XMTypeSCTPDst, 2000), hits: []string{"sctp4"}, wrongPrereq: pTCP4},
-		{name: "icmpv4_type", prereq: pICMP4, field: u(ofp.XMTypeICMPv4Type, 8), other: u(ofp.XMTypeICMPv4Type, 0), hits: []string{"icmp4"}, wrongPrereq: pICMP6},
-		{name: "icmpv4_code", prereq: pICMP4, field: u(ofp.XMTypeICMPv4Code, 0), other: u(ofp.XMTypeICMPv4Code, 1), hits: []string{"icmp4"}, wrongPrereq: pUDP4},
-		{name: "arp_op", prereq: pARP, field: u(ofp.XMTypeARPOpcode, 1), other: u(ofp.XMTypeARPOpcode, 2), hits: []string{"arp"}, wrongPrereq: pIPv4},
-		{name: "arp_spa", prereq: pARP, field: ip4(ofp.XMTypeARPSPA, cfIP4Src), other: ip4(ofp.XMTypeARPSPA, cfIP4Dst), hits: []string{"arp"}, wrongPrereq: pIPv4},
-		{name: "arp_tpa", prereq: pARP, field: ip4(ofp.XMTypeARPTPA, cfIP4Dst), other: ip4(ofp.XMTypeARPTPA, cfIP4Src), hits: []string{"arp"}, wrongPrereq: pIPv4},
-		{name: "arp_sha", prereq: pARP, field: mac(ofp.XMTypeARPSHA, mac1), other: mac(ofp.XMTypeARPSHA, mac2), hits: []string{"arp"}, wrongPrereq: pIPv6},
-		{name: "arp_tha", prereq: pARP, field: mac(ofp.XMTypeARPTHA, make(net.HardwareAddr, 6)), other: mac(ofp.XMTypeARPTHA, mac2), hits: []string{"arp"}, wrongPrereq: pIPv4},
-		{name: "ipv6_src", prereq: pIPv6, field: ip6(ofp.XMTypeIPv6Src, cfIP6Src), other: ip6(ofp.XMTypeIPv6Src, cfIP6Dst), hits: []string{"udp6", "tcp6", "icmp6", "ns6", "na6", "hbh6"}, wrongPrereq: pIPv4},
-		{name: "ipv6_dst", prereq: pIPv6, field: ip6(ofp.XMTypeIPv6Dst, cfIP6Dst), other: ip6(ofp.XMTypeIPv6Dst, cfIP6Src), hits: []string{"udp6", "tcp6", "icmp6", "ns6", "na6", "hbh6"}, wrongPrereq: pIPv4},
-		{name: "ipv6_flabel", prereq: pIPv6, field: u(ofp.XMTypeIPv6FLabel, 0x12345), other: u(ofp.XMTypeIPv6FLabel, 0x12346), hits: []string{"udp6", "tcp6", "icmp6", "ns6", "na6", "hbh6"}, wrongPrereq: pIPv4},
-		{name: "icmpv6_type", prereq: pICMP6, field: u(ofp.XMTypeICMPv6Type, 128), other: u(ofp.XMTypeICMPv6Type, 129), hits: []string{"icmp6"}, wrongPrereq: pICMP4},
-		{name: "icmpv6_code", prereq: pICMP6, field: u(ofp.XMTypeICMPv6Code, 0), other: u(ofp.XMTypeICMPv6Code, 1), hits: []string{"icmp6", "ns6", "na6"}, wrongPrereq: pUDP6},
-		{name: "ipv6_nd_target/ns", prereq: pNS, field: ip6(ofp.XMTypeIPv6NDTarget, cfNDTarget), other: ip6(ofp.XMTypeIPv6NDTarget, cfIP6Dst), hits: []string{"ns6"}, wrongPrereq: pICMP6},
-		{name: "ipv6_nd_target/na", prereq: pNA, field: ip6(ofp.XMTypeIPv6NDTarget, cfNDTarget), other: ip6(ofp.XMTypeIPv6NDTarget, cfIP6Dst), hits: []string{"na6"},
-			wrongPrereq: append(slices.Clone(pICMP6), u(ofp.XMTypeICMPv6Type, 128))},
-		{name: "ipv6_nd_sll", prereq: pNS, field: mac(ofp.XMTypeIPv6NDSLL, cfSLL), other: mac(ofp.XMTypeIPv6NDSLL, cfTLL), hits: []string{"ns6"}, wrongPrereq: pNA},
-		{name: "ipv6_nd_tll", prereq: pNA, field: mac(ofp.XMTypeIPv6NDTLL, cfTLL), other: mac(ofp.XMTypeIPv6NDTLL, cfSLL), hits: []string{"na6"}, wrongPrereq: pNS},
-		{name: "mpls_label", prereq: pMPLS, field: u(ofp.XMTypeMPLSLabel, 100), other: u(ofp.XMTypeMPLSLabel, 101), hits: []string{"mpls"}, wrongPrereq: pIPv4},
-		{name: "mpls_tc", prereq: pMPLS, field: u(ofp.XMTypeMPLSTC, 5), other: u(ofp.XMTypeMPLSTC, 4), hits: []string{"mpls"}, wrongPrereq: pIPv4},
-		{name: "mpls_bos", prereq: pMPLS, field: u(ofp.XMTypeMPLSBOS, 1), other: u(ofp.XMTypeMPLSBOS, 0), hits: []string{"mpls"}, wrongPrereq: pIPv6},
-		{name: "pbb_isid", prereq: []ofpwire.OXM{u(ofp.XMTypeEthType, 0x88e7)}, field: u(ofp.XMTypePBBISID, 0x123456), other: u(ofp.XMTypePBBISID, 0x123457), hits: []string{"pbb"}, wrongPrereq: pMPLS},
-		{name: "ipv6_exthdr", prereq: pIPv6, field: ofpwire.OXMUintMasked(ofp.XMTypeIPv6ExtHeader, 0x40, 0x40), other: ofpwire.OXMUintMasked(ofp.XMTypeIPv6ExtHeader, 0x08, 0x08), hits: []string{"hbh6"}, wrongPrereq: pIPv4},
+		{name: "eth_dst", field: mac(ofpwire.XMTypeEthDst, mac2), other: mac(ofpwire.XMTypeEthDst, mac1), hits: all, noPrereq: true},
+		{name: "eth_src", field: mac(ofpwire.XMTypeEthSrc, mac1), other: mac(ofpwire.XMTypeEthSrc, mac2), hits: all, noPrereq: true},
+		{name: "eth_type", field: u(ofpwire.XMTypeEthType, 0x0806), other: u(ofpwire.XMTypeEthType, 0x88cc), hits: []string{"arp"}, noPrereq: true},
+		{name: "vlan_vid", field: u(ofpwire.XMTypeVlanID, uint64(ofpwire.VIDPresent)|10), other: u(ofpwire.XMTypeVlanID, uint64(ofpwire.VIDPresent)|11), hits: []string{"vlan"}, noPrereq: true},
+		{name: "vlan_vid=none", field: u(ofpwire.XMTypeVlanID, 0), other: ofpwire.OXMUintMasked(ofpwire.XMTypeVlanID, uint64(ofpwire.VIDPresent), uint64(ofpwire.VIDPresent)|0xfff), hits: untagged, noPrereq: true},
+		{name: "vlan_pcp", prereq: pVLAN, field: u(ofpwire.XMTypeVlanPCP, 3), other: u(ofpwire.XMTypeVlanPCP, 4), hits: []string{"vlan"},
+			wrongPrereq: []ofpwire.OXM{u(ofpwire.XMTypeVlanID, 0)}},
+		{name: "ip_dscp/ipv4", prereq: pIPv4, field: u(ofpwire.XMTypeIPDSCP, 10), other: u(ofpwire.XMTypeIPDSCP, 11), hits: append(slices.Clone(allIPv4), "vlan"), wrongPrereq: pARP},
+		{name: "ip_dscp/ipv6", prereq: pIPv6, field: u(ofpwire.XMTypeIPDSCP, 12), other: u(ofpwire.XMTypeIPDSCP, 10), hits: []string{"udp6", "tcp6", "icmp6", "ns6", "na6", "hbh6"}},
+		{name: "ip_ecn/ipv4", prereq: pIPv4, field: u(ofpwire.XMTypeIPECN, 1), other: u(ofpwire.XMTypeIPECN, 2), hits: append(slices.Clone(allIPv4), "vlan")},
+		{name: "ip_ecn/ipv6", prereq: pIPv6, field: u(ofpwire.XMTypeIPECN, 2), other: u(ofpwire.XMTypeIPECN, 1), hits: []string{"udp6", "tcp6", "icmp6", "ns6", "na6", "hbh6"}},
+		{name: "ip_proto/ipv4", prereq: pIPv4, field: u(ofpwire.XMTypeIPProto, 6), other: u(ofpwire.XMTypeIPProto, 7), hits: []string{"tcp4"}, wrongPrereq: pARP},
+		{name: "ip_proto/ipv6", prereq: pIPv6, field: u(ofpwire.XMTypeIPProto, 17), other: u(ofpwire.XMTypeIPProto, 7), hits: []string{"udp6", "hbh6"}},
+		{name: "ipv4_src", prereq: pIPv4, field: ip4(ofpwire.XMTypeIPv4Src, cfIP4Src), other: ip4(ofpwire.XMTypeIPv4Src, cfIP4Dst), hits: append(slices.Clone(allIPv4), "vlan"), wrongPrereq: pARP},
+		{name: "ipv4_dst", prereq: pIPv4, field: ip4(ofpwire.XMTypeIPv4Dst, cfIP4Dst), other: ip4(ofpwire.XMTypeIPv4Dst, cfIP4Src), hits: append(slices.Clone(allIPv4), "vlan"), wrongPrereq: pIPv6},
+		{name: "ipv4_src/masked", prereq: pIPv4, field: ofpwire.NewMaskedOXM(ofpwire.XMTypeIPv4Src, []byte{198, 18, 0, 0}, []byte{255, 254, 0, 0}),
+			other: ofpwire.NewMaskedOXM(ofpwire.XMTypeIPv4Src, []byte{10, 0, 0, 0}, []byte{255, 0, 0, 0}), hits: append(slices.Clone(allIPv4), "vlan")},
+		{name: "tcp_src/ipv4", prereq: pTCP4, field: u(ofpwire.XMTypeTCPSrc, 1001), other: u(ofpwire.XMTypeTCPSrc, 1000), hits: []string{"tcp4"}, wrongPrereq: pUDP4},
+		{name: "tcp_dst/ipv6", prereq: pTCP6, field: u(ofpwire.XMTypeTCPDst, 2001), other: u(ofpwire.XMTypeTCPDst, 2000), hits: []string{"tcp6"}, wrongPrereq: pIPv6},
+		{name: "udp_src/ipv4", prereq: pUDP4, field: u(ofpwire.XMTypeUDPSrc, 1000), other: u(ofpwire.XMTypeUDPSrc, 1001), hits: []string{"udp4", "vlan"}, wrongPrereq: pTCP4},
+		{name: "udp_dst/ipv6", prereq: pUDP6, field: u(ofpwire.XMTypeUDPDst, 2000), other: u(ofpwire.XMTypeUDPDst, 2001), hits: []string{"udp6", "hbh6"}, wrongPrereq: pTCP6},
+		{name: "sctp_src", prereq: pSCTP4, field: u(ofpwire.XMTypeSCTPSrc, 1002), other: u(ofpwire.XMTypeSCTPSrc, 1000), hits: []string{"sctp4"}, wrongPrereq: pUDP4},
+		{name: "sctp_dst", prereq: pSCTP4, field: u(ofpwire.XMTypeSCTPDst, 2002), other: u(ofpwire.XMTypeSCTPDst, 2000), hits: []string{"sctp4"}, wrongPrereq: pTCP4},
+		{name: "icmpv4_type", prereq: pICMP4, field: u(ofpwire.XMTypeICMPv4Type, 8), other: u(ofpwire.XMTypeICMPv4Type, 0), hits: []string{"icmp4"}, wrongPrereq: pICMP6},
+		{name: "icmpv4_code", prereq: pICMP4, field: u(ofpwire.XMTypeICMPv4Code, 0), other: u(ofpwire.XMTypeICMPv4Code, 1), hits: []string{"icmp4"}, wrongPrereq: pUDP4},
+		{name: "arp_op", prereq: pARP, field: u(ofpwire.XMTypeARPOpcode, 1), other: u(ofpwire.XMTypeARPOpcode, 2), hits: []string{"arp"}, wrongPrereq: pIPv4},
+		{name: "arp_spa", prereq: pARP, field: ip4(ofpwire.XMTypeARPSPA, cfIP4Src), other: ip4(ofpwire.XMTypeARPSPA, cfIP4Dst), hits: []string{"arp"}, wrongPrereq: pIPv4},
+		{name: "arp_tpa", prereq: pARP, field: ip4(ofpwire.XMTypeARPTPA, cfIP4Dst), other: ip4(ofpwire.XMTypeARPTPA, cfIP4Src), hits: []string{"arp"}, wrongPrereq: pIPv4},
+		{name: "arp_sha", prereq: pARP, field: mac(ofpwire.XMTypeARPSHA, mac1), other: mac(ofpwire.XMTypeARPSHA, mac2), hits: []string{"arp"}, wrongPrereq: pIPv6},
+		{name: "arp_tha", prereq: pARP, field: mac(ofpwire.XMTypeARPTHA, make(net.HardwareAddr, 6)), other: mac(ofpwire.XMTypeARPTHA, mac2), hits: []string{"arp"}, wrongPrereq: pIPv4},
+		{name: "ipv6_src", prereq: pIPv6, field: ip6(ofpwire.XMTypeIPv6Src, cfIP6Src), other: ip6(ofpwire.XMTypeIPv6Src, cfIP6Dst), hits: []string{"udp6", "tcp6", "icmp6", "ns6", "na6", "hbh6"}, wrongPrereq: pIPv4},
+		{name: "ipv6_dst", prereq: pIPv6, field: ip6(ofpwire.XMTypeIPv6Dst, cfIP6Dst), other: ip6(ofpwire.XMTypeIPv6Dst, cfIP6Src), hits: []string{"udp6", "tcp6", "icmp6", "ns6", "na6", "hbh6"}, wrongPrereq: pIPv4},
+		{name: "ipv6_flabel", prereq: pIPv6, field: u(ofpwire.XMTypeIPv6FLabel, 0x12345), other: u(ofpwire.XMTypeIPv6FLabel, 0x12346), hits: []string{"udp6", "tcp6", "icmp6", "ns6", "na6", "hbh6"}, wrongPrereq: pIPv4},
+		{name: "icmpv6_type", prereq: pICMP6, field: u(ofpwire.XMTypeICMPv6Type, 128), other: u(ofpwire.XMTypeICMPv6Type, 129), hits: []string{"icmp6"}, wrongPrereq: pICMP4},
+		{name: "icmpv6_code", prereq: pICMP6, field: u(ofpwire.XMTypeICMPv6Code, 0), other: u(ofpwire.XMTypeICMPv6Code, 1), hits: []string{"icmp6", "ns6", "na6"}, wrongPrereq: pUDP6},
+		{name: "ipv6_nd_target/ns", prereq: pNS, field: ip6(ofpwire.XMTypeIPv6NDTarget, cfNDTarget), other: ip6(ofpwire.XMTypeIPv6NDTarget, cfIP6Dst), hits: []string{"ns6"}, wrongPrereq: pICMP6},
+		{name: "ipv6_nd_target/na", prereq: pNA, field: ip6(ofpwire.XMTypeIPv6NDTarget, cfNDTarget), other: ip6(ofpwire.XMTypeIPv6NDTarget, cfIP6Dst), hits: []string{"na6"},
+			wrongPrereq: append(slices.Clone(pICMP6), u(ofpwire.XMTypeICMPv6Type, 128))},
+		{name: "ipv6_nd_sll", prereq: pNS, field: mac(ofpwire.XMTypeIPv6NDSLL, cfSLL), other: mac(ofpwire.XMTypeIPv6NDSLL, cfTLL), hits: []string{"ns6"}, wrongPrereq: pNA},
+		{name: "ipv6_nd_tll", prereq: pNA, field: mac(ofpwire.XMTypeIPv6NDTLL, cfTLL), other: mac(ofpwire.XMTypeIPv6NDTLL, cfSLL), hits: []string{"na6"}, wrongPrereq: pNS},
+		{name: "mpls_label", prereq: pMPLS, field: u(ofpwire.XMTypeMPLSLabel, 100), other: u(ofpwire.XMTypeMPLSLabel, 101), hits: []string{"mpls"}, wrongPrereq: pIPv4},
+		{name: "mpls_tc", prereq: pMPLS, field: u(ofpwire.XMTypeMPLSTC, 5), other: u(ofpwire.XMTypeMPLSTC, 4), hits: []string{"mpls"}, wrongPrereq: pIPv4},
+		{name: "mpls_bos", prereq: pMPLS, field: u(ofpwire.XMTypeMPLSBOS, 1), other: u(ofpwire.XMTypeMPLSBOS, 0), hits: []string{"mpls"}, wrongPrereq: pIPv6},
+		{name: "pbb_isid", prereq: []ofpwire.OXM{u(ofpwire.XMTypeEthType, 0x88e7)}, field: u(ofpwire.XMTypePBBISID, 0x123456), other: u(ofpwire.XMTypePBBISID, 0x123457), hits: []string{"pbb"}, wrongPrereq: pMPLS},
+		{name: "ipv6_exthdr", prereq: pIPv6, field: ofpwire.OXMUintMasked(ofpwire.XMTypeIPv6ExtHeader, 0x40, 0x40), other: ofpwire.OXMUintMasked(ofpwire.XMTypeIPv6ExtHeader, 0x08, 0x08), hits: []string{"hbh6"}, wrongPrereq: pIPv4},
 	}
 }
 
@@ -249,8 +247,8 @@ func TestConformanceMatchPacketTypes(t *testing.T) {
 			tb := newTestBridge(t)
 			check := func(field ofpwire.OXM, hits []string) {
 				t.Helper()
-				tb.mustRequest(t, &ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: uint8(ofp.TableAll),
-					BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
+				tb.mustRequest(t, &ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: uint8(ofpwire.TableAll),
+					BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny})
 				tb.mustRequest(t, matchFlow(append(slices.Clone(c.prereq), field)...))
 				for _, name := range slices.Sorted(mapKeys(frames)) {
 					got := tb.forward(tb.p1, tb.p2, frames[name])
@@ -320,18 +318,18 @@ func TestConformanceMatchPipelineFields(t *testing.T) {
 	tb := newTestBridge(t)
 	tb.mustRequest(t, flowIn(0, 10, 1, &ofpwire.InstrWriteMetadata{Metadata: 0xab00, Mask: 0xff00}, &ofpwire.InstrGotoTable{TableID: 1}))
 	md := flowIn(1, 10, 0, applyOut(2))
-	md.Match.Add(ofpwire.OXMUintMasked(ofp.XMTypeMetadata, 0xab00, 0xff00))
+	md.Match.Add(ofpwire.OXMUintMasked(ofpwire.XMTypeMetadata, 0xab00, 0xff00))
 	tb.mustRequest(t, md)
 	if got := tb.forward(tb.p1, tb.p2, frames["udp4"]); len(got) != 1 {
 		t.Fatalf("metadata=0xab00/0xff00 in table 1: %d frames out, want 1", len(got))
 	}
-	tb.mustRequest(t, &ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: uint8(ofp.TableAll), BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
-	tun := matchFlow(ofpwire.OXMUint(ofp.XMTypeTunnelID, 0), ofpwire.OXMUint(ofp.XMTypeInPhyPort, 1))
+	tb.mustRequest(t, &ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: uint8(ofpwire.TableAll), BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny})
+	tun := matchFlow(ofpwire.OXMUint(ofpwire.XMTypeTunnelID, 0), ofpwire.OXMUint(ofpwire.XMTypeInPhyPort, 1))
 	tb.mustRequest(t, tun)
 	if got := tb.forward(tb.p1, tb.p2, frames["arp"]); len(got) != 1 {
 		t.Fatalf("tunnel_id=0,in_phy_port=1 on a plain port: %d frames out, want 1", len(got))
 	}
 	phy := flowIn(0, 10, 0, applyOut(2)) // in_phy_port without in_port
-	phy.Match.Add(ofpwire.OXMUint(ofp.XMTypeInPhyPort, 1))
+	phy.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeInPhyPort, 1))
 	tb.c.wantError(phy, ofpwire.ETBadMatch, ofpwire.BMCBadPrereq)
 }

@@ -10,8 +10,6 @@ import (
 	"github.com/google/gopacket/layers"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // Meters from OpenFlow 1.3.5 §5.7 and §7.3.4.4: a band applies to the
@@ -72,7 +70,7 @@ func TestConformanceMeterRates(t *testing.T) {
 		typ   uint16
 	}
 	var cases []tc
-	for _, typ := range []uint16{uint16(ofp.MeterBandTypeDrop), uint16(ofp.MeterBandTypeDSCPRemark)} {
+	for _, typ := range []uint16{uint16(ofpwire.MeterBandTypeDrop), uint16(ofpwire.MeterBandTypeDSCPRemark)} {
 		cases = append(cases,
 			tc{false, 100, 0, 64, typ}, tc{false, 10_000, 0, 64, typ}, tc{false, 10_000, 10, 64, typ},
 			tc{true, 1000, 0, 1500, typ}, tc{true, 100_000, 0, 1500, typ}, tc{true, 100_000, 24, 1500, typ},
@@ -81,17 +79,17 @@ func TestConformanceMeterRates(t *testing.T) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%+v", c), func(t *testing.T) {
 			mb := newMeterBridge(t)
-			flags := ofp.MeterFlagPacketPerSec | ofp.MeterFlagStats
+			flags := ofpwire.MeterFlagPacketPerSec | ofpwire.MeterFlagStats
 			pps := float64(c.rate)
 			if c.kbps {
-				flags = ofp.MeterFlagKBitPerSec | ofp.MeterFlagStats
+				flags = ofpwire.MeterFlagKBitPerSec | ofpwire.MeterFlagStats
 				pps = float64(c.rate) * 1000 / 8 / float64(c.size)
 			}
 			if c.burst != 0 {
-				flags |= ofp.MeterFlagBurst
+				flags |= ofpwire.MeterFlagBurst
 			}
-			mb.mustRequest(t, &ofpwire.MeterMod{Command: ofp.MeterAdd, Flags: flags, MeterID: 7,
-				Bands: []ofpwire.MeterBand{{Type: ofp.MeterBandType(c.typ), Rate: c.rate, BurstSize: c.burst, PrecLevel: 1}}})
+			mb.mustRequest(t, &ofpwire.MeterMod{Command: ofpwire.MeterAdd, Flags: flags, MeterID: 7,
+				Bands: []ofpwire.MeterBand{{Type: ofpwire.MeterBandType(c.typ), Rate: c.rate, BurstSize: c.burst, PrecLevel: 1}}})
 			mb.mustRequest(t, meteredFlow(7))
 			f := cfSizedFrame(t, c.size, 10) // AF11
 			// Twice the rate for 4 s; the default bucket (1 s of the rate)
@@ -101,10 +99,10 @@ func TestConformanceMeterRates(t *testing.T) {
 			if math.Abs(float64(inRate)-2*pps) > 2*pps*0.02+1 {
 				t.Errorf("%d packets within the rate in the last 2 s, want %.0f (the band's rate) ±2%%", inRate, 2*pps)
 			}
-			if c.typ == uint16(ofp.MeterBandTypeDrop) && len(out) != 1 {
+			if c.typ == uint16(ofpwire.MeterBandTypeDrop) && len(out) != 1 {
 				t.Errorf("DSCPs out %v: a drop band changed a packet", out)
 			}
-			if c.typ == uint16(ofp.MeterBandTypeDSCPRemark) && math.Abs(float64(out[12])-2*pps) > 2*pps*0.02+1 {
+			if c.typ == uint16(ofpwire.MeterBandTypeDSCPRemark) && math.Abs(float64(out[12])-2*pps) > 2*pps*0.02+1 {
 				t.Errorf("%d remarked AF11→AF12 in the last 2 s, want %.0f (offered − rate) ±2%%", out[12], 2*pps)
 			}
 			st := mb.meterStats(t, 7)
@@ -142,10 +140,10 @@ func bucketOf(burst uint32, kbps bool, rate uint32, size int) float64 {
 func TestConformanceMeterTwoBands(t *testing.T) {
 	mb := newMeterBridge(t)
 	bands := []ofpwire.MeterBand{
-		{Type: ofp.MeterBandTypeDrop, Rate: 2000, BurstSize: 20},
-		{Type: ofp.MeterBandTypeDSCPRemark, Rate: 1000, BurstSize: 10, PrecLevel: 2},
+		{Type: ofpwire.MeterBandTypeDrop, Rate: 2000, BurstSize: 20},
+		{Type: ofpwire.MeterBandTypeDSCPRemark, Rate: 1000, BurstSize: 10, PrecLevel: 2},
 	}
-	mb.mustRequest(t, &ofpwire.MeterMod{Command: ofp.MeterAdd, Flags: ofp.MeterFlagPacketPerSec | ofp.MeterFlagBurst | ofp.MeterFlagStats,
+	mb.mustRequest(t, &ofpwire.MeterMod{Command: ofpwire.MeterAdd, Flags: ofpwire.MeterFlagPacketPerSec | ofpwire.MeterFlagBurst | ofpwire.MeterFlagStats,
 		MeterID: 3, Bands: bands})
 	mb.mustRequest(t, meteredFlow(3))
 	cfg := mb.c.multipart(&ofpwire.MeterConfigRequest{Meter: 3}).(*ofpwire.MeterConfigReply)
@@ -168,44 +166,44 @@ func TestConformanceMeterTwoBands(t *testing.T) {
 // nothing.
 func TestConformanceMeterModErrors(t *testing.T) {
 	mb := newMeterBridge(t)
-	pk := ofp.MeterFlagPacketPerSec
+	pk := ofpwire.MeterFlagPacketPerSec
 	drop := func(rate, burst uint32) []ofpwire.MeterBand {
-		return []ofpwire.MeterBand{{Type: ofp.MeterBandTypeDrop, Rate: rate, BurstSize: burst}}
+		return []ofpwire.MeterBand{{Type: ofpwire.MeterBandTypeDrop, Rate: rate, BurstSize: burst}}
 	}
-	mb.mustRequest(t, &ofpwire.MeterMod{Command: ofp.MeterAdd, Flags: pk, MeterID: 1, Bands: drop(10, 0)})
+	mb.mustRequest(t, &ofpwire.MeterMod{Command: ofpwire.MeterAdd, Flags: pk, MeterID: 1, Bands: drop(10, 0)})
 	for _, c := range []struct {
 		name string
 		mm   ofpwire.MeterMod
 		code uint16
 	}{
-		{"exists", ofpwire.MeterMod{Command: ofp.MeterAdd, Flags: pk, MeterID: 1, Bands: drop(10, 0)}, ofpwire.MMFCMeterExists},
-		{"modify unknown", ofpwire.MeterMod{Command: ofp.MeterModify, Flags: pk, MeterID: 2, Bands: drop(10, 0)}, ofpwire.MMFCUnknownMeter},
-		{"id 0", ofpwire.MeterMod{Command: ofp.MeterAdd, Flags: pk, MeterID: 0, Bands: drop(10, 0)}, ofpwire.MMFCInvalidMeter},
-		{"id controller", ofpwire.MeterMod{Command: ofp.MeterAdd, Flags: pk, MeterID: ofp.MeterController, Bands: drop(10, 0)}, ofpwire.MMFCInvalidMeter},
-		{"kbps and pktps", ofpwire.MeterMod{Command: ofp.MeterAdd, Flags: pk | ofp.MeterFlagKBitPerSec, MeterID: 2, Bands: drop(10, 0)}, ofpwire.MMFCBadFlags},
-		{"unknown flag", ofpwire.MeterMod{Command: ofp.MeterAdd, Flags: pk | 0x100, MeterID: 2, Bands: drop(10, 0)}, ofpwire.MMFCBadFlags},
-		{"rate 0", ofpwire.MeterMod{Command: ofp.MeterAdd, Flags: pk, MeterID: 2, Bands: drop(0, 0)}, ofpwire.MMFCBadRate},
-		{"burst 0", ofpwire.MeterMod{Command: ofp.MeterAdd, Flags: pk | ofp.MeterFlagBurst, MeterID: 2, Bands: drop(10, 0)}, ofpwire.MMFCBadBurst},
-		{"same rate twice", ofpwire.MeterMod{Command: ofp.MeterAdd, Flags: pk, MeterID: 2, Bands: append(drop(10, 0), drop(10, 0)...)}, ofpwire.MMFCBadBandValue},
+		{"exists", ofpwire.MeterMod{Command: ofpwire.MeterAdd, Flags: pk, MeterID: 1, Bands: drop(10, 0)}, ofpwire.MMFCMeterExists},
+		{"modify unknown", ofpwire.MeterMod{Command: ofpwire.MeterModify, Flags: pk, MeterID: 2, Bands: drop(10, 0)}, ofpwire.MMFCUnknownMeter},
+		{"id 0", ofpwire.MeterMod{Command: ofpwire.MeterAdd, Flags: pk, MeterID: 0, Bands: drop(10, 0)}, ofpwire.MMFCInvalidMeter},
+		{"id controller", ofpwire.MeterMod{Command: ofpwire.MeterAdd, Flags: pk, MeterID: ofpwire.MeterController, Bands: drop(10, 0)}, ofpwire.MMFCInvalidMeter},
+		{"kbps and pktps", ofpwire.MeterMod{Command: ofpwire.MeterAdd, Flags: pk | ofpwire.MeterFlagKBitPerSec, MeterID: 2, Bands: drop(10, 0)}, ofpwire.MMFCBadFlags},
+		{"unknown flag", ofpwire.MeterMod{Command: ofpwire.MeterAdd, Flags: pk | 0x100, MeterID: 2, Bands: drop(10, 0)}, ofpwire.MMFCBadFlags},
+		{"rate 0", ofpwire.MeterMod{Command: ofpwire.MeterAdd, Flags: pk, MeterID: 2, Bands: drop(0, 0)}, ofpwire.MMFCBadRate},
+		{"burst 0", ofpwire.MeterMod{Command: ofpwire.MeterAdd, Flags: pk | ofpwire.MeterFlagBurst, MeterID: 2, Bands: drop(10, 0)}, ofpwire.MMFCBadBurst},
+		{"same rate twice", ofpwire.MeterMod{Command: ofpwire.MeterAdd, Flags: pk, MeterID: 2, Bands: append(drop(10, 0), drop(10, 0)...)}, ofpwire.MMFCBadBandValue},
 		{"bad command", ofpwire.MeterMod{Command: 9, Flags: pk, MeterID: 2, Bands: drop(10, 0)}, ofpwire.MMFCBadCommand},
 	} {
 		mm := c.mm
 		mb.c.wantError(&mm, ofpwire.ETMeterModFailed, c.code)
 	}
-	if cfg := mb.c.multipart(&ofpwire.MeterConfigRequest{Meter: ofp.MeterAll}).(*ofpwire.MeterConfigReply); len(cfg.Meters) != 1 {
+	if cfg := mb.c.multipart(&ofpwire.MeterConfigRequest{Meter: ofpwire.MeterAll}).(*ofpwire.MeterConfigReply); len(cfg.Meters) != 1 {
 		t.Fatalf("meters after refused mods %+v, want only meter 1", cfg.Meters)
 	}
 	// A flow naming a meter that does not exist (§6.6).
 	mb.c.wantError(meteredFlow(5), ofpwire.ETMeterModFailed, ofpwire.MMFCUnknownMeter)
 	// Deleting a meter that does not exist is no error.
-	mb.mustRequest(t, &ofpwire.MeterMod{Command: ofp.MeterDelete, MeterID: 5})
+	mb.mustRequest(t, &ofpwire.MeterMod{Command: ofpwire.MeterDelete, MeterID: 5})
 }
 
 // §7.3.5.12: flow_count follows the flows bound to the meter; duration
 // grows; the counters stay across a MODIFY.
 func TestConformanceMeterStatsLifecycle(t *testing.T) {
 	mb := newMeterBridge(t)
-	mb.mustRequest(t, pktpsMeter(ofp.MeterAdd, 1, 100, 10))
+	mb.mustRequest(t, pktpsMeter(ofpwire.MeterAdd, 1, 100, 10))
 	if st := mb.meterStats(t, 1); len(st) != 1 || st[0].FlowCount != 0 || st[0].PacketInCount != 0 {
 		t.Fatalf("new meter stats %+v", st)
 	}
@@ -217,9 +215,9 @@ func TestConformanceMeterStatsLifecycle(t *testing.T) {
 	}
 	mb.burst(t, frame(), 4)
 	d1 := mb.meterStats(t, 1)[0]
-	mb.mustRequest(t, pktpsMeter(ofp.MeterModify, 1, 200, 10))
-	mb.mustRequest(t, &ofpwire.FlowMod{Command: ofp.FlowDeleteStrict, TableID: 1, Priority: 5, Match: fm.Match,
-		BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
+	mb.mustRequest(t, pktpsMeter(ofpwire.MeterModify, 1, 200, 10))
+	mb.mustRequest(t, &ofpwire.FlowMod{Command: ofpwire.FlowDeleteStrict, TableID: 1, Priority: 5, Match: fm.Match,
+		BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny})
 	d2 := mb.meterStats(t, 1)[0]
 	if d2.FlowCount != 1 || d2.PacketInCount != 4 {
 		t.Fatalf("after MODIFY and a flow delete: %+v, want 1 flow, 4 packets in", d2)

@@ -13,8 +13,6 @@ import (
 	"github.com/vswitch-go/vswitch/netdev/afpacket"
 	"github.com/vswitch-go/vswitch/ofproto/ofconn"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // newE2EBridge builds two hosts, a started datapath over their switch ports
@@ -127,10 +125,10 @@ func TestEndToEndOvsOfctl(t *testing.T) {
 		if !ok {
 			continue
 		}
-		if pi.Reason != ofp.PacketInReasonAction || len(pi.Data) < 14 {
+		if pi.Reason != ofpwire.PacketInReasonAction || len(pi.Data) < 14 {
 			t.Fatalf("packet-in %+v", pi)
 		}
-		if o, ok := pi.Match.Field(ofp.XMTypeInPort); !ok || o.Uint() != 1 {
+		if o, ok := pi.Match.Field(ofpwire.XMTypeInPort); !ok || o.Uint() != 1 {
 			t.Fatalf("packet-in match %+v", pi.Match)
 		}
 		break

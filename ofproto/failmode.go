@@ -7,8 +7,6 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofconn"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // Fail modes, as Open vSwitch spells them (ovs-vsctl set-fail-mode).
@@ -40,13 +38,13 @@ func checkFailMode(m string) (string, error) {
 // gets: everything to NORMAL, below any flow someone adds.
 func normalFlow() *ofpwire.FlowMod {
 	return &ofpwire.FlowMod{
-		Command:  ofp.FlowAdd,
+		Command:  ofpwire.FlowAdd,
 		Priority: 0,
-		BufferID: ofp.NoBuffer,
-		OutPort:  ofp.PortAny,
-		OutGroup: ofp.GroupAny,
+		BufferID: ofpwire.NoBuffer,
+		OutPort:  ofpwire.PortAny,
+		OutGroup: ofpwire.GroupAny,
 		Instructions: []ofpwire.Instruction{
-			&ofpwire.InstrApplyActions{Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: ofp.PortNormal}}},
+			&ofpwire.InstrApplyActions{Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: ofpwire.PortNormal}}},
 		},
 	}
 }
@@ -90,8 +88,8 @@ func (b *Bridge) hasControllersLocked() bool {
 // controller, and when it gains its first or loses its last controller.
 func (b *Bridge) flushLocked() {
 	now := time.Now()
-	removed, err := b.pipe.Apply(&ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: uint8(ofp.TableAll),
-		BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}, now)
+	removed, err := b.pipe.Apply(&ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: uint8(ofpwire.TableAll),
+		BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}, now)
 	if err == nil {
 		b.sendRemoved(removed)
 	}

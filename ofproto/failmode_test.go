@@ -11,8 +11,6 @@ import (
 	"github.com/vswitch-go/vswitch/netdev/ring"
 	"github.com/vswitch-go/vswitch/ofproto/ofconn"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // unreachable is a controller target nothing listens on.
@@ -45,12 +43,12 @@ func TestStandaloneWithoutControllerLearns(t *testing.T) {
 		t.Fatalf("FDB %+v", fdb)
 	}
 	// The flow is visible to OpenFlow and can be deleted like any other.
-	fs := tb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofp.TableAll), OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}).(*ofpwire.FlowStatsReply)
+	fs := tb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofpwire.TableAll), OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}).(*ofpwire.FlowStatsReply)
 	if len(fs.Flows) != 1 || fs.Flows[0].Priority != 0 || fs.Flows[0].PacketCount != 2 {
 		t.Fatalf("flow stats %+v", fs.Flows)
 	}
-	tb.c.request(&ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: uint8(ofp.TableAll), BufferID: ofp.NoBuffer,
-		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
+	tb.c.request(&ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: uint8(ofpwire.TableAll), BufferID: ofpwire.NoBuffer,
+		OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny})
 	if got := tb.forward(tb.p1, tb.p2, frame()); len(got) != 0 {
 		t.Fatalf("forwarded %d frames after del-flows", len(got))
 	}

@@ -5,16 +5,14 @@ import (
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // groupRefCounts counts, for every group, the flow entries and groups
 // that forward to it directly (OpenFlow 1.3's ref_count): each referrer
 // once, however many of its actions name the group.
-func (b *Bridge) groupRefCounts() map[ofp.Group]uint32 {
-	counts := make(map[ofp.Group]uint32)
-	seen := make(map[ofp.Group]bool)
+func (b *Bridge) groupRefCounts() map[ofpwire.Group]uint32 {
+	counts := make(map[ofpwire.Group]uint32)
+	seen := make(map[ofpwire.Group]bool)
 	count := func(acts []ofpwire.Action) {
 		for _, a := range acts {
 			if ga, ok := a.(*ofpwire.ActionGroup); ok && !seen[ga.Group] {
@@ -47,7 +45,7 @@ func (b *Bridge) groupRefCounts() map[ofp.Group]uint32 {
 
 // groupStats answers OFPMP_GROUP with reference counts computed from the
 // tables (the group table's own count is not maintained).
-func (b *Bridge) groupStats(id ofp.Group) []ofpwire.GroupStats {
+func (b *Bridge) groupStats(id ofpwire.Group) []ofpwire.GroupStats {
 	b.dp.PushStats(time.Now())
 	st := b.groups.Stats(id, time.Now())
 	if len(st) == 0 {

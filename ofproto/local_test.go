@@ -7,8 +7,6 @@ import (
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/netdev/ring"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // TestLocalPort: the bridge's own interface is OFPP_LOCAL everywhere —
@@ -23,14 +21,14 @@ func TestLocalPort(t *testing.T) {
 	pd := tb.c.multipart(&ofpwire.PortDescRequest{}).(*ofpwire.PortDescReply)
 	found := false
 	for _, p := range pd.Ports {
-		found = found || p.PortNo == ofp.PortLocal && p.Name == "br0"
+		found = found || p.PortNo == ofpwire.PortLocal && p.Name == "br0"
 	}
 	if !found {
 		t.Fatalf("PORT_DESC has no LOCAL(br0): %+v", pd.Ports)
 	}
 
-	tb.c.request(outputFlow(1, &ofpwire.ActionOutput{Port: ofp.PortLocal}))
-	tb.c.request(outputFlow(uint32(ofp.PortLocal), &ofpwire.ActionOutput{Port: 2}))
+	tb.c.request(outputFlow(1, &ofpwire.ActionOutput{Port: ofpwire.PortLocal}))
+	tb.c.request(outputFlow(uint32(ofpwire.PortLocal), &ofpwire.ActionOutput{Port: 2}))
 	if got := tb.forward(tb.p1, local, frame()); len(got) != 1 || !bytes.Equal(got[0], frame()) {
 		t.Fatalf("in_port=1,actions=LOCAL: LOCAL sent %d frames", len(got))
 	}
@@ -39,26 +37,26 @@ func TestLocalPort(t *testing.T) {
 	}
 
 	// FLOOD from port 1 reaches port 2 and LOCAL.
-	tb.c.request(outputFlow(1, &ofpwire.ActionOutput{Port: ofp.PortFlood}))
+	tb.c.request(outputFlow(1, &ofpwire.ActionOutput{Port: ofpwire.PortFlood}))
 	tb.inject(tb.p1, frame())
 	if n2, nl := tb.p2.Drain(0, func([]byte) {}), local.Drain(0, func([]byte) {}); n2 != 1 || nl != 1 {
 		t.Fatalf("FLOOD sent %d to port 2 and %d to LOCAL, want 1 and 1", n2, nl)
 	}
 
 	// PORT_MOD on LOCAL: NO_FWD stops output to it.
-	tb.c.request(portMod(uint32(ofp.PortLocal), ofp.PortConfigNoFwd, ofp.PortConfigNoFwd))
-	if tb.br.PortConfig(datapath.LocalPort)&ofp.PortConfigNoFwd == 0 {
+	tb.c.request(portMod(uint32(ofpwire.PortLocal), ofpwire.PortConfigNoFwd, ofpwire.PortConfigNoFwd))
+	if tb.br.PortConfig(datapath.LocalPort)&ofpwire.PortConfigNoFwd == 0 {
 		t.Fatal("PORT_MOD on LOCAL not applied")
 	}
-	tb.c.request(outputFlow(1, &ofpwire.ActionOutput{Port: ofp.PortLocal}))
+	tb.c.request(outputFlow(1, &ofpwire.ActionOutput{Port: ofpwire.PortLocal}))
 	if got := tb.forward(tb.p1, local, frame()); len(got) != 0 {
 		t.Fatalf("LOCAL with NO_FWD sent %d frames", len(got))
 	}
 
 	// A packet-out with in_port LOCAL: OFPP_IN_PORT sends it back there.
-	tb.c.request(portMod(uint32(ofp.PortLocal), 0, ofp.PortConfigNoFwd))
-	tb.c.request(&ofpwire.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortLocal,
-		Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: ofp.PortIn}}, Data: frame()})
+	tb.c.request(portMod(uint32(ofpwire.PortLocal), 0, ofpwire.PortConfigNoFwd))
+	tb.c.request(&ofpwire.PacketOut{BufferID: ofpwire.NoBuffer, InPort: ofpwire.PortLocal,
+		Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: ofpwire.PortIn}}, Data: frame()})
 	for i := 0; i < 3; i++ { // the packet-out runs on the PMD
 		tb.dp.PMDs()[0].PollOnce()
 	}

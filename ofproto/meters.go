@@ -7,8 +7,6 @@ import (
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // Meters: the bridge's pipeline.MeterTable validates METER_MODs and holds
@@ -31,10 +29,10 @@ func newMeterTable() *pipeline.MeterTable {
 // table's bands.
 func datapathMeterConfig(m *pipeline.Meter) datapath.MeterConfig {
 	f := m.Flags()
-	c := datapath.MeterConfig{KBPS: f&ofp.MeterFlagKBitPerSec != 0, Burst: f&ofp.MeterFlagBurst != 0}
+	c := datapath.MeterConfig{KBPS: f&ofpwire.MeterFlagKBitPerSec != 0, Burst: f&ofpwire.MeterFlagBurst != 0}
 	for _, b := range m.Bands() {
 		db := datapath.MeterBand{Type: datapath.MeterBandDrop, Rate: b.Rate, BurstSize: b.BurstSize}
-		if b.Type == ofp.MeterBandTypeDSCPRemark {
+		if b.Type == ofpwire.MeterBandTypeDSCPRemark {
 			db.Type, db.PrecLevel = datapath.MeterBandDSCPRemark, b.PrecLevel
 		}
 		c.Bands = append(c.Bands, db)
@@ -53,20 +51,20 @@ func (b *Bridge) meterMod(mm *ofpwire.MeterMod) error {
 	b.meterMu.Lock()
 	defer b.meterMu.Unlock()
 	now := time.Now()
-	if mm.Command == ofp.MeterDelete {
+	if mm.Command == ofpwire.MeterDelete {
 		b.dp.PushStats(now) // the FLOW_REMOVED of its flows carry their last packets
 	}
 	deleted, err := b.meters.ApplyMeterMod(mm, now)
 	if err != nil {
 		return err
 	}
-	if mm.Command != ofp.MeterDelete {
+	if mm.Command != ofpwire.MeterDelete {
 		m := b.meters.Get(mm.MeterID)
 		if err := b.dp.SetMeter(uint32(mm.MeterID), datapathMeterConfig(m)); err != nil {
 			// The table's limits are the datapath's, so this is not
 			// expected; keep the two in step anyway.
-			if mm.Command == ofp.MeterAdd {
-				_, _ = b.meters.ApplyMeterMod(&ofpwire.MeterMod{Command: ofp.MeterDelete, MeterID: mm.MeterID}, now)
+			if mm.Command == ofpwire.MeterAdd {
+				_, _ = b.meters.ApplyMeterMod(&ofpwire.MeterMod{Command: ofpwire.MeterDelete, MeterID: mm.MeterID}, now)
 			}
 			return ofpErr(ofpwire.ETMeterModFailed, ofpwire.MMFCOutOfMeters)
 		}
@@ -90,7 +88,7 @@ func (b *Bridge) meterMod(mm *ofpwire.MeterMod) error {
 // every other instruction whatever their order in the message, and
 // translation follows the list.
 func (b *Bridge) checkMeter(fm *ofpwire.FlowMod) error {
-	if fm.Command != ofp.FlowAdd && fm.Command != ofp.FlowModify && fm.Command != ofp.FlowModifyStrict {
+	if fm.Command != ofpwire.FlowAdd && fm.Command != ofpwire.FlowModify && fm.Command != ofpwire.FlowModifyStrict {
 		return nil
 	}
 	for i, in := range fm.Instructions {
@@ -113,14 +111,14 @@ func (b *Bridge) checkMeter(fm *ofpwire.FlowMod) error {
 }
 
 // meterCounts reads meter id's counters from the datapath.
-func (b *Bridge) meterCounts(id ofp.Meter) pipeline.MeterCounts {
+func (b *Bridge) meterCounts(id ofpwire.Meter) pipeline.MeterCounts {
 	s, ok := b.dp.MeterStats(uint32(id))
 	if !ok {
 		return pipeline.MeterCounts{}
 	}
-	c := pipeline.MeterCounts{Packets: s.Packets, Bytes: s.Bytes, Bands: make([]ofp.MeterBandStats, len(s.Bands))}
+	c := pipeline.MeterCounts{Packets: s.Packets, Bytes: s.Bytes, Bands: make([]ofpwire.MeterBandStats, len(s.Bands))}
 	for i, bs := range s.Bands {
-		c.Bands[i] = ofp.MeterBandStats{PacketBandCount: bs.Packets, ByteBandCount: bs.Bytes}
+		c.Bands[i] = ofpwire.MeterBandStats{PacketBandCount: bs.Packets, ByteBandCount: bs.Bytes}
 	}
 	return c
 }
@@ -128,6 +126,6 @@ func (b *Bridge) meterCounts(id ofp.Meter) pipeline.MeterCounts {
 // meterStats answers OFPMP_METER for id (OFPM_ALL: every meter): the
 // datapath's counters, and the flow entries using each meter counted in
 // the tables.
-func (b *Bridge) meterStats(id ofp.Meter) []ofpwire.MeterStats {
+func (b *Bridge) meterStats(id ofpwire.Meter) []ofpwire.MeterStats {
 	return b.meters.Stats(id, time.Now(), b.pipe.MeterFlowCounts(), b.meterCounts)
 }

@@ -11,8 +11,6 @@ import (
 	"github.com/vswitch-go/vswitch/netdev/ring"
 	"github.com/vswitch-go/vswitch/ofproto/ofconn"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // meterBridge is a secure test bridge over a manual datapath whose clock
@@ -78,20 +76,20 @@ func (mb *meterBridge) meterDrops() uint64 {
 	return n
 }
 
-func pktpsMeter(cmd ofp.MeterCommand, id ofp.Meter, rate, burst uint32) *ofpwire.MeterMod {
-	return &ofpwire.MeterMod{Command: cmd, Flags: ofp.MeterFlagPacketPerSec | ofp.MeterFlagBurst | ofp.MeterFlagStats,
-		MeterID: id, Bands: []ofpwire.MeterBand{{Type: ofp.MeterBandTypeDrop, Rate: rate, BurstSize: burst}}}
+func pktpsMeter(cmd ofpwire.MeterCommand, id ofpwire.Meter, rate, burst uint32) *ofpwire.MeterMod {
+	return &ofpwire.MeterMod{Command: cmd, Flags: ofpwire.MeterFlagPacketPerSec | ofpwire.MeterFlagBurst | ofpwire.MeterFlagStats,
+		MeterID: id, Bands: []ofpwire.MeterBand{{Type: ofpwire.MeterBandTypeDrop, Rate: rate, BurstSize: burst}}}
 }
 
 // meteredFlow is outputFlow(1, output:2) with a meter instruction placed
 // after the apply-actions, as a controller may send it.
-func meteredFlow(id ofp.Meter) *ofpwire.FlowMod {
+func meteredFlow(id ofpwire.Meter) *ofpwire.FlowMod {
 	fm := outputFlow(1, &ofpwire.ActionOutput{Port: 2})
 	fm.Instructions = append(fm.Instructions, &ofpwire.InstrMeter{MeterID: id})
 	return fm
 }
 
-func (mb *meterBridge) meterStats(t *testing.T, id ofp.Meter) []ofpwire.MeterStats {
+func (mb *meterBridge) meterStats(t *testing.T, id ofpwire.Meter) []ofpwire.MeterStats {
 	t.Helper()
 	return mb.c.multipart(&ofpwire.MeterStatsRequest{Meter: id}).(*ofpwire.MeterStatsReply).Meters
 }
@@ -103,7 +101,7 @@ func (mb *meterBridge) meterStats(t *testing.T, id ofp.Meter) []ofpwire.MeterSta
 func TestMeterThroughOpenFlow(t *testing.T) {
 	mb := newMeterBridge(t)
 	mb.c.wantError(meteredFlow(1), ofpwire.ETMeterModFailed, ofpwire.MMFCUnknownMeter)
-	if r := mb.c.request(pktpsMeter(ofp.MeterAdd, 1, 10, 5)); len(r) != 0 {
+	if r := mb.c.request(pktpsMeter(ofpwire.MeterAdd, 1, 10, 5)); len(r) != 0 {
 		t.Fatalf("meter-mod replies %#v", r)
 	}
 	if r := mb.c.request(meteredFlow(1)); len(r) != 0 {
@@ -120,15 +118,15 @@ func TestMeterThroughOpenFlow(t *testing.T) {
 	if d := mb.meterDrops(); d != 32 {
 		t.Fatalf("%d meter drops, want 32", d)
 	}
-	st := mb.meterStats(t, ofp.MeterAll)
+	st := mb.meterStats(t, ofpwire.MeterAll)
 	if len(st) != 1 || st[0].MeterID != 1 || st[0].FlowCount != 1 || st[0].PacketInCount != 40 ||
 		st[0].ByteInCount != 40*uint64(len(f)) || len(st[0].BandStats) != 1 || st[0].BandStats[0].PacketBandCount != 32 ||
 		st[0].BandStats[0].ByteBandCount != 32*uint64(len(f)) {
 		t.Fatalf("meter stats %+v", st)
 	}
 	// The flow was stored with its meter first.
-	flows := mb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofp.TableAll), OutPort: ofp.PortAny,
-		OutGroup: ofp.GroupAny}).(*ofpwire.FlowStatsReply).Flows
+	flows := mb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofpwire.TableAll), OutPort: ofpwire.PortAny,
+		OutGroup: ofpwire.GroupAny}).(*ofpwire.FlowStatsReply).Flows
 	if len(flows) != 1 || len(flows[0].Instructions) != 2 {
 		t.Fatalf("flows %+v", flows)
 	}
@@ -137,7 +135,7 @@ func TestMeterThroughOpenFlow(t *testing.T) {
 	}
 
 	// MODIFY: a larger burst, fresh buckets, counters kept.
-	if r := mb.c.request(pktpsMeter(ofp.MeterModify, 1, 10, 12)); len(r) != 0 {
+	if r := mb.c.request(pktpsMeter(ofpwire.MeterModify, 1, 10, 12)); len(r) != 0 {
 		t.Fatalf("meter modify replies %#v", r)
 	}
 	if n := mb.burst(t, f, 20); n != 12 {
@@ -148,15 +146,15 @@ func TestMeterThroughOpenFlow(t *testing.T) {
 	}
 
 	// DELETE takes the flow with it; packets then miss the table.
-	if r := mb.c.request(&ofpwire.MeterMod{Command: ofp.MeterDelete, MeterID: 1}); len(r) != 0 {
+	if r := mb.c.request(&ofpwire.MeterMod{Command: ofpwire.MeterDelete, MeterID: 1}); len(r) != 0 {
 		t.Fatalf("meter delete replies %#v", r)
 	}
-	flows = mb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofp.TableAll), OutPort: ofp.PortAny,
-		OutGroup: ofp.GroupAny}).(*ofpwire.FlowStatsReply).Flows
+	flows = mb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofpwire.TableAll), OutPort: ofpwire.PortAny,
+		OutGroup: ofpwire.GroupAny}).(*ofpwire.FlowStatsReply).Flows
 	if len(flows) != 0 {
 		t.Fatalf("%d flows left after deleting their meter", len(flows))
 	}
-	if st := mb.meterStats(t, ofp.MeterAll); len(st) != 0 {
+	if st := mb.meterStats(t, ofpwire.MeterAll); len(st) != 0 {
 		t.Fatalf("stats after delete %+v", st)
 	}
 	if _, ok := mb.dp.MeterStats(1); ok {
@@ -175,8 +173,8 @@ func TestMeterThroughOpenFlow(t *testing.T) {
 // the flows that use one.
 func TestMeterDeleteAllAndOtherFlows(t *testing.T) {
 	mb := newMeterBridge(t)
-	for _, id := range []ofp.Meter{1, 70000} {
-		if r := mb.c.request(pktpsMeter(ofp.MeterAdd, id, 100, 10)); len(r) != 0 {
+	for _, id := range []ofpwire.Meter{1, 70000} {
+		if r := mb.c.request(pktpsMeter(ofpwire.MeterAdd, id, 100, 10)); len(r) != 0 {
 			t.Fatalf("meter-mod replies %#v", r)
 		}
 	}
@@ -188,14 +186,14 @@ func TestMeterDeleteAllAndOtherFlows(t *testing.T) {
 			t.Fatalf("flow-mod replies %#v", r)
 		}
 	}
-	if st := mb.meterStats(t, ofp.MeterAll); len(st) != 2 || st[0].FlowCount != 1 || st[1].MeterID != 70000 || st[1].FlowCount != 1 {
+	if st := mb.meterStats(t, ofpwire.MeterAll); len(st) != 2 || st[0].FlowCount != 1 || st[1].MeterID != 70000 || st[1].FlowCount != 1 {
 		t.Fatalf("meter stats %+v", st)
 	}
-	if r := mb.c.request(&ofpwire.MeterMod{Command: ofp.MeterDelete, MeterID: ofp.MeterAll}); len(r) != 0 {
+	if r := mb.c.request(&ofpwire.MeterMod{Command: ofpwire.MeterDelete, MeterID: ofpwire.MeterAll}); len(r) != 0 {
 		t.Fatalf("meter delete replies %#v", r)
 	}
-	flows := mb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofp.TableAll), OutPort: ofp.PortAny,
-		OutGroup: ofp.GroupAny}).(*ofpwire.FlowStatsReply).Flows
+	flows := mb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofpwire.TableAll), OutPort: ofpwire.PortAny,
+		OutGroup: ofpwire.GroupAny}).(*ofpwire.FlowStatsReply).Flows
 	if len(flows) != 1 || flows[0].Priority != plain.Priority || len(flows[0].Instructions) != 1 {
 		t.Fatalf("flows left %+v, want the unmetered one", flows)
 	}
@@ -209,15 +207,15 @@ func TestMeterDeleteAllAndOtherFlows(t *testing.T) {
 func TestMeterFeaturesSayWhatIsEnforced(t *testing.T) {
 	mb := newMeterBridge(t)
 	f := mb.c.multipart(&ofpwire.MeterFeaturesRequest{}).(*ofpwire.MeterFeaturesReply)
-	wantCaps := uint32(ofp.MeterFlagKBitPerSec | ofp.MeterFlagPacketPerSec | ofp.MeterFlagBurst | ofp.MeterFlagStats)
+	wantCaps := uint32(ofpwire.MeterFlagKBitPerSec | ofpwire.MeterFlagPacketPerSec | ofpwire.MeterFlagBurst | ofpwire.MeterFlagStats)
 	if f.MaxMeter != datapath.MaxMeters || f.MaxBands != datapath.MaxMeterBands || f.Capabilities != wantCaps ||
-		f.BandTypes != 1<<uint(ofp.MeterBandTypeDrop)|1<<uint(ofp.MeterBandTypeDSCPRemark) {
+		f.BandTypes != 1<<uint(ofpwire.MeterBandTypeDrop)|1<<uint(ofpwire.MeterBandTypeDSCPRemark) {
 		t.Fatalf("meter features %+v", f)
 	}
 	// One band more than the datapath takes is refused by the table.
-	mm := pktpsMeter(ofp.MeterAdd, 1, 1, 1)
+	mm := pktpsMeter(ofpwire.MeterAdd, 1, 1, 1)
 	for i := 2; i <= datapath.MaxMeterBands+1; i++ {
-		mm.Bands = append(mm.Bands, ofpwire.MeterBand{Type: ofp.MeterBandTypeDrop, Rate: uint32(i), BurstSize: 1})
+		mm.Bands = append(mm.Bands, ofpwire.MeterBand{Type: ofpwire.MeterBandTypeDrop, Rate: uint32(i), BurstSize: 1})
 	}
 	mb.c.wantError(mm, ofpwire.ETMeterModFailed, ofpwire.MMFCOutOfBands)
 }

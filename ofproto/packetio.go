@@ -10,8 +10,6 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 	"github.com/vswitch-go/vswitch/ofproto/xlate"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // packetOut runs the message's actions on its packet with the translation's
@@ -20,11 +18,11 @@ import (
 // result. in_port OFPP_CONTROLLER (or any reserved port) stands for "no
 // port" in the datapath.
 func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
-	if po.BufferID != ofp.NoBuffer {
+	if po.BufferID != ofpwire.NoBuffer {
 		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
 	}
 	inPort := uint32(po.InPort)
-	if inPort > uint32(ofp.PortMax) && inPort != datapath.LocalPort {
+	if inPort > uint32(ofpwire.PortMax) && inPort != datapath.LocalPort {
 		inPort = 0
 	}
 	if len(po.Data) < 14 {
@@ -34,10 +32,10 @@ func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
 		return err
 	}
 	fm := &ofpwire.FlowMod{
-		Command:      ofp.FlowAdd,
-		BufferID:     ofp.NoBuffer,
-		OutPort:      ofp.PortAny,
-		OutGroup:     ofp.GroupAny,
+		Command:      ofpwire.FlowAdd,
+		BufferID:     ofpwire.NoBuffer,
+		OutPort:      ofpwire.PortAny,
+		OutGroup:     ofpwire.GroupAny,
 		Instructions: []ofpwire.Instruction{&ofpwire.InstrApplyActions{Actions: po.Actions}},
 	}
 	if err := b.checkGroupRefs(fm); err != nil {
@@ -109,27 +107,27 @@ func (b *Bridge) packetIns() {
 func PacketIn(cp datapath.ControllerPacket) ofpwire.PacketIn {
 	reason, table, maxLen := xlate.ParseControllerArg(cp.Arg)
 	data := cp.Data
-	if maxLen != ofp.ContentLenNoBuffer && int(maxLen) < len(data) {
+	if maxLen != ofpwire.ContentLenNoBuffer && int(maxLen) < len(data) {
 		data = data[:maxLen]
 	}
 	pi := ofpwire.PacketIn{
-		BufferID: ofp.NoBuffer,
+		BufferID: ofpwire.NoBuffer,
 		TotalLen: uint16(min(len(cp.Data), 0xffff)),
 		Reason:   reason,
 		TableID:  table,
 		Cookie:   cp.Cookie,
 		Data:     data,
 	}
-	pi.Match.Add(ofpwire.OXMUint(ofp.XMTypeInPort, uint64(cp.InPort)))
+	pi.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeInPort, uint64(cp.InPort)))
 	if cp.Metadata != 0 {
-		pi.Match.Add(ofpwire.OXMUint(ofp.XMTypeMetadata, cp.Metadata))
+		pi.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeMetadata, cp.Metadata))
 	}
 	if cp.TunnelID != 0 {
-		pi.Match.Add(ofpwire.OXMUint(ofp.XMTypeTunnelID, cp.TunnelID))
+		pi.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeTunnelID, cp.TunnelID))
 	}
 	for _, a := range []struct {
 		addr   [16]byte
-		f4, f6 ofp.XMType
+		f4, f6 ofpwire.XMType
 	}{{cp.Tunnel.Src, ofpwire.XMTypeTunIPv4Src, ofpwire.XMTypeTunIPv6Src}, {cp.Tunnel.Dst, ofpwire.XMTypeTunIPv4Dst, ofpwire.XMTypeTunIPv6Dst}} {
 		switch ip := netip.AddrFrom16(a.addr); {
 		case a.addr == [16]byte{}:

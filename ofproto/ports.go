@@ -10,16 +10,14 @@ import (
 	"github.com/vswitch-go/vswitch/netdev"
 	"github.com/vswitch-go/vswitch/ofproto/normal"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // SupportedPortConfig are the OFPPC_* bits PORT_MOD and SetPortConfig
 // accept. NO_FLOOD is OpenFlow 1.0's bit, which Open vSwitch also honours
 // under 1.3 (ovs-ofctl mod-port ... no-flood); the 1.0 STP bits are
 // refused, since the bridge runs no spanning tree.
-const SupportedPortConfig = ofp.PortConfigDown | ofp.PortConfigNoRcv | ofp.PortConfigNoFwd |
-	ofp.PortConfigNoPacketIn | ofp.PortConfigNoFlood
+const SupportedPortConfig = ofpwire.PortConfigDown | ofpwire.PortConfigNoRcv | ofpwire.PortConfigNoFwd |
+	ofpwire.PortConfigNoPacketIn | ofpwire.PortConfigNoFlood
 
 // PortOptions describe a port beyond its netdev.
 type PortOptions struct {
@@ -32,7 +30,7 @@ type PortOptions struct {
 	// Curr, CurrSpeed and MaxSpeed (kb/s) are the link's features and
 	// speed as the kernel reports them (ethtool), for PORT_DESC; zero
 	// when unknown.
-	Curr                ofp.PortFeature
+	Curr                ofpwire.PortFeature
 	CurrSpeed, MaxSpeed uint32
 }
 
@@ -41,7 +39,7 @@ type portRec struct {
 	name string
 	hw   [6]byte
 	// curr, currSpeed and maxSpeed are PortOptions' link description.
-	curr                ofp.PortFeature
+	curr                ofpwire.PortFeature
 	currSpeed, maxSpeed uint32
 	// link is the link state last announced (PORT_STATUS) and the one
 	// fast-failover decisions were last invalidated for.
@@ -55,14 +53,14 @@ type portRec struct {
 // is absent (set before AddPort, or across an interface that vanished)
 // and dropped by RemovePort.
 type portSettings struct {
-	config ofp.PortConfig
+	config ofpwire.PortConfig
 	normal *normal.PortConfig
 }
 
 // portView is what translations read about the ports, replaced as a whole
 // (never modified) so that upcalls read it without a lock.
 type portView struct {
-	config map[uint32]ofp.PortConfig // non-zero configs by port number
+	config map[uint32]ofpwire.PortConfig // non-zero configs by port number
 	// src is the datapath port snapshot all and flood were built from;
 	// a different snapshot (ports added or removed) rebuilds them.
 	src        []*datapath.Port
@@ -70,10 +68,10 @@ type portView struct {
 	local      uint32 // datapath.LocalPort if the bridge has its interface, else 0
 	// configOf is config's lookup as a func value built once per view, so
 	// a translation's Options cost no allocation for it.
-	configOf func(port uint32) ofp.PortConfig
+	configOf func(port uint32) ofpwire.PortConfig
 }
 
-func newPortView(config map[uint32]ofp.PortConfig, src []*datapath.Port) *portView {
+func newPortView(config map[uint32]ofpwire.PortConfig, src []*datapath.Port) *portView {
 	v := &portView{config: config, src: src, all: make([]uint32, 0, len(src))}
 	for _, p := range src {
 		v.all = append(v.all, p.No)
@@ -83,17 +81,17 @@ func newPortView(config map[uint32]ofp.PortConfig, src []*datapath.Port) *portVi
 	}
 	v.flood = v.all
 	for _, c := range config {
-		if c&ofp.PortConfigNoFlood != 0 {
+		if c&ofpwire.PortConfigNoFlood != 0 {
 			v.flood = make([]uint32, 0, len(src))
 			for _, p := range src {
-				if config[p.No]&ofp.PortConfigNoFlood == 0 {
+				if config[p.No]&ofpwire.PortConfigNoFlood == 0 {
 					v.flood = append(v.flood, p.No)
 				}
 			}
 			break
 		}
 	}
-	v.configOf = func(no uint32) ofp.PortConfig { return config[no] }
+	v.configOf = func(no uint32) ofpwire.PortConfig { return config[no] }
 	return v
 }
 
@@ -118,7 +116,7 @@ func (b *Bridge) ports() *portView {
 // publishLocked installs a view with the current settings and invalidates
 // the megaflows translated under the old one. Caller holds portMu.
 func (b *Bridge) publishLocked() {
-	cfg := make(map[uint32]ofp.PortConfig)
+	cfg := make(map[uint32]ofpwire.PortConfig)
 	for no, s := range b.settings {
 		if s.config != 0 {
 			cfg[no] = s.config
@@ -142,7 +140,7 @@ func (b *Bridge) syncNormalLocked() {
 			c = *s.normal
 			c.No = p.No
 		}
-		if s.config&ofp.PortConfigNoFlood != 0 {
+		if s.config&ofpwire.PortConfigNoFlood != 0 {
 			c.NoFlood = true
 		}
 		cfgs[i] = c
@@ -163,15 +161,15 @@ func (b *Bridge) describeLocked(p *datapath.Port) ofpwire.Port {
 // Live means usable: link up and not administratively down.
 func (b *Bridge) describe(no uint32, rec *portRec, linkUp bool) ofpwire.Port {
 	cfg := b.settings[no].config
-	var state ofp.PortState
+	var state ofpwire.PortState
 	switch {
 	case !linkUp:
-		state = ofp.PortStateLinkDown
-	case cfg&ofp.PortConfigDown == 0:
-		state = ofp.PortStateLive
+		state = ofpwire.PortStateLinkDown
+	case cfg&ofpwire.PortConfigDown == 0:
+		state = ofpwire.PortStateLive
 	}
 	return ofpwire.Port{
-		PortNo:    ofp.PortNo(no),
+		PortNo:    ofpwire.PortNo(no),
 		HWAddr:    net.HardwareAddr(bytes.Clone(rec.hw[:])),
 		Name:      rec.name,
 		Config:    cfg,
@@ -182,7 +180,7 @@ func (b *Bridge) describe(no uint32, rec *portRec, linkUp bool) ofpwire.Port {
 	}
 }
 
-func (b *Bridge) sendPortStatus(reason ofp.PortReason, p ofpwire.Port) {
+func (b *Bridge) sendPortStatus(reason ofpwire.PortReason, p ofpwire.Port) {
 	b.mgr.SendPortStatus(ofpwire.PortStatus{Reason: reason, Port: p})
 }
 
@@ -214,7 +212,7 @@ func (b *Bridge) AddPortWith(no uint32, dev netdev.Netdev, opts PortOptions) err
 	b.recs[no] = rec
 	b.syncNormalLocked()
 	b.publishLocked()
-	b.sendPortStatus(ofp.PortReasonAdd, b.describe(no, rec, p.Dev.LinkUp()))
+	b.sendPortStatus(ofpwire.PortReasonAdd, b.describe(no, rec, p.Dev.LinkUp()))
 	return nil
 }
 
@@ -236,7 +234,7 @@ func (b *Bridge) RemovePort(no uint32) error {
 	delete(b.settings, no)
 	b.syncNormalLocked()
 	b.publishLocked()
-	b.sendPortStatus(ofp.PortReasonDelete, desc)
+	b.sendPortStatus(ofpwire.PortReasonDelete, desc)
 	return nil
 }
 
@@ -263,7 +261,7 @@ func (b *Bridge) portGoneLocked(no uint32) bool {
 	delete(b.recs, no)
 	b.syncNormalLocked()
 	b.publishLocked()
-	b.sendPortStatus(ofp.PortReasonDelete, desc)
+	b.sendPortStatus(ofpwire.PortReasonDelete, desc)
 	return true
 }
 
@@ -289,7 +287,7 @@ func (b *Bridge) SetNormalPort(cfg normal.PortConfig) {
 // SupportedPortConfig are ignored. It may be called before the port is
 // added and lasts until RemovePort; a present port is announced with
 // PORT_STATUS MODIFY when its config changes.
-func (b *Bridge) SetPortConfig(no uint32, cfg ofp.PortConfig) {
+func (b *Bridge) SetPortConfig(no uint32, cfg ofpwire.PortConfig) {
 	b.portMu.Lock()
 	defer b.portMu.Unlock()
 	b.setConfigLocked(no, cfg&SupportedPortConfig)
@@ -297,7 +295,7 @@ func (b *Bridge) SetPortConfig(no uint32, cfg ofp.PortConfig) {
 
 // setConfigLocked applies a port config: NORMAL's flood set, the
 // translation view (which invalidates the megaflows) and PORT_STATUS.
-func (b *Bridge) setConfigLocked(no uint32, cfg ofp.PortConfig) {
+func (b *Bridge) setConfigLocked(no uint32, cfg ofpwire.PortConfig) {
 	s := b.settings[no]
 	if s.config == cfg {
 		return
@@ -307,12 +305,12 @@ func (b *Bridge) setConfigLocked(no uint32, cfg ofp.PortConfig) {
 	b.syncNormalLocked()
 	b.publishLocked()
 	if p := b.dp.Port(no); p != nil {
-		b.sendPortStatus(ofp.PortReasonModify, b.describeLocked(p))
+		b.sendPortStatus(ofpwire.PortReasonModify, b.describeLocked(p))
 	}
 }
 
 // PortConfig returns the OFPPC_* bits set on port no.
-func (b *Bridge) PortConfig(no uint32) ofp.PortConfig {
+func (b *Bridge) PortConfig(no uint32) ofpwire.PortConfig {
 	b.portMu.Lock()
 	defer b.portMu.Unlock()
 	return b.settings[no].config
@@ -324,7 +322,7 @@ func pmErr(code uint16) error { return ofpErr(ofpwire.ETPortModFailed, code) }
 // drivers expose no link features to advertise.
 func (b *Bridge) portMod(pm *ofpwire.PortMod) error {
 	no := uint32(pm.PortNo)
-	if no == 0 || no > uint32(ofp.PortMax) && no != datapath.LocalPort {
+	if no == 0 || no > uint32(ofpwire.PortMax) && no != datapath.LocalPort {
 		return pmErr(ofpwire.PMFCBadPort)
 	}
 	b.portMu.Lock()
@@ -382,13 +380,13 @@ func (b *Bridge) checkPorts() bool {
 		if rec == nil {
 			rec = b.adoptLocked(p)
 			added = true
-			b.sendPortStatus(ofp.PortReasonAdd, b.describe(p.No, rec, up))
+			b.sendPortStatus(ofpwire.PortReasonAdd, b.describe(p.No, rec, up))
 			continue
 		}
 		if rec.link != up {
 			rec.link = up
 			changed = true
-			b.sendPortStatus(ofp.PortReasonModify, b.describe(p.No, rec, up))
+			b.sendPortStatus(ofpwire.PortReasonModify, b.describe(p.No, rec, up))
 		}
 	}
 	if added {

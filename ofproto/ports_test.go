@@ -9,8 +9,6 @@ import (
 	"github.com/vswitch-go/vswitch/netdev/ring"
 	"github.com/vswitch-go/vswitch/ofproto/normal"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // sync makes sure every message the bridge sent before now has been read
@@ -54,8 +52,8 @@ func (tb *testBridge) inject(in *ring.Port, f []byte) {
 	}
 }
 
-func portMod(no uint32, config, mask ofp.PortConfig) *ofpwire.PortMod {
-	return &ofpwire.PortMod{PortNo: ofp.PortNo(no), HWAddr: make(net.HardwareAddr, 6), Config: config, Mask: mask}
+func portMod(no uint32, config, mask ofpwire.PortConfig) *ofpwire.PortMod {
+	return &ofpwire.PortMod{PortNo: ofpwire.PortNo(no), HWAddr: make(net.HardwareAddr, 6), Config: config, Mask: mask}
 }
 
 func (tb *testBridge) portDesc(no uint32) ofpwire.Port {
@@ -79,8 +77,8 @@ func TestAddRemovePortSendsPortStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps := tb.c.portStatus()
-	if ps.Reason != ofp.PortReasonAdd || ps.Port.PortNo != 3 || ps.Port.Name != "uplink" ||
-		!bytes.Equal(ps.Port.HWAddr, hw) || ps.Port.State != ofp.PortStateLive {
+	if ps.Reason != ofpwire.PortReasonAdd || ps.Port.PortNo != 3 || ps.Port.Name != "uplink" ||
+		!bytes.Equal(ps.Port.HWAddr, hw) || ps.Port.State != ofpwire.PortStateLive {
 		t.Fatalf("port add: %+v", ps)
 	}
 	if d := tb.portDesc(3); d.Name != "uplink" || !bytes.Equal(d.HWAddr, hw) {
@@ -91,7 +89,7 @@ func TestAddRemovePortSendsPortStatus(t *testing.T) {
 	}
 
 	// The new port takes part in forwarding at once: FLOOD reaches it.
-	tb.c.request(outputFlow(1, &ofpwire.ActionOutput{Port: ofp.PortFlood}))
+	tb.c.request(outputFlow(1, &ofpwire.ActionOutput{Port: ofpwire.PortFlood}))
 	tb.inject(tb.p1, frame())
 	if n2, n3 := len(drain(tb.p2)), len(drain(p3)); n2 != 1 || n3 != 1 {
 		t.Fatalf("flood reached port 2 %d and port 3 %d times", n2, n3)
@@ -101,7 +99,7 @@ func TestAddRemovePortSendsPortStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps = tb.c.portStatus()
-	if ps.Reason != ofp.PortReasonDelete || ps.Port.PortNo != 3 || ps.Port.Name != "uplink" {
+	if ps.Reason != ofpwire.PortReasonDelete || ps.Port.PortNo != 3 || ps.Port.Name != "uplink" {
 		t.Fatalf("port delete: %+v", ps)
 	}
 	if tb.dp.Port(3) != nil {
@@ -124,7 +122,7 @@ func TestLinkChangeAndVanishedPortSendPortStatus(t *testing.T) {
 		t.Fatal("link down not seen as a change")
 	}
 	ps := tb.c.portStatus()
-	if ps.Reason != ofp.PortReasonModify || ps.Port.PortNo != 2 || ps.Port.State != ofp.PortStateLinkDown {
+	if ps.Reason != ofpwire.PortReasonModify || ps.Port.PortNo != 2 || ps.Port.State != ofpwire.PortStateLinkDown {
 		t.Fatalf("link down: %+v", ps)
 	}
 	if tb.br.checkPorts() {
@@ -132,7 +130,7 @@ func TestLinkChangeAndVanishedPortSendPortStatus(t *testing.T) {
 	}
 	tb.p2.SetLinkUp(true)
 	tb.br.checkPorts()
-	if ps := tb.c.portStatus(); ps.Reason != ofp.PortReasonModify || ps.Port.State != ofp.PortStateLive {
+	if ps := tb.c.portStatus(); ps.Reason != ofpwire.PortReasonModify || ps.Port.State != ofpwire.PortStateLive {
 		t.Fatalf("link up: %+v", ps)
 	}
 
@@ -142,7 +140,7 @@ func TestLinkChangeAndVanishedPortSendPortStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb.br.PortGone(2)
-	if ps := tb.c.portStatus(); ps.Reason != ofp.PortReasonDelete || ps.Port.PortNo != 2 {
+	if ps := tb.c.portStatus(); ps.Reason != ofpwire.PortReasonDelete || ps.Port.PortNo != 2 {
 		t.Fatalf("vanished port: %+v", ps)
 	}
 	tb.br.PortGone(2) // twice is harmless
@@ -155,19 +153,19 @@ func TestLinkChangeAndVanishedPortSendPortStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb.br.checkPorts()
-	if ps := tb.c.portStatus(); ps.Reason != ofp.PortReasonAdd || ps.Port.PortNo != 4 || ps.Port.Name != "r4" {
+	if ps := tb.c.portStatus(); ps.Reason != ofpwire.PortReasonAdd || ps.Port.PortNo != 4 || ps.Port.Name != "r4" {
 		t.Fatalf("adopted port: %+v", ps)
 	}
 }
 
 func TestPortModErrors(t *testing.T) {
 	tb := newTestBridge(t)
-	tb.c.wantError(portMod(9, 0, ofp.PortConfigNoFwd), ofpwire.ETPortModFailed, ofpwire.PMFCBadPort)
-	tb.c.wantError(portMod(uint32(ofp.PortLocal), 0, ofp.PortConfigNoFwd), ofpwire.ETPortModFailed, ofpwire.PMFCBadPort)
-	bad := portMod(1, 0, ofp.PortConfigNoFwd)
+	tb.c.wantError(portMod(9, 0, ofpwire.PortConfigNoFwd), ofpwire.ETPortModFailed, ofpwire.PMFCBadPort)
+	tb.c.wantError(portMod(uint32(ofpwire.PortLocal), 0, ofpwire.PortConfigNoFwd), ofpwire.ETPortModFailed, ofpwire.PMFCBadPort)
+	bad := portMod(1, 0, ofpwire.PortConfigNoFwd)
 	bad.HWAddr = net.HardwareAddr{2, 0, 0, 0, 0, 9}
 	tb.c.wantError(bad, ofpwire.ETPortModFailed, ofpwire.PMFCBadHWAddr)
-	tb.c.wantError(portMod(1, ofp.PortConfigNoSTP, ofp.PortConfigNoSTP), ofpwire.ETPortModFailed, ofpwire.PMFCBadConfig)
+	tb.c.wantError(portMod(1, ofpwire.PortConfigNoSTP, ofpwire.PortConfigNoSTP), ofpwire.ETPortModFailed, ofpwire.PMFCBadConfig)
 	tb.c.wantError(portMod(1, 0, 1<<12), ofpwire.ETPortModFailed, ofpwire.PMFCBadConfig)
 	if c := tb.br.PortConfig(1); c != 0 {
 		t.Fatalf("refused PORT_MODs left config %v", c)
@@ -178,13 +176,13 @@ func TestPortModErrors(t *testing.T) {
 	if err := tb.br.AddPortWith(3, ring.New("r3", 1, 1, 64), PortOptions{HWAddr: hw}); err != nil {
 		t.Fatal(err)
 	}
-	tb.c.wantError(portMod(3, 0, ofp.PortConfigNoFwd), ofpwire.ETPortModFailed, ofpwire.PMFCBadHWAddr)
-	good := portMod(3, ofp.PortConfigNoFwd, ofp.PortConfigNoFwd)
+	tb.c.wantError(portMod(3, 0, ofpwire.PortConfigNoFwd), ofpwire.ETPortModFailed, ofpwire.PMFCBadHWAddr)
+	good := portMod(3, ofpwire.PortConfigNoFwd, ofpwire.PortConfigNoFwd)
 	good.HWAddr = hw
 	if r := tb.c.request(good); len(r) != 0 {
 		t.Fatalf("PORT_MOD replies %#v", r)
 	}
-	if c := tb.br.PortConfig(3); c != ofp.PortConfigNoFwd {
+	if c := tb.br.PortConfig(3); c != ofpwire.PortConfigNoFwd {
 		t.Fatalf("port 3 config %v", c)
 	}
 }
@@ -193,28 +191,28 @@ func TestPortModReportsConfig(t *testing.T) {
 	tb := newTestBridge(t)
 	tb.c.sync()
 	// Bits outside the mask are ignored.
-	tb.c.send(portMod(2, ofp.PortConfigNoFwd|ofp.PortConfigNoFlood, ofp.PortConfigNoFwd))
+	tb.c.send(portMod(2, ofpwire.PortConfigNoFwd|ofpwire.PortConfigNoFlood, ofpwire.PortConfigNoFwd))
 	ps := tb.c.portStatus()
-	if ps.Reason != ofp.PortReasonModify || ps.Port.PortNo != 2 || ps.Port.Config != ofp.PortConfigNoFwd {
+	if ps.Reason != ofpwire.PortReasonModify || ps.Port.PortNo != 2 || ps.Port.Config != ofpwire.PortConfigNoFwd {
 		t.Fatalf("PORT_STATUS after PORT_MOD: %+v", ps)
 	}
-	if d := tb.portDesc(2); d.Config != ofp.PortConfigNoFwd || d.State != ofp.PortStateLive {
+	if d := tb.portDesc(2); d.Config != ofpwire.PortConfigNoFwd || d.State != ofpwire.PortStateLive {
 		t.Fatalf("PORT_DESC %+v", d)
 	}
 	// PORT_DOWN: no longer live (also for fast-failover).
-	tb.c.send(portMod(2, ofp.PortConfigDown, ofp.PortConfigDown))
+	tb.c.send(portMod(2, ofpwire.PortConfigDown, ofpwire.PortConfigDown))
 	ps = tb.c.portStatus()
-	if ps.Port.Config != ofp.PortConfigNoFwd|ofp.PortConfigDown || ps.Port.State != 0 {
+	if ps.Port.Config != ofpwire.PortConfigNoFwd|ofpwire.PortConfigDown || ps.Port.State != 0 {
 		t.Fatalf("PORT_STATUS after PORT_DOWN: %+v", ps)
 	}
 	if tb.br.portLive(2) {
 		t.Fatal("an administratively down port is live")
 	}
 	// A PORT_MOD that changes nothing announces nothing.
-	tb.c.request(portMod(2, ofp.PortConfigDown, ofp.PortConfigDown))
+	tb.c.request(portMod(2, ofpwire.PortConfigDown, ofpwire.PortConfigDown))
 	// The daemon's SetPortConfig replaces all bits.
-	tb.br.SetPortConfig(2, ofp.PortConfigNoPacketIn|ofp.PortConfigNoSTP)
-	if ps := tb.c.portStatus(); ps.Port.Config != ofp.PortConfigNoPacketIn {
+	tb.br.SetPortConfig(2, ofpwire.PortConfigNoPacketIn|ofpwire.PortConfigNoSTP)
+	if ps := tb.c.portStatus(); ps.Port.Config != ofpwire.PortConfigNoPacketIn {
 		t.Fatalf("after SetPortConfig: %+v", ps)
 	}
 	if msgs := tb.c.sync(); len(msgs) != 0 {
@@ -231,9 +229,9 @@ func TestPortModFlagsForwarding(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb.c.request(outputFlow(1, &ofpwire.ActionOutput{Port: 2}))
-	set := func(no uint32, bit ofp.PortConfig, on bool) {
+	set := func(no uint32, bit ofpwire.PortConfig, on bool) {
 		t.Helper()
-		var c ofp.PortConfig
+		var c ofpwire.PortConfig
 		if on {
 			c = bit
 		}
@@ -248,12 +246,12 @@ func TestPortModFlagsForwarding(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		port uint32
-		bit  ofp.PortConfig
+		bit  ofpwire.PortConfig
 	}{
-		{"no_fwd on the output", 2, ofp.PortConfigNoFwd},
-		{"no_recv on the input", 1, ofp.PortConfigNoRcv},
-		{"port_down on the output", 2, ofp.PortConfigDown},
-		{"port_down on the input", 1, ofp.PortConfigDown},
+		{"no_fwd on the output", 2, ofpwire.PortConfigNoFwd},
+		{"no_recv on the input", 1, ofpwire.PortConfigNoRcv},
+		{"port_down on the output", 2, ofpwire.PortConfigDown},
+		{"port_down on the input", 1, ofpwire.PortConfigDown},
 	} {
 		set(c.port, c.bit, true)
 		if n := through(); n != 0 {
@@ -266,11 +264,11 @@ func TestPortModFlagsForwarding(t *testing.T) {
 	}
 
 	// no_flood: FLOOD and NORMAL's flood skip the port, ALL does not.
-	set(2, ofp.PortConfigNoFlood, true)
+	set(2, ofpwire.PortConfigNoFlood, true)
 	for _, c := range []struct {
-		port         ofp.PortNo
+		port         ofpwire.PortNo
 		want2, want3 int
-	}{{ofp.PortFlood, 0, 1}, {ofp.PortAll, 1, 1}, {ofp.PortNormal, 0, 1}} {
+	}{{ofpwire.PortFlood, 0, 1}, {ofpwire.PortAll, 1, 1}, {ofpwire.PortNormal, 0, 1}} {
 		tb.c.request(outputFlow(1, &ofpwire.ActionOutput{Port: c.port}))
 		tb.inject(tb.p1, frame())
 		if n2, n3 := len(drain(tb.p2)), len(drain(p3)); n2 != c.want2 || n3 != c.want3 {
@@ -278,8 +276,8 @@ func TestPortModFlagsForwarding(t *testing.T) {
 				c.port, n2, c.want2, n3, c.want3)
 		}
 	}
-	set(2, ofp.PortConfigNoFlood, false)
-	tb.c.request(outputFlow(1, &ofpwire.ActionOutput{Port: ofp.PortFlood}))
+	set(2, ofpwire.PortConfigNoFlood, false)
+	tb.c.request(outputFlow(1, &ofpwire.ActionOutput{Port: ofpwire.PortFlood}))
 	tb.inject(tb.p1, frame())
 	if n2 := len(drain(tb.p2)); n2 != 1 {
 		t.Errorf("flood after no_flood cleared: port 2 got %d", n2)
@@ -288,13 +286,13 @@ func TestPortModFlagsForwarding(t *testing.T) {
 
 	// no_packet_in: a table miss from the port does not reach the
 	// controller; one from another port does, and comes first.
-	miss := &ofpwire.FlowMod{Command: ofp.FlowAdd, BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+	miss := &ofpwire.FlowMod{Command: ofpwire.FlowAdd, BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny,
 		Instructions: []ofpwire.Instruction{&ofpwire.InstrApplyActions{Actions: []ofpwire.Action{
-			&ofpwire.ActionOutput{Port: ofp.PortController, MaxLen: ofp.ContentLenNoBuffer}}}}}
-	tb.c.request(&ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: uint8(ofp.TableAll), BufferID: ofp.NoBuffer,
-		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
+			&ofpwire.ActionOutput{Port: ofpwire.PortController, MaxLen: ofpwire.ContentLenNoBuffer}}}}}
+	tb.c.request(&ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: uint8(ofpwire.TableAll), BufferID: ofpwire.NoBuffer,
+		OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny})
 	tb.c.request(miss)
-	set(1, ofp.PortConfigNoPacketIn, true)
+	set(1, ofpwire.PortConfigNoPacketIn, true)
 	tb.inject(tb.p1, frame())
 	tb.inject(tb.p2, frame())
 	_, m := tb.c.recv()
@@ -302,7 +300,7 @@ func TestPortModFlagsForwarding(t *testing.T) {
 	if !ok {
 		t.Fatalf("got %#v, want PACKET_IN", m)
 	}
-	if o, _ := pi.Match.Field(ofp.XMTypeInPort); o.Uint() != 2 {
+	if o, _ := pi.Match.Field(ofpwire.XMTypeInPort); o.Uint() != 2 {
 		t.Errorf("packet-in from port %d despite no_packet_in on port 1", o.Uint())
 	}
 }
@@ -315,7 +313,7 @@ func TestSetNormalPortVLANs(t *testing.T) {
 	if err := tb.br.AddPort(3, p3); err != nil {
 		t.Fatal(err)
 	}
-	fm := outputFlow(1, &ofpwire.ActionOutput{Port: ofp.PortNormal})
+	fm := outputFlow(1, &ofpwire.ActionOutput{Port: ofpwire.PortNormal})
 	fm.Match = ofpwire.Match{}
 	tb.c.request(fm)
 	// Ports 1 and 2 share VLAN 0; port 3 is alone on VLAN 10.
@@ -341,7 +339,7 @@ func TestOvsOfctlModPort(t *testing.T) {
 	target := "unix:" + tb.sock
 	ovsOfctl(t, "mod-port", target, "r2", "no-forward")
 	ovsOfctl(t, "mod-port", target, "1", "no-packet-in")
-	if c1, c2 := tb.br.PortConfig(1), tb.br.PortConfig(2); c1 != ofp.PortConfigNoPacketIn || c2 != ofp.PortConfigNoFwd {
+	if c1, c2 := tb.br.PortConfig(1), tb.br.PortConfig(2); c1 != ofpwire.PortConfigNoPacketIn || c2 != ofpwire.PortConfigNoFwd {
 		t.Fatalf("configs after mod-port: port 1 %v, port 2 %v", c1, c2)
 	}
 	out := ovsOfctl(t, "dump-ports-desc", target)
@@ -350,7 +348,7 @@ func TestOvsOfctlModPort(t *testing.T) {
 	}
 	ovsOfctl(t, "mod-port", target, "r2", "forward")
 	ovsOfctl(t, "mod-port", target, "r2", "down")
-	if c := tb.br.PortConfig(2); c != ofp.PortConfigDown {
+	if c := tb.br.PortConfig(2); c != ofpwire.PortConfigDown {
 		t.Fatalf("port 2 config %v, want PORT_DOWN only", c)
 	}
 }

@@ -9,8 +9,6 @@ import (
 
 	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // OpenFlow 1.3 §7.3.5.8 (OFPMP_QUEUE) and §7.3.6 (OFPT_QUEUE_GET_CONFIG):
@@ -19,13 +17,13 @@ import (
 
 func TestQueueStatsNoQueues(t *testing.T) {
 	tb := newTestBridge(t)
-	for _, port := range []ofp.PortNo{ofp.PortAny, 1, 2} {
-		st := tb.c.multipart(&ofpwire.QueueStatsRequest{Port: port, Queue: ofp.QueueAll}).(*ofpwire.QueueStatsReply)
+	for _, port := range []ofpwire.PortNo{ofpwire.PortAny, 1, 2} {
+		st := tb.c.multipart(&ofpwire.QueueStatsRequest{Port: port, Queue: ofpwire.QueueAll}).(*ofpwire.QueueStatsReply)
 		if len(st.Queues) != 0 {
 			t.Fatalf("port %d: queues %+v, want none", port, st.Queues)
 		}
 	}
-	tb.c.wantError(&ofpwire.MultipartRequest{Body: &ofpwire.QueueStatsRequest{Port: 9, Queue: ofp.QueueAll}},
+	tb.c.wantError(&ofpwire.MultipartRequest{Body: &ofpwire.QueueStatsRequest{Port: 9, Queue: ofpwire.QueueAll}},
 		ofpwire.ETQueueOpFailed, ofpwire.QOFCBadPort)
 	tb.c.wantError(&ofpwire.MultipartRequest{Body: &ofpwire.QueueStatsRequest{Port: 1, Queue: 0}},
 		ofpwire.ETQueueOpFailed, ofpwire.QOFCBadQueue)
@@ -33,7 +31,7 @@ func TestQueueStatsNoQueues(t *testing.T) {
 
 func TestQueueGetConfigNoQueues(t *testing.T) {
 	tb := newTestBridge(t)
-	for _, port := range []ofp.PortNo{ofp.PortAny, 2} {
+	for _, port := range []ofpwire.PortNo{ofpwire.PortAny, 2} {
 		r := tb.c.request(&ofpwire.QueueGetConfigRequest{Port: port})
 		if len(r) != 1 {
 			t.Fatalf("port %d: replies %#v", port, r)

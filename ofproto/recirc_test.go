@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // mplsOver puts one MPLS label stack entry in front of frame's IP packet.
@@ -27,16 +25,16 @@ func mplsOver(frame []byte) []byte {
 // the id.
 func TestRecirculationThroughBridge(t *testing.T) {
 	tb := newTestBridge(t)
-	pop := &ofpwire.FlowMod{Command: ofp.FlowAdd, Priority: 10, BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+	pop := &ofpwire.FlowMod{Command: ofpwire.FlowAdd, Priority: 10, BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny,
 		Instructions: []ofpwire.Instruction{&ofpwire.InstrApplyActions{Actions: []ofpwire.Action{&ofpwire.ActionPopMPLS{EtherType: 0x0800}}},
 			&ofpwire.InstrGotoTable{TableID: 1}}}
-	pop.Match.Add(ofpwire.OXMUint(ofp.XMTypeEthType, 0x8847))
-	fwd := &ofpwire.FlowMod{Command: ofp.FlowAdd, TableID: 1, Priority: 10, BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+	pop.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeEthType, 0x8847))
+	fwd := &ofpwire.FlowMod{Command: ofpwire.FlowAdd, TableID: 1, Priority: 10, BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny,
 		Instructions: []ofpwire.Instruction{&ofpwire.InstrApplyActions{Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: 2}}}}}
-	fwd.Match.Add(ofpwire.OXMUint(ofp.XMTypeEthType, 0x0800))
-	fwd.Match.Add(ofpwire.OXMUint(ofp.XMTypeIPProto, 17))
-	fwd.Match.Add(ofpwire.NewOXM(ofp.XMTypeIPv4Dst, []byte{198, 18, 0, 2}))
-	fwd.Match.Add(ofpwire.OXMUint(ofp.XMTypeUDPDst, 2000))
+	fwd.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeEthType, 0x0800))
+	fwd.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeIPProto, 17))
+	fwd.Match.Add(ofpwire.NewOXM(ofpwire.XMTypeIPv4Dst, []byte{198, 18, 0, 2}))
+	fwd.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeUDPDst, 2000))
 	for _, fm := range []*ofpwire.FlowMod{pop, fwd} {
 		if r := tb.c.request(fm); len(r) != 0 {
 			t.Fatalf("flow-mod replies %#v", r)
@@ -62,7 +60,7 @@ func TestRecirculationThroughBridge(t *testing.T) {
 	if !strings.Contains(text, "actions:pop_mpls(eth_type=0x800),recirc(0x") || !strings.Contains(text, "recirc_id(0x") {
 		t.Fatalf("dpif flows do not show the recirculation:\n%s", text)
 	}
-	fs := tb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofp.TableAll), OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}).(*ofpwire.FlowStatsReply)
+	fs := tb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofpwire.TableAll), OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}).(*ofpwire.FlowStatsReply)
 	for _, f := range fs.Flows {
 		if f.PacketCount != 2 {
 			t.Errorf("table %d entry counted %d packets, want 2", f.TableID, f.PacketCount)
@@ -78,8 +76,8 @@ func TestRecirculationThroughBridge(t *testing.T) {
 	if tb.br.recirc.Len() == 0 {
 		t.Fatal("no recirc_id allocated")
 	}
-	del := &ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: uint8(ofp.TableAll), BufferID: ofp.NoBuffer,
-		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}
+	del := &ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: uint8(ofpwire.TableAll), BufferID: ofpwire.NoBuffer,
+		OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}
 	tb.c.request(del)
 	tb.c.request(fwd) // a second table change: the id's grace generation ends
 	if n := tb.br.recirc.Len(); n != 0 {

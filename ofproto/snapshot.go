@@ -9,8 +9,6 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // The bridge's tables as messages, for whoever saves them (the daemon
@@ -53,16 +51,16 @@ func (b *Bridge) tableNotifier() {
 // entryFlowMod is the ADD that recreates entry e.
 func entryFlowMod(e *pipeline.Entry) *ofpwire.FlowMod {
 	return &ofpwire.FlowMod{
-		Command:      ofp.FlowAdd,
+		Command:      ofpwire.FlowAdd,
 		TableID:      e.TableID,
 		Priority:     e.Priority,
 		Cookie:       e.Cookie,
 		IdleTimeout:  e.IdleTimeout,
 		HardTimeout:  e.HardTimeout,
 		Flags:        e.Flags,
-		BufferID:     ofp.NoBuffer,
-		OutPort:      ofp.PortAny,
-		OutGroup:     ofp.GroupAny,
+		BufferID:     ofpwire.NoBuffer,
+		OutPort:      ofpwire.PortAny,
+		OutGroup:     ofpwire.GroupAny,
 		Match:        ofmatch.ToOXM(&e.Match),
 		Instructions: e.Instructions(),
 	}
@@ -148,8 +146,8 @@ func (b *Bridge) RestoreFlowMods(fms []*ofpwire.FlowMod, keep func(i int) (pipel
 	}
 	b.failMu.Lock() // no fail-mode flush in between
 	defer b.failMu.Unlock()
-	if _, err := b.pipe.Apply(&ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: uint8(ofp.TableAll),
-		BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}, now); err != nil {
+	if _, err := b.pipe.Apply(&ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: uint8(ofpwire.TableAll),
+		BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}, now); err != nil {
 		return err
 	}
 	for i, fm := range fms {
@@ -212,7 +210,7 @@ func (b *Bridge) RestoreGroupMods(gms []*ofpwire.GroupMod) error {
 		}
 		pending = left
 	}
-	if err := b.groupMod(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: ofp.GroupAll}); err != nil {
+	if err := b.groupMod(&ofpwire.GroupMod{Command: ofpwire.GroupDelete, GroupID: ofpwire.GroupAll}); err != nil {
 		return err
 	}
 	for _, i := range order {
@@ -227,10 +225,10 @@ func (b *Bridge) RestoreGroupMods(gms []*ofpwire.GroupMod) error {
 // MeterMods returns the ADD that recreates each meter, by meter id.
 // RestoreMeterMods takes them back.
 func (b *Bridge) MeterMods() []*ofpwire.MeterMod {
-	cs := b.meters.Config(ofp.MeterAll)
+	cs := b.meters.Config(ofpwire.MeterAll)
 	out := make([]*ofpwire.MeterMod, len(cs))
 	for i := range cs {
-		out[i] = &ofpwire.MeterMod{Command: ofp.MeterAdd, Flags: cs[i].Flags, MeterID: cs[i].MeterID, Bands: cs[i].Bands}
+		out[i] = &ofpwire.MeterMod{Command: ofpwire.MeterAdd, Flags: cs[i].Flags, MeterID: cs[i].MeterID, Bands: cs[i].Bands}
 	}
 	return out
 }
@@ -242,7 +240,7 @@ func (b *Bridge) MeterMods() []*ofpwire.MeterMod {
 func (b *Bridge) RestoreMeterMods(mms []*ofpwire.MeterMod) error {
 	for i, mm := range mms {
 		if b.meters.Get(mm.MeterID) != nil {
-			mm.Command = ofp.MeterModify
+			mm.Command = ofpwire.MeterModify
 		}
 		if err := b.meterMod(mm); err != nil {
 			return &RestoreError{Index: i, Installing: true, Err: err}

@@ -10,8 +10,6 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // The tables as ovs-ofctl lines, the way the daemon saves and restores
@@ -48,7 +46,7 @@ func restoreGroups(b *Bridge, lines []string) error {
 	gms := make([]*ofpwire.GroupMod, len(lines))
 	for i, l := range lines {
 		var err error
-		if gms[i], err = ofptext.ParseGroup(l, ofp.GroupAdd, ofptext.ParseFlowOptions{}); err != nil {
+		if gms[i], err = ofptext.ParseGroup(l, ofpwire.GroupAdd, ofptext.ParseFlowOptions{}); err != nil {
 			return err
 		}
 	}
@@ -59,7 +57,7 @@ func restoreMeters(b *Bridge, lines []string) error {
 	mms := make([]*ofpwire.MeterMod, len(lines))
 	for i, l := range lines {
 		var err error
-		if mms[i], err = ofptext.ParseMeter(l, ofp.MeterAdd); err != nil {
+		if mms[i], err = ofptext.ParseMeter(l, ofpwire.MeterAdd); err != nil {
 			return err
 		}
 	}
@@ -70,8 +68,8 @@ func restoreMeters(b *Bridge, lines []string) error {
 func installTestGroups(t *testing.T, tb *testBridge) {
 	t.Helper()
 	for _, gm := range []*ofpwire.GroupMod{
-		{Command: ofp.GroupAdd, Type: ofp.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{bucketOut(2), bucketOut(1)}},
-		{Command: ofp.GroupAdd, Type: ofp.GroupTypeIndirect, GroupID: 2, Buckets: []ofpwire.Bucket{bucketOut(2)}},
+		{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{bucketOut(2), bucketOut(1)}},
+		{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeIndirect, GroupID: 2, Buckets: []ofpwire.Bucket{bucketOut(2)}},
 	} {
 		if r := tb.c.request(gm); len(r) != 0 {
 			t.Fatalf("group-mod replies %#v", r)
@@ -84,12 +82,12 @@ func installTestGroups(t *testing.T, tb *testBridge) {
 // metadata, goto-table and group actions.
 func randomFlow(r *rand.Rand) *ofpwire.FlowMod {
 	fm := &ofpwire.FlowMod{
-		Command:  ofp.FlowAdd,
+		Command:  ofpwire.FlowAdd,
 		TableID:  uint8(r.Intn(5)),
 		Priority: uint16(r.Intn(0x10000)),
-		BufferID: ofp.NoBuffer,
-		OutPort:  ofp.PortAny,
-		OutGroup: ofp.GroupAny,
+		BufferID: ofpwire.NoBuffer,
+		OutPort:  ofpwire.PortAny,
+		OutGroup: ofpwire.GroupAny,
 	}
 	if r.Intn(2) == 0 {
 		fm.Cookie = r.Uint64()
@@ -100,36 +98,36 @@ func randomFlow(r *rand.Rand) *ofpwire.FlowMod {
 	if r.Intn(3) == 0 {
 		fm.HardTimeout = uint16(100 + r.Intn(1000))
 	}
-	for _, f := range []ofp.FlowModFlag{ofp.FlowFlagSendFlowRem, ofp.FlowFlagNoPktCounts, ofp.FlowFlagNoByteCounts} {
+	for _, f := range []ofpwire.FlowModFlag{ofpwire.FlowFlagSendFlowRem, ofpwire.FlowFlagNoPktCounts, ofpwire.FlowFlagNoByteCounts} {
 		if r.Intn(3) == 0 {
 			fm.Flags |= f
 		}
 	}
 	if r.Intn(2) == 0 {
-		fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeInPort, uint64(1+r.Intn(3))))
+		fm.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeInPort, uint64(1+r.Intn(3))))
 	}
 	switch r.Intn(3) {
 	case 0:
-		fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeEthType, 0x0800))
-		fm.Match.Add(ofpwire.NewOXM(ofp.XMTypeIPv4Dst, []byte{10, byte(r.Intn(256)), byte(r.Intn(256)), 1}))
+		fm.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeEthType, 0x0800))
+		fm.Match.Add(ofpwire.NewOXM(ofpwire.XMTypeIPv4Dst, []byte{10, byte(r.Intn(256)), byte(r.Intn(256)), 1}))
 		if r.Intn(2) == 0 {
-			fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeIPProto, 6))
-			fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeTCPDst, uint64(r.Intn(65536))))
+			fm.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeIPProto, 6))
+			fm.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeTCPDst, uint64(r.Intn(65536))))
 		}
 	case 1:
-		fm.Match.Add(ofpwire.NewOXM(ofp.XMTypeEthDst, []byte{2, 0, 0, 0, byte(r.Intn(256)), byte(r.Intn(256))}))
+		fm.Match.Add(ofpwire.NewOXM(ofpwire.XMTypeEthDst, []byte{2, 0, 0, 0, byte(r.Intn(256)), byte(r.Intn(256))}))
 	}
 	var acts []ofpwire.Action
 	if r.Intn(3) == 0 {
-		acts = append(acts, &ofpwire.ActionSetField{Field: ofpwire.NewOXM(ofp.XMTypeEthSrc, []byte{2, 0, 0, 0, 0, byte(r.Intn(256))})})
+		acts = append(acts, &ofpwire.ActionSetField{Field: ofpwire.NewOXM(ofpwire.XMTypeEthSrc, []byte{2, 0, 0, 0, 0, byte(r.Intn(256))})})
 	}
 	switch r.Intn(4) {
 	case 0:
-		acts = append(acts, &ofpwire.ActionGroup{Group: ofp.Group(1 + r.Intn(2))})
+		acts = append(acts, &ofpwire.ActionGroup{Group: ofpwire.Group(1 + r.Intn(2))})
 	case 1:
-		acts = append(acts, &ofpwire.ActionOutput{Port: ofp.PortNo(1 + r.Intn(3))})
+		acts = append(acts, &ofpwire.ActionOutput{Port: ofpwire.PortNo(1 + r.Intn(3))})
 	case 2:
-		acts = append(acts, &ofpwire.ActionOutput{Port: ofp.PortNormal})
+		acts = append(acts, &ofpwire.ActionOutput{Port: ofpwire.PortNormal})
 	}
 	if len(acts) > 0 {
 		fm.Instructions = append(fm.Instructions, &ofpwire.InstrApplyActions{Actions: acts})
@@ -155,7 +153,7 @@ type entryView struct {
 	Priority           uint16
 	Cookie             uint64
 	Idle, Hard         uint16
-	Flags              ofp.FlowModFlag
+	Flags              ofpwire.FlowModFlag
 	Match, Instruction string
 }
 
@@ -291,10 +289,10 @@ func TestOnFlowTableChange(t *testing.T) {
 	quiet("nothing")
 	// Traffic is not a table change.
 	tb.forward(tb.p1, tb.p2, frame())
-	tb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofp.TableAll), OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
+	tb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofpwire.TableAll), OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny})
 	quiet("traffic")
 	// A delete selecting nothing changes nothing.
-	tb.c.request(&ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: 7, BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
+	tb.c.request(&ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: 7, BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny})
 	quiet("an empty delete")
 	// Expiry, by the housekeeping tick.
 	wait("hard timeout")
@@ -305,7 +303,7 @@ func TestOnFlowTableChange(t *testing.T) {
 	wait("group-mods")
 	tb.c.request(outputFlow(1, &ofpwire.ActionGroup{Group: 1}))
 	wait("flow-mod")
-	tb.c.request(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 1})
+	tb.c.request(&ofpwire.GroupMod{Command: ofpwire.GroupDelete, GroupID: 1})
 	wait("group delete")
 	if n := len(savedFlows(tb.br)); n != 0 {
 		t.Fatalf("%d flows after deleting their group", n)
@@ -321,15 +319,15 @@ func TestGroupRefCounts(t *testing.T) {
 	installTestGroups(t, tb)
 	// Group 3 forwards to group 2; two flows forward to group 2 (one of
 	// them twice), one to group 1 through write-actions.
-	tb.c.request(&ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeIndirect, GroupID: 3,
-		Buckets: []ofpwire.Bucket{{WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny, Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: 2}}}}})
+	tb.c.request(&ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeIndirect, GroupID: 3,
+		Buckets: []ofpwire.Bucket{{WatchPort: ofpwire.PortAny, WatchGroup: ofpwire.GroupAny, Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: 2}}}}})
 	tb.c.request(outputFlow(1, &ofpwire.ActionGroup{Group: 2}, &ofpwire.ActionGroup{Group: 2}))
 	tb.c.request(outputFlow(2, &ofpwire.ActionGroup{Group: 2}))
 	fm := outputFlow(3, &ofpwire.ActionOutput{Port: 1})
 	fm.Instructions = append(fm.Instructions, &ofpwire.InstrWriteActions{Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: 1}}})
 	tb.c.request(fm)
-	st := tb.c.multipart(&ofpwire.GroupStatsRequest{Group: ofp.GroupAll}).(*ofpwire.GroupStatsReply)
-	want := map[ofp.Group]uint32{1: 1, 2: 3, 3: 0}
+	st := tb.c.multipart(&ofpwire.GroupStatsRequest{Group: ofpwire.GroupAll}).(*ofpwire.GroupStatsReply)
+	want := map[ofpwire.Group]uint32{1: 1, 2: 3, 3: 0}
 	if len(st.Groups) != 3 {
 		t.Fatalf("group stats %+v", st.Groups)
 	}
@@ -383,10 +381,10 @@ func TestRestoreGroups(t *testing.T) {
 func TestMeterLinesRoundTrip(t *testing.T) {
 	a := newTestBridge(t)
 	for _, mm := range []*ofpwire.MeterMod{
-		pktpsMeter(ofp.MeterAdd, 1, 100, 10),
-		{Command: ofp.MeterAdd, Flags: ofp.MeterFlagKBitPerSec, MeterID: 7, Bands: []ofpwire.MeterBand{
-			{Type: ofp.MeterBandTypeDSCPRemark, Rate: 500, PrecLevel: 1},
-			{Type: ofp.MeterBandTypeDrop, Rate: 2000}}},
+		pktpsMeter(ofpwire.MeterAdd, 1, 100, 10),
+		{Command: ofpwire.MeterAdd, Flags: ofpwire.MeterFlagKBitPerSec, MeterID: 7, Bands: []ofpwire.MeterBand{
+			{Type: ofpwire.MeterBandTypeDSCPRemark, Rate: 500, PrecLevel: 1},
+			{Type: ofpwire.MeterBandTypeDrop, Rate: 2000}}},
 	} {
 		if r := a.c.request(mm); len(r) != 0 {
 			t.Fatalf("meter-mod replies %#v", r)

@@ -9,8 +9,6 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 	"github.com/vswitch-go/vswitch/ofproto/xlate"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // flowStatsPerReply bounds the flow statistics in one MULTIPART_REPLY so that
@@ -23,8 +21,8 @@ func (b *Bridge) Features() ofpwire.FeaturesReply {
 	return ofpwire.FeaturesReply{
 		DatapathID: b.cfg.DatapathID,
 		NumTables:  NumTables,
-		Capabilities: ofp.CapabilityFlowStats | ofp.CapabilityTableStats | ofp.CapabilityPortStats |
-			ofp.CapabilityGroupStats | ofp.CapabilityQueueStats,
+		Capabilities: ofpwire.CapabilityFlowStats | ofpwire.CapabilityTableStats | ofpwire.CapabilityPortStats |
+			ofpwire.CapabilityGroupStats | ofpwire.CapabilityQueueStats,
 	}
 }
 
@@ -33,12 +31,12 @@ func (b *Bridge) Features() ofpwire.FeaturesReply {
 // §7.3.6). The switch configures no queues on its ports (set-queue is
 // accepted and does nothing), so every valid request is answered with
 // none: an empty, valid reply.
-func (b *Bridge) queuePort(no ofp.PortNo) error {
-	if no == ofp.PortAny {
+func (b *Bridge) queuePort(no ofpwire.PortNo) error {
+	if no == ofpwire.PortAny {
 		return nil
 	}
 	for _, p := range b.dp.Ports() {
-		if ofp.PortNo(p.No) == no {
+		if ofpwire.PortNo(p.No) == no {
 			return nil
 		}
 	}
@@ -53,7 +51,7 @@ func (b *Bridge) queueStats(c *ofconn.Conn, xid uint32, req *ofpwire.QueueStatsR
 	if err := b.queuePort(req.Port); err != nil {
 		return err
 	}
-	if req.Queue != ofp.QueueAll {
+	if req.Queue != ofpwire.QueueAll {
 		return ofpErr(ofpwire.ETQueueOpFailed, ofpwire.QOFCBadQueue)
 	}
 	return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.QueueStatsReply{}})
@@ -84,17 +82,17 @@ func (b *Bridge) multipart(c *ofconn.Conn, xid uint32, m *ofpwire.MultipartReque
 		return c.Send(xid, &ofpwire.MultipartReply{Body: agg})
 	case *ofpwire.TableStatsRequest:
 		b.dp.PushStats(time.Now()) // lookups are counted per packet through the megaflows
-		reply := &ofpwire.TableStatsReply{Tables: make([]ofp.TableStats, NumTables)}
+		reply := &ofpwire.TableStatsReply{Tables: make([]ofpwire.TableStats, NumTables)}
 		for i := range NumTables {
 			s := b.pipe.TableStats(uint8(i))
-			reply.Tables[i] = ofp.TableStats{Table: ofp.Table(i), ActiveCount: s.Active,
+			reply.Tables[i] = ofpwire.TableStats{Table: ofpwire.Table(i), ActiveCount: s.Active,
 				LookupCount: s.Lookups, MatchedCount: s.Matched}
 		}
 		return c.Send(xid, &ofpwire.MultipartReply{Body: reply})
 	case *ofpwire.PortDescRequest:
 		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.PortDescReply{Ports: b.PortDesc()}})
 	case *ofpwire.PortStatsRequest:
-		return b.portStats(c, xid, ofp.PortNo(req.PortNo))
+		return b.portStats(c, xid, ofpwire.PortNo(req.PortNo))
 	case *ofpwire.QueueStatsRequest:
 		return b.queueStats(c, xid, req)
 	case *ofpwire.GroupDescRequest:
@@ -137,7 +135,7 @@ func (b *Bridge) tableFeatures(c *ofconn.Conn, xid uint32) error {
 			for n := i + 1; n < NumTables; n++ {
 				next = append(next, uint8(n))
 			}
-			props := append([]ofpwire.TableFeatureProp{{Type: ofp.TablePropTypeNextTables, NextTables: next}}, common...)
+			props := append([]ofpwire.TableFeatureProp{{Type: ofpwire.TablePropTypeNextTables, NextTables: next}}, common...)
 			body.Tables = append(body.Tables, ofpwire.TableFeatures{
 				TableID:       uint8(i),
 				Name:          fmt.Sprintf("table%d", i),
@@ -161,25 +159,25 @@ func (b *Bridge) tableFeatures(c *ofconn.Conn, xid uint32) error {
 // tableFeatureProps lists the properties shared by every table.
 func tableFeatureProps() []ofpwire.TableFeatureProp {
 	var insts []ofpwire.InstructionID
-	for _, t := range []ofp.InstructionType{ofp.InstructionTypeGotoTable, ofp.InstructionTypeWriteMetadata,
-		ofp.InstructionTypeWriteActions, ofp.InstructionTypeApplyActions, ofp.InstructionTypeClearActions,
-		ofp.InstructionTypeMeter} {
+	for _, t := range []ofpwire.InstructionType{ofpwire.InstructionTypeGotoTable, ofpwire.InstructionTypeWriteMetadata,
+		ofpwire.InstructionTypeWriteActions, ofpwire.InstructionTypeApplyActions, ofpwire.InstructionTypeClearActions,
+		ofpwire.InstructionTypeMeter} {
 		insts = append(insts, ofpwire.InstructionID{Type: t})
 	}
 	var acts []ofpwire.ActionID
-	for _, t := range []ofp.ActionType{ofp.ActionTypeOutput, ofp.ActionTypePushVLAN, ofp.ActionTypePopVLAN,
-		ofp.ActionTypeSetNwTTL, ofp.ActionTypeDecNwTTL, ofp.ActionTypeSetField, ofp.ActionTypeGroup} {
+	for _, t := range []ofpwire.ActionType{ofpwire.ActionTypeOutput, ofpwire.ActionTypePushVLAN, ofpwire.ActionTypePopVLAN,
+		ofpwire.ActionTypeSetNwTTL, ofpwire.ActionTypeDecNwTTL, ofpwire.ActionTypeSetField, ofpwire.ActionTypeGroup} {
 		acts = append(acts, ofpwire.ActionID{Type: t})
 	}
-	oxmID := func(f ofp.XMType, masked bool) uint32 {
+	oxmID := func(f ofpwire.XMType, masked bool) uint32 {
 		size, maskable, _ := ofpwire.FieldSize(f)
 		if masked && maskable {
-			return ofpwire.OXMHeader(ofp.XMClassOpenflowBasic, f, true, 2*size)
+			return ofpwire.OXMHeader(ofpwire.XMClassOpenflowBasic, f, true, 2*size)
 		}
-		return ofpwire.OXMHeader(ofp.XMClassOpenflowBasic, f, false, size)
+		return ofpwire.OXMHeader(ofpwire.XMClassOpenflowBasic, f, false, size)
 	}
 	var match, wild []uint32
-	for f := ofp.XMType(0); f < 40; f++ {
+	for f := ofpwire.XMType(0); f < 40; f++ {
 		if _, _, ok := ofpwire.FieldSize(f); !ok {
 			continue
 		}
@@ -187,19 +185,19 @@ func tableFeatureProps() []ofpwire.TableFeatureProp {
 		wild = append(wild, oxmID(f, false))
 	}
 	var set []uint32
-	for f := ofp.XMType(0); f < ofpwire.NumBasicFields; f++ {
+	for f := ofpwire.XMType(0); f < ofpwire.NumBasicFields; f++ {
 		if xlate.Settable(f) {
 			set = append(set, oxmID(f, false))
 		}
 	}
 	return []ofpwire.TableFeatureProp{
-		{Type: ofp.TablePropTypeInstructions, InstructionIDs: insts},
-		{Type: ofp.TablePropTypeWriteActions, ActionIDs: acts},
-		{Type: ofp.TablePropTypeApplyActions, ActionIDs: acts},
-		{Type: ofp.TablePropTypeMatch, OXMIDs: match},
-		{Type: ofp.TablePropTypeWildcards, OXMIDs: wild},
-		{Type: ofp.TablePropTypeWriteSetField, OXMIDs: set},
-		{Type: ofp.TablePropTypeApplySetField, OXMIDs: set},
+		{Type: ofpwire.TablePropTypeInstructions, InstructionIDs: insts},
+		{Type: ofpwire.TablePropTypeWriteActions, ActionIDs: acts},
+		{Type: ofpwire.TablePropTypeApplyActions, ActionIDs: acts},
+		{Type: ofpwire.TablePropTypeMatch, OXMIDs: match},
+		{Type: ofpwire.TablePropTypeWildcards, OXMIDs: wild},
+		{Type: ofpwire.TablePropTypeWriteSetField, OXMIDs: set},
+		{Type: ofpwire.TablePropTypeApplySetField, OXMIDs: set},
 	}
 }
 
@@ -272,15 +270,15 @@ func (b *Bridge) PortDesc() []ofpwire.Port {
 	return out
 }
 
-func (b *Bridge) portStats(c *ofconn.Conn, xid uint32, no ofp.PortNo) error {
-	var stats []ofp.PortStats
+func (b *Bridge) portStats(c *ofconn.Conn, xid uint32, no ofpwire.PortNo) error {
+	var stats []ofpwire.PortStats
 	for _, p := range b.dp.Ports() {
-		if no != ofp.PortAny && ofp.PortNo(p.No) != no {
+		if no != ofpwire.PortAny && ofpwire.PortNo(p.No) != no {
 			continue
 		}
 		s := p.Dev.Stats()
-		st := ofp.PortStats{
-			PortNo:    ofp.PortNo(p.No),
+		st := ofpwire.PortStats{
+			PortNo:    ofpwire.PortNo(p.No),
 			RxPackets: s.RxPackets, TxPackets: s.TxPackets,
 			RxBytes: s.RxBytes, TxBytes: s.TxBytes,
 			RxDropped: s.RxDrops, TxDropped: s.TxDrops,
@@ -293,7 +291,7 @@ func (b *Bridge) portStats(c *ofconn.Conn, xid uint32, no ofp.PortNo) error {
 		st.DurationSec, st.DurationNSec = uint32(d/time.Second), uint32(d%time.Second)
 		stats = append(stats, st)
 	}
-	if no != ofp.PortAny && len(stats) == 0 {
+	if no != ofpwire.PortAny && len(stats) == 0 {
 		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadPort)
 	}
 	return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.PortStatsReply{Ports: stats}})

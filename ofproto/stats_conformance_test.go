@@ -7,27 +7,25 @@ import (
 	"github.com/vswitch-go/vswitch/internal/nstest"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // One test per statistic OpenFlow 1.3 §7.3.5 defines, checked against the
 // definition's words with real packets through the datapath.
 
 func allFlows() *ofpwire.FlowStatsRequest {
-	return &ofpwire.FlowStatsRequest{TableID: uint8(ofp.TableAll), OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}
+	return &ofpwire.FlowStatsRequest{TableID: uint8(ofpwire.TableAll), OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}
 }
 
 func flowIn(table uint8, prio uint16, inPort uint32, ins ...ofpwire.Instruction) *ofpwire.FlowMod {
-	fm := &ofpwire.FlowMod{Command: ofp.FlowAdd, TableID: table, Priority: prio, BufferID: ofp.NoBuffer,
-		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny, Instructions: ins}
+	fm := &ofpwire.FlowMod{Command: ofpwire.FlowAdd, TableID: table, Priority: prio, BufferID: ofpwire.NoBuffer,
+		OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny, Instructions: ins}
 	if inPort != 0 {
-		fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeInPort, uint64(inPort)))
+		fm.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeInPort, uint64(inPort)))
 	}
 	return fm
 }
 
-func applyOut(port ofp.PortNo) *ofpwire.InstrApplyActions {
+func applyOut(port ofpwire.PortNo) *ofpwire.InstrApplyActions {
 	return &ofpwire.InstrApplyActions{Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: port}}}
 }
 
@@ -38,7 +36,7 @@ func (tb *testBridge) mustRequest(t *testing.T, m ofpwire.Message) {
 	}
 }
 
-func (tb *testBridge) tableStats(t *testing.T, table int) ofp.TableStats {
+func (tb *testBridge) tableStats(t *testing.T, table int) ofpwire.TableStats {
 	t.Helper()
 	ts := tb.c.multipart(&ofpwire.TableStatsRequest{}).(*ofpwire.TableStatsReply)
 	return ts.Tables[table]
@@ -61,8 +59,8 @@ func TestStatTableLookupAndMatchedCount(t *testing.T) {
 		t.Fatalf("table 0 lookup %d matched %d, want 5 and 3", s.LookupCount, s.MatchedCount)
 	}
 	// A miss without a table-miss entry is looked up and dropped (§5.4).
-	tb.mustRequest(t, &ofpwire.FlowMod{Command: ofp.FlowDeleteStrict, TableID: 0, Priority: 0, BufferID: ofp.NoBuffer,
-		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
+	tb.mustRequest(t, &ofpwire.FlowMod{Command: ofpwire.FlowDeleteStrict, TableID: 0, Priority: 0, BufferID: ofpwire.NoBuffer,
+		OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny})
 	tb.forward(tb.p2, tb.p1, frame())
 	if s := tb.tableStats(t, 0); s.LookupCount != 6 || s.MatchedCount != 3 {
 		t.Fatalf("table 0 lookup %d matched %d after a plain miss, want 6 and 3", s.LookupCount, s.MatchedCount)
@@ -142,11 +140,11 @@ func TestStatAggregate(t *testing.T) {
 		tb.forward(tb.p1, tb.p2, frame())
 	}
 	tb.forward(tb.p2, tb.p1, frame())
-	agg := tb.c.multipart(&ofpwire.AggregateStatsRequest{TableID: uint8(ofp.TableAll), OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}).(*ofpwire.AggregateStatsReply)
+	agg := tb.c.multipart(&ofpwire.AggregateStatsRequest{TableID: uint8(ofpwire.TableAll), OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}).(*ofpwire.AggregateStatsReply)
 	if agg.FlowCount != 2 || agg.PacketCount != 4 || agg.ByteCount != 4*uint64(len(frame())) {
 		t.Fatalf("aggregate %+v", agg)
 	}
-	agg = tb.c.multipart(&ofpwire.AggregateStatsRequest{TableID: uint8(ofp.TableAll), OutPort: 1, OutGroup: ofp.GroupAny}).(*ofpwire.AggregateStatsReply)
+	agg = tb.c.multipart(&ofpwire.AggregateStatsRequest{TableID: uint8(ofpwire.TableAll), OutPort: 1, OutGroup: ofpwire.GroupAny}).(*ofpwire.AggregateStatsReply)
 	if agg.FlowCount != 1 || agg.PacketCount != 1 {
 		t.Fatalf("aggregate out_port=1 %+v", agg)
 	}
@@ -160,8 +158,8 @@ func TestStatPortCounters(t *testing.T) {
 	for range 3 {
 		tb.forward(tb.p1, tb.p2, frame())
 	}
-	ps := tb.c.multipart(&ofpwire.PortStatsRequest{PortNo: ofp.PortAny}).(*ofpwire.PortStatsReply)
-	by := map[ofp.PortNo]ofp.PortStats{}
+	ps := tb.c.multipart(&ofpwire.PortStatsRequest{PortNo: ofpwire.PortAny}).(*ofpwire.PortStatsReply)
+	by := map[ofpwire.PortNo]ofpwire.PortStats{}
 	for _, p := range ps.Ports {
 		by[p.PortNo] = p
 	}
@@ -184,10 +182,10 @@ func TestStatPortCounters(t *testing.T) {
 // each bucket.
 func TestStatGroupCounters(t *testing.T) {
 	tb := newTestBridge(t)
-	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeAll, GroupID: 1,
+	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeAll, GroupID: 1,
 		Buckets: []ofpwire.Bucket{bucketOut(2), bucketOut(2)}})
-	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeIndirect, GroupID: 2,
-		Buckets: []ofpwire.Bucket{{WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny, Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: 1}}}}})
+	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeIndirect, GroupID: 2,
+		Buckets: []ofpwire.Bucket{{WatchPort: ofpwire.PortAny, WatchGroup: ofpwire.GroupAny, Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: 1}}}}})
 	tb.mustRequest(t, flowIn(0, 100, 1, &ofpwire.InstrApplyActions{Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: 1}}}))
 	tb.mustRequest(t, flowIn(0, 100, 2, &ofpwire.InstrApplyActions{Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: 2}}}))
 	for range 3 {
@@ -219,8 +217,8 @@ func TestStatGroupCounters(t *testing.T) {
 // packets and bytes the band processed.
 func TestStatMeterCounters(t *testing.T) {
 	tb := newTestBridge(t)
-	tb.mustRequest(t, &ofpwire.MeterMod{Command: ofp.MeterAdd, Flags: ofp.MeterFlagPacketPerSec | ofp.MeterFlagBurst, MeterID: 4,
-		Bands: []ofpwire.MeterBand{{Type: ofp.MeterBandTypeDrop, Rate: 1, BurstSize: 2}}})
+	tb.mustRequest(t, &ofpwire.MeterMod{Command: ofpwire.MeterAdd, Flags: ofpwire.MeterFlagPacketPerSec | ofpwire.MeterFlagBurst, MeterID: 4,
+		Bands: []ofpwire.MeterBand{{Type: ofpwire.MeterBandTypeDrop, Rate: 1, BurstSize: 2}}})
 	tb.mustRequest(t, flowIn(0, 100, 1, &ofpwire.InstrMeter{MeterID: 4}, applyOut(2)))
 	for range 10 {
 		tb.forward(tb.p1, tb.p2, frame())
@@ -259,7 +257,7 @@ func TestStatFlowCountersAcrossModify(t *testing.T) {
 		return fs.Flows[0].PacketCount
 	}
 	mod := flowIn(0, 100, 1, applyOut(2))
-	mod.Command = ofp.FlowModifyStrict
+	mod.Command = ofpwire.FlowModifyStrict
 	tb.mustRequest(t, mod)
 	if n := count(); n != 3 {
 		t.Fatalf("after MODIFY_STRICT: %d packets, want 3 kept", n)
@@ -268,7 +266,7 @@ func TestStatFlowCountersAcrossModify(t *testing.T) {
 	if n := count(); n != 3 {
 		t.Fatalf("after an identical ADD: %d packets, want 3 kept", n)
 	}
-	mod.Flags = ofp.FlowFlagResetCounts
+	mod.Flags = ofpwire.FlowFlagResetCounts
 	tb.mustRequest(t, mod)
 	if n := count(); n != 0 {
 		t.Fatalf("after MODIFY with RESET_COUNTS: %d packets, want 0", n)
@@ -299,8 +297,8 @@ func TestStatFlowSelection(t *testing.T) {
 	if fs := tb.c.multipart(req).(*ofpwire.FlowStatsReply); len(fs.Flows) != 1 || fs.Flows[0].Cookie != 0x1100 {
 		t.Fatalf("out_port 2 selected %+v", fs.Flows)
 	}
-	del := &ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: uint8(ofp.TableAll), BufferID: ofp.NoBuffer,
-		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny, Cookie: 0x1100, CookieMask: 0xffff}
+	del := &ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: uint8(ofpwire.TableAll), BufferID: ofpwire.NoBuffer,
+		OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny, Cookie: 0x1100, CookieMask: 0xffff}
 	tb.mustRequest(t, del)
 	if s := tb.tableStats(t, 0); s.ActiveCount != 1 {
 		t.Fatalf("active_count %d after deleting one of two, want 1", s.ActiveCount)
@@ -337,7 +335,7 @@ func TestStatPortTxDropped(t *testing.T) {
 // in the group and in the one bucket that took it.
 func TestStatGroupRefCountAndSelectBuckets(t *testing.T) {
 	tb := newTestBridge(t)
-	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeSelect, GroupID: 9,
+	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeSelect, GroupID: 9,
 		Buckets: []ofpwire.Bucket{selectBucket(1, 2), selectBucket(1, 2)}})
 	grp := &ofpwire.InstrApplyActions{Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: 9}}}
 	tb.mustRequest(t, flowIn(0, 100, 1, grp))
@@ -367,14 +365,14 @@ func TestStatGroupRefCountAndSelectBuckets(t *testing.T) {
 	if g.BucketStats[0].PacketCount == 0 || g.BucketStats[1].PacketCount == 0 {
 		t.Errorf("buckets %+v: %d flows all took one bucket", g.BucketStats, n)
 	}
-	tb.mustRequest(t, &ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: 1, BufferID: ofp.NoBuffer,
-		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
+	tb.mustRequest(t, &ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: 1, BufferID: ofpwire.NoBuffer,
+		OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny})
 	if g := stats(); g.RefCount != 1 {
 		t.Fatalf("ref_count %d after deleting one flow, want 1", g.RefCount)
 	}
 }
 
-func selectBucket(weight uint16, port ofp.PortNo) ofpwire.Bucket {
+func selectBucket(weight uint16, port ofpwire.PortNo) ofpwire.Bucket {
 	b := bucketOut(port)
 	b.Weight = weight
 	return b
@@ -392,17 +390,17 @@ func nstestUDP(sport, dport uint16) []byte {
 func TestStatFlowRemoved(t *testing.T) {
 	tb := newTestBridge(t)
 	hard := flowIn(0, 100, 1, applyOut(2))
-	hard.HardTimeout, hard.Cookie, hard.Flags = 1, 0xc0ffee, ofp.FlowFlagSendFlowRem
+	hard.HardTimeout, hard.Cookie, hard.Flags = 1, 0xc0ffee, ofpwire.FlowFlagSendFlowRem
 	tb.mustRequest(t, hard)
 	for range 3 {
 		tb.forward(tb.p1, tb.p2, frame())
 	}
 	del := flowIn(0, 50, 2, applyOut(1))
-	del.Cookie, del.Flags = 0xdead, ofp.FlowFlagSendFlowRem
+	del.Cookie, del.Flags = 0xdead, ofpwire.FlowFlagSendFlowRem
 	tb.mustRequest(t, del)
 	tb.forward(tb.p2, tb.p1, frame())
-	tb.c.send(&ofpwire.FlowMod{Command: ofp.FlowDeleteStrict, TableID: 0, Priority: 50, Match: del.Match,
-		BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
+	tb.c.send(&ofpwire.FlowMod{Command: ofpwire.FlowDeleteStrict, TableID: 0, Priority: 50, Match: del.Match,
+		BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny})
 	got := map[uint64]*ofpwire.FlowRemoved{}
 	for len(got) < 2 { // recv fails the test after 5 s without a message
 		if _, m := tb.c.recv(); m != nil {
@@ -412,15 +410,15 @@ func TestStatFlowRemoved(t *testing.T) {
 		}
 	}
 	h := got[0xc0ffee]
-	if h == nil || h.Reason != ofp.FlowReasonHardTimeout || h.Priority != 100 || h.HardTimeout != 1 ||
+	if h == nil || h.Reason != ofpwire.FlowReasonHardTimeout || h.Priority != 100 || h.HardTimeout != 1 ||
 		h.PacketCount != 3 || h.ByteCount != 3*uint64(len(frame())) || h.DurationSec < 1 || h.DurationNSec >= 1e9 {
 		t.Fatalf("hard timeout FLOW_REMOVED %+v", h)
 	}
-	if p, ok := h.Match.Field(ofp.XMTypeInPort); !ok || p.Uint() != 1 {
+	if p, ok := h.Match.Field(ofpwire.XMTypeInPort); !ok || p.Uint() != 1 {
 		t.Fatalf("FLOW_REMOVED match %+v, want in_port=1", h.Match)
 	}
 	d := got[0xdead]
-	if d == nil || d.Reason != ofp.FlowReasonDelete || d.PacketCount != 1 || d.Priority != 50 {
+	if d == nil || d.Reason != ofpwire.FlowReasonDelete || d.PacketCount != 1 || d.Priority != 50 {
 		t.Fatalf("delete FLOW_REMOVED %+v", d)
 	}
 }
@@ -429,19 +427,19 @@ func TestStatFlowRemoved(t *testing.T) {
 // packets it forwarded up to the delete.
 func TestStatFlowRemovedByGroupDelete(t *testing.T) {
 	tb := newTestBridge(t)
-	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeIndirect, GroupID: 4,
+	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeIndirect, GroupID: 4,
 		Buckets: []ofpwire.Bucket{bucketOut(2)}})
 	fm := flowIn(0, 100, 1, &ofpwire.InstrApplyActions{Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: 4}}})
-	fm.Flags, fm.Cookie = ofp.FlowFlagSendFlowRem, 7
+	fm.Flags, fm.Cookie = ofpwire.FlowFlagSendFlowRem, 7
 	tb.mustRequest(t, fm)
 	for range 2 {
 		tb.forward(tb.p1, tb.p2, frame())
 	}
-	tb.c.send(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 4})
+	tb.c.send(&ofpwire.GroupMod{Command: ofpwire.GroupDelete, GroupID: 4})
 	for {
 		if _, m := tb.c.recv(); m != nil {
 			if fr, ok := m.(*ofpwire.FlowRemoved); ok {
-				if fr.Reason != ofp.FlowReasonGroupDelete || fr.Cookie != 7 || fr.PacketCount != 2 {
+				if fr.Reason != ofpwire.FlowReasonGroupDelete || fr.Cookie != 7 || fr.PacketCount != 2 {
 					t.Fatalf("FLOW_REMOVED %+v, want GROUP_DELETE with 2 packets", fr)
 				}
 				return

@@ -7,8 +7,6 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 	"github.com/vswitch-go/vswitch/ofproto/xlate"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // Apply makes a FLOW_MOD, GROUP_MOD or METER_MOD as if a connection had
@@ -30,7 +28,7 @@ func (b *Bridge) Apply(msg ofpwire.Message) error {
 // deleted with it (OpenFlow 1.3 §6.5), and every megaflow is invalidated
 // since translations may have run through the changed group.
 func (b *Bridge) groupMod(gm *ofpwire.GroupMod) error {
-	if gm.Command == ofp.GroupAdd || gm.Command == ofp.GroupModify {
+	if gm.Command == ofpwire.GroupAdd || gm.Command == ofpwire.GroupModify {
 		for i := range gm.Buckets {
 			if err := xlate.CheckActions(gm.Buckets[i].Actions, false); err != nil {
 				return err
@@ -38,7 +36,7 @@ func (b *Bridge) groupMod(gm *ofpwire.GroupMod) error {
 		}
 	}
 	now := time.Now()
-	if gm.Command == ofp.GroupDelete {
+	if gm.Command == ofpwire.GroupDelete {
 		b.dp.PushStats(now) // the FLOW_REMOVED of its flows carry their last packets
 	}
 	deleted, err := b.groups.ApplyGroupMod(gm, now)
@@ -46,13 +44,13 @@ func (b *Bridge) groupMod(gm *ofpwire.GroupMod) error {
 		return err
 	}
 	for _, id := range deleted {
-		removed, err := b.pipe.Apply(&ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: uint8(ofp.TableAll),
-			BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: id}, now)
+		removed, err := b.pipe.Apply(&ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: uint8(ofpwire.TableAll),
+			BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: id}, now)
 		if err != nil {
 			return err
 		}
 		for _, e := range removed {
-			e.RemovedReason = ofp.FlowReasonGroupDelete
+			e.RemovedReason = ofpwire.FlowReasonGroupDelete
 		}
 		b.sendRemoved(removed)
 	}
@@ -63,7 +61,7 @@ func (b *Bridge) groupMod(gm *ofpwire.GroupMod) error {
 // checkGroupRefs refuses a flow-mod whose actions forward to a group that
 // does not exist (OFPBAC_BAD_OUT_GROUP).
 func (b *Bridge) checkGroupRefs(fm *ofpwire.FlowMod) error {
-	if fm.Command != ofp.FlowAdd && fm.Command != ofp.FlowModify && fm.Command != ofp.FlowModifyStrict {
+	if fm.Command != ofpwire.FlowAdd && fm.Command != ofpwire.FlowModify && fm.Command != ofpwire.FlowModifyStrict {
 		return nil
 	}
 	for _, in := range fm.Instructions {
@@ -84,7 +82,7 @@ func (b *Bridge) checkGroupRefs(fm *ofpwire.FlowMod) error {
 }
 
 func (b *Bridge) flowMod(fm *ofpwire.FlowMod) error {
-	if fm.Command == ofp.FlowAdd || fm.Command == ofp.FlowModify || fm.Command == ofp.FlowModifyStrict {
+	if fm.Command == ofpwire.FlowAdd || fm.Command == ofpwire.FlowModify || fm.Command == ofpwire.FlowModifyStrict {
 		if err := xlate.CheckInstructions(fm.Instructions); err != nil {
 			return err
 		}
@@ -98,7 +96,7 @@ func (b *Bridge) flowMod(fm *ofpwire.FlowMod) error {
 	if err := b.checkMeter(fm); err != nil {
 		return err
 	}
-	if fm.Command == ofp.FlowDelete || fm.Command == ofp.FlowDeleteStrict || fm.Flags&ofp.FlowFlagResetCounts != 0 {
+	if fm.Command == ofpwire.FlowDelete || fm.Command == ofpwire.FlowDeleteStrict || fm.Flags&ofpwire.FlowFlagResetCounts != 0 {
 		// FLOW_REMOVED reports, and a reset clears, the packets the
 		// datapath has counted but not yet handed to the entries.
 		b.dp.PushStats(time.Now())
@@ -110,7 +108,7 @@ func (b *Bridge) flowMod(fm *ofpwire.FlowMod) error {
 	b.sendRemoved(removed)
 	// The bridge keeps no buffered packets, so a buffer id can only be
 	// stale; the flow-mod itself still applies (1.3 §6.4).
-	if fm.BufferID != ofp.NoBuffer {
+	if fm.BufferID != ofpwire.NoBuffer {
 		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
 	}
 	return nil

@@ -12,13 +12,11 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/xlate"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 func traceFlowMod(table uint8, prio uint16, cookie uint64, match []ofpwire.OXM, is ...ofpwire.Instruction) *ofpwire.FlowMod {
-	return &ofpwire.FlowMod{Command: ofp.FlowAdd, TableID: table, Priority: prio, Cookie: cookie,
-		BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+	return &ofpwire.FlowMod{Command: ofpwire.FlowAdd, TableID: table, Priority: prio, Cookie: cookie,
+		BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny,
 		Match: ofpwire.Match{Fields: match}, Instructions: is}
 }
 
@@ -31,19 +29,19 @@ func traceFlowMod(table uint8, prio uint16, cookie uint64, match []ofpwire.OXM, 
 func traceBridge(t *testing.T) *testBridge {
 	t.Helper()
 	tb := newTestBridge(t)
-	u := func(f ofp.XMType, v uint64) ofpwire.OXM { return ofpwire.OXMUint(f, v) }
+	u := func(f ofpwire.XMType, v uint64) ofpwire.OXM { return ofpwire.OXMUint(f, v) }
 	apply := func(a ...ofpwire.Action) ofpwire.Instruction { return &ofpwire.InstrApplyActions{Actions: a} }
 	gotoT := func(id uint8) ofpwire.Instruction { return &ofpwire.InstrGotoTable{TableID: id} }
 	msgs := []ofpwire.Message{
-		&ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{
-			bucketOut(2), bucketOut(2, &ofpwire.ActionSetField{Field: u(ofp.XMTypeUDPDst, 9999)})}},
-		traceFlowMod(0, 100, 0x10, []ofpwire.OXM{u(ofp.XMTypeInPort, 1)},
+		&ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{
+			bucketOut(2), bucketOut(2, &ofpwire.ActionSetField{Field: u(ofpwire.XMTypeUDPDst, 9999)})}},
+		traceFlowMod(0, 100, 0x10, []ofpwire.OXM{u(ofpwire.XMTypeInPort, 1)},
 			&ofpwire.InstrWriteMetadata{Metadata: 1, Mask: 0xff}, gotoT(1)),
 		traceFlowMod(0, 0, 0, nil, gotoT(2)),
-		traceFlowMod(1, 200, 0x20, []ofpwire.OXM{u(ofp.XMTypeEthType, 0x0800), u(ofp.XMTypeIPProto, 17),
-			u(ofp.XMTypeUDPDst, 2000)}, apply(&ofpwire.ActionGroup{Group: 1})),
-		traceFlowMod(1, 10, 0, []ofpwire.OXM{u(ofp.XMTypeEthType, 0x0800)}, gotoT(2)),
-		traceFlowMod(2, 0, 0, nil, apply(&ofpwire.ActionOutput{Port: ofp.PortNormal})),
+		traceFlowMod(1, 200, 0x20, []ofpwire.OXM{u(ofpwire.XMTypeEthType, 0x0800), u(ofpwire.XMTypeIPProto, 17),
+			u(ofpwire.XMTypeUDPDst, 2000)}, apply(&ofpwire.ActionGroup{Group: 1})),
+		traceFlowMod(1, 10, 0, []ofpwire.OXM{u(ofpwire.XMTypeEthType, 0x0800)}, gotoT(2)),
+		traceFlowMod(2, 0, 0, nil, apply(&ofpwire.ActionOutput{Port: ofpwire.PortNormal})),
 	}
 	for _, m := range msgs {
 		if r := tb.c.request(m); len(r) != 0 {
@@ -151,7 +149,7 @@ func TestBridgeTraceNormalAndMiss(t *testing.T) {
 	if nt == nil || !nt.Flooded || !nt.WouldLearn || len(nt.Outputs) != 1 || nt.Outputs[0].Port != 2 {
 		t.Fatalf("NORMAL decision %+v", nt)
 	}
-	if want := (actions.List{{Kind: actions.Output, Port: 2}}); !slices.Equal(tr.Actions, want) {
+	if want := (actions.List{actions.OutputTo(2)}); !slices.Equal(tr.Actions, want) {
 		t.Fatalf("actions %v", tr.Actions)
 	}
 	traceAndUpcall(t, tb, key) // the upcall learns 02:..:0a on port 1
@@ -187,7 +185,7 @@ func TestBridgeTraceNormalAndMiss(t *testing.T) {
 // says which output it cost.
 func TestBridgeTracePortConfig(t *testing.T) {
 	tb := traceBridge(t)
-	tb.br.SetPortConfig(2, ofp.PortConfigNoFwd)
+	tb.br.SetPortConfig(2, ofpwire.PortConfigNoFwd)
 	var key flow.Key
 	var off flow.Offsets
 	flow.Extract(frame(), 1, &key, &off)
@@ -203,7 +201,7 @@ func TestBridgeTracePortConfig(t *testing.T) {
 	}
 
 	tb.br.SetPortConfig(2, 0)
-	tb.br.SetPortConfig(1, ofp.PortConfigNoRcv)
+	tb.br.SetPortConfig(1, ofpwire.PortConfigNoRcv)
 	tr = traceAndUpcall(t, tb, key)
 	if len(tr.Steps) != 0 || len(tr.Ingress) != 1 || len(tr.Actions) != 0 || tr.Mask.InPort != ^uint32(0) {
 		t.Fatalf("NO_RECV in_port: %+v", tr)

@@ -3,8 +3,6 @@ package vswitchd
 import (
 	"errors"
 	"fmt"
-	"github.com/netrack/openflow/ofp"
-	"github.com/vswitch-go/vswitch/internal/ifinfo"
 	"hash/fnv"
 	"maps"
 	"net"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/internal/ifinfo"
 	"github.com/vswitch-go/vswitch/netdev"
 	"github.com/vswitch-go/vswitch/netdev/tap"
 	"github.com/vswitch-go/vswitch/ofproto"
@@ -534,7 +533,7 @@ func (b *bridge) portByName(name string) *port {
 // its internal port.
 func (b *bridge) portNumber(name string) (uint32, bool) {
 	if name == b.name && b.local {
-		return uint32(ofp.PortLocal), true
+		return uint32(ofpwire.PortLocal), true
 	}
 	if p := b.portByName(name); p != nil {
 		return uint32(p.no), true
@@ -1013,34 +1012,34 @@ func kernelPortOptions(name string) ofproto.PortOptions {
 
 // speedFeature is the OpenFlow feature bit of a link speed, with the
 // copper bit, as the kernel's ethtool settings map to it.
-func speedFeature(mbps uint32, full bool) ofp.PortFeature {
-	var f ofp.PortFeature
+func speedFeature(mbps uint32, full bool) ofpwire.PortFeature {
+	var f ofpwire.PortFeature
 	switch {
 	case mbps == 10 && full:
-		f = ofp.PortFeature10MbitFullDuplex
+		f = ofpwire.PortFeature10MbitFullDuplex
 	case mbps == 10:
-		f = ofp.PortFeature10MbitHalfDuplex
+		f = ofpwire.PortFeature10MbitHalfDuplex
 	case mbps == 100 && full:
-		f = ofp.PortFeature100MbitFullDuplex
+		f = ofpwire.PortFeature100MbitFullDuplex
 	case mbps == 100:
-		f = ofp.PortFeature100MbitHalfDuplex
+		f = ofpwire.PortFeature100MbitHalfDuplex
 	case mbps == 1000 && full:
-		f = ofp.PortFeature1GbitFullDuplex
+		f = ofpwire.PortFeature1GbitFullDuplex
 	case mbps == 1000:
-		f = ofp.PortFeature1GbitHalfDuplex
+		f = ofpwire.PortFeature1GbitHalfDuplex
 	case mbps == 10000:
-		f = ofp.PortFeature10GbitFullDuplex
+		f = ofpwire.PortFeature10GbitFullDuplex
 	case mbps == 40000:
-		f = ofp.PortFeature40GbitFullDuplex
+		f = ofpwire.PortFeature40GbitFullDuplex
 	case mbps == 100000:
-		f = ofp.PortFeature100GbitFullDuplex
+		f = ofpwire.PortFeature100GbitFullDuplex
 	case mbps == 1000000:
-		f = ofp.PortFeature1TbitFullDuplex
+		f = ofpwire.PortFeature1TbitFullDuplex
 	case mbps > 0:
-		f = ofp.PortFeatureOther
+		f = ofpwire.PortFeatureOther
 	}
 	if f != 0 {
-		f |= ofp.PortFeatureCopper
+		f |= ofpwire.PortFeatureCopper
 	}
 	return f
 }

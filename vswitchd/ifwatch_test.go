@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netrack/openflow/ofp"
 	"golang.org/x/sys/unix"
 
 	"github.com/vswitch-go/vswitch/internal/nstest"
@@ -164,7 +163,7 @@ func (c *controller) serve() {
 func (c *controller) target() string { return "tcp:" + c.ln.Addr().String() }
 
 // waitStatus waits for a PORT_STATUS of reason for port no, skipping others.
-func (c *controller) waitStatus(t *testing.T, reason ofp.PortReason, no uint32) ofpwire.PortStatus {
+func (c *controller) waitStatus(t *testing.T, reason ofpwire.PortReason, no uint32) ofpwire.PortStatus {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
@@ -215,7 +214,7 @@ func TestDaemonInterfaceReturns(t *testing.T) {
 	gone := func(what string) {
 		t.Helper()
 		nstest.WaitFor(t, 5*time.Second, "port "+port+" to stop after "+what, func() bool { return b.portByName(port) == nil })
-		ctl.waitStatus(t, ofp.PortReasonDelete, no)
+		ctl.waitStatus(t, ofpwire.PortReasonDelete, no)
 		if out := mustCall(t, d, "show"); !strings.Contains(out, "error: not running") {
 			t.Fatalf("show does not report the stopped port:\n%s", out)
 		}
@@ -230,7 +229,7 @@ func TestDaemonInterfaceReturns(t *testing.T) {
 		if got := b.portByName(port).no; got != no {
 			t.Fatalf("after %s the port runs as %d, want %d", what, got, no)
 		}
-		ps := ctl.waitStatus(t, ofp.PortReasonAdd, no)
+		ps := ctl.waitStatus(t, ofpwire.PortReasonAdd, no)
 		if ps.Port.Name != port {
 			t.Fatalf("PORT_STATUS ADD names %q, want %q", ps.Port.Name, port)
 		}

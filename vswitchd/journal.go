@@ -14,8 +14,6 @@ import (
 
 	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // JournalSuffix follows a bridge's name to make the file its OpenFlow
@@ -462,8 +460,8 @@ func parseMod(line string) (ofpwire.Message, error) {
 }
 
 var (
-	flowCommands = map[ofp.FlowModCommand]string{ofp.FlowAdd: "add", ofp.FlowModify: "modify",
-		ofp.FlowModifyStrict: "modify_strict", ofp.FlowDelete: "delete", ofp.FlowDeleteStrict: "delete_strict"}
-	groupCommands = map[ofp.GroupCommand]string{ofp.GroupAdd: "add", ofp.GroupModify: "modify", ofp.GroupDelete: "delete"}
-	meterCommands = map[ofp.MeterCommand]string{ofp.MeterAdd: "add", ofp.MeterModify: "modify", ofp.MeterDelete: "delete"}
+	flowCommands = map[ofpwire.FlowModCommand]string{ofpwire.FlowAdd: "add", ofpwire.FlowModify: "modify",
+		ofpwire.FlowModifyStrict: "modify_strict", ofpwire.FlowDelete: "delete", ofpwire.FlowDeleteStrict: "delete_strict"}
+	groupCommands = map[ofpwire.GroupCommand]string{ofpwire.GroupAdd: "add", ofpwire.GroupModify: "modify", ofpwire.GroupDelete: "delete"}
+	meterCommands = map[ofpwire.MeterCommand]string{ofpwire.MeterAdd: "add", ofpwire.MeterModify: "modify", ofpwire.MeterDelete: "delete"}
 )

@@ -8,8 +8,6 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // A bridge's tables as the daemon saves them (in the store's snapshot and
@@ -75,7 +73,7 @@ func groupLines(of *ofproto.Bridge) []string { return ofptext.GroupLines(of.Grou
 func restoreGroups(of *ofproto.Bridge, lines []string) error {
 	gms := make([]*ofpwire.GroupMod, 0, len(lines))
 	for i, l := range lines {
-		gm, err := ofptext.ParseGroup(l, ofp.GroupAdd, ofptext.ParseFlowOptions{})
+		gm, err := ofptext.ParseGroup(l, ofpwire.GroupAdd, ofptext.ParseFlowOptions{})
 		if err != nil {
 			return fmt.Errorf("ofproto: restoring group %d: %w", i+1, err)
 		}
@@ -100,7 +98,7 @@ func meterLines(of *ofproto.Bridge) []string { return ofptext.MeterLines(of.Mete
 func restoreMeters(of *ofproto.Bridge, lines []string) error {
 	mms := make([]*ofpwire.MeterMod, 0, len(lines))
 	for i, l := range lines {
-		mm, err := ofptext.ParseMeter(l, ofp.MeterAdd)
+		mm, err := ofptext.ParseMeter(l, ofpwire.MeterAdd)
 		if err != nil {
 			return fmt.Errorf("ofproto: restoring meter %d: %w", i+1, err)
 		}

@@ -95,7 +95,7 @@ func run(cfg datapath.Config, po portOpts, probe int, if1, if2 string, out io.Wr
 	for in, outp := range map[uint32]uint32{1: 2, 2: 1} {
 		var r datapath.Rule
 		r.Match.Key.InPort, r.Match.Mask.InPort = in, ^uint32(0)
-		r.Actions = actions.List{{Kind: actions.Output, Port: outp}}
+		r.Actions = actions.List{actions.OutputTo(outp)}
 		rules.Add(r)
 	}
 	if err := dp.SetLatencyProbe(probe); err != nil {

@@ -355,7 +355,7 @@ func runSwitch(c config, flows, flush int) (result, error) {
 	for in, out := range map[uint32]uint32{1: 2, 2: 1} {
 		var r datapath.Rule
 		r.Match.Key.InPort, r.Match.Mask.InPort = in, ^uint32(0)
-		r.Actions = actions.List{{Kind: actions.Output, Port: out}}
+		r.Actions = actions.List{actions.OutputTo(out)}
 		rules.Add(r)
 	}
 	if err := dp.Start(); err != nil {

@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow"
 )
 
 // Client is one OpenFlow 1.3 connection to a switch. Its methods may be
@@ -453,7 +451,7 @@ func (c *Client) Transact(ctx context.Context, msgs ...ofpwire.Message) error {
 					e.Index = idx
 				}
 				errs = append(errs, err)
-			} else if r.msg != nil && r.msg.MsgType() != openflow.TypeBarrierReply {
+			} else if r.msg != nil && r.msg.MsgType() != ofpwire.TypeBarrierReply {
 				errs = append(errs, fmt.Errorf("unexpected %v reply to message %d", r.msg.MsgType(), idx))
 			}
 		}

@@ -13,8 +13,6 @@ import (
 
 	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // The JSON forms of the dump commands' data.
@@ -192,7 +190,7 @@ func flowOrder(o Options) (func(a, b *ofpwire.FlowStats) bool, error) {
 			return []byte{byte(f.Priority >> 8), byte(f.Priority)}, true
 		}
 	default:
-		field, ok := ofp.XMTypeInPort, name == "in_port"
+		field, ok := ofpwire.XMTypeInPort, name == "in_port"
 		if !ok {
 			field, ok = ofptext.FieldByName(name)
 		}
@@ -229,14 +227,14 @@ func (s *session) portArg(ctx context.Context, arg string) (uint32, error) {
 }
 
 func dumpPorts(ctx context.Context, s *session, args []string) error {
-	no := uint32(ofp.PortAny)
+	no := uint32(ofpwire.PortAny)
 	if len(args) > 0 {
 		var err error
 		if no, err = s.portArg(ctx, args[0]); err != nil {
 			return err
 		}
 	}
-	xid, body, err := s.multipart(ctx, &ofpwire.PortStatsRequest{PortNo: ofp.PortNo(no)})
+	xid, body, err := s.multipart(ctx, &ofpwire.PortStatsRequest{PortNo: ofpwire.PortNo(no)})
 	if err != nil {
 		return err
 	}
@@ -316,7 +314,7 @@ func dumpGroups(ctx context.Context, s *session, args []string) error {
 	}
 	var groups []ofpwire.GroupDesc
 	for _, g := range body.(*ofpwire.GroupDescReply).Groups {
-		if want == ofp.GroupAll || g.GroupID == want {
+		if want == ofpwire.GroupAll || g.GroupID == want {
 			groups = append(groups, g)
 		}
 	}
@@ -326,11 +324,11 @@ func dumpGroups(ctx context.Context, s *session, args []string) error {
 			gj := GroupJSON{GroupID: uint32(g.GroupID), Type: ofptext.GroupTypeName(g.Type), Buckets: []BucketJSON{}}
 			for _, b := range g.Buckets {
 				bj := BucketJSON{Weight: b.Weight, Actions: ofptext.FormatActions(b.Actions)}
-				if b.WatchPort != ofp.PortAny {
+				if b.WatchPort != ofpwire.PortAny {
 					p := ofptext.PortName(uint32(b.WatchPort))
 					bj.WatchPort = &p
 				}
-				if b.WatchGroup != ofp.GroupAny {
+				if b.WatchGroup != ofpwire.GroupAny {
 					wg := uint32(b.WatchGroup)
 					bj.WatchGroup = &wg
 				}
@@ -364,9 +362,9 @@ func dumpMeters(ctx context.Context, s *session, args []string) error {
 			for _, b := range m.Bands {
 				bj := BandJSON{Rate: b.Rate, BurstSize: b.BurstSize}
 				switch b.Type {
-				case ofp.MeterBandTypeDrop:
+				case ofpwire.MeterBandTypeDrop:
 					bj.Type = "drop"
-				case ofp.MeterBandTypeDSCPRemark:
+				case ofpwire.MeterBandTypeDSCPRemark:
 					bj.Type = "dscp_remark"
 					pl := b.PrecLevel
 					bj.PrecLevel = &pl

@@ -23,8 +23,6 @@ import (
 	"github.com/vswitch-go/vswitch/ctl/ofclient"
 	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // Command describes one subcommand for help and argument checking. Args
@@ -99,13 +97,13 @@ var runners = map[string]func(ctx context.Context, s *session, args []string) er
 	"dump-flows":      dumpFlows,
 	"dump-ports":      dumpPorts,
 	"dump-ports-desc": dumpPortsDesc,
-	"add-group":       groupCmd(ofp.GroupAdd),
-	"mod-group":       groupCmd(ofp.GroupModify),
-	"del-groups":      groupCmd(ofp.GroupDelete),
+	"add-group":       groupCmd(ofpwire.GroupAdd),
+	"mod-group":       groupCmd(ofpwire.GroupModify),
+	"del-groups":      groupCmd(ofpwire.GroupDelete),
 	"dump-groups":     dumpGroups,
-	"add-meter":       meterCmd(ofp.MeterAdd),
-	"mod-meter":       meterCmd(ofp.MeterModify),
-	"del-meters":      meterCmd(ofp.MeterDelete),
+	"add-meter":       meterCmd(ofpwire.MeterAdd),
+	"mod-meter":       meterCmd(ofpwire.MeterModify),
+	"del-meters":      meterCmd(ofpwire.MeterDelete),
 	"dump-meters":     dumpMeters,
 	"packet-out":      packetOut,
 
@@ -188,11 +186,11 @@ func (s *session) multipart(ctx context.Context, req ofpwire.MultipartRequestBod
 
 // groupArg is the group a command's optional GROUP argument names, or
 // every group.
-func groupArg(args []string) (ofp.Group, error) {
+func groupArg(args []string) (ofpwire.Group, error) {
 	if len(args) == 0 {
-		return ofp.GroupAll, nil
+		return ofpwire.GroupAll, nil
 	}
-	gm, err := ofptext.ParseGroup(args[0], ofp.GroupDelete, ofptext.ParseFlowOptions{})
+	gm, err := ofptext.ParseGroup(args[0], ofpwire.GroupDelete, ofptext.ParseFlowOptions{})
 	if err != nil {
 		return 0, err
 	}
@@ -201,11 +199,11 @@ func groupArg(args []string) (ofp.Group, error) {
 
 // meterArg is the meter a command's optional METER argument names, or
 // every meter.
-func meterArg(args []string) (ofp.Meter, error) {
+func meterArg(args []string) (ofpwire.Meter, error) {
 	if len(args) == 0 {
-		return ofp.MeterAll, nil
+		return ofpwire.MeterAll, nil
 	}
-	mm, err := ofptext.ParseMeter(args[0], ofp.MeterDelete)
+	mm, err := ofptext.ParseMeter(args[0], ofpwire.MeterDelete)
 	if err != nil {
 		return 0, err
 	}
@@ -408,7 +406,7 @@ func addFlows(ctx context.Context, s *session, args []string) error {
 	}, msgs...)
 }
 
-func groupCmd(cmd ofp.GroupCommand) func(context.Context, *session, []string) error {
+func groupCmd(cmd ofpwire.GroupCommand) func(context.Context, *session, []string) error {
 	return func(ctx context.Context, s *session, args []string) error {
 		text := ""
 		if len(args) > 0 {
@@ -425,7 +423,7 @@ func groupCmd(cmd ofp.GroupCommand) func(context.Context, *session, []string) er
 	}
 }
 
-func meterCmd(cmd ofp.MeterCommand) func(context.Context, *session, []string) error {
+func meterCmd(cmd ofpwire.MeterCommand) func(context.Context, *session, []string) error {
 	return func(ctx context.Context, s *session, args []string) error {
 		text := ""
 		if len(args) > 0 {

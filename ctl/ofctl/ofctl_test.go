@@ -25,8 +25,6 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 type testSwitch struct {
@@ -62,8 +60,8 @@ func newSwitch(t *testing.T) *testSwitch {
 	t.Cleanup(ts.br.Close)
 	ts.target = "unix:" + sock
 	// Start from an empty table: the bridge installs a NORMAL flow.
-	if _, err := ts.br.Pipeline().Apply(&ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: uint8(ofp.TableAll),
-		BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}, time.Now()); err != nil {
+	if _, err := ts.br.Pipeline().Apply(&ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: uint8(ofpwire.TableAll),
+		BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	// The socket file appears at bind, a moment before the listener
@@ -177,7 +175,7 @@ func TestFlowCommands(t *testing.T) {
 // run2 sends a parsed delete through the text interface again.
 func (ts *testSwitch) run2(t *testing.T, name string, fm *ofpwire.FlowMod) error {
 	t.Helper()
-	fm.Command = ofp.FlowDeleteStrict
+	fm.Command = ofpwire.FlowDeleteStrict
 	text := ofptext.FormatFlowMod(fm)
 	before := len(ts.flows(t))
 	if _, err := ts.run(t, Options{Strict: true}, name, text); err != nil {
@@ -292,7 +290,7 @@ func TestGroupsAndMeters(t *testing.T) {
 	ts.must(t, Options{}, "add-group", "group_id=1,type=select,bucket=weight:10,actions=output:r1,bucket=weight:20,watch_port:r2,actions=output:2")
 	ts.must(t, Options{}, "add-group", "group_id=2,type=ff,bucket=watch_port:1,actions=output:1,bucket=watch_port:2,watch_group:1,actions=output:2")
 	g := ts.br.Groups().Get(1)
-	if g == nil || g.Type() != ofp.GroupTypeSelect || len(g.Buckets()) != 2 || g.Buckets()[1].Weight != 20 {
+	if g == nil || g.Type() != ofpwire.GroupTypeSelect || len(g.Buckets()) != 2 || g.Buckets()[1].Weight != 20 {
 		t.Fatalf("group 1 on the switch: %+v", g)
 	}
 	out := ts.must(t, Options{}, "dump-groups")
@@ -328,7 +326,7 @@ func TestGroupsAndMeters(t *testing.T) {
 
 	ts.must(t, Options{}, "add-meter", "meter=1,kbps,burst,band=type=drop,rate=1000,burst_size=100")
 	ts.must(t, Options{}, "add-meter", "meter=2 pktps bands=type=dscp_remark rate=50 prec_level=1")
-	if m := ts.br.Meters().Get(1); m == nil || m.Flags() != ofp.MeterFlagKBitPerSec|ofp.MeterFlagBurst ||
+	if m := ts.br.Meters().Get(1); m == nil || m.Flags() != ofpwire.MeterFlagKBitPerSec|ofpwire.MeterFlagBurst ||
 		len(m.Bands()) != 1 || m.Bands()[0].Rate != 1000 || m.Bands()[0].BurstSize != 100 {
 		t.Fatalf("meter 1 on the switch: %+v", m)
 	}
@@ -517,27 +515,27 @@ func TestPrintersAgainstOVS(t *testing.T) {
 			t.Errorf("%s:\n ours\n%q\n ovs-ofctl\n%q", what, ours, theirs)
 		}
 	}
-	ps := []ofp.PortStats{{PortNo: 2, RxPackets: 5, TxBytes: 77, DurationSec: 3, DurationNSec: 5000000},
-		{PortNo: 12, RxPackets: ^uint64(0), Collisions: 3, DurationSec: ^uint32(0)}, {PortNo: ofp.PortLocal, RxCrcErr: 1}}
-	for _, p := range [][]ofp.PortStats{ps, nil} {
+	ps := []ofpwire.PortStats{{PortNo: 2, RxPackets: 5, TxBytes: 77, DurationSec: 3, DurationNSec: 5000000},
+		{PortNo: 12, RxPackets: ^uint64(0), Collisions: 3, DurationSec: ^uint32(0)}, {PortNo: ofpwire.PortLocal, RxCrcErr: 1}}
+	for _, p := range [][]ofpwire.PortStats{ps, nil} {
 		check("port stats", FormatPortStats(0x2a, p), ofpPrint(&ofpwire.MultipartReply{Body: &ofpwire.PortStatsReply{Ports: p}}))
 	}
-	pd := []ofpwire.Port{{PortNo: 2, Name: "r2", HWAddr: make(net.HardwareAddr, 6), State: 0x8 | ofp.PortStateLive,
+	pd := []ofpwire.Port{{PortNo: 2, Name: "r2", HWAddr: make(net.HardwareAddr, 6), State: 0x8 | ofpwire.PortStateLive,
 		Config: 1<<2 | 1<<6 | 1<<9, Advertised: 1<<15 | 1<<13 | 1<<20, Curr: 1 << 6, CurrSpeed: 10000000, MaxSpeed: 10000000},
 		{PortNo: 1, Name: "r1", HWAddr: net.HardwareAddr{0, 1, 2, 3, 4, 5}, Supported: 1, Peer: 2},
-		{PortNo: ofp.PortLocal, Name: "br0", HWAddr: make(net.HardwareAddr, 6), State: ofp.PortStateLinkDown}}
+		{PortNo: ofpwire.PortLocal, Name: "br0", HWAddr: make(net.HardwareAddr, 6), State: ofpwire.PortStateLinkDown}}
 	for _, p := range [][]ofpwire.Port{pd, nil} {
 		check("port desc", FormatPortDesc(0x2a, p), ofpPrint(&ofpwire.MultipartReply{Body: &ofpwire.PortDescReply{Ports: p}}))
 	}
-	gd := []ofpwire.GroupDesc{{Type: ofp.GroupTypeSelect, GroupID: 1, Buckets: []ofpwire.Bucket{{Weight: 10,
-		WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny, Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: 1}}},
-		{Weight: 1, WatchPort: ofp.PortLocal, WatchGroup: 4}}}, {Type: ofp.GroupTypeAll, GroupID: 2}}
+	gd := []ofpwire.GroupDesc{{Type: ofpwire.GroupTypeSelect, GroupID: 1, Buckets: []ofpwire.Bucket{{Weight: 10,
+		WatchPort: ofpwire.PortAny, WatchGroup: ofpwire.GroupAny, Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: 1}}},
+		{Weight: 1, WatchPort: ofpwire.PortLocal, WatchGroup: 4}}}, {Type: ofpwire.GroupTypeAll, GroupID: 2}}
 	for _, g := range [][]ofpwire.GroupDesc{gd, nil} {
 		check("group desc", FormatGroupDesc(0x2a, g), ofpPrint(&ofpwire.MultipartReply{Body: &ofpwire.GroupDescReply{Groups: g}}))
 	}
-	mc := []ofpwire.MeterConfig{{Flags: ofp.MeterFlagKBitPerSec | ofp.MeterFlagBurst, MeterID: 1, Bands: []ofpwire.MeterBand{
-		{Type: ofp.MeterBandTypeDrop, Rate: 1000, BurstSize: 100}, {Type: ofp.MeterBandTypeDSCPRemark, Rate: 2000, BurstSize: 10, PrecLevel: 1}}},
-		{Flags: ofp.MeterFlagPacketPerSec | ofp.MeterFlagStats, MeterID: ofp.MeterController, Bands: []ofpwire.MeterBand{{Type: ofp.MeterBandTypeDrop, Rate: 5, BurstSize: 9}}}}
+	mc := []ofpwire.MeterConfig{{Flags: ofpwire.MeterFlagKBitPerSec | ofpwire.MeterFlagBurst, MeterID: 1, Bands: []ofpwire.MeterBand{
+		{Type: ofpwire.MeterBandTypeDrop, Rate: 1000, BurstSize: 100}, {Type: ofpwire.MeterBandTypeDSCPRemark, Rate: 2000, BurstSize: 10, PrecLevel: 1}}},
+		{Flags: ofpwire.MeterFlagPacketPerSec | ofpwire.MeterFlagStats, MeterID: ofpwire.MeterController, Bands: []ofpwire.MeterBand{{Type: ofpwire.MeterBandTypeDrop, Rate: 5, BurstSize: 9}}}}
 	for _, m := range [][]ofpwire.MeterConfig{mc, nil} {
 		check("meter config", FormatMeterConfig(0x2a, m), ofpPrint(&ofpwire.MultipartReply{Body: &ofpwire.MeterConfigReply{Meters: m}}))
 	}

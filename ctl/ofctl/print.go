@@ -8,8 +8,6 @@ import (
 
 	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // The printers below write what `ovs-ofctl -O OpenFlow13` prints for the
@@ -17,7 +15,7 @@ import (
 // line and transaction id included.
 
 // FormatPortStats prints an OFPMP_PORT_STATS reply like dump-ports.
-func FormatPortStats(xid uint32, ports []ofp.PortStats) string {
+func FormatPortStats(xid uint32, ports []ofpwire.PortStats) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "OFPST_PORT reply (OF1.3) (xid=%#x): %d ports\n", xid, len(ports))
 	stat := func(name string, v uint64, last bool) {
@@ -101,7 +99,7 @@ func FormatPortDesc(xid uint32, ports []ofpwire.Port) string {
 		b.WriteString("     state:      " + bitNames(uint32(p.State), portStateNames) + "\n")
 		for _, f := range []struct {
 			label string
-			v     ofp.PortFeature
+			v     ofpwire.PortFeature
 		}{{"current:    ", p.Curr}, {"advertised: ", p.Advertised}, {"supported:  ", p.Supported}, {"peer:       ", p.Peer}} {
 			if f.v != 0 {
 				b.WriteString("     " + f.label + bitNames(uint32(f.v), portFeatureNames) + "\n")

@@ -10,8 +10,6 @@ import (
 
 	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // The ovs-ofctl commands beyond flows, groups and meters: table and
@@ -116,15 +114,15 @@ func tableFeaturesView(t ofpwire.TableFeatures) TableFeaturesJSON {
 		MetadataWrite: fmt.Sprintf("%#x", t.MetadataWrite), MaxEntries: t.MaxEntries}
 	for _, p := range t.Properties {
 		switch p.Type {
-		case ofp.TablePropTypeInstructions:
+		case ofpwire.TablePropTypeInstructions:
 			v.Instructions = len(p.InstructionIDs)
-		case ofp.TablePropTypeNextTables:
+		case ofpwire.TablePropTypeNextTables:
 			v.NextTables = len(p.NextTables)
-		case ofp.TablePropTypeApplyActions:
+		case ofpwire.TablePropTypeApplyActions:
 			v.Actions = len(p.ActionIDs)
-		case ofp.TablePropTypeMatch:
+		case ofpwire.TablePropTypeMatch:
 			v.MatchFields = len(p.OXMIDs)
-		case ofp.TablePropTypeApplySetField:
+		case ofpwire.TablePropTypeApplySetField:
 			v.SetFields = len(p.OXMIDs)
 		}
 	}
@@ -302,7 +300,7 @@ type QueueStatsJSON struct {
 }
 
 func queueStats(ctx context.Context, s *session, args []string) error {
-	port, queue := uint32(ofp.PortAny), uint32(ofp.QueueAll)
+	port, queue := uint32(ofpwire.PortAny), uint32(ofpwire.QueueAll)
 	if len(args) > 0 && args[0] != "ALL" && args[0] != "ANY" {
 		var err error
 		if port, err = s.portArg(ctx, args[0]); err != nil {
@@ -316,7 +314,7 @@ func queueStats(ctx context.Context, s *session, args []string) error {
 		}
 		queue = uint32(q)
 	}
-	xid, body, err := s.multipart(ctx, &ofpwire.QueueStatsRequest{Port: ofp.PortNo(port), Queue: ofp.Queue(queue)})
+	xid, body, err := s.multipart(ctx, &ofpwire.QueueStatsRequest{Port: ofpwire.PortNo(port), Queue: ofpwire.Queue(queue)})
 	if err != nil {
 		return err
 	}
@@ -341,14 +339,14 @@ func queueStats(ctx context.Context, s *session, args []string) error {
 
 // portModBits are mod-port's words: the config bit each sets or clears.
 var portModBits = map[string]struct {
-	bit ofp.PortConfig
+	bit ofpwire.PortConfig
 	set bool
 }{
-	"down": {ofp.PortConfigDown, true}, "up": {ofp.PortConfigDown, false},
-	"no-receive": {ofp.PortConfigNoRcv, true}, "receive": {ofp.PortConfigNoRcv, false},
-	"no-forward": {ofp.PortConfigNoFwd, true}, "forward": {ofp.PortConfigNoFwd, false},
-	"no-packet-in": {ofp.PortConfigNoPacketIn, true}, "packet-in": {ofp.PortConfigNoPacketIn, false},
-	"no-flood": {ofp.PortConfigNoFlood, true}, "flood": {ofp.PortConfigNoFlood, false},
+	"down": {ofpwire.PortConfigDown, true}, "up": {ofpwire.PortConfigDown, false},
+	"no-receive": {ofpwire.PortConfigNoRcv, true}, "receive": {ofpwire.PortConfigNoRcv, false},
+	"no-forward": {ofpwire.PortConfigNoFwd, true}, "forward": {ofpwire.PortConfigNoFwd, false},
+	"no-packet-in": {ofpwire.PortConfigNoPacketIn, true}, "packet-in": {ofpwire.PortConfigNoPacketIn, false},
+	"no-flood": {ofpwire.PortConfigNoFlood, true}, "flood": {ofpwire.PortConfigNoFlood, false},
 }
 
 func modPort(ctx context.Context, s *session, args []string) error {
@@ -379,7 +377,7 @@ func modPort(ctx context.Context, s *session, args []string) error {
 	if !found {
 		return fmt.Errorf("switch has no port %s", args[0])
 	}
-	pm := &ofpwire.PortMod{PortNo: ofp.PortNo(no), HWAddr: hw, Mask: act.bit}
+	pm := &ofpwire.PortMod{PortNo: ofpwire.PortNo(no), HWAddr: hw, Mask: act.bit}
 	if act.set {
 		pm.Config = act.bit
 	}
@@ -433,7 +431,7 @@ func (s *session) switchFlows(ctx context.Context) ([]flowEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := c.Multipart(ctx, &ofpwire.FlowStatsRequest{TableID: 0xff, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
+	body, err := c.Multipart(ctx, &ofpwire.FlowStatsRequest{TableID: 0xff, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny})
 	if err != nil {
 		return nil, err
 	}

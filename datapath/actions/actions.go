@@ -14,11 +14,12 @@ type Kind uint8
 // every checksum right.
 const (
 	Invalid Kind = iota
-	// Output queues the packet on port Port.
+	// Output queues the packet on port Port (OutputTo builds it).
 	Output
 	// Controller hands a copy of the packet to the upcall side (OpenFlow
-	// packet-in); Port carries the reason/arg word for ofproto, Addr the
-	// cookie and metadata (ControllerAction builds it).
+	// packet-in); Val32 carries the reason/arg word for ofproto, Addr the
+	// cookie and metadata (ControllerAction builds it, ControllerArg,
+	// ControllerCookie and ControllerMetadata read it).
 	Controller
 	// SetEthSrc / SetEthDst set the Ethernet address to Addr[:6].
 	SetEthSrc
@@ -64,7 +65,7 @@ const (
 	// PopMPLS removes the top label stack entry and sets the Ethernet type
 	// to Val16, the type of what the entry covered.
 	PopMPLS
-	// SetMPLSLabel sets the top entry's 20-bit label to Port.
+	// SetMPLSLabel sets the top entry's 20-bit label to Val32.
 	SetMPLSLabel
 	// SetMPLSTC sets the top entry's 3-bit traffic class to Val8.
 	SetMPLSTC
@@ -85,19 +86,19 @@ const (
 	// taken as 0x88e7) right after the Ethernet addresses: the frame's
 	// addresses become the customer addresses behind the I-TAG and are
 	// copied to the new backbone addresses in front of it. The I-TAG's
-	// 32-bit TCI is Val8<<24 | Port&0xffffff (priority/DEI/UCA byte, then
+	// 32-bit TCI is Val8<<24 | Val32&0xffffff (priority/DEI/UCA byte, then
 	// the I-SID): ofproto supplies OpenFlow's copied I-SID, it knows the key.
 	PushPBB
 	// PopPBB removes the backbone encapsulation: backbone addresses, any
 	// B-TAG in front of the I-TAG, and the I-TAG, leaving the customer frame.
 	PopPBB
-	// SetPBBISID sets the outermost I-TAG's 24-bit I-SID to Port.
+	// SetPBBISID sets the outermost I-TAG's 24-bit I-SID to Val32.
 	SetPBBISID
 	// SetTunnelID sets p.Key.TunnelID to Addr[:8] (big-endian) and touches
 	// no packet byte: tunnel output ports read the key to pick the tunnel
 	// key they encapsulate with.
 	SetTunnelID
-	// SetIPv6Label sets the IPv6 flow label to Port's low 20 bits (no
+	// SetIPv6Label sets the IPv6 flow label to Val32's low 20 bits (no
 	// checksum covers it).
 	SetIPv6Label
 	// SetARPOp, SetARPSPA, SetARPTPA, SetARPSHA and SetARPTHA rewrite the
@@ -120,10 +121,10 @@ const (
 	// Val8, updating the checksum.
 	SetICMPType
 	SetICMPCode
-	// Meter sends the packet through datapath meter Port (an OpenFlow
-	// meter id). The PMD carries it out: the meter's bands may drop the
-	// packet or raise its DSCP drop precedence; a meter that does not
-	// exist drops it.
+	// Meter sends the packet through datapath meter Val32 (an OpenFlow
+	// meter id; MeterAction builds it, MeterID reads it). The PMD carries
+	// it out: the meter's bands may drop the packet or raise its DSCP drop
+	// precedence; a meter that does not exist drops it.
 	Meter
 	// SetEthType writes Val16 into the Ethernet type behind the VLAN tags
 	// (an 802.3 length field is left alone). The bytes behind it are not
@@ -148,7 +149,8 @@ const (
 	SetTunnelSrc
 	SetTunnelDst
 	// Recirc sends the packet, as rewritten so far, through the caches
-	// again under recirc_id Port (never 0): the PMD extracts its key
+	// again under recirc_id Val32 (never 0; RecircAction builds it,
+	// RecircID reads it): the PMD extracts its key
 	// afresh, keeping the metadata the frame does not carry, so that a
 	// header a pop exposed can be matched. It ends the list (translation
 	// emits it last); the PMD carries it out.
@@ -157,15 +159,24 @@ const (
 )
 
 // Action is one datapath action. It is a flat value (no pointers, no
-// interfaces) so that an action list is one contiguous slice.
+// interfaces) so that an action list is one contiguous slice. The Val
+// fields and Addr mean what the Kind's comment says; Port is only ever a
+// port, so that code reading a.Port never gets a meter or recirc id by
+// mistake. The kinds whose 32-bit argument is an identifier rather than a
+// header value have a constructor and an accessor that name it.
 type Action struct {
 	Kind   Kind
 	Val8   uint8
 	Mask8  uint8
 	Val16  uint16
 	Val16b uint16
-	Port   uint32
-	Addr   [16]byte
+	// Port is the datapath port an Output sends to; 0 for every other kind.
+	Port uint32
+	// Val32 is the 32-bit argument of the other kinds: a header value (the
+	// MPLS label, the I-SID, the IPv6 flow label) or an identifier (the
+	// controller arg, the meter id, the recirc id).
+	Val32 uint32
+	Addr  [16]byte
 }
 
 // List is the ordered actions of one megaflow.
@@ -175,11 +186,29 @@ type List []Action
 // 64-bit cookie and 64-bit metadata (OpenFlow's flow cookie and pipeline
 // metadata) in Addr.
 func ControllerAction(arg uint32, cookie, metadata uint64) Action {
-	a := Action{Kind: Controller, Port: arg}
+	a := Action{Kind: Controller, Val32: arg}
 	binary.BigEndian.PutUint64(a.Addr[:8], cookie)
 	binary.BigEndian.PutUint64(a.Addr[8:], metadata)
 	return a
 }
+
+// OutputTo is an Output action to port.
+func OutputTo(port uint32) Action { return Action{Kind: Output, Port: port} }
+
+// MeterAction is a Meter action through meter id.
+func MeterAction(id uint32) Action { return Action{Kind: Meter, Val32: id} }
+
+// RecircAction is a Recirc action under recirc_id id.
+func RecircAction(id uint32) Action { return Action{Kind: Recirc, Val32: id} }
+
+// MeterID is the meter a Meter action names.
+func (a *Action) MeterID() uint32 { return a.Val32 }
+
+// RecircID is the recirc_id a Recirc action names.
+func (a *Action) RecircID() uint32 { return a.Val32 }
+
+// ControllerArg is the reason/arg word ControllerAction stored.
+func (a *Action) ControllerArg() uint32 { return a.Val32 }
 
 // ControllerCookie is the cookie ControllerAction stored.
 func (a *Action) ControllerCookie() uint64 { return binary.BigEndian.Uint64(a.Addr[:8]) }

@@ -5,27 +5,13 @@ import (
 	"hash/crc32"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
-// Ethernet types and IP protocol numbers the rewrites need to recognise.
-const (
-	ethTypeIPv4 = 0x0800
-	ethTypeIPv6 = 0x86dd
-	tpidCVLAN   = 0x8100
-	tpidSVLAN   = 0x88a8
-	tpidQinQOld = 0x9100
-
-	protoTCP    = 6
-	protoUDP    = 17
-	protoICMPv6 = 58
-	protoSCTP   = 132
-
-	ethAddrsLen = 12 // destination and source MAC, the bytes a VLAN tag goes after
-	vlanLen     = 4
-	ipv4MinLen  = 20
-	ipv6HdrLen  = 40
-)
+// ethAddrsLen is the destination and source MAC: the bytes a VLAN tag goes
+// after.
+const ethAddrsLen = header.EthernetTypeOff
 
 // castagnoli is built once: crc32.MakeTable allocates, and SCTP port
 // rewrites happen per packet.
@@ -61,17 +47,17 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func Apply(a *Action, p *packet.Packet) bool {
 	switch a.Kind {
 	case SetEthSrc:
-		setEthAddr(p, 6, &p.Key.EthSrc, &a.Addr)
+		setEthAddr(p, header.EthernetSrcOff, &p.Key.EthSrc, &a.Addr)
 	case SetEthDst:
-		setEthAddr(p, 0, &p.Key.EthDst, &a.Addr)
+		setEthAddr(p, header.EthernetDstOff, &p.Key.EthDst, &a.Addr)
 	case SetIPv4Src:
-		setIPv4Addr(p, 12, &p.Key.IPv4Src, &a.Addr)
+		setIPv4Addr(p, header.IPv4SrcOff, &p.Key.IPv4Src, &a.Addr)
 	case SetIPv4Dst:
-		setIPv4Addr(p, 16, &p.Key.IPv4Dst, &a.Addr)
+		setIPv4Addr(p, header.IPv4DstOff, &p.Key.IPv4Dst, &a.Addr)
 	case SetIPv6Src:
-		setIPv6Addr(p, 8, &p.Key.IPv6Src, &a.Addr)
+		setIPv6Addr(p, header.IPv6SrcOff, &p.Key.IPv6Src, &a.Addr)
 	case SetIPv6Dst:
-		setIPv6Addr(p, 24, &p.Key.IPv6Dst, &a.Addr)
+		setIPv6Addr(p, header.IPv6DstOff, &p.Key.IPv6Dst, &a.Addr)
 	case SetIPTOS:
 		setTOS(p, a.Val8, a.Mask8)
 	case SetIPTTL:
@@ -79,9 +65,9 @@ func Apply(a *Action, p *packet.Packet) bool {
 	case DecIPTTL:
 		return decTTL(p)
 	case SetL4Src:
-		setL4Port(p, 0, &p.Key.TpSrc, a.Val16)
+		setL4Port(p, header.L4SrcPortOff, &p.Key.TpSrc, a.Val16)
 	case SetL4Dst:
-		setL4Port(p, 2, &p.Key.TpDst, a.Val16)
+		setL4Port(p, header.L4DstPortOff, &p.Key.TpDst, a.Val16)
 	case PushVLAN:
 		return pushVLAN(p, a.Val16, a.Val16b)
 	case PopVLAN:
@@ -93,7 +79,7 @@ func Apply(a *Action, p *packet.Packet) bool {
 	case PopMPLS:
 		popMPLS(p, a.Val16)
 	case SetMPLSLabel:
-		setLSE(p, lseLabelMask, a.Port<<12)
+		setLSE(p, lseLabelMask, a.Val32<<12)
 	case SetMPLSTC:
 		setLSE(p, lseTCMask, uint32(a.Val8)<<9)
 	case SetMPLSTTL:
@@ -105,11 +91,11 @@ func Apply(a *Action, p *packet.Packet) bool {
 	case CopyTTLIn:
 		copyTTLIn(p)
 	case PushPBB:
-		return pushPBB(p, uint32(a.Val8)<<24|a.Port&pbbISIDMax)
+		return pushPBB(p, uint32(a.Val8)<<24|a.Val32&pbbISIDMax)
 	case PopPBB:
 		popPBB(p)
 	case SetPBBISID:
-		setPBBISID(p, a.Port)
+		setPBBISID(p, a.Val32)
 	case SetTunnelID:
 		p.Key.TunnelID = binary.BigEndian.Uint64(a.Addr[:8])
 	case SetTunnelSrc:
@@ -117,27 +103,27 @@ func Apply(a *Action, p *packet.Packet) bool {
 	case SetTunnelDst:
 		p.Key.Tun.Dst = a.Addr
 	case SetIPv6Label:
-		setIPv6Label(p, a.Port)
+		setIPv6Label(p, a.Val32)
 	case SetARPOp:
 		setARPOp(p, a.Val16)
 	case SetARPSPA:
-		setARPProto(p, 14, &p.Key.IPv4Src, &a.Addr)
+		setARPProto(p, header.ARPSPAOff, &p.Key.IPv4Src, &a.Addr)
 	case SetARPTPA:
-		setARPProto(p, 24, &p.Key.IPv4Dst, &a.Addr)
+		setARPProto(p, header.ARPTPAOff, &p.Key.IPv4Dst, &a.Addr)
 	case SetARPSHA:
-		setARPHW(p, 8, &p.Key.ArpSHA, &a.Addr)
+		setARPHW(p, header.ARPSHAOff, &p.Key.ArpSHA, &a.Addr)
 	case SetARPTHA:
-		setARPHW(p, 18, &p.Key.ArpTHA, &a.Addr)
+		setARPHW(p, header.ARPTHAOff, &p.Key.ArpTHA, &a.Addr)
 	case SetNDTarget:
 		setNDTarget(p, &a.Addr)
 	case SetNDSLL:
-		setNDLL(p, ndOptSLL, &a.Addr)
+		setNDLL(p, header.NDOptSourceLLAddr, &a.Addr)
 	case SetNDTLL:
-		setNDLL(p, ndOptTLL, &a.Addr)
+		setNDLL(p, header.NDOptTargetLLAddr, &a.Addr)
 	case SetICMPType:
-		setICMP(p, 0, a.Val8)
+		setICMP(p, header.ICMPTypeOff, a.Val8)
 	case SetICMPCode:
-		setICMP(p, 1, a.Val8)
+		setICMP(p, header.ICMPCodeOff, a.Val8)
 	case SetEthType:
 		setEthType(p, a.Val16)
 	case SetIPProto:
@@ -207,26 +193,24 @@ func adjustField(b []byte, off int, acc uint32) {
 // key, so they are left alone.
 func setEthAddr(p *packet.Packet, off int, keyField *[6]byte, addr *[16]byte) {
 	d := p.Data()
-	if len(d) < ethHeaderLen {
+	if len(d) < header.EthernetLen {
 		return
 	}
 	copy(d[off:off+6], addr[:6])
 	copy(keyField[:], addr[:6])
 }
 
-const ethHeaderLen = 14
-
 // --- IPv4 / IPv6 ---
 
 // ipv4Header returns the frame and the offset of its IPv4 header, or ok
 // false when the packet has no complete fixed IPv4 header.
 func ipv4Header(p *packet.Packet) (d []byte, l3 int, ok bool) {
-	if p.Key.EthType != ethTypeIPv4 || p.Offsets.L3 == flow.NoOffset {
+	if p.Key.EthType != header.EtherTypeIPv4 || p.Offsets.L3 == flow.NoOffset {
 		return nil, 0, false
 	}
 	d = p.Data()
 	l3 = int(p.Offsets.L3)
-	if l3+ipv4MinLen > len(d) {
+	if l3+header.IPv4MinLen > len(d) {
 		return nil, 0, false
 	}
 	return d, l3, true
@@ -234,12 +218,12 @@ func ipv4Header(p *packet.Packet) (d []byte, l3 int, ok bool) {
 
 // ipv6Header is ipv4Header for the fixed IPv6 header.
 func ipv6Header(p *packet.Packet) (d []byte, l3 int, ok bool) {
-	if p.Key.EthType != ethTypeIPv6 || p.Offsets.L3 == flow.NoOffset {
+	if p.Key.EthType != header.EtherTypeIPv6 || p.Offsets.L3 == flow.NoOffset {
 		return nil, 0, false
 	}
 	d = p.Data()
 	l3 = int(p.Offsets.L3)
-	if l3+ipv6HdrLen > len(d) {
+	if l3+header.IPv6Len > len(d) {
 		return nil, 0, false
 	}
 	return d, l3, true
@@ -257,22 +241,22 @@ func l4ChecksumOffset(p *packet.Packet, d []byte) int {
 	l4 := int(p.Offsets.L4)
 	off := -1
 	switch p.Key.NwProto {
-	case protoTCP:
-		off = l4 + 16
-	case protoUDP:
-		off = l4 + 6
-	case protoICMPv6:
-		if p.Key.EthType != ethTypeIPv6 {
+	case header.IPProtoTCP:
+		off = l4 + header.TCPChecksumOff
+	case header.IPProtoUDP:
+		off = l4 + header.UDPChecksumOff
+	case header.IPProtoICMPv6:
+		if p.Key.EthType != header.EtherTypeIPv6 {
 			return -1
 		}
-		off = l4 + 2
+		off = l4 + header.ICMPv6ChecksumOff
 	default:
 		return -1
 	}
 	if off+2 > len(d) {
 		return -1
 	}
-	if p.Key.NwProto == protoUDP && d[off] == 0 && d[off+1] == 0 {
+	if p.Key.NwProto == header.IPProtoUDP && d[off] == 0 && d[off+1] == 0 {
 		return -1
 	}
 	return off
@@ -281,7 +265,7 @@ func l4ChecksumOffset(p *packet.Packet, d []byte) int {
 // fixZeroUDP turns a UDP checksum that came out as zero into 0xffff: zero on
 // the wire would tell the receiver the datagram carries no checksum.
 func fixZeroUDP(p *packet.Packet, d []byte, off int) {
-	if p.Key.NwProto == protoUDP && d[off] == 0 && d[off+1] == 0 {
+	if p.Key.NwProto == header.IPProtoUDP && d[off] == 0 && d[off+1] == 0 {
 		d[off], d[off+1] = 0xff, 0xff
 	}
 }
@@ -301,7 +285,7 @@ func setIPv4Addr(p *packet.Packet, off int, keyField *uint32, addr *[16]byte) {
 	}
 	acc := csumDelta32(0, old, val)
 	binary.BigEndian.PutUint32(field, val)
-	adjustField(d, l3+10, acc)
+	adjustField(d, l3+header.IPv4ChecksumOff, acc)
 	if c := l4ChecksumOffset(p, d); c >= 0 {
 		adjustField(d, c, acc)
 		fixZeroUDP(p, d, c)
@@ -335,12 +319,12 @@ func setTOS(p *packet.Packet, val, mask uint8) {
 		mask = 0xff
 	}
 	if d, l3, ok := ipv4Header(p); ok {
-		old := d[l3+1]
+		old := d[l3+header.IPv4TOSOff]
 		tos := old&^mask | val&mask
 		// TOS shares a checksummed word with version/IHL.
 		vihl := uint16(d[l3]) << 8
-		d[l3+1] = tos
-		adjustField(d, l3+10, csumDelta(0, vihl|uint16(old), vihl|uint16(tos)))
+		d[l3+header.IPv4TOSOff] = tos
+		adjustField(d, l3+header.IPv4ChecksumOff, csumDelta(0, vihl|uint16(old), vihl|uint16(tos)))
 		p.Key.NwTOS = tos
 		return
 	}
@@ -362,24 +346,24 @@ func setTTL(p *packet.Packet, ttl uint8) {
 		return
 	}
 	if d, l3, ok := ipv6Header(p); ok {
-		d[l3+7] = ttl
+		d[l3+header.IPv6HopLimitOff] = ttl
 		p.Key.NwTTL = ttl
 	}
 }
 
 // setIPv4TTL writes the TTL; it shares a checksummed word with the protocol.
 func setIPv4TTL(d []byte, l3 int, ttl uint8) {
-	proto := uint16(d[l3+9])
-	oldWord := uint16(d[l3+8])<<8 | proto
-	d[l3+8] = ttl
-	adjustField(d, l3+10, csumDelta(0, oldWord, uint16(ttl)<<8|proto))
+	proto := uint16(d[l3+header.IPv4ProtoOff])
+	oldWord := uint16(d[l3+header.IPv4TTLOff])<<8 | proto
+	d[l3+header.IPv4TTLOff] = ttl
+	adjustField(d, l3+header.IPv4ChecksumOff, csumDelta(0, oldWord, uint16(ttl)<<8|proto))
 }
 
 // decTTL decrements the TTL / hop limit and reports false when the packet
 // has run out of hops. Packets without an IP header pass untouched.
 func decTTL(p *packet.Packet) bool {
 	if d, l3, ok := ipv4Header(p); ok {
-		ttl := d[l3+8]
+		ttl := d[l3+header.IPv4TTLOff]
 		if ttl <= 1 {
 			return false
 		}
@@ -388,11 +372,11 @@ func decTTL(p *packet.Packet) bool {
 		return true
 	}
 	if d, l3, ok := ipv6Header(p); ok {
-		hl := d[l3+7]
+		hl := d[l3+header.IPv6HopLimitOff]
 		if hl <= 1 {
 			return false
 		}
-		d[l3+7] = hl - 1
+		d[l3+header.IPv6HopLimitOff] = hl - 1
 		p.Key.NwTTL = hl - 1
 	}
 	return true
@@ -402,7 +386,7 @@ func decTTL(p *packet.Packet) bool {
 
 // setL4Port writes a TCP/UDP/SCTP port at L4+off (0 source, 2 destination).
 func setL4Port(p *packet.Packet, off int, keyField *uint16, port uint16) {
-	if p.Key.EthType != ethTypeIPv4 && p.Key.EthType != ethTypeIPv6 {
+	if p.Key.EthType != header.EtherTypeIPv4 && p.Key.EthType != header.EtherTypeIPv6 {
 		return
 	}
 	if p.Offsets.L4 == flow.NoOffset || p.Key.NwFrag&flow.FragLater != 0 {
@@ -411,7 +395,7 @@ func setL4Port(p *packet.Packet, off int, keyField *uint16, port uint16) {
 	d := p.Data()
 	l4 := int(p.Offsets.L4)
 	switch p.Key.NwProto {
-	case protoTCP, protoUDP:
+	case header.IPProtoTCP, header.IPProtoUDP:
 		if l4+off+2 > len(d) {
 			return
 		}
@@ -421,7 +405,7 @@ func setL4Port(p *packet.Packet, off int, keyField *uint16, port uint16) {
 			adjustField(d, c, csumDelta(0, old, port))
 			fixZeroUDP(p, d, c)
 		}
-	case protoSCTP:
+	case header.IPProtoSCTP:
 		if l4+off+2 > len(d) {
 			return
 		}
@@ -433,8 +417,6 @@ func setL4Port(p *packet.Packet, off int, keyField *uint16, port uint16) {
 	*keyField = port
 }
 
-const sctpHdrLen = 12
-
 // fixSCTPChecksum recomputes the CRC32c of the SCTP packet at l4. A
 // fragmented SCTP packet cannot be summed from one fragment, so its
 // checksum is left as it was (the receiver will discard the datagram; OVS
@@ -444,15 +426,15 @@ func fixSCTPChecksum(p *packet.Packet, d []byte, l4 int) {
 		return
 	}
 	end := ipPayloadEnd(p, d)
-	if end < l4+sctpHdrLen {
+	if end < l4+header.SCTPCommonLen {
 		return
 	}
 	sctp := d[l4:end]
-	sctp[8], sctp[9], sctp[10], sctp[11] = 0, 0, 0, 0
+	clear(sctp[header.SCTPChecksumOff : header.SCTPChecksumOff+4])
 	crc := crc32.Checksum(sctp, castagnoli)
 	// SCTP puts the CRC on the wire least significant byte first (RFC 4960
 	// appendix B as implemented everywhere).
-	binary.LittleEndian.PutUint32(sctp[8:], crc)
+	binary.LittleEndian.PutUint32(sctp[header.SCTPChecksumOff:], crc)
 }
 
 // ipPayloadEnd returns where the IP datagram ends in the frame, so that
@@ -462,14 +444,14 @@ func ipPayloadEnd(p *packet.Packet, d []byte) int {
 	l3 := int(p.Offsets.L3)
 	end := len(d)
 	switch p.Key.EthType {
-	case ethTypeIPv4:
-		if l3+4 <= len(d) {
-			end = l3 + int(binary.BigEndian.Uint16(d[l3+2:]))
+	case header.EtherTypeIPv4:
+		if l3+header.IPv4TotalLenOff+2 <= len(d) {
+			end = l3 + int(binary.BigEndian.Uint16(d[l3+header.IPv4TotalLenOff:]))
 		}
-	case ethTypeIPv6:
-		if l3+6 <= len(d) {
-			if pl := int(binary.BigEndian.Uint16(d[l3+4:])); pl != 0 {
-				end = l3 + ipv6HdrLen + pl
+	case header.EtherTypeIPv6:
+		if l3+header.IPv6PayloadLenOff+2 <= len(d) {
+			if pl := int(binary.BigEndian.Uint16(d[l3+header.IPv6PayloadLenOff:])); pl != 0 {
+				end = l3 + header.IPv6Len + pl
 			}
 		}
 	}
@@ -483,8 +465,10 @@ func ipPayloadEnd(p *packet.Packet, d []byte) int {
 
 // Which TPIDs flow.Extract parses as tags depends on the position: the
 // pre-standard 0x9100 only as the outer tag, and never more than two tags.
-func isOuterTPID(t uint16) bool { return t == tpidCVLAN || t == tpidSVLAN || t == tpidQinQOld }
-func isInnerTPID(t uint16) bool { return t == tpidCVLAN || t == tpidSVLAN }
+func isOuterTPID(t uint16) bool {
+	return t == header.EtherTypeVLAN || t == header.EtherTypeQinQ || t == header.EtherTypeQinQOld
+}
+func isInnerTPID(t uint16) bool { return t == header.EtherTypeVLAN || t == header.EtherTypeQinQ }
 
 // pushVLAN inserts an outermost tag. It returns false only when the buffer
 // has no headroom for it.
@@ -494,17 +478,17 @@ func isInnerTPID(t uint16) bool { return t == tpidCVLAN || t == tpidSVLAN }
 // not parse at that position) p.KeyValid is cleared; the offsets are still
 // moved, so later rewrites in the same list keep writing the right bytes.
 func pushVLAN(p *packet.Packet, tpid, tci uint16) bool {
-	if p.Len() < ethHeaderLen {
+	if p.Len() < header.EthernetLen {
 		return true // not an Ethernet frame: extraction has no fields to keep
 	}
-	if p.Push(vlanLen) == nil {
+	if p.Push(header.VLANTagLen) == nil {
 		return false
 	}
 	d := p.Data()
-	copy(d[:ethAddrsLen], d[vlanLen:vlanLen+ethAddrsLen])
+	copy(d[:ethAddrsLen], d[header.VLANTagLen:header.VLANTagLen+ethAddrsLen])
 	binary.BigEndian.PutUint16(d[ethAddrsLen:], tpid)
 	binary.BigEndian.PutUint16(d[ethAddrsLen+2:], tci)
-	shiftOffsets(&p.Offsets, vlanLen)
+	shiftOffsets(&p.Offsets, header.VLANTagLen)
 	old := p.Key.VLAN
 	if old[1].TPID != 0 || !isOuterTPID(tpid) || (old[0].TPID != 0 && !isInnerTPID(old[0].TPID)) {
 		p.KeyValid = false
@@ -516,12 +500,12 @@ func pushVLAN(p *packet.Packet, tpid, tci uint16) bool {
 
 // popVLAN removes the outermost tag, if the key says there is one.
 func popVLAN(p *packet.Packet) {
-	if p.Key.VLAN[0].TPID == 0 || p.Len() < ethAddrsLen+vlanLen {
+	if p.Key.VLAN[0].TPID == 0 || p.Len() < ethAddrsLen+header.VLANTagLen {
 		return
 	}
 	d := p.Data()
-	copy(d[vlanLen:vlanLen+ethAddrsLen], d[:ethAddrsLen])
-	p.Pull(vlanLen)
+	copy(d[header.VLANTagLen:header.VLANTagLen+ethAddrsLen], d[:ethAddrsLen])
+	p.Pull(header.VLANTagLen)
 	if !p.KeyValid || isOuterTPID(p.Key.EthType) {
 		// A tag beyond the key's two (or a 0x9100 in inner position) moves
 		// to where extraction parses it, and the network header behind it
@@ -531,7 +515,7 @@ func popVLAN(p *packet.Packet) {
 		reextract(p)
 		return
 	}
-	shiftOffsets(&p.Offsets, -vlanLen)
+	shiftOffsets(&p.Offsets, -header.VLANTagLen)
 	p.Key.VLAN[0] = p.Key.VLAN[1]
 	p.Key.VLAN[1] = flow.VLANTag{}
 }
@@ -548,7 +532,7 @@ func shiftOffsets(o *flow.Offsets, delta int) {
 
 // setVLANTCI rewrites the outermost tag's TCI under mask (0 = every bit).
 func setVLANTCI(p *packet.Packet, mask, tci uint16) {
-	if p.Key.VLAN[0].TPID == 0 || p.Len() < ethHeaderLen+2 {
+	if p.Key.VLAN[0].TPID == 0 || p.Len() < header.EthernetLen+2 {
 		return
 	}
 	if mask == 0 {

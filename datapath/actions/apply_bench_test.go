@@ -3,23 +3,24 @@ package actions
 import (
 	"testing"
 
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 func BenchmarkApply(b *testing.B) {
-	udp := baseSpec(false, protoUDP)
-	tcp := baseSpec(false, protoTCP)
+	udp := baseSpec(false, header.IPProtoUDP)
+	tcp := baseSpec(false, header.IPProtoTCP)
 	setSrc := []Action{
 		{Kind: SetIPv4Src, Addr: ip4(192, 0, 2, 1)},
 		{Kind: SetIPv4Src, Addr: ip4(10, 0, 0, 1)},
 	}
 	setDst := []Action{{Kind: SetL4Dst, Val16: 8080}, {Kind: SetL4Dst, Val16: 80}}
-	pushPop := []Action{{Kind: PushVLAN, Val16: tpidCVLAN, Val16b: 10}, {Kind: PopVLAN}}
+	pushPop := []Action{{Kind: PushVLAN, Val16: header.EtherTypeVLAN, Val16b: 10}, {Kind: PopVLAN}}
 	decTTL := []Action{{Kind: DecIPTTL}, {Kind: SetIPTTL, Val8: 64}}
-	pushPopMPLS := []Action{{Kind: PushMPLS, Val16: ethTypeMPLS}, {Kind: PopMPLS, Val16: ethTypeIPv4}}
-	setLabel := []Action{{Kind: SetMPLSLabel, Port: 100}, {Kind: SetMPLSLabel, Port: 200}}
+	pushPopMPLS := []Action{{Kind: PushMPLS, Val16: header.EtherTypeMPLS}, {Kind: PopMPLS, Val16: header.EtherTypeIPv4}}
+	setLabel := []Action{{Kind: SetMPLSLabel, Val32: 100}, {Kind: SetMPLSLabel, Val32: 200}}
 	decMPLS := []Action{{Kind: DecMPLSTTL}, {Kind: SetMPLSTTL, Val8: 64}}
-	pushPopPBB := []Action{{Kind: PushPBB, Port: 5}, {Kind: PopPBB}}
+	pushPopPBB := []Action{{Kind: PushPBB, Val32: 5}, {Kind: PopPBB}}
 	icmpType := []Action{{Kind: SetICMPType, Val8: 0}, {Kind: SetICMPType, Val8: 8}}
 	cases := []struct {
 		name string
@@ -33,10 +34,10 @@ func BenchmarkApply(b *testing.B) {
 		{"dec-ttl", udp, decTTL, false},
 		// SCTP recomputes a CRC32c over the whole packet instead of an
 		// incremental sum: shown for scale.
-		{"set-l4-dst-sctp", baseSpec(false, protoSCTP), setDst, false},
+		{"set-l4-dst-sctp", baseSpec(false, header.IPProtoSCTP), setDst, false},
 		{"push-pop-mpls", udp, pushPopMPLS, false},
 		{"push-pop-pbb", udp, pushPopPBB, false},
-		{"set-icmp-type", baseSpec(false, protoICMP), icmpType, false},
+		{"set-icmp-type", baseSpec(false, header.IPProtoICMP), icmpType, false},
 		{"set-mpls-label", udp, setLabel, true},
 		{"dec-mpls-ttl", udp, decMPLS, true},
 	}

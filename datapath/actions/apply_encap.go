@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
@@ -18,10 +19,6 @@ import (
 // needs the network header parsed anyway.
 
 const (
-	ethTypeMPLS      = 0x8847
-	ethTypeMPLSMcast = 0x8848
-	ethTypePBB       = 0x88e7
-
 	mplsLen      = 4
 	lseLabelMask = 0xfffff000
 	lseTCMask    = 0x00000e00
@@ -33,7 +30,7 @@ const (
 	pbbISIDMax = 0xffffff
 )
 
-func isMPLSType(t uint16) bool { return t == ethTypeMPLS || t == ethTypeMPLSMcast }
+func isMPLSType(t uint16) bool { return t == header.EtherTypeMPLS || t == header.EtherTypeMPLSMcast }
 
 // typeOffset returns the offset of the Ethernet type that follows the MAC
 // addresses and every complete VLAN tag, or -1 for a frame too short to
@@ -42,8 +39,8 @@ func isMPLSType(t uint16) bool { return t == ethTypeMPLS || t == ethTypeMPLSMcas
 // PushVLAN left the key unable to describe the stack.
 func typeOffset(d []byte) int {
 	pos := ethAddrsLen
-	for pos+vlanLen+2 <= len(d) && isOuterTPID(binary.BigEndian.Uint16(d[pos:])) {
-		pos += vlanLen
+	for pos+header.VLANTagLen+2 <= len(d) && isOuterTPID(binary.BigEndian.Uint16(d[pos:])) {
+		pos += header.VLANTagLen
 	}
 	if pos+2 > len(d) {
 		return -1
@@ -90,9 +87,9 @@ func pushMPLS(p *packet.Packet, typ uint16) bool {
 		if q+mplsLen <= len(d) {
 			lse = binary.BigEndian.Uint32(d[q:]) &^ lseBoS
 		}
-	case old == ethTypeIPv4 && q+ipv4MinLen <= len(d) && d[q]>>4 == 4:
+	case old == header.EtherTypeIPv4 && q+header.IPv4MinLen <= len(d) && d[q]>>4 == 4:
 		lse = lseBoS | uint32(d[q+8])
-	case old == ethTypeIPv6 && q+ipv6HdrLen <= len(d) && d[q]>>4 == 6:
+	case old == header.EtherTypeIPv6 && q+header.IPv6Len <= len(d) && d[q]>>4 == 6:
 		lse = lseBoS | uint32(d[q+7])
 	default:
 		lse = lseBoS
@@ -102,8 +99,8 @@ func pushMPLS(p *packet.Packet, typ uint16) bool {
 	}
 	d = p.Data()
 	copy(d[:pos], d[mplsLen:mplsLen+pos])
-	if typ != ethTypeMPLSMcast {
-		typ = ethTypeMPLS
+	if typ != header.EtherTypeMPLSMcast {
+		typ = header.EtherTypeMPLS
 	}
 	binary.BigEndian.PutUint16(d[pos:], typ)
 	binary.BigEndian.PutUint32(d[q:], lse)
@@ -181,12 +178,12 @@ func innerTTL(d []byte, off int) (at int, isV4 bool) {
 	}
 	switch d[in] >> 4 {
 	case 4:
-		if in+ipv4MinLen <= len(d) && d[in]&0x0f >= 5 {
-			return in + 8, true
+		if in+header.IPv4MinLen <= len(d) && d[in]&0x0f >= 5 {
+			return in + header.IPv4TTLOff, true
 		}
 	case 6:
-		if in+ipv6HdrLen <= len(d) {
-			return in + 7, false
+		if in+header.IPv6Len <= len(d) {
+			return in + header.IPv6HopLimitOff, false
 		}
 	}
 	return -1, false
@@ -220,7 +217,7 @@ func copyTTLIn(p *packet.Packet) {
 		return
 	}
 	if isV4 {
-		setIPv4TTL(d, at-8, d[off+3])
+		setIPv4TTL(d, at-header.IPv4TTLOff, d[off+3])
 		return
 	}
 	d[at] = d[off+3]
@@ -228,7 +225,7 @@ func copyTTLIn(p *packet.Packet) {
 
 // pushPBB inserts an I-TAG (see PushPBB); false means no headroom.
 func pushPBB(p *packet.Packet, tci uint32) bool {
-	if p.Len() < ethHeaderLen {
+	if p.Len() < header.EthernetLen {
 		return true // not an Ethernet frame
 	}
 	if p.Push(pbbLen) == nil {
@@ -238,7 +235,7 @@ func pushPBB(p *packet.Packet, tci uint32) bool {
 	// The old addresses now sit at pbbLen, where the customer addresses
 	// belong; the backbone addresses are copies of them.
 	copy(d[:ethAddrsLen], d[pbbLen:pbbLen+ethAddrsLen])
-	binary.BigEndian.PutUint16(d[ethAddrsLen:], ethTypePBB)
+	binary.BigEndian.PutUint16(d[ethAddrsLen:], header.EtherTypePBB)
 	binary.BigEndian.PutUint32(d[ethAddrsLen+2:], tci)
 	reextract(p)
 	return true
@@ -247,7 +244,7 @@ func pushPBB(p *packet.Packet, tci uint32) bool {
 // pbbTCI returns the offset of the outermost I-TAG's TCI, or -1.
 func pbbTCI(d []byte) int {
 	pos := typeOffset(d)
-	if pos < 0 || binary.BigEndian.Uint16(d[pos:]) != ethTypePBB || pos+2+4 > len(d) {
+	if pos < 0 || binary.BigEndian.Uint16(d[pos:]) != header.EtherTypePBB || pos+2+4 > len(d) {
 		return -1
 	}
 	return pos + 2
@@ -258,7 +255,7 @@ func pbbTCI(d []byte) int {
 func popPBB(p *packet.Packet) {
 	d := p.Data()
 	off := pbbTCI(d)
-	if off < 0 || off+4+ethHeaderLen > len(d) {
+	if off < 0 || off+4+header.EthernetLen > len(d) {
 		return
 	}
 	p.Pull(off + 4)
@@ -274,7 +271,7 @@ func setPBBISID(p *packet.Packet, isid uint32) {
 	}
 	isid &= pbbISIDMax
 	d[off+1], d[off+2], d[off+3] = byte(isid>>16), byte(isid>>8), byte(isid)
-	if p.Key.EthType == ethTypePBB {
+	if p.Key.EthType == header.EtherTypePBB {
 		p.Key.PBBISID = isid
 	}
 }

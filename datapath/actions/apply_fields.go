@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
@@ -11,19 +12,8 @@ import (
 // actions: IPv6 flow label, ARP, neighbour discovery, ICMP type and code,
 // and the tunnel ID metadata.
 
-const (
-	ethTypeARP = 0x0806
-	protoICMP4 = 1
-
-	arpLen        = 28 // Ethernet/IPv4 ARP body
-	icmpv6NS      = 135
-	icmpv6NA      = 136
-	ndTargetOff   = 8  // target address within the ND message
-	ndOptionsOff  = 24 // first option within the ND message
-	ndOptSLL      = 1
-	ndOptTLL      = 2
-	ndLLOptionLen = 8 // an option carrying an Ethernet address
-)
+// ndLLOptionLen is the length of an ND option carrying an Ethernet address.
+const ndLLOptionLen = 8
 
 // setIPv6Label rewrites the 20-bit flow label.
 func setIPv6Label(p *packet.Packet, label uint32) {
@@ -40,16 +30,16 @@ func setIPv6Label(p *packet.Packet, label uint32) {
 // arpBody returns the frame and the offset of an Ethernet/IPv4 ARP body,
 // the only kind whose fields the key (and so OpenFlow) describes.
 func arpBody(p *packet.Packet) (d []byte, l3 int, ok bool) {
-	if p.Key.EthType != ethTypeARP || p.Offsets.L3 == flow.NoOffset {
+	if p.Key.EthType != header.EtherTypeARP || p.Offsets.L3 == flow.NoOffset {
 		return nil, 0, false
 	}
 	d = p.Data()
 	l3 = int(p.Offsets.L3)
-	if l3+arpLen > len(d) {
+	if l3+header.ARPLen > len(d) {
 		return nil, 0, false
 	}
 	h := d[l3:]
-	if binary.BigEndian.Uint16(h[0:]) != 1 || binary.BigEndian.Uint16(h[2:]) != ethTypeIPv4 || h[4] != 6 || h[5] != 4 {
+	if binary.BigEndian.Uint16(h[0:]) != 1 || binary.BigEndian.Uint16(h[2:]) != header.EtherTypeIPv4 || h[4] != 6 || h[5] != 4 {
 		return nil, 0, false
 	}
 	return d, l3, true
@@ -62,7 +52,7 @@ func setARPOp(p *packet.Packet, op uint16) {
 	if !ok {
 		return
 	}
-	binary.BigEndian.PutUint16(d[l3+6:], op)
+	binary.BigEndian.PutUint16(d[l3+header.ARPOpOff:], op)
 	p.Key.NwProto = 0
 	if op <= 0xff {
 		p.Key.NwProto = uint8(op)
@@ -95,14 +85,14 @@ func setARPHW(p *packet.Packet, off int, keyField *[6]byte, addr *[16]byte) {
 // advertisement and where its IPv6 payload ends, when the packet has one
 // with its target address in the frame.
 func ndMessage(p *packet.Packet) (d []byte, l4, end int, ok bool) {
-	if p.Key.EthType != ethTypeIPv6 || p.Key.NwProto != protoICMPv6 ||
+	if p.Key.EthType != header.EtherTypeIPv6 || p.Key.NwProto != header.IPProtoICMPv6 ||
 		p.Offsets.L3 == flow.NoOffset || p.Offsets.L4 == flow.NoOffset || p.Key.NwFrag&flow.FragLater != 0 {
 		return nil, 0, 0, false
 	}
 	d = p.Data()
 	l4 = int(p.Offsets.L4)
 	end = ipPayloadEnd(p, d)
-	if l4+ndOptionsOff > end || (d[l4] != icmpv6NS && d[l4] != icmpv6NA) || d[l4+1] != 0 {
+	if l4+header.NDOptionsOff > end || (d[l4] != header.ICMPv6NeighborSolicit && d[l4] != header.ICMPv6NeighborAdvert) || d[l4+header.ICMPCodeOff] != 0 {
 		return nil, 0, 0, false
 	}
 	return d, l4, end, true
@@ -115,7 +105,7 @@ func ndMessage(p *packet.Packet) (d []byte, l4, end int, ok bool) {
 func writeICMPv6(p *packet.Packet, d []byte, l4 int, field, val []byte) {
 	acc := csumDeltaBytes(0, field, val)
 	copy(field, val)
-	adjustField(d, l4+2, acc)
+	adjustField(d, l4+header.ICMPChecksumOff, acc)
 	reextract(p)
 }
 
@@ -125,19 +115,19 @@ func setNDTarget(p *packet.Packet, addr *[16]byte) {
 	if !ok {
 		return
 	}
-	writeICMPv6(p, d, l4, d[l4+ndTargetOff:l4+ndOptionsOff], addr[:])
+	writeICMPv6(p, d, l4, d[l4+header.NDTargetOff:l4+header.NDOptionsOff], addr[:])
 }
 
 // setNDLL rewrites the Ethernet address in the first source (want
-// ndOptSLL, solicitations) or target (ndOptTLL, advertisements)
+// header.NDOptSourceLLAddr, solicitations) or target (header.NDOptTargetLLAddr, advertisements)
 // link-layer option. Options are walked as extraction walks them: a
 // zero-length or cut option ends the walk.
 func setNDLL(p *packet.Packet, want uint8, addr *[16]byte) {
 	d, l4, end, ok := ndMessage(p)
-	if !ok || (want == ndOptSLL) != (d[l4] == icmpv6NS) {
+	if !ok || (want == header.NDOptSourceLLAddr) != (d[l4] == header.ICMPv6NeighborSolicit) {
 		return
 	}
-	for o := l4 + ndOptionsOff; o+2 <= end; {
+	for o := l4 + header.NDOptionsOff; o+2 <= end; {
 		n := int(d[o+1]) * 8
 		if n == 0 || o+n > end {
 			return
@@ -155,8 +145,8 @@ func setNDLL(p *packet.Packet, want uint8, addr *[16]byte) {
 func setICMP(p *packet.Packet, at int, val uint8) {
 	v6 := false
 	switch {
-	case p.Key.EthType == ethTypeIPv4 && p.Key.NwProto == protoICMP4:
-	case p.Key.EthType == ethTypeIPv6 && p.Key.NwProto == protoICMPv6:
+	case p.Key.EthType == header.EtherTypeIPv4 && p.Key.NwProto == header.IPProtoICMP:
+	case p.Key.EthType == header.EtherTypeIPv6 && p.Key.NwProto == header.IPProtoICMPv6:
 		v6 = true
 	default:
 		return
@@ -172,18 +162,18 @@ func setICMP(p *packet.Packet, at int, val uint8) {
 	old := binary.BigEndian.Uint16(d[l4:])
 	d[l4+at] = val
 	nw := binary.BigEndian.Uint16(d[l4:])
-	adjustField(d, l4+2, csumDelta(0, old, nw))
+	adjustField(d, l4+header.ICMPChecksumOff, csumDelta(0, old, nw))
 	if v6 && (isNDTypeCode(old) || isNDTypeCode(nw)) {
 		// The message turns into or out of neighbour discovery, whose
 		// body the key reads.
 		reextract(p)
 		return
 	}
-	p.Key.TpSrc, p.Key.TpDst = uint16(d[l4]), uint16(d[l4+1])
+	p.Key.TpSrc, p.Key.TpDst = uint16(d[l4+header.ICMPTypeOff]), uint16(d[l4+header.ICMPCodeOff])
 }
 
 // isNDTypeCode reports whether an ICMPv6 type/code word is one extraction
 // parses as neighbour discovery.
 func isNDTypeCode(w uint16) bool {
-	return w == icmpv6NS<<8 || w == icmpv6NA<<8
+	return w == header.ICMPv6NeighborSolicit<<8 || w == header.ICMPv6NeighborAdvert<<8
 }

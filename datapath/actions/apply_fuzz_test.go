@@ -7,6 +7,7 @@ import (
 	"github.com/google/gopacket/layers"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
@@ -23,7 +24,8 @@ func decodeFuzzActions(b []byte, dst []Action) []Action {
 			Mask8:  b[2],
 			Val16:  uint16(b[3])<<8 | uint16(b[4]),
 			Val16b: uint16(b[5])<<8 | uint16(b[6]),
-			Port:   uint32(b[7]) * 0x010101, // reaches the top bits of labels and I-SIDs
+			Port:   uint32(b[7]) * 0x010101,
+			Val32:  uint32(b[7]) * 0x010101, // reaches the top bits of labels and I-SIDs
 		}
 		for i := range a.Addr {
 			a.Addr[i] = b[7] + uint8(i)*37
@@ -44,12 +46,12 @@ func FuzzApply(f *testing.F) {
 		byte(SetIPv6Dst), 0, 0, 0, 0, 0, 0, 200,
 	}
 	for _, v6 := range []bool{false, true} {
-		for _, proto := range []uint8{protoTCP, protoUDP, protoSCTP, protoICMP, protoICMPv6} {
-			if v6 && proto == protoICMP || !v6 && proto == protoICMPv6 {
+		for _, proto := range []uint8{header.IPProtoTCP, header.IPProtoUDP, header.IPProtoSCTP, header.IPProtoICMP, header.IPProtoICMPv6} {
+			if v6 && proto == header.IPProtoICMP || !v6 && proto == header.IPProtoICMPv6 {
 				continue
 			}
 			s := baseSpec(v6, proto)
-			s.vlans = []vlanSpec{{tpidSVLAN, 1}, {tpidCVLAN, 2}}
+			s.vlans = []vlanSpec{{header.EtherTypeQinQ, 1}, {header.EtherTypeVLAN, 2}}
 			f.Add(s.build(f), acts)
 			s.vlans = nil
 			f.Add(s.build(f), acts[8:24])
@@ -72,17 +74,17 @@ func FuzzApply(f *testing.F) {
 		byte(SetARPSHA), 0, 0, 0, 0, 0, 0, 5,
 		byte(SetIPv6Label), 0, 0, 0, 0, 0, 0, 6,
 	}
-	s := baseSpec(false, protoTCP)
+	s := baseSpec(false, header.IPProtoTCP)
 	f.Add(s.build(f), encap)
-	s = baseSpec(true, protoICMPv6)
+	s = baseSpec(true, header.IPProtoICMPv6)
 	f.Add(s.build(f), fields)
 	mac := net.HardwareAddr{2, 0, 0, 0, 0, 1}
-	f.Add(ndFrame(f, false, ip6("fe80::2"), mac, icmpv6NS), fields)
+	f.Add(ndFrame(f, false, ip6("fe80::2"), mac, header.ICMPv6NeighborSolicit), fields)
 	f.Add(arpFrame(f, 1, mac, mac, []byte{10, 0, 0, 1}, []byte{10, 0, 0, 2}), fields)
-	f.Add(mplsFrame(f, &s, ethTypeMPLS, layers.MPLS{Label: 1, TTL: 2}, layers.MPLS{Label: 3, StackBottom: true, TTL: 9}), encap[16:])
+	f.Add(mplsFrame(f, &s, header.EtherTypeMPLS, layers.MPLS{Label: 1, TTL: 2}, layers.MPLS{Label: 3, StackBottom: true, TTL: 9}), encap[16:])
 	f.Add(pbbFrame(f, mac, mac, 0x00abcdef, s.build(f)), encap[32:])
 
-	s = baseSpec(false, protoUDP)
+	s = baseSpec(false, header.IPProtoUDP)
 	s.frag = firstFrag
 	f.Add(s.build(f), acts)
 	s.frag = laterFrag

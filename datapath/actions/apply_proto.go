@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
@@ -24,37 +25,27 @@ func setEthType(p *packet.Packet, typ uint16) {
 	reextract(p)
 }
 
-// IPv6 extension headers the next-header walk steps over, as extraction
-// does (ESP and no-next-header end the chain without a protocol).
-const (
-	ipv6HopByHop = 0
-	ipv6Routing  = 43
-	ipv6Fragment = 44
-	ipv6AH       = 51
-	ipv6DstOpts  = 60
-)
-
 // ipv6ProtoOffset returns the offset of the next-header byte that names
 // the transport protocol (the one extraction took for Key.NwProto) and
 // where the transport header starts, or -1 when the chain ends otherwise
 // (ESP, no next header, cut off).
 func ipv6ProtoOffset(p *packet.Packet, d []byte, l3 int) (at, l4 int) {
-	at = l3 + 6
-	pos := l3 + ipv6HdrLen
+	at = l3 + header.IPv6NextHeaderOff
+	pos := l3 + header.IPv6Len
 	end := ipPayloadEnd(p, d)
 	for range 16 {
 		switch d[at] {
-		case ipv6HopByHop, ipv6Routing, ipv6DstOpts:
+		case header.IPProtoHopByHop, header.IPProtoRouting, header.IPProtoDstOpts:
 			if pos+2 > end {
 				return -1, 0
 			}
 			at, pos = pos, pos+(int(d[pos+1])+1)*8
-		case ipv6AH:
+		case header.IPProtoAH:
 			if pos+2 > end {
 				return -1, 0
 			}
 			at, pos = pos, pos+(int(d[pos+1])+2)*4
-		case ipv6Fragment:
+		case header.IPProtoFragment:
 			if pos+8 > end {
 				return -1, 0
 			}
@@ -73,13 +64,13 @@ func ipv6ProtoOffset(p *packet.Packet, d []byte, l3 int) (at, l4 int) {
 func setIPProto(p *packet.Packet, proto uint8) {
 	var l4 int
 	if d, l3, ok := ipv4Header(p); ok {
-		if d[l3+9] == proto {
+		if d[l3+header.IPv4ProtoOff] == proto {
 			return
 		}
-		ttl := uint16(d[l3+8]) << 8
-		old := ttl | uint16(d[l3+9])
-		d[l3+9] = proto
-		adjustField(d, l3+10, csumDelta(0, old, ttl|uint16(proto)))
+		ttl := uint16(d[l3+header.IPv4TTLOff]) << 8
+		old := ttl | uint16(d[l3+header.IPv4ProtoOff])
+		d[l3+header.IPv4ProtoOff] = proto
+		adjustField(d, l3+header.IPv4ChecksumOff, csumDelta(0, old, ttl|uint16(proto)))
 		l4 = l3 + int(d[l3]&0x0f)*4
 	} else if d, l3, ok := ipv6Header(p); ok {
 		at, pos := ipv6ProtoOffset(p, d, l3)
@@ -133,25 +124,25 @@ func recomputeL4Checksum(p *packet.Packet, l4 int) {
 		return
 	}
 	seg := d[l4:end]
-	v6 := p.Key.EthType == ethTypeIPv6
+	v6 := p.Key.EthType == header.EtherTypeIPv6
 	field, pseudo := -1, true
 	switch p.Key.NwProto {
-	case protoTCP:
-		field = 16
-	case protoUDP:
-		field = 6
-	case protoICMP4:
-		field, pseudo = 2, false
+	case header.IPProtoTCP:
+		field = header.TCPChecksumOff
+	case header.IPProtoUDP:
+		field = header.UDPChecksumOff
+	case header.IPProtoICMP:
+		field, pseudo = header.ICMPChecksumOff, false
 		if v6 {
 			return
 		}
-	case protoICMPv6:
-		field = 2
+	case header.IPProtoICMPv6:
+		field = header.ICMPv6ChecksumOff
 		if !v6 {
 			return
 		}
-	case protoSCTP:
-		if len(seg) >= sctpHdrLen {
+	case header.IPProtoSCTP:
+		if len(seg) >= header.SCTPCommonLen {
 			fixSCTPChecksum(p, d, l4)
 		}
 		return
@@ -165,14 +156,14 @@ func recomputeL4Checksum(p *packet.Packet, l4 int) {
 	var acc uint32
 	if pseudo {
 		if v6 {
-			acc = onesSum(acc, d[l3+8:l3+40])
+			acc = onesSum(acc, d[l3+header.IPv6SrcOff:l3+header.IPv6Len])
 		} else {
-			acc = onesSum(acc, d[l3+12:l3+20])
+			acc = onesSum(acc, d[l3+header.IPv4SrcOff:l3+header.IPv4MinLen])
 		}
 		acc += uint32(len(seg)>>16) + uint32(len(seg)&0xffff) + uint32(p.Key.NwProto)
 	}
 	c := ^foldSum(onesSum(acc, seg))
-	if c == 0 && p.Key.NwProto == protoUDP {
+	if c == 0 && p.Key.NwProto == header.IPProtoUDP {
 		c = 0xffff // zero would say "no checksum"
 	}
 	binary.BigEndian.PutUint16(seg[field:], c)

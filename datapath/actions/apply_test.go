@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
@@ -15,7 +16,7 @@ import (
 // bytes and checksums are then gopacket's business), and whether it survives.
 func expect(s pktSpec, a *Action) (pktSpec, bool) {
 	s = s.clone()
-	hasL4Ports := s.frag != laterFrag && (s.proto == protoTCP || s.proto == protoUDP || s.proto == protoSCTP)
+	hasL4Ports := s.frag != laterFrag && (s.proto == header.IPProtoTCP || s.proto == header.IPProtoUDP || s.proto == header.IPProtoSCTP)
 	switch a.Kind {
 	case SetEthSrc:
 		copy(s.ethSrc[:], a.Addr[:6])
@@ -74,10 +75,10 @@ func expect(s pktSpec, a *Action) (pktSpec, bool) {
 		}
 	case SetIPv6Label:
 		if s.v6 {
-			s.flowLabel = a.Port & 0xfffff
+			s.flowLabel = a.Val32 & 0xfffff
 		}
 	case SetICMPType, SetICMPCode:
-		if s.frag != laterFrag && (s.proto == protoICMP && !s.v6 || s.proto == protoICMPv6 && s.v6) {
+		if s.frag != laterFrag && (s.proto == header.IPProtoICMP && !s.v6 || s.proto == header.IPProtoICMPv6 && s.v6) {
 			if a.Kind == SetICMPType {
 				s.sport = uint16(a.Val8)
 			} else {
@@ -118,27 +119,27 @@ var rewriteActions = []Action{
 	{Kind: SetL4Src, Val16: 4242},
 	{Kind: SetL4Dst, Val16: 0xffff},
 	{Kind: SetL4Dst, Val16: 0},
-	{Kind: PushVLAN, Val16: tpidCVLAN, Val16b: 0x200a},
-	{Kind: PushVLAN, Val16: tpidSVLAN, Val16b: 0xf064},
+	{Kind: PushVLAN, Val16: header.EtherTypeVLAN, Val16b: 0x200a},
+	{Kind: PushVLAN, Val16: header.EtherTypeQinQ, Val16b: 0xf064},
 	{Kind: PopVLAN},
 	{Kind: SetVLANTCI, Val16b: 0x0123},
 	{Kind: SetVLANTCI, Val16: 0x0fff, Val16b: 0xf321},
 	{Kind: SetVLANTCI, Val16: 0xe000, Val16b: 0xa000},
-	{Kind: SetIPv6Label, Port: 0xabcde},
-	{Kind: SetIPv6Label, Port: 0xfff00000}, // bits above the label are ignored
+	{Kind: SetIPv6Label, Val32: 0xabcde},
+	{Kind: SetIPv6Label, Val32: 0xfff00000}, // bits above the label are ignored
 	{Kind: SetICMPType, Val8: 3},
 	{Kind: SetICMPCode, Val8: 13},
-	{Kind: SetMPLSLabel, Port: 77},
+	{Kind: SetMPLSLabel, Val32: 77},
 	{Kind: SetMPLSTC, Val8: 5},
 	{Kind: SetMPLSTTL, Val8: 9},
 	{Kind: DecMPLSTTL},
 	{Kind: CopyTTLOut},
 	{Kind: CopyTTLIn},
-	{Kind: SetPBBISID, Port: 0x123456},
+	{Kind: SetPBBISID, Val32: 0x123456},
 	{Kind: SetNDTarget, Addr: ip6("2001:db8::99")},
 	{Kind: SetNDSLL, Addr: [16]byte{2, 0, 0, 0, 0, 9}},
 	{Kind: SetNDTLL, Addr: [16]byte{2, 0, 0, 0, 0, 9}},
-	{Kind: Output, Port: 2},
+	OutputTo(2),
 	{Kind: Controller},
 	{Kind: Drop},
 	{Kind: Invalid},
@@ -192,15 +193,15 @@ func checkKeyMatchesExtract(t testing.TB, p *packet.Packet) {
 // or the tests would check Apply against the wrong precondition.
 func TestSpecKeyMatchesExtract(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
-		for _, proto := range []uint8{protoTCP, protoUDP, protoSCTP, protoICMP, protoICMPv6} {
+		for _, proto := range []uint8{header.IPProtoTCP, header.IPProtoUDP, header.IPProtoSCTP, header.IPProtoICMP, header.IPProtoICMPv6} {
 			for _, frag := range []int{notFrag, firstFrag, laterFrag} {
-				if (v6 && (proto == protoICMP || frag != notFrag)) || (!v6 && proto == protoICMPv6) {
+				if (v6 && (proto == header.IPProtoICMP || frag != notFrag)) || (!v6 && proto == header.IPProtoICMPv6) {
 					continue
 				}
 				s := baseSpec(v6, proto)
 				s.frag = frag
-				s.vlans = []vlanSpec{{tpidSVLAN, 0x1001}, {tpidCVLAN, 0xe002}}
-				s.ipOption = !v6 && proto == protoUDP
+				s.vlans = []vlanSpec{{header.EtherTypeQinQ, 0x1001}, {header.EtherTypeVLAN, 0xe002}}
+				s.ipOption = !v6 && proto == header.IPProtoUDP
 				p := loadPacket(t, &s, s.build(t))
 				checkKeyMatchesExtract(t, p)
 				p.Free()
@@ -215,10 +216,10 @@ func TestApplyEveryKind(t *testing.T) {
 		protos []uint8
 	}
 	families := []family{
-		{false, []uint8{protoTCP, protoUDP, protoSCTP, protoICMP}},
-		{true, []uint8{protoTCP, protoUDP, protoSCTP, protoICMPv6}},
+		{false, []uint8{header.IPProtoTCP, header.IPProtoUDP, header.IPProtoSCTP, header.IPProtoICMP}},
+		{true, []uint8{header.IPProtoTCP, header.IPProtoUDP, header.IPProtoSCTP, header.IPProtoICMPv6}},
 	}
-	tags := [][]vlanSpec{nil, {{tpidCVLAN, 0x6005}}}
+	tags := [][]vlanSpec{nil, {{header.EtherTypeVLAN, 0x6005}}}
 	for _, f := range families {
 		for _, proto := range f.protos {
 			for _, vl := range tags {
@@ -237,7 +238,7 @@ func TestApplyEveryKind(t *testing.T) {
 }
 
 func TestApplyIPv4Options(t *testing.T) {
-	for _, proto := range []uint8{protoTCP, protoUDP, protoSCTP} {
+	for _, proto := range []uint8{header.IPProtoTCP, header.IPProtoUDP, header.IPProtoSCTP} {
 		for i := range rewriteActions {
 			s := baseSpec(false, proto)
 			s.ipOption = true
@@ -253,7 +254,7 @@ func TestApplyUDPZeroChecksumStaysZero(t *testing.T) {
 		{Kind: SetL4Src, Val16: 1},
 		{Kind: SetL4Dst, Val16: 53},
 	} {
-		s := baseSpec(false, protoUDP)
+		s := baseSpec(false, header.IPProtoUDP)
 		s.udpZeroCsum = true
 		checkApply(t, s, &a)
 		// checkApply compared against a zero-checksum rendering; assert it
@@ -272,7 +273,7 @@ func TestApplyUDPZeroChecksumStaysZero(t *testing.T) {
 // checksum" in UDP.
 func TestApplyUDPChecksumZeroSentAsOnes(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
-		s := baseSpec(v6, protoUDP)
+		s := baseSpec(v6, header.IPProtoUDP)
 		frame := s.build(t)
 		c := s.l4Offset() + 6
 		old := binary.BigEndian.Uint16(frame[c:])
@@ -299,7 +300,7 @@ func TestApplyUDPChecksumZeroSentAsOnes(t *testing.T) {
 }
 
 func TestApplyFragments(t *testing.T) {
-	for _, proto := range []uint8{protoTCP, protoUDP} {
+	for _, proto := range []uint8{header.IPProtoTCP, header.IPProtoUDP} {
 		for _, frag := range []int{firstFrag, laterFrag} {
 			for i := range rewriteActions {
 				a := &rewriteActions[i]
@@ -313,7 +314,7 @@ func TestApplyFragments(t *testing.T) {
 	}
 	// The later fragment's payload must come through bit for bit, even though
 	// it looks like a transport header.
-	s := baseSpec(false, protoTCP)
+	s := baseSpec(false, header.IPProtoTCP)
 	s.frag = laterFrag
 	frame := s.build(t)
 	p := loadPacket(t, &s, frame)
@@ -334,7 +335,7 @@ func TestApplyFragments(t *testing.T) {
 // The CRC of a fragmented SCTP packet covers bytes this fragment does not
 // have: the port changes, the CRC is left alone.
 func TestApplySCTPFirstFragmentKeepsCRC(t *testing.T) {
-	s := baseSpec(false, protoSCTP)
+	s := baseSpec(false, header.IPProtoSCTP)
 	s.frag = firstFrag
 	frame := s.build(t)
 	p := loadPacket(t, &s, frame)
@@ -353,7 +354,7 @@ func TestApplySCTPFirstFragmentKeepsCRC(t *testing.T) {
 
 func TestApplySCTPChecksumIsCRC32c(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
-		s := baseSpec(v6, protoSCTP)
+		s := baseSpec(v6, header.IPProtoSCTP)
 		s.payload = []byte("abc") // SCTP pads to 4 bytes, Ethernet pads the frame
 		p := loadPacket(t, &s, s.build(t))
 		Apply(&Action{Kind: SetL4Src, Val16: 9999}, p)
@@ -377,13 +378,13 @@ func TestApplySCTPChecksumIsCRC32c(t *testing.T) {
 
 func TestPushPopVLANRestoresBytes(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
-		for _, vl := range [][]vlanSpec{nil, {{tpidSVLAN, 0x0064}}} {
-			s := baseSpec(v6, protoTCP)
+		for _, vl := range [][]vlanSpec{nil, {{header.EtherTypeQinQ, 0x0064}}} {
+			s := baseSpec(v6, header.IPProtoTCP)
 			s.vlans = vl
 			frame := s.build(t)
 			p := loadPacket(t, &s, frame)
 			key, off, head := p.Key, p.Offsets, p.Headroom()
-			if !Apply(&Action{Kind: PushVLAN, Val16: tpidCVLAN, Val16b: 0xe00f}, p) {
+			if !Apply(&Action{Kind: PushVLAN, Val16: header.EtherTypeVLAN, Val16b: 0xe00f}, p) {
 				t.Fatal("push dropped the packet")
 			}
 			if p.Len() != len(frame)+4 || p.Headroom() != head-4 {
@@ -402,11 +403,11 @@ func TestPushPopVLANRestoresBytes(t *testing.T) {
 }
 
 func TestPushVLANThirdTagInvalidatesKey(t *testing.T) {
-	s := baseSpec(false, protoUDP)
-	s.vlans = []vlanSpec{{tpidSVLAN, 1}, {tpidCVLAN, 2}}
+	s := baseSpec(false, header.IPProtoUDP)
+	s.vlans = []vlanSpec{{header.EtherTypeQinQ, 1}, {header.EtherTypeVLAN, 2}}
 	p := loadPacket(t, &s, s.build(t))
 	defer p.Free()
-	a := Action{Kind: PushVLAN, Val16: tpidCVLAN, Val16b: 3}
+	a := Action{Kind: PushVLAN, Val16: header.EtherTypeVLAN, Val16b: 3}
 	if !Apply(&a, p) {
 		t.Fatal("push dropped the packet")
 	}
@@ -426,10 +427,10 @@ func TestPushVLANOddTPIDInvalidatesKey(t *testing.T) {
 		tpid  uint16
 	}{
 		{"unknown-tpid", nil, 0x1234},
-		{"0x9100-becomes-inner", []vlanSpec{{tpidQinQOld, 7}}, tpidCVLAN},
+		{"0x9100-becomes-inner", []vlanSpec{{header.EtherTypeQinQOld, 7}}, header.EtherTypeVLAN},
 	}
 	for _, c := range cases {
-		s := baseSpec(false, protoUDP)
+		s := baseSpec(false, header.IPProtoUDP)
 		s.vlans = c.vlans
 		p := loadPacket(t, &s, s.build(t))
 		Apply(&Action{Kind: PushVLAN, Val16: c.tpid, Val16b: 3}, p)
@@ -457,10 +458,10 @@ func TestPushVLANOddTPIDInvalidatesKey(t *testing.T) {
 // Popping from a stack deeper than the key holds lets extraction see a tag
 // (and the IP header) it could not before; the key must follow.
 func TestPopVLANFromThreeTags(t *testing.T) {
-	for _, inner := range []uint16{tpidCVLAN, tpidQinQOld} {
-		s := baseSpec(false, protoTCP)
-		s.vlans = []vlanSpec{{tpidSVLAN, 1}, {tpidCVLAN, 2}, {inner, 3}}
-		if inner == tpidQinQOld {
+	for _, inner := range []uint16{header.EtherTypeVLAN, header.EtherTypeQinQOld} {
+		s := baseSpec(false, header.IPProtoTCP)
+		s.vlans = []vlanSpec{{header.EtherTypeQinQ, 1}, {header.EtherTypeVLAN, 2}, {inner, 3}}
+		if inner == header.EtherTypeQinQOld {
 			s.vlans = s.vlans[1:] // 0x8100 then 0x9100: the 0x9100 is not parsed
 		}
 		frame := s.build(t)
@@ -477,7 +478,7 @@ func TestPopVLANFromThreeTags(t *testing.T) {
 			t.Errorf("\n got %x\nwant %x", p.Data(), wf)
 		}
 		checkKeyMatchesExtract(t, p)
-		if p.Key.EthType != ethTypeIPv4 && len(want.vlans) <= 2 {
+		if p.Key.EthType != header.EtherTypeIPv4 && len(want.vlans) <= 2 {
 			t.Errorf("EthType %#x after pop", p.Key.EthType)
 		}
 		p.Free()
@@ -485,10 +486,10 @@ func TestPopVLANFromThreeTags(t *testing.T) {
 }
 
 func TestPushVLANWithoutHeadroomDrops(t *testing.T) {
-	s := baseSpec(false, protoUDP)
+	s := baseSpec(false, header.IPProtoUDP)
 	p := loadPacket(t, &s, s.build(t))
 	defer p.Free()
-	a := Action{Kind: PushVLAN, Val16: tpidCVLAN, Val16b: 1}
+	a := Action{Kind: PushVLAN, Val16: header.EtherTypeVLAN, Val16b: 1}
 	n := p.Headroom() / 4
 	for i := 0; i < n; i++ {
 		if !Apply(&a, p) {
@@ -507,12 +508,12 @@ func TestPushVLANWithoutHeadroomDrops(t *testing.T) {
 func TestDecTTL(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
 		for _, ttl := range []uint8{0, 1, 2, 255} {
-			s := baseSpec(v6, protoUDP)
+			s := baseSpec(v6, header.IPProtoUDP)
 			s.ttl = ttl
 			checkApply(t, s, &Action{Kind: DecIPTTL})
 		}
 	}
-	s := baseSpec(false, protoTCP)
+	s := baseSpec(false, header.IPProtoTCP)
 	s.ttl = 1
 	p := loadPacket(t, &s, s.build(t))
 	defer p.Free()
@@ -557,7 +558,7 @@ func TestSetOnAbsentHeaderIsNoOp(t *testing.T) {
 // A key that claims headers beyond the end of the frame must not make Apply
 // read or write outside it.
 func TestApplyStaysInsideFrame(t *testing.T) {
-	s := baseSpec(false, protoTCP)
+	s := baseSpec(false, header.IPProtoTCP)
 	frame := s.build(t)
 	for cut := 0; cut <= len(frame); cut++ {
 		for i := range rewriteActions {
@@ -572,13 +573,13 @@ func TestApplyStaysInsideFrame(t *testing.T) {
 }
 
 func TestApplyList(t *testing.T) {
-	s := baseSpec(false, protoTCP)
+	s := baseSpec(false, header.IPProtoTCP)
 	l := List{
 		{Kind: SetIPv4Dst, Addr: ip4(172, 16, 0, 9)},
 		{Kind: SetL4Dst, Val16: 8080},
-		{Kind: Output, Port: 1},
+		OutputTo(1),
 		{Kind: DecIPTTL},
-		{Kind: PushVLAN, Val16: tpidCVLAN, Val16b: 5},
+		{Kind: PushVLAN, Val16: header.EtherTypeVLAN, Val16b: 5},
 	}
 	want := s
 	for i := range l {

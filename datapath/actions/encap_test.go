@@ -10,6 +10,7 @@ import (
 	"github.com/google/gopacket/layers"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
@@ -33,10 +34,10 @@ func mplsTTL(p *packet.Packet) uint8 {
 	pos := 12
 	for pos+6 <= len(d) {
 		switch binary.BigEndian.Uint16(d[pos:]) {
-		case tpidCVLAN, tpidSVLAN, tpidQinQOld:
+		case header.EtherTypeVLAN, header.EtherTypeQinQ, header.EtherTypeQinQOld:
 			pos += 4
 			continue
-		case ethTypeMPLS, ethTypeMPLSMcast:
+		case header.EtherTypeMPLS, header.EtherTypeMPLSMcast:
 			if pos+6 <= len(d) {
 				return d[pos+5]
 			}
@@ -104,39 +105,39 @@ func wantFrame(t *testing.T, a Action, p *packet.Packet, want []byte) {
 func TestPushPopMPLS(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
 		for n := 0; n <= 2; n++ {
-			s := baseSpec(v6, protoUDP)
+			s := baseSpec(v6, header.IPProtoUDP)
 			s.ttl = 57
-			s.vlans = []vlanSpec{{tpidSVLAN, 0x2001}, {tpidCVLAN, 0x0002}}[:n]
+			s.vlans = []vlanSpec{{header.EtherTypeQinQ, 0x2001}, {header.EtherTypeVLAN, 0x0002}}[:n]
 			orig := s.build(t)
 			p := loadPacket(t, &s, orig)
 
-			a := Action{Kind: PushMPLS, Val16: ethTypeMPLS}
+			a := Action{Kind: PushMPLS, Val16: header.EtherTypeMPLS}
 			applyOK(t, a, p)
-			wantFrame(t, a, p, mplsFrame(t, &s, ethTypeMPLS, layers.MPLS{StackBottom: true, TTL: 57}))
-			if p.Key.EthType != ethTypeMPLS || p.Key.MPLSLse != lseBoS|57 || p.Offsets.L3 != flow.NoOffset ||
+			wantFrame(t, a, p, mplsFrame(t, &s, header.EtherTypeMPLS, layers.MPLS{StackBottom: true, TTL: 57}))
+			if p.Key.EthType != header.EtherTypeMPLS || p.Key.MPLSLse != lseBoS|57 || p.Offsets.L3 != flow.NoOffset ||
 				p.Key.VLAN != s.key(3).VLAN || p.Key.EthSrc != s.ethSrc {
 				t.Fatalf("key after push: %+v %+v", p.Key, p.Offsets)
 			}
 
-			for _, a := range []Action{{Kind: SetMPLSLabel, Port: 0xfedcb}, {Kind: SetMPLSTC, Val8: 5}, {Kind: SetMPLSTTL, Val8: 33}, {Kind: DecMPLSTTL}} {
+			for _, a := range []Action{{Kind: SetMPLSLabel, Val32: 0xfedcb}, {Kind: SetMPLSTC, Val8: 5}, {Kind: SetMPLSTTL, Val8: 33}, {Kind: DecMPLSTTL}} {
 				applyOK(t, a, p)
 			}
 			inner := layers.MPLS{Label: 0xfedcb, TrafficClass: 5, StackBottom: true, TTL: 32}
-			wantFrame(t, a, p, mplsFrame(t, &s, ethTypeMPLS, inner))
+			wantFrame(t, a, p, mplsFrame(t, &s, header.EtherTypeMPLS, inner))
 
 			// A push onto a stack copies the label, TC and TTL.
-			a = Action{Kind: PushMPLS, Val16: ethTypeMPLSMcast}
+			a = Action{Kind: PushMPLS, Val16: header.EtherTypeMPLSMcast}
 			applyOK(t, a, p)
 			outer := inner
 			outer.StackBottom = false
-			wantFrame(t, a, p, mplsFrame(t, &s, ethTypeMPLSMcast, outer, inner))
+			wantFrame(t, a, p, mplsFrame(t, &s, header.EtherTypeMPLSMcast, outer, inner))
 			if p.Key.MPLSLse != 0xfedcb<<12|5<<9|32 {
 				t.Fatalf("top entry %#x", p.Key.MPLSLse)
 			}
 
-			a = Action{Kind: PopMPLS, Val16: ethTypeMPLS}
+			a = Action{Kind: PopMPLS, Val16: header.EtherTypeMPLS}
 			applyOK(t, a, p)
-			wantFrame(t, a, p, mplsFrame(t, &s, ethTypeMPLS, inner))
+			wantFrame(t, a, p, mplsFrame(t, &s, header.EtherTypeMPLS, inner))
 			a = Action{Kind: PopMPLS, Val16: s.ipType()}
 			applyOK(t, a, p)
 			// The TTL went into the label, not the IP header: the frame is
@@ -163,12 +164,12 @@ func TestPushMPLSNonIP(t *testing.T) {
 			DstHwAddress: make([]byte, 6), DstProtAddress: []byte{10, 0, 0, 2},
 		})...)
 	}
-	p := extracted(t, arpLayers(ethTypeARP))
+	p := extracted(t, arpLayers(header.EtherTypeARP))
 	a := Action{Kind: PushMPLS, Val16: 0x1234} // any type but 0x8848 means 0x8847
 	applyOK(t, a, p)
 	// gopacket pads both frames to 60 bytes; the pushed frame keeps the
 	// original's 18 bytes of padding behind 14+4+28 bytes of headers.
-	want := arpLayers(ethTypeMPLS, &layers.MPLS{StackBottom: true})
+	want := arpLayers(header.EtherTypeMPLS, &layers.MPLS{StackBottom: true})
 	wantFrame(t, a, p, append(want[:46], make([]byte, 18)...))
 	p.Free()
 
@@ -191,9 +192,9 @@ func extracted(t *testing.T, frame []byte) *packet.Packet {
 }
 
 func TestDecMPLSTTLDrops(t *testing.T) {
-	s := baseSpec(false, protoTCP)
+	s := baseSpec(false, header.IPProtoTCP)
 	for ttl := 0; ttl <= 2; ttl++ {
-		p := extracted(t, mplsFrame(t, &s, ethTypeMPLS, layers.MPLS{Label: 5, StackBottom: true, TTL: uint8(ttl)}))
+		p := extracted(t, mplsFrame(t, &s, header.EtherTypeMPLS, layers.MPLS{Label: 5, StackBottom: true, TTL: uint8(ttl)}))
 		if got := Apply(&Action{Kind: DecMPLSTTL}, p); got != (ttl == 2) {
 			t.Errorf("ttl %d: survived %v", ttl, got)
 		}
@@ -210,22 +211,22 @@ func TestDecMPLSTTLDrops(t *testing.T) {
 // checksum must follow.
 func TestCopyTTL(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
-		s := baseSpec(v6, protoTCP)
+		s := baseSpec(v6, header.IPProtoTCP)
 		s.ttl = 99
 		top := layers.MPLS{Label: 1, TTL: 10}
 		bottom := layers.MPLS{Label: 2, StackBottom: true, TTL: 20}
-		p := extracted(t, mplsFrame(t, &s, ethTypeMPLS, top, bottom))
+		p := extracted(t, mplsFrame(t, &s, header.EtherTypeMPLS, top, bottom))
 
 		a := Action{Kind: CopyTTLOut} // next entry -> top
 		applyOK(t, a, p)
 		top.TTL = 20
-		wantFrame(t, a, p, mplsFrame(t, &s, ethTypeMPLS, top, bottom))
-		a = Action{Kind: PopMPLS, Val16: ethTypeMPLS}
+		wantFrame(t, a, p, mplsFrame(t, &s, header.EtherTypeMPLS, top, bottom))
+		a = Action{Kind: PopMPLS, Val16: header.EtherTypeMPLS}
 		applyOK(t, a, p)
 		a = Action{Kind: CopyTTLOut} // IP -> bottom entry
 		applyOK(t, a, p)
 		bottom.TTL = 99
-		wantFrame(t, a, p, mplsFrame(t, &s, ethTypeMPLS, bottom))
+		wantFrame(t, a, p, mplsFrame(t, &s, header.EtherTypeMPLS, bottom))
 		if p.Key.MPLSLse&0xff != 99 {
 			t.Fatalf("key entry %#x", p.Key.MPLSLse)
 		}
@@ -234,7 +235,7 @@ func TestCopyTTL(t *testing.T) {
 		a = Action{Kind: CopyTTLIn} // bottom entry -> IP, checksum updated
 		applyOK(t, a, p)
 		bottom.TTL, s.ttl = 7, 7
-		wantFrame(t, a, p, mplsFrame(t, &s, ethTypeMPLS, bottom)) // gopacket summed the IPv4 header afresh
+		wantFrame(t, a, p, mplsFrame(t, &s, header.EtherTypeMPLS, bottom)) // gopacket summed the IPv4 header afresh
 
 		// Copy in to the next entry.
 		applyOK(t, Action{Kind: PushMPLS}, p)
@@ -244,7 +245,7 @@ func TestCopyTTL(t *testing.T) {
 		top = bottom
 		top.StackBottom = false
 		top.TTL, bottom.TTL = 3, 3
-		wantFrame(t, a, p, mplsFrame(t, &s, ethTypeMPLS, top, bottom))
+		wantFrame(t, a, p, mplsFrame(t, &s, header.EtherTypeMPLS, top, bottom))
 		p.Free()
 	}
 }
@@ -255,25 +256,25 @@ func pbbFrame(t testing.TB, bda, bsa net.HardwareAddr, tci uint32, c []byte) []b
 	t.Helper()
 	itag := binary.BigEndian.AppendUint32(nil, tci)
 	return serialize(t,
-		&layers.Ethernet{DstMAC: bda, SrcMAC: bsa, EthernetType: ethTypePBB},
+		&layers.Ethernet{DstMAC: bda, SrcMAC: bsa, EthernetType: header.EtherTypePBB},
 		gopacket.Payload(append(itag, c...)))
 }
 
 func TestPushPopPBB(t *testing.T) {
-	s := baseSpec(false, protoUDP)
-	s.vlans = []vlanSpec{{tpidCVLAN, 0x0064}}
+	s := baseSpec(false, header.IPProtoUDP)
+	s.vlans = []vlanSpec{{header.EtherTypeVLAN, 0x0064}}
 	orig := s.build(t)
 	p := loadPacket(t, &s, orig)
 	defer p.Free()
 
-	a := Action{Kind: PushPBB, Val16: ethTypePBB, Val8: 0xa8, Port: 0xff123456}
+	a := Action{Kind: PushPBB, Val16: header.EtherTypePBB, Val8: 0xa8, Val32: 0xff123456}
 	applyOK(t, a, p)
 	wantFrame(t, a, p, pbbFrame(t, s.ethDst[:], s.ethSrc[:], 0xa8123456, orig))
-	if p.Key.EthType != ethTypePBB || p.Key.PBBISID != 0x123456 || p.Key.VLAN != [2]flow.VLANTag{} {
+	if p.Key.EthType != header.EtherTypePBB || p.Key.PBBISID != 0x123456 || p.Key.VLAN != [2]flow.VLANTag{} {
 		t.Fatalf("key after push_pbb: %+v", p.Key)
 	}
 
-	a = Action{Kind: SetPBBISID, Port: 0xabcdef}
+	a = Action{Kind: SetPBBISID, Val32: 0xabcdef}
 	applyOK(t, a, p)
 	wantFrame(t, a, p, pbbFrame(t, s.ethDst[:], s.ethSrc[:], 0xa8abcdef, orig))
 	if p.Key.PBBISID != 0xabcdef {
@@ -283,7 +284,7 @@ func TestPushPopPBB(t *testing.T) {
 	// Backbone addresses and a B-TAG, then pop: the customer frame is back.
 	bda := Action{Kind: SetEthDst, Addr: [16]byte{0x01, 0x1e, 0x83, 0, 0, 1}}
 	applyOK(t, bda, p)
-	applyOK(t, Action{Kind: PushVLAN, Val16: tpidSVLAN, Val16b: 7}, p)
+	applyOK(t, Action{Kind: PushVLAN, Val16: header.EtherTypeQinQ, Val16b: 7}, p)
 	a = Action{Kind: PopPBB}
 	applyOK(t, a, p)
 	wantFrame(t, a, p, orig)
@@ -298,7 +299,7 @@ func TestPushPopPBB(t *testing.T) {
 // Pushes that find no headroom drop the packet and leave it as it was.
 func TestEncapWithoutHeadroomDrops(t *testing.T) {
 	for _, a := range []Action{{Kind: PushMPLS}, {Kind: PushPBB}} {
-		s := baseSpec(false, protoUDP)
+		s := baseSpec(false, header.IPProtoUDP)
 		p := loadPacket(t, &s, s.build(t))
 		for p.Headroom() >= pbbLen || a.Kind == PushMPLS && p.Headroom() >= mplsLen {
 			if !Apply(&a, p) {
@@ -319,14 +320,14 @@ func TestEncapWithoutHeadroomDrops(t *testing.T) {
 // The tunnel ID is metadata: the key changes, the frame does not, and it
 // survives the actions that parse the frame again.
 func TestSetTunnelID(t *testing.T) {
-	s := baseSpec(true, protoTCP)
+	s := baseSpec(true, header.IPProtoTCP)
 	orig := s.build(t)
 	p := loadPacket(t, &s, orig)
 	defer p.Free()
 	a := Action{Kind: SetTunnelID, Addr: [16]byte{0, 0, 0, 0, 0xde, 0xad, 0xbe, 0xef}}
 	applyOK(t, a, p)
 	wantFrame(t, a, p, orig)
-	for _, b := range []Action{{Kind: PushMPLS}, {Kind: PopMPLS, Val16: ethTypeIPv6}} {
+	for _, b := range []Action{{Kind: PushMPLS}, {Kind: PopMPLS, Val16: header.EtherTypeIPv6}} {
 		applyOK(t, b, p)
 	}
 	if p.Key.TunnelID != 0xdeadbeef {
@@ -405,10 +406,10 @@ func TestSetND(t *testing.T) {
 	ll, newLL := net.HardwareAddr{2, 0, 0, 0, 0, 1}, net.HardwareAddr{0x0a, 0xb, 0xc, 0xd, 0xe, 0xf}
 	newLLAddr := [16]byte(append(append([]byte(nil), newLL...), make([]byte, 10)...))
 	for _, advert := range []bool{false, true} {
-		typ := uint8(icmpv6NS)
+		typ := uint8(header.ICMPv6NeighborSolicit)
 		llSet, llOther := SetNDSLL, SetNDTLL
 		if advert {
-			typ, llSet, llOther = icmpv6NA, SetNDTLL, SetNDSLL
+			typ, llSet, llOther = header.ICMPv6NeighborAdvert, SetNDTLL, SetNDSLL
 		}
 		p := extracted(t, ndFrame(t, advert, target, ll, typ))
 		a := Action{Kind: SetNDTarget, Addr: newTarget}
@@ -447,7 +448,7 @@ func TestSetND(t *testing.T) {
 
 // ICMPv4 type and code rewrites, checked against gopacket's checksum.
 func TestSetICMPv4(t *testing.T) {
-	s := baseSpec(false, protoICMP)
+	s := baseSpec(false, header.IPProtoICMP)
 	p := loadPacket(t, &s, s.build(t))
 	defer p.Free()
 	for _, a := range []Action{{Kind: SetICMPType, Val8: 0}, {Kind: SetICMPCode, Val8: 255}, {Kind: SetICMPType, Val8: 255}} {
@@ -463,17 +464,17 @@ func TestSetICMPv4(t *testing.T) {
 // The encapsulation and field actions must not touch bytes beyond a cut
 // frame whatever the key claims, nor grow it by more than one push.
 func TestNewKindsStayInsideFrame(t *testing.T) {
-	s := baseSpec(false, protoTCP)
+	s := baseSpec(false, header.IPProtoTCP)
 	frames := [][]byte{
 		s.build(t),
-		mplsFrame(t, &s, ethTypeMPLS, layers.MPLS{Label: 1, TTL: 5}, layers.MPLS{Label: 2, StackBottom: true, TTL: 6}),
+		mplsFrame(t, &s, header.EtherTypeMPLS, layers.MPLS{Label: 1, TTL: 5}, layers.MPLS{Label: 2, StackBottom: true, TTL: 6}),
 		pbbFrame(t, s.ethDst[:], s.ethSrc[:], 0x00123456, s.build(t)),
 		arpFrame(t, 1, net.HardwareAddr{2, 0, 0, 0, 0, 1}, net.HardwareAddr{0, 0, 0, 0, 0, 0}, []byte{1, 2, 3, 4}, []byte{5, 6, 7, 8}),
-		ndFrame(t, false, ip6("fe80::2"), net.HardwareAddr{2, 0, 0, 0, 0, 1}, icmpv6NS),
+		ndFrame(t, false, ip6("fe80::2"), net.HardwareAddr{2, 0, 0, 0, 0, 1}, header.ICMPv6NeighborSolicit),
 	}
 	var acts []Action
 	for k := PushMPLS; k < numKinds; k++ {
-		acts = append(acts, Action{Kind: k, Val8: 2, Val16: ethTypeIPv4, Port: 0x12345, Addr: ip6("2001:db8::1")})
+		acts = append(acts, Action{Kind: k, Val8: 2, Val16: header.EtherTypeIPv4, Val32: 0x12345, Addr: ip6("2001:db8::1")})
 	}
 	for _, frame := range frames {
 		var full flow.Key
@@ -495,7 +496,7 @@ func TestNewKindsStayInsideFrame(t *testing.T) {
 }
 
 func TestSetTunnelAddrs(t *testing.T) {
-	s := baseSpec(false, protoUDP)
+	s := baseSpec(false, header.IPProtoUDP)
 	orig := s.build(t)
 	p := loadPacket(t, &s, orig)
 	defer p.Free()
@@ -506,7 +507,7 @@ func TestSetTunnelAddrs(t *testing.T) {
 	applyOK(t, b, p)
 	wantFrame(t, a, p, orig)
 	// A re-extraction (pop/push MPLS) keeps the metadata.
-	for _, c := range []Action{{Kind: PushMPLS}, {Kind: PopMPLS, Val16: ethTypeIPv4}} {
+	for _, c := range []Action{{Kind: PushMPLS}, {Kind: PopMPLS, Val16: header.EtherTypeIPv4}} {
 		applyOK(t, c, p)
 	}
 	if p.Key.Tun.Dst != dst || p.Key.Tun.Src != src {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/vswitch-go/vswitch/datapath/header"
 )
 
 // localPort is the bridge's own interface (datapath.LocalPort, OpenFlow's
@@ -22,8 +24,8 @@ func (a Action) String() string {
 		}
 		return fmt.Sprintf("output:%d", a.Port)
 	case Controller:
-		if a.Port != 0 {
-			return fmt.Sprintf("userspace(controller,arg=%d)", a.Port)
+		if arg := a.ControllerArg(); arg != 0 {
+			return fmt.Sprintf("userspace(controller,arg=%d)", arg)
 		}
 		return "userspace(controller)"
 	case SetEthSrc:
@@ -58,7 +60,7 @@ func (a Action) String() string {
 	case PushVLAN:
 		var b strings.Builder
 		b.WriteString("push_vlan(")
-		if a.Val16 != tpidCVLAN {
+		if a.Val16 != header.EtherTypeVLAN {
 			fmt.Fprintf(&b, "tpid=%#x,", a.Val16)
 		}
 		writeTCI(&b, a.Val16b)
@@ -73,15 +75,15 @@ func (a Action) String() string {
 	case PushMPLS:
 		// Label, TC, TTL and bottom-of-stack come from the packet when the
 		// action runs, so unlike OVS's push_mpls only the type is shown.
-		t := uint16(ethTypeMPLS)
-		if a.Val16 == ethTypeMPLSMcast {
-			t = ethTypeMPLSMcast
+		t := uint16(header.EtherTypeMPLS)
+		if a.Val16 == header.EtherTypeMPLSMcast {
+			t = header.EtherTypeMPLSMcast
 		}
 		return fmt.Sprintf("push_mpls(eth_type=%#x)", t)
 	case PopMPLS:
 		return fmt.Sprintf("pop_mpls(eth_type=%#x)", a.Val16)
 	case SetMPLSLabel:
-		return fmt.Sprintf("set(mpls(label=%d))", a.Port&0xfffff)
+		return fmt.Sprintf("set(mpls(label=%d))", a.Val32&0xfffff)
 	case SetMPLSTC:
 		return fmt.Sprintf("set(mpls(tc=%d))", a.Val8&7)
 	case SetMPLSTTL:
@@ -94,7 +96,7 @@ func (a Action) String() string {
 		return "copy_ttl_in"
 	case PushPBB:
 		var b strings.Builder
-		fmt.Fprintf(&b, "push_pbb(isid=%d", a.Port&pbbISIDMax)
+		fmt.Fprintf(&b, "push_pbb(isid=%d", a.Val32&pbbISIDMax)
 		if pcp := a.Val8 >> 5; pcp != 0 {
 			fmt.Fprintf(&b, ",pcp=%d", pcp)
 		}
@@ -109,7 +111,7 @@ func (a Action) String() string {
 	case PopPBB:
 		return "pop_pbb"
 	case SetPBBISID:
-		return fmt.Sprintf("set(pbb(isid=%d))", a.Port&pbbISIDMax)
+		return fmt.Sprintf("set(pbb(isid=%d))", a.Val32&pbbISIDMax)
 	case SetTunnelID:
 		return fmt.Sprintf("set(tunnel(tun_id=%#x))", binary.BigEndian.Uint64(a.Addr[:8]))
 	case SetTunnelSrc, SetTunnelDst:
@@ -123,7 +125,7 @@ func (a Action) String() string {
 		}
 		return "set(tunnel(" + name + ip.Unmap().String() + "))"
 	case SetIPv6Label:
-		return fmt.Sprintf("set(ipv6(label=%#x))", a.Port&0xfffff)
+		return fmt.Sprintf("set(ipv6(label=%#x))", a.Val32&0xfffff)
 	case SetARPOp:
 		return fmt.Sprintf("set(arp(op=%d))", a.Val16)
 	case SetARPSPA:
@@ -146,9 +148,9 @@ func (a Action) String() string {
 	case SetICMPCode:
 		return fmt.Sprintf("set(icmp(code=%d))", a.Val8)
 	case Meter:
-		return fmt.Sprintf("meter(%d)", a.Port)
+		return fmt.Sprintf("meter(%d)", a.MeterID())
 	case Recirc:
-		return fmt.Sprintf("recirc(%#x)", a.Port)
+		return fmt.Sprintf("recirc(%#x)", a.RecircID())
 	case SetEthType:
 		return fmt.Sprintf("set(eth_type(0x%04x))", a.Val16)
 	case SetIPProto:

@@ -7,9 +7,9 @@ func TestActionString(t *testing.T) {
 		a    Action
 		want string
 	}{
-		{Action{Kind: Output, Port: 2}, "output:2"},
+		{OutputTo(2), "output:2"},
 		{Action{Kind: Controller}, "userspace(controller)"},
-		{Action{Kind: Controller, Port: 7}, "userspace(controller,arg=7)"},
+		{Action{Kind: Controller, Val32: 7}, "userspace(controller,arg=7)"},
 		{Action{Kind: SetEthSrc, Addr: [16]byte{0x0a, 0xbb, 0, 1, 0x22, 0xff}}, "set(eth(src=0a:bb:00:01:22:ff))"},
 		{Action{Kind: SetEthDst, Addr: [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}, "set(eth(dst=ff:ff:ff:ff:ff:ff))"},
 		{Action{Kind: SetIPv4Src, Addr: ip4(10, 0, 0, 1)}, "set(ipv4(src=10.0.0.1))"},
@@ -34,18 +34,18 @@ func TestActionString(t *testing.T) {
 		{Action{Kind: PushMPLS, Val16: 0x8848}, "push_mpls(eth_type=0x8848)"},
 		{Action{Kind: PushMPLS}, "push_mpls(eth_type=0x8847)"},
 		{Action{Kind: PopMPLS, Val16: 0x0800}, "pop_mpls(eth_type=0x800)"},
-		{Action{Kind: SetMPLSLabel, Port: 1000}, "set(mpls(label=1000))"},
+		{Action{Kind: SetMPLSLabel, Val32: 1000}, "set(mpls(label=1000))"},
 		{Action{Kind: SetMPLSTC, Val8: 5}, "set(mpls(tc=5))"},
 		{Action{Kind: SetMPLSTTL, Val8: 64}, "set(mpls(ttl=64))"},
 		{Action{Kind: DecMPLSTTL}, "dec_mpls_ttl"},
 		{Action{Kind: CopyTTLOut}, "copy_ttl_out"},
 		{Action{Kind: CopyTTLIn}, "copy_ttl_in"},
-		{Action{Kind: PushPBB, Port: 0x123456}, "push_pbb(isid=1193046)"},
-		{Action{Kind: PushPBB, Val8: 0xb8, Port: 7}, "push_pbb(isid=7,pcp=5,dei=1,uca=1)"},
+		{Action{Kind: PushPBB, Val32: 0x123456}, "push_pbb(isid=1193046)"},
+		{Action{Kind: PushPBB, Val8: 0xb8, Val32: 7}, "push_pbb(isid=7,pcp=5,dei=1,uca=1)"},
 		{Action{Kind: PopPBB}, "pop_pbb"},
-		{Action{Kind: SetPBBISID, Port: 99}, "set(pbb(isid=99))"},
+		{Action{Kind: SetPBBISID, Val32: 99}, "set(pbb(isid=99))"},
 		{Action{Kind: SetTunnelID, Addr: [16]byte{0, 0, 0, 0, 0, 0, 0x12, 0x34}}, "set(tunnel(tun_id=0x1234))"},
-		{Action{Kind: SetIPv6Label, Port: 0x12345}, "set(ipv6(label=0x12345))"},
+		{Action{Kind: SetIPv6Label, Val32: 0x12345}, "set(ipv6(label=0x12345))"},
 		{Action{Kind: SetARPOp, Val16: 2}, "set(arp(op=2))"},
 		{Action{Kind: SetARPSPA, Addr: ip4(10, 0, 0, 1)}, "set(arp(sip=10.0.0.1))"},
 		{Action{Kind: SetARPTPA, Addr: ip4(10, 0, 0, 2)}, "set(arp(tip=10.0.0.2))"},
@@ -56,8 +56,8 @@ func TestActionString(t *testing.T) {
 		{Action{Kind: SetNDTLL, Addr: [16]byte{2, 0, 0, 0, 0, 2}}, "set(nd(tll=02:00:00:00:00:02))"},
 		{Action{Kind: SetICMPType, Val8: 3}, "set(icmp(type=3))"},
 		{Action{Kind: SetICMPCode, Val8: 1}, "set(icmp(code=1))"},
-		{Action{Kind: Meter, Port: 7}, "meter(7)"},
-		{Action{Kind: Recirc, Port: 0x2a}, "recirc(0x2a)"},
+		{MeterAction(7), "meter(7)"},
+		{RecircAction(0x2a), "recirc(0x2a)"},
 		{Action{Kind: Invalid}, "invalid(kind=0)"},
 		{Action{Kind: 200}, "invalid(kind=200)"},
 	}
@@ -75,8 +75,8 @@ func TestListString(t *testing.T) {
 	l := List{
 		{Kind: SetIPv4Dst, Addr: ip4(10, 1, 2, 3)},
 		{Kind: PushVLAN, Val16: 0x8100, Val16b: 10},
-		{Kind: Output, Port: 2},
-		{Kind: Output, Port: 3},
+		OutputTo(2),
+		OutputTo(3),
 	}
 	if got, want := l.String(), "set(ipv4(dst=10.1.2.3)),push_vlan(vid=10,pcp=0),output:2,output:3"; got != want {
 		t.Errorf("got %q, want %q", got, want)

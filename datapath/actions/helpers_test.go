@@ -9,11 +9,9 @@ import (
 	"github.com/google/gopacket/layers"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 )
-
-// protoICMP is only needed by tests: ICMPv4 has no pseudo-header checksum.
-const protoICMP = 1
 
 // Fragment positions a pktSpec can describe (IPv4 only).
 const (
@@ -55,9 +53,9 @@ func (s pktSpec) clone() pktSpec {
 
 func (s *pktSpec) ipType() uint16 {
 	if s.v6 {
-		return ethTypeIPv6
+		return header.EtherTypeIPv6
 	}
-	return ethTypeIPv4
+	return header.EtherTypeIPv4
 }
 
 var serializeOpts = gopacket.SerializeOptions{ComputeChecksums: true, FixLengths: true}
@@ -68,7 +66,7 @@ func (s *pktSpec) l4Layers(t testing.TB, nl gopacket.NetworkLayer) []gopacket.Se
 	t.Helper()
 	payload := gopacket.Payload(s.payload)
 	switch s.proto {
-	case protoTCP:
+	case header.IPProtoTCP:
 		tcp := &layers.TCP{
 			SrcPort: layers.TCPPort(s.sport), DstPort: layers.TCPPort(s.dport),
 			Seq: 0x01020304, Ack: 0x0a0b0c0d, Window: 4096,
@@ -79,13 +77,13 @@ func (s *pktSpec) l4Layers(t testing.TB, nl gopacket.NetworkLayer) []gopacket.Se
 			t.Fatal(err)
 		}
 		return []gopacket.SerializableLayer{tcp, payload}
-	case protoUDP:
+	case header.IPProtoUDP:
 		udp := &layers.UDP{SrcPort: layers.UDPPort(s.sport), DstPort: layers.UDPPort(s.dport)}
 		if err := udp.SetNetworkLayerForChecksum(nl); err != nil {
 			t.Fatal(err)
 		}
 		return []gopacket.SerializableLayer{udp, payload}
-	case protoSCTP:
+	case header.IPProtoSCTP:
 		return []gopacket.SerializableLayer{
 			&layers.SCTP{SrcPort: layers.SCTPPort(s.sport), DstPort: layers.SCTPPort(s.dport), VerificationTag: 0xdeadbeef},
 			&layers.SCTPData{
@@ -95,12 +93,12 @@ func (s *pktSpec) l4Layers(t testing.TB, nl gopacket.NetworkLayer) []gopacket.Se
 			},
 			payload,
 		}
-	case protoICMP:
+	case header.IPProtoICMP:
 		return []gopacket.SerializableLayer{
 			&layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(uint8(s.sport), uint8(s.dport)), Id: 9, Seq: 10},
 			payload,
 		}
-	case protoICMPv6:
+	case header.IPProtoICMPv6:
 		icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(uint8(s.sport), uint8(s.dport))}
 		if err := icmp.SetNetworkLayerForChecksum(nl); err != nil {
 			t.Fatal(err)
@@ -177,7 +175,7 @@ func (s *pktSpec) build(t testing.TB) []byte {
 		ls = append(ls, s.l4Layers(t, nl)...)
 	}
 	frame := serialize(t, ls...)
-	if s.proto == protoUDP && s.frag != laterFrag {
+	if s.proto == header.IPProtoUDP && s.frag != laterFrag {
 		c := s.l4Offset() + 6
 		switch {
 		case s.udpZeroCsum:
@@ -238,7 +236,7 @@ func (s *pktSpec) key(inPort uint32) flow.Key {
 		return k
 	}
 	k.TpSrc, k.TpDst = s.sport, s.dport
-	if s.proto == protoTCP {
+	if s.proto == header.IPProtoTCP {
 		k.TCPFlags = s.tcpFlags
 	}
 	return k
@@ -285,7 +283,7 @@ func baseSpec(v6 bool, proto uint8) pktSpec {
 	} else {
 		s.src, s.dst = ip4(10, 0, 0, 1), ip4(10, 0, 1, 2)
 	}
-	if proto == protoICMP || proto == protoICMPv6 {
+	if proto == header.IPProtoICMP || proto == header.IPProtoICMPv6 {
 		s.sport, s.dport = 8, 0
 		if v6 {
 			s.sport = 128

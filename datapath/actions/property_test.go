@@ -11,6 +11,7 @@ import (
 	"github.com/google/gopacket/layers"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 )
 
 func randSpec(r *rand.Rand) pktSpec {
@@ -23,7 +24,7 @@ func randSpec(r *rand.Rand) pktSpec {
 	fill(s.ethSrc[:])
 	fill(s.ethDst[:])
 	s.v6 = r.IntN(2) == 0
-	tpids := []uint16{tpidCVLAN, tpidSVLAN, tpidQinQOld}
+	tpids := []uint16{header.EtherTypeVLAN, header.EtherTypeQinQ, header.EtherTypeQinQOld}
 	for n := r.IntN(4); n > 0 && r.IntN(3) != 0; n-- {
 		s.vlans = append(s.vlans, vlanSpec{tpids[r.IntN(len(tpids))], uint16(r.Uint32())})
 	}
@@ -37,15 +38,15 @@ func randSpec(r *rand.Rand) pktSpec {
 	s.ttl = []uint8{0, 1, 2, 64, 255}[r.IntN(5)]
 	if s.v6 {
 		s.flowLabel = r.Uint32() & 0xfffff
-		s.proto = []uint8{protoTCP, protoUDP, protoSCTP, protoICMPv6, 47}[r.IntN(5)]
+		s.proto = []uint8{header.IPProtoTCP, header.IPProtoUDP, header.IPProtoSCTP, header.IPProtoICMPv6, 47}[r.IntN(5)]
 	} else {
 		s.ipOption = r.IntN(4) == 0
-		s.proto = []uint8{protoTCP, protoUDP, protoSCTP, protoICMP, 47}[r.IntN(5)]
+		s.proto = []uint8{header.IPProtoTCP, header.IPProtoUDP, header.IPProtoSCTP, header.IPProtoICMP, 47}[r.IntN(5)]
 		s.frag = []int{notFrag, notFrag, notFrag, firstFrag, laterFrag}[r.IntN(5)]
-		s.udpZeroCsum = s.proto == protoUDP && r.IntN(3) == 0
+		s.udpZeroCsum = s.proto == header.IPProtoUDP && r.IntN(3) == 0
 	}
 	s.sport, s.dport = uint16(r.Uint32()), uint16(r.Uint32())
-	if s.proto == protoICMP || s.proto == protoICMPv6 {
+	if s.proto == header.IPProtoICMP || s.proto == header.IPProtoICMPv6 {
 		// Echo, so that gopacket's ICMPv6 echo layer fits the bytes; avoid
 		// neighbour discovery, whose options the key would read.
 		s.sport, s.dport = 8, 0
@@ -70,28 +71,28 @@ func randAction(r *rand.Rand) Action {
 	}
 	a.Val16 = uint16(r.Uint32())
 	a.Val16b = uint16(r.Uint32())
-	a.Port = r.Uint32()
+	a.Val32 = r.Uint32()
 	switch a.Kind {
 	case PushVLAN:
 		// Odd TPIDs too, but none that extraction takes for a network
 		// type: a frame whose tag reads as an IP header has a fake IP
 		// header whose checksum nothing can vouch for.
-		a.Val16 = []uint16{tpidCVLAN, tpidSVLAN, tpidQinQOld, 0x1234, 0xffff}[r.IntN(5)]
+		a.Val16 = []uint16{header.EtherTypeVLAN, header.EtherTypeQinQ, header.EtherTypeQinQOld, 0x1234, 0xffff}[r.IntN(5)]
 	case SetVLANTCI:
 		a.Val16 = []uint16{0, 0x0fff, 0xe000, uint16(r.Uint32())}[r.IntN(4)]
 	case PushMPLS:
-		a.Val16 = []uint16{ethTypeMPLS, ethTypeMPLSMcast, 0x1234}[r.IntN(3)]
+		a.Val16 = []uint16{header.EtherTypeMPLS, header.EtherTypeMPLSMcast, 0x1234}[r.IntN(3)]
 	case PopMPLS:
 		// The right type, a wrong one, another label, an unknown one.
-		a.Val16 = []uint16{ethTypeIPv4, ethTypeIPv6, ethTypeMPLS, 0x1234}[r.IntN(4)]
+		a.Val16 = []uint16{header.EtherTypeIPv4, header.EtherTypeIPv6, header.EtherTypeMPLS, 0x1234}[r.IntN(4)]
 	case SetMPLSTTL:
 		a.Val8 = []uint8{0, 1, 2, 64}[r.IntN(4)]
 	case SetEthType:
 		// No IP type: bytes of one IP version read as the other have no
 		// checksums anything could vouch for.
-		a.Val16 = []uint16{0x1234, ethTypeMPLS, 0x88b5, 0x0806}[r.IntN(4)]
+		a.Val16 = []uint16{0x1234, header.EtherTypeMPLS, 0x88b5, 0x0806}[r.IntN(4)]
 	case SetIPProto:
-		a.Val8 = []uint8{protoTCP, protoUDP, protoSCTP, protoICMP, protoICMPv6, 47}[r.IntN(6)]
+		a.Val8 = []uint8{header.IPProtoTCP, header.IPProtoUDP, header.IPProtoSCTP, header.IPProtoICMP, header.IPProtoICMPv6, 47}[r.IntN(6)]
 	}
 	return a
 }
@@ -126,7 +127,7 @@ func TestApplyProperty(t *testing.T) {
 		// SCTP fragments keep their (now stale) CRC, which gopacket would
 		// recompute over the fragment.
 		modelOK := !truncated && st == 0 && p.Offsets.L3 != flow.NoOffset &&
-			!(s.proto == protoSCTP && s.frag != notFrag)
+			!(s.proto == header.IPProtoSCTP && s.frag != notFrag)
 
 		var list List
 		for n := r.IntN(7); n > 0; n-- {
@@ -192,13 +193,13 @@ func TestApplyProperty(t *testing.T) {
 				}
 				csumChecked++
 			} else if !truncated && p.Offsets.L3 != flow.NoOffset && !protoChanged &&
-				(p.Key.EthType == ethTypeIPv4 || p.Key.EthType == ethTypeIPv6) {
+				(p.Key.EthType == header.EtherTypeIPv4 || p.Key.EthType == header.EtherTypeIPv6) {
 				// (A set eth_type can make the IP header read as ARP or
 				// anything else: there is no IP checksum to check then.)
 				// Decode from the network header: a pushed TPID that no
 				// decoder knows would otherwise hide the IP header.
 				first := layers.LayerTypeIPv4
-				if p.Key.EthType == ethTypeIPv6 {
+				if p.Key.EthType == header.EtherTypeIPv6 {
 					first = layers.LayerTypeIPv6
 				}
 				if err := verifyChecksums(p.Data()[p.Offsets.L3:], first, s.udpZeroCsum); err != nil {
@@ -354,8 +355,8 @@ func serializeRaw(ls ...gopacket.SerializableLayer) ([]byte, error) {
 // test proves nothing.
 func TestVerifyChecksumsCatchesErrors(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
-		for _, proto := range []uint8{protoTCP, protoUDP, protoSCTP, protoICMP, protoICMPv6} {
-			if v6 && proto == protoICMP || !v6 && proto == protoICMPv6 {
+		for _, proto := range []uint8{header.IPProtoTCP, header.IPProtoUDP, header.IPProtoSCTP, header.IPProtoICMP, header.IPProtoICMPv6} {
+			if v6 && proto == header.IPProtoICMP || !v6 && proto == header.IPProtoICMPv6 {
 				continue
 			}
 			s := baseSpec(v6, proto)
@@ -385,14 +386,14 @@ func TestVerifyChecksumsCatchesErrors(t *testing.T) {
 // unknown TPID covers bytes that are not an IP header.
 func ipUnderMPLS(d []byte) (int, gopacket.LayerType) {
 	pos := 12
-	for pos+6 <= len(d) && (binary.BigEndian.Uint16(d[pos:]) == tpidCVLAN ||
-		binary.BigEndian.Uint16(d[pos:]) == tpidSVLAN || binary.BigEndian.Uint16(d[pos:]) == tpidQinQOld) {
+	for pos+6 <= len(d) && (binary.BigEndian.Uint16(d[pos:]) == header.EtherTypeVLAN ||
+		binary.BigEndian.Uint16(d[pos:]) == header.EtherTypeQinQ || binary.BigEndian.Uint16(d[pos:]) == header.EtherTypeQinQOld) {
 		pos += 4
 	}
 	if pos+2 > len(d) {
 		return -1, 0
 	}
-	if t := binary.BigEndian.Uint16(d[pos:]); t != ethTypeMPLS && t != ethTypeMPLSMcast {
+	if t := binary.BigEndian.Uint16(d[pos:]); t != header.EtherTypeMPLS && t != header.EtherTypeMPLSMcast {
 		return -1, 0
 	}
 	for off := pos + 2; off+4 <= len(d); off += 4 {
@@ -416,7 +417,7 @@ func ipUnderMPLS(d []byte) (int, gopacket.LayerType) {
 // plain 16-bit loop, or, for SCTP, with the bitwise CRC32c.
 func l4ChecksumVerifies(d []byte, k *flow.Key, off *flow.Offsets) error {
 	l3, l4 := int(off.L3), int(off.L4)
-	v6 := k.EthType == ethTypeIPv6
+	v6 := k.EthType == header.EtherTypeIPv6
 	var end int
 	if v6 {
 		end = l3 + 40 + int(binary.BigEndian.Uint16(d[l3+4:]))
@@ -427,15 +428,15 @@ func l4ChecksumVerifies(d []byte, k *flow.Key, off *flow.Offsets) error {
 	seg := d[l4:end]
 	field, pseudo := 0, true
 	switch {
-	case k.NwProto == protoTCP && len(seg) >= 20:
+	case k.NwProto == header.IPProtoTCP && len(seg) >= 20:
 		field = 16
-	case k.NwProto == protoUDP && len(seg) >= 8:
+	case k.NwProto == header.IPProtoUDP && len(seg) >= 8:
 		field = 6
-	case k.NwProto == protoICMP && !v6 && len(seg) >= 4:
+	case k.NwProto == header.IPProtoICMP && !v6 && len(seg) >= 4:
 		field, pseudo = 2, false
-	case k.NwProto == protoICMPv6 && v6 && len(seg) >= 4:
+	case k.NwProto == header.IPProtoICMPv6 && v6 && len(seg) >= 4:
 		field = 2
-	case k.NwProto == protoSCTP && len(seg) >= 12:
+	case k.NwProto == header.IPProtoSCTP && len(seg) >= 12:
 		if got, want := sctpChecksumOK(seg); got != want {
 			return fmt.Errorf("SCTP CRC32c %#08x, want %#08x", got, want)
 		}
@@ -443,7 +444,7 @@ func l4ChecksumVerifies(d []byte, k *flow.Key, off *flow.Offsets) error {
 	default:
 		return nil
 	}
-	if k.NwProto == protoUDP && seg[field] == 0 && seg[field+1] == 0 {
+	if k.NwProto == header.IPProtoUDP && seg[field] == 0 && seg[field+1] == 0 {
 		if !v6 {
 			return nil // IPv4 UDP sent without a checksum (a no-op change)
 		}

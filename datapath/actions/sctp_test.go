@@ -8,6 +8,7 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/internal/checksumref"
 )
 
@@ -27,14 +28,14 @@ func sctpChecksumOK(sctp []byte) (got, want uint32) {
 func TestSCTPPortRewriteChecksumProperty(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 13))
 	for i := range 2000 {
-		s := baseSpec(r.IntN(2) == 0, protoSCTP)
+		s := baseSpec(r.IntN(2) == 0, header.IPProtoSCTP)
 		s.sport, s.dport = uint16(r.Uint32()), uint16(r.Uint32())
 		s.payload = make([]byte, r.IntN(80)) // short ones get Ethernet padding
 		for j := range s.payload {
 			s.payload[j] = byte(r.Uint32())
 		}
 		if r.IntN(3) == 0 {
-			s.vlans = []vlanSpec{{tpidCVLAN, uint16(r.Uint32())}}
+			s.vlans = []vlanSpec{{header.EtherTypeVLAN, uint16(r.Uint32())}}
 		}
 		s.ipOption = !s.v6 && r.IntN(3) == 0
 		frame := s.build(t)

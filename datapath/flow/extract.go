@@ -1,5 +1,7 @@
 package flow
 
+import "github.com/vswitch-go/vswitch/datapath/header"
+
 // Extraction rules, where the wire leaves a choice:
 //
 //   - A header contributes its fields only once the part of it the key reads
@@ -48,42 +50,6 @@ package flow
 //   - Offsets always fit in 16 bits below NoOffset: the deepest header a key
 //     reads starts at most 30 + 40 + 16*2048 bytes into the frame.
 
-const (
-	ethTypeMin       = 0x0600 // below: an 802.3 length field
-	ethType8023      = 0x05ff // 802.3 frame without a SNAP type, as in OVS
-	ethTypeIPv4      = 0x0800
-	ethTypeARP       = 0x0806
-	ethTypeVLAN      = 0x8100
-	ethTypeIPv6      = 0x86dd
-	ethTypeMPLS      = 0x8847
-	ethTypeMPLSMcast = 0x8848
-	ethTypeQinQ      = 0x88a8
-	ethTypeQinQOld   = 0x9100 // pre-802.1ad service tag, accepted as outer only
-	ethTypePBB       = 0x88e7 // 802.1ah I-TAG
-)
-
-const (
-	ipProtoHopByHop = 0
-	ipProtoICMP     = 1
-	ipProtoTCP      = 6
-	ipProtoUDP      = 17
-	ipProtoRouting  = 43
-	ipProtoFragment = 44
-	ipProtoESP      = 50
-	ipProtoAH       = 51
-	ipProtoICMPv6   = 58
-	ipProtoNoNext   = 59
-	ipProtoDstOpts  = 60
-	ipProtoSCTP     = 132
-)
-
-const (
-	icmp6NeighborSolicit = 135
-	icmp6NeighborAdvert  = 136
-	ndOptSourceLLAddr    = 1
-	ndOptTargetLLAddr    = 2
-)
-
 // maxIPv6ExtHeaders bounds the extension-header walk so that a crafted chain
 // cannot make one packet cost much more than another (and keeps offsets
 // within 16 bits).
@@ -116,7 +82,7 @@ func Extract(data []byte, inPort uint32, k *Key, off *Offsets) Status {
 	typ := be16(data[12:14])
 	p := 14
 
-	if typ == ethTypeVLAN || typ == ethTypeQinQ || typ == ethTypeQinQOld {
+	if typ == header.EtherTypeVLAN || typ == header.EtherTypeQinQ || typ == header.EtherTypeQinQOld {
 		if len(data) < p+4 {
 			k.EthType = typ
 			return Truncated
@@ -124,7 +90,7 @@ func Extract(data []byte, inPort uint32, k *Key, off *Offsets) Status {
 		k.VLAN[0] = VLANTag{TPID: typ, TCI: be16(data[p : p+2])}
 		typ = be16(data[p+2 : p+4])
 		p += 4
-		if typ == ethTypeVLAN || typ == ethTypeQinQ {
+		if typ == header.EtherTypeVLAN || typ == header.EtherTypeQinQ {
 			if len(data) < p+4 {
 				k.EthType = typ
 				return Truncated
@@ -135,10 +101,10 @@ func Extract(data []byte, inPort uint32, k *Key, off *Offsets) Status {
 		}
 	}
 
-	if typ < ethTypeMin {
+	if typ < header.EtherTypeMin {
 		// 802.3 length frame: only LLC with a SNAP header of OUI 0 carries an
 		// Ethernet type.
-		k.EthType = ethType8023
+		k.EthType = header.EtherType8023
 		llc := data[p:]
 		if len(llc) < 3 {
 			return Truncated
@@ -158,18 +124,18 @@ func Extract(data []byte, inPort uint32, k *Key, off *Offsets) Status {
 	k.EthType = typ
 
 	switch typ {
-	case ethTypeIPv4:
+	case header.EtherTypeIPv4:
 		return extractIPv4(data, p, k, off)
-	case ethTypeIPv6:
+	case header.EtherTypeIPv6:
 		return extractIPv6(data, p, k, off)
-	case ethTypeARP:
+	case header.EtherTypeARP:
 		return extractARP(data[p:], p, k, off)
-	case ethTypeMPLS, ethTypeMPLSMcast:
+	case header.EtherTypeMPLS, header.EtherTypeMPLSMcast:
 		if len(data) < p+4 {
 			return Truncated
 		}
 		k.MPLSLse = be32(data[p : p+4])
-	case ethTypePBB:
+	case header.EtherTypePBB:
 		if len(data) < p+4 {
 			return Truncated
 		}
@@ -247,17 +213,17 @@ func extractIPv6(data []byte, l3 int, k *Key, off *Offsets) Status {
 	slot, dests := 0, 0
 	for i := 0; ; i++ {
 		switch nh {
-		case ipProtoHopByHop, ipProtoRouting, ipProtoDstOpts, ipProtoAH, ipProtoFragment:
+		case header.IPProtoHopByHop, header.IPProtoRouting, header.IPProtoDstOpts, header.IPProtoAH, header.IPProtoFragment:
 			if i == maxIPv6ExtHeaders {
 				k.NwProto = nh
 				return st | Malformed
 			}
 			slot = extHdrSeen(k, nh, slot, &dests)
-		case ipProtoESP:
+		case header.IPProtoESP:
 			extHdrSeen(k, nh, slot, &dests)
 			k.NwProto = nh
 			return st
-		case ipProtoNoNext:
+		case header.IPProtoNoNext:
 			k.IPv6ExtHdr |= ExtHdrNoNext
 			k.NwProto = nh
 			return st
@@ -265,7 +231,7 @@ func extractIPv6(data []byte, l3 int, k *Key, off *Offsets) Status {
 			k.NwProto = nh
 			return st | extractL4(rest, p, true, k, off)
 		}
-		if nh == ipProtoFragment {
+		if nh == header.IPProtoFragment {
 			if len(rest) < 8 {
 				k.NwProto = nh
 				return st | Truncated
@@ -287,7 +253,7 @@ func extractIPv6(data []byte, l3 int, k *Key, off *Offsets) Status {
 			return st | Truncated
 		}
 		n := (int(rest[1]) + 1) * 8
-		if nh == ipProtoAH {
+		if nh == header.IPProtoAH {
 			n = (int(rest[1]) + 2) * 4
 		}
 		if len(rest) < n {
@@ -306,25 +272,25 @@ func extHdrSeen(k *Key, nh uint8, slot int, dests *int) int {
 	var bit uint16
 	at := 0 // nh's slot in the preferred order
 	switch nh {
-	case ipProtoHopByHop:
+	case header.IPProtoHopByHop:
 		bit, at = ExtHdrHop, 0
-	case ipProtoDstOpts:
+	case header.IPProtoDstOpts:
 		bit, at = ExtHdrDest, 1
 		if slot > 1 {
 			at = 6
 		}
 		*dests++
-	case ipProtoRouting:
+	case header.IPProtoRouting:
 		bit, at = ExtHdrRouter, 2
-	case ipProtoFragment:
+	case header.IPProtoFragment:
 		bit, at = ExtHdrFrag, 3
-	case ipProtoAH:
+	case header.IPProtoAH:
 		bit, at = ExtHdrAuth, 4
-	case ipProtoESP:
+	case header.IPProtoESP:
 		bit, at = ExtHdrESP, 5
 	}
 	eh := k.IPv6ExtHdr
-	if eh&bit != 0 && (nh != ipProtoDstOpts || *dests > 2) {
+	if eh&bit != 0 && (nh != header.IPProtoDstOpts || *dests > 2) {
 		eh |= ExtHdrUnrep
 	}
 	eh |= bit
@@ -346,7 +312,7 @@ func extractARP(h []byte, l3 int, k *Key, off *Offsets) Status {
 		return Truncated
 	}
 	off.L3 = uint16(l3)
-	if be16(h[0:2]) != 1 || be16(h[2:4]) != ethTypeIPv4 || hlen != 6 || plen != 4 {
+	if be16(h[0:2]) != 1 || be16(h[2:4]) != header.EtherTypeIPv4 || hlen != 6 || plen != 4 {
 		return 0
 	}
 	if op := be16(h[6:8]); op <= 0xff {
@@ -363,7 +329,7 @@ func extractARP(h []byte, l3 int, k *Key, off *Offsets) Status {
 // payload), which starts at frame offset p.
 func extractL4(h []byte, p int, v6 bool, k *Key, off *Offsets) Status {
 	switch k.NwProto {
-	case ipProtoTCP:
+	case header.IPProtoTCP:
 		if len(h) < 4 {
 			return Truncated
 		}
@@ -377,7 +343,7 @@ func extractL4(h []byte, p int, v6 bool, k *Key, off *Offsets) Status {
 		}
 		k.TCPFlags = ctl & 0x0fff
 		off.L4 = uint16(p)
-	case ipProtoUDP:
+	case header.IPProtoUDP:
 		if len(h) < 4 {
 			return Truncated
 		}
@@ -386,7 +352,7 @@ func extractL4(h []byte, p int, v6 bool, k *Key, off *Offsets) Status {
 			return Truncated
 		}
 		off.L4 = uint16(p)
-	case ipProtoSCTP:
+	case header.IPProtoSCTP:
 		if len(h) < 4 {
 			return Truncated
 		}
@@ -395,7 +361,7 @@ func extractL4(h []byte, p int, v6 bool, k *Key, off *Offsets) Status {
 			return Truncated
 		}
 		off.L4 = uint16(p)
-	case ipProtoICMP:
+	case header.IPProtoICMP:
 		if v6 {
 			return 0
 		}
@@ -404,7 +370,7 @@ func extractL4(h []byte, p int, v6 bool, k *Key, off *Offsets) Status {
 		}
 		k.TpSrc, k.TpDst = uint16(h[0]), uint16(h[1])
 		off.L4 = uint16(p)
-	case ipProtoICMPv6:
+	case header.IPProtoICMPv6:
 		if !v6 {
 			return 0
 		}
@@ -413,7 +379,7 @@ func extractL4(h []byte, p int, v6 bool, k *Key, off *Offsets) Status {
 		}
 		k.TpSrc, k.TpDst = uint16(h[0]), uint16(h[1])
 		off.L4 = uint16(p)
-		if (h[0] == icmp6NeighborSolicit || h[0] == icmp6NeighborAdvert) && h[1] == 0 {
+		if (h[0] == header.ICMPv6NeighborSolicit || h[0] == header.ICMPv6NeighborAdvert) && h[1] == 0 {
 			return extractND(h, k)
 		}
 	}
@@ -427,9 +393,9 @@ func extractND(h []byte, k *Key) Status {
 		return Truncated
 	}
 	k.NDTarget = [16]byte(h[8:24])
-	want := uint8(ndOptSourceLLAddr)
-	if h[0] == icmp6NeighborAdvert {
-		want = ndOptTargetLLAddr
+	want := uint8(header.NDOptSourceLLAddr)
+	if h[0] == header.ICMPv6NeighborAdvert {
+		want = header.NDOptTargetLLAddr
 	}
 	seen := false
 	opts := h[24:]
@@ -449,7 +415,7 @@ func extractND(h []byte, k *Key) Status {
 				return badND(k)
 			}
 			seen = true
-			if want == ndOptSourceLLAddr {
+			if want == header.NDOptSourceLLAddr {
 				k.ArpSHA = [6]byte(opts[2:8])
 			} else {
 				k.ArpTHA = [6]byte(opts[2:8])

@@ -1,6 +1,10 @@
 package flow
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/vswitch-go/vswitch/datapath/header"
+)
 
 func FuzzExtract(f *testing.F) {
 	for _, c := range extractCases(f) {
@@ -19,24 +23,24 @@ func FuzzExtract(f *testing.F) {
 		if k.RecircID != 0 || k.TunnelID != 0 {
 			t.Fatalf("pad or tunnel fields set: %d %d", k.RecircID, k.TunnelID)
 		}
-		if k.EthType != ethTypeIPv6 && k.IPv6ExtHdr != 0 {
+		if k.EthType != header.EtherTypeIPv6 && k.IPv6ExtHdr != 0 {
 			t.Fatalf("IPv6ExtHdr %#x for EthType %#x", k.IPv6ExtHdr, k.EthType)
 		}
 		if k.IPv6ExtHdr&^0x1ff != 0 || k.PBBISID&^0xffffff != 0 {
 			t.Fatalf("IPv6ExtHdr %#x / PBBISID %#x out of range", k.IPv6ExtHdr, k.PBBISID)
 		}
-		if k.EthType != ethTypePBB && k.PBBISID != 0 {
+		if k.EthType != header.EtherTypePBB && k.PBBISID != 0 {
 			t.Fatalf("PBBISID %#x for EthType %#x", k.PBBISID, k.EthType)
 		}
 		if off.L3 != NoOffset {
-			min := map[uint16]int{ethTypeIPv4: 20, ethTypeIPv6: 40, ethTypeARP: 8}[k.EthType]
+			min := map[uint16]int{header.EtherTypeIPv4: 20, header.EtherTypeIPv6: 40, header.EtherTypeARP: 8}[k.EthType]
 			if min == 0 || int(off.L3)+min > len(data) {
 				t.Fatalf("L3 offset %d (EthType %#x) outside a %d-byte frame", off.L3, k.EthType, len(data))
 			}
 		}
 		if off.L4 != NoOffset {
 			// Actions rely on these bytes being in the frame.
-			min := map[uint8]int{ipProtoTCP: 20, ipProtoUDP: 8, ipProtoSCTP: 12, ipProtoICMP: 4, ipProtoICMPv6: 4}[k.NwProto]
+			min := map[uint8]int{header.IPProtoTCP: 20, header.IPProtoUDP: 8, header.IPProtoSCTP: 12, header.IPProtoICMP: 4, header.IPProtoICMPv6: 4}[k.NwProto]
 			if off.L3 == NoOffset || off.L4 <= off.L3 || min == 0 || int(off.L4)+min > len(data) {
 				t.Fatalf("L4 offset %d (L3 %d, proto %d) outside a %d-byte frame", off.L4, off.L3, k.NwProto, len(data))
 			}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+
+	"github.com/vswitch-go/vswitch/datapath/header"
 )
 
 func randBytes(r *rand.Rand, n int) []byte {
@@ -67,13 +69,13 @@ func randomFrame(t *testing.T, r *rand.Rand) []byte {
 		// upper layer is chosen.
 		var kinds []byte
 		if r.IntN(2) == 0 {
-			for _, h := range []byte{ipProtoHopByHop, ipProtoDstOpts, ipProtoRouting, ipProtoAH, ipProtoDstOpts} {
+			for _, h := range []byte{header.IPProtoHopByHop, header.IPProtoDstOpts, header.IPProtoRouting, header.IPProtoAH, header.IPProtoDstOpts} {
 				if r.IntN(3) == 0 {
 					kinds = append(kinds, h)
 				}
 			}
 		} else {
-			pool := []byte{ipProtoHopByHop, ipProtoDstOpts, ipProtoRouting, ipProtoAH}
+			pool := []byte{header.IPProtoHopByHop, header.IPProtoDstOpts, header.IPProtoRouting, header.IPProtoAH}
 			for i := r.IntN(5); i > 0; i-- {
 				kinds = append(kinds, pool[r.IntN(len(pool))])
 			}
@@ -89,11 +91,11 @@ func randomFrame(t *testing.T, r *rand.Rand) []byte {
 				}
 				last = len(ext)
 				switch h {
-				case ipProtoRouting:
+				case header.IPProtoRouting:
 					// Type 0 with one address: the only type gopacket decodes.
 					ext = append(ext, nh, 2, 0, 0, 0, 0, 0, 0)
 					ext = append(ext, randBytes(r, 16)...)
-				case ipProtoAH:
+				case header.IPProtoAH:
 					ext = append(ext, extAH(nh)...)
 				default:
 					ext = append(ext, extOpts(nh, 1+r.IntN(3))...)
@@ -237,16 +239,16 @@ func gopacketView(t *testing.T, frame []byte, port uint32) (Key, Offsets, int, i
 			end = at(l) + 40 + int(l.Length)
 		case *layers.IPv6HopByHop:
 			w.NwProto = uint8(l.NextHeader)
-			chain = append(chain, ipProtoHopByHop)
+			chain = append(chain, header.IPProtoHopByHop)
 		case *layers.IPv6Destination:
 			w.NwProto = uint8(l.NextHeader)
-			chain = append(chain, ipProtoDstOpts)
+			chain = append(chain, header.IPProtoDstOpts)
 		case *layers.IPv6Routing:
 			w.NwProto = uint8(l.NextHeader)
-			chain = append(chain, ipProtoRouting)
+			chain = append(chain, header.IPProtoRouting)
 		case *layers.IPSecAH:
 			w.NwProto = uint8(l.NextHeader)
-			chain = append(chain, ipProtoAH)
+			chain = append(chain, header.IPProtoAH)
 		case *layers.ARP:
 			if l.Operation <= 0xff {
 				w.NwProto = uint8(l.Operation)
@@ -291,7 +293,7 @@ func gopacketView(t *testing.T, frame []byte, port uint32) (Key, Offsets, int, i
 			}
 		}
 	}
-	if w.EthType == ethTypeIPv6 {
+	if w.EthType == header.EtherTypeIPv6 {
 		w.IPv6ExtHdr = wantExtHdr(chain)
 	}
 	return w, off, end, layersSeen
@@ -303,8 +305,8 @@ func gopacketView(t *testing.T, frame []byte, port uint32) (Key, Offsets, int, i
 // others once), UNSEQ when the chain is not a subsequence of RFC 2460's
 // preferred order.
 func wantExtHdr(chain []byte) uint16 {
-	bit := map[byte]uint16{ipProtoHopByHop: ExtHdrHop, ipProtoDstOpts: ExtHdrDest, ipProtoRouting: ExtHdrRouter,
-		ipProtoFragment: ExtHdrFrag, ipProtoAH: ExtHdrAuth, ipProtoESP: ExtHdrESP}
+	bit := map[byte]uint16{header.IPProtoHopByHop: ExtHdrHop, header.IPProtoDstOpts: ExtHdrDest, header.IPProtoRouting: ExtHdrRouter,
+		header.IPProtoFragment: ExtHdrFrag, header.IPProtoAH: ExtHdrAuth, header.IPProtoESP: ExtHdrESP}
 	count := map[byte]int{}
 	var bits uint16
 	for _, h := range chain {
@@ -312,11 +314,11 @@ func wantExtHdr(chain []byte) uint16 {
 		count[h]++
 	}
 	for h, n := range count {
-		if n > 1 && (h != ipProtoDstOpts || n > 2) {
+		if n > 1 && (h != header.IPProtoDstOpts || n > 2) {
 			bits |= ExtHdrUnrep
 		}
 	}
-	order := []byte{ipProtoHopByHop, ipProtoDstOpts, ipProtoRouting, ipProtoFragment, ipProtoAH, ipProtoESP, ipProtoDstOpts}
+	order := []byte{header.IPProtoHopByHop, header.IPProtoDstOpts, header.IPProtoRouting, header.IPProtoFragment, header.IPProtoAH, header.IPProtoESP, header.IPProtoDstOpts}
 	j := 0
 	for _, h := range chain {
 		for j < len(order) && order[j] != h {
@@ -356,7 +358,7 @@ func TestExtractMatchesGopacket(t *testing.T) {
 		if off.L3 == NoOffset {
 			t.Fatalf("packet %d: no L3 found", i)
 		}
-		if want.EthType != ethTypeARP && off.L4 == NoOffset {
+		if want.EthType != header.EtherTypeARP && off.L4 == NoOffset {
 			t.Fatalf("packet %d: no L4 found", i)
 		}
 		counts[protoName(&k)]++
@@ -366,7 +368,7 @@ func TestExtractMatchesGopacket(t *testing.T) {
 				counts["exthdr-"+name]++
 			}
 		}
-		if k.EthType == ethTypeIPv6 && k.IPv6ExtHdr&(ExtHdrUnrep|ExtHdrUnseq) == 0 && k.IPv6ExtHdr != 0 {
+		if k.EthType == header.EtherTypeIPv6 && k.IPv6ExtHdr&(ExtHdrUnrep|ExtHdrUnseq) == 0 && k.IPv6ExtHdr != 0 {
 			counts["exthdr-in-order"]++
 		}
 
@@ -403,9 +405,9 @@ func TestExtractMatchesGopacket(t *testing.T) {
 
 func protoName(k *Key) string {
 	switch k.EthType {
-	case ethTypeARP:
+	case header.EtherTypeARP:
 		return "arp"
-	case ethTypeIPv4:
+	case header.EtherTypeIPv4:
 		switch k.NwProto {
 		case 6:
 			return "tcp4"
@@ -416,7 +418,7 @@ func protoName(k *Key) string {
 		case 1:
 			return "icmp4"
 		}
-	case ethTypeIPv6:
+	case header.EtherTypeIPv6:
 		switch k.NwProto {
 		case 6:
 			return "tcp6"

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+
+	"github.com/vswitch-go/vswitch/datapath/header"
 )
 
 func TestKeyLayout(t *testing.T) {
@@ -91,7 +93,7 @@ func baseKey() Key {
 
 func ip4Key(proto uint8) Key {
 	k := baseKey()
-	k.EthType = ethTypeIPv4
+	k.EthType = header.EtherTypeIPv4
 	k.NwTOS, k.NwTTL, k.NwProto = 0x10, 64, proto
 	k.IPv4Src, k.IPv4Dst = tIP4SrcU, tIP4DstU
 	return k
@@ -99,7 +101,7 @@ func ip4Key(proto uint8) Key {
 
 func ip6Key(proto uint8) Key {
 	k := baseKey()
-	k.EthType = ethTypeIPv6
+	k.EthType = header.EtherTypeIPv6
 	k.NwTOS, k.NwTTL, k.NwProto = 0xb8, 63, proto
 	k.IPv6Label = 0x12345
 	k.IPv6Src, k.IPv6Dst = [16]byte(tIP6Src.To16()), [16]byte(tIP6Dst.To16())
@@ -385,7 +387,7 @@ func extractCases(t testing.TB) []extractCase {
 	// ARP.
 	arpKey := func(op uint8) Key {
 		k := baseKey()
-		k.EthType = ethTypeARP
+		k.EthType = header.EtherTypeARP
 		k.NwProto = op
 		k.IPv4Src, k.IPv4Dst = tIP4SrcU, tIP4DstU
 		k.ArpSHA, k.ArpTHA = [6]byte(tMacSrc), [6]byte(tMacSLL)
@@ -399,7 +401,7 @@ func extractCases(t testing.TB) []extractCase {
 			HwAddressSize: 6, ProtAddressSize: 4, Operation: 1,
 			SourceHwAddress: tMacSrc, SourceProtAddress: tIP4Src, DstHwAddress: tMacSLL, DstProtAddress: tIP4Dst}
 		add("arp-not-ethernet", serialize(t, tEth(layers.EthernetTypeARP), a),
-			with(baseKey(), func(k *Key) { k.EthType = ethTypeARP }), l3only(14), 0)
+			with(baseKey(), func(k *Key) { k.EthType = header.EtherTypeARP }), l3only(14), 0)
 	}
 
 	// 802.3, SNAP, MPLS, others.
@@ -433,14 +435,14 @@ func extractCases(t testing.TB) []extractCase {
 	// Malformed and inconsistent lengths.
 	udp4 := frameUDP4(t, 18)
 	tcp4 := frameTCP4(t)
-	add("ipv4-ihl4", patch(udp4, 14, 0x44), with(baseKey(), func(k *Key) { k.EthType = ethTypeIPv4 }), none, Malformed)
-	add("ipv4-version5", patch(udp4, 14, 0x55), with(baseKey(), func(k *Key) { k.EthType = ethTypeIPv4 }), none, Malformed)
-	add("ipv4-totlen-below-ihl", patch(udp4, 16, 0, 19), with(baseKey(), func(k *Key) { k.EthType = ethTypeIPv4 }), none, Malformed)
-	add("ipv4-ihl-beyond-frame", patch(udp4, 14, 0x4f)[:50], with(baseKey(), func(k *Key) { k.EthType = ethTypeIPv4 }), none, Truncated)
+	add("ipv4-ihl4", patch(udp4, 14, 0x44), with(baseKey(), func(k *Key) { k.EthType = header.EtherTypeIPv4 }), none, Malformed)
+	add("ipv4-version5", patch(udp4, 14, 0x55), with(baseKey(), func(k *Key) { k.EthType = header.EtherTypeIPv4 }), none, Malformed)
+	add("ipv4-totlen-below-ihl", patch(udp4, 16, 0, 19), with(baseKey(), func(k *Key) { k.EthType = header.EtherTypeIPv4 }), none, Malformed)
+	add("ipv4-ihl-beyond-frame", patch(udp4, 14, 0x4f)[:50], with(baseKey(), func(k *Key) { k.EthType = header.EtherTypeIPv4 }), none, Truncated)
 	add("ipv4-totlen-beyond-frame", patch(udp4, 16, 0, 200), with(ip4Key(17), udpPorts), offs(14, 34), Truncated)
 	add("ipv4-totlen-cuts-udp", patch(udp4, 16, 0, 26), with(ip4Key(17), func(k *Key) { udpPorts(k) }), l3only(14), Truncated)
 	add("tcp-doff4", patch(tcp4, 34+12, 0x40), with(ip4Key(6), func(k *Key) { k.TpSrc, k.TpDst = 40000, 80 }), l3only(14), Malformed)
-	add("ipv6-version4", patch(frameUDP6(t), 14, 0x4b), with(baseKey(), func(k *Key) { k.EthType = ethTypeIPv6 }), none, Malformed)
+	add("ipv6-version4", patch(frameUDP6(t), 14, 0x4b), with(baseKey(), func(k *Key) { k.EthType = header.EtherTypeIPv6 }), none, Malformed)
 	add("ipv6-plen-beyond-frame", patch(frameUDP6(t), 18, 1, 0), with(ip6Key(17), udpPorts), offs(14, 54), Truncated)
 	add("runt", udp4[:13], Key{InPort: tPort}, none, Truncated)
 	add("empty", nil, Key{InPort: tPort}, none, Truncated)
@@ -587,7 +589,7 @@ func checkTruncated(t *testing.T, n int, k *Key, off *Offsets, fk *Key, fo *Offs
 	eq("L3 offset", off.L3 == fo.L3, l3ok)
 	eq("L3 addresses", k.IPv4Src == fk.IPv4Src && k.IPv6Src == fk.IPv6Src && k.NwTTL == fk.NwTTL &&
 		(k.IPv4Src != 0 || k.IPv6Src != [16]byte{}), l3ok)
-	if fk.EthType == ethTypeARP {
+	if fk.EthType == header.EtherTypeARP {
 		eq("ARP fields", k.ArpSHA == fk.ArpSHA && k.NwProto == fk.NwProto && k.ArpSHA != [6]byte{}, l3ok)
 		return
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/vswitch-go/vswitch/datapath/header"
 )
 
 // String prints the key in Open vSwitch's datapath-flow syntax, e.g.
@@ -135,7 +137,7 @@ func vlanFields(tci, mask uint16) []string {
 func (f *formatter) payload(k *Key, m *Mask) {
 	v6 := false
 	switch k.EthType {
-	case ethTypeIPv4:
+	case header.EtherTypeIPv4:
 		f.group("ipv4",
 			fieldIPv4("src", k.IPv4Src, m.IPv4Src),
 			fieldIPv4("dst", k.IPv4Dst, m.IPv4Dst),
@@ -143,7 +145,7 @@ func (f *formatter) payload(k *Key, m *Mask) {
 			fieldX8("tos", k.NwTOS, m.NwTOS),
 			fieldU("ttl", uint64(k.NwTTL), uint64(m.NwTTL), 0xff),
 			fieldFrag(k.NwFrag, m.NwFrag))
-	case ethTypeIPv6:
+	case header.EtherTypeIPv6:
 		v6 = true
 		f.group("ipv6",
 			fieldIPv6("src", k.IPv6Src, m.IPv6Src),
@@ -154,7 +156,7 @@ func (f *formatter) payload(k *Key, m *Mask) {
 			fieldU("hlimit", uint64(k.NwTTL), uint64(m.NwTTL), 0xff),
 			fieldFrag(k.NwFrag, m.NwFrag),
 			fieldX32("exthdr", uint32(k.IPv6ExtHdr), uint32(m.IPv6ExtHdr), 0x1ff))
-	case ethTypeARP:
+	case header.EtherTypeARP:
 		f.group("arp",
 			fieldIPv4("sip", k.IPv4Src, m.IPv4Src),
 			fieldIPv4("tip", k.IPv4Dst, m.IPv4Dst),
@@ -162,7 +164,7 @@ func (f *formatter) payload(k *Key, m *Mask) {
 			fieldMAC("sha", k.ArpSHA, m.ArpSHA),
 			fieldMAC("tha", k.ArpTHA, m.ArpTHA))
 		return
-	case ethTypeMPLS, ethTypeMPLSMcast:
+	case header.EtherTypeMPLS, header.EtherTypeMPLSMcast:
 		l, lm := k.MPLSLse, m.MPLSLse
 		f.group("mpls",
 			fieldU("label", uint64(l>>12), uint64(lm>>12), 0xfffff),
@@ -170,7 +172,7 @@ func (f *formatter) payload(k *Key, m *Mask) {
 			fieldU("ttl", uint64(l&0xff), uint64(lm&0xff), 0xff),
 			fieldU("bos", uint64(l>>8&1), uint64(lm>>8&1), 1))
 		return
-	case ethTypePBB:
+	case header.EtherTypePBB:
 		f.group("pbb", fieldU("isid", uint64(k.PBBISID), uint64(m.PBBISID), 0xffffff))
 		return
 	default:
@@ -180,23 +182,23 @@ func (f *formatter) payload(k *Key, m *Mask) {
 		return
 	}
 	switch {
-	case k.NwProto == ipProtoTCP:
+	case k.NwProto == header.IPProtoTCP:
 		f.group("tcp", fieldU("src", uint64(k.TpSrc), uint64(m.TpSrc), 0xffff),
 			fieldU("dst", uint64(k.TpDst), uint64(m.TpDst), 0xffff))
 		f.group("tcp_flags", fieldTCPFlags(k.TCPFlags, m.TCPFlags))
-	case k.NwProto == ipProtoUDP:
+	case k.NwProto == header.IPProtoUDP:
 		f.group("udp", fieldU("src", uint64(k.TpSrc), uint64(m.TpSrc), 0xffff),
 			fieldU("dst", uint64(k.TpDst), uint64(m.TpDst), 0xffff))
-	case k.NwProto == ipProtoSCTP:
+	case k.NwProto == header.IPProtoSCTP:
 		f.group("sctp", fieldU("src", uint64(k.TpSrc), uint64(m.TpSrc), 0xffff),
 			fieldU("dst", uint64(k.TpDst), uint64(m.TpDst), 0xffff))
-	case k.NwProto == ipProtoICMP && !v6:
+	case k.NwProto == header.IPProtoICMP && !v6:
 		f.group("icmp", fieldU("type", uint64(k.TpSrc), uint64(m.TpSrc), 0xff),
 			fieldU("code", uint64(k.TpDst), uint64(m.TpDst), 0xff))
-	case k.NwProto == ipProtoICMPv6 && v6:
+	case k.NwProto == header.IPProtoICMPv6 && v6:
 		f.group("icmpv6", fieldU("type", uint64(k.TpSrc), uint64(m.TpSrc), 0xff),
 			fieldU("code", uint64(k.TpDst), uint64(m.TpDst), 0xff))
-		if (k.TpSrc == icmp6NeighborSolicit || k.TpSrc == icmp6NeighborAdvert) && k.TpDst == 0 {
+		if (k.TpSrc == header.ICMPv6NeighborSolicit || k.TpSrc == header.ICMPv6NeighborAdvert) && k.TpDst == 0 {
 			f.group("nd",
 				fieldIPv6("target", k.NDTarget, m.NDTarget),
 				fieldMAC("sll", k.ArpSHA, m.ArpSHA),

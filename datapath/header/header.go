@@ -82,14 +82,46 @@ const (
 	IPv6DstOff        = 24
 )
 
-// Transport headers: the checksum field of each.
+// ARP (RFC 826) for Ethernet and IPv4, the only kind a flow key describes.
 const (
+	ARPLen    = 28
+	ARPOpOff  = 6
+	ARPSHAOff = 8  // sender hardware address
+	ARPSPAOff = 14 // sender protocol address
+	ARPTHAOff = 18 // target hardware address
+	ARPTPAOff = 24 // target protocol address
+)
+
+// Transport headers. TCP, UDP and SCTP all start with the two ports; ICMP
+// and ICMPv6 with type and code.
+const (
+	L4SrcPortOff = 0
+	L4DstPortOff = 2
+	ICMPTypeOff  = 0
+	ICMPCodeOff  = 1
+
 	UDPLen            = 8
+	UDPLengthOff      = 4
 	UDPChecksumOff    = 6
 	TCPMinLen         = 20
+	TCPSeqOff         = 4
+	TCPDataOffOff     = 12 // data offset in the high nibble
+	TCPFlagsOff       = 13
 	TCPChecksumOff    = 16
 	SCTPCommonLen     = 12
 	SCTPChecksumOff   = 8
 	ICMPChecksumOff   = 2
 	ICMPv6ChecksumOff = 2
+)
+
+// ICMPv6 neighbour discovery (RFC 4861): the two messages whose target and
+// link-layer options a flow key carries, read by extraction, rewritten by
+// the set-field actions and named by OpenFlow match prerequisites.
+const (
+	ICMPv6NeighborSolicit = 135
+	ICMPv6NeighborAdvert  = 136
+	NDTargetOff           = 8  // target address within the message
+	NDOptionsOff          = 24 // first option within the message
+	NDOptSourceLLAddr     = 1
+	NDOptTargetLLAddr     = 2
 )

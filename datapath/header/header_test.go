@@ -67,3 +67,37 @@ func TestOffsetsAgainstGopacket(t *testing.T) {
 		t.Errorf("IPv6/TCP offsets disagree with gopacket: % x", l3[:IPv6Len+TCPMinLen])
 	}
 }
+
+func TestARPAndNDOffsetsAgainstGopacket(t *testing.T) {
+	arp := &layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4,
+		HwAddressSize: 6, ProtAddressSize: 4, Operation: 2,
+		SourceHwAddress: []byte{2, 0, 0, 0, 0, 1}, SourceProtAddress: []byte{198, 18, 0, 1},
+		DstHwAddress: []byte{2, 0, 0, 0, 0, 2}, DstProtAddress: []byte{198, 18, 0, 2}}
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{}, arp); err != nil {
+		t.Fatal(err)
+	}
+	a := buf.Bytes()
+	if len(a) != ARPLen || binary.BigEndian.Uint16(a[ARPOpOff:]) != 2 || a[ARPSHAOff+5] != 1 ||
+		a[ARPSPAOff+3] != 1 || a[ARPTHAOff+5] != 2 || a[ARPTPAOff+3] != 2 {
+		t.Errorf("ARP offsets disagree with gopacket: % x", a)
+	}
+
+	ip6 := &layers.IPv6{Version: 6, NextHeader: layers.IPProtocolICMPv6, HopLimit: 255,
+		SrcIP: net.ParseIP("2001:db8::1"), DstIP: net.ParseIP("2001:db8::2")}
+	icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(ICMPv6NeighborSolicit, 0)}
+	icmp.SetNetworkLayerForChecksum(ip6)
+	ns := &layers.ICMPv6NeighborSolicitation{TargetAddress: net.ParseIP("2001:db8::7"),
+		Options: layers.ICMPv6Options{{Type: NDOptSourceLLAddr, Data: []byte{2, 0, 0, 0, 0, 9}}}}
+	buf = gopacket.NewSerializeBuffer()
+	opts := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}
+	if err := gopacket.SerializeLayers(buf, opts, ip6, icmp, ns); err != nil {
+		t.Fatal(err)
+	}
+	m := buf.Bytes()[IPv6Len:]
+	if m[ICMPTypeOff] != ICMPv6NeighborSolicit || m[ICMPCodeOff] != 0 ||
+		binary.BigEndian.Uint16(m[ICMPv6ChecksumOff:]) != icmp.Checksum ||
+		m[NDTargetOff+15] != 7 || m[NDOptionsOff] != NDOptSourceLLAddr || m[NDOptionsOff+2+5] != 9 {
+		t.Errorf("ND offsets disagree with gopacket: % x", m)
+	}
+}

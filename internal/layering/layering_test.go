@@ -57,7 +57,7 @@ func TestLowerLayersDoNotImportUpper(t *testing.T) {
 // wire format and the match, below the bridge, so that vsctl, the daemon
 // and xlate's trace can all use it without taking in the switch.
 func TestOfptextIsALeaf(t *testing.T) {
-	allowed := []string{"ofproto/ofptext", "ofproto/ofpwire", "ofproto/ofmatch", "datapath/flow"}
+	allowed := []string{"ofproto/ofptext", "ofproto/ofpwire", "ofproto/ofmatch", "datapath/flow", "datapath/header"}
 	for _, p := range deps(t, "./ofproto/ofptext") {
 		if !slices.Contains(allowed, p) {
 			t.Errorf("ofproto/ofptext depends on %s; it may use only %v", p, allowed[1:])
@@ -66,11 +66,48 @@ func TestOfptextIsALeaf(t *testing.T) {
 }
 
 // TestVsctlDoesNotLinkTheDaemon: vsctl is a client; the few names it
-// shares with the daemon live in vswitchd/mgmt.
+// shares with the daemon live in vswitchd/mgmt. The flow syntax and the
+// protocol numbers it is written in (datapath/header) are leaves it may use.
 func TestVsctlDoesNotLinkTheDaemon(t *testing.T) {
 	for _, p := range deps(t, "./cmd/vsctl") {
-		if p == "vswitchd" || p == "ofproto" || strings.HasPrefix(p, "datapath/") && p != "datapath/flow" {
+		if p == "vswitchd" || p == "ofproto" || strings.HasPrefix(p, "datapath/") && p != "datapath/flow" && p != "datapath/header" {
 			t.Errorf("cmd/vsctl depends on %s", p)
 		}
+	}
+}
+
+// TestNetrackStaysInOfpwire: github.com/netrack/openflow is the codec's
+// building material, not the switch's vocabulary. Every other package,
+// tests included, names OpenFlow through ofproto/ofpwire, so that the
+// dependency can be replaced or patched in one package.
+func TestNetrackStaysInOfpwire(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "./...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list: %v: %s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] == module+"ofproto/ofpwire" {
+			continue
+		}
+		checked++
+		for _, imp := range f[1:] {
+			if imp == "github.com/netrack/openflow" || strings.HasPrefix(imp, "github.com/netrack/openflow/") {
+				t.Errorf("%s imports %s; use ofproto/ofpwire's names instead", f[0], imp)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("go list named no packages")
 	}
 }

@@ -11,7 +11,7 @@ import (
 // InPortRule is the flow rule that outputs everything arriving on port in
 // to port out.
 func InPortRule(in, out uint32) datapath.Rule {
-	r := datapath.Rule{Priority: 10, Actions: actions.List{{Kind: actions.Output, Port: out}}}
+	r := datapath.Rule{Priority: 10, Actions: actions.List{actions.OutputTo(out)}}
 	r.Match.Key.InPort = in
 	r.Match.Mask.InPort = ^uint32(0)
 	return r

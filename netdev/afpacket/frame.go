@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/vswitch-go/vswitch/datapath/header"
 )
 
 // Layouts shared with the kernel (linux/if_packet.h). Fields are in host
@@ -54,11 +56,6 @@ const (
 	statusVLANTPIDValid = 1 << 6
 	statusAvailable     = 0
 	statusSendRequest   = 1
-
-	ethHdrLen  = 14
-	vlanLen    = 4
-	tpid8021Q  = 0x8100
-	tpid8021AD = 0x88a8
 )
 
 // frameDesc is what the receive path needs from one tpacket3_hdr or
@@ -157,10 +154,10 @@ func parseFrameV2(slot []byte, status uint32, headroom int) (d frameDesc, ok boo
 // writes the tag between them and the EtherType. It returns the new offset
 // of the frame. The frame must be at least 12 bytes long.
 func insertVLAN(blk []byte, mac int, tpid, tci uint16) int {
-	copy(blk[mac-vlanLen:mac+12-vlanLen], blk[mac:mac+12])
+	copy(blk[mac-header.VLANTagLen:mac+12-header.VLANTagLen], blk[mac:mac+12])
 	binary.BigEndian.PutUint16(blk[mac+8:], tpid)
 	binary.BigEndian.PutUint16(blk[mac+10:], tci)
-	return mac - vlanLen
+	return mac - header.VLANTagLen
 }
 
 // loadStatus reads a status word the kernel hands over with a store

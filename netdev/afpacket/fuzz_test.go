@@ -3,6 +3,7 @@ package afpacket
 import (
 	"testing"
 
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/netdev"
 	"github.com/vswitch-go/vswitch/netdev/vnethdr"
@@ -59,7 +60,7 @@ func FuzzRxBlock(f *testing.F) {
 			b.Reset()
 			n := q.recv(pool, &b)
 			for _, p := range b.Packets() {
-				if p.Len() < ethHdrLen || p.Len() > p.Cap() {
+				if p.Len() < header.EthernetLen || p.Len() > p.Cap() {
 					t.Fatalf("delivered a frame of %d bytes", p.Len())
 				}
 			}
@@ -147,7 +148,7 @@ func FuzzRxRingV2(f *testing.F) {
 			b.Reset()
 			n := q.recv(pool, &b)
 			for _, p := range b.Packets() {
-				if p.Len() < ethHdrLen || p.Len() > p.Cap() {
+				if p.Len() < header.EthernetLen || p.Len() > p.Cap() {
 					t.Fatalf("delivered a frame of %d bytes", p.Len())
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"testing"
 
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/netdev"
@@ -95,7 +96,7 @@ func fillSlot(t testing.TB, slot []byte, f synthFrame) {
 	binary.LittleEndian.PutUint32(slot[tp2LenOff:], uint32(f.wireLen()))
 	binary.LittleEndian.PutUint32(slot[tp2SnaplenOff:], uint32(snap))
 	binary.LittleEndian.PutUint16(slot[tp2MacOff:], synthMacOffV2)
-	binary.LittleEndian.PutUint16(slot[tp2MacOff+2:], synthMacOffV2+ethHdrLen) // tp_net
+	binary.LittleEndian.PutUint16(slot[tp2MacOff+2:], synthMacOffV2+header.EthernetLen) // tp_net
 	if f.vlan {
 		binary.LittleEndian.PutUint16(slot[tp2VlanTCIOff:], f.tci)
 		if f.tpidValid {
@@ -358,11 +359,11 @@ func TestRxV2SuperFrameFitsDefaultSlot(t *testing.T) {
 	// 18 bytes, and the kernel moves the frame 4 bytes back
 	// (TPACKET_ALIGN(52+18) + 10 - 18 = 72).
 	inner := append(append(append([]byte{}, super[:12]...), 0x81, 0x00, 0, 7), super[12:]...)
-	vh.HdrLen += vlanLen
-	vh.CsumStart += vlanLen
+	vh.HdrLen += header.VLANTagLen
+	vh.CsumStart += header.VLANTagLen
 	q := newSynthQueueV2(DefaultRxFrameSize, maxRxBlockSize, 1)
 	slot := q.slot(0)
-	fillSlot(t, slot, synthFrame{data: inner, vh: vh, vlan: true, tpidValid: true, tpid: tpid8021AD, tci: 5})
+	fillSlot(t, slot, synthFrame{data: inner, vh: vh, vlan: true, tpidValid: true, tpid: header.EtherTypeQinQ, tci: 5})
 	const mac = 72
 	if mac+len(inner) > len(slot) {
 		t.Fatalf("a %d-byte frame at %d does not fit a %d-byte slot", len(inner), mac, len(slot))
@@ -376,7 +377,7 @@ func TestRxV2SuperFrameFitsDefaultSlot(t *testing.T) {
 		t.Fatalf("got %d segments, want %d", len(got), want)
 	}
 	for i, g := range got {
-		if tags := nstest.FrameTags(g); len(tags) != 2 || tags[0] != (nstest.Tag{TPID: tpid8021AD, TCI: 5}) || tags[1] != (nstest.Tag{TPID: tpid8021Q, TCI: 7}) {
+		if tags := nstest.FrameTags(g); len(tags) != 2 || tags[0] != (nstest.Tag{TPID: header.EtherTypeQinQ, TCI: 5}) || tags[1] != (nstest.Tag{TPID: header.EtherTypeVLAN, TCI: 7}) {
 			t.Fatalf("segment %d: tags %04x", i, tags)
 		}
 	}

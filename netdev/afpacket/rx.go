@@ -1,6 +1,7 @@
 package afpacket
 
 import (
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/netdev"
 	"github.com/vswitch-go/vswitch/netdev/vnethdr"
@@ -197,21 +198,21 @@ func (q *rxQueue) take(region []byte, d *frameDesc, buf []byte) (l, outcome int)
 		h, _ = vnethdr.Decode(region[d.mac-vnethdr.Len : d.mac])
 	}
 	mac, l := d.mac, d.snap
-	if l < ethHdrLen {
+	if l < header.EthernetLen {
 		// A runt, also if the kernel took a tag out of it: what is left
 		// must still be a whole Ethernet header.
 		return 0, takeError
 	}
 	if d.status&statusVLANValid != 0 {
-		tpid := uint16(tpid8021Q)
+		tpid := uint16(header.EtherTypeVLAN)
 		if d.status&statusVLANTPIDValid != 0 && d.tpid != 0 {
 			tpid = d.tpid
 		}
 		mac = insertVLAN(region, mac, tpid, d.tci)
-		l += vlanLen
+		l += header.VLANTagLen
 		// The kernel measured csum_start without the tag.
 		if h.Flags&vnethdr.FlagNeedsCsum != 0 {
-			h.CsumStart += vlanLen
+			h.CsumStart += header.VLANTagLen
 		}
 	}
 	frame := region[mac : mac+l]
@@ -279,8 +280,8 @@ func (q *rxQueue) recv(pool *packet.Pool, b *packet.Batch) int {
 	if q.vnet {
 		headroom = vnethdr.Len
 	}
-	if headroom < vlanLen {
-		headroom = vlanLen
+	if headroom < header.VLANTagLen {
+		headroom = header.VLANTagLen
 	}
 	for b.N < packet.BatchSize {
 		if spare == nil {

@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/netdev"
 	"github.com/vswitch-go/vswitch/netdev/linkwatch"
@@ -55,8 +56,8 @@ func (q *txQueue) send(b *packet.Batch) int {
 	// The kernel refuses untagged frames longer than MTU+14 and tagged
 	// ones longer than MTU+18.
 	maxLen := q.frameSize - txDataOff
-	if mtu := q.link.MTU(); mtu > 0 && mtu+ethHdrLen+vlanLen < maxLen {
-		maxLen = mtu + ethHdrLen + vlanLen
+	if mtu := q.link.MTU(); mtu > 0 && mtu+header.EthernetLen+header.VLANTagLen < maxLen {
+		maxLen = mtu + header.EthernetLen + header.VLANTagLen
 	}
 	sent, bytes, errs, drops := 0, 0, 0, 0
 	queued := 0 // ring slots requested since the last kick
@@ -84,7 +85,7 @@ func (q *txQueue) send(b *packet.Batch) int {
 			}
 			continue
 		}
-		if l < ethHdrLen || l > maxLen || (l > maxLen-vlanLen && !tagged(data)) {
+		if l < header.EthernetLen || l > maxLen || (l > maxLen-header.VLANTagLen && !tagged(data)) {
 			errs++
 			continue
 		}
@@ -163,7 +164,7 @@ func (q *txQueue) sendBig(pkt *packet.Packet) unix.Errno {
 // tagged reports whether an Ethernet frame carries an 802.1Q/802.1ad tag.
 func tagged(f []byte) bool {
 	t := uint16(f[12])<<8 | uint16(f[13])
-	return t == tpid8021Q || t == tpid8021AD
+	return t == header.EtherTypeVLAN || t == header.EtherTypeQinQ
 }
 
 // kick makes the kernel transmit every slot marked SEND_REQUEST, without

@@ -40,7 +40,7 @@ func BenchmarkForwardBesideIdleTap(b *testing.B) {
 			}
 			var r datapath.Rule
 			r.Match.Key.InPort, r.Match.Mask.InPort = 1, ^uint32(0)
-			r.Actions = actions.List{{Kind: actions.Output, Port: 2}}
+			r.Actions = actions.List{actions.OutputTo(2)}
 			rules.Add(r)
 			frames := make([][]byte, 32)
 			for i := range frames {

@@ -1,6 +1,10 @@
 package tunnel
 
-import "github.com/vswitch-go/vswitch/datapath/flow"
+import (
+	"github.com/vswitch-go/vswitch/datapath/flow"
+
+	"github.com/vswitch-go/vswitch/datapath/header"
+)
 
 // Kind is the encapsulation a port speaks.
 type Kind uint8
@@ -36,11 +40,10 @@ const hdrLen = 8
 
 // Header bits.
 const (
-	vxlanFlagI     = 0x08   // VXLAN: the VNI is valid
-	geneveFlagO    = 0x80   // Geneve byte 1: OAM (control) packet
-	geneveFlagC    = 0x40   // Geneve byte 1: critical options present
-	geneveCritical = 0x80   // Geneve option type bit: critical option
-	ethTypeTEB     = 0x6558 // transparent Ethernet bridging: an Ethernet frame follows
+	vxlanFlagI     = 0x08 // VXLAN: the VNI is valid
+	geneveFlagO    = 0x80 // Geneve byte 1: OAM (control) packet
+	geneveFlagC    = 0x40 // Geneve byte 1: critical options present
+	geneveCritical = 0x80 // Geneve option type bit: critical option
 )
 
 // Cause is why a tunnel port dropped a packet.
@@ -105,7 +108,7 @@ func decap(k Kind, b []byte) (n int, vni uint32, flags uint16, cause Cause, ok b
 		}
 		n, flags = hdrLen, flow.TunFlagKey
 	case Geneve:
-		if b[0]>>6 != 0 || uint16(b[2])<<8|uint16(b[3]) != ethTypeTEB {
+		if b[0]>>6 != 0 || uint16(b[2])<<8|uint16(b[3]) != header.EtherTypeTEB {
 			return 0, 0, 0, CauseBadHeader, false
 		}
 		optLen := int(b[0]&0x3f) * 4
@@ -144,7 +147,7 @@ func decap(k Kind, b []byte) (n int, vni uint32, flags uint16, cause Cause, ok b
 // encapHeader writes the header Send puts in front of an inner frame.
 func encapHeader(k Kind, h *[hdrLen]byte, vni uint32) {
 	if k == Geneve {
-		*h = [hdrLen]byte{0, 0, ethTypeTEB >> 8, ethTypeTEB & 0xff, byte(vni >> 16), byte(vni >> 8), byte(vni), 0}
+		*h = [hdrLen]byte{0, 0, header.EtherTypeTEB >> 8, header.EtherTypeTEB & 0xff, byte(vni >> 16), byte(vni >> 8), byte(vni), 0}
 		return
 	}
 	*h = [hdrLen]byte{vxlanFlagI, 0, 0, 0, byte(vni >> 16), byte(vni >> 8), byte(vni), 0}

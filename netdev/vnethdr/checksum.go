@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"math/bits"
+
+	"github.com/vswitch-go/vswitch/datapath/header"
 )
 
 // sum returns the one's-complement sum of b as 16-bit big-endian words
@@ -66,10 +68,10 @@ func fold(s uint32) uint16 { return fold64(uint64(s)) }
 func pseudoSum(ip []byte, ipv6 bool, proto uint8, l4len int) uint16 {
 	var s uint32
 	if ipv6 {
-		s = uint32(sum(ip[8:40]))
+		s = uint32(sum(ip[header.IPv6SrcOff:header.IPv6Len]))
 		s += uint32(l4len>>16) + uint32(l4len&0xffff)
 	} else {
-		s = uint32(sum(ip[12:20]))
+		s = uint32(sum(ip[header.IPv4SrcOff:header.IPv4MinLen]))
 		s += uint32(l4len & 0xffff)
 	}
 	s += uint32(proto)
@@ -109,7 +111,7 @@ func CompleteChecksum(h *Header, frame []byte) error {
 // checksum is an Internet checksum has its field at offset 8 (TCP 16, UDP
 // 6, ICMP 2), and the header does not say which kind the kernel meant, so
 // the offset decides.
-const sctpCsumOffset = 8
+const sctpCsumOffset = header.SCTPChecksumOff
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -124,14 +126,6 @@ func completeSCTP(frame []byte, start, field int) error {
 	binary.LittleEndian.PutUint32(frame[field:], crc32.Checksum(frame[start:], castagnoli))
 	return nil
 }
-
-// IP protocol numbers the package looks at.
-const (
-	protoICMP   = 1
-	protoTCP    = 6
-	protoUDP    = 17
-	protoICMPv6 = 58
-)
 
 // FixL4Checksum recomputes the TCP, UDP, ICMPv4 or ICMPv6 checksum of an
 // Ethernet frame (IPv4/IPv6, up to two VLAN tags) and rewrites it if it is
@@ -150,20 +144,20 @@ func FixL4Checksum(frame []byte) (changed bool) {
 	l4 := frame[p.l4off:p.end]
 	var field int
 	switch p.proto {
-	case protoTCP:
-		field = 16
-	case protoUDP:
-		field = 6
-	case protoICMP:
+	case header.IPProtoTCP:
+		field = header.TCPChecksumOff
+	case header.IPProtoUDP:
+		field = header.UDPChecksumOff
+	case header.IPProtoICMP:
 		if p.ipv6 {
 			return false
 		}
-		field = 2
-	case protoICMPv6:
+		field = header.ICMPChecksumOff
+	case header.IPProtoICMPv6:
 		if !p.ipv6 {
 			return false
 		}
-		field = 2
+		field = header.ICMPv6ChecksumOff
 	default:
 		return false
 	}
@@ -171,11 +165,11 @@ func FixL4Checksum(frame []byte) (changed bool) {
 		return false
 	}
 	old := binary.BigEndian.Uint16(l4[field:])
-	if p.proto == protoUDP && old == 0 && !p.ipv6 {
+	if p.proto == header.IPProtoUDP && old == 0 && !p.ipv6 {
 		return false
 	}
 	var s uint32
-	if p.proto != protoICMP {
+	if p.proto != header.IPProtoICMP {
 		s = uint32(pseudoSum(frame[p.l3off:], p.ipv6, p.proto, len(l4)))
 	}
 	s += uint32(sum(l4))
@@ -189,7 +183,7 @@ func FixL4Checksum(frame []byte) (changed bool) {
 	// The sum included the old field; take it back out.
 	s += uint32(^old)
 	c := ^fold(s)
-	if c == 0 && p.proto == protoUDP {
+	if c == 0 && p.proto == header.IPProtoUDP {
 		c = 0xffff
 	}
 	if c == old {

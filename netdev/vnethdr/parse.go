@@ -1,16 +1,15 @@
 package vnethdr
 
-import "encoding/binary"
+import (
+	"encoding/binary"
 
-// Ethernet types the parser steps through or stops at.
+	"github.com/vswitch-go/vswitch/datapath/header"
+)
+
+// How deep the parser looks before giving up on a frame.
 const (
-	etherTypeIPv4   = 0x0800
-	etherTypeIPv6   = 0x86dd
-	etherTypeVLAN   = 0x8100
-	etherTypeQinQ   = 0x88a8
-	etherTypeQinQv1 = 0x9100
-	maxVLANTags     = 2
-	maxIPv6ExtHdrs  = 8
+	maxVLANTags    = 2
+	maxIPv6ExtHdrs = 8
 )
 
 // parsed locates the IP and L4 headers of an Ethernet frame.
@@ -31,74 +30,74 @@ type parsed struct {
 // to the end of the frame, because GSO super-frames may carry a length of
 // 0 (BIG TCP) or one we have no reason to believe.
 func (p *parsed) parse(frame []byte, trustLen bool) bool {
-	if len(frame) < 14 {
+	if len(frame) < header.EthernetLen {
 		return false
 	}
-	off := 14
-	etype := binary.BigEndian.Uint16(frame[12:])
-	for i := 0; i < maxVLANTags && (etype == etherTypeVLAN || etype == etherTypeQinQ || etype == etherTypeQinQv1); i++ {
-		if off+4 > len(frame) {
+	off := header.EthernetLen
+	etype := binary.BigEndian.Uint16(frame[header.EthernetTypeOff:])
+	for i := 0; i < maxVLANTags && (etype == header.EtherTypeVLAN || etype == header.EtherTypeQinQ || etype == header.EtherTypeQinQOld); i++ {
+		if off+header.VLANTagLen > len(frame) {
 			return false
 		}
-		etype = binary.BigEndian.Uint16(frame[off+2:])
-		off += 4
+		etype = binary.BigEndian.Uint16(frame[off+2:]) // the type after the TCI
+		off += header.VLANTagLen
 	}
 	p.l3off = off
 	p.end = len(frame)
 	p.fragment, p.routed = false, false
 	switch etype {
-	case etherTypeIPv4:
-		if off+20 > len(frame) || frame[off]>>4 != 4 {
+	case header.EtherTypeIPv4:
+		if off+header.IPv4MinLen > len(frame) || frame[off]>>4 != 4 {
 			return false
 		}
 		ihl := int(frame[off]&0x0f) * 4
-		if ihl < 20 || off+ihl > len(frame) {
+		if ihl < header.IPv4MinLen || off+ihl > len(frame) {
 			return false
 		}
 		if trustLen {
-			tot := int(binary.BigEndian.Uint16(frame[off+2:]))
+			tot := int(binary.BigEndian.Uint16(frame[off+header.IPv4TotalLenOff:]))
 			if tot < ihl || off+tot > len(frame) {
 				return false
 			}
 			p.end = off + tot
 		}
 		p.ipv6 = false
-		p.proto = frame[off+9]
-		p.fragment = binary.BigEndian.Uint16(frame[off+6:])&0x3fff != 0
+		p.proto = frame[off+header.IPv4ProtoOff]
+		p.fragment = binary.BigEndian.Uint16(frame[off+header.IPv4FragOff:])&0x3fff != 0
 		p.l4off = off + ihl
 		return true
-	case etherTypeIPv6:
-		if off+40 > len(frame) || frame[off]>>4 != 6 {
+	case header.EtherTypeIPv6:
+		if off+header.IPv6Len > len(frame) || frame[off]>>4 != 6 {
 			return false
 		}
 		if trustLen {
-			pl := int(binary.BigEndian.Uint16(frame[off+4:]))
-			if off+40+pl > len(frame) {
+			pl := int(binary.BigEndian.Uint16(frame[off+header.IPv6PayloadLenOff:]))
+			if off+header.IPv6Len+pl > len(frame) {
 				return false
 			}
-			p.end = off + 40 + pl
+			p.end = off + header.IPv6Len + pl
 		}
 		p.ipv6 = true
-		nh := frame[off+6]
-		pos := off + 40
+		nh := frame[off+header.IPv6NextHeaderOff]
+		pos := off + header.IPv6Len
 		for i := 0; ; i++ {
 			var hlen int
 			switch nh {
-			case 0, 43, 60: // hop-by-hop, routing, destination options
+			case header.IPProtoHopByHop, header.IPProtoRouting, header.IPProtoDstOpts:
 				if pos+8 > p.end {
 					return false
 				}
-				if nh == 43 && frame[pos+3] != 0 {
+				if nh == header.IPProtoRouting && frame[pos+3] != 0 {
 					p.routed = true
 				}
 				hlen = (int(frame[pos+1]) + 1) * 8
-			case 44: // fragment
+			case header.IPProtoFragment:
 				if pos+8 > p.end {
 					return false
 				}
 				p.fragment = true
 				hlen = 8
-			case 51: // authentication header
+			case header.IPProtoAH:
 				if pos+8 > p.end {
 					return false
 				}

@@ -1,6 +1,10 @@
 package vnethdr
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/vswitch-go/vswitch/datapath/header"
+)
 
 // segKind is the way a Segmenter cuts its frame.
 type segKind uint8
@@ -88,33 +92,33 @@ func (s *Segmenter) Reset(h *Header, frame []byte) error {
 	s.mss = int(h.GSOSize)
 	switch gso {
 	case GSOTCPv4, GSOTCPv6:
-		if p.proto != protoTCP || p.ipv6 != (gso == GSOTCPv6) {
+		if p.proto != header.IPProtoTCP || p.ipv6 != (gso == GSOTCPv6) {
 			return ErrGSOType
 		}
-		if p.l4off+20 > len(frame) {
+		if p.l4off+header.TCPMinLen > len(frame) {
 			return ErrMalformed
 		}
-		doff := int(frame[p.l4off+12]>>4) * 4
-		if doff < 20 || p.l4off+doff > len(frame) {
+		doff := int(frame[p.l4off+header.TCPDataOffOff]>>4) * 4
+		if doff < header.TCPMinLen || p.l4off+doff > len(frame) {
 			return ErrMalformed
 		}
 		s.kind = kindTCP
 		s.hdrLen = p.l4off + doff
-		s.seq = binary.BigEndian.Uint32(frame[p.l4off+4:])
+		s.seq = binary.BigEndian.Uint32(frame[p.l4off+header.TCPSeqOff:])
 	case GSOUDPL4:
-		if p.proto != protoUDP {
+		if p.proto != header.IPProtoUDP {
 			return ErrGSOType
 		}
-		if p.l4off+8 > len(frame) {
+		if p.l4off+header.UDPLen > len(frame) {
 			return ErrMalformed
 		}
 		s.kind = kindUSO
-		s.hdrLen = p.l4off + 8
+		s.hdrLen = p.l4off + header.UDPLen
 	case GSOUDP:
-		if p.proto != protoUDP || p.ipv6 {
+		if p.proto != header.IPProtoUDP || p.ipv6 {
 			return ErrGSOType
 		}
-		if p.l4off+8 > len(frame) {
+		if p.l4off+header.UDPLen > len(frame) {
 			return ErrMalformed
 		}
 		// Fragment offsets count 8-byte units, and the first fragment
@@ -130,12 +134,12 @@ func (s *Segmenter) Reset(h *Header, frame []byte) error {
 		s.kind = kindUFO
 		s.hdrLen = p.l4off
 		s.udpLen = uint16(dgram)
-		old := binary.BigEndian.Uint16(frame[p.l4off+6:])
+		old := binary.BigEndian.Uint16(frame[p.l4off+header.UDPChecksumOff:])
 		if h.Flags&FlagNeedsCsum != 0 || old != 0 {
 			// The sum over the datagram includes its old length and
 			// checksum fields; swap in the new length and a zero.
-			oldLen := binary.BigEndian.Uint16(frame[p.l4off+4:])
-			sm := uint32(pseudoSum(frame[p.l3off:], false, protoUDP, dgram)) +
+			oldLen := binary.BigEndian.Uint16(frame[p.l4off+header.UDPLengthOff:])
+			sm := uint32(pseudoSum(frame[p.l3off:], false, header.IPProtoUDP, dgram)) +
 				uint32(sum(frame[p.l4off:])) + uint32(^oldLen) + uint32(^old) + uint32(dgram)
 			c := ^fold(sm)
 			if c == 0 {
@@ -158,7 +162,7 @@ func (s *Segmenter) Reset(h *Header, frame []byte) error {
 		return ErrGSOSize
 	}
 	if !p.ipv6 {
-		s.ipID = binary.BigEndian.Uint16(frame[p.l3off+4:])
+		s.ipID = binary.BigEndian.Uint16(frame[p.l3off+header.IPv4IDOff:])
 	}
 	s.pseudo = pseudoSum(frame[p.l3off:], p.ipv6, p.proto, 0)
 	s.pos = s.hdrLen
@@ -206,49 +210,49 @@ func (s *Segmenter) Next(dst []byte) (n int, ok bool, err error) {
 
 	ip := dst[s.l3off:s.l4off]
 	if s.ipv6 {
-		binary.BigEndian.PutUint16(ip[4:], uint16(n-s.l3off-40))
+		binary.BigEndian.PutUint16(ip[header.IPv6PayloadLenOff:], uint16(n-s.l3off-header.IPv6Len))
 	} else {
-		binary.BigEndian.PutUint16(ip[2:], uint16(n-s.l3off))
+		binary.BigEndian.PutUint16(ip[header.IPv4TotalLenOff:], uint16(n-s.l3off))
 		if s.kind == kindUFO {
 			frag := uint16((s.pos - s.hdrLen) >> 3)
 			if !last {
 				frag |= 0x2000 // more fragments
 			}
-			binary.BigEndian.PutUint16(ip[6:], frag)
+			binary.BigEndian.PutUint16(ip[header.IPv4FragOff:], frag)
 		} else {
-			binary.BigEndian.PutUint16(ip[4:], s.ipID+uint16(s.index))
+			binary.BigEndian.PutUint16(ip[header.IPv4IDOff:], s.ipID+uint16(s.index))
 		}
-		ip[10], ip[11] = 0, 0
-		binary.BigEndian.PutUint16(ip[10:], ^sum(ip))
+		clear(ip[header.IPv4ChecksumOff : header.IPv4ChecksumOff+2])
+		binary.BigEndian.PutUint16(ip[header.IPv4ChecksumOff:], ^sum(ip))
 	}
 
 	l4 := dst[s.l4off:]
 	switch s.kind {
 	case kindTCP:
-		binary.BigEndian.PutUint32(l4[4:], s.seq+uint32(s.pos-s.hdrLen))
-		flags := l4[13]
+		binary.BigEndian.PutUint32(l4[header.TCPSeqOff:], s.seq+uint32(s.pos-s.hdrLen))
+		flags := l4[header.TCPFlagsOff]
 		if !last {
 			flags &^= tcpFIN | tcpPSH
 		}
 		if s.index > 0 {
 			flags &^= tcpCWR
 		}
-		l4[13] = flags
-		l4[16], l4[17] = 0, 0
+		l4[header.TCPFlagsOff] = flags
+		clear(l4[header.TCPChecksumOff : header.TCPChecksumOff+2])
 		c := ^fold(uint32(s.pseudo) + uint32(len(l4)) + uint32(sum(l4)))
-		binary.BigEndian.PutUint16(l4[16:], c)
+		binary.BigEndian.PutUint16(l4[header.TCPChecksumOff:], c)
 	case kindUSO:
-		binary.BigEndian.PutUint16(l4[4:], uint16(len(l4)))
-		l4[6], l4[7] = 0, 0
+		binary.BigEndian.PutUint16(l4[header.UDPLengthOff:], uint16(len(l4)))
+		clear(l4[header.UDPChecksumOff : header.UDPChecksumOff+2])
 		c := ^fold(uint32(s.pseudo) + uint32(len(l4)) + uint32(sum(l4)))
 		if c == 0 {
 			c = 0xffff
 		}
-		binary.BigEndian.PutUint16(l4[6:], c)
+		binary.BigEndian.PutUint16(l4[header.UDPChecksumOff:], c)
 	case kindUFO:
 		if s.index == 0 {
-			binary.BigEndian.PutUint16(l4[4:], s.udpLen)
-			binary.BigEndian.PutUint16(l4[6:], s.udpCsum)
+			binary.BigEndian.PutUint16(l4[header.UDPLengthOff:], s.udpLen)
+			binary.BigEndian.PutUint16(l4[header.UDPChecksumOff:], s.udpCsum)
 		}
 	}
 	s.pos += chunk

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/netrack/openflow/ofp"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
 
 // asyncKind selects the mask pair of an asynchronous message.
@@ -22,15 +22,15 @@ const (
 // equal controller gets table-miss and action packet-ins (not invalid-TTL
 // ones), every port status and every flow removal; a slave gets port
 // status only.
-var DefaultAsyncConfig = ofp.AsyncConfig{
-	PacketInMask: [2]uint32{1<<ofp.PacketInReasonNoMatch | 1<<ofp.PacketInReasonAction, 0},
+var DefaultAsyncConfig = ofpwire.AsyncConfig{
+	PacketInMask: [2]uint32{1<<ofpwire.PacketInReasonNoMatch | 1<<ofpwire.PacketInReasonAction, 0},
 	PortStatusMask: [2]uint32{
-		1<<ofp.PortReasonAdd | 1<<ofp.PortReasonDelete | 1<<ofp.PortReasonModify,
-		1<<ofp.PortReasonAdd | 1<<ofp.PortReasonDelete | 1<<ofp.PortReasonModify,
+		1<<ofpwire.PortReasonAdd | 1<<ofpwire.PortReasonDelete | 1<<ofpwire.PortReasonModify,
+		1<<ofpwire.PortReasonAdd | 1<<ofpwire.PortReasonDelete | 1<<ofpwire.PortReasonModify,
 	},
 	FlowRemovedMask: [2]uint32{
-		1<<ofp.FlowReasonIdleTimeout | 1<<ofp.FlowReasonHardTimeout |
-			1<<ofp.FlowReasonDelete | 1<<ofp.FlowReasonGroupDelete,
+		1<<ofpwire.FlowReasonIdleTimeout | 1<<ofpwire.FlowReasonHardTimeout |
+			1<<ofpwire.FlowReasonDelete | 1<<ofpwire.FlowReasonGroupDelete,
 		0,
 	},
 }
@@ -42,7 +42,7 @@ func (c *Conn) wants(kind asyncKind, reason uint32) bool {
 		return false
 	}
 	i := 0
-	if c.Role() == ofp.ControllerRoleSlave {
+	if c.Role() == ofpwire.ControllerRoleSlave {
 		i = 1
 	}
 	a := c.async.Load()

@@ -11,9 +11,6 @@ import (
 	"time"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow"
-	"github.com/netrack/openflow/ofp"
 )
 
 // Conn is one OpenFlow connection. Its reader goroutine handles requests
@@ -35,7 +32,7 @@ type Conn struct {
 	lastRecv atomic.Int64 // ns since epoch of the last received byte of a message
 	active   atomic.Bool
 	role     atomic.Uint32
-	async    atomic.Pointer[ofp.AsyncConfig]
+	async    atomic.Pointer[ofpwire.AsyncConfig]
 	xid      atomic.Uint32
 
 	msgsIn, msgsOut        atomic.Uint64
@@ -65,7 +62,7 @@ func newConn(m *Manager, t *target, nc net.Conn) *Conn {
 		epoch:      time.Now(),
 		state:      StateHandshake,
 	}
-	c.role.Store(uint32(ofp.ControllerRoleEqual))
+	c.role.Store(uint32(ofpwire.ControllerRoleEqual))
 	def := DefaultAsyncConfig
 	c.async.Store(&def)
 	c.pin.init(m.cfg.PacketInRate, m.cfg.PacketInBurst, c.epoch)
@@ -83,10 +80,10 @@ func (c *Conn) IsController() bool { return !c.t.management }
 func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
 
 // Role is the connection's current controller role.
-func (c *Conn) Role() ofp.ControllerRole { return ofp.ControllerRole(c.role.Load()) }
+func (c *Conn) Role() ofpwire.ControllerRole { return ofpwire.ControllerRole(c.role.Load()) }
 
 // AsyncConfig is the connection's current asynchronous-message masks.
-func (c *Conn) AsyncConfig() ofp.AsyncConfig { return *c.async.Load() }
+func (c *Conn) AsyncConfig() ofpwire.AsyncConfig { return *c.async.Load() }
 
 // Close closes the connection; an active target will reconnect.
 func (c *Conn) Close() { c.close("closed locally") }
@@ -278,7 +275,7 @@ func (c *Conn) serve() (handshaken bool) {
 		msg, err := ofpwire.Decode(h, raw[ofpwire.HeaderLen:])
 		if err != nil {
 			// Never answer an error with an error: two peers could loop.
-			if h.Type != openflow.TypeError {
+			if h.Type != ofpwire.TypeError {
 				c.enqueue(ofpwire.ErrorMessage(h.Transaction, err, raw))
 			}
 			continue
@@ -316,7 +313,7 @@ func (c *Conn) handshake(br *bufio.Reader, buf []byte) bool {
 		return false
 	}
 	c.received(h)
-	if h.Type != openflow.TypeHello {
+	if h.Type != ofpwire.TypeHello {
 		c.failHello(h, fmt.Sprintf("expected HELLO (OpenFlow 1.3), got message type %d", h.Type))
 		return false
 	}
@@ -354,12 +351,12 @@ func (c *Conn) failHello(h ofpwire.Header, text string) {
 }
 
 // serverOnly are the types only a switch sends; receiving one is BAD_TYPE.
-func serverOnly(t openflow.Type) bool {
+func serverOnly(t ofpwire.MsgType) bool {
 	switch t {
-	case openflow.TypeFeaturesReply, openflow.TypeGetConfigReply, openflow.TypePacketIn,
-		openflow.TypeFlowRemoved, openflow.TypePortStatus, openflow.TypeMultipartReply,
-		openflow.TypeBarrierReply, openflow.TypeQueueGetConfigReply, openflow.TypeRoleReply,
-		openflow.TypeGetAsyncReply:
+	case ofpwire.TypeFeaturesReply, ofpwire.TypeGetConfigReply, ofpwire.TypePacketIn,
+		ofpwire.TypeFlowRemoved, ofpwire.TypePortStatus, ofpwire.TypeMultipartReply,
+		ofpwire.TypeBarrierReply, ofpwire.TypeQueueGetConfigReply, ofpwire.TypeRoleReply,
+		ofpwire.TypeGetAsyncReply:
 		return true
 	}
 	return false
@@ -384,7 +381,7 @@ var (
 	errBadType   = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadType}
 	errIsSlave   = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCIsSlave}
 	errBadFlags  = &ofpwire.OFPError{Type: ofpwire.ETSwitchConfigFailed, Code: ofpwire.SCFCBadFlags}
-	validFragCfg = uint16(ofp.ConfigFlagFragNormal | ofp.ConfigFlagFragDrop)
+	validFragCfg = uint16(ofpwire.ConfigFlagFragNormal | ofpwire.ConfigFlagFragDrop)
 )
 
 func (c *Conn) replyErr(xid uint32, err error, raw []byte) {
@@ -408,7 +405,7 @@ func (c *Conn) dispatch(xid uint32, msg ofpwire.Message, raw []byte) {
 		c.Send(xid, &f)
 	case *ofpwire.GetConfigRequest:
 		sc := c.m.SwitchConfig()
-		c.Send(xid, &ofpwire.GetConfigReply{Flags: ofp.ConfigFlag(sc.Flags), MissSendLength: sc.MissSendLen})
+		c.Send(xid, &ofpwire.GetConfigReply{Flags: ofpwire.ConfigFlag(sc.Flags), MissSendLength: sc.MissSendLen})
 	case *ofpwire.SetConfig:
 		// Reassembly is not supported, so only NORMAL and DROP are valid.
 		if uint16(m.Flags)&^validFragCfg != 0 {
@@ -418,7 +415,7 @@ func (c *Conn) dispatch(xid uint32, msg ofpwire.Message, raw []byte) {
 		// Like Open vSwitch, a slave may not change the switch-wide
 		// configuration; its SET_CONFIG is ignored rather than refused,
 		// since the spec does not list SET_CONFIG as denied.
-		if c.Role() != ofp.ControllerRoleSlave {
+		if c.Role() != ofpwire.ControllerRoleSlave {
 			c.m.setSwitchConfig(SwitchConfig{Flags: uint16(m.Flags), MissSendLen: m.MissSendLength})
 		}
 	case *ofpwire.BarrierRequest:
@@ -442,14 +439,14 @@ func (c *Conn) dispatch(xid uint32, msg ofpwire.Message, raw []byte) {
 		a := ofpwire.GetAsyncReply(c.AsyncConfig())
 		c.Send(xid, &a)
 	case *ofpwire.SetAsync:
-		a := ofp.AsyncConfig(*m)
+		a := ofpwire.AsyncConfig(*m)
 		c.async.Store(&a)
 	default:
 		if serverOnly(msg.MsgType()) {
 			c.replyErr(xid, errBadType, raw)
 			return
 		}
-		if c.Role() == ofp.ControllerRoleSlave && deniedToSlave(msg) {
+		if c.Role() == ofpwire.ControllerRoleSlave && deniedToSlave(msg) {
 			c.replyErr(xid, errIsSlave, raw)
 			return
 		}

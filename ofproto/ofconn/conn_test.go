@@ -11,14 +11,11 @@ import (
 	"time"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow"
-	"github.com/netrack/openflow/ofp"
 )
 
 func flowMod() *ofpwire.FlowMod {
-	return &ofpwire.FlowMod{Command: ofp.FlowAdd, Priority: 1, BufferID: ofpwire.NoBuffer,
-		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}
+	return &ofpwire.FlowMod{Command: ofpwire.FlowAdd, Priority: 1, BufferID: ofpwire.NoBuffer,
+		OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}
 }
 
 func TestHandshakeAndEcho(t *testing.T) {
@@ -31,7 +28,7 @@ func TestHandshakeAndEcho(t *testing.T) {
 		t.Fatalf("echo reply data %d bytes", len(r.Data))
 	}
 	s := peerStatus(t, m, target)
-	if s.State != StateActive || s.Role != ofp.ControllerRoleEqual || s.ConnectedSince.IsZero() {
+	if s.State != StateActive || s.Role != ofpwire.ControllerRoleEqual || s.ConnectedSince.IsZero() {
 		t.Fatalf("status %+v", s)
 	}
 	if s.MsgsIn != 4 || s.MsgsOut != 4 { // hello and three echoes each way
@@ -43,11 +40,11 @@ func TestHandshakeAndEcho(t *testing.T) {
 // sent in the peer's version, so it is parsed by hand.
 func (c *client) readHelloFailed(wantVersion uint8) {
 	c.t.Helper()
-	if h, _ := c.recvRaw(); h.Type != openflow.TypeHello {
+	if h, _ := c.recvRaw(); h.Type != ofpwire.TypeHello {
 		c.t.Fatalf("first message %v, want HELLO", h.Type)
 	}
 	h, raw := c.recvRaw()
-	if h.Type != openflow.TypeError || h.Version != wantVersion {
+	if h.Type != ofpwire.TypeError || h.Version != wantVersion {
 		c.t.Fatalf("got %v version %d, want ERROR version %d", h.Type, h.Version, wantVersion)
 	}
 	typ, code := binary.BigEndian.Uint16(raw[8:]), binary.BigEndian.Uint16(raw[10:])
@@ -109,7 +106,7 @@ func TestInactivityProbe(t *testing.T) {
 	c := connect(t, m, target)
 	start := time.Now()
 	h, _ := c.recvRaw()
-	if h.Type != openflow.TypeEchoRequest {
+	if h.Type != ofpwire.TypeEchoRequest {
 		t.Fatalf("got %v, want ECHO_REQUEST", h.Type)
 	}
 	if d := time.Since(start); d < probe*3/4 {
@@ -141,7 +138,7 @@ func TestInactivityProbe(t *testing.T) {
 
 func TestFeatures(t *testing.T) {
 	h := &recHandler{features: ofpwire.FeaturesReply{DatapathID: 0x0000_0a0b_0c0d_0e0f, NumBuffers: 256,
-		NumTables: 254, AuxiliaryID: 9, Capabilities: ofp.CapabilityFlowStats | ofp.CapabilityPortStats}}
+		NumTables: 254, AuxiliaryID: 9, Capabilities: ofpwire.CapabilityFlowStats | ofpwire.CapabilityPortStats}}
 	target := "punix:" + sockPath(t, "br.sock")
 	m := startManager(t, Config{Handler: h}, target)
 	c := connect(t, m, target)
@@ -165,16 +162,16 @@ func TestSwitchConfig(t *testing.T) {
 	if r := recvType[*ofpwire.GetConfigReply](c, 1); r.Flags != 0 || r.MissSendLength != 128 {
 		t.Fatalf("default config %+v", *r)
 	}
-	c.send(2, &ofpwire.SetConfig{Flags: ofp.ConfigFlagFragDrop, MissSendLength: 200})
+	c.send(2, &ofpwire.SetConfig{Flags: ofpwire.ConfigFlagFragDrop, MissSendLength: 200})
 	c.send(3, &ofpwire.GetConfigRequest{})
-	if r := recvType[*ofpwire.GetConfigReply](c, 3); r.Flags != ofp.ConfigFlagFragDrop || r.MissSendLength != 200 {
+	if r := recvType[*ofpwire.GetConfigReply](c, 3); r.Flags != ofpwire.ConfigFlagFragDrop || r.MissSendLength != 200 {
 		t.Fatalf("config after set %+v", *r)
 	}
 	if got := m.SwitchConfig(); got != (SwitchConfig{Flags: 1, MissSendLen: 200}) {
 		t.Fatalf("Manager.SwitchConfig %+v", got)
 	}
 	// Reassembly is not supported.
-	c.send(4, &ofpwire.SetConfig{Flags: ofp.ConfigFlagFragReasm, MissSendLength: 10})
+	c.send(4, &ofpwire.SetConfig{Flags: ofpwire.ConfigFlagFragReasm, MissSendLength: 10})
 	c.expectError(4, ofpwire.ETSwitchConfigFailed, ofpwire.SCFCBadFlags)
 	// The config is switch-wide: a second connection sees it.
 	c2 := connect(t, m, target)
@@ -183,7 +180,7 @@ func TestSwitchConfig(t *testing.T) {
 		t.Fatalf("second connection sees %+v", *r)
 	}
 	// A slave cannot change it.
-	c2.send(6, &ofpwire.RoleRequest{Role: ofp.ControllerRoleSlave, GenerationID: 1})
+	c2.send(6, &ofpwire.RoleRequest{Role: ofpwire.ControllerRoleSlave, GenerationID: 1})
 	recvType[*ofpwire.RoleReply](c2, 6)
 	c2.send(7, &ofpwire.SetConfig{MissSendLength: 1})
 	c2.echo(8)
@@ -209,7 +206,7 @@ func TestBarrierOrdering(t *testing.T) {
 
 	// Everything is written before anything is read.
 	c.send(1, flowMod())
-	c.send(2, &ofpwire.MultipartRequest{Body: &ofpwire.FlowStatsRequest{TableID: 0xff, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}})
+	c.send(2, &ofpwire.MultipartRequest{Body: &ofpwire.FlowStatsRequest{TableID: 0xff, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}})
 	c.send(3, &ofpwire.BarrierRequest{})
 	c.send(4, flowMod())
 	c.send(5, flowMod())
@@ -234,29 +231,29 @@ func TestRoles(t *testing.T) {
 	target := "punix:" + sockPath(t, "br.sock")
 	m := startManager(t, Config{Handler: h}, target)
 	a, b := connect(t, m, target), connect(t, m, target)
-	role := func(c *client, xid uint32, r ofp.ControllerRole, gen uint64) *ofpwire.RoleReply {
+	role := func(c *client, xid uint32, r ofpwire.ControllerRole, gen uint64) *ofpwire.RoleReply {
 		t.Helper()
 		c.send(xid, &ofpwire.RoleRequest{Role: r, GenerationID: gen})
 		return recvType[*ofpwire.RoleReply](c, xid)
 	}
 
-	if r := role(a, 1, ofp.ControllerRoleNoChange, 0); r.Role != ofp.ControllerRoleEqual {
+	if r := role(a, 1, ofpwire.ControllerRoleNoChange, 0); r.Role != ofpwire.ControllerRoleEqual {
 		t.Fatalf("initial role %v", r.Role)
 	}
-	if r := role(a, 2, ofp.ControllerRoleMaster, 10); r.Role != ofp.ControllerRoleMaster || r.GenerationID != 10 {
+	if r := role(a, 2, ofpwire.ControllerRoleMaster, 10); r.Role != ofpwire.ControllerRoleMaster || r.GenerationID != 10 {
 		t.Fatalf("master reply %+v", *r)
 	}
 	// b becomes master: a is demoted to slave without being told.
-	if r := role(b, 3, ofp.ControllerRoleMaster, 11); r.Role != ofp.ControllerRoleMaster || r.GenerationID != 11 {
+	if r := role(b, 3, ofpwire.ControllerRoleMaster, 11); r.Role != ofpwire.ControllerRoleMaster || r.GenerationID != 11 {
 		t.Fatalf("master reply %+v", *r)
 	}
 	a.expectSilence(20 * time.Millisecond)
-	if r := role(a, 4, ofp.ControllerRoleNoChange, 0); r.Role != ofp.ControllerRoleSlave || r.GenerationID != 11 {
+	if r := role(a, 4, ofpwire.ControllerRoleNoChange, 0); r.Role != ofpwire.ControllerRoleSlave || r.GenerationID != 11 {
 		t.Fatalf("demoted role %+v", *r)
 	}
 	var demoted Status
 	for _, s := range statusOf(m, target) {
-		if s.Role == ofp.ControllerRoleSlave {
+		if s.Role == ofpwire.ControllerRoleSlave {
 			demoted = s
 		}
 	}
@@ -265,14 +262,14 @@ func TestRoles(t *testing.T) {
 	}
 
 	// Stale generation ids are refused, including on slave requests.
-	a.send(5, &ofpwire.RoleRequest{Role: ofp.ControllerRoleMaster, GenerationID: 10})
+	a.send(5, &ofpwire.RoleRequest{Role: ofpwire.ControllerRoleMaster, GenerationID: 10})
 	a.expectError(5, ofpwire.ETRoleRequestFailed, ofpwire.RRFCStale)
-	a.send(6, &ofpwire.RoleRequest{Role: ofp.ControllerRoleSlave, GenerationID: 9})
+	a.send(6, &ofpwire.RoleRequest{Role: ofpwire.ControllerRoleSlave, GenerationID: 9})
 	a.expectError(6, ofpwire.ETRoleRequestFailed, ofpwire.RRFCStale)
 	// The comparison wraps: 2^64-1 is just before 0, so older than 11.
-	a.send(7, &ofpwire.RoleRequest{Role: ofp.ControllerRoleSlave, GenerationID: ^uint64(0)})
+	a.send(7, &ofpwire.RoleRequest{Role: ofpwire.ControllerRoleSlave, GenerationID: ^uint64(0)})
 	a.expectError(7, ofpwire.ETRoleRequestFailed, ofpwire.RRFCStale)
-	if r := role(a, 8, ofp.ControllerRoleSlave, 11); r.Role != ofp.ControllerRoleSlave {
+	if r := role(a, 8, ofpwire.ControllerRoleSlave, 11); r.Role != ofpwire.ControllerRoleSlave {
 		t.Fatalf("same generation refused: %+v", *r)
 	}
 	a.send(9, &ofpwire.RoleRequest{Role: 7})
@@ -281,11 +278,11 @@ func TestRoles(t *testing.T) {
 	// A slave may read but not write.
 	denied := []ofpwire.Message{
 		flowMod(),
-		&ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeAll, GroupID: 1},
+		&ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeAll, GroupID: 1},
 		&ofpwire.PortMod{PortNo: 1, HWAddr: make([]byte, 6)},
 		&ofpwire.TableMod{Table: 0},
-		&ofpwire.MeterMod{Command: ofp.MeterAdd, Flags: ofp.MeterFlagKBitPerSec, MeterID: 1},
-		&ofpwire.PacketOut{BufferID: ofpwire.NoBuffer, InPort: ofp.PortController, Data: make([]byte, 60)},
+		&ofpwire.MeterMod{Command: ofpwire.MeterAdd, Flags: ofpwire.MeterFlagKBitPerSec, MeterID: 1},
+		&ofpwire.PacketOut{BufferID: ofpwire.NoBuffer, InPort: ofpwire.PortController, Data: make([]byte, 60)},
 		&ofpwire.MultipartRequest{Body: &ofpwire.TableFeaturesRequest{Tables: []ofpwire.TableFeatures{{TableID: 0, Name: "t0"}}}},
 	}
 	for i, msg := range denied {
@@ -307,15 +304,15 @@ func TestRoles(t *testing.T) {
 		t.Fatalf("handler saw %v", got)
 	}
 	// Equal role does not touch the generation and is writable again.
-	if r := role(a, 10, ofp.ControllerRoleEqual, 0); r.Role != ofp.ControllerRoleEqual || r.GenerationID != 11 {
+	if r := role(a, 10, ofpwire.ControllerRoleEqual, 0); r.Role != ofpwire.ControllerRoleEqual || r.GenerationID != 11 {
 		t.Fatalf("equal reply %+v", *r)
 	}
-	if r := role(b, 11, ofp.ControllerRoleNoChange, 0); r.Role != ofp.ControllerRoleMaster {
+	if r := role(b, 11, ofpwire.ControllerRoleNoChange, 0); r.Role != ofpwire.ControllerRoleMaster {
 		t.Fatalf("equal request changed the master: %+v", *r)
 	}
 }
 
-func packetIn(reason ofp.PacketInReason, n int) ofpwire.PacketIn {
+func packetIn(reason ofpwire.PacketInReason, n int) ofpwire.PacketIn {
 	return ofpwire.PacketIn{BufferID: ofpwire.NoBuffer, TotalLen: uint16(n), Reason: reason, TableID: 1,
 		Cookie: 0x99, Data: make([]byte, n)}
 }
@@ -324,34 +321,34 @@ func TestAsyncFiltering(t *testing.T) {
 	target := "punix:" + sockPath(t, "br.sock")
 	m := startManager(t, Config{}, target)
 	master, slave := connect(t, m, target), connect(t, m, target)
-	slave.send(1, &ofpwire.RoleRequest{Role: ofp.ControllerRoleSlave, GenerationID: 1})
+	slave.send(1, &ofpwire.RoleRequest{Role: ofpwire.ControllerRoleSlave, GenerationID: 1})
 	recvType[*ofpwire.RoleReply](slave, 1)
-	master.send(2, &ofpwire.RoleRequest{Role: ofp.ControllerRoleMaster, GenerationID: 1})
+	master.send(2, &ofpwire.RoleRequest{Role: ofpwire.ControllerRoleMaster, GenerationID: 1})
 	recvType[*ofpwire.RoleReply](master, 2)
 
 	// Defaults.
 	master.send(3, &ofpwire.GetAsyncRequest{})
-	if r := recvType[*ofpwire.GetAsyncReply](master, 3); ofp.AsyncConfig(*r) != DefaultAsyncConfig {
+	if r := recvType[*ofpwire.GetAsyncReply](master, 3); ofpwire.AsyncConfig(*r) != DefaultAsyncConfig {
 		t.Fatalf("default async %+v", *r)
 	}
-	if n := m.SendPacketIn(packetIn(ofp.PacketInReasonNoMatch, 60)); n != 1 {
+	if n := m.SendPacketIn(packetIn(ofpwire.PacketInReasonNoMatch, 60)); n != 1 {
 		t.Fatalf("no-match packet-in went to %d connections, want 1", n)
 	}
 	pi := recvType[*ofpwire.PacketIn](master, 0)
 	if pi.Cookie != 0x99 || len(pi.Data) != 60 || pi.TableID != 1 {
 		t.Fatalf("packet-in %+v", pi)
 	}
-	if n := m.SendPacketIn(packetIn(ofp.PacketInReasonInvalidTTL, 60)); n != 0 {
+	if n := m.SendPacketIn(packetIn(ofpwire.PacketInReasonInvalidTTL, 60)); n != 0 {
 		t.Fatalf("invalid-TTL packet-in delivered by default to %d", n)
 	}
-	if n := m.SendPortStatus(ofpwire.PortStatus{Reason: ofp.PortReasonAdd, Port: ofpwire.Port{PortNo: 3, HWAddr: make([]byte, 6), Name: "p3"}}); n != 2 {
+	if n := m.SendPortStatus(ofpwire.PortStatus{Reason: ofpwire.PortReasonAdd, Port: ofpwire.Port{PortNo: 3, HWAddr: make([]byte, 6), Name: "p3"}}); n != 2 {
 		t.Fatalf("port status to %d, want 2", n)
 	}
 	if ps := recvType[*ofpwire.PortStatus](master, 0); ps.Port.PortNo != 3 {
 		t.Fatalf("port status %+v", ps)
 	}
 	recvType[*ofpwire.PortStatus](slave, 0)
-	fr := ofpwire.FlowRemoved{Reason: ofp.FlowReasonIdleTimeout, Cookie: 5}
+	fr := ofpwire.FlowRemoved{Reason: ofpwire.FlowReasonIdleTimeout, Cookie: 5}
 	if n := m.SendFlowRemoved(fr); n != 1 {
 		t.Fatalf("flow removed to %d, want 1", n)
 	}
@@ -363,12 +360,12 @@ func TestAsyncFiltering(t *testing.T) {
 	// The slave asks for action packet-ins and hard-timeout removals; the
 	// master drops port status.
 	cfg := DefaultAsyncConfig
-	cfg.PacketInMask[1] = 1 << ofp.PacketInReasonAction
-	cfg.FlowRemovedMask[1] = 1 << ofp.FlowReasonHardTimeout
+	cfg.PacketInMask[1] = 1 << ofpwire.PacketInReasonAction
+	cfg.FlowRemovedMask[1] = 1 << ofpwire.FlowReasonHardTimeout
 	sa := ofpwire.SetAsync(cfg)
 	slave.send(4, &sa)
 	slave.send(5, &ofpwire.GetAsyncRequest{})
-	if r := recvType[*ofpwire.GetAsyncReply](slave, 5); ofp.AsyncConfig(*r) != cfg {
+	if r := recvType[*ofpwire.GetAsyncReply](slave, 5); ofpwire.AsyncConfig(*r) != cfg {
 		t.Fatalf("async after set %+v", *r)
 	}
 	mcfg := DefaultAsyncConfig
@@ -377,23 +374,23 @@ func TestAsyncFiltering(t *testing.T) {
 	master.send(6, &ma)
 	master.echo(7)
 
-	if n := m.SendPacketIn(packetIn(ofp.PacketInReasonNoMatch, 60)); n != 1 {
+	if n := m.SendPacketIn(packetIn(ofpwire.PacketInReasonNoMatch, 60)); n != 1 {
 		t.Fatalf("no-match to %d", n)
 	}
 	recvType[*ofpwire.PacketIn](master, 0)
-	if n := m.SendPacketIn(packetIn(ofp.PacketInReasonAction, 60)); n != 2 {
+	if n := m.SendPacketIn(packetIn(ofpwire.PacketInReasonAction, 60)); n != 2 {
 		t.Fatalf("action packet-in to %d, want 2", n)
 	}
-	if pi := recvType[*ofpwire.PacketIn](slave, 0); pi.Reason != ofp.PacketInReasonAction {
+	if pi := recvType[*ofpwire.PacketIn](slave, 0); pi.Reason != ofpwire.PacketInReasonAction {
 		t.Fatalf("slave got %+v", pi)
 	}
 	recvType[*ofpwire.PacketIn](master, 0)
-	if n := m.SendFlowRemoved(ofpwire.FlowRemoved{Reason: ofp.FlowReasonHardTimeout}); n != 2 {
+	if n := m.SendFlowRemoved(ofpwire.FlowRemoved{Reason: ofpwire.FlowReasonHardTimeout}); n != 2 {
 		t.Fatalf("hard-timeout removal to %d, want 2", n)
 	}
 	recvType[*ofpwire.FlowRemoved](slave, 0)
 	recvType[*ofpwire.FlowRemoved](master, 0)
-	if n := m.SendPortStatus(ofpwire.PortStatus{Reason: ofp.PortReasonDelete, Port: ofpwire.Port{HWAddr: make([]byte, 6)}}); n != 1 {
+	if n := m.SendPortStatus(ofpwire.PortStatus{Reason: ofpwire.PortReasonDelete, Port: ofpwire.Port{HWAddr: make([]byte, 6)}}); n != 1 {
 		t.Fatalf("port status to %d, want 1 (slave only)", n)
 	}
 	recvType[*ofpwire.PortStatus](slave, 0)
@@ -407,7 +404,7 @@ func TestPacketInRateLimit(t *testing.T) {
 	start := time.Now()
 	sent := 0
 	for i := 0; i < 50; i++ {
-		sent += m.SendPacketIn(packetIn(ofp.PacketInReasonNoMatch, 64))
+		sent += m.SendPacketIn(packetIn(ofpwire.PacketInReasonNoMatch, 64))
 	}
 	elapsed := time.Since(start)
 	// At 20/s, the time spent sending can add at most a token or two.
@@ -423,7 +420,7 @@ func TestPacketInRateLimit(t *testing.T) {
 	}
 	// The bucket refills at the configured rate.
 	time.Sleep(200 * time.Millisecond)
-	if n := m.SendPacketIn(packetIn(ofp.PacketInReasonNoMatch, 64)); n != 1 {
+	if n := m.SendPacketIn(packetIn(ofpwire.PacketInReasonNoMatch, 64)); n != 1 {
 		t.Fatal("bucket did not refill")
 	}
 	recvType[*ofpwire.PacketIn](c, 0)
@@ -444,7 +441,7 @@ func TestSlowConsumer(t *testing.T) {
 			if err != nil {
 				return // the switch closed at the end of the test
 			}
-			if h.Type == openflow.TypePacketIn {
+			if h.Type == ofpwire.TypePacketIn {
 				fastGot.Add(1)
 			}
 		}
@@ -460,7 +457,7 @@ func TestSlowConsumer(t *testing.T) {
 	start := time.Now()
 	delivered := 0
 	for i := 0; i < total; i++ {
-		delivered += m.SendPacketIn(packetIn(ofp.PacketInReasonNoMatch, 1000))
+		delivered += m.SendPacketIn(packetIn(ofpwire.PacketInReasonNoMatch, 1000))
 	}
 	if d := time.Since(start); d > 20*time.Second {
 		t.Fatalf("sending %d packet-ins took %v: the caller was blocked", total, d)
@@ -482,7 +479,7 @@ func TestSlowConsumer(t *testing.T) {
 	// stuck peer keeps dropping.
 	got0 := fastGot.Load()
 	for i := 0; i < 50; i++ {
-		m.SendPacketIn(packetIn(ofp.PacketInReasonNoMatch, 1000))
+		m.SendPacketIn(packetIn(ofpwire.PacketInReasonNoMatch, 1000))
 		time.Sleep(2 * time.Millisecond)
 	}
 	waitFor(t, "the paced packet-ins", func() bool { return fastGot.Load() == got0+50 })
@@ -517,7 +514,7 @@ func TestMalformedMessages(t *testing.T) {
 	for _, raw := range [][]byte{truncated, badMatch, oldEcho, unknownType, fromSwitch, longNoise} {
 		xid := binary.BigEndian.Uint32(raw[4:])
 		var hdr ofpwire.Header
-		hdr.Version, hdr.Type, hdr.Length, hdr.Transaction = raw[0], openflow.Type(raw[1]), uint16(len(raw)), xid
+		hdr.Version, hdr.Type, hdr.Length, hdr.Transaction = raw[0], ofpwire.MsgType(raw[1]), uint16(len(raw)), xid
 		want := &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadType}
 		if _, err := ofpwire.Decode(hdr, raw[8:]); err != nil {
 			if !errors.As(err, &want) {

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow"
 )
 
 // checkGoroutines fails the test if goroutines started during it are
@@ -238,7 +236,7 @@ func (c *client) expectSilence(d time.Duration) {
 			}
 			c.t.Fatalf("read: %v", err)
 		}
-		if h.Type == openflow.TypeEchoRequest {
+		if h.Type == ofpwire.TypeEchoRequest {
 			c.sendRaw(echoReplyTo(raw))
 			continue
 		}
@@ -248,7 +246,7 @@ func (c *client) expectSilence(d time.Duration) {
 
 func echoReplyTo(raw []byte) []byte {
 	b := append([]byte(nil), raw...)
-	b[1] = byte(openflow.TypeEchoReply)
+	b[1] = byte(ofpwire.TypeEchoReply)
 	return b
 }
 

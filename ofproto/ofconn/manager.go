@@ -31,8 +31,6 @@ import (
 
 	"github.com/vswitch-go/vswitch/internal/acceptloop"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // Handler is implemented by the bridge: it processes every request the
@@ -533,20 +531,20 @@ func (m *Manager) changeRole(c *Conn, req *ofpwire.RoleRequest) (*ofpwire.RoleRe
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch req.Role {
-	case ofp.ControllerRoleNoChange:
-	case ofp.ControllerRoleEqual:
-		c.role.Store(uint32(ofp.ControllerRoleEqual))
-	case ofp.ControllerRoleMaster, ofp.ControllerRoleSlave:
+	case ofpwire.ControllerRoleNoChange:
+	case ofpwire.ControllerRoleEqual:
+		c.role.Store(uint32(ofpwire.ControllerRoleEqual))
+	case ofpwire.ControllerRoleMaster, ofpwire.ControllerRoleSlave:
 		// Generation ids wrap: compare by signed distance, as the spec asks.
 		if m.genDefined && int64(req.GenerationID-m.gen) < 0 {
 			return nil, &ofpwire.OFPError{Type: ofpwire.ETRoleRequestFailed, Code: ofpwire.RRFCStale}
 		}
 		m.gen, m.genDefined = req.GenerationID, true
-		if req.Role == ofp.ControllerRoleMaster {
+		if req.Role == ofpwire.ControllerRoleMaster {
 			// 1.3 has no role-status message: the old master just
 			// becomes a slave; the demotion is recorded in its status.
 			for o := range m.conns {
-				if o != c && o.role.CompareAndSwap(uint32(ofp.ControllerRoleMaster), uint32(ofp.ControllerRoleSlave)) {
+				if o != c && o.role.CompareAndSwap(uint32(ofpwire.ControllerRoleMaster), uint32(ofpwire.ControllerRoleSlave)) {
 					o.demotions.Add(1)
 				}
 			}
@@ -589,7 +587,7 @@ type Status struct {
 	Target     string
 	Management bool
 	State      State
-	Role       ofp.ControllerRole
+	Role       ofpwire.ControllerRole
 	LocalAddr  string
 	RemoteAddr string
 	// ConnectedSince is when the handshake completed (zero if it has not).

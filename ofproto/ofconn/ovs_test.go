@@ -13,9 +13,6 @@ import (
 
 	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow"
-	"github.com/netrack/openflow/ofp"
 )
 
 // emptyBridge answers the read requests of ovs-ofctl show and dump-flows
@@ -23,7 +20,7 @@ import (
 func emptyBridge() *recHandler {
 	return &recHandler{
 		features: ofpwire.FeaturesReply{DatapathID: 0xabcdef, NumBuffers: 0, NumTables: 254,
-			Capabilities: ofp.CapabilityFlowStats | ofp.CapabilityTableStats | ofp.CapabilityPortStats},
+			Capabilities: ofpwire.CapabilityFlowStats | ofpwire.CapabilityTableStats | ofpwire.CapabilityPortStats},
 		fn: func(c *Conn, xid uint32, msg ofpwire.Message) error {
 			mp, ok := msg.(*ofpwire.MultipartRequest)
 			if !ok {
@@ -55,7 +52,7 @@ func TestOvsOfctl(t *testing.T) {
 	nstest.RequireTool(t, "ovs-ofctl")
 	path := sockPath(t, "br0.mgmt")
 	var mu sync.Mutex
-	seen := map[openflow.Type]int{}
+	seen := map[ofpwire.MsgType]int{}
 	m := startManager(t, Config{Handler: emptyBridge(), Observe: func(c *Conn, h ofpwire.Header) {
 		mu.Lock()
 		seen[h.Type]++
@@ -86,7 +83,7 @@ func TestOvsOfctl(t *testing.T) {
 		t.Fatalf("OpenFlow10 ovs-ofctl: %v\n%s", err, bad)
 	}
 	mu.Lock()
-	ok := seen[openflow.TypeFeaturesRequest] >= 1 && seen[openflow.TypeMultipartRequest] >= 2 && seen[openflow.TypeGetConfigRequest] >= 1
+	ok := seen[ofpwire.TypeFeaturesRequest] >= 1 && seen[ofpwire.TypeMultipartRequest] >= 2 && seen[ofpwire.TypeGetConfigRequest] >= 1
 	report := fmt.Sprint(seen)
 	mu.Unlock()
 	if !ok {
@@ -123,7 +120,7 @@ func TestOvsTestcontroller(t *testing.T) {
 	t.Cleanup(func() { cancel(); cmd.Wait() })
 
 	var mu sync.Mutex
-	seen := map[openflow.Type]int{}
+	seen := map[ofpwire.MsgType]int{}
 	h := emptyBridge()
 	h.fn = func(*Conn, uint32, ofpwire.Message) error { return nil } // accept its flow mods
 	m := startManager(t, Config{Handler: h, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
@@ -136,7 +133,7 @@ func TestOvsTestcontroller(t *testing.T) {
 	waitFor(t, "FEATURES_REQUEST", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return seen[openflow.TypeFeaturesRequest] > 0
+		return seen[ofpwire.TypeFeaturesRequest] > 0
 	})
 	waitFor(t, "the features reply to be written", func() bool { return m.Status()[0].MsgsOut >= 2 })
 	// Whatever it sends next (ovs-testcontroller installs a table-miss

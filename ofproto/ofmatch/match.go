@@ -35,9 +35,8 @@ package ofmatch
 
 import (
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // Match is an OpenFlow 1.3 match: a masked flow key plus the masked
@@ -55,36 +54,22 @@ func (m *Match) Matches(k *flow.Key, metadata uint64) bool {
 	return metadata&m.MetadataMask == m.Metadata && k.MatchesMasked(&m.Mask, &m.Key)
 }
 
-// Ethernet types and IP protocols the field mapping depends on.
-const (
-	ethIPv4     = 0x0800
-	ethARP      = 0x0806
-	ethIPv6     = 0x86dd
-	ethMPLS     = 0x8847
-	ethMPLSMc   = 0x8848
-	protoICMP   = 1
-	protoTCP    = 6
-	protoUDP    = 17
-	protoICMPv6 = 58
-	protoSCTP   = 132
-)
-
 // TransportFields returns the OXM fields that hold the key's TpSrc and
 // TpDst under IP protocol proto (ports, or ICMP type and code), ok false
 // when the protocol has none. ToOXM and the text parser (ofptext) both go
 // by it, so that tp_src prints and reads as the same field.
-func TransportFields(proto int) (src, dst ofp.XMType, ok bool) {
+func TransportFields(proto int) (src, dst ofpwire.XMType, ok bool) {
 	switch proto {
-	case protoTCP:
-		return ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst, true
-	case protoUDP:
-		return ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst, true
-	case protoSCTP:
-		return ofp.XMTypeSCTPSrc, ofp.XMTypeSCTPDst, true
-	case protoICMP:
-		return ofp.XMTypeICMPv4Type, ofp.XMTypeICMPv4Code, true
-	case protoICMPv6:
-		return ofp.XMTypeICMPv6Type, ofp.XMTypeICMPv6Code, true
+	case header.IPProtoTCP:
+		return ofpwire.XMTypeTCPSrc, ofpwire.XMTypeTCPDst, true
+	case header.IPProtoUDP:
+		return ofpwire.XMTypeUDPSrc, ofpwire.XMTypeUDPDst, true
+	case header.IPProtoSCTP:
+		return ofpwire.XMTypeSCTPSrc, ofpwire.XMTypeSCTPDst, true
+	case header.IPProtoICMP:
+		return ofpwire.XMTypeICMPv4Type, ofpwire.XMTypeICMPv4Code, true
+	case header.IPProtoICMPv6:
+		return ofpwire.XMTypeICMPv6Type, ofpwire.XMTypeICMPv6Code, true
 	}
 	return 0, 0, false
 }
@@ -92,21 +77,21 @@ func TransportFields(proto int) (src, dst ofp.XMType, ok bool) {
 // validBits restricts fields narrower than their OXM payload (the same table
 // ofpwire's decoder applies; FromOXM also accepts matches built in memory).
 var validBits = [ofpwire.NumFields]uint64{
-	ofp.XMTypeVlanID:        0x1fff,
-	ofp.XMTypeVlanPCP:       0x7,
-	ofp.XMTypeIPDSCP:        0x3f,
-	ofp.XMTypeIPECN:         0x3,
-	ofp.XMTypeIPv6FLabel:    0xfffff,
-	ofp.XMTypeMPLSLabel:     0xfffff,
-	ofp.XMTypeMPLSTC:        0x7,
-	ofp.XMTypeMPLSBOS:       0x1,
-	ofp.XMTypeARPOpcode:     0xff, // the key keeps the opcode in 8 bits, as OVS does
-	ofp.XMTypeIPv6ExtHeader: 0x1ff,
+	ofpwire.XMTypeVlanID:        0x1fff,
+	ofpwire.XMTypeVlanPCP:       0x7,
+	ofpwire.XMTypeIPDSCP:        0x3f,
+	ofpwire.XMTypeIPECN:         0x3,
+	ofpwire.XMTypeIPv6FLabel:    0xfffff,
+	ofpwire.XMTypeMPLSLabel:     0xfffff,
+	ofpwire.XMTypeMPLSTC:        0x7,
+	ofpwire.XMTypeMPLSBOS:       0x1,
+	ofpwire.XMTypeARPOpcode:     0xff, // the key keeps the opcode in 8 bits, as OVS does
+	ofpwire.XMTypeIPv6ExtHeader: 0x1ff,
 }
 
 // ValidBits is the bits of field f a value may have, 0 when every bit of
 // its OXM payload is valid; the text parser masks by it as FromOXM checks.
-func ValidBits(f ofp.XMType) uint64 { return validBits[f] }
+func ValidBits(f ofpwire.XMType) uint64 { return validBits[f] }
 
 func matchErr(code uint16) error {
 	return &ofpwire.OFPError{Type: ofpwire.ETBadMatch, Code: code}
@@ -180,7 +165,7 @@ func tunIPv4(o ofpwire.OXM) (v, m [16]byte) {
 // tunAddrOXM appends the OXM for a tunnel address: tun_src/tun_dst when the
 // mask covers the IPv4-mapped prefix and the key has it, the IPv6 field
 // otherwise.
-func tunAddrOXM(fs []ofpwire.OXM, f4, f6 ofp.XMType, v, m [16]byte) []ofpwire.OXM {
+func tunAddrOXM(fs []ofpwire.OXM, f4, f6 ofpwire.XMType, v, m [16]byte) []ofpwire.OXM {
 	prefix := [12]byte{10: 0xff, 11: 0xff}
 	if [12]byte(m[:12]) == [12]byte(allOnes16[:12]) && [12]byte(v[:12]) == prefix {
 		if [4]byte(m[12:]) == [4]byte(allOnes16[:4]) {
@@ -222,21 +207,21 @@ func FromOXM(om ofpwire.Match) (Match, error) {
 	for _, o := range om.Fields {
 		v, vm := o.Uint(), o.MaskUint()
 		switch o.Field {
-		case ofp.XMTypeInPort:
+		case ofpwire.XMTypeInPort:
 			k.InPort, mk.InPort = uint32(v), ^uint32(0)
-		case ofp.XMTypeInPhyPort:
-			if p, _ := om.Field(ofp.XMTypeInPort); p.Uint() != v {
+		case ofpwire.XMTypeInPhyPort:
+			if p, _ := om.Field(ofpwire.XMTypeInPort); p.Uint() != v {
 				return Match{}, matchErr(ofpwire.BMCBadValue)
 			}
-		case ofp.XMTypeMetadata:
+		case ofpwire.XMTypeMetadata:
 			m.Metadata, m.MetadataMask = v, vm
-		case ofp.XMTypeEthDst:
+		case ofpwire.XMTypeEthDst:
 			k.EthDst, mk.EthDst = mac(o)
-		case ofp.XMTypeEthSrc:
+		case ofpwire.XMTypeEthSrc:
 			k.EthSrc, mk.EthSrc = mac(o)
-		case ofp.XMTypeEthType:
+		case ofpwire.XMTypeEthType:
 			k.EthType, mk.EthType = uint16(v), 0xffff
-		case ofp.XMTypeVlanID:
+		case ofpwire.XMTypeVlanID:
 			vm &= 0x1fff
 			if vm&uint64(ofpwire.VIDPresent) != 0 {
 				mk.VLAN[0].TPID |= flow.TPIDPresent
@@ -250,53 +235,53 @@ func FromOXM(om ofpwire.Match) (Match, error) {
 			}
 			k.VLAN[0].TCI |= uint16(v & 0x0fff)
 			mk.VLAN[0].TCI |= uint16(vm & 0x0fff)
-		case ofp.XMTypeVlanPCP:
+		case ofpwire.XMTypeVlanPCP:
 			k.VLAN[0].TCI |= uint16(v) << 13
 			mk.VLAN[0].TCI |= 0xe000
-		case ofp.XMTypeIPDSCP:
+		case ofpwire.XMTypeIPDSCP:
 			k.NwTOS |= uint8(v) << 2
 			mk.NwTOS |= 0xfc
-		case ofp.XMTypeIPECN:
+		case ofpwire.XMTypeIPECN:
 			k.NwTOS |= uint8(v)
 			mk.NwTOS |= 0x03
-		case ofp.XMTypeIPProto, ofp.XMTypeARPOpcode:
+		case ofpwire.XMTypeIPProto, ofpwire.XMTypeARPOpcode:
 			k.NwProto, mk.NwProto = uint8(v), 0xff
-		case ofp.XMTypeIPv4Src, ofp.XMTypeARPSPA:
+		case ofpwire.XMTypeIPv4Src, ofpwire.XMTypeARPSPA:
 			k.IPv4Src, mk.IPv4Src = uint32(v), uint32(vm)
-		case ofp.XMTypeIPv4Dst, ofp.XMTypeARPTPA:
+		case ofpwire.XMTypeIPv4Dst, ofpwire.XMTypeARPTPA:
 			k.IPv4Dst, mk.IPv4Dst = uint32(v), uint32(vm)
-		case ofp.XMTypeTCPSrc, ofp.XMTypeUDPSrc, ofp.XMTypeSCTPSrc:
+		case ofpwire.XMTypeTCPSrc, ofpwire.XMTypeUDPSrc, ofpwire.XMTypeSCTPSrc:
 			k.TpSrc, mk.TpSrc = uint16(v), 0xffff
-		case ofp.XMTypeTCPDst, ofp.XMTypeUDPDst, ofp.XMTypeSCTPDst:
+		case ofpwire.XMTypeTCPDst, ofpwire.XMTypeUDPDst, ofpwire.XMTypeSCTPDst:
 			k.TpDst, mk.TpDst = uint16(v), 0xffff
-		case ofp.XMTypeICMPv4Type, ofp.XMTypeICMPv6Type:
+		case ofpwire.XMTypeICMPv4Type, ofpwire.XMTypeICMPv6Type:
 			k.TpSrc, mk.TpSrc = uint16(v), 0x00ff
-		case ofp.XMTypeICMPv4Code, ofp.XMTypeICMPv6Code:
+		case ofpwire.XMTypeICMPv4Code, ofpwire.XMTypeICMPv6Code:
 			k.TpDst, mk.TpDst = uint16(v), 0x00ff
-		case ofp.XMTypeARPSHA, ofp.XMTypeIPv6NDSLL:
+		case ofpwire.XMTypeARPSHA, ofpwire.XMTypeIPv6NDSLL:
 			k.ArpSHA, mk.ArpSHA = mac(o)
-		case ofp.XMTypeARPTHA, ofp.XMTypeIPv6NDTLL:
+		case ofpwire.XMTypeARPTHA, ofpwire.XMTypeIPv6NDTLL:
 			k.ArpTHA, mk.ArpTHA = mac(o)
-		case ofp.XMTypeIPv6Src:
+		case ofpwire.XMTypeIPv6Src:
 			k.IPv6Src, mk.IPv6Src = ipv6(o)
-		case ofp.XMTypeIPv6Dst:
+		case ofpwire.XMTypeIPv6Dst:
 			k.IPv6Dst, mk.IPv6Dst = ipv6(o)
-		case ofp.XMTypeIPv6NDTarget:
+		case ofpwire.XMTypeIPv6NDTarget:
 			k.NDTarget, mk.NDTarget = ipv6(o)
-		case ofp.XMTypeIPv6FLabel:
+		case ofpwire.XMTypeIPv6FLabel:
 			k.IPv6Label, mk.IPv6Label = uint32(v), uint32(vm&0xfffff)
-		case ofp.XMTypeMPLSLabel:
+		case ofpwire.XMTypeMPLSLabel:
 			k.MPLSLse |= uint32(v) << 12
 			mk.MPLSLse |= 0xfffff << 12
-		case ofp.XMTypeMPLSTC:
+		case ofpwire.XMTypeMPLSTC:
 			k.MPLSLse |= uint32(v) << 9
 			mk.MPLSLse |= 7 << 9
-		case ofp.XMTypeMPLSBOS:
+		case ofpwire.XMTypeMPLSBOS:
 			k.MPLSLse |= uint32(v) << 8
 			mk.MPLSLse |= 1 << 8
-		case ofp.XMTypePBBISID:
+		case ofpwire.XMTypePBBISID:
 			k.PBBISID, mk.PBBISID = uint32(v), uint32(vm)
-		case ofp.XMTypeTunnelID:
+		case ofpwire.XMTypeTunnelID:
 			k.TunnelID, mk.TunnelID = v, vm
 		case ofpwire.XMTypeTunIPv4Src:
 			k.Tun.Src, mk.Tun.Src = tunIPv4(o)
@@ -309,7 +294,7 @@ func FromOXM(om ofpwire.Match) (Match, error) {
 		case ofpwire.XMTypeTunFlags:
 			// Only the public bits (OAM) are OpenFlow's, as in OVS.
 			k.Tun.Flags, mk.Tun.Flags = uint16(v)&flow.TunFlagsPublic, uint16(vm)&flow.TunFlagsPublic
-		case ofp.XMTypeIPv6ExtHeader:
+		case ofpwire.XMTypeIPv6ExtHeader:
 			k.IPv6ExtHdr, mk.IPv6ExtHdr = uint16(v), uint16(vm&0x1ff)
 		}
 	}
@@ -320,21 +305,21 @@ func FromOXM(om ofpwire.Match) (Match, error) {
 
 // oxmUint appends field f with value v under mask vm, exact when vm covers
 // every bit the field can hold (full).
-func oxmUint(fs []ofpwire.OXM, f ofp.XMType, v, vm, full uint64) []ofpwire.OXM {
+func oxmUint(fs []ofpwire.OXM, f ofpwire.XMType, v, vm, full uint64) []ofpwire.OXM {
 	if vm&full == full {
 		return append(fs, ofpwire.OXMUint(f, v))
 	}
 	return append(fs, ofpwire.OXMUintMasked(f, v, vm))
 }
 
-func oxmMAC(fs []ofpwire.OXM, f ofp.XMType, v, vm [6]byte) []ofpwire.OXM {
+func oxmMAC(fs []ofpwire.OXM, f ofpwire.XMType, v, vm [6]byte) []ofpwire.OXM {
 	if vm == [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} {
 		return append(fs, ofpwire.NewOXM(f, v[:]))
 	}
 	return append(fs, ofpwire.NewMaskedOXM(f, v[:], vm[:]))
 }
 
-func oxmIPv6(fs []ofpwire.OXM, f ofp.XMType, v, vm [16]byte) []ofpwire.OXM {
+func oxmIPv6(fs []ofpwire.OXM, f ofpwire.XMType, v, vm [16]byte) []ofpwire.OXM {
 	if vm == allOnes16 {
 		return append(fs, ofpwire.NewOXM(f, v[:]))
 	}
@@ -343,7 +328,7 @@ func oxmIPv6(fs []ofpwire.OXM, f ofp.XMType, v, vm [16]byte) []ofpwire.OXM {
 
 // appendTransport appends the key's TpSrc and TpDst, where matched, as the
 // exact fields src and dst.
-func appendTransport(fs []ofpwire.OXM, k, mk *flow.Key, src, dst ofp.XMType) []ofpwire.OXM {
+func appendTransport(fs []ofpwire.OXM, k, mk *flow.Key, src, dst ofpwire.XMType) []ofpwire.OXM {
 	if mk.TpSrc != 0 {
 		fs = append(fs, ofpwire.OXMUint(src, uint64(k.TpSrc)))
 	}
@@ -364,117 +349,117 @@ func ToOXM(m *Match) ofpwire.Match {
 	k, mk := &m.Key, &m.Mask
 	var fs []ofpwire.OXM
 	if mk.InPort != 0 {
-		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeInPort, uint64(k.InPort)))
+		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeInPort, uint64(k.InPort)))
 	}
 	if m.MetadataMask != 0 {
-		fs = oxmUint(fs, ofp.XMTypeMetadata, m.Metadata, m.MetadataMask, ^uint64(0))
+		fs = oxmUint(fs, ofpwire.XMTypeMetadata, m.Metadata, m.MetadataMask, ^uint64(0))
 	}
 	if mk.EthDst != ([6]byte{}) {
-		fs = oxmMAC(fs, ofp.XMTypeEthDst, k.EthDst, mk.EthDst)
+		fs = oxmMAC(fs, ofpwire.XMTypeEthDst, k.EthDst, mk.EthDst)
 	}
 	if mk.EthSrc != ([6]byte{}) {
-		fs = oxmMAC(fs, ofp.XMTypeEthSrc, k.EthSrc, mk.EthSrc)
+		fs = oxmMAC(fs, ofpwire.XMTypeEthSrc, k.EthSrc, mk.EthSrc)
 	}
 	eth := -1 // the exact EthType, which decides the meaning of shared fields
 	if mk.EthType == 0xffff {
 		eth = int(k.EthType)
-		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeEthType, uint64(k.EthType)))
+		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeEthType, uint64(k.EthType)))
 	}
 	if vm := uint64(mk.VLAN[0].TPID&flow.TPIDPresent)>>3 | uint64(mk.VLAN[0].TCI&0x0fff); vm != 0 {
 		v := uint64(k.VLAN[0].TPID&flow.TPIDPresent)>>3 | uint64(k.VLAN[0].TCI&0x0fff)
 		if vm&0x0fff == 0 && v == 0 {
 			vm = 0x1fff // "no tag" is OFPVID_NONE, exact
 		}
-		fs = oxmUint(fs, ofp.XMTypeVlanID, v, vm, 0x1fff)
+		fs = oxmUint(fs, ofpwire.XMTypeVlanID, v, vm, 0x1fff)
 	}
 	if mk.VLAN[0].TCI&0xe000 != 0 {
-		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeVlanPCP, uint64(k.VLAN[0].TCI>>13)))
+		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeVlanPCP, uint64(k.VLAN[0].TCI>>13)))
 	}
-	ip := eth == ethIPv4 || eth == ethIPv6
+	ip := eth == header.EtherTypeIPv4 || eth == header.EtherTypeIPv6
 	if mk.NwTOS&0xfc != 0 {
-		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeIPDSCP, uint64(k.NwTOS>>2)))
+		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeIPDSCP, uint64(k.NwTOS>>2)))
 	}
 	if mk.NwTOS&0x03 != 0 {
-		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeIPECN, uint64(k.NwTOS&3)))
+		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeIPECN, uint64(k.NwTOS&3)))
 	}
 	proto := -1
 	if ip && mk.NwProto != 0 {
 		proto = int(k.NwProto)
-		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeIPProto, uint64(k.NwProto)))
+		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeIPProto, uint64(k.NwProto)))
 	}
-	if eth == ethIPv4 {
+	if eth == header.EtherTypeIPv4 {
 		if mk.IPv4Src != 0 {
-			fs = oxmUint(fs, ofp.XMTypeIPv4Src, uint64(k.IPv4Src), uint64(mk.IPv4Src), 0xffffffff)
+			fs = oxmUint(fs, ofpwire.XMTypeIPv4Src, uint64(k.IPv4Src), uint64(mk.IPv4Src), 0xffffffff)
 		}
 		if mk.IPv4Dst != 0 {
-			fs = oxmUint(fs, ofp.XMTypeIPv4Dst, uint64(k.IPv4Dst), uint64(mk.IPv4Dst), 0xffffffff)
+			fs = oxmUint(fs, ofpwire.XMTypeIPv4Dst, uint64(k.IPv4Dst), uint64(mk.IPv4Dst), 0xffffffff)
 		}
 	}
 	// Transport fields go where their OXM numbers put them: ICMPv6's
 	// after the IPv6 fields, the others here.
 	tpSrc, tpDst, hasTp := TransportFields(proto)
-	if hasTp && proto != protoICMPv6 {
+	if hasTp && proto != header.IPProtoICMPv6 {
 		fs = appendTransport(fs, k, mk, tpSrc, tpDst)
 	}
-	if eth == ethARP {
+	if eth == header.EtherTypeARP {
 		if mk.NwProto != 0 {
-			fs = append(fs, ofpwire.OXMUint(ofp.XMTypeARPOpcode, uint64(k.NwProto)))
+			fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeARPOpcode, uint64(k.NwProto)))
 		}
 		if mk.IPv4Src != 0 {
-			fs = oxmUint(fs, ofp.XMTypeARPSPA, uint64(k.IPv4Src), uint64(mk.IPv4Src), 0xffffffff)
+			fs = oxmUint(fs, ofpwire.XMTypeARPSPA, uint64(k.IPv4Src), uint64(mk.IPv4Src), 0xffffffff)
 		}
 		if mk.IPv4Dst != 0 {
-			fs = oxmUint(fs, ofp.XMTypeARPTPA, uint64(k.IPv4Dst), uint64(mk.IPv4Dst), 0xffffffff)
+			fs = oxmUint(fs, ofpwire.XMTypeARPTPA, uint64(k.IPv4Dst), uint64(mk.IPv4Dst), 0xffffffff)
 		}
 		if mk.ArpSHA != ([6]byte{}) {
-			fs = oxmMAC(fs, ofp.XMTypeARPSHA, k.ArpSHA, mk.ArpSHA)
+			fs = oxmMAC(fs, ofpwire.XMTypeARPSHA, k.ArpSHA, mk.ArpSHA)
 		}
 		if mk.ArpTHA != ([6]byte{}) {
-			fs = oxmMAC(fs, ofp.XMTypeARPTHA, k.ArpTHA, mk.ArpTHA)
+			fs = oxmMAC(fs, ofpwire.XMTypeARPTHA, k.ArpTHA, mk.ArpTHA)
 		}
 	}
-	if eth == ethIPv6 {
+	if eth == header.EtherTypeIPv6 {
 		if mk.IPv6Src != ([16]byte{}) {
-			fs = oxmIPv6(fs, ofp.XMTypeIPv6Src, k.IPv6Src, mk.IPv6Src)
+			fs = oxmIPv6(fs, ofpwire.XMTypeIPv6Src, k.IPv6Src, mk.IPv6Src)
 		}
 		if mk.IPv6Dst != ([16]byte{}) {
-			fs = oxmIPv6(fs, ofp.XMTypeIPv6Dst, k.IPv6Dst, mk.IPv6Dst)
+			fs = oxmIPv6(fs, ofpwire.XMTypeIPv6Dst, k.IPv6Dst, mk.IPv6Dst)
 		}
 		if mk.IPv6Label != 0 {
-			fs = oxmUint(fs, ofp.XMTypeIPv6FLabel, uint64(k.IPv6Label), uint64(mk.IPv6Label), 0xfffff)
+			fs = oxmUint(fs, ofpwire.XMTypeIPv6FLabel, uint64(k.IPv6Label), uint64(mk.IPv6Label), 0xfffff)
 		}
 	}
-	if proto == protoICMPv6 {
+	if proto == header.IPProtoICMPv6 {
 		fs = appendTransport(fs, k, mk, tpSrc, tpDst)
 	}
 	if mk.NDTarget != ([16]byte{}) {
-		fs = oxmIPv6(fs, ofp.XMTypeIPv6NDTarget, k.NDTarget, mk.NDTarget)
+		fs = oxmIPv6(fs, ofpwire.XMTypeIPv6NDTarget, k.NDTarget, mk.NDTarget)
 	}
-	if proto == protoICMPv6 { // the prerequisites allow ICMPv6 over ETH_TYPE 0x0800 too
+	if proto == header.IPProtoICMPv6 { // the prerequisites allow ICMPv6 over ETH_TYPE 0x0800 too
 		if mk.ArpSHA != ([6]byte{}) {
-			fs = oxmMAC(fs, ofp.XMTypeIPv6NDSLL, k.ArpSHA, mk.ArpSHA)
+			fs = oxmMAC(fs, ofpwire.XMTypeIPv6NDSLL, k.ArpSHA, mk.ArpSHA)
 		}
 		if mk.ArpTHA != ([6]byte{}) {
-			fs = oxmMAC(fs, ofp.XMTypeIPv6NDTLL, k.ArpTHA, mk.ArpTHA)
+			fs = oxmMAC(fs, ofpwire.XMTypeIPv6NDTLL, k.ArpTHA, mk.ArpTHA)
 		}
 	}
 	if mk.MPLSLse>>12 != 0 {
-		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeMPLSLabel, uint64(k.MPLSLse>>12)))
+		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeMPLSLabel, uint64(k.MPLSLse>>12)))
 	}
 	if mk.MPLSLse>>9&7 != 0 {
-		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeMPLSTC, uint64(k.MPLSLse>>9&7)))
+		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeMPLSTC, uint64(k.MPLSLse>>9&7)))
 	}
 	if mk.MPLSLse>>8&1 != 0 {
-		fs = append(fs, ofpwire.OXMUint(ofp.XMTypeMPLSBOS, uint64(k.MPLSLse>>8&1)))
+		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeMPLSBOS, uint64(k.MPLSLse>>8&1)))
 	}
 	if mk.PBBISID != 0 {
-		fs = oxmUint(fs, ofp.XMTypePBBISID, uint64(k.PBBISID), uint64(mk.PBBISID), 0xffffff)
+		fs = oxmUint(fs, ofpwire.XMTypePBBISID, uint64(k.PBBISID), uint64(mk.PBBISID), 0xffffff)
 	}
 	if mk.TunnelID != 0 {
-		fs = oxmUint(fs, ofp.XMTypeTunnelID, k.TunnelID, mk.TunnelID, ^uint64(0))
+		fs = oxmUint(fs, ofpwire.XMTypeTunnelID, k.TunnelID, mk.TunnelID, ^uint64(0))
 	}
 	if mk.IPv6ExtHdr != 0 {
-		fs = oxmUint(fs, ofp.XMTypeIPv6ExtHeader, uint64(k.IPv6ExtHdr), uint64(mk.IPv6ExtHdr), 0x1ff)
+		fs = oxmUint(fs, ofpwire.XMTypeIPv6ExtHeader, uint64(k.IPv6ExtHdr), uint64(mk.IPv6ExtHdr), 0x1ff)
 	}
 	if mk.Tun.Src != ([16]byte{}) {
 		fs = tunAddrOXM(fs, ofpwire.XMTypeTunIPv4Src, ofpwire.XMTypeTunIPv6Src, k.Tun.Src, mk.Tun.Src)

@@ -7,16 +7,14 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
-func u(f ofp.XMType, v uint64) ofpwire.OXM     { return ofpwire.OXMUint(f, v) }
-func um(f ofp.XMType, v, m uint64) ofpwire.OXM { return ofpwire.OXMUintMasked(f, v, m) }
-func oxms(fs ...ofpwire.OXM) ofpwire.Match     { return ofpwire.Match{Fields: fs} }
-func bad(code uint16) error                    { return &ofpwire.OFPError{Type: ofpwire.ETBadMatch, Code: code} }
-func eth(t uint64) ofpwire.OXM                 { return u(ofp.XMTypeEthType, t) }
-func proto(p uint64) ofpwire.OXM               { return u(ofp.XMTypeIPProto, p) }
+func u(f ofpwire.XMType, v uint64) ofpwire.OXM     { return ofpwire.OXMUint(f, v) }
+func um(f ofpwire.XMType, v, m uint64) ofpwire.OXM { return ofpwire.OXMUintMasked(f, v, m) }
+func oxms(fs ...ofpwire.OXM) ofpwire.Match         { return ofpwire.Match{Fields: fs} }
+func bad(code uint16) error                        { return &ofpwire.OFPError{Type: ofpwire.ETBadMatch, Code: code} }
+func eth(t uint64) ofpwire.OXM                     { return u(ofpwire.XMTypeEthType, t) }
+func proto(p uint64) ofpwire.OXM                   { return u(ofpwire.XMTypeIPProto, p) }
 func mustFrom(t *testing.T, m ofpwire.Match) Match {
 	t.Helper()
 	r, err := FromOXM(m)
@@ -32,24 +30,24 @@ func TestFromOXMErrors(t *testing.T) {
 		m    ofpwire.Match
 		code uint16
 	}{
-		{"other class", oxms(ofpwire.OXM{Class: ofp.XMClassNicira0, Field: 1, Value: []byte{0, 0}}), ofpwire.BMCBadField},
-		{"unknown field", oxms(ofpwire.OXM{Class: ofp.XMClassOpenflowBasic, Field: 40, Value: []byte{0}}), ofpwire.BMCBadField},
-		{"NXM field in basic class", oxms(ofpwire.OXM{Class: ofp.XMClassOpenflowBasic, Field: ofpwire.XMTypeTunIPv4Src, Value: []byte{1, 2, 3, 4}}), ofpwire.BMCBadField},
-		{"short value", oxms(ofpwire.NewOXM(ofp.XMTypeEthType, []byte{8})), ofpwire.BMCBadLen},
-		{"short mask", oxms(ofpwire.NewMaskedOXM(ofp.XMTypeMetadata, make([]byte, 8), make([]byte, 4))), ofpwire.BMCBadLen},
-		{"unmaskable", oxms(um(ofp.XMTypeInPort, 1, 1)), ofpwire.BMCBadMask},
-		{"pcp range", oxms(um(ofp.XMTypeVlanID, 0x1000, 0x1000), u(ofp.XMTypeVlanPCP, 8)), ofpwire.BMCBadValue},
-		{"vid range", oxms(u(ofp.XMTypeVlanID, 0x2000)), ofpwire.BMCBadValue},
-		{"arp op 256", oxms(eth(0x806), u(ofp.XMTypeARPOpcode, 256)), ofpwire.BMCBadValue},
-		{"value outside mask", oxms(um(ofp.XMTypeTunnelID, 3, 1)), ofpwire.BMCBadWildcards},
-		{"duplicate", oxms(u(ofp.XMTypeInPort, 1), u(ofp.XMTypeInPort, 1)), ofpwire.BMCDupField},
-		{"tcp without proto", oxms(eth(0x800), u(ofp.XMTypeTCPSrc, 80)), ofpwire.BMCBadPrereq},
-		{"tcp with udp proto", oxms(eth(0x800), proto(17), u(ofp.XMTypeTCPSrc, 80)), ofpwire.BMCBadPrereq},
-		{"ipv4 on arp", oxms(eth(0x806), u(ofp.XMTypeIPv4Src, 1)), ofpwire.BMCBadPrereq},
-		{"pcp with no tag", oxms(u(ofp.XMTypeVlanID, 0), u(ofp.XMTypeVlanPCP, 1)), ofpwire.BMCBadPrereq},
-		{"nd_sll on NA", oxms(eth(0x86dd), proto(58), u(ofp.XMTypeICMPv6Type, 136), ofpwire.NewOXM(ofp.XMTypeIPv6NDSLL, make([]byte, 6))), ofpwire.BMCBadPrereq},
-		{"pbb without type", oxms(u(ofp.XMTypePBBISID, 5)), ofpwire.BMCBadPrereq},
-		{"phy port differs", oxms(u(ofp.XMTypeInPort, 1), u(ofp.XMTypeInPhyPort, 2)), ofpwire.BMCBadValue},
+		{"other class", oxms(ofpwire.OXM{Class: ofpwire.XMClassNicira0, Field: 1, Value: []byte{0, 0}}), ofpwire.BMCBadField},
+		{"unknown field", oxms(ofpwire.OXM{Class: ofpwire.XMClassOpenflowBasic, Field: 40, Value: []byte{0}}), ofpwire.BMCBadField},
+		{"NXM field in basic class", oxms(ofpwire.OXM{Class: ofpwire.XMClassOpenflowBasic, Field: ofpwire.XMTypeTunIPv4Src, Value: []byte{1, 2, 3, 4}}), ofpwire.BMCBadField},
+		{"short value", oxms(ofpwire.NewOXM(ofpwire.XMTypeEthType, []byte{8})), ofpwire.BMCBadLen},
+		{"short mask", oxms(ofpwire.NewMaskedOXM(ofpwire.XMTypeMetadata, make([]byte, 8), make([]byte, 4))), ofpwire.BMCBadLen},
+		{"unmaskable", oxms(um(ofpwire.XMTypeInPort, 1, 1)), ofpwire.BMCBadMask},
+		{"pcp range", oxms(um(ofpwire.XMTypeVlanID, 0x1000, 0x1000), u(ofpwire.XMTypeVlanPCP, 8)), ofpwire.BMCBadValue},
+		{"vid range", oxms(u(ofpwire.XMTypeVlanID, 0x2000)), ofpwire.BMCBadValue},
+		{"arp op 256", oxms(eth(0x806), u(ofpwire.XMTypeARPOpcode, 256)), ofpwire.BMCBadValue},
+		{"value outside mask", oxms(um(ofpwire.XMTypeTunnelID, 3, 1)), ofpwire.BMCBadWildcards},
+		{"duplicate", oxms(u(ofpwire.XMTypeInPort, 1), u(ofpwire.XMTypeInPort, 1)), ofpwire.BMCDupField},
+		{"tcp without proto", oxms(eth(0x800), u(ofpwire.XMTypeTCPSrc, 80)), ofpwire.BMCBadPrereq},
+		{"tcp with udp proto", oxms(eth(0x800), proto(17), u(ofpwire.XMTypeTCPSrc, 80)), ofpwire.BMCBadPrereq},
+		{"ipv4 on arp", oxms(eth(0x806), u(ofpwire.XMTypeIPv4Src, 1)), ofpwire.BMCBadPrereq},
+		{"pcp with no tag", oxms(u(ofpwire.XMTypeVlanID, 0), u(ofpwire.XMTypeVlanPCP, 1)), ofpwire.BMCBadPrereq},
+		{"nd_sll on NA", oxms(eth(0x86dd), proto(58), u(ofpwire.XMTypeICMPv6Type, 136), ofpwire.NewOXM(ofpwire.XMTypeIPv6NDSLL, make([]byte, 6))), ofpwire.BMCBadPrereq},
+		{"pbb without type", oxms(u(ofpwire.XMTypePBBISID, 5)), ofpwire.BMCBadPrereq},
+		{"phy port differs", oxms(u(ofpwire.XMTypeInPort, 1), u(ofpwire.XMTypeInPhyPort, 2)), ofpwire.BMCBadValue},
 	}
 	for _, c := range cases {
 		_, err := FromOXM(c.m)
@@ -70,47 +68,47 @@ func TestFieldMapping(t *testing.T) {
 			t.Errorf("%s:\n got  %s\n want %s", name, flow.FormatMatch(&got.Key, &got.Mask), flow.FormatMatch(&want.Key, &want.Mask))
 		}
 	}
-	check("any tag", oxms(um(ofp.XMTypeVlanID, 0x1000, 0x1000)), func(k, m *flow.Key) {
+	check("any tag", oxms(um(ofpwire.XMTypeVlanID, 0x1000, 0x1000)), func(k, m *flow.Key) {
 		k.VLAN[0].TPID, m.VLAN[0].TPID = 0x8000, 0x8000
 	})
-	check("no tag", oxms(u(ofp.XMTypeVlanID, 0)), func(k, m *flow.Key) { m.VLAN[0].TPID = 0x8000 })
-	check("vid+pcp", oxms(u(ofp.XMTypeVlanID, 0x1000|10), u(ofp.XMTypeVlanPCP, 5)), func(k, m *flow.Key) {
+	check("no tag", oxms(u(ofpwire.XMTypeVlanID, 0)), func(k, m *flow.Key) { m.VLAN[0].TPID = 0x8000 })
+	check("vid+pcp", oxms(u(ofpwire.XMTypeVlanID, 0x1000|10), u(ofpwire.XMTypeVlanPCP, 5)), func(k, m *flow.Key) {
 		k.VLAN[0] = flow.VLANTag{TPID: 0x8000, TCI: 5<<13 | 10}
 		m.VLAN[0] = flow.VLANTag{TPID: 0x8000, TCI: 0xefff}
 	})
-	check("vid bits only", oxms(um(ofp.XMTypeVlanID, 0x5, 0xf)), func(k, m *flow.Key) {
+	check("vid bits only", oxms(um(ofpwire.XMTypeVlanID, 0x5, 0xf)), func(k, m *flow.Key) {
 		k.VLAN[0].TCI, m.VLAN[0].TCI = 5, 0xf
 	})
-	check("tcp", oxms(eth(0x86dd), proto(6), u(ofp.XMTypeTCPDst, 443), u(ofp.XMTypeIPDSCP, 46), u(ofp.XMTypeIPECN, 2)), func(k, m *flow.Key) {
+	check("tcp", oxms(eth(0x86dd), proto(6), u(ofpwire.XMTypeTCPDst, 443), u(ofpwire.XMTypeIPDSCP, 46), u(ofpwire.XMTypeIPECN, 2)), func(k, m *flow.Key) {
 		k.EthType, m.EthType, k.NwProto, m.NwProto = 0x86dd, 0xffff, 6, 0xff
 		k.TpDst, m.TpDst = 443, 0xffff
 		k.NwTOS, m.NwTOS = 46<<2|2, 0xff
 	})
-	check("icmp", oxms(eth(0x800), proto(1), u(ofp.XMTypeICMPv4Type, 8), u(ofp.XMTypeICMPv4Code, 0)), func(k, m *flow.Key) {
+	check("icmp", oxms(eth(0x800), proto(1), u(ofpwire.XMTypeICMPv4Type, 8), u(ofpwire.XMTypeICMPv4Code, 0)), func(k, m *flow.Key) {
 		k.EthType, m.EthType, k.NwProto, m.NwProto = 0x800, 0xffff, 1, 0xff
 		k.TpSrc, m.TpSrc, m.TpDst = 8, 0xff, 0xff
 	})
-	check("arp", oxms(eth(0x806), u(ofp.XMTypeARPOpcode, 2), um(ofp.XMTypeARPTPA, 0x0a000000, 0xff000000)), func(k, m *flow.Key) {
+	check("arp", oxms(eth(0x806), u(ofpwire.XMTypeARPOpcode, 2), um(ofpwire.XMTypeARPTPA, 0x0a000000, 0xff000000)), func(k, m *flow.Key) {
 		k.EthType, m.EthType, k.NwProto, m.NwProto = 0x806, 0xffff, 2, 0xff
 		k.IPv4Dst, m.IPv4Dst = 0x0a000000, 0xff000000
 	})
-	check("mpls", oxms(eth(0x8847), u(ofp.XMTypeMPLSLabel, 1000), u(ofp.XMTypeMPLSTC, 5), u(ofp.XMTypeMPLSBOS, 1)), func(k, m *flow.Key) {
+	check("mpls", oxms(eth(0x8847), u(ofpwire.XMTypeMPLSLabel, 1000), u(ofpwire.XMTypeMPLSTC, 5), u(ofpwire.XMTypeMPLSBOS, 1)), func(k, m *flow.Key) {
 		k.EthType, m.EthType = 0x8847, 0xffff
 		k.MPLSLse, m.MPLSLse = 1000<<12|5<<9|1<<8, 0xffffff00
 	})
-	check("pbb+tunnel+exthdr-less", oxms(eth(0x88e7), um(ofp.XMTypePBBISID, 0x12, 0xff), u(ofp.XMTypeTunnelID, 9)), func(k, m *flow.Key) {
+	check("pbb+tunnel+exthdr-less", oxms(eth(0x88e7), um(ofpwire.XMTypePBBISID, 0x12, 0xff), u(ofpwire.XMTypeTunnelID, 9)), func(k, m *flow.Key) {
 		k.EthType, m.EthType = 0x88e7, 0xffff
 		k.PBBISID, m.PBBISID = 0x12, 0xff
 		k.TunnelID, m.TunnelID = 9, ^uint64(0)
 	})
-	check("exthdr", oxms(eth(0x86dd), u(ofp.XMTypeIPv6ExtHeader, flow.ExtHdrFrag|flow.ExtHdrHop)), func(k, m *flow.Key) {
+	check("exthdr", oxms(eth(0x86dd), u(ofpwire.XMTypeIPv6ExtHeader, flow.ExtHdrFrag|flow.ExtHdrHop)), func(k, m *flow.Key) {
 		k.EthType, m.EthType = 0x86dd, 0xffff
 		k.IPv6ExtHdr, m.IPv6ExtHdr = flow.ExtHdrFrag|flow.ExtHdrHop, 0x1ff
 	})
-	check("in_phy_port", oxms(u(ofp.XMTypeInPhyPort, 3), u(ofp.XMTypeInPort, 3)), func(k, m *flow.Key) {
+	check("in_phy_port", oxms(u(ofpwire.XMTypeInPhyPort, 3), u(ofpwire.XMTypeInPort, 3)), func(k, m *flow.Key) {
 		k.InPort, m.InPort = 3, ^uint32(0)
 	})
-	m := mustFrom(t, oxms(um(ofp.XMTypeMetadata, 0x50, 0xf0)))
+	m := mustFrom(t, oxms(um(ofpwire.XMTypeMetadata, 0x50, 0xf0)))
 	if m.Metadata != 0x50 || m.MetadataMask != 0xf0 || !m.Mask.IsZero() {
 		t.Errorf("metadata: %+v", m)
 	}
@@ -130,7 +128,7 @@ func randMask(r *rand.Rand, full uint64) uint64 {
 	return r.Uint64() & full
 }
 
-func randMasked(r *rand.Rand, f ofp.XMType, full uint64) ofpwire.OXM {
+func randMasked(r *rand.Rand, f ofpwire.XMType, full uint64) ofpwire.OXM {
 	m := randMask(r, full)
 	v := r.Uint64() & m
 	if m == full && r.IntN(2) == 0 {
@@ -147,7 +145,7 @@ func randBytes(r *rand.Rand, n int) []byte {
 	return b
 }
 
-func randAddr(r *rand.Rand, f ofp.XMType, n int, maskable bool) ofpwire.OXM {
+func randAddr(r *rand.Rand, f ofpwire.XMType, n int, maskable bool) ofpwire.OXM {
 	v := randBytes(r, n)
 	if !maskable || r.IntN(2) == 0 {
 		return ofpwire.NewOXM(f, v)
@@ -177,41 +175,41 @@ func randomOXM(r *rand.Rand) ofpwire.Match {
 	maybe := func(p int) bool { return r.IntN(p) == 0 }
 	if maybe(2) {
 		port := uint64(r.Uint32())
-		fs = append(fs, u(ofp.XMTypeInPort, port))
+		fs = append(fs, u(ofpwire.XMTypeInPort, port))
 		if maybe(4) {
-			fs = append(fs, u(ofp.XMTypeInPhyPort, port))
+			fs = append(fs, u(ofpwire.XMTypeInPhyPort, port))
 		}
 	}
 	if maybe(3) {
-		fs = append(fs, randMasked(r, ofp.XMTypeMetadata, ^uint64(0)))
+		fs = append(fs, randMasked(r, ofpwire.XMTypeMetadata, ^uint64(0)))
 	}
 	if maybe(3) {
-		fs = append(fs, randAddr(r, ofp.XMTypeEthDst, 6, true))
+		fs = append(fs, randAddr(r, ofpwire.XMTypeEthDst, 6, true))
 	}
 	if maybe(3) {
-		fs = append(fs, randAddr(r, ofp.XMTypeEthSrc, 6, true))
+		fs = append(fs, randAddr(r, ofpwire.XMTypeEthSrc, 6, true))
 	}
 	if maybe(4) {
-		fs = append(fs, randMasked(r, ofp.XMTypeTunnelID, ^uint64(0)))
+		fs = append(fs, randMasked(r, ofpwire.XMTypeTunnelID, ^uint64(0)))
 	}
 	switch r.IntN(6) {
 	case 0:
-		fs = append(fs, u(ofp.XMTypeVlanID, 0))
+		fs = append(fs, u(ofpwire.XMTypeVlanID, 0))
 	case 1:
-		fs = append(fs, um(ofp.XMTypeVlanID, 0x1000, 0x1000))
+		fs = append(fs, um(ofpwire.XMTypeVlanID, 0x1000, 0x1000))
 		if maybe(2) {
-			fs = append(fs, u(ofp.XMTypeVlanPCP, uint64(r.IntN(8))))
+			fs = append(fs, u(ofpwire.XMTypeVlanPCP, uint64(r.IntN(8))))
 		}
 	case 2:
-		fs = append(fs, u(ofp.XMTypeVlanID, 0x1000|uint64(r.IntN(4096))))
+		fs = append(fs, u(ofpwire.XMTypeVlanID, 0x1000|uint64(r.IntN(4096))))
 		if maybe(2) {
-			fs = append(fs, u(ofp.XMTypeVlanPCP, uint64(r.IntN(8))))
+			fs = append(fs, u(ofpwire.XMTypeVlanPCP, uint64(r.IntN(8))))
 		}
 	case 3:
-		o := randMasked(r, ofp.XMTypeVlanID, 0x1fff)
+		o := randMasked(r, ofpwire.XMTypeVlanID, 0x1fff)
 		fs = append(fs, o)
 		if o.Uint()&o.MaskUint()&0x1000 != 0 && maybe(2) {
-			fs = append(fs, u(ofp.XMTypeVlanPCP, uint64(r.IntN(8))))
+			fs = append(fs, u(ofpwire.XMTypeVlanPCP, uint64(r.IntN(8))))
 		}
 	}
 	ethTypes := []uint64{0x0800, 0x86dd, 0x0806, 0x8847, 0x8848, 0x88e7, 0x88cc}
@@ -224,30 +222,30 @@ func randomOXM(r *rand.Rand) ofpwire.Match {
 		switch et {
 		case 0x0800, 0x86dd:
 			if maybe(3) {
-				fs = append(fs, u(ofp.XMTypeIPDSCP, uint64(r.IntN(64))))
+				fs = append(fs, u(ofpwire.XMTypeIPDSCP, uint64(r.IntN(64))))
 			}
 			if maybe(3) {
-				fs = append(fs, u(ofp.XMTypeIPECN, uint64(r.IntN(4))))
+				fs = append(fs, u(ofpwire.XMTypeIPECN, uint64(r.IntN(4))))
 			}
 			if et == 0x0800 {
 				if maybe(2) {
-					fs = append(fs, randMasked(r, ofp.XMTypeIPv4Src, 0xffffffff))
+					fs = append(fs, randMasked(r, ofpwire.XMTypeIPv4Src, 0xffffffff))
 				}
 				if maybe(2) {
-					fs = append(fs, randMasked(r, ofp.XMTypeIPv4Dst, 0xffffffff))
+					fs = append(fs, randMasked(r, ofpwire.XMTypeIPv4Dst, 0xffffffff))
 				}
 			} else {
 				if maybe(2) {
-					fs = append(fs, randAddr(r, ofp.XMTypeIPv6Src, 16, true))
+					fs = append(fs, randAddr(r, ofpwire.XMTypeIPv6Src, 16, true))
 				}
 				if maybe(2) {
-					fs = append(fs, randAddr(r, ofp.XMTypeIPv6Dst, 16, true))
+					fs = append(fs, randAddr(r, ofpwire.XMTypeIPv6Dst, 16, true))
 				}
 				if maybe(3) {
-					fs = append(fs, randMasked(r, ofp.XMTypeIPv6FLabel, 0xfffff))
+					fs = append(fs, randMasked(r, ofpwire.XMTypeIPv6FLabel, 0xfffff))
 				}
 				if maybe(3) {
-					fs = append(fs, randMasked(r, ofp.XMTypeIPv6ExtHeader, 0x1ff))
+					fs = append(fs, randMasked(r, ofpwire.XMTypeIPv6ExtHeader, 0x1ff))
 				}
 			}
 			protos := []uint64{6, 17, 132, 1, 58, 47}
@@ -256,19 +254,19 @@ func randomOXM(r *rand.Rand) ofpwire.Match {
 			}
 			p := protos[r.IntN(len(protos))]
 			fs = append(fs, proto(p))
-			var src, dst ofp.XMType
+			var src, dst ofpwire.XMType
 			width := 0xffff
 			switch p {
 			case 6:
-				src, dst = ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst
+				src, dst = ofpwire.XMTypeTCPSrc, ofpwire.XMTypeTCPDst
 			case 17:
-				src, dst = ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst
+				src, dst = ofpwire.XMTypeUDPSrc, ofpwire.XMTypeUDPDst
 			case 132:
-				src, dst = ofp.XMTypeSCTPSrc, ofp.XMTypeSCTPDst
+				src, dst = ofpwire.XMTypeSCTPSrc, ofpwire.XMTypeSCTPDst
 			case 1:
-				src, dst, width = ofp.XMTypeICMPv4Type, ofp.XMTypeICMPv4Code, 0xff
+				src, dst, width = ofpwire.XMTypeICMPv4Type, ofpwire.XMTypeICMPv4Code, 0xff
 			case 58:
-				src, dst, width = ofp.XMTypeICMPv6Type, ofp.XMTypeICMPv6Code, 0xff
+				src, dst, width = ofpwire.XMTypeICMPv6Type, ofpwire.XMTypeICMPv6Code, 0xff
 			default:
 				break
 			}
@@ -288,45 +286,45 @@ func randomOXM(r *rand.Rand) ofpwire.Match {
 			}
 			if p == 58 && (typ == 135 || typ == 136) {
 				if maybe(2) {
-					fs = append(fs, randAddr(r, ofp.XMTypeIPv6NDTarget, 16, false))
+					fs = append(fs, randAddr(r, ofpwire.XMTypeIPv6NDTarget, 16, false))
 				}
 				if maybe(2) {
-					f := ofp.XMTypeIPv6NDSLL
+					f := ofpwire.XMTypeIPv6NDSLL
 					if typ == 136 {
-						f = ofp.XMTypeIPv6NDTLL
+						f = ofpwire.XMTypeIPv6NDTLL
 					}
 					fs = append(fs, randAddr(r, f, 6, false))
 				}
 			}
 		case 0x0806:
 			if maybe(2) {
-				fs = append(fs, u(ofp.XMTypeARPOpcode, uint64(r.IntN(256))))
+				fs = append(fs, u(ofpwire.XMTypeARPOpcode, uint64(r.IntN(256))))
 			}
 			if maybe(2) {
-				fs = append(fs, randMasked(r, ofp.XMTypeARPSPA, 0xffffffff))
+				fs = append(fs, randMasked(r, ofpwire.XMTypeARPSPA, 0xffffffff))
 			}
 			if maybe(2) {
-				fs = append(fs, randMasked(r, ofp.XMTypeARPTPA, 0xffffffff))
+				fs = append(fs, randMasked(r, ofpwire.XMTypeARPTPA, 0xffffffff))
 			}
 			if maybe(2) {
-				fs = append(fs, randAddr(r, ofp.XMTypeARPSHA, 6, true))
+				fs = append(fs, randAddr(r, ofpwire.XMTypeARPSHA, 6, true))
 			}
 			if maybe(2) {
-				fs = append(fs, randAddr(r, ofp.XMTypeARPTHA, 6, true))
+				fs = append(fs, randAddr(r, ofpwire.XMTypeARPTHA, 6, true))
 			}
 		case 0x8847, 0x8848:
 			if maybe(2) {
-				fs = append(fs, u(ofp.XMTypeMPLSLabel, uint64(r.IntN(1<<20))))
+				fs = append(fs, u(ofpwire.XMTypeMPLSLabel, uint64(r.IntN(1<<20))))
 			}
 			if maybe(2) {
-				fs = append(fs, u(ofp.XMTypeMPLSTC, uint64(r.IntN(8))))
+				fs = append(fs, u(ofpwire.XMTypeMPLSTC, uint64(r.IntN(8))))
 			}
 			if maybe(2) {
-				fs = append(fs, u(ofp.XMTypeMPLSBOS, uint64(r.IntN(2))))
+				fs = append(fs, u(ofpwire.XMTypeMPLSBOS, uint64(r.IntN(2))))
 			}
 		case 0x88e7:
 			if maybe(3) {
-				fs = append(fs, randMasked(r, ofp.XMTypePBBISID, 0xffffff))
+				fs = append(fs, randMasked(r, ofpwire.XMTypePBBISID, 0xffffff))
 			}
 		}
 	}
@@ -339,10 +337,10 @@ done:
 // restricted to the bits the field has, fields with an empty mask dropped,
 // IN_PHY_PORT dropped (it repeats IN_PORT), and VLAN_VID "no tag" reduced
 // to its presence bit (untagged packets have VID 0).
-func meaning(m ofpwire.Match) map[ofp.XMType][2]string {
-	out := map[ofp.XMType][2]string{}
+func meaning(m ofpwire.Match) map[ofpwire.XMType][2]string {
+	out := map[ofpwire.XMType][2]string{}
 	for _, o := range m.Fields {
-		if o.Field == ofp.XMTypeInPhyPort {
+		if o.Field == ofpwire.XMTypeInPhyPort {
 			continue
 		}
 		v := append([]byte(nil), o.Value...)
@@ -358,7 +356,7 @@ func meaning(m ofpwire.Match) map[ofp.XMType][2]string {
 				mk[i] &= byte(vb >> (8 * (len(mk) - 1 - i)))
 			}
 		}
-		if o.Field == ofp.XMTypeVlanID && mk[0]&0x10 != 0 && v[0]|v[1] == 0 {
+		if o.Field == ofpwire.XMTypeVlanID && mk[0]&0x10 != 0 && v[0]|v[1] == 0 {
 			mk = []byte{0x10, 0}
 		}
 		zero := true
@@ -373,7 +371,7 @@ func meaning(m ofpwire.Match) map[ofp.XMType][2]string {
 	return out
 }
 
-func sameMeaning(a, b map[ofp.XMType][2]string) bool {
+func sameMeaning(a, b map[ofpwire.XMType][2]string) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -387,7 +385,7 @@ func sameMeaning(a, b map[ofp.XMType][2]string) bool {
 
 func TestOXMRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	fieldsSeen := map[ofp.XMType]int{}
+	fieldsSeen := map[ofpwire.XMType]int{}
 	for i := 0; i < 20000; i++ {
 		x := randomOXM(r)
 		m, err := FromOXM(x)
@@ -435,8 +433,8 @@ func TestOXMRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	for f := ofp.XMType(0); f < ofpwire.NumBasicFields; f++ {
-		if f != ofp.XMTypeInPhyPort && fieldsSeen[f] < 25 {
+	for f := ofpwire.XMType(0); f < ofpwire.NumBasicFields; f++ {
+		if f != ofpwire.XMTypeInPhyPort && fieldsSeen[f] < 25 {
 			t.Errorf("field %v produced only %d times", f, fieldsSeen[f])
 		}
 	}

@@ -5,9 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // Instruction phases in the order OpenFlow 1.3 executes them and ovs-ofctl
@@ -61,7 +60,7 @@ func parseInstructions(s string, m ofpwire.Match, ports portResolver) ([]ofpwire
 			if err != nil {
 				return nil, err
 			}
-			ins[phaseMeter] = &ofpwire.InstrMeter{MeterID: ofp.Meter(v)}
+			ins[phaseMeter] = &ofpwire.InstrMeter{MeterID: ofpwire.Meter(v)}
 		case "clear_actions":
 			if hasArg {
 				return nil, fmt.Errorf("clear_actions takes no argument")
@@ -169,7 +168,7 @@ func parseNum(name, s string, bits int) (uint64, error) {
 	return v, nil
 }
 
-func setField(f ofp.XMType, v uint64) ofpwire.Action {
+func setField(f ofpwire.XMType, v uint64) ofpwire.Action {
 	return &ofpwire.ActionSetField{Field: ofpwire.OXMUint(f, v)}
 }
 
@@ -195,7 +194,7 @@ type actionContext struct {
 // even after a push_vlan or an earlier mod_vlan_*; stacking tags the text
 // never asked for is not copied.)
 func newActionContext(m ofpwire.Match) *actionContext {
-	vid, ok := m.Field(ofp.XMTypeVlanID)
+	vid, ok := m.Field(ofpwire.XMTypeVlanID)
 	return &actionContext{match: m, matchTagged: ok && vid.Uint()&uint64(ofpwire.VIDPresent) != 0}
 }
 
@@ -218,7 +217,7 @@ func (ac *actionContext) modVLAN(set ofpwire.Action) []ofpwire.Action {
 		return []ofpwire.Action{set}
 	}
 	ac.pushed++
-	return []ofpwire.Action{&ofpwire.ActionPushVLAN{EtherType: 0x8100}, set}
+	return []ofpwire.Action{&ofpwire.ActionPushVLAN{EtherType: header.EtherTypeVLAN}, set}
 }
 
 // parseAction reads one action of an action list; the old-style rewrites
@@ -247,11 +246,11 @@ func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.A
 		if err != nil {
 			return nil, err
 		}
-		if p >= maxPort && p < ofp.PortIn || p == ofp.PortAny {
+		if p >= maxPort && p < ofpwire.PortIn || p == ofpwire.PortAny {
 			return nil, fmt.Errorf("output: port %s is not a port packets can be sent to", arg)
 		}
 		var ml uint16
-		if p == ofp.PortController {
+		if p == ofpwire.PortController {
 			ml = 0xffff
 		}
 		return one(&ofpwire.ActionOutput{Port: p, MaxLen: ml})
@@ -273,13 +272,13 @@ func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.A
 				return nil, err
 			}
 		}
-		return one(&ofpwire.ActionOutput{Port: ofp.PortController, MaxLen: uint16(ml)})
+		return one(&ofpwire.ActionOutput{Port: ofpwire.PortController, MaxLen: uint16(ml)})
 	case "group":
 		v, err := parseNum(name, arg, 32)
 		if err != nil {
 			return nil, err
 		}
-		return one(&ofpwire.ActionGroup{Group: ofp.Group(v)})
+		return one(&ofpwire.ActionGroup{Group: ofpwire.Group(v)})
 	case "resubmit":
 		return nil, fmt.Errorf("resubmit is an Open vSwitch extension, not OpenFlow 1.3: use goto_table:N")
 	case "push_vlan", "push_mpls", "pop_mpls":
@@ -289,13 +288,13 @@ func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.A
 		}
 		switch name {
 		case "push_vlan":
-			if v != 0x8100 && v != 0x88a8 {
+			if v != header.EtherTypeVLAN && v != header.EtherTypeQinQ {
 				return nil, fmt.Errorf("push_vlan: ethertype %#x is not 0x8100 or 0x88a8", v)
 			}
 			ac.pushed++
 			return one(&ofpwire.ActionPushVLAN{EtherType: uint16(v)})
 		case "push_mpls":
-			if v != 0x8847 && v != 0x8848 {
+			if v != header.EtherTypeMPLS && v != header.EtherTypeMPLSMcast {
 				return nil, fmt.Errorf("push_mpls: ethertype %#x is not 0x8847 or 0x8848", v)
 			}
 			return one(&ofpwire.ActionPushMPLS{EtherType: uint16(v)})
@@ -334,19 +333,19 @@ func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.A
 		if err != nil {
 			return nil, err
 		}
-		return one(&ofpwire.ActionSetQueue{Queue: ofp.Queue(v)})
+		return one(&ofpwire.ActionSetQueue{Queue: ofpwire.Queue(v)})
 	case "mod_vlan_vid":
 		v, err := parseNum(name, arg, 12)
 		if err != nil {
 			return nil, err
 		}
-		return ac.modVLAN(setField(ofp.XMTypeVlanID, v|uint64(ofpwire.VIDPresent))), nil
+		return ac.modVLAN(setField(ofpwire.XMTypeVlanID, v|uint64(ofpwire.VIDPresent))), nil
 	case "mod_vlan_pcp":
 		v, err := parseNum(name, arg, 3)
 		if err != nil {
 			return nil, err
 		}
-		return ac.modVLAN(setField(ofp.XMTypeVlanPCP, v)), nil
+		return ac.modVLAN(setField(ofpwire.XMTypeVlanPCP, v)), nil
 	case "mod_nw_tos":
 		v, err := parseNum(name, arg, 8)
 		if err != nil {
@@ -355,10 +354,10 @@ func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.A
 		if v&3 != 0 {
 			return nil, fmt.Errorf("mod_nw_tos: %s has ECN bits set", arg)
 		}
-		return one(setField(ofp.XMTypeIPDSCP, v>>2))
+		return one(setField(ofpwire.XMTypeIPDSCP, v>>2))
 	case "mod_dl_src", "mod_dl_dst", "mod_nw_src", "mod_nw_dst":
-		f := map[string]ofp.XMType{"mod_dl_src": ofp.XMTypeEthSrc, "mod_dl_dst": ofp.XMTypeEthDst,
-			"mod_nw_src": ofp.XMTypeIPv4Src, "mod_nw_dst": ofp.XMTypeIPv4Dst}[name]
+		f := map[string]ofpwire.XMType{"mod_dl_src": ofpwire.XMTypeEthSrc, "mod_dl_dst": ofpwire.XMTypeEthDst,
+			"mod_nw_src": ofpwire.XMTypeIPv4Src, "mod_nw_dst": ofpwire.XMTypeIPv4Dst}[name]
 		o, err := parseFieldValue(f, arg)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -369,15 +368,15 @@ func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.A
 		if err != nil {
 			return nil, err
 		}
-		proto, _ := ac.match.Field(ofp.XMTypeIPProto)
-		var src, dst ofp.XMType
+		proto, _ := ac.match.Field(ofpwire.XMTypeIPProto)
+		var src, dst ofpwire.XMType
 		switch {
-		case proto.Value != nil && proto.Uint() == 6:
-			src, dst = ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst
-		case proto.Value != nil && proto.Uint() == 17:
-			src, dst = ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst
-		case proto.Value != nil && proto.Uint() == 132:
-			src, dst = ofp.XMTypeSCTPSrc, ofp.XMTypeSCTPDst
+		case proto.Value != nil && proto.Uint() == header.IPProtoTCP:
+			src, dst = ofpwire.XMTypeTCPSrc, ofpwire.XMTypeTCPDst
+		case proto.Value != nil && proto.Uint() == header.IPProtoUDP:
+			src, dst = ofpwire.XMTypeUDPSrc, ofpwire.XMTypeUDPDst
+		case proto.Value != nil && proto.Uint() == header.IPProtoSCTP:
+			src, dst = ofpwire.XMTypeSCTPSrc, ofpwire.XMTypeSCTPDst
 		default:
 			return nil, fmt.Errorf("%s needs a tcp, udp or sctp match", name)
 		}
@@ -405,12 +404,12 @@ func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.A
 	if !hasArg && strings.EqualFold(tok, "TABLE") {
 		// Output to TABLE: a packet-out's packet goes through the flow
 		// tables (the switch refuses it in a flow).
-		return one(&ofpwire.ActionOutput{Port: ofp.PortTable})
+		return one(&ofpwire.ActionOutput{Port: ofpwire.PortTable})
 	}
 	if ports != nil && !hasArg {
 		// ovs-ofctl reads a bare port name as output to that port.
 		if no, ok := ports(tok); ok {
-			return one(&ofpwire.ActionOutput{Port: ofp.PortNo(no)})
+			return one(&ofpwire.ActionOutput{Port: ofpwire.PortNo(no)})
 		}
 	}
 	return nil, fmt.Errorf("unknown action %q", tok)

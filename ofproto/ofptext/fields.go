@@ -7,43 +7,41 @@ import (
 	"strings"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // setFields are the fields set_field accepts, by Open vSwitch's names; the
 // first name of a field is the one printed, the one ovs-ofctl prints.
 var setFields = []struct {
 	name  string
-	field ofp.XMType
+	field ofpwire.XMType
 }{
-	{"eth_dst", ofp.XMTypeEthDst}, {"dl_dst", ofp.XMTypeEthDst},
-	{"eth_src", ofp.XMTypeEthSrc}, {"dl_src", ofp.XMTypeEthSrc},
-	{"eth_type", ofp.XMTypeEthType}, {"dl_type", ofp.XMTypeEthType},
-	{"vlan_vid", ofp.XMTypeVlanID}, {"vlan_pcp", ofp.XMTypeVlanPCP},
-	{"ip_dscp", ofp.XMTypeIPDSCP}, {"nw_ecn", ofp.XMTypeIPECN}, {"ip_ecn", ofp.XMTypeIPECN},
-	{"ip_proto", ofp.XMTypeIPProto}, {"nw_proto", ofp.XMTypeIPProto},
-	{"ip_src", ofp.XMTypeIPv4Src}, {"ipv4_src", ofp.XMTypeIPv4Src}, {"nw_src", ofp.XMTypeIPv4Src},
-	{"ip_dst", ofp.XMTypeIPv4Dst}, {"ipv4_dst", ofp.XMTypeIPv4Dst}, {"nw_dst", ofp.XMTypeIPv4Dst},
-	{"tcp_src", ofp.XMTypeTCPSrc}, {"tcp_dst", ofp.XMTypeTCPDst},
-	{"udp_src", ofp.XMTypeUDPSrc}, {"udp_dst", ofp.XMTypeUDPDst},
-	{"sctp_src", ofp.XMTypeSCTPSrc}, {"sctp_dst", ofp.XMTypeSCTPDst},
-	{"icmp_type", ofp.XMTypeICMPv4Type}, {"icmpv4_type", ofp.XMTypeICMPv4Type},
-	{"icmp_code", ofp.XMTypeICMPv4Code}, {"icmpv4_code", ofp.XMTypeICMPv4Code},
-	{"arp_op", ofp.XMTypeARPOpcode}, {"arp_spa", ofp.XMTypeARPSPA}, {"arp_tpa", ofp.XMTypeARPTPA},
-	{"arp_sha", ofp.XMTypeARPSHA}, {"arp_tha", ofp.XMTypeARPTHA},
-	{"ipv6_src", ofp.XMTypeIPv6Src}, {"ipv6_dst", ofp.XMTypeIPv6Dst},
-	{"ipv6_label", ofp.XMTypeIPv6FLabel},
-	{"icmpv6_type", ofp.XMTypeICMPv6Type}, {"icmpv6_code", ofp.XMTypeICMPv6Code},
-	{"nd_target", ofp.XMTypeIPv6NDTarget}, {"nd_sll", ofp.XMTypeIPv6NDSLL}, {"nd_tll", ofp.XMTypeIPv6NDTLL},
-	{"mpls_label", ofp.XMTypeMPLSLabel}, {"mpls_tc", ofp.XMTypeMPLSTC}, {"mpls_bos", ofp.XMTypeMPLSBOS},
-	{"pbb_isid", ofp.XMTypePBBISID},
-	{"tun_id", ofp.XMTypeTunnelID}, {"tunnel_id", ofp.XMTypeTunnelID},
+	{"eth_dst", ofpwire.XMTypeEthDst}, {"dl_dst", ofpwire.XMTypeEthDst},
+	{"eth_src", ofpwire.XMTypeEthSrc}, {"dl_src", ofpwire.XMTypeEthSrc},
+	{"eth_type", ofpwire.XMTypeEthType}, {"dl_type", ofpwire.XMTypeEthType},
+	{"vlan_vid", ofpwire.XMTypeVlanID}, {"vlan_pcp", ofpwire.XMTypeVlanPCP},
+	{"ip_dscp", ofpwire.XMTypeIPDSCP}, {"nw_ecn", ofpwire.XMTypeIPECN}, {"ip_ecn", ofpwire.XMTypeIPECN},
+	{"ip_proto", ofpwire.XMTypeIPProto}, {"nw_proto", ofpwire.XMTypeIPProto},
+	{"ip_src", ofpwire.XMTypeIPv4Src}, {"ipv4_src", ofpwire.XMTypeIPv4Src}, {"nw_src", ofpwire.XMTypeIPv4Src},
+	{"ip_dst", ofpwire.XMTypeIPv4Dst}, {"ipv4_dst", ofpwire.XMTypeIPv4Dst}, {"nw_dst", ofpwire.XMTypeIPv4Dst},
+	{"tcp_src", ofpwire.XMTypeTCPSrc}, {"tcp_dst", ofpwire.XMTypeTCPDst},
+	{"udp_src", ofpwire.XMTypeUDPSrc}, {"udp_dst", ofpwire.XMTypeUDPDst},
+	{"sctp_src", ofpwire.XMTypeSCTPSrc}, {"sctp_dst", ofpwire.XMTypeSCTPDst},
+	{"icmp_type", ofpwire.XMTypeICMPv4Type}, {"icmpv4_type", ofpwire.XMTypeICMPv4Type},
+	{"icmp_code", ofpwire.XMTypeICMPv4Code}, {"icmpv4_code", ofpwire.XMTypeICMPv4Code},
+	{"arp_op", ofpwire.XMTypeARPOpcode}, {"arp_spa", ofpwire.XMTypeARPSPA}, {"arp_tpa", ofpwire.XMTypeARPTPA},
+	{"arp_sha", ofpwire.XMTypeARPSHA}, {"arp_tha", ofpwire.XMTypeARPTHA},
+	{"ipv6_src", ofpwire.XMTypeIPv6Src}, {"ipv6_dst", ofpwire.XMTypeIPv6Dst},
+	{"ipv6_label", ofpwire.XMTypeIPv6FLabel},
+	{"icmpv6_type", ofpwire.XMTypeICMPv6Type}, {"icmpv6_code", ofpwire.XMTypeICMPv6Code},
+	{"nd_target", ofpwire.XMTypeIPv6NDTarget}, {"nd_sll", ofpwire.XMTypeIPv6NDSLL}, {"nd_tll", ofpwire.XMTypeIPv6NDTLL},
+	{"mpls_label", ofpwire.XMTypeMPLSLabel}, {"mpls_tc", ofpwire.XMTypeMPLSTC}, {"mpls_bos", ofpwire.XMTypeMPLSBOS},
+	{"pbb_isid", ofpwire.XMTypePBBISID},
+	{"tun_id", ofpwire.XMTypeTunnelID}, {"tunnel_id", ofpwire.XMTypeTunnelID},
 	{"tun_src", ofpwire.XMTypeTunIPv4Src}, {"tun_dst", ofpwire.XMTypeTunIPv4Dst},
 	{"tun_ipv6_src", ofpwire.XMTypeTunIPv6Src}, {"tun_ipv6_dst", ofpwire.XMTypeTunIPv6Dst},
 }
 
-func fieldByName(n string) (ofp.XMType, bool) {
+func fieldByName(n string) (ofpwire.XMType, bool) {
 	for _, f := range setFields {
 		if f.name == n {
 			return f.field, true
@@ -52,7 +50,7 @@ func fieldByName(n string) (ofp.XMType, bool) {
 	return 0, false
 }
 
-func fieldName(f ofp.XMType) string {
+func fieldName(f ofpwire.XMType) string {
 	for _, sf := range setFields {
 		if sf.field == f {
 			return sf.name
@@ -62,14 +60,14 @@ func fieldName(f ofp.XMType) string {
 }
 
 // fieldBits is the width of fields narrower than their OXM payload.
-var fieldBits = map[ofp.XMType]int{
-	ofp.XMTypeVlanID: 13, ofp.XMTypeVlanPCP: 3, ofp.XMTypeIPDSCP: 6, ofp.XMTypeIPECN: 2,
-	ofp.XMTypeIPv6FLabel: 20, ofp.XMTypeMPLSLabel: 20, ofp.XMTypeMPLSTC: 3, ofp.XMTypeMPLSBOS: 1,
+var fieldBits = map[ofpwire.XMType]int{
+	ofpwire.XMTypeVlanID: 13, ofpwire.XMTypeVlanPCP: 3, ofpwire.XMTypeIPDSCP: 6, ofpwire.XMTypeIPECN: 2,
+	ofpwire.XMTypeIPv6FLabel: 20, ofpwire.XMTypeMPLSLabel: 20, ofpwire.XMTypeMPLSTC: 3, ofpwire.XMTypeMPLSBOS: 1,
 }
 
 // parseFieldValue reads the value of field f as a MAC, IPv4, IPv6 address or
 // a number, whichever the field holds.
-func parseFieldValue(f ofp.XMType, s string) (ofpwire.OXM, error) {
+func parseFieldValue(f ofpwire.XMType, s string) (ofpwire.OXM, error) {
 	size, _, ok := ofpwire.FieldSize(f)
 	if !ok {
 		return ofpwire.OXM{}, fmt.Errorf("unknown field")
@@ -127,15 +125,15 @@ const (
 	kindIPv6
 )
 
-func kindOf(f ofp.XMType) valueKind {
+func kindOf(f ofpwire.XMType) valueKind {
 	switch f {
-	case ofp.XMTypeEthDst, ofp.XMTypeEthSrc, ofp.XMTypeARPSHA, ofp.XMTypeARPTHA,
-		ofp.XMTypeIPv6NDSLL, ofp.XMTypeIPv6NDTLL:
+	case ofpwire.XMTypeEthDst, ofpwire.XMTypeEthSrc, ofpwire.XMTypeARPSHA, ofpwire.XMTypeARPTHA,
+		ofpwire.XMTypeIPv6NDSLL, ofpwire.XMTypeIPv6NDTLL:
 		return kindMAC
-	case ofp.XMTypeIPv4Src, ofp.XMTypeIPv4Dst, ofp.XMTypeARPSPA, ofp.XMTypeARPTPA,
+	case ofpwire.XMTypeIPv4Src, ofpwire.XMTypeIPv4Dst, ofpwire.XMTypeARPSPA, ofpwire.XMTypeARPTPA,
 		ofpwire.XMTypeTunIPv4Src, ofpwire.XMTypeTunIPv4Dst:
 		return kindIPv4
-	case ofp.XMTypeIPv6Src, ofp.XMTypeIPv6Dst, ofp.XMTypeIPv6NDTarget,
+	case ofpwire.XMTypeIPv6Src, ofpwire.XMTypeIPv6Dst, ofpwire.XMTypeIPv6NDTarget,
 		ofpwire.XMTypeTunIPv6Src, ofpwire.XMTypeTunIPv6Dst:
 		return kindIPv6
 	}

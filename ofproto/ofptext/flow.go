@@ -8,8 +8,6 @@ import (
 
 	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // Command is the flow-table operation a parsed flow is meant for; it decides
@@ -18,11 +16,11 @@ type Command uint8
 
 // The commands, numbered as OFPFC_* so they convert directly.
 const (
-	Add          Command = Command(ofp.FlowAdd)
-	Modify       Command = Command(ofp.FlowModify)
-	ModifyStrict Command = Command(ofp.FlowModifyStrict)
-	Delete       Command = Command(ofp.FlowDelete)
-	DeleteStrict Command = Command(ofp.FlowDeleteStrict)
+	Add          Command = Command(ofpwire.FlowAdd)
+	Modify       Command = Command(ofpwire.FlowModify)
+	ModifyStrict Command = Command(ofpwire.FlowModifyStrict)
+	Delete       Command = Command(ofpwire.FlowDelete)
+	DeleteStrict Command = Command(ofpwire.FlowDeleteStrict)
 )
 
 // DefaultPriority is OFP_DEFAULT_PRIORITY, what ovs-ofctl uses when a flow
@@ -48,13 +46,13 @@ func (c Command) defaultTable() uint8 {
 // flagNames are the flow-mod flags in ovs-ofctl's spelling, in bit order.
 var flagNames = []struct {
 	name string
-	flag ofp.FlowModFlag
+	flag ofpwire.FlowModFlag
 }{
-	{"send_flow_rem", ofp.FlowFlagSendFlowRem},
-	{"check_overlap", ofp.FlowFlagCheckOverlap},
-	{"reset_counts", ofp.FlowFlagResetCounts},
-	{"no_packet_counts", ofp.FlowFlagNoPktCounts},
-	{"no_byte_counts", ofp.FlowFlagNoByteCounts},
+	{"send_flow_rem", ofpwire.FlowFlagSendFlowRem},
+	{"check_overlap", ofpwire.FlowFlagCheckOverlap},
+	{"reset_counts", ofpwire.FlowFlagResetCounts},
+	{"no_packet_counts", ofpwire.FlowFlagNoPktCounts},
+	{"no_byte_counts", ofpwire.FlowFlagNoByteCounts},
 }
 
 // isSep reports the characters ovs-ofctl treats as separators between
@@ -147,12 +145,12 @@ func parseFlow(s string, cmd Command, dumped bool, ports portResolver) (*ofpwire
 		return nil, fmt.Errorf("unknown command %d", cmd)
 	}
 	fm := &ofpwire.FlowMod{
-		Command:  ofp.FlowModCommand(cmd),
+		Command:  ofpwire.FlowModCommand(cmd),
 		TableID:  cmd.defaultTable(),
 		Priority: DefaultPriority,
 		BufferID: ofpwire.NoBuffer,
-		OutPort:  ofp.PortAny,
-		OutGroup: ofp.GroupAny,
+		OutPort:  ofpwire.PortAny,
+		OutGroup: ofpwire.GroupAny,
 	}
 	head, acts, hasActs := s, "", false
 	if i := findActions(s); i >= 0 {
@@ -306,7 +304,7 @@ func setFlowField(fm *ofpwire.FlowMod, cmd Command, key, val string, ports portR
 		if err != nil {
 			return err
 		}
-		fm.OutGroup = ofp.Group(v)
+		fm.OutGroup = ofpwire.Group(v)
 	}
 	return nil
 }

@@ -10,8 +10,6 @@ import (
 
 	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // corpus holds add-flows in ovs-ofctl syntax; the first ovsComparable of
@@ -120,12 +118,12 @@ func TestParsedFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	if fm.TableID != 1 || fm.Priority != 100 || fm.Cookie != 5 || fm.CookieMask != 0 ||
-		fm.IdleTimeout != 10 || fm.HardTimeout != 20 || fm.Flags != ofp.FlowFlagSendFlowRem ||
-		fm.BufferID != ofpwire.NoBuffer || fm.OutPort != ofp.PortAny || fm.OutGroup != ofp.GroupAny ||
-		fm.Command != ofp.FlowAdd {
+		fm.IdleTimeout != 10 || fm.HardTimeout != 20 || fm.Flags != ofpwire.FlowFlagSendFlowRem ||
+		fm.BufferID != ofpwire.NoBuffer || fm.OutPort != ofpwire.PortAny || fm.OutGroup != ofpwire.GroupAny ||
+		fm.Command != ofpwire.FlowAdd {
 		t.Fatalf("flow-level fields wrong: %+v", fm)
 	}
-	if o, ok := fm.Match.Field(ofp.XMTypeTCPDst); !ok || o.Uint() != 80 {
+	if o, ok := fm.Match.Field(ofpwire.XMTypeTCPDst); !ok || o.Uint() != 80 {
 		t.Fatalf("tp_dst not matched: %+v", fm.Match)
 	}
 	if len(fm.Instructions) != 4 {
@@ -150,7 +148,7 @@ func TestParsedFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	sf := fm.Instructions[0].(*ofpwire.InstrApplyActions).Actions[0].(*ofpwire.ActionSetField)
-	if sf.Field.Field != ofp.XMTypeUDPDst || sf.Field.Uint() != 53 {
+	if sf.Field.Field != ofpwire.XMTypeUDPDst || sf.Field.Uint() != 53 {
 		t.Fatalf("mod_tp_dst under udp became %+v", sf.Field)
 	}
 }
@@ -160,7 +158,7 @@ func TestDeleteAndModify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fm.TableID != 0xff || len(fm.Match.Fields) != 0 || fm.Instructions != nil || fm.Command != ofp.FlowDelete {
+	if fm.TableID != 0xff || len(fm.Match.Fields) != 0 || fm.Instructions != nil || fm.Command != ofpwire.FlowDelete {
 		t.Fatalf("empty delete: %+v", fm)
 	}
 	cases := []struct {
@@ -542,7 +540,7 @@ func TestModVLANPush(t *testing.T) {
 
 	// Buckets and packet-outs have no match: each list starts untagged.
 	gm, err := ParseGroup("group_id=1,type=all,bucket=mod_vlan_vid:5,mod_vlan_pcp:3,output:2,bucket=mod_vlan_pcp:4,output:3,bucket=push_vlan:0x8100,mod_vlan_vid:7,output:4",
-		ofp.GroupAdd, ParseFlowOptions{})
+		ofpwire.GroupAdd, ParseFlowOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,6 @@ import (
 
 	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // FormatFlow prints a flow of a flow-stats reply the way
@@ -117,10 +115,10 @@ func FormatFlowMod(fm *ofpwire.FlowMod) string {
 			parts = append(parts, f.name)
 		}
 	}
-	if fm.OutPort != ofp.PortAny {
+	if fm.OutPort != ofpwire.PortAny {
 		parts = append(parts, "out_port="+portName(fm.OutPort))
 	}
-	if fm.OutGroup != ofp.GroupAny {
+	if fm.OutGroup != ofpwire.GroupAny {
 		parts = append(parts, "out_group="+strconv.FormatUint(uint64(fm.OutGroup), 10))
 	}
 	prio := fm.Priority
@@ -140,7 +138,7 @@ func FormatFlowMod(fm *ofpwire.FlowMod) string {
 	return s
 }
 
-func portName(p ofp.PortNo) string {
+func portName(p ofpwire.PortNo) string {
 	for _, n := range portNames {
 		if n.port == p {
 			return n.name
@@ -192,7 +190,7 @@ func formatAction(a ofpwire.Action) string {
 	switch a := a.(type) {
 	case *ofpwire.ActionOutput:
 		switch {
-		case a.Port == ofp.PortController:
+		case a.Port == ofpwire.PortController:
 			return "CONTROLLER:" + strconv.Itoa(int(a.MaxLen))
 		case a.Port > maxPort:
 			return portName(a.Port)
@@ -250,7 +248,7 @@ func formatFieldValue(o ofpwire.OXM) string {
 			return netip.AddrFrom16([16]byte(o.Value)).String()
 		}
 	}
-	if o.Field == ofp.XMTypeTunnelID || o.Field == ofp.XMTypeMetadata {
+	if o.Field == ofpwire.XMTypeTunnelID || o.Field == ofpwire.XMTypeMetadata {
 		return fmt.Sprintf("%#x", o.Uint())
 	}
 	return strconv.FormatUint(o.Uint(), 10)
@@ -258,7 +256,7 @@ func formatFieldValue(o ofpwire.OXM) string {
 
 // FlagNames lists the flow-mod flags set in f by their ovs-ofctl names
 // ("send_flow_rem", "check_overlap", ...), in bit order.
-func FlagNames(f ofp.FlowModFlag) []string {
+func FlagNames(f ofpwire.FlowModFlag) []string {
 	var out []string
 	for _, n := range flagNames {
 		if f&n.flag != 0 {
@@ -275,11 +273,11 @@ func MatchString(om ofpwire.Match) string {
 
 // PortName prints a port number as ovs-ofctl does: reserved ports by
 // name (LOCAL, CONTROLLER, ...), others in decimal.
-func PortName(p uint32) string { return portName(ofp.PortNo(p)) }
+func PortName(p uint32) string { return portName(ofpwire.PortNo(p)) }
 
 // MeterFlagNames lists the meter flags set in f by their ovs-ofctl names
 // ("kbps", "pktps", "burst", "stats").
-func MeterFlagNames(f ofp.MeterFlag) []string {
+func MeterFlagNames(f ofpwire.MeterFlag) []string {
 	var out []string
 	for _, n := range meterFlagNames {
 		if f&n.flag != 0 {
@@ -291,7 +289,7 @@ func MeterFlagNames(f ofp.MeterFlag) []string {
 
 // GroupTypeName is ovs-ofctl's name of a group type ("all", "select",
 // "indirect", "ff").
-func GroupTypeName(t ofp.GroupType) string { return groupTypeName(t) }
+func GroupTypeName(t ofpwire.GroupType) string { return groupTypeName(t) }
 
 // Duration prints seconds and nanoseconds as ovs-ofctl prints durations
 // ("1.234s", "7s").
@@ -299,4 +297,4 @@ func Duration(sec, nsec uint32) string { return duration(sec, nsec) }
 
 // FieldByName returns the OXM field of a field name as ovs-ofctl spells it
 // in set_field ("nw_src", "tcp_dst", "eth_type", ...).
-func FieldByName(name string) (ofp.XMType, bool) { return fieldByName(name) }
+func FieldByName(name string) (ofpwire.XMType, bool) { return fieldByName(name) }

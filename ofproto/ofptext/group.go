@@ -6,18 +6,16 @@ import (
 	"strings"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // groupTypeNames are the group types in ovs-ofctl's spelling; the first
 // name of a type is the one printed.
 var groupTypeNames = []struct {
 	name string
-	typ  ofp.GroupType
+	typ  ofpwire.GroupType
 }{
-	{"all", ofp.GroupTypeAll}, {"select", ofp.GroupTypeSelect}, {"indirect", ofp.GroupTypeIndirect},
-	{"ff", ofp.GroupTypeFastFailover}, {"fast_failover", ofp.GroupTypeFastFailover},
+	{"all", ofpwire.GroupTypeAll}, {"select", ofpwire.GroupTypeSelect}, {"indirect", ofpwire.GroupTypeIndirect},
+	{"ff", ofpwire.GroupTypeFastFailover}, {"fast_failover", ofpwire.GroupTypeFastFailover},
 }
 
 // ParseGroup reads a group in ovs-ofctl's syntax,
@@ -26,7 +24,7 @@ var groupTypeNames = []struct {
 // group_id and type; deletes take only group_id, which defaults to all.
 // Bucket weights default to 1 in select groups (0 elsewhere), watch_port
 // and watch_group to ANY. Errors read `bad group "TEXT": reason`.
-func ParseGroup(s string, cmd ofp.GroupCommand, opts ParseFlowOptions) (*ofpwire.GroupMod, error) {
+func ParseGroup(s string, cmd ofpwire.GroupCommand, opts ParseFlowOptions) (*ofpwire.GroupMod, error) {
 	gm, err := parseGroup(s, cmd, opts.PortByName)
 	if err != nil {
 		return nil, fmt.Errorf("bad group %q: %w", s, err)
@@ -53,16 +51,16 @@ func findBuckets(s string) []int {
 	return out
 }
 
-func parseGroup(s string, cmd ofp.GroupCommand, ports portResolver) (*ofpwire.GroupMod, error) {
-	if cmd > ofp.GroupDelete {
+func parseGroup(s string, cmd ofpwire.GroupCommand, ports portResolver) (*ofpwire.GroupMod, error) {
+	if cmd > ofpwire.GroupDelete {
 		return nil, fmt.Errorf("unknown group command %d", cmd)
 	}
-	gm := &ofpwire.GroupMod{Command: cmd, GroupID: ofp.GroupAll}
+	gm := &ofpwire.GroupMod{Command: cmd, GroupID: ofpwire.GroupAll}
 	starts := findBuckets(s)
 	head := s
 	if len(starts) > 0 {
 		head = s[:starts[0]]
-		if cmd == ofp.GroupDelete {
+		if cmd == ofpwire.GroupDelete {
 			return nil, fmt.Errorf("buckets are not allowed when deleting groups")
 		}
 	}
@@ -84,21 +82,21 @@ func parseGroup(s string, cmd ofp.GroupCommand, ports portResolver) (*ofpwire.Gr
 			hadID = true
 			switch strings.ToLower(val) {
 			case "all":
-				gm.GroupID = ofp.GroupAll
+				gm.GroupID = ofpwire.GroupAll
 			case "any":
-				gm.GroupID = ofp.GroupAny
+				gm.GroupID = ofpwire.GroupAny
 			default:
 				v, err := parseNum("group_id", val, 32)
 				if err != nil {
 					return nil, err
 				}
-				gm.GroupID = ofp.Group(v)
+				gm.GroupID = ofpwire.Group(v)
 			}
-			if cmd != ofp.GroupDelete && gm.GroupID > ofp.GroupMax {
+			if cmd != ofpwire.GroupDelete && gm.GroupID > ofpwire.GroupMax {
 				return nil, fmt.Errorf("group_id %s is not a group that can be added or modified", val)
 			}
 		case "type":
-			if cmd == ofp.GroupDelete {
+			if cmd == ofpwire.GroupDelete {
 				return nil, fmt.Errorf("type is not allowed when deleting groups")
 			}
 			if hadType {
@@ -120,7 +118,7 @@ func parseGroup(s string, cmd ofp.GroupCommand, ports portResolver) (*ofpwire.Gr
 			return nil, fmt.Errorf("unknown keyword %q", key)
 		}
 	}
-	if cmd != ofp.GroupDelete {
+	if cmd != ofpwire.GroupDelete {
 		if !hadID {
 			return nil, fmt.Errorf("must specify a group_id")
 		}
@@ -145,9 +143,9 @@ func parseGroup(s string, cmd ofp.GroupCommand, ports portResolver) (*ofpwire.Gr
 // parseBucket reads the text after "bucket=": weight, watch_port and
 // watch_group (written key:value or key=value) and actions, with or
 // without a leading "actions=".
-func parseBucket(s string, typ ofp.GroupType, ports portResolver) (ofpwire.Bucket, error) {
-	b := ofpwire.Bucket{WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny}
-	if typ == ofp.GroupTypeSelect {
+func parseBucket(s string, typ ofpwire.GroupType, ports portResolver) (ofpwire.Bucket, error) {
+	b := ofpwire.Bucket{WatchPort: ofpwire.PortAny, WatchGroup: ofpwire.GroupAny}
+	if typ == ofpwire.GroupTypeSelect {
 		b.Weight = 1
 	}
 	toks, err := splitTop(s)
@@ -167,7 +165,7 @@ func parseBucket(s string, typ ofp.GroupType, ports portResolver) (ofpwire.Bucke
 			if err != nil {
 				return b, err
 			}
-			if typ != ofp.GroupTypeSelect && v != 0 {
+			if typ != ofpwire.GroupTypeSelect && v != 0 {
 				return b, fmt.Errorf("only select groups can have bucket weights")
 			}
 			b.Weight = uint16(v)
@@ -176,23 +174,23 @@ func parseBucket(s string, typ ofp.GroupType, ports portResolver) (ofpwire.Bucke
 			if err != nil {
 				return b, fmt.Errorf("watch_port: %w", err)
 			}
-			if p >= maxPort && p != ofp.PortAny {
+			if p >= maxPort && p != ofpwire.PortAny {
 				return b, fmt.Errorf("watch_port: %s cannot be watched", val)
 			}
 			b.WatchPort = p
 		case "watch_group":
 			if strings.EqualFold(val, "any") {
-				b.WatchGroup = ofp.GroupAny
+				b.WatchGroup = ofpwire.GroupAny
 				continue
 			}
 			v, err := parseNum("watch_group", val, 32)
 			if err != nil {
 				return b, err
 			}
-			if ofp.Group(v) > ofp.GroupMax && ofp.Group(v) != ofp.GroupAny {
+			if ofpwire.Group(v) > ofpwire.GroupMax && ofpwire.Group(v) != ofpwire.GroupAny {
 				return b, fmt.Errorf("watch_group: %s cannot be watched", val)
 			}
-			b.WatchGroup = ofp.Group(v)
+			b.WatchGroup = ofpwire.Group(v)
 		case "bucket_id":
 			return b, fmt.Errorf("bucket_id is OpenFlow 1.5, not 1.3")
 		case "actions", "action":
@@ -223,7 +221,7 @@ func parseBucket(s string, typ ofp.GroupType, ports portResolver) (ofpwire.Bucke
 	return b, nil
 }
 
-func groupTypeName(t ofp.GroupType) string {
+func groupTypeName(t ofpwire.GroupType) string {
 	for _, n := range groupTypeNames {
 		if n.typ == t {
 			return n.name
@@ -233,11 +231,11 @@ func groupTypeName(t ofp.GroupType) string {
 }
 
 // groupIDText prints a group id as ovs-ofctl does.
-func groupIDText(g ofp.Group) string {
+func groupIDText(g ofpwire.Group) string {
 	switch g {
-	case ofp.GroupAll:
+	case ofpwire.GroupAll:
 		return "all"
-	case ofp.GroupAny:
+	case ofpwire.GroupAny:
 		return "any"
 	}
 	return strconv.FormatUint(uint64(g), 10)
@@ -257,20 +255,20 @@ func FormatGroup(g *ofpwire.GroupDesc) string {
 	return b.String()
 }
 
-func formatBucket(bk *ofpwire.Bucket, typ ofp.GroupType) string {
+func formatBucket(bk *ofpwire.Bucket, typ ofpwire.GroupType) string {
 	var b strings.Builder
 	b.WriteString("bucket=")
 	def := uint16(0)
-	if typ == ofp.GroupTypeSelect {
+	if typ == ofpwire.GroupTypeSelect {
 		def = 1
 	}
 	if bk.Weight != def {
 		fmt.Fprintf(&b, "weight:%d,", bk.Weight)
 	}
-	if bk.WatchPort != ofp.PortAny {
+	if bk.WatchPort != ofpwire.PortAny {
 		b.WriteString("watch_port:" + portName(bk.WatchPort) + ",")
 	}
-	if bk.WatchGroup != ofp.GroupAny {
+	if bk.WatchGroup != ofpwire.GroupAny {
 		fmt.Fprintf(&b, "watch_group:%d,", bk.WatchGroup)
 	}
 	b.WriteString("actions=" + FormatActions(bk.Actions))
@@ -280,7 +278,7 @@ func formatBucket(bk *ofpwire.Bucket, typ ofp.GroupType) string {
 // FormatGroupMod prints gm in the syntax ParseGroup reads for the same
 // command, so that ParseGroup(FormatGroupMod(gm), gm.Command) rebuilds gm.
 func FormatGroupMod(gm *ofpwire.GroupMod) string {
-	if gm.Command == ofp.GroupDelete {
+	if gm.Command == ofpwire.GroupDelete {
 		return "group_id=" + groupIDText(gm.GroupID)
 	}
 	return FormatGroup(&ofpwire.GroupDesc{Type: gm.Type, GroupID: gm.GroupID, Buckets: gm.Buckets})

@@ -9,8 +9,6 @@ import (
 
 	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 var groupCorpus = []string{
@@ -48,7 +46,7 @@ func TestGroupAgainstOVS(t *testing.T) {
 		return ""
 	}
 	for _, s := range groupCorpus {
-		gm, err := ParseGroup(s, ofp.GroupAdd, ParseFlowOptions{})
+		gm, err := ParseGroup(s, ofpwire.GroupAdd, ParseFlowOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +69,7 @@ func TestGroupAgainstOVS(t *testing.T) {
 
 func TestGroupRoundTripAndErrors(t *testing.T) {
 	for _, s := range groupCorpus {
-		for _, cmd := range []ofp.GroupCommand{ofp.GroupAdd, ofp.GroupModify} {
+		for _, cmd := range []ofpwire.GroupCommand{ofpwire.GroupAdd, ofpwire.GroupModify} {
 			gm, err := ParseGroup(s, cmd, ParseFlowOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -82,33 +80,33 @@ func TestGroupRoundTripAndErrors(t *testing.T) {
 			}
 		}
 	}
-	gm, err := ParseGroup("", ofp.GroupDelete, ParseFlowOptions{})
-	if err != nil || gm.GroupID != ofp.GroupAll {
+	gm, err := ParseGroup("", ofpwire.GroupDelete, ParseFlowOptions{})
+	if err != nil || gm.GroupID != ofpwire.GroupAll {
 		t.Fatalf("delete all: %+v %v", gm, err)
 	}
-	gm, err = ParseGroup("group_id=9", ofp.GroupDelete, ParseFlowOptions{})
+	gm, err = ParseGroup("group_id=9", ofpwire.GroupDelete, ParseFlowOptions{})
 	if err != nil || gm.GroupID != 9 || FormatGroupMod(gm) != "group_id=9" {
 		t.Fatalf("delete 9: %+v %v", gm, err)
 	}
 	ports := ParseFlowOptions{PortByName: func(n string) (uint32, bool) { return 7, n == "veth1" }}
-	gm, err = ParseGroup("group_id=1,type=ff,bucket=watch_port:veth1,actions=veth1", ofp.GroupAdd, ports)
+	gm, err = ParseGroup("group_id=1,type=ff,bucket=watch_port:veth1,actions=veth1", ofpwire.GroupAdd, ports)
 	if err != nil || gm.Buckets[0].WatchPort != 7 || gm.Buckets[0].Actions[0].(*ofpwire.ActionOutput).Port != 7 {
 		t.Fatalf("port names: %+v %v", gm, err)
 	}
 	for _, c := range []struct {
 		s   string
-		cmd ofp.GroupCommand
+		cmd ofpwire.GroupCommand
 		msg string
 	}{
-		{"type=all", ofp.GroupAdd, "group_id"},
-		{"group_id=1", ofp.GroupAdd, "type"},
-		{"group_id=1,type=weird", ofp.GroupAdd, "weird"},
-		{"group_id=1,type=all,bucket=weight:3,actions=output:1", ofp.GroupAdd, "weights"},
-		{"group_id=1,type=all,bucket=output:1,frob", ofp.GroupAdd, "frob"},
-		{"group_id=1,bucket=output:1", ofp.GroupDelete, "not allowed"},
-		{"group_id=all,type=all", ofp.GroupAdd, "all"},
-		{"group_id=1,type=ff,bucket=watch_port:veth2,actions=output:1", ofp.GroupAdd, "veth2"},
-		{"group_id=1,type=all,selection_method=hash", ofp.GroupAdd, "1.5"},
+		{"type=all", ofpwire.GroupAdd, "group_id"},
+		{"group_id=1", ofpwire.GroupAdd, "type"},
+		{"group_id=1,type=weird", ofpwire.GroupAdd, "weird"},
+		{"group_id=1,type=all,bucket=weight:3,actions=output:1", ofpwire.GroupAdd, "weights"},
+		{"group_id=1,type=all,bucket=output:1,frob", ofpwire.GroupAdd, "frob"},
+		{"group_id=1,bucket=output:1", ofpwire.GroupDelete, "not allowed"},
+		{"group_id=all,type=all", ofpwire.GroupAdd, "all"},
+		{"group_id=1,type=ff,bucket=watch_port:veth2,actions=output:1", ofpwire.GroupAdd, "veth2"},
+		{"group_id=1,type=all,selection_method=hash", ofpwire.GroupAdd, "1.5"},
 	} {
 		_, err := ParseGroup(c.s, c.cmd, ports)
 		if err == nil || !strings.Contains(err.Error(), c.msg) {
@@ -126,44 +124,44 @@ var meterCorpus = []string{
 
 func TestMeterRoundTripAndErrors(t *testing.T) {
 	for _, s := range meterCorpus {
-		mm, err := ParseMeter(s, ofp.MeterAdd)
+		mm, err := ParseMeter(s, ofpwire.MeterAdd)
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := ParseMeter(FormatMeterMod(mm), ofp.MeterAdd)
+		back, err := ParseMeter(FormatMeterMod(mm), ofpwire.MeterAdd)
 		if err != nil || !bytes.Equal(encodeMsg(t, mm), encodeMsg(t, back)) {
 			t.Fatalf("%q printed as %q: %v", s, FormatMeterMod(mm), err)
 		}
 		// dump-meters' multi-line text reads back too (burst sizes are
 		// printed only with the burst flag, as ovs-ofctl does).
 		mc := &ofpwire.MeterConfig{Flags: mm.Flags, MeterID: mm.MeterID, Bands: mm.Bands}
-		back, err = ParseMeter(FormatMeter(mc), ofp.MeterAdd)
-		if err != nil || (mm.Flags&ofp.MeterFlagBurst != 0 && !bytes.Equal(encodeMsg(t, mm), encodeMsg(t, back))) {
+		back, err = ParseMeter(FormatMeter(mc), ofpwire.MeterAdd)
+		if err != nil || (mm.Flags&ofpwire.MeterFlagBurst != 0 && !bytes.Equal(encodeMsg(t, mm), encodeMsg(t, back))) {
 			t.Fatalf("%q dumped as %q: %v", s, FormatMeter(mc), err)
 		}
 	}
-	mm, err := ParseMeter("meter=1,kbps,band=type=drop,rate=7", ofp.MeterAdd)
-	if err != nil || mm.MeterID != 1 || mm.Flags != ofp.MeterFlagKBitPerSec || len(mm.Bands) != 1 ||
-		mm.Bands[0].Type != ofp.MeterBandTypeDrop || mm.Bands[0].Rate != 7 {
+	mm, err := ParseMeter("meter=1,kbps,band=type=drop,rate=7", ofpwire.MeterAdd)
+	if err != nil || mm.MeterID != 1 || mm.Flags != ofpwire.MeterFlagKBitPerSec || len(mm.Bands) != 1 ||
+		mm.Bands[0].Type != ofpwire.MeterBandTypeDrop || mm.Bands[0].Rate != 7 {
 		t.Fatalf("%+v %v", mm, err)
 	}
-	if mm, err := ParseMeter("", ofp.MeterDelete); err != nil || mm.MeterID != ofp.MeterAll {
+	if mm, err := ParseMeter("", ofpwire.MeterDelete); err != nil || mm.MeterID != ofpwire.MeterAll {
 		t.Fatalf("delete all: %+v %v", mm, err)
 	}
 	for _, c := range []struct {
 		s   string
-		cmd ofp.MeterCommand
+		cmd ofpwire.MeterCommand
 		msg string
 	}{
-		{"kbps,band=type=drop,rate=1", ofp.MeterAdd, "meter"},
-		{"meter=1,kbps", ofp.MeterAdd, "bands"},
-		{"meter=0,kbps,band=type=drop,rate=1", ofp.MeterAdd, "meter id"},
-		{"meter=1,kbps,band=rate=1", ofp.MeterAdd, "type"},
-		{"meter=1,kbps,band=type=mark,rate=1", ofp.MeterAdd, "mark"},
-		{"meter=1,kbps,band=type=drop,rate=1,prec_level=1", ofp.MeterAdd, "prec_level"},
-		{"meter=1,fast,band=type=drop,rate=1", ofp.MeterAdd, "fast"},
-		{"meter=1,band=type=drop,rate=1", ofp.MeterDelete, "not allowed"},
-		{"meter=all,kbps,band=type=drop,rate=1", ofp.MeterAdd, "all"},
+		{"kbps,band=type=drop,rate=1", ofpwire.MeterAdd, "meter"},
+		{"meter=1,kbps", ofpwire.MeterAdd, "bands"},
+		{"meter=0,kbps,band=type=drop,rate=1", ofpwire.MeterAdd, "meter id"},
+		{"meter=1,kbps,band=rate=1", ofpwire.MeterAdd, "type"},
+		{"meter=1,kbps,band=type=mark,rate=1", ofpwire.MeterAdd, "mark"},
+		{"meter=1,kbps,band=type=drop,rate=1,prec_level=1", ofpwire.MeterAdd, "prec_level"},
+		{"meter=1,fast,band=type=drop,rate=1", ofpwire.MeterAdd, "fast"},
+		{"meter=1,band=type=drop,rate=1", ofpwire.MeterDelete, "not allowed"},
+		{"meter=all,kbps,band=type=drop,rate=1", ofpwire.MeterAdd, "all"},
 	} {
 		_, err := ParseMeter(c.s, c.cmd)
 		if err == nil || !strings.Contains(err.Error(), c.msg) {
@@ -183,7 +181,7 @@ func TestPacketOutAndPortNames(t *testing.T) {
 		t.Fatalf("%+v %v", po, err)
 	}
 	po, err = ParsePacketOut("packet=ffffffffffff0000000000010800,actions=drop", ParseFlowOptions{})
-	if err != nil || po.InPort != ofp.PortController || len(po.Actions) != 0 {
+	if err != nil || po.InPort != ofpwire.PortController || len(po.Actions) != 0 {
 		t.Fatalf("%+v %v", po, err)
 	}
 	for _, s := range []string{"in_port=1 actions=output:2", "in_port=1 packet=abc actions=output:2",
@@ -221,7 +219,7 @@ func FuzzParseGroup(f *testing.F) {
 	}
 	f.Add("group_id=all", uint8(2))
 	f.Fuzz(func(t *testing.T, s string, c uint8) {
-		cmd := ofp.GroupCommand(c % 4)
+		cmd := ofpwire.GroupCommand(c % 4)
 		gm, err := ParseGroup(s, cmd, ParseFlowOptions{})
 		if err != nil {
 			return
@@ -246,7 +244,7 @@ func FuzzParseMeter(f *testing.F) {
 	}
 	f.Add("meter=5", uint8(2))
 	f.Fuzz(func(t *testing.T, s string, c uint8) {
-		cmd := ofp.MeterCommand(c % 4)
+		cmd := ofpwire.MeterCommand(c % 4)
 		mm, err := ParseMeter(s, cmd)
 		if err != nil {
 			return

@@ -8,28 +8,13 @@ import (
 	"strings"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // portLocal is OFPP_LOCAL, the one reserved port a match may name.
 const portLocal = 0xfffffffe
-
-// Ethernet types and IP protocols the match syntax names.
-const (
-	ethIPv4     = 0x0800
-	ethARP      = 0x0806
-	ethIPv6     = 0x86dd
-	ethMPLS     = 0x8847
-	ethMPLSMc   = 0x8848
-	protoICMP   = 1
-	protoTCP    = 6
-	protoUDP    = 17
-	protoICMPv6 = 58
-	protoSCTP   = 132
-)
 
 // shorthand names the protocol keywords of ovs-ofctl: an exact EthType, and
 // an exact IP protocol when proto >= 0.
@@ -38,11 +23,11 @@ var shorthands = []struct {
 	eth   uint16
 	proto int
 }{
-	{"ip", ethIPv4, -1}, {"icmp", ethIPv4, protoICMP}, {"tcp", ethIPv4, protoTCP},
-	{"udp", ethIPv4, protoUDP}, {"sctp", ethIPv4, protoSCTP},
-	{"ipv6", ethIPv6, -1}, {"icmp6", ethIPv6, protoICMPv6}, {"tcp6", ethIPv6, protoTCP},
-	{"udp6", ethIPv6, protoUDP}, {"sctp6", ethIPv6, protoSCTP},
-	{"arp", ethARP, -1}, {"mpls", ethMPLS, -1}, {"mplsm", ethMPLSMc, -1},
+	{"ip", header.EtherTypeIPv4, -1}, {"icmp", header.EtherTypeIPv4, header.IPProtoICMP}, {"tcp", header.EtherTypeIPv4, header.IPProtoTCP},
+	{"udp", header.EtherTypeIPv4, header.IPProtoUDP}, {"sctp", header.EtherTypeIPv4, header.IPProtoSCTP},
+	{"ipv6", header.EtherTypeIPv6, -1}, {"icmp6", header.EtherTypeIPv6, header.IPProtoICMPv6}, {"tcp6", header.EtherTypeIPv6, header.IPProtoTCP},
+	{"udp6", header.EtherTypeIPv6, header.IPProtoUDP}, {"sctp6", header.EtherTypeIPv6, header.IPProtoSCTP},
+	{"arp", header.EtherTypeARP, -1}, {"mpls", header.EtherTypeMPLS, -1}, {"mplsm", header.EtherTypeMPLSMcast, -1},
 }
 
 // FormatMatch prints m in ovs-ofctl's flow syntax, e.g.
@@ -57,9 +42,9 @@ func FormatMatch(m *ofmatch.Match) string {
 	hasEth, hasProto := false, false
 	for _, o := range fs {
 		switch o.Field {
-		case ofp.XMTypeEthType:
+		case ofpwire.XMTypeEthType:
 			eth, hasEth = o.Uint(), true
-		case ofp.XMTypeIPProto:
+		case ofpwire.XMTypeIPProto:
 			proto, hasProto = o.Uint(), true
 		}
 	}
@@ -87,90 +72,90 @@ func FormatMatch(m *ofmatch.Match) string {
 		o := fs[i]
 		v, vm := o.Uint(), o.MaskUint()
 		switch o.Field {
-		case ofp.XMTypeInPort:
+		case ofpwire.XMTypeInPort:
 			if v == portLocal {
 				out = append(out, "in_port=LOCAL")
 			} else {
 				out = append(out, "in_port="+strconv.FormatUint(v, 10))
 			}
-		case ofp.XMTypeMetadata:
+		case ofpwire.XMTypeMetadata:
 			out = append(out, "metadata="+hexMasked(v, vm, ^uint64(0)))
-		case ofp.XMTypeEthDst:
+		case ofpwire.XMTypeEthDst:
 			out = append(out, "dl_dst="+macMasked(o))
-		case ofp.XMTypeEthSrc:
+		case ofpwire.XMTypeEthSrc:
 			out = append(out, "dl_src="+macMasked(o))
-		case ofp.XMTypeEthType:
+		case ofpwire.XMTypeEthType:
 			if hasEth {
 				out = append(out, fmt.Sprintf("dl_type=0x%04x", v))
 			}
-		case ofp.XMTypeVlanID:
+		case ofpwire.XMTypeVlanID:
 			// Open vSwitch's vlan_tci: PCP(3) present(1) VID(12).
 			tci, tm := uint16(v), uint16(vm&0x1fff)
-			if i+1 < len(fs) && fs[i+1].Field == ofp.XMTypeVlanPCP {
+			if i+1 < len(fs) && fs[i+1].Field == ofpwire.XMTypeVlanPCP {
 				i++
 				tci |= uint16(fs[i].Uint()) << 13
 				tm |= 0xe000
 			}
 			out = append(out, formatVLAN(tci, tm))
-		case ofp.XMTypeVlanPCP: // without VLAN_VID cannot happen (prerequisite)
+		case ofpwire.XMTypeVlanPCP: // without VLAN_VID cannot happen (prerequisite)
 			out = append(out, "dl_vlan_pcp="+strconv.FormatUint(v, 10))
-		case ofp.XMTypeIPDSCP:
+		case ofpwire.XMTypeIPDSCP:
 			out = append(out, "nw_tos="+strconv.FormatUint(v<<2, 10))
-		case ofp.XMTypeIPECN:
+		case ofpwire.XMTypeIPECN:
 			out = append(out, "nw_ecn="+strconv.FormatUint(v, 10))
-		case ofp.XMTypeIPProto:
+		case ofpwire.XMTypeIPProto:
 			if hasProto {
 				out = append(out, "nw_proto="+strconv.FormatUint(v, 10))
 			}
-		case ofp.XMTypeIPv4Src:
+		case ofpwire.XMTypeIPv4Src:
 			out = append(out, "nw_src="+ipv4Masked(v, vm))
-		case ofp.XMTypeIPv4Dst:
+		case ofpwire.XMTypeIPv4Dst:
 			out = append(out, "nw_dst="+ipv4Masked(v, vm))
-		case ofp.XMTypeTCPSrc, ofp.XMTypeUDPSrc, ofp.XMTypeSCTPSrc:
+		case ofpwire.XMTypeTCPSrc, ofpwire.XMTypeUDPSrc, ofpwire.XMTypeSCTPSrc:
 			out = append(out, "tp_src="+strconv.FormatUint(v, 10))
-		case ofp.XMTypeTCPDst, ofp.XMTypeUDPDst, ofp.XMTypeSCTPDst:
+		case ofpwire.XMTypeTCPDst, ofpwire.XMTypeUDPDst, ofpwire.XMTypeSCTPDst:
 			out = append(out, "tp_dst="+strconv.FormatUint(v, 10))
-		case ofp.XMTypeICMPv4Type, ofp.XMTypeICMPv6Type:
+		case ofpwire.XMTypeICMPv4Type, ofpwire.XMTypeICMPv6Type:
 			out = append(out, "icmp_type="+strconv.FormatUint(v, 10))
-		case ofp.XMTypeICMPv4Code, ofp.XMTypeICMPv6Code:
+		case ofpwire.XMTypeICMPv4Code, ofpwire.XMTypeICMPv6Code:
 			out = append(out, "icmp_code="+strconv.FormatUint(v, 10))
-		case ofp.XMTypeARPOpcode:
+		case ofpwire.XMTypeARPOpcode:
 			out = append(out, "arp_op="+strconv.FormatUint(v, 10))
-		case ofp.XMTypeARPSPA:
+		case ofpwire.XMTypeARPSPA:
 			out = append(out, "arp_spa="+ipv4Masked(v, vm))
-		case ofp.XMTypeARPTPA:
+		case ofpwire.XMTypeARPTPA:
 			out = append(out, "arp_tpa="+ipv4Masked(v, vm))
-		case ofp.XMTypeARPSHA:
+		case ofpwire.XMTypeARPSHA:
 			out = append(out, "arp_sha="+macMasked(o))
-		case ofp.XMTypeARPTHA:
+		case ofpwire.XMTypeARPTHA:
 			out = append(out, "arp_tha="+macMasked(o))
-		case ofp.XMTypeIPv6Src:
+		case ofpwire.XMTypeIPv6Src:
 			out = append(out, "ipv6_src="+ipv6Masked(o))
-		case ofp.XMTypeIPv6Dst:
+		case ofpwire.XMTypeIPv6Dst:
 			out = append(out, "ipv6_dst="+ipv6Masked(o))
-		case ofp.XMTypeIPv6FLabel:
+		case ofpwire.XMTypeIPv6FLabel:
 			s := fmt.Sprintf("ipv6_label=0x%05x", v)
 			if vm&0xfffff != 0xfffff {
 				s += fmt.Sprintf("/0x%05x", vm)
 			}
 			out = append(out, s)
-		case ofp.XMTypeIPv6NDTarget:
+		case ofpwire.XMTypeIPv6NDTarget:
 			out = append(out, "nd_target="+ipv6Masked(o))
-		case ofp.XMTypeIPv6NDSLL:
+		case ofpwire.XMTypeIPv6NDSLL:
 			out = append(out, "nd_sll="+macMasked(o))
-		case ofp.XMTypeIPv6NDTLL:
+		case ofpwire.XMTypeIPv6NDTLL:
 			out = append(out, "nd_tll="+macMasked(o))
-		case ofp.XMTypeMPLSLabel:
+		case ofpwire.XMTypeMPLSLabel:
 			out = append(out, "mpls_label="+strconv.FormatUint(v, 10))
-		case ofp.XMTypeMPLSTC:
+		case ofpwire.XMTypeMPLSTC:
 			out = append(out, "mpls_tc="+strconv.FormatUint(v, 10))
-		case ofp.XMTypeMPLSBOS:
+		case ofpwire.XMTypeMPLSBOS:
 			out = append(out, "mpls_bos="+strconv.FormatUint(v, 10))
-		case ofp.XMTypePBBISID:
+		case ofpwire.XMTypePBBISID:
 			out = append(out, "pbb_isid="+hexMasked(v, vm, 0xffffff))
-		case ofp.XMTypeTunnelID:
+		case ofpwire.XMTypeTunnelID:
 			out = append(out, "tun_id="+hexMasked(v, vm, ^uint64(0)))
-		case ofp.XMTypeIPv6ExtHeader:
+		case ofpwire.XMTypeIPv6ExtHeader:
 			out = append(out, "ipv6_exthdr="+hexMasked(v, vm, 0x1ff))
 		case ofpwire.XMTypeTunIPv4Src:
 			out = append(out, "tun_src="+ipv4Masked(v, vm))
@@ -321,7 +306,7 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 	var tpSrc, tpDst, icmpType, icmpCode *field
 	var tmp [4]field
 	tpSrc, tpDst, icmpType, icmpCode = &tmp[0], &tmp[1], &tmp[2], &tmp[3]
-	setU := func(f ofp.XMType, v, m uint64) error {
+	setU := func(f ofpwire.XMType, v, m uint64) error {
 		p := &fs[f]
 		if p.set && (p.v^v)&p.m&m != 0 {
 			return matchErrorf("conflicting values for %v", f)
@@ -335,7 +320,7 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 			return matchErrorf("conflicting IP protocols")
 		}
 		proto = p
-		return setU(ofp.XMTypeIPProto, uint64(p), 0xff)
+		return setU(ofpwire.XMTypeIPProto, uint64(p), 0xff)
 	}
 	eth := -1
 	setEth := func(e int) error {
@@ -346,10 +331,10 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 			return nil
 		}
 		eth = e
-		return setU(ofp.XMTypeEthType, uint64(e), 0xffff)
+		return setU(ofpwire.XMTypeEthType, uint64(e), 0xffff)
 	}
-	names := map[ofp.XMType]string{} // the keyword that set a field, for errors
-	var tpNames [4]string            // tp_src, tp_dst, icmp_type, icmp_code as written
+	names := map[ofpwire.XMType]string{} // the keyword that set a field, for errors
+	var tpNames [4]string                // tp_src, tp_dst, icmp_type, icmp_code as written
 	for _, tok := range strings.Split(s, ",") {
 		tok = strings.TrimSpace(tok)
 		if tok == "" {
@@ -390,48 +375,48 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 			} else if v, err = parseUint(val, 32); err != nil {
 				break
 			}
-			err = setU(ofp.XMTypeInPort, v, 0xffffffff)
+			err = setU(ofpwire.XMTypeInPort, v, 0xffffffff)
 		case "metadata":
-			err = parseMaskedUint(val, 64, func(v, m uint64) error { return setU(ofp.XMTypeMetadata, v, m) })
+			err = parseMaskedUint(val, 64, func(v, m uint64) error { return setU(ofpwire.XMTypeMetadata, v, m) })
 		case "tun_id", "tunnel_id":
-			err = parseMaskedUint(val, 64, func(v, m uint64) error { return setU(ofp.XMTypeTunnelID, v, m) })
+			err = parseMaskedUint(val, 64, func(v, m uint64) error { return setU(ofpwire.XMTypeTunnelID, v, m) })
 		case "pbb_isid":
-			err = parseMaskedUint(val, 24, func(v, m uint64) error { return setU(ofp.XMTypePBBISID, v, m) })
+			err = parseMaskedUint(val, 24, func(v, m uint64) error { return setU(ofpwire.XMTypePBBISID, v, m) })
 		case "ipv6_exthdr":
-			err = parseMaskedUint(val, 9, func(v, m uint64) error { return setU(ofp.XMTypeIPv6ExtHeader, v, m) })
+			err = parseMaskedUint(val, 9, func(v, m uint64) error { return setU(ofpwire.XMTypeIPv6ExtHeader, v, m) })
 		case "ipv6_label":
-			err = parseMaskedUint(val, 20, func(v, m uint64) error { return setU(ofp.XMTypeIPv6FLabel, v, m) })
+			err = parseMaskedUint(val, 20, func(v, m uint64) error { return setU(ofpwire.XMTypeIPv6FLabel, v, m) })
 		case "dl_type", "eth_type":
 			var v uint64
 			if v, err = parseUint(val, 16); err == nil {
 				err = setEth(int(v))
 			}
 		case "dl_src", "eth_src":
-			err = parseMAC(val, &fs[ofp.XMTypeEthSrc])
+			err = parseMAC(val, &fs[ofpwire.XMTypeEthSrc])
 		case "dl_dst", "eth_dst":
-			err = parseMAC(val, &fs[ofp.XMTypeEthDst])
+			err = parseMAC(val, &fs[ofpwire.XMTypeEthDst])
 		case "arp_sha":
-			err = parseMAC(val, &fs[ofp.XMTypeARPSHA])
+			err = parseMAC(val, &fs[ofpwire.XMTypeARPSHA])
 		case "arp_tha":
-			err = parseMAC(val, &fs[ofp.XMTypeARPTHA])
+			err = parseMAC(val, &fs[ofpwire.XMTypeARPTHA])
 		case "nd_sll":
-			err = parseMAC(val, &fs[ofp.XMTypeIPv6NDSLL])
+			err = parseMAC(val, &fs[ofpwire.XMTypeIPv6NDSLL])
 		case "nd_tll":
-			err = parseMAC(val, &fs[ofp.XMTypeIPv6NDTLL])
+			err = parseMAC(val, &fs[ofpwire.XMTypeIPv6NDTLL])
 		case "nw_src", "ip_src":
-			err = parseIPv4(val, &fs[ofp.XMTypeIPv4Src])
+			err = parseIPv4(val, &fs[ofpwire.XMTypeIPv4Src])
 		case "nw_dst", "ip_dst":
-			err = parseIPv4(val, &fs[ofp.XMTypeIPv4Dst])
+			err = parseIPv4(val, &fs[ofpwire.XMTypeIPv4Dst])
 		case "arp_spa":
-			err = parseIPv4(val, &fs[ofp.XMTypeARPSPA])
+			err = parseIPv4(val, &fs[ofpwire.XMTypeARPSPA])
 		case "arp_tpa":
-			err = parseIPv4(val, &fs[ofp.XMTypeARPTPA])
+			err = parseIPv4(val, &fs[ofpwire.XMTypeARPTPA])
 		case "ipv6_src":
-			err = parseIPv6(val, &fs[ofp.XMTypeIPv6Src])
+			err = parseIPv6(val, &fs[ofpwire.XMTypeIPv6Src])
 		case "ipv6_dst":
-			err = parseIPv6(val, &fs[ofp.XMTypeIPv6Dst])
+			err = parseIPv6(val, &fs[ofpwire.XMTypeIPv6Dst])
 		case "nd_target":
-			err = parseIPv6(val, &fs[ofp.XMTypeIPv6NDTarget])
+			err = parseIPv6(val, &fs[ofpwire.XMTypeIPv6NDTarget])
 		case "tun_src":
 			err = parseIPv4(val, &fs[ofpwire.XMTypeTunIPv4Src])
 		case "tun_dst":
@@ -463,21 +448,21 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 				break
 			}
 			if v == 0xffff { // OFP_VLAN_NONE, as ovs-ofctl accepts it
-				err = setU(ofp.XMTypeVlanID, 0, 0x1fff)
+				err = setU(ofpwire.XMTypeVlanID, 0, 0x1fff)
 			} else if v > 0x0fff {
 				err = matchErrorf("dl_vlan %d out of range", v)
 			} else {
-				err = setU(ofp.XMTypeVlanID, uint64(ofpwire.VIDPresent)|v, 0x1fff)
+				err = setU(ofpwire.XMTypeVlanID, uint64(ofpwire.VIDPresent)|v, 0x1fff)
 			}
 		case "vlan_vid":
-			err = parseMaskedUint(val, 13, func(v, m uint64) error { return setU(ofp.XMTypeVlanID, v, m) })
+			err = parseMaskedUint(val, 13, func(v, m uint64) error { return setU(ofpwire.XMTypeVlanID, v, m) })
 		case "dl_vlan_pcp", "vlan_pcp":
 			var v uint64
 			if v, err = parseUint(val, 3); err != nil {
 				break
 			}
-			if err = setU(ofp.XMTypeVlanPCP, v, 7); err == nil && fs[ofp.XMTypeVlanID].m&0x1000 == 0 {
-				err = setU(ofp.XMTypeVlanID, uint64(ofpwire.VIDPresent), uint64(ofpwire.VIDPresent))
+			if err = setU(ofpwire.XMTypeVlanPCP, v, 7); err == nil && fs[ofpwire.XMTypeVlanID].m&0x1000 == 0 {
+				err = setU(ofpwire.XMTypeVlanID, uint64(ofpwire.VIDPresent), uint64(ofpwire.VIDPresent))
 			}
 		case "vlan_tci":
 			err = parseMaskedUint(val, 16, func(v, m uint64) error {
@@ -490,7 +475,7 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 				switch m & 0xe000 {
 				case 0:
 				case 0xe000:
-					if err := setU(ofp.XMTypeVlanPCP, v>>13, 7); err != nil {
+					if err := setU(ofpwire.XMTypeVlanPCP, v>>13, 7); err != nil {
 						return err
 					}
 				default:
@@ -499,7 +484,7 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 				if m&0x1fff == 0 {
 					return nil
 				}
-				return setU(ofp.XMTypeVlanID, v&0x1fff, m&0x1fff)
+				return setU(ofpwire.XMTypeVlanID, v&0x1fff, m&0x1fff)
 			})
 		case "nw_tos":
 			var v uint64
@@ -507,25 +492,25 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 				if v&3 != 0 {
 					err = matchErrorf("nw_tos has ECN bits set")
 				} else {
-					err = setU(ofp.XMTypeIPDSCP, v>>2, 0x3f)
+					err = setU(ofpwire.XMTypeIPDSCP, v>>2, 0x3f)
 				}
 			}
 		case "ip_dscp":
-			err = parseExact(val, 6, ofp.XMTypeIPDSCP, setU)
+			err = parseExact(val, 6, ofpwire.XMTypeIPDSCP, setU)
 		case "nw_ecn", "ip_ecn":
-			err = parseExact(val, 2, ofp.XMTypeIPECN, setU)
+			err = parseExact(val, 2, ofpwire.XMTypeIPECN, setU)
 		case "nw_proto", "ip_proto":
-			names[ofp.XMTypeIPProto], names[ofp.XMTypeARPOpcode] = name, name
+			names[ofpwire.XMTypeIPProto], names[ofpwire.XMTypeARPOpcode] = name, name
 			var v uint64
 			if v, err = parseUint(val, 8); err == nil {
-				if eth == ethARP {
-					err = setU(ofp.XMTypeARPOpcode, v, 0xff)
+				if eth == header.EtherTypeARP {
+					err = setU(ofpwire.XMTypeARPOpcode, v, 0xff)
 				} else {
 					err = setProto(int(v))
 				}
 			}
 		case "arp_op":
-			err = parseExact(val, 8, ofp.XMTypeARPOpcode, setU)
+			err = parseExact(val, 8, ofpwire.XMTypeARPOpcode, setU)
 		case "tp_src", "tcp_src", "udp_src", "sctp_src":
 			tpNames[0] = name
 			err = parseExactInto(val, 16, tpSrc)
@@ -539,11 +524,11 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 			tpNames[3] = name
 			err = parseExactInto(val, 8, icmpCode)
 		case "mpls_label":
-			err = parseExact(val, 20, ofp.XMTypeMPLSLabel, setU)
+			err = parseExact(val, 20, ofpwire.XMTypeMPLSLabel, setU)
 		case "mpls_tc":
-			err = parseExact(val, 3, ofp.XMTypeMPLSTC, setU)
+			err = parseExact(val, 3, ofpwire.XMTypeMPLSTC, setU)
 		case "mpls_bos":
-			err = parseExact(val, 1, ofp.XMTypeMPLSBOS, setU)
+			err = parseExact(val, 1, ofpwire.XMTypeMPLSBOS, setU)
 		default:
 			err = matchErrorf("unknown field %q", name)
 		}
@@ -552,12 +537,12 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 		}
 	}
 	// nw_proto given before arp: an ARP opcode after all.
-	if eth == ethARP && fs[ofp.XMTypeIPProto].set {
-		fs[ofp.XMTypeARPOpcode], fs[ofp.XMTypeIPProto] = fs[ofp.XMTypeIPProto], field{}
+	if eth == header.EtherTypeARP && fs[ofpwire.XMTypeIPProto].set {
+		fs[ofpwire.XMTypeARPOpcode], fs[ofpwire.XMTypeIPProto] = fs[ofpwire.XMTypeIPProto], field{}
 	}
 	// nw_src and nw_dst of ARP are its protocol addresses, as in ovs-ofctl.
-	if eth == ethARP {
-		for _, m := range [][2]ofp.XMType{{ofp.XMTypeIPv4Src, ofp.XMTypeARPSPA}, {ofp.XMTypeIPv4Dst, ofp.XMTypeARPTPA}} {
+	if eth == header.EtherTypeARP {
+		for _, m := range [][2]ofpwire.XMType{{ofpwire.XMTypeIPv4Src, ofpwire.XMTypeARPSPA}, {ofpwire.XMTypeIPv4Dst, ofpwire.XMTypeARPTPA}} {
 			if fs[m[0]].set {
 				if fs[m[1]].set {
 					return ofmatch.Match{}, matchErrorf("%s and %v both given", names[m[0]], m[1])
@@ -569,10 +554,10 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 	}
 	// tp_* name ports, icmp_* ICMP's type and code, as String prints them.
 	src, dst, hasTp := ofmatch.TransportFields(proto)
-	icmp := proto == protoICMP || proto == protoICMPv6
+	icmp := proto == header.IPProtoICMP || proto == header.IPProtoICMPv6
 	for i, d := range []struct {
 		f    *field
-		to   ofp.XMType
+		to   ofpwire.XMType
 		fit  bool
 		need string
 	}{{tpSrc, src, hasTp && !icmp, "tcp, udp or sctp (or their IPv6 forms)"}, {tpDst, dst, hasTp && !icmp, "tcp, udp or sctp (or their IPv6 forms)"},
@@ -594,7 +579,7 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 		if !f.set {
 			continue
 		}
-		ft := ofp.XMType(i)
+		ft := ofpwire.XMType(i)
 		size, maskable, _ := ofpwire.FieldSize(ft)
 		if f.b != nil {
 			if f.maskful {
@@ -651,7 +636,7 @@ func parseMaskedUint(s string, width int, set func(v, m uint64) error) error {
 	return set(v&m, m)
 }
 
-func parseExact(s string, width int, f ofp.XMType, set func(ofp.XMType, uint64, uint64) error) error {
+func parseExact(s string, width int, f ofpwire.XMType, set func(ofpwire.XMType, uint64, uint64) error) error {
 	v, err := parseUint(s, width)
 	if err != nil {
 		return err

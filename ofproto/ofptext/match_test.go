@@ -13,8 +13,6 @@ import (
 	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // ovsCases are flows and how "ovs-ofctl -O OpenFlow13 parse-flow" (Open
@@ -67,8 +65,8 @@ func TestOVSSyntax(t *testing.T) {
 		if got := FormatMatch(&m); !slices.Equal(tokens(got), tokens(c.ovs)) {
 			t.Errorf("%q: FormatMatch = %q, ovs-ofctl prints %q", c.flow, got, c.ovs)
 		}
-		fm := &ofpwire.FlowMod{Command: ofp.FlowAdd, Priority: 32768, BufferID: ofpwire.NoBuffer, OutPort: ofp.PortAny,
-			OutGroup: ofp.GroupAny, Match: ofmatch.ToOXM(&m)}
+		fm := &ofpwire.FlowMod{Command: ofpwire.FlowAdd, Priority: 32768, BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny,
+			OutGroup: ofpwire.GroupAny, Match: ofmatch.ToOXM(&m)}
 		b, err := ofpwire.Encode(1, fm)
 		if err != nil {
 			t.Fatal(err)

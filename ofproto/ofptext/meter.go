@@ -6,17 +6,15 @@ import (
 	"strings"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // meterFlagNames are the meter flags in ovs-ofctl's spelling, in bit order.
 var meterFlagNames = []struct {
 	name string
-	flag ofp.MeterFlag
+	flag ofpwire.MeterFlag
 }{
-	{"kbps", ofp.MeterFlagKBitPerSec}, {"pktps", ofp.MeterFlagPacketPerSec},
-	{"burst", ofp.MeterFlagBurst}, {"stats", ofp.MeterFlagStats},
+	{"kbps", ofpwire.MeterFlagKBitPerSec}, {"pktps", ofpwire.MeterFlagPacketPerSec},
+	{"burst", ofpwire.MeterFlagBurst}, {"stats", ofpwire.MeterFlagStats},
 }
 
 // findBands returns the offset of the "band=" or "bands=" keyword that
@@ -41,7 +39,7 @@ func findBands(s string) (at, rest int) {
 // METER_MOD that performs cmd with it. Adds and modifies need meter= and
 // at least one band; deletes take only meter=, which defaults to all.
 // Errors read `bad meter "TEXT": reason`.
-func ParseMeter(s string, cmd ofp.MeterCommand) (*ofpwire.MeterMod, error) {
+func ParseMeter(s string, cmd ofpwire.MeterCommand) (*ofpwire.MeterMod, error) {
 	mm, err := parseMeter(s, cmd)
 	if err != nil {
 		return nil, fmt.Errorf("bad meter %q: %w", s, err)
@@ -49,19 +47,19 @@ func ParseMeter(s string, cmd ofp.MeterCommand) (*ofpwire.MeterMod, error) {
 	return mm, nil
 }
 
-func parseMeter(s string, cmd ofp.MeterCommand) (*ofpwire.MeterMod, error) {
-	if cmd > ofp.MeterDelete {
+func parseMeter(s string, cmd ofpwire.MeterCommand) (*ofpwire.MeterMod, error) {
+	if cmd > ofpwire.MeterDelete {
 		return nil, fmt.Errorf("unknown meter command %d", cmd)
 	}
-	mm := &ofpwire.MeterMod{Command: cmd, MeterID: ofp.MeterAll}
+	mm := &ofpwire.MeterMod{Command: cmd, MeterID: ofpwire.MeterAll}
 	head, bands := s, ""
 	at, rest := findBands(s)
 	if at >= 0 {
-		if cmd == ofp.MeterDelete {
+		if cmd == ofpwire.MeterDelete {
 			return nil, fmt.Errorf("bands are not allowed when deleting meters")
 		}
 		head, bands = s[:at], s[rest:]
-	} else if cmd != ofp.MeterDelete {
+	} else if cmd != ofpwire.MeterDelete {
 		return nil, fmt.Errorf("must specify bands")
 	}
 	toks, err := splitTop(head)
@@ -82,7 +80,7 @@ func parseMeter(s string, cmd ofp.MeterCommand) (*ofpwire.MeterMod, error) {
 			if !found {
 				return nil, fmt.Errorf("unknown keyword %q", tok)
 			}
-			if cmd == ofp.MeterDelete {
+			if cmd == ofpwire.MeterDelete {
 				return nil, fmt.Errorf("%s is not allowed when deleting meters", key)
 			}
 			continue
@@ -96,29 +94,29 @@ func parseMeter(s string, cmd ofp.MeterCommand) (*ofpwire.MeterMod, error) {
 		hadID = true
 		switch val {
 		case "all":
-			mm.MeterID = ofp.MeterAll
+			mm.MeterID = ofpwire.MeterAll
 		case "controller":
-			mm.MeterID = ofp.MeterController
+			mm.MeterID = ofpwire.MeterController
 		case "slowpath":
-			mm.MeterID = ofp.MeterSlowpath
+			mm.MeterID = ofpwire.MeterSlowpath
 		default:
 			v, err := parseNum("meter", val, 32)
 			if err != nil {
 				return nil, err
 			}
-			if v == 0 || ofp.Meter(v) > ofp.MeterMax {
-				return nil, fmt.Errorf("meter %s is not a meter id (1 to %d)", val, ofp.MeterMax)
+			if v == 0 || ofpwire.Meter(v) > ofpwire.MeterMax {
+				return nil, fmt.Errorf("meter %s is not a meter id (1 to %d)", val, ofpwire.MeterMax)
 			}
-			mm.MeterID = ofp.Meter(v)
+			mm.MeterID = ofpwire.Meter(v)
 		}
-		if cmd != ofp.MeterDelete && mm.MeterID == ofp.MeterAll {
+		if cmd != ofpwire.MeterDelete && mm.MeterID == ofpwire.MeterAll {
 			return nil, fmt.Errorf("meter=all is only for deleting meters")
 		}
 	}
-	if cmd != ofp.MeterDelete && !hadID {
+	if cmd != ofpwire.MeterDelete && !hadID {
 		return nil, fmt.Errorf("must specify meter")
 	}
-	if cmd != ofp.MeterDelete {
+	if cmd != ofpwire.MeterDelete {
 		if mm.Bands, err = parseBands(bands); err != nil {
 			return nil, err
 		}
@@ -139,12 +137,12 @@ func parseBands(s string) ([]ofpwire.MeterBand, error) {
 			return nil, fmt.Errorf("band: %q needs a value", tok)
 		}
 		if key == "type" {
-			var t ofp.MeterBandType
+			var t ofpwire.MeterBandType
 			switch val {
 			case "drop":
-				t = ofp.MeterBandTypeDrop
+				t = ofpwire.MeterBandTypeDrop
 			case "dscp_remark":
-				t = ofp.MeterBandTypeDSCPRemark
+				t = ofpwire.MeterBandTypeDSCPRemark
 			default:
 				return nil, fmt.Errorf("band: unknown type %q (drop, dscp_remark)", val)
 			}
@@ -167,7 +165,7 @@ func parseBands(s string) ([]ofpwire.MeterBand, error) {
 				b.BurstSize = uint32(v)
 			}
 		case "prec_level":
-			if b.Type != ofp.MeterBandTypeDSCPRemark {
+			if b.Type != ofpwire.MeterBandTypeDSCPRemark {
 				return nil, fmt.Errorf("prec_level is only for dscp_remark bands")
 			}
 			v, err := parseNum(key, val, 8)
@@ -186,13 +184,13 @@ func parseBands(s string) ([]ofpwire.MeterBand, error) {
 }
 
 // meterIDText prints a meter id as ovs-ofctl does.
-func meterIDText(m ofp.Meter) string {
+func meterIDText(m ofpwire.Meter) string {
 	switch m {
-	case ofp.MeterAll:
+	case ofpwire.MeterAll:
 		return "all"
-	case ofp.MeterController:
+	case ofpwire.MeterController:
 		return "controller"
-	case ofp.MeterSlowpath:
+	case ofpwire.MeterSlowpath:
 		return "slowpath"
 	}
 	return strconv.FormatUint(uint64(m), 10)
@@ -214,18 +212,18 @@ func FormatMeter(mc *ofpwire.MeterConfig) string {
 	for _, mb := range mc.Bands {
 		b.WriteString("\ntype=")
 		switch mb.Type {
-		case ofp.MeterBandTypeDrop:
+		case ofpwire.MeterBandTypeDrop:
 			b.WriteString("drop")
-		case ofp.MeterBandTypeDSCPRemark:
+		case ofpwire.MeterBandTypeDSCPRemark:
 			b.WriteString("dscp_remark")
 		default:
 			b.WriteString(strconv.Itoa(int(mb.Type)))
 		}
 		fmt.Fprintf(&b, " rate=%d", mb.Rate)
-		if mc.Flags&ofp.MeterFlagBurst != 0 {
+		if mc.Flags&ofpwire.MeterFlagBurst != 0 {
 			fmt.Fprintf(&b, " burst_size=%d", mb.BurstSize)
 		}
-		if mb.Type == ofp.MeterBandTypeDSCPRemark {
+		if mb.Type == ofpwire.MeterBandTypeDSCPRemark {
 			fmt.Fprintf(&b, " prec_level=%d", mb.PrecLevel)
 		}
 	}
@@ -236,7 +234,7 @@ func FormatMeter(mc *ofpwire.MeterConfig) string {
 // the same command, so that ParseMeter(FormatMeterMod(mm), mm.Command)
 // rebuilds mm.
 func FormatMeterMod(mm *ofpwire.MeterMod) string {
-	if mm.Command == ofp.MeterDelete {
+	if mm.Command == ofpwire.MeterDelete {
 		return "meter=" + meterIDText(mm.MeterID)
 	}
 	parts := []string{"meter=" + meterIDText(mm.MeterID)}
@@ -247,7 +245,7 @@ func FormatMeterMod(mm *ofpwire.MeterMod) string {
 	}
 	for i, mb := range mm.Bands {
 		t := "type=drop"
-		if mb.Type == ofp.MeterBandTypeDSCPRemark {
+		if mb.Type == ofpwire.MeterBandTypeDSCPRemark {
 			t = "type=dscp_remark"
 		}
 		if i == 0 {
@@ -257,7 +255,7 @@ func FormatMeterMod(mm *ofpwire.MeterMod) string {
 		if mb.BurstSize != 0 {
 			parts = append(parts, fmt.Sprintf("burst_size=%d", mb.BurstSize))
 		}
-		if mb.Type == ofp.MeterBandTypeDSCPRemark {
+		if mb.Type == ofpwire.MeterBandTypeDSCPRemark {
 			parts = append(parts, fmt.Sprintf("prec_level=%d", mb.PrecLevel))
 		}
 	}

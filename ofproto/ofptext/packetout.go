@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // ParsePacketOut reads a packet-out in ovs-ofctl's syntax,
@@ -49,7 +47,7 @@ func truncate(s string, n int) string {
 }
 
 func parsePacketOut(s string, ports portResolver) (*ofpwire.PacketOut, error) {
-	po := &ofpwire.PacketOut{BufferID: ofpwire.NoBuffer, InPort: ofp.PortController}
+	po := &ofpwire.PacketOut{BufferID: ofpwire.NoBuffer, InPort: ofpwire.PortController}
 	head, acts, hasActs := s, "", false
 	if i := findActions(s); i >= 0 {
 		head, acts, hasActs = s[:i], s[i+len("actions="):], true
@@ -73,7 +71,7 @@ func parsePacketOut(s string, ports portResolver) (*ofpwire.PacketOut, error) {
 			if err != nil {
 				return nil, fmt.Errorf("in_port: %w", err)
 			}
-			if p >= maxPort && p != ofp.PortController && p != ofp.PortLocal {
+			if p >= maxPort && p != ofpwire.PortController && p != ofpwire.PortLocal {
 				return nil, fmt.Errorf("in_port: %s is not a port a packet can come from", val)
 			}
 			po.InPort = p

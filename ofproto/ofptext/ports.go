@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/netrack/openflow/ofp"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
 
 // ParseFlowOptions carries what parsing needs from outside the text itself.
@@ -53,16 +53,16 @@ func ParsePort(s string, opts ParseFlowOptions) (uint32, error) {
 // portNames are the reserved ports by their ovs-ofctl names.
 var portNames = []struct {
 	name string
-	port ofp.PortNo
+	port ofpwire.PortNo
 }{
-	{"IN_PORT", ofp.PortIn}, {"NORMAL", ofp.PortNormal}, {"FLOOD", ofp.PortFlood},
-	{"ALL", ofp.PortAll}, {"CONTROLLER", ofp.PortController}, {"LOCAL", ofp.PortLocal},
-	{"ANY", ofp.PortAny}, {"TABLE", ofp.PortTable},
+	{"IN_PORT", ofpwire.PortIn}, {"NORMAL", ofpwire.PortNormal}, {"FLOOD", ofpwire.PortFlood},
+	{"ALL", ofpwire.PortAll}, {"CONTROLLER", ofpwire.PortController}, {"LOCAL", ofpwire.PortLocal},
+	{"ANY", ofpwire.PortAny}, {"TABLE", ofpwire.PortTable},
 }
 
 // parsePort reads a port number, a reserved port's name or, through
 // ports, the name of one of the switch's ports.
-func parsePort(s string, ports portResolver) (ofp.PortNo, error) {
+func parsePort(s string, ports portResolver) (ofpwire.PortNo, error) {
 	for _, p := range portNames {
 		if strings.EqualFold(s, p.name) {
 			return p.port, nil
@@ -70,11 +70,11 @@ func parsePort(s string, ports portResolver) (ofp.PortNo, error) {
 	}
 	v, err := strconv.ParseUint(s, 0, 32)
 	if err == nil {
-		return ofp.PortNo(v), nil
+		return ofpwire.PortNo(v), nil
 	}
 	if ports != nil {
 		if no, ok := ports(s); ok {
-			return ofp.PortNo(no), nil
+			return ofpwire.PortNo(no), nil
 		}
 		return 0, &UnknownPortError{Name: s}
 	}

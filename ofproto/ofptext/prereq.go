@@ -3,8 +3,6 @@ package ofptext
 import (
 	"fmt"
 
-	"github.com/netrack/openflow/ofp"
-
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
 
@@ -14,40 +12,40 @@ import (
 // ("normalization changed ofp_match"), which turns del-flows nw_dst=X
 // into a delete of every flow: Parse refuses it with this text before
 // anything is sent.
-var prereqHints = map[ofp.XMType]string{
-	ofp.XMTypeInPhyPort:     "in_port",
-	ofp.XMTypeVlanPCP:       "a VLAN tag (dl_vlan=N or vlan_tci=0x1000/0x1000)",
-	ofp.XMTypeIPDSCP:        "ip or ipv6",
-	ofp.XMTypeIPECN:         "ip or ipv6",
-	ofp.XMTypeIPProto:       "ip or ipv6",
-	ofp.XMTypeIPv4Src:       "ip or arp",
-	ofp.XMTypeIPv4Dst:       "ip or arp",
-	ofp.XMTypeTCPSrc:        "tcp or tcp6",
-	ofp.XMTypeTCPDst:        "tcp or tcp6",
-	ofp.XMTypeUDPSrc:        "udp or udp6",
-	ofp.XMTypeUDPDst:        "udp or udp6",
-	ofp.XMTypeSCTPSrc:       "sctp or sctp6",
-	ofp.XMTypeSCTPDst:       "sctp or sctp6",
-	ofp.XMTypeICMPv4Type:    "icmp",
-	ofp.XMTypeICMPv4Code:    "icmp",
-	ofp.XMTypeARPOpcode:     "arp",
-	ofp.XMTypeARPSPA:        "arp",
-	ofp.XMTypeARPTPA:        "arp",
-	ofp.XMTypeARPSHA:        "arp",
-	ofp.XMTypeARPTHA:        "arp",
-	ofp.XMTypeIPv6Src:       "ipv6",
-	ofp.XMTypeIPv6Dst:       "ipv6",
-	ofp.XMTypeIPv6FLabel:    "ipv6",
-	ofp.XMTypeIPv6ExtHeader: "ipv6",
-	ofp.XMTypeICMPv6Type:    "icmp6",
-	ofp.XMTypeICMPv6Code:    "icmp6",
-	ofp.XMTypeIPv6NDTarget:  "icmp6,icmp_type=135 or icmp6,icmp_type=136",
-	ofp.XMTypeIPv6NDSLL:     "icmp6,icmp_type=135",
-	ofp.XMTypeIPv6NDTLL:     "icmp6,icmp_type=136",
-	ofp.XMTypeMPLSLabel:     "mpls or mplsm",
-	ofp.XMTypeMPLSTC:        "mpls or mplsm",
-	ofp.XMTypeMPLSBOS:       "mpls or mplsm",
-	ofp.XMTypePBBISID:       "dl_type=0x88e7",
+var prereqHints = map[ofpwire.XMType]string{
+	ofpwire.XMTypeInPhyPort:     "in_port",
+	ofpwire.XMTypeVlanPCP:       "a VLAN tag (dl_vlan=N or vlan_tci=0x1000/0x1000)",
+	ofpwire.XMTypeIPDSCP:        "ip or ipv6",
+	ofpwire.XMTypeIPECN:         "ip or ipv6",
+	ofpwire.XMTypeIPProto:       "ip or ipv6",
+	ofpwire.XMTypeIPv4Src:       "ip or arp",
+	ofpwire.XMTypeIPv4Dst:       "ip or arp",
+	ofpwire.XMTypeTCPSrc:        "tcp or tcp6",
+	ofpwire.XMTypeTCPDst:        "tcp or tcp6",
+	ofpwire.XMTypeUDPSrc:        "udp or udp6",
+	ofpwire.XMTypeUDPDst:        "udp or udp6",
+	ofpwire.XMTypeSCTPSrc:       "sctp or sctp6",
+	ofpwire.XMTypeSCTPDst:       "sctp or sctp6",
+	ofpwire.XMTypeICMPv4Type:    "icmp",
+	ofpwire.XMTypeICMPv4Code:    "icmp",
+	ofpwire.XMTypeARPOpcode:     "arp",
+	ofpwire.XMTypeARPSPA:        "arp",
+	ofpwire.XMTypeARPTPA:        "arp",
+	ofpwire.XMTypeARPSHA:        "arp",
+	ofpwire.XMTypeARPTHA:        "arp",
+	ofpwire.XMTypeIPv6Src:       "ipv6",
+	ofpwire.XMTypeIPv6Dst:       "ipv6",
+	ofpwire.XMTypeIPv6FLabel:    "ipv6",
+	ofpwire.XMTypeIPv6ExtHeader: "ipv6",
+	ofpwire.XMTypeICMPv6Type:    "icmp6",
+	ofpwire.XMTypeICMPv6Code:    "icmp6",
+	ofpwire.XMTypeIPv6NDTarget:  "icmp6,icmp_type=135 or icmp6,icmp_type=136",
+	ofpwire.XMTypeIPv6NDSLL:     "icmp6,icmp_type=135",
+	ofpwire.XMTypeIPv6NDTLL:     "icmp6,icmp_type=136",
+	ofpwire.XMTypeMPLSLabel:     "mpls or mplsm",
+	ofpwire.XMTypeMPLSTC:        "mpls or mplsm",
+	ofpwire.XMTypeMPLSBOS:       "mpls or mplsm",
+	ofpwire.XMTypePBBISID:       "dl_type=0x88e7",
 }
 
 // PrereqError is a match whose field lacks its prerequisite. It is (for
@@ -55,7 +53,7 @@ var prereqHints = map[ofp.XMType]string{
 type PrereqError struct {
 	// Name is the field as the text named it (nw_dst), Field its OXM type.
 	Name  string
-	Field ofp.XMType
+	Field ofpwire.XMType
 }
 
 func (e *PrereqError) Error() string {
@@ -84,20 +82,20 @@ func firstAlternative(s string) string {
 
 // tokenFields are the fields Parse's keywords set, where that does not
 // depend on the rest of the match (tp_*, icmp_* and nw_proto do).
-var tokenFields = map[string]ofp.XMType{
-	"nw_src": ofp.XMTypeIPv4Src, "ip_src": ofp.XMTypeIPv4Src, "nw_dst": ofp.XMTypeIPv4Dst, "ip_dst": ofp.XMTypeIPv4Dst,
-	"arp_spa": ofp.XMTypeARPSPA, "arp_tpa": ofp.XMTypeARPTPA, "arp_sha": ofp.XMTypeARPSHA, "arp_tha": ofp.XMTypeARPTHA,
-	"arp_op": ofp.XMTypeARPOpcode, "ipv6_src": ofp.XMTypeIPv6Src, "ipv6_dst": ofp.XMTypeIPv6Dst,
-	"ipv6_label": ofp.XMTypeIPv6FLabel, "ipv6_exthdr": ofp.XMTypeIPv6ExtHeader, "nd_target": ofp.XMTypeIPv6NDTarget,
-	"nd_sll": ofp.XMTypeIPv6NDSLL, "nd_tll": ofp.XMTypeIPv6NDTLL, "dl_vlan_pcp": ofp.XMTypeVlanPCP,
-	"vlan_pcp": ofp.XMTypeVlanPCP, "nw_tos": ofp.XMTypeIPDSCP, "ip_dscp": ofp.XMTypeIPDSCP,
-	"nw_ecn": ofp.XMTypeIPECN, "ip_ecn": ofp.XMTypeIPECN, "mpls_label": ofp.XMTypeMPLSLabel,
-	"mpls_tc": ofp.XMTypeMPLSTC, "mpls_bos": ofp.XMTypeMPLSBOS, "pbb_isid": ofp.XMTypePBBISID,
+var tokenFields = map[string]ofpwire.XMType{
+	"nw_src": ofpwire.XMTypeIPv4Src, "ip_src": ofpwire.XMTypeIPv4Src, "nw_dst": ofpwire.XMTypeIPv4Dst, "ip_dst": ofpwire.XMTypeIPv4Dst,
+	"arp_spa": ofpwire.XMTypeARPSPA, "arp_tpa": ofpwire.XMTypeARPTPA, "arp_sha": ofpwire.XMTypeARPSHA, "arp_tha": ofpwire.XMTypeARPTHA,
+	"arp_op": ofpwire.XMTypeARPOpcode, "ipv6_src": ofpwire.XMTypeIPv6Src, "ipv6_dst": ofpwire.XMTypeIPv6Dst,
+	"ipv6_label": ofpwire.XMTypeIPv6FLabel, "ipv6_exthdr": ofpwire.XMTypeIPv6ExtHeader, "nd_target": ofpwire.XMTypeIPv6NDTarget,
+	"nd_sll": ofpwire.XMTypeIPv6NDSLL, "nd_tll": ofpwire.XMTypeIPv6NDTLL, "dl_vlan_pcp": ofpwire.XMTypeVlanPCP,
+	"vlan_pcp": ofpwire.XMTypeVlanPCP, "nw_tos": ofpwire.XMTypeIPDSCP, "ip_dscp": ofpwire.XMTypeIPDSCP,
+	"nw_ecn": ofpwire.XMTypeIPECN, "ip_ecn": ofpwire.XMTypeIPECN, "mpls_label": ofpwire.XMTypeMPLSLabel,
+	"mpls_tc": ofpwire.XMTypeMPLSTC, "mpls_bos": ofpwire.XMTypeMPLSBOS, "pbb_isid": ofpwire.XMTypePBBISID,
 }
 
 // prereqError names the field of om that lacks its prerequisite with the
 // name the text used for it (names maps fields to those), or returns nil.
-func prereqError(om ofpwire.Match, names map[ofp.XMType]string) error {
+func prereqError(om ofpwire.Match, names map[ofpwire.XMType]string) error {
 	f, missing := ofpwire.MissingPrerequisite(om)
 	if !missing {
 		return nil

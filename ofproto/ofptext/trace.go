@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 )
 
@@ -59,10 +60,10 @@ func ParseTraceFlow(s string, opts ParseFlowOptions) (flow.Key, error) {
 	}
 	k := m.Key
 	if k.VLAN[0].TPID&flow.TPIDPresent != 0 {
-		k.VLAN[0].TPID = 0x8100
+		k.VLAN[0].TPID = header.EtherTypeVLAN
 	}
 	switch {
-	case k.EthType == 0x0800 || k.EthType == 0x86dd:
+	case k.EthType == header.EtherTypeIPv4 || k.EthType == header.EtherTypeIPv6:
 		k.NwTTL = ttl
 	case ttlSet:
 		return flow.Key{}, errors.New("trace flow: nw_ttl needs ip or ipv6")

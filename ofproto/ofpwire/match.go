@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/netrack/openflow/ofp"
+
+	"github.com/vswitch-go/vswitch/datapath/header"
 )
 
 // OFPMT_OXM: the only match type OpenFlow 1.3 allows on the wire.
@@ -411,12 +413,12 @@ func ethTypeIs(m Match, types ...uint64) bool {
 
 func ipProtoIs(m Match, proto uint64) bool {
 	v, ok := exactValue(m, ofp.XMTypeIPProto)
-	return ok && v == proto && ethTypeIs(m, 0x0800, 0x86dd)
+	return ok && v == proto && ethTypeIs(m, header.EtherTypeIPv4, header.EtherTypeIPv6)
 }
 
 func icmpv6TypeIs(m Match, types ...uint64) bool {
 	v, ok := exactValue(m, ofp.XMTypeICMPv6Type)
-	if !ok || !ipProtoIs(m, 58) {
+	if !ok || !ipProtoIs(m, header.IPProtoICMPv6) {
 		return false
 	}
 	for _, t := range types {
@@ -439,35 +441,35 @@ func prereqOK(m Match, f ofp.XMType) bool {
 		o, ok := m.Field(ofp.XMTypeVlanID)
 		return ok && uint16(o.Uint()&o.MaskUint())&VIDPresent != 0
 	case ofp.XMTypeIPDSCP, ofp.XMTypeIPECN, ofp.XMTypeIPProto:
-		return ethTypeIs(m, 0x0800, 0x86dd)
+		return ethTypeIs(m, header.EtherTypeIPv4, header.EtherTypeIPv6)
 	case ofp.XMTypeIPv4Src, ofp.XMTypeIPv4Dst:
-		return ethTypeIs(m, 0x0800)
+		return ethTypeIs(m, header.EtherTypeIPv4)
 	case ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst:
-		return ipProtoIs(m, 6)
+		return ipProtoIs(m, header.IPProtoTCP)
 	case ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst:
-		return ipProtoIs(m, 17)
+		return ipProtoIs(m, header.IPProtoUDP)
 	case ofp.XMTypeSCTPSrc, ofp.XMTypeSCTPDst:
-		return ipProtoIs(m, 132)
+		return ipProtoIs(m, header.IPProtoSCTP)
 	case ofp.XMTypeICMPv4Type, ofp.XMTypeICMPv4Code:
-		return ipProtoIs(m, 1)
+		return ipProtoIs(m, header.IPProtoICMP)
 	case ofp.XMTypeARPOpcode, ofp.XMTypeARPSPA, ofp.XMTypeARPTPA,
 		ofp.XMTypeARPSHA, ofp.XMTypeARPTHA:
-		return ethTypeIs(m, 0x0806)
+		return ethTypeIs(m, header.EtherTypeARP)
 	case ofp.XMTypeIPv6Src, ofp.XMTypeIPv6Dst, ofp.XMTypeIPv6FLabel,
 		ofp.XMTypeIPv6ExtHeader:
-		return ethTypeIs(m, 0x86dd)
+		return ethTypeIs(m, header.EtherTypeIPv6)
 	case ofp.XMTypeICMPv6Type, ofp.XMTypeICMPv6Code:
-		return ipProtoIs(m, 58)
+		return ipProtoIs(m, header.IPProtoICMPv6)
 	case ofp.XMTypeIPv6NDTarget:
-		return icmpv6TypeIs(m, 135, 136)
+		return icmpv6TypeIs(m, header.ICMPv6NeighborSolicit, header.ICMPv6NeighborAdvert)
 	case ofp.XMTypeIPv6NDSLL:
-		return icmpv6TypeIs(m, 135)
+		return icmpv6TypeIs(m, header.ICMPv6NeighborSolicit)
 	case ofp.XMTypeIPv6NDTLL:
-		return icmpv6TypeIs(m, 136)
+		return icmpv6TypeIs(m, header.ICMPv6NeighborAdvert)
 	case ofp.XMTypeMPLSLabel, ofp.XMTypeMPLSTC, ofp.XMTypeMPLSBOS:
-		return ethTypeIs(m, 0x8847, 0x8848)
+		return ethTypeIs(m, header.EtherTypeMPLS, header.EtherTypeMPLSMcast)
 	case ofp.XMTypePBBISID:
-		return ethTypeIs(m, 0x88e7)
+		return ethTypeIs(m, header.EtherTypePBB)
 	}
 	return true
 }

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // Group chaining: buckets may forward to other groups (a GROUP action) and
@@ -37,22 +35,22 @@ type Bucket struct {
 }
 
 // watchesPort reports whether the bucket names a port whose liveness matters.
-func (b *Bucket) watchesPort() bool { return b.WatchPort != ofp.PortAny }
+func (b *Bucket) watchesPort() bool { return b.WatchPort != ofpwire.PortAny }
 
 // watchesGroup is watchesPort for groups.
-func (b *Bucket) watchesGroup() bool { return b.WatchGroup != ofp.GroupAny }
+func (b *Bucket) watchesGroup() bool { return b.WatchGroup != ofpwire.GroupAny }
 
 // groupState is what GROUP_MOD MODIFY replaces as a whole, so that readers
 // holding a *Group always see a type and a bucket list that belong together.
 type groupState struct {
-	typ     ofp.GroupType
+	typ     ofpwire.GroupType
 	buckets []Bucket
 }
 
 // Group is one installed group. The pointer stays the same for the group's
 // life (MODIFY swaps its type and buckets), so flows and caches may keep it.
 type Group struct {
-	ID      ofp.Group
+	ID      ofpwire.Group
 	Created time.Time
 
 	// Packets and Bytes count what the group processed; the datapath adds
@@ -64,7 +62,7 @@ type Group struct {
 }
 
 // Type is the group's current type.
-func (g *Group) Type() ofp.GroupType { return g.state.Load().typ }
+func (g *Group) Type() ofpwire.GroupType { return g.state.Load().typ }
 
 // Buckets returns the group's current buckets. The slice is never changed
 // in place (MODIFY installs a new one); its counters are live.
@@ -107,7 +105,7 @@ type GroupTable struct {
 	// OFPGMFC_OUT_OF_BUCKETS beyond. Set it before use.
 	MaxBuckets int
 
-	idTable[ofp.Group, Group]
+	idTable[ofpwire.Group, Group]
 }
 
 // DefaultMaxGroups and DefaultMaxBuckets are the limits a zero GroupTable
@@ -125,7 +123,7 @@ const maxChainDepth = 32
 // NewGroupTable returns an empty group table with the default limits.
 func NewGroupTable() *GroupTable {
 	t := &GroupTable{}
-	t.byID = make(map[ofp.Group]*Group)
+	t.byID = make(map[ofpwire.Group]*Group)
 	return t
 }
 
@@ -144,7 +142,7 @@ func (t *GroupTable) maxBuckets() int {
 }
 
 // Get returns group id, or nil.
-func (t *GroupTable) Get(id ofp.Group) *Group { return t.get(id) }
+func (t *GroupTable) Get(id ofpwire.Group) *Group { return t.get(id) }
 
 // Len is the number of installed groups.
 func (t *GroupTable) Len() int {
@@ -156,7 +154,7 @@ func (t *GroupTable) Len() int {
 // Ref records that one more flow entry forwards to group id; it reports
 // false (and records nothing) when the group does not exist, which the
 // flow table turns into OFPBAC_BAD_OUT_GROUP.
-func (t *GroupTable) Ref(id ofp.Group) bool {
+func (t *GroupTable) Ref(id ofpwire.Group) bool {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	g := t.byID[id]
@@ -168,7 +166,7 @@ func (t *GroupTable) Ref(id ofp.Group) bool {
 }
 
 // Unref undoes one Ref; unknown groups (deleted meanwhile) are ignored.
-func (t *GroupTable) Unref(id ofp.Group) {
+func (t *GroupTable) Unref(id ofpwire.Group) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if g := t.byID[id]; g != nil && g.refs.Load() > 0 {
@@ -204,20 +202,20 @@ func gmErr(code uint16) error {
 //
 // Deleting a group that does not exist is not an error, nor is watching one
 // (the bucket is not live).
-func (t *GroupTable) ApplyGroupMod(gm *ofpwire.GroupMod, now time.Time) (deleted []ofp.Group, err error) {
+func (t *GroupTable) ApplyGroupMod(gm *ofpwire.GroupMod, now time.Time) (deleted []ofpwire.Group, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch gm.Command {
-	case ofp.GroupAdd, ofp.GroupModify:
-	case ofp.GroupDelete:
+	case ofpwire.GroupAdd, ofpwire.GroupModify:
+	case ofpwire.GroupDelete:
 		return t.deleteLocked(gm.GroupID)
 	default:
 		return nil, gmErr(ofpwire.GMFCBadCommand)
 	}
-	if gm.GroupID > ofp.GroupMax {
+	if gm.GroupID > ofpwire.GroupMax {
 		return nil, gmErr(ofpwire.GMFCInvalidGroup)
 	}
-	old, err := t.admit(gm.Command == ofp.GroupAdd, gm.GroupID, t.maxGroups(), groupModErrs)
+	old, err := t.admit(gm.Command == ofpwire.GroupAdd, gm.GroupID, t.maxGroups(), groupModErrs)
 	if err != nil {
 		return nil, err
 	}
@@ -247,22 +245,22 @@ func (t *GroupTable) ApplyGroupMod(gm *ofpwire.GroupMod, now time.Time) (deleted
 // checkBuckets validates gm's type and buckets against the spec.
 func (t *GroupTable) checkBuckets(gm *ofpwire.GroupMod) error {
 	switch gm.Type {
-	case ofp.GroupTypeAll, ofp.GroupTypeSelect, ofp.GroupTypeIndirect, ofp.GroupTypeFastFailover:
+	case ofpwire.GroupTypeAll, ofpwire.GroupTypeSelect, ofpwire.GroupTypeIndirect, ofpwire.GroupTypeFastFailover:
 	default:
 		return gmErr(ofpwire.GMFCBadType)
 	}
 	if len(gm.Buckets) > t.maxBuckets() {
 		return gmErr(ofpwire.GMFCOutOfBuckets)
 	}
-	if gm.Type == ofp.GroupTypeIndirect && len(gm.Buckets) != 1 {
+	if gm.Type == ofpwire.GroupTypeIndirect && len(gm.Buckets) != 1 {
 		return gmErr(ofpwire.GMFCInvalidGroup)
 	}
 	for i := range gm.Buckets {
 		b := &gm.Buckets[i]
-		if b.Weight != 0 && gm.Type != ofp.GroupTypeSelect {
+		if b.Weight != 0 && gm.Type != ofpwire.GroupTypeSelect {
 			return gmErr(ofpwire.GMFCBadBucket)
 		}
-		if gm.Type == ofp.GroupTypeFastFailover && b.WatchPort == ofp.PortAny && b.WatchGroup == ofp.GroupAny {
+		if gm.Type == ofpwire.GroupTypeFastFailover && b.WatchPort == ofpwire.PortAny && b.WatchGroup == ofpwire.GroupAny {
 			return gmErr(ofpwire.GMFCBadWatch)
 		}
 		for _, a := range b.Actions {
@@ -278,9 +276,9 @@ func (t *GroupTable) checkBuckets(gm *ofpwire.GroupMod) error {
 
 // refsOf calls f for every group the buckets refer to (forwarding or
 // watching); it stops and reports true as soon as f does.
-func refsOf(typ ofp.GroupType, bs []ofpwire.Bucket, f func(ofp.Group) bool) bool {
+func refsOf(typ ofpwire.GroupType, bs []ofpwire.Bucket, f func(ofpwire.Group) bool) bool {
 	for i := range bs {
-		if (typ == ofp.GroupTypeFastFailover || typ == ofp.GroupTypeSelect) && bs[i].WatchGroup != ofp.GroupAny {
+		if (typ == ofpwire.GroupTypeFastFailover || typ == ofpwire.GroupTypeSelect) && bs[i].WatchGroup != ofpwire.GroupAny {
 			if f(bs[i].WatchGroup) {
 				return true
 			}
@@ -297,10 +295,10 @@ func refsOf(typ ofp.GroupType, bs []ofpwire.Bucket, f func(ofp.Group) bool) bool
 // stateRefs is refsOf for an installed group. ALL and INDIRECT buckets
 // ignore their watch fields (the spec makes them meaningful for FF, and
 // SELECT may use liveness), so those are no references.
-func stateRefs(st *groupState, f func(ofp.Group) bool) bool {
+func stateRefs(st *groupState, f func(ofpwire.Group) bool) bool {
 	for i := range st.buckets {
 		b := &st.buckets[i]
-		if (st.typ == ofp.GroupTypeFastFailover || st.typ == ofp.GroupTypeSelect) && b.watchesGroup() {
+		if (st.typ == ofpwire.GroupTypeFastFailover || st.typ == ofpwire.GroupTypeSelect) && b.watchesGroup() {
 			if f(b.WatchGroup) {
 				return true
 			}
@@ -315,7 +313,7 @@ func stateRefs(st *groupState, f func(ofp.Group) bool) bool {
 }
 
 // forwardsTo reports whether a bucket of st has a GROUP action to id.
-func forwardsTo(st *groupState, id ofp.Group) bool {
+func forwardsTo(st *groupState, id ofpwire.Group) bool {
 	for i := range st.buckets {
 		for _, a := range st.buckets[i].Actions {
 			if ga, ok := a.(*ofpwire.ActionGroup); ok && ga.Group == id {
@@ -329,10 +327,10 @@ func forwardsTo(st *groupState, id ofp.Group) bool {
 // reaches reports whether installing gm would let target reach itself:
 // whether any group gm refers to leads back to target through the
 // installed groups (gm replacing target's current buckets).
-func (t *GroupTable) reaches(gm *ofpwire.GroupMod, target ofp.Group) bool {
-	seen := make(map[ofp.Group]bool)
-	var visit func(id ofp.Group) bool
-	visit = func(id ofp.Group) bool {
+func (t *GroupTable) reaches(gm *ofpwire.GroupMod, target ofpwire.Group) bool {
+	seen := make(map[ofpwire.Group]bool)
+	var visit func(id ofpwire.Group) bool
+	visit = func(id ofpwire.Group) bool {
 		if id == target {
 			return true
 		}
@@ -349,11 +347,11 @@ func (t *GroupTable) reaches(gm *ofpwire.GroupMod, target ofp.Group) bool {
 	return refsOf(gm.Type, gm.Buckets, visit)
 }
 
-func (t *GroupTable) deleteLocked(id ofp.Group) ([]ofp.Group, error) {
-	if id == ofp.GroupAll {
+func (t *GroupTable) deleteLocked(id ofpwire.Group) ([]ofpwire.Group, error) {
+	if id == ofpwire.GroupAll {
 		return t.removeAllLocked(), nil
 	}
-	if id > ofp.GroupMax {
+	if id > ofpwire.GroupMax {
 		return nil, gmErr(ofpwire.GMFCInvalidGroup)
 	}
 	if t.byID[id] == nil {
@@ -366,7 +364,7 @@ func (t *GroupTable) deleteLocked(id ofp.Group) ([]ofp.Group, error) {
 	}
 	delete(t.byID, id)
 	t.gen.Add(1)
-	return []ofp.Group{id}, nil
+	return []ofpwire.Group{id}, nil
 }
 
 // Live reports whether bucket b is live: it watches nothing (as the
@@ -398,7 +396,7 @@ func (t *GroupTable) groupLive(g *Group, portLive func(uint32) bool, depth int) 
 	st := g.state.Load()
 	for i := range st.buckets {
 		b := &st.buckets[i]
-		if st.typ != ofp.GroupTypeFastFailover && st.typ != ofp.GroupTypeSelect {
+		if st.typ != ofpwire.GroupTypeFastFailover && st.typ != ofpwire.GroupTypeSelect {
 			return true
 		}
 		if t.live(b, portLive, depth) {
@@ -463,8 +461,8 @@ func mix64(x uint64) uint64 {
 
 // Stats answers OFPMP_GROUP for id (OFPG_ALL: every group) at time now.
 // An unknown id gives an empty reply.
-func (t *GroupTable) Stats(id ofp.Group, now time.Time) []ofpwire.GroupStats {
-	gs := t.sorted(id, ofp.GroupAll)
+func (t *GroupTable) Stats(id ofpwire.Group, now time.Time) []ofpwire.GroupStats {
+	gs := t.sorted(id, ofpwire.GroupAll)
 	out := make([]ofpwire.GroupStats, 0, len(gs))
 	for _, g := range gs {
 		d := now.Sub(g.Created)
@@ -476,10 +474,10 @@ func (t *GroupTable) Stats(id ofp.Group, now time.Time) []ofpwire.GroupStats {
 			GroupID: g.ID, RefCount: uint32(g.refs.Load()),
 			PacketCount: g.Packets.Load(), ByteCount: g.Bytes.Load(),
 			DurationSec: uint32(d / time.Second), DurationNSec: uint32(d % time.Second),
-			BucketStats: make([]ofp.BucketCounter, len(bs)),
+			BucketStats: make([]ofpwire.BucketCounter, len(bs)),
 		}
 		for i := range bs {
-			s.BucketStats[i] = ofp.BucketCounter{PacketCount: bs[i].Packets.Load(), ByteCount: bs[i].Bytes.Load()}
+			s.BucketStats[i] = ofpwire.BucketCounter{PacketCount: bs[i].Packets.Load(), ByteCount: bs[i].Bytes.Load()}
 		}
 		out = append(out, s)
 	}
@@ -488,7 +486,7 @@ func (t *GroupTable) Stats(id ofp.Group, now time.Time) []ofpwire.GroupStats {
 
 // Desc answers OFPMP_GROUP_DESC: every group with its type and buckets.
 func (t *GroupTable) Desc() []ofpwire.GroupDesc {
-	gs := t.sorted(ofp.GroupAll, ofp.GroupAll)
+	gs := t.sorted(ofpwire.GroupAll, ofpwire.GroupAll)
 	out := make([]ofpwire.GroupDesc, 0, len(gs))
 	for _, g := range gs {
 		st := g.state.Load()
@@ -503,23 +501,23 @@ func (t *GroupTable) Desc() []ofpwire.GroupDesc {
 
 // groupActions is the bitmap (1<<OFPAT_*) of the actions buckets may hold:
 // every OpenFlow 1.3 action but experimenter ones.
-const groupActions = 1<<uint(ofp.ActionTypeOutput) |
-	1<<uint(ofp.ActionTypeCopyTTLOut) | 1<<uint(ofp.ActionTypeCopyTTLIn) |
-	1<<uint(ofp.ActionTypeSetMPLSTTL) | 1<<uint(ofp.ActionTypeDecMPLSTTL) |
-	1<<uint(ofp.ActionTypePushVLAN) | 1<<uint(ofp.ActionTypePopVLAN) |
-	1<<uint(ofp.ActionTypePushMPLS) | 1<<uint(ofp.ActionTypePopMPLS) |
-	1<<uint(ofp.ActionTypeSetQueue) | 1<<uint(ofp.ActionTypeGroup) |
-	1<<uint(ofp.ActionTypeSetNwTTL) | 1<<uint(ofp.ActionTypeDecNwTTL) |
-	1<<uint(ofp.ActionTypeSetField) | 1<<uint(ofp.ActionTypePushPBB) |
-	1<<uint(ofp.ActionTypePopPBB)
+const groupActions = 1<<uint(ofpwire.ActionTypeOutput) |
+	1<<uint(ofpwire.ActionTypeCopyTTLOut) | 1<<uint(ofpwire.ActionTypeCopyTTLIn) |
+	1<<uint(ofpwire.ActionTypeSetMPLSTTL) | 1<<uint(ofpwire.ActionTypeDecMPLSTTL) |
+	1<<uint(ofpwire.ActionTypePushVLAN) | 1<<uint(ofpwire.ActionTypePopVLAN) |
+	1<<uint(ofpwire.ActionTypePushMPLS) | 1<<uint(ofpwire.ActionTypePopMPLS) |
+	1<<uint(ofpwire.ActionTypeSetQueue) | 1<<uint(ofpwire.ActionTypeGroup) |
+	1<<uint(ofpwire.ActionTypeSetNwTTL) | 1<<uint(ofpwire.ActionTypeDecNwTTL) |
+	1<<uint(ofpwire.ActionTypeSetField) | 1<<uint(ofpwire.ActionTypePushPBB) |
+	1<<uint(ofpwire.ActionTypePopPBB)
 
 // Features answers OFPMP_GROUP_FEATURES.
 func (t *GroupTable) Features() ofpwire.GroupFeaturesReply {
 	f := ofpwire.GroupFeaturesReply{
-		Types: 1<<uint(ofp.GroupTypeAll) | 1<<uint(ofp.GroupTypeSelect) |
-			1<<uint(ofp.GroupTypeIndirect) | 1<<uint(ofp.GroupTypeFastFailover),
-		Capabilities: uint32(ofp.GroupCapabilitySelectWeight | ofp.GroupCapabilitySelectLiveness |
-			ofp.GroupCapabilityChaining | ofp.GroupCapabilityChainingChecks),
+		Types: 1<<uint(ofpwire.GroupTypeAll) | 1<<uint(ofpwire.GroupTypeSelect) |
+			1<<uint(ofpwire.GroupTypeIndirect) | 1<<uint(ofpwire.GroupTypeFastFailover),
+		Capabilities: uint32(ofpwire.GroupCapabilitySelectWeight | ofpwire.GroupCapabilitySelectLiveness |
+			ofpwire.GroupCapabilityChaining | ofpwire.GroupCapabilityChainingChecks),
 	}
 	for i := range f.MaxGroups {
 		f.MaxGroups[i] = uint32(t.maxGroups())

@@ -7,17 +7,15 @@ import (
 	"time"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
-func out(port ofp.PortNo) ofpwire.Action { return &ofpwire.ActionOutput{Port: port} }
+func out(port ofpwire.PortNo) ofpwire.Action { return &ofpwire.ActionOutput{Port: port} }
 
-func toGroup(g ofp.Group) ofpwire.Action { return &ofpwire.ActionGroup{Group: g} }
+func toGroup(g ofpwire.Group) ofpwire.Action { return &ofpwire.ActionGroup{Group: g} }
 
 // plain is a bucket that watches nothing.
 func plain(acts ...ofpwire.Action) ofpwire.Bucket {
-	return ofpwire.Bucket{WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny, Actions: acts}
+	return ofpwire.Bucket{WatchPort: ofpwire.PortAny, WatchGroup: ofpwire.GroupAny, Actions: acts}
 }
 
 func weighted(w uint16, acts ...ofpwire.Action) ofpwire.Bucket {
@@ -26,14 +24,14 @@ func weighted(w uint16, acts ...ofpwire.Action) ofpwire.Bucket {
 	return b
 }
 
-func watching(port ofp.PortNo, acts ...ofpwire.Action) ofpwire.Bucket {
+func watching(port ofpwire.PortNo, acts ...ofpwire.Action) ofpwire.Bucket {
 	b := plain(acts...)
 	b.WatchPort = port
 	return b
 }
 
-func gadd(id ofp.Group, typ ofp.GroupType, bs ...ofpwire.Bucket) *ofpwire.GroupMod {
-	return &ofpwire.GroupMod{Command: ofp.GroupAdd, Type: typ, GroupID: id, Buckets: bs}
+func gadd(id ofpwire.Group, typ ofpwire.GroupType, bs ...ofpwire.Bucket) *ofpwire.GroupMod {
+	return &ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: typ, GroupID: id, Buckets: bs}
 }
 
 func mustGroup(t testing.TB, gt *GroupTable, gm *ofpwire.GroupMod) {
@@ -50,34 +48,34 @@ func TestGroupModErrors(t *testing.T) {
 		gm        *ofpwire.GroupMod
 		typ, code uint16
 	}{
-		{"add existing", gadd(1, ofp.GroupTypeAll, plain(out(1))), gmf, ofpwire.GMFCGroupExists},
-		{"modify unknown", &ofpwire.GroupMod{Command: ofp.GroupModify, Type: ofp.GroupTypeAll, GroupID: 99}, gmf, ofpwire.GMFCUnknownGroup},
+		{"add existing", gadd(1, ofpwire.GroupTypeAll, plain(out(1))), gmf, ofpwire.GMFCGroupExists},
+		{"modify unknown", &ofpwire.GroupMod{Command: ofpwire.GroupModify, Type: ofpwire.GroupTypeAll, GroupID: 99}, gmf, ofpwire.GMFCUnknownGroup},
 		{"bad command", &ofpwire.GroupMod{Command: 7, GroupID: 5}, gmf, ofpwire.GMFCBadCommand},
 		{"bad type", gadd(5, 9), gmf, ofpwire.GMFCBadType},
-		{"reserved id add", gadd(ofp.GroupAll, ofp.GroupTypeAll), gmf, ofpwire.GMFCInvalidGroup},
-		{"reserved id delete", &ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: ofp.GroupAny}, gmf, ofpwire.GMFCInvalidGroup},
-		{"indirect no bucket", gadd(5, ofp.GroupTypeIndirect), gmf, ofpwire.GMFCInvalidGroup},
-		{"indirect two buckets", gadd(5, ofp.GroupTypeIndirect, plain(out(1)), plain(out(2))), gmf, ofpwire.GMFCInvalidGroup},
-		{"weight on all", gadd(5, ofp.GroupTypeAll, weighted(3, out(1))), gmf, ofpwire.GMFCBadBucket},
-		{"weight on ff", gadd(5, ofp.GroupTypeFastFailover, func() ofpwire.Bucket { b := watching(1); b.Weight = 1; return b }()), gmf, ofpwire.GMFCBadBucket},
-		{"ff without watch", gadd(5, ofp.GroupTypeFastFailover, plain(out(1))), gmf, ofpwire.GMFCBadWatch},
-		{"chain to unknown group", gadd(5, ofp.GroupTypeAll, plain(toGroup(77))), ofpwire.ETBadAction, ofpwire.BACBadOutGroup},
-		{"self loop", gadd(5, ofp.GroupTypeAll, plain(toGroup(5))), gmf, ofpwire.GMFCLoop},
-		{"indirect loop via modify", &ofpwire.GroupMod{Command: ofp.GroupModify, Type: ofp.GroupTypeIndirect, GroupID: 3, Buckets: []ofpwire.Bucket{plain(toGroup(2))}}, gmf, ofpwire.GMFCLoop},
-		{"watch loop", &ofpwire.GroupMod{Command: ofp.GroupModify, Type: ofp.GroupTypeFastFailover, GroupID: 3, Buckets: []ofpwire.Bucket{func() ofpwire.Bucket { b := plain(out(1)); b.WatchGroup = 2; return b }()}}, gmf, ofpwire.GMFCLoop},
-		{"delete chained", &ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 3}, gmf, ofpwire.GMFCChainedGroup},
-		{"out of buckets", gadd(5, ofp.GroupTypeAll, plain(), plain(), plain(), plain(), plain()), gmf, ofpwire.GMFCOutOfBuckets},
-		{"out of groups", gadd(6, ofp.GroupTypeAll, plain(out(1))), gmf, ofpwire.GMFCOutOfGroups},
+		{"reserved id add", gadd(ofpwire.GroupAll, ofpwire.GroupTypeAll), gmf, ofpwire.GMFCInvalidGroup},
+		{"reserved id delete", &ofpwire.GroupMod{Command: ofpwire.GroupDelete, GroupID: ofpwire.GroupAny}, gmf, ofpwire.GMFCInvalidGroup},
+		{"indirect no bucket", gadd(5, ofpwire.GroupTypeIndirect), gmf, ofpwire.GMFCInvalidGroup},
+		{"indirect two buckets", gadd(5, ofpwire.GroupTypeIndirect, plain(out(1)), plain(out(2))), gmf, ofpwire.GMFCInvalidGroup},
+		{"weight on all", gadd(5, ofpwire.GroupTypeAll, weighted(3, out(1))), gmf, ofpwire.GMFCBadBucket},
+		{"weight on ff", gadd(5, ofpwire.GroupTypeFastFailover, func() ofpwire.Bucket { b := watching(1); b.Weight = 1; return b }()), gmf, ofpwire.GMFCBadBucket},
+		{"ff without watch", gadd(5, ofpwire.GroupTypeFastFailover, plain(out(1))), gmf, ofpwire.GMFCBadWatch},
+		{"chain to unknown group", gadd(5, ofpwire.GroupTypeAll, plain(toGroup(77))), ofpwire.ETBadAction, ofpwire.BACBadOutGroup},
+		{"self loop", gadd(5, ofpwire.GroupTypeAll, plain(toGroup(5))), gmf, ofpwire.GMFCLoop},
+		{"indirect loop via modify", &ofpwire.GroupMod{Command: ofpwire.GroupModify, Type: ofpwire.GroupTypeIndirect, GroupID: 3, Buckets: []ofpwire.Bucket{plain(toGroup(2))}}, gmf, ofpwire.GMFCLoop},
+		{"watch loop", &ofpwire.GroupMod{Command: ofpwire.GroupModify, Type: ofpwire.GroupTypeFastFailover, GroupID: 3, Buckets: []ofpwire.Bucket{func() ofpwire.Bucket { b := plain(out(1)); b.WatchGroup = 2; return b }()}}, gmf, ofpwire.GMFCLoop},
+		{"delete chained", &ofpwire.GroupMod{Command: ofpwire.GroupDelete, GroupID: 3}, gmf, ofpwire.GMFCChainedGroup},
+		{"out of buckets", gadd(5, ofpwire.GroupTypeAll, plain(), plain(), plain(), plain(), plain()), gmf, ofpwire.GMFCOutOfBuckets},
+		{"out of groups", gadd(6, ofpwire.GroupTypeAll, plain(out(1))), gmf, ofpwire.GMFCOutOfGroups},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			gt := NewGroupTable()
 			gt.MaxGroups, gt.MaxBuckets = 4, 4
-			mustGroup(t, gt, gadd(1, ofp.GroupTypeAll, plain(out(1))))
-			mustGroup(t, gt, gadd(3, ofp.GroupTypeAll, plain(out(3))))
-			mustGroup(t, gt, gadd(2, ofp.GroupTypeIndirect, plain(toGroup(3)))) // 2 -> 3
+			mustGroup(t, gt, gadd(1, ofpwire.GroupTypeAll, plain(out(1))))
+			mustGroup(t, gt, gadd(3, ofpwire.GroupTypeAll, plain(out(3))))
+			mustGroup(t, gt, gadd(2, ofpwire.GroupTypeIndirect, plain(toGroup(3)))) // 2 -> 3
 			if tc.name == "out of groups" {
-				mustGroup(t, gt, gadd(4, ofp.GroupTypeAll))
+				mustGroup(t, gt, gadd(4, ofpwire.GroupTypeAll))
 			}
 			gen := gt.Generation()
 			before := gt.Desc()
@@ -92,11 +90,11 @@ func TestGroupModErrors(t *testing.T) {
 
 func TestGroupAddModifyDelete(t *testing.T) {
 	gt := NewGroupTable()
-	mustGroup(t, gt, gadd(1, ofp.GroupTypeAll, plain(out(1)), plain(out(2))))
-	mustGroup(t, gt, gadd(2, ofp.GroupTypeSelect, weighted(1, out(1)), weighted(0, out(2))))
-	mustGroup(t, gt, gadd(7, ofp.GroupTypeIndirect, plain(toGroup(1))))
+	mustGroup(t, gt, gadd(1, ofpwire.GroupTypeAll, plain(out(1)), plain(out(2))))
+	mustGroup(t, gt, gadd(2, ofpwire.GroupTypeSelect, weighted(1, out(1)), weighted(0, out(2))))
+	mustGroup(t, gt, gadd(7, ofpwire.GroupTypeIndirect, plain(toGroup(1))))
 	g := gt.Get(1)
-	if g == nil || g.Type() != ofp.GroupTypeAll || len(g.Buckets()) != 2 {
+	if g == nil || g.Type() != ofpwire.GroupTypeAll || len(g.Buckets()) != 2 {
 		t.Fatalf("group 1 = %+v", g)
 	}
 	if !gt.Ref(1) || !gt.Ref(1) || gt.Ref(42) {
@@ -105,8 +103,8 @@ func TestGroupAddModifyDelete(t *testing.T) {
 	gt.Unref(1)
 	g.Account(&g.Buckets()[1], 3, 300)
 
-	mustGroup(t, gt, &ofpwire.GroupMod{Command: ofp.GroupModify, Type: ofp.GroupTypeIndirect, GroupID: 1, Buckets: []ofpwire.Bucket{plain(out(9))}})
-	if gt.Get(1) != g || g.Type() != ofp.GroupTypeIndirect || len(g.Buckets()) != 1 {
+	mustGroup(t, gt, &ofpwire.GroupMod{Command: ofpwire.GroupModify, Type: ofpwire.GroupTypeIndirect, GroupID: 1, Buckets: []ofpwire.Bucket{plain(out(9))}})
+	if gt.Get(1) != g || g.Type() != ofpwire.GroupTypeIndirect || len(g.Buckets()) != 1 {
 		t.Fatal("MODIFY must change type and buckets of the same *Group")
 	}
 	if g.RefCount() != 1 || g.Packets.Load() != 3 || g.Buckets()[0].Packets.Load() != 0 {
@@ -114,22 +112,22 @@ func TestGroupAddModifyDelete(t *testing.T) {
 	}
 
 	// Deleting an unknown group is not an error and removes nothing.
-	del, err := gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 55}, t0)
+	del, err := gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofpwire.GroupDelete, GroupID: 55}, t0)
 	if err != nil || len(del) != 0 {
 		t.Fatalf("delete unknown: %v %v", del, err)
 	}
 	// Group 7 chains to 1: delete 7 first, then 1.
-	if del, err = gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 7}, t0); err != nil || len(del) != 1 || del[0] != 7 {
+	if del, err = gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofpwire.GroupDelete, GroupID: 7}, t0); err != nil || len(del) != 1 || del[0] != 7 {
 		t.Fatalf("delete 7: %v %v", del, err)
 	}
-	if del, err = gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 1}, t0); err != nil || len(del) != 1 || del[0] != 1 {
+	if del, err = gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofpwire.GroupDelete, GroupID: 1}, t0); err != nil || len(del) != 1 || del[0] != 1 {
 		t.Fatalf("delete 1: %v %v", del, err)
 	}
 	if gt.Get(1) != nil || gt.Ref(1) {
 		t.Fatal("group 1 still there")
 	}
-	mustGroup(t, gt, gadd(9, ofp.GroupTypeAll))
-	del, err = gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: ofp.GroupAll}, t0)
+	mustGroup(t, gt, gadd(9, ofpwire.GroupTypeAll))
+	del, err = gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofpwire.GroupDelete, GroupID: ofpwire.GroupAll}, t0)
 	if err != nil || len(del) != 2 || del[0] != 2 || del[1] != 9 || gt.Len() != 0 {
 		t.Fatalf("delete all: %v %v, %d left", del, err, gt.Len())
 	}
@@ -137,19 +135,19 @@ func TestGroupAddModifyDelete(t *testing.T) {
 
 func TestGroupChainingAllowed(t *testing.T) {
 	gt := NewGroupTable()
-	mustGroup(t, gt, gadd(1, ofp.GroupTypeAll, plain(out(1))))
-	mustGroup(t, gt, gadd(2, ofp.GroupTypeAll, plain(toGroup(1))))
-	mustGroup(t, gt, gadd(3, ofp.GroupTypeSelect, weighted(1, toGroup(1)), weighted(1, toGroup(2))))
+	mustGroup(t, gt, gadd(1, ofpwire.GroupTypeAll, plain(out(1))))
+	mustGroup(t, gt, gadd(2, ofpwire.GroupTypeAll, plain(toGroup(1))))
+	mustGroup(t, gt, gadd(3, ofpwire.GroupTypeSelect, weighted(1, toGroup(1)), weighted(1, toGroup(2))))
 	// A diamond is no loop.
-	mustGroup(t, gt, &ofpwire.GroupMod{Command: ofp.GroupModify, Type: ofp.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{plain(out(4))}})
+	mustGroup(t, gt, &ofpwire.GroupMod{Command: ofpwire.GroupModify, Type: ofpwire.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{plain(out(4))}})
 	// But 1 -> 3 -> 2 -> 1 is.
-	_, err := gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofp.GroupModify, Type: ofp.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{plain(toGroup(3))}}, t0)
+	_, err := gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofpwire.GroupModify, Type: ofpwire.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{plain(toGroup(3))}}, t0)
 	wantErr(t, err, ofpwire.ETGroupModFailed, ofpwire.GMFCLoop)
 }
 
 func TestSelectBucketWeights(t *testing.T) {
 	gt := NewGroupTable()
-	mustGroup(t, gt, gadd(1, ofp.GroupTypeSelect, weighted(1, out(1)), weighted(2, out(2)), weighted(0, out(3)), weighted(5, out(4))))
+	mustGroup(t, gt, gadd(1, ofpwire.GroupTypeSelect, weighted(1, out(1)), weighted(2, out(2)), weighted(0, out(3)), weighted(5, out(4))))
 	g := gt.Get(1)
 	bs := g.Buckets()
 	const n = 80000
@@ -176,7 +174,7 @@ func TestSelectBucketWeights(t *testing.T) {
 
 	// Liveness: with port 4 down its share moves, and only its share.
 	down4 := func(p uint32) bool { return p != 4 }
-	mustGroup(t, gt, gadd(2, ofp.GroupTypeSelect,
+	mustGroup(t, gt, gadd(2, ofpwire.GroupTypeSelect,
 		func() ofpwire.Bucket { b := watching(1, out(1)); b.Weight = 1; return b }(),
 		func() ofpwire.Bucket { b := watching(4, out(4)); b.Weight = 1; return b }()))
 	g2 := gt.Get(2)
@@ -198,10 +196,10 @@ func TestSelectBucketWeights(t *testing.T) {
 
 func TestFastFailover(t *testing.T) {
 	gt := NewGroupTable()
-	mustGroup(t, gt, gadd(10, ofp.GroupTypeFastFailover, watching(7, out(7))))
+	mustGroup(t, gt, gadd(10, ofpwire.GroupTypeFastFailover, watching(7, out(7))))
 	wg := plain(out(3))
 	wg.WatchGroup = 10 // live while port 7 is
-	mustGroup(t, gt, gadd(1, ofp.GroupTypeFastFailover, watching(1, out(1)), wg, watching(2, out(2))))
+	mustGroup(t, gt, gadd(1, ofpwire.GroupTypeFastFailover, watching(1, out(1)), wg, watching(2, out(2))))
 	g := gt.Get(1)
 	bs := g.Buckets()
 	up := map[uint32]bool{}
@@ -232,7 +230,7 @@ func TestFastFailover(t *testing.T) {
 	// in Open vSwitch).
 	both := watching(5, out(5))
 	both.WatchGroup = 10
-	mustGroup(t, gt, gadd(2, ofp.GroupTypeFastFailover, both))
+	mustGroup(t, gt, gadd(2, ofpwire.GroupTypeFastFailover, both))
 	b := &gt.Get(2).Buckets()[0]
 	for _, tc := range []struct {
 		up   []uint32
@@ -250,8 +248,8 @@ func TestFastFailover(t *testing.T) {
 
 func TestGroupStatsDescFeatures(t *testing.T) {
 	gt := NewGroupTable()
-	mustGroup(t, gt, gadd(5, ofp.GroupTypeSelect, weighted(1, out(1)), weighted(1, out(2))))
-	mustGroup(t, gt, gadd(2, ofp.GroupTypeAll, plain(out(1))))
+	mustGroup(t, gt, gadd(5, ofpwire.GroupTypeSelect, weighted(1, out(1)), weighted(1, out(2))))
+	mustGroup(t, gt, gadd(2, ofpwire.GroupTypeAll, plain(out(1))))
 	g := gt.Get(5)
 	gt.Ref(5)
 	gt.Ref(5)
@@ -267,7 +265,7 @@ func TestGroupStatsDescFeatures(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	st := gt.Stats(ofp.GroupAll, t0.Add(2500*time.Millisecond))
+	st := gt.Stats(ofpwire.GroupAll, t0.Add(2500*time.Millisecond))
 	if len(st) != 2 || st[0].GroupID != 2 || st[1].GroupID != 5 {
 		t.Fatalf("stats order: %+v", st)
 	}
@@ -286,19 +284,19 @@ func TestGroupStatsDescFeatures(t *testing.T) {
 		t.Fatalf("stats of unknown group: %+v", none)
 	}
 	d := gt.Desc()
-	if len(d) != 2 || d[1].GroupID != 5 || d[1].Type != ofp.GroupTypeSelect || len(d[1].Buckets) != 2 || d[1].Buckets[1].Weight != 1 {
+	if len(d) != 2 || d[1].GroupID != 5 || d[1].Type != ofpwire.GroupTypeSelect || len(d[1].Buckets) != 2 || d[1].Buckets[1].Weight != 1 {
 		t.Fatalf("desc %+v", d)
 	}
 	f := gt.Features()
-	if f.Types != 0xf || f.Capabilities != 0xf || f.MaxGroups[ofp.GroupTypeSelect] != DefaultMaxGroups ||
-		f.Actions[ofp.GroupTypeAll]&(1<<uint(ofp.ActionTypeGroup)) == 0 || f.Actions[0]&(1<<uint(ofp.ActionTypeOutput)) == 0 {
+	if f.Types != 0xf || f.Capabilities != 0xf || f.MaxGroups[ofpwire.GroupTypeSelect] != DefaultMaxGroups ||
+		f.Actions[ofpwire.GroupTypeAll]&(1<<uint(ofpwire.ActionTypeGroup)) == 0 || f.Actions[0]&(1<<uint(ofpwire.ActionTypeOutput)) == 0 {
 		t.Fatalf("features %+v", f)
 	}
 }
 
 func BenchmarkSelectBucket(b *testing.B) {
 	gt := NewGroupTable()
-	mustGroup(b, gt, gadd(1, ofp.GroupTypeSelect, weighted(1, out(1)), weighted(2, out(2)), weighted(3, out(3)), weighted(4, out(4))))
+	mustGroup(b, gt, gadd(1, ofpwire.GroupTypeSelect, weighted(1, out(1)), weighted(2, out(2)), weighted(3, out(3)), weighted(4, out(4))))
 	g := gt.Get(1)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
@@ -308,7 +306,7 @@ func BenchmarkSelectBucket(b *testing.B) {
 	}
 }
 
-func watchingGroup(g ofp.Group, acts ...ofpwire.Action) ofpwire.Bucket {
+func watchingGroup(g ofpwire.Group, acts ...ofpwire.Action) ofpwire.Bucket {
 	b := plain(acts...)
 	b.WatchGroup = g
 	return b
@@ -319,12 +317,12 @@ func watchingGroup(g ofp.Group, acts ...ofpwire.Action) ofpwire.Bucket {
 // id exists again. Forwarding still blocks the delete.
 func TestDeleteWatchedGroup(t *testing.T) {
 	gt := NewGroupTable()
-	mustGroup(t, gt, gadd(10, ofp.GroupTypeFastFailover, watching(7, out(7))))
-	mustGroup(t, gt, gadd(11, ofp.GroupTypeAll, plain(out(5))))
-	mustGroup(t, gt, gadd(1, ofp.GroupTypeFastFailover, watchingGroup(10, out(3)), watching(2, out(2))))
-	mustGroup(t, gt, gadd(2, ofp.GroupTypeSelect, func() ofpwire.Bucket { b := watchingGroup(10, out(3)); b.Weight = 1; return b }(),
+	mustGroup(t, gt, gadd(10, ofpwire.GroupTypeFastFailover, watching(7, out(7))))
+	mustGroup(t, gt, gadd(11, ofpwire.GroupTypeAll, plain(out(5))))
+	mustGroup(t, gt, gadd(1, ofpwire.GroupTypeFastFailover, watchingGroup(10, out(3)), watching(2, out(2))))
+	mustGroup(t, gt, gadd(2, ofpwire.GroupTypeSelect, func() ofpwire.Bucket { b := watchingGroup(10, out(3)); b.Weight = 1; return b }(),
 		weighted(1, out(4))))
-	mustGroup(t, gt, gadd(3, ofp.GroupTypeFastFailover, watchingGroup(11, toGroup(11))))
+	mustGroup(t, gt, gadd(3, ofpwire.GroupTypeFastFailover, watchingGroup(11, toGroup(11))))
 	allUp := func(uint32) bool { return true }
 	g1, g2 := gt.Get(1), gt.Get(2)
 	bs1, bs2 := g1.Buckets(), g2.Buckets()
@@ -333,7 +331,7 @@ func TestDeleteWatchedGroup(t *testing.T) {
 	}
 
 	gen := gt.Generation()
-	del, err := gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 10}, t0)
+	del, err := gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofpwire.GroupDelete, GroupID: 10}, t0)
 	if err != nil || len(del) != 1 || del[0] != 10 || gt.Get(10) != nil {
 		t.Fatalf("deleting a watched-only group: %v %v", del, err)
 	}
@@ -354,7 +352,7 @@ func TestDeleteWatchedGroup(t *testing.T) {
 
 	// Group 3 forwards to 11 (and watches it): CHAINED_GROUP, nothing changes.
 	gen = gt.Generation()
-	_, err = gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 11}, t0)
+	_, err = gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofpwire.GroupDelete, GroupID: 11}, t0)
 	wantErr(t, err, ofpwire.ETGroupModFailed, ofpwire.GMFCChainedGroup)
 	if gt.Get(11) == nil || gt.Generation() != gen {
 		t.Fatal("a refused delete changed the table")
@@ -368,7 +366,7 @@ func TestDeleteWatchedGroup(t *testing.T) {
 	for len(pending) > 0 {
 		left := pending[:0]
 		for _, d := range pending {
-			if _, err := fresh.ApplyGroupMod(&ofpwire.GroupMod{Command: ofp.GroupAdd, Type: d.Type, GroupID: d.GroupID, Buckets: d.Buckets}, t0); err != nil {
+			if _, err := fresh.ApplyGroupMod(&ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: d.Type, GroupID: d.GroupID, Buckets: d.Buckets}, t0); err != nil {
 				left = append(left, d)
 			}
 		}
@@ -382,17 +380,17 @@ func TestDeleteWatchedGroup(t *testing.T) {
 	}
 
 	// A group of that id, added again, is watched again...
-	mustGroup(t, gt, gadd(10, ofp.GroupTypeFastFailover, watching(7, out(7))))
+	mustGroup(t, gt, gadd(10, ofpwire.GroupTypeFastFailover, watching(7, out(7))))
 	if gt.FirstLive(g1, allUp) != &bs1[0] || gt.FirstLive(g1, func(p uint32) bool { return p != 7 }) != &bs1[1] {
 		t.Fatal("the re-added group's liveness is not followed")
 	}
 	// ... and the loop check follows the dangling watch: 10 forwarding to
 	// 1, which watches 10, is a loop.
-	if _, err := gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofp.GroupDelete, GroupID: 10}, t0); err != nil {
+	if _, err := gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofpwire.GroupDelete, GroupID: 10}, t0); err != nil {
 		t.Fatal(err)
 	}
-	_, err = gt.ApplyGroupMod(gadd(10, ofp.GroupTypeIndirect, plain(toGroup(1))), t0)
+	_, err = gt.ApplyGroupMod(gadd(10, ofpwire.GroupTypeIndirect, plain(toGroup(1))), t0)
 	wantErr(t, err, ofpwire.ETGroupModFailed, ofpwire.GMFCLoop)
-	_, err = gt.ApplyGroupMod(gadd(10, ofp.GroupTypeFastFailover, watchingGroup(2, out(1))), t0)
+	_, err = gt.ApplyGroupMod(gadd(10, ofpwire.GroupTypeFastFailover, watchingGroup(2, out(1))), t0)
 	wantErr(t, err, ofpwire.ETGroupModFailed, ofpwire.GMFCLoop)
 }

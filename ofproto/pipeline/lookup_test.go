@@ -9,8 +9,6 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 var (
@@ -153,7 +151,7 @@ func TestLookupMatchesBruteForce(t *testing.T) {
 func TestLookupStopsEarly(t *testing.T) {
 	p := New(0)
 	mustApply(t, p, add(match(inPort(1)), 100, nil))
-	mustApply(t, p, add(match(ipv4, oxm(ofp.XMTypeIPv4Src, 5)), 10, nil))
+	mustApply(t, p, add(match(ipv4, oxm(ofpwire.XMTypeIPv4Src, 5)), 10, nil))
 	var wc flow.Mask
 	if e := p.Lookup(0, keyInPort(1), 0, &wc, nil); e == nil || e.Priority != 100 {
 		t.Fatalf("got %+v", e)
@@ -206,18 +204,18 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 		port := uint64(r.Intn(4))
 		switch r.Intn(4) {
 		case 0, 1:
-			fm := add(match(inPort(port)), uint16(r.Intn(3)), output(ofp.PortNo(i)))
+			fm := add(match(inPort(port)), uint16(r.Intn(3)), output(ofpwire.PortNo(i)))
 			fm.IdleTimeout = 1
 			if _, err := p.Apply(fm, t0); err != nil {
 				t.Fatal(err)
 			}
 		case 2:
-			fm := &ofpwire.FlowMod{Command: ofp.FlowModify, Match: match(inPort(port)), Instructions: output(1)}
+			fm := &ofpwire.FlowMod{Command: ofpwire.FlowModify, Match: match(inPort(port)), Instructions: output(1)}
 			if _, err := p.Apply(fm, t0); err != nil {
 				t.Fatal(err)
 			}
 		case 3:
-			fm := &ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: TableAll, Match: match(inPort(port)), OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}
+			fm := &ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: TableAll, Match: match(inPort(port)), OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}
 			if _, err := p.Apply(fm, t0); err != nil {
 				t.Fatal(err)
 			}
@@ -317,7 +315,7 @@ func BenchmarkAdd(b *testing.B) {
 	p := New(0)
 	fms := make([]*ofpwire.FlowMod, b.N)
 	for i := range fms {
-		fms[i] = add(match(ipv4, oxm(ofp.XMTypeIPv4Src, uint64(i))), uint16(i%7), nil)
+		fms[i] = add(match(ipv4, oxm(ofpwire.XMTypeIPv4Src, uint64(i))), uint16(i%7), nil)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // Meters: the table here validates and stores METER_MODs and answers the
@@ -24,21 +22,21 @@ type MeterBand struct {
 
 // meterConfig is what MODIFY replaces as a whole.
 type meterConfig struct {
-	flags ofp.MeterFlag
+	flags ofpwire.MeterFlag
 	bands []MeterBand // in the METER_MOD's order
 }
 
 // Meter is one installed meter. The pointer lives as long as the meter;
 // MODIFY swaps its configuration.
 type Meter struct {
-	ID      ofp.Meter
+	ID      ofpwire.Meter
 	Created time.Time
 
 	cfg atomic.Pointer[meterConfig]
 }
 
 // Flags is the meter's current OFPMF_* flags.
-func (m *Meter) Flags() ofp.MeterFlag { return m.cfg.Load().flags }
+func (m *Meter) Flags() ofpwire.MeterFlag { return m.cfg.Load().flags }
 
 // Bands returns the meter's current bands in the order the METER_MOD gave
 // them: the order of OFPMP_METER_CONFIG's bands and of OFPMP_METER's band
@@ -52,7 +50,7 @@ func (m *Meter) Bands() []MeterBand { return m.cfg.Load().bands }
 // the packets the band applied to.
 type MeterCounts struct {
 	Packets, Bytes uint64
-	Bands          []ofp.MeterBandStats
+	Bands          []ofpwire.MeterBandStats
 }
 
 // MeterTable holds the meters of one bridge.
@@ -64,7 +62,7 @@ type MeterTable struct {
 	// OFPMMFC_OUT_OF_BANDS beyond. Set it before use.
 	MaxBands int
 
-	idTable[ofp.Meter, Meter]
+	idTable[ofpwire.Meter, Meter]
 }
 
 // DefaultMaxMeters and DefaultMaxBands are the limits a zero MeterTable
@@ -75,13 +73,13 @@ const (
 )
 
 // knownMeterFlags are the OFPMF_* bits OpenFlow 1.3 defines.
-const knownMeterFlags = ofp.MeterFlagKBitPerSec | ofp.MeterFlagPacketPerSec |
-	ofp.MeterFlagBurst | ofp.MeterFlagStats
+const knownMeterFlags = ofpwire.MeterFlagKBitPerSec | ofpwire.MeterFlagPacketPerSec |
+	ofpwire.MeterFlagBurst | ofpwire.MeterFlagStats
 
 // NewMeterTable returns an empty meter table with the default limits.
 func NewMeterTable() *MeterTable {
 	t := &MeterTable{}
-	t.byID = make(map[ofp.Meter]*Meter)
+	t.byID = make(map[ofpwire.Meter]*Meter)
 	return t
 }
 
@@ -100,7 +98,7 @@ func (t *MeterTable) maxBands() int {
 }
 
 // Get returns meter id, or nil.
-func (t *MeterTable) Get(id ofp.Meter) *Meter { return t.get(id) }
+func (t *MeterTable) Get(id ofpwire.Meter) *Meter { return t.get(id) }
 
 var meterModErrs = modErrs{typ: ofpwire.ETMeterModFailed, exists: ofpwire.MMFCMeterExists,
 	unknown: ofpwire.MMFCUnknownMeter, outOf: ofpwire.MMFCOutOfMeters}
@@ -127,20 +125,20 @@ func mmErr(code uint16) error {
 //	too many meters / bands                    OUT_OF_METERS, OUT_OF_BANDS
 //
 // Deleting a meter that does not exist is not an error.
-func (t *MeterTable) ApplyMeterMod(mm *ofpwire.MeterMod, now time.Time) (deleted []ofp.Meter, err error) {
+func (t *MeterTable) ApplyMeterMod(mm *ofpwire.MeterMod, now time.Time) (deleted []ofpwire.Meter, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch mm.Command {
-	case ofp.MeterAdd, ofp.MeterModify:
-	case ofp.MeterDelete:
+	case ofpwire.MeterAdd, ofpwire.MeterModify:
+	case ofpwire.MeterDelete:
 		return t.deleteLocked(mm.MeterID)
 	default:
 		return nil, mmErr(ofpwire.MMFCBadCommand)
 	}
-	if mm.MeterID == 0 || mm.MeterID > ofp.MeterMax {
+	if mm.MeterID == 0 || mm.MeterID > ofpwire.MeterMax {
 		return nil, mmErr(ofpwire.MMFCInvalidMeter)
 	}
-	old, err := t.admit(mm.Command == ofp.MeterAdd, mm.MeterID, t.maxMeters(), meterModErrs)
+	old, err := t.admit(mm.Command == ofpwire.MeterAdd, mm.MeterID, t.maxMeters(), meterModErrs)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +163,7 @@ func (t *MeterTable) newConfig(mm *ofpwire.MeterMod) (*meterConfig, error) {
 	if f&^knownMeterFlags != 0 {
 		return nil, mmErr(ofpwire.MMFCBadFlags)
 	}
-	if (f&ofp.MeterFlagKBitPerSec != 0) == (f&ofp.MeterFlagPacketPerSec != 0) {
+	if (f&ofpwire.MeterFlagKBitPerSec != 0) == (f&ofpwire.MeterFlagPacketPerSec != 0) {
 		return nil, mmErr(ofpwire.MMFCBadFlags)
 	}
 	if len(mm.Bands) > t.maxBands() {
@@ -174,14 +172,14 @@ func (t *MeterTable) newConfig(mm *ofpwire.MeterMod) (*meterConfig, error) {
 	c := &meterConfig{flags: f, bands: make([]MeterBand, len(mm.Bands))}
 	for i, mb := range mm.Bands {
 		switch mb.Type {
-		case ofp.MeterBandTypeDrop, ofp.MeterBandTypeDSCPRemark:
+		case ofpwire.MeterBandTypeDrop, ofpwire.MeterBandTypeDSCPRemark:
 		default:
 			return nil, mmErr(ofpwire.MMFCBadBand)
 		}
 		if mb.Rate == 0 {
 			return nil, mmErr(ofpwire.MMFCBadRate)
 		}
-		if f&ofp.MeterFlagBurst != 0 && mb.BurstSize == 0 {
+		if f&ofpwire.MeterFlagBurst != 0 && mb.BurstSize == 0 {
 			return nil, mmErr(ofpwire.MMFCBadBurst)
 		}
 		c.bands[i].MeterBand = mb
@@ -199,11 +197,11 @@ func (t *MeterTable) newConfig(mm *ofpwire.MeterMod) (*meterConfig, error) {
 	return c, nil
 }
 
-func (t *MeterTable) deleteLocked(id ofp.Meter) ([]ofp.Meter, error) {
-	if id == ofp.MeterAll {
+func (t *MeterTable) deleteLocked(id ofpwire.Meter) ([]ofpwire.Meter, error) {
+	if id == ofpwire.MeterAll {
 		return t.removeAllLocked(), nil
 	}
-	if id == 0 || id > ofp.MeterMax {
+	if id == 0 || id > ofpwire.MeterMax {
 		return nil, mmErr(ofpwire.MMFCInvalidMeter)
 	}
 	if t.byID[id] == nil {
@@ -211,7 +209,7 @@ func (t *MeterTable) deleteLocked(id ofp.Meter) ([]ofp.Meter, error) {
 	}
 	delete(t.byID, id)
 	t.gen.Add(1)
-	return []ofp.Meter{id}, nil
+	return []ofpwire.Meter{id}, nil
 }
 
 // Stats answers OFPMP_METER for id (OFPM_ALL: every meter) at time now.
@@ -219,8 +217,8 @@ func (t *MeterTable) deleteLocked(id ofp.Meter) ([]ofp.Meter, error) {
 // returns its traffic counters (the datapath's); band statistics follow
 // Bands' order. Counters are reported whether or not the meter has
 // OFPMF_STATS, which only asks for them.
-func (t *MeterTable) Stats(id ofp.Meter, now time.Time, flows map[ofp.Meter]uint32, counts func(ofp.Meter) MeterCounts) []ofpwire.MeterStats {
-	ms := t.sorted(id, ofp.MeterAll)
+func (t *MeterTable) Stats(id ofpwire.Meter, now time.Time, flows map[ofpwire.Meter]uint32, counts func(ofpwire.Meter) MeterCounts) []ofpwire.MeterStats {
+	ms := t.sorted(id, ofpwire.MeterAll)
 	out := make([]ofpwire.MeterStats, 0, len(ms))
 	for _, m := range ms {
 		d := now.Sub(m.Created)
@@ -232,7 +230,7 @@ func (t *MeterTable) Stats(id ofp.Meter, now time.Time, flows map[ofp.Meter]uint
 			MeterID: m.ID, FlowCount: flows[m.ID],
 			PacketInCount: c.Packets, ByteInCount: c.Bytes,
 			DurationSec: uint32(d / time.Second), DurationNSec: uint32(d % time.Second),
-			BandStats: make([]ofp.MeterBandStats, len(m.Bands())),
+			BandStats: make([]ofpwire.MeterBandStats, len(m.Bands())),
 		}
 		copy(s.BandStats, c.Bands)
 		out = append(out, s)
@@ -241,8 +239,8 @@ func (t *MeterTable) Stats(id ofp.Meter, now time.Time, flows map[ofp.Meter]uint
 }
 
 // Config answers OFPMP_METER_CONFIG for id (OFPM_ALL: every meter).
-func (t *MeterTable) Config(id ofp.Meter) []ofpwire.MeterConfig {
-	ms := t.sorted(id, ofp.MeterAll)
+func (t *MeterTable) Config(id ofpwire.Meter) []ofpwire.MeterConfig {
+	ms := t.sorted(id, ofpwire.MeterAll)
 	out := make([]ofpwire.MeterConfig, 0, len(ms))
 	for _, m := range ms {
 		c := m.cfg.Load()
@@ -259,7 +257,7 @@ func (t *MeterTable) Config(id ofp.Meter) []ofpwire.MeterConfig {
 func (t *MeterTable) Features() ofpwire.MeterFeaturesReply {
 	return ofpwire.MeterFeaturesReply{
 		MaxMeter:     uint32(t.maxMeters()),
-		BandTypes:    1<<uint(ofp.MeterBandTypeDrop) | 1<<uint(ofp.MeterBandTypeDSCPRemark),
+		BandTypes:    1<<uint(ofpwire.MeterBandTypeDrop) | 1<<uint(ofpwire.MeterBandTypeDSCPRemark),
 		Capabilities: uint32(knownMeterFlags),
 		MaxBands:     uint8(t.maxBands()),
 	}
@@ -267,7 +265,7 @@ func (t *MeterTable) Features() ofpwire.MeterFeaturesReply {
 
 // MeterID returns the meter the entry's meter instruction names, if it
 // has one.
-func (e *Entry) MeterID() (ofp.Meter, bool) {
+func (e *Entry) MeterID() (ofpwire.Meter, bool) {
 	for _, in := range e.Instructions() {
 		if m, ok := in.(*ofpwire.InstrMeter); ok {
 			return m.MeterID, true
@@ -278,8 +276,8 @@ func (e *Entry) MeterID() (ofp.Meter, bool) {
 
 // MeterFlowCounts counts, per meter, the flow entries whose meter
 // instruction names it (OFPMP_METER's flow_count).
-func (p *Pipeline) MeterFlowCounts() map[ofp.Meter]uint32 {
-	out := make(map[ofp.Meter]uint32)
+func (p *Pipeline) MeterFlowCounts() map[ofpwire.Meter]uint32 {
+	out := make(map[ofpwire.Meter]uint32)
 	p.mu.RLock()
 	for tid := range p.tables {
 		t := &p.tables[tid]
@@ -301,16 +299,16 @@ func (p *Pipeline) MeterFlowCounts() map[ofp.Meter]uint32 {
 // has no reason of its own for a meter deletion; 1.4's METER_DELETE
 // does not exist on the 1.3 wire). Like a flow-mod that removed
 // something, it moves the generation and calls OnChange.
-func (p *Pipeline) DeleteMeterFlows(ids []ofp.Meter) []*Entry {
+func (p *Pipeline) DeleteMeterFlows(ids []ofpwire.Meter) []*Entry {
 	if len(ids) == 0 {
 		return nil
 	}
-	del := make(map[ofp.Meter]bool, len(ids))
+	del := make(map[ofpwire.Meter]bool, len(ids))
 	for _, id := range ids {
 		del[id] = true
 	}
-	return p.removeIf(func(e *Entry) (ofp.FlowRemovedReason, bool) {
+	return p.removeIf(func(e *Entry) (ofpwire.FlowRemovedReason, bool) {
 		id, ok := e.MeterID()
-		return ofp.FlowReasonDelete, ok && del[id]
+		return ofpwire.FlowReasonDelete, ok && del[id]
 	})
 }

@@ -5,20 +5,18 @@ import (
 	"time"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 func drop(rate, burst uint32) ofpwire.MeterBand {
-	return ofpwire.MeterBand{Type: ofp.MeterBandTypeDrop, Rate: rate, BurstSize: burst}
+	return ofpwire.MeterBand{Type: ofpwire.MeterBandTypeDrop, Rate: rate, BurstSize: burst}
 }
 
 func remark(rate, burst uint32, prec uint8) ofpwire.MeterBand {
-	return ofpwire.MeterBand{Type: ofp.MeterBandTypeDSCPRemark, Rate: rate, BurstSize: burst, PrecLevel: prec}
+	return ofpwire.MeterBand{Type: ofpwire.MeterBandTypeDSCPRemark, Rate: rate, BurstSize: burst, PrecLevel: prec}
 }
 
-func madd(id ofp.Meter, flags ofp.MeterFlag, bands ...ofpwire.MeterBand) *ofpwire.MeterMod {
-	return &ofpwire.MeterMod{Command: ofp.MeterAdd, Flags: flags, MeterID: id, Bands: bands}
+func madd(id ofpwire.Meter, flags ofpwire.MeterFlag, bands ...ofpwire.MeterBand) *ofpwire.MeterMod {
+	return &ofpwire.MeterMod{Command: ofpwire.MeterAdd, Flags: flags, MeterID: id, Bands: bands}
 }
 
 func mustMeter(t testing.TB, mt *MeterTable, mm *ofpwire.MeterMod) *Meter {
@@ -30,9 +28,9 @@ func mustMeter(t testing.TB, mt *MeterTable, mm *ofpwire.MeterMod) *Meter {
 }
 
 const (
-	pktps = ofp.MeterFlagPacketPerSec
-	kbps  = ofp.MeterFlagKBitPerSec
-	burst = ofp.MeterFlagBurst
+	pktps = ofpwire.MeterFlagPacketPerSec
+	kbps  = ofpwire.MeterFlagKBitPerSec
+	burst = ofpwire.MeterFlagBurst
 )
 
 func TestMeterModErrors(t *testing.T) {
@@ -42,14 +40,14 @@ func TestMeterModErrors(t *testing.T) {
 		code uint16
 	}{
 		{"add existing", madd(1, pktps, drop(10, 0)), ofpwire.MMFCMeterExists},
-		{"modify unknown", &ofpwire.MeterMod{Command: ofp.MeterModify, Flags: pktps, MeterID: 9, Bands: []ofpwire.MeterBand{drop(1, 0)}}, ofpwire.MMFCUnknownMeter},
+		{"modify unknown", &ofpwire.MeterMod{Command: ofpwire.MeterModify, Flags: pktps, MeterID: 9, Bands: []ofpwire.MeterBand{drop(1, 0)}}, ofpwire.MMFCUnknownMeter},
 		{"bad command", &ofpwire.MeterMod{Command: 5, Flags: pktps, MeterID: 9}, ofpwire.MMFCBadCommand},
 		{"id zero", madd(0, pktps, drop(10, 0)), ofpwire.MMFCInvalidMeter},
-		{"id controller", madd(ofp.MeterController, pktps, drop(10, 0)), ofpwire.MMFCInvalidMeter},
-		{"id above max", madd(ofp.MeterMax+1, pktps, drop(10, 0)), ofpwire.MMFCInvalidMeter},
-		{"delete reserved", &ofpwire.MeterMod{Command: ofp.MeterDelete, MeterID: ofp.MeterSlowpath}, ofpwire.MMFCInvalidMeter},
+		{"id controller", madd(ofpwire.MeterController, pktps, drop(10, 0)), ofpwire.MMFCInvalidMeter},
+		{"id above max", madd(ofpwire.MeterMax+1, pktps, drop(10, 0)), ofpwire.MMFCInvalidMeter},
+		{"delete reserved", &ofpwire.MeterMod{Command: ofpwire.MeterDelete, MeterID: ofpwire.MeterSlowpath}, ofpwire.MMFCInvalidMeter},
 		{"rate zero", madd(9, pktps, drop(0, 0)), ofpwire.MMFCBadRate},
-		{"experimenter band", madd(9, pktps, ofpwire.MeterBand{Type: ofp.MeterBandTypeExperimenter, Rate: 5}), ofpwire.MMFCBadBand},
+		{"experimenter band", madd(9, pktps, ofpwire.MeterBand{Type: ofpwire.MeterBandTypeExperimenter, Rate: 5}), ofpwire.MMFCBadBand},
 		{"unknown band", madd(9, pktps, ofpwire.MeterBand{Type: 7, Rate: 5}), ofpwire.MMFCBadBand},
 		{"kbps and pktps", madd(9, pktps|kbps, drop(10, 0)), ofpwire.MMFCBadFlags},
 		{"neither kbps nor pktps", madd(9, burst, drop(10, 5)), ofpwire.MMFCBadFlags},
@@ -83,26 +81,26 @@ func TestMeterAddModifyDelete(t *testing.T) {
 	mt := NewMeterTable()
 	m := mustMeter(t, mt, madd(1, kbps, drop(100, 0)))
 	mustMeter(t, mt, madd(2, pktps, drop(100, 0)))
-	if _, err := mt.ApplyMeterMod(&ofpwire.MeterMod{Command: ofp.MeterModify, Flags: pktps | burst, MeterID: 1,
+	if _, err := mt.ApplyMeterMod(&ofpwire.MeterMod{Command: ofpwire.MeterModify, Flags: pktps | burst, MeterID: 1,
 		Bands: []ofpwire.MeterBand{remark(50, 10, 2), drop(20, 5)}}, t0); err != nil {
 		t.Fatal(err)
 	}
 	if mt.Get(1) != m || m.Flags() != pktps|burst || len(m.Bands()) != 2 || m.Bands()[0].Rate != 50 || m.Bands()[1].Rate != 20 {
 		t.Fatalf("after MODIFY: flags %v bands %+v", m.Flags(), bandsOf(m))
 	}
-	cfg := mt.Config(ofp.MeterAll)
-	if len(cfg) != 2 || cfg[0].MeterID != 1 || cfg[0].Bands[0].Type != ofp.MeterBandTypeDSCPRemark || cfg[0].Bands[0].PrecLevel != 2 {
+	cfg := mt.Config(ofpwire.MeterAll)
+	if len(cfg) != 2 || cfg[0].MeterID != 1 || cfg[0].Bands[0].Type != ofpwire.MeterBandTypeDSCPRemark || cfg[0].Bands[0].PrecLevel != 2 {
 		t.Fatalf("config %+v", cfg)
 	}
-	del, err := mt.ApplyMeterMod(&ofpwire.MeterMod{Command: ofp.MeterDelete, MeterID: 77}, t0)
+	del, err := mt.ApplyMeterMod(&ofpwire.MeterMod{Command: ofpwire.MeterDelete, MeterID: 77}, t0)
 	if err != nil || len(del) != 0 {
 		t.Fatalf("delete unknown: %v %v", del, err)
 	}
-	if del, err = mt.ApplyMeterMod(&ofpwire.MeterMod{Command: ofp.MeterDelete, MeterID: 1}, t0); err != nil || len(del) != 1 || del[0] != 1 || mt.Get(1) != nil {
+	if del, err = mt.ApplyMeterMod(&ofpwire.MeterMod{Command: ofpwire.MeterDelete, MeterID: 1}, t0); err != nil || len(del) != 1 || del[0] != 1 || mt.Get(1) != nil {
 		t.Fatalf("delete 1: %v %v", del, err)
 	}
 	mustMeter(t, mt, madd(5, pktps, drop(1, 0)))
-	if del, err = mt.ApplyMeterMod(&ofpwire.MeterMod{Command: ofp.MeterDelete, MeterID: ofp.MeterAll}, t0); err != nil || len(del) != 2 || del[0] != 2 || del[1] != 5 {
+	if del, err = mt.ApplyMeterMod(&ofpwire.MeterMod{Command: ofpwire.MeterDelete, MeterID: ofpwire.MeterAll}, t0); err != nil || len(del) != 2 || del[0] != 2 || del[1] != 5 {
 		t.Fatalf("delete all: %v %v", del, err)
 	}
 	f := mt.Features()
@@ -123,10 +121,10 @@ func bandsOf(m *Meter) []ofpwire.MeterBand {
 
 // meterFlow is a flow-mod ADD into table tid at priority prio, with a
 // meter instruction when meter is not 0.
-func meterFlow(tid uint8, prio uint16, meter ofp.Meter) *ofpwire.FlowMod {
-	fm := &ofpwire.FlowMod{Command: ofp.FlowAdd, TableID: tid, Priority: prio, BufferID: ofp.NoBuffer,
-		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}
-	fm.Match.Add(ofpwire.OXMUint(ofp.XMTypeInPort, uint64(prio)))
+func meterFlow(tid uint8, prio uint16, meter ofpwire.Meter) *ofpwire.FlowMod {
+	fm := &ofpwire.FlowMod{Command: ofpwire.FlowAdd, TableID: tid, Priority: prio, BufferID: ofpwire.NoBuffer,
+		OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}
+	fm.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeInPort, uint64(prio)))
 	if meter != 0 {
 		fm.Instructions = append(fm.Instructions, &ofpwire.InstrMeter{MeterID: meter})
 	}
@@ -153,19 +151,19 @@ func TestMeterFlows(t *testing.T) {
 		t.Fatalf("flow counts %v", counts)
 	}
 	gen, ch := p.Generation(), changes
-	if got := p.DeleteMeterFlows([]ofp.Meter{9}); len(got) != 0 || p.Generation() != gen || changes != ch {
+	if got := p.DeleteMeterFlows([]ofpwire.Meter{9}); len(got) != 0 || p.Generation() != gen || changes != ch {
 		t.Fatalf("deleting an unused meter removed %d entries or signalled a change", len(got))
 	}
-	removed := p.DeleteMeterFlows([]ofp.Meter{1, 7})
+	removed := p.DeleteMeterFlows([]ofpwire.Meter{1, 7})
 	if len(removed) != 4 || p.Generation() == gen || changes != ch+1 {
 		t.Fatalf("removed %d entries, want 4 (and one change)", len(removed))
 	}
 	for _, e := range removed {
-		if id, _ := e.MeterID(); (id != 1 && id != 7) || e.RemovedReason != ofp.FlowReasonDelete {
+		if id, _ := e.MeterID(); (id != 1 && id != 7) || e.RemovedReason != ofpwire.FlowReasonDelete {
 			t.Fatalf("removed entry with meter %d reason %v", id, e.RemovedReason)
 		}
 	}
-	left, _ := p.Flows(&Filter{TableID: TableAll, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
+	left, _ := p.Flows(&Filter{TableID: TableAll, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny})
 	if len(left) != 2 {
 		t.Fatalf("%d entries left, want 2", len(left))
 	}
@@ -180,13 +178,13 @@ func TestMeterStats(t *testing.T) {
 	mt := NewMeterTable()
 	mustMeter(t, mt, madd(1, pktps|burst, drop(200, 10), remark(100, 5, 1)))
 	mustMeter(t, mt, madd(4, kbps, drop(1000, 0)))
-	counts := func(id ofp.Meter) MeterCounts {
+	counts := func(id ofpwire.Meter) MeterCounts {
 		if id != 1 {
 			return MeterCounts{} // a meter the enforcer has not seen
 		}
-		return MeterCounts{Packets: 30, Bytes: 3000, Bands: []ofp.MeterBandStats{{PacketBandCount: 7, ByteBandCount: 700}, {PacketBandCount: 2, ByteBandCount: 200}}}
+		return MeterCounts{Packets: 30, Bytes: 3000, Bands: []ofpwire.MeterBandStats{{PacketBandCount: 7, ByteBandCount: 700}, {PacketBandCount: 2, ByteBandCount: 200}}}
 	}
-	st := mt.Stats(ofp.MeterAll, t0.Add(3*time.Second+7), map[ofp.Meter]uint32{1: 5}, counts)
+	st := mt.Stats(ofpwire.MeterAll, t0.Add(3*time.Second+7), map[ofpwire.Meter]uint32{1: 5}, counts)
 	if len(st) != 2 || st[0].MeterID != 1 || st[1].MeterID != 4 {
 		t.Fatalf("stats %+v", st)
 	}

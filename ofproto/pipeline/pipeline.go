@@ -25,21 +25,19 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // NumTables is the number of flow tables; table ids run 0..NumTables-1.
 const NumTables = 254
 
 // TableAll is OFPTT_ALL: every table, for deletes and statistics.
-const TableAll = uint8(ofp.TableAll)
+const TableAll = uint8(ofpwire.TableAll)
 
 // knownFlags are the OFPFF_* bits OpenFlow 1.3 defines. NO_PKT_COUNTS and
 // NO_BYTE_COUNTS are hints a switch may ignore, so they are accepted and
 // the counters are kept anyway.
-const knownFlags = ofp.FlowFlagSendFlowRem | ofp.FlowFlagCheckOverlap |
-	ofp.FlowFlagResetCounts | ofp.FlowFlagNoPktCounts | ofp.FlowFlagNoByteCounts
+const knownFlags = ofpwire.FlowFlagSendFlowRem | ofpwire.FlowFlagCheckOverlap |
+	ofpwire.FlowFlagResetCounts | ofpwire.FlowFlagNoPktCounts | ofpwire.FlowFlagNoByteCounts
 
 // Entry is one flow entry. Its exported fields never change once it is
 // installed (RemovedReason excepted, set as it leaves); MODIFY replaces the
@@ -51,7 +49,7 @@ type Entry struct {
 	Cookie      uint64
 	IdleTimeout uint16 // seconds, 0 = none
 	HardTimeout uint16 // seconds, 0 = none
-	Flags       ofp.FlowModFlag
+	Flags       ofpwire.FlowModFlag
 	Created     time.Time
 
 	// Packets and Bytes count what the entry matched; the revalidator adds
@@ -61,7 +59,7 @@ type Entry struct {
 	// RemovedReason says why the entry left its table (idle or hard
 	// timeout, delete), for FLOW_REMOVED; meaningful once Apply or Expire
 	// has returned the entry.
-	RemovedReason ofp.FlowRemovedReason
+	RemovedReason ofpwire.FlowRemovedReason
 
 	lastUsed atomic.Int64 // UnixNano of the latest use, starts at Created
 	insts    atomic.Pointer[[]ofpwire.Instruction]
@@ -102,15 +100,15 @@ func (e *Entry) LastUsed() time.Time { return time.Unix(0, e.lastUsed.Load()) }
 
 // SendFlowRemoved reports whether the controller asked for FLOW_REMOVED
 // when this entry goes.
-func (e *Entry) SendFlowRemoved() bool { return e.Flags&ofp.FlowFlagSendFlowRem != 0 }
+func (e *Entry) SendFlowRemoved() bool { return e.Flags&ofpwire.FlowFlagSendFlowRem != 0 }
 
 // Duration is how long the entry has been installed at now.
 func (e *Entry) Duration(now time.Time) time.Duration { return now.Sub(e.Created) }
 
 // outputsTo reports whether one of the entry's apply- or write-actions
 // outputs to port (any port when port is OFPP_ANY).
-func (e *Entry) outputsTo(port ofp.PortNo) bool {
-	if port == ofp.PortAny {
+func (e *Entry) outputsTo(port ofpwire.PortNo) bool {
+	if port == ofpwire.PortAny {
 		return true
 	}
 	return e.hasAction(func(a ofpwire.Action) bool {
@@ -120,8 +118,8 @@ func (e *Entry) outputsTo(port ofp.PortNo) bool {
 }
 
 // usesGroup is outputsTo for group actions.
-func (e *Entry) usesGroup(g ofp.Group) bool {
-	if g == ofp.GroupAny {
+func (e *Entry) usesGroup(g ofpwire.Group) bool {
+	if g == ofpwire.GroupAny {
 		return true
 	}
 	return e.hasAction(func(a ofpwire.Action) bool {
@@ -368,8 +366,8 @@ func (p *Pipeline) Apply(fm *ofpwire.FlowMod, now time.Time) (removed []*Entry, 
 
 // checkMod checks fm's command, table and flags.
 func (p *Pipeline) checkMod(fm *ofpwire.FlowMod) error {
-	isDelete := fm.Command == ofp.FlowDelete || fm.Command == ofp.FlowDeleteStrict
-	if fm.Command > ofp.FlowDeleteStrict {
+	isDelete := fm.Command == ofpwire.FlowDelete || fm.Command == ofpwire.FlowDeleteStrict
+	if fm.Command > ofpwire.FlowDeleteStrict {
 		return fmErr(ofpwire.FMFCBadCommand)
 	}
 	if int(fm.TableID) >= NumTables && !(isDelete && fm.TableID == TableAll) {
@@ -389,24 +387,24 @@ func (p *Pipeline) applyLocked(fm *ofpwire.FlowMod, now time.Time) ([]*Entry, bo
 	if err != nil {
 		return nil, false, err
 	}
-	if fm.Command != ofp.FlowDelete && fm.Command != ofp.FlowDeleteStrict {
+	if fm.Command != ofpwire.FlowDelete && fm.Command != ofpwire.FlowDeleteStrict {
 		if err := checkInstructions(fm.TableID, fm.Instructions); err != nil {
 			return nil, false, err
 		}
 	}
 	switch fm.Command {
-	case ofp.FlowAdd:
+	case ofpwire.FlowAdd:
 		return nil, true, p.add(fm, &m, now, nil)
-	case ofp.FlowModify, ofp.FlowModifyStrict:
+	case ofpwire.FlowModify, ofpwire.FlowModifyStrict:
 		t := &p.tables[fm.TableID]
-		sel := t.selectEntries(nil, &m, fm.Priority, fm.Command == ofp.FlowModifyStrict)
+		sel := t.selectEntries(nil, &m, fm.Priority, fm.Command == ofpwire.FlowModifyStrict)
 		n := 0
 		for _, e := range sel {
 			if !cookieMatches(e, fm.Cookie, fm.CookieMask) {
 				continue
 			}
 			e.setInstructions(fm.Instructions)
-			if fm.Flags&ofp.FlowFlagResetCounts != 0 {
+			if fm.Flags&ofpwire.FlowFlagResetCounts != 0 {
 				e.Packets.Store(0)
 				e.Bytes.Store(0)
 			}
@@ -426,7 +424,7 @@ func (p *Pipeline) applyLocked(fm *ofpwire.FlowMod, now time.Time) ([]*Entry, bo
 			continue
 		}
 		start := len(removed)
-		removed = t.selectEntries(removed, &m, fm.Priority, fm.Command == ofp.FlowDeleteStrict)
+		removed = t.selectEntries(removed, &m, fm.Priority, fm.Command == ofpwire.FlowDeleteStrict)
 		kept := removed[:start]
 		for _, e := range removed[start:] {
 			if cookieMatches(e, fm.Cookie, fm.CookieMask) && e.outputsTo(fm.OutPort) && e.usesGroup(fm.OutGroup) {
@@ -436,7 +434,7 @@ func (p *Pipeline) applyLocked(fm *ofpwire.FlowMod, now time.Time) ([]*Entry, bo
 		removed = kept
 		for _, e := range removed[start:] {
 			t.remove(e)
-			e.RemovedReason = ofp.FlowReasonDelete
+			e.RemovedReason = ofpwire.FlowReasonDelete
 		}
 	}
 	return removed, len(removed) > 0, nil
@@ -460,7 +458,7 @@ func (e *Entry) State() EntryState {
 // that its duration and counters, and the timeouts that run from them, go
 // on as if nothing happened.
 func (p *Pipeline) Reinstall(fm *ofpwire.FlowMod, st EntryState) error {
-	if fm.Command != ofp.FlowAdd {
+	if fm.Command != ofpwire.FlowAdd {
 		return fmErr(ofpwire.FMFCBadCommand)
 	}
 	p.mu.Lock()
@@ -489,7 +487,7 @@ func (p *Pipeline) Reinstall(fm *ofpwire.FlowMod, st EntryState) error {
 func (p *Pipeline) add(fm *ofpwire.FlowMod, m *ofmatch.Match, now time.Time, st *EntryState) error {
 	t := &p.tables[fm.TableID]
 	old := t.findStrict(m, fm.Priority)
-	if fm.Flags&ofp.FlowFlagCheckOverlap != 0 && t.overlaps(m, fm.Priority, nil) {
+	if fm.Flags&ofpwire.FlowFlagCheckOverlap != 0 && t.overlaps(m, fm.Priority, nil) {
 		return fmErr(ofpwire.FMFCOverlap)
 	}
 	if old == nil && p.MaxEntries > 0 && t.count >= p.MaxEntries {
@@ -508,7 +506,7 @@ func (p *Pipeline) add(fm *ofpwire.FlowMod, m *ofmatch.Match, now time.Time, st 
 		e.Bytes.Store(st.Bytes)
 	}
 	if old != nil {
-		if fm.Flags&ofp.FlowFlagResetCounts == 0 && st == nil {
+		if fm.Flags&ofpwire.FlowFlagResetCounts == 0 && st == nil {
 			e.Packets.Store(old.Packets.Load())
 			e.Bytes.Store(old.Bytes.Load())
 		}
@@ -520,14 +518,14 @@ func (p *Pipeline) add(fm *ofpwire.FlowMod, m *ofmatch.Match, now time.Time, st 
 
 // expiry returns when e times out and why, or ok false when it has no
 // timeout. When both timeouts have passed the earlier deadline is the reason.
-func expiry(e *Entry) (at int64, reason ofp.FlowRemovedReason, ok bool) {
+func expiry(e *Entry) (at int64, reason ofpwire.FlowRemovedReason, ok bool) {
 	if e.HardTimeout != 0 {
-		at, reason, ok = e.Created.UnixNano()+int64(e.HardTimeout)*int64(time.Second), ofp.FlowReasonHardTimeout, true
+		at, reason, ok = e.Created.UnixNano()+int64(e.HardTimeout)*int64(time.Second), ofpwire.FlowReasonHardTimeout, true
 	}
 	if e.IdleTimeout != 0 {
 		idle := e.lastUsed.Load() + int64(e.IdleTimeout)*int64(time.Second)
 		if !ok || idle < at {
-			at, reason, ok = idle, ofp.FlowReasonIdleTimeout, true
+			at, reason, ok = idle, ofpwire.FlowReasonIdleTimeout, true
 		}
 	}
 	return at, reason, ok
@@ -540,7 +538,7 @@ func expiry(e *Entry) (at int64, reason ofp.FlowRemovedReason, ok bool) {
 // pushes datapath usage before calling Expire.
 func (p *Pipeline) Expire(now time.Time) []*Entry {
 	n := now.UnixNano()
-	return p.removeIf(func(e *Entry) (ofp.FlowRemovedReason, bool) {
+	return p.removeIf(func(e *Entry) (ofpwire.FlowRemovedReason, bool) {
 		at, reason, ok := expiry(e)
 		return reason, ok && at <= n
 	})
@@ -549,7 +547,7 @@ func (p *Pipeline) Expire(now time.Time) []*Entry {
 // removeIf removes every entry of every table for which gone reports
 // true, with the RemovedReason it gives, and returns them; if any, the
 // generation moves and OnChange is called (after the lock is released).
-func (p *Pipeline) removeIf(gone func(e *Entry) (ofp.FlowRemovedReason, bool)) []*Entry {
+func (p *Pipeline) removeIf(gone func(e *Entry) (ofpwire.FlowRemovedReason, bool)) []*Entry {
 	var out []*Entry
 	p.mu.Lock()
 	for tid := range p.tables {
@@ -585,14 +583,14 @@ type Filter struct {
 	Match              ofmatch.Match // as ofmatch.FromOXM returns it (key masked)
 	Strict             bool          // exactly Match and Priority, instead of Match or more specific
 	Priority           uint16        // used with Strict only
-	OutPort            ofp.PortNo
-	OutGroup           ofp.Group
+	OutPort            ofpwire.PortNo
+	OutGroup           ofpwire.Group
 	Cookie, CookieMask uint64
 }
 
 // AnyFilter returns a filter that selects every entry of every table.
 func AnyFilter() Filter {
-	return Filter{TableID: TableAll, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}
+	return Filter{TableID: TableAll, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}
 }
 
 // Flows returns the entries f selects, ordered by table and then by

@@ -8,29 +8,27 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func oxm(f ofp.XMType, v uint64) ofpwire.OXM { return ofpwire.OXMUint(f, v) }
+func oxm(f ofpwire.XMType, v uint64) ofpwire.OXM { return ofpwire.OXMUint(f, v) }
 
-func oxmM(f ofp.XMType, v, m uint64) ofpwire.OXM { return ofpwire.OXMUintMasked(f, v, m) }
+func oxmM(f ofpwire.XMType, v, m uint64) ofpwire.OXM { return ofpwire.OXMUintMasked(f, v, m) }
 
 func match(fs ...ofpwire.OXM) ofpwire.Match { return ofpwire.Match{Fields: fs} }
 
-func inPort(p uint64) ofpwire.OXM { return oxm(ofp.XMTypeInPort, p) }
+func inPort(p uint64) ofpwire.OXM { return oxm(ofpwire.XMTypeInPort, p) }
 
-var ipv4 = oxm(ofp.XMTypeEthType, 0x0800)
+var ipv4 = oxm(ofpwire.XMTypeEthType, 0x0800)
 
-func output(port ofp.PortNo) []ofpwire.Instruction {
+func output(port ofpwire.PortNo) []ofpwire.Instruction {
 	return []ofpwire.Instruction{&ofpwire.InstrApplyActions{Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: port}}}}
 }
 
 func add(m ofpwire.Match, prio uint16, ins []ofpwire.Instruction) *ofpwire.FlowMod {
-	return &ofpwire.FlowMod{Command: ofp.FlowAdd, Priority: prio, Match: m, Instructions: ins,
-		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}
+	return &ofpwire.FlowMod{Command: ofpwire.FlowAdd, Priority: prio, Match: m, Instructions: ins,
+		OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}
 }
 
 func mustApply(t *testing.T, p *Pipeline, fm *ofpwire.FlowMod) []*Entry {
@@ -72,21 +70,21 @@ func TestApplyErrors(t *testing.T) {
 		typ, code uint16
 	}{
 		{"bad command", ofpwire.FlowMod{Command: 5}, ofpwire.ETFlowModFailed, ofpwire.FMFCBadCommand},
-		{"add table 254", ofpwire.FlowMod{Command: ofp.FlowAdd, TableID: 254}, ofpwire.ETFlowModFailed, ofpwire.FMFCBadTableID},
-		{"add table all", ofpwire.FlowMod{Command: ofp.FlowAdd, TableID: 255}, ofpwire.ETFlowModFailed, ofpwire.FMFCBadTableID},
-		{"modify table all", ofpwire.FlowMod{Command: ofp.FlowModify, TableID: 255}, ofpwire.ETFlowModFailed, ofpwire.FMFCBadTableID},
-		{"modify strict table all", ofpwire.FlowMod{Command: ofp.FlowModifyStrict, TableID: 255}, ofpwire.ETFlowModFailed, ofpwire.FMFCBadTableID},
-		{"delete table 254", ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: 254}, ofpwire.ETFlowModFailed, ofpwire.FMFCBadTableID},
-		{"unknown flag", ofpwire.FlowMod{Command: ofp.FlowAdd, Flags: 1 << 5}, ofpwire.ETFlowModFailed, ofpwire.FMFCBadFlags},
-		{"goto same table", ofpwire.FlowMod{Command: ofp.FlowAdd, TableID: 3, Instructions: goto_(3)}, ofpwire.ETBadInstruction, ofpwire.BICBadTableID},
-		{"goto earlier table", ofpwire.FlowMod{Command: ofp.FlowAdd, TableID: 3, Instructions: goto_(1)}, ofpwire.ETBadInstruction, ofpwire.BICBadTableID},
-		{"goto table 254", ofpwire.FlowMod{Command: ofp.FlowAdd, Instructions: goto_(254)}, ofpwire.ETBadInstruction, ofpwire.BICBadTableID},
-		{"goto from last table", ofpwire.FlowMod{Command: ofp.FlowAdd, TableID: 253, Instructions: goto_(254)}, ofpwire.ETBadInstruction, ofpwire.BICBadTableID},
-		{"modify goto backwards", ofpwire.FlowMod{Command: ofp.FlowModify, TableID: 2, Instructions: goto_(0)}, ofpwire.ETBadInstruction, ofpwire.BICBadTableID},
-		{"experimenter inst", ofpwire.FlowMod{Command: ofp.FlowAdd, Instructions: []ofpwire.Instruction{&ofpwire.InstrExperimenter{Experimenter: 1}}}, ofpwire.ETBadInstruction, ofpwire.BICBadExperimenter},
-		{"duplicate inst", ofpwire.FlowMod{Command: ofp.FlowAdd, Instructions: []ofpwire.Instruction{&ofpwire.InstrClearActions{}, &ofpwire.InstrClearActions{}}}, ofpwire.ETBadInstruction, ofpwire.BICUnsupInst},
-		{"nil inst", ofpwire.FlowMod{Command: ofp.FlowAdd, Instructions: []ofpwire.Instruction{nil}}, ofpwire.ETBadInstruction, ofpwire.BICUnknownInst},
-		{"bad prereq", ofpwire.FlowMod{Command: ofp.FlowAdd, Match: match(oxm(ofp.XMTypeIPv4Src, 1))}, ofpwire.ETBadMatch, ofpwire.BMCBadPrereq},
+		{"add table 254", ofpwire.FlowMod{Command: ofpwire.FlowAdd, TableID: 254}, ofpwire.ETFlowModFailed, ofpwire.FMFCBadTableID},
+		{"add table all", ofpwire.FlowMod{Command: ofpwire.FlowAdd, TableID: 255}, ofpwire.ETFlowModFailed, ofpwire.FMFCBadTableID},
+		{"modify table all", ofpwire.FlowMod{Command: ofpwire.FlowModify, TableID: 255}, ofpwire.ETFlowModFailed, ofpwire.FMFCBadTableID},
+		{"modify strict table all", ofpwire.FlowMod{Command: ofpwire.FlowModifyStrict, TableID: 255}, ofpwire.ETFlowModFailed, ofpwire.FMFCBadTableID},
+		{"delete table 254", ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: 254}, ofpwire.ETFlowModFailed, ofpwire.FMFCBadTableID},
+		{"unknown flag", ofpwire.FlowMod{Command: ofpwire.FlowAdd, Flags: 1 << 5}, ofpwire.ETFlowModFailed, ofpwire.FMFCBadFlags},
+		{"goto same table", ofpwire.FlowMod{Command: ofpwire.FlowAdd, TableID: 3, Instructions: goto_(3)}, ofpwire.ETBadInstruction, ofpwire.BICBadTableID},
+		{"goto earlier table", ofpwire.FlowMod{Command: ofpwire.FlowAdd, TableID: 3, Instructions: goto_(1)}, ofpwire.ETBadInstruction, ofpwire.BICBadTableID},
+		{"goto table 254", ofpwire.FlowMod{Command: ofpwire.FlowAdd, Instructions: goto_(254)}, ofpwire.ETBadInstruction, ofpwire.BICBadTableID},
+		{"goto from last table", ofpwire.FlowMod{Command: ofpwire.FlowAdd, TableID: 253, Instructions: goto_(254)}, ofpwire.ETBadInstruction, ofpwire.BICBadTableID},
+		{"modify goto backwards", ofpwire.FlowMod{Command: ofpwire.FlowModify, TableID: 2, Instructions: goto_(0)}, ofpwire.ETBadInstruction, ofpwire.BICBadTableID},
+		{"experimenter inst", ofpwire.FlowMod{Command: ofpwire.FlowAdd, Instructions: []ofpwire.Instruction{&ofpwire.InstrExperimenter{Experimenter: 1}}}, ofpwire.ETBadInstruction, ofpwire.BICBadExperimenter},
+		{"duplicate inst", ofpwire.FlowMod{Command: ofpwire.FlowAdd, Instructions: []ofpwire.Instruction{&ofpwire.InstrClearActions{}, &ofpwire.InstrClearActions{}}}, ofpwire.ETBadInstruction, ofpwire.BICUnsupInst},
+		{"nil inst", ofpwire.FlowMod{Command: ofpwire.FlowAdd, Instructions: []ofpwire.Instruction{nil}}, ofpwire.ETBadInstruction, ofpwire.BICUnknownInst},
+		{"bad prereq", ofpwire.FlowMod{Command: ofpwire.FlowAdd, Match: match(oxm(ofpwire.XMTypeIPv4Src, 1))}, ofpwire.ETBadMatch, ofpwire.BMCBadPrereq},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -102,13 +100,13 @@ func TestApplyErrors(t *testing.T) {
 	}
 	// Instructions are not checked for deletes; goto forward is fine.
 	p := New(0)
-	if _, err := p.Apply(&ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: 255, Instructions: goto_(0), OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}, t0); err != nil {
+	if _, err := p.Apply(&ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: 255, Instructions: goto_(0), OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}, t0); err != nil {
 		t.Fatal(err)
 	}
-	mustApply(t, p, &ofpwire.FlowMod{Command: ofp.FlowAdd, TableID: 252, Instructions: goto_(253)})
+	mustApply(t, p, &ofpwire.FlowMod{Command: ofpwire.FlowAdd, TableID: 252, Instructions: goto_(253)})
 	ins := []ofpwire.Instruction{&ofpwire.InstrMeter{MeterID: 1}, &ofpwire.InstrApplyActions{}, &ofpwire.InstrClearActions{},
 		&ofpwire.InstrWriteActions{}, &ofpwire.InstrWriteMetadata{Metadata: 1, Mask: 1}, &ofpwire.InstrGotoTable{TableID: 1}}
-	mustApply(t, p, &ofpwire.FlowMod{Command: ofp.FlowAdd, Instructions: ins})
+	mustApply(t, p, &ofpwire.FlowMod{Command: ofpwire.FlowAdd, Instructions: ins})
 	if n := len(all(t, p)); n != 2 {
 		t.Fatalf("%d entries, want 2", n)
 	}
@@ -141,7 +139,7 @@ func TestAddReplace(t *testing.T) {
 		fm2 := add(match(inPort(1)), 10, output(2))
 		fm2.Cookie = 0xbb
 		if reset {
-			fm2.Flags = ofp.FlowFlagResetCounts
+			fm2.Flags = ofpwire.FlowFlagResetCounts
 		}
 		later := t0.Add(10 * time.Second)
 		if r, err := p.Apply(fm2, later); err != nil || len(r) != 0 {
@@ -169,8 +167,8 @@ func TestAddReplace(t *testing.T) {
 }
 
 func TestCheckOverlap(t *testing.T) {
-	ipSrc := func(v, m uint64) ofpwire.OXM { return oxmM(ofp.XMTypeIPv4Src, v, m) }
-	md := func(v, m uint64) ofpwire.OXM { return oxmM(ofp.XMTypeMetadata, v, m) }
+	ipSrc := func(v, m uint64) ofpwire.OXM { return oxmM(ofpwire.XMTypeIPv4Src, v, m) }
+	md := func(v, m uint64) ofpwire.OXM { return oxmM(ofpwire.XMTypeMetadata, v, m) }
 	cases := []struct {
 		name     string
 		existing ofpwire.Match
@@ -188,14 +186,14 @@ func TestCheckOverlap(t *testing.T) {
 		{"different masks agreeing", match(ipv4, ipSrc(0x0a000000, 0xff00ff00)), 5, match(ipv4, ipSrc(0x0a010000, 0xffff0000)), true},
 		{"metadata disjoint", match(md(1, 0xf)), 5, match(md(2, 0xff)), false},
 		{"metadata agreeing", match(md(1, 0xf)), 5, match(md(0x11, 0xff)), true},
-		{"eth type disjoint", match(ipv4), 5, match(oxm(ofp.XMTypeEthType, 0x86dd)), false},
+		{"eth type disjoint", match(ipv4), 5, match(oxm(ofpwire.XMTypeEthType, 0x86dd)), false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := New(0)
 			mustApply(t, p, add(c.existing, c.prio, nil))
 			fm := add(c.added, 5, nil)
-			fm.Flags = ofp.FlowFlagCheckOverlap
+			fm.Flags = ofpwire.FlowFlagCheckOverlap
 			_, err := p.Apply(fm, t0)
 			if c.overlap {
 				wantErr(t, err, ofpwire.ETFlowModFailed, ofpwire.FMFCOverlap)
@@ -221,7 +219,7 @@ func modSetup(t *testing.T) *Pipeline {
 	put := func(m ofpwire.Match, prio uint16, cookie uint64, ins []ofpwire.Instruction) {
 		fm := add(m, prio, ins)
 		fm.TableID, fm.Cookie = 1, cookie
-		fm.Flags = ofp.FlowFlagSendFlowRem
+		fm.Flags = ofpwire.FlowFlagSendFlowRem
 		mustApply(t, p, fm)
 	}
 	put(match(inPort(1)), 10, 0x11, output(1))
@@ -256,8 +254,8 @@ func sameSet(a map[string]bool, b ...string) bool {
 
 func TestModifyAndDelete(t *testing.T) {
 	type fmod = ofpwire.FlowMod
-	mk := func(cmd ofp.FlowModCommand, m ofpwire.Match, prio uint16) fmod {
-		return fmod{Command: cmd, TableID: 1, Match: m, Priority: prio, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}
+	mk := func(cmd ofpwire.FlowModCommand, m ofpwire.Match, prio uint16) fmod {
+		return fmod{Command: cmd, TableID: 1, Match: m, Priority: prio, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}
 	}
 	with := func(f fmod, mod func(*fmod)) fmod { mod(&f); return f }
 	cases := []struct {
@@ -265,33 +263,33 @@ func TestModifyAndDelete(t *testing.T) {
 		fm   fmod
 		hit  []string // entries modified or deleted
 	}{
-		{"modify all", mk(ofp.FlowModify, match(), 0), []string{"A", "B", "C", "D"}},
-		{"modify in_port=1", mk(ofp.FlowModify, match(inPort(1)), 0), []string{"A", "B"}},
-		{"modify more specific only", mk(ofp.FlowModify, match(inPort(1), ipv4), 0), []string{"B"}},
-		{"modify no match", mk(ofp.FlowModify, match(inPort(3)), 0), nil},
-		{"modify cookie mask", with(mk(ofp.FlowModify, match(), 0), func(f *fmod) { f.Cookie, f.CookieMask = 0x10, 0xf0 }), []string{"A", "B"}},
-		{"modify exact cookie", with(mk(ofp.FlowModify, match(), 0), func(f *fmod) { f.Cookie, f.CookieMask = 0x12, ^uint64(0) }), []string{"B"}},
-		{"modify ignores out_port", with(mk(ofp.FlowModify, match(inPort(1)), 0), func(f *fmod) { f.OutPort = 99 }), []string{"A", "B"}},
-		{"modify strict", mk(ofp.FlowModifyStrict, match(inPort(1)), 10), []string{"A"}},
-		{"modify strict wrong prio", mk(ofp.FlowModifyStrict, match(inPort(1)), 20), nil},
-		{"modify strict catch-all", mk(ofp.FlowModifyStrict, match(), 0), []string{"D"}},
-		{"modify strict cookie miss", with(mk(ofp.FlowModifyStrict, match(inPort(1)), 10), func(f *fmod) { f.Cookie, f.CookieMask = 0x12, 0xff }), nil},
-		{"delete all", mk(ofp.FlowDelete, match(), 0), []string{"A", "B", "C", "D"}},
-		{"delete in_port=1", mk(ofp.FlowDelete, match(inPort(1)), 0), []string{"A", "B"}},
-		{"delete ipv4", mk(ofp.FlowDelete, match(ipv4), 0), []string{"B"}},
-		{"delete out_port 1", with(mk(ofp.FlowDelete, match(), 0), func(f *fmod) { f.OutPort = 1 }), []string{"A", "D"}},
-		{"delete out_port 2 in_port 1", with(mk(ofp.FlowDelete, match(inPort(1)), 0), func(f *fmod) { f.OutPort = 2 }), []string{"B"}},
-		{"delete out_group 7", with(mk(ofp.FlowDelete, match(), 0), func(f *fmod) { f.OutGroup = 7 }), []string{"C"}},
-		{"delete out_group 8", with(mk(ofp.FlowDelete, match(), 0), func(f *fmod) { f.OutGroup = 8 }), nil},
-		{"delete port and group", with(mk(ofp.FlowDelete, match(), 0), func(f *fmod) { f.OutPort, f.OutGroup = 1, 7 }), nil},
-		{"delete cookie mask", with(mk(ofp.FlowDelete, match(), 0), func(f *fmod) { f.Cookie, f.CookieMask = 0x01, 0x0f }), []string{"A", "C"}},
-		{"delete table all", with(mk(ofp.FlowDelete, match(inPort(2)), 0), func(f *fmod) { f.TableID = TableAll }), []string{"C"}},
-		{"delete other table", with(mk(ofp.FlowDelete, match(), 0), func(f *fmod) { f.TableID = 2 }), nil},
-		{"delete strict", mk(ofp.FlowDeleteStrict, match(inPort(1), ipv4), 20), []string{"B"}},
-		{"delete strict wrong prio", mk(ofp.FlowDeleteStrict, match(inPort(1), ipv4), 10), nil},
-		{"delete strict not more specific", mk(ofp.FlowDeleteStrict, match(inPort(1)), 20), nil},
-		{"delete strict out_port miss", with(mk(ofp.FlowDeleteStrict, match(inPort(1)), 10), func(f *fmod) { f.OutPort = 2 }), nil},
-		{"delete strict table all", with(mk(ofp.FlowDeleteStrict, match(), 0), func(f *fmod) { f.TableID = TableAll }), []string{"D"}},
+		{"modify all", mk(ofpwire.FlowModify, match(), 0), []string{"A", "B", "C", "D"}},
+		{"modify in_port=1", mk(ofpwire.FlowModify, match(inPort(1)), 0), []string{"A", "B"}},
+		{"modify more specific only", mk(ofpwire.FlowModify, match(inPort(1), ipv4), 0), []string{"B"}},
+		{"modify no match", mk(ofpwire.FlowModify, match(inPort(3)), 0), nil},
+		{"modify cookie mask", with(mk(ofpwire.FlowModify, match(), 0), func(f *fmod) { f.Cookie, f.CookieMask = 0x10, 0xf0 }), []string{"A", "B"}},
+		{"modify exact cookie", with(mk(ofpwire.FlowModify, match(), 0), func(f *fmod) { f.Cookie, f.CookieMask = 0x12, ^uint64(0) }), []string{"B"}},
+		{"modify ignores out_port", with(mk(ofpwire.FlowModify, match(inPort(1)), 0), func(f *fmod) { f.OutPort = 99 }), []string{"A", "B"}},
+		{"modify strict", mk(ofpwire.FlowModifyStrict, match(inPort(1)), 10), []string{"A"}},
+		{"modify strict wrong prio", mk(ofpwire.FlowModifyStrict, match(inPort(1)), 20), nil},
+		{"modify strict catch-all", mk(ofpwire.FlowModifyStrict, match(), 0), []string{"D"}},
+		{"modify strict cookie miss", with(mk(ofpwire.FlowModifyStrict, match(inPort(1)), 10), func(f *fmod) { f.Cookie, f.CookieMask = 0x12, 0xff }), nil},
+		{"delete all", mk(ofpwire.FlowDelete, match(), 0), []string{"A", "B", "C", "D"}},
+		{"delete in_port=1", mk(ofpwire.FlowDelete, match(inPort(1)), 0), []string{"A", "B"}},
+		{"delete ipv4", mk(ofpwire.FlowDelete, match(ipv4), 0), []string{"B"}},
+		{"delete out_port 1", with(mk(ofpwire.FlowDelete, match(), 0), func(f *fmod) { f.OutPort = 1 }), []string{"A", "D"}},
+		{"delete out_port 2 in_port 1", with(mk(ofpwire.FlowDelete, match(inPort(1)), 0), func(f *fmod) { f.OutPort = 2 }), []string{"B"}},
+		{"delete out_group 7", with(mk(ofpwire.FlowDelete, match(), 0), func(f *fmod) { f.OutGroup = 7 }), []string{"C"}},
+		{"delete out_group 8", with(mk(ofpwire.FlowDelete, match(), 0), func(f *fmod) { f.OutGroup = 8 }), nil},
+		{"delete port and group", with(mk(ofpwire.FlowDelete, match(), 0), func(f *fmod) { f.OutPort, f.OutGroup = 1, 7 }), nil},
+		{"delete cookie mask", with(mk(ofpwire.FlowDelete, match(), 0), func(f *fmod) { f.Cookie, f.CookieMask = 0x01, 0x0f }), []string{"A", "C"}},
+		{"delete table all", with(mk(ofpwire.FlowDelete, match(inPort(2)), 0), func(f *fmod) { f.TableID = TableAll }), []string{"C"}},
+		{"delete other table", with(mk(ofpwire.FlowDelete, match(), 0), func(f *fmod) { f.TableID = 2 }), nil},
+		{"delete strict", mk(ofpwire.FlowDeleteStrict, match(inPort(1), ipv4), 20), []string{"B"}},
+		{"delete strict wrong prio", mk(ofpwire.FlowDeleteStrict, match(inPort(1), ipv4), 10), nil},
+		{"delete strict not more specific", mk(ofpwire.FlowDeleteStrict, match(inPort(1)), 20), nil},
+		{"delete strict out_port miss", with(mk(ofpwire.FlowDeleteStrict, match(inPort(1)), 10), func(f *fmod) { f.OutPort = 2 }), nil},
+		{"delete strict table all", with(mk(ofpwire.FlowDeleteStrict, match(), 0), func(f *fmod) { f.TableID = TableAll }), []string{"D"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -302,11 +300,11 @@ func TestModifyAndDelete(t *testing.T) {
 			gen := p.Generation()
 			changes := 0
 			p.OnChange = func() { changes++ }
-			isDel := c.fm.Command == ofp.FlowDelete || c.fm.Command == ofp.FlowDeleteStrict
+			isDel := c.fm.Command == ofpwire.FlowDelete || c.fm.Command == ofpwire.FlowDeleteStrict
 			fm := c.fm
 			if !isDel {
 				fm.Instructions = output(42)
-				fm.Flags = ofp.FlowFlagResetCounts
+				fm.Flags = ofpwire.FlowFlagResetCounts
 				// Fields MODIFY must not touch.
 				fm.IdleTimeout, fm.HardTimeout = 77, 88
 				if fm.CookieMask == 0 {
@@ -330,7 +328,7 @@ func TestModifyAndDelete(t *testing.T) {
 					t.Fatalf("removed %v, want %v", set(removed), c.hit)
 				}
 				for _, e := range removed {
-					if e.RemovedReason != ofp.FlowReasonDelete || !e.SendFlowRemoved() {
+					if e.RemovedReason != ofpwire.FlowReasonDelete || !e.SendFlowRemoved() {
 						t.Fatalf("removed entry reason %v", e.RemovedReason)
 					}
 				}
@@ -373,7 +371,7 @@ func TestModifyKeepsCountersWithoutReset(t *testing.T) {
 	p := modSetup(t)
 	e := p.Lookup(1, keyInPort(2), 0, nil, nil)
 	e.Touch(t0, 4, 40)
-	fm := &ofpwire.FlowMod{Command: ofp.FlowModifyStrict, TableID: 1, Priority: 10, Match: match(inPort(2)), Instructions: output(3)}
+	fm := &ofpwire.FlowMod{Command: ofpwire.FlowModifyStrict, TableID: 1, Priority: 10, Match: match(inPort(2)), Instructions: output(3)}
 	mustApply(t, p, fm)
 	if e.Packets.Load() != 4 || e.Bytes.Load() != 40 {
 		t.Fatal("modify without RESET_COUNTS cleared the counters")
@@ -406,11 +404,11 @@ func TestExpire(t *testing.T) {
 	if !get(4).LastUsed().Equal(t0.Add(4 * time.Second)) {
 		t.Fatalf("LastUsed %v", get(4).LastUsed())
 	}
-	step := func(sec int, want map[uint32]ofp.FlowRemovedReason) {
+	step := func(sec int, want map[uint32]ofpwire.FlowRemovedReason) {
 		t.Helper()
 		before := changes
 		out := p.Expire(t0.Add(time.Duration(sec) * time.Second))
-		got := map[uint32]ofp.FlowRemovedReason{}
+		got := map[uint32]ofpwire.FlowRemovedReason{}
 		for _, e := range out {
 			got[e.Match.Key.InPort] = e.RemovedReason
 		}
@@ -430,11 +428,11 @@ func TestExpire(t *testing.T) {
 		}
 	}
 	step(2, nil)
-	step(3, map[uint32]ofp.FlowRemovedReason{6: ofp.FlowReasonIdleTimeout})
-	step(5, map[uint32]ofp.FlowRemovedReason{2: ofp.FlowReasonIdleTimeout})
-	step(7, map[uint32]ofp.FlowRemovedReason{4: ofp.FlowReasonHardTimeout})
-	step(9, map[uint32]ofp.FlowRemovedReason{3: ofp.FlowReasonIdleTimeout})
-	step(10, map[uint32]ofp.FlowRemovedReason{1: ofp.FlowReasonHardTimeout})
+	step(3, map[uint32]ofpwire.FlowRemovedReason{6: ofpwire.FlowReasonIdleTimeout})
+	step(5, map[uint32]ofpwire.FlowRemovedReason{2: ofpwire.FlowReasonIdleTimeout})
+	step(7, map[uint32]ofpwire.FlowRemovedReason{4: ofpwire.FlowReasonHardTimeout})
+	step(9, map[uint32]ofpwire.FlowRemovedReason{3: ofpwire.FlowReasonIdleTimeout})
+	step(10, map[uint32]ofpwire.FlowRemovedReason{1: ofpwire.FlowReasonHardTimeout})
 	step(100000, nil)
 	if get(5) == nil {
 		t.Fatal("permanent entry expired")
@@ -496,7 +494,7 @@ func TestLookupPriorityAndMetadata(t *testing.T) {
 	p := New(0)
 	mustApply(t, p, add(match(), 0, nil))
 	mustApply(t, p, add(match(inPort(1)), 5, output(1)))
-	mustApply(t, p, add(match(inPort(1), oxmM(ofp.XMTypeMetadata, 0x10, 0xf0)), 9, output(2)))
+	mustApply(t, p, add(match(inPort(1), oxmM(ofpwire.XMTypeMetadata, 0x10, 0xf0)), 9, output(2)))
 	var wc flow.Mask
 	var wcm uint64
 	e := p.Lookup(0, keyInPort(1), 0x1f, &wc, &wcm)
@@ -518,8 +516,8 @@ func TestLookupPriorityAndMetadata(t *testing.T) {
 }
 
 func TestNonStrictMetadataAndMasks(t *testing.T) {
-	md := func(v, m uint64) ofpwire.OXM { return oxmM(ofp.XMTypeMetadata, v, m) }
-	ip := func(v, m uint64) ofpwire.OXM { return oxmM(ofp.XMTypeIPv4Src, v, m) }
+	md := func(v, m uint64) ofpwire.OXM { return oxmM(ofpwire.XMTypeMetadata, v, m) }
+	ip := func(v, m uint64) ofpwire.OXM { return oxmM(ofpwire.XMTypeIPv4Src, v, m) }
 	cases := []struct {
 		name    string
 		entry   ofpwire.Match
@@ -537,7 +535,7 @@ func TestNonStrictMetadataAndMasks(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := New(0)
 			mustApply(t, p, add(c.entry, 1, nil))
-			r := mustApply(t, p, &ofpwire.FlowMod{Command: ofp.FlowDelete, Match: c.del, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})
+			r := mustApply(t, p, &ofpwire.FlowMod{Command: ofpwire.FlowDelete, Match: c.del, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny})
 			if (len(r) == 1) != c.deleted || len(all(t, p))+len(r) != 1 {
 				t.Fatalf("deleted %d", len(r))
 			}

@@ -6,8 +6,6 @@ import (
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // BenchmarkTranslate3Tables: a classic three-table walk (port check, L3
@@ -24,15 +22,15 @@ func BenchmarkTranslate3TablesPortConfig(b *testing.B) {
 }
 
 func benchmark3Tables(b *testing.B, portConfig bool) {
-	ipv4 := oxm(ofp.XMTypeEthType, 0x0800)
+	ipv4 := oxm(ofpwire.XMTypeEthType, 0x0800)
 	fs := []flowSpec{
-		{0, 10, []ofpwire.OXM{oxm(ofp.XMTypeInPort, 1)}, ins(&ofpwire.InstrWriteMetadata{Metadata: 1, Mask: 0xff}, gotoT(1))},
+		{0, 10, []ofpwire.OXM{oxm(ofpwire.XMTypeInPort, 1)}, ins(&ofpwire.InstrWriteMetadata{Metadata: 1, Mask: 0xff}, gotoT(1))},
 		{0, 0, nil, nil},
 		{2, 0, nil, ins(apply(&ofpwire.ActionDecNwTTL{}), write(out(3)))},
 	}
 	for i := 0; i < 1000; i++ {
-		fs = append(fs, flowSpec{1, 100, []ofpwire.OXM{ipv4, oxm(ofp.XMTypeIPv4Dst, uint64(0x0a000000+i))},
-			ins(apply(setF(ofp.XMTypeEthDst, uint64(i))), gotoT(2))})
+		fs = append(fs, flowSpec{1, 100, []ofpwire.OXM{ipv4, oxm(ofpwire.XMTypeIPv4Dst, uint64(0x0a000000+i))},
+			ins(apply(setF(ofpwire.XMTypeEthDst, uint64(i))), gotoT(2))})
 	}
 	p := build(b, fs)
 	keys := make([]flow.Key, 1000)
@@ -42,13 +40,13 @@ func benchmark3Tables(b *testing.B, portConfig bool) {
 	}
 	var opts Options
 	if portConfig {
-		var cfg [17]ofp.PortConfig
-		cfg[16] = ofp.PortConfigNoRcv
-		cfg[2] = ofp.PortConfigNoFwd
+		var cfg [17]ofpwire.PortConfig
+		cfg[16] = ofpwire.PortConfigNoRcv
+		cfg[2] = ofpwire.PortConfigNoFwd
 		for i := uint32(1); i <= 16; i++ {
 			opts.Ports = append(opts.Ports, i)
 		}
-		opts.PortConfig = func(p uint32) ofp.PortConfig {
+		opts.PortConfig = func(p uint32) ofpwire.PortConfig {
 			if p < uint32(len(cfg)) {
 				return cfg[p]
 			}
@@ -71,10 +69,10 @@ func benchmark3Tables(b *testing.B, portConfig bool) {
 // BenchmarkTranslateTrace is the 3-table walk traced: the price of one
 // ofproto/trace (it allocates its record; it is never on the upcall path).
 func BenchmarkTranslateTrace(b *testing.B) {
-	ipv4 := oxm(ofp.XMTypeEthType, 0x0800)
+	ipv4 := oxm(ofpwire.XMTypeEthType, 0x0800)
 	p := build(b, []flowSpec{
-		{0, 10, []ofpwire.OXM{oxm(ofp.XMTypeInPort, 1)}, ins(&ofpwire.InstrWriteMetadata{Metadata: 1, Mask: 0xff}, gotoT(1))},
-		{1, 100, []ofpwire.OXM{ipv4}, ins(apply(setF(ofp.XMTypeEthDst, 7)), gotoT(2))},
+		{0, 10, []ofpwire.OXM{oxm(ofpwire.XMTypeInPort, 1)}, ins(&ofpwire.InstrWriteMetadata{Metadata: 1, Mask: 0xff}, gotoT(1))},
+		{1, 100, []ofpwire.OXM{ipv4}, ins(apply(setF(ofpwire.XMTypeEthDst, 7)), gotoT(2))},
 		{2, 0, nil, ins(apply(&ofpwire.ActionDecNwTTL{}), write(out(3)))},
 	})
 	key := ipv4Key()
@@ -91,10 +89,10 @@ func BenchmarkTranslateTrace(b *testing.B) {
 // TestTranslateDoesNotAllocate: an upcall's translation must not allocate
 // (a mask escaping through a closure once cost three allocations each).
 func TestTranslateDoesNotAllocate(t *testing.T) {
-	ipv4 := oxm(ofp.XMTypeEthType, 0x0800)
+	ipv4 := oxm(ofpwire.XMTypeEthType, 0x0800)
 	p := build(t, []flowSpec{
-		{0, 10, []ofpwire.OXM{oxm(ofp.XMTypeInPort, 1)}, ins(&ofpwire.InstrWriteMetadata{Metadata: 1, Mask: 0xff}, gotoT(1))},
-		{1, 100, []ofpwire.OXM{ipv4}, ins(apply(setF(ofp.XMTypeEthDst, 5), &ofpwire.ActionSetField{Field: oxm(ofp.XMTypeTCPDst, 8080)}), gotoT(2))},
+		{0, 10, []ofpwire.OXM{oxm(ofpwire.XMTypeInPort, 1)}, ins(&ofpwire.InstrWriteMetadata{Metadata: 1, Mask: 0xff}, gotoT(1))},
+		{1, 100, []ofpwire.OXM{ipv4}, ins(apply(setF(ofpwire.XMTypeEthDst, 5), &ofpwire.ActionSetField{Field: oxm(ofpwire.XMTypeTCPDst, 8080)}), gotoT(2))},
 		{2, 0, nil, ins(apply(&ofpwire.ActionDecNwTTL{}), write(out(3)))},
 	})
 	key := ipv4Key()

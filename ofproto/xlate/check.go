@@ -1,9 +1,8 @@
 package xlate
 
 import (
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // CheckActions validates an action list before it is accepted: a flow-mod's
@@ -62,20 +61,20 @@ func checkAction(a ofpwire.Action, packetOut bool) error {
 	switch a := a.(type) {
 	case *ofpwire.ActionOutput:
 		switch a.Port {
-		case ofp.PortIn, ofp.PortNormal, ofp.PortFlood, ofp.PortAll, ofp.PortController, ofp.PortLocal:
+		case ofpwire.PortIn, ofpwire.PortNormal, ofpwire.PortFlood, ofpwire.PortAll, ofpwire.PortController, ofpwire.PortLocal:
 			return nil
-		case ofp.PortTable:
+		case ofpwire.PortTable:
 			if packetOut {
 				return nil
 			}
 		default:
-			if a.Port != 0 && a.Port <= ofp.PortMax {
+			if a.Port != 0 && a.Port <= ofpwire.PortMax {
 				return nil
 			}
 		}
 		return badAction(ofpwire.BACBadOutPort)
 	case *ofpwire.ActionPushVLAN:
-		if a.EtherType != 0x8100 && a.EtherType != 0x88a8 {
+		if a.EtherType != header.EtherTypeVLAN && a.EtherType != header.EtherTypeQinQ {
 			return badAction(ofpwire.BACBadArgument)
 		}
 	case *ofpwire.ActionPushMPLS:
@@ -87,7 +86,7 @@ func checkAction(a ofpwire.Action, packetOut bool) error {
 			return badAction(ofpwire.BACBadArgument)
 		}
 	case *ofpwire.ActionPushPBB:
-		if a.EtherType != ethPBB {
+		if a.EtherType != header.EtherTypePBB {
 			return badAction(ofpwire.BACBadArgument)
 		}
 	case *ofpwire.ActionSetField:

@@ -5,25 +5,25 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 )
 
 // MPLS, PBB and the TTL copies. The package doc says what the walk knows
 // of the packet after each.
 
 const (
-	ethMPLS      = 0x8847
-	ethMPLSMcast = 0x8848
-
 	lseLabel = 0xfffff000
 	lseTC    = 0x00000e00
 	lseBoS   = 0x00000100
 	lseTTL   = 0x000000ff
 )
 
-func isMPLSType(t uint16) bool { return t == ethMPLS || t == ethMPLSMcast }
+func isMPLSType(t uint16) bool { return t == header.EtherTypeMPLS || t == header.EtherTypeMPLSMcast }
 
 // isVLANType reports the Ethernet types extraction takes for a VLAN tag.
-func isVLANType(t uint16) bool { return t == 0x8100 || t == 0x88a8 || t == 0x9100 }
+func isVLANType(t uint16) bool {
+	return t == header.EtherTypeVLAN || t == header.EtherTypeQinQ || t == header.EtherTypeQinQOld
+}
 
 // isMPLS reports whether the packet is MPLS, consulting eth_type.
 func (x *xlator) isMPLS() bool {
@@ -111,8 +111,8 @@ func (x *xlator) pushMPLS(typ uint16) error {
 	if old < 0x0600 {
 		return nil // an 802.3 frame has no type to put behind the entry
 	}
-	if typ != ethMPLSMcast {
-		typ = ethMPLS
+	if typ != header.EtherTypeMPLSMcast {
+		typ = header.EtherTypeMPLS
 	}
 	var lse uint32
 	in := innerTTL{state: innerNone}
@@ -125,7 +125,7 @@ func (x *xlator) pushMPLS(typ uint16) error {
 		in = innerTTL{state: innerKnown, ttl: uint8(x.key.MPLSLse)}
 		x.written.MPLSLse |= lseBoS
 		x.unknown.MPLSLse &^= lseBoS
-	case old == ethIPv4 || old == ethIPv6:
+	case old == header.EtherTypeIPv4 || old == header.EtherTypeIPv6:
 		x.consult(&flow.Mask{NwTTL: 0xff})
 		lse = lseBoS | uint32(x.key.NwTTL)
 		in = innerTTL{state: innerKnown, ttl: x.key.NwTTL}
@@ -172,22 +172,22 @@ func (x *xlator) pushPBB() error {
 		pcp = uint8(k.VLAN[0].TCI >> 13)
 	}
 	var isid uint32
-	if k.EthType == ethPBB {
+	if k.EthType == header.EtherTypePBB {
 		x.consult(&flow.Mask{PBBISID: ^uint32(0)})
 		isid = k.PBBISID
 	}
 	m := l3Fields
 	m.EthType, m.PBBISID, m.MPLSLse, m.VLAN = 0xffff, ^uint32(0), ^uint32(0), allVLAN
 	x.overwrite(&m)
-	k.EthType, k.PBBISID = ethPBB, isid
+	k.EthType, k.PBBISID = header.EtherTypePBB, isid
 	x.inner = innerTTL{}
 	x.irrev++
-	return x.emit(actions.Action{Kind: actions.PushPBB, Val16: ethPBB, Val8: pcp << 5, Port: isid})
+	return x.emit(actions.Action{Kind: actions.PushPBB, Val16: header.EtherTypePBB, Val8: pcp << 5, Val32: isid})
 }
 
 // popPBB leaves the customer frame, of which the key knew nothing.
 func (x *xlator) popPBB() error {
-	if !x.ethTypeIs(ethPBB) {
+	if !x.ethTypeIs(header.EtherTypePBB) {
 		return nil
 	}
 	var m flow.Mask
@@ -333,15 +333,15 @@ func (x *xlator) retype(typ uint16) {
 	x.key.EthType = typ
 	var behind flow.Mask
 	switch {
-	case typ == ethIPv4:
+	case typ == header.EtherTypeIPv4:
 		behind = ipv4Fields
-	case typ == ethIPv6:
+	case typ == header.EtherTypeIPv6:
 		behind = ipv6Fields
-	case typ == ethARP:
+	case typ == header.EtherTypeARP:
 		behind = arpFields
 	case isMPLSType(typ):
 		behind.MPLSLse = ^uint32(0)
-	case typ == ethPBB:
+	case typ == header.EtherTypePBB:
 		behind.PBBISID = ^uint32(0)
 	}
 	x.blank(&behind)

@@ -16,11 +16,10 @@ import (
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // Real frames for the property test below: every kind of header the new
@@ -82,7 +81,7 @@ func l3Layers(r *rand.Rand, kind int) (layers.EthernetType, []gopacket.Serializa
 		}
 		ip.NextHeader = layers.IPProtocolICMPv6
 		if kind == 4 {
-			ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(icmpv6NS, 0)}
+			ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(header.ICMPv6NeighborSolicit, 0)}
 			_ = ic.SetNetworkLayerForChecksum(ip)
 			ns := &layers.ICMPv6NeighborSolicitation{TargetAddress: net.IP(fV6[1][:])}
 			if r.Intn(2) == 0 {
@@ -123,7 +122,7 @@ func randFrame(t testing.TB, r *rand.Rand) []byte {
 		ct, in := l3Layers(r, 0)
 		cust := serialize(t, append([]gopacket.SerializableLayer{&layers.Ethernet{SrcMAC: eth.DstMAC, DstMAC: eth.SrcMAC, EthernetType: ct}}, in...)...)
 		itag := binary.BigEndian.AppendUint32(nil, pick(r, fISID))
-		typ = ethPBB
+		typ = header.EtherTypePBB
 		ls = append(ls, gopacket.Payload(append(itag, cust...)))
 	default:
 		typ, ls = l3Layers(r, kind)
@@ -167,7 +166,7 @@ func randNewAction(r *rand.Rand) ofpwire.Action {
 	case 13:
 		return randVLAN(r)
 	case 14:
-		return &ofpwire.ActionSetField{Field: oxmM(ofp.XMTypeMetadata, pick(r, pMeta), 0xff)}
+		return &ofpwire.ActionSetField{Field: oxmM(ofpwire.XMTypeMetadata, pick(r, pMeta), 0xff)}
 	}
 	return randNewSetField(r)
 }
@@ -175,78 +174,78 @@ func randNewAction(r *rand.Rand) ofpwire.Action {
 func randNewSetField(r *rand.Rand) ofpwire.Action {
 	switch r.Intn(21) {
 	case 0:
-		return setB(ofp.XMTypeEthDst, sl6(pick(r, fMACs))...)
+		return setB(ofpwire.XMTypeEthDst, sl6(pick(r, fMACs))...)
 	case 1:
-		return setF(ofp.XMTypeVlanID, uint64(0x1000|pick(r, pVIDs)))
+		return setF(ofpwire.XMTypeVlanID, uint64(0x1000|pick(r, pVIDs)))
 	case 2:
-		return setF(ofp.XMTypeVlanPCP, uint64(r.Intn(8)))
+		return setF(ofpwire.XMTypeVlanPCP, uint64(r.Intn(8)))
 	case 3:
-		return setF(ofp.XMTypeIPDSCP, uint64(r.Intn(64)))
+		return setF(ofpwire.XMTypeIPDSCP, uint64(r.Intn(64)))
 	case 4:
-		return setF(pick(r, []ofp.XMType{ofp.XMTypeIPv4Src, ofp.XMTypeIPv4Dst}), uint64(pick(r, fV4)))
+		return setF(pick(r, []ofpwire.XMType{ofpwire.XMTypeIPv4Src, ofpwire.XMTypeIPv4Dst}), uint64(pick(r, fV4)))
 	case 5:
-		return setB(ofp.XMTypeIPv6Dst, sl16(pick(r, fV6))...)
+		return setB(ofpwire.XMTypeIPv6Dst, sl16(pick(r, fV6))...)
 	case 6:
-		return setF(ofp.XMTypeIPv6FLabel, uint64(r.Intn(4)))
+		return setF(ofpwire.XMTypeIPv6FLabel, uint64(r.Intn(4)))
 	case 7:
-		return setF(pick(r, []ofp.XMType{ofp.XMTypeTCPDst, ofp.XMTypeUDPDst}), uint64(pick(r, []uint16{53, 80})))
+		return setF(pick(r, []ofpwire.XMType{ofpwire.XMTypeTCPDst, ofpwire.XMTypeUDPDst}), uint64(pick(r, []uint16{53, 80})))
 	case 8:
-		return setF(ofp.XMTypeICMPv4Type, uint64(pick(r, []uint8{0, 8})))
+		return setF(ofpwire.XMTypeICMPv4Type, uint64(pick(r, []uint8{0, 8})))
 	case 9:
-		return setF(ofp.XMTypeICMPv6Type, uint64(pick(r, []uint8{128, icmpv6NS, icmpv6NA})))
+		return setF(ofpwire.XMTypeICMPv6Type, uint64(pick(r, []uint8{128, header.ICMPv6NeighborSolicit, header.ICMPv6NeighborAdvert})))
 	case 10:
-		return setB(ofp.XMTypeIPv6NDTarget, sl16(pick(r, fV6))...)
+		return setB(ofpwire.XMTypeIPv6NDTarget, sl16(pick(r, fV6))...)
 	case 11:
-		return setB(ofp.XMTypeIPv6NDSLL, 2, 0, 0, 0, 0, byte(r.Intn(3)))
+		return setB(ofpwire.XMTypeIPv6NDSLL, 2, 0, 0, 0, 0, byte(r.Intn(3)))
 	case 12:
-		return setF(ofp.XMTypeARPOpcode, uint64(r.Intn(2)+1))
+		return setF(ofpwire.XMTypeARPOpcode, uint64(r.Intn(2)+1))
 	case 13:
-		return setF(pick(r, []ofp.XMType{ofp.XMTypeARPSPA, ofp.XMTypeARPTPA}), uint64(pick(r, fV4)))
+		return setF(pick(r, []ofpwire.XMType{ofpwire.XMTypeARPSPA, ofpwire.XMTypeARPTPA}), uint64(pick(r, fV4)))
 	case 14:
-		return setB(ofp.XMTypeARPTHA, sl6(pick(r, fMACs))...)
+		return setB(ofpwire.XMTypeARPTHA, sl6(pick(r, fMACs))...)
 	case 15, 16:
-		return setF(ofp.XMTypeMPLSLabel, uint64(pick(r, fLabel)))
+		return setF(ofpwire.XMTypeMPLSLabel, uint64(pick(r, fLabel)))
 	case 17:
-		return setF(ofp.XMTypeMPLSTC, uint64(r.Intn(8)))
+		return setF(ofpwire.XMTypeMPLSTC, uint64(r.Intn(8)))
 	case 18:
-		return setF(ofp.XMTypePBBISID, uint64(pick(r, fISID)))
+		return setF(ofpwire.XMTypePBBISID, uint64(pick(r, fISID)))
 	case 19:
-		return setF(ofp.XMTypeTunnelID, uint64(r.Intn(3)))
+		return setF(ofpwire.XMTypeTunnelID, uint64(r.Intn(3)))
 	}
-	return setF(ofp.XMTypeICMPv6Code, uint64(r.Intn(2)))
+	return setF(ofpwire.XMTypeICMPv6Code, uint64(r.Intn(2)))
 }
 
 func randFrameMatch(r *rand.Rand, table uint8) []ofpwire.OXM {
 	var fs []ofpwire.OXM
 	if r.Intn(4) == 0 {
-		fs = append(fs, oxm(ofp.XMTypeInPort, uint64(pick(r, pPorts))))
+		fs = append(fs, oxm(ofpwire.XMTypeInPort, uint64(pick(r, pPorts))))
 	}
 	switch r.Intn(11) {
 	case 1:
-		fs = append(fs, oxm(ofp.XMTypeEthType, uint64(pick(r, []uint16{0x0800, 0x86dd, 0x0806, 0x8847, 0x88e7}))))
+		fs = append(fs, oxm(ofpwire.XMTypeEthType, uint64(pick(r, []uint16{0x0800, 0x86dd, 0x0806, 0x8847, 0x88e7}))))
 	case 2:
-		fs = append(fs, oxm(ofp.XMTypeEthType, 0x0800), oxm(ofp.XMTypeIPv4Dst, uint64(pick(r, fV4))))
+		fs = append(fs, oxm(ofpwire.XMTypeEthType, 0x0800), oxm(ofpwire.XMTypeIPv4Dst, uint64(pick(r, fV4))))
 	case 3:
-		fs = append(fs, oxm(ofp.XMTypeEthType, 0x8847), oxm(ofp.XMTypeMPLSLabel, uint64(pick(r, fLabel))))
+		fs = append(fs, oxm(ofpwire.XMTypeEthType, 0x8847), oxm(ofpwire.XMTypeMPLSLabel, uint64(pick(r, fLabel))))
 	case 4:
-		fs = append(fs, oxm(ofp.XMTypeEthType, 0x88e7), oxm(ofp.XMTypePBBISID, uint64(pick(r, fISID))))
+		fs = append(fs, oxm(ofpwire.XMTypeEthType, 0x88e7), oxm(ofpwire.XMTypePBBISID, uint64(pick(r, fISID))))
 	case 5:
-		fs = append(fs, oxm(ofp.XMTypeVlanID, uint64(0x1000|pick(r, pVIDs))))
+		fs = append(fs, oxm(ofpwire.XMTypeVlanID, uint64(0x1000|pick(r, pVIDs))))
 	case 6:
-		fs = append(fs, oxm(ofp.XMTypeEthType, 0x0800), oxm(ofp.XMTypeIPProto, 17), oxm(ofp.XMTypeUDPDst, 53))
+		fs = append(fs, oxm(ofpwire.XMTypeEthType, 0x0800), oxm(ofpwire.XMTypeIPProto, 17), oxm(ofpwire.XMTypeUDPDst, 53))
 	case 7:
-		fs = append(fs, oxm(ofp.XMTypeEthType, 0x86dd), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, icmpv6NS))
+		fs = append(fs, oxm(ofpwire.XMTypeEthType, 0x86dd), oxm(ofpwire.XMTypeIPProto, 58), oxm(ofpwire.XMTypeICMPv6Type, header.ICMPv6NeighborSolicit))
 	case 8:
-		fs = append(fs, oxm(ofp.XMTypeTunnelID, uint64(r.Intn(3))))
+		fs = append(fs, oxm(ofpwire.XMTypeTunnelID, uint64(r.Intn(3))))
 	case 9:
-		fs = append(fs, oxm(ofp.XMTypeEthType, 0x86dd), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, icmpv6NS),
-			ofpwire.NewOXM(ofp.XMTypeIPv6NDTarget, sl16(pick(r, fV6))))
+		fs = append(fs, oxm(ofpwire.XMTypeEthType, 0x86dd), oxm(ofpwire.XMTypeIPProto, 58), oxm(ofpwire.XMTypeICMPv6Type, header.ICMPv6NeighborSolicit),
+			ofpwire.NewOXM(ofpwire.XMTypeIPv6NDTarget, sl16(pick(r, fV6))))
 	case 10:
-		fs = append(fs, oxm(ofp.XMTypeEthType, 0x86dd), oxm(ofp.XMTypeIPProto, 58), oxm(ofp.XMTypeICMPv6Type, icmpv6NS),
-			ofpwire.NewOXM(ofp.XMTypeIPv6NDSLL, []byte{2, 0, 0, 0, 0, byte(r.Intn(3))}))
+		fs = append(fs, oxm(ofpwire.XMTypeEthType, 0x86dd), oxm(ofpwire.XMTypeIPProto, 58), oxm(ofpwire.XMTypeICMPv6Type, header.ICMPv6NeighborSolicit),
+			ofpwire.NewOXM(ofpwire.XMTypeIPv6NDSLL, []byte{2, 0, 0, 0, 0, byte(r.Intn(3))}))
 	}
 	if table > 0 && r.Intn(3) == 0 {
-		fs = append(fs, oxmM(ofp.XMTypeMetadata, pick(r, pMeta), 0xff))
+		fs = append(fs, oxmM(ofpwire.XMTypeMetadata, pick(r, pMeta), 0xff))
 	}
 	return fs
 }
@@ -296,7 +295,7 @@ func randFramePipeline(t *testing.T, r *rand.Rand) *pipeline.Pipeline {
 // packet-in, with the reason) and its bytes.
 type sent struct {
 	port   uint32
-	reason ofp.PacketInReason
+	reason ofpwire.PacketInReason
 	data   string
 }
 
@@ -328,8 +327,8 @@ func runActions(t testing.TB, l actions.List, frame []byte, inPort uint32) []sen
 		case actions.Output:
 			out = append(out, sent{port: a.Port, data: string(p.Data())})
 		case actions.Controller:
-			reason, _, _ := ParseControllerArg(a.Port)
-			out = append(out, sent{port: uint32(ofp.PortController), reason: reason, data: string(p.Data())})
+			reason, _, _ := ParseControllerArg(a.ControllerArg())
+			out = append(out, sent{port: uint32(ofpwire.PortController), reason: reason, data: string(p.Data())})
 		default:
 			if !actions.Apply(a, p) {
 				return out
@@ -364,29 +363,29 @@ func (f *frameRef) apply(a actions.Action) {
 }
 
 func (f *frameRef) invalidTTL() {
-	f.out = append(f.out, sent{port: uint32(ofp.PortController), reason: ofp.PacketInReasonInvalidTTL, data: string(f.p.Data())})
+	f.out = append(f.out, sent{port: uint32(ofpwire.PortController), reason: ofpwire.PacketInReasonInvalidTTL, data: string(f.p.Data())})
 	f.stopped = true
 }
 
 func (f *frameRef) action(a ofpwire.Action) {
 	k := &f.p.Key
-	isIP := k.EthType == ethIPv4 || k.EthType == ethIPv6
+	isIP := k.EthType == header.EtherTypeIPv4 || k.EthType == header.EtherTypeIPv6
 	isMPLS := isMPLSType(k.EthType)
 	switch a := a.(type) {
 	case *ofpwire.ActionOutput:
 		var ports []uint32
 		switch a.Port {
-		case ofp.PortController:
-			f.out = append(f.out, sent{port: uint32(ofp.PortController), reason: ofp.PacketInReasonAction, data: string(f.p.Data())})
-		case ofp.PortIn:
+		case ofpwire.PortController:
+			f.out = append(f.out, sent{port: uint32(ofpwire.PortController), reason: ofpwire.PacketInReasonAction, data: string(f.p.Data())})
+		case ofpwire.PortIn:
 			ports = []uint32{k.InPort}
-		case ofp.PortAll, ofp.PortFlood:
+		case ofpwire.PortAll, ofpwire.PortFlood:
 			ports = framePorts
 		default:
 			ports = []uint32{uint32(a.Port)}
 		}
 		for _, port := range ports {
-			if port != k.InPort || a.Port == ofp.PortIn {
+			if port != k.InPort || a.Port == ofpwire.PortIn {
 				f.out = append(f.out, sent{port: port, data: string(f.p.Data())})
 			}
 		}
@@ -410,10 +409,10 @@ func (f *frameRef) action(a ofpwire.Action) {
 			pcp = uint8(k.VLAN[0].TCI>>13) << 5
 		}
 		var isid uint32
-		if k.EthType == ethPBB {
+		if k.EthType == header.EtherTypePBB {
 			isid = k.PBBISID
 		}
-		f.apply(actions.Action{Kind: actions.PushPBB, Val16: ethPBB, Val8: pcp, Port: isid})
+		f.apply(actions.Action{Kind: actions.PushPBB, Val16: header.EtherTypePBB, Val8: pcp, Val32: isid})
 	case *ofpwire.ActionPopPBB:
 		f.apply(actions.Action{Kind: actions.PopPBB})
 	case *ofpwire.ActionSetMPLSTTL:
@@ -466,68 +465,68 @@ func (f *frameRef) action(a ofpwire.Action) {
 func (f *frameRef) setField(o ofpwire.OXM) {
 	k := &f.p.Key
 	v := o.Uint()
-	ipv4, ipv6 := k.EthType == ethIPv4, k.EthType == ethIPv6
+	ipv4, ipv6 := k.EthType == header.EtherTypeIPv4, k.EthType == header.EtherTypeIPv6
 	l4 := func(proto uint8) bool { return (ipv4 || ipv6) && k.NwProto == proto && k.NwFrag&flow.FragLater == 0 }
-	nd := l4(protoICMPv6) && ipv6 && k.TpDst == 0
+	nd := l4(header.IPProtoICMPv6) && ipv6 && k.TpDst == 0
 	a := actions.Action{}
 	copy(a.Addr[:], o.Value)
 	ok := true
 	switch o.Field {
-	case ofp.XMTypeMetadata:
+	case ofpwire.XMTypeMetadata:
 		m := o.MaskUint()
 		f.md = f.md&^m | v&m
 		return
-	case ofp.XMTypeEthDst:
+	case ofpwire.XMTypeEthDst:
 		a.Kind = actions.SetEthDst
-	case ofp.XMTypeVlanID:
+	case ofpwire.XMTypeVlanID:
 		a = actions.Action{Kind: actions.SetVLANTCI, Val16: 0x0fff, Val16b: uint16(v) & 0x0fff}
 		ok = k.VLAN[0].TPID != 0
-	case ofp.XMTypeVlanPCP:
+	case ofpwire.XMTypeVlanPCP:
 		a = actions.Action{Kind: actions.SetVLANTCI, Val16: 0xe000, Val16b: uint16(v) << 13}
 		ok = k.VLAN[0].TPID != 0
-	case ofp.XMTypeIPDSCP:
+	case ofpwire.XMTypeIPDSCP:
 		a = actions.Action{Kind: actions.SetIPTOS, Val8: uint8(v) << 2, Mask8: 0xfc}
 		ok = ipv4 || ipv6
-	case ofp.XMTypeIPv4Src, ofp.XMTypeIPv4Dst:
+	case ofpwire.XMTypeIPv4Src, ofpwire.XMTypeIPv4Dst:
 		a.Kind, ok = actions.SetIPv4Src, ipv4
-		if o.Field == ofp.XMTypeIPv4Dst {
+		if o.Field == ofpwire.XMTypeIPv4Dst {
 			a.Kind = actions.SetIPv4Dst
 		}
-	case ofp.XMTypeIPv6Dst:
+	case ofpwire.XMTypeIPv6Dst:
 		a.Kind, ok = actions.SetIPv6Dst, ipv6
-	case ofp.XMTypeIPv6FLabel:
-		a, ok = actions.Action{Kind: actions.SetIPv6Label, Port: uint32(v)}, ipv6
-	case ofp.XMTypeTCPDst:
-		a, ok = actions.Action{Kind: actions.SetL4Dst, Val16: uint16(v)}, l4(protoTCP)
-	case ofp.XMTypeUDPDst:
-		a, ok = actions.Action{Kind: actions.SetL4Dst, Val16: uint16(v)}, l4(protoUDP)
-	case ofp.XMTypeICMPv4Type:
-		a, ok = actions.Action{Kind: actions.SetICMPType, Val8: uint8(v)}, ipv4 && l4(protoICMP)
-	case ofp.XMTypeICMPv6Type, ofp.XMTypeICMPv6Code:
-		a, ok = actions.Action{Kind: actions.SetICMPType, Val8: uint8(v)}, ipv6 && l4(protoICMPv6)
-		if o.Field == ofp.XMTypeICMPv6Code {
+	case ofpwire.XMTypeIPv6FLabel:
+		a, ok = actions.Action{Kind: actions.SetIPv6Label, Val32: uint32(v)}, ipv6
+	case ofpwire.XMTypeTCPDst:
+		a, ok = actions.Action{Kind: actions.SetL4Dst, Val16: uint16(v)}, l4(header.IPProtoTCP)
+	case ofpwire.XMTypeUDPDst:
+		a, ok = actions.Action{Kind: actions.SetL4Dst, Val16: uint16(v)}, l4(header.IPProtoUDP)
+	case ofpwire.XMTypeICMPv4Type:
+		a, ok = actions.Action{Kind: actions.SetICMPType, Val8: uint8(v)}, ipv4 && l4(header.IPProtoICMP)
+	case ofpwire.XMTypeICMPv6Type, ofpwire.XMTypeICMPv6Code:
+		a, ok = actions.Action{Kind: actions.SetICMPType, Val8: uint8(v)}, ipv6 && l4(header.IPProtoICMPv6)
+		if o.Field == ofpwire.XMTypeICMPv6Code {
 			a.Kind = actions.SetICMPCode
 		}
-	case ofp.XMTypeIPv6NDTarget:
-		a.Kind, ok = actions.SetNDTarget, nd && (k.TpSrc == icmpv6NS || k.TpSrc == icmpv6NA)
-	case ofp.XMTypeIPv6NDSLL:
-		a.Kind, ok = actions.SetNDSLL, nd && k.TpSrc == icmpv6NS
-	case ofp.XMTypeARPOpcode:
-		a, ok = actions.Action{Kind: actions.SetARPOp, Val16: uint16(v)}, k.EthType == ethARP
-	case ofp.XMTypeARPSPA, ofp.XMTypeARPTPA:
-		a.Kind, ok = actions.SetARPSPA, k.EthType == ethARP
-		if o.Field == ofp.XMTypeARPTPA {
+	case ofpwire.XMTypeIPv6NDTarget:
+		a.Kind, ok = actions.SetNDTarget, nd && (k.TpSrc == header.ICMPv6NeighborSolicit || k.TpSrc == header.ICMPv6NeighborAdvert)
+	case ofpwire.XMTypeIPv6NDSLL:
+		a.Kind, ok = actions.SetNDSLL, nd && k.TpSrc == header.ICMPv6NeighborSolicit
+	case ofpwire.XMTypeARPOpcode:
+		a, ok = actions.Action{Kind: actions.SetARPOp, Val16: uint16(v)}, k.EthType == header.EtherTypeARP
+	case ofpwire.XMTypeARPSPA, ofpwire.XMTypeARPTPA:
+		a.Kind, ok = actions.SetARPSPA, k.EthType == header.EtherTypeARP
+		if o.Field == ofpwire.XMTypeARPTPA {
 			a.Kind = actions.SetARPTPA
 		}
-	case ofp.XMTypeARPTHA:
-		a.Kind, ok = actions.SetARPTHA, k.EthType == ethARP
-	case ofp.XMTypeMPLSLabel:
-		a, ok = actions.Action{Kind: actions.SetMPLSLabel, Port: uint32(v)}, isMPLSType(k.EthType)
-	case ofp.XMTypeMPLSTC:
+	case ofpwire.XMTypeARPTHA:
+		a.Kind, ok = actions.SetARPTHA, k.EthType == header.EtherTypeARP
+	case ofpwire.XMTypeMPLSLabel:
+		a, ok = actions.Action{Kind: actions.SetMPLSLabel, Val32: uint32(v)}, isMPLSType(k.EthType)
+	case ofpwire.XMTypeMPLSTC:
 		a, ok = actions.Action{Kind: actions.SetMPLSTC, Val8: uint8(v)}, isMPLSType(k.EthType)
-	case ofp.XMTypePBBISID:
-		a, ok = actions.Action{Kind: actions.SetPBBISID, Port: uint32(v)}, k.EthType == ethPBB
-	case ofp.XMTypeTunnelID:
+	case ofpwire.XMTypePBBISID:
+		a, ok = actions.Action{Kind: actions.SetPBBISID, Val32: uint32(v)}, k.EthType == header.EtherTypePBB
+	case ofpwire.XMTypeTunnelID:
 		a = actions.Action{Kind: actions.SetTunnelID}
 		binary.BigEndian.PutUint64(a.Addr[:8], v)
 	default:
@@ -543,8 +542,8 @@ func (f *frameRef) run(p *pipeline.Pipeline) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	set := map[ofp.ActionType]ofpwire.Action{}
-	fields := map[ofp.XMType]ofpwire.Action{}
+	set := map[ofpwire.ActionType]ofpwire.Action{}
+	fields := map[ofpwire.XMType]ofpwire.Action{}
 	for tb := uint8(0); ; {
 		if !f.p.KeyValid {
 			reextract(f.p)
@@ -587,10 +586,10 @@ func (f *frameRef) run(p *pipeline.Pipeline) {
 		tb = uint8(next)
 	}
 	// §5.10 order, as the package doc spells it out.
-	order := []ofp.ActionType{ofp.ActionTypeCopyTTLIn, ofp.ActionTypePopVLAN, ofp.ActionTypePopPBB,
-		ofp.ActionTypePopMPLS, ofp.ActionTypePushMPLS, ofp.ActionTypePushPBB, ofp.ActionTypePushVLAN,
-		ofp.ActionTypeCopyTTLOut, ofp.ActionTypeDecMPLSTTL, ofp.ActionTypeDecNwTTL,
-		ofp.ActionTypeSetNwTTL, ofp.ActionTypeSetMPLSTTL}
+	order := []ofpwire.ActionType{ofpwire.ActionTypeCopyTTLIn, ofpwire.ActionTypePopVLAN, ofpwire.ActionTypePopPBB,
+		ofpwire.ActionTypePopMPLS, ofpwire.ActionTypePushMPLS, ofpwire.ActionTypePushPBB, ofpwire.ActionTypePushVLAN,
+		ofpwire.ActionTypeCopyTTLOut, ofpwire.ActionTypeDecMPLSTTL, ofpwire.ActionTypeDecNwTTL,
+		ofpwire.ActionTypeSetNwTTL, ofpwire.ActionTypeSetMPLSTTL}
 	for _, typ := range order {
 		if a := set[typ]; a != nil {
 			f.action(a)
@@ -599,14 +598,14 @@ func (f *frameRef) run(p *pipeline.Pipeline) {
 			}
 		}
 	}
-	for fld := ofp.XMType(0); int(fld) < ofpwire.NumBasicFields; fld++ {
+	for fld := ofpwire.XMType(0); int(fld) < ofpwire.NumBasicFields; fld++ {
 		if a := fields[fld]; a != nil {
 			f.action(a)
 		}
 	}
-	if a := set[ofp.ActionTypeGroup]; a != nil {
+	if a := set[ofpwire.ActionTypeGroup]; a != nil {
 		f.action(a)
-	} else if a := set[ofp.ActionTypeOutput]; a != nil {
+	} else if a := set[ofpwire.ActionTypeOutput]; a != nil {
 		f.action(a)
 	}
 }
@@ -652,13 +651,13 @@ func checkTranslateMatchesFrames(t *testing.T, recirc bool) {
 		for b := r.Intn(3) + 1; b > 0; b-- {
 			var acts []ofpwire.Action
 			for k := r.Intn(3); k > 0; k-- {
-				if a := randNewAction(r); a.ActionType() != ofp.ActionTypeGroup {
+				if a := randNewAction(r); a.ActionType() != ofpwire.ActionTypeGroup {
 					acts = append(acts, a)
 				}
 			}
 			bs = append(bs, bkt(append(acts, randOutput(r))...))
 		}
-		addGroup(t, gt, 1, ofp.GroupTypeAll, bs...)
+		addGroup(t, gt, 1, ofpwire.GroupTypeAll, bs...)
 		opts.Groups = gt
 		if recirc {
 			opts.Recirc = NewRecircTable()
@@ -769,7 +768,7 @@ func sentText(s []sent) string {
 	for _, x := range s {
 		b.WriteString("\n  port ")
 		b.WriteString(string(rune('0' + x.port%10)))
-		if x.port == uint32(ofp.PortController) {
+		if x.port == uint32(ofpwire.PortController) {
 			b.WriteString(" controller reason ")
 			b.WriteString(string(rune('0' + x.reason)))
 		}

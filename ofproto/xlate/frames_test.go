@@ -11,9 +11,8 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // udp4Frame is an IPv4 UDP frame with TTL ttl, optionally tagged, and the
@@ -73,7 +72,7 @@ func ipv4ChecksumOK(t *testing.T, ipPkt []byte) bool {
 func TestFramePushMPLSSetLabel(t *testing.T) {
 	frame, ipPkt := udp4Frame(t, 64, nil)
 	got := oneOutput(t, translateFrame(t, []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionPushMPLS{EtherType: 0x8847},
-		setF(ofp.XMTypeMPLSLabel, 100), setF(ofp.XMTypeMPLSTC, 3), out(2)))}}, frame), 2)
+		setF(ofpwire.XMTypeMPLSLabel, 100), setF(ofpwire.XMTypeMPLSTC, 3), out(2)))}}, frame), 2)
 	p := gopacket.NewPacket(got, layers.LayerTypeEthernet, gopacket.Default)
 	eth := p.Layer(layers.LayerTypeEthernet).(*layers.Ethernet)
 	m, _ := p.Layer(layers.LayerTypeMPLS).(*layers.MPLS)
@@ -113,7 +112,7 @@ func TestFrameDecMPLSTTLInvalid(t *testing.T) {
 	frame := serialize(t, &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2},
 		EthernetType: layers.EthernetTypeMPLSUnicast}, &layers.MPLS{Label: 16, TTL: 1, StackBottom: true}, gopacket.Payload("x"))
 	s := translateFrame(t, []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionDecMPLSTTL{}, out(2)), write(out(3)))}}, frame)
-	if len(s) != 1 || s[0].port != uint32(ofp.PortController) || s[0].reason != ofp.PacketInReasonInvalidTTL || s[0].data != string(frame) {
+	if len(s) != 1 || s[0].port != uint32(ofpwire.PortController) || s[0].reason != ofpwire.PacketInReasonInvalidTTL || s[0].data != string(frame) {
 		t.Fatalf("sent %+v, want only an invalid-TTL packet-in of the unchanged frame", s)
 	}
 }
@@ -121,7 +120,7 @@ func TestFrameDecMPLSTTLInvalid(t *testing.T) {
 func TestFramePushPBB(t *testing.T) {
 	frame, _ := udp4Frame(t, 64, &layers.Dot1Q{Priority: 5, VLANIdentifier: 10})
 	got := oneOutput(t, translateFrame(t, []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionPushPBB{EtherType: 0x88e7},
-		setF(ofp.XMTypePBBISID, 0x777), out(2)))}}, frame), 2)
+		setF(ofpwire.XMTypePBBISID, 0x777), out(2)))}}, frame), 2)
 	var want []byte
 	want = append(want, frame[:12]...) // backbone addresses copy the customer's
 	want = append(want, 0x88, 0xe7, 5<<5, 0x00, 0x07, 0x77)
@@ -134,7 +133,7 @@ func TestFramePushPBB(t *testing.T) {
 func TestFrameSetNDTarget(t *testing.T) {
 	ip := &layers.IPv6{Version: 6, HopLimit: 255, NextHeader: layers.IPProtocolICMPv6,
 		SrcIP: net.ParseIP("2001:db8::1"), DstIP: net.ParseIP("ff02::1:ff00:2")}
-	ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(icmpv6NS, 0)}
+	ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(header.ICMPv6NeighborSolicit, 0)}
 	_ = ic.SetNetworkLayerForChecksum(ip)
 	ns := &layers.ICMPv6NeighborSolicitation{TargetAddress: net.ParseIP("2001:db8::2"),
 		Options: layers.ICMPv6Options{{Type: layers.ICMPv6OptSourceAddress, Data: []byte{2, 0, 0, 0, 0, 1}}}}
@@ -143,8 +142,8 @@ func TestFrameSetNDTarget(t *testing.T) {
 	frame := serialize(t, eth, ip, ic, ns)
 	target := net.ParseIP("2001:db8::99")
 	got := oneOutput(t, translateFrame(t, []flowSpec{{0, 1, nil, ins(apply(
-		&ofpwire.ActionSetField{Field: ofpwire.NewOXM(ofp.XMTypeIPv6NDTarget, target)},
-		setB(ofp.XMTypeIPv6NDSLL, 2, 0, 0, 0, 0, 9), out(2)))}}, frame), 2)
+		&ofpwire.ActionSetField{Field: ofpwire.NewOXM(ofpwire.XMTypeIPv6NDTarget, target)},
+		setB(ofpwire.XMTypeIPv6NDSLL, 2, 0, 0, 0, 0, 9), out(2)))}}, frame), 2)
 	// The frame gopacket builds from the expected fields, checksum included.
 	ns.TargetAddress = target
 	ns.Options[0].Data = []byte{2, 0, 0, 0, 0, 9}

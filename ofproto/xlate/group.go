@@ -4,9 +4,9 @@ import (
 	"fmt"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // errTags reports a group bucket whose VLAN pushes and pops undo cannot
@@ -22,7 +22,7 @@ func allLive(uint32) bool { return true }
 // group translates the group action for group id; final is set when it is
 // the last thing the translation does (from the action set), so the last
 // bucket need not undo its rewrites.
-func (x *xlator) group(id ofp.Group, table uint8, miss, final bool) error {
+func (x *xlator) group(id ofpwire.Group, table uint8, miss, final bool) error {
 	if x.opts.Groups == nil {
 		return fmt.Errorf("%w: group action", ErrUnsupported)
 	}
@@ -50,7 +50,7 @@ func (x *xlator) runGroup(t *pipeline.GroupTable, g *pipeline.Group, table uint8
 		live = allLive
 	}
 	switch g.Type() {
-	case ofp.GroupTypeAll:
+	case ofpwire.GroupTypeAll:
 		bs := g.Buckets()
 		for i := range bs {
 			if x.tr != nil {
@@ -61,15 +61,15 @@ func (x *xlator) runGroup(t *pipeline.GroupTable, g *pipeline.Group, table uint8
 			}
 		}
 		return nil
-	case ofp.GroupTypeIndirect:
+	case ofpwire.GroupTypeIndirect:
 		var b *pipeline.Bucket
 		if bs := g.Buckets(); len(bs) > 0 {
 			b = &bs[0]
 		}
 		return x.chosenBucket(g, b, table, miss, final)
-	case ofp.GroupTypeFastFailover:
+	case ofpwire.GroupTypeFastFailover:
 		return x.chosenBucket(g, t.FirstLive(g, live), table, miss, final)
-	case ofp.GroupTypeSelect:
+	case ofpwire.GroupTypeSelect:
 		return x.chosenBucket(g, t.SelectBucket(g, x.flowHash(), x.opts.PortLive), table, miss, final)
 	}
 	return fmt.Errorf("%w: group type %d", ErrUnsupported, g.Type())
@@ -99,21 +99,21 @@ func (x *xlator) flowHash() uint32 {
 	m.VLAN[0].TCI, m.VLAN[1].TCI = 0x0fff, 0x0fff
 	x.consult(&flow.Mask{EthType: 0xffff})
 	switch x.key.EthType {
-	case ethIPv4, ethIPv6:
+	case header.EtherTypeIPv4, header.EtherTypeIPv6:
 		m.NwProto = 0xff
-		if x.key.EthType == ethIPv4 {
+		if x.key.EthType == header.EtherTypeIPv4 {
 			m.IPv4Src, m.IPv4Dst = ^uint32(0), ^uint32(0)
 		} else {
 			m.IPv6Src, m.IPv6Dst = ones16, ones16
 		}
 		x.consult(&flow.Mask{NwProto: 0xff, NwFrag: flow.FragLater})
 		switch x.key.NwProto {
-		case protoTCP, protoUDP, protoSCTP, protoICMP, protoICMPv6:
+		case header.IPProtoTCP, header.IPProtoUDP, header.IPProtoSCTP, header.IPProtoICMP, header.IPProtoICMPv6:
 			if x.key.NwFrag&flow.FragLater == 0 {
 				m.TpSrc, m.TpDst = 0xffff, 0xffff
 			}
 		}
-	case ethARP:
+	case header.EtherTypeARP:
 		m.IPv4Src, m.IPv4Dst = ^uint32(0), ^uint32(0)
 	}
 	x.consult(&m)

@@ -10,27 +10,25 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 func bkt(acts ...ofpwire.Action) ofpwire.Bucket {
-	return ofpwire.Bucket{WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny, Actions: acts}
+	return ofpwire.Bucket{WatchPort: ofpwire.PortAny, WatchGroup: ofpwire.GroupAny, Actions: acts}
 }
 
-func addGroup(t *testing.T, gt *pipeline.GroupTable, id ofp.Group, typ ofp.GroupType, bs ...ofpwire.Bucket) {
+func addGroup(t *testing.T, gt *pipeline.GroupTable, id ofpwire.Group, typ ofpwire.GroupType, bs ...ofpwire.Bucket) {
 	t.Helper()
-	if typ == ofp.GroupTypeSelect {
+	if typ == ofpwire.GroupTypeSelect {
 		for i := range bs {
 			bs[i].Weight = 1
 		}
 	}
-	if _, err := gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofp.GroupAdd, Type: typ, GroupID: id, Buckets: bs}, t0); err != nil {
+	if _, err := gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: typ, GroupID: id, Buckets: bs}, t0); err != nil {
 		t.Fatalf("add group %d: %v", id, err)
 	}
 }
 
-func grp(id ofp.Group) *ofpwire.ActionGroup { return &ofpwire.ActionGroup{Group: id} }
+func grp(id ofpwire.Group) *ofpwire.ActionGroup { return &ofpwire.ActionGroup{Group: id} }
 
 func translateGroups(t *testing.T, is []ofpwire.Instruction, gt *pipeline.GroupTable, k flow.Key, live func(uint32) bool) datapath.UpcallResult {
 	t.Helper()
@@ -44,9 +42,9 @@ func translateGroups(t *testing.T, is []ofpwire.Instruction, gt *pipeline.GroupT
 
 func TestGroupAllClonesPerBucket(t *testing.T) {
 	gt := pipeline.NewGroupTable()
-	addGroup(t, gt, 1, ofp.GroupTypeAll,
-		bkt(setF(ofp.XMTypeIPv4Dst, 0x0b000001), out(2)),
-		bkt(setF(ofp.XMTypeTCPDst, 8080), out(3)),
+	addGroup(t, gt, 1, ofpwire.GroupTypeAll,
+		bkt(setF(ofpwire.XMTypeIPv4Dst, 0x0b000001), out(2)),
+		bkt(setF(ofpwire.XMTypeTCPDst, 8080), out(3)),
 		bkt(out(4)))
 	key := ipv4Key()
 	for _, viaSet := range []bool{false, true} {
@@ -79,10 +77,10 @@ func TestGroupAllClonesPerBucket(t *testing.T) {
 
 func TestGroupAllVLANPushPopUndone(t *testing.T) {
 	gt := pipeline.NewGroupTable()
-	addGroup(t, gt, 1, ofp.GroupTypeAll,
-		bkt(&ofpwire.ActionPushVLAN{EtherType: 0x8100}, setF(ofp.XMTypeVlanID, 0x1000|7), out(2)),
+	addGroup(t, gt, 1, ofpwire.GroupTypeAll,
+		bkt(&ofpwire.ActionPushVLAN{EtherType: 0x8100}, setF(ofpwire.XMTypeVlanID, 0x1000|7), out(2)),
 		bkt(&ofpwire.ActionPopVLAN{}, out(3)),
-		bkt(setF(ofp.XMTypeVlanID, 0x1000|9), out(4)))
+		bkt(setF(ofpwire.XMTypeVlanID, 0x1000|9), out(4)))
 	key := ipv4Key()
 	key.VLAN[0] = flow.VLANTag{TPID: 0x8100, TCI: 0x2005}
 	res := translateGroups(t, ins(apply(grp(1), out(5))), gt, key, nil)
@@ -106,7 +104,7 @@ func TestGroupAllVLANPushPopUndone(t *testing.T) {
 
 func TestGroupIndirectAndUnknown(t *testing.T) {
 	gt := pipeline.NewGroupTable()
-	addGroup(t, gt, 7, ofp.GroupTypeIndirect, bkt(out(3)))
+	addGroup(t, gt, 7, ofpwire.GroupTypeIndirect, bkt(out(3)))
 	res := translateGroups(t, ins(apply(grp(7))), gt, ipv4Key(), nil)
 	if want := (actions.List{dpOut(3)}); !slices.Equal(res.Actions, want) {
 		t.Fatalf("indirect: %v", res.Actions)
@@ -127,10 +125,10 @@ func TestGroupFastFailover(t *testing.T) {
 	gt := pipeline.NewGroupTable()
 	w := func(port uint32, out_ uint32) ofpwire.Bucket {
 		b := bkt(out(out_))
-		b.WatchPort = ofp.PortNo(port)
+		b.WatchPort = ofpwire.PortNo(port)
 		return b
 	}
-	addGroup(t, gt, 1, ofp.GroupTypeFastFailover, w(2, 2), w(3, 3))
+	addGroup(t, gt, 1, ofpwire.GroupTypeFastFailover, w(2, 2), w(3, 3))
 	down := map[uint32]bool{}
 	live := func(p uint32) bool { return !down[p] }
 	res := translateGroups(t, ins(apply(grp(1))), gt, ipv4Key(), live)
@@ -156,7 +154,7 @@ func TestGroupFastFailover(t *testing.T) {
 
 func TestGroupSelectHashesFiveTuple(t *testing.T) {
 	gt := pipeline.NewGroupTable()
-	addGroup(t, gt, 1, ofp.GroupTypeSelect, bkt(out(2)), bkt(out(3)), bkt(out(4)))
+	addGroup(t, gt, 1, ofpwire.GroupTypeSelect, bkt(out(2)), bkt(out(3)), bkt(out(4)))
 	seen := map[uint32]int{}
 	for sp := uint16(1000); sp < 1100; sp++ {
 		k := ipv4Key()
@@ -183,9 +181,9 @@ func TestGroupSelectHashesFiveTuple(t *testing.T) {
 
 func TestGroupChainedUndoesAcrossLevels(t *testing.T) {
 	gt := pipeline.NewGroupTable()
-	addGroup(t, gt, 1, ofp.GroupTypeIndirect, bkt(setF(ofp.XMTypeTCPDst, 443), out(3)))
-	addGroup(t, gt, 2, ofp.GroupTypeAll,
-		bkt(setF(ofp.XMTypeIPv4Dst, 0x0b000001), grp(1), out(5)),
+	addGroup(t, gt, 1, ofpwire.GroupTypeIndirect, bkt(setF(ofpwire.XMTypeTCPDst, 443), out(3)))
+	addGroup(t, gt, 2, ofpwire.GroupTypeAll,
+		bkt(setF(ofpwire.XMTypeIPv4Dst, 0x0b000001), grp(1), out(5)),
 		bkt(out(4)))
 	key := ipv4Key()
 	res := translateGroups(t, ins(apply(grp(2))), gt, key, nil)

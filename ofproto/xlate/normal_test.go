@@ -8,8 +8,7 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/normal"
-
-	"github.com/netrack/openflow/ofp"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
 
 func l2Key(in uint32, src, dst byte) flow.Key {
@@ -19,7 +18,7 @@ func l2Key(in uint32, src, dst byte) flow.Key {
 
 func runNormal(t *testing.T, sw *normal.Switch, k flow.Key) datapath.UpcallResult {
 	t.Helper()
-	p := build(t, []flowSpec{{prio: 0, ins: ins(apply(out(uint32(ofp.PortNormal))))}})
+	p := build(t, []flowSpec{{prio: 0, ins: ins(apply(out(uint32(ofpwire.PortNormal))))}})
 	var res datapath.UpcallResult
 	if err := Translate(p, &k, &res, Options{Normal: sw, Now: t0}); err != nil {
 		t.Fatal(err)
@@ -28,7 +27,7 @@ func runNormal(t *testing.T, sw *normal.Switch, k flow.Key) datapath.UpcallResul
 }
 
 func TestNormalUnsupportedWithoutSwitch(t *testing.T) {
-	p := build(t, []flowSpec{{prio: 0, ins: ins(apply(out(uint32(ofp.PortNormal))))}})
+	p := build(t, []flowSpec{{prio: 0, ins: ins(apply(out(uint32(ofpwire.PortNormal))))}})
 	k := l2Key(1, 1, 2)
 	var res datapath.UpcallResult
 	if err := Translate(p, &k, &res, Options{}); err == nil {
@@ -106,7 +105,7 @@ func TestNormalAfterSetFieldMasksOnlyOriginalBits(t *testing.T) {
 	sw := normal.New(normal.Options{})
 	sw.SetPorts([]normal.PortConfig{{No: 1}, {No: 2}})
 	p := build(t, []flowSpec{{prio: 0, ins: ins(apply(
-		setF(ofp.XMTypeEthDst, 0x0000000000bb), out(uint32(ofp.PortNormal))))}})
+		setF(ofpwire.XMTypeEthDst, 0x0000000000bb), out(uint32(ofpwire.PortNormal))))}})
 	k := l2Key(1, 0xa, 0xb)
 	var res datapath.UpcallResult
 	if err := Translate(p, &k, &res, Options{Normal: sw, Now: t0}); err != nil {

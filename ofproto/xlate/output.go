@@ -5,10 +5,9 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/normal"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // output translates an output action. Every kind of output depends on
@@ -18,20 +17,20 @@ func (x *xlator) output(a *ofpwire.ActionOutput, table uint8, miss bool) error {
 	x.consult(&flow.Mask{InPort: ^uint32(0)})
 	in := x.key.InPort
 	switch a.Port {
-	case ofp.PortIn:
+	case ofpwire.PortIn:
 		return x.outputPort(in)
-	case ofp.PortController:
+	case ofpwire.PortController:
 		if !x.packetInAllowed() {
 			return nil
 		}
-		reason := ofp.PacketInReasonAction
+		reason := ofpwire.PacketInReasonAction
 		if miss {
-			reason = ofp.PacketInReasonNoMatch
+			reason = ofpwire.PacketInReasonNoMatch
 		}
 		return x.emit(actions.ControllerAction(ControllerArg(reason, table, a.MaxLen), x.cookie, x.md))
-	case ofp.PortAll, ofp.PortFlood:
+	case ofpwire.PortAll, ofpwire.PortFlood:
 		ports := x.opts.Ports
-		if a.Port == ofp.PortFlood && x.opts.FloodPorts != nil {
+		if a.Port == ofpwire.PortFlood && x.opts.FloodPorts != nil {
 			ports = x.opts.FloodPorts
 		}
 		for _, p := range ports {
@@ -42,7 +41,7 @@ func (x *xlator) output(a *ofpwire.ActionOutput, table uint8, miss bool) error {
 			}
 		}
 		return nil
-	case ofp.PortLocal:
+	case ofpwire.PortLocal:
 		if lp := x.opts.LocalPort; lp != 0 && lp != in {
 			return x.outputPort(lp)
 		}
@@ -50,17 +49,17 @@ func (x *xlator) output(a *ofpwire.ActionOutput, table uint8, miss bool) error {
 			x.traceNote(TraceDrop, "no LOCAL port, or it is the in_port: dropped")
 		}
 		return nil
-	case ofp.PortNormal:
+	case ofpwire.PortNormal:
 		if x.opts.Normal == nil {
 			return fmt.Errorf("%w: output to NORMAL", ErrUnsupported)
 		}
 		return x.normal()
-	case ofp.PortTable:
+	case ofpwire.PortTable:
 		return x.outputTable()
-	case ofp.PortAny:
+	case ofpwire.PortAny:
 		return fmt.Errorf("%w: output to ANY, which names no port", ErrUnsupported)
 	}
-	if a.Port > ofp.PortMax {
+	if a.Port > ofpwire.PortMax {
 		return fmt.Errorf("%w: output to reserved port %#x", ErrUnsupported, uint32(a.Port))
 	}
 	if uint32(a.Port) == in {
@@ -75,8 +74,8 @@ func (x *xlator) output(a *ofpwire.ActionOutput, table uint8, miss bool) error {
 
 // Port config bits that stop a port receiving or sending.
 const (
-	recvBlocked = ofp.PortConfigNoRcv | ofp.PortConfigDown
-	fwdBlocked  = ofp.PortConfigNoFwd | ofp.PortConfigDown
+	recvBlocked = ofpwire.PortConfigNoRcv | ofpwire.PortConfigDown
+	fwdBlocked  = ofpwire.PortConfigNoFwd | ofpwire.PortConfigDown
 )
 
 // outputPort emits output to port unless its config forbids forwarding.
@@ -85,7 +84,7 @@ func (x *xlator) outputPort(port uint32) error {
 	if x.opts.PortConfig != nil && !x.forwards(port) {
 		return nil
 	}
-	return x.emit(actions.Action{Kind: actions.Output, Port: port})
+	return x.emit(actions.OutputTo(port))
 }
 
 // forwards reports whether port's config (PortConfig must be set) lets
@@ -137,7 +136,7 @@ func (x *xlator) packetInAllowed() bool {
 		return true
 	}
 	x.consult(&flow.Mask{InPort: ^uint32(0)})
-	if pc(x.key.InPort)&ofp.PortConfigNoPacketIn != 0 {
+	if pc(x.key.InPort)&ofpwire.PortConfigNoPacketIn != 0 {
 		if x.tr != nil {
 			x.traceNote(TraceDrop, fmt.Sprintf("in_port %d is NO_PACKET_IN: no packet-in", x.key.InPort))
 		}
@@ -202,7 +201,7 @@ func (x *xlator) normal() error {
 		want := orig
 		switch o.VLAN {
 		case normal.VLANPush:
-			want = tagState{present: true, tpid: 0x8100, tci: o.VID & 0x0fff}
+			want = tagState{present: true, tpid: header.EtherTypeVLAN, tci: o.VID & 0x0fff}
 		case normal.VLANPop:
 			want = tagState{}
 		case normal.VLANRewrite:
@@ -211,7 +210,7 @@ func (x *xlator) normal() error {
 		if err := x.retag(&cur, want); err != nil {
 			return err
 		}
-		if err := x.emit(actions.Action{Kind: actions.Output, Port: o.Port}); err != nil {
+		if err := x.emit(actions.OutputTo(o.Port)); err != nil {
 			return err
 		}
 	}

@@ -10,8 +10,6 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // Small value sets so random entries and packets collide often.
@@ -50,28 +48,28 @@ func randPacket(r *rand.Rand) flow.Key {
 func randMatchOXM(r *rand.Rand, table uint8) []ofpwire.OXM {
 	var fs []ofpwire.OXM
 	if r.Intn(3) == 0 {
-		fs = append(fs, oxm(ofp.XMTypeInPort, uint64(pick(r, pPorts))))
+		fs = append(fs, oxm(ofpwire.XMTypeInPort, uint64(pick(r, pPorts))))
 	}
 	if r.Intn(4) == 0 {
-		fs = append(fs, oxm(ofp.XMTypeVlanID, uint64(0x1000|pick(r, pVIDs))))
+		fs = append(fs, oxm(ofpwire.XMTypeVlanID, uint64(0x1000|pick(r, pVIDs))))
 	}
 	switch r.Intn(4) {
 	case 1:
-		fs = append(fs, oxm(ofp.XMTypeEthType, uint64(pick(r, pTypes))))
+		fs = append(fs, oxm(ofpwire.XMTypeEthType, uint64(pick(r, pTypes))))
 	case 2, 3:
-		fs = append(fs, oxm(ofp.XMTypeEthType, 0x0800))
+		fs = append(fs, oxm(ofpwire.XMTypeEthType, 0x0800))
 		if r.Intn(2) == 0 {
-			f := pick(r, []ofp.XMType{ofp.XMTypeIPv4Src, ofp.XMTypeIPv4Dst})
+			f := pick(r, []ofpwire.XMType{ofpwire.XMTypeIPv4Src, ofpwire.XMTypeIPv4Dst})
 			m := pick(r, []uint64{0xff000000, 0xffff0000, 0xffffffff})
 			fs = append(fs, oxmM(f, uint64(pick(r, pAddrs))&m, m))
 		}
 		if r.Intn(2) == 0 {
 			proto := pick(r, []uint8{6, 17})
-			fs = append(fs, oxm(ofp.XMTypeIPProto, uint64(proto)))
+			fs = append(fs, oxm(ofpwire.XMTypeIPProto, uint64(proto)))
 			if r.Intn(2) == 0 {
-				f := ofp.XMTypeTCPDst
+				f := ofpwire.XMTypeTCPDst
 				if proto == 17 {
-					f = ofp.XMTypeUDPDst
+					f = ofpwire.XMTypeUDPDst
 				}
 				fs = append(fs, oxm(f, uint64(pick(r, pTp))))
 			}
@@ -79,7 +77,7 @@ func randMatchOXM(r *rand.Rand, table uint8) []ofpwire.OXM {
 	}
 	if table > 0 && r.Intn(3) == 0 {
 		m := pick(r, []uint64{0x0f, 0xff})
-		fs = append(fs, oxmM(ofp.XMTypeMetadata, pick(r, pMeta)&m, m))
+		fs = append(fs, oxmM(ofpwire.XMTypeMetadata, pick(r, pMeta)&m, m))
 	}
 	return fs
 }
@@ -87,13 +85,13 @@ func randMatchOXM(r *rand.Rand, table uint8) []ofpwire.OXM {
 func randSetField(r *rand.Rand) ofpwire.Action {
 	switch r.Intn(4) {
 	case 0:
-		return setF(ofp.XMTypeIPv4Src, uint64(pick(r, pAddrs)))
+		return setF(ofpwire.XMTypeIPv4Src, uint64(pick(r, pAddrs)))
 	case 1:
-		return setF(ofp.XMTypeIPv4Dst, uint64(pick(r, pAddrs)))
+		return setF(ofpwire.XMTypeIPv4Dst, uint64(pick(r, pAddrs)))
 	case 2:
-		return setF(pick(r, []ofp.XMType{ofp.XMTypeTCPDst, ofp.XMTypeUDPDst}), uint64(pick(r, pTp)))
+		return setF(pick(r, []ofpwire.XMType{ofpwire.XMTypeTCPDst, ofpwire.XMTypeUDPDst}), uint64(pick(r, pTp)))
 	}
-	return setF(ofp.XMTypeVlanID, uint64(0x1000|pick(r, pVIDs)))
+	return setF(ofpwire.XMTypeVlanID, uint64(0x1000|pick(r, pVIDs)))
 }
 
 func randVLAN(r *rand.Rand) ofpwire.Action {
@@ -106,9 +104,9 @@ func randVLAN(r *rand.Rand) ofpwire.Action {
 func randOutput(r *rand.Rand) ofpwire.Action {
 	switch r.Intn(10) {
 	case 0, 1:
-		return out(uint32(ofp.PortIn))
+		return out(uint32(ofpwire.PortIn))
 	case 2:
-		return out(uint32(pick(r, []ofp.PortNo{ofp.PortAll, ofp.PortFlood, ofp.PortController})))
+		return out(uint32(pick(r, []ofpwire.PortNo{ofpwire.PortAll, ofpwire.PortFlood, ofpwire.PortController})))
 	}
 	return out(uint32(r.Intn(5) + 1))
 }
@@ -117,7 +115,7 @@ func randOutput(r *rand.Rand) ofpwire.Action {
 // the flood list (nil: every port) and each port's OFPPC_* config.
 type portEnv struct {
 	ports, flood []uint32
-	cfg          map[uint32]ofp.PortConfig
+	cfg          map[uint32]ofpwire.PortConfig
 }
 
 var envPorts = []uint32{1, 2, 3, 4, 5}
@@ -125,11 +123,11 @@ var envPorts = []uint32{1, 2, 3, 4, 5}
 // randPortEnv gives about half the ports some config, so that packets
 // often arrive on, and outputs often go to, refusing ports.
 func randPortEnv(r *rand.Rand) *portEnv {
-	e := &portEnv{ports: envPorts, cfg: map[uint32]ofp.PortConfig{}}
+	e := &portEnv{ports: envPorts, cfg: map[uint32]ofpwire.PortConfig{}}
 	for _, p := range envPorts {
 		if r.Intn(2) == 0 {
-			e.cfg[p] = pick(r, []ofp.PortConfig{ofp.PortConfigNoRcv, ofp.PortConfigDown, ofp.PortConfigNoFwd,
-				ofp.PortConfigNoPacketIn, ofp.PortConfigNoFwd | ofp.PortConfigNoPacketIn})
+			e.cfg[p] = pick(r, []ofpwire.PortConfig{ofpwire.PortConfigNoRcv, ofpwire.PortConfigDown, ofpwire.PortConfigNoFwd,
+				ofpwire.PortConfigNoPacketIn, ofpwire.PortConfigNoFwd | ofpwire.PortConfigNoPacketIn})
 		}
 	}
 	if r.Intn(2) == 0 {
@@ -147,10 +145,10 @@ func (e *portEnv) options() Options {
 	if e == nil {
 		return Options{}
 	}
-	return Options{Ports: e.ports, FloodPorts: e.flood, PortConfig: func(p uint32) ofp.PortConfig { return e.cfg[p] }}
+	return Options{Ports: e.ports, FloodPorts: e.flood, PortConfig: func(p uint32) ofpwire.PortConfig { return e.cfg[p] }}
 }
 
-func (e *portEnv) config(p uint32) ofp.PortConfig {
+func (e *portEnv) config(p uint32) ofpwire.PortConfig {
 	if e == nil {
 		return 0
 	}
@@ -158,11 +156,11 @@ func (e *portEnv) config(p uint32) ofp.PortConfig {
 }
 
 func (e *portEnv) receives(p uint32) bool {
-	return e.config(p)&(ofp.PortConfigNoRcv|ofp.PortConfigDown) == 0
+	return e.config(p)&(ofpwire.PortConfigNoRcv|ofpwire.PortConfigDown) == 0
 }
 
 func (e *portEnv) forwards(p uint32) bool {
-	return e.config(p)&(ofp.PortConfigNoFwd|ofp.PortConfigDown) == 0
+	return e.config(p)&(ofpwire.PortConfigNoFwd|ofpwire.PortConfigDown) == 0
 }
 
 func randInstructions(r *rand.Rand, table, nTables uint8) []ofpwire.Instruction {
@@ -234,23 +232,23 @@ func refSetField(k *flow.Key, a *ofpwire.ActionSetField) {
 	v := a.Field.Uint()
 	isIP := k.EthType == 0x0800 || k.EthType == 0x86dd
 	switch a.Field.Field {
-	case ofp.XMTypeIPv4Src:
+	case ofpwire.XMTypeIPv4Src:
 		if k.EthType == 0x0800 {
 			k.IPv4Src = uint32(v)
 		}
-	case ofp.XMTypeIPv4Dst:
+	case ofpwire.XMTypeIPv4Dst:
 		if k.EthType == 0x0800 {
 			k.IPv4Dst = uint32(v)
 		}
-	case ofp.XMTypeTCPDst, ofp.XMTypeUDPDst:
+	case ofpwire.XMTypeTCPDst, ofpwire.XMTypeUDPDst:
 		proto := uint8(6)
-		if a.Field.Field == ofp.XMTypeUDPDst {
+		if a.Field.Field == ofpwire.XMTypeUDPDst {
 			proto = 17
 		}
 		if isIP && k.NwProto == proto && k.NwFrag&flow.FragLater == 0 {
 			k.TpDst = uint16(v)
 		}
-	case ofp.XMTypeVlanID:
+	case ofpwire.XMTypeVlanID:
 		if k.VLAN[0].TPID != 0 {
 			k.VLAN[0].TCI = k.VLAN[0].TCI&^0x0fff | uint16(v&0x0fff)
 		}
@@ -264,24 +262,24 @@ func refAction(env *portEnv, k *flow.Key, a ofpwire.Action, obs []observed) []ob
 	case *ofpwire.ActionOutput:
 		var ports []uint32
 		switch {
-		case a.Port == ofp.PortController:
-			if env.config(k.InPort)&ofp.PortConfigNoPacketIn == 0 {
-				obs = append(obs, observed{uint32(ofp.PortController), *k})
+		case a.Port == ofpwire.PortController:
+			if env.config(k.InPort)&ofpwire.PortConfigNoPacketIn == 0 {
+				obs = append(obs, observed{uint32(ofpwire.PortController), *k})
 			}
-		case a.Port == ofp.PortIn:
+		case a.Port == ofpwire.PortIn:
 			ports = []uint32{k.InPort}
-		case a.Port == ofp.PortAll && env != nil:
+		case a.Port == ofpwire.PortAll && env != nil:
 			ports = env.ports
-		case a.Port == ofp.PortFlood && env != nil:
+		case a.Port == ofpwire.PortFlood && env != nil:
 			ports = env.ports
 			if env.flood != nil {
 				ports = env.flood
 			}
-		case a.Port <= ofp.PortMax:
+		case a.Port <= ofpwire.PortMax:
 			ports = []uint32{uint32(a.Port)}
 		}
 		for _, p := range ports {
-			if (p != k.InPort || a.Port == ofp.PortIn) && env.forwards(p) {
+			if (p != k.InPort || a.Port == ofpwire.PortIn) && env.forwards(p) {
 				obs = append(obs, observed{p, *k})
 			}
 		}
@@ -318,7 +316,7 @@ func reference(t *testing.T, p *pipeline.Pipeline, env *portEnv, key flow.Key) (
 	var obs []observed
 	var md uint64
 	var setOut, setPop, setPush ofpwire.Action
-	setFields := map[ofp.XMType]ofpwire.Action{}
+	setFields := map[ofpwire.XMType]ofpwire.Action{}
 	k := key
 	for tb := uint8(0); ; {
 		var hit *pipeline.Entry
@@ -341,7 +339,7 @@ func reference(t *testing.T, p *pipeline.Pipeline, env *portEnv, key flow.Key) (
 					obs = refAction(env, &k, a, obs)
 				}
 			case *ofpwire.InstrClearActions:
-				setOut, setPop, setPush, setFields = nil, nil, nil, map[ofp.XMType]ofpwire.Action{}
+				setOut, setPop, setPush, setFields = nil, nil, nil, map[ofpwire.XMType]ofpwire.Action{}
 			case *ofpwire.InstrWriteActions:
 				for _, a := range in.Actions {
 					switch sa := a.(type) {
@@ -394,7 +392,7 @@ func runDatapath(t *testing.T, l actions.List, key flow.Key) ([]observed, flow.K
 		case actions.Output:
 			obs = append(obs, observed{a.Port, k})
 		case actions.Controller:
-			obs = append(obs, observed{uint32(ofp.PortController), k})
+			obs = append(obs, observed{uint32(ofpwire.PortController), k})
 		case actions.SetIPv4Src, actions.SetIPv4Dst:
 			if k.EthType == 0x0800 {
 				v := uint32(a.Addr[0])<<24 | uint32(a.Addr[1])<<16 | uint32(a.Addr[2])<<8 | uint32(a.Addr[3])

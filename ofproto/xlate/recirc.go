@@ -222,7 +222,7 @@ func (x *xlator) freeze(ck checkpoint, k frozenKey, ins []ofpwire.Instruction) e
 	if x.tr != nil {
 		x.traceNote(TraceRecirc, fmt.Sprintf("needs a field behind a popped header: recirculating as recirc(%#x), to resume at %s", id, f.String()))
 	}
-	return x.emit(actions.Action{Kind: actions.Recirc, Port: id})
+	return x.emit(actions.RecircAction(id))
 }
 
 // thaw runs the rest of the walk frozen in f against the recirculated

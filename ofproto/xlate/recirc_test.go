@@ -17,8 +17,6 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // runRecirc executes a translation on a frame as the PMD does, following
@@ -41,13 +39,13 @@ func runRecirc(t testing.TB, p *pipeline.Pipeline, l actions.List, frame []byte,
 			case actions.Output:
 				out = append(out, sent{port: a.Port, data: string(pkt.Data())})
 			case actions.Controller:
-				reason, _, _ := ParseControllerArg(a.Port)
-				out = append(out, sent{port: uint32(ofp.PortController), reason: reason, data: string(pkt.Data())})
+				reason, _, _ := ParseControllerArg(a.ControllerArg())
+				out = append(out, sent{port: uint32(ofpwire.PortController), reason: reason, data: string(pkt.Data())})
 			case actions.Recirc:
 				if i != len(l)-1 {
 					t.Fatalf("recirc is not the last action of %v", l)
 				}
-				id = a.Port
+				id = a.RecircID()
 			default:
 				if !actions.Apply(a, pkt) {
 					break run
@@ -141,11 +139,11 @@ func ipv4(a uint32) []byte { return binary.BigEndian.AppendUint32(nil, a) }
 // recirculates once, the right packet leaves with right checksums, and a
 // packet the later table does not match leaves nowhere.
 func TestRecircPopThenMatch(t *testing.T) {
-	ipMatch := []ofpwire.OXM{oxm(ofp.XMTypeEthType, 0x0800), oxm(ofp.XMTypeIPProto, 6),
-		ofpwire.NewOXM(ofp.XMTypeIPv4Src, ipv4(0x0a000001)), oxm(ofp.XMTypeTCPDst, 80), oxm(ofp.XMTypeIPDSCP, 10)}
-	ip6Match := []ofpwire.OXM{oxm(ofp.XMTypeEthType, 0x86dd), oxm(ofp.XMTypeIPProto, 17),
-		ofpwire.NewOXM(ofp.XMTypeIPv6Src, net.ParseIP("2001:db8::1")), oxm(ofp.XMTypeUDPDst, 53)}
-	newDst := ofpwire.NewOXM(ofp.XMTypeIPv4Dst, ipv4(0x0a000063))
+	ipMatch := []ofpwire.OXM{oxm(ofpwire.XMTypeEthType, 0x0800), oxm(ofpwire.XMTypeIPProto, 6),
+		ofpwire.NewOXM(ofpwire.XMTypeIPv4Src, ipv4(0x0a000001)), oxm(ofpwire.XMTypeTCPDst, 80), oxm(ofpwire.XMTypeIPDSCP, 10)}
+	ip6Match := []ofpwire.OXM{oxm(ofpwire.XMTypeEthType, 0x86dd), oxm(ofpwire.XMTypeIPProto, 17),
+		ofpwire.NewOXM(ofpwire.XMTypeIPv6Src, net.ParseIP("2001:db8::1")), oxm(ofpwire.XMTypeUDPDst, 53)}
+	newDst := ofpwire.NewOXM(ofpwire.XMTypeIPv4Dst, ipv4(0x0a000063))
 
 	hit4 := func(t *testing.T, dport uint16, tos uint8) (in, want []byte) {
 		ip, tc, pl := tcp4(t, 0x0a000001, 0x0a000002, dport, tos)
@@ -166,7 +164,7 @@ func TestRecircPopThenMatch(t *testing.T) {
 		frame func(t *testing.T) (in, want []byte) // want nil: nothing leaves
 	}
 	popAndGoto := func(typ uint16) flowSpec {
-		return flowSpec{0, 1, []ofpwire.OXM{oxm(ofp.XMTypeEthType, 0x8847)},
+		return flowSpec{0, 1, []ofpwire.OXM{oxm(ofpwire.XMTypeEthType, 0x8847)},
 			ins(apply(&ofpwire.ActionPopMPLS{EtherType: typ}), gotoT(1))}
 	}
 	cases := []tc{
@@ -189,32 +187,32 @@ func TestRecircPopThenMatch(t *testing.T) {
 				return mplsOver(in), nil
 			}},
 		{"mpls ipv6 udp", []flowSpec{popAndGoto(0x86dd),
-			{1, 10, ip6Match, ins(apply(setF(ofp.XMTypeUDPDst, 5353), out(2)))}},
+			{1, 10, ip6Match, ins(apply(setF(ofpwire.XMTypeUDPDst, 5353), out(2)))}},
 			func(t *testing.T) ([]byte, []byte) {
 				in, want := hit6(t, "2001:db8::1")
 				return mplsOver(in), want
 			}},
 		{"mpls ipv6 udp, other source", []flowSpec{popAndGoto(0x86dd),
-			{1, 10, ip6Match, ins(apply(setF(ofp.XMTypeUDPDst, 5353), out(2)))}},
+			{1, 10, ip6Match, ins(apply(setF(ofpwire.XMTypeUDPDst, 5353), out(2)))}},
 			func(t *testing.T) ([]byte, []byte) {
 				in, _ := hit6(t, "2001:db8::3")
 				return mplsOver(in), nil
 			}},
-		{"pbb", []flowSpec{{0, 1, []ofpwire.OXM{oxm(ofp.XMTypeEthType, 0x88e7)}, ins(apply(&ofpwire.ActionPopPBB{}), gotoT(1))},
-			{1, 10, append([]ofpwire.OXM{ofpwire.NewOXM(ofp.XMTypeEthDst, custDst)}, ipMatch...),
+		{"pbb", []flowSpec{{0, 1, []ofpwire.OXM{oxm(ofpwire.XMTypeEthType, 0x88e7)}, ins(apply(&ofpwire.ActionPopPBB{}), gotoT(1))},
+			{1, 10, append([]ofpwire.OXM{ofpwire.NewOXM(ofpwire.XMTypeEthDst, custDst)}, ipMatch...),
 				ins(apply(&ofpwire.ActionSetField{Field: newDst}, out(2)))}},
 			func(t *testing.T) ([]byte, []byte) {
 				in, want := hit4(t, 80, 10<<2)
 				return pbbOver(in), want
 			}},
-		{"pbb, other port", []flowSpec{{0, 1, []ofpwire.OXM{oxm(ofp.XMTypeEthType, 0x88e7)}, ins(apply(&ofpwire.ActionPopPBB{}), gotoT(1))},
+		{"pbb, other port", []flowSpec{{0, 1, []ofpwire.OXM{oxm(ofpwire.XMTypeEthType, 0x88e7)}, ins(apply(&ofpwire.ActionPopPBB{}), gotoT(1))},
 			{1, 10, ipMatch, ins(apply(out(2)))}},
 			func(t *testing.T) ([]byte, []byte) {
 				in, _ := hit4(t, 443, 10<<2)
 				return pbbOver(in), nil
 			}},
 		{"write actions: pop then set tcp dst", []flowSpec{{0, 1, nil,
-			ins(write(&ofpwire.ActionPopMPLS{EtherType: 0x0800}, setF(ofp.XMTypeTCPDst, 8080), out(2)))}},
+			ins(write(&ofpwire.ActionPopMPLS{EtherType: 0x0800}, setF(ofpwire.XMTypeTCPDst, 8080), out(2)))}},
 			func(t *testing.T) ([]byte, []byte) {
 				ip, tc, pl := tcp4(t, 1, 2, 80, 0)
 				in := l3Frame(t, layers.EthernetTypeIPv4, ip, tc, pl)
@@ -277,7 +275,7 @@ func TestRecircPopThenMatch(t *testing.T) {
 // freed by the next when not used in between; a freed id does not thaw.
 func TestRecircIDs(t *testing.T) {
 	p := build(t, []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionPopMPLS{EtherType: 0x0800}), gotoT(3))},
-		{3, 1, []ofpwire.OXM{oxm(ofp.XMTypeEthType, 0x0800), oxm(ofp.XMTypeIPProto, 6)}, ins(apply(out(2)))}})
+		{3, 1, []ofpwire.OXM{oxm(ofpwire.XMTypeEthType, 0x0800), oxm(ofpwire.XMTypeIPProto, 6)}, ins(apply(out(2)))}})
 	rt := NewRecircTable()
 	opts := Options{Recirc: rt}
 	var ids []uint32
@@ -291,7 +289,7 @@ func TestRecircIDs(t *testing.T) {
 		if last.Kind != actions.Recirc {
 			t.Fatalf("actions %v do not end in recirc", res.Actions)
 		}
-		ids = append(ids, last.Port)
+		ids = append(ids, last.RecircID())
 	}
 	if ids[0] == 0 || ids[1] != ids[0] || ids[3] != ids[0] || rt.Len() != 1 {
 		t.Fatalf("ids %v, %d allocated: want one id for one frozen state", ids, rt.Len())
@@ -319,7 +317,7 @@ func TestRecircIDs(t *testing.T) {
 // recirculating to no end.
 func TestRecircNoProgress(t *testing.T) {
 	gt := pipeline.NewGroupTable()
-	addGroup(t, gt, 1, ofp.GroupTypeAll, bkt(&ofpwire.ActionPopMPLS{EtherType: 0x0800}, setF(ofp.XMTypeTCPDst, 1), out(2)))
+	addGroup(t, gt, 1, ofpwire.GroupTypeAll, bkt(&ofpwire.ActionPopMPLS{EtherType: 0x0800}, setF(ofpwire.XMTypeTCPDst, 1), out(2)))
 	p := build(t, []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionGroup{Group: 1}))}})
 	k := mplsKey(1, 9)
 	var res datapath.UpcallResult
@@ -336,7 +334,7 @@ func TestRecircNoProgress(t *testing.T) {
 // resumed walk.
 func TestRecircTrace(t *testing.T) {
 	p := build(t, []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionPopMPLS{EtherType: 0x0800}), gotoT(1))},
-		{1, 5, []ofpwire.OXM{oxm(ofp.XMTypeEthType, 0x0800), oxm(ofp.XMTypeIPProto, 0)}, ins(apply(out(2)))}})
+		{1, 5, []ofpwire.OXM{oxm(ofpwire.XMTypeEthType, 0x0800), oxm(ofpwire.XMTypeIPProto, 0)}, ins(apply(out(2)))}})
 	k := mplsKey(1, 9)
 	tr, err := TranslateTrace(p, &k, Options{Recirc: NewRecircTable()})
 	if err != nil {

@@ -8,8 +8,6 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // selectShares translates n flows made by mk through a SELECT group whose
@@ -24,7 +22,7 @@ func selectShares(t *testing.T, weights []uint16, n int, mk func(r *rand.Rand) f
 		b.Weight = w
 		bs = append(bs, b)
 	}
-	if _, err := gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupTypeSelect, GroupID: 1, Buckets: bs}, t0); err != nil {
+	if _, err := gt.ApplyGroupMod(&ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeSelect, GroupID: 1, Buckets: bs}, t0); err != nil {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(42, uint64(n)))
@@ -101,7 +99,7 @@ func TestGroupSelectWeightsSpread(t *testing.T) {
 // L4 ports are left out for a non-IP packet.
 func TestGroupSelectL2FieldsInMask(t *testing.T) {
 	gt := pipeline.NewGroupTable()
-	addGroup(t, gt, 1, ofp.GroupTypeSelect, bkt(out(2)), bkt(out(3)))
+	addGroup(t, gt, 1, ofpwire.GroupTypeSelect, bkt(out(2)), bkt(out(3)))
 	res := translateGroups(t, ins(apply(grp(1))), gt, flow.Key{InPort: 1, EthType: 0x88b5, EthSrc: [6]byte{2, 0, 0, 0, 0, 1}}, nil)
 	m := res.Mask
 	if m.EthSrc != ones6 || m.EthDst != ones6 || m.EthType != 0xffff || m.VLAN[0].TCI&0x0fff != 0x0fff {

@@ -5,19 +5,8 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
-
-	"github.com/netrack/openflow/ofp"
-)
-
-// More Ethernet types and IP protocols that set-field prerequisites test.
-const (
-	ethARP      = 0x0806
-	ethPBB      = 0x88e7
-	protoICMP   = 1
-	protoICMPv6 = 58
-	icmpv6NS    = 135
-	icmpv6NA    = 136
 )
 
 var ones6 = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
@@ -30,9 +19,9 @@ var ones6 = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 // refused. ETH_TYPE, IP_PROTO and MPLS_BOS are written (unlike Open
 // vSwitch, which refuses them): the packet then parses as the new value
 // says.
-func settable(f ofp.XMType) bool {
+func settable(f ofpwire.XMType) bool {
 	switch f {
-	case ofp.XMTypeInPort, ofp.XMTypeInPhyPort, ofp.XMTypeIPv6ExtHeader, ofpwire.XMTypeTunFlags:
+	case ofpwire.XMTypeInPort, ofpwire.XMTypeInPhyPort, ofpwire.XMTypeIPv6ExtHeader, ofpwire.XMTypeTunFlags:
 		return false
 	}
 	return int(f) < ofpwire.NumFields
@@ -40,7 +29,7 @@ func settable(f ofp.XMType) bool {
 
 // Settable reports whether set-field may write OpenFlow basic field f: what
 // table features list as settable.
-func Settable(f ofp.XMType) bool { return settable(f) }
+func Settable(f ofpwire.XMType) bool { return settable(f) }
 
 // setFieldArgOK reports whether a set-field value is one the field can
 // hold in a packet that still parses: an Ethernet type below 0x0600 would
@@ -48,10 +37,10 @@ func Settable(f ofp.XMType) bool { return settable(f) }
 // MPLS_BOS is one bit.
 func setFieldArgOK(f ofpwire.OXM) bool {
 	switch f.Field {
-	case ofp.XMTypeEthType:
+	case ofpwire.XMTypeEthType:
 		t := f.Uint()
 		return t >= 0x0600 && !isVLANType(uint16(t))
-	case ofp.XMTypeMPLSBOS:
+	case ofpwire.XMTypeMPLSBOS:
 		return f.Uint() <= 1
 	}
 	return true
@@ -60,8 +49,8 @@ func setFieldArgOK(f ofpwire.OXM) bool {
 // maskedSettable reports whether a masked set-field on f translates: the
 // datapath's only masked set is the VLAN TCI's, and metadata is not
 // packet data.
-func maskedSettable(f ofp.XMType) bool {
-	return f == ofp.XMTypeVlanID || f == ofp.XMTypeMetadata
+func maskedSettable(f ofpwire.XMType) bool {
+	return f == ofpwire.XMTypeVlanID || f == ofpwire.XMTypeMetadata
 }
 
 // setFieldSupported returns the field's value as an integer (for the
@@ -97,14 +86,14 @@ func (x *xlator) l4Prereq(proto uint8) bool {
 	return x.key.NwProto == proto && x.key.NwFrag&flow.FragLater == 0
 }
 
-func l4Proto(f ofp.XMType) uint8 {
+func l4Proto(f ofpwire.XMType) uint8 {
 	switch f {
-	case ofp.XMTypeTCPSrc, ofp.XMTypeTCPDst:
-		return protoTCP
-	case ofp.XMTypeUDPSrc, ofp.XMTypeUDPDst:
-		return protoUDP
+	case ofpwire.XMTypeTCPSrc, ofpwire.XMTypeTCPDst:
+		return header.IPProtoTCP
+	case ofpwire.XMTypeUDPSrc, ofpwire.XMTypeUDPDst:
+		return header.IPProtoUDP
 	}
-	return protoSCTP
+	return header.IPProtoSCTP
 }
 
 // ethTypeIs reports whether the packet's Ethernet type is t, consulting it.
@@ -117,13 +106,13 @@ func (x *xlator) ethTypeIs(t uint16) bool {
 // message whose type and code the key holds.
 func (x *xlator) icmpPrereq(v6 bool) bool {
 	if v6 {
-		return x.l4Prereq(protoICMPv6) && x.key.EthType == ethIPv6
+		return x.l4Prereq(header.IPProtoICMPv6) && x.key.EthType == header.EtherTypeIPv6
 	}
-	return x.l4Prereq(protoICMP) && x.key.EthType == ethIPv4
+	return x.l4Prereq(header.IPProtoICMP) && x.key.EthType == header.EtherTypeIPv4
 }
 
 // ndPrereq reports whether the packet is a neighbour solicitation (typ
-// icmpv6NS), advertisement (icmpv6NA), or either (typ 0) that extraction
+// header.ICMPv6NeighborSolicit), advertisement (header.ICMPv6NeighborAdvert), or either (typ 0) that extraction
 // parses: ICMPv6 code 0 too.
 func (x *xlator) ndPrereq(typ uint16) bool {
 	if !x.icmpPrereq(true) {
@@ -131,13 +120,15 @@ func (x *xlator) ndPrereq(typ uint16) bool {
 	}
 	x.consult(&flow.Mask{TpSrc: 0xffff, TpDst: 0xffff})
 	t := x.key.TpSrc
-	if x.key.TpDst != 0 || (t != icmpv6NS && t != icmpv6NA) {
+	if x.key.TpDst != 0 || (t != header.ICMPv6NeighborSolicit && t != header.ICMPv6NeighborAdvert) {
 		return false
 	}
 	return typ == 0 || t == typ
 }
 
-func isND(typ, code uint16) bool { return (typ == icmpv6NS || typ == icmpv6NA) && code == 0 }
+func isND(typ, code uint16) bool {
+	return (typ == header.ICMPv6NeighborSolicit || typ == header.ICMPv6NeighborAdvert) && code == 0
+}
 
 // known clears the unknown bits of the field set marks: a set-field wrote
 // it, so its value is the translation's.
@@ -162,22 +153,22 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 	k, w, u := &x.key, &x.written, &x.unknown
 	act := actions.Action{}
 	switch f.Field {
-	case ofp.XMTypeMetadata:
+	case ofpwire.XMTypeMetadata:
 		m := ^uint64(0)
 		if f.HasMask {
 			m = f.MaskUint()
 		}
 		x.md = x.md&^m | v&m
 		return nil
-	case ofp.XMTypeEthDst:
+	case ofpwire.XMTypeEthDst:
 		k.EthDst, w.EthDst, u.EthDst = [6]byte(f.Value), ones6, [6]byte{}
 		act.Kind = actions.SetEthDst
 		copy(act.Addr[:], f.Value)
-	case ofp.XMTypeEthSrc:
+	case ofpwire.XMTypeEthSrc:
 		k.EthSrc, w.EthSrc, u.EthSrc = [6]byte(f.Value), ones6, [6]byte{}
 		act.Kind = actions.SetEthSrc
 		copy(act.Addr[:], f.Value)
-	case ofp.XMTypeVlanID, ofp.XMTypeVlanPCP:
+	case ofpwire.XMTypeVlanID, ofpwire.XMTypeVlanPCP:
 		// Sets the outer tag's VID or PCP; no-op without a tag.
 		x.consult(&flow.Mask{VLAN: [2]flow.VLANTag{{TPID: flow.TPIDPresent}}})
 		if k.VLAN[0].TPID&flow.TPIDPresent == 0 {
@@ -188,7 +179,7 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 			msk &= uint16(f.MaskUint())
 		}
 		val := uint16(v) & msk
-		if f.Field == ofp.XMTypeVlanPCP {
+		if f.Field == ofpwire.XMTypeVlanPCP {
 			val, msk = uint16(v&7)<<13, 0xe000
 		}
 		if msk == 0 {
@@ -198,25 +189,25 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 		w.VLAN[0].TCI |= msk
 		u.VLAN[0].TCI &^= msk
 		act = actions.Action{Kind: actions.SetVLANTCI, Val16: msk, Val16b: val}
-	case ofp.XMTypeIPDSCP, ofp.XMTypeIPECN:
+	case ofpwire.XMTypeIPDSCP, ofpwire.XMTypeIPECN:
 		if !x.isIP() {
 			return nil
 		}
 		val, msk := uint8(v&0x3f)<<2, uint8(0xfc)
-		if f.Field == ofp.XMTypeIPECN {
+		if f.Field == ofpwire.XMTypeIPECN {
 			val, msk = uint8(v&3), 0x03
 		}
 		k.NwTOS = k.NwTOS&^msk | val
 		w.NwTOS |= msk
 		u.NwTOS &^= msk
 		act = actions.Action{Kind: actions.SetIPTOS, Val8: val, Mask8: msk}
-	case ofp.XMTypeIPv4Src, ofp.XMTypeIPv4Dst, ofp.XMTypeARPSPA, ofp.XMTypeARPTPA:
+	case ofpwire.XMTypeIPv4Src, ofpwire.XMTypeIPv4Dst, ofpwire.XMTypeARPSPA, ofpwire.XMTypeARPTPA:
 		// ARP's protocol addresses live in the key's IPv4 address fields.
-		arp := f.Field == ofp.XMTypeARPSPA || f.Field == ofp.XMTypeARPTPA
-		if arp && !x.ethTypeIs(ethARP) || !arp && !x.ethTypeIs(ethIPv4) {
+		arp := f.Field == ofpwire.XMTypeARPSPA || f.Field == ofpwire.XMTypeARPTPA
+		if arp && !x.ethTypeIs(header.EtherTypeARP) || !arp && !x.ethTypeIs(header.EtherTypeIPv4) {
 			return nil
 		}
-		src := f.Field == ofp.XMTypeIPv4Src || f.Field == ofp.XMTypeARPSPA
+		src := f.Field == ofpwire.XMTypeIPv4Src || f.Field == ofpwire.XMTypeARPSPA
 		if src {
 			k.IPv4Src, w.IPv4Src, u.IPv4Src = uint32(v), ^uint32(0), 0
 		} else {
@@ -224,26 +215,26 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 		}
 		act.Kind = ipv4SetKind(arp, src)
 		copy(act.Addr[:], f.Value)
-	case ofp.XMTypeIPv6Src, ofp.XMTypeIPv6Dst:
-		if !x.ethTypeIs(ethIPv6) {
+	case ofpwire.XMTypeIPv6Src, ofpwire.XMTypeIPv6Dst:
+		if !x.ethTypeIs(header.EtherTypeIPv6) {
 			return nil
 		}
 		act.Kind = actions.SetIPv6Src
-		if f.Field == ofp.XMTypeIPv6Src {
+		if f.Field == ofpwire.XMTypeIPv6Src {
 			k.IPv6Src, w.IPv6Src, u.IPv6Src = [16]byte(f.Value), ones16, [16]byte{}
 		} else {
 			k.IPv6Dst, w.IPv6Dst, u.IPv6Dst = [16]byte(f.Value), ones16, [16]byte{}
 			act.Kind = actions.SetIPv6Dst
 		}
 		copy(act.Addr[:], f.Value)
-	case ofp.XMTypeIPv6FLabel:
-		if !x.ethTypeIs(ethIPv6) {
+	case ofpwire.XMTypeIPv6FLabel:
+		if !x.ethTypeIs(header.EtherTypeIPv6) {
 			return nil
 		}
 		k.IPv6Label, w.IPv6Label, u.IPv6Label = uint32(v)&0xfffff, ^uint32(0), 0
-		act = actions.Action{Kind: actions.SetIPv6Label, Port: uint32(v) & 0xfffff}
-	case ofp.XMTypeARPOpcode:
-		if !x.ethTypeIs(ethARP) {
+		act = actions.Action{Kind: actions.SetIPv6Label, Val32: uint32(v) & 0xfffff}
+	case ofpwire.XMTypeARPOpcode:
+		if !x.ethTypeIs(header.EtherTypeARP) {
 			return nil
 		}
 		// The key holds the opcode only when it fits a byte, as extraction.
@@ -252,42 +243,42 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 			k.NwProto = uint8(v)
 		}
 		act = actions.Action{Kind: actions.SetARPOp, Val16: uint16(v)}
-	case ofp.XMTypeARPSHA, ofp.XMTypeARPTHA:
-		if !x.ethTypeIs(ethARP) {
+	case ofpwire.XMTypeARPSHA, ofpwire.XMTypeARPTHA:
+		if !x.ethTypeIs(header.EtherTypeARP) {
 			return nil
 		}
 		act.Kind = actions.SetARPSHA
-		if f.Field == ofp.XMTypeARPSHA {
+		if f.Field == ofpwire.XMTypeARPSHA {
 			k.ArpSHA, w.ArpSHA, u.ArpSHA = [6]byte(f.Value), ones6, [6]byte{}
 		} else {
 			k.ArpTHA, w.ArpTHA, u.ArpTHA = [6]byte(f.Value), ones6, [6]byte{}
 			act.Kind = actions.SetARPTHA
 		}
 		copy(act.Addr[:], f.Value)
-	case ofp.XMTypeICMPv4Type, ofp.XMTypeICMPv4Code:
+	case ofpwire.XMTypeICMPv4Type, ofpwire.XMTypeICMPv4Code:
 		if !x.icmpPrereq(false) {
 			return nil
 		}
-		act = x.setTypeCode(f.Field == ofp.XMTypeICMPv4Type, uint8(v))
-	case ofp.XMTypeICMPv6Type, ofp.XMTypeICMPv6Code:
+		act = x.setTypeCode(f.Field == ofpwire.XMTypeICMPv4Type, uint8(v))
+	case ofpwire.XMTypeICMPv6Type, ofpwire.XMTypeICMPv6Code:
 		if !x.icmpPrereq(true) {
 			return nil
 		}
-		x.icmpv6ND(f.Field == ofp.XMTypeICMPv6Type, uint16(uint8(v)))
-		act = x.setTypeCode(f.Field == ofp.XMTypeICMPv6Type, uint8(v))
-	case ofp.XMTypeIPv6NDTarget:
+		x.icmpv6ND(f.Field == ofpwire.XMTypeICMPv6Type, uint16(uint8(v)))
+		act = x.setTypeCode(f.Field == ofpwire.XMTypeICMPv6Type, uint8(v))
+	case ofpwire.XMTypeIPv6NDTarget:
 		if !x.ndPrereq(0) {
 			return nil
 		}
 		k.NDTarget, w.NDTarget, u.NDTarget = [16]byte(f.Value), ones16, [16]byte{}
 		act.Kind = actions.SetNDTarget
 		copy(act.Addr[:], f.Value)
-	case ofp.XMTypeIPv6NDSLL, ofp.XMTypeIPv6NDTLL:
-		sll := f.Field == ofp.XMTypeIPv6NDSLL
-		typ, field, kind := uint16(icmpv6NS), &k.ArpSHA, actions.SetNDSLL
+	case ofpwire.XMTypeIPv6NDSLL, ofpwire.XMTypeIPv6NDTLL:
+		sll := f.Field == ofpwire.XMTypeIPv6NDSLL
+		typ, field, kind := uint16(header.ICMPv6NeighborSolicit), &k.ArpSHA, actions.SetNDSLL
 		wf, uf := &w.ArpSHA, &u.ArpSHA
 		if !sll {
-			typ, field, kind = icmpv6NA, &k.ArpTHA, actions.SetNDTLL
+			typ, field, kind = header.ICMPv6NeighborAdvert, &k.ArpTHA, actions.SetNDTLL
 			wf, uf = &w.ArpTHA, &u.ArpTHA
 		}
 		if !x.ndPrereq(typ) {
@@ -309,34 +300,34 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 		}
 		act.Kind = kind
 		copy(act.Addr[:], f.Value)
-	case ofp.XMTypeMPLSLabel, ofp.XMTypeMPLSTC:
+	case ofpwire.XMTypeMPLSLabel, ofpwire.XMTypeMPLSTC:
 		if !x.isMPLS() {
 			return nil
 		}
-		if f.Field == ofp.XMTypeMPLSLabel {
+		if f.Field == ofpwire.XMTypeMPLSLabel {
 			x.setLSE(lseLabel, uint32(v)<<12)
-			act = actions.Action{Kind: actions.SetMPLSLabel, Port: uint32(v) & 0xfffff}
+			act = actions.Action{Kind: actions.SetMPLSLabel, Val32: uint32(v) & 0xfffff}
 		} else {
 			x.setLSE(lseTC, uint32(v)<<9)
 			act = actions.Action{Kind: actions.SetMPLSTC, Val8: uint8(v) & 7}
 		}
-	case ofp.XMTypeMPLSBOS:
+	case ofpwire.XMTypeMPLSBOS:
 		if !x.isMPLS() {
 			return nil
 		}
 		x.setLSE(lseBoS, uint32(v&1)<<8)
 		act = actions.Action{Kind: actions.SetMPLSBoS, Val8: uint8(v & 1)}
-	case ofp.XMTypeEthType:
+	case ofpwire.XMTypeEthType:
 		return x.setEthType(uint16(v))
-	case ofp.XMTypeIPProto:
+	case ofpwire.XMTypeIPProto:
 		return x.setIPProto(uint8(v))
-	case ofp.XMTypePBBISID:
-		if !x.ethTypeIs(ethPBB) {
+	case ofpwire.XMTypePBBISID:
+		if !x.ethTypeIs(header.EtherTypePBB) {
 			return nil
 		}
 		k.PBBISID, w.PBBISID, u.PBBISID = uint32(v)&0xffffff, ^uint32(0), 0
-		act = actions.Action{Kind: actions.SetPBBISID, Port: uint32(v) & 0xffffff}
-	case ofp.XMTypeTunnelID:
+		act = actions.Action{Kind: actions.SetPBBISID, Val32: uint32(v) & 0xffffff}
+	case ofpwire.XMTypeTunnelID:
 		k.TunnelID, w.TunnelID, u.TunnelID = v, ^uint64(0), 0
 		act.Kind = actions.SetTunnelID
 		copy(act.Addr[:8], f.Value)
@@ -363,7 +354,7 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 			return nil
 		}
 		switch f.Field {
-		case ofp.XMTypeTCPSrc, ofp.XMTypeUDPSrc, ofp.XMTypeSCTPSrc:
+		case ofpwire.XMTypeTCPSrc, ofpwire.XMTypeUDPSrc, ofpwire.XMTypeSCTPSrc:
 			k.TpSrc, w.TpSrc, u.TpSrc = uint16(v), 0xffff, 0
 			act.Kind = actions.SetL4Src
 		default:
@@ -451,11 +442,11 @@ func (x *xlator) setEthType(typ uint16) error {
 // ports sit in the first four bytes (0 for the others).
 func portHeaderLen(proto uint8) int {
 	switch proto {
-	case protoTCP:
+	case header.IPProtoTCP:
 		return 20
-	case protoUDP:
+	case header.IPProtoUDP:
 		return 8
-	case protoSCTP:
+	case header.IPProtoSCTP:
 		return 12
 	}
 	return 0
@@ -484,7 +475,7 @@ func (x *xlator) setIPProto(proto uint8) error {
 	x.consult(&flow.Mask{NwProto: 0xff, NwFrag: 0xff})
 	k := &x.key
 	old := k.NwProto
-	if old == proto || k.EthType == ethIPv6 && !ipv6ChainEnds(old) {
+	if old == proto || k.EthType == header.EtherTypeIPv6 && !ipv6ChainEnds(old) {
 		return nil
 	}
 	k.NwProto, x.written.NwProto, x.unknown.NwProto = proto, 0xff, 0

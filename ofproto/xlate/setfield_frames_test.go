@@ -16,8 +16,7 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
-	"github.com/netrack/openflow/ofp"
-
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/internal/checksumref"
 )
 
@@ -118,7 +117,7 @@ func frameND(t testing.TB, typ uint8) []byte {
 	ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(typ, 0)}
 	_ = ic.SetNetworkLayerForChecksum(ip)
 	var body gopacket.SerializableLayer
-	if typ == icmpv6NS {
+	if typ == header.ICMPv6NeighborSolicit {
 		body = &layers.ICMPv6NeighborSolicitation{TargetAddress: sfV6b,
 			Options: layers.ICMPv6Options{{Type: layers.ICMPv6OptSourceAddress, Data: []byte(sfMAC1)}}}
 	} else {
@@ -270,7 +269,7 @@ func mac(b ...byte) []byte { return b }
 // gopacket must then read.
 type setFieldCase struct {
 	name  string
-	field ofp.XMType
+	field ofpwire.XMType
 	value []byte
 	frame func(testing.TB) []byte
 	check func(t *testing.T, got []byte, pk gopacket.Packet)
@@ -288,17 +287,17 @@ func layerOf[L any](t *testing.T, pk gopacket.Packet, lt gopacket.LayerType) L {
 func u16(v uint16) []byte { return []byte{byte(v >> 8), byte(v)} }
 
 var setFieldCases = []setFieldCase{
-	{"eth_dst", ofp.XMTypeEthDst, mac(2, 9, 9, 9, 9, 9), frameUDP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"eth_dst", ofpwire.XMTypeEthDst, mac(2, 9, 9, 9, 9, 9), frameUDP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if e := layerOf[*layers.Ethernet](t, pk, layers.LayerTypeEthernet); !bytes.Equal(e.DstMAC, mac(2, 9, 9, 9, 9, 9)) {
 			t.Fatalf("eth_dst %v", e.DstMAC)
 		}
 	}},
-	{"eth_src", ofp.XMTypeEthSrc, mac(2, 8, 8, 8, 8, 8), frameUDP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"eth_src", ofpwire.XMTypeEthSrc, mac(2, 8, 8, 8, 8, 8), frameUDP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if e := layerOf[*layers.Ethernet](t, pk, layers.LayerTypeEthernet); !bytes.Equal(e.SrcMAC, mac(2, 8, 8, 8, 8, 8)) {
 			t.Fatalf("eth_src %v", e.SrcMAC)
 		}
 	}},
-	{"eth_type IPv4 to a local experimental type", ofp.XMTypeEthType, u16(0x88b5), frameUDP4, func(t *testing.T, got []byte, pk gopacket.Packet) {
+	{"eth_type IPv4 to a local experimental type", ofpwire.XMTypeEthType, u16(0x88b5), frameUDP4, func(t *testing.T, got []byte, pk gopacket.Packet) {
 		if e := layerOf[*layers.Ethernet](t, pk, layers.LayerTypeEthernet); e.EthernetType != 0x88b5 {
 			t.Fatalf("eth_type %#x", uint16(e.EthernetType))
 		}
@@ -306,37 +305,37 @@ var setFieldCases = []setFieldCase{
 			t.Fatal("the bytes behind the Ethernet type changed")
 		}
 	}},
-	{"eth_type behind a VLAN tag", ofp.XMTypeEthType, u16(0x0806), frameVLANUDP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"eth_type behind a VLAN tag", ofpwire.XMTypeEthType, u16(0x0806), frameVLANUDP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if q := layerOf[*layers.Dot1Q](t, pk, layers.LayerTypeDot1Q); q.Type != layers.EthernetTypeARP || q.VLANIdentifier != 10 {
 			t.Fatalf("tag %+v, want VID 10 over type 0x0806", q)
 		}
 	}},
-	{"vlan_vid", ofp.XMTypeVlanID, u16(0x1000 | 77), frameVLANUDP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"vlan_vid", ofpwire.XMTypeVlanID, u16(0x1000 | 77), frameVLANUDP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if q := layerOf[*layers.Dot1Q](t, pk, layers.LayerTypeDot1Q); q.VLANIdentifier != 77 || q.Priority != 2 {
 			t.Fatalf("tag %+v, want VID 77 PCP 2", q)
 		}
 	}},
-	{"vlan_pcp", ofp.XMTypeVlanPCP, []byte{6}, frameVLANUDP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"vlan_pcp", ofpwire.XMTypeVlanPCP, []byte{6}, frameVLANUDP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if q := layerOf[*layers.Dot1Q](t, pk, layers.LayerTypeDot1Q); q.VLANIdentifier != 10 || q.Priority != 6 {
 			t.Fatalf("tag %+v, want VID 10 PCP 6", q)
 		}
 	}},
-	{"ip_dscp v4", ofp.XMTypeIPDSCP, []byte{46}, frameUDP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"ip_dscp v4", ofpwire.XMTypeIPDSCP, []byte{46}, frameUDP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if ip := layerOf[*layers.IPv4](t, pk, layers.LayerTypeIPv4); ip.TOS != 46<<2 {
 			t.Fatalf("TOS %#x, want DSCP 46 with ECN 0", ip.TOS)
 		}
 	}},
-	{"ip_dscp v6", ofp.XMTypeIPDSCP, []byte{12}, frameUDP6, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"ip_dscp v6", ofpwire.XMTypeIPDSCP, []byte{12}, frameUDP6, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if ip := layerOf[*layers.IPv6](t, pk, layers.LayerTypeIPv6); ip.TrafficClass != 12<<2 || ip.FlowLabel != 0x12345 {
 			t.Fatalf("traffic class %#x label %#x", ip.TrafficClass, ip.FlowLabel)
 		}
 	}},
-	{"ip_ecn", ofp.XMTypeIPECN, []byte{3}, frameTCP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"ip_ecn", ofpwire.XMTypeIPECN, []byte{3}, frameTCP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if ip := layerOf[*layers.IPv4](t, pk, layers.LayerTypeIPv4); ip.TOS != 0x28|3 {
 			t.Fatalf("TOS %#x, want DSCP kept, ECN 3", ip.TOS)
 		}
 	}},
-	{"ip_proto TCP to UDP (v4)", ofp.XMTypeIPProto, []byte{17}, frameTCP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"ip_proto TCP to UDP (v4)", ofpwire.XMTypeIPProto, []byte{17}, frameTCP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if ip := layerOf[*layers.IPv4](t, pk, layers.LayerTypeIPv4); ip.Protocol != layers.IPProtocolUDP {
 			t.Fatalf("protocol %v", ip.Protocol)
 		}
@@ -344,7 +343,7 @@ var setFieldCases = []setFieldCase{
 			t.Fatalf("ports %d→%d, want the TCP ports kept", u.SrcPort, u.DstPort)
 		}
 	}},
-	{"ip_proto UDP to an unknown protocol (v4)", ofp.XMTypeIPProto, []byte{253}, frameUDP4, func(t *testing.T, got []byte, pk gopacket.Packet) {
+	{"ip_proto UDP to an unknown protocol (v4)", ofpwire.XMTypeIPProto, []byte{253}, frameUDP4, func(t *testing.T, got []byte, pk gopacket.Packet) {
 		if ip := layerOf[*layers.IPv4](t, pk, layers.LayerTypeIPv4); ip.Protocol != 253 {
 			t.Fatalf("protocol %v", ip.Protocol)
 		}
@@ -352,155 +351,155 @@ var setFieldCases = []setFieldCase{
 			t.Fatal("the payload of a protocol without a checksum changed")
 		}
 	}},
-	{"ip_proto UDP to TCP (v6)", ofp.XMTypeIPProto, []byte{6}, frameUDP6, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"ip_proto UDP to TCP (v6)", ofpwire.XMTypeIPProto, []byte{6}, frameUDP6, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if ip := layerOf[*layers.IPv6](t, pk, layers.LayerTypeIPv6); ip.NextHeader != layers.IPProtocolTCP {
 			t.Fatalf("next header %v", ip.NextHeader)
 		}
 	}},
-	{"ipv4_src", ofp.XMTypeIPv4Src, []byte{198, 19, 1, 1}, frameTCP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"ipv4_src", ofpwire.XMTypeIPv4Src, []byte{198, 19, 1, 1}, frameTCP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if ip := layerOf[*layers.IPv4](t, pk, layers.LayerTypeIPv4); !ip.SrcIP.Equal(net.IPv4(198, 19, 1, 1)) {
 			t.Fatalf("src %v", ip.SrcIP)
 		}
 	}},
-	{"ipv4_dst", ofp.XMTypeIPv4Dst, []byte{198, 19, 2, 2}, frameUDP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"ipv4_dst", ofpwire.XMTypeIPv4Dst, []byte{198, 19, 2, 2}, frameUDP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if ip := layerOf[*layers.IPv4](t, pk, layers.LayerTypeIPv4); !ip.DstIP.Equal(net.IPv4(198, 19, 2, 2)) {
 			t.Fatalf("dst %v", ip.DstIP)
 		}
 	}},
-	{"tcp_src", ofp.XMTypeTCPSrc, u16(4444), frameTCP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"tcp_src", ofpwire.XMTypeTCPSrc, u16(4444), frameTCP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if l := layerOf[*layers.TCP](t, pk, layers.LayerTypeTCP); l.SrcPort != 4444 {
 			t.Fatalf("port %d", l.SrcPort)
 		}
 	}},
-	{"tcp_dst v6", ofp.XMTypeTCPDst, u16(8080), frameTCP6, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"tcp_dst v6", ofpwire.XMTypeTCPDst, u16(8080), frameTCP6, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if l := layerOf[*layers.TCP](t, pk, layers.LayerTypeTCP); l.DstPort != 8080 {
 			t.Fatalf("port %d", l.DstPort)
 		}
 	}},
-	{"udp_src", ofp.XMTypeUDPSrc, u16(5555), frameUDP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"udp_src", ofpwire.XMTypeUDPSrc, u16(5555), frameUDP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if l := layerOf[*layers.UDP](t, pk, layers.LayerTypeUDP); l.SrcPort != 5555 {
 			t.Fatalf("port %d", l.SrcPort)
 		}
 	}},
-	{"udp_dst v6", ofp.XMTypeUDPDst, u16(5353), frameUDP6, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"udp_dst v6", ofpwire.XMTypeUDPDst, u16(5353), frameUDP6, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if l := layerOf[*layers.UDP](t, pk, layers.LayerTypeUDP); l.DstPort != 5353 {
 			t.Fatalf("port %d", l.DstPort)
 		}
 	}},
-	{"sctp_src", ofp.XMTypeSCTPSrc, u16(7000), frameSCTP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"sctp_src", ofpwire.XMTypeSCTPSrc, u16(7000), frameSCTP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if l := layerOf[*layers.SCTP](t, pk, layers.LayerTypeSCTP); l.SrcPort != 7000 || l.DstPort != 6000 {
 			t.Fatalf("ports %d→%d", l.SrcPort, l.DstPort)
 		}
 	}},
-	{"sctp_dst", ofp.XMTypeSCTPDst, u16(7001), frameSCTP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"sctp_dst", ofpwire.XMTypeSCTPDst, u16(7001), frameSCTP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if l := layerOf[*layers.SCTP](t, pk, layers.LayerTypeSCTP); l.DstPort != 7001 || l.SrcPort != 5000 {
 			t.Fatalf("ports %d→%d", l.SrcPort, l.DstPort)
 		}
 	}},
-	{"icmpv4_type", ofp.XMTypeICMPv4Type, []byte{0}, frameICMP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"icmpv4_type", ofpwire.XMTypeICMPv4Type, []byte{0}, frameICMP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if l := layerOf[*layers.ICMPv4](t, pk, layers.LayerTypeICMPv4); l.TypeCode.Type() != 0 {
 			t.Fatalf("type %d", l.TypeCode.Type())
 		}
 	}},
-	{"icmpv4_code", ofp.XMTypeICMPv4Code, []byte{5}, frameICMP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"icmpv4_code", ofpwire.XMTypeICMPv4Code, []byte{5}, frameICMP4, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if l := layerOf[*layers.ICMPv4](t, pk, layers.LayerTypeICMPv4); l.TypeCode.Code() != 5 || l.TypeCode.Type() != 8 {
 			t.Fatalf("type/code %v", l.TypeCode)
 		}
 	}},
-	{"arp_op", ofp.XMTypeARPOpcode, u16(2), frameARP, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"arp_op", ofpwire.XMTypeARPOpcode, u16(2), frameARP, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if l := layerOf[*layers.ARP](t, pk, layers.LayerTypeARP); l.Operation != 2 {
 			t.Fatalf("op %d", l.Operation)
 		}
 	}},
-	{"arp_spa", ofp.XMTypeARPSPA, []byte{198, 18, 9, 9}, frameARP, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"arp_spa", ofpwire.XMTypeARPSPA, []byte{198, 18, 9, 9}, frameARP, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if l := layerOf[*layers.ARP](t, pk, layers.LayerTypeARP); !bytes.Equal(l.SourceProtAddress, []byte{198, 18, 9, 9}) {
 			t.Fatalf("spa %v", l.SourceProtAddress)
 		}
 	}},
-	{"arp_tpa", ofp.XMTypeARPTPA, []byte{198, 18, 9, 8}, frameARP, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"arp_tpa", ofpwire.XMTypeARPTPA, []byte{198, 18, 9, 8}, frameARP, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if l := layerOf[*layers.ARP](t, pk, layers.LayerTypeARP); !bytes.Equal(l.DstProtAddress, []byte{198, 18, 9, 8}) {
 			t.Fatalf("tpa %v", l.DstProtAddress)
 		}
 	}},
-	{"arp_sha", ofp.XMTypeARPSHA, mac(2, 7, 7, 7, 7, 7), frameARP, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"arp_sha", ofpwire.XMTypeARPSHA, mac(2, 7, 7, 7, 7, 7), frameARP, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if l := layerOf[*layers.ARP](t, pk, layers.LayerTypeARP); !bytes.Equal(l.SourceHwAddress, mac(2, 7, 7, 7, 7, 7)) {
 			t.Fatalf("sha %v", l.SourceHwAddress)
 		}
 	}},
-	{"arp_tha", ofp.XMTypeARPTHA, mac(2, 6, 6, 6, 6, 6), frameARP, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"arp_tha", ofpwire.XMTypeARPTHA, mac(2, 6, 6, 6, 6, 6), frameARP, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if l := layerOf[*layers.ARP](t, pk, layers.LayerTypeARP); !bytes.Equal(l.DstHwAddress, mac(2, 6, 6, 6, 6, 6)) {
 			t.Fatalf("tha %v", l.DstHwAddress)
 		}
 	}},
-	{"ipv6_src", ofp.XMTypeIPv6Src, net.ParseIP("2001:db8::77"), frameTCP6, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"ipv6_src", ofpwire.XMTypeIPv6Src, net.ParseIP("2001:db8::77"), frameTCP6, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if ip := layerOf[*layers.IPv6](t, pk, layers.LayerTypeIPv6); !ip.SrcIP.Equal(net.ParseIP("2001:db8::77")) {
 			t.Fatalf("src %v", ip.SrcIP)
 		}
 	}},
-	{"ipv6_dst", ofp.XMTypeIPv6Dst, net.ParseIP("2001:db8::78"), frameICMP6, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"ipv6_dst", ofpwire.XMTypeIPv6Dst, net.ParseIP("2001:db8::78"), frameICMP6, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if ip := layerOf[*layers.IPv6](t, pk, layers.LayerTypeIPv6); !ip.DstIP.Equal(net.ParseIP("2001:db8::78")) {
 			t.Fatalf("dst %v", ip.DstIP)
 		}
 	}},
-	{"ipv6_flabel", ofp.XMTypeIPv6FLabel, []byte{0, 0x0a, 0xbc, 0xde}, frameUDP6, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"ipv6_flabel", ofpwire.XMTypeIPv6FLabel, []byte{0, 0x0a, 0xbc, 0xde}, frameUDP6, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if ip := layerOf[*layers.IPv6](t, pk, layers.LayerTypeIPv6); ip.FlowLabel != 0xabcde || ip.TrafficClass != 0x28 {
 			t.Fatalf("label %#x class %#x", ip.FlowLabel, ip.TrafficClass)
 		}
 	}},
-	{"icmpv6_type", ofp.XMTypeICMPv6Type, []byte{129}, frameICMP6, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"icmpv6_type", ofpwire.XMTypeICMPv6Type, []byte{129}, frameICMP6, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if l := layerOf[*layers.ICMPv6](t, pk, layers.LayerTypeICMPv6); l.TypeCode.Type() != 129 {
 			t.Fatalf("type %d", l.TypeCode.Type())
 		}
 	}},
-	{"icmpv6_code", ofp.XMTypeICMPv6Code, []byte{3}, frameICMP6, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"icmpv6_code", ofpwire.XMTypeICMPv6Code, []byte{3}, frameICMP6, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if l := layerOf[*layers.ICMPv6](t, pk, layers.LayerTypeICMPv6); l.TypeCode.Code() != 3 {
 			t.Fatalf("code %d", l.TypeCode.Code())
 		}
 	}},
-	{"ipv6_nd_target", ofp.XMTypeIPv6NDTarget, net.ParseIP("2001:db8::99"), func(t testing.TB) []byte { return frameND(t, icmpv6NS) },
+	{"ipv6_nd_target", ofpwire.XMTypeIPv6NDTarget, net.ParseIP("2001:db8::99"), func(t testing.TB) []byte { return frameND(t, header.ICMPv6NeighborSolicit) },
 		func(t *testing.T, _ []byte, pk gopacket.Packet) {
 			if l := layerOf[*layers.ICMPv6NeighborSolicitation](t, pk, layers.LayerTypeICMPv6NeighborSolicitation); !l.TargetAddress.Equal(net.ParseIP("2001:db8::99")) {
 				t.Fatalf("target %v", l.TargetAddress)
 			}
 		}},
-	{"ipv6_nd_sll", ofp.XMTypeIPv6NDSLL, mac(2, 5, 5, 5, 5, 5), func(t testing.TB) []byte { return frameND(t, icmpv6NS) },
+	{"ipv6_nd_sll", ofpwire.XMTypeIPv6NDSLL, mac(2, 5, 5, 5, 5, 5), func(t testing.TB) []byte { return frameND(t, header.ICMPv6NeighborSolicit) },
 		func(t *testing.T, _ []byte, pk gopacket.Packet) {
 			l := layerOf[*layers.ICMPv6NeighborSolicitation](t, pk, layers.LayerTypeICMPv6NeighborSolicitation)
 			if len(l.Options) != 1 || !bytes.Equal(l.Options[0].Data, mac(2, 5, 5, 5, 5, 5)) {
 				t.Fatalf("options %+v", l.Options)
 			}
 		}},
-	{"ipv6_nd_tll", ofp.XMTypeIPv6NDTLL, mac(2, 4, 4, 4, 4, 4), func(t testing.TB) []byte { return frameND(t, icmpv6NA) },
+	{"ipv6_nd_tll", ofpwire.XMTypeIPv6NDTLL, mac(2, 4, 4, 4, 4, 4), func(t testing.TB) []byte { return frameND(t, header.ICMPv6NeighborAdvert) },
 		func(t *testing.T, _ []byte, pk gopacket.Packet) {
 			l := layerOf[*layers.ICMPv6NeighborAdvertisement](t, pk, layers.LayerTypeICMPv6NeighborAdvertisement)
 			if len(l.Options) != 1 || !bytes.Equal(l.Options[0].Data, mac(2, 4, 4, 4, 4, 4)) {
 				t.Fatalf("options %+v", l.Options)
 			}
 		}},
-	{"mpls_label", ofp.XMTypeMPLSLabel, []byte{0, 0x01, 0x23, 0x45}, frameMPLS, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"mpls_label", ofpwire.XMTypeMPLSLabel, []byte{0, 0x01, 0x23, 0x45}, frameMPLS, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if m := layerOf[*layers.MPLS](t, pk, layers.LayerTypeMPLS); m.Label != 0x12345 || m.TrafficClass != 1 || m.TTL != 32 || !m.StackBottom {
 			t.Fatalf("entry %+v", m)
 		}
 	}},
-	{"mpls_tc", ofp.XMTypeMPLSTC, []byte{6}, frameMPLS, func(t *testing.T, _ []byte, pk gopacket.Packet) {
+	{"mpls_tc", ofpwire.XMTypeMPLSTC, []byte{6}, frameMPLS, func(t *testing.T, _ []byte, pk gopacket.Packet) {
 		if m := layerOf[*layers.MPLS](t, pk, layers.LayerTypeMPLS); m.TrafficClass != 6 || m.Label != 100 {
 			t.Fatalf("entry %+v", m)
 		}
 	}},
-	{"mpls_bos", ofp.XMTypeMPLSBOS, []byte{0}, frameMPLS, func(t *testing.T, got []byte, _ gopacket.Packet) {
+	{"mpls_bos", ofpwire.XMTypeMPLSBOS, []byte{0}, frameMPLS, func(t *testing.T, got []byte, _ gopacket.Packet) {
 		// gopacket would read on into a second entry: check the bytes.
 		lse := binary.BigEndian.Uint32(got[14:])
 		if lse&0x100 != 0 || lse>>12 != 100 || lse&0xff != 32 {
 			t.Fatalf("entry %#08x, want label 100 TTL 32 without BoS", lse)
 		}
 	}},
-	{"pbb_isid", ofp.XMTypePBBISID, []byte{0xab, 0xcd, 0xef}, framePBB, func(t *testing.T, got []byte, _ gopacket.Packet) {
+	{"pbb_isid", ofpwire.XMTypePBBISID, []byte{0xab, 0xcd, 0xef}, framePBB, func(t *testing.T, got []byte, _ gopacket.Packet) {
 		// gopacket has no 802.1ah decoder: check the I-TAG bytes.
 		if !bytes.Equal(got[12:18], []byte{0x88, 0xe7, 0, 0xab, 0xcd, 0xef}) {
 			t.Fatalf("I-TAG %x", got[12:18])
 		}
 	}},
-	{"tunnel_id", ofp.XMTypeTunnelID, []byte{0, 0, 0, 0, 0, 0, 0x30, 0x39}, frameUDP4, func(t *testing.T, got []byte, _ gopacket.Packet) {
+	{"tunnel_id", ofpwire.XMTypeTunnelID, []byte{0, 0, 0, 0, 0, 0, 0x30, 0x39}, frameUDP4, func(t *testing.T, got []byte, _ gopacket.Packet) {
 		// Metadata for a tunnel port: the frame itself is unchanged.
 		if !bytes.Equal(got, frameUDP4(t)) {
 			t.Fatal("tunnel_id changed the frame")
@@ -509,31 +508,31 @@ var setFieldCases = []setFieldCase{
 }
 
 func TestSetFieldEveryField(t *testing.T) {
-	covered := map[ofp.XMType]bool{}
+	covered := map[ofpwire.XMType]bool{}
 	for _, c := range setFieldCases {
 		covered[c.field] = true
 		t.Run(c.name, func(t *testing.T) {
 			frame := c.frame(t)
 			got, key := runFrame(t, frame, &ofpwire.ActionSetField{Field: ofpwire.NewOXM(c.field, c.value)})
-			if bytes.Equal(got, frame) && c.field != ofp.XMTypeTunnelID {
+			if bytes.Equal(got, frame) && c.field != ofpwire.XMTypeTunnelID {
 				t.Fatalf("frame unchanged: %x", got)
 			}
 			c.check(t, got, gopacket.NewPacket(got, layers.LayerTypeEthernet, gopacket.Default))
 			checksumsOK(t, got)
 			keyMatchesFrame(t, got, key)
-			if c.field == ofp.XMTypeTunnelID && key.TunnelID != 12345 {
+			if c.field == ofpwire.XMTypeTunnelID && key.TunnelID != 12345 {
 				t.Fatalf("tunnel_id %d in the key, want 12345", key.TunnelID)
 			}
 		})
 	}
 	// Every field the switch calls settable has a case (metadata is
 	// pipeline state, tested with the tables).
-	for f := ofp.XMType(0); int(f) < ofpwire.NumBasicFields; f++ {
-		if settable(f) && f != ofp.XMTypeMetadata && !covered[f] {
+	for f := ofpwire.XMType(0); int(f) < ofpwire.NumBasicFields; f++ {
+		if settable(f) && f != ofpwire.XMTypeMetadata && !covered[f] {
 			t.Errorf("settable field %d has no frame-level case", f)
 		}
 	}
-	for _, f := range []ofp.XMType{ofp.XMTypeInPort, ofp.XMTypeInPhyPort, ofp.XMTypeIPv6ExtHeader} {
+	for _, f := range []ofpwire.XMType{ofpwire.XMTypeInPort, ofpwire.XMTypeInPhyPort, ofpwire.XMTypeIPv6ExtHeader} {
 		size, _, _ := ofpwire.FieldSize(f)
 		err := CheckActions([]ofpwire.Action{&ofpwire.ActionSetField{Field: ofpwire.NewOXM(f, make([]byte, size))}}, false)
 		var oe *ofpwire.OFPError
@@ -552,7 +551,7 @@ func TestSetIPProtoChecksums(t *testing.T) {
 	for name, fr := range frames {
 		for _, proto := range []uint8{1, 6, 17, 58, 132, 47} {
 			t.Run(fmt.Sprintf("%s_to_%d", name, proto), func(t *testing.T) {
-				got, key := runFrame(t, fr(t), setF(ofp.XMTypeIPProto, uint64(proto)))
+				got, key := runFrame(t, fr(t), setF(ofpwire.XMTypeIPProto, uint64(proto)))
 				if key.NwProto != proto {
 					t.Fatalf("key protocol %d, want %d", key.NwProto, proto)
 				}

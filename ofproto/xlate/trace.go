@@ -12,8 +12,6 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // Trace is the record of one translation, step by step, for operators
@@ -106,7 +104,7 @@ type TraceEvent struct {
 	Table     uint8
 	Metadata  uint64
 	Group     uint32
-	GroupType ofp.GroupType
+	GroupType ofpwire.GroupType
 	Bucket    int
 	Normal    *NormalTrace
 }
@@ -205,10 +203,10 @@ func (x *xlator) traceMetadata(in *ofpwire.InstrWriteMetadata, md uint64) {
 		Text: fmt.Sprintf("%s -> metadata=%#x", text, md)})
 }
 
-var groupTypeNames = [...]string{ofp.GroupTypeAll: "all", ofp.GroupTypeSelect: "select",
-	ofp.GroupTypeIndirect: "indirect", ofp.GroupTypeFastFailover: "fast_failover"}
+var groupTypeNames = [...]string{ofpwire.GroupTypeAll: "all", ofpwire.GroupTypeSelect: "select",
+	ofpwire.GroupTypeIndirect: "indirect", ofpwire.GroupTypeFastFailover: "fast_failover"}
 
-func groupTypeName(t ofp.GroupType) string {
+func groupTypeName(t ofpwire.GroupType) string {
 	if int(t) < len(groupTypeNames) {
 		return groupTypeNames[t]
 	}
@@ -229,7 +227,7 @@ func (x *xlator) traceGroup(g *pipeline.Group, b *pipeline.Bucket) {
 	switch {
 	case idx >= 0:
 		text = fmt.Sprintf("-> group %d (%s): bucket %d of %d", g.ID, groupTypeName(typ), idx, len(bs))
-	case typ == ofp.GroupTypeAll || len(bs) == 0:
+	case typ == ofpwire.GroupTypeAll || len(bs) == 0:
 		text = fmt.Sprintf("-> group %d (%s): no buckets: dropped", g.ID, groupTypeName(typ))
 	default:
 		text = fmt.Sprintf("-> group %d (%s): no live bucket: dropped", g.ID, groupTypeName(typ))
@@ -314,20 +312,20 @@ func macText(m [6]byte) string {
 }
 
 var configNames = []struct {
-	bit  ofp.PortConfig
+	bit  ofpwire.PortConfig
 	name string
-}{{ofp.PortConfigDown, "PORT_DOWN"}, {ofp.PortConfigNoRcv, "NO_RECV"}, {ofp.PortConfigNoFlood, "NO_FLOOD"},
-	{ofp.PortConfigNoFwd, "NO_FWD"}, {ofp.PortConfigNoPacketIn, "NO_PACKET_IN"}}
+}{{ofpwire.PortConfigDown, "PORT_DOWN"}, {ofpwire.PortConfigNoRcv, "NO_RECV"}, {ofpwire.PortConfigNoFlood, "NO_FLOOD"},
+	{ofpwire.PortConfigNoFwd, "NO_FWD"}, {ofpwire.PortConfigNoPacketIn, "NO_PACKET_IN"}}
 
 // configText names the OFPPC_* bits of c.
-func configText(c ofp.PortConfig) string {
+func configText(c ofpwire.PortConfig) string {
 	var parts []string
 	for _, n := range configNames {
 		if c&n.bit != 0 {
 			parts = append(parts, n.name)
 		}
 	}
-	if rest := c &^ (ofp.PortConfigDown | ofp.PortConfigNoRcv | ofp.PortConfigNoFlood | ofp.PortConfigNoFwd | ofp.PortConfigNoPacketIn); rest != 0 {
+	if rest := c &^ (ofpwire.PortConfigDown | ofpwire.PortConfigNoRcv | ofpwire.PortConfigNoFlood | ofpwire.PortConfigNoFwd | ofpwire.PortConfigNoPacketIn); rest != 0 {
 		parts = append(parts, fmt.Sprintf("%#x", uint32(rest)))
 	}
 	return strings.Join(parts, "|")

@@ -12,8 +12,6 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/normal"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // TestTraceAgreesWithTranslate: on the property test's random pipelines and
@@ -70,8 +68,8 @@ func TestTraceAgreesWithTranslate(t *testing.T) {
 
 func addFlow(t *testing.T, p *pipeline.Pipeline, table uint8, prio uint16, cookie uint64, match []ofpwire.OXM, is ...ofpwire.Instruction) {
 	t.Helper()
-	fm := &ofpwire.FlowMod{Command: ofp.FlowAdd, TableID: table, Priority: prio, Cookie: cookie,
-		Match: ofpwire.Match{Fields: match}, Instructions: is, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}
+	fm := &ofpwire.FlowMod{Command: ofpwire.FlowAdd, TableID: table, Priority: prio, Cookie: cookie,
+		Match: ofpwire.Match{Fields: match}, Instructions: is, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}
 	if _, err := p.Apply(fm, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -79,12 +77,12 @@ func addFlow(t *testing.T, p *pipeline.Pipeline, table uint8, prio uint16, cooki
 
 func TestTraceSteps(t *testing.T) {
 	p := pipeline.New(0)
-	addFlow(t, p, 0, 100, 0x5, []ofpwire.OXM{oxm(ofp.XMTypeInPort, 1)},
+	addFlow(t, p, 0, 100, 0x5, []ofpwire.OXM{oxm(ofpwire.XMTypeInPort, 1)},
 		&ofpwire.InstrWriteMetadata{Metadata: 1, Mask: 0xff}, gotoT(1))
-	addFlow(t, p, 1, 200, 0, []ofpwire.OXM{oxm(ofp.XMTypeEthType, 0x0800), oxmM(ofp.XMTypeMetadata, 1, 0xff)},
-		apply(setF(ofp.XMTypeIPv4Dst, 0x0b000001), grp(7)), write(out(3)), gotoT(2))
+	addFlow(t, p, 1, 200, 0, []ofpwire.OXM{oxm(ofpwire.XMTypeEthType, 0x0800), oxmM(ofpwire.XMTypeMetadata, 1, 0xff)},
+		apply(setF(ofpwire.XMTypeIPv4Dst, 0x0b000001), grp(7)), write(out(3)), gotoT(2))
 	gt := pipeline.NewGroupTable()
-	addGroup(t, gt, 7, ofp.GroupTypeAll, bkt(out(2)), bkt(setF(ofp.XMTypeTCPDst, 8080), out(4)))
+	addGroup(t, gt, 7, ofpwire.GroupTypeAll, bkt(out(2)), bkt(setF(ofpwire.XMTypeTCPDst, 8080), out(4)))
 	opts := Options{Groups: gt, Ports: []uint32{1, 2, 3, 4}}
 	key := ipv4Key()
 	tr, err := TranslateTrace(p, &key, opts)
@@ -176,10 +174,10 @@ func TestTraceSelectAndDrops(t *testing.T) {
 	p := pipeline.New(0)
 	addFlow(t, p, 0, 1, 0, nil, apply(grp(1), grp(2), out(1), out(2)))
 	gt := pipeline.NewGroupTable()
-	addGroup(t, gt, 1, ofp.GroupTypeSelect, bkt(out(3)), bkt(out(4)))
-	addGroup(t, gt, 2, ofp.GroupTypeFastFailover,
-		ofpwire.Bucket{WatchPort: 5, WatchGroup: ofp.GroupAny, Actions: []ofpwire.Action{out(5)}})
-	cfg := map[uint32]ofp.PortConfig{2: ofp.PortConfigNoFwd}
+	addGroup(t, gt, 1, ofpwire.GroupTypeSelect, bkt(out(3)), bkt(out(4)))
+	addGroup(t, gt, 2, ofpwire.GroupTypeFastFailover,
+		ofpwire.Bucket{WatchPort: 5, WatchGroup: ofpwire.GroupAny, Actions: []ofpwire.Action{out(5)}})
+	cfg := map[uint32]ofpwire.PortConfig{2: ofpwire.PortConfigNoFwd}
 	opts := Options{Groups: gt, PortLive: func(p uint32) bool { return p != 5 }, PortConfig: configs(cfg),
 		Ports: []uint32{1, 2, 3, 4, 5}}
 	key := ipv4Key()
@@ -199,7 +197,7 @@ func TestTraceSelectAndDrops(t *testing.T) {
 			drops = append(drops, e.Text)
 		}
 	}
-	if sel == nil || sel.GroupType != ofp.GroupTypeSelect || sel.Bucket < 0 {
+	if sel == nil || sel.GroupType != ofpwire.GroupTypeSelect || sel.Bucket < 0 {
 		t.Fatalf("select group event %+v", sel)
 	}
 	// The bucket the trace names is the one whose port Translate outputs to.
@@ -214,7 +212,7 @@ func TestTraceSelectAndDrops(t *testing.T) {
 	}
 
 	// A refused packet: the trace says why, before any table.
-	cfg[1] = ofp.PortConfigNoRcv
+	cfg[1] = ofpwire.PortConfigNoRcv
 	tr, err = TranslateTrace(p, &key, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +229,7 @@ func TestTraceSelectAndDrops(t *testing.T) {
 func TestTraceError(t *testing.T) {
 	p := pipeline.New(0)
 	addFlow(t, p, 0, 1, 0, nil, apply(out(2)), gotoT(1))
-	addFlow(t, p, 1, 1, 0, nil, apply(out(uint32(ofp.PortTable))))
+	addFlow(t, p, 1, 1, 0, nil, apply(out(uint32(ofpwire.PortTable))))
 	key := ipv4Key()
 	tr, err := TranslateTrace(p, &key, Options{})
 	if err == nil || tr == nil || tr.Err != err || len(tr.Steps) != 2 {
@@ -247,7 +245,7 @@ func TestTraceError(t *testing.T) {
 func TestTraceNormalDoesNotLearn(t *testing.T) {
 	sw := normal.New(normal.Options{})
 	sw.SetPorts([]normal.PortConfig{{No: 1, Tag: 10}, {No: 2, Mode: normal.Trunk}, {No: 3, Tag: 10}})
-	p := build(t, []flowSpec{{prio: 0, ins: ins(apply(out(uint32(ofp.PortNormal))))}})
+	p := build(t, []flowSpec{{prio: 0, ins: ins(apply(out(uint32(ofpwire.PortNormal))))}})
 	opts := Options{Normal: sw, Now: t0}
 	trace := func(k flow.Key) *Trace {
 		t.Helper()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 )
 
 var ones16 = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
@@ -95,8 +96,8 @@ func (x *xlator) undoHeaders(saved *flow.Key, ch, need *flow.Mask) error {
 		add(a)
 	}
 	be32 := func(v uint32) []byte { return []byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)} }
-	arp := saved.EthType == ethARP
-	icmp := saved.EthType == ethIPv4 && saved.NwProto == protoICMP || saved.EthType == ethIPv6 && saved.NwProto == protoICMPv6
+	arp := saved.EthType == header.EtherTypeARP
+	icmp := saved.EthType == header.EtherTypeIPv4 && saved.NwProto == header.IPProtoICMP || saved.EthType == header.EtherTypeIPv6 && saved.NwProto == header.IPProtoICMPv6
 	if ch.EthSrc != ([6]byte{}) {
 		addr(actions.SetEthSrc, saved.EthSrc[:])
 		need.EthSrc = ones6
@@ -173,12 +174,12 @@ func (x *xlator) undoHeaders(saved *flow.Key, ch, need *flow.Mask) error {
 		need.ArpTHA = ones6
 	}
 	if ch.IPv6Label != 0 {
-		add(actions.Action{Kind: actions.SetIPv6Label, Port: saved.IPv6Label})
+		add(actions.Action{Kind: actions.SetIPv6Label, Val32: saved.IPv6Label})
 		need.IPv6Label = ^uint32(0)
 	}
 	lse := saved.MPLSLse
 	if ch.MPLSLse&lseLabel != 0 {
-		add(actions.Action{Kind: actions.SetMPLSLabel, Port: lse >> 12})
+		add(actions.Action{Kind: actions.SetMPLSLabel, Val32: lse >> 12})
 		need.MPLSLse |= lseLabel
 	}
 	if ch.MPLSLse&lseTC != 0 {
@@ -194,7 +195,7 @@ func (x *xlator) undoHeaders(saved *flow.Key, ch, need *flow.Mask) error {
 		need.MPLSLse |= lseBoS
 	}
 	if ch.PBBISID != 0 {
-		add(actions.Action{Kind: actions.SetPBBISID, Port: saved.PBBISID})
+		add(actions.Action{Kind: actions.SetPBBISID, Val32: saved.PBBISID})
 		need.PBBISID = ^uint32(0)
 	}
 	if ch.TunnelID != 0 {

@@ -5,10 +5,9 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 func (x *xlator) walk() error {
@@ -132,7 +131,7 @@ func (x *xlator) runEntry(tid uint8, e *pipeline.Entry, ins []ofpwire.Instructio
 			// programs its meters). OpenFlow runs the meter before
 			// the entry's other instructions; ofproto stores it
 			// first. It consults no packet field.
-			err = x.emit(actions.Action{Kind: actions.Meter, Port: uint32(in.MeterID)})
+			err = x.emit(actions.MeterAction(uint32(in.MeterID)))
 		default:
 			err = fmt.Errorf("%w: instruction type %d", ErrUnsupported, in.InstructionType())
 		}
@@ -251,7 +250,7 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 
 func (x *xlator) isIP() bool {
 	x.consult(&flow.Mask{EthType: 0xffff})
-	return x.key.EthType == ethIPv4 || x.key.EthType == ethIPv6
+	return x.key.EthType == header.EtherTypeIPv4 || x.key.EthType == header.EtherTypeIPv6
 }
 
 func (x *xlator) decTTL(table uint8) error {
@@ -278,7 +277,7 @@ func (x *xlator) invalidTTL(table, ttl uint8) error {
 	if x.opts.NoInvalidTTLToController || !x.packetInAllowed() {
 		return nil
 	}
-	return x.emit(actions.ControllerAction(ControllerArg(ofp.PacketInReasonInvalidTTL, table, 0xffff), x.cookie, x.md))
+	return x.emit(actions.ControllerAction(ControllerArg(ofpwire.PacketInReasonInvalidTTL, table, 0xffff), x.cookie, x.md))
 }
 
 // allVLAN is the mask of both VLAN tags.

@@ -9,9 +9,8 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/normal"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // MaxActions bounds the datapath action list of one translation; beyond it
@@ -71,7 +70,7 @@ type Options struct {
 	// Ports refuses to receive, every megaflow matches in_port. The
 	// megaflow does not record the config of output ports: the caller
 	// must invalidate megaflows when any port's config changes.
-	PortConfig func(port uint32) ofp.PortConfig
+	PortConfig func(port uint32) ofpwire.PortConfig
 	// FloodPorts is what OFPP_FLOOD and NORMAL's floods send to (ports
 	// without NO_FLOOD), a subset of Ports; nil means Ports.
 	FloodPorts []uint32
@@ -90,23 +89,14 @@ type Options struct {
 // Port word of a datapath Controller action: bits 0-15 the max_len of the
 // output action (OFPCML_NO_BUFFER = 0xffff is whole packet), bits 16-23 the
 // OFPR_* reason, bits 24-31 the id of the table whose entry sent it.
-func ControllerArg(reason ofp.PacketInReason, table uint8, maxLen uint16) uint32 {
+func ControllerArg(reason ofpwire.PacketInReason, table uint8, maxLen uint16) uint32 {
 	return uint32(table)<<24 | uint32(reason)<<16 | uint32(maxLen)
 }
 
 // ParseControllerArg undoes ControllerArg.
-func ParseControllerArg(arg uint32) (reason ofp.PacketInReason, table uint8, maxLen uint16) {
-	return ofp.PacketInReason(arg >> 16), uint8(arg >> 24), uint16(arg)
+func ParseControllerArg(arg uint32) (reason ofpwire.PacketInReason, table uint8, maxLen uint16) {
+	return ofpwire.PacketInReason(arg >> 16), uint8(arg >> 24), uint16(arg)
 }
-
-// Ethernet types and IP protocols that set-field prerequisites test.
-const (
-	ethIPv4   = 0x0800
-	ethIPv6   = 0x86dd
-	protoTCP  = 6
-	protoUDP  = 17
-	protoSCTP = 132
-)
 
 // xlator is the state of one walk.
 type xlator struct {

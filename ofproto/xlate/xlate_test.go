@@ -11,15 +11,13 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 var t0 = time.Unix(1700000000, 0)
 
-func oxm(f ofp.XMType, v uint64) ofpwire.OXM { return ofpwire.OXMUint(f, v) }
+func oxm(f ofpwire.XMType, v uint64) ofpwire.OXM { return ofpwire.OXMUint(f, v) }
 
-func oxmM(f ofp.XMType, v, m uint64) ofpwire.OXM { return ofpwire.OXMUintMasked(f, v, m) }
+func oxmM(f ofpwire.XMType, v, m uint64) ofpwire.OXM { return ofpwire.OXMUintMasked(f, v, m) }
 
 // flowSpec is one entry to add.
 type flowSpec struct {
@@ -33,9 +31,9 @@ func build(t testing.TB, fs []flowSpec) *pipeline.Pipeline {
 	t.Helper()
 	p := pipeline.New(0)
 	for _, f := range fs {
-		fm := &ofpwire.FlowMod{Command: ofp.FlowAdd, TableID: f.table, Priority: f.prio,
+		fm := &ofpwire.FlowMod{Command: ofpwire.FlowAdd, TableID: f.table, Priority: f.prio,
 			Match: ofpwire.Match{Fields: f.match}, Instructions: f.ins,
-			OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}
+			OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}
 		if _, err := p.Apply(fm, t0); err != nil {
 			t.Fatalf("add %+v: %v", f, err)
 		}
@@ -50,13 +48,13 @@ func write(acts ...ofpwire.Action) *ofpwire.InstrWriteActions {
 	return &ofpwire.InstrWriteActions{Actions: acts}
 }
 func gotoT(t uint8) *ofpwire.InstrGotoTable { return &ofpwire.InstrGotoTable{TableID: t} }
-func out(p uint32) *ofpwire.ActionOutput    { return &ofpwire.ActionOutput{Port: ofp.PortNo(p)} }
-func setF(f ofp.XMType, v uint64) *ofpwire.ActionSetField {
+func out(p uint32) *ofpwire.ActionOutput    { return &ofpwire.ActionOutput{Port: ofpwire.PortNo(p)} }
+func setF(f ofpwire.XMType, v uint64) *ofpwire.ActionSetField {
 	return &ofpwire.ActionSetField{Field: oxm(f, v)}
 }
 func ins(is ...ofpwire.Instruction) []ofpwire.Instruction { return is }
 
-func dpOut(p uint32) actions.Action { return actions.Action{Kind: actions.Output, Port: p} }
+func dpOut(p uint32) actions.Action { return actions.OutputTo(p) }
 
 func ipv4Key() flow.Key {
 	return flow.Key{InPort: 1, EthType: 0x0800, NwProto: 6, NwTTL: 64,
@@ -64,7 +62,7 @@ func ipv4Key() flow.Key {
 }
 
 func TestTranslateCases(t *testing.T) {
-	ipv4 := oxm(ofp.XMTypeEthType, 0x0800)
+	ipv4 := oxm(ofpwire.XMTypeEthType, 0x0800)
 	tagged := ipv4Key()
 	tagged.VLAN[0] = flow.VLANTag{TPID: 0x8100, TCI: 0x2005}
 	ttl1 := ipv4Key()
@@ -89,70 +87,70 @@ func TestTranslateCases(t *testing.T) {
 			want: actions.List{dpOut(2)}, mask: func(m *flow.Mask) bool { return m.InPort == ^uint32(0) }},
 		{name: "output to in_port by number drops", flows: []flowSpec{{0, 1, nil, ins(apply(out(1), out(3)))}},
 			key: ipv4Key(), want: actions.List{dpOut(3)}},
-		{name: "IN_PORT", flows: []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofp.PortIn))))}},
+		{name: "IN_PORT", flows: []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofpwire.PortIn))))}},
 			key: ipv4Key(), want: actions.List{dpOut(1)}},
-		{name: "ALL", flows: []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofp.PortAll))))}},
+		{name: "ALL", flows: []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofpwire.PortAll))))}},
 			key: ipv4Key(), opts: Options{Ports: []uint32{1, 2, 3}}, want: actions.List{dpOut(2), dpOut(3)}},
-		{name: "FLOOD", flows: []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofp.PortFlood))))}},
+		{name: "FLOOD", flows: []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofpwire.PortFlood))))}},
 			key: ipv4Key(), opts: Options{Ports: []uint32{3, 1}}, want: actions.List{dpOut(3)}},
-		{name: "LOCAL", flows: []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofp.PortLocal))))}},
+		{name: "LOCAL", flows: []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofpwire.PortLocal))))}},
 			key: ipv4Key(), opts: Options{LocalPort: 9}, want: actions.List{dpOut(9)}},
-		{name: "LOCAL without local port", flows: []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofp.PortLocal))))}},
+		{name: "LOCAL without local port", flows: []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofpwire.PortLocal))))}},
 			key: ipv4Key(), want: nil},
-		{name: "CONTROLLER", flows: []flowSpec{{0, 5, []ofpwire.OXM{oxm(ofp.XMTypeInPort, 1)},
-			ins(apply(&ofpwire.ActionOutput{Port: ofp.PortController, MaxLen: 128}))}}, key: ipv4Key(),
-			want: actions.List{{Kind: actions.Controller, Port: ControllerArg(ofp.PacketInReasonAction, 0, 128)}}},
+		{name: "CONTROLLER", flows: []flowSpec{{0, 5, []ofpwire.OXM{oxm(ofpwire.XMTypeInPort, 1)},
+			ins(apply(&ofpwire.ActionOutput{Port: ofpwire.PortController, MaxLen: 128}))}}, key: ipv4Key(),
+			want: actions.List{{Kind: actions.Controller, Val32: ControllerArg(ofpwire.PacketInReasonAction, 0, 128)}}},
 		{name: "table-miss entry to CONTROLLER is NO_MATCH", flows: []flowSpec{
 			{0, 1, nil, ins(gotoT(3))},
-			{3, 0, nil, ins(apply(&ofpwire.ActionOutput{Port: ofp.PortController, MaxLen: 0xffff}))}},
+			{3, 0, nil, ins(apply(&ofpwire.ActionOutput{Port: ofpwire.PortController, MaxLen: 0xffff}))}},
 			key:  ipv4Key(),
-			want: actions.List{{Kind: actions.Controller, Port: ControllerArg(ofp.PacketInReasonNoMatch, 3, 0xffff)}}},
-		{name: "NORMAL unsupported", flows: []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofp.PortNormal))))}},
+			want: actions.List{{Kind: actions.Controller, Val32: ControllerArg(ofpwire.PacketInReasonNoMatch, 3, 0xffff)}}},
+		{name: "NORMAL unsupported", flows: []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofpwire.PortNormal))))}},
 			key: ipv4Key(), err: ErrUnsupported},
-		{name: "TABLE unsupported", flows: []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofp.PortTable))))}},
+		{name: "TABLE unsupported", flows: []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofpwire.PortTable))))}},
 			key: ipv4Key(), err: ErrUnsupported},
 		{name: "group unsupported", flows: []flowSpec{{0, 1, nil, ins(write(&ofpwire.ActionGroup{Group: 1}))}},
 			key: ipv4Key(), err: ErrUnsupported},
 		{name: "experimenter unsupported", flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionExperimenter{Experimenter: 0x2320}))}},
 			key: ipv4Key(), err: ErrUnsupported},
 		{name: "meter instruction becomes a meter action", flows: []flowSpec{{0, 1, nil, ins(&ofpwire.InstrMeter{MeterID: 1}, apply(out(2)))}},
-			key: ipv4Key(), want: actions.List{{Kind: actions.Meter, Port: 1}, dpOut(2)}},
-		{name: "set-field IP_PROTO keeps the ports (TCP to UDP)", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofp.XMTypeIPProto, 17),
-			setF(ofp.XMTypeUDPDst, 53), out(2)))}},
+			key: ipv4Key(), want: actions.List{actions.MeterAction(1), dpOut(2)}},
+		{name: "set-field IP_PROTO keeps the ports (TCP to UDP)", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofpwire.XMTypeIPProto, 17),
+			setF(ofpwire.XMTypeUDPDst, 53), out(2)))}},
 			key: ipv4Key(), want: actions.List{{Kind: actions.SetIPProto, Val8: 17}, {Kind: actions.SetL4Dst, Val16: 53}, dpOut(2)}},
-		{name: "too many actions", flows: []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofp.PortAll))))}},
+		{name: "too many actions", flows: []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofpwire.PortAll))))}},
 			key: ipv4Key(), opts: Options{Ports: many}, err: ErrTooManyActions},
 		{name: "set eth and ipv4", flows: []flowSpec{{0, 1, nil, ins(apply(
-			&ofpwire.ActionSetField{Field: ofpwire.NewOXM(ofp.XMTypeEthDst, []byte{2, 0, 0, 0, 0, 7})},
-			setF(ofp.XMTypeIPv4Src, 0x0b000001), out(2)))}}, key: ipv4Key(),
+			&ofpwire.ActionSetField{Field: ofpwire.NewOXM(ofpwire.XMTypeEthDst, []byte{2, 0, 0, 0, 0, 7})},
+			setF(ofpwire.XMTypeIPv4Src, 0x0b000001), out(2)))}}, key: ipv4Key(),
 			want: actions.List{addr(actions.SetEthDst, 2, 0, 0, 0, 0, 7), addr(actions.SetIPv4Src, 11, 0, 0, 1), dpOut(2)},
 			mask: func(m *flow.Mask) bool { return m.EthType == 0xffff && m.IPv4Src == 0 && m.EthDst == [6]byte{} }},
 		{name: "set ipv4 on ipv6 packet does nothing", flows: []flowSpec{{0, 1, nil, ins(apply(
-			setF(ofp.XMTypeIPv4Src, 0x0b000001), out(2)))}}, key: v6, want: actions.List{dpOut(2)},
+			setF(ofpwire.XMTypeIPv4Src, 0x0b000001), out(2)))}}, key: v6, want: actions.List{dpOut(2)},
 			mask: func(m *flow.Mask) bool { return m.EthType == 0xffff }},
 		{name: "set ipv6 dst", flows: []flowSpec{{0, 1, nil, ins(apply(
-			&ofpwire.ActionSetField{Field: ofpwire.NewOXM(ofp.XMTypeIPv6Dst, []byte{0x20, 1, 15: 9})}))}},
+			&ofpwire.ActionSetField{Field: ofpwire.NewOXM(ofpwire.XMTypeIPv6Dst, []byte{0x20, 1, 15: 9})}))}},
 			key: v6, want: actions.List{addr(actions.SetIPv6Dst, 0x20, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9)}},
-		{name: "set tcp dst", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofp.XMTypeTCPDst, 8080)))}},
+		{name: "set tcp dst", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofpwire.XMTypeTCPDst, 8080)))}},
 			key: ipv4Key(), want: actions.List{{Kind: actions.SetL4Dst, Val16: 8080}},
 			mask: func(m *flow.Mask) bool {
 				return m.EthType == 0xffff && m.NwProto == 0xff && m.NwFrag&flow.FragLater != 0 && m.TpDst == 0
 			}},
-		{name: "set udp src on tcp packet does nothing", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofp.XMTypeUDPSrc, 53)))}},
+		{name: "set udp src on tcp packet does nothing", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofpwire.XMTypeUDPSrc, 53)))}},
 			key: ipv4Key(), want: nil, mask: func(m *flow.Mask) bool { return m.NwProto == 0xff }},
-		{name: "set tcp on later fragment does nothing", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofp.XMTypeTCPSrc, 1)))}},
+		{name: "set tcp on later fragment does nothing", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofpwire.XMTypeTCPSrc, 1)))}},
 			key: later, want: nil},
-		{name: "set dscp and ecn", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofp.XMTypeIPDSCP, 46), setF(ofp.XMTypeIPECN, 1)))}},
+		{name: "set dscp and ecn", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofpwire.XMTypeIPDSCP, 46), setF(ofpwire.XMTypeIPECN, 1)))}},
 			key: ipv4Key(), want: actions.List{{Kind: actions.SetIPTOS, Val8: 46 << 2, Mask8: 0xfc}, {Kind: actions.SetIPTOS, Val8: 1, Mask8: 3}}},
-		{name: "set vlan vid and pcp", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofp.XMTypeVlanID, 0x1000|7), setF(ofp.XMTypeVlanPCP, 3)))}},
+		{name: "set vlan vid and pcp", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofpwire.XMTypeVlanID, 0x1000|7), setF(ofpwire.XMTypeVlanPCP, 3)))}},
 			key: tagged, want: actions.List{{Kind: actions.SetVLANTCI, Val16: 0x0fff, Val16b: 7}, {Kind: actions.SetVLANTCI, Val16: 0xe000, Val16b: 3 << 13}}},
-		{name: "set vlan vid untagged does nothing", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofp.XMTypeVlanID, 0x1000|7)))}},
+		{name: "set vlan vid untagged does nothing", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofpwire.XMTypeVlanID, 0x1000|7)))}},
 			key: ipv4Key(), want: nil, mask: func(m *flow.Mask) bool { return m.VLAN[0].TPID&flow.TPIDPresent != 0 }},
 		{name: "push vlan copies outer tag", flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionPushVLAN{EtherType: 0x88a8}))}},
 			key: tagged, want: actions.List{{Kind: actions.PushVLAN, Val16: 0x88a8, Val16b: 0x2005}}},
 		{name: "push vlan untagged then match pushed tag", flows: []flowSpec{
-			{0, 1, nil, ins(apply(&ofpwire.ActionPushVLAN{EtherType: 0x8100}, setF(ofp.XMTypeVlanID, 0x1000|5)), gotoT(1))},
-			{1, 1, []ofpwire.OXM{oxm(ofp.XMTypeVlanID, 0x1000|5)}, ins(apply(out(4)))}},
+			{0, 1, nil, ins(apply(&ofpwire.ActionPushVLAN{EtherType: 0x8100}, setF(ofpwire.XMTypeVlanID, 0x1000|5)), gotoT(1))},
+			{1, 1, []ofpwire.OXM{oxm(ofpwire.XMTypeVlanID, 0x1000|5)}, ins(apply(out(4)))}},
 			key:  ipv4Key(),
 			want: actions.List{{Kind: actions.PushVLAN, Val16: 0x8100}, {Kind: actions.SetVLANTCI, Val16: 0x0fff, Val16b: 5}, dpOut(4)}},
 		{name: "pop vlan untagged does nothing", flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionPopVLAN{}))}},
@@ -164,7 +162,7 @@ func TestTranslateCases(t *testing.T) {
 			mask: func(m *flow.Mask) bool { return m.NwTTL == 0xff }},
 		{name: "dec ttl invalid goes to controller and stops", flows: []flowSpec{
 			{0, 1, nil, ins(apply(out(3), &ofpwire.ActionDecNwTTL{}, out(2)), write(out(5)))}},
-			key: ttl1, want: actions.List{dpOut(3), {Kind: actions.Controller, Port: ControllerArg(ofp.PacketInReasonInvalidTTL, 0, 0xffff)}}},
+			key: ttl1, want: actions.List{dpOut(3), {Kind: actions.Controller, Val32: ControllerArg(ofpwire.PacketInReasonInvalidTTL, 0, 0xffff)}}},
 		{name: "dec ttl invalid dropped by option", flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionDecNwTTL{}, out(2)))}},
 			key: ttl1, opts: Options{NoInvalidTTLToController: true}, want: nil},
 		{name: "write-actions output runs at the end", flows: []flowSpec{
@@ -172,35 +170,35 @@ func TestTranslateCases(t *testing.T) {
 			{1, 1, nil, ins(apply(out(3)))}},
 			key: ipv4Key(), want: actions.List{dpOut(2), dpOut(3), dpOut(5)}},
 		{name: "later write-actions overwrite per type and field", flows: []flowSpec{
-			{0, 1, nil, ins(write(out(5), setF(ofp.XMTypeIPv4Dst, 1), setF(ofp.XMTypeIPv4Src, 2)), gotoT(1))},
-			{1, 1, nil, ins(write(out(6), setF(ofp.XMTypeIPv4Dst, 3)))}},
+			{0, 1, nil, ins(write(out(5), setF(ofpwire.XMTypeIPv4Dst, 1), setF(ofpwire.XMTypeIPv4Src, 2)), gotoT(1))},
+			{1, 1, nil, ins(write(out(6), setF(ofpwire.XMTypeIPv4Dst, 3)))}},
 			key: ipv4Key(), want: actions.List{addr(actions.SetIPv4Src, 0, 0, 0, 2), addr(actions.SetIPv4Dst, 0, 0, 0, 3), dpOut(6)}},
 		{name: "clear-actions empties the set", flows: []flowSpec{
 			{0, 1, nil, ins(write(out(5)), gotoT(2))},
-			{2, 1, nil, ins(&ofpwire.InstrClearActions{}, write(setF(ofp.XMTypeIPv4Dst, 3)))}},
+			{2, 1, nil, ins(&ofpwire.InstrClearActions{}, write(setF(ofpwire.XMTypeIPv4Dst, 3)))}},
 			key: ipv4Key(), want: actions.List{addr(actions.SetIPv4Dst, 0, 0, 0, 3)}},
 		{name: "action set order", flows: []flowSpec{
-			{0, 1, nil, ins(write(out(3), setF(ofp.XMTypeIPv4Dst, 7), &ofpwire.ActionPushVLAN{EtherType: 0x8100},
+			{0, 1, nil, ins(write(out(3), setF(ofpwire.XMTypeIPv4Dst, 7), &ofpwire.ActionPushVLAN{EtherType: 0x8100},
 				&ofpwire.ActionDecNwTTL{}, &ofpwire.ActionPopVLAN{}, &ofpwire.ActionSetNwTTL{TTL: 5}))}},
 			key: tagged, want: actions.List{{Kind: actions.PopVLAN}, {Kind: actions.PushVLAN, Val16: 0x8100},
 				{Kind: actions.DecIPTTL}, {Kind: actions.SetIPTTL, Val8: 5}, addr(actions.SetIPv4Dst, 0, 0, 0, 7), dpOut(3)}},
 		{name: "write-metadata steers a later table", flows: []flowSpec{
-			{0, 2, []ofpwire.OXM{oxm(ofp.XMTypeInPort, 1)}, ins(&ofpwire.InstrWriteMetadata{Metadata: 0xab00, Mask: 0xff00}, gotoT(1))},
+			{0, 2, []ofpwire.OXM{oxm(ofpwire.XMTypeInPort, 1)}, ins(&ofpwire.InstrWriteMetadata{Metadata: 0xab00, Mask: 0xff00}, gotoT(1))},
 			{0, 1, nil, ins(&ofpwire.InstrWriteMetadata{Metadata: 0xcd00, Mask: 0xff00}, gotoT(1))},
-			{1, 2, []ofpwire.OXM{oxmM(ofp.XMTypeMetadata, 0xab00, 0xff00)}, ins(apply(out(7)))},
+			{1, 2, []ofpwire.OXM{oxmM(ofpwire.XMTypeMetadata, 0xab00, 0xff00)}, ins(apply(out(7)))},
 			{1, 1, nil, ins(apply(out(8)))}},
 			key: ipv4Key(), want: actions.List{dpOut(7)}},
 		{name: "table miss mid-pipeline drops the action set", flows: []flowSpec{
 			{0, 1, nil, ins(apply(out(4)), write(out(5)), gotoT(1))},
-			{1, 1, []ofpwire.OXM{ipv4, oxm(ofp.XMTypeIPv4Src, 99)}, ins(apply(out(6)))}},
+			{1, 1, []ofpwire.OXM{ipv4, oxm(ofpwire.XMTypeIPv4Src, 99)}, ins(apply(out(6)))}},
 			key: ipv4Key(), want: actions.List{dpOut(4)}},
 	}
 	runTranslateCases(t, cases)
 }
 
 func TestControllerArgRoundTrip(t *testing.T) {
-	r, tb, ml := ParseControllerArg(ControllerArg(ofp.PacketInReasonInvalidTTL, 200, 0x1234))
-	if r != ofp.PacketInReasonInvalidTTL || tb != 200 || ml != 0x1234 {
+	r, tb, ml := ParseControllerArg(ControllerArg(ofpwire.PacketInReasonInvalidTTL, 200, 0x1234))
+	if r != ofpwire.PacketInReasonInvalidTTL || tb != 200 || ml != 0x1234 {
 		t.Fatalf("got %d %d %#x", r, tb, ml)
 	}
 }
@@ -208,10 +206,10 @@ func TestControllerArgRoundTrip(t *testing.T) {
 // TestOverwrittenFieldNotInMask: a field rewritten before any lookup looked
 // at it is a constant of the translation, so the megaflow wildcards it.
 func TestOverwrittenFieldNotInMask(t *testing.T) {
-	ipv4 := oxm(ofp.XMTypeEthType, 0x0800)
+	ipv4 := oxm(ofpwire.XMTypeEthType, 0x0800)
 	rewrite := []flowSpec{
-		{0, 1, []ofpwire.OXM{ipv4}, ins(apply(setF(ofp.XMTypeIPv4Dst, 0x0a000009)), gotoT(1))},
-		{1, 5, []ofpwire.OXM{ipv4, oxm(ofp.XMTypeIPv4Dst, 0x0a000009)}, ins(apply(out(2)))},
+		{0, 1, []ofpwire.OXM{ipv4}, ins(apply(setF(ofpwire.XMTypeIPv4Dst, 0x0a000009)), gotoT(1))},
+		{1, 5, []ofpwire.OXM{ipv4, oxm(ofpwire.XMTypeIPv4Dst, 0x0a000009)}, ins(apply(out(2)))},
 		{1, 1, nil, ins(apply(out(3)))},
 	}
 	k := ipv4Key()
@@ -238,7 +236,7 @@ func TestOverwrittenFieldNotInMask(t *testing.T) {
 	}
 	// Consulted first, then overwritten: it stays in the mask.
 	after := []flowSpec{
-		{0, 1, []ofpwire.OXM{ipv4, oxm(ofp.XMTypeIPv4Dst, 0x0a000002)}, ins(apply(setF(ofp.XMTypeIPv4Dst, 0x0a000009)), gotoT(1))},
+		{0, 1, []ofpwire.OXM{ipv4, oxm(ofpwire.XMTypeIPv4Dst, 0x0a000002)}, ins(apply(setF(ofpwire.XMTypeIPv4Dst, 0x0a000009)), gotoT(1))},
 		rewrite[1], rewrite[2],
 	}
 	if err := Translate(build(t, after), &k, &res, Options{}); err != nil {
@@ -314,7 +312,7 @@ func TestFoldVLANPairs(t *testing.T) {
 	}
 	// Through translation, as Faucet's tables produce it.
 	p := build(t, []flowSpec{
-		{0, 1, nil, ins(apply(&ofpwire.ActionPushVLAN{EtherType: 0x8100}, setF(ofp.XMTypeVlanID, 0x1000|100)), gotoT(1))},
+		{0, 1, nil, ins(apply(&ofpwire.ActionPushVLAN{EtherType: 0x8100}, setF(ofpwire.XMTypeVlanID, 0x1000|100)), gotoT(1))},
 		{1, 1, nil, ins(apply(&ofpwire.ActionPopVLAN{}, out(2)))}})
 	var res datapath.UpcallResult
 	key := ipv4Key()
