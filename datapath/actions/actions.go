@@ -150,8 +150,9 @@ const (
 	// Recirc sends the packet, as rewritten so far, through the caches
 	// again under recirc_id Port (never 0): the PMD extracts its key
 	// afresh, keeping the metadata the frame does not carry, so that a
-	// header a pop exposed can be matched. It ends the list (translation
-	// emits it last); the PMD carries it out.
+	// header a pop exposed can be matched. As the last action it takes the
+	// packet; before others it takes a copy (a group bucket that needs a
+	// field behind a pop), as Output does. The PMD carries it out.
 	Recirc
 	numKinds
 )
