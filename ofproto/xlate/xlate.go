@@ -9,6 +9,7 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/normal"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 
 	"github.com/netrack/openflow/ofp"
@@ -153,6 +154,8 @@ type xlator struct {
 	recircID uint32
 	// thawed is the frozen state this walk resumed, if any.
 	thawed *Frozen
+	// freezing is the bucket action list a stageActs freeze parks.
+	freezing []ofpwire.Action
 }
 
 // Translate walks the pipeline for the packet whose flow key is key,
