@@ -275,6 +275,12 @@ func (c *Conn) serve() (handshaken bool) {
 			return true
 		}
 		c.received(h)
+		if h.Version == ofpwire.Version && serverOnly(h.Type) {
+			// §7.4.4 BAD_TYPE, before decoding: a body only a switch
+			// sends may not even parse as the controller wrote it.
+			c.replyErr(h.Transaction, errBadType, raw)
+			continue
+		}
 		msg, err := ofpwire.Decode(h, raw[ofpwire.HeaderLen:])
 		if err != nil {
 			// Never answer an error with an error: two peers could loop.
