@@ -387,10 +387,11 @@ func deniedToSlave(msg ofpwire.Message) bool {
 }
 
 var (
-	errBadType   = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadType}
-	errIsSlave   = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCIsSlave}
-	errBadFlags  = &ofpwire.OFPError{Type: ofpwire.ETSwitchConfigFailed, Code: ofpwire.SCFCBadFlags}
-	validFragCfg = uint16(ofp.ConfigFlagFragNormal | ofp.ConfigFlagFragDrop)
+	errBadType         = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadType}
+	errIsSlave         = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCIsSlave}
+	errBadExperimenter = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadExperimenter}
+	errBadFlags        = &ofpwire.OFPError{Type: ofpwire.ETSwitchConfigFailed, Code: ofpwire.SCFCBadFlags}
+	validFragCfg       = uint16(ofp.ConfigFlagFragNormal | ofp.ConfigFlagFragDrop)
 )
 
 func (c *Conn) replyErr(xid uint32, err error, raw []byte) {
@@ -450,6 +451,11 @@ func (c *Conn) dispatch(xid uint32, msg ofpwire.Message, raw []byte) {
 	case *ofpwire.SetAsync:
 		a := ofp.AsyncConfig(*m)
 		c.async.Store(&a)
+	case *ofpwire.Experimenter:
+		// §7.5.4 / §7.4.4: no experimenter extension is supported, so
+		// every experimenter id is BAD_EXPERIMENTER (not BAD_TYPE: the
+		// type itself is known).
+		c.replyErr(xid, errBadExperimenter, raw)
 	default:
 		if serverOnly(msg.MsgType()) {
 			c.replyErr(xid, errBadType, raw)
