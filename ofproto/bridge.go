@@ -387,6 +387,8 @@ func (b *Bridge) Handle(c *ofconn.Conn, xid uint32, msg ofpwire.Message) error {
 		return b.multipart(c, xid, m)
 	case *ofpwire.PortMod:
 		return b.portMod(m)
+	case *ofpwire.TableMod:
+		return tableMod(m)
 	case *ofpwire.QueueGetConfigRequest:
 		if err := b.queuePort(m.Port); err != nil {
 			return err
