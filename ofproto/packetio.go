@@ -89,7 +89,15 @@ func (b *Bridge) packetIns() {
 			if !ok {
 				break
 			}
-			b.mgr.SendPacketIn(PacketIn(cp))
+			pi := PacketIn(cp)
+			if pi.Reason == ofp.PacketInReasonInvalidTTL {
+				// §7.3.2: miss_send_len bounds what the pipeline
+				// sends other than by an output action's max_len.
+				if n := b.mgr.SwitchConfig().MissSendLen; n != ofp.ContentLenNoBuffer && int(n) < len(pi.Data) {
+					pi.Data = pi.Data[:n]
+				}
+			}
+			b.mgr.SendPacketIn(pi)
 		}
 		select {
 		case <-b.stop:
