@@ -254,6 +254,12 @@ func NewBridge(name string, dp *datapath.Datapath, cfg BridgeConfig) (*Bridge, e
 			cfg.Conn.OnControllers(n)
 		}
 	}
+	cc.OnSwitchConfig = func(sc ofconn.SwitchConfig) {
+		b.invalidate() // fragment handling is part of every translation
+		if cfg.Conn.OnSwitchConfig != nil {
+			cfg.Conn.OnSwitchConfig(sc)
+		}
+	}
 	b.mgr = ofconn.New(cc)
 	b.failMu.Lock()
 	err = b.mgr.SetTargets(cfg.Targets)
@@ -330,6 +336,12 @@ func (b *Bridge) xlateOptions(now time.Time) xlate.Options {
 		Normal: b.cfg.Normal, Now: now, Groups: b.groups, PortLive: b.portLiveFn, Recirc: b.recirc}
 }
 
+// dropFragments reports whether SET_CONFIG asked for OFPC_FRAG_DROP
+// (OpenFlow 1.3.5 §7.3.2): received IP fragments are dropped.
+func (b *Bridge) dropFragments() bool {
+	return b.mgr != nil && b.mgr.SwitchConfig().Flags&uint16(ofp.ConfigFlagFragMask) == uint16(ofp.ConfigFlagFragDrop)
+}
+
 // activePipeline is the table translations walk: the bridge's, or the
 // hidden NORMAL table while failed open.
 func (b *Bridge) activePipeline() *pipeline.Pipeline {
@@ -364,7 +376,9 @@ func (b *Bridge) Manager() *ofconn.Manager { return b.mgr }
 // megaflows decided under the old MAC table are invalidated.
 func (b *Bridge) Upcall(key *flow.Key, res *datapath.UpcallResult) error {
 	gen := b.cfg.Normal.Generation()
-	err := xlate.Translate(b.activePipeline(), key, res, b.xlateOptions(time.Now()))
+	opts := b.xlateOptions(time.Now())
+	opts.DropFragments = b.dropFragments()
+	err := xlate.Translate(b.activePipeline(), key, res, opts)
 	if b.cfg.Normal.Generation() != gen {
 		b.invalidate()
 	}
