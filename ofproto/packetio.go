@@ -25,6 +25,11 @@ func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
 	}
 	inPort := uint32(po.InPort)
 	if inPort > uint32(ofp.PortMax) && inPort != datapath.LocalPort {
+		// §7.3.7: in_port is a switch port, CONTROLLER or LOCAL; ANY
+		// stands for none. Any other reserved port is BAD_PORT.
+		if po.InPort != ofp.PortController && po.InPort != ofp.PortAny {
+			return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadPort)
+		}
 		inPort = 0
 	}
 	if len(po.Data) < 14 {
