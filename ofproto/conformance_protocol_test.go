@@ -674,3 +674,151 @@ func TestProtoInstructionErrors(t *testing.T) {
 		})
 	}
 }
+
+// §7.5.1: HELLO elements of a type the switch does not know are ignored
+// (the version bitmap still decides).
+func TestProtoHelloUnknownElement(t *testing.T) {
+	tb := newTestBridge(t)
+	p := dialRaw(t, tb.sock)
+	hello := helloBitmap(4, 4)
+	hello = append(hello, 0, 0x63, 0, 8, 1, 2, 3, 4) // element type 99
+	binary.BigEndian.PutUint16(hello[2:], uint16(len(hello)))
+	p.write(hello)
+	if h, _ := p.mustRead(); h.Type != 0 {
+		t.Fatalf("first message type %d", h.Type)
+	}
+	p.write(rawMsg(4, 2, 9, nil))
+	if h, _ := p.mustRead(); h.Type != 3 || h.Transaction != 9 {
+		t.Fatalf("after a HELLO with an unknown element: reply type %d xid %d, want ECHO_REPLY", h.Type, h.Transaction)
+	}
+}
+
+// §7.3.1: FEATURES_REPLY carries the datapath id, the number of tables
+// and no buffers (the switch buffers no packet), on the main connection
+// (auxiliary_id 0).
+func TestProtoFeatures(t *testing.T) {
+	tb := newTestBridge(t)
+	rs := tb.c.request(&ofpwire.FeaturesRequest{})
+	if len(rs) != 1 {
+		t.Fatalf("%d replies to FEATURES_REQUEST", len(rs))
+	}
+	f, ok := rs[0].(*ofpwire.FeaturesReply)
+	if !ok || f.DatapathID != 0x1234 || f.NumTables != 254 || f.NumBuffers != 0 || f.AuxiliaryID != 0 {
+		t.Fatalf("features %+v, want dpid 0x1234, 254 tables, no buffers, auxiliary 0", rs[0])
+	}
+}
+
+// §6.3.5: a controller that becomes master makes the former master a
+// slave, which is then refused writes (IS_SLAVE); EQUAL has full access.
+// §7.3.10's default asynchronous configuration sends a slave port-status
+// but no packet-in.
+func TestProtoMasterTakeover(t *testing.T) {
+	tb := newTestBridge(t)
+	a, b := tb.c, dial(t, "unix", tb.sock)
+	for _, c := range []*client{a, b} {
+		rs := c.request(&ofpwire.RoleRequest{Role: ofp.ControllerRoleMaster, GenerationID: 1})
+		if rr, ok := rs[0].(*ofpwire.RoleReply); !ok || rr.Role != ofp.ControllerRoleMaster {
+			t.Fatalf("role reply %#v", rs[0])
+		}
+	}
+	a.wantError(flowIn(0, 10, 1, applyOut(2)), ofpwire.ETBadRequest, ofpwire.BRCIsSlave)
+	if r := b.request(flowIn(0, 10, 1, applyOut(ofp.PortController))); len(r) != 0 {
+		t.Fatalf("the new master's FLOW_MOD: %#v", r)
+	}
+	// The slave gets no packet-in: b's arrives, and the port status
+	// after it reaches a first (so a saw no packet-in before it).
+	tb.forward(tb.p1, tb.p2, frame())
+	if pi := b.nextPacketIn(); pi.Reason != ofp.PacketInReasonAction {
+		t.Fatalf("master's packet-in reason %d", pi.Reason)
+	}
+	b.send(&ofpwire.PortMod{PortNo: 2, HWAddr: tb.portDesc(2).HWAddr, Config: ofp.PortConfigNoFwd, Mask: ofp.PortConfigNoFwd})
+	for {
+		_, m := a.recv()
+		if _, ok := m.(*ofpwire.PacketIn); ok {
+			t.Fatal("a slave received a packet-in")
+		}
+		if ps, ok := m.(*ofpwire.PortStatus); ok && ps.Reason == ofp.PortReasonModify {
+			break
+		}
+	}
+	// EQUAL writes like a master.
+	a.request(&ofpwire.RoleRequest{Role: ofp.ControllerRoleEqual})
+	if r := a.request(flowIn(0, 11, 1, applyOut(2))); len(r) != 0 {
+		t.Fatalf("EQUAL's FLOW_MOD: %#v", r)
+	}
+}
+
+// §7.3.5 and §7.4.4: a multipart request naming a table the switch does
+// not have is BAD_REQUEST / BAD_TABLE_ID; one naming a port it does not
+// have BAD_REQUEST / BAD_PORT; a body of the wrong length BAD_LEN.
+func TestProtoMultipartErrors(t *testing.T) {
+	tb := newTestBridge(t)
+	fs := allFlows()
+	fs.TableID = 254
+	tb.c.wantError(&ofpwire.MultipartRequest{Body: fs}, ofpwire.ETBadRequest, ofpwire.BRCBadTableID)
+	tb.c.wantError(&ofpwire.MultipartRequest{Body: &ofpwire.PortStatsRequest{PortNo: 77}}, ofpwire.ETBadRequest, ofpwire.BRCBadPort)
+	p := dialRaw(t, tb.sock)
+	p.handshake()
+	desc := rawMsg(4, 18, 800, []byte{0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8}) // OFPMP_DESC has no body
+	p.write(desc)
+	p.wantError(desc, ofpwire.ETBadRequest, ofpwire.BRCBadLen)
+}
+
+// §7.3.7: a PACKET_OUT's in_port must be a port of the switch,
+// OFPP_CONTROLLER, OFPP_LOCAL or (no port) OFPP_ANY; another reserved
+// port is BAD_REQUEST / BAD_PORT (§7.4.4: "in_port in packet-out").
+func TestProtoPacketOutInPort(t *testing.T) {
+	tb := newTestBridge(t)
+	po := func(in ofp.PortNo) *ofpwire.PacketOut {
+		return &ofpwire.PacketOut{BufferID: ofp.NoBuffer, InPort: in,
+			Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: 2}}, Data: frame()}
+	}
+	for _, in := range []ofp.PortNo{1, ofp.PortController, ofp.PortLocal, ofp.PortAny} {
+		if r := tb.c.request(po(in)); len(r) != 0 {
+			t.Fatalf("in_port %#x: %#v", in, r)
+		}
+	}
+	for _, in := range []ofp.PortNo{ofp.PortIn, ofp.PortTable, ofp.PortFlood, ofp.PortAll, ofp.PortNormal} {
+		tb.c.wantError(po(in), ofpwire.ETBadRequest, ofpwire.BRCBadPort)
+	}
+}
+
+// §7.2.5 / §7.4.4 OFPET_BAD_ACTION: an action type the switch does not
+// know is BAD_TYPE, an experimenter action BAD_EXPERIMENTER, an action
+// whose length is not a multiple of 8 or overruns the list BAD_LEN, a
+// set-field whose OXM length is wrong for the field BAD_SET_LEN (1.3.5),
+// output to a reserved port a flow entry may not use BAD_OUT_PORT.
+func TestProtoActionErrors(t *testing.T) {
+	tb := newTestBridge(t)
+	p := dialRaw(t, tb.sock)
+	p.handshake()
+	withApply := func(acts []byte) []byte {
+		fm, err := ofpwire.Encode(0, flowIn(0, 10, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins := []byte{0, 4, 0, 0, 0, 0, 0, 0}
+		binary.BigEndian.PutUint16(ins[2:], uint16(8+len(acts)))
+		return append(append(fm[8:], ins...), acts...)
+	}
+	for i, c := range []struct {
+		name      string
+		acts      []byte
+		typ, code uint16
+	}{
+		{"unknown action type", []byte{0, 99, 0, 8, 0, 0, 0, 0}, ofpwire.ETBadAction, ofpwire.BACBadType},
+		{"experimenter action", []byte{0xff, 0xff, 0, 8, 0xde, 0xad, 0xbe, 0xef}, ofpwire.ETBadAction, ofpwire.BACBadExperimenter},
+		{"action length 12", []byte{0, 18, 0, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, ofpwire.ETBadAction, ofpwire.BACBadLen},
+		{"action overruns the list", []byte{0, 18, 0, 16, 0, 0, 0, 0}, ofpwire.ETBadAction, ofpwire.BACBadLen},
+		// set_field eth_type (class 0x8000 field 5) with a 4-byte value
+		{"set_field with a wrong value length", []byte{0, 25, 0, 16, 0x80, 0, 5 << 1, 4, 0, 0, 8, 0, 0, 0, 0, 0}, ofpwire.ETBadAction, ofpwire.BACBadSetLen},
+		{"output to IN_PORT is fine, to TABLE is not", []byte{0, 0, 0, 16, 0xff, 0xff, 0xff, 0xf9, 0xff, 0xff, 0, 0, 0, 0, 0, 0}, ofpwire.ETBadAction, ofpwire.BACBadOutPort},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p.t = t
+			msg := rawMsg(4, 14, uint32(900+i), withApply(c.acts))
+			p.write(msg)
+			p.wantError(msg, c.typ, c.code)
+		})
+	}
+}
