@@ -130,7 +130,9 @@ func (x *xlator) flowHash() uint32 {
 // thing a translation does freezes in place; any other bucket sends a
 // copy of the packet, as it entered the bucket, to a recirculation that
 // runs the whole bucket (and freezes in place there), and the original
-// goes on as if the bucket had done nothing.
+// goes on as if the bucket had done nothing. A bucket that is followed by
+// more work and made a change the datapath cannot undo (an MPLS or PBB
+// push or pop) recirculates a copy the same way.
 func (x *xlator) bucket(b *pipeline.Bucket, table uint8, miss, final bool) error {
 	x.refs = append(x.refs, b)
 	saved := x.save()
@@ -141,7 +143,24 @@ func (x *xlator) bucket(b *pipeline.Bucket, table uint8, miss, final bool) error
 	x.tind--
 	x.stopped = false // an invalid TTL ends this clone only
 	x.md = saved.md   // metadata a bucket wrote does not leave it
-	if errors.Is(err, errFreezeCopy) {
+	if err == nil && !final {
+		if x.irrev != saved.irrev {
+			err = errIrreversible
+		} else {
+			err = x.undo(&saved)
+		}
+		if x.blind || errors.Is(err, errIrreversible) {
+			// The datapath cannot put the packet back for what follows
+			// (a push or pop, or a rewrite of a field behind a pop):
+			// the bucket runs on a recirculated copy instead.
+			if x.opts.Recirc != nil && x.pending == nil {
+				err = errFreezeCopy
+			} else if err == nil {
+				err = errBlind
+			}
+		}
+	}
+	if errors.Is(err, errFreezeCopy) && len(b.Actions) > 0 {
 		x.out, x.refs = x.out[:entry.out], x.refs[:entry.refs]
 		x.key, x.written, x.unknown = saved.key, saved.written, saved.unknown
 		x.tags, x.irrev, x.inner = saved.tags, saved.irrev, saved.inner
@@ -149,16 +168,7 @@ func (x *xlator) bucket(b *pipeline.Bucket, table uint8, miss, final bool) error
 		return x.freezeCopy(frozenKey{stage: stageActs, table: table, miss: miss, cookie: x.cookie,
 			md: saved.md, acts0: &b.Actions[0]}, b.Actions)
 	}
-	if err != nil {
-		return err
-	}
-	if final {
-		return nil
-	}
-	if x.irrev != saved.irrev {
-		return errIrreversible
-	}
-	return x.undo(&saved)
+	return err
 }
 
 // runActs runs acts from action from on, for a bucket (or the rest of one,

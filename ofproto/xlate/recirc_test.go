@@ -363,6 +363,9 @@ func TestRecircGroupBucket(t *testing.T) {
 	popped := l3Frame(t, layers.EthernetTypeIPv4, ip, tc, pl)
 	popBucket := bkt(&ofpwire.ActionPopMPLS{EtherType: 0x0800}, setF(ofp.XMTypeTCPDst, 8080), &ofpwire.ActionDecNwTTL{}, out(2))
 	plain := bkt(out(3))
+	// A bucket that only pops cannot be undone for the next bucket: it
+	// runs on a recirculated copy.
+	popOnly := bkt(&ofpwire.ActionPopMPLS{EtherType: 0x0800}, out(2))
 	cases := []struct {
 		name   string
 		typ    ofp.GroupType
@@ -377,6 +380,8 @@ func TestRecircGroupBucket(t *testing.T) {
 			[]sent{{port: 3, data: string(in)}, {port: 2, data: string(popped)}}, 2},
 		{"all, popping bucket last, action set", ofp.GroupTypeAll, []ofpwire.Bucket{plain, popBucket}, true,
 			[]sent{{port: 3, data: string(in)}, {port: 2, data: string(popped)}}, 1},
+		{"all, bucket only pops, then another", ofp.GroupTypeAll, []ofpwire.Bucket{popOnly, plain}, false,
+			[]sent{{port: 3, data: string(in)}, {port: 2, data: string(inner)}}, 1},
 		{"indirect, action set", ofp.GroupTypeIndirect, []ofpwire.Bucket{popBucket}, true,
 			[]sent{{port: 2, data: string(popped)}}, 1},
 		{"indirect, apply then output", ofp.GroupTypeIndirect, []ofpwire.Bucket{popBucket}, false,
