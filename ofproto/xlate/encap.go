@@ -303,6 +303,13 @@ func (x *xlator) outputTable() error {
 	x.set, x.opts.Table, x.p, x.table, x.miss, x.cookie = set, tbl, p, table, miss, cookie
 	x.md = saved.md
 	x.stopped = false // an invalid TTL ends the submitted copy only
+	if err == nil && x.irrev != saved.irrev && x.opts.Recirc != nil {
+		// The tables pushed or popped: the packet-out's later actions
+		// could not get the packet back, so the tables run on a
+		// recirculated copy (at the cost of a recirculation when
+		// nothing follows).
+		err = errFreezeCopy
+	}
 	if errors.Is(err, errFreezeCopy) {
 		// The tables needed a field behind a header they popped: a
 		// copy of the packet, as submitted, recirculates to go
@@ -332,7 +339,14 @@ func (x *xlator) flushPending() error {
 	if x.irrev != s.irrev {
 		return errIrreversible
 	}
-	return x.undo(s)
+	err := x.undo(s)
+	if x.blind {
+		// Putting back a field behind a pop needs its value: neither
+		// the key nor a recirculation (the packet is not put back yet)
+		// has it.
+		x.noFreeze = true
+	}
+	return err
 }
 
 // retype records that the frame's Ethernet type became typ over bytes

@@ -217,7 +217,7 @@ var errNoProgress = fmt.Errorf("%w: a field behind a popped header, needed where
 // encoding, since the scratch pipeline they sit in does not outlive the
 // packet-out.
 func (x *xlator) freeze(ck checkpoint, k frozenKey, ins []ofpwire.Instruction) error {
-	if x.opts.Recirc == nil || x.pending != nil {
+	if x.opts.Recirc == nil || x.pending != nil || x.noFreeze {
 		return errBlind
 	}
 	if x.nested > 0 {

@@ -161,6 +161,10 @@ type xlator struct {
 	thawed *Frozen
 	// freezing is the bucket action list a stageActs freeze parks.
 	freezing []ofpwire.Action
+	// noFreeze says the walk needed an unknown field where a
+	// recirculation cannot help (restoring the packet after an output to
+	// TABLE): it fails as before.
+	noFreeze bool
 }
 
 // Translate walks the pipeline for the packet whose flow key is key,
