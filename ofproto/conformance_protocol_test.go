@@ -822,3 +822,46 @@ func TestProtoActionErrors(t *testing.T) {
 		})
 	}
 }
+
+// §6.4: OFPTT_ALL is valid only in a DELETE; a MODIFY to it, or any
+// FLOW_MOD to a table the switch does not have, is FLOW_MOD_FAILED /
+// BAD_TABLE_ID.
+func TestProtoFlowModTableIDs(t *testing.T) {
+	tb := newTestBridge(t)
+	for _, c := range []struct {
+		cmd   ofp.FlowModCommand
+		table uint8
+	}{{ofp.FlowModify, 0xff}, {ofp.FlowModifyStrict, 0xff}, {ofp.FlowDelete, 254}, {ofp.FlowDeleteStrict, 254}, {ofp.FlowModify, 254}} {
+		fm := flowIn(c.table, 10, 1, applyOut(2))
+		fm.Command = c.cmd
+		tb.c.wantError(fm, ofpwire.ETFlowModFailed, ofpwire.FMFCBadTableID)
+	}
+}
+
+// §6.3.5: generation ids compare by the signed 64-bit distance, so a
+// generation "behind" by wrap-around is stale too.
+func TestProtoRoleGenerationWrap(t *testing.T) {
+	tb := newTestBridge(t)
+	tb.c.request(&ofpwire.RoleRequest{Role: ofp.ControllerRoleMaster, GenerationID: 7})
+	tb.c.wantError(&ofpwire.RoleRequest{Role: ofp.ControllerRoleSlave, GenerationID: ^uint64(0)},
+		ofpwire.ETRoleRequestFailed, ofpwire.RRFCStale)
+	rs := tb.c.request(&ofpwire.RoleRequest{Role: ofp.ControllerRoleMaster, GenerationID: 1 << 63})
+	if rr, ok := rs[0].(*ofpwire.RoleReply); !ok || rr.GenerationID != 1<<63 {
+		t.Fatalf("a generation ahead by 2^63-7: %#v", rs[0])
+	}
+}
+
+// §7.3.6: QUEUE_GET_CONFIG for OFPP_ANY lists every configured queue (the
+// switch has none); for a port the switch does not have it is
+// QUEUE_OP_FAILED / BAD_PORT.
+func TestProtoQueueGetConfig(t *testing.T) {
+	tb := newTestBridge(t)
+	rs := tb.c.request(&ofpwire.QueueGetConfigRequest{Port: ofp.PortAny})
+	if len(rs) != 1 {
+		t.Fatalf("%d replies", len(rs))
+	}
+	if r, ok := rs[0].(*ofpwire.QueueGetConfigReply); !ok || r.Port != ofp.PortAny {
+		t.Fatalf("reply %#v", rs[0])
+	}
+	tb.c.wantError(&ofpwire.QueueGetConfigRequest{Port: 77}, ofpwire.ETQueueOpFailed, ofpwire.QOFCBadPort)
+}
