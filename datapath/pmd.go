@@ -762,8 +762,20 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 				return
 			}
 		case actions.Recirc:
-			p.recirculate(pkt, a.RecircID()) // it ends the list
-			return
+			if i == last {
+				p.recirculate(pkt, a.RecircID())
+				return
+			}
+			// A group bucket's copy recirculates while the packet
+			// goes on to the other buckets.
+			c := p.pool.GetFit(pkt)
+			if c == nil {
+				p.local.drops[DropNoBuffer]++
+				continue
+			}
+			c.CopyFrom(pkt)
+			c.Recircs = pkt.Recircs
+			p.recirculate(c, a.RecircID())
 		default:
 			if !p.apply(a, pkt) {
 				p.drop(pkt, DropAction)

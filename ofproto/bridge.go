@@ -252,6 +252,12 @@ func NewBridge(name string, dp *datapath.Datapath, cfg BridgeConfig) (*Bridge, e
 			cfg.Conn.OnControllers(n)
 		}
 	}
+	cc.OnSwitchConfig = func(sc ofconn.SwitchConfig) {
+		b.invalidate() // fragment handling is part of every translation
+		if cfg.Conn.OnSwitchConfig != nil {
+			cfg.Conn.OnSwitchConfig(sc)
+		}
+	}
 	b.mgr = ofconn.New(cc)
 	b.failMu.Lock()
 	err = b.mgr.SetTargets(cfg.Targets)
@@ -328,6 +334,12 @@ func (b *Bridge) xlateOptions(now time.Time) xlate.Options {
 		Normal: b.cfg.Normal, Now: now, Groups: b.groups, PortLive: b.portLiveFn, Recirc: b.recirc}
 }
 
+// dropFragments reports whether SET_CONFIG asked for OFPC_FRAG_DROP
+// (OpenFlow 1.3.5 §7.3.2): received IP fragments are dropped.
+func (b *Bridge) dropFragments() bool {
+	return b.mgr != nil && b.mgr.SwitchConfig().Flags&uint16(ofpwire.ConfigFlagFragMask) == uint16(ofpwire.ConfigFlagFragDrop)
+}
+
 // activePipeline is the table translations walk: the bridge's, or the
 // hidden NORMAL table while failed open.
 func (b *Bridge) activePipeline() *pipeline.Pipeline {
@@ -362,7 +374,9 @@ func (b *Bridge) Manager() *ofconn.Manager { return b.mgr }
 // megaflows decided under the old MAC table are invalidated.
 func (b *Bridge) Upcall(key *flow.Key, res *datapath.UpcallResult) error {
 	gen := b.cfg.Normal.Generation()
-	err := xlate.Translate(b.activePipeline(), key, res, b.xlateOptions(time.Now()))
+	opts := b.xlateOptions(time.Now())
+	opts.DropFragments = b.dropFragments()
+	err := xlate.Translate(b.activePipeline(), key, res, opts)
 	if b.cfg.Normal.Generation() != gen {
 		b.invalidate()
 	}
@@ -385,6 +399,8 @@ func (b *Bridge) Handle(c *ofconn.Conn, xid uint32, msg ofpwire.Message) error {
 		return b.multipart(c, xid, m)
 	case *ofpwire.PortMod:
 		return b.portMod(m)
+	case *ofpwire.TableMod:
+		return tableMod(m)
 	case *ofpwire.QueueGetConfigRequest:
 		if err := b.queuePort(m.Port); err != nil {
 			return err

@@ -23,6 +23,11 @@ func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
 	}
 	inPort := uint32(po.InPort)
 	if inPort > uint32(ofpwire.PortMax) && inPort != datapath.LocalPort {
+		// §7.3.7: in_port is a switch port, CONTROLLER or LOCAL; ANY
+		// stands for none. Any other reserved port is BAD_PORT.
+		if po.InPort != ofpwire.PortController && po.InPort != ofpwire.PortAny {
+			return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadPort)
+		}
 		inPort = 0
 	}
 	if len(po.Data) < 14 {
@@ -87,7 +92,15 @@ func (b *Bridge) packetIns() {
 			if !ok {
 				break
 			}
-			b.mgr.SendPacketIn(PacketIn(cp))
+			pi := PacketIn(cp)
+			if pi.Reason == ofpwire.PacketInReasonInvalidTTL {
+				// §7.3.2: miss_send_len bounds what the pipeline
+				// sends other than by an output action's max_len.
+				if n := b.mgr.SwitchConfig().MissSendLen; n != ofpwire.ContentLenNoBuffer && int(n) < len(pi.Data) {
+					pi.Data = pi.Data[:n]
+				}
+			}
+			b.mgr.SendPacketIn(pi)
 		}
 		select {
 		case <-b.stop:

@@ -84,3 +84,46 @@ func TestRecirculationThroughBridge(t *testing.T) {
 		t.Fatalf("%d recirc_ids left after the flows that froze them were deleted", n)
 	}
 }
+
+// TestRecirculationGroupBucketAndPacketOut: through the bridge and the
+// datapath, an ALL group whose first bucket pops the label and rewrites
+// the UDP port it exposed sends the rewritten packet from that bucket's
+// recirculated copy and the labelled packet from the other bucket; a
+// PACKET_OUT that pops and rewrites leaves after the datapath drained its
+// recirculation.
+func TestRecirculationGroupBucketAndPacketOut(t *testing.T) {
+	tb := newTestBridge(t)
+	popSet := []ofpwire.Action{&ofpwire.ActionPopMPLS{EtherType: 0x0800},
+		&ofpwire.ActionSetField{Field: ofpwire.OXMUint(ofpwire.XMTypeUDPDst, 4000)}, &ofpwire.ActionOutput{Port: 2}}
+	tb.mustRequest(t, &ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeAll, GroupID: 1, Buckets: []ofpwire.Bucket{
+		{Actions: popSet}, {Actions: []ofpwire.Action{&ofpwire.ActionOutput{Port: 2}}}}})
+	tb.mustRequest(t, flowIn(0, 10, 1, &ofpwire.InstrApplyActions{Actions: []ofpwire.Action{&ofpwire.ActionGroup{Group: 1}}}))
+	in := mplsOver(frame())
+	want := frame()
+	binary.BigEndian.PutUint16(want[14+20+2:], 4000)
+	got := tb.forward(tb.p1, tb.p2, in)
+	if len(got) != 2 {
+		t.Fatalf("port 2 sent %d frames, want 2 (one per bucket)", len(got))
+	}
+	var popped, labelled int
+	for _, g := range got {
+		switch {
+		case bytes.Equal(g, in):
+			labelled++
+		case len(g) == len(want) && binary.BigEndian.Uint16(g[14+20+2:]) == 4000 && bytes.Equal(g[:14+20], frame()[:14+20]):
+			popped++
+		}
+	}
+	if popped != 1 || labelled != 1 {
+		t.Fatalf("port 2 sent %x: want the labelled frame and the popped one with udp dst 4000", got)
+	}
+
+	po := &ofpwire.PacketOut{BufferID: ofpwire.NoBuffer, InPort: ofpwire.PortController, Actions: popSet, Data: in}
+	tb.mustRequest(t, po)
+	tb.dp.PMDs()[0].PollOnce()
+	var out [][]byte
+	tb.p2.Drain(0, func(f []byte) { out = append(out, bytes.Clone(f)) })
+	if len(out) != 1 || binary.BigEndian.Uint16(out[0][14+20+2:]) != 4000 || !bytes.Equal(out[0][:14+20], frame()[:14+20]) {
+		t.Fatalf("packet-out sent %x, want the popped frame with udp dst 4000", out)
+	}
+}

@@ -116,6 +116,10 @@ func (b *Bridge) multipart(c *ofconn.Conn, xid uint32, m *ofpwire.MultipartReque
 			return ofpErr(ofpwire.ETTableFeaturesFailed, ofpwire.TFFCEperm)
 		}
 		return b.tableFeatures(c, xid)
+	case *ofpwire.ExperimenterMultipart:
+		// §7.4.4: an experimenter id the switch does not support, in a
+		// multipart request too, is BAD_EXPERIMENTER (it supports none).
+		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadExperimenter)
 	}
 	return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadMultipart)
 }

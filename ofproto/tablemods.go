@@ -139,3 +139,22 @@ func (b *Bridge) sendRemoved(removed []*pipeline.Entry) {
 		})
 	}
 }
+
+// tableModDeprecated is OFPTC_DEPRECATED_MASK: the only config bits of
+// OpenFlow 1.3, kept from 1.1/1.2's table-miss settings and ignored.
+const tableModDeprecated = 3
+
+// tableMod answers an OFPT_TABLE_MOD (OpenFlow 1.3.5 §7.3.3). In 1.3 a
+// table has no configuration left to change (table-miss is an entry), so
+// an accepted TABLE_MOD changes nothing; it is refused for a table the
+// switch does not have (TABLE_MOD_FAILED/BAD_TABLE) or a config bit 1.3
+// does not define (BAD_CONFIG).
+func tableMod(m *ofpwire.TableMod) error {
+	if m.Table != ofpwire.TableAll && int(m.Table) >= pipeline.NumTables {
+		return ofpErr(ofpwire.ETTableModFailed, ofpwire.TMFCBadTable)
+	}
+	if m.Config&^tableModDeprecated != 0 {
+		return ofpErr(ofpwire.ETTableModFailed, ofpwire.TMFCBadConfig)
+	}
+	return nil
+}

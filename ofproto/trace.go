@@ -15,7 +15,9 @@ import (
 // (the tables' lookup counters do, see xlate.TranslateTrace). On a
 // translation error the trace so far is returned with the error.
 func (b *Bridge) Trace(key flow.Key) (*xlate.Trace, error) {
-	tr, err := xlate.TranslateTrace(b.activePipeline(), &key, b.xlateOptions(time.Now()))
+	opts := b.xlateOptions(time.Now())
+	opts.DropFragments = b.dropFragments() // as an upcall sees it
+	tr, err := xlate.TranslateTrace(b.activePipeline(), &key, opts)
 	tr.Bridge = b.name
 	return tr, err
 }

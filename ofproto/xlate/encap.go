@@ -1,6 +1,7 @@
 package xlate
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
@@ -284,7 +285,8 @@ func (x *xlator) outputTable() error {
 		return fmt.Errorf("%w: output to TABLE in a group bucket", ErrUnsupported)
 	}
 	saved := x.save()
-	set, table, miss, p := x.set, x.table, x.miss, x.p
+	entry := x.checkpoint()
+	set, table, miss, p, cookie := x.set, x.table, x.miss, x.p, x.cookie
 	x.set, x.opts.Table, x.p = actionSet{}, nil, tbl
 	if tbl != p {
 		tbl.RLock()
@@ -298,9 +300,27 @@ func (x *xlator) outputTable() error {
 	if tbl != p {
 		tbl.RUnlock()
 	}
-	x.set, x.opts.Table, x.p, x.table, x.miss = set, tbl, p, table, miss
+	x.set, x.opts.Table, x.p, x.table, x.miss, x.cookie = set, tbl, p, table, miss, cookie
 	x.md = saved.md
 	x.stopped = false // an invalid TTL ends the submitted copy only
+	if err == nil && x.irrev != saved.irrev && x.opts.Recirc != nil {
+		// The tables pushed or popped: the packet-out's later actions
+		// could not get the packet back, so the tables run on a
+		// recirculated copy (at the cost of a recirculation when
+		// nothing follows).
+		err = errFreezeCopy
+	}
+	if errors.Is(err, errFreezeCopy) {
+		// The tables needed a field behind a header they popped: a
+		// copy of the packet, as submitted, recirculates to go
+		// through them from table 0, where the walk can freeze in
+		// place; the packet-out's later actions see the original.
+		x.out, x.refs = x.out[:entry.out], x.refs[:entry.refs]
+		x.key, x.written, x.unknown = saved.key, saved.written, saved.unknown
+		x.tags, x.irrev, x.inner = saved.tags, saved.irrev, saved.inner
+		x.blind = false
+		return x.freezeCopy(frozenKey{stage: stageTable, p: tbl}, nil)
+	}
 	if err != nil {
 		return err
 	}
@@ -319,7 +339,14 @@ func (x *xlator) flushPending() error {
 	if x.irrev != s.irrev {
 		return errIrreversible
 	}
-	return x.undo(s)
+	err := x.undo(s)
+	if x.blind {
+		// Putting back a field behind a pop needs its value: neither
+		// the key nor a recirculation (the packet is not put back yet)
+		// has it.
+		x.noFreeze = true
+	}
+	return err
 }
 
 // retype records that the frame's Ethernet type became typ over bytes

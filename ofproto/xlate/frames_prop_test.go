@@ -699,6 +699,12 @@ func checkTranslateMatchesFrames(t *testing.T, recirc bool) {
 				odd++ // popped to a type its bytes are not: beyond the key
 				continue
 			}
+			if passes > 0 {
+				// A bucket's recirculated copy leaves after the
+				// packet: OpenFlow orders no bucket before another.
+				sortSent(got)
+				sortSent(ref.out)
+			}
 			if !slices.Equal(got, ref.out) {
 				if tr, _ := TranslateTrace(p, &key, opts); tr != nil {
 					t.Log(tr.String())

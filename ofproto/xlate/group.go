@@ -1,6 +1,7 @@
 package xlate
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
@@ -123,27 +124,71 @@ func (x *xlator) flowHash() uint32 {
 }
 
 // bucket runs one bucket's actions on a clone of the packet and, unless
-// final, emits the actions that undo its rewrites.
+// final, emits the actions that undo its rewrites. A bucket that needs a
+// field behind a header it popped goes on after recirculation: the last
+// thing a translation does freezes in place; any other bucket sends a
+// copy of the packet, as it entered the bucket, to a recirculation that
+// runs the whole bucket (and freezes in place there), and the original
+// goes on as if the bucket had done nothing. A bucket that is followed by
+// more work and made a change the datapath cannot undo (an MPLS or PBB
+// push or pop) recirculates a copy the same way.
 func (x *xlator) bucket(b *pipeline.Bucket, table uint8, miss, final bool) error {
 	x.refs = append(x.refs, b)
 	saved := x.save()
+	entry := x.checkpoint()
 	x.tind++
-	for _, a := range b.Actions {
-		if err := x.doAction(a, table, miss); err != nil {
-			return err
-		}
-		if x.stopped {
-			break
-		}
-	}
+	inPlace := final && x.nested == 0 && x.pending == nil
+	err := x.runActs(b.Actions, 0, table, miss, inPlace)
 	x.tind--
 	x.stopped = false // an invalid TTL ends this clone only
 	x.md = saved.md   // metadata a bucket wrote does not leave it
-	if final {
-		return nil
+	if err == nil && !final {
+		if x.irrev != saved.irrev {
+			err = errIrreversible
+		} else {
+			err = x.undo(&saved)
+		}
+		if x.blind || errors.Is(err, errIrreversible) {
+			// The datapath cannot put the packet back for what follows
+			// (a push or pop, or a rewrite of a field behind a pop):
+			// the bucket runs on a recirculated copy instead.
+			if x.opts.Recirc != nil && x.pending == nil {
+				err = errFreezeCopy
+			} else if err == nil {
+				err = errBlind
+			}
+		}
 	}
-	if x.irrev != saved.irrev {
-		return errIrreversible
+	if errors.Is(err, errFreezeCopy) && len(b.Actions) > 0 {
+		x.out, x.refs = x.out[:entry.out], x.refs[:entry.refs]
+		x.key, x.written, x.unknown = saved.key, saved.written, saved.unknown
+		x.tags, x.irrev, x.inner = saved.tags, saved.irrev, saved.inner
+		x.blind = false
+		return x.freezeCopy(frozenKey{stage: stageActs, table: table, miss: miss, cookie: x.cookie,
+			md: saved.md, acts0: &b.Actions[0]}, b.Actions)
 	}
-	return x.undo(&saved)
+	return err
+}
+
+// runActs runs acts from action from on, for a bucket (or the rest of one,
+// thawed). An action that needs a field the walk does not know freezes
+// the walk before it when inPlace (nothing follows the bucket), and asks
+// for a copy to be recirculated (errFreezeCopy) otherwise.
+func (x *xlator) runActs(acts []ofpwire.Action, from int, table uint8, miss, inPlace bool) error {
+	for j := from; j < len(acts); j++ {
+		ck := x.checkpoint()
+		err := x.doAction(acts[j], table, miss)
+		if x.blind {
+			if errors.Is(err, errFreezeCopy) || !inPlace {
+				return errFreezeCopy
+			}
+			x.freezing = acts
+			return x.freeze(ck, frozenKey{stage: stageActs, table: table, miss: miss, cookie: x.cookie,
+				md: x.md, act: uint16(j), acts0: &acts[0]}, nil)
+		}
+		if err != nil || x.stopped {
+			return err
+		}
+	}
+	return nil
 }

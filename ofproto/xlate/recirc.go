@@ -1,6 +1,7 @@
 package xlate
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -36,6 +37,10 @@ type Frozen struct {
 	// ins is the instruction list of key.entry as it was when the walk
 	// froze inside it (a MODIFY may replace the entry's list since).
 	ins []ofpwire.Instruction
+	// acts is the action list a stageActs walk goes on with: a group
+	// bucket's (a GROUP_MOD replaces the list, never edits it), or what
+	// was left of a packet-out's.
+	acts []ofpwire.Action
 }
 
 // Where a frozen walk goes on.
@@ -43,22 +48,30 @@ const (
 	stageTable uint8 = iota + 1 // look up key.table
 	stageEntry                  // key.entry's instruction key.instr, action key.act onward
 	stageSet                    // execute the action set
+	stageActs                   // Frozen.acts from action key.act, then stop
 )
 
 // frozenKey is the comparable part of a Frozen: equal keys mean the same
 // continuation, so they share an id.
 type frozenKey struct {
-	p      *pipeline.Pipeline
-	stage  uint8
-	table  uint8
-	miss   bool
-	instr  uint16
-	act    uint16
-	entry  *pipeline.Entry
-	ins0   *ofpwire.Instruction // identifies the version of the entry's list
-	cookie uint64
-	md     uint64
-	set    actionSet
+	p     *pipeline.Pipeline
+	stage uint8
+	table uint8
+	miss  bool
+	instr uint16
+	act   uint16
+	entry *pipeline.Entry
+	ins0  *ofpwire.Instruction // identifies the version of the entry's list
+	acts0 *ofpwire.Action      // identifies a bucket's action list
+	// po holds the encoded rest of a packet-out's actions (stageActs):
+	// packet-outs carrying the same actions share one id, so a controller
+	// repeating one cannot use up the ids.
+	po string
+	// tableOK lets a thawed packet-out's actions output to TABLE.
+	tableOK bool
+	cookie  uint64
+	md      uint64
+	set     actionSet
 }
 
 // String says where the frozen walk goes on, for traces.
@@ -71,6 +84,11 @@ func (f *Frozen) String() string {
 		return fmt.Sprintf("table %d, action %d of instruction %d of the entry matched", k.table, k.act+1, k.instr+1)
 	case stageSet:
 		return "the action set"
+	case stageActs:
+		if k.po != "" {
+			return fmt.Sprintf("action %d of what was left of the packet-out's", k.act+1)
+		}
+		return fmt.Sprintf("action %d of a group bucket", k.act+1)
 	}
 	return "nowhere"
 }
@@ -191,23 +209,45 @@ var errNoProgress = fmt.Errorf("%w: a field behind a popped header, needed where
 // freeze ends the translation at ck: the operation after it needed an
 // unknown field. What was emitted before ck stays, a recirc action to the
 // frozen state k follows, and the walk stops. Where freezing is not
-// possible (no Recirculator; inside a packet-out, whose pipeline is not the
-// bridge's, or its output to TABLE) the translation fails as before.
+// possible (no Recirculator, or a restore left pending by an output to
+// TABLE) the translation fails as before. Inside an output to TABLE the
+// walk cannot stop (the packet-out's later actions need the original):
+// errFreezeCopy asks outputTable to recirculate a copy instead. A
+// packet-out's own actions freeze as a stageActs state keyed by their
+// encoding, since the scratch pipeline they sit in does not outlive the
+// packet-out.
 func (x *xlator) freeze(ck checkpoint, k frozenKey, ins []ofpwire.Instruction) error {
-	if x.opts.Recirc == nil || x.opts.Table != nil || x.nested > 0 || x.pending != nil {
+	if x.opts.Recirc == nil || x.pending != nil || x.noFreeze {
 		return errBlind
 	}
-	k.p = x.p
+	if x.nested > 0 {
+		return errFreezeCopy
+	}
+	var acts []ofpwire.Action
+	switch {
+	case x.opts.Table != nil && k.stage == stageEntry:
+		// The scratch entry of a packet-out holds one apply-actions.
+		acts = ins[k.instr].(*ofpwire.InstrApplyActions).Actions[k.act:]
+		b, err := ofpwire.Encode(0, &ofpwire.PacketOut{Actions: acts})
+		if err != nil {
+			return errBlind
+		}
+		k = frozenKey{stage: stageActs, table: k.table, miss: k.miss, cookie: k.cookie, md: k.md,
+			po: string(b), tableOK: true}
+		ins = nil
+	case x.opts.Table != nil && k.stage != stageActs:
+		return errBlind // the scratch pipeline's lookup or action set
+	case k.stage == stageActs:
+		acts = x.freezing
+	}
+	k.p = x.statePipeline(k.stage)
 	if k.stage == stageEntry {
 		k.ins0 = &ins[0]
 	}
 	if !ck.helps || x.thawed != nil && x.thawed.key == k {
 		return errNoProgress
 	}
-	f := Frozen{key: k}
-	if k.stage == stageEntry {
-		f.ins = ins
-	}
+	f := Frozen{key: k, ins: ins, acts: acts}
 	id, ok := x.opts.Recirc.Freeze(&f)
 	if !ok {
 		return fmt.Errorf("%w: no free recirc_id", ErrUnsupported)
@@ -221,6 +261,48 @@ func (x *xlator) freeze(ck checkpoint, k frozenKey, ins []ofpwire.Instruction) e
 	}
 	if x.tr != nil {
 		x.traceNote(TraceRecirc, fmt.Sprintf("needs a field behind a popped header: recirculating as recirc(%#x), to resume at %s", id, f.String()))
+	}
+	return x.emit(actions.RecircAction(id))
+}
+
+// statePipeline is the pipeline a state frozen at stage belongs to: the
+// one walked, except that a packet-out's actions (and the buckets they
+// run) thaw in an upcall of the bridge's pipeline, not the scratch one.
+func (x *xlator) statePipeline(stage uint8) *pipeline.Pipeline {
+	if stage == stageActs && x.opts.Table != nil {
+		return x.opts.Table
+	}
+	return x.p
+}
+
+// errFreezeCopy is how a freeze inside a group bucket that is not the
+// last thing the translation does, or inside an output to TABLE, asks the
+// bucket (or the output) to recirculate a copy of the packet from its
+// start instead, while the original goes on with what follows.
+var errFreezeCopy = errors.New("xlate: freeze a copy")
+
+// freezeCopy emits a recirc action that sends a copy of the packet, as it
+// is now, to the frozen state k (which starts where the copy's own work
+// starts), and leaves the walk going on with the original. The thawed
+// walk sees a freshly extracted key, so whatever the copy's work pops, it
+// can freeze again behind the pop.
+func (x *xlator) freezeCopy(k frozenKey, acts []ofpwire.Action) error {
+	if x.opts.Recirc == nil || x.pending != nil {
+		return errBlind
+	}
+	if k.stage == stageActs {
+		k.p = x.statePipeline(k.stage)
+	}
+	if x.thawed != nil && x.thawed.key == k {
+		return errNoProgress
+	}
+	f := Frozen{key: k, acts: acts}
+	id, ok := x.opts.Recirc.Freeze(&f)
+	if !ok {
+		return fmt.Errorf("%w: no free recirc_id", ErrUnsupported)
+	}
+	if x.tr != nil {
+		x.traceNote(TraceRecirc, fmt.Sprintf("needs a field behind a popped header: recirculating a copy as recirc(%#x), to run %s", id, f.String()))
 	}
 	return x.emit(actions.RecircAction(id))
 }
@@ -248,6 +330,12 @@ func (x *xlator) thaw(f *Frozen) error {
 		return x.walkEntry(k.table, k.entry, f.ins, int(k.instr), int(k.act))
 	case stageSet:
 		return x.executeSet()
+	case stageActs:
+		if k.tableOK {
+			x.opts.Table = x.p // the thawed packet-out's output to TABLE
+		}
+		// A bucket's copy ends with the bucket: nothing follows it.
+		return x.runActs(f.acts, int(k.act), k.table, k.miss, true)
 	}
 	return fmt.Errorf("%w: bad frozen state", ErrUnsupported)
 }

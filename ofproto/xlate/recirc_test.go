@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,26 +16,38 @@ import (
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 )
 
 // runRecirc executes a translation on a frame as the PMD does, following
 // recirc actions: the packet as rewritten is extracted again under the id
-// and translated again, at most datapath.MaxRecirculations times. It
-// returns what left, how often the packet recirculated, whether a
-// re-extraction found a malformed header (a pop to the wrong type: the key
-// cannot describe the bytes the datapath's TTL copies go by) and the error
-// of a later pass's translation (the datapath drops the packet there).
+// and translated again, at most datapath.MaxRecirculations times. A recirc
+// that is not the last action recirculates a copy (a group bucket's) and
+// the packet goes on; copies run after the packet, as the PMD drains them
+// after the batch. It returns what left, how many passes after the first
+// ran, whether a re-extraction found a malformed header (a pop to the
+// wrong type: the key cannot describe the bytes the datapath's TTL copies
+// go by) and the error of a later pass's translation (the datapath drops
+// the packet there).
 func runRecirc(t testing.TB, p *pipeline.Pipeline, l actions.List, frame []byte, inPort uint32, opts Options) (out []sent, passes int, malformed bool, err error) {
 	t.Helper()
-	pkt := loadFrame(t, frame, inPort)
-	defer pkt.Free()
-	for ; ; passes++ {
+	queue := []recircJob{{pkt: loadFrame(t, frame, inPort), l: l}}
+	defer func() {
+		for _, j := range queue {
+			j.pkt.Free()
+		}
+	}()
+	for len(queue) > 0 {
+		j := queue[0]
+		queue = queue[1:]
+		pkt := j.pkt
 		id := uint32(0)
+		var next []recircJob
 	run:
-		for i := range l {
-			a := &l[i]
+		for i := range j.l {
+			a := &j.l[i]
 			switch a.Kind {
 			case actions.Output:
 				out = append(out, sent{port: a.Port, data: string(pkt.Data())})
@@ -42,36 +55,57 @@ func runRecirc(t testing.TB, p *pipeline.Pipeline, l actions.List, frame []byte,
 				reason, _, _ := ParseControllerArg(a.ControllerArg())
 				out = append(out, sent{port: uint32(ofpwire.PortController), reason: reason, data: string(pkt.Data())})
 			case actions.Recirc:
-				if i != len(l)-1 {
-					t.Fatalf("recirc is not the last action of %v", l)
+				if i == len(j.l)-1 {
+					id = a.RecircID()
+					break
 				}
-				id = a.RecircID()
+				c := loadFrame(t, pkt.Data(), pkt.InPort)
+				c.Key.TunnelID, c.Key.Tun = pkt.Key.TunnelID, pkt.Key.Tun
+				next = append(next, recircJob{pkt: c, id: a.RecircID(), recirc: j.recirc})
 			default:
 				if !actions.Apply(a, pkt) {
 					break run
 				}
 			}
 		}
-		if id == 0 {
-			return out, passes, malformed, nil
+		if id != 0 {
+			next = append(next, recircJob{pkt: pkt, id: id, recirc: j.recirc})
+		} else {
+			pkt.Free()
 		}
-		if passes == datapath.MaxRecirculations {
-			t.Fatalf("more than %d recirculations", passes)
+		for k, n := range next {
+			passes++
+			if n.recirc == datapath.MaxRecirculations {
+				t.Fatalf("more than %d recirculations", n.recirc)
+			}
+			tid, tun := n.pkt.Key.TunnelID, n.pkt.Key.Tun
+			if flow.Extract(n.pkt.Data(), n.pkt.InPort, &n.pkt.Key, &n.pkt.Offsets)&flow.Malformed != 0 {
+				malformed = true
+			}
+			n.pkt.Key.TunnelID, n.pkt.Key.Tun, n.pkt.Key.RecircID = tid, tun, uint16(n.id)
+			var res datapath.UpcallResult
+			if err := Translate(p, &n.pkt.Key, &res, opts); err != nil {
+				for _, m := range next[k:] {
+					m.pkt.Free()
+				}
+				return out, passes, malformed, fmt.Errorf("pass %d (recirc_id %#x, key %v): %w", n.recirc+2, n.id, n.pkt.Key.String(), err)
+			}
+			if res.Mask.RecircID != 0xffff {
+				t.Fatalf("pass %d mask wildcards recirc_id", n.recirc+2)
+			}
+			queue = append(queue, recircJob{pkt: n.pkt, l: res.Actions, recirc: n.recirc + 1})
 		}
-		tid, tun := pkt.Key.TunnelID, pkt.Key.Tun
-		if flow.Extract(pkt.Data(), pkt.InPort, &pkt.Key, &pkt.Offsets)&flow.Malformed != 0 {
-			malformed = true
-		}
-		pkt.Key.TunnelID, pkt.Key.Tun, pkt.Key.RecircID = tid, tun, uint16(id)
-		var res datapath.UpcallResult
-		if err := Translate(p, &pkt.Key, &res, opts); err != nil {
-			return out, passes + 1, malformed, fmt.Errorf("pass %d (recirc_id %#x, key %v): %w", passes+2, id, pkt.Key.String(), err)
-		}
-		if res.Mask.RecircID != 0xffff {
-			t.Fatalf("pass %d mask wildcards recirc_id", passes+2)
-		}
-		l = res.Actions
 	}
+	return out, passes, malformed, nil
+}
+
+// recircJob is a packet runRecirc still has to run, or to recirculate
+// under id.
+type recircJob struct {
+	pkt    *packet.Packet
+	l      actions.List
+	id     uint32
+	recirc int // recirculations behind it
 }
 
 var (
@@ -311,23 +345,156 @@ func TestRecircIDs(t *testing.T) {
 	}
 }
 
-// TestRecircNoProgress: a field that is unknown even on a fresh key (a
-// group bucket pops and then needs what it exposed, and a group cannot
-// freeze inside a bucket) is refused in the first pass instead of
-// recirculating to no end.
-func TestRecircNoProgress(t *testing.T) {
-	gt := pipeline.NewGroupTable()
-	addGroup(t, gt, 1, ofpwire.GroupTypeAll, bkt(&ofpwire.ActionPopMPLS{EtherType: 0x0800}, setF(ofpwire.XMTypeTCPDst, 1), out(2)))
-	p := build(t, []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionGroup{Group: 1}))}})
-	k := mplsKey(1, 9)
-	var res datapath.UpcallResult
-	rt := NewRecircTable()
-	if err := Translate(p, &k, &res, Options{Groups: gt, Recirc: rt}); !errors.Is(err, ErrUnsupported) {
-		t.Fatalf("got %v (%v), want ErrUnsupported", res.Actions, err)
+// TestRecircGroupBucket: a group bucket that pops MPLS and then needs a
+// field behind the pop (set_field on a transport port, dec_ttl) goes on
+// after recirculation on that bucket's copy of the packet (OpenFlow 1.3
+// §5.6.1: each bucket acts on its own clone). The other buckets see the
+// packet as it entered the group, whether the popping bucket comes first
+// (its copy recirculates, the original goes on) or last (the walk freezes
+// in place).
+func TestRecircGroupBucket(t *testing.T) {
+	ip, tc, pl := tcp4(t, 1, 2, 80, 0)
+	inner := l3Frame(t, layers.EthernetTypeIPv4, ip, tc, pl)
+	in := mplsOver(inner)
+	tc.DstPort = 8080
+	ip.TTL = 63
+	popped := l3Frame(t, layers.EthernetTypeIPv4, ip, tc, pl)
+	popBucket := bkt(&ofpwire.ActionPopMPLS{EtherType: 0x0800}, setF(ofpwire.XMTypeTCPDst, 8080), &ofpwire.ActionDecNwTTL{}, out(2))
+	plain := bkt(out(3))
+	// A bucket that only pops cannot be undone for the next bucket: it
+	// runs on a recirculated copy.
+	popOnly := bkt(&ofpwire.ActionPopMPLS{EtherType: 0x0800}, out(2))
+	cases := []struct {
+		name   string
+		typ    ofpwire.GroupType
+		bs     []ofpwire.Bucket
+		write  bool // the group runs from the action set (the last thing done)
+		want   []sent
+		passes int
+	}{
+		{"all, popping bucket first", ofpwire.GroupTypeAll, []ofpwire.Bucket{popBucket, plain}, false,
+			[]sent{{port: 3, data: string(in)}, {port: 2, data: string(popped)}}, 2},
+		{"all, popping bucket last, apply", ofpwire.GroupTypeAll, []ofpwire.Bucket{plain, popBucket}, false,
+			[]sent{{port: 3, data: string(in)}, {port: 2, data: string(popped)}}, 2},
+		{"all, popping bucket last, action set", ofpwire.GroupTypeAll, []ofpwire.Bucket{plain, popBucket}, true,
+			[]sent{{port: 3, data: string(in)}, {port: 2, data: string(popped)}}, 1},
+		{"all, bucket only pops, then another", ofpwire.GroupTypeAll, []ofpwire.Bucket{popOnly, plain}, false,
+			[]sent{{port: 3, data: string(in)}, {port: 2, data: string(inner)}}, 1},
+		{"indirect, action set", ofpwire.GroupTypeIndirect, []ofpwire.Bucket{popBucket}, true,
+			[]sent{{port: 2, data: string(popped)}}, 1},
+		{"indirect, apply then output", ofpwire.GroupTypeIndirect, []ofpwire.Bucket{popBucket}, false,
+			[]sent{{port: 2, data: string(popped)}, {port: 4, data: string(in)}}, 2},
 	}
-	if rt.Len() != 0 {
-		t.Fatalf("%d ids allocated for a refused walk", rt.Len())
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			gt := pipeline.NewGroupTable()
+			addGroup(t, gt, 1, c.typ, c.bs...)
+			var is []ofpwire.Instruction
+			if c.write {
+				is = ins(write(&ofpwire.ActionGroup{Group: 1}))
+			} else {
+				is = ins(apply(&ofpwire.ActionGroup{Group: 1}, out(4)))
+				if c.typ == ofpwire.GroupTypeAll {
+					is = ins(apply(&ofpwire.ActionGroup{Group: 1}))
+				}
+			}
+			p := build(t, []flowSpec{{0, 1, nil, is}})
+			opts := Options{Ports: framePorts, Groups: gt, Recirc: NewRecircTable()}
+			got, passes := translateRecirc(t, p, opts, in)
+			sortSent(got)
+			want := slices.Clone(c.want)
+			sortSent(want)
+			if !slices.Equal(got, want) {
+				t.Fatalf("sent %s\nwant %s", sentText(got), sentText(want))
+			}
+			if passes != c.passes {
+				t.Errorf("%d recirculations, want %d", passes, c.passes)
+			}
+			// Without a Recirculator the walk is refused, as before.
+			var key flow.Key
+			var off flow.Offsets
+			flow.Extract(in, 1, &key, &off)
+			var res datapath.UpcallResult
+			if err := Translate(p, &key, &res, Options{Ports: framePorts, Groups: gt}); !errors.Is(err, ErrUnsupported) {
+				t.Fatalf("without recirculation: %v (%v), want ErrUnsupported", res.Actions, err)
+			}
+		})
 	}
+}
+
+// TestRecircPacketOut: a packet-out's actions that need a field behind a
+// pop go on after recirculation, in the bridge's pipeline (the datapath
+// drains recirculations after executing a packet-out); so does its output
+// to TABLE when the tables pop and then look behind the pop, while the
+// packet-out's later actions see the packet as it was.
+func TestRecircPacketOut(t *testing.T) {
+	ip, tc, pl := tcp4(t, 1, 2, 80, 0)
+	in := mplsOver(l3Frame(t, layers.EthernetTypeIPv4, ip, tc, pl))
+	tc.DstPort = 8080
+	popped := l3Frame(t, layers.EthernetTypeIPv4, ip, tc, pl)
+	bridge := build(t, []flowSpec{
+		{0, 1, []ofpwire.OXM{oxm(ofpwire.XMTypeEthType, 0x8847)}, ins(apply(&ofpwire.ActionPopMPLS{EtherType: 0x0800}), gotoT(1))},
+		{1, 1, []ofpwire.OXM{oxm(ofpwire.XMTypeEthType, 0x0800), oxm(ofpwire.XMTypeIPProto, 6), oxm(ofpwire.XMTypeTCPDst, 80)},
+			ins(apply(setF(ofpwire.XMTypeTCPDst, 8080), out(2)))},
+	})
+	cases := []struct {
+		name string
+		acts []ofpwire.Action
+		want []sent
+	}{
+		{"pop then set tcp dst", []ofpwire.Action{&ofpwire.ActionPopMPLS{EtherType: 0x0800}, setF(ofpwire.XMTypeTCPDst, 8080), out(2)},
+			[]sent{{port: 2, data: string(popped)}}},
+		{"output to table, then output", []ofpwire.Action{&ofpwire.ActionOutput{Port: ofpwire.PortTable}, out(3)},
+			[]sent{{port: 3, data: string(in)}, {port: 2, data: string(popped)}}},
+		{"output to table last", []ofpwire.Action{out(3), &ofpwire.ActionOutput{Port: ofpwire.PortTable}},
+			[]sent{{port: 3, data: string(in)}, {port: 2, data: string(popped)}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rt := NewRecircTable()
+			scratch := build(t, []flowSpec{{0, 0, nil, ins(apply(c.acts...))}})
+			var key flow.Key
+			var off flow.Offsets
+			flow.Extract(in, 1, &key, &off)
+			var res datapath.UpcallResult
+			opts := Options{Ports: framePorts, Recirc: rt, Table: bridge}
+			if err := Translate(scratch, &key, &res, opts); err != nil {
+				t.Fatal(err)
+			}
+			// Later passes are the bridge's upcalls.
+			opts.Table = nil
+			got, _, _, err := runRecirc(t, bridge, res.Actions, in, 1, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sortSent(got)
+			want := slices.Clone(c.want)
+			sortSent(want)
+			if !slices.Equal(got, want) {
+				t.Fatalf("actions %v: sent %s\nwant %s", res.Actions, sentText(got), sentText(want))
+			}
+			// The same packet-out again reuses the id: repeated
+			// packet-outs cannot use the ids up.
+			n := rt.Len()
+			scratch2 := build(t, []flowSpec{{0, 0, nil, ins(apply(c.acts...))}})
+			opts.Table = bridge
+			if err := Translate(scratch2, &key, &res, opts); err != nil {
+				t.Fatal(err)
+			}
+			if rt.Len() != n {
+				t.Fatalf("%d ids after the same packet-out again, want %d", rt.Len(), n)
+			}
+		})
+	}
+}
+
+func sortSent(s []sent) {
+	slices.SortFunc(s, func(a, b sent) int {
+		if a.port != b.port {
+			return int(a.port) - int(b.port)
+		}
+		return strings.Compare(a.data, b.data)
+	})
 }
 
 // TestRecircTrace: ofproto/trace follows the recirculation and shows the

@@ -14,6 +14,15 @@ func (x *xlator) walk() error {
 	if x.opts.PortConfig != nil && !x.received() {
 		return nil
 	}
+	if x.opts.DropFragments && x.isIP() {
+		x.consult(&flow.Mask{NwFrag: flow.FragAny})
+		if x.key.NwFrag&flow.FragAny != 0 {
+			if x.tr != nil {
+				x.traceNote(TraceDrop, "an IP fragment, and the switch config says frag=drop: dropped")
+			}
+			return nil
+		}
+	}
 	return x.walkTables()
 }
 

@@ -79,6 +79,11 @@ type Options struct {
 	// OpenFlow 1.3 allows that port nowhere else; nil makes the output
 	// unsupported.
 	Table *pipeline.Pipeline
+	// DropFragments drops IP fragments (first and later) before the
+	// pipeline: OFPC_FRAG_DROP of SET_CONFIG. It applies to received
+	// packets, not a packet-out's; the caller invalidates megaflows when
+	// it changes.
+	DropFragments bool
 	// Recirc parks the rest of a walk that needs a field behind a popped
 	// MPLS entry or I-TAG, and finds it again for a key with a recirc_id
 	// (see Recirculator); nil makes such a walk fail as unsupported.
@@ -143,6 +148,12 @@ type xlator struct {
 	recircID uint32
 	// thawed is the frozen state this walk resumed, if any.
 	thawed *Frozen
+	// freezing is the bucket action list a stageActs freeze parks.
+	freezing []ofpwire.Action
+	// noFreeze says the walk needed an unknown field where a
+	// recirculation cannot help (restoring the packet after an output to
+	// TABLE): it fails as before.
+	noFreeze bool
 }
 
 // Translate walks the pipeline for the packet whose flow key is key,
