@@ -426,27 +426,38 @@ func (p *PMD) publishRxqs() {
 }
 
 // processBatch classifies and executes p.rx, received on port inPort. It
-// reports whether any packet needed an upcall. It works in passes over the
-// batch, as OVS does: extracting every key before hashing any means the
-// hash's word loads never wait on the extractor's narrow stores, and each
-// pass keeps its code and tables hot.
+// reports whether any packet needed an upcall. Extraction, hashing and the
+// EMC lookup are one pass: flow.ExtractHash hands over the hash with the key,
+// computed from the words it built in registers, so no hash load waits on
+// the extractor's stores (what separate passes were for), and the EMC
+// compares a short key's six words only. Megaflow lookups and execution are
+// passes of their own, as in OVS.
 func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 	if i := int(portIndex(inPort)); i < len(p.portFlows) && p.portFlows[i] != nil {
 		p.processPortFlow(inPort, p.portFlows[i])
 		return false
 	}
 	pkts := p.rx.Packets()
-	for _, pkt := range pkts {
+	emcMisses := 0
+	for i, pkt := range pkts {
 		pkt.InPort = inPort
-		if flow.Extract(pkt.Data(), inPort, &pkt.Key, &pkt.Offsets) != 0 {
+		st, h, short := flow.ExtractHash(pkt.Data(), inPort, &pkt.Key, &pkt.Offsets)
+		if st != 0 {
 			p.local.malformed++
 		}
 		if pkt.HasTunnel { // only tunnel ports set it: one predicted branch
 			pkt.Key.TunnelID, pkt.Key.Tun = pkt.TunnelID, pkt.Tunnel
+			h, short = pkt.Key.Hash(), false
 		}
 		pkt.KeyValid = true
+		pkt.Hash, pkt.HashValid = h, true
+		mf := p.emc.LookupShort(&pkt.Key, h, short)
+		p.mfs[i] = mf
+		if mf == nil {
+			emcMisses++
+		}
 	}
-	upcalled = p.classify(pkts)
+	upcalled = p.classifyRest(pkts, emcMisses)
 	p.local.rxPackets += uint64(len(pkts))
 	if p.recirc.q[p.recirc.cur].N > 0 {
 		if p.drainRecirc() {
@@ -470,6 +481,13 @@ func (p *PMD) classify(pkts []*packet.Packet) (upcalled bool) {
 			emcMisses++
 		}
 	}
+	return p.classifyRest(pkts, emcMisses)
+}
+
+// classifyRest finishes classify once p.mfs holds the EMC's answers (nil
+// for the emcMisses misses): megaflow lookups and upcalls for the misses,
+// then execution.
+func (p *PMD) classifyRest(pkts []*packet.Packet, emcMisses int) (upcalled bool) {
 	p.local.emcHits += uint64(len(pkts) - emcMisses)
 	if emcMisses > 0 {
 		for i, pkt := range pkts {

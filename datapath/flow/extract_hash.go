@@ -105,7 +105,11 @@ func extractFast(data []byte, inPort uint32, k *Key, off *Offsets) (uint32, bool
 	w2 := binary.LittleEndian.Uint64(f[4:12])>>16 | flags<<48
 	w4 := uint64(binary.BigEndian.Uint32(f[26:30])) | uint64(binary.BigEndian.Uint32(f[30:34]))<<32
 	w5 := uint64(binary.BigEndian.Uint16(f[34:36])) | uint64(binary.BigEndian.Uint16(f[36:38]))<<16
-	*k.Words() = [KeyWords]uint64{w0, w1, w2, 0, w4, w5}
+	// Word by word: a composite literal is built on the stack and copied,
+	// and the copy's 16-byte loads stall on the 8-byte stores before them.
+	kw := k.Words()
+	kw[0], kw[1], kw[2], kw[3], kw[4], kw[5] = w0, w1, w2, 0, w4, w5
+	clear(kw[ShortWords:])
 	off.L3, off.L4 = 14, 34
 	return hashShort(w0, w1, w2, 0, w4, w5), true
 }
