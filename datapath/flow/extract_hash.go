@@ -114,4 +114,3 @@ func extractHashSlow(data []byte, inPort uint32, k *Key, off *Offsets) (Status, 
 	st := Extract(data, inPort, k, off)
 	return st, k.Hash(), k.IsShort()
 }
-
