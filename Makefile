@@ -1,5 +1,6 @@
-# The two commands: `make run` starts the switch on its embedded default,
-# `make test` runs everything CI runs.
+# The commands: `make run` starts the switch on its embedded default,
+# `make test` runs everything CI runs, `make test-unit` the quick part that
+# needs neither root nor any tool (a few minutes on a laptop).
 GO        ?= go
 BIN       := bin
 # An execution count, not a duration: Go 1.26's fuzz coordinator can report
@@ -14,7 +15,7 @@ BENCHTIME ?= 1s
 SOAK       ?= 10m
 SOAK_KNOWN ?=
 
-.PHONY: all build run demo demo-overlay test vet fmt-check unit fuzz soak soak-ci bench bench-datapath bench-veth clean
+.PHONY: all build run demo demo-overlay test test-all test-unit vet fmt-check unit e2e fuzz soak soak-ci bench bench-datapath bench-veth clean
 
 all: build
 
@@ -37,7 +38,22 @@ demo: build
 demo-overlay: build
 	BIN=$(BIN) scripts/demo-overlay.sh
 
-test: vet fmt-check unit fuzz soak-ci
+# Everything, then its total duration (also when it fails). End-to-end
+# tests that lack root or a tool skip with the reason unless VSWITCH_E2E=1
+# (.ci/run sets it), which makes them fail instead.
+test:
+	@start=$$(date +%s); rc=0; \
+	$(MAKE) --no-print-directory test-all || rc=$$?; \
+	echo "make test: $$(( $$(date +%s) - start )) s in total, exit $$rc"; \
+	exit $$rc
+
+test-all: vet fmt-check unit e2e fuzz soak-ci
+
+# The quick part: every package's unit tests, end-to-end tests skipped
+# (-short makes nstest.RequireRoot skip), property tests shortened. No root
+# needed; -race is left to make test.
+test-unit:
+	$(GO) test -short -count=1 -p 2 ./...
 
 vet:
 	$(GO) vet ./...
@@ -46,12 +62,18 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# -race everywhere: the datapath's concurrency tests need it, and the
-# packages are small enough that it costs seconds. One package at a time:
-# the end-to-end tests run real switches, iperf3 and testpmd, and two of
-# them at once would fight over the machine's two cores.
+# The packages with end-to-end tests: those whose tests build namespaces
+# or need root (found by what they call, so a new one is never forgotten).
+# They run real switches, iperf3 and testpmd, and two of them at once would
+# fight over the machine's two cores: one package at a time. The other
+# packages run two at a time. -race everywhere: the datapath's concurrency
+# tests need it.
+E2E_PKGS = $(sort $(dir $(shell grep -rlE --include='*_test.go' 'nstest\.(RequireRoot|NewNetns|TwoHosts|NewSwitch|CrossConnect|IperfTCP)' .)))
 unit:
-	$(GO) test -race -count=1 -p 1 ./...
+	$(GO) test -race -count=1 -p 2 $(filter-out $(shell $(GO) list $(E2E_PKGS)),$(shell $(GO) list ./...))
+
+e2e:
+	$(GO) test -race -count=1 -p 1 $(E2E_PKGS)
 
 # Every fuzz target in the tree (found by name, so a new one is never
 # forgotten), each run briefly.

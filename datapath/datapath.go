@@ -7,18 +7,13 @@
 package datapath
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"maps"
 	"runtime"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/classifier"
@@ -96,21 +91,6 @@ type Config struct {
 	// OnPortRemoved, if set, is called (from its own goroutine) after a
 	// port whose interface disappeared has been removed.
 	OnPortRemoved func(no uint32, name string)
-}
-
-// RxqRef names one receive queue of one port.
-type RxqRef struct {
-	Port  uint32
-	Queue int
-}
-
-// RoundRobin assigns receive queues to PMDs in turn, in port then queue order.
-func RoundRobin(rxqs []RxqRef, npmd int) [][]RxqRef {
-	out := make([][]RxqRef, npmd)
-	for i, r := range rxqs {
-		out[i%npmd] = append(out[i%npmd], r)
-	}
-	return out
 }
 
 // Port is a port of the datapath.
@@ -417,12 +397,12 @@ func (dp *Datapath) Start() error {
 	}
 	for _, p := range dp.pmds {
 		if p.wakeFD < 0 {
-			fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+			fd, err := newWakeFD()
 			if err != nil {
 				return fmt.Errorf("datapath: PMD wake eventfd: %w", err)
 			}
 			p.wakeFD = fd
-			p.wakeOnly[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+			p.wakeOnly[0] = pollFd{Fd: int32(fd), Events: pollIn}
 		}
 	}
 	dp.running = true
@@ -488,7 +468,7 @@ func (dp *Datapath) Close() error {
 	dp.reconfigure()
 	for _, p := range dp.pmds {
 		if p.wakeFD >= 0 {
-			errs = append(errs, unix.Close(p.wakeFD))
+			errs = append(errs, closeWakeFD(p.wakeFD))
 			p.wakeFD = -1
 		}
 	}
@@ -508,218 +488,6 @@ func (dp *Datapath) Execute(data []byte, inPort uint32, acts actions.List) error
 	}
 	dp.pmds[0].wake()
 	return nil
-}
-
-// reconfigure builds a new plan for every PMD and waits until running PMDs
-// have switched to it; PMDs not running (Manual mode, stopped) switch now.
-// Called with dp.mu held.
-//
-// An rx queue that moves from one running PMD to another must never be
-// polled by both (drivers' rx rings have a single consumer), so a move takes
-// two steps: first every PMD drops the queues it loses, and only once all
-// have acknowledged do the queues appear on their new PMDs. In between the
-// queue is polled by nobody and its packets wait in the driver's ring.
-func (dp *Datapath) reconfigure() {
-	ports := dp.sortedPorts()
-	dp.portSnap.Store(&ports)
-	var rxqs []RxqRef
-	for _, p := range ports {
-		for q := 0; q < p.Dev.NumRxQueues(); q++ {
-			if r := (RxqRef{Port: p.No, Queue: q}); !dp.hasAffinity(r) {
-				rxqs = append(rxqs, r)
-			}
-		}
-	}
-	assign := dp.pinAffinity(dp.pin(dp.spread(rxqs)))
-	if dp.running {
-		if interim, moves := withoutMoves(dp.assign, assign); moves {
-			dp.publishPlans(ports, interim)
-		}
-	}
-	dp.publishPlans(ports, assign)
-	dp.assign = assign
-	snap := make([][]RxqRef, len(assign))
-	for i := range assign {
-		snap[i] = slices.Clone(assign[i])
-	}
-	dp.assignSnap.Store(&snap)
-}
-
-// hasAffinity reports whether SetRxqAffinity placed r. Its entries are
-// checked when set and dropped with their port, so each names a queue and
-// a PMD that exist.
-func (dp *Datapath) hasAffinity(r RxqRef) bool {
-	_, ok := dp.affinity[r]
-	return ok
-}
-
-// shared lists the PMDs that poll queues without affinity: those with no
-// affinity queue, or every PMD if all have one.
-func (dp *Datapath) shared() []int {
-	isolated := make([]bool, len(dp.pmds))
-	for _, pmd := range dp.affinity {
-		isolated[pmd] = true
-	}
-	var out []int
-	for i, iso := range isolated {
-		if !iso {
-			out = append(out, i)
-		}
-	}
-	if len(out) == 0 {
-		for i := range isolated {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-// spread distributes rxqs with AssignRxqs over the shared PMDs and returns
-// one list per PMD.
-func (dp *Datapath) spread(rxqs []RxqRef) [][]RxqRef {
-	out := make([][]RxqRef, len(dp.pmds))
-	sh := dp.shared()
-	for i, rs := range dp.cfg.AssignRxqs(rxqs, len(sh)) {
-		if i < len(sh) {
-			out[sh[i]] = append(out[sh[i]], rs...)
-		}
-	}
-	return out
-}
-
-// pin returns assign, one list per PMD, with every rx queue that
-// RebalanceRxqs placed moved to the PMD it chose.
-func (dp *Datapath) pin(assign [][]RxqRef) [][]RxqRef {
-	out := make([][]RxqRef, len(dp.pmds))
-	for i, rs := range assign {
-		for _, r := range rs {
-			to := i
-			if pmd, ok := dp.pinned[r]; ok {
-				to = pmd
-			}
-			if to < len(out) {
-				out[to] = append(out[to], r)
-			}
-		}
-	}
-	return out
-}
-
-// pinAffinity adds the queues with affinity to their PMDs' lists, in port
-// then queue order.
-func (dp *Datapath) pinAffinity(assign [][]RxqRef) [][]RxqRef {
-	refs := slices.SortedFunc(maps.Keys(dp.affinity), func(a, b RxqRef) int {
-		if a.Port != b.Port {
-			return cmp.Compare(a.Port, b.Port)
-		}
-		return cmp.Compare(a.Queue, b.Queue)
-	})
-	for _, r := range refs {
-		pmd := dp.affinity[r]
-		assign[pmd] = append(assign[pmd], r)
-	}
-	return assign
-}
-
-// SetRxqAffinity pins rx queues of port no to CPUs, as OVS's
-// pmd-rxq-affinity does: each queue in cpus (queue → CPU) is polled by the
-// PMD running on that CPU, which then polls no queue without affinity
-// (unless every PMD has some), and rebalancing leaves both alone. Queues
-// not in cpus are assigned as usual; an empty map clears the port's
-// affinity. The CPUs must be ones PMDs run on (Config.CPUs); the setting
-// lasts until the port is removed. It drops the placements of earlier
-// rebalances, which were made for the old isolation.
-func (dp *Datapath) SetRxqAffinity(no uint32, cpus map[int]int) error {
-	dp.mu.Lock()
-	defer dp.mu.Unlock()
-	p := dp.ports[no]
-	if p == nil {
-		return fmt.Errorf("datapath: no port %d", no)
-	}
-	if err := dp.CheckRxqAffinity(p.Dev.NumRxQueues(), cpus); err != nil {
-		return err
-	}
-	// Rebalancing placed queues for the old isolation: start afresh.
-	clear(dp.pinned)
-	dp.unpin(no)
-	if dp.affinity == nil {
-		dp.affinity = make(map[RxqRef]int)
-	}
-	for q, cpu := range cpus {
-		dp.affinity[RxqRef{Port: no, Queue: q}] = slices.Index(dp.cfg.CPUs, cpu)
-	}
-	dp.reconfigure()
-	return nil
-}
-
-// CheckRxqAffinity reports what SetRxqAffinity would refuse in cpus for
-// a port with nrxq rx queues: a queue it does not have, or a CPU no PMD
-// runs on.
-func (dp *Datapath) CheckRxqAffinity(nrxq int, cpus map[int]int) error {
-	for _, q := range slices.Sorted(maps.Keys(cpus)) {
-		if q < 0 || q >= nrxq {
-			return fmt.Errorf("no rx queue %d (the port has %d)", q, nrxq)
-		}
-		if pmd := slices.Index(dp.cfg.CPUs, cpus[q]); pmd < 0 || pmd >= len(dp.pmds) {
-			if len(dp.cfg.CPUs) == 0 {
-				return fmt.Errorf("queue %d: no PMD is pinned to a CPU", q)
-			}
-			return fmt.Errorf("queue %d: no PMD runs on CPU %d (PMD CPUs: %v)", q, cpus[q], dp.cfg.CPUs[:min(len(dp.cfg.CPUs), len(dp.pmds))])
-		}
-	}
-	return nil
-}
-
-// RxqAffinity returns the CPUs port no's rx queues are pinned to (queue →
-// CPU); empty without affinity.
-func (dp *Datapath) RxqAffinity(no uint32) map[int]int {
-	dp.mu.Lock()
-	defer dp.mu.Unlock()
-	out := make(map[int]int)
-	for r, pmd := range dp.affinity {
-		if r.Port == no {
-			out[r.Queue] = dp.cfg.CPUs[pmd]
-		}
-	}
-	return out
-}
-
-// unpin forgets where RebalanceRxqs and SetRxqAffinity put the queues of
-// port no.
-func (dp *Datapath) unpin(no uint32) {
-	for r := range dp.pinned {
-		if r.Port == no {
-			delete(dp.pinned, r)
-		}
-	}
-	for r := range dp.affinity {
-		if r.Port == no {
-			delete(dp.affinity, r)
-		}
-	}
-}
-
-// withoutMoves returns next minus every queue that old has on another PMD,
-// and whether there was any.
-func withoutMoves(old, next [][]RxqRef) ([][]RxqRef, bool) {
-	owner := make(map[RxqRef]int)
-	for i, rs := range old {
-		for _, r := range rs {
-			owner[r] = i
-		}
-	}
-	moves := false
-	out := make([][]RxqRef, len(next))
-	for i, rs := range next {
-		for _, r := range rs {
-			if o, ok := owner[r]; ok && o != i {
-				moves = true
-				continue
-			}
-			out[i] = append(out[i], r)
-		}
-	}
-	return out, moves
 }
 
 // publishPlans hands every PMD its plan for assign and the current port
@@ -783,8 +551,8 @@ func portIndex(no uint32) uint32 {
 // pollFDs returns the descriptors to wait on for rxqs after a first entry
 // for the PMD's wake eventfd, or nil unless every queue has one: a queue
 // without would not wake the PMD.
-func pollFDs(rxqs []rxqPlan) []unix.PollFd {
-	fds := []unix.PollFd{{Fd: -1, Events: unix.POLLIN}}
+func pollFDs(rxqs []rxqPlan) []pollFd {
+	fds := []pollFd{{Fd: -1, Events: pollIn}}
 	for _, r := range rxqs {
 		w, ok := r.port.Dev.(netdev.Waiter)
 		if !ok {
@@ -794,7 +562,7 @@ func pollFDs(rxqs []rxqPlan) []unix.PollFd {
 		if fd < 0 {
 			return nil
 		}
-		fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+		fds = append(fds, pollFd{Fd: int32(fd), Events: pollIn})
 	}
 	return fds
 }

@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/datapath/packet"
@@ -94,11 +92,11 @@ type wakingPort struct {
 }
 
 func newWakingPort(t *testing.T, name string, clock func() int64) *wakingPort {
-	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	fd, err := newWakeFD()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { unix.Close(fd) })
+	t.Cleanup(func() { closeWakeFD(fd) })
 	return &wakingPort{recordingPort: &recordingPort{Port: ring.New(name, 1, 1, 4096), clock: clock}, fd: fd}
 }
 
@@ -106,14 +104,12 @@ func (w *wakingPort) RxFD(int) int { return w.fd }
 
 func (w *wakingPort) Inject(q int, frames ...[]byte) int {
 	n := w.recordingPort.Inject(q, frames...)
-	one := [8]byte{1}
-	unix.Write(w.fd, one[:])
+	signalWake(w.fd)
 	return n
 }
 
 func (w *wakingPort) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
-	var buf [8]byte
-	unix.Read(w.fd, buf[:])
+	drainWake(w.fd)
 	return w.recordingPort.Recv(q, pool, b)
 }
 

@@ -1,7 +1,6 @@
 package datapath
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -106,95 +105,6 @@ func (dp *Datapath) RxqStats() []RxqStats {
 		}
 	}
 	return out
-}
-
-// RebalanceRxqs reassigns rx queues to PMDs by the busy time each queue
-// took since the previous rebalance (or since its port was added): the
-// busiest queue first, each onto the PMD with the least load so far,
-// preferring the queue's own PMD among equally loaded ones. Queues that were
-// idle stay where they are. The new assignment is applied only if it
-// lowers the load of the busiest PMD; it is applied while the PMDs run, and
-// a moved queue is never polled by two PMDs at once, so no packet is lost
-// or duplicated. It lasts until the queue's port is removed (AssignRxqs
-// only places queues not placed here). It returns how many queues moved.
-func (dp *Datapath) RebalanceRxqs() (moved int, err error) {
-	dp.mu.Lock()
-	defer dp.mu.Unlock()
-	if dp.closed {
-		return 0, errors.New("datapath: closed")
-	}
-	type rxqLoad struct {
-		ref      RxqRef
-		load     uint64
-		from, to int
-	}
-	var qs []rxqLoad
-	cur := make([]uint64, len(dp.pmds))
-	for pmd, rs := range dp.assign {
-		for _, r := range rs {
-			p := dp.ports[r.Port]
-			if p == nil || r.Queue >= p.rxq.len() {
-				continue
-			}
-			busy := p.rxq.at(r.Queue).busyNs.Load()
-			load := busy - p.rxqBase[r.Queue]
-			p.rxqBase[r.Queue] = busy
-			qs = append(qs, rxqLoad{ref: r, load: load, from: pmd, to: pmd})
-			cur[pmd] += load
-		}
-	}
-	if len(dp.pmds) < 2 {
-		return 0, nil
-	}
-	slices.SortStableFunc(qs, func(a, b rxqLoad) int {
-		switch {
-		case a.load > b.load:
-			return -1
-		case a.load < b.load:
-			return 1
-		}
-		return 0
-	})
-	next := make([]uint64, len(dp.pmds))
-	sh := dp.shared()
-	for i := range qs {
-		q := &qs[i]
-		if dp.hasAffinity(q.ref) {
-			next[q.from] += q.load // stays: its PMD is not a target
-			continue
-		}
-		if q.load == 0 {
-			continue // adds nothing anywhere: moving it would only disturb
-		}
-		best := q.from
-		if !slices.Contains(sh, best) {
-			best = sh[0]
-		}
-		for _, pmd := range sh {
-			if next[pmd] < next[best] {
-				best = pmd
-			}
-		}
-		q.to = best
-		next[best] += q.load
-	}
-	if slices.Max(next) >= slices.Max(cur) {
-		return 0, nil
-	}
-	if dp.pinned == nil {
-		dp.pinned = make(map[RxqRef]int)
-	}
-	for _, q := range qs {
-		if dp.hasAffinity(q.ref) {
-			continue
-		}
-		dp.pinned[q.ref] = q.to
-		if q.to != q.from {
-			moved++
-		}
-	}
-	dp.reconfigure()
-	return moved, nil
 }
 
 // RxqTotals returns the counters of the port's rx queues (PMD -1: this

@@ -12,8 +12,6 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/netdev/ring"
-
-	"golang.org/x/sys/unix"
 )
 
 // costPort is a ring port whose Recv advances a fake clock by a fixed cost
@@ -659,11 +657,11 @@ func (a *armingPort) ArmRx(int) bool {
 // sleep; a busy-polling one never does (its guests would kick for nothing).
 func TestArmOnlyBeforeSleep(t *testing.T) {
 	for _, sleepUs := range []int{0, 100} {
-		var pfd [2]int
-		if err := unix.Pipe2(pfd[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		fd, err := newWakeFD() // a descriptor nothing makes readable
+		if err != nil {
 			t.Fatal(err)
 		}
-		port := &armingPort{Port: ring.New("a", 1, 1, 16), fd: pfd[0]}
+		port := &armingPort{Port: ring.New("a", 1, 1, 16), fd: fd}
 		dp, _ := New(Config{NumPMDs: 1, PMDSleepMax: sleepUs})
 		dp.AddPort(1, port)
 		if err := dp.Start(); err != nil {
@@ -671,8 +669,7 @@ func TestArmOnlyBeforeSleep(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 		dp.Close()
-		unix.Close(pfd[0])
-		unix.Close(pfd[1])
+		closeWakeFD(fd)
 		arms := port.arms.Load()
 		if sleepUs == 0 && arms != 0 {
 			t.Errorf("a busy-polling PMD armed its queue %d times", arms)

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/classifier"
 	"github.com/vswitch-go/vswitch/datapath/flow"
@@ -58,7 +56,7 @@ type pmdPlan struct {
 	tx   []txPlan // indexed by portIndex; port nil = no such port
 	// pollFDs are the rx queues' descriptors when every queue has one
 	// (netdev.Waiter); an idle PMD waits on them instead of sleeping.
-	pollFDs []unix.PollFd
+	pollFDs []pollFd
 	// sleepMaxNs is pmd-sleep-max; 0 is busy polling.
 	sleepMaxNs int64
 }
@@ -129,7 +127,7 @@ type PMD struct {
 	// wakeFD is an eventfd the PMD sleeps on beside its rx queues (made
 	// by Start); wakeOnly is the poll set when the queues cannot wake it.
 	wakeFD   int
-	wakeOnly [1]unix.PollFd
+	wakeOnly [1]pollFd
 
 	// Written by other goroutines.
 	sleeping atomic.Bool // the PMD is about to sleep or sleeping
@@ -186,14 +184,11 @@ func (p *PMD) run(wg *sync.WaitGroup) {
 	// slack, so it must end with the PMD rather than go back to the
 	// runtime's pool and carry them into other goroutines.
 	runtime.LockOSThread()
+	cpu := -1
 	if cpus := p.dp.cfg.CPUs; len(cpus) > 0 {
-		var set unix.CPUSet
-		set.Set(cpus[p.id%len(cpus)])
-		_ = unix.SchedSetaffinity(0, &set) // best effort: a bad CPU leaves the thread unpinned
+		cpu = cpus[p.id%len(cpus)]
 	}
-	// Sleeps of a few microseconds are pointless with the default 50 µs
-	// timer slack.
-	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0)
+	setupPMDThread(cpu)
 	p.sleepNs = minSleepNs
 	for !p.stop.Load() {
 		if p.PollOnce() > 0 {
@@ -254,12 +249,10 @@ func (p *PMD) sleep() {
 	p.local.publish(p.counters)
 	p.publishRxqs()
 	p.lastPub, p.unpublished = p.now, false
-	ts := unix.NsecToTimespec(timeout)
-	_, _ = unix.Ppoll(fds, &ts, nil)
+	ppoll(fds, timeout)
 	p.sleeping.Store(false)
 	if fds[0].Revents != 0 {
-		var buf [8]byte
-		_, _ = unix.Read(p.wakeFD, buf[:]) // reset the eventfd
+		drainWake(p.wakeFD)
 	}
 	p.sleepNs = min(p.sleepNs*2, p.cur.sleepMaxNs)
 }
@@ -268,8 +261,7 @@ func (p *PMD) sleep() {
 // at once. Called by the control side after it posted the work.
 func (p *PMD) wake() {
 	if p.sleeping.Load() {
-		var one = [8]byte{1}
-		_, _ = unix.Write(p.wakeFD, one[:])
+		signalWake(p.wakeFD)
 	}
 }
 

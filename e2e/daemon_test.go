@@ -13,7 +13,7 @@ import (
 	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
-// TestDaemonEndToEnd is the tour: a bridge with two veth ports from
+// TestDaemonEndToEnd is the README's tour: a bridge with two veth ports from
 // two namespaces, flows added by name and by number, ping across, counters
 // in dump-flows and /metrics, a kill -9, and everything back after the
 // restart.

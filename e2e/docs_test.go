@@ -145,6 +145,7 @@ func ovsTable(t *testing.T, path string) []docCommand {
 var notRunHere = map[string]string{
 	"make run":          "the test starts bin/vswitchd itself, with make run's defaults, inside its namespace",
 	"make test":         "the whole suite; this test is part of it",
+	"make test-unit":    "the unit tests; make test runs them too",
 	"make soak":         "ten minutes of faults; make test runs a one-minute soak (TestSoak)",
 	"make build":        "the test builds bin/vswitchd and bin/vsctl itself",
 	"sudo make run &":   "the test starts bin/vswitchd itself, with make run's defaults, inside its namespace",
@@ -166,7 +167,7 @@ func TestDocsCommands(t *testing.T) {
 	cmds = append(cmds, shBlocks(t, filepath.Join(root, "README.md"))...)
 	cmds = append(cmds, shBlocks(t, filepath.Join(root, "docs/user-guide.md"))...)
 	cmds = append(cmds, ovsTable(t, filepath.Join(root, "docs/user-guide.md"))...)
-	_, ovsErr := exec.LookPath("ovs-ofctl")
+	nstest.RequireTool(t, "ovs-ofctl") // the Open vSwitch column of the command table
 
 	work := t.TempDir()
 	if err := os.Mkdir(filepath.Join(work, "bin"), 0o755); err != nil {
@@ -231,10 +232,6 @@ func TestDocsCommands(t *testing.T) {
 		startDaemon()
 		line := nameRE.ReplaceAllStringFunc(c.line, func(s string) string { return renames[s] })
 		if c.ovs {
-			if ovsErr != nil {
-				t.Errorf("%s: %q: ovs-ofctl is not installed (apt-get install openvswitch-common); the table's Open vSwitch column cannot be checked", c.where, line)
-				continue
-			}
 			// ovs-ofctl reads a bridge name as a socket under its own
 			// run directory; give it the bridge's socket instead.
 			line = strings.Replace(line, " br0", " unix:$PWD/state/br0.mgmt", 1)

@@ -16,7 +16,7 @@ import (
 	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
-// TestAcceptSurvivesFDExhaustion is the reproduction: the daemon's
+// TestAcceptSurvivesFDExhaustion reproduces descriptor exhaustion: the daemon's
 // descriptors limited to 64, 100 OpenFlow connections held, vsctl tried
 // meanwhile (its accept fails with EMFILE), then everything released:
 // vsctl must work again within a bound, and the log must say what

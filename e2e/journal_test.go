@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // smallTmpfs mounts a tmpfs of size bytes on a fresh directory and
@@ -21,13 +23,14 @@ import (
 // which was registered later and so runs first).
 func smallTmpfs(t *testing.T, size string) string {
 	t.Helper()
+	nstest.RequireRoot(t)
 	dir, err := os.MkdirTemp("", "vswitch-e2e-tmpfs-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
 		os.Remove(dir)
-		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
+		nstest.Unavailable(t, "cannot mount a tmpfs: %v %s", err, out)
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {

@@ -26,11 +26,7 @@ func (o *ovsInstance) path(p string) string { return filepath.Join(o.dir, p) }
 // startOVS starts OVS in ns; everything stops and is removed at cleanup.
 func startOVS(t *testing.T, ns *nstest.Netns) *ovsInstance {
 	t.Helper()
-	for _, bin := range []string{"ovsdb-server", "ovs-vswitchd", "ovsdb-tool", "ovs-vsctl", "ovs-appctl"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not installed", bin)
-		}
-	}
+	nstest.RequireTool(t, "ovsdb-server", "ovs-vswitchd", "ovsdb-tool", "ovs-vsctl", "ovs-appctl")
 	o := &ovsInstance{t: t, ns: ns, dir: t.TempDir()}
 	for _, d := range []string{"run", "db", "log", "etc"} {
 		if err := os.Mkdir(o.path(d), 0o755); err != nil {

@@ -24,9 +24,7 @@ type ovsPKI struct {
 // newOVSPKI runs ovs-pki init and req+sign for a controller and a switch.
 func newOVSPKI(t *testing.T) *ovsPKI {
 	t.Helper()
-	if _, err := exec.LookPath("ovs-pki"); err != nil {
-		t.Fatalf("ovs-pki (package openvswitch-common) is required: %v", err)
-	}
+	nstest.RequireTool(t, "ovs-pki") // openvswitch-common
 	work := t.TempDir()
 	p := &ovsPKI{dir: filepath.Join(work, "pki")}
 	run := func(args ...string) {
@@ -50,9 +48,7 @@ func newOVSPKI(t *testing.T) *ovsPKI {
 // TLS on a free loopback port and returns its address.
 func startTestController(t *testing.T, key, cert, peerCA string) string {
 	t.Helper()
-	if _, err := exec.LookPath("ovs-testcontroller"); err != nil {
-		t.Fatalf("ovs-testcontroller (package openvswitch-testcontroller) is required: %v", err)
-	}
+	nstest.RequireTool(t, "ovs-testcontroller") // openvswitch-testcontroller
 	addr := freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	dir := t.TempDir()
@@ -100,6 +96,7 @@ func controllerLine(d *daemon, target string) string {
 // another CA signed is refused, and the refusal shows in show,
 // get-controller and a metric; a pssl: target serves ovs-ofctl over TLS.
 func TestTLSController(t *testing.T) {
+	nstest.RequireRoot(t) // before the slow key generation
 	pki := newOVSPKI(t)
 	other := newOVSPKI(t) // another CA altogether
 	d := newDaemon(t)

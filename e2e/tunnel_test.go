@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -168,7 +167,7 @@ func TestVXLANSwitchToSwitch(t *testing.T) {
 	// This one through ovs-ofctl, which encodes tun_dst as the
 	// Nicira-class OXM it sends Open vSwitch.
 	mgmt := "unix:" + filepath.Join(da.stateDir, "br0.mgmt")
-	if _, err := exec.LookPath("ovs-ofctl"); err == nil {
+	if nstest.HasTool(t, "ovs-ofctl") {
 		nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow13", "add-flow", mgmt,
 			fmt.Sprintf("priority=100,in_port=%s,actions=set_field:200->tun_id,set_field:%s->tun_dst,output:vx0", wa.port, b.ip4))
 		if out := nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow13", "dump-flows", mgmt); !strings.Contains(out, "set_field:"+b.ip4+"->tun_dst") {

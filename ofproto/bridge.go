@@ -66,9 +66,7 @@ package ofproto
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,7 +75,6 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/normal"
 	"github.com/vswitch-go/vswitch/ofproto/ofconn"
-	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 	"github.com/vswitch-go/vswitch/ofproto/xlate"
@@ -91,11 +88,6 @@ const DefaultMaxIdle = 10 * time.Second
 
 // NumTables is what FEATURES_REPLY announces: the pipeline's table count.
 const NumTables = pipeline.NumTables
-
-// flowStatsPerReply bounds the flow statistics in one MULTIPART_REPLY so that
-// a reply stays well under the 64 KiB message limit (an entry with a large
-// match and a few actions encodes to a few hundred bytes).
-const flowStatsPerReply = 64
 
 // housekeepingInterval is how often timeouts are expired and the port list
 // used by upcalls is refreshed.
@@ -356,6 +348,14 @@ func (b *Bridge) portLive(no uint32) bool {
 	return p != nil && p.Dev.LinkUp() && b.ports().config[no]&ofp.PortConfigDown == 0
 }
 
+// invalidate is the one way ofproto tells the datapath that something a
+// translation reads has changed (the tables, NORMAL's MAC table, the port
+// view or a port's config, fail-open, a meter): every installed megaflow
+// was decided under the old state, so the PMDs drop their caches at their
+// next iteration and upcall again. Callers name no cause, because the
+// datapath's answer is the same for all of them.
+func (b *Bridge) invalidate() { b.dp.InvalidateFlows() }
+
 // Manager is the bridge's OpenFlow connection manager.
 func (b *Bridge) Manager() *ofconn.Manager { return b.mgr }
 
@@ -366,19 +366,9 @@ func (b *Bridge) Upcall(key *flow.Key, res *datapath.UpcallResult) error {
 	gen := b.cfg.Normal.Generation()
 	err := xlate.Translate(b.activePipeline(), key, res, b.xlateOptions(time.Now()))
 	if b.cfg.Normal.Generation() != gen {
-		b.dp.InvalidateFlows()
+		b.invalidate()
 	}
 	return err
-}
-
-// Features implements ofconn.Handler.
-func (b *Bridge) Features() ofpwire.FeaturesReply {
-	return ofpwire.FeaturesReply{
-		DatapathID: b.cfg.DatapathID,
-		NumTables:  NumTables,
-		Capabilities: ofp.CapabilityFlowStats | ofp.CapabilityTableStats | ofp.CapabilityPortStats |
-			ofp.CapabilityGroupStats | ofp.CapabilityQueueStats,
-	}
 }
 
 func ofpErr(t, c uint16) *ofpwire.OFPError { return &ofpwire.OFPError{Type: t, Code: c} }
@@ -406,537 +396,6 @@ func (b *Bridge) Handle(c *ofconn.Conn, xid uint32, msg ofpwire.Message) error {
 	return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadType)
 }
 
-// queuePort checks the port of a queue request: OFPP_ANY or a port the
-// bridge has, else OFPET_QUEUE_OP_FAILED/OFPQOFC_BAD_PORT (OpenFlow 1.3
-// §7.3.6). The switch configures no queues on its ports (set-queue is
-// accepted and does nothing), so every valid request is answered with
-// none: an empty, valid reply.
-func (b *Bridge) queuePort(no ofp.PortNo) error {
-	if no == ofp.PortAny {
-		return nil
-	}
-	for _, p := range b.dp.Ports() {
-		if ofp.PortNo(p.No) == no {
-			return nil
-		}
-	}
-	return ofpErr(ofpwire.ETQueueOpFailed, ofpwire.QOFCBadPort)
-}
-
-// queueStats answers OFPMP_QUEUE (§7.3.5.8): the queues of the port (or
-// of every port for OFPP_ANY), of which there are none. A port that does
-// not exist is OFPQOFC_BAD_PORT; a single queue asked of an existing port
-// does not exist either: OFPQOFC_BAD_QUEUE, as Open vSwitch answers.
-func (b *Bridge) queueStats(c *ofconn.Conn, xid uint32, req *ofpwire.QueueStatsRequest) error {
-	if err := b.queuePort(req.Port); err != nil {
-		return err
-	}
-	if req.Queue != ofp.QueueAll {
-		return ofpErr(ofpwire.ETQueueOpFailed, ofpwire.QOFCBadQueue)
-	}
-	return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.QueueStatsReply{}})
-}
-
-// Apply makes a FLOW_MOD, GROUP_MOD or METER_MOD as if a connection had
-// sent it (replaying a journal of them, for instance), without calling
-// OnTableMod; the error is what the connection would have been sent.
-func (b *Bridge) Apply(msg ofpwire.Message) error {
-	switch m := msg.(type) {
-	case *ofpwire.FlowMod:
-		return b.flowMod(m)
-	case *ofpwire.GroupMod:
-		return b.groupMod(m)
-	case *ofpwire.MeterMod:
-		return b.meterMod(m)
-	}
-	return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadType)
-}
-
-// groupMod applies a GROUP_MOD. Flows forwarding to a deleted group are
-// deleted with it (OpenFlow 1.3 §6.5), and every megaflow is invalidated
-// since translations may have run through the changed group.
-func (b *Bridge) groupMod(gm *ofpwire.GroupMod) error {
-	if gm.Command == ofp.GroupAdd || gm.Command == ofp.GroupModify {
-		for i := range gm.Buckets {
-			if err := xlate.CheckActions(gm.Buckets[i].Actions, false); err != nil {
-				return err
-			}
-		}
-	}
-	now := time.Now()
-	if gm.Command == ofp.GroupDelete {
-		b.dp.PushStats(now) // the FLOW_REMOVED of its flows carry their last packets
-	}
-	deleted, err := b.groups.ApplyGroupMod(gm, now)
-	if err != nil {
-		return err
-	}
-	for _, id := range deleted {
-		removed, err := b.pipe.Apply(&ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: uint8(ofp.TableAll),
-			BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: id}, now)
-		if err != nil {
-			return err
-		}
-		for _, e := range removed {
-			e.RemovedReason = ofp.FlowReasonGroupDelete
-		}
-		b.sendRemoved(removed)
-	}
-	b.tablesChanged() // a group change is no pipeline change: the pipeline's OnChange may not have run
-	return nil
-}
-
-// checkGroupRefs refuses a flow-mod whose actions forward to a group that
-// does not exist (OFPBAC_BAD_OUT_GROUP).
-func (b *Bridge) checkGroupRefs(fm *ofpwire.FlowMod) error {
-	if fm.Command != ofp.FlowAdd && fm.Command != ofp.FlowModify && fm.Command != ofp.FlowModifyStrict {
-		return nil
-	}
-	for _, in := range fm.Instructions {
-		var acts []ofpwire.Action
-		switch in := in.(type) {
-		case *ofpwire.InstrApplyActions:
-			acts = in.Actions
-		case *ofpwire.InstrWriteActions:
-			acts = in.Actions
-		}
-		for _, a := range acts {
-			if ga, ok := a.(*ofpwire.ActionGroup); ok && b.groups.Get(ga.Group) == nil {
-				return ofpErr(ofpwire.ETBadAction, ofpwire.BACBadOutGroup)
-			}
-		}
-	}
-	return nil
-}
-
-func (b *Bridge) flowMod(fm *ofpwire.FlowMod) error {
-	if fm.Command == ofp.FlowAdd || fm.Command == ofp.FlowModify || fm.Command == ofp.FlowModifyStrict {
-		if err := xlate.CheckInstructions(fm.Instructions); err != nil {
-			return err
-		}
-		if err := ofpwire.CheckSetFieldPrerequisites(fm.Match, fm.Instructions); err != nil {
-			return err
-		}
-	}
-	if err := b.checkGroupRefs(fm); err != nil {
-		return err
-	}
-	if err := b.checkMeter(fm); err != nil {
-		return err
-	}
-	if fm.Command == ofp.FlowDelete || fm.Command == ofp.FlowDeleteStrict || fm.Flags&ofp.FlowFlagResetCounts != 0 {
-		// FLOW_REMOVED reports, and a reset clears, the packets the
-		// datapath has counted but not yet handed to the entries.
-		b.dp.PushStats(time.Now())
-	}
-	removed, err := b.pipe.Apply(fm, time.Now())
-	if err != nil {
-		return err
-	}
-	b.sendRemoved(removed)
-	// The bridge keeps no buffered packets, so a buffer id can only be
-	// stale; the flow-mod itself still applies (1.3 §6.4).
-	if fm.BufferID != ofp.NoBuffer {
-		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
-	}
-	return nil
-}
-
-func (b *Bridge) sendRemoved(removed []*pipeline.Entry) {
-	if len(removed) == 0 {
-		return
-	}
-	now := time.Now()
-	for _, e := range removed {
-		if !e.SendFlowRemoved() {
-			continue
-		}
-		d := e.Duration(now)
-		b.mgr.SendFlowRemoved(ofpwire.FlowRemoved{
-			Cookie:       e.Cookie,
-			Priority:     e.Priority,
-			Reason:       e.RemovedReason,
-			TableID:      e.TableID,
-			DurationSec:  uint32(d / time.Second),
-			DurationNSec: uint32(d % time.Second),
-			IdleTimeout:  e.IdleTimeout,
-			HardTimeout:  e.HardTimeout,
-			PacketCount:  e.Packets.Load(),
-			ByteCount:    e.Bytes.Load(),
-			Match:        ofmatch.ToOXM(&e.Match),
-		})
-	}
-}
-
-// packetOut runs the message's actions on its packet with the translation's
-// full semantics: the actions become the only entry of a scratch pipeline,
-// the packet's key is translated through it, and the datapath executes the
-// result. in_port OFPP_CONTROLLER (or any reserved port) stands for "no
-// port" in the datapath.
-func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
-	if po.BufferID != ofp.NoBuffer {
-		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
-	}
-	inPort := uint32(po.InPort)
-	if inPort > uint32(ofp.PortMax) && inPort != datapath.LocalPort {
-		inPort = 0
-	}
-	if len(po.Data) < 14 {
-		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadPacket)
-	}
-	if err := xlate.CheckActions(po.Actions, true); err != nil {
-		return err
-	}
-	fm := &ofpwire.FlowMod{
-		Command:      ofp.FlowAdd,
-		BufferID:     ofp.NoBuffer,
-		OutPort:      ofp.PortAny,
-		OutGroup:     ofp.GroupAny,
-		Instructions: []ofpwire.Instruction{&ofpwire.InstrApplyActions{Actions: po.Actions}},
-	}
-	if err := b.checkGroupRefs(fm); err != nil {
-		return err
-	}
-	b.poMu.Lock()
-	defer b.poMu.Unlock()
-	scratch := pipeline.New(0)
-	if _, err := scratch.Apply(fm, time.Now()); err != nil {
-		return err
-	}
-	var key flow.Key
-	var off flow.Offsets
-	flow.Extract(po.Data, inPort, &key, &off)
-	var res datapath.UpcallResult
-	opts := b.xlateOptions(time.Now())
-	opts.Table = b.activePipeline() // output to OFPP_TABLE runs the bridge's tables
-	if err := xlate.Translate(scratch, &key, &res, opts); err != nil {
-		if errors.Is(err, xlate.ErrUnsupported) {
-			return ofpErr(ofpwire.ETBadAction, ofpwire.BACBadType)
-		}
-		if errors.Is(err, xlate.ErrTooManyActions) {
-			return ofpErr(ofpwire.ETBadAction, ofpwire.BACTooMany)
-		}
-		return err
-	}
-	// The tables an output to OFPP_TABLE went through count the packet,
-	// as the datapath's statistics push does for forwarded traffic.
-	now := time.Now()
-	for _, r := range res.Refs {
-		r.Touch(now, 1, uint64(len(po.Data)))
-	}
-	if len(res.Actions) == 0 {
-		return nil
-	}
-	if err := b.dp.Execute(po.Data, inPort, res.Actions); err != nil {
-		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadPacket)
-	}
-	return nil
-}
-
-func (b *Bridge) multipart(c *ofconn.Conn, xid uint32, m *ofpwire.MultipartRequest) error {
-	switch req := m.Body.(type) {
-	case *ofpwire.DescRequest:
-		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.DescReply{
-			Manufacturer: "vswitch",
-			Hardware:     "userspace datapath",
-			Software:     "vswitch ofproto",
-			SerialNum:    "None",
-			Datapath:     b.name,
-		}})
-	case *ofpwire.FlowStatsRequest:
-		return b.flowStats(c, xid, req)
-	case *ofpwire.AggregateStatsRequest:
-		entries, err := b.selectFlows((*ofpwire.FlowStatsRequest)(req))
-		if err != nil {
-			return err
-		}
-		agg := &ofpwire.AggregateStatsReply{FlowCount: uint32(len(entries))}
-		for _, e := range entries {
-			agg.PacketCount += e.Packets.Load()
-			agg.ByteCount += e.Bytes.Load()
-		}
-		return c.Send(xid, &ofpwire.MultipartReply{Body: agg})
-	case *ofpwire.TableStatsRequest:
-		b.dp.PushStats(time.Now()) // lookups are counted per packet through the megaflows
-		reply := &ofpwire.TableStatsReply{Tables: make([]ofp.TableStats, NumTables)}
-		for i := range NumTables {
-			s := b.pipe.TableStats(uint8(i))
-			reply.Tables[i] = ofp.TableStats{Table: ofp.Table(i), ActiveCount: s.Active,
-				LookupCount: s.Lookups, MatchedCount: s.Matched}
-		}
-		return c.Send(xid, &ofpwire.MultipartReply{Body: reply})
-	case *ofpwire.PortDescRequest:
-		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.PortDescReply{Ports: b.PortDesc()}})
-	case *ofpwire.PortStatsRequest:
-		return b.portStats(c, xid, ofp.PortNo(req.PortNo))
-	case *ofpwire.QueueStatsRequest:
-		return b.queueStats(c, xid, req)
-	case *ofpwire.GroupDescRequest:
-		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.GroupDescReply{Groups: b.groups.Desc()}})
-	case *ofpwire.GroupStatsRequest:
-		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.GroupStatsReply{Groups: b.groupStats(req.Group)}})
-	case *ofpwire.GroupFeaturesRequest:
-		f := b.groups.Features()
-		return c.Send(xid, &ofpwire.MultipartReply{Body: &f})
-	case *ofpwire.MeterConfigRequest:
-		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.MeterConfigReply{Meters: b.meters.Config(req.Meter)}})
-	case *ofpwire.MeterStatsRequest:
-		return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.MeterStatsReply{Meters: b.meterStats(req.Meter)}})
-	case *ofpwire.MeterFeaturesRequest:
-		f := b.meters.Features()
-		return c.Send(xid, &ofpwire.MultipartReply{Body: &f})
-	case *ofpwire.TableFeaturesRequest:
-		// ovs-ofctl asks for the table features before a flow-mod.
-		// Changing the pipeline through this request is not supported.
-		if len(req.Tables) > 0 {
-			return ofpErr(ofpwire.ETTableFeaturesFailed, ofpwire.TFFCEperm)
-		}
-		return b.tableFeatures(c, xid)
-	}
-	return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadMultipart)
-}
-
-// tableFeatures describes every table as Open vSwitch's tools want it: with
-// the eight required properties (instructions, next tables, write/apply
-// actions, match, wildcards, write/apply set-field), listing what the
-// translation supports.
-func (b *Bridge) tableFeatures(c *ofconn.Conn, xid uint32) error {
-	const perReply = 32 // a description is about 1.2 KiB
-	common := tableFeatureProps()
-	for first := 0; first < NumTables; first += perReply {
-		last := min(first+perReply, NumTables)
-		body := &ofpwire.TableFeaturesReply{Tables: make([]ofpwire.TableFeatures, 0, last-first)}
-		for i := first; i < last; i++ {
-			next := make([]uint8, 0, NumTables-1-i)
-			for n := i + 1; n < NumTables; n++ {
-				next = append(next, uint8(n))
-			}
-			props := append([]ofpwire.TableFeatureProp{{Type: ofp.TablePropTypeNextTables, NextTables: next}}, common...)
-			body.Tables = append(body.Tables, ofpwire.TableFeatures{
-				TableID:       uint8(i),
-				Name:          fmt.Sprintf("table%d", i),
-				MetadataMatch: ^uint64(0),
-				MetadataWrite: ^uint64(0),
-				MaxEntries:    1 << 20,
-				Properties:    props,
-			})
-		}
-		reply := &ofpwire.MultipartReply{Body: body}
-		if last < NumTables {
-			reply.Flags = ofpwire.MultipartReplyMore
-		}
-		if err := c.Send(xid, reply); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// tableFeatureProps lists the properties shared by every table.
-func tableFeatureProps() []ofpwire.TableFeatureProp {
-	var insts []ofpwire.InstructionID
-	for _, t := range []ofp.InstructionType{ofp.InstructionTypeGotoTable, ofp.InstructionTypeWriteMetadata,
-		ofp.InstructionTypeWriteActions, ofp.InstructionTypeApplyActions, ofp.InstructionTypeClearActions,
-		ofp.InstructionTypeMeter} {
-		insts = append(insts, ofpwire.InstructionID{Type: t})
-	}
-	var acts []ofpwire.ActionID
-	for _, t := range []ofp.ActionType{ofp.ActionTypeOutput, ofp.ActionTypePushVLAN, ofp.ActionTypePopVLAN,
-		ofp.ActionTypeSetNwTTL, ofp.ActionTypeDecNwTTL, ofp.ActionTypeSetField, ofp.ActionTypeGroup} {
-		acts = append(acts, ofpwire.ActionID{Type: t})
-	}
-	oxmID := func(f ofp.XMType, masked bool) uint32 {
-		size, maskable, _ := ofpwire.FieldSize(f)
-		if masked && maskable {
-			return ofpwire.OXMHeader(ofp.XMClassOpenflowBasic, f, true, 2*size)
-		}
-		return ofpwire.OXMHeader(ofp.XMClassOpenflowBasic, f, false, size)
-	}
-	var match, wild []uint32
-	for f := ofp.XMType(0); f < 40; f++ {
-		if _, _, ok := ofpwire.FieldSize(f); !ok {
-			continue
-		}
-		match = append(match, oxmID(f, true))
-		wild = append(wild, oxmID(f, false))
-	}
-	var set []uint32
-	for f := ofp.XMType(0); f < ofpwire.NumBasicFields; f++ {
-		if xlate.Settable(f) {
-			set = append(set, oxmID(f, false))
-		}
-	}
-	return []ofpwire.TableFeatureProp{
-		{Type: ofp.TablePropTypeInstructions, InstructionIDs: insts},
-		{Type: ofp.TablePropTypeWriteActions, ActionIDs: acts},
-		{Type: ofp.TablePropTypeApplyActions, ActionIDs: acts},
-		{Type: ofp.TablePropTypeMatch, OXMIDs: match},
-		{Type: ofp.TablePropTypeWildcards, OXMIDs: wild},
-		{Type: ofp.TablePropTypeWriteSetField, OXMIDs: set},
-		{Type: ofp.TablePropTypeApplySetField, OXMIDs: set},
-	}
-}
-
-func (b *Bridge) selectFlows(req *ofpwire.FlowStatsRequest) ([]*pipeline.Entry, error) {
-	b.dp.PushStats(time.Now()) // counters as of this request
-	match, err := ofmatch.FromOXM(req.Match)
-	if err != nil {
-		return nil, err
-	}
-	return b.pipe.Flows(&pipeline.Filter{
-		TableID:    req.TableID,
-		Match:      match,
-		OutPort:    req.OutPort,
-		OutGroup:   req.OutGroup,
-		Cookie:     req.Cookie,
-		CookieMask: req.CookieMask,
-	})
-}
-
-func (b *Bridge) flowStats(c *ofconn.Conn, xid uint32, req *ofpwire.FlowStatsRequest) error {
-	entries, err := b.selectFlows(req)
-	if err != nil {
-		return err
-	}
-	now := time.Now()
-	stats := make([]ofpwire.FlowStats, len(entries))
-	for i, e := range entries {
-		d := e.Duration(now)
-		stats[i] = ofpwire.FlowStats{
-			TableID:      e.TableID,
-			DurationSec:  uint32(d / time.Second),
-			DurationNSec: uint32(d % time.Second),
-			Priority:     e.Priority,
-			IdleTimeout:  e.IdleTimeout,
-			HardTimeout:  e.HardTimeout,
-			Flags:        e.Flags,
-			Cookie:       e.Cookie,
-			PacketCount:  e.Packets.Load(),
-			ByteCount:    e.Bytes.Load(),
-			Match:        ofmatch.ToOXM(&e.Match),
-			Instructions: e.Instructions(),
-		}
-	}
-	for {
-		n := min(len(stats), flowStatsPerReply)
-		reply := &ofpwire.MultipartReply{Body: &ofpwire.FlowStatsReply{Flows: stats[:n]}}
-		stats = stats[n:]
-		if len(stats) > 0 {
-			reply.Flags = ofpwire.MultipartReplyMore
-		}
-		if err := c.Send(xid, reply); err != nil || len(stats) == 0 {
-			return err
-		}
-	}
-}
-
-// PortDesc describes every datapath port as OFPMP_PORT_DESC reports it:
-// its name and hardware address (PortOptions; zero when none was given,
-// drivers do not expose one), its OFPPC_* config and its state (LIVE when
-// the link is up and the port not administratively down, LINK_DOWN when
-// the link is down).
-func (b *Bridge) PortDesc() []ofpwire.Port {
-	b.portMu.Lock()
-	defer b.portMu.Unlock()
-	ps := b.dp.Ports()
-	out := make([]ofpwire.Port, len(ps))
-	for i, p := range ps {
-		out[i] = b.describeLocked(p)
-	}
-	return out
-}
-
-func (b *Bridge) portStats(c *ofconn.Conn, xid uint32, no ofp.PortNo) error {
-	var stats []ofp.PortStats
-	for _, p := range b.dp.Ports() {
-		if no != ofp.PortAny && ofp.PortNo(p.No) != no {
-			continue
-		}
-		s := p.Dev.Stats()
-		st := ofp.PortStats{
-			PortNo:    ofp.PortNo(p.No),
-			RxPackets: s.RxPackets, TxPackets: s.TxPackets,
-			RxBytes: s.RxBytes, TxBytes: s.TxBytes,
-			RxDropped: s.RxDrops, TxDropped: s.TxDrops,
-			RxErrors: s.RxErrors, TxErrors: s.TxErrors,
-		}
-		b.portMu.Lock()
-		rec := b.adoptLocked(p)
-		b.portMu.Unlock()
-		d := time.Since(rec.added)
-		st.DurationSec, st.DurationNSec = uint32(d/time.Second), uint32(d%time.Second)
-		stats = append(stats, st)
-	}
-	if no != ofp.PortAny && len(stats) == 0 {
-		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadPort)
-	}
-	return c.Send(xid, &ofpwire.MultipartReply{Body: &ofpwire.PortStatsReply{Ports: stats}})
-}
-
-// packetIns relays the datapath's to-controller packets as PACKET_INs.
-func (b *Bridge) packetIns() {
-	defer b.wg.Done()
-	q := b.dp.ControllerQueue()
-	for {
-		for {
-			cp, ok := q.Pop()
-			if !ok {
-				break
-			}
-			b.mgr.SendPacketIn(PacketIn(cp))
-		}
-		select {
-		case <-b.stop:
-			return
-		case <-q.Ready():
-		}
-	}
-}
-
-// PacketIn builds the PACKET_IN for a packet a Controller action queued:
-// reason, table and max_len come from the action's argument (see
-// xlate.ControllerArg). No packet is buffered, so the data is the packet cut
-// to max_len (OFPCML_NO_BUFFER: whole). The cookie is the sending entry's
-// and the match holds in_port and, when not zero, the metadata, both
-// carried through the datapath in the Controller action, and the tunnel
-// metadata (tun_id, tun_src/tun_dst or their IPv6 forms).
-func PacketIn(cp datapath.ControllerPacket) ofpwire.PacketIn {
-	reason, table, maxLen := xlate.ParseControllerArg(cp.Arg)
-	data := cp.Data
-	if maxLen != ofp.ContentLenNoBuffer && int(maxLen) < len(data) {
-		data = data[:maxLen]
-	}
-	pi := ofpwire.PacketIn{
-		BufferID: ofp.NoBuffer,
-		TotalLen: uint16(min(len(cp.Data), 0xffff)),
-		Reason:   reason,
-		TableID:  table,
-		Cookie:   cp.Cookie,
-		Data:     data,
-	}
-	pi.Match.Add(ofpwire.OXMUint(ofp.XMTypeInPort, uint64(cp.InPort)))
-	if cp.Metadata != 0 {
-		pi.Match.Add(ofpwire.OXMUint(ofp.XMTypeMetadata, cp.Metadata))
-	}
-	if cp.TunnelID != 0 {
-		pi.Match.Add(ofpwire.OXMUint(ofp.XMTypeTunnelID, cp.TunnelID))
-	}
-	for _, a := range []struct {
-		addr   [16]byte
-		f4, f6 ofp.XMType
-	}{{cp.Tunnel.Src, ofpwire.XMTypeTunIPv4Src, ofpwire.XMTypeTunIPv6Src}, {cp.Tunnel.Dst, ofpwire.XMTypeTunIPv4Dst, ofpwire.XMTypeTunIPv6Dst}} {
-		switch ip := netip.AddrFrom16(a.addr); {
-		case a.addr == [16]byte{}:
-		case ip.Is4In6():
-			b := ip.Unmap().As4()
-			pi.Match.Add(ofpwire.NewOXM(a.f4, b[:]))
-		default:
-			pi.Match.Add(ofpwire.NewOXM(a.f6, a.addr[:]))
-		}
-	}
-	return pi
-}
-
 // housekeeping expires timed-out entries and aged MACs, pushes datapath
 // statistics and follows the ports' link states (checkPorts).
 func (b *Bridge) housekeeping() {
@@ -956,7 +415,7 @@ func (b *Bridge) housekeeping() {
 			}
 			aged := b.cfg.Normal.Expire(now) > 0
 			if b.checkPorts() || aged {
-				b.dp.InvalidateFlows()
+				b.invalidate()
 			}
 			b.syncControllers()
 		}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ofproto
 
 import (
@@ -35,9 +37,7 @@ func freePort(t *testing.T) int {
 // path.
 func startController(t *testing.T, name string, args ...string) string {
 	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		t.Fatalf("%s is required: %v", name, err)
-	}
+	nstest.RequireTool(t, name)
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	logf, err := os.Create(logPath)
 	if err != nil {

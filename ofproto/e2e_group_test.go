@@ -1,7 +1,8 @@
+//go:build linux
+
 package ofproto
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -12,9 +13,7 @@ import (
 // forwards a ping through an ALL group, checks that deleting the group
 // deletes the flow using it, then forwards through NORMAL.
 func TestEndToEndGroupsAndNormal(t *testing.T) {
-	if _, err := exec.LookPath("ovs-ofctl"); err != nil {
-		t.Fatal("ovs-ofctl is required:", err)
-	}
+	nstest.RequireTool(t, "ovs-ofctl")
 	a, b, _, target := newE2EBridge(t, "ptcp:0:127.0.0.1")
 
 	ovsOfctl(t, "add-group", target, "group_id=1,type=all,bucket=output:1,bucket=output:2")

@@ -1,8 +1,8 @@
+//go:build linux
+
 package ofproto
 
 import (
-	"context"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,28 +16,6 @@ import (
 
 	"github.com/netrack/openflow/ofp"
 )
-
-func ovsOfctl(t *testing.T, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "ovs-ofctl", append([]string{"-O", "OpenFlow13"}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ovs-ofctl %v: %v\n%s", args, err, out)
-	}
-	return string(out)
-}
-
-// flowLines returns the flow lines of a dump-flows printout.
-func flowLines(out string) []string {
-	var lines []string
-	for _, l := range strings.Split(out, "\n") {
-		if strings.Contains(l, "actions=") {
-			lines = append(lines, strings.TrimSpace(l))
-		}
-	}
-	return lines
-}
 
 // newE2EBridge builds two hosts, a started datapath over their switch ports
 // (AF_PACKET, ports 1 and 2) and a bridge with controller target ctlTarget
@@ -86,9 +64,7 @@ func newE2EBridge(t *testing.T, ctlTarget string) (a, b *nstest.Host, br *Bridge
 // ports with the real ovs-ofctl and checks that hosts can (and then cannot)
 // reach each other, and that a CONTROLLER action reaches a Go controller.
 func TestEndToEndOvsOfctl(t *testing.T) {
-	if _, err := exec.LookPath("ovs-ofctl"); err != nil {
-		t.Fatal("ovs-ofctl is required:", err)
-	}
+	nstest.RequireTool(t, "ovs-ofctl")
 	const ctlTarget = "ptcp:0:127.0.0.1"
 	a, b, br, target := newE2EBridge(t, ctlTarget)
 

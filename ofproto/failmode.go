@@ -209,7 +209,7 @@ func (b *Bridge) updateFailOpenLocked() {
 	b.stopFailTimerLocked()
 	if b.failOpen.Swap(false) {
 		b.logf("ofproto: %s: leaving fail-open", b.name)
-		b.dp.InvalidateFlows()
+		b.invalidate()
 	}
 }
 
@@ -230,7 +230,7 @@ func (b *Bridge) failOpenExpired(seq uint64) {
 	b.failTimer = nil
 	b.logf("ofproto: %s: no controller for %v, failing open", b.name, b.failOpenDelay())
 	b.failOpen.Store(true)
-	b.dp.InvalidateFlows()
+	b.invalidate()
 }
 
 func (b *Bridge) logf(format string, args ...any) {

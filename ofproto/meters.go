@@ -76,7 +76,7 @@ func (b *Bridge) meterMod(mm *ofpwire.MeterMod) error {
 		return nil
 	}
 	b.sendRemoved(b.pipe.DeleteMeterFlows(deleted))
-	b.dp.InvalidateFlows()
+	b.invalidate()
 	for _, id := range deleted {
 		b.dp.DeleteMeter(uint32(id))
 	}

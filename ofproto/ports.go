@@ -125,7 +125,7 @@ func (b *Bridge) publishLocked() {
 		}
 	}
 	b.view.Store(newPortView(cfg, b.dp.Ports()))
-	b.dp.InvalidateFlows()
+	b.invalidate()
 }
 
 // syncNormalLocked gives NORMAL the ports present in the datapath, with
@@ -280,7 +280,7 @@ func (b *Bridge) SetNormalPort(cfg normal.PortConfig) {
 	s.normal = &c
 	b.settings[cfg.No] = s
 	b.syncNormalLocked()
-	b.dp.InvalidateFlows()
+	b.invalidate()
 }
 
 // SetPortConfig replaces the OFPPC_* bits of port no, as a PORT_MOD with

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
@@ -48,6 +49,7 @@ func TestQueueGetConfigNoQueues(t *testing.T) {
 // TestQueueOvsOfctl: ovs-ofctl's queue-stats and queue-get-config against
 // the bridge's management socket.
 func TestQueueOvsOfctl(t *testing.T) {
+	nstest.RequireTool(t, "ovs-ofctl")
 	tb := newTestBridge(t)
 	target := "unix:" + tb.sock
 	if out := ovsOfctl(t, "queue-stats", target); !strings.Contains(out, "OFPST_QUEUE reply") {

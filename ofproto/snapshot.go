@@ -23,7 +23,7 @@ import (
 // stale (and with them the recirc_ids their frozen walks hold), and the
 // daemon may want to save the tables.
 func (b *Bridge) tablesChanged() {
-	b.dp.InvalidateFlows()
+	b.invalidate()
 	b.recirc.Retire()
 	b.notifyTables()
 }

@@ -7,9 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
-
+	"github.com/vswitch-go/vswitch/netdev/linkwatch"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 )
 
@@ -17,7 +15,8 @@ import (
 //
 // When a port's kernel interface disappears the datapath stops the port
 // (bridge.portRemoved) but it stays configured. Like Open vSwitch, the
-// daemon then follows rtnetlink link events: when an interface that a
+// daemon then follows rtnetlink link events (linkwatch.Listen, the
+// subscription the port drivers use too): when an interface that a
 // configured kernel port names appears (created again, moved into our
 // namespace or renamed to that name) and the port does not run, the
 // daemon reconciles that bridge exactly as a configuration change does
@@ -25,7 +24,7 @@ import (
 // reopens under its configured OpenFlow number and ofproto announces it
 // with PORT_STATUS ADD.
 //
-// The netlink goroutine only filters events against a lock-free set of
+// The watcher's goroutine only filters events against a lock-free set of
 // watched names and notes the name; a second goroutine waits for the burst
 // to settle (creating a veth pair and configuring it emits several events)
 // and takes d.mu once for the reconcile, for as long as a configuration
@@ -38,8 +37,6 @@ const (
 	// ifMaxDelay bounds the wait under a stream of events that never
 	// pauses, so a port still comes back.
 	ifMaxDelay = 2 * time.Second
-	// ifResubscribeDelay separates a lost subscription from the next try.
-	ifResubscribeDelay = time.Second
 	// ifRetryFirst and ifRetryMax bound the pause after a port whose
 	// interface is there could not be reopened: it doubles with each
 	// failure. Opening a port changes its link (an XDP program, promiscuous
@@ -49,17 +46,19 @@ const (
 	ifRetryMax   = 32 * time.Second
 )
 
-// subscribeLinks subscribes to rtnetlink link events; a variable so that a
-// test can make the subscription fail, as it does in sandboxes that refuse
-// netlink sockets.
-var subscribeLinks = netlink.LinkSubscribeWithOptions
+// listenLinks follows link events; a variable so that a test can make the
+// subscription fail, as it does in sandboxes that refuse netlink sockets.
+var listenLinks = linkwatch.Listen
 
 // ifWatch is the daemon's state for interfaces that come back.
 type ifWatch struct {
 	// names maps the interface name of each configured kernel port to the
 	// bridges that have it. It is rebuilt by publish (d.mu held) and read
-	// without a lock by the netlink goroutine.
+	// without a lock by the watcher's goroutine.
 	names atomic.Pointer[map[string][]string]
+	// resyncs counts the Resync events: all but the first mean events
+	// were lost.
+	resyncs atomic.Uint64
 
 	mu sync.Mutex
 	// pending are the names seen since the last reconcile; all asks for
@@ -154,72 +153,37 @@ func (d *Daemon) publishWatchedNames() {
 	d.ifw.names.Store(&m)
 }
 
-// watchLinks follows rtnetlink link events until the daemon stops. A
-// subscription that cannot be made is logged and the daemon runs on
-// without it; one lost later (the socket overflowed) is made again, and
-// every port is checked since events were missed.
+// watchLinks follows link events until the daemon stops. A subscription
+// that cannot be made is logged and the daemon runs on without it; one
+// lost later (the socket overran) linkwatch makes again, and the Resync it
+// sends then has every port checked, since events were missed.
 func (d *Daemon) watchLinks() {
 	defer d.wg.Done()
-	for {
-		ch := make(chan netlink.LinkUpdate, 64)
-		done := make(chan struct{})
-		// lastErr is written by netlink's goroutine before it closes ch
-		// and read here only after ch is closed.
-		var lastErr error
-		err := subscribeLinks(ch, done, netlink.LinkSubscribeOptions{
-			ErrorCallback: func(err error) { lastErr = err },
-		})
-		if err != nil {
-			close(done)
-			d.log.Warn("interface events not followed: a port whose interface comes back restarts only at the next configuration change", "err", err)
-			return
-		}
-		d.ifw.noteAll() // whatever appeared before the subscription
-		if d.followLinks(ch, done) {
-			return
-		}
-		d.log.Warn("interface events lost; subscribing again", "err", lastErr)
-		select {
-		case <-d.stop:
-			return
-		case <-time.After(ifResubscribeDelay):
-		}
+	stop, err := listenLinks(d.linkEvent)
+	if err != nil {
+		d.log.Warn("interface events not followed: a port whose interface comes back restarts only at the next configuration change", "err", err)
+		return
 	}
-}
-
-// followLinks hands ch's events to linkEvent until the daemon stops
-// (true) or the subscription ends (false). Either way netlink's goroutine
-// has finished when it returns.
-func (d *Daemon) followLinks(ch <-chan netlink.LinkUpdate, done chan struct{}) (stopped bool) {
-	for {
-		select {
-		case u, ok := <-ch:
-			if !ok {
-				close(done)
-				return false
-			}
-			d.linkEvent(u)
-		case <-d.stop:
-			close(done)
-			for range ch { // netlink's goroutine closes ch once its socket is closed
-			}
-			return true
-		}
-	}
+	<-d.stop
+	stop()
 }
 
 // linkEvent notes a new or changed interface that a configured kernel
-// port names. It runs on the netlink goroutine: no lock but the note's.
-func (d *Daemon) linkEvent(u netlink.LinkUpdate) {
-	if u.Header.Type != unix.RTM_NEWLINK {
-		return
-	}
-	a := u.Attrs()
-	if a == nil {
-		return
-	}
-	if _, ok := (*d.ifw.names.Load())[a.Name]; ok {
-		d.ifw.note(a.Name)
+// port names, or every one after a Resync (the first comes as the daemon
+// starts listening: whatever appeared before). It runs on the watcher's
+// goroutine: no lock but the note's.
+func (d *Daemon) linkEvent(ev linkwatch.Event) {
+	switch {
+	case ev.Resync:
+		if d.ifw.resyncs.Add(1) > 1 && d.log != nil {
+			d.log.Warn("interface events lost; the subscription was made again and every port is checked")
+		}
+		d.ifw.noteAll()
+	case ev.Removed:
+	default:
+		if _, ok := (*d.ifw.names.Load())[ev.Name]; ok {
+			d.ifw.note(ev.Name)
+		}
 	}
 }
 

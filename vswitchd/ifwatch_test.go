@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/netrack/openflow/ofp"
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev/linkwatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 )
@@ -312,11 +312,11 @@ func TestDaemonRevivalBackoff(t *testing.T) {
 // TestDaemonWithoutInterfaceEvents: when the netlink subscription is
 // refused the daemon says so and works on; Close still ends cleanly.
 func TestDaemonWithoutInterfaceEvents(t *testing.T) {
-	saved := subscribeLinks
-	subscribeLinks = func(chan<- netlink.LinkUpdate, <-chan struct{}, netlink.LinkSubscribeOptions) error {
-		return unix.EPERM
+	saved := listenLinks
+	listenLinks = func(func(linkwatch.Event)) (func(), error) {
+		return nil, fmt.Errorf("linkwatch: subscribe: %w", unix.EPERM)
 	}
-	t.Cleanup(func() { subscribeLinks = saved })
+	t.Cleanup(func() { listenLinks = saved })
 	d, logs := startLogged(t)
 	nstest.WaitFor(t, 5*time.Second, "the refused subscription to be logged", func() bool {
 		return len(logs.linesWith("level=WARN", "interface events not followed", "operation not permitted")) == 1
@@ -342,11 +342,8 @@ func TestDaemonWithoutInterfaceEvents(t *testing.T) {
 func TestDaemonLinkEventFilter(t *testing.T) {
 	d := &Daemon{ifw: newIfWatch()}
 	d.ifw.names.Store(&map[string][]string{"p1": {"br0"}})
-	ev := func(typ uint16, name string) netlink.LinkUpdate {
-		return netlink.LinkUpdate{Header: unix.NlMsghdr{Type: typ}, Link: &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: name}}}
-	}
-	d.linkEvent(ev(unix.RTM_DELLINK, "p1"))
-	d.linkEvent(ev(unix.RTM_NEWLINK, "p2"))
+	d.linkEvent(linkwatch.Event{Name: "p1", Removed: true})
+	d.linkEvent(linkwatch.Event{Name: "p2"})
 	if names, all, _ := d.ifw.take(); len(names) != 0 || all {
 		t.Fatalf("noted %v (all %v) for a deletion and an unknown name", names, all)
 	}
@@ -355,8 +352,8 @@ func TestDaemonLinkEventFilter(t *testing.T) {
 		t.Fatal("reconciler woken for nothing")
 	default:
 	}
-	d.linkEvent(ev(unix.RTM_NEWLINK, "p1"))
-	d.linkEvent(ev(unix.RTM_NEWLINK, "p1"))
+	d.linkEvent(linkwatch.Event{Name: "p1"})
+	d.linkEvent(linkwatch.Event{Name: "p1"})
 	if names, _, _ := d.ifw.take(); len(names) != 1 {
 		t.Fatalf("noted %v, want p1", names)
 	} else if _, ok := names["p1"]; !ok {
@@ -372,6 +369,7 @@ func TestDaemonLinkEventFilter(t *testing.T) {
 // TestDaemonPublishesKernelPortNames: only ports whose interface someone
 // else creates are watched; tap, internal and vhost-user ports are not.
 func TestDaemonPublishesKernelPortNames(t *testing.T) {
+	nstest.RequireRoot(t) // tap ports
 	d, _ := startLogged(t)
 	mustCall(t, d, "add-br", "br0")
 	tap := nstest.Name("vstp")

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
 
@@ -29,6 +30,7 @@ func chain(t *testing.T, d *Daemon, cmds ...[]string) (*mgmt.Response, error) {
 // leaves the store as it was (nothing of the commands before it is
 // written), and reads later in the chain see the changes before them.
 func TestTransactionAllOrNothing(t *testing.T) {
+	nstest.RequireRoot(t) // tap ports
 	d := startTestDaemon(t)
 	before, err := os.ReadFile(filepath.Join(d.opts.StateDir, "config.json"))
 	if err != nil {
@@ -77,6 +79,7 @@ func TestTransactionAllOrNothing(t *testing.T) {
 // The ovs-vsctl commands and columns users reach for: remove of a set
 // value, clear, list, find, run-time columns, get of empty values.
 func TestOVSDatabaseCommands(t *testing.T) {
+	nstest.RequireRoot(t) // tap ports
 	d := startTestDaemon(t)
 	mustCall(t, d, "add-port", "br0", "tx1", "type=internal", "tag=10", "trunks=[20,30]")
 	mustCall(t, d, "remove", "Port", "tx1", "tag", "10")

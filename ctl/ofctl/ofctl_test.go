@@ -448,9 +448,7 @@ func TestJSONAndSort(t *testing.T) {
 // with netrack's ReadFrom, which writes padding into a shared global, so two
 // connections asking for port statistics race (reported).
 func TestAgainstOVSOfctl(t *testing.T) {
-	if _, err := exec.LookPath("ovs-ofctl"); err != nil {
-		t.Fatalf("ovs-ofctl is required: %v", err)
-	}
+	nstest.RequireTool(t, "ovs-ofctl")
 	ts := newSwitch(t)
 	sock := strings.TrimPrefix(ts.target, "unix:")
 	ovs := func(args ...string) string {
@@ -500,6 +498,7 @@ func TestAgainstOVSOfctl(t *testing.T) {
 // TestPrintersAgainstOVS has ovs-ofctl print encoded replies and checks that
 // our printers write the same text.
 func TestPrintersAgainstOVS(t *testing.T) {
+	nstest.RequireTool(t, "ovs-ofctl")
 	ofpPrint := func(m ofpwire.Message) string {
 		t.Helper()
 		b, err := ofpwire.Encode(0x2a, m)

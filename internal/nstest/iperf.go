@@ -17,6 +17,7 @@ import (
 // an error or moved nothing. Both processes are gone when it returns.
 func IperfTCP(t testing.TB, client, server *Netns, ip string, secs int) float64 {
 	t.Helper()
+	RequireTool(t, "iperf3")
 	port := strconv.Itoa(20000 + rand.IntN(40000))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs+30)*time.Second)
 	defer cancel()

@@ -3,8 +3,10 @@
 // (also when it fails), a datapath cross-connecting two driver ports
 // (switch.go), and what the drivers' tests drive and measure them with:
 // test frames (frames.go), packet-socket senders, floods and tag-aware
-// receivers (packetsock.go), iperf3 and ping (iperf.go), interface and
-// PMD counters (counters.go). It needs root and iproute2.
+// receivers (packetsock_linux.go), iperf3 and ping (iperf.go), interface and
+// PMD counters (counters.go), and what end-to-end tests require
+// (require.go: root, tools), which skips them outside CI. Its topologies
+// need root and iproute2.
 package nstest
 
 import (
@@ -12,24 +14,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
-
-// RequireRoot fails the test when not run as root: end-to-end tests create
-// namespaces and interfaces, and a skipped test would hide missing coverage.
-func RequireRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("this end-to-end test needs root (it creates network namespaces and veth pairs)")
-	}
-}
 
 // Name returns a unique interface or namespace name: prefix (at most 6
 // characters) and 8 random hex digits, within the 15-character limit of
@@ -68,6 +58,7 @@ type Netns struct{ Name string }
 // the test ends.
 func NewNetns(t testing.TB, prefix string) *Netns {
 	t.Helper()
+	RequireRoot(t)
 	ns := &Netns{Name: Name(prefix)}
 	Run(t, "ip", "netns", "add", ns.Name)
 	t.Cleanup(func() { Output("ip", "netns", "del", ns.Name) })
@@ -103,18 +94,6 @@ func (ns *Netns) Do(fn func() error) error {
 		ch <- ns.join(fn)
 	}()
 	return <-ch
-}
-
-func (ns *Netns) join(fn func() error) error {
-	fd, err := unix.Open("/var/run/netns/"+ns.Name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-		return err
-	}
-	return fn()
 }
 
 // Host is one end of a two-host topology: a namespace whose interface Dev

@@ -68,10 +68,7 @@ func guestKernel(t *testing.T) (vmlinuz, modDir string) {
 // virtio-net modules and guestInit.
 func buildInitramfs(t *testing.T, modDir, guestIP, peerIP string) string {
 	t.Helper()
-	bb, err := exec.LookPath("busybox")
-	if err != nil {
-		t.Fatal("busybox not installed (apt-get install -y busybox-static): ", err)
-	}
+	bb := nstest.RequireTool(t, "busybox") // busybox-static
 	if ef, err := elf.Open(bb); err != nil {
 		t.Fatal(err)
 	} else {
@@ -171,10 +168,7 @@ func writeNewc(root, img string) error {
 // ones, and descriptor chains written by Linux.
 func TestE2EQemuGuest(t *testing.T) {
 	nstest.RequireRoot(t)
-	qemu, err := exec.LookPath("qemu-system-x86_64")
-	if err != nil {
-		t.Fatal("qemu-system-x86_64 not installed (apt-get install -y qemu-system-x86): ", err)
-	}
+	qemu := nstest.RequireTool(t, "qemu-system-x86_64")
 	vmlinuz, modDir := guestKernel(t)
 	const guestIP, hostIP, guestMAC = "198.18.0.3", "198.18.0.2", "02:00:c6:12:00:03"
 	img := buildInitramfs(t, modDir, guestIP, hostIP)

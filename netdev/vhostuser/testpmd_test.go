@@ -41,10 +41,8 @@ type pmdPortStats struct {
 // is killed when the test ends.
 func startTestpmd(t testing.TB, vdevs []string, args ...string) *testpmd {
 	t.Helper()
-	bin, err := exec.LookPath("dpdk-testpmd")
-	if err != nil {
-		t.Fatal("dpdk-testpmd not installed (apt-get install dpdk): ", err)
-	}
+	nstest.RequireRoot(t) // DPDK's run directory, /run/dpdk
+	bin := nstest.RequireTool(t, "dpdk-testpmd")
 	prefix := nstest.Name("vhu")
 	t.Cleanup(func() { os.RemoveAll("/run/dpdk/" + prefix) })
 	// testpmd prints with stdio, fully buffered on a pipe: stdbuf makes
@@ -60,6 +58,7 @@ func startTestpmd(t testing.TB, vdevs []string, args ...string) *testpmd {
 	argv = append(argv, "--", "-i", "--nb-cores=1", "--txd=256", "--rxd=256")
 	argv = append(argv, args...)
 	tp := &testpmd{t: t, cmd: exec.Command("sh", argv...), out: &lockedBuffer{}, exited: make(chan struct{})}
+	var err error
 	if tp.stdin, err = tp.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}

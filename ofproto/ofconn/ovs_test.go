@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow"
@@ -51,6 +52,7 @@ func runOvsOfctl(t *testing.T, args ...string) string {
 }
 
 func TestOvsOfctl(t *testing.T) {
+	nstest.RequireTool(t, "ovs-ofctl")
 	path := sockPath(t, "br0.mgmt")
 	var mu sync.Mutex
 	seen := map[openflow.Type]int{}
@@ -110,6 +112,7 @@ func freePort(t *testing.T) int {
 }
 
 func TestOvsTestcontroller(t *testing.T) {
+	nstest.RequireTool(t, "ovs-testcontroller")
 	port := freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, "ovs-testcontroller", "-O", "OpenFlow13", "-vconsole:off",

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
@@ -301,9 +302,7 @@ func ovsPrint(t *testing.T, args ...string) string {
 // ovs-ofctl decode it, and checks that ovs-ofctl's own parse of the same
 // text prints identically: the two parsers build the same message.
 func TestAgainstOVS(t *testing.T) {
-	if _, err := exec.LookPath("ovs-ofctl"); err != nil {
-		t.Fatalf("ovs-ofctl is required for this test: %v", err)
-	}
+	nstest.RequireTool(t, "ovs-ofctl")
 	for _, s := range corpus[:ovsComparable] {
 		fm, err := ParseFlow(s, Add)
 		if err != nil {
@@ -437,6 +436,7 @@ func FuzzParseFlow(f *testing.F) {
 // ovs-ofctl print it (as dump-flows does), and checks that FormatFlow
 // prints the same line and that ovs-ofctl's line parses back to the flow.
 func TestDumpAgainstOVS(t *testing.T) {
+	nstest.RequireTool(t, "ovs-ofctl")
 	var flows []ofpwire.FlowStats
 	var mods []*ofpwire.FlowMod
 	for i, s := range corpus[:ovsComparable] {
@@ -582,9 +582,7 @@ func TestTunnelSyntax(t *testing.T) {
 			t.Errorf("%q lacks %q", text, want)
 		}
 	}
-	if _, err := exec.LookPath("ovs-ofctl"); err != nil {
-		t.Skip("ovs-ofctl not installed")
-	}
+	nstest.RequireTool(t, "ovs-ofctl")
 	b := encode(t, fm)
 	out, err := exec.Command("ovs-ofctl", "ofp-print", hex.EncodeToString(b)).CombinedOutput()
 	if err != nil {

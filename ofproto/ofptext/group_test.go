@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
 	"github.com/netrack/openflow/ofp"
@@ -36,6 +37,7 @@ func encodeMsg(t testing.TB, m ofpwire.Message) []byte {
 // group and checks it equals ovs-ofctl's own parse of the text, and that
 // FormatGroupMod prints what ovs-ofctl prints.
 func TestGroupAgainstOVS(t *testing.T) {
+	nstest.RequireTool(t, "ovs-ofctl")
 	line := func(out []byte) string {
 		for _, l := range strings.Split(string(out), "\n") {
 			if strings.HasPrefix(l, " ADD ") {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 
@@ -56,10 +57,7 @@ func tokens(s string) []string {
 // tokens: the orders differ), and that ovs-ofctl reads the OXM encoding of
 // our match and the flow text itself the same way.
 func TestOVSSyntax(t *testing.T) {
-	ofctl, err := exec.LookPath("ovs-ofctl")
-	if err != nil {
-		t.Fatal("ovs-ofctl not installed (apt-get install openvswitch-common): ", err)
-	}
+	ofctl := nstest.RequireTool(t, "ovs-ofctl")
 	for _, c := range ovsCases {
 		m, err := ParseMatch(c.flow)
 		if err != nil {

@@ -22,8 +22,9 @@ func setB(f ofp.XMType, b ...byte) *ofpwire.ActionSetField {
 	return &ofpwire.ActionSetField{Field: ofpwire.NewOXM(f, b)}
 }
 
-// TestTranslateNewActions covers each OpenFlow 1.3 action issue 4 added:
-// the datapath actions it becomes and what it puts in the mask.
+// TestTranslateNewActions covers the OpenFlow 1.3 actions for MPLS, PBB,
+// TTLs, queues and VLAN push/pop: the datapath actions each becomes and
+// what it puts in the mask.
 func TestTranslateNewActions(t *testing.T) {
 	ipv4 := ipv4Key()
 	v6 := ipv4Key()
@@ -216,7 +217,7 @@ func TestTranslateNewActions(t *testing.T) {
 }
 
 // TestGroupBucketNewSetFieldsUndone: a non-final bucket's rewrites of the
-// fields issue 4 added are put back before the next bucket.
+// MPLS, tunnel, ICMP and ARP fields are put back before the next bucket.
 func TestGroupBucketNewSetFieldsUndone(t *testing.T) {
 	gt := pipeline.NewGroupTable()
 	addGroup(t, gt, 1, ofp.GroupTypeAll,

@@ -619,8 +619,8 @@ func reextract(p *packet.Packet) {
 	p.KeyValid = true
 }
 
-// TestTranslateMatchesFrames is issue 4's property test for the actions it
-// added: on random pipelines of every OpenFlow 1.3 action and random real
+// TestTranslateMatchesFrames is the property test on real frames: on random
+// pipelines of every OpenFlow 1.3 action and random real
 // frames (IPv4, IPv6, ND, ARP, MPLS, PBB, tagged or not), the translated
 // datapath actions send the same bytes to the same ports as a brute-force
 // interpreter that classifies the real, re-extracted packet before every

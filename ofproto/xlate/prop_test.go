@@ -429,7 +429,7 @@ func runDatapath(t *testing.T, l actions.List, key flow.Key) ([]observed, flow.K
 	return obs, k
 }
 
-// TestTranslateMatchesReference is the property test of issue 4: on random
+// TestTranslateMatchesReference is the translator's property test: on random
 // pipelines and packets, the translated actions do to the packet what a
 // brute-force walk of the tables does (same outputs, in order, with the same
 // headers; same final headers), and the mask is sound: every packet equal to

@@ -11,6 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/netdev/tunnel"
 )
 
@@ -19,6 +20,7 @@ import (
 // families by name.
 func exported(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
+	nstest.RequireRoot(t) // the tunnel port's namespace
 	ctl := fakeController(t)
 	r := trafficRig(t, "br0", "tcp:"+ctl)
 	addTunnel(t, r, 1)

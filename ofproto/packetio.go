@@ -1,0 +1,144 @@
+package ofproto
+
+import (
+	"errors"
+	"net/netip"
+	"time"
+
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
+	"github.com/vswitch-go/vswitch/ofproto/xlate"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// packetOut runs the message's actions on its packet with the translation's
+// full semantics: the actions become the only entry of a scratch pipeline,
+// the packet's key is translated through it, and the datapath executes the
+// result. in_port OFPP_CONTROLLER (or any reserved port) stands for "no
+// port" in the datapath.
+func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
+	if po.BufferID != ofp.NoBuffer {
+		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
+	}
+	inPort := uint32(po.InPort)
+	if inPort > uint32(ofp.PortMax) && inPort != datapath.LocalPort {
+		inPort = 0
+	}
+	if len(po.Data) < 14 {
+		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadPacket)
+	}
+	if err := xlate.CheckActions(po.Actions, true); err != nil {
+		return err
+	}
+	fm := &ofpwire.FlowMod{
+		Command:      ofp.FlowAdd,
+		BufferID:     ofp.NoBuffer,
+		OutPort:      ofp.PortAny,
+		OutGroup:     ofp.GroupAny,
+		Instructions: []ofpwire.Instruction{&ofpwire.InstrApplyActions{Actions: po.Actions}},
+	}
+	if err := b.checkGroupRefs(fm); err != nil {
+		return err
+	}
+	b.poMu.Lock()
+	defer b.poMu.Unlock()
+	scratch := pipeline.New(0)
+	if _, err := scratch.Apply(fm, time.Now()); err != nil {
+		return err
+	}
+	var key flow.Key
+	var off flow.Offsets
+	flow.Extract(po.Data, inPort, &key, &off)
+	var res datapath.UpcallResult
+	opts := b.xlateOptions(time.Now())
+	opts.Table = b.activePipeline() // output to OFPP_TABLE runs the bridge's tables
+	if err := xlate.Translate(scratch, &key, &res, opts); err != nil {
+		if errors.Is(err, xlate.ErrUnsupported) {
+			return ofpErr(ofpwire.ETBadAction, ofpwire.BACBadType)
+		}
+		if errors.Is(err, xlate.ErrTooManyActions) {
+			return ofpErr(ofpwire.ETBadAction, ofpwire.BACTooMany)
+		}
+		return err
+	}
+	// The tables an output to OFPP_TABLE went through count the packet,
+	// as the datapath's statistics push does for forwarded traffic.
+	now := time.Now()
+	for _, r := range res.Refs {
+		r.Touch(now, 1, uint64(len(po.Data)))
+	}
+	if len(res.Actions) == 0 {
+		return nil
+	}
+	if err := b.dp.Execute(po.Data, inPort, res.Actions); err != nil {
+		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadPacket)
+	}
+	return nil
+}
+
+// packetIns relays the datapath's to-controller packets as PACKET_INs.
+func (b *Bridge) packetIns() {
+	defer b.wg.Done()
+	q := b.dp.ControllerQueue()
+	for {
+		for {
+			cp, ok := q.Pop()
+			if !ok {
+				break
+			}
+			b.mgr.SendPacketIn(PacketIn(cp))
+		}
+		select {
+		case <-b.stop:
+			return
+		case <-q.Ready():
+		}
+	}
+}
+
+// PacketIn builds the PACKET_IN for a packet a Controller action queued:
+// reason, table and max_len come from the action's argument (see
+// xlate.ControllerArg). No packet is buffered, so the data is the packet cut
+// to max_len (OFPCML_NO_BUFFER: whole). The cookie is the sending entry's
+// and the match holds in_port and, when not zero, the metadata, both
+// carried through the datapath in the Controller action, and the tunnel
+// metadata (tun_id, tun_src/tun_dst or their IPv6 forms).
+func PacketIn(cp datapath.ControllerPacket) ofpwire.PacketIn {
+	reason, table, maxLen := xlate.ParseControllerArg(cp.Arg)
+	data := cp.Data
+	if maxLen != ofp.ContentLenNoBuffer && int(maxLen) < len(data) {
+		data = data[:maxLen]
+	}
+	pi := ofpwire.PacketIn{
+		BufferID: ofp.NoBuffer,
+		TotalLen: uint16(min(len(cp.Data), 0xffff)),
+		Reason:   reason,
+		TableID:  table,
+		Cookie:   cp.Cookie,
+		Data:     data,
+	}
+	pi.Match.Add(ofpwire.OXMUint(ofp.XMTypeInPort, uint64(cp.InPort)))
+	if cp.Metadata != 0 {
+		pi.Match.Add(ofpwire.OXMUint(ofp.XMTypeMetadata, cp.Metadata))
+	}
+	if cp.TunnelID != 0 {
+		pi.Match.Add(ofpwire.OXMUint(ofp.XMTypeTunnelID, cp.TunnelID))
+	}
+	for _, a := range []struct {
+		addr   [16]byte
+		f4, f6 ofp.XMType
+	}{{cp.Tunnel.Src, ofpwire.XMTypeTunIPv4Src, ofpwire.XMTypeTunIPv6Src}, {cp.Tunnel.Dst, ofpwire.XMTypeTunIPv4Dst, ofpwire.XMTypeTunIPv6Dst}} {
+		switch ip := netip.AddrFrom16(a.addr); {
+		case a.addr == [16]byte{}:
+		case ip.Is4In6():
+			b := ip.Unmap().As4()
+			pi.Match.Add(ofpwire.NewOXM(a.f4, b[:]))
+		default:
+			pi.Match.Add(ofpwire.NewOXM(a.f6, a.addr[:]))
+		}
+	}
+	return pi
+}

@@ -1,0 +1,143 @@
+package ofproto
+
+import (
+	"time"
+
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
+	"github.com/vswitch-go/vswitch/ofproto/xlate"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// Apply makes a FLOW_MOD, GROUP_MOD or METER_MOD as if a connection had
+// sent it (replaying a journal of them, for instance), without calling
+// OnTableMod; the error is what the connection would have been sent.
+func (b *Bridge) Apply(msg ofpwire.Message) error {
+	switch m := msg.(type) {
+	case *ofpwire.FlowMod:
+		return b.flowMod(m)
+	case *ofpwire.GroupMod:
+		return b.groupMod(m)
+	case *ofpwire.MeterMod:
+		return b.meterMod(m)
+	}
+	return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadType)
+}
+
+// groupMod applies a GROUP_MOD. Flows forwarding to a deleted group are
+// deleted with it (OpenFlow 1.3 §6.5), and every megaflow is invalidated
+// since translations may have run through the changed group.
+func (b *Bridge) groupMod(gm *ofpwire.GroupMod) error {
+	if gm.Command == ofp.GroupAdd || gm.Command == ofp.GroupModify {
+		for i := range gm.Buckets {
+			if err := xlate.CheckActions(gm.Buckets[i].Actions, false); err != nil {
+				return err
+			}
+		}
+	}
+	now := time.Now()
+	if gm.Command == ofp.GroupDelete {
+		b.dp.PushStats(now) // the FLOW_REMOVED of its flows carry their last packets
+	}
+	deleted, err := b.groups.ApplyGroupMod(gm, now)
+	if err != nil {
+		return err
+	}
+	for _, id := range deleted {
+		removed, err := b.pipe.Apply(&ofpwire.FlowMod{Command: ofp.FlowDelete, TableID: uint8(ofp.TableAll),
+			BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: id}, now)
+		if err != nil {
+			return err
+		}
+		for _, e := range removed {
+			e.RemovedReason = ofp.FlowReasonGroupDelete
+		}
+		b.sendRemoved(removed)
+	}
+	b.tablesChanged() // a group change is no pipeline change: the pipeline's OnChange may not have run
+	return nil
+}
+
+// checkGroupRefs refuses a flow-mod whose actions forward to a group that
+// does not exist (OFPBAC_BAD_OUT_GROUP).
+func (b *Bridge) checkGroupRefs(fm *ofpwire.FlowMod) error {
+	if fm.Command != ofp.FlowAdd && fm.Command != ofp.FlowModify && fm.Command != ofp.FlowModifyStrict {
+		return nil
+	}
+	for _, in := range fm.Instructions {
+		var acts []ofpwire.Action
+		switch in := in.(type) {
+		case *ofpwire.InstrApplyActions:
+			acts = in.Actions
+		case *ofpwire.InstrWriteActions:
+			acts = in.Actions
+		}
+		for _, a := range acts {
+			if ga, ok := a.(*ofpwire.ActionGroup); ok && b.groups.Get(ga.Group) == nil {
+				return ofpErr(ofpwire.ETBadAction, ofpwire.BACBadOutGroup)
+			}
+		}
+	}
+	return nil
+}
+
+func (b *Bridge) flowMod(fm *ofpwire.FlowMod) error {
+	if fm.Command == ofp.FlowAdd || fm.Command == ofp.FlowModify || fm.Command == ofp.FlowModifyStrict {
+		if err := xlate.CheckInstructions(fm.Instructions); err != nil {
+			return err
+		}
+		if err := ofpwire.CheckSetFieldPrerequisites(fm.Match, fm.Instructions); err != nil {
+			return err
+		}
+	}
+	if err := b.checkGroupRefs(fm); err != nil {
+		return err
+	}
+	if err := b.checkMeter(fm); err != nil {
+		return err
+	}
+	if fm.Command == ofp.FlowDelete || fm.Command == ofp.FlowDeleteStrict || fm.Flags&ofp.FlowFlagResetCounts != 0 {
+		// FLOW_REMOVED reports, and a reset clears, the packets the
+		// datapath has counted but not yet handed to the entries.
+		b.dp.PushStats(time.Now())
+	}
+	removed, err := b.pipe.Apply(fm, time.Now())
+	if err != nil {
+		return err
+	}
+	b.sendRemoved(removed)
+	// The bridge keeps no buffered packets, so a buffer id can only be
+	// stale; the flow-mod itself still applies (1.3 §6.4).
+	if fm.BufferID != ofp.NoBuffer {
+		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
+	}
+	return nil
+}
+
+func (b *Bridge) sendRemoved(removed []*pipeline.Entry) {
+	if len(removed) == 0 {
+		return
+	}
+	now := time.Now()
+	for _, e := range removed {
+		if !e.SendFlowRemoved() {
+			continue
+		}
+		d := e.Duration(now)
+		b.mgr.SendFlowRemoved(ofpwire.FlowRemoved{
+			Cookie:       e.Cookie,
+			Priority:     e.Priority,
+			Reason:       e.RemovedReason,
+			TableID:      e.TableID,
+			DurationSec:  uint32(d / time.Second),
+			DurationNSec: uint32(d % time.Second),
+			IdleTimeout:  e.IdleTimeout,
+			HardTimeout:  e.HardTimeout,
+			PacketCount:  e.Packets.Load(),
+			ByteCount:    e.Bytes.Load(),
+			Match:        ofmatch.ToOXM(&e.Match),
+		})
+	}
+}
