@@ -430,6 +430,7 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 		return false
 	}
 	pkts := p.rx.Packets()
+	mfs := p.mfs[:len(pkts)] // one bounds check, not one per packet
 	emcMisses := 0
 	for i, pkt := range pkts {
 		pkt.InPort = inPort
@@ -444,7 +445,7 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 		pkt.KeyValid = true
 		pkt.Hash, pkt.HashValid = h, true
 		mf := p.emc.LookupShort(&pkt.Key, h, short)
-		p.mfs[i] = mf
+		mfs[i] = mf
 		if mf == nil {
 			emcMisses++
 		}
