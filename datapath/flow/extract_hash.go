@@ -44,18 +44,34 @@ var nativeLE = func() bool {
 }()
 
 // ExtractHash is Extract followed by Hash: it fills k and off as Extract
-// does and returns Extract's status, k.Hash() and k.IsShort(). The packets
-// a switch forwards most, untagged IPv4 TCP or UDP with a 20-byte header,
-// no fragment and no truncation, take a path that reads the frame once,
-// builds the six non-zero key words in registers and hashes them there:
-// the general path stores the fields one by one and the hash loads them
-// back as words, and a load that spans several recent narrow stores waits
-// for them. Every other frame takes Extract and Hash.
+// does and returns Extract's status, k.Hash() and k.IsShort(). Frames that
+// ExtractFast takes cost what it costs; every other frame takes Extract and
+// Hash back to back (see ExtractFast for why a batch should not).
 func ExtractHash(data []byte, inPort uint32, k *Key, off *Offsets) (st Status, hash uint32, short bool) {
-	// The fast path is written out here rather than called: a call per
-	// packet (two, with the hash) was a measurable part of its cost.
+	if h, ok := ExtractFast(data, inPort, k, off); ok {
+		return 0, h, true
+	}
+	if slowPathHook != nil {
+		slowPathHook()
+	}
+	st = Extract(data, inPort, k, off)
+	return st, k.Hash(), k.IsShort()
+}
+
+// ExtractFast is Extract and Hash for the packets a switch forwards most,
+// untagged IPv4 TCP or UDP with a 20-byte header, no fragment and no
+// truncation: it reads the frame once, builds the six non-zero key words
+// in registers and hashes them there, fills k and off as Extract would, and
+// returns the hash of k, which is short (IsShort). For any other frame it
+// reports false and writes nothing.
+//
+// Hashing a key right after Extract filled it is slow: the hash loads whole
+// words that Extract stored field by field, and such a load waits until
+// those stores reach the cache. A caller with a batch should Extract every
+// frame ExtractFast refused before hashing any of them.
+func ExtractFast(data []byte, inPort uint32, k *Key, off *Offsets) (hash uint32, ok bool) {
 	if len(data) < 54 || !nativeLE {
-		return extractHashSlow(data, inPort, k, off)
+		return 0, false
 	}
 	f := (*[54]byte)(data)
 	totLen := int(f[16])<<8 | int(f[17])
@@ -63,22 +79,22 @@ func ExtractHash(data []byte, inPort uint32, k *Key, off *Offsets) (st Status, h
 	// EtherType IPv4, version 4 with a 20-byte header, all of the IP
 	// length in the frame, not a fragment.
 	if f[12] != 0x08 || f[13] != 0x00 || f[14] != 0x45 || totLen < 20 || 14+totLen > len(data) || frag != 0 {
-		return extractHashSlow(data, inPort, k, off)
+		return 0, false
 	}
 	proto := f[23]
 	var flags uint64
 	switch proto {
 	case 17: // UDP: the whole 8-byte header inside the IP length
 		if totLen < 28 {
-			return extractHashSlow(data, inPort, k, off)
+			return 0, false
 		}
 	case 6: // TCP: 20 bytes, data offset at least 5
 		if totLen < 40 || f[46]>>4 < 5 {
-			return extractHashSlow(data, inPort, k, off)
+			return 0, false
 		}
 		flags = uint64(f[46]&0x0f)<<8 | uint64(f[47])
 	default:
-		return extractHashSlow(data, inPort, k, off)
+		return 0, false
 	}
 	const m48 = 1<<48 - 1
 	w0 := uint64(inPort) | 0x0800<<32 | uint64(proto)<<48
@@ -98,19 +114,10 @@ func ExtractHash(data []byte, inPort uint32, k *Key, off *Offsets) (st Status, h
 	l0 := (w0 ^ rl(w1, 17)) * hashM0
 	l1 := (w4 ^ rl(w2, 29)) * hashM1
 	l2 := w5 * hashM2
-	return 0, finish(l0 + rl(l1, 13) + rl(l2, 26)), true
+	return finish(l0 + rl(l1, 13) + rl(l2, 26)), true
 }
 
-// slowPathHook, set only by tests, runs on every frame that misses the
-// fast path, so that tests can check the fast path is taken, not only
-// that both paths agree.
+// slowPathHook, set only by tests, runs on every frame of ExtractHash that
+// ExtractFast refused, so that tests can check the fast path is taken, not
+// only that both paths agree.
 var slowPathHook func()
-
-// extractHashSlow is ExtractHash for every frame but the fast path's.
-func extractHashSlow(data []byte, inPort uint32, k *Key, off *Offsets) (Status, uint32, bool) {
-	if slowPathHook != nil {
-		slowPathHook()
-	}
-	st := Extract(data, inPort, k, off)
-	return st, k.Hash(), k.IsShort()
-}

@@ -29,6 +29,19 @@ func checkExtractHash(t *testing.T, data []byte, port uint32) bool {
 	if short != want.IsShort() {
 		t.Fatalf("short %v, IsShort %v, on % x", short, want.IsShort(), data)
 	}
+	// ExtractFast either agrees or leaves everything as it was.
+	var fk Key
+	for i := range fk.Words() {
+		fk.Words()[i] = ^uint64(i)
+	}
+	garbage, foff := fk, Offsets{1, 2}
+	if fh, ok := ExtractFast(data, port, &fk, &foff); ok {
+		if fk != want || foff != wantOff || fh != h || wantSt != 0 {
+			t.Fatalf("ExtractFast differs from Extract on % x", data)
+		}
+	} else if fk != garbage || foff != (Offsets{1, 2}) {
+		t.Fatalf("ExtractFast refused % x but wrote the key or offsets", data)
+	}
 	slow := false
 	slowPathHook = func() { slow = true }
 	defer func() { slowPathHook = nil }()
