@@ -109,22 +109,24 @@ func BenchmarkForward(b *testing.B) {
 		b.Run(fmt.Sprintf("flows=%d/emc=off", flows), func(b *testing.B) { benchForward(b, flows, 0, true) })
 	}
 	b.Run("flush=50us", func(b *testing.B) { benchForward(b, 1, 50, false) })
-	b.Run("null-ports", func(b *testing.B) { benchForwardNull(b, true) })
-	b.Run("null-ports/parsed", func(b *testing.B) { benchForwardNull(b, false) })
+	b.Run("null-ports", func(b *testing.B) { benchForwardNull(b, true, benchFrames(1)[0]) })
+	b.Run("null-ports/parsed", func(b *testing.B) { benchForwardNull(b, false, benchFrames(1)[0]) })
+	// A VLAN tag sends the frame through the general extractor.
+	b.Run("null-ports/parsed-vlan", func(b *testing.B) { benchForwardNull(b, false, vlanFrame(benchFrames(1)[0])) })
 }
 
-// benchForwardNull forwards one flow between null ports: the source copies
+// benchForwardNull forwards one flow (frame) between null ports: the source copies
 // a template frame into each buffer, the sink only counts — the setting of
 // OVS-DPDK's net_null figure (whose rx does not even copy). With simple
 // the rule matches on in_port alone, so batches take the simple-match path;
 // otherwise it also matches the Ethernet type, so every packet is parsed,
 // hashed and looked up in the EMC.
-func benchForwardNull(b *testing.B, simple bool) {
+func benchForwardNull(b *testing.B, simple bool, frame []byte) {
 	rules := &RuleTable{}
 	dp, _ := New(Config{Manual: true, Upcall: rules})
 	defer dp.Close()
 	rules.Invalidate = dp.InvalidateFlows
-	dp.AddPort(1, null.New("src", 1, 1, benchFrames(1)))
+	dp.AddPort(1, null.New("src", 1, 1, [][]byte{frame}))
 	dp.AddPort(2, null.New("sink", 0, 1, nil))
 	r := inPortRule(1, 1, 2)
 	if !simple {

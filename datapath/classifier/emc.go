@@ -29,11 +29,16 @@ const DefaultEMCInsertInvProb = 100
 // the 32-bit hash.
 const maxEMCEntries = 1 << 24
 
-// emcSlot is 128 bytes, two cache lines, so a hit touches at most two lines
-// of slot memory plus the hash line.
+// emcSlot is 192 bytes, three cache lines (the slot array is big enough
+// to be page-aligned). The value, the short flag and the key's first
+// flow.ShortWords words share the first line, so a hit on a short key
+// touches one line of slot memory plus the hash line.
 type emcSlot[V any] struct {
-	key flow.Key
-	val *V // nil: slot is empty
+	val   *V   // nil: slot is empty
+	short bool // key.IsShort()
+	_     [7]byte
+	key   flow.Key
+	_     [8]byte
 }
 
 // EMC is an exact-match cache: a small direct-mapped table with two
@@ -85,6 +90,31 @@ func NewEMC[V any](entries int) *EMC[V] {
 // even for tables of more than 2^16 slots.
 func (e *EMC[V]) slotsFor(hash uint32) (uint32, uint32) {
 	return hash & e.mask, bits.RotateLeft32(hash, -e.shift) & e.mask
+}
+
+// LookupShort is Lookup for a caller that knows whether k is short
+// (k.IsShort(); flow.ExtractHash says so for free). A short key matches
+// only a short slot, and two short keys differ only in their first
+// flow.ShortWords words, so the compare reads a third of the key. short
+// false means "not known": the whole key is compared, as by Lookup.
+func (e *EMC[V]) LookupShort(k *flow.Key, hash uint32, short bool) *V {
+	if !short {
+		return e.Lookup(k, hash)
+	}
+	i, j := e.slotsFor(hash)
+	if e.hashes[i] == hash {
+		s := &e.slots[i]
+		if s.val != nil && s.short && s.key.EqualShort(k) {
+			return s.val
+		}
+	}
+	if e.hashes[j] == hash {
+		s := &e.slots[j]
+		if s.val != nil && s.short && s.key.EqualShort(k) {
+			return s.val
+		}
+	}
+	return nil
 }
 
 // Lookup returns the value cached for k, or nil. hash must be the hash the
@@ -140,6 +170,7 @@ func (e *EMC[V]) Insert(k *flow.Key, hash uint32, v *V) {
 	}
 	e.hashes[dst] = hash
 	e.slots[dst].key = *k
+	e.slots[dst].short = k.IsShort()
 	e.slots[dst].val = v
 }
 

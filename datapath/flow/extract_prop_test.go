@@ -362,6 +362,7 @@ func TestExtractMatchesGopacket(t *testing.T) {
 			t.Fatalf("packet %d: no L4 found", i)
 		}
 		counts[protoName(&k)]++
+		checkExtractHash(t, frame, port)
 		for b, name := range map[uint16]string{ExtHdrHop: "hop", ExtHdrDest: "dest", ExtHdrRouter: "router",
 			ExtHdrAuth: "auth", ExtHdrUnrep: "unrep", ExtHdrUnseq: "unseq"} {
 			if k.IPv6ExtHdr&b != 0 {
@@ -376,6 +377,7 @@ func TestExtractMatchesGopacket(t *testing.T) {
 		// and what was parsed agrees with the full parse.
 		n := r.IntN(end)
 		var tk Key
+		checkExtractHash(t, frame[:n:n], port)
 		if st := Extract(frame[:n:n], port, &tk, &off); st&Truncated == 0 {
 			t.Fatalf("packet %d cut at %d of %d: status %d, want Truncated", i, n, end, st)
 		}

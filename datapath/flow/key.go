@@ -247,20 +247,21 @@ func finish(h uint64) uint32 {
 }
 
 // Hash returns a 32-bit hash of the whole key, for the exact-match cache.
-// It folds the 21 words into five lanes with rotate-and-xor (one cycle each)
+// (hashShort is the same function for short keys; the two must change
+// together.) It folds the 21 words into five lanes with rotate-and-xor (one cycle each)
 // and multiplies each lane once, independently: every bit of the key counts
 // and the cost is a handful of cycles. Collisions only cost a cache miss,
 // since lookups compare the whole key.
 func (k *Key) Hash() uint32 {
 	w := k.Words()
 	rl := bits.RotateLeft64
-	l0 := (w[0] ^ rl(w[1], 17) ^ rl(w[15], 53)) * 0x9e3779b97f4a7c15
+	l0 := (w[0] ^ rl(w[1], 17) ^ rl(w[15], 53)) * hashM0
 	// Words 16-20 (tunnel metadata) are zero for most packets; they share
 	// lane 1 so a non-tunnel key costs four extra xors, no multiply.
-	l1 := (w[4] ^ rl(w[2], 29) ^ w[16] ^ rl(w[17], 19) ^ rl(w[18], 37) ^ rl(w[19], 51) ^ rl(w[20], 5)) * 0xc2b2ae3d27d4eb4f
-	l2 := (w[5] ^ rl(w[3], 41) ^ rl(w[14], 7)) * 0x165667b19e3779f9
-	l3 := (w[6] ^ rl(w[7], 11) ^ rl(w[8], 23) ^ rl(w[9], 37)) * 0xd6e8feb86659fd93
-	l4 := (w[10] ^ rl(w[11], 13) ^ rl(w[12], 31) ^ rl(w[13], 47)) * 0xff51afd7ed558ccd
+	l1 := (w[4] ^ rl(w[2], 29) ^ w[16] ^ rl(w[17], 19) ^ rl(w[18], 37) ^ rl(w[19], 51) ^ rl(w[20], 5)) * hashM1
+	l2 := (w[5] ^ rl(w[3], 41) ^ rl(w[14], 7)) * hashM2
+	l3 := (w[6] ^ rl(w[7], 11) ^ rl(w[8], 23) ^ rl(w[9], 37)) * hashM3
+	l4 := (w[10] ^ rl(w[11], 13) ^ rl(w[12], 31) ^ rl(w[13], 47)) * hashM4
 	return finish(l0 + rl(l1, 13) + rl(l2, 26) + rl(l3, 39) + rl(l4, 52))
 }
 
