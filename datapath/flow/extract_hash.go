@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"unsafe"
+
+	"github.com/vswitch-go/vswitch/datapath/header"
 )
 
 // ShortWords is how many leading words of a key hold every field of an
@@ -84,11 +86,11 @@ func ExtractFast(data []byte, inPort uint32, k *Key, off *Offsets) (hash uint32,
 	proto := f[23]
 	var flags uint64
 	switch proto {
-	case 17: // UDP: the whole 8-byte header inside the IP length
+	case header.IPProtoUDP: // the whole 8-byte header inside the IP length
 		if totLen < 28 {
 			return 0, false
 		}
-	case 6: // TCP: 20 bytes, data offset at least 5
+	case header.IPProtoTCP: // 20 bytes, data offset at least 5
 		if totLen < 40 || f[46]>>4 < 5 {
 			return 0, false
 		}
@@ -97,7 +99,7 @@ func ExtractFast(data []byte, inPort uint32, k *Key, off *Offsets) (hash uint32,
 		return 0, false
 	}
 	const m48 = 1<<48 - 1
-	w0 := uint64(inPort) | 0x0800<<32 | uint64(proto)<<48
+	w0 := uint64(inPort) | header.EtherTypeIPv4<<32 | uint64(proto)<<48
 	w1 := binary.LittleEndian.Uint64(f[0:8])&m48 | uint64(f[15])<<48 | uint64(f[22])<<56
 	w2 := binary.LittleEndian.Uint64(f[4:12])>>16 | flags<<48
 	w4 := uint64(binary.BigEndian.Uint32(f[26:30])) | uint64(binary.BigEndian.Uint32(f[30:34]))<<32
