@@ -26,12 +26,7 @@ func (b *Bridge) groupRefCounts() map[ofpwire.Group]uint32 {
 	for _, e := range entries {
 		clear(seen)
 		for _, in := range e.Instructions() {
-			switch in := in.(type) {
-			case *ofpwire.InstrApplyActions:
-				count(in.Actions)
-			case *ofpwire.InstrWriteActions:
-				count(in.Actions)
-			}
+			count(ofpwire.InstructionActions(in))
 		}
 	}
 	for _, g := range b.groups.Desc() {

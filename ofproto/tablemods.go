@@ -65,14 +65,7 @@ func (b *Bridge) checkGroupRefs(fm *ofpwire.FlowMod) error {
 		return nil
 	}
 	for _, in := range fm.Instructions {
-		var acts []ofpwire.Action
-		switch in := in.(type) {
-		case *ofpwire.InstrApplyActions:
-			acts = in.Actions
-		case *ofpwire.InstrWriteActions:
-			acts = in.Actions
-		}
-		for _, a := range acts {
+		for _, a := range ofpwire.InstructionActions(in) {
 			if ga, ok := a.(*ofpwire.ActionGroup); ok && b.groups.Get(ga.Group) == nil {
 				return ofpErr(ofpwire.ETBadAction, ofpwire.BACBadOutGroup)
 			}

@@ -82,14 +82,7 @@ func (p *Port) recvGRO(q int, pool *packet.Pool, b *packet.Batch) int {
 			}
 			n := packet.BatchSize - b.N
 			for i := range n {
-				m := &g.msgs[i].hdr
-				m.Name = (*byte)(unsafe.Pointer(&g.names[i]))
-				m.Namelen = unix.SizeofSockaddrInet6
-				m.Iov = &g.iovs[i]
-				m.SetIovlen(1)
-				m.Control = &g.ctrl[i][0]
-				m.SetControllen(groCtrl)
-				m.Flags = 0
+				setRecvHdr(&g.msgs[i].hdr, &g.names[i], &g.iovs[i], g.ctrl[i][:groCtrl])
 			}
 			r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(rq.fd), uintptr(unsafe.Pointer(&g.msgs[0])), uintptr(n),
 				unix.MSG_DONTWAIT, 0, 0)

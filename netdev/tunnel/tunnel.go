@@ -403,14 +403,7 @@ func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 		rq.pkts[n] = pkt
 		rq.iovs[n].Base = &buf[0]
 		rq.iovs[n].SetLen(len(buf))
-		m := &rq.msgs[n].hdr
-		m.Name = (*byte)(unsafe.Pointer(&rq.names[n]))
-		m.Namelen = unix.SizeofSockaddrInet6
-		m.Iov = &rq.iovs[n]
-		m.SetIovlen(1)
-		m.Control = &rq.ctrl[n][0]
-		m.SetControllen(ctrlLen)
-		m.Flags = 0
+		setRecvHdr(&rq.msgs[n].hdr, &rq.names[n], &rq.iovs[n], rq.ctrl[n][:ctrlLen])
 		n++
 	}
 	if n == 0 {
@@ -634,3 +627,16 @@ var (
 	_ netdev.Waiter   = (*Port)(nil)
 	_ netdev.TxKicker = (*Port)(nil)
 )
+
+// setRecvHdr points a recvmmsg header at one datagram's slots: the sender's
+// address, one buffer, and the control space (the kernel shortens
+// Controllen and sets Flags on every receive, so both are reset here).
+func setRecvHdr(m *unix.Msghdr, name *unix.RawSockaddrInet6, iov *unix.Iovec, ctrl []byte) {
+	m.Name = (*byte)(unsafe.Pointer(name))
+	m.Namelen = unix.SizeofSockaddrInet6
+	m.Iov = iov
+	m.SetIovlen(1)
+	m.Control = &ctrl[0]
+	m.SetControllen(len(ctrl))
+	m.Flags = 0
+}

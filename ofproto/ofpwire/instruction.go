@@ -26,6 +26,20 @@ type InstrWriteActions struct{ Actions []Action }
 // InstrApplyActions applies Actions immediately.
 type InstrApplyActions struct{ Actions []Action }
 
+// InstructionActions returns the actions an apply-actions or
+// write-actions instruction carries, and nil for every other instruction:
+// what a check over "every action of a flow" walks, whichever list the
+// action is in.
+func InstructionActions(in Instruction) []Action {
+	switch in := in.(type) {
+	case *InstrApplyActions:
+		return in.Actions
+	case *InstrWriteActions:
+		return in.Actions
+	}
+	return nil
+}
+
 // InstrClearActions empties the action set.
 type InstrClearActions struct{}
 

@@ -130,14 +130,7 @@ func (e *Entry) usesGroup(g ofpwire.Group) bool {
 
 func (e *Entry) hasAction(pred func(ofpwire.Action) bool) bool {
 	for _, in := range e.Instructions() {
-		var acts []ofpwire.Action
-		switch in := in.(type) {
-		case *ofpwire.InstrApplyActions:
-			acts = in.Actions
-		case *ofpwire.InstrWriteActions:
-			acts = in.Actions
-		}
-		for _, a := range acts {
+		for _, a := range ofpwire.InstructionActions(in) {
 			if pred(a) {
 				return true
 			}
