@@ -33,7 +33,7 @@ func (q *Queue) indirectTable(addr uint64, n uint32, flags uint16) ([]byte, uint
 	if !q.indirect || flags&DescFNext != 0 || n == 0 || n%16 != 0 || n/16 > MaxIndirect {
 		return nil, 0
 	}
-	t := q.mem.Guest(addr, uint64(n))
+	t := q.guest(addr, uint64(n))
 	if t == nil {
 		return nil, 0
 	}
@@ -66,7 +66,7 @@ func (q *Queue) readChain(head uint32, dst []byte) (int, bool) {
 			return 0, false
 		}
 		if ln > 0 {
-			buf := q.mem.Guest(addr, uint64(ln))
+			buf := q.guest(addr, uint64(ln))
 			if buf == nil {
 				return 0, false
 			}
@@ -103,6 +103,10 @@ type entry struct {
 	head uint32
 }
 
+// noRegion matches no address: the inline region check's stand-in for an
+// empty memory table.
+var noRegion Region
+
 // gather reads the avail entries last..last+n-1 and their head
 // descriptors, translates the buffers of one-descriptor chains whose flags
 // are exactly want and which are longer than the virtio-net header, and
@@ -119,6 +123,12 @@ func (q *Queue) gather(s *[batchMax]entry, last, used uint16, n int, want uint16
 	}
 	var lines [2 * batchMax]uintptr
 	nl := 0
+	// The region of the last buffer, checked inline (q.guest does not
+	// inline); a miss takes q.guest's scan, which moves the hint.
+	hot := &noRegion
+	if uint(q.region) < uint(len(q.mem.regions)) {
+		hot = &q.mem.regions[q.region]
+	}
 	for i := 0; i < n; i++ {
 		s[i].buf = nil
 		h := s[i].head
@@ -130,16 +140,21 @@ func (q *Queue) gather(s *[batchMax]entry, last, used uint16, n int, want uint16
 		if flags != want || ln <= uint32(q.hdrLen) {
 			continue
 		}
-		if b := q.mem.Guest(addr, uint64(ln)); b != nil {
-			s[i].buf = b
-			p := uintptr(unsafe.Pointer(&b[from]))
-			e := uintptr(unsafe.Pointer(&b[0])) + uintptr(min(len(b), span)) - 1
-			lines[nl] = p
-			nl++
-			if e&^63 != p&^63 {
-				lines[nl] = e
-				nl++
+		b := guestIn(hot, addr, uint64(ln))
+		if b == nil {
+			if b = q.guest(addr, uint64(ln)); b == nil {
+				continue
 			}
+			hot = &q.mem.regions[q.region]
+		}
+		s[i].buf = b
+		p := uintptr(unsafe.Pointer(&b[from]))
+		e := uintptr(unsafe.Pointer(&b[0])) + uintptr(min(len(b), span)) - 1
+		lines[nl] = p
+		nl++
+		if e&^63 != p&^63 {
+			lines[nl] = e
+			nl++
 		}
 	}
 	if write {
@@ -292,7 +307,7 @@ func (q *Queue) writeChain(head uint32, frame []byte, pos, total int) (int, bool
 			return 0, false
 		}
 		if ln > 0 {
-			buf := q.mem.Guest(addr, uint64(ln))
+			buf := q.guest(addr, uint64(ln))
 			if buf == nil {
 				return 0, false
 			}
