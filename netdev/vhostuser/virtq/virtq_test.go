@@ -346,6 +346,7 @@ func FuzzVirtqDequeue(f *testing.F) {
 	le.PutUint16(seed[16*8+2:], 1)
 	f.Add(seed, uint8(3), uint8(7), uint64(testGPA))
 	f.Add(seed, uint8(0), uint8(0), uint64(0))
+	f.Add(seed, uint8(3), uint8(7|16|32), uint64(testGPA))
 	mem := guarded(f, 4) // shared by the runs of this process, cleared each time
 	pool := packet.NewPool(40, packet.DefaultBufSize)
 	f.Fuzz(func(t *testing.T, data []byte, sizeLog, flags uint8, gpa uint64) {
@@ -359,6 +360,16 @@ func FuzzVirtqDequeue(f *testing.F) {
 			descOff, availOff, usedOff = 0, 8192, 12288
 		}
 		m := NewMemory([]Region{{GuestAddr: gpa, UserAddr: testUVA, Data: mem}})
+		if flags&16 != 0 {
+			// Two regions, contiguous for the rings' user addresses, in
+			// guest space 0..7 pages apart (0: adjacent, so a buffer
+			// can straddle them), for the queue's region hint.
+			gpa2 := gpa + 8192 + uint64(flags>>5)*pageSize
+			m = NewMemory([]Region{
+				{GuestAddr: gpa, UserAddr: testUVA, Data: mem[:8192]},
+				{GuestAddr: gpa2, UserAddr: testUVA + 8192, Data: mem[8192:]},
+			})
+		}
 		q, err := New(Config{
 			Mem: m, Size: size, HdrLen: 10 + 2*int(flags&1),
 			DescAddr: testUVA + uint64(descOff), AvailAddr: testUVA + uint64(availOff), UsedAddr: testUVA + uint64(usedOff),
