@@ -179,6 +179,13 @@ func startTestpmd(fwd, main int, vdevs []string, args ...string) (*testpmd, erro
 	argv = append(argv, "--", "-i", "--nb-cores=1")
 	argv = append(argv, args...)
 	tp.cmd = exec.Command("sh", argv...)
+	// A session of its own, so a scheduling autogroup of its own
+	// (kernel.sched_autogroup_enabled): OVS daemonizes into one, and our
+	// switch runs in this process's. With testpmd in this session its
+	// lcore would share one group's CPU weight with our PMD but not with
+	// OVS's, and on a loaded machine our switch's runs would get half
+	// the CPU OVS's get.
+	tp.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if tp.stdin, err = tp.cmd.StdinPipe(); err != nil {
 		return nil, err
 	}
