@@ -107,6 +107,14 @@ type entry struct {
 // empty memory table.
 var noRegion Region
 
+// hotRegion is the region the last buffer was in, for an inline check.
+func (q *Queue) hotRegion() *Region {
+	if uint(q.region) < uint(len(q.mem.regions)) {
+		return &q.mem.regions[q.region]
+	}
+	return &noRegion
+}
+
 // gather reads the avail entries last..last+n-1 and their head
 // descriptors, translates the buffers of one-descriptor chains whose flags
 // are exactly want and which are longer than the virtio-net header, and
@@ -125,10 +133,7 @@ func (q *Queue) gather(s *[batchMax]entry, last, used uint16, n int, want uint16
 	nl := 0
 	// The region of the last buffer, checked inline (q.guest does not
 	// inline); a miss takes q.guest's scan, which moves the hint.
-	hot := &noRegion
-	if uint(q.region) < uint(len(q.mem.regions)) {
-		hot = &q.mem.regions[q.region]
-	}
+	hot := q.hotRegion()
 	for i := 0; i < n; i++ {
 		s[i].buf = nil
 		h := s[i].head
@@ -462,10 +467,7 @@ func (q *Queue) Enqueue(pkts []*packet.Packet) (r Result) {
 // chains again when it uses them. It is skipped when the frontend is to
 // be interrupted, so the interrupt is not delayed.
 func (q *Queue) touchAhead(last uint16, n, span int) {
-	hot := &noRegion
-	if uint(q.region) < uint(len(q.mem.regions)) {
-		hot = &q.mem.regions[q.region]
-	}
+	hot := q.hotRegion()
 	var lines [2 * batchMax]uintptr
 	nl := 0
 	for i := 0; i < n; i++ {

@@ -336,6 +336,43 @@ func TestRxRingFull(t *testing.T) {
 	}
 }
 
+// TestRxTouchAheadHostile: the entries Enqueue looks at ahead of the
+// batch (to prefetch their buffers) may be anything; they change nothing:
+// the batch is delivered, and the hostile entries are left for the next
+// Enqueue, which reports them.
+func TestRxTouchAheadHostile(t *testing.T) {
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	r := newRing(t, 64, Config{Mergeable: true})
+	for i := 0; i < 4; i++ {
+		a, _ := r.buf(i)
+		r.setDesc(i, a, 512, DescFWrite, 0)
+	}
+	a, _ := r.buf(4)
+	r.setDesc(4, testGPA+uint64(len(r.mem))-8, 512, DescFWrite, 0) // runs past the region
+	r.setDesc(5, a, 512, 0, 0)                                     // read-only
+	r.setDesc(6, ^uint64(0)-4, 512, DescFWrite, 0)                 // wraps
+	r.setDesc(7, a, 4, DescFWrite, 0)                              // shorter than the header
+	b8, _ := r.buf(8)
+	r.setDesc(8, b8, 512, DescFWrite, 0)             // a good one among them
+	r.publish(0, 1, 2, 3, 4, 5, 6, 7, 8, 200)        // 200: outside the table
+	le.PutUint16(r.mem[r.avail:], AvailFNoInterrupt) // a polling frontend: look ahead
+	var b packet.Batch
+	for i := 0; i < 4; i++ {
+		pkt := pool.Get()
+		pkt.SetData(frame(60, byte(i)))
+		b.Add(pkt)
+	}
+	res := r.q.Enqueue(b.Packets())
+	if res.Packets != 4 || res.Errors != 0 || r.q.LastAvail() != 4 || r.usedIdx() != 4 {
+		t.Fatalf("result %+v, last avail %d, used %d", res, r.q.LastAvail(), r.usedIdx())
+	}
+	res = r.q.Enqueue(b.Packets())
+	b.FreeAll()
+	if res.Errors == 0 {
+		t.Fatalf("hostile entries: result %+v", res)
+	}
+}
+
 // FuzzVirtqDequeue drives both directions with hostile descriptor tables,
 // rings and region layouts. The region sits between guard pages, so any
 // access outside it crashes the run.
