@@ -179,6 +179,13 @@ func startTestpmd(fwd, main int, vdevs []string, args ...string) (*testpmd, erro
 	argv = append(argv, "--", "-i", "--nb-cores=1")
 	argv = append(argv, args...)
 	tp.cmd = exec.Command("sh", argv...)
+	// A session of its own, so a scheduling autogroup of its own
+	// (kernel.sched_autogroup_enabled): OVS daemonizes into one, and our
+	// switch runs in this process's. With testpmd in this session its
+	// lcore would share one group's CPU weight with our PMD but not with
+	// OVS's, and on a loaded machine our switch's runs would get half
+	// the CPU OVS's get.
+	tp.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if tp.stdin, err = tp.cmd.StdinPipe(); err != nil {
 		return nil, err
 	}
@@ -241,26 +248,98 @@ var (
 	linkUp   = regexp.MustCompile(`(?m)^\d+\s+\S+\s+\S+\s+\S+\s+up\s`)
 )
 
+// thread is a busy-polling thread whose CPU time a run reports: on this
+// shared two-core machine a figure means little without knowing whether
+// the generator and the switch's PMD had their cores.
+type thread struct {
+	name     string
+	pid, tid int
+	run      uint64 // ns on the CPU at the window's start (schedstat)
+	wait     uint64 // ns runnable but waiting for the CPU
+}
+
+// schedstat reads a thread's CPU and run-queue wait times (ns).
+func schedstat(pid, tid int) (run, wait uint64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, tid))
+	if err != nil {
+		return 0, 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0, 0, fmt.Errorf("schedstat %q", b)
+	}
+	run, _ = strconv.ParseUint(f[0], 10, 64)
+	wait, _ = strconv.ParseUint(f[1], 10, 64)
+	return run, wait, nil
+}
+
+// findThread returns the first thread of pid whose name starts with one
+// of the prefixes, or 0.
+func findThread(pid int, prefixes ...string) int {
+	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, e := range ents {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/comm", pid, e.Name()))
+		if err != nil {
+			continue
+		}
+		for _, p := range prefixes {
+			if strings.HasPrefix(string(b), p) {
+				tid, _ := strconv.Atoi(e.Name())
+				return tid
+			}
+		}
+	}
+	return 0
+}
+
+// genThread is testpmd's forwarding lcore thread.
+func genThread(name string, tp *testpmd) thread {
+	pid := tp.cmd.Process.Pid // sh and stdbuf exec testpmd
+	return thread{name: name, pid: pid, tid: findThread(pid, "rte-worker-", "lcore-worker-")}
+}
+
+// cpuNotes is each thread's share of the window on the CPU and waiting
+// for it.
+func cpuNotes(ths []thread, window time.Duration) string {
+	var out []string
+	for _, t := range ths {
+		run, wait, err := schedstat(t.pid, t.tid)
+		if t.tid == 0 || err != nil {
+			out = append(out, t.name+" CPU unknown")
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s CPU %.0f %% (waited %.0f %%)", t.name,
+			100*float64(run-t.run)/float64(window), 100*float64(wait-t.wait)/float64(window)))
+	}
+	return strings.Join(out, ", ")
+}
+
 // measure starts forwarding on gen, waits warmup, and returns the Rx-pps
-// of rx (which may be gen itself) over the window.
-func measure(c config, gen, rx *testpmd) ([]uint64, error) {
+// of rx (which may be gen itself) over the window, and the threads' CPU
+// shares over it.
+func measure(c config, gen, rx *testpmd, ths ...thread) ([]uint64, string, error) {
 	if rx != gen {
 		if _, err := rx.do("start"); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	if _, err := gen.do("start"); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	time.Sleep(c.warmup)
 	if _, err := rx.do("show port stats all"); err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	start := time.Now()
+	for i := range ths {
+		ths[i].run, ths[i].wait, _ = schedstat(ths[i].pid, ths[i].tid)
 	}
 	time.Sleep(c.duration)
 	text, err := rx.do("show port stats all")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	cpu := cpuNotes(ths, time.Since(start))
 	gen.do("stop")
 	if rx != gen {
 		rx.do("stop")
@@ -271,9 +350,9 @@ func measure(c config, gen, rx *testpmd) ([]uint64, error) {
 		pps = append(pps, v)
 	}
 	if len(pps) == 0 {
-		return nil, errors.New("no port statistics from testpmd")
+		return nil, "", errors.New("no port statistics from testpmd")
 	}
-	return pps, nil
+	return pps, cpu, nil
 }
 
 // tail returns the last n lines of s, for error messages.
@@ -376,7 +455,12 @@ func runSwitch(c config, flows, flush int) (result, error) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	pps, err := measure(c, tp, tp)
+	var ths []thread
+	if l := dp.Latency(); len(l) > 0 {
+		ths = append(ths, thread{name: "PMD", pid: os.Getpid(), tid: l[0].TID})
+	}
+	ths = append(ths, genThread("testpmd", tp))
+	pps, cpu, err := measure(c, tp, tp, ths...)
 	if err != nil {
 		return result{}, err
 	}
@@ -398,6 +482,7 @@ func runSwitch(c config, flows, flush int) (result, error) {
 		st := p.Dev.Stats()
 		notes = append(notes, fmt.Sprintf("port %d tx drops %d", p.No, st.TxDrops))
 	}
+	notes = append(notes, cpu)
 	if c.keep {
 		fmt.Fprintln(os.Stderr, tp.text())
 	}
@@ -427,14 +512,14 @@ func runLimit(c config, flows int) (result, error) {
 	if err := waitLinks(rx, 1); err != nil {
 		return result{}, err
 	}
-	pps, err := measure(c, gen, rx)
+	pps, cpu, err := measure(c, gen, rx, genThread("generator", gen), genThread("receiver", rx))
 	if err != nil {
 		return result{}, err
 	}
 	if c.keep {
 		fmt.Fprintln(os.Stderr, gen.text(), rx.text())
 	}
-	return result{rxpps: pps, notes: "one direction, testpmd vhost PMD rxonly"}, nil
+	return result{rxpps: pps, notes: "one direction, testpmd vhost PMD rxonly, " + cpu}, nil
 }
 
 // ovsVswitchd is the DPDK build of ovs-vswitchd (Debian's
@@ -565,7 +650,14 @@ func runOVS(c config, flows, flush int) (res result, err error) {
 			return result{}, err
 		}
 	}
-	pps, err := measure(c, tp, tp)
+	var ths []thread
+	if b, err := os.ReadFile(filepath.Join(dir, "vswitchd.pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			ths = append(ths, thread{name: "PMD", pid: pid, tid: findThread(pid, "pmd")})
+		}
+	}
+	ths = append(ths, genThread("testpmd", tp))
+	pps, cpu, err := measure(c, tp, tp, ths...)
 	if err != nil {
 		return result{}, err
 	}
@@ -584,14 +676,14 @@ func runOVS(c config, flows, flush int) (res result, err error) {
 	// Busy cycles per packet, as our PMD's busy ns per packet (TSC at
 	// DPDK's reported frequency).
 	if m := regexp.MustCompile(`Rx packets:\s+\d+\s+\(\d+ Kpps, (\d+) cycles/pkt\)`).FindSubmatch(out); m != nil {
-		notes = "OVS PMD " + string(m[1]) + " cycles/pkt busy"
+		notes = "OVS PMD " + string(m[1]) + " cycles/pkt busy, "
 		if f := regexp.MustCompile(`TSC frequency: (\d+) KHz`).FindSubmatch(logText(dir)); f != nil {
 			cyc, _ := strconv.ParseFloat(string(m[1]), 64)
 			khz, _ := strconv.ParseFloat(string(f[1]), 64)
-			notes = fmt.Sprintf("OVS PMD %.0f ns/pkt busy (%s cycles)", cyc/khz*1e6, m[1])
+			notes = fmt.Sprintf("OVS PMD %.0f ns/pkt busy (%s cycles), ", cyc/khz*1e6, m[1])
 		}
 	}
-	return result{rxpps: pps, notes: notes}, nil
+	return result{rxpps: pps, notes: notes + cpu}, nil
 }
 
 func logText(dir string) []byte {

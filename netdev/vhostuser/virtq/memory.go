@@ -40,15 +40,31 @@ func (m *Memory) Regions() []Region { return m.regions }
 // Guest returns the n bytes at guest address addr, or nil unless they lie
 // inside one region. n must be positive.
 func (m *Memory) Guest(addr, n uint64) []byte {
-	for i := range m.regions {
-		r := &m.regions[i]
-		size := uint64(len(r.Data))
-		off := addr - r.GuestAddr // wraps to a huge value below the region
-		if addr >= r.GuestAddr && off < size && n <= size-off {
-			return r.Data[off : off+n : off+n]
-		}
+	_, b := m.guestScan(addr, n)
+	return b
+}
+
+// guestIn returns the n bytes at guest address addr if they lie inside r.
+func guestIn(r *Region, addr, n uint64) []byte {
+	size := uint64(len(r.Data))
+	off := addr - r.GuestAddr // wraps to a huge value below the region
+	if addr >= r.GuestAddr && off < size && n <= size-off {
+		return r.Data[off : off+n : off+n]
 	}
 	return nil
+}
+
+// guestScan is Guest that also says which region matched. It stays out
+// of line so that Queue.guest's one-region check inlines.
+//
+//go:noinline
+func (m *Memory) guestScan(addr, n uint64) (int, []byte) {
+	for i := range m.regions {
+		if b := guestIn(&m.regions[i], addr, n); b != nil {
+			return i, b
+		}
+	}
+	return 0, nil
 }
 
 // User returns the n bytes at frontend virtual address addr, or nil unless

@@ -80,6 +80,7 @@ type Queue struct {
 	usedFlags uint16
 
 	hdrLen    int
+	region    int // the memory region the last buffer was in (see guest)
 	mergeable bool
 	indirect  bool
 	eventIdx  bool
@@ -106,6 +107,27 @@ func ringWord(b []byte, off int) (*uint32, uint, error) {
 }
 
 func round4(n int) int { return (n + 3) &^ 3 }
+
+// guest translates a buffer address (Memory.Guest), trying the region of
+// the last buffer first. A frontend's buffers sit in one region almost
+// always (a VM's RAM below or above the PCI hole, a DPDK application's
+// memory segment), so the scan (QEMU sends up to eight regions) becomes
+// one check. The remembered index only orders the search: every
+// candidate gets the same full bounds check, so a hostile address gets
+// nil whatever was remembered, and the Memory (immutable, shared) is not
+// written.
+func (q *Queue) guest(addr, n uint64) []byte {
+	if rs := q.mem.regions; uint(q.region) < uint(len(rs)) {
+		if b := guestIn(&rs[q.region], addr, n); b != nil {
+			return b
+		}
+	}
+	i, b := q.mem.guestScan(addr, n)
+	if b != nil {
+		q.region = i
+	}
+	return b
+}
 
 // New starts a queue. It translates the ring addresses and checks that the
 // rings lie inside the memory table and are aligned for atomic access. If

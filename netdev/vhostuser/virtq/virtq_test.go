@@ -336,6 +336,43 @@ func TestRxRingFull(t *testing.T) {
 	}
 }
 
+// TestRxTouchAheadHostile: the entries Enqueue looks at ahead of the
+// batch (to prefetch their buffers) may be anything; they change nothing:
+// the batch is delivered, and the hostile entries are left for the next
+// Enqueue, which reports them.
+func TestRxTouchAheadHostile(t *testing.T) {
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	r := newRing(t, 64, Config{Mergeable: true})
+	for i := 0; i < 4; i++ {
+		a, _ := r.buf(i)
+		r.setDesc(i, a, 512, DescFWrite, 0)
+	}
+	a, _ := r.buf(4)
+	r.setDesc(4, testGPA+uint64(len(r.mem))-8, 512, DescFWrite, 0) // runs past the region
+	r.setDesc(5, a, 512, 0, 0)                                     // read-only
+	r.setDesc(6, ^uint64(0)-4, 512, DescFWrite, 0)                 // wraps
+	r.setDesc(7, a, 4, DescFWrite, 0)                              // shorter than the header
+	b8, _ := r.buf(8)
+	r.setDesc(8, b8, 512, DescFWrite, 0)             // a good one among them
+	r.publish(0, 1, 2, 3, 4, 5, 6, 7, 8, 200)        // 200: outside the table
+	le.PutUint16(r.mem[r.avail:], AvailFNoInterrupt) // a polling frontend: look ahead
+	var b packet.Batch
+	for i := 0; i < 4; i++ {
+		pkt := pool.Get()
+		pkt.SetData(frame(60, byte(i)))
+		b.Add(pkt)
+	}
+	res := r.q.Enqueue(b.Packets())
+	if res.Packets != 4 || res.Errors != 0 || r.q.LastAvail() != 4 || r.usedIdx() != 4 {
+		t.Fatalf("result %+v, last avail %d, used %d", res, r.q.LastAvail(), r.usedIdx())
+	}
+	res = r.q.Enqueue(b.Packets())
+	b.FreeAll()
+	if res.Errors == 0 {
+		t.Fatalf("hostile entries: result %+v", res)
+	}
+}
+
 // FuzzVirtqDequeue drives both directions with hostile descriptor tables,
 // rings and region layouts. The region sits between guard pages, so any
 // access outside it crashes the run.
@@ -346,6 +383,7 @@ func FuzzVirtqDequeue(f *testing.F) {
 	le.PutUint16(seed[16*8+2:], 1)
 	f.Add(seed, uint8(3), uint8(7), uint64(testGPA))
 	f.Add(seed, uint8(0), uint8(0), uint64(0))
+	f.Add(seed, uint8(3), uint8(7|16|32), uint64(testGPA))
 	mem := guarded(f, 4) // shared by the runs of this process, cleared each time
 	pool := packet.NewPool(40, packet.DefaultBufSize)
 	f.Fuzz(func(t *testing.T, data []byte, sizeLog, flags uint8, gpa uint64) {
@@ -359,6 +397,16 @@ func FuzzVirtqDequeue(f *testing.F) {
 			descOff, availOff, usedOff = 0, 8192, 12288
 		}
 		m := NewMemory([]Region{{GuestAddr: gpa, UserAddr: testUVA, Data: mem}})
+		if flags&16 != 0 {
+			// Two regions, contiguous for the rings' user addresses, in
+			// guest space 0..7 pages apart (0: adjacent, so a buffer
+			// can straddle them), for the queue's region hint.
+			gpa2 := gpa + 8192 + uint64(flags>>5)*pageSize
+			m = NewMemory([]Region{
+				{GuestAddr: gpa, UserAddr: testUVA, Data: mem[:8192]},
+				{GuestAddr: gpa2, UserAddr: testUVA + 8192, Data: mem[8192:]},
+			})
+		}
 		q, err := New(Config{
 			Mem: m, Size: size, HdrLen: 10 + 2*int(flags&1),
 			DescAddr: testUVA + uint64(descOff), AvailAddr: testUVA + uint64(availOff), UsedAddr: testUVA + uint64(usedOff),
