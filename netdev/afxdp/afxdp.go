@@ -22,8 +22,11 @@
 //   - Checksums: a local sender behind the peer of a veth with tx checksum
 //     offload (the default, and XDP leaves it on) sends TCP/UDP with the
 //     pseudo-header sum only. With FixChecksums (on by default for veth)
-//     Recv completes them in software (about 30 ns per 64-byte frame);
-//     the alternative is ethtool -K <peer> tx off and FixChecksums Off.
+//     Recv completes them in software (vnethdr.CompletePartialL4Checksum:
+//     a sum over the frame only when its field holds the pseudo-header
+//     sum, so frames that arrive complete cost a header parse, about 17 ns
+//     for 1.5 KB against 107 ns for a verifying sum); the alternative is
+//     ethtool -K <peer> tx off and FixChecksums Off.
 //     NICs deliver wire frames with complete checksums: default Off.
 //
 // Transmit uses the socket's tx ring, which in copy mode becomes an skb
@@ -123,7 +126,7 @@ type Options struct {
 	// DefaultFrameSize). The kernel keeps 256 bytes of XDP headroom in
 	// each, so the largest frame is FrameSize-256.
 	FrameSize int
-	// FixChecksums completes partial TCP/UDP/ICMP checksums on receive
+	// FixChecksums completes partial TCP/UDP checksums on receive
 	// (see the package comment). Auto means On for veth, Off otherwise.
 	FixChecksums Setting
 	// BusyWait bounds how long a queue bind refused with EBUSY is retried
@@ -479,7 +482,7 @@ func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 		}
 		pkt.SetData(umem[off : off+l])
 		if p.fixCsum {
-			vnethdr.FixL4Checksum(pkt.Data())
+			vnethdr.CompletePartialL4Checksum(pkt.Data())
 		}
 		b.Add(pkt)
 		got++
