@@ -158,6 +158,7 @@ type Port struct {
 	mode     Mode // ModeNative or ModeGeneric
 	zeroCopy bool
 	bindWait time.Duration // longest wait for a busy queue in New
+	gsoTx    []*gsoTx      // per tx queue, in copy mode (gso.go); nil: no GSO
 
 	gone     atomic.Bool // the interface was deleted
 	stopWait chan struct{}
@@ -279,6 +280,26 @@ func New(ifname string, opts Options) (*Port, error) {
 		}
 		p.busyPoll = true
 	}
+	if !p.zeroCopy {
+		gs := make([]*gsoTx, 0, opts.Queues)
+		for range opts.Queues {
+			g, err := openGSOTx(p.ifindex)
+			if err != nil {
+				// Without it the datapath segments GSO frames for the
+				// port, as before.
+				if opts.Log != nil {
+					opts.Log.Warn("AF_XDP port sends no GSO frames", "port", ifname, "err", err)
+				}
+				for _, g := range gs {
+					unix.Close(g.fd)
+				}
+				gs = nil
+				break
+			}
+			gs = append(gs, g)
+		}
+		p.gsoTx = gs
+	}
 	p.closeWG.Add(1)
 	go p.watchRemoval()
 	return p, nil
@@ -312,6 +333,10 @@ func (p *Port) release() error {
 		errs = append(errs, x.close())
 	}
 	p.xsks = nil
+	for _, g := range p.gsoTx {
+		errs = append(errs, unix.Close(g.fd))
+	}
+	p.gsoTx = nil
 	if p.napiOld != nil {
 		restoreNAPIDefer(p.name, p.napiOld)
 		p.napiOld = nil
@@ -536,8 +561,11 @@ func reclaim(t *txSide, lay *layout) {
 
 // Send implements netdev.Netdev: it copies the batch into free tx frames,
 // publishes their descriptors and kicks the kernel once if it asks to be
-// kicked (always, in copy mode). Packets that find no free frame or ring
-// slot are TxDrops; packets too large for a frame are TxErrors.
+// kicked (always, in copy mode); a GSO frame (copy mode only) goes whole
+// through the queue's packet socket after a kick for the frames before it
+// (gso.go). Packets that find no free frame or ring slot are TxDrops;
+// packets too large for a frame, and GSO frames the kernel refused, are
+// TxErrors.
 func (p *Port) Send(q int, b *packet.Batch) int {
 	x := p.xsks[q]
 	t := &x.t
@@ -546,12 +574,53 @@ func (p *Port) Send(q int, b *packet.Batch) int {
 		return 0
 	}
 	reclaim(t, &x.lay)
-	slots := t.tx.free(uint32(b.N))
+	pkts := b.Packets()
 	var sent uint32
-	var bytes, tooBig uint64
+	var bytes, tooBig, gsoErrs uint64
+	for len(pkts) > 0 {
+		i := len(pkts)
+		if p.gsoTx != nil {
+			for i = 0; i < len(pkts) && !pkts[i].GSO(); i++ {
+			}
+		}
+		s, by, tb := p.sendRing(x, pkts[:i])
+		sent += s
+		bytes += by
+		tooBig += tb
+		if i < len(pkts) {
+			t.c.TxKicks.Add(1)
+			if e := p.gsoTx[q].send(pkts[i]); e == 0 {
+				sent++
+				bytes += uint64(pkts[i].Len())
+			} else {
+				gsoErrs++
+			}
+			i++
+		}
+		pkts = pkts[i:]
+	}
+	if sent > 0 {
+		t.c.TxPackets.Add(uint64(sent))
+		t.c.TxBytes.Add(bytes)
+	}
+	if tooBig+gsoErrs > 0 {
+		t.c.TxErrors.Add(tooBig + gsoErrs)
+	}
+	if d := uint64(b.N) - uint64(sent) - tooBig - gsoErrs; d > 0 {
+		t.c.TxDrops.Add(d)
+	}
+	return int(sent)
+}
+
+// sendRing copies pkts into free tx frames, publishes their descriptors
+// and kicks the kernel if it asks to be kicked. It returns the packets
+// queued, their bytes and the packets too large for a frame.
+func (p *Port) sendRing(x *xsk, pkts []*packet.Packet) (sent uint32, bytes, tooBig uint64) {
+	t := &x.t
+	slots := t.tx.free(uint32(len(pkts)))
 	umem := x.umem
 	fs := int(x.lay.frameSize)
-	for _, pkt := range b.Packets() {
+	for _, pkt := range pkts {
 		if sent == slots || len(t.free) == 0 {
 			break
 		}
@@ -578,17 +647,7 @@ func (p *Port) Send(q int, b *packet.Batch) int {
 			t.c.TxErrors.Add(1)
 		}
 	}
-	if sent > 0 {
-		t.c.TxPackets.Add(uint64(sent))
-		t.c.TxBytes.Add(bytes)
-	}
-	if tooBig > 0 {
-		t.c.TxErrors.Add(tooBig)
-	}
-	if d := uint64(b.N) - uint64(sent) - tooBig; d > 0 {
-		t.c.TxDrops.Add(d)
-	}
-	return int(sent)
+	return sent, bytes, tooBig
 }
 
 // TxKicks implements netdev.TxKicker: the sendto calls that asked the
@@ -596,8 +655,9 @@ func (p *Port) Send(q int, b *packet.Batch) int {
 func (p *Port) TxKicks(q int) uint64 { return p.xsks[q].t.c.TxKicks.Load() }
 
 var (
-	_ netdev.Netdev   = (*Port)(nil)
-	_ netdev.Waiter   = (*Port)(nil)
-	_ netdev.Remover  = (*Port)(nil)
-	_ netdev.TxKicker = (*Port)(nil)
+	_ netdev.Netdev    = (*Port)(nil)
+	_ netdev.Waiter    = (*Port)(nil)
+	_ netdev.Remover   = (*Port)(nil)
+	_ netdev.TxKicker  = (*Port)(nil)
+	_ netdev.GSOSender = (*Port)(nil)
 )
