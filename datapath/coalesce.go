@@ -10,7 +10,7 @@ import (
 
 // TCP coalescing at output: consecutive MTU-sized segments of one TCP/IPv4
 // flow queued for a port that takes GSO frames whole (netdev.GSOSender:
-// AF_PACKET, tap) are merged into one super-frame, as GRO merges them on a
+// AF_PACKET, tap, AF_XDP in copy mode) are merged into one super-frame, as GRO merges them on a
 // NIC's receive path. Why: behind a veth, sending a frame runs the
 // receiving endpoint's whole stack (veth_xmit, netif_rx, IP and TCP
 // receive, the ACK it sends) inside the PMD's send system call, on the

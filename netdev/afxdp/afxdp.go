@@ -32,6 +32,8 @@
 // Transmit uses the socket's tx ring, which in copy mode becomes an skb
 // sent with the device's ordinary xmit, not XDP_REDIRECT (ndo_xdp_xmit):
 // the receiving veth peer needs no XDP program and no GRO/NAPI of its own.
+// GSO frames, which a descriptor cannot describe, go through a packet
+// socket beside the ring in copy mode (gso.go).
 //
 // The program is attached through a BPF link (the kernel detaches it when
 // the last fd of the link closes, so a crashed process leaves nothing
