@@ -68,6 +68,9 @@ type Config struct {
 	EMCInsertInvProb int
 	// EMCOff disables the EMC (what emc-insert-inv-prob=0 means in OVS).
 	EMCOff bool
+	// NoCoalesce turns off the merging of consecutive TCP segments into
+	// GSO frames for ports that take them (coalesce.go).
+	NoCoalesce bool
 	// FlowLimit bounds megaflows per PMD (default DefaultFlowLimit).
 	FlowLimit int
 	// PoolSize is the packet buffers per PMD (default DefaultPoolSize).

@@ -225,8 +225,13 @@ func segmentOracle(t *testing.T, f gsoFrame) [][]byte {
 // gsoSwitch is a datapath with a GSO-receiving port 1, a ring port 2 and
 // a GSO-sending port 3, running rule in_port=1 → acts.
 func gsoSwitch(t *testing.T, acts ...actions.Action) (dp *Datapath, in *gsoPort, ringOut *ring.Port, gsoOut *gsoPort) {
+	return gsoSwitchCfg(t, Config{}, acts...)
+}
+
+// gsoSwitchCfg is gsoSwitch with cfg's NoCoalesce.
+func gsoSwitchCfg(t *testing.T, cfg Config, acts ...actions.Action) (dp *Datapath, in *gsoPort, ringOut *ring.Port, gsoOut *gsoPort) {
 	rules := &RuleTable{}
-	dp, err := New(Config{NumPMDs: 1, PMDSleepMax: 0, Upcall: rules})
+	dp, err := New(Config{NumPMDs: 1, PMDSleepMax: 0, Upcall: rules, NoCoalesce: cfg.NoCoalesce})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +335,9 @@ func TestGSOOtherActionsSegmentFirst(t *testing.T) {
 	newDst := [4]byte{198, 19, 7, 9}
 	a := actions.Action{Kind: actions.SetIPv4Dst}
 	copy(a.Addr[:], newDst[:])
-	dp, in, _, gsoOut := gsoSwitch(t, a, actions.Action{Kind: actions.SetICMPType, Val8: 3},
+	// Without coalescing: it would merge the segments again, and the
+	// checksums to check are the segments' own.
+	dp, in, _, gsoOut := gsoSwitchCfg(t, Config{NoCoalesce: true}, a, actions.Action{Kind: actions.SetICMPType, Val8: 3},
 		actions.Action{Kind: actions.SetL4Dst, Val16: 8080}, actions.OutputTo(3))
 	in.inject(tcpSuperFrame())
 	want := (gsoPayload + gsoMSS - 1) / gsoMSS

@@ -14,6 +14,9 @@ type OutputBatch struct {
 	batch    packet.Batch
 	deadline int64 // ns; the batch is sent by the first iteration with now ≥ deadline
 	pending  bool  // listed in PMD.pending
+	// merged is the batch's last packet when coalesce built it (so
+	// that more segments may join it), else nil.
+	merged   *packet.Packet
 	counters *txCounters
 	sizes    *txBatchSizes
 	auto     autoInterval // used when autoFlush is set
@@ -32,6 +35,9 @@ func (p *PMD) output(pkt *packet.Packet, no uint32) {
 	ob := p.outs[no]
 	if pkt.GSO() && !sendsGSO(ob.port.Dev) {
 		p.outputSegmented(pkt, ob)
+		return
+	}
+	if p.coalesce(ob, pkt) {
 		return
 	}
 	p.queue(ob, pkt)
@@ -82,6 +88,7 @@ func (p *PMD) send(ob *OutputBatch) {
 		ob.counters.drops.Add(uint64(n - sent))
 	}
 	ob.batch.FreeAll()
+	ob.merged = nil
 	interval := ob.intervalNs
 	if ob.autoFlush {
 		interval = ob.auto.update(p.now, n)

@@ -13,9 +13,15 @@
 //     CHECKSUM_PARTIAL frames arrive with a virtio_net_hdr; a super-frame
 //     is handed to the switch whole in a big buffer when the PMD has one
 //     free, else vnethdr segments it, and partial checksums are
-//     completed; every slot is therefore large enough for a whole
-//     super-frame (66,048 bytes by default, 63 to a 4 MiB ring block,
-//     252 slots: 16 MiB per queue). RingV3 selects a TPACKET_V3 ring
+//     completed. Slots are sized for MTU frames (2,048 bytes, 4,096 of
+//     them: 8 MiB per queue), and a frame that does not fit its slot (a
+//     super-frame) is queued whole on the socket (PACKET_COPY_THRESH)
+//     and read with one recvfrom: slots big enough for super-frames
+//     (66,048 bytes) made 16 MiB hold only 252 frames, and a TCP sender
+//     behind a veth with TSO off sends bursts of MTU frames longer than
+//     that whenever the PMD is held up (by the receiver's stack running in
+//     its sendto), so the kernel dropped about one frame in ten and TCP
+//     retransmitted them (docs/benchmarks.md, TCP). RingV3 selects a TPACKET_V3 ring
 //     instead: frames of any size packed into blocks, far denser for small
 //     frames, but the kernel hands a block over only when it is full or
 //     its retire timer (RetireTimeout, at least 1 ms) fires, so at low
@@ -100,17 +106,16 @@ type Options struct {
 	RxRing RingVersion
 
 	// RxFrameSize is the size of a V2 receive slot in bytes, a multiple
-	// of 16 (default 66,048: a 65,535-byte IP datagram behind an Ethernet
-	// header with in-frame tags, the tpacket2 header and the vnet header,
-	// and 63 of them fill a 4 MiB block with 0.8% left over). With less
-	// than MinRxFrameSize, GSO super-frames arrive truncated and are
-	// counted as RxErrors. V2 only.
+	// of 16 (default 2,048: a 1,518-byte frame behind the tpacket2 and
+	// vnet headers). Frames that do not fit a slot, GSO super-frames
+	// above all, take the slower way through the socket's queue (one
+	// recvfrom each); MinRxFrameSize or more puts every frame in the ring.
+	// V2 only.
 	RxFrameSize int
 	// RxFrames is the number of V2 receive slots, rounded up to whole
-	// ring blocks (default 252, four 4 MiB blocks: 16 MiB of ring per
-	// queue, a backlog of 252 frames of any size; under a flood of small
-	// frames that overflows much sooner than the default V3 ring's
-	// 58,000, and the kernel's drops show in RxDrops). V2 only.
+	// ring blocks (default 4,096: 8 MiB of ring per queue with the
+	// default slots, a backlog of 4,096 frames; what overflows it is
+	// dropped by the kernel and shows in RxDrops). V2 only.
 	RxFrames int
 
 	// RxBlockSize is the size of a V3 receive ring block in bytes, a
@@ -138,8 +143,8 @@ type Options struct {
 
 // Defaults.
 const (
-	DefaultRxFrameSize   = 66048
-	DefaultRxFrames      = 252
+	DefaultRxFrameSize   = 2048
+	DefaultRxFrames      = 4096
 	DefaultRxBlockSize   = 256 << 10
 	DefaultRxBlocks      = 32
 	DefaultRetireTimeout = 1
@@ -148,12 +153,19 @@ const (
 )
 
 // MinRxFrameSize is the smallest V2 receive slot that holds a GSO
-// super-frame whole: the kernel puts the network header at
+// super-frame in the ring itself: the kernel puts the network header at
 // TPACKET_ALIGN(TPACKET2_HDRLEN + link header length) + the vnet header,
 // which is offset 90 for link headers of up to 28 bytes (an Ethernet
 // header with up to three tags left in the frame), and the IP datagram
 // behind it may be 65,535 bytes long.
 const MinRxFrameSize = (maxNetOffV2 + 65535 + tpAlign - 1) &^ (tpAlign - 1)
+
+// copyQueueBytes is the receive buffer of a V2 socket, which holds the
+// frames too large for a slot until the PMD reads them: a few dozen GSO
+// super-frames (each costs its truesize, up to about 128 KiB). Without
+// CAP_NET_ADMIN the kernel caps it at net.core.rmem_max; a super-frame
+// that finds the queue full arrives truncated and counts as an RxError.
+const copyQueueBytes = 4 << 20
 
 // maxNetOffV2 is where the kernel puts the network header in a V2 slot
 // for link headers of up to 28 bytes.
@@ -351,6 +363,16 @@ func openRx(ifindex int, opts Options, c *netdev.Counters, gso *netdev.GSOCounte
 			return q, fmt.Errorf("PACKET_RX_RING V3 %+v: %w", req, err)
 		}
 	} else {
+		// Frames that do not fit a slot (super-frames, with slots sized
+		// for the MTU) are queued on the socket whole instead of being
+		// truncated (rxQueue.readCopied); the queue must hold a burst of
+		// them.
+		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_COPY_THRESH, 1); err != nil {
+			return q, fmt.Errorf("PACKET_COPY_THRESH: %w", err)
+		}
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, copyQueueBytes) != nil {
+			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, copyQueueBytes)
+		}
 		q.frameSize = opts.RxFrameSize
 		q.framesPerBlock = opts.RxBlockSize / opts.RxFrameSize
 		q.frameNr = opts.RxFrames

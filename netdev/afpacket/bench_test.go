@@ -50,7 +50,7 @@ func benchRecv(b *testing.B, q *rxQueue, frames []synthFrame) {
 // each filled with as many of the frame as fit.
 func benchRings(b *testing.B, frame synthFrame) {
 	b.Run("V2", func(b *testing.B) {
-		benchRecv(b, newSynthQueueV2(DefaultRxFrameSize, maxRxBlockSize, 2), []synthFrame{frame})
+		benchRecv(b, newSynthQueueV2(bigSlot, maxRxBlockSize, 2), []synthFrame{frame})
 	})
 	b.Run("V3", func(b *testing.B) {
 		const bs = 1 << 18

@@ -51,6 +51,7 @@ const (
 	// Status bits (TP_STATUS_*).
 	statusKernel        = 0
 	statusUser          = 1
+	statusCopy          = 1 << 1 // the whole frame waits on the socket's queue
 	statusLosing        = 1 << 2
 	statusVLANValid     = 1 << 4
 	statusVLANTPIDValid = 1 << 6

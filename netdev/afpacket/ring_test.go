@@ -6,6 +6,8 @@ import (
 	"net"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/internal/nstest"
@@ -46,6 +48,10 @@ func (f *synthFrame) wireLen() int {
 // synthMacOff is where the kernel puts an untagged Ethernet frame relative
 // to its tpacket3_hdr with PACKET_VNET_HDR: TPACKET_ALIGN(68+16) + 10 - 14.
 const synthMacOff = 92
+
+// bigSlot is a V2 slot that holds a super-frame (the default before slots
+// were sized for MTU frames).
+const bigSlot = 66048
 
 // synthMacOffV2 is the same for a tpacket2_hdr: TPACKET_ALIGN(52+16) + 10
 // - 14.
@@ -145,6 +151,11 @@ func newSynthQueueV2(frameSize, blockSize, blockNr int) *rxQueue {
 type synthRing struct {
 	q    *rxQueue
 	head int
+	// peer, when not -1, is the other end of a datagram socket pair whose
+	// end q reads: a V2 frame too large for its slot is written there
+	// whole and the slot marked TP_STATUS_COPY, as the kernel does with
+	// PACKET_COPY_THRESH.
+	peer int
 }
 
 // newSynthRing returns a ring of the given version with room for at least
@@ -153,9 +164,27 @@ type synthRing struct {
 // differs from the slot stride.
 func newSynthRing(v RingVersion) *synthRing {
 	if v == RingV3 {
-		return &synthRing{q: newSynthQueue(1<<17, 8)}
+		return &synthRing{q: newSynthQueue(1<<17, 8), peer: -1}
 	}
-	return &synthRing{q: newSynthQueueV2(DefaultRxFrameSize, 33*4096, 4)}
+	return &synthRing{q: newSynthQueueV2(bigSlot, 33*4096, 4), peer: -1}
+}
+
+// newSynthRingCopy returns a V2 ring of the default 2,048-byte slots whose
+// larger frames come through a socket pair, closed at the end of the test.
+func newSynthRingCopy(t *testing.T) *synthRing {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
+	q := newSynthQueueV2(DefaultRxFrameSize, 8192, 4)
+	q.fd = fds[0]
+	return &synthRing{q: q, peer: fds[1]}
 }
 
 func (r *synthRing) feed(t testing.TB, frames ...synthFrame) {
@@ -174,6 +203,15 @@ func (r *synthRing) feed(t testing.TB, frames ...synthFrame) {
 		s := q.slot(r.head)
 		if loadStatus(s[tp2StatusOff:]) != statusKernel {
 			t.Fatalf("slot %d still belongs to user space", r.head)
+		}
+		if r.peer >= 0 && synthMacOffV2+len(f.data) > len(s) {
+			dg := make([]byte, vnethdr.Len+len(f.data))
+			f.vh.Encode(dg)
+			copy(dg[vnethdr.Len:], f.data)
+			if err := unix.Send(r.peer, dg, 0); err != nil {
+				t.Fatal(err)
+			}
+			f.statusBits |= statusCopy
 		}
 		fillSlot(t, s, f)
 		r.head = (r.head + 1) % q.frameNr
@@ -194,6 +232,7 @@ func forEachRing(t *testing.T, f func(t *testing.T, r *synthRing)) {
 	for _, v := range []RingVersion{RingV2, RingV3} {
 		t.Run(v.String(), func(t *testing.T) { f(t, newSynthRing(v)) })
 	}
+	t.Run("V2copy", func(t *testing.T) { f(t, newSynthRingCopy(t)) })
 }
 
 var (
@@ -350,8 +389,8 @@ func TestRxV2LosingIsInformational(t *testing.T) {
 // (a 65,535-byte IP datagram, QinQ with the inner tag left in the frame)
 // at the offset the kernel would use into a slot of the default size.
 func TestRxV2SuperFrameFitsDefaultSlot(t *testing.T) {
-	if MinRxFrameSize != 65632 || DefaultRxFrameSize < MinRxFrameSize || DefaultRxFrameSize%tpAlign != 0 {
-		t.Fatalf("MinRxFrameSize %d, default %d", MinRxFrameSize, DefaultRxFrameSize)
+	if MinRxFrameSize != 65632 || bigSlot < MinRxFrameSize || bigSlot%tpAlign != 0 {
+		t.Fatalf("MinRxFrameSize %d, test slot %d", MinRxFrameSize, bigSlot)
 	}
 	const mss = 1448
 	super, vh := tcpSuper(65535-40, mss)
@@ -361,7 +400,7 @@ func TestRxV2SuperFrameFitsDefaultSlot(t *testing.T) {
 	inner := append(append(append([]byte{}, super[:12]...), 0x81, 0x00, 0, 7), super[12:]...)
 	vh.HdrLen += header.VLANTagLen
 	vh.CsumStart += header.VLANTagLen
-	q := newSynthQueueV2(DefaultRxFrameSize, maxRxBlockSize, 1)
+	q := newSynthQueueV2(bigSlot, maxRxBlockSize, 1)
 	slot := q.slot(0)
 	fillSlot(t, slot, synthFrame{data: inner, vh: vh, vlan: true, tpidValid: true, tpid: header.EtherTypeQinQ, tci: 5})
 	const mac = 72
@@ -704,10 +743,10 @@ func TestNewRejectsBadOptionsAndInterfaces(t *testing.T) {
 	if err != nil || o.TxFrames != 112 || o.Queues != 1 || o.RxBlockSize != DefaultRxBlockSize || o.RxBlocks != DefaultRxBlocks {
 		t.Errorf("V3 defaults: %+v %v (tx frames must round up to whole 64 KiB blocks)", o, err)
 	}
-	// V2 by default: 63 slots of 66,048 bytes in each of four 4 MiB
-	// blocks, 16 MiB per queue; a V3 block size set by hand is ignored.
+	// V2 by default: 4,096 slots of 2,048 bytes, 8 MiB per queue; a V3
+	// block size set by hand is ignored.
 	o, err = Options{RxBlockSize: 5000}.withDefaults()
-	if err != nil || o.RxRing != RingV2 || o.RxFrameSize != 66048 || o.RxBlockSize != 4<<20 || o.RxBlocks != 4 || o.RxFrames != 252 {
+	if err != nil || o.RxRing != RingV2 || o.RxFrameSize != 2048 || o.RxFrames != 4096 || o.RxBlockSize*o.RxBlocks != 8<<20 {
 		t.Errorf("V2 defaults: %+v %v", o, err)
 	}
 	if o, err := (Options{RxFrames: 256}).withDefaults(); err != nil || o.RxFrames < 256 || o.RxFrames%(o.RxBlockSize/o.RxFrameSize) != 0 {
@@ -823,4 +862,41 @@ func testRxGSOWhole(t *testing.T, r *synthRing) {
 	if pool.Available() != pool.Size() || pool.Big().Available() != 1 {
 		t.Error("pool leak")
 	}
+}
+
+// TestRxCopyWithoutQueuedFrame: a slot marked TP_STATUS_COPY whose frame
+// is not on the socket's queue (or is of another length) is an RxError,
+// its slot is handed back, and the walk goes on with the next frame.
+func TestRxCopyWithoutQueuedFrame(t *testing.T) {
+	r := newSynthRingCopy(t)
+	q := r.q
+	super, vh := tcpSuper(5000, 1000)
+	// A queued frame one byte shorter than the slot says.
+	dg := make([]byte, vnethdr.Len+len(super)-1)
+	vh.Encode(dg)
+	copy(dg[vnethdr.Len:], super)
+	if err := unix.Send(r.peer, dg, 0); err != nil {
+		t.Fatal(err)
+	}
+	after := sized(80, 9)
+	r.feed(t,
+		synthFrame{data: super[:1500], wire: len(super), vh: vh, statusBits: statusCopy},
+		synthFrame{data: super[:1500], wire: len(super), vh: vh, statusBits: statusCopy}, // nothing queued
+		synthFrame{data: after})
+	pool := packet.NewPool(16, packet.DefaultBufSize)
+	var b packet.Batch
+	if n := q.recv(pool, &b); n != 1 || !bytes.Equal(b.Pkts[0].Data(), after) {
+		t.Fatalf("got %d frames, want only the one after the bad slots", n)
+	}
+	var s netdev.Stats
+	q.c.AddTo(&s)
+	if s.RxErrors != 2 {
+		t.Errorf("RxErrors %d, want 2", s.RxErrors)
+	}
+	for i := range 3 {
+		if r.userOwned(i) {
+			t.Errorf("slot %d not handed back", i)
+		}
+	}
+	b.FreeAll()
 }

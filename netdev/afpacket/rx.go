@@ -1,6 +1,10 @@
 package afpacket
 
 import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
 	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/netdev"
@@ -52,6 +56,12 @@ type rxQueue struct {
 	// for recv to copy whole into a big buffer instead of segmenting.
 	gsoFrame []byte
 	gsoHdr   vnethdr.Header
+
+	// copyBuf holds a frame too large for its V2 slot, which the kernel
+	// queued on the socket (TP_STATUS_COPY, see readCopied); allocated on
+	// the first such frame. Like a slot, it stays the current frame's
+	// until frameDone.
+	copyBuf []byte
 
 	gso *netdev.GSOCounters
 
@@ -131,6 +141,14 @@ func (q *rxQueue) peek(headroom int, errs *int) (region []byte, d frameDesc, ok,
 			q.releaseSlot()
 			return nil, d, false, true
 		}
+		if st&statusCopy != 0 {
+			if d, ok = q.readCopied(d, headroom); !ok {
+				*errs++
+				q.releaseSlot()
+				return nil, d, false, true
+			}
+			return q.copyBuf, d, true, true
+		}
 		return s, d, true, true
 	}
 	if !q.open {
@@ -145,6 +163,40 @@ func (q *rxQueue) peek(headroom int, errs *int) (region []byte, d frameDesc, ok,
 	}
 	q.next = d.next
 	return blk, d, true, true
+}
+
+// copyBufLen holds the largest frame a packet socket delivers (a 65,535-byte
+// IP datagram behind a link header of up to 28 bytes) behind the headroom
+// and vnet header, with room to spare so that a longer one shows as such.
+const copyBufLen = 16 + vnethdr.Len + 28 + 65535 + 64
+
+// readCopied reads the frame of V2 slot d, marked TP_STATUS_COPY, from the
+// socket: with PACKET_COPY_THRESH set, a frame that does not fit its slot
+// (a GSO super-frame in a slot sized for MTU frames) gets a truncated copy
+// in the slot and is queued whole on the socket, in slot order, where a
+// recvfrom returns it behind its vnet header. The slot's header still
+// describes it (tp_len, the VLAN tag), so only the frame's place changes:
+// it returns d pointing into copyBuf, or false if no frame of the slot's
+// length was queued.
+func (q *rxQueue) readCopied(d frameDesc, headroom int) (frameDesc, bool) {
+	if q.copyBuf == nil {
+		q.copyBuf = make([]byte, copyBufLen)
+	}
+	hl := 0
+	if q.vnet {
+		hl = vnethdr.Len
+	}
+	dst := q.copyBuf[headroom-hl:]
+	// MSG_TRUNC: the frame's real length, so that one longer than the
+	// buffer does not pass for a shorter one.
+	r, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(q.fd), uintptr(unsafe.Pointer(&dst[0])), uintptr(len(dst)),
+		unix.MSG_DONTWAIT|unix.MSG_TRUNC, 0, 0)
+	n := int(r)
+	if e != 0 || n > len(dst) || n-hl != d.wire {
+		return d, false
+	}
+	d.mac, d.snap = headroom, n-hl
+	return d, true
 }
 
 // frameDone moves the walk past the current frame, handing its slot, or

@@ -180,3 +180,66 @@ func TestFixL4ChecksumLeavesAlone(t *testing.T) {
 		t.Fatal("checksum behind a routing header does not verify after the fix")
 	}
 }
+
+func TestCompletePartialL4Checksum(t *testing.T) {
+	specs := []frameSpec{
+		{flags: "AP", tcpOpts: true, payload: pattern(1000, 51)},
+		{ipv6: true, vlans: 2, flags: "A", payload: pattern(1001, 52)},
+		{udp: true, vlans: 1, payload: pattern(500, 53)},
+		{udp: true, ipv6: true, payload: pattern(99, 54)},
+		{udp: true, payload: pattern(3, 55)}, // padded to 60 bytes
+	}
+	for _, spec := range specs {
+		t.Run(fmt.Sprintf("%+v", spec)[:60], func(t *testing.T) {
+			good, l3off, l4off := build(t, spec)
+			good = append(good, 0xee, 0xee, 0xee) // padding past the IP length
+			field := l4off + l4CsumField(spec)
+			frame := append([]byte(nil), good...)
+			if CompletePartialL4Checksum(frame) || !bytes.Equal(frame, good) {
+				t.Fatal("a complete checksum was changed")
+			}
+			seedPseudo(frame, spec, l3off, l4off)
+			if !CompletePartialL4Checksum(frame) {
+				t.Fatal("the pseudo-header sum was not completed")
+			}
+			if !bytes.Equal(frame, good) {
+				t.Fatalf("completed checksum %#04x, gopacket's %#04x", binary.BigEndian.Uint16(frame[field:]), binary.BigEndian.Uint16(good[field:]))
+			}
+			// Any other wrong value is the sender's (or the wire's)
+			// business: it stays as it is.
+			for _, bad := range []uint16{0x1234, ^binary.BigEndian.Uint16(good[field:])} {
+				binary.BigEndian.PutUint16(frame[field:], bad)
+				orig := append([]byte(nil), frame...)
+				if CompletePartialL4Checksum(frame) || !bytes.Equal(frame, orig) {
+					t.Fatalf("wrong checksum %#04x was rewritten", bad)
+				}
+			}
+		})
+	}
+}
+
+func TestCompletePartialL4ChecksumLeavesOthers(t *testing.T) {
+	for _, spec := range []frameSpec{
+		{icmp: true, payload: pattern(56, 61)},
+		{icmp: true, ipv6: true, payload: pattern(56, 62)},
+	} {
+		frame, _, l4off := build(t, spec)
+		// An ICMP checksum is never left partial; even a zero field is
+		// not this function's to fix.
+		binary.BigEndian.PutUint16(frame[l4off+l4CsumField(spec):], 0)
+		orig := append([]byte(nil), frame...)
+		if CompletePartialL4Checksum(frame) || !bytes.Equal(frame, orig) {
+			t.Errorf("%+v: frame changed", spec)
+		}
+	}
+	// A fragment whose field happens to hold the pseudo-header sum: the
+	// checksum covers the whole datagram, so it is left alone.
+	spec := frameSpec{flags: "A", payload: pattern(100, 63)}
+	frag, l3off, l4off := build(t, spec)
+	frag[14+6] |= 0x20
+	seedPseudo(frag, spec, l3off, l4off)
+	orig := append([]byte(nil), frag...)
+	if CompletePartialL4Checksum(frag) || !bytes.Equal(frag, orig) {
+		t.Error("fragment changed")
+	}
+}

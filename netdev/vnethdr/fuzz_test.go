@@ -75,11 +75,19 @@ func FuzzSegment(f *testing.F) {
 		if h2.SetTxHdrLen(frame) && int(h2.HdrLen) > len(frame) {
 			t.Fatalf("SetTxHdrLen gave hdr_len %d for a %d-byte frame", h2.HdrLen, len(frame))
 		}
+		// Whatever CompletePartialL4Checksum completes verifies.
+		pc := append([]byte(nil), frame...)
+		if CompletePartialL4Checksum(pc) && FixL4Checksum(pc) {
+			t.Fatal("CompletePartialL4Checksum left a checksum that does not verify")
+		}
 		c := append([]byte(nil), frame...)
 		_ = CompleteChecksum(&h, c)
 		FixL4Checksum(c)
 		if FixL4Checksum(c) {
 			t.Fatal("FixL4Checksum changed a frame it had just fixed")
+		}
+		if CompletePartialL4Checksum(c) {
+			t.Fatal("CompletePartialL4Checksum changed a frame FixL4Checksum had fixed")
 		}
 	})
 }

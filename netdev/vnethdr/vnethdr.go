@@ -17,8 +17,9 @@
 //   - Header.Encode, on every transmitted frame: the zero Header for a
 //     complete frame, or a GSO super-frame's own state (after
 //     SetTxHdrLen) for the drivers that send those whole (afpacket, tap).
-//   - FixL4Checksum, in drivers that get no metadata (AF_XDP), repairs the
-//     L4 checksum of a frame a local sender left partial.
+//   - CompletePartialL4Checksum, in drivers that get no metadata (AF_XDP),
+//     completes the L4 checksum of a frame a local sender left partial,
+//     and sums nothing for frames that arrive complete.
 //
 // Byte order: the header's 16-bit fields are little endian. Linux writes
 // legacy (pre-virtio-1.0) vnet headers in host byte order, which is little
