@@ -99,7 +99,7 @@ func sameFlowHeaders(a, b []byte, hdrLen int) bool {
 // buffer and carries GSO offload state with a partial checksum, as a
 // local sender's super-frame does.
 func (p *PMD) coalesce(ob *OutputBatch, pkt *packet.Packet) bool {
-	if ob.batch.N == 0 || pkt.Offload != (packet.Offload{}) || p.dp.cfg.NoCoalesce {
+	if ob.batch.N == 0 || pkt.Offload != (packet.Offload{}) || p.dp.cfg.NoCoalesce || !ob.sendsGSO() {
 		return false
 	}
 	prev := ob.batch.Pkts[ob.batch.N-1]
@@ -126,7 +126,7 @@ func (p *PMD) coalesce(ob *OutputBatch, pkt *packet.Packet) bool {
 	}
 	if ps.flags != tcpACK || ps.hdrLen != s.hdrLen || mss == 0 || ps.payload%mss != 0 || s.payload > mss ||
 		ps.payload/mss >= coalesceMaxSegs || s.seq != ps.seq+uint32(ps.payload) ||
-		!sameFlowHeaders(pd, d, s.hdrLen) || !sendsGSO(ob.port.Dev) {
+		!sameFlowHeaders(pd, d, s.hdrLen) {
 		return false
 	}
 	n := len(pd) + s.payload

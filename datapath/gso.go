@@ -5,7 +5,6 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
-	"github.com/vswitch-go/vswitch/netdev"
 	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
@@ -89,12 +88,6 @@ func applyPartial(a *actions.Action, pkt *packet.Packet) bool {
 		return ok
 	}
 	return actions.Apply(a, pkt)
-}
-
-// sendsGSO reports whether dev takes GSO frames whole.
-func sendsGSO(dev netdev.Netdev) bool {
-	g, ok := dev.(netdev.GSOSender)
-	return ok && g.SendsGSO()
 }
 
 // segmentGSO cuts pkt into segments in normal buffers and passes each to

@@ -33,11 +33,11 @@ func (p *PMD) output(pkt *packet.Packet, no uint32) {
 		return
 	}
 	ob := p.outs[no]
-	if pkt.GSO() && !sendsGSO(ob.port.Dev) {
+	if pkt.GSO() && !ob.sendsGSO() {
 		p.outputSegmented(pkt, ob)
 		return
 	}
-	if p.coalesce(ob, pkt) {
+	if ob.gso != nil && p.coalesce(ob, pkt) {
 		return
 	}
 	p.queue(ob, pkt)

@@ -84,7 +84,14 @@ type txPlan struct {
 	autoFlush  bool
 	// kicker is the driver's kick counter, nil if it has none.
 	kicker netdev.TxKicker
+	// gso is the driver as a GSOSender, nil if it can never take a
+	// super-frame whole: resolved once per plan, so a port without it
+	// costs output no type assertion and coalescing no parse.
+	gso netdev.GSOSender
 }
+
+// sendsGSO reports whether the port takes super-frames whole now.
+func (tp *txPlan) sendsGSO() bool { return tp.gso != nil && tp.gso.SendsGSO() }
 
 // PMD is a poll-mode driver goroutine (or, in Manual mode, a unit the caller
 // drives with PollOnce). Everything in it is owned by its goroutine except
