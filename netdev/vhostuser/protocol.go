@@ -53,6 +53,11 @@ const (
 	featNetCsum         = 0
 	featNetGuestCsum    = 1
 	featNetMTU          = 3
+	featNetGuestTSO4    = 7
+	featNetGuestTSO6    = 8
+	featNetHostTSO4     = 11
+	featNetHostTSO6     = 12
+	featNetHostUFO      = 14
 	featNetMrgRxbuf     = 15
 	featNetMQ           = 22
 	featRingIndirect    = 28
@@ -71,14 +76,19 @@ const (
 	protoStatus   = 16
 )
 
-// offeredFeatures are the virtio features the port offers: no checksum or
-// segmentation offloads, so frames always arrive complete. IN_ORDER costs
+// offeredFeatures are the virtio features the port offers. The frontend
+// may send partial checksums and TCP super-frames (CSUM, HOST_TSO4/6):
+// the port completes the checksum of a single frame on receive and keeps a
+// super-frame whole (see "Big frames" in docs/architecture.md), so a guest
+// need not segment what the switch hands on to a port that takes it whole.
+// It sends only complete frames (no GUEST_* offloads). IN_ORDER costs
 // nothing here — both directions always use buffers in the order they were
 // made available, a bad chain included — and lets a DPDK frontend take its
 // cheaper in-order paths (it recycles descriptors without reading their
 // ids back from the used ring).
 const offeredFeatures = 1<<featVersion1 | 1<<featNetMrgRxbuf | 1<<featNetMQ |
-	1<<featRingIndirect | 1<<featRingEventIdx | 1<<featProtocolFeature | 1<<featInOrder
+	1<<featRingIndirect | 1<<featRingEventIdx | 1<<featProtocolFeature | 1<<featInOrder |
+	1<<featNetCsum | 1<<featNetHostTSO4 | 1<<featNetHostTSO6
 
 // offeredProtocol are the protocol features the port offers.
 const offeredProtocol = 1<<protoMQ | 1<<protoReplyAck | 1<<protoMTU | 1<<protoStatus
@@ -624,6 +634,7 @@ func (d *device) start(i int) error {
 		Mergeable: d.features&(1<<featNetMrgRxbuf) != 0,
 		Indirect:  d.features&(1<<featRingIndirect) != 0,
 		EventIdx:  d.features&(1<<featRingEventIdx) != 0,
+		TxOffload: d.features&(1<<featNetCsum) != 0,
 		CallFD:    v.call,
 		KickFD:    v.kick,
 	})

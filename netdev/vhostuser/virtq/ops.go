@@ -18,6 +18,11 @@ type Result struct {
 	// Signal says the frontend asked for an interrupt for this batch; the
 	// caller calls Signal before it leaves the batch.
 	Signal bool
+	// With offloads (Dequeue, Config.TxOffload): GSO super-frames taken
+	// whole into a big buffer, and cut into segments because none was
+	// free; BadOffloads counts frames dropped because their virtio-net
+	// header did not match them (also counted in Errors).
+	RxWhole, RxSegmented, BadOffloads int
 }
 
 // desc reads descriptor i of table t. Every field is read once, so a
@@ -182,9 +187,18 @@ func (q *Queue) gather(s *[batchMax]entry, last, used uint16, n int, want uint16
 // Dequeue takes up to max frames the frontend transmitted, copies each into
 // a buffer from pool and appends it to b. Every consumed chain goes back to
 // the used ring at once; the used idx is published once for the batch.
+//
+// With offloads (Config.TxOffload) a chain whose header is not zero takes
+// takeOffload's path; the segments of a super-frame cut on receive may
+// fill the batch, and the rest come first in the next call.
 func (q *Queue) Dequeue(pool *packet.Pool, b *packet.Batch, max int) (r Result) {
 	if q.broken {
 		return r
+	}
+	if q.segmenting {
+		if q.nextSegments(pool, b, &r, max); q.segmenting {
+			return r
+		}
 	}
 	last := q.lastAvail
 	avail := q.loadAvailIdx() - last
@@ -197,8 +211,8 @@ func (q *Queue) Dequeue(pool *packet.Pool, b *packet.Batch, max int) (r Result) 
 		return r
 	}
 	n := int(avail)
-	if n > max {
-		n = max
+	if n > max-r.Packets {
+		n = max - r.Packets
 	}
 	old := q.usedIdx
 	used := old
@@ -211,6 +225,10 @@ func (q *Queue) Dequeue(pool *packet.Pool, b *packet.Batch, max int) (r Result) 
 		// The fast case: header and frame in one read-only descriptor.
 		q.gather(&s, last, used, k, 0, hdr, MaxSize, false)
 		for i := 0; i < k; i++ {
+			if r.Packets >= max {
+				n = 0 // segments filled the batch
+				break
+			}
 			if pkt == nil {
 				if pkt = pool.Get(); pkt == nil {
 					r.Drops++
@@ -220,6 +238,22 @@ func (q *Queue) Dequeue(pool *packet.Pool, b *packet.Batch, max int) (r Result) 
 			}
 			head := s[i].head
 			dst := pkt.Buffer()
+			if src := s[i].buf; q.txOffload && (src == nil || src[0]|src[1] != 0 || len(src)-hdr > len(dst)) {
+				if q.takeOffload(head, src, pkt, pool, b, &r) {
+					pkt = nil
+				}
+				last++
+				q.putUsed(used, head, 0)
+				used++
+				if q.segmenting {
+					q.nextSegments(pool, b, &r, max)
+				}
+				if q.segmenting || r.Packets >= max {
+					n = 0
+					break
+				}
+				continue
+			}
 			var l int
 			ok := true
 			if src := s[i].buf; src != nil && len(src)-hdr <= len(dst) {

@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
 // Descriptor, ring flags and limits from the virtio specification.
@@ -45,6 +47,10 @@ type Config struct {
 	HdrLen int
 	// Mergeable, Indirect and EventIdx are the negotiated ring features.
 	Mergeable, Indirect, EventIdx bool
+	// TxOffload says the frontend negotiated VIRTIO_NET_F_CSUM (and
+	// possibly HOST_TSO4/6): the headers of its transmit chains may ask
+	// for a checksum or carry a GSO super-frame (see Dequeue).
+	TxOffload bool
 	// CallFD is the eventfd that interrupts the frontend, or -1.
 	CallFD int
 	// KickFD is the eventfd the frontend kicks, or -1. It must be
@@ -86,6 +92,13 @@ type Queue struct {
 	eventIdx  bool
 	notifyOn  bool // kicks enabled (see SetKickNotify)
 	broken    bool // the avail idx ran more than Size ahead
+	txOffload bool
+
+	// A guest super-frame being cut into segments on receive (no big
+	// buffer was free): its bytes, copied out of guest memory.
+	seg        vnethdr.Segmenter
+	segmenting bool
+	scratch    []byte // scratchSize bytes, allocated on first use
 
 	callFD  int
 	kickFD  int
@@ -152,6 +165,7 @@ func New(c Config) (*Queue, error) {
 		mergeable: c.Mergeable,
 		indirect:  c.Indirect,
 		eventIdx:  c.EventIdx,
+		txOffload: c.TxOffload,
 		callFD:    c.CallFD,
 		kickFD:    c.KickFD,
 	}
