@@ -7,8 +7,8 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
-	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 	"github.com/vswitch-go/vswitch/netdev/vhostuser/virtq"
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
 // tcpFrame builds an IPv4 (or IPv6) TCP frame with payload bytes of
