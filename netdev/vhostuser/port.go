@@ -381,7 +381,7 @@ func (p *Port) countOffloads(r *virtq.Result) {
 }
 
 // GSOStats returns the port's GSO counters: super-frames the guest sent
-// that the port took whole or cut on receive.
+// that the port took whole or cut on receive, and those it sent whole.
 func (p *Port) GSOStats() netdev.GSOStats { return p.gso.Load() }
 
 // BadOffloads returns how many frames the guest sent with a virtio-net
@@ -445,8 +445,19 @@ func (p *Port) Send(qi int, b *packet.Batch) int {
 	if r.Errors > 0 {
 		c.TxErrors.Add(uint64(r.Errors))
 	}
+	if r.TxWhole > 0 {
+		p.gso.TxWhole.Add(uint64(r.TxWhole))
+	}
 	return r.Packets
 }
+
+// SendsGSO implements netdev.GSOSender: TCP super-frames go to the guest
+// whole when the current frontend negotiated the features for it (the
+// datapath checks before every output, so a frontend without them, or a
+// reconnect, is picked up at once). Other super-frames that reach Send
+// anyway, in the gap of a reconnect or of a kind the guest did not take
+// (UDP-L4), are cut in virtq.
+func (p *Port) SendsGSO() bool { return rxOffload(p.features.Load()) }
 
 // Close implements netdev.Netdev: it disconnects the frontend, unmaps its
 // memory, closes every descriptor and, in server mode, removes the socket.
@@ -480,7 +491,8 @@ func (p *Port) TxKicks(qi int) uint64 {
 }
 
 var (
-	_ netdev.Netdev   = (*Port)(nil)
-	_ netdev.Waiter   = (*Port)(nil)
-	_ netdev.TxKicker = (*Port)(nil)
+	_ netdev.Netdev    = (*Port)(nil)
+	_ netdev.Waiter    = (*Port)(nil)
+	_ netdev.TxKicker  = (*Port)(nil)
+	_ netdev.GSOSender = (*Port)(nil)
 )

@@ -74,12 +74,12 @@ func TestFeatureNegotiation(t *testing.T) {
 			t.Errorf("feature bit %d not offered (%#x)", bit, offered)
 		}
 	}
-	for _, bit := range []uint{featNetCsum, featNetHostTSO4, featNetHostTSO6} {
+	for _, bit := range []uint{featNetCsum, featNetHostTSO4, featNetHostTSO6, featNetGuestCsum, featNetGuestTSO4, featNetGuestTSO6, featNetGuestECN, featNetHostECN} {
 		if offered&(1<<bit) == 0 {
 			t.Errorf("offload bit %d not offered (%#x)", bit, offered)
 		}
 	}
-	for _, bit := range []uint{featNetGuestCsum, featNetGuestTSO4, featNetGuestTSO6, featNetHostUFO} {
+	for _, bit := range []uint{featNetHostUFO, 10 /* GUEST_UFO */} {
 		if offered&(1<<bit) != 0 {
 			t.Errorf("offload bit %d offered", bit)
 		}

@@ -214,3 +214,60 @@ func (q *Queue) nextSegments(pool *packet.Pool, b *packet.Batch, r *Result, room
 		q.segmenting = false
 	}
 }
+
+// Guest receive with offloads (Config.RxOffload). A TCP super-frame goes to
+// the frontend whole: its header carries NEEDS_CSUM with csum_start and
+// csum_offset (the frame's L4 checksum field holds the pseudo-header sum,
+// as the datapath keeps it), the GSO type and size, and hdr_len
+// recomputed for the frame as it is now; with mergeable buffers it spans
+// as many receive buffers as it needs. Any other super-frame (UDP-L4, ECN
+// without GUEST_ECN, or one reaching a queue without offloads) is cut
+// here, each segment going out as a frame of its own.
+
+// putGSO writes the super-frame pkt into the receive ring, whole or as
+// segments; results as for putFrame. A frame whose segments do not all
+// fit is cut short: the segments that went stay, and it counts as dropped.
+func (q *Queue) putGSO(pkt *packet.Packet, availIdx uint16, last, used *uint16, r *Result) (sent, empty bool) {
+	frame := pkt.Data()
+	h := vnethdr.Header(pkt.Offload)
+	if q.takesWhole(&h) && h.SetTxHdrLen(frame) {
+		h.Flags = vnethdr.FlagNeedsCsum
+		h.Encode(q.rxHdr[:])
+		sent, empty = q.putFrame(frame, availIdx, last, used, r)
+		q.rxHdr = [12]byte{}
+		if sent {
+			r.TxWhole++
+		}
+		return sent, empty
+	}
+	if q.rxSeg.Reset(&h, frame) != nil {
+		r.Errors++
+		return false, false
+	}
+	if q.rxScratch == nil {
+		q.rxScratch = make([]byte, scratchSize)
+	}
+	for !q.rxSeg.Done() {
+		n, ok, err := q.rxSeg.Next(q.rxScratch)
+		if err != nil || !ok {
+			r.Errors++
+			return false, false
+		}
+		if sent, empty = q.putFrame(q.rxScratch[:n], availIdx, last, used, r); !sent {
+			return false, empty
+		}
+	}
+	q.rxSeg = vnethdr.Segmenter{} // holds no reference to pkt
+	return true, false
+}
+
+// takesWhole reports whether the frontend takes the super-frame h
+// describes whole: a TCP one with its partial checksum, of a kind it
+// negotiated.
+func (q *Queue) takesWhole(h *vnethdr.Header) bool {
+	if !q.rxOffload || h.Flags&vnethdr.FlagNeedsCsum == 0 || (h.GSOType&vnethdr.GSOECN != 0 && !q.rxECN) {
+		return false
+	}
+	g := h.GSOType &^ vnethdr.GSOECN
+	return g == vnethdr.GSOTCPv4 || g == vnethdr.GSOTCPv6
+}

@@ -23,6 +23,9 @@ type Result struct {
 	// free; BadOffloads counts frames dropped because their virtio-net
 	// header did not match them (also counted in Errors).
 	RxWhole, RxSegmented, BadOffloads int
+	// TxWhole counts super-frames Enqueue handed the frontend whole
+	// (Config.RxOffload).
+	TxWhole int
 }
 
 // desc reads descriptor i of table t. Every field is read once, so a
@@ -298,13 +301,14 @@ func (q *Queue) putHeader(dst []byte) {
 }
 
 // put writes the stream "virtio-net header, then frame" from stream
-// offset pos into dst and returns the bytes written. The header is zero
-// (no offloads) except num_buffers, whose location it records.
+// offset pos into dst and returns the bytes written. The header is
+// q.rxHdr (zero but for a super-frame's offload state) and num_buffers,
+// whose location it records.
 func (q *Queue) put(dst []byte, pos int, frame []byte) int {
 	n := 0
 	if pos < q.hdrLen {
 		n = min(q.hdrLen-pos, len(dst))
-		clear(dst[:n])
+		copy(dst[:n], q.rxHdr[pos:])
 		if q.hdrLen == 12 {
 			if pos <= 10 && 10 < pos+n {
 				q.nbLo = &dst[10-pos]
@@ -365,7 +369,9 @@ func (q *Queue) writeChain(head uint32, frame []byte, pos, total int) (int, bool
 
 // Enqueue copies frames into the frontend's receive buffers: each frame
 // gets a zero virtio-net header and, with mergeable buffers, as many avail
-// chains as it needs (num_buffers says how many). The used idx is
+// chains as it needs (num_buffers says how many). A GSO super-frame goes
+// whole, its offload state in the header, if the frontend takes its kind
+// (Config.RxOffload), else as segments (putGSO). The used idx is
 // published once for the batch. Frames that find no room are dropped
 // (counted in Drops) without waiting.
 func (q *Queue) Enqueue(pkts []*packet.Packet) (r Result) {
@@ -400,7 +406,7 @@ func (q *Queue) Enqueue(pkts []*packet.Packet) (r Result) {
 		for i := 0; i < k; i++ {
 			frame := pkts[i].Data()
 			dst := s[i].buf
-			if dst == nil || len(dst)-hdr < len(frame) {
+			if dst == nil || len(dst)-hdr < len(frame) || pkts[i].Offload.GSOType != 0 {
 				break
 			}
 			q.putHeader(dst)
@@ -419,62 +425,19 @@ func (q *Queue) Enqueue(pkts []*packet.Packet) (r Result) {
 	}
 	for i, pkt := range pkts {
 		frame := pkt.Data()
-		total := q.hdrLen + len(frame)
-		startAvail, startUsed := last, used
-		pos, np := 0, 0
-		hadBad, ok, empty := false, true, false
-		q.nbLo, q.nbHi = nil, nil
-		for pos < total {
-			if last == availIdx {
-				ok, empty = false, true
-				break
-			}
-			if np == len(q.pend) {
-				ok = false
-				break
-			}
-			head := q.availEntry(last)
-			last++
-			w, good := q.writeChain(head, frame, pos, total)
-			if !good {
-				// Hand the chain back empty on its own: the frame's
-				// own entries must stay consecutive in the used ring.
-				q.putUsed(used, head, 0)
-				used++
-				r.Errors++
-				hadBad = true
-				continue
-			}
-			q.pend[np] = usedElem{head, uint32(w)}
-			np++
-			pos += w
-			if !q.mergeable && pos < total {
-				ok = false
-				break
-			}
+		var sent, empty bool
+		if pkt.Offload.GSOType != 0 {
+			sent, empty = q.putGSO(pkt, availIdx, &last, &used, &r)
+		} else {
+			sent, empty = q.putFrame(frame, availIdx, &last, &used, &r)
 		}
-		if !ok {
-			if !hadBad {
-				last, used = startAvail, startUsed // untouched by the frontend's view
-			} else {
-				for j := 0; j < np; j++ {
-					q.putUsed(used, q.pend[j].id, 0)
-					used++
-				}
-			}
+		if !sent {
 			r.Drops++
 			if empty {
 				r.Drops += len(pkts) - i - 1
 				break
 			}
 			continue
-		}
-		if q.nbLo != nil && q.nbHi != nil {
-			*q.nbLo, *q.nbHi = byte(np), byte(np>>8)
-		}
-		for j := 0; j < np; j++ {
-			q.putUsed(used, q.pend[j].id, q.pend[j].len)
-			used++
 		}
 		r.Packets++
 		r.Bytes += len(frame)
@@ -488,6 +451,68 @@ func (q *Queue) Enqueue(pkts []*packet.Packet) (r Result) {
 		q.touchAhead(last, min(ahead, batchMax), hdr+len(pkts0))
 	}
 	return r
+}
+
+// putFrame writes frame behind the header q.rxHdr into as many receive
+// chains as it needs (more than one with mergeable buffers; num_buffers
+// says how many), from avail entry *last on, and puts them in the used
+// ring from *used on. It reports whether the frame went out, and empty
+// when the frontend had run out of receive buffers (later frames will not
+// go either). Bad chains are handed back empty and counted in r.Errors.
+func (q *Queue) putFrame(frame []byte, availIdx uint16, last, used *uint16, r *Result) (sent, empty bool) {
+	total := q.hdrLen + len(frame)
+	startAvail, startUsed := *last, *used
+	pos, np := 0, 0
+	hadBad, ok := false, true
+	q.nbLo, q.nbHi = nil, nil
+	for pos < total {
+		if *last == availIdx {
+			ok, empty = false, true
+			break
+		}
+		if np == len(q.pend) {
+			ok = false
+			break
+		}
+		head := q.availEntry(*last)
+		*last++
+		w, good := q.writeChain(head, frame, pos, total)
+		if !good {
+			// Hand the chain back empty on its own: the frame's
+			// own entries must stay consecutive in the used ring.
+			q.putUsed(*used, head, 0)
+			*used++
+			r.Errors++
+			hadBad = true
+			continue
+		}
+		q.pend[np] = usedElem{head, uint32(w)}
+		np++
+		pos += w
+		if !q.mergeable && pos < total {
+			ok = false
+			break
+		}
+	}
+	if !ok {
+		if !hadBad {
+			*last, *used = startAvail, startUsed // untouched by the frontend's view
+		} else {
+			for j := 0; j < np; j++ {
+				q.putUsed(*used, q.pend[j].id, 0)
+				*used++
+			}
+		}
+		return false, empty
+	}
+	if q.nbLo != nil && q.nbHi != nil {
+		*q.nbLo, *q.nbHi = byte(np), byte(np>>8)
+	}
+	for j := 0; j < np; j++ {
+		q.putUsed(*used, q.pend[j].id, q.pend[j].len)
+		*used++
+	}
+	return true, false
 }
 
 // touchAhead prefetches for writing the buffers of the next n receive
