@@ -165,8 +165,14 @@ func recvPackets(t *testing.T, p *Port, pool *packet.Pool, want int) []*packet.P
 }
 
 func offloadPort(t *testing.T) (*Port, *frontend) {
+	return offloadPortMask(t, 0)
+}
+
+// offloadPortMask connects a frontend that acks the offered features in
+// mask (0: all).
+func offloadPortMask(t *testing.T, mask uint64) (*Port, *frontend) {
 	p, path := newServerPort(t, 1)
-	f := dialFrontend(t, path, feCfg{size: 64, memSize: 16 << 20})
+	f := dialFrontend(t, path, feCfg{size: 64, memSize: 16 << 20, featMask: mask})
 	f.setup()
 	waitFor(t, "link up", p.LinkUp)
 	if f.feats&(1<<featNetCsum|1<<featNetHostTSO4|1<<featNetHostTSO6) != 1<<featNetCsum|1<<featNetHostTSO4|1<<featNetHostTSO6 {
@@ -323,6 +329,136 @@ func TestGuestBadOffloads(t *testing.T) {
 		}
 		if g := p.GSOStats(); g.RxWhole+g.RxSegmented != 0 {
 			t.Errorf("big=%v: GSO stats %+v", big, g)
+		}
+	}
+}
+
+// superFrame is a big packet from pool holding frame with GSO state h.
+func superFrame(t *testing.T, pool *packet.Pool, frame []byte, h vnethdr.Header) *packet.Packet {
+	t.Helper()
+	pk := pool.GetBig()
+	if pk == nil || !pk.SetLen(len(frame)) {
+		t.Fatal("no big buffer")
+	}
+	copy(pk.Data(), frame)
+	pk.Offload = packet.Offload(h)
+	return pk
+}
+
+// TestGuestRxTSOWhole: to a guest that negotiated GUEST_CSUM/TSO4/TSO6
+// and mergeable buffers, a TCP super-frame goes whole over as many
+// receive buffers as it needs, with its offload state and a hdr_len for
+// the frame in the header; frames around it keep their order.
+func TestGuestRxTSOWhole(t *testing.T) {
+	p, f := offloadPort(t)
+	if !p.SendsGSO() {
+		t.Fatalf("SendsGSO false with features %#x", f.feats)
+	}
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	pool.AttachBig(packet.NewPool(4, packet.BigBufSize))
+	rx := f.rx(0)
+	n := 0
+	for _, ipv6 := range []bool{false, true} {
+		fr := tcpFrame(ipv6, 60000)
+		h := tcpHdr(fr, 1448)
+		h.HdrLen = 999 // the sender's: says nothing about the frame now
+		before, after := testFrame(100, 1), testFrame(200, 2)
+		var b packet.Batch
+		for _, x := range []*packet.Packet{pool.Get(), superFrame(t, pool, fr, h), pool.Get()} {
+			b.Add(x)
+		}
+		b.Packets()[0].SetData(before)
+		b.Packets()[2].SetData(after)
+		if sent := p.Send(0, &b); sent != 3 {
+			t.Fatalf("ipv6=%v: sent %d of 3", ipv6, sent)
+		}
+		b.FreeAll()
+		n++
+		var got [][]byte
+		rx.hdrs = nil
+		waitFor(t, "frames", func() bool { got = append(got, rx.receive()...); return len(got) >= 3 })
+		if len(got) != 3 || !bytes.Equal(got[0], before) || !bytes.Equal(got[1], fr) || !bytes.Equal(got[2], after) {
+			t.Fatalf("ipv6=%v: %d frames, lengths %v", ipv6, len(got), lens(got))
+		}
+		gh, _ := vnethdr.Decode(rx.hdrs[1][:])
+		want := tcpHdr(fr, 1448)
+		want.HdrLen = want.CsumStart + header.TCPMinLen
+		if gh != want {
+			t.Errorf("ipv6=%v: header %+v, want %+v", ipv6, gh, want)
+		}
+		if nb := le.Uint16(rx.hdrs[1][10:]); nb < 2 {
+			t.Errorf("num_buffers %d", nb)
+		}
+		for _, i := range []int{0, 2} {
+			if gh, _ := vnethdr.Decode(rx.hdrs[i][:]); gh != (vnethdr.Header{}) {
+				t.Errorf("ipv6=%v frame %d: header %+v", ipv6, i, gh)
+			}
+		}
+	}
+	if g := p.GSOStats(); g.TxWhole != uint64(n) {
+		t.Errorf("GSO stats %+v, want %d sent whole", g, n)
+	}
+	if st := p.Stats(); st.TxPackets != uint64(3*n) || st.TxErrors != 0 || st.TxDrops != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func lens(fs [][]byte) []int {
+	var l []int
+	for _, f := range fs {
+		l = append(l, len(f))
+	}
+	return l
+}
+
+// TestGuestRxTSOSegmented: a guest without GUEST_TSO gets no GSO from the
+// port (SendsGSO false); a super-frame that reaches Send anyway, or one of
+// a kind the guest did not negotiate (ECN without GUEST_ECN), goes as
+// segments with complete checksums and zero headers.
+func TestGuestRxTSOSegmented(t *testing.T) {
+	const payload, mss = 20000, 1448
+	segs := (payload + mss - 1) / mss
+	for _, c := range []struct {
+		name string
+		mask uint64
+		ecn  bool
+	}{
+		{"no GUEST_TSO", ^uint64(1<<featNetGuestTSO4 | 1<<featNetGuestTSO6), false},
+		{"no GUEST_ECN", ^uint64(1 << featNetGuestECN), true},
+	} {
+		p, f := offloadPortMask(t, c.mask)
+		if p.SendsGSO() != c.ecn {
+			t.Fatalf("%s: SendsGSO %v", c.name, p.SendsGSO())
+		}
+		pool := packet.NewPool(64, packet.DefaultBufSize)
+		pool.AttachBig(packet.NewPool(4, packet.BigBufSize))
+		rx := f.rx(0)
+		fr := tcpFrame(false, payload)
+		h := tcpHdr(fr, mss)
+		if c.ecn {
+			h.GSOType |= vnethdr.GSOECN
+		}
+		var b packet.Batch
+		b.Add(superFrame(t, pool, fr, h))
+		if sent := p.Send(0, &b); sent != 1 {
+			t.Fatalf("%s: sent %d", c.name, sent)
+		}
+		b.FreeAll()
+		var got [][]byte
+		rx.hdrs = nil
+		waitFor(t, "segments", func() bool { got = append(got, rx.receive()...); return len(got) >= segs })
+		var data []byte
+		for i, s := range got {
+			if !l4Valid(s) || [10]byte(rx.hdrs[i][:10]) != [10]byte{} || (i < segs-1 && len(s) != 54+mss) {
+				t.Fatalf("%s: segment %d of %d: %d bytes, header %x", c.name, i, len(got), len(s), rx.hdrs[i])
+			}
+			data = append(data, s[54:]...)
+		}
+		if len(got) != segs || !bytes.Equal(data, fr[54:]) {
+			t.Errorf("%s: %d segments (want %d), payload equal %v", c.name, len(got), segs, bytes.Equal(data, fr[54:]))
+		}
+		if g := p.GSOStats(); g.TxWhole != 0 {
+			t.Errorf("%s: GSO stats %+v", c.name, g)
 		}
 	}
 }

@@ -443,7 +443,7 @@ func FuzzVirtqDequeue(f *testing.F) {
 			Mem: m, Size: size, HdrLen: 10 + 2*int(flags&1),
 			DescAddr: testUVA + uint64(descOff), AvailAddr: testUVA + uint64(availOff), UsedAddr: testUVA + uint64(usedOff),
 			LastAvail: uint16(len(data)), Mergeable: flags&2 != 0, Indirect: flags&4 != 0, EventIdx: flags&8 != 0,
-			TxOffload: flags&64 != 0, CallFD: -1, KickFD: -1,
+			TxOffload: flags&64 != 0, RxOffload: flags&64 != 0, RxECN: flags&32 != 0, CallFD: -1, KickFD: -1,
 		})
 		if err != nil {
 			return
@@ -474,6 +474,15 @@ func FuzzVirtqDequeue(f *testing.F) {
 				p := pool.Get()
 				p.SetData(data[:min(len(data), 1500-i*300)])
 				b.Add(p)
+			}
+			if h, err := vnethdr.Decode(data); err == nil && h.GSOType != 0 && flags&64 != 0 {
+				// A super-frame with whatever state the data says, its
+				// frame the data behind the header.
+				if p := withBig.GetBig(); p != nil {
+					p.SetData(data[vnethdr.Len:])
+					p.Offload = packet.Offload(h)
+					b.Add(p)
+				}
 			}
 			e := q.Enqueue(b.Packets())
 			if e.Packets+e.Drops != b.N {
