@@ -60,7 +60,8 @@ type fvq struct {
 	kick, call         int
 	availIdx, lastUsed uint16
 	kicks              int
-	freeList           []uint16 // free descriptor ids (tx rings)
+	freeList           []uint16   // free descriptor ids (tx rings)
+	hdrs               [][12]byte // receive: the virtio-net header of each frame receive returned
 }
 
 func (c *feCfg) defaults() {
@@ -446,6 +447,7 @@ func (q *fvq) receive() [][]byte {
 		repost = append(repost, id)
 		b := q.buf(id)[:n]
 		nb := int(le.Uint16(b[10:]))
+		q.hdrs = append(q.hdrs, [12]byte(b[:12]))
 		frame := append([]byte(nil), b[12:]...)
 		for j := 1; j < nb && q.lastUsed != usedIdx; j++ {
 			e := q.f.mem[q.used+4+8*uint64(q.lastUsed%uint16(q.size)):]

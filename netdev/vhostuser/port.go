@@ -95,6 +95,8 @@ type Port struct {
 	slots  []slot            // by virtqueue index
 	epfd   []int             // per rx queue: an epoll set holding the guest TX ring's kick fd
 	counts []netdev.Counters // rx queues, then tx queues
+	gso    netdev.GSOCounters
+	badOff atomic.Uint64 // frames dropped for a virtio-net header that did not match them
 
 	mtu       atomic.Int32
 	connected atomic.Bool
@@ -364,8 +366,28 @@ func (p *Port) Recv(qi int, pool *packet.Pool, b *packet.Batch) int {
 	if r.Drops > 0 {
 		c.RxDrops.Add(uint64(r.Drops))
 	}
+	if r.RxWhole|r.RxSegmented|r.BadOffloads != 0 {
+		p.countOffloads(&r)
+	}
 	return r.Packets
 }
+
+// countOffloads adds a batch's offload counts to the port's, off the hot
+// path: they change at most once per 64 KiB frame.
+func (p *Port) countOffloads(r *virtq.Result) {
+	p.gso.RxWhole.Add(uint64(r.RxWhole))
+	p.gso.RxSegmented.Add(uint64(r.RxSegmented))
+	p.badOff.Add(uint64(r.BadOffloads))
+}
+
+// GSOStats returns the port's GSO counters: super-frames the guest sent
+// that the port took whole or cut on receive, and those it sent whole.
+func (p *Port) GSOStats() netdev.GSOStats { return p.gso.Load() }
+
+// BadOffloads returns how many frames the guest sent with a virtio-net
+// header that did not match the frame (bad GSO type or size, checksum
+// offsets outside it): dropped, and counted in RxErrors too.
+func (p *Port) BadOffloads() uint64 { return p.badOff.Load() }
 
 // ArmRx implements netdev.RxArmer: it asks the frontend to kick on its
 // next transmit, clears the kicks already counted (so the PMD's RxFD polls
@@ -423,8 +445,19 @@ func (p *Port) Send(qi int, b *packet.Batch) int {
 	if r.Errors > 0 {
 		c.TxErrors.Add(uint64(r.Errors))
 	}
+	if r.TxWhole > 0 {
+		p.gso.TxWhole.Add(uint64(r.TxWhole))
+	}
 	return r.Packets
 }
+
+// SendsGSO implements netdev.GSOSender: TCP super-frames go to the guest
+// whole when the current frontend negotiated the features for it (the
+// datapath checks before every output, so a frontend without them, or a
+// reconnect, is picked up at once). Other super-frames that reach Send
+// anyway, in the gap of a reconnect or of a kind the guest did not take
+// (UDP-L4), are cut in virtq.
+func (p *Port) SendsGSO() bool { return rxOffload(p.features.Load()) }
 
 // Close implements netdev.Netdev: it disconnects the frontend, unmaps its
 // memory, closes every descriptor and, in server mode, removes the socket.
@@ -458,7 +491,8 @@ func (p *Port) TxKicks(qi int) uint64 {
 }
 
 var (
-	_ netdev.Netdev   = (*Port)(nil)
-	_ netdev.Waiter   = (*Port)(nil)
-	_ netdev.TxKicker = (*Port)(nil)
+	_ netdev.Netdev    = (*Port)(nil)
+	_ netdev.Waiter    = (*Port)(nil)
+	_ netdev.TxKicker  = (*Port)(nil)
+	_ netdev.GSOSender = (*Port)(nil)
 )

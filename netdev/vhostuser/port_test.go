@@ -74,17 +74,22 @@ func TestFeatureNegotiation(t *testing.T) {
 			t.Errorf("feature bit %d not offered (%#x)", bit, offered)
 		}
 	}
-	for _, bit := range []uint{featNetCsum, featNetGuestCsum, 7, 8, 11, 12} {
+	for _, bit := range []uint{featNetCsum, featNetHostTSO4, featNetHostTSO6, featNetGuestCsum, featNetGuestTSO4, featNetGuestTSO6, featNetGuestECN, featNetHostECN} {
+		if offered&(1<<bit) == 0 {
+			t.Errorf("offload bit %d not offered (%#x)", bit, offered)
+		}
+	}
+	for _, bit := range []uint{featNetHostUFO, 10 /* GUEST_UFO */} {
 		if offered&(1<<bit) != 0 {
 			t.Errorf("offload bit %d offered", bit)
 		}
 	}
 	f.must(reqSetProtocolFeatures, u64b(1<<protoReplyAck))
 	f.proto = 1 << protoReplyAck
-	// A frontend that insists on checksum offload is refused in-band...
-	r, err := f.send(reqSetFeatures, u64b(1<<featVersion1|1<<featNetCsum), nil, true)
+	// A frontend that insists on UDP fragmentation offload is refused in-band...
+	r, err := f.send(reqSetFeatures, u64b(1<<featVersion1|1<<featNetHostUFO), nil, true)
 	if err != nil || len(r) != 8 || le.Uint64(r) == 0 {
-		t.Fatalf("SET_FEATURES with CSUM: reply %x err %v, want a failure", r, err)
+		t.Fatalf("SET_FEATURES with HOST_UFO: reply %x err %v, want a failure", r, err)
 	}
 	// ...and the session carries on.
 	if n := le.Uint64(f.must(reqGetQueueNum, nil)); n != 1 {
@@ -97,7 +102,7 @@ func TestFeatureNegotiation(t *testing.T) {
 		t.Fatalf("unknown request: reply %x err %v", r, err)
 	}
 	// Without REPLY_ACK a refused SET_FEATURES ends the session.
-	if _, err := f.send(reqSetFeatures, u64b(1<<featNetCsum), nil, false); err != nil {
+	if _, err := f.send(reqSetFeatures, u64b(1<<featNetHostUFO), nil, false); err != nil {
 		t.Fatal(err)
 	}
 	f.conn.SetReadDeadline(time.Now().Add(5 * time.Second))

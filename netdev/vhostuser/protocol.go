@@ -53,6 +53,13 @@ const (
 	featNetCsum         = 0
 	featNetGuestCsum    = 1
 	featNetMTU          = 3
+	featNetGuestTSO4    = 7
+	featNetGuestTSO6    = 8
+	featNetGuestECN     = 9
+	featNetHostTSO4     = 11
+	featNetHostTSO6     = 12
+	featNetHostECN      = 13
+	featNetHostUFO      = 14
 	featNetMrgRxbuf     = 15
 	featNetMQ           = 22
 	featRingIndirect    = 28
@@ -71,14 +78,32 @@ const (
 	protoStatus   = 16
 )
 
-// offeredFeatures are the virtio features the port offers: no checksum or
-// segmentation offloads, so frames always arrive complete. IN_ORDER costs
+// offeredFeatures are the virtio features the port offers. The frontend
+// may send partial checksums and TCP super-frames (CSUM, HOST_TSO4/6):
+// the port completes the checksum of a single frame on receive and keeps a
+// super-frame whole (see "Big frames" in docs/architecture.md), so a guest
+// need not segment what the switch hands on to a port that takes it whole.
+// With GUEST_CSUM, GUEST_TSO4/6 and mergeable buffers the port sends TCP
+// super-frames whole too (rxOffload); it never sends a partial checksum
+// on a single frame. IN_ORDER costs
 // nothing here — both directions always use buffers in the order they were
 // made available, a bad chain included — and lets a DPDK frontend take its
 // cheaper in-order paths (it recycles descriptors without reading their
 // ids back from the used ring).
 const offeredFeatures = 1<<featVersion1 | 1<<featNetMrgRxbuf | 1<<featNetMQ |
-	1<<featRingIndirect | 1<<featRingEventIdx | 1<<featProtocolFeature | 1<<featInOrder
+	1<<featRingIndirect | 1<<featRingEventIdx | 1<<featProtocolFeature | 1<<featInOrder |
+	1<<featNetCsum | 1<<featNetHostTSO4 | 1<<featNetHostTSO6 | 1<<featNetHostECN |
+	1<<featNetGuestCsum | 1<<featNetGuestTSO4 | 1<<featNetGuestTSO6 | 1<<featNetGuestECN
+
+// rxOffloadFeatures must all be negotiated for the port to send TCP
+// super-frames whole: without mergeable buffers a 64 KiB frame would need
+// receive chains that large, which guests post only in a mode of their
+// own choosing.
+const rxOffloadFeatures = 1<<featNetGuestCsum | 1<<featNetGuestTSO4 | 1<<featNetGuestTSO6 | 1<<featNetMrgRxbuf
+
+// rxOffload reports whether features let the port send TCP super-frames
+// whole.
+func rxOffload(features uint64) bool { return features&rxOffloadFeatures == rxOffloadFeatures }
 
 // offeredProtocol are the protocol features the port offers.
 const offeredProtocol = 1<<protoMQ | 1<<protoReplyAck | 1<<protoMTU | 1<<protoStatus
@@ -624,6 +649,9 @@ func (d *device) start(i int) error {
 		Mergeable: d.features&(1<<featNetMrgRxbuf) != 0,
 		Indirect:  d.features&(1<<featRingIndirect) != 0,
 		EventIdx:  d.features&(1<<featRingEventIdx) != 0,
+		TxOffload: d.features&(1<<featNetCsum) != 0,
+		RxOffload: rxOffload(d.features),
+		RxECN:     d.features&(1<<featNetGuestECN) != 0,
 		CallFD:    v.call,
 		KickFD:    v.kick,
 	})

@@ -261,5 +261,11 @@ func (s *Segmenter) Next(dst []byte) (n int, ok bool, err error) {
 	return n, true, nil
 }
 
+// L4Offset returns where the L4 header of the frame Reset accepted
+// begins: a driver keeping a super-frame from an untrusted sender whole
+// checks the header's csum_start against it, since segmenting does not
+// use csum_start but a later sender of the whole frame does.
+func (s *Segmenter) L4Offset() int { return s.l4off }
+
 // Done reports whether every segment has been produced.
 func (s *Segmenter) Done() bool { return s.done }

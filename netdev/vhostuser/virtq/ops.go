@@ -18,6 +18,14 @@ type Result struct {
 	// Signal says the frontend asked for an interrupt for this batch; the
 	// caller calls Signal before it leaves the batch.
 	Signal bool
+	// With offloads (Dequeue, Config.TxOffload): GSO super-frames taken
+	// whole into a big buffer, and cut into segments because none was
+	// free; BadOffloads counts frames dropped because their virtio-net
+	// header did not match them (also counted in Errors).
+	RxWhole, RxSegmented, BadOffloads int
+	// TxWhole counts super-frames Enqueue handed the frontend whole
+	// (Config.RxOffload).
+	TxWhole int
 }
 
 // desc reads descriptor i of table t. Every field is read once, so a
@@ -182,9 +190,18 @@ func (q *Queue) gather(s *[batchMax]entry, last, used uint16, n int, want uint16
 // Dequeue takes up to max frames the frontend transmitted, copies each into
 // a buffer from pool and appends it to b. Every consumed chain goes back to
 // the used ring at once; the used idx is published once for the batch.
+//
+// With offloads (Config.TxOffload) a chain whose header is not zero takes
+// takeOffload's path; the segments of a super-frame cut on receive may
+// fill the batch, and the rest come first in the next call.
 func (q *Queue) Dequeue(pool *packet.Pool, b *packet.Batch, max int) (r Result) {
 	if q.broken {
 		return r
+	}
+	if q.segmenting {
+		if q.nextSegments(pool, b, &r, max); q.segmenting {
+			return r
+		}
 	}
 	last := q.lastAvail
 	avail := q.loadAvailIdx() - last
@@ -197,8 +214,8 @@ func (q *Queue) Dequeue(pool *packet.Pool, b *packet.Batch, max int) (r Result) 
 		return r
 	}
 	n := int(avail)
-	if n > max {
-		n = max
+	if n > max-r.Packets {
+		n = max - r.Packets
 	}
 	old := q.usedIdx
 	used := old
@@ -211,6 +228,10 @@ func (q *Queue) Dequeue(pool *packet.Pool, b *packet.Batch, max int) (r Result) 
 		// The fast case: header and frame in one read-only descriptor.
 		q.gather(&s, last, used, k, 0, hdr, MaxSize, false)
 		for i := 0; i < k; i++ {
+			if r.Packets >= max {
+				n = 0 // segments filled the batch
+				break
+			}
 			if pkt == nil {
 				if pkt = pool.Get(); pkt == nil {
 					r.Drops++
@@ -220,6 +241,22 @@ func (q *Queue) Dequeue(pool *packet.Pool, b *packet.Batch, max int) (r Result) 
 			}
 			head := s[i].head
 			dst := pkt.Buffer()
+			if src := s[i].buf; q.txOffload && (src == nil || src[0]|src[1] != 0 || len(src)-hdr > len(dst)) {
+				if q.takeOffload(head, src, pkt, pool, b, &r) {
+					pkt = nil
+				}
+				last++
+				q.putUsed(used, head, 0)
+				used++
+				if q.segmenting {
+					q.nextSegments(pool, b, &r, max)
+				}
+				if q.segmenting || r.Packets >= max {
+					n = 0
+					break
+				}
+				continue
+			}
 			var l int
 			ok := true
 			if src := s[i].buf; src != nil && len(src)-hdr <= len(dst) {
@@ -264,13 +301,14 @@ func (q *Queue) putHeader(dst []byte) {
 }
 
 // put writes the stream "virtio-net header, then frame" from stream
-// offset pos into dst and returns the bytes written. The header is zero
-// (no offloads) except num_buffers, whose location it records.
+// offset pos into dst and returns the bytes written. The header is
+// q.rxHdr (zero but for a super-frame's offload state) and num_buffers,
+// whose location it records.
 func (q *Queue) put(dst []byte, pos int, frame []byte) int {
 	n := 0
 	if pos < q.hdrLen {
 		n = min(q.hdrLen-pos, len(dst))
-		clear(dst[:n])
+		copy(dst[:n], q.rxHdr[pos:])
 		if q.hdrLen == 12 {
 			if pos <= 10 && 10 < pos+n {
 				q.nbLo = &dst[10-pos]
@@ -331,7 +369,9 @@ func (q *Queue) writeChain(head uint32, frame []byte, pos, total int) (int, bool
 
 // Enqueue copies frames into the frontend's receive buffers: each frame
 // gets a zero virtio-net header and, with mergeable buffers, as many avail
-// chains as it needs (num_buffers says how many). The used idx is
+// chains as it needs (num_buffers says how many). A GSO super-frame goes
+// whole, its offload state in the header, if the frontend takes its kind
+// (Config.RxOffload), else as segments (putGSO). The used idx is
 // published once for the batch. Frames that find no room are dropped
 // (counted in Drops) without waiting.
 func (q *Queue) Enqueue(pkts []*packet.Packet) (r Result) {
@@ -366,7 +406,7 @@ func (q *Queue) Enqueue(pkts []*packet.Packet) (r Result) {
 		for i := 0; i < k; i++ {
 			frame := pkts[i].Data()
 			dst := s[i].buf
-			if dst == nil || len(dst)-hdr < len(frame) {
+			if dst == nil || len(dst)-hdr < len(frame) || pkts[i].Offload.GSOType != 0 {
 				break
 			}
 			q.putHeader(dst)
@@ -385,62 +425,19 @@ func (q *Queue) Enqueue(pkts []*packet.Packet) (r Result) {
 	}
 	for i, pkt := range pkts {
 		frame := pkt.Data()
-		total := q.hdrLen + len(frame)
-		startAvail, startUsed := last, used
-		pos, np := 0, 0
-		hadBad, ok, empty := false, true, false
-		q.nbLo, q.nbHi = nil, nil
-		for pos < total {
-			if last == availIdx {
-				ok, empty = false, true
-				break
-			}
-			if np == len(q.pend) {
-				ok = false
-				break
-			}
-			head := q.availEntry(last)
-			last++
-			w, good := q.writeChain(head, frame, pos, total)
-			if !good {
-				// Hand the chain back empty on its own: the frame's
-				// own entries must stay consecutive in the used ring.
-				q.putUsed(used, head, 0)
-				used++
-				r.Errors++
-				hadBad = true
-				continue
-			}
-			q.pend[np] = usedElem{head, uint32(w)}
-			np++
-			pos += w
-			if !q.mergeable && pos < total {
-				ok = false
-				break
-			}
+		var sent, empty bool
+		if pkt.Offload.GSOType != 0 {
+			sent, empty = q.putGSO(pkt, availIdx, &last, &used, &r)
+		} else {
+			sent, empty = q.putFrame(frame, availIdx, &last, &used, &r)
 		}
-		if !ok {
-			if !hadBad {
-				last, used = startAvail, startUsed // untouched by the frontend's view
-			} else {
-				for j := 0; j < np; j++ {
-					q.putUsed(used, q.pend[j].id, 0)
-					used++
-				}
-			}
+		if !sent {
 			r.Drops++
 			if empty {
 				r.Drops += len(pkts) - i - 1
 				break
 			}
 			continue
-		}
-		if q.nbLo != nil && q.nbHi != nil {
-			*q.nbLo, *q.nbHi = byte(np), byte(np>>8)
-		}
-		for j := 0; j < np; j++ {
-			q.putUsed(used, q.pend[j].id, q.pend[j].len)
-			used++
 		}
 		r.Packets++
 		r.Bytes += len(frame)
@@ -454,6 +451,68 @@ func (q *Queue) Enqueue(pkts []*packet.Packet) (r Result) {
 		q.touchAhead(last, min(ahead, batchMax), hdr+len(pkts0))
 	}
 	return r
+}
+
+// putFrame writes frame behind the header q.rxHdr into as many receive
+// chains as it needs (more than one with mergeable buffers; num_buffers
+// says how many), from avail entry *last on, and puts them in the used
+// ring from *used on. It reports whether the frame went out, and empty
+// when the frontend had run out of receive buffers (later frames will not
+// go either). Bad chains are handed back empty and counted in r.Errors.
+func (q *Queue) putFrame(frame []byte, availIdx uint16, last, used *uint16, r *Result) (sent, empty bool) {
+	total := q.hdrLen + len(frame)
+	startAvail, startUsed := *last, *used
+	pos, np := 0, 0
+	hadBad, ok := false, true
+	q.nbLo, q.nbHi = nil, nil
+	for pos < total {
+		if *last == availIdx {
+			ok, empty = false, true
+			break
+		}
+		if np == len(q.pend) {
+			ok = false
+			break
+		}
+		head := q.availEntry(*last)
+		*last++
+		w, good := q.writeChain(head, frame, pos, total)
+		if !good {
+			// Hand the chain back empty on its own: the frame's
+			// own entries must stay consecutive in the used ring.
+			q.putUsed(*used, head, 0)
+			*used++
+			r.Errors++
+			hadBad = true
+			continue
+		}
+		q.pend[np] = usedElem{head, uint32(w)}
+		np++
+		pos += w
+		if !q.mergeable && pos < total {
+			ok = false
+			break
+		}
+	}
+	if !ok {
+		if !hadBad {
+			*last, *used = startAvail, startUsed // untouched by the frontend's view
+		} else {
+			for j := 0; j < np; j++ {
+				q.putUsed(*used, q.pend[j].id, 0)
+				*used++
+			}
+		}
+		return false, empty
+	}
+	if q.nbLo != nil && q.nbHi != nil {
+		*q.nbLo, *q.nbHi = byte(np), byte(np>>8)
+	}
+	for j := 0; j < np; j++ {
+		q.putUsed(*used, q.pend[j].id, q.pend[j].len)
+		*used++
+	}
+	return true, false
 }
 
 // touchAhead prefetches for writing the buffers of the next n receive

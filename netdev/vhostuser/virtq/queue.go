@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
 // Descriptor, ring flags and limits from the virtio specification.
@@ -45,6 +47,14 @@ type Config struct {
 	HdrLen int
 	// Mergeable, Indirect and EventIdx are the negotiated ring features.
 	Mergeable, Indirect, EventIdx bool
+	// TxOffload says the frontend negotiated VIRTIO_NET_F_CSUM (and
+	// possibly HOST_TSO4/6): the headers of its transmit chains may ask
+	// for a checksum or carry a GSO super-frame (see Dequeue).
+	TxOffload bool
+	// RxOffload says the frontend negotiated GUEST_CSUM, GUEST_TSO4 and
+	// GUEST_TSO6 (and RxECN GUEST_ECN): TCP super-frames go to it whole
+	// (see Enqueue).
+	RxOffload, RxECN bool
 	// CallFD is the eventfd that interrupts the frontend, or -1.
 	CallFD int
 	// KickFD is the eventfd the frontend kicks, or -1. It must be
@@ -86,6 +96,20 @@ type Queue struct {
 	eventIdx  bool
 	notifyOn  bool // kicks enabled (see SetKickNotify)
 	broken    bool // the avail idx ran more than Size ahead
+	txOffload bool
+	rxOffload bool
+	rxECN     bool
+	rxHdr     [12]byte // the header put writes: zero, or a super-frame's
+
+	// A super-frame the frontend cannot take whole, cut on its way out.
+	rxSeg     vnethdr.Segmenter
+	rxScratch []byte // scratchSize bytes, allocated on first use
+
+	// A guest super-frame being cut into segments on receive (no big
+	// buffer was free): its bytes, copied out of guest memory.
+	seg        vnethdr.Segmenter
+	segmenting bool
+	scratch    []byte // scratchSize bytes, allocated on first use
 
 	callFD  int
 	kickFD  int
@@ -152,6 +176,9 @@ func New(c Config) (*Queue, error) {
 		mergeable: c.Mergeable,
 		indirect:  c.Indirect,
 		eventIdx:  c.EventIdx,
+		txOffload: c.TxOffload,
+		rxOffload: c.RxOffload,
+		rxECN:     c.RxECN,
 		callFD:    c.CallFD,
 		kickFD:    c.KickFD,
 	}

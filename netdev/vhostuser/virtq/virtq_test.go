@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
 const (
@@ -384,8 +385,39 @@ func FuzzVirtqDequeue(f *testing.F) {
 	f.Add(seed, uint8(3), uint8(7), uint64(testGPA))
 	f.Add(seed, uint8(0), uint8(0), uint64(0))
 	f.Add(seed, uint8(3), uint8(7|16|32), uint64(testGPA))
+	// Offloads (flags bit 6): one-descriptor chains whose headers ask for
+	// a checksum or GSO of a TCP frame (kept whole with bit 7, which
+	// attaches big buffers; else cut), an indirect chain, and hostile
+	// header values.
+	for i, h := range []vnethdr.Header{
+		{Flags: vnethdr.FlagNeedsCsum, CsumStart: 34, CsumOffset: 16},
+		{Flags: vnethdr.FlagNeedsCsum, GSOType: vnethdr.GSOTCPv4, GSOSize: 100, CsumStart: 34, CsumOffset: 16, HdrLen: 54},
+		{Flags: vnethdr.FlagNeedsCsum, GSOType: vnethdr.GSOTCPv4, GSOSize: 0, CsumStart: 34, CsumOffset: 16},
+		{Flags: vnethdr.FlagNeedsCsum, GSOType: vnethdr.GSOUDP, GSOSize: 8, CsumStart: 0xffff, CsumOffset: 0xffff},
+	} {
+		s := make([]byte, 4096+12+54+400)
+		le.PutUint64(s[0:], testGPA+4096)
+		le.PutUint32(s[8:], 12+54+400)
+		if i == 3 {
+			le.PutUint16(s[12:], DescFIndirect) // an indirect table at 4096
+			le.PutUint32(s[8:], 16)
+			le.PutUint64(s[4096:], testGPA+4096+16)
+			le.PutUint32(s[4096+8:], 12+54+384)
+		}
+		le.PutUint16(s[2048+2:], 1)
+		b := s[4096+16*(i/3):]
+		h.Encode(b)
+		fr := b[12:]
+		fr[12], fr[13], fr[14] = 0x08, 0x00, 0x45
+		fr[16], fr[17] = 0x01, 0xb8 // IP total length 440
+		fr[22], fr[23] = 64, 6
+		fr[34+12] = 5 << 4
+		f.Add(s, uint8(3), uint8(64|128*uint8(i&1)|4), uint64(testGPA))
+	}
 	mem := guarded(f, 4) // shared by the runs of this process, cleared each time
-	pool := packet.NewPool(40, packet.DefaultBufSize)
+	withBig := packet.NewPool(40, packet.DefaultBufSize)
+	withBig.AttachBig(packet.NewPool(2, packet.BigBufSize))
+	plain := packet.NewPool(40, packet.DefaultBufSize)
 	f.Fuzz(func(t *testing.T, data []byte, sizeLog, flags uint8, gpa uint64) {
 		clear(mem)
 		size := 1 << (sizeLog % 8)
@@ -411,10 +443,14 @@ func FuzzVirtqDequeue(f *testing.F) {
 			Mem: m, Size: size, HdrLen: 10 + 2*int(flags&1),
 			DescAddr: testUVA + uint64(descOff), AvailAddr: testUVA + uint64(availOff), UsedAddr: testUVA + uint64(usedOff),
 			LastAvail: uint16(len(data)), Mergeable: flags&2 != 0, Indirect: flags&4 != 0, EventIdx: flags&8 != 0,
-			CallFD: -1, KickFD: -1,
+			TxOffload: flags&64 != 0, RxOffload: flags&64 != 0, RxECN: flags&32 != 0, CallFD: -1, KickFD: -1,
 		})
 		if err != nil {
 			return
+		}
+		pool := withBig
+		if flags&128 == 0 {
+			pool = plain
 		}
 		for round := 0; round < 3; round++ {
 			var b packet.Batch
@@ -422,11 +458,31 @@ func FuzzVirtqDequeue(f *testing.F) {
 			if r.Packets != b.N || r.Packets > packet.BatchSize {
 				t.Fatalf("dequeue result %+v with %d packets", r, b.N)
 			}
+			for _, p := range b.Packets() {
+				if p.GSO() {
+					// What the datapath does with a frame kept whole
+					// (cut it for a port that cannot take it) works.
+					var s vnethdr.Segmenter
+					h := vnethdr.Header(p.Offload)
+					if err := s.Reset(&h, p.Data()); err != nil || int(h.CsumStart)+int(h.CsumOffset)+2 > p.Len() {
+						t.Fatalf("kept whole a frame its header does not fit: %+v (%v)", h, err)
+					}
+				}
+			}
 			b.FreeAll()
 			for i := 0; i < 4; i++ {
 				p := pool.Get()
 				p.SetData(data[:min(len(data), 1500-i*300)])
 				b.Add(p)
+			}
+			if h, err := vnethdr.Decode(data); err == nil && h.GSOType != 0 && flags&64 != 0 {
+				// A super-frame with whatever state the data says, its
+				// frame the data behind the header.
+				if p := withBig.GetBig(); p != nil {
+					p.SetData(data[vnethdr.Len:])
+					p.Offload = packet.Offload(h)
+					b.Add(p)
+				}
 			}
 			e := q.Enqueue(b.Packets())
 			if e.Packets+e.Drops != b.N {
@@ -435,7 +491,7 @@ func FuzzVirtqDequeue(f *testing.F) {
 			b.FreeAll()
 			q.SetKickNotify(round%2 == 0)
 		}
-		if pool.Available() != pool.Size() {
+		if withBig.Available() != withBig.Size() || plain.Available() != plain.Size() || withBig.Big().Available() != withBig.Big().Size() {
 			t.Fatal("pool leak")
 		}
 	})
