@@ -100,16 +100,25 @@ func writeJSON(w io.Writer, v any) error {
 
 func seconds(sec, nsec uint32) float64 { return float64(sec) + float64(nsec)/1e9 }
 
-func dumpFlows(ctx context.Context, s *session, args []string) error {
+// flowFilter parses the optional flow argument of dump-flows and
+// dump-aggregate (match, table, cookie and out_port/out_group, as a
+// delete's selection reads them).
+func (s *session) flowFilter(ctx context.Context, args []string) (*ofpwire.FlowMod, error) {
 	text := ""
 	if len(args) > 0 {
 		text = args[0]
 	}
 	var fm *ofpwire.FlowMod
-	if err := s.parse(ctx, func(o ofptext.ParseFlowOptions) (err error) {
+	err := s.parse(ctx, func(o ofptext.ParseFlowOptions) (err error) {
 		fm, err = ofptext.ParseFlowWith(text, ofptext.Delete, o)
 		return err
-	}); err != nil {
+	})
+	return fm, err
+}
+
+func dumpFlows(ctx context.Context, s *session, args []string) error {
+	fm, err := s.flowFilter(ctx, args)
+	if err != nil {
 		return err
 	}
 	less, err := flowOrder(s.opts)

@@ -68,15 +68,8 @@ type AggregateJSON struct {
 }
 
 func dumpAggregate(ctx context.Context, s *session, args []string) error {
-	text := ""
-	if len(args) > 0 {
-		text = args[0]
-	}
-	var fm *ofpwire.FlowMod
-	if err := s.parse(ctx, func(o ofptext.ParseFlowOptions) (err error) {
-		fm, err = ofptext.ParseFlowWith(text, ofptext.Delete, o)
-		return err
-	}); err != nil {
+	fm, err := s.flowFilter(ctx, args)
+	if err != nil {
 		return err
 	}
 	xid, body, err := s.multipart(ctx, &ofpwire.AggregateStatsRequest{
