@@ -46,16 +46,27 @@ func vlanTags(t *testing.T, from, to *nstest.Host) {
 			SrcPort: sport, DstPort: 9,
 			Tags: c.tags, Payload: payload, PartialChecksum: c.partial,
 		}
-		if err := tx.SendVnet(u.VnetHeader(), u.Frame()); err != nil {
-			t.Fatalf("%s: send: %v", c.name, err)
+		// Sent up to three times: right after the TCP run the ingress
+		// ring may still be full, and a frame the kernel drops there
+		// (counted in RxDrops) is not what this checks.
+		var got []byte
+		ok := false
+		try := 0
+		for ; try < 3 && !ok; try++ {
+			if err := tx.SendVnet(u.VnetHeader(), u.Frame()); err != nil {
+				t.Fatalf("%s: send: %v", c.name, err)
+			}
+			got, ok = rx.Await(2*time.Second, func(f []byte) bool {
+				sp, _, ok := nstest.UDPPorts(f)
+				return ok && sp == sport
+			})
 		}
-		got, ok := rx.Await(3*time.Second, func(f []byte) bool {
-			sp, _, ok := nstest.UDPPorts(f)
-			return ok && sp == sport
-		})
 		if !ok {
-			t.Errorf("%s %s → %s: frame not received", c.name, from.IP, to.IP)
+			t.Errorf("%s %s → %s: frame not received (sent three times)", c.name, from.IP, to.IP)
 			continue
+		}
+		if try > 1 {
+			t.Logf("%s %s → %s: received on send %d", c.name, from.IP, to.IP, try)
 		}
 		if gt := nstest.FrameTags(got); !nstest.EqualTags(gt, c.tags) {
 			t.Errorf("%s %s → %s: arrived with tags %04x, sent %04x", c.name, from.IP, to.IP, gt, c.tags)
