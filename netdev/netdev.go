@@ -66,6 +66,30 @@ type Counters struct {
 	_                                     [64]byte
 }
 
+// CountRx adds one receive batch: packets and bytes delivered, frames
+// dropped. Zero counts store nothing, so a batch that changed nothing
+// writes no shared cache line.
+func (c *Counters) CountRx(packets int, bytes, drops uint64) {
+	if packets > 0 {
+		c.RxPackets.Add(uint64(packets))
+		c.RxBytes.Add(bytes)
+	}
+	if drops > 0 {
+		c.RxDrops.Add(drops)
+	}
+}
+
+// CountTx is CountRx for one send batch.
+func (c *Counters) CountTx(packets int, bytes, drops uint64) {
+	if packets > 0 {
+		c.TxPackets.Add(uint64(packets))
+		c.TxBytes.Add(bytes)
+	}
+	if drops > 0 {
+		c.TxDrops.Add(drops)
+	}
+}
+
 // AddTo adds the counters to s.
 func (c *Counters) AddTo(s *Stats) {
 	s.RxPackets += c.RxPackets.Load()

@@ -2,7 +2,6 @@ package afpacket
 
 import (
 	"encoding/binary"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -30,9 +29,7 @@ type txQueue struct {
 	// with a tx ring only kicks the ring. It has PACKET_VNET_HDR, so each
 	// send carries the frame's offload state for the kernel to act on.
 	bigFD     int
-	bigHdr    [vnethdr.Len]byte
-	bigIov    [2]unix.Iovec
-	bigMsg    unix.Msghdr
+	big       vnethdr.FrameSender
 	gso       *netdev.GSOCounters
 	ring      []byte
 	frameSize int
@@ -141,20 +138,8 @@ func (q *txQueue) send(b *packet.Batch) int {
 // kernel copies the frame into its own skb, so the packet is free to go
 // back to its pool at once.
 func (q *txQueue) sendBig(pkt *packet.Packet) unix.Errno {
-	data := pkt.Data()
-	h := vnethdr.Header(pkt.Offload)
-	if !h.SetTxHdrLen(data) {
-		return unix.EINVAL
-	}
-	h.Encode(q.bigHdr[:])
-	q.bigIov[0].Base = &q.bigHdr[0]
-	q.bigIov[0].SetLen(vnethdr.Len)
-	q.bigIov[1].Base = &data[0]
-	q.bigIov[1].SetLen(len(data))
-	q.bigMsg.Iov = &q.bigIov[0]
-	q.bigMsg.SetIovlen(2)
 	q.c.TxKicks.Add(1)
-	_, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(q.bigFD), uintptr(unsafe.Pointer(&q.bigMsg)), unix.MSG_DONTWAIT)
+	e := q.big.Send(q.bigFD, vnethdr.Header(pkt.Offload), pkt.Data())
 	if e == 0 {
 		q.gso.TxWhole.Add(1)
 	}

@@ -1,8 +1,6 @@
 package afxdp
 
 import (
-	"unsafe"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/vswitch-go/vswitch/datapath/packet"
@@ -30,10 +28,8 @@ import (
 
 // gsoTx is one tx queue's socket for GSO frames.
 type gsoTx struct {
-	fd  int
-	hdr [vnethdr.Len]byte
-	iov [2]unix.Iovec
-	msg unix.Msghdr
+	fd     int
+	sender vnethdr.FrameSender
 }
 
 // openGSOTx opens the GSO socket for one tx queue of interface ifindex.
@@ -63,20 +59,7 @@ func openGSOTx(ifindex int) (*gsoTx, error) {
 // send sends pkt, a GSO frame, whole and returns the errno (0 when the
 // kernel took it; it copies the frame, so pkt may be freed at once).
 func (g *gsoTx) send(pkt *packet.Packet) unix.Errno {
-	data := pkt.Data()
-	h := vnethdr.Header(pkt.Offload)
-	if len(data) == 0 || !h.SetTxHdrLen(data) {
-		return unix.EINVAL
-	}
-	h.Encode(g.hdr[:])
-	g.iov[0].Base = &g.hdr[0]
-	g.iov[0].SetLen(vnethdr.Len)
-	g.iov[1].Base = &data[0]
-	g.iov[1].SetLen(len(data))
-	g.msg.Iov = &g.iov[0]
-	g.msg.SetIovlen(2)
-	_, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(g.fd), uintptr(unsafe.Pointer(&g.msg)), unix.MSG_DONTWAIT)
-	return e
+	return g.sender.Send(g.fd, vnethdr.Header(pkt.Offload), pkt.Data())
 }
 
 // SendsGSO implements netdev.GSOSender: a port in copy mode sends GSO

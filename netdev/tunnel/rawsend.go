@@ -283,13 +283,7 @@ func (p *Port) sendRaw(q int, b *packet.Batch) int {
 	}
 	s, dr, by := p.flushRaw(q, n, &lens)
 	sent, drops, bytes = sent+s, drops+dr, bytes+by
-	if sent > 0 {
-		ctr.TxPackets.Add(uint64(sent))
-		ctr.TxBytes.Add(bytes)
-	}
-	if drops > 0 {
-		ctr.TxDrops.Add(drops)
-	}
+	ctr.CountTx(sent, bytes, drops)
 	return sent
 }
 

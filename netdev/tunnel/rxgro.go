@@ -127,13 +127,7 @@ func (p *Port) recvGRO(q int, pool *packet.Pool, b *packet.Batch) int {
 			drops += g.start(causes, &p.local)
 		}
 	}
-	if added > 0 {
-		ctr.RxPackets.Add(uint64(added))
-		ctr.RxBytes.Add(bytes)
-	}
-	if drops > 0 {
-		ctr.RxDrops.Add(drops)
-	}
+	ctr.CountRx(added, bytes, drops)
 	return added
 }
 

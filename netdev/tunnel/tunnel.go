@@ -452,13 +452,7 @@ func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 		added++
 	}
 	runtime.KeepAlive(rq)
-	if added > 0 {
-		ctr.RxPackets.Add(uint64(added))
-		ctr.RxBytes.Add(bytes)
-	}
-	if drops > 0 {
-		ctr.RxDrops.Add(drops)
-	}
+	ctr.CountRx(added, bytes, drops)
 	return added
 }
 
@@ -611,13 +605,7 @@ func (p *Port) Send(q int, b *packet.Batch) int {
 		off += int(r)
 	}
 	runtime.KeepAlive(b)
-	if sent > 0 {
-		ctr.TxPackets.Add(uint64(sent))
-		ctr.TxBytes.Add(bytes)
-	}
-	if drops > 0 {
-		ctr.TxDrops.Add(drops)
-	}
+	ctr.CountTx(sent, bytes, drops)
 	return sent
 }
 
