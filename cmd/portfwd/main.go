@@ -29,6 +29,7 @@ func main() {
 	sleepMax := flag.Int("pmd-sleep-max", datapath.DefaultPMDSleepMax, "longest idle sleep of a PMD in microseconds (0 = busy polling)")
 	busyPoll := flag.Int("afxdp-busy-poll", 0, "AF_XDP SO_BUSY_POLL in microseconds: Recv runs the device's NAPI itself (for -pmd-sleep-max 0; 0 = off)")
 	rxFrames := flag.Int("afpacket-rx-frames", 0, "AF_PACKET receive ring slots per queue (0 = the driver's default)")
+	xdpRx := flag.Int("afxdp-rx-ring", 0, "AF_XDP fill and rx ring entries per queue, and as many receive UMEM frames, a power of two (0 = the driver's default)")
 	probe := flag.Int("latency-probe", 0, "time 1 in N batches and every marked probe packet's batch per stage, printed on exit (0 = off)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: portfwd [flags] IFACE1 IFACE2\n")
@@ -41,7 +42,8 @@ func main() {
 	}
 	cfg := datapath.Config{NumPMDs: *nPMD, TxFlushInterval: *flush, PMDSleepMax: *sleepMax}
 	po := portOpts{driver: *driver,
-		xdp: afxdp.Options{Queues: *queues, BusyPoll: time.Duration(*busyPoll) * time.Microsecond},
+		xdp: afxdp.Options{Queues: *queues, BusyPoll: time.Duration(*busyPoll) * time.Microsecond,
+			FillSize: *xdpRx, RxSize: *xdpRx, Frames: 2 * *xdpRx},
 		pkt: afpacket.Options{Queues: *queues, RxFrames: *rxFrames}}
 	if err := run(cfg, po, *probe, flag.Arg(0), flag.Arg(1), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "portfwd:", err)
@@ -139,6 +141,13 @@ func report(out io.Writer, dp *datapath.Datapath) {
 		st := p.Dev.Stats()
 		fmt.Fprintf(out, "port %d %s: rx %d drops %d errors %d, tx %d drops %d errors %d\n",
 			p.No, p.Dev.Name(), st.RxPackets, st.RxDrops, st.RxErrors, st.TxPackets, st.TxDrops, st.TxErrors)
+		if x, ok := p.Dev.(*afxdp.Port); ok {
+			// Where receive drops happen: an empty fill ring (the PMD gave
+			// frames back too slowly, or too few circulate) or a full rx ring.
+			k := x.KernelStats()
+			fmt.Fprintf(out, "xsk %s: rx_dropped %d rx_ring_full %d rx_fill_ring_empty_descs %d tx_ring_empty_descs %d\n",
+				p.Dev.Name(), k.Rx_dropped, k.Rx_ring_full, k.Rx_fill_ring_empty_descs, k.Tx_ring_empty_descs)
+		}
 		for _, t := range p.TxStats() {
 			fmt.Fprintf(out, "port %d pmd %d: batches %d avg_batch %.1f\n", p.No, t.PMD, t.Batches, t.AvgBatch())
 		}
@@ -146,8 +155,7 @@ func report(out io.Writer, dp *datapath.Datapath) {
 }
 
 // reportLatency prints the probe's percentiles per stage, the PMD threads'
-// scheduler counters and the AF_XDP sockets' kernel counters, one
-// "key value" line each, for bench/latency/breakdown.sh.
+// scheduler counters, one "key value" line each, for bench/latency/breakdown.sh.
 func reportLatency(out io.Writer, dp *datapath.Datapath) {
 	for _, l := range dp.Latency() {
 		fmt.Fprintf(out, "latency pmd %d: sampled_batches %d marked_packets %d\n", l.PMD, l.Batches, l.MarkedPackets)
@@ -160,13 +168,6 @@ func reportLatency(out io.Writer, dp *datapath.Datapath) {
 			if b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/schedstat", l.TID)); err == nil {
 				fmt.Fprintf(out, "schedstat pmd %d: %s", l.PMD, b) // run_ns wait_ns timeslices
 			}
-		}
-	}
-	for _, p := range dp.Ports() {
-		if x, ok := p.Dev.(*afxdp.Port); ok {
-			k := x.KernelStats()
-			fmt.Fprintf(out, "xsk %s: rx_dropped %d rx_ring_full %d rx_fill_ring_empty_descs %d tx_ring_empty_descs %d\n",
-				p.Dev.Name(), k.Rx_dropped, k.Rx_ring_full, k.Rx_fill_ring_empty_descs, k.Tx_ring_empty_descs)
 		}
 	}
 }

@@ -13,8 +13,9 @@
 //     CHECKSUM_PARTIAL frames arrive with a virtio_net_hdr; a super-frame
 //     is handed to the switch whole in a big buffer when the PMD has one
 //     free, else vnethdr segments it, and partial checksums are
-//     completed. Slots are sized for MTU frames (2,048 bytes, 4,096 of
-//     them: 8 MiB per queue), and a frame that does not fit its slot (a
+//     completed. Slots are sized for MTU frames (2,048 bytes, 8,192 of
+//     them: 16 MiB per queue, 8 ms of backlog at 1 Mpps for a PMD held
+//     off its CPU), and a frame that does not fit its slot (a
 //     super-frame) is queued whole on the socket (PACKET_COPY_THRESH)
 //     and read with one recvfrom: slots big enough for super-frames
 //     (66,048 bytes) made 16 MiB hold only 252 frames, and a TCP sender
@@ -113,8 +114,8 @@ type Options struct {
 	// V2 only.
 	RxFrameSize int
 	// RxFrames is the number of V2 receive slots, rounded up to whole
-	// ring blocks (default 4,096: 8 MiB of ring per queue with the
-	// default slots, a backlog of 4,096 frames; what overflows it is
+	// ring blocks (default 8,192: 16 MiB of ring per queue with the
+	// default slots, a backlog of 8,192 frames; what overflows it is
 	// dropped by the kernel and shows in RxDrops). V2 only.
 	RxFrames int
 
@@ -143,8 +144,11 @@ type Options struct {
 
 // Defaults.
 const (
-	DefaultRxFrameSize   = 2048
-	DefaultRxFrames      = 4096
+	DefaultRxFrameSize = 2048
+	// DefaultRxFrames: at 1 Mpps 4,096 slots lasted 4 ms, and a PMD that
+	// lost a time slice or two to another task on its CPU came back to a
+	// full ring (tp_drops); 8,192 last 8 ms.
+	DefaultRxFrames      = 8192
 	DefaultRxBlockSize   = 256 << 10
 	DefaultRxBlocks      = 32
 	DefaultRetireTimeout = 1

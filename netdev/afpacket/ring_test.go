@@ -743,10 +743,10 @@ func TestNewRejectsBadOptionsAndInterfaces(t *testing.T) {
 	if err != nil || o.TxFrames != 112 || o.Queues != 1 || o.RxBlockSize != DefaultRxBlockSize || o.RxBlocks != DefaultRxBlocks {
 		t.Errorf("V3 defaults: %+v %v (tx frames must round up to whole 64 KiB blocks)", o, err)
 	}
-	// V2 by default: 4,096 slots of 2,048 bytes, 8 MiB per queue; a V3
+	// V2 by default: 8,192 slots of 2,048 bytes, 16 MiB per queue; a V3
 	// block size set by hand is ignored.
 	o, err = Options{RxBlockSize: 5000}.withDefaults()
-	if err != nil || o.RxRing != RingV2 || o.RxFrameSize != 2048 || o.RxFrames != 4096 || o.RxBlockSize*o.RxBlocks != 8<<20 {
+	if err != nil || o.RxRing != RingV2 || o.RxFrameSize != 2048 || o.RxFrames != 8192 || o.RxBlockSize*o.RxBlocks != 16<<20 {
 		t.Errorf("V2 defaults: %+v %v", o, err)
 	}
 	if o, err := (Options{RxFrames: 256}).withDefaults(); err != nil || o.RxFrames < 256 || o.RxFrames%(o.RxBlockSize/o.RxFrameSize) != 0 {

@@ -96,8 +96,18 @@ const (
 
 // Defaults.
 const (
-	DefaultRingSize  = 2048
-	DefaultFrames    = 4096
+	DefaultRingSize = 2048
+	// DefaultRxRingSize is the default fill and rx ring size, and with
+	// DefaultFrames the number of receive frames: how many frames the
+	// kernel can queue while the PMD is off its CPU or busy in a send.
+	// At 1 Mpps 8,192 frames are 8 ms; with 2,048 a PMD held up for 2 ms
+	// (a time slice lost to another task on its CPU) already found the
+	// fill ring empty and the kernel dropped (rx_fill_ring_empty_descs).
+	DefaultRxRingSize = 8192
+	// DefaultFrames is twice DefaultRxRingSize: half the UMEM for
+	// receive, the other half capped by the completion ring (2,048
+	// transmit frames), 20 MiB per queue with 2 KiB frames.
+	DefaultFrames    = 2 * DefaultRxRingSize
 	DefaultFrameSize = 2048
 	// DefaultBusyWait bounds the wait for a queue that a closed socket
 	// still holds (see xsk.bind): the kernel usually takes tens of
@@ -118,7 +128,8 @@ type Options struct {
 	// ZeroCopy asks for zero-copy sockets, falling back to copy mode where
 	// the driver cannot (veth never can).
 	ZeroCopy bool
-	// Ring sizes in entries, powers of two (default DefaultRingSize).
+	// Ring sizes in entries, powers of two (default DefaultRxRingSize
+	// for fill and rx, DefaultRingSize for completion and tx).
 	FillSize, CompSize, RxSize, TxSize int
 	// Frames is the number of UMEM frames per queue (default
 	// DefaultFrames): half for receive, half for transmit, the receive
@@ -182,6 +193,12 @@ func pow2(n int) bool { return n > 0 && n&(n-1) == 0 }
 func New(ifname string, opts Options) (*Port, error) {
 	if opts.Queues <= 0 {
 		opts.Queues = rxQueueCount(ifname)
+	}
+	if opts.FillSize == 0 {
+		opts.FillSize = DefaultRxRingSize
+	}
+	if opts.RxSize == 0 {
+		opts.RxSize = DefaultRxRingSize
 	}
 	for _, s := range []*int{&opts.FillSize, &opts.CompSize, &opts.RxSize, &opts.TxSize} {
 		if *s == 0 {
