@@ -106,6 +106,8 @@ func TestCheckPortOptions(t *testing.T) {
 		{Name: "a", Type: "afxdp", Options: map[string]string{"n_rxq": "2", "xdp-mode": "generic"}},
 		{Name: "b", Type: "vhostuserclient", Options: map[string]string{"vhost-server-path": "/x"}},
 		{Name: "c"},
+		{Name: "d", Type: "afpacket", Options: map[string]string{"n_rxq_desc": "16384"}},
+		{Name: "e", Options: map[string]string{"n_rxq_desc": "65536"}},
 	}
 	for _, p := range ok {
 		if err := checkPortOptions(p); err != nil {
@@ -116,6 +118,9 @@ func TestCheckPortOptions(t *testing.T) {
 		{Name: "a", Type: "afpacket", Options: map[string]string{"xdp-mode": "generic"}},
 		{Name: "b", Type: "tap", Options: map[string]string{"n_rxq": "0"}},
 		{Name: "c", Type: "frob"},
+		{Name: "d", Type: "afxdp", Options: map[string]string{"n_rxq_desc": "0"}},
+		{Name: "e", Type: "afpacket", Options: map[string]string{"n_rxq_desc": "65537"}},
+		{Name: "f", Type: "tap", Options: map[string]string{"n_rxq_desc": "512"}},
 	}
 	for _, p := range bad {
 		if err := checkPortOptions(p); err == nil {

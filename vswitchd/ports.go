@@ -21,9 +21,9 @@ import (
 // portOptions are the options keys each port type accepts; anything else
 // is refused when set, so a typo does not pass silently.
 var portOptions = map[string][]string{
-	config.PortTypeAuto:            {"n_rxq"},
-	config.PortTypeAFXDP:           {"n_rxq", "xdp-mode"},
-	config.PortTypeAFPacket:        {"n_rxq"},
+	config.PortTypeAuto:            {"n_rxq", "n_rxq_desc"},
+	config.PortTypeAFXDP:           {"n_rxq", "xdp-mode", "n_rxq_desc"},
+	config.PortTypeAFPacket:        {"n_rxq", "n_rxq_desc"},
 	config.PortTypeTap:             {"n_rxq"},
 	config.PortTypeInternal:        {"n_rxq"},
 	config.PortTypeVhostUser:       {"n_rxq", "vhost-server-path"},
@@ -43,19 +43,20 @@ var portOptions = map[string][]string{
 // not change driver behind the user's back.
 func openNetdev(stateDir string, log *slog.Logger, p *config.Port) (netdev.Netdev, string, error) {
 	queues := intOption(p.Options, "n_rxq", 0)
+	depth := intOption(p.Options, "n_rxq_desc", 0)
 	switch p.Type {
 	case config.PortTypeAuto:
 		if err := interfaceExists(p.Name); err != nil {
 			return nil, "", err
 		}
-		dev, xerr := afxdp.New(p.Name, afxdp.Options{Queues: queues, Log: log})
+		dev, xerr := afxdp.New(p.Name, xdpRxDepth(afxdp.Options{Queues: queues, Log: log}, depth))
 		if xerr == nil {
 			return dev, config.PortTypeAFXDP, nil
 		}
 		if errors.Is(xerr, afxdp.ErrQueueBusy) {
 			return nil, "", xerr
 		}
-		pdev, perr := afpacket.New(p.Name, afpacket.Options{Queues: max(queues, 1)})
+		pdev, perr := afpacket.New(p.Name, afpacket.Options{Queues: max(queues, 1), RxFrames: depth})
 		if perr != nil {
 			return nil, "", fmt.Errorf("neither afxdp (%v) nor afpacket (%v) works", xerr, perr)
 		}
@@ -74,13 +75,13 @@ func openNetdev(stateDir string, log *slog.Logger, p *config.Port) (netdev.Netde
 		default:
 			return nil, "", fmt.Errorf("options:xdp-mode=%q is not best-effort, native or generic", p.Options["xdp-mode"])
 		}
-		dev, err := afxdp.New(p.Name, afxdp.Options{Queues: queues, Mode: mode, Log: log})
+		dev, err := afxdp.New(p.Name, xdpRxDepth(afxdp.Options{Queues: queues, Mode: mode, Log: log}, depth))
 		return dev, p.Type, err
 	case config.PortTypeAFPacket:
 		if err := interfaceExists(p.Name); err != nil {
 			return nil, "", err
 		}
-		dev, err := afpacket.New(p.Name, afpacket.Options{Queues: max(queues, 1)})
+		dev, err := afpacket.New(p.Name, afpacket.Options{Queues: max(queues, 1), RxFrames: depth})
 		return dev, p.Type, err
 	case config.PortTypeTap, config.PortTypeInternal:
 		dev, err := tap.New(p.Name, tap.Options{Queues: queues})
@@ -127,9 +128,16 @@ func checkPortOptions(p *config.Port) error {
 			return fmt.Errorf("port %q: type %s has no option %q (known: %v)", p.Name, typeName(p.Type), k, known)
 		}
 	}
-	if v, ok := p.Options["n_rxq"]; ok {
-		if n, err := strconv.Atoi(v); err != nil || n < 1 {
-			return fmt.Errorf("port %q: options:n_rxq=%q is not a positive number", p.Name, v)
+	for _, k := range []string{"n_rxq", "n_rxq_desc"} {
+		if v, ok := p.Options[k]; ok {
+			if n, err := strconv.Atoi(v); err != nil || n < 1 {
+				return fmt.Errorf("port %q: options:%s=%q is not a positive number", p.Name, k, v)
+			}
+		}
+	}
+	if v, ok := p.Options["n_rxq_desc"]; ok {
+		if n, _ := strconv.Atoi(v); n > maxRxDepth {
+			return fmt.Errorf("port %q: options:n_rxq_desc=%s is more than %d", p.Name, v, maxRxDepth)
 		}
 	}
 	if p.Type == config.PortTypeVXLAN || p.Type == config.PortTypeGeneve {
@@ -138,6 +146,28 @@ func checkPortOptions(p *config.Port) error {
 		}
 	}
 	return nil
+}
+
+// maxRxDepth bounds options:n_rxq_desc: 65,536 frames of 2 KiB are
+// 128 MiB of ring or UMEM per queue, already far more than any stall
+// worth riding out.
+const maxRxDepth = 65536
+
+// xdpRxDepth applies options:n_rxq_desc (depth frames per receive queue,
+// 0 for the driver's default) to an AF_XDP port: fill and rx rings of
+// the next power of two, and as many receive UMEM frames. The depth is
+// how long a queue rides out a PMD kept off its CPU (depth ÷ packet
+// rate) before the kernel drops.
+func xdpRxDepth(o afxdp.Options, depth int) afxdp.Options {
+	if depth <= 0 {
+		return o
+	}
+	n := 64
+	for n < depth {
+		n *= 2
+	}
+	o.FillSize, o.RxSize, o.Frames = n, n, 2*n
+	return o
 }
 
 func typeName(t string) string {
