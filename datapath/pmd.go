@@ -141,7 +141,6 @@ type PMD struct {
 	lastRx      int64 // clock of the last iteration that received packets
 	sleepNs     int64 // next sleep length
 	spinNs      int64 // how long to poll after the last packet (adaptSpin)
-	expectNs    int64 // the gap after the last packet it expects (expectGap); 0: none
 	// lastRxq is the last queue of the previous iteration that received
 	// packets, and rxqMark the clock reading its busy time runs from; the
 	// next iteration's clock read closes that span.
@@ -185,6 +184,10 @@ type PMD struct {
 	// tid is the PMD's thread id once it runs.
 	probe atomic.Pointer[latencyProbe]
 	tid   atomic.Int32
+
+	// expectNs is the gap after the last packet the PMD expects
+	// (expectGap); 0: none. Last, so that it moves no other field.
+	expectNs int64
 }
 
 func newPMD(dp *Datapath, id int) *PMD {
