@@ -258,3 +258,70 @@ func TestAdaptSpin(t *testing.T) {
 		t.Fatalf("gap of pmd-sleep-max: %d", s)
 	}
 }
+
+// TestExpectGap: a ping-pong whose think time outlasts the spin window
+// (reply 30 µs after the request, the next request 350 µs after the
+// reply) teaches the PMD to expect the long gap, the window around it
+// opens early and closes late, and sparse traffic forgets it.
+func TestExpectGap(t *testing.T) {
+	spin, expect := int64(idleSpinNs), int64(0)
+	for i := range 40 {
+		gap := int64(30_000)
+		if i%2 == 1 {
+			gap = 350_000
+		}
+		expect = expectGap(expect, gap, spin)
+		spin = adaptSpin(spin, gap, spinMaxNs)
+	}
+	if expect != 350_000 {
+		t.Fatalf("expected gap %d, want 350000", expect)
+	}
+	from, to := expectWindow(expect)
+	if from >= 350_000-20_000 || from < 350_000-100_000 || to <= 350_000+10_000 || to > 350_000+50_000 {
+		t.Fatalf("window [%d, %d) around 350000", from, to)
+	}
+	if f, e := expectWindow(0); f != 0 || e != 0 {
+		t.Fatalf("no expectation, window [%d, %d)", f, e)
+	}
+	if expect = expectGap(expect, 5*expectMaxNs, spin); expect != 0 {
+		t.Fatalf("sparse traffic left an expected gap %d", expect)
+	}
+	// A packet caught while polling keeps what was expected.
+	if e := expectGap(350_000, 1000, spin); e != 350_000 {
+		t.Fatalf("a caught packet changed the expectation to %d", e)
+	}
+}
+
+// TestSleepTimeoutExpected: a PMD expecting a packet sleeps no later than
+// the start of its window, polls inside it, and sleeps as before after it.
+func TestSleepTimeoutExpected(t *testing.T) {
+	r := newBatchRig(t, 0)
+	r.warm()
+	p := r.pmd
+	p.sleepNs, p.spinNs = 400_000, idleSpinNs // a back-off past the window
+	p.cur.sleepMaxNs = 1_000_000
+	p.lastRx, p.now = r.clk.ns, r.clk.ns+30_000
+	p.expectNs = 0
+	if got := p.sleepTimeout(); got != 400_000 {
+		t.Fatalf("no expectation: sleep %d ns, want the back-off step 400000", got)
+	}
+	p.expectNs = 350_000
+	from, to := expectWindow(p.expectNs)
+	if got := p.sleepTimeout(); got != from-30_000 {
+		t.Fatalf("expecting a packet at +350 µs: sleep %d ns, want %d (until the window)", got, from-30_000)
+	}
+	if p.awaiting() {
+		t.Fatal("awaiting before the window")
+	}
+	p.now = p.lastRx + from
+	if !p.awaiting() {
+		t.Fatal("not awaiting at the start of the window")
+	}
+	p.now = p.lastRx + to
+	if p.awaiting() {
+		t.Fatal("awaiting after the window")
+	}
+	if got := p.sleepTimeout(); got != 400_000 {
+		t.Fatalf("after the window: sleep %d ns, want the back-off step", got)
+	}
+}

@@ -51,12 +51,19 @@
 # are: our idle PMDs sleep until a packet wakes them, which on a loaded
 # machine adds the scheduler's wake-up latency to every RTT.
 #
-# Environment: SUTS ("ours ours-busy ovs kernel kernel-tso"), PTYPE (afxdp|afpacket), DUR (5),
+# Environment: SUTS ("ours ours-busy ovs kernel kernel-tso"), TESTS ("udp64 tcp
+# rtt"; a test left out prints "-"), REPS (1: the SUT list is run that many
+# times in turn, one row per run, the first run compared), PTYPE (afxdp|afpacket), DUR (5),
 # TCP_DUR (8), RTT_DUR (4), BIN (bin), SHARED (../shared), OURS_CONFIG
-# (more Open_vSwitch other_config for ours, e.g. other_config:pmd-sleep-max=0).
+# (more Open_vSwitch other_config for ours, e.g. other_config:pmd-sleep-max=0),
+# DIAG (1: after the tests, ours rows run bench/latency/pingprobe with
+# latency-probe=1 on both switches and print the probe's one-way times and
+# each switch's pmd-latency-show and pmd-perf-show, to stderr).
 set -u -o pipefail
 here=$(cd "$(dirname "$0")" && pwd); top=$(cd "$here/../.." && pwd)
 SUTS=${SUTS:-"ours ours-busy ovs kernel kernel-tso"}
+TESTS=${TESTS:-"udp64 tcp rtt"}
+REPS=${REPS:-1}
 PTYPE=${PTYPE:-afxdp}
 DUR=${DUR:-5}
 OURS_CONFIG=${OURS_CONFIG:-}
@@ -126,6 +133,7 @@ ours_one() { # HOSTNS CPU WLPORT LOCAL REMOTE
 	bg ip netns exec $1 "$BIN/vswitchd" --state-dir "$st" --metrics-addr '' --default-bridge br0 --log-level warn
 	wait_for 10 test -S "$st/br0.mgmt" || { tail "$work/bg.log"; return 1; }
 	local v=("$BIN/vsctl" --state-dir "$st")
+	echo "$st" >>"$work/ours-states"
 	"${v[@]}" set Open_vSwitch . other_config:n-pmd=1 other_config:pmd-cpu-mask=$(printf '%x' $((1 << $2))) $OURS_CONFIG || return 1
 	"${v[@]}" add-port br0 $3 -- type=$PTYPE || return 1
 	"${v[@]}" add-port br0 vx0 -- type=vxlan options:remote_ip=$5 options:local_ip=$4 options:key=100 $OURS_OPTS || return 1
@@ -194,7 +202,25 @@ kernel_down() { :; }
 kernel-tso_up() { kernel_up; }
 kernel-tso_down() { :; }
 
-sut_down() { [ -n "${cur:-}" ] && ${cur}_down; cur=""; }
+sut_down() { [ -n "${cur:-}" ] && ${cur}_down; cur=""; rm -f "$work/ours-states"; }
+
+diag() { # ours only: where the round trip's microseconds go, per PMD stage
+	[ -f "$work/ours-states" ] || return 0
+	[ -x "$work/pingprobe" ] || (cd "$top" && go build -o "$work/pingprobe" ./bench/latency/pingprobe) || return 0
+	local st
+	for st in $(cat "$work/ours-states"); do
+		"$BIN/vsctl" --state-dir "$st" set Open_vSwitch . other_config:latency-probe=1
+		"$BIN/vsctl" --state-dir "$st" pmd-latency-clear
+	done
+	bg ip netns exec $WB "$work/pingprobe" server $IPB:7001
+	sleep 0.3
+	echo "== $cur pingprobe: $(timeout 30 ip netns exec $WA "$work/pingprobe" client -n 10000 -i 200 $IPB:7001)" >&2
+	for st in $(cat "$work/ours-states"); do
+		echo "== $cur switch $st" >&2
+		"$BIN/vsctl" --state-dir "$st" pmd-latency-show >&2
+		"$BIN/vsctl" --state-dir "$st" pmd-perf-show >&2
+	done
+}
 
 rx() { ip netns exec $1 cat /sys/class/net/eth0/statistics/$2; }
 
@@ -226,7 +252,8 @@ rtt() { # prints: p50 p99 (us)
 declare -A R
 ROWS=()
 echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) CPUs, uptime:$(uptime | sed 's/.*up[^,]*,//'), ports $PTYPE"
-for s in $SUTS; do
+has() { [[ " $TESTS " == *" $1 "* ]]; }
+for s in $(for ((r = 0; r < REPS; r++)); do echo $SUTS; done); do
 	case $s in ours | ours-nooffload | ours-busy | ovs | kernel | kernel-tso) ;; *) die "unknown SUT $s" ;; esac
 	log "$s: setting up"
 	cur=$s
@@ -242,9 +269,11 @@ for s in $SUTS; do
 		log "$s: no connectivity through the tunnel"; R[$s]=${R[$s]:-"- - - - -"}; ROWS+=("$s - - - - -")
 	else
 		ip netns exec $WB ping -c3 -i0.2 -q $IPA >/dev/null
-		log "$s: udp64"; u=$(udp64)
-		log "$s: tcp"; c=$(tcp)
-		log "$s: rtt"; l=$(rtt)
+		u="- -" c=- l="- -"
+		has udp64 && { log "$s: udp64"; u=$(udp64); }
+		has tcp && { log "$s: tcp"; c=$(tcp); }
+		has rtt && { log "$s: rtt"; l=$(rtt); }
+		[ "${DIAG:-0}" = 1 ] && diag
 		R[$s]=${R[$s]:-"$u $c $l"} # the first run of a SUT is the one compared
 		ROWS+=("$s $u $c $l")
 	fi

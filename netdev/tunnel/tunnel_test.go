@@ -2,6 +2,7 @@ package tunnel
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"net/netip"
 	"strconv"
@@ -637,5 +638,43 @@ func TestStatus(t *testing.T) {
 	}
 	if m := openIn(t, u.a, Options{Key: 1}).Status(); m != nil {
 		t.Errorf("remote_ip=flow status %v", m)
+	}
+}
+
+// TestArmRxEndsBackoff: a queue that polled empty long enough to skip
+// polls (PollBackoff) reads its socket at the first poll after ArmRx, so a
+// PMD woken from its sleep by a datagram receives it at once.
+func TestArmRxEndsBackoff(t *testing.T) {
+	u := newUnderlay(t)
+	for _, nooffload := range []bool{false, true} {
+		t.Run(fmt.Sprintf("nooffload=%v", nooffload), func(t *testing.T) {
+			pa := openIn(t, u.a, Options{Kind: VXLAN, Remote: u.b4, Key: 100, NoOffload: nooffload})
+			pb := openIn(t, u.b, Options{Kind: VXLAN, Remote: u.a4, Key: 100, NoOffload: nooffload})
+			pool := packet.NewPool(256, packet.DefaultBufSize)
+			var b packet.Batch
+			for range 4 * PollBackoff {
+				if pb.Recv(0, pool, &b) != 0 {
+					t.Fatal("a frame on an idle tunnel")
+				}
+			}
+			if pb.rx[0].skip == 0 {
+				t.Fatal("an idle queue polled without backing off")
+			}
+			if pb.ArmRx(0) {
+				t.Error("ArmRx reported frames pending")
+			}
+			if n := sendFrames(t, pa, pool, 1, nil); n != 1 {
+				t.Fatalf("sent %d of 1; drops %v", n, pa.Drops())
+			}
+			fds := []unix.PollFd{{Fd: int32(pb.RxFD(0)), Events: unix.POLLIN}}
+			nstest.WaitFor(t, 5*time.Second, "the socket to poll readable", func() bool {
+				n, _ := unix.Poll(fds, 100)
+				return n == 1
+			})
+			if n := pb.Recv(0, pool, &b); n != 1 {
+				t.Fatalf("first poll after ArmRx received %d frames, want 1", n)
+			}
+			b.Packets()[0].Free()
+		})
 	}
 }
