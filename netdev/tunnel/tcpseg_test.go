@@ -1,0 +1,270 @@
+package tunnel
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net"
+	"testing"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
+)
+
+// refSum is a 16-bit-at-a-time one's-complement sum, the oracle for the
+// segmenter's 64-bit sums.
+func refSum(parts ...[]byte) uint16 {
+	var s uint32
+	var all []byte
+	for _, p := range parts {
+		all = append(all, p...)
+	}
+	for i := 0; i+1 < len(all); i += 2 {
+		s += uint32(all[i])<<8 | uint32(all[i+1])
+	}
+	if len(all)%2 == 1 {
+		s += uint32(all[len(all)-1]) << 8
+	}
+	for s > 0xffff {
+		s = s>>16 + s&0xffff
+	}
+	return uint16(s)
+}
+
+type superSpec struct {
+	v6, vlan, ipOpts bool
+	payload          int
+	mss              int
+	flags            string // F P C E
+}
+
+// superFrame builds a TCP super-frame with gopacket (complete checksum
+// over the whole frame, as a sender's would be after the switch) and
+// its offload state.
+func superFrame(t testing.TB, s superSpec) ([]byte, packet.Offload, []byte) {
+	t.Helper()
+	pay := make([]byte, s.payload)
+	for i := range pay {
+		pay[i] = byte(i*7 + i>>8)
+	}
+	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}}
+	ls := []gopacket.SerializableLayer{eth}
+	ipType := layers.EthernetTypeIPv4
+	if s.v6 {
+		ipType = layers.EthernetTypeIPv6
+	}
+	eth.EthernetType = ipType
+	if s.vlan {
+		eth.EthernetType = layers.EthernetTypeDot1Q
+		ls = append(ls, &layers.Dot1Q{VLANIdentifier: 7, Type: ipType})
+	}
+	var nl gopacket.NetworkLayer
+	g := uint8(vnethdr.GSOTCPv4)
+	if s.v6 {
+		ip := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolTCP,
+			SrcIP: net.ParseIP("2001:db8::1"), DstIP: net.ParseIP("2001:db8::2")}
+		nl, g = ip, vnethdr.GSOTCPv6
+		ls = append(ls, ip)
+	} else {
+		ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolTCP, Id: 0xfffe,
+			Flags: layers.IPv4DontFragment, SrcIP: net.IPv4(198, 19, 0, 1), DstIP: net.IPv4(198, 19, 0, 2)}
+		if s.ipOpts {
+			ip.Options = []layers.IPv4Option{{OptionType: 7, OptionLength: 7, OptionData: []byte{4, 0, 0, 0, 0}}, {OptionType: 0}}
+		}
+		nl = ip
+		ls = append(ls, ip)
+	}
+	tcp := &layers.TCP{SrcPort: 40000, DstPort: 5201, Seq: 0xfffff000, Ack: 99, Window: 512, ACK: true,
+		Options: []layers.TCPOption{{OptionType: layers.TCPOptionKindNop}, {OptionType: layers.TCPOptionKindNop},
+			{OptionType: layers.TCPOptionKindTimestamps, OptionLength: 10, OptionData: []byte{1, 2, 3, 4, 5, 6, 7, 8}}}}
+	for _, c := range s.flags {
+		switch c {
+		case 'F':
+			tcp.FIN = true
+		case 'P':
+			tcp.PSH = true
+		case 'C':
+			tcp.CWR = true
+		case 'E':
+			tcp.ECE = true
+		}
+	}
+	_ = tcp.SetNetworkLayerForChecksum(nl)
+	ls = append(ls, tcp, gopacket.Payload(pay))
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), packet.Offload{GSOType: g, GSOSize: uint16(s.mss)}, pay
+}
+
+// TestTCPSegmenter cuts super-frames and checks every segment as gopacket
+// decodes it: lengths, IPv4 IDs and header checksums, sequence numbers,
+// flags (FIN and PSH on the last segment only, CWR on the first only),
+// TCP checksums against an independent sum, equal sizes but the last,
+// inner IP packets within the MTU, and the payload intact.
+func TestTCPSegmenter(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		s     superSpec
+		maxL3 int
+	}{
+		{"v4", superSpec{payload: 64000, mss: 1398, flags: "FPC"}, 1450},
+		{"v4-odd-tail", superSpec{payload: 10001, mss: 1398, flags: "P"}, 1450},
+		{"v4-vlan-ipopts", superSpec{vlan: true, ipOpts: true, payload: 30000, mss: 1390, flags: "FPCE"}, 1450},
+		{"v6", superSpec{v6: true, payload: 60000, mss: 1378, flags: "FPC"}, 1430},
+		{"v6-vlan-clamped", superSpec{v6: true, vlan: true, payload: 20000, mss: 8948, flags: "P"}, 1430},
+		{"v4-clamped", superSpec{payload: 9000, mss: 8948}, 1450},
+		{"one-segment", superSpec{payload: 500, mss: 1398, flags: "FPC"}, 1450},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, o, pay := superFrame(t, c.s)
+			var s tcpSegmenter
+			if !s.reset(f, &o, c.maxL3) {
+				t.Fatal("reset refused the frame")
+			}
+			var got []byte
+			var hdr [segHdrMax]byte
+			var sizes []int
+			nextSeq := uint32(0xfffff000)
+			var id uint16 = 0xfffe
+			for i := 0; !s.done(); i++ {
+				l := s.segLen()
+				p := s.next(hdr[:])
+				seg := append(append([]byte(nil), hdr[:s.hl]...), p...)
+				if hdrLen+len(seg) != l {
+					t.Fatalf("segment %d: segLen %d, built %d", i, l, hdrLen+len(seg))
+				}
+				sizes = append(sizes, len(seg))
+				last := s.done()
+				pk := gopacket.NewPacket(seg, layers.LayerTypeEthernet, gopacket.Default)
+				if e := pk.ErrorLayer(); e != nil {
+					t.Fatalf("segment %d: %v", i, e.Error())
+				}
+				tl, _ := pk.Layer(layers.LayerTypeTCP).(*layers.TCP)
+				if tl == nil {
+					t.Fatalf("segment %d: no TCP layer", i)
+				}
+				var l3 []byte
+				var pseudo []byte
+				if c.s.v6 {
+					ip := pk.Layer(layers.LayerTypeIPv6).(*layers.IPv6)
+					if int(ip.Length) != len(ip.Payload) || len(ip.Contents)+len(ip.Payload) > c.maxL3 {
+						t.Errorf("segment %d: IPv6 payload length %d for %d bytes (max L3 %d)", i, ip.Length, len(ip.Payload), c.maxL3)
+					}
+					pseudo = make([]byte, 40)
+					copy(pseudo, ip.Contents[8:40])
+					binary.BigEndian.PutUint32(pseudo[32:], uint32(len(ip.Payload)))
+					pseudo[39] = 6
+				} else {
+					ip := pk.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
+					l3 = ip.Contents
+					if int(ip.Length) != len(ip.Contents)+len(ip.Payload) || int(ip.Length) > c.maxL3 {
+						t.Errorf("segment %d: IPv4 length %d for %d bytes (max %d)", i, ip.Length, len(ip.Contents)+len(ip.Payload), c.maxL3)
+					}
+					if ip.Id != id+uint16(i) {
+						t.Errorf("segment %d: IP ID %#x, want %#x", i, ip.Id, id+uint16(i))
+					}
+					if refSum(l3) != 0xffff {
+						t.Errorf("segment %d: bad IPv4 header checksum", i)
+					}
+					pseudo = make([]byte, 12)
+					copy(pseudo, l3[12:20])
+					pseudo[9] = 6
+					binary.BigEndian.PutUint16(pseudo[10:], uint16(len(ip.Payload)))
+				}
+				if refSum(pseudo, tl.Contents, tl.Payload) != 0xffff {
+					t.Errorf("segment %d: bad TCP checksum %#x", i, tl.Checksum)
+				}
+				if tl.Seq != nextSeq {
+					t.Errorf("segment %d: seq %#x, want %#x", i, tl.Seq, nextSeq)
+				}
+				nextSeq += uint32(len(tl.Payload))
+				want := func(name string, has, in bool) {
+					if has != in {
+						t.Errorf("segment %d (last %v): %s %v", i, last, name, has)
+					}
+				}
+				hasF, hasP, hasC := bytes.ContainsRune([]byte(c.s.flags), 'F'), bytes.ContainsRune([]byte(c.s.flags), 'P'), bytes.ContainsRune([]byte(c.s.flags), 'C')
+				want("FIN", tl.FIN, hasF && last)
+				want("PSH", tl.PSH, hasP && last)
+				want("CWR", tl.CWR, hasC && i == 0)
+				want("ECE", tl.ECE, bytes.ContainsRune([]byte(c.s.flags), 'E'))
+				if !tl.ACK || tl.Ack != 99 || len(tl.Options) != 3 {
+					t.Errorf("segment %d: ack %v %d, %d options", i, tl.ACK, tl.Ack, len(tl.Options))
+				}
+				got = append(got, tl.Payload...)
+			}
+			for i, n := range sizes[:len(sizes)-1] {
+				if n != sizes[0] {
+					t.Fatalf("segment %d is %d bytes, the first %d", i, n, sizes[0])
+				}
+			}
+			if sizes[len(sizes)-1] > sizes[0] {
+				t.Errorf("last segment longer than the first")
+			}
+			if !bytes.Equal(got, pay) {
+				t.Errorf("payload differs after %d segments", len(sizes))
+			}
+		})
+	}
+}
+
+// TestTCPSegmenterRefuses: what the fast segmenter leaves to the copying
+// fallback.
+func TestTCPSegmenterRefuses(t *testing.T) {
+	f, o, _ := superFrame(t, superSpec{payload: 3000, mss: 1398})
+	var s tcpSegmenter
+	for _, c := range []struct {
+		name  string
+		f     []byte
+		o     packet.Offload
+		maxL3 int
+	}{
+		{"udp-gso", f, packet.Offload{GSOType: vnethdr.GSOUDPL4, GSOSize: 1000}, 1450},
+		{"v6-type-on-v4", f, packet.Offload{GSOType: vnethdr.GSOTCPv6, GSOSize: 1000}, 1450},
+		{"no-size", f, packet.Offload{GSOType: vnethdr.GSOTCPv4}, 1450},
+		{"mtu-below-headers", f, o, 40},
+		{"headers-only", f[:14+20+32], o, 1450},
+		{"truncated", f[:30], o, 1450},
+	} {
+		if s.reset(c.f, &c.o, c.maxL3) {
+			t.Errorf("%s: accepted", c.name)
+		}
+	}
+}
+
+// FuzzTCPSegmenter feeds hostile frames and offload states: the segmenter
+// must not panic, must produce segments that cover the payload exactly,
+// and never a segment whose IP packet exceeds the MTU.
+func FuzzTCPSegmenter(f *testing.F) {
+	for _, s := range []superSpec{{payload: 3000, mss: 1398, flags: "FPC"}, {v6: true, vlan: true, payload: 2000, mss: 700}} {
+		fr, o, _ := superFrame(f, s)
+		f.Add(fr, o.GSOType, o.GSOSize, uint16(1450))
+	}
+	f.Fuzz(func(t *testing.T, fr []byte, gso uint8, size uint16, maxL3 uint16) {
+		o := packet.Offload{GSOType: gso, GSOSize: size}
+		var s tcpSegmenter
+		if !s.reset(fr, &o, int(maxL3)) {
+			return
+		}
+		var hdr [segHdrMax]byte
+		total := 0
+		for n := 0; !s.done(); n++ {
+			if n > 1<<16 {
+				t.Fatal("no end")
+			}
+			l := s.segLen()
+			p := s.next(hdr[:])
+			if len(p) == 0 || hdrLen+s.hl+len(p) != l || s.hl-s.l3+len(p) > int(maxL3) {
+				t.Fatalf("segment %d: %d payload bytes, segLen %d", n, len(p), l)
+			}
+			total += len(p)
+		}
+		if total != len(fr)-s.hl {
+			t.Fatalf("segments carry %d bytes of %d", total, len(fr)-s.hl)
+		}
+	})
+}
