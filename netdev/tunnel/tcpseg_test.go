@@ -3,13 +3,18 @@ package tunnel
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
 	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
@@ -267,4 +272,130 @@ func FuzzTCPSegmenter(f *testing.F) {
 			t.Fatalf("segments carry %d bytes of %d", total, len(fr)-s.hl)
 		}
 	})
+}
+
+// tcpMIB reads counters of the Tcp line of /proc/net/snmp in ns (IPv4
+// and IPv6 share them).
+func tcpMIB(t *testing.T, ns *nstest.Netns) map[string]uint64 {
+	t.Helper()
+	out, err := ns.Output("cat", "/proc/net/snmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	m := map[string]uint64{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Tcp:" {
+			continue
+		}
+		if names == nil {
+			names = f[1:]
+			continue
+		}
+		for i, v := range f[1:] {
+			n, _ := strconv.ParseUint(v, 10, 64)
+			m[names[i]] = n
+		}
+	}
+	return m
+}
+
+// TestSuperFramesToKernelVXLAN sends TCP super-frames through the port to
+// a Linux vxlan device, IPv4 and IPv6 outside and inside, with the
+// segmented send and with one datagram per segment: the receiving kernel
+// decapsulates every segment and validates its IP and TCP checksums (a
+// segment to a closed port with a good checksum is answered with a
+// reset, one with a bad one counted in InCsumErrors), and the port's
+// counters show the segments left in runs.
+func TestSuperFramesToKernelVXLAN(t *testing.T) {
+	u := newUnderlay(t)
+	macA, macB := net.HardwareAddr{2, 0, 0, 0, 0x21, 1}, net.HardwareAddr{2, 0, 0, 0, 0x21, 2}
+	for i, outer6 := range []bool{false, true} {
+		la, lb := u.a4, u.b4
+		if outer6 {
+			la, lb = u.a6, u.b6
+		}
+		vni := uint32(100 + i)
+		vx := nstest.Name("tvx")
+		u.b.Run(t, "ip", "link", "add", vx, "address", macB.String(), "type", "vxlan", "id", strconv.Itoa(int(vni)),
+			"local", lb.String(), "remote", la.String(), "dstport", "4789")
+		u.b.Run(t, "ip", "addr", "add", "198.19.21.2/24", "dev", vx)
+		u.b.Run(t, "ip", "addr", "add", "2001:db8:21::2/64", "dev", vx, "nodad")
+		// Without GRO every segment reaches TCP (and is answered) alone.
+		u.b.Run(t, "ethtool", "-K", vx, "gro", "off")
+		u.b.Run(t, "ip", "link", "set", vx, "up")
+		u.b.Run(t, "ip", "neigh", "replace", "198.19.21.1", "lladdr", macA.String(), "dev", vx)
+		u.b.Run(t, "ip", "neigh", "replace", "2001:db8:21::1", "lladdr", macA.String(), "dev", vx)
+		pa := openIn(t, u.a, Options{Remote: lb, Key: vni})
+		if !pa.SendsGSO() {
+			t.Skip("the kernel has no UDP segmentation offload")
+		}
+		pool := packet.NewPool(4, 70000)
+		for _, inner6 := range []bool{false, true} {
+			for _, perSegment := range []bool{false, true} {
+				name := fmt.Sprintf("outer6=%v/inner6=%v/perSegment=%v", outer6, inner6, perSegment)
+				mss := 1398
+				if inner6 {
+					mss = 1378
+				}
+				const payload = 64000
+				f, o, _ := superFrame(t, superSpec{v6: inner6, payload: payload, mss: mss, flags: "P"})
+				copy(f[0:6], macB)
+				copy(f[6:12], macA)
+				if inner6 {
+					copy(f[14+8:], net.ParseIP("2001:db8:21::1").To16())
+					copy(f[14+24:], net.ParseIP("2001:db8:21::2").To16())
+				} else {
+					copy(f[14+12:], net.IPv4(198, 19, 21, 1).To4())
+					copy(f[14+16:], net.IPv4(198, 19, 21, 2).To4())
+				}
+				// The port clamps the MSS to its MTU (1450 on an IPv4
+				// underlay, 1430 on IPv6) less the inner IP and TCP
+				// headers.
+				ipLen := 20
+				if inner6 {
+					ipLen = 40
+				}
+				eff := min(mss, pa.MTU()-ipLen-32)
+				segs := (payload + eff - 1) / eff
+				pkt := pool.Get()
+				pkt.SetData(f)
+				pkt.Offload = o
+				pkt.Hash, pkt.HashValid = 7, true
+				pa.tx[0].gso.on = !perSegment
+				before, st0 := tcpMIB(t, u.b), pa.SuperStats()
+				var b packet.Batch
+				b.Add(pkt)
+				if sent := pa.Send(0, &b); sent != 1 {
+					t.Fatalf("%s: sent %d, drops %v", name, sent, pa.DropsByCause())
+				}
+				pkt.Free()
+				var after map[string]uint64
+				nstest.WaitFor(t, 5*time.Second, name+": resets for every segment", func() bool {
+					after = tcpMIB(t, u.b)
+					return after["OutRsts"]-before["OutRsts"] >= uint64(segs)
+				})
+				if d := after["InCsumErrors"] - before["InCsumErrors"]; d != 0 {
+					t.Errorf("%s: %d TCP checksum errors", name, d)
+				}
+				if d := after["OutRsts"] - before["OutRsts"]; d != uint64(segs) {
+					t.Errorf("%s: %d resets for %d segments", name, d, segs)
+				}
+				st := pa.SuperStats()
+				sends, nseg := st.Sends-st0.Sends, st.Segments-st0.Segments
+				t.Logf("%s: %d segments in %d segmented sends", name, nseg, sends)
+				switch {
+				case st.Frames-st0.Frames != 1:
+					t.Errorf("%s: %d super-frames counted", name, st.Frames-st0.Frames)
+				case perSegment && sends != 0:
+					t.Errorf("%s: %d segmented sends with the offload off", name, sends)
+				case !perSegment && (sends != 2 || nseg != uint64(segs)):
+					// 64,000 bytes of payload with the headers repeated
+					// per segment exceed one UDP datagram's 65,507.
+					t.Errorf("%s: %d segments in %d sends, want %d in 2", name, nseg, sends, segs)
+				}
+			}
+		}
+	}
 }
