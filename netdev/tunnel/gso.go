@@ -72,7 +72,13 @@ type gsoTx struct {
 	siovs [2 * gsoMaxSegs]unix.Iovec
 	smsgs [gsoMaxSegs]mmsghdr
 	super superCounters
+	// flat holds a run of small frames with their headers (sendGSO).
+	flat [gsoMaxSegs * (hdrLen + flatMax)]byte
 }
+
+// flatMax is the largest frame a run copies into gsoTx.flat instead of
+// gathering it with its own iovec.
+const flatMax = 256
 
 // superCounters count a queue's super-frames; read by Stats readers.
 type superCounters struct {
@@ -181,13 +187,30 @@ func (g *gsoTx) refused(e unix.Errno) {
 func (p *Port) sendGSO(q int, run []*packet.Packet, dst *[16]byte, vni uint32) (handled bool, sent int, bytes, drops uint64) {
 	g := &p.tx[q].gso
 	encapHeader(p.opt.Kind, &g.hdr, vni)
-	for i, pkt := range run {
-		d := pkt.Data()
-		g.iovs[2*i].Base = &g.hdr[0]
-		g.iovs[2*i].SetLen(hdrLen)
-		g.iovs[2*i+1].Base = &d[0]
-		g.iovs[2*i+1].SetLen(len(d))
-		bytes += uint64(len(d))
+	niov := 2 * len(run)
+	if len(run[0].Data()) <= flatMax {
+		// Small frames are copied into one buffer: the kernel walks an
+		// iovec array element by element, which for 64-byte frames
+		// costs more than the copy.
+		off := 0
+		for _, pkt := range run {
+			d := pkt.Data()
+			copy(g.flat[off:], g.hdr[:])
+			off += hdrLen + copy(g.flat[off+hdrLen:], d)
+			bytes += uint64(len(d))
+		}
+		g.iovs[0].Base = &g.flat[0]
+		g.iovs[0].SetLen(off)
+		niov = 1
+	} else {
+		for i, pkt := range run {
+			d := pkt.Data()
+			g.iovs[2*i].Base = &g.hdr[0]
+			g.iovs[2*i].SetLen(hdrLen)
+			g.iovs[2*i+1].Base = &d[0]
+			g.iovs[2*i+1].SetLen(len(d))
+			bytes += uint64(len(d))
+		}
 	}
 	binary.NativeEndian.PutUint16(g.ctrl[unix.SizeofCmsghdr:], uint16(hdrLen+len(run[0].Data())))
 	g.name = sockaddr(*dst, p.opt.DstPort)
@@ -195,7 +218,7 @@ func (p *Port) sendGSO(q int, run []*packet.Packet, dst *[16]byte, vni uint32) (
 	m.Name = (*byte)(unsafe.Pointer(&g.name))
 	m.Namelen = unix.SizeofSockaddrInet6
 	m.Iov = &g.iovs[0]
-	m.SetIovlen(2 * len(run))
+	m.SetIovlen(niov)
 	m.Control = &g.ctrl[0]
 	m.SetControllen(cmsgUDPSeg)
 	if tos, ttl := p.outerTOSTTL(run[0].Data()); tos != p.opt.TOS || ttl != p.opt.TTL {

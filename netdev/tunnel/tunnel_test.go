@@ -160,6 +160,11 @@ func TestPortToPort(t *testing.T) {
 			if s := pa.Stats(); s.TxPackets != 8 || s.TxBytes != 8*64 {
 				t.Errorf("tx stats %+v", s)
 			}
+			// The eight frames of one flow left as one run, copied into
+			// one buffer (small frames).
+			if pa.tx[0].gso.on && pa.tx[0].gso.runs != 1 {
+				t.Errorf("%d segmented sends, want 1", pa.tx[0].gso.runs)
+			}
 		})
 	}
 }
