@@ -25,7 +25,7 @@ type underlay struct {
 	a6, b6     netip.Addr
 }
 
-func newUnderlay(t *testing.T) *underlay {
+func newUnderlay(t testing.TB) *underlay {
 	t.Helper()
 	nstest.RequireRoot(t)
 	u := &underlay{a: nstest.NewNetns(t, "tuna"), b: nstest.NewNetns(t, "tunb"),
@@ -45,7 +45,7 @@ func newUnderlay(t *testing.T) *underlay {
 	return u
 }
 
-func openIn(t *testing.T, ns *nstest.Netns, o Options) *Port {
+func openIn(t testing.TB, ns *nstest.Netns, o Options) *Port {
 	t.Helper()
 	var p *Port
 	if err := ns.Do(func() (err error) { p, err = New("tun", o); return err }); err != nil {
