@@ -270,11 +270,12 @@ func (p *Port) GSOStats() netdev.GSOStats {
 // SuperStats count the segmented sends that carried super-frames.
 type SuperStats struct {
 	// Frames is the super-frames sent (every segment went out).
-	Frames uint64
+	Frames uint64 `json:"frames"`
 	// Sends is the sendmsg calls with UDP_SEGMENT that carried them,
 	// Segments the datagrams those calls held: Segments/Sends is the
 	// run length the kernel got per system call.
-	Sends, Segments uint64
+	Sends    uint64 `json:"sends"`
+	Segments uint64 `json:"segments"`
 }
 
 // SuperStats returns the port's super-frame counters.
