@@ -67,7 +67,7 @@ type gsoTx struct {
 	// one when the kernel refuses the segmented send.
 	seg   tcpSegmenter
 	vseg  vnethdr.Segmenter
-	copy_ []byte // vseg's segments (one run's worth), allocated on first use
+	cut   []byte // vseg's segments (one run's worth), allocated on first use
 	shdr  [gsoMaxSegs][segHdrMax]byte
 	siovs [2 * gsoMaxSegs]unix.Iovec
 	smsgs [gsoMaxSegs]mmsghdr
@@ -306,8 +306,8 @@ func (p *Port) sendSuper(q int, pkt *packet.Packet, dst *[16]byte, vni uint32) (
 			causes.n[CauseBadHeader].Add(1)
 			return false, 1
 		}
-		if g.copy_ == nil {
-			g.copy_ = make([]byte, gsoMaxBytes)
+		if g.cut == nil {
+			g.cut = make([]byte, gsoMaxBytes)
 		}
 	}
 	encapHeader(p.opt.Kind, &g.hdr, vni)
@@ -340,7 +340,7 @@ func (p *Port) sendSuper(q int, pkt *packet.Packet, dst *[16]byte, vni uint32) (
 				if g.vseg.Done() {
 					break
 				}
-				n, more, err := g.vseg.Next(g.copy_[off : off+max(0, gsoMaxBytes-total-hdrLen)])
+				n, more, err := g.vseg.Next(g.cut[off : off+max(0, gsoMaxBytes-total-hdrLen)])
 				if err != nil || !more {
 					if k == 0 {
 						// A segment that fits no run: nothing more goes.
@@ -352,7 +352,7 @@ func (p *Port) sendSuper(q int, pkt *packet.Packet, dst *[16]byte, vni uint32) (
 				l = hdrLen + n
 				g.siovs[2*k].Base = &g.hdr[0]
 				g.siovs[2*k].SetLen(hdrLen)
-				g.siovs[2*k+1].Base = &g.copy_[off]
+				g.siovs[2*k+1].Base = &g.cut[off]
 				g.siovs[2*k+1].SetLen(n)
 				off += n
 			}

@@ -278,7 +278,10 @@ func FuzzTCPSegmenter(f *testing.F) {
 
 // tcpMIB reads counters of the Tcp line of /proc/net/snmp in ns (IPv4
 // and IPv6 share them).
-func tcpMIB(t *testing.T, ns *nstest.Netns) map[string]uint64 {
+func tcpMIB(t *testing.T, ns *nstest.Netns) map[string]uint64 { return snmp(t, ns, "Tcp:") }
+
+// snmp reads the counters of one protocol's lines of /proc/net/snmp.
+func snmp(t *testing.T, ns *nstest.Netns, proto string) map[string]uint64 {
 	t.Helper()
 	out, err := ns.Output("cat", "/proc/net/snmp")
 	if err != nil {
@@ -288,7 +291,7 @@ func tcpMIB(t *testing.T, ns *nstest.Netns) map[string]uint64 {
 	m := map[string]uint64{}
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
-		if len(f) == 0 || f[0] != "Tcp:" {
+		if len(f) == 0 || f[0] != proto {
 			continue
 		}
 		if names == nil {
@@ -301,6 +304,23 @@ func tcpMIB(t *testing.T, ns *nstest.Netns) map[string]uint64 {
 		}
 	}
 	return m
+}
+
+// udpSuperFrame is a UDP datagram of n payload bytes from
+// 198.19.21.1 to 198.19.21.2 port 9, to send as a USO super-frame.
+func udpSuperFrame(t *testing.T, src, dst net.HardwareAddr, n int) []byte {
+	t.Helper()
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP,
+		SrcIP: net.IPv4(198, 19, 21, 1), DstIP: net.IPv4(198, 19, 21, 2)}
+	udp := &layers.UDP{SrcPort: 4000, DstPort: 9}
+	_ = udp.SetNetworkLayerForChecksum(ip)
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
+		&layers.Ethernet{SrcMAC: src, DstMAC: dst, EthernetType: layers.EthernetTypeIPv4}, ip, udp,
+		gopacket.Payload(make([]byte, n))); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 // TestSuperFramesToKernelVXLAN sends TCP super-frames through the port to
@@ -398,6 +418,32 @@ func TestSuperFramesToKernelVXLAN(t *testing.T) {
 					t.Errorf("%s: %d segments in %d sends, want %d in 2", name, nseg, sends, segs)
 				}
 			}
+		}
+		// A UDP super-frame (USO) takes the copying path
+		// (vnethdr.Segmenter): seven datagrams to a closed port, each
+		// counted by the receiving kernel with a good checksum.
+		pa.tx[0].gso.on = true
+		uf := udpSuperFrame(t, macA, macB, 9000)
+		pkt := pool.Get()
+		pkt.SetData(uf)
+		pkt.Offload = packet.Offload{GSOType: vnethdr.GSOUDPL4, GSOSize: 1300}
+		before, st0 := snmp(t, u.b, "Udp:"), pa.SuperStats()
+		var b packet.Batch
+		b.Add(pkt)
+		if sent := pa.Send(0, &b); sent != 1 {
+			t.Fatalf("UDP super-frame: sent %d, drops %v", sent, pa.DropsByCause())
+		}
+		pkt.Free()
+		nstest.WaitFor(t, 5*time.Second, "seven UDP datagrams", func() bool {
+			after := snmp(t, u.b, "Udp:")
+			return after["NoPorts"]-before["NoPorts"] >= 7
+		})
+		after, st := snmp(t, u.b, "Udp:"), pa.SuperStats()
+		if d := after["NoPorts"] - before["NoPorts"]; d != 7 || after["InCsumErrors"] != before["InCsumErrors"] {
+			t.Errorf("UDP super-frame: %d datagrams, %d checksum errors", d, after["InCsumErrors"]-before["InCsumErrors"])
+		}
+		if st.Sends-st0.Sends != 1 || st.Segments-st0.Segments != 7 {
+			t.Errorf("UDP super-frame: %d segments in %d sends, want 7 in 1", st.Segments-st0.Segments, st.Sends-st0.Sends)
 		}
 	}
 }
