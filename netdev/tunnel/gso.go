@@ -80,6 +80,10 @@ type gsoTx struct {
 // gathering it with its own iovec.
 const flatMax = 256
 
+// noFlat turns the copy into gsoTx.flat off, for the benchmark that
+// compares the two.
+var noFlat bool
+
 // superCounters count a queue's super-frames; read by Stats readers.
 type superCounters struct {
 	frames, sends, segs atomic.Uint64
@@ -188,7 +192,7 @@ func (p *Port) sendGSO(q int, run []*packet.Packet, dst *[16]byte, vni uint32) (
 	g := &p.tx[q].gso
 	encapHeader(p.opt.Kind, &g.hdr, vni)
 	niov := 2 * len(run)
-	if len(run[0].Data()) <= flatMax {
+	if len(run[0].Data()) <= flatMax && !noFlat {
 		// Small frames are copied into one buffer: the kernel walks an
 		// iovec array element by element, which for 64-byte frames
 		// costs more than the copy.

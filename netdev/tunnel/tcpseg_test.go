@@ -518,3 +518,40 @@ func BenchmarkSuperFrameSend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSmallRunSend sends a batch of 32 64-byte frames of one flow
+// per op, a segmented run: "flat" copies them into one buffer, "iovecs"
+// gathers each frame with its own iovec.
+func BenchmarkSmallRunSend(b *testing.B) {
+	u := newUnderlay(b)
+	pa := openIn(b, u.a, Options{Remote: u.b4, Key: 5})
+	openIn(b, u.b, Options{Remote: u.a4, Key: 5})
+	if !pa.tx[0].gso.on {
+		b.Skip("no UDP segmentation offload")
+	}
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	var batch packet.Batch
+	for i := range packet.BatchSize {
+		pkt := pool.Get()
+		pkt.SetData(frame(byte(i)))
+		pkt.Hash, pkt.HashValid = 1, true
+		batch.Add(pkt)
+	}
+	for _, mode := range []string{"flat", "iovecs"} {
+		b.Run(mode, func(b *testing.B) {
+			noFlat = mode == "iovecs"
+			defer func() { noFlat = false }()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			runs := pa.tx[0].gso.runs
+			c0 := threadCPU()
+			for b.Loop() {
+				pa.Send(0, &batch)
+			}
+			b.ReportMetric(float64(threadCPU()-c0)/float64(b.N), "cpu-ns/op")
+			if pa.tx[0].gso.runs-runs != uint64(b.N) {
+				b.Fatalf("%d runs for %d sends", pa.tx[0].gso.runs-runs, b.N)
+			}
+		})
+	}
+}
