@@ -262,11 +262,17 @@ func (p *Port) SendsGSO() bool { return p.superOK }
 // (gsoRun), so the datapath need not merge them.
 func (p *Port) SendsRuns() {}
 
-// GSOStats returns the super-frames the port sent whole (TxWhole).
+// GSOStats returns the super-frames the port sent whole (TxWhole) and
+// built from received runs (RxWhole, rxmerge.go).
 func (p *Port) GSOStats() netdev.GSOStats {
 	var s netdev.GSOStats
 	for i := range p.tx {
 		s.TxWhole += p.tx[i].gso.super.frames.Load()
+	}
+	for i := range p.rx {
+		if g := p.rx[i].gro; g != nil {
+			s.RxWhole += g.merged.Load()
+		}
 	}
 	return s
 }

@@ -555,3 +555,161 @@ func BenchmarkSmallRunSend(b *testing.B) {
 		})
 	}
 }
+
+// tcpCsumRight checks the TCP checksum of an untagged frame with the TCP
+// header at l4 against refSum.
+func tcpCsumRight(f []byte, l4 int, v6 bool) bool {
+	var ph []byte
+	if v6 {
+		ph = make([]byte, 40)
+		copy(ph, f[14+8:14+40])
+		binary.BigEndian.PutUint32(ph[32:], uint32(len(f)-l4))
+		ph[39] = 6
+	} else {
+		ph = make([]byte, 12)
+		copy(ph, f[14+12:14+20])
+		ph[9] = 6
+		binary.BigEndian.PutUint16(ph[10:], uint16(len(f)-l4))
+	}
+	return refSum(ph, f[l4:]) == 0xffff
+}
+
+// TestRecvMergesRuns: a super-frame sent whole by one port arrives at
+// the other as coalesced runs, which the receiving port merges back into
+// TCP super-frames (rxmerge.go): the payload intact and in order, GSO
+// state with the segment size, and re-cut by vnethdr.Segmenter into
+// segments with good checksums. With merging off the same run arrives as
+// MTU-size segments.
+func TestRecvMergesRuns(t *testing.T) {
+	u := newUnderlay(t)
+	for _, v6 := range []bool{false, true} {
+		la, lb := u.a4, u.b4
+		if v6 {
+			la, lb = u.a6, u.b6
+		}
+		pa := openIn(t, u.a, Options{Remote: lb, Key: 9})
+		pb := openIn(t, u.b, Options{Remote: la, Key: 9})
+		if !pa.SendsGSO() || pb.rx[0].gro == nil {
+			t.Skip("no UDP segmentation offload or GRO")
+		}
+		pool := packet.NewPool(256, packet.DefaultBufSize)
+		pool.AttachBig(packet.NewPool(8, packet.BigBufSize))
+		for _, merge := range []bool{true, false} {
+			noMerge = !merge
+			f, o, pay := superFrame(t, superSpec{v6: v6, payload: 40000, mss: 1300, flags: "P"})
+			pkt := pool.GetBig()
+			pkt.SetData(f)
+			pkt.Offload = o
+			var b packet.Batch
+			b.Add(pkt)
+			if pa.Send(0, &b) != 1 {
+				t.Fatalf("send: drops %v", pa.DropsByCause())
+			}
+			pkt.Free()
+			var got []byte
+			var frames, whole int
+			deadline := time.Now().Add(5 * time.Second)
+			for len(got) < len(pay) && time.Now().Before(deadline) {
+				var rb packet.Batch
+				pb.Recv(0, pool, &rb)
+				for _, r := range rb.Packets() {
+					frames++
+					d := r.Data()
+					if r.GSO() {
+						whole++
+						if r.Offload.GSOSize != 1300 {
+							t.Errorf("merged frame's GSO size %d", r.Offload.GSOSize)
+						}
+						// The partial checksum completes to a right one.
+						c := append([]byte(nil), d...)
+						ch := vnethdr.Header{Flags: vnethdr.FlagNeedsCsum, CsumStart: r.Offload.CsumStart, CsumOffset: r.Offload.CsumOffset}
+						if err := vnethdr.CompleteChecksum(&ch, c); err != nil {
+							t.Fatal(err)
+						}
+						if l4 := int(r.Offload.CsumStart); !tcpCsumRight(c, l4, v6) {
+							t.Errorf("merged frame's partial checksum does not complete right")
+						}
+						var seg vnethdr.Segmenter
+						h := vnethdr.Header(r.Offload)
+						if err := seg.Reset(&h, d); err != nil {
+							t.Fatalf("merged frame does not re-cut: %v", err)
+						}
+						buf := make([]byte, 2048)
+						for !seg.Done() {
+							n, _, err := seg.Next(buf)
+							if err != nil {
+								t.Fatal(err)
+							}
+							s := buf[:n]
+							pk := gopacket.NewPacket(s, layers.LayerTypeEthernet, gopacket.Default)
+							tl, _ := pk.Layer(layers.LayerTypeTCP).(*layers.TCP)
+							if tl == nil {
+								t.Fatal("re-cut segment has no TCP layer")
+							}
+							got = append(got, tl.Payload...)
+						}
+					} else {
+						pk := gopacket.NewPacket(d, layers.LayerTypeEthernet, gopacket.Default)
+						tl, _ := pk.Layer(layers.LayerTypeTCP).(*layers.TCP)
+						if tl == nil {
+							t.Fatal("segment has no TCP layer")
+						}
+						got = append(got, tl.Payload...)
+					}
+					r.Free()
+				}
+				if rb.N == 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			t.Logf("v6=%v merge=%v: %d frames, %d merged", v6, merge, frames, whole)
+			if !bytes.Equal(got, pay) {
+				t.Errorf("v6=%v merge=%v: payload differs (%d of %d bytes)", v6, merge, len(got), len(pay))
+			}
+			if merge && (whole == 0 || frames > 4) || !merge && whole != 0 {
+				t.Errorf("v6=%v merge=%v: %d frames, %d merged", v6, merge, frames, whole)
+			}
+		}
+		noMerge = false
+	}
+}
+
+// FuzzMergeRun feeds hostile coalesced reads to the receive-side merge:
+// it must not panic, and a merged frame must carry exactly the payload
+// bytes of the datagrams it consumed, with a GSO size no larger than one
+// segment's payload.
+func FuzzMergeRun(f *testing.F) {
+	fr, o, _ := superFrame(f, superSpec{payload: 3000, mss: 1000})
+	var s tcpSegmenter
+	if s.reset(fr, &o, 1450) {
+		var msg []byte
+		var h [segHdrMax]byte
+		for !s.done() {
+			encapHeader(VXLAN, (*[hdrLen]byte)(h[:hdrLen]), 1)
+			p := s.next(h[hdrLen:])
+			msg = append(append(msg, h[:hdrLen+s.hl]...), p...)
+		}
+		f.Add(msg, uint16(hdrLen+s.hl+1000))
+	}
+	pool := packet.NewPool(1, packet.DefaultBufSize)
+	pool.AttachBig(packet.NewPool(1, packet.BigBufSize))
+	f.Fuzz(func(t *testing.T, msg []byte, seg uint16) {
+		if seg == 0 || int(seg) >= len(msg) {
+			return
+		}
+		big, end := mergeRun(VXLAN, pool, msg, 0, int(seg))
+		if big == nil {
+			if end != 0 {
+				t.Fatalf("no frame, end %d", end)
+			}
+			return
+		}
+		defer big.Free()
+		if end <= int(seg) || end > len(msg) {
+			t.Fatalf("end %d of %d (seg %d)", end, len(msg), seg)
+		}
+		if big.Offload.GSOSize == 0 || int(big.Offload.GSOSize) > int(seg) || int(big.Offload.HdrLen)+hdrLen >= big.Len() {
+			t.Fatalf("offload %+v for %d bytes", big.Offload, big.Len())
+		}
+	})
+}
