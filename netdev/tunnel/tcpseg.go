@@ -55,7 +55,8 @@ type tcpSegmenter struct {
 }
 
 // reset starts cutting frame, a super-frame with offload state o, into
-// segments whose inner IP packets fit maxL3 bytes. It returns false for a
+// segments whose inner frames fit 14+maxL3 bytes (the port's MTU behind
+// an untagged Ethernet header). It returns false for a
 // frame it does not take (see above).
 func (s *tcpSegmenter) reset(frame []byte, o *packet.Offload, maxL3 int) bool {
 	g := o.GSOType &^ vnethdr.GSOECN
@@ -109,7 +110,8 @@ func (s *tcpSegmenter) reset(frame []byte, o *packet.Offload, maxL3 int) bool {
 	if hl < l4+20 || hl > len(frame) || hdrLen+hl > segHdrMax || hl == len(frame) {
 		return false
 	}
-	mss := min(int(o.GSOSize), maxL3-(hl-l3))
+	// maxL3 assumes an untagged inner frame: VLAN tags take from it too.
+	mss := min(int(o.GSOSize), maxL3-(hl-l3)-(l3-14))
 	if mss <= 0 {
 		return false
 	}

@@ -145,6 +145,9 @@ func TestTCPSegmenter(t *testing.T) {
 					t.Fatalf("segment %d: segLen %d, built %d", i, l, hdrLen+len(seg))
 				}
 				sizes = append(sizes, len(seg))
+				if len(seg) > 14+c.maxL3 {
+					t.Errorf("segment %d: %d-byte frame for an MTU of %d", i, len(seg), c.maxL3)
+				}
 				last := s.done()
 				pk := gopacket.NewPacket(seg, layers.LayerTypeEthernet, gopacket.Default)
 				if e := pk.ErrorLayer(); e != nil {
@@ -265,7 +268,7 @@ func FuzzTCPSegmenter(f *testing.F) {
 			}
 			l := s.segLen()
 			p := s.next(hdr[:])
-			if len(p) == 0 || hdrLen+s.hl+len(p) != l || s.hl-s.l3+len(p) > int(maxL3) {
+			if len(p) == 0 || hdrLen+s.hl+len(p) != l || s.hl+len(p) > 14+int(maxL3) {
 				t.Fatalf("segment %d: %d payload bytes, segLen %d", n, len(p), l)
 			}
 			total += len(p)
