@@ -527,6 +527,8 @@ func (dp *Datapath) publishPlans(ports []*Port, assign [][]RxqRef) {
 			tp := txPlan{port: p, txq: txq, shared: shared, intervalNs: int64(max(us, 0)) * 1000, autoFlush: us == TxFlushAuto}
 			tp.kicker, _ = p.Dev.(netdev.TxKicker)
 			tp.gso, _ = p.Dev.(netdev.GSOSender)
+			_, runs := p.Dev.(netdev.RunSender)
+			tp.coalesce = tp.gso != nil && !runs
 			plan.tx[portIndex(p.No)] = tp
 		}
 		pmd.plan.Store(plan)

@@ -37,7 +37,7 @@ func (p *PMD) output(pkt *packet.Packet, no uint32) {
 		p.outputSegmented(pkt, ob)
 		return
 	}
-	if ob.gso != nil && p.coalesce(ob, pkt) {
+	if ob.coalesce && p.coalesce(ob, pkt) {
 		return
 	}
 	p.queue(ob, pkt)

@@ -101,6 +101,9 @@ type txPlan struct {
 	// super-frame whole: resolved once per plan, so a port without it
 	// costs output no type assertion and coalescing no parse.
 	gso netdev.GSOSender
+	// coalesce: output merges TCP segments for the port (coalesce.go),
+	// a GSOSender that is no netdev.RunSender.
+	coalesce bool
 }
 
 // sendsGSO reports whether the port takes super-frames whole now.

@@ -89,6 +89,17 @@ func kernelVXLAN(t *testing.T, h *tunnelHost, local, remote, ip string) string {
 	return dev
 }
 
+// showLine returns the first line of vsctl show output that contains
+// key, without leading blanks ("" if none).
+func showLine(show, key string) string {
+	for _, l := range strings.Split(show, "\n") {
+		if strings.Contains(l, key) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
+}
+
 // TestVXLANKernelInterop: a workload behind our switch's VXLAN port pings a
 // Linux kernel vxlan device on another host, and the kernel side pings back,
 // over IPv4 and IPv6 underlays.
@@ -129,6 +140,15 @@ func TestVXLANKernelInterop(t *testing.T) {
 			bps := nstest.IperfTCP(t, w.ns, b.ns, "198.19.30.2", 2)
 			back := nstest.IperfTCP(t, b.ns, w.ns, "198.19.30.1", 2)
 			t.Logf("iperf3 TCP through the tunnel: %.2f Gbit/s to the kernel's vxlan, %.2f Gbit/s back", bps/1e9, back/1e9)
+			// The workload has TSO on: its super-frames crossed the
+			// tunnel port whole, each cut into UDP_SEGMENT runs.
+			var frames, sends, segs int
+			if _, err := fmt.Sscanf(showLine(d.vsctl("show"), "tunnel_tx_super:"), "tunnel_tx_super: frames=%d sends=%d segments=%d",
+				&frames, &sends, &segs); err != nil || frames < 10 || sends == 0 || segs < 4*sends {
+				t.Errorf("tunnel_tx_super: %d frames, %d sends, %d segments (%v)", frames, sends, segs, err)
+			} else {
+				t.Logf("tunnel_tx_super: %d frames in %d segmented sends of %.1f segments", frames, sends, float64(segs)/float64(sends))
+			}
 			// The generic port metrics count the tunnel port's traffic
 			// (inner frames): both streams crossed it both ways.
 			m := d.scrape()

@@ -152,6 +152,16 @@ type GSOSender interface {
 	SendsGSO() bool
 }
 
+// RunSender is implemented by GSOSenders that send consecutive segments
+// of one flow with one system call as they are (the tunnel port: one
+// UDP_SEGMENT sendmsg gathering the frames), so the datapath does not
+// coalesce segments into super-frames for them: the merge would cost a
+// copy into a big buffer and the port would cut the frame again,
+// recomputing every segment's checksum.
+type RunSender interface {
+	SendsRuns()
+}
+
 // GSOStats count a port's GSO super-frames, for drivers that receive or
 // send them whole (afpacket, tap).
 type GSOStats struct {

@@ -262,6 +262,9 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 		// TunnelDrops are a tunnel port's drops by cause (bad_header,
 		// wrong_vni, unknown_remote, no_remote, mtu, no_route, ...).
 		TunnelDrops map[string]uint64 `json:"tunnel_drops,omitempty"`
+		// TunnelSuper counts the TCP super-frames a tunnel port sent
+		// whole and the segmented sends that carried them.
+		TunnelSuper *tunnel.SuperStats `json:"tunnel_tx_super,omitempty"`
 		// Status is the Interface status column: a fixed-remote tunnel
 		// port's egress interface, its carrier and the outer source
 		// (tunnel.Port.Status).
@@ -323,6 +326,9 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 					pv.Running, pv.Driver, pv.LinkUp = true, rp.driver, rp.dev.LinkUp()
 					if tp, ok := rp.dev.(*tunnel.Port); ok {
 						pv.TunnelDrops = tp.DropsByCause()
+						if ss := tp.SuperStats(); ss.Frames > 0 {
+							pv.TunnelSuper = &ss
+						}
 						pv.Status = tp.Status()
 					}
 				}
@@ -344,6 +350,9 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 					ds = append(ds, fmt.Sprintf("%s=%d", k, pv.TunnelDrops[k]))
 				}
 				fmt.Fprintf(&sb, "            tunnel_drops: %s\n", strings.Join(ds, " "))
+			}
+			if ss := pv.TunnelSuper; ss != nil {
+				fmt.Fprintf(&sb, "            tunnel_tx_super: frames=%d sends=%d segments=%d\n", ss.Frames, ss.Sends, ss.Segments)
 			}
 			if pv.Running {
 				fmt.Fprintf(&sb, "            link_state: %s\n", upDown(pv.LinkUp))

@@ -43,7 +43,8 @@
 # The table's last rows are ours/OVS and ours/kernel ratios (for RTT the
 # ratio is theirs/ours, so > 1 means ours is better in every column).
 #
-# SUT kernel-tso is the kernel again with the workloads' offloads on.
+# SUT kernel-tso is the kernel again with the workloads' offloads on, and
+# ours-tso ours so (AF_PACKET workload ports, which take super-frames).
 #
 # SUT ours-nooffload is ours with udp_offload=false on the tunnel ports
 # (no UDP segmentation on send, no coalescing on receive); ours-busy is ours
@@ -51,7 +52,7 @@
 # are: our idle PMDs sleep until a packet wakes them, which on a loaded
 # machine adds the scheduler's wake-up latency to every RTT.
 #
-# Environment: SUTS ("ours ours-busy ovs kernel kernel-tso"), TESTS ("udp64 tcp
+# Environment: SUTS ("ours ours-busy ours-tso ovs kernel kernel-tso"), TESTS ("udp64 tcp
 # rtt"; a test left out prints "-"), REPS (1: the SUT list is run that many
 # times in turn, one row per run, the first run compared), PTYPE (afxdp|afpacket), DUR (5),
 # TCP_DUR (8), RTT_DUR (4), BIN (bin), SHARED (../shared), OURS_CONFIG
@@ -61,7 +62,7 @@
 # each switch's pmd-latency-show and pmd-perf-show, to stderr).
 set -u -o pipefail
 here=$(cd "$(dirname "$0")" && pwd); top=$(cd "$here/../.." && pwd)
-SUTS=${SUTS:-"ours ours-busy ovs kernel kernel-tso"}
+SUTS=${SUTS:-"ours ours-busy ours-tso ovs kernel kernel-tso"}
 TESTS=${TESTS:-"udp64 tcp rtt"}
 REPS=${REPS:-1}
 PTYPE=${PTYPE:-afxdp}
@@ -117,7 +118,7 @@ topo_up() {
 		ip netns exec $1 sysctl -qw net.ipv6.conf.all.disable_ipv6=1
 		ip netns exec $3 sysctl -qw net.ipv6.conf.all.disable_ipv6=1
 		ip -n $3 link set eth0 address $5 mtu 1450
-		[ "$cur" = kernel-tso ] || ip netns exec $3 ethtool -K eth0 tx off tso off gso off >/dev/null 2>&1
+		case $cur in kernel-tso | ours-tso) ;; *) ip netns exec $3 ethtool -K eth0 tx off tso off gso off >/dev/null 2>&1 ;; esac
 		ip -n $3 addr add $6/24 dev eth0
 		ip -n $3 link set eth0 up
 	done
@@ -146,6 +147,11 @@ ours-nooffload_down() { :; }
 # ours-busy: PMDs that never sleep (pmd-sleep-max=0), as OVS's do.
 ours-busy_up() { local c=$OURS_CONFIG; OURS_CONFIG="$c other_config:pmd-sleep-max=0"; ours_up; local rc=$?; OURS_CONFIG=$c; return $rc; }
 ours-busy_down() { :; }
+# ours-tso: ours with the workloads' offloads on, as kernel-tso, and
+# AF_PACKET workload ports, which take their TCP super-frames whole; the
+# tunnel ports segment them into UDP_SEGMENT runs.
+ours-tso_up() { local p=$PTYPE; PTYPE=afpacket; ours_up; local rc=$?; PTYPE=$p; return $rc; }
+ours-tso_down() { :; }
 
 # --- SUT: Open vSwitch userspace, native tunnelling
 ovs_one() { # HOSTNS CPU WLPORT UL LOCAL REMOTE
@@ -234,12 +240,17 @@ udp64() { # prints: Mpps loss%
 	python3 -c "t=$tx1-$tx0; r=$rx1-$rx0; print('%.3f %.1f' % (r/$DUR/1e6, 100.0*(t-r)/t if t else 100))"
 }
 tcp() { # prints: Gbit/s
+	local p0 b0
+	p0=$(rx $WB rx_packets); b0=$(rx $WB rx_bytes)
 	bg ip netns exec $WB iperf3 -s -1 -B $IPB
 	wait_for 5 ip netns exec $WB sh -c "ss -ltn | grep -q ':5201'" || { echo 0; return; }
 	ip netns exec $WA iperf3 -c $IPB -t $TCP_DUR -J 2>/dev/null | python3 -c '
 import json, sys
 try: print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e9))
 except Exception: print("0")'
+	# Frames the receiver's eth0 got: ~1,500 bytes on average unless the
+	# switch delivers coalesced super-frames.
+	log "$cur: tcp receiver's eth0 got $(( $(rx $WB rx_packets) - p0 )) frames, $(( ($(rx $WB rx_bytes) - b0) / ($(rx $WB rx_packets) - p0 + 1) )) bytes on average"
 }
 rtt() { # prints: p50 p99 (us)
 	local out
@@ -254,7 +265,7 @@ ROWS=()
 echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) CPUs, uptime:$(uptime | sed 's/.*up[^,]*,//'), ports $PTYPE"
 has() { [[ " $TESTS " == *" $1 "* ]]; }
 for s in $(for ((r = 0; r < REPS; r++)); do echo $SUTS; done); do
-	case $s in ours | ours-nooffload | ours-busy | ovs | kernel | kernel-tso) ;; *) die "unknown SUT $s" ;; esac
+	case $s in ours | ours-nooffload | ours-busy | ours-tso | ovs | kernel | kernel-tso) ;; *) die "unknown SUT $s" ;; esac
 	log "$s: setting up"
 	cur=$s
 	topo_up
@@ -300,3 +311,4 @@ print('%-20s %10s %8s %10s %10s %10s' % ('$3', r(a[0], b[0]), '', r(a[2], b[2]),
 for o in ours-nooffload ours-busy ovs kernel kernel-tso; do
 	[ -n "${R[ours]:-}" ] && [ -n "${R[$o]:-}" ] && ratio "${R[ours]}" "${R[$o]}" "ours/$o"
 done
+[ -n "${R[ours-tso]:-}" ] && [ -n "${R[kernel-tso]:-}" ] && ratio "${R[ours-tso]}" "${R[kernel-tso]}" "ours-tso/kernel-tso"

@@ -4,9 +4,13 @@ import (
 	"encoding/binary"
 	"unsafe"
 
+	"sync/atomic"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
 // UDP segmentation offload on the send side. A TCP stream through the
@@ -54,6 +58,35 @@ type gsoTx struct {
 	name  unix.RawSockaddrInet6
 	msg   unix.Msghdr
 	runs  uint64 // runs sent with one sendmsg, for tests
+	// open: the sockets are open (on may still turn off: super-frames
+	// then go one datagram per segment through the same sockets).
+	open bool
+
+	// Super-frames (tcpseg.go): the segmenter, each segment's header
+	// slot, the run's iovecs, and messages for sending segments one by
+	// one when the kernel refuses the segmented send.
+	seg   tcpSegmenter
+	vseg  vnethdr.Segmenter
+	cut   []byte // vseg's segments (one run's worth), allocated on first use
+	shdr  [gsoMaxSegs][segHdrMax]byte
+	siovs [2 * gsoMaxSegs]unix.Iovec
+	smsgs [gsoMaxSegs]mmsghdr
+	super superCounters
+	// flat holds a run of small frames with their headers (sendGSO).
+	flat [gsoMaxSegs * (hdrLen + flatMax)]byte
+}
+
+// flatMax is the largest frame a run copies into gsoTx.flat instead of
+// gathering it with its own iovec.
+const flatMax = 256
+
+// noFlat turns the copy into gsoTx.flat off, for the benchmark that
+// compares the two.
+var noFlat bool
+
+// superCounters count a queue's super-frames; read by Stats readers.
+type superCounters struct {
+	frames, sends, segs atomic.Uint64
 }
 
 // openGSO opens the queue's offload sockets; a kernel without UDP_SEGMENT
@@ -97,7 +130,7 @@ func (p *Port) openGSO(g *gsoTx) error {
 	h := (*unix.Cmsghdr)(unsafe.Pointer(&g.ctrl[0]))
 	h.Level, h.Type = unix.SOL_UDP, unix.UDP_SEGMENT
 	h.SetLen(unix.SizeofCmsghdr + 2)
-	g.on = true
+	g.on, g.open = true, true
 	return nil
 }
 
@@ -108,7 +141,7 @@ func closeGSO(g *gsoTx) {
 		}
 		g.fds[i] = -1
 	}
-	g.on = false
+	g.on, g.open = false, false
 }
 
 // gsoRun returns how many packets from the start of pkts form a run one
@@ -126,7 +159,7 @@ func (p *Port) gsoRun(pkts []*packet.Packet, dst *[16]byte, vni uint32) int {
 		q := pkts[n]
 		d, v, ok := p.target(q)
 		l := len(q.Data())
-		if !ok || v != vni || *d != *dst || l > seg || l == 0 || total+hdrLen+l > gsoMaxBytes || flowHash(q) != hash {
+		if !ok || q.GSO() || v != vni || *d != *dst || l > seg || l == 0 || total+hdrLen+l > gsoMaxBytes || flowHash(q) != hash {
 			break
 		}
 		// One run has one outer TOS and TTL.
@@ -142,6 +175,15 @@ func (p *Port) gsoRun(pkts []*packet.Packet, dst *[16]byte, vni uint32) int {
 	return n
 }
 
+// refused notes that the kernel refused a segmented send with e: EIO
+// turns the offload off for the queue, as do gsoMaxFails EINVALs in a
+// row. The sockets stay open for super-frames sent segment by segment.
+func (g *gsoTx) refused(e unix.Errno) {
+	if g.fails++; e == unix.EIO || g.fails >= gsoMaxFails {
+		g.on = false
+	}
+}
+
 // sendGSO sends a run with one segmented sendmsg. It returns false,
 // without counting anything, when the kernel refused the segmentation and
 // the run must go the ordinary way; else the run is sent (sent packets,
@@ -149,13 +191,30 @@ func (p *Port) gsoRun(pkts []*packet.Packet, dst *[16]byte, vni uint32) int {
 func (p *Port) sendGSO(q int, run []*packet.Packet, dst *[16]byte, vni uint32) (handled bool, sent int, bytes, drops uint64) {
 	g := &p.tx[q].gso
 	encapHeader(p.opt.Kind, &g.hdr, vni)
-	for i, pkt := range run {
-		d := pkt.Data()
-		g.iovs[2*i].Base = &g.hdr[0]
-		g.iovs[2*i].SetLen(hdrLen)
-		g.iovs[2*i+1].Base = &d[0]
-		g.iovs[2*i+1].SetLen(len(d))
-		bytes += uint64(len(d))
+	niov := 2 * len(run)
+	if len(run[0].Data()) <= flatMax && !noFlat {
+		// Small frames are copied into one buffer: the kernel walks an
+		// iovec array element by element, which for 64-byte frames
+		// costs more than the copy.
+		off := 0
+		for _, pkt := range run {
+			d := pkt.Data()
+			copy(g.flat[off:], g.hdr[:])
+			off += hdrLen + copy(g.flat[off+hdrLen:], d)
+			bytes += uint64(len(d))
+		}
+		g.iovs[0].Base = &g.flat[0]
+		g.iovs[0].SetLen(off)
+		niov = 1
+	} else {
+		for i, pkt := range run {
+			d := pkt.Data()
+			g.iovs[2*i].Base = &g.hdr[0]
+			g.iovs[2*i].SetLen(hdrLen)
+			g.iovs[2*i+1].Base = &d[0]
+			g.iovs[2*i+1].SetLen(len(d))
+			bytes += uint64(len(d))
+		}
 	}
 	binary.NativeEndian.PutUint16(g.ctrl[unix.SizeofCmsghdr:], uint16(hdrLen+len(run[0].Data())))
 	g.name = sockaddr(*dst, p.opt.DstPort)
@@ -163,7 +222,7 @@ func (p *Port) sendGSO(q int, run []*packet.Packet, dst *[16]byte, vni uint32) (
 	m.Name = (*byte)(unsafe.Pointer(&g.name))
 	m.Namelen = unix.SizeofSockaddrInet6
 	m.Iov = &g.iovs[0]
-	m.SetIovlen(2 * len(run))
+	m.SetIovlen(niov)
 	m.Control = &g.ctrl[0]
 	m.SetControllen(cmsgUDPSeg)
 	if tos, ttl := p.outerTOSTTL(run[0].Data()); tos != p.opt.TOS || ttl != p.opt.TTL {
@@ -182,13 +241,8 @@ func (p *Port) sendGSO(q int, run []*packet.Packet, dst *[16]byte, vni uint32) (
 			return true, len(run), bytes, 0
 		case unix.EINTR:
 			continue
-		case unix.EIO:
-			closeGSO(g)
-			return false, 0, 0, 0
-		case unix.EINVAL, unix.EMSGSIZE:
-			if g.fails++; g.fails >= gsoMaxFails {
-				closeGSO(g)
-			}
+		case unix.EIO, unix.EINVAL, unix.EMSGSIZE:
+			g.refused(e)
 			return false, 0, 0, 0
 		case unix.ENETUNREACH, unix.EHOSTUNREACH, unix.EADDRNOTAVAIL:
 			c = CauseNoRoute
@@ -196,4 +250,201 @@ func (p *Port) sendGSO(q int, run []*packet.Packet, dst *[16]byte, vni uint32) (
 		causes.n[c].Add(uint64(len(run)))
 		return true, 0, 0, uint64(len(run))
 	}
+}
+
+// SendsGSO reports whether Send takes TCP (and other) super-frames whole:
+// on the raw path with the offload sockets open (tcpseg.go). A port that
+// lets the kernel fragment (df_default=false), sends on its UDP socket
+// (SocketSend) or has udp_offload=false gets segments from the datapath.
+func (p *Port) SendsGSO() bool { return p.superOK }
+
+// SendsRuns: runs of segments go out with one sendmsg as they are
+// (gsoRun), so the datapath need not merge them.
+func (p *Port) SendsRuns() {}
+
+// GSOStats returns the super-frames the port sent whole (TxWhole) and
+// built from received runs (RxWhole, rxmerge.go).
+func (p *Port) GSOStats() netdev.GSOStats {
+	var s netdev.GSOStats
+	for i := range p.tx {
+		s.TxWhole += p.tx[i].gso.super.frames.Load()
+	}
+	for i := range p.rx {
+		if g := p.rx[i].gro; g != nil {
+			s.RxWhole += g.merged.Load()
+		}
+	}
+	return s
+}
+
+// SuperStats count the segmented sends that carried super-frames.
+type SuperStats struct {
+	// Frames is the super-frames sent (every segment went out).
+	Frames uint64 `json:"frames"`
+	// Sends is the sendmsg calls with UDP_SEGMENT that carried them,
+	// Segments the datagrams those calls held: Segments/Sends is the
+	// run length the kernel got per system call.
+	Sends    uint64 `json:"sends"`
+	Segments uint64 `json:"segments"`
+}
+
+// SuperStats returns the port's super-frame counters.
+func (p *Port) SuperStats() SuperStats {
+	var s SuperStats
+	for i := range p.tx {
+		c := &p.tx[i].gso.super
+		s.Frames += c.frames.Load()
+		s.Sends += c.sends.Load()
+		s.Segments += c.segs.Load()
+	}
+	return s
+}
+
+// sendSuper sends the super-frame pkt as runs of tunnel datagrams, as few
+// UDP_SEGMENT sendmsg calls as the kernel's limits allow (gsoMaxSegs
+// datagrams, gsoMaxBytes per call: a 64 KiB frame needs two, as each
+// segment repeats the headers). It returns whether every segment went,
+// and the segments dropped (counted by cause here).
+func (p *Port) sendSuper(q int, pkt *packet.Packet, dst *[16]byte, vni uint32) (ok bool, drops uint64) {
+	g := &p.tx[q].gso
+	causes := &p.causes[q]
+	d := pkt.Data()
+	fast := g.seg.reset(d, &pkt.Offload, p.mtu)
+	if !fast {
+		h := vnethdr.Header(pkt.Offload)
+		if g.vseg.Reset(&h, d) != nil {
+			causes.n[CauseBadHeader].Add(1)
+			return false, 1
+		}
+		if g.cut == nil {
+			g.cut = make([]byte, gsoMaxBytes)
+		}
+	}
+	encapHeader(p.opt.Kind, &g.hdr, vni)
+	g.name = sockaddr(*dst, p.opt.DstPort)
+	ctrl := 0
+	if tos, ttl := p.outerTOSTTL(d); tos != p.opt.TOS || ttl != p.opt.TTL {
+		ctrl = tosTTLCtrl(g.ctrl[cmsgUDPSeg:], isV4(dst), tos, ttl)
+	}
+	fd := g.fds[flowHash(pkt)%gsoSockets]
+	for {
+		// Fill one run.
+		k, total, size, off := 0, 0, 0, 0
+		for k < gsoMaxSegs {
+			var l int
+			if fast {
+				if g.seg.done() {
+					break
+				}
+				if l = g.seg.segLen(); total+l > gsoMaxBytes {
+					break
+				}
+				h := &g.shdr[k]
+				copy(h[:hdrLen], g.hdr[:])
+				pay := g.seg.next(h[hdrLen:])
+				g.siovs[2*k].Base = &h[0]
+				g.siovs[2*k].SetLen(hdrLen + g.seg.hl)
+				g.siovs[2*k+1].Base = &pay[0]
+				g.siovs[2*k+1].SetLen(len(pay))
+			} else {
+				if g.vseg.Done() {
+					break
+				}
+				n, more, err := g.vseg.Next(g.cut[off : off+max(0, gsoMaxBytes-total-hdrLen)])
+				if err != nil || !more {
+					if k == 0 {
+						// A segment that fits no run: nothing more goes.
+						causes.n[CauseBadHeader].Add(1)
+						return false, drops + 1
+					}
+					break
+				}
+				l = hdrLen + n
+				g.siovs[2*k].Base = &g.hdr[0]
+				g.siovs[2*k].SetLen(hdrLen)
+				g.siovs[2*k+1].Base = &g.cut[off]
+				g.siovs[2*k+1].SetLen(n)
+				off += n
+			}
+			if k == 0 {
+				size = l
+			}
+			total += l
+			k++
+		}
+		if k == 0 {
+			break
+		}
+		drops += p.sendSegs(q, fd, k, size, ctrl)
+	}
+	if drops == 0 {
+		g.super.frames.Add(1)
+	}
+	return drops == 0, drops
+}
+
+// sendSegs sends the k segments in g.siovs (all size bytes but the last)
+// with one segmented sendmsg, or one datagram each when the kernel
+// refuses that, and returns how many were dropped (counted by cause).
+func (p *Port) sendSegs(q, fd, k, size, ctrl int) (drops uint64) {
+	tq := &p.tx[q]
+	g := &tq.gso
+	causes := &p.causes[q]
+	if g.on && k > 1 {
+		binary.NativeEndian.PutUint16(g.ctrl[unix.SizeofCmsghdr:], uint16(size))
+		m := &g.msg
+		m.Name = (*byte)(unsafe.Pointer(&g.name))
+		m.Namelen = unix.SizeofSockaddrInet6
+		m.Iov = &g.siovs[0]
+		m.SetIovlen(2 * k)
+		m.Control = &g.ctrl[0]
+		m.SetControllen(cmsgUDPSeg + ctrl)
+		for {
+			_, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(m)), unix.MSG_DONTWAIT)
+			tq.kicks.Add(1)
+			c := CauseTxError
+			switch e {
+			case 0:
+				g.fails = 0
+				g.super.sends.Add(1)
+				g.super.segs.Add(uint64(k))
+				return 0
+			case unix.EINTR:
+				continue
+			case unix.EIO, unix.EINVAL, unix.EMSGSIZE:
+				g.refused(e)
+			case unix.ENETUNREACH, unix.EHOSTUNREACH, unix.EADDRNOTAVAIL:
+				c = CauseNoRoute
+				fallthrough
+			default:
+				causes.n[c].Add(uint64(k))
+				return uint64(k)
+			}
+			break
+		}
+	}
+	// One datagram per segment, on the same socket.
+	for i := range k {
+		m := &g.smsgs[i].hdr
+		m.Name = (*byte)(unsafe.Pointer(&g.name))
+		m.Namelen = unix.SizeofSockaddrInet6
+		m.Iov = &g.siovs[2*i]
+		m.SetIovlen(2)
+		m.Control = nil
+		m.SetControllen(0)
+		if ctrl > 0 {
+			m.Control = &g.ctrl[cmsgUDPSeg]
+			m.SetControllen(ctrl)
+		}
+	}
+	for off := 0; off < k; {
+		got, failed, cause := sendmmsg(fd, g.smsgs[off:k])
+		tq.kicks.Add(1)
+		if failed > 0 {
+			causes.n[cause].Add(uint64(failed))
+			drops += uint64(failed)
+		}
+		off += got + failed
+	}
+	return drops
 }

@@ -239,6 +239,20 @@ func (p *Port) sendRaw(q int, b *packet.Batch) int {
 			continue
 		}
 		d := pkt.Data()
+		if pkt.GSO() && tq.gso.open {
+			// What is queued goes first: the order holds.
+			s, dr, by := p.flushRaw(q, n, &lens)
+			sent, drops, bytes, n = sent+s, drops+dr, bytes+by, 0
+			// A frame not sent whole is one drop (the causes count
+			// its datagrams).
+			if ok, _ := p.sendSuper(q, pkt, dst, vni); ok {
+				sent++
+				bytes += uint64(len(d))
+			} else {
+				drops++
+			}
+			continue
+		}
 		if tq.gso.on && i >= noGSO && len(d) > 0 {
 			if k := p.gsoRun(pkts[i:], dst, vni); k >= 2 {
 				// What is queued goes first: the order holds.

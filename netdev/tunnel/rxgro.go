@@ -2,6 +2,7 @@ package tunnel
 
 import (
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -43,7 +44,13 @@ type groRx struct {
 	got, cur, off, seg int
 	tmpl               flow.Tunnel
 	coalesced          uint64 // messages that held more than one datagram, for tests
+	// merged counts TCP super-frames built from runs (rxmerge.go).
+	merged atomic.Uint64
 }
+
+// noMerge turns receive-side merging off, for tests and benchmarks that
+// compare.
+var noMerge bool
 
 // enableGRO turns coalescing on for the socket of rx queue q; a kernel
 // without it (before 5.0) leaves the queue on the plain path.
@@ -103,6 +110,28 @@ func (p *Port) recvGRO(q int, pool *packet.Pool, b *packet.Batch) int {
 		}
 		m := &g.msgs[g.cur]
 		l := int(m.len)
+		if g.seg < l-g.off && !noMerge {
+			// Two or more datagrams left: one TCP flow's run goes on
+			// as one super-frame (rxmerge.go).
+			msg := g.buf[g.cur*groBufLen : g.cur*groBufLen+l]
+			if big, end := mergeRun(p.opt.Kind, pool, msg, g.off, g.seg); big != nil {
+				g.off = end
+				if p.accept(causes, big, &g.tmpl) {
+					bytes += uint64(big.Len())
+					b.Add(big)
+					added++
+					g.merged.Add(1)
+				} else {
+					drops++
+					big.Free()
+				}
+				if g.off >= l {
+					g.cur++
+					drops += g.start(causes, &p.local)
+				}
+				continue
+			}
+		}
 		seg := min(g.seg, l-g.off)
 		pkt := pool.Get()
 		if pkt == nil {

@@ -152,11 +152,13 @@ type Port struct {
 	remote unix.RawSockaddrInet6
 	mtu    int
 	raw    bool // send on the raw path (rawsend.go)
-	rx     []rxQueue
-	tx     []txQueue
-	ctr    []netdev.Counters
-	causes []causeCounters
-	closed atomic.Bool
+	// superOK: Send takes super-frames whole (SendsGSO).
+	superOK bool
+	rx      []rxQueue
+	tx      []txQueue
+	ctr     []netdev.Counters
+	causes  []causeCounters
+	closed  atomic.Bool
 }
 
 // causeCounters are one queue's drops by cause, on their own cache lines.
@@ -228,6 +230,10 @@ func New(name string, o Options) (*Port, error) {
 			p.Close()
 			return nil, fmt.Errorf("tunnel %s: segmentation offload socket: %w", name, err)
 		}
+	}
+	p.superOK = p.raw && !o.NoOffload
+	for i := range p.tx {
+		p.superOK = p.superOK && p.tx[i].gso.open
 	}
 	return p, nil
 }
@@ -625,10 +631,12 @@ func (p *Port) Send(q int, b *packet.Batch) int {
 
 // Interface checks.
 var (
-	_ netdev.Netdev   = (*Port)(nil)
-	_ netdev.Waiter   = (*Port)(nil)
-	_ netdev.RxArmer  = (*Port)(nil)
-	_ netdev.TxKicker = (*Port)(nil)
+	_ netdev.Netdev    = (*Port)(nil)
+	_ netdev.Waiter    = (*Port)(nil)
+	_ netdev.RxArmer   = (*Port)(nil)
+	_ netdev.TxKicker  = (*Port)(nil)
+	_ netdev.GSOSender = (*Port)(nil)
+	_ netdev.RunSender = (*Port)(nil)
 )
 
 // setRecvHdr points a recvmmsg header at one datagram's slots: the sender's

@@ -26,7 +26,7 @@ type underlay struct {
 	a6, b6     netip.Addr
 }
 
-func newUnderlay(t *testing.T) *underlay {
+func newUnderlay(t testing.TB) *underlay {
 	t.Helper()
 	nstest.RequireRoot(t)
 	u := &underlay{a: nstest.NewNetns(t, "tuna"), b: nstest.NewNetns(t, "tunb"),
@@ -46,7 +46,7 @@ func newUnderlay(t *testing.T) *underlay {
 	return u
 }
 
-func openIn(t *testing.T, ns *nstest.Netns, o Options) *Port {
+func openIn(t testing.TB, ns *nstest.Netns, o Options) *Port {
 	t.Helper()
 	var p *Port
 	if err := ns.Do(func() (err error) { p, err = New("tun", o); return err }); err != nil {
@@ -160,6 +160,11 @@ func TestPortToPort(t *testing.T) {
 			}
 			if s := pa.Stats(); s.TxPackets != 8 || s.TxBytes != 8*64 {
 				t.Errorf("tx stats %+v", s)
+			}
+			// The eight frames of one flow left as one run, copied into
+			// one buffer (small frames).
+			if pa.tx[0].gso.on && pa.tx[0].gso.runs != 1 {
+				t.Errorf("%d segmented sends, want 1", pa.tx[0].gso.runs)
 			}
 		})
 	}

@@ -1,0 +1,197 @@
+package tunnel
+
+import (
+	"encoding/binary"
+
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
+)
+
+// Receive-side merging. A coalesced UDP_GRO read (rxgro.go) of a TCP
+// stream is a run of datagrams holding consecutive segments of one flow.
+// Cutting it into MTU-size pool packets costs a copy and a pass through
+// the datapath per segment, and the datapath's output coalescing then
+// copies them again into one frame for a port that takes super-frames.
+// So the port merges such a run itself, straight from the receive buffer
+// into one big buffer: a TCP super-frame with GSO offload state and a
+// partial checksum, as a local sender's would be, which the datapath
+// keeps whole (and cuts again only for a port that cannot take it).
+//
+// Only what GRO would merge is merged: the same tunnel header, untagged
+// Ethernet, IPv4 without options or fragmentation or IPv6 with TCP next,
+// the same addresses, TOS/traffic class, TTL, ports, ack, window and TCP
+// options; sequence numbers contiguous; flags ACK (PSH may end a run);
+// every segment but the last as long as the first. Every segment's TCP
+// checksum is verified first, since the merged frame's partial checksum
+// tells the receiver there is nothing left to verify; a segment that
+// fails ends the run and goes on alone, for its receiver to drop.
+
+// mergeMax bounds a merged frame's segments (44 × 1,448 bytes are 64 KB).
+const mergeMax = 44
+
+const (
+	tcpACK = 0x10
+	ipv4L3 = 14
+)
+
+// tcpInner is what merging reads from an inner TCP segment.
+type tcpInner struct {
+	l4, hl  int // TCP header offset, header length (through TCP)
+	v6      bool
+	payload int
+	seq     uint32
+	flags   byte
+}
+
+// parseInner parses an untagged Ethernet/IPv4 (no options, not a
+// fragment) or IPv6 (TCP next) TCP segment whose IP length covers the
+// frame exactly.
+func parseInner(f []byte) (s tcpInner, ok bool) {
+	if len(f) < ipv4L3+20+20 {
+		return s, false
+	}
+	switch binary.BigEndian.Uint16(f[12:]) {
+	case 0x0800:
+		ip := f[ipv4L3:]
+		if ip[0] != 0x45 || ip[9] != 6 || binary.BigEndian.Uint16(ip[6:])&0x3fff != 0 ||
+			int(binary.BigEndian.Uint16(ip[2:])) != len(f)-ipv4L3 {
+			return s, false
+		}
+		s.l4 = ipv4L3 + 20
+	case 0x86dd:
+		if len(f) < ipv4L3+40+20 {
+			return s, false
+		}
+		ip := f[ipv4L3:]
+		if ip[0]>>4 != 6 || ip[6] != 6 || int(binary.BigEndian.Uint16(ip[4:])) != len(f)-ipv4L3-40 {
+			return s, false
+		}
+		s.l4, s.v6 = ipv4L3+40, true
+	default:
+		return s, false
+	}
+	tcp := f[s.l4:]
+	s.hl = s.l4 + int(tcp[12]>>4)*4
+	if s.hl < s.l4+20 || s.hl > len(f) {
+		return s, false
+	}
+	s.payload = len(f) - s.hl
+	s.seq = binary.BigEndian.Uint32(tcp[4:])
+	s.flags = tcp[13]
+	return s, true
+}
+
+// pseudoAddrs sums the pseudo-header's addresses and protocol.
+func pseudoAddrs(f []byte, s *tcpInner) uint64 {
+	a, b := ipv4L3+12, ipv4L3+20
+	if s.v6 {
+		a, b = ipv4L3+8, ipv4L3+40
+	}
+	return uint64(vnethdr.Sum(f[a:b])) + 6
+}
+
+// csumOK verifies a segment's TCP checksum.
+func csumOK(f []byte, s *tcpInner) bool {
+	return fold(pseudoAddrs(f, s)+uint64(len(f)-s.l4)+uint64(vnethdr.Sum(f[s.l4:]))) == 0xffff
+}
+
+// sameHeaders reports whether two segments' headers differ only where
+// consecutive segments of one flow may: IP length, ID and checksum, TCP
+// sequence number, flags and checksum.
+func sameHeaders(a, b []byte, s *tcpInner) bool {
+	l4, hl := s.l4, s.hl
+	if len(b) < hl {
+		return false
+	}
+	var ip bool
+	if s.v6 {
+		ip = string(a[:ipv4L3+4]) == string(b[:ipv4L3+4]) && string(a[ipv4L3+6:l4]) == string(b[ipv4L3+6:l4])
+	} else {
+		ip = string(a[:ipv4L3+2]) == string(b[:ipv4L3+2]) && string(a[ipv4L3+6:ipv4L3+10]) == string(b[ipv4L3+6:ipv4L3+10]) &&
+			string(a[ipv4L3+12:l4]) == string(b[ipv4L3+12:l4])
+	}
+	return ip && string(a[l4:l4+4]) == string(b[l4:l4+4]) && // ports
+		string(a[l4+8:l4+13]) == string(b[l4+8:l4+13]) && // ack, data offset
+		string(a[l4+14:l4+16]) == string(b[l4+14:l4+16]) && // window
+		string(a[l4+18:hl]) == string(b[l4+18:hl]) // urgent pointer, options
+}
+
+// mergeRun merges the segments of the coalesced datagram msg from offset
+// off on (datagrams of seg bytes, the last may be shorter) into one TCP
+// super-frame in a big buffer from pool, tunnel header in front. It
+// returns the frame and the offset after the last datagram merged, or nil
+// when fewer than two segments merge (or no big buffer is free).
+func mergeRun(k Kind, pool *packet.Pool, msg []byte, off, seg int) (*packet.Packet, int) {
+	first := msg[off:min(off+seg, len(msg))]
+	hl, _, _, _, ok := decap(k, first)
+	if !ok {
+		return nil, off
+	}
+	f0 := first[hl:]
+	s0, ok := parseInner(f0)
+	if !ok || s0.payload == 0 || s0.flags != tcpACK || !csumOK(f0, &s0) {
+		return nil, off
+	}
+	n, total, end := 1, len(f0), off+len(first)
+	seq := s0.seq + uint32(s0.payload)
+	var lastFlags byte
+	for end < len(msg) && n < mergeMax {
+		d := msg[end:min(end+seg, len(msg))]
+		if len(d) <= hl || string(d[:hl]) != string(first[:hl]) {
+			break
+		}
+		f := d[hl:]
+		s, ok := parseInner(f)
+		if !ok || s.v6 != s0.v6 || s.hl != s0.hl || s.payload == 0 || s.payload > s0.payload || s.seq != seq ||
+			s.flags&^tcpPSH != tcpACK || total+s.payload-ipv4L3 > 0xffff || !sameHeaders(f0, f, &s0) || !csumOK(f, &s) {
+			break
+		}
+		total += s.payload
+		seq += uint32(s.payload)
+		lastFlags = s.flags
+		n++
+		end += len(d)
+		if s.payload < s0.payload || s.flags&tcpPSH != 0 {
+			break
+		}
+	}
+	if n < 2 {
+		return nil, off
+	}
+	big := pool.GetBig()
+	if big == nil {
+		return nil, off
+	}
+	buf := big.Buffer()
+	if len(buf) < hl+total {
+		big.Free()
+		return nil, off
+	}
+	w := copy(buf, first)
+	for o := off + len(first); o < end; o += seg {
+		d := msg[o:min(o+seg, len(msg))]
+		w += copy(buf[w:], d[hl+s0.hl:])
+	}
+	big.SetLen(w)
+	f := buf[hl:w]
+	l4len := len(f) - s0.l4
+	if s0.v6 {
+		binary.BigEndian.PutUint16(f[ipv4L3+4:], uint16(l4len))
+	} else {
+		ip := f[ipv4L3:s0.l4]
+		binary.BigEndian.PutUint16(ip[2:], uint16(len(f)-ipv4L3))
+		ip[10], ip[11] = 0, 0
+		binary.BigEndian.PutUint16(ip[10:], ^vnethdr.Sum(ip))
+	}
+	f[s0.l4+13] |= lastFlags & tcpPSH
+	// The partial checksum: the pseudo-header sum over the new length.
+	binary.BigEndian.PutUint16(f[s0.l4+16:], fold(pseudoAddrs(f, &s0)+uint64(l4len)))
+	g := uint8(vnethdr.GSOTCPv4)
+	if s0.v6 {
+		g = vnethdr.GSOTCPv6
+	}
+	// CsumStart counts from the tunnel header, which accept pulls.
+	big.Offload = packet.Offload{Flags: packet.OffloadNeedsCsum, GSOType: g, HdrLen: uint16(s0.hl),
+		GSOSize: uint16(s0.payload), CsumStart: uint16(hl + s0.l4), CsumOffset: 16}
+	return big, end
+}
