@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
-	"slices"
 	"testing"
 	"time"
 
@@ -57,13 +56,10 @@ func TestSleepingPMDWakesForTunnelDatagram(t *testing.T) {
 	}
 	t.Cleanup(func() { dp.Close() })
 	pmd := dp.PMDs()[0]
-	// Asleep on its descriptors (the socket among them) for the hour of
-	// the idle timer: the PMD fills in its poll set before it says so.
+	// Asleep for the hour of the idle timer: only the socket in its poll
+	// set can wake it for the datagram. (The poll set itself is not read
+	// here: the sleeping PMD writes its first entry.)
 	waitFor(t, "the PMD to sleep", pmd.sleeping.Load)
-	fds := pmd.plan.Load().pollFDs
-	if !slices.ContainsFunc(fds, func(f pollFd) bool { return int(f.Fd) == tp.RxFD(0) }) {
-		t.Fatalf("the PMD's poll set %v lacks the tunnel socket %d", fds, tp.RxFD(0))
-	}
 	s, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: int(tp.Options().DstPort)})
 	if err != nil {
 		t.Fatal(err)
