@@ -585,6 +585,7 @@ func (p *PMD) classifyRest(pkts []*packet.Packet, emcMisses int) (upcalled bool)
 		}
 	}
 	var runFlow *Megaflow // run-length accumulation of flow stats
+	var runOut *OutputBatch
 	var runPkts, runBytes uint64
 	for i, pkt := range pkts {
 		mf := p.mfs[i]
@@ -598,10 +599,18 @@ func (p *PMD) classifyRest(pkts []*packet.Packet, emcMisses int) (upcalled bool)
 				runFlow.touch(p.now)
 			}
 			runFlow, runPkts, runBytes = mf, 0, 0
+			runOut = nil
+			if mf.out != 0 {
+				runOut = p.outputBatch(mf.out) // nil: execute drops
+			}
 		}
 		runPkts++
 		runBytes += uint64(pkt.Len())
-		p.execute(pkt, mf.Actions)
+		if runOut != nil {
+			p.outputTo(runOut, pkt)
+		} else {
+			p.execute(pkt, mf.Actions)
+		}
 	}
 	if runFlow != nil {
 		runFlow.packets.Add(runPkts)
@@ -621,7 +630,17 @@ func (p *PMD) processPortFlow(inPort uint32, mf *Megaflow) {
 	for _, pkt := range pkts {
 		pkt.InPort = inPort
 		bytes += uint64(pkt.Len())
-		p.execute(pkt, mf.Actions)
+	}
+	var ob *OutputBatch
+	if mf.out != 0 {
+		ob = p.outputBatch(mf.out)
+	}
+	if ob != nil {
+		p.outputAll(ob, pkts)
+	} else {
+		for _, pkt := range pkts {
+			p.execute(pkt, mf.Actions)
+		}
 	}
 	n := uint64(len(pkts))
 	mf.packets.Add(n)
@@ -758,6 +777,7 @@ func (p *PMD) handleMiss(pkt *packet.Packet, hash uint32) *Megaflow {
 		Actions: append(actions.List(nil), p.upcall.Actions...),
 		refs:    append([]StatsSink(nil), p.upcall.Refs...),
 	}
+	mf.out = soleOutput(mf.Actions)
 	mf.Match.Mask = p.upcall.Mask
 	// recirc_id is never wildcarded, whatever the Upcaller's mask says:
 	// a first-pass megaflow must not catch a recirculated packet, nor one
