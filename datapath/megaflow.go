@@ -16,7 +16,7 @@ type Megaflow struct {
 	// out is the port of a flow whose one action is an output to it, 0
 	// otherwise: the PMD then sends the flow's packets straight to the
 	// port's output batch, without interpreting actions per packet.
-	out uint32
+	out     uint32
 	packets atomic.Uint64
 	bytes   atomic.Uint64
 	// used is the datapath clock (ns) when a packet last matched, kept to
