@@ -584,21 +584,25 @@ func (p *PMD) classifyRest(pkts []*packet.Packet, emcMisses int) (upcalled bool)
 			p.mfs[i] = mf
 		}
 	}
-	var runFlow *Megaflow // run-length accumulation of flow stats
+	// Run-length accumulation of flow stats. Without misses every packet
+	// has its flow, so a run is a slice of pkts, and a run of a flow that
+	// only outputs goes to its port's batch at once (outputAll).
+	bulk := emcMisses == 0
+	mfs := p.mfs[:len(pkts)]
+	var runFlow *Megaflow
 	var runOut *OutputBatch
+	var runStart int
 	var runPkts, runBytes uint64
 	for i, pkt := range pkts {
-		mf := p.mfs[i]
+		mf := mfs[i]
 		if mf == nil {
 			continue
 		}
 		if mf != runFlow {
 			if runFlow != nil {
-				runFlow.packets.Add(runPkts)
-				runFlow.bytes.Add(runBytes)
-				runFlow.touch(p.now)
+				p.endRun(runFlow, runOut, pkts[runStart:i], runPkts, runBytes, bulk)
 			}
-			runFlow, runPkts, runBytes = mf, 0, 0
+			runFlow, runStart, runPkts, runBytes = mf, i, 0, 0
 			runOut = nil
 			if mf.out != 0 {
 				runOut = p.outputBatch(mf.out) // nil: execute drops
@@ -606,18 +610,29 @@ func (p *PMD) classifyRest(pkts []*packet.Packet, emcMisses int) (upcalled bool)
 		}
 		runPkts++
 		runBytes += uint64(pkt.Len())
-		if runOut != nil {
-			p.outputTo(runOut, pkt)
-		} else {
+		switch {
+		case runOut == nil:
 			p.execute(pkt, mf.Actions)
+		case !bulk:
+			p.outputTo(runOut, pkt)
 		}
 	}
 	if runFlow != nil {
-		runFlow.packets.Add(runPkts)
-		runFlow.bytes.Add(runBytes)
-		runFlow.touch(p.now)
+		p.endRun(runFlow, runOut, pkts[runStart:], runPkts, runBytes, bulk)
 	}
 	return upcalled
+}
+
+// endRun ends a run of packets of flow mf in classifyRest: it counts them
+// to the flow and, with bulk set, queues run in ob, the flow's sole output
+// (if it has one).
+func (p *PMD) endRun(mf *Megaflow, ob *OutputBatch, run []*packet.Packet, pkts, bytes uint64, bulk bool) {
+	mf.packets.Add(pkts)
+	mf.bytes.Add(bytes)
+	mf.touch(p.now)
+	if bulk && ob != nil {
+		p.outputAll(ob, run)
+	}
 }
 
 // processPortFlow runs p.rx, received on inPort, through mf, the port's
