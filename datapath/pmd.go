@@ -499,14 +499,25 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 	mfs := p.mfs[:len(pkts)] // one bounds check, not one per packet
 	emcMisses := 0
 	var deferred uint64 // packets to hash in the second pass, by index (batchFitsMask)
+	// While every packet so far took the fast path to the same flow, run
+	// is that flow and runBytes their bytes (runs counts changes of flow).
+	var run *Megaflow
+	var runs int
+	var runBytes uint64
 	for i, pkt := range pkts {
 		pkt.InPort = inPort
 		if !pkt.HasTunnel { // only tunnel ports set it: one predicted branch
-			if h, ok := flow.ExtractFast(pkt.Data(), inPort, &pkt.Key, &pkt.Offsets); ok {
+			data := pkt.Data()
+			if h, ok := flow.ExtractFast(data, inPort, &pkt.Key, &pkt.Offsets); ok {
 				pkt.KeyValid = true
 				pkt.Hash, pkt.HashValid = h, true
 				mf := p.emc.LookupShort(&pkt.Key, h, true)
 				mfs[i] = mf
+				if mf != run {
+					run = mf
+					runs++
+				}
+				runBytes += uint64(len(data))
 				if mf == nil {
 					emcMisses++
 				}
@@ -522,6 +533,7 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 		pkt.KeyValid = true
 		deferred |= 1 << i
 	}
+	allFast := deferred == 0
 	for deferred != 0 {
 		i := bits.TrailingZeros64(deferred)
 		deferred &= deferred - 1
@@ -533,7 +545,15 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 			emcMisses++
 		}
 	}
-	upcalled = p.classifyRest(pkts, emcMisses)
+	if allFast && emcMisses == 0 && runs == 1 {
+		// The whole batch hit one flow in the EMC (a batch of one
+		// connection, the common case at high rates): no pass over it
+		// to find the flows' runs.
+		p.local.emcHits += uint64(len(pkts))
+		p.executeFlow(run, pkts, runBytes)
+	} else {
+		upcalled = p.classifyRest(pkts, emcMisses)
+	}
 	p.local.rxPackets += uint64(len(pkts))
 	if p.recirc.q[p.recirc.cur].N > 0 {
 		if p.drainRecirc() {
@@ -646,23 +666,30 @@ func (p *PMD) processPortFlow(inPort uint32, mf *Megaflow) {
 		pkt.InPort = inPort
 		bytes += uint64(pkt.Len())
 	}
+	p.executeFlow(mf, pkts, bytes)
+	n := uint64(len(pkts))
+	p.local.simpleMatchHits += n
+	p.local.rxPackets += n
+}
+
+// executeFlow counts pkts, of bytes bytes, to their flow mf and executes
+// mf's actions on them: a flow that only outputs to one port hands them to
+// its output batch at once.
+func (p *PMD) executeFlow(mf *Megaflow, pkts []*packet.Packet, bytes uint64) {
+	mf.packets.Add(uint64(len(pkts)))
+	mf.bytes.Add(bytes)
+	mf.touch(p.now)
 	var ob *OutputBatch
 	if mf.out != 0 {
 		ob = p.outputBatch(mf.out)
 	}
 	if ob != nil {
 		p.outputAll(ob, pkts)
-	} else {
-		for _, pkt := range pkts {
-			p.execute(pkt, mf.Actions)
-		}
+		return
 	}
-	n := uint64(len(pkts))
-	mf.packets.Add(n)
-	mf.bytes.Add(bytes)
-	mf.touch(p.now)
-	p.local.simpleMatchHits += n
-	p.local.rxPackets += n
+	for _, pkt := range pkts {
+		p.execute(pkt, mf.Actions)
+	}
 }
 
 // isPortFlow reports whether mf matches on the input port alone and its
