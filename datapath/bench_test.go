@@ -76,9 +76,11 @@ func benchForward(b *testing.B, flows, flushUs int, emcOff bool) {
 	}
 	st0 := dp.PMDStats()[0]
 	b.ReportAllocs()
+	cpu0 := processCPUNs()
 	b.ResetTimer()
 	run(b.N)
 	b.StopTimer()
+	reportCPU(b, cpu0)
 	pmd.PollOnce()
 	st := dp.PMDStats()[0]
 	if st.Misses != st0.Misses {
@@ -97,6 +99,14 @@ func reportRate(b *testing.B) {
 	if sec > 0 {
 		b.ReportMetric(float64(b.N)/sec/1e6, "Mpps")
 		b.ReportMetric(sec*1e9/float64(b.N), "ns/pkt")
+	}
+}
+
+// reportCPU reports the process CPU time per op since cpu0 (processCPUNs),
+// the figure to compare on a loaded machine.
+func reportCPU(b *testing.B, cpu0 int64) {
+	if cpu0 != 0 && b.N > 0 {
+		b.ReportMetric(float64(processCPUNs()-cpu0)/float64(b.N), "cpu-ns/pkt")
 	}
 }
 
@@ -138,11 +148,13 @@ func benchForwardNull(b *testing.B, simple bool, frame []byte) {
 		pmd.PollOnce()
 	}
 	b.ReportAllocs()
+	cpu0 := processCPUNs()
 	b.ResetTimer()
 	for n := 0; n < b.N; {
 		n += pmd.PollOnce()
 	}
 	b.StopTimer()
+	reportCPU(b, cpu0)
 	reportRate(b)
 }
 

@@ -13,6 +13,10 @@ import (
 type Megaflow struct {
 	Match   flow.Match
 	Actions actions.List
+	// out is the port of a flow whose one action is an output to it, 0
+	// otherwise: the PMD then sends the flow's packets straight to the
+	// port's output batch, without interpreting actions per packet.
+	out     uint32
 	packets atomic.Uint64
 	bytes   atomic.Uint64
 	// used is the datapath clock (ns) when a packet last matched, kept to
@@ -27,6 +31,14 @@ type Megaflow struct {
 	// What has been pushed to refs so far; guarded by the owning PMD's
 	// registry lock.
 	pushedPackets, pushedBytes uint64
+}
+
+// soleOutput returns the port acts only output to, or 0.
+func soleOutput(acts actions.List) uint32 {
+	if len(acts) == 1 && acts[0].Kind == actions.Output {
+		return acts[0].Port
+	}
+	return 0
 }
 
 // push hands the traffic not yet reported to the flow's refs.

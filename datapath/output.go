@@ -25,14 +25,29 @@ type OutputBatch struct {
 // output queues pkt for port no. A batch that would exceed BatchSize is sent
 // first.
 func (p *PMD) output(pkt *packet.Packet, no uint32) {
-	if no-1 >= uint32(len(p.outs)-1) { // port 0, LOCAL or past the table
-		no = portIndex(no)
-	}
-	if int(no) >= len(p.outs) || p.outs[no] == nil {
+	ob := p.outputBatch(no)
+	if ob == nil {
 		p.drop(pkt, DropNoPort)
 		return
 	}
-	ob := p.outs[no]
+	p.outputTo(ob, pkt)
+}
+
+// outputBatch returns the PMD's output batch for port no, or nil if there
+// is no such port.
+func (p *PMD) outputBatch(no uint32) *OutputBatch {
+	if no-1 >= uint32(len(p.outs)-1) { // port 0, LOCAL or past the table
+		no = portIndex(no)
+	}
+	if int(no) >= len(p.outs) {
+		return nil
+	}
+	return p.outs[no]
+}
+
+// outputTo queues pkt in ob: whole, coalesced with the packet before it, or
+// cut into segments for a port that does not take it whole.
+func (p *PMD) outputTo(ob *OutputBatch, pkt *packet.Packet) {
 	if pkt.GSO() && !ob.sendsGSO() {
 		p.outputSegmented(pkt, ob)
 		return
@@ -42,6 +57,38 @@ func (p *PMD) output(pkt *packet.Packet, no uint32) {
 	}
 	p.queue(ob, pkt)
 }
+
+// outputAll queues every packet of pkts in ob, as outputTo each would: the
+// batch form for a flow that only outputs to one port, with ob resolved
+// once and, for a port that never takes super-frames (nothing to coalesce),
+// the packets appended in one loop.
+func (p *PMD) outputAll(ob *OutputBatch, pkts []*packet.Packet) {
+	if ob.gso != nil {
+		for _, pkt := range pkts {
+			p.outputTo(ob, pkt)
+		}
+		return
+	}
+	b := &ob.batch
+	for _, pkt := range pkts {
+		if pkt.GSO() {
+			p.outputSegmented(pkt, ob)
+			continue
+		}
+		if b.N == packet.BatchSize {
+			p.send(ob)
+		}
+		b.Pkts[b.N&(packet.BatchSize-1)] = pkt // the mask: no bounds check
+		b.N++
+	}
+	if b.N > 0 && !ob.pending {
+		ob.pending = true
+		p.pending = append(p.pending, ob)
+	}
+}
+
+// packet.BatchSize must be a power of two for outputAll's index mask.
+var _ [0]struct{} = [packet.BatchSize & (packet.BatchSize - 1)]struct{}{}
 
 // queue adds pkt to ob's batch, sending the batch first if it is full.
 func (p *PMD) queue(ob *OutputBatch, pkt *packet.Packet) {

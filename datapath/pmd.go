@@ -560,14 +560,25 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 	mfs := p.mfs[:len(pkts)] // one bounds check, not one per packet
 	emcMisses := 0
 	var deferred uint64 // packets to hash in the second pass, by index (batchFitsMask)
+	// While every packet so far took the fast path to the same flow, run
+	// is that flow and runBytes their bytes (runs counts changes of flow).
+	var run *Megaflow
+	var runs int
+	var runBytes uint64
 	for i, pkt := range pkts {
 		pkt.InPort = inPort
 		if !pkt.HasTunnel { // only tunnel ports set it: one predicted branch
-			if h, ok := flow.ExtractFast(pkt.Data(), inPort, &pkt.Key, &pkt.Offsets); ok {
+			data := pkt.Data()
+			if h, ok := flow.ExtractFast(data, inPort, &pkt.Key, &pkt.Offsets); ok {
 				pkt.KeyValid = true
 				pkt.Hash, pkt.HashValid = h, true
 				mf := p.emc.LookupShort(&pkt.Key, h, true)
 				mfs[i] = mf
+				if mf != run {
+					run = mf
+					runs++
+				}
+				runBytes += uint64(len(data))
 				if mf == nil {
 					emcMisses++
 				}
@@ -583,6 +594,7 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 		pkt.KeyValid = true
 		deferred |= 1 << i
 	}
+	allFast := deferred == 0
 	for deferred != 0 {
 		i := bits.TrailingZeros64(deferred)
 		deferred &= deferred - 1
@@ -594,7 +606,15 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 			emcMisses++
 		}
 	}
-	upcalled = p.classifyRest(pkts, emcMisses)
+	if allFast && emcMisses == 0 && runs == 1 {
+		// The whole batch hit one flow in the EMC (a batch of one
+		// connection, the common case at high rates): no pass over it
+		// to find the flows' runs.
+		p.local.emcHits += uint64(len(pkts))
+		p.executeFlow(run, pkts, runBytes)
+	} else {
+		upcalled = p.classifyRest(pkts, emcMisses)
+	}
 	p.local.rxPackets += uint64(len(pkts))
 	if p.recirc.q[p.recirc.cur].N > 0 {
 		if p.drainRecirc() {
@@ -645,31 +665,55 @@ func (p *PMD) classifyRest(pkts []*packet.Packet, emcMisses int) (upcalled bool)
 			p.mfs[i] = mf
 		}
 	}
-	var runFlow *Megaflow // run-length accumulation of flow stats
+	// Run-length accumulation of flow stats. Without misses every packet
+	// has its flow, so a run is a slice of pkts, and a run of a flow that
+	// only outputs goes to its port's batch at once (outputAll).
+	bulk := emcMisses == 0
+	mfs := p.mfs[:len(pkts)]
+	var runFlow *Megaflow
+	var runOut *OutputBatch
+	var runStart int
 	var runPkts, runBytes uint64
 	for i, pkt := range pkts {
-		mf := p.mfs[i]
+		mf := mfs[i]
 		if mf == nil {
 			continue
 		}
 		if mf != runFlow {
 			if runFlow != nil {
-				runFlow.packets.Add(runPkts)
-				runFlow.bytes.Add(runBytes)
-				runFlow.touch(p.now)
+				p.endRun(runFlow, runOut, pkts[runStart:i], runPkts, runBytes, bulk)
 			}
-			runFlow, runPkts, runBytes = mf, 0, 0
+			runFlow, runStart, runPkts, runBytes = mf, i, 0, 0
+			runOut = nil
+			if mf.out != 0 {
+				runOut = p.outputBatch(mf.out) // nil: execute drops
+			}
 		}
 		runPkts++
 		runBytes += uint64(pkt.Len())
-		p.execute(pkt, mf.Actions)
+		switch {
+		case runOut == nil:
+			p.execute(pkt, mf.Actions)
+		case !bulk:
+			p.outputTo(runOut, pkt)
+		}
 	}
 	if runFlow != nil {
-		runFlow.packets.Add(runPkts)
-		runFlow.bytes.Add(runBytes)
-		runFlow.touch(p.now)
+		p.endRun(runFlow, runOut, pkts[runStart:], runPkts, runBytes, bulk)
 	}
 	return upcalled
+}
+
+// endRun ends a run of packets of flow mf in classifyRest: it counts them
+// to the flow and, with bulk set, queues run in ob, the flow's sole output
+// (if it has one).
+func (p *PMD) endRun(mf *Megaflow, ob *OutputBatch, run []*packet.Packet, pkts, bytes uint64, bulk bool) {
+	mf.packets.Add(pkts)
+	mf.bytes.Add(bytes)
+	mf.touch(p.now)
+	if bulk && ob != nil {
+		p.outputAll(ob, run)
+	}
 }
 
 // processPortFlow runs p.rx, received on inPort, through mf, the port's
@@ -682,14 +726,31 @@ func (p *PMD) processPortFlow(inPort uint32, mf *Megaflow) {
 	for _, pkt := range pkts {
 		pkt.InPort = inPort
 		bytes += uint64(pkt.Len())
-		p.execute(pkt, mf.Actions)
 	}
+	p.executeFlow(mf, pkts, bytes)
 	n := uint64(len(pkts))
-	mf.packets.Add(n)
-	mf.bytes.Add(bytes)
-	mf.touch(p.now)
 	p.local.simpleMatchHits += n
 	p.local.rxPackets += n
+}
+
+// executeFlow counts pkts, of bytes bytes, to their flow mf and executes
+// mf's actions on them: a flow that only outputs to one port hands them to
+// its output batch at once.
+func (p *PMD) executeFlow(mf *Megaflow, pkts []*packet.Packet, bytes uint64) {
+	mf.packets.Add(uint64(len(pkts)))
+	mf.bytes.Add(bytes)
+	mf.touch(p.now)
+	var ob *OutputBatch
+	if mf.out != 0 {
+		ob = p.outputBatch(mf.out)
+	}
+	if ob != nil {
+		p.outputAll(ob, pkts)
+		return
+	}
+	for _, pkt := range pkts {
+		p.execute(pkt, mf.Actions)
+	}
 }
 
 // isPortFlow reports whether mf matches on the input port alone and its
@@ -819,6 +880,7 @@ func (p *PMD) handleMiss(pkt *packet.Packet, hash uint32) *Megaflow {
 		Actions: append(actions.List(nil), p.upcall.Actions...),
 		refs:    append([]StatsSink(nil), p.upcall.Refs...),
 	}
+	mf.out = soleOutput(mf.Actions)
 	mf.Match.Mask = p.upcall.Mask
 	// recirc_id is never wildcarded, whatever the Upcaller's mask says:
 	// a first-pass megaflow must not catch a recirculated packet, nor one

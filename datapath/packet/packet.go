@@ -5,6 +5,8 @@
 package packet
 
 import (
+	"unsafe"
+
 	"github.com/vswitch-go/vswitch/datapath/flow"
 )
 
@@ -55,45 +57,81 @@ const (
 // A Packet belongs to the Pool it was taken from and must be returned to it
 // with Free by the goroutine that owns that pool (a PMD frees only packets
 // from its own pool: drivers copy frames in and out of their rings).
+//
+// Layout: everything that receive, output and the pool touch for every
+// packet (the frame's place, pool, InPort, Hash and State) fills the first
+// 64 bytes, and the struct is a whole number of cache lines, so on a
+// line-aligned pool that is one line per packet, not the three it was when
+// the flags and the offload state sat behind the key. The key comes after,
+// for the paths that parse.
 type Packet struct {
 	buf    []byte
-	off    int
-	length int
+	off    int32
+	length int32
+	pool   *Pool
 
 	// InPort is the datapath port number the packet was received on.
 	InPort uint32
 	// Hash is a flow hash (RSS hash from the driver, or computed from the
 	// key); valid when HashValid is set.
-	Hash      uint32
-	HashValid bool
+	Hash uint32
+
+	// State is what Pool.Get clears, in 16 bytes cleared by one store.
+	State
+
+	Offsets flow.Offsets
+	Key     flow.Key
+
+	// TunnelID and Tunnel are the outer header a tunnel port decapsulated
+	// the packet from, valid when HasTunnel is set.
+	TunnelID uint64
+	Tunnel   flow.Tunnel
+
+	_ [packetPad]byte
+}
+
+// State is the per-packet metadata a reused buffer must not carry over:
+// Pool.Get clears all of it at once, and SetData all of it but the pool's
+// own flag.
+type State struct {
+	inPool bool // on the pool's free list (catches double frees)
 	// KeyValid says Key and Offsets describe the current contents; actions
 	// that change headers clear it or keep it in step.
 	KeyValid bool
-	Key      flow.Key
-	Offsets  flow.Offsets
-
+	// HashValid says Hash is valid.
+	HashValid bool
 	// HasTunnel says the packet arrived through a tunnel port, which put
 	// the outer header it was decapsulated from in TunnelID and Tunnel.
 	// Extraction clears the key; the PMD copies these into it afterwards,
-	// so the pipeline matches on tun_id, tun_src, ... (Pool.Get clears
-	// HasTunnel, so no stale metadata follows a reused buffer).
+	// so the pipeline matches on tun_id, tun_src, ...
 	HasTunnel bool
-	TunnelID  uint64
-	Tunnel    flow.Tunnel
-
 	// Recircs counts the packet's recirculations (passes through the
-	// PMD's caches after the first), so the PMD can bound them. Pool.Get
-	// clears it.
+	// PMD's caches after the first), so the PMD can bound them.
 	Recircs uint8
-
+	_       uint8
 	// Offload is the frame's GSO and partial-checksum state. Only drivers
-	// that received the frame as one GSO super-frame set it; Pool.Get and
-	// SetData clear it, so a reused buffer never carries a stale one.
+	// that received the frame as one GSO super-frame set it.
 	Offload Offload
-
-	pool   *Pool
-	inPool bool // on the pool's free list (catches double frees)
 }
+
+// packetPad rounds Packet up to whole cache lines.
+const packetPad = (64 - packetUnpadded%64) % 64
+
+const packetUnpadded = unsafe.Sizeof(struct {
+	a [64]byte
+	o flow.Offsets
+	k flow.Key
+	t uint64
+	u flow.Tunnel
+}{})
+
+// The hot fields must fit one line, and State one 16-byte store.
+var (
+	_ [64 - unsafe.Offsetof(Packet{}.State) - unsafe.Sizeof(State{})]struct{}
+	_ [unsafe.Sizeof(State{}) - 16]struct{}
+	_ [16 - unsafe.Sizeof(State{})]struct{}
+	_ [0]struct{} = [unsafe.Sizeof(Packet{}) % 64]struct{}{}
+)
 
 // GSO reports whether the frame is a GSO super-frame: one frame that
 // stands for several MTU-sized segments, which a port either takes whole
@@ -104,37 +142,33 @@ func (p *Packet) GSO() bool { return p.Offload.GSOType != 0 }
 func (p *Packet) Data() []byte { return p.buf[p.off : p.off+p.length] }
 
 // Len returns the frame length in bytes.
-func (p *Packet) Len() int { return p.length }
+func (p *Packet) Len() int { return int(p.length) }
 
 // Cap returns the largest frame this buffer can hold with the current headroom.
-func (p *Packet) Cap() int { return len(p.buf) - p.off }
+func (p *Packet) Cap() int { return len(p.buf) - int(p.off) }
 
 // Headroom returns the free bytes in front of the frame.
-func (p *Packet) Headroom() int { return p.off }
+func (p *Packet) Headroom() int { return int(p.off) }
 
 // SetData replaces the frame with a copy of data, keeping the default
-// headroom. It truncates data that does not fit and returns the bytes copied.
+// headroom, and forgets the old frame's key, hash, tunnel and offload state
+// (not Recircs: that is the packet's, not the frame's). It truncates data
+// that does not fit and returns the bytes copied.
 func (p *Packet) SetData(data []byte) int {
-	p.off = Headroom
-	if p.off > len(p.buf) {
-		p.off = len(p.buf)
-	}
-	n := copy(p.buf[p.off:], data)
-	p.length = n
-	p.KeyValid = false
-	p.HashValid = false
-	p.HasTunnel = false
-	p.Offload = Offload{}
+	off := min(Headroom, len(p.buf))
+	n := copy(p.buf[off:], data)
+	p.off, p.length = int32(off), int32(n)
+	p.State = State{inPool: p.inPool, Recircs: p.Recircs}
 	return n
 }
 
 // SetLen sets the frame length (for drivers that receive straight into
 // Buffer()). It returns false, changing nothing, if n does not fit.
 func (p *Packet) SetLen(n int) bool {
-	if n < 0 || p.off+n > len(p.buf) {
+	if n < 0 || int(p.off)+n > len(p.buf) {
 		return false
 	}
-	p.length = n
+	p.length = int32(n)
 	return true
 }
 
@@ -146,25 +180,25 @@ func (p *Packet) Buffer() []byte { return p.buf[p.off:] }
 // headroom, and returns the new front bytes. It returns nil, changing
 // nothing, if the headroom is too small.
 func (p *Packet) Push(n int) []byte {
-	if n < 0 || n > p.off {
+	if n < 0 || n > int(p.off) {
 		return nil
 	}
-	p.off -= n
-	p.length += n
+	p.off -= int32(n)
+	p.length += int32(n)
 	if p.Offload.Flags&OffloadNeedsCsum != 0 {
 		p.Offload.CsumStart += uint16(n)
 	}
-	return p.buf[p.off : p.off+n]
+	return p.buf[p.off : int(p.off)+n]
 }
 
 // Pull drops n bytes from the front of the frame. It returns false, changing
 // nothing, if the frame is shorter than n.
 func (p *Packet) Pull(n int) bool {
-	if n < 0 || n > p.length {
+	if n < 0 || n > int(p.length) {
 		return false
 	}
-	p.off += n
-	p.length -= n
+	p.off += int32(n)
+	p.length -= int32(n)
 	if p.Offload.Flags&OffloadNeedsCsum != 0 {
 		p.Offload.CsumStart -= uint16(n)
 	}
@@ -176,11 +210,11 @@ func (p *Packet) Pull(n int) bool {
 // (a big frame needs a buffer from Pool.GetFit).
 func (p *Packet) CopyFrom(src *Packet) bool {
 	off := src.off
-	if off+src.length > len(p.buf) {
+	if int(off)+int(src.length) > len(p.buf) {
 		return false
 	}
 	p.off = off
-	p.length = copy(p.buf[off:], src.Data())
+	p.length = int32(copy(p.buf[off:], src.Data()))
 	p.InPort = src.InPort
 	p.Hash = src.Hash
 	p.HashValid = src.HashValid

@@ -184,3 +184,40 @@ func TestOffloadFollowsPushPull(t *testing.T) {
 	c.Free()
 	dv.Free()
 }
+
+// TestStateClearedOnReuse: Pool.Get hands out a packet with no metadata
+// of its last use, and SetData forgets the old frame's but keeps the
+// packet's recirculation count and its pool bookkeeping.
+func TestStateClearedOnReuse(t *testing.T) {
+	p := NewPool(1, DefaultBufSize)
+	dirty := func(pkt *Packet) {
+		pkt.KeyValid, pkt.HashValid, pkt.HasTunnel, pkt.Recircs = true, true, true, 3
+		pkt.Offload = Offload{Flags: OffloadNeedsCsum, GSOType: 1, HdrLen: 54, GSOSize: 1448, CsumStart: 34, CsumOffset: 16}
+	}
+	pkt := p.Get()
+	dirty(pkt)
+	pkt.SetData([]byte{1, 2, 3})
+	if pkt.KeyValid || pkt.HashValid || pkt.HasTunnel || pkt.Offload != (Offload{}) || pkt.Recircs != 3 {
+		t.Fatalf("after SetData: %+v", pkt.State)
+	}
+	if pkt.Len() != 3 || pkt.Headroom() != Headroom {
+		t.Fatalf("after SetData: length %d headroom %d", pkt.Len(), pkt.Headroom())
+	}
+	pkt.Free()
+	pkt.SetData([]byte{4}) // a driver's bug, but the pool must still see it as free
+	if p.Get() != pkt {
+		t.Fatal("the pool lost its only packet")
+	}
+	if p.Get() != nil {
+		t.Fatal("a free packet handed out twice")
+	}
+	dirty(pkt)
+	pkt.Free()
+	pkt = p.Get()
+	if pkt.State != (State{}) || pkt.Len() != 0 || pkt.Headroom() != Headroom {
+		t.Fatalf("from Get: state %+v length %d headroom %d", pkt.State, pkt.Len(), pkt.Headroom())
+	}
+	if pkt.Free(); p.DoubleFrees() != 0 {
+		t.Fatal("double free counted")
+	}
+}

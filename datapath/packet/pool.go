@@ -48,14 +48,8 @@ func (p *Pool) Get() *Packet {
 	}
 	pkt := p.free[n-1]
 	p.free = p.free[:n-1]
-	pkt.inPool = false
-	pkt.off = Headroom
-	pkt.length = 0
-	pkt.KeyValid = false
-	pkt.HashValid = false
-	pkt.HasTunnel = false
-	pkt.Recircs = 0
-	pkt.Offload = Offload{}
+	pkt.off, pkt.length = Headroom, 0
+	pkt.State = State{}
 	return pkt
 }
 
@@ -77,7 +71,7 @@ func (p *Pool) GetBig() *Packet {
 // GetFit takes a packet that can hold a copy of src (CopyFrom): a normal
 // one if src fits one, else a big one. It returns nil if none is free.
 func (p *Pool) GetFit(src *Packet) *Packet {
-	if src.off+src.length > p.size {
+	if int(src.off)+int(src.length) > p.size {
 		return p.GetBig()
 	}
 	return p.Get()
