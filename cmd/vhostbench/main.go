@@ -42,6 +42,10 @@ import (
 	"github.com/vswitch-go/vswitch/netdev/vhostuser"
 )
 
+// hugeDir is a hugetlbfs mount for testpmd's and OVS's memory, or ""
+// for 4 KiB pages (-huge-dir).
+var hugeDir string
+
 type config struct {
 	duration, warmup time.Duration
 	size             int
@@ -62,6 +66,7 @@ func main() {
 	flag.IntVar(&c.fwdCPU, "fwd-cpu", 0, "CPU of the traffic generator's forwarding lcore")
 	flag.IntVar(&c.sutCPU, "sut-cpu", 1, "CPU of the switch's PMD (and of the second testpmd for limit)")
 	flag.BoolVar(&c.keep, "v", false, "print testpmd's output after each run")
+	flag.StringVar(&hugeDir, "huge-dir", "", "hugetlbfs mount for the testpmds' and OVS's memory (1 GiB each); default 4 KiB pages (--no-huge), whose TLB misses both switches pay per packet")
 	repeat := flag.Int("repeat", 1, "runs of each configuration; with more than one, a median row follows them (a run's rate can differ by 1.5x from the next one's)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process (the switch's PMD) to the file")
 	flag.Parse()
@@ -183,7 +188,13 @@ func startTestpmd(fwd, main int, vdevs []string, args ...string) (*testpmd, erro
 	tp := &testpmd{exited: make(chan struct{}), prefix: fmt.Sprintf("vhb%d", time.Now().UnixNano()%1e9)}
 	argv := []string{"-c", `trap "" PIPE; exec "$@"`, "testpmd", "stdbuf", "-oL", bin,
 		"-l", fmt.Sprintf("%d,%d", fwd, main), "--main-lcore", strconv.Itoa(main),
-		"--no-huge", "-m", "1024", "--no-pci", "--file-prefix", tp.prefix}
+		"-m", "1024", "--no-pci", "--file-prefix", tp.prefix}
+	if hugeDir != "" {
+		// One file per segment list, so the backend maps few regions.
+		argv = append(argv, "--huge-dir", hugeDir, "--single-file-segments")
+	} else {
+		argv = append(argv, "--no-huge")
+	}
 	for _, v := range vdevs {
 		argv = append(argv, "--vdev", v)
 	}
@@ -252,6 +263,20 @@ func (tp *testpmd) close() {
 		<-tp.exited
 	}
 	os.RemoveAll("/run/dpdk/" + tp.prefix)
+	removeHugeFiles(tp.prefix)
+}
+
+// removeHugeFiles deletes the hugepage files an EAL with file prefix
+// prefix left in hugeDir: DPDK keeps them after exit, and each holds its
+// pages until deleted.
+func removeHugeFiles(prefix string) {
+	if hugeDir == "" {
+		return
+	}
+	files, _ := filepath.Glob(filepath.Join(hugeDir, prefix+"map_*"))
+	for _, f := range files {
+		os.Remove(f)
+	}
 }
 
 var (
@@ -671,12 +696,13 @@ func runOVS(c config, flows, flush int) (res result, err error) {
 	prefix := fmt.Sprintf("vhbovs%d", os.Getpid())
 	if err := vsctl(false, "init", "--", "set", "Open_vSwitch", ".",
 		"other_config:dpdk-init=true",
-		`other_config:dpdk-extra="--no-huge -m 2048 --legacy-mem --no-pci --file-prefix `+prefix+`"`,
+		`other_config:dpdk-extra="`+ovsMem()+` --no-pci --file-prefix `+prefix+`"`,
 		"other_config:dpdk-lcore-mask="+mask, "other_config:pmd-cpu-mask="+mask,
 		fmt.Sprintf("other_config:tx-flush-interval=%d", flush)); err != nil {
 		return result{}, err
 	}
 	defer os.RemoveAll("/run/dpdk/" + prefix)
+	defer removeHugeFiles(prefix)
 	if err := run("ip", "netns", "exec", ns, ovsVswitchd, dbsock,
 		"--pidfile="+filepath.Join(dir, "vswitchd.pid"), "--unixctl="+filepath.Join(dir, "vswitchd.ctl"),
 		"--log-file="+filepath.Join(dir, "vswitchd.log"), "--detach", "--no-chdir"); err != nil {
@@ -762,6 +788,14 @@ func runOVS(c config, flows, flush int) (res result, err error) {
 		}
 	}
 	return result{rxpps: pps, notes: notes + cpu}, nil
+}
+
+// ovsMem is OVS's EAL memory options.
+func ovsMem() string {
+	if hugeDir != "" {
+		return "-m 1024 --huge-dir " + hugeDir
+	}
+	return "--no-huge -m 2048 --legacy-mem"
 }
 
 func logText(dir string) []byte {
