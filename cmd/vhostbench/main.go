@@ -67,6 +67,7 @@ func main() {
 	flag.IntVar(&c.sutCPU, "sut-cpu", 1, "CPU of the switch's PMD (and of the second testpmd for limit)")
 	flag.BoolVar(&c.keep, "v", false, "print testpmd's output after each run")
 	flag.StringVar(&hugeDir, "huge-dir", "", "hugetlbfs mount for the testpmds' and OVS's memory (1 GiB each); default 4 KiB pages (--no-huge), whose TLB misses both switches pay per packet")
+	huge := flag.Bool("huge", false, "mount a private hugetlbfs for -huge-dir, raising vm.nr_hugepages to 1100 (2 MiB pages) for the runs; both are undone at exit")
 	repeat := flag.Int("repeat", 1, "runs of each configuration; with more than one, a median row follows them (a run's rate can differ by 1.5x from the next one's)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process (the switch's PMD) to the file")
 	flag.Parse()
@@ -82,10 +83,20 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 
+	flowList, flushList := ints(*flows), ints(*flush) // before anything needs undoing
+	if *huge && hugeDir == "" {
+		undo, err := mountHuge(1100)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "vhostbench:", err)
+			os.Exit(1)
+		}
+		defer undo()
+	}
+
 	fmt.Printf("| SUT | flows | tx-flush-interval | Mpps received | per port | notes |\n| --- | --- | --- | --- | --- | --- |\n")
 	for _, sut := range strings.Split(*suts, ",") {
-		for _, fl := range ints(*flows) {
-			flushes := ints(*flush)
+		for _, fl := range flowList {
+			flushes := flushList
 			if sut == "limit" {
 				flushes = []int{-1}
 			}
@@ -264,6 +275,49 @@ func (tp *testpmd) close() {
 	}
 	os.RemoveAll("/run/dpdk/" + tp.prefix)
 	removeHugeFiles(tp.prefix)
+}
+
+// mountHuge makes sure vm.nr_hugepages is at least pages and mounts a
+// hugetlbfs of 2 MiB pages in a temporary directory as hugeDir; undo
+// unmounts it and puts nr_hugepages back.
+func mountHuge(pages int) (undo func(), err error) {
+	const knob = "/proc/sys/vm/nr_hugepages"
+	b, err := os.ReadFile(knob)
+	if err != nil {
+		return nil, err
+	}
+	old, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %q", knob, b)
+	}
+	restore := func() {}
+	if old < pages {
+		if err := os.WriteFile(knob, []byte(strconv.Itoa(pages)), 0); err != nil {
+			return nil, err
+		}
+		restore = func() { os.WriteFile(knob, []byte(strconv.Itoa(old)), 0) }
+		b, _ = os.ReadFile(knob)
+		if n, _ := strconv.Atoi(strings.TrimSpace(string(b))); n < pages {
+			restore()
+			return nil, fmt.Errorf("only %d of %d hugepages could be reserved", n, pages)
+		}
+	}
+	dir, err := os.MkdirTemp("", "vhostbench-huge")
+	if err != nil {
+		restore()
+		return nil, err
+	}
+	if err := run("mount", "-t", "hugetlbfs", "-o", "pagesize=2M", "nodev", dir); err != nil {
+		os.Remove(dir)
+		restore()
+		return nil, err
+	}
+	hugeDir = dir
+	return func() {
+		run("umount", dir)
+		os.Remove(dir)
+		restore()
+	}, nil
 }
 
 // removeHugeFiles deletes the hugepage files an EAL with file prefix
