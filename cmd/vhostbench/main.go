@@ -475,6 +475,9 @@ func genDrops(before, after string) (sent, dropped uint64, ok bool) {
 		return 0, 0, false
 	}
 	n := func(s string) uint64 { v, _ := strconv.ParseUint(s, 10, 64); return v }
+	if n(b[1]) < n(a[1]) || n(b[2]) < n(a[2]) {
+		return 0, 0, false // counters reset between the two
+	}
 	return n(b[1]) - n(a[1]), n(b[2]) - n(a[2]), true
 }
 
