@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +41,10 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/netdev/vhostuser"
 )
+
+// hugeDir is a hugetlbfs mount for testpmd's and OVS's memory, or ""
+// for 4 KiB pages (-huge-dir).
+var hugeDir string
 
 type config struct {
 	duration, warmup time.Duration
@@ -61,6 +66,9 @@ func main() {
 	flag.IntVar(&c.fwdCPU, "fwd-cpu", 0, "CPU of the traffic generator's forwarding lcore")
 	flag.IntVar(&c.sutCPU, "sut-cpu", 1, "CPU of the switch's PMD (and of the second testpmd for limit)")
 	flag.BoolVar(&c.keep, "v", false, "print testpmd's output after each run")
+	flag.StringVar(&hugeDir, "huge-dir", "", "hugetlbfs mount for the testpmds' and OVS's memory (1 GiB each); default 4 KiB pages (--no-huge), whose TLB misses both switches pay per packet")
+	huge := flag.Bool("huge", false, "mount a private hugetlbfs for -huge-dir, raising vm.nr_hugepages to 1100 (2 MiB pages) for the runs; both are undone at exit")
+	repeat := flag.Int("repeat", 1, "runs of each configuration; with more than one, a median row follows them (a run's rate can differ by 1.5x from the next one's)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process (the switch's PMD) to the file")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -75,39 +83,58 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 
+	flowList, flushList := ints(*flows), ints(*flush) // before anything needs undoing
+	if *huge && hugeDir == "" {
+		undo, err := mountHuge(1100)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "vhostbench:", err)
+			os.Exit(1)
+		}
+		defer undo()
+	}
+
 	fmt.Printf("| SUT | flows | tx-flush-interval | Mpps received | per port | notes |\n| --- | --- | --- | --- | --- | --- |\n")
 	for _, sut := range strings.Split(*suts, ",") {
-		for _, fl := range ints(*flows) {
-			flushes := ints(*flush)
+		for _, fl := range flowList {
+			flushes := flushList
 			if sut == "limit" {
 				flushes = []int{-1}
 			}
 			for _, fi := range flushes {
-				var r result
-				var err error
-				switch sut {
-				case "switch":
-					r, err = runSwitch(c, fl, fi)
-				case "limit":
-					r, err = runLimit(c, fl)
-				case "ovs":
-					r, err = runOVS(c, fl, fi)
-				default:
-					err = fmt.Errorf("unknown SUT %q", sut)
-				}
 				fs := strconv.Itoa(fi)
 				if fi < 0 {
 					fs = "-"
 				}
-				if err != nil {
-					fmt.Printf("| %s | %d | %s | error | | %v |\n", sut, fl, fs, err)
-					continue
+				var totals []float64
+				for range *repeat {
+					var r result
+					var err error
+					switch sut {
+					case "switch":
+						r, err = runSwitch(c, fl, fi)
+					case "limit":
+						r, err = runLimit(c, fl)
+					case "ovs":
+						r, err = runOVS(c, fl, fi)
+					default:
+						err = fmt.Errorf("unknown SUT %q", sut)
+					}
+					if err != nil {
+						fmt.Printf("| %s | %d | %s | error | | %v |\n", sut, fl, fs, err)
+						continue
+					}
+					var per []string
+					for _, p := range r.rxpps {
+						per = append(per, fmt.Sprintf("%.2f", float64(p)/1e6))
+					}
+					totals = append(totals, float64(r.total())/1e6)
+					fmt.Printf("| %s | %d | %s | %.2f | %s | %s |\n", sut, fl, fs, float64(r.total())/1e6, strings.Join(per, " + "), r.notes)
 				}
-				var per []string
-				for _, p := range r.rxpps {
-					per = append(per, fmt.Sprintf("%.2f", float64(p)/1e6))
+				if len(totals) > 1 {
+					slices.Sort(totals)
+					fmt.Printf("| %s | %d | %s | **%.2f** median | | %d runs, %.2f–%.2f |\n", sut, fl, fs,
+						totals[len(totals)/2], len(totals), totals[0], totals[len(totals)-1])
 				}
-				fmt.Printf("| %s | %d | %s | %.2f | %s | %s |\n", sut, fl, fs, float64(r.total())/1e6, strings.Join(per, " + "), r.notes)
 			}
 		}
 	}
@@ -172,7 +199,13 @@ func startTestpmd(fwd, main int, vdevs []string, args ...string) (*testpmd, erro
 	tp := &testpmd{exited: make(chan struct{}), prefix: fmt.Sprintf("vhb%d", time.Now().UnixNano()%1e9)}
 	argv := []string{"-c", `trap "" PIPE; exec "$@"`, "testpmd", "stdbuf", "-oL", bin,
 		"-l", fmt.Sprintf("%d,%d", fwd, main), "--main-lcore", strconv.Itoa(main),
-		"--no-huge", "-m", "1024", "--no-pci", "--file-prefix", tp.prefix}
+		"-m", "1024", "--no-pci", "--file-prefix", tp.prefix}
+	if hugeDir != "" {
+		// One file per segment list, so the backend maps few regions.
+		argv = append(argv, "--huge-dir", hugeDir, "--single-file-segments")
+	} else {
+		argv = append(argv, "--no-huge")
+	}
 	for _, v := range vdevs {
 		argv = append(argv, "--vdev", v)
 	}
@@ -241,6 +274,63 @@ func (tp *testpmd) close() {
 		<-tp.exited
 	}
 	os.RemoveAll("/run/dpdk/" + tp.prefix)
+	removeHugeFiles(tp.prefix)
+}
+
+// mountHuge makes sure vm.nr_hugepages is at least pages and mounts a
+// hugetlbfs of 2 MiB pages in a temporary directory as hugeDir; undo
+// unmounts it and puts nr_hugepages back.
+func mountHuge(pages int) (undo func(), err error) {
+	const knob = "/proc/sys/vm/nr_hugepages"
+	b, err := os.ReadFile(knob)
+	if err != nil {
+		return nil, err
+	}
+	old, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %q", knob, b)
+	}
+	restore := func() {}
+	if old < pages {
+		if err := os.WriteFile(knob, []byte(strconv.Itoa(pages)), 0); err != nil {
+			return nil, err
+		}
+		restore = func() { os.WriteFile(knob, []byte(strconv.Itoa(old)), 0) }
+		b, _ = os.ReadFile(knob)
+		if n, _ := strconv.Atoi(strings.TrimSpace(string(b))); n < pages {
+			restore()
+			return nil, fmt.Errorf("only %d of %d hugepages could be reserved", n, pages)
+		}
+	}
+	dir, err := os.MkdirTemp("", "vhostbench-huge")
+	if err != nil {
+		restore()
+		return nil, err
+	}
+	if err := run("mount", "-t", "hugetlbfs", "-o", "pagesize=2M", "nodev", dir); err != nil {
+		os.Remove(dir)
+		restore()
+		return nil, err
+	}
+	hugeDir = dir
+	return func() {
+		run("umount", dir)
+		os.Remove(dir)
+		restore()
+	}, nil
+}
+
+// removeHugeFiles deletes the hugepage files an EAL with file prefix
+// prefix left in hugeDir: DPDK keeps them after exit, and each holds its
+// pages until deleted.
+func removeHugeFiles(prefix string) {
+	if hugeDir == "" {
+		return
+	}
+	files, _ := filepath.Glob(filepath.Join(hugeDir, prefix+"map_*"))
+	for _, f := range files {
+		os.Remove(f)
+	}
 }
 
 var (
@@ -318,6 +408,12 @@ func cpuNotes(ths []thread, window time.Duration) string {
 // of rx (which may be gen itself) over the window, and the threads' CPU
 // shares over it.
 func measure(c config, gen, rx *testpmd, ths ...thread) ([]uint64, string, error) {
+	return measureHook(c, gen, rx, nil, ths...)
+}
+
+// measureHook is measure calling hook (if not nil) at the window's start
+// and end, for the SUT's own counters over the window.
+func measureHook(c config, gen, rx *testpmd, hook func(end bool), ths ...thread) ([]uint64, string, error) {
 	if rx != gen {
 		if _, err := rx.do("start"); err != nil {
 			return nil, "", err
@@ -334,12 +430,26 @@ func measure(c config, gen, rx *testpmd, ths ...thread) ([]uint64, string, error
 	for i := range ths {
 		ths[i].run, ths[i].wait, _ = schedstat(ths[i].pid, ths[i].tid)
 	}
+	if hook != nil {
+		hook(false)
+	}
+	fwd0, _ := gen.do("show fwd stats all")
 	time.Sleep(c.duration)
+	fwd1, _ := gen.do("show fwd stats all")
 	text, err := rx.do("show port stats all")
+	if hook != nil {
+		hook(true)
+	}
 	if err != nil {
 		return nil, "", err
 	}
 	cpu := cpuNotes(ths, time.Since(start))
+	if sent, dropped, ok := genDrops(fwd0, fwd1); ok && sent+dropped > 0 {
+		// A generator whose ring is full still builds the burst it
+		// cannot send: that CPU is lost to the packets it could send.
+		cpu = fmt.Sprintf("generator sent %.2f Mpps, dropped %.0f %% of its bursts' packets (tx ring full), %s",
+			float64(sent)/1e6/c.duration.Seconds(), 100*float64(dropped)/float64(sent+dropped), cpu)
+	}
 	gen.do("stop")
 	if rx != gen {
 		rx.do("stop")
@@ -353,6 +463,22 @@ func measure(c config, gen, rx *testpmd, ths ...thread) ([]uint64, string, error
 		return nil, "", errors.New("no port statistics from testpmd")
 	}
 	return pps, cpu, nil
+}
+
+var fwdTotals = regexp.MustCompile(`Accumulated forward statistics[\s\S]*?TX-packets:\s+(\d+)\s+TX-dropped:\s+(\d+)`)
+
+// genDrops returns what the generator sent and dropped between two
+// "show fwd stats all" outputs.
+func genDrops(before, after string) (sent, dropped uint64, ok bool) {
+	a, b := fwdTotals.FindStringSubmatch(before), fwdTotals.FindStringSubmatch(after)
+	if a == nil || b == nil {
+		return 0, 0, false
+	}
+	n := func(s string) uint64 { v, _ := strconv.ParseUint(s, 10, 64); return v }
+	if n(b[1]) < n(a[1]) || n(b[2]) < n(a[2]) {
+		return 0, 0, false // counters reset between the two
+	}
+	return n(b[1]) - n(a[1]), n(b[2]) - n(a[2]), true
 }
 
 // tail returns the last n lines of s, for error messages.
@@ -460,7 +586,34 @@ func runSwitch(c config, flows, flush int) (result, error) {
 		ths = append(ths, thread{name: "PMD", pid: os.Getpid(), tid: l[0].TID})
 	}
 	ths = append(ths, genThread("testpmd", tp))
-	pps, cpu, err := measure(c, tp, tp, ths...)
+	var before []datapath.PMDStats
+	var window []string
+	hook := func(end bool) {
+		st := dp.PMDStats()
+		if !end {
+			before = st
+			return
+		}
+		for i, s := range st {
+			if i >= len(before) {
+				break
+			}
+			b := before[i]
+			rx, busy, idle := s.RxPackets-b.RxPackets, s.BusyNs-b.BusyNs, s.IdleNs-b.IdleNs
+			if rx == 0 || busy+idle == 0 {
+				continue
+			}
+			// Where the PMD's time went and which cache took the
+			// packets: a generator that varies headers could have
+			// sent them down a slower path than the single flow.
+			n := float64(rx) / 100
+			window = append(window, fmt.Sprintf("window: PMD %.0f ns/pkt busy, busy %.0f %% of PMD time, %.0f ns/iteration, simple match %.0f %%, EMC %.0f %%, megaflow %.0f %%, upcalls %d, %d megaflows",
+				float64(busy)/float64(rx), 100*float64(busy)/float64(busy+idle), float64(busy+idle)/float64(s.Iterations-b.Iterations),
+				float64(s.SimpleMatchHits-b.SimpleMatchHits)/n, float64(s.EMCHits-b.EMCHits)/n, float64(s.MegaflowHits-b.MegaflowHits)/n,
+				s.Misses-b.Misses, dp.FlowCount()))
+		}
+	}
+	pps, cpu, err := measureHook(c, tp, tp, hook, ths...)
 	if err != nil {
 		return result{}, err
 	}
@@ -478,10 +631,17 @@ func runSwitch(c config, flows, flush int) (result, error) {
 	for _, p := range dp.Ports() {
 		for _, t := range p.TxStats() {
 			notes = append(notes, fmt.Sprintf("port %d avg batch %.1f", p.No, t.AvgBatch()))
+			if c.keep {
+				notes = append(notes, fmt.Sprintf("port %d kicks %d", p.No, t.Kicks))
+			}
+		}
+		if v, ok := p.Dev.(*vhostuser.Port); ok && c.keep {
+			notes = append(notes, fmt.Sprintf("port %d features %#x", p.No, v.Features()))
 		}
 		st := p.Dev.Stats()
 		notes = append(notes, fmt.Sprintf("port %d tx drops %d", p.No, st.TxDrops))
 	}
+	notes = append(notes, window...)
 	notes = append(notes, cpu)
 	if c.keep {
 		fmt.Fprintln(os.Stderr, tp.text())
@@ -593,12 +753,13 @@ func runOVS(c config, flows, flush int) (res result, err error) {
 	prefix := fmt.Sprintf("vhbovs%d", os.Getpid())
 	if err := vsctl(false, "init", "--", "set", "Open_vSwitch", ".",
 		"other_config:dpdk-init=true",
-		`other_config:dpdk-extra="--no-huge -m 2048 --legacy-mem --no-pci --file-prefix `+prefix+`"`,
+		`other_config:dpdk-extra="`+ovsMem()+` --no-pci --file-prefix `+prefix+`"`,
 		"other_config:dpdk-lcore-mask="+mask, "other_config:pmd-cpu-mask="+mask,
 		fmt.Sprintf("other_config:tx-flush-interval=%d", flush)); err != nil {
 		return result{}, err
 	}
 	defer os.RemoveAll("/run/dpdk/" + prefix)
+	defer removeHugeFiles(prefix)
 	if err := run("ip", "netns", "exec", ns, ovsVswitchd, dbsock,
 		"--pidfile="+filepath.Join(dir, "vswitchd.pid"), "--unixctl="+filepath.Join(dir, "vswitchd.ctl"),
 		"--log-file="+filepath.Join(dir, "vswitchd.log"), "--detach", "--no-chdir"); err != nil {
@@ -684,6 +845,14 @@ func runOVS(c config, flows, flush int) (res result, err error) {
 		}
 	}
 	return result{rxpps: pps, notes: notes + cpu}, nil
+}
+
+// ovsMem is OVS's EAL memory options.
+func ovsMem() string {
+	if hugeDir != "" {
+		return "-m 1024 --huge-dir " + hugeDir
+	}
+	return "--no-huge -m 2048 --legacy-mem"
 }
 
 func logText(dir string) []byte {
