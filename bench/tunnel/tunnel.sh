@@ -155,7 +155,7 @@ ours-tso_down() { :; }
 
 # --- SUT: Open vSwitch userspace, native tunnelling
 ovs_one() { # HOSTNS CPU WLPORT UL LOCAL REMOTE
-	local d=$work/ovs-$1 ns=$1; mkdir -p "$d"/{run,db,log,etc}
+	local d=$work/ovs-$1 ns=$1; rm -rf "$d"; mkdir -p "$d"/{run,db,log,etc} # a fresh database for every run (REPS)
 	local env=(env OVS_RUNDIR=$d/run OVS_DBDIR=$d/db OVS_LOGDIR=$d/log OVS_SYSCONFDIR=$d/etc)
 	ovsdb-tool create "$d/db/conf.db" /usr/share/openvswitch/vswitch.ovsschema || return 1
 	bg ip netns exec $ns "${env[@]}" ovsdb-server "$d/db/conf.db" --remote=punix:"$d/run/db.sock" \
