@@ -89,10 +89,22 @@ done
 
 work=$(mktemp -d /tmp/tunnel-bench.XXXXXX)
 pids=() # everything started in the background, stopped at exit
+# stop_bg stops what bg started: SIGTERM, then SIGKILL for what still runs
+# after 5 s (an OVS with afxdp ports and a busy PMD was seen ignoring
+# SIGTERM, which hung the run in wait).
+stop_bg() {
+	local p i
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	for ((i = 0; i < 50; i++)); do
+		for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && break; p=""; done
+		[ -z "${p:-}" ] && break
+		sleep 0.1
+	done
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+}
 cleanup() {
 	sut_down 2>/dev/null
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+	stop_bg
 	for n in $WA $WB $HA $HB; do ip netns del "$n" 2>/dev/null; done
 	rm -rf "$work"
 }
@@ -289,8 +301,7 @@ for s in $(for ((r = 0; r < REPS; r++)); do echo $SUTS; done); do
 		ROWS+=("$s $u $c $l")
 	fi
 	sut_down
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+	stop_bg
 	pids=()
 	topo_down
 done
