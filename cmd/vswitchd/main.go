@@ -107,6 +107,13 @@ func main() {
 		fail(2, "--log-format %q is not text or json", *logFormat)
 	}
 	log := slog.New(h)
+	// Before any PMD starts: the runtime's monitor thread would otherwise
+	// wake about 1000 times a second beside every busy PMD.
+	if tid, err := vswitchd.SlowSysmon(); err != nil {
+		log.Debug("runtime monitor thread keeps its timer slack", "err", err)
+	} else {
+		log.Debug("runtime monitor thread timer slack set", "tid", tid, "ns", vswitchd.SysmonSlackNs)
+	}
 
 	d, err := vswitchd.Start(vswitchd.Options{StateDir: *stateDir, MetricsAddr: *metricsAddr,
 		DefaultBridge: *defaultBridge, Logger: log, LogLevel: level, Version: version,
