@@ -765,6 +765,29 @@ func TestMergeRunAcrossReads(t *testing.T) {
 	big.Free()
 }
 
+// TestMergeRunWholeTSOFrame: a workload's 64 KB TSO frame behind the
+// 1,450-byte MTU (46 segments of 1,398 bytes) arrives as a peer's two
+// segmented sends, the second of one datagram, and merges back whole.
+func TestMergeRunWholeTSOFrame(t *testing.T) {
+	dgrams, seg, pay := segmentRun(t, superSpec{payload: 46 * 1398, mss: 1398})
+	if len(dgrams) != 46 {
+		t.Fatalf("%d datagrams", len(dgrams))
+	}
+	spans := spansOf(dgrams, seg, 45, 1)
+	pool := packet.NewPool(1, packet.DefaultBufSize)
+	pool.AttachBig(packet.NewPool(1, packet.BigBufSize))
+	big, end := mergeRun(VXLAN, pool, spans, spanPos{})
+	if big == nil || end != (spanPos{1, len(spans[1].msg)}) {
+		t.Fatalf("merged %v, end %+v", big != nil, end)
+	}
+	defer big.Free()
+	d := big.Data()[hdrLen:]
+	s, _ := parseInner(d)
+	if !bytes.Equal(d[s.hl:], pay) {
+		t.Errorf("merged payload differs")
+	}
+}
+
 // FuzzMergeRun feeds hostile reads to the receive-side merge, as one
 // message or two with their own datagram sizes: it must not panic, and a
 // merged frame must consume at least two datagrams, carry exactly their
