@@ -766,14 +766,14 @@ func TestMergeRunAcrossReads(t *testing.T) {
 }
 
 // TestMergeRunWholeTSOFrame: a workload's 64 KB TSO frame behind the
-// 1,450-byte MTU (46 segments of 1,398 bytes) arrives as a peer's two
-// segmented sends, the second of one datagram, and merges back whole.
+// 1,450-byte MTU (46 segments of 1,398 bytes) arrives as the peer's two
+// segmented sends of 44 and 2 datagrams, and merges back whole.
 func TestMergeRunWholeTSOFrame(t *testing.T) {
 	dgrams, seg, pay := segmentRun(t, superSpec{payload: 46 * 1398, mss: 1398})
 	if len(dgrams) != 46 {
 		t.Fatalf("%d datagrams", len(dgrams))
 	}
-	spans := spansOf(dgrams, seg, 45, 1)
+	spans := spansOf(dgrams, seg, 44, 2)
 	pool := packet.NewPool(1, packet.DefaultBufSize)
 	pool.AttachBig(packet.NewPool(1, packet.BigBufSize))
 	big, end := mergeRun(VXLAN, pool, spans, spanPos{})
