@@ -57,7 +57,9 @@
 # times in turn, one row per run, the first run compared), PTYPE (afxdp|afpacket), DUR (5),
 # TCP_DUR (8), RTT_DUR (4), BIN (bin), SHARED (../shared), OURS_CONFIG
 # (more Open_vSwitch other_config for ours, e.g. other_config:pmd-sleep-max=0),
-# DIAG (1: after the tests, ours rows run bench/latency/pingprobe with
+# SINK (socket: udp64's frames go to a UDP socket in tw-b that never reads;
+# none: to a closed port, the kernel's port-unreachable path, as before
+# 2026-12-01), DIAG (1: after the tests, ours rows run bench/latency/pingprobe with
 # latency-probe=1 on both switches and print the probe's one-way times and
 # each switch's pmd-latency-show and pmd-perf-show, to stderr).
 set -u -o pipefail
@@ -68,6 +70,7 @@ REPS=${REPS:-1}
 PTYPE=${PTYPE:-afxdp}
 DUR=${DUR:-5}
 OURS_CONFIG=${OURS_CONFIG:-}
+SINK=${SINK:-socket}
 TCP_DUR=${TCP_DUR:-8}
 RTT_DUR=${RTT_DUR:-4}
 BIN=${BIN:-$top/bin}
@@ -243,12 +246,30 @@ diag() { # ours only: where the round trip's microseconds go, per PMD stage
 rx() { ip netns exec $1 cat /sys/class/net/eth0/statistics/$2; }
 
 udp64() { # prints: Mpps loss%
-	local tx0 rx0 tx1 rx1
+	local tx0 rx0 tx1 rx1 sink=""
+	if [ "$SINK" = socket ]; then
+		# A receiver on port 9 that never reads: its full queue drops the
+		# frames. Without one, tw-b's kernel answers every frame with a
+		# port-unreachable attempt (a route lookup each, rate limiting
+		# after it), and that runs in the context of the switch that
+		# delivers to tw-b's veth (an AF_XDP generic transmit delivers
+		# in the sender's softirq): a third of host B's PMD went there.
+		# Started and stopped here: udp64 runs in a command
+		# substitution, so bg's pid list would not see it.
+		ip netns exec $WB python3 -c 'import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.bind(("'$IPB'", 9))
+time.sleep(3600)' >>"$work/bg.log" 2>&1 </dev/null &
+		sink=$!
+		wait_for 5 ip netns exec $WB sh -c "ss -lun | grep -q ':9 '"
+	fi
 	tx0=$(rx $WA tx_packets); rx0=$(rx $WB rx_packets)
 	ip netns exec $WA timeout $DUR trafgen --dev eth0 --conf "$work/udp64.cfg" --cpus 1 \
 		--no-sock-mem --notouch-irq -q >/dev/null 2>&1
 	sleep 0.5 # what is still in flight arrives
 	tx1=$(rx $WA tx_packets); rx1=$(rx $WB rx_packets)
+	[ -n "$sink" ] && { kill $sink; wait $sink; } 2>/dev/null
 	python3 -c "t=$tx1-$tx0; r=$rx1-$rx0; print('%.3f %.1f' % (r/$DUR/1e6, 100.0*(t-r)/t if t else 100))"
 }
 tcp() { # prints: Gbit/s

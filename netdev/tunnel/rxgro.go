@@ -43,7 +43,12 @@ type groRx struct {
 	// at offset off in segments of seg bytes, with metadata tmpl.
 	got, cur, off, seg int
 	tmpl               flow.Tunnel
-	coalesced          uint64 // messages that held more than one datagram, for tests
+	// spans and tmpls hold every message's datagrams and metadata, read
+	// once after recvmmsg, so that a merge can run on from message cur
+	// into the next ones; a message to be skipped has a nil msg.
+	spans     [groBufs]rxSpan
+	tmpls     [groBufs]flow.Tunnel
+	coalesced uint64 // messages that held more than one datagram, for tests
 	// merged counts TCP super-frames built from runs (rxmerge.go).
 	merged atomic.Uint64
 }
@@ -105,17 +110,21 @@ func (p *Port) recvGRO(q int, pool *packet.Pool, b *packet.Batch) int {
 			}
 			rq.backoff = 0
 			g.got, g.cur = got, 0
-			drops += g.start(causes, &p.local)
+			g.prepare(&p.local)
+			drops += g.start(causes)
 			continue
 		}
 		m := &g.msgs[g.cur]
 		l := int(m.len)
-		if g.seg < l-g.off && !noMerge {
+		if !noMerge && (g.seg < l-g.off || g.cur+1 < g.got) {
 			// Two or more datagrams left: one TCP flow's run goes on
-			// as one super-frame (rxmerge.go).
-			msg := g.buf[g.cur*groBufLen : g.cur*groBufLen+l]
-			if big, end := mergeRun(p.opt.Kind, pool, msg, g.off, g.seg); big != nil {
-				g.off = end
+			// as one super-frame (rxmerge.go), across the following
+			// messages from the same outer source and metadata.
+			e := g.cur + 1
+			for e < g.got && g.spans[e].msg != nil && g.tmpls[e] == g.tmpl {
+				e++
+			}
+			if big, end := mergeRun(p.opt.Kind, pool, g.spans[g.cur:e], spanPos{0, g.off}); big != nil {
 				if p.accept(causes, big, &g.tmpl) {
 					bytes += uint64(big.Len())
 					b.Add(big)
@@ -125,9 +134,15 @@ func (p *Port) recvGRO(q int, pool *packet.Pool, b *packet.Batch) int {
 					drops++
 					big.Free()
 				}
-				if g.off >= l {
-					g.cur++
-					drops += g.start(causes, &p.local)
+				if end.off >= len(g.spans[g.cur+end.i].msg) {
+					g.cur += end.i + 1
+					drops += g.start(causes)
+				} else if end.i > 0 {
+					g.cur += end.i
+					drops += g.start(causes)
+					g.off = end.off
+				} else {
+					g.off = end.off
 				}
 				continue
 			}
@@ -153,33 +168,49 @@ func (p *Port) recvGRO(q int, pool *packet.Pool, b *packet.Batch) int {
 		}
 		if g.off >= l {
 			g.cur++
-			drops += g.start(causes, &p.local)
+			drops += g.start(causes)
 		}
 	}
 	ctr.CountRx(added, bytes, drops)
 	return added
 }
 
-// start prepares message g.cur (if any is left) for cutting. A truncated
-// or empty message (truncation cannot happen with buffers of the largest
-// size, but a kernel surprise must not become a misparse) is counted and
-// skipped, as is every such message after it; it returns how many it
+// prepare reads the metadata and segment size of every message the last
+// recvmmsg brought. A truncated or empty message (truncation cannot happen
+// with buffers of the largest size, but a kernel surprise must not become
+// a misparse) gets a nil span, for start to skip.
+func (g *groRx) prepare(local *[16]byte) {
+	for i := range g.got {
+		m := &g.msgs[i]
+		l := int(m.len)
+		if m.hdr.Flags&unix.MSG_TRUNC != 0 || l == 0 {
+			g.spans[i] = rxSpan{}
+			continue
+		}
+		g.tmpls[i] = flow.Tunnel{Src: g.names[i].Addr, Dst: *local}
+		seg := parseControl(g.ctrl[i][:min(int(m.hdr.Controllen), groCtrl)], &g.tmpls[i])
+		if seg <= 0 || seg >= l {
+			seg = l
+		} else {
+			g.coalesced++
+		}
+		g.spans[i] = rxSpan{msg: g.buf[i*groBufLen : i*groBufLen+l], seg: seg}
+	}
+}
+
+// start prepares message g.cur (if any is left) for cutting, skipping
+// (and counting) the messages prepare found bad; it returns how many it
 // skipped.
-func (g *groRx) start(causes *causeCounters, local *[16]byte) (skipped uint64) {
+func (g *groRx) start(causes *causeCounters) (skipped uint64) {
 	for ; g.cur < g.got; g.cur++ {
-		m := &g.msgs[g.cur]
-		if m.hdr.Flags&unix.MSG_TRUNC != 0 || m.len == 0 {
+		sp := &g.spans[g.cur]
+		if sp.msg == nil {
 			causes.n[CauseBadHeader].Add(1)
 			skipped++
 			continue
 		}
-		g.tmpl = flow.Tunnel{Src: g.names[g.cur].Addr, Dst: *local}
-		g.seg = parseControl(g.ctrl[g.cur][:min(int(m.hdr.Controllen), groCtrl)], &g.tmpl)
-		if g.seg <= 0 || g.seg >= int(m.len) {
-			g.seg = int(m.len)
-		} else {
-			g.coalesced++
-		}
+		g.tmpl = g.tmpls[g.cur]
+		g.seg = sp.seg
 		g.off = 0
 		break
 	}

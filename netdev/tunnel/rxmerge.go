@@ -8,7 +8,12 @@ import (
 )
 
 // Receive-side merging. A coalesced UDP_GRO read (rxgro.go) of a TCP
-// stream is a run of datagrams holding consecutive segments of one flow.
+// stream is a run of datagrams holding consecutive segments of one flow,
+// and so often are several reads in a row of one recvmmsg call: one read
+// holds at most one segmented send of the peer (gso.go), and the peer's
+// sends end at its batch's frame boundaries and at the 64 KB limit, which
+// the datagrams' repeated headers reach before a 64 KB super-frame's
+// payload does.
 // Cutting it into MTU-size pool packets costs a copy and a pass through
 // the datapath per segment, and the datapath's output coalescing then
 // copies them again into one frame for a port that takes super-frames.
@@ -26,8 +31,12 @@ import (
 // tells the receiver there is nothing left to verify; a segment that
 // fails ends the run and goes on alone, for its receiver to drop.
 
-// mergeMax bounds a merged frame's segments (44 × 1,448 bytes are 64 KB).
-const mergeMax = 44
+// mergeMax bounds a merged frame's segments (the kernel's
+// UDP_MAX_SEGMENTS), a bound on the work per frame; the 64 KB bound is
+// what ends a long run. A workload's 64 KB TSO frame behind a 1,450-byte
+// MTU is 46 segments of 1,398 bytes (timestamps on): a bound of 44 cut
+// every such frame into a 61 KB and a 3 KB one.
+const mergeMax = 64
 
 const (
 	tcpACK = 0x10
@@ -116,28 +125,60 @@ func sameHeaders(a, b []byte, s *tcpInner) bool {
 		string(a[l4+18:hl]) == string(b[l4+18:hl]) // urgent pointer, options
 }
 
-// mergeRun merges the segments of the coalesced datagram msg from offset
-// off on (datagrams of seg bytes, the last may be shorter) into one TCP
-// super-frame in a big buffer from pool, tunnel header in front. It
-// returns the frame and the offset after the last datagram merged, or nil
-// when fewer than two segments merge (or no big buffer is free).
-func mergeRun(k Kind, pool *packet.Pool, msg []byte, off, seg int) (*packet.Packet, int) {
-	first := msg[off:min(off+seg, len(msg))]
+// rxSpan is one received message for merging: the datagrams of msg, seg
+// bytes each (the last may be shorter).
+type rxSpan struct {
+	msg []byte
+	seg int
+}
+
+// spanPos is a position in a run of spans: message i, byte off.
+type spanPos struct{ i, off int }
+
+// nextDgram returns the datagram at p and moves p past it, on into the
+// next span at a span's end; nil when the spans are used up.
+func nextDgram(spans []rxSpan, p *spanPos) []byte {
+	for p.i < len(spans) && p.off >= len(spans[p.i].msg) {
+		p.i++
+		p.off = 0
+	}
+	if p.i >= len(spans) {
+		return nil
+	}
+	s := &spans[p.i]
+	d := s.msg[p.off:min(p.off+max(s.seg, 1), len(s.msg))]
+	p.off += len(d)
+	return d
+}
+
+// mergeRun merges segments from position from on into one TCP
+// super-frame in a big buffer from pool, tunnel header in front. The
+// spans are consecutive messages of one recvmmsg call with the same outer
+// metadata, so a run may go on from one read into the next, as GRO would
+// have merged it had the reads come as one. It returns the frame and the
+// position after the last datagram merged, or nil and from when fewer
+// than two segments merge (or no big buffer is free).
+func mergeRun(k Kind, pool *packet.Pool, spans []rxSpan, from spanPos) (*packet.Packet, spanPos) {
+	pos := from
+	first := nextDgram(spans, &pos)
+	if first == nil {
+		return nil, from
+	}
 	hl, _, _, _, ok := decap(k, first)
 	if !ok {
-		return nil, off
+		return nil, from
 	}
 	f0 := first[hl:]
 	s0, ok := parseInner(f0)
 	if !ok || s0.payload == 0 || s0.flags != tcpACK || !csumOK(f0, &s0) {
-		return nil, off
+		return nil, from
 	}
-	n, total, end := 1, len(f0), off+len(first)
+	n, total, end := 1, len(f0), pos
 	seq := s0.seq + uint32(s0.payload)
 	var lastFlags byte
-	for end < len(msg) && n < mergeMax {
-		d := msg[end:min(end+seg, len(msg))]
-		if len(d) <= hl || string(d[:hl]) != string(first[:hl]) {
+	for n < mergeMax {
+		d := nextDgram(spans, &pos)
+		if d == nil || len(d) <= hl || string(d[:hl]) != string(first[:hl]) {
 			break
 		}
 		f := d[hl:]
@@ -150,27 +191,27 @@ func mergeRun(k Kind, pool *packet.Pool, msg []byte, off, seg int) (*packet.Pack
 		seq += uint32(s.payload)
 		lastFlags = s.flags
 		n++
-		end += len(d)
+		end = pos
 		if s.payload < s0.payload || s.flags&tcpPSH != 0 {
 			break
 		}
 	}
 	if n < 2 {
-		return nil, off
+		return nil, from
 	}
 	big := pool.GetBig()
 	if big == nil {
-		return nil, off
+		return nil, from
 	}
 	buf := big.Buffer()
 	if len(buf) < hl+total {
 		big.Free()
-		return nil, off
+		return nil, from
 	}
-	w := copy(buf, first)
-	for o := off + len(first); o < end; o += seg {
-		d := msg[o:min(o+seg, len(msg))]
-		w += copy(buf[w:], d[hl+s0.hl:])
+	pos = from
+	w := copy(buf, nextDgram(spans, &pos))
+	for range n - 1 {
+		w += copy(buf[w:], nextDgram(spans, &pos)[hl+s0.hl:])
 	}
 	big.SetLen(w)
 	f := buf[hl:w]

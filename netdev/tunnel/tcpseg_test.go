@@ -677,42 +677,168 @@ func TestRecvMergesRuns(t *testing.T) {
 	}
 }
 
-// FuzzMergeRun feeds hostile coalesced reads to the receive-side merge:
-// it must not panic, and a merged frame must carry exactly the payload
-// bytes of the datagrams it consumed, with a GSO size no larger than one
-// segment's payload.
-func FuzzMergeRun(f *testing.F) {
-	fr, o, _ := superFrame(f, superSpec{payload: 3000, mss: 1000})
+// segmentRun cuts a super-frame into the VXLAN datagrams a peer's
+// segmented send carries, returning them and the datagram size.
+func segmentRun(t testing.TB, spec superSpec) (dgrams [][]byte, seg int, pay []byte) {
+	t.Helper()
+	fr, o, pay := superFrame(t, spec)
 	var s tcpSegmenter
-	if s.reset(fr, &o, 1450) {
-		var msg []byte
-		var h [segHdrMax]byte
-		for !s.done() {
-			encapHeader(VXLAN, (*[hdrLen]byte)(h[:hdrLen]), 1)
-			p := s.next(h[hdrLen:])
-			msg = append(append(msg, h[:hdrLen+s.hl]...), p...)
-		}
-		f.Add(msg, uint16(hdrLen+s.hl+1000))
+	if !s.reset(fr, &o, 1450) {
+		t.Fatal("segmenter refuses the frame")
 	}
+	var h [segHdrMax]byte
+	for !s.done() {
+		encapHeader(VXLAN, (*[hdrLen]byte)(h[:hdrLen]), 1)
+		p := s.next(h[hdrLen:])
+		dgrams = append(dgrams, append(append([]byte(nil), h[:hdrLen+s.hl]...), p...))
+	}
+	return dgrams, hdrLen + s.hl + spec.mss, pay
+}
+
+// spansOf joins datagrams into messages of the given datagram counts.
+func spansOf(dgrams [][]byte, seg int, counts ...int) []rxSpan {
+	var spans []rxSpan
+	for _, c := range counts {
+		var msg []byte
+		for _, d := range dgrams[:c] {
+			msg = append(msg, d...)
+		}
+		dgrams = dgrams[c:]
+		spans = append(spans, rxSpan{msg: msg, seg: seg})
+	}
+	return spans
+}
+
+// TestMergeRunAcrossReads: a run split over several reads (one of them a
+// single datagram) merges into one frame with the whole payload, ending
+// at the last read's end; a gap in the sequence between two reads ends
+// the run at the first read's end; a run starting mid-read goes on into
+// the next read.
+func TestMergeRunAcrossReads(t *testing.T) {
+	dgrams, seg, pay := segmentRun(t, superSpec{payload: 10 * 1000, mss: 1000})
 	pool := packet.NewPool(1, packet.DefaultBufSize)
 	pool.AttachBig(packet.NewPool(1, packet.BigBufSize))
-	f.Fuzz(func(t *testing.T, msg []byte, seg uint16) {
-		if seg == 0 || int(seg) >= len(msg) {
+	payloadOf := func(big *packet.Packet) []byte {
+		d := big.Data()[hdrLen:]
+		s, ok := parseInner(d)
+		if !ok {
+			t.Fatal("merged frame does not parse")
+		}
+		return d[s.hl:]
+	}
+
+	spans := spansOf(dgrams, seg, 4, 1, 5)
+	big, end := mergeRun(VXLAN, pool, spans, spanPos{})
+	if big == nil {
+		t.Fatal("no merge across reads")
+	}
+	if end != (spanPos{2, len(spans[2].msg)}) {
+		t.Errorf("end %+v", end)
+	}
+	if !bytes.Equal(payloadOf(big), pay) {
+		t.Errorf("merged payload differs")
+	}
+	big.Free()
+
+	// From the second datagram of the first read on.
+	big, end = mergeRun(VXLAN, pool, spans, spanPos{0, seg})
+	if big == nil || end != (spanPos{2, len(spans[2].msg)}) || !bytes.Equal(payloadOf(big), pay[1000:]) {
+		t.Fatalf("mid-read start: %v %+v", big != nil, end)
+	}
+	big.Free()
+
+	// A lost datagram between the reads.
+	gap := append(spansOf(dgrams, seg, 4), spansOf(dgrams[5:], seg, 5)...)
+	big, end = mergeRun(VXLAN, pool, gap, spanPos{})
+	if big == nil || end != (spanPos{0, len(gap[0].msg)}) || !bytes.Equal(payloadOf(big), pay[:4000]) {
+		t.Fatalf("gap: %v %+v", big != nil, end)
+	}
+	big.Free()
+
+	// A corrupted segment in the next read ends the run before it.
+	bad := spansOf(dgrams, seg, 3, 7)
+	bad[1].msg[seg+len(bad[1].msg)/20]++ // payload byte of its second datagram
+	big, end = mergeRun(VXLAN, pool, bad, spanPos{})
+	if big == nil || end != (spanPos{1, seg}) || !bytes.Equal(payloadOf(big), pay[:4000]) {
+		t.Fatalf("bad checksum: %v %+v", big != nil, end)
+	}
+	big.Free()
+}
+
+// TestMergeRunWholeTSOFrame: a workload's 64 KB TSO frame behind the
+// 1,450-byte MTU (46 segments of 1,398 bytes) arrives as the peer's two
+// segmented sends of 44 and 2 datagrams, and merges back whole.
+func TestMergeRunWholeTSOFrame(t *testing.T) {
+	dgrams, seg, pay := segmentRun(t, superSpec{payload: 46 * 1398, mss: 1398})
+	if len(dgrams) != 46 {
+		t.Fatalf("%d datagrams", len(dgrams))
+	}
+	spans := spansOf(dgrams, seg, 44, 2)
+	pool := packet.NewPool(1, packet.DefaultBufSize)
+	pool.AttachBig(packet.NewPool(1, packet.BigBufSize))
+	big, end := mergeRun(VXLAN, pool, spans, spanPos{})
+	if big == nil || end != (spanPos{1, len(spans[1].msg)}) {
+		t.Fatalf("merged %v, end %+v", big != nil, end)
+	}
+	defer big.Free()
+	d := big.Data()[hdrLen:]
+	s, _ := parseInner(d)
+	if !bytes.Equal(d[s.hl:], pay) {
+		t.Errorf("merged payload differs")
+	}
+}
+
+// FuzzMergeRun feeds hostile reads to the receive-side merge, as one
+// message or two with their own datagram sizes: it must not panic, and a
+// merged frame must consume at least two datagrams, carry exactly their
+// payload bytes, and have a GSO size no larger than one datagram.
+func FuzzMergeRun(f *testing.F) {
+	dgrams, seg, _ := segmentRun(f, superSpec{payload: 3000, mss: 1000})
+	var msg []byte
+	for _, d := range dgrams {
+		msg = append(msg, d...)
+	}
+	f.Add(msg, uint16(seg), uint16(len(msg)), uint16(0))
+	f.Add(msg, uint16(seg), uint16(seg), uint16(seg))
+	f.Add(msg, uint16(seg), uint16(2*seg), uint16(len(msg)))
+	pool := packet.NewPool(1, packet.DefaultBufSize)
+	pool.AttachBig(packet.NewPool(1, packet.BigBufSize))
+	f.Fuzz(func(t *testing.T, msg []byte, seg, split, seg2 uint16) {
+		if seg == 0 || int(split) > len(msg) {
 			return
 		}
-		big, end := mergeRun(VXLAN, pool, msg, 0, int(seg))
+		spans := []rxSpan{{msg: msg[:split], seg: int(seg)}}
+		if int(split) < len(msg) {
+			spans = append(spans, rxSpan{msg: msg[split:], seg: int(seg2)})
+		}
+		big, end := mergeRun(VXLAN, pool, spans, spanPos{})
 		if big == nil {
-			if end != 0 {
-				t.Fatalf("no frame, end %d", end)
+			if end != (spanPos{}) {
+				t.Fatalf("no frame, end %+v", end)
 			}
 			return
 		}
 		defer big.Free()
-		if end <= int(seg) || end > len(msg) {
-			t.Fatalf("end %d of %d (seg %d)", end, len(msg), seg)
+		if end.i >= len(spans) || end.off > len(spans[end.i].msg) || end.off == 0 {
+			t.Fatalf("end %+v of %d spans", end, len(spans))
 		}
-		if big.Offload.GSOSize == 0 || int(big.Offload.GSOSize) > int(seg) || int(big.Offload.HdrLen)+hdrLen >= big.Len() {
+		hl := int(big.Offload.HdrLen)
+		if big.Offload.GSOSize == 0 || hl+hdrLen >= big.Len() {
 			t.Fatalf("offload %+v for %d bytes", big.Offload, big.Len())
+		}
+		var pos spanPos
+		n, payload, maxD := 0, 0, 0
+		for pos != end {
+			d := nextDgram(spans, &pos)
+			if d == nil {
+				t.Fatalf("end %+v not reached", end)
+			}
+			n++
+			payload += len(d) - hdrLen - hl
+			maxD = max(maxD, len(d))
+		}
+		if n < 2 || payload != big.Len()-hdrLen-hl || int(big.Offload.GSOSize) > maxD {
+			t.Fatalf("%d datagrams, %d payload bytes, frame %d, offload %+v", n, payload, big.Len(), big.Offload)
 		}
 	})
 }
