@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"unsafe"
 
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,16 +35,16 @@ func innerIP(d []byte) (tos, ttl uint8, ok bool) {
 			return 0, 0, false
 		}
 		switch binary.BigEndian.Uint16(d[off:]) {
-		case 0x8100, 0x88a8, 0x9100:
+		case header.EtherTypeVLAN, header.EtherTypeQinQ, header.EtherTypeQinQOld:
 			off += 4
 			continue
-		case 0x0800:
+		case header.EtherTypeIPv4:
 			ip := d[off+2:]
 			if len(ip) < 20 || ip[0]>>4 != 4 {
 				return 0, 0, false
 			}
 			return ip[1], ip[8], true
-		case 0x86dd:
+		case header.EtherTypeIPv6:
 			ip := d[off+2:]
 			if len(ip) < 40 || ip[0]>>4 != 6 {
 				return 0, 0, false

@@ -3,6 +3,7 @@ package tunnel
 import (
 	"encoding/binary"
 
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
@@ -60,19 +61,19 @@ func parseInner(f []byte) (s tcpInner, ok bool) {
 		return s, false
 	}
 	switch binary.BigEndian.Uint16(f[12:]) {
-	case 0x0800:
+	case header.EtherTypeIPv4:
 		ip := f[ipv4L3:]
-		if ip[0] != 0x45 || ip[9] != 6 || binary.BigEndian.Uint16(ip[6:])&0x3fff != 0 ||
+		if ip[0] != 0x45 || ip[header.IPv4ProtoOff] != header.IPProtoTCP || binary.BigEndian.Uint16(ip[6:])&0x3fff != 0 ||
 			int(binary.BigEndian.Uint16(ip[2:])) != len(f)-ipv4L3 {
 			return s, false
 		}
 		s.l4 = ipv4L3 + 20
-	case 0x86dd:
+	case header.EtherTypeIPv6:
 		if len(f) < ipv4L3+40+20 {
 			return s, false
 		}
 		ip := f[ipv4L3:]
-		if ip[0]>>4 != 6 || ip[6] != 6 || int(binary.BigEndian.Uint16(ip[4:])) != len(f)-ipv4L3-40 {
+		if ip[0]>>4 != 6 || ip[header.IPv6NextHeaderOff] != header.IPProtoTCP || int(binary.BigEndian.Uint16(ip[4:])) != len(f)-ipv4L3-40 {
 			return s, false
 		}
 		s.l4, s.v6 = ipv4L3+40, true

@@ -3,6 +3,7 @@ package tunnel
 import (
 	"encoding/binary"
 
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
@@ -70,7 +71,7 @@ func (s *tcpSegmenter) reset(frame []byte, o *packet.Offload, maxL3 int) bool {
 			return false
 		}
 		et = binary.BigEndian.Uint16(frame[off:])
-		if et != 0x8100 && et != 0x88a8 {
+		if et != header.EtherTypeVLAN && et != header.EtherTypeQinQ {
 			break
 		}
 		off += 4
@@ -78,8 +79,8 @@ func (s *tcpSegmenter) reset(frame []byte, o *packet.Offload, maxL3 int) bool {
 	l3 := off + 2
 	var l4 int
 	switch {
-	case et == 0x0800 && g == vnethdr.GSOTCPv4:
-		if len(frame) < l3+20 || frame[l3]>>4 != 4 || frame[l3+9] != 6 ||
+	case et == header.EtherTypeIPv4 && g == vnethdr.GSOTCPv4:
+		if len(frame) < l3+20 || frame[l3]>>4 != 4 || frame[l3+header.IPv4ProtoOff] != header.IPProtoTCP ||
 			binary.BigEndian.Uint16(frame[l3+6:])&0x3fff != 0 {
 			return false
 		}
@@ -90,8 +91,8 @@ func (s *tcpSegmenter) reset(frame []byte, o *packet.Offload, maxL3 int) bool {
 		s.v6 = false
 		s.id = binary.BigEndian.Uint16(frame[l3+4:])
 		s.pseudo = uint64(binary.BigEndian.Uint32(frame[l3+12:])) + uint64(binary.BigEndian.Uint32(frame[l3+16:])) + 6
-	case et == 0x86dd && g == vnethdr.GSOTCPv6:
-		if len(frame) < l3+40 || frame[l3]>>4 != 6 || frame[l3+6] != 6 {
+	case et == header.EtherTypeIPv6 && g == vnethdr.GSOTCPv6:
+		if len(frame) < l3+40 || frame[l3]>>4 != 6 || frame[l3+header.IPv6NextHeaderOff] != header.IPProtoTCP {
 			return false
 		}
 		l4 = l3 + 40
