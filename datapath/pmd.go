@@ -649,6 +649,7 @@ func (p *PMD) classify(pkts []*packet.Packet) (upcalled bool) {
 // then execution.
 func (p *PMD) classifyRest(pkts []*packet.Packet, emcMisses int) (upcalled bool) {
 	p.local.emcHits += uint64(len(pkts) - emcMisses)
+	consumed := false // a miss's upcall took a packet (its mfs entry is nil)
 	if emcMisses > 0 {
 		for i, pkt := range pkts {
 			if p.mfs[i] != nil {
@@ -661,17 +662,20 @@ func (p *PMD) classifyRest(pkts []*packet.Packet, emcMisses int) (upcalled bool)
 			} else {
 				upcalled = true
 				mf = p.handleMiss(pkt, pkt.Hash) // nil: it consumed the packet
+				consumed = consumed || mf == nil
 			}
 			p.mfs[i] = mf
 		}
 	}
-	// Run-length accumulation of flow stats. Without misses every packet
-	// has its flow, so a run is a slice of pkts, and a run of a flow that
-	// only outputs goes to its port's batch at once (outputAll).
-	bulk := emcMisses == 0
+	// Run-length accumulation: a run is consecutive packets of one flow.
+	// When every packet has its flow a run is a slice of pkts, which
+	// executeFlow takes at once (a flow that only outputs goes to its
+	// port's batch in one step); when an upcall took a packet out of the
+	// middle, each packet is executed as it comes and runs are only
+	// counted.
+	bulk := !consumed
 	mfs := p.mfs[:len(pkts)]
 	var runFlow *Megaflow
-	var runOut *OutputBatch
 	var runStart int
 	var runPkts, runBytes uint64
 	for i, pkt := range pkts {
@@ -681,39 +685,33 @@ func (p *PMD) classifyRest(pkts []*packet.Packet, emcMisses int) (upcalled bool)
 		}
 		if mf != runFlow {
 			if runFlow != nil {
-				p.endRun(runFlow, runOut, pkts[runStart:i], runPkts, runBytes, bulk)
+				p.endRun(runFlow, pkts[runStart:i], runPkts, runBytes, bulk)
 			}
 			runFlow, runStart, runPkts, runBytes = mf, i, 0, 0
-			runOut = nil
-			if mf.out != 0 {
-				runOut = p.outputBatch(mf.out) // nil: execute drops
-			}
 		}
 		runPkts++
 		runBytes += uint64(pkt.Len())
-		switch {
-		case runOut == nil:
+		if !bulk {
 			p.execute(pkt, mf.Actions)
-		case !bulk:
-			p.outputTo(runOut, pkt)
 		}
 	}
 	if runFlow != nil {
-		p.endRun(runFlow, runOut, pkts[runStart:], runPkts, runBytes, bulk)
+		p.endRun(runFlow, pkts[runStart:], runPkts, runBytes, bulk)
 	}
 	return upcalled
 }
 
-// endRun ends a run of packets of flow mf in classifyRest: it counts them
-// to the flow and, with bulk set, queues run in ob, the flow's sole output
-// (if it has one).
-func (p *PMD) endRun(mf *Megaflow, ob *OutputBatch, run []*packet.Packet, pkts, bytes uint64, bulk bool) {
+// endRun ends a run of packets of flow mf in classifyRest: with bulk set
+// it executes the run (whose packets are all mf's) through executeFlow,
+// else it only counts the packets, which were executed one by one.
+func (p *PMD) endRun(mf *Megaflow, run []*packet.Packet, pkts, bytes uint64, bulk bool) {
+	if bulk {
+		p.executeFlow(mf, run, bytes)
+		return
+	}
 	mf.packets.Add(pkts)
 	mf.bytes.Add(bytes)
 	mf.touch(p.now)
-	if bulk && ob != nil {
-		p.outputAll(ob, run)
-	}
 }
 
 // processPortFlow runs p.rx, received on inPort, through mf, the port's
