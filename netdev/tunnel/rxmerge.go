@@ -102,7 +102,7 @@ func pseudoAddrs(f []byte, s *tcpInner) uint64 {
 
 // csumOK verifies a segment's TCP checksum.
 func csumOK(f []byte, s *tcpInner) bool {
-	return fold(pseudoAddrs(f, s)+uint64(len(f)-s.l4)+uint64(vnethdr.Sum(f[s.l4:]))) == 0xffff
+	return vnethdr.Fold(pseudoAddrs(f, s)+uint64(len(f)-s.l4)+uint64(vnethdr.Sum(f[s.l4:]))) == 0xffff
 }
 
 // sameHeaders reports whether two segments' headers differ only where
@@ -227,7 +227,7 @@ func mergeRun(k Kind, pool *packet.Pool, spans []rxSpan, from spanPos) (*packet.
 	}
 	f[s0.l4+13] |= lastFlags & tcpPSH
 	// The partial checksum: the pseudo-header sum over the new length.
-	binary.BigEndian.PutUint16(f[s0.l4+16:], fold(pseudoAddrs(f, &s0)+uint64(l4len)))
+	binary.BigEndian.PutUint16(f[s0.l4+16:], vnethdr.Fold(pseudoAddrs(f, &s0)+uint64(l4len)))
 	g := uint8(vnethdr.GSOTCPv4)
 	if s0.v6 {
 		g = vnethdr.GSOTCPv6

@@ -160,17 +160,8 @@ func (s *tcpSegmenter) next(h []byte) []byte {
 	// The TCP header is a whole number of 16-bit words, so its sum and
 	// the payload's add up to the segment's.
 	sum := s.pseudo + l4len + uint64(vnethdr.Sum(tcp)) + uint64(vnethdr.Sum(pay))
-	binary.BigEndian.PutUint16(tcp[16:], ^fold(sum))
+	binary.BigEndian.PutUint16(tcp[16:], ^vnethdr.Fold(sum))
 	s.pos += n
 	s.idx++
 	return pay
-}
-
-// fold reduces a sum of 16- and 32-bit big-endian values to a 16-bit
-// one's-complement sum.
-func fold(s uint64) uint16 {
-	for s > 0xffff {
-		s = s>>16 + s&0xffff
-	}
-	return uint16(s)
 }

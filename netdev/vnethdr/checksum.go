@@ -240,3 +240,8 @@ func CompletePartialL4Checksum(frame []byte) (changed bool) {
 // of their concatenation, so callers can checksum headers they build apart
 // from the payload they gather behind them.
 func Sum(b []byte) uint16 { return sum(b) }
+
+// Fold reduces a sum of Sums and 16- or 32-bit big-endian values (lengths,
+// the protocol number) to a 16-bit one's-complement sum, for callers that
+// add up a checksum from pieces.
+func Fold(s uint64) uint16 { return fold64(s) }
