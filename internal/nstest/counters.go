@@ -1,6 +1,7 @@
 package nstest
 
 import (
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev"
 )
 
 // Counter reads /sys/class/net/<dev>/statistics/<name> as seen from
@@ -102,4 +105,38 @@ func WaitStable(f func() uint64) uint64 {
 		prev = v
 	}
 	return prev
+}
+
+// Backlog sends n frames from host a into port, the switch's end of a's
+// veth, while nobody polls it (as when a PMD has lost its CPU), then
+// drains queue 0 until every frame the veth delivered is received or
+// counted in the port's RxDrops. It returns how many frames the veth
+// delivered (one it dropped itself, its queue full, is not the port's to
+// keep) and how many the port received.
+func Backlog(t testing.TB, a *Host, port netdev.Netdev, n int) (delivered, received uint64) {
+	t.Helper()
+	src, _ := net.ParseMAC(a.MAC)
+	frame := UDPFrame(UnusedMAC, src, net.ParseIP(a.IP), net.ParseIP("198.18.0.2"), 1024, 9)
+	tx0 := Counter(t, a.NS, a.Dev, "tx_packets")
+	s := NewSender(t, a.NS, a.Dev, false)
+	for range n {
+		if err := s.Send(frame); err != nil {
+			t.Fatal(err)
+		}
+	}
+	delivered = Counter(t, a.NS, a.Dev, "tx_packets") - tx0
+	pool := packet.NewPool(2*packet.BatchSize, packet.DefaultBufSize)
+	var b packet.Batch
+	WaitFor(t, 5*time.Second, "the burst received or counted as dropped", func() bool {
+		for {
+			b.Reset()
+			got := port.Recv(0, pool, &b)
+			b.FreeAll()
+			received += uint64(got)
+			if got == 0 {
+				return received+port.Stats().RxDrops >= delivered
+			}
+		}
+	})
+	return delivered, received
 }
