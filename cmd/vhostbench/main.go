@@ -108,19 +108,23 @@ func main() {
 
 	fmt.Printf("traffic: %s\n\n", c.gen)
 	fmt.Printf("| SUT | flows | tx-flush-interval | Mpps received | per port | notes |\n| --- | --- | --- | --- | --- | --- |\n")
-	for _, sut := range strings.Split(*suts, ",") {
-		for _, fl := range flowList {
-			flushes := flushList
-			if sut == "limit" {
-				flushes = []int{-1}
-			}
-			for _, fi := range flushes {
-				fs := strconv.Itoa(fi)
-				if fi < 0 {
-					fs = "-"
-				}
-				var totals []float64
-				for range *repeat {
+	// Rounds alternate the SUTs, so a minute of a noisy host does not
+	// fall on one SUT's runs only.
+	sutList := strings.Split(*suts, ",")
+	for _, fl := range flowList {
+		for fn, fi := range flushList {
+			fs := strconv.Itoa(fi)
+			totals := map[string][]float64{}
+			busy := map[string][]float64{}
+			for range *repeat {
+				for _, sut := range sutList {
+					fs := fs
+					if sut == "limit" {
+						if fn > 0 {
+							continue // no tx-flush-interval to vary
+						}
+						fs = "-"
+					}
 					var r result
 					var err error
 					switch sut {
@@ -145,17 +149,47 @@ func main() {
 					for _, p := range r.rxpps {
 						per = append(per, fmt.Sprintf("%.2f", float64(p)/1e6))
 					}
-					totals = append(totals, float64(r.total())/1e6)
+					totals[sut] = append(totals[sut], float64(r.total())/1e6)
+					if r.busyNs > 0 {
+						busy[sut] = append(busy[sut], r.busyNs)
+					}
 					fmt.Printf("| %s | %d | %s | %.2f | %s | %s |\n", sut, fl, fs, float64(r.total())/1e6, strings.Join(per, " + "), r.notes)
 				}
-				if len(totals) > 1 {
-					slices.Sort(totals)
-					fmt.Printf("| %s | %d | %s | **%.2f** median | | %d runs, %.2f–%.2f |\n", sut, fl, fs,
-						totals[len(totals)/2], len(totals), totals[0], totals[len(totals)-1])
+			}
+			if *repeat < 2 {
+				continue
+			}
+			for _, sut := range sutList {
+				t := totals[sut]
+				if len(t) == 0 {
+					continue
 				}
+				slices.Sort(t)
+				ns := ""
+				if b := busy[sut]; len(b) > 0 {
+					ns = fmt.Sprintf(", PMD busy median %.0f ns/pkt", median(b))
+				}
+				fmt.Printf("| %s | %d | %s | **%.2f** median | | %d runs, %.2f–%.2f%s |\n", sut, fl, fs,
+					median(t), len(t), t[0], t[len(t)-1], ns)
+			}
+			if s, o := totals["switch"], totals["ovs"]; len(s) > 0 && len(o) > 0 {
+				line := fmt.Sprintf("switch / ovs, flows %d, tx-flush-interval %s: %.2fx in Mpps (medians)", fl, fs, median(s)/median(o))
+				if bs, bo := busy["switch"], busy["ovs"]; len(bs) > 0 && len(bo) > 0 {
+					line += fmt.Sprintf(", %.2fx in PMD busy ns/pkt (ovs / switch)", median(bo)/median(bs))
+				}
+				fmt.Printf("\n%s\n\n", line)
 			}
 		}
 	}
+}
+
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if len(v)%2 == 0 {
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return v[len(v)/2]
 }
 
 func ints(s string) []int {
@@ -172,8 +206,9 @@ func ints(s string) []int {
 }
 
 type result struct {
-	rxpps []uint64
-	notes string
+	rxpps  []uint64
+	notes  string
+	busyNs float64 // the switch's PMD busy ns per received packet over the window, 0 if unknown
 }
 
 func (r result) total() uint64 {
@@ -631,6 +666,7 @@ func runSwitch(c config, flows, flush int) (result, error) {
 	ths = append(ths, genThread("testpmd", tp))
 	var before []datapath.PMDStats
 	var window []string
+	var busyNs float64
 	hook := func(end bool) {
 		st := dp.PMDStats()
 		if !end {
@@ -650,6 +686,7 @@ func runSwitch(c config, flows, flush int) (result, error) {
 			// packets: a generator that varies headers could have
 			// sent them down a slower path than the single flow.
 			n := float64(rx) / 100
+			busyNs = float64(busy) / float64(rx)
 			window = append(window, fmt.Sprintf("window: PMD %.0f ns/pkt busy, busy %.0f %% of PMD time, %.0f ns/iteration, simple match %.0f %%, EMC %.0f %%, megaflow %.0f %%, upcalls %d, %d megaflows",
 				float64(busy)/float64(rx), 100*float64(busy)/float64(busy+idle), float64(busy+idle)/float64(s.Iterations-b.Iterations),
 				float64(s.SimpleMatchHits-b.SimpleMatchHits)/n, float64(s.EMCHits-b.EMCHits)/n, float64(s.MegaflowHits-b.MegaflowHits)/n,
@@ -689,7 +726,7 @@ func runSwitch(c config, flows, flush int) (result, error) {
 	if c.keep {
 		fmt.Fprintln(os.Stderr, tp.text())
 	}
-	return result{rxpps: pps, notes: strings.Join(notes, ", ")}, nil
+	return result{rxpps: pps, notes: strings.Join(notes, ", "), busyNs: busyNs}, nil
 }
 
 func runLimit(c config, flows int) (result, error) {
@@ -915,7 +952,13 @@ func runOVS(c config, flows, flush int) (res result, err error) {
 		}
 	}
 	ths = append(ths, genThread("testpmd", tp))
-	pps, cpu, err := measure(c, tp, tp, ths...)
+	// pmd-perf-show over the window only, as our PMD's window note.
+	clear := func(end bool) {
+		if !end {
+			exec.Command("ovs-appctl", "-t", filepath.Join(dir, "vswitchd.ctl"), "dpif-netdev/pmd-stats-clear").Run()
+		}
+	}
+	pps, cpu, err := measureHook(c, tp, tp, clear, ths...)
 	if err != nil {
 		return result{}, err
 	}
@@ -931,6 +974,7 @@ func runOVS(c config, flows, flush int) (res result, err error) {
 		fmt.Fprintf(os.Stderr, "%s\n", out)
 	}
 	notes := ""
+	var busyNs float64
 	// Busy cycles per packet, as our PMD's busy ns per packet (TSC at
 	// DPDK's reported frequency).
 	if m := regexp.MustCompile(`Rx packets:\s+\d+\s+\(\d+ Kpps, (\d+) cycles/pkt\)`).FindSubmatch(out); m != nil {
@@ -938,10 +982,11 @@ func runOVS(c config, flows, flush int) (res result, err error) {
 		if f := regexp.MustCompile(`TSC frequency: (\d+) KHz`).FindSubmatch(logText(dir)); f != nil {
 			cyc, _ := strconv.ParseFloat(string(m[1]), 64)
 			khz, _ := strconv.ParseFloat(string(f[1]), 64)
-			notes = fmt.Sprintf("OVS PMD %.0f ns/pkt busy (%s cycles), ", cyc/khz*1e6, m[1])
+			busyNs = cyc / khz * 1e6
+			notes = fmt.Sprintf("OVS PMD %.0f ns/pkt busy (%s cycles), ", busyNs, m[1])
 		}
 	}
-	return result{rxpps: pps, notes: notes + cpu}, nil
+	return result{rxpps: pps, notes: notes + cpu, busyNs: busyNs}, nil
 }
 
 // ovsMem is OVS's EAL memory options.

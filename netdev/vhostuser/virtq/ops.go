@@ -525,11 +525,23 @@ func (q *Queue) putFrame(frame []byte, availIdx uint16, last, used *uint16, r *R
 // of the last buffer is looked at; this is a hint, and Enqueue checks the
 // chains again when it uses them. It is skipped when the frontend is to
 // be interrupted, so the interrupt is not delayed.
+//
+// A polling frontend's bursts are often smaller than a batch, so the
+// window of one call mostly overlaps the last one's: entries already
+// touched (up to q.touched) are not looked at again.
 func (q *Queue) touchAhead(last uint16, n, span int) {
+	from := 0
+	if d := int(q.touched - last); d <= n {
+		from = d // d > n: stale (a reset ring, or wrapped); touch all
+	}
+	q.touched = last + uint16(n)
+	if from >= n {
+		return
+	}
 	hot := q.hotRegion()
 	var lines [2 * batchMax]uintptr
 	nl := 0
-	for i := 0; i < n; i++ {
+	for i := from; i < n; i++ {
 		h := q.availEntry(last + uint16(i))
 		if h >= q.size {
 			continue

@@ -87,6 +87,7 @@ type Queue struct {
 	mask      uint16
 	lastAvail uint16 // next avail entry to consume
 	usedIdx   uint16 // shadow of the published used idx
+	touched   uint16 // avail entries before this one have had touchAhead's prefetch
 	usedFlags uint16
 
 	hdrLen    int
