@@ -112,6 +112,54 @@ func BenchmarkEnqueue(b *testing.B) {
 	}
 }
 
+// BenchmarkBursts4 is BenchmarkDequeue and BenchmarkEnqueue in calls of
+// four frames: a polling guest that keeps up with the PMD hands it a few
+// frames per poll, and then what a call costs whatever its size counts.
+func BenchmarkBursts4(b *testing.B) {
+	b.Run("dequeue", func(b *testing.B) {
+		r := benchRing(b, true)
+		pool := packet.NewPool(64, packet.DefaultBufSize)
+		var batch packet.Batch
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			r.republish(0)
+			for j := 0; j < 8; j++ {
+				if res := r.q.Dequeue(pool, &batch, 4); res.Packets != 4 {
+					b.Fatalf("dequeued %+v", res)
+				}
+				batch.FreeAll()
+			}
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*32), "ns/frame")
+	})
+	b.Run("enqueue", func(b *testing.B) {
+		r := benchRing(b, true)
+		pool := packet.NewPool(64, packet.DefaultBufSize)
+		var batch packet.Batch
+		for i := 0; i < 32; i++ {
+			p := pool.Get()
+			p.SetData(frame(64, byte(i)))
+			batch.Add(p)
+		}
+		pkts := batch.Packets()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			r.republish(32)
+			for j := 0; j < 32; j += 4 {
+				if res := r.q.Enqueue(pkts[j : j+4]); res.Packets != 4 {
+					b.Fatalf("enqueued %+v", res)
+				}
+			}
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*32), "ns/frame")
+		batch.FreeAll()
+	})
+}
+
 // xring is a frontend's view of a ring for BenchmarkCrossCore: the queue
 // and the addresses the frontend works with.
 type xring struct {

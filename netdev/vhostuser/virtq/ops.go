@@ -137,7 +137,7 @@ func (q *Queue) gather(s *[batchMax]entry, last, used uint16, n int, want uint16
 	for i := 0; i < n; i++ {
 		s[i].head = q.availEntry(last + uint16(i))
 	}
-	var lines [2 * batchMax]uintptr
+	lines := &q.lines
 	nl := 0
 	// The region of the last buffer, checked inline (q.guest does not
 	// inline); a miss takes q.guest's scan, which moves the hint.
@@ -221,12 +221,12 @@ func (q *Queue) Dequeue(pool *packet.Pool, b *packet.Batch, max int) (r Result) 
 	used := old
 	hdr := q.hdrLen
 	var pkt *packet.Packet
-	var s [batchMax]entry
+	s := &q.ents
 	for n > 0 {
 		k := min(n, batchMax)
 		n -= k
 		// The fast case: header and frame in one read-only descriptor.
-		q.gather(&s, last, used, k, 0, hdr, MaxSize, false)
+		q.gather(s, last, used, k, 0, hdr, MaxSize, false)
 		for i := 0; i < k; i++ {
 			if r.Packets >= max {
 				n = 0 // segments filled the batch
@@ -400,8 +400,8 @@ func (q *Queue) Enqueue(pkts []*packet.Packet) (r Result) {
 		if k == 0 {
 			break
 		}
-		var s [batchMax]entry
-		q.gather(&s, last, used, k, DescFWrite, 0, hdr+len(pkts[0].Data()), true)
+		s := &q.ents
+		q.gather(s, last, used, k, DescFWrite, 0, hdr+len(pkts[0].Data()), true)
 		done := 0
 		for i := 0; i < k; i++ {
 			frame := pkts[i].Data()
@@ -539,7 +539,7 @@ func (q *Queue) touchAhead(last uint16, n, span int) {
 		return
 	}
 	hot := q.hotRegion()
-	var lines [2 * batchMax]uintptr
+	lines := &q.lines
 	nl := 0
 	for i := from; i < n; i++ {
 		h := q.availEntry(last + uint16(i))

@@ -88,6 +88,14 @@ type Queue struct {
 	lastAvail uint16 // next avail entry to consume
 	usedIdx   uint16 // shadow of the published used idx
 	touched   uint16 // avail entries before this one have had touchAhead's prefetch
+
+	// Scratch for one batch's gather pass and prefetch lists, in the
+	// queue rather than on the stack: Go zeroes a stack array on every
+	// call (1.5 KiB per batch here), and a polling guest's bursts are
+	// often a few packets, so the zeroing cost as much as their copies.
+	// Only the one goroutine inside a batch on the queue uses them.
+	ents      [batchMax]entry
+	lines     [2 * batchMax]uintptr
 	usedFlags uint16
 
 	hdrLen    int
