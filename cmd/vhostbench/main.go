@@ -474,6 +474,12 @@ func measureHook(c config, gen, rx *testpmd, hook func(end bool), ths ...thread)
 	}
 	start := "start"
 	if c.gen == "loop" {
+		// testpmd counts its forwarding lcore's busy cycles, so a row
+		// shows what the generator would sustain (1/busy), not only
+		// what it reached.
+		if _, err := gen.do("set record-core-cycles on"); err != nil {
+			return nil, "", err
+		}
 		// Each port sends its bursts once, then io forwarding keeps
 		// them going round.
 		start = fmt.Sprintf("start tx_first %d", c.loopBursts)
@@ -512,6 +518,13 @@ func measureHook(c config, gen, rx *testpmd, hook func(end bool), ths ...thread)
 		if _, dropped, ok := genDrops(fwd0, fwd1); ok {
 			cpu = fmt.Sprintf("loop of %d packets per port, testpmd tx drops in window %d, %s", c.loopBursts*32, dropped, cpu)
 		}
+		if m := coreCycles.FindStringSubmatch(fwd1); m != nil {
+			cyc, _ := strconv.ParseFloat(m[1], 64)
+			mhz, _ := strconv.ParseFloat(m[2], 64)
+			if mhz > 0 {
+				cpu = fmt.Sprintf("testpmd io %.0f ns/pkt busy (ceiling %.1f Mpps), %s", cyc/mhz*1e3, mhz/cyc, cpu)
+			}
+		}
 	} else if sent, dropped, ok := genDrops(fwd0, fwd1); ok && sent+dropped > 0 {
 		// A generator whose ring is full still builds the burst it
 		// cannot send: that CPU is lost to the packets it could send.
@@ -532,6 +545,11 @@ func measureHook(c config, gen, rx *testpmd, hook func(end bool), ths ...thread)
 	}
 	return pps, cpu, nil
 }
+
+// coreCycles is testpmd's busy cycles per packet of its forwarding lcores
+// (set record-core-cycles on), since forwarding started, and its TSC
+// frequency.
+var coreCycles = regexp.MustCompile(`CPU cycles/packet=([\d.]+)[^\n]*? at (\d+) MHz`)
 
 var fwdTotals = regexp.MustCompile(`Accumulated forward statistics[\s\S]*?TX-packets:\s+(\d+)\s+TX-dropped:\s+(\d+)`)
 
@@ -984,6 +1002,11 @@ func runOVS(c config, flows, flush int) (res result, err error) {
 			khz, _ := strconv.ParseFloat(string(f[1]), 64)
 			busyNs = cyc / khz * 1e6
 			notes = fmt.Sprintf("OVS PMD %.0f ns/pkt busy (%s cycles), ", busyNs, m[1])
+		}
+		// As our PMD's "busy % of PMD time": below 100 % the PMD found
+		// empty polls, and the generator, not OVS, set the rate.
+		if b := regexp.MustCompile(`busy iterations:\s+\d+\s+\(\s*([\d.]+) % of used cycles\)`).FindSubmatch(out); b != nil {
+			notes += "OVS PMD busy " + string(b[1]) + " % of cycles, "
 		}
 	}
 	return result{rxpps: pps, notes: notes + cpu, busyNs: busyNs}, nil
