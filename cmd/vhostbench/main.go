@@ -12,6 +12,12 @@
 //     ports type=dpdkvhostuserclient) in its own network namespace and
 //     run/database directories, its PMD on the switch's core.
 //
+// With -gen loop, testpmd forwards io between its two ports instead of
+// generating (a fixed set of packets sent once with start tx_first goes
+// round through the switch), so the switch rather than testpmd's one core
+// sets the rate; limit then puts DPDK's vhost PMD, forwarding io between
+// two ports, in the switch's place.
+//
 // Each run lasts -warmup plus -duration; the rate is testpmd's own Rx-pps
 // over the -duration window. It needs root, dpdk-testpmd and, for ovs, the
 // ovs-vswitchd-dpdk binary of Debian's openvswitch-switch-dpdk.
