@@ -81,3 +81,5 @@ func setupPMDThread(int) {}
 
 // threadID is 0: there are no per-thread scheduler statistics to read.
 func threadID() int32 { return 0 }
+
+func cpuYield() {}

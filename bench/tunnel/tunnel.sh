@@ -61,7 +61,10 @@
 # none: to a closed port, the kernel's port-unreachable path, as before
 # 2026-12-01), DIAG (1: after the tests, ours rows run bench/latency/pingprobe with
 # latency-probe=1 on both switches and print the probe's one-way times and
-# each switch's pmd-latency-show and pmd-perf-show, to stderr).
+# each switch's pmd-latency-show and pmd-perf-show, to stderr), RTTSPLIT (1:
+# after rtt, every SUT runs bench/latency/pingprobe, which cuts each one-way
+# time at the receiving kernel's timestamp into "path" (the switches and the
+# kernel between them) and "wake" (socket to process), to stderr).
 set -u -o pipefail
 here=$(cd "$(dirname "$0")" && pwd); top=$(cd "$here/../.." && pwd)
 SUTS=${SUTS:-"ours ours-busy ours-tso ovs kernel kernel-tso"}
@@ -293,6 +296,13 @@ rtt() { # prints: p50 p99 (us)
 	echo "$(sed -n 's/.*p50=\([0-9.NA]*\).*/\1/p' <<<"$out") $(sed -n 's/.*p99=\([0-9.NA]*\).*/\1/p' <<<"$out")"
 }
 
+rttsplit() { # any SUT: each one-way time cut at the receiving kernel's timestamp
+	[ -x "$work/pingprobe" ] || (cd "$top" && go build -o "$work/pingprobe" ./bench/latency/pingprobe) || return 0
+	bg ip netns exec $WB "$work/pingprobe" server $IPB:7001
+	sleep 0.3
+	log "$cur pingprobe: $(timeout $((RTT_DUR + 10)) ip netns exec $WA "$work/pingprobe" client -n $((RTT_DUR * 4000)) -i 200 $IPB:7001 | tr '\n' ' ')"
+}
+
 declare -A R
 ROWS=()
 echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) CPUs, uptime:$(uptime | sed 's/.*up[^,]*,//'), ports $PTYPE"
@@ -317,6 +327,7 @@ for s in $(for ((r = 0; r < REPS; r++)); do echo $SUTS; done); do
 		has udp64 && { log "$s: udp64"; u=$(udp64); }
 		has tcp && { log "$s: tcp"; c=$(tcp); }
 		has rtt && { log "$s: rtt"; l=$(rtt); }
+		[ "${RTTSPLIT:-0}" = 1 ] && rttsplit
 		[ "${DIAG:-0}" = 1 ] && diag
 		R[$s]=${R[$s]:-"$u $c $l"} # the first run of a SUT is the one compared
 		ROWS+=("$s $u $c $l")

@@ -11,7 +11,13 @@
 //
 // The client prints one line: "rtt p50 … p90 … p99 … max … fwd p50 … p99 …
 // back p50 … p99 … lost N" in microseconds; fwd is client → server (stamped
-// by the client, timed by the server), back server → client.
+// by the client, timed by the server), back server → client. A second line
+// splits each one-way time at the kernel's receive timestamp of the
+// datagram (SO_TIMESTAMPNS, taken when the receiving host's stack got it
+// from the device): "path" is the sender's stamp to that moment (the
+// switches and the kernel paths in between), "wake" from it to the
+// receiving process having the datagram (socket delivery, the wake-up and
+// the wait for a CPU).
 package main
 
 import (
@@ -35,13 +41,54 @@ const (
 	offT0    = 16
 	offFwd   = 24
 	offSeq   = 32
-	payLen   = 40
+	offFwdWk = 40
+	payLen   = 48
 )
 
 func mono() int64 {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return ts.Nano()
+}
+
+// rtOffset is CLOCK_REALTIME minus CLOCK_MONOTONIC: the kernel's receive
+// timestamps are wall-clock times, the probe's stamps monotonic.
+var rtOffset = func() int64 {
+	var rt unix.Timespec
+	m := mono()
+	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &rt)
+	return rt.Nano() - m
+}()
+
+// recvStamped receives one datagram on fd (a socket with SO_TIMESTAMPNS on)
+// and returns its length and the kernel's receive time on the monotonic
+// clock (0 if there was none).
+func recvStamped(fd int, buf, oob []byte, flags int) (int, unix.Sockaddr, int64, error) {
+	n, oobn, _, from, err := unix.Recvmsg(fd, buf, oob, flags)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	var at int64
+	msgs, _ := unix.ParseSocketControlMessage(oob[:oobn])
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_TIMESTAMPNS && len(m.Data) >= 16 {
+			ts := unix.Timespec{Sec: int64(binary.NativeEndian.Uint64(m.Data)), Nsec: int64(binary.NativeEndian.Uint64(m.Data[8:]))}
+			at = ts.Nano() - rtOffset
+		}
+	}
+	return n, from, at, nil
+}
+
+func stampedSocket() (int, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }
 
 func sockaddr(s string) (*unix.SockaddrInet4, error) {
@@ -81,7 +128,7 @@ func server(args []string) error {
 	if err != nil {
 		return err
 	}
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	fd, err := stampedSocket()
 	if err != nil {
 		return err
 	}
@@ -89,8 +136,9 @@ func server(args []string) error {
 		return err
 	}
 	buf := make([]byte, 2048)
+	oob := make([]byte, 128)
 	for {
-		n, from, err := unix.Recvfrom(fd, buf, 0)
+		n, from, at, err := recvStamped(fd, buf, oob, 0)
 		if err == unix.EINTR {
 			continue
 		}
@@ -101,6 +149,9 @@ func server(args []string) error {
 		if n >= payLen && string(buf[:8]) == datapath.ProbeMagic {
 			st := int64(binary.LittleEndian.Uint64(buf[offStamp:]))
 			binary.LittleEndian.PutUint64(buf[offFwd:], uint64(now-st))
+			if at != 0 {
+				binary.LittleEndian.PutUint64(buf[offFwdWk:], uint64(now-at))
+			}
 			binary.LittleEndian.PutUint64(buf[offStamp:], uint64(mono()))
 		}
 		_ = unix.Sendto(fd, buf[:n], 0, from)
@@ -131,7 +182,7 @@ func client(args []string) error {
 	if err != nil {
 		return err
 	}
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	fd, err := stampedSocket()
 	if err != nil {
 		return err
 	}
@@ -146,10 +197,11 @@ func client(args []string) error {
 	if *busy {
 		flags = unix.MSG_DONTWAIT
 	}
-	var rtt, fwd, back []int64
+	var rtt, fwd, back, fwdWake, backWake []int64
 	lost := 0
 	pkt := make([]byte, payLen)
 	buf := make([]byte, 2048)
+	oob := make([]byte, 128)
 	copy(pkt, datapath.ProbeMagic)
 	for seq := range *n {
 		binary.LittleEndian.PutUint64(pkt[offSeq:], uint64(seq))
@@ -160,7 +212,7 @@ func client(args []string) error {
 			return err
 		}
 		for {
-			m, _, err := unix.Recvfrom(fd, buf, flags)
+			m, _, at, err := recvStamped(fd, buf, oob, flags)
 			now := mono()
 			if err == unix.EAGAIN && *busy && now-t0 < int64(*timeout)*1e6 {
 				continue
@@ -178,12 +230,17 @@ func client(args []string) error {
 			rtt = append(rtt, now-t0)
 			fwd = append(fwd, int64(binary.LittleEndian.Uint64(buf[offFwd:])))
 			back = append(back, now-int64(binary.LittleEndian.Uint64(buf[offStamp:])))
+			fwdWake = append(fwdWake, int64(binary.LittleEndian.Uint64(buf[offFwdWk:])))
+			if at != 0 {
+				backWake = append(backWake, now-at)
+			}
 			break
 		}
 		ts := unix.NsecToTimespec(int64(*gap) * 1000)
 		_ = unix.Nanosleep(&ts, nil)
 	}
-	for _, v := range [][]int64{rtt, fwd, back} {
+	fwdPath, backPath := minus(fwd, fwdWake), minus(back, backWake)
+	for _, v := range [][]int64{rtt, fwd, back, fwdWake, backWake, fwdPath, backPath} {
 		slices.Sort(v)
 	}
 	mx := 0.0
@@ -192,5 +249,22 @@ func client(args []string) error {
 	}
 	fmt.Printf("rtt p50 %.1f p90 %.1f p99 %.1f max %.1f fwd p50 %.1f p99 %.1f back p50 %.1f p99 %.1f lost %d\n",
 		pct(rtt, .5), pct(rtt, .9), pct(rtt, .99), mx, pct(fwd, .5), pct(fwd, .99), pct(back, .5), pct(back, .99), lost)
+	if len(backWake) == len(back) {
+		fmt.Printf("fwd path p50 %.1f p99 %.1f wake p50 %.1f p99 %.1f back path p50 %.1f p99 %.1f wake p50 %.1f p99 %.1f\n",
+			pct(fwdPath, .5), pct(fwdPath, .99), pct(fwdWake, .5), pct(fwdWake, .99),
+			pct(backPath, .5), pct(backPath, .99), pct(backWake, .5), pct(backWake, .99))
+	}
 	return nil
+}
+
+// minus returns total[i] - part[i] for each probe (before sorting).
+func minus(total, part []int64) []int64 {
+	if len(part) != len(total) {
+		return nil
+	}
+	d := make([]int64, len(total))
+	for i := range total {
+		d[i] = total[i] - part[i]
+	}
+	return d
 }
