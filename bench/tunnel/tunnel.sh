@@ -61,7 +61,9 @@
 # none: to a closed port, the kernel's port-unreachable path, as before
 # 2026-12-01), DIAG (1: after the tests, ours rows run bench/latency/pingprobe with
 # latency-probe=1 on both switches and print the probe's one-way times and
-# each switch's pmd-latency-show and pmd-perf-show, to stderr).
+# each switch's pmd-latency-show and pmd-perf-show, to stderr), PERF (a path
+# prefix: udp64 runs perf record -a -g over both CPUs for DUR-2 s of the
+# test into PREFIX.SUT.data; `perf report -i ... --sort comm,dso,sym`).
 set -u -o pipefail
 here=$(cd "$(dirname "$0")" && pwd); top=$(cd "$here/../.." && pwd)
 SUTS=${SUTS:-"ours ours-busy ours-tso ovs kernel kernel-tso"}
@@ -240,6 +242,8 @@ diag() { # ours only: where the round trip's microseconds go, per PMD stage
 		echo "== $cur switch $st" >&2
 		"$BIN/vsctl" --state-dir "$st" pmd-latency-show >&2
 		"$BIN/vsctl" --state-dir "$st" pmd-perf-show >&2
+		"$BIN/vsctl" --state-dir "$st" pmd-stats-show >&2
+		"$BIN/vsctl" --state-dir "$st" drop-stats >&2
 	done
 }
 
@@ -265,8 +269,15 @@ time.sleep(3600)' >>"$work/bg.log" 2>&1 </dev/null &
 		wait_for 5 ip netns exec $WB sh -c "ss -lun | grep -q ':9 '"
 	fi
 	tx0=$(rx $WA tx_packets); rx0=$(rx $WB rx_packets)
+	local perf=""
+	if [ -n "${PERF:-}" ]; then
+		# The middle of the run, both CPUs, kernel and user stacks.
+		perf record -q -a -g -F 1999 -o "$PERF.$cur.data" -- sleep $((DUR > 2 ? DUR - 2 : 1)) >/dev/null 2>&1 &
+		perf=$!
+	fi
 	ip netns exec $WA timeout $DUR trafgen --dev eth0 --conf "$work/udp64.cfg" --cpus 1 \
 		--no-sock-mem --notouch-irq -q >/dev/null 2>&1
+	[ -n "$perf" ] && wait $perf
 	sleep 0.5 # what is still in flight arrives
 	tx1=$(rx $WA tx_packets); rx1=$(rx $WB rx_packets)
 	[ -n "$sink" ] && { kill $sink; wait $sink; } 2>/dev/null
