@@ -683,3 +683,33 @@ func TestArmRxEndsBackoff(t *testing.T) {
 		})
 	}
 }
+
+// TestArmRxKeepsBackoffLength: ArmRx ends the current skip but not the
+// back-off's length, so a wake-up the tunnel did not cause costs one empty
+// poll, after which the queue skips the long back-off again instead of
+// climbing back to it one empty recvmmsg at a time.
+func TestArmRxKeepsBackoffLength(t *testing.T) {
+	u := newUnderlay(t)
+	for _, nooffload := range []bool{false, true} {
+		t.Run(fmt.Sprintf("nooffload=%v", nooffload), func(t *testing.T) {
+			pb := openIn(t, u.b, Options{Kind: VXLAN, Remote: u.a4, Key: 100, NoOffload: nooffload})
+			pool := packet.NewPool(256, packet.DefaultBufSize)
+			var b packet.Batch
+			for range 4 * PollBackoff {
+				if pb.Recv(0, pool, &b) != 0 {
+					t.Fatal("a frame on an idle tunnel")
+				}
+			}
+			pb.ArmRx(0)
+			if pb.rx[0].skip != 0 {
+				t.Fatalf("skip %d after ArmRx, want 0", pb.rx[0].skip)
+			}
+			if pb.Recv(0, pool, &b) != 0 {
+				t.Fatal("a frame on an idle tunnel")
+			}
+			if got := pb.rx[0].skip; got != PollBackoff {
+				t.Errorf("skip %d after an empty poll following ArmRx, want %d", got, PollBackoff)
+			}
+		})
+	}
+}
