@@ -64,7 +64,9 @@
 # each switch's pmd-latency-show and pmd-perf-show, to stderr), RTTSPLIT (1:
 # after rtt, every SUT runs bench/latency/pingprobe, which cuts each one-way
 # time at the receiving kernel's timestamp into "path" (the switches and the
-# kernel between them) and "wake" (socket to process), to stderr).
+# kernel between them) and "wake" (socket to process), to stderr), PERF (a
+# path prefix: udp64 runs perf record -a -g over both CPUs for DUR-2 s of the
+# test into PREFIX.SUT.data; `perf report -i ... --sort comm,dso,sym`).
 set -u -o pipefail
 here=$(cd "$(dirname "$0")" && pwd); top=$(cd "$here/../.." && pwd)
 SUTS=${SUTS:-"ours ours-busy ours-tso ovs kernel kernel-tso"}
@@ -150,6 +152,7 @@ topo_down() { for n in $WA $WB $HA $HB; do ip netns del $n 2>/dev/null; done; }
 ours_one() { # HOSTNS CPU WLPORT LOCAL REMOTE
 	local st=$work/ours-$1-$RANDOM; mkdir -p "$st"
 	bg ip netns exec $1 "$BIN/vswitchd" --state-dir "$st" --metrics-addr '' --default-bridge br0 --log-level warn
+	echo "${pids[-1]}" >>"$work/ours-pids"
 	wait_for 10 test -S "$st/br0.mgmt" || { tail "$work/bg.log"; return 1; }
 	local v=("$BIN/vsctl" --state-dir "$st")
 	echo "$st" >>"$work/ours-states"
@@ -226,7 +229,22 @@ kernel_down() { :; }
 kernel-tso_up() { kernel_up; }
 kernel-tso_down() { :; }
 
-sut_down() { [ -n "${cur:-}" ] && ${cur}_down; cur=""; rm -f "$work/ours-states"; }
+sut_down() { [ -n "${cur:-}" ] && ${cur}_down; cur=""; rm -f "$work/ours-states" "$work/ours-pids"; }
+
+# cpustat prints the time, the CPU time so far of each of our switches (all
+# threads, and the busiest thread: the PMD), of trafgen (whole seconds:
+# not printed) and of both CPUs (busy: all but idle and iowait), in ns, on
+# one line.
+cpustat() {
+	local p
+	date +%s%N | tr '\n' ' '
+	for p in $(cat "$work/ours-pids" 2>/dev/null); do
+		cat /proc/$p/task/*/schedstat 2>/dev/null | awk '{s += $1; if ($1 > m) m = $1} END {printf "%.0f %.0f ", s, m}'
+	done
+	ps -C trafgen -o times= | awk '{s += $1} END {printf "%.0f ", s * 1e9}'
+	awk -v hz="$(getconf CLK_TCK)" '/^cpu[0-9]/ {printf "%.0f ", ($2+$3+$4+$7+$8+$9) * 1e9 / hz}' /proc/stat
+	echo
+}
 
 diag() { # ours only: where the round trip's microseconds go, per PMD stage
 	[ -f "$work/ours-states" ] || return 0
@@ -243,6 +261,8 @@ diag() { # ours only: where the round trip's microseconds go, per PMD stage
 		echo "== $cur switch $st" >&2
 		"$BIN/vsctl" --state-dir "$st" pmd-latency-show >&2
 		"$BIN/vsctl" --state-dir "$st" pmd-perf-show >&2
+		"$BIN/vsctl" --state-dir "$st" pmd-stats-show >&2
+		"$BIN/vsctl" --state-dir "$st" drop-stats >&2
 	done
 }
 
@@ -268,10 +288,26 @@ time.sleep(3600)' >>"$work/bg.log" 2>&1 </dev/null &
 		wait_for 5 ip netns exec $WB sh -c "ss -lun | grep -q ':9 '"
 	fi
 	tx0=$(rx $WA tx_packets); rx0=$(rx $WB rx_packets)
+	local c0; c0=$(cpustat)
+	local perf=""
+	if [ -n "${PERF:-}" ]; then
+		# The middle of the run, both CPUs, kernel and user stacks.
+		perf record -q -a -g -F 1999 -o "$PERF.$cur.data" -- sleep $((DUR > 2 ? DUR - 2 : 1)) >/dev/null 2>&1 &
+		perf=$!
+	fi
 	ip netns exec $WA timeout $DUR trafgen --dev eth0 --conf "$work/udp64.cfg" --cpus 1 \
 		--no-sock-mem --notouch-irq -q >/dev/null 2>&1
+	[ -n "$perf" ] && wait $perf
 	sleep 0.5 # what is still in flight arrives
 	tx1=$(rx $WA tx_packets); rx1=$(rx $WB rx_packets)
+	# Our switches' CPU per packet received (host A, host B) and each
+	# CPU's busy share: the cost that the noisy machine's rates hide.
+	python3 -c "
+a=[int(x) for x in '$c0'.split()]; b=[int(x) for x in '$(cpustat)'.split()]
+d=[y-x for x, y in zip(a, b)]; r=max($rx1-$rx0, 1); n=(len(d)-4)//2
+print('$cur: udp64 cpu ns/pkt' + ''.join(' switch%d %.0f (pmd %.0f)' % (i, d[1+2*i]/r, d[2+2*i]/r) for i in range(n)) +
+      ' cpu%% of %.1f s:' % (d[0]/1e9) + ''.join(' switch%d %.0f' % (i, 100.0*d[1+2*i]/d[0]) for i in range(n)) +
+      ''.join(' cpu%d busy %.0f' % (i, 100.0*d[2+2*n+i]/d[0]) for i in range(2)))" >&2
 	[ -n "$sink" ] && { kill $sink; wait $sink; } 2>/dev/null
 	python3 -c "t=$tx1-$tx0; r=$rx1-$rx0; print('%.3f %.1f' % (r/$DUR/1e6, 100.0*(t-r)/t if t else 100))"
 }

@@ -683,3 +683,88 @@ func TestArmRxEndsBackoff(t *testing.T) {
 		})
 	}
 }
+
+// TestArmRxKeepsBackoffLength: ArmRx ends the current skip but not the
+// back-off's length, so a wake-up the tunnel did not cause costs one empty
+// poll, after which the queue skips the long back-off again instead of
+// climbing back to it one empty recvmmsg at a time.
+func TestArmRxKeepsBackoffLength(t *testing.T) {
+	u := newUnderlay(t)
+	for _, nooffload := range []bool{false, true} {
+		t.Run(fmt.Sprintf("nooffload=%v", nooffload), func(t *testing.T) {
+			pb := openIn(t, u.b, Options{Kind: VXLAN, Remote: u.a4, Key: 100, NoOffload: nooffload})
+			pool := packet.NewPool(256, packet.DefaultBufSize)
+			var b packet.Batch
+			for range 4 * PollBackoff {
+				if pb.Recv(0, pool, &b) != 0 {
+					t.Fatal("a frame on an idle tunnel")
+				}
+			}
+			pb.ArmRx(0)
+			if pb.rx[0].skip != 0 {
+				t.Fatalf("skip %d after ArmRx, want 0", pb.rx[0].skip)
+			}
+			if pb.Recv(0, pool, &b) != 0 {
+				t.Fatal("a frame on an idle tunnel")
+			}
+			if got := pb.rx[0].skip; got != PollBackoff {
+				t.Errorf("skip %d after an empty poll following ArmRx, want %d", got, PollBackoff)
+			}
+		})
+	}
+}
+
+// TestGSOConnected: with local_ip and remote_ip the segmentation sockets
+// are connected (no route lookup per run); runs still arrive, and the
+// port-unreachable error a connected socket collects when the peer had no
+// socket costs no run: the send that collects it is tried again.
+func TestGSOConnected(t *testing.T) {
+	u := newUnderlay(t)
+	for _, v6 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("v6=%v", v6), func(t *testing.T) {
+			la, lb := u.a4, u.b4
+			if v6 {
+				la, lb = u.a6, u.b6
+			}
+			pa := openIn(t, u.a, Options{Kind: VXLAN, Local: la, Remote: lb, Key: 100})
+			if !pa.tx[0].gso.on {
+				t.Skip("no UDP segmentation offload")
+			}
+			if !pa.tx[0].gso.connected {
+				t.Fatal("segmentation sockets not connected with local_ip and remote_ip")
+			}
+			pool := packet.NewPool(256, packet.DefaultBufSize)
+			// Nobody listens on B yet: the run draws a port unreachable,
+			// which the socket the flow's hash picks reports as an error.
+			if n := sendFrames(t, pa, pool, 8, nil); n != 8 {
+				t.Fatalf("sent %d of 8; drops %v", n, pa.Drops())
+			}
+			fd := pa.tx[0].gso.fds[flowHash(framePkt(t, pool))%gsoSockets]
+			fds := []unix.PollFd{{Fd: int32(fd), Events: 0}}
+			nstest.WaitFor(t, 5*time.Second, "the port unreachable to reach the socket", func() bool {
+				n, _ := unix.Poll(fds, 100)
+				return n == 1 && fds[0].Revents&unix.POLLERR != 0
+			})
+			pb := openIn(t, u.b, Options{Kind: VXLAN, Local: lb, Remote: la, Key: 100})
+			if n := sendFrames(t, pa, pool, 8, nil); n != 8 {
+				t.Fatalf("sent %d of 8 after the error; drops %v", n, pa.Drops())
+			}
+			if got := recvAll(t, pb, pool, 8); len(got) != 8 {
+				t.Fatalf("received %d of 8; drops %v", len(got), pb.Drops())
+			}
+			if pa.tx[0].gso.runs != 2 {
+				t.Errorf("%d segmented sends, want 2", pa.tx[0].gso.runs)
+			}
+		})
+	}
+}
+
+// framePkt is a packet as sendFrames builds its first one, for its hash.
+func framePkt(t *testing.T, pool *packet.Pool) *packet.Packet {
+	pkt := pool.Get()
+	t.Cleanup(pkt.Free)
+	pkt.SetData(frame(0))
+	flow.Extract(pkt.Data(), 1, &pkt.Key, &pkt.Offsets)
+	pkt.KeyValid = true
+	return pkt
+}
