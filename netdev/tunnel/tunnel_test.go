@@ -646,6 +646,16 @@ func TestStatus(t *testing.T) {
 	}
 }
 
+// pollIdle polls p's idle queue 0 until it must be backing off.
+func pollIdle(t *testing.T, p *Port, pool *packet.Pool, b *packet.Batch) {
+	t.Helper()
+	for range 4 * PollBackoff {
+		if p.Recv(0, pool, b) != 0 {
+			t.Fatal("a frame on an idle tunnel")
+		}
+	}
+}
+
 // TestArmRxEndsBackoff: a queue that polled empty long enough to skip
 // polls (PollBackoff) reads its socket at the first poll after ArmRx, so a
 // PMD woken from its sleep by a datagram receives it at once.
@@ -657,11 +667,7 @@ func TestArmRxEndsBackoff(t *testing.T) {
 			pb := openIn(t, u.b, Options{Kind: VXLAN, Remote: u.a4, Key: 100, NoOffload: nooffload})
 			pool := packet.NewPool(256, packet.DefaultBufSize)
 			var b packet.Batch
-			for range 4 * PollBackoff {
-				if pb.Recv(0, pool, &b) != 0 {
-					t.Fatal("a frame on an idle tunnel")
-				}
-			}
+			pollIdle(t, pb, pool, &b)
 			if pb.rx[0].skip == 0 {
 				t.Fatal("an idle queue polled without backing off")
 			}
@@ -695,11 +701,7 @@ func TestArmRxKeepsBackoffLength(t *testing.T) {
 			pb := openIn(t, u.b, Options{Kind: VXLAN, Remote: u.a4, Key: 100, NoOffload: nooffload})
 			pool := packet.NewPool(256, packet.DefaultBufSize)
 			var b packet.Batch
-			for range 4 * PollBackoff {
-				if pb.Recv(0, pool, &b) != 0 {
-					t.Fatal("a frame on an idle tunnel")
-				}
-			}
+			pollIdle(t, pb, pool, &b)
 			pb.ArmRx(0)
 			if pb.rx[0].skip != 0 {
 				t.Fatalf("skip %d after ArmRx, want 0", pb.rx[0].skip)
