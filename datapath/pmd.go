@@ -57,8 +57,8 @@ const (
 	// a workload woken by the PMD's own delivery (the server of a
 	// request, the client of a reply) otherwise waits for the scheduler
 	// to preempt a thread that never blocks. Two switches joined by a
-	// tunnel with a ping-pong across, on two CPUs: round-trip p99 160-210
-	// µs instead of 540-1,370. A yield with nothing else runnable costs a
+	// tunnel with a ping-pong across, on two CPUs: round-trip p99 140-230
+	// µs instead of 540-1,760. A yield with nothing else runnable costs a
 	// system call (under a µs), only while there is no packet; a loaded
 	// PMD never yields.
 	idleYieldNs = 20_000
