@@ -24,6 +24,18 @@ func benchRing(b *testing.B, mergeable bool) *ring {
 	return r
 }
 
+// benchFrames returns 32 distinct 64-byte frames to enqueue.
+func benchFrames() *packet.Batch {
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	batch := new(packet.Batch)
+	for i := 0; i < 32; i++ {
+		p := pool.Get()
+		p.SetData(frame(64, byte(i)))
+		batch.Add(p)
+	}
+	return batch
+}
+
 // republish makes heads first..first+31 available again, in ring order.
 func (r *ring) republish(first uint16) {
 	for i := uint16(0); i < 32; i++ {
@@ -88,13 +100,7 @@ func BenchmarkEnqueue(b *testing.B) {
 	}{{"mergeable", true}, {"plain", false}} {
 		b.Run(c.name, func(b *testing.B) {
 			r := benchRing(b, c.mergeable)
-			pool := packet.NewPool(64, packet.DefaultBufSize)
-			var batch packet.Batch
-			for i := 0; i < 32; i++ {
-				p := pool.Get()
-				p.SetData(frame(64, byte(i)))
-				batch.Add(p)
-			}
+			batch := benchFrames()
 			pkts := batch.Packets()
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -136,13 +142,7 @@ func BenchmarkBursts4(b *testing.B) {
 	})
 	b.Run("enqueue", func(b *testing.B) {
 		r := benchRing(b, true)
-		pool := packet.NewPool(64, packet.DefaultBufSize)
-		var batch packet.Batch
-		for i := 0; i < 32; i++ {
-			p := pool.Get()
-			p.SetData(frame(64, byte(i)))
-			batch.Add(p)
-		}
+		batch := benchFrames()
 		pkts := batch.Packets()
 		b.ReportAllocs()
 		b.ResetTimer()
