@@ -249,6 +249,7 @@ func (p *PMD) run(wg *sync.WaitGroup) {
 		n := p.PollOnce()
 		if n == 0 && p.now >= p.yieldAt {
 			cpuYield()
+			p.local.idleYields++
 			p.yieldAt = p.now + idleYieldNs
 		}
 		if n > 0 {

@@ -119,3 +119,28 @@ func TestIdlePMDSleeps(t *testing.T) {
 	r.dp.Stop() // returns only if the eventfd woke the PMD
 	checkNoLeaks(t, r.dp)
 }
+
+// TestIdlePMDYields: a busy-polling PMD with nothing to receive offers its
+// CPU to the kernel again and again (idleYieldNs) and counts it; a sleeping
+// PMD's idle time is spent asleep, so only its spin windows yield.
+func TestIdlePMDYields(t *testing.T) {
+	rules := &RuleTable{}
+	dp, err := New(Config{Upcall: rules, PMDSleepMax: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dp.AddPort(1, newWakingPort(t, "p1", dp.clock)); err != nil {
+		t.Fatal(err)
+	}
+	if err := dp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dp.Close() })
+	waitFor(t, "an idle busy PMD to yield its CPU", func() bool {
+		var n uint64
+		for _, s := range dp.PMDStats() {
+			n += s.IdleYields
+		}
+		return n >= 3
+	})
+}

@@ -23,6 +23,7 @@ type pmdCounters struct {
 	malformed       atomic.Uint64
 	flowsLimited    atomic.Uint64
 	recirculations  atomic.Uint64
+	idleYields      atomic.Uint64
 	drops           [numDropCauses]atomic.Uint64
 }
 
@@ -70,7 +71,7 @@ type pmdLocal struct {
 	iterations, busyNs, idleNs, rxPackets      uint64
 	emcHits, megaflowHits, misses, lostUpcalls uint64
 	simpleMatchHits, malformed, flowsLimited   uint64
-	recirculations                             uint64
+	recirculations, idleYields                 uint64
 	drops                                      [numDropCauses]uint64
 }
 
@@ -87,6 +88,7 @@ func (l *pmdLocal) publish(c *pmdCounters) {
 	c.malformed.Store(l.malformed)
 	c.flowsLimited.Store(l.flowsLimited)
 	c.recirculations.Store(l.recirculations)
+	c.idleYields.Store(l.idleYields)
 	for i := range l.drops {
 		c.drops[i].Store(l.drops[i])
 	}
@@ -114,7 +116,10 @@ type PMDStats struct {
 	// lookups count in EMCHits, MegaflowHits and Misses like a received
 	// packet's.
 	Recirculations uint64
-	Drops          [numDropCauses]uint64
+	// IdleYields are the times a polling PMD that found nothing offered
+	// its CPU to whatever else was ready to run there (idleYieldNs).
+	IdleYields uint64
+	Drops      [numDropCauses]uint64
 }
 
 func (c *pmdCounters) snapshot(pmd int) PMDStats {
@@ -132,6 +137,7 @@ func (c *pmdCounters) snapshot(pmd int) PMDStats {
 		Malformed:       c.malformed.Load(),
 		FlowsLimited:    c.flowsLimited.Load(),
 		Recirculations:  c.recirculations.Load(),
+		IdleYields:      c.idleYields.Load(),
 	}
 	for i := range s.Drops {
 		s.Drops[i] = c.drops[i].Load()

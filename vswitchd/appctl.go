@@ -53,6 +53,7 @@ func (d *Daemon) cmdCoverageShow(context.Context, []string) (mgmt.Result, error)
 			s.LostUpcalls += p.LostUpcalls
 			s.Malformed += p.Malformed
 			s.FlowsLimited += p.FlowsLimited
+			s.IdleYields += p.IdleYields
 			for i, n := range p.Drops {
 				s.Drops[i] += n
 			}
@@ -73,6 +74,7 @@ func (d *Daemon) cmdCoverageShow(context.Context, []string) (mgmt.Result, error)
 		{"upcall_lost", s.LostUpcalls},
 		{"upcall_flow_limit", s.FlowsLimited},
 		{"malformed_packet", s.Malformed},
+		{"pmd_idle_yield", s.IdleYields},
 		{"openflow_table_lookup", lookups},
 		{"openflow_table_matched", matched},
 	}
