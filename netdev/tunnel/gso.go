@@ -280,15 +280,14 @@ func (p *Port) sendGSO(q int, run []*packet.Packet, dst *[16]byte, vni uint32) (
 		_, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(m)), unix.MSG_DONTWAIT)
 		p.tx[q].kicks.Add(1)
 		c := CauseTxError
-		switch {
-		case e == 0:
-			g.fails = 0
-			g.runs++
-			return true, len(run), bytes, 0
-		case e == unix.EINTR, refusedICMP(e, &retried):
+		if e == unix.EINTR || refusedICMP(e, &retried) {
 			continue
 		}
 		switch e {
+		case 0:
+			g.fails = 0
+			g.runs++
+			return true, len(run), bytes, 0
 		case unix.EIO, unix.EINVAL, unix.EMSGSIZE:
 			g.refused(e)
 			return false, 0, 0, 0

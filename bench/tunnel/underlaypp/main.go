@@ -53,6 +53,7 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/netdev/afxdp"
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
 const (
@@ -339,14 +340,7 @@ func hdr(smac, dmac net.HardwareAddr, me, peer net.IP) []byte {
 	ip[9] = unix.IPPROTO_UDP
 	copy(ip[12:16], me)
 	copy(ip[16:20], peer)
-	var s uint32
-	for i := 0; i < 20; i += 2 {
-		s += uint32(binary.BigEndian.Uint16(ip[i:]))
-	}
-	for s > 0xffff {
-		s = s&0xffff + s>>16
-	}
-	binary.BigEndian.PutUint16(ip[10:], ^uint16(s))
+	binary.BigEndian.PutUint16(ip[10:], ^vnethdr.Sum(ip))
 	u := h[34:42]
 	binary.BigEndian.PutUint16(u[0:], udpPort)
 	binary.BigEndian.PutUint16(u[2:], udpPort)
@@ -359,6 +353,16 @@ type mmsghdr struct {
 	hdr unix.Msghdr
 	len uint32
 	_   [4]byte
+}
+
+// sendTo fills name with peer:port and makes m a message of iov to it.
+func sendTo(m *mmsghdr, name *unix.RawSockaddrInet4, peer net.IP, port uint16, iov *unix.Iovec) {
+	*name = unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: [4]byte(peer)}
+	binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&name.Port))[:], port)
+	m.hdr.Name = (*byte)(unsafe.Pointer(name))
+	m.hdr.Namelen = unix.SizeofSockaddrInet4
+	m.hdr.Iov = iov
+	m.hdr.SetIovlen(1)
 }
 
 // udpSock sends with sendmmsg and receives with a nonblocking recvmmsg,
@@ -392,12 +396,7 @@ func newUDP(me, peer net.IP) (*udpSock, error) {
 	s.riov.SetLen(len(s.rbuf))
 	s.rmsg[0].hdr.Iov = &s.riov
 	s.rmsg[0].hdr.SetIovlen(1)
-	s.sname = unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: [4]byte(peer)}
-	binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&s.sname.Port))[:], udpPort)
-	s.smsg[0].hdr.Name = (*byte)(unsafe.Pointer(&s.sname))
-	s.smsg[0].hdr.Namelen = unix.SizeofSockaddrInet4
-	s.smsg[0].hdr.Iov = &s.siov
-	s.smsg[0].hdr.SetIovlen(1)
+	sendTo(&s.smsg[0], &s.sname, peer, udpPort, &s.siov)
 	return s, nil
 }
 
@@ -451,11 +450,7 @@ func newRaw(peer net.IP, ipudp []byte) (*rawSock, error) {
 	copy(r.buf, ipudp)
 	r.iov.Base = &r.buf[0]
 	r.iov.SetLen(len(r.buf))
-	r.name = unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: [4]byte(peer)}
-	r.msg[0].hdr.Name = (*byte)(unsafe.Pointer(&r.name))
-	r.msg[0].hdr.Namelen = unix.SizeofSockaddrInet4
-	r.msg[0].hdr.Iov = &r.iov
-	r.msg[0].hdr.SetIovlen(1)
+	sendTo(&r.msg[0], &r.name, peer, 0, &r.iov)
 	return r, nil
 }
 
