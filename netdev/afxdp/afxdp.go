@@ -156,6 +156,10 @@ type Options struct {
 	BusyPoll time.Duration
 	// BusyPollBudget is SO_BUSY_POLL_BUDGET (default: a PMD batch).
 	BusyPollBudget int
+	// Filter, if set, redirects only the frames it matches to the
+	// sockets and passes everything else to the kernel (an underlay for a
+	// tunnel port whose address stays on the interface).
+	Filter *UDPFilter
 }
 
 // Port is an AF_XDP port. Use New.
@@ -252,7 +256,7 @@ func New(ifname string, opts Options) (*Port, error) {
 		p.release()
 		return nil, fmt.Errorf("afxdp: %s: %w", ifname, err)
 	}
-	if p.prog, err = loadXDP(opts.Queues); err != nil {
+	if p.prog, err = loadXDP(opts.Queues, opts.Filter); err != nil {
 		return fail(err)
 	}
 	// Attach first: the bind below needs to know whether the program runs

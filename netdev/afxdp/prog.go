@@ -34,6 +34,13 @@ func redirectProgram(xsks *ebpf.Map) asm.Instructions {
 	}
 }
 
+func program(m *ebpf.Map, f *UDPFilter) asm.Instructions {
+	if f != nil {
+		return filterProgram(m, f)
+	}
+	return redirectProgram(m)
+}
+
 // xdp is the program of one port, its XSKMAP and its attachment.
 type xdp struct {
 	xsks *ebpf.Map
@@ -43,8 +50,8 @@ type xdp struct {
 }
 
 // loadXDP creates the XSKMAP with room for queues entries and loads the
-// redirect program. Nothing is attached yet.
-func loadXDP(queues int) (*xdp, error) {
+// redirect program, or with f the filtering one. Nothing is attached yet.
+func loadXDP(queues int, f *UDPFilter) (*xdp, error) {
 	m, err := ebpf.NewMap(&ebpf.MapSpec{
 		Name:       "vswitch_xsks",
 		Type:       ebpf.XSKMap,
@@ -58,7 +65,7 @@ func loadXDP(queues int) (*xdp, error) {
 	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name:         "vswitch_xsk",
 		Type:         ebpf.XDP,
-		Instructions: redirectProgram(m),
+		Instructions: program(m, f),
 		License:      "Dual MIT/GPL",
 	})
 	if err != nil {
@@ -115,4 +122,73 @@ func (x *xdp) close() error {
 		x.xsks = nil
 	}
 	return errors.Join(errs...)
+}
+
+// UDPFilter narrows the program to one kind of frame: untagged Ethernet,
+// IPv4 without options and not a fragment, UDP to Addr:Port. Everything
+// else passes to the kernel stack, so the interface keeps its address and
+// all its other traffic (ARP, ICMP, other UDP ports) while the sockets
+// take only the tunnel's underlay packets. A fragment passes too: the
+// kernel reassembles it for the tunnel port's own UDP socket.
+type UDPFilter struct {
+	Addr [4]byte
+	Port uint16
+}
+
+// Offsets in an untagged Ethernet/IPv4 (IHL 5)/UDP frame.
+const (
+	offEtherType = 12
+	offIPVerIHL  = 14
+	offIPFrag    = 20
+	offIPProto   = 23
+	offIPDst     = 30
+	offUDPDst    = 36
+	lenEthIPUDP  = 42
+)
+
+// le16 and le32 are what a little-endian load of the big-endian field
+// holding v yields, to compare with a loaded field without swapping it.
+// BPF runs in the host's byte order; the machines this runs on (x86-64,
+// arm64) are little-endian.
+func le16(v uint16) int32 { return int32(v>>8 | v<<8&0xff00) }
+
+func le32(b [4]byte) int32 {
+	return int32(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
+}
+
+// filterProgram is redirectProgram behind the checks of f:
+//
+//	if (data + 42 > data_end) return XDP_PASS;
+//	if (eth.type != IPv4 || ip.ver_ihl != 0x45 || ip.frag_off & 0x3fff ||
+//	    ip.proto != UDP || ip.daddr != f.Addr || udp.dest != f.Port)
+//		return XDP_PASS;
+//	return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
+func filterProgram(xsks *ebpf.Map, f *UDPFilter) asm.Instructions {
+	const pass = "pass"
+	return asm.Instructions{
+		asm.LoadMem(asm.R2, asm.R1, 0, asm.Word), // data
+		asm.LoadMem(asm.R3, asm.R1, 4, asm.Word), // data_end
+		asm.Mov.Reg(asm.R4, asm.R2),
+		asm.Add.Imm(asm.R4, lenEthIPUDP),
+		asm.JGT.Reg(asm.R4, asm.R3, pass),
+		asm.LoadMem(asm.R5, asm.R2, offEtherType, asm.Half),
+		asm.JNE.Imm(asm.R5, le16(0x0800), pass),
+		asm.LoadMem(asm.R5, asm.R2, offIPVerIHL, asm.Byte),
+		asm.JNE.Imm(asm.R5, 0x45, pass),
+		asm.LoadMem(asm.R5, asm.R2, offIPFrag, asm.Half),
+		asm.JSet.Imm(asm.R5, le16(0x3fff), pass), // MF or an offset
+		asm.LoadMem(asm.R5, asm.R2, offIPProto, asm.Byte),
+		asm.JNE.Imm(asm.R5, 17, pass),
+		asm.LoadMem(asm.R5, asm.R2, offIPDst, asm.Word),
+		asm.JNE.Imm32(asm.R5, le32(f.Addr), pass),
+		asm.LoadMem(asm.R5, asm.R2, offUDPDst, asm.Half),
+		asm.JNE.Imm(asm.R5, le16(f.Port), pass),
+		asm.LoadMem(asm.R2, asm.R1, xdpMdRxQueueIndex, asm.Word),
+		asm.LoadMapPtr(asm.R1, xsks.FD()),
+		asm.Mov.Imm(asm.R3, xdpPass),
+		asm.FnRedirectMap.Call(),
+		asm.Return(),
+		asm.Mov.Imm(asm.R0, xdpPass).WithSymbol(pass),
+		asm.Return(),
+	}
 }

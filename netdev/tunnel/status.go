@@ -18,10 +18,19 @@ import (
 // It asks the kernel (netlink) in the calling thread's network namespace,
 // which must be the port's; it is for introspection, not the data path.
 func (p *Port) Status() map[string]string {
-	if !p.opt.Remote.IsValid() {
-		return nil
+	var m map[string]string
+	// The AF_XDP underlay shows itself (the socket underlay, the default,
+	// adds nothing, as in Open vSwitch).
+	if x := p.xdp; x != nil {
+		m = map[string]string{"underlay": "afxdp", "underlay_iface": x.ifname,
+			"underlay_xdp_mode": x.dev.AttachMode().String()}
 	}
-	m := map[string]string{}
+	if !p.opt.Remote.IsValid() {
+		return m
+	}
+	if m == nil {
+		m = map[string]string{}
+	}
 	routes, err := netlink.RouteGet(p.opt.Remote.Unmap().AsSlice())
 	if err == nil && len(routes) == 0 {
 		err = unix.ENETUNREACH

@@ -93,6 +93,9 @@ type Options struct {
 	// that read the underlay with packet sockets on a veth, where a
 	// segmented run's checksums are left to an offload that never runs.
 	NoOffload bool
+	// Underlay is how the port reaches the network (underlay=socket or
+	// afxdp, underlay_xdp.go).
+	Underlay Underlay
 }
 
 // ctrlLen holds the control messages of one datagram: packet info (40),
@@ -118,7 +121,8 @@ type rxQueue struct {
 	// skip is how many more polls return nothing without a syscall, and
 	// backoff the last such pause (see PollBackoff).
 	skip, backoff int
-	gro           *groRx // coalescing receive (rxgro.go); nil: off
+	gro           *groRx       // coalescing receive (rxgro.go); nil: off
+	xb            packet.Batch // the AF_XDP socket's frames (underlay_xdp.go)
 	_             [64]byte
 }
 
@@ -159,6 +163,11 @@ type Port struct {
 	ctr     []netdev.Counters
 	causes  []causeCounters
 	closed  atomic.Bool
+	// xdp is the AF_XDP underlay (underlay_xdp.go), serving queues
+	// 0..xdp.dev.NumRxQueues()-1; nil: sockets only. xdpKey names its
+	// interface among all ports'.
+	xdp    *xdpUnderlay
+	xdpKey string
 }
 
 // causeCounters are one queue's drops by cause, on their own cache lines.
@@ -199,6 +208,19 @@ func New(name string, o Options) (*Port, error) {
 	if o.Remote.IsValid() {
 		p.remote = sockaddr(o.Remote.As16(), o.DstPort)
 	}
+	if o.Underlay == UnderlayAFXDP {
+		if err := p.openXDP(); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("tunnel %s: %w", name, err)
+		}
+		// Every AF_XDP socket needs a queue of the port to be read.
+		if n := p.xdp.dev.NumRxQueues(); n > o.Queues {
+			o.Queues = n
+			p.opt.Queues = n
+			p.rx, p.tx = make([]rxQueue, n), make([]txQueue, n)
+			p.ctr, p.causes = make([]netdev.Counters, n), make([]causeCounters, n)
+		}
+	}
 	for i := range o.Queues {
 		fd, err := p.open(o.Queues > 1)
 		if err != nil {
@@ -229,6 +251,12 @@ func New(name string, o Options) (*Port, error) {
 		if err := p.openGSO(&p.tx[i].gso); err != nil {
 			p.Close()
 			return nil, fmt.Errorf("tunnel %s: segmentation offload socket: %w", name, err)
+		}
+	}
+	if p.xdp != nil {
+		if err := p.openXDPTx(p.xdp.dev.NumTxQueues()); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("tunnel %s: %w", name, err)
 		}
 	}
 	p.superOK = p.raw && !o.NoOffload
@@ -330,7 +358,15 @@ func (p *Port) LinkUp() bool { return true }
 func (p *Port) Options() Options { return p.opt }
 
 // RxFD returns the socket of queue q, so that an idle PMD sleeps in ppoll.
-func (p *Port) RxFD(q int) int { return p.rx[q].fd }
+// With the AF_XDP underlay it is the queue's AF_XDP socket: a PMD asleep
+// then wakes for the underlay's packets, and reads what the program
+// passes to the UDP socket (fragments) when it next wakes.
+func (p *Port) RxFD(q int) int {
+	if p.xdp != nil && q < len(p.xdp.tx) {
+		return p.xdp.dev.RxFD(q)
+	}
+	return p.rx[q].fd
+}
 
 // ArmRx implements netdev.RxArmer for a PMD about to sleep. The socket
 // needs no arming (it polls readable whenever a datagram is queued), but
@@ -402,6 +438,7 @@ func (p *Port) Close() error {
 		closeRaw(&p.tx[i].raw)
 		closeGSO(&p.tx[i].gso)
 	}
+	errs = append(errs, p.closeXDP())
 	return errors.Join(errs...)
 }
 
@@ -410,6 +447,11 @@ func (p *Port) Close() error {
 // with the outer header in the packet's tunnel metadata.
 func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 	rq := &p.rx[q]
+	if p.xdp != nil && q < len(p.xdp.tx) {
+		if n := p.recvXDP(q, pool, b); n > 0 {
+			return n
+		}
+	}
 	if rq.gro != nil {
 		return p.recvGRO(q, pool, b)
 	}
@@ -543,6 +585,9 @@ func cmsgAlign(l int) int { return (l + 7) &^ 7 }
 // kernel fragment (df_default=false), else on the UDP sockets. The inner frame is not copied or touched: each message
 // gathers the queue's header slot and the packet's data.
 func (p *Port) Send(q int, b *packet.Batch) int {
+	if p.xdp != nil && q < len(p.xdp.tx) {
+		return p.sendXDP(q, b)
+	}
 	if p.raw {
 		return p.sendRaw(q, b)
 	}

@@ -1,0 +1,440 @@
+package tunnel
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev/afxdp"
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
+)
+
+// The AF_XDP underlay (underlay=afxdp). The socket underlay costs a UDP
+// socket receive and an IP_HDRINCL send per packet: the kernel's IP and
+// UDP receive path, socket queueing and wake-up on one side, routing,
+// neighbour lookup and the qdisc on the other. With underlay=afxdp the
+// port takes its underlay packets off the interface that holds local_ip
+// with AF_XDP sockets (one per queue of the interface) and sends its
+// small frames through their tx rings, writing the whole frame itself, as
+// Open vSwitch's native tunnelling does, but without moving the host's
+// address onto a bridge:
+//
+//   - An XDP program (afxdp.UDPFilter) redirects only untagged,
+//     unfragmented IPv4 UDP packets to local_ip:dst_port; everything else
+//     (ARP, ICMP, the host's other traffic, fragments) passes to the
+//     kernel, so the host keeps using the interface, and the port's UDP
+//     socket still receives what the program passes (fragments). The
+//     outer headers are parsed and checked here (parseOuter4), with the
+//     UDP checksum verified in software: the kernel's checksum state does
+//     not survive XDP.
+//   - Send builds Ethernet + outer IPv4/UDP + tunnel header (buildOuter,
+//     as the raw path) in front of the inner frame in a UMEM frame. The
+//     destination MAC is the kernel's neighbour entry for the route's
+//     next hop, looked up with netlink and cached per destination for
+//     routeTTL (neighbour). A destination routed out of another
+//     interface, or whose neighbour the kernel does not know yet, goes
+//     the raw path instead (which makes the kernel resolve it), and so do
+//     GSO super-frames (the kernel segments them; AF_XDP cannot describe
+//     them).
+//
+// One underlay=afxdp port per interface: a second is refused (one XDP
+// program per interface, and its sockets' frames would need a demux).
+
+// Underlay selects how a tunnel port reaches the network.
+type Underlay uint8
+
+// Underlays.
+const (
+	// UnderlaySocket: kernel UDP sockets (and raw sockets to send).
+	UnderlaySocket Underlay = iota
+	// UnderlayAFXDP: AF_XDP sockets on local_ip's interface.
+	UnderlayAFXDP
+)
+
+// String is the option's value.
+func (u Underlay) String() string {
+	switch u {
+	case UnderlaySocket:
+		return "socket"
+	case UnderlayAFXDP:
+		return "afxdp"
+	}
+	return fmt.Sprintf("Underlay(%d)", int(u))
+}
+
+// ParseUnderlay reads the underlay option ("" is socket).
+func ParseUnderlay(s string) (Underlay, error) {
+	switch s {
+	case "", "socket":
+		return UnderlaySocket, nil
+	case "afxdp":
+		return UnderlayAFXDP, nil
+	}
+	return 0, fmt.Errorf("underlay %q is not socket or afxdp", s)
+}
+
+// neighTTLMiss is how long a destination whose next hop the kernel had not
+// resolved stays on the raw path before it is looked up again: short, so
+// that the first packets (which make the kernel resolve it) are soon
+// followed by the fast path.
+const neighTTLMiss = 50 * time.Millisecond
+
+// neighEntry is a cached outer Ethernet header for a destination; ok false
+// means "send this destination on the raw path".
+type neighEntry struct {
+	dst     [16]byte
+	eth     [14]byte
+	expires int64
+	ok      bool
+}
+
+// xdpTx is one tx queue's AF_XDP send state.
+type xdpTx struct {
+	nl       *netlink.Handle // in the port's namespace
+	neigh    [routeSlots]neighEntry
+	hdr      [packet.BatchSize][14 + maxOuter]byte
+	hdrs     [packet.BatchSize][]byte
+	pkts     [packet.BatchSize]*packet.Packet
+	lens     [packet.BatchSize]int
+	fb       packet.Batch
+	fallback atomic.Uint64 // packets sent on the raw path instead
+}
+
+// xdpUnderlay is the port's AF_XDP state.
+type xdpUnderlay struct {
+	dev     *afxdp.Port
+	ifname  string
+	ifindex int
+	mac     [6]byte
+	mtu     int // the interface's, for the whole outer IP packet
+	tx      []*xdpTx
+}
+
+// interfaces with an underlay=afxdp port, by "netns inode/ifindex", to
+// refuse a second one clearly.
+var (
+	xdpMu    sync.Mutex
+	xdpOwner = map[string]string{}
+)
+
+func netnsKey(ifindex int) string {
+	var st unix.Stat_t
+	unix.Stat(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()), &st)
+	return fmt.Sprintf("%d/%d", st.Ino, ifindex)
+}
+
+// openXDP finds the interface holding local_ip and opens the AF_XDP
+// underlay on it, in the calling thread's namespace.
+func (p *Port) openXDP() error {
+	o := &p.opt
+	if !o.Local.IsValid() {
+		return errors.New("underlay=afxdp needs options:local_ip (its interface carries the AF_XDP sockets)")
+	}
+	if !o.Local.Unmap().Is4() || o.Remote.IsValid() && !o.Remote.Unmap().Is4() {
+		return errors.New("underlay=afxdp supports IPv4 underlays only")
+	}
+	if o.NoDF || o.SocketSend {
+		return errors.New("underlay=afxdp needs df_default=true (frames it sends are never fragmented)")
+	}
+	local := o.Local.Unmap()
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		return fmt.Errorf("underlay=afxdp: list addresses: %w", err)
+	}
+	ifindex := 0
+	for _, a := range addrs {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == local {
+			ifindex = a.LinkIndex
+			break
+		}
+	}
+	if ifindex == 0 {
+		return fmt.Errorf("underlay=afxdp: no interface has local_ip %s", local)
+	}
+	lnk, err := netlink.LinkByIndex(ifindex)
+	if err != nil {
+		return fmt.Errorf("underlay=afxdp: %w", err)
+	}
+	at := lnk.Attrs()
+	if len(at.HardwareAddr) != 6 {
+		return fmt.Errorf("underlay=afxdp: %s is not an Ethernet interface", at.Name)
+	}
+	key := netnsKey(ifindex)
+	xdpMu.Lock()
+	if other, ok := xdpOwner[key]; ok {
+		xdpMu.Unlock()
+		return fmt.Errorf("underlay=afxdp: interface %s already carries tunnel port %s with underlay=afxdp (one per interface)", at.Name, other)
+	}
+	xdpOwner[key] = p.name
+	xdpMu.Unlock()
+	x := &xdpUnderlay{ifname: at.Name, ifindex: ifindex, mtu: at.MTU, mac: [6]byte(at.HardwareAddr)}
+	p.xdp, p.xdpKey = x, key
+	x.dev, err = afxdp.New(at.Name, afxdp.Options{Filter: &afxdp.UDPFilter{Addr: local.As4(), Port: o.DstPort}})
+	if err != nil {
+		return fmt.Errorf("underlay=afxdp: %w", err)
+	}
+	return nil
+}
+
+// closeXDP detaches the program and closes the sockets.
+func (p *Port) closeXDP() error {
+	x := p.xdp
+	if x == nil {
+		return nil
+	}
+	var err error
+	if x.dev != nil {
+		err = x.dev.Close()
+	}
+	for _, t := range x.tx {
+		if t.nl != nil {
+			t.nl.Close()
+		}
+	}
+	xdpMu.Lock()
+	if xdpOwner[p.xdpKey] == p.name {
+		delete(xdpOwner, p.xdpKey)
+	}
+	xdpMu.Unlock()
+	p.xdp = nil
+	return err
+}
+
+// openXDPTx makes the send state of the first n tx queues (one per AF_XDP
+// socket), in the calling thread's namespace.
+func (p *Port) openXDPTx(n int) error {
+	for range n {
+		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+		if err != nil {
+			return fmt.Errorf("underlay=afxdp: netlink: %w", err)
+		}
+		p.xdp.tx = append(p.xdp.tx, &xdpTx{nl: h})
+	}
+	return nil
+}
+
+// neighbour returns the outer Ethernet header for dst, or nil when dst
+// goes the raw path (routed elsewhere, next hop not resolved, no route).
+func (p *Port) neighbour(t *xdpTx, dst *[16]byte, now *int64) *neighEntry {
+	h := binary.BigEndian.Uint32(dst[12:])
+	e := &t.neigh[(h^h>>8^h>>16)%routeSlots]
+	if *now == 0 {
+		*now = time.Now().UnixNano()
+	}
+	if e.dst == *dst && *now < e.expires {
+		if e.ok {
+			return e
+		}
+		return nil
+	}
+	// A miss: netlink requests once per destination per routeTTL, as the
+	// raw path's source cache.
+	*e = neighEntry{dst: *dst, expires: *now + int64(neighTTLMiss)}
+	ip := net.IP(dst[12:16])
+	rs, err := t.nl.RouteGet(ip)
+	if err != nil || len(rs) == 0 || rs[0].LinkIndex != p.xdp.ifindex {
+		e.expires = *now + int64(routeTTL)
+		return nil
+	}
+	nh := ip
+	if rs[0].Gw != nil {
+		nh = rs[0].Gw
+	}
+	ns, err := t.nl.NeighList(p.xdp.ifindex, netlink.FAMILY_V4)
+	if err != nil {
+		return nil
+	}
+	const usable = netlink.NUD_REACHABLE | netlink.NUD_STALE | netlink.NUD_DELAY | netlink.NUD_PROBE | netlink.NUD_PERMANENT
+	for _, n := range ns {
+		if n.IP.Equal(nh) && n.State&usable != 0 && len(n.HardwareAddr) == 6 {
+			copy(e.eth[0:6], n.HardwareAddr)
+			copy(e.eth[6:12], p.xdp.mac[:])
+			e.eth[12], e.eth[13] = 0x08, 0x00
+			e.ok, e.expires = true, *now+int64(routeTTL)
+			return e
+		}
+	}
+	return nil
+}
+
+// sendXDP is Send for a tx queue with an AF_XDP socket. The batch's order
+// holds: a packet for the raw path first flushes the frames queued before
+// it, and the other way round.
+func (p *Port) sendXDP(q int, b *packet.Batch) int {
+	t := p.xdp.tx[q]
+	ctr, causes := &p.ctr[q], &p.causes[q]
+	var now int64
+	n := 0
+	sent, sentX := 0, 0
+	var drops, bytes uint64
+	t.fb.Reset()
+	flushX := func() {
+		if n == 0 {
+			return
+		}
+		s := p.xdp.dev.SendPrefixed(q, t.hdrs[:n], t.pkts[:n])
+		for i := range s {
+			bytes += uint64(t.lens[i])
+		}
+		if s < n {
+			causes.n[CauseTxError].Add(uint64(n - s))
+			drops += uint64(n - s)
+		}
+		sent += s
+		sentX += s
+		n = 0
+	}
+	flushF := func() {
+		if t.fb.N == 0 {
+			return
+		}
+		t.fallback.Add(uint64(t.fb.N))
+		sent += p.sendRaw(q, &t.fb) // counts its own
+		t.fb.Reset()
+	}
+	maxLen := p.xdp.mtu - Overhead4
+	for _, pkt := range b.Packets() {
+		dst, vni, ok := p.target(pkt)
+		d := pkt.Data()
+		var e *neighEntry
+		if ok && !pkt.GSO() && len(d) > 0 {
+			e = p.neighbour(t, dst, &now)
+		}
+		if e == nil {
+			flushX()
+			t.fb.Add(pkt)
+			continue
+		}
+		if len(d) > maxLen {
+			causes.n[CauseMTU].Add(1)
+			drops++
+			continue
+		}
+		flushF()
+		h := &t.hdr[n]
+		copy(h[:14], e.eth[:])
+		hl := p.buildOuter((*[maxOuter]byte)(h[14:]), &p.local, dst, vni, flowHash(pkt), d)
+		ip := h[14:34]
+		binary.BigEndian.PutUint16(ip[10:], ^vnethdr.Sum(ip))
+		t.hdrs[n] = h[:14+hl]
+		t.pkts[n] = pkt
+		t.lens[n] = len(d)
+		n++
+	}
+	flushX()
+	flushF()
+	for i := range t.pkts {
+		t.pkts[i] = nil
+	}
+	ctr.CountTx(sentX, bytes, drops)
+	return sent
+}
+
+// recvXDP receives up to a batch from the AF_XDP socket of rx queue q,
+// checks the outer headers and decapsulates as Recv does.
+func (p *Port) recvXDP(q int, pool *packet.Pool, b *packet.Batch) int {
+	rq := &p.rx[q]
+	xb := &rq.xb
+	xb.Reset()
+	if p.xdp.dev.Recv(q, pool, xb) == 0 {
+		return 0
+	}
+	causes := &p.causes[q]
+	added := 0
+	var bytes, drops uint64
+	var tmpl flow.Tunnel
+	for i, pkt := range xb.Packets() {
+		xb.Pkts[i] = nil
+		hdr, end, ok := parseOuter4(pkt.Data(), &p.local, p.opt.DstPort, &tmpl)
+		if !ok || !pkt.SetLen(end) || !pkt.Pull(hdr) {
+			causes.n[CauseBadHeader].Add(1)
+			drops++
+			pkt.Free()
+			continue
+		}
+		if !p.accept(causes, pkt, &tmpl) {
+			drops++
+			pkt.Free()
+			continue
+		}
+		bytes += uint64(pkt.Len())
+		b.Add(pkt)
+		added++
+	}
+	xb.Reset()
+	p.ctr[q].CountRx(added, bytes, drops)
+	return added
+}
+
+// parseOuter4 checks an underlay frame the XDP program redirected:
+// untagged Ethernet, IPv4 (header checksum, lengths, not a fragment), UDP
+// to local:port with a correct checksum unless it is zero. It returns the
+// length of the outer headers (the tunnel header follows), the end of the
+// UDP datagram (Ethernet padding follows) and the outer metadata in t. It
+// reads only within f.
+func parseOuter4(f []byte, local *[16]byte, port uint16, t *flow.Tunnel) (hdr, end int, ok bool) {
+	if len(f) < 14+20+8 || binary.BigEndian.Uint16(f[12:]) != 0x0800 {
+		return 0, 0, false
+	}
+	ip := f[14:]
+	ihl := int(ip[0]&0xf) * 4
+	if ip[0]>>4 != 4 || ihl < 20 || len(ip) < ihl+8 {
+		return 0, 0, false
+	}
+	total := int(binary.BigEndian.Uint16(ip[2:]))
+	if total < ihl+8 || total > len(ip) || binary.BigEndian.Uint16(ip[6:])&0x3fff != 0 ||
+		ip[9] != unix.IPPROTO_UDP || vnethdr.Sum(ip[:ihl]) != 0xffff || [4]byte(ip[16:20]) != [4]byte(local[12:]) {
+		return 0, 0, false
+	}
+	u := ip[ihl:total]
+	ulen := int(binary.BigEndian.Uint16(u[4:]))
+	if ulen < 8 || ulen > len(u) || binary.BigEndian.Uint16(u[2:]) != port {
+		return 0, 0, false
+	}
+	u = u[:ulen]
+	if binary.BigEndian.Uint16(u[6:]) != 0 {
+		var ph [12]byte
+		copy(ph[0:8], ip[12:20])
+		ph[9] = unix.IPPROTO_UDP
+		binary.BigEndian.PutUint16(ph[10:], uint16(ulen))
+		if csumAdd(vnethdr.Sum(ph[:]), vnethdr.Sum(u)) != 0xffff {
+			return 0, 0, false
+		}
+	}
+	*t = flow.Tunnel{TTL: ip[8], TOS: ip[1]}
+	t.Src = [16]byte{10: 0xff, 11: 0xff, 12: ip[12], 13: ip[13], 14: ip[14], 15: ip[15]}
+	t.Dst = *local
+	return 14 + ihl + 8, 14 + ihl + ulen, true
+}
+
+// UnderlayStats are the AF_XDP underlay's own counters: frames its sockets
+// received and sent (outer frames, before decapsulation) and packets that
+// went the raw path instead (FallbackTx). Zero for the socket underlay.
+type UnderlayStats struct {
+	netdev.Stats
+	FallbackTx uint64
+}
+
+// UnderlayStats returns the AF_XDP underlay's counters.
+func (p *Port) UnderlayStats() UnderlayStats {
+	var s UnderlayStats
+	if p.xdp == nil {
+		return s
+	}
+	s.Stats = p.xdp.dev.Stats()
+	for _, t := range p.xdp.tx {
+		s.FallbackTx += t.fallback.Load()
+	}
+	return s
+}

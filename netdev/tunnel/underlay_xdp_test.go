@@ -1,0 +1,100 @@
+package tunnel
+
+import (
+	"bytes"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/internal/nstest"
+)
+
+// TestXDPPortToPort: two ports with underlay=afxdp exchange frames through
+// their AF_XDP sockets once the kernel knows the neighbours (the first
+// packets go the raw path, which makes it resolve them), while the host's
+// own traffic on the interface (ping) still works.
+func TestXDPPortToPort(t *testing.T) {
+	nstest.RequireTool(t, "ping")
+	u := newUnderlay(t)
+	for _, kind := range []Kind{VXLAN, Geneve} {
+		t.Run(kind.String(), func(t *testing.T) {
+			pa := openIn(t, u.a, Options{Kind: kind, Remote: u.b4, Local: u.a4, Key: 100, TTL: 33, TOS: 0x10, Csum: true, Underlay: UnderlayAFXDP})
+			pb := openIn(t, u.b, Options{Kind: kind, Remote: u.a4, Local: u.b4, Key: 100, Underlay: UnderlayAFXDP})
+			pool := packet.NewPool(256, packet.DefaultBufSize)
+			// The host's traffic passes the program both ways.
+			u.a.Run(t, "ping", "-c1", "-W2", u.b4.String())
+			nstest.WaitFor(t, 5*time.Second, "frames through the AF_XDP sockets", func() bool {
+				sendFrames(t, pa, pool, 8, nil)
+				sendFrames(t, pb, pool, 8, nil)
+				got := recvAll(t, pb, pool, 8)
+				recvAll(t, pa, pool, 8)
+				if len(got) == 0 {
+					return false
+				}
+				for i, pkt := range got {
+					if !bytes.Equal(pkt.Data(), frame(byte(i%8))) {
+						t.Fatalf("frame %d: %x", i, pkt.Data())
+					}
+					want := flow.Tunnel{Src: mapped(u.a4), Dst: mapped(u.b4), Flags: flow.TunFlagKey, TTL: 33, TOS: 0x10}
+					if !pkt.HasTunnel || pkt.TunnelID != 100 || pkt.Tunnel != want {
+						t.Fatalf("frame %d metadata: %v %d %+v, want %+v", i, pkt.HasTunnel, pkt.TunnelID, pkt.Tunnel, want)
+					}
+				}
+				sa, sb := pa.UnderlayStats(), pb.UnderlayStats()
+				return sa.TxPackets > 0 && sb.RxPackets > 0 && sb.TxPackets > 0 && sa.RxPackets > 0
+			})
+			if d := pb.Drops(); d != ([NumCauses]uint64{}) {
+				t.Errorf("drops %v", d)
+			}
+			u.b.Run(t, "ping", "-c1", "-W2", u.a4.String())
+			if m := pa.Status(); m["underlay"] != "afxdp" || m["underlay_iface"] != u.devA {
+				t.Errorf("status %v", m)
+			}
+		})
+	}
+}
+
+// TestXDPOptions: underlay=afxdp refuses what it cannot serve, and a
+// second port on one interface.
+func TestXDPOptions(t *testing.T) {
+	u := newUnderlay(t)
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Remote: u.b4, Underlay: UnderlayAFXDP}, "local_ip"},
+		{Options{Remote: u.b6, Local: u.a6, Underlay: UnderlayAFXDP}, "IPv4"},
+		{Options{Remote: u.b4, Local: u.a4, NoDF: true, Underlay: UnderlayAFXDP}, "df_default"},
+		{Options{Remote: u.b4, Local: netipMust("198.18.21.1"), Underlay: UnderlayAFXDP}, "no interface"},
+	} {
+		err := u.a.Do(func() error {
+			p, err := New("tun", c.o)
+			if p != nil {
+				p.Close()
+			}
+			return err
+		})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want one about %s", c.o, err, c.want)
+		}
+	}
+	openIn(t, u.a, Options{Remote: u.b4, Local: u.a4, Underlay: UnderlayAFXDP})
+	err := u.a.Do(func() error {
+		p, err := New("tun2", Options{Remote: u.b4, Local: u.a4, DstPort: 4790, Underlay: UnderlayAFXDP})
+		if p != nil {
+			p.Close()
+		}
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "already carries tunnel port tun") {
+		t.Errorf("second port on one interface: %v", err)
+	}
+	if _, err := ParseUnderlay("dpdk"); err == nil {
+		t.Error("underlay dpdk accepted")
+	}
+}
+
+func netipMust(s string) netip.Addr { return netip.MustParseAddr(s) }
