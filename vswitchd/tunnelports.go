@@ -11,7 +11,7 @@ import (
 
 // tunnelOptionKeys are the options of vxlan and geneve ports, named as in
 // Open vSwitch.
-var tunnelOptionKeys = []string{"remote_ip", "key", "local_ip", "dst_port", "tos", "ttl", "df_default", "csum", "n_rxq", "udp_offload"}
+var tunnelOptionKeys = []string{"remote_ip", "key", "local_ip", "dst_port", "tos", "ttl", "df_default", "csum", "n_rxq", "udp_offload", "underlay"}
 
 // tunnelOptions reads a tunnel port's options, refusing what the port
 // could not honour, so that "vsctl add-port" fails at once instead of the
@@ -119,5 +119,20 @@ func tunnelOptions(p *config.Port) (tunnel.Options, error) {
 		return o, err
 	}
 	o.NoOffload = !off
+	if o.Underlay, err = tunnel.ParseUnderlay(p.Options["underlay"]); err != nil {
+		return o, bad("underlay", "socket or afxdp")
+	}
+	if o.Underlay == tunnel.UnderlayAFXDP {
+		// The AF_XDP sockets live on the interface that holds local_ip.
+		if !o.Local.IsValid() {
+			return o, fmt.Errorf("port %q: options:underlay=afxdp needs options:local_ip", p.Name)
+		}
+		if !o.Local.Is4() {
+			return o, fmt.Errorf("port %q: options:underlay=afxdp supports IPv4 local_ip only", p.Name)
+		}
+		if o.NoDF {
+			return o, fmt.Errorf("port %q: options:underlay=afxdp needs df_default=true", p.Name)
+		}
+	}
 	return o, nil
 }

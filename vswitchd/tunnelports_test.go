@@ -26,6 +26,10 @@ func TestTunnelOptions(t *testing.T) {
 	if err != nil || o != want {
 		t.Fatalf("tunnelOptions = %+v, %v; want %+v", o, err, want)
 	}
+	o, err = tunnelOptions(port(config.PortTypeVXLAN, "remote_ip", "198.18.20.2", "local_ip", "198.18.20.1", "underlay", "afxdp"))
+	if err != nil || o.Underlay != tunnel.UnderlayAFXDP {
+		t.Fatalf("underlay=afxdp: %+v, %v", o, err)
+	}
 	o, err = tunnelOptions(port(config.PortTypeVXLAN, "remote_ip", "flow", "key", "flow"))
 	if err != nil || o.Remote.IsValid() || !o.KeyFlow || o.Kind != tunnel.VXLAN {
 		t.Fatalf("flow-based: %+v, %v", o, err)
@@ -48,6 +52,10 @@ func TestTunnelOptions(t *testing.T) {
 		{[]string{"remote_ip", "198.18.20.2", "dst_port", "70000"}, "dst_port"},
 		{[]string{"remote_ip", "198.18.20.2", "csum", "yes"}, "csum"},
 		{[]string{"remote_ip", "198.18.20.2", "udp_offload", "no"}, "udp_offload"},
+		{[]string{"remote_ip", "198.18.20.2", "underlay", "xdp"}, "underlay"},
+		{[]string{"remote_ip", "198.18.20.2", "underlay", "afxdp"}, "needs options:local_ip"},
+		{[]string{"remote_ip", "2001:db8::2", "local_ip", "2001:db8::1", "underlay", "afxdp"}, "IPv4"},
+		{[]string{"remote_ip", "198.18.20.2", "local_ip", "198.18.20.1", "underlay", "afxdp", "df_default", "false"}, "df_default"},
 	} {
 		_, err := tunnelOptions(port(config.PortTypeVXLAN, c.kv...))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
