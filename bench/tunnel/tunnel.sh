@@ -46,6 +46,9 @@
 # SUT kernel-tso is the kernel again with the workloads' offloads on, and
 # ours-tso ours so (AF_PACKET workload ports, which take super-frames).
 #
+# SUT ours-xdp is ours with underlay=afxdp on the tunnel ports (ours-xdp-tso
+# with ours-tso's workloads).
+#
 # SUT ours-nooffload is ours with udp_offload=false on the tunnel ports
 # (no UDP segmentation on send, no coalescing on receive); ours-busy is ours
 # with busy-polling PMDs (pmd-sleep-max=0), as Open vSwitch's PMDs always
@@ -138,7 +141,7 @@ topo_up() {
 		ip netns exec $1 sysctl -qw net.ipv6.conf.all.disable_ipv6=1
 		ip netns exec $3 sysctl -qw net.ipv6.conf.all.disable_ipv6=1
 		ip -n $3 link set eth0 address $5 mtu 1450
-		case $cur in kernel-tso | ours-tso) ;; *) ip netns exec $3 ethtool -K eth0 tx off tso off gso off >/dev/null 2>&1 ;; esac
+		case $cur in kernel-tso | ours-tso | ours-xdp-tso) ;; *) ip netns exec $3 ethtool -K eth0 tx off tso off gso off >/dev/null 2>&1 ;; esac
 		ip -n $3 addr add $6/24 dev eth0
 		ip -n $3 link set eth0 up
 	done
@@ -173,6 +176,13 @@ ours-busy_down() { :; }
 # tunnel ports segment them into UDP_SEGMENT runs.
 ours-tso_up() { local p=$PTYPE; PTYPE=afpacket; ours_up; local rc=$?; PTYPE=$p; return $rc; }
 ours-tso_down() { :; }
+# ours-xdp: ours with underlay=afxdp on both tunnel ports (AF_XDP sockets
+# on ul-X behind a program that takes only the tunnel's UDP packets; the
+# address stays on ul-X); ours-xdp-tso: the same with ours-tso's workloads.
+ours-xdp_up() { OURS_OPTS=options:underlay=afxdp; ours_up; local rc=$?; OURS_OPTS=""; return $rc; }
+ours-xdp_down() { :; }
+ours-xdp-tso_up() { local p=$PTYPE; PTYPE=afpacket; ours-xdp_up; local rc=$?; PTYPE=$p; return $rc; }
+ours-xdp-tso_down() { :; }
 
 # --- SUT: Open vSwitch userspace, native tunnelling
 ovs_one() { # HOSTNS CPU WLPORT UL LOCAL REMOTE
@@ -344,7 +354,7 @@ ROWS=()
 echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) CPUs, uptime:$(uptime | sed 's/.*up[^,]*,//'), ports $PTYPE"
 has() { [[ " $TESTS " == *" $1 "* ]]; }
 for s in $(for ((r = 0; r < REPS; r++)); do echo $SUTS; done); do
-	case $s in ours | ours-nooffload | ours-busy | ours-tso | ovs | kernel | kernel-tso) ;; *) die "unknown SUT $s" ;; esac
+	case $s in ours | ours-nooffload | ours-busy | ours-tso | ours-xdp | ours-xdp-tso | ovs | kernel | kernel-tso) ;; *) die "unknown SUT $s" ;; esac
 	log "$s: setting up"
 	cur=$s
 	topo_up
@@ -387,7 +397,7 @@ def r(x, y, inv=False):
         return '%.2fx' % ((y / x) if inv else (x / y))
     except Exception: return '-'
 print('%-20s %10s %8s %10s %10s %10s' % ('$3', r(a[0], b[0]), '', r(a[2], b[2]), r(a[3], b[3], True), r(a[4], b[4], True)))"; }
-for o in ours-nooffload ours-busy ovs kernel kernel-tso; do
+for o in ours-nooffload ours-busy ours-xdp ovs kernel kernel-tso; do
 	[ -n "${R[ours]:-}" ] && [ -n "${R[$o]:-}" ] && ratio "${R[ours]}" "${R[$o]}" "ours/$o"
 done
 [ -n "${R[ours-tso]:-}" ] && [ -n "${R[kernel-tso]:-}" ] && ratio "${R[ours-tso]}" "${R[kernel-tso]}" "ours-tso/kernel-tso"
