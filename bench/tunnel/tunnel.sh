@@ -47,7 +47,7 @@
 # ours-tso ours so (AF_PACKET workload ports, which take super-frames).
 #
 # SUT ours-xdp is ours with underlay=afxdp on the tunnel ports (ours-xdp-tso
-# with ours-tso's workloads).
+# with ours-tso's workloads, ours-xdp-busy with ours-busy's PMDs).
 #
 # SUT ours-nooffload is ours with udp_offload=false on the tunnel ports
 # (no UDP segmentation on send, no coalescing on receive); ours-busy is ours
@@ -183,6 +183,8 @@ ours-xdp_up() { OURS_OPTS=options:underlay=afxdp; ours_up; local rc=$?; OURS_OPT
 ours-xdp_down() { :; }
 ours-xdp-tso_up() { local p=$PTYPE; PTYPE=afpacket; ours-xdp_up; local rc=$?; PTYPE=$p; return $rc; }
 ours-xdp-tso_down() { :; }
+ours-xdp-busy_up() { local c=$OURS_CONFIG; OURS_CONFIG="$c other_config:pmd-sleep-max=0"; ours-xdp_up; local rc=$?; OURS_CONFIG=$c; return $rc; }
+ours-xdp-busy_down() { :; }
 
 # --- SUT: Open vSwitch userspace, native tunnelling
 ovs_one() { # HOSTNS CPU WLPORT UL LOCAL REMOTE
@@ -354,7 +356,7 @@ ROWS=()
 echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) CPUs, uptime:$(uptime | sed 's/.*up[^,]*,//'), ports $PTYPE"
 has() { [[ " $TESTS " == *" $1 "* ]]; }
 for s in $(for ((r = 0; r < REPS; r++)); do echo $SUTS; done); do
-	case $s in ours | ours-nooffload | ours-busy | ours-tso | ours-xdp | ours-xdp-tso | ovs | kernel | kernel-tso) ;; *) die "unknown SUT $s" ;; esac
+	case $s in ours | ours-nooffload | ours-busy | ours-tso | ours-xdp | ours-xdp-tso | ours-xdp-busy | ovs | kernel | kernel-tso) ;; *) die "unknown SUT $s" ;; esac
 	log "$s: setting up"
 	cur=$s
 	topo_up
