@@ -123,6 +123,7 @@ type rxQueue struct {
 	skip, backoff int
 	gro           *groRx       // coalescing receive (rxgro.go); nil: off
 	xb            packet.Batch // the AF_XDP socket's frames (underlay_xdp.go)
+	xdpSkip       int          // polls before the UDP socket's next look
 	_             [64]byte
 }
 
@@ -451,6 +452,14 @@ func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 		if n := p.recvXDP(q, pool, b); n > 0 {
 			return n
 		}
+		// Only what the program passes (fragments) reaches the socket:
+		// look there seldom, so that its empty reads cost the PMD's
+		// other ports next to nothing.
+		if rq.xdpSkip > 0 {
+			rq.xdpSkip--
+			return 0
+		}
+		rq.xdpSkip = xdpSocketPollEvery
 	}
 	if rq.gro != nil {
 		return p.recvGRO(q, pool, b)

@@ -84,6 +84,11 @@ func ParseUnderlay(s string) (Underlay, error) {
 	return 0, fmt.Errorf("underlay %q is not socket or afxdp", s)
 }
 
+// xdpSocketPollEvery: with the AF_XDP underlay, Recv looks at the UDP
+// socket (then with its own back-off, PollBackoff) only on every this
+// many polls that found the AF_XDP socket empty.
+const xdpSocketPollEvery = 64
+
 // neighTTLMiss is how long a destination whose next hop the kernel had not
 // resolved stays on the raw path before it is looked up again: short, so
 // that the first packets (which make the kernel resolve it) are soon
