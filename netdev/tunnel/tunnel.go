@@ -121,9 +121,8 @@ type rxQueue struct {
 	// skip is how many more polls return nothing without a syscall, and
 	// backoff the last such pause (see PollBackoff).
 	skip, backoff int
-	gro           *groRx       // coalescing receive (rxgro.go); nil: off
-	xb            packet.Batch // the AF_XDP socket's frames (underlay_xdp.go)
-	xdpSkip       int          // polls before the UDP socket's next look
+	gro           *groRx // coalescing receive (rxgro.go); nil: off
+	xr            *xdpRx // the AF_XDP socket's receive state (underlay_xdp.go)
 	_             [64]byte
 }
 
@@ -455,11 +454,11 @@ func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 		// Only what the program passes (fragments) reaches the socket:
 		// look there seldom, so that its empty reads cost the PMD's
 		// other ports next to nothing.
-		if rq.xdpSkip > 0 {
-			rq.xdpSkip--
+		if rq.xr.skip > 0 {
+			rq.xr.skip--
 			return 0
 		}
-		rq.xdpSkip = xdpSocketPollEvery
+		rq.xr.skip = xdpSocketPollEvery
 	}
 	if rq.gro != nil {
 		return p.recvGRO(q, pool, b)

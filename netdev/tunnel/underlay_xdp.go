@@ -225,6 +225,7 @@ func (p *Port) openXDPTx(n int) error {
 			return fmt.Errorf("underlay=afxdp: netlink: %w", err)
 		}
 		p.xdp.tx = append(p.xdp.tx, &xdpTx{nl: h})
+		p.rx[len(p.xdp.tx)-1].xr = &xdpRx{}
 	}
 	return nil
 }
@@ -346,29 +347,77 @@ func (p *Port) sendXDP(q int, b *packet.Batch) int {
 	return sent
 }
 
+// xdpRx is one rx queue's AF_XDP receive state.
+type xdpRx struct {
+	b      packet.Batch // frames as the socket gave them
+	pkts   [packet.BatchSize]*packet.Packet
+	spans  [packet.BatchSize]rxSpan // their UDP payloads, for merging
+	tmpls  [packet.BatchSize]flow.Tunnel
+	sameTo [packet.BatchSize]int // as groRx.sameTo
+	skip   int                   // polls before the UDP socket's next look
+	merged atomic.Uint64
+}
+
 // recvXDP receives up to a batch from the AF_XDP socket of rx queue q,
-// checks the outer headers and decapsulates as Recv does.
+// checks the outer headers and decapsulates as Recv does. Consecutive
+// TCP segments of one flow from one peer are merged into a super-frame as
+// on the socket path (rxmerge.go): each frame is a span of one datagram.
 func (p *Port) recvXDP(q int, pool *packet.Pool, b *packet.Batch) int {
-	rq := &p.rx[q]
-	xb := &rq.xb
-	xb.Reset()
-	if p.xdp.dev.Recv(q, pool, xb) == 0 {
+	x := p.rx[q].xr
+	x.b.Reset()
+	if p.xdp.dev.Recv(q, pool, &x.b) == 0 {
 		return 0
 	}
 	causes := &p.causes[q]
-	added := 0
 	var bytes, drops uint64
-	var tmpl flow.Tunnel
-	for i, pkt := range xb.Packets() {
-		xb.Pkts[i] = nil
-		hdr, end, ok := parseOuter4(pkt.Data(), &p.local, p.opt.DstPort, &tmpl)
+	n := 0
+	for i, pkt := range x.b.Packets() {
+		x.b.Pkts[i] = nil
+		hdr, end, ok := parseOuter4(pkt.Data(), &p.local, p.opt.DstPort, &x.tmpls[n])
 		if !ok || !pkt.SetLen(end) || !pkt.Pull(hdr) {
 			causes.n[CauseBadHeader].Add(1)
 			drops++
 			pkt.Free()
 			continue
 		}
-		if !p.accept(causes, pkt, &tmpl) {
+		x.pkts[n] = pkt
+		x.spans[n] = rxSpan{msg: pkt.Data(), seg: pkt.Len()}
+		n++
+	}
+	x.b.Reset()
+	for i := n - 1; i >= 0; i-- {
+		x.sameTo[i] = i + 1
+		if i+1 < n && x.tmpls[i+1] == x.tmpls[i] {
+			x.sameTo[i] = x.sameTo[i+1]
+		}
+	}
+	added := 0
+	for i := 0; i < n; {
+		if e := x.sameTo[i]; !noMerge && e-i >= 2 {
+			if big, end := mergeRun(p.opt.Kind, pool, x.spans[i:e], spanPos{}); big != nil {
+				if p.accept(causes, big, &x.tmpls[i]) {
+					bytes += uint64(big.Len())
+					b.Add(big)
+					added++
+					x.merged.Add(1)
+				} else {
+					drops++
+					big.Free()
+				}
+				// Every span is one datagram: end is in the last
+				// one merged, at its end.
+				for k := i; k <= i+end.i; k++ {
+					x.pkts[k].Free()
+					x.pkts[k], x.spans[k] = nil, rxSpan{}
+				}
+				i += end.i + 1
+				continue
+			}
+		}
+		pkt := x.pkts[i]
+		x.pkts[i], x.spans[i] = nil, rxSpan{}
+		i++
+		if !p.accept(causes, pkt, &x.tmpls[i-1]) {
 			drops++
 			pkt.Free()
 			continue
@@ -377,7 +426,6 @@ func (p *Port) recvXDP(q int, pool *packet.Pool, b *packet.Batch) int {
 		b.Add(pkt)
 		added++
 	}
-	xb.Reset()
 	p.ctr[q].CountRx(added, bytes, drops)
 	return added
 }
@@ -425,10 +473,12 @@ func parseOuter4(f []byte, local *[16]byte, port uint16, t *flow.Tunnel) (hdr, e
 
 // UnderlayStats are the AF_XDP underlay's own counters: frames its sockets
 // received and sent (outer frames, before decapsulation) and packets that
-// went the raw path instead (FallbackTx). Zero for the socket underlay.
+// went the raw path instead (FallbackTx), TCP super-frames merged
+// (Merged). Zero for the socket underlay.
 type UnderlayStats struct {
 	netdev.Stats
 	FallbackTx uint64
+	Merged     uint64 // TCP super-frames merged from received segments
 }
 
 // UnderlayStats returns the AF_XDP underlay's counters.
@@ -440,6 +490,11 @@ func (p *Port) UnderlayStats() UnderlayStats {
 	s.Stats = p.xdp.dev.Stats()
 	for _, t := range p.xdp.tx {
 		s.FallbackTx += t.fallback.Load()
+	}
+	for i := range p.rx {
+		if x := p.rx[i].xr; x != nil {
+			s.Merged += x.merged.Load()
+		}
 	}
 	return s
 }
