@@ -130,9 +130,15 @@ func (x *xdp) close() error {
 // all its other traffic (ARP, ICMP, other UDP ports) while the sockets
 // take only the tunnel's underlay packets. A fragment passes too: the
 // kernel reassembles it for the tunnel port's own UDP socket.
+//
+// MaxLen, if positive, passes frames longer than it too: under generic
+// XDP a GSO packet (a peer's segmented send over a veth) is one long
+// frame that no UMEM frame holds, and the kernel's UDP socket takes it
+// whole instead.
 type UDPFilter struct {
-	Addr [4]byte
-	Port uint16
+	Addr   [4]byte
+	Port   uint16
+	MaxLen int
 }
 
 // Offsets in an untagged Ethernet/IPv4 (IHL 5)/UDP frame.
@@ -165,12 +171,20 @@ func le32(b [4]byte) int32 {
 //	return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 func filterProgram(xsks *ebpf.Map, f *UDPFilter) asm.Instructions {
 	const pass = "pass"
-	return asm.Instructions{
+	ins := asm.Instructions{
 		asm.LoadMem(asm.R2, asm.R1, 0, asm.Word), // data
 		asm.LoadMem(asm.R3, asm.R1, 4, asm.Word), // data_end
 		asm.Mov.Reg(asm.R4, asm.R2),
 		asm.Add.Imm(asm.R4, lenEthIPUDP),
 		asm.JGT.Reg(asm.R4, asm.R3, pass),
+	}
+	if f.MaxLen > 0 {
+		ins = append(ins,
+			asm.Mov.Reg(asm.R4, asm.R2),
+			asm.Add.Imm(asm.R4, int32(f.MaxLen)),
+			asm.JLT.Reg(asm.R4, asm.R3, pass)) // data + MaxLen < data_end
+	}
+	return append(ins,
 		asm.LoadMem(asm.R5, asm.R2, offEtherType, asm.Half),
 		asm.JNE.Imm(asm.R5, le16(0x0800), pass),
 		asm.LoadMem(asm.R5, asm.R2, offIPVerIHL, asm.Byte),
@@ -190,5 +204,5 @@ func filterProgram(xsks *ebpf.Map, f *UDPFilter) asm.Instructions {
 		asm.Return(),
 		asm.Mov.Imm(asm.R0, xdpPass).WithSymbol(pass),
 		asm.Return(),
-	}
+	)
 }

@@ -89,6 +89,12 @@ func ParseUnderlay(s string) (Underlay, error) {
 // many polls that found the AF_XDP socket empty.
 const xdpSocketPollEvery = 64
 
+// xdpMode is the program's attachment: native where the driver has it
+// (veth does). Generic XDP was measured on the veth underlay of
+// bench/tunnel/tunnel.sh: a worse RTT, and a peer's GSO sends arrive as
+// one long frame that has to go to the socket path instead.
+var xdpMode = afxdp.ModeAuto
+
 // neighTTLMiss is how long a destination whose next hop the kernel had not
 // resolved stays on the raw path before it is looked up again: short, so
 // that the first packets (which make the kernel resolve it) are soon
@@ -185,7 +191,8 @@ func (p *Port) openXDP() error {
 	xdpMu.Unlock()
 	x := &xdpUnderlay{ifname: at.Name, ifindex: ifindex, mtu: at.MTU, mac: [6]byte(at.HardwareAddr)}
 	p.xdp, p.xdpKey = x, key
-	x.dev, err = afxdp.New(at.Name, afxdp.Options{Filter: &afxdp.UDPFilter{Addr: local.As4(), Port: o.DstPort}})
+	x.dev, err = afxdp.New(at.Name, afxdp.Options{Mode: xdpMode,
+		Filter: &afxdp.UDPFilter{Addr: local.As4(), Port: o.DstPort, MaxLen: 14 + at.MTU}})
 	if err != nil {
 		return fmt.Errorf("underlay=afxdp: %w", err)
 	}
