@@ -1,6 +1,8 @@
 package tunnel
 
 import (
+	"strconv"
+
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -21,9 +23,16 @@ func (p *Port) Status() map[string]string {
 	var m map[string]string
 	// The AF_XDP underlay shows itself (the socket underlay, the default,
 	// adds nothing, as in Open vSwitch).
+	// Its counters say whether the fast path is in use: frames through
+	// the AF_XDP sockets, and packets sent on the raw path instead
+	// (another interface's route, an unresolved neighbour, super-frames).
 	if x := p.xdp; x != nil {
+		us := p.UnderlayStats()
 		m = map[string]string{"underlay": "afxdp", "underlay_iface": x.ifname,
-			"underlay_xdp_mode": x.dev.AttachMode().String()}
+			"underlay_xdp_mode":       x.dev.AttachMode().String(),
+			"underlay_xsk_rx_packets": strconv.FormatUint(us.RxPackets, 10),
+			"underlay_xsk_tx_packets": strconv.FormatUint(us.TxPackets, 10),
+			"underlay_raw_tx_packets": strconv.FormatUint(us.FallbackTx, 10)}
 	}
 	if !p.opt.Remote.IsValid() {
 		return m

@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vswitch-go/vswitch/internal/nstest"
+)
+
+// statusCount reads a numeric status key of Interface vx0.
+func statusCount(t *testing.T, d *daemon, key string) uint64 {
+	t.Helper()
+	s := strings.Trim(strings.TrimSpace(d.vsctl("get", "Interface", "vx0", "status:"+key)), `"`)
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatalf("status:%s = %q", key, s)
+	}
+	return n
+}
+
+// xdpAttached reports whether an XDP program is attached to dev in ns.
+func xdpAttached(t *testing.T, ns *nstest.Netns, dev string) bool {
+	t.Helper()
+	return strings.Contains(ns.Run(t, "ip", "link", "show", "dev", dev), "xdp")
+}
+
+// TestVXLANAFXDPUnderlayKernel: with options:underlay=afxdp our VXLAN port
+// reaches a Linux kernel vxlan device through AF_XDP sockets on the
+// underlay interface: pings cross both ways and the sockets' counters
+// show the frames went that way, while the host's own traffic on the
+// interface (ARP, ping to and from its address) still works; deleting the
+// port detaches the program.
+func TestVXLANAFXDPUnderlayKernel(t *testing.T) {
+	a, b := twoUnderlayHosts(t)
+	w := newWorkload(t, a, "198.19.32.1")
+	d := hostSwitch(t, a, w, "vxlan", b.ip4, "key=100", "local_ip="+a.ip4, "underlay=afxdp")
+	kernelVXLAN(t, b, b.ip4, a.ip4, "198.19.32.2")
+
+	show := d.vsctl("show")
+	for _, want := range []string{"options:underlay=afxdp", "status:underlay=afxdp", "status:underlay_iface=" + a.dev} {
+		if !strings.Contains(show, want) {
+			t.Errorf("vsctl show lacks %q:\n%s", want, show)
+		}
+	}
+	if !xdpAttached(t, a.ns, a.dev) {
+		t.Fatalf("no XDP program on %s", a.dev)
+	}
+	nstest.Ping(t, w.ns, "198.19.32.2")
+	nstest.Ping(t, b.ns, "198.19.32.1")
+	// The first packets to host B went the raw path while the kernel
+	// resolved its address; the next ones leave through the socket.
+	nstest.WaitFor(t, 10*time.Second, "tunnel frames through the AF_XDP sockets both ways", func() bool {
+		w.ns.Output("ping", "-c", "1", "-W", "1", "198.19.32.2")
+		return statusCount(t, d, "underlay_xsk_rx_packets") > 0 && statusCount(t, d, "underlay_xsk_tx_packets") > 0
+	})
+	// The host's own traffic passes the program.
+	nstest.Ping(t, b.ns, a.ip4)
+	nstest.Ping(t, a.ns, b.ip4)
+	if show := d.vsctl("show"); strings.Contains(show, "tunnel_drops:") {
+		t.Errorf("drops:\n%s", show)
+	}
+
+	d.vsctl("del-port", "br0", "vx0")
+	nstest.WaitFor(t, 10*time.Second, "the XDP program to go with the port", func() bool {
+		return !xdpAttached(t, a.ns, a.dev)
+	})
+	nstest.Ping(t, b.ns, a.ip4)
+}
+
+// TestVXLANAFXDPSwitchToSwitch: two of our switches, both with
+// underlay=afxdp, ping and carry TCP across.
+func TestVXLANAFXDPSwitchToSwitch(t *testing.T) {
+	a, b := twoUnderlayHosts(t)
+	wa := newWorkload(t, a, "198.19.33.1")
+	wb := newWorkload(t, b, "198.19.33.2")
+	da := hostSwitch(t, a, wa, "vxlan", b.ip4, "key=100", "local_ip="+a.ip4, "underlay=afxdp")
+	db := hostSwitch(t, b, wb, "vxlan", a.ip4, "key=100", "local_ip="+b.ip4, "underlay=afxdp")
+	nstest.Ping(t, wa.ns, wb.ip)
+	nstest.Ping(t, wb.ns, wa.ip)
+	nstest.WaitFor(t, 10*time.Second, "tunnel frames through the AF_XDP sockets both ways", func() bool {
+		wa.ns.Output("ping", "-c", "1", "-W", "1", wb.ip)
+		return statusCount(t, da, "underlay_xsk_tx_packets") > 0 && statusCount(t, db, "underlay_xsk_rx_packets") > 0 &&
+			statusCount(t, db, "underlay_xsk_tx_packets") > 0 && statusCount(t, da, "underlay_xsk_rx_packets") > 0
+	})
+	if nstest.HasTool(t, "iperf3") {
+		if bps := nstest.IperfTCP(t, wa.ns, wb.ns, wb.ip, 2); bps <= 0 {
+			t.Errorf("TCP across the tunnel: %v bit/s", bps)
+		}
+	}
+	// A port on an interface that already has one is refused.
+	if _, stderr, code := da.vsctlRaw("add-port", "br0", "vx1", "--", "type=vxlan", "options:remote_ip="+b.ip4,
+		"options:local_ip="+a.ip4, "options:dst_port=4790", "options:underlay=afxdp"); code == 0 ||
+		!strings.Contains(stderr, "already carries tunnel port vx0") {
+		t.Errorf("second underlay=afxdp port on %s: exit %d, %s", a.dev, code, stderr)
+	}
+}
