@@ -98,3 +98,55 @@ func TestXDPOptions(t *testing.T) {
 }
 
 func netipMust(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// TestXDPNoAllocs: a batch sent and received through the AF_XDP sockets
+// allocates nothing once the neighbour is cached.
+func TestXDPNoAllocs(t *testing.T) {
+	u := newUnderlay(t)
+	pa := openIn(t, u.a, Options{Remote: u.b4, Key: 1, Local: u.a4, Underlay: UnderlayAFXDP})
+	pb := openIn(t, u.b, Options{Remote: u.a4, Key: 1, Local: u.b4, Underlay: UnderlayAFXDP})
+	pool := packet.NewPool(1024, packet.DefaultBufSize)
+	u.a.Run(t, "ping", "-c1", "-W2", u.b4.String()) // the neighbour
+	nstest.WaitFor(t, 5*time.Second, "a frame through the AF_XDP socket", func() bool {
+		sendFrames(t, pa, pool, 1, nil)
+		recvAll(t, pb, pool, 1)
+		return pa.UnderlayStats().TxPackets > 0
+	})
+	// The cached header must not expire during the measurement (a miss
+	// asks netlink, which allocates).
+	for i := range pa.xdp.tx[0].neigh {
+		if e := &pa.xdp.tx[0].neigh[i]; e.ok {
+			e.expires = 1<<63 - 1
+		}
+	}
+	f := frame(7)
+	var sb, rb packet.Batch
+	allocs := testing.AllocsPerRun(50, func() {
+		for range 16 {
+			pkt := pool.Get()
+			pkt.SetData(f)
+			sb.Add(pkt)
+		}
+		pa.Send(0, &sb)
+		for _, p := range sb.Packets() {
+			p.Free()
+		}
+		sb.N = 0
+		for range 1000 {
+			pb.Recv(0, pool, &rb)
+			if rb.N > 0 {
+				break
+			}
+		}
+		for _, p := range rb.Packets() {
+			p.Free()
+		}
+		rb.N = 0
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per send+recv batch", allocs)
+	}
+	if s := pa.UnderlayStats(); s.TxPackets < 50*16 {
+		t.Errorf("underlay stats %+v: the frames did not go through the socket", s)
+	}
+}

@@ -1,0 +1,90 @@
+package tunnel
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
+)
+
+// outerFrame is an Ethernet/IPv4/UDP frame to 198.18.20.2:4789 around
+// payload, with a correct IPv4 header checksum and, if csum, UDP checksum.
+func outerFrame(payload []byte, csum bool) []byte {
+	f := make([]byte, 14+20+8+len(payload))
+	binary.BigEndian.PutUint16(f[12:], 0x0800)
+	ip := f[14:34]
+	ip[0], ip[1] = 0x45, 0x10
+	binary.BigEndian.PutUint16(ip[2:], uint16(20+8+len(payload)))
+	ip[6], ip[8], ip[9] = 0x40, 33, 17
+	copy(ip[12:], []byte{198, 18, 20, 1, 198, 18, 20, 2})
+	binary.BigEndian.PutUint16(ip[10:], ^vnethdr.Sum(ip))
+	u := f[34:]
+	binary.BigEndian.PutUint16(u[0:], 40000)
+	binary.BigEndian.PutUint16(u[2:], 4789)
+	binary.BigEndian.PutUint16(u[4:], uint16(8+len(payload)))
+	copy(u[8:], payload)
+	if csum {
+		var ph [12]byte
+		copy(ph[0:8], ip[12:20])
+		ph[9] = 17
+		binary.BigEndian.PutUint16(ph[10:], uint16(len(u)))
+		c := ^csumAdd(vnethdr.Sum(ph[:]), vnethdr.Sum(u))
+		if c == 0 {
+			c = 0xffff
+		}
+		binary.BigEndian.PutUint16(u[6:], c)
+	}
+	return f
+}
+
+var local4 = [16]byte{10: 0xff, 11: 0xff, 12: 198, 13: 18, 14: 20, 15: 2}
+
+func TestParseOuter4(t *testing.T) {
+	payload := append([]byte{0x08, 0, 0, 0, 0, 0, 100, 0}, frame(1)...)
+	for _, csum := range []bool{false, true} {
+		f := append(outerFrame(payload, csum), 0, 0, 0, 0) // Ethernet padding
+		var tn flow.Tunnel
+		hdr, end, ok := parseOuter4(f, &local4, 4789, &tn)
+		if !ok || hdr != 42 || end != len(f)-4 {
+			t.Fatalf("csum %v: parseOuter4 = %d, %d, %v", csum, hdr, end, ok)
+		}
+		want := flow.Tunnel{Src: [16]byte{10: 0xff, 11: 0xff, 12: 198, 13: 18, 14: 20, 15: 1}, Dst: local4, TTL: 33, TOS: 0x10}
+		if tn != want {
+			t.Errorf("metadata %+v, want %+v", tn, want)
+		}
+	}
+	bad := map[string]func(f []byte){
+		"udp checksum":  func(f []byte) { f[len(f)-1] ^= 1 },
+		"ip checksum":   func(f []byte) { f[14+8]-- },
+		"fragment":      func(f []byte) { f[14+6] |= 0x20 },
+		"other port":    func(f []byte) { f[36]++ },
+		"other address": func(f []byte) { f[33]++ },
+		"not ipv4":      func(f []byte) { f[12] = 0x86 },
+		"udp too long":  func(f []byte) { f[38]++ },
+		"ip too long":   func(f []byte) { f[16]++ },
+	}
+	for name, corrupt := range bad {
+		f := outerFrame(payload, true)
+		corrupt(f)
+		var tn flow.Tunnel
+		if _, _, ok := parseOuter4(f, &local4, 4789, &tn); ok {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// FuzzParseOuter4: any frame either fails or yields offsets within it.
+func FuzzParseOuter4(f *testing.F) {
+	payload := append([]byte{0x08, 0, 0, 0, 0, 0, 100, 0}, frame(1)...)
+	f.Add(outerFrame(payload, true))
+	f.Add(outerFrame(payload, false))
+	f.Add(outerFrame(nil, true))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var tn flow.Tunnel
+		hdr, end, ok := parseOuter4(b, &local4, 4789, &tn)
+		if ok && (hdr < 42 || hdr > end || end > len(b) || tn.Dst != local4) {
+			t.Fatalf("parseOuter4 = %d, %d on %d bytes", hdr, end, len(b))
+		}
+	})
+}
