@@ -163,11 +163,12 @@ type Port struct {
 	ctr     []netdev.Counters
 	causes  []causeCounters
 	closed  atomic.Bool
-	// xdp is the AF_XDP underlay (underlay_xdp.go), serving queues
-	// 0..xdp.dev.NumRxQueues()-1; nil: sockets only. xdpKey names its
+	// xdp is the AF_XDP underlay (underlay_xdp.go), serving rx and tx
+	// queues 0..xq-1; nil: sockets only. xdpKey names its
 	// interface among all ports'.
 	xdp    *xdpUnderlay
 	xdpKey string
+	xq     int // rx queues that are AF_XDP sockets (the first ones)
 }
 
 // causeCounters are one queue's drops by cause, on their own cache lines.
@@ -213,13 +214,14 @@ func New(name string, o Options) (*Port, error) {
 			p.Close()
 			return nil, fmt.Errorf("tunnel %s: %w", name, err)
 		}
-		// Every AF_XDP socket needs a queue of the port to be read.
-		if n := p.xdp.dev.NumRxQueues(); n > o.Queues {
-			o.Queues = n
-			p.opt.Queues = n
-			p.rx, p.tx = make([]rxQueue, n), make([]txQueue, n)
-			p.ctr, p.causes = make([]netdev.Counters, n), make([]causeCounters, n)
-		}
+		// Rx queues 0..xq-1 are the AF_XDP sockets, the UDP sockets
+		// follow (they receive what the program passes: fragments);
+		// tx queue i sends through AF_XDP socket i.
+		xq := p.xdp.dev.NumRxQueues()
+		p.xq = xq
+		n := xq + o.Queues
+		p.rx, p.tx = make([]rxQueue, n), make([]txQueue, max(xq, o.Queues))
+		p.ctr, p.causes = make([]netdev.Counters, n), make([]causeCounters, n)
 	}
 	for i := range o.Queues {
 		fd, err := p.open(o.Queues > 1)
@@ -227,9 +229,9 @@ func New(name string, o Options) (*Port, error) {
 			p.Close()
 			return nil, fmt.Errorf("tunnel %s: %w", name, err)
 		}
-		p.rx[i].fd, p.tx[i].fd = fd, fd
+		p.rx[p.xq+i].fd, p.tx[i].fd = fd, fd
 		if !o.NoOffload {
-			p.enableGRO(i)
+			p.enableGRO(p.xq + i)
 		}
 	}
 	p.raw = !o.NoDF && !o.SocketSend
@@ -358,11 +360,9 @@ func (p *Port) LinkUp() bool { return true }
 func (p *Port) Options() Options { return p.opt }
 
 // RxFD returns the socket of queue q, so that an idle PMD sleeps in ppoll.
-// With the AF_XDP underlay it is the queue's AF_XDP socket: a PMD asleep
-// then wakes for the underlay's packets, and reads what the program
-// passes to the UDP socket (fragments) when it next wakes.
+// With the AF_XDP underlay the first queues' are the AF_XDP sockets.
 func (p *Port) RxFD(q int) int {
-	if p.xdp != nil && q < len(p.xdp.tx) {
+	if q < p.xq {
 		return p.xdp.dev.RxFD(q)
 	}
 	return p.rx[q].fd
@@ -433,8 +433,11 @@ func (p *Port) Close() error {
 	for i := range p.rx {
 		if p.rx[i].fd > 0 {
 			errs = append(errs, unix.Close(p.rx[i].fd))
-			p.rx[i].fd, p.tx[i].fd = -1, -1
+			p.rx[i].fd = -1
 		}
+	}
+	for i := range p.tx {
+		p.tx[i].fd = -1
 		closeRaw(&p.tx[i].raw)
 		closeGSO(&p.tx[i].gso)
 	}
@@ -447,18 +450,8 @@ func (p *Port) Close() error {
 // with the outer header in the packet's tunnel metadata.
 func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 	rq := &p.rx[q]
-	if p.xdp != nil && q < len(p.xdp.tx) {
-		if n := p.recvXDP(q, pool, b); n > 0 {
-			return n
-		}
-		// Only what the program passes (fragments) reaches the socket:
-		// look there seldom, so that its empty reads cost the PMD's
-		// other ports next to nothing.
-		if rq.xr.skip > 0 {
-			rq.xr.skip--
-			return 0
-		}
-		rq.xr.skip = xdpSocketPollEvery
+	if q < p.xq {
+		return p.recvXDP(q, pool, b)
 	}
 	if rq.gro != nil {
 		return p.recvGRO(q, pool, b)

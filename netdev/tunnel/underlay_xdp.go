@@ -34,7 +34,9 @@ import (
 //     unfragmented IPv4 UDP packets to local_ip:dst_port; everything else
 //     (ARP, ICMP, the host's other traffic, fragments) passes to the
 //     kernel, so the host keeps using the interface, and the port's UDP
-//     socket still receives what the program passes (fragments). The
+//     sockets still receive what the program passes (fragments): the
+//     port's first rx queues are the AF_XDP sockets, the UDP sockets'
+//     queues follow. The
 //     outer headers are parsed and checked here (parseOuter4), with the
 //     UDP checksum verified in software: the kernel's checksum state does
 //     not survive XDP.
@@ -83,11 +85,6 @@ func ParseUnderlay(s string) (Underlay, error) {
 	}
 	return 0, fmt.Errorf("underlay %q is not socket or afxdp", s)
 }
-
-// xdpSocketPollEvery: with the AF_XDP underlay, Recv looks at the UDP
-// socket (then with its own back-off, PollBackoff) only on every this
-// many polls that found the AF_XDP socket empty.
-const xdpSocketPollEvery = 64
 
 // xdpMode is the program's attachment: native where the driver has it
 // (veth does). Generic XDP was measured on the veth underlay of
@@ -232,7 +229,9 @@ func (p *Port) openXDPTx(n int) error {
 			return fmt.Errorf("underlay=afxdp: netlink: %w", err)
 		}
 		p.xdp.tx = append(p.xdp.tx, &xdpTx{nl: h})
-		p.rx[len(p.xdp.tx)-1].xr = &xdpRx{}
+	}
+	for q := range p.xq {
+		p.rx[q].xr = &xdpRx{}
 	}
 	return nil
 }
@@ -361,7 +360,6 @@ type xdpRx struct {
 	spans  [packet.BatchSize]rxSpan // their UDP payloads, for merging
 	tmpls  [packet.BatchSize]flow.Tunnel
 	sameTo [packet.BatchSize]int // as groRx.sameTo
-	skip   int                   // polls before the UDP socket's next look
 	merged atomic.Uint64
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/internal/nstest"
@@ -148,5 +150,47 @@ func TestXDPNoAllocs(t *testing.T) {
 	}
 	if s := pa.UnderlayStats(); s.TxPackets < 50*16 {
 		t.Errorf("underlay stats %+v: the frames did not go through the socket", s)
+	}
+}
+
+// TestXDPFragmentsToSocket: a fragmented underlay datagram passes the
+// program (the kernel reassembles it) and arrives on the port's UDP
+// socket queue, the one after the AF_XDP queues.
+func TestXDPFragmentsToSocket(t *testing.T) {
+	u := newUnderlay(t)
+	pa := openIn(t, u.a, Options{Remote: u.b4, Key: 100, Local: u.a4, Underlay: UnderlayAFXDP})
+	if pa.NumRxQueues() != pa.xq+1 || pa.xq < 1 {
+		t.Fatalf("%d rx queues, %d of them AF_XDP", pa.NumRxQueues(), pa.xq)
+	}
+	inner := make([]byte, 1600)
+	copy(inner, frame(9))
+	msg := append([]byte{0x08, 0, 0, 0, 0, 0, 100, 0}, inner...)
+	err := u.b.Do(func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DONT); err != nil {
+			return err
+		}
+		return unix.Sendto(fd, msg, 0, &unix.SockaddrInet4{Port: 4789, Addr: u.a4.As4()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	var got []byte
+	nstest.WaitFor(t, 5*time.Second, "the reassembled datagram on the socket queue", func() bool {
+		var b packet.Batch
+		pa.Recv(pa.xq, pool, &b)
+		for _, pkt := range b.Packets() {
+			got = append([]byte(nil), pkt.Data()...)
+			pkt.Free()
+		}
+		return got != nil
+	})
+	if !bytes.Equal(got, inner) {
+		t.Errorf("received %d bytes, want the %d-byte inner frame", len(got), len(inner))
 	}
 }
