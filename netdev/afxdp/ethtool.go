@@ -60,3 +60,7 @@ func driverName(ifname string) string {
 	}
 	return unix.ByteSliceToString(info.Driver[:])
 }
+
+// DriverName is the interface's driver as ethtool reports it ("veth",
+// "mlx5_core"), or "" if it cannot be read.
+func DriverName(ifname string) string { return driverName(ifname) }

@@ -41,14 +41,15 @@ import (
 //     UDP checksum verified in software: the kernel's checksum state does
 //     not survive XDP.
 //   - Send builds Ethernet + outer IPv4/UDP + tunnel header (buildOuter,
-//     as the raw path) in front of the inner frame in a UMEM frame. The
+//     as the raw path) in front of the inner frame in a UMEM frame, for
+//     frames that do not belong to a run of one flow (xdpRunsRaw). The
 //     destination MAC is the kernel's neighbour entry for the route's
 //     next hop, looked up with netlink and cached per destination for
 //     routeTTL (neighbour). A destination routed out of another
 //     interface, or whose neighbour the kernel does not know yet, goes
 //     the raw path instead (which makes the kernel resolve it), and so do
-//     GSO super-frames (the kernel segments them; AF_XDP cannot describe
-//     them).
+//     runs of one flow and GSO super-frames (segmented sends; AF_XDP
+//     cannot describe them).
 //
 // One underlay=afxdp port per interface: a second is refused (one XDP
 // program per interface, and its sockets' frames would need a demux).
@@ -86,11 +87,21 @@ func ParseUnderlay(s string) (Underlay, error) {
 	return 0, fmt.Errorf("underlay %q is not socket or afxdp", s)
 }
 
-// xdpMode is the program's attachment: native where the driver has it
-// (veth does). Generic XDP was measured on the veth underlay of
-// bench/tunnel/tunnel.sh: a worse RTT, and a peer's GSO sends arrive as
-// one long frame that has to go to the socket path instead.
-var xdpMode = afxdp.ModeAuto
+// xdpMode is the program's attachment on interface ifname: native where
+// the driver has it (veth does). Generic XDP on a veth was tried: a
+// peer's segmented send (a UDP_SEGMENT run, which crosses a veth as one
+// buffer) reaches a generic program as one frame, which the program
+// cannot tell from a datagram, so a short run would be redirected whole
+// and read as one datagram. Native XDP on a veth makes the kernel turn
+// off TSO and UDP segmentation on its peer instead (for all the peer
+// host's traffic), so every datagram crosses XDP on its own.
+func xdpMode(string) afxdp.Mode { return afxdp.ModeAuto }
+
+// xdpRunsRaw sends runs of one flow (gsoRun) on the raw path as segmented
+// sends, one syscall and one buffer per run, leaving the AF_XDP ring to
+// sparse traffic, where the latency is: per frame, a copy-mode AF_XDP
+// send costs the kernel an skb of its own and a pass through the driver.
+var xdpRunsRaw = true
 
 // neighTTLMiss is how long a destination whose next hop the kernel had not
 // resolved stays on the raw path before it is looked up again: short, so
@@ -188,7 +199,7 @@ func (p *Port) openXDP() error {
 	xdpMu.Unlock()
 	x := &xdpUnderlay{ifname: at.Name, ifindex: ifindex, mtu: at.MTU, mac: [6]byte(at.HardwareAddr)}
 	p.xdp, p.xdpKey = x, key
-	x.dev, err = afxdp.New(at.Name, afxdp.Options{Mode: xdpMode,
+	x.dev, err = afxdp.New(at.Name, afxdp.Options{Mode: xdpMode(at.Name),
 		Filter: &afxdp.UDPFilter{Addr: local.As4(), Port: o.DstPort, MaxLen: 14 + at.MTU}})
 	if err != nil {
 		return fmt.Errorf("underlay=afxdp: %w", err)
@@ -316,9 +327,22 @@ func (p *Port) sendXDP(q int, b *packet.Batch) int {
 		t.fb.Reset()
 	}
 	maxLen := p.xdp.mtu - Overhead4
-	for _, pkt := range b.Packets() {
+	pkts := b.Packets()
+	runs := xdpRunsRaw && p.tx[q].gso.on
+	for i := 0; i < len(pkts); i++ {
+		pkt := pkts[i]
 		dst, vni, ok := p.target(pkt)
 		d := pkt.Data()
+		if runs && ok && !pkt.GSO() && len(d) > 0 {
+			if k := p.gsoRun(pkts[i:], dst, vni); k >= 2 {
+				flushX()
+				for _, r := range pkts[i : i+k] {
+					t.fb.Add(r)
+				}
+				i += k - 1
+				continue
+			}
+		}
 		var e *neighEntry
 		if ok && !pkt.GSO() && len(d) > 0 {
 			e = p.neighbour(t, dst, &now)
