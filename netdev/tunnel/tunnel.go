@@ -25,6 +25,10 @@
 // sends on IPPROTO_RAW sockets with outer headers it writes itself
 // (rawsend.go); with df_default=false it sends on its UDP socket and the
 // kernel fragments.
+//
+// With underlay=afxdp (underlay_xdp.go) the port takes its underlay
+// packets off local_ip's interface with AF_XDP sockets and sends sparse
+// frames through them, for latency; the sockets above stay for the rest.
 package tunnel
 
 import (
