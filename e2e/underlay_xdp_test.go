@@ -33,10 +33,20 @@ func xdpAttached(t *testing.T, ns *nstest.Netns, dev string) bool {
 // interface (ARP, ping to and from its address) still works; deleting the
 // port detaches the program.
 func TestVXLANAFXDPUnderlayKernel(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ipv4", true: "ipv6"}[v6], func(t *testing.T) { testAFXDPUnderlayKernel(t, v6) })
+	}
+}
+
+func testAFXDPUnderlayKernel(t *testing.T, v6 bool) {
 	a, b := twoUnderlayHosts(t)
+	la, lb := a.ip4, b.ip4
+	if v6 {
+		la, lb = a.ip6, b.ip6
+	}
 	w := newWorkload(t, a, "198.19.32.1")
-	d := hostSwitch(t, a, w, "vxlan", b.ip4, "key=100", "local_ip="+a.ip4, "underlay=afxdp")
-	kernelVXLAN(t, b, b.ip4, a.ip4, "198.19.32.2")
+	d := hostSwitch(t, a, w, "vxlan", lb, "key=100", "local_ip="+la, "underlay=afxdp")
+	kernelVXLAN(t, b, lb, la, "198.19.32.2")
 
 	show := d.vsctl("show")
 	for _, want := range []string{"options:underlay=afxdp", "status:underlay=afxdp", "status:underlay_iface=" + a.dev} {
@@ -56,8 +66,8 @@ func TestVXLANAFXDPUnderlayKernel(t *testing.T) {
 		return statusCount(t, d, "underlay_xsk_rx_packets") > 0 && statusCount(t, d, "underlay_xsk_tx_packets") > 0
 	})
 	// The host's own traffic passes the program.
-	nstest.Ping(t, b.ns, a.ip4)
-	nstest.Ping(t, a.ns, b.ip4)
+	nstest.Ping(t, b.ns, la)
+	nstest.Ping(t, a.ns, lb)
 	if show := d.vsctl("show"); strings.Contains(show, "tunnel_drops:") {
 		t.Errorf("drops:\n%s", show)
 	}
@@ -66,7 +76,7 @@ func TestVXLANAFXDPUnderlayKernel(t *testing.T) {
 	nstest.WaitFor(t, 10*time.Second, "the XDP program to go with the port", func() bool {
 		return !xdpAttached(t, a.ns, a.dev)
 	})
-	nstest.Ping(t, b.ns, a.ip4)
+	nstest.Ping(t, b.ns, la)
 }
 
 // TestVXLANAFXDPSwitchToSwitch: two of our switches, both with

@@ -127,9 +127,6 @@ func tunnelOptions(p *config.Port) (tunnel.Options, error) {
 		if !o.Local.IsValid() {
 			return o, fmt.Errorf("port %q: options:underlay=afxdp needs options:local_ip", p.Name)
 		}
-		if !o.Local.Is4() {
-			return o, fmt.Errorf("port %q: options:underlay=afxdp supports IPv4 local_ip only", p.Name)
-		}
 		if o.NoDF {
 			return o, fmt.Errorf("port %q: options:underlay=afxdp needs df_default=true", p.Name)
 		}

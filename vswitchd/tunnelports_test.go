@@ -54,7 +54,6 @@ func TestTunnelOptions(t *testing.T) {
 		{[]string{"remote_ip", "198.18.20.2", "udp_offload", "no"}, "udp_offload"},
 		{[]string{"remote_ip", "198.18.20.2", "underlay", "xdp"}, "underlay"},
 		{[]string{"remote_ip", "198.18.20.2", "underlay", "afxdp"}, "needs options:local_ip"},
-		{[]string{"remote_ip", "2001:db8::2", "local_ip", "2001:db8::1", "underlay", "afxdp"}, "IPv4"},
 		{[]string{"remote_ip", "198.18.20.2", "local_ip", "198.18.20.1", "underlay", "afxdp", "df_default", "false"}, "df_default"},
 	} {
 		_, err := tunnelOptions(port(config.PortTypeVXLAN, c.kv...))

@@ -3,6 +3,7 @@ package afxdp
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -125,23 +126,25 @@ func (x *xdp) close() error {
 }
 
 // UDPFilter narrows the program to one kind of frame: untagged Ethernet,
-// IPv4 without options and not a fragment, UDP to Addr:Port. Everything
-// else passes to the kernel stack, so the interface keeps its address and
-// all its other traffic (ARP, ICMP, other UDP ports) while the sockets
-// take only the tunnel's underlay packets. A fragment passes too: the
-// kernel reassembles it for the tunnel port's own UDP socket.
+// then IPv4 without options and not a fragment, or IPv6 with UDP as the
+// next header (no extension headers, hence no fragments), UDP to
+// Addr:Port. Everything else passes to the kernel stack, so the interface
+// keeps its address and all its other traffic (ARP, ND, ICMP, other UDP
+// ports) while the sockets take only the tunnel's underlay packets. A
+// fragment passes too: the kernel reassembles it for the tunnel port's
+// own UDP socket.
 //
-// MaxLen, if positive, passes frames longer than it too: under generic
-// XDP a GSO packet (a peer's segmented send over a veth) is one long
-// frame that no UMEM frame holds, and the kernel's UDP socket takes it
-// whole instead.
+// MaxLen, if positive, passes frames longer than it too (they would not
+// fit a UMEM frame): a device that aggregates before XDP (LRO, or generic
+// XDP after GRO) hands the kernel's socket what the sockets cannot take.
 type UDPFilter struct {
-	Addr   [4]byte
+	Addr   netip.Addr // IPv4 or IPv6
 	Port   uint16
 	MaxLen int
 }
 
-// Offsets in an untagged Ethernet/IPv4 (IHL 5)/UDP frame.
+// Offsets in an untagged Ethernet/IPv4 (IHL 5)/UDP frame and an
+// Ethernet/IPv6/UDP one.
 const (
 	offEtherType = 12
 	offIPVerIHL  = 14
@@ -150,6 +153,10 @@ const (
 	offIPDst     = 30
 	offUDPDst    = 36
 	lenEthIPUDP  = 42
+	offIP6Next   = 20
+	offIP6Dst    = 38
+	offUDP6Dst   = 56
+	lenEthIP6UDP = 62
 )
 
 // le16 and le32 are what a little-endian load of the big-endian field
@@ -158,11 +165,12 @@ const (
 // arm64) are little-endian.
 func le16(v uint16) int32 { return int32(v>>8 | v<<8&0xff00) }
 
-func le32(b [4]byte) int32 {
+func le32(b []byte) int32 {
 	return int32(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
 }
 
-// filterProgram is redirectProgram behind the checks of f:
+// filterProgram is redirectProgram behind the checks of f (IPv4 shown;
+// IPv6 checks the version, next header UDP and the 16-byte address):
 //
 //	if (data + 42 > data_end) return XDP_PASS;
 //	if (eth.type != IPv4 || ip.ver_ihl != 0x45 || ip.frag_off & 0x3fff ||
@@ -171,11 +179,16 @@ func le32(b [4]byte) int32 {
 //	return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 func filterProgram(xsks *ebpf.Map, f *UDPFilter) asm.Instructions {
 	const pass = "pass"
+	v6 := f.Addr.Is6() && !f.Addr.Is4In6()
+	minLen := int32(lenEthIPUDP)
+	if v6 {
+		minLen = lenEthIP6UDP
+	}
 	ins := asm.Instructions{
 		asm.LoadMem(asm.R2, asm.R1, 0, asm.Word), // data
 		asm.LoadMem(asm.R3, asm.R1, 4, asm.Word), // data_end
 		asm.Mov.Reg(asm.R4, asm.R2),
-		asm.Add.Imm(asm.R4, lenEthIPUDP),
+		asm.Add.Imm(asm.R4, minLen),
 		asm.JGT.Reg(asm.R4, asm.R3, pass),
 	}
 	if f.MaxLen > 0 {
@@ -184,19 +197,41 @@ func filterProgram(xsks *ebpf.Map, f *UDPFilter) asm.Instructions {
 			asm.Add.Imm(asm.R4, int32(f.MaxLen)),
 			asm.JLT.Reg(asm.R4, asm.R3, pass)) // data + MaxLen < data_end
 	}
+	if v6 {
+		a := f.Addr.As16()
+		ins = append(ins,
+			asm.LoadMem(asm.R5, asm.R2, offEtherType, asm.Half),
+			asm.JNE.Imm(asm.R5, le16(0x86dd), pass),
+			asm.LoadMem(asm.R5, asm.R2, offIPVerIHL, asm.Byte),
+			asm.And.Imm(asm.R5, 0xf0),
+			asm.JNE.Imm(asm.R5, 0x60, pass),
+			asm.LoadMem(asm.R5, asm.R2, offIP6Next, asm.Byte),
+			asm.JNE.Imm(asm.R5, 17, pass))
+		for i := 0; i < 16; i += 4 {
+			ins = append(ins,
+				asm.LoadMem(asm.R5, asm.R2, int16(offIP6Dst+i), asm.Word),
+				asm.JNE.Imm32(asm.R5, le32(a[i:i+4]), pass))
+		}
+		ins = append(ins,
+			asm.LoadMem(asm.R5, asm.R2, offUDP6Dst, asm.Half),
+			asm.JNE.Imm(asm.R5, le16(f.Port), pass))
+	} else {
+		a := f.Addr.Unmap().As4()
+		ins = append(ins,
+			asm.LoadMem(asm.R5, asm.R2, offEtherType, asm.Half),
+			asm.JNE.Imm(asm.R5, le16(0x0800), pass),
+			asm.LoadMem(asm.R5, asm.R2, offIPVerIHL, asm.Byte),
+			asm.JNE.Imm(asm.R5, 0x45, pass),
+			asm.LoadMem(asm.R5, asm.R2, offIPFrag, asm.Half),
+			asm.JSet.Imm(asm.R5, le16(0x3fff), pass), // MF or an offset
+			asm.LoadMem(asm.R5, asm.R2, offIPProto, asm.Byte),
+			asm.JNE.Imm(asm.R5, 17, pass),
+			asm.LoadMem(asm.R5, asm.R2, offIPDst, asm.Word),
+			asm.JNE.Imm32(asm.R5, le32(a[:]), pass),
+			asm.LoadMem(asm.R5, asm.R2, offUDPDst, asm.Half),
+			asm.JNE.Imm(asm.R5, le16(f.Port), pass))
+	}
 	return append(ins,
-		asm.LoadMem(asm.R5, asm.R2, offEtherType, asm.Half),
-		asm.JNE.Imm(asm.R5, le16(0x0800), pass),
-		asm.LoadMem(asm.R5, asm.R2, offIPVerIHL, asm.Byte),
-		asm.JNE.Imm(asm.R5, 0x45, pass),
-		asm.LoadMem(asm.R5, asm.R2, offIPFrag, asm.Half),
-		asm.JSet.Imm(asm.R5, le16(0x3fff), pass), // MF or an offset
-		asm.LoadMem(asm.R5, asm.R2, offIPProto, asm.Byte),
-		asm.JNE.Imm(asm.R5, 17, pass),
-		asm.LoadMem(asm.R5, asm.R2, offIPDst, asm.Word),
-		asm.JNE.Imm32(asm.R5, le32(f.Addr), pass),
-		asm.LoadMem(asm.R5, asm.R2, offUDPDst, asm.Half),
-		asm.JNE.Imm(asm.R5, le16(f.Port), pass),
 		asm.LoadMem(asm.R2, asm.R1, xdpMdRxQueueIndex, asm.Word),
 		asm.LoadMapPtr(asm.R1, xsks.FD()),
 		asm.Mov.Imm(asm.R3, xdpPass),

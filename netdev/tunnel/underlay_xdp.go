@@ -31,8 +31,9 @@ import (
 // address onto a bridge:
 //
 //   - An XDP program (afxdp.UDPFilter) redirects only untagged,
-//     unfragmented IPv4 UDP packets to local_ip:dst_port; everything else
-//     (ARP, ICMP, the host's other traffic, fragments) passes to the
+//     unfragmented IPv4 UDP packets, or IPv6 ones without extension
+//     headers, to local_ip:dst_port; everything else (ARP, ND, ICMP, the
+//     host's other traffic, fragments) passes to the
 //     kernel, so the host keeps using the interface, and the port's UDP
 //     sockets still receive what the program passes (fragments): the
 //     port's first rx queues are the AF_XDP sockets, the UDP sockets'
@@ -136,7 +137,8 @@ type xdpUnderlay struct {
 	ifname  string
 	ifindex int
 	mac     [6]byte
-	mtu     int // the interface's, for the whole outer IP packet
+	mtu     int  // the interface's, for the whole outer IP packet
+	v6      bool // an IPv6 underlay
 	tx      []*xdpTx
 }
 
@@ -160,14 +162,14 @@ func (p *Port) openXDP() error {
 	if !o.Local.IsValid() {
 		return errors.New("underlay=afxdp needs options:local_ip (its interface carries the AF_XDP sockets)")
 	}
-	if !o.Local.Unmap().Is4() || o.Remote.IsValid() && !o.Remote.Unmap().Is4() {
-		return errors.New("underlay=afxdp supports IPv4 underlays only")
+	if o.Remote.IsValid() && o.Remote.Unmap().Is4() != o.Local.Unmap().Is4() {
+		return errors.New("underlay=afxdp: local_ip and remote_ip are of different families")
 	}
 	if o.NoDF || o.SocketSend {
 		return errors.New("underlay=afxdp needs df_default=true (frames it sends are never fragmented)")
 	}
 	local := o.Local.Unmap()
-	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
 	if err != nil {
 		return fmt.Errorf("underlay=afxdp: list addresses: %w", err)
 	}
@@ -197,10 +199,10 @@ func (p *Port) openXDP() error {
 	}
 	xdpOwner[key] = p.name
 	xdpMu.Unlock()
-	x := &xdpUnderlay{ifname: at.Name, ifindex: ifindex, mtu: at.MTU, mac: [6]byte(at.HardwareAddr)}
+	x := &xdpUnderlay{ifname: at.Name, ifindex: ifindex, mtu: at.MTU, mac: [6]byte(at.HardwareAddr), v6: !local.Is4()}
 	p.xdp, p.xdpKey = x, key
 	x.dev, err = afxdp.New(at.Name, afxdp.Options{Mode: xdpMode(at.Name),
-		Filter: &afxdp.UDPFilter{Addr: local.As4(), Port: o.DstPort, MaxLen: 14 + at.MTU}})
+		Filter: &afxdp.UDPFilter{Addr: local, Port: o.DstPort, MaxLen: 14 + at.MTU}})
 	if err != nil {
 		return fmt.Errorf("underlay=afxdp: %w", err)
 	}
@@ -250,7 +252,7 @@ func (p *Port) openXDPTx(n int) error {
 // neighbour returns the outer Ethernet header for dst, or nil when dst
 // goes the raw path (routed elsewhere, next hop not resolved, no route).
 func (p *Port) neighbour(t *xdpTx, dst *[16]byte, now *int64) *neighEntry {
-	h := binary.BigEndian.Uint32(dst[12:])
+	h := binary.BigEndian.Uint32(dst[12:]) ^ binary.BigEndian.Uint32(dst[8:])
 	e := &t.neigh[(h^h>>8^h>>16)%routeSlots]
 	if *now == 0 {
 		*now = time.Now().UnixNano()
@@ -264,7 +266,10 @@ func (p *Port) neighbour(t *xdpTx, dst *[16]byte, now *int64) *neighEntry {
 	// A miss: netlink requests once per destination per routeTTL, as the
 	// raw path's source cache.
 	*e = neighEntry{dst: *dst, expires: *now + int64(neighTTLMiss)}
-	ip := net.IP(dst[12:16])
+	ip, fam, etype := net.IP(dst[12:16]), netlink.FAMILY_V4, uint16(0x0800)
+	if p.xdp.v6 {
+		ip, fam, etype = net.IP(dst[:]), netlink.FAMILY_V6, 0x86dd
+	}
 	rs, err := t.nl.RouteGet(ip)
 	if err != nil || len(rs) == 0 || rs[0].LinkIndex != p.xdp.ifindex {
 		e.expires = *now + int64(routeTTL)
@@ -274,7 +279,7 @@ func (p *Port) neighbour(t *xdpTx, dst *[16]byte, now *int64) *neighEntry {
 	if rs[0].Gw != nil {
 		nh = rs[0].Gw
 	}
-	ns, err := t.nl.NeighList(p.xdp.ifindex, netlink.FAMILY_V4)
+	ns, err := t.nl.NeighList(p.xdp.ifindex, fam)
 	if err != nil {
 		return nil
 	}
@@ -283,7 +288,7 @@ func (p *Port) neighbour(t *xdpTx, dst *[16]byte, now *int64) *neighEntry {
 		if n.IP.Equal(nh) && n.State&usable != 0 && len(n.HardwareAddr) == 6 {
 			copy(e.eth[0:6], n.HardwareAddr)
 			copy(e.eth[6:12], p.xdp.mac[:])
-			e.eth[12], e.eth[13] = 0x08, 0x00
+			binary.BigEndian.PutUint16(e.eth[12:], etype)
 			e.ok, e.expires = true, *now+int64(routeTTL)
 			return e
 		}
@@ -327,6 +332,9 @@ func (p *Port) sendXDP(q int, b *packet.Batch) int {
 		t.fb.Reset()
 	}
 	maxLen := p.xdp.mtu - Overhead4
+	if p.xdp.v6 {
+		maxLen = p.xdp.mtu - Overhead6
+	}
 	pkts := b.Packets()
 	runs := xdpRunsRaw && p.tx[q].gso.on
 	for i := 0; i < len(pkts); i++ {
@@ -344,7 +352,9 @@ func (p *Port) sendXDP(q int, b *packet.Batch) int {
 			}
 		}
 		var e *neighEntry
-		if ok && !pkt.GSO() && len(d) > 0 {
+		// A destination of the other family (remote_ip=flow) goes the
+		// raw path.
+		if ok && !pkt.GSO() && len(d) > 0 && isV4(dst) != p.xdp.v6 {
 			e = p.neighbour(t, dst, &now)
 		}
 		if e == nil {
@@ -361,8 +371,10 @@ func (p *Port) sendXDP(q int, b *packet.Batch) int {
 		h := &t.hdr[n]
 		copy(h[:14], e.eth[:])
 		hl := p.buildOuter((*[maxOuter]byte)(h[14:]), &p.local, dst, vni, flowHash(pkt), d)
-		ip := h[14:34]
-		binary.BigEndian.PutUint16(ip[10:], ^vnethdr.Sum(ip))
+		if !p.xdp.v6 {
+			ip := h[14:34]
+			binary.BigEndian.PutUint16(ip[10:], ^vnethdr.Sum(ip))
+		}
 		t.hdrs[n] = h[:14+hl]
 		t.pkts[n] = pkt
 		t.lens[n] = len(d)
@@ -402,7 +414,13 @@ func (p *Port) recvXDP(q int, pool *packet.Pool, b *packet.Batch) int {
 	n := 0
 	for i, pkt := range x.b.Packets() {
 		x.b.Pkts[i] = nil
-		hdr, end, ok := parseOuter4(pkt.Data(), &p.local, p.opt.DstPort, &x.tmpls[n])
+		var hdr, end int
+		var ok bool
+		if p.xdp.v6 {
+			hdr, end, ok = parseOuter6(pkt.Data(), &p.local, p.opt.DstPort, &x.tmpls[n])
+		} else {
+			hdr, end, ok = parseOuter4(pkt.Data(), &p.local, p.opt.DstPort, &x.tmpls[n])
+		}
 		if !ok || !pkt.SetLen(end) || !pkt.Pull(hdr) {
 			causes.n[CauseBadHeader].Add(1)
 			drops++
@@ -498,6 +516,34 @@ func parseOuter4(f []byte, local *[16]byte, port uint16, t *flow.Tunnel) (hdr, e
 	t.Src = [16]byte{10: 0xff, 11: 0xff, 12: ip[12], 13: ip[13], 14: ip[14], 15: ip[15]}
 	t.Dst = *local
 	return 14 + ihl + 8, 14 + ihl + ulen, true
+}
+
+// parseOuter6 is parseOuter4 for an IPv6 underlay: UDP as the next
+// header (no extension headers), a payload length within the frame, and
+// a UDP checksum, which IPv6 requires (a zero one is refused, as Linux's
+// vxlan does by default).
+func parseOuter6(f []byte, local *[16]byte, port uint16, t *flow.Tunnel) (hdr, end int, ok bool) {
+	if len(f) < 14+40+8 || binary.BigEndian.Uint16(f[12:]) != 0x86dd {
+		return 0, 0, false
+	}
+	ip := f[14:]
+	plen := int(binary.BigEndian.Uint16(ip[4:]))
+	if ip[0]>>4 != 6 || ip[6] != unix.IPPROTO_UDP || plen < 8 || 40+plen > len(ip) || [16]byte(ip[24:40]) != *local {
+		return 0, 0, false
+	}
+	u := ip[40 : 40+plen]
+	ulen := int(binary.BigEndian.Uint16(u[4:]))
+	if ulen != plen || binary.BigEndian.Uint16(u[2:]) != port || binary.BigEndian.Uint16(u[6:]) == 0 {
+		return 0, 0, false
+	}
+	var ph [8]byte
+	binary.BigEndian.PutUint32(ph[0:], uint32(ulen))
+	ph[7] = unix.IPPROTO_UDP
+	if csumAdd(csumAdd(vnethdr.Sum(ip[8:40]), vnethdr.Sum(ph[:])), vnethdr.Sum(u)) != 0xffff {
+		return 0, 0, false
+	}
+	*t = flow.Tunnel{TTL: ip[7], TOS: ip[0]<<4 | ip[1]>>4, Src: [16]byte(ip[8:24]), Dst: *local}
+	return 14 + 40 + 8, 14 + 40 + ulen, true
 }
 
 // UnderlayStats are the AF_XDP underlay's own counters: frames its sockets

@@ -2,6 +2,7 @@ package tunnel
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"testing"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
@@ -85,6 +86,76 @@ func FuzzParseOuter4(f *testing.F) {
 		hdr, end, ok := parseOuter4(b, &local4, 4789, &tn)
 		if ok && (hdr < 42 || hdr > end || end > len(b) || tn.Dst != local4) {
 			t.Fatalf("parseOuter4 = %d, %d on %d bytes", hdr, end, len(b))
+		}
+	})
+}
+
+// outerFrame6 is outerFrame on IPv6, 2001:db8:20::1 → ::2.
+func outerFrame6(payload []byte) []byte {
+	f := make([]byte, 14+40+8+len(payload))
+	binary.BigEndian.PutUint16(f[12:], 0x86dd)
+	ip := f[14:54]
+	binary.BigEndian.PutUint32(ip[0:], 6<<28|0x10<<20)
+	binary.BigEndian.PutUint16(ip[4:], uint16(8+len(payload)))
+	ip[6], ip[7] = 17, 33
+	copy(ip[8:], netip.MustParseAddr("2001:db8:20::1").AsSlice())
+	copy(ip[24:], local6[:])
+	u := f[54:]
+	binary.BigEndian.PutUint16(u[0:], 40000)
+	binary.BigEndian.PutUint16(u[2:], 4789)
+	binary.BigEndian.PutUint16(u[4:], uint16(8+len(payload)))
+	copy(u[8:], payload)
+	var ph [8]byte
+	binary.BigEndian.PutUint32(ph[0:], uint32(len(u)))
+	ph[7] = 17
+	c := ^csumAdd(csumAdd(vnethdr.Sum(ip[8:40]), vnethdr.Sum(ph[:])), vnethdr.Sum(u))
+	if c == 0 {
+		c = 0xffff
+	}
+	binary.BigEndian.PutUint16(u[6:], c)
+	return f
+}
+
+var local6 = netip.MustParseAddr("2001:db8:20::2").As16()
+
+func TestParseOuter6(t *testing.T) {
+	payload := append([]byte{0x08, 0, 0, 0, 0, 0, 100, 0}, frame(1)...)
+	f := outerFrame6(payload)
+	var tn flow.Tunnel
+	hdr, end, ok := parseOuter6(f, &local6, 4789, &tn)
+	if !ok || hdr != 62 || end != len(f) {
+		t.Fatalf("parseOuter6 = %d, %d, %v", hdr, end, ok)
+	}
+	want := flow.Tunnel{Src: netip.MustParseAddr("2001:db8:20::1").As16(), Dst: local6, TTL: 33, TOS: 0x10}
+	if tn != want {
+		t.Errorf("metadata %+v, want %+v", tn, want)
+	}
+	for name, corrupt := range map[string]func(f []byte){
+		"udp checksum":  func(f []byte) { f[len(f)-1] ^= 1 },
+		"zero checksum": func(f []byte) { f[60], f[61] = 0, 0 },
+		"next header":   func(f []byte) { f[20] = 44 },
+		"other port":    func(f []byte) { f[57]++ },
+		"other address": func(f []byte) { f[53]++ },
+		"too long":      func(f []byte) { f[19]++ },
+	} {
+		f := outerFrame6(payload)
+		corrupt(f)
+		if _, _, ok := parseOuter6(f, &local6, 4789, &tn); ok {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// FuzzParseOuter6: any frame either fails or yields offsets within it.
+func FuzzParseOuter6(f *testing.F) {
+	payload := append([]byte{0x08, 0, 0, 0, 0, 0, 100, 0}, frame(1)...)
+	f.Add(outerFrame6(payload))
+	f.Add(outerFrame6(nil))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var tn flow.Tunnel
+		hdr, end, ok := parseOuter6(b, &local6, 4789, &tn)
+		if ok && (hdr != 62 || hdr > end || end > len(b) || tn.Dst != local6) {
+			t.Fatalf("parseOuter6 = %d, %d on %d bytes", hdr, end, len(b))
 		}
 	})
 }

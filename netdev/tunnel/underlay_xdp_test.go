@@ -21,13 +21,21 @@ import (
 func TestXDPPortToPort(t *testing.T) {
 	nstest.RequireTool(t, "ping")
 	u := newUnderlay(t)
-	for _, kind := range []Kind{VXLAN, Geneve} {
-		t.Run(kind.String(), func(t *testing.T) {
-			pa := openIn(t, u.a, Options{Kind: kind, Remote: u.b4, Local: u.a4, Key: 100, TTL: 33, TOS: 0x10, Csum: true, Underlay: UnderlayAFXDP})
-			pb := openIn(t, u.b, Options{Kind: kind, Remote: u.a4, Local: u.b4, Key: 100, Underlay: UnderlayAFXDP})
+	for _, c := range []struct {
+		kind Kind
+		v6   bool
+	}{{VXLAN, false}, {Geneve, false}, {VXLAN, true}, {Geneve, true}} {
+		la, lb := u.a4, u.b4
+		if c.v6 {
+			la, lb = u.a6, u.b6
+		}
+		kind := c.kind
+		t.Run(kind.String()+map[bool]string{false: "4", true: "6"}[c.v6], func(t *testing.T) {
+			pa := openIn(t, u.a, Options{Kind: kind, Remote: lb, Local: la, Key: 100, TTL: 33, TOS: 0x10, Csum: true, Underlay: UnderlayAFXDP})
+			pb := openIn(t, u.b, Options{Kind: kind, Remote: la, Local: lb, Key: 100, Underlay: UnderlayAFXDP})
 			pool := packet.NewPool(256, packet.DefaultBufSize)
 			// The host's traffic passes the program both ways.
-			u.a.Run(t, "ping", "-c1", "-W2", u.b4.String())
+			u.a.Run(t, "ping", "-c1", "-W2", lb.String())
 			nstest.WaitFor(t, 5*time.Second, "frames through the AF_XDP sockets", func() bool {
 				sendEach(t, pa, pool, 8)
 				sendEach(t, pb, pool, 8)
@@ -40,7 +48,7 @@ func TestXDPPortToPort(t *testing.T) {
 					if !bytes.Equal(pkt.Data(), frame(byte(i%8))) {
 						t.Fatalf("frame %d: %x", i, pkt.Data())
 					}
-					want := flow.Tunnel{Src: mapped(u.a4), Dst: mapped(u.b4), Flags: flow.TunFlagKey, TTL: 33, TOS: 0x10}
+					want := flow.Tunnel{Src: mapped(la), Dst: mapped(lb), Flags: flow.TunFlagKey, TTL: 33, TOS: 0x10}
 					if !pkt.HasTunnel || pkt.TunnelID != 100 || pkt.Tunnel != want {
 						t.Fatalf("frame %d metadata: %v %d %+v, want %+v", i, pkt.HasTunnel, pkt.TunnelID, pkt.Tunnel, want)
 					}
@@ -70,7 +78,7 @@ func TestXDPPortToPort(t *testing.T) {
 				b.FreeAll()
 				return run == 8
 			})
-			u.b.Run(t, "ping", "-c1", "-W2", u.a4.String())
+			u.b.Run(t, "ping", "-c1", "-W2", la.String())
 			if m := pa.Status(); m["underlay"] != "afxdp" || m["underlay_iface"] != u.devA {
 				t.Errorf("status %v", m)
 			}
@@ -87,7 +95,7 @@ func TestXDPOptions(t *testing.T) {
 		want string
 	}{
 		{Options{Remote: u.b4, Underlay: UnderlayAFXDP}, "local_ip"},
-		{Options{Remote: u.b6, Local: u.a6, Underlay: UnderlayAFXDP}, "IPv4"},
+		{Options{Remote: u.b6, Local: u.a4, Underlay: UnderlayAFXDP}, "different families"},
 		{Options{Remote: u.b4, Local: u.a4, NoDF: true, Underlay: UnderlayAFXDP}, "df_default"},
 		{Options{Remote: u.b4, Local: netipMust("198.18.21.1"), Underlay: UnderlayAFXDP}, "no interface"},
 	} {
