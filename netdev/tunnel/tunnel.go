@@ -390,8 +390,15 @@ func (p *Port) ArmRx(q int) (pending bool) {
 	return false
 }
 
-// TxKicks counts sendmmsg calls on tx queue q.
-func (p *Port) TxKicks(q int) uint64 { return p.tx[q].kicks.Load() }
+// TxKicks counts sendmmsg calls on tx queue q, and the AF_XDP socket's
+// kicks with the AF_XDP underlay.
+func (p *Port) TxKicks(q int) uint64 {
+	n := p.tx[q].kicks.Load()
+	if p.xdp != nil && q < len(p.xdp.tx) {
+		n += p.xdp.dev.TxKicks(q)
+	}
+	return n
+}
 
 // Stats sums the queues' counters.
 func (p *Port) Stats() netdev.Stats {
