@@ -912,6 +912,49 @@ func TestRxCopyIntoBigBuffer(t *testing.T) {
 	}
 }
 
+// TestRxCopyDeclinedGiveBack: a super-frame read into a big buffer that
+// takeWhole declines (here: no partial checksum) is cut into segments from
+// a copy, and the big buffer is back in the pool before the last segment
+// is taken, so that none stays with the queue between calls.
+func TestRxCopyDeclinedGiveBack(t *testing.T) {
+	r := newSynthRingCopy(t)
+	q := r.q
+	q.gso = &netdev.GSOCounters{}
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	pool.AttachBig(packet.NewPool(1, packet.BigBufSize))
+	super, vh := tcpSuper(60000, 1000)
+	vh.Flags = 0
+	r.feed(t, synthFrame{data: super, vh: vh})
+	var segs [][]byte
+	for i := range 4 {
+		var b packet.Batch
+		q.recv(pool, &b)
+		if i == 0 && (b.N != packet.BatchSize || pool.Big().Available() != 1 || q.copyPkt != nil) {
+			t.Fatalf("first call: %d packets, big buffers free %d, held %v", b.N, pool.Big().Available(), q.copyPkt != nil)
+		}
+		for _, p := range b.Packets() {
+			if p.GSO() {
+				t.Fatal("a super-frame without a partial checksum kept whole")
+			}
+			segs = append(segs, bytes.Clone(p.Data()))
+		}
+		b.FreeAll()
+	}
+	if len(segs) != 60 {
+		t.Fatalf("%d segments, want 60", len(segs))
+	}
+	var payload []byte
+	for _, s := range segs {
+		payload = append(payload, s[54:]...)
+	}
+	if !bytes.Equal(payload, super[54:]) {
+		t.Error("the segments' payloads differ from the super-frame's")
+	}
+	if pool.Available() != pool.Size() || pool.Big().Available() != 1 {
+		t.Error("pool leak")
+	}
+}
+
 // TestRxCopyWithoutQueuedFrame: a slot marked TP_STATUS_COPY whose frame
 // is not on the socket's queue (or is of another length) is an RxError,
 // its slot is handed back, and the walk goes on with the next frame.

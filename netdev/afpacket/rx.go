@@ -228,6 +228,30 @@ func (q *rxQueue) readCopied(d frameDesc, headroom int, pool *packet.Pool) ([]by
 	return region, d, true
 }
 
+// unpinCopyPkt moves a GSO frame that is to be segmented out of copyPkt
+// into copyBuf and gives copyPkt back, so that no pool buffer stays with
+// the queue across calls of recv (a port closed in the middle of a frame
+// would keep it from its PMD's pool for good). Frames come here only when
+// takeWhole declines them, which a port that keeps GSO frames whole does
+// only for kinds Linux does not send, so the copy is rare. It reports
+// false if the segmenter refuses the copy (it cannot: the same bytes).
+func (q *rxQueue) unpinCopyPkt() bool {
+	if q.copyPkt == nil {
+		return true
+	}
+	if q.copyBuf == nil {
+		q.copyBuf = make([]byte, copyBufLen)
+	}
+	frame := q.copyBuf[:copy(q.copyBuf, q.gsoFrame)]
+	h := q.gsoHdr
+	q.dropCopyPkt()
+	if len(frame) != len(q.gsoFrame) || q.seg.Reset(&h, frame) != nil {
+		return false
+	}
+	q.gsoFrame, q.gsoOff = frame, 0
+	return true
+}
+
 // dropCopyPkt gives copyPkt, if held, back to its pool.
 func (q *rxQueue) dropCopyPkt() {
 	if q.copyPkt != nil {
@@ -422,6 +446,11 @@ func (q *rxQueue) recv(pool *packet.Pool, b *packet.Batch) int {
 					b.Add(bp)
 					n++
 					bytes += bp.Len()
+					continue
+				}
+				if !q.unpinCopyPkt() {
+					errs++
+					q.frameDone()
 					continue
 				}
 				q.segmenting = true
