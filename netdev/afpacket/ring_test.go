@@ -864,6 +864,97 @@ func testRxGSOWhole(t *testing.T, r *synthRing) {
 	}
 }
 
+// TestRxCopyIntoBigBuffer: a super-frame that comes by copy is read
+// straight into a big buffer and handed on in it, never through copyBuf;
+// frames that are not kept whole (a full big pool) still are.
+func TestRxCopyIntoBigBuffer(t *testing.T) {
+	r := newSynthRingCopy(t)
+	q := r.q
+	q.gso = &netdev.GSOCounters{}
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	pool.AttachBig(packet.NewPool(1, packet.BigBufSize))
+	super, vh := tcpSuper(60000, 1000)
+	r.feed(t, synthFrame{data: super, vh: vh})
+	var b packet.Batch
+	if n := q.recv(pool, &b); n != 1 {
+		t.Fatalf("batch of %d, want the whole frame", n)
+	}
+	whole := b.Pkts[0]
+	if !whole.GSO() || !bytes.Equal(whole.Data(), super) || whole.Offload != packet.Offload(vh) {
+		t.Fatalf("got GSO %v, %d bytes, offload %+v; want the %d-byte super-frame with %+v",
+			whole.GSO(), whole.Len(), whole.Offload, len(super), packet.Offload(vh))
+	}
+	if whole.Headroom() != packet.Headroom {
+		t.Errorf("headroom %d, want the pool's %d", whole.Headroom(), packet.Headroom)
+	}
+	if q.copyBuf != nil || q.copyPkt != nil {
+		t.Error("the frame went through copyBuf, or the queue still holds the big buffer")
+	}
+	// The big pool is empty now: the next one goes through copyBuf and
+	// is segmented.
+	r.feed(t, synthFrame{data: super, vh: vh})
+	segs := 0
+	for range 4 {
+		var b2 packet.Batch
+		n := q.recv(pool, &b2)
+		if n > 0 && b2.Pkts[0].GSO() {
+			t.Fatal("second frame kept whole with no big buffer free")
+		}
+		segs += n
+		b2.FreeAll()
+	}
+	if segs != 60 || q.copyBuf == nil {
+		t.Fatalf("second frame: %d segments (want 60), through copyBuf %v", segs, q.copyBuf != nil)
+	}
+	b.FreeAll()
+	if pool.Available() != pool.Size() || pool.Big().Available() != 1 {
+		t.Error("pool leak")
+	}
+}
+
+// TestRxCopyDeclinedGiveBack: a super-frame read into a big buffer that
+// takeWhole declines (here: no partial checksum) is cut into segments from
+// a copy, and the big buffer is back in the pool before the last segment
+// is taken, so that none stays with the queue between calls.
+func TestRxCopyDeclinedGiveBack(t *testing.T) {
+	r := newSynthRingCopy(t)
+	q := r.q
+	q.gso = &netdev.GSOCounters{}
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	pool.AttachBig(packet.NewPool(1, packet.BigBufSize))
+	super, vh := tcpSuper(60000, 1000)
+	vh.Flags = 0
+	r.feed(t, synthFrame{data: super, vh: vh})
+	var segs [][]byte
+	for i := range 4 {
+		var b packet.Batch
+		q.recv(pool, &b)
+		if i == 0 && (b.N != packet.BatchSize || pool.Big().Available() != 1 || q.copyPkt != nil) {
+			t.Fatalf("first call: %d packets, big buffers free %d, held %v", b.N, pool.Big().Available(), q.copyPkt != nil)
+		}
+		for _, p := range b.Packets() {
+			if p.GSO() {
+				t.Fatal("a super-frame without a partial checksum kept whole")
+			}
+			segs = append(segs, bytes.Clone(p.Data()))
+		}
+		b.FreeAll()
+	}
+	if len(segs) != 60 {
+		t.Fatalf("%d segments, want 60", len(segs))
+	}
+	var payload []byte
+	for _, s := range segs {
+		payload = append(payload, s[54:]...)
+	}
+	if !bytes.Equal(payload, super[54:]) {
+		t.Error("the segments' payloads differ from the super-frame's")
+	}
+	if pool.Available() != pool.Size() || pool.Big().Available() != 1 {
+		t.Error("pool leak")
+	}
+}
+
 // TestRxCopyWithoutQueuedFrame: a slot marked TP_STATUS_COPY whose frame
 // is not on the socket's queue (or is of another length) is an RxError,
 // its slot is handed back, and the walk goes on with the next frame.
@@ -883,7 +974,9 @@ func TestRxCopyWithoutQueuedFrame(t *testing.T) {
 		synthFrame{data: super[:1500], wire: len(super), vh: vh, statusBits: statusCopy},
 		synthFrame{data: super[:1500], wire: len(super), vh: vh, statusBits: statusCopy}, // nothing queued
 		synthFrame{data: after})
+	q.gso = &netdev.GSOCounters{}
 	pool := packet.NewPool(16, packet.DefaultBufSize)
+	pool.AttachBig(packet.NewPool(2, packet.BigBufSize))
 	var b packet.Batch
 	if n := q.recv(pool, &b); n != 1 || !bytes.Equal(b.Pkts[0].Data(), after) {
 		t.Fatalf("got %d frames, want only the one after the bad slots", n)
@@ -899,4 +992,7 @@ func TestRxCopyWithoutQueuedFrame(t *testing.T) {
 		}
 	}
 	b.FreeAll()
+	if pool.Big().Available() != 2 {
+		t.Error("a big buffer read into for a bad slot was not given back")
+	}
 }

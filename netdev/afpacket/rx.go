@@ -62,6 +62,15 @@ type rxQueue struct {
 	// the first such frame. Like a slot, it stays the current frame's
 	// until frameDone.
 	copyBuf []byte
+	// copyPkt is a big pool buffer that holds the current frame instead
+	// of copyBuf: a frame that comes by copy is read straight into one
+	// when the port keeps GSO frames whole, so that a super-frame (which
+	// always comes so: no slot holds 64 KB) is handed on in the buffer it
+	// was read into, where reading it into copyBuf cost a second copy
+	// into a big buffer. It is the current frame's until frameDone, which
+	// gives it back unless takeWhole handed it on.
+	copyPkt *packet.Packet
+	gsoOff  int // where gsoFrame starts in its region
 
 	gso *netdev.GSOCounters
 
@@ -129,7 +138,7 @@ func (q *rxQueue) releaseSlot() {
 // in (a V3 block or a V2 slot) and its descriptor. With ok false there is
 // no frame; more then reports whether the walk may go on (something
 // malformed was given back, counted in *errs, or an empty block skipped).
-func (q *rxQueue) peek(headroom int, errs *int) (region []byte, d frameDesc, ok, more bool) {
+func (q *rxQueue) peek(headroom int, pool *packet.Pool, errs *int) (region []byte, d frameDesc, ok, more bool) {
 	if !q.v3 {
 		s := q.slot(q.cur)
 		st := loadStatus(s[tp2StatusOff:])
@@ -142,12 +151,12 @@ func (q *rxQueue) peek(headroom int, errs *int) (region []byte, d frameDesc, ok,
 			return nil, d, false, true
 		}
 		if st&statusCopy != 0 {
-			if d, ok = q.readCopied(d, headroom); !ok {
+			if region, d, ok = q.readCopied(d, headroom, pool); !ok {
 				*errs++
 				q.releaseSlot()
 				return nil, d, false, true
 			}
-			return q.copyBuf, d, true, true
+			return region, d, true, true
 		}
 		return s, d, true, true
 	}
@@ -176,32 +185,85 @@ const copyBufLen = 16 + vnethdr.Len + 28 + 65535 + 64
 // in the slot and is queued whole on the socket, in slot order, where a
 // recvfrom returns it behind its vnet header. The slot's header still
 // describes it (tp_len, the VLAN tag), so only the frame's place changes:
-// it returns d pointing into copyBuf, or false if no frame of the slot's
+// it returns the region the frame now lies in (copyPkt's buffer or
+// copyBuf) and d pointing into it, or false if no frame of the slot's
 // length was queued.
-func (q *rxQueue) readCopied(d frameDesc, headroom int) (frameDesc, bool) {
-	if q.copyBuf == nil {
-		q.copyBuf = make([]byte, copyBufLen)
-	}
+func (q *rxQueue) readCopied(d frameDesc, headroom int, pool *packet.Pool) ([]byte, frameDesc, bool) {
 	hl := 0
 	if q.vnet {
 		hl = vnethdr.Len
 	}
-	dst := q.copyBuf[headroom-hl:]
+	var region []byte
+	if q.vnet && q.gso != nil && pool != nil {
+		// The whole big buffer, headroom included, so that the frame
+		// starts at the pool's usual headroom (room for a VLAN tag
+		// take inserts and for what the datapath pushes later).
+		q.dropCopyPkt()
+		if bp := pool.GetBig(); bp != nil {
+			room := bp.Headroom()
+			if bp.Push(room) != nil && room >= hl+header.VLANTagLen && len(bp.Buffer()) >= room+hl+d.wire {
+				q.copyPkt, region, headroom = bp, bp.Buffer(), room
+			} else {
+				bp.Free()
+			}
+		}
+	}
+	if region == nil {
+		if q.copyBuf == nil {
+			q.copyBuf = make([]byte, copyBufLen)
+		}
+		region = q.copyBuf
+	}
+	dst := region[headroom-hl:]
 	// MSG_TRUNC: the frame's real length, so that one longer than the
 	// buffer does not pass for a shorter one.
 	r, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(q.fd), uintptr(unsafe.Pointer(&dst[0])), uintptr(len(dst)),
 		unix.MSG_DONTWAIT|unix.MSG_TRUNC, 0, 0)
 	n := int(r)
 	if e != 0 || n > len(dst) || n-hl != d.wire {
-		return d, false
+		q.dropCopyPkt()
+		return nil, d, false
 	}
 	d.mac, d.snap = headroom, n-hl
-	return d, true
+	return region, d, true
+}
+
+// unpinCopyPkt moves a GSO frame that is to be segmented out of copyPkt
+// into copyBuf and gives copyPkt back, so that no pool buffer stays with
+// the queue across calls of recv (a port closed in the middle of a frame
+// would keep it from its PMD's pool for good). Frames come here only when
+// takeWhole declines them, which a port that keeps GSO frames whole does
+// only for kinds Linux does not send, so the copy is rare. It reports
+// false if the segmenter refuses the copy (it cannot: the same bytes).
+func (q *rxQueue) unpinCopyPkt() bool {
+	if q.copyPkt == nil {
+		return true
+	}
+	if q.copyBuf == nil {
+		q.copyBuf = make([]byte, copyBufLen)
+	}
+	frame := q.copyBuf[:copy(q.copyBuf, q.gsoFrame)]
+	h := q.gsoHdr
+	q.dropCopyPkt()
+	if len(frame) != len(q.gsoFrame) || q.seg.Reset(&h, frame) != nil {
+		return false
+	}
+	q.gsoFrame, q.gsoOff = frame, 0
+	return true
+}
+
+// dropCopyPkt gives copyPkt, if held, back to its pool.
+func (q *rxQueue) dropCopyPkt() {
+	if q.copyPkt != nil {
+		q.copyPkt.Free()
+		q.copyPkt = nil
+	}
 }
 
 // frameDone moves the walk past the current frame, handing its slot, or
 // its block if it was the block's last, back to the kernel.
 func (q *rxQueue) frameDone() {
+	q.dropCopyPkt()
 	if !q.v3 {
 		q.releaseSlot()
 		return
@@ -274,7 +336,7 @@ func (q *rxQueue) take(region []byte, d *frameDesc, buf []byte) (l, outcome int)
 		if q.seg.Reset(&h, frame) != nil {
 			return 0, takeError
 		}
-		q.gsoFrame, q.gsoHdr = frame, h
+		q.gsoFrame, q.gsoHdr, q.gsoOff = frame, h, mac
 		return 0, takeSegmenting
 	}
 	if l > len(buf) {
@@ -302,6 +364,18 @@ func (q *rxQueue) takeWhole(pool *packet.Pool) *packet.Packet {
 	}
 	if h.Flags&vnethdr.FlagNeedsCsum == 0 || pool.Big() == nil || q.gso == nil {
 		return nil
+	}
+	if bp := q.copyPkt; bp != nil {
+		// Read into a big buffer already (readCopied): hand it on.
+		if !bp.SetLen(q.gsoOff+len(q.gsoFrame)) || !bp.Pull(q.gsoOff) {
+			// Cannot happen (the frame is in the buffer); it stays the
+			// frame's for the segmenter, which reads it from there.
+			return nil
+		}
+		q.copyPkt = nil
+		bp.Offload = packet.Offload(*h)
+		q.gso.RxWhole.Add(1)
+		return bp
 	}
 	bp := pool.GetBig()
 	if bp == nil {
@@ -356,7 +430,7 @@ func (q *rxQueue) recv(pool *packet.Pool, b *packet.Batch) int {
 				continue
 			}
 		} else {
-			region, d, ok, more := q.peek(headroom, &errs)
+			region, d, ok, more := q.peek(headroom, pool, &errs)
 			if !ok {
 				if more {
 					continue
@@ -372,6 +446,11 @@ func (q *rxQueue) recv(pool *packet.Pool, b *packet.Batch) int {
 					b.Add(bp)
 					n++
 					bytes += bp.Len()
+					continue
+				}
+				if !q.unpinCopyPkt() {
+					errs++
+					q.frameDone()
 					continue
 				}
 				q.segmenting = true

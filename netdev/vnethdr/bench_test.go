@@ -1,6 +1,9 @@
 package vnethdr
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func BenchmarkSegment(b *testing.B) {
 	cases := []struct {
@@ -84,3 +87,37 @@ func BenchmarkCompleteChecksum(b *testing.B) {
 		}
 	})
 }
+
+// Sum against memmove in bytes per second, for the sizes a tunnel port
+// sees (a segment's payload, a super-frame): the figures that say whether
+// fusing a copy with a sum could pay. On an AMD EPYC the sum runs at about
+// 20 GB/s (one add-with-carry per 8 bytes), memmove at 50-100 GB/s, and a
+// Go loop that stores each word it sums ran at 10-13 GB/s, slower than
+// copy then Sum.
+func BenchmarkSum(b *testing.B) {
+	for _, n := range []int{1398, 65000} {
+		src := pattern(n, 3)
+		dst := make([]byte, n)
+		b.Run(fmt.Sprintf("sum-%d", n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				sink16 += Sum(src)
+			}
+		})
+		b.Run(fmt.Sprintf("copy-%d", n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				copy(dst, src)
+			}
+		})
+		b.Run(fmt.Sprintf("copy+sum-%d", n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				copy(dst, src)
+				sink16 += Sum(dst)
+			}
+		})
+	}
+}
+
+var sink16 uint16

@@ -15,9 +15,13 @@ import (
 // modulo 0xffff, so a sum of 64-bit words folds to the same value as a sum
 // of 16-bit words, and the one's-complement sum of byte-swapped words is
 // the byte-swapped sum (RFC 1071), so one swap at the end gives the
-// big-endian result on any architecture.
+// big-endian result on any architecture. Long inputs go through the vector
+// code first where there is one (sum_amd64.go).
 func sum(b []byte) uint16 {
-	var s, c uint64
+	// The vector prefix starts at offset 0 and covers a multiple of 64
+	// bytes, so the rest's words line up with it.
+	s, b := sumVector(b)
+	var c uint64
 	for len(b) >= 64 {
 		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[0:8]), c)
 		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[8:16]), c)
@@ -48,6 +52,19 @@ func sum(b []byte) uint16 {
 	s += c
 	return bits.ReverseBytes16(fold64(s))
 }
+
+// The vector sum's bounds (sum_amd64.go), here for the tests on every
+// architecture.
+
+// avx2Min is the shortest input worth the vector loop's setup and final
+// reduction.
+const avx2Min = 256
+
+// avx2Chunk bounds one sumAVX2 call: each lane of each of its four
+// accumulators takes one 16-bit word per 64 bytes, and the four are added
+// lane by lane at the end, so 2^16-1 times 4 words of 2^16-1 stay below
+// 2^32 with room to spare at 256 KiB (4,096 words a lane).
+const avx2Chunk = 256 << 10
 
 // fold64 reduces a one's-complement accumulator to 16 bits.
 func fold64(s uint64) uint16 {
