@@ -606,7 +606,7 @@ func (p *Port) Send(q int, b *packet.Batch) int {
 			for i = 0; i < len(pkts) && !pkts[i].GSO(); i++ {
 			}
 		}
-		s, by, tb := p.sendRing(x, pkts[:i])
+		s, by, tb := p.sendRing(x, nil, pkts[:i])
 		sent += s
 		bytes += by
 		tooBig += tb
@@ -635,26 +635,32 @@ func (p *Port) Send(q int, b *packet.Batch) int {
 	return int(sent)
 }
 
-// sendRing copies pkts into free tx frames, publishes their descriptors
-// and kicks the kernel if it asks to be kicked. It returns the packets
-// queued, their bytes and the packets too large for a frame.
-func (p *Port) sendRing(x *xsk, pkts []*packet.Packet) (sent uint32, bytes, tooBig uint64) {
+// sendRing copies pkts into free tx frames, each behind hdrs[i] when
+// hdrs is not nil (SendPrefixed), publishes their descriptors and kicks
+// the kernel if it asks to be kicked. It returns the packets queued, their
+// bytes and the packets too large for a frame.
+func (p *Port) sendRing(x *xsk, hdrs [][]byte, pkts []*packet.Packet) (sent uint32, bytes, tooBig uint64) {
 	t := &x.t
 	slots := t.tx.free(uint32(len(pkts)))
 	umem := x.umem
 	fs := int(x.lay.frameSize)
-	for _, pkt := range pkts {
+	for i, pkt := range pkts {
 		if sent == slots || len(t.free) == 0 {
 			break
 		}
-		l := pkt.Len()
+		var h []byte
+		if hdrs != nil {
+			h = hdrs[i]
+		}
+		l := len(h) + pkt.Len()
 		if l > p.maxFrame {
 			tooBig++
 			continue
 		}
 		a := t.free[len(t.free)-1]
 		t.free = t.free[:len(t.free)-1]
-		copy(umem[a:int(a)+fs], pkt.Data())
+		f := umem[a : int(a)+fs]
+		copy(f[copy(f, h):], pkt.Data())
 		t.tx.descs[(t.tx.cachedProd+sent)&t.tx.mask] = unix.XDPDesc{Addr: a, Len: uint32(l)}
 		sent++
 		bytes += uint64(l)

@@ -1,10 +1,6 @@
 package afxdp
 
-import (
-	"golang.org/x/sys/unix"
-
-	"github.com/vswitch-go/vswitch/datapath/packet"
-)
+import "github.com/vswitch-go/vswitch/datapath/packet"
 
 // SendPrefixed is Send for a user that builds the start of every frame
 // itself (a tunnel port writing the outer Ethernet/IP/UDP headers): frame
@@ -22,39 +18,7 @@ func (p *Port) SendPrefixed(q int, hdrs [][]byte, pkts []*packet.Packet) int {
 		return 0
 	}
 	reclaim(t, &x.lay)
-	slots := t.tx.free(uint32(len(pkts)))
-	umem := x.umem
-	fs := int(x.lay.frameSize)
-	var sent uint32
-	var bytes, tooBig uint64
-	for i, pkt := range pkts {
-		if sent == slots || len(t.free) == 0 {
-			break
-		}
-		h, d := hdrs[i], pkt.Data()
-		l := len(h) + len(d)
-		if l > p.maxFrame {
-			tooBig++
-			continue
-		}
-		a := t.free[len(t.free)-1]
-		t.free = t.free[:len(t.free)-1]
-		f := umem[a : int(a)+fs]
-		copy(f, h)
-		copy(f[len(h):], d)
-		t.tx.descs[(t.tx.cachedProd+sent)&t.tx.mask] = unix.XDPDesc{Addr: a, Len: uint32(l)}
-		sent++
-		bytes += uint64(l)
-	}
-	if sent > 0 {
-		t.tx.submit(sent)
-	}
-	if t.tx.needWakeup() && (sent > 0 || t.tx.pending() > 0) {
-		t.c.TxKicks.Add(1)
-		if e := kickTx(x.fd); !transient(e) {
-			t.c.TxErrors.Add(1)
-		}
-	}
+	sent, bytes, tooBig := p.sendRing(x, hdrs, pkts)
 	if sent > 0 {
 		t.c.TxPackets.Add(uint64(sent))
 		t.c.TxBytes.Add(bytes)
