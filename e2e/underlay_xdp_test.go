@@ -106,3 +106,34 @@ func TestVXLANAFXDPSwitchToSwitch(t *testing.T) {
 		t.Errorf("second underlay=afxdp port on %s: exit %d, %s", a.dev, code, stderr)
 	}
 }
+
+// TestVXLANAFXDPUnderlayKill9: a daemon killed without warning leaves no
+// XDP program on the host's interface (it is held by the process's BPF
+// link, which the kernel drops with the process), so the host's traffic
+// does not depend on a switch that is gone; the restarted daemon reads the
+// port back from its state, attaches the program again and carries the
+// tunnel's traffic through the AF_XDP sockets.
+func TestVXLANAFXDPUnderlayKill9(t *testing.T) {
+	a, b := twoUnderlayHosts(t)
+	w := newWorkload(t, a, "198.19.33.1")
+	d := hostSwitch(t, a, w, "vxlan", b.ip4, "key=100", "local_ip="+a.ip4, "underlay=afxdp")
+	kernelVXLAN(t, b, b.ip4, a.ip4, "198.19.33.2")
+	nstest.Ping(t, w.ns, "198.19.33.2")
+	if !xdpAttached(t, a.ns, a.dev) {
+		t.Fatalf("no XDP program on %s", a.dev)
+	}
+
+	d.kill9()
+	nstest.WaitFor(t, 10*time.Second, "the XDP program to go with the killed daemon", func() bool {
+		return !xdpAttached(t, a.ns, a.dev)
+	})
+	nstest.Ping(t, b.ns, a.ip4)
+
+	d.start()
+	nstest.WaitFor(t, 20*time.Second, "the restarted daemon's tunnel frames through the AF_XDP sockets both ways", func() bool {
+		w.ns.Output("ping", "-c", "1", "-W", "1", "198.19.33.2")
+		return xdpAttached(t, a.ns, a.dev) &&
+			statusCount(t, d, "underlay_xsk_rx_packets") > 0 && statusCount(t, d, "underlay_xsk_tx_packets") > 0
+	})
+	nstest.Ping(t, w.ns, "198.19.33.2")
+}
