@@ -137,3 +137,36 @@ func TestVXLANAFXDPUnderlayKill9(t *testing.T) {
 	})
 	nstest.Ping(t, w.ns, "198.19.33.2")
 }
+
+// TestVXLANAFXDPUnderlayStaleNeighbour: frames sent through the AF_XDP
+// socket bypass the kernel's neighbour code, which would therefore never
+// re-check an entry gone STALE (a peer whose MAC changed would be sent to
+// at its old one for good). The port sends the packet that finds a STALE
+// entry on the raw path, so the kernel sees traffic and moves the entry
+// on (DELAY, PROBE, REACHABLE) while the tunnel keeps using the socket.
+func TestVXLANAFXDPUnderlayStaleNeighbour(t *testing.T) {
+	a, b := twoUnderlayHosts(t)
+	w := newWorkload(t, a, "198.19.35.1")
+	d := hostSwitch(t, a, w, "vxlan", b.ip4, "key=100", "local_ip="+a.ip4, "underlay=afxdp")
+	kernelVXLAN(t, b, b.ip4, a.ip4, "198.19.35.2")
+	nstest.WaitFor(t, 10*time.Second, "tunnel frames through the AF_XDP socket", func() bool {
+		w.ns.Output("ping", "-c", "1", "-W", "1", "198.19.35.2")
+		return statusCount(t, d, "underlay_xsk_tx_packets") > 0
+	})
+
+	mac := strings.TrimSpace(b.ns.Run(t, "cat", "/sys/class/net/"+b.dev+"/address"))
+	a.ns.Run(t, "ip", "neigh", "replace", b.ip4, "dev", a.dev, "lladdr", mac, "nud", "stale")
+	state := func() string { return a.ns.Run(t, "ip", "neigh", "show", b.ip4, "dev", a.dev) }
+	if s := state(); !strings.Contains(s, "STALE") {
+		t.Fatalf("neighbour entry not STALE after replace: %q", s)
+	}
+	raw0 := statusCount(t, d, "underlay_raw_tx_packets")
+	nstest.WaitFor(t, 15*time.Second, "the kernel to re-check the STALE neighbour", func() bool {
+		w.ns.Output("ping", "-c", "1", "-W", "1", "198.19.35.2")
+		return !strings.Contains(state(), "STALE")
+	})
+	if statusCount(t, d, "underlay_raw_tx_packets") == raw0 {
+		t.Errorf("no packet went the raw path while the neighbour was STALE")
+	}
+	nstest.Ping(t, w.ns, "198.19.35.2")
+}

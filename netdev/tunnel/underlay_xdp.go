@@ -284,13 +284,27 @@ func (p *Port) neighbour(t *xdpTx, dst *[16]byte, now *int64) *neighEntry {
 	if err != nil {
 		return nil
 	}
-	const usable = netlink.NUD_REACHABLE | netlink.NUD_STALE | netlink.NUD_DELAY | netlink.NUD_PROBE | netlink.NUD_PERMANENT
+	const (
+		confirmed = netlink.NUD_REACHABLE | netlink.NUD_PERMANENT | netlink.NUD_NOARP
+		usable    = confirmed | netlink.NUD_STALE | netlink.NUD_DELAY | netlink.NUD_PROBE
+	)
 	for _, n := range ns {
 		if n.IP.Equal(nh) && n.State&usable != 0 && len(n.HardwareAddr) == 6 {
 			copy(e.eth[0:6], n.HardwareAddr)
 			copy(e.eth[6:12], p.xdp.mac[:])
 			binary.BigEndian.PutUint16(e.eth[12:], etype)
 			e.ok, e.expires = true, *now+int64(routeTTL)
+			if n.State&confirmed == 0 {
+				// The kernel no longer vouches for this address and,
+				// seeing none of the frames sent through the AF_XDP
+				// socket, would never check it again: a peer whose MAC
+				// changed would be sent to the old one for good. This
+				// packet goes the raw path, so the kernel's neighbour
+				// code sees traffic and probes (STALE, DELAY, PROBE,
+				// then REACHABLE or FAILED); the refresh after
+				// routeTTL reads the outcome.
+				return nil
+			}
 			return e
 		}
 	}
