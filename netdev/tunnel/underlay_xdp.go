@@ -45,10 +45,12 @@ import (
 //     frames that do not belong to a run of one flow (xdpRunsRaw). The
 //     destination MAC is the kernel's neighbour entry for the route's
 //     next hop, looked up with netlink and cached per destination for
-//     routeTTL (neighbour; a miss costs two netlink requests, about
-//     25 µs on the PMD, once per destination per second). A destination
-//     routed out of another
-//     interface, or whose neighbour the kernel does not know yet, goes
+//     routeTTL (neighbour; a miss costs two netlink requests on the PMD,
+//     the route and that one neighbour entry, once per destination per
+//     second; an entry the kernel no longer confirms sends one packet on
+//     the raw path so that the kernel probes it). A destination routed
+//     out of another interface, or whose neighbour the kernel does not
+//     know yet, goes
 //     the raw path instead (which makes the kernel resolve it), and so do
 //     runs of one flow and GSO super-frames (segmented sends; AF_XDP
 //     cannot describe them).
@@ -122,7 +124,8 @@ type neighEntry struct {
 
 // xdpTx is one tx queue's AF_XDP send state.
 type xdpTx struct {
-	nl       *netlink.Handle // in the port's namespace
+	nl       *netlink.Handle // in the port's namespace: routes
+	nconn    *neighConn      // and neighbours (neighget.go)
 	neigh    [routeSlots]neighEntry
 	hdr      [packet.BatchSize][14 + maxOuter]byte
 	hdrs     [packet.BatchSize][]byte
@@ -224,6 +227,9 @@ func (p *Port) closeXDP() error {
 		if t.nl != nil {
 			t.nl.Close()
 		}
+		if t.nconn != nil {
+			t.nconn.close()
+		}
 	}
 	xdpMu.Lock()
 	if xdpOwner[p.xdpKey] == p.name {
@@ -242,7 +248,12 @@ func (p *Port) openXDPTx(n int) error {
 		if err != nil {
 			return fmt.Errorf("underlay=afxdp: netlink: %w", err)
 		}
-		p.xdp.tx = append(p.xdp.tx, &xdpTx{nl: h})
+		nc, err := openNeighConn()
+		if err != nil {
+			h.Close()
+			return fmt.Errorf("underlay=afxdp: netlink: %w", err)
+		}
+		p.xdp.tx = append(p.xdp.tx, &xdpTx{nl: h, nconn: nc})
 	}
 	for q := range p.xq {
 		p.rx[q].xr = &xdpRx{}
@@ -264,12 +275,13 @@ func (p *Port) neighbour(t *xdpTx, dst *[16]byte, now *int64) *neighEntry {
 		}
 		return nil
 	}
-	// A miss: netlink requests once per destination per routeTTL, as the
-	// raw path's source cache.
+	// A miss: two netlink requests (the route, then the next hop's
+	// entry alone: neighget.go) once per destination per routeTTL, as
+	// the raw path's source cache.
 	*e = neighEntry{dst: *dst, expires: *now + int64(neighTTLMiss)}
-	ip, fam, etype := net.IP(dst[12:16]), netlink.FAMILY_V4, uint16(0x0800)
+	ip, etype := net.IP(dst[12:16]), uint16(0x0800)
 	if p.xdp.v6 {
-		ip, fam, etype = net.IP(dst[:]), netlink.FAMILY_V6, 0x86dd
+		ip, etype = net.IP(dst[:]), 0x86dd
 	}
 	rs, err := t.nl.RouteGet(ip)
 	if err != nil || len(rs) == 0 || rs[0].LinkIndex != p.xdp.ifindex {
@@ -280,7 +292,14 @@ func (p *Port) neighbour(t *xdpTx, dst *[16]byte, now *int64) *neighEntry {
 	if rs[0].Gw != nil {
 		nh = rs[0].Gw
 	}
-	ns, err := t.nl.NeighList(p.xdp.ifindex, fam)
+	ipb := nh.To4()
+	if p.xdp.v6 {
+		ipb = nh.To16()
+	}
+	if ipb == nil {
+		return nil
+	}
+	mac, state, err := t.nconn.get(p.xdp.ifindex, ipb)
 	if err != nil {
 		return nil
 	}
@@ -288,27 +307,24 @@ func (p *Port) neighbour(t *xdpTx, dst *[16]byte, now *int64) *neighEntry {
 		confirmed = netlink.NUD_REACHABLE | netlink.NUD_PERMANENT | netlink.NUD_NOARP
 		usable    = confirmed | netlink.NUD_STALE | netlink.NUD_DELAY | netlink.NUD_PROBE
 	)
-	for _, n := range ns {
-		if n.IP.Equal(nh) && n.State&usable != 0 && len(n.HardwareAddr) == 6 {
-			copy(e.eth[0:6], n.HardwareAddr)
-			copy(e.eth[6:12], p.xdp.mac[:])
-			binary.BigEndian.PutUint16(e.eth[12:], etype)
-			e.ok, e.expires = true, *now+int64(routeTTL)
-			if n.State&confirmed == 0 {
-				// The kernel no longer vouches for this address and,
-				// seeing none of the frames sent through the AF_XDP
-				// socket, would never check it again: a peer whose MAC
-				// changed would be sent to the old one for good. This
-				// packet goes the raw path, so the kernel's neighbour
-				// code sees traffic and probes (STALE, DELAY, PROBE,
-				// then REACHABLE or FAILED); the refresh after
-				// routeTTL reads the outcome.
-				return nil
-			}
-			return e
-		}
+	if state&usable == 0 {
+		return nil
 	}
-	return nil
+	copy(e.eth[0:6], mac[:])
+	copy(e.eth[6:12], p.xdp.mac[:])
+	binary.BigEndian.PutUint16(e.eth[12:], etype)
+	e.ok, e.expires = true, *now+int64(routeTTL)
+	if state&confirmed == 0 {
+		// The kernel no longer vouches for this address and, seeing none
+		// of the frames sent through the AF_XDP socket, would never check
+		// it again: a peer whose MAC changed would be sent to at the old
+		// one for good. This packet goes the raw path, so the kernel's
+		// neighbour code sees traffic and probes (STALE, DELAY, PROBE,
+		// then REACHABLE or FAILED); the refresh after routeTTL reads
+		// the outcome.
+		return nil
+	}
+	return e
 }
 
 // sendXDP is Send for a tx queue with an AF_XDP socket. The batch's order
