@@ -4,11 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -44,16 +42,20 @@ import (
 //     as the raw path) in front of the inner frame in a UMEM frame, for
 //     frames that do not belong to a run of one flow (xdpRunsRaw). The
 //     destination MAC is the kernel's neighbour entry for the route's
-//     next hop, looked up with netlink and cached per destination for
-//     routeTTL (neighbour; a miss costs two netlink requests on the PMD,
-//     the route and that one neighbour entry, once per destination per
-//     second; an entry the kernel no longer confirms sends one packet on
-//     the raw path so that the kernel probes it). A destination routed
-//     out of another interface, or whose neighbour the kernel does not
-//     know yet, goes
-//     the raw path instead (which makes the kernel resolve it), and so do
-//     runs of one flow and GSO super-frames (segmented sends; AF_XDP
-//     cannot describe them).
+//     next hop. No netlink on the PMD: a goroutine per port
+//     (neighcache.go) resolves the destinations the PMDs ask for (a
+//     miss posts the destination without waiting and sends that packet
+//     on the raw path), re-resolves the known ones when the kernel
+//     notifies a neighbour change on the interface or any route change
+//     (and every 10 s, and at once after lost notifications), and
+//     publishes immutable per-destination headers the PMDs read through
+//     atomic pointers. An entry the kernel no longer confirms (STALE,
+//     DELAY, PROBE) sends one packet on the raw path so that the kernel
+//     probes it. A destination routed out of another interface, or whose
+//     neighbour the kernel does not know yet, goes the raw path instead
+//     (which makes the kernel resolve it), and so do runs of one flow
+//     and GSO super-frames (segmented sends; AF_XDP cannot describe
+//     them).
 //
 // One underlay=afxdp port per interface: a second is refused (one XDP
 // program per interface, and its sockets' frames would need a demux).
@@ -107,26 +109,8 @@ const xdpMode = afxdp.ModeAuto
 // send costs the kernel an skb of its own and a pass through the driver.
 var xdpRunsRaw = true
 
-// neighTTLMiss is how long a destination whose next hop the kernel had not
-// resolved stays on the raw path before it is looked up again: short, so
-// that the first packets (which make the kernel resolve it) are soon
-// followed by the fast path.
-const neighTTLMiss = 50 * time.Millisecond
-
-// neighEntry is a cached outer Ethernet header for a destination; ok false
-// means "send this destination on the raw path".
-type neighEntry struct {
-	dst     [16]byte
-	eth     [14]byte
-	expires int64
-	ok      bool
-}
-
 // xdpTx is one tx queue's AF_XDP send state.
 type xdpTx struct {
-	nl       *netlink.Handle // in the port's namespace: routes
-	nconn    *neighConn      // and neighbours (neighget.go)
-	neigh    [routeSlots]neighEntry
 	hdr      [packet.BatchSize][14 + maxOuter]byte
 	hdrs     [packet.BatchSize][]byte
 	pkts     [packet.BatchSize]*packet.Packet
@@ -144,6 +128,7 @@ type xdpUnderlay struct {
 	mtu     int  // the interface's, for the whole outer IP packet
 	v6      bool // an IPv6 underlay
 	tx      []*xdpTx
+	neigh   *neighCache // outer Ethernet headers (neighcache.go)
 }
 
 // interfaces with an underlay=afxdp port, by "netns inode/ifindex", to
@@ -223,13 +208,8 @@ func (p *Port) closeXDP() error {
 	if x.dev != nil {
 		err = x.dev.Close()
 	}
-	for _, t := range x.tx {
-		if t.nl != nil {
-			t.nl.Close()
-		}
-		if t.nconn != nil {
-			t.nconn.close()
-		}
+	if x.neigh != nil {
+		x.neigh.close()
 	}
 	xdpMu.Lock()
 	if xdpOwner[p.xdpKey] == p.name {
@@ -241,90 +221,21 @@ func (p *Port) closeXDP() error {
 }
 
 // openXDPTx makes the send state of the first n tx queues (one per AF_XDP
-// socket), in the calling thread's namespace.
+// socket) and starts the neighbour cache, whose netlink sockets belong to
+// the calling thread's namespace.
 func (p *Port) openXDPTx(n int) error {
+	nc, err := openNeighCache(p.xdp.ifindex, p.xdp.mac, p.xdp.v6)
+	if err != nil {
+		return fmt.Errorf("underlay=afxdp: netlink: %w", err)
+	}
+	p.xdp.neigh = nc
 	for range n {
-		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
-		if err != nil {
-			return fmt.Errorf("underlay=afxdp: netlink: %w", err)
-		}
-		nc, err := openNeighConn()
-		if err != nil {
-			h.Close()
-			return fmt.Errorf("underlay=afxdp: netlink: %w", err)
-		}
-		p.xdp.tx = append(p.xdp.tx, &xdpTx{nl: h, nconn: nc})
+		p.xdp.tx = append(p.xdp.tx, &xdpTx{})
 	}
 	for q := range p.xq {
 		p.rx[q].xr = &xdpRx{}
 	}
 	return nil
-}
-
-// neighbour returns the outer Ethernet header for dst, or nil when dst
-// goes the raw path (routed elsewhere, next hop not resolved, no route).
-func (p *Port) neighbour(t *xdpTx, dst *[16]byte, now *int64) *neighEntry {
-	h := binary.BigEndian.Uint32(dst[12:]) ^ binary.BigEndian.Uint32(dst[8:])
-	e := &t.neigh[(h^h>>8^h>>16)%routeSlots]
-	if *now == 0 {
-		*now = time.Now().UnixNano()
-	}
-	if e.dst == *dst && *now < e.expires {
-		if e.ok {
-			return e
-		}
-		return nil
-	}
-	// A miss: two netlink requests (the route, then the next hop's
-	// entry alone: neighget.go) once per destination per routeTTL, as
-	// the raw path's source cache.
-	*e = neighEntry{dst: *dst, expires: *now + int64(neighTTLMiss)}
-	ip, etype := net.IP(dst[12:16]), uint16(0x0800)
-	if p.xdp.v6 {
-		ip, etype = net.IP(dst[:]), 0x86dd
-	}
-	rs, err := t.nl.RouteGet(ip)
-	if err != nil || len(rs) == 0 || rs[0].LinkIndex != p.xdp.ifindex {
-		e.expires = *now + int64(routeTTL)
-		return nil
-	}
-	nh := ip
-	if rs[0].Gw != nil {
-		nh = rs[0].Gw
-	}
-	ipb := nh.To4()
-	if p.xdp.v6 {
-		ipb = nh.To16()
-	}
-	if ipb == nil {
-		return nil
-	}
-	mac, state, err := t.nconn.get(p.xdp.ifindex, ipb)
-	if err != nil {
-		return nil
-	}
-	const (
-		confirmed = netlink.NUD_REACHABLE | netlink.NUD_PERMANENT | netlink.NUD_NOARP
-		usable    = confirmed | netlink.NUD_STALE | netlink.NUD_DELAY | netlink.NUD_PROBE
-	)
-	if state&usable == 0 {
-		return nil
-	}
-	copy(e.eth[0:6], mac[:])
-	copy(e.eth[6:12], p.xdp.mac[:])
-	binary.BigEndian.PutUint16(e.eth[12:], etype)
-	e.ok, e.expires = true, *now+int64(routeTTL)
-	if state&confirmed == 0 {
-		// The kernel no longer vouches for this address and, seeing none
-		// of the frames sent through the AF_XDP socket, would never check
-		// it again: a peer whose MAC changed would be sent to at the old
-		// one for good. This packet goes the raw path, so the kernel's
-		// neighbour code sees traffic and probes (STALE, DELAY, PROBE,
-		// then REACHABLE or FAILED); the refresh after routeTTL reads
-		// the outcome.
-		return nil
-	}
-	return e
 }
 
 // sendXDP is Send for a tx queue with an AF_XDP socket. The batch's order
@@ -333,7 +244,6 @@ func (p *Port) neighbour(t *xdpTx, dst *[16]byte, now *int64) *neighEntry {
 func (p *Port) sendXDP(q int, b *packet.Batch) int {
 	t := p.xdp.tx[q]
 	ctr, causes := &p.ctr[q], &p.causes[q]
-	var now int64
 	n := 0
 	sent, sentX := 0, 0
 	var drops, bytes uint64
@@ -386,7 +296,7 @@ func (p *Port) sendXDP(q int, b *packet.Batch) int {
 		// A destination of the other family (remote_ip=flow) goes the
 		// raw path.
 		if ok && !pkt.GSO() && len(d) > 0 && isV4(dst) != p.xdp.v6 {
-			e = p.neighbour(t, dst, &now)
+			e = p.xdp.neigh.lookup(dst)
 		}
 		if e == nil {
 			flushX()

@@ -2,6 +2,8 @@ package tunnel
 
 import (
 	"bytes"
+	"encoding/binary"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -156,13 +158,6 @@ func TestXDPNoAllocs(t *testing.T) {
 		recvAll(t, pb, pool, 1)
 		return pa.UnderlayStats().TxPackets > 0
 	})
-	// The cached header must not expire during the measurement (a miss
-	// asks netlink, which allocates).
-	for i := range pa.xdp.tx[0].neigh {
-		if e := &pa.xdp.tx[0].neigh[i]; e.ok {
-			e.expires = 1<<63 - 1
-		}
-	}
 	f := frame(7)
 	var sb, rb packet.Batch
 	allocs := testing.AllocsPerRun(50, func() {
@@ -234,5 +229,114 @@ func TestXDPFragmentsToSocket(t *testing.T) {
 	})
 	if !bytes.Equal(got, inner) {
 		t.Errorf("received %d bytes, want the %d-byte inner frame", len(got), len(inner))
+	}
+}
+
+// published is the port's published entry for dst, nil if none.
+func published(p *Port, dst netip.Addr) *neighEntry {
+	d := dst.As16()
+	if dst.Is4() {
+		d = mapped(dst)
+	}
+	if e := p.xdp.neigh.slots[neighSlot(&d)].Load(); e != nil && e.dst == d {
+		return e
+	}
+	return nil
+}
+
+// xdpFlowing opens a port in a towards b with underlay=afxdp and waits
+// until its frames leave through the AF_XDP socket.
+func xdpFlowing(t *testing.T, u *underlay) (*Port, *packet.Pool) {
+	t.Helper()
+	pa := openIn(t, u.a, Options{Remote: u.b4, Key: 1, Local: u.a4, Underlay: UnderlayAFXDP})
+	pool := packet.NewPool(256, packet.DefaultBufSize)
+	u.a.Run(t, "ping", "-c1", "-W2", u.b4.String()) // the neighbour
+	nstest.WaitFor(t, 5*time.Second, "a frame through the AF_XDP socket", func() bool {
+		sendEach(t, pa, pool, 1)
+		return pa.UnderlayStats().TxPackets > 0
+	})
+	return pa, pool
+}
+
+// TestXDPNeighbourChange: a neighbour entry replaced in the kernel is
+// republished from the notification, without a packet asking for it.
+func TestXDPNeighbourChange(t *testing.T) {
+	nstest.RequireTool(t, "ping")
+	u := newUnderlay(t)
+	pa, _ := xdpFlowing(t, u)
+	want := [6]byte{0x02, 0x5e, 0x10, 0x20, 0x30, 0x40}
+	u.a.Run(t, "ip", "neigh", "replace", u.b4.String(), "lladdr", net.HardwareAddr(want[:]).String(), "dev", u.devA, "nud", "permanent")
+	nstest.WaitFor(t, 10*time.Second, "the new MAC in the published entry", func() bool {
+		e := published(pa, u.b4)
+		return e != nil && e.ok && [6]byte(e.eth[0:6]) == want && !e.nudge.Load()
+	})
+}
+
+// TestXDPRouteChange: a route that moves the destination to another
+// interface sends it the raw path.
+func TestXDPRouteChange(t *testing.T) {
+	nstest.RequireTool(t, "ping")
+	u := newUnderlay(t)
+	pa, pool := xdpFlowing(t, u)
+	dum := nstest.Name("tudm")
+	u.a.Run(t, "ip", "link", "add", dum, "type", "dummy")
+	u.a.Run(t, "ip", "link", "set", dum, "up")
+	u.a.Run(t, "ip", "route", "add", u.b4.String()+"/32", "dev", dum)
+	nstest.WaitFor(t, 10*time.Second, "the destination unpublished", func() bool {
+		e := published(pa, u.b4)
+		return e != nil && !e.ok
+	})
+	raw := pa.UnderlayStats().FallbackTx
+	sendEach(t, pa, pool, 1)
+	if got := pa.UnderlayStats().FallbackTx; got <= raw {
+		t.Errorf("raw path packets %d -> %d after the route change", raw, got)
+	}
+	// And back once the route goes.
+	u.a.Run(t, "ip", "route", "del", u.b4.String()+"/32", "dev", dum)
+	nstest.WaitFor(t, 10*time.Second, "the destination published again", func() bool {
+		e := published(pa, u.b4)
+		return e != nil && e.ok
+	})
+}
+
+// FuzzNeighEventRelevant: the notification filter reads only within its
+// buffer, whatever the kernel (or a corrupt datagram) hands it.
+func FuzzNeighEventRelevant(f *testing.F) {
+	msg := make([]byte, nlmsgHdrLen+ndmsgLen)
+	binary.NativeEndian.PutUint32(msg[0:], uint32(len(msg)))
+	binary.NativeEndian.PutUint16(msg[4:], unix.RTM_NEWNEIGH)
+	binary.NativeEndian.PutUint32(msg[nlmsgHdrLen+4:], 7)
+	f.Add(msg, 7)
+	f.Add(msg[:10], 7)
+	f.Add(append(append([]byte{}, msg...), msg...), 3)
+	f.Fuzz(func(t *testing.T, b []byte, ifindex int) {
+		neighEventRelevant(b, ifindex)
+	})
+}
+
+func TestNeighEventRelevant(t *testing.T) {
+	mk := func(typ uint16, ifindex uint32) []byte {
+		m := make([]byte, nlmsgHdrLen+ndmsgLen)
+		binary.NativeEndian.PutUint32(m[0:], uint32(len(m)))
+		binary.NativeEndian.PutUint16(m[4:], typ)
+		binary.NativeEndian.PutUint32(m[nlmsgHdrLen+4:], ifindex)
+		return m
+	}
+	for _, c := range []struct {
+		b    []byte
+		want bool
+	}{
+		{mk(unix.RTM_NEWNEIGH, 7), true},
+		{mk(unix.RTM_DELNEIGH, 7), true},
+		{mk(unix.RTM_NEWNEIGH, 8), false},
+		{mk(unix.RTM_NEWROUTE, 8), true},
+		{mk(unix.RTM_DELROUTE, 0), true},
+		{mk(unix.RTM_NEWLINK, 7), false},
+		{append(mk(unix.RTM_NEWNEIGH, 8), mk(unix.RTM_NEWNEIGH, 7)...), true},
+		{mk(unix.RTM_NEWNEIGH, 7)[:nlmsgHdrLen+4], false},
+	} {
+		if got := neighEventRelevant(c.b, 7); got != c.want {
+			t.Errorf("%x: %v, want %v", c.b, got, c.want)
+		}
 	}
 }
