@@ -278,9 +278,10 @@ func TestXDPRouteChange(t *testing.T) {
 	nstest.RequireTool(t, "ping")
 	u := newUnderlay(t)
 	pa, pool := xdpFlowing(t, u)
-	dum := nstest.Name("tudm")
-	u.a.Run(t, "ip", "link", "add", dum, "type", "dummy")
+	dum, peer := nstest.Name("tudm"), nstest.Name("tudp")
+	u.a.Run(t, "ip", "link", "add", dum, "type", "veth", "peer", "name", peer)
 	u.a.Run(t, "ip", "link", "set", dum, "up")
+	u.a.Run(t, "ip", "link", "set", peer, "up")
 	u.a.Run(t, "ip", "route", "add", u.b4.String()+"/32", "dev", dum)
 	nstest.WaitFor(t, 10*time.Second, "the destination unpublished", func() bool {
 		e := published(pa, u.b4)
