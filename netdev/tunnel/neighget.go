@@ -7,11 +7,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// One neighbour entry from the kernel. The AF_XDP underlay looks up its
-// next hop's MAC on the PMD, once per destination per routeTTL; a dump of
-// the interface's neighbour table (netlink's NeighList) costs time and
-// allocations in proportion to the table, which on a hypervisor's underlay
-// holds every other host: with N destinations that is N² work a second.
+// One neighbour entry from the kernel. The AF_XDP underlay's neighbour
+// cache (neighcache.go) looks up each destination's next hop again on
+// every neighbour or route notification; a dump of the interface's
+// neighbour table (netlink's NeighList) costs time and allocations in
+// proportion to the table, which on a hypervisor's underlay holds every
+// other host: with N destinations that is N² work per notification.
 // RTM_GETNEIGH with NDA_DST (Linux 4.18 and later, as `ip neigh get`)
 // answers for one address, in a buffer reused from call to call.
 
