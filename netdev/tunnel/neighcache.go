@@ -3,6 +3,7 @@ package tunnel
 import (
 	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"sync"
@@ -138,18 +139,24 @@ func (c *neighCache) read() {
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := c.events.Read(buf)
-		if err != nil {
-			if errors.Is(err, os.ErrClosed) {
-				return
-			}
-			if !errors.Is(err, unix.ENOBUFS) {
-				// Unknown trouble: the safety refresh remains.
+		switch {
+		case err == nil:
+			if neighEventRelevant(buf[:n], c.ifindex) {
 				c.signal()
-				return
 			}
-		}
-		if err != nil || neighEventRelevant(buf[:n], c.ifindex) {
+		case errors.Is(err, os.ErrClosed):
+			return
+		case errors.Is(err, io.EOF):
+		case errors.Is(err, unix.ENOBUFS):
 			c.signal()
+		default:
+			// Unknown trouble: resolve again, and do not spin.
+			c.signal()
+			select {
+			case <-c.stop:
+				return
+			case <-time.After(time.Second):
+			}
 		}
 	}
 }
