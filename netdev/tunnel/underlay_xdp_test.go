@@ -263,13 +263,26 @@ func xdpFlowing(t *testing.T, u *underlay) (*Port, *packet.Pool) {
 func TestXDPNeighbourChange(t *testing.T) {
 	nstest.RequireTool(t, "ping")
 	u := newUnderlay(t)
-	pa, _ := xdpFlowing(t, u)
+	pa, pool := xdpFlowing(t, u)
 	want := [6]byte{0x02, 0x5e, 0x10, 0x20, 0x30, 0x40}
 	u.a.Run(t, "ip", "neigh", "replace", u.b4.String(), "lladdr", net.HardwareAddr(want[:]).String(), "dev", u.devA, "nud", "permanent")
 	nstest.WaitFor(t, 10*time.Second, "the new MAC in the published entry", func() bool {
 		e := published(pa, u.b4)
 		return e != nil && e.ok && [6]byte(e.eth[0:6]) == want && !e.nudge.Load()
 	})
+	// An entry the kernel does not confirm is published with the nudge,
+	// and the first packet that finds it goes the raw path.
+	u.a.Run(t, "ip", "neigh", "replace", u.b4.String(), "lladdr", net.HardwareAddr(want[:]).String(), "dev", u.devA, "nud", "stale")
+	var e *neighEntry
+	nstest.WaitFor(t, 10*time.Second, "the STALE entry published with the nudge", func() bool {
+		e = published(pa, u.b4)
+		return e != nil && e.ok && e.nudge.Load()
+	})
+	raw := pa.UnderlayStats().FallbackTx
+	sendEach(t, pa, pool, 1)
+	if got := pa.UnderlayStats().FallbackTx; got != raw+1 || e.nudge.Load() {
+		t.Errorf("raw path packets %d -> %d, nudge %v after one packet", raw, got, e.nudge.Load())
+	}
 }
 
 // TestXDPRouteChange: a route that moves the destination to another
