@@ -62,6 +62,7 @@ type neighCache struct {
 	kick   chan struct{}   // a relevant notification came (coalesced)
 	stop   chan struct{}
 	wg     sync.WaitGroup
+	closed sync.Once
 
 	resolved atomic.Uint64 // resolutions published, for tests
 }
@@ -108,12 +109,15 @@ func openNeighCache(ifindex int, mac [6]byte, v6 bool) (*neighCache, error) {
 }
 
 // close stops the goroutines and closes the sockets.
+// The published entries stay readable.
 func (c *neighCache) close() {
-	close(c.stop)
-	c.events.Close()
-	c.wg.Wait()
-	c.nl.Close()
-	c.nconn.close()
+	c.closed.Do(func() {
+		close(c.stop)
+		c.events.Close()
+		c.wg.Wait()
+		c.nl.Close()
+		c.nconn.close()
+	})
 }
 
 // lookup is the PMD's side: the entry for dst, or nil for the raw path.
