@@ -63,8 +63,6 @@ type neighCache struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	closed sync.Once
-
-	resolved atomic.Uint64 // resolutions published, for tests
 }
 
 func neighSlot(dst *[16]byte) int {
@@ -235,7 +233,6 @@ func (c *neighCache) publish(dst *[16]byte) {
 	e := &neighEntry{dst: *dst}
 	c.resolve(e)
 	c.slots[neighSlot(dst)].Store(e)
-	c.resolved.Add(1)
 }
 
 func (c *neighCache) resolve(e *neighEntry) {

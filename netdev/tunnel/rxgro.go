@@ -199,12 +199,7 @@ func (g *groRx) prepare(local *[16]byte) {
 		}
 		g.spans[i] = rxSpan{msg: g.buf[i*groBufLen : i*groBufLen+l], seg: seg}
 	}
-	for i := g.got - 1; i >= 0; i-- {
-		g.sameTo[i] = i + 1
-		if i+1 < g.got && g.spans[i+1].msg != nil && g.tmpls[i+1] == g.tmpls[i] {
-			g.sameTo[i] = g.sameTo[i+1]
-		}
-	}
+	markRuns(g.sameTo[:g.got], g.spans[:g.got], g.tmpls[:g.got])
 }
 
 // start prepares message g.cur (if any is left) for cutting, skipping

@@ -3,6 +3,7 @@ package tunnel
 import (
 	"encoding/binary"
 
+	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/netdev/vnethdr"
@@ -236,4 +237,18 @@ func mergeRun(k Kind, pool *packet.Pool, spans []rxSpan, from spanPos) (*packet.
 	big.Offload = packet.Offload{Flags: packet.OffloadNeedsCsum, GSOType: g, HdrLen: uint16(s0.hl),
 		GSOSize: uint16(s0.payload), CsumStart: uint16(hl + s0.l4), CsumOffset: 16}
 	return big, end
+}
+
+// markRuns sets sameTo[i] to the end (exclusive) of the run of datagrams
+// from i on that carry datagram i's outer metadata: what mergeRun may
+// join into one super-frame. A span with no message (a datagram found
+// bad) ends a run.
+func markRuns(sameTo []int, spans []rxSpan, tmpls []flow.Tunnel) {
+	n := len(sameTo)
+	for i := n - 1; i >= 0; i-- {
+		sameTo[i] = i + 1
+		if i+1 < n && spans[i+1].msg != nil && tmpls[i+1] == tmpls[i] {
+			sameTo[i] = sameTo[i+1]
+		}
+	}
 }

@@ -336,7 +336,7 @@ type xdpRx struct {
 	pkts   [packet.BatchSize]*packet.Packet
 	spans  [packet.BatchSize]rxSpan // their UDP payloads, for merging
 	tmpls  [packet.BatchSize]flow.Tunnel
-	sameTo [packet.BatchSize]int // as groRx.sameTo
+	sameTo [packet.BatchSize]int // markRuns
 	merged atomic.Uint64
 }
 
@@ -373,12 +373,7 @@ func (p *Port) recvXDP(q int, pool *packet.Pool, b *packet.Batch) int {
 		n++
 	}
 	x.b.Reset()
-	for i := n - 1; i >= 0; i-- {
-		x.sameTo[i] = i + 1
-		if i+1 < n && x.tmpls[i+1] == x.tmpls[i] {
-			x.sameTo[i] = x.sameTo[i+1]
-		}
-	}
+	markRuns(x.sameTo[:n], x.spans[:n], x.tmpls[:n])
 	added := 0
 	for i := 0; i < n; {
 		if e := x.sameTo[i]; !noMerge && e-i >= 2 {
