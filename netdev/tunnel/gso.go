@@ -172,7 +172,9 @@ func closeGSO(g *gsoTx) {
 // segmented send can carry: one flow (one hash, so that the flows a raw
 // send would spread over source ports are not merged onto one), one
 // destination and VNI, the same length (the last may be shorter). Fewer
-// than 2 is no run.
+// than 2 is no run, and so is a run that a single datagram could carry
+// (runMin): a peer whose generic XDP program sees a segmented send as one
+// frame tells it from a datagram only by its length.
 func (p *Port) gsoRun(pkts []*packet.Packet, dst *[16]byte, vni uint32) int {
 	seg := len(pkts[0].Data())
 	hash := flowHash(pkts[0])
@@ -195,6 +197,9 @@ func (p *Port) gsoRun(pkts []*packet.Packet, dst *[16]byte, vni uint32) int {
 		if l < seg {
 			break
 		}
+	}
+	if total <= p.runMin {
+		return 1
 	}
 	return n
 }
@@ -422,7 +427,7 @@ func (p *Port) sendSuper(q int, pkt *packet.Packet, dst *[16]byte, vni uint32) (
 		if k == 0 {
 			break
 		}
-		drops += p.sendSegs(q, fd, k, size, ctrl)
+		drops += p.sendSegs(q, fd, k, size, total, ctrl)
 	}
 	if drops == 0 {
 		g.super.frames.Add(1)
@@ -430,14 +435,15 @@ func (p *Port) sendSuper(q int, pkt *packet.Packet, dst *[16]byte, vni uint32) (
 	return drops == 0, drops
 }
 
-// sendSegs sends the k segments in g.siovs (all size bytes but the last)
-// with one segmented sendmsg, or one datagram each when the kernel
-// refuses that, and returns how many were dropped (counted by cause).
-func (p *Port) sendSegs(q, fd, k, size, ctrl int) (drops uint64) {
+// sendSegs sends the k segments in g.siovs (all size bytes but the last,
+// total in all) with one segmented sendmsg, or one datagram each when the
+// kernel refuses that or a single datagram could carry them (runMin, see
+// gsoRun), and returns how many were dropped (counted by cause).
+func (p *Port) sendSegs(q, fd, k, size, total, ctrl int) (drops uint64) {
 	tq := &p.tx[q]
 	g := &tq.gso
 	causes := &p.causes[q]
-	if g.on && k > 1 {
+	if g.on && k > 1 && total > p.runMin {
 		binary.NativeEndian.PutUint16(g.ctrl[unix.SizeofCmsghdr:], uint16(size))
 		m := &g.msg
 		g.setName(m)

@@ -159,6 +159,10 @@ type Port struct {
 	local  [16]byte // bound address, IPv4-mapped; zero when bound to any
 	remote unix.RawSockaddrInet6
 	mtu    int
+	// runMin is the most a single datagram carries (UDP payload): a
+	// segmented send must carry more (gso.go), so that a receiver that
+	// sees it whole (generic XDP, underlay_xdp.go) can tell it by length.
+	runMin int
 	raw    bool // send on the raw path (rawsend.go)
 	// superOK: Send takes super-frames whole (SendsGSO).
 	superOK bool
@@ -207,6 +211,7 @@ func New(name string, o Options) (*Port, error) {
 	if v6 {
 		p.mtu = o.UnderlayMTU - Overhead6 - 14
 	}
+	p.runMin = p.mtu + 14 + hdrLen
 	if o.Local.IsValid() {
 		p.local = o.Local.As16()
 	}

@@ -93,15 +93,25 @@ func ParseUnderlay(s string) (Underlay, error) {
 	return 0, fmt.Errorf("underlay %q is not socket or afxdp", s)
 }
 
-// xdpMode is the program's attachment: native where the driver has it
-// (veth does). Generic XDP on a veth was tried: a
-// peer's segmented send (a UDP_SEGMENT run, which crosses a veth as one
-// buffer) reaches a generic program as one frame, which the program
-// cannot tell from a datagram, so a short run would be redirected whole
-// and read as one datagram. Native XDP on a veth makes the kernel turn
-// off TSO and UDP segmentation on its peer instead (for all the peer
-// host's traffic), so every datagram crosses XDP on its own.
-const xdpMode = afxdp.ModeAuto
+// xdpMode is the program's attachment on an interface with driver drv:
+// generic on a veth, native where another driver has it. Native XDP on a
+// veth makes the kernel turn TSO and UDP segmentation off on its peer,
+// for all the peer host's traffic: every datagram of a segmented send
+// then crosses the veth, the program and a copy on its own, which cost a
+// third of the tunnel's 64-byte rate and TCP throughput
+// (docs/benchmarks.md). A generic program leaves the peer's offloads on,
+// but sees a segmented send (a UDP_SEGMENT run crosses a veth as one
+// buffer) as one frame: it tells it from a datagram by its length
+// (UDPFilter.MaxLen passes anything longer than the MTU to the kernel,
+// whose socket takes it segment by segment), which holds because this
+// switch never sends a run a single datagram could carry (runMin). On a
+// NIC, frames arrive one by one and native XDP costs nothing of the kind.
+func xdpMode(drv string) afxdp.Mode {
+	if drv == "veth" {
+		return afxdp.ModeGeneric
+	}
+	return afxdp.ModeAuto
+}
 
 // xdpRunsRaw sends runs of one flow (gsoRun) on the raw path as segmented
 // sends, one syscall and one buffer per run, leaving the AF_XDP ring to
@@ -190,7 +200,14 @@ func (p *Port) openXDP() error {
 	xdpMu.Unlock()
 	x := &xdpUnderlay{ifname: at.Name, ifindex: ifindex, mtu: at.MTU, mac: [6]byte(at.HardwareAddr), v6: !local.Is4()}
 	p.xdp, p.xdpKey = x, key
-	x.dev, err = afxdp.New(at.Name, afxdp.Options{Mode: xdpMode,
+	// A run this port sends must also outgrow a datagram on the
+	// interface it leaves by (xdpMode).
+	over := Overhead4
+	if x.v6 {
+		over = Overhead6
+	}
+	p.runMin = max(p.runMin, at.MTU-over+hdrLen)
+	x.dev, err = afxdp.New(at.Name, afxdp.Options{Mode: xdpMode(afxdp.DriverName(at.Name)),
 		Filter: &afxdp.UDPFilter{Addr: local, Port: o.DstPort, MaxLen: 14 + at.MTU}})
 	if err != nil {
 		return fmt.Errorf("underlay=afxdp: %w", err)
@@ -362,7 +379,7 @@ func (p *Port) recvXDP(q int, pool *packet.Pool, b *packet.Batch) int {
 		} else {
 			hdr, end, ok = parseOuter4(pkt.Data(), &p.local, p.opt.DstPort, &x.tmpls[n])
 		}
-		if !ok || !pkt.SetLen(end) || !pkt.Pull(hdr) {
+		if !ok || !pkt.SetLen(end) || !pkt.Pull(hdr) || runSeenWhole(p.opt.Kind, pkt.Data()) {
 			causes.n[CauseBadHeader].Add(1)
 			drops++
 			pkt.Free()
@@ -411,6 +428,43 @@ func (p *Port) recvXDP(q int, pool *packet.Pool, b *packet.Batch) int {
 	}
 	p.ctr[q].CountRx(added, bytes, drops)
 	return added
+}
+
+// runSeenWhole reports whether d, a kind datagram's UDP payload, is a peer's
+// segmented send that a generic XDP program saw as one frame (xdpMode):
+// after the first segment's inner IP packet (padded to a minimum
+// Ethernet frame) comes the next segment's tunnel header, the same as the
+// first. This switch never sends such a run (runMin); another sender's,
+// whose inner packets are IP, is counted and dropped rather than
+// delivered as one frame with the others appended. It reads only within d.
+func runSeenWhole(kind Kind, d []byte) bool {
+	if len(d) < 8+14 {
+		return false
+	}
+	th := 8
+	if kind == Geneve {
+		th += int(d[0]&0x3f) * 4 // options
+	}
+	if len(d) < th+14 {
+		return false
+	}
+	in := d[th:]
+	l2 := 14
+	et := binary.BigEndian.Uint16(in[12:])
+	if et == 0x8100 && len(in) >= 18 {
+		l2, et = 18, binary.BigEndian.Uint16(in[16:])
+	}
+	var l3 int
+	switch {
+	case et == 0x0800 && len(in) >= l2+4:
+		l3 = int(binary.BigEndian.Uint16(in[l2+2:]))
+	case et == 0x86dd && len(in) >= l2+6:
+		l3 = 40 + int(binary.BigEndian.Uint16(in[l2+4:]))
+	default:
+		return false
+	}
+	seg := th + max(l2+l3, 60)
+	return len(d) >= seg+th && string(d[seg:seg+th]) == string(d[:th])
 }
 
 // parseOuter4 checks an underlay frame the XDP program redirected:

@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"bytes"
 	"encoding/binary"
 	"net/netip"
 	"testing"
@@ -157,5 +158,63 @@ func FuzzParseOuter6(f *testing.F) {
 		if ok && (hdr != 62 || hdr > end || end > len(b) || tn.Dst != local6) {
 			t.Fatalf("parseOuter6 = %d, %d on %d bytes", hdr, end, len(b))
 		}
+	})
+}
+
+// innerIPFrame is an Ethernet/IPv4 frame of n bytes (n-14 of them the IP
+// packet), or Ethernet/IPv6 when v6.
+func innerIPFrame(n int, v6 bool) []byte {
+	f := make([]byte, n)
+	copy(f, []byte{0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1})
+	if v6 {
+		binary.BigEndian.PutUint16(f[12:], 0x86dd)
+		binary.BigEndian.PutUint16(f[14+4:], uint16(n-14-40))
+	} else {
+		binary.BigEndian.PutUint16(f[12:], 0x0800)
+		binary.BigEndian.PutUint16(f[14+2:], uint16(n-14))
+	}
+	return f
+}
+
+// TestRunSeenWhole: a UDP payload made of several segments (tunnel
+// header and inner IP frame, again and again) is told from one datagram,
+// padded or not, for VXLAN and Geneve with options.
+func TestRunSeenWhole(t *testing.T) {
+	vx := []byte{0x08, 0, 0, 0, 0, 0, 100, 0}
+	gn := []byte{0x02, 0, 0x65, 0x58, 0, 0, 100, 0, 0, 1, 2, 1, 9, 9, 9, 9} // one option, 8 bytes
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	for _, c := range []struct {
+		name string
+		kind Kind
+		d    []byte
+		want bool
+	}{
+		{"vxlan datagram", VXLAN, cat(vx, innerIPFrame(100, false)), false},
+		{"vxlan padded datagram", VXLAN, cat(vx, innerIPFrame(60, false)[:60]), false},
+		{"vxlan run", VXLAN, cat(vx, innerIPFrame(100, false), vx, innerIPFrame(100, false)), true},
+		{"vxlan run of padded frames", VXLAN, cat(vx, innerIPFrame(42, false), make([]byte, 18), vx, innerIPFrame(42, false)), true},
+		{"vxlan run v6", VXLAN, cat(vx, innerIPFrame(120, true), vx, innerIPFrame(90, true)), true},
+		{"vxlan trailing bytes", VXLAN, cat(vx, innerIPFrame(100, false), make([]byte, 8)), false},
+		{"vxlan non-ip", VXLAN, cat(vx, frame(1), vx, frame(2)), false},
+		{"geneve datagram", Geneve, cat(gn, innerIPFrame(100, false)), false},
+		{"geneve run", Geneve, cat(gn, innerIPFrame(100, false), gn, innerIPFrame(100, false)), true},
+	} {
+		if got := runSeenWhole(c.kind, c.d); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// FuzzRunSeenWhole: any payload, either kind, without a panic.
+func FuzzRunSeenWhole(f *testing.F) {
+	vx := []byte{0x08, 0, 0, 0, 0, 0, 100, 0}
+	f.Add(false, append(append(append([]byte{}, vx...), innerIPFrame(100, false)...), vx...))
+	f.Add(true, []byte{0x3f, 0, 0x65, 0x58})
+	f.Fuzz(func(t *testing.T, geneve bool, d []byte) {
+		k := VXLAN
+		if geneve {
+			k = Geneve
+		}
+		runSeenWhole(k, d)
 	})
 }
