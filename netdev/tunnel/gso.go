@@ -315,7 +315,7 @@ func (p *Port) SendsGSO() bool { return p.superOK }
 func (p *Port) SendsRuns() {}
 
 // GSOStats returns the super-frames the port sent whole (TxWhole) and
-// built from received runs (RxWhole, rxmerge.go).
+// received (RxWhole: built from runs, or come whole, rxmerge.go).
 func (p *Port) GSOStats() netdev.GSOStats {
 	var s netdev.GSOStats
 	for i := range p.tx {
@@ -323,7 +323,7 @@ func (p *Port) GSOStats() netdev.GSOStats {
 	}
 	for i := range p.rx {
 		if g := p.rx[i].gro; g != nil {
-			s.RxWhole += g.merged.Load()
+			s.RxWhole += g.merged.Load() + g.supers.Load()
 		}
 	}
 	return s

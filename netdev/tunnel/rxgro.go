@@ -55,6 +55,9 @@ type groRx struct {
 	// datagram was a tenth of a receiving PMD's user time).
 	sameTo    [groBufs]int
 	coalesced uint64 // messages that held more than one datagram, for tests
+	// supers counts datagrams that each carried one inner TCP
+	// super-frame whole (superDatagram).
+	supers atomic.Uint64
 	// merged counts TCP super-frames built from runs (rxmerge.go).
 	merged atomic.Uint64
 }
@@ -122,6 +125,24 @@ func (p *Port) recvGRO(q int, pool *packet.Pool, b *packet.Batch) int {
 		}
 		m := &g.msgs[g.cur]
 		l := int(m.len)
+		if g.off == 0 && g.seg == l && l > p.runMin {
+			// Longer than any datagram and not coalesced: one inner
+			// super-frame (superDatagram), or nothing this port can use.
+			if big := superDatagram(p.opt.Kind, pool, g.spans[g.cur].msg, p.mtu); big != nil {
+				if p.accept(causes, big, &g.tmpl) {
+					bytes += uint64(big.Len())
+					b.Add(big)
+					added++
+					g.supers.Add(1)
+				} else {
+					drops++
+					big.Free()
+				}
+				g.cur++
+				drops += g.start(causes)
+				continue
+			}
+		}
 		if !noMerge && (g.seg < l-g.off || g.cur+1 < g.got) {
 			// Two or more datagrams left: one TCP flow's run goes on
 			// as one super-frame (rxmerge.go), across the following

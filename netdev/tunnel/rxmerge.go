@@ -239,6 +239,44 @@ func mergeRun(k Kind, pool *packet.Pool, spans []rxSpan, from spanPos) (*packet.
 	return big, end
 }
 
+// superDatagram returns, in a big packet from pool, the inner TCP
+// super-frame that datagram d carries whole, or nil if d is not one. A
+// sender on this host behind a veth underlay (a kernel vxlan device with
+// TSO) hands the veth a TCP super-frame encapsulated once, as one GSO
+// packet; no device segments it on the way, and the kernel delivers it to
+// the UDP socket as one datagram longer than any on a wire, with no
+// segment size. It goes on as what it is: a super-frame with the offload
+// a TSO sender's has (its TCP checksum field holds the pseudo-header sum
+// over its length, as mergeRun's frames do), cut by whoever must at
+// segments that fill the inner MTU mtu (an inner L3 MTU).
+func superDatagram(k Kind, pool *packet.Pool, d []byte, mtu int) *packet.Packet {
+	hl, _, _, _, ok := decap(k, d)
+	if !ok {
+		return nil
+	}
+	s, ok := parseInner(d[hl:])
+	gso := mtu - (s.hl - ipv4L3)
+	if !ok || gso <= 0 || s.payload <= gso {
+		return nil
+	}
+	big := pool.GetBig()
+	if big == nil {
+		return nil
+	}
+	if len(big.Buffer()) < len(d) || !big.SetLen(copy(big.Buffer(), d)) {
+		big.Free()
+		return nil
+	}
+	g := uint8(vnethdr.GSOTCPv4)
+	if s.v6 {
+		g = vnethdr.GSOTCPv6
+	}
+	// CsumStart counts from the tunnel header, which accept pulls.
+	big.Offload = packet.Offload{Flags: packet.OffloadNeedsCsum, GSOType: g, HdrLen: uint16(s.hl),
+		GSOSize: uint16(gso), CsumStart: uint16(hl + s.l4), CsumOffset: 16}
+	return big
+}
+
 // markRuns sets sameTo[i] to the end (exclusive) of the run of datagrams
 // from i on that carry datagram i's outer metadata: what mergeRun may
 // join into one super-frame. A span with no message (a datagram found

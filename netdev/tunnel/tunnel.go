@@ -44,6 +44,7 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
 // Overhead is what encapsulation adds to an inner Ethernet frame on an IPv4
@@ -561,6 +562,16 @@ func (p *Port) accept(causes *causeCounters, pkt *packet.Packet, tmpl *flow.Tunn
 	pkt.Tunnel.Flags = flags
 	pkt.TunnelID = uint64(vni)
 	pkt.HasTunnel = true
+	// A sender on this host behind a veth underlay (a kernel vxlan
+	// device, with the tx checksum offload veths have by default) leaves
+	// the inner TCP/UDP checksum holding the pseudo-header sum, which no
+	// device completes on the way and neither a UDP socket nor AF_XDP
+	// reports; delivered so, the workload's stack would drop it. It is
+	// completed here; a complete checksum costs a header parse. A merged
+	// frame (rxmerge.go) carries its own offload and is left alone.
+	if !pkt.GSO() {
+		vnethdr.CompletePartialL4Checksum(pkt.Data())
+	}
 	return true
 }
 

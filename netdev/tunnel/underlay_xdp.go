@@ -375,9 +375,9 @@ func (p *Port) recvXDP(q int, pool *packet.Pool, b *packet.Batch) int {
 		var hdr, end int
 		var ok bool
 		if p.xdp.v6 {
-			hdr, end, ok = parseOuter6(pkt.Data(), &p.local, p.opt.DstPort, &x.tmpls[n])
+			hdr, end, ok = parseOuter6(p.opt.Kind, pkt.Data(), &p.local, p.opt.DstPort, &x.tmpls[n])
 		} else {
-			hdr, end, ok = parseOuter4(pkt.Data(), &p.local, p.opt.DstPort, &x.tmpls[n])
+			hdr, end, ok = parseOuter4(p.opt.Kind, pkt.Data(), &p.local, p.opt.DstPort, &x.tmpls[n])
 		}
 		if !ok || !pkt.SetLen(end) || !pkt.Pull(hdr) || runSeenWhole(p.opt.Kind, pkt.Data()) {
 			causes.n[CauseBadHeader].Add(1)
@@ -469,11 +469,12 @@ func runSeenWhole(kind Kind, d []byte) bool {
 
 // parseOuter4 checks an underlay frame the XDP program redirected:
 // untagged Ethernet, IPv4 (header checksum, lengths, not a fragment), UDP
-// to local:port with a correct checksum unless it is zero. It returns the
-// length of the outer headers (the tunnel header follows), the end of the
-// UDP datagram (Ethernet padding follows) and the outer metadata in t. It
-// reads only within f.
-func parseOuter4(f []byte, local *[16]byte, port uint16, t *flow.Tunnel) (hdr, end int, ok bool) {
+// to local:port with a correct checksum unless it is zero (udpVerified,
+// which may complete the inner checksum of a kind datagram in f). It
+// returns the length of the outer headers (the tunnel header follows), the
+// end of the UDP datagram (Ethernet padding follows) and the outer
+// metadata in t. It reads and writes only within f.
+func parseOuter4(k Kind, f []byte, local *[16]byte, port uint16, t *flow.Tunnel) (hdr, end int, ok bool) {
 	if len(f) < 14+20+8 || binary.BigEndian.Uint16(f[12:]) != 0x0800 {
 		return 0, 0, false
 	}
@@ -498,7 +499,7 @@ func parseOuter4(f []byte, local *[16]byte, port uint16, t *flow.Tunnel) (hdr, e
 		copy(ph[0:8], ip[12:20])
 		ph[9] = unix.IPPROTO_UDP
 		binary.BigEndian.PutUint16(ph[10:], uint16(ulen))
-		if csumAdd(vnethdr.Sum(ph[:]), vnethdr.Sum(u)) != 0xffff {
+		if !udpVerified(k, u, vnethdr.Sum(ph[:])) {
 			return 0, 0, false
 		}
 	}
@@ -508,11 +509,32 @@ func parseOuter4(f []byte, local *[16]byte, port uint16, t *flow.Tunnel) (hdr, e
 	return 14 + ihl + 8, 14 + ihl + ulen, true
 }
 
+// udpVerified reports whether k datagram u (UDP header on) checks against
+// its pseudo-header sum ps. A sender on this host behind a veth (a kernel
+// vxlan device, with the tx checksum offload veths have by default) leaves
+// a checksum for the device to complete, which a veth hands on as it is:
+// the outer one holding ps alone (CHECKSUM_PARTIAL), or the outer one
+// complete but computed over an inner TCP/UDP checksum that was to be
+// completed (local checksum offload), which then fails until the inner one
+// is (vnethdr.CompletePartialL4Checksum, in place). A NIC completes both
+// before the wire, so on a wire either is one corrupt checksum in 65,536:
+// the trade the AF_XDP port driver makes too.
+func udpVerified(k Kind, u []byte, ps uint16) bool {
+	if csumAdd(ps, vnethdr.Sum(u)) == 0xffff {
+		return true
+	}
+	if c := binary.BigEndian.Uint16(u[6:]); c == ps || c == 0xffff && ps == 0 {
+		return true
+	}
+	hl, _, _, _, ok := decap(k, u[8:])
+	return ok && vnethdr.CompletePartialL4Checksum(u[8+hl:]) && csumAdd(ps, vnethdr.Sum(u)) == 0xffff
+}
+
 // parseOuter6 is parseOuter4 for an IPv6 underlay: UDP as the next
 // header (no extension headers), a payload length within the frame, and
 // a UDP checksum, which IPv6 requires (a zero one is refused, as Linux's
 // vxlan does by default).
-func parseOuter6(f []byte, local *[16]byte, port uint16, t *flow.Tunnel) (hdr, end int, ok bool) {
+func parseOuter6(k Kind, f []byte, local *[16]byte, port uint16, t *flow.Tunnel) (hdr, end int, ok bool) {
 	if len(f) < 14+40+8 || binary.BigEndian.Uint16(f[12:]) != 0x86dd {
 		return 0, 0, false
 	}
@@ -529,7 +551,7 @@ func parseOuter6(f []byte, local *[16]byte, port uint16, t *flow.Tunnel) (hdr, e
 	var ph [8]byte
 	binary.BigEndian.PutUint32(ph[0:], uint32(ulen))
 	ph[7] = unix.IPPROTO_UDP
-	if csumAdd(csumAdd(vnethdr.Sum(ip[8:40]), vnethdr.Sum(ph[:])), vnethdr.Sum(u)) != 0xffff {
+	if !udpVerified(k, u, csumAdd(vnethdr.Sum(ip[8:40]), vnethdr.Sum(ph[:]))) {
 		return 0, 0, false
 	}
 	*t = flow.Tunnel{TTL: ip[7], TOS: ip[0]<<4 | ip[1]>>4, Src: [16]byte(ip[8:24]), Dst: *local}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
@@ -47,7 +48,7 @@ func TestParseOuter4(t *testing.T) {
 	for _, csum := range []bool{false, true} {
 		f := append(outerFrame(payload, csum), 0, 0, 0, 0) // Ethernet padding
 		var tn flow.Tunnel
-		hdr, end, ok := parseOuter4(f, &local4, 4789, &tn)
+		hdr, end, ok := parseOuter4(VXLAN, f, &local4, 4789, &tn)
 		if !ok || hdr != 42 || end != len(f)-4 {
 			t.Fatalf("csum %v: parseOuter4 = %d, %d, %v", csum, hdr, end, ok)
 		}
@@ -70,7 +71,7 @@ func TestParseOuter4(t *testing.T) {
 		f := outerFrame(payload, true)
 		corrupt(f)
 		var tn flow.Tunnel
-		if _, _, ok := parseOuter4(f, &local4, 4789, &tn); ok {
+		if _, _, ok := parseOuter4(VXLAN, f, &local4, 4789, &tn); ok {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -84,7 +85,7 @@ func FuzzParseOuter4(f *testing.F) {
 	f.Add(outerFrame(nil, true))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var tn flow.Tunnel
-		hdr, end, ok := parseOuter4(b, &local4, 4789, &tn)
+		hdr, end, ok := parseOuter4(VXLAN, b, &local4, 4789, &tn)
 		if ok && (hdr < 42 || hdr > end || end > len(b) || tn.Dst != local4) {
 			t.Fatalf("parseOuter4 = %d, %d on %d bytes", hdr, end, len(b))
 		}
@@ -123,7 +124,7 @@ func TestParseOuter6(t *testing.T) {
 	payload := append([]byte{0x08, 0, 0, 0, 0, 0, 100, 0}, frame(1)...)
 	f := outerFrame6(payload)
 	var tn flow.Tunnel
-	hdr, end, ok := parseOuter6(f, &local6, 4789, &tn)
+	hdr, end, ok := parseOuter6(VXLAN, f, &local6, 4789, &tn)
 	if !ok || hdr != 62 || end != len(f) {
 		t.Fatalf("parseOuter6 = %d, %d, %v", hdr, end, ok)
 	}
@@ -141,7 +142,7 @@ func TestParseOuter6(t *testing.T) {
 	} {
 		f := outerFrame6(payload)
 		corrupt(f)
-		if _, _, ok := parseOuter6(f, &local6, 4789, &tn); ok {
+		if _, _, ok := parseOuter6(VXLAN, f, &local6, 4789, &tn); ok {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -154,7 +155,7 @@ func FuzzParseOuter6(f *testing.F) {
 	f.Add(outerFrame6(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var tn flow.Tunnel
-		hdr, end, ok := parseOuter6(b, &local6, 4789, &tn)
+		hdr, end, ok := parseOuter6(VXLAN, b, &local6, 4789, &tn)
 		if ok && (hdr != 62 || hdr > end || end > len(b) || tn.Dst != local6) {
 			t.Fatalf("parseOuter6 = %d, %d on %d bytes", hdr, end, len(b))
 		}
@@ -216,5 +217,114 @@ func FuzzRunSeenWhole(f *testing.F) {
 			k = Geneve
 		}
 		runSeenWhole(k, d)
+	})
+}
+
+// partialTCP sets the TCP checksum of Ethernet/IPv4 (no options) frame f
+// to the pseudo-header sum alone, as a sender with checksum offload
+// leaves it.
+func partialTCP(f []byte) {
+	var ph [12]byte
+	copy(ph[0:8], f[26:34])
+	ph[9] = 6
+	binary.BigEndian.PutUint16(ph[10:], uint16(len(f)-34))
+	binary.BigEndian.PutUint16(f[34+16:], vnethdr.Sum(ph[:]))
+}
+
+// TestParseOuterLocalOffload: what a kernel vxlan device behind a veth
+// sends is accepted — the outer UDP checksum computed over an inner TCP
+// checksum left to the device (local checksum offload; the inner one is
+// completed), or the outer one left to the device — and a frame corrupted
+// outside the inner TCP segment is not. (Within it, the outer checksum of
+// a local-offload frame cannot tell: it covers the inner checksum, which
+// is what makes local checksum offload work.)
+func TestParseOuterLocalOffload(t *testing.T) {
+	inner, _, _ := superFrame(t, superSpec{payload: 300})
+	vx := []byte{0x08, 0, 0, 0, 0, 0, 100, 0}
+	payload := append(append([]byte{}, vx...), inner...)
+	complete := outerFrame(payload, true)
+	var tn flow.Tunnel
+
+	lco := append([]byte{}, complete...)
+	partialTCP(lco[42+8:])
+	if _, _, ok := parseOuter4(VXLAN, lco, &local4, 4789, &tn); !ok {
+		t.Error("outer checksum over an inner one left to the device: refused")
+	}
+	if !bytes.Equal(lco, complete) {
+		t.Error("the inner checksum was not completed")
+	}
+
+	// Corrupted where the inner checksum does not reach (the inner
+	// Ethernet header): completing the inner one cannot make it check.
+	bad := append([]byte{}, complete...)
+	partialTCP(bad[42+8:])
+	bad[42+8+6]++
+	if _, _, ok := parseOuter4(VXLAN, bad, &local4, 4789, &tn); ok {
+		t.Error("corrupted frame accepted")
+	}
+
+	outer := append([]byte{}, complete...)
+	var ph [12]byte
+	copy(ph[0:8], outer[26:34])
+	ph[9] = 17
+	binary.BigEndian.PutUint16(ph[10:], uint16(len(outer)-34))
+	binary.BigEndian.PutUint16(outer[40:], vnethdr.Sum(ph[:]))
+	if _, _, ok := parseOuter4(VXLAN, outer, &local4, 4789, &tn); !ok {
+		t.Error("outer checksum left to the device: refused")
+	}
+}
+
+// TestSuperDatagram: a datagram that carries one inner TCP super-frame
+// (a local sender's TSO frame, encapsulated once) becomes a super-frame
+// with the TSO offload, cut at the inner MTU; a datagram of wire size, or
+// one whose inner packet is not TCP, does not.
+func TestSuperDatagram(t *testing.T) {
+	pool := packet.NewPool(4, packet.DefaultBufSize)
+	pool.AttachBig(packet.NewPool(2, packet.BigBufSize))
+	vx := []byte{0x08, 0, 0, 0, 0, 0, 100, 0}
+	inner, _, _ := superFrame(t, superSpec{payload: 8000})
+	d := append(append([]byte{}, vx...), inner...)
+	big := superDatagram(VXLAN, pool, d, 1450)
+	if big == nil {
+		t.Fatal("super-frame datagram not taken")
+	}
+	defer big.Free()
+	hl := 14 + 20 + 32 // Ethernet, IPv4, TCP with timestamps
+	want := packet.Offload{Flags: packet.OffloadNeedsCsum, GSOType: vnethdr.GSOTCPv4, HdrLen: uint16(hl),
+		GSOSize: uint16(1450 - (hl - 14)), CsumStart: uint16(8 + 34), CsumOffset: 16}
+	if big.Offload != want || !bytes.Equal(big.Data(), d) {
+		t.Errorf("offload %+v, want %+v; data equal %v", big.Offload, want, bytes.Equal(big.Data(), d))
+	}
+	small, _, _ := superFrame(t, superSpec{payload: 1000})
+	if p := superDatagram(VXLAN, pool, append(append([]byte{}, vx...), small...), 1450); p != nil {
+		p.Free()
+		t.Error("a datagram of wire size taken as a super-frame")
+	}
+	notTCP := append(append([]byte{}, vx...), inner...)
+	notTCP[8+14+9] = 17
+	if p := superDatagram(VXLAN, pool, notTCP, 1450); p != nil {
+		p.Free()
+		t.Error("a non-TCP datagram taken as a super-frame")
+	}
+}
+
+// FuzzSuperDatagram: any datagram is either refused or taken whole with
+// an offload that lies within it.
+func FuzzSuperDatagram(f *testing.F) {
+	pool := packet.NewPool(4, packet.DefaultBufSize)
+	pool.AttachBig(packet.NewPool(2, packet.BigBufSize))
+	vx := []byte{0x08, 0, 0, 0, 0, 0, 100, 0}
+	inner, _, _ := superFrame(f, superSpec{payload: 3000})
+	f.Add(append(append([]byte{}, vx...), inner...))
+	f.Fuzz(func(t *testing.T, d []byte) {
+		big := superDatagram(VXLAN, pool, d, 1450)
+		if big == nil {
+			return
+		}
+		defer big.Free()
+		o := big.Offload
+		if !bytes.Equal(big.Data(), d) || int(o.CsumStart)+int(o.CsumOffset)+2 > len(d) || o.GSOSize == 0 {
+			t.Fatalf("offload %+v on %d bytes", o, len(d))
+		}
 	})
 }
