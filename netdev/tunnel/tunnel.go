@@ -161,9 +161,10 @@ type Port struct {
 	local  [16]byte // bound address, IPv4-mapped; zero when bound to any
 	remote unix.RawSockaddrInet6
 	mtu    int
-	// runMin is the most a single datagram carries (UDP payload): a
-	// segmented send must carry more (gso.go), so that a receiver that
-	// sees it whole (generic XDP, underlay_xdp.go) can tell it by length.
+	// runMin is the most a single datagram carries (UDP payload) on the
+	// interface holding local_ip, or under UnderlayMTU: a segmented send
+	// must carry more (gso.go), so that a receiver that sees it whole
+	// (generic XDP, underlay_xdp.go) can tell it by length.
 	runMin int
 	raw    bool // send on the raw path (rawsend.go)
 	// superOK: Send takes super-frames whole (SendsGSO).
@@ -216,6 +217,16 @@ func New(name string, o Options) (*Port, error) {
 	p.runMin = p.mtu + 14 + hdrLen
 	if o.Local.IsValid() {
 		p.local = o.Local.As16()
+		// A run must also outgrow a datagram on the interface that
+		// holds local_ip (a jumbo-MTU underlay); if none does yet, the
+		// underlay MTU stands.
+		if lnk, err := localLink(o.Local.Unmap()); err == nil {
+			over := Overhead4
+			if v6 {
+				over = Overhead6
+			}
+			p.runMin = max(p.runMin, lnk.Attrs().MTU-over+hdrLen)
+		}
 	}
 	if o.Remote.IsValid() {
 		p.remote = sockaddr(o.Remote.As16(), o.DstPort)

@@ -154,6 +154,20 @@ func netnsKey(ifindex int) string {
 	return fmt.Sprintf("%d/%d", st.Ino, ifindex)
 }
 
+// localLink returns the interface that holds address local.
+func localLink(local netip.Addr) (netlink.Link, error) {
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, fmt.Errorf("list addresses: %w", err)
+	}
+	for _, a := range addrs {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == local {
+			return netlink.LinkByIndex(a.LinkIndex)
+		}
+	}
+	return nil, fmt.Errorf("no interface has local_ip %s", local)
+}
+
 // openXDP finds the interface holding local_ip and opens the AF_XDP
 // underlay on it, in the calling thread's namespace.
 func (p *Port) openXDP() error {
@@ -168,25 +182,12 @@ func (p *Port) openXDP() error {
 		return errors.New("underlay=afxdp needs df_default=true (frames it sends are never fragmented)")
 	}
 	local := o.Local.Unmap()
-	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
-	if err != nil {
-		return fmt.Errorf("underlay=afxdp: list addresses: %w", err)
-	}
-	ifindex := 0
-	for _, a := range addrs {
-		if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == local {
-			ifindex = a.LinkIndex
-			break
-		}
-	}
-	if ifindex == 0 {
-		return fmt.Errorf("underlay=afxdp: no interface has local_ip %s", local)
-	}
-	lnk, err := netlink.LinkByIndex(ifindex)
+	lnk, err := localLink(local)
 	if err != nil {
 		return fmt.Errorf("underlay=afxdp: %w", err)
 	}
 	at := lnk.Attrs()
+	ifindex := at.Index
 	if len(at.HardwareAddr) != 6 {
 		return fmt.Errorf("underlay=afxdp: %s is not an Ethernet interface", at.Name)
 	}
@@ -200,13 +201,6 @@ func (p *Port) openXDP() error {
 	xdpMu.Unlock()
 	x := &xdpUnderlay{ifname: at.Name, ifindex: ifindex, mtu: at.MTU, mac: [6]byte(at.HardwareAddr), v6: !local.Is4()}
 	p.xdp, p.xdpKey = x, key
-	// A run this port sends must also outgrow a datagram on the
-	// interface it leaves by (xdpMode).
-	over := Overhead4
-	if x.v6 {
-		over = Overhead6
-	}
-	p.runMin = max(p.runMin, at.MTU-over+hdrLen)
 	x.dev, err = afxdp.New(at.Name, afxdp.Options{Mode: xdpMode(afxdp.DriverName(at.Name)),
 		Filter: &afxdp.UDPFilter{Addr: local, Port: o.DstPort, MaxLen: 14 + at.MTU}})
 	if err != nil {

@@ -406,3 +406,35 @@ func TestNeighEventRelevant(t *testing.T) {
 		}
 	}
 }
+
+// TestRunMinFollowsLocalMTU: a port with local_ip never sends a
+// segmented run a single datagram on local_ip's interface could carry,
+// however large that interface's MTU (a peer's generic XDP program tells
+// runs from datagrams by length); without local_ip the underlay MTU
+// (1500) stands.
+func TestRunMinFollowsLocalMTU(t *testing.T) {
+	u := newUnderlay(t)
+	u.a.Run(t, "ip", "link", "set", u.devA, "mtu", "9000")
+	jumbo := openIn(t, u.a, Options{Remote: u.b4, Local: u.a4, Key: 7})
+	plain := openIn(t, u.a, Options{Remote: u.b4, Key: 7, DstPort: 4790})
+	if jumbo.runMin != 9000-28 || plain.runMin != 1500-28 {
+		t.Fatalf("runMin %d with local_ip on a 9000-byte interface, %d without local_ip", jumbo.runMin, plain.runMin)
+	}
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	var b packet.Batch
+	for i := range runFrames {
+		pkt := pool.Get()
+		pkt.SetData(frame(byte(i)))
+		flow.Extract(pkt.Data(), 1, &pkt.Key, &pkt.Offsets)
+		pkt.KeyValid = true
+		b.Add(pkt)
+	}
+	defer b.FreeAll()
+	dst := mapped(u.b4)
+	if n := jumbo.gsoRun(b.Packets(), &dst, 7); n != 1 {
+		t.Errorf("%d frames (%d bytes) make a run under a 9000-byte MTU", n, runFrames*(hdrLen+64))
+	}
+	if n := plain.gsoRun(b.Packets(), &dst, 7); n != runFrames {
+		t.Errorf("%d of %d frames make a run under a 1500-byte MTU", n, runFrames)
+	}
+}
