@@ -68,8 +68,9 @@ func frame(i byte) []byte {
 // could not carry (gsoRun sends no shorter one segmented).
 const runFrames = 32
 
-func sendFrames(t *testing.T, p *Port, pool *packet.Pool, n int, set func(*packet.Packet)) int {
-	t.Helper()
+// frameBatch is a batch of n of frame's frames from pool, each passed to
+// set if not nil.
+func frameBatch(pool *packet.Pool, n int, set func(*packet.Packet)) *packet.Batch {
 	var b packet.Batch
 	for i := range n {
 		pkt := pool.Get()
@@ -81,7 +82,13 @@ func sendFrames(t *testing.T, p *Port, pool *packet.Pool, n int, set func(*packe
 		}
 		b.Add(pkt)
 	}
-	sent := p.Send(0, &b)
+	return &b
+}
+
+func sendFrames(t *testing.T, p *Port, pool *packet.Pool, n int, set func(*packet.Packet)) int {
+	t.Helper()
+	b := frameBatch(pool, n, set)
+	sent := p.Send(0, b)
 	for _, pkt := range b.Packets() {
 		pkt.Free()
 	}

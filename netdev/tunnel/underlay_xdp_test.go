@@ -420,15 +420,7 @@ func TestRunMinFollowsLocalMTU(t *testing.T) {
 	if jumbo.runMin != 9000-28 || plain.runMin != 1500-28 {
 		t.Fatalf("runMin %d with local_ip on a 9000-byte interface, %d without local_ip", jumbo.runMin, plain.runMin)
 	}
-	pool := packet.NewPool(64, packet.DefaultBufSize)
-	var b packet.Batch
-	for i := range runFrames {
-		pkt := pool.Get()
-		pkt.SetData(frame(byte(i)))
-		flow.Extract(pkt.Data(), 1, &pkt.Key, &pkt.Offsets)
-		pkt.KeyValid = true
-		b.Add(pkt)
-	}
+	b := frameBatch(packet.NewPool(64, packet.DefaultBufSize), runFrames, nil)
 	defer b.FreeAll()
 	dst := mapped(u.b4)
 	if n := jumbo.gsoRun(b.Packets(), &dst, 7); n != 1 {
