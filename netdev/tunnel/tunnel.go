@@ -91,8 +91,8 @@ type Options struct {
 	// of the raw path (rawsend.go): every packet then has the bound port
 	// as its source port. For comparison and debugging.
 	SocketSend bool
-	// UnderlayMTU is the underlay MTU MTU() reports and runMin is cut
-	// from (the AF_XDP underlay reads its interface's); default 1500.
+	// UnderlayMTU is the underlay MTU MTU() reports, and runMin's where
+	// no interface holds local_ip; default 1500.
 	UnderlayMTU int
 	// NoOffload turns off UDP segmentation on send (gso.go) and
 	// coalescing on receive (rxgro.go) (udp_offload=false): for peers
