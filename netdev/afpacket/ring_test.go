@@ -815,15 +815,27 @@ func TestNewV2GeometryAcceptedByKernel(t *testing.T) {
 
 func TestRxGSOWhole(t *testing.T) { forEachRing(t, testRxGSOWhole) }
 
+// gsoPool makes q count its super-frames and returns a pool of 64
+// buffers with one big one, all of which must be back by the test's end.
+func gsoPool(t *testing.T, q *rxQueue) *packet.Pool {
+	q.gso = &netdev.GSOCounters{}
+	pool := packet.NewPool(64, packet.DefaultBufSize)
+	pool.AttachBig(packet.NewPool(1, packet.BigBufSize))
+	t.Cleanup(func() {
+		if pool.Available() != pool.Size() || pool.Big().Available() != 1 {
+			t.Error("pool leak")
+		}
+	})
+	return pool
+}
+
 // testRxGSOWhole: with a big buffer free, a super-frame is handed over as
 // one packet carrying its offload state (csum_start moved past the VLAN
 // tag put back in front); with the big pool exhausted the next one is
 // segmented as before, and counted.
 func testRxGSOWhole(t *testing.T, r *synthRing) {
 	q := r.q
-	q.gso = &netdev.GSOCounters{}
-	pool := packet.NewPool(64, packet.DefaultBufSize)
-	pool.AttachBig(packet.NewPool(1, packet.BigBufSize))
+	pool := gsoPool(t, q)
 	const mss, nseg = 1000, 10
 	super, vh := tcpSuper(mss*nseg, mss)
 	after := sized(80, 5)
@@ -859,9 +871,6 @@ func testRxGSOWhole(t *testing.T, r *synthRing) {
 		t.Errorf("counters %+v, want 1 whole and 1 segmented", g)
 	}
 	b.FreeAll()
-	if pool.Available() != pool.Size() || pool.Big().Available() != 1 {
-		t.Error("pool leak")
-	}
 }
 
 // TestRxCopyIntoBigBuffer: a super-frame that comes by copy is read
@@ -870,9 +879,7 @@ func testRxGSOWhole(t *testing.T, r *synthRing) {
 func TestRxCopyIntoBigBuffer(t *testing.T) {
 	r := newSynthRingCopy(t)
 	q := r.q
-	q.gso = &netdev.GSOCounters{}
-	pool := packet.NewPool(64, packet.DefaultBufSize)
-	pool.AttachBig(packet.NewPool(1, packet.BigBufSize))
+	pool := gsoPool(t, q)
 	super, vh := tcpSuper(60000, 1000)
 	r.feed(t, synthFrame{data: super, vh: vh})
 	var b packet.Batch
@@ -907,9 +914,6 @@ func TestRxCopyIntoBigBuffer(t *testing.T) {
 		t.Fatalf("second frame: %d segments (want 60), through copyBuf %v", segs, q.copyBuf != nil)
 	}
 	b.FreeAll()
-	if pool.Available() != pool.Size() || pool.Big().Available() != 1 {
-		t.Error("pool leak")
-	}
 }
 
 // TestRxCopyDeclinedGiveBack: a super-frame read into a big buffer that
@@ -919,9 +923,7 @@ func TestRxCopyIntoBigBuffer(t *testing.T) {
 func TestRxCopyDeclinedGiveBack(t *testing.T) {
 	r := newSynthRingCopy(t)
 	q := r.q
-	q.gso = &netdev.GSOCounters{}
-	pool := packet.NewPool(64, packet.DefaultBufSize)
-	pool.AttachBig(packet.NewPool(1, packet.BigBufSize))
+	pool := gsoPool(t, q)
 	super, vh := tcpSuper(60000, 1000)
 	vh.Flags = 0
 	r.feed(t, synthFrame{data: super, vh: vh})
@@ -949,9 +951,6 @@ func TestRxCopyDeclinedGiveBack(t *testing.T) {
 	}
 	if !bytes.Equal(payload, super[54:]) {
 		t.Error("the segments' payloads differ from the super-frame's")
-	}
-	if pool.Available() != pool.Size() || pool.Big().Available() != 1 {
-		t.Error("pool leak")
 	}
 }
 

@@ -86,8 +86,7 @@ func (p *Port) recvGRO(q int, pool *packet.Pool, b *packet.Batch) int {
 	rq := &p.rx[q]
 	g := rq.gro
 	ctr, causes := &p.ctr[q], &p.causes[q]
-	added := 0
-	var bytes, drops uint64
+	var t rxTally
 	polled := false
 	for !b.Full() {
 		if g.cur >= g.got {
@@ -120,7 +119,7 @@ func (p *Port) recvGRO(q int, pool *packet.Pool, b *packet.Batch) int {
 			rq.backoff = 0
 			g.got, g.cur = got, 0
 			g.prepare(&p.local)
-			drops += g.start(causes)
+			t.drops += g.start(causes)
 			continue
 		}
 		m := &g.msgs[g.cur]
@@ -129,17 +128,11 @@ func (p *Port) recvGRO(q int, pool *packet.Pool, b *packet.Batch) int {
 			// Longer than any datagram and not coalesced: one inner
 			// super-frame (superDatagram), or nothing this port can use.
 			if big := superDatagram(p.opt.Kind, pool, g.spans[g.cur].msg, p.mtu); big != nil {
-				if p.accept(causes, big, &g.tmpl) {
-					bytes += uint64(big.Len())
-					b.Add(big)
-					added++
+				if p.handOn(causes, big, &g.tmpl, b, &t) {
 					g.supers.Add(1)
-				} else {
-					drops++
-					big.Free()
 				}
 				g.cur++
-				drops += g.start(causes)
+				t.drops += g.start(causes)
 				continue
 			}
 		}
@@ -149,21 +142,15 @@ func (p *Port) recvGRO(q int, pool *packet.Pool, b *packet.Batch) int {
 			// messages from the same outer source and metadata.
 			e := g.sameTo[g.cur]
 			if big, end := mergeRun(p.opt.Kind, pool, g.spans[g.cur:e], spanPos{0, g.off}); big != nil {
-				if p.accept(causes, big, &g.tmpl) {
-					bytes += uint64(big.Len())
-					b.Add(big)
-					added++
+				if p.handOn(causes, big, &g.tmpl, b, &t) {
 					g.merged.Add(1)
-				} else {
-					drops++
-					big.Free()
 				}
 				if end.off >= len(g.spans[g.cur+end.i].msg) {
 					g.cur += end.i + 1
-					drops += g.start(causes)
+					t.drops += g.start(causes)
 				} else if end.i > 0 {
 					g.cur += end.i
-					drops += g.start(causes)
+					t.drops += g.start(causes)
 					g.off = end.off
 				} else {
 					g.off = end.off
@@ -179,24 +166,20 @@ func (p *Port) recvGRO(q int, pool *packet.Pool, b *packet.Batch) int {
 		buf := pkt.Buffer()
 		data := g.buf[g.cur*groBufLen+g.off : g.cur*groBufLen+g.off+seg]
 		g.off += seg
-		if len(buf) < seg || !pkt.SetLen(copy(buf, data)) || !p.accept(causes, pkt, &g.tmpl) {
-			if len(buf) < seg {
-				causes.n[CauseBadHeader].Add(1)
-			}
-			drops++
+		if len(buf) < seg || !pkt.SetLen(copy(buf, data)) {
+			causes.n[CauseBadHeader].Add(1)
+			t.drops++
 			pkt.Free()
 		} else {
-			bytes += uint64(pkt.Len())
-			b.Add(pkt)
-			added++
+			p.handOn(causes, pkt, &g.tmpl, b, &t)
 		}
 		if g.off >= l {
 			g.cur++
-			drops += g.start(causes)
+			t.drops += g.start(causes)
 		}
 	}
-	ctr.CountRx(added, bytes, drops)
-	return added
+	ctr.CountRx(t.added, t.bytes, t.drops)
+	return t.added
 }
 
 // prepare reads the metadata and segment size of every message the last

@@ -595,8 +595,7 @@ func TestRecvMergesRuns(t *testing.T) {
 		if !pa.SendsGSO() || pb.rx[0].gro == nil {
 			t.Skip("no UDP segmentation offload or GRO")
 		}
-		pool := packet.NewPool(256, packet.DefaultBufSize)
-		pool.AttachBig(packet.NewPool(8, packet.BigBufSize))
+		pool := bigPool(256, 8)
 		for _, merge := range []bool{true, false} {
 			noMerge = !merge
 			f, o, pay := superFrame(t, superSpec{v6: v6, payload: 40000, mss: 1300, flags: "P"})
@@ -716,8 +715,7 @@ func spansOf(dgrams [][]byte, seg int, counts ...int) []rxSpan {
 // the next read.
 func TestMergeRunAcrossReads(t *testing.T) {
 	dgrams, seg, pay := segmentRun(t, superSpec{payload: 10 * 1000, mss: 1000})
-	pool := packet.NewPool(1, packet.DefaultBufSize)
-	pool.AttachBig(packet.NewPool(1, packet.BigBufSize))
+	pool := bigPool(1, 1)
 	payloadOf := func(big *packet.Packet) []byte {
 		d := big.Data()[hdrLen:]
 		s, ok := parseInner(d)
@@ -774,8 +772,7 @@ func TestMergeRunWholeTSOFrame(t *testing.T) {
 		t.Fatalf("%d datagrams", len(dgrams))
 	}
 	spans := spansOf(dgrams, seg, 44, 2)
-	pool := packet.NewPool(1, packet.DefaultBufSize)
-	pool.AttachBig(packet.NewPool(1, packet.BigBufSize))
+	pool := bigPool(1, 1)
 	big, end := mergeRun(VXLAN, pool, spans, spanPos{})
 	if big == nil || end != (spanPos{1, len(spans[1].msg)}) {
 		t.Fatalf("merged %v, end %+v", big != nil, end)
@@ -801,8 +798,7 @@ func FuzzMergeRun(f *testing.F) {
 	f.Add(msg, uint16(seg), uint16(len(msg)), uint16(0))
 	f.Add(msg, uint16(seg), uint16(seg), uint16(seg))
 	f.Add(msg, uint16(seg), uint16(2*seg), uint16(len(msg)))
-	pool := packet.NewPool(1, packet.DefaultBufSize)
-	pool.AttachBig(packet.NewPool(1, packet.BigBufSize))
+	pool := bigPool(1, 1)
 	f.Fuzz(func(t *testing.T, msg []byte, seg, split, seg2 uint16) {
 		if seg == 0 || int(split) > len(msg) {
 			return

@@ -518,8 +518,7 @@ func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 		rq.backoff = 0
 	}
 	ctr, causes := &p.ctr[q], &p.causes[q]
-	added := 0
-	var bytes, drops uint64
+	var t rxTally
 	var tmpl flow.Tunnel
 	for i := 0; i < n; i++ {
 		pkt := rq.pkts[i]
@@ -532,24 +531,37 @@ func (p *Port) Recv(q int, pool *packet.Pool, b *packet.Batch) int {
 		l := int(m.len)
 		if m.hdr.Flags&unix.MSG_TRUNC != 0 || !pkt.SetLen(l) {
 			causes.n[CauseBadHeader].Add(1)
-			drops++
+			t.drops++
 			pkt.Free()
 			continue
 		}
 		tmpl = flow.Tunnel{Src: rq.names[i].Addr, Dst: p.local}
 		parseControl(rq.ctrl[i][:min(int(m.hdr.Controllen), ctrlLen)], &tmpl)
-		if !p.accept(causes, pkt, &tmpl) {
-			drops++
-			pkt.Free()
-			continue
-		}
-		bytes += uint64(pkt.Len())
-		b.Add(pkt)
-		added++
+		p.handOn(causes, pkt, &tmpl, b, &t)
 	}
 	runtime.KeepAlive(rq)
-	ctr.CountRx(added, bytes, drops)
-	return added
+	ctr.CountRx(t.added, t.bytes, t.drops)
+	return t.added
+}
+
+// rxTally is what one Recv call handed on and dropped, for CountRx.
+type rxTally struct {
+	added        int
+	bytes, drops uint64
+}
+
+// handOn decapsulates pkt (accept) and adds it to b, counted in t, or
+// frees it as a drop; it reports which.
+func (p *Port) handOn(causes *causeCounters, pkt *packet.Packet, tmpl *flow.Tunnel, b *packet.Batch, t *rxTally) bool {
+	if !p.accept(causes, pkt, tmpl) {
+		t.drops++
+		pkt.Free()
+		return false
+	}
+	t.added++
+	t.bytes += uint64(pkt.Len())
+	b.Add(pkt)
+	return true
 }
 
 // accept strips the tunnel header of a received datagram in pkt and sets

@@ -362,7 +362,7 @@ func (p *Port) recvXDP(q int, pool *packet.Pool, b *packet.Batch) int {
 		return 0
 	}
 	causes := &p.causes[q]
-	var bytes, drops uint64
+	var t rxTally
 	n := 0
 	for i, pkt := range x.b.Packets() {
 		x.b.Pkts[i] = nil
@@ -375,7 +375,7 @@ func (p *Port) recvXDP(q int, pool *packet.Pool, b *packet.Batch) int {
 		}
 		if !ok || !pkt.SetLen(end) || !pkt.Pull(hdr) || runSeenWhole(p.opt.Kind, pkt.Data()) {
 			causes.n[CauseBadHeader].Add(1)
-			drops++
+			t.drops++
 			pkt.Free()
 			continue
 		}
@@ -385,18 +385,11 @@ func (p *Port) recvXDP(q int, pool *packet.Pool, b *packet.Batch) int {
 	}
 	x.b.Reset()
 	markRuns(x.sameTo[:n], x.spans[:n], x.tmpls[:n])
-	added := 0
 	for i := 0; i < n; {
 		if e := x.sameTo[i]; !noMerge && e-i >= 2 {
 			if big, end := mergeRun(p.opt.Kind, pool, x.spans[i:e], spanPos{}); big != nil {
-				if p.accept(causes, big, &x.tmpls[i]) {
-					bytes += uint64(big.Len())
-					b.Add(big)
-					added++
+				if p.handOn(causes, big, &x.tmpls[i], b, &t) {
 					x.merged.Add(1)
-				} else {
-					drops++
-					big.Free()
 				}
 				// Every span is one datagram: end is in the last
 				// one merged, at its end.
@@ -411,17 +404,10 @@ func (p *Port) recvXDP(q int, pool *packet.Pool, b *packet.Batch) int {
 		pkt := x.pkts[i]
 		x.pkts[i], x.spans[i] = nil, rxSpan{}
 		i++
-		if !p.accept(causes, pkt, &x.tmpls[i-1]) {
-			drops++
-			pkt.Free()
-			continue
-		}
-		bytes += uint64(pkt.Len())
-		b.Add(pkt)
-		added++
+		p.handOn(causes, pkt, &x.tmpls[i-1], b, &t)
 	}
-	p.ctr[q].CountRx(added, bytes, drops)
-	return added
+	p.ctr[q].CountRx(t.added, t.bytes, t.drops)
+	return t.added
 }
 
 // runSeenWhole reports whether d, a kind datagram's UDP payload, is a peer's

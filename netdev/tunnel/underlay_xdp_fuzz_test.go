@@ -11,6 +11,19 @@ import (
 	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
+// vxlan100 is a VXLAN header with VNI 100.
+var vxlan100 = []byte{0x08, 0, 0, 0, 0, 0, 100, 0}
+
+// encap100 is inner behind vxlan100, in a new slice.
+func encap100(inner []byte) []byte { return append(append([]byte{}, vxlan100...), inner...) }
+
+// bigPool is a pool of small buffers with big ones attached.
+func bigPool(small, big int) *packet.Pool {
+	pool := packet.NewPool(small, packet.DefaultBufSize)
+	pool.AttachBig(packet.NewPool(big, packet.BigBufSize))
+	return pool
+}
+
 // outerFrame is an Ethernet/IPv4/UDP frame to 198.18.20.2:4789 around
 // payload, with a correct IPv4 header checksum and, if csum, UDP checksum.
 func outerFrame(payload []byte, csum bool) []byte {
@@ -44,7 +57,7 @@ func outerFrame(payload []byte, csum bool) []byte {
 var local4 = [16]byte{10: 0xff, 11: 0xff, 12: 198, 13: 18, 14: 20, 15: 2}
 
 func TestParseOuter4(t *testing.T) {
-	payload := append([]byte{0x08, 0, 0, 0, 0, 0, 100, 0}, frame(1)...)
+	payload := encap100(frame(1))
 	for _, csum := range []bool{false, true} {
 		f := append(outerFrame(payload, csum), 0, 0, 0, 0) // Ethernet padding
 		var tn flow.Tunnel
@@ -79,7 +92,7 @@ func TestParseOuter4(t *testing.T) {
 
 // FuzzParseOuter4: any frame either fails or yields offsets within it.
 func FuzzParseOuter4(f *testing.F) {
-	payload := append([]byte{0x08, 0, 0, 0, 0, 0, 100, 0}, frame(1)...)
+	payload := encap100(frame(1))
 	f.Add(outerFrame(payload, true))
 	f.Add(outerFrame(payload, false))
 	f.Add(outerFrame(nil, true))
@@ -121,7 +134,7 @@ func outerFrame6(payload []byte) []byte {
 var local6 = netip.MustParseAddr("2001:db8:20::2").As16()
 
 func TestParseOuter6(t *testing.T) {
-	payload := append([]byte{0x08, 0, 0, 0, 0, 0, 100, 0}, frame(1)...)
+	payload := encap100(frame(1))
 	f := outerFrame6(payload)
 	var tn flow.Tunnel
 	hdr, end, ok := parseOuter6(VXLAN, f, &local6, 4789, &tn)
@@ -150,7 +163,7 @@ func TestParseOuter6(t *testing.T) {
 
 // FuzzParseOuter6: any frame either fails or yields offsets within it.
 func FuzzParseOuter6(f *testing.F) {
-	payload := append([]byte{0x08, 0, 0, 0, 0, 0, 100, 0}, frame(1)...)
+	payload := encap100(frame(1))
 	f.Add(outerFrame6(payload))
 	f.Add(outerFrame6(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -181,7 +194,6 @@ func innerIPFrame(n int, v6 bool) []byte {
 // header and inner IP frame, again and again) is told from one datagram,
 // padded or not, for VXLAN and Geneve with options.
 func TestRunSeenWhole(t *testing.T) {
-	vx := []byte{0x08, 0, 0, 0, 0, 0, 100, 0}
 	gn := []byte{0x02, 0, 0x65, 0x58, 0, 0, 100, 0, 0, 1, 2, 1, 9, 9, 9, 9} // one option, 8 bytes
 	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 	for _, c := range []struct {
@@ -190,13 +202,13 @@ func TestRunSeenWhole(t *testing.T) {
 		d    []byte
 		want bool
 	}{
-		{"vxlan datagram", VXLAN, cat(vx, innerIPFrame(100, false)), false},
-		{"vxlan padded datagram", VXLAN, cat(vx, innerIPFrame(60, false)[:60]), false},
-		{"vxlan run", VXLAN, cat(vx, innerIPFrame(100, false), vx, innerIPFrame(100, false)), true},
-		{"vxlan run of padded frames", VXLAN, cat(vx, innerIPFrame(42, false), make([]byte, 18), vx, innerIPFrame(42, false)), true},
-		{"vxlan run v6", VXLAN, cat(vx, innerIPFrame(120, true), vx, innerIPFrame(90, true)), true},
-		{"vxlan trailing bytes", VXLAN, cat(vx, innerIPFrame(100, false), make([]byte, 8)), false},
-		{"vxlan non-ip", VXLAN, cat(vx, frame(1), vx, frame(2)), false},
+		{"vxlan datagram", VXLAN, cat(vxlan100, innerIPFrame(100, false)), false},
+		{"vxlan padded datagram", VXLAN, cat(vxlan100, innerIPFrame(60, false)[:60]), false},
+		{"vxlan run", VXLAN, cat(vxlan100, innerIPFrame(100, false), vxlan100, innerIPFrame(100, false)), true},
+		{"vxlan run of padded frames", VXLAN, cat(vxlan100, innerIPFrame(42, false), make([]byte, 18), vxlan100, innerIPFrame(42, false)), true},
+		{"vxlan run v6", VXLAN, cat(vxlan100, innerIPFrame(120, true), vxlan100, innerIPFrame(90, true)), true},
+		{"vxlan trailing bytes", VXLAN, cat(vxlan100, innerIPFrame(100, false), make([]byte, 8)), false},
+		{"vxlan non-ip", VXLAN, cat(vxlan100, frame(1), vxlan100, frame(2)), false},
 		{"geneve datagram", Geneve, cat(gn, innerIPFrame(100, false)), false},
 		{"geneve run", Geneve, cat(gn, innerIPFrame(100, false), gn, innerIPFrame(100, false)), true},
 	} {
@@ -208,8 +220,7 @@ func TestRunSeenWhole(t *testing.T) {
 
 // FuzzRunSeenWhole: any payload, either kind, without a panic.
 func FuzzRunSeenWhole(f *testing.F) {
-	vx := []byte{0x08, 0, 0, 0, 0, 0, 100, 0}
-	f.Add(false, append(append(append([]byte{}, vx...), innerIPFrame(100, false)...), vx...))
+	f.Add(false, append(encap100(innerIPFrame(100, false)), vxlan100...))
 	f.Add(true, []byte{0x3f, 0, 0x65, 0x58})
 	f.Fuzz(func(t *testing.T, geneve bool, d []byte) {
 		k := VXLAN
@@ -240,8 +251,7 @@ func partialTCP(f []byte) {
 // is what makes local checksum offload work.)
 func TestParseOuterLocalOffload(t *testing.T) {
 	inner, _, _ := superFrame(t, superSpec{payload: 300})
-	vx := []byte{0x08, 0, 0, 0, 0, 0, 100, 0}
-	payload := append(append([]byte{}, vx...), inner...)
+	payload := encap100(inner)
 	complete := outerFrame(payload, true)
 	var tn flow.Tunnel
 
@@ -279,11 +289,9 @@ func TestParseOuterLocalOffload(t *testing.T) {
 // with the TSO offload, cut at the inner MTU; a datagram of wire size, or
 // one whose inner packet is not TCP, does not.
 func TestSuperDatagram(t *testing.T) {
-	pool := packet.NewPool(4, packet.DefaultBufSize)
-	pool.AttachBig(packet.NewPool(2, packet.BigBufSize))
-	vx := []byte{0x08, 0, 0, 0, 0, 0, 100, 0}
+	pool := bigPool(4, 2)
 	inner, _, _ := superFrame(t, superSpec{payload: 8000})
-	d := append(append([]byte{}, vx...), inner...)
+	d := encap100(inner)
 	big := superDatagram(VXLAN, pool, d, 1450)
 	if big == nil {
 		t.Fatal("super-frame datagram not taken")
@@ -296,11 +304,11 @@ func TestSuperDatagram(t *testing.T) {
 		t.Errorf("offload %+v, want %+v; data equal %v", big.Offload, want, bytes.Equal(big.Data(), d))
 	}
 	small, _, _ := superFrame(t, superSpec{payload: 1000})
-	if p := superDatagram(VXLAN, pool, append(append([]byte{}, vx...), small...), 1450); p != nil {
+	if p := superDatagram(VXLAN, pool, encap100(small), 1450); p != nil {
 		p.Free()
 		t.Error("a datagram of wire size taken as a super-frame")
 	}
-	notTCP := append(append([]byte{}, vx...), inner...)
+	notTCP := encap100(inner)
 	notTCP[8+14+9] = 17
 	if p := superDatagram(VXLAN, pool, notTCP, 1450); p != nil {
 		p.Free()
@@ -311,11 +319,9 @@ func TestSuperDatagram(t *testing.T) {
 // FuzzSuperDatagram: any datagram is either refused or taken whole with
 // an offload that lies within it.
 func FuzzSuperDatagram(f *testing.F) {
-	pool := packet.NewPool(4, packet.DefaultBufSize)
-	pool.AttachBig(packet.NewPool(2, packet.BigBufSize))
-	vx := []byte{0x08, 0, 0, 0, 0, 0, 100, 0}
+	pool := bigPool(4, 2)
 	inner, _, _ := superFrame(f, superSpec{payload: 3000})
-	f.Add(append(append([]byte{}, vx...), inner...))
+	f.Add(encap100(inner))
 	f.Fuzz(func(t *testing.T, d []byte) {
 		big := superDatagram(VXLAN, pool, d, 1450)
 		if big == nil {

@@ -253,7 +253,7 @@ func TestXDPFragmentsToSocket(t *testing.T) {
 	}
 	inner := make([]byte, 1600)
 	copy(inner, frame(9))
-	msg := append([]byte{0x08, 0, 0, 0, 0, 0, 100, 0}, inner...)
+	msg := encap100(inner)
 	err := u.b.Do(func() error {
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
 		if err != nil {
