@@ -109,3 +109,73 @@ func TestGroupSelectL2FieldsInMask(t *testing.T) {
 		t.Fatalf("a non-IP packet's mask has L3/L4 bits: %+v", m)
 	}
 }
+
+// TestGroupSelectSharesPerProtocol: over random flows of IPv4 (TCP, UDP,
+// ICMP), IPv6 (TCP, UDP) and ARP, each varying only in the fields a
+// traffic generator varies (addresses and ports, ARP's protocol addresses,
+// with the Ethernet header fixed), a SELECT group with weights 1:1 and 1:2
+// gives each bucket its weight's share within ±5 % of that share. A hash
+// that left out a varying field would send such flows to one bucket.
+func TestGroupSelectSharesPerProtocol(t *testing.T) {
+	l2 := func(k flow.Key) flow.Key {
+		k.InPort = 1
+		k.EthSrc, k.EthDst = [6]byte{2, 0, 0, 0, 0, 1}, [6]byte{2, 0, 0, 0, 0, 2}
+		return k
+	}
+	v6 := func(r *rand.Rand) (a [16]byte) {
+		a[0], a[1] = 0x20, 0x01
+		for i := 8; i < 16; i++ {
+			a[i] = byte(r.Uint32())
+		}
+		return a
+	}
+	kinds := []struct {
+		name string
+		mk   func(r *rand.Rand) flow.Key
+	}{
+		{"ipv4 tcp ports only", func(r *rand.Rand) flow.Key {
+			k := ipv4Key()
+			k.TpSrc, k.TpDst = uint16(1024+r.IntN(60000)), uint16(r.IntN(1024))
+			return l2(k)
+		}},
+		{"ipv4 udp addresses only", func(r *rand.Rand) flow.Key {
+			k := ipv4Key()
+			k.NwProto = 17
+			k.IPv4Src, k.IPv4Dst = 0xc6120000|r.Uint32()&0xffff, 0xc6130000|r.Uint32()&0xffff
+			return l2(k)
+		}},
+		{"ipv4 icmp addresses", func(r *rand.Rand) flow.Key {
+			k := ipv4Key()
+			k.NwProto, k.TpSrc, k.TpDst = 1, 8, 0
+			k.IPv4Src, k.IPv4Dst = r.Uint32(), r.Uint32()
+			return l2(k)
+		}},
+		{"ipv6 tcp addresses and ports", func(r *rand.Rand) flow.Key {
+			k := flow.Key{EthType: 0x86dd, NwProto: 6, NwTTL: 64, IPv6Src: v6(r), IPv6Dst: v6(r),
+				TpSrc: uint16(r.Uint32()), TpDst: uint16(r.Uint32())}
+			return l2(k)
+		}},
+		{"ipv6 udp addresses only", func(r *rand.Rand) flow.Key {
+			k := flow.Key{EthType: 0x86dd, NwProto: 17, NwTTL: 64, IPv6Src: v6(r), IPv6Dst: v6(r), TpSrc: 53, TpDst: 53}
+			return l2(k)
+		}},
+		{"arp protocol addresses only", func(r *rand.Rand) flow.Key {
+			k := flow.Key{EthType: 0x0806, NwProto: 1, IPv4Src: 0xc6120000 | r.Uint32()&0xffff, IPv4Dst: 0xc6120000 | r.Uint32()&0xffff,
+				ArpSHA: [6]byte{2, 0, 0, 0, 0, 1}}
+			return l2(k)
+		}},
+	}
+	const n = 5000
+	for _, kind := range kinds {
+		for _, weights := range [][]uint16{{1, 1}, {1, 2}} {
+			shares := selectShares(t, weights, n, kind.mk)
+			sum := float64(weights[0] + weights[1])
+			for i, w := range weights {
+				want := float64(w) / sum
+				if got := shares[uint32(2+i)]; got < want*0.95 || got > want*1.05 {
+					t.Errorf("%s, weights %v: bucket %d got %.3f of %d flows, want %.3f ±5%%", kind.name, weights, i, got, n, want)
+				}
+			}
+		}
+	}
+}
