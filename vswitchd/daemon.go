@@ -248,6 +248,9 @@ func checkJournals(dir string, c *config.Config) error {
 
 // restore brings up every bridge of c, logging what fails.
 func (d *Daemon) restore(c *config.Config) {
+	if msg := pmdCountConflict(c.OtherConfig); msg != "" {
+		d.log.Warn("stored PMD settings: " + msg)
+	}
 	for _, name := range slices.Sorted(maps.Keys(c.Bridges)) {
 		b, err := d.newBridge(c, c.Bridges[name], true)
 		if err != nil {
@@ -331,12 +334,12 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 // checkMachine refuses settings in next that this machine cannot honour,
 // which Validate (run on a stored configuration too, maybe written on
 // another machine) does not know about: a pmd-cpu-mask naming CPUs the
-// process may not run on. Only a changed value is checked, so a stored
-// one never blocks other changes.
+// process may not run on, or disagreeing with n-pmd (checkPMDCount). Only
+// a changed value is checked, so a stored one never blocks other changes.
 func checkMachine(old, next *config.Config) error {
 	v := next.OtherConfig["pmd-cpu-mask"]
 	if v == "" || v == old.OtherConfig["pmd-cpu-mask"] {
-		return nil
+		return checkPMDCount(old, next)
 	}
 	cpus, err := parseCPUMask(v)
 	if err != nil {
@@ -353,7 +356,7 @@ func checkMachine(old, next *config.Config) error {
 		}
 	}
 	if len(missing) == 0 {
-		return nil
+		return checkPMDCount(old, next)
 	}
 	var avail []string
 	for c := 0; c < len(set)*64; c++ {
@@ -397,31 +400,66 @@ func (d *Daemon) apply(old, next *config.Config) error {
 			continue
 		}
 		if b.needsRebuild(next, nb) {
-			flows, groups, meters := flowLines(b.of), groupLines(b.of), meterLines(b.of)
-			states := flowStates(b.of)
-			b.snapshot(true) // the new bridge starts from the store and the journal
-			ports := b.dp.Ports()
-			b.close()
-			carry, pmdCarry := b.finalTotals(ports, nb)
-			delete(d.bridges, name)
-			nbr, err := d.newBridge(next, nb, false)
-			if err != nil {
+			if err := d.rebuild(b, old, next, nb); err != nil {
 				return err
 			}
-			// Set before the bridge is published: no reader sees it without.
-			nbr.carry.Store(&carry)
-			nbr.pmdCarry.Store(pmdCarry)
-			if err := nbr.installTables(flows, groups, meters, states); err != nil {
-				d.log.Warn("tables not fully carried over the rebuild", "bridge", name, "err", err)
-			}
-			d.bridges[name] = nbr
-			d.log.Info("bridge rebuilt", "bridge", name)
 			continue
 		}
 		if err := b.update(next, nb); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// rebuild replaces bridge b by one built for nb under next, carrying over
+// its tables (flows with their counters and install times, groups,
+// meters) and its ports' counters. The old datapath must close first (a
+// kernel interface takes one XDP program or socket set of ours), so when
+// the new one cannot be built (a port that will not open) nothing would
+// run: b is then built again as it ran, under old, from the same tables
+// and counters. The caller rolls the change back, and a command that
+// failed leaves the bridge as it was rather than with every flow's
+// counters and age back at zero, which rebuilding it from the store would.
+func (d *Daemon) rebuild(b *bridge, old, next *config.Config, nb *config.Bridge) error {
+	name := b.name
+	flows, groups, meters := flowLines(b.of), groupLines(b.of), meterLines(b.of)
+	states := flowStates(b.of)
+	b.snapshot(true) // the journal starts empty, the store holds the tables
+	ports := b.dp.Ports()
+	b.close()
+	delete(d.bridges, name)
+	start := func(c *config.Config, cb *config.Bridge, lenient bool) error {
+		carry, pmdCarry := b.finalTotals(ports, cb)
+		// The running tables, not an older snapshot, come back first;
+		// installTables then gives them their states.
+		cb = cb.Clone()
+		cb.Flows, cb.Groups, cb.Meters = flows, groups, meters
+		if cb.Flows == nil {
+			cb.Flows = []string{}
+		}
+		nbr, err := d.newBridge(c, cb, lenient)
+		if err != nil {
+			return err
+		}
+		// Set before the bridge is published: no reader sees it without.
+		nbr.carry.Store(&carry)
+		nbr.pmdCarry.Store(pmdCarry)
+		if err := nbr.installTables(flows, groups, meters, states); err != nil {
+			d.log.Warn("tables not fully carried over the rebuild", "bridge", name, "err", err)
+		}
+		d.bridges[name] = nbr
+		return nil
+	}
+	if err := start(next, nb, false); err != nil {
+		if rerr := start(old, b.cfg, true); rerr != nil {
+			d.log.Error("bridge not restored after a failed rebuild", "bridge", name, "err", rerr)
+		} else {
+			d.log.Warn("rebuild failed; bridge restored as it ran, tables and counters kept", "bridge", name, "err", err)
+		}
+		return err
+	}
+	d.log.Info("bridge rebuilt", "bridge", name)
 	return nil
 }
 
@@ -505,7 +543,7 @@ type datapathSettings struct {
 func switchDatapathSettings(c *config.Config) datapathSettings {
 	oc := c.OtherConfig
 	return datapathSettings{
-		nPMD:       intOption(oc, "n-pmd", 1),
+		nPMD:       pmdCount(oc),
 		flowLimit:  intOption(oc, "flow-limit", datapath.DefaultFlowLimit),
 		emcInvProb: intOption(oc, "emc-insert-inv-prob", 100),
 		maxIdle:    intOption(oc, "max-idle", int(ofproto.DefaultMaxIdle/time.Millisecond)),
