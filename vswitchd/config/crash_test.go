@@ -83,18 +83,31 @@ func TestCrashSafetyKill9(t *testing.T) {
 			t.Fatal(err)
 		}
 		acks := make(chan uint64, 1)
+		committing := make(chan struct{})
 		go func() {
 			var last uint64
 			sc := bufio.NewScanner(out)
 			for sc.Scan() {
 				if n, err := strconv.ParseUint(sc.Text(), 10, 64); err == nil {
+					if last == 0 {
+						close(committing)
+					}
 					last = n
 				}
 			}
+			if last == 0 {
+				close(committing)
+			}
 			acks <- last
 		}()
-		// Wait for the child to be committing, then kill at a random moment.
-		time.Sleep(time.Duration(80+rand.IntN(170)) * time.Millisecond)
+		// Wait for the child to be committing (its start can take long on
+		// a loaded machine), then kill at a random moment.
+		select {
+		case <-committing:
+		case <-time.After(30 * time.Second):
+			t.Logf("round %d: no acknowledgement within 30 s", round)
+		}
+		time.Sleep(time.Duration(rand.IntN(170)) * time.Millisecond)
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
