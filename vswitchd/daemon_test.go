@@ -213,7 +213,7 @@ func TestRxqAffinityCommands(t *testing.T) {
 	}
 	defer d.Close()
 	port := nstest.Name("vsaf")
-	mustCall(t, d, "set", "Open_vSwitch", ".", "other_config:n-pmd=2", "other_config:pmd-cpu-mask=0x3")
+	mustCall(t, d, "set", "Open_vSwitch", ".", "other_config:pmd-cpu-mask=0x3")
 	mustCall(t, d, "add-port", "br0", port, "type=internal", "options:n_rxq=2")
 	rxqs := func() []RxqView {
 		t.Helper()

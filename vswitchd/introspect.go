@@ -104,8 +104,11 @@ func sub(a, b uint64) uint64 {
 
 // PMDStatsView is one PMD's line of pmd-stats-show.
 type PMDStatsView struct {
-	Bridge  string `json:"bridge"`
-	PMD     int    `json:"pmd"`
+	Bridge string `json:"bridge"`
+	PMD    int    `json:"pmd"`
+	// CoreID is the CPU the PMD is pinned to (pmd-cpu-mask); nil when
+	// the PMDs are not pinned.
+	CoreID  *int   `json:"core_id,omitempty"`
 	Packets uint64 `json:"packets_received"`
 	// Recirculations are the extra passes through the caches that recirc
 	// actions asked for; the hit percentages are of all passes.
@@ -142,7 +145,7 @@ func (d *Daemon) pmdStatsViews() []PMDStatsView {
 			if base != nil && i < len(base.pmd) {
 				bs, bt = base.pmd[i], base.tx[i]
 			}
-			v := PMDStatsView{Bridge: b.name, PMD: s.PMD,
+			v := PMDStatsView{Bridge: b.name, PMD: s.PMD, CoreID: b.pmdCore(s.PMD),
 				Packets:         sub(s.RxPackets, bs.RxPackets),
 				Recirculations:  sub(s.Recirculations, bs.Recirculations),
 				SimpleMatchHits: sub(s.SimpleMatchHits, bs.SimpleMatchHits),
@@ -187,7 +190,7 @@ func (d *Daemon) cmdPMDStatsShow(context.Context, []string) (mgmt.Result, error)
 	views := d.pmdStatsViews()
 	var sb strings.Builder
 	for _, v := range views {
-		fmt.Fprintf(&sb, "pmd thread bridge %s pmd %d:\n", v.Bridge, v.PMD)
+		sb.WriteString(pmdHeader(v.Bridge, v.PMD, v.CoreID))
 		passes := v.Packets + v.Recirculations
 		fmt.Fprintf(&sb, "  packets received: %d\n", v.Packets)
 		fmt.Fprintf(&sb, "  packet recirculations: %d\n", v.Recirculations)
@@ -226,6 +229,7 @@ func (d *Daemon) cmdPMDStatsClear(context.Context, []string) (mgmt.Result, error
 type RxqView struct {
 	Bridge  string  `json:"bridge"`
 	PMD     int     `json:"pmd"`
+	CoreID  *int    `json:"core_id,omitempty"` // as in PMDStatsView
 	Port    string  `json:"port"`
 	Queue   int     `json:"queue"`
 	Packets uint64  `json:"packets"`
@@ -248,7 +252,7 @@ func (d *Daemon) rxqViews() []RxqView {
 				affinity[r.Port] = b.dp.RxqAffinity(r.Port)
 			}
 			_, pinned := affinity[r.Port][r.Queue]
-			out = append(out, RxqView{Bridge: b.name, PMD: r.PMD, Port: b.portName(r.Port), Queue: r.Queue,
+			out = append(out, RxqView{Bridge: b.name, PMD: r.PMD, CoreID: b.pmdCore(r.PMD), Port: b.portName(r.Port), Queue: r.Queue,
 				Packets: r.Packets, Usage: pct(r.BusyNs, busy[r.PMD]), Pinned: pinned})
 		}
 	}
@@ -261,7 +265,7 @@ func (d *Daemon) cmdPMDRxqShow(context.Context, []string) (mgmt.Result, error) {
 	last := ""
 	for _, v := range views {
 		if hdr := fmt.Sprintf("%s/%d", v.Bridge, v.PMD); hdr != last {
-			fmt.Fprintf(&sb, "pmd thread bridge %s pmd %d:\n", v.Bridge, v.PMD)
+			sb.WriteString(pmdHeader(v.Bridge, v.PMD, v.CoreID))
 			last = hdr
 		}
 		pinned := ""

@@ -226,9 +226,10 @@ func checkOtherConfig(where string, m map[string]string, add func(string, ...any
 	}
 }
 
-// checkAffinity accepts "QUEUE:CORE[,QUEUE:CORE...]".
 // ParseAffinity reads a pmd-rxq-affinity value, "QUEUE:CORE[,QUEUE:CORE]...",
-// into queue → core.
+// into queue → core. A CORE is a CPU of pmd-cpu-mask, which runs one PMD
+// on each of its CPUs; whether the port has the queue and a PMD runs on
+// the core is for the running switch to check.
 func ParseAffinity(v string) (map[int]int, error) {
 	out := map[int]int{}
 	for pair := range strings.SplitSeq(v, ",") {
