@@ -134,11 +134,13 @@ const (
 	SetEthType
 	// SetIPProto writes Val8 into the IPv4 protocol (header checksum
 	// updated) or the IPv6 next header that ends the extension header
-	// chain. The transport header is then read as the new protocol: when
-	// that protocol carries a checksum (TCP, UDP, ICMP, ICMPv6, SCTP) and
-	// its header is whole in an unfragmented datagram, the checksum is
-	// computed afresh over the new pseudo-header, so the packet leaves
-	// valid as the receiver parses it.
+	// chain. The transport header's bytes stay the old protocol's: only
+	// that header's checksum changes, when it covers the pseudo-header
+	// (TCP, UDP unless zero, ICMPv6), by the protocol number's change, so
+	// it stays right. Nothing is written where the new protocol would
+	// keep its checksum (UDP's is inside TCP's sequence number). The
+	// frame is then extracted again, so the key and later actions read
+	// the header as the new protocol.
 	SetIPProto
 	// SetMPLSBoS sets the top MPLS entry's bottom-of-stack bit to Val8&1.
 	SetMPLSBoS

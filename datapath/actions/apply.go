@@ -235,12 +235,19 @@ func ipv6Header(p *packet.Packet) (d []byte, l3 int, ok bool) {
 // end of the frame, or a UDP checksum of zero, which means "no checksum" and
 // must stay zero (also kept for IPv6, where RFC 6935 allows it for tunnels).
 func l4ChecksumOffset(p *packet.Packet, d []byte) int {
+	return pseudoChecksumOffset(p, d, p.Key.NwProto)
+}
+
+// pseudoChecksumOffset is l4ChecksumOffset for a transport header of
+// protocol proto at p.Offsets.L4: setIPProto needs the old protocol's
+// checksum after the IP header already names the new one.
+func pseudoChecksumOffset(p *packet.Packet, d []byte, proto uint8) int {
 	if p.Offsets.L4 == flow.NoOffset || p.Key.NwFrag&flow.FragLater != 0 {
 		return -1
 	}
 	l4 := int(p.Offsets.L4)
 	off := -1
-	switch p.Key.NwProto {
+	switch proto {
 	case header.IPProtoTCP:
 		off = l4 + header.TCPChecksumOff
 	case header.IPProtoUDP:
@@ -256,7 +263,7 @@ func l4ChecksumOffset(p *packet.Packet, d []byte) int {
 	if off+2 > len(d) {
 		return -1
 	}
-	if p.Key.NwProto == header.IPProtoUDP && d[off] == 0 && d[off+1] == 0 {
+	if proto == header.IPProtoUDP && d[off] == 0 && d[off+1] == 0 {
 		return -1
 	}
 	return off

@@ -84,6 +84,19 @@ func FuzzApply(f *testing.F) {
 	f.Add(mplsFrame(f, &s, header.EtherTypeMPLS, layers.MPLS{Label: 1, TTL: 2}, layers.MPLS{Label: 3, StackBottom: true, TTL: 9}), encap[16:])
 	f.Add(pbbFrame(f, mac, mac, 0x00abcdef, s.build(f)), encap[32:])
 
+	// A protocol change there and back, then a port rewrite that follows
+	// the new protocol's view of the header.
+	proto := []byte{
+		byte(SetIPProto), header.IPProtoUDP, 0, 0, 0, 0, 0, 0,
+		byte(SetIPProto), header.IPProtoTCP, 0, 0, 0, 0, 0, 0,
+		byte(SetIPProto), header.IPProtoICMPv6, 0, 0, 0, 0, 0, 0,
+		byte(SetL4Dst), 0, 0, 0x1f, 0x90, 0, 0, 0,
+	}
+	for _, v6 := range []bool{false, true} {
+		s = baseSpec(v6, header.IPProtoTCP)
+		f.Add(s.build(f), proto)
+	}
+
 	s = baseSpec(false, header.IPProtoUDP)
 	s.frag = firstFrag
 	f.Add(s.build(f), acts)

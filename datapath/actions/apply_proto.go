@@ -3,7 +3,6 @@ package actions
 import (
 	"encoding/binary"
 
-	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 )
@@ -59,112 +58,41 @@ func ipv6ProtoOffset(p *packet.Packet, d []byte, l3 int) (at, l4 int) {
 	return -1, 0
 }
 
-// setIPProto writes the IP protocol and makes the transport checksum right
-// for the protocol the packet now carries.
+// setIPProto writes the IP protocol. The transport header behind it stays
+// as it is, so the only transport checksum that can be kept right is the
+// one of the header that is actually there, the old protocol's: TCP's,
+// UDP's (unless it is zero, "no checksum") and ICMPv6's cover a
+// pseudo-header that holds the protocol number, so they get the change
+// of that word. Writing where the new protocol keeps its checksum would
+// corrupt the old header instead (UDP's offset is inside TCP's sequence
+// number); a receiver that parses the bytes as the new protocol finds
+// whatever they say, as after any other rewrite of this field.
 func setIPProto(p *packet.Packet, proto uint8) {
-	var l4 int
-	if d, l3, ok := ipv4Header(p); ok {
-		if d[l3+header.IPv4ProtoOff] == proto {
+	var old uint8
+	d, l3, ok := ipv4Header(p)
+	if ok {
+		old = d[l3+header.IPv4ProtoOff]
+		if old == proto {
 			return
 		}
 		ttl := uint16(d[l3+header.IPv4TTLOff]) << 8
-		old := ttl | uint16(d[l3+header.IPv4ProtoOff])
 		d[l3+header.IPv4ProtoOff] = proto
-		adjustField(d, l3+header.IPv4ChecksumOff, csumDelta(0, old, ttl|uint16(proto)))
-		l4 = l3 + int(d[l3]&0x0f)*4
-	} else if d, l3, ok := ipv6Header(p); ok {
-		at, pos := ipv6ProtoOffset(p, d, l3)
+		adjustField(d, l3+header.IPv4ChecksumOff, csumDelta(0, ttl|uint16(old), ttl|uint16(proto)))
+	} else if d, l3, ok = ipv6Header(p); ok {
+		at, _ := ipv6ProtoOffset(p, d, l3)
 		if at < 0 || d[at] == proto {
 			return
 		}
+		old = d[at]
 		d[at] = proto
-		l4 = pos
 	} else {
 		return
 	}
+	if c := pseudoChecksumOffset(p, d, old); c >= 0 {
+		adjustField(d, c, csumDelta(0, uint16(old), uint16(proto)))
+		if old == header.IPProtoUDP && d[c] == 0 && d[c+1] == 0 {
+			d[c], d[c+1] = 0xff, 0xff // zero would say "no checksum"
+		}
+	}
 	reextract(p)
-	recomputeL4Checksum(p, l4)
-}
-
-// onesSum adds b to a one's-complement accumulator as big-endian 16-bit
-// words (an odd last byte padded with zero).
-func onesSum(acc uint32, b []byte) uint32 {
-	for len(b) >= 2 {
-		acc += uint32(binary.BigEndian.Uint16(b))
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		acc += uint32(b[0]) << 8
-	}
-	return acc
-}
-
-func foldSum(acc uint32) uint16 {
-	for acc>>16 != 0 {
-		acc = acc&0xffff + acc>>16
-	}
-	return uint16(acc)
-}
-
-// recomputeL4Checksum computes the transport checksum of p's (freshly
-// extracted) protocol, whose header starts at l4, from scratch. It does
-// so whenever the checksum field is inside the datagram, also when the
-// rest of the header is malformed as the new protocol (a TCP data offset
-// below 5): the receiver's checksum check comes first. A fragment is left
-// alone: its checksum covers the whole datagram, which one fragment does
-// not hold.
-func recomputeL4Checksum(p *packet.Packet, l4 int) {
-	if p.Offsets.L3 == flow.NoOffset || p.Key.NwFrag&flow.FragAny != 0 {
-		return
-	}
-	d := p.Data()
-	l3 := int(p.Offsets.L3)
-	end := ipPayloadEnd(p, d)
-	if l4 > end {
-		return
-	}
-	seg := d[l4:end]
-	v6 := p.Key.EthType == header.EtherTypeIPv6
-	field, pseudo := -1, true
-	switch p.Key.NwProto {
-	case header.IPProtoTCP:
-		field = header.TCPChecksumOff
-	case header.IPProtoUDP:
-		field = header.UDPChecksumOff
-	case header.IPProtoICMP:
-		field, pseudo = header.ICMPChecksumOff, false
-		if v6 {
-			return
-		}
-	case header.IPProtoICMPv6:
-		field = header.ICMPv6ChecksumOff
-		if !v6 {
-			return
-		}
-	case header.IPProtoSCTP:
-		if len(seg) >= header.SCTPCommonLen {
-			fixSCTPChecksum(p, d, l4)
-		}
-		return
-	default:
-		return
-	}
-	if field+2 > len(seg) {
-		return
-	}
-	seg[field], seg[field+1] = 0, 0
-	var acc uint32
-	if pseudo {
-		if v6 {
-			acc = onesSum(acc, d[l3+header.IPv6SrcOff:l3+header.IPv6Len])
-		} else {
-			acc = onesSum(acc, d[l3+header.IPv4SrcOff:l3+header.IPv4MinLen])
-		}
-		acc += uint32(len(seg)>>16) + uint32(len(seg)&0xffff) + uint32(p.Key.NwProto)
-	}
-	c := ^foldSum(onesSum(acc, seg))
-	if c == 0 && p.Key.NwProto == header.IPProtoUDP {
-		c = 0xffff // zero would say "no checksum"
-	}
-	binary.BigEndian.PutUint16(seg[field:], c)
 }

@@ -215,6 +215,14 @@ func folds(acc uint64) uint16 {
 // finds in frame (under VLAN tags or an MPLS label too).
 func checksumsOK(t *testing.T, frame []byte) {
 	t.Helper()
+	checksumsOKAs(t, frame, 0)
+}
+
+// checksumsOKAs is checksumsOK for a transport header of protocol hdr
+// under an IP header that may name another (an ip_proto rewrite keeps the
+// old header); 0 takes the IP header's word for it.
+func checksumsOKAs(t *testing.T, frame []byte, hdr layers.IPProtocol) {
+	t.Helper()
 	pk := gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.Default)
 	var pseudo uint64
 	var l4 []byte
@@ -237,6 +245,9 @@ func checksumsOK(t *testing.T, frame []byte) {
 		return
 	}
 	pseudo += uint64(len(l4)) + uint64(proto)
+	if hdr != 0 {
+		proto = hdr
+	}
 	var sum uint16
 	switch {
 	case proto == layers.IPProtocolTCP && len(l4) >= 20, proto == layers.IPProtocolUDP && len(l4) >= 8,
@@ -347,8 +358,9 @@ var setFieldCases = []setFieldCase{
 		if ip := layerOf[*layers.IPv4](t, pk, layers.LayerTypeIPv4); ip.Protocol != 253 {
 			t.Fatalf("protocol %v", ip.Protocol)
 		}
-		if !bytes.Equal(got[34:], frameUDP4(t)[34:]) {
-			t.Fatal("the payload of a protocol without a checksum changed")
+		// The UDP header stays, its checksum following the pseudo-header.
+		if want := frameUDP4(t); !bytes.Equal(got[34:40], want[34:40]) || !bytes.Equal(got[42:], want[42:]) {
+			t.Fatal("the UDP header or payload changed beyond the checksum")
 		}
 	}},
 	{"ip_proto UDP to TCP (v6)", ofpwire.XMTypeIPProto, []byte{6}, frameUDP6, func(t *testing.T, _ []byte, pk gopacket.Packet) {
@@ -518,7 +530,11 @@ func TestSetFieldEveryField(t *testing.T) {
 				t.Fatalf("frame unchanged: %x", got)
 			}
 			c.check(t, got, gopacket.NewPacket(got, layers.LayerTypeEthernet, gopacket.Default))
-			checksumsOK(t, got)
+			if c.field == ofpwire.XMTypeIPProto {
+				checksumsOKAs(t, got, ipProtoOf(frame))
+			} else {
+				checksumsOK(t, got)
+			}
 			keyMatchesFrame(t, got, key)
 			if c.field == ofpwire.XMTypeTunnelID && key.TunnelID != 12345 {
 				t.Fatalf("tunnel_id %d in the key, want 12345", key.TunnelID)
@@ -542,20 +558,58 @@ func TestSetFieldEveryField(t *testing.T) {
 	}
 }
 
+// ipProtoOf returns the transport protocol frame carries.
+func ipProtoOf(frame []byte) layers.IPProtocol {
+	var k flow.Key
+	var off flow.Offsets
+	flow.Extract(frame, 1, &k, &off)
+	return layers.IPProtocol(k.NwProto)
+}
+
 // TestSetIPProtoChecksums changes the protocol between every pair of
-// checksummed transports and checks the packet leaves valid as the new
-// protocol, for IPv4 and IPv6.
+// checksummed transports, for IPv4 and IPv6, and checks that the transport
+// header is left as it was but for its own checksum, which verifies over
+// the pseudo-header that names the new protocol: the bytes are still the
+// old protocol's header, and the new one's checksum offset lies inside it.
 func TestSetIPProtoChecksums(t *testing.T) {
 	frames := map[string]func(testing.TB) []byte{"tcp4": frameTCP4, "udp4": frameUDP4, "sctp4": frameSCTP4,
-		"icmp4": frameICMP4, "tcp6": frameTCP6, "udp6": frameUDP6, "icmp6": frameICMP6}
+		"icmp4": frameICMP4, "tcp6": frameTCP6, "udp6": frameUDP6, "icmp6": frameICMP6, "vlan_udp4": frameVLANUDP4}
 	for name, fr := range frames {
 		for _, proto := range []uint8{1, 6, 17, 58, 132, 47} {
 			t.Run(fmt.Sprintf("%s_to_%d", name, proto), func(t *testing.T) {
-				got, key := runFrame(t, fr(t), setF(ofpwire.XMTypeIPProto, uint64(proto)))
+				orig := fr(t)
+				got, key := runFrame(t, orig, setF(ofpwire.XMTypeIPProto, uint64(proto)))
 				if key.NwProto != proto {
 					t.Fatalf("key protocol %d, want %d", key.NwProto, proto)
 				}
-				checksumsOK(t, got)
+				var k flow.Key
+				var off flow.Offsets
+				flow.Extract(orig, 1, &k, &off)
+				l3, l4 := int(off.L3), int(off.L4)
+				may := map[int]bool{}
+				if k.EthType == header.EtherTypeIPv6 {
+					may[l3+header.IPv6NextHeaderOff] = true
+				} else {
+					may[l3+header.IPv4ProtoOff] = true
+					may[l3+header.IPv4ChecksumOff], may[l3+header.IPv4ChecksumOff+1] = true, true
+				}
+				switch k.NwProto {
+				case header.IPProtoTCP:
+					may[l4+header.TCPChecksumOff], may[l4+header.TCPChecksumOff+1] = true, true
+				case header.IPProtoUDP:
+					may[l4+header.UDPChecksumOff], may[l4+header.UDPChecksumOff+1] = true, true
+				case header.IPProtoICMPv6:
+					may[l4+header.ICMPv6ChecksumOff], may[l4+header.ICMPv6ChecksumOff+1] = true, true
+				}
+				if len(got) != len(orig) {
+					t.Fatalf("length %d, was %d", len(got), len(orig))
+				}
+				for i := range got {
+					if got[i] != orig[i] && !may[i] {
+						t.Fatalf("byte %d (L4%+d) changed: %x, was %x", i, i-l4, got, orig)
+					}
+				}
+				checksumsOKAs(t, got, layers.IPProtocol(k.NwProto))
 				keyMatchesFrame(t, got, key)
 			})
 		}
