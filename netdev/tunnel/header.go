@@ -76,11 +76,16 @@ const (
 	CauseNoRoute
 	// CauseTxError: any other send error, or a full socket buffer.
 	CauseTxError
+	// CauseBadChecksum: a datagram carrying one inner TCP super-frame
+	// whose complete TCP checksum is wrong (superDatagram). Kept whole it
+	// would be marked for the checksum to be computed anew, hiding the
+	// corruption from the receiver.
+	CauseBadChecksum
 	numCauses
 )
 
 var causeNames = [numCauses]string{"bad_header", "critical_option", "wrong_vni", "unknown_remote",
-	"no_remote", "mtu", "no_route", "tx_error"}
+	"no_remote", "mtu", "no_route", "tx_error", "bad_checksum"}
 
 // String is the cause's metric label.
 func (c Cause) String() string {

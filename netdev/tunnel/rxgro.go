@@ -127,10 +127,14 @@ func (p *Port) recvGRO(q int, pool *packet.Pool, b *packet.Batch) int {
 		if g.off == 0 && g.seg == l && l > p.runMin {
 			// Longer than any datagram and not coalesced: one inner
 			// super-frame (superDatagram), or nothing this port can use.
-			if big := superDatagram(p.opt.Kind, pool, g.spans[g.cur].msg, p.mtu); big != nil {
-				if p.handOn(causes, big, &g.tmpl, b, &t) {
-					g.supers.Add(1)
-				}
+			big, badSum := superDatagram(p.opt.Kind, pool, g.spans[g.cur].msg, p.mtu)
+			if badSum {
+				causes.n[CauseBadChecksum].Add(1)
+				t.drops++
+			} else if big != nil && p.handOn(causes, big, &g.tmpl, b, &t) {
+				g.supers.Add(1)
+			}
+			if big != nil || badSum {
 				g.cur++
 				t.drops += g.start(causes)
 				continue

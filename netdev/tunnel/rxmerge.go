@@ -249,23 +249,36 @@ func mergeRun(k Kind, pool *packet.Pool, spans []rxSpan, from spanPos) (*packet.
 // a TSO sender's has (its TCP checksum field holds the pseudo-header sum
 // over its length, as mergeRun's frames do), cut by whoever must at
 // segments that fill the inner MTU mtu (an inner L3 MTU).
-func superDatagram(k Kind, pool *packet.Pool, d []byte, mtu int) *packet.Packet {
+//
+// Marking the frame so makes whoever cuts it compute the checksum anew,
+// which would hide a corruption from the receiver; so a complete checksum
+// (what a remote sender's datagram, reassembled from IP fragments,
+// carries) is verified first, and badSum reports one that fails: the
+// caller drops the datagram. Only a field holding exactly the
+// pseudo-header sum is taken unverified: a local sender's partial
+// checksum, which says nothing about the payload and which the local
+// sender's own receiver would not have verified either.
+func superDatagram(k Kind, pool *packet.Pool, d []byte, mtu int) (big *packet.Packet, badSum bool) {
 	hl, _, _, _, ok := decap(k, d)
 	if !ok {
-		return nil
+		return nil, false
 	}
-	s, ok := parseInner(d[hl:])
+	f := d[hl:]
+	s, ok := parseInner(f)
 	gso := mtu - (s.hl - ipv4L3)
 	if !ok || gso <= 0 || s.payload <= gso {
-		return nil
+		return nil, false
 	}
-	big := pool.GetBig()
+	if binary.BigEndian.Uint16(f[s.l4+16:]) != vnethdr.Fold(pseudoAddrs(f, &s)+uint64(len(f)-s.l4)) && !csumOK(f, &s) {
+		return nil, true
+	}
+	big = pool.GetBig()
 	if big == nil {
-		return nil
+		return nil, false
 	}
 	if len(big.Buffer()) < len(d) || !big.SetLen(copy(big.Buffer(), d)) {
 		big.Free()
-		return nil
+		return nil, false
 	}
 	g := uint8(vnethdr.GSOTCPv4)
 	if s.v6 {
@@ -274,7 +287,7 @@ func superDatagram(k Kind, pool *packet.Pool, d []byte, mtu int) *packet.Packet 
 	// CsumStart counts from the tunnel header, which accept pulls.
 	big.Offload = packet.Offload{Flags: packet.OffloadNeedsCsum, GSOType: g, HdrLen: uint16(s.hl),
 		GSOSize: uint16(gso), CsumStart: uint16(hl + s.l4), CsumOffset: 16}
-	return big
+	return big, false
 }
 
 // markRuns sets sameTo[i] to the end (exclusive) of the run of datagrams

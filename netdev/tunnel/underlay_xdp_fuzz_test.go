@@ -292,7 +292,7 @@ func TestSuperDatagram(t *testing.T) {
 	pool := bigPool(4, 2)
 	inner, _, _ := superFrame(t, superSpec{payload: 8000})
 	d := encap100(inner)
-	big := superDatagram(VXLAN, pool, d, 1450)
+	big, _ := superDatagram(VXLAN, pool, d, 1450)
 	if big == nil {
 		t.Fatal("super-frame datagram not taken")
 	}
@@ -304,16 +304,49 @@ func TestSuperDatagram(t *testing.T) {
 		t.Errorf("offload %+v, want %+v; data equal %v", big.Offload, want, bytes.Equal(big.Data(), d))
 	}
 	small, _, _ := superFrame(t, superSpec{payload: 1000})
-	if p := superDatagram(VXLAN, pool, encap100(small), 1450); p != nil {
+	if p, _ := superDatagram(VXLAN, pool, encap100(small), 1450); p != nil {
 		p.Free()
 		t.Error("a datagram of wire size taken as a super-frame")
 	}
 	notTCP := encap100(inner)
 	notTCP[8+14+9] = 17
-	if p := superDatagram(VXLAN, pool, notTCP, 1450); p != nil {
+	if p, _ := superDatagram(VXLAN, pool, notTCP, 1450); p != nil {
 		p.Free()
 		t.Error("a non-TCP datagram taken as a super-frame")
 	}
+}
+
+// TestSuperDatagramChecksum: a super-frame datagram whose inner TCP
+// checksum is complete is verified before it is marked for the checksum
+// to be computed again (which would hide a corruption from the
+// receiver): one with a payload byte changed is refused as a bad
+// checksum. One whose checksum field holds only the pseudo-header sum (a
+// local sender's partial checksum, which nothing can verify) is taken.
+func TestSuperDatagramChecksum(t *testing.T) {
+	pool := bigPool(4, 2)
+	inner, _, _ := superFrame(t, superSpec{payload: 8000})
+	bad := encap100(inner)
+	bad[len(bad)-100] ^= 0x20
+	if p, badSum := superDatagram(VXLAN, pool, bad, 1450); p != nil || !badSum {
+		if p != nil {
+			p.Free()
+		}
+		t.Error("a super-frame datagram with a corrupted payload taken (its checksum would be made valid again)")
+	}
+	const csumOff = 14 + 20 + 16 // inner Ethernet, IPv4, TCP checksum field
+	partial := append([]byte(nil), inner...)
+	s, ok := parseInner(partial)
+	if !ok {
+		t.Fatal("test frame not parsed")
+	}
+	binary.BigEndian.PutUint16(partial[csumOff:], vnethdr.Fold(pseudoAddrs(partial, &s)+uint64(len(partial)-s.l4)))
+	d := encap100(partial)
+	d[len(d)-100] ^= 0x20
+	p, badSum := superDatagram(VXLAN, pool, d, 1450)
+	if p == nil || badSum {
+		t.Fatal("a super-frame datagram with a partial checksum refused")
+	}
+	p.Free()
 }
 
 // FuzzSuperDatagram: any datagram is either refused or taken whole with
@@ -323,7 +356,7 @@ func FuzzSuperDatagram(f *testing.F) {
 	inner, _, _ := superFrame(f, superSpec{payload: 3000})
 	f.Add(encap100(inner))
 	f.Fuzz(func(t *testing.T, d []byte) {
-		big := superDatagram(VXLAN, pool, d, 1450)
+		big, _ := superDatagram(VXLAN, pool, d, 1450)
 		if big == nil {
 			return
 		}
