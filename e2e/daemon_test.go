@@ -216,7 +216,9 @@ func TestVsctlErrors(t *testing.T) {
 		code int
 	}{
 		{[]string{"add-port", "nosuchbr", "x1"}, "no such bridge", 1},
-		{[]string{"add-port", "br0", "nosuchif0"}, "no network interface", 1},
+		// A missing interface alone is accepted (the port waits for it), a
+		// bad option with it is not.
+		{[]string{"add-port", "br0", "nosuchif0", "type=afxdp", "options:xdp-mode=bogus"}, "xdp-mode", 1},
 		{[]string{"add-port", "br0", a.Port}, "already has a port", 1},
 		{[]string{"add-port", "br0", "p9", "type=frob"}, "unknown port type", 1},
 		{[]string{"add-port", "br0", "p9", "type=vhostuserclient"}, "vhost-server-path", 1},

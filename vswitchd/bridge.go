@@ -51,6 +51,10 @@ type bridge struct {
 	portsMu sync.RWMutex
 	ports   map[string]*port
 	byNo    map[uint32]*port
+	// portErrs says why configured ports that do not run are not running
+	// (the error opening them, or their interface vanishing): what the
+	// Interface's error column shows.
+	portErrs map[string]string
 
 	// flowsDirty is set when the tables change (OnFlowTableChange, which
 	// also sees changes no journal record describes: timeouts, fail-mode
@@ -122,18 +126,19 @@ func datapathID(b *config.Bridge) (uint64, error) {
 // and skipped; otherwise it fails the whole bridge.
 func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*bridge, error) {
 	b := &bridge{d: d, name: nb.Name, cfg: nb.Clone(), settings: switchDatapathSettings(c),
-		ports: map[string]*port{}, byNo: map[uint32]*port{}}
+		ports: map[string]*port{}, byNo: map[uint32]*port{}, portErrs: map[string]string{}}
 	j, records, err := openJournal(d.journalPath(nb.Name), d.opts.Recover, d.log.With("bridge", nb.Name))
 	if err != nil {
 		return nil, fmt.Errorf("bridge %q: flow journal: %w", nb.Name, err)
 	}
 	b.journal = j
 	b.setFlowSync(c.OtherConfig)
-	devs, err := d.openPorts(nb, slices.Sorted(maps.Keys(nb.Ports)), lenient)
+	devs, failed, err := d.openPorts(nb, slices.Sorted(maps.Keys(nb.Ports)), lenient)
 	if err != nil {
 		j.close()
 		return nil, err
 	}
+	b.notRunning(failed)
 	closeAll := func() {
 		for _, p := range devs {
 			p.dev.Close()
@@ -345,27 +350,52 @@ func (d *Daemon) bridgeSocket(name string) string {
 	return filepath.Join(d.opts.StateDir, name+mgmt.BridgeSocketSuffix)
 }
 
-// openPorts opens the named ports of nb. With lenient set a port that
-// fails is logged and left out; otherwise the first failure closes what was
-// opened and is returned.
-func (d *Daemon) openPorts(nb *config.Bridge, names []string, lenient bool) ([]*port, error) {
-	var out []*port
+// openPorts opens the named ports of nb. A kernel port whose interface
+// does not exist is left out, not refused: as in Open vSwitch it is
+// configured and waits for its interface, which starts it (ifwatch.go).
+// With lenient set any port that fails is left out; otherwise the first
+// other failure closes what was opened and is returned. failed says why
+// each port left out is not running.
+func (d *Daemon) openPorts(nb *config.Bridge, names []string, lenient bool) (out []*port, failed map[string]error, err error) {
+	failed = map[string]error{}
 	for _, name := range names {
 		pc := nb.Ports[name]
 		dev, driver, err := openNetdev(d.opts.StateDir, d.log.With("bridge", nb.Name), pc)
 		if err != nil {
-			if lenient {
+			switch {
+			case lenient:
 				d.log.Error("port not restored", "bridge", nb.Name, "port", name, "err", err)
-				continue
+			case errors.Is(err, errNoDevice):
+				d.log.Warn("port waits for its interface", "bridge", nb.Name, "port", name, "ofport", pc.OFPort, "err", err)
+			default:
+				for _, p := range out {
+					p.dev.Close()
+				}
+				return nil, nil, fmt.Errorf("port %q: %w", name, err)
 			}
-			for _, p := range out {
-				p.dev.Close()
-			}
-			return nil, fmt.Errorf("port %q: %w", name, err)
+			failed[name] = err
+			continue
 		}
 		out = append(out, &port{cfg: pc.Clone(), no: pc.OFPort, dev: dev, driver: driver})
 	}
-	return out, nil
+	return out, failed, nil
+}
+
+// notRunning records why the ports in failed do not run.
+func (b *bridge) notRunning(failed map[string]error) {
+	b.portsMu.Lock()
+	defer b.portsMu.Unlock()
+	for name, err := range failed {
+		b.portErrs[name] = err.Error()
+	}
+}
+
+// portError is why configured port name does not run, if it is known.
+func (b *bridge) portError(name string) (string, bool) {
+	b.portsMu.RLock()
+	defer b.portsMu.RUnlock()
+	e, ok := b.portErrs[name]
+	return e, ok
 }
 
 // attach adds an opened port to the running bridge.
@@ -388,6 +418,7 @@ func (b *bridge) attach(p *port) error {
 	b.portsMu.Lock()
 	b.ports[p.cfg.Name] = p
 	b.byNo[p.no] = p
+	delete(b.portErrs, p.cfg.Name)
 	b.portsMu.Unlock()
 	b.d.log.Info("port added", "bridge", b.name, "port", p.cfg.Name, "ofport", p.no, "driver", p.driver)
 	return nil
@@ -446,6 +477,7 @@ func (b *bridge) portRemoved(no uint32, name string) {
 	if p := b.byNo[no]; p != nil {
 		delete(b.ports, p.cfg.Name)
 		delete(b.byNo, no)
+		b.portErrs[p.cfg.Name] = fmt.Sprintf("could not open network device %s (%v)", name, errNoDevice)
 	}
 	b.portsMu.Unlock()
 	if of := b.of; of != nil {
@@ -608,12 +640,14 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 			b.detach(p, true)
 		}
 	}
-	opened, err := b.d.openPorts(nb, append(changed, added...), false)
+	opened, failed, err := b.d.openPorts(nb, append(changed, added...), false)
 	if err != nil {
 		return err
 	}
-	retried, _ := b.d.openPorts(nb, retry, true)
+	retried, failedAgain, _ := b.d.openPorts(nb, retry, true)
 	opened = append(opened, retried...)
+	b.notRunning(failed)
+	b.notRunning(failedAgain)
 	b.reattachLocal()
 	for _, p := range opened {
 		if err := b.attach(p); err != nil {
@@ -678,6 +712,13 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 	}
 	b.cfg = nb.Clone()
 	b.pruneCarry(nb)
+	b.portsMu.Lock()
+	for name := range b.portErrs {
+		if nb.Ports[name] == nil {
+			delete(b.portErrs, name)
+		}
+	}
+	b.portsMu.Unlock()
 	if flushed {
 		// Fail-mode flushes are in no journal record: save them now.
 		b.snapshot(true)

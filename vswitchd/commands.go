@@ -250,8 +250,11 @@ func (d *Daemon) runningBridge(name string) *bridge {
 func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 	var sb strings.Builder
 	type portView struct {
-		Name   string `json:"name"`
-		OFPort uint32 `json:"ofport"`
+		Name string `json:"name"`
+		// OFPort is -1 while the port does not run, as in Open vSwitch;
+		// Error then says why.
+		OFPort int    `json:"ofport"`
+		Error  string `json:"error,omitempty"`
 		// Type is the configured type, "" for automatic (AF_XDP if
 		// it works, else AF_PACKET); Driver is the one in use.
 		Type    string            `json:"type"`
@@ -320,9 +323,10 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 		ports := slices.Collect(maps.Values(cb.Ports))
 		slices.SortFunc(ports, func(a, b *config.Port) int { return int(a.OFPort) - int(b.OFPort) })
 		for _, p := range ports {
-			pv := portView{Name: p.Name, OFPort: p.OFPort, Type: p.Type, Options: p.Options}
+			pv := portView{Name: p.Name, OFPort: -1, Type: p.Type, Options: p.Options}
 			if rb != nil {
 				if rp := rb.portByName(p.Name); rp != nil {
+					pv.OFPort = int(rp.no)
 					pv.Running, pv.Driver, pv.LinkUp = true, rp.driver, rp.dev.LinkUp()
 					if tp, ok := rp.dev.(*tunnel.Port); ok {
 						pv.TunnelDrops = tp.DropsByCause()
@@ -337,7 +341,7 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 			if p.Type == config.PortTypeAuto && pv.Driver != "" {
 				typ = pv.Driver + " (automatic)"
 			}
-			fmt.Fprintf(&sb, "        Port %s\n            ofport: %d\n            type: %s\n", p.Name, p.OFPort, typ)
+			fmt.Fprintf(&sb, "        Port %s\n            ofport: %d\n            type: %s\n", p.Name, pv.OFPort, typ)
 			for _, k := range slices.Sorted(maps.Keys(p.Options)) {
 				fmt.Fprintf(&sb, "            options:%s=%s\n", k, p.Options[k])
 			}
@@ -356,7 +360,11 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 			}
 			if pv.Running {
 				fmt.Fprintf(&sb, "            link_state: %s\n", upDown(pv.LinkUp))
+			} else if why, ok := runningPortError(rb, p.Name); ok {
+				pv.Error = why
+				fmt.Fprintf(&sb, "            error: not running: %s\n", why)
 			} else {
+				pv.Error = "not running"
 				sb.WriteString("            error: not running (see the daemon's log)\n")
 			}
 			v.Ports = append(v.Ports, pv)
@@ -368,6 +376,15 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 	}
 	fmt.Fprintf(&sb, "    vswitchd_version: %q\n", d.opts.Version)
 	return result(mgmt.Result{Text: sb.String(), Data: views}), nil
+}
+
+// runningPortError is why port name of bridge b (nil if it does not run)
+// does not run, if known.
+func runningPortError(b *bridge, name string) (string, bool) {
+	if b == nil {
+		return "", false
+	}
+	return b.portError(name)
 }
 
 // lines returns a result listing names one per line.

@@ -67,7 +67,9 @@ func opBrExists(c *config.Config, args []string) (post, error) {
 	return result(mgmt.Result{Data: true}), nil
 }
 
-func opAddPort(c *config.Config, args []string) (post, error) {
+// opAddPort's result is the port's OpenFlow number, -1 while it does not
+// run (its interface does not exist yet), as get Interface PORT ofport.
+func (d *Daemon) opAddPort(c *config.Config, args []string) (post, error) {
 	flags, pos, err := splitFlags(args, "--may-exist")
 	if err != nil {
 		return nil, err
@@ -77,9 +79,12 @@ func opAddPort(c *config.Config, args []string) (post, error) {
 	}
 	bname, pname := pos[0], pos[1]
 	ofport := func(final *config.Config) mgmt.Result {
-		var n uint32
+		n := int64(0)
 		if b := final.Bridges[bname]; b != nil && b.Ports[pname] != nil {
-			n = b.Ports[pname].OFPort
+			n = int64(b.Ports[pname].OFPort)
+			if rp, _ := d.portState(pname); rp == nil {
+				n = -1
+			}
 		}
 		return mgmt.Result{Data: map[string]any{"ofport": n}}
 	}

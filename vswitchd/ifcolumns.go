@@ -14,7 +14,7 @@ import (
 // runtimeColumns are the Interface (and Port) columns read from the
 // running switch and the kernel rather than the store, as Open vSwitch's
 // vswitchd fills them in: read-only, [] while the port is not running.
-var runtimeColumns = []string{"admin_state", "duplex", "ifindex", "link_speed", "link_state", "mac_in_use", "mtu", "statistics", "status"}
+var runtimeColumns = []string{"admin_state", "duplex", "error", "ifindex", "link_speed", "link_state", "mac_in_use", "mtu", "statistics", "status"}
 
 func isRuntimeColumn(table, col string) bool {
 	return (table == tablePort || table == tableInterface) && slices.Contains(runtimeColumns, col)
@@ -25,6 +25,13 @@ func (d *Daemon) getValue(table string, rec any, spec string) (string, error) {
 	p, isPort := rec.(*config.Port)
 	if col, key, _ := cutKey(spec); isPort && isRuntimeColumn(table, col) {
 		return d.runtimeValue(p, col, key)
+	}
+	if isPort && spec == "ofport" {
+		// As in Open vSwitch, -1 while the port does not run; the store
+		// keeps the number it gets when it starts.
+		if rp, _ := d.portState(p.Name); rp == nil {
+			return "-1", nil
+		}
 	}
 	v, err := getColumn(table, rec, spec)
 	if err == nil && v == "" {
@@ -42,14 +49,34 @@ func cutKey(spec string) (col, key string, hasKey bool) {
 	return spec, "", false
 }
 
+// portState finds port name among the running bridges: the running port,
+// or why it does not run.
+func (d *Daemon) portState(name string) (rp *port, why string) {
+	bs := d.bridgeList()
+	for _, b := range bs {
+		if p := b.portByName(name); p != nil {
+			return p, ""
+		}
+	}
+	for _, b := range bs {
+		if e, ok := b.portError(name); ok {
+			return nil, e
+		}
+	}
+	return nil, "not running"
+}
+
 // runtimeValue reads a run-time column of port p.
 func (d *Daemon) runtimeValue(p *config.Port, col, key string) (string, error) {
-	var rp *port
-	for _, b := range d.bridgeList() {
-		if x := b.portByName(p.Name); x != nil {
-			rp = x
-			break
+	rp, why := d.portState(p.Name)
+	if col == "error" {
+		if key != "" {
+			return "", fmt.Errorf("column %s is not a map", col)
 		}
+		if rp != nil {
+			return "[]", nil
+		}
+		return strconv.Quote(why), nil
 	}
 	if col == "statistics" {
 		if rp == nil {

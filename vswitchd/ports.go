@@ -65,15 +65,9 @@ func openNetdev(stateDir string, log *slog.Logger, p *config.Port) (netdev.Netde
 		if err := interfaceExists(p.Name); err != nil {
 			return nil, "", err
 		}
-		mode := afxdp.ModeAuto
-		switch p.Options["xdp-mode"] {
-		case "", "best-effort":
-		case "native", "native-with-zerocopy":
-			mode = afxdp.ModeNative
-		case "generic":
-			mode = afxdp.ModeGeneric
-		default:
-			return nil, "", fmt.Errorf("options:xdp-mode=%q is not best-effort, native or generic", p.Options["xdp-mode"])
+		mode, err := xdpMode(p)
+		if err != nil {
+			return nil, "", err
 		}
 		dev, err := afxdp.New(p.Name, xdpRxDepth(afxdp.Options{Queues: queues, Mode: mode, Log: log}, depth))
 		return dev, p.Type, err
@@ -108,11 +102,30 @@ func openNetdev(stateDir string, log *slog.Logger, p *config.Port) (netdev.Netde
 	return nil, "", fmt.Errorf("unknown port type %q", p.Type)
 }
 
-// interfaceExists gives the error users expect for a mistyped name before
-// a driver gives a less direct one.
+// errNoDevice is why a kernel port does not run while its interface does
+// not exist: such a port is accepted and waits for it (ifwatch.go).
+var errNoDevice = errors.New("No such device")
+
+// xdpMode reads an afxdp port's options:xdp-mode.
+func xdpMode(p *config.Port) (afxdp.Mode, error) {
+	switch v := p.Options["xdp-mode"]; v {
+	case "", "best-effort":
+		return afxdp.ModeAuto, nil
+	case "native", "native-with-zerocopy":
+		return afxdp.ModeNative, nil
+	case "generic":
+		return afxdp.ModeGeneric, nil
+	default:
+		return 0, fmt.Errorf("port %q: options:xdp-mode=%q is not best-effort, native or generic", p.Name, v)
+	}
+}
+
+// interfaceExists gives, for a kernel port whose interface is missing, the
+// error Open vSwitch reports in the Interface's error column, before a
+// driver gives a less direct one.
 func interfaceExists(name string) error {
 	if _, err := net.InterfaceByName(name); err != nil {
-		return fmt.Errorf("no network interface %q on this host", name)
+		return fmt.Errorf("could not open network device %s (%w)", name, errNoDevice)
 	}
 	return nil
 }
@@ -139,6 +152,11 @@ func checkPortOptions(p *config.Port) error {
 		if n, _ := strconv.Atoi(v); n > maxRxDepth {
 			return fmt.Errorf("port %q: options:n_rxq_desc=%s is more than %d", p.Name, v, maxRxDepth)
 		}
+	}
+	// Checked here, not only when the port opens: a port whose interface
+	// does not exist yet is accepted and opens later.
+	if _, err := xdpMode(p); p.Type == config.PortTypeAFXDP && err != nil {
+		return err
 	}
 	if p.Type == config.PortTypeVXLAN || p.Type == config.PortTypeGeneve {
 		if _, err := tunnelOptions(p); err != nil {

@@ -40,7 +40,7 @@ func (d *Daemon) dbOps() map[string]struct {
 		"del-br":         {opDelBr, true},
 		"list-br":        {opListBr, false},
 		"br-exists":      {opBrExists, false},
-		"add-port":       {opAddPort, true},
+		"add-port":       {d.opAddPort, true},
 		"del-port":       {opDelPort, true},
 		"list-ports":     {opListPorts, false},
 		"port-to-br":     {opPortToBr, false},
