@@ -53,6 +53,13 @@ type Stats struct {
 	// TxKicks counts the wake-ups of the transmit side's consumer (send
 	// syscalls, eventfd writes) by drivers that implement TxKicker.
 	TxKicks uint64
+	// TxRefused are the frames, counted in TxDrops too, that the driver
+	// took but the far end refused (a veth whose peer has a smaller MTU, a
+	// carrier gone), or that it dropped before sending because it knew
+	// they would be refused. It is the cause of those drops, kept apart
+	// because it points at a misconfigured or hostile peer rather than at
+	// load.
+	TxRefused uint64
 }
 
 // Counters is a set of Stats that drivers update once per batch from the
@@ -62,7 +69,7 @@ type Stats struct {
 type Counters struct {
 	RxPackets, RxBytes, RxDrops, RxErrors atomic.Uint64
 	TxPackets, TxBytes, TxDrops, TxErrors atomic.Uint64
-	TxKicks                               atomic.Uint64
+	TxKicks, TxRefused                    atomic.Uint64
 	_                                     [64]byte
 }
 
@@ -101,6 +108,7 @@ func (c *Counters) AddTo(s *Stats) {
 	s.TxDrops += c.TxDrops.Load()
 	s.TxErrors += c.TxErrors.Load()
 	s.TxKicks += c.TxKicks.Load()
+	s.TxRefused += c.TxRefused.Load()
 }
 
 // TxKicker is implemented by drivers whose Send wakes the consumer of the

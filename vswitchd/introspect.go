@@ -373,6 +373,7 @@ func (d *Daemon) cmdDropStats(context.Context, []string) (mgmt.Result, error) {
 				DropView{Bridge: b.name, Where: p.cfg.Name, Cause: "rx_dropped", Count: st.RxDrops},
 				DropView{Bridge: b.name, Where: p.cfg.Name, Cause: "rx_errors", Count: st.RxErrors},
 				DropView{Bridge: b.name, Where: p.cfg.Name, Cause: "tx_dropped", Count: st.TxDrops},
+				DropView{Bridge: b.name, Where: p.cfg.Name, Cause: "tx_refused_by_peer (in tx_dropped)", Count: st.TxRefused},
 				DropView{Bridge: b.name, Where: p.cfg.Name, Cause: "tx_errors", Count: st.TxErrors})
 		}
 	}

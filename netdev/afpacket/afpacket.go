@@ -43,7 +43,7 @@
 //     frames but GSO super-frames are at most MTU-sized) on a socket bound with
 //     protocol 0 (it receives nothing), with PACKET_QDISC_BYPASS,
 //     PACKET_LOSS (a malformed slot is skipped instead of stalling the
-//     ring) and PACKET_VNET_HDR: each slot carries a virtio_net_hdr with
+//     ring; a frame the device refuses is made one, see txQueue.flush) and PACKET_VNET_HDR: each slot carries a virtio_net_hdr with
 //     no offload and hdr_len covering the frame, which makes the kernel
 //     copy the frame instead of lending the ring's pages to the skb (see
 //     txQueue.send). A batch ends with one sendto(MSG_DONTWAIT). GSO

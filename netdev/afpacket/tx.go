@@ -47,8 +47,8 @@ func (q *txQueue) slot(i int) []byte {
 
 // send copies the frames of b into free slots and kicks the kernel once.
 // Frames that do not fit the link (runts, longer than the MTU allows) are
-// counted as TxErrors; frames that find the ring full as TxDrops. It never
-// blocks.
+// counted as TxErrors; frames that find the ring full, and frames the
+// device refuses (see flush), as TxDrops. It never blocks.
 func (q *txQueue) send(b *packet.Batch) int {
 	// The kernel refuses untagged frames longer than MTU+14 and tagged
 	// ones longer than MTU+18.
@@ -65,10 +65,7 @@ func (q *txQueue) send(b *packet.Batch) int {
 			// Frames before it leave first: kick the ring now, as the
 			// big socket's frame goes out at once.
 			if queued > 0 {
-				q.c.TxKicks.Add(1)
-				if !kick(q.fd) {
-					errs++
-				}
+				errs += q.flush(queued)
 				queued = 0
 			}
 			switch q.sendBig(pkt) {
@@ -114,10 +111,7 @@ func (q *txQueue) send(b *packet.Batch) int {
 		bytes += l
 	}
 	if queued > 0 {
-		q.c.TxKicks.Add(1)
-		if !kick(q.fd) {
-			errs++
-		}
+		errs += q.flush(queued)
 	}
 	c := q.c
 	if sent > 0 {
@@ -152,14 +146,74 @@ func tagged(f []byte) bool {
 	return t == header.EtherTypeVLAN || t == header.EtherTypeQinQ
 }
 
-// kick makes the kernel transmit every slot marked SEND_REQUEST, without
-// waiting for completions. It reports false on an error other than the
-// transient ones (the slots stay requested and the next kick sends them).
-func kick(fd int) bool {
-	_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
-	switch e {
-	case 0, unix.EAGAIN, unix.ENOBUFS, unix.EINTR:
-		return true
+// flush kicks the kernel to transmit every requested slot and returns 1
+// if the kick failed for a reason other than a refused frame or a full
+// socket (the slots stay requested and the next kick sends them), else 0.
+//
+// A frame the device refuses (NET_XMIT_DROP: a veth whose peer's MTU is
+// smaller than the frame, a carrier gone) makes the kernel put its slot
+// back to SEND_REQUEST, leave its ring head there and fail the kick with
+// ENOBUFS: every later kick would offer the device that same frame first
+// and nothing behind it would ever leave. flush drops such a frame as
+// refused (the device dropped it already; the kernel only means to retry
+// it) by making its slot one the kernel skips (PACKET_LOSS), and kicks
+// again, so the frames behind it leave in this call. Each kick after the
+// first follows a dropped frame, and at most queued (the slots requested
+// since the last kick) are dropped, so a device that refuses everything
+// costs one syscall per frame it refuses and no loop.
+func (q *txQueue) flush(queued int) int {
+	for refused := 0; ; {
+		q.c.TxKicks.Add(1)
+		switch kick(q.fd) {
+		case 0, unix.EAGAIN, unix.EINTR:
+			return 0
+		case unix.ENOBUFS:
+		default:
+			return 1
+		}
+		i := q.refusedSlot()
+		if i < 0 || refused == queued {
+			return 0
+		}
+		skipSlot(q.slot(i))
+		refused++
+		q.c.TxDrops.Add(1)
+		q.c.TxRefused.Add(1)
 	}
-	return false
+}
+
+// refusedSlot returns the slot at the kernel's ring head after a kick
+// the kernel failed, or -1 if no slot is waiting. The kernel takes slots
+// in order and leaves every slot it has taken in another state than
+// SEND_REQUEST, so the slots still requested are the run that ends just
+// before head, and its first slot is the kernel's head.
+func (q *txQueue) refusedSlot() int {
+	first := -1
+	for n, i := 0, q.head; n < q.frameNr; n++ {
+		if i == 0 {
+			i = q.frameNr
+		}
+		i--
+		if loadStatus(q.slot(i)[tp2StatusOff:]) != statusSendRequest {
+			break
+		}
+		first = i
+	}
+	return first
+}
+
+// skipSlot makes a requested slot one the kernel drops instead of sending:
+// a length shorter than the virtio_net_hdr fails the kernel's parse of the
+// slot, and with PACKET_LOSS the kernel then marks it AVAILABLE and moves
+// its head past it. The slot stays SEND_REQUEST, so the next kick is the
+// one that skips it.
+func skipSlot(s []byte) {
+	binary.LittleEndian.PutUint32(s[tp2LenOff:], 0)
+}
+
+// kick makes the kernel transmit every slot marked SEND_REQUEST, without
+// waiting for completions, and returns the errno of the sendto.
+func kick(fd int) unix.Errno {
+	_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+	return e
 }

@@ -70,7 +70,7 @@ type Collector struct {
 
 	portRxPackets, portRxBytes, portRxDrops, portRxErrors *prometheus.Desc
 	portTxPackets, portTxBytes, portTxDrops, portTxErrors *prometheus.Desc
-	portLinkUp                                            *prometheus.Desc
+	portTxRefused, portLinkUp                             *prometheus.Desc
 	tunnelDrops                                           *prometheus.Desc
 
 	txPackets, txBatches, txKicks, txDrops, txBatchSize *prometheus.Desc
@@ -136,8 +136,9 @@ func NewCollector(bridges func() []Bridge) *Collector {
 		portRxErrors:  d("port_rx_errors_total", "Receive errors counted by the port's driver.", port),
 		portTxPackets: d("port_tx_packets_total", "Packets transmitted on the port, as counted by its driver.", port),
 		portTxBytes:   d("port_tx_bytes_total", "Bytes transmitted on the port, as counted by its driver.", port),
-		portTxDrops:   d("port_tx_drops_total", "Packets the port's driver dropped on transmit (tx queue full).", port),
+		portTxDrops:   d("port_tx_drops_total", "Packets the port's driver dropped on transmit (tx queue full, refused by the far end).", port),
 		portTxErrors:  d("port_tx_errors_total", "Transmit errors counted by the port's driver.", port),
+		portTxRefused: d("port_tx_refused_total", "Packets of port_tx_drops_total that the link's far end refused (a veth peer with a smaller MTU, a carrier gone) or that the driver dropped knowing it would.", port),
 		portLinkUp:    d("port_link_up", "1 if the port's link is up, 0 if it is down.", port),
 
 		tunnelDrops: d("tunnel_drops_total", "Packets a VXLAN or Geneve port dropped, by cause: malformed or unwanted on receive, unsendable on transmit.",
@@ -203,7 +204,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{
 		c.buildInfo,
 		c.portRxPackets, c.portRxBytes, c.portRxDrops, c.portRxErrors,
-		c.portTxPackets, c.portTxBytes, c.portTxDrops, c.portTxErrors, c.portLinkUp,
+		c.portTxPackets, c.portTxBytes, c.portTxDrops, c.portTxErrors, c.portTxRefused, c.portLinkUp,
 		c.tunnelDrops,
 		c.txPackets, c.txBatches, c.txKicks, c.txDrops, c.txBatchSize,
 		c.rxqPackets, c.rxqBusy, c.rxqPMD,
@@ -333,6 +334,7 @@ func (c *Collector) collectPort(e *emitter, bridge, port string, p *datapath.Por
 	e.counter(c.portTxBytes, s.TxBytes, bridge, port)
 	e.counter(c.portTxDrops, s.TxDrops, bridge, port)
 	e.counter(c.portTxErrors, s.TxErrors, bridge, port)
+	e.counter(c.portTxRefused, s.TxRefused, bridge, port)
 	if e.capture == nil {
 		e.gauge(c.portLinkUp, boolValue(p.Dev.LinkUp()), bridge, port)
 	}

@@ -77,6 +77,7 @@ func TestScrapeMatchesCounters(t *testing.T) {
 			"vswitch_port_rx_drops_total": s.RxDrops, "vswitch_port_rx_errors_total": s.RxErrors,
 			"vswitch_port_tx_packets_total": s.TxPackets, "vswitch_port_tx_bytes_total": s.TxBytes,
 			"vswitch_port_tx_drops_total": s.TxDrops, "vswitch_port_tx_errors_total": s.TxErrors,
+			"vswitch_port_tx_refused_total": s.TxRefused,
 		} {
 			if got := value(t, fams, name, l); got != float64(want) {
 				t.Errorf("%s{%s} = %v, want %d", name, l, got, want)
