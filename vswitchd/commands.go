@@ -281,7 +281,7 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 		// run directory).
 		OpenFlow    string             `json:"openflow"`
 		FailMode    string             `json:"fail_mode"`
-		Controllers []ControllerStatus `json:"controllers,omitempty"`
+		Controllers []ControllerStatus `json:"controllers"`
 		Ports       []portView         `json:"ports"`
 		Running     bool               `json:"running"`
 		// LocalLinkUp is the link of the bridge's own interface (port
@@ -294,7 +294,10 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 		rb := d.runningBridge(bname)
 		dpid, _ := datapathID(cb)
 		v := bridgeView{Name: bname, DatapathID: fmt.Sprintf("%016x", dpid), FailMode: cb.FailMode,
-			Controllers: d.controllerStatus(c, bname), Running: rb != nil}
+			Controllers: d.controllerStatus(c, bname), Ports: []portView{}, Running: rb != nil}
+		if v.Controllers == nil { // [], not null: scripts iterate it unchecked
+			v.Controllers = []ControllerStatus{}
+		}
 		fmt.Fprintf(&sb, "    Bridge %s\n", bname)
 		if !v.Running {
 			sb.WriteString("        (not running: see the daemon's log)\n")
