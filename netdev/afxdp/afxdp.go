@@ -671,12 +671,38 @@ func (p *Port) sendRing(x *xsk, hdrs [][]byte, pkts []*packet.Packet) (sent uint
 	// Kick also when nothing new was queued but an earlier kick left
 	// descriptors behind, so that they do not wait for more traffic.
 	if t.tx.needWakeup() && (sent > 0 || t.tx.pending() > 0) {
-		t.c.TxKicks.Add(1)
-		if e := kickTx(x.fd); !transient(e) {
-			t.c.TxErrors.Add(1)
-		}
+		kick(x, sent)
 	}
 	return sent, bytes, tooBig
+}
+
+// kick makes the kernel transmit x's tx ring. In copy mode a frame the
+// device refuses (NET_XMIT_DROP: a veth whose peer's MTU is smaller than
+// the frame, a carrier gone) ends the kernel's pass with EBUSY: it has
+// consumed and completed that descriptor, but leaves the ones behind it
+// for the next kick, which may not come before the next batch, or ever.
+// So each EBUSY counts one refused frame, and the ring is kicked again
+// while descriptors wait: at most once per frame queued in this call
+// (each such kick follows a frame gone), so a device that refuses
+// everything costs a syscall per frame and no loop.
+func kick(x *xsk, queued uint32) {
+	t := &x.t
+	for kicks := uint32(0); ; kicks++ {
+		t.c.TxKicks.Add(1)
+		e := kickTx(x.fd)
+		if e == unix.EBUSY && !x.zeroCopy {
+			t.c.TxDrops.Add(1)
+			t.c.TxRefused.Add(1)
+			if kicks < queued && t.tx.pending() > 0 {
+				continue
+			}
+			return
+		}
+		if !transient(e) {
+			t.c.TxErrors.Add(1)
+		}
+		return
+	}
 }
 
 // TxKicks implements netdev.TxKicker: the sendto calls that asked the
