@@ -310,6 +310,9 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 		if err := fn(c); err != nil {
 			return err
 		}
+		if err := checkPortsOpenable(old, c); err != nil {
+			return err
+		}
 		return checkMachine(old, c)
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,8 @@ import (
 	"github.com/vswitch-go/vswitch/netdev/tunnel"
 	"github.com/vswitch-go/vswitch/netdev/vhostuser"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
+
+	"github.com/vishvananda/netlink"
 )
 
 // portOptions are the options keys each port type accepts; anything else
@@ -100,6 +103,35 @@ func openNetdev(stateDir string, log *slog.Logger, p *config.Port) (netdev.Netde
 		return dev, p.Type, err
 	}
 	return nil, "", fmt.Errorf("unknown port type %q", p.Type)
+}
+
+// checkPortsOpenable refuses, in a change from old to next, a new or
+// changed port that certainly cannot open, before anything running is
+// touched: a tap or internal port whose name an interface of another kind
+// holds (only a tap device can be attached to). Without the check the
+// change would close the running ports, or rebuild the bridge, only to
+// fail and be rolled back. Ports left as they were are not checked, so a
+// stored port that does not run never blocks other changes.
+func checkPortsOpenable(old, next *config.Config) error {
+	for _, bname := range slices.Sorted(maps.Keys(next.Bridges)) {
+		nb := next.Bridges[bname]
+		ob := old.Bridges[bname]
+		for _, pname := range slices.Sorted(maps.Keys(nb.Ports)) {
+			np := nb.Ports[pname]
+			if np.Type != config.PortTypeTap && np.Type != config.PortTypeInternal {
+				continue
+			}
+			if ob != nil && ob.Ports[pname] != nil && !portNeedsReopen(ob.Ports[pname], np) {
+				continue
+			}
+			l, err := netlink.LinkByName(pname)
+			if err != nil || l.Type() == "tuntap" {
+				continue
+			}
+			return fmt.Errorf("port %q: type %s creates a tap device, but interface %s exists and is a %s", pname, np.Type, pname, l.Type())
+		}
+	}
+	return nil
 }
 
 // errNoDevice is why a kernel port does not run while its interface does

@@ -12,11 +12,10 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 )
 
-// TestFailedRebuildKeepsTables: a transaction whose datapath rebuild
-// fails (mac-aging-time rebuilds the bridge; in the same transaction a
-// veth port is turned into a tap, which cannot take a veth's name) is
-// refused and changes nothing: the flows keep their counters and install
-// times, the ports their OpenFlow numbers, and traffic still crosses.
+// TestFailedRebuildKeepsTables: a transaction that rebuilds the bridge
+// (mac-aging-time) and changes a port so that it cannot open is refused
+// and changes nothing: the flows keep their counters and install times,
+// the ports their OpenFlow numbers, and traffic still crosses.
 func TestFailedRebuildKeepsTables(t *testing.T) {
 	a, b := nstest.TwoHosts(t)
 	d, _ := startLogged(t)
@@ -43,9 +42,26 @@ func TestFailedRebuildKeepsTables(t *testing.T) {
 		}
 	}
 
+	// A port that certainly cannot open (a tap device cannot take a
+	// veth's name) is refused before anything is touched: the same bridge,
+	// the same ports, no rebuild.
+	br, pa, pb := d.runningBridge("br0"), d.runningBridge("br0").portByName(a.Port), d.runningBridge("br0").portByName(b.Port)
 	_, err := chain(t, d,
 		[]string{"set", "Bridge", "br0", "other_config:mac-aging-time=30"},
 		[]string{"set", "Interface", b.Port, "type=tap"})
+	if err == nil || !strings.Contains(err.Error(), b.Port) {
+		t.Fatalf("a rebuild with a tap port on a veth's name: err %v, want one naming %s", err, b.Port)
+	}
+	if nb := d.runningBridge("br0"); nb != br || nb.portByName(a.Port) != pa || nb.portByName(b.Port) != pb {
+		t.Fatal("the refused transaction rebuilt the bridge or reopened its ports")
+	}
+
+	// A port the driver refuses (more AF_PACKET queues than it serves)
+	// fails once the old datapath is closed: the bridge comes back as it
+	// ran.
+	_, err = chain(t, d,
+		[]string{"set", "Bridge", "br0", "other_config:mac-aging-time=30"},
+		[]string{"set", "Interface", b.Port, "options:n_rxq=65"})
 	if err == nil || !strings.Contains(err.Error(), b.Port) {
 		t.Fatalf("a rebuild with a port that cannot open: err %v, want one naming %s", err, b.Port)
 	}
@@ -65,10 +81,10 @@ func TestFailedRebuildKeepsTables(t *testing.T) {
 	if got := strings.TrimSpace(mustCall(t, d, "get", "Bridge", "br0", "other_config")); got != "{}" {
 		t.Errorf("other_config after the refused transaction: %s", got)
 	}
-	if got := strings.TrimSpace(mustCall(t, d, "get", "Interface", b.Port, "type")); got != "afpacket" {
-		t.Errorf("type after the refused transaction: %s", got)
+	if got := mustCall(t, d, "get", "Interface", b.Port, "type", "options"); got != "afpacket\n{}\n" {
+		t.Errorf("type and options after the refused transaction: %q", got)
 	}
-	br := d.runningBridge("br0")
+	br = d.runningBridge("br0")
 	for name, no := range map[string]uint32{a.Port: 1, b.Port: 2} {
 		if p := br.portByName(name); p == nil || p.no != no {
 			t.Errorf("port %s after the refused transaction: %+v, want running as %d", name, p, no)
