@@ -281,7 +281,19 @@ func TestVsctlErrors(t *testing.T) {
 			t.Errorf("vsctl %v: stderr %q names an error by a library's identifier or repeats the command", tc.args, errOut)
 		}
 	}
-	time.Sleep(2500 * time.Millisecond) // a snapshot would have landed by now
+	// A flow added after the failing commands and then deleted is a
+	// barrier: once the snapshot has shown it come and go, the snapshot
+	// was taken after every failing command, so it would hold anything
+	// they had changed.
+	barrier := "priority=6 actions=drop"
+	d.vsctl("add-flow", "br0", "cookie=0x7e57,priority=6,actions=drop")
+	nstest.WaitFor(t, 10*time.Second, "the barrier flow in the snapshot", func() bool {
+		return strings.Contains(state(), barrier)
+	})
+	d.vsctl("del-flows", "br0", "cookie=0x7e57/-1")
+	nstest.WaitFor(t, 10*time.Second, "the barrier flow gone from the snapshot", func() bool {
+		return !strings.Contains(state(), barrier)
+	})
 	if after := state(); after != before {
 		t.Fatalf("configuration changed by failing commands:\nbefore %s\nafter  %s", before, after)
 	}
