@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
@@ -56,5 +57,58 @@ func TestE2EPeerRefusesFrame(t *testing.T) {
 	}
 	if got := after.TxDrops - before.TxDrops; got != rounds {
 		t.Errorf("port 2 counted %d tx drops, want the %d refused frames", got, rounds)
+	}
+}
+
+// TestE2EPeerRefusesFrameInBatch is TestE2EPeerRefusesFrame with the
+// refused frames and the normal ones behind them in one batch, sent
+// through the port directly (no datapath, so the batch is exactly this
+// one): every normal frame must leave in that same Send, with no later
+// traffic to push it out.
+func TestE2EPeerRefusesFrameInBatch(t *testing.T) {
+	_, b := nstest.TwoHosts(t)
+	b.NS.Run(t, "ip", "link", "set", b.Dev, "mtu", "1450")
+	p, err := New(b.Port, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	rx := nstest.NewReceiver(t, b.NS, b.Dev)
+	frame := func(sport uint16, payload int) []byte {
+		return nstest.UDP{
+			Dst: nstest.UnusedMAC, Src: macA, SrcIP: ipA, DstIP: ipB,
+			SrcPort: sport, DstPort: 9, Payload: make([]byte, payload),
+		}.Frame()
+	}
+	pool := packet.NewPool(16, packet.DefaultBufSize)
+	var batch packet.Batch
+	const rounds = 3
+	for i := range rounds {
+		for _, f := range [][]byte{frame(31000, 1480-28), frame(uint16(31001+i), 18)} {
+			pkt := pool.Get()
+			if pkt.SetData(f) != len(f) {
+				t.Fatalf("%d-byte frame does not fit a pool buffer", len(f))
+			}
+			batch.Add(pkt)
+		}
+	}
+	before := p.Stats()
+	p.Send(0, &batch)
+	batch.FreeAll()
+	for i := range rounds {
+		sport := uint16(31001 + i)
+		if _, ok := rx.Await(3*time.Second, func(f []byte) bool {
+			sp, _, ok := nstest.UDPPorts(f)
+			return ok && sp == sport
+		}); !ok {
+			t.Fatalf("frame %d, sent behind a frame the peer's MTU refuses, never reached the peer (port %+v)", i, p.Stats())
+		}
+	}
+	after := p.Stats()
+	if got := after.TxRefused - before.TxRefused; got != rounds {
+		t.Errorf("port counted %d refused frames, sent %d (%+v)", got, rounds, after)
+	}
+	if got := after.TxDrops - before.TxDrops; got != rounds {
+		t.Errorf("port counted %d tx drops, want the %d refused frames (%+v)", got, rounds, after)
 	}
 }
