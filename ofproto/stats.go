@@ -163,14 +163,11 @@ func (b *Bridge) tableFeatures(c *ofconn.Conn, xid uint32) error {
 // tableFeatureProps lists the properties shared by every table.
 func tableFeatureProps() []ofpwire.TableFeatureProp {
 	var insts []ofpwire.InstructionID
-	for _, t := range []ofpwire.InstructionType{ofpwire.InstructionTypeGotoTable, ofpwire.InstructionTypeWriteMetadata,
-		ofpwire.InstructionTypeWriteActions, ofpwire.InstructionTypeApplyActions, ofpwire.InstructionTypeClearActions,
-		ofpwire.InstructionTypeMeter} {
+	for _, t := range pipeline.InstructionTypes() {
 		insts = append(insts, ofpwire.InstructionID{Type: t})
 	}
 	var acts []ofpwire.ActionID
-	for _, t := range []ofpwire.ActionType{ofpwire.ActionTypeOutput, ofpwire.ActionTypePushVLAN, ofpwire.ActionTypePopVLAN,
-		ofpwire.ActionTypeSetNwTTL, ofpwire.ActionTypeDecNwTTL, ofpwire.ActionTypeSetField, ofpwire.ActionTypeGroup} {
+	for _, t := range pipeline.ActionTypes() {
 		acts = append(acts, ofpwire.ActionID{Type: t})
 	}
 	oxmID := func(f ofpwire.XMType, masked bool) uint32 {
@@ -181,7 +178,7 @@ func tableFeatureProps() []ofpwire.TableFeatureProp {
 		return ofpwire.OXMHeader(ofpwire.XMClassOpenflowBasic, f, false, size)
 	}
 	var match, wild []uint32
-	for f := ofpwire.XMType(0); f < 40; f++ {
+	for f := ofpwire.XMType(0); f < ofpwire.NumBasicFields; f++ {
 		if _, _, ok := ofpwire.FieldSize(f); !ok {
 			continue
 		}

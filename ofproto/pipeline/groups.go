@@ -499,18 +499,6 @@ func (t *GroupTable) Desc() []ofpwire.GroupDesc {
 	return out
 }
 
-// groupActions is the bitmap (1<<OFPAT_*) of the actions buckets may hold:
-// every OpenFlow 1.3 action but experimenter ones.
-const groupActions = 1<<uint(ofpwire.ActionTypeOutput) |
-	1<<uint(ofpwire.ActionTypeCopyTTLOut) | 1<<uint(ofpwire.ActionTypeCopyTTLIn) |
-	1<<uint(ofpwire.ActionTypeSetMPLSTTL) | 1<<uint(ofpwire.ActionTypeDecMPLSTTL) |
-	1<<uint(ofpwire.ActionTypePushVLAN) | 1<<uint(ofpwire.ActionTypePopVLAN) |
-	1<<uint(ofpwire.ActionTypePushMPLS) | 1<<uint(ofpwire.ActionTypePopMPLS) |
-	1<<uint(ofpwire.ActionTypeSetQueue) | 1<<uint(ofpwire.ActionTypeGroup) |
-	1<<uint(ofpwire.ActionTypeSetNwTTL) | 1<<uint(ofpwire.ActionTypeDecNwTTL) |
-	1<<uint(ofpwire.ActionTypeSetField) | 1<<uint(ofpwire.ActionTypePushPBB) |
-	1<<uint(ofpwire.ActionTypePopPBB)
-
 // Features answers OFPMP_GROUP_FEATURES.
 func (t *GroupTable) Features() ofpwire.GroupFeaturesReply {
 	f := ofpwire.GroupFeaturesReply{
@@ -521,7 +509,7 @@ func (t *GroupTable) Features() ofpwire.GroupFeaturesReply {
 	}
 	for i := range f.MaxGroups {
 		f.MaxGroups[i] = uint32(t.maxGroups())
-		f.Actions[i] = groupActions
+		f.Actions[i] = actionBitmap() // buckets hold every action a flow entry may
 	}
 	return f
 }
