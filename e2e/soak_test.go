@@ -478,10 +478,7 @@ func (s *soak) configChange(kind string) string {
 		}
 		return strings.Join(args, " ")
 	case n == 5: // tag an extra port
-		var attached []string
-		for _, p := range sortedKeys(s.ports) {
-			attached = append(attached, p)
-		}
+		attached := sortedKeys(s.ports)
 		if len(attached) == 0 {
 			return "no extra port to tag"
 		}

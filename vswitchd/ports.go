@@ -136,6 +136,8 @@ func checkPortsOpenable(old, next *config.Config) error {
 
 // errNoDevice is why a kernel port does not run while its interface does
 // not exist: such a port is accepted and waits for it (ifwatch.go).
+//
+//lint:ignore ST1005 Open vSwitch's wording (strerror of ENODEV), which the Interface error column copies
 var errNoDevice = errors.New("No such device")
 
 // xdpMode reads an afxdp port's options:xdp-mode.

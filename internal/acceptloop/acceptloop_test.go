@@ -22,14 +22,12 @@ func TestAcceptSurvivesEMFILE(t *testing.T) {
 	}
 	defer ln.Close()
 	const clients = 3
-	var cs []net.Conn
 	for range clients {
 		c, err := net.Dial("tcp", ln.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		cs = append(cs, c)
 	}
 
 	var old syscall.Rlimit

@@ -97,7 +97,8 @@ func TestGroupAddModifyDelete(t *testing.T) {
 	if g == nil || g.Type() != ofpwire.GroupTypeAll || len(g.Buckets()) != 2 {
 		t.Fatalf("group 1 = %+v", g)
 	}
-	if !gt.Ref(1) || !gt.Ref(1) || gt.Ref(42) {
+	first, second := gt.Ref(1), gt.Ref(1) // two references: one Unref leaves one
+	if !first || !second || gt.Ref(42) {
 		t.Fatal("Ref: want true for installed groups, false for unknown")
 	}
 	gt.Unref(1)

@@ -116,7 +116,7 @@ func (x *xlator) pushMPLS(typ uint16) error {
 		typ = header.EtherTypeMPLS
 	}
 	var lse uint32
-	in := innerTTL{state: innerNone}
+	var in innerTTL
 	switch {
 	case isMPLSType(old):
 		// The new entry copies the old top one, whose bits stay the

@@ -262,7 +262,7 @@ func checkName(n string) error {
 	case len(n) > MaxNameLen:
 		return fmt.Errorf("name longer than %d bytes", MaxNameLen)
 	case n == "." || n == "..":
-		return errors.New("name may not be . or ..")
+		return errors.New(`name may not be "." or ".."`)
 	case strings.ContainsAny(n, "/%: \t\n\v\f\r\x00"):
 		// '%' too: the kernel expands "name%d" to a free name (rl0),
 		// which the switch would not know as its own.
