@@ -15,12 +15,15 @@ BENCHTIME ?= 1s
 SOAK       ?= 10m
 SOAK_KNOWN ?=
 
-.PHONY: all build run demo demo-overlay test test-all test-unit vet fmt-check unit e2e fuzz soak soak-ci bench bench-datapath bench-veth clean
+.PHONY: all build run demo demo-overlay test test-all test-unit vet lint fmt-check unit e2e fuzz soak soak-ci bench bench-datapath bench-veth clean
 
 all: build
 
+# The commands, and the benchmark harnesses (bench/portfwd, the veth
+# benchmark's switch under test; bench/vhostbench), which live outside cmd/
+# so that `go install ./cmd/...` installs only what a user runs.
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -o $(BIN)/ ./cmd/... ./bench/portfwd ./bench/vhostbench
 
 # The daemon in the foreground on its embedded default: state in ./state,
 # bridge br0 (fail mode standalone), metrics on 127.0.0.1:9477. Configure
@@ -47,7 +50,7 @@ test:
 	echo "make test: $$(( $$(date +%s) - start )) s in total, exit $$rc"; \
 	exit $$rc
 
-test-all: vet fmt-check unit e2e fuzz soak-ci
+test-all: vet lint fmt-check unit e2e fuzz soak-ci
 
 # The quick part: every package's unit tests, end-to-end tests skipped
 # (-short makes nstest.RequireRoot skip), property tests shortened. No root
@@ -57,6 +60,12 @@ test-unit:
 
 vet:
 	$(GO) vet ./...
+
+# staticcheck at the version go.mod's tool directive pins (fetched through
+# the module proxy like any dependency; `go get -tool
+# honnef.co/go/tools/cmd/staticcheck@vX` moves it), with its default checks.
+lint:
+	$(GO) tool staticcheck ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

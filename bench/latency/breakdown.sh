@@ -5,7 +5,7 @@
 #
 # A UDP ping-pong (bench/latency/pingprobe, one probe in flight, blocking
 # sockets, LAT_I µs apart, like veth-bench's hb-pingpong) runs through each
-# variant; the probes carry the datapath's probe marker, so cmd/portfwd
+# variant; the probes carry the datapath's probe marker, so bench/portfwd
 # (run with -latency-probe 1) times every probed batch per stage:
 #   sender->pmd  the client's send call -> the PMD's clock read that saw it
 #   poll-gap     the PMD's previous look at its queues -> this one
@@ -132,7 +132,7 @@ run_one() { # NAME FLAGS|bridge ROUND
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
 BIN=$OUT/bin
 mkdir -p "$BIN"
-(cd "$ROOT" && go build -o "$BIN/portfwd" ./cmd/portfwd && go build -o "$BIN/pingprobe" ./bench/latency/pingprobe) || exit 1
+(cd "$ROOT" && go build -o "$BIN/portfwd" ./bench/portfwd && go build -o "$BIN/pingprobe" ./bench/latency/pingprobe) || exit 1
 
 [ $# -gt 0 ] || set -- bridge busy sleep
 declare -A FLAGS

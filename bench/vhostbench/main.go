@@ -22,7 +22,7 @@
 // over the -duration window. It needs root, dpdk-testpmd and, for ovs, the
 // ovs-vswitchd-dpdk binary of Debian's openvswitch-switch-dpdk.
 //
-//	go run ./cmd/vhostbench -sut switch,limit -flows 1,1000 -flush 0,50
+//	go run ./bench/vhostbench -sut switch,limit -flows 1,1000 -flush 0,50
 package main
 
 import (
