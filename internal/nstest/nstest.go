@@ -137,3 +137,14 @@ func TwoHosts(t testing.TB) (a, b *Host) {
 	}
 	return mk(1), mk(2)
 }
+
+// StaticNeighbour writes ip's MAC into ns's neighbour table on dev as
+// permanent, so that the kernel sends no ARP of its own for ip: neither a
+// request nor the unicast reachability probe it sends about 5 s after it
+// used an entry learnt from the peer's request (a ping's reply does). A
+// test that accounts for every frame on an interface calls it for both
+// ends first, so that the counters it reads move with its own frames only.
+func StaticNeighbour(t testing.TB, ns *Netns, dev, ip, mac string) {
+	t.Helper()
+	ns.Run(t, "ip", "neigh", "replace", ip, "lladdr", mac, "dev", dev, "nud", "permanent")
+}

@@ -99,6 +99,10 @@ func TestE2ETwoTaps(t *testing.T) {
 	})
 
 	t.Run("udp-flood", func(t *testing.T) {
+		// The counts are exact: no ARP of the hosts' own (a reachability
+		// probe after the pings, and its answer) may cross meanwhile.
+		nstest.StaticNeighbour(t, a.NS, a.Dev, b.IP, b.MAC.String())
+		nstest.StaticNeighbour(t, b.NS, b.Dev, a.IP, a.MAC.String())
 		snd := nstest.NewSender(t, a.NS, a.Dev, false)
 		frames := [][]byte{testFrame(a.MAC, 0)}
 		rx2 := func() uint64 { return nstest.Counter(t, b.NS, b.Dev, "rx_packets") }
