@@ -39,7 +39,11 @@ func TestE2EPingIperf(t *testing.T) {
 // kernel's veth, the XDP socket, the driver or the PMD.
 func TestE2EUDPFlood(t *testing.T) {
 	s := newSwitch(t, Options{})
-	nstest.Ping(t, s.A.NS, s.B.IP) // resolves ARP both ways: no background frames later
+	nstest.Ping(t, s.A.NS, s.B.IP)
+	// The counts below are exact: no ARP of the hosts' own (b's probe for
+	// a, about 5 s after the ping, and a's answer) may cross meanwhile.
+	nstest.StaticNeighbour(t, s.A.NS, s.A.Dev, s.B.IP, s.B.MAC)
+	nstest.StaticNeighbour(t, s.B.NS, s.B.Dev, s.A.IP, s.A.MAC)
 	snd := nstest.NewSender(t, s.A.NS, s.A.Dev, false)
 
 	type snap struct {
@@ -70,13 +74,22 @@ func TestE2EUDPFlood(t *testing.T) {
 		}
 	}
 	el := time.Since(start)
-	time.Sleep(300 * time.Millisecond) // let the switch drain its rings
-	after := take()
 	d := func(a, b uint64) uint64 { return a - b }
-	sent := d(after.aTx, before.aTx)
-	recv := d(after.bRx, before.bRx)
-	rxDrops := d(after.s1[1], before.s1[1]) + d(after.s1[2], before.s1[2])
-	txDrops := d(after.s2[1], before.s2[1]) + d(after.s2[2], before.s2[2])
+	// The switch drains its rings after the last send: read the counters
+	// until every frame sent is delivered or counted as a drop, or 5 s.
+	var after snap
+	var sent, recv, rxDrops, txDrops, lost uint64
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		after = take()
+		sent = d(after.aTx, before.aTx)
+		recv = d(after.bRx, before.bRx)
+		rxDrops = d(after.s1[1], before.s1[1]) + d(after.s1[2], before.s1[2])
+		txDrops = d(after.s2[1], before.s2[1]) + d(after.s2[2], before.s2[2])
+		lost = rxDrops + d(after.pmd, before.pmd) + txDrops + d(after.p2TxDrop, before.p2TxDrop) + d(after.bRxDrop, before.bRxDrop)
+		if recv+lost >= sent || time.Now().After(deadline) {
+			break
+		}
+	}
 	t.Logf("sent %d frames in %v (%.0f pps offered, %d accepted by the sender's socket)", sent, el, float64(sent)/el.Seconds(), accepted)
 	t.Logf("switch rx %d, tx %d; delivered %d (%.0f pps)", d(after.s1[0], before.s1[0]), d(after.s2[0], before.s2[0]), recv, float64(recv)/el.Seconds())
 	t.Logf("drops: sender veth tx %d, switch veth rx %d, xsk/driver rx %d, pmd %d, driver tx %d, veth tx %d, receiver rx %d",
@@ -86,7 +99,6 @@ func TestE2EUDPFlood(t *testing.T) {
 	if sent == 0 {
 		t.Fatal("nothing sent")
 	}
-	lost := rxDrops + d(after.pmd, before.pmd) + txDrops + d(after.p2TxDrop, before.p2TxDrop) + d(after.bRxDrop, before.bRxDrop)
 	if sent != recv+lost {
 		t.Errorf("sent %d != delivered %d + counted drops %d", sent, recv, lost)
 	}
