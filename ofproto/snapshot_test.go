@@ -64,7 +64,8 @@ func restoreMeters(b *Bridge, lines []string) error {
 	return b.RestoreMeterMods(mms)
 }
 
-// testGroups are installed in both bridges of the round trip.
+// installTestGroups installs the groups both bridges of the round trip
+// start with.
 func installTestGroups(t *testing.T, tb *testBridge) {
 	t.Helper()
 	for _, gm := range []*ofpwire.GroupMod{

@@ -90,7 +90,7 @@ type Daemon struct {
 
 	// mu serialises configuration changes and the bridges map. It is never
 	// taken on a path an OpenFlow connection's goroutine waits on (see
-	// journalMod and syncJournal), since closing a bridge waits for those
+	// logTableMod and syncJournal), since closing a bridge waits for those
 	// goroutines.
 	mu      sync.Mutex
 	bridges map[string]*bridge

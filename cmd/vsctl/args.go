@@ -26,7 +26,7 @@ type segment struct {
 	args []string
 }
 
-// globalOptions take a value; the bool ones are handled by name.
+// globalValueOptions take a value; the bool ones are handled by name.
 var globalValueOptions = map[string]bool{"--state-dir": true, "--format": true, "--timeout": true, "-t": true, "--db": true}
 
 // parseLine reads a command line the way ovs-vsctl does: global options

@@ -247,11 +247,12 @@ func finish(h uint64) uint32 {
 }
 
 // Hash returns a 32-bit hash of the whole key, for the exact-match cache.
-// (hashShort is the same function for short keys; the two must change
-// together.) It folds the 21 words into five lanes with rotate-and-xor (one cycle each)
-// and multiplies each lane once, independently: every bit of the key counts
-// and the cost is a handful of cycles. Collisions only cost a cache miss,
-// since lookups compare the whole key.
+// (ExtractFast computes the same function in registers for the keys it
+// builds; the two must change together.) It folds the 21 words into five
+// lanes with rotate-and-xor (one cycle each) and multiplies each lane
+// once, independently: every bit of the key counts and the cost is a
+// handful of cycles. Collisions only cost a cache miss, since lookups
+// compare the whole key.
 func (k *Key) Hash() uint32 {
 	w := k.Words()
 	rl := bits.RotateLeft64

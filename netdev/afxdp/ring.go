@@ -26,7 +26,7 @@ type ring struct {
 	cachedCons        uint32
 }
 
-// initRing points r at the shared words of a ring with size entries.
+// init points r at the shared words of a ring with size entries.
 func (r *ring) init(prod, cons, flags *uint32, size uint32) {
 	r.prod, r.cons, r.flags = prod, cons, flags
 	r.size = size
@@ -103,9 +103,9 @@ type descRing struct {
 	descs []unix.XDPDesc
 }
 
-// ringMem is the memory behind a ring, as the kernel lays it out in the
-// mmap'ed area: offsets of the producer, consumer, flags words and of the
-// entry array, all from the start of mem.
+// ringWords finds a ring's producer, consumer and flags words and its
+// entry array in mem, the ring's mmap'ed area, at the offsets from its
+// start that the kernel reports.
 func ringWords(mem []byte, off unix.XDPRingOffset) (prod, cons, flags *uint32, entries unsafe.Pointer) {
 	base := unsafe.Pointer(unsafe.SliceData(mem))
 	return (*uint32)(unsafe.Add(base, off.Producer)),

@@ -145,7 +145,7 @@ func TestParseMatchErrors(t *testing.T) {
 	}
 }
 
-// TestParsePrerequisites: a field without its prerequisite is refused
+// TestParseMatchPrerequisites: a field without its prerequisite is refused
 // with the name it was written as and what it needs (ovs-ofctl would drop
 // the field silently, so del-flows nw_dst=X would delete every flow), and
 // the error is the switch's OFPET_BAD_MATCH/OFPBMC_BAD_PREREQ for errors.Is.

@@ -9,8 +9,8 @@ import (
 	"github.com/netrack/openflow/ofp"
 )
 
-// allocBound is how many bytes decoding may allocate per input byte, plus a
-// constant for the 64 KiB read buffer. A decoder that trusted a length field
+// allocPerByte and allocFixed bound what decoding may allocate: so many
+// bytes per input byte, plus a constant for the 64 KiB read buffer. A decoder that trusted a length field
 // (make(n) before checking n against the input) breaks it at once.
 const (
 	allocPerByte = 64

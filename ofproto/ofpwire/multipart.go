@@ -607,7 +607,6 @@ func (*PortDescReply) MultipartType() ofp.MultipartType {
 	return ofp.MultipartTypePortDescription
 }
 
-// parseFixedArray decodes len(b)/size records, each with read.
 // fixedItem is a fixed-layout netrack/openflow structure: *T reads and
 // writes itself.
 type fixedItem[T any] interface {
@@ -635,6 +634,7 @@ func decodeFixedItems[T any, P fixedItem[T]](b []byte, size int) ([]T, error) {
 	})
 }
 
+// parseFixedArray decodes len(b)/size records, each with read.
 func parseFixedArray[T any](b []byte, size int, read func(*T, []byte) error) ([]T, error) {
 	if len(b)%size != 0 {
 		return nil, errBadLen

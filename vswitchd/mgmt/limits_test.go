@@ -27,7 +27,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// readResponse reads one response line and then expects the server to
+// readResponseThenEOF reads one response line and then expects the server to
 // close the connection.
 func readResponseThenEOF(t *testing.T, c net.Conn) Response {
 	t.Helper()
