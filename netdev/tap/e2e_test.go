@@ -114,12 +114,21 @@ func TestE2ETwoTaps(t *testing.T) {
 		start := time.Now()
 		sent := nstest.Flood(snd.FD(), frames, 0, stop)
 		dur := time.Since(start)
-		rx := nstest.WaitStable(rx2) - rx0
-		txd := txDrop1() - txd0
-		s1a, s1b := a.Port.Stats(), b.Port.Stats()
-		pd := nstest.PMDDrops(dp) - pd0
-		drvLoss := (s1a.RxErrors - s0a.RxErrors) + (s1a.RxDrops - s0a.RxDrops) +
-			(s1b.TxDrops - s0b.TxDrops) + (s1b.TxErrors - s0b.TxErrors)
+		// The switch drains the taps after the last send: read the
+		// counters until every frame sent is delivered or counted as a
+		// drop, or 5 s.
+		var rx, txd, pd, drvLoss uint64
+		s1a, s1b := s0a, s0b
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			rx, txd = rx2()-rx0, txDrop1()-txd0
+			s1a, s1b = a.Port.Stats(), b.Port.Stats()
+			pd = nstest.PMDDrops(dp) - pd0
+			drvLoss = (s1a.RxErrors - s0a.RxErrors) + (s1a.RxDrops - s0a.RxDrops) +
+				(s1b.TxDrops - s0b.TxDrops) + (s1b.TxErrors - s0b.TxErrors)
+			if rx+txd+drvLoss+pd >= sent || time.Now().After(deadline) {
+				break
+			}
+		}
 		t.Logf("UDP flood: sent %d in %v (%.0f pps offered), delivered %d (%.0f pps), kernel tap queue drops %d, driver drops %d, PMD drops %d",
 			sent, dur.Round(time.Millisecond), float64(sent)/dur.Seconds(), rx, float64(rx)/dur.Seconds(), txd, drvLoss, pd)
 		if sent == 0 || rx == 0 {
