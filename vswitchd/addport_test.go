@@ -19,7 +19,7 @@ func TestDaemonAddPortBeforeInterface(t *testing.T) {
 	nstest.RequireRoot(t)
 	veth, peer := nstest.Name("vsaw"), nstest.Name("vsax")
 	t.Cleanup(func() { nstest.Output("ip", "link", "del", veth) })
-	d, _ := startLogged(t)
+	d, logs := startLogged(t)
 	mustCall(t, d, "add-br", "br0", "fail_mode=secure")
 
 	r, err := call(t, d, "add-port", "br0", veth, "type=afpacket", "ofport_request=7")
@@ -60,6 +60,14 @@ func TestDaemonAddPortBeforeInterface(t *testing.T) {
 			t.Errorf("%v succeeded", args)
 		}
 	}
+
+	// Other changes leave a waiting port waiting, without trying to open
+	// it again and logging the failure each time.
+	mustCall(t, d, "set", "Open_vSwitch", ".", "other_config:tx-flush-interval=50")
+	if l := logs.linesWith(`msg="port not restored"`, "port="+veth); len(l) != 0 {
+		t.Fatalf("an unrelated change retried the waiting port: %q", l)
+	}
+	waiting("after an unrelated change")
 
 	running := func(what string) {
 		t.Helper()

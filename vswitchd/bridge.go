@@ -620,6 +620,9 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 		case b.ports[name] != nil:
 		case b.cfg.Ports[name] == nil || portNeedsReopen(b.cfg.Ports[name], nb.Ports[name]):
 			added = append(added, name) // new in this change: it must open
+		case kernelPortType(nb.Ports[name].Type) && interfaceExists(name) != nil:
+			// Still waiting for its interface (portErrs says so): the
+			// interface's arrival starts it (ifwatch.go).
 		default:
 			retry = append(retry, name) // configured before but not running
 		}
