@@ -363,10 +363,10 @@ func (d *Daemon) openPorts(nb *config.Bridge, names []string, lenient bool) (out
 		dev, driver, err := openNetdev(d.opts.StateDir, d.log.With("bridge", nb.Name), pc)
 		if err != nil {
 			switch {
-			case lenient:
-				d.log.Error("port not restored", "bridge", nb.Name, "port", name, "err", err)
 			case errors.Is(err, errNoDevice):
 				d.log.Warn("port waits for its interface", "bridge", nb.Name, "port", name, "ofport", pc.OFPort, "err", err)
+			case lenient:
+				d.log.Error("port not restored", "bridge", nb.Name, "port", name, "err", err)
 			default:
 				for _, p := range out {
 					p.dev.Close()
