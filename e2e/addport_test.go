@@ -21,17 +21,18 @@ func TestAddPortBeforeInterface(t *testing.T) {
 	nstest.Run(t, "ip", "link", "del", a.Port)
 	d.start()
 
-	d.vsctl("add-br", "br0")
-	d.vsctl("set-fail-mode", "br0", "secure")
-	d.vsctl("add-port", "br0", b.Port, "--", "type=afpacket")
-	if out, errOut, code := d.vsctlRaw("add-port", "br0", a.Port); code != 0 {
+	br := nstest.Name("vsbr") // its own interface is in the host's namespace
+	d.vsctl("add-br", br)
+	d.vsctl("set-fail-mode", br, "secure")
+	d.vsctl("add-port", br, b.Port, "--", "type=afpacket")
+	if out, errOut, code := d.vsctlRaw("add-port", br, a.Port); code != 0 {
 		t.Fatalf("add-port of an interface that does not exist yet: exit %d (stdout %q stderr %q)", code, out, errOut)
 	}
-	if got := d.vsctl("list-ports", "br0"); !strings.Contains(got, a.Port+"\n") {
+	if got := d.vsctl("list-ports", br); !strings.Contains(got, a.Port+"\n") {
 		t.Fatalf("list-ports after add-port: %q", got)
 	}
-	d.vsctl("add-flow", "br0", "priority=100,in_port=1,actions=output:2")
-	d.vsctl("add-flow", "br0", "priority=100,in_port=2,actions=output:1")
+	d.vsctl("add-flow", br, "priority=100,in_port=1,actions=output:2")
+	d.vsctl("add-flow", br, "priority=100,in_port=2,actions=output:1")
 
 	wantErr := `"could not open network device ` + a.Port + ` (No such device)"`
 	waiting := func(what string) {
@@ -69,7 +70,7 @@ func TestAddPortBeforeInterface(t *testing.T) {
 		if block := portBlock(d.vsctl("show"), a.Port); !strings.Contains(block, "ofport: 2") || strings.Contains(block, "error") {
 			t.Fatalf("show %s:\n%s", what, block)
 		}
-		if l := flowLine(t, d.vsctl("dump-flows", "br0"), "in_port=2", "output:1"); strings.Contains(l, "n_packets=0,") {
+		if l := flowLine(t, d.vsctl("dump-flows", br), "in_port=2", "output:1"); strings.Contains(l, "n_packets=0,") {
 			t.Fatalf("the flow from %s counted nothing %s: %s", a.Port, what, l)
 		}
 	}

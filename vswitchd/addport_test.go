@@ -20,9 +20,10 @@ func TestDaemonAddPortBeforeInterface(t *testing.T) {
 	veth, peer := nstest.Name("vsaw"), nstest.Name("vsax")
 	t.Cleanup(func() { nstest.Output("ip", "link", "del", veth) })
 	d, logs := startLogged(t)
-	mustCall(t, d, "add-br", "br0", "fail_mode=secure")
+	br := nstest.Name("vsbr") // its own interface is in the host's namespace
+	mustCall(t, d, "add-br", br, "fail_mode=secure")
 
-	r, err := call(t, d, "add-port", "br0", veth, "type=afpacket", "ofport_request=7")
+	r, err := call(t, d, "add-port", br, veth, "type=afpacket", "ofport_request=7")
 	if err != nil {
 		t.Fatalf("add-port of an interface that does not exist yet: %v", err)
 	}
@@ -34,7 +35,7 @@ func TestDaemonAddPortBeforeInterface(t *testing.T) {
 	waiting := func(what string) {
 		t.Helper()
 		nstest.WaitFor(t, 5*time.Second, "port "+veth+" to stop "+what, func() bool {
-			return d.runningBridge("br0").portByName(veth) == nil
+			return d.runningBridge(br).portByName(veth) == nil
 		})
 		if got := mustCall(t, d, "get", "Interface", veth, "ofport", "error", "ofport_request"); got != "-1\n\""+wantErr+"\"\n7\n" {
 			t.Fatalf("%s: get ofport error ofport_request = %q", what, got)
@@ -45,16 +46,16 @@ func TestDaemonAddPortBeforeInterface(t *testing.T) {
 		if s := mustCall(t, d, "show"); !strings.Contains(s, "ofport: -1") || !strings.Contains(s, "error: not running: "+wantErr) {
 			t.Fatalf("%s: show:\n%s", what, s)
 		}
-		if got := mustCall(t, d, "list-ports", "br0"); got != veth+"\n" {
+		if got := mustCall(t, d, "list-ports", br); got != veth+"\n" {
 			t.Fatalf("%s: list-ports %q", what, got)
 		}
 	}
 	waiting("before its interface exists")
 
 	for _, args := range [][]string{
-		{"add-port", "br0", nstest.Name("vsay"), "type=frob"},
-		{"add-port", "br0", nstest.Name("vsay"), "type=afxdp", "options:xdp-mode=bogus"},
-		{"add-port", "br0", nstest.Name("vsay"), "options:frob=1"},
+		{"add-port", br, nstest.Name("vsay"), "type=frob"},
+		{"add-port", br, nstest.Name("vsay"), "type=afxdp", "options:xdp-mode=bogus"},
+		{"add-port", br, nstest.Name("vsay"), "options:frob=1"},
 	} {
 		if _, err := call(t, d, args...); err == nil {
 			t.Errorf("%v succeeded", args)
@@ -74,9 +75,9 @@ func TestDaemonAddPortBeforeInterface(t *testing.T) {
 	running := func(what string) {
 		t.Helper()
 		nstest.WaitFor(t, 5*time.Second, "port "+veth+" to run "+what, func() bool {
-			return d.runningBridge("br0").portByName(veth) != nil
+			return d.runningBridge(br).portByName(veth) != nil
 		})
-		if no := d.runningBridge("br0").portByName(veth).no; no != 7 {
+		if no := d.runningBridge(br).portByName(veth).no; no != 7 {
 			t.Fatalf("%s: the port runs as %d, want its ofport_request 7", what, no)
 		}
 		if got := mustCall(t, d, "get", "Interface", veth, "ofport", "error"); got != "7\n[]\n" {

@@ -37,6 +37,7 @@ import (
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/internal/statedir"
 	"github.com/vswitch-go/vswitch/ofproto"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 	"github.com/vswitch-go/vswitch/vswitchd/metrics"
 	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
@@ -94,6 +95,10 @@ type Daemon struct {
 	// goroutines.
 	mu      sync.Mutex
 	bridges map[string]*bridge
+	// retired are the bridges the change being applied closed (d.mu held):
+	// kept until it is committed or rolled back, so that a rollback brings
+	// one back as it ran (retire, revive).
+	retired map[string]*retiredBridge
 	// view is a snapshot of the bridges for readers that must not wait
 	// for a configuration change (metrics, introspection).
 	view atomic.Pointer[[]*bridge]
@@ -318,6 +323,7 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 	if err != nil {
 		return err
 	}
+	d.retired = map[string]*retiredBridge{}
 	if err := d.apply(old, next); err != nil {
 		d.log.Warn("configuration change failed, rolling back", "err", err)
 		if _, rerr := d.store.Update(func(c *config.Config) error { restoreKeepingTables(c, old); return nil }); rerr != nil {
@@ -326,8 +332,10 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 		if rerr := d.apply(next, old); rerr != nil {
 			d.log.Error("rollback not applied", "err", rerr)
 		}
+		d.bury(old)
 		return err
 	}
+	d.bury(next)
 	if d.mgmt != nil {
 		d.mgmt.SetMaxConns(intOption(next.OtherConfig, "mgmt-max-connections", mgmt.DefaultMaxConns))
 	}
@@ -383,16 +391,26 @@ func (d *Daemon) apply(old, next *config.Config) error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(d.bridges)) {
 		if next.Bridges[name] == nil {
-			d.bridges[name].close()
-			d.bridges[name].removeLocal()
-			delete(d.bridges, name)
-			os.Remove(d.journalPath(name))
+			d.retired[name] = d.retire(d.bridges[name])
 			d.log.Info("bridge deleted", "bridge", name)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(next.Bridges)) {
 		nb := next.Bridges[name]
 		b := d.bridges[name]
+		if r := d.retired[name]; b == nil && r != nil {
+			// A rollback: the bridge comes back as it ran, tables and
+			// counters kept; a port that no longer opens waits.
+			if err := d.revive(r, next, nb, true); err != nil {
+				return err
+			}
+			// Its tables again in the store: retire's snapshot found the
+			// bridge gone from it and only emptied the journal.
+			d.bridges[name].snapshot(true)
+			delete(d.retired, name)
+			d.log.Info("bridge restored", "bridge", name)
+			continue
+		}
 		if b == nil {
 			nbr, err := d.newBridge(next, nb, false)
 			if err != nil {
@@ -415,6 +433,68 @@ func (d *Daemon) apply(old, next *config.Config) error {
 	return nil
 }
 
+// retiredBridge is a closed bridge with what it ran: its tables with the
+// flows' states (install time, last use, counters) and its datapath's
+// ports (their final counters).
+type retiredBridge struct {
+	b                     *bridge
+	flows, groups, meters []string
+	states                map[string]pipeline.EntryState
+	ports                 []*datapath.Port
+}
+
+// retire closes bridge b (d.mu held), saving its tables first, and keeps
+// what revive needs to build it again. Its own interface and its journal
+// stay until bury: a bridge brought back keeps the interface's addresses.
+func (d *Daemon) retire(b *bridge) *retiredBridge {
+	r := &retiredBridge{b: b, flows: flowLines(b.of), groups: groupLines(b.of), meters: meterLines(b.of), states: flowStates(b.of)}
+	b.snapshot(true) // the journal starts empty, the store holds the tables
+	r.ports = b.dp.Ports()
+	b.close()
+	delete(d.bridges, b.name)
+	return r
+}
+
+// revive builds retired bridge r for nb under c (d.mu held), with r's
+// tables, flows' states and port counters: the flows go on counting and
+// ageing as if nothing happened.
+func (d *Daemon) revive(r *retiredBridge, c *config.Config, nb *config.Bridge, lenient bool) error {
+	carry, pmdCarry := r.b.finalTotals(r.ports, nb)
+	// The running tables, not an older snapshot, come back first;
+	// installTables then gives them their states.
+	nb = nb.Clone()
+	nb.Flows, nb.Groups, nb.Meters = r.flows, r.groups, r.meters
+	if nb.Flows == nil {
+		nb.Flows = []string{}
+	}
+	nbr, err := d.newBridge(c, nb, lenient)
+	if err != nil {
+		return err
+	}
+	// Set before the bridge is published: no reader sees it without.
+	nbr.carry.Store(&carry)
+	nbr.pmdCarry.Store(pmdCarry)
+	if err := nbr.installTables(r.flows, r.groups, r.meters, r.states); err != nil {
+		d.log.Warn("tables not fully carried over", "bridge", nb.Name, "err", err)
+	}
+	d.bridges[nb.Name] = nbr
+	return nil
+}
+
+// bury finishes a change whose configuration is now final (d.mu held):
+// the retired bridges final does not have lose their own interface and
+// their journal; one it has but that could not be brought back keeps
+// them, for a restart.
+func (d *Daemon) bury(final *config.Config) {
+	for name, r := range d.retired {
+		if final.Bridges[name] == nil {
+			r.b.removeLocal()
+			os.Remove(d.journalPath(name))
+		}
+	}
+	d.retired = nil
+}
+
 // rebuild replaces bridge b by one built for nb under next, carrying over
 // its tables (flows with their counters and install times, groups,
 // meters) and its ports' counters. The old datapath must close first (a
@@ -425,44 +505,17 @@ func (d *Daemon) apply(old, next *config.Config) error {
 // failed leaves the bridge as it was rather than with every flow's
 // counters and age back at zero, which rebuilding it from the store would.
 func (d *Daemon) rebuild(b *bridge, old, next *config.Config, nb *config.Bridge) error {
-	name := b.name
-	flows, groups, meters := flowLines(b.of), groupLines(b.of), meterLines(b.of)
-	states := flowStates(b.of)
-	b.snapshot(true) // the journal starts empty, the store holds the tables
-	ports := b.dp.Ports()
-	b.close()
-	delete(d.bridges, name)
-	start := func(c *config.Config, cb *config.Bridge, lenient bool) error {
-		carry, pmdCarry := b.finalTotals(ports, cb)
-		// The running tables, not an older snapshot, come back first;
-		// installTables then gives them their states.
-		cb = cb.Clone()
-		cb.Flows, cb.Groups, cb.Meters = flows, groups, meters
-		if cb.Flows == nil {
-			cb.Flows = []string{}
-		}
-		nbr, err := d.newBridge(c, cb, lenient)
-		if err != nil {
-			return err
-		}
-		// Set before the bridge is published: no reader sees it without.
-		nbr.carry.Store(&carry)
-		nbr.pmdCarry.Store(pmdCarry)
-		if err := nbr.installTables(flows, groups, meters, states); err != nil {
-			d.log.Warn("tables not fully carried over the rebuild", "bridge", name, "err", err)
-		}
-		d.bridges[name] = nbr
-		return nil
-	}
-	if err := start(next, nb, false); err != nil {
-		if rerr := start(old, b.cfg, true); rerr != nil {
-			d.log.Error("bridge not restored after a failed rebuild", "bridge", name, "err", rerr)
+	r := d.retire(b)
+	if err := d.revive(r, next, nb, false); err != nil {
+		if rerr := d.revive(r, old, b.cfg, true); rerr != nil {
+			d.log.Error("bridge not restored after a failed rebuild", "bridge", b.name, "err", rerr)
+			d.retired[b.name] = r // the rollback tries again
 		} else {
-			d.log.Warn("rebuild failed; bridge restored as it ran, tables and counters kept", "bridge", name, "err", err)
+			d.log.Warn("rebuild failed; bridge restored as it ran, tables and counters kept", "bridge", b.name, "err", err)
 		}
 		return err
 	}
-	d.log.Info("bridge rebuilt", "bridge", name)
+	d.log.Info("bridge rebuilt", "bridge", b.name)
 	return nil
 }
 

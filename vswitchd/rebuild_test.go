@@ -12,62 +12,60 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 )
 
-// TestFailedRebuildKeepsTables: a transaction that rebuilds the bridge
-// (mac-aging-time) and changes a port so that it cannot open is refused
-// and changes nothing: the flows keep their counters and install times,
-// the ports their OpenFlow numbers, and traffic still crosses.
-func TestFailedRebuildKeepsTables(t *testing.T) {
+// forwarding is a daemon with bridge br (a unique name: its own interface
+// lives in the host's namespace) forwarding between hosts a and b by two
+// flows that a ping has made count.
+type forwarding struct {
+	d      *Daemon
+	br     string
+	a, b   *nstest.Host
+	before map[string]pipeline.EntryState
+}
+
+func newForwarding(t *testing.T) *forwarding {
+	t.Helper()
 	a, b := nstest.TwoHosts(t)
 	d, _ := startLogged(t)
-	mustCall(t, d, "add-br", "br0", "fail_mode=secure")
-	mustCall(t, d, "add-port", "br0", a.Port, "type=afpacket")
-	mustCall(t, d, "add-port", "br0", b.Port, "type=afpacket")
-	for _, f := range []string{"priority=10,in_port=1,actions=output:2", "priority=10,in_port=2,actions=output:1"} {
+	f := &forwarding{d: d, br: nstest.Name("vsbr"), a: a, b: b}
+	mustCall(t, d, "add-br", f.br, "fail_mode=secure")
+	mustCall(t, d, "add-port", f.br, a.Port, "type=afpacket")
+	mustCall(t, d, "add-port", f.br, b.Port, "type=afpacket")
+	for _, fl := range []string{"priority=10,in_port=1,actions=output:2", "priority=10,in_port=2,actions=output:1"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := ofctl.Run(ctx, "unix:"+d.bridgeSocket("br0"), "add-flow", []string{f}, io.Discard, ofctl.Options{})
+		err := ofctl.Run(ctx, "unix:"+d.bridgeSocket(f.br), "add-flow", []string{fl}, io.Discard, ofctl.Options{})
 		cancel()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	nstest.Ping(t, a.NS, b.IP)
-	states := func() map[string]pipeline.EntryState { return flowStates(d.runningBridge("br0").of) }
-	before := states()
-	if len(before) != 2 {
-		t.Fatalf("flows before: %v", before)
+	f.before = f.states()
+	if len(f.before) != 2 {
+		t.Fatalf("flows before: %v", f.before)
 	}
-	for l, st := range before {
+	for l, st := range f.before {
 		if st.Packets == 0 {
 			t.Fatalf("flow %q counted no packet after the ping", l)
 		}
 	}
+	return f
+}
 
-	// A port that certainly cannot open (a tap device cannot take a
-	// veth's name) is refused before anything is touched: the same bridge,
-	// the same ports, no rebuild.
-	br, pa, pb := d.runningBridge("br0"), d.runningBridge("br0").portByName(a.Port), d.runningBridge("br0").portByName(b.Port)
-	_, err := chain(t, d,
-		[]string{"set", "Bridge", "br0", "other_config:mac-aging-time=30"},
-		[]string{"set", "Interface", b.Port, "type=tap"})
-	if err == nil || !strings.Contains(err.Error(), b.Port) {
-		t.Fatalf("a rebuild with a tap port on a veth's name: err %v, want one naming %s", err, b.Port)
-	}
-	if nb := d.runningBridge("br0"); nb != br || nb.portByName(a.Port) != pa || nb.portByName(b.Port) != pb {
-		t.Fatal("the refused transaction rebuilt the bridge or reopened its ports")
-	}
+func (f *forwarding) states() map[string]pipeline.EntryState {
+	return flowStates(f.d.runningBridge(f.br).of)
+}
 
-	// A port the driver refuses (more AF_PACKET queues than it serves)
-	// fails once the old datapath is closed: the bridge comes back as it
-	// ran.
-	_, err = chain(t, d,
-		[]string{"set", "Bridge", "br0", "other_config:mac-aging-time=30"},
-		[]string{"set", "Interface", b.Port, "options:n_rxq=65"})
-	if err == nil || !strings.Contains(err.Error(), b.Port) {
-		t.Fatalf("a rebuild with a port that cannot open: err %v, want one naming %s", err, b.Port)
+// unchanged checks, after a refused transaction, that the flows kept
+// their install times and counters, that the ports run under their
+// numbers and that traffic crosses, counted by the same flows.
+func (f *forwarding) unchanged(t *testing.T) {
+	t.Helper()
+	br := f.d.runningBridge(f.br)
+	if br == nil {
+		t.Fatalf("bridge %s not running after the refused transaction", f.br)
 	}
-
-	after := states()
-	for l, st := range before {
+	after := f.states()
+	for l, st := range f.before {
 		got, ok := after[l]
 		switch {
 		case !ok:
@@ -78,25 +76,89 @@ func TestFailedRebuildKeepsTables(t *testing.T) {
 			t.Errorf("flow %q counts %d packets after the refused transaction, was %d", l, got.Packets, st.Packets)
 		}
 	}
-	if got := strings.TrimSpace(mustCall(t, d, "get", "Bridge", "br0", "other_config")); got != "{}" {
-		t.Errorf("other_config after the refused transaction: %s", got)
-	}
-	if got := mustCall(t, d, "get", "Interface", b.Port, "type", "options"); got != "afpacket\n{}\n" {
-		t.Errorf("type and options after the refused transaction: %q", got)
-	}
-	br = d.runningBridge("br0")
-	for name, no := range map[string]uint32{a.Port: 1, b.Port: 2} {
+	for name, no := range map[string]uint32{f.a.Port: 1, f.b.Port: 2} {
 		if p := br.portByName(name); p == nil || p.no != no {
 			t.Errorf("port %s after the refused transaction: %+v, want running as %d", name, p, no)
 		}
 	}
-	nstest.Ping(t, a.NS, b.IP)
+	nstest.Ping(t, f.a.NS, f.b.IP)
 	if t.Failed() {
 		return
 	}
-	for l, st := range states() {
-		if st.Packets <= before[l].Packets {
-			t.Errorf("flow %q counts %d packets after another ping, was %d", l, st.Packets, before[l].Packets)
+	for l, st := range f.states() {
+		if st.Packets <= f.before[l].Packets {
+			t.Errorf("flow %q counts %d packets after another ping, was %d", l, st.Packets, f.before[l].Packets)
 		}
 	}
+}
+
+// TestFailedRebuildKeepsTables: a transaction that rebuilds the bridge
+// (mac-aging-time) and changes a port so that it cannot open is refused
+// and changes nothing: the flows keep their counters and install times,
+// the ports their OpenFlow numbers, and traffic still crosses.
+func TestFailedRebuildKeepsTables(t *testing.T) {
+	f := newForwarding(t)
+	d := f.d
+
+	// A port that certainly cannot open (a tap device cannot take a
+	// veth's name) is refused before anything is touched: the same bridge,
+	// the same ports, no rebuild.
+	br := d.runningBridge(f.br)
+	pa, pb := br.portByName(f.a.Port), br.portByName(f.b.Port)
+	_, err := chain(t, d,
+		[]string{"set", "Bridge", f.br, "other_config:mac-aging-time=30"},
+		[]string{"set", "Interface", f.b.Port, "type=tap"})
+	if err == nil || !strings.Contains(err.Error(), f.b.Port) {
+		t.Fatalf("a rebuild with a tap port on a veth's name: err %v, want one naming %s", err, f.b.Port)
+	}
+	if nb := d.runningBridge(f.br); nb != br || nb.portByName(f.a.Port) != pa || nb.portByName(f.b.Port) != pb {
+		t.Fatal("the refused transaction rebuilt the bridge or reopened its ports")
+	}
+
+	// A port the driver refuses (more AF_PACKET queues than it serves)
+	// fails once the old datapath is closed: the bridge comes back as it
+	// ran.
+	_, err = chain(t, d,
+		[]string{"set", "Bridge", f.br, "other_config:mac-aging-time=30"},
+		[]string{"set", "Interface", f.b.Port, "options:n_rxq=65"})
+	if err == nil || !strings.Contains(err.Error(), f.b.Port) {
+		t.Fatalf("a rebuild with a port that cannot open: err %v, want one naming %s", err, f.b.Port)
+	}
+	if got := strings.TrimSpace(mustCall(t, d, "get", "Bridge", f.br, "other_config")); got != "{}" {
+		t.Errorf("other_config after the refused transaction: %s", got)
+	}
+	if got := mustCall(t, d, "get", "Interface", f.b.Port, "type", "options"); got != "afpacket\n{}\n" {
+		t.Errorf("type and options after the refused transaction: %q", got)
+	}
+	f.unchanged(t)
+}
+
+// TestFailedDelBrKeepsBridge: a transaction that deletes a bridge and
+// then fails (a new bridge's port the driver refuses) is refused and
+// changes nothing: the bridge runs with its flows' counters and install
+// times, and its own interface keeps the address the host gave it.
+func TestFailedDelBrKeepsBridge(t *testing.T) {
+	f := newForwarding(t)
+	d := f.d
+	nstest.Run(t, "ip", "addr", "add", "198.18.77.1/32", "dev", f.br)
+
+	other := nstest.Name("vsbq")
+	_, err := chain(t, d,
+		[]string{"del-br", f.br},
+		[]string{"add-br", other},
+		[]string{"add-port", other, f.b.Port, "type=afpacket", "options:n_rxq=65"})
+	if err == nil || !strings.Contains(err.Error(), f.b.Port) {
+		t.Fatalf("del-br then a port that cannot open: err %v, want one naming %s", err, f.b.Port)
+	}
+	if got := mustCall(t, d, "list-br"); got != f.br+"\n" {
+		t.Errorf("list-br after the refused transaction: %q", got)
+	}
+	if out := nstest.Run(t, "ip", "-o", "addr", "show", "dev", f.br); !strings.Contains(out, "198.18.77.1/32") {
+		t.Errorf("the bridge's own interface lost its address: %q", out)
+	}
+	f.unchanged(t)
+	// The tables are in the store again, for a restart.
+	nstest.WaitFor(t, 5*time.Second, "the flows in the store", func() bool {
+		return len(d.store.Get().Bridges[f.br].Flows) == 2
+	})
 }
