@@ -633,11 +633,6 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 	}
 	// A changed port is closed before it is reopened: a kernel interface
 	// can carry only one XDP program or socket set of ours.
-	for _, name := range removed {
-		if p := b.portByName(name); p != nil {
-			b.detach(p, false)
-		}
-	}
 	for _, name := range changed {
 		if p := b.portByName(name); p != nil {
 			b.detach(p, true)
@@ -651,6 +646,14 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 	opened = append(opened, retried...)
 	b.notRunning(failed)
 	b.notRunning(failedAgain)
+	// Removed ports go once the others have opened, so that a change that
+	// fails there leaves them running, counters and all; and before the
+	// others attach, which may take their OpenFlow numbers.
+	for _, name := range removed {
+		if p := b.portByName(name); p != nil {
+			b.detach(p, false)
+		}
+	}
 	b.reattachLocal()
 	for _, p := range opened {
 		if err := b.attach(p); err != nil {

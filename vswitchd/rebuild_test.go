@@ -162,3 +162,21 @@ func TestFailedDelBrKeepsBridge(t *testing.T) {
 		return len(d.store.Get().Bridges[f.br].Flows) == 2
 	})
 }
+
+// TestFailedDelPortKeepsPort: a transaction that deletes a port and then
+// fails (another port changed so that it cannot open) leaves the deleted
+// port running as it was, never closed.
+func TestFailedDelPortKeepsPort(t *testing.T) {
+	f := newForwarding(t)
+	pa := f.d.runningBridge(f.br).portByName(f.a.Port)
+	_, err := chain(t, f.d,
+		[]string{"del-port", f.br, f.a.Port},
+		[]string{"set", "Interface", f.b.Port, "options:n_rxq=65"})
+	if err == nil || !strings.Contains(err.Error(), f.b.Port) {
+		t.Fatalf("del-port then a port that cannot open: err %v, want one naming %s", err, f.b.Port)
+	}
+	if got := f.d.runningBridge(f.br).portByName(f.a.Port); got != pa {
+		t.Fatalf("port %s was closed and reopened by the refused transaction", f.a.Port)
+	}
+	f.unchanged(t)
+}
