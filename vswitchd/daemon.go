@@ -10,7 +10,10 @@
 // datapaths when they change, keeping their flows; tx-flush-interval,
 // pmd-sleep-max, controllers, fail mode and ports change at run time. A
 // port whose kernel interface disappears stops, and starts again by itself
-// under the same OpenFlow number when the interface comes back.
+// under the same OpenFlow number when the interface comes back; one added
+// before its interface exists waits for it the same way, as in Open
+// vSwitch. A change the running switch cannot follow is rolled back, and
+// what it closed comes back as it ran (see change).
 package vswitchd
 
 import (
@@ -305,8 +308,12 @@ func (b *bridge) finalTotals(ports []*datapath.Port, nb *config.Bridge) (metrics
 
 // change applies fn to the configuration: validated and durable first,
 // then made true in the running switch. If the running switch cannot
-// follow (an interface that cannot be opened), the previous configuration
-// is committed and applied again, so a failed command changes nothing.
+// follow (a port that cannot be opened), the previous configuration is
+// committed and applied again, so a failed command changes nothing: what
+// certainly fails is refused before anything is touched
+// (checkPortsOpenable), and a bridge closed on the way (deleted, or
+// rebuilt and failed) comes back from what it ran, not from the store, so
+// its flows keep their counters and ages (retire, revive).
 func (d *Daemon) change(fn func(c *config.Config) error) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -14,7 +14,9 @@ import (
 // Interfaces that come back.
 //
 // When a port's kernel interface disappears the datapath stops the port
-// (bridge.portRemoved) but it stays configured. Like Open vSwitch, the
+// (bridge.portRemoved) but it stays configured; a port added before its
+// interface exists is configured and not running the same way
+// (openPorts). Like Open vSwitch, the
 // daemon then follows rtnetlink link events (linkwatch.Listen, the
 // subscription the port drivers use too): when an interface that a
 // configured kernel port names appears (created again, moved into our
