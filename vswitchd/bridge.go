@@ -122,8 +122,9 @@ func datapathID(b *config.Bridge) (uint64, error) {
 }
 
 // newBridge builds and starts the bridge nb of configuration c. With
-// lenient set (restoring at start) a port that cannot be opened is logged
-// and skipped; otherwise it fails the whole bridge.
+// lenient set (restoring at start, or after a failed change) a port that
+// cannot be opened is logged and skipped; otherwise it fails the whole
+// bridge, unless its interface does not exist yet: it waits for it.
 func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*bridge, error) {
 	b := &bridge{d: d, name: nb.Name, cfg: nb.Clone(), settings: switchDatapathSettings(c),
 		ports: map[string]*port{}, byNo: map[uint32]*port{}, portErrs: map[string]string{}}
