@@ -111,8 +111,12 @@ func openNetdev(stateDir string, log *slog.Logger, p *config.Port) (netdev.Netde
 // holds (only a tap device can be attached to). Without the check the
 // change would close the running ports, or rebuild the bridge, only to
 // fail and be rolled back. Ports left as they were are not checked, so a
-// stored port that does not run never blocks other changes.
+// stored port that does not run never blocks other changes. A change
+// beyond the port limits (portlimits.go) is refused here too.
 func checkPortsOpenable(old, next *config.Config) error {
+	if err := checkPortLimits(old, next); err != nil {
+		return err
+	}
 	for _, bname := range slices.Sorted(maps.Keys(next.Bridges)) {
 		nb := next.Bridges[bname]
 		ob := old.Bridges[bname]

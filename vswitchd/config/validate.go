@@ -52,6 +52,10 @@ var numericKeys = map[string]numericRange{
 	"openflow-max-connections": {1, 1 << 20},
 	"mgmt-max-connections":     {1, 1 << 20},
 	"flow-sync-interval":       {1, 60000},
+	// Port limits (vswitchd/portlimits.go): at least 1, so that a bridge
+	// can still be added after lowering them.
+	"max-ports":             {1, 1 << 20},
+	"max-ports-per-request": {1, 1 << 20},
 }
 
 // Values of other_config:flow-sync, the durability of acknowledged flow
