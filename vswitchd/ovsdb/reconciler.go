@@ -1,0 +1,421 @@
+// Package ovsdb makes the daemon an OVSDB client of the Open_vSwitch
+// database, as ovs-vswitchd is: the real ovs-vsctl writes the database,
+// the reconciler makes the switch follow it and writes back what runs.
+//
+// It is level-triggered: any change of the monitored rows (and a slow
+// tick, for run-time state such as a port whose interface appeared) makes
+// it read the whole cache, compute the wanted configuration and apply it
+// if it differs from the last one applied; then it writes back, in one
+// transaction and only where a value changed, cur_cfg (which ovs-vsctl
+// waits for), the ports' ofport and errors, and the other run-time
+// columns. Its own write comes back as a monitor update, finds nothing
+// to apply nor to write, and so ends there.
+//
+// While the database is away the switch keeps running its last
+// configuration; the client reconnects with backoff and reconciles again.
+package ovsdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-logr/logr"
+	"github.com/ovn-kubernetes/libovsdb/cache"
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+
+	"github.com/vswitch-go/vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
+)
+
+// Timing of the loop. debounce gathers the updates of one ovs-vsctl
+// transaction (they may arrive as several notifications) into one
+// reconcile; resync catches run-time changes no row reports.
+const (
+	debounce = 20 * time.Millisecond
+	resync   = time.Second
+	// opTimeout bounds one read or transaction against the server.
+	opTimeout = 10 * time.Second
+)
+
+// Reconciler keeps a Switch equal to an Open_vSwitch database.
+type Reconciler struct {
+	endpoint string
+	sw       Switch
+	log      *slog.Logger
+	cli      client.Client
+
+	kick   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	// applied is the last configuration applied (flows aside), so that
+	// an update that changes nothing the switch runs applies nothing.
+	applied *config.Config
+	// lastErr is, per Interface UUID, the refusal of the last apply.
+	lastErr map[string]string
+
+	mu sync.Mutex
+	// reconciles counts passes that applied a configuration, writes the
+	// write-back transactions: for tests.
+	reconciles, writes int
+}
+
+// Start connects to the database at endpoint ("unix:PATH", "tcp:IP:PORT")
+// in the background and keeps sw following it until Close. A server that
+// is not there yet is waited for: the switch runs its last configuration
+// meanwhile.
+func Start(endpoint string, sw Switch, log *slog.Logger) (*Reconciler, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	dbModel, err := vswitchdb.FullDatabaseModel()
+	if err != nil {
+		return nil, err
+	}
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = 100 * time.Millisecond
+	bo.MaxInterval = 4 * time.Second
+	bo.MaxElapsedTime = 0 // never give up: the switch outlives its database
+	// libovsdb's own log is verbose at every level; warnings and errors
+	// reach the daemon's log.
+	lg := logr.FromSlogHandler(log.With("component", "ovsdb").Handler()).V(0)
+	cli, err := client.NewOVSDBClient(dbModel, client.WithEndpoint(endpoint),
+		client.WithReconnect(opTimeout, bo), client.WithLogger(&lg))
+	if err != nil {
+		return nil, fmt.Errorf("ovsdb: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Reconciler{endpoint: endpoint, sw: sw, log: log, cli: cli, kick: make(chan struct{}, 1),
+		cancel: cancel, done: make(chan struct{}), lastErr: map[string]string{}}
+	go r.run(ctx)
+	return r, nil
+}
+
+// Endpoint is the database the reconciler follows.
+func (r *Reconciler) Endpoint() string { return r.endpoint }
+
+func (r *Reconciler) poke() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Close disconnects and waits for the loop to stop; the switch keeps its
+// configuration.
+func (r *Reconciler) Close() {
+	r.cancel()
+	<-r.done
+	r.cli.Close()
+}
+
+// run connects (retrying until it succeeds), monitors the tables, then
+// reconciles on every kick and tick.
+func (r *Reconciler) run(ctx context.Context) {
+	defer close(r.done)
+	if !r.connect(ctx) {
+		return
+	}
+	tick := time.NewTicker(resync)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.kick:
+			// Let the rest of a burst of updates arrive.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(debounce):
+			}
+			select {
+			case <-r.kick:
+			default:
+			}
+		case <-tick.C:
+		}
+		if !r.cli.Connected() {
+			continue // the client reconnects; its cache refill kicks us
+		}
+		if err := r.reconcile(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("ovsdb reconcile", "err", err)
+		}
+	}
+}
+
+// connect makes the first connection, with backoff; later ones are the
+// client's (WithReconnect), monitors included.
+func (r *Reconciler) connect(ctx context.Context) bool {
+	wait := 100 * time.Millisecond
+	logged := false
+	for {
+		cctx, cancel := context.WithTimeout(ctx, opTimeout)
+		err := r.cli.Connect(cctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		if !logged {
+			r.log.Warn("ovsdb: cannot connect, retrying; the switch runs its last configuration", "db", r.endpoint, "err", err)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 4*time.Second)
+	}
+	// The cache exists once connected, and lives across reconnections.
+	r.cli.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+		AddFunc:    func(string, model.Model) { r.poke() },
+		UpdateFunc: func(string, model.Model, model.Model) { r.poke() },
+		DeleteFunc: func(string, model.Model) { r.poke() },
+	})
+	for {
+		mctx, cancel := context.WithTimeout(ctx, opTimeout)
+		_, err := r.cli.Monitor(mctx, r.cli.NewMonitor(
+			client.WithTable(&vswitchdb.OpenvSwitch{}),
+			client.WithTable(&vswitchdb.Bridge{}),
+			client.WithTable(&vswitchdb.Port{}),
+			client.WithTable(&vswitchdb.Interface{}),
+			client.WithTable(&vswitchdb.Controller{}),
+			client.WithTable(&vswitchdb.SSL{}),
+		))
+		cancel()
+		if err == nil {
+			break
+		}
+		r.log.Warn("ovsdb: monitor failed, retrying", "db", r.endpoint, "err", err)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Second):
+		}
+	}
+	r.log.Info("ovsdb: connected, following the database", "db", r.endpoint)
+	r.poke()
+	return true
+}
+
+// read takes the rows from the cache, Open_vSwitch first: the other
+// tables are then at least as new as its next_cfg, so that reporting it
+// as cur_cfg never claims a change not yet seen.
+func (r *Reconciler) read(ctx context.Context) (*rows, error) {
+	var ovs []vswitchdb.OpenvSwitch
+	var brs []vswitchdb.Bridge
+	var ports []vswitchdb.Port
+	var ifs []vswitchdb.Interface
+	var ctls []vswitchdb.Controller
+	var ssl []vswitchdb.SSL
+	for _, l := range []any{&ovs, &brs, &ports, &ifs, &ctls, &ssl} {
+		if err := r.cli.List(ctx, l); err != nil {
+			return nil, err
+		}
+	}
+	out := &rows{bridges: byUUID(brs, func(b *vswitchdb.Bridge) string { return b.UUID }),
+		ports:  byUUID(ports, func(p *vswitchdb.Port) string { return p.UUID }),
+		ifaces: byUUID(ifs, func(i *vswitchdb.Interface) string { return i.UUID }),
+		ctls:   byUUID(ctls, func(c *vswitchdb.Controller) string { return c.UUID }),
+		ssl:    byUUID(ssl, func(s *vswitchdb.SSL) string { return s.UUID })}
+	switch len(ovs) {
+	case 0:
+		return nil, errors.New("the database has no Open_vSwitch row yet (ovs-vsctl init creates it)")
+	case 1:
+		out.ovs = &ovs[0]
+	default:
+		return nil, fmt.Errorf("the database has %d Open_vSwitch rows, want one", len(ovs))
+	}
+	return out, nil
+}
+
+// dangling names a row referenced but not read, or "".
+func (rs *rows) dangling() string {
+	if rs.ovs.SSL != nil && rs.ssl[*rs.ovs.SSL] == nil {
+		return "SSL " + *rs.ovs.SSL
+	}
+	for _, bu := range rs.ovs.Bridges {
+		b := rs.bridges[bu]
+		if b == nil {
+			return "Bridge " + bu
+		}
+		for _, cu := range b.Controller {
+			if rs.ctls[cu] == nil {
+				return "Controller " + cu
+			}
+		}
+		for _, pu := range b.Ports {
+			p := rs.ports[pu]
+			if p == nil {
+				return "Port " + pu
+			}
+			for _, iu := range p.Interfaces {
+				if rs.ifaces[iu] == nil {
+					return "Interface " + iu
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func byUUID[T any](l []T, key func(*T) string) map[string]*T {
+	m := make(map[string]*T, len(l))
+	for i := range l {
+		m[key(&l[i])] = &l[i]
+	}
+	return m
+}
+
+// reconcile is one pass: read, apply if the wanted configuration
+// changed, write back.
+func (r *Reconciler) reconcile(ctx context.Context) error {
+	rs, err := r.read(ctx)
+	if err != nil {
+		return err
+	}
+	if missing := rs.dangling(); missing != "" {
+		// A read between two notifications of one change (rows
+		// referenced before they arrived): read again shortly rather
+		// than apply, and report as applied, half of it.
+		r.log.Debug("ovsdb: incomplete read, reading again", "missing", missing)
+		r.poke()
+		return nil
+	}
+	p := wantedConfig(rs)
+	if !reflect.DeepEqual(p.cfg, r.applied) {
+		for _, m := range p.problems {
+			r.log.Warn("ovsdb: " + m)
+		}
+		r.lastErr = r.apply(p)
+		r.applied = p.cfg
+		r.mu.Lock()
+		r.reconciles++
+		r.mu.Unlock()
+	}
+	for u, e := range r.lastErr {
+		if _, ok := p.ifaceErr[u]; !ok {
+			p.ifaceErr[u] = e
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return r.writeBack(wctx, rs, p)
+}
+
+// apply makes the switch run p's configuration, keeping each bridge's
+// flows, groups and meters (they are not in the database). When the
+// switch refuses the whole (a port that cannot open, an ofport_request
+// taken twice), it applies what it can: first the configuration with
+// every new or changed port as it ran before, then each of those ports
+// alone, so that only the refused ones are left out. It returns, per
+// Interface UUID, why a port was left out.
+func (r *Reconciler) apply(p *plan) map[string]string {
+	errs := map[string]string{}
+	err := r.sw.Reconcile(func(c *config.Config) error { setKeepingTables(c, p.cfg); return nil })
+	if err == nil {
+		return errs
+	}
+	r.log.Warn("ovsdb: configuration refused as a whole, applying it row by row", "err", err)
+	cur := r.sw.Config()
+	base := p.cfg.Clone()
+	type pending struct {
+		bridge string
+		port   *config.Port
+	}
+	var todo []pending
+	for bname, b := range base.Bridges {
+		for pname, port := range b.Ports {
+			var was *config.Port
+			if cb := cur.Bridges[bname]; cb != nil {
+				was = cb.Ports[pname]
+			}
+			if was != nil && samePort(was, port) {
+				continue
+			}
+			todo = append(todo, pending{bname, port})
+			if was != nil {
+				b.Ports[pname] = was
+			} else {
+				delete(b.Ports, pname)
+			}
+		}
+	}
+	if err := r.sw.Reconcile(func(c *config.Config) error { setKeepingTables(c, base); return nil }); err != nil {
+		// Settings the machine refuses (pmd-cpu-mask...): keep its own.
+		base.OtherConfig = cur.OtherConfig
+		if err2 := r.sw.Reconcile(func(c *config.Config) error { setKeepingTables(c, base); return nil }); err2 != nil {
+			r.log.Error("ovsdb: configuration not applied; the switch keeps its last one", "err", err2)
+			for u, ref := range p.ifaceAt {
+				if !ref.local {
+					errs[u] = err2.Error()
+				}
+			}
+			return errs
+		}
+		r.log.Warn("ovsdb: Open_vSwitch other_config refused", "err", err)
+	}
+	failed := map[string]string{}
+	for _, t := range todo {
+		err := r.sw.Reconcile(func(c *config.Config) error {
+			if b := c.Bridges[t.bridge]; b != nil {
+				if b.Ports == nil {
+					b.Ports = map[string]*config.Port{}
+				}
+				b.Ports[t.port.Name] = t.port.Clone()
+			}
+			return nil
+		})
+		if err != nil {
+			failed[t.bridge+"\x00"+t.port.Name] = err.Error()
+			r.log.Warn("ovsdb: port not applied", "bridge", t.bridge, "port", t.port.Name, "err", err)
+		}
+	}
+	for u, ref := range p.ifaceAt {
+		if e, ok := failed[ref.bridge+"\x00"+ref.port]; ok {
+			errs[u] = e
+		}
+	}
+	return errs
+}
+
+// samePort compares the settings the database gives (not the number the
+// store assigns).
+func samePort(a, b *config.Port) bool {
+	a, b = a.Clone(), b.Clone()
+	a.OFPort, b.OFPort = 0, 0
+	return reflect.DeepEqual(a, b)
+}
+
+// setKeepingTables makes c the wanted configuration, each bridge keeping
+// the flows, groups and meters c has for it: OpenFlow tables come from
+// controllers and ovs-ofctl, not from the database, and the flow journal
+// and its crash safety stay the daemon's.
+func setKeepingTables(c, want *config.Config) {
+	old := c.Bridges
+	*c = *want.Clone()
+	for name, b := range c.Bridges {
+		if ob := old[name]; ob != nil {
+			b.Flows, b.Groups, b.Meters = ob.Flows, ob.Groups, ob.Meters
+		}
+		if b.Ports == nil {
+			b.Ports = map[string]*config.Port{}
+		}
+	}
+}
+
+// Stats counts the passes that applied a configuration and the
+// write-back transactions.
+func (r *Reconciler) Stats() (reconciles, writes int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reconciles, r.writes
+}

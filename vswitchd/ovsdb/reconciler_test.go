@@ -1,0 +1,500 @@
+package ovsdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/database/inmemory"
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+	"github.com/ovn-kubernetes/libovsdb/server"
+
+	"github.com/vswitch-go/vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
+)
+
+// fakeSwitch is a configuration in memory with the store's rules that
+// matter here: validation, port numbers kept across changes, requests
+// honoured.
+type fakeSwitch struct {
+	mu  sync.Mutex
+	cfg *config.Config
+	// refuse, if set, fails a change the real switch would (a port that
+	// cannot open).
+	refuse func(*config.Config) error
+	// flows is what each bridge's Flows hold, set by the test as if a
+	// controller had installed them.
+}
+
+func (f *fakeSwitch) Reconcile(fn func(*config.Config) error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	next := f.cfg.Clone()
+	if err := fn(next); err != nil {
+		return err
+	}
+	for bname, b := range next.Bridges {
+		used := map[uint32]bool{}
+		var ob *config.Bridge
+		if f.cfg.Bridges != nil {
+			ob = f.cfg.Bridges[bname]
+		}
+		for _, pname := range slices.Sorted(maps.Keys(b.Ports)) {
+			p := b.Ports[pname]
+			p.OFPort = 0
+			if ob != nil && ob.Ports[pname] != nil {
+				p.OFPort = ob.Ports[pname].OFPort
+			}
+			if p.OFPortRequest != 0 {
+				if used[p.OFPortRequest] {
+					return fmt.Errorf("port %q: ofport_request %d is already used", pname, p.OFPortRequest)
+				}
+				p.OFPort = p.OFPortRequest
+			}
+			if p.OFPort != 0 {
+				used[p.OFPort] = true
+			}
+		}
+		next := uint32(1)
+		for _, pname := range slices.Sorted(maps.Keys(b.Ports)) {
+			p := b.Ports[pname]
+			if p.OFPort != 0 {
+				continue
+			}
+			for used[next] {
+				next++
+			}
+			p.OFPort = next
+			used[next] = true
+		}
+	}
+	if err := config.Validate(next); err != nil {
+		return err
+	}
+	if f.refuse != nil {
+		if err := f.refuse(next); err != nil {
+			return err
+		}
+	}
+	f.cfg = next
+	return nil
+}
+
+func (f *fakeSwitch) Config() *config.Config {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cfg.Clone()
+}
+
+func (f *fakeSwitch) PortStatus(bridge, port string) PortStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.cfg.Bridges[bridge]
+	if b == nil {
+		return PortStatus{Error: "no such bridge"}
+	}
+	if port == bridge {
+		return PortStatus{Running: true, AdminState: "up", LinkState: "up", MTU: 1500}
+	}
+	p := b.Ports[port]
+	if p == nil {
+		return PortStatus{Error: "not running"}
+	}
+	return PortStatus{Running: true, OFPort: p.OFPort, AdminState: "up", LinkState: "up", MAC: "02:00:00:00:00:01", MTU: 1500, Ifindex: 7}
+}
+
+func (f *fakeSwitch) DatapathID(bridge string) string {
+	if f.Config().Bridges[bridge] == nil {
+		return ""
+	}
+	return "0000aabbccddeeff"
+}
+
+func (f *fakeSwitch) ControllerConnected(string, string) bool { return false }
+func (f *fakeSwitch) Version() string                         { return "test" }
+
+func (f *fakeSwitch) bridge(name string) *config.Bridge { return f.Config().Bridges[name] }
+
+// startServer serves an empty Open_vSwitch database in memory on a unix
+// socket and returns its endpoint.
+func startServer(t *testing.T) string {
+	t.Helper()
+	dbModel, err := vswitchdb.FullDatabaseModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := vswitchdb.Schema()
+	logger := logr.Discard()
+	db := inmemory.NewDatabase(map[string]model.ClientDBModel{schema.Name: dbModel}, &logger)
+	dbMod, errs := model.NewDatabaseModel(schema, dbModel)
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	srv, err := server.NewOvsdbServer(db, &logger, dbMod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "db.sock")
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve("unix", sock) }()
+	t.Cleanup(func() {
+		srv.Close()
+		<-served
+	})
+	waitFor(t, "the server to listen", func() bool { return srv.Ready() })
+	return "unix:" + sock
+}
+
+// waitFor waits, bounded, for cond.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// vsctl is the test's ovs-vsctl: a second client writing rows.
+type vsctl struct {
+	t   *testing.T
+	cli client.Client
+}
+
+func newVsctl(t *testing.T, endpoint string) *vsctl {
+	t.Helper()
+	dbModel, err := vswitchdb.FullDatabaseModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := client.NewOVSDBClient(dbModel, client.WithEndpoint(endpoint))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cli.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cli.Close)
+	if _, err := cli.MonitorAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return &vsctl{t: t, cli: cli}
+}
+
+func (v *vsctl) transact(ops []ovsdb.Operation, err error) {
+	v.t.Helper()
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := v.cli.Transact(ctx, ops...)
+	if err == nil {
+		_, err = ovsdb.CheckOperationResults(res, ops)
+	}
+	if err != nil {
+		v.t.Fatal(err)
+	}
+}
+
+// create inserts rows of several tables (libovsdb's Create takes one).
+func (v *vsctl) create(models ...model.Model) ([]ovsdb.Operation, error) {
+	var ops []ovsdb.Operation
+	for _, m := range models {
+		o, err := v.cli.Create(m)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, o...)
+	}
+	return ops, nil
+}
+
+func (v *vsctl) ovs() vswitchdb.OpenvSwitch {
+	var l []vswitchdb.OpenvSwitch
+	if err := v.cli.List(context.Background(), &l); err != nil || len(l) != 1 {
+		v.t.Fatalf("Open_vSwitch rows: %v %v", l, err)
+	}
+	return l[0]
+}
+
+func (v *vsctl) iface(name string) vswitchdb.Interface {
+	v.t.Helper()
+	var l []vswitchdb.Interface
+	if err := v.cli.List(context.Background(), &l); err != nil {
+		v.t.Fatal(err)
+	}
+	for _, i := range l {
+		if i.Name == name {
+			return i
+		}
+	}
+	v.t.Fatalf("no interface %q", name)
+	return vswitchdb.Interface{}
+}
+
+// bump makes ops a change ovs-vsctl would make: next_cfg incremented in
+// the same transaction; it returns the value to wait for in cur_cfg.
+func (v *vsctl) bump(ops []ovsdb.Operation) ([]ovsdb.Operation, int) {
+	o := v.ovs()
+	o.NextCfg++
+	m, err := v.cli.Where(&o).Update(&o, &o.NextCfg)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	return append(ops, m...), o.NextCfg
+}
+
+func (v *vsctl) waitCurCfg(n int) {
+	v.t.Helper()
+	waitFor(v.t, fmt.Sprintf("cur_cfg %d", n), func() bool { return v.ovs().CurCfg >= n })
+}
+
+// portRows are the rows of a port of one interface; its UUIDs are named
+// so that one transaction inserts them and the bridge referencing them.
+func portRows(name, typ string, tag *int) (*vswitchdb.Port, *vswitchdb.Interface) {
+	i := &vswitchdb.Interface{UUID: "i" + name, Name: name, Type: typ}
+	return &vswitchdb.Port{UUID: "p" + name, Name: name, Interfaces: []string{i.UUID}, Tag: tag}, i
+}
+
+func intp(v int) *int { return &v }
+
+// TestReconcileAppliesAndReports: a bridge made like ovs-vsctl add-br and
+// add-port makes it runs; cur_cfg follows next_cfg; an unsupported type
+// and a value the switch refuses are reported on their interface with
+// ofport -1 while the rest applies.
+func TestReconcileAppliesAndReports(t *testing.T) {
+	endpoint := startServer(t)
+	v := newVsctl(t, endpoint)
+	v.transact(v.cli.Create(&vswitchdb.OpenvSwitch{UUID: "ovs"}))
+
+	sw := &fakeSwitch{cfg: &config.Config{}}
+	r, err := Start(endpoint, sw, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+
+	var models []model.Model
+	var portUUIDs []string
+	add := func(p *vswitchdb.Port, i *vswitchdb.Interface) {
+		models = append(models, p, i)
+		portUUIDs = append(portUUIDs, p.UUID)
+	}
+	add(portRows("br0", "internal", nil))
+	add(portRows("p1", "", nil))
+	p2, i2 := portRows("p2", "patch", nil)
+	i2.Options = map[string]string{"peer": "x"}
+	add(p2, i2)
+	add(portRows("p3", "", intp(4095))) // the schema allows 4095, 802.1Q reserves it
+	p4, i4 := portRows("p4", "vxlan", intp(10))
+	i4.Options = map[string]string{"remote_ip": "192.0.2.1"}
+	i4.OfportRequest = intp(9)
+	add(p4, i4)
+	br := &vswitchdb.Bridge{UUID: "br", Name: "br0", DatapathType: "netdev", Ports: portUUIDs,
+		OtherConfig: map[string]string{"mac-aging-time": "30"}}
+	ovs := v.ovs()
+	ovs.Bridges = []string{br.UUID}
+	ops, err := v.create(append(models, br)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := v.cli.Where(&ovs).Update(&ovs, &ovs.Bridges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, want := v.bump(append(ops, m...))
+	v.transact(ops, nil)
+	v.waitCurCfg(want)
+
+	b := sw.bridge("br0")
+	if b == nil {
+		t.Fatal("bridge br0 not applied")
+	}
+	if got := slices.Sorted(maps.Keys(b.Ports)); !slices.Equal(got, []string{"p1", "p4"}) {
+		t.Errorf("ports applied %v, want [p1 p4] (br0 is the bridge's own, p2 and p3 refused)", got)
+	}
+	if p := b.Ports["p4"]; p == nil || p.Type != config.PortTypeVXLAN || p.OFPort != 9 || p.Tag != 10 || p.Options["remote_ip"] != "192.0.2.1" {
+		t.Errorf("p4 applied as %+v", p)
+	}
+	if b.OtherConfig["mac-aging-time"] != "30" {
+		t.Errorf("bridge other_config %v", b.OtherConfig)
+	}
+	for name, want := range map[string]int{"br0": LocalOFPort, "p1": 1, "p4": 9} {
+		i := v.iface(name)
+		if i.Ofport == nil || *i.Ofport != want || i.Error != nil {
+			t.Errorf("interface %s: ofport %v error %v, want %d and no error", name, deref(i.Ofport), deref(i.Error), want)
+		}
+	}
+	if i := v.iface("p1"); deref(i.LinkState) != "up" || deref(i.MTU) != 1500 || deref(i.Ifindex) != 7 {
+		t.Errorf("p1 run-time columns: link_state %v mtu %v ifindex %v", deref(i.LinkState), deref(i.MTU), deref(i.Ifindex))
+	}
+	i := v.iface("p2")
+	if deref(i.Ofport) != -1 || deref(i.Error) != "unsupported interface type: patch" {
+		t.Errorf("p2: ofport %v error %v, want -1 and unsupported interface type: patch", deref(i.Ofport), deref(i.Error))
+	}
+	i = v.iface("p3")
+	if deref(i.Ofport) != -1 || !strings.Contains(deref(i.Error), "tag 4095") {
+		t.Errorf("p3: ofport %v error %v, want -1 and the tag refused", deref(i.Ofport), deref(i.Error))
+	}
+	o := v.ovs()
+	if !slices.Contains(o.IfaceTypes, "vxlan") || slices.Contains(o.IfaceTypes, "patch") || !slices.Equal(o.DatapathTypes, DatapathTypes) || deref(o.OVSVersion) != "test" {
+		t.Errorf("Open_vSwitch: iface_types %v datapath_types %v ovs_version %v", o.IfaceTypes, o.DatapathTypes, deref(o.OVSVersion))
+	}
+
+	// Flows a controller installed survive a reconcile; fixing p2's type
+	// applies it with the rest untouched.
+	if err := sw.Reconcile(func(c *config.Config) error { c.Bridges["br0"].Flows = []string{"priority=1 actions=drop"}; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	i2 = new(vswitchdb.Interface)
+	*i2 = v.iface("p2")
+	i2.Type = ""
+	ops, err = v.cli.Where(i2).Update(i2, &i2.Type)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, want = v.bump(ops)
+	v.transact(ops, nil)
+	v.waitCurCfg(want)
+	b = sw.bridge("br0")
+	if b.Ports["p2"] == nil || b.Ports["p1"].OFPort != 1 {
+		t.Errorf("after fixing p2: ports %v", slices.Sorted(maps.Keys(b.Ports)))
+	}
+	if !slices.Equal(b.Flows, []string{"priority=1 actions=drop"}) {
+		t.Errorf("flows after a reconcile: %q, want the installed flow kept", b.Flows)
+	}
+	if i := v.iface("p2"); deref(i.Ofport) <= 0 || i.Error != nil {
+		t.Errorf("p2 after fix: ofport %v error %v", deref(i.Ofport), deref(i.Error))
+	}
+}
+
+// TestReconcileQuiescesAfterWriteBack: the write-back's own update does
+// not make the reconciler apply again, endlessly.
+func TestReconcileQuiescesAfterWriteBack(t *testing.T) {
+	endpoint := startServer(t)
+	v := newVsctl(t, endpoint)
+	v.transact(v.cli.Create(&vswitchdb.OpenvSwitch{UUID: "ovs"}))
+	sw := &fakeSwitch{cfg: &config.Config{}}
+	r, err := Start(endpoint, sw, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	p, i := portRows("p1", "", nil)
+	br := &vswitchdb.Bridge{UUID: "br", Name: "br1", Ports: []string{p.UUID}}
+	ovs := v.ovs()
+	ovs.Bridges = []string{br.UUID}
+	ops, err := v.create(p, i, br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := v.cli.Where(&ovs).Update(&ovs, &ovs.Bridges)
+	ops, want := v.bump(append(ops, m...))
+	v.transact(ops, nil)
+	v.waitCurCfg(want)
+	n, w := r.Stats()
+	// A change of next_cfg alone is one write-back (cur_cfg) and no
+	// apply: had the write-back's own update made the loop write or
+	// apply again, the counts would have run ahead.
+	ops, want = v.bump(nil)
+	v.transact(ops, nil)
+	v.waitCurCfg(want)
+	if got, gotW := r.Stats(); got != n || gotW != w+1 {
+		t.Errorf("after a change of next_cfg alone: %d applies and %d writes, want 0 and 1", got-n, gotW-w)
+	}
+}
+
+// TestReconcileRowByRowWhenRefused: when the switch refuses the whole
+// (two ports asking for one OpenFlow number), the others apply and the
+// refused one says why.
+func TestReconcileRowByRowWhenRefused(t *testing.T) {
+	endpoint := startServer(t)
+	v := newVsctl(t, endpoint)
+	v.transact(v.cli.Create(&vswitchdb.OpenvSwitch{UUID: "ovs"}))
+	sw := &fakeSwitch{cfg: &config.Config{}, refuse: func(c *config.Config) error {
+		for _, b := range c.Bridges {
+			if b.Ports["bad"] != nil {
+				return errors.New("port \"bad\": cannot open")
+			}
+		}
+		return nil
+	}}
+	r, err := Start(endpoint, sw, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	pa, ia := portRows("good", "", nil)
+	pb, ib := portRows("bad", "", nil)
+	br := &vswitchdb.Bridge{UUID: "br", Name: "br2", Ports: []string{pa.UUID, pb.UUID}}
+	ovs := v.ovs()
+	ovs.Bridges = []string{br.UUID}
+	ops, err := v.create(pa, ia, pb, ib, br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := v.cli.Where(&ovs).Update(&ovs, &ovs.Bridges)
+	ops, want := v.bump(append(ops, m...))
+	v.transact(ops, nil)
+	v.waitCurCfg(want)
+	b := sw.bridge("br2")
+	if b == nil || b.Ports["good"] == nil || b.Ports["bad"] != nil {
+		t.Fatalf("applied %+v, want br2 with port good only", b)
+	}
+	if i := v.iface("bad"); deref(i.Ofport) != -1 || !strings.Contains(deref(i.Error), "cannot open") {
+		t.Errorf("bad: ofport %v error %v", deref(i.Ofport), deref(i.Error))
+	}
+	if i := v.iface("good"); deref(i.Ofport) != 1 {
+		t.Errorf("good: ofport %v", deref(i.Ofport))
+	}
+}
+
+// deref is *p, or T's zero value when the column is empty.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// TestUnsupportedDatapathType: a bridge of another datapath type is left
+// out, with its interfaces saying why.
+func TestUnsupportedDatapathType(t *testing.T) {
+	p, i := portRows("q1", "", nil)
+	rs := &rows{ovs: &vswitchdb.OpenvSwitch{Bridges: []string{"b"}, NextCfg: 3},
+		bridges: map[string]*vswitchdb.Bridge{"b": {UUID: "b", Name: "brx", DatapathType: "dpdk", Ports: []string{p.UUID}}},
+		ports:   map[string]*vswitchdb.Port{p.UUID: p}, ifaces: map[string]*vswitchdb.Interface{i.UUID: i}}
+	pl := wantedConfig(rs)
+	if len(pl.cfg.Bridges) != 0 || !strings.Contains(pl.ifaceErr[i.UUID], "datapath_type") || pl.nextCfg != 3 {
+		t.Errorf("plan %+v, errors %v", pl.cfg, pl.ifaceErr)
+	}
+}
+
+// testLog sends the reconciler's log to the test's.
+func testLog(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}

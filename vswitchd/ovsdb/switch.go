@@ -1,0 +1,37 @@
+package ovsdb
+
+import "github.com/vswitch-go/vswitch/vswitchd/config"
+
+// Switch is what the reconciler drives: the daemon. An interface, so that
+// the reconciler is tested without root against a configuration in
+// memory.
+type Switch interface {
+	// Reconcile makes the switch's configuration what fn leaves it,
+	// validated, stored and applied, or changes nothing and says why.
+	Reconcile(fn func(c *config.Config) error) error
+	// Config is the configuration in force.
+	Config() *config.Config
+	// PortStatus is what the running switch knows of a port (a bridge's
+	// own port has its bridge's name).
+	PortStatus(bridge, port string) PortStatus
+	// DatapathID is a running bridge's datapath id, 16 hex digits, or "".
+	DatapathID(bridge string) string
+	// ControllerConnected says whether a bridge has a connection to
+	// controller target.
+	ControllerConnected(bridge, target string) bool
+	// Version is reported in Open_vSwitch.ovs_version.
+	Version() string
+}
+
+// PortStatus is a port's run-time state, for the Interface columns
+// ovs-vswitchd fills in. Zero values mean unknown, written as empty.
+type PortStatus struct {
+	// Running is false while the port does not run: Error says why.
+	Running bool
+	OFPort  uint32
+	Error   string
+	// AdminState and LinkState are "up", "down" or "".
+	AdminState, LinkState string
+	MAC                   string
+	MTU, Ifindex          int
+}

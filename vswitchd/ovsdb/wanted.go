@@ -1,0 +1,311 @@
+package ovsdb
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/vswitch-go/vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
+)
+
+// LocalOFPort is the OpenFlow number of a bridge's own port (OFPP_LOCAL),
+// which ovs-vswitchd reports in Interface.ofport for it.
+const LocalOFPort = 65534
+
+// ifaceTypes maps Interface.type to the daemon's port types: the types
+// this switch can run. The empty type is a system device, for which the
+// daemon picks its best driver.
+var ifaceTypes = map[string]string{
+	"":                config.PortTypeAuto,
+	"system":          config.PortTypeAuto,
+	"internal":        config.PortTypeInternal,
+	"tap":             config.PortTypeTap,
+	"afxdp":           config.PortTypeAFXDP,
+	"afpacket":        config.PortTypeAFPacket,
+	"vhostuser":       config.PortTypeVhostUser,
+	"vhostuserclient": config.PortTypeVhostUserClient,
+	"vxlan":           config.PortTypeVXLAN,
+	"geneve":          config.PortTypeGeneve,
+}
+
+// IfaceTypes is what Open_vSwitch.iface_types reports: the types above,
+// so that a client asks only for what runs.
+func IfaceTypes() []string {
+	var out []string
+	for t := range ifaceTypes {
+		if t != "" {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// DatapathTypes is what Open_vSwitch.datapath_types reports: both names
+// mean this userspace datapath, so that configurations written for
+// either kind of ovs-vswitchd apply.
+var DatapathTypes = []string{"netdev", "system"}
+
+// rows is one read of the monitored tables, keyed by UUID.
+type rows struct {
+	ovs     *vswitchdb.OpenvSwitch
+	bridges map[string]*vswitchdb.Bridge
+	ports   map[string]*vswitchdb.Port
+	ifaces  map[string]*vswitchdb.Interface
+	ctls    map[string]*vswitchdb.Controller
+	ssl     map[string]*vswitchdb.SSL
+}
+
+// ifaceRef says where an Interface row landed in the wanted configuration.
+type ifaceRef struct {
+	bridge, port string
+	// local marks the bridge's own port, which the daemon creates itself.
+	local bool
+}
+
+// plan is the configuration the database asks for, with what the switch
+// refuses of it: rows left out are reported in their Interface.error
+// rather than failing the rest, as ovs-vswitchd does (the database has
+// already committed them).
+type plan struct {
+	cfg *config.Config
+	// nextCfg is the Open_vSwitch.next_cfg this plan was read at: the
+	// cur_cfg to report once it is applied.
+	nextCfg int
+	// ifaceErr is, per Interface UUID, why it does not run.
+	ifaceErr map[string]string
+	// ifaceAt is, per Interface UUID of an applied port, where it is.
+	ifaceAt map[string]ifaceRef
+	// problems are refusals that have no Interface to report them in
+	// (a bridge, a controller, a setting), for the log.
+	problems []string
+}
+
+// wantedConfig computes the configuration rows ask for. Flows, groups and
+// meters are not in the database: the caller keeps the daemon's.
+func wantedConfig(r *rows) *plan {
+	p := &plan{cfg: &config.Config{Bridges: map[string]*config.Bridge{}},
+		ifaceErr: map[string]string{}, ifaceAt: map[string]ifaceRef{}}
+	if r.ovs == nil {
+		return p
+	}
+	p.nextCfg = r.ovs.NextCfg
+	p.cfg.OtherConfig = maps.Clone(r.ovs.OtherConfig)
+	if err := validateAlone(&config.Config{OtherConfig: p.cfg.OtherConfig}); err != nil {
+		p.problems = append(p.problems, fmt.Sprintf("Open_vSwitch other_config not applied: %v", err))
+		p.cfg.OtherConfig = nil
+	}
+	if r.ovs.SSL != nil {
+		if s := r.ssl[*r.ovs.SSL]; s != nil {
+			ssl := &config.SSL{PrivateKey: s.PrivateKey, Certificate: s.Certificate, CACert: s.CaCert}
+			if err := validateAlone(&config.Config{SSL: ssl}); err != nil {
+				p.problems = append(p.problems, fmt.Sprintf("SSL not applied: %v", err))
+			} else {
+				p.cfg.SSL = ssl
+			}
+		}
+	}
+	portOwner := map[string]string{}
+	for _, bu := range sortedByName(r.ovs.Bridges, func(u string) string { return nameOf(r.bridges[u]) }) {
+		rb := r.bridges[bu]
+		if rb == nil {
+			continue
+		}
+		if err := p.addBridge(r, rb, portOwner); err != "" {
+			p.problems = append(p.problems, fmt.Sprintf("bridge %q not applied: %s", rb.Name, err))
+			p.failBridge(r, rb, err)
+		}
+	}
+	return p
+}
+
+func nameOf(b *vswitchdb.Bridge) string {
+	if b == nil {
+		return ""
+	}
+	return b.Name
+}
+
+// sortedByName orders UUIDs by their rows' names, so that conflicts
+// (a name used twice) resolve the same way on every reconcile.
+func sortedByName(uuids []string, name func(string) string) []string {
+	out := slices.Clone(uuids)
+	slices.SortFunc(out, func(a, b string) int {
+		if na, nb := name(a), name(b); na != nb {
+			if na < nb {
+				return -1
+			}
+			return 1
+		}
+		if a < b {
+			return -1
+		} else if a > b {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// failBridge reports err on every interface of a bridge left out.
+func (p *plan) failBridge(r *rows, rb *vswitchdb.Bridge, err string) {
+	for _, pu := range rb.Ports {
+		if rp := r.ports[pu]; rp != nil {
+			for _, iu := range rp.Interfaces {
+				p.ifaceErr[iu] = err
+			}
+		}
+	}
+}
+
+// addBridge adds bridge rb and the ports it can run; it returns why the
+// whole bridge is left out, or "".
+func (p *plan) addBridge(r *rows, rb *vswitchdb.Bridge, portOwner map[string]string) string {
+	switch rb.DatapathType {
+	case "", "netdev", "system":
+	default:
+		return fmt.Sprintf("unsupported datapath_type %q (this switch runs %q and %q, both userspace)", rb.DatapathType, "netdev", "system")
+	}
+	if _, dup := p.cfg.Bridges[rb.Name]; dup {
+		return "another bridge has the same name"
+	}
+	if owner, ok := portOwner[rb.Name]; ok {
+		return fmt.Sprintf("name already used by a port of bridge %q", owner)
+	}
+	b := &config.Bridge{Name: rb.Name, FailMode: config.FailModeStandalone, OtherConfig: maps.Clone(rb.OtherConfig)}
+	if rb.FailMode != nil && *rb.FailMode == vswitchdb.BridgeFailModeSecure {
+		b.FailMode = config.FailModeSecure
+	}
+	if err := validateAlone(&config.Config{Bridges: map[string]*config.Bridge{b.Name: b}}); err != nil {
+		return err.Error()
+	}
+	for _, cu := range rb.Controller {
+		c := r.ctls[cu]
+		if c == nil || slices.Contains(b.Controllers, c.Target) {
+			continue
+		}
+		nb := b.Clone()
+		nb.Controllers = append(nb.Controllers, c.Target)
+		if err := validateAlone(&config.Config{Bridges: map[string]*config.Bridge{b.Name: nb}}); err != nil {
+			p.problems = append(p.problems, fmt.Sprintf("bridge %q: controller %q not applied: %v", b.Name, c.Target, err))
+			continue
+		}
+		b.Controllers = nb.Controllers
+	}
+	slices.Sort(b.Controllers)
+	b.Ports = map[string]*config.Port{}
+	for _, pu := range sortedByName(rb.Ports, func(u string) string {
+		if rp := r.ports[u]; rp != nil {
+			return rp.Name
+		}
+		return ""
+	}) {
+		rp := r.ports[pu]
+		if rp == nil {
+			continue
+		}
+		var ifs []*vswitchdb.Interface
+		for _, iu := range rp.Interfaces {
+			if ri := r.ifaces[iu]; ri != nil {
+				ifs = append(ifs, ri)
+			}
+		}
+		fail := func(why string) {
+			for _, ri := range ifs {
+				p.ifaceErr[ri.UUID] = why
+			}
+		}
+		if len(ifs) != 1 {
+			fail("ports with more than one interface (bonds) are not supported yet")
+			continue
+		}
+		ri := ifs[0]
+		if rp.Name == rb.Name {
+			if ri.Type != "internal" {
+				fail(fmt.Sprintf("the port named like its bridge is the bridge's own and must be of type internal, not %q", ri.Type))
+				continue
+			}
+			p.ifaceAt[ri.UUID] = ifaceRef{bridge: b.Name, port: rp.Name, local: true}
+			continue
+		}
+		if owner, ok := portOwner[rp.Name]; ok {
+			fail(fmt.Sprintf("port name already used in bridge %q", owner))
+			continue
+		}
+		if _, ok := p.cfg.Bridges[rp.Name]; ok {
+			fail("port name already used by a bridge")
+			continue
+		}
+		typ, ok := ifaceTypes[ri.Type]
+		if !ok {
+			fail("unsupported interface type: " + ri.Type)
+			continue
+		}
+		cp := &config.Port{Name: rp.Name, Type: typ, Options: maps.Clone(ri.Options)}
+		if ri.Name != rp.Name {
+			// The daemon names a port's device after the port.
+			fail(fmt.Sprintf("interface name %q differs from its port's %q, which is not supported yet", ri.Name, rp.Name))
+			continue
+		}
+		if ri.OfportRequest != nil {
+			if *ri.OfportRequest < 1 || *ri.OfportRequest > config.MaxOFPort {
+				fail(fmt.Sprintf("ofport_request %d outside 1..%d", *ri.OfportRequest, config.MaxOFPort))
+				continue
+			}
+			cp.OFPortRequest = uint32(*ri.OfportRequest)
+		}
+		if len(rp.OtherConfig)+len(ri.OtherConfig) > 0 {
+			// Open vSwitch keeps per-queue settings on the Interface and
+			// a few on the Port; the daemon has one map per port.
+			cp.OtherConfig = maps.Clone(rp.OtherConfig)
+			if cp.OtherConfig == nil {
+				cp.OtherConfig = map[string]string{}
+			}
+			maps.Copy(cp.OtherConfig, ri.OtherConfig)
+		}
+		if rp.Tag != nil {
+			if *rp.Tag < 0 || *rp.Tag > config.MaxVLAN {
+				fail(fmt.Sprintf("tag %d outside 0..%d", *rp.Tag, config.MaxVLAN))
+				continue
+			}
+			cp.Tag = uint16(*rp.Tag)
+		}
+		badTrunk := ""
+		for _, v := range rp.Trunks {
+			if v < 1 || v > config.MaxVLAN {
+				badTrunk = strconv.Itoa(v)
+				break
+			}
+			cp.Trunks = append(cp.Trunks, uint16(v))
+		}
+		if badTrunk != "" {
+			fail(fmt.Sprintf("trunk VLAN %s outside 1..%d", badTrunk, config.MaxVLAN))
+			continue
+		}
+		slices.Sort(cp.Trunks)
+		// Validate needs a number; the store assigns the real one.
+		alone := cp.Clone()
+		alone.OFPort = max(1, cp.OFPortRequest)
+		nb := &config.Bridge{Name: b.Name, FailMode: b.FailMode, Ports: map[string]*config.Port{cp.Name: alone}}
+		if err := validateAlone(&config.Config{Bridges: map[string]*config.Bridge{b.Name: nb}}); err != nil {
+			fail(err.Error())
+			continue
+		}
+		b.Ports[cp.Name] = cp
+		portOwner[cp.Name] = b.Name
+		p.ifaceAt[ri.UUID] = ifaceRef{bridge: b.Name, port: cp.Name}
+	}
+	p.cfg.Bridges[b.Name] = b
+	if _, ok := portOwner[b.Name]; !ok {
+		portOwner[b.Name] = b.Name
+	}
+	return ""
+}
+
+// validateAlone runs the store's validation on a configuration holding
+// one row, so that a refused value names that row only.
+func validateAlone(c *config.Config) error {
+	return config.Validate(c)
+}

@@ -1,0 +1,189 @@
+package ovsdb
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
+)
+
+// writeBack reports what runs, in one transaction: cur_cfg (last, in
+// the same transaction, so that a client that sees it sees the rest),
+// the switch's capabilities, the bridges' datapath ids, the interfaces'
+// run-time columns and the controllers' connection state. Only changed
+// columns are written, so that the update this write causes comes back
+// with nothing left to write.
+func (r *Reconciler) writeBack(ctx context.Context, rs *rows, p *plan) error {
+	var ops []ovsdb.Operation
+	update := func(m model.Model, fields ...any) error {
+		if len(fields) == 0 {
+			return nil
+		}
+		o, err := r.cli.Where(m).Update(m, fields...)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, o...)
+		return nil
+	}
+	for _, u := range sortedKeys(rs.ifaces) {
+		ri := *rs.ifaces[u]
+		if err := update(&ri, r.interfaceFields(&ri, p)...); err != nil {
+			return err
+		}
+	}
+	for _, u := range sortedKeys(rs.bridges) {
+		rb := *rs.bridges[u]
+		var fields []any
+		want := optString(r.sw.DatapathID(rb.Name))
+		if _, ok := p.cfg.Bridges[rb.Name]; !ok {
+			want = nil
+		}
+		if !reflect.DeepEqual(rb.DatapathID, want) {
+			rb.DatapathID = want
+			fields = append(fields, &rb.DatapathID)
+		}
+		if err := update(&rb, fields...); err != nil {
+			return err
+		}
+		if _, ok := p.cfg.Bridges[rb.Name]; !ok {
+			continue
+		}
+		for _, cu := range rb.Controller {
+			rc := rs.ctls[cu]
+			if rc == nil {
+				continue
+			}
+			c := *rc
+			if conn := r.sw.ControllerConnected(rb.Name, c.Target); conn != c.IsConnected {
+				c.IsConnected = conn
+				if err := update(&c, &c.IsConnected); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	ovs := *rs.ovs
+	var fields []any
+	if v := optString(r.sw.Version()); !reflect.DeepEqual(ovs.OVSVersion, v) {
+		ovs.OVSVersion = v
+		fields = append(fields, &ovs.OVSVersion)
+	}
+	if !slices.Equal(ovs.DatapathTypes, DatapathTypes) {
+		ovs.DatapathTypes = slices.Clone(DatapathTypes)
+		fields = append(fields, &ovs.DatapathTypes)
+	}
+	if t := IfaceTypes(); !sameSet(ovs.IfaceTypes, t) {
+		ovs.IfaceTypes = t
+		fields = append(fields, &ovs.IfaceTypes)
+	}
+	if ovs.CurCfg != p.nextCfg {
+		ovs.CurCfg = p.nextCfg
+		fields = append(fields, &ovs.CurCfg)
+	}
+	if err := update(&ovs, fields...); err != nil {
+		return err
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	r.mu.Lock()
+	r.writes++
+	r.mu.Unlock()
+	res, err := r.cli.Transact(ctx, ops...)
+	if err != nil {
+		return fmt.Errorf("write-back: %w", err)
+	}
+	if _, err := ovsdb.CheckOperationResults(res, ops); err != nil {
+		return fmt.Errorf("write-back: %w", err)
+	}
+	return nil
+}
+
+// interfaceFields sets in ri the run-time columns that differ from what
+// runs and returns pointers to them, as libovsdb's Update takes them.
+func (r *Reconciler) interfaceFields(ri *vswitchdb.Interface, p *plan) []any {
+	var fields []any
+	set := func(dst, v any) {
+		d := reflect.ValueOf(dst).Elem()
+		if !reflect.DeepEqual(d.Interface(), v) {
+			d.Set(reflect.ValueOf(v))
+			fields = append(fields, dst)
+		}
+	}
+	ref, applied := p.ifaceAt[ri.UUID]
+	why, refused := p.ifaceErr[ri.UUID]
+	var st PortStatus
+	switch {
+	case refused:
+	case !applied:
+		why = "not in any bridge"
+	default:
+		st = r.sw.PortStatus(ref.bridge, ref.port)
+		if ref.local {
+			st.OFPort = LocalOFPort
+		}
+		if !st.Running {
+			why = st.Error
+			if why == "" {
+				why = "not running"
+			}
+		}
+	}
+	if why != "" {
+		set(&ri.Ofport, optInt(-1))
+		set(&ri.Error, optString(why))
+		set(&ri.AdminState, (*string)(nil))
+		set(&ri.LinkState, (*string)(nil))
+		set(&ri.MACInUse, (*string)(nil))
+		set(&ri.MTU, (*int)(nil))
+		set(&ri.Ifindex, (*int)(nil))
+		return fields
+	}
+	set(&ri.Ofport, optInt(int(st.OFPort)))
+	set(&ri.Error, (*string)(nil))
+	set(&ri.AdminState, optString(st.AdminState))
+	set(&ri.LinkState, optString(st.LinkState))
+	set(&ri.MACInUse, optString(st.MAC))
+	set(&ri.MTU, optIntKnown(st.MTU))
+	set(&ri.Ifindex, optIntKnown(st.Ifindex))
+	return fields
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func optInt(v int) *int { return &v }
+
+// optIntKnown is v, or empty when 0 (unknown).
+func optIntKnown(v int) *int {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
