@@ -375,12 +375,18 @@ func (d *device) handle(m *message) ([]byte, error) {
 		if i >= uint32(len(d.vrings)) {
 			return nil, fmt.Errorf("virtqueue %d out of range", i)
 		}
-		d.stop(int(i))
-		v := &d.vrings[i]
 		// vhost_vring_addr: index, flags, desc, used, avail, log.
-		v.desc = le.Uint64(m.payload[8:])
-		v.used = le.Uint64(m.payload[16:])
-		v.avail = le.Uint64(m.payload[24:])
+		desc, used, avail := le.Uint64(m.payload[8:]), le.Uint64(m.payload[16:]), le.Uint64(m.payload[24:])
+		v := &d.vrings[i]
+		if d.mem != nil && v.num > 0 {
+			// Refused now, while the ring is still as it was; a table
+			// or size that comes later is checked when the ring starts.
+			if err := virtq.CheckRings(d.mem, v.num, desc, avail, used); err != nil {
+				return nil, err
+			}
+		}
+		d.stop(int(i))
+		v.desc, v.used, v.avail = desc, used, avail
 		v.addrSet = true
 		return nil, d.start(int(i))
 	case reqSetVringBase:

@@ -162,6 +162,26 @@ func (q *Queue) guest(addr, n uint64) []byte {
 	return b
 }
 
+// CheckRings reports whether the three rings of a queue of size entries
+// at frontend addresses desc, avail and used lie inside mem, so that a
+// frontend's SET_VRING_ADDR can be refused when it arrives instead of at
+// the kick or enable that would start the queue.
+func CheckRings(mem *Memory, size int, desc, avail, used uint64) error {
+	_, _, _, err := rings(mem, size, desc, avail, used)
+	return err
+}
+
+// rings translates a queue's ring addresses.
+func rings(mem *Memory, n int, descAddr, availAddr, usedAddr uint64) (desc, avail, used []byte, err error) {
+	desc = mem.User(descAddr, uint64(16*n))
+	avail = mem.User(availAddr, uint64(round4(6+2*n)))
+	used = mem.User(usedAddr, uint64(round4(6+8*n)))
+	if desc == nil || avail == nil || used == nil {
+		return nil, nil, nil, fmt.Errorf("virtq: ring addresses %#x/%#x/%#x outside the memory table", descAddr, availAddr, usedAddr)
+	}
+	return desc, avail, used, nil
+}
+
 // New starts a queue. It translates the ring addresses and checks that the
 // rings lie inside the memory table and are aligned for atomic access. If
 // the used idx in memory differs from LastAvail (a frontend that
@@ -192,16 +212,13 @@ func New(c Config) (*Queue, error) {
 		kickFD:    c.KickFD,
 	}
 	le.PutUint64(q.one[:], 1)
-	q.desc = c.Mem.User(c.DescAddr, uint64(16*n))
-	q.avail = c.Mem.User(c.AvailAddr, uint64(round4(6+2*n)))
-	q.used = c.Mem.User(c.UsedAddr, uint64(round4(6+8*n)))
-	if q.desc == nil || q.avail == nil || q.used == nil {
-		return nil, fmt.Errorf("virtq: ring addresses %#x/%#x/%#x outside the memory table", c.DescAddr, c.AvailAddr, c.UsedAddr)
+	var err error
+	if q.desc, q.avail, q.used, err = rings(c.Mem, n, c.DescAddr, c.AvailAddr, c.UsedAddr); err != nil {
+		return nil, err
 	}
 	if uintptr(unsafe.Pointer(&q.avail[0]))%4 != 0 || uintptr(unsafe.Pointer(&q.used[0]))%4 != 0 {
 		return nil, errors.New("virtq: avail or used ring not 4-byte aligned")
 	}
-	var err error
 	if q.availWord, _, err = ringWord(q.avail, 0); err != nil {
 		return nil, err
 	}
