@@ -44,6 +44,7 @@ import (
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 	"github.com/vswitch-go/vswitch/vswitchd/metrics"
 	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
+	"github.com/vswitch-go/vswitch/vswitchd/ovsdb"
 )
 
 // File names inside the state directory (the sockets' are in mgmt, for
@@ -82,6 +83,10 @@ type Options struct {
 	// before its damage and is moved aside (BRIDGE.journal.corrupt-TIME).
 	// Without it a damaged journal stops Start, files untouched.
 	Recover bool
+	// DB, if set ("unix:PATH", "tcp:IP:PORT"), is the Open_vSwitch OVSDB
+	// database the configuration comes from, as for ovs-vswitchd; the
+	// configuration commands of the management socket are then refused.
+	DB string
 }
 
 // Daemon is a running vswitchd.
@@ -112,6 +117,9 @@ type Daemon struct {
 
 	// ifw follows interfaces that come back for stopped ports (ifwatch.go).
 	ifw *ifWatch
+
+	// db follows the OVSDB database of Options.DB (nil without).
+	db *ovsdb.Reconciler
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -215,6 +223,10 @@ func Start(opts Options) (*Daemon, error) {
 	}
 	d.wg.Add(1)
 	go d.flowSaver()
+	if err := d.startOVSDB(); err != nil {
+		d.Close()
+		return nil, err
+	}
 	log.Info("vswitchd started", "state-dir", dir, "bridges", len(d.bridges), "version", opts.Version)
 	return d, nil
 }
@@ -572,6 +584,7 @@ func (d *Daemon) Close() error {
 		return nil
 	default:
 	}
+	d.stopOVSDB()
 	close(d.stop)
 	d.wg.Wait()
 	if d.mgmt != nil {

@@ -81,6 +81,9 @@ func (d *Daemon) runTxn(cmds [][]string) (mgmt.Result, error) {
 		}
 		mutating = mutating || e.mutating
 	}
+	if mutating && d.opts.DB != "" {
+		return mgmt.Result{}, d.errConfigFromDB()
+	}
 	chained := len(cmds) > 1
 	var posts []post
 	runAll := func(c *config.Config) error {

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -54,13 +55,20 @@ func main() {
 	defaultBridge := flag.String("default-bridge", def.DefaultBridge, "bridge created when the state holds none (empty: none)")
 	recoverJournals := flag.Bool("recover", false, "start despite damaged flow journals: keep each one's records before the damage, move the file aside (BRIDGE.journal.corrupt-TIME) and log what was dropped")
 	showVersion := flag.Bool("version", false, "print the version and exit")
+	db := flag.String("db", "", "OVSDB database of the configuration, as ovs-vswitchd's DATABASE argument (unix:PATH or tcp:IP:PORT; may also be given as the one positional argument): the real ovs-vsctl then configures the switch")
 	flag.Parse()
 	if *showVersion {
 		fmt.Println("vswitchd", version)
 		return
 	}
-	if flag.NArg() != 0 {
+	switch {
+	case flag.NArg() == 1 && *db == "" && isDBTarget(flag.Arg(0)):
+		*db = flag.Arg(0)
+	case flag.NArg() != 0:
 		fail(2, "unexpected arguments %q (see -h)", flag.Args())
+	}
+	if *db != "" && !isDBTarget(*db) {
+		fail(2, "--db %q is not unix:PATH or tcp:IP:PORT", *db)
 	}
 	if *configFile != "" {
 		fc := def
@@ -115,9 +123,14 @@ func main() {
 		log.Debug("runtime monitor thread timer slack set", "tid", tid, "ns", vswitchd.SysmonSlackNs)
 	}
 
+	if *db != "" {
+		// The database holds the bridges; the default is for a daemon
+		// that keeps its own configuration.
+		*defaultBridge = ""
+	}
 	d, err := vswitchd.Start(vswitchd.Options{StateDir: *stateDir, MetricsAddr: *metricsAddr,
 		DefaultBridge: *defaultBridge, Logger: log, LogLevel: level, Version: version,
-		Recover: *recoverJournals})
+		Recover: *recoverJournals, DB: *db})
 	if err != nil {
 		fail(1, "%v", err)
 	}
@@ -143,6 +156,13 @@ func main() {
 		os.Exit(1)
 	}
 	log.Info("stopped")
+}
+
+// isDBTarget accepts the OVSDB remotes the daemon can connect to, as
+// ovs-vswitchd names its database.
+func isDBTarget(s string) bool {
+	method, rest, ok := strings.Cut(s, ":")
+	return ok && rest != "" && (method == "unix" || method == "tcp")
 }
 
 func fail(code int, format string, args ...any) {

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -60,6 +61,8 @@ type Reconciler struct {
 	applied *config.Config
 	// lastErr is, per Interface UUID, the refusal of the last apply.
 	lastErr map[string]string
+	// logged are the refusals last logged.
+	logged []string
 
 	mu sync.Mutex
 	// reconciles counts passes that applied a configuration, writes the
@@ -237,6 +240,25 @@ func (r *Reconciler) read(ctx context.Context) (*rows, error) {
 	return out, nil
 }
 
+// logProblems logs what the database asks for that the switch refuses,
+// each time that list changes: ovs-vsctl points its user to this log.
+func (r *Reconciler) logProblems(rs *rows, p *plan) {
+	msgs := slices.Clone(p.problems)
+	for u, why := range p.ifaceErr {
+		if i := rs.ifaces[u]; i != nil {
+			msgs = append(msgs, fmt.Sprintf("interface %q not applied: %s", i.Name, why))
+		}
+	}
+	slices.Sort(msgs)
+	if slices.Equal(msgs, r.logged) {
+		return
+	}
+	r.logged = msgs
+	for _, m := range msgs {
+		r.log.Warn("ovsdb: " + m)
+	}
+}
+
 // dangling names a row referenced but not read, or "".
 func (rs *rows) dangling() string {
 	if rs.ovs.SSL != nil && rs.ssl[*rs.ovs.SSL] == nil {
@@ -291,10 +313,8 @@ func (r *Reconciler) reconcile(ctx context.Context) error {
 		return nil
 	}
 	p := wantedConfig(rs)
+	r.logProblems(rs, p)
 	if !reflect.DeepEqual(p.cfg, r.applied) {
-		for _, m := range p.problems {
-			r.log.Warn("ovsdb: " + m)
-		}
 		r.lastErr = r.apply(p)
 		r.applied = p.cfg
 		r.mu.Lock()

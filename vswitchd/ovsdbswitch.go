@@ -1,0 +1,119 @@
+package vswitchd
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/vswitch-go/vswitch/ofproto/ofconn"
+	"github.com/vswitch-go/vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/ovsdb"
+)
+
+// dbSwitch is the daemon as the OVSDB reconciler drives it (ovsdb.Switch):
+// the database's configuration goes through the same change path as a
+// vsctl command (validated, stored, applied, rolled back on failure), so
+// the flow journal and crash safety work the same whichever configures.
+type dbSwitch struct{ d *Daemon }
+
+var _ ovsdb.Switch = dbSwitch{}
+
+func (s dbSwitch) Reconcile(fn func(*config.Config) error) error {
+	return s.d.change(fn)
+}
+
+func (s dbSwitch) Config() *config.Config { return s.d.store.Get() }
+
+func (s dbSwitch) Version() string { return s.d.opts.Version }
+
+func (s dbSwitch) DatapathID(bridge string) string {
+	b := s.d.runningBridge(bridge)
+	if b == nil {
+		return ""
+	}
+	cb := s.d.store.Get().Bridges[bridge]
+	if cb == nil {
+		return ""
+	}
+	id, err := datapathID(cb)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%016x", id)
+}
+
+func (s dbSwitch) ControllerConnected(bridge, target string) bool {
+	b := s.d.runningBridge(bridge)
+	if b == nil {
+		return false
+	}
+	for _, st := range b.of.Manager().Status() {
+		if st.Target == target && !st.Management && st.State == ofconn.StateActive {
+			return true
+		}
+	}
+	return false
+}
+
+func (s dbSwitch) PortStatus(bridge, name string) ovsdb.PortStatus {
+	b := s.d.runningBridge(bridge)
+	if b == nil {
+		return ovsdb.PortStatus{Error: "bridge not running"}
+	}
+	var st ovsdb.PortStatus
+	if name == bridge {
+		if !b.local {
+			return ovsdb.PortStatus{Error: "the bridge's own interface is not running"}
+		}
+		st = ovsdb.PortStatus{Running: true, OFPort: ovsdb.LocalOFPort, AdminState: "up", LinkState: "up"}
+	} else {
+		p := b.portByName(name)
+		if p == nil {
+			why, ok := b.portError(name)
+			if !ok {
+				why = "not running"
+			}
+			return ovsdb.PortStatus{Error: why}
+		}
+		st = ovsdb.PortStatus{Running: true, OFPort: p.no, AdminState: "up", LinkState: upDown(p.dev.LinkUp())}
+	}
+	// The kernel's view where there is a kernel interface (not for a
+	// vhost-user or tunnel port). Without ethtool (ifinfo.Get): the
+	// reconciler asks every second.
+	if ifi, err := net.InterfaceByName(name); err == nil {
+		st.Ifindex, st.MTU = ifi.Index, ifi.MTU
+		st.MAC = ifi.HardwareAddr.String()
+		st.AdminState = upDown(ifi.Flags&net.FlagUp != 0)
+		if name == bridge {
+			st.LinkState = upDown(ifi.Flags&net.FlagRunning != 0)
+		}
+	}
+	return st
+}
+
+// errConfigFromDB refuses a configuration command while the daemon
+// follows an OVSDB database: the database is the one configuration, and
+// a change made beside it would be undone at the next reconcile.
+func (d *Daemon) errConfigFromDB() error {
+	return fmt.Errorf("configuration comes from the OVSDB database at %s: use ovs-vsctl", d.opts.DB)
+}
+
+// startOVSDB makes the daemon follow the database of opts.DB, if set.
+func (d *Daemon) startOVSDB() error {
+	if d.opts.DB == "" {
+		return nil
+	}
+	r, err := ovsdb.Start(d.opts.DB, dbSwitch{d}, d.log)
+	if err != nil {
+		return err
+	}
+	d.db = r
+	return nil
+}
+
+// stopOVSDB stops following the database before the bridges close, so
+// that no reconcile runs against a closing daemon.
+func (d *Daemon) stopOVSDB() {
+	if d.db != nil {
+		d.db.Close()
+	}
+}
