@@ -348,7 +348,7 @@ func (d *Daemon) journalPath(name string) string {
 
 // bridgeSocket is the path of a bridge's OpenFlow management socket.
 func (d *Daemon) bridgeSocket(name string) string {
-	return filepath.Join(d.opts.StateDir, name+mgmt.BridgeSocketSuffix)
+	return filepath.Join(d.runDir(), name+mgmt.BridgeSocketSuffix)
 }
 
 // openPorts opens the named ports of nb. A kernel port whose interface

@@ -314,7 +314,7 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 				fmt.Fprintf(&sb, "            tls_handshake_failures: %d\n", cs.TLSHandshakeFailures)
 			}
 		}
-		v.OpenFlow = "unix:" + filepath.Join(d.opts.StateDir, bname+mgmt.BridgeSocketSuffix)
+		v.OpenFlow = "unix:" + d.bridgeSocket(bname)
 		fmt.Fprintf(&sb, "        fail_mode: %s\n        datapath_id: %s\n        openflow: %s\n", cb.FailMode, v.DatapathID, v.OpenFlow)
 		if rb != nil {
 			if lp := rb.dp.Port(datapath.LocalPort); lp != nil {

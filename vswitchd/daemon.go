@@ -45,6 +45,7 @@ import (
 	"github.com/vswitch-go/vswitch/vswitchd/metrics"
 	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb"
+	"github.com/vswitch-go/vswitch/vswitchd/unixctl"
 )
 
 // File names inside the state directory (the sockets' are in mgmt, for
@@ -87,6 +88,15 @@ type Options struct {
 	// database the configuration comes from, as for ovs-vswitchd; the
 	// configuration commands of the management socket are then refused.
 	DB string
+	// RunDir holds the bridges' OpenFlow sockets (BRIDGE.mgmt), where
+	// Open vSwitch's tools look for them ($OVS_RUNDIR); "" is StateDir.
+	RunDir string
+	// Unixctl is the path of the control socket ovs-appctl talks to; ""
+	// is StateDir/ovs-vswitchd.ctl.
+	Unixctl string
+	// LogDest is the vlog destination Logger writes to ("console" or
+	// "file"), the one vlog/set and vlog/list speak of; "" is console.
+	LogDest string
 }
 
 // Daemon is a running vswitchd.
@@ -96,6 +106,11 @@ type Daemon struct {
 	store *config.Store
 	mgmt  *mgmt.Server
 	http  *http.Server
+	// ctl is the ovs-appctl control socket (unixctlcmds.go); exitReq is
+	// closed by its exit command.
+	ctl      *unixctl.Server
+	exitReq  chan struct{}
+	exitOnce sync.Once
 
 	// mu serialises configuration changes and the bridges map. It is never
 	// taken on a path an OpenFlow connection's goroutine waits on (see
@@ -162,7 +177,8 @@ func Start(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{opts: opts, log: log, store: store, bridges: map[string]*bridge{},
-		statsBase: map[string]*statsSnapshot{}, ifw: newIfWatch(), stop: make(chan struct{})}
+		statsBase: map[string]*statsSnapshot{}, ifw: newIfWatch(), stop: make(chan struct{}),
+		exitReq: make(chan struct{})}
 	d.publish()
 	if opts.DefaultBridge != "" && len(store.Get().Bridges) == 0 {
 		if _, err := store.Update(func(c *config.Config) error {
@@ -194,6 +210,10 @@ func Start(opts Options) (*Daemon, error) {
 	d.mgmt.SetMaxConns(intOption(store.Get().OtherConfig, "mgmt-max-connections", mgmt.DefaultMaxConns))
 	d.registerCommands()
 	if err := d.mgmt.Listen(filepath.Join(dir, mgmt.SocketName)); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if err := d.listenUnixctl(); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -589,6 +609,9 @@ func (d *Daemon) Close() error {
 	d.wg.Wait()
 	if d.mgmt != nil {
 		d.mgmt.Close()
+	}
+	if d.ctl != nil {
+		d.ctl.Close()
 	}
 	if d.http != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
