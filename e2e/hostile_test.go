@@ -1,11 +1,17 @@
 package e2e
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/vswitch-go/vswitch/internal/nstest"
 )
@@ -91,5 +97,87 @@ func TestE2EShowDuringBigTransaction(t *testing.T) {
 	}
 	if got := strings.Count(d.vsctl("list-ports", br), "\n"); got != n {
 		t.Fatalf("list-ports after the request: %d ports, want %d", got, n)
+	}
+}
+
+// vhostMsg encodes one vhost-user request (version 1, NEED_REPLY).
+func vhostMsg(req uint32, payload []byte) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, req)
+	b = binary.LittleEndian.AppendUint32(b, 1|8)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(payload)))
+	return append(b, payload...)
+}
+
+// TestE2EVhostUserHostileFrontend: hostile clients on a vhostuser port's
+// socket (a payload longer than any request, a memory table backed by a
+// pipe, a ring of 65,536 entries, bytes that are no request) each have
+// their session closed; the daemon keeps answering and the socket serves
+// the next client (GET_FEATURES answered). netdev/vhostuser's
+// TestHostileFrontend covers each refusal in detail.
+func TestE2EVhostUserHostileFrontend(t *testing.T) {
+	d := newDaemon(t)
+	d.start()
+	br, port := nstest.Name("hlb"), nstest.Name("hvu")
+	d.vsctl("add-br", br)
+	d.vsctl("add-port", br, port, "--", "set", "Interface", port, "type=vhostuser")
+	sock := filepath.Join(d.stateDir, port)
+	pipe := make([]int, 2)
+	if err := unix.Pipe2(pipe, unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pipe[0])
+	defer unix.Close(pipe[1])
+	dial := func() *net.UnixConn {
+		t.Helper()
+		var c *net.UnixConn
+		nstest.WaitFor(t, 5*time.Second, "the vhost-user socket to accept", func() bool {
+			var err error
+			c, err = net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
+			return err == nil
+		})
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		return c
+	}
+	memTable := binary.LittleEndian.AppendUint64(nil, 1)
+	for _, v := range []uint64{0x4000_0000, 65536, 0x7f00_0000_0000, 0} {
+		memTable = binary.LittleEndian.AppendUint64(memTable, v)
+	}
+	ringState := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, 1), 65536)
+	for _, c := range []struct {
+		name string
+		msg  []byte
+		fd   bool
+	}{
+		{"payload longer than any request", vhostMsg(2, make([]byte, 5000)), false},
+		{"memory table backed by a pipe", vhostMsg(5, memTable), true},
+		{"ring of 65536 entries", vhostMsg(8, ringState), false},
+		{"no request at all", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), false},
+	} {
+		conn := dial()
+		var oob []byte
+		if c.fd {
+			oob = unix.UnixRights(pipe[0])
+		}
+		if _, _, err := conn.WriteMsgUnix(c.msg, oob, nil); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		// Closed: end of file, or a reset when the port closed with
+		// the rest of the request unread.
+		if n, err := io.Copy(io.Discard, conn); n != 0 || err != nil && !errors.Is(err, unix.ECONNRESET) {
+			t.Fatalf("%s: the session answered %d bytes (%v) instead of closing", c.name, n, err)
+		}
+		conn.Close()
+	}
+	if show := d.vsctl("show"); !strings.Contains(show, "Port "+port) {
+		t.Fatalf("show after the hostile clients:\n%s", show)
+	}
+	conn := dial()
+	defer conn.Close()
+	if _, err := conn.Write(vhostMsg(1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	reply := make([]byte, 12+8)
+	if _, err := io.ReadFull(conn, reply); err != nil || binary.LittleEndian.Uint32(reply) != 1 || binary.LittleEndian.Uint32(reply[8:]) != 8 {
+		t.Fatalf("GET_FEATURES after the hostile clients: %x, %v", reply, err)
 	}
 }
