@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
 	"github.com/vswitch-go/vswitch/ofproto/ofconn"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb"
@@ -77,14 +80,16 @@ func (s dbSwitch) PortStatus(bridge, name string) ovsdb.PortStatus {
 		st = ovsdb.PortStatus{Running: true, OFPort: p.no, AdminState: "up", LinkState: upDown(p.dev.LinkUp())}
 	}
 	// The kernel's view where there is a kernel interface (not for a
-	// vhost-user or tunnel port). Without ethtool (ifinfo.Get): the
-	// reconciler asks every second.
-	if ifi, err := net.InterfaceByName(name); err == nil {
-		st.Ifindex, st.MTU = ifi.Index, ifi.MTU
-		st.MAC = ifi.HardwareAddr.String()
-		st.AdminState = upDown(ifi.Flags&net.FlagUp != 0)
+	// vhost-user or tunnel port): one netlink request for this name, as
+	// the reconciler asks for every port every second (net's
+	// InterfaceByName and ifinfo.Get dump every interface, and ethtool).
+	if l, err := netlink.LinkByName(name); err == nil {
+		a := l.Attrs()
+		st.Ifindex, st.MTU = a.Index, a.MTU
+		st.MAC = a.HardwareAddr.String()
+		st.AdminState = upDown(a.Flags&net.FlagUp != 0)
 		if name == bridge {
-			st.LinkState = upDown(ifi.Flags&net.FlagRunning != 0)
+			st.LinkState = upDown(a.RawFlags&unix.IFF_RUNNING != 0)
 		}
 	}
 	return st

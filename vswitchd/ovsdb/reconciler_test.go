@@ -498,3 +498,59 @@ func (w tWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
 }
+
+// TestWantedConfigRefusals: each row the switch cannot run is left out
+// with its reason on its interfaces, the others kept.
+func TestWantedConfigRefusals(t *testing.T) {
+	ifs := map[string]*vswitchdb.Interface{}
+	ports := map[string]*vswitchdb.Port{}
+	port := func(uuid, name string, ifaces ...*vswitchdb.Interface) string {
+		p := &vswitchdb.Port{UUID: uuid, Name: name}
+		for _, i := range ifaces {
+			ifs[i.UUID] = i
+			p.Interfaces = append(p.Interfaces, i.UUID)
+		}
+		ports[p.UUID] = p
+		return p.UUID
+	}
+	iface := func(uuid, name, typ string) *vswitchdb.Interface {
+		return &vswitchdb.Interface{UUID: uuid, Name: name, Type: typ}
+	}
+	b1 := &vswitchdb.Bridge{UUID: "b1", Name: "bra", Ports: []string{
+		port("p1", "bra", iface("i-local", "bra", "")), // the bridge's own, not internal
+		port("p2", "bond0", iface("i-bond-a", "eth8", ""), iface("i-bond-b", "eth9", "")),
+		port("p3", "pn", iface("i-named", "other", "")),
+		port("p4", "dup", iface("i-dup1", "dup", "")),
+		port("p5", "ok1", iface("i-ok1", "ok1", "internal")),
+	}}
+	b2 := &vswitchdb.Bridge{UUID: "b2", Name: "brb", Ports: []string{
+		port("p6", "dup", iface("i-dup2", "dup", "")), // also in bra
+		port("p7", "bra", iface("i-brname", "bra", "")),
+	}}
+	rs := &rows{ovs: &vswitchdb.OpenvSwitch{Bridges: []string{"b1", "b2"}},
+		bridges: map[string]*vswitchdb.Bridge{"b1": b1, "b2": b2}, ports: ports, ifaces: ifs}
+	pl := wantedConfig(rs)
+	for uuid, want := range map[string]string{
+		"i-local":  "must be of type internal",
+		"i-bond-a": "bonds",
+		"i-bond-b": "bonds",
+		"i-named":  "differs from its port",
+		"i-dup2":   `already used in bridge "bra"`,
+		"i-brname": `already used in bridge "bra"`,
+	} {
+		if got := pl.ifaceErr[uuid]; !strings.Contains(got, want) {
+			t.Errorf("%s: error %q, want it to say %q", uuid, got, want)
+		}
+	}
+	for _, uuid := range []string{"i-dup1", "i-ok1"} {
+		if e, ok := pl.ifaceErr[uuid]; ok {
+			t.Errorf("%s refused: %s", uuid, e)
+		}
+	}
+	if a := pl.cfg.Bridges["bra"]; a == nil || len(a.Ports) != 2 || a.Ports["dup"] == nil || a.Ports["ok1"] == nil {
+		t.Errorf("bridge bra applied as %+v", a)
+	}
+	if b := pl.cfg.Bridges["brb"]; b == nil || len(b.Ports) != 0 {
+		t.Errorf("bridge brb applied as %+v", b)
+	}
+}
