@@ -89,7 +89,9 @@ func (s *ovsdbServer) vsctl(args ...string) string {
 // whose veth ports forward, sees their ofport, gets an unsupported type
 // reported in the Interface's error column while the rest keeps
 // forwarding; ovs-ofctl reaches the bridge. With ovsdb-server killed,
-// traffic keeps flowing; once it is back, changes apply again.
+// traffic keeps flowing; once it is back, changes apply again. The
+// daemon killed comes back and follows the database again: deletions
+// apply.
 func TestOVSDBDrivesTheSwitch(t *testing.T) {
 	srv := newOVSDBServer(t)
 	nstest.Run(t, "ovs-vsctl", "--db="+srv.db(), "--no-wait", "init")
@@ -147,7 +149,21 @@ func TestOVSDBDrivesTheSwitch(t *testing.T) {
 		t.Errorf("port added after ovsdb-server restarted: ofport %s", out)
 	}
 	nstest.Ping(t, a.NS, b.IP)
-	if _, err := os.Stat(filepath.Join(d.stateDir, br+".mgmt")); err != nil {
-		t.Errorf("bridge socket: %v", err)
+
+	// The daemon killed: it comes back with its stored configuration,
+	// reconnects and follows the database again.
+	d.kill9()
+	d.start("--db", srv.db())
+	nstest.Ping(t, a.NS, b.IP)
+	srv.vsctl("del-port", br, c)
+	if out := d.vsctl("list-ports", br); strings.Contains(out, c) || !strings.Contains(out, a.Port) {
+		t.Errorf("after del-port %s, list-ports:\n%s", c, out)
+	}
+	srv.vsctl("del-br", br)
+	if out := d.vsctl("list-br"); strings.TrimSpace(out) != "" {
+		t.Errorf("after del-br, list-br: %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(d.stateDir, br+".mgmt")); !os.IsNotExist(err) {
+		t.Errorf("bridge socket after del-br: %v", err)
 	}
 }
