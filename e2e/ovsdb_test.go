@@ -88,7 +88,7 @@ func (s *ovsdbServer) vsctl(args ...string) string {
 // ovsdb-server; the real ovs-vsctl, without --no-wait, builds a bridge
 // whose veth ports forward, sees their ofport, gets an unsupported type
 // reported in the Interface's error column while the rest keeps
-// forwarding; ovs-ofctl reaches the bridge. With ovsdb-server killed,
+// forwarding; a port added before its interface exists waits for it; ovs-ofctl reaches the bridge. With ovsdb-server killed,
 // traffic keeps flowing; once it is back, changes apply again. The
 // daemon killed comes back and follows the database again: deletions
 // apply.
@@ -127,6 +127,25 @@ func TestOVSDBDrivesTheSwitch(t *testing.T) {
 		t.Errorf("patch Interface ofport = %s, want -1", out)
 	}
 	nstest.Ping(t, a.NS, b.IP)
+
+	// A port whose interface does not exist yet waits for it, as in
+	// Open vSwitch: ofport -1 and why, then a number once it appears.
+	late := nstest.Name("vslt")
+	srv.vsctl("add-port", br, late)
+	if out := strings.TrimSpace(srv.vsctl("get", "Interface", late, "ofport", "error")); !strings.HasPrefix(out, "-1\n") || !strings.Contains(out, "No such device") {
+		t.Errorf("port without its interface: ofport and error %q", out)
+	}
+	nstest.Run(t, "ip", "link", "add", late, "type", "veth", "peer", "name", late+"p")
+	t.Cleanup(func() { nstest.Output("ip", "link", "del", late) })
+	nstest.Run(t, "ip", "link", "set", late, "up")
+	nstest.WaitFor(t, 20*time.Second, "the late port's ofport", func() bool {
+		out, err := nstest.Output("ovs-vsctl", "--db="+srv.db(), "--no-wait", "get", "Interface", late, "ofport")
+		n, aerr := strconv.Atoi(strings.TrimSpace(out))
+		return err == nil && aerr == nil && n > 0
+	})
+	if out := strings.TrimSpace(srv.vsctl("get", "Interface", late, "error")); out != "[]" {
+		t.Errorf("the late port running: error %s", out)
+	}
 
 	// The database is the one configuration: vsctl's changes are refused.
 	if _, errOut, code := d.vsctlRaw("add-br", nstest.Name("brno")); code == 0 || !strings.Contains(errOut, "use ovs-vsctl") {
