@@ -24,6 +24,7 @@ import (
 	"syscall"
 
 	"github.com/vswitch-go/vswitch/vswitchd"
+	"github.com/vswitch-go/vswitch/vswitchd/unixctl"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -56,7 +57,9 @@ func main() {
 	recoverJournals := flag.Bool("recover", false, "start despite damaged flow journals: keep each one's records before the damage, move the file aside (BRIDGE.journal.corrupt-TIME) and log what was dropped")
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	db := flag.String("db", "", "OVSDB database of the configuration, as ovs-vswitchd's DATABASE argument (unix:PATH or tcp:IP:PORT; may also be given as the one positional argument): the real ovs-vsctl then configures the switch")
-	flag.Parse()
+	// ovs-vswitchd's command line (ovsflags.go).
+	ovs := addOVSFlags(flag.CommandLine)
+	flag.CommandLine.Parse(normalizeArgs(flag.CommandLine, os.Args[1:]))
 	if *showVersion {
 		fmt.Println("vswitchd", version)
 		return
@@ -97,9 +100,38 @@ func main() {
 		pick("default-bridge", defaultBridge, fc.DefaultBridge)
 	}
 
+	// ovs-vswitchd's paths and --detach (ovsflags.go, detach.go).
+	ovsMode := ovs.ovsMode(*db)
+	if ovsMode && !flagGiven("state-dir") && os.Getenv("VSWITCHD_STATE_DIR") == "" && *configFile == "" {
+		*stateDir = defaultOVSStateDir()
+	}
+	var detachReady *os.File
+	if ovs.detach {
+		if detachReady = detachedChild(); detachReady == nil {
+			os.Exit(runDetached())
+		}
+	}
+	*logFile = absPath(*logFile)
+	ovsPaths, err := ovs.resolvePaths(ovsMode)
+	if err != nil {
+		fail(1, "%v", err)
+	}
+	if ovsPaths.pidfile != "" {
+		if err := checkPidfile(ovsPaths.pidfile); err != nil {
+			fail(1, "%v", err)
+		}
+	}
+	logDest := unixctl.DestConsole
+	if *logFile != "" {
+		logDest = unixctl.DestFile
+	}
+
 	level := new(slog.LevelVar)
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		fail(2, "--log-level %q is not debug, info, warn or error", *logLevel)
+	}
+	if err := logLevelFromSpecs(ovs.verbose, logDest, level); err != nil {
+		fail(2, "-v: %v", err)
 	}
 	out := &reopenableLog{path: *logFile}
 	if err := out.reopen(); err != nil {
@@ -115,6 +147,12 @@ func main() {
 		fail(2, "--log-format %q is not text or json", *logFormat)
 	}
 	log := slog.New(h)
+	if ovs.monitor {
+		log.Info("--monitor: ignored, there is no monitor process (let the service manager restart the daemon)")
+	}
+	if ovs.mlockall {
+		log.Info("--mlockall: ignored, memory is not locked")
+	}
 	// Before any PMD starts: the runtime's monitor thread would otherwise
 	// wake about 1000 times a second beside every busy PMD.
 	if tid, err := vswitchd.SlowSysmon(); err != nil {
@@ -128,31 +166,55 @@ func main() {
 		// that keeps its own configuration.
 		*defaultBridge = ""
 	}
-	d, err := vswitchd.Start(vswitchd.Options{StateDir: *stateDir, MetricsAddr: *metricsAddr,
+	opts := vswitchd.Options{StateDir: *stateDir, MetricsAddr: *metricsAddr,
 		DefaultBridge: *defaultBridge, Logger: log, LogLevel: level, Version: version,
-		Recover: *recoverJournals, DB: *db})
+		Recover: *recoverJournals, DB: *db}
+	ovsPaths.options(&opts, logDest)
+	d, err := vswitchd.Start(opts)
 	if err != nil {
 		fail(1, "%v", err)
+	}
+	if ovsPaths.pidfile != "" {
+		if err := writePidfile(ovsPaths.pidfile); err != nil {
+			d.Close()
+			fail(1, "%v", err)
+		}
+		defer os.Remove(ovsPaths.pidfile)
+	}
+	if detachReady != nil {
+		if err := finishDetach(detachReady, ovs.noChdir); err != nil {
+			log.Error("detach", "err", err)
+		}
 	}
 	abs, _ := filepath.Abs(*stateDir)
 	log.Info("ready: configure with vsctl", "VSWITCHD_STATE_DIR", abs)
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	for sig := range sigs {
-		if sig == syscall.SIGHUP {
-			if err := out.reopen(); err != nil {
-				log.Error("log file not reopened", "err", err)
-			} else {
-				log.Info("log file reopened")
+wait:
+	for {
+		select {
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				if err := out.reopen(); err != nil {
+					log.Error("log file not reopened", "err", err)
+				} else {
+					log.Info("log file reopened")
+				}
+				continue
 			}
-			continue
+			log.Info("stopping", "signal", sig.String())
+			break wait
+		case <-d.ExitRequested():
+			log.Info("stopping", "requested", "exit")
+			break wait
 		}
-		log.Info("stopping", "signal", sig.String())
-		break
 	}
 	if err := d.Close(); err != nil {
 		log.Error("stop", "err", err)
+		if ovsPaths.pidfile != "" {
+			os.Remove(ovsPaths.pidfile)
+		}
 		os.Exit(1)
 	}
 	log.Info("stopped")
@@ -163,6 +225,13 @@ func main() {
 func isDBTarget(s string) bool {
 	method, rest, ok := strings.Cut(s, ":")
 	return ok && rest != "" && (method == "unix" || method == "tcp")
+}
+
+// flagGiven says whether the command line set flag name.
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 func fail(code int, format string, args ...any) {
