@@ -77,7 +77,12 @@ func (s dbSwitch) PortStatus(bridge, name string) ovsdb.PortStatus {
 			}
 			return ovsdb.PortStatus{Error: why}
 		}
-		st = ovsdb.PortStatus{Running: true, OFPort: p.no, AdminState: "up", LinkState: upDown(p.dev.LinkUp())}
+		c := p.dev.Stats()
+		st = ovsdb.PortStatus{Running: true, OFPort: p.no, AdminState: "up", LinkState: upDown(p.dev.LinkUp()),
+			// The keys ovs-vswitchd writes for a userspace port.
+			Stats: map[string]int{"rx_packets": int(c.RxPackets), "rx_bytes": int(c.RxBytes), "rx_dropped": int(c.RxDrops),
+				"rx_errors": int(c.RxErrors), "tx_packets": int(c.TxPackets), "tx_bytes": int(c.TxBytes),
+				"tx_dropped": int(c.TxDrops), "tx_errors": int(c.TxErrors)}}
 	}
 	// The kernel's view where there is a kernel interface (not for a
 	// vhost-user or tunnel port): one netlink request for this name, as

@@ -41,6 +41,10 @@ import (
 const (
 	debounce = 20 * time.Millisecond
 	resync   = time.Second
+	// statsInterval is how often Interface statistics are written, as
+	// ovs-vswitchd's default other_config:stats-update-interval: each
+	// write is a transaction every client monitoring Interface receives.
+	statsInterval = 5 * time.Second
 	// opTimeout bounds one read or transaction against the server.
 	opTimeout = 10 * time.Second
 )
@@ -63,6 +67,8 @@ type Reconciler struct {
 	lastErr map[string]string
 	// logged are the refusals last logged.
 	logged []string
+	// statsAt is when statistics were last written.
+	statsAt time.Time
 
 	mu sync.Mutex
 	// reconciles counts passes that applied a configuration, writes the

@@ -111,7 +111,8 @@ func (f *fakeSwitch) PortStatus(bridge, port string) PortStatus {
 	if p == nil {
 		return PortStatus{Error: "not running"}
 	}
-	return PortStatus{Running: true, OFPort: p.OFPort, AdminState: "up", LinkState: "up", MAC: "02:00:00:00:00:01", MTU: 1500, Ifindex: 7}
+	return PortStatus{Running: true, OFPort: p.OFPort, AdminState: "up", LinkState: "up", MAC: "02:00:00:00:00:01", MTU: 1500, Ifindex: 7,
+		Stats: map[string]int{"rx_packets": 42}}
 }
 
 func (f *fakeSwitch) DatapathID(bridge string) string {
@@ -344,6 +345,7 @@ func TestReconcileAppliesAndReports(t *testing.T) {
 	if i := v.iface("p1"); deref(i.LinkState) != "up" || deref(i.MTU) != 1500 || deref(i.Ifindex) != 7 {
 		t.Errorf("p1 run-time columns: link_state %v mtu %v ifindex %v", deref(i.LinkState), deref(i.MTU), deref(i.Ifindex))
 	}
+	waitFor(t, "p1's statistics", func() bool { return v.iface("p1").Statistics["rx_packets"] == 42 })
 	i := v.iface("p2")
 	if deref(i.Ofport) != -1 || deref(i.Error) != "unsupported interface type: patch" {
 		t.Errorf("p2: ofport %v error %v, want -1 and unsupported interface type: patch", deref(i.Ofport), deref(i.Error))

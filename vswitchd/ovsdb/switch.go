@@ -34,4 +34,7 @@ type PortStatus struct {
 	AdminState, LinkState string
 	MAC                   string
 	MTU, Ifindex          int
+	// Stats are the Interface statistics column (rx_packets, tx_bytes,
+	// ...): nil when unknown.
+	Stats map[string]int
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
@@ -20,6 +21,10 @@ import (
 // with nothing left to write.
 func (r *Reconciler) writeBack(ctx context.Context, rs *rows, p *plan) error {
 	var ops []ovsdb.Operation
+	stats := time.Since(r.statsAt) >= statsInterval
+	if stats {
+		r.statsAt = time.Now()
+	}
 	update := func(m model.Model, fields ...any) error {
 		if len(fields) == 0 {
 			return nil
@@ -33,7 +38,7 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *rows, p *plan) error {
 	}
 	for _, u := range sortedKeys(rs.ifaces) {
 		ri := *rs.ifaces[u]
-		if err := update(&ri, r.interfaceFields(&ri, p)...); err != nil {
+		if err := update(&ri, r.interfaceFields(&ri, p, stats)...); err != nil {
 			return err
 		}
 	}
@@ -107,10 +112,14 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *rows, p *plan) error {
 
 // interfaceFields sets in ri the run-time columns that differ from what
 // runs and returns pointers to them, as libovsdb's Update takes them.
-func (r *Reconciler) interfaceFields(ri *vswitchdb.Interface, p *plan) []any {
+// Statistics are compared and written only when stats is set.
+func (r *Reconciler) interfaceFields(ri *vswitchdb.Interface, p *plan, stats bool) []any {
 	var fields []any
 	set := func(dst, v any) {
 		d := reflect.ValueOf(dst).Elem()
+		if d.Kind() == reflect.Map && d.Len() == 0 && reflect.ValueOf(v).Len() == 0 {
+			return // an empty column reads as an empty map, never nil
+		}
 		if !reflect.DeepEqual(d.Interface(), v) {
 			d.Set(reflect.ValueOf(v))
 			fields = append(fields, dst)
@@ -143,6 +152,9 @@ func (r *Reconciler) interfaceFields(ri *vswitchdb.Interface, p *plan) []any {
 		set(&ri.MACInUse, (*string)(nil))
 		set(&ri.MTU, (*int)(nil))
 		set(&ri.Ifindex, (*int)(nil))
+		if stats {
+			set(&ri.Statistics, map[string]int(nil))
+		}
 		return fields
 	}
 	set(&ri.Ofport, optInt(int(st.OFPort)))
@@ -152,6 +164,9 @@ func (r *Reconciler) interfaceFields(ri *vswitchdb.Interface, p *plan) []any {
 	set(&ri.MACInUse, optString(st.MAC))
 	set(&ri.MTU, optIntKnown(st.MTU))
 	set(&ri.Ifindex, optIntKnown(st.Ifindex))
+	if stats {
+		set(&ri.Statistics, st.Stats)
+	}
 	return fields
 }
 
