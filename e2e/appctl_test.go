@@ -1,0 +1,234 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vswitch-go/vswitch/internal/nstest"
+)
+
+// ovsTool runs one of Open vSwitch's programs (ovs-appctl, ovs-ofctl) with
+// OVS_RUNDIR set to run, and returns its stdout, stderr and exit status.
+func ovsTool(t *testing.T, run, name string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), "OVS_RUNDIR="+run)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("%s: %v", name, err)
+		}
+		code = ee.ExitCode()
+	}
+	return o.String(), e.String(), code
+}
+
+// mustOVSTool is ovsTool for a command that must succeed.
+func mustOVSTool(t *testing.T, run, name string, args ...string) string {
+	t.Helper()
+	out, errOut, code := ovsTool(t, run, name, args...)
+	if code != 0 {
+		t.Fatalf("%s %s: exit %d: %s%s", name, strings.Join(args, " "), code, errOut, out)
+	}
+	return out
+}
+
+// readPidfile waits (bounded) for the pid file and returns its pid.
+func readPidfile(t *testing.T, path string) int {
+	t.Helper()
+	var pid int
+	nstest.WaitFor(t, 20*time.Second, "pid file "+path, func() bool {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(data)))
+		return err == nil && pid > 0
+	})
+	return pid
+}
+
+// alive says whether process pid runs (a zombie no parent reaped yet,
+// as the detached daemon may be under a container's init, does not).
+func alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(stat), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
+// TestAppctl drives the daemon with the real ovs-appctl and ovs-ofctl, by
+// the names Open vSwitch's tools use: the default target ovs-vswitchd
+// (found through $OVS_RUNDIR/ovs-vswitchd.pid), the control socket's
+// path, and a bridge's name for ovs-ofctl. exit stops the daemon cleanly.
+func TestAppctl(t *testing.T) {
+	nstest.RequireTool(t, "ovs-appctl", "ovs-ofctl")
+	d := newDaemon(t)
+	a, b := nstest.TwoHosts(t)
+	run := filepath.Join(t.TempDir(), "run")
+	t.Setenv("OVS_RUNDIR", run) // the daemon inherits it
+	d.start("--pidfile")
+	pid := readPidfile(t, filepath.Join(run, "ovs-vswitchd.pid"))
+	if pid != d.cmd.Process.Pid {
+		t.Fatalf("pid file holds %d, the daemon is %d", pid, d.cmd.Process.Pid)
+	}
+	ctl := filepath.Join(run, "ovs-vswitchd."+strconv.Itoa(pid)+".ctl")
+
+	br := nstest.Name("brap")
+	d.vsctl("add-br", br)
+	d.vsctl("add-port", br, a.Port, "--", "type=afpacket")
+	d.vsctl("add-port", br, b.Port, "--", "type=afpacket")
+	nstest.Ping(t, a.NS, b.IP)
+
+	if got := mustOVSTool(t, run, "ovs-appctl", "version"); !strings.HasPrefix(got, "ovs-vswitchd (vswitch-go) ") {
+		t.Errorf("version: %q", got)
+	}
+	list := mustOVSTool(t, run, "ovs-appctl", "-t", ctl, "list-commands")
+	for _, c := range []string{"exit", "dpif/show", "fdb/show", "vlog/set", "dpif-netdev/pmd-stats-show", "ofproto/trace"} {
+		if !strings.Contains(list, "  "+c+" ") {
+			t.Errorf("list-commands lacks %s:\n%s", c, list)
+		}
+	}
+	if got := mustOVSTool(t, run, "ovs-appctl", "dpif-netdev/pmd-stats-show"); !strings.Contains(got, "packets received: ") {
+		t.Errorf("pmd-stats-show:\n%s", got)
+	}
+	// NORMAL learned both hosts' addresses from the ping.
+	fdb := mustOVSTool(t, run, "ovs-appctl", "fdb/show", br)
+	for _, mac := range []string{a.MAC, b.MAC} {
+		if !strings.Contains(fdb, mac) {
+			t.Errorf("fdb/show lacks %s:\n%s", mac, fdb)
+		}
+	}
+	show := mustOVSTool(t, run, "ovs-appctl", "dpif/show")
+	for _, want := range []string{"netdev@ovs-netdev: hit:", "\n  " + br + ":\n", "\n    " + a.Port + " 1/", "\n    " + b.Port + " 2/", ": (afpacket)\n"} {
+		if !strings.Contains(show, want) {
+			t.Errorf("dpif/show lacks %q:\n%s", want, show)
+		}
+	}
+	if got := mustOVSTool(t, run, "ovs-appctl", "ofproto/trace", br, "in_port=1,dl_dst="+b.MAC); !strings.Contains(got, "Datapath actions: ") {
+		t.Errorf("ofproto/trace:\n%s", got)
+	}
+	// The daemon logs to stderr (console) at debug; vlog/set changes it.
+	mustOVSTool(t, run, "ovs-appctl", "vlog/set", "console:warn")
+	if got := mustOVSTool(t, run, "ovs-appctl", "vlog/list"); !strings.Contains(got, " WARN ") {
+		t.Errorf("vlog/list after vlog/set console:warn:\n%s", got)
+	}
+	if got, errOut, code := ovsTool(t, run, "ovs-appctl", "no/such-command"); code != 2 || !strings.Contains(errOut, `"no/such-command" is not a valid command`) {
+		t.Errorf("unknown command: exit %d, %q %q", code, got, errOut)
+	}
+	// ovs-ofctl finds the bridge's OpenFlow socket by the bridge's name.
+	// The switch speaks OpenFlow 1.3, not ovs-ofctl's default 1.0.
+	if got := mustOVSTool(t, run, "ovs-ofctl", "-O", "OpenFlow13", "dump-flows", br); !strings.Contains(got, "actions=NORMAL") {
+		t.Errorf("ovs-ofctl dump-flows %s:\n%s", br, got)
+	}
+
+	if out, errOut, code := ovsTool(t, run, "ovs-appctl", "exit"); code != 0 {
+		t.Fatalf("exit: exit %d: %s%s", code, errOut, out)
+	}
+	select {
+	case err := <-d.done:
+		if err != nil {
+			t.Fatalf("daemon after ovs-appctl exit: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("daemon still running 30 s after ovs-appctl exit")
+	}
+	for _, p := range []string{ctl, filepath.Join(run, "ovs-vswitchd.pid"), filepath.Join(run, br+".mgmt")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s left behind after exit", p)
+		}
+	}
+}
+
+// TestDetach: --detach returns once the daemon serves, leaving it running
+// in the background under the pid its pid file holds; a second one on
+// the same pid file fails without starting; ovs-appctl exit stops it.
+func TestDetach(t *testing.T) {
+	nstest.RequireRoot(t)
+	nstest.RequireTool(t, "ovs-appctl")
+	vd, _ := binaries(t)
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	pidfile := filepath.Join(run, "ovs-vswitchd.pid")
+	args := func(state string) []string {
+		return []string{"--state-dir", filepath.Join(dir, state), "--metrics-addr", "", "--default-bridge", "",
+			"--pidfile", "--detach", "-vconsole:emer", "-vfile:info", "--log-file=" + filepath.Join(dir, state+".log")}
+	}
+	start := func(state string) (string, error) {
+		cmd := exec.Command(vd, args(state)...)
+		cmd.Env = append(os.Environ(), "OVS_RUNDIR="+run)
+		cmd.Dir = dir
+		done := make(chan struct{})
+		var out []byte
+		var err error
+		go func() { out, err = cmd.CombinedOutput(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Fatal("vswitchd --detach did not return within 30 s")
+		}
+		return string(out), err
+	}
+	if out, err := start("state"); err != nil {
+		t.Fatalf("vswitchd --detach: %v\n%s", err, out)
+	}
+	// Returned means ready: no waiting for the pid file.
+	data, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatalf("no pid file when --detach returned: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSuffix(string(data), "\n"))
+	if err != nil {
+		t.Fatalf("pid file %q", data)
+	}
+	t.Cleanup(func() {
+		if alive(pid) {
+			syscall.Kill(pid, syscall.SIGTERM)
+			nstest.WaitFor(t, 20*time.Second, "the detached daemon to stop", func() bool { return !alive(pid) })
+		}
+		if t.Failed() {
+			log, _ := os.ReadFile(filepath.Join(dir, "state.log"))
+			t.Logf("detached daemon's log:\n%s", log)
+		}
+	})
+	if !alive(pid) {
+		t.Fatalf("detached daemon %d not running", pid)
+	}
+	if got := mustOVSTool(t, run, "ovs-appctl", "version"); !strings.HasPrefix(got, "ovs-vswitchd (vswitch-go) ") {
+		t.Errorf("version: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(run, "ovs-vswitchd."+strconv.Itoa(pid)+".ctl")); err != nil {
+		t.Errorf("control socket: %v", err)
+	}
+
+	out, err := start("state2")
+	if err == nil || !strings.Contains(out, "already running") {
+		t.Errorf("second daemon on the same pid file: %v\n%s", err, out)
+	}
+	if !alive(pid) {
+		t.Fatal("the first daemon died when the second was refused")
+	}
+
+	mustOVSTool(t, run, "ovs-appctl", "exit")
+	nstest.WaitFor(t, 20*time.Second, "the detached daemon to exit", func() bool { return !alive(pid) })
+	if _, err := os.Stat(pidfile); err == nil {
+		t.Error("pid file left behind after exit")
+	}
+}
