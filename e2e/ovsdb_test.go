@@ -88,13 +88,17 @@ func (s *ovsdbServer) vsctl(args ...string) string {
 // ovsdb-server; the real ovs-vsctl, without --no-wait, builds a bridge
 // whose veth ports forward, sees their ofport, gets an unsupported type
 // reported in the Interface's error column while the rest keeps
-// forwarding; a port added before its interface exists waits for it; ovs-ofctl reaches the bridge. With ovsdb-server killed,
-// traffic keeps flowing; once it is back, changes apply again. The
-// daemon killed comes back and follows the database again: deletions
-// apply.
+// forwarding; ovs-ofctl reaches the bridge by name; a port added before
+// its interface exists waits for it. With ovsdb-server killed, traffic
+// keeps flowing; once it is back, changes apply again. The daemon killed
+// comes back and follows the database again: deletions apply.
 func TestOVSDBDrivesTheSwitch(t *testing.T) {
 	srv := newOVSDBServer(t)
 	nstest.Run(t, "ovs-vsctl", "--db="+srv.db(), "--no-wait", "init")
+	// Given a database the daemon runs as ovs-vswitchd: the bridges'
+	// OpenFlow sockets are in $OVS_RUNDIR, where ovs-ofctl looks.
+	runDir := t.TempDir()
+	t.Setenv("OVS_RUNDIR", runDir)
 	d := newDaemon(t)
 	d.start("--db", srv.db())
 	a, b := nstest.TwoHosts(t)
@@ -113,7 +117,7 @@ func TestOVSDBDrivesTheSwitch(t *testing.T) {
 	if out := strings.TrimSpace(srv.vsctl("get", "Interface", br, "ofport")); out != "65534" {
 		t.Errorf("the bridge's own Interface ofport = %q, want 65534", out)
 	}
-	if out := nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow13", "dump-flows", "unix:"+filepath.Join(d.stateDir, br+".mgmt")); !strings.Contains(out, "actions=") {
+	if out := nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow13", "dump-flows", br); !strings.Contains(out, "actions=") {
 		t.Errorf("ovs-ofctl dump-flows:\n%s", out)
 	}
 
@@ -172,7 +176,7 @@ func TestOVSDBDrivesTheSwitch(t *testing.T) {
 	// The daemon killed: it comes back with its stored configuration,
 	// reconnects and follows the database again.
 	d.kill9()
-	d.start("--db", srv.db())
+	d.start(srv.db()) // ovs-vswitchd's form: the database as the argument
 	nstest.Ping(t, a.NS, b.IP)
 	srv.vsctl("del-port", br, c)
 	if out := d.vsctl("list-ports", br); strings.Contains(out, c) || !strings.Contains(out, a.Port) {
@@ -182,7 +186,7 @@ func TestOVSDBDrivesTheSwitch(t *testing.T) {
 	if out := d.vsctl("list-br"); strings.TrimSpace(out) != "" {
 		t.Errorf("after del-br, list-br: %q", out)
 	}
-	if _, err := os.Stat(filepath.Join(d.stateDir, br+".mgmt")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(runDir, br+".mgmt")); !os.IsNotExist(err) {
 		t.Errorf("bridge socket after del-br: %v", err)
 	}
 }
