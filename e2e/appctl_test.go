@@ -138,6 +138,11 @@ func TestAppctl(t *testing.T) {
 		t.Errorf("ovs-ofctl dump-flows %s:\n%s", br, got)
 	}
 
+	// So does vsctl, whose flow commands look in the state directory first.
+	if got := d.vsctl("dump-flows", br); !strings.Contains(got, "actions=NORMAL") {
+		t.Errorf("vsctl dump-flows %s:\n%s", br, got)
+	}
+
 	if out, errOut, code := ovsTool(t, run, "ovs-appctl", "exit"); code != 0 {
 		t.Fatalf("exit: exit %d: %s%s", code, errOut, out)
 	}

@@ -240,11 +240,13 @@ func ofTarget(g globals, bridgeOrTarget string) (string, error) {
 	if strings.Contains(bridgeOrTarget, ":") {
 		return bridgeOrTarget, nil
 	}
-	path := filepath.Join(g.stateDir, bridgeOrTarget+mgmt.BridgeSocketSuffix)
-	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("no bridge %q: %s does not exist (is vswitchd running with --state-dir %s?)", bridgeOrTarget, path, g.stateDir)
+	paths := mgmt.BridgeSocketPaths(g.stateDir, bridgeOrTarget)
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			return "unix:" + p, nil
+		}
 	}
-	return "unix:" + path, nil
+	return "", fmt.Errorf("no bridge %q: %s does not exist (is vswitchd running with --state-dir %s?)", bridgeOrTarget, paths[0], g.stateDir)
 }
 
 func runOF(ctx context.Context, g globals, c ofctl.Command, flags, pos []string, stdout, stderr io.Writer) int {

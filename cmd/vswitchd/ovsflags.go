@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vswitch-go/vswitch/vswitchd"
+	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 	"github.com/vswitch-go/vswitch/vswitchd/unixctl"
 )
 
@@ -25,7 +26,6 @@ import (
 
 // Open vSwitch's directories and their environment variables.
 const (
-	defaultRunDir = "/var/run/openvswitch"
 	defaultLogDir = "/var/log/openvswitch"
 	defaultDBDir  = "/etc/openvswitch"
 	// programName is the name Open vSwitch's tools know the daemon by:
@@ -40,7 +40,7 @@ func envDir(name, def string) string {
 	return def
 }
 
-func ovsRunDir() string { return envDir("OVS_RUNDIR", defaultRunDir) }
+func ovsRunDir() string { return mgmt.OVSRunDir() }
 
 // defaultLogFile is where a bare --log-file logs, as ovs-vswitchd's.
 func defaultLogFile() string {
