@@ -122,7 +122,8 @@ func (f *fakeSwitch) DatapathID(bridge string) string {
 	return "0000aabbccddeeff"
 }
 
-func (f *fakeSwitch) ControllerConnected(string, string) bool { return false }
+// ControllerConnected: a controller at this one target is connected.
+func (f *fakeSwitch) ControllerConnected(_, target string) bool { return target == "tcp:192.0.2.9:6653" }
 func (f *fakeSwitch) Version() string                         { return "test" }
 
 func (f *fakeSwitch) bridge(name string) *config.Bridge { return f.Config().Bridges[name] }
@@ -130,6 +131,12 @@ func (f *fakeSwitch) bridge(name string) *config.Bridge { return f.Config().Brid
 // startServer serves an empty Open_vSwitch database in memory on a unix
 // socket and returns its endpoint.
 func startServer(t *testing.T) string {
+	t.Helper()
+	return serveAt(t, filepath.Join(t.TempDir(), "db.sock"))
+}
+
+// serveAt serves an empty Open_vSwitch database in memory at sock.
+func serveAt(t *testing.T, sock string) string {
 	t.Helper()
 	dbModel, err := vswitchdb.FullDatabaseModel()
 	if err != nil {
@@ -146,7 +153,6 @@ func startServer(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(t.TempDir(), "db.sock")
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve("unix", sock) }()
 	t.Cleanup(func() {
@@ -307,8 +313,11 @@ func TestReconcileAppliesAndReports(t *testing.T) {
 	i4.Options = map[string]string{"remote_ip": "192.0.2.1"}
 	i4.OfportRequest = intp(9)
 	add(p4, i4)
+	ctlUp := &vswitchdb.Controller{UUID: "c1", Target: "tcp:192.0.2.9:6653"}
+	ctlDown := &vswitchdb.Controller{UUID: "c2", Target: "tcp:192.0.2.10:6653"}
+	models = append(models, ctlUp, ctlDown)
 	br := &vswitchdb.Bridge{UUID: "br", Name: "br0", DatapathType: "netdev", Ports: portUUIDs,
-		OtherConfig: map[string]string{"mac-aging-time": "30"}}
+		OtherConfig: map[string]string{"mac-aging-time": "30"}, Controller: []string{"c1", "c2"}}
 	ovs := v.ovs()
 	ovs.Bridges = []string{br.UUID}
 	ops, err := v.create(append(models, br)...)
@@ -335,6 +344,18 @@ func TestReconcileAppliesAndReports(t *testing.T) {
 	}
 	if b.OtherConfig["mac-aging-time"] != "30" {
 		t.Errorf("bridge other_config %v", b.OtherConfig)
+	}
+	if !slices.Equal(b.Controllers, []string{"tcp:192.0.2.10:6653", "tcp:192.0.2.9:6653"}) {
+		t.Errorf("controllers applied %v", b.Controllers)
+	}
+	var ctls []vswitchdb.Controller
+	if err := v.cli.List(context.Background(), &ctls); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range ctls {
+		if c.IsConnected != (c.Target == "tcp:192.0.2.9:6653") {
+			t.Errorf("controller %s is_connected %v", c.Target, c.IsConnected)
+		}
 	}
 	for name, want := range map[string]int{"br0": LocalOFPort, "p1": 1, "p4": 9} {
 		i := v.iface(name)
@@ -554,5 +575,26 @@ func TestWantedConfigRefusals(t *testing.T) {
 	}
 	if b := pl.cfg.Bridges["brb"]; b == nil || len(b.Ports) != 0 {
 		t.Errorf("bridge brb applied as %+v", b)
+	}
+}
+
+// TestReconcileWaitsForTheServer: a daemon started before its database
+// server keeps running and follows the database once it is there.
+func TestReconcileWaitsForTheServer(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "db.sock")
+	sw := &fakeSwitch{cfg: &config.Config{}}
+	r, err := Start("unix:"+sock, sw, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	endpoint := serveAt(t, sock)
+	v := newVsctl(t, endpoint)
+	br := &vswitchdb.Bridge{UUID: "br", Name: "brlate"}
+	ops, err := v.create(br, &vswitchdb.OpenvSwitch{UUID: "ovs", Bridges: []string{"br"}, NextCfg: 1})
+	v.transact(ops, err)
+	v.waitCurCfg(1)
+	if sw.bridge("brlate") == nil {
+		t.Error("bridge of a database that came late not applied")
 	}
 }
