@@ -123,8 +123,10 @@ func (f *fakeSwitch) DatapathID(bridge string) string {
 }
 
 // ControllerConnected: a controller at this one target is connected.
-func (f *fakeSwitch) ControllerConnected(_, target string) bool { return target == "tcp:192.0.2.9:6653" }
-func (f *fakeSwitch) Version() string                         { return "test" }
+func (f *fakeSwitch) ControllerConnected(_, target string) bool {
+	return target == "tcp:192.0.2.9:6653"
+}
+func (f *fakeSwitch) Version() string { return "test" }
 
 func (f *fakeSwitch) bridge(name string) *config.Bridge { return f.Config().Bridges[name] }
 
