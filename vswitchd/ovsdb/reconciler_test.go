@@ -33,8 +33,6 @@ type fakeSwitch struct {
 	// refuse, if set, fails a change the real switch would (a port that
 	// cannot open).
 	refuse func(*config.Config) error
-	// flows is what each bridge's Flows hold, set by the test as if a
-	// controller had installed them.
 }
 
 func (f *fakeSwitch) Reconcile(fn func(*config.Config) error) error {
