@@ -545,13 +545,21 @@ func TestWantedConfigRefusals(t *testing.T) {
 		port("p3", "pn", iface("i-named", "other", "")),
 		port("p4", "dup", iface("i-dup1", "dup", "")),
 		port("p5", "ok1", iface("i-ok1", "ok1", "internal")),
+		port("p8", "nt", iface("i-nt", "nt", "")),
+		port("p9", "acc", iface("i-acc", "acc", "")),
 	}}
+	b1.Protocols = []string{"OpenFlow10"}
 	b2 := &vswitchdb.Bridge{UUID: "b2", Name: "brb", Ports: []string{
 		port("p6", "dup", iface("i-dup2", "dup", "")), // also in bra
 		port("p7", "bra", iface("i-brname", "bra", "")),
 	}}
 	rs := &rows{ovs: &vswitchdb.OpenvSwitch{Bridges: []string{"b1", "b2"}},
 		bridges: map[string]*vswitchdb.Bridge{"b1": b1, "b2": b2}, ports: ports, ifaces: ifs}
+	ports["p8"].VLANMode = new(vswitchdb.PortVLANModeNativeTagged)
+	ports["p8"].Tag = intp(5)
+	ports["p9"].VLANMode = new(vswitchdb.PortVLANModeAccess)
+	ports["p9"].Tag, ports["p9"].Trunks = intp(7), []int{8, 9} // access ignores trunks
+	ifs["i-ok1"].MTURequest = intp(9000)
 	pl := wantedConfig(rs)
 	for uuid, want := range map[string]string{
 		"i-local":  "must be of type internal",
@@ -560,6 +568,7 @@ func TestWantedConfigRefusals(t *testing.T) {
 		"i-named":  "differs from its port",
 		"i-dup2":   `already used in bridge "bra"`,
 		"i-brname": `already used in bridge "bra"`,
+		"i-nt":     "vlan_mode native-tagged is not supported yet",
 	} {
 		if got := pl.ifaceErr[uuid]; !strings.Contains(got, want) {
 			t.Errorf("%s: error %q, want it to say %q", uuid, got, want)
@@ -570,8 +579,16 @@ func TestWantedConfigRefusals(t *testing.T) {
 			t.Errorf("%s refused: %s", uuid, e)
 		}
 	}
-	if a := pl.cfg.Bridges["bra"]; a == nil || len(a.Ports) != 2 || a.Ports["dup"] == nil || a.Ports["ok1"] == nil {
+	if a := pl.cfg.Bridges["bra"]; a == nil || len(a.Ports) != 3 || a.Ports["dup"] == nil || a.Ports["ok1"] == nil {
 		t.Errorf("bridge bra applied as %+v", a)
+	} else if p := a.Ports["acc"]; p == nil || p.Tag != 7 || p.Trunks != nil {
+		t.Errorf("access port applied as %+v, want tag 7 and no trunks", p)
+	}
+	// What is applied but not honoured is said, not ignored silently.
+	for _, want := range []string{`interface "ok1": mtu_request is not supported yet`, `bridge "bra": protocols [OpenFlow10]`} {
+		if !slices.ContainsFunc(pl.problems, func(m string) bool { return strings.Contains(m, want) }) {
+			t.Errorf("problems %q, want one saying %q", pl.problems, want)
+		}
 	}
 	if b := pl.cfg.Bridges["brb"]; b == nil || len(b.Ports) != 0 {
 		t.Errorf("bridge brb applied as %+v", b)

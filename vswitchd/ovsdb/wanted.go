@@ -195,6 +195,9 @@ func (p *plan) addBridge(r *rows, rb *vswitchdb.Bridge, portOwner map[string]str
 		b.Controllers = nb.Controllers
 	}
 	slices.Sort(b.Controllers)
+	if len(rb.Protocols) > 0 && !slices.Contains(rb.Protocols, vswitchdb.BridgeProtocolsOpenflow13) {
+		p.problems = append(p.problems, fmt.Sprintf("bridge %q: protocols %v: this switch speaks OpenFlow13 only, which controllers must then use", b.Name, rb.Protocols))
+	}
 	b.Ports = map[string]*config.Port{}
 	for _, pu := range sortedByName(rb.Ports, func(u string) string {
 		if rp := r.ports[u]; rp != nil {
@@ -285,6 +288,25 @@ func (p *plan) addBridge(r *rows, rb *vswitchdb.Bridge, portOwner map[string]str
 			continue
 		}
 		slices.Sort(cp.Trunks)
+		if rp.VLANMode != nil {
+			// The daemon's VLAN model is Open vSwitch's default: a tag
+			// alone is access, trunks with a tag make it their native
+			// untagged VLAN. The explicit modes that mean the same are
+			// taken, with what the mode ignores dropped as in OVS.
+			switch *rp.VLANMode {
+			case vswitchdb.PortVLANModeAccess:
+				cp.Trunks = nil
+			case vswitchdb.PortVLANModeTrunk:
+				cp.Tag = 0
+			case vswitchdb.PortVLANModeNativeUntagged:
+			default:
+				fail(fmt.Sprintf("vlan_mode %s is not supported yet", *rp.VLANMode))
+				continue
+			}
+		}
+		if ri.MTURequest != nil {
+			p.problems = append(p.problems, fmt.Sprintf("interface %q: mtu_request is not supported yet: the interface keeps its MTU", ri.Name))
+		}
 		// Validate needs a number; the store assigns the real one.
 		alone := cp.Clone()
 		alone.OFPort = max(1, cp.OFPortRequest)
