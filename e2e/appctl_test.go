@@ -209,7 +209,9 @@ func TestDetach(t *testing.T) {
 			nstest.WaitFor(t, 20*time.Second, "the detached daemon to stop", func() bool { return !alive(pid) })
 		}
 		if t.Failed() {
-			log, _ := os.ReadFile(filepath.Join(dir, "state.log"))
+			log, _ := os.ReadFile(filepath.Join(dir, "state.log.1"))
+			log2, _ := os.ReadFile(filepath.Join(dir, "state.log"))
+			log = append(log, log2...)
 			t.Logf("detached daemon's log:\n%s", log)
 		}
 	})
@@ -221,6 +223,16 @@ func TestDetach(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(run, "ovs-vswitchd."+strconv.Itoa(pid)+".ctl")); err != nil {
 		t.Errorf("control socket: %v", err)
+	}
+
+	// logrotate's way: move the file, then vlog/reopen.
+	logPath := filepath.Join(dir, "state.log")
+	if err := os.Rename(logPath, logPath+".1"); err != nil {
+		t.Fatal(err)
+	}
+	mustOVSTool(t, run, "ovs-appctl", "vlog/reopen")
+	if data, err := os.ReadFile(logPath); err != nil || !strings.Contains(string(data), "log file reopened") {
+		t.Errorf("log file after vlog/reopen: %v %q", err, data)
 	}
 
 	out, err := start("state2")

@@ -97,6 +97,9 @@ type Options struct {
 	// LogDest is the vlog destination Logger writes to ("console" or
 	// "file"), the one vlog/set and vlog/list speak of; "" is console.
 	LogDest string
+	// ReopenLog, if set, reopens the log file (vlog/reopen, which
+	// Debian's logrotate configuration runs after rotating it).
+	ReopenLog func() error
 }
 
 // Daemon is a running vswitchd.

@@ -44,6 +44,7 @@ func (d *Daemon) unixctlCommands() []unixctl.Command {
 		{Name: "exit", Usage: "[--cleanup]", MaxArgs: 1, Run: d.ctlExit},
 		{Name: "vlog/list", Run: d.ctlVlogList},
 		{Name: "vlog/set", Usage: "[{spec | PATTERN:destination:pattern}]", MaxArgs: -1, Run: d.ctlVlogSet},
+		{Name: "vlog/reopen", Run: d.ctlVlogReopen},
 		{Name: "coverage/show", Run: from(d.cmdCoverageShow)},
 		{Name: "memory/show", Run: from(d.cmdMemoryShow)},
 		{Name: "fdb/show", Usage: "bridge", MinArgs: 1, MaxArgs: 1, Run: from(d.cmdFDBShow)},
@@ -136,6 +137,17 @@ func (d *Daemon) ctlVlogSet(args []string) (string, error) {
 			d.log.Info("log level changed", "level", unixctl.LevelName(s.Level))
 		}
 	}
+	return "", nil
+}
+
+func (d *Daemon) ctlVlogReopen([]string) (string, error) {
+	if d.opts.ReopenLog == nil || d.logDest() != unixctl.DestFile {
+		return "", errors.New("logging to file not configured")
+	}
+	if err := d.opts.ReopenLog(); err != nil {
+		return "", err
+	}
+	d.log.Info("log file reopened")
 	return "", nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,8 +38,10 @@ func TestUnixctlCommands(t *testing.T) {
 	state, run := t.TempDir(), t.TempDir()
 	level := new(slog.LevelVar)
 	ctlPath := filepath.Join(run, "ovs-vswitchd.123.ctl")
+	var reopened atomic.Int32
 	d, err := Start(Options{StateDir: state, RunDir: run, Unixctl: ctlPath, DefaultBridge: "brx0",
-		LogLevel: level, LogDest: unixctl.DestFile, Version: "9.9"})
+		LogLevel: level, LogDest: unixctl.DestFile, Version: "9.9",
+		ReopenLog: func() error { reopened.Add(1); return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +100,11 @@ func TestUnixctlCommands(t *testing.T) {
 		t.Errorf("vlog/list:\n%s", got)
 	}
 
+	mustAppctl(t, ctlPath, "vlog/reopen")
+	if n := reopened.Load(); n != 1 {
+		t.Errorf("vlog/reopen reopened the log %d times", n)
+	}
+
 	select {
 	case <-d.ExitRequested():
 		t.Fatal("exit requested before exit")
@@ -129,5 +137,9 @@ func TestUnixctlDefaultPath(t *testing.T) {
 	defer d.Close()
 	if got := mustAppctl(t, filepath.Join(state, UnixctlSocketName), "version"); got != "ovs-vswitchd (vswitch-go) dev\n" {
 		t.Errorf("version: %q", got)
+	}
+	// Logging to stderr: there is no file to reopen.
+	if _, err := appctl(t, filepath.Join(state, UnixctlSocketName), "vlog/reopen"); err == nil {
+		t.Error("vlog/reopen without a log file succeeded")
 	}
 }

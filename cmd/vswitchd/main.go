@@ -170,6 +170,7 @@ func main() {
 		DefaultBridge: *defaultBridge, Logger: log, LogLevel: level, Version: version,
 		Recover: *recoverJournals, DB: *db}
 	ovsPaths.options(&opts, logDest)
+	opts.ReopenLog = out.reopen
 	d, err := vswitchd.Start(opts)
 	if err != nil {
 		fail(1, "%v", err)
