@@ -43,28 +43,40 @@ var portKernelBytes = map[string]uint64{
 	config.PortTypeAuto:     25 << 20, // afxdp when it works
 }
 
-// memAvailable reads MemAvailable from /proc/meminfo; tests replace it.
-var memAvailable = func() (uint64, bool) {
+// memInfo reads MemAvailable and MemTotal from /proc/meminfo; tests
+// replace it.
+var memInfo = func() (avail, total uint64, ok bool) {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
 	defer f.Close()
 	s := bufio.NewScanner(f)
-	for s.Scan() {
-		rest, ok := strings.CutPrefix(s.Text(), "MemAvailable:")
-		if !ok {
-			continue
-		}
+	var seen int
+	for s.Scan() && seen < 2 {
+		name, rest, _ := strings.Cut(s.Text(), ":")
 		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-		return kb << 10, err == nil
+		switch {
+		case err != nil:
+		case name == "MemAvailable":
+			avail, seen = kb<<10, seen+1
+		case name == "MemTotal":
+			total, seen = kb<<10, seen+1
+		}
 	}
-	return 0, false
+	return avail, total, seen == 2
 }
+
+// memReserve is the share of the machine's memory (1/memReserve) that
+// adding ports must leave available: requests of a few ports each (the
+// OVSDB path applies a transaction row by row, and a script may loop)
+// would each pass the half-of-available check until the host runs out.
+const memReserve = 10
 
 // checkPortLimits refuses a change from old to next that adds ports
 // beyond the limits, or whose new ports would take more than half of the
-// memory the machine has available, before anything is created. Only a
+// memory the machine has available or leave less than a tenth of it
+// available, before anything is created. Only a
 // change that adds ports is checked, so a switch over a lowered limit can
 // still delete ports and change everything else.
 func checkPortLimits(old, next *config.Config) error {
@@ -94,8 +106,13 @@ func checkPortLimits(old, next *config.Config) error {
 	if limit := intOption(next.OtherConfig, "max-ports", DefaultMaxPorts); total > limit {
 		return fmt.Errorf("the switch would have %d ports (bridges' own interfaces included), more than other_config:max-ports=%d allows; nothing was changed", total, limit)
 	}
-	if avail, ok := memAvailable(); ok && cost > avail/2 {
+	avail, machine, ok := memInfo()
+	switch {
+	case !ok:
+	case cost > avail/2:
 		return fmt.Errorf("the ports this request adds need about %d MiB of kernel memory, more than half of the %d MiB available; nothing was changed", cost>>20, avail>>20)
+	case avail-cost < machine/memReserve:
+		return fmt.Errorf("the ports this request adds need about %d MiB of kernel memory, which would leave less than a tenth of the machine's %d MiB available (%d MiB is); nothing was changed", cost>>20, machine>>20, avail>>20)
 	}
 	return nil
 }

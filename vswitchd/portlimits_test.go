@@ -3,6 +3,7 @@ package vswitchd
 import (
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -85,27 +86,40 @@ func TestPortLimits(t *testing.T) {
 }
 
 // TestPortLimitMemory: a request whose new ports would take more than
-// half of the available memory is refused, whatever the counts allow.
+// half of the available memory, or leave less than a tenth of the
+// machine's memory available, is refused, whatever the counts allow.
 func TestPortLimitMemory(t *testing.T) {
 	nstest.RequireRoot(t)
-	saved := memAvailable
-	t.Cleanup(func() { memAvailable = saved })
-	memAvailable = func() (uint64, bool) { return 20 << 20, true } // room for one internal port
+	var avail, total atomic.Uint64 // MiB; read by the daemon's handlers
+	avail.Store(20)                // room for one internal port (7 MiB)
+	total.Store(20)
+	saved := memInfo
+	t.Cleanup(func() { memInfo = saved })
+	memInfo = func() (uint64, uint64, bool) { return avail.Load() << 20, total.Load() << 20, true }
 	d, _ := startLogged(t)
 	br := nstest.Name("vslb")
 	mustCall(t, d, "add-br", br)
-	names := []string{nstest.Name("vsli"), nstest.Name("vsli")}
+	names := []string{nstest.Name("vsli"), nstest.Name("vsli"), nstest.Name("vsli")}
 	t.Cleanup(func() {
 		for _, n := range names {
 			nstest.Output("ip", "link", "del", n)
 		}
 	})
-	err := addInternalPorts(t, d, br, names)
-	if err == nil || !strings.Contains(err.Error(), "kernel memory") {
+	err := addInternalPorts(t, d, br, names[:2])
+	if err == nil || !strings.Contains(err.Error(), "more than half of the 20 MiB available") {
 		t.Fatalf("2 internal ports with 20 MiB available: %v", err)
 	}
-	noLinks(t, names)
+	noLinks(t, names[:2])
 	if err := addInternalPorts(t, d, br, names[:1]); err != nil {
 		t.Fatalf("1 internal port with 20 MiB available: %v", err)
 	}
+	// 7 of 100 MiB available is well under half, but leaves 93 MiB of a
+	// 1000 MiB machine.
+	avail.Store(100)
+	total.Store(1000)
+	err = addInternalPorts(t, d, br, names[2:])
+	if err == nil || !strings.Contains(err.Error(), "less than a tenth of the machine's 1000 MiB") {
+		t.Fatalf("1 internal port leaving 93 of 1000 MiB: %v", err)
+	}
+	noLinks(t, names[2:])
 }
