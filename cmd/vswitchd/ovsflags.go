@@ -269,6 +269,12 @@ func writePidfile(path string) error {
 	if err != nil {
 		return fmt.Errorf("pid file: %w", err)
 	}
+	// 0644 whatever the umask, as pid files are: readers need not be root.
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("pid file: %w", err)
+	}
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart}
 	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
 		f.Close()

@@ -127,6 +127,9 @@ func TestPidfileLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { pidfileHeld.Close(); pidfileHeld = nil }()
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("pid file mode: %v %v", fi.Mode(), err)
+	}
 	// Locks are per process, and closing any descriptor of the file in
 	// this one would drop it: look from another process, as ovs-appctl
 	// does.
