@@ -127,8 +127,10 @@ func TestPidfileLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { pidfileHeld.Close(); pidfileHeld = nil }()
-	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
-		t.Fatalf("pid file mode: %v %v", fi.Mode(), err)
+	if fi, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	} else if fi.Mode().Perm() != 0o644 {
+		t.Fatalf("pid file mode %v, want 0644", fi.Mode())
 	}
 	// Locks are per process, and closing any descriptor of the file in
 	// this one would drop it: look from another process, as ovs-appctl
