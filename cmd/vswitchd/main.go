@@ -5,6 +5,10 @@
 // br0, in fail mode standalone (a learning switch until flows or a
 // controller say otherwise).
 //
+// It also takes ovs-vswitchd's command line and paths (ovsflags.go,
+// detach.go) and serves ovs-appctl on its control socket, so it can be
+// started and managed as ovs-vswitchd is.
+//
 // Signals: SIGTERM and SIGINT stop it cleanly (batches flushed, ports
 // detached, exit 0); SIGHUP reopens the log file.
 package main
