@@ -2,6 +2,7 @@ package tunnel
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -96,8 +97,9 @@ func joinDatagrams(ds ...[]byte) []byte {
 	return out
 }
 
-// FuzzReceivePath feeds random datagrams to a VXLAN and a Geneve port's
-// receive processing with a datapath behind each (every frame forwarded
+// FuzzReceivePath feeds random datagrams to VXLAN and Geneve ports'
+// receive processing (fixed key, key=flow, a fixed remote the sender is
+// not) with a datapath behind each (every frame forwarded
 // to a sink port): nothing panics, every datagram is either delivered
 // (and then sent on or counted as a datapath drop) or counted by cause
 // as a tunnel drop, and every packet buffer comes back to the pools.
@@ -113,19 +115,24 @@ func FuzzReceivePath(f *testing.F) {
 	opt := append([]byte{1, 0, 0x65, 0x58, 0, 0, 100, 0}, 0x01, 0x02, 0x80, 0x01, 1, 2, 3, 4) // one 4-byte option
 	f.Add(uint8(1), joinDatagrams(append(opt, inner...), append([]byte{0x3f, 0xc0, 0x65, 0x58, 0, 0, 100, 0}, inner...)))
 	f.Add(uint8(2), joinDatagrams(append(gn[:], make([]byte, 9000)...)))
+	f.Add(uint8(3), joinDatagrams(append(vx[:], inner...))) // from an unknown remote
 
 	type rig struct {
 		port  *fedPort
 		sink  *null.Port
 		drops func() uint64 // the datapath's
 	}
-	rigs := make([]rig, 3)
+	rigs := make([]rig, 4)
 	for i, o := range []Options{
 		{Kind: VXLAN, Key: 100},
 		{Kind: Geneve, Key: 100},
 		{Kind: Geneve, KeyFlow: true}, // any VNI
+		{Kind: VXLAN, KeyFlow: true, Remote: netip.MustParseAddr("198.18.0.3")}, // not the sender
 	} {
 		fp := &fedPort{p: &Port{name: "fz", opt: o, mtu: 1500, ctr: make([]netdev.Counters, 1), causes: make([]causeCounters, 1)}}
+		if o.Remote.IsValid() {
+			fp.p.remote.Addr = o.Remote.As16()
+		}
 		sink := null.New("sink", 0, 1, nil)
 		dp := nstest.CrossConnect(f, 1, fp, sink)
 		f.Cleanup(func() {
