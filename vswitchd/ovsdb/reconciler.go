@@ -210,7 +210,11 @@ func (r *Reconciler) connect(ctx context.Context) bool {
 		case <-time.After(time.Second):
 		}
 	}
-	r.log.Info("ovsdb: connected, following the database", "db", r.endpoint)
+	// libovsdb refused to connect had a column of the models been
+	// missing from the server's schema; a newer schema only adds what
+	// this switch does not know.
+	r.log.Info("ovsdb: connected, following the database", "db", r.endpoint,
+		"schema", r.cli.Schema().Version, "models-schema", vswitchdb.Schema().Version)
 	r.poke()
 	return true
 }

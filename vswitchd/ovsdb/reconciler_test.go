@@ -615,3 +615,29 @@ func TestReconcileWaitsForTheServer(t *testing.T) {
 		t.Error("bridge of a database that came late not applied")
 	}
 }
+
+// TestWantedSwitchSettings: Open_vSwitch other_config and SSL apply when
+// valid; refused, they are said and the rest still applies.
+func TestWantedSwitchSettings(t *testing.T) {
+	ssl := &vswitchdb.SSL{UUID: "s", PrivateKey: "/k.pem", Certificate: "/c.pem", CaCert: "/ca.pem"}
+	rs := &rows{ovs: &vswitchdb.OpenvSwitch{SSL: new("s"), Bridges: []string{"b"},
+		OtherConfig: map[string]string{"pmd-sleep-max": "50", "n-pmd": "1"}},
+		bridges: map[string]*vswitchdb.Bridge{"b": {UUID: "b", Name: "brs", OtherConfig: map[string]string{"mac-aging-time": "60"}}},
+		ssl:     map[string]*vswitchdb.SSL{"s": ssl}}
+	pl := wantedConfig(rs)
+	if pl.cfg.OtherConfig["pmd-sleep-max"] != "50" || pl.cfg.SSL == nil || pl.cfg.SSL.CACert != "/ca.pem" || len(pl.problems) != 0 {
+		t.Errorf("valid settings: other_config %v ssl %+v problems %q", pl.cfg.OtherConfig, pl.cfg.SSL, pl.problems)
+	}
+	rs.ovs.OtherConfig["pmd-sleep-max"] = "forever"
+	rs.bridges["b"].OtherConfig["mac-table-size"] = "0"
+	ssl.PrivateKey = "k.pem"
+	pl = wantedConfig(rs)
+	// Each refused value is left out alone: the other keys, the
+	// bridge and its other keys apply.
+	if !maps.Equal(pl.cfg.OtherConfig, map[string]string{"n-pmd": "1"}) || pl.cfg.SSL != nil || len(pl.problems) != 3 {
+		t.Errorf("refused settings: other_config %v ssl %+v problems %q", pl.cfg.OtherConfig, pl.cfg.SSL, pl.problems)
+	}
+	if b := pl.cfg.Bridges["brs"]; b == nil || !maps.Equal(b.OtherConfig, map[string]string{"mac-aging-time": "60"}) {
+		t.Errorf("bridge with a refused other_config key applied as %+v", b)
+	}
+}

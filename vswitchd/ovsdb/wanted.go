@@ -92,11 +92,9 @@ func wantedConfig(r *rows) *plan {
 		return p
 	}
 	p.nextCfg = r.ovs.NextCfg
-	p.cfg.OtherConfig = maps.Clone(r.ovs.OtherConfig)
-	if err := validateAlone(&config.Config{OtherConfig: p.cfg.OtherConfig}); err != nil {
-		p.problems = append(p.problems, fmt.Sprintf("Open_vSwitch other_config not applied: %v", err))
-		p.cfg.OtherConfig = nil
-	}
+	p.cfg.OtherConfig = p.validKeys("Open_vSwitch", r.ovs.OtherConfig, func(kv map[string]string) *config.Config {
+		return &config.Config{OtherConfig: kv}
+	})
 	if r.ovs.SSL != nil {
 		if s := r.ssl[*r.ovs.SSL]; s != nil {
 			ssl := &config.SSL{PrivateKey: s.PrivateKey, Certificate: s.Certificate, CACert: s.CaCert}
@@ -174,7 +172,10 @@ func (p *plan) addBridge(r *rows, rb *vswitchdb.Bridge, portOwner map[string]str
 	if owner, ok := portOwner[rb.Name]; ok {
 		return fmt.Sprintf("name already used by a port of bridge %q", owner)
 	}
-	b := &config.Bridge{Name: rb.Name, FailMode: config.FailModeStandalone, OtherConfig: maps.Clone(rb.OtherConfig)}
+	b := &config.Bridge{Name: rb.Name, FailMode: config.FailModeStandalone}
+	b.OtherConfig = p.validKeys(fmt.Sprintf("bridge %q", rb.Name), rb.OtherConfig, func(kv map[string]string) *config.Config {
+		return &config.Config{Bridges: map[string]*config.Bridge{b.Name: {Name: b.Name, FailMode: b.FailMode, OtherConfig: kv}}}
+	})
 	if rb.FailMode != nil && *rb.FailMode == vswitchdb.BridgeFailModeSecure {
 		b.FailMode = config.FailModeSecure
 	}
@@ -324,6 +325,25 @@ func (p *plan) addBridge(r *rows, rb *vswitchdb.Bridge, portOwner map[string]str
 		portOwner[b.Name] = b.Name
 	}
 	return ""
+}
+
+// validKeys returns the keys of other_config m that the daemon's
+// validation accepts, each checked alone in the configuration in builds;
+// a refused key is said and left out, as ovs-vswitchd ignores a value it
+// cannot parse, rather than refusing the whole row.
+func (p *plan) validKeys(where string, m map[string]string, in func(map[string]string) *config.Config) map[string]string {
+	var out map[string]string
+	for _, k := range sortedKeys(m) {
+		if err := validateAlone(in(map[string]string{k: m[k]})); err != nil {
+			p.problems = append(p.problems, fmt.Sprintf("%s other_config:%s not applied: %v", where, k, err))
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = m[k]
+	}
+	return out
 }
 
 // validateAlone runs the store's validation on a configuration holding
