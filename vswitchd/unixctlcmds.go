@@ -50,11 +50,11 @@ func (d *Daemon) unixctlCommands() []unixctl.Command {
 		{Name: "fdb/show", Usage: "bridge", MinArgs: 1, MaxArgs: 1, Run: from(d.cmdFDBShow)},
 		{Name: "fdb/flush", Usage: "[bridge]", MaxArgs: 1, Run: from(d.cmdFDBFlush)},
 		{Name: "dpif/show", Run: d.ctlDpifShow},
-		{Name: "dpif-netdev/pmd-stats-show", Run: from(d.cmdPMDStatsShow)},
-		{Name: "dpif-netdev/pmd-stats-clear", Run: from(d.cmdPMDStatsClear)},
-		{Name: "dpif-netdev/pmd-rxq-show", Run: from(d.cmdPMDRxqShow)},
-		{Name: "dpif-netdev/pmd-rxq-rebalance", Run: from(d.cmdPMDRxqRebalance)},
-		{Name: "dpif-netdev/pmd-perf-show", Run: from(d.cmdPMDPerfShow)},
+		{Name: "dpif-netdev/pmd-stats-show", Usage: "[dp]", MaxArgs: 1, Run: onDatapath(from(d.cmdPMDStatsShow))},
+		{Name: "dpif-netdev/pmd-stats-clear", Usage: "[dp]", MaxArgs: 1, Run: onDatapath(from(d.cmdPMDStatsClear))},
+		{Name: "dpif-netdev/pmd-rxq-show", Usage: "[-s] [dp]", MaxArgs: 2, Run: onDatapath(from(d.cmdPMDRxqShow), "-s")},
+		{Name: "dpif-netdev/pmd-rxq-rebalance", Usage: "[dp]", MaxArgs: 1, Run: onDatapath(from(d.cmdPMDRxqRebalance))},
+		{Name: "dpif-netdev/pmd-perf-show", Usage: "[dp]", MaxArgs: 1, Run: onDatapath(from(d.cmdPMDPerfShow))},
 		{Name: "dpctl/dump-flows", Usage: "[-m] [dp|bridge]", MaxArgs: 2, Run: d.ctlDumpFlows(from(d.cmdDpifDumpFlows))},
 		{Name: "ofproto/trace", Usage: "bridge flow", MinArgs: 2, MaxArgs: 2, Run: from(d.cmdTrace)},
 		// The switch's own, under the names vsctl gives them.
@@ -149,6 +149,28 @@ func (d *Daemon) ctlVlogReopen([]string) (string, error) {
 	}
 	d.log.Info("log file reopened")
 	return "", nil
+}
+
+// onDatapath accepts the datapath argument of Open vSwitch's
+// dpif-netdev/ commands, which can only name the one datapath, and the
+// given options that change nothing here (pmd-rxq-show's -s: the queues
+// are listed in one order). -pmd CORE is refused rather than ignored:
+// the output would not be what was asked for.
+func onDatapath(fn unixctl.Handler, accepted ...string) unixctl.Handler {
+	return func(args []string) (string, error) {
+		for _, a := range args {
+			switch {
+			case slices.Contains(accepted, a):
+			case a == "-pmd":
+				return "", errors.New("-pmd is not supported: PMDs belong to bridges here; the output lists every one")
+			case strings.HasPrefix(a, "-"):
+				return "", fmt.Errorf("unknown option %q", a)
+			case a != ovsDatapathName && a != strings.TrimPrefix(ovsDatapathName, "netdev@"):
+				return "", fmt.Errorf("no datapath named %q (there is one: %s)", a, ovsDatapathName)
+			}
+		}
+		return fn(nil)
+	}
 }
 
 // ctlDumpFlows accepts Open vSwitch's datapath name (or none) for every

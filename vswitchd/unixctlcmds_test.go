@@ -80,6 +80,13 @@ func TestUnixctlCommands(t *testing.T) {
 		t.Errorf("dpctl/dump-flows of an unknown datapath: %v", err)
 	}
 	mustAppctl(t, ctlPath, "dpif-netdev/pmd-stats-show")
+	mustAppctl(t, ctlPath, "dpif-netdev/pmd-stats-show", "netdev@ovs-netdev")
+	mustAppctl(t, ctlPath, "dpif-netdev/pmd-rxq-show", "-s", "ovs-netdev")
+	for _, args := range [][]string{{"-pmd", "3"}, {"netdev@other"}, {"-x"}} {
+		if _, err := appctl(t, ctlPath, "dpif-netdev/pmd-rxq-show", args...); !errors.As(err, &se) {
+			t.Errorf("pmd-rxq-show %q: %v, want an error reply", args, err)
+		}
+	}
 	mustAppctl(t, ctlPath, "coverage/show")
 
 	// vlog/set changes the level of the destination the daemon writes
