@@ -376,8 +376,8 @@ func TestReconcileAppliesAndReports(t *testing.T) {
 		t.Errorf("p3: ofport %v error %v, want -1 and the tag refused", deref(i.Ofport), deref(i.Error))
 	}
 	o := v.ovs()
-	if !slices.Contains(o.IfaceTypes, "vxlan") || slices.Contains(o.IfaceTypes, "patch") || !slices.Equal(o.DatapathTypes, DatapathTypes) || deref(o.OVSVersion) != "test" {
-		t.Errorf("Open_vSwitch: iface_types %v datapath_types %v ovs_version %v", o.IfaceTypes, o.DatapathTypes, deref(o.OVSVersion))
+	if !slices.Contains(o.IfaceTypes, "vxlan") || slices.Contains(o.IfaceTypes, "patch") || !slices.Equal(o.DatapathTypes, DatapathTypes) || deref(o.OVSVersion) != "test" || deref(o.DbVersion) != "8.3.1" {
+		t.Errorf("Open_vSwitch: iface_types %v datapath_types %v ovs_version %v db_version %v", o.IfaceTypes, o.DatapathTypes, deref(o.OVSVersion), deref(o.DbVersion))
 	}
 
 	// Flows a controller installed survive a reconcile; fixing p2's type

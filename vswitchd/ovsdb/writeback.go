@@ -79,6 +79,12 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *rows, p *plan) error {
 		ovs.OVSVersion = v
 		fields = append(fields, &ovs.OVSVersion)
 	}
+	// db_version is the schema the switch was built for, as
+	// ovs-vswitchd reports it.
+	if v := optString(vswitchdb.Schema().Version); !reflect.DeepEqual(ovs.DbVersion, v) {
+		ovs.DbVersion = v
+		fields = append(fields, &ovs.DbVersion)
+	}
 	if !slices.Equal(ovs.DatapathTypes, DatapathTypes) {
 		ovs.DatapathTypes = slices.Clone(DatapathTypes)
 		fields = append(fields, &ovs.DatapathTypes)
