@@ -45,6 +45,9 @@ const (
 	// ovs-vswitchd's default other_config:stats-update-interval: each
 	// write is a transaction every client monitoring Interface receives.
 	statsInterval = 5 * time.Second
+	// maxDangling is how long a reference to a row not in the cache
+	// waits for it before the rest applies without it.
+	maxDangling = 2 * time.Second
 	// opTimeout bounds one read or transaction against the server.
 	opTimeout = 10 * time.Second
 )
@@ -69,11 +72,14 @@ type Reconciler struct {
 	logged []string
 	// statsAt is when statistics were last written.
 	statsAt time.Time
+	// danglingSince is when reads started to find references to rows
+	// not read (zero while they resolve).
+	danglingSince time.Time
 
 	mu sync.Mutex
 	// reconciles counts passes that applied a configuration, writes the
-	// write-back transactions: for tests.
-	reconciles, writes int
+	// write-back transactions, passes every pass: for tests.
+	reconciles, writes, passes int
 }
 
 // Start connects to the database at endpoint ("unix:PATH", "tcp:IP:PORT")
@@ -134,6 +140,7 @@ func (r *Reconciler) run(ctx context.Context) {
 	}
 	tick := time.NewTicker(resync)
 	defer tick.Stop()
+	lastErr := ""
 	for {
 		select {
 		case <-ctx.Done():
@@ -154,8 +161,20 @@ func (r *Reconciler) run(ctx context.Context) {
 		if !r.cli.Connected() {
 			continue // the client reconnects; its cache refill kicks us
 		}
-		if err := r.reconcile(ctx); err != nil && ctx.Err() == nil {
+		// A lasting condition (no Open_vSwitch row before ovs-vsctl
+		// init) is logged once, not at every tick.
+		err := r.reconcile(ctx)
+		r.mu.Lock()
+		r.passes++
+		r.mu.Unlock()
+		switch {
+		case ctx.Err() != nil:
+		case err != nil && err.Error() != lastErr:
 			r.log.Warn("ovsdb reconcile", "err", err)
+			lastErr = err.Error()
+		case err == nil && lastErr != "":
+			r.log.Info("ovsdb reconcile succeeds again")
+			lastErr = ""
 		}
 	}
 }
@@ -314,13 +333,22 @@ func (r *Reconciler) reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if missing := rs.dangling(); missing != "" {
+	if missing := rs.dangling(); missing == "" {
+		r.danglingSince = time.Time{}
+	} else if r.danglingSince.IsZero() || time.Since(r.danglingSince) < maxDangling {
 		// A read between two notifications of one change (rows
 		// referenced before they arrived): read again shortly rather
 		// than apply, and report as applied, half of it.
+		if r.danglingSince.IsZero() {
+			r.danglingSince = time.Now()
+		}
 		r.log.Debug("ovsdb: incomplete read, reading again", "missing", missing)
 		r.poke()
 		return nil
+	} else {
+		// Not a torn read but a reference that stays unresolved: apply
+		// what resolves rather than stall every change behind it.
+		r.log.Warn("ovsdb: a referenced row is missing; applying the rows that are there", "missing", missing)
 	}
 	p := wantedConfig(rs)
 	r.logProblems(rs, p)
@@ -440,6 +468,13 @@ func setKeepingTables(c, want *config.Config) {
 			b.Ports = map[string]*config.Port{}
 		}
 	}
+}
+
+// passCount counts the passes made, whatever their outcome.
+func (r *Reconciler) passCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.passes
 }
 
 // Stats counts the passes that applied a configuration and the

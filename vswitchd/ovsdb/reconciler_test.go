@@ -267,6 +267,15 @@ func (v *vsctl) bump(ops []ovsdb.Operation) ([]ovsdb.Operation, int) {
 	return append(ops, m...), o.NextCfg
 }
 
+// waitFollowing waits until the reconciler has written back once
+// (ovs_version): its monitor is then set up. libovsdb's in-memory server
+// may leave out of a monitor a transaction committed while the monitor
+// is being set up, which Open vSwitch's ovsdb-server does not.
+func (v *vsctl) waitFollowing() {
+	v.t.Helper()
+	waitFor(v.t, "the reconciler to follow the database", func() bool { return v.ovs().OVSVersion != nil })
+}
+
 func (v *vsctl) waitCurCfg(n int) {
 	v.t.Helper()
 	waitFor(v.t, fmt.Sprintf("cur_cfg %d", n), func() bool { return v.ovs().CurCfg >= n })
@@ -296,6 +305,7 @@ func TestReconcileAppliesAndReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Close)
+	v.waitFollowing()
 
 	var models []model.Model
 	var portUUIDs []string
@@ -419,6 +429,7 @@ func TestReconcileQuiescesAfterWriteBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Close)
+	v.waitFollowing()
 	p, i := portRows("p1", "", nil)
 	br := &vswitchdb.Bridge{UUID: "br", Name: "br1", Ports: []string{p.UUID}}
 	ovs := v.ovs()
@@ -463,6 +474,7 @@ func TestReconcileRowByRowWhenRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Close)
+	v.waitFollowing()
 	pa, ia := portRows("good", "", nil)
 	pb, ib := portRows("bad", "", nil)
 	br := &vswitchdb.Bridge{UUID: "br", Name: "br2", Ports: []string{pa.UUID, pb.UUID}}
@@ -512,7 +524,7 @@ func TestUnsupportedDatapathType(t *testing.T) {
 
 // testLog sends the reconciler's log to the test's.
 func testLog(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 type tWriter struct{ t *testing.T }
@@ -607,10 +619,21 @@ func TestReconcileWaitsForTheServer(t *testing.T) {
 	t.Cleanup(r.Close)
 	endpoint := serveAt(t, sock)
 	v := newVsctl(t, endpoint)
-	br := &vswitchdb.Bridge{UUID: "br", Name: "brlate"}
-	ops, err := v.create(br, &vswitchdb.OpenvSwitch{UUID: "ovs", Bridges: []string{"br"}, NextCfg: 1})
-	v.transact(ops, err)
-	v.waitCurCfg(1)
+	v.transact(v.create(&vswitchdb.OpenvSwitch{UUID: "ovs"}))
+	v.waitFollowing()
+	ovs := v.ovs()
+	ovs.Bridges = []string{"br"}
+	m, err := v.cli.Where(&ovs).Update(&ovs, &ovs.Bridges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := v.create(&vswitchdb.Bridge{UUID: "br", Name: "brlate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, want := v.bump(append(ops, m...))
+	v.transact(ops, nil)
+	v.waitCurCfg(want)
 	if sw.bridge("brlate") == nil {
 		t.Error("bridge of a database that came late not applied")
 	}
@@ -640,4 +663,43 @@ func TestWantedSwitchSettings(t *testing.T) {
 	if b := pl.cfg.Bridges["brs"]; b == nil || !maps.Equal(b.OtherConfig, map[string]string{"mac-aging-time": "60"}) {
 		t.Errorf("bridge with a refused other_config key applied as %+v", b)
 	}
+}
+
+// TestReconcileErrorLoggedOnce: a database without its Open_vSwitch row
+// (before ovs-vsctl init) is said once, not at every pass, and its end
+// is said too.
+func TestReconcileErrorLoggedOnce(t *testing.T) {
+	endpoint := startServer(t)
+	var buf syncBuf
+	r, err := Start(endpoint, &fakeSwitch{cfg: &config.Config{}}, slog.New(slog.NewTextHandler(&buf, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	waitFor(t, "three passes", func() bool { return r.passCount() >= 3 })
+	if n := strings.Count(buf.String(), "no Open_vSwitch row"); n != 1 {
+		t.Errorf("the missing row logged %d times, want once:\n%s", n, buf.String())
+	}
+	v := newVsctl(t, endpoint)
+	v.transact(v.create(&vswitchdb.OpenvSwitch{UUID: "ovs", NextCfg: 1}))
+	v.waitCurCfg(1)
+	waitFor(t, "the recovery logged", func() bool { return strings.Contains(buf.String(), "succeeds again") })
+}
+
+// syncBuf is a log destination the test reads while the reconciler writes.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
