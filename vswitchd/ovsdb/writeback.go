@@ -170,7 +170,9 @@ func (r *Reconciler) interfaceFields(ri *vswitchdb.Interface, p *plan, stats boo
 	set(&ri.MACInUse, optString(st.MAC))
 	set(&ri.MTU, optIntKnown(st.MTU))
 	set(&ri.Ifindex, optIntKnown(st.Ifindex))
-	if stats {
+	// A port that has just started gets its counters at once rather
+	// than at the next interval.
+	if stats || len(ri.Statistics) == 0 {
 		set(&ri.Statistics, st.Stats)
 	}
 	return fields
