@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"slices"
 	"sync"
@@ -373,9 +374,10 @@ func (r *Reconciler) reconcile(ctx context.Context) error {
 // flows, groups and meters (they are not in the database). When the
 // switch refuses the whole (a port that cannot open, an ofport_request
 // taken twice), it applies what it can: first the configuration with
-// every new or changed port as it ran before, then each of those ports
-// alone, so that only the refused ones are left out. It returns, per
-// Interface UUID, why a port was left out.
+// every new or changed port as it ran before (if that too is refused:
+// the switch-wide settings, then each bridge, alone), then each of those
+// ports alone, so that only the refused rows are left out. It returns,
+// per Interface UUID, why its port was left out.
 func (r *Reconciler) apply(p *plan) map[string]string {
 	errs := map[string]string{}
 	err := r.sw.Reconcile(func(c *config.Config) error { setKeepingTables(c, p.cfg); return nil })
@@ -390,8 +392,10 @@ func (r *Reconciler) apply(p *plan) map[string]string {
 		port   *config.Port
 	}
 	var todo []pending
-	for bname, b := range base.Bridges {
-		for pname, port := range b.Ports {
+	for _, bname := range sortedKeys(base.Bridges) {
+		b := base.Bridges[bname]
+		for _, pname := range sortedKeys(b.Ports) {
+			port := b.Ports[pname]
 			var was *config.Port
 			if cb := cur.Bridges[bname]; cb != nil {
 				was = cb.Ports[pname]
@@ -407,22 +411,16 @@ func (r *Reconciler) apply(p *plan) map[string]string {
 			}
 		}
 	}
+	failedBridge := map[string]string{}
 	if err := r.sw.Reconcile(func(c *config.Config) error { setKeepingTables(c, base); return nil }); err != nil {
-		// Settings the machine refuses (pmd-cpu-mask...): keep its own.
-		base.OtherConfig = cur.OtherConfig
-		if err2 := r.sw.Reconcile(func(c *config.Config) error { setKeepingTables(c, base); return nil }); err2 != nil {
-			r.log.Error("ovsdb: configuration not applied; the switch keeps its last one", "err", err2)
-			for u, ref := range p.ifaceAt {
-				if !ref.local {
-					errs[u] = err2.Error()
-				}
-			}
-			return errs
-		}
-		r.log.Warn("ovsdb: Open_vSwitch other_config refused", "err", err)
+		failedBridge = r.applyBridges(base, cur)
 	}
 	failed := map[string]string{}
 	for _, t := range todo {
+		if e, ok := failedBridge[t.bridge]; ok {
+			failed[t.bridge+"\x00"+t.port.Name] = e
+			continue
+		}
 		err := r.sw.Reconcile(func(c *config.Config) error {
 			if b := c.Bridges[t.bridge]; b != nil {
 				if b.Ports == nil {
@@ -438,11 +436,56 @@ func (r *Reconciler) apply(p *plan) map[string]string {
 		}
 	}
 	for u, ref := range p.ifaceAt {
-		if e, ok := failed[ref.bridge+"\x00"+ref.port]; ok {
+		if e, ok := failedBridge[ref.bridge]; ok {
+			errs[u] = e
+		} else if e, ok := failed[ref.bridge+"\x00"+ref.port]; ok {
 			errs[u] = e
 		}
 	}
 	return errs
+}
+
+// applyBridges applies base in steps, when even its ports as they ran
+// are refused together: the switch-wide settings (a pmd-cpu-mask this
+// machine refuses keeps the running one), then each bridge alone, added,
+// changed or deleted. It returns why each bridge refused was left out.
+func (r *Reconciler) applyBridges(base, cur *config.Config) map[string]string {
+	if err := r.sw.Reconcile(func(c *config.Config) error {
+		c.OtherConfig, c.SSL = maps.Clone(base.OtherConfig), base.SSL
+		return nil
+	}); err != nil {
+		r.log.Warn("ovsdb: switch settings refused; the running ones stay", "err", err)
+	}
+	failed := map[string]string{}
+	names := sortedKeys(base.Bridges)
+	for _, name := range sortedKeys(cur.Bridges) {
+		if base.Bridges[name] == nil {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		want := base.Bridges[name]
+		err := r.sw.Reconcile(func(c *config.Config) error {
+			if want == nil {
+				delete(c.Bridges, name)
+				return nil
+			}
+			nb := want.Clone()
+			if ob := c.Bridges[name]; ob != nil {
+				nb.Flows, nb.Groups, nb.Meters = ob.Flows, ob.Groups, ob.Meters
+			}
+			if c.Bridges == nil {
+				c.Bridges = map[string]*config.Bridge{}
+			}
+			c.Bridges[name] = nb
+			return nil
+		})
+		if err != nil {
+			failed[name] = err.Error()
+			r.log.Warn("ovsdb: bridge not applied", "bridge", name, "err", err)
+		}
+	}
+	return failed
 }
 
 // samePort compares the settings the database gives (not the number the

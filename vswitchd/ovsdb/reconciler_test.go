@@ -703,3 +703,49 @@ func (s *syncBuf) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestReconcileBridgeByBridgeWhenRefused: a bridge the switch cannot
+// build leaves the other bridges and their ports applied, and its own
+// interfaces say why.
+func TestReconcileBridgeByBridgeWhenRefused(t *testing.T) {
+	endpoint := startServer(t)
+	v := newVsctl(t, endpoint)
+	v.transact(v.create(&vswitchdb.OpenvSwitch{UUID: "ovs"}))
+	sw := &fakeSwitch{cfg: &config.Config{}, refuse: func(c *config.Config) error {
+		if c.Bridges["brbad"] != nil {
+			return errors.New("bridge \"brbad\": cannot build")
+		}
+		return nil
+	}}
+	r, err := Start(endpoint, sw, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	v.waitFollowing()
+	pg, ig := portRows("pgood", "", nil)
+	pb, ib := portRows("pbad", "", nil)
+	good := &vswitchdb.Bridge{UUID: "bg", Name: "brgood", Ports: []string{pg.UUID}}
+	bad := &vswitchdb.Bridge{UUID: "bb", Name: "brbad", Ports: []string{pb.UUID}}
+	ovs := v.ovs()
+	ovs.Bridges = []string{good.UUID, bad.UUID}
+	ovs.OtherConfig = map[string]string{"pmd-sleep-max": "40"}
+	ops, err := v.create(pg, ig, pb, ib, good, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := v.cli.Where(&ovs).Update(&ovs, &ovs.Bridges, &ovs.OtherConfig)
+	ops, want := v.bump(append(ops, m...))
+	v.transact(ops, nil)
+	v.waitCurCfg(want)
+	c := sw.Config()
+	if c.Bridges["brbad"] != nil || c.Bridges["brgood"] == nil || c.Bridges["brgood"].Ports["pgood"] == nil || c.OtherConfig["pmd-sleep-max"] != "40" {
+		t.Fatalf("applied %+v, want brgood with its port and the settings, no brbad", c)
+	}
+	if i := v.iface("pbad"); deref(i.Ofport) != -1 || !strings.Contains(deref(i.Error), "cannot build") {
+		t.Errorf("pbad: ofport %v error %q", deref(i.Ofport), deref(i.Error))
+	}
+	if i := v.iface("pgood"); deref(i.Ofport) != 1 || i.Error != nil {
+		t.Errorf("pgood: ofport %v error %v", deref(i.Ofport), deref(i.Error))
+	}
+}
