@@ -14,6 +14,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"github.com/ovn-kubernetes/libovsdb/server"
 
+	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
 )
 
@@ -66,7 +67,9 @@ func TestDaemonFollowsOVSDB(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	br := &vswitchdb.Bridge{UUID: "br", Name: "brdb", FailMode: new(vswitchdb.BridgeFailModeSecure),
+	// A unique name: as root the bridge's own interface is a kernel one.
+	name := nstest.Name("brdb")
+	br := &vswitchdb.Bridge{UUID: "br", Name: name, FailMode: new(vswitchdb.BridgeFailModeSecure),
 		OtherConfig: map[string]string{"datapath-id": "00000000000000ab"}}
 	ops, err := cli.Create(br)
 	if err != nil {
@@ -91,8 +94,8 @@ func TestDaemonFollowsOVSDB(t *testing.T) {
 		return l[0]
 	}
 	until(t, "cur_cfg 1", func() bool { return ovsRow().CurCfg == 1 })
-	if b := d.runningBridge("brdb"); b == nil {
-		t.Fatal("bridge brdb of the database is not running")
+	if b := d.runningBridge(name); b == nil {
+		t.Fatalf("bridge %s of the database is not running", name)
 	}
 	if v := ovsRow().OVSVersion; v == nil || *v != "9.9" {
 		t.Errorf("ovs_version %v", v)
@@ -105,7 +108,7 @@ func TestDaemonFollowsOVSDB(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "configuration comes from the OVSDB database at unix:"+sock) {
 		t.Errorf("add-br with a database: %v, want refused", err)
 	}
-	if got := mustCall(t, d, "list-br"); got != "brdb\n" {
+	if got := mustCall(t, d, "list-br"); got != name+"\n" {
 		t.Errorf("list-br = %q", got)
 	}
 }
