@@ -5,7 +5,8 @@
 // libovsdb checks against the server's schema at connect.
 //
 // Regenerate after a schema change with go generate (the schema must be
-// installed); every other file of this package is generated.
+// installed; modelgen runs at the libovsdb version go.mod requires);
+// every other file of this package is generated.
 package vswitchdb
 
-//go:generate go run github.com/ovn-kubernetes/libovsdb/cmd/modelgen@v0.8.1 -p vswitchdb -o . /usr/share/openvswitch/vswitch.ovsschema
+//go:generate go run github.com/ovn-kubernetes/libovsdb/cmd/modelgen -p vswitchdb -o . /usr/share/openvswitch/vswitch.ovsschema
