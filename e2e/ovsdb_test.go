@@ -117,9 +117,24 @@ func TestOVSDBDrivesTheSwitch(t *testing.T) {
 	if out := strings.TrimSpace(srv.vsctl("get", "Interface", br, "ofport")); out != "65534" {
 		t.Errorf("the bridge's own Interface ofport = %q, want 65534", out)
 	}
-	if out := nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow13", "dump-flows", br); !strings.Contains(out, "actions=") {
-		t.Errorf("ovs-ofctl dump-flows:\n%s", out)
+	for _, v := range []string{"OpenFlow13", "OpenFlow14", "OpenFlow15"} {
+		if out := nstest.Run(t, "ovs-ofctl", "-O", v, "dump-flows", br); !strings.Contains(out, "actions=") {
+			t.Errorf("ovs-ofctl -O %s dump-flows:\n%s", v, out)
+		}
 	}
+	// Bridge.protocols limits the versions the bridge negotiates, as
+	// ovn-controller's bridge (OpenFlow15 only) or a Ryu tutorial's
+	// (OpenFlow13) sets it.
+	srv.vsctl("set", "bridge", br, "protocols=OpenFlow15")
+	if out, err := nstest.Output("ovs-ofctl", "-O", "OpenFlow13", "show", br); err == nil ||
+		!strings.Contains(out, "version negotiation failed") {
+		t.Errorf("ovs-ofctl -O OpenFlow13 with protocols=OpenFlow15: %v\n%s", err, out)
+	}
+	if out := nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow15", "show", br); !strings.Contains(out, "(OF1.5)") {
+		t.Errorf("ovs-ofctl -O OpenFlow15 show:\n%s", out)
+	}
+	srv.vsctl("clear", "bridge", br, "protocols")
+	nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow13", "show", br)
 
 	// A type this switch does not run: reported, the rest untouched.
 	patch := nstest.Name("vspt")

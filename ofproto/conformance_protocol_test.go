@@ -123,34 +123,38 @@ func helloBitmap(v uint8, versions ...uint8) []byte {
 // §6.3.1: the negotiated version is the highest both version bitmaps
 // hold or, without a bitmap, the smaller of the two header versions; with
 // none in common the switch sends HELLO_FAILED/INCOMPATIBLE, whose data is
-// an ASCII string (§7.4.4), and ends the connection. A switch that speaks
-// only 1.3 announces it in its own HELLO.
+// an ASCII string (§7.4.4), and ends the connection. The switch speaks
+// 1.3, 1.4 and 1.5 and says so in its own HELLO's bitmap.
 func TestProtoHelloNegotiation(t *testing.T) {
 	tb := newTestBridge(t)
 	for _, c := range []struct {
 		name  string
 		hello []byte
-		ok    bool
+		want  uint8 // negotiated version, 0: none
 	}{
-		{"1.3 without bitmap", rawMsg(4, 0, 1, nil), true},
-		{"1.4 without bitmap: 1.3", rawMsg(5, 0, 1, nil), true},
-		{"1.5 with bitmap 1.0, 1.3, 1.5", helloBitmap(6, 1, 4, 6), true},
-		{"1.3 with bitmap 1.3", helloBitmap(4, 4), true},
-		{"1.0 without bitmap", rawMsg(1, 0, 1, nil), false},
-		{"1.2 without bitmap", rawMsg(3, 0, 1, nil), false},
-		{"1.5 with bitmap 1.0, 1.5", helloBitmap(6, 1, 6), false},
+		{"1.3 without bitmap", rawMsg(4, 0, 1, nil), 4},
+		{"1.4 without bitmap", rawMsg(5, 0, 1, nil), 5},
+		{"1.6 without bitmap: 1.5", rawMsg(7, 0, 1, nil), 6},
+		{"1.5 with bitmap 1.0, 1.3, 1.5", helloBitmap(6, 1, 4, 6), 6},
+		{"1.5 with bitmap 1.0, 1.3", helloBitmap(6, 1, 4), 4},
+		{"1.3 with bitmap 1.3", helloBitmap(4, 4), 4},
+		{"1.5 with bitmap 1.5 only", helloBitmap(6, 6), 6},
+		{"1.0 without bitmap", rawMsg(1, 0, 1, nil), 0},
+		{"1.2 without bitmap", rawMsg(3, 0, 1, nil), 0},
+		{"1.2 with bitmap 1.0, 1.2", helloBitmap(3, 1, 3), 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := dialRaw(t, tb.sock)
 			p.write(c.hello)
 			h, raw := p.mustRead()
-			if h.Type != 0 || h.Version != 4 {
-				t.Fatalf("switch's first message type %d version %d, want a 1.3 HELLO", h.Type, h.Version)
+			if h.Type != 0 || h.Version != 6 {
+				t.Fatalf("switch's first message type %d version %d, want a 1.5 HELLO", h.Type, h.Version)
 			}
-			if m, err := ofpwire.Decode(h, raw[8:]); err != nil || !m.(*ofpwire.Hello).Supports(4) {
-				t.Fatalf("switch's HELLO %x does not list 1.3 in a version bitmap (%v)", raw, err)
+			if m, err := ofpwire.Decode(h, raw[8:]); err != nil || !m.(*ofpwire.Hello).Supports(4) ||
+				!m.(*ofpwire.Hello).Supports(5) || !m.(*ofpwire.Hello).Supports(6) || m.(*ofpwire.Hello).Supports(1) {
+				t.Fatalf("switch's HELLO %x does not list exactly 1.3-1.5 in a version bitmap (%v)", raw, err)
 			}
-			if !c.ok {
+			if c.want == 0 {
 				h, raw := p.mustRead()
 				if h.Type != 1 || binary.BigEndian.Uint16(raw[8:]) != ofpwire.ETHelloFailed ||
 					binary.BigEndian.Uint16(raw[10:]) != ofpwire.HFCIncompatible {
@@ -170,9 +174,9 @@ func TestProtoHelloNegotiation(t *testing.T) {
 			}
 			// §7.5.1: ECHO_REPLY carries the request's xid and data,
 			// at the negotiated version.
-			p.write(rawMsg(4, 2, 77, []byte("ping data")))
+			p.write(rawMsg(c.want, 2, 77, []byte("ping data")))
 			h, raw = p.mustRead()
-			if h.Type != 3 || h.Version != 4 || h.Transaction != 77 || string(raw[8:]) != "ping data" {
+			if h.Type != 3 || h.Version != c.want || h.Transaction != 77 || string(raw[8:]) != "ping data" {
 				t.Fatalf("echo reply %x", raw)
 			}
 		})

@@ -198,6 +198,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		OnFlowTableChange: func() { b.flowsDirty.Store(true) },
 		OnTableMod:        b.logTableMod,
 		Conn: ofconn.Config{
+			Versions:      protocolVersions(nb.Protocols),
 			TLS:           tlsFiles(c.SSL),
 			OnBarrier:     b.syncJournal,
 			OnControllers: func(n int) { b.controllers.Store(int32(n)) },
@@ -705,6 +706,9 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 		return err
 	}
 	b.of.Manager().SetMaxConns(intOption(oc, "openflow-max-connections", ofconn.DefaultMaxConns))
+	if !slices.Equal(b.cfg.Protocols, nb.Protocols) {
+		b.of.Manager().SetVersions(protocolVersions(nb.Protocols))
+	}
 	if !slices.Equal(b.cfg.Controllers, nb.Controllers) {
 		if err := b.of.SetControllers(nb.Controllers); err != nil {
 			return err
@@ -1090,4 +1094,17 @@ func speedFeature(mbps uint32, full bool) ofpwire.PortFeature {
 		f |= ofpwire.PortFeatureCopper
 	}
 	return f
+}
+
+// protocolVersions are the OpenFlow versions Bridge.protocols names (the
+// reconciler has dropped the names this switch does not speak); nil, all
+// versions, when it names none.
+func protocolVersions(protocols []string) []uint8 {
+	var vs []uint8
+	for _, p := range protocols {
+		if v, ok := ofpwire.VersionByName(p); ok {
+			vs = append(vs, v)
+		}
+	}
+	return vs
 }

@@ -34,6 +34,9 @@ type Conn struct {
 	role     atomic.Uint32
 	async    atomic.Pointer[ofpwire.AsyncConfig]
 	xid      atomic.Uint32
+	// version is the negotiated OpenFlow version, set once by the
+	// handshake (0 before); SetVersions reads it from other goroutines.
+	version atomic.Uint32
 
 	msgsIn, msgsOut        atomic.Uint64
 	pinLimited, pinDropped atomic.Uint64
@@ -79,7 +82,10 @@ func (c *Conn) IsController() bool { return !c.t.management }
 // RemoteAddr is the peer's address.
 func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
 
-// Role is the connection's current controller role.
+// Version is the negotiated OpenFlow version (0 before the handshake).
+func (c *Conn) Version() uint8 { return uint8(c.version.Load()) }
+
+// Role is the connection's controller role.
 func (c *Conn) Role() ofpwire.ControllerRole { return ofpwire.ControllerRole(c.role.Load()) }
 
 // AsyncConfig is the connection's current asynchronous-message masks.
@@ -100,7 +106,7 @@ func (c *Conn) CloseReason() string {
 // replies are never dropped, so a peer that does not read only stalls its
 // own requests. It returns ErrClosed once the connection is closed.
 func (c *Conn) Send(xid uint32, msg ofpwire.Message) error {
-	b, err := ofpwire.Encode(xid, msg)
+	b, err := ofpwire.EncodeIn(c.Version(), xid, msg)
 	if err != nil {
 		return err
 	}
@@ -257,7 +263,7 @@ func (c *Conn) serve() (handshaken bool) {
 	// dispatch). Many idle peers must not pin hundreds of MiB.
 	br := bufio.NewReaderSize(c.nc, readBufSize)
 	buf := make([]byte, readBufSize)
-	hello, _ := ofpwire.Encode(c.nextXID(), ofpwire.NewHello(ofpwire.Version))
+	hello, _ := ofpwire.EncodeIn(c.m.maxVersion(), c.nextXID(), ofpwire.NewHello(c.m.versions()...))
 	if c.enqueue(hello) != nil {
 		return false
 	}
@@ -272,7 +278,12 @@ func (c *Conn) serve() (handshaken bool) {
 			return true
 		}
 		c.received(h)
-		if h.Version == ofpwire.Version && serverOnly(h.Type) {
+		if h.Version != c.Version() && h.Type != ofpwire.TypeHello {
+			// Every message after the HELLO is in the negotiated version.
+			c.replyErr(h.Transaction, ofpwire.ErrBadVersion, raw)
+			continue
+		}
+		if serverOnly(h.Type) {
 			// §7.4.4 BAD_TYPE, before decoding: a body only a switch
 			// sends may not even parse as the controller wrote it.
 			c.replyErr(h.Transaction, errBadType, raw)
@@ -282,7 +293,7 @@ func (c *Conn) serve() (handshaken bool) {
 		if err != nil {
 			// Never answer an error with an error: two peers could loop.
 			if h.Type != ofpwire.TypeError {
-				c.enqueue(ofpwire.ErrorMessage(h.Transaction, err, raw))
+				c.replyErr(h.Transaction, err, raw)
 			}
 			continue
 		}
@@ -309,9 +320,9 @@ func (c *Conn) readFailed(err error) {
 	}
 }
 
-// handshake reads the peer's HELLO and checks that it speaks 1.3: with a
-// version bitmap, the bitmap must contain 1.3; without, the header version
-// must be at least 1.3 (negotiation picks the lower of the two versions).
+// handshake reads the peer's HELLO and settles the connection's version:
+// the highest version in both HELLOs' version bitmaps, or, when the peer
+// sent no bitmap, the highest of ours not above its header version.
 func (c *Conn) handshake(br *bufio.Reader, buf []byte) bool {
 	h, raw, err := ofpwire.ReadMessage(br, buf)
 	if err != nil {
@@ -320,19 +331,19 @@ func (c *Conn) handshake(br *bufio.Reader, buf []byte) bool {
 	}
 	c.received(h)
 	if h.Type != ofpwire.TypeHello {
-		c.failHello(h, fmt.Sprintf("expected HELLO (OpenFlow 1.3), got message type %d", h.Type))
+		c.failHello(h, fmt.Sprintf("expected HELLO, got message type %d (we support %s)", h.Type, c.m.versionNames()))
 		return false
 	}
-	ok := h.Version >= ofpwire.Version
+	var hello *ofpwire.Hello
 	if m, err := ofpwire.Decode(h, raw[ofpwire.HeaderLen:]); err == nil {
-		if hm := m.(*ofpwire.Hello); hm.VersionBitmap != nil {
-			ok = hm.Supports(ofpwire.Version)
-		}
+		hello = m.(*ofpwire.Hello)
 	}
+	v, ok := ofpwire.Negotiate(c.m.versions(), h.Version, hello)
 	if !ok {
-		c.failHello(h, fmt.Sprintf("we support OpenFlow 1.3 (0x04) only, peer hello version 0x%02x", h.Version))
+		c.failHello(h, fmt.Sprintf("we support %s, peer hello version 0x%02x", c.m.versionNames(), h.Version))
 		return false
 	}
+	c.version.Store(uint32(v))
 	return true
 }
 
@@ -343,8 +354,10 @@ func (c *Conn) handshake(br *bufio.Reader, buf []byte) bool {
 func (c *Conn) failHello(h ofpwire.Header, text string) {
 	b, _ := ofpwire.Encode(h.Transaction, &ofpwire.ErrorMsg{
 		Type: ofpwire.ETHelloFailed, Code: ofpwire.HFCIncompatible, Data: []byte(text)})
-	if h.Version != 0 && h.Version < ofpwire.Version {
+	if h.Version != 0 && h.Version < c.m.maxVersion() {
 		b[0] = h.Version
+	} else {
+		b[0] = c.m.maxVersion()
 	}
 	c.reason.CompareAndSwap(nil, &text)
 	if c.enqueue(b) == nil && c.enqueue(nil) == nil {
@@ -392,7 +405,7 @@ var (
 )
 
 func (c *Conn) replyErr(xid uint32, err error, raw []byte) {
-	c.enqueue(ofpwire.ErrorMessage(xid, err, raw))
+	c.enqueue(ofpwire.ErrorMessageIn(c.Version(), xid, err, raw))
 }
 
 // dispatch handles one decoded request; raw is the whole message, valid
@@ -447,6 +460,12 @@ func (c *Conn) dispatch(xid uint32, msg ofpwire.Message, raw []byte) {
 		c.Send(xid, &a)
 	case *ofpwire.SetAsync:
 		a := ofpwire.AsyncConfig(*m)
+		c.async.Store(&a)
+	case *ofpwire.AsyncProps:
+		// Property-wise (1.4+): only the masks it names change. Messages
+		// of one connection are handled one at a time, so load and store
+		// do not race with another SET_ASYNC.
+		a := m.Apply(c.AsyncConfig())
 		c.async.Store(&a)
 	case *ofpwire.Experimenter:
 		// §7.5.4 / §7.4.4: no experimenter extension is supported, so
@@ -552,7 +571,7 @@ func (c *Conn) writeLoop() {
 					timer.Reset(probe - idle)
 					continue
 				}
-				b, _ := ofpwire.Encode(c.nextXID(), &ofpwire.EchoRequest{})
+				b, _ := ofpwire.EncodeIn(c.Version(), c.nextXID(), &ofpwire.EchoRequest{})
 				if !write(b, false) || !flush() {
 					return
 				}

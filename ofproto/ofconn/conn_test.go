@@ -51,7 +51,7 @@ func (c *client) readHelloFailed(wantVersion uint8) {
 	if typ != ofpwire.ETHelloFailed || code != ofpwire.HFCIncompatible {
 		c.t.Fatalf("error %d/%d, want HELLO_FAILED/INCOMPATIBLE", typ, code)
 	}
-	if !bytes.Contains(raw[12:], []byte("1.3")) {
+	if !bytes.Contains(raw[12:], []byte("OpenFlow13, OpenFlow14, OpenFlow15")) {
 		c.t.Fatalf("error text %q", raw[12:])
 	}
 	c.expectClosed()
@@ -67,9 +67,9 @@ func TestVersionNegotiation(t *testing.T) {
 		c.sendRaw([]byte{0x01, 0, 0, 8, 0, 0, 0, 9}) // 1.0 HELLO, no elements
 		c.readHelloFailed(0x01)
 	})
-	t.Run("bitmap without 1.3", func(t *testing.T) {
+	t.Run("bitmap without a common version", func(t *testing.T) {
 		c := dialClient(t, "unix", addr)
-		b, _ := ofpwire.Encode(3, ofpwire.NewHello(1, 2, 5))
+		b, _ := ofpwire.Encode(3, ofpwire.NewHello(1, 2, 3, 7))
 		c.sendRaw(b)
 		c.readHelloFailed(ofpwire.Version)
 	})
@@ -86,11 +86,32 @@ func TestVersionNegotiation(t *testing.T) {
 		c.recv() // HELLO
 		c.echo(4)
 	})
-	t.Run("1.4 header without bitmap negotiates down", func(t *testing.T) {
+	t.Run("1.4 header without bitmap speaks 1.4", func(t *testing.T) {
 		c := dialClient(t, "unix", addr)
 		c.sendRaw([]byte{0x05, 0, 0, 8, 0, 0, 0, 9})
 		c.recv()
-		c.echo(4)
+		c.echoIn(ofpwire.Version14, 4)
+		// A message in another version than the negotiated one is
+		// BAD_VERSION, answered in the connection's version.
+		c.sendRaw([]byte{0x04, byte(ofpwire.TypeEchoRequest), 0, 8, 0, 0, 0, 5})
+		h, raw := c.recvRaw()
+		if h.Type != ofpwire.TypeError || h.Version != ofpwire.Version14 ||
+			binary.BigEndian.Uint16(raw[10:]) != ofpwire.BRCBadVersion {
+			t.Fatalf("got %v version %d %x, want BAD_VERSION in 1.4", h.Type, h.Version, raw)
+		}
+	})
+	t.Run("1.7 header without bitmap negotiates down to 1.5", func(t *testing.T) {
+		c := dialClient(t, "unix", addr)
+		c.sendRaw([]byte{0x08, 0, 0, 8, 0, 0, 0, 9})
+		c.recv()
+		c.echoIn(ofpwire.Version15, 4)
+	})
+	t.Run("bitmap with only 1.5, as ovn-controller", func(t *testing.T) {
+		c := dialClient(t, "unix", addr)
+		b, _ := ofpwire.EncodeIn(ofpwire.Version15, 3, ofpwire.NewHello(ofpwire.Version15))
+		c.sendRaw(b)
+		c.recv()
+		c.echoIn(ofpwire.Version15, 4)
 	})
 	// Rejected peers are closed by the switch, accepted ones by the subtests.
 	waitFor(t, "closed peers to go", func() bool { return len(statusOf(m, target)) == 1 })

@@ -190,7 +190,7 @@ func (c *client) handshake() {
 	c.send(1, ofpwire.NewHello(ofpwire.Version))
 	h, msg := c.recv()
 	hello, ok := msg.(*ofpwire.Hello)
-	if !ok || h.Version != ofpwire.Version || !hello.Supports(ofpwire.Version) {
+	if !ok || h.Version != ofpwire.Version15 || !hello.Supports(ofpwire.Version) {
 		c.t.Fatalf("bad hello %+v %#v", h, msg)
 	}
 }
@@ -202,6 +202,17 @@ func (c *client) echo(xid uint32) {
 	r := recvType[*ofpwire.EchoReply](c, xid)
 	if string(r.Data) != "ping" {
 		c.t.Fatalf("echo data %q", r.Data)
+	}
+}
+
+// echoIn is echo on a connection that negotiated version v.
+func (c *client) echoIn(v uint8, xid uint32) {
+	c.t.Helper()
+	b, _ := ofpwire.EncodeIn(v, xid, &ofpwire.EchoRequest{Data: []byte("ping")})
+	c.sendRaw(b)
+	h, raw := c.recvRaw()
+	if h.Type != ofpwire.TypeEchoReply || h.Version != v || h.Transaction != xid || string(raw[8:]) != "ping" {
+		c.t.Fatalf("got %+v %q, want echo reply in version %d", h, raw, v)
 	}
 }
 

@@ -24,7 +24,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +58,10 @@ type Config struct {
 	// ECHO_REQUEST is sent, and the connection is closed when another
 	// interval passes in silence. Default 5 s; negative disables probing.
 	ProbeInterval time.Duration
+	// Versions are the OpenFlow versions connections may negotiate (as
+	// Bridge.protocols limits them); nil means every version ofpwire
+	// speaks.
+	Versions []uint8
 	// MinBackoff and MaxBackoff bound the reconnect delay of active
 	// targets, which doubles after each failed attempt. Defaults 1 s, 8 s.
 	MinBackoff, MaxBackoff time.Duration
@@ -146,6 +152,8 @@ type SwitchConfig struct {
 type Manager struct {
 	cfg     Config
 	handler Handler
+	// allowed is what SetVersions set (nil: Config.Versions).
+	allowed atomic.Pointer[[]uint8]
 
 	mu      sync.Mutex
 	closed  bool
@@ -693,18 +701,20 @@ func (m *Manager) SendPortStatus(ps ofpwire.PortStatus) int {
 
 func (m *Manager) broadcast(kind asyncKind, reason uint32, msg ofpwire.Message) int {
 	conns := *m.active.Load()
-	var b []byte
+	var enc [8][]byte // by version: every connection of a version shares the bytes
 	n := 0
 	for _, c := range conns {
 		if !c.wants(kind, reason) {
 			continue
 		}
+		b := enc[c.Version()&7]
 		if b == nil {
 			var err error
-			if b, err = ofpwire.Encode(0, msg); err != nil {
+			if b, err = ofpwire.EncodeIn(c.Version(), 0, msg); err != nil {
 				m.logf("ofconn: cannot encode %v: %v", msg.MsgType(), err)
 				return 0
 			}
+			enc[c.Version()&7] = b
 		}
 		if c.sendAsync(kind, b) {
 			n++
@@ -914,4 +924,53 @@ func (t *target) runPassive() {
 			}()
 		}
 	}
+}
+
+// versions are the OpenFlow versions this manager's connections offer.
+func (m *Manager) versions() []uint8 {
+	if v := m.allowed.Load(); v != nil && len(*v) > 0 {
+		return *v
+	}
+	if len(m.cfg.Versions) == 0 {
+		return ofpwire.Versions
+	}
+	return m.cfg.Versions
+}
+
+// SetVersions changes the OpenFlow versions connections may negotiate
+// (nil: all), as a change of Bridge.protocols does: new connections offer
+// the new set, and open connections whose version left it are closed, so
+// that their peers reconnect and negotiate again.
+func (m *Manager) SetVersions(vs []uint8) {
+	vs = slices.Clone(vs)
+	m.allowed.Store(&vs)
+	m.mu.Lock()
+	var gone []*Conn
+	for c := range m.conns {
+		if c.Version() != 0 && !slices.Contains(m.versions(), c.Version()) {
+			gone = append(gone, c)
+		}
+	}
+	m.mu.Unlock()
+	for _, c := range gone {
+		c.close("OpenFlow version no longer allowed by the bridge's protocols")
+	}
+}
+
+// maxVersion is the highest of versions(), the version of our HELLO.
+func (m *Manager) maxVersion() uint8 {
+	v := uint8(0)
+	for _, x := range m.versions() {
+		v = max(v, x)
+	}
+	return v
+}
+
+// versionNames lists versions() for messages ("OpenFlow13, OpenFlow14").
+func (m *Manager) versionNames() string {
+	names := make([]string, 0, len(m.versions()))
+	for _, v := range m.versions() {
+		names = append(names, ofpwire.VersionName(v))
+	}
+	return strings.Join(names, ", ")
 }

@@ -148,13 +148,21 @@ func newMessage(t openflow.Type) Message {
 
 // Decode turns the body of a message into its typed value. Every failure is
 // an *OFPError to be sent back with ErrorMessage. HELLO is accepted with any
-// version (negotiation needs it); everything else must be version 0x04.
+// version (negotiation needs it); everything else must be a version of
+// Versions, and a 1.4 or 1.5 body is read in its version's layout.
 func Decode(h Header, body []byte) (Message, error) {
 	if int(h.Length) != HeaderLen+len(body) {
 		return nil, errBadLen
 	}
-	if h.Version != Version && h.Type != openflow.TypeHello {
+	if h.Type != openflow.TypeHello && !Supported(h.Version) {
 		return nil, errBadVersion
+	}
+	if h.Version != Version && h.Type != openflow.TypeHello {
+		m, b, err := upgradeBody(h.Version, h.Type, body)
+		if m != nil || err != nil {
+			return m, err
+		}
+		body = b
 	}
 	m := newMessage(h.Type)
 	if m == nil {

@@ -143,12 +143,21 @@ func (m *MultipartReply) appendBody(b []byte) ([]byte, error) {
 // encodeSplit encodes the reply as messages of at most max bytes, cutting
 // only between items.
 func (m *MultipartReply) encodeSplit(xid uint32, max int) ([]byte, error) {
+	return m.encodeSplitIn(Version, xid, max)
+}
+
+// encodeSplitIn is encodeSplit in version v: each item is rewritten into
+// v's layout before the cut, so that the cut respects max in v.
+func (m *MultipartReply) encodeSplitIn(v uint8, xid uint32, max int) ([]byte, error) {
 	if m.Body == nil {
 		return nil, fmt.Errorf("ofpwire: multipart reply without body")
 	}
 	items, ends, err := m.Body.appendItems(nil, nil)
 	if err != nil {
 		return nil, err
+	}
+	if v != Version {
+		items, ends = downgradeItems(v, uint16(m.Body.MultipartType()), items, ends)
 	}
 	room := max - multipartHeaderLen
 	var out []byte
@@ -170,7 +179,7 @@ func (m *MultipartReply) encodeSplit(xid uint32, max int) ([]byte, error) {
 			flags |= MultipartReplyMore
 		}
 		n := multipartHeaderLen + end - start
-		out = append(out, Version, byte(openflow.TypeMultipartReply), byte(n>>8), byte(n))
+		out = append(out, v, byte(openflow.TypeMultipartReply), byte(n>>8), byte(n))
 		out = be.AppendUint32(out, xid)
 		out = be.AppendUint16(out, uint16(m.Body.MultipartType()))
 		out = appendZeros(be.AppendUint16(out, flags), 4)

@@ -56,9 +56,12 @@ type SSL struct {
 type Bridge struct {
 	Name string `json:"name"`
 	// DatapathID is 16 hex digits; empty lets the daemon derive one.
-	DatapathID  string            `json:"datapath_id,omitempty"`
-	FailMode    string            `json:"fail_mode"`
-	Controllers []string          `json:"controllers,omitempty"`
+	DatapathID  string   `json:"datapath_id,omitempty"`
+	FailMode    string   `json:"fail_mode"`
+	Controllers []string `json:"controllers,omitempty"`
+	// Protocols limits the OpenFlow versions the bridge's connections
+	// negotiate (OVSDB Bridge.protocols: "OpenFlow13" ...); empty: all.
+	Protocols   []string          `json:"protocols,omitempty"`
 	OtherConfig map[string]string `json:"other_config,omitempty"`
 	// Ports is keyed by port name.
 	Ports map[string]*Port `json:"ports,omitempty"`
@@ -120,6 +123,7 @@ func (b *Bridge) Clone() *Bridge {
 	}
 	out := *b
 	out.Controllers = slices.Clone(b.Controllers)
+	out.Protocols = slices.Clone(b.Protocols)
 	out.OtherConfig = maps.Clone(b.OtherConfig)
 	out.Flows = slices.Clone(b.Flows)
 	out.Groups = slices.Clone(b.Groups)

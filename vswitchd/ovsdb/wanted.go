@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
 )
@@ -196,8 +197,15 @@ func (p *plan) addBridge(r *rows, rb *vswitchdb.Bridge, portOwner map[string]str
 		b.Controllers = nb.Controllers
 	}
 	slices.Sort(b.Controllers)
-	if len(rb.Protocols) > 0 && !slices.Contains(rb.Protocols, vswitchdb.BridgeProtocolsOpenflow13) {
-		p.problems = append(p.problems, fmt.Sprintf("bridge %q: protocols %v: this switch speaks OpenFlow13 only, which controllers must then use", b.Name, rb.Protocols))
+	for _, name := range slices.Sorted(slices.Values(rb.Protocols)) {
+		if _, ok := ofpwire.VersionByName(name); ok {
+			b.Protocols = append(b.Protocols, name)
+		} else {
+			p.problems = append(p.problems, fmt.Sprintf("bridge %q: protocols: %s is not supported (this switch speaks OpenFlow13, OpenFlow14 and OpenFlow15)", b.Name, name))
+		}
+	}
+	if len(rb.Protocols) > 0 && len(b.Protocols) == 0 {
+		p.problems = append(p.problems, fmt.Sprintf("bridge %q: protocols %v: none is supported, so connections offer every version this switch speaks", b.Name, rb.Protocols))
 	}
 	b.Ports = map[string]*config.Port{}
 	for _, pu := range sortedByName(rb.Ports, func(u string) string {
