@@ -124,7 +124,7 @@ func helloBitmap(v uint8, versions ...uint8) []byte {
 // hold or, without a bitmap, the smaller of the two header versions; with
 // none in common the switch sends HELLO_FAILED/INCOMPATIBLE, whose data is
 // an ASCII string (§7.4.4), and ends the connection. The switch speaks
-// 1.3, 1.4 and 1.5 and says so in its own HELLO's bitmap.
+// 1.0, 1.3, 1.4 and 1.5 and says so in its own HELLO's bitmap.
 func TestProtoHelloNegotiation(t *testing.T) {
 	tb := newTestBridge(t)
 	for _, c := range []struct {
@@ -139,9 +139,10 @@ func TestProtoHelloNegotiation(t *testing.T) {
 		{"1.5 with bitmap 1.0, 1.3", helloBitmap(6, 1, 4), 4},
 		{"1.3 with bitmap 1.3", helloBitmap(4, 4), 4},
 		{"1.5 with bitmap 1.5 only", helloBitmap(6, 6), 6},
-		{"1.0 without bitmap", rawMsg(1, 0, 1, nil), 0},
+		{"1.0 without bitmap", rawMsg(1, 0, 1, nil), 1},
 		{"1.2 without bitmap", rawMsg(3, 0, 1, nil), 0},
-		{"1.2 with bitmap 1.0, 1.2", helloBitmap(3, 1, 3), 0},
+		{"1.2 with bitmap 1.0, 1.2", helloBitmap(3, 1, 3), 1},
+		{"1.2 with bitmap 1.1, 1.2", helloBitmap(3, 2, 3), 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := dialRaw(t, tb.sock)
@@ -151,8 +152,9 @@ func TestProtoHelloNegotiation(t *testing.T) {
 				t.Fatalf("switch's first message type %d version %d, want a 1.5 HELLO", h.Type, h.Version)
 			}
 			if m, err := ofpwire.Decode(h, raw[8:]); err != nil || !m.(*ofpwire.Hello).Supports(4) ||
-				!m.(*ofpwire.Hello).Supports(5) || !m.(*ofpwire.Hello).Supports(6) || m.(*ofpwire.Hello).Supports(1) {
-				t.Fatalf("switch's HELLO %x does not list exactly 1.3-1.5 in a version bitmap (%v)", raw, err)
+				!m.(*ofpwire.Hello).Supports(5) || !m.(*ofpwire.Hello).Supports(6) || !m.(*ofpwire.Hello).Supports(1) ||
+				m.(*ofpwire.Hello).Supports(2) || m.(*ofpwire.Hello).Supports(3) {
+				t.Fatalf("switch's HELLO %x does not list exactly 1.0 and 1.3-1.5 in a version bitmap (%v)", raw, err)
 			}
 			if c.want == 0 {
 				h, raw := p.mustRead()

@@ -283,7 +283,7 @@ func (c *Conn) serve() (handshaken bool) {
 			c.replyErr(h.Transaction, ofpwire.ErrBadVersion, raw)
 			continue
 		}
-		if serverOnly(h.Type) {
+		if t, ok := ofpwire.CanonicalType(h); ok && serverOnly(t) {
 			// §7.4.4 BAD_TYPE, before decoding: a body only a switch
 			// sends may not even parse as the controller wrote it.
 			c.replyErr(h.Transaction, errBadType, raw)
@@ -422,6 +422,15 @@ func (c *Conn) dispatch(xid uint32, msg ofpwire.Message, raw []byte) {
 	case *ofpwire.FeaturesRequest:
 		f := c.m.handler.Features()
 		f.AuxiliaryID = 0
+		if c.Version() == ofpwire.Version10 {
+			// 1.0 lists the ports in the reply.
+			var ports []ofpwire.Port
+			if pd, ok := c.m.handler.(interface{ PortDesc() []ofpwire.Port }); ok {
+				ports = pd.PortDesc()
+			}
+			c.Send(xid, &ofpwire.FeaturesReply10{FeaturesReply: f, Ports: ports})
+			return
+		}
 		c.Send(xid, &f)
 	case *ofpwire.GetConfigRequest:
 		sc := c.m.SwitchConfig()

@@ -51,7 +51,7 @@ func (c *client) readHelloFailed(wantVersion uint8) {
 	if typ != ofpwire.ETHelloFailed || code != ofpwire.HFCIncompatible {
 		c.t.Fatalf("error %d/%d, want HELLO_FAILED/INCOMPATIBLE", typ, code)
 	}
-	if !bytes.Contains(raw[12:], []byte("OpenFlow13, OpenFlow14, OpenFlow15")) {
+	if !bytes.Contains(raw[12:], []byte("OpenFlow10, OpenFlow13, OpenFlow14, OpenFlow15")) {
 		c.t.Fatalf("error text %q", raw[12:])
 	}
 	c.expectClosed()
@@ -62,14 +62,20 @@ func TestVersionNegotiation(t *testing.T) {
 	m := startManager(t, Config{}, target)
 	addr := listenAddr(t, m, target)
 
-	t.Run("openflow10 only", func(t *testing.T) {
+	t.Run("openflow12 only", func(t *testing.T) {
 		c := dialClient(t, "unix", addr)
-		c.sendRaw([]byte{0x01, 0, 0, 8, 0, 0, 0, 9}) // 1.0 HELLO, no elements
-		c.readHelloFailed(0x01)
+		c.sendRaw([]byte{0x03, 0, 0, 8, 0, 0, 0, 9}) // 1.2 HELLO, no elements
+		c.readHelloFailed(0x03)
+	})
+	t.Run("openflow10 only speaks 1.0", func(t *testing.T) {
+		c := dialClient(t, "unix", addr)
+		c.sendRaw([]byte{0x01, 0, 0, 8, 0, 0, 0, 9})
+		c.recvRaw() // HELLO
+		c.echoIn(ofpwire.Version10, 4)
 	})
 	t.Run("bitmap without a common version", func(t *testing.T) {
 		c := dialClient(t, "unix", addr)
-		b, _ := ofpwire.Encode(3, ofpwire.NewHello(1, 2, 3, 7))
+		b, _ := ofpwire.Encode(3, ofpwire.NewHello(2, 3, 7))
 		c.sendRaw(b)
 		c.readHelloFailed(ofpwire.Version)
 	})
@@ -538,7 +544,10 @@ func TestMalformedMessages(t *testing.T) {
 		var hdr ofpwire.Header
 		hdr.Version, hdr.Type, hdr.Length, hdr.Transaction = raw[0], ofpwire.MsgType(raw[1]), uint16(len(raw)), xid
 		want := &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadType}
-		if _, err := ofpwire.Decode(hdr, raw[8:]); err != nil {
+		if raw[0] != ofpwire.Version {
+			// Not the connection's version, even one the switch speaks.
+			want = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadVersion}
+		} else if _, err := ofpwire.Decode(hdr, raw[8:]); err != nil {
 			if !errors.As(err, &want) {
 				t.Fatalf("decode error %v is not an OFPError", err)
 			}

@@ -74,13 +74,18 @@ func TestOvsOfctl(t *testing.T) {
 	if !strings.Contains(out, "OFPST_FLOW reply (OF1.3)") {
 		t.Fatalf("dump-flows output:\n%s", out)
 	}
-	// ovs-ofctl's hello offers 1.3 only with -O: a 1.0-only ovs-ofctl is
-	// refused with a readable message.
+	// Plain ovs-ofctl speaks OpenFlow 1.0, which the switch speaks too.
+	out = runOvsOfctl(t, "show", "unix:"+path)
+	if !strings.Contains(out, "OFPT_FEATURES_REPLY (xid=") || !strings.Contains(out, "dpid:0000000000abcdef") {
+		t.Fatalf("OpenFlow10 show output:\n%s", out)
+	}
+	// ovs-ofctl's hello offers only the -O version: 1.1 is refused with a
+	// readable message.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	bad, err := exec.CommandContext(ctx, "ovs-ofctl", "-O", "OpenFlow10", "show", "unix:"+path).CombinedOutput()
+	bad, err := exec.CommandContext(ctx, "ovs-ofctl", "-O", "OpenFlow11", "show", "unix:"+path).CombinedOutput()
 	if err == nil || !strings.Contains(string(bad), "version negotiation failed") {
-		t.Fatalf("OpenFlow10 ovs-ofctl: %v\n%s", err, bad)
+		t.Fatalf("OpenFlow11 ovs-ofctl: %v\n%s", err, bad)
 	}
 	mu.Lock()
 	ok := seen[ofpwire.TypeFeaturesRequest] >= 1 && seen[ofpwire.TypeMultipartRequest] >= 2 && seen[ofpwire.TypeGetConfigRequest] >= 1

@@ -157,14 +157,26 @@ func Decode(h Header, body []byte) (Message, error) {
 	if h.Type != openflow.TypeHello && !Supported(h.Version) {
 		return nil, errBadVersion
 	}
-	if h.Version != Version && h.Type != openflow.TypeHello {
-		m, b, err := upgradeBody(h.Version, h.Type, body)
+	t, ok := CanonicalType(h)
+	if !ok {
+		return nil, errBadType
+	}
+	switch {
+	case t == openflow.TypeHello || h.Version == Version:
+	case h.Version == Version10:
+		b, err := upgrade10(t, body)
+		if err != nil {
+			return nil, err
+		}
+		body = b
+	default:
+		m, b, err := upgradeBody(h.Version, t, body)
 		if m != nil || err != nil {
 			return m, err
 		}
 		body = b
 	}
-	m := newMessage(h.Type)
+	m := newMessage(t)
 	if m == nil {
 		return nil, errBadType
 	}

@@ -194,7 +194,7 @@ func wantErr(t *testing.T, name string, err error, ty, code uint16) {
 }
 
 func TestDecodeHeaderErrors(t *testing.T) {
-	wantErr(t, "version", decodeHex(t, "01 02 0008 00000001"), ETBadRequest, BRCBadVersion)
+	wantErr(t, "version", decodeHex(t, "03 02 0008 00000001"), ETBadRequest, BRCBadVersion)
 	wantErr(t, "type", decodeHex(t, "04 1e 0008 00000001"), ETBadRequest, BRCBadType)
 	wantErr(t, "type ff", decodeHex(t, "04 ff 0008 00000001"), ETBadRequest, BRCBadType)
 	// Hello of another version is accepted: negotiation needs to see it.

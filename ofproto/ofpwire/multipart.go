@@ -159,7 +159,12 @@ func (m *MultipartReply) encodeSplitIn(v uint8, xid uint32, max int) ([]byte, er
 	if v != Version {
 		items, ends = downgradeItems(v, uint16(m.Body.MultipartType()), items, ends)
 	}
-	room := max - multipartHeaderLen
+	// 1.0 calls them stats replies, type 17, with a 4-byte header.
+	hdrLen, typ, pad := multipartHeaderLen, byte(openflow.TypeMultipartReply), 4
+	if v == Version10 {
+		hdrLen, typ, pad = HeaderLen+4, 17, 0
+	}
+	room := max - hdrLen
 	var out []byte
 	start, k := 0, 0
 	for {
@@ -178,11 +183,11 @@ func (m *MultipartReply) encodeSplitIn(v uint8, xid uint32, max int) ([]byte, er
 		if k < len(ends) {
 			flags |= MultipartReplyMore
 		}
-		n := multipartHeaderLen + end - start
-		out = append(out, v, byte(openflow.TypeMultipartReply), byte(n>>8), byte(n))
+		n := hdrLen + end - start
+		out = append(out, v, typ, byte(n>>8), byte(n))
 		out = be.AppendUint32(out, xid)
 		out = be.AppendUint16(out, uint16(m.Body.MultipartType()))
-		out = appendZeros(be.AppendUint16(out, flags), 4)
+		out = appendZeros(be.AppendUint16(out, flags), pad)
 		out = append(out, items[start:end]...)
 		start = end
 		if k >= len(ends) {

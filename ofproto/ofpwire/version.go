@@ -2,6 +2,7 @@ package ofpwire
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/netrack/openflow"
 )
@@ -19,10 +20,10 @@ const (
 )
 
 // Versions are the versions this codec speaks, lowest first.
-var Versions = []uint8{Version13, Version14, Version15}
+var Versions = []uint8{Version10, Version13, Version14, Version15}
 
 // Supported reports whether v is one of Versions.
-func Supported(v uint8) bool { return v >= Version13 && v <= Version15 }
+func Supported(v uint8) bool { return v == Version10 || v >= Version13 && v <= Version15 }
 
 // VersionName is the name ovs-vsctl's Bridge.protocols and ovs-ofctl's -O
 // use for a version ("OpenFlow13").
@@ -50,19 +51,23 @@ func VersionByName(name string) (v uint8, ok bool) {
 }
 
 // Negotiate returns the version a connection speaks given the versions
-// this side allows (any order) and the peer's HELLO: the highest version
-// in both version bitmaps, or, when the peer sent no bitmap, the highest
-// allowed version not above the peer's header version (OpenFlow 1.3.5
-// §6.3.1). ok is false when there is none.
+// this side allows (any order) and the peer's HELLO (OpenFlow 1.3.5
+// §6.3.1): the highest version in both version bitmaps or, when the peer
+// sent no bitmap, the smaller of the two header versions, which this side
+// must then allow. ok is false when there is none.
 func Negotiate(allowed []uint8, peerVersion uint8, peer *Hello) (v uint8, ok bool) {
-	for _, a := range allowed {
-		var common bool
-		if peer != nil && peer.VersionBitmap != nil {
-			common = peer.Supports(a)
-		} else {
-			common = a <= peerVersion
+	if peer == nil || peer.VersionBitmap == nil {
+		ours := uint8(0)
+		for _, a := range allowed {
+			ours = max(ours, a)
 		}
-		if common && Supported(a) && a >= v {
+		if v = min(ours, peerVersion); Supported(v) && slices.Contains(allowed, v) {
+			return v, true
+		}
+		return 0, false
+	}
+	for _, a := range allowed {
+		if peer.Supports(a) && Supported(a) && a >= v {
 			v, ok = a, true
 		}
 	}
@@ -76,6 +81,9 @@ func EncodeIn(v uint8, xid uint32, m Message) ([]byte, error) {
 	}
 	if !Supported(v) {
 		return nil, fmt.Errorf("ofpwire: cannot encode OpenFlow version 0x%02x", v)
+	}
+	if v == Version10 {
+		return encode10(xid, m)
 	}
 	switch m := m.(type) {
 	case *MultipartReply:
@@ -100,6 +108,11 @@ func ErrorMessageIn(v uint8, xid uint32, err error, offending []byte) []byte {
 	b := ErrorMessage(xid, err, offending)
 	if len(b) > 0 && v != 0 {
 		b[0] = v
+	}
+	if v == Version10 && len(b) >= 12 {
+		typ, code := errorTo10(be.Uint16(b[8:]), be.Uint16(b[10:]))
+		be.PutUint16(b[8:], typ)
+		be.PutUint16(b[10:], code)
 	}
 	return b
 }

@@ -628,16 +628,22 @@ func groupDesc15(it []byte) []byte {
 
 // downgradeItems rewrites every item of a multipart reply body.
 func downgradeItems(v uint8, mp uint16, items []byte, ends []int) ([]byte, []int) {
+	down := func(it []byte) []byte { return downgradeItem(v, mp, it) }
+	if v == Version10 {
+		down = func(it []byte) []byte { return downItem10(mp, it) }
+	}
 	var nb []byte
 	var nends []int
 	start := 0
 	for _, end := range ends {
-		nb = append(nb, downgradeItem(v, mp, items[start:end])...)
-		nends = append(nends, len(nb))
+		if it := down(items[start:end]); it != nil {
+			nb = append(nb, it...)
+			nends = append(nends, len(nb))
+		}
 		start = end
 	}
 	if len(ends) == 0 {
-		return downgradeItem(v, mp, items), nil
+		return down(items), nil
 	}
 	return nb, nends
 }

@@ -560,8 +560,8 @@ func TestWantedConfigRefusals(t *testing.T) {
 		port("p8", "nt", iface("i-nt", "nt", "")),
 		port("p9", "acc", iface("i-acc", "acc", "")),
 	}}
-	b1.Protocols = []string{"OpenFlow15", "OpenFlow10", "OpenFlow13"}
-	b2 := &vswitchdb.Bridge{UUID: "b2", Name: "brb", Protocols: []string{"OpenFlow10"}, Ports: []string{
+	b1.Protocols = []string{"OpenFlow15", "OpenFlow11", "OpenFlow10"}
+	b2 := &vswitchdb.Bridge{UUID: "b2", Name: "brb", Protocols: []string{"OpenFlow12"}, Ports: []string{
 		port("p6", "dup", iface("i-dup2", "dup", "")), // also in bra
 		port("p7", "bra", iface("i-brname", "bra", "")),
 	}}
@@ -595,12 +595,12 @@ func TestWantedConfigRefusals(t *testing.T) {
 		t.Errorf("bridge bra applied as %+v", a)
 	} else if p := a.Ports["acc"]; p == nil || p.Tag != 7 || p.Trunks != nil {
 		t.Errorf("access port applied as %+v, want tag 7 and no trunks", p)
-	} else if !slices.Equal(a.Protocols, []string{"OpenFlow13", "OpenFlow15"}) {
-		t.Errorf("bridge bra's protocols applied as %v, want OpenFlow13 and OpenFlow15", a.Protocols)
+	} else if !slices.Equal(a.Protocols, []string{"OpenFlow10", "OpenFlow15"}) {
+		t.Errorf("bridge bra's protocols applied as %v, want OpenFlow10 and OpenFlow15", a.Protocols)
 	}
 	// What is applied but not honoured is said, not ignored silently.
 	for _, want := range []string{`interface "ok1": mtu_request is not supported yet`,
-		`bridge "bra": protocols: OpenFlow10 is not supported`, `bridge "brb": protocols [OpenFlow10]: none is supported`} {
+		`bridge "bra": protocols: OpenFlow11 is not supported`, `bridge "brb": protocols [OpenFlow12]: none is supported`} {
 		if !slices.ContainsFunc(pl.problems, func(m string) bool { return strings.Contains(m, want) }) {
 			t.Errorf("problems %q, want one saying %q", pl.problems, want)
 		}

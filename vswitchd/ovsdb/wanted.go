@@ -201,7 +201,7 @@ func (p *plan) addBridge(r *rows, rb *vswitchdb.Bridge, portOwner map[string]str
 		if _, ok := ofpwire.VersionByName(name); ok {
 			b.Protocols = append(b.Protocols, name)
 		} else {
-			p.problems = append(p.problems, fmt.Sprintf("bridge %q: protocols: %s is not supported (this switch speaks OpenFlow13, OpenFlow14 and OpenFlow15)", b.Name, name))
+			p.problems = append(p.problems, fmt.Sprintf("bridge %q: protocols: %s is not supported (this switch speaks OpenFlow10, OpenFlow13, OpenFlow14 and OpenFlow15)", b.Name, name))
 		}
 	}
 	if len(rb.Protocols) > 0 && len(b.Protocols) == 0 {
