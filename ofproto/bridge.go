@@ -139,6 +139,10 @@ type BridgeConfig struct {
 	// (timeouts, fail-mode flushes, restores) are not reported;
 	// OnFlowTableChange covers those.
 	OnTableMod func(msg ofpwire.Message, apply func() error) error
+	// OnBundleCommit, if set, is called with each bundle commit (apply
+	// makes it, all or nothing): a bundle is no single recordable change,
+	// so whoever saves the tables saves them whole after it.
+	OnBundleCommit func(apply func() error) error
 	// OnFlowTableChange, if set, is called after the flow or group tables
 	// changed (flow-mods, expiry, group-mods, flushes, RestoreFlowMods), from
 	// a goroutine of the bridge, never concurrently; changes made during
@@ -172,6 +176,10 @@ type Bridge struct {
 	cfg  BridgeConfig
 	pipe *pipeline.Pipeline
 	mgr  *ofconn.Manager
+	// modMu is held shared by every table change and exclusively by a
+	// bundle commit, so that a commit's rollback never undoes a change
+	// another connection made meanwhile.
+	modMu sync.RWMutex
 	// groups and meters are the bridge's group and meter tables; the
 	// datapath enforces the meters (meters.go). meterMu keeps meter-mods
 	// in one order for the table and the datapath.
@@ -389,6 +397,8 @@ func ofpErr(t, c uint16) *ofpwire.OFPError { return &ofpwire.OFPError{Type: t, C
 func (b *Bridge) Handle(c *ofconn.Conn, xid uint32, msg ofpwire.Message) error {
 	switch m := msg.(type) {
 	case *ofpwire.FlowMod, *ofpwire.GroupMod, *ofpwire.MeterMod:
+		b.modMu.RLock()
+		defer b.modMu.RUnlock()
 		if b.cfg.OnTableMod != nil {
 			return b.cfg.OnTableMod(m, func() error { return b.Apply(m) })
 		}

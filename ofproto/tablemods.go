@@ -28,10 +28,18 @@ func (b *Bridge) Apply(msg ofpwire.Message) error {
 // deleted with it (OpenFlow 1.3 §6.5), and every megaflow is invalidated
 // since translations may have run through the changed group.
 func (b *Bridge) groupMod(gm *ofpwire.GroupMod) error {
+	removed, err := b.applyGroupMod(gm)
+	b.sendRemoved(removed)
+	return err
+}
+
+// applyGroupMod is groupMod that returns the flows it removed instead of
+// reporting them.
+func (b *Bridge) applyGroupMod(gm *ofpwire.GroupMod) ([]*pipeline.Entry, error) {
 	if gm.Command == ofpwire.GroupAdd || gm.Command == ofpwire.GroupModify {
 		for i := range gm.Buckets {
 			if err := xlate.CheckActions(gm.Buckets[i].Actions, false); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
@@ -41,21 +49,22 @@ func (b *Bridge) groupMod(gm *ofpwire.GroupMod) error {
 	}
 	deleted, err := b.groups.ApplyGroupMod(gm, now)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var all []*pipeline.Entry
 	for _, id := range deleted {
 		removed, err := b.pipe.Apply(&ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: uint8(ofpwire.TableAll),
 			BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: id}, now)
 		if err != nil {
-			return err
+			return all, err
 		}
 		for _, e := range removed {
 			e.RemovedReason = ofpwire.FlowReasonGroupDelete
 		}
-		b.sendRemoved(removed)
+		all = append(all, removed...)
 	}
 	b.tablesChanged() // a group change is no pipeline change: the pipeline's OnChange may not have run
-	return nil
+	return all, nil
 }
 
 // checkGroupRefs refuses a flow-mod whose actions forward to a group that
@@ -75,26 +84,7 @@ func (b *Bridge) checkGroupRefs(fm *ofpwire.FlowMod) error {
 }
 
 func (b *Bridge) flowMod(fm *ofpwire.FlowMod) error {
-	if fm.Command == ofpwire.FlowAdd || fm.Command == ofpwire.FlowModify || fm.Command == ofpwire.FlowModifyStrict {
-		if err := xlate.CheckInstructions(fm.Instructions); err != nil {
-			return err
-		}
-		if err := ofpwire.CheckSetFieldPrerequisites(fm.Match, fm.Instructions); err != nil {
-			return err
-		}
-	}
-	if err := b.checkGroupRefs(fm); err != nil {
-		return err
-	}
-	if err := b.checkMeter(fm); err != nil {
-		return err
-	}
-	if fm.Command == ofpwire.FlowDelete || fm.Command == ofpwire.FlowDeleteStrict || fm.Flags&ofpwire.FlowFlagResetCounts != 0 {
-		// FLOW_REMOVED reports, and a reset clears, the packets the
-		// datapath has counted but not yet handed to the entries.
-		b.dp.PushStats(time.Now())
-	}
-	removed, err := b.pipe.Apply(fm, time.Now())
+	removed, err := b.applyFlowMod(fm)
 	if err != nil {
 		return err
 	}
@@ -105,6 +95,31 @@ func (b *Bridge) flowMod(fm *ofpwire.FlowMod) error {
 		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
 	}
 	return nil
+}
+
+// applyFlowMod is flowMod that returns the flows it removed instead of
+// reporting them, and ignores the buffer id.
+func (b *Bridge) applyFlowMod(fm *ofpwire.FlowMod) ([]*pipeline.Entry, error) {
+	if fm.Command == ofpwire.FlowAdd || fm.Command == ofpwire.FlowModify || fm.Command == ofpwire.FlowModifyStrict {
+		if err := xlate.CheckInstructions(fm.Instructions); err != nil {
+			return nil, err
+		}
+		if err := ofpwire.CheckSetFieldPrerequisites(fm.Match, fm.Instructions); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.checkGroupRefs(fm); err != nil {
+		return nil, err
+	}
+	if err := b.checkMeter(fm); err != nil {
+		return nil, err
+	}
+	if fm.Command == ofpwire.FlowDelete || fm.Command == ofpwire.FlowDeleteStrict || fm.Flags&ofpwire.FlowFlagResetCounts != 0 {
+		// FLOW_REMOVED reports, and a reset clears, the packets the
+		// datapath has counted but not yet handed to the entries.
+		b.dp.PushStats(time.Now())
+	}
+	return b.pipe.Apply(fm, time.Now())
 }
 
 func (b *Bridge) sendRemoved(removed []*pipeline.Entry) {

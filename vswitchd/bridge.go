@@ -197,6 +197,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		MaxIdle:           time.Duration(intOption(oc, "max-idle", int(ofproto.DefaultMaxIdle/time.Millisecond))) * time.Millisecond,
 		OnFlowTableChange: func() { b.flowsDirty.Store(true) },
 		OnTableMod:        b.logTableMod,
+		OnBundleCommit:    b.saveBundle,
 		Conn: ofconn.Config{
 			Versions:      protocolVersions(nb.Protocols),
 			TLS:           tlsFiles(c.SSL),
@@ -783,6 +784,33 @@ func (b *bridge) installTables(flows, groups, meters []string, states map[string
 // the order changes were applied in, whatever the connection. Nothing is
 // journaled while a controller is connected: it owns the tables and
 // reprograms them when it reconnects.
+// saveBundle commits a bundle and saves the tables whole before the
+// commit is answered: no journal record says a bundle, and a commit reply
+// acknowledges it. A failed save is reported like an unrecordable change
+// (the next barrier saves the tables or fails).
+func (b *bridge) saveBundle(apply func() error) error {
+	if b.controllers.Load() > 0 {
+		return apply()
+	}
+	b.saveMu.Lock()
+	err := apply()
+	if err == nil {
+		b.flowsDirty.Store(true)
+		b.lastMod.Store(time.Now().UnixNano())
+	}
+	b.saveMu.Unlock()
+	if err != nil {
+		return err
+	}
+	if serr := b.snapshot(true); serr != nil {
+		b.saveMu.Lock()
+		b.unjournaled = true
+		b.saveMu.Unlock()
+		b.d.log.Error("flow tables not saved after a bundle commit; the next barrier retries", "bridge", b.name, "err", serr)
+	}
+	return nil
+}
+
 func (b *bridge) logTableMod(m ofpwire.Message, apply func() error) error {
 	if b.controllers.Load() > 0 {
 		return apply()

@@ -37,6 +37,9 @@ type Conn struct {
 	// version is the negotiated OpenFlow version, set once by the
 	// handshake (0 before); SetVersions reads it from other goroutines.
 	version atomic.Uint32
+	// bundles are the bundles this connection has open (bundle.go); only
+	// the reader goroutine touches them, and they die with the connection.
+	bundles map[uint32]*openBundle
 
 	msgsIn, msgsOut        atomic.Uint64
 	pinLimited, pinDropped atomic.Uint64
@@ -476,10 +479,23 @@ func (c *Conn) dispatch(xid uint32, msg ofpwire.Message, raw []byte) {
 		// do not race with another SET_ASYNC.
 		a := m.Apply(c.AsyncConfig())
 		c.async.Store(&a)
+	case *ofpwire.BundleCtrl:
+		c.bundleControl(xid, m, raw)
+	case *ofpwire.BundleAdd:
+		c.bundleAdd(xid, m, raw)
 	case *ofpwire.Experimenter:
-		// §7.5.4 / §7.4.4: no experimenter extension is supported, so
-		// every experimenter id is BAD_EXPERIMENTER (not BAD_TYPE: the
-		// type itself is known).
+		// 1.3 bundles are ONF's extension (EXT-230).
+		if bm, ok, err := ofpwire.BundleFromExperimenter(m); ok {
+			if err != nil {
+				c.replyErr(xid, err, raw)
+				return
+			}
+			c.dispatch(xid, bm, raw)
+			return
+		}
+		// §7.5.4 / §7.4.4: no other experimenter extension is supported,
+		// so every other experimenter id is BAD_EXPERIMENTER (not
+		// BAD_TYPE: the type itself is known).
 		c.replyErr(xid, errBadExperimenter, raw)
 	default:
 		if serverOnly(msg.MsgType()) {

@@ -142,6 +142,10 @@ func newMessage(t openflow.Type) Message {
 		return new(SetAsync)
 	case openflow.TypeMeterMod:
 		return new(MeterMod)
+	case TypeBundleControl:
+		return new(BundleCtrl)
+	case TypeBundleAdd:
+		return new(BundleAdd)
 	}
 	return nil
 }

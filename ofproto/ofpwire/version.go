@@ -77,6 +77,9 @@ func Negotiate(allowed []uint8, peerVersion uint8, peer *Hello) (v uint8, ok boo
 // EncodeIn is Encode for a connection that speaks version v.
 func EncodeIn(v uint8, xid uint32, m Message) ([]byte, error) {
 	if v == Version {
+		if e, ok := bundleAsExperimenter(m); ok {
+			m = e // 1.3 has bundles as ONF's extension only
+		}
 		return Encode(xid, m)
 	}
 	if !Supported(v) {
@@ -108,6 +111,9 @@ func ErrorMessageIn(v uint8, xid uint32, err error, offending []byte) []byte {
 	b := ErrorMessage(xid, err, offending)
 	if len(b) > 0 && v != 0 {
 		b[0] = v
+	}
+	if v == Version {
+		b = bundleErrorIn13(b)
 	}
 	if v == Version10 && len(b) >= 12 {
 		typ, code := errorTo10(be.Uint16(b[8:]), be.Uint16(b[10:]))

@@ -73,6 +73,13 @@ var versionSeeds = map[string]string{
 	// 1.0 flow-mod: in_port=1, priority 0x8000, actions=output:2.
 	"flow-mod-10": "01 0e 0050 00000007 003ffffe 0001" + strings.Repeat("00", 34) +
 		"0000000000000000 0000 0000 0000 8000 ffffffff ffff 0000 0000 0008 0002 ffff",
+	// 1.5 bundle add carrying flow-mod-15-meter, and a 1.3 (EXT-230)
+	// bundle open.
+	"bundle-add-15": "06 22 0068 00000007 00000001 0000 0003" +
+		"06 0e 0058 00000007 0000000000000000 0000000000000000 00 00 0000 0000 0064" +
+		"ffffffff ffffffff ffffffff 0000 0007 0001 0004 00000000" +
+		"0004 0020 00000000 001d 0008 00000005 0000 0010 00000002 ffff 000000000000",
+	"bundle-open-13": "04 04 0018 00000007 4f4e4600 000008fc 00000001 0000 0003",
 	// 1.0 flow stats request for every flow.
 	"flow-stats-10": "01 10 0038 00000007 0001 0000 003fffff" + strings.Repeat("00", 36) + "ff 00 ffff",
 }

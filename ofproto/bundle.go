@@ -1,0 +1,88 @@
+package ofproto
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
+)
+
+// CommitBundle implements ofconn.BundleCommitter: it applies a bundle's
+// flow-mods and group-mods in order, all or none. On the first failure the
+// tables are put back as they were before the commit (flows with their
+// counters and install times; groups without their counters) and the
+// failing message's index and error are returned; no FLOW_REMOVED is sent
+// for a commit that failed. Other connections' table changes wait for the
+// commit. Packets translated while the commit runs may see the tables part
+// way through it; the datapath's caches are invalidated by each change.
+func (b *Bridge) CommitBundle(msgs []ofpwire.Message) (failed int, err error) {
+	b.modMu.Lock()
+	defer b.modMu.Unlock()
+	failed = -1
+	commit := func() error {
+		failed, err = b.commitBundle(msgs)
+		return err
+	}
+	if b.cfg.OnBundleCommit != nil {
+		err = b.cfg.OnBundleCommit(commit)
+		return failed, err
+	}
+	commit()
+	return failed, err
+}
+
+func (b *Bridge) commitBundle(msgs []ofpwire.Message) (int, error) {
+	fms, states := b.FlowModStates()
+	groups := b.GroupDescs()
+	var removed []*pipeline.Entry
+	for i, m := range msgs {
+		var r []*pipeline.Entry
+		var err error
+		switch m := m.(type) {
+		case *ofpwire.FlowMod:
+			if m.BufferID != ofpwire.NoBuffer {
+				err = ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
+				break
+			}
+			r, err = b.applyFlowMod(m)
+		case *ofpwire.GroupMod:
+			r, err = b.applyGroupMod(m)
+		default:
+			err = ofpErr(ofpwire.ETBundleFailed, ofpwire.BFCMsgUnsup)
+		}
+		if err != nil {
+			if rerr := b.rollback(fms, states, groups); rerr != nil {
+				if w := b.cfg.Conn.Warnf; w != nil {
+					w("ofproto: %s: a failed bundle could not be rolled back: %v", b.name, rerr)
+				}
+			}
+			return i, err
+		}
+		removed = append(removed, r...)
+	}
+	b.sendRemoved(removed)
+	return -1, nil
+}
+
+// rollback puts back the flows and groups a failed commit started from.
+func (b *Bridge) rollback(fms []*ofpwire.FlowMod, states []pipeline.EntryState, groups []ofpwire.GroupDesc) error {
+	now := time.Now()
+	// Flows first, silently, so that deleting the groups removes none.
+	if _, err := b.pipe.Apply(&ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: uint8(ofpwire.TableAll),
+		BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}, now); err != nil {
+		return err
+	}
+	gms := make([]*ofpwire.GroupMod, len(groups))
+	for i, g := range groups {
+		gms[i] = &ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: g.Type, GroupID: g.GroupID, Buckets: g.Buckets}
+	}
+	if err := b.RestoreGroupMods(gms); err != nil {
+		return fmt.Errorf("groups: %w", err)
+	}
+	if err := b.RestoreFlowMods(fms, func(i int) (pipeline.EntryState, bool) { return states[i], true }); err != nil {
+		return fmt.Errorf("flows: %w", err)
+	}
+	b.tablesChanged()
+	return nil
+}

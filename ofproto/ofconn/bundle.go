@@ -1,0 +1,208 @@
+package ofconn
+
+import (
+	"bytes"
+	"encoding/binary"
+	"time"
+
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+)
+
+// BundleCommitter is implemented by a Handler that can apply a bundle: its
+// flow-mods and group-mods in order, all or none. failed is the index of
+// the message that failed (with err its error), -1 when all applied.
+type BundleCommitter interface {
+	CommitBundle(msgs []ofpwire.Message) (failed int, err error)
+}
+
+// Bundle limits per connection: a peer cannot pin unbounded memory in
+// bundles it never commits. ovn-controller puts its whole flow table in
+// one bundle, so a bundle may be large.
+const (
+	maxBundles          = 64
+	maxBundleMsgs       = 1 << 20
+	bundleIdleTimeout   = 60 * time.Second
+	bundleFlagsAllowed  = ofpwire.BundleAtomic | ofpwire.BundleOrdered
+	maxBundleErrorBytes = ofpwire.ErrorDataLen
+)
+
+// openBundle is one bundle a connection has opened and not yet committed
+// or discarded. Only the connection's reader goroutine touches them.
+type openBundle struct {
+	flags   uint16
+	closed  bool
+	msgs    []ofpwire.Message
+	raws    [][]byte // each message as added, for the error of a failed commit
+	touched time.Time
+}
+
+func bundleErr(code uint16) *ofpwire.OFPError {
+	return &ofpwire.OFPError{Type: ofpwire.ETBundleFailed, Code: code}
+}
+
+// expireBundles discards the bundles left idle too long (checked on each
+// bundle message: an idle connection costs nothing).
+func (c *Conn) expireBundles(now time.Time) {
+	for id, b := range c.bundles {
+		if now.Sub(b.touched) > bundleIdleTimeout {
+			delete(c.bundles, id)
+		}
+	}
+}
+
+// bundleControl handles OFPT_BUNDLE_CONTROL.
+func (c *Conn) bundleControl(xid uint32, m *ofpwire.BundleCtrl, raw []byte) {
+	now := time.Now()
+	c.expireBundles(now)
+	if c.bundles == nil {
+		c.bundles = map[uint32]*openBundle{}
+	}
+	b := c.bundles[m.BundleID]
+	reply := func(t uint16) {
+		c.Send(xid, &ofpwire.BundleCtrl{BundleID: m.BundleID, Type: t, Flags: m.Flags})
+	}
+	switch m.Type {
+	case ofpwire.BundleOpenRequest:
+		switch {
+		case b != nil:
+			c.replyErr(xid, bundleErr(ofpwire.BFCBundleExist), raw)
+		case m.Flags&^bundleFlagsAllowed != 0:
+			c.replyErr(xid, bundleErr(ofpwire.BFCBadFlags), raw)
+		case len(c.bundles) >= maxBundles:
+			c.replyErr(xid, bundleErr(ofpwire.BFCOutOfBundles), raw)
+		default:
+			c.bundles[m.BundleID] = &openBundle{flags: m.Flags, touched: now}
+			reply(ofpwire.BundleOpenReply)
+		}
+	case ofpwire.BundleCloseRequest:
+		switch {
+		case b == nil:
+			c.replyErr(xid, bundleErr(ofpwire.BFCBadID), raw)
+		case b.closed:
+			c.replyErr(xid, bundleErr(ofpwire.BFCBundleClosed), raw)
+		case b.flags != m.Flags:
+			c.replyErr(xid, bundleErr(ofpwire.BFCBadFlags), raw)
+		default:
+			b.closed, b.touched = true, now
+			reply(ofpwire.BundleCloseReply)
+		}
+	case ofpwire.BundleCommitRequest:
+		switch {
+		case b == nil:
+			c.replyErr(xid, bundleErr(ofpwire.BFCBadID), raw)
+		case b.flags != m.Flags:
+			c.replyErr(xid, bundleErr(ofpwire.BFCBadFlags), raw)
+		default:
+			delete(c.bundles, m.BundleID)
+			if c.commitBundle(b) {
+				reply(ofpwire.BundleCommitReply)
+			} else {
+				c.replyErr(xid, bundleErr(ofpwire.BFCMsgFailed), raw)
+			}
+		}
+	case ofpwire.BundleDiscardRequest:
+		if b == nil {
+			c.replyErr(xid, bundleErr(ofpwire.BFCBadID), raw)
+			return
+		}
+		delete(c.bundles, m.BundleID)
+		reply(ofpwire.BundleDiscardReply)
+	default:
+		c.replyErr(xid, bundleErr(ofpwire.BFCBadType), raw)
+	}
+}
+
+// commitBundle applies b; on failure it answers the failing message with
+// its error (as the message itself would have been answered) and reports
+// false.
+func (c *Conn) commitBundle(b *openBundle) bool {
+	bc, ok := c.m.handler.(BundleCommitter)
+	if !ok {
+		return len(b.msgs) == 0
+	}
+	failed, err := bc.CommitBundle(b.msgs)
+	if err == nil {
+		return true
+	}
+	if failed >= 0 && failed < len(b.raws) {
+		raw := b.raws[failed]
+		c.replyErr(xidOf(raw), err, raw)
+	}
+	return false
+}
+
+func xidOf(raw []byte) uint32 {
+	if len(raw) < ofpwire.HeaderLen {
+		return 0
+	}
+	return binary.BigEndian.Uint32(raw[4:])
+}
+
+// bundleAdd handles OFPT_BUNDLE_ADD_MESSAGE: the inner message is decoded
+// and checked now, so that a bad one is refused at once, and applied at
+// the commit.
+func (c *Conn) bundleAdd(xid uint32, m *ofpwire.BundleAdd, raw []byte) {
+	now := time.Now()
+	c.expireBundles(now)
+	if c.bundles == nil {
+		c.bundles = map[uint32]*openBundle{}
+	}
+	inner := m.Msg
+	h, innerRaw, err := ofpwire.ReadMessage(bytes.NewReader(inner), nil)
+	if err != nil || len(innerRaw) != len(inner) {
+		c.replyErr(xid, bundleErr(ofpwire.BFCMsgBadLen), raw)
+		return
+	}
+	if h.Transaction != xid {
+		c.replyErr(xid, bundleErr(ofpwire.BFCMsgBadXID), raw)
+		return
+	}
+	if h.Version != c.Version() {
+		c.replyErr(xid, ofpwire.ErrBadVersion, innerRaw)
+		return
+	}
+	msg, err := ofpwire.Decode(h, innerRaw[ofpwire.HeaderLen:])
+	if err != nil {
+		c.replyErr(xid, err, innerRaw)
+		return
+	}
+	switch msg.(type) {
+	case *ofpwire.FlowMod, *ofpwire.GroupMod:
+	default:
+		c.replyErr(xid, bundleErr(ofpwire.BFCMsgUnsup), raw)
+		return
+	}
+	if c.Role() == ofpwire.ControllerRoleSlave {
+		c.replyErr(xid, errIsSlave, innerRaw)
+		return
+	}
+	b := c.bundles[m.BundleID]
+	switch {
+	case b == nil && m.Flags&^bundleFlagsAllowed != 0:
+		c.replyErr(xid, bundleErr(ofpwire.BFCBadFlags), raw)
+		return
+	case b == nil && len(c.bundles) >= maxBundles:
+		c.replyErr(xid, bundleErr(ofpwire.BFCOutOfBundles), raw)
+		return
+	case b == nil:
+		// Adding to a bundle that does not exist opens it (1.4 §7.3.9.6).
+		b = &openBundle{flags: m.Flags}
+		c.bundles[m.BundleID] = b
+	case b.closed:
+		c.replyErr(xid, bundleErr(ofpwire.BFCBundleClosed), raw)
+		return
+	case b.flags != m.Flags:
+		c.replyErr(xid, bundleErr(ofpwire.BFCBadFlags), raw)
+		return
+	case len(b.msgs) >= maxBundleMsgs:
+		c.replyErr(xid, bundleErr(ofpwire.BFCMsgTooMany), raw)
+		return
+	}
+	b.touched = now
+	b.msgs = append(b.msgs, msg)
+	keep := innerRaw
+	if len(keep) > maxBundleErrorBytes {
+		keep = keep[:maxBundleErrorBytes] // an error quotes no more
+	}
+	b.raws = append(b.raws, append([]byte(nil), keep...))
+}
