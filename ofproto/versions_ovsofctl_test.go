@@ -1,34 +1,23 @@
 package ofproto
 
 import (
-	"context"
 	"encoding/hex"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 // ovsOfctlIn runs ovs-ofctl speaking the given version ("OpenFlow15"; ""
-// is its default, OpenFlow 1.0).
+// is its default, OpenFlow 1.0) and fails the test on an error.
 func ovsOfctlIn(t *testing.T, version string, args ...string) string {
 	t.Helper()
-	nstest.RequireTool(t, "ovs-ofctl")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	if version != "" {
 		args = append([]string{"-O", version}, args...)
 	}
-	out, err := exec.CommandContext(ctx, "ovs-ofctl", args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ovs-ofctl -O %s %v: %v\n%s", version, args, err, out)
+	out, err := ovsOfctlMayFail(t, args...)
+	if err != nil || strings.Contains(out, "decode error") || strings.Contains(out, "OFPT_ERROR") {
+		t.Fatalf("ovs-ofctl %v: %v\n%s", args, err, out)
 	}
-	if s := string(out); strings.Contains(s, "decode error") || strings.Contains(s, "OFPT_ERROR") {
-		t.Fatalf("ovs-ofctl -O %s %v:\n%s", version, args, s)
-	}
-	return string(out)
+	return out
 }
 
 // TestOvsOfctlInEveryVersion drives one bridge with the real ovs-ofctl in

@@ -88,7 +88,7 @@ func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
 // Version is the negotiated OpenFlow version (0 before the handshake).
 func (c *Conn) Version() uint8 { return uint8(c.version.Load()) }
 
-// Role is the connection's controller role.
+// Role is the connection's current controller role.
 func (c *Conn) Role() ofpwire.ControllerRole { return ofpwire.ControllerRole(c.role.Load()) }
 
 // AsyncConfig is the connection's current asynchronous-message masks.
@@ -323,9 +323,9 @@ func (c *Conn) readFailed(err error) {
 	}
 }
 
-// handshake reads the peer's HELLO and settles the connection's version:
-// the highest version in both HELLOs' version bitmaps, or, when the peer
-// sent no bitmap, the highest of ours not above its header version.
+// handshake reads the peer's HELLO and settles the connection's version
+// (ofpwire.Negotiate: the highest version in both HELLOs' bitmaps, or,
+// when the peer sent none, the smaller header version if it is ours).
 func (c *Conn) handshake(br *bufio.Reader, buf []byte) bool {
 	h, raw, err := ofpwire.ReadMessage(br, buf)
 	if err != nil {

@@ -13,7 +13,6 @@ const (
 	ETBadProperty = 14
 	BPCBadType    = 0
 	BPCBadLen     = 1
-	BPCBadValue   = 2
 )
 
 // OpenFlow 1.5 numbers the 1.3 layout has no room for.
