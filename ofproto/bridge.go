@@ -139,10 +139,11 @@ type BridgeConfig struct {
 	// (timeouts, fail-mode flushes, restores) are not reported;
 	// OnFlowTableChange covers those.
 	OnTableMod func(msg ofpwire.Message, apply func() error) error
-	// OnBundleCommit, if set, is called with each bundle commit (apply
-	// makes it, all or nothing): a bundle is no single recordable change,
-	// so whoever saves the tables saves them whole after it.
-	OnBundleCommit func(apply func() error) error
+	// OnBundleCommit, if set, is called with each bundle commit's
+	// messages and apply, which makes the commit, all or nothing, and
+	// returns its error; like OnTableMod, a journal records the commit
+	// ahead and takes the record back if apply fails.
+	OnBundleCommit func(msgs []ofpwire.Message, apply func() error) error
 	// OnFlowTableChange, if set, is called after the flow or group tables
 	// changed (flow-mods, expiry, group-mods, flushes, RestoreFlowMods), from
 	// a goroutine of the bridge, never concurrently; changes made during

@@ -25,7 +25,7 @@ func (b *Bridge) CommitBundle(msgs []ofpwire.Message) (failed int, err error) {
 		return err
 	}
 	if b.cfg.OnBundleCommit != nil {
-		err = b.cfg.OnBundleCommit(commit)
+		err = b.cfg.OnBundleCommit(msgs, commit)
 		return failed, err
 	}
 	commit()

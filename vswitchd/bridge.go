@@ -315,14 +315,19 @@ func (b *bridge) restoreTables(nb *config.Bridge, records []string) {
 	}
 	replayed, unreadable := 0, 0
 	for i, r := range records {
-		m, err := parseMod(r)
+		msgs, bundle, err := parseChange(r)
 		if err != nil {
 			// The checksum was right: a record this version cannot read.
 			log.Error("journal record not understood", "record", i+1, "text", r, "err", err)
 			unreadable++
 			continue
 		}
-		if err := b.of.Apply(m); err != nil {
+		if bundle {
+			_, err = b.of.CommitBundle(msgs)
+		} else {
+			err = b.of.Apply(msgs[0])
+		}
+		if err != nil {
 			log.Debug("journal record not replayed", "record", i+1, "text", r, "err", err)
 			continue
 		}
@@ -784,30 +789,49 @@ func (b *bridge) installTables(flows, groups, meters []string, states map[string
 // the order changes were applied in, whatever the connection. Nothing is
 // journaled while a controller is connected: it owns the tables and
 // reprograms them when it reconnects.
-// saveBundle commits a bundle and saves the tables whole before the
-// commit is answered: no journal record says a bundle, and a commit reply
-// acknowledges it. A failed save is reported like an unrecordable change
-// (the next barrier saves the tables or fails).
-func (b *bridge) saveBundle(apply func() error) error {
+// saveBundle is logTableMod for a bundle commit: the bundle is one
+// journal record (its changes joined by tabs, which no change's text
+// holds), written ahead and taken back if the commit fails, so that a
+// crash replays all of it or none. A bundle too large for one record, or
+// with a change not recordable, is saved by a snapshot of the whole
+// tables before the commit is answered instead.
+func (b *bridge) saveBundle(msgs []ofpwire.Message, apply func() error) error {
 	if b.controllers.Load() > 0 {
 		return apply()
 	}
+	payload, ferr := formatBundle(msgs)
 	b.saveMu.Lock()
-	err := apply()
-	if err == nil {
-		b.flowsDirty.Store(true)
-		b.lastMod.Store(time.Now().UnixNano())
+	if ferr != nil {
+		err := apply()
+		if err == nil {
+			b.flowsDirty.Store(true)
+			b.lastMod.Store(time.Now().UnixNano())
+		}
+		b.saveMu.Unlock()
+		if err != nil {
+			return err
+		}
+		if serr := b.snapshot(true); serr != nil {
+			b.saveMu.Lock()
+			b.unjournaled = true
+			b.saveMu.Unlock()
+			b.d.log.Error("flow tables not saved after a bundle commit; the next barrier retries", "bridge", b.name, "err", serr)
+		}
+		return nil
 	}
-	b.saveMu.Unlock()
-	if err != nil {
+	defer b.saveMu.Unlock()
+	if err := b.journal.append(payload); err != nil {
+		b.d.log.Error("flow journal: bundle refused, not committed", "bridge", b.name, "err", err)
+		return &ofpwire.OFPError{Type: ofpwire.ETBundleFailed, Code: ofpwire.BFCEperm, Reason: "not saved: " + err.Error()}
+	}
+	if err := apply(); err != nil {
+		if uerr := b.journal.undoLast(payload); uerr != nil {
+			b.d.log.Error("flow journal: failed bundle not taken back; appends stop until the next snapshot",
+				"bridge", b.name, "err", uerr)
+		}
 		return err
 	}
-	if serr := b.snapshot(true); serr != nil {
-		b.saveMu.Lock()
-		b.unjournaled = true
-		b.saveMu.Unlock()
-		b.d.log.Error("flow tables not saved after a bundle commit; the next barrier retries", "bridge", b.name, "err", serr)
-	}
+	b.lastMod.Store(time.Now().UnixNano())
 	return nil
 }
 

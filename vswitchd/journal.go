@@ -432,6 +432,48 @@ func formatMod(msg ofpwire.Message) (string, error) {
 	return "", fmt.Errorf("%T is not a table change", msg)
 }
 
+// bundleRecord starts the journal record of a bundle commit, whose
+// changes follow separated by tabs.
+const bundleRecord = "bundle "
+
+// formatBundle renders a bundle commit as one journal record.
+func formatBundle(msgs []ofpwire.Message) (string, error) {
+	lines := make([]string, len(msgs))
+	n := len(bundleRecord)
+	for i, m := range msgs {
+		l, err := formatMod(m)
+		if err != nil {
+			return "", err
+		}
+		if strings.ContainsAny(l, "\t\n") {
+			return "", fmt.Errorf("change %.40q cannot be journaled in a bundle", l)
+		}
+		lines[i] = l
+		if n += len(l) + 1; n > maxJournalRecord {
+			return "", fmt.Errorf("bundle of %d changes exceeds a journal record", len(msgs))
+		}
+	}
+	return bundleRecord + strings.Join(lines, "\t"), nil
+}
+
+// parseChange reads a journal record's payload back: one change, or the changes of
+// a bundle commit (bundle true).
+func parseChange(r string) (msgs []ofpwire.Message, bundle bool, err error) {
+	rest, bundle := strings.CutPrefix(r, bundleRecord)
+	if !bundle {
+		m, err := parseMod(r)
+		return []ofpwire.Message{m}, false, err
+	}
+	for _, l := range strings.Split(rest, "\t") {
+		m, err := parseMod(l)
+		if err != nil {
+			return nil, true, err
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, true, nil
+}
+
 // parseMod reads a journal line back into the message.
 func parseMod(line string) (ofpwire.Message, error) {
 	kind, rest, _ := strings.Cut(line, " ")

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
 
 func TestJournalRecordsRoundTrip(t *testing.T) {
@@ -42,6 +44,50 @@ func TestJournalRecordsRoundTrip(t *testing.T) {
 		if _, err := parseMod(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
+	}
+}
+
+// TestJournalBundleRecord: a bundle commit is one record holding its
+// changes in order, read back as a bundle; one too large for a record is
+// refused (the caller then saves the tables whole).
+func TestJournalBundleRecord(t *testing.T) {
+	lines := []string{
+		"group add group_id=4,type=all,bucket=actions=output:1",
+		"flow add priority=7,udp actions=group:4",
+		"flow delete_strict priority=6,tcp",
+	}
+	var msgs []ofpwire.Message
+	for _, l := range lines {
+		m, err := parseMod(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	rec, err := formatBundle(msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, bundle, err := parseChange(rec)
+	if err != nil || !bundle || len(got) != len(msgs) {
+		t.Fatalf("read back %d messages (bundle %v): %v", len(got), bundle, err)
+	}
+	for i := range got {
+		a, _ := formatMod(got[i])
+		b, _ := formatMod(msgs[i])
+		if a != b {
+			t.Errorf("change %d: %q, want %q", i, a, b)
+		}
+	}
+	if got, bundle, err := parseChange(lines[1]); err != nil || bundle || len(got) != 1 {
+		t.Fatalf("a single change read as %d messages (bundle %v): %v", len(got), bundle, err)
+	}
+	big := make([]ofpwire.Message, 0, 40000)
+	for len(big) < cap(big) {
+		big = append(big, msgs[1])
+	}
+	if _, err := formatBundle(big); err == nil {
+		t.Fatal("a bundle larger than a journal record was formatted")
 	}
 }
 
