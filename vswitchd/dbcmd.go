@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 )
 
@@ -30,7 +31,7 @@ var mapKeys = map[string][]string{
 // columns lists the columns of each table for error messages.
 var columns = map[string][]string{
 	tableSwitch:    {"other_config"},
-	tableBridge:    {"name", "fail_mode", "controller", "datapath_id", "other_config"},
+	tableBridge:    {"name", "fail_mode", "controller", "datapath_id", "protocols", "other_config"},
 	tablePort:      {"name", "type", "options", "ofport", "ofport_request", "other_config", "tag", "trunks"},
 	tableInterface: {"name", "type", "options", "ofport", "ofport_request", "other_config", "tag", "trunks"},
 }
@@ -116,6 +117,13 @@ func setColumn(c *config.Config, table string, rec any, kv string) error {
 			return nil
 		case "datapath_id":
 			r.DatapathID = value
+			return nil
+		case "protocols":
+			ps, err := parseProtocols(splitList(value))
+			if err != nil {
+				return err
+			}
+			r.Protocols = ps
 			return nil
 		}
 	case *config.Port:
@@ -232,6 +240,8 @@ func getColumn(table string, rec any, spec string) (string, error) {
 		case "datapath_id":
 			id, _ := datapathID(r)
 			return fmt.Sprintf("%016x", id), nil
+		case "protocols":
+			return "[" + strings.Join(r.Protocols, ", ") + "]", nil
 		}
 	case *config.Port:
 		switch col {
@@ -306,4 +316,22 @@ func parseVLAN(s string) (uint16, error) {
 		return 0, fmt.Errorf("%q is not a VLAN id in 1..%d", s, config.MaxVLAN)
 	}
 	return uint16(v), nil
+}
+
+// parseProtocols checks Bridge.protocols values: OpenFlow versions this
+// switch speaks, sorted and without repeats (a set, as in OVSDB). Unlike
+// the OVSDB path, which must take what the database holds, this store
+// refuses what it cannot honour.
+func parseProtocols(names []string) ([]string, error) {
+	var out []string
+	for _, n := range names {
+		if _, ok := ofpwire.VersionByName(n); !ok {
+			return nil, fmt.Errorf("protocols: %q is not a version this switch speaks (OpenFlow10, OpenFlow13, OpenFlow14, OpenFlow15)", n)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }

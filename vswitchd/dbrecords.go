@@ -107,12 +107,21 @@ func opRemove(c *config.Config, args []string) (post, error) {
 func removeValue(table string, rec any, col, v string) error {
 	switch r := rec.(type) {
 	case *config.Bridge:
-		if col == "controller" {
+		switch col {
+		case "controller":
 			for _, t := range splitList(v) {
 				r.Controllers = slices.DeleteFunc(r.Controllers, func(x string) bool { return x == t })
 			}
 			if len(r.Controllers) == 0 {
 				r.Controllers = nil
+			}
+			return nil
+		case "protocols":
+			for _, t := range splitList(v) {
+				r.Protocols = slices.DeleteFunc(r.Protocols, func(x string) bool { return x == t })
+			}
+			if len(r.Protocols) == 0 {
+				r.Protocols = nil
 			}
 			return nil
 		}
@@ -197,6 +206,9 @@ func clearColumn(table string, rec any, col string) error {
 			return nil
 		case "datapath_id":
 			r.DatapathID = ""
+			return nil
+		case "protocols":
+			r.Protocols = nil
 			return nil
 		}
 	case *config.Port:
