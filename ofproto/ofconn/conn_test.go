@@ -456,7 +456,8 @@ func TestPacketInRateLimit(t *testing.T) {
 func TestSlowConsumer(t *testing.T) {
 	target := "punix:" + sockPath(t, "br.sock")
 	// A long probe interval gives the stuck peer a long write deadline, so
-	// a caller blocked behind it would be seen as a very slow burst.
+	// a caller blocked behind it would return only after the peer is cut
+	// off.
 	m := startManager(t, Config{PacketInRate: -1, QueueLen: 32, ProbeInterval: time.Minute}, target)
 	connect(t, m, target) // the slow peer: never reads again
 	fast := connect(t, m, target)
@@ -486,8 +487,12 @@ func TestSlowConsumer(t *testing.T) {
 	for i := 0; i < total; i++ {
 		delivered += m.SendPacketIn(packetIn(ofpwire.PacketInReasonNoMatch, 1000))
 	}
-	if d := time.Since(start); d > 20*time.Second {
-		t.Fatalf("sending %d packet-ins took %v: the caller was blocked", total, d)
+	t.Logf("sending %d packet-ins took %v", total, time.Since(start))
+	// A caller blocked behind the stuck peer could only have finished once
+	// its write deadline (a probe interval, a minute) closed it: the stuck
+	// peer is still connected, so the caller never waited for it.
+	if all := statusOf(m, target); len(all) != 3 || all[1].State != StateActive {
+		t.Fatalf("after the burst the stuck peer is not connected any more: %+v", all)
 	}
 	waitFor(t, "the fast peer to read the burst", func() bool {
 		_, f := peers()
