@@ -12,23 +12,24 @@ import (
 // flow-mods and group-mods in order, all or none. On the first failure the
 // tables are put back as they were before the commit (flows with their
 // counters and install times; groups without their counters) and the
-// failing message's index and error are returned; no FLOW_REMOVED is sent
-// for a commit that failed. Other connections' table changes wait for the
+// failing message's index and error are returned (index -1 for an error
+// that is no message's, such as a journal refusing the commit); no
+// FLOW_REMOVED is sent for a commit that failed. Other connections' table changes wait for the
 // commit. Packets translated while the commit runs may see the tables part
 // way through it; the datapath's caches are invalidated by each change.
 func (b *Bridge) CommitBundle(msgs []ofpwire.Message) (failed int, err error) {
 	b.modMu.Lock()
 	defer b.modMu.Unlock()
 	failed = -1
-	commit := func() error {
+	commit := func() (err error) {
 		failed, err = b.commitBundle(msgs)
 		return err
 	}
 	if b.cfg.OnBundleCommit != nil {
 		err = b.cfg.OnBundleCommit(msgs, commit)
-		return failed, err
+	} else {
+		err = commit()
 	}
-	commit()
 	return failed, err
 }
 

@@ -820,13 +820,23 @@ func (b *bridge) saveBundle(msgs []ofpwire.Message, apply func() error) error {
 		return nil
 	}
 	defer b.saveMu.Unlock()
-	if err := b.journal.append(payload); err != nil {
-		b.d.log.Error("flow journal: bundle refused, not committed", "bridge", b.name, "err", err)
-		return &ofpwire.OFPError{Type: ofpwire.ETBundleFailed, Code: ofpwire.BFCEperm, Reason: "not saved: " + err.Error()}
+	return b.writeAhead(payload, apply, func(err error) error {
+		return &ofpwire.OFPError{Type: ofpwire.ETBundleFailed, Code: ofpwire.BFCEperm,
+			Reason: "bundle not saved, so not committed: flow journal: " + err.Error()}
+	})
+}
+
+// writeAhead journals record, applies the change and takes the record back
+// if the change failed; a record the journal refuses is answered
+// refusal(err) and the change is not applied. The caller holds saveMu.
+func (b *bridge) writeAhead(record string, apply func() error, refusal func(error) error) error {
+	if err := b.journal.append(record); err != nil {
+		b.d.log.Error("flow journal: change refused, not applied", "bridge", b.name, "err", err)
+		return refusal(err)
 	}
 	if err := apply(); err != nil {
-		if uerr := b.journal.undoLast(payload); uerr != nil {
-			b.d.log.Error("flow journal: failed bundle not taken back; appends stop until the next snapshot",
+		if uerr := b.journal.undoLast(record); uerr != nil {
+			b.d.log.Error("flow journal: refused change not taken back; appends stop until the next snapshot",
 				"bridge", b.name, "err", uerr)
 		}
 		return err
@@ -852,19 +862,7 @@ func (b *bridge) logTableMod(m ofpwire.Message, apply func() error) error {
 		b.d.log.Error("flow journal: change not recordable; the next barrier saves the tables", "bridge", b.name, "err", ferr)
 		return nil
 	}
-	if err := b.journal.append(line); err != nil {
-		b.d.log.Error("flow journal: change refused, not applied", "bridge", b.name, "err", err)
-		return journalRefusal(m, err)
-	}
-	if err := apply(); err != nil {
-		if uerr := b.journal.undoLast(line); uerr != nil {
-			b.d.log.Error("flow journal: refused change not taken back; appends stop until the next snapshot",
-				"bridge", b.name, "err", uerr)
-		}
-		return err
-	}
-	b.lastMod.Store(time.Now().UnixNano())
-	return nil
+	return b.writeAhead(line, apply, func(err error) error { return journalRefusal(m, err) })
 }
 
 // journalRefusal is the OpenFlow error for a change the journal could not

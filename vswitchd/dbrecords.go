@@ -109,20 +109,10 @@ func removeValue(table string, rec any, col, v string) error {
 	case *config.Bridge:
 		switch col {
 		case "controller":
-			for _, t := range splitList(v) {
-				r.Controllers = slices.DeleteFunc(r.Controllers, func(x string) bool { return x == t })
-			}
-			if len(r.Controllers) == 0 {
-				r.Controllers = nil
-			}
+			r.Controllers = removeStrings(r.Controllers, splitList(v))
 			return nil
 		case "protocols":
-			for _, t := range splitList(v) {
-				r.Protocols = slices.DeleteFunc(r.Protocols, func(x string) bool { return x == t })
-			}
-			if len(r.Protocols) == 0 {
-				r.Protocols = nil
-			}
+			r.Protocols = removeStrings(r.Protocols, splitList(v))
 			return nil
 		}
 	case *config.Port:
@@ -169,6 +159,15 @@ func removeValue(table string, rec any, col, v string) error {
 		*m = nil
 	}
 	return nil
+}
+
+// removeStrings is set without the values gone (nil when empty).
+func removeStrings(set, gone []string) []string {
+	set = slices.DeleteFunc(set, func(x string) bool { return slices.Contains(gone, x) })
+	if len(set) == 0 {
+		return nil
+	}
+	return set
 }
 
 func opClear(c *config.Config, args []string) (post, error) {

@@ -2,7 +2,6 @@ package ofconn
 
 import (
 	"bytes"
-	"encoding/binary"
 	"time"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
@@ -19,11 +18,10 @@ type BundleCommitter interface {
 // bundles it never commits. ovn-controller puts its whole flow table in
 // one bundle, so a bundle may be large.
 const (
-	maxBundles          = 64
-	maxBundleMsgs       = 1 << 20
-	bundleIdleTimeout   = 60 * time.Second
-	bundleFlagsAllowed  = ofpwire.BundleAtomic | ofpwire.BundleOrdered
-	maxBundleErrorBytes = ofpwire.ErrorDataLen
+	maxBundles         = 64
+	maxBundleMsgs      = 1 << 20
+	bundleIdleTimeout  = 60 * time.Second
+	bundleFlagsAllowed = ofpwire.BundleAtomic | ofpwire.BundleOrdered
 )
 
 // openBundle is one bundle a connection has opened and not yet committed
@@ -32,7 +30,7 @@ type openBundle struct {
 	flags   uint16
 	closed  bool
 	msgs    []ofpwire.Message
-	raws    [][]byte // each message as added, for the error of a failed commit
+	xids    []uint32 // each message's, for the error of a failed commit
 	touched time.Time
 }
 
@@ -94,10 +92,10 @@ func (c *Conn) bundleControl(xid uint32, m *ofpwire.BundleCtrl, raw []byte) {
 			c.replyErr(xid, bundleErr(ofpwire.BFCBadFlags), raw)
 		default:
 			delete(c.bundles, m.BundleID)
-			if c.commitBundle(b) {
-				reply(ofpwire.BundleCommitReply)
+			if err := c.commitBundle(b); err != nil {
+				c.replyErr(xid, err, raw)
 			} else {
-				c.replyErr(xid, bundleErr(ofpwire.BFCMsgFailed), raw)
+				reply(ofpwire.BundleCommitReply)
 			}
 		}
 	case ofpwire.BundleDiscardRequest:
@@ -112,30 +110,27 @@ func (c *Conn) bundleControl(xid uint32, m *ofpwire.BundleCtrl, raw []byte) {
 	}
 }
 
-// commitBundle applies b; on failure it answers the failing message with
-// its error (as the message itself would have been answered) and reports
-// false.
-func (c *Conn) commitBundle(b *openBundle) bool {
+// commitBundle applies b and returns the commit's error: when a message
+// failed, that message is first answered its own error (quoting it as it
+// was added, re-encoded), and the commit fails with MSG_FAILED.
+func (c *Conn) commitBundle(b *openBundle) error {
 	bc, ok := c.m.handler.(BundleCommitter)
 	if !ok {
-		return len(b.msgs) == 0
+		if len(b.msgs) == 0 {
+			return nil
+		}
+		return bundleErr(ofpwire.BFCMsgUnsup)
 	}
 	failed, err := bc.CommitBundle(b.msgs)
 	if err == nil {
-		return true
+		return nil
 	}
-	if failed >= 0 && failed < len(b.raws) {
-		raw := b.raws[failed]
-		c.replyErr(xidOf(raw), err, raw)
+	if failed < 0 || failed >= len(b.msgs) {
+		return err
 	}
-	return false
-}
-
-func xidOf(raw []byte) uint32 {
-	if len(raw) < ofpwire.HeaderLen {
-		return 0
-	}
-	return binary.BigEndian.Uint32(raw[4:])
+	quoted, _ := ofpwire.EncodeIn(c.Version(), b.xids[failed], b.msgs[failed])
+	c.replyErr(b.xids[failed], err, quoted)
+	return bundleErr(ofpwire.BFCMsgFailed)
 }
 
 // bundleAdd handles OFPT_BUNDLE_ADD_MESSAGE: the inner message is decoded
@@ -200,9 +195,5 @@ func (c *Conn) bundleAdd(xid uint32, m *ofpwire.BundleAdd, raw []byte) {
 	}
 	b.touched = now
 	b.msgs = append(b.msgs, msg)
-	keep := innerRaw
-	if len(keep) > maxBundleErrorBytes {
-		keep = keep[:maxBundleErrorBytes] // an error quotes no more
-	}
-	b.raws = append(b.raws, append([]byte(nil), keep...))
+	b.xids = append(b.xids, xid)
 }

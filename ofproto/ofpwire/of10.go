@@ -63,7 +63,7 @@ func port13to10(p uint32) uint16 {
 		return uint16(p)
 	}
 	if p >= 0xff00 {
-		return 0xfffe // not representable: never a real port here
+		return 0xffff // OFPP_NONE: no such port (ofports end at 0xfeff)
 	}
 	return uint16(p)
 }
@@ -668,7 +668,7 @@ func downgrade10(t openflow.Type, b []byte) []byte {
 		if mlen < 4 || at > len(b) {
 			return b
 		}
-		inPort := uint16(0xfffe)
+		inPort := uint16(0xffff) // OFPP_NONE, should the match lack in_port
 		if m := match13to10(b[20 : 16+mlen]); be.Uint32(m)&fw10InPort == 0 {
 			inPort = be.Uint16(m[4:])
 		}
