@@ -125,6 +125,41 @@ func meterIn(t *testing.T, d *daemon, id int) (in, band uint64) {
 	return in, band
 }
 
+// meterCase is one band TestMeterRemarkTrafgen offers traffic to at twice
+// its rate.
+type meterCase struct {
+	name      string
+	band      string
+	pps, size int
+	ratePkts  int // the band's rate in frames/s, and its bucket
+	secs      int // how long trafgen offers pps
+}
+
+// meterCases are the bands TestMeterRemarkTrafgen runs: a pktps and a kbps
+// band, or with VSWITCH_METER_SWEEP=1 (bench/meters/bands.sh) the range a
+// production meter is expected to hold: 100 to 20,000 pktps (100 B
+// frames) and 1 to 200 Mbit/s (1000 B frames, 8 kbit each).
+func meterCases() []meterCase {
+	band := func(unit string, rate int) string {
+		return fmt.Sprintf("%s,band=type=dscp_remark,rate=%d,prec_level=1", unit, rate)
+	}
+	if os.Getenv("VSWITCH_METER_SWEEP") == "" {
+		return []meterCase{
+			{"pktps", band("pktps", 2000), 4000, 100, 2000, 3},
+			{"kbps", band("kbps", 16000), 4000, 1000, 2000, 3}, // 16 Mbit/s of 1000 B
+		}
+	}
+	var cs []meterCase
+	for _, r := range []int{100, 1000, 10000, 20000} {
+		cs = append(cs, meterCase{fmt.Sprintf("pktps-%d", r), band("pktps", r), 2 * r, 100, r, 6})
+	}
+	for _, mbit := range []int{1, 10, 100, 200} {
+		fps := mbit * 1000 / 8
+		cs = append(cs, meterCase{fmt.Sprintf("kbps-%dM", mbit), band("kbps", mbit*1000), 2 * fps, 1000, fps, 6})
+	}
+	return cs
+}
+
 // TestMeterRemarkTrafgen offers trafgen traffic at twice a dscp_remark
 // band's rate through veth ports (pktps and kbps bands), IPv4 with DSCP
 // AF21 and ARP, and logs a benchmark line per run: what the switch
@@ -139,23 +174,18 @@ func TestMeterRemarkTrafgen(t *testing.T) {
 	a, b := nstest.TwoHosts(t)
 	d.start()
 	d.vsctl("add-br", "br0")
-	d.vsctl("add-port", "br0", a.Port, "--", "type=afpacket")
-	d.vsctl("add-port", "br0", b.Port, "--", "type=afpacket")
+	// VSWITCH_METER_PORT_TYPE=afxdp (or "" for the automatic choice)
+	// sweeps through other port drivers.
+	portType, ok := os.LookupEnv("VSWITCH_METER_PORT_TYPE")
+	if !ok {
+		portType = "afpacket"
+	}
+	d.vsctl("add-port", "br0", a.Port, "--", "type="+portType)
+	d.vsctl("add-port", "br0", b.Port, "--", "type="+portType)
 	dir := t.TempDir()
-	for _, c := range []struct {
-		name      string
-		band      string
-		pps, size int
-		ratePkts  int // the band's rate in frames/s, and its bucket
-	}{
-		{"pktps", "pktps,band=type=dscp_remark,rate=2000,prec_level=1", 4000, 100, 2000},
-		{"kbps", "kbps,band=type=dscp_remark,rate=16000,prec_level=1", 4000, 1000, 2000}, // 16 Mbit/s of 1000 B
-	} {
+	for i, c := range meterCases() {
 		t.Run(c.name, func(t *testing.T) {
-			ipM, arpM := 10, 11
-			if c.name == "kbps" {
-				ipM, arpM = 20, 21
-			}
+			ipM, arpM := 10+2*i, 11+2*i
 			d.vsctl("add-meter", "br0", fmt.Sprintf("meter=%d,%s", ipM, c.band))
 			d.vsctl("add-meter", "br0", fmt.Sprintf("meter=%d,%s", arpM, c.band))
 			d.vsctl("del-flows", "br0")
@@ -166,13 +196,12 @@ func TestMeterRemarkTrafgen(t *testing.T) {
 			tally, wg := receiveAll(t, b.NS, b.Dev, stop)
 			defer func() { close(stop); wg.Wait() }()
 
-			const secs = 3
 			send := func(arp bool) (int, time.Duration) {
 				cfg := filepath.Join(dir, fmt.Sprintf("%s-%v.cfg", c.name, arp))
 				if err := os.WriteFile(cfg, []byte(trafgenFrame(b.MAC, c.size, arp, 18)), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				n := c.pps * secs
+				n := c.pps * c.secs
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 				defer cancel()
 				start := time.Now()
@@ -234,9 +263,10 @@ func TestMeterRemarkTrafgen(t *testing.T) {
 				}
 			}
 			span := last.Sub(first).Seconds()
-			t.Logf("BENCH meter %s band (%s), trafgen -b %dpps -n %d of %d B frames (took %.2f s): switch took in %d, arrivals over %.2f s: %d unchanged (%.0f/s beyond the %d-frame bucket), %d remarked (%.0f/s), band rate %d frames/s",
-				c.name, c.band, c.pps, sent, c.size, took.Seconds(), in, span, len(unchanged), float64(len(unchanged)-c.ratePkts)/span,
-				c.ratePkts, len(remarked), float64(len(remarked))/span, c.ratePkts)
+			beyond := float64(len(unchanged)-c.ratePkts) / span
+			t.Logf("BENCH meter %s band (%s), trafgen -b %dpps -n %d of %d B frames (took %.2f s): switch took in %d, arrivals over %.2f s: %d unchanged (%.0f/s beyond the %d-frame bucket, %.1f %% of the band rate), %d remarked (%.0f/s), band rate %d frames/s",
+				c.name, c.band, c.pps, sent, c.size, took.Seconds(), in, span, len(unchanged), beyond,
+				c.ratePkts, 100*beyond/float64(c.ratePkts), len(remarked), float64(len(remarked))/span, c.ratePkts)
 
 			arpSent, _ := send(true)
 			var arpIn, arpPrev uint64
