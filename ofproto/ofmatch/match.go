@@ -7,7 +7,9 @@
 // Field mapping (OXM ↔ flow.Key):
 //
 //	IN_PORT, IN_PHY_PORT  InPort (IN_PHY_PORT must equal IN_PORT)
-//	METADATA              Match.Metadata (not a packet field)
+//	METADATA              Match.Metadata (pipeline state, not a packet field)
+//	NXM reg0-15, OXM      Match.Regs (pipeline state; xregN is Regs[2N:2N+2],
+//	xreg0-7, NXM xxreg0-3 xxregN Regs[4N:4N+4], most significant first)
 //	ETH_DST/SRC/TYPE      EthDst, EthSrc, EthType
 //	VLAN_VID              bit 12 (OFPVID_PRESENT) ↔ VLAN[0].TPID bit 15,
 //	                      bits 0-11 ↔ VLAN[0].TCI bits 0-11
@@ -39,19 +41,64 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
 
-// Match is an OpenFlow 1.3 match: a masked flow key plus the masked
-// metadata register, which is pipeline state rather than a packet field.
-// Key is always masked (Key == Key & Mask, Metadata == Metadata &
-// MetadataMask). The zero Match matches every packet.
+// Pipe is the state the pipeline carries beside the packet: the metadata
+// register and the register file. No header holds it: it is zero when a
+// packet enters the pipeline, so it never needs megaflow bits; what a walk
+// writes into it is a constant of that walk.
+type Pipe struct {
+	Metadata uint64
+	Regs     [ofpwire.NumRegs]uint32
+}
+
+// And returns p masked by m.
+func (p *Pipe) And(m *Pipe) Pipe {
+	r := Pipe{Metadata: p.Metadata & m.Metadata}
+	for i := range r.Regs {
+		r.Regs[i] = p.Regs[i] & m.Regs[i]
+	}
+	return r
+}
+
+// IsZero reports whether every bit of p is 0.
+func (p *Pipe) IsZero() bool { return *p == Pipe{} }
+
+// Covers reports whether every bit of m is in p (p, m masks).
+func (p *Pipe) Covers(m *Pipe) bool {
+	if m.Metadata&^p.Metadata != 0 {
+		return false
+	}
+	for i := range m.Regs {
+		if m.Regs[i]&^p.Regs[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Reg returns count (at most 2) registers from first as one number, the
+// first most significant: a reg or an xreg.
+func (p *Pipe) Reg(first, count int) uint64 {
+	var v uint64
+	for i := first; i < first+count; i++ {
+		v = v<<32 | uint64(p.Regs[i])
+	}
+	return v
+}
+
+// Match is an OpenFlow match: a masked flow key plus the masked pipeline
+// state (metadata and registers), which is not a packet field. Key and
+// Pipe are always masked (Key == Key & Mask, Pipe == Pipe & PipeMask).
+// The zero Match matches every packet.
 type Match struct {
 	flow.Match
-	Metadata, MetadataMask uint64
+	Pipe
+	PipeMask Pipe
 }
 
 // Matches reports whether a packet with key k, at a point of the pipeline
-// where the metadata register holds metadata, matches m.
-func (m *Match) Matches(k *flow.Key, metadata uint64) bool {
-	return metadata&m.MetadataMask == m.Metadata && k.MatchesMasked(&m.Mask, &m.Key)
+// where its state is pipe, matches m.
+func (m *Match) Matches(k *flow.Key, pipe *Pipe) bool {
+	return pipe.And(&m.PipeMask) == m.Pipe && k.MatchesMasked(&m.Mask, &m.Key)
 }
 
 // TransportFields returns the OXM fields that hold the key's TpSrc and
@@ -214,7 +261,25 @@ func FromOXM(om ofpwire.Match) (Match, error) {
 				return Match{}, matchErr(ofpwire.BMCBadValue)
 			}
 		case ofpwire.XMTypeMetadata:
-			m.Metadata, m.MetadataMask = v, vm
+			m.Metadata, m.PipeMask.Metadata = v, vm
+		default:
+			if first, count, ok := ofpwire.IsReg(o.Field); ok {
+				// Views of one register file: two fields covering one
+				// register are a duplicate, as in Open vSwitch.
+				for i := range count {
+					if m.PipeMask.Regs[first+i] != 0 {
+						return Match{}, matchErr(ofpwire.BMCDupField)
+					}
+				}
+				val, msk := o.Value, o.Mask
+				if !o.HasMask {
+					msk = allOnes16[:len(val)]
+				}
+				for i := range count {
+					m.Regs[first+i] = be32(val[4*i:])
+					m.PipeMask.Regs[first+i] = be32(msk[4*i:])
+				}
+			}
 		case ofpwire.XMTypeEthDst:
 			k.EthDst, mk.EthDst = mac(o)
 		case ofpwire.XMTypeEthSrc:
@@ -338,6 +403,10 @@ func appendTransport(fs []ofpwire.OXM, k, mk *flow.Key, src, dst ofpwire.XMType)
 	return fs
 }
 
+func be32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
 var allOnes16 = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 
 // ToOXM returns the shortest OXM list with the meaning of m, fields in the
@@ -351,8 +420,8 @@ func ToOXM(m *Match) ofpwire.Match {
 	if mk.InPort != 0 {
 		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeInPort, uint64(k.InPort)))
 	}
-	if m.MetadataMask != 0 {
-		fs = oxmUint(fs, ofpwire.XMTypeMetadata, m.Metadata, m.MetadataMask, ^uint64(0))
+	if m.PipeMask.Metadata != 0 {
+		fs = oxmUint(fs, ofpwire.XMTypeMetadata, m.Metadata, m.PipeMask.Metadata, ^uint64(0))
 	}
 	if mk.EthDst != ([6]byte{}) {
 		fs = oxmMAC(fs, ofpwire.XMTypeEthDst, k.EthDst, mk.EthDst)
@@ -466,6 +535,11 @@ func ToOXM(m *Match) ofpwire.Match {
 	}
 	if mk.Tun.Dst != ([16]byte{}) {
 		fs = tunAddrOXM(fs, ofpwire.XMTypeTunIPv4Dst, ofpwire.XMTypeTunIPv6Dst, k.Tun.Dst, mk.Tun.Dst)
+	}
+	for i, rm := range m.PipeMask.Regs {
+		if rm != 0 {
+			fs = oxmUint(fs, ofpwire.XMTypeReg0+ofpwire.XMType(i), uint64(m.Regs[i]), uint64(rm), 0xffffffff)
+		}
 	}
 	if m := mk.Tun.Flags & flow.TunFlagsPublic; m != 0 {
 		// Always masked, as ovs-ofctl sends it: NXM_NX_TUN_FLAGS_W(0001/0001).

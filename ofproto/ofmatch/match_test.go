@@ -1,6 +1,7 @@
 package ofmatch
 
 import (
+	"bytes"
 	"errors"
 	"math/rand/v2"
 	"testing"
@@ -109,7 +110,7 @@ func TestFieldMapping(t *testing.T) {
 		k.InPort, m.InPort = 3, ^uint32(0)
 	})
 	m := mustFrom(t, oxms(um(ofpwire.XMTypeMetadata, 0x50, 0xf0)))
-	if m.Metadata != 0x50 || m.MetadataMask != 0xf0 || !m.Mask.IsZero() {
+	if m.Metadata != 0x50 || m.PipeMask.Metadata != 0xf0 || !m.Mask.IsZero() {
 		t.Errorf("metadata: %+v", m)
 	}
 }
@@ -393,7 +394,7 @@ func TestOXMRoundTrip(t *testing.T) {
 			t.Fatalf("case %d: FromOXM(%v): %v", i, x.Fields, err)
 		}
 		if m.Key != func() flow.Key { var k flow.Key; m.Key.ApplyMask(&m.Mask, &k); return k }() ||
-			m.Metadata&^m.MetadataMask != 0 {
+			m.Metadata&^m.PipeMask.Metadata != 0 {
 			t.Fatalf("case %d: key not masked: %+v", i, m)
 		}
 		y := ToOXM(&m)
@@ -436,6 +437,50 @@ func TestOXMRoundTrip(t *testing.T) {
 	for f := ofpwire.XMType(0); f < ofpwire.NumBasicFields; f++ {
 		if f != ofpwire.XMTypeInPhyPort && fieldsSeen[f] < 25 {
 			t.Errorf("field %v produced only %d times", f, fieldsSeen[f])
+		}
+	}
+}
+
+// TestRegisterViews: reg, xreg (OpenFlow 1.5's packet registers, class
+// 0x8001) and xxreg fields land in one register file, most significant
+// word first, survive the wire both ways, and two views of one register in
+// a match are a duplicate.
+func TestRegisterViews(t *testing.T) {
+	xx := ofpwire.NewMaskedOXM(ofpwire.XMTypeXXReg0+1,
+		[]byte{0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4},
+		[]byte{0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	om := oxms(u(ofpwire.XMTypeReg0+3, 7), um(ofpwire.XMTypeXReg0, 0x0000000500000006, 0xffffffff0000ffff), xx)
+	wire, err := ofpwire.Encode(1, &ofpwire.FlowMod{Match: om, BufferID: 0xffffffff, OutPort: 0xffffffff, OutGroup: 0xffffffff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(wire, []byte{0x80, 0x01, 0x01, 0x10}) { // OXM_OF_PKT_REG0, masked, 16 bytes
+		t.Errorf("xreg0 not sent as class 0x8001: % x", wire)
+	}
+	h, body, err := ofpwire.ReadMessage(bytes.NewReader(wire), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := ofpwire.Decode(h, body[ofpwire.HeaderLen:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mustFrom(t, msg.(*ofpwire.FlowMod).Match)
+	want := [ofpwire.NumRegs]uint32{0: 5, 1: 6, 3: 7, 4: 1, 5: 2, 6: 3, 7: 4}
+	wantMask := [ofpwire.NumRegs]uint32{0: 0xffffffff, 1: 0xffff, 3: 0xffffffff, 4: 0xff, 5: 0xffffffff, 6: 0xffffffff, 7: 0xffffffff}
+	if m.Regs != want || m.PipeMask.Regs != wantMask {
+		t.Errorf("registers %x mask %x, want %x %x", m.Regs, m.PipeMask.Regs, want, wantMask)
+	}
+	back := mustFrom(t, ToOXM(&m))
+	if back != m {
+		t.Errorf("ToOXM does not read back: %+v", back)
+	}
+	for _, dup := range []ofpwire.Match{
+		oxms(u(ofpwire.XMTypeReg0+1, 1), u(ofpwire.XMTypeXReg0, 1)),
+		oxms(u(ofpwire.XMTypeXReg0+2, 1), um(ofpwire.XMTypeXXReg0+1, 0, 0)),
+	} {
+		if _, err := FromOXM(dup); !errors.Is(err, bad(ofpwire.BMCDupField)) {
+			t.Errorf("%v: %v, want DUP_FIELD", dup, err)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 
 	"github.com/google/gopacket"
@@ -100,7 +101,7 @@ func TestMatchesExtractedKeys(t *testing.T) {
 			for _, h := range c.hits {
 				want = want || h == name
 			}
-			if got := m.Matches(k, c.md); got != want {
+			if got := m.Matches(k, &ofmatch.Pipe{Metadata: c.md}); got != want {
 				t.Errorf("%q on %s (%s): Matches = %v, want %v", c.flow, name, k.String(), got, want)
 			}
 		}

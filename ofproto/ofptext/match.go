@@ -165,6 +165,10 @@ func FormatMatch(m *ofmatch.Match) string {
 			out = append(out, "tun_ipv6_src="+ipv6Masked(o))
 		case ofpwire.XMTypeTunIPv6Dst:
 			out = append(out, "tun_ipv6_dst="+ipv6Masked(o))
+		default:
+			if first, _, ok := ofpwire.IsReg(o.Field); ok {
+				out = append(out, fmt.Sprintf("reg%d=%s", first, hexMasked(v, vm, 0xffffffff)))
+			}
 		case ofpwire.XMTypeTunFlags:
 			if v&flow.TunFlagOAM != 0 {
 				out = append(out, "tun_flags=+oam")
@@ -530,7 +534,20 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 		case "mpls_bos":
 			err = parseExact(val, 1, ofpwire.XMTypeMPLSBOS, setU)
 		default:
-			err = matchErrorf("unknown field %q", name)
+			first, count, ok := regName(name)
+			if !ok {
+				err = matchErrorf("unknown field %q", name)
+				break
+			}
+			var v, m []uint32
+			if v, m, err = parseRegValue(val, count); err != nil {
+				break
+			}
+			for i := range count {
+				if err = setU(ofpwire.XMTypeReg0+ofpwire.XMType(first+i), uint64(v[i]), uint64(m[i])); err != nil {
+					break
+				}
+			}
 		}
 		if err != nil {
 			return ofmatch.Match{}, err
@@ -757,4 +774,78 @@ func parseIPv6(s string, f *field) error {
 		return err
 	}
 	return setBytes(f, v, m, masked)
+}
+
+// regName reads a register's name: regN (N < 16), xregN (N < 8), xxregN
+// (N < 4), as the registers first..first+count-1 of the register file.
+func regName(name string) (first, count int, ok bool) {
+	for _, r := range []struct {
+		prefix string
+		count  int
+	}{{"xxreg", 4}, {"xreg", 2}, {"reg", 1}} {
+		n, found := strings.CutPrefix(name, r.prefix)
+		if !found {
+			continue
+		}
+		i, err := strconv.Atoi(n)
+		if err != nil || i < 0 || i >= ofpwire.NumRegs/r.count || n != strconv.Itoa(i) {
+			return 0, 0, false
+		}
+		return i * r.count, r.count, true
+	}
+	return 0, 0, false
+}
+
+// parseRegValue reads value[/mask] for a register view of count 32-bit
+// registers (decimal, or hex up to 32×count bits), as words most
+// significant first; the mask is all ones when absent.
+func parseRegValue(s string, count int) (v, m []uint32, err error) {
+	vs, ms, masked := strings.Cut(s, "/")
+	if v, err = parseWords(vs, count); err != nil {
+		return nil, nil, err
+	}
+	m = make([]uint32, count)
+	for i := range m {
+		m[i] = ^uint32(0)
+	}
+	if masked {
+		if m, err = parseWords(ms, count); err != nil {
+			return nil, nil, err
+		}
+	}
+	for i := range v {
+		v[i] &= m[i]
+	}
+	return v, m, nil
+}
+
+// parseWords reads a number of up to 32×count bits: decimal (64 bits at
+// most) or 0x-hex of any width up to it.
+func parseWords(s string, count int) ([]uint32, error) {
+	w := make([]uint32, count)
+	hex, isHex := strings.CutPrefix(strings.ToLower(s), "0x")
+	if !isHex {
+		v, err := strconv.ParseUint(s, 10, min(64, 32*count))
+		if err != nil {
+			return nil, matchErrorf("bad number %q", s)
+		}
+		w[count-1] = uint32(v)
+		if count > 1 {
+			w[count-2] = uint32(v >> 32)
+		}
+		return w, nil
+	}
+	if hex == "" || len(hex) > 8*count {
+		return nil, matchErrorf("bad number %q (at most %d bits)", s, 32*count)
+	}
+	for i := 0; len(hex) > 0; i++ {
+		cut := max(0, len(hex)-8)
+		d, err := strconv.ParseUint(hex[cut:], 16, 32)
+		if err != nil {
+			return nil, matchErrorf("bad number %q", s)
+		}
+		w[count-1-i] = uint32(d)
+		hex = hex[:cut]
+	}
+	return w, nil
 }

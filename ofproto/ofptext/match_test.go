@@ -228,11 +228,11 @@ func TestTunnelFieldsRoundTrip(t *testing.T) {
 	m, _ := ParseMatch("tun_flags=+oam")
 	var k flow.Key
 	k.Tun.Flags = flow.TunFlagOAM | flow.TunFlagKey
-	if !m.Matches(&k, 0) {
+	if !m.Matches(&k, &ofmatch.Pipe{}) {
 		t.Error("an OAM packet does not match tun_flags=+oam")
 	}
 	k.Tun.Flags = flow.TunFlagKey
-	if m.Matches(&k, 0) {
+	if m.Matches(&k, &ofmatch.Pipe{}) {
 		t.Error("a non-OAM packet matches tun_flags=+oam")
 	}
 	if n, _ := ParseMatch("tun_flags=oam"); n != m {
@@ -247,11 +247,51 @@ func TestTunnelFieldsRoundTrip(t *testing.T) {
 	m, _ = ParseMatch("tun_src=198.18.20.1")
 	k = flow.Key{}
 	k.Tun.Src = [16]byte{10: 0xff, 11: 0xff, 198, 18, 20, 1}
-	if !m.Matches(&k, 0) {
+	if !m.Matches(&k, &ofmatch.Pipe{}) {
 		t.Error("IPv4 underlay packet does not match tun_src")
 	}
 	k.Tun.Src = [16]byte{12: 198, 13: 18, 14: 20, 15: 1} // ::198.18.20.1, an IPv6 address
-	if m.Matches(&k, 0) {
+	if m.Matches(&k, &ofmatch.Pipe{}) {
 		t.Error("IPv6 underlay packet matches tun_src")
+	}
+}
+
+// TestRegisterMatches: reg, xreg and xxreg are views of one register file;
+// each reads into 32-bit registers and prints back as regN, masked where
+// not every bit is matched.
+func TestRegisterMatches(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"reg0=5", "reg0=0x5"},
+		{"reg15=0x5/0xff", "reg15=0x5/0xff"},
+		{"NXM_NX_REG3=1", ""},
+		{"xreg0=0x100000002", "reg0=0x1,reg1=0x2"},
+		{"xreg7=0xff/0xffff0000ffff", "reg14=0/0xffff,reg15=0xff/0xffff"},
+		{"xxreg1=0x1000000020000000300000004", "reg4=0x1,reg5=0x2,reg6=0x3,reg7=0x4"},
+		{"xxreg3=7", "reg12=0,reg13=0,reg14=0,reg15=0x7"}, // all 128 bits exact
+		{"reg16=1", ""},
+		{"xreg8=1", ""},
+		{"reg0=0x100000000", ""},
+		{"reg0=1,xreg0=1", ""}, // xreg0=1 says reg0=0
+		{"reg0=1,reg0=2", ""},
+		{"ip,reg2=0x10/0xf0,metadata=0x7", "ip,metadata=0x7,reg2=0x10/0xf0"},
+	} {
+		m, err := ParseMatch(c.in)
+		if c.want == "" {
+			if err == nil {
+				t.Errorf("%q: accepted as %q", c.in, FormatMatch(&m))
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", c.in, err)
+			continue
+		}
+		if got := FormatMatch(&m); got != c.want {
+			t.Errorf("%q: printed %q, want %q", c.in, got, c.want)
+		}
+		again, err := ParseMatch(FormatMatch(&m))
+		if err != nil || again != m {
+			t.Errorf("%q: does not read back: %v", c.in, err)
+		}
 	}
 }

@@ -20,8 +20,8 @@ const defaultTraceTTL = 64
 // e.g. "in_port=1,tcp,nw_dst=198.18.0.2,tp_dst=80": every field exact
 // (a mask is refused, a packet has one value), fields not named zero,
 // except the IP TTL, which nw_ttl=N sets and which is otherwise 64. A VLAN
-// named by dl_vlan or vlan_tci gets TPID 0x8100. Metadata is refused: it
-// is pipeline state, and every trace starts with it 0. in_port may name a
+// named by dl_vlan or vlan_tci gets TPID 0x8100. Metadata and registers
+// are refused: they are pipeline state, and every trace starts with them 0. in_port may name a
 // port through opts, as in a flow; a name opts does not know is an
 // *UnknownPortError.
 func ParseTraceFlow(s string, opts ParseFlowOptions) (flow.Key, error) {
@@ -50,8 +50,8 @@ func ParseTraceFlow(s string, opts ParseFlowOptions) (flow.Key, error) {
 	if err != nil {
 		return flow.Key{}, fmt.Errorf("trace flow: %w", err)
 	}
-	if m.MetadataMask != 0 {
-		return flow.Key{}, errors.New("trace flow: metadata is pipeline state, not a packet field")
+	if !m.PipeMask.IsZero() {
+		return flow.Key{}, errors.New("trace flow: metadata and registers are pipeline state, not packet fields")
 	}
 	for _, o := range ofmatch.ToOXM(&m).Fields {
 		if o.HasMask {

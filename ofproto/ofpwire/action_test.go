@@ -41,7 +41,7 @@ func TestActionErrors(t *testing.T) {
 		{"experimenter short", "ffff 0004 00000000", BACBadLen},
 		{"set_field masked", "0019 0010 80000d04 00010fff 00000000", BACBadSetArgument},
 		{"set_field unknown field", "0019 0010 80005004 00000001 00000000", BACBadSetType},
-		{"set_field nicira class", "0019 0010 00010004 00000001 00000000", BACBadSetType},
+		{"set_field unknown nicira field", "0019 0010 0001fe04 00000001 00000000", BACBadSetType},
 		{"set_field action too long", "0019 0018 80000004 00000001 00000000 00000000 00000000", BACBadSetLen},
 		{"set_field oxm len wrong", "0019 0010 80000003 00000100 00000000", BACBadSetLen},
 		{"set_field oxm overruns", "0019 0008 80000004", BACBadSetLen},

@@ -16,64 +16,135 @@ const NumBasicFields = 40
 
 // ClassNXM1 is Open vSwitch's NXM_NX class (0x0001). OpenFlow 1.3 clients
 // such as "ovs-ofctl -O OpenFlow13" put the Nicira fields they have no
-// basic OXM for (tun_src, tun_dst, ...) in OXM TLVs of this class.
+// basic OXM for (tun_src, tun_dst, registers, ...) in OXM TLVs of this
+// class.
 const ClassNXM1 ofp.XMClass = 0x0001
 
-// Nicira-class fields this switch knows. An OXM of class ClassNXM1 holds one
-// of these internal numbers in Field (they continue the basic numbering,
-// so that tables indexed by field never see two fields with one number);
-// parsing and encoding translate them to and from the NXM field numbers on
-// the wire (OVS's NXM_NX_TUN_IPV4_SRC(31), _DST(32), NXM_NX_TUN_IPV6_SRC
-// (109), _DST(110), NXM_NX_TUN_FLAGS(104)).
+// ClassNXM0 is Open vSwitch's NXM_OF class (0x0000): the standard fields
+// as Nicira numbered them before OXM, which the Nicira actions (reg_move,
+// reg_load, ...) still name fields by. Only field headers use it here;
+// a match never does.
+const ClassNXM0 ofp.XMClass = 0x0000
+
+// ClassPacketRegs is OpenFlow 1.5's OFPXMC_PACKET_REGS (0x8001): the 64-bit
+// packet registers xreg0-7 (OXM_OF_PKT_REG<N>).
+const ClassPacketRegs ofp.XMClass = 0x8001
+
+// The pipeline's register file: sixteen 32-bit registers reg0-15, viewed
+// also as eight 64-bit xreg0-7 (xregN is reg2N:reg2N+1, reg2N the high
+// half) and four 128-bit xxreg0-3 (xxregN is reg4N..reg4N+3, reg4N the
+// highest word), as in Open vSwitch. Registers are pipeline state, zero
+// when a packet enters the pipeline, like metadata.
+const (
+	NumRegs   = 16
+	NumXRegs  = NumRegs / 2
+	NumXXRegs = NumRegs / 4
+)
+
+// Fields outside OpenFlow 1.3's basic class that this switch knows. An
+// OXM of such a field holds one of these internal numbers in Field (they
+// continue the basic numbering, so that tables indexed by field never see
+// two fields with one number); parsing and encoding translate them to and
+// from their class and field number on the wire (OVS's
+// NXM_NX_TUN_IPV4_SRC(31), _DST(32), NXM_NX_TUN_IPV6_SRC(109), _DST(110),
+// NXM_NX_TUN_FLAGS(104), NXM_NX_REG0-15(0-15), NXM_NX_XXREG0-3(111-114),
+// OXM_OF_PKT_REG0-7(0-7)).
 const (
 	XMTypeTunIPv4Src ofp.XMType = NumBasicFields + iota
 	XMTypeTunIPv4Dst
 	XMTypeTunIPv6Src
 	XMTypeTunIPv6Dst
 	XMTypeTunFlags
-	// NumFields bounds every field number, basic or Nicira.
-	NumFields = NumBasicFields + 5
+	// XMTypeReg0 is reg0; reg N is XMTypeReg0+N.
+	XMTypeReg0
+	// XMTypeXReg0 is xreg0; xreg N is XMTypeXReg0+N.
+	XMTypeXReg0 = XMTypeReg0 + NumRegs
+	// XMTypeXXReg0 is xxreg0; xxreg N is XMTypeXXReg0+N.
+	XMTypeXXReg0 = XMTypeXReg0 + NumXRegs
 )
 
-// nxmFields are the Nicira fields by internal number: wire number, size,
-// maskability.
-var nxmFields = [NumFields - NumBasicFields]struct {
-	wire ofp.XMType
+// NumFields bounds every field number, basic or extension (untyped, for
+// array sizes and int comparisons alike).
+const NumFields = NumBasicFields + 5 + NumRegs + NumXRegs + NumXXRegs
+
+var _ = [1]int{}[int(XMTypeXXReg0)+NumXXRegs-NumFields] // NumFields counts every field above
+
+// extField is an extension field: its class and number on the wire, size
+// and maskability.
+type extField struct {
+	class ofp.XMClass
+	wire  ofp.XMType
 	fieldInfo
-}{
-	{31, fieldInfo{4, true, 0}},
-	{32, fieldInfo{4, true, 0}},
-	{109, fieldInfo{16, true, 0}},
-	{110, fieldInfo{16, true, 0}},
-	{104, fieldInfo{2, true, 0}},
 }
 
-// IsNXM reports whether f is one of the Nicira-class fields above.
+// extFields are the extension fields by internal number.
+var extFields = func() (fs [NumFields - NumBasicFields]extField) {
+	fs[XMTypeTunIPv4Src-NumBasicFields] = extField{ClassNXM1, 31, fieldInfo{4, true, 0}}
+	fs[XMTypeTunIPv4Dst-NumBasicFields] = extField{ClassNXM1, 32, fieldInfo{4, true, 0}}
+	fs[XMTypeTunIPv6Src-NumBasicFields] = extField{ClassNXM1, 109, fieldInfo{16, true, 0}}
+	fs[XMTypeTunIPv6Dst-NumBasicFields] = extField{ClassNXM1, 110, fieldInfo{16, true, 0}}
+	fs[XMTypeTunFlags-NumBasicFields] = extField{ClassNXM1, 104, fieldInfo{2, true, 0}}
+	for i := range NumRegs {
+		fs[XMTypeReg0+ofp.XMType(i)-NumBasicFields] = extField{ClassNXM1, ofp.XMType(i), fieldInfo{4, true, 0}}
+	}
+	for i := range NumXRegs {
+		fs[XMTypeXReg0+ofp.XMType(i)-NumBasicFields] = extField{ClassPacketRegs, ofp.XMType(i), fieldInfo{8, true, 0}}
+	}
+	for i := range NumXXRegs {
+		fs[XMTypeXXReg0+ofp.XMType(i)-NumBasicFields] = extField{ClassNXM1, 111 + ofp.XMType(i), fieldInfo{16, true, 0}}
+	}
+	return fs
+}()
+
+// extByWire finds an extension field by class and wire number.
+func extByWire(class ofp.XMClass, wire ofp.XMType) (ofp.XMType, bool) {
+	for i, f := range extFields {
+		if f.class == class && f.wire == wire {
+			return NumBasicFields + ofp.XMType(i), true
+		}
+	}
+	return 0, false
+}
+
+// IsNXM reports whether f is one of the extension fields above (Nicira's
+// or OpenFlow 1.5's packet registers).
 func IsNXM(f ofp.XMType) bool { return f >= NumBasicFields && f < NumFields }
+
+// IsReg reports whether f is a view of the register file (reg, xreg or
+// xxreg), and if so which registers it covers: count 32-bit registers
+// from first, the first the most significant.
+func IsReg(f ofp.XMType) (first, count int, ok bool) {
+	switch {
+	case f >= XMTypeReg0 && f < XMTypeXReg0:
+		return int(f - XMTypeReg0), 1, true
+	case f >= XMTypeXReg0 && f < XMTypeXXReg0:
+		return 2 * int(f-XMTypeXReg0), 2, true
+	case f >= XMTypeXXReg0 && f < NumFields:
+		return 4 * int(f-XMTypeXXReg0), 4, true
+	}
+	return 0, 0, false
+}
 
 // ClassOf returns the class an OXM of field f is encoded in.
 func ClassOf(f ofp.XMType) ofp.XMClass {
 	if IsNXM(f) {
-		return ClassNXM1
+		return extFields[f-NumBasicFields].class
 	}
 	return ofp.XMClassOpenflowBasic
 }
 
 // knownField reports whether o is a field this package describes (a basic
-// field, or a Nicira field under its internal number).
+// field, or an extension field under its internal number).
 func knownField(o OXM) bool {
-	switch o.Class {
-	case ofp.XMClassOpenflowBasic:
+	if o.Class == ofp.XMClassOpenflowBasic {
 		return int(o.Field) < NumBasicFields
-	case ClassNXM1:
-		return IsNXM(o.Field)
 	}
-	return false
+	return IsNXM(o.Field) && ClassOf(o.Field) == o.Class
 }
 
 func info(f ofp.XMType) fieldInfo {
 	if IsNXM(f) {
-		return nxmFields[f-NumBasicFields].fieldInfo
+		return extFields[f-NumBasicFields].fieldInfo
 	}
 	return basicFields[f]
 }
@@ -166,11 +237,11 @@ func (o OXM) Header() uint32 {
 	return OXMHeader(o.Class, o.Field, o.HasMask, len(o.Value)+len(o.Mask))
 }
 
-// OXMHeader builds a 32-bit OXM header. A Nicira field given by its
-// internal number is written with its NXM number.
+// OXMHeader builds a 32-bit OXM header. An extension field given by its
+// internal number is written with its number on the wire.
 func OXMHeader(class ofp.XMClass, field ofp.XMType, hasMask bool, length int) uint32 {
-	if class == ClassNXM1 && IsNXM(field) {
-		field = nxmFields[field-NumBasicFields].wire
+	if IsNXM(field) && ClassOf(field) == class {
+		field = extFields[field-NumBasicFields].wire
 	}
 	h := uint32(class)<<16 | uint32(field&0x7f)<<9 | uint32(length&0xff)
 	if hasMask {
@@ -271,19 +342,13 @@ func parseOXM(b []byte) (OXM, int, error) {
 	if plen > len(b)-4 {
 		return OXM{}, 0, errMatchLen
 	}
-	if o.Class == ClassNXM1 {
-		o.Field = ofp.XMType(hdr >> 9 & 0x7f)
-		found := false
-		for i, f := range nxmFields {
-			if f.wire == o.Field {
-				o.Field, found = NumBasicFields+ofp.XMType(i), true
-				break
-			}
-		}
-		if !found {
+	if o.Class != ofp.XMClassOpenflowBasic {
+		f, ok := extByWire(o.Class, o.Field)
+		if !ok {
 			return OXM{}, 0, errMatchField
 		}
-	} else if o.Class != ofp.XMClassOpenflowBasic || int(o.Field) >= NumBasicFields {
+		o.Field = f
+	} else if int(o.Field) >= NumBasicFields {
 		return OXM{}, 0, errMatchField
 	}
 	fi := info(o.Field)
@@ -323,7 +388,7 @@ func appendOXM(b []byte, o OXM) ([]byte, error) {
 	if o.HasMask != (o.Mask != nil) || (o.HasMask && len(o.Mask) != len(o.Value)) {
 		return b, fmt.Errorf("ofpwire: OXM %v: mask does not match value", o.Field)
 	}
-	if o.Class == ofp.XMClassOpenflowBasic || o.Class == ClassNXM1 {
+	if o.Class == ofp.XMClassOpenflowBasic || knownField(o) {
 		size, maskable, ok := FieldSize(o.Field)
 		ok = ok && knownField(o)
 		if !ok || len(o.Value) != size || (o.HasMask && !maskable) {

@@ -125,7 +125,7 @@ func TestNXMTunnelFields(t *testing.T) {
 		t.Error("Field(XMTypeTunIPv4Dst) not found")
 	}
 	// An NXM field this switch does not know is BAD_FIELD.
-	unknown := []byte{0, 1, 0, 12, 0x00, 0x01, 0x00, 0x04, 0, 0, 0, 1, 0, 0, 0, 0} // NXM_NX_REG0
+	unknown := []byte{0, 1, 0, 12, 0x00, 0x01, 0xfe, 0x04, 0, 0, 0, 1, 0, 0, 0, 0} // NXM_NX field 127
 	if _, _, err := parseMatch(unknown); err != errMatchField {
 		t.Errorf("unknown NXM field: %v", err)
 	}
@@ -140,7 +140,8 @@ func TestMatchErrors(t *testing.T) {
 		code uint16
 	}{
 		{"unknown field", oxmBytes(40, false, 0, 0, 0, 0), BMCBadField},
-		{"unknown class", append(be.AppendUint32(nil, OXMHeader(ofp.XMClassNicira1, 1, false, 4)), 0, 0, 0, 1), BMCBadField},
+		{"unknown NXM field", append(be.AppendUint32(nil, OXMHeader(ofp.XMClassNicira1, 127, false, 4)), 0, 0, 0, 1), BMCBadField},
+		{"unknown class", append(be.AppendUint32(nil, OXMHeader(0x8002, 1, false, 4)), 0, 0, 0, 1), BMCBadField},
 		{"experimenter class", append(be.AppendUint32(nil, OXMHeader(ofp.XMClassExperimenter, 1, false, 4)), 0, 0, 0, 1), BMCBadField},
 		{"duplicate", append(oxmBytes(ofp.XMTypeInPort, false, 0, 0, 0, 1), oxmBytes(ofp.XMTypeInPort, false, 0, 0, 0, 2)...), BMCDupField},
 		{"value outside mask", oxmBytes(ofp.XMTypeIPv4Src, true, 10, 0, 0, 1, 255, 0, 0, 0), BMCBadWildcards},

@@ -7,20 +7,20 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 )
 
-// bucketKey is what one subtable hashes on: a key and metadata register
+// bucketKey is what one subtable hashes on: a key and pipeline state
 // already masked by the subtable's masks.
 type bucketKey struct {
-	key flow.Key
-	md  uint64
+	key  flow.Key
+	pipe ofmatch.Pipe
 }
 
 // subtable holds every entry of a table whose match has one particular
-// (key mask, metadata mask) pair. Entries with the same masked key share a
+// (key mask, pipeline state mask) pair. Entries with the same masked key share a
 // bucket, kept sorted by descending priority, so a lookup is one map probe
 // per subtable and the bucket's first entry is the subtable's answer.
 type subtable struct {
 	mask     flow.Mask
-	metaMask uint64
+	pipeMask ofmatch.Pipe
 	buckets  map[bucketKey][]*Entry
 	count    int
 	maxPrio  int // highest priority of any entry; -1 when empty
@@ -34,19 +34,19 @@ type table struct {
 	count int
 }
 
-// sameMasks reports whether the subtable holds matches with masks (m, mm).
-func (st *subtable) sameMasks(m *flow.Mask, mm uint64) bool {
-	return st.metaMask == mm && st.mask.Equal(m)
+// sameMasks reports whether the subtable holds matches with masks (m, pm).
+func (st *subtable) sameMasks(m *flow.Mask, pm *ofmatch.Pipe) bool {
+	return st.pipeMask == *pm && st.mask.Equal(m)
 }
 
 func bucketKeyOf(m *ofmatch.Match) bucketKey {
-	return bucketKey{key: m.Key, md: m.Metadata}
+	return bucketKey{key: m.Key, pipe: m.Pipe}
 }
 
-// find returns the subtable with masks (m, mm), or nil.
-func (t *table) find(m *flow.Mask, mm uint64) *subtable {
+// find returns the subtable with masks (m, pm), or nil.
+func (t *table) find(m *flow.Mask, pm *ofmatch.Pipe) *subtable {
 	for _, st := range t.subs {
-		if st.sameMasks(m, mm) {
+		if st.sameMasks(m, pm) {
 			return st
 		}
 	}
@@ -55,7 +55,7 @@ func (t *table) find(m *flow.Mask, mm uint64) *subtable {
 
 // findStrict returns the entry with exactly match m and priority prio.
 func (t *table) findStrict(m *ofmatch.Match, prio uint16) *Entry {
-	st := t.find(&m.Mask, m.MetadataMask)
+	st := t.find(&m.Mask, &m.PipeMask)
 	if st == nil {
 		return nil
 	}
@@ -69,9 +69,9 @@ func (t *table) findStrict(m *ofmatch.Match, prio uint16) *Entry {
 
 // insert adds e, which must not duplicate an existing (match, priority).
 func (t *table) insert(e *Entry) {
-	st := t.find(&e.Match.Mask, e.Match.MetadataMask)
+	st := t.find(&e.Match.Mask, &e.Match.PipeMask)
 	if st == nil {
-		st = &subtable{mask: e.Match.Mask, metaMask: e.Match.MetadataMask,
+		st = &subtable{mask: e.Match.Mask, pipeMask: e.Match.PipeMask,
 			buckets: make(map[bucketKey][]*Entry), maxPrio: -1}
 		t.subs = append(t.subs, st)
 	}
@@ -92,7 +92,7 @@ func (t *table) insert(e *Entry) {
 
 // remove takes e out of the table; e must be in it.
 func (t *table) remove(e *Entry) {
-	st := t.find(&e.Match.Mask, e.Match.MetadataMask)
+	st := t.find(&e.Match.Mask, &e.Match.PipeMask)
 	bk := bucketKeyOf(&e.Match)
 	b := st.buckets[bk]
 	for i := range b {
@@ -145,13 +145,13 @@ func (t *table) each(fn func(*Entry)) {
 	}
 }
 
-// lookup returns the highest-priority entry matching (k, md) and ORs into
-// wc/wcMeta the masks of every subtable it probed. The subtable order does
+// lookup returns the highest-priority entry matching (k, pipe) and ORs
+// into wc and wcPipe the masks of every subtable it probed. The subtable order does
 // not depend on the key and every probe depends only on bits now in wc, so a
 // key equal to k under wc probes the same subtables with the same results
 // and gets the same answer. Among entries of equal priority the one in the
 // earliest subtable (in the current order) wins.
-func (t *table) lookup(k *flow.Key, md uint64, wc *flow.Mask, wcMeta *uint64) *Entry {
+func (t *table) lookup(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *ofmatch.Pipe) *Entry {
 	var best *Entry
 	var bk bucketKey
 	for _, st := range t.subs {
@@ -161,11 +161,14 @@ func (t *table) lookup(k *flow.Key, md uint64, wc *flow.Mask, wcMeta *uint64) *E
 		if wc != nil {
 			wc.Or(&st.mask)
 		}
-		if wcMeta != nil {
-			*wcMeta |= st.metaMask
+		if wcPipe != nil {
+			wcPipe.Metadata |= st.pipeMask.Metadata
+			for i, r := range st.pipeMask.Regs {
+				wcPipe.Regs[i] |= r
+			}
 		}
 		k.ApplyMask(&st.mask, &bk.key)
-		bk.md = md & st.metaMask
+		bk.pipe = pipe.And(&st.pipeMask)
 		if b, ok := st.buckets[bk]; ok {
 			if e := b[0]; best == nil || e.Priority > best.Priority {
 				best = e
@@ -184,12 +187,12 @@ func (t *table) overlaps(m *ofmatch.Match, prio uint16, skip *Entry) bool {
 		}
 		var common flow.Mask
 		m.Mask.ApplyMask(&st.mask, &common)
-		cmeta := m.MetadataMask & st.metaMask
-		if common.Equal(&st.mask) && cmeta == st.metaMask {
+		cpipe := m.PipeMask.And(&st.pipeMask)
+		if common.Equal(&st.mask) && cpipe == st.pipeMask {
 			// The subtable's mask is within m's: only one bucket can agree.
 			var bk bucketKey
 			m.Key.ApplyMask(&st.mask, &bk.key)
-			bk.md = m.Metadata & st.metaMask
+			bk.pipe = m.Pipe.And(&st.pipeMask)
 			for _, e := range st.buckets[bk] {
 				if e.Priority == prio && e != skip {
 					return true
@@ -204,7 +207,7 @@ func (t *table) overlaps(m *ofmatch.Match, prio uint16, skip *Entry) bool {
 				if e.Priority != prio || e == skip {
 					continue
 				}
-				if e.Match.Metadata&cmeta == m.Metadata&cmeta && e.Match.Key.MatchesMasked(&common, &mine) {
+				if e.Match.Pipe.And(&cpipe) == m.Pipe.And(&cpipe) && e.Match.Key.MatchesMasked(&common, &mine) {
 					return true
 				}
 			}
@@ -216,7 +219,7 @@ func (t *table) overlaps(m *ofmatch.Match, prio uint16, skip *Entry) bool {
 // covers reports whether every packet e matches is matched by m too, i.e.
 // e's match is m's or more specific: OpenFlow's non-strict selection.
 func covers(m *ofmatch.Match, e *ofmatch.Match) bool {
-	if e.MetadataMask&m.MetadataMask != m.MetadataMask || e.Metadata&m.MetadataMask != m.Metadata {
+	if !e.PipeMask.Covers(&m.PipeMask) || e.Pipe.And(&m.PipeMask) != m.Pipe {
 		return false
 	}
 	mw, ew := m.Mask.Words(), e.Mask.Words()
@@ -241,7 +244,7 @@ func (t *table) selectEntries(dst []*Entry, m *ofmatch.Match, prio uint16, stric
 	for _, st := range t.subs {
 		// A subtable whose masks lack a bit m matches on holds nothing m covers.
 		sw := st.mask.Words()
-		ok := st.metaMask&m.MetadataMask == m.MetadataMask
+		ok := st.pipeMask.Covers(&m.PipeMask)
 		for i := range mw {
 			if sw[i]&mw[i] != mw[i] {
 				ok = false

@@ -17,18 +17,25 @@ var (
 	propAddrs = []uint32{0x0a000001, 0x0a000101, 0x0a010001, 0x0b000001}
 	propTp    = []uint16{0, 1, 2, 3}
 	propMeta  = []uint64{0, 1, 2, 3, 0x10, 0x11, 0x12, 0x13}
+	propRegs  = []uint32{0, 1, 0x10000, 0x10001}
 )
 
 // randKey draws a key from the small value sets the random entries match
-// on, with noise in a field no entry matches.
-func randKey(r *rand.Rand) (flow.Key, uint64) {
+// on, with noise in a field no entry matches, and pipeline state (metadata,
+// reg0 and reg7) likewise.
+func randKey(r *rand.Rand) (flow.Key, ofmatch.Pipe) {
 	var k flow.Key
 	k.InPort = propPorts[r.Intn(len(propPorts))]
 	k.EthType = propTypes[r.Intn(len(propTypes))]
 	k.IPv4Src = propAddrs[r.Intn(len(propAddrs))]
 	k.TpDst = propTp[r.Intn(len(propTp))]
 	k.TCPFlags = uint16(r.Intn(4096))
-	return k, propMeta[r.Intn(len(propMeta))]
+	var p ofmatch.Pipe
+	p.Metadata = propMeta[r.Intn(len(propMeta))]
+	p.Regs[0] = propRegs[r.Intn(len(propRegs))]
+	p.Regs[7] = propRegs[r.Intn(len(propRegs))]
+	p.Regs[3] = r.Uint32()
+	return k, p
 }
 
 // randMatch builds a match on a random subset of fields with random masks
@@ -55,33 +62,46 @@ func randMatch(r *rand.Rand) ofmatch.Match {
 	}
 	switch r.Intn(3) {
 	case 1:
-		m.MetadataMask = 0xf0
+		m.PipeMask.Metadata = 0xf0
 	case 2:
-		m.MetadataMask = 0xff
+		m.PipeMask.Metadata = 0xff
+	}
+	switch r.Intn(3) {
+	case 1:
+		m.PipeMask.Regs[0] = 0xffff
+	case 2:
+		m.PipeMask.Regs[0] = 0xffffffff
+	}
+	if r.Intn(3) == 0 {
+		m.PipeMask.Regs[7] = 0xffff0000
 	}
 	k.ApplyMask(&m.Mask, &m.Key)
-	m.Metadata = md & m.MetadataMask
+	m.Pipe = md.And(&m.PipeMask)
 	return m
 }
 
 // bruteForce is the reference: the best priority of any matching entry.
-func bruteForce(es []*Entry, k *flow.Key, md uint64) (int, bool) {
+func bruteForce(es []*Entry, k *flow.Key, md ofmatch.Pipe) (int, bool) {
 	best, found := -1, false
 	for _, e := range es {
-		if e.Match.Matches(k, md) && int(e.Priority) > best {
+		if e.Match.Matches(k, &md) && int(e.Priority) > best {
 			best, found = int(e.Priority), true
 		}
 	}
 	return best, found
 }
 
-func mixUnder(k *flow.Key, md uint64, wc *flow.Mask, wcm uint64, r *flow.Key, rmd uint64) (flow.Key, uint64) {
+func mixUnder(k *flow.Key, md ofmatch.Pipe, wc *flow.Mask, wcm ofmatch.Pipe, r *flow.Key, rmd ofmatch.Pipe) (flow.Key, ofmatch.Pipe) {
 	var out flow.Key
 	a, b, w, o := k.Words(), r.Words(), wc.Words(), out.Words()
 	for i := range o {
 		o[i] = a[i]&w[i] | b[i]&^w[i]
 	}
-	return out, md&wcm | rmd&^wcm
+	p := ofmatch.Pipe{Metadata: md.Metadata&wcm.Metadata | rmd.Metadata&^wcm.Metadata}
+	for i := range p.Regs {
+		p.Regs[i] = md.Regs[i]&wcm.Regs[i] | rmd.Regs[i]&^wcm.Regs[i]
+	}
+	return out, p
 }
 
 func TestLookupMatchesBruteForce(t *testing.T) {
@@ -118,13 +138,13 @@ func TestLookupMatchesBruteForce(t *testing.T) {
 		for q := 0; q < 300; q++ {
 			k, md := randKey(r)
 			var wc flow.Mask
-			var wcm uint64
-			got := p.Lookup(0, &k, md, &wc, &wcm)
+			var wcm ofmatch.Pipe
+			got := p.Lookup(0, &k, &md, &wc, &wcm)
 			want, found := bruteForce(es, &k, md)
 			if (got != nil) != found || got != nil && int(got.Priority) != want {
 				t.Fatalf("seed %d: lookup %+v, brute force prio %d found %v", seed, got, want, found)
 			}
-			if got != nil && !got.Match.Matches(&k, md) {
+			if got != nil && !got.Match.Matches(&k, &md) {
 				t.Fatalf("seed %d: returned entry does not match", seed)
 			}
 			for j := 0; j < 20; j++ {
@@ -135,10 +155,10 @@ func TestLookupMatchesBruteForce(t *testing.T) {
 					t.Fatalf("seed %d: wildcards unsound: key agreeing under wc gets prio %d/%v, not %d/%v",
 						seed, want2, found2, want, found)
 				}
-				if got != nil && !got.Match.Matches(&k2, md2) {
+				if got != nil && !got.Match.Matches(&k2, &md2) {
 					t.Fatalf("seed %d: entry does not match a key agreeing under wc", seed)
 				}
-				if got2 := p.Lookup(0, &k2, md2, nil, nil); got2 != got {
+				if got2 := p.Lookup(0, &k2, &md2, nil, nil); got2 != got {
 					t.Fatalf("seed %d: key agreeing under wc gets another entry", seed)
 				}
 			}
@@ -153,7 +173,7 @@ func TestLookupStopsEarly(t *testing.T) {
 	mustApply(t, p, add(match(inPort(1)), 100, nil))
 	mustApply(t, p, add(match(ipv4, oxm(ofpwire.XMTypeIPv4Src, 5)), 10, nil))
 	var wc flow.Mask
-	if e := p.Lookup(0, keyInPort(1), 0, &wc, nil); e == nil || e.Priority != 100 {
+	if e := p.Lookup(0, keyInPort(1), &ofmatch.Pipe{}, &wc, nil); e == nil || e.Priority != 100 {
 		t.Fatalf("got %+v", e)
 	}
 	if wc.IPv4Src != 0 || wc.EthType != 0 || wc.InPort != ^uint32(0) {
@@ -161,7 +181,7 @@ func TestLookupStopsEarly(t *testing.T) {
 	}
 	wc = flow.Mask{}
 	k := flow.Key{InPort: 2, EthType: 0x0800, IPv4Src: 5}
-	if e := p.Lookup(0, &k, 0, &wc, nil); e == nil || e.Priority != 10 {
+	if e := p.Lookup(0, &k, &ofmatch.Pipe{}, &wc, nil); e == nil || e.Priority != 10 {
 		t.Fatalf("got %+v", e)
 	}
 	if wc.IPv4Src != ^uint32(0) || wc.InPort != ^uint32(0) {
@@ -187,10 +207,10 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 				k, md := randKey(r)
 				var wc flow.Mask
 				p.RLock()
-				e0 := p.LookupLocked(0, &k, md, &wc, nil)
-				p.LookupLocked(1, &k, md, &wc, nil)
+				e0 := p.LookupLocked(0, &k, &md, &wc, nil)
+				p.LookupLocked(1, &k, &md, &wc, nil)
 				p.RUnlock()
-				if e := p.Lookup(0, &k, md, nil, nil); e != nil {
+				if e := p.Lookup(0, &k, &md, nil, nil); e != nil {
 					_ = len(e.Instructions())
 					e.Touch(time.Now(), 1, 64)
 				}
@@ -283,13 +303,13 @@ func benchPipeline(b *testing.B, n int) (*Pipeline, []flow.Key) {
 func BenchmarkLookup10k8Masks(b *testing.B) {
 	p, keys := benchPipeline(b, 10000)
 	var wc flow.Mask
-	var wcm uint64
+	var wcm ofmatch.Pipe
 	hits := 0
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		k := &keys[i%len(keys)]
-		if p.Lookup(0, k, 0, &wc, &wcm) != nil {
+		if p.Lookup(0, k, &ofmatch.Pipe{}, &wc, &wcm) != nil {
 			hits++
 		}
 	}
@@ -305,7 +325,7 @@ func BenchmarkLookup10k8MasksMiss(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if p.Lookup(0, &k, 0, &wc, nil) != nil {
+		if p.Lookup(0, &k, &ofmatch.Pipe{}, &wc, nil) != nil {
 			b.Fatal("hit")
 		}
 	}

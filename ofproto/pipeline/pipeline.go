@@ -192,7 +192,7 @@ func (p *Pipeline) LookupSink(tid uint8, e *Entry) StatsSink {
 // IsTableMiss reports whether e is a table-miss entry (§5.4): priority 0
 // and wildcarding every field.
 func (e *Entry) IsTableMiss() bool {
-	return e.Priority == 0 && e.Match.Mask.IsZero() && e.Match.MetadataMask == 0
+	return e.Priority == 0 && e.Match.Mask.IsZero() && e.Match.PipeMask.IsZero()
 }
 
 // Pipeline is the set of NumTables flow tables of one bridge.
@@ -228,30 +228,30 @@ func (p *Pipeline) RLock() { p.mu.RLock() }
 func (p *Pipeline) RUnlock() { p.mu.RUnlock() }
 
 // Lookup returns the highest-priority entry of table tid matching a packet
-// with key k and metadata register metadata, or nil, and ORs into wc and
-// *wcMetadata (either may be nil) the mask bits the answer depended on:
-// every key equal to k under the resulting wc, with metadata equal under
-// *wcMetadata, gets the same answer. Among entries of equal priority that
-// both match, which one wins is unspecified (OpenFlow leaves it undefined)
-// but fixed until the table changes. tid must be < NumTables.
-func (p *Pipeline) Lookup(tid uint8, k *flow.Key, metadata uint64, wc *flow.Mask, wcMetadata *uint64) *Entry {
+// with key k and pipeline state pipe, or nil, and ORs into wc and wcPipe
+// (either may be nil) the mask bits the answer depended on: every key
+// equal to k under the resulting wc, with pipeline state equal under
+// wcPipe, gets the same answer. Among entries of equal priority that both
+// match, which one wins is unspecified (OpenFlow leaves it undefined) but
+// fixed until the table changes. tid must be < NumTables.
+func (p *Pipeline) Lookup(tid uint8, k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *ofmatch.Pipe) *Entry {
 	p.mu.RLock()
-	e := p.LookupLocked(tid, k, metadata, wc, wcMetadata)
+	e := p.LookupLocked(tid, k, pipe, wc, wcPipe)
 	p.mu.RUnlock()
 	return e
 }
 
 // LookupLocked is Lookup for a caller that holds RLock.
-func (p *Pipeline) LookupLocked(tid uint8, k *flow.Key, metadata uint64, wc *flow.Mask, wcMetadata *uint64) *Entry {
-	e := p.tables[tid].lookup(k, metadata, wc, wcMetadata)
+func (p *Pipeline) LookupLocked(tid uint8, k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *ofmatch.Pipe) *Entry {
+	e := p.tables[tid].lookup(k, pipe, wc, wcPipe)
 	p.LookupSink(tid, e).Touch(time.Time{}, 1, 0)
 	return e
 }
 
 // PeekLocked is LookupLocked without counting the lookup in the table's
 // statistics: what a trace uses, which must leave no trace.
-func (p *Pipeline) PeekLocked(tid uint8, k *flow.Key, metadata uint64, wc *flow.Mask, wcMetadata *uint64) *Entry {
-	return p.tables[tid].lookup(k, metadata, wc, wcMetadata)
+func (p *Pipeline) PeekLocked(tid uint8, k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *ofmatch.Pipe) *Entry {
+	return p.tables[tid].lookup(k, pipe, wc, wcPipe)
 }
 
 // TableStats returns the statistics of table tid (< NumTables).

@@ -134,7 +134,7 @@ func TestAddReplace(t *testing.T) {
 		fm := add(match(inPort(1)), 10, output(1))
 		fm.Cookie, fm.IdleTimeout = 0xaa, 5
 		mustApply(t, p, fm)
-		e := p.Lookup(0, keyInPort(1), 0, nil, nil)
+		e := p.Lookup(0, keyInPort(1), &ofmatch.Pipe{}, nil, nil)
 		e.Touch(t0.Add(time.Second), 3, 300)
 		fm2 := add(match(inPort(1)), 10, output(2))
 		fm2.Cookie = 0xbb
@@ -369,14 +369,14 @@ func TestModifyAndDelete(t *testing.T) {
 
 func TestModifyKeepsCountersWithoutReset(t *testing.T) {
 	p := modSetup(t)
-	e := p.Lookup(1, keyInPort(2), 0, nil, nil)
+	e := p.Lookup(1, keyInPort(2), &ofmatch.Pipe{}, nil, nil)
 	e.Touch(t0, 4, 40)
 	fm := &ofpwire.FlowMod{Command: ofpwire.FlowModifyStrict, TableID: 1, Priority: 10, Match: match(inPort(2)), Instructions: output(3)}
 	mustApply(t, p, fm)
 	if e.Packets.Load() != 4 || e.Bytes.Load() != 40 {
 		t.Fatal("modify without RESET_COUNTS cleared the counters")
 	}
-	if got := p.Lookup(1, keyInPort(2), 0, nil, nil); got != e {
+	if got := p.Lookup(1, keyInPort(2), &ofmatch.Pipe{}, nil, nil); got != e {
 		t.Fatal("modify replaced the entry")
 	}
 }
@@ -397,7 +397,7 @@ func TestExpire(t *testing.T) {
 	mk(4, 5, 7)  // used at 4s: idle 9s, hard 7s → hard
 	mk(5, 0, 0)  // permanent
 	mk(6, 3, 20) // idle at 3s before hard
-	get := func(port uint32) *Entry { return p.Lookup(uint8(port), keyInPort(port), 0, nil, nil) }
+	get := func(port uint32) *Entry { return p.Lookup(uint8(port), keyInPort(port), &ofmatch.Pipe{}, nil, nil) }
 	get(3).Touch(t0.Add(4*time.Second), 1, 64)
 	get(4).Touch(t0.Add(4*time.Second), 1, 64)
 	get(4).Touch(t0.Add(2*time.Second), 1, 64) // older use does not move LastUsed back
@@ -479,9 +479,9 @@ func TestFlowsAndStats(t *testing.T) {
 		wantErr(t, err, ofpwire.ETBadRequest, ofpwire.BRCBadTableID)
 	}
 
-	p.Lookup(1, keyInPort(1), 0, nil, nil)
-	p.Lookup(1, keyInPort(9), 0, nil, nil) // the table-miss entry: looked up, not matched (§7.3.5.4)
-	p.Lookup(5, keyInPort(9), 0, nil, nil) // miss
+	p.Lookup(1, keyInPort(1), &ofmatch.Pipe{}, nil, nil)
+	p.Lookup(1, keyInPort(9), &ofmatch.Pipe{}, nil, nil) // the table-miss entry: looked up, not matched (§7.3.5.4)
+	p.Lookup(5, keyInPort(9), &ofmatch.Pipe{}, nil, nil) // miss
 	if s := p.TableStats(1); s != (TableStats{Active: 4, Lookups: 2, Matched: 1}) {
 		t.Fatalf("table 1 stats %+v", s)
 	}
@@ -496,21 +496,21 @@ func TestLookupPriorityAndMetadata(t *testing.T) {
 	mustApply(t, p, add(match(inPort(1)), 5, output(1)))
 	mustApply(t, p, add(match(inPort(1), oxmM(ofpwire.XMTypeMetadata, 0x10, 0xf0)), 9, output(2)))
 	var wc flow.Mask
-	var wcm uint64
-	e := p.Lookup(0, keyInPort(1), 0x1f, &wc, &wcm)
+	var wcm ofmatch.Pipe
+	e := p.Lookup(0, keyInPort(1), &ofmatch.Pipe{Metadata: 0x1f}, &wc, &wcm)
 	if e == nil || e.Priority != 9 {
 		t.Fatalf("got %+v", e)
 	}
-	if wcm != 0xf0 || wc.InPort != ^uint32(0) {
-		t.Fatalf("wildcards in_port %x metadata %x", wc.InPort, wcm)
+	if wcm.Metadata != 0xf0 || wc.InPort != ^uint32(0) {
+		t.Fatalf("wildcards in_port %x metadata %x", wc.InPort, wcm.Metadata)
 	}
-	if e := p.Lookup(0, keyInPort(1), 0x20, nil, nil); e == nil || e.Priority != 5 {
+	if e := p.Lookup(0, keyInPort(1), &ofmatch.Pipe{Metadata: 0x20}, nil, nil); e == nil || e.Priority != 5 {
 		t.Fatalf("metadata 0x20 got %+v", e)
 	}
-	if e := p.Lookup(0, keyInPort(2), 0x10, nil, nil); e == nil || e.Priority != 0 {
+	if e := p.Lookup(0, keyInPort(2), &ofmatch.Pipe{Metadata: 0x10}, nil, nil); e == nil || e.Priority != 0 {
 		t.Fatalf("in_port 2 got %+v", e)
 	}
-	if e := p.Lookup(3, keyInPort(1), 0, nil, nil); e != nil {
+	if e := p.Lookup(3, keyInPort(1), &ofmatch.Pipe{}, nil, nil); e != nil {
 		t.Fatal("empty table matched")
 	}
 }

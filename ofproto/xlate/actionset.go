@@ -136,7 +136,7 @@ func (x *xlator) executeSet() error {
 		}
 		if x.blind {
 			return x.freeze(ck, frozenKey{stage: stageSet, table: x.table, miss: x.miss, cookie: x.cookie,
-				md: x.md, set: rest}, nil)
+				pipe: x.pipe, set: rest}, nil)
 		}
 		s.clearSlot(k)
 		if err != nil || x.stopped {

@@ -7,6 +7,7 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/datapath/header"
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 )
 
 // MPLS, PBB and the TTL copies. The package doc says what the walk knows
@@ -260,12 +261,12 @@ type savedState struct {
 	key, written, unknown flow.Key
 	tags, irrev           int
 	inner                 innerTTL
-	md                    uint64
+	pipe                  ofmatch.Pipe
 }
 
 func (x *xlator) save() savedState {
 	return savedState{key: x.key, written: x.written, unknown: x.unknown,
-		tags: x.tags, irrev: x.irrev, inner: x.inner, md: x.md}
+		tags: x.tags, irrev: x.irrev, inner: x.inner, pipe: x.pipe}
 }
 
 // errIrreversible reports a group bucket, or an output to TABLE followed by
@@ -301,7 +302,7 @@ func (x *xlator) outputTable() error {
 		tbl.RUnlock()
 	}
 	x.set, x.opts.Table, x.p, x.table, x.miss, x.cookie = set, tbl, p, table, miss, cookie
-	x.md = saved.md
+	x.pipe = saved.pipe
 	x.stopped = false // an invalid TTL ends the submitted copy only
 	if err == nil && x.irrev != saved.irrev && x.opts.Recirc != nil {
 		// The tables pushed or popped: the packet-out's later actions

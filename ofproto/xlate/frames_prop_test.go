@@ -18,6 +18,7 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 )
@@ -550,7 +551,7 @@ func (f *frameRef) run(p *pipeline.Pipeline) {
 		}
 		var hit *pipeline.Entry
 		for _, e := range all {
-			if e.TableID == tb && e.Match.Matches(&f.p.Key, f.md) {
+			if e.TableID == tb && e.Match.Matches(&f.p.Key, &ofmatch.Pipe{Metadata: f.md}) {
 				hit = e
 				break
 			}

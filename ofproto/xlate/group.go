@@ -140,8 +140,8 @@ func (x *xlator) bucket(b *pipeline.Bucket, table uint8, miss, final bool) error
 	inPlace := final && x.nested == 0 && x.pending == nil
 	err := x.runActs(b.Actions, 0, table, miss, inPlace)
 	x.tind--
-	x.stopped = false // an invalid TTL ends this clone only
-	x.md = saved.md   // metadata a bucket wrote does not leave it
+	x.stopped = false   // an invalid TTL ends this clone only
+	x.pipe = saved.pipe // metadata and registers a bucket wrote do not leave it
 	if err == nil && !final {
 		if x.irrev != saved.irrev {
 			err = errIrreversible
@@ -165,7 +165,7 @@ func (x *xlator) bucket(b *pipeline.Bucket, table uint8, miss, final bool) error
 		x.tags, x.irrev, x.inner = saved.tags, saved.irrev, saved.inner
 		x.blind = false
 		return x.freezeCopy(frozenKey{stage: stageActs, table: table, miss: miss, cookie: x.cookie,
-			md: saved.md, acts0: &b.Actions[0]}, b.Actions)
+			pipe: saved.pipe, acts0: &b.Actions[0]}, b.Actions)
 	}
 	return err
 }
@@ -184,7 +184,7 @@ func (x *xlator) runActs(acts []ofpwire.Action, from int, table uint8, miss, inP
 			}
 			x.freezing = acts
 			return x.freeze(ck, frozenKey{stage: stageActs, table: table, miss: miss, cookie: x.cookie,
-				md: x.md, act: uint16(j), acts0: &acts[0]}, nil)
+				pipe: x.pipe, act: uint16(j), acts0: &acts[0]}, nil)
 		}
 		if err != nil || x.stopped {
 			return err

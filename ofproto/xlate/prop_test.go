@@ -8,6 +8,7 @@ import (
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 )
@@ -321,7 +322,7 @@ func reference(t *testing.T, p *pipeline.Pipeline, env *portEnv, key flow.Key) (
 	for tb := uint8(0); ; {
 		var hit *pipeline.Entry
 		for _, e := range all { // sorted by table, then descending priority
-			if e.TableID == tb && e.Match.Matches(&k, md) {
+			if e.TableID == tb && e.Match.Matches(&k, &ofmatch.Pipe{Metadata: md}) {
 				hit = e
 				break
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 )
@@ -70,7 +71,7 @@ type frozenKey struct {
 	// tableOK lets a thawed packet-out's actions output to TABLE.
 	tableOK bool
 	cookie  uint64
-	md      uint64
+	pipe    ofmatch.Pipe
 	set     actionSet
 }
 
@@ -232,7 +233,7 @@ func (x *xlator) freeze(ck checkpoint, k frozenKey, ins []ofpwire.Instruction) e
 		if err != nil {
 			return errBlind
 		}
-		k = frozenKey{stage: stageActs, table: k.table, miss: k.miss, cookie: k.cookie, md: k.md,
+		k = frozenKey{stage: stageActs, table: k.table, miss: k.miss, cookie: k.cookie, pipe: k.pipe,
 			po: string(b), tableOK: true}
 		ins = nil
 	case x.opts.Table != nil && k.stage != stageActs:
@@ -315,7 +316,7 @@ func (x *xlator) thaw(f *Frozen) error {
 		return fmt.Errorf("%w: recirc_id of another pipeline", ErrUnsupported)
 	}
 	x.thawed = f
-	x.md, x.set = k.md, k.set
+	x.pipe, x.set = k.pipe, k.set
 	x.table, x.miss, x.cookie = k.table, k.miss, k.cookie
 	if x.tr != nil {
 		x.traceNote(TraceRecirc, "thaw: resuming at "+f.String())

@@ -158,7 +158,7 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 		if f.HasMask {
 			m = f.MaskUint()
 		}
-		x.md = x.md&^m | v&m
+		x.pipe.Metadata = x.pipe.Metadata&^m | v&m
 		return nil
 	case ofpwire.XMTypeEthDst:
 		k.EthDst, w.EthDst, u.EthDst = [6]byte(f.Value), ones6, [6]byte{}

@@ -6,6 +6,7 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/datapath/header"
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 )
@@ -29,7 +30,7 @@ func (x *xlator) walk() error {
 // walkTables runs the packet through x.p from table 0 with metadata 0 and
 // then executes its action set.
 func (x *xlator) walkTables() error {
-	x.md = 0
+	x.pipe = ofmatch.Pipe{}
 	return x.walkFrom(0)
 }
 
@@ -48,7 +49,7 @@ func (x *xlator) walkFrom(tid uint8) error {
 		var wc flow.Mask
 		// The lookup is counted through the megaflow's refs, per packet
 		// (a trace counts nothing).
-		e := x.p.PeekLocked(tid, &x.key, x.md, &wc, nil)
+		e := x.p.PeekLocked(tid, &x.key, &x.pipe, &wc, nil)
 		if x.tr == nil {
 			x.refs = append(x.refs, x.p.LookupSink(tid, e))
 		}
@@ -62,7 +63,7 @@ func (x *xlator) walkFrom(tid uint8) error {
 				// thawed walk shows the real lookup.
 				x.tr.Steps = x.tr.Steps[:len(x.tr.Steps)-1]
 			}
-			return x.freeze(ck, frozenKey{stage: stageTable, table: tid, md: x.md, set: x.set}, nil)
+			return x.freeze(ck, frozenKey{stage: stageTable, table: tid, pipe: x.pipe, set: x.set}, nil)
 		}
 		if e == nil {
 			// No table-miss entry: OpenFlow 1.3 §5.4 drops the packet,
@@ -125,9 +126,9 @@ func (x *xlator) runEntry(tid uint8, e *pipeline.Entry, ins []ofpwire.Instructio
 				x.traceWriteActions(in.Actions)
 			}
 		case *ofpwire.InstrWriteMetadata:
-			x.md = x.md&^in.Mask | in.Metadata&in.Mask
+			x.pipe.Metadata = x.pipe.Metadata&^in.Mask | in.Metadata&in.Mask
 			if x.tr != nil {
-				x.traceMetadata(in, x.md)
+				x.traceMetadata(in, x.pipe.Metadata)
 			}
 		case *ofpwire.InstrGotoTable:
 			next, gotoTable = in.TableID, true
@@ -189,7 +190,7 @@ func (x *xlator) applyActions(e *pipeline.Entry, ins []ofpwire.Instruction, i, f
 		err := x.doAction(acts[j], x.table, x.miss)
 		if x.blind {
 			return x.freeze(ck, frozenKey{stage: stageEntry, table: x.table, miss: x.miss, cookie: x.cookie,
-				entry: e, instr: uint16(i), act: uint16(j), md: x.md, set: x.set}, ins)
+				entry: e, instr: uint16(i), act: uint16(j), pipe: x.pipe, set: x.set}, ins)
 		}
 		if err != nil {
 			return err
@@ -286,7 +287,7 @@ func (x *xlator) invalidTTL(table, ttl uint8) error {
 	if x.opts.NoInvalidTTLToController || !x.packetInAllowed() {
 		return nil
 	}
-	return x.emit(actions.ControllerAction(ControllerArg(ofpwire.PacketInReasonInvalidTTL, table, 0xffff), x.cookie, x.md))
+	return x.emit(actions.ControllerAction(ControllerArg(ofpwire.PacketInReasonInvalidTTL, table, 0xffff), x.cookie, x.pipe.Metadata))
 }
 
 // allVLAN is the mask of both VLAN tags.

@@ -9,6 +9,7 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/normal"
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 )
@@ -117,9 +118,9 @@ type xlator struct {
 	miss    bool  // that entry is a table-miss entry
 	stopped bool  // an invalid TTL ended processing
 	dec     normal.Decision
-	tags    int // tags pushed minus tags popped so far
-	depth   int // groups being executed, one inside another
-	md      uint64
+	tags    int          // tags pushed minus tags popped so far
+	depth   int          // groups being executed, one inside another
+	pipe    ofmatch.Pipe // metadata and registers
 	// unknown holds the key bits whose value the walk cannot know: those
 	// behind a popped MPLS entry or I-TAG, which the datapath re-extracts
 	// from bytes the key never described. They also count as written.
