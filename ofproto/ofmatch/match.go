@@ -250,122 +250,143 @@ func FromOXM(om ofpwire.Match) (Match, error) {
 	if err := ofpwire.CheckPrerequisites(om); err != nil {
 		return Match{}, err
 	}
-	k, mk := &m.Key, &m.Mask
 	for _, o := range om.Fields {
-		v, vm := o.Uint(), o.MaskUint()
-		switch o.Field {
-		case ofpwire.XMTypeInPort:
-			k.InPort, mk.InPort = uint32(v), ^uint32(0)
-		case ofpwire.XMTypeInPhyPort:
-			if p, _ := om.Field(ofpwire.XMTypeInPort); p.Uint() != v {
+		if o.Field == ofpwire.XMTypeInPhyPort {
+			if p, _ := om.Field(ofpwire.XMTypeInPort); p.Uint() != o.Uint() {
 				return Match{}, matchErr(ofpwire.BMCBadValue)
 			}
-		case ofpwire.XMTypeMetadata:
-			m.Metadata, m.PipeMask.Metadata = v, vm
-		default:
-			if first, count, ok := ofpwire.IsReg(o.Field); ok {
-				// Views of one register file: two fields covering one
-				// register are a duplicate, as in Open vSwitch.
-				for i := range count {
-					if m.PipeMask.Regs[first+i] != 0 {
-						return Match{}, matchErr(ofpwire.BMCDupField)
-					}
-				}
-				val, msk := o.Value, o.Mask
-				if !o.HasMask {
-					msk = allOnes16[:len(val)]
-				}
-				for i := range count {
-					m.Regs[first+i] = be32(val[4*i:])
-					m.PipeMask.Regs[first+i] = be32(msk[4*i:])
-				}
-			}
-		case ofpwire.XMTypeEthDst:
-			k.EthDst, mk.EthDst = mac(o)
-		case ofpwire.XMTypeEthSrc:
-			k.EthSrc, mk.EthSrc = mac(o)
-		case ofpwire.XMTypeEthType:
-			k.EthType, mk.EthType = uint16(v), 0xffff
-		case ofpwire.XMTypeVlanID:
-			vm &= 0x1fff
-			if vm&uint64(ofpwire.VIDPresent) != 0 {
-				mk.VLAN[0].TPID |= flow.TPIDPresent
-				if v&uint64(ofpwire.VIDPresent) != 0 {
-					k.VLAN[0].TPID |= flow.TPIDPresent
-				} else if v == 0 {
-					// "No tag": untagged packets have TCI 0, so VID bits
-					// matched against 0 add nothing but megaflow bits.
-					vm &^= 0x0fff
-				}
-			}
-			k.VLAN[0].TCI |= uint16(v & 0x0fff)
-			mk.VLAN[0].TCI |= uint16(vm & 0x0fff)
-		case ofpwire.XMTypeVlanPCP:
-			k.VLAN[0].TCI |= uint16(v) << 13
-			mk.VLAN[0].TCI |= 0xe000
-		case ofpwire.XMTypeIPDSCP:
-			k.NwTOS |= uint8(v) << 2
-			mk.NwTOS |= 0xfc
-		case ofpwire.XMTypeIPECN:
-			k.NwTOS |= uint8(v)
-			mk.NwTOS |= 0x03
-		case ofpwire.XMTypeIPProto, ofpwire.XMTypeARPOpcode:
-			k.NwProto, mk.NwProto = uint8(v), 0xff
-		case ofpwire.XMTypeIPv4Src, ofpwire.XMTypeARPSPA:
-			k.IPv4Src, mk.IPv4Src = uint32(v), uint32(vm)
-		case ofpwire.XMTypeIPv4Dst, ofpwire.XMTypeARPTPA:
-			k.IPv4Dst, mk.IPv4Dst = uint32(v), uint32(vm)
-		case ofpwire.XMTypeTCPSrc, ofpwire.XMTypeUDPSrc, ofpwire.XMTypeSCTPSrc:
-			k.TpSrc, mk.TpSrc = uint16(v), 0xffff
-		case ofpwire.XMTypeTCPDst, ofpwire.XMTypeUDPDst, ofpwire.XMTypeSCTPDst:
-			k.TpDst, mk.TpDst = uint16(v), 0xffff
-		case ofpwire.XMTypeICMPv4Type, ofpwire.XMTypeICMPv6Type:
-			k.TpSrc, mk.TpSrc = uint16(v), 0x00ff
-		case ofpwire.XMTypeICMPv4Code, ofpwire.XMTypeICMPv6Code:
-			k.TpDst, mk.TpDst = uint16(v), 0x00ff
-		case ofpwire.XMTypeARPSHA, ofpwire.XMTypeIPv6NDSLL:
-			k.ArpSHA, mk.ArpSHA = mac(o)
-		case ofpwire.XMTypeARPTHA, ofpwire.XMTypeIPv6NDTLL:
-			k.ArpTHA, mk.ArpTHA = mac(o)
-		case ofpwire.XMTypeIPv6Src:
-			k.IPv6Src, mk.IPv6Src = ipv6(o)
-		case ofpwire.XMTypeIPv6Dst:
-			k.IPv6Dst, mk.IPv6Dst = ipv6(o)
-		case ofpwire.XMTypeIPv6NDTarget:
-			k.NDTarget, mk.NDTarget = ipv6(o)
-		case ofpwire.XMTypeIPv6FLabel:
-			k.IPv6Label, mk.IPv6Label = uint32(v), uint32(vm&0xfffff)
-		case ofpwire.XMTypeMPLSLabel:
-			k.MPLSLse |= uint32(v) << 12
-			mk.MPLSLse |= 0xfffff << 12
-		case ofpwire.XMTypeMPLSTC:
-			k.MPLSLse |= uint32(v) << 9
-			mk.MPLSLse |= 7 << 9
-		case ofpwire.XMTypeMPLSBOS:
-			k.MPLSLse |= uint32(v) << 8
-			mk.MPLSLse |= 1 << 8
-		case ofpwire.XMTypePBBISID:
-			k.PBBISID, mk.PBBISID = uint32(v), uint32(vm)
-		case ofpwire.XMTypeTunnelID:
-			k.TunnelID, mk.TunnelID = v, vm
-		case ofpwire.XMTypeTunIPv4Src:
-			k.Tun.Src, mk.Tun.Src = tunIPv4(o)
-		case ofpwire.XMTypeTunIPv4Dst:
-			k.Tun.Dst, mk.Tun.Dst = tunIPv4(o)
-		case ofpwire.XMTypeTunIPv6Src:
-			k.Tun.Src, mk.Tun.Src = ipv6(o)
-		case ofpwire.XMTypeTunIPv6Dst:
-			k.Tun.Dst, mk.Tun.Dst = ipv6(o)
-		case ofpwire.XMTypeTunFlags:
-			// Only the public bits (OAM) are OpenFlow's, as in OVS.
-			k.Tun.Flags, mk.Tun.Flags = uint16(v)&flow.TunFlagsPublic, uint16(vm)&flow.TunFlagsPublic
-		case ofpwire.XMTypeIPv6ExtHeader:
-			k.IPv6ExtHdr, mk.IPv6ExtHdr = uint16(v), uint16(vm&0x1ff)
+			continue
+		}
+		if err := m.set(o); err != nil {
+			return Match{}, err
 		}
 	}
-	// Masks narrowed above (VLAN "no tag") leave key bits to clear.
-	k.ApplyMask(mk, k)
+	// Masks narrowed in set (VLAN "no tag") leave key bits to clear.
+	m.Key.ApplyMask(&m.Mask, &m.Key)
 	return m, nil
+}
+
+// set adds one checked field to m (IN_PHY_PORT aside, which FromOXM
+// checks against IN_PORT).
+func (m *Match) set(o ofpwire.OXM) error {
+	k, mk := &m.Key, &m.Mask
+	v, vm := o.Uint(), o.MaskUint()
+	switch o.Field {
+	case ofpwire.XMTypeInPort:
+		k.InPort, mk.InPort = uint32(v), ^uint32(0)
+	case ofpwire.XMTypeMetadata:
+		m.Metadata, m.PipeMask.Metadata = v, vm
+	case ofpwire.XMTypeEthDst:
+		k.EthDst, mk.EthDst = mac(o)
+	case ofpwire.XMTypeEthSrc:
+		k.EthSrc, mk.EthSrc = mac(o)
+	case ofpwire.XMTypeEthType:
+		k.EthType, mk.EthType = uint16(v), 0xffff
+	case ofpwire.XMTypeVlanID:
+		vm &= 0x1fff
+		if vm&uint64(ofpwire.VIDPresent) != 0 {
+			mk.VLAN[0].TPID |= flow.TPIDPresent
+			if v&uint64(ofpwire.VIDPresent) != 0 {
+				k.VLAN[0].TPID |= flow.TPIDPresent
+			} else if v == 0 {
+				// "No tag": untagged packets have TCI 0, so VID bits
+				// matched against 0 add nothing but megaflow bits.
+				vm &^= 0x0fff
+			}
+		}
+		k.VLAN[0].TCI |= uint16(v & 0x0fff)
+		mk.VLAN[0].TCI |= uint16(vm & 0x0fff)
+	case ofpwire.XMTypeVlanPCP:
+		k.VLAN[0].TCI |= uint16(v) << 13
+		mk.VLAN[0].TCI |= 0xe000
+	case ofpwire.XMTypeIPDSCP:
+		k.NwTOS |= uint8(v) << 2
+		mk.NwTOS |= 0xfc
+	case ofpwire.XMTypeIPECN:
+		k.NwTOS |= uint8(v)
+		mk.NwTOS |= 0x03
+	case ofpwire.XMTypeIPProto, ofpwire.XMTypeARPOpcode:
+		k.NwProto, mk.NwProto = uint8(v), 0xff
+	case ofpwire.XMTypeIPv4Src, ofpwire.XMTypeARPSPA:
+		k.IPv4Src, mk.IPv4Src = uint32(v), uint32(vm)
+	case ofpwire.XMTypeIPv4Dst, ofpwire.XMTypeARPTPA:
+		k.IPv4Dst, mk.IPv4Dst = uint32(v), uint32(vm)
+	case ofpwire.XMTypeTCPSrc, ofpwire.XMTypeUDPSrc, ofpwire.XMTypeSCTPSrc:
+		k.TpSrc, mk.TpSrc = uint16(v), 0xffff
+	case ofpwire.XMTypeTCPDst, ofpwire.XMTypeUDPDst, ofpwire.XMTypeSCTPDst:
+		k.TpDst, mk.TpDst = uint16(v), 0xffff
+	case ofpwire.XMTypeICMPv4Type, ofpwire.XMTypeICMPv6Type:
+		k.TpSrc, mk.TpSrc = uint16(v), 0x00ff
+	case ofpwire.XMTypeICMPv4Code, ofpwire.XMTypeICMPv6Code:
+		k.TpDst, mk.TpDst = uint16(v), 0x00ff
+	case ofpwire.XMTypeARPSHA, ofpwire.XMTypeIPv6NDSLL:
+		k.ArpSHA, mk.ArpSHA = mac(o)
+	case ofpwire.XMTypeARPTHA, ofpwire.XMTypeIPv6NDTLL:
+		k.ArpTHA, mk.ArpTHA = mac(o)
+	case ofpwire.XMTypeIPv6Src:
+		k.IPv6Src, mk.IPv6Src = ipv6(o)
+	case ofpwire.XMTypeIPv6Dst:
+		k.IPv6Dst, mk.IPv6Dst = ipv6(o)
+	case ofpwire.XMTypeIPv6NDTarget:
+		k.NDTarget, mk.NDTarget = ipv6(o)
+	case ofpwire.XMTypeIPv6FLabel:
+		k.IPv6Label, mk.IPv6Label = uint32(v), uint32(vm&0xfffff)
+	case ofpwire.XMTypeMPLSLabel:
+		k.MPLSLse |= uint32(v) << 12
+		mk.MPLSLse |= 0xfffff << 12
+	case ofpwire.XMTypeMPLSTC:
+		k.MPLSLse |= uint32(v) << 9
+		mk.MPLSLse |= 7 << 9
+	case ofpwire.XMTypeMPLSBOS:
+		k.MPLSLse |= uint32(v) << 8
+		mk.MPLSLse |= 1 << 8
+	case ofpwire.XMTypePBBISID:
+		k.PBBISID, mk.PBBISID = uint32(v), uint32(vm)
+	case ofpwire.XMTypeTunnelID:
+		k.TunnelID, mk.TunnelID = v, vm
+	case ofpwire.XMTypeTunIPv4Src:
+		k.Tun.Src, mk.Tun.Src = tunIPv4(o)
+	case ofpwire.XMTypeTunIPv4Dst:
+		k.Tun.Dst, mk.Tun.Dst = tunIPv4(o)
+	case ofpwire.XMTypeTunIPv6Src:
+		k.Tun.Src, mk.Tun.Src = ipv6(o)
+	case ofpwire.XMTypeTunIPv6Dst:
+		k.Tun.Dst, mk.Tun.Dst = ipv6(o)
+	case ofpwire.XMTypeTunFlags:
+		// Only the public bits (OAM) are OpenFlow's, as in OVS.
+		k.Tun.Flags, mk.Tun.Flags = uint16(v)&flow.TunFlagsPublic, uint16(vm)&flow.TunFlagsPublic
+	case ofpwire.XMTypeIPv6ExtHeader:
+		k.IPv6ExtHdr, mk.IPv6ExtHdr = uint16(v), uint16(vm&0x1ff)
+	default:
+		if first, count, ok := ofpwire.IsReg(o.Field); ok {
+			// Views of one register file: two fields covering one
+			// register are a duplicate, as in Open vSwitch.
+			for i := range count {
+				if m.PipeMask.Regs[first+i] != 0 {
+					return matchErr(ofpwire.BMCDupField)
+				}
+			}
+			val, msk := o.Value, o.Mask
+			if !o.HasMask {
+				msk = allOnes16[:len(val)]
+			}
+			for i := range count {
+				m.Regs[first+i] = be32(val[4*i:])
+				m.PipeMask.Regs[first+i] = be32(msk[4*i:])
+			}
+		}
+	}
+	return nil
+}
+
+// KeyBits returns the key value and mask that field o (value and mask)
+// stands for, without the prerequisites or checks FromOXM applies: how
+// the translation finds a packet field's bits in the key. Fields outside
+// the key (metadata, registers) give zero.
+func KeyBits(o ofpwire.OXM) (k, m flow.Key) {
+	var mt Match
+	_ = mt.set(o)
+	return mt.Key, mt.Mask
 }
 
 // oxmUint appends field f with value v under mask vm, exact when vm covers

@@ -279,8 +279,12 @@ func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.A
 			return nil, err
 		}
 		return one(&ofpwire.ActionGroup{Group: ofpwire.Group(v)})
-	case "resubmit":
-		return nil, fmt.Errorf("resubmit is an Open vSwitch extension, not OpenFlow 1.3: use goto_table:N")
+	case "resubmit", "move", "load", "note", "exit":
+		a, _, err := parseNXAction(name, arg, hasArg, ports)
+		if err != nil {
+			return nil, err
+		}
+		return one(a)
 	case "push_vlan", "push_mpls", "pop_mpls":
 		v, err := parseNum(name, arg, 16)
 		if err != nil {
@@ -391,9 +395,11 @@ func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.A
 		}
 		f, ok := fieldByName(fname)
 		if !ok {
-			return nil, fmt.Errorf("set_field: unknown field %q", fname)
+			if f, ok = subfieldByName(fname); !ok {
+				return nil, fmt.Errorf("set_field: unknown field %q", fname)
+			}
 		}
-		o, err := parseFieldValue(f, val)
+		o, err := parseMaskedFieldValue(f, val)
 		if err != nil {
 			return nil, fmt.Errorf("set_field %s: %w", fname, err)
 		}

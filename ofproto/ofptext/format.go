@@ -187,6 +187,9 @@ func FormatInstructions(ins []ofpwire.Instruction) string {
 }
 
 func formatAction(a ofpwire.Action) string {
+	if s, ok := formatNXAction(a); ok {
+		return s
+	}
 	switch a := a.(type) {
 	case *ofpwire.ActionOutput:
 		switch {
@@ -221,7 +224,14 @@ func formatAction(a ofpwire.Action) string {
 	case *ofpwire.ActionSetQueue:
 		return "set_queue:" + strconv.FormatUint(uint64(a.Queue), 10)
 	case *ofpwire.ActionSetField:
-		return "set_field:" + formatFieldValue(a.Field) + "->" + fieldName(a.Field.Field)
+		if a.Field.HasMask && ofpwire.IsOneLoad(a.Field) {
+			return formatLoad(a.Field)
+		}
+		if a.Field.HasMask {
+			return "set_field:" + formatFieldValue(ofpwire.OXM{Field: a.Field.Field, Value: a.Field.Value}) + "/" +
+				formatFieldValue(ofpwire.OXM{Field: a.Field.Field, Value: a.Field.Mask}) + "->" + shortFieldName(a.Field.Field)
+		}
+		return "set_field:" + formatFieldValue(a.Field) + "->" + shortFieldName(a.Field.Field)
 	case *ofpwire.ActionPushPBB:
 		return fmt.Sprintf("<push_pbb:%#x>", a.EtherType)
 	case *ofpwire.ActionPopPBB:
@@ -250,6 +260,9 @@ func formatFieldValue(o ofpwire.OXM) string {
 	}
 	if o.Field == ofpwire.XMTypeTunnelID || o.Field == ofpwire.XMTypeMetadata {
 		return fmt.Sprintf("%#x", o.Uint())
+	}
+	if _, _, reg := ofpwire.IsReg(o.Field); reg {
+		return formatWide(o.Value)
 	}
 	return strconv.FormatUint(o.Uint(), 10)
 }

@@ -165,15 +165,15 @@ func FormatMatch(m *ofmatch.Match) string {
 			out = append(out, "tun_ipv6_src="+ipv6Masked(o))
 		case ofpwire.XMTypeTunIPv6Dst:
 			out = append(out, "tun_ipv6_dst="+ipv6Masked(o))
-		default:
-			if first, _, ok := ofpwire.IsReg(o.Field); ok {
-				out = append(out, fmt.Sprintf("reg%d=%s", first, hexMasked(v, vm, 0xffffffff)))
-			}
 		case ofpwire.XMTypeTunFlags:
 			if v&flow.TunFlagOAM != 0 {
 				out = append(out, "tun_flags=+oam")
 			} else {
 				out = append(out, "tun_flags=-oam")
+			}
+		default:
+			if first, _, ok := ofpwire.IsReg(o.Field); ok {
+				out = append(out, fmt.Sprintf("reg%d=%s", first, hexMasked(v, vm, 0xffffffff)))
 			}
 		}
 	}

@@ -57,7 +57,10 @@ type ActionSetNwTTL struct{ TTL uint8 }
 // ActionDecNwTTL decrements the IP TTL / hop limit.
 type ActionDecNwTTL struct{}
 
-// ActionSetField rewrites one header field; Field is an unmasked basic OXM.
+// ActionSetField rewrites one header field or register. A mask (OpenFlow
+// 1.5's masked set-field, Open vSwitch's reg_load and reg_load2) writes
+// only the bits it covers; 1.3 peers get a masked one as a reg_load (or
+// reg_load2), as Open vSwitch sends it.
 type ActionSetField struct{ Field OXM }
 
 // ActionPushPBB pushes a PBB service tag.
@@ -186,7 +189,7 @@ func (a *ActionDecNwTTL) appendTo(b []byte) ([]byte, error) {
 }
 func (a *ActionSetField) appendTo(b []byte) ([]byte, error) {
 	if a.Field.HasMask {
-		return b, fmt.Errorf("ofpwire: set-field cannot be masked in OpenFlow 1.3")
+		return appendMaskedSetField(b, a.Field)
 	}
 	start := len(b)
 	b = actHdr(b, a.ActionType(), 0)
@@ -282,6 +285,13 @@ func parseAction(b []byte) (Action, int, error) {
 		}
 		return &ActionSetField{Field: o}, n, nil
 	case ofp.ActionTypeExperimenter:
+		if len(a) >= 10 && be.Uint32(a[4:]) == NXVendor {
+			act, err := parseNX(a)
+			if err != nil {
+				return nil, 0, err
+			}
+			return act, n, nil
+		}
 		return &ActionExperimenter{Experimenter: be.Uint32(a[4:]), Data: cloneBytes(a[8:])}, n, nil
 	}
 	return nil, 0, errActionType
@@ -303,15 +313,10 @@ func parseSetFieldOXM(b []byte) (OXM, error) {
 		return OXM{}, errSetArg
 	}
 	o, _, err := parseOXM(b)
-	switch err {
-	case nil:
-		return o, nil
-	case errMatchField:
-		return OXM{}, errSetType
-	case errMatchLen:
-		return OXM{}, errSetLen
+	if err != nil {
+		return OXM{}, setFieldErr(err)
 	}
-	return OXM{}, errSetArg
+	return o, nil
 }
 
 // parseActions decodes an action list that fills b exactly.

@@ -245,6 +245,7 @@ var (
 	errSetType    = newErr(ETBadAction, BACBadSetType)
 	errSetLen     = newErr(ETBadAction, BACBadSetLen)
 	errSetArg     = newErr(ETBadAction, BACBadSetArgument)
+	errActionArg  = newErr(ETBadAction, BACBadArgument)
 
 	errInstUnknown = newErr(ETBadInstruction, BICUnknownInst)
 	errInstLen     = newErr(ETBadInstruction, BICBadLen)

@@ -37,6 +37,22 @@ func FuzzDecode(f *testing.F) {
 			&ActionSetField{Field: NewOXM(XMTypeTunIPv4Dst, []byte{198, 18, 20, 2})}}}}})
 	f.Add(tun)
 	f.Add(mustHex("04 00 0010 00000001 0001 fffc 00000010"))
+	// Open vSwitch's actions and registers, in 1.3 and in 1.5 (where
+	// move is copy_field and a masked set-field is one).
+	nx := &FlowMod{Command: ofp.FlowAdd, BufferID: NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+		Match: Match{Fields: []OXM{OXMUint(XMTypeReg0+2, 7), OXMUintMasked(XMTypeXReg0+1, 5, 0xff)}},
+		Instructions: []Instruction{&InstrApplyActions{Actions: []Action{
+			&ActionRegMove{Src: ofp.XMTypeIPv4Src, Dst: XMTypeXXReg0, SrcOfs: 0, DstOfs: 96, NBits: 32},
+			&ActionSetField{Field: OXMUintMasked(XMTypeReg0+1, 0x500, 0xff00)},
+			&ActionSetField{Field: OXMUintMasked(XMTypeReg0+1, 0x501, 0xff01)},
+			&ActionResubmit{InPort: PortIn, Table: 4}, &ActionNote{Note: []byte{1, 2, 3, 4, 5, 6}}, &ActionExit{}}}}}
+	for _, v := range []uint8{Version, Version15} {
+		b, err := EncodeIn(v, 7, nx)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	for _, seed := range versionSeeds {
 		f.Add(mustHex(seed))
 	}

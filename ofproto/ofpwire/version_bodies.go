@@ -96,7 +96,7 @@ func upFlowMod(v uint8, b []byte) ([]byte, error) {
 	if at > len(nb) {
 		return nb, nil
 	}
-	ins, err := meterActionToInstruction(nb[at:])
+	ins, err := meterActionToInstruction(instructionActions(nb[at:], actions15To13))
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +238,14 @@ func upPacketOut15(b []byte) ([]byte, error) {
 	nb = be.AppendUint32(nb, inPort)
 	nb = append(nb, b[4:6]...)
 	nb = appendZeros(nb, 6)
-	return append(nb, b[8+roundUp8(mlen):]...), nil
+	rest := b[8+roundUp8(mlen):]
+	alen := int(be.Uint16(b[4:]))
+	if alen > len(rest) {
+		return append(nb, rest...), nil // the 1.3 decoder reports it
+	}
+	acts := actions15To13(rest[:alen])
+	putLen16(nb, 8, len(acts))
+	return append(append(nb, acts...), rest[alen:]...), nil
 }
 
 // upGroupMod15: 1.5 buckets carry an id and their weight and watch values
@@ -297,12 +304,13 @@ func upGroupMod15(b []byte) ([]byte, error) {
 			}
 			props = props[8:]
 		}
-		nb = be.AppendUint16(nb, uint16(16+alen))
+		acts := actions15To13(buckets[8 : 8+alen])
+		nb = be.AppendUint16(nb, uint16(16+len(acts)))
 		nb = be.AppendUint16(nb, weight)
 		nb = be.AppendUint32(nb, watchPort)
 		nb = be.AppendUint32(nb, watchGroup)
 		nb = appendZeros(nb, 4)
-		nb = append(nb, buckets[8:8+alen]...)
+		nb = append(nb, acts...)
 		buckets = buckets[n:]
 	}
 	return nb, nil
@@ -575,7 +583,7 @@ func flowDesc15(it []byte) []byte {
 	b = append(b, it[24:32]...) // cookie
 	b = append(b, it[48:at]...) // match
 	b = appendOXS(b, be.Uint32(it[4:]), be.Uint32(it[8:]), be.Uint64(it[32:]), be.Uint64(it[40:]), -1)
-	b = append(b, meterInstructionToAction(it[at:])...)
+	b = append(b, meterInstructionToAction(instructionActions(it[at:], actions13To15))...)
 	putLen16(b, 0, len(b))
 	return b
 }
@@ -590,7 +598,7 @@ func groupDesc15(it []byte) []byte {
 		if n < 16 || n > len(rest) {
 			break
 		}
-		acts := rest[16:n]
+		acts := actions13To15(rest[16:n])
 		weight := be.Uint16(rest[2:])
 		watchPort, watchGroup := be.Uint32(rest[4:]), be.Uint32(rest[8:])
 		start := len(buckets)

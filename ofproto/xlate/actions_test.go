@@ -178,8 +178,14 @@ func TestTranslateNewActions(t *testing.T) {
 		{name: "masked vlan vid", flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionSetField{
 			Field: oxmM(ofpwire.XMTypeVlanID, 0x1000|0x00f, 0x1000|0x00f)}))}}, key: tagged,
 			want: actions.List{{Kind: actions.SetVLANTCI, Val16: 0x00f, Val16b: 0x00f}}},
-		{name: "masked ipv4 refused", flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionSetField{
-			Field: oxmM(ofpwire.XMTypeIPv4Dst, 1, 0xff)}))}}, key: ipv4, err: ErrUnsupported},
+		{name: "masked ipv4 sets the address from the bits kept", flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionSetField{
+			Field: oxmM(ofpwire.XMTypeIPv4Dst, 7, 0xff)}))}}, key: ipv4, // 10.0.0.2 -> 10.0.0.7
+			want: actions.List{func() actions.Action {
+				a := actions.Action{Kind: actions.SetIPv4Dst}
+				copy(a.Addr[:], []byte{10, 0, 0, 7})
+				return a
+			}()},
+			mask: func(m *flow.Mask) bool { return m.IPv4Dst == 0xffffff00 }},
 		{name: "set mpls bos", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofpwire.XMTypeMPLSBOS, 0), out(2)))}},
 			key: mplsKey(1, 1), want: actions.List{{Kind: actions.SetMPLSBoS, Val8: 0}, dpOut(2)}},
 		{name: "set eth_type to its own value does nothing", flows: []flowSpec{{0, 1, nil, ins(apply(setF(ofpwire.XMTypeEthType, 0x0800), out(2)))}},
@@ -323,7 +329,8 @@ func TestCheckActions(t *testing.T) {
 		{setF(ofpwire.XMTypeIPv6ExtHeader, 1), false, ofpwire.BACBadSetType},
 		{setF(ofpwire.XMTypeInPort, 1), false, ofpwire.BACBadSetType},
 		{&ofpwire.ActionSetField{Field: ofpwire.NewOXM(ofpwire.XMTypeIPv4Dst, []byte{1, 2})}, false, ofpwire.BACBadSetLen},
-		{&ofpwire.ActionSetField{Field: oxmM(ofpwire.XMTypeIPv4Dst, 1, 0xff)}, false, ofpwire.BACBadSetArgument},
+		{&ofpwire.ActionSetField{Field: oxmM(ofpwire.XMTypeIPv4Dst, 1, 0xff)}, false, 0xfffe}, // reg_load, or OpenFlow 1.5
+		{&ofpwire.ActionSetField{Field: oxmM(ofpwire.XMTypeIPv6ExtHeader, 1, 0xff)}, false, ofpwire.BACBadSetType},
 		{&ofpwire.ActionSetField{Field: oxmM(ofpwire.XMTypeVlanID, 0x1001, 0x1fff)}, false, 0xfffe},
 		{setF(ofpwire.XMTypePBBISID, 1), false, 0xfffe},
 		{&ofpwire.ActionSetQueue{Queue: 1}, false, 0xfffe},

@@ -8,13 +8,23 @@
 // a constant of the translation (or a function of bits already in the mask)
 // and is left out of the mask.
 //
-// Every OpenFlow 1.3 action translates; the meter instruction becomes a
-// datapath meter action. Translate returns an error wrapping
-// ErrUnsupported for: experimenter actions; set-field
-// on a field OpenFlow or the datapath cannot write (IN_PORT, IN_PHY_PORT,
-// ETH_TYPE, IP_PROTO, MPLS_BOS, IPV6_EXTHDR); masked set-field on any field
-// but VLAN_VID and METADATA (the datapath's set actions carry no mask);
-// output to OFPP_NORMAL when Options.Normal is nil, to OFPP_TABLE outside a
+// Every OpenFlow 1.3 action translates, and Open vSwitch's resubmit,
+// move (copy_field), load and masked set-field, note and exit (nicira.go);
+// the meter instruction becomes a datapath meter action. Registers and
+// metadata are pipeline state beside the key (ofmatch.Pipe): zero when the
+// walk starts, written by set-field, load and move, read by lookups and
+// moves, never in the megaflow mask. A masked write of a packet field sets
+// the whole field: the bits it keeps come from the packet and join the
+// mask. Resubmit runs another table's entry and comes back (the in_port it
+// names is for that lookup only, as in Open vSwitch); resubmits that go
+// back to the same or an earlier table nest at most 64 deep, and a walk
+// makes at most 4,096: beyond, the packet is dropped. Exit ends every
+// action list being run; the action set still executes. Translate returns
+// an error wrapping ErrUnsupported for: other experimenter actions;
+// set-field on a field OpenFlow or the datapath cannot write (IN_PORT,
+// IN_PHY_PORT, IPV6_EXTHDR, tun_flags); a field behind
+// a popped MPLS or PBB header inside a resubmit (a recirculation would
+// lose the caller's remaining actions); output to OFPP_NORMAL when Options.Normal is nil, to OFPP_TABLE outside a
 // packet-out (Options.Table nil) and to OFPP_ANY or an undefined reserved
 // number; and the cases below that the flow key cannot follow.
 // CheckActions gives the OpenFlow error a flow-mod or packet-out carrying

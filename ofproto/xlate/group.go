@@ -142,6 +142,7 @@ func (x *xlator) bucket(b *pipeline.Bucket, table uint8, miss, final bool) error
 	x.tind--
 	x.stopped = false   // an invalid TTL ends this clone only
 	x.pipe = saved.pipe // metadata and registers a bucket wrote do not leave it
+	x.exited = false    // nor does an exit in it
 	if err == nil && !final {
 		if x.irrev != saved.irrev {
 			err = errIrreversible

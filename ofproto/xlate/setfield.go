@@ -46,12 +46,10 @@ func setFieldArgOK(f ofpwire.OXM) bool {
 	return true
 }
 
-// maskedSettable reports whether a masked set-field on f translates: the
-// datapath's only masked set is the VLAN TCI's, and metadata is not
-// packet data.
-func maskedSettable(f ofpwire.XMType) bool {
-	return f == ofpwire.XMTypeVlanID || f == ofpwire.XMTypeMetadata
-}
+// maskedSettable reports whether a masked set-field on f translates: any
+// field set-field may write (the datapath sets a whole field, from the
+// bits the mask keeps and the new ones; see nicira.go).
+func maskedSettable(f ofpwire.XMType) bool { return settable(f) }
 
 // setFieldSupported returns the field's value as an integer (for the
 // fields up to 8 bytes) after checking the field is one Translate can set.

@@ -115,6 +115,9 @@ func (x *xlator) runEntry(tid uint8, e *pipeline.Entry, ins []ofpwire.Instructio
 				from = fromAct
 			}
 			err = x.applyActions(e, ins, i, from)
+			if x.exited {
+				return 0, false, err // no goto: the action set runs
+			}
 		case *ofpwire.InstrClearActions:
 			x.set = actionSet{}
 			if x.tr != nil {
@@ -195,7 +198,7 @@ func (x *xlator) applyActions(e *pipeline.Entry, ins []ofpwire.Instruction, i, f
 		if err != nil {
 			return err
 		}
-		if x.stopped {
+		if x.stopped || x.exited {
 			return nil
 		}
 	}
@@ -215,7 +218,16 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 	case *ofpwire.ActionOutput:
 		return x.output(a, table, miss)
 	case *ofpwire.ActionSetField:
-		return x.setField(a)
+		return x.setFieldAny(a)
+	case *ofpwire.ActionRegMove:
+		return x.regMove(a)
+	case *ofpwire.ActionResubmit:
+		return x.resubmit(a)
+	case *ofpwire.ActionNote:
+		return nil
+	case *ofpwire.ActionExit:
+		x.exited = true
+		return nil
 	case *ofpwire.ActionPushVLAN:
 		return x.pushVLAN(a.EtherType)
 	case *ofpwire.ActionPopVLAN:

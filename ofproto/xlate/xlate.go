@@ -155,6 +155,12 @@ type xlator struct {
 	// recirculation cannot help (restoring the packet after an output to
 	// TABLE): it fails as before.
 	noFreeze bool
+	// resubmitDepth counts resubmits being walked, one inside another;
+	// resubmits all of this walk's.
+	resubmitDepth, resubmits int
+	// exited says an exit action ran: no further action executes, the
+	// action set still does.
+	exited bool
 }
 
 // Translate walks the pipeline for the packet whose flow key is key,

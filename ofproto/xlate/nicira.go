@@ -1,0 +1,275 @@
+package xlate
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
+)
+
+// Open vSwitch's extension actions: resubmit, move (copy_field), masked
+// set-field (load, reg_load2), note and exit.
+//
+// Registers and metadata are pipeline state (ofmatch.Pipe): writing them
+// emits nothing and reading them consults no packet bit, since every
+// packet enters the pipeline with them 0. A write of part of a packet
+// field becomes a datapath set of the whole field: the bits it keeps come
+// from the packet, so they join the megaflow mask, and the set writes them
+// back unchanged. Reading a packet field (the source of a move) consults
+// the bits read.
+
+const (
+	// maxResubmitDepth bounds resubmits inside resubmits, and
+	// maxResubmits all the resubmits of one walk, as Open vSwitch bounds
+	// them (64 and 4,096); beyond either the packet is dropped.
+	maxResubmitDepth = 64
+	maxResubmits     = 4096
+)
+
+// keyBit locates one bit of a packet field in the flow key: word and bit
+// of Key.Words(); ok false when the key does not hold it (the high bits
+// of an ARP opcode).
+type keyBit struct {
+	word, bit uint8
+	ok        bool
+}
+
+// fieldKeyBits maps bit i (0 the least significant) of every packet field
+// to the key bit holding it, found through ofmatch's own mapping of a
+// value with only that bit set.
+var fieldKeyBits = sync.OnceValue(func() (t [ofpwire.NumFields][]keyBit) {
+	for f := ofpwire.XMType(0); int(f) < ofpwire.NumFields; f++ {
+		size, _, ok := ofpwire.FieldSize(f)
+		if !ok || pipeField(f) {
+			continue
+		}
+		base, _ := ofmatch.KeyBits(ofpwire.NewOXM(f, make([]byte, size)))
+		t[f] = make([]keyBit, 8*size)
+		for i := range 8 * size {
+			v := make([]byte, size)
+			ofpwire.PutBits(v, i, 1, 1)
+			k, _ := ofmatch.KeyBits(ofpwire.NewOXM(f, v))
+			bw, kw := base.Words(), k.Words()
+			for w := range kw {
+				if d := kw[w] ^ bw[w]; d != 0 && d&(d-1) == 0 {
+					for b := range 64 {
+						if d == 1<<b {
+							t[f][i] = keyBit{word: uint8(w), bit: uint8(b), ok: true}
+						}
+					}
+				}
+			}
+		}
+	}
+	return t
+})
+
+// pipeField reports whether f is pipeline state: metadata or a register.
+func pipeField(f ofpwire.XMType) bool {
+	_, _, reg := ofpwire.IsReg(f)
+	return reg || f == ofpwire.XMTypeMetadata
+}
+
+// pipeValue returns pipeline field f's value as its OXM payload.
+func (x *xlator) pipeValue(f ofpwire.XMType) []byte {
+	if f == ofpwire.XMTypeMetadata {
+		b := make([]byte, 8)
+		ofpwire.PutBits(b, 0, 64, x.pipe.Metadata)
+		return b
+	}
+	first, count, _ := ofpwire.IsReg(f)
+	b := make([]byte, 4*count)
+	for i := range count {
+		ofpwire.PutBits(b, 32*(count-1-i), 32, uint64(x.pipe.Regs[first+i]))
+	}
+	return b
+}
+
+// setPipeValue stores pipeline field f from its OXM payload.
+func (x *xlator) setPipeValue(f ofpwire.XMType, b []byte) {
+	if f == ofpwire.XMTypeMetadata {
+		x.pipe.Metadata = ofpwire.Bits(b, 0, 64)
+		return
+	}
+	first, count, _ := ofpwire.IsReg(f)
+	for i := range count {
+		x.pipe.Regs[first+i] = uint32(ofpwire.Bits(b, 32*(count-1-i), 32))
+	}
+}
+
+// packetValue returns packet field f's value in the key as its OXM
+// payload, consulting the bits sel selects (sel nil: every bit).
+func (x *xlator) packetValue(f ofpwire.XMType, sel []byte) []byte {
+	bits := fieldKeyBits()[f]
+	b := make([]byte, len(bits)/8)
+	var m flow.Mask
+	kw, mw := x.key.Words(), m.Words()
+	for i, kb := range bits {
+		if !kb.ok || sel != nil && ofpwire.Bits(sel, i, 1) == 0 {
+			continue
+		}
+		mw[kb.word] |= 1 << kb.bit
+		ofpwire.PutBits(b, i, 1, kw[kb.word]>>kb.bit&1)
+	}
+	x.consult(&m)
+	return b
+}
+
+// fieldValue reads field f, consulting the packet bits sel selects.
+func (x *xlator) fieldValue(f ofpwire.XMType, sel []byte) []byte {
+	if pipeField(f) {
+		return x.pipeValue(f)
+	}
+	return x.packetValue(f, sel)
+}
+
+// setMasked writes the bits of field f that mask covers with val's.
+func (x *xlator) setMasked(f ofpwire.XMType, val, mask []byte) error {
+	cur := x.fieldValueKeeping(f, mask)
+	for i := range cur {
+		cur[i] = cur[i]&^mask[i] | val[i]&mask[i]
+	}
+	if pipeField(f) {
+		x.setPipeValue(f, cur)
+		return nil
+	}
+	return x.setField(&ofpwire.ActionSetField{Field: ofpwire.NewOXM(f, cur)})
+}
+
+// fieldValueKeeping reads what a write under mask keeps of field f: the
+// packet bits outside the mask are consulted, those it overwrites are not.
+func (x *xlator) fieldValueKeeping(f ofpwire.XMType, mask []byte) []byte {
+	keep := make([]byte, len(mask))
+	for i := range mask {
+		keep[i] = ^mask[i]
+	}
+	return x.fieldValue(f, keep)
+}
+
+// setFieldAny executes a set-field: pipeline fields and masked writes
+// here, whole packet fields by setField. A masked VLAN_VID stays a
+// masked datapath set.
+func (x *xlator) setFieldAny(a *ofpwire.ActionSetField) error {
+	f := a.Field
+	if !pipeField(f.Field) && (!f.HasMask || f.Field == ofpwire.XMTypeVlanID) {
+		return x.setField(a)
+	}
+	if _, err := setFieldSupported(a); err != nil {
+		return err
+	}
+	mask := f.Mask
+	if !f.HasMask {
+		mask = make([]byte, len(f.Value))
+		for i := range mask {
+			mask[i] = 0xff
+		}
+	}
+	return x.setMasked(f.Field, f.Value, mask)
+}
+
+// regMove copies a.NBits bits between fields (move, copy_field).
+func (x *xlator) regMove(a *ofpwire.ActionRegMove) error {
+	srcSize, _, ok1 := ofpwire.FieldSize(a.Src)
+	dstSize, _, ok2 := ofpwire.FieldSize(a.Dst)
+	n := int(a.NBits)
+	if !ok1 || !ok2 || n == 0 || int(a.SrcOfs)+n > 8*srcSize || int(a.DstOfs)+n > 8*dstSize {
+		return fmt.Errorf("%w: move of %d bits between fields %d and %d", ErrUnsupported, n, a.Src, a.Dst)
+	}
+	sel := make([]byte, srcSize)
+	val, mask := make([]byte, dstSize), make([]byte, dstSize)
+	for done := 0; done < n; done += 64 {
+		c := min(64, n-done)
+		ofpwire.PutBits(sel, int(a.SrcOfs)+done, c, ^uint64(0))
+		ofpwire.PutBits(mask, int(a.DstOfs)+done, c, ^uint64(0))
+	}
+	src := x.fieldValue(a.Src, sel)
+	for done := 0; done < n; done += 64 {
+		c := min(64, n-done)
+		ofpwire.PutBits(val, int(a.DstOfs)+done, c, ofpwire.Bits(src, int(a.SrcOfs)+done, c))
+	}
+	return x.setMasked(a.Dst, val, mask)
+}
+
+// resubmit looks the packet up in another table (as if it had arrived on
+// a.InPort, when given: for that lookup only, as in Open vSwitch), runs
+// the entry found as a walk would (its apply-actions now, its
+// write-actions into the action set, its goto-table), and comes back to
+// the caller's table and entry. No entry found does nothing (unlike a
+// table miss, which drops). A resubmit to the same or an earlier table
+// deepens the walk; too deep, or too many resubmits, drops the packet.
+func (x *xlator) resubmit(a *ofpwire.ActionResubmit) error {
+	tid := a.Table
+	if tid == ofpwire.TableCurrent {
+		tid = x.table
+	}
+	deepens := tid <= x.table
+	if deepens && x.resubmitDepth >= maxResubmitDepth || x.resubmits >= maxResubmits {
+		x.stopped = true
+		x.out = x.out[:0]
+		if x.tr != nil {
+			x.traceNote(TraceDrop, "resubmits nested too deep or too many: the packet is dropped, as in Open vSwitch")
+		}
+		return nil
+	}
+	x.resubmits++
+	if int(tid) >= pipeline.NumTables {
+		return nil
+	}
+	table, miss, cookie, noFreeze := x.table, x.miss, x.cookie, x.noFreeze
+	if deepens {
+		x.resubmitDepth++
+	}
+	x.noFreeze = true // a freeze would lose the caller's remaining actions
+	err := x.walkNested(tid, a.InPort)
+	if deepens {
+		x.resubmitDepth--
+	}
+	x.noFreeze = noFreeze
+	x.table, x.miss, x.cookie = table, miss, cookie
+	return err
+}
+
+// walkNested runs the packet through table tid (looked up with in_port
+// inPort, PortIn: the packet's) and the tables its entries go to, without
+// the action set (the outer walk runs that).
+func (x *xlator) walkNested(tid uint8, inPort ofpwire.PortNo) error {
+	for step := 0; step < maxSteps; step++ {
+		var wc flow.Mask
+		var e *pipeline.Entry
+		if step == 0 && inPort != ofpwire.PortIn {
+			port, written := x.key.InPort, x.written.InPort
+			x.key.InPort, x.written.InPort = uint32(inPort), ^uint32(0)
+			e = x.p.PeekLocked(tid, &x.key, &x.pipe, &wc, nil)
+			x.key.InPort, x.written.InPort = port, written
+			wc.InPort = 0 // the lookup saw a constant
+		} else {
+			e = x.p.PeekLocked(tid, &x.key, &x.pipe, &wc, nil)
+		}
+		if x.tr == nil {
+			x.refs = append(x.refs, x.p.LookupSink(tid, e))
+		}
+		x.consult(&wc)
+		if x.tr != nil {
+			x.tr.addStep(tid, e)
+		}
+		if x.blind {
+			return errBlind
+		}
+		if e == nil {
+			return nil
+		}
+		x.refs = append(x.refs, e)
+		next, gotoTable, err := x.runEntry(tid, e, e.Instructions(), 0, 0)
+		if err != nil || x.stopped || !gotoTable {
+			return err
+		}
+		if next <= tid {
+			return ErrLoop
+		}
+		tid = next
+	}
+	return ErrLoop
+}

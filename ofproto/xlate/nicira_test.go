@@ -1,0 +1,115 @@
+package xlate
+
+import (
+	"testing"
+
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+)
+
+func reg(i int) ofpwire.XMType { return ofpwire.XMTypeReg0 + ofpwire.XMType(i) }
+
+func resubmitT(t uint8) *ofpwire.ActionResubmit {
+	return &ofpwire.ActionResubmit{InPort: ofpwire.PortIn, Table: t}
+}
+
+func move(src, dst ofpwire.XMType, srcOfs, dstOfs, n uint16) *ofpwire.ActionRegMove {
+	return &ofpwire.ActionRegMove{Src: src, Dst: dst, SrcOfs: srcOfs, DstOfs: dstOfs, NBits: n}
+}
+
+func setM(f ofpwire.XMType, v, m uint64) *ofpwire.ActionSetField {
+	return &ofpwire.ActionSetField{Field: oxmM(f, v, m)}
+}
+
+// TestTranslateNicira: registers steer later lookups without touching the
+// megaflow; resubmit runs another table and comes back; move and masked
+// loads write registers and packet fields; exit stops the actions but not
+// the action set.
+func TestTranslateNicira(t *testing.T) {
+	tcp := ipv4Key() // 10.0.0.1:1234 -> 10.0.0.2:80, in_port 1
+	ethSet := func(b ...byte) actions.Action {
+		a := actions.Action{Kind: actions.SetEthDst}
+		copy(a.Addr[:], b)
+		return a
+	}
+	runTranslateCases(t, []translateCase{
+		{name: "register written then matched, no packet bit in the mask",
+			flows: []flowSpec{
+				{0, 1, nil, ins(apply(setF(reg(3), 7)), gotoT(1))},
+				{1, 5, []ofpwire.OXM{oxm(reg(3), 7)}, ins(apply(out(2)))},
+				{1, 1, nil, ins(apply(out(3)))}},
+			key: tcp, want: actions.List{dpOut(2)},
+			mask: func(m *flow.Mask) bool { m.InPort = 0; return m.IsZero() }}, // in_port: outputs compare with it
+		{name: "xreg and reg are one register file",
+			flows: []flowSpec{
+				{0, 1, nil, ins(apply(&ofpwire.ActionSetField{Field: ofpwire.OXMUint(ofpwire.XMTypeXReg0, 0x0000000500000006)}), gotoT(1))},
+				{1, 5, []ofpwire.OXM{oxm(reg(0), 5), oxm(reg(1), 6)}, ins(apply(out(2)))}},
+			key: tcp, want: actions.List{dpOut(2)}},
+		{name: "resubmit runs the other table and comes back",
+			flows: []flowSpec{
+				{0, 1, nil, ins(apply(out(2), resubmitT(5), out(4)))},
+				{5, 1, nil, ins(apply(out(3)))}},
+			key: tcp, want: actions.List{dpOut(2), dpOut(3), dpOut(4)}},
+		{name: "resubmit to a lower table, with another in_port for its lookup only",
+			flows: []flowSpec{
+				{3, 1, nil, ins(apply(out(5)))},
+				{0, 1, []ofpwire.OXM{oxm(ofpwire.XMTypeInPort, 1)}, ins(apply(&ofpwire.ActionResubmit{InPort: 7, Table: 0}, resubmitT(3)))},
+				{0, 2, []ofpwire.OXM{oxm(ofpwire.XMTypeInPort, 7)}, ins(apply(out(uint32(ofpwire.PortIn)), out(6)))}},
+			key: tcp, want: actions.List{dpOut(1), dpOut(6), dpOut(5)}},
+		{name: "resubmit finding nothing does nothing",
+			flows: []flowSpec{{0, 1, nil, ins(apply(resubmitT(9), out(2)))}},
+			key:   tcp, want: actions.List{dpOut(2)}},
+		{name: "resubmit loop is cut and drops the packet",
+			flows: []flowSpec{{0, 1, nil, ins(apply(setF(reg(0), 1), resubmitT(0)))}},
+			key:   tcp, want: actions.List{}},
+		{name: "resubmits to later tables do not deepen",
+			flows: func() (fs []flowSpec) {
+				for i := range uint8(100) {
+					fs = append(fs, flowSpec{i, 1, nil, ins(apply(resubmitT(i + 1)))})
+				}
+				return append(fs, flowSpec{100, 1, nil, ins(apply(out(2)))})
+			}(),
+			key: tcp, want: actions.List{dpOut(2)}},
+		{name: "write-actions inside a resubmit join the action set",
+			flows: []flowSpec{
+				{0, 1, nil, ins(apply(resubmitT(2)))},
+				{2, 1, nil, ins(write(out(9)))}},
+			key: tcp, want: actions.List{dpOut(9)}},
+		{name: "move ip_dst to a register, match it",
+			flows: []flowSpec{
+				{0, 1, nil, ins(apply(move(ofpwire.XMTypeIPv4Dst, reg(0), 0, 0, 32)), gotoT(1))},
+				{1, 5, []ofpwire.OXM{oxm(reg(0), 0x0a000002)}, ins(apply(out(2)))}},
+			key: tcp, want: actions.List{dpOut(2)},
+			mask: func(m *flow.Mask) bool { return m.IPv4Dst == ^uint32(0) && m.IPv4Src == 0 }},
+		{name: "move a register into part of eth_dst: the rest comes from the packet",
+			flows: []flowSpec{{0, 1, nil, ins(apply(setF(reg(1), 0xab), move(reg(1), ofpwire.XMTypeEthDst, 0, 0, 8), out(2)))}},
+			key:   func() flow.Key { k := tcp; k.EthDst = [6]byte{2, 0, 0, 0, 0, 1}; return k }(),
+			want:  actions.List{ethSet(2, 0, 0, 0, 0, 0xab), dpOut(2)},
+			mask:  func(m *flow.Mask) bool { return m.EthDst == [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0} }},
+		{name: "load into part of a register keeps the rest",
+			flows: []flowSpec{
+				{0, 1, nil, ins(apply(setF(reg(2), 0x11223344), setM(reg(2), 0xaa00, 0xff00)), gotoT(1))},
+				{1, 5, []ofpwire.OXM{oxm(reg(2), 0x1122aa44)}, ins(apply(out(2)))}},
+			key: tcp, want: actions.List{dpOut(2)}},
+		{name: "masked load on tcp_dst sets the whole port",
+			flows: []flowSpec{{0, 1, []ofpwire.OXM{oxm(ofpwire.XMTypeEthType, 0x800), oxm(ofpwire.XMTypeIPProto, 6)},
+				ins(apply(setM(ofpwire.XMTypeTCPDst, 0x1f00, 0xff00), out(2)))}},
+			key: tcp, want: actions.List{{Kind: actions.SetL4Dst, Val16: 0x1f50}, dpOut(2)},
+			mask: func(m *flow.Mask) bool { return m.TpDst == 0x00ff }},
+		{name: "exit stops the actions everywhere, the action set still runs",
+			flows: []flowSpec{
+				{0, 1, nil, ins(apply(resubmitT(2), resubmitT(1), out(3)), write(out(7)), gotoT(4))},
+				{2, 1, nil, ins(write(out(8)))},
+				{1, 1, nil, ins(apply(out(4), &ofpwire.ActionExit{}, out(5)))},
+				{4, 1, nil, ins(apply(out(6)))}},
+			key: tcp, want: actions.List{dpOut(4), dpOut(8)}},
+		{name: "note does nothing",
+			flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionNote{Note: []byte{1, 2, 3, 0, 0, 0}}, out(2)))}},
+			key:   tcp, want: actions.List{dpOut(2)}},
+		{name: "registers a group bucket writes stay in it",
+			flows: []flowSpec{{0, 1, nil, ins(apply(setF(reg(4), 1), resubmitT(1)))},
+				{1, 5, []ofpwire.OXM{oxm(reg(4), 1)}, ins(apply(out(2)))}},
+			key: tcp, want: actions.List{dpOut(2)}},
+	})
+}
