@@ -134,6 +134,7 @@ var validBits = [ofpwire.NumFields]uint64{
 	ofpwire.XMTypeMPLSBOS:       0x1,
 	ofpwire.XMTypeARPOpcode:     0xff, // the key keeps the opcode in 8 bits, as OVS does
 	ofpwire.XMTypeIPv6ExtHeader: 0x1ff,
+	ofpwire.XMTypeIPFrag:        0x3,
 }
 
 // ValidBits is the bits of field f a value may have, 0 when every bit of
@@ -274,6 +275,12 @@ func (m *Match) set(o ofpwire.OXM) error {
 	switch o.Field {
 	case ofpwire.XMTypeInPort:
 		k.InPort, mk.InPort = uint32(v), ^uint32(0)
+	case ofpwire.XMTypeInPort16:
+		k.InPort, mk.InPort = InPort32(uint16(v)), ^uint32(0)
+	case ofpwire.XMTypeIPTTL:
+		k.NwTTL, mk.NwTTL = uint8(v), 0xff
+	case ofpwire.XMTypeIPFrag:
+		k.NwFrag, mk.NwFrag = uint8(v&vm), uint8(vm&3)
 	case ofpwire.XMTypeMetadata:
 		m.Metadata, m.PipeMask.Metadata = v, vm
 	case ofpwire.XMTypeEthDst:
@@ -424,6 +431,15 @@ func appendTransport(fs []ofpwire.OXM, k, mk *flow.Key, src, dst ofpwire.XMType)
 	return fs
 }
 
+// InPort32 is the OpenFlow 1.1+ number of a 16-bit (NXM, OpenFlow 1.0)
+// port: the reserved ports are 0xff00 and up there.
+func InPort32(p uint16) uint32 {
+	if p >= 0xff00 {
+		return 0xffff0000 | uint32(p)
+	}
+	return uint32(p)
+}
+
 func be32(b []byte) uint32 {
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
@@ -556,6 +572,12 @@ func ToOXM(m *Match) ofpwire.Match {
 	}
 	if mk.Tun.Dst != ([16]byte{}) {
 		fs = tunAddrOXM(fs, ofpwire.XMTypeTunIPv4Dst, ofpwire.XMTypeTunIPv6Dst, k.Tun.Dst, mk.Tun.Dst)
+	}
+	if ip && mk.NwTTL != 0 {
+		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeIPTTL, uint64(k.NwTTL)))
+	}
+	if ip && mk.NwFrag != 0 {
+		fs = oxmUint(fs, ofpwire.XMTypeIPFrag, uint64(k.NwFrag), uint64(mk.NwFrag), 3)
 	}
 	for i, rm := range m.PipeMask.Regs {
 		if rm != 0 {

@@ -279,7 +279,7 @@ func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.A
 			return nil, err
 		}
 		return one(&ofpwire.ActionGroup{Group: ofpwire.Group(v)})
-	case "resubmit", "move", "load", "note", "exit":
+	case "resubmit", "move", "load", "note", "exit", "push", "pop":
 		a, _, err := parseNXAction(name, arg, hasArg, ports)
 		if err != nil {
 			return nil, err
@@ -311,6 +311,13 @@ func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.A
 		ac.popTag()
 		return one(&ofpwire.ActionPopVLAN{})
 	case "dec_ttl", "dec_mpls_ttl", "copy_ttl_in", "copy_ttl_out":
+		if name == "dec_ttl" && hasArg {
+			a, err := parseDecTTLIDs(arg)
+			if err != nil {
+				return nil, err
+			}
+			return one(a)
+		}
 		if err := noArg(); err != nil {
 			return nil, err
 		}

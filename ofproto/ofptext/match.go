@@ -157,6 +157,10 @@ func FormatMatch(m *ofmatch.Match) string {
 			out = append(out, "tun_id="+hexMasked(v, vm, ^uint64(0)))
 		case ofpwire.XMTypeIPv6ExtHeader:
 			out = append(out, "ipv6_exthdr="+hexMasked(v, vm, 0x1ff))
+		case ofpwire.XMTypeIPTTL:
+			out = append(out, "nw_ttl="+strconv.FormatUint(v, 10))
+		case ofpwire.XMTypeIPFrag:
+			out = append(out, "nw_frag="+fragName(v, vm))
 		case ofpwire.XMTypeTunIPv4Src:
 			out = append(out, "tun_src="+ipv4Masked(v, vm))
 		case ofpwire.XMTypeTunIPv4Dst:
@@ -527,6 +531,15 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 		case "icmp_code", "icmpv6_code":
 			tpNames[3] = name
 			err = parseExactInto(val, 8, icmpCode)
+		case "nw_ttl", "ip_ttl":
+			err = parseExact(val, 8, ofpwire.XMTypeIPTTL, setU)
+		case "nw_frag", "ip_frag":
+			f, ok := fragValues[val]
+			if !ok {
+				err = matchErrorf("%s=%s: not one of no, yes, first, later, not_later", name, val)
+				break
+			}
+			err = setU(ofpwire.XMTypeIPFrag, f[0], f[1])
 		case "mpls_label":
 			err = parseExact(val, 20, ofpwire.XMTypeMPLSLabel, setU)
 		case "mpls_tc":
@@ -848,4 +861,19 @@ func parseWords(s string, count int) ([]uint32, error) {
 		hex = hex[:cut]
 	}
 	return w, nil
+}
+
+// fragValues are ovs-ofctl's names of ip_frag value/mask pairs (bit 0: a
+// fragment, bit 1: not the first).
+var fragValues = map[string][2]uint64{
+	"no": {0, 1}, "yes": {1, 1}, "first": {1, 3}, "later": {3, 3}, "not_later": {0, 2},
+}
+
+func fragName(v, m uint64) string {
+	for name, f := range fragValues {
+		if f == [2]uint64{v, m} {
+			return name
+		}
+	}
+	return fmt.Sprintf("%#x/%#x", v, m)
 }

@@ -37,6 +37,8 @@ var subfieldNames = func() map[ofpwire.XMType][]string {
 		ofpwire.XMTypePBBISID:    {"OXM_OF_PBB_ISID", "pbb_isid"},
 		ofpwire.XMTypeTunIPv4Src: {"NXM_NX_TUN_IPV4_SRC", "tun_src"}, ofpwire.XMTypeTunIPv4Dst: {"NXM_NX_TUN_IPV4_DST", "tun_dst"},
 		ofpwire.XMTypeTunIPv6Src: {"NXM_NX_TUN_IPV6_SRC", "tun_ipv6_src"}, ofpwire.XMTypeTunIPv6Dst: {"NXM_NX_TUN_IPV6_DST", "tun_ipv6_dst"},
+		ofpwire.XMTypeInPort16: {"NXM_OF_IN_PORT", "in_port"}, ofpwire.XMTypeIPTTL: {"NXM_NX_IP_TTL", "nw_ttl"},
+		ofpwire.XMTypeIPFrag: {"NXM_NX_IP_FRAG", "nw_frag"},
 	}
 	for i := range ofpwire.NumRegs {
 		m[ofpwire.XMTypeReg0+ofpwire.XMType(i)] = []string{fmt.Sprintf("NXM_NX_REG%d", i), fmt.Sprintf("reg%d", i)}
@@ -152,6 +154,12 @@ func parseNXAction(name, arg string, hasArg bool, ports portResolver) (a ofpwire
 			err = fmt.Errorf("exit takes no argument")
 		}
 		a = &ofpwire.ActionExit{}
+	case "push", "pop":
+		f, ofs, n, err1 := parseSubfield(arg)
+		if err1 != nil {
+			return nil, true, fmt.Errorf("%s: %w", name, err1)
+		}
+		a = &ofpwire.ActionStack{Pop: name == "pop", Field: f, Ofs: uint16(ofs), NBits: uint16(n)}
 	default:
 		return nil, false, nil
 	}
@@ -298,6 +306,18 @@ func formatNXAction(a ofpwire.Action) (string, bool) {
 		return "note:" + strings.Join(parts, "."), true
 	case *ofpwire.ActionExit:
 		return "exit", true
+	case *ofpwire.ActionStack:
+		op := "push:"
+		if a.Pop {
+			op = "pop:"
+		}
+		return op + formatSubfield(a.Field, int(a.Ofs), int(a.NBits)), true
+	case *ofpwire.ActionDecTTLIDs:
+		ids := make([]string, len(a.IDs))
+		for i, id := range a.IDs {
+			ids[i] = strconv.Itoa(int(id))
+		}
+		return "dec_ttl(" + strings.Join(ids, ",") + ")", true
 	}
 	return "", false
 }
@@ -353,4 +373,21 @@ func formatLoad(o ofpwire.OXM) string {
 		out = "load:" + val + "->" + formatSubfield(o.Field, ofs, n)
 	})
 	return out
+}
+
+// parseDecTTLIDs reads dec_ttl(ID,...): the controller ids told of an
+// expired TTL (none: nobody).
+func parseDecTTLIDs(arg string) (ofpwire.Action, error) {
+	d := &ofpwire.ActionDecTTLIDs{IDs: []uint16{}}
+	for _, p := range strings.Split(arg, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		v, err := parseNum("dec_ttl controller id", p, 16)
+		if err != nil {
+			return nil, err
+		}
+		d.IDs = append(d.IDs, uint16(v))
+	}
+	return d, nil
 }

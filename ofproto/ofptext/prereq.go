@@ -18,6 +18,8 @@ var prereqHints = map[ofpwire.XMType]string{
 	ofpwire.XMTypeIPDSCP:        "ip or ipv6",
 	ofpwire.XMTypeIPECN:         "ip or ipv6",
 	ofpwire.XMTypeIPProto:       "ip or ipv6",
+	ofpwire.XMTypeIPTTL:         "ip or ipv6",
+	ofpwire.XMTypeIPFrag:        "ip or ipv6",
 	ofpwire.XMTypeIPv4Src:       "ip or arp",
 	ofpwire.XMTypeIPv4Dst:       "ip or arp",
 	ofpwire.XMTypeTCPSrc:        "tcp or tcp6",
@@ -91,6 +93,7 @@ var tokenFields = map[string]ofpwire.XMType{
 	"vlan_pcp": ofpwire.XMTypeVlanPCP, "nw_tos": ofpwire.XMTypeIPDSCP, "ip_dscp": ofpwire.XMTypeIPDSCP,
 	"nw_ecn": ofpwire.XMTypeIPECN, "ip_ecn": ofpwire.XMTypeIPECN, "mpls_label": ofpwire.XMTypeMPLSLabel,
 	"mpls_tc": ofpwire.XMTypeMPLSTC, "mpls_bos": ofpwire.XMTypeMPLSBOS, "pbb_isid": ofpwire.XMTypePBBISID,
+	"nw_ttl": ofpwire.XMTypeIPTTL, "ip_ttl": ofpwire.XMTypeIPTTL, "nw_frag": ofpwire.XMTypeIPFrag, "ip_frag": ofpwire.XMTypeIPFrag,
 }
 
 // prereqError names the field of om that lacks its prerequisite with the

@@ -47,7 +47,8 @@ const (
 // two fields with one number); parsing and encoding translate them to and
 // from their class and field number on the wire (OVS's
 // NXM_NX_TUN_IPV4_SRC(31), _DST(32), NXM_NX_TUN_IPV6_SRC(109), _DST(110),
-// NXM_NX_TUN_FLAGS(104), NXM_NX_REG0-15(0-15), NXM_NX_XXREG0-3(111-114),
+// NXM_NX_TUN_FLAGS(104), NXM_OF_IN_PORT(0), NXM_NX_IP_TTL(29),
+// NXM_NX_IP_FRAG(26), NXM_NX_REG0-15(0-15), NXM_NX_XXREG0-3(111-114),
 // OXM_OF_PKT_REG0-7(0-7)).
 const (
 	XMTypeTunIPv4Src ofp.XMType = NumBasicFields + iota
@@ -55,6 +56,14 @@ const (
 	XMTypeTunIPv6Src
 	XMTypeTunIPv6Dst
 	XMTypeTunFlags
+	// XMTypeInPort16 is NXM_OF_IN_PORT, the 16-bit in_port Open vSwitch's
+	// controllers write (OVN sets it to 0 to allow output back to the
+	// input port); reserved ports are 0xff00 and up.
+	XMTypeInPort16
+	// XMTypeIPTTL is NXM_NX_IP_TTL: the IPv4 TTL or IPv6 hop limit.
+	XMTypeIPTTL
+	// XMTypeIPFrag is NXM_NX_IP_FRAG: bit 0 a fragment, bit 1 a later one.
+	XMTypeIPFrag
 	// XMTypeReg0 is reg0; reg N is XMTypeReg0+N.
 	XMTypeReg0
 	// XMTypeXReg0 is xreg0; xreg N is XMTypeXReg0+N.
@@ -65,7 +74,7 @@ const (
 
 // NumFields bounds every field number, basic or extension (untyped, for
 // array sizes and int comparisons alike).
-const NumFields = NumBasicFields + 5 + NumRegs + NumXRegs + NumXXRegs
+const NumFields = NumBasicFields + 8 + NumRegs + NumXRegs + NumXXRegs
 
 var _ = [1]int{}[int(XMTypeXXReg0)+NumXXRegs-NumFields] // NumFields counts every field above
 
@@ -84,6 +93,9 @@ var extFields = func() (fs [NumFields - NumBasicFields]extField) {
 	fs[XMTypeTunIPv6Src-NumBasicFields] = extField{ClassNXM1, 109, fieldInfo{16, true, 0}}
 	fs[XMTypeTunIPv6Dst-NumBasicFields] = extField{ClassNXM1, 110, fieldInfo{16, true, 0}}
 	fs[XMTypeTunFlags-NumBasicFields] = extField{ClassNXM1, 104, fieldInfo{2, true, 0}}
+	fs[XMTypeInPort16-NumBasicFields] = extField{ClassNXM0, 0, fieldInfo{2, false, 0}}
+	fs[XMTypeIPTTL-NumBasicFields] = extField{ClassNXM1, 29, fieldInfo{1, false, 0}}
+	fs[XMTypeIPFrag-NumBasicFields] = extField{ClassNXM1, 26, fieldInfo{1, true, 3}}
 	for i := range NumRegs {
 		fs[XMTypeReg0+ofp.XMType(i)-NumBasicFields] = extField{ClassNXM1, ofp.XMType(i), fieldInfo{4, true, 0}}
 	}
@@ -119,7 +131,7 @@ func IsReg(f ofp.XMType) (first, count int, ok bool) {
 		return int(f - XMTypeReg0), 1, true
 	case f >= XMTypeXReg0 && f < XMTypeXXReg0:
 		return 2 * int(f-XMTypeXReg0), 2, true
-	case f >= XMTypeXXReg0 && f < NumFields:
+	case f >= XMTypeXXReg0 && f < XMTypeXXReg0+NumXXRegs:
 		return 4 * int(f-XMTypeXXReg0), 4, true
 	}
 	return 0, 0, false
@@ -533,6 +545,8 @@ func prereqOK(m Match, f ofp.XMType) bool {
 		return icmpv6TypeIs(m, header.ICMPv6NeighborAdvert)
 	case ofp.XMTypeMPLSLabel, ofp.XMTypeMPLSTC, ofp.XMTypeMPLSBOS:
 		return ethTypeIs(m, header.EtherTypeMPLS, header.EtherTypeMPLSMcast)
+	case XMTypeIPTTL, XMTypeIPFrag:
+		return ethTypeIs(m, header.EtherTypeIPv4, header.EtherTypeIPv6)
 	case ofp.XMTypePBBISID:
 		return ethTypeIs(m, header.EtherTypePBB)
 	}
@@ -555,7 +569,7 @@ func CheckPrerequisites(m Match) error {
 // lacks, so that a tool can say which field is the trouble.
 func MissingPrerequisite(m Match) (field ofp.XMType, missing bool) {
 	for _, o := range m.Fields {
-		if o.Class == ofp.XMClassOpenflowBasic && !prereqOK(m, o.Field) {
+		if knownField(o) && !prereqOK(m, o.Field) {
 			return o.Field, true
 		}
 	}

@@ -26,6 +26,9 @@ const (
 	nxastNote            = 8
 	nxastResubmitTable   = 14
 	nxastExit            = 17
+	nxastDecTTLCntIDs    = 21
+	nxastStackPush       = 27
+	nxastStackPop        = 28
 	nxastRegLoad2        = 33
 	nxastResubmitTableCT = 44
 )
@@ -54,6 +57,19 @@ type ActionRegMove struct {
 	NBits          uint16
 }
 
+// ActionStack pushes bits Ofs..Ofs+NBits-1 of Field onto the
+// translation's stack, or (Pop) pops the top value into them.
+type ActionStack struct {
+	Pop        bool
+	Field      ofp.XMType
+	Ofs, NBits uint16
+}
+
+// ActionDecTTLIDs is dec_ttl naming the controllers (by controller id)
+// that a packet whose TTL runs out goes to: none drops it silently. OVN
+// emits it with no id.
+type ActionDecTTLIDs struct{ IDs []uint16 }
+
 // ActionNote carries bytes a controller attaches to a flow; it does
 // nothing.
 type ActionNote struct{ Note []byte }
@@ -69,6 +85,42 @@ func (*ActionRegMove) ActionType() ofp.ActionType { return ofp.ActionTypeExperim
 
 // ActionType implements Action.
 func (*ActionNote) ActionType() ofp.ActionType { return ofp.ActionTypeExperimenter }
+
+// ActionType implements Action.
+func (*ActionStack) ActionType() ofp.ActionType { return ofp.ActionTypeExperimenter }
+
+// ActionType implements Action.
+func (*ActionDecTTLIDs) ActionType() ofp.ActionType { return ofp.ActionTypeExperimenter }
+
+func (a *ActionStack) appendTo(b []byte) ([]byte, error) {
+	size, _, ok := FieldSize(a.Field)
+	if !ok {
+		return b, fmt.Errorf("ofpwire: stack on unknown field %d", a.Field)
+	}
+	st := uint16(nxastStackPush)
+	if a.Pop {
+		st = nxastStackPop
+	}
+	b = nxHeader(b, 24, st)
+	b = be.AppendUint16(b, a.Ofs)
+	b = be.AppendUint32(b, OXMHeader(ClassOf(a.Field), a.Field, false, size))
+	b = be.AppendUint16(b, a.NBits)
+	return appendZeros(b, 6), nil
+}
+
+func (a *ActionDecTTLIDs) appendTo(b []byte) ([]byte, error) {
+	n := 16 + roundUp8(2*len(a.IDs))
+	if n > 0xfff8 {
+		return b, fmt.Errorf("ofpwire: dec_ttl with too many controller ids")
+	}
+	b = nxHeader(b, n, nxastDecTTLCntIDs)
+	b = be.AppendUint16(b, uint16(len(a.IDs)))
+	b = appendZeros(b, 4)
+	for _, id := range a.IDs {
+		b = be.AppendUint16(b, id)
+	}
+	return appendZeros(b, roundUp8(2*len(a.IDs))-2*len(a.IDs)), nil
+}
 
 // ActionType implements Action.
 func (*ActionExit) ActionType() ofp.ActionType { return ofp.ActionTypeExperimenter }
@@ -238,6 +290,39 @@ func parseNX(a []byte) (Action, error) {
 		return &ActionSetField{Field: o}, nil
 	case nxastNote:
 		return &ActionNote{Note: cloneBytes(a[10:])}, nil
+	case nxastStackPush, nxastStackPop:
+		if len(a) != 24 {
+			return nil, errActionLen
+		}
+		f, err := fieldByHeader(be.Uint32(a[12:]))
+		if err != nil {
+			return nil, err
+		}
+		st := &ActionStack{Pop: st == nxastStackPop, Field: f, Ofs: be.Uint16(a[10:]), NBits: be.Uint16(a[16:])}
+		for _, p := range a[18:] {
+			if p != 0 {
+				return nil, errActionArg
+			}
+		}
+		if st.NBits == 0 || int(st.Ofs)+int(st.NBits) > FieldBits(f) {
+			return nil, errActionArg
+		}
+		return st, nil
+	case nxastDecTTLCntIDs:
+		n := int(be.Uint16(a[10:]))
+		if 16+roundUp8(2*n) != len(a) || be.Uint32(a[12:]) != 0 {
+			return nil, errActionLen
+		}
+		d := &ActionDecTTLIDs{IDs: make([]uint16, n)}
+		for i := range d.IDs {
+			d.IDs[i] = be.Uint16(a[16+2*i:])
+		}
+		for _, p := range a[16+2*n:] {
+			if p != 0 {
+				return nil, errActionArg
+			}
+		}
+		return d, nil
 	case nxastExit:
 		return &ActionExit{}, nil
 	}
@@ -250,11 +335,13 @@ func parseNX(a []byte) (Action, error) {
 func fieldByHeader(h uint32) (ofp.XMType, error) {
 	class, wire, hasMask, length := ofp.XMClass(h>>16), ofp.XMType(h>>9&0x7f), h&(1<<8) != 0, int(h&0xff)
 	f, ok := ofp.XMType(0), false
-	switch class {
-	case ofp.XMClassOpenflowBasic:
+	switch {
+	case class == ofp.XMClassOpenflowBasic:
 		f, ok = wire, int(wire) < NumBasicFields
-	case ClassNXM0:
-		f, ok = nxm0Fields[wire]
+	case class == ClassNXM0:
+		if f, ok = extByWire(class, wire); !ok {
+			f, ok = nxm0Fields[wire]
+		}
 	default:
 		if f, ok = extByWire(class, wire); !ok && class == ClassNXM1 {
 			f, ok = nxm1Fields[wire]

@@ -136,7 +136,20 @@ func (x *xlator) setMasked(f ofpwire.XMType, val, mask []byte) error {
 		x.setPipeValue(f, cur)
 		return nil
 	}
+	if f == ofpwire.XMTypeInPort16 {
+		x.setInPort(ofmatch.InPort32(uint16(ofpwire.Bits(cur, 0, 16))))
+		return nil
+	}
 	return x.setField(&ofpwire.ActionSetField{Field: ofpwire.NewOXM(f, cur)})
+}
+
+// setInPort makes the packet look as if it had come in on port p for the
+// rest of the walk (later lookups, and output to IN_PORT or to the port
+// it came in on): Open vSwitch's writable in_port, which OVN sets to 0 to
+// send a packet back where it came from. The datapath is not told: the
+// packet's real input port does not change.
+func (x *xlator) setInPort(p uint32) {
+	x.key.InPort, x.written.InPort = p, ^uint32(0)
 }
 
 // fieldValueKeeping reads what a write under mask keeps of field f: the
@@ -154,7 +167,7 @@ func (x *xlator) fieldValueKeeping(f ofpwire.XMType, mask []byte) []byte {
 // masked datapath set.
 func (x *xlator) setFieldAny(a *ofpwire.ActionSetField) error {
 	f := a.Field
-	if !pipeField(f.Field) && (!f.HasMask || f.Field == ofpwire.XMTypeVlanID) {
+	if !pipeField(f.Field) && f.Field != ofpwire.XMTypeInPort16 && (!f.HasMask || f.Field == ofpwire.XMTypeVlanID) {
 		return x.setField(a)
 	}
 	if _, err := setFieldSupported(a); err != nil {
@@ -272,4 +285,60 @@ func (x *xlator) walkNested(tid uint8, inPort ofpwire.PortNo) error {
 		tid = next
 	}
 	return ErrLoop
+}
+
+// stackEntry is one value on the translation's stack: the low NBits of v.
+type stackEntry struct {
+	v     [16]byte
+	nbits int
+}
+
+// maxStack bounds the stack (Open vSwitch bounds it by bytes: 64 KiB).
+const maxStack = 1024
+
+// stack pushes or pops field bits (push:/pop:). The stack lives for one
+// walk; a pop from an empty stack writes nothing, as in Open vSwitch.
+func (x *xlator) stack(a *ofpwire.ActionStack) error {
+	size, _, ok := ofpwire.FieldSize(a.Field)
+	n := int(a.NBits)
+	if !ok || n == 0 || n > 128 || int(a.Ofs)+n > 8*size {
+		return fmt.Errorf("%w: stack on %d bits of field %d", ErrUnsupported, n, a.Field)
+	}
+	if !a.Pop {
+		if len(x.stackVals) >= maxStack {
+			return fmt.Errorf("%w: stack overflow", ErrUnsupported)
+		}
+		sel := make([]byte, size)
+		for done := 0; done < n; done += 64 {
+			ofpwire.PutBits(sel, int(a.Ofs)+done, min(64, n-done), ^uint64(0))
+		}
+		src := x.fieldValue(a.Field, sel)
+		var e stackEntry
+		e.nbits = n
+		for done := 0; done < n; done += 64 {
+			c := min(64, n-done)
+			ofpwire.PutBits(e.v[:], done, c, ofpwire.Bits(src, int(a.Ofs)+done, c))
+		}
+		x.stackVals = append(x.stackVals, e)
+		return nil
+	}
+	if len(x.stackVals) == 0 {
+		if x.tr != nil {
+			x.traceNote(TraceAction, "pop from an empty stack: nothing written")
+		}
+		return nil
+	}
+	e := x.stackVals[len(x.stackVals)-1]
+	x.stackVals = x.stackVals[:len(x.stackVals)-1]
+	val, mask := make([]byte, size), make([]byte, size)
+	for done := 0; done < n; done += 64 {
+		c := min(64, n-done)
+		var v uint64
+		if done < e.nbits {
+			v = ofpwire.Bits(e.v[:], done, min(c, e.nbits-done))
+		}
+		ofpwire.PutBits(val, int(a.Ofs)+done, c, v)
+		ofpwire.PutBits(mask, int(a.Ofs)+done, c, ^uint64(0))
+	}
+	return x.setMasked(a.Field, val, mask)
 }

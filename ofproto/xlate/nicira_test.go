@@ -107,6 +107,46 @@ func TestTranslateNicira(t *testing.T) {
 		{name: "note does nothing",
 			flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionNote{Note: []byte{1, 2, 3, 0, 0, 0}}, out(2)))}},
 			key:   tcp, want: actions.List{dpOut(2)}},
+		{name: "push and pop swap eth_src and eth_dst",
+			flows: []flowSpec{{0, 1, nil, ins(apply(
+				&ofpwire.ActionStack{Field: ofpwire.XMTypeEthSrc, NBits: 48},
+				&ofpwire.ActionStack{Field: ofpwire.XMTypeEthDst, NBits: 48},
+				&ofpwire.ActionStack{Pop: true, Field: ofpwire.XMTypeEthSrc, NBits: 48},
+				&ofpwire.ActionStack{Pop: true, Field: ofpwire.XMTypeEthDst, NBits: 48}, out(2)))}},
+			key: func() flow.Key {
+				k := tcp
+				k.EthSrc, k.EthDst = [6]byte{2, 0, 0, 0, 0, 1}, [6]byte{2, 0, 0, 0, 0, 2}
+				return k
+			}(),
+			want: actions.List{func() actions.Action {
+				a := actions.Action{Kind: actions.SetEthSrc}
+				copy(a.Addr[:], []byte{2, 0, 0, 0, 0, 2})
+				return a
+			}(), ethSet(2, 0, 0, 0, 0, 1), dpOut(2)}},
+		{name: "pop from an empty stack writes nothing",
+			flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionStack{Pop: true, Field: reg(0), NBits: 32}, out(2)))}},
+			key:   tcp, want: actions.List{dpOut(2)}},
+		{name: "in_port written to 0 lets output reach the input port",
+			flows: []flowSpec{{0, 1, nil, ins(apply(out(1),
+				&ofpwire.ActionSetField{Field: ofpwire.OXMUintMasked(ofpwire.XMTypeInPort16, 0, 0xffff)}, out(1)))}},
+			key: tcp, want: actions.List{dpOut(1)}},
+		{name: "in_port written steers the next lookup",
+			flows: []flowSpec{{0, 1, []ofpwire.OXM{oxm(ofpwire.XMTypeInPort, 1)}, ins(apply(
+				&ofpwire.ActionSetField{Field: ofpwire.OXMUintMasked(ofpwire.XMTypeInPort16, 7, 0xffff)}, resubmitT(0)))},
+				{0, 1, []ofpwire.OXM{oxm(ofpwire.XMTypeInPort, 7)}, ins(apply(out(3)))}},
+			key: tcp, want: actions.List{dpOut(3)}},
+		{name: "dec_ttl() with no controller drops an expiring packet silently",
+			flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionDecTTLIDs{}, out(2)))}},
+			key:   func() flow.Key { k := tcp; k.NwTTL = 1; return k }(), want: actions.List{}},
+		{name: "dec_ttl() decrements a live one",
+			flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionDecTTLIDs{}, out(2)))}},
+			key:   tcp, want: actions.List{{Kind: actions.DecIPTTL}, dpOut(2)}},
+		{name: "ip_ttl and ip_frag match",
+			flows: []flowSpec{{0, 5, []ofpwire.OXM{oxm(ofpwire.XMTypeEthType, 0x800), oxm(ofpwire.XMTypeIPTTL, 64),
+				oxmM(ofpwire.XMTypeIPFrag, 0, 1)}, ins(apply(out(2)))},
+				{0, 1, nil, ins(apply(out(3)))}},
+			key: tcp, want: actions.List{dpOut(2)},
+			mask: func(m *flow.Mask) bool { return m.NwTTL == 0xff && m.NwFrag == 1 }},
 		{name: "registers a group bucket writes stay in it",
 			flows: []flowSpec{{0, 1, nil, ins(apply(setF(reg(4), 1), resubmitT(1)))},
 				{1, 5, []ofpwire.OXM{oxm(reg(4), 1)}, ins(apply(out(2)))}},

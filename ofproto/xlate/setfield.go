@@ -19,9 +19,14 @@ var ones6 = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 // refused. ETH_TYPE, IP_PROTO and MPLS_BOS are written (unlike Open
 // vSwitch, which refuses them): the packet then parses as the new value
 // says.
+//
+// Open vSwitch's 16-bit NXM_OF_IN_PORT is written (it steers the rest of
+// the walk, see setInPort); NXM_NX_IP_TTL and NXM_NX_IP_FRAG are not
+// (set_nw_ttl sets the TTL; fragmentation is not a field to write).
 func settable(f ofpwire.XMType) bool {
 	switch f {
-	case ofpwire.XMTypeInPort, ofpwire.XMTypeInPhyPort, ofpwire.XMTypeIPv6ExtHeader, ofpwire.XMTypeTunFlags:
+	case ofpwire.XMTypeInPort, ofpwire.XMTypeInPhyPort, ofpwire.XMTypeIPv6ExtHeader, ofpwire.XMTypeTunFlags,
+		ofpwire.XMTypeIPTTL, ofpwire.XMTypeIPFrag:
 		return false
 	}
 	return int(f) < ofpwire.NumFields

@@ -228,6 +228,10 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 	case *ofpwire.ActionExit:
 		x.exited = true
 		return nil
+	case *ofpwire.ActionStack:
+		return x.stack(a)
+	case *ofpwire.ActionDecTTLIDs:
+		return x.decTTLIDs(table, len(a.IDs))
 	case *ofpwire.ActionPushVLAN:
 		return x.pushVLAN(a.EtherType)
 	case *ofpwire.ActionPopVLAN:
@@ -275,11 +279,23 @@ func (x *xlator) isIP() bool {
 	return x.key.EthType == header.EtherTypeIPv4 || x.key.EthType == header.EtherTypeIPv6
 }
 
-func (x *xlator) decTTL(table uint8) error {
+func (x *xlator) decTTL(table uint8) error { return x.decTTLIDs(table, -1) }
+
+// decTTLIDs is dec_ttl naming ids controllers for an expired TTL (-1: the
+// OpenFlow action, which tells them all); with none an expired packet is
+// dropped silently.
+func (x *xlator) decTTLIDs(table uint8, ids int) error {
 	if !x.isIP() {
 		return nil // OpenFlow leaves dec-TTL on non-IP undefined; do nothing, as OVS
 	}
 	x.consult(&flow.Mask{NwTTL: 0xff})
+	if x.key.NwTTL <= 1 && ids == 0 {
+		x.stopped = true
+		if x.tr != nil {
+			x.traceNote(TraceDrop, fmt.Sprintf("invalid TTL %d and no controller to tell: processing stops", x.key.NwTTL))
+		}
+		return nil
+	}
 	if x.key.NwTTL <= 1 {
 		return x.invalidTTL(table, x.key.NwTTL)
 	}

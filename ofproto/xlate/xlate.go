@@ -161,6 +161,8 @@ type xlator struct {
 	// exited says an exit action ran: no further action executes, the
 	// action set still does.
 	exited bool
+	// stackVals is push:/pop:'s stack.
+	stackVals []stackEntry
 }
 
 // Translate walks the pipeline for the packet whose flow key is key,
