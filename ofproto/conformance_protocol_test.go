@@ -220,6 +220,9 @@ func TestProtoBadRequests(t *testing.T) {
 		// §7.5.4: an experimenter message of an experimenter the switch
 		// does not support.
 		{"experimenter message", rawMsg(4, 4, 505, []byte{0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 1}), ofpwire.ETBadRequest, ofpwire.BRCBadExperimenter},
+		// Open vSwitch's (Nicira's) messages the switch does not have.
+		{"unknown Nicira message", rawMsg(4, 4, 512, []byte{0, 0, 0x23, 0x20, 0, 0, 0, 99}), ofpwire.ETBadRequest, ofpwire.BRCBadExpType},
+		{"NXT_PACKET_IN format", rawMsg(4, 4, 513, []byte{0, 0, 0x23, 0x20, 0, 0, 0, 16, 0, 0, 0, 1}), ofpwire.ETBadRequest, ofpwire.BRCEperm},
 		// §7.3.5: a multipart type the switch does not know, and an
 		// experimenter multipart of an unknown experimenter.
 		{"unknown multipart type", rawMsg(4, 18, 506, mpBody(0x00f0)), ofpwire.ETBadRequest, ofpwire.BRCBadMultipart},
@@ -868,4 +871,20 @@ func TestProtoQueueGetConfig(t *testing.T) {
 		t.Fatalf("reply %#v", rs[0])
 	}
 	tb.c.wantError(&ofpwire.QueueGetConfigRequest{Port: 77}, ofpwire.ETQueueOpFailed, ofpwire.QOFCBadPort)
+}
+
+// What ovn-controller sends on connect beside OpenFlow: packet-in2 as the
+// packet-in format and a connection-tracking zone flush. Both are
+// accepted (no error: OVN 23.03.1 reconnects on any), before the echo
+// that follows them is answered.
+func TestProtoNiciraSetupMessages(t *testing.T) {
+	tb := newTestBridge(t)
+	p := dialRaw(t, tb.sock)
+	p.handshake()
+	p.write(rawMsg(4, 4, 700, []byte{0, 0, 0x23, 0x20, 0, 0, 0, 16, 0, 0, 0, 2}))             // NXT_SET_PACKET_IN_FORMAT packet-in2
+	p.write(rawMsg(4, 4, 701, []byte{0, 0, 0x23, 0x20, 0, 0, 0, 29, 0, 7, 0, 0, 0, 0, 0, 0})) // NXT_CT_FLUSH_ZONE zone 7
+	p.write(rawMsg(4, 2, 702, []byte("after")))
+	if h, raw := p.mustRead(); h.Type != 3 || h.Transaction != 702 {
+		t.Fatalf("first message after the Nicira ones: type %d xid %d %x", h.Type, h.Transaction, raw)
+	}
 }

@@ -493,6 +493,10 @@ func (c *Conn) dispatch(xid uint32, msg ofpwire.Message, raw []byte) {
 			c.dispatch(xid, bm, raw)
 			return
 		}
+		if m.Experimenter == ofpwire.NXVendor {
+			c.nicira(xid, m, raw)
+			return
+		}
 		// §7.5.4 / §7.4.4: no other experimenter extension is supported,
 		// so every other experimenter id is BAD_EXPERIMENTER (not
 		// BAD_TYPE: the type itself is known).

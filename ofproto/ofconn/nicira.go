@@ -1,0 +1,55 @@
+package ofconn
+
+import (
+	"encoding/binary"
+
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+)
+
+// Open vSwitch's (Nicira's) controller messages that a controller such as
+// ovn-controller sends on connect, answered here so that it does not see
+// an error (which since OVN 23.03.1 makes it reconnect and start over).
+const (
+	nxtSetPacketInFormat = 16
+	nxtCTFlushZone       = 29
+)
+
+// Packet-in formats of NXT_SET_PACKET_IN_FORMAT.
+const (
+	nxpifStandard = 0
+	nxpifNXT      = 1
+	nxpifNXT2     = 2
+)
+
+var errBadExpType = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadExpType}
+
+// nicira handles an NX message: NXT_SET_PACKET_IN_FORMAT is accepted for
+// the standard and packet-in2 formats (packet-ins are still sent in the
+// standard format, which Open vSwitch's clients decode alike; packet-in2's
+// userdata and continuations are not produced yet); NXT_CT_FLUSH_ZONE is
+// accepted and does nothing, as there is no connection tracker yet. Other
+// subtypes are BAD_EXPTYPE.
+func (c *Conn) nicira(xid uint32, m *ofpwire.Experimenter, raw []byte) {
+	switch m.ExpType {
+	case nxtSetPacketInFormat:
+		if len(m.Data) != 4 {
+			c.replyErr(xid, &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadLen}, raw)
+			return
+		}
+		switch binary.BigEndian.Uint32(m.Data) {
+		case nxpifStandard, nxpifNXT2:
+		case nxpifNXT:
+			// The pre-1.1 NXT_PACKET_IN is not produced: refused, so
+			// that a client falls back rather than waits for it.
+			c.replyErr(xid, &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCEperm}, raw)
+		default:
+			c.replyErr(xid, &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCEperm}, raw)
+		}
+	case nxtCTFlushZone:
+		if len(m.Data) != 8 {
+			c.replyErr(xid, &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadLen}, raw)
+		}
+	default:
+		c.replyErr(xid, errBadExpType, raw)
+	}
+}
