@@ -147,7 +147,7 @@ func matchErr(code uint16) error {
 
 // checkOXM validates one field's class, sizes, mask and value range.
 func checkOXM(o ofpwire.OXM) error {
-	if o.Class != ofpwire.ClassOf(o.Field) {
+	if o.Class != ofpwire.ClassOf(o.Field) || !matchable(o.Field) {
 		return matchErr(ofpwire.BMCBadField)
 	}
 	size, maskable, ok := ofpwire.FieldSize(o.Field)
@@ -384,6 +384,12 @@ func (m *Match) set(o ofpwire.OXM) error {
 		}
 	}
 	return nil
+}
+
+// matchable reports whether a match may name f: not the conntrack fields,
+// which no packet has a value of until there is a connection tracker.
+func matchable(f ofpwire.XMType) bool {
+	return f != ofpwire.XMTypeCTMark && f != ofpwire.XMTypeCTLabel
 }
 
 // KeyBits returns the key value and mask that field o (value and mask)

@@ -261,25 +261,18 @@ func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.A
 		p, _ := parsePort(name, nil)
 		return one(&ofpwire.ActionOutput{Port: p})
 	case "controller":
-		ml := uint64(0xffff)
-		if hasArg && arg != "" {
-			a := strings.TrimPrefix(arg, "max_len=")
-			if strings.Contains(a, "=") || strings.Contains(a, ",") {
-				return nil, fmt.Errorf("controller: only max_len is supported, got %q", arg)
-			}
-			var err error
-			if ml, err = parseNum("controller max_len", a, 16); err != nil {
-				return nil, err
-			}
+		a, err := parseController(arg)
+		if err != nil {
+			return nil, err
 		}
-		return one(&ofpwire.ActionOutput{Port: ofpwire.PortController, MaxLen: uint16(ml)})
+		return one(a)
 	case "group":
 		v, err := parseNum(name, arg, 32)
 		if err != nil {
 			return nil, err
 		}
 		return one(&ofpwire.ActionGroup{Group: ofpwire.Group(v)})
-	case "resubmit", "move", "load", "note", "exit", "push", "pop":
+	case "resubmit", "move", "load", "note", "exit", "push", "pop", "ct", "ct_clear":
 		a, _, err := parseNXAction(name, arg, hasArg, ports)
 		if err != nil {
 			return nil, err

@@ -43,6 +43,12 @@ var corpus = []string{
 	"priority=0,actions=NORMAL",
 	// Open vSwitch's extensions: registers, resubmit, move, load, note, exit.
 	"reg0=5,xreg1=0x7/0xff,actions=resubmit(,2),resubmit:3,resubmit(1,4)",
+	// ct as OVN writes it, nat ranges, controller with Open vSwitch's options.
+	"ip,actions=ct(table=15,zone=NXM_NX_REG13[0..15]),ct(table=15,zone=NXM_NX_REG13[0..15],nat)",
+	"ip,actions=ct(commit,zone=NXM_NX_REG13[0..15],exec(set_field:0/0x1->ct_mark,move:NXM_NX_XXREG0[0..31]->NXM_NX_CT_LABEL[96..127])),resubmit(,27)",
+	"ip,actions=ct(commit,table=3,zone=5,nat(src=10.0.0.1-10.0.0.9:1000-2000,random))",
+	"tcp6,actions=ct(commit,force,nat(dst=[2001:db8::1]:80),alg=ftp)",
+	"actions=ct_clear,controller(userdata=00.00.00.12.00.00.00.00),controller(reason=no_match,max_len=128,id=3,pause,meter_id=7)",
 	"ip,actions=move:NXM_OF_IP_SRC[]->NXM_NX_REG1[],move:reg1[0..15]->xxreg3[16..31],output:1",
 	"actions=load:0x5->NXM_NX_REG0[],load:1->reg2[3],load:0xffff->OXM_OF_PKT_REG2[8..23],load:0x1->NXM_NX_XXREG0[96..127]",
 	"ip,nw_ttl=64,nw_frag=no,actions=push:NXM_NX_REG0[],pop:NXM_NX_REG1[0..15],load:0->NXM_OF_IN_PORT[],dec_ttl(1,2),output:1",
@@ -85,7 +91,7 @@ var corpus = []string{
 	"ip,actions=dec_ttl(),output:1",
 }
 
-const ovsComparable = 58
+const ovsComparable = 63
 
 func encode(t testing.TB, fm *ofpwire.FlowMod) []byte {
 	t.Helper()

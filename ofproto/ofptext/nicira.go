@@ -39,6 +39,7 @@ var subfieldNames = func() map[ofpwire.XMType][]string {
 		ofpwire.XMTypeTunIPv6Src: {"NXM_NX_TUN_IPV6_SRC", "tun_ipv6_src"}, ofpwire.XMTypeTunIPv6Dst: {"NXM_NX_TUN_IPV6_DST", "tun_ipv6_dst"},
 		ofpwire.XMTypeInPort16: {"NXM_OF_IN_PORT", "in_port"}, ofpwire.XMTypeIPTTL: {"NXM_NX_IP_TTL", "nw_ttl"},
 		ofpwire.XMTypeIPFrag: {"NXM_NX_IP_FRAG", "nw_frag"},
+		ofpwire.XMTypeCTMark: {"NXM_NX_CT_MARK", "ct_mark"}, ofpwire.XMTypeCTLabel: {"NXM_NX_CT_LABEL", "ct_label"},
 	}
 	for i := range ofpwire.NumRegs {
 		m[ofpwire.XMTypeReg0+ofpwire.XMType(i)] = []string{fmt.Sprintf("NXM_NX_REG%d", i), fmt.Sprintf("reg%d", i)}
@@ -154,6 +155,13 @@ func parseNXAction(name, arg string, hasArg bool, ports portResolver) (a ofpwire
 			err = fmt.Errorf("exit takes no argument")
 		}
 		a = &ofpwire.ActionExit{}
+	case "ct":
+		a, err = parseCT(arg, ports)
+	case "ct_clear":
+		if hasArg {
+			err = fmt.Errorf("ct_clear takes no argument")
+		}
+		a = &ofpwire.ActionCTClear{}
 	case "push", "pop":
 		f, ofs, n, err1 := parseSubfield(arg)
 		if err1 != nil {
@@ -256,17 +264,9 @@ func parseWide(s string, size int) ([]byte, error) {
 
 // parseNote reads note:HEX[.HEX]... (bytes, dots optional).
 func parseNote(arg string) (ofpwire.Action, error) {
-	h := strings.ReplaceAll(arg, ".", "")
-	if len(h)%2 != 0 {
-		return nil, fmt.Errorf("note: odd number of hex digits")
-	}
-	b := make([]byte, len(h)/2)
-	for i := range b {
-		v, err := strconv.ParseUint(h[2*i:2*i+2], 16, 8)
-		if err != nil {
-			return nil, fmt.Errorf("note: bad hex %q", h[2*i:2*i+2])
-		}
-		b[i] = byte(v)
+	b, err := parseHexBytes(arg)
+	if err != nil {
+		return nil, fmt.Errorf("note: %w", err)
 	}
 	// On the wire a note fills its action to 8 bytes (at least 6 bytes
 	// of note): read it as it will come back.
@@ -312,6 +312,14 @@ func formatNXAction(a ofpwire.Action) (string, bool) {
 			op = "pop:"
 		}
 		return op + formatSubfield(a.Field, int(a.Ofs), int(a.NBits)), true
+	case *ofpwire.ActionCT:
+		return formatCT(a), true
+	case *ofpwire.ActionNAT:
+		return formatNAT(a), true
+	case *ofpwire.ActionCTClear:
+		return "ct_clear", true
+	case *ofpwire.ActionController:
+		return formatController(a), true
 	case *ofpwire.ActionDecTTLIDs:
 		ids := make([]string, len(a.IDs))
 		for i, id := range a.IDs {
@@ -390,4 +398,22 @@ func parseDecTTLIDs(arg string) (ofpwire.Action, error) {
 		d.IDs = append(d.IDs, uint16(v))
 	}
 	return d, nil
+}
+
+// parseHexBytes reads HEX[.HEX]...: bytes in hex, dots between them
+// optional.
+func parseHexBytes(s string) ([]byte, error) {
+	h := strings.ReplaceAll(s, ".", "")
+	if len(h)%2 != 0 {
+		return nil, fmt.Errorf("odd number of hex digits in %q", s)
+	}
+	b := make([]byte, len(h)/2)
+	for i := range b {
+		v, err := strconv.ParseUint(h[2*i:2*i+2], 16, 8)
+		if err != nil {
+			return nil, fmt.Errorf("bad hex %q", h[2*i:2*i+2])
+		}
+		b[i] = byte(v)
+	}
+	return b, nil
 }

@@ -45,7 +45,12 @@ func FuzzDecode(f *testing.F) {
 			&ActionRegMove{Src: ofp.XMTypeIPv4Src, Dst: XMTypeXXReg0, SrcOfs: 0, DstOfs: 96, NBits: 32},
 			&ActionSetField{Field: OXMUintMasked(XMTypeReg0+1, 0x500, 0xff00)},
 			&ActionSetField{Field: OXMUintMasked(XMTypeReg0+1, 0x501, 0xff01)},
-			&ActionResubmit{InPort: PortIn, Table: 4}, &ActionNote{Note: []byte{1, 2, 3, 4, 5, 6}}, &ActionExit{}}}}}
+			&ActionResubmit{InPort: PortIn, Table: 4}, &ActionNote{Note: []byte{1, 2, 3, 4, 5, 6}}, &ActionExit{},
+			&ActionCT{Flags: CTCommit, HasZoneField: true, ZoneField: XMTypeReg0 + 13, ZoneNBits: 16, RecircTable: 9,
+				Actions: []Action{&ActionNAT{Flags: NATSrc, RangePresent: NATRangeIPv4Min | NATRangeProtoMin, IPv4Min: [4]byte{10, 0, 0, 1}, ProtoMin: 80},
+					&ActionSetField{Field: OXMUintMasked(XMTypeCTMark, 0, 1)}}},
+			&ActionController{MaxLen: 0xffff, Reason: 1, Userdata: []byte{0, 0, 0, 0x12}, Pause: true, MeterID: NoMeter},
+			&ActionStack{Field: XMTypeReg0, NBits: 32}, &ActionDecTTLIDs{IDs: []uint16{1}}, &ActionCTClear{}}}}}
 	for _, v := range []uint8{Version, Version15} {
 		b, err := EncodeIn(v, 7, nx)
 		if err != nil {

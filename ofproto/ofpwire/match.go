@@ -64,6 +64,11 @@ const (
 	XMTypeIPTTL
 	// XMTypeIPFrag is NXM_NX_IP_FRAG: bit 0 a fragment, bit 1 a later one.
 	XMTypeIPFrag
+	// XMTypeCTMark and XMTypeCTLabel are NXM_NX_CT_MARK and _LABEL, which
+	// only ct's exec writes here (no match on them yet: there is no
+	// connection tracker to give them values).
+	XMTypeCTMark
+	XMTypeCTLabel
 	// XMTypeReg0 is reg0; reg N is XMTypeReg0+N.
 	XMTypeReg0
 	// XMTypeXReg0 is xreg0; xreg N is XMTypeXReg0+N.
@@ -74,7 +79,7 @@ const (
 
 // NumFields bounds every field number, basic or extension (untyped, for
 // array sizes and int comparisons alike).
-const NumFields = NumBasicFields + 8 + NumRegs + NumXRegs + NumXXRegs
+const NumFields = NumBasicFields + 10 + NumRegs + NumXRegs + NumXXRegs
 
 var _ = [1]int{}[int(XMTypeXXReg0)+NumXXRegs-NumFields] // NumFields counts every field above
 
@@ -96,6 +101,8 @@ var extFields = func() (fs [NumFields - NumBasicFields]extField) {
 	fs[XMTypeInPort16-NumBasicFields] = extField{ClassNXM0, 0, fieldInfo{2, false, 0}}
 	fs[XMTypeIPTTL-NumBasicFields] = extField{ClassNXM1, 29, fieldInfo{1, false, 0}}
 	fs[XMTypeIPFrag-NumBasicFields] = extField{ClassNXM1, 26, fieldInfo{1, true, 3}}
+	fs[XMTypeCTMark-NumBasicFields] = extField{ClassNXM1, 107, fieldInfo{4, true, 0}}
+	fs[XMTypeCTLabel-NumBasicFields] = extField{ClassNXM1, 108, fieldInfo{16, true, 0}}
 	for i := range NumRegs {
 		fs[XMTypeReg0+ofp.XMType(i)-NumBasicFields] = extField{ClassNXM1, ofp.XMType(i), fieldInfo{4, true, 0}}
 	}

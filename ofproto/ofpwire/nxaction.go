@@ -326,6 +326,9 @@ func parseNX(a []byte) (Action, error) {
 	case nxastExit:
 		return &ActionExit{}, nil
 	}
+	if act, ok, err := parseNXCT(st, a); ok {
+		return act, err
+	}
 	return &ActionExperimenter{Experimenter: NXVendor, Data: cloneBytes(a[8:])}, nil
 }
 

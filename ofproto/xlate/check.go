@@ -3,6 +3,7 @@ package xlate
 import (
 	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 )
 
 // CheckActions validates an action list before it is accepted: a flow-mod's
@@ -102,7 +103,45 @@ func checkAction(a ofpwire.Action, packetOut bool) error {
 			return badAction(ofpwire.BACBadSetArgument)
 		}
 	case *ofpwire.ActionExperimenter:
+		if a.Experimenter == ofpwire.NXVendor {
+			return badAction(ofpwire.BACBadExpType)
+		}
 		return badAction(ofpwire.BACBadExperimenter)
+	case *ofpwire.ActionNAT:
+		return badAction(ofpwire.BACBadArgument) // only inside ct
+	case *ofpwire.ActionCT:
+		return checkCT(a)
+	case *ofpwire.ActionResubmit:
+		if a.Table != ofpwire.TableCurrent && int(a.Table) >= pipeline.NumTables {
+			return badAction(ofpwire.BACBadArgument)
+		}
+	}
+	return nil
+}
+
+// checkCT validates ct's nested actions as Open vSwitch does: nat first
+// (at most one), then only writes of ct_mark and ct_label (exec).
+func checkCT(ct *ofpwire.ActionCT) error {
+	if ct.RecircTable != ofpwire.CTRecircNone && int(ct.RecircTable) >= pipeline.NumTables {
+		return badAction(ofpwire.BACBadArgument)
+	}
+	for i, a := range ct.Actions {
+		switch a := a.(type) {
+		case *ofpwire.ActionNAT:
+			if i != 0 {
+				return badAction(ofpwire.BACBadArgument)
+			}
+		case *ofpwire.ActionSetField:
+			if f := a.Field.Field; f != ofpwire.XMTypeCTMark && f != ofpwire.XMTypeCTLabel {
+				return badAction(ofpwire.BACBadSetArgument)
+			}
+		case *ofpwire.ActionRegMove:
+			if a.Dst != ofpwire.XMTypeCTMark && a.Dst != ofpwire.XMTypeCTLabel {
+				return badAction(ofpwire.BACBadSetArgument)
+			}
+		default:
+			return badAction(ofpwire.BACBadArgument)
+		}
 	}
 	return nil
 }

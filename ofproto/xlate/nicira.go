@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
@@ -341,4 +342,30 @@ func (x *xlator) stack(a *ofpwire.ActionStack) error {
 		ofpwire.PutBits(mask, int(a.Ofs)+done, c, ^uint64(0))
 	}
 	return x.setMasked(a.Field, val, mask)
+}
+
+// conntrack executes ct: there is no connection tracker yet, so a packet
+// that reaches ct is dropped (the datapath counts it under its drop
+// action), and a controller installing ct flows still gets them
+// accepted. ct_clear has no state to clear.
+func (x *xlator) conntrack() error {
+	if x.tr != nil {
+		x.traceNote(TraceDrop, "ct: no connection tracker yet, the packet is dropped")
+	}
+	x.stopped = true
+	return x.emit(actions.Action{Kind: actions.Drop})
+}
+
+// controller executes controller(...): a packet-in with its reason and
+// max_len (userdata and the meter are not carried yet: packet-in2 is not
+// produced); pause ends processing, since nothing resumes it yet.
+func (x *xlator) controller(a *ofpwire.ActionController) error {
+	if !x.packetInAllowed() {
+		return nil
+	}
+	err := x.emit(actions.ControllerAction(ControllerArg(ofpwire.PacketInReason(a.Reason), x.table, a.MaxLen), x.cookie, x.pipe.Metadata))
+	if a.Pause {
+		x.stopped = true
+	}
+	return err
 }

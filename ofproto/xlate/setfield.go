@@ -22,11 +22,12 @@ var ones6 = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 //
 // Open vSwitch's 16-bit NXM_OF_IN_PORT is written (it steers the rest of
 // the walk, see setInPort); NXM_NX_IP_TTL and NXM_NX_IP_FRAG are not
-// (set_nw_ttl sets the TTL; fragmentation is not a field to write).
+// (set_nw_ttl sets the TTL; fragmentation is not a field to write), nor
+// are ct_mark and ct_label outside ct's exec.
 func settable(f ofpwire.XMType) bool {
 	switch f {
 	case ofpwire.XMTypeInPort, ofpwire.XMTypeInPhyPort, ofpwire.XMTypeIPv6ExtHeader, ofpwire.XMTypeTunFlags,
-		ofpwire.XMTypeIPTTL, ofpwire.XMTypeIPFrag:
+		ofpwire.XMTypeIPTTL, ofpwire.XMTypeIPFrag, ofpwire.XMTypeCTMark, ofpwire.XMTypeCTLabel:
 		return false
 	}
 	return int(f) < ofpwire.NumFields

@@ -232,6 +232,12 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 		return x.stack(a)
 	case *ofpwire.ActionDecTTLIDs:
 		return x.decTTLIDs(table, len(a.IDs))
+	case *ofpwire.ActionCT:
+		return x.conntrack()
+	case *ofpwire.ActionCTClear:
+		return nil
+	case *ofpwire.ActionController:
+		return x.controller(a)
 	case *ofpwire.ActionPushVLAN:
 		return x.pushVLAN(a.EtherType)
 	case *ofpwire.ActionPopVLAN:

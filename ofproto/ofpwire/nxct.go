@@ -1,0 +1,338 @@
+package ofpwire
+
+import (
+	"fmt"
+
+	"github.com/netrack/openflow/ofp"
+)
+
+// Open vSwitch's conntrack and controller actions: ct (with its nested
+// nat and exec actions), ct_clear and controller(...) (NXAST_CONTROLLER
+// and NXAST_CONTROLLER2). They are decoded and encoded whole, so that a
+// controller that installs them (every OVN logical switch has ct flows)
+// gets no error; translation executes what the switch implements.
+
+const (
+	nxastController  = 20
+	nxastCT          = 35
+	nxastNAT         = 36
+	nxastController2 = 37
+	nxastCTClear     = 43
+)
+
+// ct flags (NX_CT_F_*), and the recirc table meaning "none".
+const (
+	CTCommit      = 1 << 0
+	CTForce       = 1 << 1
+	CTRecircNone  = 0xff
+	ctKnownFlags  = CTCommit | CTForce
+	natKnownFlags = 0x1f
+)
+
+// NAT flags (NX_NAT_F_*) and which range parts are present
+// (NX_NAT_RANGE_*).
+const (
+	NATSrc         = 1 << 0
+	NATDst         = 1 << 1
+	NATPersistent  = 1 << 2
+	NATProtoHash   = 1 << 3
+	NATProtoRandom = 1 << 4
+
+	NATRangeIPv4Min  = 1 << 0
+	NATRangeIPv4Max  = 1 << 1
+	NATRangeIPv6Min  = 1 << 2
+	NATRangeIPv6Max  = 1 << 3
+	NATRangeProtoMin = 1 << 4
+	NATRangeProtoMax = 1 << 5
+)
+
+// ActionCT sends the packet through the connection tracker (Open
+// vSwitch's ct): Flags (CTCommit, CTForce), the zone from bits
+// ZoneOfs..ZoneOfs+ZoneNBits-1 of ZoneField when HasZoneField, else
+// ZoneImm, then on to RecircTable (CTRecircNone: no recirculation), with
+// ALG Alg (0: none) and nested Actions (nat, and set-field or move on
+// ct_mark/ct_label under exec).
+type ActionCT struct {
+	Flags              uint16
+	HasZoneField       bool
+	ZoneField          ofp.XMType
+	ZoneOfs, ZoneNBits uint16
+	ZoneImm            uint16
+	RecircTable        uint8
+	Alg                uint16
+	Actions            []Action
+}
+
+// ActionNAT is ct's nat: Flags (NATSrc, NATDst, ...) and the range parts
+// RangePresent says are there, in wire order: IPv4 min/max, IPv6
+// min/max, protocol port min/max.
+type ActionNAT struct {
+	Flags, RangePresent uint16
+	IPv4Min, IPv4Max    [4]byte
+	IPv6Min, IPv6Max    [16]byte
+	ProtoMin, ProtoMax  uint16
+}
+
+// ActionCTClear clears the packet's connection-tracking state.
+type ActionCTClear struct{}
+
+// ActionController sends the packet to the controllers with Open vSwitch's
+// options: MaxLen bytes of it (0xffff: all), to controller ControllerID,
+// with reason Reason, Userdata for the controller, Pause (the pipeline
+// stops, to be resumed by the controller) and a meter (MeterID; NoMeter:
+// none).
+type ActionController struct {
+	MaxLen, ControllerID uint16
+	Reason               uint8
+	Userdata             []byte
+	Pause                bool
+	MeterID              uint32
+}
+
+// NoMeter is ActionController.MeterID when no meter applies.
+const NoMeter = 0xffffffff
+
+// ActionType implements Action.
+func (*ActionCT) ActionType() ofp.ActionType { return ofp.ActionTypeExperimenter }
+
+// ActionType implements Action.
+func (*ActionNAT) ActionType() ofp.ActionType { return ofp.ActionTypeExperimenter }
+
+// ActionType implements Action.
+func (*ActionCTClear) ActionType() ofp.ActionType { return ofp.ActionTypeExperimenter }
+
+// ActionType implements Action.
+func (*ActionController) ActionType() ofp.ActionType { return ofp.ActionTypeExperimenter }
+
+func (a *ActionCT) appendTo(b []byte) ([]byte, error) {
+	start := len(b)
+	b = nxHeader(b, 0, nxastCT)
+	b = be.AppendUint16(b, a.Flags)
+	if a.HasZoneField {
+		size, _, ok := FieldSize(a.ZoneField)
+		if !ok || a.ZoneNBits == 0 || a.ZoneNBits > 64 {
+			return b, fmt.Errorf("ofpwire: ct zone from field %d", a.ZoneField)
+		}
+		b = be.AppendUint32(b, OXMHeader(ClassOf(a.ZoneField), a.ZoneField, false, size))
+		b = be.AppendUint16(b, a.ZoneOfs<<6|(a.ZoneNBits-1))
+	} else {
+		b = be.AppendUint32(b, 0)
+		b = be.AppendUint16(b, a.ZoneImm)
+	}
+	b = append(b, a.RecircTable, 0, 0, 0)
+	b = be.AppendUint16(b, a.Alg)
+	b, err := appendActions(b, a.Actions)
+	if err != nil {
+		return b, err
+	}
+	if len(b)-start > 0xfff8 {
+		return b, fmt.Errorf("ofpwire: ct action too long")
+	}
+	putLen16(b, start+2, len(b)-start)
+	return b, nil
+}
+
+func (a *ActionNAT) appendTo(b []byte) ([]byte, error) {
+	start := len(b)
+	b = nxHeader(b, 0, nxastNAT)
+	b = append(b, 0, 0)
+	b = be.AppendUint16(b, a.Flags)
+	b = be.AppendUint16(b, a.RangePresent)
+	if a.RangePresent&NATRangeIPv4Min != 0 {
+		b = append(b, a.IPv4Min[:]...)
+	}
+	if a.RangePresent&NATRangeIPv4Max != 0 {
+		b = append(b, a.IPv4Max[:]...)
+	}
+	if a.RangePresent&NATRangeIPv6Min != 0 {
+		b = append(b, a.IPv6Min[:]...)
+	}
+	if a.RangePresent&NATRangeIPv6Max != 0 {
+		b = append(b, a.IPv6Max[:]...)
+	}
+	if a.RangePresent&NATRangeProtoMin != 0 {
+		b = be.AppendUint16(b, a.ProtoMin)
+	}
+	if a.RangePresent&NATRangeProtoMax != 0 {
+		b = be.AppendUint16(b, a.ProtoMax)
+	}
+	return padAction(b, start), nil
+}
+
+func (a *ActionCTClear) appendTo(b []byte) ([]byte, error) {
+	return appendZeros(nxHeader(b, 16, nxastCTClear), 6), nil
+}
+
+// appendProp appends an OpenFlow property (type, length, value, padding
+// to 8 bytes).
+func appendProp(b []byte, typ uint16, v []byte) []byte {
+	b = be.AppendUint16(b, typ)
+	b = be.AppendUint16(b, uint16(4+len(v)))
+	b = append(b, v...)
+	return appendZeros(b, roundUp8(4+len(v))-4-len(v))
+}
+
+// NXAC2PT_* properties of NXAST_CONTROLLER2.
+const (
+	nxac2MaxLen = iota
+	nxac2ControllerID
+	nxac2Reason
+	nxac2Userdata
+	nxac2Pause
+	nxac2MeterID
+)
+
+// appendTo writes NXAST_CONTROLLER2 with the properties that differ from
+// their defaults, as Open vSwitch does.
+func (a *ActionController) appendTo(b []byte) ([]byte, error) {
+	start := len(b)
+	b = appendZeros(nxHeader(b, 0, nxastController2), 6)
+	if a.MaxLen != 0xffff {
+		b = appendProp(b, nxac2MaxLen, be.AppendUint16(nil, a.MaxLen))
+	}
+	if a.ControllerID != 0 {
+		b = appendProp(b, nxac2ControllerID, be.AppendUint16(nil, a.ControllerID))
+	}
+	if a.Reason != uint8(ofp.PacketInReasonAction) {
+		b = appendProp(b, nxac2Reason, []byte{a.Reason})
+	}
+	if len(a.Userdata) > 0 {
+		if len(a.Userdata) > 0xff00 {
+			return b, fmt.Errorf("ofpwire: controller userdata too long")
+		}
+		b = appendProp(b, nxac2Userdata, a.Userdata)
+	}
+	if a.Pause {
+		b = appendProp(b, nxac2Pause, nil)
+	}
+	if a.MeterID != NoMeter {
+		b = appendProp(b, nxac2MeterID, be.AppendUint32(nil, a.MeterID))
+	}
+	putLen16(b, start+2, len(b)-start)
+	return b, nil
+}
+
+// parseNXCT decodes the conntrack and controller subtypes (a is the whole
+// action); ok false for other subtypes.
+func parseNXCT(st uint16, a []byte) (Action, bool, error) {
+	switch st {
+	case nxastCT:
+		if len(a) < 24 {
+			return nil, true, errActionLen
+		}
+		ct := &ActionCT{Flags: be.Uint16(a[10:]), RecircTable: a[18], Alg: be.Uint16(a[22:])}
+		if ct.Flags&^ctKnownFlags != 0 || a[19]|a[20]|a[21] != 0 {
+			return nil, true, errActionArg
+		}
+		if zs := be.Uint32(a[12:]); zs != 0 {
+			f, err := fieldByHeader(zs)
+			if err != nil {
+				return nil, true, err
+			}
+			on := be.Uint16(a[16:])
+			ct.HasZoneField, ct.ZoneField, ct.ZoneOfs, ct.ZoneNBits = true, f, on>>6, on&0x3f+1
+			if int(ct.ZoneOfs)+int(ct.ZoneNBits) > FieldBits(f) {
+				return nil, true, errActionArg
+			}
+		} else {
+			ct.ZoneImm = be.Uint16(a[16:])
+		}
+		acts, err := parseActions(a[24:])
+		if err != nil {
+			return nil, true, err
+		}
+		ct.Actions = acts
+		return ct, true, nil
+	case nxastNAT:
+		nat, err := parseNAT(a)
+		return nat, true, err
+	case nxastCTClear:
+		if len(a) != 16 {
+			return nil, true, errActionLen
+		}
+		return &ActionCTClear{}, true, nil
+	case nxastController:
+		if len(a) != 16 {
+			return nil, true, errActionLen
+		}
+		return &ActionController{MaxLen: be.Uint16(a[10:]), ControllerID: be.Uint16(a[12:]), Reason: a[14],
+			MeterID: NoMeter}, true, nil
+	case nxastController2:
+		c, err := parseController2(a[16:])
+		return c, true, err
+	}
+	return nil, false, nil
+}
+
+func parseNAT(a []byte) (Action, error) {
+	if len(a) < 16 || a[10]|a[11] != 0 {
+		return nil, errActionLen
+	}
+	n := &ActionNAT{Flags: be.Uint16(a[12:]), RangePresent: be.Uint16(a[14:])}
+	if n.Flags&^natKnownFlags != 0 || n.Flags&NATSrc != 0 && n.Flags&NATDst != 0 || n.RangePresent&^0x3f != 0 {
+		return nil, errActionArg
+	}
+	r := a[16:]
+	take := func(bit uint16, dst []byte) bool {
+		if n.RangePresent&bit == 0 {
+			return true
+		}
+		if len(r) < len(dst) {
+			return false
+		}
+		copy(dst, r)
+		r = r[len(dst):]
+		return true
+	}
+	var pmin, pmax [2]byte
+	if !take(NATRangeIPv4Min, n.IPv4Min[:]) || !take(NATRangeIPv4Max, n.IPv4Max[:]) ||
+		!take(NATRangeIPv6Min, n.IPv6Min[:]) || !take(NATRangeIPv6Max, n.IPv6Max[:]) ||
+		!take(NATRangeProtoMin, pmin[:]) || !take(NATRangeProtoMax, pmax[:]) {
+		return nil, errActionLen
+	}
+	n.ProtoMin, n.ProtoMax = be.Uint16(pmin[:]), be.Uint16(pmax[:])
+	for _, p := range r {
+		if p != 0 {
+			return nil, errActionArg
+		}
+	}
+	return n, nil
+}
+
+// controller2PropLen is the value length of the fixed-size properties.
+var controller2PropLen = map[uint16]int{nxac2MaxLen: 2, nxac2ControllerID: 2, nxac2Reason: 1, nxac2Pause: 0, nxac2MeterID: 4}
+
+func parseController2(props []byte) (Action, error) {
+	c := &ActionController{MaxLen: 0xffff, Reason: uint8(ofp.PacketInReasonAction), MeterID: NoMeter}
+	for len(props) > 0 {
+		if len(props) < 4 {
+			return nil, errActionLen
+		}
+		typ, n := be.Uint16(props), int(be.Uint16(props[2:]))
+		if n < 4 || roundUp8(n) > len(props) {
+			return nil, errActionLen
+		}
+		v := props[4:n]
+		if w, fixed := controller2PropLen[typ]; fixed && len(v) != w {
+			return nil, errActionLen
+		}
+		switch typ {
+		case nxac2MaxLen:
+			c.MaxLen = be.Uint16(v)
+		case nxac2ControllerID:
+			c.ControllerID = be.Uint16(v)
+		case nxac2Reason:
+			c.Reason = v[0]
+		case nxac2Userdata:
+			c.Userdata = cloneBytes(v)
+		case nxac2Pause:
+			c.Pause = true
+		case nxac2MeterID:
+			c.MeterID = be.Uint32(v)
+		default:
+			return nil, &OFPError{Type: ETBadProperty, Code: BPCBadType, Reason: "unknown controller2 property"}
+		}
+		props = props[roundUp8(n):]
+	}
+	return c, nil
+}
