@@ -1,6 +1,7 @@
 package ofpwire
 
 import (
+	"bytes"
 	"reflect"
 	"strings"
 	"testing"
@@ -151,4 +152,50 @@ func decodeActions(t *testing.T, hexActs string) []Action {
 		t.Fatalf("%s: %v", hexActs, err)
 	}
 	return a
+}
+
+// TestNXActionsIn15: in OpenFlow 1.5 move is copy_field and a masked write
+// a masked set-field, at the top of an action list and inside ct's exec;
+// they decode back to the same actions.
+func TestNXActionsIn15(t *testing.T) {
+	fm := &FlowMod{Command: ofp.FlowAdd, BufferID: NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+		Instructions: []Instruction{&InstrApplyActions{Actions: []Action{
+			&ActionRegMove{Src: XMTypeReg0, Dst: XMTypeReg0 + 1, NBits: 16},
+			&ActionSetField{Field: OXMUintMasked(XMTypeReg0+2, 0x10, 0xf0)},
+			&ActionCT{Flags: CTCommit, ZoneImm: 3, RecircTable: CTRecircNone, Actions: []Action{
+				&ActionSetField{Field: OXMUintMasked(XMTypeCTMark, 0, 1)},
+				&ActionRegMove{Src: XMTypeXXReg0, Dst: XMTypeCTLabel, DstOfs: 96, NBits: 32}}}}}}}
+	// A 1.5 flow-mod is the 1.3 layout (importance in the padding) with
+	// 1.5's actions: what a 1.5 controller sends.
+	b13, err := Encode(9, fm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := HeaderLen + 40 + roundUp8(int(be.Uint16(b13[HeaderLen+42:])))
+	b := append(append([]byte(nil), b13[:at]...), instructionActions(b13[at:], actions13To15)...)
+	b[0] = Version15
+	putLen16(b, 2, len(b))
+	for _, w := range [][]byte{
+		{0, 28, 0, 24, 0, 16},               // copy_field of 16 bits
+		{0, 25, 0, 16, 0, 1, 5, 8, 0, 0, 0}, // set_field NXM_NX_REG2, masked (value, mask 4+4)
+		{0, 25, 0, 16, 0, 1, 0xd7, 8},       // set_field NXM_NX_CT_MARK, masked, inside ct
+	} {
+		if !bytes.Contains(b, w) {
+			t.Errorf("1.5 encoding lacks % x:\n% x", w, b)
+		}
+	}
+	if bytes.Contains(b, []byte{0, 0, 0x23, 0x20, 0, 6}) || bytes.Contains(b, []byte{0, 0, 0x23, 0x20, 0, 7}) {
+		t.Errorf("1.5 encoding has reg_move or reg_load:\n% x", b)
+	}
+	h, body, err := ReadMessage(bytes.NewReader(b), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(h, body[HeaderLen:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, fm) {
+		t.Errorf("1.5 round trip:\n got %#v\nwant %#v", got, fm)
+	}
 }

@@ -31,6 +31,9 @@ func actions15To13(acts []byte) []byte {
 			out = append(out, oxm...)
 			out = padAction(out, start)
 			return true
+		case isNXCT(t, a):
+			out = withNested(out, a, actions15To13)
+			return true
 		case t == actionTypeCopyField && len(a) >= 20:
 			// n_bits, src_offset, dst_offset, pad(2), src, dst headers.
 			if a[14]&1 != 0 || a[18]&1 != 0 || be.Uint16(a[12:]) == 0xffff || be.Uint16(a[16:]) == 0xffff {
@@ -53,6 +56,10 @@ func actions13To15(acts []byte) []byte {
 	rest := acts
 	eachAction(acts, func(t uint16, a []byte) bool {
 		rest = rest[len(a):]
+		if isNXCT(t, a) {
+			out = withNested(out, a, actions13To15)
+			return true
+		}
 		if t == actionTypeExperiment && len(a) >= 16 && be.Uint32(a[4:]) == NXVendor {
 			switch be.Uint16(a[8:]) {
 			case nxastRegLoad:
@@ -141,4 +148,19 @@ func full(m []byte) bool {
 		}
 	}
 	return true
+}
+
+// isNXCT reports whether action a (type t) is Open vSwitch's ct, whose
+// nested actions (after its 24 bytes) are an action list of their own.
+func isNXCT(t uint16, a []byte) bool {
+	return t == actionTypeExperiment && len(a) >= 24 && be.Uint32(a[4:]) == NXVendor && be.Uint16(a[8:]) == nxastCT
+}
+
+// withNested appends ct action a with its nested actions rewritten by fn.
+func withNested(out, a []byte, fn func([]byte) []byte) []byte {
+	start := len(out)
+	out = append(out, a[:24]...)
+	out = append(out, fn(a[24:])...)
+	putLen16(out, start+2, len(out)-start)
+	return out
 }
