@@ -1,0 +1,123 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vswitch-go/vswitch/internal/nstest"
+)
+
+// TestOVNChassis runs Debian's OVN 23.03 against the daemon as its
+// chassis: a northbound and a southbound ovsdb-server and ovn-northd, an
+// Open_vSwitch ovsdb-server that the daemon and ovn-controller share, and
+// ovn-controller itself, which creates br-int, connects to br-int.mgmt in
+// OpenFlow 1.5 and installs its pipeline in one bundle per change. A
+// logical switch with two ports bound to veth ports: ovn-controller marks
+// both ovn-installed, the hosts ping each other through OVN's tables, and
+// ovn-controller's log holds no OpenFlow error (since 23.03.1 any error
+// makes it reconnect and reinstall everything, forever).
+func TestOVNChassis(t *testing.T) {
+	nstest.RequireTool(t, "ovn-northd", "ovn-controller", "ovn-nbctl", "ovn-sbctl", "ovsdb-tool", "ovsdb-server")
+	dir := t.TempDir()
+	start := func(name string, env []string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Env = append(os.Environ(), env...)
+		out := &syncBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		t.Cleanup(func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+			if t.Failed() && out.String() != "" {
+				t.Logf("%s output:\n%s", name, out.String())
+			}
+		})
+	}
+	logOpts := func(name string) []string {
+		return []string{"--no-chdir", "-vconsole:off", "--log-file=" + filepath.Join(dir, name+".log"),
+			"--pidfile=" + filepath.Join(dir, name+".pid")}
+	}
+	db := func(name, schema string) string {
+		file := filepath.Join(dir, name+".db")
+		nstest.Run(t, "ovsdb-tool", "create", file, schema)
+		sock := filepath.Join(dir, name+".sock")
+		start("ovsdb-server", nil, append([]string{file, "--remote=punix:" + sock,
+			"--unixctl=" + filepath.Join(dir, name+".ctl")}, logOpts(name)...)...)
+		nstest.WaitFor(t, 10*time.Second, name+" ovsdb-server to listen", func() bool {
+			_, err := os.Stat(sock)
+			return err == nil
+		})
+		return "unix:" + sock
+	}
+	nb := db("nb", "/usr/share/ovn/ovn-nb.ovsschema")
+	sb := db("sb", "/usr/share/ovn/ovn-sb.ovsschema")
+	ovnEnv := []string{"OVN_RUNDIR=" + dir}
+	start("ovn-northd", ovnEnv, append([]string{"--ovnnb-db=" + nb, "--ovnsb-db=" + sb}, logOpts("northd")...)...)
+
+	srv := newOVSDBServer(t)
+	nstest.Run(t, "ovs-vsctl", "--db="+srv.db(), "--no-wait", "init")
+	runDir := t.TempDir()
+	t.Setenv("OVS_RUNDIR", runDir)
+	d := newDaemon(t)
+	d.start("--db", srv.db())
+	a, b := nstest.TwoHosts(t)
+	srv.vsctl("set", "Open_vSwitch", ".", "external_ids:system-id=chassis-e2e", "external_ids:ovn-remote="+sb,
+		"external_ids:ovn-encap-type=vxlan", "external_ids:ovn-encap-ip=198.18.255.1")
+	start("ovn-controller", append(ovnEnv, "OVS_RUNDIR="+runDir), append([]string{srv.db()}, logOpts("ovn-controller")...)...)
+
+	nbctl := func(args ...string) { nstest.Run(t, "ovn-nbctl", append([]string{"--db=" + nb}, args...)...) }
+	nbctl("ls-add", "ls0")
+	for i, h := range []*nstest.Host{a, b} {
+		lsp := []string{"lsp-a", "lsp-b"}[i]
+		nbctl("lsp-add", "ls0", lsp, "--", "lsp-set-addresses", lsp, h.MAC+" "+h.IP)
+	}
+	nstest.WaitFor(t, 30*time.Second, "ovn-controller to create br-int", func() bool {
+		_, err := nstest.Output("ovs-vsctl", "--db="+srv.db(), "--timeout=2", "br-exists", "br-int")
+		return err == nil
+	})
+	srv.vsctl("add-port", "br-int", a.Port, "--", "set", "Interface", a.Port, "external_ids:iface-id=lsp-a")
+	srv.vsctl("add-port", "br-int", b.Port, "--", "set", "Interface", b.Port, "external_ids:iface-id=lsp-b")
+	for _, p := range []string{a.Port, b.Port} {
+		nstest.WaitFor(t, 60*time.Second, "ovn-controller to install "+p, func() bool {
+			out, err := nstest.Output("ovs-vsctl", "--db="+srv.db(), "--timeout=2", "get", "Interface", p, "external_ids:ovn-installed")
+			return err == nil && strings.Contains(out, "true")
+		})
+	}
+	nstest.Ping(t, a.NS, b.IP)
+	nstest.Ping(t, b.NS, a.IP)
+
+	flows := nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow15", "dump-flows", "br-int")
+	if n := strings.Count(flows, "\n"); n < 100 {
+		t.Errorf("br-int holds %d flows, want OVN's pipeline (100+):\n%s", n, flows)
+	}
+	for _, w := range []string{"resubmit(,", "ct(", "move:", "controller(userdata="} {
+		if !strings.Contains(flows, w) {
+			t.Errorf("OVN's flows lack %q as ovs-ofctl prints them:\n%s", w, flows)
+		}
+	}
+	log, err := os.ReadFile(filepath.Join(dir, "ovn-controller.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(log), "\n") {
+		if strings.Contains(l, "OpenFlow error") || strings.Contains(l, "OFPT_ERROR") {
+			t.Errorf("ovn-controller saw an OpenFlow error: %s", l)
+		}
+	}
+	t.Logf("OVN chassis: %d flows on br-int, both ports ovn-installed, ping both ways", strings.Count(flows, "\n"))
+}
