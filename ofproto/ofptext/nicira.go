@@ -157,6 +157,34 @@ func parseNXAction(name, arg string, hasArg bool, ports portResolver) (a ofpwire
 		a = &ofpwire.ActionExit{}
 	case "ct":
 		a, err = parseCT(arg, ports)
+	case "clone":
+		toks, err1 := splitTop(arg)
+		if err1 != nil {
+			return nil, true, fmt.Errorf("clone: %w", err1)
+		}
+		c := &ofpwire.ActionClone{}
+		for _, tok := range toks {
+			as, err1 := parseAction(tok, newActionContext(ofpwire.Match{}), ports)
+			if err1 != nil {
+				return nil, true, fmt.Errorf("clone: %w", err1)
+			}
+			c.Actions = append(c.Actions, as...)
+		}
+		a = c
+	case "check_pkt_larger":
+		n, dst, ok := strings.Cut(arg, ")->")
+		if !ok {
+			return nil, true, fmt.Errorf("check_pkt_larger needs (LEN)->DST[BIT]")
+		}
+		v, err1 := parseNum("check_pkt_larger", n, 16)
+		if err1 != nil {
+			return nil, true, err1
+		}
+		f, ofs, nb, err1 := parseSubfield(dst)
+		if err1 != nil || nb != 1 {
+			return nil, true, fmt.Errorf("check_pkt_larger: %s is not one bit", dst)
+		}
+		a = &ofpwire.ActionCheckPktLarger{PktLen: uint16(v), Dst: f, Ofs: uint16(ofs)}
 	case "ct_clear":
 		if hasArg {
 			err = fmt.Errorf("ct_clear takes no argument")
@@ -318,6 +346,14 @@ func formatNXAction(a ofpwire.Action) (string, bool) {
 		return formatNAT(a), true
 	case *ofpwire.ActionCTClear:
 		return "ct_clear", true
+	case *ofpwire.ActionClone:
+		var e []string
+		for _, x := range a.Actions {
+			e = append(e, formatAction(x))
+		}
+		return "clone(" + strings.Join(e, ",") + ")", true
+	case *ofpwire.ActionCheckPktLarger:
+		return fmt.Sprintf("check_pkt_larger(%d)->%s", a.PktLen, formatSubfield(a.Dst, int(a.Ofs), 1)), true
 	case *ofpwire.ActionController:
 		return formatController(a), true
 	case *ofpwire.ActionDecTTLIDs:

@@ -13,11 +13,13 @@ import (
 // gets no error; translation executes what the switch implements.
 
 const (
-	nxastController  = 20
-	nxastCT          = 35
-	nxastNAT         = 36
-	nxastController2 = 37
-	nxastCTClear     = 43
+	nxastClone          = 42
+	nxastCheckPktLarger = 49
+	nxastController     = 20
+	nxastCT             = 35
+	nxastNAT            = 36
+	nxastController2    = 37
+	nxastCTClear        = 43
 )
 
 // ct flags (NX_CT_F_*), and the recirc table meaning "none".
@@ -75,6 +77,50 @@ type ActionNAT struct {
 
 // ActionCTClear clears the packet's connection-tracking state.
 type ActionCTClear struct{}
+
+// ActionClone runs Actions on a copy of the packet and its pipeline state;
+// the original goes on unchanged after it.
+type ActionClone struct{ Actions []Action }
+
+// ActionCheckPktLarger sets bit Ofs of field Dst to whether the packet is
+// longer than PktLen bytes (check_pkt_larger).
+type ActionCheckPktLarger struct {
+	PktLen uint16
+	Dst    ofp.XMType
+	Ofs    uint16
+}
+
+// ActionType implements Action.
+func (*ActionClone) ActionType() ofp.ActionType { return ofp.ActionTypeExperimenter }
+
+// ActionType implements Action.
+func (*ActionCheckPktLarger) ActionType() ofp.ActionType { return ofp.ActionTypeExperimenter }
+
+func (a *ActionClone) appendTo(b []byte) ([]byte, error) {
+	start := len(b)
+	b = appendZeros(nxHeader(b, 0, nxastClone), 6)
+	b, err := appendActions(b, a.Actions)
+	if err != nil {
+		return b, err
+	}
+	if len(b)-start > 0xfff8 {
+		return b, fmt.Errorf("ofpwire: clone action too long")
+	}
+	putLen16(b, start+2, len(b)-start)
+	return b, nil
+}
+
+func (a *ActionCheckPktLarger) appendTo(b []byte) ([]byte, error) {
+	size, _, ok := FieldSize(a.Dst)
+	if !ok {
+		return b, fmt.Errorf("ofpwire: check_pkt_larger into unknown field %d", a.Dst)
+	}
+	b = nxHeader(b, 24, nxastCheckPktLarger)
+	b = be.AppendUint16(b, a.PktLen)
+	b = be.AppendUint16(b, a.Ofs)
+	b = be.AppendUint32(b, OXMHeader(ClassOf(a.Dst), a.Dst, false, size))
+	return appendZeros(b, 6), nil
+}
 
 // ActionController sends the packet to the controllers with Open vSwitch's
 // options: MaxLen bytes of it (0xffff: all), to controller ControllerID,
@@ -246,6 +292,33 @@ func parseNXCT(st uint16, a []byte) (Action, bool, error) {
 	case nxastNAT:
 		nat, err := parseNAT(a)
 		return nat, true, err
+	case nxastClone:
+		if a[10]|a[11]|a[12]|a[13]|a[14]|a[15] != 0 {
+			return nil, true, errActionArg
+		}
+		acts, err := parseActions(a[16:])
+		if err != nil {
+			return nil, true, err
+		}
+		return &ActionClone{Actions: acts}, true, nil
+	case nxastCheckPktLarger:
+		if len(a) != 24 {
+			return nil, true, errActionLen
+		}
+		f, err := fieldByHeader(be.Uint32(a[14:]))
+		if err != nil {
+			return nil, true, err
+		}
+		c := &ActionCheckPktLarger{PktLen: be.Uint16(a[10:]), Ofs: be.Uint16(a[12:]), Dst: f}
+		for _, p := range a[18:] {
+			if p != 0 {
+				return nil, true, errActionArg
+			}
+		}
+		if int(c.Ofs) >= FieldBits(f) {
+			return nil, true, errActionArg
+		}
+		return c, true, nil
 	case nxastCTClear:
 		if len(a) != 16 {
 			return nil, true, errActionLen

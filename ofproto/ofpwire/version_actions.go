@@ -31,8 +31,8 @@ func actions15To13(acts []byte) []byte {
 			out = append(out, oxm...)
 			out = padAction(out, start)
 			return true
-		case isNXCT(t, a):
-			out = withNested(out, a, actions15To13)
+		case nestedAt(t, a) > 0:
+			out = withNested(out, a, nestedAt(t, a), actions15To13)
 			return true
 		case t == actionTypeCopyField && len(a) >= 20:
 			// n_bits, src_offset, dst_offset, pad(2), src, dst headers.
@@ -56,8 +56,8 @@ func actions13To15(acts []byte) []byte {
 	rest := acts
 	eachAction(acts, func(t uint16, a []byte) bool {
 		rest = rest[len(a):]
-		if isNXCT(t, a) {
-			out = withNested(out, a, actions13To15)
+		if at := nestedAt(t, a); at > 0 {
+			out = withNested(out, a, at, actions13To15)
 			return true
 		}
 		if t == actionTypeExperiment && len(a) >= 16 && be.Uint32(a[4:]) == NXVendor {
@@ -150,17 +150,30 @@ func full(m []byte) bool {
 	return true
 }
 
-// isNXCT reports whether action a (type t) is Open vSwitch's ct, whose
-// nested actions (after its 24 bytes) are an action list of their own.
-func isNXCT(t uint16, a []byte) bool {
-	return t == actionTypeExperiment && len(a) >= 24 && be.Uint32(a[4:]) == NXVendor && be.Uint16(a[8:]) == nxastCT
+// nestedAt is where the nested action list of Open vSwitch's ct (after
+// its 24 bytes) or clone (after 16) starts in action a of type t; 0 for
+// other actions.
+func nestedAt(t uint16, a []byte) int {
+	if t != actionTypeExperiment || len(a) < 16 || be.Uint32(a[4:]) != NXVendor {
+		return 0
+	}
+	switch be.Uint16(a[8:]) {
+	case nxastCT:
+		if len(a) >= 24 {
+			return 24
+		}
+	case nxastClone:
+		return 16
+	}
+	return 0
 }
 
-// withNested appends ct action a with its nested actions rewritten by fn.
-func withNested(out, a []byte, fn func([]byte) []byte) []byte {
+// withNested appends action a with its nested actions (from at) rewritten
+// by fn.
+func withNested(out, a []byte, at int, fn func([]byte) []byte) []byte {
 	start := len(out)
-	out = append(out, a[:24]...)
-	out = append(out, fn(a[24:])...)
+	out = append(out, a[:at]...)
+	out = append(out, fn(a[at:])...)
 	putLen16(out, start+2, len(out)-start)
 	return out
 }

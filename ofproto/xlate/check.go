@@ -111,6 +111,8 @@ func checkAction(a ofpwire.Action, packetOut bool) error {
 		return badAction(ofpwire.BACBadArgument) // only inside ct
 	case *ofpwire.ActionCT:
 		return checkCT(a)
+	case *ofpwire.ActionClone:
+		return CheckActions(a.Actions, packetOut)
 	case *ofpwire.ActionResubmit:
 		if a.Table != ofpwire.TableCurrent && int(a.Table) >= pipeline.NumTables {
 			return badAction(ofpwire.BACBadArgument)

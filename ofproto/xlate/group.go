@@ -134,11 +134,17 @@ func (x *xlator) flowHash() uint32 {
 // push or pop) recirculates a copy the same way.
 func (x *xlator) bucket(b *pipeline.Bucket, table uint8, miss, final bool) error {
 	x.refs = append(x.refs, b)
+	return x.clone(b.Actions, table, miss, final)
+}
+
+// clone runs acts on a clone of the packet and its pipeline state, as a
+// group bucket or Open vSwitch's clone action does (see bucket).
+func (x *xlator) clone(acts []ofpwire.Action, table uint8, miss, final bool) error {
 	saved := x.save()
 	entry := x.checkpoint()
 	x.tind++
 	inPlace := final && x.nested == 0 && x.pending == nil
-	err := x.runActs(b.Actions, 0, table, miss, inPlace)
+	err := x.runActs(acts, 0, table, miss, inPlace)
 	x.tind--
 	x.stopped = false   // an invalid TTL ends this clone only
 	x.pipe = saved.pipe // metadata and registers a bucket wrote do not leave it
@@ -160,13 +166,13 @@ func (x *xlator) bucket(b *pipeline.Bucket, table uint8, miss, final bool) error
 			}
 		}
 	}
-	if errors.Is(err, errFreezeCopy) && len(b.Actions) > 0 {
+	if errors.Is(err, errFreezeCopy) && len(acts) > 0 {
 		x.out, x.refs = x.out[:entry.out], x.refs[:entry.refs]
 		x.key, x.written, x.unknown = saved.key, saved.written, saved.unknown
 		x.tags, x.irrev, x.inner = saved.tags, saved.irrev, saved.inner
 		x.blind = false
 		return x.freezeCopy(frozenKey{stage: stageActs, table: table, miss: miss, cookie: x.cookie,
-			pipe: saved.pipe, acts0: &b.Actions[0]}, b.Actions)
+			pipe: saved.pipe, acts0: &acts[0]}, acts)
 	}
 	return err
 }

@@ -238,6 +238,11 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 		return nil
 	case *ofpwire.ActionController:
 		return x.controller(a)
+	case *ofpwire.ActionClone:
+		return x.clone(a.Actions, table, miss, false)
+	case *ofpwire.ActionCheckPktLarger:
+		// The datapath has no packet-length branch yet.
+		return fmt.Errorf("%w: check_pkt_larger", ErrUnsupported)
 	case *ofpwire.ActionPushVLAN:
 		return x.pushVLAN(a.EtherType)
 	case *ofpwire.ActionPopVLAN:
