@@ -154,7 +154,7 @@ func TestTranslateNicira(t *testing.T) {
 				resubmitT(1)))},
 				{1, 5, []ofpwire.OXM{oxm(reg(5), 9)}, ins(apply(out(4)))},
 				{1, 1, nil, ins(apply(out(2)))}},
-			key: func() flow.Key { k := tcp; k.EthDst = [6]byte{2, 0, 0, 0, 0, 2}; return k }(),
+			key:  func() flow.Key { k := tcp; k.EthDst = [6]byte{2, 0, 0, 0, 0, 2}; return k }(),
 			want: actions.List{ethSet(2, 0, 0, 0, 0, 9), dpOut(3), ethSet(2, 0, 0, 0, 0, 2), dpOut(2)}},
 		{name: "ct drops (no connection tracker yet)",
 			flows: []flowSpec{{0, 1, nil, ins(apply(out(2), &ofpwire.ActionCT{RecircTable: 3}, out(3)))}},
