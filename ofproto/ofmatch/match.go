@@ -48,11 +48,12 @@ import (
 type Pipe struct {
 	Metadata uint64
 	Regs     [ofpwire.NumRegs]uint32
+	ConjID   uint32 // conj_id
 }
 
 // And returns p masked by m.
 func (p *Pipe) And(m *Pipe) Pipe {
-	r := Pipe{Metadata: p.Metadata & m.Metadata}
+	r := Pipe{Metadata: p.Metadata & m.Metadata, ConjID: p.ConjID & m.ConjID}
 	for i := range r.Regs {
 		r.Regs[i] = p.Regs[i] & m.Regs[i]
 	}
@@ -64,7 +65,7 @@ func (p *Pipe) IsZero() bool { return *p == Pipe{} }
 
 // Covers reports whether every bit of m is in p (p, m masks).
 func (p *Pipe) Covers(m *Pipe) bool {
-	if m.Metadata&^p.Metadata != 0 {
+	if m.Metadata&^p.Metadata != 0 || m.ConjID&^p.ConjID != 0 {
 		return false
 	}
 	for i := range m.Regs {
@@ -283,6 +284,8 @@ func (m *Match) set(o ofpwire.OXM) error {
 		k.NwFrag, mk.NwFrag = uint8(v&vm), uint8(vm&3)
 	case ofpwire.XMTypeMetadata:
 		m.Metadata, m.PipeMask.Metadata = v, vm
+	case ofpwire.XMTypeConjID:
+		m.ConjID, m.PipeMask.ConjID = uint32(v), ^uint32(0)
 	case ofpwire.XMTypeEthDst:
 		k.EthDst, mk.EthDst = mac(o)
 	case ofpwire.XMTypeEthSrc:
@@ -465,6 +468,9 @@ func ToOXM(m *Match) ofpwire.Match {
 	}
 	if m.PipeMask.Metadata != 0 {
 		fs = oxmUint(fs, ofpwire.XMTypeMetadata, m.Metadata, m.PipeMask.Metadata, ^uint64(0))
+	}
+	if m.PipeMask.ConjID != 0 {
+		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeConjID, uint64(m.ConjID)))
 	}
 	if mk.EthDst != ([6]byte{}) {
 		fs = oxmMAC(fs, ofpwire.XMTypeEthDst, k.EthDst, mk.EthDst)

@@ -49,6 +49,7 @@ var corpus = []string{
 	"ip,actions=ct(commit,table=3,zone=5,nat(src=10.0.0.1-10.0.0.9:1000-2000,random))",
 	"tcp6,actions=ct(commit,force,nat(dst=[2001:db8::1]:80),alg=ftp)",
 	"actions=ct_clear,controller(userdata=00.00.00.12.00.00.00.00),controller(reason=no_match,max_len=128,id=3,pause,meter_id=7)",
+	"ip,nw_src=10.0.0.1,actions=conjunction(7,1/2),conjunction(8,2/3)",
 	"ip,actions=clone(ct_clear,load:0->NXM_OF_IN_PORT[],set_field:0x1->reg1,resubmit(,40)),check_pkt_larger(1500)->NXM_NX_REG0[6],output:2",
 	"ip,actions=move:NXM_OF_IP_SRC[]->NXM_NX_REG1[],move:reg1[0..15]->xxreg3[16..31],output:1",
 	"actions=load:0x5->NXM_NX_REG0[],load:1->reg2[3],load:0xffff->OXM_OF_PKT_REG2[8..23],load:0x1->NXM_NX_XXREG0[96..127]",
@@ -87,12 +88,13 @@ var corpus = []string{
 	// bits: not compared.
 	"ip,actions=copy_ttl_in,copy_ttl_out,output:1",
 	"actions=output:4294967039",
+	"conj_id=7,ip,actions=output:1",
 	// dec_ttl() is the zero-id form OVN sends, which ovs-ofctl prints so but
 	// reads as plain dec_ttl; here it reads back as it prints.
 	"ip,actions=dec_ttl(),output:1",
 }
 
-const ovsComparable = 64
+const ovsComparable = 65
 
 func encode(t testing.TB, fm *ofpwire.FlowMod) []byte {
 	t.Helper()

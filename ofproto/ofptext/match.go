@@ -159,6 +159,8 @@ func FormatMatch(m *ofmatch.Match) string {
 			out = append(out, "ipv6_exthdr="+hexMasked(v, vm, 0x1ff))
 		case ofpwire.XMTypeIPTTL:
 			out = append(out, "nw_ttl="+strconv.FormatUint(v, 10))
+		case ofpwire.XMTypeConjID:
+			out = append(out, "conj_id="+strconv.FormatUint(v, 10))
 		case ofpwire.XMTypeIPFrag:
 			out = append(out, "nw_frag="+fragName(v, vm))
 		case ofpwire.XMTypeTunIPv4Src:
@@ -531,6 +533,8 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 		case "icmp_code", "icmpv6_code":
 			tpNames[3] = name
 			err = parseExactInto(val, 8, icmpCode)
+		case "conj_id":
+			err = parseExact(val, 32, ofpwire.XMTypeConjID, setU)
 		case "nw_ttl", "ip_ttl":
 			err = parseExact(val, 8, ofpwire.XMTypeIPTTL, setU)
 		case "nw_frag", "ip_frag":

@@ -185,6 +185,13 @@ func parseNXAction(name, arg string, hasArg bool, ports portResolver) (a ofpwire
 			return nil, true, fmt.Errorf("check_pkt_larger: %s is not one bit", dst)
 		}
 		a = &ofpwire.ActionCheckPktLarger{PktLen: uint16(v), Dst: f, Ofs: uint16(ofs)}
+	case "conjunction":
+		var id uint64
+		var k, n int
+		if c, err1 := fmt.Sscanf(arg, "%d,%d/%d", &id, &k, &n); err1 != nil || c != 3 || id > 0xffffffff || n < 2 || n > 64 || k < 1 || k > n {
+			return nil, true, fmt.Errorf("conjunction(%s): want conjunction(ID,K/N) with 1 <= K <= N, 2 <= N <= 64", arg)
+		}
+		a = &ofpwire.ActionConjunction{ID: uint32(id), Clause: uint8(k - 1), NClauses: uint8(n)}
 	case "ct_clear":
 		if hasArg {
 			err = fmt.Errorf("ct_clear takes no argument")
@@ -346,6 +353,8 @@ func formatNXAction(a ofpwire.Action) (string, bool) {
 		return formatNAT(a), true
 	case *ofpwire.ActionCTClear:
 		return "ct_clear", true
+	case *ofpwire.ActionConjunction:
+		return fmt.Sprintf("conjunction(%d,%d/%d)", a.ID, int(a.Clause)+1, a.NClauses), true
 	case *ofpwire.ActionClone:
 		var e []string
 		for _, x := range a.Actions {

@@ -69,6 +69,9 @@ const (
 	// connection tracker to give them values).
 	XMTypeCTMark
 	XMTypeCTLabel
+	// XMTypeConjID is NXM_NX_CONJ_ID: the id of the conjunctive match
+	// that matched (pipeline state; 0 until conjunctions are evaluated).
+	XMTypeConjID
 	// XMTypeReg0 is reg0; reg N is XMTypeReg0+N.
 	XMTypeReg0
 	// XMTypeXReg0 is xreg0; xreg N is XMTypeXReg0+N.
@@ -79,7 +82,7 @@ const (
 
 // NumFields bounds every field number, basic or extension (untyped, for
 // array sizes and int comparisons alike).
-const NumFields = NumBasicFields + 10 + NumRegs + NumXRegs + NumXXRegs
+const NumFields = NumBasicFields + 11 + NumRegs + NumXRegs + NumXXRegs
 
 var _ = [1]int{}[int(XMTypeXXReg0)+NumXXRegs-NumFields] // NumFields counts every field above
 
@@ -103,6 +106,7 @@ var extFields = func() (fs [NumFields - NumBasicFields]extField) {
 	fs[XMTypeIPFrag-NumBasicFields] = extField{ClassNXM1, 26, fieldInfo{1, true, 3}}
 	fs[XMTypeCTMark-NumBasicFields] = extField{ClassNXM1, 107, fieldInfo{4, true, 0}}
 	fs[XMTypeCTLabel-NumBasicFields] = extField{ClassNXM1, 108, fieldInfo{16, true, 0}}
+	fs[XMTypeConjID-NumBasicFields] = extField{ClassNXM1, 37, fieldInfo{4, false, 0}}
 	for i := range NumRegs {
 		fs[XMTypeReg0+ofp.XMType(i)-NumBasicFields] = extField{ClassNXM1, ofp.XMType(i), fieldInfo{4, true, 0}}
 	}

@@ -30,6 +30,7 @@ const (
 	nxastStackPush       = 27
 	nxastStackPop        = 28
 	nxastRegLoad2        = 33
+	nxastConjunction     = 34
 	nxastResubmitTableCT = 44
 )
 
@@ -69,6 +70,23 @@ type ActionStack struct {
 // that a packet whose TTL runs out goes to: none drops it silently. OVN
 // emits it with no id.
 type ActionDecTTLIDs struct{ IDs []uint16 }
+
+// ActionConjunction makes its flow one clause (Clause, from 0) of the
+// NClauses-dimensional conjunctive match ID: a packet matching a flow of
+// every clause matches the flows with conj_id=ID.
+type ActionConjunction struct {
+	ID               uint32
+	Clause, NClauses uint8
+}
+
+// ActionType implements Action.
+func (*ActionConjunction) ActionType() ofp.ActionType { return ofp.ActionTypeExperimenter }
+
+func (a *ActionConjunction) appendTo(b []byte) ([]byte, error) {
+	b = nxHeader(b, 16, nxastConjunction)
+	b = append(b, a.Clause, a.NClauses)
+	return be.AppendUint32(b, a.ID), nil
+}
 
 // ActionNote carries bytes a controller attaches to a flow; it does
 // nothing.
@@ -325,6 +343,15 @@ func parseNX(a []byte) (Action, error) {
 		return d, nil
 	case nxastExit:
 		return &ActionExit{}, nil
+	case nxastConjunction:
+		if len(a) != 16 {
+			return nil, errActionLen
+		}
+		c := &ActionConjunction{Clause: a[10], NClauses: a[11], ID: be.Uint32(a[12:])}
+		if c.NClauses < 2 || c.NClauses > 64 || c.Clause >= c.NClauses {
+			return nil, errActionArg
+		}
+		return c, nil
 	}
 	if act, ok, err := parseNXCT(st, a); ok {
 		return act, err

@@ -163,6 +163,7 @@ func (t *table) lookup(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *o
 		}
 		if wcPipe != nil {
 			wcPipe.Metadata |= st.pipeMask.Metadata
+			wcPipe.ConjID |= st.pipeMask.ConjID
 			for i, r := range st.pipeMask.Regs {
 				wcPipe.Regs[i] |= r
 			}

@@ -28,6 +28,16 @@ import (
 // are not checked here: a set-field whose prerequisites a packet lacks
 // does nothing.
 func CheckActions(acts []ofpwire.Action, packetOut bool) error {
+	conj := 0
+	for _, a := range acts {
+		if _, ok := a.(*ofpwire.ActionConjunction); ok {
+			conj++
+		}
+	}
+	if conj > 0 && (conj != len(acts) || packetOut) {
+		// Open vSwitch's rule: a clause flow does nothing else.
+		return badAction(ofpwire.BACBadArgument)
+	}
 	for _, a := range acts {
 		if err := checkAction(a, packetOut); err != nil {
 			return err

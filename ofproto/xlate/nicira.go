@@ -1,6 +1,7 @@
 package xlate
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sync"
 
@@ -71,11 +72,14 @@ var fieldKeyBits = sync.OnceValue(func() (t [ofpwire.NumFields][]keyBit) {
 // pipeField reports whether f is pipeline state: metadata or a register.
 func pipeField(f ofpwire.XMType) bool {
 	_, _, reg := ofpwire.IsReg(f)
-	return reg || f == ofpwire.XMTypeMetadata
+	return reg || f == ofpwire.XMTypeMetadata || f == ofpwire.XMTypeConjID
 }
 
 // pipeValue returns pipeline field f's value as its OXM payload.
 func (x *xlator) pipeValue(f ofpwire.XMType) []byte {
+	if f == ofpwire.XMTypeConjID {
+		return binary.BigEndian.AppendUint32(nil, x.pipe.ConjID)
+	}
 	if f == ofpwire.XMTypeMetadata {
 		b := make([]byte, 8)
 		ofpwire.PutBits(b, 0, 64, x.pipe.Metadata)

@@ -27,7 +27,7 @@ var ones6 = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 func settable(f ofpwire.XMType) bool {
 	switch f {
 	case ofpwire.XMTypeInPort, ofpwire.XMTypeInPhyPort, ofpwire.XMTypeIPv6ExtHeader, ofpwire.XMTypeTunFlags,
-		ofpwire.XMTypeIPTTL, ofpwire.XMTypeIPFrag, ofpwire.XMTypeCTMark, ofpwire.XMTypeCTLabel:
+		ofpwire.XMTypeIPTTL, ofpwire.XMTypeIPFrag, ofpwire.XMTypeCTMark, ofpwire.XMTypeCTLabel, ofpwire.XMTypeConjID:
 		return false
 	}
 	return int(f) < ofpwire.NumFields

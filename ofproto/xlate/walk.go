@@ -238,6 +238,11 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 		return nil
 	case *ofpwire.ActionController:
 		return x.controller(a)
+	case *ofpwire.ActionConjunction:
+		// Conjunctive matches are not evaluated yet: a packet whose
+		// lookup lands on a clause is dropped (the translation fails),
+		// never let through as if the conjunction had not matched.
+		return fmt.Errorf("%w: conjunction", ErrUnsupported)
 	case *ofpwire.ActionClone:
 		return x.clone(a.Actions, table, miss, false)
 	case *ofpwire.ActionCheckPktLarger:
