@@ -16,11 +16,12 @@ import (
 // chassis: a northbound and a southbound ovsdb-server and ovn-northd, an
 // Open_vSwitch ovsdb-server that the daemon and ovn-controller share, and
 // ovn-controller itself, which creates br-int, connects to br-int.mgmt in
-// OpenFlow 1.5 and installs its pipeline in one bundle per change. A
-// logical switch with two ports bound to veth ports: ovn-controller marks
-// both ovn-installed, the hosts ping each other through OVN's tables, and
-// ovn-controller's log holds no OpenFlow error (since 23.03.1 any error
-// makes it reconnect and reinstall everything, forever).
+// OpenFlow 1.5 and installs its pipeline in one bundle per change. Two
+// logical switches joined by a logical router, a port of each bound to a
+// veth port: ovn-controller marks both ovn-installed, the hosts ping each
+// other across the router and ping the router, and ovn-controller's log
+// holds no OpenFlow error (since 23.03.1 any error makes it reconnect and
+// reinstall everything, forever).
 func TestOVNChassis(t *testing.T) {
 	nstest.RequireTool(t, "ovn-northd", "ovn-controller", "ovn-nbctl", "ovn-sbctl", "ovsdb-tool", "ovsdb-server")
 	dir := t.TempDir()
@@ -80,11 +81,21 @@ func TestOVNChassis(t *testing.T) {
 		"external_ids:ovn-encap-type=vxlan", "external_ids:ovn-encap-ip=198.18.255.1")
 	start("ovn-controller", append(ovnEnv, "OVS_RUNDIR="+runDir), append([]string{srv.db()}, logOpts("ovn-controller")...)...)
 
+	// Host b moves to its own subnet, behind the logical router.
+	b.IP = "198.18.1.2"
+	b.NS.Run(t, "ip", "addr", "flush", "dev", b.Dev)
+	b.NS.Run(t, "ip", "addr", "add", b.IP+"/24", "dev", b.Dev)
+	a.NS.Run(t, "ip", "route", "add", "default", "via", "198.18.0.254")
+	b.NS.Run(t, "ip", "route", "add", "default", "via", "198.18.1.254")
 	nbctl := func(args ...string) { nstest.Run(t, "ovn-nbctl", append([]string{"--db=" + nb}, args...)...) }
-	nbctl("ls-add", "ls0")
+	nbctl("lr-add", "lr0")
 	for i, h := range []*nstest.Host{a, b} {
-		lsp := []string{"lsp-a", "lsp-b"}[i]
-		nbctl("lsp-add", "ls0", lsp, "--", "lsp-set-addresses", lsp, h.MAC+" "+h.IP)
+		ls, lsp, lrp := []string{"ls0", "ls1"}[i], []string{"lsp-a", "lsp-b"}[i], []string{"lrp0", "lrp1"}[i]
+		nbctl("ls-add", ls)
+		nbctl("lsp-add", ls, lsp, "--", "lsp-set-addresses", lsp, h.MAC+" "+h.IP)
+		nbctl("lrp-add", "lr0", lrp, []string{"02:00:c6:12:ff:00", "02:00:c6:12:ff:01"}[i], []string{"198.18.0.254/24", "198.18.1.254/24"}[i])
+		nbctl("lsp-add", ls, ls+"-lr0", "--", "lsp-set-type", ls+"-lr0", "router", "--",
+			"lsp-set-addresses", ls+"-lr0", "router", "--", "lsp-set-options", ls+"-lr0", "router-port="+lrp)
 	}
 	nstest.WaitFor(t, 30*time.Second, "ovn-controller to create br-int", func() bool {
 		_, err := nstest.Output("ovs-vsctl", "--db="+srv.db(), "--timeout=2", "br-exists", "br-int")
@@ -100,6 +111,7 @@ func TestOVNChassis(t *testing.T) {
 	}
 	nstest.Ping(t, a.NS, b.IP)
 	nstest.Ping(t, b.NS, a.IP)
+	nstest.Ping(t, a.NS, "198.18.0.254") // the router's own address: OVN's ARP and ICMP responders
 
 	flows := nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow15", "dump-flows", "br-int")
 	if n := strings.Count(flows, "\n"); n < 100 {
@@ -119,5 +131,5 @@ func TestOVNChassis(t *testing.T) {
 			t.Errorf("ovn-controller saw an OpenFlow error: %s", l)
 		}
 	}
-	t.Logf("OVN chassis: %d flows on br-int, both ports ovn-installed, ping both ways", strings.Count(flows, "\n"))
+	t.Logf("OVN chassis: %d flows on br-int, both ports ovn-installed, ping both ways across a logical router", strings.Count(flows, "\n"))
 }

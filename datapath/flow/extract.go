@@ -128,7 +128,7 @@ func Extract(data []byte, inPort uint32, k *Key, off *Offsets) Status {
 		return extractIPv4(data, p, k, off)
 	case header.EtherTypeIPv6:
 		return extractIPv6(data, p, k, off)
-	case header.EtherTypeARP:
+	case header.EtherTypeARP, header.EtherTypeRARP:
 		return extractARP(data[p:], p, k, off)
 	case header.EtherTypeMPLS, header.EtherTypeMPLSMcast:
 		if len(data) < p+4 {

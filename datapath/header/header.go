@@ -19,6 +19,9 @@ const (
 
 	EtherTypeIPv4 = 0x0800
 	EtherTypeARP  = 0x0806
+	// EtherTypeRARP is reverse ARP: the ARP layout, keyed like ARP (OVN
+	// sends RARP announcements and matches them).
+	EtherTypeRARP = 0x8035
 	// EtherTypeTEB (transparent Ethernet bridging) says an Ethernet frame
 	// follows: the protocol of a Geneve or NVGRE payload.
 	EtherTypeTEB       = 0x6558

@@ -519,7 +519,7 @@ func ToOXM(m *Match) ofpwire.Match {
 	if hasTp && proto != header.IPProtoICMPv6 {
 		fs = appendTransport(fs, k, mk, tpSrc, tpDst)
 	}
-	if eth == header.EtherTypeARP {
+	if eth == header.EtherTypeARP || eth == header.EtherTypeRARP {
 		if mk.NwProto != 0 {
 			fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeARPOpcode, uint64(k.NwProto)))
 		}

@@ -50,6 +50,8 @@ var corpus = []string{
 	"tcp6,actions=ct(commit,force,nat(dst=[2001:db8::1]:80),alg=ftp)",
 	"actions=ct_clear,controller(userdata=00.00.00.12.00.00.00.00),controller(reason=no_match,max_len=128,id=3,pause,meter_id=7)",
 	"ip,nw_src=10.0.0.1,actions=conjunction(7,1/2),conjunction(8,2/3)",
+	"rarp,arp_op=3,dl_src=00:00:00:00:ff:02,actions=set_field:0x8004->reg15,resubmit(,37)",
+	"icmp,actions=push:NXM_OF_IP_SRC[],push:NXM_OF_IP_DST[],pop:NXM_OF_IP_SRC[],pop:NXM_OF_IP_DST[],set_field:255->nw_ttl,set_field:0->icmp_type",
 	"ip,actions=clone(ct_clear,load:0->NXM_OF_IN_PORT[],set_field:0x1->reg1,resubmit(,40)),check_pkt_larger(1500)->NXM_NX_REG0[6],output:2",
 	"ip,actions=move:NXM_OF_IP_SRC[]->NXM_NX_REG1[],move:reg1[0..15]->xxreg3[16..31],output:1",
 	"actions=load:0x5->NXM_NX_REG0[],load:1->reg2[3],load:0xffff->OXM_OF_PKT_REG2[8..23],load:0x1->NXM_NX_XXREG0[96..127]",
@@ -94,7 +96,7 @@ var corpus = []string{
 	"ip,actions=dec_ttl(),output:1",
 }
 
-const ovsComparable = 65
+const ovsComparable = 67
 
 func encode(t testing.TB, fm *ofpwire.FlowMod) []byte {
 	t.Helper()

@@ -27,7 +27,7 @@ var shorthands = []struct {
 	{"udp", header.EtherTypeIPv4, header.IPProtoUDP}, {"sctp", header.EtherTypeIPv4, header.IPProtoSCTP},
 	{"ipv6", header.EtherTypeIPv6, -1}, {"icmp6", header.EtherTypeIPv6, header.IPProtoICMPv6}, {"tcp6", header.EtherTypeIPv6, header.IPProtoTCP},
 	{"udp6", header.EtherTypeIPv6, header.IPProtoUDP}, {"sctp6", header.EtherTypeIPv6, header.IPProtoSCTP},
-	{"arp", header.EtherTypeARP, -1}, {"mpls", header.EtherTypeMPLS, -1}, {"mplsm", header.EtherTypeMPLSMcast, -1},
+	{"arp", header.EtherTypeARP, -1}, {"rarp", header.EtherTypeRARP, -1}, {"mpls", header.EtherTypeMPLS, -1}, {"mplsm", header.EtherTypeMPLSMcast, -1},
 }
 
 // FormatMatch prints m in ovs-ofctl's flow syntax, e.g.
@@ -513,7 +513,7 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 			names[ofpwire.XMTypeIPProto], names[ofpwire.XMTypeARPOpcode] = name, name
 			var v uint64
 			if v, err = parseUint(val, 8); err == nil {
-				if eth == header.EtherTypeARP {
+				if eth == header.EtherTypeARP || eth == header.EtherTypeRARP {
 					err = setU(ofpwire.XMTypeARPOpcode, v, 0xff)
 				} else {
 					err = setProto(int(v))
@@ -571,11 +571,11 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 		}
 	}
 	// nw_proto given before arp: an ARP opcode after all.
-	if eth == header.EtherTypeARP && fs[ofpwire.XMTypeIPProto].set {
+	if (eth == header.EtherTypeARP || eth == header.EtherTypeRARP) && fs[ofpwire.XMTypeIPProto].set {
 		fs[ofpwire.XMTypeARPOpcode], fs[ofpwire.XMTypeIPProto] = fs[ofpwire.XMTypeIPProto], field{}
 	}
 	// nw_src and nw_dst of ARP are its protocol addresses, as in ovs-ofctl.
-	if eth == header.EtherTypeARP {
+	if eth == header.EtherTypeARP || eth == header.EtherTypeRARP {
 		for _, m := range [][2]ofpwire.XMType{{ofpwire.XMTypeIPv4Src, ofpwire.XMTypeARPSPA}, {ofpwire.XMTypeIPv4Dst, ofpwire.XMTypeARPTPA}} {
 			if fs[m[0]].set {
 				if fs[m[1]].set {

@@ -542,7 +542,8 @@ func prereqOK(m Match, f ofp.XMType) bool {
 		return ipProtoIs(m, header.IPProtoICMP)
 	case ofp.XMTypeARPOpcode, ofp.XMTypeARPSPA, ofp.XMTypeARPTPA,
 		ofp.XMTypeARPSHA, ofp.XMTypeARPTHA:
-		return ethTypeIs(m, header.EtherTypeARP)
+		// RARP too, as Open vSwitch allows (its layout is ARP's).
+		return ethTypeIs(m, header.EtherTypeARP, header.EtherTypeRARP)
 	case ofp.XMTypeIPv6Src, ofp.XMTypeIPv6Dst, ofp.XMTypeIPv6FLabel,
 		ofp.XMTypeIPv6ExtHeader:
 		return ethTypeIs(m, header.EtherTypeIPv6)

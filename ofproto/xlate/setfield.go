@@ -21,13 +21,13 @@ var ones6 = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 // says.
 //
 // Open vSwitch's 16-bit NXM_OF_IN_PORT is written (it steers the rest of
-// the walk, see setInPort); NXM_NX_IP_TTL and NXM_NX_IP_FRAG are not
-// (set_nw_ttl sets the TTL; fragmentation is not a field to write), nor
-// are ct_mark and ct_label outside ct's exec.
+// the walk, see setInPort) and NXM_NX_IP_TTL (as set_nw_ttl);
+// NXM_NX_IP_FRAG is not (fragmentation is not a field to write), nor are
+// conj_id, and ct_mark and ct_label outside ct's exec.
 func settable(f ofpwire.XMType) bool {
 	switch f {
 	case ofpwire.XMTypeInPort, ofpwire.XMTypeInPhyPort, ofpwire.XMTypeIPv6ExtHeader, ofpwire.XMTypeTunFlags,
-		ofpwire.XMTypeIPTTL, ofpwire.XMTypeIPFrag, ofpwire.XMTypeCTMark, ofpwire.XMTypeCTLabel, ofpwire.XMTypeConjID:
+		ofpwire.XMTypeIPFrag, ofpwire.XMTypeCTMark, ofpwire.XMTypeCTLabel, ofpwire.XMTypeConjID:
 		return false
 	}
 	return int(f) < ofpwire.NumFields
@@ -164,6 +164,12 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 		}
 		x.pipe.Metadata = x.pipe.Metadata&^m | v&m
 		return nil
+	case ofpwire.XMTypeIPTTL:
+		if !x.isIP() {
+			return nil
+		}
+		k.NwTTL, w.NwTTL, u.NwTTL = uint8(v), 0xff, 0
+		act = actions.Action{Kind: actions.SetIPTTL, Val8: uint8(v)}
 	case ofpwire.XMTypeEthDst:
 		k.EthDst, w.EthDst, u.EthDst = [6]byte(f.Value), ones6, [6]byte{}
 		act.Kind = actions.SetEthDst
