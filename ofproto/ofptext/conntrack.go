@@ -300,7 +300,6 @@ func formatController(a *ofpwire.ActionController) string {
 // controller action.
 func parseController(arg string) (ofpwire.Action, error) {
 	c := &ofpwire.ActionController{MaxLen: 0xffff, Reason: 1, MeterID: ofpwire.NoMeter}
-	plain := true
 	for _, tok := range strings.Split(arg, ",") {
 		name, val, _ := strings.Cut(strings.TrimSpace(tok), "=")
 		switch name {
@@ -321,27 +320,26 @@ func parseController(arg string) (ofpwire.Action, error) {
 			if !found {
 				return nil, fmt.Errorf("controller: unknown reason %q", val)
 			}
-			plain = false
 		case "id":
 			v, err := parseNum("controller id", val, 16)
 			if err != nil {
 				return nil, err
 			}
-			c.ControllerID, plain = uint16(v), false
+			c.ControllerID = uint16(v)
 		case "userdata":
 			b, err := parseHexBytes(val)
 			if err != nil {
 				return nil, fmt.Errorf("controller userdata: %w", err)
 			}
-			c.Userdata, plain = b, false
+			c.Userdata = b
 		case "pause":
-			c.Pause, plain = true, false
+			c.Pause = true
 		case "meter_id":
 			v, err := parseNum("controller meter_id", val, 32)
 			if err != nil {
 				return nil, err
 			}
-			c.MeterID, plain = uint32(v), false
+			c.MeterID = uint32(v)
 		default:
 			// A bare number is max_len, as in controller:N.
 			v, err := parseNum("controller max_len", name, 16)
@@ -351,7 +349,7 @@ func parseController(arg string) (ofpwire.Action, error) {
 			c.MaxLen = uint16(v)
 		}
 	}
-	if plain {
+	if c.Reason == 1 && c.ControllerID == 0 && len(c.Userdata) == 0 && !c.Pause && c.MeterID == ofpwire.NoMeter {
 		return &ofpwire.ActionOutput{Port: ofpwire.PortController, MaxLen: c.MaxLen}, nil
 	}
 	return c, nil
