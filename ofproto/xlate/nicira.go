@@ -255,24 +255,11 @@ func (x *xlator) resubmit(a *ofpwire.ActionResubmit) error {
 // the action set (the outer walk runs that).
 func (x *xlator) walkNested(tid uint8, inPort ofpwire.PortNo) error {
 	for step := 0; step < maxSteps; step++ {
-		var wc flow.Mask
-		var e *pipeline.Entry
-		if step == 0 && inPort != ofpwire.PortIn {
-			port, written := x.key.InPort, x.written.InPort
-			x.key.InPort, x.written.InPort = uint32(inPort), ^uint32(0)
-			e = x.p.PeekLocked(tid, &x.key, &x.pipe, &wc, nil)
-			x.key.InPort, x.written.InPort = port, written
-			wc.InPort = 0 // the lookup saw a constant
-		} else {
-			e = x.p.PeekLocked(tid, &x.key, &x.pipe, &wc, nil)
+		port := ofpwire.PortIn
+		if step == 0 {
+			port = inPort
 		}
-		if x.tr == nil {
-			x.refs = append(x.refs, x.p.LookupSink(tid, e))
-		}
-		x.consult(&wc)
-		if x.tr != nil {
-			x.tr.addStep(tid, e)
-		}
+		e := x.lookup(tid, port)
 		if x.blind {
 			return errBlind
 		}
@@ -372,4 +359,30 @@ func (x *xlator) controller(a *ofpwire.ActionController) error {
 		x.stopped = true
 	}
 	return err
+}
+
+// lookup finds the entry of table tid for the packet as it is now (with
+// in_port inPort for this lookup only, unless PortIn), counts the lookup
+// through the megaflow's refs (a trace counts nothing), adds what it
+// consulted to the mask and records the step in a trace.
+func (x *xlator) lookup(tid uint8, inPort ofpwire.PortNo) *pipeline.Entry {
+	var wc flow.Mask
+	var e *pipeline.Entry
+	if inPort != ofpwire.PortIn {
+		port, written := x.key.InPort, x.written.InPort
+		x.key.InPort, x.written.InPort = uint32(inPort), ^uint32(0)
+		e = x.p.PeekLocked(tid, &x.key, &x.pipe, &wc, nil)
+		x.key.InPort, x.written.InPort = port, written
+		wc.InPort = 0 // the lookup saw a constant
+	} else {
+		e = x.p.PeekLocked(tid, &x.key, &x.pipe, &wc, nil)
+	}
+	if x.tr == nil {
+		x.refs = append(x.refs, x.p.LookupSink(tid, e))
+	}
+	x.consult(&wc)
+	if x.tr != nil {
+		x.tr.addStep(tid, e)
+	}
+	return e
 }

@@ -46,17 +46,7 @@ func (x *xlator) walkFrom(tid uint8) error {
 			return err
 		}
 		ck := x.checkpoint()
-		var wc flow.Mask
-		// The lookup is counted through the megaflow's refs, per packet
-		// (a trace counts nothing).
-		e := x.p.PeekLocked(tid, &x.key, &x.pipe, &wc, nil)
-		if x.tr == nil {
-			x.refs = append(x.refs, x.p.LookupSink(tid, e))
-		}
-		x.consult(&wc)
-		if x.tr != nil {
-			x.tr.addStep(tid, e)
-		}
+		e := x.lookup(tid, ofpwire.PortIn)
 		if x.blind {
 			if x.tr != nil {
 				// The entry found was chosen on unknown fields: the
