@@ -85,13 +85,13 @@ func formatNAT(a *ofpwire.ActionNAT) string {
 				s += "-" + strconv.Itoa(int(a.ProtoMax))
 			}
 		}
-		for _, f := range []struct {
-			bit  uint16
-			name string
-		}{{ofpwire.NATPersistent, "persistent"}, {ofpwire.NATProtoHash, "hash"}, {ofpwire.NATProtoRandom, "random"}} {
-			if a.Flags&f.bit != 0 {
-				s += "," + f.name
-			}
+	}
+	for _, f := range []struct {
+		bit  uint16
+		name string
+	}{{ofpwire.NATPersistent, "persistent"}, {ofpwire.NATProtoHash, "hash"}, {ofpwire.NATProtoRandom, "random"}} {
+		if a.Flags&f.bit != 0 {
+			s += "," + f.name
 		}
 	}
 	return "nat(" + s + ")"
@@ -196,7 +196,8 @@ func parseNAT(s string) (*ofpwire.ActionNAT, error) {
 	if !hasRng {
 		return n, nil
 	}
-	// Addresses: a.b.c.d[-a.b.c.d] or [v6][-[v6]]; then :port[-port].
+	// Addresses: a.b.c.d[-a.b.c.d] or [v6][-[v6]]; then :port[-port]. A
+	// range whose ends are equal is one value, as it prints.
 	addrs, portRange := rng, ""
 	if strings.HasPrefix(rng, "[") {
 		if i := strings.LastIndex(rng, "]"); i >= 0 {
@@ -224,14 +225,14 @@ func parseNAT(s string) (*ofpwire.ActionNAT, error) {
 	if min.Is4() {
 		n.RangePresent |= ofpwire.NATRangeIPv4Min
 		n.IPv4Min = min.As4()
-		if isRange {
+		if isRange && max != min {
 			n.RangePresent |= ofpwire.NATRangeIPv4Max
 			n.IPv4Max = max.As4()
 		}
 	} else {
 		n.RangePresent |= ofpwire.NATRangeIPv6Min
 		n.IPv6Min = min.As16()
-		if isRange {
+		if isRange && max != min {
 			n.RangePresent |= ofpwire.NATRangeIPv6Max
 			n.IPv6Max = max.As16()
 		}
@@ -249,8 +250,10 @@ func parseNAT(s string) (*ofpwire.ActionNAT, error) {
 			if err != nil {
 				return nil, err
 			}
-			n.RangePresent |= ofpwire.NATRangeProtoMax
-			n.ProtoMax = uint16(w)
+			if uint16(w) != n.ProtoMin {
+				n.RangePresent |= ofpwire.NATRangeProtoMax
+				n.ProtoMax = uint16(w)
+			}
 		}
 	}
 	return n, nil
