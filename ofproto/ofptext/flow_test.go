@@ -58,6 +58,12 @@ var corpus = []string{
 	"ip,nw_ttl=64,nw_frag=no,actions=push:NXM_NX_REG0[],pop:NXM_NX_REG1[0..15],load:0->NXM_OF_IN_PORT[],dec_ttl(1,2),output:1",
 	"actions=set_field:0x5/0xff->reg7,set_field:0x10->xreg0,set_field:00:00:00:00:00:01/ff:ff:ff:00:00:00->eth_dst,note:01.02.03,exit",
 	"check_overlap,reset_counts,in_port=LOCAL,actions=output:1",
+	// learn: the MAC-learning recipe, OVN's hairpin learn, every spec form.
+	"actions=learn(table=1,hard_timeout=60,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[]),resubmit(,1)",
+	"tcp,actions=learn(table=69,delete_learned,cookie=0x1234,OXM_OF_METADATA[],eth_type=0x800,NXM_OF_IP_SRC[],ip_dst=10.0.0.10,nw_proto=6,NXM_OF_TCP_SRC[]=NXM_OF_TCP_DST[],load:0x1->NXM_NX_REG10[7])",
+	"tcp,actions=learn(table=2,idle_timeout=10,fin_idle_timeout=1,fin_hard_timeout=2,priority=7,send_flow_rem,in_port=99,NXM_NX_REG0[0..7]=0x5,load:NXM_NX_REG1[]->NXM_NX_REG2[],load:0xabcdef->NXM_NX_XXREG0[0..63])",
+	"actions=learn(table=3,limit=10,result_dst=reg0[1],eth_dst=00:11:22:33:44:55)",
+	"ipv6,actions=learn(table=5,eth_type=0x86dd,ipv6_src=2001:db8::1,NXM_NX_IPV6_DST[],in_port=LOCAL,xxreg1=0x1,NXM_NX_REG3[4..7]=0xf,load:NXM_OF_IN_PORT[]->NXM_NX_REG5[0..15],output:NXM_NX_REG6[0..15])",
 	// mod_vlan_vid and mod_vlan_pcp push a tag unless one is known present.
 	"in_port=1,actions=mod_vlan_vid:5,output:2",
 	"in_port=1,dl_vlan=3,actions=mod_vlan_vid:5,output:2",
@@ -94,9 +100,11 @@ var corpus = []string{
 	// dec_ttl() is the zero-id form OVN sends, which ovs-ofctl prints so but
 	// reads as plain dec_ttl; here it reads back as it prints.
 	"ip,actions=dec_ttl(),output:1",
+	// fin_timeout is an OpenFlow 1.0 action in ovs-ofctl; accepted in all.
+	"tcp,actions=fin_timeout(idle_timeout=3,hard_timeout=9),fin_timeout(hard_timeout=5),output:1",
 }
 
-const ovsComparable = 67
+const ovsComparable = 72
 
 func encode(t testing.TB, fm *ofpwire.FlowMod) []byte {
 	t.Helper()

@@ -192,6 +192,10 @@ func parseNXAction(name, arg string, hasArg bool, ports portResolver) (a ofpwire
 			return nil, true, fmt.Errorf("conjunction(%s): want conjunction(ID,K/N) with 1 <= K <= N, 2 <= N <= 64", arg)
 		}
 		a = &ofpwire.ActionConjunction{ID: uint32(id), Clause: uint8(k - 1), NClauses: uint8(n)}
+	case "learn":
+		a, err = parseLearn(arg, ports)
+	case "fin_timeout":
+		a, err = parseFinTimeout(arg)
 	case "ct_clear":
 		if hasArg {
 			err = fmt.Errorf("ct_clear takes no argument")
@@ -353,6 +357,10 @@ func formatNXAction(a ofpwire.Action) (string, bool) {
 		return formatNAT(a), true
 	case *ofpwire.ActionCTClear:
 		return "ct_clear", true
+	case *ofpwire.ActionLearn:
+		return formatLearn(a), true
+	case *ofpwire.ActionFinTimeout:
+		return formatFinTimeout(a), true
 	case *ofpwire.ActionConjunction:
 		return fmt.Sprintf("conjunction(%d,%d/%d)", a.ID, int(a.Clause)+1, a.NClauses), true
 	case *ofpwire.ActionClone:

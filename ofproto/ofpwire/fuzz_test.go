@@ -50,7 +50,13 @@ func FuzzDecode(f *testing.F) {
 				Actions: []Action{&ActionNAT{Flags: NATSrc, RangePresent: NATRangeIPv4Min | NATRangeProtoMin, IPv4Min: [4]byte{10, 0, 0, 1}, ProtoMin: 80},
 					&ActionSetField{Field: OXMUintMasked(XMTypeCTMark, 0, 1)}}},
 			&ActionController{MaxLen: 0xffff, Reason: 1, Userdata: []byte{0, 0, 0, 0x12}, Pause: true, MeterID: NoMeter},
-			&ActionStack{Field: XMTypeReg0, NBits: 32}, &ActionDecTTLIDs{IDs: []uint16{1}}, &ActionCTClear{}}}}}
+			&ActionStack{Field: XMTypeReg0, NBits: 32}, &ActionDecTTLIDs{IDs: []uint16{1}}, &ActionCTClear{},
+			&ActionLearn{TableID: 3, Priority: 9, Flags: LearnDeleteLearned | LearnWriteResult, Limit: 4, ResultDst: XMTypeReg0, ResultDstOfs: 3,
+				Specs: []LearnSpec{{NBits: 48, SrcField: ofp.XMTypeEthSrc, Dst: LearnDstMatch, DstField: ofp.XMTypeEthDst},
+					{NBits: 16, Imm: []byte{8, 0}, Dst: LearnDstMatch, DstField: ofp.XMTypeEthType},
+					{NBits: 3, Imm: []byte{5}, Dst: LearnDstLoad, DstField: XMTypeReg0 + 2, DstOfs: 4},
+					{NBits: 16, SrcField: XMTypeInPort16, Dst: LearnDstOutput}}},
+			&ActionFinTimeout{IdleTimeout: 1, HardTimeout: 2}}}}}
 	for _, v := range []uint8{Version, Version15} {
 		b, err := EncodeIn(v, 7, nx)
 		if err != nil {
