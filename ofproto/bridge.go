@@ -187,6 +187,8 @@ type Bridge struct {
 	groups  *pipeline.GroupTable
 	meters  *pipeline.MeterTable
 	meterMu sync.Mutex
+	// learnFailures counts learned flows the tables refused.
+	learnFailures atomic.Uint64
 	// failPipe is the hidden table translations use while failed open.
 	failPipe *pipeline.Pipeline
 	// recirc holds the walks frozen for recirculation (after a pop MPLS
@@ -383,14 +385,51 @@ func (b *Bridge) Manager() *ofconn.Manager { return b.mgr }
 // megaflows decided under the old MAC table are invalidated.
 func (b *Bridge) Upcall(key *flow.Key, res *datapath.UpcallResult) error {
 	gen := b.cfg.Normal.Generation()
-	opts := b.xlateOptions(time.Now())
+	now := time.Now()
+	opts := b.xlateOptions(now)
 	opts.DropFragments = b.dropFragments()
+	var learned []*ofpwire.FlowMod
+	opts.Learn = func(fm *ofpwire.FlowMod) { learned = append(learned, fm) }
 	err := xlate.Translate(b.activePipeline(), key, res, opts)
+	if err == nil && len(learned) > 0 && !b.applyLearned(learned, now, &res.Refs) {
+		res.NoInstall = true // learn again on the next packet
+	}
 	if b.cfg.Normal.Generation() != gen {
 		b.invalidate()
 	}
 	return err
 }
+
+// applyLearned adds the flows a translation's learn actions built
+// (pipeline.Learn: a new flow changes the tables, which invalidates the
+// megaflows; one already there has its timeouts restarted) and adds to
+// refs what keeps them alive while the megaflow being installed carries
+// traffic. A flow the tables refuse (no room, bad prerequisites) is
+// counted in LearnFailures. It returns false, applying nothing, while a
+// bundle commit holds the tables, since the commit's rollback could undo
+// the learned flow: the caller then installs no megaflow, so that a later
+// packet learns again.
+func (b *Bridge) applyLearned(mods []*ofpwire.FlowMod, now time.Time, refs *[]datapath.StatsSink) bool {
+	if !b.modMu.TryRLock() {
+		return false
+	}
+	defer b.modMu.RUnlock()
+	for _, fm := range mods {
+		e, _, err := b.pipe.Learn(fm, now)
+		if err != nil {
+			b.learnFailures.Add(1)
+			continue
+		}
+		if refs != nil {
+			*refs = append(*refs, e.LearnRefresher())
+		}
+	}
+	return true
+}
+
+// LearnFailures counts the flows learn actions built that the tables
+// refused.
+func (b *Bridge) LearnFailures() uint64 { return b.learnFailures.Load() }
 
 func ofpErr(t, c uint16) *ofpwire.OFPError { return &ofpwire.OFPError{Type: t, Code: c} }
 

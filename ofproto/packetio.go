@@ -58,6 +58,8 @@ func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
 	var res datapath.UpcallResult
 	opts := b.xlateOptions(time.Now())
 	opts.Table = b.activePipeline() // output to OFPP_TABLE runs the bridge's tables
+	var learned []*ofpwire.FlowMod
+	opts.Learn = func(fm *ofpwire.FlowMod) { learned = append(learned, fm) }
 	if err := xlate.Translate(scratch, &key, &res, opts); err != nil {
 		if errors.Is(err, xlate.ErrUnsupported) {
 			return ofpErr(ofpwire.ETBadAction, ofpwire.BACBadType)
@@ -70,6 +72,7 @@ func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
 	// The tables an output to OFPP_TABLE went through count the packet,
 	// as the datapath's statistics push does for forwarded traffic.
 	now := time.Now()
+	b.applyLearned(learned, now, nil)
 	for _, r := range res.Refs {
 		r.Touch(now, 1, uint64(len(po.Data)))
 	}

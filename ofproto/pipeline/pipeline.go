@@ -62,6 +62,11 @@ type Entry struct {
 	RemovedReason ofpwire.FlowRemovedReason
 
 	lastUsed atomic.Int64 // UnixNano of the latest use, starts at Created
+	// hardFrom is when the hard timeout started (UnixNano): Created, or
+	// the latest time a learn action found the entry again (Learn,
+	// LearnRefresher), as Open vSwitch restarts a learned flow's hard
+	// timeout each time it is learned.
+	hardFrom atomic.Int64
 	insts    atomic.Pointer[[]ofpwire.Instruction]
 }
 
@@ -430,6 +435,7 @@ func (p *Pipeline) applyLocked(fm *ofpwire.FlowMod, now time.Time) ([]*Entry, bo
 			e.RemovedReason = ofpwire.FlowReasonDelete
 		}
 	}
+	removed = p.deleteLearnedLocked(removed)
 	return removed, len(removed) > 0, nil
 }
 
@@ -493,6 +499,7 @@ func (p *Pipeline) add(fm *ofpwire.FlowMod, m *ofmatch.Match, now time.Time, st 
 	}
 	e.setInstructions(fm.Instructions)
 	e.lastUsed.Store(now.UnixNano())
+	e.hardFrom.Store(now.UnixNano())
 	if st != nil {
 		e.lastUsed.Store(st.LastUsed.UnixNano())
 		e.Packets.Store(st.Packets)
@@ -513,7 +520,7 @@ func (p *Pipeline) add(fm *ofpwire.FlowMod, m *ofmatch.Match, now time.Time, st 
 // timeout. When both timeouts have passed the earlier deadline is the reason.
 func expiry(e *Entry) (at int64, reason ofpwire.FlowRemovedReason, ok bool) {
 	if e.HardTimeout != 0 {
-		at, reason, ok = e.Created.UnixNano()+int64(e.HardTimeout)*int64(time.Second), ofpwire.FlowReasonHardTimeout, true
+		at, reason, ok = e.hardFrom.Load()+int64(e.HardTimeout)*int64(time.Second), ofpwire.FlowReasonHardTimeout, true
 	}
 	if e.IdleTimeout != 0 {
 		idle := e.lastUsed.Load() + int64(e.IdleTimeout)*int64(time.Second)
@@ -559,6 +566,7 @@ func (p *Pipeline) removeIf(gone func(e *Entry) (ofpwire.FlowRemovedReason, bool
 			t.remove(e)
 		}
 	}
+	out = p.deleteLearnedLocked(out)
 	if len(out) > 0 {
 		p.gen.Add(1)
 	}

@@ -2,6 +2,7 @@ package xlate
 
 import (
 	"github.com/vswitch-go/vswitch/datapath/header"
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 )
@@ -127,6 +128,36 @@ func checkAction(a ofpwire.Action, packetOut bool) error {
 		if a.Table != ofpwire.TableCurrent && int(a.Table) >= pipeline.NumTables {
 			return badAction(ofpwire.BACBadArgument)
 		}
+	case *ofpwire.ActionLearn:
+		return checkLearn(a)
+	}
+	return nil
+}
+
+// checkLearn refuses a learn action whose flows could never be added: a
+// table that does not exist, a load into a field no action writes, or a
+// match whose prerequisites the specs' immediates do not give (Open
+// vSwitch's learn_check: an IP field needs eth_type=0x800 among them).
+func checkLearn(l *ofpwire.ActionLearn) error {
+	if int(l.TableID) >= pipeline.NumTables {
+		return badAction(ofpwire.BACBadArgument)
+	}
+	for _, s := range l.Specs {
+		if s.Dst == ofpwire.LearnDstLoad && !pipeField(s.DstField) && s.DstField != ofpwire.XMTypeInPort16 && !settable(s.DstField) {
+			return badAction(ofpwire.BACBadSetType)
+		}
+	}
+	m, err := learnedMatch(l.Specs, func(s *ofpwire.LearnSpec) []byte {
+		if s.Imm != nil {
+			return s.Imm
+		}
+		return make([]byte, (int(s.NBits)+7)/8)
+	})
+	if err != nil {
+		return badAction(ofpwire.BACBadArgument)
+	}
+	if _, err := ofmatch.FromOXM(m); err != nil {
+		return badAction(ofpwire.BACMatchInconsistent)
 	}
 	return nil
 }

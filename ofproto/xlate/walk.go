@@ -235,6 +235,11 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 		return fmt.Errorf("%w: conjunction", ErrUnsupported)
 	case *ofpwire.ActionClone:
 		return x.clone(a.Actions, table, miss, false)
+	case *ofpwire.ActionLearn:
+		return x.learn(a)
+	case *ofpwire.ActionFinTimeout:
+		// Accepted; timeouts are not shortened by FIN or RST yet.
+		return nil
 	case *ofpwire.ActionCheckPktLarger:
 		// The datapath has no packet-length branch yet.
 		return fmt.Errorf("%w: check_pkt_larger", ErrUnsupported)

@@ -85,6 +85,10 @@ type Options struct {
 	// packets, not a packet-out's; the caller invalidates megaflows when
 	// it changes.
 	DropFragments bool
+	// Learn receives each flow a learn action built (an ADD); the caller
+	// applies it once Translate has returned, since the walk holds the
+	// pipeline's read lock. nil makes learn unsupported.
+	Learn func(*ofpwire.FlowMod)
 	// Recirc parks the rest of a walk that needs a field behind a popped
 	// MPLS entry or I-TAG, and finds it again for a key with a recirc_id
 	// (see Recirculator); nil makes such a walk fail as unsupported.
