@@ -55,6 +55,9 @@ type ControllerPacket struct {
 	// ControllerMetadata (for ofproto: the flow entry's cookie and the
 	// pipeline's metadata when the packet was sent).
 	Cookie, Metadata uint64
+	// Context is the action's ControllerContext: the upcall side's id
+	// for the rest of what the packet-in carries (0: nothing more).
+	Context uint32
 	// TunnelID and Tunnel are the packet's tunnel metadata (zero when it
 	// has none): controllers see a tunnelled packet's tun_id, tun_src and
 	// tun_dst in the PACKET_IN's match, as from Open vSwitch.
@@ -100,7 +103,7 @@ func (q *ControllerQueue) push(pkt *packet.Packet, a *actions.Action) bool {
 	i := (q.head + q.n) % len(q.slots)
 	n := copy(q.bufs[i], pkt.Data())
 	q.slots[i] = ControllerPacket{InPort: pkt.InPort, Arg: a.ControllerArg(), Cookie: a.ControllerCookie(),
-		Metadata: a.ControllerMetadata(), Data: q.bufs[i][:n]}
+		Metadata: a.ControllerMetadata(), Context: a.ControllerContext(), Data: q.bufs[i][:n]}
 	if pkt.KeyValid {
 		q.slots[i].TunnelID, q.slots[i].Tunnel = pkt.Key.TunnelID, pkt.Key.Tun
 	}

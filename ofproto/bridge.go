@@ -194,6 +194,9 @@ type Bridge struct {
 	// recirc holds the walks frozen for recirculation (after a pop MPLS
 	// or PBB); tablesChanged retires the ids no megaflow can still use.
 	recirc *xlate.RecircTable
+	// pins holds the registers and userdata of packet-ins (packetio.go);
+	// tablesChanged retires them with the recirc_ids.
+	pins *xlate.PacketInTable
 
 	// portMu serialises port changes; recs and settings are guarded by
 	// it, view is what upcalls read instead.
@@ -239,8 +242,8 @@ func NewBridge(name string, dp *datapath.Datapath, cfg BridgeConfig) (*Bridge, e
 	}
 	b := &Bridge{name: name, dp: dp, cfg: cfg, pipe: pipeline.New(0), stop: make(chan struct{}),
 		groups: pipeline.NewGroupTable(), meters: newMeterTable(), failPipe: newFailOpenPipeline(),
-		recirc: xlate.NewRecircTable(),
-		recs:   make(map[uint32]*portRec), settings: make(map[uint32]portSettings),
+		recirc: xlate.NewRecircTable(), pins: xlate.NewPacketInTable(),
+		recs: make(map[uint32]*portRec), settings: make(map[uint32]portSettings),
 		failMode: mode, tablesDirty: make(chan struct{}, 1)}
 	b.portLiveFn = b.portLive
 	b.pipe.OnChange = b.tablesChanged
@@ -342,7 +345,7 @@ func (b *Bridge) Meters() *pipeline.MeterTable { return b.meters }
 func (b *Bridge) xlateOptions(now time.Time) xlate.Options {
 	v := b.ports()
 	return xlate.Options{Ports: v.all, FloodPorts: v.flood, LocalPort: v.local, PortConfig: v.configOf,
-		Normal: b.cfg.Normal, Now: now, Groups: b.groups, PortLive: b.portLiveFn, Recirc: b.recirc}
+		Normal: b.cfg.Normal, Now: now, Groups: b.groups, PortLive: b.portLiveFn, Recirc: b.recirc, PacketIns: b.pins}
 }
 
 // dropFragments reports whether SET_CONFIG asked for OFPC_FRAG_DROP

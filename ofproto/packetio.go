@@ -95,7 +95,11 @@ func (b *Bridge) packetIns() {
 			if !ok {
 				break
 			}
-			pi := PacketIn(cp)
+			var ctx *xlate.PacketInContext
+			if cp.Context != 0 {
+				ctx = b.pins.Context(cp.Context)
+			}
+			pi := PacketIn(cp, ctx)
 			if pi.Reason == ofpwire.PacketInReasonInvalidTTL {
 				// §7.3.2: miss_send_len bounds what the pipeline
 				// sends other than by an output action's max_len.
@@ -118,9 +122,11 @@ func (b *Bridge) packetIns() {
 // xlate.ControllerArg). No packet is buffered, so the data is the packet cut
 // to max_len (OFPCML_NO_BUFFER: whole). The cookie is the sending entry's
 // and the match holds in_port and, when not zero, the metadata, both
-// carried through the datapath in the Controller action, and the tunnel
-// metadata (tun_id, tun_src/tun_dst or their IPv6 forms).
-func PacketIn(cp datapath.ControllerPacket) ofpwire.PacketIn {
+// carried through the datapath in the Controller action, the tunnel
+// metadata (tun_id, tun_src/tun_dst or their IPv6 forms) and, from ctx
+// (nil: none), the registers that were not zero, as Open vSwitch puts
+// them there; ctx's userdata goes to NXT_PACKET_IN2 receivers.
+func PacketIn(cp datapath.ControllerPacket, ctx *xlate.PacketInContext) ofpwire.PacketIn {
 	reason, table, maxLen := xlate.ParseControllerArg(cp.Arg)
 	data := cp.Data
 	if maxLen != ofpwire.ContentLenNoBuffer && int(maxLen) < len(data) {
@@ -137,6 +143,16 @@ func PacketIn(cp datapath.ControllerPacket) ofpwire.PacketIn {
 	pi.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeInPort, uint64(cp.InPort)))
 	if cp.Metadata != 0 {
 		pi.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeMetadata, cp.Metadata))
+	}
+	if ctx != nil {
+		for i, r := range ctx.Pipe.Regs {
+			if r != 0 {
+				pi.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeReg0+ofpwire.XMType(i), uint64(r)))
+			}
+		}
+		if ctx.Userdata != "" {
+			pi.Userdata = []byte(ctx.Userdata)
+		}
 	}
 	if cp.TunnelID != 0 {
 		pi.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeTunnelID, cp.TunnelID))

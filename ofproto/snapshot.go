@@ -23,6 +23,7 @@ import (
 func (b *Bridge) tablesChanged() {
 	b.invalidate()
 	b.recirc.Retire()
+	b.pins.Retire()
 	b.notifyTables()
 }
 

@@ -218,3 +218,14 @@ func (a *Action) ControllerCookie() uint64 { return binary.BigEndian.Uint64(a.Ad
 
 // ControllerMetadata is the metadata ControllerAction stored.
 func (a *Action) ControllerMetadata() uint64 { return binary.BigEndian.Uint64(a.Addr[8:]) }
+
+// WithControllerContext returns the Controller action a with ctx added: an
+// id the upcall side gave to what else its packet-ins carry (registers,
+// userdata), handed back in ControllerPacket.Context; 0 is none.
+func (a Action) WithControllerContext(ctx uint32) Action {
+	a.Val16, a.Val16b = uint16(ctx>>16), uint16(ctx)
+	return a
+}
+
+// ControllerContext is the id WithControllerContext stored.
+func (a *Action) ControllerContext() uint32 { return uint32(a.Val16)<<16 | uint32(a.Val16b) }

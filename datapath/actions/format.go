@@ -24,6 +24,9 @@ func (a Action) String() string {
 		}
 		return fmt.Sprintf("output:%d", a.Port)
 	case Controller:
+		if ctx := a.ControllerContext(); ctx != 0 {
+			return fmt.Sprintf("userspace(controller,arg=%d,context=%d)", a.ControllerArg(), ctx)
+		}
 		if arg := a.ControllerArg(); arg != 0 {
 			return fmt.Sprintf("userspace(controller,arg=%d)", arg)
 		}

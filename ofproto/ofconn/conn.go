@@ -37,6 +37,9 @@ type Conn struct {
 	// version is the negotiated OpenFlow version, set once by the
 	// handshake (0 before); SetVersions reads it from other goroutines.
 	version atomic.Uint32
+	// packetIn2 says the peer asked for NXT_PACKET_IN2
+	// (NXT_SET_PACKET_IN_FORMAT).
+	packetIn2 atomic.Bool
 	// bundles are the bundles this connection has open (bundle.go); only
 	// the reader goroutine touches them, and they die with the connection.
 	bundles map[uint32]*openBundle

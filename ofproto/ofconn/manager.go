@@ -701,20 +701,36 @@ func (m *Manager) SendPortStatus(ps ofpwire.PortStatus) int {
 
 func (m *Manager) broadcast(kind asyncKind, reason uint32, msg ofpwire.Message) int {
 	conns := *m.active.Load()
-	var enc [8][]byte // by version: every connection of a version shares the bytes
+	// By version, and packet-in format: every connection of a version
+	// shares the bytes.
+	var enc [2][8][]byte
+	var pin2 ofpwire.Message
 	n := 0
 	for _, c := range conns {
 		if !c.wants(kind, reason) {
 			continue
 		}
-		b := enc[c.Version()&7]
+		m2 := msg
+		f := 0
+		if pi, ok := msg.(*ofpwire.PacketIn); ok && c.packetIn2.Load() {
+			if pin2 == nil {
+				x, err := pi.PacketIn2(nil)
+				if err != nil {
+					m.logf("ofconn: cannot encode packet-in2: %v", err)
+					return 0
+				}
+				pin2 = x
+			}
+			m2, f = pin2, 1
+		}
+		b := enc[f][c.Version()&7]
 		if b == nil {
 			var err error
-			if b, err = ofpwire.EncodeIn(c.Version(), 0, msg); err != nil {
-				m.logf("ofconn: cannot encode %v: %v", msg.MsgType(), err)
+			if b, err = ofpwire.EncodeIn(c.Version(), 0, m2); err != nil {
+				m.logf("ofconn: cannot encode %v: %v", m2.MsgType(), err)
 				return 0
 			}
-			enc[c.Version()&7] = b
+			enc[f][c.Version()&7] = b
 		}
 		if c.sendAsync(kind, b) {
 			n++

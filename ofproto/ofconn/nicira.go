@@ -23,10 +23,9 @@ const (
 
 var errBadExpType = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadExpType}
 
-// nicira handles an NX message: NXT_SET_PACKET_IN_FORMAT is accepted for
-// the standard and packet-in2 formats (packet-ins are still sent in the
-// standard format, which Open vSwitch's clients decode alike; packet-in2's
-// userdata and continuations are not produced yet); NXT_CT_FLUSH_ZONE is
+// nicira handles an NX message: NXT_SET_PACKET_IN_FORMAT chooses between
+// the standard format and NXT_PACKET_IN2 for the connection's
+// packet-ins; NXT_CT_FLUSH_ZONE is
 // accepted and does nothing, as there is no connection tracker yet. Other
 // subtypes are BAD_EXPTYPE.
 func (c *Conn) nicira(xid uint32, m *ofpwire.Experimenter, raw []byte) {
@@ -37,7 +36,10 @@ func (c *Conn) nicira(xid uint32, m *ofpwire.Experimenter, raw []byte) {
 			return
 		}
 		switch binary.BigEndian.Uint32(m.Data) {
-		case nxpifStandard, nxpifNXT2:
+		case nxpifStandard:
+			c.packetIn2.Store(false)
+		case nxpifNXT2:
+			c.packetIn2.Store(true)
 		case nxpifNXT:
 			// The pre-1.1 NXT_PACKET_IN is not produced: refused, so
 			// that a client falls back rather than waits for it.

@@ -204,15 +204,17 @@ func TestNXActionsIn15(t *testing.T) {
 	}
 }
 
-// TestLearnFromOVS decodes learn actions as ovs-ofctl 3.1 encodes them
-// (NXM headers, NXAST_LEARN and NXAST_LEARN2) and encodes them back to
+// TestNXActionsFromOVS decodes learn and controller2 actions as
+// ovs-ofctl 3.1 encodes them (NXM headers, NXAST_LEARN and NXAST_LEARN2,
+// 16-bit properties padded inside their length) and encodes them back to
 // actions that decode the same.
-func TestLearnFromOVS(t *testing.T) {
+func TestNXActionsFromOVS(t *testing.T) {
 	nstest.RequireTool(t, "ovs-ofctl")
 	for _, acts := range []string{
 		"learn(table=1,hard_timeout=60,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[])",
 		"learn(table=69,delete_learned,cookie=0x1234,OXM_OF_METADATA[],eth_type=0x800,NXM_OF_IP_SRC[],ip_dst=10.0.0.10,nw_proto=6,NXM_OF_TCP_SRC[]=NXM_OF_TCP_DST[],load:0x1->NXM_NX_REG10[7])",
 		"learn(table=3,limit=10,result_dst=reg0[1],eth_dst=00:11:22:33:44:55,load:0xabcdef->NXM_NX_XXREG0[0..63])",
+		"controller(userdata=01.02.03.04.05,max_len=128,id=7)",
 	} {
 		b := ovsFlowModBytes(t, "tcp,actions="+acts)
 		h, body, err := ReadMessage(bytes.NewReader(b), nil)
@@ -225,7 +227,13 @@ func TestLearnFromOVS(t *testing.T) {
 		}
 		fm := msg.(*FlowMod)
 		l, ok := fm.Instructions[0].(*InstrApplyActions).Actions[0].(*ActionLearn)
-		if !ok || len(l.Specs) == 0 {
+		c, isCtl := fm.Instructions[0].(*InstrApplyActions).Actions[0].(*ActionController)
+		switch {
+		case isCtl:
+			if c.MaxLen != 128 || c.ControllerID != 7 || !bytes.Equal(c.Userdata, []byte{1, 2, 3, 4, 5}) {
+				t.Fatalf("%s decoded as %+v", acts, c)
+			}
+		case !ok || len(l.Specs) == 0:
 			t.Fatalf("%s decoded as %#v", acts, fm.Instructions[0])
 		}
 		if strings.HasPrefix(acts, "learn(table=1,") {

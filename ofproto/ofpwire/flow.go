@@ -17,6 +17,9 @@ type PacketIn struct {
 	Cookie   uint64
 	Match    Match
 	Data     []byte
+	// Userdata is controller2's userdata: only NXT_PACKET_IN2 carries it
+	// (PacketIn2).
+	Userdata []byte
 }
 
 // MsgType implements Message.

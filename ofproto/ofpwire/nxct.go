@@ -387,7 +387,11 @@ func parseController2(props []byte) (Action, error) {
 		}
 		v := props[4:n]
 		if w, fixed := controller2PropLen[typ]; fixed && len(v) != w {
-			return nil, errActionLen
+			// Open vSwitch writes a 16-bit value with its 2 bytes of
+			// padding inside the property's length.
+			if w != 2 || len(v) != 4 {
+				return nil, errActionLen
+			}
 		}
 		switch typ {
 		case nxac2MaxLen:

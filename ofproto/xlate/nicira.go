@@ -354,7 +354,7 @@ func (x *xlator) controller(a *ofpwire.ActionController) error {
 	if !x.packetInAllowed() {
 		return nil
 	}
-	err := x.emit(actions.ControllerAction(ControllerArg(ofpwire.PacketInReason(a.Reason), x.table, a.MaxLen), x.cookie, x.pipe.Metadata))
+	err := x.emit(x.controllerAction(ofpwire.PacketInReason(a.Reason), x.table, a.MaxLen, a.Userdata, a.ControllerID))
 	if a.Pause {
 		x.stopped = true
 	}

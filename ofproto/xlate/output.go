@@ -27,7 +27,7 @@ func (x *xlator) output(a *ofpwire.ActionOutput, table uint8, miss bool) error {
 		if miss {
 			reason = ofpwire.PacketInReasonNoMatch
 		}
-		return x.emit(actions.ControllerAction(ControllerArg(reason, table, a.MaxLen), x.cookie, x.pipe.Metadata))
+		return x.emit(x.controllerAction(reason, table, a.MaxLen, nil, 0))
 	case ofpwire.PortAll, ofpwire.PortFlood:
 		ports := x.opts.Ports
 		if a.Port == ofpwire.PortFlood && x.opts.FloodPorts != nil {

@@ -3,7 +3,6 @@ package xlate
 import (
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
@@ -94,94 +93,30 @@ func (f *Frozen) String() string {
 	return "nowhere"
 }
 
-// RecircTable is the Recirculator of one bridge: ids keyed by content.
-//
-// Lifetime: the datapath's megaflows are all flushed whenever the tables
-// change (the only time frozen states die: they point at entries), so an
-// id is only referenced by megaflows installed since the flush before
-// last. Retire, called at each such flush, frees the ids neither frozen
-// nor thawed since the previous Retire: one generation of grace covers an
-// upcall that froze just before a flush and installed just after it. Ids
-// are reused only after that, and allocated round-robin, so a reused id
-// is also the one longest free.
-type RecircTable struct {
-	mu    sync.Mutex
-	byKey map[frozenKey]*recircEntry
-	byID  map[uint32]*recircEntry
-	next  uint32
-	gen   uint64
-}
-
-type recircEntry struct {
-	f   Frozen
-	id  uint32
-	gen uint64
-}
+// RecircTable is the Recirculator of one bridge: recirc_ids keyed by
+// content, with idTable's lifetime (Retire at every flush the tables
+// cause).
+type RecircTable struct{ t *idTable[frozenKey, Frozen] }
 
 // maxRecircID is the largest id the datapath key holds.
 const maxRecircID = 0xffff
 
 // NewRecircTable makes an empty table.
-func NewRecircTable() *RecircTable {
-	return &RecircTable{byKey: map[frozenKey]*recircEntry{}, byID: map[uint32]*recircEntry{}}
-}
+func NewRecircTable() *RecircTable { return &RecircTable{newIDTable[frozenKey, Frozen](maxRecircID)} }
 
 // Freeze implements Recirculator.
-func (t *RecircTable) Freeze(f *Frozen) (uint32, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if e := t.byKey[f.key]; e != nil {
-		e.gen = t.gen
-		return e.id, true
-	}
-	if len(t.byID) >= maxRecircID {
-		return 0, false
-	}
-	for {
-		t.next = t.next%maxRecircID + 1
-		if t.byID[t.next] == nil {
-			break
-		}
-	}
-	e := &recircEntry{f: *f, id: t.next, gen: t.gen}
-	t.byKey[f.key] = e
-	t.byID[e.id] = e
-	return e.id, true
-}
+func (t *RecircTable) Freeze(f *Frozen) (uint32, bool) { return t.t.get(f.key, *f) }
 
 // Thaw implements Recirculator.
-func (t *RecircTable) Thaw(id uint32) *Frozen {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e := t.byID[id]
-	if e == nil {
-		return nil
-	}
-	e.gen = t.gen
-	return &e.f
-}
+func (t *RecircTable) Thaw(id uint32) *Frozen { return t.t.lookup(id) }
 
 // Retire starts a new generation and frees the ids unused for a whole
-// one (see RecircTable). Call it whenever the datapath's megaflows are
-// flushed because the tables changed.
-func (t *RecircTable) Retire() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for id, e := range t.byID {
-		if e.gen < t.gen {
-			delete(t.byID, id)
-			delete(t.byKey, e.f.key)
-		}
-	}
-	t.gen++
-}
+// one. Call it whenever the datapath's megaflows are flushed because the
+// tables changed.
+func (t *RecircTable) Retire() { t.t.retire() }
 
 // Len is the number of ids allocated.
-func (t *RecircTable) Len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.byID)
-}
+func (t *RecircTable) Len() int { return t.t.len() }
 
 // checkpoint is the walk's output at a point it can freeze at: an
 // operation that turns out to need an unknown field is undone back to it.

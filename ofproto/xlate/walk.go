@@ -326,7 +326,7 @@ func (x *xlator) invalidTTL(table, ttl uint8) error {
 	if x.opts.NoInvalidTTLToController || !x.packetInAllowed() {
 		return nil
 	}
-	return x.emit(actions.ControllerAction(ControllerArg(ofpwire.PacketInReasonInvalidTTL, table, 0xffff), x.cookie, x.pipe.Metadata))
+	return x.emit(x.controllerAction(ofpwire.PacketInReasonInvalidTTL, table, 0xffff, nil, 0))
 }
 
 // allVLAN is the mask of both VLAN tags.

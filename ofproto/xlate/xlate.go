@@ -89,6 +89,9 @@ type Options struct {
 	// applies it once Translate has returned, since the walk holds the
 	// pipeline's read lock. nil makes learn unsupported.
 	Learn func(*ofpwire.FlowMod)
+	// PacketIns holds the contexts of packet-ins that carry registers or
+	// userdata; nil sends them without.
+	PacketIns *PacketInTable
 	// Recirc parks the rest of a walk that needs a field behind a popped
 	// MPLS entry or I-TAG, and finds it again for a key with a recirc_id
 	// (see Recirculator); nil makes such a walk fail as unsupported.

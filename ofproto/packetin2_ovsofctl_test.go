@@ -1,0 +1,79 @@
+package ofproto
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer a process writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestOvsOfctlPacketIn2: a controller that asks for NXT_PACKET_IN2 (the
+// real "ovs-ofctl -P nxt_packet_in2 monitor", as OVN's pinctrl does) gets
+// controller2's userdata, the table and cookie of the sending flow and the
+// registers and metadata the pipeline had set; one in the standard format
+// gets the registers in its PACKET_IN's match.
+func TestOvsOfctlPacketIn2(t *testing.T) {
+	mb := newMeterBridge(t)
+	target := "unix:" + mb.sock
+	ovsOfctlIn(t, "OpenFlow15", "add-flow", target,
+		"table=0,in_port=1,actions=set_field:0x5->reg0,set_field:0xabc->reg7,write_metadata:0x10,goto_table:3")
+	ovsOfctlIn(t, "OpenFlow15", "add-flow", target,
+		"table=3,cookie=0x99,actions=controller(userdata=01.02.03.04.05,max_len=128)")
+	for _, c := range []struct {
+		format string
+		want   []string
+	}{
+		{"nxt_packet_in2", []string{"NXT_PACKET_IN2", "cookie=0x99", "table_id=3", "reg0=0x5", "reg7=0xabc", "metadata=0x10", "in_port=1", "userdata=01.02.03.04.05"}},
+		{"standard", []string{"OFPT_PACKET_IN", "cookie=0x99", "table_id=3", "reg0=0x5", "reg7=0xabc", "metadata=0x10", "in_port=1"}},
+	} {
+		t.Run(c.format, func(t *testing.T) {
+			var out syncBuffer
+			cmd := exec.Command("ovs-ofctl", "-O", "OpenFlow15", "-P", c.format, "monitor", target, "65535")
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			// Wait for the monitor's connection, then send one packet at
+			// a time until a packet-in shows (the monitor may still be
+			// setting its format when the first arrives).
+			deadline := time.Now().Add(10 * time.Second)
+			for !strings.Contains(out.String(), "PACKET_IN") {
+				if time.Now().After(deadline) {
+					t.Fatalf("no packet-in in the monitor's output:\n%s", out.String())
+				}
+				mb.forward(mb.p1, mb.p2, frame())
+				time.Sleep(50 * time.Millisecond)
+			}
+			got := out.String()
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("monitor output lacks %q:\n%s", w, got)
+				}
+			}
+			if c.format == "standard" && strings.Contains(got, "userdata") {
+				t.Errorf("a standard PACKET_IN with userdata:\n%s", got)
+			}
+		})
+	}
+}
