@@ -2,6 +2,7 @@ package ofproto
 
 import (
 	"bytes"
+	"encoding/hex"
 	"os/exec"
 	"strings"
 	"sync"
@@ -75,5 +76,27 @@ func TestOvsOfctlPacketIn2(t *testing.T) {
 				t.Errorf("a standard PACKET_IN with userdata:\n%s", got)
 			}
 		})
+	}
+}
+
+// TestOvsOfctlPacketOutPipeline: an OpenFlow 1.5 packet-out's match sets
+// the registers and metadata its packet starts the pipeline with, as
+// pinctrl's packet-outs do: the real "ovs-ofctl -O OpenFlow15 packet-out"
+// with reg1 and metadata reaches the flow that matches them, and without
+// them does not.
+func TestOvsOfctlPacketOutPipeline(t *testing.T) {
+	mb := newMeterBridge(t)
+	target := "unix:" + mb.sock
+	ovsOfctlIn(t, "OpenFlow15", "add-flow", target, "table=3,reg1=0x2a,metadata=0x5,actions=output:2")
+	pkt := hex.EncodeToString(frame())
+	for _, c := range []struct {
+		match string
+		want  int
+	}{{"in_port=1,reg1=0x2a,metadata=0x5", 1}, {"in_port=1,reg1=0x2a", 0}, {"in_port=1", 0}} {
+		ovsOfctlIn(t, "OpenFlow15", "packet-out", target, c.match+" packet="+pkt+" actions=resubmit(,3)")
+		mb.dp.PMDs()[0].PollOnce() // flush the tx batch
+		if n := mb.p2.Drain(0, func([]byte) {}); n != c.want {
+			t.Errorf("packet-out %s: %d frames on port 2, want %d", c.match, n, c.want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 	"github.com/vswitch-go/vswitch/ofproto/xlate"
@@ -57,6 +58,7 @@ func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
 	flow.Extract(po.Data, inPort, &key, &off)
 	var res datapath.UpcallResult
 	opts := b.xlateOptions(time.Now())
+	opts.Pipe = packetOutPipe(po.Match, &key)
 	opts.Table = b.activePipeline() // output to OFPP_TABLE runs the bridge's tables
 	var learned []*ofpwire.FlowMod
 	opts.Learn = func(fm *ofpwire.FlowMod) { learned = append(learned, fm) }
@@ -83,6 +85,35 @@ func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
 		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadPacket)
 	}
 	return nil
+}
+
+// packetOutPipe is the pipeline state an OpenFlow 1.5 packet-out's match
+// gives its packet: metadata and registers for the walk, tunnel metadata
+// into key (what output to a tunnel port uses).
+func packetOutPipe(m ofpwire.Match, key *flow.Key) ofmatch.Pipe {
+	var p ofmatch.Pipe
+	for _, o := range m.Fields {
+		if first, count, ok := ofpwire.IsReg(o.Field); ok {
+			for i := range count {
+				p.Regs[first+i] = uint32(ofpwire.Bits(o.Value, 32*(count-1-i), 32))
+			}
+			continue
+		}
+		switch o.Field {
+		case ofpwire.XMTypeMetadata:
+			p.Metadata = o.Uint()
+		case ofpwire.XMTypeTunnelID:
+			key.TunnelID = o.Uint()
+		case ofpwire.XMTypeTunIPv4Src, ofpwire.XMTypeTunIPv4Dst, ofpwire.XMTypeTunIPv6Src, ofpwire.XMTypeTunIPv6Dst:
+			a, _ := netip.AddrFromSlice(o.Value)
+			dst := &key.Tun.Src
+			if o.Field == ofpwire.XMTypeTunIPv4Dst || o.Field == ofpwire.XMTypeTunIPv6Dst {
+				dst = &key.Tun.Dst
+			}
+			*dst = a.As16()
+		}
+	}
+	return p
 }
 
 // packetIns relays the datapath's to-controller packets as PACKET_INs.

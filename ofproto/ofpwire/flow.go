@@ -63,6 +63,10 @@ type PacketOut struct {
 	InPort   ofp.PortNo
 	Actions  []Action
 	Data     []byte
+	// Match is the pipeline state an OpenFlow 1.5 packet-out starts its
+	// packet with (metadata, registers, tunnel metadata), in_port aside;
+	// only 1.5 carries it.
+	Match Match
 }
 
 // MsgType implements Message.

@@ -2,6 +2,7 @@ package ofpwire
 
 import (
 	"github.com/netrack/openflow"
+	"github.com/netrack/openflow/ofp"
 )
 
 // The bodies OpenFlow 1.4 and 1.5 lay out differently from 1.3, rewritten
@@ -53,8 +54,11 @@ func upgradeBody(v uint8, t openflow.Type, b []byte) (Message, []byte, error) {
 		return nil, nb, err
 	case openflow.TypePacketOut:
 		if v >= Version15 {
-			nb, err := upPacketOut15(b)
-			return nil, nb, err
+			po, err := upPacketOut15(b)
+			if err != nil {
+				return nil, nil, err
+			}
+			return po, nil, nil
 		}
 	case openflow.TypeGroupMod:
 		if v >= Version15 {
@@ -202,10 +206,11 @@ func withMeterAction(acts, meterID []byte) []byte {
 	return append(b, acts...)
 }
 
-// upPacketOut15: 1.5 carries the input port in a match; 1.3 in a field.
-// Only in_port is honoured: other pipeline fields of a packet-out (metadata,
-// registers) are refused rather than dropped.
-func upPacketOut15(b []byte) ([]byte, error) {
+// upPacketOut15 decodes a 1.5 packet-out: its match carries the input port
+// (a field in 1.3) and the pipeline state the packet starts with
+// (metadata, registers, tunnel metadata: what Open vSwitch accepts there;
+// other fields are BAD_FIELD), kept in PacketOut.Match.
+func upPacketOut15(b []byte) (*PacketOut, error) {
 	if len(b) < 12 {
 		return nil, errBadLen
 	}
@@ -217,22 +222,27 @@ func upPacketOut15(b []byte) ([]byte, error) {
 		return nil, errMatchLen
 	}
 	inPort := uint32(portNoController)
-	oxms := b[12 : 8+mlen]
-	for len(oxms) > 0 {
-		if len(oxms) < 4 {
-			return nil, errMatchLen
+	var pipe []OXM
+	var seen [NumFields]bool
+	for oxms := b[12 : 8+mlen]; len(oxms) > 0; {
+		o, n, err := parseOXM(oxms)
+		if err != nil {
+			return nil, err
 		}
-		h := be.Uint32(oxms)
-		n := int(h & 0xff)
-		if 4+n > len(oxms) {
-			return nil, errMatchLen
+		if seen[o.Field] {
+			return nil, errMatchDup
 		}
-		if h>>16 != 0x8000 || (h>>9)&0x7f != 0 || h&0x100 != 0 || n != 4 {
+		seen[o.Field] = true
+		switch {
+		case o.Field == ofp.XMTypeInPort && !o.HasMask:
+			inPort = be.Uint32(o.Value)
+		case packetOutPipeField(o.Field):
+			pipe = append(pipe, o)
+		default:
 			return nil, &OFPError{Type: ETBadMatch, Code: BMCBadField,
-				Reason: "a packet-out match may hold only in_port here"}
+				Reason: "a packet-out match holds in_port and pipeline fields only"}
 		}
-		inPort = be.Uint32(oxms[4:])
-		oxms = oxms[4+n:]
+		oxms = oxms[n:]
 	}
 	nb := append([]byte(nil), b[0:4]...)
 	nb = be.AppendUint32(nb, inPort)
@@ -240,12 +250,32 @@ func upPacketOut15(b []byte) ([]byte, error) {
 	nb = appendZeros(nb, 6)
 	rest := b[8+roundUp8(mlen):]
 	alen := int(be.Uint16(b[4:]))
-	if alen > len(rest) {
-		return append(nb, rest...), nil // the 1.3 decoder reports it
+	if alen <= len(rest) {
+		acts := actions15To13(rest[:alen])
+		putLen16(nb, 8, len(acts))
+		rest = append(acts, rest[alen:]...)
 	}
-	acts := actions15To13(rest[:alen])
-	putLen16(nb, 8, len(acts))
-	return append(append(nb, acts...), rest[alen:]...), nil
+	po := &PacketOut{}
+	if err := po.decodeBody(append(nb, rest...)); err != nil {
+		return nil, err
+	}
+	if len(pipe) > 0 {
+		po.Match.Fields = pipe
+	}
+	return po, nil
+}
+
+// packetOutPipeField reports whether a packet-out's match may set f: the
+// pipeline state a packet starts with rather than a packet field.
+func packetOutPipeField(f ofp.XMType) bool {
+	if _, _, reg := IsReg(f); reg {
+		return true
+	}
+	switch f {
+	case ofp.XMTypeMetadata, ofp.XMTypeTunnelID, XMTypeTunIPv4Src, XMTypeTunIPv4Dst, XMTypeTunIPv6Src, XMTypeTunIPv6Dst:
+		return true
+	}
+	return false
 }
 
 // upGroupMod15: 1.5 buckets carry an id and their weight and watch values

@@ -1,6 +1,7 @@
 package ofpwire
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -167,8 +168,8 @@ func TestOtherVersionsRefuseWhatTheyCannotCarry(t *testing.T) {
 				"ffffffff ffffffff ffffffff 0000 0000 0001 0004 00000000" +
 				"0004 0020 00000000 0000 0010 00000002 ffff 000000000000 001d 0008 00000005",
 			newErr(ETBadAction, BACUnsupportedOrder)},
-		{"packet-out with metadata in its match",
-			"06 0d 0038 00000007 ffffffff 0010 0000 0001 0018 80000004 00000001 80000408 0000000000000005" +
+		{"packet-out with a packet field in its match",
+			"06 0d 0038 00000007 ffffffff 0010 0000 0001 0012 80000004 00000001 80000a02 0800 000000000000" +
 				"0000 0010 fffffff9 ffff 000000000000",
 			newErr(ETBadMatch, BMCBadField)},
 		{"insert_bucket", "06 0f 0018 00000007 0003 01 00 00000001 0000 0000 fffffffe",
@@ -332,4 +333,26 @@ func in10(m Message) bool {
 		return false
 	}
 	return true
+}
+
+// TestPacketOut15PipelineMatch: a 1.5 packet-out's match sets the
+// pipeline state its packet starts with (metadata, registers), as
+// ovn-controller's pinctrl sends them.
+func TestPacketOut15PipelineMatch(t *testing.T) {
+	b := mustHex("06 0d 0040 00000007 ffffffff 0010 0000 0001 0020 80000004 00000001 80000408 0000000000000005 00010204 0000002a" +
+		"0000 0010 fffffff9 ffff 000000000000")
+	h, body, err := ReadMessage(bytes.NewReader(b), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Decode(h, body[HeaderLen:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	po := m.(*PacketOut)
+	md, ok1 := po.Match.Field(ofp.XMTypeMetadata)
+	r1, ok2 := po.Match.Field(XMTypeReg0 + 1)
+	if po.InPort != 1 || !ok1 || md.Uint() != 5 || !ok2 || r1.Uint() != 0x2a || len(po.Actions) != 1 {
+		t.Fatalf("decoded %+v", po)
+	}
 }

@@ -219,6 +219,19 @@ func (x *xlator) regMove(a *ofpwire.ActionRegMove) error {
 // table miss, which drops). A resubmit to the same or an earlier table
 // deepens the walk; too deep, or too many resubmits, drops the packet.
 func (x *xlator) resubmit(a *ofpwire.ActionResubmit) error {
+	if tbl := x.opts.Table; tbl != nil && tbl != x.p && x.nested == 0 {
+		// A packet-out's own actions (x.p is the scratch pipeline that
+		// holds them) resubmit to the bridge's tables, as in Open
+		// vSwitch; there, as anywhere in the tables, output to TABLE
+		// is not allowed.
+		p := x.p
+		tbl.RLock()
+		x.p, x.opts.Table = tbl, nil
+		err := x.resubmit(a)
+		x.p, x.opts.Table = p, tbl
+		tbl.RUnlock()
+		return err
+	}
 	tid := a.Table
 	if tid == ofpwire.TableCurrent {
 		tid = x.table

@@ -24,7 +24,8 @@ func (x *xlator) walk() error {
 			return nil
 		}
 	}
-	return x.walkTables()
+	x.pipe = x.opts.Pipe
+	return x.walkFrom(0)
 }
 
 // walkTables runs the packet through x.p from table 0 with metadata 0 and

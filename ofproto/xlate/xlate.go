@@ -89,6 +89,10 @@ type Options struct {
 	// applies it once Translate has returned, since the walk holds the
 	// pipeline's read lock. nil makes learn unsupported.
 	Learn func(*ofpwire.FlowMod)
+	// Pipe is the pipeline state (metadata, registers) the walk starts
+	// with: zero for a received packet, what an OpenFlow 1.5 packet-out's
+	// match says for its packet.
+	Pipe ofmatch.Pipe
 	// PacketIns holds the contexts of packet-ins that carry registers or
 	// userdata; nil sends them without.
 	PacketIns *PacketInTable
