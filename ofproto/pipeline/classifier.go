@@ -151,11 +151,89 @@ func (t *table) each(fn func(*Entry)) {
 // key equal to k under wc probes the same subtables with the same results
 // and gets the same answer. Among entries of equal priority the one in the
 // earliest subtable (in the current order) wins.
+//
+// Conjunctive matches (Open vSwitch's conjunction action) are resolved
+// here: an entry whose actions are conjunction(id, k/n) is a clause, never
+// an answer itself. When the best entries found include clauses of a
+// higher priority than the best other entry, and at one priority every
+// clause 1..n of some id matched, the answer is the lookup again with
+// conj_id = id, clauses left out: the entry matching conj_id=id, or the
+// best other entry if it is better. Priorities are tried from the highest
+// down, each bucket's entries in turn, as Open vSwitch does.
 func (t *table) lookup(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *ofmatch.Pipe) *Entry {
-	var best *Entry
+	hard, soft := t.probe(k, pipe, wc, wcPipe, true)
+	type clauses struct {
+		seen uint64
+		n    uint8
+	}
+	var ids []uint32
+	var byID map[uint32]*clauses
+	for len(soft) > 0 {
+		prio := -1
+		for _, c := range soft {
+			prio = max(prio, int(c[0].Priority))
+		}
+		if hard != nil && prio <= int(hard.Priority) {
+			break
+		}
+		ids, byID = ids[:0], map[uint32]*clauses{}
+		for _, c := range soft {
+			if int(c[0].Priority) != prio {
+				continue
+			}
+			for _, cj := range c[0].conjunctions() {
+				cl := byID[cj.ID]
+				if cl == nil {
+					cl = &clauses{n: cj.NClauses}
+					byID[cj.ID] = cl
+					ids = append(ids, cj.ID)
+				}
+				if cl.n == cj.NClauses {
+					cl.seen |= 1 << cj.Clause
+				}
+			}
+		}
+		for _, id := range ids {
+			if cl := byID[id]; cl.seen != 1<<cl.n-1 { // every clause (for 64, the shift wraps to all ones)
+				continue
+			}
+			cp := *pipe
+			cp.ConjID = id
+			if e, _ := t.probe(k, &cp, wc, wcPipe, false); e != nil {
+				return e
+			}
+		}
+		// No conjunction at this priority: the entries after those
+		// clauses in their buckets take their place (an ordinary one
+		// ends its bucket's part, as nothing after it can beat it).
+		kept := soft[:0]
+		for _, c := range soft {
+			if int(c[0].Priority) == prio {
+				c = c[1:]
+				if len(c) > 0 && !c[0].conjunctive {
+					if hard == nil || c[0].Priority > hard.Priority {
+						hard = c[0]
+					}
+					continue
+				}
+			}
+			if len(c) > 0 {
+				kept = append(kept, c)
+			}
+		}
+		soft = kept
+	}
+	return hard
+}
+
+// probe finds the best entry matching (k, pipe) that is not a clause of a
+// conjunctive match and, with withSoft, the buckets probed whose best
+// entry is a clause better than that entry so far (each from that entry
+// on).
+func (t *table) probe(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *ofmatch.Pipe, withSoft bool) (hard *Entry, soft [][]*Entry) {
 	var bk bucketKey
 	for _, st := range t.subs {
-		if best != nil && st.maxPrio <= int(best.Priority) {
+		if hard != nil && st.maxPrio <= int(hard.Priority) {
 			break
 		}
 		if wc != nil {
@@ -170,13 +248,23 @@ func (t *table) lookup(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *o
 		}
 		k.ApplyMask(&st.mask, &bk.key)
 		bk.pipe = pipe.And(&st.pipeMask)
-		if b, ok := st.buckets[bk]; ok {
-			if e := b[0]; best == nil || e.Priority > best.Priority {
-				best = e
-			}
+		b, ok := st.buckets[bk]
+		if !ok {
+			continue
 		}
+		e := b[0]
+		if hard != nil && e.Priority <= hard.Priority {
+			continue
+		}
+		if e.conjunctive {
+			if withSoft {
+				soft = append(soft, b)
+			}
+			continue
+		}
+		hard = e
 	}
-	return best
+	return hard, soft
 }
 
 // overlaps reports whether some entry other than skip, of priority prio,

@@ -68,6 +68,10 @@ type Entry struct {
 	// timeout each time it is learned.
 	hardFrom atomic.Int64
 	insts    atomic.Pointer[[]ofpwire.Instruction]
+	// conjunctive says the entry is a clause of a conjunctive match: its
+	// actions are conjunction actions (which then are all it has). Set
+	// with the instructions, under the pipeline's write lock.
+	conjunctive bool
 }
 
 // Instructions returns the entry's instruction list as of now. The slice is
@@ -79,7 +83,27 @@ func (e *Entry) Instructions() []ofpwire.Instruction {
 	return nil
 }
 
-func (e *Entry) setInstructions(ins []ofpwire.Instruction) { e.insts.Store(&ins) }
+func (e *Entry) setInstructions(ins []ofpwire.Instruction) {
+	e.insts.Store(&ins)
+	e.conjunctive = len(conjunctionsOf(ins)) > 0
+}
+
+// conjunctions returns the conjunction actions of a clause entry.
+func (e *Entry) conjunctions() []*ofpwire.ActionConjunction { return conjunctionsOf(e.Instructions()) }
+
+func conjunctionsOf(ins []ofpwire.Instruction) []*ofpwire.ActionConjunction {
+	var out []*ofpwire.ActionConjunction
+	for _, in := range ins {
+		if ap, ok := in.(*ofpwire.InstrApplyActions); ok {
+			for _, a := range ap.Actions {
+				if c, ok := a.(*ofpwire.ActionConjunction); ok {
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out
+}
 
 // Touch records that the entry was used at now (if later than the use
 // already recorded) and adds packets and bytes to its counters. It is safe

@@ -230,10 +230,9 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 	case *ofpwire.ActionController:
 		return x.controller(a)
 	case *ofpwire.ActionConjunction:
-		// Conjunctive matches are not evaluated yet: a packet whose
-		// lookup lands on a clause is dropped (the translation fails),
-		// never let through as if the conjunction had not matched.
-		return fmt.Errorf("%w: conjunction", ErrUnsupported)
+		// The classifier resolves clauses (a lookup never answers
+		// with one), and CheckActions keeps them out of packet-outs.
+		return fmt.Errorf("%w: conjunction outside a table's clause", ErrUnsupported)
 	case *ofpwire.ActionClone:
 		return x.clone(a.Actions, table, miss, false)
 	case *ofpwire.ActionLearn:

@@ -1,0 +1,50 @@
+package ofproto
+
+import (
+	"net"
+	"testing"
+
+	"github.com/vswitch-go/vswitch/internal/nstest"
+)
+
+// TestOvsOfctlConjunction: a conjunctive match as OVN writes its ACLs
+// (source address in a set, destination port in another, then conj_id),
+// installed with the real ovs-ofctl: a packet matching one clause of each
+// dimension takes the conj_id flow; one missing a dimension falls to the
+// lower-priority flow; a better ordinary flow beats the conjunction. Each
+// packet in turn, so the megaflows must keep them apart.
+func TestOvsOfctlConjunction(t *testing.T) {
+	mb := newMeterBridge(t)
+	target := "unix:" + mb.sock
+	for _, f := range []string{
+		"priority=10,ip,nw_src=198.18.0.1,actions=conjunction(7,1/2)",
+		"priority=10,ip,nw_src=198.18.0.9,actions=conjunction(7,1/2)",
+		"priority=10,udp,tp_dst=2000,actions=conjunction(7,2/2)",
+		"priority=10,udp,tp_dst=2001,actions=conjunction(7,2/2)",
+		"priority=10,conj_id=7,ip,actions=output:2",
+		"priority=20,ip,nw_src=198.18.0.9,nw_dst=198.18.0.99,actions=drop",
+		"priority=1,actions=drop",
+	} {
+		ovsOfctlIn(t, "OpenFlow13", "add-flow", target, f)
+	}
+	udp := func(src, dst string, dport uint16) []byte {
+		return nstest.UDPFrame(mac2, mac1, net.ParseIP(src), net.ParseIP(dst), 1000, dport)
+	}
+	for round := 0; round < 2; round++ { // the second round runs on installed megaflows
+		for _, c := range []struct {
+			name string
+			f    []byte
+			want int
+		}{
+			{"both dimensions", udp("198.18.0.1", "198.18.0.2", 2000), 1},
+			{"the other members", udp("198.18.0.9", "198.18.0.2", 2001), 1},
+			{"port in no clause", udp("198.18.0.1", "198.18.0.2", 2002), 0},
+			{"source in no clause", udp("198.18.0.5", "198.18.0.2", 2000), 0},
+			{"a better ordinary flow", udp("198.18.0.9", "198.18.0.99", 2000), 0},
+		} {
+			if got := len(mb.forward(mb.p1, mb.p2, c.f)); got != c.want {
+				t.Errorf("round %d, %s: %d frames on port 2, want %d", round, c.name, got, c.want)
+			}
+		}
+	}
+}
