@@ -67,6 +67,7 @@ package ofproto
 import (
 	"cmp"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -197,6 +198,8 @@ type Bridge struct {
 	// pins holds the registers and userdata of packet-ins (packetio.go);
 	// tablesChanged retires them with the recirc_ids.
 	pins *xlate.PacketInTable
+	// pinNonce tells this bridge's continuations from others' (random).
+	pinNonce uint64
 
 	// portMu serialises port changes; recs and settings are guarded by
 	// it, view is what upcalls read instead.
@@ -246,6 +249,7 @@ func NewBridge(name string, dp *datapath.Datapath, cfg BridgeConfig) (*Bridge, e
 		recs: make(map[uint32]*portRec), settings: make(map[uint32]portSettings),
 		failMode: mode, tablesDirty: make(chan struct{}, 1)}
 	b.portLiveFn = b.portLive
+	b.pinNonce = rand.Uint64()
 	b.pipe.OnChange = b.tablesChanged
 	if b.cfg.Normal == nil {
 		b.cfg.Normal = normal.New(normal.Options{})
@@ -448,6 +452,8 @@ func (b *Bridge) Handle(c *ofconn.Conn, xid uint32, msg ofpwire.Message) error {
 		return b.Apply(m)
 	case *ofpwire.PacketOut:
 		return b.packetOut(m)
+	case *ofpwire.Resume:
+		return b.resume(m)
 	case *ofpwire.MultipartRequest:
 		return b.multipart(c, xid, m)
 	case *ofpwire.PortMod:

@@ -414,11 +414,11 @@ func TestPacketInFromControllerAction(t *testing.T) {
 
 func TestPacketInConversion(t *testing.T) {
 	data := frame()
-	pi := PacketIn(datapath.ControllerPacket{InPort: 7, Arg: xlate.ControllerArg(ofpwire.PacketInReasonNoMatch, 3, ofpwire.ContentLenNoBuffer), Data: data}, nil)
+	pi := PacketIn(datapath.ControllerPacket{InPort: 7, Arg: xlate.ControllerArg(ofpwire.PacketInReasonNoMatch, 3, ofpwire.ContentLenNoBuffer), Data: data}, nil, 0)
 	if pi.Reason != ofpwire.PacketInReasonNoMatch || pi.TableID != 3 || !bytes.Equal(pi.Data, data) {
 		t.Fatalf("NO_BUFFER packet-in %+v", pi)
 	}
-	pi = PacketIn(datapath.ControllerPacket{InPort: 7, Arg: xlate.ControllerArg(ofpwire.PacketInReasonAction, 0, 1000), Data: data}, nil)
+	pi = PacketIn(datapath.ControllerPacket{InPort: 7, Arg: xlate.ControllerArg(ofpwire.PacketInReasonAction, 0, 1000), Data: data}, nil, 0)
 	if len(pi.Data) != len(data) {
 		t.Fatalf("max_len above the packet cut it to %d", len(pi.Data))
 	}
@@ -426,7 +426,7 @@ func TestPacketInConversion(t *testing.T) {
 	cp := datapath.ControllerPacket{InPort: 7, Arg: xlate.ControllerArg(ofpwire.PacketInReasonAction, 0, 1000), Data: data, TunnelID: 100}
 	cp.Tunnel.Src = [16]byte{10: 0xff, 11: 0xff, 198, 18, 20, 2}
 	cp.Tunnel.Dst = [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: 1}
-	pi = PacketIn(cp, nil)
+	pi = PacketIn(cp, nil, 0)
 	m, err := ofmatch.FromOXM(pi.Match)
 	if err != nil {
 		t.Fatal(err)

@@ -100,3 +100,52 @@ func TestOvsOfctlPacketOutPipeline(t *testing.T) {
 		}
 	}
 }
+
+// TestOvsOfctlResume: controller(pause) stops the pipeline and sends a
+// packet-in2 with a continuation; the real "ovs-ofctl monitor ... resume"
+// hands it back as NXT_RESUME, and the packet goes on from the action
+// after the pause with the registers it had (here at the end of a
+// resubmit, as OVN's DHCP and DNS actions pause): it reaches port 2 once
+// per packet sent, and only once resumed.
+func TestOvsOfctlResume(t *testing.T) {
+	mb := newMeterBridge(t)
+	target := "unix:" + mb.sock
+	for _, f := range []string{
+		"table=0,in_port=1,actions=set_field:0x5->reg0,resubmit(,1)",
+		"table=1,actions=controller(userdata=0a.0b,pause),set_field:0x7->reg1,resubmit(,3)",
+		"table=3,reg0=0x5,reg1=0x7,actions=output:2",
+	} {
+		ovsOfctlIn(t, "OpenFlow15", "add-flow", target, f)
+	}
+	// Without a controller that resumes, the packet stays paused.
+	if got := mb.forward(mb.p1, mb.p2, frame()); len(got) != 0 {
+		t.Fatalf("%d frames left a paused pipeline", len(got))
+	}
+	var out syncBuffer
+	cmd := exec.Command("ovs-ofctl", "-O", "OpenFlow15", "monitor", target, "65535", "resume")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.Now().Add(10 * time.Second)
+	sent, got := 0, 0
+	for got == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no resumed packet on port 2 after %d sent; monitor:\n%s", sent, out.String())
+		}
+		mb.p1.Inject(0, frame())
+		sent++
+		for range 20 {
+			mb.dp.PMDs()[0].PollOnce()
+			time.Sleep(5 * time.Millisecond)
+			got += mb.p2.Drain(0, func([]byte) {})
+		}
+	}
+	if got > sent {
+		t.Fatalf("%d frames on port 2 for %d sent", got, sent)
+	}
+	if s := out.String(); !strings.Contains(s, "NXT_PACKET_IN2") || !strings.Contains(s, "continuation") {
+		t.Errorf("monitor saw no paused packet-in2:\n%s", s)
+	}
+}

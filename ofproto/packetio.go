@@ -1,6 +1,7 @@
 package ofproto
 
 import (
+	"encoding/binary"
 	"errors"
 	"net/netip"
 	"time"
@@ -87,6 +88,70 @@ func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
 	return nil
 }
 
+// continuationID is what a paused packet-in2's continuation carries (as
+// its bridge UUID, the one part Open vSwitch's clients hand back
+// unchanged): "vsgo", the packet-in context's id and the bridge's nonce,
+// so that a continuation from another bridge, or from before a restart,
+// is not taken for one of this bridge's. The walk's state stays in the
+// switch (xlate.PacketInTable): a continuation outlives no more than two
+// changes of the tables, enough for a controller that answers at once,
+// as OVN's pinctrl does.
+func continuationID(nonce uint64, ctx uint32) [16]byte {
+	var id [16]byte
+	copy(id[:], "vsgo")
+	binary.BigEndian.PutUint32(id[4:], ctx)
+	binary.BigEndian.PutUint64(id[8:], nonce)
+	return id
+}
+
+// resume goes on with a paused pipeline (NXT_RESUME): the packet and the
+// registers and metadata as the controller handed them back, from where
+// its controller action paused, executed like a packet-out.
+func (b *Bridge) resume(r *ofpwire.Resume) error {
+	b.poMu.Lock()
+	defer b.poMu.Unlock()
+	var ctx *xlate.PacketInContext
+	if id, ok := ofpwire.ContinuationID(r.Continuation); ok && string(id[:4]) == "vsgo" &&
+		binary.BigEndian.Uint64(id[8:]) == b.pinNonce {
+		ctx = b.pins.Context(binary.BigEndian.Uint32(id[4:]))
+	}
+	if ctx == nil || !ctx.Paused() {
+		// Unknown or too old: Open vSwitch's NXR_STALE has no 1.3
+		// code; the packet is as lost as an unknown buffer's.
+		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
+	}
+	if len(r.Data) < 14 {
+		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadPacket)
+	}
+	var inPort uint32
+	if o, ok := r.Match.Field(ofpwire.XMTypeInPort); ok && o.Uint() <= uint64(ofpwire.PortMax) {
+		inPort = uint32(o.Uint())
+	}
+	var key flow.Key
+	var off flow.Offsets
+	flow.Extract(r.Data, inPort, &key, &off)
+	now := time.Now()
+	opts := b.xlateOptions(now)
+	opts.Pipe = packetOutPipe(r.Match, &key)
+	var learned []*ofpwire.FlowMod
+	opts.Learn = func(fm *ofpwire.FlowMod) { learned = append(learned, fm) }
+	var res datapath.UpcallResult
+	if err := xlate.TranslateResume(b.activePipeline(), &key, &res, opts, ctx); err != nil {
+		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
+	}
+	b.applyLearned(learned, now, nil)
+	for _, ref := range res.Refs {
+		ref.Touch(now, 1, uint64(len(r.Data)))
+	}
+	if len(res.Actions) == 0 {
+		return nil
+	}
+	if err := b.dp.Execute(r.Data, inPort, res.Actions); err != nil {
+		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBadPacket)
+	}
+	return nil
+}
+
 // packetOutPipe is the pipeline state an OpenFlow 1.5 packet-out's match
 // gives its packet: metadata and registers for the walk, tunnel metadata
 // into key (what output to a tunnel port uses).
@@ -130,7 +195,7 @@ func (b *Bridge) packetIns() {
 			if cp.Context != 0 {
 				ctx = b.pins.Context(cp.Context)
 			}
-			pi := PacketIn(cp, ctx)
+			pi := PacketIn(cp, ctx, b.pinNonce)
 			if pi.Reason == ofpwire.PacketInReasonInvalidTTL {
 				// §7.3.2: miss_send_len bounds what the pipeline
 				// sends other than by an output action's max_len.
@@ -156,8 +221,9 @@ func (b *Bridge) packetIns() {
 // carried through the datapath in the Controller action, the tunnel
 // metadata (tun_id, tun_src/tun_dst or their IPv6 forms) and, from ctx
 // (nil: none), the registers that were not zero, as Open vSwitch puts
-// them there; ctx's userdata goes to NXT_PACKET_IN2 receivers.
-func PacketIn(cp datapath.ControllerPacket, ctx *xlate.PacketInContext) ofpwire.PacketIn {
+// them there; ctx's userdata, and the continuation of a paused walk (for
+// the bridge with nonce), go to NXT_PACKET_IN2 receivers.
+func PacketIn(cp datapath.ControllerPacket, ctx *xlate.PacketInContext, nonce uint64) ofpwire.PacketIn {
 	reason, table, maxLen := xlate.ParseControllerArg(cp.Arg)
 	data := cp.Data
 	if maxLen != ofpwire.ContentLenNoBuffer && int(maxLen) < len(data) {
@@ -183,6 +249,9 @@ func PacketIn(cp datapath.ControllerPacket, ctx *xlate.PacketInContext) ofpwire.
 		}
 		if ctx.Userdata != "" {
 			pi.Userdata = []byte(ctx.Userdata)
+		}
+		if ctx.Paused() {
+			pi.Continuation = ofpwire.Continuation(continuationID(nonce, cp.Context))
 		}
 	}
 	if cp.TunnelID != 0 {

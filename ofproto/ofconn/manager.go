@@ -714,7 +714,7 @@ func (m *Manager) broadcast(kind asyncKind, reason uint32, msg ofpwire.Message) 
 		f := 0
 		if pi, ok := msg.(*ofpwire.PacketIn); ok && c.packetIn2.Load() {
 			if pin2 == nil {
-				x, err := pi.PacketIn2(nil)
+				x, err := pi.PacketIn2()
 				if err != nil {
 					m.logf("ofconn: cannot encode packet-in2: %v", err)
 					return 0

@@ -25,7 +25,8 @@ var errBadExpType = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.
 
 // nicira handles an NX message: NXT_SET_PACKET_IN_FORMAT chooses between
 // the standard format and NXT_PACKET_IN2 for the connection's
-// packet-ins; NXT_CT_FLUSH_ZONE is
+// packet-ins; NXT_RESUME goes to the handler as an ofpwire.Resume;
+// NXT_CT_FLUSH_ZONE is
 // accepted and does nothing, as there is no connection tracker yet. Other
 // subtypes are BAD_EXPTYPE.
 func (c *Conn) nicira(xid uint32, m *ofpwire.Experimenter, raw []byte) {
@@ -46,6 +47,17 @@ func (c *Conn) nicira(xid uint32, m *ofpwire.Experimenter, raw []byte) {
 			c.replyErr(xid, &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCEperm}, raw)
 		default:
 			c.replyErr(xid, &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCEperm}, raw)
+		}
+	case ofpwire.NXTResume:
+		r, err := ofpwire.ParseResume(m.Data)
+		if err == nil && c.Role() == ofpwire.ControllerRoleSlave {
+			err = errIsSlave
+		}
+		if err == nil {
+			err = c.m.handler.Handle(c, xid, r)
+		}
+		if err != nil {
+			c.replyErr(xid, err, raw)
 		}
 	case nxtCTFlushZone:
 		if len(m.Data) != 8 {

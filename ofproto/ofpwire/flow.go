@@ -17,9 +17,10 @@ type PacketIn struct {
 	Cookie   uint64
 	Match    Match
 	Data     []byte
-	// Userdata is controller2's userdata: only NXT_PACKET_IN2 carries it
-	// (PacketIn2).
-	Userdata []byte
+	// Userdata is controller2's userdata and Continuation, opaque to the
+	// controller, where a paused pipeline goes on: only NXT_PACKET_IN2
+	// carries them (PacketIn2).
+	Userdata, Continuation []byte
 }
 
 // MsgType implements Message.

@@ -360,14 +360,19 @@ func (x *xlator) conntrack() error {
 	return x.emit(actions.Action{Kind: actions.Drop})
 }
 
-// controller executes controller(...): a packet-in with its reason and
-// max_len (userdata and the meter are not carried yet: packet-in2 is not
-// produced); pause ends processing, since nothing resumes it yet.
+// controller executes controller(...): a packet-in with its reason,
+// max_len, userdata and the registers (meter_id is not applied). pause
+// ends the walk; the packet-in's context then holds where it goes on
+// (pausePoint), for NXT_RESUME.
 func (x *xlator) controller(a *ofpwire.ActionController) error {
 	if !x.packetInAllowed() {
 		return nil
 	}
-	err := x.emit(x.controllerAction(ofpwire.PacketInReason(a.Reason), x.table, a.MaxLen, a.Userdata, a.ControllerID))
+	var cont *Frozen
+	if a.Pause {
+		cont = x.pauseAt
+	}
+	err := x.emit(x.controllerAction(ofpwire.PacketInReason(a.Reason), x.table, a.MaxLen, a.Userdata, a.ControllerID, cont))
 	if a.Pause {
 		x.stopped = true
 	}

@@ -27,7 +27,7 @@ func (x *xlator) output(a *ofpwire.ActionOutput, table uint8, miss bool) error {
 		if miss {
 			reason = ofpwire.PacketInReasonNoMatch
 		}
-		return x.emit(x.controllerAction(reason, table, a.MaxLen, nil, 0))
+		return x.emit(x.controllerAction(reason, table, a.MaxLen, nil, 0, nil))
 	case ofpwire.PortAll, ofpwire.PortFlood:
 		ports := x.opts.Ports
 		if a.Port == ofpwire.PortFlood && x.opts.FloodPorts != nil {

@@ -252,6 +252,9 @@ func (x *xlator) thaw(f *Frozen) error {
 	}
 	x.thawed = f
 	x.pipe, x.set = k.pipe, k.set
+	if f == x.opts.resume {
+		x.pipe = x.opts.Pipe // the registers as the controller handed them back
+	}
 	x.table, x.miss, x.cookie = k.table, k.miss, k.cookie
 	if x.tr != nil {
 		x.traceNote(TraceRecirc, "thaw: resuming at "+f.String())

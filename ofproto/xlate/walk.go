@@ -181,7 +181,21 @@ func (x *xlator) applyActions(e *pipeline.Entry, ins []ofpwire.Instruction, i, f
 	acts := ins[i].(*ofpwire.InstrApplyActions).Actions
 	for j := from; j < len(acts); j++ {
 		ck := x.checkpoint()
+		nonTail := 0
+		switch a := acts[j].(type) {
+		case *ofpwire.ActionController:
+			if a.Pause {
+				x.pauseAt = x.pausePoint(e, ins, i, j)
+			}
+		case *ofpwire.ActionResubmit:
+			if j < len(acts)-1 || i < len(ins)-1 {
+				nonTail = 1
+			}
+		}
+		x.nonTail += nonTail
 		err := x.doAction(acts[j], x.table, x.miss)
+		x.nonTail -= nonTail
+		x.pauseAt = nil
 		if x.blind {
 			return x.freeze(ck, frozenKey{stage: stageEntry, table: x.table, miss: x.miss, cookie: x.cookie,
 				entry: e, instr: uint16(i), act: uint16(j), pipe: x.pipe, set: x.set}, ins)
@@ -326,7 +340,7 @@ func (x *xlator) invalidTTL(table, ttl uint8) error {
 	if x.opts.NoInvalidTTLToController || !x.packetInAllowed() {
 		return nil
 	}
-	return x.emit(x.controllerAction(ofpwire.PacketInReasonInvalidTTL, table, 0xffff, nil, 0))
+	return x.emit(x.controllerAction(ofpwire.PacketInReasonInvalidTTL, table, 0xffff, nil, 0, nil))
 }
 
 // allVLAN is the mask of both VLAN tags.

@@ -93,6 +93,8 @@ type Options struct {
 	// with: zero for a received packet, what an OpenFlow 1.5 packet-out's
 	// match says for its packet.
 	Pipe ofmatch.Pipe
+	// resume is the walk TranslateResume goes on with.
+	resume *Frozen
 	// PacketIns holds the contexts of packet-ins that carry registers or
 	// userdata; nil sends them without.
 	PacketIns *PacketInTable
@@ -174,6 +176,11 @@ type xlator struct {
 	exited bool
 	// stackVals is push:/pop:'s stack.
 	stackVals []stackEntry
+	// nonTail counts the resubmits being walked after which their caller
+	// has more to do; pauseAt is where a pausing controller action being
+	// executed lets the walk go on (pausePoint).
+	nonTail int
+	pauseAt *Frozen
 }
 
 // Translate walks the pipeline for the packet whose flow key is key,
@@ -194,9 +201,12 @@ func translate(p *pipeline.Pipeline, key *flow.Key, res *datapath.UpcallResult, 
 	x.refs = res.Refs[:0]
 	p.RLock()
 	var err error
-	if key.RecircID != 0 {
+	switch {
+	case opts.resume != nil:
+		err = x.thaw(opts.resume)
+	case key.RecircID != 0:
 		err = x.resume(key.RecircID)
-	} else {
+	default:
 		err = x.walk()
 	}
 	p.RUnlock()
