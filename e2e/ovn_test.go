@@ -19,7 +19,8 @@ import (
 // OpenFlow 1.5 and installs its pipeline in one bundle per change. Two
 // logical switches joined by a logical router, a port of each bound to a
 // veth port: ovn-controller marks both ovn-installed, the hosts ping each
-// other across the router and ping the router, and ovn-controller's log
+// other across the router and ping the router, a DHCP client gets its
+// address from ovn-controller (a paused pipeline, resumed), and ovn-controller's log
 // holds no OpenFlow error (since 23.03.1 any error makes it reconnect and
 // reinstall everything, forever).
 func TestOVNChassis(t *testing.T) {
@@ -113,6 +114,19 @@ func TestOVNChassis(t *testing.T) {
 	nstest.Ping(t, b.NS, a.IP)
 	nstest.Ping(t, a.NS, "198.18.0.254") // the router's own address: OVN's ARP and ICMP responders
 
+	// DHCP answered by ovn-controller: put_dhcp_opts pauses the pipeline
+	// (controller(pause) with userdata), pinctrl writes the offer into the
+	// packet and the result bit into a register, and NXT_RESUME sends it
+	// on through the rest of the pipeline to the client.
+	opts := strings.TrimSpace(nstest.Run(t, "ovn-nbctl", "--db="+nb, "create", "DHCP_Options", "cidr=198.18.0.0/24",
+		`options="lease_time"="3600" "router"="198.18.0.254" "server_id"="198.18.0.254" "server_mac"="02:00:c6:12:ff:00"`))
+	nbctl("lsp-set-dhcpv4-options", "lsp-a", opts)
+	nstest.Run(t, "ovn-nbctl", "--db="+nb, "--wait=hv", "--timeout=30", "sync")
+	lease, err := a.NS.Output("busybox", "udhcpc", "-i", a.Dev, "-n", "-q", "-f", "-t", "5", "-T", "1", "-s", "/bin/true")
+	if err != nil || !strings.Contains(lease, "lease of "+a.IP+" obtained") {
+		t.Errorf("DHCP through ovn-controller: %v\n%s", err, lease)
+	}
+
 	flows := nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow15", "dump-flows", "br-int")
 	if n := strings.Count(flows, "\n"); n < 100 {
 		t.Errorf("br-int holds %d flows, want OVN's pipeline (100+):\n%s", n, flows)
@@ -131,5 +145,5 @@ func TestOVNChassis(t *testing.T) {
 			t.Errorf("ovn-controller saw an OpenFlow error: %s", l)
 		}
 	}
-	t.Logf("OVN chassis: %d flows on br-int, both ports ovn-installed, ping both ways across a logical router", strings.Count(flows, "\n"))
+	t.Logf("OVN chassis: %d flows on br-int, both ports ovn-installed, ping both ways across a logical router, DHCP", strings.Count(flows, "\n"))
 }
