@@ -76,7 +76,7 @@ func (b *Bridge) rollback(fms []*ofpwire.FlowMod, states []pipeline.EntryState, 
 	}
 	gms := make([]*ofpwire.GroupMod, len(groups))
 	for i, g := range groups {
-		gms[i] = &ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: g.Type, GroupID: g.GroupID, Buckets: g.Buckets}
+		gms[i] = &ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: g.Type, GroupID: g.GroupID, Buckets: g.Buckets, Selection: g.Selection}
 	}
 	if err := b.RestoreGroupMods(gms); err != nil {
 		return fmt.Errorf("groups: %w", err)

@@ -2,6 +2,7 @@ package ofproto
 
 import (
 	"net"
+	"strconv"
 	"testing"
 
 	"github.com/vswitch-go/vswitch/internal/nstest"
@@ -46,5 +47,32 @@ func TestOvsOfctlConjunction(t *testing.T) {
 				t.Errorf("round %d, %s: %d frames on port 2, want %d", round, c.name, got, c.want)
 			}
 		}
+	}
+}
+
+// TestOvsOfctlSelectionMethod: the select groups OVN's load balancers
+// install (OpenFlow 1.5, selection_method=dp_hash, or hash over fields)
+// are accepted from the real ovs-ofctl, forward, and are kept.
+func TestOvsOfctlSelectionMethod(t *testing.T) {
+	mb := newMeterBridge(t)
+	target := "unix:" + mb.sock
+	ovsOfctlIn(t, "OpenFlow15", "add-group", target,
+		"group_id=1,type=select,selection_method=dp_hash,bucket=bucket_id:0,weight:100,actions=output:2")
+	ovsOfctlIn(t, "OpenFlow15", "add-group", target,
+		"group_id=2,type=select,selection_method=hash,fields(ip_src,udp_dst),bucket=bucket_id:0,weight:100,actions=output:2")
+	for g := 1; g <= 2; g++ {
+		ovsOfctlIn(t, "OpenFlow15", "add-flow", target, "in_port=1,actions=group:"+strconv.Itoa(g))
+		if n := mb.forward(mb.p1, mb.p2, frame()); len(n) != 1 {
+			t.Fatalf("group %d: %d frames on port 2", g, len(n))
+		}
+	}
+	var sels []string
+	for _, d := range mb.br.Groups().Desc() {
+		if d.Selection != nil {
+			sels = append(sels, d.Selection.Method)
+		}
+	}
+	if len(sels) != 2 || sels[0] != "dp_hash" || sels[1] != "hash" {
+		t.Fatalf("groups keep selection methods %v", sels)
 	}
 }

@@ -71,6 +71,9 @@ func parseGroup(s string, cmd ofpwire.GroupCommand, ports portResolver) (*ofpwir
 	var hadID, hadType bool
 	for _, tok := range toks {
 		key, val, hasVal := strings.Cut(tok, "=")
+		if rest, ok := strings.CutPrefix(tok, "fields("); ok && strings.HasSuffix(rest, ")") {
+			key, val, hasVal = "fields", strings.TrimSuffix(rest, ")"), true
+		}
 		if !hasVal {
 			return nil, fmt.Errorf("unknown keyword %q", tok)
 		}
@@ -112,11 +115,38 @@ func parseGroup(s string, cmd ofpwire.GroupCommand, ports portResolver) (*ofpwir
 			if !found {
 				return nil, fmt.Errorf("unknown group type %q (all, select, indirect, ff)", val)
 			}
-		case "selection_method", "selection_method_param", "fields", "command_bucket_id", "bucket_id":
-			return nil, fmt.Errorf("%s is OpenFlow 1.5, not 1.3", key)
+		case "selection_method":
+			if val != "hash" && val != "dp_hash" {
+				return nil, fmt.Errorf("selection_method %q is neither hash nor dp_hash", val)
+			}
+			if gm.Selection == nil {
+				gm.Selection = &ofpwire.GroupSelection{}
+			}
+			gm.Selection.Method = val
+		case "selection_method_param":
+			v, err := parseNum(key, val, 64)
+			if err != nil {
+				return nil, err
+			}
+			if gm.Selection == nil {
+				gm.Selection = &ofpwire.GroupSelection{}
+			}
+			gm.Selection.Param = v
+		case "fields":
+			if err := parseSelectionFields(gm, val); err != nil {
+				return nil, err
+			}
+		case "command_bucket_id", "bucket_id":
+			return nil, fmt.Errorf("%s is not supported yet", key)
 		default:
 			return nil, fmt.Errorf("unknown keyword %q", key)
 		}
+	}
+	switch {
+	case gm.Selection != nil && gm.Selection.Method == "":
+		return nil, fmt.Errorf("selection_method_param and fields need a selection_method")
+	case gm.Selection != nil && gm.Type != ofpwire.GroupTypeSelect:
+		return nil, fmt.Errorf("selection_method is only for select groups")
 	}
 	if cmd != ofpwire.GroupDelete {
 		if !hadID {
@@ -248,6 +278,27 @@ func groupIDText(g ofpwire.Group) string {
 func FormatGroup(g *ofpwire.GroupDesc) string {
 	var b strings.Builder
 	b.WriteString("group_id=" + groupIDText(g.GroupID) + ",type=" + groupTypeName(g.Type))
+	if sel := g.Selection; sel != nil {
+		b.WriteString(",selection_method=" + sel.Method)
+		if sel.Param != 0 {
+			fmt.Fprintf(&b, ",selection_method_param=%d", sel.Param)
+		}
+		var fs []string
+		for _, o := range sel.Fields {
+			f := learnFieldName(o.Field)
+			if !allOnes(o.Value) {
+				f += "=" + formatFieldValue(o)
+			}
+			fs = append(fs, f)
+		}
+		switch len(fs) {
+		case 0:
+		case 1:
+			b.WriteString(",fields=" + fs[0])
+		default:
+			b.WriteString(",fields(" + strings.Join(fs, ",") + ")")
+		}
+	}
 	for i := range g.Buckets {
 		b.WriteString(",")
 		b.WriteString(formatBucket(&g.Buckets[i], g.Type))
@@ -281,7 +332,7 @@ func FormatGroupMod(gm *ofpwire.GroupMod) string {
 	if gm.Command == ofpwire.GroupDelete {
 		return "group_id=" + groupIDText(gm.GroupID)
 	}
-	return FormatGroup(&ofpwire.GroupDesc{Type: gm.Type, GroupID: gm.GroupID, Buckets: gm.Buckets})
+	return FormatGroup(&ofpwire.GroupDesc{Type: gm.Type, GroupID: gm.GroupID, Buckets: gm.Buckets, Selection: gm.Selection})
 }
 
 // FormatActions prints an action list as ovs-ofctl does, "drop" when it is
@@ -295,4 +346,44 @@ func FormatActions(acts []ofpwire.Action) string {
 		parts[i] = formatAction(a)
 	}
 	return strings.Join(parts, ",")
+}
+
+// parseSelectionFields reads the hashed fields of selection_method=hash:
+// FIELD or FIELD=MASK, comma-separated (fields(...) or fields=FIELD).
+func parseSelectionFields(gm *ofpwire.GroupMod, val string) error {
+	if gm.Selection == nil {
+		gm.Selection = &ofpwire.GroupSelection{}
+	}
+	for _, f := range strings.Split(val, ",") {
+		name, mask, masked := strings.Cut(strings.TrimSpace(f), "=")
+		fld, ok := fieldByName(name)
+		if !ok {
+			if fld, ok = subfieldByName(name); !ok {
+				return fmt.Errorf("fields: unknown field %q", name)
+			}
+		}
+		size, _, _ := ofpwire.FieldSize(fld)
+		v := make([]byte, size)
+		for i := range v {
+			v[i] = 0xff
+		}
+		if masked {
+			o, err := parseMaskedFieldValue(fld, mask)
+			if err != nil {
+				return fmt.Errorf("fields: %s: %w", name, err)
+			}
+			v = o.Value
+		}
+		gm.Selection.Fields = append(gm.Selection.Fields, ofpwire.NewOXM(fld, v))
+	}
+	return nil
+}
+
+func allOnes(b []byte) bool {
+	for _, c := range b {
+		if c != 0xff {
+			return false
+		}
+	}
+	return true
 }

@@ -106,7 +106,10 @@ func TestGroupRoundTripAndErrors(t *testing.T) {
 		{"group_id=1,bucket=output:1", ofpwire.GroupDelete, "not allowed"},
 		{"group_id=all,type=all", ofpwire.GroupAdd, "all"},
 		{"group_id=1,type=ff,bucket=watch_port:veth2,actions=output:1", ofpwire.GroupAdd, "veth2"},
-		{"group_id=1,type=all,selection_method=hash", ofpwire.GroupAdd, "1.5"},
+		{"group_id=1,type=all,selection_method=hash", ofpwire.GroupAdd, "only for select groups"},
+		{"group_id=1,type=select,selection_method=random", ofpwire.GroupAdd, "neither hash nor dp_hash"},
+		{"group_id=1,type=select,fields=ip_src", ofpwire.GroupAdd, "need a selection_method"},
+		{"group_id=1,type=select,selection_method=hash,fields(ip_src,bogus)", ofpwire.GroupAdd, "bogus"},
 	} {
 		_, err := ParseGroup(c.s, c.cmd, ports)
 		if err == nil || !strings.Contains(err.Error(), c.msg) {
@@ -278,4 +281,22 @@ func FuzzParsePacketOut(f *testing.F) {
 			t.Fatalf("%q parsed but does not encode: %v", s, err)
 		}
 	})
+}
+
+// TestGroupSelectionText: selection_method, its parameter and fields read
+// and print back as Open vSwitch writes them (1.5 syntax).
+func TestGroupSelectionText(t *testing.T) {
+	for _, s := range []string{
+		"group_id=1,type=select,selection_method=dp_hash,bucket=actions=output:1",
+		"group_id=2,type=select,selection_method=hash,selection_method_param=7,fields(ip_src,tcp_dst),bucket=actions=output:1",
+		"group_id=3,type=select,selection_method=hash,fields=ip_dst=255.255.0.0,bucket=actions=output:1",
+	} {
+		gm, err := ParseGroup(s, ofpwire.GroupAdd, ParseFlowOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if got := FormatGroupMod(gm); got != s {
+			t.Errorf("%s printed as %s", s, got)
+		}
+	}
 }

@@ -256,10 +256,17 @@ func TestNXActionsFromOVS(t *testing.T) {
 }
 
 // ovsFlowModBytes is the OpenFlow 1.3 FLOW_MOD the real "ovs-ofctl
-// add-flow" sends for flow: a listener on a unix socket plays a switch
-// with one table and no ports, and keeps the flow-mod.
+// add-flow" sends for flow.
 func ovsFlowModBytes(t *testing.T, flow string) []byte {
+	return ovsSends(t, "OpenFlow13", 14, "add-flow", flow)
+}
+
+// ovsSends is the message of type msgType the real "ovs-ofctl -O version
+// cmd SWITCH arg" sends: a listener on a unix socket plays a switch with
+// one table and no ports, and keeps that message.
+func ovsSends(t *testing.T, version string, msgType uint8, cmd, arg string) []byte {
 	t.Helper()
+	v := map[string]uint8{"OpenFlow13": Version, "OpenFlow15": Version15}[version]
 	sock := filepath.Join(t.TempDir(), "sw.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -269,29 +276,29 @@ func ovsFlowModBytes(t *testing.T, flow string) []byte {
 	got := make(chan []byte, 1)
 	serve := func(c net.Conn) {
 		defer c.Close()
-		c.Write([]byte{Version, 0, 0, 8, 0, 0, 0, 1}) // HELLO
+		c.Write([]byte{v, 0, 0, 8, 0, 0, 0, 1}) // HELLO
 		for {
 			h, b, err := ReadMessage(c, nil)
 			if err != nil {
 				return
 			}
-			switch h.Type {
-			case 14: // FLOW_MOD
+			switch uint8(h.Type) {
+			case msgType:
 				got <- append([]byte(nil), b...)
 			case 18: // MULTIPART_REQUEST: no ports; for table features, table 0 with its required properties empty
 				if b[9] != 12 {
-					c.Write([]byte{Version, 19, 0, 16, b[4], b[5], b[6], b[7], b[8], b[9], 0, 0, 0, 0, 0, 0})
+					c.Write([]byte{v, 19, 0, 16, b[4], b[5], b[6], b[7], b[8], b[9], 0, 0, 0, 0, 0, 0})
 					continue
 				}
 				r := make([]byte, 16+64+8*8)
-				copy(r, []byte{Version, 19, 0, byte(len(r)), b[4], b[5], b[6], b[7], b[8], b[9]})
+				copy(r, []byte{v, 19, 0, byte(len(r)), b[4], b[5], b[6], b[7], b[8], b[9]})
 				r[17] = byte(len(r) - 16)
 				for i := range 8 {
 					r[80+8*i+1], r[80+8*i+3] = byte(2*i), 4
 				}
 				c.Write(r)
 			case 20: // BARRIER_REQUEST
-				c.Write([]byte{Version, 21, 0, 8, b[4], b[5], b[6], b[7]})
+				c.Write([]byte{v, 21, 0, 8, b[4], b[5], b[6], b[7]})
 			}
 		}
 	}
@@ -304,15 +311,48 @@ func ovsFlowModBytes(t *testing.T, flow string) []byte {
 			go serve(c)
 		}
 	}()
-	out, err := exec.Command("timeout", "20", "ovs-ofctl", "-O", "OpenFlow13", "add-flow", "unix:"+sock, flow).CombinedOutput()
+	out, err := exec.Command("timeout", "20", "ovs-ofctl", "-O", version, cmd, "unix:"+sock, arg).CombinedOutput()
 	if err != nil {
-		t.Fatalf("ovs-ofctl add-flow %s: %v\n%s", flow, err, out)
+		t.Fatalf("ovs-ofctl %s %s: %v\n%s", cmd, arg, err, out)
 	}
 	select {
 	case b := <-got:
 		return b
 	default:
-		t.Fatalf("ovs-ofctl add-flow %s sent no flow-mod", flow)
+		t.Fatalf("ovs-ofctl %s %s sent no message of type %d", cmd, arg, msgType)
 	}
 	return nil
+}
+
+// TestGroupSelectionFromOVS decodes the selection_method property of the
+// 1.5 group-mods ovs-ofctl (like OVN's load balancers) sends.
+func TestGroupSelectionFromOVS(t *testing.T) {
+	nstest.RequireTool(t, "ovs-ofctl")
+	for _, c := range []struct {
+		group  string
+		method string
+		fields []ofp.XMType
+	}{
+		{"group_id=1,type=select,selection_method=dp_hash,bucket=bucket_id:0,weight:100,actions=output:1,bucket=bucket_id:1,weight:100,actions=output:2", "dp_hash", nil},
+		{"group_id=2,type=select,selection_method=hash,fields(ip_src,tcp_dst),bucket=actions=output:1", "hash", []ofp.XMType{ofp.XMTypeIPv4Src, ofp.XMTypeTCPDst}},
+	} {
+		b := ovsSends(t, "OpenFlow15", 15, "add-group", c.group)
+		h, body, err := ReadMessage(bytes.NewReader(b), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Decode(h, body[HeaderLen:])
+		if err != nil {
+			t.Fatalf("%s: %v", c.group, err)
+		}
+		gm := m.(*GroupMod)
+		if gm.Selection == nil || gm.Selection.Method != c.method || len(gm.Selection.Fields) != len(c.fields) {
+			t.Fatalf("%s: selection %+v", c.group, gm.Selection)
+		}
+		for i, f := range c.fields {
+			if o := gm.Selection.Fields[i]; o.Field != f {
+				t.Errorf("%s: field %d is %v, want %v", c.group, i, o.Field, f)
+			}
+		}
+	}
 }

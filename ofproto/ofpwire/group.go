@@ -69,6 +69,20 @@ type GroupMod struct {
 	Type    ofp.GroupType
 	GroupID ofp.Group
 	Buckets []Bucket
+	// Selection is how a select group picks its bucket, when the
+	// controller said (OpenFlow 1.5 with Open vSwitch's selection_method
+	// property); nil is the switch's default.
+	Selection *GroupSelection
+}
+
+// GroupSelection is Open vSwitch's selection_method group property:
+// Method "dp_hash" (the datapath's hash of the packet) or "hash" (a hash
+// of Fields: each an unmasked OXM whose value is the mask of the field's
+// bits hashed, as Open vSwitch encodes them), with Param (a seed).
+type GroupSelection struct {
+	Method string
+	Param  uint64
+	Fields []OXM
 }
 
 // MsgType implements Message.

@@ -869,9 +869,10 @@ func (r *GroupStatsReply) merge(o MultipartReplyBody) bool {
 
 // GroupDesc is one entry of the OFPMP_GROUP_DESC reply.
 type GroupDesc struct {
-	Type    ofp.GroupType
-	GroupID ofp.Group
-	Buckets []Bucket
+	Type      ofp.GroupType
+	GroupID   ofp.Group
+	Buckets   []Bucket
+	Selection *GroupSelection // not sent: no 1.5 encoding of it yet
 }
 
 // GroupDescReply is the OFPMP_GROUP_DESC reply.

@@ -1,6 +1,8 @@
 package ofpwire
 
 import (
+	"bytes"
+
 	"github.com/netrack/openflow"
 	"github.com/netrack/openflow/ofp"
 )
@@ -14,6 +16,7 @@ const (
 	ETBadProperty = 14
 	BPCBadType    = 0
 	BPCBadLen     = 1
+	bpcBadValue   = 2
 )
 
 // OpenFlow 1.5 numbers the 1.3 layout has no room for.
@@ -62,8 +65,11 @@ func upgradeBody(v uint8, t openflow.Type, b []byte) (Message, []byte, error) {
 		}
 	case openflow.TypeGroupMod:
 		if v >= Version15 {
-			nb, err := upGroupMod15(b)
-			return nil, nb, err
+			gm, err := upGroupMod15(b)
+			if err != nil {
+				return nil, nil, err
+			}
+			return gm, nil, nil
 		}
 	case openflow.TypePortMod:
 		nb, err := upPortMod14(b)
@@ -281,7 +287,7 @@ func packetOutPipeField(f ofp.XMType) bool {
 // upGroupMod15: 1.5 buckets carry an id and their weight and watch values
 // as properties. Bucket ids are not kept (groups report their buckets
 // numbered from 0, as Open vSwitch numbers 1.3 buckets).
-func upGroupMod15(b []byte) ([]byte, error) {
+func upGroupMod15(b []byte) (*GroupMod, error) {
 	if len(b) < 16 {
 		return nil, errBadLen
 	}
@@ -298,9 +304,9 @@ func upGroupMod15(b []byte) ([]byte, error) {
 	if 16+blen > len(b) {
 		return nil, errBucket
 	}
-	if len(b) > 16+blen {
-		return nil, &OFPError{Type: ETBadProperty, Code: BPCBadType,
-			Reason: "group properties (selection_method) are not supported"}
+	sel, err := groupProps15(b[16+blen:])
+	if err != nil {
+		return nil, err
 	}
 	nb := append([]byte(nil), b[0:8]...)
 	buckets := b[16 : 16+blen]
@@ -343,7 +349,57 @@ func upGroupMod15(b []byte) ([]byte, error) {
 		nb = append(nb, acts...)
 		buckets = buckets[n:]
 	}
-	return nb, nil
+	gm := &GroupMod{}
+	if err := gm.decodeBody(nb); err != nil {
+		return nil, err
+	}
+	gm.Selection = sel
+	return gm, nil
+}
+
+// Open vSwitch's selection_method group property: an OFPGPT15_EXPERIMENTER
+// property of Netronome's vendor id (NTR_VENDOR_ID, NTRT_SELECTION_METHOD).
+const (
+	groupPropExperimenter = 0xffff
+	ntrVendor             = 0x0000154d
+	ntrSelectionMethod    = 1
+)
+
+// groupProps15 reads a 1.5 group-mod's properties: the selection_method
+// one (method "hash" or "dp_hash", a parameter, the hashed fields), as
+// Open vSwitch and OVN send it; any other is BAD_TYPE.
+func groupProps15(p []byte) (*GroupSelection, error) {
+	var sel *GroupSelection
+	for len(p) > 0 {
+		if len(p) < 4 {
+			return nil, propErr(BPCBadLen, "group property length")
+		}
+		typ, n := be.Uint16(p), int(be.Uint16(p[2:]))
+		if n < 4 || roundUp8(n) > len(p) {
+			return nil, propErr(BPCBadLen, "group property length")
+		}
+		if typ != groupPropExperimenter || n < 40 || be.Uint32(p[4:]) != ntrVendor || be.Uint32(p[8:]) != ntrSelectionMethod || sel != nil {
+			return nil, propErr(BPCBadType, "unknown group property")
+		}
+		name := p[16:32]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		sel = &GroupSelection{Method: string(name), Param: be.Uint64(p[32:])}
+		if sel.Method != "hash" && sel.Method != "dp_hash" {
+			return nil, propErr(bpcBadValue, "selection_method is neither hash nor dp_hash")
+		}
+		for f := p[40:n]; len(f) > 0; {
+			o, k, err := parseOXM(f)
+			if err != nil {
+				return nil, err
+			}
+			sel.Fields = append(sel.Fields, o)
+			f = f[k:]
+		}
+		p = p[roundUp8(n):]
+	}
+	return sel, nil
 }
 
 // upPortMod14: 1.4 moved advertise into an Ethernet property.

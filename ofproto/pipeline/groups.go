@@ -45,6 +45,7 @@ func (b *Bucket) watchesGroup() bool { return b.WatchGroup != ofpwire.GroupAny }
 type groupState struct {
 	typ     ofpwire.GroupType
 	buckets []Bucket
+	sel     *ofpwire.GroupSelection
 }
 
 // Group is one installed group. The pointer stays the same for the group's
@@ -63,6 +64,10 @@ type Group struct {
 
 // Type is the group's current type.
 func (g *Group) Type() ofpwire.GroupType { return g.state.Load().typ }
+
+// Selection is how the group picks a bucket when it is a select group
+// (nil: the switch's default hash).
+func (g *Group) Selection() *ofpwire.GroupSelection { return g.state.Load().sel }
 
 // Buckets returns the group's current buckets. The slice is never changed
 // in place (MODIFY installs a new one); its counters are live.
@@ -225,7 +230,7 @@ func (t *GroupTable) ApplyGroupMod(gm *ofpwire.GroupMod, now time.Time) (deleted
 	if t.reaches(gm, gm.GroupID) {
 		return nil, gmErr(ofpwire.GMFCLoop)
 	}
-	st := &groupState{typ: gm.Type, buckets: make([]Bucket, len(gm.Buckets))}
+	st := &groupState{typ: gm.Type, buckets: make([]Bucket, len(gm.Buckets)), sel: gm.Selection}
 	for i := range gm.Buckets {
 		st.buckets[i].Bucket = gm.Buckets[i]
 	}
@@ -490,7 +495,7 @@ func (t *GroupTable) Desc() []ofpwire.GroupDesc {
 	out := make([]ofpwire.GroupDesc, 0, len(gs))
 	for _, g := range gs {
 		st := g.state.Load()
-		d := ofpwire.GroupDesc{Type: st.typ, GroupID: g.ID, Buckets: make([]ofpwire.Bucket, len(st.buckets))}
+		d := ofpwire.GroupDesc{Type: st.typ, GroupID: g.ID, Buckets: make([]ofpwire.Bucket, len(st.buckets)), Selection: st.sel}
 		for i := range st.buckets {
 			d.Buckets[i] = st.buckets[i].Bucket
 		}

@@ -71,7 +71,7 @@ func (x *xlator) runGroup(t *pipeline.GroupTable, g *pipeline.Group, table uint8
 	case ofpwire.GroupTypeFastFailover:
 		return x.chosenBucket(g, t.FirstLive(g, live), table, miss, final)
 	case ofpwire.GroupTypeSelect:
-		return x.chosenBucket(g, t.SelectBucket(g, x.flowHash(), x.opts.PortLive), table, miss, final)
+		return x.chosenBucket(g, t.SelectBucket(g, x.selectHash(g.Selection()), x.opts.PortLive), table, miss, final)
 	}
 	return fmt.Errorf("%w: group type %d", ErrUnsupported, g.Type())
 }
@@ -121,6 +121,34 @@ func (x *xlator) flowHash() uint32 {
 	var k flow.Key
 	x.key.ApplyMask(&m, &k)
 	return k.Hash()
+}
+
+// selectHash is what a select group picks its bucket by: with Open
+// vSwitch's selection_method=hash, a hash of the packet fields it names
+// (the bits their masks select, consulted), seeded with its parameter;
+// otherwise (dp_hash, or no method) flowHash. Pipeline fields are not
+// hashed, and a field the packet lacks hashes as what the key holds there.
+func (x *xlator) selectHash(sel *ofpwire.GroupSelection) uint32 {
+	if sel == nil || sel.Method != "hash" || len(sel.Fields) == 0 {
+		return x.flowHash()
+	}
+	var m flow.Mask
+	mw := m.Words()
+	for _, o := range sel.Fields {
+		if int(o.Field) >= len(fieldKeyBits()) {
+			continue
+		}
+		for i, kb := range fieldKeyBits()[o.Field] {
+			if kb.ok && i < 8*len(o.Value) && ofpwire.Bits(o.Value, i, 1) == 1 {
+				mw[kb.word] |= 1 << kb.bit
+			}
+		}
+	}
+	x.consult(&m)
+	var k flow.Key
+	x.key.ApplyMask(&m, &k)
+	h := uint64(k.Hash()) ^ sel.Param*0x9e3779b97f4a7c15
+	return uint32(h ^ h>>32)
 }
 
 // bucket runs one bucket's actions on a clone of the packet and, unless

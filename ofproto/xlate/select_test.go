@@ -179,3 +179,44 @@ func TestGroupSelectSharesPerProtocol(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupSelectionMethodHash: selection_method=hash with fields(ip_src)
+// picks the bucket from the source address alone: flows that differ in
+// anything else go to one bucket, the megaflow holds the source address
+// and no transport port, and sources spread over the buckets.
+func TestGroupSelectionMethodHash(t *testing.T) {
+	gt := pipeline.NewGroupTable()
+	gm := &ofpwire.GroupMod{Command: ofpwire.GroupAdd, Type: ofpwire.GroupTypeSelect, GroupID: 1,
+		Buckets:   []ofpwire.Bucket{bkt(out(2)), bkt(out(3)), bkt(out(4))},
+		Selection: &ofpwire.GroupSelection{Method: "hash", Fields: []ofpwire.OXM{ofpwire.NewOXM(ofpwire.XMTypeIPv4Src, []byte{255, 255, 255, 255})}}}
+	for i := range gm.Buckets {
+		gm.Buckets[i].Weight = 1
+	}
+	if _, err := gt.ApplyGroupMod(gm, t0); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	seen := map[uint32]bool{}
+	for src := uint32(1); src <= 300; src++ {
+		var port uint32
+		for i := range 5 {
+			k := ipv4Key()
+			k.IPv4Src, k.IPv4Dst, k.TpSrc, k.TpDst = src, r.Uint32(), uint16(r.Uint32()), uint16(r.Uint32())
+			res := translateGroups(t, ins(apply(grp(1))), gt, k, nil)
+			if len(res.Actions) != 1 {
+				t.Fatalf("select: %v", res.Actions)
+			}
+			if res.Mask.IPv4Src != ^uint32(0) || res.Mask.TpSrc != 0 || res.Mask.TpDst != 0 || res.Mask.IPv4Dst != 0 {
+				t.Fatalf("mask of a hash on ip_src: %+v", res.Mask)
+			}
+			if i > 0 && res.Actions[0].Port != port {
+				t.Fatalf("source %d went to ports %d and %d", src, port, res.Actions[0].Port)
+			}
+			port = res.Actions[0].Port
+		}
+		seen[port] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("300 sources reached %d of 3 buckets", len(seen))
+	}
+}
