@@ -305,6 +305,7 @@ const (
 	act10SetTPSrc = 9
 	act10SetTPDst = 10
 	act10Enqueue  = 11
+	act10Vendor   = 0xffff
 )
 
 func appendSetField13(b []byte, field uint32, val []byte) []byte {
@@ -336,6 +337,8 @@ func actions10to13(a []byte, ipProto byte) ([]byte, error) {
 			if t == act10Output {
 				want = 8
 			}
+		case act10Vendor:
+			want = n
 		}
 		if n != want {
 			return nil, errActionLen
@@ -369,6 +372,9 @@ func actions10to13(a []byte, ipProto byte) ([]byte, error) {
 				return nil, errMatchInconsistent
 			}
 			out = appendSetField13(out, field[t-act10SetTPSrc], act[4:6])
+		case act10Vendor:
+			// Open vSwitch's actions are laid out alike in 1.0 and 1.3.
+			out = append(out, act...)
 		case act10Enqueue:
 			out = append(out, 0, 21, 0, 8) // OFPAT_SET_QUEUE
 			out = append(out, act[12:16]...)
@@ -399,16 +405,28 @@ func actions13to10(a []byte) []byte {
 			}
 		case 18: // pop_vlan
 			out = append(out, 0, act10Strip, 0, 8, 0, 0, 0, 0)
+		case act10Vendor: // Open vSwitch's actions: the same in 1.0
+			out = append(out, act...)
 		case 25: // set_field
-			if len(act) < 8 || be.Uint32(act[4:])>>16 != 0x8000 {
+			if len(act) < 8 {
 				return true
 			}
 			h := be.Uint32(act[4:])
 			v := act[8:]
-			if int(h&0xff) > len(v) || h&0x100 != 0 {
+			if int(h&0xff) > len(v) {
+				return true
+			}
+			if h>>16 != 0x8000 || h&0x100 != 0 {
+				out = regLoad2(out, act[4:8+h&0xff]) // a register or a masked write
 				return true
 			}
 			v = v[:h&0xff]
+			before := len(out)
+			defer func() {
+				if len(out) == before { // no 1.0 action for the field
+					out = regLoad2(out, act[4:8+h&0xff])
+				}
+			}()
 			put := func(t uint16, val []byte) {
 				n := 8
 				if len(val) > 4 {
@@ -443,6 +461,15 @@ func actions13to10(a []byte) []byte {
 		return true
 	})
 	return out
+}
+
+// regLoad2 appends Open vSwitch's NXAST_REG_LOAD2 writing the OXM
+// (header and payload) oxm: a set-field as a 1.0 peer can receive it.
+func regLoad2(b, oxm []byte) []byte {
+	start := len(b)
+	b = nxHeader(b, 0, nxastRegLoad2)
+	b = append(b, oxm...)
+	return padAction(b, start)
 }
 
 // applyActions13 returns the actions of the apply-actions instruction in a
