@@ -75,3 +75,46 @@ func TestOvsOfctlNiciraPipeline(t *testing.T) {
 		})
 	}
 }
+
+// TestOvsOfctlOF10Pipeline: plain ovs-ofctl, which speaks OpenFlow 1.0 and
+// turns to Open vSwitch's NXM flow format (NXT_SET_FLOW_FORMAT,
+// NXT_FLOW_MOD, NXST_FLOW) for what a 1.0 match cannot hold, adds a
+// pipeline of registers, move, resubmit, learn and conjunction; diff-flows
+// finds the switch's tables equal to the file, traffic follows the
+// pipeline, and the learned flow shows in dump-flows.
+func TestOvsOfctlOF10Pipeline(t *testing.T) {
+	mb := newMeterBridge(t)
+	target := "unix:" + mb.sock
+	flows := []string{
+		"table=0,priority=10,udp,in_port=1,tp_dst=2000 actions=load:0x2a->NXM_NX_REG1[],move:NXM_OF_UDP_DST[]->NXM_NX_REG2[0..15],resubmit(,3)",
+		"table=3,priority=10,reg1=0x2a,reg2=0x7d0 actions=learn(table=5,hard_timeout=60,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[]),resubmit(,4)",
+		"table=4,priority=10,ip,nw_src=198.18.0.1 actions=conjunction(9,1/2)",
+		"table=4,priority=10,udp,tp_src=1000 actions=conjunction(9,2/2)",
+		"table=4,priority=10,conj_id=9 actions=output:2",
+	}
+	file := filepath.Join(t.TempDir(), "flows.txt")
+	if err := os.WriteFile(file, []byte(strings.Join(flows, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ovsOfctlIn(t, "", "add-flows", target, file)
+	if out, err := ovsOfctlMayFail(t, "diff-flows", target, file); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("diff-flows against the file: %v\n%s", err, out)
+	}
+	for i := range 3 {
+		if got := mb.forward(mb.p1, mb.p2, frame()); len(got) != 1 {
+			t.Fatalf("frame %d: %d frames on port 2, want 1 (registers, resubmit, conjunction)", i, len(got))
+		}
+	}
+	dump := ovsOfctlIn(t, "", "dump-flows", target)
+	for _, w := range []string{"NXST_FLOW", "reg1=0x2a,reg2=0x7d0", "conj_id=9", "learn(table=5",
+		"table=5, n_packets=0, n_bytes=0, hard_timeout=60, dl_dst=02:00:00:00:00:01 actions=output:1"} {
+		if !strings.Contains(dump, w) {
+			t.Errorf("dump-flows lacks %q:\n%s", w, dump)
+		}
+	}
+	// Deletes by a register match, in the NXM format too.
+	ovsOfctlIn(t, "", "del-flows", target, "table=3,reg1=0x2a")
+	if dump := ovsOfctlIn(t, "", "dump-flows", target, "table=3"); strings.Contains(dump, "reg1") {
+		t.Errorf("del-flows table=3,reg1=0x2a left:\n%s", dump)
+	}
+}

@@ -40,6 +40,13 @@ type Conn struct {
 	// packetIn2 says the peer asked for NXT_PACKET_IN2
 	// (NXT_SET_PACKET_IN_FORMAT).
 	packetIn2 atomic.Bool
+	// flowModTableID says NXT_FLOW_MOD's command carries the table
+	// (NXT_FLOW_MOD_TABLE_ID).
+	flowModTableID atomic.Bool
+	// nxStats is the xid of the statistics request being answered that
+	// came as NXST_FLOW or NXST_AGGREGATE (0: none); requests are
+	// answered one at a time, in order.
+	nxStats atomic.Uint32
 	// bundles are the bundles this connection has open (bundle.go); only
 	// the reader goroutine touches them, and they die with the connection.
 	bundles map[uint32]*openBundle
@@ -112,6 +119,9 @@ func (c *Conn) CloseReason() string {
 // replies are never dropped, so a peer that does not read only stalls its
 // own requests. It returns ErrClosed once the connection is closed.
 func (c *Conn) Send(xid uint32, msg ofpwire.Message) error {
+	if ok, err := c.sendNXStats(xid, msg); ok {
+		return err
+	}
 	b, err := ofpwire.EncodeIn(c.Version(), xid, msg)
 	if err != nil {
 		return err
@@ -303,8 +313,37 @@ func (c *Conn) serve() (handshaken bool) {
 			}
 			continue
 		}
+		if h.Version == ofpwire.Version10 && h.Type == stats10Request && ofpwire.IsNXStats(raw[ofpwire.HeaderLen:]) {
+			c.nxStats.Store(h.Transaction) // answered as NXST (Send)
+		}
 		c.dispatch(h.Transaction, msg, raw)
 	}
+}
+
+// stats10Request is OpenFlow 1.0's OFPT_STATS_REQUEST.
+const stats10Request = 16
+
+// sendNXStats sends a flow or aggregate statistics reply to a request
+// that came as NXST_FLOW or NXST_AGGREGATE (the NXM flow format), in
+// kind; ok false when xid is no such request.
+func (c *Conn) sendNXStats(xid uint32, msg ofpwire.Message) (ok bool, err error) {
+	r, isMP := msg.(*ofpwire.MultipartReply)
+	if !isMP || c.nxStats.Load() != xid || c.Version() != ofpwire.Version10 {
+		return false, nil
+	}
+	bs, err := ofpwire.EncodeNXStatsReply(xid, r)
+	if err != nil {
+		return true, err
+	}
+	if r.Flags&1 == 0 {
+		c.nxStats.CompareAndSwap(xid, 0)
+	}
+	for _, b := range bs {
+		if err := c.enqueue(b); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 func (c *Conn) received(h ofpwire.Header) {

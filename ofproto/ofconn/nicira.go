@@ -26,6 +26,8 @@ var errBadExpType = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.
 // nicira handles an NX message: NXT_SET_PACKET_IN_FORMAT chooses between
 // the standard format and NXT_PACKET_IN2 for the connection's
 // packet-ins; NXT_RESUME goes to the handler as an ofpwire.Resume;
+// NXT_FLOW_MOD (the NXM flow format of 1.0 peers) as the FlowMod it
+// means, with NXT_SET_FLOW_FORMAT and NXT_FLOW_MOD_TABLE_ID accepted;
 // NXT_CT_FLUSH_ZONE is
 // accepted and does nothing, as there is no connection tracker yet. Other
 // subtypes are BAD_EXPTYPE.
@@ -59,6 +61,31 @@ func (c *Conn) nicira(xid uint32, m *ofpwire.Experimenter, raw []byte) {
 		if err != nil {
 			c.replyErr(xid, err, raw)
 		}
+	case ofpwire.NXTSetFlowFormat:
+		if len(m.Data) != 4 {
+			c.replyErr(xid, &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadLen}, raw)
+			return
+		}
+		switch binary.BigEndian.Uint32(m.Data) {
+		case ofpwire.NXFlowFormatOF10, ofpwire.NXFlowFormatNXM:
+			// Flow-mods come as NXT_FLOW_MOD or OFPT_FLOW_MOD either
+			// way; only dump-flows depends on it (NXST_FLOW).
+		default:
+			c.replyErr(xid, &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCEperm}, raw)
+		}
+	case ofpwire.NXTFlowModTableID:
+		if len(m.Data) != 8 {
+			c.replyErr(xid, &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadLen}, raw)
+			return
+		}
+		c.flowModTableID.Store(m.Data[0] != 0)
+	case ofpwire.NXTFlowMod:
+		fm, err := ofpwire.ParseNXFlowMod(m.Data, c.flowModTableID.Load())
+		if err != nil {
+			c.replyErr(xid, err, raw)
+			return
+		}
+		c.dispatch(xid, fm, raw)
 	case nxtCTFlushZone:
 		if len(m.Data) != 8 {
 			c.replyErr(xid, &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadLen}, raw)

@@ -578,6 +578,9 @@ func upStats10(b []byte) ([]byte, error) {
 		return nil, errBadLen
 	}
 	mp := be.Uint16(b)
+	if mp == stats10Vendor {
+		return upNXStats10(b)
+	}
 	nb := append(append([]byte(nil), b[:4]...), 0, 0, 0, 0)
 	body := b[4:]
 	switch mp {
