@@ -20,7 +20,9 @@ import (
 // logical switches joined by a logical router, a port of each bound to a
 // veth port: ovn-controller marks both ovn-installed, the hosts ping each
 // other across the router and ping the router, a DHCP client gets its
-// address from ovn-controller (a paused pipeline, resumed), and ovn-controller's log
+// address from ovn-controller (a paused pipeline, resumed), a load
+// balancer's flows and groups install (ct_state matches, selection_method,
+// learn), and ovn-controller's log
 // holds no OpenFlow error (since 23.03.1 any error makes it reconnect and
 // reinstall everything, forever).
 func TestOVNChassis(t *testing.T) {
@@ -127,11 +129,23 @@ func TestOVNChassis(t *testing.T) {
 		t.Errorf("DHCP through ovn-controller: %v\n%s", err, lease)
 	}
 
+	// A load balancer with two backends (select group with
+	// selection_method, learn for hairpin replies, ct with nat): its flows
+	// must install without an OpenFlow error, though the traffic it
+	// balances needs connection tracking, which does not exist yet.
+	nbctl("lb-add", "lb0", "198.18.0.100:80", "198.18.1.2:8080,198.18.1.3:8080", "tcp")
+	nbctl("ls-lb-add", "ls0", "lb0")
+	nstest.Run(t, "ovn-nbctl", "--db="+nb, "--wait=hv", "--timeout=30", "sync")
+	groups := nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow15", "dump-groups", "br-int")
+	if !strings.Contains(groups, "type=select") {
+		t.Errorf("no select group for the load balancer:\n%s", groups)
+	}
+
 	flows := nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow15", "dump-flows", "br-int")
 	if n := strings.Count(flows, "\n"); n < 100 {
 		t.Errorf("br-int holds %d flows, want OVN's pipeline (100+):\n%s", n, flows)
 	}
-	for _, w := range []string{"resubmit(,", "ct(", "move:", "controller(userdata="} {
+	for _, w := range []string{"resubmit(,", "ct(", "move:", "controller(userdata=", "learn(", "group:"} {
 		if !strings.Contains(flows, w) {
 			t.Errorf("OVN's flows lack %q as ovs-ofctl prints them:\n%s", w, flows)
 		}

@@ -36,6 +36,7 @@
 package ofmatch
 
 import (
+	"bytes"
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
@@ -49,13 +50,36 @@ type Pipe struct {
 	Metadata uint64
 	Regs     [ofpwire.NumRegs]uint32
 	ConjID   uint32 // conj_id
+	// CT holds the conntrack fields (ct_state, ct_zone, ct_mark, ...),
+	// each at its ctFields place: zero for every packet until the switch
+	// has a connection tracker, so a match on them is a constant.
+	CT [ctLen]byte
 }
+
+// ctFields places the conntrack fields in Pipe.CT: offset and size (their
+// OXM payload).
+var ctFields = map[ofpwire.XMType][2]int{
+	ofpwire.XMTypeCTState: {0, 4}, ofpwire.XMTypeCTZone: {4, 2}, ofpwire.XMTypeCTNwProto: {6, 1},
+	ofpwire.XMTypeCTMark: {7, 4}, ofpwire.XMTypeCTLabel: {11, 16}, ofpwire.XMTypeCTNwSrc: {27, 4},
+	ofpwire.XMTypeCTNwDst: {31, 4}, ofpwire.XMTypeCTIPv6Src: {35, 16}, ofpwire.XMTypeCTIPv6Dst: {51, 16},
+	ofpwire.XMTypeCTTpSrc: {67, 2}, ofpwire.XMTypeCTTpDst: {69, 2},
+}
+
+// ctOrder is the order ToOXM gives the conntrack fields, Open vSwitch's.
+var ctOrder = []ofpwire.XMType{ofpwire.XMTypeCTState, ofpwire.XMTypeCTZone, ofpwire.XMTypeCTMark,
+	ofpwire.XMTypeCTLabel, ofpwire.XMTypeCTNwSrc, ofpwire.XMTypeCTNwDst, ofpwire.XMTypeCTIPv6Src,
+	ofpwire.XMTypeCTIPv6Dst, ofpwire.XMTypeCTNwProto, ofpwire.XMTypeCTTpSrc, ofpwire.XMTypeCTTpDst}
+
+const ctLen = 71
 
 // And returns p masked by m.
 func (p *Pipe) And(m *Pipe) Pipe {
 	r := Pipe{Metadata: p.Metadata & m.Metadata, ConjID: p.ConjID & m.ConjID}
 	for i := range r.Regs {
 		r.Regs[i] = p.Regs[i] & m.Regs[i]
+	}
+	for i := range r.CT {
+		r.CT[i] = p.CT[i] & m.CT[i]
 	}
 	return r
 }
@@ -70,6 +94,11 @@ func (p *Pipe) Covers(m *Pipe) bool {
 	}
 	for i := range m.Regs {
 		if m.Regs[i]&^p.Regs[i] != 0 {
+			return false
+		}
+	}
+	for i := range m.CT {
+		if m.CT[i]&^p.CT[i] != 0 {
 			return false
 		}
 	}
@@ -368,6 +397,15 @@ func (m *Match) set(o ofpwire.OXM) error {
 	case ofpwire.XMTypeIPv6ExtHeader:
 		k.IPv6ExtHdr, mk.IPv6ExtHdr = uint16(v), uint16(vm&0x1ff)
 	default:
+		if at, ok := ctFields[o.Field]; ok {
+			val, msk := o.Value, o.Mask
+			if !o.HasMask {
+				msk = allOnes16[:len(val)]
+			}
+			copy(m.Pipe.CT[at[0]:at[0]+at[1]], val)
+			copy(m.PipeMask.CT[at[0]:at[0]+at[1]], msk)
+			return nil
+		}
 		if first, count, ok := ofpwire.IsReg(o.Field); ok {
 			// Views of one register file: two fields covering one
 			// register are a duplicate, as in Open vSwitch.
@@ -389,11 +427,9 @@ func (m *Match) set(o ofpwire.OXM) error {
 	return nil
 }
 
-// matchable reports whether a match may name f: not the conntrack fields,
-// which no packet has a value of until there is a connection tracker.
-func matchable(f ofpwire.XMType) bool {
-	return f != ofpwire.XMTypeCTMark && f != ofpwire.XMTypeCTLabel
-}
+// matchable reports whether a match may name f: every field this switch
+// knows.
+func matchable(ofpwire.XMType) bool { return true }
 
 // KeyBits returns the key value and mask that field o (value and mask)
 // stands for, without the prerequisites or checks FromOXM applies: how
@@ -471,6 +507,16 @@ func ToOXM(m *Match) ofpwire.Match {
 	}
 	if m.PipeMask.ConjID != 0 {
 		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeConjID, uint64(m.ConjID)))
+	}
+	for _, f := range ctOrder {
+		at := ctFields[f]
+		v, mk := m.Pipe.CT[at[0]:at[0]+at[1]], m.PipeMask.CT[at[0]:at[0]+at[1]]
+		switch {
+		case string(mk) == string(allOnes16[:at[1]]):
+			fs = append(fs, ofpwire.NewOXM(f, bytes.Clone(v)))
+		case string(mk) != string(make([]byte, at[1])):
+			fs = append(fs, ofpwire.NewMaskedOXM(f, bytes.Clone(v), bytes.Clone(mk)))
+		}
 	}
 	if mk.EthDst != ([6]byte{}) {
 		fs = oxmMAC(fs, ofpwire.XMTypeEthDst, k.EthDst, mk.EthDst)

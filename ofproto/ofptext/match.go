@@ -1,6 +1,7 @@
 package ofptext
 
 import (
+	"bytes"
 	"fmt"
 	"math/bits"
 	"net/netip"
@@ -68,6 +69,15 @@ func FormatMatch(m *ofmatch.Match) string {
 			hasEth = false
 		}
 	}
+	// Open vSwitch prints the conntrack fields first, before the
+	// protocol keyword.
+	var lead []string
+	for _, o := range fs {
+		if t, ok := formatCTField(o); ok {
+			lead = append(lead, t)
+		}
+	}
+	out = append(lead, out...)
 	for i := 0; i < len(fs); i++ {
 		o := fs[i]
 		v, vm := o.Uint(), o.MaskUint()
@@ -535,6 +545,30 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 			err = parseExactInto(val, 8, icmpCode)
 		case "conj_id":
 			err = parseExact(val, 32, ofpwire.XMTypeConjID, setU)
+		case "ct_state":
+			var v, m uint64
+			if v, m, err = parseCTState(val); err == nil {
+				err = setU(ofpwire.XMTypeCTState, v, m)
+			}
+		case "ct_zone":
+			err = parseExact(val, 16, ofpwire.XMTypeCTZone, setU)
+		case "ct_nw_proto":
+			err = parseExact(val, 8, ofpwire.XMTypeCTNwProto, setU)
+		case "ct_mark":
+			err = parseMaskedUint(val, 32, func(v, m uint64) error { return setU(ofpwire.XMTypeCTMark, v, m) })
+		case "ct_tp_src", "ct_tp_dst":
+			f := map[string]ofpwire.XMType{"ct_tp_src": ofpwire.XMTypeCTTpSrc, "ct_tp_dst": ofpwire.XMTypeCTTpDst}[name]
+			err = parseMaskedUint(val, 16, func(v, m uint64) error { return setU(f, v, m) })
+		case "ct_nw_src":
+			err = parseIPv4(val, &fs[ofpwire.XMTypeCTNwSrc])
+		case "ct_nw_dst":
+			err = parseIPv4(val, &fs[ofpwire.XMTypeCTNwDst])
+		case "ct_ipv6_src":
+			err = parseIPv6(val, &fs[ofpwire.XMTypeCTIPv6Src])
+		case "ct_ipv6_dst":
+			err = parseIPv6(val, &fs[ofpwire.XMTypeCTIPv6Dst])
+		case "ct_label":
+			err = parseCTLabel(val, &fs[ofpwire.XMTypeCTLabel])
 		case "nw_ttl", "ip_ttl":
 			err = parseExact(val, 8, ofpwire.XMTypeIPTTL, setU)
 		case "nw_frag", "ip_frag":
@@ -880,4 +914,122 @@ func fragName(v, m uint64) string {
 		}
 	}
 	return fmt.Sprintf("%#x/%#x", v, m)
+}
+
+// ctStateNames are the ct_state flags by bit, as Open vSwitch names them.
+var ctStateNames = []string{"new", "est", "rel", "rpl", "inv", "trk", "snat", "dnat"}
+
+// parseCTState reads ct_state: flags (+trk-new...) or a number[/mask].
+func parseCTState(s string) (v, m uint64, err error) {
+	if s == "" || s[0] != '+' && s[0] != '-' {
+		err = parseMaskedUint(s, 32, func(a, b uint64) error { v, m = a, b; return nil })
+		return v, m, err
+	}
+	for s != "" {
+		on := s[0] == '+'
+		if s[0] != '+' && s[0] != '-' {
+			return 0, 0, matchErrorf("ct_state: %q is not +FLAG or -FLAG", s)
+		}
+		s = s[1:]
+		end := strings.IndexAny(s, "+-")
+		if end < 0 {
+			end = len(s)
+		}
+		bit := -1
+		for i, n := range ctStateNames {
+			if n == s[:end] {
+				bit = i
+			}
+		}
+		if bit < 0 {
+			return 0, 0, matchErrorf("ct_state: unknown flag %q", s[:end])
+		}
+		if m&(1<<bit) != 0 {
+			return 0, 0, matchErrorf("ct_state: %s given twice", s[:end])
+		}
+		m |= 1 << bit
+		if on {
+			v |= 1 << bit
+		}
+		s = s[end:]
+	}
+	return v, m, nil
+}
+
+// formatCTState prints ct_state as Open vSwitch does: flags in bit order,
+// a number for bits without a name.
+func formatCTState(v, m uint64) string {
+	if m&^0xff != 0 {
+		return hexMasked(v, m, 0xffffffff)
+	}
+	var b strings.Builder
+	for i, n := range ctStateNames {
+		if m&(1<<i) == 0 {
+			continue
+		}
+		if v&(1<<i) != 0 {
+			b.WriteString("+" + n)
+		} else {
+			b.WriteString("-" + n)
+		}
+	}
+	return b.String()
+}
+
+// parseCTLabel reads ct_label's 128-bit value[/mask].
+func parseCTLabel(s string, f *field) error {
+	vs, ms, masked := strings.Cut(s, "/")
+	v, err := parseWide(vs, 16)
+	if err != nil {
+		return matchErrorf("ct_label: %v", err)
+	}
+	m := bytes.Repeat([]byte{0xff}, 16)
+	if masked {
+		if m, err = parseWide(ms, 16); err != nil {
+			return matchErrorf("ct_label: %v", err)
+		}
+	}
+	return setBytes(f, v, m, masked)
+}
+
+// decMasked prints a number, with its mask in hex when it is not full.
+func decMasked(v, m, full uint64) string {
+	if m == full {
+		return strconv.FormatUint(v, 10)
+	}
+	return fmt.Sprintf("%#x/%#x", v, m)
+}
+
+// formatCTField prints a conntrack field; ok false for other fields.
+func formatCTField(o ofpwire.OXM) (string, bool) {
+	v, vm := o.Uint(), o.MaskUint()
+	switch o.Field {
+	case ofpwire.XMTypeCTState:
+		return "ct_state=" + formatCTState(v, vm), true
+	case ofpwire.XMTypeCTZone:
+		return "ct_zone=" + strconv.FormatUint(v, 10), true
+	case ofpwire.XMTypeCTNwProto:
+		return "ct_nw_proto=" + strconv.FormatUint(v, 10), true
+	case ofpwire.XMTypeCTMark:
+		return "ct_mark=" + hexMasked(v, vm, 0xffffffff), true
+	case ofpwire.XMTypeCTLabel:
+		l := "ct_label=" + formatWide(o.Value)
+		if o.HasMask && !allOnes(o.Mask) {
+			l += "/" + formatWide(o.Mask)
+		}
+		return l, true
+	case ofpwire.XMTypeCTNwSrc:
+		return "ct_nw_src=" + ipv4Masked(v, vm), true
+	case ofpwire.XMTypeCTNwDst:
+		return "ct_nw_dst=" + ipv4Masked(v, vm), true
+	case ofpwire.XMTypeCTIPv6Src:
+		return "ct_ipv6_src=" + ipv6Masked(o), true
+	case ofpwire.XMTypeCTIPv6Dst:
+		return "ct_ipv6_dst=" + ipv6Masked(o), true
+	case ofpwire.XMTypeCTTpSrc:
+		return "ct_tp_src=" + decMasked(v, vm, 0xffff), true
+	case ofpwire.XMTypeCTTpDst:
+		return "ct_tp_dst=" + decMasked(v, vm, 0xffff), true
+	}
+	return "", false
 }

@@ -64,11 +64,23 @@ const (
 	XMTypeIPTTL
 	// XMTypeIPFrag is NXM_NX_IP_FRAG: bit 0 a fragment, bit 1 a later one.
 	XMTypeIPFrag
-	// XMTypeCTMark and XMTypeCTLabel are NXM_NX_CT_MARK and _LABEL, which
-	// only ct's exec writes here (no match on them yet: there is no
-	// connection tracker to give them values).
+	// The conntrack fields: NXM_NX_CT_MARK (107) and _LABEL (108), which
+	// ct's exec writes, and NXM_NX_CT_STATE (105), _ZONE (106),
+	// _NW_PROTO (119), _NW_SRC (120), _NW_DST (121), _IPV6_SRC (122),
+	// _IPV6_DST (123), _TP_SRC (124), _TP_DST (125). All are matchable;
+	// every packet has them zero (untracked) until the switch has a
+	// connection tracker.
 	XMTypeCTMark
 	XMTypeCTLabel
+	XMTypeCTState
+	XMTypeCTZone
+	XMTypeCTNwProto
+	XMTypeCTNwSrc
+	XMTypeCTNwDst
+	XMTypeCTIPv6Src
+	XMTypeCTIPv6Dst
+	XMTypeCTTpSrc
+	XMTypeCTTpDst
 	// XMTypeConjID is NXM_NX_CONJ_ID: the id of the conjunctive match
 	// that matched (pipeline state; 0 until conjunctions are evaluated).
 	XMTypeConjID
@@ -82,7 +94,7 @@ const (
 
 // NumFields bounds every field number, basic or extension (untyped, for
 // array sizes and int comparisons alike).
-const NumFields = NumBasicFields + 11 + NumRegs + NumXRegs + NumXXRegs
+const NumFields = NumBasicFields + 20 + NumRegs + NumXRegs + NumXXRegs
 
 var _ = [1]int{}[int(XMTypeXXReg0)+NumXXRegs-NumFields] // NumFields counts every field above
 
@@ -106,6 +118,15 @@ var extFields = func() (fs [NumFields - NumBasicFields]extField) {
 	fs[XMTypeIPFrag-NumBasicFields] = extField{ClassNXM1, 26, fieldInfo{1, true, 3}}
 	fs[XMTypeCTMark-NumBasicFields] = extField{ClassNXM1, 107, fieldInfo{4, true, 0}}
 	fs[XMTypeCTLabel-NumBasicFields] = extField{ClassNXM1, 108, fieldInfo{16, true, 0}}
+	fs[XMTypeCTState-NumBasicFields] = extField{ClassNXM1, 105, fieldInfo{4, true, 0}}
+	fs[XMTypeCTZone-NumBasicFields] = extField{ClassNXM1, 106, fieldInfo{2, false, 0}}
+	fs[XMTypeCTNwProto-NumBasicFields] = extField{ClassNXM1, 119, fieldInfo{1, false, 0}}
+	fs[XMTypeCTNwSrc-NumBasicFields] = extField{ClassNXM1, 120, fieldInfo{4, true, 0}}
+	fs[XMTypeCTNwDst-NumBasicFields] = extField{ClassNXM1, 121, fieldInfo{4, true, 0}}
+	fs[XMTypeCTIPv6Src-NumBasicFields] = extField{ClassNXM1, 122, fieldInfo{16, true, 0}}
+	fs[XMTypeCTIPv6Dst-NumBasicFields] = extField{ClassNXM1, 123, fieldInfo{16, true, 0}}
+	fs[XMTypeCTTpSrc-NumBasicFields] = extField{ClassNXM1, 124, fieldInfo{2, true, 0}}
+	fs[XMTypeCTTpDst-NumBasicFields] = extField{ClassNXM1, 125, fieldInfo{2, true, 0}}
 	fs[XMTypeConjID-NumBasicFields] = extField{ClassNXM1, 37, fieldInfo{4, false, 0}}
 	for i := range NumRegs {
 		fs[XMTypeReg0+ofp.XMType(i)-NumBasicFields] = extField{ClassNXM1, ofp.XMType(i), fieldInfo{4, true, 0}}

@@ -245,6 +245,9 @@ func (t *table) probe(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *of
 			for i, r := range st.pipeMask.Regs {
 				wcPipe.Regs[i] |= r
 			}
+			for i, c := range st.pipeMask.CT {
+				wcPipe.CT[i] |= c
+			}
 		}
 		k.ApplyMask(&st.mask, &bk.key)
 		bk.pipe = pipe.And(&st.pipeMask)
