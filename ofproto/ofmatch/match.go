@@ -50,13 +50,51 @@ type Pipe struct {
 	Metadata uint64
 	Regs     [ofpwire.NumRegs]uint32
 	ConjID   uint32 // conj_id
-	// CT holds the conntrack fields (ct_state, ct_zone, ct_mark, ...),
-	// each at its ctFields place: zero for every packet until the switch
-	// has a connection tracker, so a match on them is a constant.
-	CT [ctLen]byte
 }
 
-// ctFields places the conntrack fields in Pipe.CT: offset and size (their
+// CTMatch is a match's constraint on the conntrack fields (ct_state,
+// ct_zone, ct_mark, ...), each at its ctFields place in Value and Mask
+// (Value masked). Every packet has those fields zero (untracked) until
+// the switch has a connection tracker, so the constraint is a constant:
+// it holds exactly when Value is zero. Few flows have one, so Match holds
+// it by pointer (nil: none), sparing every other flow its size.
+type CTMatch struct {
+	Value, Mask [ctLen]byte
+}
+
+// Holds reports whether a packet (whose conntrack fields are all zero)
+// meets c; a nil c always holds.
+func (c *CTMatch) Holds() bool { return c == nil || c.Value == [ctLen]byte{} }
+
+// Equal reports whether c and d constrain the same bits to the same
+// values (nil is no constraint).
+func (c *CTMatch) Equal(d *CTMatch) bool {
+	if c == nil || d == nil {
+		return c.isNone() && d.isNone()
+	}
+	return *c == *d
+}
+
+func (c *CTMatch) isNone() bool { return c == nil || c.Mask == [ctLen]byte{} }
+
+// Covers reports whether every packet state d admits, c admits too: c's
+// constraint is d's or looser (OpenFlow's non-strict selection).
+func (c *CTMatch) Covers(d *CTMatch) bool {
+	if c.isNone() {
+		return true
+	}
+	if d == nil {
+		return false
+	}
+	for i := range c.Mask {
+		if c.Mask[i]&^d.Mask[i] != 0 || d.Value[i]&c.Mask[i] != c.Value[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// ctFields places the conntrack fields in CTMatch: offset and size (their
 // OXM payload).
 var ctFields = map[ofpwire.XMType][2]int{
 	ofpwire.XMTypeCTState: {0, 4}, ofpwire.XMTypeCTZone: {4, 2}, ofpwire.XMTypeCTNwProto: {6, 1},
@@ -78,9 +116,6 @@ func (p *Pipe) And(m *Pipe) Pipe {
 	for i := range r.Regs {
 		r.Regs[i] = p.Regs[i] & m.Regs[i]
 	}
-	for i := range r.CT {
-		r.CT[i] = p.CT[i] & m.CT[i]
-	}
 	return r
 }
 
@@ -94,11 +129,6 @@ func (p *Pipe) Covers(m *Pipe) bool {
 	}
 	for i := range m.Regs {
 		if m.Regs[i]&^p.Regs[i] != 0 {
-			return false
-		}
-	}
-	for i := range m.CT {
-		if m.CT[i]&^p.CT[i] != 0 {
 			return false
 		}
 	}
@@ -123,12 +153,14 @@ type Match struct {
 	flow.Match
 	Pipe
 	PipeMask Pipe
+	// CT is the constraint on the conntrack fields (nil: none).
+	CT *CTMatch
 }
 
 // Matches reports whether a packet with key k, at a point of the pipeline
 // where its state is pipe, matches m.
 func (m *Match) Matches(k *flow.Key, pipe *Pipe) bool {
-	return pipe.And(&m.PipeMask) == m.Pipe && k.MatchesMasked(&m.Mask, &m.Key)
+	return m.CT.Holds() && pipe.And(&m.PipeMask) == m.Pipe && k.MatchesMasked(&m.Mask, &m.Key)
 }
 
 // TransportFields returns the OXM fields that hold the key's TpSrc and
@@ -402,8 +434,11 @@ func (m *Match) set(o ofpwire.OXM) error {
 			if !o.HasMask {
 				msk = allOnes16[:len(val)]
 			}
-			copy(m.Pipe.CT[at[0]:at[0]+at[1]], val)
-			copy(m.PipeMask.CT[at[0]:at[0]+at[1]], msk)
+			if m.CT == nil {
+				m.CT = &CTMatch{}
+			}
+			copy(m.CT.Value[at[0]:at[0]+at[1]], val)
+			copy(m.CT.Mask[at[0]:at[0]+at[1]], msk)
 			return nil
 		}
 		if first, count, ok := ofpwire.IsReg(o.Field); ok {
@@ -509,8 +544,11 @@ func ToOXM(m *Match) ofpwire.Match {
 		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeConjID, uint64(m.ConjID)))
 	}
 	for _, f := range ctOrder {
+		if m.CT == nil {
+			break
+		}
 		at := ctFields[f]
-		v, mk := m.Pipe.CT[at[0]:at[0]+at[1]], m.PipeMask.CT[at[0]:at[0]+at[1]]
+		v, mk := m.CT.Value[at[0]:at[0]+at[1]], m.CT.Mask[at[0]:at[0]+at[1]]
 		switch {
 		case string(mk) == string(allOnes16[:at[1]]):
 			fs = append(fs, ofpwire.NewOXM(f, bytes.Clone(v)))

@@ -62,3 +62,39 @@ func TestConjunctiveLookup(t *testing.T) {
 		t.Errorf("no clause: output %d, want 9", got)
 	}
 }
+
+// TestConntrackMatches: flows that differ only in their conntrack fields
+// are distinct entries; a packet (untracked until there is a connection
+// tracker: every ct field 0) takes the one whose constraint that meets,
+// and strict and non-strict deletes tell them apart.
+func TestConntrackMatches(t *testing.T) {
+	trk := func(v uint64) ofpwire.OXM { return oxmM(ofpwire.XMTypeCTState, v, 0x20) }
+	p := New(0)
+	mustApply(t, p, add(match(ipv4, trk(0x20)), 10, output(1))) // +trk
+	mustApply(t, p, add(match(ipv4, trk(0)), 10, output(2)))    // -trk
+	mustApply(t, p, add(match(ipv4, oxm(ofpwire.XMTypeCTMark, 7)), 20, output(3)))
+	if n := p.TableStats(0).Active; n != 3 {
+		t.Fatalf("%d entries, want 3 (ct constraints keep them apart)", n)
+	}
+	k := flow.Key{EthType: 0x0800}
+	e := p.Lookup(0, &k, &ofmatch.Pipe{}, nil, nil)
+	if e == nil || e.Instructions()[0].(*ofpwire.InstrApplyActions).Actions[0].(*ofpwire.ActionOutput).Port != 2 {
+		t.Fatalf("an untracked packet took %+v, want the -trk flow", e)
+	}
+	del := func(strict bool, m ofpwire.Match, prio uint16) int {
+		cmd := ofpwire.FlowDelete
+		if strict {
+			cmd = ofpwire.FlowDeleteStrict
+		}
+		return len(mustApply(t, p, &ofpwire.FlowMod{Command: cmd, Match: m, Priority: prio, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}))
+	}
+	if n := del(true, match(ipv4, trk(0x20)), 10); n != 1 {
+		t.Fatalf("strict delete of +trk removed %d", n)
+	}
+	if n := del(false, match(oxm(ofpwire.XMTypeCTMark, 7)), 0); n != 1 {
+		t.Fatalf("delete ct_mark=7 removed %d, want the one flow with it", n)
+	}
+	if e := p.Lookup(0, &k, &ofmatch.Pipe{}, nil, nil); e == nil || e.Priority != 10 {
+		t.Fatalf("the -trk flow is gone: %+v", e)
+	}
+}
