@@ -249,6 +249,13 @@ func (g diffGen) flows() []string {
 			if table > 0 && g.r.IntN(2) == 0 {
 				m = append(m, fmt.Sprintf("reg%d=%d", g.r.IntN(2), g.r.IntN(3)))
 			}
+			if table > 0 && g.r.IntN(4) == 0 {
+				m = append(m, fmt.Sprintf("metadata=%#x/0x3", g.r.IntN(4)))
+			}
+			tagged := table == 0 && g.r.IntN(4) == 0
+			if tagged {
+				m = append(m, "dl_vlan="+strconv.Itoa(1+g.r.IntN(3)))
+			}
 			var a []string
 			for k := g.r.IntN(4); k > 0; k-- {
 				// No learn here: Open vSwitch revalidates its datapath
@@ -256,12 +263,32 @@ func (g diffGen) flows() []string {
 				// right after one may still take megaflows from before
 				// it (this switch invalidates at once); learn has tests
 				// of its own.
-				switch g.r.IntN(10) {
+				switch g.r.IntN(14) {
+				case 10:
+					if proto != "" && proto != "arp" {
+						a = append(a, g.pick("mod_nw_src:"+g.pick(diffIPs...), "mod_nw_ttl:9"))
+					}
+				case 11:
+					if proto == "udp" || proto == "tcp" {
+						a = append(a, "mod_tp_src:"+g.pick(diffTPs...))
+					}
+				case 12:
+					a = append(a, "output:in_port")
+				case 13:
+					if tagged && !strings.Contains(strings.Join(a, ","), "strip_vlan") {
+						a = append(a, "strip_vlan")
+					} else {
+						a = append(a, "mod_dl_src:"+g.pick(diffMACs...))
+					}
 				case 6:
 					a = append(a, fmt.Sprintf("load:%d->NXM_NX_REG%d[%d..%d]", g.r.IntN(4), g.r.IntN(2), 0, 1+g.r.IntN(7)))
 				case 7:
-					if !strings.Contains(strings.Join(a, ","), "push_vlan") {
+					// Only onto untagged packets, once: Open vSwitch
+					// keeps at most two tags (a third push loses the
+					// innermost), this switch any number.
+					if !tagged && !strings.Contains(strings.Join(a, ","), "push_vlan") {
 						a = append(a, "push_vlan:0x8100,mod_vlan_vid:"+strconv.Itoa(1+g.r.IntN(3)))
+						m = append(m, "vlan_tci=0")
 					}
 				case 8:
 					a = append(a, "group:"+strconv.Itoa(1+g.r.IntN(2)))
@@ -288,6 +315,19 @@ func (g diffGen) flows() []string {
 			}
 			if table < 3 && g.r.IntN(2) == 0 {
 				a = append(a, fmt.Sprintf("resubmit(,%d)", table+1+g.r.IntN(3-table)))
+			}
+			// OpenFlow 1.3's instructions, in their order.
+			if g.r.IntN(4) == 0 {
+				a = append(a, "clear_actions")
+			}
+			if g.r.IntN(3) == 0 {
+				a = append(a, "write_actions(output:"+strconv.Itoa(1+g.r.IntN(diffPorts))+")")
+			}
+			if g.r.IntN(4) == 0 {
+				a = append(a, fmt.Sprintf("write_metadata:%#x/0x3", g.r.IntN(4)))
+			}
+			if table < 3 && g.r.IntN(3) == 0 && !strings.Contains(strings.Join(a, ","), "resubmit") {
+				a = append(a, fmt.Sprintf("goto_table:%d", table+1+g.r.IntN(3-table)))
 			}
 			if len(a) == 0 {
 				a = []string{"drop"}
@@ -332,6 +372,9 @@ func (g diffGen) packet(i int) []byte {
 		return b[:]
 	}
 	f := append(mac(g.pick(diffMACs...)), mac(g.pick(diffMACs...))...)
+	if g.r.IntN(5) == 0 { // an 802.1Q tag, VLAN 1-3
+		f = append(f, 0x81, 0x00, 0, byte(1+g.r.IntN(3)))
+	}
 	idx := binary.BigEndian.AppendUint32(nil, uint32(i))
 	if g.r.IntN(5) == 0 { // ARP request
 		f = append(f, 0x08, 0x06, 0, 1, 8, 0, 6, 4, 0, 1)
@@ -476,6 +519,9 @@ func byIndex(out map[int][][]byte) map[uint32][]string {
 // frameIndex finds the index a diffGen frame carries: the 4 bytes after
 // the ARP body, or at the end of the UDP/TCP payload.
 func frameIndex(f []byte) uint32 {
+	for len(f) >= 18 && binary.BigEndian.Uint16(f[12:]) == 0x8100 { // skip tags
+		f = append(f[:12:12], f[16:]...)
+	}
 	if len(f) >= 46 && binary.BigEndian.Uint16(f[12:]) == 0x0806 {
 		return binary.BigEndian.Uint32(f[42:])
 	}
