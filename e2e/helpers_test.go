@@ -81,22 +81,7 @@ type daemon struct {
 }
 
 // syncBuffer collects the daemon's log for failure messages.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = nstest.SyncBuffer
 
 // freeAddr returns a loopback address nothing listens on.
 func freeAddr(t *testing.T) string {

@@ -1,32 +1,14 @@
 package ofproto
 
 import (
-	"bytes"
 	"encoding/hex"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
-
-// syncBuffer is a bytes.Buffer a process writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestOvsOfctlPacketIn2: a controller that asks for NXT_PACKET_IN2 (the
 // real "ovs-ofctl -P nxt_packet_in2 monitor", as OVN's pinctrl does) gets
@@ -48,7 +30,7 @@ func TestOvsOfctlPacketIn2(t *testing.T) {
 		{"standard", []string{"OFPT_PACKET_IN", "cookie=0x99", "table_id=3", "reg0=0x5", "reg7=0xabc", "metadata=0x10", "in_port=1"}},
 	} {
 		t.Run(c.format, func(t *testing.T) {
-			var out syncBuffer
+			var out nstest.SyncBuffer
 			cmd := exec.Command("ovs-ofctl", "-O", "OpenFlow15", "-P", c.format, "monitor", target, "65535")
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Start(); err != nil {
@@ -121,7 +103,7 @@ func TestOvsOfctlResume(t *testing.T) {
 	if got := mb.forward(mb.p1, mb.p2, frame()); len(got) != 0 {
 		t.Fatalf("%d frames left a paused pipeline", len(got))
 	}
-	var out syncBuffer
+	var out nstest.SyncBuffer
 	cmd := exec.Command("ovs-ofctl", "-O", "OpenFlow15", "monitor", target, "65535", "resume")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
