@@ -273,7 +273,8 @@ func (g diffGen) flows() []string {
 						a = append(a, "mod_tp_src:"+g.pick(diffTPs...))
 					}
 				case 12:
-					a = append(a, "output:in_port")
+					a = append(a, g.pick("output:in_port",
+						fmt.Sprintf("set_field:%d->reg2,output:NXM_NX_REG2[0..15]", 1+g.r.IntN(diffPorts))))
 				case 13:
 					if tagged && !strings.Contains(strings.Join(a, ","), "strip_vlan") {
 						a = append(a, "strip_vlan")
@@ -428,7 +429,7 @@ func (g diffGen) packet(i int) []byte {
 // VSWITCH_DIFF_PIPELINES sets the number of pipelines (default 100, 100
 // packets each: 10,000 cases), VSWITCH_DIFF_SEED their seed. The grammar:
 // four tables of random matches (L2, IPv4, ARP, ports, registers) and
-// actions (output, registers by set_field, load and move, rewrites of L2,
+// actions (output, output:REG, registers by set_field, load and move, rewrites of L2,
 // L3 and L4 fields, dec_ttl, push_vlan, resubmit with and without an
 // in_port, all and indirect groups), a conjunctive match and table-miss
 // flows.

@@ -242,6 +242,17 @@ func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.A
 		if arg == "" {
 			return nil, fmt.Errorf("output needs a port")
 		}
+		if strings.Contains(arg, "[") {
+			// output:FIELD[range]: the port a subfield holds.
+			f, ofs, n, err := parseSubfield(arg)
+			if err != nil {
+				return nil, fmt.Errorf("output: %w", err)
+			}
+			if n > 64 {
+				return nil, fmt.Errorf("output: %s is wider than 64 bits", arg)
+			}
+			return one(&ofpwire.ActionOutputReg{Field: f, Ofs: uint16(ofs), NBits: uint16(n)})
+		}
 		p, err := parsePort(arg, ports)
 		if err != nil {
 			return nil, err

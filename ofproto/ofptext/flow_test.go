@@ -64,6 +64,8 @@ var corpus = []string{
 	"tcp,actions=learn(table=2,idle_timeout=10,fin_idle_timeout=1,fin_hard_timeout=2,priority=7,send_flow_rem,in_port=99,NXM_NX_REG0[0..7]=0x5,load:NXM_NX_REG1[]->NXM_NX_REG2[],load:0xabcdef->NXM_NX_XXREG0[0..63])",
 	"actions=learn(table=3,limit=10,result_dst=reg0[1],eth_dst=00:11:22:33:44:55)",
 	"ipv6,actions=learn(table=5,eth_type=0x86dd,ipv6_src=2001:db8::1,NXM_NX_IPV6_DST[],in_port=LOCAL,xxreg1=0x1,NXM_NX_REG3[4..7]=0xf,load:NXM_OF_IN_PORT[]->NXM_NX_REG5[0..15],output:NXM_NX_REG6[0..15])",
+	// output to the port a register holds.
+	"actions=set_field:0x2->reg1,output:NXM_NX_REG1[],output:NXM_NX_REG0[0..15]",
 	// The conntrack fields, as OVN's ACLs and load balancers match them.
 	"table=45,priority=4,ct_state=-new+est-rpl+trk,ct_mark=0/0x1,metadata=0x2,actions=set_field:0x100000000000000000000000000/0x100000000000000000000000000->xxreg0,resubmit(,46)",
 	"ip,ct_state=+trk+snat,ct_zone=5,ct_label=0x1/0x1,ct_nw_src=10.0.0.1,ct_nw_dst=10.0.0.0/8,ct_nw_proto=6,ct_tp_dst=80,actions=drop",
@@ -108,7 +110,7 @@ var corpus = []string{
 	"tcp,actions=fin_timeout(idle_timeout=3,hard_timeout=9),fin_timeout(hard_timeout=5),output:1",
 }
 
-const ovsComparable = 75
+const ovsComparable = 76
 
 func encode(t testing.TB, fm *ofpwire.FlowMod) []byte {
 	t.Helper()

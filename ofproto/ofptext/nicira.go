@@ -361,6 +361,8 @@ func formatNXAction(a ofpwire.Action) (string, bool) {
 		return formatLearn(a), true
 	case *ofpwire.ActionFinTimeout:
 		return formatFinTimeout(a), true
+	case *ofpwire.ActionOutputReg:
+		return "output:" + formatSubfield(a.Field, int(a.Ofs), int(a.NBits)), true
 	case *ofpwire.ActionConjunction:
 		return fmt.Sprintf("conjunction(%d,%d/%d)", a.ID, int(a.Clause)+1, a.NClauses), true
 	case *ofpwire.ActionClone:

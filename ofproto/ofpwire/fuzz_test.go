@@ -56,7 +56,8 @@ func FuzzDecode(f *testing.F) {
 					{NBits: 16, Imm: []byte{8, 0}, Dst: LearnDstMatch, DstField: ofp.XMTypeEthType},
 					{NBits: 3, Imm: []byte{5}, Dst: LearnDstLoad, DstField: XMTypeReg0 + 2, DstOfs: 4},
 					{NBits: 16, SrcField: XMTypeInPort16, Dst: LearnDstOutput}}},
-			&ActionFinTimeout{IdleTimeout: 1, HardTimeout: 2}}}}}
+			&ActionFinTimeout{IdleTimeout: 1, HardTimeout: 2},
+			&ActionOutputReg{Field: XMTypeReg0 + 1, NBits: 16}}}}}
 	for _, v := range []uint8{Version, Version15} {
 		b, err := EncodeIn(v, 7, nx)
 		if err != nil {

@@ -6,8 +6,8 @@ import (
 	"github.com/netrack/openflow/ofp"
 )
 
-// Open vSwitch's learn (NXAST_LEARN, NXAST_LEARN2) and fin_timeout
-// (NXAST_FIN_TIMEOUT) actions. learn builds a flow from the packet being
+// Open vSwitch's learn (NXAST_LEARN, NXAST_LEARN2), fin_timeout
+// (NXAST_FIN_TIMEOUT) and output_reg (NXAST_OUTPUT_REG) actions. learn builds a flow from the packet being
 // processed and adds it (or refreshes it, when the same flow exists) to
 // a table: OVN learns its load-balancer hairpin and affinity flows so,
 // and the classic MAC-learning recipe is one learn action.
@@ -187,6 +187,9 @@ func parseNXLearn(st uint16, a []byte) (Action, bool, error) {
 	case nxastLearn, nxastLearn2:
 		l, err := parseLearn(st == nxastLearn2, a)
 		return l, true, err
+	case nxastOutputReg:
+		o, err := parseOutputReg(a)
+		return o, true, err
 	}
 	return nil, false, nil
 }
@@ -289,4 +292,56 @@ func learnSubfield(p *[]byte, nbits uint16) (ofp.XMType, uint16, error) {
 		return 0, 0, errActionArg
 	}
 	return f, ofs, nil
+}
+
+// nxastOutputReg is NXAST_OUTPUT_REG: output to the port a subfield holds.
+const nxastOutputReg = 15
+
+// ActionOutputReg outputs to the port NBits bits of Field from bit Ofs
+// hold (a 16-bit OpenFlow port number: 0xff00 and up are the reserved
+// ports; a larger value outputs nothing), as Open vSwitch's
+// output:FIELD[range]. MaxLen is for output to the controller.
+type ActionOutputReg struct {
+	Field      ofp.XMType
+	Ofs, NBits uint16
+	MaxLen     uint16
+}
+
+// ActionType implements Action.
+func (*ActionOutputReg) ActionType() ofp.ActionType { return ofp.ActionTypeExperimenter }
+
+func (a *ActionOutputReg) appendTo(b []byte) ([]byte, error) {
+	h, err := fieldHeader(a.Field)
+	if err != nil {
+		return b, err
+	}
+	if a.NBits == 0 || a.NBits > 64 || int(a.Ofs)+int(a.NBits) > FieldBits(a.Field) {
+		return b, fmt.Errorf("ofpwire: output_reg of bits %d+%d of field %d", a.Ofs, a.NBits, a.Field)
+	}
+	b = nxHeader(b, 24, nxastOutputReg)
+	b = be.AppendUint16(b, a.Ofs<<6|(a.NBits-1))
+	b = be.AppendUint32(b, h)
+	b = be.AppendUint16(b, a.MaxLen)
+	return appendZeros(b, 6), nil
+}
+
+func parseOutputReg(a []byte) (Action, error) {
+	if len(a) != 24 {
+		return nil, errActionLen
+	}
+	on := be.Uint16(a[10:])
+	f, err := fieldByHeader(be.Uint32(a[12:]))
+	if err != nil {
+		return nil, err
+	}
+	o := &ActionOutputReg{Field: f, Ofs: on >> 6, NBits: on&0x3f + 1, MaxLen: be.Uint16(a[16:])}
+	if int(o.Ofs)+int(o.NBits) > FieldBits(f) {
+		return nil, errActionArg
+	}
+	for _, c := range a[18:] {
+		if c != 0 {
+			return nil, errActionArg
+		}
+	}
+	return o, nil
 }

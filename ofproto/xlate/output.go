@@ -7,6 +7,7 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/normal"
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
 
@@ -266,4 +267,23 @@ func (x *xlator) retag(cur *tagState, want tagState) error {
 	}
 	*cur = want
 	return err
+}
+
+// outputReg outputs to the port a subfield holds (output:FIELD[range]):
+// a 16-bit OpenFlow port number, reserved ports from 0xff00, as in Open
+// vSwitch; a value past 16 bits outputs nothing. The bits read join the
+// mask when they are the packet's.
+func (x *xlator) outputReg(a *ofpwire.ActionOutputReg, table uint8, miss bool) error {
+	size := ofpwire.FieldBits(a.Field) / 8
+	sel := make([]byte, size)
+	ofpwire.PutBits(sel, int(a.Ofs), int(a.NBits), ^uint64(0))
+	v := ofpwire.Bits(x.fieldValue(a.Field, sel), int(a.Ofs), int(a.NBits))
+	if v > 0xffff {
+		return nil
+	}
+	port := ofpwire.PortNo(ofmatch.InPort32(uint16(v)))
+	if port == 0 || port == ofpwire.PortAny || port > ofpwire.PortMax && port < ofpwire.PortIn {
+		return nil // no such port: nothing is sent
+	}
+	return x.output(&ofpwire.ActionOutput{Port: port, MaxLen: a.MaxLen}, table, miss)
 }

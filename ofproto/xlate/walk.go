@@ -251,6 +251,8 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 		return x.clone(a.Actions, table, miss, false)
 	case *ofpwire.ActionLearn:
 		return x.learn(a)
+	case *ofpwire.ActionOutputReg:
+		return x.outputReg(a, table, miss)
 	case *ofpwire.ActionFinTimeout:
 		// Accepted; timeouts are not shortened by FIN or RST yet.
 		return nil
