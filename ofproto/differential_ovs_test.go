@@ -246,6 +246,9 @@ func (g diffGen) flows() []string {
 			if (proto == "udp" || proto == "tcp") && g.r.IntN(2) == 0 {
 				m = append(m, g.pick("tp_src=", "tp_dst=")+g.pick(diffTPs...))
 			}
+			if proto == "tcp" && g.r.IntN(3) == 0 {
+				m = append(m, "tcp_flags="+g.pick("+syn", "-syn", "+ack", "+syn-ack", "+fin", "0x004/0x0ff"))
+			}
 			if table > 0 && g.r.IntN(2) == 0 {
 				m = append(m, fmt.Sprintf("reg%d=%d", g.r.IntN(2), g.r.IntN(3)))
 			}
@@ -399,7 +402,8 @@ func (g diffGen) packet(i int) []byte {
 		l4 = binary.BigEndian.AppendUint16(l4, uint16(8+len(idx)))
 		l4 = append(l4, 0, 0)
 	} else {
-		l4 = append(l4, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0)
+		flags := []byte{0x02, 0x10, 0x12, 0x11, 0x04}[g.r.IntN(5)] // SYN, ACK, SYN+ACK, FIN+ACK, RST
+		l4 = append(l4, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, flags, 0xff, 0xff, 0, 0, 0, 0)
 	}
 	l4 = append(l4, idx...)
 	iph := []byte{0x45, 0, 0, 0, 0, 0, 0, 0, 64, proto, 0, 0}
@@ -428,7 +432,7 @@ func (g diffGen) packet(i int) []byte {
 // pipeline goes into both with the real ovs-ofctl from one file.
 // VSWITCH_DIFF_PIPELINES sets the number of pipelines (default 100, 100
 // packets each: 10,000 cases), VSWITCH_DIFF_SEED their seed. The grammar:
-// four tables of random matches (L2, IPv4, ARP, ports, registers) and
+// four tables of random matches (L2, IPv4, ARP, ports, TCP flags, registers) and
 // actions (output, output:REG, registers by set_field, load and move, rewrites of L2,
 // L3 and L4 fields, dec_ttl, push_vlan, resubmit with and without an
 // in_port, all and indirect groups), a conjunctive match and table-miss

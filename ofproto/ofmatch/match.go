@@ -343,6 +343,8 @@ func (m *Match) set(o ofpwire.OXM) error {
 		k.NwTTL, mk.NwTTL = uint8(v), 0xff
 	case ofpwire.XMTypeIPFrag:
 		k.NwFrag, mk.NwFrag = uint8(v&vm), uint8(vm&3)
+	case ofpwire.XMTypeTCPFlags:
+		k.TCPFlags, mk.TCPFlags = uint16(v&vm), uint16(vm&0x0fff)
 	case ofpwire.XMTypeMetadata:
 		m.Metadata, m.PipeMask.Metadata = v, vm
 	case ofpwire.XMTypeConjID:
@@ -674,6 +676,9 @@ func ToOXM(m *Match) ofpwire.Match {
 	}
 	if ip && mk.NwFrag != 0 {
 		fs = oxmUint(fs, ofpwire.XMTypeIPFrag, uint64(k.NwFrag), uint64(mk.NwFrag), 3)
+	}
+	if mk.TCPFlags != 0 {
+		fs = oxmUint(fs, ofpwire.XMTypeTCPFlags, uint64(k.TCPFlags), uint64(mk.TCPFlags), 0x0fff)
 	}
 	for i, rm := range m.PipeMask.Regs {
 		if rm != 0 {

@@ -64,6 +64,10 @@ var corpus = []string{
 	"tcp,actions=learn(table=2,idle_timeout=10,fin_idle_timeout=1,fin_hard_timeout=2,priority=7,send_flow_rem,in_port=99,NXM_NX_REG0[0..7]=0x5,load:NXM_NX_REG1[]->NXM_NX_REG2[],load:0xabcdef->NXM_NX_XXREG0[0..63])",
 	"actions=learn(table=3,limit=10,result_dst=reg0[1],eth_dst=00:11:22:33:44:55)",
 	"ipv6,actions=learn(table=5,eth_type=0x86dd,ipv6_src=2001:db8::1,NXM_NX_IPV6_DST[],in_port=LOCAL,xxreg1=0x1,NXM_NX_REG3[4..7]=0xf,load:NXM_OF_IN_PORT[]->NXM_NX_REG5[0..15],output:NXM_NX_REG6[0..15])",
+	// tcp_flags, as flags and as a number.
+	"tcp,tp_dst=80,tcp_flags=+syn-ack,actions=drop",
+	"tcp6,tcp_flags=0x002/0x0ff,actions=drop",
+	"tcp,tcp_flags=0x800/0x800,actions=drop",
 	// output to the port a register holds.
 	"actions=set_field:0x2->reg1,output:NXM_NX_REG1[],output:NXM_NX_REG0[0..15]",
 	// The conntrack fields, as OVN's ACLs and load balancers match them.
@@ -110,7 +114,7 @@ var corpus = []string{
 	"tcp,actions=fin_timeout(idle_timeout=3,hard_timeout=9),fin_timeout(hard_timeout=5),output:1",
 }
 
-const ovsComparable = 76
+const ovsComparable = 79
 
 func encode(t testing.TB, fm *ofpwire.FlowMod) []byte {
 	t.Helper()

@@ -173,6 +173,8 @@ func FormatMatch(m *ofmatch.Match) string {
 			out = append(out, "conj_id="+strconv.FormatUint(v, 10))
 		case ofpwire.XMTypeIPFrag:
 			out = append(out, "nw_frag="+fragName(v, vm))
+		case ofpwire.XMTypeTCPFlags:
+			out = append(out, "tcp_flags="+formatFlagBits(tcpFlagNames, v, vm, 0x0fff))
 		case ofpwire.XMTypeTunIPv4Src:
 			out = append(out, "tun_src="+ipv4Masked(v, vm))
 		case ofpwire.XMTypeTunIPv4Dst:
@@ -545,6 +547,11 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 			err = parseExactInto(val, 8, icmpCode)
 		case "conj_id":
 			err = parseExact(val, 32, ofpwire.XMTypeConjID, setU)
+		case "tcp_flags":
+			var v, m uint64
+			if v, m, err = parseTCPFlags(val); err == nil {
+				err = setU(ofpwire.XMTypeTCPFlags, v, m)
+			}
 		case "ct_state":
 			var v, m uint64
 			if v, m, err = parseCTState(val); err == nil {
@@ -919,16 +926,31 @@ func fragName(v, m uint64) string {
 // ctStateNames are the ct_state flags by bit, as Open vSwitch names them.
 var ctStateNames = []string{"new", "est", "rel", "rpl", "inv", "trk", "snat", "dnat"}
 
+// tcpFlagNames are the TCP flags by bit, as Open vSwitch names them.
+var tcpFlagNames = []string{"fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr", "ns"}
+
 // parseCTState reads ct_state: flags (+trk-new...) or a number[/mask].
 func parseCTState(s string) (v, m uint64, err error) {
+	return parseFlagBits("ct_state", ctStateNames, 32, s)
+}
+
+// parseTCPFlags reads tcp_flags: flags (+syn-ack...) or a number[/mask].
+func parseTCPFlags(s string) (v, m uint64, err error) {
+	v, m, err = parseFlagBits("tcp_flags", tcpFlagNames, 12, s)
+	return v, m & 0x0fff, err
+}
+
+// parseFlagBits reads +FLAG-FLAG... (names by bit) or a number[/mask] of
+// width bits.
+func parseFlagBits(field string, names []string, width int, s string) (v, m uint64, err error) {
 	if s == "" || s[0] != '+' && s[0] != '-' {
-		err = parseMaskedUint(s, 32, func(a, b uint64) error { v, m = a, b; return nil })
+		err = parseMaskedUint(s, width, func(a, b uint64) error { v, m = a, b; return nil })
 		return v, m, err
 	}
 	for s != "" {
 		on := s[0] == '+'
 		if s[0] != '+' && s[0] != '-' {
-			return 0, 0, matchErrorf("ct_state: %q is not +FLAG or -FLAG", s)
+			return 0, 0, matchErrorf("%s: %q is not +FLAG or -FLAG", field, s)
 		}
 		s = s[1:]
 		end := strings.IndexAny(s, "+-")
@@ -936,16 +958,23 @@ func parseCTState(s string) (v, m uint64, err error) {
 			end = len(s)
 		}
 		bit := -1
-		for i, n := range ctStateNames {
+		for i, n := range names {
 			if n == s[:end] {
 				bit = i
 			}
 		}
+		// A bit without a name is written [HEX] (its value), as Open
+		// vSwitch prints it.
+		if h, ok := strings.CutPrefix(s[:end], "["); ok && strings.HasSuffix(h, "]") {
+			if x, err := strconv.ParseUint(strings.TrimSuffix(h, "]"), 16, 64); err == nil && x != 0 && x&(x-1) == 0 && x < 1<<width {
+				bit = bits.TrailingZeros64(x)
+			}
+		}
 		if bit < 0 {
-			return 0, 0, matchErrorf("ct_state: unknown flag %q", s[:end])
+			return 0, 0, matchErrorf("%s: unknown flag %q", field, s[:end])
 		}
 		if m&(1<<bit) != 0 {
-			return 0, 0, matchErrorf("ct_state: %s given twice", s[:end])
+			return 0, 0, matchErrorf("%s: %s given twice", field, s[:end])
 		}
 		m |= 1 << bit
 		if on {
@@ -958,14 +987,19 @@ func parseCTState(s string) (v, m uint64, err error) {
 
 // formatCTState prints ct_state as Open vSwitch does: flags in bit order,
 // a number for bits without a name.
-func formatCTState(v, m uint64) string {
-	if m&^0xff != 0 {
-		return hexMasked(v, m, 0xffffffff)
-	}
+func formatCTState(v, m uint64) string { return formatFlagBits(ctStateNames, v, m, 0xffffffff) }
+
+// formatFlagBits prints +FLAG-FLAG... for the bits m covers (names by
+// bit; [HEX] for a bit without a name), as Open vSwitch does.
+func formatFlagBits(names []string, v, m, full uint64) string {
 	var b strings.Builder
-	for i, n := range ctStateNames {
-		if m&(1<<i) == 0 {
+	for i := 0; i < 64; i++ {
+		if m&full&(1<<i) == 0 {
 			continue
+		}
+		n := fmt.Sprintf("[%x]", uint64(1)<<i)
+		if i < len(names) {
+			n = names[i]
 		}
 		if v&(1<<i) != 0 {
 			b.WriteString("+" + n)

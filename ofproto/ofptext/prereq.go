@@ -24,6 +24,7 @@ var prereqHints = map[ofpwire.XMType]string{
 	ofpwire.XMTypeIPv4Dst:       "ip or arp",
 	ofpwire.XMTypeTCPSrc:        "tcp or tcp6",
 	ofpwire.XMTypeTCPDst:        "tcp or tcp6",
+	ofpwire.XMTypeTCPFlags:      "tcp or tcp6",
 	ofpwire.XMTypeUDPSrc:        "udp or udp6",
 	ofpwire.XMTypeUDPDst:        "udp or udp6",
 	ofpwire.XMTypeSCTPSrc:       "sctp or sctp6",

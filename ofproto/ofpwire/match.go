@@ -81,6 +81,10 @@ const (
 	XMTypeCTIPv6Dst
 	XMTypeCTTpSrc
 	XMTypeCTTpDst
+	// XMTypeTCPFlags is NXM_NX_TCP_FLAGS (34), OpenFlow 1.5's
+	// OXM_OF_TCP_FLAGS (basic 42) read as the same field: the 12 flag
+	// bits of a TCP header.
+	XMTypeTCPFlags
 	// XMTypeConjID is NXM_NX_CONJ_ID: the id of the conjunctive match
 	// that matched (pipeline state; 0 until conjunctions are evaluated).
 	XMTypeConjID
@@ -92,9 +96,17 @@ const (
 	XMTypeXXReg0 = XMTypeXReg0 + NumXRegs
 )
 
+// oxmTCPFlags15 is OpenFlow 1.5's OXM_OF_TCP_FLAGS, past 1.3's basic
+// fields; 1.3 has it as ONF's experimenter field of the same number.
+const (
+	oxmTCPFlags15     = 42
+	classExperimenter = 0xffff
+	onfExperimenter   = 0x4f4e4600
+)
+
 // NumFields bounds every field number, basic or extension (untyped, for
 // array sizes and int comparisons alike).
-const NumFields = NumBasicFields + 20 + NumRegs + NumXRegs + NumXXRegs
+const NumFields = NumBasicFields + 21 + NumRegs + NumXRegs + NumXXRegs
 
 var _ = [1]int{}[int(XMTypeXXReg0)+NumXXRegs-NumFields] // NumFields counts every field above
 
@@ -127,6 +139,7 @@ var extFields = func() (fs [NumFields - NumBasicFields]extField) {
 	fs[XMTypeCTIPv6Dst-NumBasicFields] = extField{ClassNXM1, 123, fieldInfo{16, true, 0}}
 	fs[XMTypeCTTpSrc-NumBasicFields] = extField{ClassNXM1, 124, fieldInfo{2, true, 0}}
 	fs[XMTypeCTTpDst-NumBasicFields] = extField{ClassNXM1, 125, fieldInfo{2, true, 0}}
+	fs[XMTypeTCPFlags-NumBasicFields] = extField{ClassNXM1, 34, fieldInfo{2, true, 0x0fff}}
 	fs[XMTypeConjID-NumBasicFields] = extField{ClassNXM1, 37, fieldInfo{4, false, 0}}
 	for i := range NumRegs {
 		fs[XMTypeReg0+ofp.XMType(i)-NumBasicFields] = extField{ClassNXM1, ofp.XMType(i), fieldInfo{4, true, 0}}
@@ -386,12 +399,24 @@ func parseOXM(b []byte) (OXM, int, error) {
 	if plen > len(b)-4 {
 		return OXM{}, 0, errMatchLen
 	}
+	if o.Class == classExperimenter && o.Field == oxmTCPFlags15 && plen >= 4 && be.Uint32(b[4:]) == onfExperimenter {
+		// OpenFlow 1.3's tcp_flags, ONF's experimenter field (EXT-109),
+		// as ovs-ofctl sends it: the same field, behind 4 bytes of
+		// experimenter id.
+		o2, n, err := parseOXM(append(be.AppendUint32(nil, uint32(ClassNXM1)<<16|34<<9|hdr&0x1ff-4), b[8:4+plen]...))
+		if err != nil {
+			return OXM{}, 0, err
+		}
+		return o2, n + 4, nil
+	}
 	if o.Class != ofp.XMClassOpenflowBasic {
 		f, ok := extByWire(o.Class, o.Field)
 		if !ok {
 			return OXM{}, 0, errMatchField
 		}
 		o.Field = f
+	} else if o.Field == oxmTCPFlags15 {
+		o.Class, o.Field = ClassNXM1, XMTypeTCPFlags
 	} else if int(o.Field) >= NumBasicFields {
 		return OXM{}, 0, errMatchField
 	}
@@ -580,6 +605,8 @@ func prereqOK(m Match, f ofp.XMType) bool {
 		return ethTypeIs(m, header.EtherTypeMPLS, header.EtherTypeMPLSMcast)
 	case XMTypeIPTTL, XMTypeIPFrag:
 		return ethTypeIs(m, header.EtherTypeIPv4, header.EtherTypeIPv6)
+	case XMTypeTCPFlags:
+		return ipProtoIs(m, header.IPProtoTCP)
 	case ofp.XMTypePBBISID:
 		return ethTypeIs(m, header.EtherTypePBB)
 	}
