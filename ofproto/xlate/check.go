@@ -130,8 +130,22 @@ func checkAction(a ofpwire.Action, packetOut bool) error {
 		}
 	case *ofpwire.ActionLearn:
 		return checkLearn(a)
+	case *ofpwire.ActionRegMove:
+		if !writable(a.Dst) {
+			return badAction(ofpwire.BACBadSetArgument)
+		}
+	case *ofpwire.ActionStack:
+		if a.Pop && !writable(a.Field) {
+			return badAction(ofpwire.BACBadSetArgument)
+		}
 	}
 	return nil
+}
+
+// writable reports whether move, pop and learn's load may write field f:
+// what set-field may, and the pipeline fields and NXM_OF_IN_PORT.
+func writable(f ofpwire.XMType) bool {
+	return pipeField(f) && f != ofpwire.XMTypeConjID || f == ofpwire.XMTypeInPort16 || settable(f)
 }
 
 // checkLearn refuses a learn action whose flows could never be added: a
@@ -143,7 +157,7 @@ func checkLearn(l *ofpwire.ActionLearn) error {
 		return badAction(ofpwire.BACBadArgument)
 	}
 	for _, s := range l.Specs {
-		if s.Dst == ofpwire.LearnDstLoad && !pipeField(s.DstField) && s.DstField != ofpwire.XMTypeInPort16 && !settable(s.DstField) {
+		if s.Dst == ofpwire.LearnDstLoad && !writable(s.DstField) {
 			return badAction(ofpwire.BACBadSetType)
 		}
 	}

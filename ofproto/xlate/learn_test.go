@@ -159,10 +159,19 @@ func TestLearnChecks(t *testing.T) {
 		{"load into a read-only field", &ofpwire.ActionLearn{TableID: 1, Specs: []ofpwire.LearnSpec{
 			{NBits: 8, Imm: []byte{1}, Dst: ofpwire.LearnDstLoad, DstField: ofpwire.XMTypeIPv6ExtHeader}}}, ofpwire.BACBadSetType},
 		{"table past the last", &ofpwire.ActionLearn{TableID: 254}, ofpwire.BACBadArgument},
+		{"load into tcp_flags", &ofpwire.ActionLearn{TableID: 1, Specs: []ofpwire.LearnSpec{
+			{NBits: 8, Imm: []byte{1}, Dst: ofpwire.LearnDstLoad, DstField: ofpwire.XMTypeTCPFlags}}}, ofpwire.BACBadSetType},
 	} {
 		var oe *ofpwire.OFPError
 		if err := CheckActions([]ofpwire.Action{c.l}, false); !errors.As(err, &oe) || oe.Code != c.code {
 			t.Errorf("%s: %v, want BAD_ACTION code %d", c.name, err, c.code)
+		}
+	}
+	for _, f := range []ofpwire.XMType{ofpwire.XMTypeTCPFlags, ofpwire.XMTypeCTState, ofpwire.XMTypeCTZone} {
+		size, _, _ := ofpwire.FieldSize(f)
+		var oe *ofpwire.OFPError
+		if err := CheckActions([]ofpwire.Action{&ofpwire.ActionSetField{Field: ofpwire.NewOXM(f, make([]byte, size))}}, false); !errors.As(err, &oe) || oe.Code != ofpwire.BACBadSetType {
+			t.Errorf("set_field on read-only field %d: %v", f, err)
 		}
 	}
 	ok := &ofpwire.ActionLearn{TableID: 1, Specs: []ofpwire.LearnSpec{

@@ -27,7 +27,12 @@ var ones6 = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 func settable(f ofpwire.XMType) bool {
 	switch f {
 	case ofpwire.XMTypeInPort, ofpwire.XMTypeInPhyPort, ofpwire.XMTypeIPv6ExtHeader, ofpwire.XMTypeTunFlags,
-		ofpwire.XMTypeIPFrag, ofpwire.XMTypeCTMark, ofpwire.XMTypeCTLabel, ofpwire.XMTypeConjID:
+		ofpwire.XMTypeIPFrag, ofpwire.XMTypeCTMark, ofpwire.XMTypeCTLabel, ofpwire.XMTypeConjID,
+		ofpwire.XMTypeCTState, ofpwire.XMTypeCTZone, ofpwire.XMTypeCTNwProto, ofpwire.XMTypeCTNwSrc,
+		ofpwire.XMTypeCTNwDst, ofpwire.XMTypeCTIPv6Src, ofpwire.XMTypeCTIPv6Dst, ofpwire.XMTypeCTTpSrc,
+		ofpwire.XMTypeCTTpDst, ofpwire.XMTypeTCPFlags:
+		// Read-only (the conntrack fields and tcp_flags, as in Open
+		// vSwitch; ct_mark and ct_label are written by ct's exec only).
 		return false
 	}
 	return int(f) < ofpwire.NumFields
