@@ -134,11 +134,13 @@ func TestOVNChassis(t *testing.T) {
 	// ovn-controller reconnects and reinstalls, and traffic flows again.
 	d.kill9()
 	d.start("--db", srv.db())
-	nstest.WaitFor(t, 30*time.Second, "ping across the router after kill -9", func() bool {
-		_, err := a.NS.Output("ping", "-c", "1", "-W", "1", b.IP)
-		return err == nil
+	// The ports come back and ovn-controller reinstalls its flows on its
+	// own schedule: wait (bounded) until both directions answer.
+	nstest.WaitFor(t, 30*time.Second, "ping both ways across the router after kill -9", func() bool {
+		_, err1 := a.NS.Output("ping", "-c", "1", "-W", "1", b.IP)
+		_, err2 := b.NS.Output("ping", "-c", "1", "-W", "1", a.IP)
+		return err1 == nil && err2 == nil
 	})
-	nstest.Ping(t, b.NS, a.IP)
 
 	// A load balancer with two backends (select group with
 	// selection_method, learn for hairpin replies, ct with nat): its flows
