@@ -255,6 +255,9 @@ func (g diffGen) flows() []string {
 			if table > 0 && g.r.IntN(4) == 0 {
 				m = append(m, fmt.Sprintf("metadata=%#x/0x3", g.r.IntN(4)))
 			}
+			if table > 0 && g.r.IntN(5) == 0 {
+				m = append(m, fmt.Sprintf("pkt_mark=%#x", g.r.IntN(3)))
+			}
 			tagged := table == 0 && g.r.IntN(4) == 0
 			if tagged {
 				m = append(m, "dl_vlan="+strconv.Itoa(1+g.r.IntN(3)))
@@ -266,7 +269,7 @@ func (g diffGen) flows() []string {
 				// right after one may still take megaflows from before
 				// it (this switch invalidates at once); learn has tests
 				// of its own.
-				switch g.r.IntN(14) {
+				switch g.r.IntN(15) {
 				case 10:
 					if proto != "" && proto != "arp" {
 						a = append(a, g.pick("mod_nw_src:"+g.pick(diffIPs...), "mod_nw_ttl:9"))
@@ -278,6 +281,8 @@ func (g diffGen) flows() []string {
 				case 12:
 					a = append(a, g.pick("output:in_port",
 						fmt.Sprintf("set_field:%d->reg2,output:NXM_NX_REG2[0..15]", 1+g.r.IntN(diffPorts))))
+				case 14:
+					a = append(a, fmt.Sprintf("set_field:%#x->pkt_mark", g.r.IntN(3)))
 				case 13:
 					if tagged && !strings.Contains(strings.Join(a, ","), "strip_vlan") {
 						a = append(a, "strip_vlan")
@@ -432,7 +437,7 @@ func (g diffGen) packet(i int) []byte {
 // pipeline goes into both with the real ovs-ofctl from one file.
 // VSWITCH_DIFF_PIPELINES sets the number of pipelines (default 100, 100
 // packets each: 10,000 cases), VSWITCH_DIFF_SEED their seed. The grammar:
-// four tables of random matches (L2, IPv4, ARP, ports, TCP flags, registers) and
+// four tables of random matches (L2, IPv4, ARP, ports, TCP flags, registers, pkt_mark) and
 // actions (output, output:REG, registers by set_field, load and move, rewrites of L2,
 // L3 and L4 fields, dec_ttl, push_vlan, resubmit with and without an
 // in_port, all and indirect groups), a conjunctive match and table-miss

@@ -167,6 +167,8 @@ func packetOutPipe(m ofpwire.Match, key *flow.Key) ofmatch.Pipe {
 		switch o.Field {
 		case ofpwire.XMTypeMetadata:
 			p.Metadata = o.Uint()
+		case ofpwire.XMTypePktMark:
+			p.PktMark = uint32(o.Uint())
 		case ofpwire.XMTypeTunnelID:
 			key.TunnelID = o.Uint()
 		case ofpwire.XMTypeTunIPv4Src, ofpwire.XMTypeTunIPv4Dst, ofpwire.XMTypeTunIPv6Src, ofpwire.XMTypeTunIPv6Dst:
@@ -242,6 +244,9 @@ func PacketIn(cp datapath.ControllerPacket, ctx *xlate.PacketInContext, nonce ui
 		pi.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeMetadata, cp.Metadata))
 	}
 	if ctx != nil {
+		if ctx.Pipe.PktMark != 0 {
+			pi.Match.Add(ofpwire.OXMUint(ofpwire.XMTypePktMark, uint64(ctx.Pipe.PktMark)))
+		}
 		for i, r := range ctx.Pipe.Regs {
 			if r != 0 {
 				pi.Match.Add(ofpwire.OXMUint(ofpwire.XMTypeReg0+ofpwire.XMType(i), uint64(r)))

@@ -50,6 +50,7 @@ type Pipe struct {
 	Metadata uint64
 	Regs     [ofpwire.NumRegs]uint32
 	ConjID   uint32 // conj_id
+	PktMark  uint32 // pkt_mark
 }
 
 // CTMatch is a match's constraint on the conntrack fields (ct_state,
@@ -112,7 +113,7 @@ const ctLen = 71
 
 // And returns p masked by m.
 func (p *Pipe) And(m *Pipe) Pipe {
-	r := Pipe{Metadata: p.Metadata & m.Metadata, ConjID: p.ConjID & m.ConjID}
+	r := Pipe{Metadata: p.Metadata & m.Metadata, ConjID: p.ConjID & m.ConjID, PktMark: p.PktMark & m.PktMark}
 	for i := range r.Regs {
 		r.Regs[i] = p.Regs[i] & m.Regs[i]
 	}
@@ -124,7 +125,7 @@ func (p *Pipe) IsZero() bool { return *p == Pipe{} }
 
 // Covers reports whether every bit of m is in p (p, m masks).
 func (p *Pipe) Covers(m *Pipe) bool {
-	if m.Metadata&^p.Metadata != 0 || m.ConjID&^p.ConjID != 0 {
+	if m.Metadata&^p.Metadata != 0 || m.ConjID&^p.ConjID != 0 || m.PktMark&^p.PktMark != 0 {
 		return false
 	}
 	for i := range m.Regs {
@@ -349,6 +350,8 @@ func (m *Match) set(o ofpwire.OXM) error {
 		m.Metadata, m.PipeMask.Metadata = v, vm
 	case ofpwire.XMTypeConjID:
 		m.ConjID, m.PipeMask.ConjID = uint32(v), ^uint32(0)
+	case ofpwire.XMTypePktMark:
+		m.Pipe.PktMark, m.PipeMask.PktMark = uint32(v&vm), uint32(vm)
 	case ofpwire.XMTypeEthDst:
 		k.EthDst, mk.EthDst = mac(o)
 	case ofpwire.XMTypeEthSrc:
@@ -544,6 +547,9 @@ func ToOXM(m *Match) ofpwire.Match {
 	}
 	if m.PipeMask.ConjID != 0 {
 		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeConjID, uint64(m.ConjID)))
+	}
+	if m.PipeMask.PktMark != 0 {
+		fs = oxmUint(fs, ofpwire.XMTypePktMark, uint64(m.Pipe.PktMark), uint64(m.PipeMask.PktMark), 0xffffffff)
 	}
 	for _, f := range ctOrder {
 		if m.CT == nil {

@@ -68,6 +68,8 @@ var corpus = []string{
 	"tcp,tp_dst=80,tcp_flags=+syn-ack,actions=drop",
 	"tcp6,tcp_flags=0x002/0x0ff,actions=drop",
 	"tcp,tcp_flags=0x800/0x800,actions=drop",
+	// pkt_mark: matched and written.
+	"pkt_mark=0x5/0xff,actions=set_field:0x7->pkt_mark,load:0x1->NXM_NX_PKT_MARK[0..3],output:1",
 	// output to the port a register holds.
 	"actions=set_field:0x2->reg1,output:NXM_NX_REG1[],output:NXM_NX_REG0[0..15]",
 	// The conntrack fields, as OVN's ACLs and load balancers match them.
@@ -114,7 +116,7 @@ var corpus = []string{
 	"tcp,actions=fin_timeout(idle_timeout=3,hard_timeout=9),fin_timeout(hard_timeout=5),output:1",
 }
 
-const ovsComparable = 79
+const ovsComparable = 80
 
 func encode(t testing.TB, fm *ofpwire.FlowMod) []byte {
 	t.Helper()

@@ -69,9 +69,14 @@ func FormatMatch(m *ofmatch.Match) string {
 			hasEth = false
 		}
 	}
-	// Open vSwitch prints the conntrack fields first, before the
-	// protocol keyword.
+	// Open vSwitch prints pkt_mark and the conntrack fields first,
+	// before the protocol keyword.
 	var lead []string
+	for _, o := range fs {
+		if o.Field == ofpwire.XMTypePktMark {
+			lead = append(lead, "pkt_mark="+hexMasked(o.Uint(), o.MaskUint(), 0xffffffff))
+		}
+	}
 	for _, o := range fs {
 		if t, ok := formatCTField(o); ok {
 			lead = append(lead, t)
@@ -547,6 +552,8 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 			err = parseExactInto(val, 8, icmpCode)
 		case "conj_id":
 			err = parseExact(val, 32, ofpwire.XMTypeConjID, setU)
+		case "pkt_mark":
+			err = parseMaskedUint(val, 32, func(v, m uint64) error { return setU(ofpwire.XMTypePktMark, v, m) })
 		case "tcp_flags":
 			var v, m uint64
 			if v, m, err = parseTCPFlags(val); err == nil {

@@ -40,6 +40,7 @@ var subfieldNames = func() map[ofpwire.XMType][]string {
 		ofpwire.XMTypeInPort16: {"NXM_OF_IN_PORT", "in_port"}, ofpwire.XMTypeIPTTL: {"NXM_NX_IP_TTL", "nw_ttl"},
 		ofpwire.XMTypeIPFrag: {"NXM_NX_IP_FRAG", "nw_frag"},
 		ofpwire.XMTypeCTMark: {"NXM_NX_CT_MARK", "ct_mark"}, ofpwire.XMTypeCTLabel: {"NXM_NX_CT_LABEL", "ct_label"},
+		ofpwire.XMTypePktMark: {"NXM_NX_PKT_MARK", "pkt_mark"},
 	}
 	for i := range ofpwire.NumRegs {
 		m[ofpwire.XMTypeReg0+ofpwire.XMType(i)] = []string{fmt.Sprintf("NXM_NX_REG%d", i), fmt.Sprintf("reg%d", i)}

@@ -85,6 +85,9 @@ const (
 	// OXM_OF_TCP_FLAGS (basic 42) read as the same field: the 12 flag
 	// bits of a TCP header.
 	XMTypeTCPFlags
+	// XMTypePktMark is NXM_NX_PKT_MARK (33): a 32-bit mark the pipeline
+	// gives a packet (zero when it arrives; pipeline state here).
+	XMTypePktMark
 	// XMTypeConjID is NXM_NX_CONJ_ID: the id of the conjunctive match
 	// that matched (pipeline state; 0 until conjunctions are evaluated).
 	XMTypeConjID
@@ -106,7 +109,7 @@ const (
 
 // NumFields bounds every field number, basic or extension (untyped, for
 // array sizes and int comparisons alike).
-const NumFields = NumBasicFields + 21 + NumRegs + NumXRegs + NumXXRegs
+const NumFields = NumBasicFields + 22 + NumRegs + NumXRegs + NumXXRegs
 
 var _ = [1]int{}[int(XMTypeXXReg0)+NumXXRegs-NumFields] // NumFields counts every field above
 
@@ -140,6 +143,7 @@ var extFields = func() (fs [NumFields - NumBasicFields]extField) {
 	fs[XMTypeCTTpSrc-NumBasicFields] = extField{ClassNXM1, 124, fieldInfo{2, true, 0}}
 	fs[XMTypeCTTpDst-NumBasicFields] = extField{ClassNXM1, 125, fieldInfo{2, true, 0}}
 	fs[XMTypeTCPFlags-NumBasicFields] = extField{ClassNXM1, 34, fieldInfo{2, true, 0x0fff}}
+	fs[XMTypePktMark-NumBasicFields] = extField{ClassNXM1, 33, fieldInfo{4, true, 0}}
 	fs[XMTypeConjID-NumBasicFields] = extField{ClassNXM1, 37, fieldInfo{4, false, 0}}
 	for i := range NumRegs {
 		fs[XMTypeReg0+ofp.XMType(i)-NumBasicFields] = extField{ClassNXM1, ofp.XMType(i), fieldInfo{4, true, 0}}

@@ -278,7 +278,7 @@ func packetOutPipeField(f ofp.XMType) bool {
 		return true
 	}
 	switch f {
-	case ofp.XMTypeMetadata, ofp.XMTypeTunnelID, XMTypeTunIPv4Src, XMTypeTunIPv4Dst, XMTypeTunIPv6Src, XMTypeTunIPv6Dst:
+	case ofp.XMTypeMetadata, ofp.XMTypeTunnelID, XMTypeTunIPv4Src, XMTypeTunIPv4Dst, XMTypeTunIPv6Src, XMTypeTunIPv6Dst, XMTypePktMark:
 		return true
 	}
 	return false

@@ -253,6 +253,7 @@ func (t *table) probe(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *of
 		if wcPipe != nil {
 			wcPipe.Metadata |= st.pipeMask.Metadata
 			wcPipe.ConjID |= st.pipeMask.ConjID
+			wcPipe.PktMark |= st.pipeMask.PktMark
 			for i, r := range st.pipeMask.Regs {
 				wcPipe.Regs[i] |= r
 			}

@@ -72,13 +72,16 @@ var fieldKeyBits = sync.OnceValue(func() (t [ofpwire.NumFields][]keyBit) {
 // pipeField reports whether f is pipeline state: metadata or a register.
 func pipeField(f ofpwire.XMType) bool {
 	_, _, reg := ofpwire.IsReg(f)
-	return reg || f == ofpwire.XMTypeMetadata || f == ofpwire.XMTypeConjID
+	return reg || f == ofpwire.XMTypeMetadata || f == ofpwire.XMTypeConjID || f == ofpwire.XMTypePktMark
 }
 
 // pipeValue returns pipeline field f's value as its OXM payload.
 func (x *xlator) pipeValue(f ofpwire.XMType) []byte {
 	if f == ofpwire.XMTypeConjID {
 		return binary.BigEndian.AppendUint32(nil, x.pipe.ConjID)
+	}
+	if f == ofpwire.XMTypePktMark {
+		return binary.BigEndian.AppendUint32(nil, x.pipe.PktMark)
 	}
 	if f == ofpwire.XMTypeMetadata {
 		b := make([]byte, 8)
@@ -95,8 +98,12 @@ func (x *xlator) pipeValue(f ofpwire.XMType) []byte {
 
 // setPipeValue stores pipeline field f from its OXM payload.
 func (x *xlator) setPipeValue(f ofpwire.XMType, b []byte) {
-	if f == ofpwire.XMTypeMetadata {
+	switch f {
+	case ofpwire.XMTypeMetadata:
 		x.pipe.Metadata = ofpwire.Bits(b, 0, 64)
+		return
+	case ofpwire.XMTypePktMark:
+		x.pipe.PktMark = uint32(ofpwire.Bits(b, 0, 32))
 		return
 	}
 	first, count, _ := ofpwire.IsReg(f)
