@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
 
@@ -275,22 +276,13 @@ func formatLearnValue(f ofpwire.XMType, imm []byte) string {
 	copy(v[size-min(size, len(imm)):], imm[max(0, len(imm)-size):])
 	switch {
 	case f == ofpwire.XMTypeInPort16:
-		return portName(portFrom16(uint16(v[0])<<8 | uint16(v[1])))
+		return portName(ofpwire.PortNo(ofmatch.InPort32(uint16(v[0])<<8 | uint16(v[1]))))
 	case kindOf(f) != kindNum:
 		return formatFieldValue(ofpwire.NewOXM(f, v))
 	case learnHexField(f) || size > 8:
 		return formatWide(v)
 	}
 	return strconv.FormatUint(ofpwire.Bits(v, 0, 8*size), 10)
-}
-
-// portFrom16 widens an OpenFlow 1.0 port number: 0xff00 and above are the
-// reserved ports.
-func portFrom16(p uint16) ofpwire.PortNo {
-	if p >= 0xff00 {
-		return ofpwire.PortNo(0xffff0000 | uint32(p))
-	}
-	return ofpwire.PortNo(p)
 }
 
 // parseFinTimeout reads fin_timeout(idle_timeout=N,hard_timeout=N).

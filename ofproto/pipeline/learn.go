@@ -23,13 +23,7 @@ import (
 func (p *Pipeline) Learn(fm *ofpwire.FlowMod, now time.Time) (e *Entry, changed bool, err error) {
 	p.mu.Lock()
 	e, changed, err = p.learnLocked(fm, now)
-	if changed {
-		p.gen.Add(1)
-	}
-	p.mu.Unlock()
-	if changed && p.OnChange != nil {
-		p.OnChange()
-	}
+	p.unlockChanged(changed)
 	return e, changed, err
 }
 

@@ -373,9 +373,15 @@ func cookieMatches(e *Entry, cookie, mask uint64) bool {
 // MODIFY and DELETE; out_port/out_group filter DELETE only. Entries keep
 // fm.Instructions: the caller must not modify that slice afterwards.
 func (p *Pipeline) Apply(fm *ofpwire.FlowMod, now time.Time) (removed []*Entry, err error) {
-	changed := false
 	p.mu.Lock()
-	removed, changed, err = p.applyLocked(fm, now)
+	removed, changed, err := p.applyLocked(fm, now)
+	p.unlockChanged(changed)
+	return removed, err
+}
+
+// unlockChanged ends a change made under the write lock: when the tables
+// changed, the generation moves and, once unlocked, OnChange is called.
+func (p *Pipeline) unlockChanged(changed bool) {
 	if changed {
 		p.gen.Add(1)
 	}
@@ -383,7 +389,6 @@ func (p *Pipeline) Apply(fm *ofpwire.FlowMod, now time.Time) (removed []*Entry, 
 	if changed && p.OnChange != nil {
 		p.OnChange()
 	}
-	return removed, err
 }
 
 // checkMod checks fm's command, table and flags.
@@ -495,13 +500,7 @@ func (p *Pipeline) Reinstall(fm *ofpwire.FlowMod, st EntryState) error {
 			err = p.add(fm, &m, st.Created, &st)
 		}
 	}
-	if err == nil {
-		p.gen.Add(1)
-	}
-	p.mu.Unlock()
-	if err == nil && p.OnChange != nil {
-		p.OnChange()
-	}
+	p.unlockChanged(err == nil)
 	return err
 }
 
@@ -591,13 +590,7 @@ func (p *Pipeline) removeIf(gone func(e *Entry) (ofpwire.FlowRemovedReason, bool
 		}
 	}
 	out = p.deleteLearnedLocked(out)
-	if len(out) > 0 {
-		p.gen.Add(1)
-	}
-	p.mu.Unlock()
-	if len(out) > 0 && p.OnChange != nil {
-		p.OnChange()
-	}
+	p.unlockChanged(len(out) > 0)
 	return out
 }
 

@@ -119,16 +119,21 @@ func (x *xlator) learnSource(s *ofpwire.LearnSpec) []byte {
 	if s.Imm != nil {
 		return s.Imm
 	}
-	size := ofpwire.FieldBits(s.SrcField) / 8
-	sel := make([]byte, size)
-	for done := 0; done < int(s.NBits); done += 64 {
-		ofpwire.PutBits(sel, int(s.SrcOfs)+done, min(64, int(s.NBits)-done), ^uint64(0))
+	return x.subfield(s.SrcField, int(s.SrcOfs), int(s.NBits))
+}
+
+// subfield reads n bits of field f from bit ofs, right-aligned in (n+7)/8
+// bytes, consulting exactly those bits when they are the packet's.
+func (x *xlator) subfield(f ofpwire.XMType, ofs, n int) []byte {
+	sel := make([]byte, ofpwire.FieldBits(f)/8)
+	v := make([]byte, (n+7)/8)
+	for done := 0; done < n; done += 64 {
+		ofpwire.PutBits(sel, ofs+done, min(64, n-done), ^uint64(0))
 	}
-	src := x.fieldValue(s.SrcField, sel)
-	v := make([]byte, (int(s.NBits)+7)/8)
-	for done := 0; done < int(s.NBits); done += 64 {
-		c := min(64, int(s.NBits)-done)
-		ofpwire.PutBits(v, done, c, ofpwire.Bits(src, int(s.SrcOfs)+done, c))
+	src := x.fieldValue(f, sel)
+	for done := 0; done < n; done += 64 {
+		c := min(64, n-done)
+		ofpwire.PutBits(v, done, c, ofpwire.Bits(src, ofs+done, c))
 	}
 	return v
 }

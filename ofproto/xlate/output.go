@@ -274,10 +274,7 @@ func (x *xlator) retag(cur *tagState, want tagState) error {
 // vSwitch; a value past 16 bits outputs nothing. The bits read join the
 // mask when they are the packet's.
 func (x *xlator) outputReg(a *ofpwire.ActionOutputReg, table uint8, miss bool) error {
-	size := ofpwire.FieldBits(a.Field) / 8
-	sel := make([]byte, size)
-	ofpwire.PutBits(sel, int(a.Ofs), int(a.NBits), ^uint64(0))
-	v := ofpwire.Bits(x.fieldValue(a.Field, sel), int(a.Ofs), int(a.NBits))
+	v := ofpwire.Bits(x.subfield(a.Field, int(a.Ofs), int(a.NBits)), 0, int(a.NBits))
 	if v > 0xffff {
 		return nil
 	}
