@@ -65,11 +65,12 @@ func (p *PMD) drainRecirc() (upcalled bool) {
 
 // reextract parses the packet's frame afresh for its next pass, keeping
 // what the frame does not carry: the input port, the tunnel metadata
-// (as the actions left it) and the recirc_id the recirc action stored.
+// (as the actions left it), the conntrack state a ct action set and the
+// recirc_id the recirc action stored.
 func reextract(pkt *packet.Packet) {
-	id, tid, tun := pkt.Key.RecircID, pkt.Key.TunnelID, pkt.Key.Tun
+	id, tid, tun, ct := pkt.Key.RecircID, pkt.Key.TunnelID, pkt.Key.Tun, pkt.Key.CT
 	flow.Extract(pkt.Data(), pkt.InPort, &pkt.Key, &pkt.Offsets)
-	pkt.Key.RecircID, pkt.Key.TunnelID, pkt.Key.Tun = id, tid, tun
+	pkt.Key.RecircID, pkt.Key.TunnelID, pkt.Key.Tun, pkt.Key.CT = id, tid, tun, ct
 	pkt.KeyValid = true
 	pkt.HashValid = false
 }

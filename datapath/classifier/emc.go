@@ -29,7 +29,7 @@ const DefaultEMCInsertInvProb = 100
 // the 32-bit hash.
 const maxEMCEntries = 1 << 24
 
-// emcSlot is 192 bytes, three cache lines (the slot array is big enough
+// emcSlot is 256 bytes, four cache lines (the slot array is big enough
 // to be page-aligned). The value, the short flag and the key's first
 // flow.ShortWords words share the first line, so a hit on a short key
 // touches one line of slot memory plus the hash line.
@@ -46,7 +46,7 @@ type emcSlot[V any] struct {
 // compares and one key compare, far less than a megaflow lookup.
 //
 // The 32-bit hashes live in their own compact array, so a miss usually reads
-// only that array and never the 128-byte slots.
+// only that array and never the slots.
 //
 // An EMC belongs to one PMD and is not safe for concurrent use.
 type EMC[V any] struct {

@@ -27,7 +27,8 @@ const (
 // IsShort reports whether every word of k from ShortWords on is zero.
 func (k *Key) IsShort() bool {
 	w := k.Words()
-	return w[6]|w[7]|w[8]|w[9]|w[10]|w[11]|w[12]|w[13]|w[14]|w[15]|w[16]|w[17]|w[18]|w[19]|w[20] == 0
+	return w[6]|w[7]|w[8]|w[9]|w[10]|w[11]|w[12]|w[13]|w[14]|w[15]|w[16]|w[17]|w[18]|w[19]|w[20]|
+		w[21]|w[22]|w[23]|w[24]|w[25]|w[26]|w[27]|w[28] == 0
 }
 
 // EqualShort reports whether two short keys (IsShort) are identical: for
@@ -110,7 +111,7 @@ func ExtractFast(data []byte, inPort uint32, k *Key, off *Offsets) (hash uint32,
 	kw[0], kw[1], kw[2], kw[3], kw[4], kw[5] = w0, w1, w2, 0, w4, w5
 	clear(kw[ShortWords:])
 	off.L3, off.L4 = 14, 34
-	// Hash with words 3 and 6-20 zero: lanes 3 and 4 vanish, and so do
+	// Hash with words 3 and 6-28 zero: lanes 3 and 4 vanish, and so do
 	// the zero terms of the others. Must stay Hash's function.
 	rl := bits.RotateLeft64
 	l0 := (w0 ^ rl(w1, 17)) * hashM0

@@ -28,7 +28,7 @@ func TestKeyLayout(t *testing.T) {
 		{"IPv4Src", 32}, {"IPv4Dst", 36}, {"TpSrc", 40}, {"TpDst", 42}, {"IPv6Label", 44},
 		{"IPv6Src", 48}, {"IPv6Dst", 64}, {"NDTarget", 80},
 		{"ArpSHA", 96}, {"IPv6ExtHdr", 102}, {"ArpTHA", 104}, {"RecircID", 110},
-		{"MPLSLse", 112}, {"PBBISID", 116}, {"TunnelID", 120}, {"Tun", 128},
+		{"MPLSLse", 112}, {"PBBISID", 116}, {"TunnelID", 120}, {"Tun", 128}, {"CT", 168},
 	}
 	got := map[string]uintptr{
 		"InPort": unsafe.Offsetof(k.InPort), "EthType": unsafe.Offsetof(k.EthType),
@@ -44,6 +44,7 @@ func TestKeyLayout(t *testing.T) {
 		"ArpTHA": unsafe.Offsetof(k.ArpTHA), "RecircID": unsafe.Offsetof(k.RecircID),
 		"MPLSLse": unsafe.Offsetof(k.MPLSLse), "PBBISID": unsafe.Offsetof(k.PBBISID),
 		"TunnelID": unsafe.Offsetof(k.TunnelID), "Tun": unsafe.Offsetof(k.Tun),
+		"CT": unsafe.Offsetof(k.CT),
 	}
 	for _, w := range want {
 		if got[w.name] != w.off {
@@ -79,6 +80,19 @@ func TestKeyLayout(t *testing.T) {
 	}
 	if tend != 40 || unsafe.Sizeof(Tunnel{}) != 40 {
 		t.Errorf("Tunnel is %d bytes (fields end at %d), want 40", unsafe.Sizeof(Tunnel{}), tend)
+	}
+	// Nor Conntrack.
+	ct := reflect.TypeOf(Conntrack{})
+	cend := uintptr(0)
+	for i := 0; i < ct.NumField(); i++ {
+		f := ct.Field(i)
+		if f.Offset != cend {
+			t.Errorf("Conntrack field %s at %d, previous ends at %d", f.Name, f.Offset, cend)
+		}
+		cend = f.Offset + f.Type.Size()
+	}
+	if cend != 64 || unsafe.Sizeof(Conntrack{}) != 64 {
+		t.Errorf("Conntrack is %d bytes (fields end at %d), want 64", unsafe.Sizeof(Conntrack{}), cend)
 	}
 	if unsafe.Sizeof(VLANTag{}) != 4 {
 		t.Errorf("Sizeof(VLANTag) = %d, want 4", unsafe.Sizeof(VLANTag{}))

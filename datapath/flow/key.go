@@ -12,9 +12,10 @@ import (
 // KeyWords is the size of a Key in 64-bit words. Masking, hashing and
 // comparison work word by word, so the layout below has no implicit padding:
 // every byte belongs to a named field (explicit pad fields are always zero).
-// Words 0-14 describe the frame; words 15-20 are tunnel metadata, which the
-// frame does not carry (see Tunnel).
-const KeyWords = 21
+// Words 0-14 describe the frame; words 15-20 are tunnel metadata and words
+// 21-28 connection-tracking state, neither of which the frame carries (see
+// Tunnel and Conntrack).
+const KeyWords = 29
 
 // Tunnel flag bits in Tunnel.Flags: Open vSwitch's FLOW_TNL_F_* values, so
 // that OpenFlow's tun_flags (NXM_NX_TUN_FLAGS, whose only public bit is
@@ -51,6 +52,40 @@ type Tunnel struct {
 
 // IsZero reports whether no tunnel metadata is set.
 func (t *Tunnel) IsZero() bool { return *t == Tunnel{} }
+
+// Connection-tracking state bits in Conntrack.State: Open vSwitch's CS_*
+// values, so that OpenFlow's ct_state maps onto the field bit for bit.
+const (
+	CTNew         = 1 << 0 // the packet starts a connection (or would)
+	CTEstablished = 1 << 1 // part of a connection seen both ways
+	CTRelated     = 1 << 2 // related to a connection (an ICMP error about it)
+	CTReply       = 1 << 3 // in the reply direction
+	CTInvalid     = 1 << 4 // the tracker could not make sense of it
+	CTTracked     = 1 << 5 // ct has seen the packet: the other fields are set
+	CTSrcNAT      = 1 << 6 // its connection's source is translated
+	CTDstNAT      = 1 << 7 // its connection's destination is translated
+)
+
+// Conntrack is what the connection tracker said about the packet: zero
+// (untracked) until a ct action runs, then the state and the connection's
+// zone, mark, label and original-direction tuple, which later passes
+// (recirculation after ct) match on. Like Tunnel, it is part of the key
+// but never extracted from the frame.
+//
+// Src and Dst hold both address families as Tunnel does: an IPv4 address
+// IPv4-mapped, so a match on ct_nw_src constrains the ::ffff: prefix.
+type Conntrack struct {
+	State   uint8 // CT* bits
+	NwProto uint8 // original direction's IP protocol
+	Zone    uint16
+	Mark    uint32
+	Label   [16]byte // 128-bit ct_label, most significant byte first
+	TpSrc   uint16   // original direction's ports (ICMP: type, code)
+	TpDst   uint16
+	Pad     uint32 // always zero
+	Src     [16]byte
+	Dst     [16]byte
+}
 
 // VLANTag is one 802.1Q/802.1ad tag as seen on the wire. A tag that is
 // present always has TPID != 0; an absent tag is all zero.
@@ -148,6 +183,8 @@ type Key struct {
 	TunnelID uint64 // tunnel key (VNI) the packet came in with or is to be sent with (0 = none)
 	// words 16-20
 	Tun Tunnel
+	// words 21-28
+	CT Conntrack
 }
 
 // The key must be exactly KeyWords words: Words() views it as an array.
@@ -171,7 +208,7 @@ func (k *Key) Words() *[KeyWords]uint64 {
 // Equal reports whether two keys are identical.
 //
 // The struct comparison compiles to one vectorised memory compare, cheaper
-// than a word loop with a branch per word now that the key has 21 words.
+// than a word loop with a branch per word now that the key has 29 words.
 func (k *Key) Equal(o *Key) bool {
 	return *k == *o
 }
@@ -248,7 +285,7 @@ func finish(h uint64) uint32 {
 
 // Hash returns a 32-bit hash of the whole key, for the exact-match cache.
 // (ExtractFast computes the same function in registers for the keys it
-// builds; the two must change together.) It folds the 21 words into five
+// builds; the two must change together.) It folds the 29 words into five
 // lanes with rotate-and-xor (one cycle each) and multiplies each lane
 // once, independently: every bit of the key counts and the cost is a
 // handful of cycles. Collisions only cost a cache miss, since lookups
@@ -258,11 +295,12 @@ func (k *Key) Hash() uint32 {
 	rl := bits.RotateLeft64
 	l0 := (w[0] ^ rl(w[1], 17) ^ rl(w[15], 53)) * hashM0
 	// Words 16-20 (tunnel metadata) are zero for most packets; they share
-	// lane 1 so a non-tunnel key costs four extra xors, no multiply.
+	// lane 1 so a non-tunnel key costs four extra xors, no multiply. The
+	// conntrack words 21-28 share lanes 3 and 4, zero unless tracked.
 	l1 := (w[4] ^ rl(w[2], 29) ^ w[16] ^ rl(w[17], 19) ^ rl(w[18], 37) ^ rl(w[19], 51) ^ rl(w[20], 5)) * hashM1
 	l2 := (w[5] ^ rl(w[3], 41) ^ rl(w[14], 7)) * hashM2
-	l3 := (w[6] ^ rl(w[7], 11) ^ rl(w[8], 23) ^ rl(w[9], 37)) * hashM3
-	l4 := (w[10] ^ rl(w[11], 13) ^ rl(w[12], 31) ^ rl(w[13], 47)) * hashM4
+	l3 := (w[6] ^ rl(w[7], 11) ^ rl(w[8], 23) ^ rl(w[9], 37) ^ rl(w[21], 3) ^ rl(w[22], 17) ^ rl(w[23], 29) ^ rl(w[24], 43)) * hashM3
+	l4 := (w[10] ^ rl(w[11], 13) ^ rl(w[12], 31) ^ rl(w[13], 47) ^ rl(w[25], 7) ^ rl(w[26], 21) ^ rl(w[27], 39) ^ rl(w[28], 55)) * hashM4
 	return finish(l0 + rl(l1, 13) + rl(l2, 26) + rl(l3, 39) + rl(l4, 52))
 }
 

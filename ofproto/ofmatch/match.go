@@ -29,6 +29,11 @@
 //	NXM tun_ipv6_src/dst  Tun.Src/Tun.Dst
 //	NXM tun_flags         Tun.Flags (the public bit, OAM)
 //	IPV6_EXTHDR           IPv6ExtHdr
+//	NXM ct_state, ct_zone CT.State (eight bits), CT.Zone
+//	ct_mark, ct_label     CT.Mark, CT.Label
+//	ct_nw_proto, ct_tp_*  CT.NwProto, CT.TpSrc, CT.TpDst
+//	ct_nw_src/dst         CT.Src/CT.Dst, IPv4-mapped (as tun_src)
+//	ct_ipv6_src/dst       CT.Src/CT.Dst
 //
 // Fields that share a key field (IP_PROTO and ARP_OP, IPV4_SRC and ARP_SPA,
 // the four port pairs, ...) are told apart by the prerequisites, which every
@@ -36,7 +41,6 @@
 package ofmatch
 
 import (
-	"bytes"
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
@@ -53,63 +57,10 @@ type Pipe struct {
 	PktMark  uint32 // pkt_mark
 }
 
-// CTMatch is a match's constraint on the conntrack fields (ct_state,
-// ct_zone, ct_mark, ...), each at its ctFields place in Value and Mask
-// (Value masked). Every packet has those fields zero (untracked) until
-// the switch has a connection tracker, so the constraint is a constant:
-// it holds exactly when Value is zero. Few flows have one, so Match holds
-// it by pointer (nil: none), sparing every other flow its size.
-type CTMatch struct {
-	Value, Mask [ctLen]byte
-}
-
-// Holds reports whether a packet (whose conntrack fields are all zero)
-// meets c; a nil c always holds.
-func (c *CTMatch) Holds() bool { return c == nil || c.Value == [ctLen]byte{} }
-
-// Equal reports whether c and d constrain the same bits to the same
-// values (nil is no constraint).
-func (c *CTMatch) Equal(d *CTMatch) bool {
-	if c == nil || d == nil {
-		return c.isNone() && d.isNone()
-	}
-	return *c == *d
-}
-
-func (c *CTMatch) isNone() bool { return c == nil || c.Mask == [ctLen]byte{} }
-
-// Covers reports whether every packet state d admits, c admits too: c's
-// constraint is d's or looser (OpenFlow's non-strict selection).
-func (c *CTMatch) Covers(d *CTMatch) bool {
-	if c.isNone() {
-		return true
-	}
-	if d == nil {
-		return false
-	}
-	for i := range c.Mask {
-		if c.Mask[i]&^d.Mask[i] != 0 || d.Value[i]&c.Mask[i] != c.Value[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// ctFields places the conntrack fields in CTMatch: offset and size (their
-// OXM payload).
-var ctFields = map[ofpwire.XMType][2]int{
-	ofpwire.XMTypeCTState: {0, 4}, ofpwire.XMTypeCTZone: {4, 2}, ofpwire.XMTypeCTNwProto: {6, 1},
-	ofpwire.XMTypeCTMark: {7, 4}, ofpwire.XMTypeCTLabel: {11, 16}, ofpwire.XMTypeCTNwSrc: {27, 4},
-	ofpwire.XMTypeCTNwDst: {31, 4}, ofpwire.XMTypeCTIPv6Src: {35, 16}, ofpwire.XMTypeCTIPv6Dst: {51, 16},
-	ofpwire.XMTypeCTTpSrc: {67, 2}, ofpwire.XMTypeCTTpDst: {69, 2},
-}
-
 // ctOrder is the order ToOXM gives the conntrack fields, Open vSwitch's.
 var ctOrder = []ofpwire.XMType{ofpwire.XMTypeCTState, ofpwire.XMTypeCTZone, ofpwire.XMTypeCTMark,
 	ofpwire.XMTypeCTLabel, ofpwire.XMTypeCTNwSrc, ofpwire.XMTypeCTNwDst, ofpwire.XMTypeCTIPv6Src,
 	ofpwire.XMTypeCTIPv6Dst, ofpwire.XMTypeCTNwProto, ofpwire.XMTypeCTTpSrc, ofpwire.XMTypeCTTpDst}
-
-const ctLen = 71
 
 // And returns p masked by m.
 func (p *Pipe) And(m *Pipe) Pipe {
@@ -154,14 +105,12 @@ type Match struct {
 	flow.Match
 	Pipe
 	PipeMask Pipe
-	// CT is the constraint on the conntrack fields (nil: none).
-	CT *CTMatch
 }
 
 // Matches reports whether a packet with key k, at a point of the pipeline
 // where its state is pipe, matches m.
 func (m *Match) Matches(k *flow.Key, pipe *Pipe) bool {
-	return m.CT.Holds() && pipe.And(&m.PipeMask) == m.Pipe && k.MatchesMasked(&m.Mask, &m.Key)
+	return pipe.And(&m.PipeMask) == m.Pipe && k.MatchesMasked(&m.Mask, &m.Key)
 }
 
 // TransportFields returns the OXM fields that hold the key's TpSrc and
@@ -307,8 +256,11 @@ func FromOXM(om ofpwire.Match) (Match, error) {
 	}
 	// tun_src and tun_ipv6_src (tun_dst, tun_ipv6_dst) are one key field:
 	// an outer header has one address family.
+	// So are ct_nw_src and ct_ipv6_src (ct_nw_dst, ct_ipv6_dst).
 	if seen[ofpwire.XMTypeTunIPv4Src] && seen[ofpwire.XMTypeTunIPv6Src] ||
-		seen[ofpwire.XMTypeTunIPv4Dst] && seen[ofpwire.XMTypeTunIPv6Dst] {
+		seen[ofpwire.XMTypeTunIPv4Dst] && seen[ofpwire.XMTypeTunIPv6Dst] ||
+		seen[ofpwire.XMTypeCTNwSrc] && seen[ofpwire.XMTypeCTIPv6Src] ||
+		seen[ofpwire.XMTypeCTNwDst] && seen[ofpwire.XMTypeCTIPv6Dst] {
 		return Match{}, matchErr(ofpwire.BMCDupField)
 	}
 	if err := ofpwire.CheckPrerequisites(om); err != nil {
@@ -433,19 +385,34 @@ func (m *Match) set(o ofpwire.OXM) error {
 		k.Tun.Flags, mk.Tun.Flags = uint16(v)&flow.TunFlagsPublic, uint16(vm)&flow.TunFlagsPublic
 	case ofpwire.XMTypeIPv6ExtHeader:
 		k.IPv6ExtHdr, mk.IPv6ExtHdr = uint16(v), uint16(vm&0x1ff)
-	default:
-		if at, ok := ctFields[o.Field]; ok {
-			val, msk := o.Value, o.Mask
-			if !o.HasMask {
-				msk = allOnes16[:len(val)]
-			}
-			if m.CT == nil {
-				m.CT = &CTMatch{}
-			}
-			copy(m.CT.Value[at[0]:at[0]+at[1]], val)
-			copy(m.CT.Mask[at[0]:at[0]+at[1]], msk)
-			return nil
+	case ofpwire.XMTypeCTState:
+		// Eight bits are defined (flow.CT*); Open vSwitch refuses a
+		// value with others.
+		if v > 0xff {
+			return matchErr(ofpwire.BMCBadValue)
 		}
+		k.CT.State, mk.CT.State = uint8(v), uint8(vm)
+	case ofpwire.XMTypeCTZone:
+		k.CT.Zone, mk.CT.Zone = uint16(v), uint16(vm)
+	case ofpwire.XMTypeCTMark:
+		k.CT.Mark, mk.CT.Mark = uint32(v), uint32(vm)
+	case ofpwire.XMTypeCTLabel:
+		k.CT.Label, mk.CT.Label = ipv6(o)
+	case ofpwire.XMTypeCTNwProto:
+		k.CT.NwProto, mk.CT.NwProto = uint8(v), uint8(vm)
+	case ofpwire.XMTypeCTNwSrc:
+		k.CT.Src, mk.CT.Src = tunIPv4(o)
+	case ofpwire.XMTypeCTNwDst:
+		k.CT.Dst, mk.CT.Dst = tunIPv4(o)
+	case ofpwire.XMTypeCTIPv6Src:
+		k.CT.Src, mk.CT.Src = ipv6(o)
+	case ofpwire.XMTypeCTIPv6Dst:
+		k.CT.Dst, mk.CT.Dst = ipv6(o)
+	case ofpwire.XMTypeCTTpSrc:
+		k.CT.TpSrc, mk.CT.TpSrc = uint16(v), uint16(vm)
+	case ofpwire.XMTypeCTTpDst:
+		k.CT.TpDst, mk.CT.TpDst = uint16(v), uint16(vm)
+	default:
 		if first, count, ok := ofpwire.IsReg(o.Field); ok {
 			// Views of one register file: two fields covering one
 			// register are a duplicate, as in Open vSwitch.
@@ -479,6 +446,54 @@ func KeyBits(o ofpwire.OXM) (k, m flow.Key) {
 	var mt Match
 	_ = mt.set(o)
 	return mt.Key, mt.Mask
+}
+
+// ctOXM appends the conntrack fields ct and its mask cm match on, in
+// Open vSwitch's order.
+func ctOXM(fs []ofpwire.OXM, ct, cm *flow.Conntrack) []ofpwire.OXM {
+	for _, f := range ctOrder {
+		switch f {
+		case ofpwire.XMTypeCTState:
+			if cm.State != 0 {
+				// Always masked, as Open vSwitch sends it: the key's
+				// eight bits never cover the field's 32.
+				fs = append(fs, ofpwire.OXMUintMasked(f, uint64(ct.State), uint64(cm.State)))
+			}
+		case ofpwire.XMTypeCTZone:
+			if cm.Zone != 0 {
+				fs = append(fs, ofpwire.OXMUint(f, uint64(ct.Zone)))
+			}
+		case ofpwire.XMTypeCTMark:
+			if cm.Mark != 0 {
+				fs = oxmUint(fs, f, uint64(ct.Mark), uint64(cm.Mark), 0xffffffff)
+			}
+		case ofpwire.XMTypeCTLabel:
+			if cm.Label != ([16]byte{}) {
+				fs = oxmIPv6(fs, f, ct.Label, cm.Label)
+			}
+		case ofpwire.XMTypeCTNwSrc:
+			if cm.Src != ([16]byte{}) {
+				fs = tunAddrOXM(fs, f, ofpwire.XMTypeCTIPv6Src, ct.Src, cm.Src)
+			}
+		case ofpwire.XMTypeCTNwDst:
+			if cm.Dst != ([16]byte{}) {
+				fs = tunAddrOXM(fs, f, ofpwire.XMTypeCTIPv6Dst, ct.Dst, cm.Dst)
+			}
+		case ofpwire.XMTypeCTNwProto:
+			if cm.NwProto != 0 {
+				fs = append(fs, ofpwire.OXMUint(f, uint64(ct.NwProto)))
+			}
+		case ofpwire.XMTypeCTTpSrc:
+			if cm.TpSrc != 0 {
+				fs = oxmUint(fs, f, uint64(ct.TpSrc), uint64(cm.TpSrc), 0xffff)
+			}
+		case ofpwire.XMTypeCTTpDst:
+			if cm.TpDst != 0 {
+				fs = oxmUint(fs, f, uint64(ct.TpDst), uint64(cm.TpDst), 0xffff)
+			}
+		}
+	}
+	return fs
 }
 
 // oxmUint appends field f with value v under mask vm, exact when vm covers
@@ -551,18 +566,8 @@ func ToOXM(m *Match) ofpwire.Match {
 	if m.PipeMask.PktMark != 0 {
 		fs = oxmUint(fs, ofpwire.XMTypePktMark, uint64(m.Pipe.PktMark), uint64(m.PipeMask.PktMark), 0xffffffff)
 	}
-	for _, f := range ctOrder {
-		if m.CT == nil {
-			break
-		}
-		at := ctFields[f]
-		v, mk := m.CT.Value[at[0]:at[0]+at[1]], m.CT.Mask[at[0]:at[0]+at[1]]
-		switch {
-		case string(mk) == string(allOnes16[:at[1]]):
-			fs = append(fs, ofpwire.NewOXM(f, bytes.Clone(v)))
-		case string(mk) != string(make([]byte, at[1])):
-			fs = append(fs, ofpwire.NewMaskedOXM(f, bytes.Clone(v), bytes.Clone(mk)))
-		}
+	if mk.CT != (flow.Conntrack{}) {
+		fs = ctOXM(fs, &k.CT, &mk.CT)
 	}
 	if mk.EthDst != ([6]byte{}) {
 		fs = oxmMAC(fs, ofpwire.XMTypeEthDst, k.EthDst, mk.EthDst)

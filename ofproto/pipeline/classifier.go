@@ -60,19 +60,8 @@ func (t *table) findStrict(m *ofmatch.Match, prio uint16) *Entry {
 		return nil
 	}
 	for _, e := range st.buckets[bucketKeyOf(m)] {
-		if e.Priority == prio && e.Match.CT.Equal(m.CT) {
+		if e.Priority == prio {
 			return e
-		}
-	}
-	return nil
-}
-
-// holding returns b from its first entry whose conntrack constraint a
-// packet meets (ofmatch.CTMatch.Holds), empty when none does.
-func holding(b []*Entry) []*Entry {
-	for i, e := range b {
-		if e.Match.CT.Holds() {
-			return b[i:]
 		}
 	}
 	return nil
@@ -220,7 +209,7 @@ func (t *table) lookup(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *o
 		kept := soft[:0]
 		for _, c := range soft {
 			if int(c[0].Priority) == prio {
-				c = holding(c[1:])
+				c = c[1:]
 				if len(c) > 0 && !c[0].conjunctive {
 					if hard == nil || c[0].Priority > hard.Priority {
 						hard = c[0]
@@ -260,7 +249,7 @@ func (t *table) probe(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *of
 		}
 		k.ApplyMask(&st.mask, &bk.key)
 		bk.pipe = pipe.And(&st.pipeMask)
-		b := holding(st.buckets[bk])
+		b := st.buckets[bk]
 		if len(b) == 0 {
 			continue
 		}
@@ -320,7 +309,7 @@ func (t *table) overlaps(m *ofmatch.Match, prio uint16, skip *Entry) bool {
 // covers reports whether every packet e matches is matched by m too, i.e.
 // e's match is m's or more specific: OpenFlow's non-strict selection.
 func covers(m *ofmatch.Match, e *ofmatch.Match) bool {
-	if !e.PipeMask.Covers(&m.PipeMask) || e.Pipe.And(&m.PipeMask) != m.Pipe || !m.CT.Covers(e.CT) {
+	if !e.PipeMask.Covers(&m.PipeMask) || e.Pipe.And(&m.PipeMask) != m.Pipe {
 		return false
 	}
 	mw, ew := m.Mask.Words(), e.Mask.Words()

@@ -221,7 +221,7 @@ func (p *Pipeline) LookupSink(tid uint8, e *Entry) StatsSink {
 // IsTableMiss reports whether e is a table-miss entry (§5.4): priority 0
 // and wildcarding every field.
 func (e *Entry) IsTableMiss() bool {
-	return e.Priority == 0 && e.Match.Mask.IsZero() && e.Match.PipeMask.IsZero() && e.Match.CT == nil
+	return e.Priority == 0 && e.Match.Mask.IsZero() && e.Match.PipeMask.IsZero()
 }
 
 // Pipeline is the set of NumTables flow tables of one bridge.
