@@ -1,0 +1,525 @@
+// Package conntrack is the datapath's connection tracker: the ct action
+// looks a packet's connection up by its tuple and zone, follows the
+// protocol's state (TCP sequence windows, UDP and ICMP exchanges), marks
+// the packet (ct_state and the connection's zone, mark, label and original
+// tuple in its flow key) and, on commit, remembers the connection.
+//
+// Every PMD tracks into the one Tracker of its datapath, so a connection
+// one PMD created is found by another. The table is split into shards,
+// each a map from tuple to connection under its own read-write lock, with
+// both directions' tuples indexed: a packet of an established connection
+// takes one shard's read lock and its connection's mutex, never a lock
+// shared by all. Memory is bounded by MaxConns; when it is reached the
+// oldest connections never answered are evicted first.
+//
+// Connections live in memory only: a restart of the switch forgets them
+// (as Open vSwitch's userspace datapath does); established flows are then
+// picked up again mid-stream by their next packets where TCP allows it.
+package conntrack
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+)
+
+// DefaultMaxConns is the default connection limit, Open vSwitch's.
+const DefaultMaxConns = 3_000_000
+
+const numShards = 64
+
+// Timeouts are how long a connection lives without traffic, by protocol
+// and state, in nanoseconds. DefaultTimeouts are Linux nf_conntrack's.
+type Timeouts struct {
+	TCPSynSent, TCPEstablished, TCPFinWait, TCPLastAck, TCPTimeWait, TCPClose int64
+	UDPFirst, UDPStream                                                       int64
+	ICMP                                                                      int64
+	Other                                                                     int64
+}
+
+const sec = int64(1_000_000_000)
+
+// DefaultTimeouts returns Linux's defaults (nf_conntrack_*_timeout*).
+func DefaultTimeouts() Timeouts {
+	return Timeouts{
+		TCPSynSent: 120 * sec, TCPEstablished: 432000 * sec, TCPFinWait: 120 * sec,
+		TCPLastAck: 30 * sec, TCPTimeWait: 120 * sec, TCPClose: 10 * sec,
+		UDPFirst: 30 * sec, UDPStream: 120 * sec,
+		ICMP:  30 * sec,
+		Other: 600 * sec,
+	}
+}
+
+// Params are one ct action's arguments.
+type Params struct {
+	Zone   uint16
+	Commit bool
+	// Force: a committed connection found in the reply direction is
+	// ended and the packet starts a new one in its own direction.
+	Force bool
+	// SetMark/SetLabel (commit only): the connection's mark and label
+	// become (old &^ mask) | value.
+	SetMark          bool
+	Mark, MarkMask   uint32
+	SetLabel         bool
+	Label, LabelMask [16]byte
+}
+
+// Conn is one tracked connection. Its fields after orig/reply change
+// under mu.
+type Conn struct {
+	orig, reply Tuple
+	mu          sync.Mutex
+	mark        uint32
+	label       [16]byte
+	expires     int64 // datapath clock, ns
+	created     int64
+	assured     bool // seen in both directions
+	dead        bool // removed from the table
+	proto       uint8
+	udpReplied  bool
+	tcp         tcpConn
+}
+
+type shard struct {
+	mu sync.RWMutex
+	m  map[Tuple]*Conn
+	// unassured holds the shard's connections in creation order until
+	// they are answered: eviction under the limit takes the oldest.
+	unassured []*Conn
+	_         [64]byte
+}
+
+// Stats are the tracker's counters.
+type Stats struct {
+	Conns                 int64
+	Created, Deleted      uint64
+	Invalid               uint64 // packets marked inv
+	LimitRefused, Evicted uint64
+}
+
+// Tracker is the connection table of one datapath.
+type Tracker struct {
+	shards   [numShards]shard
+	n        atomic.Int64
+	maxConns atomic.Int64
+	timeouts atomic.Pointer[Timeouts]
+
+	created, deleted, invalid, refused, evicted atomic.Uint64
+}
+
+// New makes an empty tracker with the default limit and timeouts.
+func New() *Tracker {
+	t := &Tracker{}
+	for i := range t.shards {
+		t.shards[i].m = make(map[Tuple]*Conn)
+	}
+	t.maxConns.Store(DefaultMaxConns)
+	to := DefaultTimeouts()
+	t.timeouts.Store(&to)
+	return t
+}
+
+// SetMaxConns sets the connection limit (ct-max-conns); connections over a
+// lowered limit stay until they end.
+func (t *Tracker) SetMaxConns(n int64) { t.maxConns.Store(max(n, 0)) }
+
+// MaxConns is the connection limit.
+func (t *Tracker) MaxConns() int64 { return t.maxConns.Load() }
+
+// SetTimeouts replaces the timeouts; connections pick them up at their
+// next packet.
+func (t *Tracker) SetTimeouts(to Timeouts) { t.timeouts.Store(&to) }
+
+// Len is the number of connections.
+func (t *Tracker) Len() int64 { return t.n.Load() }
+
+// Stats returns the counters.
+func (t *Tracker) Stats() Stats {
+	return Stats{Conns: t.n.Load(), Created: t.created.Load(), Deleted: t.deleted.Load(),
+		Invalid: t.invalid.Load(), LimitRefused: t.refused.Load(), Evicted: t.evicted.Load()}
+}
+
+func (t *Tracker) shardOf(tu *Tuple) *shard { return &t.shards[tu.hash()%numShards] }
+
+// lockPair write-locks the shards of a connection's two tuples, in shard
+// order so that two PMDs never wait on each other.
+func (t *Tracker) lockPair(c *Conn) (a, b *shard) {
+	i, j := c.orig.hash()%numShards, c.reply.hash()%numShards
+	a, b = &t.shards[i], &t.shards[j]
+	switch {
+	case i == j:
+		a.mu.Lock()
+	case i < j:
+		a.mu.Lock()
+		b.mu.Lock()
+	default:
+		b.mu.Lock()
+		a.mu.Lock()
+	}
+	return a, b
+}
+
+func unlockPair(a, b *shard) {
+	a.mu.Unlock()
+	if a != b {
+		b.mu.Unlock()
+	}
+}
+
+// lookup finds the live connection with tuple tu; reply says tu is its
+// reply tuple.
+func (t *Tracker) lookup(tu *Tuple, now int64) (c *Conn, reply bool) {
+	s := t.shardOf(tu)
+	s.mu.RLock()
+	c = s.m[*tu]
+	s.mu.RUnlock()
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	live := !c.dead && c.expires > now
+	c.mu.Unlock()
+	if !live {
+		return nil, false
+	}
+	return c, *tu != c.orig
+}
+
+// Process runs ct on pkt with parameters p at time now (the datapath
+// clock, ns) and writes the result into pkt.Key.CT.
+func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) {
+	var pp parsed
+	ct := &pkt.Key.CT
+	*ct = flow.Conntrack{Zone: p.Zone}
+	if !parse(pkt, p.Zone, &pp) {
+		t.markInvalid(ct)
+		return
+	}
+	if pp.related {
+		t.related(ct, &pp, now)
+		return
+	}
+	c, reply := t.lookup(&pp.t, now)
+	if c != nil && p.Force && p.Commit && reply {
+		t.remove(c)
+		c = nil
+	}
+	if c != nil {
+		c.mu.Lock()
+		res := t.update(c, &pp, reply, now)
+		if res == tcpReopen {
+			c.mu.Unlock()
+			t.remove(c)
+			c = nil
+		} else {
+			switch res {
+			case tcpInvalid:
+				c.mu.Unlock()
+				t.markInvalid(ct)
+				return
+			case tcpRepeatedSYN:
+				ct.State = flow.CTTracked | flow.CTNew
+			default:
+				ct.State = flow.CTTracked | flow.CTEstablished
+				if reply {
+					ct.State |= flow.CTReply
+				}
+			}
+			if p.Commit {
+				c.apply(p)
+			}
+			c.describe(ct)
+			c.mu.Unlock()
+			return
+		}
+	}
+	if !validNew(&pp) {
+		t.markInvalid(ct)
+		return
+	}
+	ct.State = flow.CTTracked | flow.CTNew
+	if !p.Commit {
+		return
+	}
+	c = t.create(&pp, p, now)
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.describe(ct)
+	c.mu.Unlock()
+}
+
+func (t *Tracker) markInvalid(ct *flow.Conntrack) {
+	ct.State = flow.CTTracked | flow.CTInvalid
+	t.invalid.Add(1)
+}
+
+// related marks an ICMP error about a tracked connection: +rel, and +rpl
+// when the error travels the connection's reply direction (it answers a
+// packet of the original one).
+func (t *Tracker) related(ct *flow.Conntrack, pp *parsed, now int64) {
+	c, innerReply := t.lookup(&pp.t, now)
+	if c == nil {
+		t.markInvalid(ct)
+		return
+	}
+	ct.State = flow.CTTracked | flow.CTRelated
+	if !innerReply {
+		ct.State |= flow.CTReply
+	}
+	c.mu.Lock()
+	c.describe(ct)
+	c.mu.Unlock()
+}
+
+// validNew reports whether a packet may start a connection.
+func validNew(pp *parsed) bool {
+	switch pp.t.Proto {
+	case header.IPProtoTCP:
+		return tcpValidNew(pp)
+	case header.IPProtoICMP, header.IPProtoICMPv6:
+		return isICMPQuery(pp.t.IPv6, pp.t.ICMPType)
+	}
+	return true
+}
+
+// update moves c's state for a packet of direction reply and refreshes
+// its timeout. c.mu is held.
+func (t *Tracker) update(c *Conn, pp *parsed, reply bool, now int64) tcpResult {
+	to := t.timeouts.Load()
+	res := tcpValid
+	var timeout int64
+	switch c.proto {
+	case header.IPProtoTCP:
+		res = c.tcp.update(pp, reply)
+		if res == tcpInvalid || res == tcpReopen {
+			return res
+		}
+		timeout = c.tcp.timeout(to)
+		if c.tcp.established() {
+			c.assure()
+		}
+	case header.IPProtoUDP:
+		if reply {
+			c.udpReplied = true
+			c.assure()
+		}
+		timeout = to.UDPFirst
+		if c.udpReplied {
+			timeout = to.UDPStream
+		}
+	case header.IPProtoICMP, header.IPProtoICMPv6:
+		if reply {
+			c.assure()
+		}
+		timeout = to.ICMP
+	default:
+		if reply {
+			c.assure()
+		}
+		timeout = to.Other
+	}
+	c.expires = now + timeout
+	return res
+}
+
+func (c *Conn) assure() { c.assured = true }
+
+// apply sets the mark and label a committing ct asks for. c.mu is held.
+func (c *Conn) apply(p *Params) {
+	if p.SetMark {
+		c.mark = c.mark&^p.MarkMask | p.Mark&p.MarkMask
+	}
+	if p.SetLabel {
+		for i := range c.label {
+			c.label[i] = c.label[i]&^p.LabelMask[i] | p.Label[i]&p.LabelMask[i]
+		}
+	}
+}
+
+// describe writes the connection's mark, label and original tuple into
+// the key. c.mu is held.
+func (c *Conn) describe(ct *flow.Conntrack) {
+	ct.Mark, ct.Label = c.mark, c.label
+	o := &c.orig
+	ct.NwProto = o.Proto
+	ct.Src, ct.Dst = o.Src, o.Dst
+	if o.Proto == header.IPProtoICMP || o.Proto == header.IPProtoICMPv6 {
+		ct.TpSrc, ct.TpDst = uint16(o.ICMPType), 0
+	} else {
+		ct.TpSrc, ct.TpDst = o.SrcPort, o.DstPort
+	}
+}
+
+// create commits a new connection for the packet pp, or returns nil when
+// the limit holds and nothing could be evicted (or another PMD committed
+// the same connection first, which is then returned).
+func (t *Tracker) create(pp *parsed, p *Params, now int64) *Conn {
+	if t.n.Load() >= t.maxConns.Load() && !t.evictFor(&pp.t) {
+		t.refused.Add(1)
+		return nil
+	}
+	to := t.timeouts.Load()
+	c := &Conn{orig: pp.t, reply: pp.t.reverse(), proto: pp.t.Proto, created: now}
+	switch c.proto {
+	case header.IPProtoTCP:
+		c.tcp.init(pp)
+		c.expires = now + to.TCPSynSent
+	case header.IPProtoUDP:
+		c.expires = now + to.UDPFirst
+	case header.IPProtoICMP, header.IPProtoICMPv6:
+		c.expires = now + to.ICMP
+	default:
+		c.expires = now + to.Other
+	}
+	c.apply(p)
+	a, b := t.lockPair(c)
+	defer unlockPair(a, b)
+	for _, tu := range [2]*Tuple{&c.orig, &c.reply} {
+		s := a
+		if tu == &c.reply {
+			s = b
+		}
+		if old := s.m[*tu]; old != nil {
+			old.mu.Lock()
+			live := !old.dead && old.expires > now
+			old.mu.Unlock()
+			if live {
+				return old // another PMD won the race: share its connection
+			}
+			t.removeLocked(old)
+		}
+	}
+	a.m[c.orig] = c
+	b.m[c.reply] = c
+	a.unassured = append(a.unassured, c)
+	t.n.Add(1)
+	t.created.Add(1)
+	return c
+}
+
+// evictFor makes room for a connection with tuple tu by removing the
+// oldest unanswered connection of its shard (then of the others). It
+// reports whether it removed one.
+func (t *Tracker) evictFor(tu *Tuple) bool {
+	start := tu.hash() % numShards
+	for i := range uint32(numShards) {
+		s := &t.shards[(start+i)%numShards]
+		if c := s.popUnassured(); c != nil {
+			if t.remove(c) {
+				t.evicted.Add(1)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// popUnassured takes the oldest connection of the shard that is still
+// unanswered and alive, dropping answered and dead ones on the way.
+func (s *shard) popUnassured() *Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.unassured) > 0 {
+		c := s.unassured[0]
+		s.unassured[0] = nil
+		s.unassured = s.unassured[1:]
+		c.mu.Lock()
+		ok := !c.assured && !c.dead
+		c.mu.Unlock()
+		if ok {
+			return c
+		}
+	}
+	s.unassured = nil // let the backing array go
+	return nil
+}
+
+// remove takes c out of the table; false if it was already gone.
+func (t *Tracker) remove(c *Conn) bool {
+	a, b := t.lockPair(c)
+	defer unlockPair(a, b)
+	return t.removeLocked(c)
+}
+
+// removeLocked is remove with both of c's shards locked.
+func (t *Tracker) removeLocked(c *Conn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead {
+		return false
+	}
+	c.dead = true
+	a, b := t.shardOf(&c.orig), t.shardOf(&c.reply)
+	if a.m[c.orig] == c {
+		delete(a.m, c.orig)
+	}
+	if b.m[c.reply] == c {
+		delete(b.m, c.reply)
+	}
+	t.n.Add(-1)
+	t.deleted.Add(1)
+	return true
+}
+
+// Sweep removes the connections expired at now and forgets answered ones
+// in the eviction lists. The datapath calls it periodically; lookups
+// already ignore expired connections.
+func (t *Tracker) Sweep(now int64) int {
+	n := t.removeIf(func(c *Conn) bool { return c.expires <= now })
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.Lock()
+		keep := s.unassured[:0]
+		for _, c := range s.unassured {
+			c.mu.Lock()
+			if !c.assured && !c.dead {
+				keep = append(keep, c)
+			}
+			c.mu.Unlock()
+		}
+		clear(s.unassured[len(keep):])
+		s.unassured = keep
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// Flush removes every connection, or those of zone when zone is non-nil
+// (dpctl/flush-conntrack, NXT_CT_FLUSH_ZONE).
+func (t *Tracker) Flush(zone *uint16) int {
+	return t.removeIf(func(c *Conn) bool { return zone == nil || c.orig.Zone == *zone })
+}
+
+// removeIf removes the connections for which f (called with c.mu held)
+// is true.
+func (t *Tracker) removeIf(f func(c *Conn) bool) int {
+	var victims []*Conn
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.RLock()
+		for tu, c := range s.m {
+			if tu != c.orig {
+				continue // each connection once, by its original tuple
+			}
+			c.mu.Lock()
+			if !c.dead && f(c) {
+				victims = append(victims, c)
+			}
+			c.mu.Unlock()
+		}
+		s.mu.RUnlock()
+	}
+	n := 0
+	for _, c := range victims {
+		if t.remove(c) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,281 @@
+package conntrack
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/vswitch-go/vswitch/datapath/flow"
+)
+
+const (
+	trk = flow.CTTracked
+	nw  = flow.CTNew
+	est = flow.CTEstablished
+	rel = flow.CTRelated
+	rpl = flow.CTReply
+	inv = flow.CTInvalid
+)
+
+// step is one packet of a scenario and the ct_state it must get.
+type step struct {
+	name  string
+	frame []byte
+	p     Params
+	at    int64 // seconds
+	want  uint8
+}
+
+func runSteps(t *testing.T, tr *Tracker, steps []step) {
+	t.Helper()
+	for _, s := range steps {
+		got := track(t, tr, s.frame, s.p, s.at*sec)
+		if got.State != s.want {
+			t.Errorf("%s: ct_state %s, want %s", s.name, stateString(got.State), stateString(s.want))
+		}
+	}
+}
+
+var commit = Params{Commit: true}
+
+// handshake is a TCP connection A:1000 -> B:80 with data both ways and a
+// close, for either family.
+func handshake(t *testing.T, a, b net.IP) []step {
+	const isn, rsn = 1000, 50000
+	f := func(s seg) []byte { s.wscale = 7; return tcpFrame(t, s) }
+	ab := func(s seg) seg { s.src, s.dst, s.sport, s.dport = a, b, 1000, 80; return s }
+	ba := func(s seg) seg { s.src, s.dst, s.sport, s.dport = b, a, 80, 1000; return s }
+	return []step{
+		{"SYN", f(ab(seg{seq: isn, syn: true})), commit, 0, trk | nw},
+		{"retransmitted SYN", f(ab(seg{seq: isn, syn: true})), commit, 1, trk | nw},
+		{"SYN-ACK", f(ba(seg{seq: rsn, ack: isn + 1, syn: true, ackf: true})), Params{}, 1, trk | est | rpl},
+		{"ACK", f(ab(seg{seq: isn + 1, ack: rsn + 1, ackf: true})), Params{}, 1, trk | est},
+		{"data", f(ab(seg{seq: isn + 1, ack: rsn + 1, ackf: true, payload: 100})), Params{}, 2, trk | est},
+		{"reply data", f(ba(seg{seq: rsn + 1, ack: isn + 101, ackf: true, payload: 200})), Params{}, 2, trk | est | rpl},
+		{"data far outside the window", f(ab(seg{seq: isn + 100_000_000, ack: rsn + 201, ackf: true, payload: 100})), Params{}, 2, trk | inv},
+		{"reset with a wrong sequence number", f(ba(seg{seq: rsn + 5_000_000, ack: isn + 101, ackf: true, rst: true})), Params{}, 2, trk | inv},
+		{"ack far ahead of what was sent", f(ba(seg{seq: rsn + 201, ack: isn + 10_000_000, ackf: true})), Params{}, 2, trk | inv},
+		{"FIN", f(ab(seg{seq: isn + 101, ack: rsn + 201, ackf: true, fin: true})), Params{}, 3, trk | est},
+		{"FIN-ACK", f(ba(seg{seq: rsn + 201, ack: isn + 102, ackf: true, fin: true})), Params{}, 3, trk | est | rpl},
+		{"last ACK", f(ab(seg{seq: isn + 102, ack: rsn + 202, ackf: true})), Params{}, 3, trk | est},
+		{"a new SYN after the close reopens", f(ab(seg{seq: 900_000, syn: true})), commit, 4, trk | nw},
+		{"its SYN-ACK", f(ba(seg{seq: 7000, ack: 900_001, syn: true, ackf: true})), Params{}, 4, trk | est | rpl},
+	}
+}
+
+func TestTCPStateful(t *testing.T) {
+	for _, fam := range []struct {
+		name string
+		a, b net.IP
+	}{{"IPv4", ipA, ipB}, {"IPv6", ip6A, ip6B}} {
+		t.Run(fam.name, func(t *testing.T) {
+			tr := New()
+			runSteps(t, tr, handshake(t, fam.a, fam.b))
+			if tr.Len() != 1 {
+				t.Errorf("%d connections, want 1 (the reopened one)", tr.Len())
+			}
+			es := tr.Dump(nil, 4*sec)
+			if len(es) != 1 || es[0].TCPState != "ESTABLISHED" {
+				t.Errorf("dump: %v", es)
+			}
+		})
+	}
+}
+
+func TestTCPNotCommitted(t *testing.T) {
+	tr := New()
+	runSteps(t, tr, []step{
+		{"SYN, not committed", tcpFrame(t, seg{src: ipA, dst: ipB, sport: 1, dport: 2, seq: 1, syn: true, wscale: -1}), Params{}, 0, trk | nw},
+		{"its SYN-ACK cannot start a connection", tcpFrame(t, seg{src: ipB, dst: ipA, sport: 2, dport: 1, seq: 9, ack: 2, syn: true, ackf: true, wscale: -1}), Params{}, 0, trk | inv},
+		{"SYN with FIN", tcpFrame(t, seg{src: ipA, dst: ipB, sport: 1, dport: 2, seq: 1, syn: true, fin: true, wscale: -1}), commit, 0, trk | inv},
+		{"no flags at all", tcpFrame(t, seg{src: ipA, dst: ipB, sport: 1, dport: 2, seq: 1, wscale: -1}), commit, 0, trk | inv},
+		{"mid-stream ACK is picked up", tcpFrame(t, seg{src: ipA, dst: ipB, sport: 3, dport: 4, seq: 1, ack: 5, ackf: true, wscale: -1}), commit, 0, trk | nw},
+		{"and its reply passes", tcpFrame(t, seg{src: ipB, dst: ipA, sport: 4, dport: 3, seq: 5, ack: 1, ackf: true, wscale: -1}), Params{}, 0, trk | est | rpl},
+	})
+	if tr.Len() != 1 {
+		t.Errorf("%d connections, want 1", tr.Len())
+	}
+}
+
+func TestUDPAndICMP(t *testing.T) {
+	tr := New()
+	mark := Params{Commit: true, SetMark: true, Mark: 0x12, MarkMask: 0xff}
+	runSteps(t, tr, []step{
+		{"UDP out", udpFrame(t, ipA, ipB, 5000, 53), mark, 0, trk | nw},
+		{"UDP again before a reply", udpFrame(t, ipA, ipB, 5000, 53), Params{}, 1, trk | est},
+		{"UDP reply", udpFrame(t, ipB, ipA, 53, 5000), Params{}, 1, trk | est | rpl},
+		{"UDP other port", udpFrame(t, ipB, ipA, 53, 5001), Params{}, 1, trk | nw},
+		{"port unreachable about the UDP flow", icmpErrorFrame(t, ipB, ipA, 3, 3, udpFrame(t, ipA, ipB, 5000, 53)), Params{}, 1, trk | rel | rpl},
+		{"error about an unknown flow", icmpErrorFrame(t, ipB, ipA, 3, 3, udpFrame(t, ipA, ipB, 5000, 54)), Params{}, 1, trk | inv},
+		{"echo request", echoFrame(t, ipA, ipB, 8, 77), commit, 1, trk | nw},
+		{"echo reply", echoFrame(t, ipB, ipA, 0, 77), Params{}, 1, trk | est | rpl},
+		{"echo reply nobody asked for", echoFrame(t, ipB, ipA, 0, 78), commit, 1, trk | inv},
+		{"ICMPv6 echo request", echoFrame(t, ip6A, ip6B, 128, 9), commit, 1, trk | nw},
+		{"ICMPv6 echo reply", echoFrame(t, ip6B, ip6A, 129, 9), Params{}, 1, trk | est | rpl},
+	})
+	// The reply carries the connection's mark and original tuple.
+	ct := track(t, tr, udpFrame(t, ipB, ipA, 53, 5000), Params{}, 2*sec)
+	if ct.Mark != 0x12 || ct.NwProto != 17 || ct.TpSrc != 5000 || ct.TpDst != 53 ||
+		net.IP(ct.Src[12:]).String() != "198.18.0.1" || net.IP(ct.Dst[12:]).String() != "198.18.0.2" {
+		t.Errorf("reply's conntrack fields: %+v", ct)
+	}
+	// A masked update keeps the other bits; a label goes with it.
+	var lab, lmask [16]byte
+	lab[15], lmask[15] = 0x80, 0xf0
+	track(t, tr, udpFrame(t, ipA, ipB, 5000, 53), Params{Commit: true, SetMark: true, Mark: 0x300, MarkMask: 0xf00,
+		SetLabel: true, Label: lab, LabelMask: lmask}, 3*sec)
+	ct = track(t, tr, udpFrame(t, ipB, ipA, 53, 5000), Params{}, 3*sec)
+	if ct.Mark != 0x312 || ct.Label != lab {
+		t.Errorf("after masked updates: mark %#x label %x", ct.Mark, ct.Label)
+	}
+	dump := tr.Dump(nil, 3*sec)
+	var lines []string
+	for _, e := range dump {
+		lines = append(lines, e.String())
+	}
+	want := "udp,orig=(src=198.18.0.1,dst=198.18.0.2,sport=5000,dport=53),reply=(src=198.18.0.2,dst=198.18.0.1,sport=53,dport=5000),mark=786,labels=0x80"
+	if !strings.Contains(strings.Join(lines, "\n"), want) {
+		t.Errorf("dump lacks %q:\n%s", want, strings.Join(lines, "\n"))
+	}
+}
+
+func TestZonesApart(t *testing.T) {
+	tr := New()
+	z1, z2 := Params{Zone: 1, Commit: true}, Params{Zone: 2}
+	runSteps(t, tr, []step{
+		{"commit in zone 1", udpFrame(t, ipA, ipB, 1, 2), z1, 0, trk | nw},
+		{"reply in zone 2 is new there", udpFrame(t, ipB, ipA, 2, 1), z2, 0, trk | nw},
+		{"reply in zone 1", udpFrame(t, ipB, ipA, 2, 1), Params{Zone: 1}, 0, trk | est | rpl},
+	})
+	if ct := track(t, tr, udpFrame(t, ipA, ipB, 1, 2), Params{Zone: 1}, 0); ct.Zone != 1 {
+		t.Errorf("ct_zone %d, want 1", ct.Zone)
+	}
+	zone := uint16(2)
+	if n := tr.Flush(&zone); n != 0 {
+		t.Errorf("flushing zone 2 removed %d", n)
+	}
+	zone = 1
+	if n := tr.Flush(&zone); n != 1 {
+		t.Errorf("flushing zone 1 removed %d, want 1", n)
+	}
+	runSteps(t, tr, []step{{"after the flush", udpFrame(t, ipB, ipA, 2, 1), Params{Zone: 1}, 0, trk | nw}})
+}
+
+func TestTimeouts(t *testing.T) {
+	tr := New()
+	runSteps(t, tr, []step{
+		{"UDP", udpFrame(t, ipA, ipB, 1, 2), commit, 0, trk | nw},
+		{"29 s later", udpFrame(t, ipA, ipB, 1, 2), Params{}, 29, trk | est},
+		{"reply", udpFrame(t, ipB, ipA, 2, 1), Params{}, 30, trk | est | rpl},
+		// Replied: the stream timeout (120 s) from the last packet.
+		{"119 s after the reply", udpFrame(t, ipA, ipB, 1, 2), Params{}, 149, trk | est},
+		{"121 s after the last", udpFrame(t, ipA, ipB, 1, 2), Params{}, 271, trk | nw},
+	})
+	if n := tr.Sweep(271 * sec); n != 1 || tr.Len() != 0 {
+		t.Errorf("sweep removed %d, %d left", n, tr.Len())
+	}
+	// An unanswered UDP flow lasts 30 s.
+	track(t, tr, udpFrame(t, ipA, ipB, 7, 8), commit, 0)
+	if n := tr.Sweep(29 * sec); n != 0 {
+		t.Errorf("swept %d at 29 s", n)
+	}
+	if n := tr.Sweep(31 * sec); n != 1 {
+		t.Errorf("swept %d at 31 s, want 1", n)
+	}
+}
+
+// TestLimit: a flood of SYNs from spoofed sources fills the table only to
+// its limit, evicting the unanswered ones, and an established connection
+// keeps flowing.
+func TestLimit(t *testing.T) {
+	tr := New()
+	tr.SetMaxConns(50)
+	runSteps(t, tr, []step{
+		{"UDP out", udpFrame(t, ipA, ipB, 1, 2), commit, 0, trk | nw},
+		{"UDP back", udpFrame(t, ipB, ipA, 2, 1), Params{}, 0, trk | est | rpl},
+	})
+	for i := range 10_000 {
+		src := net.IP{198, 19, byte(i >> 8), byte(i)}
+		ct := track(t, tr, tcpFrame(t, seg{src: src, dst: ipB, sport: uint16(i), dport: 80, seq: 1, syn: true, wscale: -1}), commit, 0)
+		if ct.State != trk|nw {
+			t.Fatalf("SYN %d: %s", i, stateString(ct.State))
+		}
+		if tr.Len() > 50 {
+			t.Fatalf("%d connections after SYN %d, limit 50", tr.Len(), i)
+		}
+	}
+	runSteps(t, tr, []step{{"the answered flow survives", udpFrame(t, ipB, ipA, 2, 1), Params{}, 1, trk | est | rpl}})
+	if st := tr.Stats(); st.Evicted < 9_000 {
+		t.Errorf("evicted %d, want most of the flood", st.Evicted)
+	}
+}
+
+// TestConcurrent: PMDs create and find each other's connections at once
+// (run with -race).
+func TestConcurrent(t *testing.T) {
+	tr := New()
+	const workers, per = 4, 300
+	frames := make([][2][]byte, workers*per)
+	for i := range frames {
+		src := net.IP{198, 18, byte(1 + i>>8), byte(i)}
+		frames[i] = [2][]byte{udpFrame(t, src, ipB, uint16(i), 9), udpFrame(t, ipB, src, 9, uint16(i))}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Each commits its share, then answers the next worker's.
+			for i := w * per; i < (w+1)*per; i++ {
+				track(t, tr, frames[i][0], commit, 0)
+			}
+		}()
+	}
+	wg.Wait()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := (w + 1) % workers
+			for i := o * per; i < (o+1)*per; i++ {
+				if ct := track(t, tr, frames[i][1], Params{}, 1); ct.State != trk|est|rpl {
+					errs <- fmt.Errorf("reply %d: %s", i, stateString(ct.State))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if tr.Len() != workers*per {
+		t.Errorf("%d connections, want %d", tr.Len(), workers*per)
+	}
+}
+
+func TestForceCommit(t *testing.T) {
+	tr := New()
+	force := Params{Commit: true, Force: true}
+	runSteps(t, tr, []step{
+		{"A to B", udpFrame(t, ipA, ipB, 1, 2), commit, 0, trk | nw},
+		{"B to A with force: the old one ends, a new one starts", udpFrame(t, ipB, ipA, 2, 1), force, 0, trk | nw},
+		{"B to A again: original direction now", udpFrame(t, ipB, ipA, 2, 1), Params{}, 0, trk | est},
+		{"A to B: its reply", udpFrame(t, ipA, ipB, 1, 2), Params{}, 0, trk | est | rpl},
+	})
+}
+
+func TestNotTrackable(t *testing.T) {
+	tr := New()
+	arp := frame(t, eth(false)) // IPv4 type, no header: truncated
+	if ct := track(t, tr, arp, commit, 0); ct.State != trk|inv {
+		t.Errorf("truncated IPv4: %s", stateString(ct.State))
+	}
+	if tr.Len() != 0 || tr.Stats().Invalid != 1 {
+		t.Errorf("len %d, invalid %d", tr.Len(), tr.Stats().Invalid)
+	}
+}
