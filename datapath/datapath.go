@@ -9,6 +9,7 @@ package datapath
 import (
 	"errors"
 	"fmt"
+	"github.com/vswitch-go/vswitch/datapath/conntrack"
 	"runtime"
 	"sort"
 	"sync"
@@ -149,6 +150,7 @@ type Datapath struct {
 	pmdCnt sharedSlab[pmdCounters]
 	ctrlq  *ControllerQueue
 	meters meterTable // see meter.go
+	ct     *conntrack.Tracker
 
 	// generation is bumped when the rules behind the megaflows change; each
 	// PMD compares it with the one its caches were built under.
@@ -204,6 +206,7 @@ func New(cfg Config) (*Datapath, error) {
 		sleepUs: cfg.PMDSleepMax,
 		pmdCnt:  newSharedSlab[pmdCounters](cfg.NumPMDs, cfg.PackedSharedState),
 		ctrlq:   NewControllerQueue(cfg.ControllerQueueDepth, packet.DefaultBufSize),
+		ct:      conntrack.New(),
 	}
 	if dp.clock == nil {
 		dp.clock = monotonicNow
@@ -222,6 +225,18 @@ func monotonicNow() int64 { return int64(time.Since(clockBase)) }
 
 // PMDs returns the PMDs (for Manual mode and introspection).
 func (dp *Datapath) PMDs() []*PMD { return dp.pmds }
+
+// Conntrack returns the connection tracker CT actions use.
+func (dp *Datapath) Conntrack() *conntrack.Tracker { return dp.ct }
+
+// DumpConntrack lists the live connections (of zone, when non-nil).
+func (dp *Datapath) DumpConntrack(zone *uint16) []conntrack.Entry {
+	return dp.ct.Dump(zone, dp.clock())
+}
+
+// SweepConntrack removes the connections that timed out (on the
+// datapath's clock). ofproto's housekeeping calls it every second.
+func (dp *Datapath) SweepConntrack() int { return dp.ct.Sweep(dp.clock()) }
 
 // ControllerQueue returns the queue Controller actions feed.
 func (dp *Datapath) ControllerQueue() *ControllerQueue { return dp.ctrlq }

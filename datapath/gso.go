@@ -24,14 +24,24 @@ import (
 // and port rewrites that applyPartial keeps right on a TCP super-frame
 // whose partial checksum is where the key says the TCP header is. Anything
 // else (MPLS, meters and packet-ins, which count and carry packets, UDP
-// super-frames, any action kind added later) sees segments.
+// super-frames, any action kind added later) sees segments. Conntrack
+// and recirculation take a TCP super-frame whole: the tracker's sequence
+// windows count bytes, so a super-frame is valid exactly when its
+// segments would be, and its next pass is extracted from its headers,
+// which are the first segment's. (Segmenting first would also send every
+// segment through the recirculation queue, which holds one batch.)
 func gsoSafe(acts actions.List, pkt *packet.Packet) bool {
 	for i := range acts {
 		switch acts[i].Kind {
 		case actions.Output, actions.Drop, actions.SetEthSrc, actions.SetEthDst,
 			actions.PushVLAN, actions.PopVLAN, actions.SetVLANTCI,
 			actions.SetIPTOS, actions.SetIPTTL, actions.DecIPTTL, actions.SetIPv6Label,
-			actions.SetTunnelID, actions.SetTunnelSrc, actions.SetTunnelDst:
+			actions.SetTunnelID, actions.SetTunnelSrc, actions.SetTunnelDst,
+			actions.CTClear, actions.CTLabel, actions.CTLabelMask:
+		case actions.CT, actions.Recirc:
+			if !tcpPartial(pkt) {
+				return false
+			}
 		case actions.SetIPv4Src, actions.SetIPv4Dst, actions.SetIPv6Src, actions.SetIPv6Dst,
 			actions.SetL4Src, actions.SetL4Dst:
 			if !tcpPartial(pkt) {

@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"errors"
+	"github.com/vswitch-go/vswitch/datapath/conntrack"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -143,11 +144,14 @@ type PMD struct {
 	portFlows []*Megaflow
 	upcall    UpcallResult
 	recirc    recircQueue
-	gen       uint64
-	now       int64
-	busy      bool // the last iteration received packets
-	local     pmdLocal
-	lastPub   int64
+	// ctParams is the CT action being executed, assembled without
+	// allocating (its label from the CTLabel actions before it).
+	ctParams conntrack.Params
+	gen      uint64
+	now      int64
+	busy     bool // the last iteration received packets
+	local    pmdLocal
+	lastPub  int64
 	// unpublished is set when a busy iteration's counts wait for the
 	// publish interval.
 	unpublished bool
@@ -960,6 +964,12 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 				p.drop(pkt, DropMeter)
 				return
 			}
+		case actions.CTLabel:
+			p.ctParams.Label = a.Addr
+		case actions.CTLabelMask:
+			p.ctParams.LabelMask = a.Addr
+		case actions.CT:
+			p.conntrack(pkt, a)
 		case actions.Recirc:
 			if i == last {
 				p.recirculate(pkt, a.RecircID())
@@ -983,6 +993,23 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 		}
 	}
 	pkt.Free()
+}
+
+// conntrack runs a CT action: the tracker writes its verdict into the
+// packet's key. The label, if the action sets one, came in the CTLabel
+// actions before it.
+func (p *PMD) conntrack(pkt *packet.Packet, a *actions.Action) {
+	prm := &p.ctParams
+	prm.Zone = a.Val16
+	prm.Commit = a.Val8&actions.CTFlagCommit != 0
+	prm.Force = a.Val8&actions.CTFlagForce != 0
+	prm.SetMark = a.Val8&actions.CTFlagMark != 0
+	prm.Mark, prm.MarkMask = a.Val32, a.CTMarkMask()
+	prm.SetLabel = a.Val8&actions.CTFlagLabel != 0
+	if !pkt.KeyValid {
+		reextract(pkt)
+	}
+	p.dp.ct.Process(pkt, prm, p.now)
 }
 
 func (p *PMD) drop(pkt *packet.Packet, why DropCause) {

@@ -486,6 +486,7 @@ func (b *Bridge) housekeeping() {
 			if b.cfg.MaxIdle >= 0 {
 				b.dp.ExpireIdleFlows(cmp.Or(b.cfg.MaxIdle, DefaultMaxIdle))
 			}
+			b.dp.SweepConntrack()
 			aged := b.cfg.Normal.Expire(now) > 0
 			if b.checkPorts() || aged {
 				b.invalidate()

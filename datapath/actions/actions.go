@@ -158,7 +158,29 @@ const (
 	// packet; before others it takes a copy (a group bucket that needs a
 	// field behind a pop), as Output does. The PMD carries it out.
 	Recirc
+	// CT runs the packet through the datapath's connection tracker
+	// (CTAction builds it): zone Val16, CTFlag* bits in Val8, the mark
+	// Val32 under the mask in Addr[:4] with CTFlagMark, the label the
+	// CTLabel action before it carries with CTFlagLabel. The verdict
+	// goes into the packet's key (Key.CT), which a later Recirc carries
+	// into the next pass. The PMD carries it out.
+	CT
+	// CTLabel carries a label for the CT action right after it: the value
+	// in Addr; CTLabelMask, right after it, the mask in Addr. On their
+	// own they do nothing (a flat action has room for one 16-byte value).
+	CTLabel
+	CTLabelMask
+	// CTClear makes the packet untracked: Key.CT becomes zero.
+	CTClear
 	numKinds
+)
+
+// Flags of a CT action (Val8).
+const (
+	CTFlagCommit = 1 << 0 // remember the connection
+	CTFlagForce  = 1 << 1 // with commit: end a connection seen the other way
+	CTFlagMark   = 1 << 2 // commit sets the mark
+	CTFlagLabel  = 1 << 3 // commit sets the label
 )
 
 // Action is one datapath action. It is a flat value (no pointers, no
@@ -203,6 +225,17 @@ func MeterAction(id uint32) Action { return Action{Kind: Meter, Val32: id} }
 
 // RecircAction is a Recirc action under recirc_id id.
 func RecircAction(id uint32) Action { return Action{Kind: Recirc, Val32: id} }
+
+// CTAction is a CT action in zone with flags (CTFlag*), setting mark
+// under markMask when flags has CTFlagMark.
+func CTAction(zone uint16, flags uint8, mark, markMask uint32) Action {
+	a := Action{Kind: CT, Val16: zone, Val8: flags, Val32: mark}
+	binary.BigEndian.PutUint32(a.Addr[:4], markMask)
+	return a
+}
+
+// CTMarkMask is the mark mask CTAction stored.
+func (a *Action) CTMarkMask() uint32 { return binary.BigEndian.Uint32(a.Addr[:4]) }
 
 // MeterID is the meter a Meter action names.
 func (a *Action) MeterID() uint32 { return a.Val32 }

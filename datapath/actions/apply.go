@@ -130,6 +130,8 @@ func Apply(a *Action, p *packet.Packet) bool {
 		setIPProto(p, a.Val8)
 	case SetMPLSBoS:
 		setLSE(p, lseBoS, uint32(a.Val8&1)<<8)
+	case CTClear:
+		p.Key.CT = flow.Conntrack{}
 	}
 	return true
 }

@@ -154,6 +154,35 @@ func (a Action) String() string {
 		return fmt.Sprintf("meter(%d)", a.MeterID())
 	case Recirc:
 		return fmt.Sprintf("recirc(%#x)", a.RecircID())
+	case CT:
+		var b strings.Builder
+		b.WriteString("ct(")
+		sep := ""
+		add := func(s string) { b.WriteString(sep + s); sep = "," }
+		if a.Val8&CTFlagCommit != 0 {
+			if a.Val8&CTFlagForce != 0 {
+				add("force_commit")
+			} else {
+				add("commit")
+			}
+		}
+		if a.Val16 != 0 {
+			add(fmt.Sprintf("zone=%d", a.Val16))
+		}
+		if a.Val8&CTFlagMark != 0 {
+			add(fmt.Sprintf("mark=%#x/%#x", a.Val32, a.CTMarkMask()))
+		}
+		if a.Val8&CTFlagLabel != 0 {
+			add("label") // the value is in the CTLabel actions before it
+		}
+		b.WriteString(")")
+		return b.String()
+	case CTLabel:
+		return fmt.Sprintf("ct_label(%x)", a.Addr)
+	case CTLabelMask:
+		return fmt.Sprintf("ct_label_mask(%x)", a.Addr)
+	case CTClear:
+		return "ct_clear"
 	case SetEthType:
 		return fmt.Sprintf("set(eth_type(0x%04x))", a.Val16)
 	case SetIPProto:

@@ -20,7 +20,6 @@ var (
 	ip6B = net.ParseIP("2001:db8::2")
 )
 
-
 // frame serializes layers behind an Ethernet header.
 func frame(tb testing.TB, ls ...gopacket.SerializableLayer) []byte {
 	tb.Helper()

@@ -134,7 +134,7 @@ func parse(pkt *packet.Packet, zone uint16, out *parsed) bool {
 		if l4 == flow.NoOffset || len(d) < l4+header.TCPMinLen {
 			return false
 		}
-		return parseTCP(d, l3, l4, t.IPv6, out)
+		return parseTCP(d, l3, l4, t.IPv6, pkt.GSO(), out)
 	case header.IPProtoUDP, header.IPProtoSCTP, 136: // 136: UDP-Lite
 		if l4 == flow.NoOffset || len(d) < l4+4 {
 			return false
@@ -165,7 +165,7 @@ func parse(pkt *packet.Packet, zone uint16, out *parsed) bool {
 }
 
 // parseTCP reads the TCP fields of the header at l4.
-func parseTCP(d []byte, l3, l4 int, v6 bool, out *parsed) bool {
+func parseTCP(d []byte, l3, l4 int, v6, gso bool, out *parsed) bool {
 	tcp := d[l4:]
 	doff := int(tcp[header.TCPDataOffOff]>>4) * 4
 	if doff < header.TCPMinLen || len(tcp) < doff {
@@ -196,11 +196,15 @@ func parseTCP(d []byte, l3, l4 int, v6 bool, out *parsed) bool {
 		o = o[o[1]:]
 	}
 	// The IP length, not the frame's, says where the payload ends
-	// (Ethernet pads short frames).
+	// (Ethernet pads short frames); a GSO super-frame is never padded,
+	// and its IP length may not cover it all.
 	var ipEnd int
-	if v6 {
+	switch {
+	case gso:
+		ipEnd = len(d)
+	case v6:
 		ipEnd = l3 + header.IPv6Len + int(binary.BigEndian.Uint16(d[l3+header.IPv6PayloadLenOff:]))
-	} else {
+	default:
 		ipEnd = l3 + int(binary.BigEndian.Uint16(d[l3+header.IPv4TotalLenOff:]))
 	}
 	if ipEnd < l4+doff {

@@ -355,17 +355,130 @@ func (x *xlator) stack(a *ofpwire.ActionStack) error {
 	return x.setMasked(a.Field, val, mask)
 }
 
-// conntrack executes ct: there is no connection tracker yet, so a packet
-// that reaches ct is dropped (the datapath counts it under its drop
-// action), and a controller installing ct flows still gets them
-// accepted. ct_clear has no state to clear.
-func (x *xlator) conntrack() error {
-	if x.tr != nil {
-		x.traceNote(TraceDrop, "ct: no connection tracker yet, the packet is dropped")
+// conntrack executes ct: the datapath's CT action (zone, commit, the
+// exec's ct_mark and ct_label writes) and, with table=N, a fork: a copy
+// of the packet recirculates, tracked, to table N with the walk's
+// registers and metadata, as Open vSwitch's ct does. The walk itself goes
+// on after ct with the packet untracked (the ct fields are only seen in
+// table N's pass). nat is not implemented yet: a ct with nat drops the
+// packet (counted), so a controller installing it still gets no error.
+func (x *xlator) conntrack(a *ofpwire.ActionCT) error {
+	var zone uint16
+	if a.HasZoneField {
+		zone = uint16(beUint(x.subfield(a.ZoneField, int(a.ZoneOfs), int(a.ZoneNBits))))
+	} else {
+		zone = a.ZoneImm
 	}
-	x.stopped = true
-	return x.emit(actions.Action{Kind: actions.Drop})
+	var flags uint8
+	if a.Flags&ofpwire.CTCommit != 0 {
+		flags |= actions.CTFlagCommit
+		if a.Flags&ofpwire.CTForce != 0 {
+			flags |= actions.CTFlagForce
+		}
+	}
+	var mark, markMask uint32
+	var label, labelMask [16]byte
+	for _, na := range a.Actions {
+		var field ofpwire.XMType
+		val, msk := make([]byte, 16), make([]byte, 16)
+		switch na := na.(type) {
+		case *ofpwire.ActionNAT:
+			if x.tr != nil {
+				x.traceNote(TraceDrop, "ct: nat is not implemented yet, the packet is dropped")
+			}
+			x.stopped = true
+			return x.emit(actions.Action{Kind: actions.Drop})
+		case *ofpwire.ActionSetField:
+			field = na.Field.Field
+			n := len(na.Field.Value)
+			copy(val[16-n:], na.Field.Value)
+			if na.Field.HasMask {
+				copy(msk[16-n:], na.Field.Mask)
+			} else {
+				copy(msk[16-n:], allOnes[:n])
+			}
+		case *ofpwire.ActionRegMove:
+			field = na.Dst
+			for done := 0; done < int(na.NBits); done += 64 {
+				c := min(64, int(na.NBits)-done)
+				v := beUint(x.subfield(na.Src, int(na.SrcOfs)+done, c))
+				ofpwire.PutBits(val, int(na.DstOfs)+done, c, v)
+				ofpwire.PutBits(msk, int(na.DstOfs)+done, c, ^uint64(0))
+			}
+		}
+		switch field {
+		case ofpwire.XMTypeCTMark:
+			m := beUint(msk[12:])
+			mark = mark&^uint32(m) | uint32(beUint(val[12:])&m)
+			markMask |= uint32(m)
+			flags |= actions.CTFlagMark
+		case ofpwire.XMTypeCTLabel:
+			for i := range label {
+				label[i] = label[i]&^msk[i] | val[i]&msk[i]
+				labelMask[i] |= msk[i]
+			}
+			flags |= actions.CTFlagLabel
+		}
+	}
+	if flags&actions.CTFlagLabel != 0 {
+		if err := x.emit(actions.Action{Kind: actions.CTLabel, Addr: label}); err != nil {
+			return err
+		}
+		if err := x.emit(actions.Action{Kind: actions.CTLabelMask, Addr: labelMask}); err != nil {
+			return err
+		}
+	}
+	if err := x.emit(actions.CTAction(zone, flags, mark, markMask)); err != nil {
+		return err
+	}
+	if a.RecircTable != ofpwire.CTRecircNone {
+		if err := x.ctFork(a.RecircTable); err != nil {
+			return err
+		}
+	}
+	x.key.CT = flow.Conntrack{}
+	return nil
 }
+
+// ctFork recirculates a copy of the tracked packet to table, keeping the
+// pipeline state (registers, metadata, the action set) of this point.
+func (x *xlator) ctFork(table uint8) error {
+	if x.opts.Recirc == nil {
+		return fmt.Errorf("%w: ct(table=%d) without recirculation", ErrUnsupported, table)
+	}
+	p := x.p
+	if x.opts.Table != nil {
+		p = x.opts.Table // a packet-out's table lookups are the bridge's
+	}
+	f := Frozen{key: frozenKey{p: p, stage: stageTable, table: table, cookie: x.cookie, pipe: x.pipe, set: x.set}}
+	id, ok := x.opts.Recirc.Freeze(&f)
+	if !ok {
+		return fmt.Errorf("%w: no free recirc_id", ErrUnsupported)
+	}
+	if x.tr != nil {
+		x.traceNote(TraceRecirc, fmt.Sprintf("ct: the tracked packet recirculates as recirc(%#x) to table %d", id, table))
+	}
+	return x.emit(actions.RecircAction(id))
+}
+
+// ctClear executes ct_clear: the packet is untracked from here on. The
+// datapath action is emitted whatever the walk's key says: whether the
+// packet is tracked is not in the megaflow's mask.
+func (x *xlator) ctClear() error {
+	x.key.CT = flow.Conntrack{}
+	return x.emit(actions.Action{Kind: actions.CTClear})
+}
+
+// beUint is the big-endian number in b (at most 8 significant bytes).
+func beUint(b []byte) uint64 {
+	var v uint64
+	for _, c := range b {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
+
+var allOnes = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 
 // controller executes controller(...): a packet-in with its reason,
 // max_len, userdata and the registers (meter_id is not applied). pause

@@ -238,9 +238,9 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 	case *ofpwire.ActionDecTTLIDs:
 		return x.decTTLIDs(table, len(a.IDs))
 	case *ofpwire.ActionCT:
-		return x.conntrack()
+		return x.conntrack(a)
 	case *ofpwire.ActionCTClear:
-		return nil
+		return x.ctClear()
 	case *ofpwire.ActionController:
 		return x.controller(a)
 	case *ofpwire.ActionConjunction:

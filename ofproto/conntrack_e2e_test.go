@@ -1,0 +1,56 @@
+//go:build linux
+
+package ofproto
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/vswitch-go/vswitch/internal/nstest"
+)
+
+// TestConntrackFirewall runs the stateful firewall every security group
+// is, installed with the real ovs-ofctl over veth namespaces: connections
+// from host A are committed (zone 5, ct_mark 42) and their replies pass
+// as established; nothing host B starts gets through. Ping and a TCP
+// stream (iperf3) both cross it.
+func TestConntrackFirewall(t *testing.T) {
+	nstest.RequireTool(t, "ovs-ofctl")
+	nstest.RequireTool(t, "iperf3")
+	a, b, br, target := newE2EBridge(t, "ptcp:0:127.0.0.1")
+	for _, f := range []string{
+		"priority=100,arp,in_port=1,actions=output:2",
+		"priority=100,arp,in_port=2,actions=output:1",
+		"priority=10,ip,ct_state=-trk,actions=ct(table=1,zone=5)",
+		"table=1,priority=10,ip,in_port=1,ct_state=+trk+new,actions=ct(commit,zone=5,exec(set_field:42->ct_mark)),output:2",
+		"table=1,priority=10,ip,in_port=1,ct_state=+trk+est-rpl,actions=output:2",
+		"table=1,priority=10,ip,in_port=2,ct_state=+trk+est+rpl,ct_mark=42,ct_zone=5,actions=output:1",
+		"table=1,priority=1,actions=drop",
+	} {
+		ovsOfctlIn(t, "OpenFlow13", "add-flow", target, f)
+	}
+	nstest.Ping(t, a.NS, b.IP)
+	if out, err := b.NS.Output("ping", "-c", "2", "-i", "0.2", "-W", "1", a.IP); err == nil {
+		t.Fatalf("a ping started on the outside got through:\n%s", out)
+	}
+	nstest.IperfTCP(t, a.NS, b.NS, b.IP, 1)
+	t.Logf("tracker: %+v", br.dp.Conntrack().Stats())
+
+	dump := ovsOfctlIn(t, "OpenFlow13", "dump-flows", target, "table=1")
+	for _, f := range flowLines(dump) {
+		if strings.Contains(f, "ct_state=+new+trk") && strings.Contains(f, "n_packets=0,") ||
+			strings.Contains(f, "+est+rpl+trk") && strings.Contains(f, "n_packets=0,") {
+			t.Errorf("a firewall flow the traffic needs counted nothing:\n%s", dump)
+		}
+	}
+	var icmp, tcp bool
+	zone := uint16(5)
+	for _, e := range br.dp.DumpConntrack(&zone) {
+		s := e.String()
+		icmp = icmp || strings.HasPrefix(s, "icmp,orig=(src="+a.IP+",dst="+b.IP) && strings.Contains(s, ",zone=5,mark=42")
+		tcp = tcp || strings.HasPrefix(s, "tcp,orig=(src="+a.IP+",dst="+b.IP) && strings.Contains(s, ",zone=5,mark=42,protoinfo=(state=")
+	}
+	if !icmp || !tcp {
+		t.Errorf("connections in zone 5 (icmp %v, tcp %v):\n%v", icmp, tcp, br.dp.DumpConntrack(nil))
+	}
+}
