@@ -454,6 +454,9 @@ func (b *Bridge) Handle(c *ofconn.Conn, xid uint32, msg ofpwire.Message) error {
 		return b.packetOut(m)
 	case *ofpwire.Resume:
 		return b.resume(m)
+	case *ofpwire.CTFlushZone:
+		b.dp.Conntrack().Flush(&m.Zone)
+		return nil
 	case *ofpwire.MultipartRequest:
 		return b.multipart(c, xid, m)
 	case *ofpwire.PortMod:

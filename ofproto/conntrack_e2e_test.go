@@ -53,4 +53,12 @@ func TestConntrackFirewall(t *testing.T) {
 	if !icmp || !tcp {
 		t.Errorf("connections in zone 5 (icmp %v, tcp %v):\n%v", icmp, tcp, br.dp.DumpConntrack(nil))
 	}
+	// A controller's NXT_CT_FLUSH_ZONE empties the zone.
+	ovsOfctlIn(t, "OpenFlow13", "ct-flush-zone", target, "5")
+	if es := br.dp.DumpConntrack(&zone); len(es) != 0 {
+		t.Errorf("after ct-flush-zone 5: %v", es)
+	}
+	if out, err := b.NS.Output("ping", "-c", "1", "-W", "1", a.IP); err == nil {
+		t.Fatalf("after the flush, an outside ping got through:\n%s", out)
+	}
 }

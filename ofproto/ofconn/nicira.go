@@ -28,8 +28,7 @@ var errBadExpType = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.
 // packet-ins; NXT_RESUME goes to the handler as an ofpwire.Resume;
 // NXT_FLOW_MOD (the NXM flow format of 1.0 peers) as the FlowMod it
 // means, with NXT_SET_FLOW_FORMAT and NXT_FLOW_MOD_TABLE_ID accepted;
-// NXT_CT_FLUSH_ZONE is
-// accepted and does nothing, as there is no connection tracker yet. Other
+// NXT_CT_FLUSH_ZONE goes to the handler as an ofpwire.CTFlushZone. Other
 // subtypes are BAD_EXPTYPE.
 func (c *Conn) nicira(xid uint32, m *ofpwire.Experimenter, raw []byte) {
 	switch m.ExpType {
@@ -89,7 +88,10 @@ func (c *Conn) nicira(xid uint32, m *ofpwire.Experimenter, raw []byte) {
 	case nxtCTFlushZone:
 		if len(m.Data) != 8 {
 			c.replyErr(xid, &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadLen}, raw)
+			return
 		}
+		// struct nx_zone_id: six zero bytes, then the zone.
+		c.dispatch(xid, &ofpwire.CTFlushZone{Zone: uint16(m.Data[6])<<8 | uint16(m.Data[7])}, raw)
 	default:
 		c.replyErr(xid, errBadExpType, raw)
 	}

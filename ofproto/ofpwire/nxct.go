@@ -3,6 +3,8 @@ package ofpwire
 import (
 	"fmt"
 
+	"github.com/netrack/openflow"
+
 	"github.com/netrack/openflow/ofp"
 )
 
@@ -412,4 +414,30 @@ func parseController2(props []byte) (Action, error) {
 		props = props[roundUp8(n):]
 	}
 	return c, nil
+}
+
+// NXTCTFlushZone is the subtype of NXT_CT_FLUSH_ZONE.
+const NXTCTFlushZone = 29
+
+// CTFlushZone is NXT_CT_FLUSH_ZONE: the controller asks the switch to
+// forget every tracked connection of Zone (ovn-controller sends it when
+// it gives a zone to a new port).
+type CTFlushZone struct{ Zone uint16 }
+
+// MsgType implements Message: NXT_CT_FLUSH_ZONE is an experimenter message.
+func (*CTFlushZone) MsgType() openflow.Type { return openflow.TypeExperiment }
+
+func (m *CTFlushZone) appendBody(b []byte) ([]byte, error) {
+	b = be.AppendUint32(b, NXVendor)
+	b = be.AppendUint32(b, NXTCTFlushZone)
+	b = append(b, 0, 0, 0, 0, 0, 0) // struct nx_zone_id: zeros, then the zone
+	return be.AppendUint16(b, m.Zone), nil
+}
+
+func (m *CTFlushZone) decodeBody(b []byte) error {
+	if len(b) != 16 || be.Uint32(b) != NXVendor || be.Uint32(b[4:]) != NXTCTFlushZone {
+		return errBadLen
+	}
+	m.Zone = be.Uint16(b[14:])
+	return nil
 }
