@@ -1,0 +1,120 @@
+package conntrack
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+)
+
+// rawFrame builds an Ethernet/IPv4 frame from a few fuzzed bytes: hosts
+// and ports from a small set (so that packets meet each other's
+// connections), any protocol, TCP flags, sequence numbers and ICMP types,
+// and an ICMP error quoting another such packet.
+func rawFrame(op []byte) []byte {
+	src, dst := op[0]&3, op[0]>>2&3
+	proto := [...]uint8{6, 17, 1, 6, 132, 47, 6, 17}[op[1]&7]
+	b := make([]byte, 14+20, 14+20+60)
+	binary.BigEndian.PutUint16(b[12:], 0x0800)
+	ip := b[14:]
+	ip[0], ip[8], ip[9] = 0x45, 64, proto
+	copy(ip[12:], []byte{198, 18, 0, 1 + src})
+	copy(ip[16:], []byte{198, 18, 0, 1 + dst})
+	if op[1]&0x80 != 0 {
+		binary.BigEndian.PutUint16(ip[6:], 0x2000|uint16(op[2])) // a fragment
+	}
+	switch proto {
+	case 6:
+		tcp := make([]byte, 20+int(op[7]&3)*4)
+		binary.BigEndian.PutUint16(tcp[0:], 1000+uint16(op[2]&3))
+		binary.BigEndian.PutUint16(tcp[2:], 80+uint16(op[3]&1))
+		binary.BigEndian.PutUint32(tcp[4:], uint32(op[4])<<24|uint32(op[5])<<8)
+		binary.BigEndian.PutUint32(tcp[8:], uint32(op[6])<<24)
+		tcp[12] = byte(len(tcp)/4) << 4
+		tcp[13] = op[3] >> 1 // SYN, FIN, RST, ACK... in any mix
+		binary.BigEndian.PutUint16(tcp[14:], uint16(op[7])<<8)
+		if len(tcp) > 20 {
+			copy(tcp[20:], []byte{3, 3, op[4] & 15})
+		}
+		b = append(b, tcp...)
+		b = append(b, make([]byte, int(op[5]&63))...)
+	case 1:
+		icmp := []byte{op[2] % 20, 0, 0, 0, 0, op[3] & 1, 0, 1}
+		b = append(b, icmp...)
+		if icmp[0] == 3 || icmp[0] == 11 { // an error quoting a packet
+			inner := make([]byte, 8)
+			copy(inner, op[3:])
+			inner[1] &^= 0x80 // the quoted packet is a first fragment at most
+			b = append(b, rawFrame(inner)[14:][:28]...)
+		}
+	default:
+		b = append(b, 0, op[2]&3, 0, 53+op[3]&1, 0, 8, 0, 0)
+	}
+	binary.BigEndian.PutUint16(ip[2:], uint16(len(b)-14))
+	return b
+}
+
+// FuzzTracker runs random packet sequences through a small tracker and
+// checks its invariants after each: no panic, never more connections than
+// the limit, and every connection indexed under both its tuples.
+func FuzzTracker(f *testing.F) {
+	f.Add([]byte{0x04, 0, 0, 0x04, 1, 0, 0, 0x10, 0x01, 0, 0, 0x13, 9, 0, 1, 0x10})
+	f.Add([]byte{0x04, 0x01, 0, 0, 0, 0, 0, 0, 0x01, 0x01, 0, 0, 0, 0, 0, 0, 0x01, 0x02, 3, 1, 0, 0, 0, 0})
+	f.Add([]byte{0x04, 0x02, 8, 1, 0, 0, 0, 0, 0x01, 0x02, 0, 1, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr := New()
+		tr.SetMaxConns(8)
+		pool := packet.NewPool(1, 2048)
+		now := int64(0)
+		for len(data) >= 8 {
+			op := data[:8]
+			data = data[8:]
+			now += int64(op[7]&15) * sec * int64(op[6]&1) * 10
+			pkt := pool.Get()
+			pkt.SetData(rawFrame(op))
+			flow.Extract(pkt.Data(), 1, &pkt.Key, &pkt.Offsets)
+			pkt.KeyValid = true
+			p := Params{Zone: uint16(op[6] >> 7), Commit: op[6]&2 != 0, Force: op[6]&4 != 0,
+				SetMark: op[6]&8 != 0, Mark: uint32(op[4]), MarkMask: 0xff}
+			tr.Process(pkt, &p, now)
+			if s := pkt.Key.CT.State; s&flow.CTTracked == 0 {
+				t.Fatalf("ct_state %#x without +trk", s)
+			}
+			pkt.Free()
+			if op[5]&0x40 != 0 {
+				tr.Sweep(now)
+			}
+			checkInvariants(t, tr)
+		}
+	})
+}
+
+func checkInvariants(t *testing.T, tr *Tracker) {
+	t.Helper()
+	if n := tr.Len(); n > tr.MaxConns() || n < 0 {
+		t.Fatalf("%d connections, limit %d", n, tr.MaxConns())
+	}
+	conns := 0
+	for i := range tr.shards {
+		for tu, c := range tr.shards[i].m {
+			if c.dead {
+				t.Fatalf("a removed connection is still indexed")
+			}
+			if tu != c.orig && tu != c.reply {
+				t.Fatalf("indexed under a tuple that is neither of its own")
+			}
+			if tu == c.orig {
+				conns++
+				if tr.shardOf(&c.reply).m[c.reply] != c {
+					t.Fatalf("connection %+v not found from its reply tuple", c.orig)
+				}
+			} else if tr.shardOf(&c.orig).m[c.orig] != c {
+				t.Fatalf("connection %+v not found from its original tuple", c.orig)
+			}
+		}
+	}
+	if int64(conns) != tr.Len() {
+		t.Fatalf("%d connections indexed, count says %d", conns, tr.Len())
+	}
+}
