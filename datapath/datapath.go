@@ -51,6 +51,12 @@ const (
 
 // Config is the datapath's configuration. Zero values select defaults.
 type Config struct {
+	// Conntrack is the connection tracker CT actions use: datapaths that
+	// share one (the bridges of one switch, as Open vSwitch's userspace
+	// datapath holds every bridge) see each other's connections. New
+	// makes one of its own when nil.
+	Conntrack *conntrack.Tracker
+
 	// NumPMDs is the number of PMD goroutines (default 1).
 	NumPMDs int
 	// CPUs, if set, pins PMD i to CPUs[i % len(CPUs)] (pmd-cpu-mask).
@@ -206,7 +212,10 @@ func New(cfg Config) (*Datapath, error) {
 		sleepUs: cfg.PMDSleepMax,
 		pmdCnt:  newSharedSlab[pmdCounters](cfg.NumPMDs, cfg.PackedSharedState),
 		ctrlq:   NewControllerQueue(cfg.ControllerQueueDepth, packet.DefaultBufSize),
-		ct:      conntrack.New(),
+		ct:      cfg.Conntrack,
+	}
+	if dp.ct == nil {
+		dp.ct = conntrack.New()
 	}
 	if dp.clock == nil {
 		dp.clock = monotonicNow
@@ -219,6 +228,10 @@ func New(cfg Config) (*Datapath, error) {
 }
 
 var clockBase = time.Now()
+
+// Now is the time on the default datapath clock (Config.Clock unset),
+// in nanoseconds: the clock connection timeouts run on.
+func Now() int64 { return monotonicNow() }
 
 // monotonicNow is nanoseconds on the monotonic clock (one vDSO call).
 func monotonicNow() int64 { return int64(time.Since(clockBase)) }

@@ -143,6 +143,34 @@ func TestAppctl(t *testing.T) {
 		t.Errorf("vsctl dump-flows %s:\n%s", br, got)
 	}
 
+	// A stateful pipeline: the connection tracker through dpctl/.
+	mustOVSTool(t, run, "ovs-ofctl", "-O", "OpenFlow13", "del-flows", br)
+	for _, f := range []string{"priority=100,arp,actions=NORMAL", "priority=10,ip,ct_state=-trk,actions=ct(table=1,zone=3)",
+		"table=1,ip,ct_state=+trk+new,actions=ct(commit,zone=3),NORMAL", "table=1,ip,ct_state=+trk+est,actions=NORMAL"} {
+		mustOVSTool(t, run, "ovs-ofctl", "-O", "OpenFlow13", "add-flow", br, f)
+	}
+	nstest.Ping(t, a.NS, b.IP)
+	ct := mustOVSTool(t, run, "ovs-appctl", "dpctl/dump-conntrack", "zone=3")
+	if want := "icmp,orig=(src=" + a.IP + ",dst=" + b.IP + ","; !strings.Contains(ct, want) || !strings.Contains(ct, ",type=0,code=0),zone=3\n") {
+		t.Errorf("dpctl/dump-conntrack lacks %q in zone 3:\n%s", want, ct)
+	}
+	if got := mustOVSTool(t, run, "ovs-appctl", "dpctl/ct-stats-show"); !strings.Contains(got, "Connections Stats:\n    Total: 1\n  ICMP: 1\n") {
+		t.Errorf("dpctl/ct-stats-show:\n%s", got)
+	}
+	if got := mustOVSTool(t, run, "ovs-appctl", "dpctl/ct-set-maxconns", "1000"); got != "setting maxconns successful" {
+		t.Errorf("ct-set-maxconns: %q", got)
+	}
+	if got := mustOVSTool(t, run, "ovs-appctl", "dpctl/ct-get-maxconns"); got != "1000\n" {
+		t.Errorf("ct-get-maxconns: %q", got)
+	}
+	mustOVSTool(t, run, "ovs-appctl", "dpctl/flush-conntrack", "zone=3")
+	if got := mustOVSTool(t, run, "ovs-appctl", "dpctl/ct-get-nconns"); got != "0\n" {
+		t.Errorf("ct-get-nconns after flushing zone 3: %q", got)
+	}
+	if _, errOut, code := ovsTool(t, run, "ovs-appctl", "dpctl/dump-conntrack", "zone=x"); code == 0 || !strings.Contains(errOut, "invalid zone") {
+		t.Errorf("dump-conntrack zone=x: exit %d, %q", code, errOut)
+	}
+
 	if out, errOut, code := ovsTool(t, run, "ovs-appctl", "exit"); code != 0 {
 		t.Fatalf("exit: exit %d: %s%s", code, errOut, out)
 	}

@@ -168,6 +168,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		EMCOff:           b.settings.emcInvProb == 0,
 		Upcall:           up,
 		OnPortRemoved:    b.portRemoved,
+		Conntrack:        d.ct,
 	}
 	if dcfg.EMCOff {
 		dcfg.EMCInsertInvProb = 1

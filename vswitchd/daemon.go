@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vswitch-go/vswitch/datapath/conntrack"
 	"io"
 	"log/slog"
 	"maps"
@@ -139,6 +140,9 @@ type Daemon struct {
 	// db follows the OVSDB database of Options.DB (nil without).
 	db *ovsdb.Reconciler
 
+	// ct is the connection tracker every bridge's datapath shares.
+	ct *conntrack.Tracker
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -181,7 +185,7 @@ func Start(opts Options) (*Daemon, error) {
 	}
 	d := &Daemon{opts: opts, log: log, store: store, bridges: map[string]*bridge{},
 		statsBase: map[string]*statsSnapshot{}, ifw: newIfWatch(), stop: make(chan struct{}),
-		exitReq: make(chan struct{})}
+		exitReq: make(chan struct{}), ct: conntrack.New()}
 	d.publish()
 	if opts.DefaultBridge != "" && len(store.Get().Bridges) == 0 {
 		if _, err := store.Update(func(c *config.Config) error {

@@ -56,13 +56,14 @@ func (d *Daemon) unixctlCommands() []unixctl.Command {
 		{Name: "dpif-netdev/pmd-rxq-rebalance", Usage: "[dp]", MaxArgs: 1, Run: onDatapath(from(d.cmdPMDRxqRebalance))},
 		{Name: "dpif-netdev/pmd-perf-show", Usage: "[dp]", MaxArgs: 1, Run: onDatapath(from(d.cmdPMDPerfShow))},
 		{Name: "dpctl/dump-flows", Usage: "[-m] [dp|bridge]", MaxArgs: 2, Run: d.ctlDumpFlows(from(d.cmdDpifDumpFlows))},
+		// dpctl/*-conntrack and dpctl/ct-*: conntrackcmds.go.
 		{Name: "ofproto/trace", Usage: "bridge flow", MinArgs: 2, MaxArgs: 2, Run: from(d.cmdTrace)},
 		// The switch's own, under the names vsctl gives them.
 		{Name: "pmd-latency-show", Run: from(d.cmdPMDLatencyShow)},
 		{Name: "pmd-latency-clear", Run: from(d.cmdPMDLatencyClear)},
 		{Name: "drop-stats", Run: from(d.cmdDropStats)},
 	}
-	return cmds
+	return append(cmds, d.conntrackCommands()...)
 }
 
 // unixctlVersion is the version command's text: the program name
