@@ -170,9 +170,10 @@ func unlockPair(a, b *shard) {
 	}
 }
 
-// lookup finds the live connection with tuple tu; reply says tu is its
-// reply tuple.
-func (t *Tracker) lookup(tu *Tuple, now int64) (c *Conn, reply bool) {
+// lookup finds the connection indexed under tuple tu; reply says tu is
+// its reply tuple. The caller checks under c.mu that it is still live
+// (alive reports it).
+func (t *Tracker) lookup(tu *Tuple) (c *Conn, reply bool) {
 	s := t.shardOf(tu)
 	s.mu.RLock()
 	c = s.m[*tu]
@@ -180,14 +181,12 @@ func (t *Tracker) lookup(tu *Tuple, now int64) (c *Conn, reply bool) {
 	if c == nil {
 		return nil, false
 	}
-	c.mu.Lock()
-	live := !c.dead && c.expires > now
-	c.mu.Unlock()
-	if !live {
-		return nil, false
-	}
 	return c, *tu != c.orig
 }
+
+// alive reports whether c is in the table and not expired at now. c.mu is
+// held.
+func (c *Conn) alive(now int64) bool { return !c.dead && c.expires > now }
 
 // Process runs ct on pkt with parameters p at time now (the datapath
 // clock, ns) and writes the result into pkt.Key.CT.
@@ -203,17 +202,21 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) {
 		t.related(ct, &pp, now)
 		return
 	}
-	c, reply := t.lookup(&pp.t, now)
-	if c != nil && p.Force && p.Commit && reply {
-		t.remove(c)
-		c = nil
-	}
+	c, reply := t.lookup(&pp.t)
 	if c != nil {
+		// One lock per packet on the established path: liveness and
+		// the state update under it.
 		c.mu.Lock()
-		res := t.update(c, &pp, reply, now)
+		res := tcpReopen // not alive, or to be replaced: a new one
+		if c.alive(now) && !(p.Force && p.Commit && reply) {
+			res = t.update(c, &pp, reply, now)
+		}
 		if res == tcpReopen {
+			dead := !c.alive(now)
 			c.mu.Unlock()
-			t.remove(c)
+			if !dead {
+				t.remove(c)
+			}
 			c = nil
 		} else {
 			switch res {
@@ -263,7 +266,14 @@ func (t *Tracker) markInvalid(ct *flow.Conntrack) {
 // when the error travels the connection's reply direction (it answers a
 // packet of the original one).
 func (t *Tracker) related(ct *flow.Conntrack, pp *parsed, now int64) {
-	c, innerReply := t.lookup(&pp.t, now)
+	c, innerReply := t.lookup(&pp.t)
+	if c != nil {
+		c.mu.Lock()
+		if !c.alive(now) {
+			c.mu.Unlock()
+			c = nil
+		}
+	}
 	if c == nil {
 		t.markInvalid(ct)
 		return
@@ -272,7 +282,6 @@ func (t *Tracker) related(ct *flow.Conntrack, pp *parsed, now int64) {
 	if !innerReply {
 		ct.State |= flow.CTReply
 	}
-	c.mu.Lock()
 	c.describe(ct)
 	c.mu.Unlock()
 }
@@ -387,7 +396,7 @@ func (t *Tracker) create(pp *parsed, p *Params, now int64) *Conn {
 		}
 		if old := s.m[*tu]; old != nil {
 			old.mu.Lock()
-			live := !old.dead && old.expires > now
+			live := old.alive(now)
 			old.mu.Unlock()
 			if live {
 				return old // another PMD won the race: share its connection

@@ -32,7 +32,7 @@ func (t *Tracker) Dump(zone *uint16, now int64) []Entry {
 				continue
 			}
 			c.mu.Lock()
-			if !c.dead && c.expires > now {
+			if c.alive(now) {
 				e := Entry{Orig: c.orig, Reply: c.reply, Mark: c.mark, Label: c.label,
 					Timeout: (c.expires - now + sec - 1) / sec}
 				if c.proto == header.IPProtoTCP {

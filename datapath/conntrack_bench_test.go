@@ -1,0 +1,102 @@
+package datapath
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/netdev/ring"
+)
+
+// ctRules is the stateful pipeline of a security group as megaflow rules:
+// every IPv4 packet goes through ct(zone=1) and recirculates; on its
+// second pass an established one is output and a new one committed and
+// output. With plain, one rule outputs every packet (the same pipeline
+// without ct), for the cost comparison.
+func ctRules(rules *RuleTable, out uint32, plain bool) {
+	ip := Rule{Priority: 10}
+	ip.Match.Key.EthType, ip.Match.Mask.EthType = 0x0800, 0xffff
+	ip.Match.Mask.RecircID = 0xffff
+	if plain {
+		ip.Actions = actions.List{actions.OutputTo(out)}
+		rules.Add(ip)
+		return
+	}
+	ip.Actions = actions.List{actions.CTAction(1, 0, 0, 0), actions.RecircAction(1)}
+	rules.Add(ip)
+	est := Rule{Priority: 20, Actions: actions.List{actions.OutputTo(out)}}
+	est.Match.Key.RecircID, est.Match.Mask.RecircID = 1, 0xffff
+	est.Match.Key.CT.State = flow.CTTracked | flow.CTEstablished
+	est.Match.Mask.CT.State = flow.CTTracked | flow.CTEstablished
+	rules.Add(est)
+	nw := Rule{Priority: 20, Actions: actions.List{actions.CTAction(1, actions.CTFlagCommit, 0, 0), actions.OutputTo(out)}}
+	nw.Match.Key.RecircID, nw.Match.Mask.RecircID = 1, 0xffff
+	nw.Match.Key.CT.State = flow.CTTracked | flow.CTNew
+	nw.Match.Mask.CT.State = flow.CTTracked | flow.CTNew
+	rules.Add(nw)
+}
+
+// BenchmarkConntrack: 64-byte UDP of conns established connections
+// (after a first packet each that commits it) through ct(zone=1) and a
+// recirculation to a ct_state=+trk+est match, one manual-mode PMD between
+// two ring ports; "plain" is the same frames through one output rule.
+// One op is one packet.
+func BenchmarkConntrack(b *testing.B) {
+	for _, conns := range []int{1, 1000, 100000} {
+		b.Run(fmt.Sprintf("conns=%d/established", conns), func(b *testing.B) { benchConntrack(b, conns, false) })
+		b.Run(fmt.Sprintf("conns=%d/plain", conns), func(b *testing.B) { benchConntrack(b, conns, true) })
+	}
+}
+
+func benchConntrack(b *testing.B, conns int, plain bool) {
+	rules := &RuleTable{}
+	dp, err := New(Config{Manual: true, Upcall: rules, FlowLimit: 1000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dp.Close()
+	rules.Invalidate = dp.InvalidateFlows
+	in, out := ring.New("in", 1, 1, 256), ring.New("out", 1, 1, 256)
+	dp.AddPort(1, in)
+	dp.AddPort(2, out)
+	ctRules(rules, 2, plain)
+	frames := benchFrames(conns)
+	batches := make([][][]byte, 0, (conns+31)/32)
+	for i := 0; i < conns; i += 32 {
+		var bt [][]byte
+		for j := i; j < i+32; j++ {
+			bt = append(bt, frames[j%conns])
+		}
+		batches = append(batches, bt)
+	}
+	pmd := dp.PMDs()[0]
+	run := func(n int) {
+		for done, i := 0, 0; done < n; i++ {
+			in.Inject(0, batches[i%len(batches)]...)
+			done += pmd.PollOnce()
+			out.Discard(0)
+		}
+	}
+	run(max(3*conns, 100_000))
+	if !plain && dp.Conntrack().Len() != int64(conns) {
+		b.Fatalf("%d connections for %d flows", dp.Conntrack().Len(), conns)
+	}
+	st0 := dp.PMDStats()[0]
+	b.ReportAllocs()
+	cpu0 := processCPUNs()
+	b.ResetTimer()
+	run(b.N)
+	b.StopTimer()
+	reportCPU(b, cpu0)
+	pmd.PollOnce()
+	st := dp.PMDStats()[0]
+	if st.Misses != st0.Misses {
+		b.Fatalf("%d upcalls during the measurement", st.Misses-st0.Misses)
+	}
+	if st.Drops != st0.Drops {
+		b.Fatalf("packets dropped during the measurement: %v then %v", st0.Drops, st.Drops)
+	}
+	reportRate(b)
+	b.Logf("tracker %+v", dp.Conntrack().Stats())
+}
