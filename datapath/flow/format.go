@@ -28,6 +28,9 @@ func (k *Key) String() string {
 	if k.IPv6ExtHdr == 0 {
 		all.IPv6ExtHdr = 0
 	}
+	if k.CT == (Conntrack{}) {
+		all.CT = Conntrack{}
+	}
 	return FormatMatch(k, &all)
 }
 
@@ -60,9 +63,50 @@ func FormatMatch(k *Key, m *Mask) string {
 	} else {
 		f.group("in_port", fieldU("", uint64(k.InPort), uint64(m.InPort), 0xffffffff))
 	}
+	ctFields(&f, &k.CT, &m.CT)
 	f.group("eth", fieldMAC("src", k.EthSrc, m.EthSrc), fieldMAC("dst", k.EthDst, m.EthDst))
 	f.vlans(k, m, 0)
 	return f.b.String()
+}
+
+// ctStateNames are the ct_state bits in the order of flow.CT*.
+var ctStateNames = [8]string{"new", "est", "rel", "rpl", "inv", "trk", "snat", "dnat"}
+
+// ctFields prints the conntrack fields a megaflow matches, as Open
+// vSwitch's datapath flows show them: ct_state(+trk+est-new), ct_zone,
+// ct_mark and ct_label (the original-direction tuple is not shown).
+func ctFields(f *formatter, ct, cm *Conntrack) {
+	if cm.State != 0 {
+		var b strings.Builder
+		for i, n := range ctStateNames {
+			if cm.State&(1<<i) == 0 {
+				continue
+			}
+			if ct.State&(1<<i) != 0 {
+				b.WriteString("+" + n)
+			} else {
+				b.WriteString("-" + n)
+			}
+		}
+		f.group("ct_state", b.String())
+	}
+	if cm.Zone != 0 {
+		f.group("ct_zone", fmt.Sprintf("%#x", ct.Zone)+maskSuffix(uint64(cm.Zone), 0xffff))
+	}
+	if cm.Mark != 0 {
+		f.group("ct_mark", fmt.Sprintf("%#x", ct.Mark)+maskSuffix(uint64(cm.Mark), 0xffffffff))
+	}
+	if cm.Label != ([16]byte{}) {
+		f.group("ct_label", fmt.Sprintf("%#x/%#x", ct.Label, cm.Label))
+	}
+}
+
+// maskSuffix is "/mask" unless m covers the whole field.
+func maskSuffix(m, full uint64) string {
+	if m == full {
+		return ""
+	}
+	return fmt.Sprintf("/%#x", m)
 }
 
 // localPort is OpenFlow's OFPP_LOCAL, the bridge's own interface, which the

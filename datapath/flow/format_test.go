@@ -178,3 +178,15 @@ func TestFormatTunnel(t *testing.T) {
 		t.Errorf("FormatMatch = %q, want %q", got, want)
 	}
 }
+
+func TestFormatConntrack(t *testing.T) {
+	var k, m Key
+	k.InPort, m.InPort = 1, 0xffffffff
+	k.CT.State, m.CT.State = CTTracked|CTEstablished, CTTracked|CTEstablished|CTNew
+	k.CT.Zone, m.CT.Zone = 5, 0xffff
+	k.CT.Mark, m.CT.Mark = 0x2a, 0xff
+	got := FormatMatch(&k, &m)
+	if want := "in_port(1),ct_state(-new+est+trk),ct_zone(0x5),ct_mark(0x2a/0xff)"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
