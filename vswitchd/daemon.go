@@ -229,6 +229,7 @@ func Start(opts Options) (*Daemon, error) {
 		mux := http.NewServeMux()
 		col := metrics.NewCollector(d.metricsView)
 		col.SetVersion(opts.Version)
+		col.SetConntrack(func() *conntrack.Tracker { return d.ct })
 		col.SetMgmt(func() metrics.Mgmt {
 			s := d.mgmt.Stats()
 			return metrics.Mgmt{Connections: s.Connections, Refused: s.Refused, IdleClosed: s.IdleClosed, TooLong: s.TooLong}

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/conntrack"
 	"github.com/vswitch-go/vswitch/netdev"
 	"github.com/vswitch-go/vswitch/netdev/tunnel"
 	"github.com/vswitch-go/vswitch/ofproto"
@@ -88,6 +89,11 @@ type Collector struct {
 	macEvicted                                                         *prometheus.Desc
 	ctlConnected, ctlReconnects, ctlMsgsIn, ctlMsgsOut, ctlTLSFailures *prometheus.Desc
 	collectFailed                                                      *prometheus.Desc
+
+	// The connection tracker every bridge shares (SetConntrack).
+	ct                                                         func() *conntrack.Tracker
+	ctConns, ctMax, ctCreated, ctDeleted, ctInvalid, ctRefused *prometheus.Desc
+	ctEvicted                                                  *prometheus.Desc
 }
 
 // batchBounds are datapath.BatchSizeBounds as histogram upper bounds.
@@ -196,6 +202,14 @@ func NewCollector(bridges func() []Bridge) *Collector {
 		mgmtIdleClosed: d("mgmt_connections_idle_closed_total", "Management connections closed after sending no request (or reading no response) for the idle timeout.", nil),
 		mgmtTooLong:    d("mgmt_requests_too_long_total", "Management requests over the request size limit (their connection was closed).", nil),
 
+		ctConns:   d("conntrack_connections", "Connections in the connection tracker (every bridge shares one).", nil),
+		ctMax:     d("conntrack_connections_max", "The connection limit (dpctl/ct-set-maxconns).", nil),
+		ctCreated: d("conntrack_created_total", "Connections committed.", nil),
+		ctDeleted: d("conntrack_deleted_total", "Connections removed: timed out, flushed, ended by a new one on their tuple, or evicted.", nil),
+		ctInvalid: d("conntrack_invalid_total", "Packets ct marked invalid (+inv): not trackable, outside the TCP windows, an ICMP error about no connection.", nil),
+		ctRefused: d("conntrack_limit_refused_total", "Commits refused because the table was at its limit with no unanswered connection to evict.", nil),
+		ctEvicted: d("conntrack_evicted_total", "Unanswered connections evicted to make room under the limit.", nil),
+
 		collectFailed: prometheus.NewDesc("vswitch_collect_failed", "A bridge's metrics could not be read.", br, nil),
 	}
 }
@@ -217,9 +231,14 @@ func (c *Collector) descs() []*prometheus.Desc {
 		c.ctlConnected, c.ctlReconnects, c.ctlMsgsIn, c.ctlMsgsOut, c.ctlTLSFailures,
 		c.ofRefused, c.ofSlowReaders, c.ofQueued,
 		c.mgmtConns, c.mgmtRefused, c.mgmtIdleClosed, c.mgmtTooLong,
+		c.ctConns, c.ctMax, c.ctCreated, c.ctDeleted, c.ctInvalid, c.ctRefused, c.ctEvicted,
 		c.collectFailed,
 	}
 }
+
+// SetConntrack makes the collector export the connection tracker's
+// counters, read from fn at every scrape. Call it before registering.
+func (c *Collector) SetConntrack(fn func() *conntrack.Tracker) { c.ct = fn }
 
 // SetMgmt makes the collector export the management socket's counters,
 // read from fn at every scrape. Call it before registering.
@@ -253,6 +272,18 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		e.counter(c.mgmtRefused, m.Refused)
 		e.counter(c.mgmtIdleClosed, m.IdleClosed)
 		e.counter(c.mgmtTooLong, m.TooLong)
+	}
+	if c.ct != nil {
+		tr := c.ct()
+		st := tr.Stats()
+		e := emitter{ch: ch, c: c}
+		e.gauge(c.ctConns, float64(st.Conns))
+		e.gauge(c.ctMax, float64(tr.MaxConns()))
+		e.counter(c.ctCreated, st.Created)
+		e.counter(c.ctDeleted, st.Deleted)
+		e.counter(c.ctInvalid, st.Invalid)
+		e.counter(c.ctRefused, st.LimitRefused)
+		e.counter(c.ctEvicted, st.Evicted)
 	}
 }
 
