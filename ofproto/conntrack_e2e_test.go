@@ -18,20 +18,39 @@ func TestConntrackFirewall(t *testing.T) {
 	nstest.RequireTool(t, "ovs-ofctl")
 	nstest.RequireTool(t, "iperf3")
 	a, b, br, target := newE2EBridge(t, "ptcp:0:127.0.0.1")
-	for _, f := range []string{
+	const a6, b6 = "2001:db8:5::1", "2001:db8:5::2"
+	for _, h := range []struct {
+		host *nstest.Host
+		ip   string
+	}{{a, a6}, {b, b6}} {
+		h.host.NS.Run(t, "sysctl", "-qw", "net.ipv6.conf."+h.host.Dev+".disable_ipv6=0")
+		h.host.NS.Run(t, "ip", "-6", "addr", "add", h.ip+"/64", "dev", h.host.Dev, "nodad")
+	}
+	var flows []string
+	for _, ip := range []string{"ip", "ipv6"} {
+		flows = append(flows,
+			"priority=10,"+ip+",ct_state=-trk,actions=ct(table=1,zone=5)",
+			"table=1,priority=10,"+ip+",in_port=1,ct_state=+trk+new,actions=ct(commit,zone=5,exec(set_field:42->ct_mark)),output:2",
+			"table=1,priority=10,"+ip+",in_port=1,ct_state=+trk+est-rpl,actions=output:2",
+			"table=1,priority=10,"+ip+",in_port=2,ct_state=+trk+est+rpl,ct_mark=42,ct_zone=5,actions=output:1")
+	}
+	flows = append(flows,
 		"priority=100,arp,in_port=1,actions=output:2",
 		"priority=100,arp,in_port=2,actions=output:1",
-		"priority=10,ip,ct_state=-trk,actions=ct(table=1,zone=5)",
-		"table=1,priority=10,ip,in_port=1,ct_state=+trk+new,actions=ct(commit,zone=5,exec(set_field:42->ct_mark)),output:2",
-		"table=1,priority=10,ip,in_port=1,ct_state=+trk+est-rpl,actions=output:2",
-		"table=1,priority=10,ip,in_port=2,ct_state=+trk+est+rpl,ct_mark=42,ct_zone=5,actions=output:1",
-		"table=1,priority=1,actions=drop",
-	} {
+		// Neighbour discovery is not a connection: it passes untracked.
+		"priority=100,icmp6,icmp_type=135,actions=NORMAL",
+		"priority=100,icmp6,icmp_type=136,actions=NORMAL",
+		"table=1,priority=1,actions=drop")
+	for _, f := range flows {
 		ovsOfctlIn(t, "OpenFlow13", "add-flow", target, f)
 	}
-	nstest.Ping(t, a.NS, b.IP)
-	if out, err := b.NS.Output("ping", "-c", "2", "-i", "0.2", "-W", "1", a.IP); err == nil {
-		t.Fatalf("a ping started on the outside got through:\n%s", out)
+	for _, dst := range []string{b.IP, b6} {
+		nstest.Ping(t, a.NS, dst)
+	}
+	for _, dst := range []string{a.IP, a6} {
+		if out, err := b.NS.Output("ping", "-c", "2", "-i", "0.2", "-W", "1", dst); err == nil {
+			t.Fatalf("a ping started on the outside got through to %s:\n%s", dst, out)
+		}
 	}
 	nstest.IperfTCP(t, a.NS, b.NS, b.IP, 1)
 	t.Logf("tracker: %+v", br.dp.Conntrack().Stats())
@@ -43,15 +62,16 @@ func TestConntrackFirewall(t *testing.T) {
 			t.Errorf("a firewall flow the traffic needs counted nothing:\n%s", dump)
 		}
 	}
-	var icmp, tcp bool
+	var icmp, icmp6, tcp bool
 	zone := uint16(5)
 	for _, e := range br.dp.DumpConntrack(&zone) {
 		s := e.String()
 		icmp = icmp || strings.HasPrefix(s, "icmp,orig=(src="+a.IP+",dst="+b.IP) && strings.Contains(s, ",zone=5,mark=42")
+		icmp6 = icmp6 || strings.HasPrefix(s, "icmpv6,orig=(src="+a6+",dst="+b6) && strings.Contains(s, ",type=128,code=0),reply=(src="+b6)
 		tcp = tcp || strings.HasPrefix(s, "tcp,orig=(src="+a.IP+",dst="+b.IP) && strings.Contains(s, ",zone=5,mark=42,protoinfo=(state=")
 	}
-	if !icmp || !tcp {
-		t.Errorf("connections in zone 5 (icmp %v, tcp %v):\n%v", icmp, tcp, br.dp.DumpConntrack(nil))
+	if !icmp || !icmp6 || !tcp {
+		t.Errorf("connections in zone 5 (icmp %v, icmpv6 %v, tcp %v):\n%v", icmp, icmp6, tcp, br.dp.DumpConntrack(nil))
 	}
 	// A controller's NXT_CT_FLUSH_ZONE empties the zone.
 	ovsOfctlIn(t, "OpenFlow13", "ct-flush-zone", target, "5")
