@@ -37,7 +37,7 @@ func gsoSafe(acts actions.List, pkt *packet.Packet) bool {
 			actions.PushVLAN, actions.PopVLAN, actions.SetVLANTCI,
 			actions.SetIPTOS, actions.SetIPTTL, actions.DecIPTTL, actions.SetIPv6Label,
 			actions.SetTunnelID, actions.SetTunnelSrc, actions.SetTunnelDst,
-			actions.CTClear, actions.CTLabel, actions.CTLabelMask:
+			actions.CTClear, actions.CTLabel, actions.CTLabelMask, actions.CTNAT, actions.CTNATMax:
 		case actions.CT, actions.Recirc:
 			if !tcpPartial(pkt) {
 				return false

@@ -147,6 +147,7 @@ type PMD struct {
 	// ctParams is the CT action being executed, assembled without
 	// allocating (its label from the CTLabel actions before it).
 	ctParams conntrack.Params
+	natActs  []actions.Action // a NAT rewrite's set actions (reused)
 	gen      uint64
 	now      int64
 	busy     bool // the last iteration received packets
@@ -968,6 +969,12 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 			p.ctParams.Label = a.Addr
 		case actions.CTLabelMask:
 			p.ctParams.LabelMask = a.Addr
+		case actions.CTNAT:
+			n := &p.ctParams.NAT
+			n.Src, n.Dst = a.Val8&actions.CTNATSrc != 0, a.Val8&actions.CTNATDst != 0
+			n.MinAddr, n.MinPort, n.MaxPort = a.Addr, a.Val16, a.Val16b
+		case actions.CTNATMax:
+			p.ctParams.NAT.MaxAddr = a.Addr
 		case actions.CT:
 			p.conntrack(pkt, a)
 		case actions.Recirc:
@@ -1006,10 +1013,18 @@ func (p *PMD) conntrack(pkt *packet.Packet, a *actions.Action) {
 	prm.SetMark = a.Val8&actions.CTFlagMark != 0
 	prm.Mark, prm.MarkMask = a.Val32, a.CTMarkMask()
 	prm.SetLabel = a.Val8&actions.CTFlagLabel != 0
+	prm.HasNAT = a.Val8&actions.CTFlagNAT != 0
 	if !pkt.KeyValid {
 		reextract(pkt)
 	}
-	p.dp.ct.Process(pkt, prm, p.now)
+	rw := p.dp.ct.Process(pkt, prm, p.now)
+	prm.NAT = conntrack.NAT{} // the next ct has its own (or none)
+	if rw.Valid {
+		p.natActs = rw.Actions(&pkt.Key, p.natActs[:0])
+		for i := range p.natActs {
+			p.apply(&p.natActs[i], pkt)
+		}
+	}
 }
 
 func (p *PMD) drop(pkt *packet.Packet, why DropCause) {

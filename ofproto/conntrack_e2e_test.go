@@ -82,3 +82,59 @@ func TestConntrackFirewall(t *testing.T) {
 		t.Fatalf("after the flush, an outside ping got through:\n%s", out)
 	}
 }
+
+// TestConntrackNAT: DNAT of a virtual address to host B (ping and a TCP
+// stream), then SNAT of host A behind another address, written as an
+// Open vSwitch user writes them and installed with the real ovs-ofctl.
+func TestConntrackNAT(t *testing.T) {
+	nstest.RequireTool(t, "ovs-ofctl")
+	nstest.RequireTool(t, "iperf3")
+	a, b, br, target := newE2EBridge(t, "ptcp:0:127.0.0.1")
+	const vip, outside = "198.18.0.100", "198.18.0.77"
+	// A reaches the virtual address at B's MAC; B answers the outside
+	// address at A's.
+	nstest.StaticNeighbour(t, a.NS, a.Dev, vip, b.MAC)
+	nstest.StaticNeighbour(t, b.NS, b.Dev, outside, a.MAC)
+	common := []string{
+		"priority=100,arp,in_port=1,actions=output:2",
+		"priority=100,arp,in_port=2,actions=output:1",
+		"priority=10,ip,ct_state=-trk,actions=ct(table=1,zone=7,nat)",
+		"table=1,ip,in_port=1,ct_state=+trk+est,actions=output:2",
+		"table=1,ip,in_port=2,ct_state=+trk+est,actions=output:1",
+		"table=1,priority=0,actions=drop",
+	}
+	install := func(extra string) {
+		ovsOfctlIn(t, "OpenFlow13", "del-flows", target)
+		for _, f := range append(common, extra) {
+			ovsOfctlIn(t, "OpenFlow13", "add-flow", target, f)
+		}
+	}
+
+	install("table=1,ip,in_port=1,nw_dst=" + vip + ",ct_state=+trk+new,actions=ct(commit,zone=7,nat(dst=" + b.IP + ")),output:2")
+	nstest.Ping(t, a.NS, vip)
+	nstest.IperfTCPVia(t, a.NS, b.NS, vip, b.IP, 1)
+	zone := uint16(7)
+	var dnat bool
+	for _, e := range br.dp.DumpConntrack(&zone) {
+		s := e.String()
+		dnat = dnat || strings.HasPrefix(s, "icmp,orig=(src="+a.IP+",dst="+vip) && strings.Contains(s, "reply=(src="+b.IP+",dst="+a.IP)
+	}
+	if !dnat {
+		t.Errorf("no DNAT connection in zone 7:\n%v", br.dp.DumpConntrack(&zone))
+	}
+
+	br.dp.Conntrack().Flush(nil)
+	install("table=1,ip,in_port=1,ct_state=+trk+new,actions=ct(commit,zone=7,nat(src=" + outside + ")),output:2")
+	nstest.Ping(t, a.NS, b.IP)
+	var snat bool
+	for _, e := range br.dp.DumpConntrack(&zone) {
+		s := e.String()
+		snat = snat || strings.HasPrefix(s, "icmp,orig=(src="+a.IP+",dst="+b.IP) && strings.Contains(s, "reply=(src="+b.IP+",dst="+outside)
+	}
+	if !snat {
+		t.Errorf("no SNAT connection in zone 7:\n%v", br.dp.DumpConntrack(&zone))
+	}
+	if st := br.dp.Conntrack().Stats(); st.NATExhausted != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}

@@ -172,6 +172,14 @@ const (
 	CTLabelMask
 	// CTClear makes the packet untracked: Key.CT becomes zero.
 	CTClear
+	// CTNAT carries nat(src|dst=...) for the CT action after it (which
+	// has CTFlagNAT): CTNATSrc or CTNATDst in Val8, the lowest address
+	// (IPv4-mapped) in Addr, the port range in Val16..Val16b (0: keep
+	// the port). CTNATMax, right after it, has the highest address in
+	// Addr. A CT with CTFlagNAT and no CTNAT before it only applies the
+	// translation its connection was committed with.
+	CTNAT
+	CTNATMax
 	numKinds
 )
 
@@ -181,6 +189,11 @@ const (
 	CTFlagForce  = 1 << 1 // with commit: end a connection seen the other way
 	CTFlagMark   = 1 << 2 // commit sets the mark
 	CTFlagLabel  = 1 << 3 // commit sets the label
+	CTFlagNAT    = 1 << 4 // the ct has nat: translate
+
+	// CTNAT's Val8.
+	CTNATSrc = 1 << 0
+	CTNATDst = 1 << 1
 )
 
 // Action is one datapath action. It is a flat value (no pointers, no

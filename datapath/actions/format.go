@@ -175,6 +175,9 @@ func (a Action) String() string {
 		if a.Val8&CTFlagLabel != 0 {
 			add("label") // the value is in the CTLabel actions before it
 		}
+		if a.Val8&CTFlagNAT != 0 {
+			add("nat") // the range is in the CTNAT actions before it
+		}
 		b.WriteString(")")
 		return b.String()
 	case CTLabel:
@@ -183,6 +186,14 @@ func (a Action) String() string {
 		return fmt.Sprintf("ct_label_mask(%x)", a.Addr)
 	case CTClear:
 		return "ct_clear"
+	case CTNAT:
+		dir := "dst"
+		if a.Val8&CTNATSrc != 0 {
+			dir = "src"
+		}
+		return fmt.Sprintf("nat(%s=%s,ports=%d-%d)", dir, netip.AddrFrom16(a.Addr).Unmap(), a.Val16, a.Val16b)
+	case CTNATMax:
+		return "nat_max(" + netip.AddrFrom16(a.Addr).Unmap().String() + ")"
 	case SetEthType:
 		return fmt.Sprintf("set(eth_type(0x%04x))", a.Val16)
 	case SetIPProto:

@@ -66,6 +66,11 @@ type Params struct {
 	Mark, MarkMask   uint32
 	SetLabel         bool
 	Label, LabelMask [16]byte
+	// HasNAT: the ct has nat(...): a connection committed with a
+	// translation is translated; with NAT.Src or NAT.Dst a new one
+	// gets one.
+	HasNAT bool
+	NAT    NAT
 }
 
 // Conn is one tracked connection. Its fields after orig/reply change
@@ -80,6 +85,7 @@ type Conn struct {
 	assured     bool // seen in both directions
 	dead        bool // removed from the table
 	proto       uint8
+	nat         uint8 // natSrc, natDst
 	udpReplied  bool
 	tcp         tcpConn
 }
@@ -99,6 +105,7 @@ type Stats struct {
 	Created, Deleted      uint64
 	Invalid               uint64 // packets marked inv
 	LimitRefused, Evicted uint64
+	NATExhausted          uint64 // commits with no free translation
 }
 
 // Tracker is the connection table of one datapath.
@@ -108,7 +115,7 @@ type Tracker struct {
 	maxConns atomic.Int64
 	timeouts atomic.Pointer[Timeouts]
 
-	created, deleted, invalid, refused, evicted atomic.Uint64
+	created, deleted, invalid, refused, evicted, natExhausted atomic.Uint64
 }
 
 // New makes an empty tracker with the default limit and timeouts.
@@ -140,7 +147,8 @@ func (t *Tracker) Len() int64 { return t.n.Load() }
 // Stats returns the counters.
 func (t *Tracker) Stats() Stats {
 	return Stats{Conns: t.n.Load(), Created: t.created.Load(), Deleted: t.deleted.Load(),
-		Invalid: t.invalid.Load(), LimitRefused: t.refused.Load(), Evicted: t.evicted.Load()}
+		Invalid: t.invalid.Load(), LimitRefused: t.refused.Load(), Evicted: t.evicted.Load(),
+		NATExhausted: t.natExhausted.Load()}
 }
 
 func (t *Tracker) shardOf(tu *Tuple) *shard { return &t.shards[tu.hash()%numShards] }
@@ -189,8 +197,9 @@ func (t *Tracker) lookup(tu *Tuple) (c *Conn, reply bool) {
 func (c *Conn) alive(now int64) bool { return !c.dead && c.expires > now }
 
 // Process runs ct on pkt with parameters p at time now (the datapath
-// clock, ns) and writes the result into pkt.Key.CT.
-func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) {
+// clock, ns) and writes the result into pkt.Key.CT. With nat, rw is the
+// translation the caller must apply to the packet (rw.Actions).
+func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite) {
 	var pp parsed
 	ct := &pkt.Key.CT
 	*ct = flow.Conntrack{Zone: p.Zone}
@@ -235,9 +244,13 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) {
 			if p.Commit {
 				c.apply(p)
 			}
+			if p.HasNAT && c.nat != 0 {
+				c.natRewrite(reply, &rw)
+				ct.State |= c.natState()
+			}
 			c.describe(ct)
 			c.mu.Unlock()
-			return
+			return rw
 		}
 	}
 	if !validNew(&pp) {
@@ -253,8 +266,13 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) {
 		return
 	}
 	c.mu.Lock()
+	if p.HasNAT && c.nat != 0 {
+		c.natRewrite(false, &rw)
+		ct.State |= c.natState()
+	}
 	c.describe(ct)
 	c.mu.Unlock()
+	return rw
 }
 
 func (t *Tracker) markInvalid(ct *flow.Conntrack) {
@@ -365,16 +383,17 @@ func (c *Conn) describe(ct *flow.Conntrack) {
 	}
 }
 
-// create commits a new connection for the packet pp, or returns nil when
-// the limit holds and nothing could be evicted (or another PMD committed
-// the same connection first, which is then returned).
+// create commits a new connection for the packet pp, translated as p's
+// nat(src|dst=...) says. It returns nil when the limit holds and nothing
+// could be evicted, or no translation is free; when another PMD committed
+// the same connection first, that one.
 func (t *Tracker) create(pp *parsed, p *Params, now int64) *Conn {
 	if t.n.Load() >= t.maxConns.Load() && !t.evictFor(&pp.t) {
 		t.refused.Add(1)
 		return nil
 	}
 	to := t.timeouts.Load()
-	c := &Conn{orig: pp.t, reply: pp.t.reverse(), proto: pp.t.Proto, created: now}
+	c := &Conn{orig: pp.t, proto: pp.t.Proto, created: now}
 	switch c.proto {
 	case header.IPProtoTCP:
 		c.tcp.init(pp)
@@ -387,29 +406,53 @@ func (t *Tracker) create(pp *parsed, p *Params, now int64) *Conn {
 		c.expires = now + to.Other
 	}
 	c.apply(p)
+	if !p.HasNAT || !p.NAT.Src && !p.NAT.Dst {
+		c.reply = c.orig.reverse()
+		winner, _ := t.insert(c, now)
+		return winner
+	}
+	if p.NAT.Src {
+		c.nat = natSrc
+	} else {
+		c.nat = natDst
+	}
+	var winner *Conn
+	ok := natCandidates(&c.orig, &p.NAT, func(translated Tuple) bool {
+		c.reply = translated.reverse()
+		w, placed := t.insert(c, now)
+		winner = w
+		return placed || w != nil
+	})
+	if !ok {
+		t.natExhausted.Add(1)
+		return nil
+	}
+	return winner
+}
+
+// insert indexes c under its two tuples, atomically with checking that
+// neither is taken: every PMD allocating a translation goes through here,
+// so no two connections ever share a reply tuple. It returns c (placed),
+// the live connection another PMD committed on c's original tuple first,
+// or nil when c's reply tuple belongs to another live connection.
+func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
 	a, b := t.lockPair(c)
 	defer unlockPair(a, b)
-	for _, tu := range [2]*Tuple{&c.orig, &c.reply} {
-		s := a
-		if tu == &c.reply {
-			s = b
-		}
-		if old := s.m[*tu]; old != nil {
-			old.mu.Lock()
-			live := old.alive(now)
-			old.mu.Unlock()
-			if live {
-				return old // another PMD won the race: share its connection
-			}
-			t.removeLocked(old)
-		}
+	// An expired connection in the way is ended and its entry taken
+	// over; its other entry (perhaps in a shard not locked here) stays
+	// until the next Sweep drops entries of dead connections.
+	if old := a.m[c.orig]; old != nil && !t.killIfExpired(old, now) {
+		return old, false
+	}
+	if old := b.m[c.reply]; old != nil && !t.killIfExpired(old, now) {
+		return nil, false
 	}
 	a.m[c.orig] = c
 	b.m[c.reply] = c
 	a.unassured = append(a.unassured, c)
 	t.n.Add(1)
 	t.created.Add(1)
-	return c
+	return c, true
 }
 
 // evictFor makes room for a connection with tuple tu by removing the
@@ -460,10 +503,6 @@ func (t *Tracker) remove(c *Conn) bool {
 func (t *Tracker) removeLocked(c *Conn) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.dead {
-		return false
-	}
-	c.dead = true
 	a, b := t.shardOf(&c.orig), t.shardOf(&c.reply)
 	if a.m[c.orig] == c {
 		delete(a.m, c.orig)
@@ -471,8 +510,29 @@ func (t *Tracker) removeLocked(c *Conn) bool {
 	if b.m[c.reply] == c {
 		delete(b.m, c.reply)
 	}
+	return t.killLocked(c)
+}
+
+// killLocked ends c (c.mu held): it is no longer counted or found live.
+func (t *Tracker) killLocked(c *Conn) bool {
+	if c.dead {
+		return false
+	}
+	c.dead = true
 	t.n.Add(-1)
 	t.deleted.Add(1)
+	return true
+}
+
+// killIfExpired ends c if it is dead or expired at now and reports
+// whether it is gone.
+func (t *Tracker) killIfExpired(c *Conn, now int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.alive(now) {
+		return false
+	}
+	t.killLocked(c)
 	return true
 }
 
@@ -484,6 +544,13 @@ func (t *Tracker) Sweep(now int64) int {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
+		for tu, c := range s.m {
+			c.mu.Lock()
+			if c.dead {
+				delete(s.m, tu) // an entry a newer connection did not take over
+			}
+			c.mu.Unlock()
+		}
 		keep := s.unassured[:0]
 		for _, c := range s.unassured {
 			c.mu.Lock()

@@ -17,11 +17,18 @@ import (
 // an error or moved nothing. Both processes are gone when it returns.
 func IperfTCP(t testing.TB, client, server *Netns, ip string, secs int) float64 {
 	t.Helper()
+	return IperfTCPVia(t, client, server, ip, ip, secs)
+}
+
+// IperfTCPVia is IperfTCP with the client connecting to ip and the server
+// listening on bind: an address translated on the way (DNAT) to bind.
+func IperfTCPVia(t testing.TB, client, server *Netns, ip, bind string, secs int) float64 {
+	t.Helper()
 	RequireTool(t, "iperf3")
 	port := strconv.Itoa(20000 + rand.IntN(40000))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs+30)*time.Second)
 	defer cancel()
-	srv := server.Cmd(ctx, "iperf3", "-s", "-1", "-p", port, "-B", ip)
+	srv := server.Cmd(ctx, "iperf3", "-s", "-1", "-p", port, "-B", bind)
 	var srvOut strings.Builder
 	srv.Stdout, srv.Stderr = &srvOut, &srvOut
 	if err := srv.Start(); err != nil {

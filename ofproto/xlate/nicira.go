@@ -360,8 +360,8 @@ func (x *xlator) stack(a *ofpwire.ActionStack) error {
 // of the packet recirculates, tracked, to table N with the walk's
 // registers and metadata, as Open vSwitch's ct does. The walk itself goes
 // on after ct with the packet untracked (the ct fields are only seen in
-// table N's pass). nat is not implemented yet: a ct with nat drops the
-// packet (counted), so a controller installing it still gets no error.
+// table N's pass). nat translates as the datapath's tracker decides
+// (natActions).
 func (x *xlator) conntrack(a *ofpwire.ActionCT) error {
 	var zone uint16
 	if a.HasZoneField {
@@ -378,16 +378,15 @@ func (x *xlator) conntrack(a *ofpwire.ActionCT) error {
 	}
 	var mark, markMask uint32
 	var label, labelMask [16]byte
+	var nat []actions.Action
 	for _, na := range a.Actions {
 		var field ofpwire.XMType
 		val, msk := make([]byte, 16), make([]byte, 16)
 		switch na := na.(type) {
 		case *ofpwire.ActionNAT:
-			if x.tr != nil {
-				x.traceNote(TraceDrop, "ct: nat is not implemented yet, the packet is dropped")
-			}
-			x.stopped = true
-			return x.emit(actions.Action{Kind: actions.Drop})
+			flags |= actions.CTFlagNAT
+			nat = natActions(na)
+			continue
 		case *ofpwire.ActionSetField:
 			field = na.Field.Field
 			n := len(na.Field.Value)
@@ -420,6 +419,11 @@ func (x *xlator) conntrack(a *ofpwire.ActionCT) error {
 			flags |= actions.CTFlagLabel
 		}
 	}
+	for _, na := range nat {
+		if err := x.emit(na); err != nil {
+			return err
+		}
+	}
 	if flags&actions.CTFlagLabel != 0 {
 		if err := x.emit(actions.Action{Kind: actions.CTLabel, Addr: label}); err != nil {
 			return err
@@ -438,6 +442,43 @@ func (x *xlator) conntrack(a *ofpwire.ActionCT) error {
 	}
 	x.key.CT = flow.Conntrack{}
 	return nil
+}
+
+// natActions are the datapath's CTNAT/CTNATMax for nat(src|dst=...); none
+// for a bare nat (the connection's own translation only).
+func natActions(n *ofpwire.ActionNAT) []actions.Action {
+	var dir uint8
+	switch {
+	case n.Flags&ofpwire.NATSrc != 0:
+		dir = actions.CTNATSrc
+	case n.Flags&ofpwire.NATDst != 0:
+		dir = actions.CTNATDst
+	default:
+		return nil
+	}
+	a := actions.Action{Kind: actions.CTNAT, Val8: dir}
+	var hi [16]byte
+	switch {
+	case n.RangePresent&ofpwire.NATRangeIPv4Min != 0:
+		a.Addr = [16]byte{10: 0xff, 11: 0xff}
+		copy(a.Addr[12:], n.IPv4Min[:])
+		if n.RangePresent&ofpwire.NATRangeIPv4Max != 0 {
+			hi = [16]byte{10: 0xff, 11: 0xff}
+			copy(hi[12:], n.IPv4Max[:])
+		}
+	case n.RangePresent&ofpwire.NATRangeIPv6Min != 0:
+		a.Addr = n.IPv6Min
+		if n.RangePresent&ofpwire.NATRangeIPv6Max != 0 {
+			hi = n.IPv6Max
+		}
+	}
+	if n.RangePresent&ofpwire.NATRangeProtoMin != 0 {
+		a.Val16, a.Val16b = n.ProtoMin, n.ProtoMin
+		if n.RangePresent&ofpwire.NATRangeProtoMax != 0 {
+			a.Val16b = n.ProtoMax
+		}
+	}
+	return []actions.Action{a, {Kind: actions.CTNATMax, Addr: hi}}
 }
 
 // ctFork recirculates a copy of the tracked packet to table, keeping the

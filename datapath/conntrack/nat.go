@@ -1,0 +1,174 @@
+package conntrack
+
+import (
+	"encoding/binary"
+	"math/big"
+
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
+)
+
+// NAT is a ct action's nat(...). With neither Src nor Dst it only applies
+// the translation a connection was committed with; with one, a new
+// connection committed by this ct gets an address (and port) from the
+// range. Addresses are IPv4-mapped for IPv4, as in Tuple.
+type NAT struct {
+	Src, Dst         bool
+	MinAddr, MaxAddr [16]byte // MaxAddr zero: MinAddr only
+	MinPort, MaxPort uint16   // 0: keep the port if it is free
+}
+
+// natKind says how a connection is translated.
+const (
+	natSrc = 1 << 0
+	natDst = 1 << 1
+)
+
+// Rewrite is what NAT does to one packet: the addresses and ports its
+// headers must get (the datapath applies it with its set actions, which
+// keep checksums and the flow key right).
+type Rewrite struct {
+	Src, Dst         [16]byte
+	SrcPort, DstPort uint16
+	Valid            bool
+}
+
+// Actions appends the set actions that perform the rewrite on a packet
+// whose key is k to acts.
+func (r *Rewrite) Actions(k *flow.Key, acts []actions.Action) []actions.Action {
+	if !r.Valid {
+		return acts
+	}
+	if k.EthType == header.EtherTypeIPv4 {
+		var s, d [16]byte
+		copy(s[:4], r.Src[12:])
+		copy(d[:4], r.Dst[12:])
+		if binary.BigEndian.Uint32(r.Src[12:]) != k.IPv4Src {
+			acts = append(acts, actions.Action{Kind: actions.SetIPv4Src, Addr: s})
+		}
+		if binary.BigEndian.Uint32(r.Dst[12:]) != k.IPv4Dst {
+			acts = append(acts, actions.Action{Kind: actions.SetIPv4Dst, Addr: d})
+		}
+	} else {
+		if r.Src != k.IPv6Src {
+			acts = append(acts, actions.Action{Kind: actions.SetIPv6Src, Addr: r.Src})
+		}
+		if r.Dst != k.IPv6Dst {
+			acts = append(acts, actions.Action{Kind: actions.SetIPv6Dst, Addr: r.Dst})
+		}
+	}
+	switch k.NwProto {
+	case header.IPProtoTCP, header.IPProtoUDP, header.IPProtoSCTP:
+		if r.SrcPort != k.TpSrc {
+			acts = append(acts, actions.Action{Kind: actions.SetL4Src, Val16: r.SrcPort})
+		}
+		if r.DstPort != k.TpDst {
+			acts = append(acts, actions.Action{Kind: actions.SetL4Dst, Val16: r.DstPort})
+		}
+	}
+	return acts
+}
+
+// natRewrite is the rewrite of a packet of c in direction reply: towards
+// the translated tuple going out, back to the original coming back. c.mu
+// is held.
+func (c *Conn) natRewrite(reply bool, rw *Rewrite) {
+	var want Tuple
+	if reply {
+		want = c.orig.reverse()
+	} else {
+		want = c.reply.reverse()
+	}
+	rw.Src, rw.Dst, rw.SrcPort, rw.DstPort, rw.Valid = want.Src, want.Dst, want.SrcPort, want.DstPort, true
+}
+
+// natState is the ct_state bits of a packet of a translated connection.
+func (c *Conn) natState() uint8 {
+	var s uint8
+	if c.nat&natSrc != 0 {
+		s |= flow.CTSrcNAT
+	}
+	if c.nat&natDst != 0 {
+		s |= flow.CTDstNAT
+	}
+	return s
+}
+
+// natCandidates calls try with each translated tuple nat allows for a
+// connection with original tuple orig (its reply tuple: the reverse),
+// from a start that spreads connections over the range, until try
+// accepts one. It reports whether one was accepted.
+func natCandidates(orig *Tuple, n *NAT, try func(translated Tuple) bool) bool {
+	h := orig.hash()
+	addrs := addrRange(n.MinAddr, n.MaxAddr)
+	ports := uint32(1)
+	var base uint16
+	portNAT := orig.Proto == header.IPProtoTCP || orig.Proto == header.IPProtoUDP || orig.Proto == header.IPProtoSCTP
+	if portNAT && n.MinPort != 0 {
+		base = n.MinPort
+		ports = uint32(max(n.MaxPort, n.MinPort)-n.MinPort) + 1
+	}
+	for ai := range addrs.n {
+		addr := addrs.at((uint64(h) + ai) % addrs.n)
+		t := *orig
+		if n.Src {
+			t.Src = addr
+		} else {
+			t.Dst = addr
+		}
+		if ports == 1 && base == 0 {
+			// No port range: the original port, then (SNAT of a
+			// port protocol) any unprivileged one.
+			if try(t) {
+				return true
+			}
+			if !(n.Src && portNAT) {
+				continue
+			}
+			base, ports = 1024, 65536-1024
+		}
+		start := h % ports
+		for pi := range ports {
+			p := base + uint16((start+pi)%ports)
+			tt := t
+			if n.Src {
+				tt.SrcPort = p
+			} else {
+				tt.DstPort = p
+			}
+			if try(tt) {
+				return true
+			}
+		}
+		if n.MinPort == 0 {
+			base, ports = 0, 1
+		}
+	}
+	return false
+}
+
+// addrs is an address range; at most 2^16 addresses of it are used.
+type addrs struct {
+	lo [16]byte
+	n  uint64
+}
+
+func addrRange(lo, hi [16]byte) addrs {
+	if hi == ([16]byte{}) || string(hi[:]) <= string(lo[:]) {
+		return addrs{lo: lo, n: 1}
+	}
+	d := new(big.Int).Sub(new(big.Int).SetBytes(hi[:]), new(big.Int).SetBytes(lo[:]))
+	n := uint64(1 << 16)
+	if d.IsUint64() && d.Uint64() < n {
+		n = d.Uint64() + 1
+	}
+	return addrs{lo: lo, n: n}
+}
+
+func (a addrs) at(i uint64) [16]byte {
+	v := new(big.Int).Add(new(big.Int).SetBytes(a.lo[:]), new(big.Int).SetUint64(i))
+	var out [16]byte
+	v.FillBytes(out[:])
+	return out
+}

@@ -1,0 +1,122 @@
+package conntrack
+
+import (
+	"net"
+	"testing"
+
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+)
+
+func mapped(ip net.IP) (a [16]byte) {
+	copy(a[:], ip.To16())
+	return a
+}
+
+// trackNAT runs frame b through ct with p and applies the translation;
+// it returns the conntrack fields and the key of the packet as it leaves.
+func trackNAT(tb testing.TB, tr *Tracker, b []byte, p Params, pool *packet.Pool) (flow.Conntrack, flow.Key) {
+	tb.Helper()
+	pkt := pool.Get()
+	defer pkt.Free()
+	pkt.SetData(b)
+	flow.Extract(pkt.Data(), 1, &pkt.Key, &pkt.Offsets)
+	pkt.KeyValid = true
+	rw := tr.Process(pkt, &p, 0)
+	if !actions.ApplyList(rw.Actions(&pkt.Key, nil), pkt) {
+		tb.Fatal("a NAT rewrite dropped the packet")
+	}
+	// The rewritten frame must extract to the key the rewrite left.
+	var k flow.Key
+	var off flow.Offsets
+	flow.Extract(pkt.Data(), 1, &k, &off)
+	k.CT = pkt.Key.CT
+	if k != pkt.Key {
+		tb.Fatalf("after NAT the key is not the frame's:\n key   %+v\n frame %+v", pkt.Key, k)
+	}
+	return pkt.Key.CT, pkt.Key
+}
+
+func ip4u(ip net.IP) uint32 {
+	v := ip.To4()
+	return uint32(v[0])<<24 | uint32(v[1])<<16 | uint32(v[2])<<8 | uint32(v[3])
+}
+
+func TestSNAT(t *testing.T) {
+	tr, pool := New(), packet.NewPool(2, 2048)
+	ext := net.IP{198, 18, 9, 9}
+	snat := Params{Commit: true, HasNAT: true, NAT: NAT{Src: true, MinAddr: mapped(ext)}}
+	ct, k := trackNAT(t, tr, udpFrame(t, ipA, ipB, 1000, 53), snat, pool)
+	if ct.State != trk|nw|flow.CTSrcNAT || k.IPv4Src != ip4u(ext) || k.TpSrc != 1000 {
+		t.Fatalf("out: %s, src %#x:%d", stateString(ct.State), k.IPv4Src, k.TpSrc)
+	}
+	// The reply comes to the outside address and goes back to A.
+	ct, k = trackNAT(t, tr, udpFrame(t, ipB, ext, 53, 1000), Params{HasNAT: true}, pool)
+	if ct.State != trk|est|rpl|flow.CTSrcNAT || k.IPv4Dst != ip4u(ipA) || k.TpDst != 1000 {
+		t.Fatalf("back: %s, dst %#x:%d", stateString(ct.State), k.IPv4Dst, k.TpDst)
+	}
+	// Its original tuple is A's, before translation.
+	if net.IP(ct.Src[12:]).String() != ipA.String() {
+		t.Errorf("ct_nw_src %v, want %v", net.IP(ct.Src[12:]), ipA)
+	}
+	// Without nat in the ct, the packet is tracked but not translated.
+	if _, k = trackNAT(t, tr, udpFrame(t, ipA, ipB, 1000, 53), Params{}, pool); k.IPv4Src != ip4u(ipA) {
+		t.Errorf("ct without nat translated the packet")
+	}
+}
+
+// TestSNATManyToOne: 10,000 hosts behind one address, all using the same
+// source port: each connection gets its own port, none collides, and each
+// reply finds its host.
+func TestSNATManyToOne(t *testing.T) {
+	tr, pool := New(), packet.NewPool(2, 2048)
+	ext := net.IP{198, 18, 9, 9}
+	snat := Params{Commit: true, HasNAT: true, NAT: NAT{Src: true, MinAddr: mapped(ext), MinPort: 20000, MaxPort: 40000}}
+	ports := map[uint16]int{}
+	for i := range 10_000 {
+		src := net.IP{198, 19, byte(i >> 8), byte(i)}
+		_, k := trackNAT(t, tr, udpFrame(t, src, ipB, 5000, 53), snat, pool)
+		if k.IPv4Src != ip4u(ext) || k.TpSrc < 20000 || k.TpSrc > 40000 {
+			t.Fatalf("connection %d translated to %#x:%d", i, k.IPv4Src, k.TpSrc)
+		}
+		if j, dup := ports[k.TpSrc]; dup {
+			t.Fatalf("connections %d and %d both got port %d", j, i, k.TpSrc)
+		}
+		ports[k.TpSrc] = i
+	}
+	for p, i := range ports {
+		_, k := trackNAT(t, tr, udpFrame(t, ipB, ext, 53, p), Params{HasNAT: true}, pool)
+		if want := ip4u(net.IP{198, 19, byte(i >> 8), byte(i)}); k.IPv4Dst != want || k.TpDst != 5000 {
+			t.Fatalf("reply to port %d went to %#x:%d, want host %d", p, k.IPv4Dst, k.TpDst, i)
+		}
+	}
+	if tr.Len() != 10_000 {
+		t.Errorf("%d connections", tr.Len())
+	}
+}
+
+// TestDNAT: a virtual address translated to a backend, both ways, TCP.
+func TestDNAT(t *testing.T) {
+	tr, pool := New(), packet.NewPool(2, 2048)
+	vip := net.IP{198, 18, 100, 1}
+	dnat := Params{Commit: true, HasNAT: true, NAT: NAT{Dst: true, MinAddr: mapped(ipB), MinPort: 8080, MaxPort: 8080}}
+	syn := seg{src: ipA, dst: vip, sport: 4000, dport: 80, seq: 10, syn: true, wscale: -1}
+	ct, k := trackNAT(t, tr, tcpFrame(t, syn), dnat, pool)
+	if ct.State != trk|nw|flow.CTDstNAT || k.IPv4Dst != ip4u(ipB) || k.TpDst != 8080 {
+		t.Fatalf("SYN: %s, dst %#x:%d", stateString(ct.State), k.IPv4Dst, k.TpDst)
+	}
+	synack := seg{src: ipB, dst: ipA, sport: 8080, dport: 4000, seq: 99, ack: 11, syn: true, ackf: true, wscale: -1}
+	ct, k = trackNAT(t, tr, tcpFrame(t, synack), Params{HasNAT: true}, pool)
+	if ct.State != trk|est|rpl|flow.CTDstNAT || k.IPv4Src != ip4u(vip) || k.TpSrc != 80 {
+		t.Fatalf("SYN-ACK: %s, src %#x:%d", stateString(ct.State), k.IPv4Src, k.TpSrc)
+	}
+	ack := seg{src: ipA, dst: vip, sport: 4000, dport: 80, seq: 11, ack: 100, ackf: true, payload: 10, wscale: -1}
+	ct, k = trackNAT(t, tr, tcpFrame(t, ack), Params{HasNAT: true}, pool)
+	if ct.State != trk|est|flow.CTDstNAT || k.IPv4Dst != ip4u(ipB) || k.TpDst != 8080 {
+		t.Fatalf("data: %s, dst %#x:%d", stateString(ct.State), k.IPv4Dst, k.TpDst)
+	}
+	if d := tr.Dump(nil, 0); len(d) != 1 || d[0].String() != "tcp,orig=(src=198.18.0.1,dst=198.18.100.1,sport=4000,dport=80),reply=(src=198.18.0.2,dst=198.18.0.1,sport=8080,dport=4000),protoinfo=(state=ESTABLISHED)" {
+		t.Errorf("dump: %v", d)
+	}
+}
