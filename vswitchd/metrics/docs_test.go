@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"encoding/json"
+	"github.com/vswitch-go/vswitch/datapath/conntrack"
 	"os"
 	"regexp"
 	"sort"
@@ -26,6 +27,8 @@ func exported(t *testing.T) map[string]*dto.MetricFamily {
 	addTunnel(t, r, 1)
 	c, url := serve(t, func() []Bridge { return []Bridge{r.bridge()} })
 	c.SetMgmt(func() Mgmt { return Mgmt{} })
+	ct := conntrack.New()
+	c.SetConntrack(func() *conntrack.Tracker { return ct })
 	return scrape(t, url)
 }
 

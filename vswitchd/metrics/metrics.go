@@ -93,7 +93,7 @@ type Collector struct {
 	// The connection tracker every bridge shares (SetConntrack).
 	ct                                                         func() *conntrack.Tracker
 	ctConns, ctMax, ctCreated, ctDeleted, ctInvalid, ctRefused *prometheus.Desc
-	ctEvicted                                                  *prometheus.Desc
+	ctEvicted, ctNATExhausted                                  *prometheus.Desc
 }
 
 // batchBounds are datapath.BatchSizeBounds as histogram upper bounds.
@@ -202,13 +202,14 @@ func NewCollector(bridges func() []Bridge) *Collector {
 		mgmtIdleClosed: d("mgmt_connections_idle_closed_total", "Management connections closed after sending no request (or reading no response) for the idle timeout.", nil),
 		mgmtTooLong:    d("mgmt_requests_too_long_total", "Management requests over the request size limit (their connection was closed).", nil),
 
-		ctConns:   d("conntrack_connections", "Connections in the connection tracker (every bridge shares one).", nil),
-		ctMax:     d("conntrack_connections_max", "The connection limit (dpctl/ct-set-maxconns).", nil),
-		ctCreated: d("conntrack_created_total", "Connections committed.", nil),
-		ctDeleted: d("conntrack_deleted_total", "Connections removed: timed out, flushed, ended by a new one on their tuple, or evicted.", nil),
-		ctInvalid: d("conntrack_invalid_total", "Packets ct marked invalid (+inv): not trackable, outside the TCP windows, an ICMP error about no connection.", nil),
-		ctRefused: d("conntrack_limit_refused_total", "Commits refused because the table was at its limit with no unanswered connection to evict.", nil),
-		ctEvicted: d("conntrack_evicted_total", "Unanswered connections evicted to make room under the limit.", nil),
+		ctConns:        d("conntrack_connections", "Connections in the connection tracker (every bridge shares one).", nil),
+		ctMax:          d("conntrack_connections_max", "The connection limit (dpctl/ct-set-maxconns).", nil),
+		ctCreated:      d("conntrack_created_total", "Connections committed.", nil),
+		ctDeleted:      d("conntrack_deleted_total", "Connections removed: timed out, flushed, ended by a new one on their tuple, or evicted.", nil),
+		ctInvalid:      d("conntrack_invalid_total", "Packets ct marked invalid (+inv): not trackable, outside the TCP windows, an ICMP error about no connection.", nil),
+		ctRefused:      d("conntrack_limit_refused_total", "Commits refused because the table was at its limit with no unanswered connection to evict.", nil),
+		ctEvicted:      d("conntrack_evicted_total", "Unanswered connections evicted to make room under the limit.", nil),
+		ctNATExhausted: d("conntrack_nat_exhausted_total", "Commits with nat(src|dst=...) refused because no address and port of the range was free.", nil),
 
 		collectFailed: prometheus.NewDesc("vswitch_collect_failed", "A bridge's metrics could not be read.", br, nil),
 	}
@@ -231,7 +232,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 		c.ctlConnected, c.ctlReconnects, c.ctlMsgsIn, c.ctlMsgsOut, c.ctlTLSFailures,
 		c.ofRefused, c.ofSlowReaders, c.ofQueued,
 		c.mgmtConns, c.mgmtRefused, c.mgmtIdleClosed, c.mgmtTooLong,
-		c.ctConns, c.ctMax, c.ctCreated, c.ctDeleted, c.ctInvalid, c.ctRefused, c.ctEvicted,
+		c.ctConns, c.ctMax, c.ctCreated, c.ctDeleted, c.ctInvalid, c.ctRefused, c.ctEvicted, c.ctNATExhausted,
 		c.collectFailed,
 	}
 }
@@ -284,6 +285,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		e.counter(c.ctInvalid, st.Invalid)
 		e.counter(c.ctRefused, st.LimitRefused)
 		e.counter(c.ctEvicted, st.Evicted)
+		e.counter(c.ctNATExhausted, st.NATExhausted)
 	}
 }
 
