@@ -49,25 +49,8 @@ func benchForward(b *testing.B, flows, flushUs int, emcOff bool) {
 	dp.AddPort(1, in)
 	dp.AddPort(2, out)
 	benchRules(rules, 2)
-	frames := benchFrames(flows)
-	// Batches of 32 frames, cycling through the flows.
-	batches := make([][][]byte, 0, (flows+31)/32)
-	for i := 0; i < flows; i += 32 {
-		var bt [][]byte
-		for j := i; j < i+32; j++ {
-			bt = append(bt, frames[j%flows])
-		}
-		batches = append(batches, bt)
-	}
 	pmd := dp.PMDs()[0]
-	run := func(n int) {
-		for done, i := 0, 0; done < n; i++ {
-			bt := batches[i%len(batches)]
-			in.Inject(0, bt...)
-			done += pmd.PollOnce()
-			out.Discard(0)
-		}
-	}
+	run := ringRunner(pmd, in, out, benchFrames(flows))
 	// Warm up: install every megaflow (and fill the EMC as far as its
 	// insertion probability goes).
 	run(max(3*flows, 100_000))
@@ -91,6 +74,27 @@ func benchForward(b *testing.B, flows, flushUs int, emcOff bool) {
 	reportRate(b)
 	ps := dp.Port(2).TxStats()[0]
 	b.ReportMetric(ps.AvgBatch(), "pkts/batch")
+}
+
+// ringRunner returns a function that pushes n frames through pmd from
+// ring port in to ring port out (discarded), in batches of 32 cycling
+// through frames.
+func ringRunner(pmd *PMD, in, out *ring.Port, frames [][]byte) func(n int) {
+	batches := make([][][]byte, 0, (len(frames)+31)/32)
+	for i := 0; i < len(frames); i += 32 {
+		var bt [][]byte
+		for j := i; j < i+32; j++ {
+			bt = append(bt, frames[j%len(frames)])
+		}
+		batches = append(batches, bt)
+	}
+	return func(n int) {
+		for done, i := 0, 0; done < n; i++ {
+			in.Inject(0, batches[i%len(batches)]...)
+			done += pmd.PollOnce()
+			out.Discard(0)
+		}
+	}
 }
 
 // reportRate reports Mpps and ns/pkt for a benchmark whose op is one packet.

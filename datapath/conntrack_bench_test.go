@@ -61,23 +61,8 @@ func benchConntrack(b *testing.B, conns int, plain bool) {
 	dp.AddPort(1, in)
 	dp.AddPort(2, out)
 	ctRules(rules, 2, plain)
-	frames := benchFrames(conns)
-	batches := make([][][]byte, 0, (conns+31)/32)
-	for i := 0; i < conns; i += 32 {
-		var bt [][]byte
-		for j := i; j < i+32; j++ {
-			bt = append(bt, frames[j%conns])
-		}
-		batches = append(batches, bt)
-	}
 	pmd := dp.PMDs()[0]
-	run := func(n int) {
-		for done, i := 0, 0; done < n; i++ {
-			in.Inject(0, batches[i%len(batches)]...)
-			done += pmd.PollOnce()
-			out.Discard(0)
-		}
-	}
+	run := ringRunner(pmd, in, out, benchFrames(conns))
 	run(max(3*conns, 100_000))
 	if !plain && dp.Conntrack().Len() != int64(conns) {
 		b.Fatalf("%d connections for %d flows", dp.Conntrack().Len(), conns)
@@ -98,5 +83,4 @@ func benchConntrack(b *testing.B, conns int, plain bool) {
 		b.Fatalf("packets dropped during the measurement: %v then %v", st0.Drops, st.Drops)
 	}
 	reportRate(b)
-	b.Logf("tracker %+v", dp.Conntrack().Stats())
 }

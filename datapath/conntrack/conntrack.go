@@ -244,11 +244,7 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 			if p.Commit {
 				c.apply(p)
 			}
-			if p.HasNAT && c.nat != 0 {
-				c.natRewrite(reply, &rw)
-				ct.State |= c.natState()
-			}
-			c.describe(ct)
+			c.finish(ct, p, reply, &rw)
 			c.mu.Unlock()
 			return rw
 		}
@@ -266,13 +262,19 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 		return
 	}
 	c.mu.Lock()
+	c.finish(ct, p, false, &rw)
+	c.mu.Unlock()
+	return rw
+}
+
+// finish translates a packet of c in direction reply when the ct has nat
+// and describes c in its key. c.mu is held.
+func (c *Conn) finish(ct *flow.Conntrack, p *Params, reply bool, rw *Rewrite) {
 	if p.HasNAT && c.nat != 0 {
-		c.natRewrite(false, &rw)
+		c.natRewrite(reply, rw)
 		ct.State |= c.natState()
 	}
 	c.describe(ct)
-	c.mu.Unlock()
-	return rw
 }
 
 func (t *Tracker) markInvalid(ct *flow.Conntrack) {

@@ -57,11 +57,6 @@ type Pipe struct {
 	PktMark  uint32 // pkt_mark
 }
 
-// ctOrder is the order ToOXM gives the conntrack fields, Open vSwitch's.
-var ctOrder = []ofpwire.XMType{ofpwire.XMTypeCTState, ofpwire.XMTypeCTZone, ofpwire.XMTypeCTMark,
-	ofpwire.XMTypeCTLabel, ofpwire.XMTypeCTNwSrc, ofpwire.XMTypeCTNwDst, ofpwire.XMTypeCTIPv6Src,
-	ofpwire.XMTypeCTIPv6Dst, ofpwire.XMTypeCTNwProto, ofpwire.XMTypeCTTpSrc, ofpwire.XMTypeCTTpDst}
-
 // And returns p masked by m.
 func (p *Pipe) And(m *Pipe) Pipe {
 	r := Pipe{Metadata: p.Metadata & m.Metadata, ConjID: p.ConjID & m.ConjID, PktMark: p.PktMark & m.PktMark}
@@ -451,47 +446,34 @@ func KeyBits(o ofpwire.OXM) (k, m flow.Key) {
 // ctOXM appends the conntrack fields ct and its mask cm match on, in
 // Open vSwitch's order.
 func ctOXM(fs []ofpwire.OXM, ct, cm *flow.Conntrack) []ofpwire.OXM {
-	for _, f := range ctOrder {
-		switch f {
-		case ofpwire.XMTypeCTState:
-			if cm.State != 0 {
-				// Always masked, as Open vSwitch sends it: the key's
-				// eight bits never cover the field's 32.
-				fs = append(fs, ofpwire.OXMUintMasked(f, uint64(ct.State), uint64(cm.State)))
-			}
-		case ofpwire.XMTypeCTZone:
-			if cm.Zone != 0 {
-				fs = append(fs, ofpwire.OXMUint(f, uint64(ct.Zone)))
-			}
-		case ofpwire.XMTypeCTMark:
-			if cm.Mark != 0 {
-				fs = oxmUint(fs, f, uint64(ct.Mark), uint64(cm.Mark), 0xffffffff)
-			}
-		case ofpwire.XMTypeCTLabel:
-			if cm.Label != ([16]byte{}) {
-				fs = oxmIPv6(fs, f, ct.Label, cm.Label)
-			}
-		case ofpwire.XMTypeCTNwSrc:
-			if cm.Src != ([16]byte{}) {
-				fs = tunAddrOXM(fs, f, ofpwire.XMTypeCTIPv6Src, ct.Src, cm.Src)
-			}
-		case ofpwire.XMTypeCTNwDst:
-			if cm.Dst != ([16]byte{}) {
-				fs = tunAddrOXM(fs, f, ofpwire.XMTypeCTIPv6Dst, ct.Dst, cm.Dst)
-			}
-		case ofpwire.XMTypeCTNwProto:
-			if cm.NwProto != 0 {
-				fs = append(fs, ofpwire.OXMUint(f, uint64(ct.NwProto)))
-			}
-		case ofpwire.XMTypeCTTpSrc:
-			if cm.TpSrc != 0 {
-				fs = oxmUint(fs, f, uint64(ct.TpSrc), uint64(cm.TpSrc), 0xffff)
-			}
-		case ofpwire.XMTypeCTTpDst:
-			if cm.TpDst != 0 {
-				fs = oxmUint(fs, f, uint64(ct.TpDst), uint64(cm.TpDst), 0xffff)
-			}
-		}
+	if cm.State != 0 {
+		// Always masked, as Open vSwitch sends it: the key's eight bits
+		// never cover the field's 32.
+		fs = append(fs, ofpwire.OXMUintMasked(ofpwire.XMTypeCTState, uint64(ct.State), uint64(cm.State)))
+	}
+	if cm.Zone != 0 {
+		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeCTZone, uint64(ct.Zone)))
+	}
+	if cm.Mark != 0 {
+		fs = oxmUint(fs, ofpwire.XMTypeCTMark, uint64(ct.Mark), uint64(cm.Mark), 0xffffffff)
+	}
+	if cm.Label != ([16]byte{}) {
+		fs = oxmIPv6(fs, ofpwire.XMTypeCTLabel, ct.Label, cm.Label)
+	}
+	if cm.Src != ([16]byte{}) {
+		fs = tunAddrOXM(fs, ofpwire.XMTypeCTNwSrc, ofpwire.XMTypeCTIPv6Src, ct.Src, cm.Src)
+	}
+	if cm.Dst != ([16]byte{}) {
+		fs = tunAddrOXM(fs, ofpwire.XMTypeCTNwDst, ofpwire.XMTypeCTIPv6Dst, ct.Dst, cm.Dst)
+	}
+	if cm.NwProto != 0 {
+		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeCTNwProto, uint64(ct.NwProto)))
+	}
+	if cm.TpSrc != 0 {
+		fs = oxmUint(fs, ofpwire.XMTypeCTTpSrc, uint64(ct.TpSrc), uint64(cm.TpSrc), 0xffff)
+	}
+	if cm.TpDst != 0 {
+		fs = oxmUint(fs, ofpwire.XMTypeCTTpDst, uint64(ct.TpDst), uint64(cm.TpDst), 0xffff)
 	}
 	return fs
 }
