@@ -101,7 +101,17 @@ func (c *Conn) natState() uint8 {
 // accepts one. It reports whether one was accepted.
 func natCandidates(orig *Tuple, n *NAT, try func(translated Tuple) bool) bool {
 	h := orig.hash()
-	addrs := addrRange(n.MinAddr, n.MaxAddr)
+	lo, hi := n.MinAddr, n.MaxAddr
+	if lo == ([16]byte{}) {
+		// nat(src) or nat(dst) without an address (Open vSwitch's
+		// "zero SNAT"): the address stays, only a port clash moves
+		// the port.
+		lo, hi = orig.Dst, [16]byte{}
+		if n.Src {
+			lo = orig.Src
+		}
+	}
+	addrs := addrRange(lo, hi)
 	ports := uint32(1)
 	var base uint16
 	portNAT := orig.Proto == header.IPProtoTCP || orig.Proto == header.IPProtoUDP || orig.Proto == header.IPProtoSCTP

@@ -120,3 +120,27 @@ func TestDNAT(t *testing.T) {
 		t.Errorf("dump: %v", d)
 	}
 }
+
+// TestZeroSNAT: nat(src) without an address keeps the address and the
+// port, and moves the port only when two connections would clash after
+// translation (here: two hosts' connections SNATed to one address with
+// the same port, then a third keeping its own).
+func TestZeroSNAT(t *testing.T) {
+	tr, pool := New(), packet.NewPool(2, 2048)
+	ext := net.IP{198, 18, 9, 9}
+	toExt := Params{Commit: true, HasNAT: true, NAT: NAT{Src: true, MinAddr: mapped(ext)}}
+	zero := Params{Commit: true, HasNAT: true, NAT: NAT{Src: true}}
+	// A:1000 -> B:53 becomes ext:1000 -> B:53.
+	if _, k := trackNAT(t, tr, udpFrame(t, ipA, ipB, 1000, 53), toExt, pool); k.IPv4Src != ip4u(ext) || k.TpSrc != 1000 {
+		t.Fatalf("SNAT to ext: %#x:%d", k.IPv4Src, k.TpSrc)
+	}
+	// ext itself connecting from port 1000 to B:53 would clash with it.
+	_, k := trackNAT(t, tr, udpFrame(t, ext, ipB, 1000, 53), zero, pool)
+	if k.IPv4Src != ip4u(ext) || k.TpSrc == 1000 || k.TpSrc < 1024 {
+		t.Fatalf("zero SNAT of a clashing connection: %#x:%d", k.IPv4Src, k.TpSrc)
+	}
+	// Without a clash nothing changes.
+	if _, k = trackNAT(t, tr, udpFrame(t, ipB, ipA, 7, 8), zero, pool); k.IPv4Src != ip4u(ipB) || k.TpSrc != 7 {
+		t.Fatalf("zero SNAT without a clash: %#x:%d", k.IPv4Src, k.TpSrc)
+	}
+}
