@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,11 +144,9 @@ func TestOVNChassis(t *testing.T) {
 	})
 
 	// A load balancer with two backends (select group with
-	// selection_method, learn for hairpin replies, ct with nat): its flows
-	// must install without an OpenFlow error, though the traffic it
-	// balances needs connection tracking, which does not exist yet (and
-	// with it on ls0 every IP packet of ls0 goes through ct: last step).
-	nbctl("lb-add", "lb0", "198.18.0.100:80", "198.18.1.2:8080,198.18.1.3:8080", "tcp")
+	// selection_method, learn for hairpin replies, ct with nat): every IP
+	// packet of ls0 now goes through the connection tracker.
+	nbctl("lb-add", "lb0", "198.18.5.100:80", "198.18.1.2:8080,198.18.1.3:8080", "tcp")
 	nbctl("ls-lb-add", "ls0", "lb0")
 	nstest.Run(t, "ovn-nbctl", "--db="+nb, "--wait=hv", "--timeout=30", "sync")
 	groups := nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow15", "dump-groups", "br-int")
@@ -164,6 +163,33 @@ func TestOVNChassis(t *testing.T) {
 			t.Errorf("OVN's flows lack %q as ovs-ofctl prints them:\n%s", w, flows)
 		}
 	}
+	// Traffic through it: pings still cross the router (tracked now),
+	// and a TCP connection to the virtual address reaches host b, the
+	// backend that exists, through OVN's DNAT (the other backend is
+	// taken out so that the choice is b).
+	nstest.Ping(t, a.NS, b.IP)
+	nstest.Ping(t, b.NS, a.IP)
+	nbctl("lb-del", "lb0")
+	nbctl("lb-add", "lb0", "198.18.5.100:80", "198.18.1.2:8080", "tcp")
+	nbctl("ls-lb-add", "ls0", "lb0")
+	nstest.Run(t, "ovn-nbctl", "--db="+nb, "--wait=hv", "--timeout=30", "sync")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	server := b.NS.Cmd(ctx, "busybox", "nc", "-l", "-p", "8080")
+	var got strings.Builder
+	server.Stdout = &got
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	nstest.WaitFor(t, 10*time.Second, "a TCP connection to the load balancer's address", func() bool {
+		out, err := a.NS.Output("sh", "-c", "echo through-the-lb | busybox nc -w 2 198.18.5.100 80")
+		return err == nil && out == ""
+	})
+	server.Wait()
+	if !strings.Contains(got.String(), "through-the-lb") {
+		t.Errorf("the backend received %q", got.String())
+	}
+
 	log, err := os.ReadFile(filepath.Join(dir, "ovn-controller.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -173,5 +199,5 @@ func TestOVNChassis(t *testing.T) {
 			t.Errorf("ovn-controller saw an OpenFlow error: %s", l)
 		}
 	}
-	t.Logf("OVN chassis: %d flows on br-int, both ports ovn-installed, ping both ways across a logical router, DHCP, kill -9 and back, a load balancer installed", strings.Count(flows, "\n"))
+	t.Logf("OVN chassis: %d flows on br-int, both ports ovn-installed, ping both ways across a logical router, DHCP, kill -9 and back, TCP through a load balancer", strings.Count(flows, "\n"))
 }
