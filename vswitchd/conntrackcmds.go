@@ -98,8 +98,7 @@ func (d *Daemon) ctlCTStatsShow(args []string) (string, error) {
 	tcpStates := map[string]int{}
 	es := d.ct.Dump(zone, datapath.Now())
 	for _, e := range es {
-		name := strings.ToUpper(e.String()[:strings.IndexByte(e.String(), ',')])
-		byProto[name]++
+		byProto[strings.ToUpper(e.Proto())]++
 		if e.TCPState != "" {
 			tcpStates[e.TCPState]++
 		}

@@ -36,7 +36,5 @@ func BenchmarkCommitNew(b *testing.B) {
 			b.Fatalf("op %d: ct_state %#x", i, pkt.Key.CT.State)
 		}
 	}
-	if sec := b.Elapsed().Seconds(); sec > 0 {
-		b.ReportMetric(float64(b.N)/sec/1e6, "Mconn/s")
-	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mconn/s") // printed, never asserted
 }

@@ -81,9 +81,8 @@ type Conn struct {
 	mark        uint32
 	label       [16]byte
 	expires     int64 // datapath clock, ns
-	created     int64
-	assured     bool // seen in both directions
-	dead        bool // removed from the table
+	assured     bool  // seen in both directions
+	dead        bool  // removed from the table
 	proto       uint8
 	nat         uint8 // natSrc, natDst
 	udpReplied  bool
@@ -331,12 +330,12 @@ func (t *Tracker) update(c *Conn, pp *parsed, reply bool, now int64) tcpResult {
 		}
 		timeout = c.tcp.timeout(to)
 		if c.tcp.established() {
-			c.assure()
+			c.assured = true
 		}
 	case header.IPProtoUDP:
 		if reply {
 			c.udpReplied = true
-			c.assure()
+			c.assured = true
 		}
 		timeout = to.UDPFirst
 		if c.udpReplied {
@@ -344,20 +343,18 @@ func (t *Tracker) update(c *Conn, pp *parsed, reply bool, now int64) tcpResult {
 		}
 	case header.IPProtoICMP, header.IPProtoICMPv6:
 		if reply {
-			c.assure()
+			c.assured = true
 		}
 		timeout = to.ICMP
 	default:
 		if reply {
-			c.assure()
+			c.assured = true
 		}
 		timeout = to.Other
 	}
 	c.expires = now + timeout
 	return res
 }
-
-func (c *Conn) assure() { c.assured = true }
 
 // apply sets the mark and label a committing ct asks for. c.mu is held.
 func (c *Conn) apply(p *Params) {
@@ -395,7 +392,7 @@ func (t *Tracker) create(pp *parsed, p *Params, now int64) *Conn {
 		return nil
 	}
 	to := t.timeouts.Load()
-	c := &Conn{orig: pp.t, proto: pp.t.Proto, created: now}
+	c := &Conn{orig: pp.t, proto: pp.t.Proto}
 	switch c.proto {
 	case header.IPProtoTCP:
 		c.tcp.init(pp)

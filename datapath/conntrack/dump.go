@@ -51,7 +51,7 @@ func (t *Tracker) Dump(zone *uint16, now int64) []Entry {
 // String formats the entry as ovs-appctl dpctl/dump-conntrack does.
 func (e *Entry) String() string {
 	var b strings.Builder
-	b.WriteString(protoName(e.Orig.Proto))
+	b.WriteString(e.Proto())
 	b.WriteString(",orig=(")
 	formatTuple(&b, &e.Orig)
 	b.WriteString("),reply=(")
@@ -77,7 +77,10 @@ func (e *Entry) String() string {
 	return b.String()
 }
 
-func protoName(p uint8) string {
+// Proto is the connection's protocol as dpctl names it ("tcp", "icmp",
+// or the number).
+func (e *Entry) Proto() string {
+	p := e.Orig.Proto
 	switch p {
 	case header.IPProtoICMP:
 		return "icmp"
@@ -99,8 +102,8 @@ func protoName(p uint8) string {
 	return fmt.Sprint(p)
 }
 
-// Addr returns a tuple address as a netip.Addr of its family.
-func (t *Tuple) Addr(a [16]byte) netip.Addr {
+// addr is one of the tuple's addresses as a netip.Addr of its family.
+func (t *Tuple) addr(a [16]byte) netip.Addr {
 	if t.IPv6 {
 		return netip.AddrFrom16(a)
 	}
@@ -108,7 +111,7 @@ func (t *Tuple) Addr(a [16]byte) netip.Addr {
 }
 
 func formatTuple(b *strings.Builder, t *Tuple) {
-	fmt.Fprintf(b, "src=%s,dst=%s", t.Addr(t.Src), t.Addr(t.Dst))
+	fmt.Fprintf(b, "src=%s,dst=%s", t.addr(t.Src), t.addr(t.Dst))
 	if t.Proto == header.IPProtoICMP || t.Proto == header.IPProtoICMPv6 {
 		fmt.Fprintf(b, ",id=%d,type=%d,code=0", t.SrcPort, t.ICMPType)
 		return

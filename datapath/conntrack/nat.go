@@ -2,7 +2,6 @@ package conntrack
 
 import (
 	"encoding/binary"
-	"math/big"
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
@@ -168,17 +167,25 @@ func addrRange(lo, hi [16]byte) addrs {
 	if hi == ([16]byte{}) || string(hi[:]) <= string(lo[:]) {
 		return addrs{lo: lo, n: 1}
 	}
-	d := new(big.Int).Sub(new(big.Int).SetBytes(hi[:]), new(big.Int).SetBytes(lo[:]))
+	// The range's size fits the low 8 bytes when the high ones agree;
+	// otherwise it is over 2^64, far above the cap.
 	n := uint64(1 << 16)
-	if d.IsUint64() && d.Uint64() < n {
-		n = d.Uint64() + 1
+	if [8]byte(hi[:8]) == [8]byte(lo[:8]) {
+		if d := binary.BigEndian.Uint64(hi[8:]) - binary.BigEndian.Uint64(lo[8:]); d < n {
+			n = d + 1
+		}
 	}
 	return addrs{lo: lo, n: n}
 }
 
+// at is the address i after lo (i < n), carrying across the 16 bytes.
 func (a addrs) at(i uint64) [16]byte {
-	v := new(big.Int).Add(new(big.Int).SetBytes(a.lo[:]), new(big.Int).SetUint64(i))
-	var out [16]byte
-	v.FillBytes(out[:])
+	out := a.lo
+	low := binary.BigEndian.Uint64(out[8:])
+	sum := low + i
+	binary.BigEndian.PutUint64(out[8:], sum)
+	if sum < low {
+		binary.BigEndian.PutUint64(out[:8], binary.BigEndian.Uint64(out[:8])+1)
+	}
 	return out
 }

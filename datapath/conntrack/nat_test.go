@@ -144,3 +144,26 @@ func TestZeroSNAT(t *testing.T) {
 		t.Fatalf("zero SNAT without a clash: %#x:%d", k.IPv4Src, k.TpSrc)
 	}
 }
+
+func TestAddrRange(t *testing.T) {
+	r := addrRange(mapped(net.IP{198, 18, 0, 254}), mapped(net.IP{198, 18, 1, 1}))
+	if r.n != 4 {
+		t.Fatalf("%d addresses, want 4", r.n)
+	}
+	for i, want := range []string{"198.18.0.254", "198.18.0.255", "198.18.1.0", "198.18.1.1"} {
+		if a := r.at(uint64(i)); net.IP(a[:]).String() != want {
+			t.Errorf("at(%d) = %v, want %s", i, net.IP(a[:]), want)
+		}
+	}
+	// Carry into the high half of an IPv6 address; a huge range is capped.
+	lo, hi := mapped(net.ParseIP("2001:db8::ffff:ffff:ffff:ffff")), mapped(net.ParseIP("2001:db9::"))
+	if r = addrRange(lo, hi); r.n != 1<<16 {
+		t.Fatalf("%d addresses, want the cap", r.n)
+	}
+	if a := r.at(1); net.IP(a[:]).String() != "2001:db8:0:1::" {
+		t.Errorf("at(1) = %v", net.IP(a[:]))
+	}
+	if r = addrRange(lo, lo); r.n != 1 {
+		t.Errorf("a one-address range has %d", r.n)
+	}
+}

@@ -27,7 +27,7 @@ func (t *Tuple) reverse() Tuple {
 	r := *t
 	r.Src, r.Dst = t.Dst, t.Src
 	r.SrcPort, r.DstPort = t.DstPort, t.SrcPort
-	if t.ICMPType != 0 || t.Proto == header.IPProtoICMP || t.Proto == header.IPProtoICMPv6 {
+	if t.Proto == header.IPProtoICMP || t.Proto == header.IPProtoICMPv6 {
 		r.ICMPType = replyType(t.IPv6, t.ICMPType)
 	}
 	return r
@@ -42,26 +42,28 @@ func (t *Tuple) hash() uint32 {
 	return uint32(h ^ h>>32)
 }
 
-// ICMP query types that start a connection, and the replies they expect.
-var (
-	icmpQueries   = map[uint8]uint8{8: 0, 13: 14, 15: 16, 17: 18}
-	icmpv6Queries = map[uint8]uint8{128: 129}
-)
-
-// replyType is the ICMP type answering query type typ (and the query type
-// a reply answers).
+// replyType is the ICMP type answering query type typ, and the query
+// type a reply answers (echo, timestamp, information and address-mask
+// requests; ICMPv6 echo); other types map to themselves.
 func replyType(v6 bool, typ uint8) uint8 {
-	qs := icmpQueries
 	if v6 {
-		qs = icmpv6Queries
-	}
-	if r, ok := qs[typ]; ok {
-		return r
-	}
-	for q, r := range qs {
-		if r == typ {
-			return q
+		switch typ {
+		case 128:
+			return 129
+		case 129:
+			return 128
 		}
+		return typ
+	}
+	switch typ {
+	case 8:
+		return 0
+	case 0:
+		return 8
+	case 13, 15, 17:
+		return typ + 1
+	case 14, 16, 18:
+		return typ - 1
 	}
 	return typ
 }
@@ -69,11 +71,9 @@ func replyType(v6 bool, typ uint8) uint8 {
 // isICMPQuery reports whether typ is a query (request) type.
 func isICMPQuery(v6 bool, typ uint8) bool {
 	if v6 {
-		_, ok := icmpv6Queries[typ]
-		return ok
+		return typ == 128
 	}
-	_, ok := icmpQueries[typ]
-	return ok
+	return typ == 8 || typ == 13 || typ == 15 || typ == 17
 }
 
 // isICMPError reports whether typ is an error message about another packet.

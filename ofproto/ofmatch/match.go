@@ -201,10 +201,10 @@ func ipv6(o ofpwire.OXM) (v, m [16]byte) {
 	return v, m
 }
 
-// tunIPv4 maps an IPv4 tunnel address field (tun_src, tun_dst) onto the
-// key's IPv4-mapped form: the mask also covers the ::ffff: prefix, so an
+// mappedIPv4 maps an IPv4 address field the key holds IPv4-mapped
+// (tun_src/tun_dst, ct_nw_src/ct_nw_dst) onto that form: the mask also covers the ::ffff: prefix, so an
 // IPv4 match never matches an IPv6 underlay.
-func tunIPv4(o ofpwire.OXM) (v, m [16]byte) {
+func mappedIPv4(o ofpwire.OXM) (v, m [16]byte) {
 	v[10], v[11] = 0xff, 0xff
 	copy(v[12:], o.Value)
 	for i := range 12 {
@@ -217,10 +217,10 @@ func tunIPv4(o ofpwire.OXM) (v, m [16]byte) {
 	return v, m
 }
 
-// tunAddrOXM appends the OXM for a tunnel address: tun_src/tun_dst when the
-// mask covers the IPv4-mapped prefix and the key has it, the IPv6 field
-// otherwise.
-func tunAddrOXM(fs []ofpwire.OXM, f4, f6 ofpwire.XMType, v, m [16]byte) []ofpwire.OXM {
+// mappedAddrOXM appends the OXM for an address the key holds IPv4-mapped:
+// the IPv4 field f4 (tun_src, ct_nw_src, ...) when the mask covers the
+// IPv4-mapped prefix and the key has it, the IPv6 field f6 otherwise.
+func mappedAddrOXM(fs []ofpwire.OXM, f4, f6 ofpwire.XMType, v, m [16]byte) []ofpwire.OXM {
 	prefix := [12]byte{10: 0xff, 11: 0xff}
 	if [12]byte(m[:12]) == [12]byte(allOnes16[:12]) && [12]byte(v[:12]) == prefix {
 		if [4]byte(m[12:]) == [4]byte(allOnes16[:4]) {
@@ -368,9 +368,9 @@ func (m *Match) set(o ofpwire.OXM) error {
 	case ofpwire.XMTypeTunnelID:
 		k.TunnelID, mk.TunnelID = v, vm
 	case ofpwire.XMTypeTunIPv4Src:
-		k.Tun.Src, mk.Tun.Src = tunIPv4(o)
+		k.Tun.Src, mk.Tun.Src = mappedIPv4(o)
 	case ofpwire.XMTypeTunIPv4Dst:
-		k.Tun.Dst, mk.Tun.Dst = tunIPv4(o)
+		k.Tun.Dst, mk.Tun.Dst = mappedIPv4(o)
 	case ofpwire.XMTypeTunIPv6Src:
 		k.Tun.Src, mk.Tun.Src = ipv6(o)
 	case ofpwire.XMTypeTunIPv6Dst:
@@ -396,9 +396,9 @@ func (m *Match) set(o ofpwire.OXM) error {
 	case ofpwire.XMTypeCTNwProto:
 		k.CT.NwProto, mk.CT.NwProto = uint8(v), uint8(vm)
 	case ofpwire.XMTypeCTNwSrc:
-		k.CT.Src, mk.CT.Src = tunIPv4(o)
+		k.CT.Src, mk.CT.Src = mappedIPv4(o)
 	case ofpwire.XMTypeCTNwDst:
-		k.CT.Dst, mk.CT.Dst = tunIPv4(o)
+		k.CT.Dst, mk.CT.Dst = mappedIPv4(o)
 	case ofpwire.XMTypeCTIPv6Src:
 		k.CT.Src, mk.CT.Src = ipv6(o)
 	case ofpwire.XMTypeCTIPv6Dst:
@@ -461,10 +461,10 @@ func ctOXM(fs []ofpwire.OXM, ct, cm *flow.Conntrack) []ofpwire.OXM {
 		fs = oxmIPv6(fs, ofpwire.XMTypeCTLabel, ct.Label, cm.Label)
 	}
 	if cm.Src != ([16]byte{}) {
-		fs = tunAddrOXM(fs, ofpwire.XMTypeCTNwSrc, ofpwire.XMTypeCTIPv6Src, ct.Src, cm.Src)
+		fs = mappedAddrOXM(fs, ofpwire.XMTypeCTNwSrc, ofpwire.XMTypeCTIPv6Src, ct.Src, cm.Src)
 	}
 	if cm.Dst != ([16]byte{}) {
-		fs = tunAddrOXM(fs, ofpwire.XMTypeCTNwDst, ofpwire.XMTypeCTIPv6Dst, ct.Dst, cm.Dst)
+		fs = mappedAddrOXM(fs, ofpwire.XMTypeCTNwDst, ofpwire.XMTypeCTIPv6Dst, ct.Dst, cm.Dst)
 	}
 	if cm.NwProto != 0 {
 		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeCTNwProto, uint64(ct.NwProto)))
@@ -659,10 +659,10 @@ func ToOXM(m *Match) ofpwire.Match {
 		fs = oxmUint(fs, ofpwire.XMTypeIPv6ExtHeader, uint64(k.IPv6ExtHdr), uint64(mk.IPv6ExtHdr), 0x1ff)
 	}
 	if mk.Tun.Src != ([16]byte{}) {
-		fs = tunAddrOXM(fs, ofpwire.XMTypeTunIPv4Src, ofpwire.XMTypeTunIPv6Src, k.Tun.Src, mk.Tun.Src)
+		fs = mappedAddrOXM(fs, ofpwire.XMTypeTunIPv4Src, ofpwire.XMTypeTunIPv6Src, k.Tun.Src, mk.Tun.Src)
 	}
 	if mk.Tun.Dst != ([16]byte{}) {
-		fs = tunAddrOXM(fs, ofpwire.XMTypeTunIPv4Dst, ofpwire.XMTypeTunIPv6Dst, k.Tun.Dst, mk.Tun.Dst)
+		fs = mappedAddrOXM(fs, ofpwire.XMTypeTunIPv4Dst, ofpwire.XMTypeTunIPv6Dst, k.Tun.Dst, mk.Tun.Dst)
 	}
 	if ip && mk.NwTTL != 0 {
 		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeIPTTL, uint64(k.NwTTL)))
