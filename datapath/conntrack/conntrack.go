@@ -18,6 +18,7 @@
 package conntrack
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -32,12 +33,16 @@ const DefaultMaxConns = 3_000_000
 const numShards = 64
 
 // Timeouts are how long a connection lives without traffic, by protocol
-// and state, in nanoseconds. DefaultTimeouts are Linux nf_conntrack's.
+// and state, in nanoseconds: the states Open vSwitch's timeout policies
+// name (CT_Timeout_Policy, "ovs-vsctl add-zone-tp"). DefaultTimeouts are
+// Linux nf_conntrack's.
 type Timeouts struct {
-	TCPSynSent, TCPEstablished, TCPFinWait, TCPLastAck, TCPTimeWait, TCPClose int64
-	UDPFirst, UDPStream                                                       int64
-	ICMP                                                                      int64
-	Other                                                                     int64
+	TCPSynSent, TCPSynRecv, TCPEstablished, TCPFinWait, TCPLastAck, TCPTimeWait, TCPClose int64
+	// UDP: the first packet, more from the same side, and once answered.
+	UDPFirst, UDPSingle, UDPMultiple int64
+	// ICMP queries: the request, and once answered.
+	ICMPFirst, ICMPReply int64
+	Other                int64
 }
 
 const sec = int64(1_000_000_000)
@@ -45,12 +50,48 @@ const sec = int64(1_000_000_000)
 // DefaultTimeouts returns Linux's defaults (nf_conntrack_*_timeout*).
 func DefaultTimeouts() Timeouts {
 	return Timeouts{
-		TCPSynSent: 120 * sec, TCPEstablished: 432000 * sec, TCPFinWait: 120 * sec,
+		TCPSynSent: 120 * sec, TCPSynRecv: 60 * sec, TCPEstablished: 432000 * sec, TCPFinWait: 120 * sec,
 		TCPLastAck: 30 * sec, TCPTimeWait: 120 * sec, TCPClose: 10 * sec,
-		UDPFirst: 30 * sec, UDPStream: 120 * sec,
-		ICMP:  30 * sec,
+		UDPFirst: 30 * sec, UDPSingle: 30 * sec, UDPMultiple: 120 * sec,
+		ICMPFirst: 30 * sec, ICMPReply: 30 * sec,
 		Other: 600 * sec,
 	}
+}
+
+// policyKeys are the CT_Timeout_Policy timeouts keys this tracker honours
+// and the field each sets. The kernel's tcp_close_wait, tcp_syn_sent2,
+// tcp_retransmit and tcp_unack name states it does not keep apart, as
+// Open vSwitch's userspace tracker does not either.
+var policyKeys = map[string]func(*Timeouts) *int64{
+	"tcp_syn_sent":    func(t *Timeouts) *int64 { return &t.TCPSynSent },
+	"tcp_syn_recv":    func(t *Timeouts) *int64 { return &t.TCPSynRecv },
+	"tcp_established": func(t *Timeouts) *int64 { return &t.TCPEstablished },
+	"tcp_fin_wait":    func(t *Timeouts) *int64 { return &t.TCPFinWait },
+	"tcp_last_ack":    func(t *Timeouts) *int64 { return &t.TCPLastAck },
+	"tcp_time_wait":   func(t *Timeouts) *int64 { return &t.TCPTimeWait },
+	"tcp_close":       func(t *Timeouts) *int64 { return &t.TCPClose },
+	"udp_first":       func(t *Timeouts) *int64 { return &t.UDPFirst },
+	"udp_single":      func(t *Timeouts) *int64 { return &t.UDPSingle },
+	"udp_multiple":    func(t *Timeouts) *int64 { return &t.UDPMultiple },
+	"icmp_first":      func(t *Timeouts) *int64 { return &t.ICMPFirst },
+	"icmp_reply":      func(t *Timeouts) *int64 { return &t.ICMPReply },
+}
+
+// PolicyTimeouts is base with the timeouts of a timeout policy (keys as
+// CT_Timeout_Policy's, values in seconds) applied. It returns the keys it
+// cannot honour, sorted, so that the caller reports them.
+func PolicyTimeouts(base Timeouts, policy map[string]int) (Timeouts, []string) {
+	var unknown []string
+	for k, v := range policy {
+		f := policyKeys[k]
+		if f == nil || v < 0 {
+			unknown = append(unknown, k)
+			continue
+		}
+		*f(&base) = int64(v) * sec
+	}
+	slices.Sort(unknown)
+	return base, unknown
 }
 
 // Params are one ct action's arguments.
@@ -77,6 +118,7 @@ type Params struct {
 // under mu.
 type Conn struct {
 	orig, reply Tuple
+	zone        *zone
 	mu          sync.Mutex
 	mark        uint32
 	label       [16]byte
@@ -104,6 +146,7 @@ type Stats struct {
 	Created, Deleted      uint64
 	Invalid               uint64 // packets marked inv
 	LimitRefused, Evicted uint64
+	ZoneLimitRefused      uint64 // commits refused by a zone's limit
 	NATExhausted          uint64 // commits with no free translation
 }
 
@@ -113,8 +156,9 @@ type Tracker struct {
 	n        atomic.Int64
 	maxConns atomic.Int64
 	timeouts atomic.Pointer[Timeouts]
+	zones    zones
 
-	created, deleted, invalid, refused, evicted, natExhausted atomic.Uint64
+	created, deleted, invalid, refused, evicted, zoneRefused, natExhausted atomic.Uint64
 }
 
 // New makes an empty tracker with the default limit and timeouts.
@@ -147,7 +191,7 @@ func (t *Tracker) Len() int64 { return t.n.Load() }
 func (t *Tracker) Stats() Stats {
 	return Stats{Conns: t.n.Load(), Created: t.created.Load(), Deleted: t.deleted.Load(),
 		Invalid: t.invalid.Load(), LimitRefused: t.refused.Load(), Evicted: t.evicted.Load(),
-		NATExhausted: t.natExhausted.Load()}
+		ZoneLimitRefused: t.zoneRefused.Load(), NATExhausted: t.natExhausted.Load()}
 }
 
 func (t *Tracker) shardOf(tu *Tuple) *shard { return &t.shards[tu.hash()%numShards] }
@@ -319,7 +363,7 @@ func validNew(pp *parsed) bool {
 // update moves c's state for a packet of direction reply and refreshes
 // its timeout. c.mu is held.
 func (t *Tracker) update(c *Conn, pp *parsed, reply bool, now int64) tcpResult {
-	to := t.timeouts.Load()
+	to := t.timeoutsOf(c)
 	res := tcpValid
 	var timeout int64
 	switch c.proto {
@@ -337,15 +381,18 @@ func (t *Tracker) update(c *Conn, pp *parsed, reply bool, now int64) tcpResult {
 			c.udpReplied = true
 			c.assured = true
 		}
-		timeout = to.UDPFirst
+		timeout = to.UDPSingle
 		if c.udpReplied {
-			timeout = to.UDPStream
+			timeout = to.UDPMultiple
 		}
 	case header.IPProtoICMP, header.IPProtoICMPv6:
 		if reply {
 			c.assured = true
 		}
-		timeout = to.ICMP
+		timeout = to.ICMPFirst
+		if c.assured {
+			timeout = to.ICMPReply
+		}
 	default:
 		if reply {
 			c.assured = true
@@ -384,15 +431,20 @@ func (c *Conn) describe(ct *flow.Conntrack) {
 
 // create commits a new connection for the packet pp, translated as p's
 // nat(src|dst=...) says. It returns nil when the limit holds and nothing
-// could be evicted, or no translation is free; when another PMD committed
-// the same connection first, that one.
+// could be evicted, its zone is at its limit, or no translation is free;
+// when another PMD committed the same connection first, that one.
 func (t *Tracker) create(pp *parsed, p *Params, now int64) *Conn {
+	z := t.zones.get(pp.t.Zone)
+	if t.zones.full(z) {
+		t.zoneRefused.Add(1)
+		return nil
+	}
 	if t.n.Load() >= t.maxConns.Load() && !t.evictFor(&pp.t) {
 		t.refused.Add(1)
 		return nil
 	}
-	to := t.timeouts.Load()
-	c := &Conn{orig: pp.t, proto: pp.t.Proto}
+	c := &Conn{orig: pp.t, proto: pp.t.Proto, zone: z}
+	to := t.timeoutsOf(c)
 	switch c.proto {
 	case header.IPProtoTCP:
 		c.tcp.init(pp)
@@ -400,7 +452,7 @@ func (t *Tracker) create(pp *parsed, p *Params, now int64) *Conn {
 	case header.IPProtoUDP:
 		c.expires = now + to.UDPFirst
 	case header.IPProtoICMP, header.IPProtoICMPv6:
-		c.expires = now + to.ICMP
+		c.expires = now + to.ICMPFirst
 	default:
 		c.expires = now + to.Other
 	}
@@ -450,6 +502,7 @@ func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
 	b.m[c.reply] = c
 	a.unassured = append(a.unassured, c)
 	t.n.Add(1)
+	c.zone.n.Add(1)
 	t.created.Add(1)
 	return c, true
 }
@@ -519,6 +572,7 @@ func (t *Tracker) killLocked(c *Conn) bool {
 	}
 	c.dead = true
 	t.n.Add(-1)
+	c.zone.n.Add(-1)
 	t.deleted.Add(1)
 	return true
 }

@@ -237,8 +237,10 @@ func (c *tcpConn) timeout(to *Timeouts) int64 {
 		return to.TCPTimeWait
 	case a >= tcpClosing && b >= tcpClosing:
 		return to.TCPLastAck
+	case a == tcpClosed || b == tcpClosed:
+		return to.TCPSynSent // only the SYN seen
 	case a < tcpEstablished || b < tcpEstablished:
-		return to.TCPSynSent
+		return to.TCPSynRecv
 	case a >= tcpClosing || b >= tcpClosing:
 		return to.TCPFinWait
 	}
