@@ -163,6 +163,28 @@ func TestAppctl(t *testing.T) {
 	if got := mustOVSTool(t, run, "ovs-appctl", "dpctl/ct-get-maxconns"); got != "1000\n" {
 		t.Errorf("ct-get-maxconns: %q", got)
 	}
+	// Per-zone limits: zone 3 holds its one connection.
+	mustOVSTool(t, run, "ovs-appctl", "dpctl/ct-set-limits", "default=10", "zone=3,limit=5")
+	if got := mustOVSTool(t, run, "ovs-appctl", "dpctl/ct-get-limits"); got != "default limit=10\nzone=3,limit=5,count=1\n" {
+		t.Errorf("ct-get-limits: %q", got)
+	}
+	mustOVSTool(t, run, "ovs-appctl", "dpctl/ct-del-limits", "zone=3")
+	if got := mustOVSTool(t, run, "ovs-appctl", "dpctl/ct-get-limits", "zone=3,4"); got != "default limit=10\nzone=3,limit=10,count=1\nzone=4,limit=10,count=0\n" {
+		t.Errorf("ct-get-limits zone=3,4 after deleting zone 3's: %q", got)
+	}
+	if _, errOut, code := ovsTool(t, run, "ovs-appctl", "dpctl/ct-set-limits", "zone=3,limit=x"); code == 0 || !strings.Contains(errOut, "invalid limit") {
+		t.Errorf("ct-set-limits zone=3,limit=x: exit %d, %q", code, errOut)
+	}
+	// Flush by tuple: another source leaves it, its own removes it.
+	mustOVSTool(t, run, "ovs-appctl", "dpctl/flush-conntrack", "zone=3", "ct_nw_src=198.18.255.1")
+	if got := mustOVSTool(t, run, "ovs-appctl", "dpctl/ct-get-nconns"); got != "1\n" {
+		t.Errorf("ct-get-nconns after flushing another source: %q", got)
+	}
+	mustOVSTool(t, run, "ovs-appctl", "dpctl/flush-conntrack", "zone=3", "ct_nw_src="+a.IP)
+	if got := mustOVSTool(t, run, "ovs-appctl", "dpctl/ct-get-nconns"); got != "0\n" {
+		t.Errorf("ct-get-nconns after flushing by tuple: %q", got)
+	}
+	nstest.Ping(t, a.NS, b.IP)
 	mustOVSTool(t, run, "ovs-appctl", "dpctl/flush-conntrack", "zone=3")
 	if got := mustOVSTool(t, run, "ovs-appctl", "dpctl/ct-get-nconns"); got != "0\n" {
 		t.Errorf("ct-get-nconns after flushing zone 3: %q", got)

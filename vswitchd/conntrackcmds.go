@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/conntrack"
 	"github.com/vswitch-go/vswitch/vswitchd/unixctl"
 )
 
@@ -17,11 +18,14 @@ import (
 func (d *Daemon) conntrackCommands() []unixctl.Command {
 	return []unixctl.Command{
 		{Name: "dpctl/dump-conntrack", Usage: "[-m] [-s] [dp] [zone=N]", MaxArgs: 4, Run: d.ctlDumpConntrack},
-		{Name: "dpctl/flush-conntrack", Usage: "[dp] [zone=N]", MaxArgs: 3, Run: d.ctlFlushConntrack},
+		{Name: "dpctl/flush-conntrack", Usage: "[dp] [zone=N] [ct-orig-tuple [ct-reply-tuple]]", MaxArgs: 4, Run: d.ctlFlushConntrack},
 		{Name: "dpctl/ct-stats-show", Usage: "[dp] [zone=N] [verbose]", MaxArgs: 3, Run: d.ctlCTStatsShow},
 		{Name: "dpctl/ct-set-maxconns", Usage: "[dp] maxconns", MinArgs: 1, MaxArgs: 2, Run: d.ctlCTSetMaxConns},
 		{Name: "dpctl/ct-get-maxconns", Usage: "[dp]", MaxArgs: 1, Run: d.ctlCTGetMaxConns},
 		{Name: "dpctl/ct-get-nconns", Usage: "[dp]", MaxArgs: 1, Run: d.ctlCTGetNConns},
+		{Name: "dpctl/ct-set-limits", Usage: "[dp] [default=L] [zone=N,limit=L]...", MinArgs: 1, MaxArgs: 1 << 16, Run: d.ctlCTSetLimits},
+		{Name: "dpctl/ct-del-limits", Usage: "[dp] zone=N1[,N2]...", MinArgs: 1, MaxArgs: 2, Run: d.ctlCTDelLimits},
+		{Name: "dpctl/ct-get-limits", Usage: "[dp] [zone=N1[,N2]...]", MaxArgs: 2, Run: d.ctlCTGetLimits},
 	}
 }
 
@@ -76,12 +80,17 @@ func (d *Daemon) ctlFlushConntrack(args []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(rest) > 0 {
-		// A tuple (ct_nw_src=...,...) selects one connection in Open
-		// vSwitch; refused rather than flushing more than was asked.
-		return "", fmt.Errorf("flushing one connection by its tuple (%q) is not supported; flush its zone", rest[0])
+	if len(rest) > 2 {
+		return "", errors.New("invalid arguments")
 	}
-	d.ct.Flush(zone)
+	// The original tuple, then the reply tuple; either may be "".
+	var m conntrack.Match
+	for i, tu := range []*conntrack.MatchTuple{&m.Orig, &m.Reply}[:len(rest)] {
+		if err := conntrack.ParseMatchTuple(rest[i], &m, tu); err != nil {
+			return "", err
+		}
+	}
+	d.ct.FlushMatch(zone, &m)
 	return "", nil
 }
 
@@ -170,4 +179,113 @@ func ctNoArgs(args []string) error {
 		err = fmt.Errorf("no datapath named %q (there is one: %s)", rest[0], ovsDatapathName)
 	}
 	return err
+}
+
+// ctLimitArgs drops the datapath's name from the front of a limits
+// command's arguments.
+func ctLimitArgs(args []string) []string {
+	if len(args) > 0 && (args[0] == ovsDatapathName || args[0] == strings.TrimPrefix(ovsDatapathName, "netdev@")) {
+		return args[1:]
+	}
+	return args
+}
+
+// ctZoneList reads "zone=N1[,N2]...".
+func ctZoneList(arg string) ([]uint16, error) {
+	list, ok := strings.CutPrefix(arg, "zone=")
+	if !ok {
+		return nil, fmt.Errorf("invalid argument %s", arg)
+	}
+	var zones []uint16
+	for z := range strings.SplitSeq(list, ",") {
+		n, err := strconv.ParseUint(z, 10, 16)
+		if err != nil {
+			return nil, errors.New("invalid zone")
+		}
+		zones = append(zones, uint16(n))
+	}
+	return zones, nil
+}
+
+// ctlCTSetLimits sets the default and per-zone connection limits, all
+// arguments read before any is applied, so that a bad one changes
+// nothing.
+func (d *Daemon) ctlCTSetLimits(args []string) (string, error) {
+	args = ctLimitArgs(args)
+	var def *int64
+	if len(args) > 0 && strings.HasPrefix(args[0], "default=") {
+		n, err := strconv.ParseUint(strings.TrimPrefix(args[0], "default="), 10, 32)
+		if err != nil {
+			return "", errors.New("invalid default limit")
+		}
+		def = new(int64(n))
+		args = args[1:]
+	}
+	type zoneLimit struct {
+		zone  uint16
+		limit int64
+	}
+	var zls []zoneLimit
+	for _, a := range args {
+		var zone, limit uint64
+		var err error
+		zs, ls, ok := strings.Cut(a, ",")
+		z, zok := strings.CutPrefix(zs, "zone=")
+		l, lok := strings.CutPrefix(ls, "limit=")
+		if !ok || !zok || !lok {
+			return "", fmt.Errorf("invalid zone limit %q, want zone=N,limit=L", a)
+		}
+		if zone, err = strconv.ParseUint(z, 10, 16); err != nil {
+			return "", fmt.Errorf("invalid zone %q", z)
+		}
+		if limit, err = strconv.ParseUint(l, 10, 32); err != nil {
+			return "", fmt.Errorf("invalid limit %q", l)
+		}
+		zls = append(zls, zoneLimit{uint16(zone), int64(limit)})
+	}
+	if def == nil && len(zls) == 0 {
+		return "", errors.New("no limit given")
+	}
+	if def != nil {
+		d.ct.SetDefaultZoneLimit(*def)
+	}
+	for _, zl := range zls {
+		d.ct.SetZoneLimit(zl.zone, zl.limit)
+	}
+	return "", nil
+}
+
+func (d *Daemon) ctlCTDelLimits(args []string) (string, error) {
+	args = ctLimitArgs(args)
+	if len(args) != 1 {
+		return "", errors.New("zone=N1[,N2]... missing")
+	}
+	zones, err := ctZoneList(args[0])
+	if err != nil {
+		return "", err
+	}
+	for _, z := range zones {
+		d.ct.DeleteZoneLimit(z)
+	}
+	return "", nil
+}
+
+// ctlCTGetLimits prints the limits as Open vSwitch does: the default, then
+// the zones asked for, or every zone with a limit of its own.
+func (d *Daemon) ctlCTGetLimits(args []string) (string, error) {
+	args = ctLimitArgs(args)
+	var zones []uint16
+	if len(args) > 0 {
+		var err error
+		if zones, err = ctZoneList(args[0]); err != nil {
+			return "", err
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "default limit=%d", d.ct.DefaultZoneLimit())
+	for _, zl := range d.ct.ZoneLimits(zones) {
+		fmt.Fprintf(&b, "\nzone=%d,limit=%d,count=%d", zl.Zone, zl.Limit, zl.Count)
+	}
+	b.WriteByte('\n')
+	return b.String(), nil
 }
