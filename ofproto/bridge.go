@@ -457,6 +457,9 @@ func (b *Bridge) Handle(c *ofconn.Conn, xid uint32, msg ofpwire.Message) error {
 	case *ofpwire.CTFlushZone:
 		b.dp.Conntrack().Flush(&m.Zone)
 		return nil
+	case *ofpwire.CTFlush:
+		b.dp.Conntrack().FlushMatch(m.Zone, ctMatch(m))
+		return nil
 	case *ofpwire.MultipartRequest:
 		return b.multipart(c, xid, m)
 	case *ofpwire.PortMod:

@@ -73,6 +73,19 @@ func TestConntrackFirewall(t *testing.T) {
 	if !icmp || !icmp6 || !tcp {
 		t.Errorf("connections in zone 5 (icmp %v, icmpv6 %v, tcp %v):\n%v", icmp, icmp6, tcp, br.dp.DumpConntrack(nil))
 	}
+	// A controller's NXT_CT_FLUSH removes the connections its tuple
+	// names: the IPv6 ones from A, not the IPv4 ones.
+	before := len(br.dp.DumpConntrack(&zone))
+	ovsOfctlIn(t, "OpenFlow13", "ct-flush", target, "zone=5", "ct_ipv6_src="+a6)
+	after := br.dp.DumpConntrack(&zone)
+	for _, e := range after {
+		if e.Orig.IPv6 {
+			t.Errorf("after ct-flush of ct_ipv6_src=%s: %s", a6, e.String())
+		}
+	}
+	if len(after) == before || len(after) == 0 {
+		t.Errorf("ct-flush by tuple left %d of %d connections", len(after), before)
+	}
 	// A controller's NXT_CT_FLUSH_ZONE empties the zone.
 	ovsOfctlIn(t, "OpenFlow13", "ct-flush-zone", target, "5")
 	if es := br.dp.DumpConntrack(&zone); len(es) != 0 {

@@ -432,7 +432,7 @@ func serverOnly(t ofpwire.MsgType) bool {
 func deniedToSlave(msg ofpwire.Message) bool {
 	switch m := msg.(type) {
 	case *ofpwire.FlowMod, *ofpwire.GroupMod, *ofpwire.PortMod, *ofpwire.TableMod,
-		*ofpwire.MeterMod, *ofpwire.PacketOut, *ofpwire.CTFlushZone:
+		*ofpwire.MeterMod, *ofpwire.PacketOut, *ofpwire.CTFlushZone, *ofpwire.CTFlush:
 		return true
 	case *ofpwire.MultipartRequest:
 		tf, ok := m.Body.(*ofpwire.TableFeaturesRequest)

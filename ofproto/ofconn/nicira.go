@@ -28,7 +28,8 @@ var errBadExpType = &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.
 // packet-ins; NXT_RESUME goes to the handler as an ofpwire.Resume;
 // NXT_FLOW_MOD (the NXM flow format of 1.0 peers) as the FlowMod it
 // means, with NXT_SET_FLOW_FORMAT and NXT_FLOW_MOD_TABLE_ID accepted;
-// NXT_CT_FLUSH_ZONE goes to the handler as an ofpwire.CTFlushZone. Other
+// NXT_CT_FLUSH_ZONE and NXT_CT_FLUSH go to the handler as an
+// ofpwire.CTFlushZone and an ofpwire.CTFlush. Other
 // subtypes are BAD_EXPTYPE.
 func (c *Conn) nicira(xid uint32, m *ofpwire.Experimenter, raw []byte) {
 	switch m.ExpType {
@@ -92,6 +93,13 @@ func (c *Conn) nicira(xid uint32, m *ofpwire.Experimenter, raw []byte) {
 		}
 		// struct nx_zone_id: six zero bytes, then the zone.
 		c.dispatch(xid, &ofpwire.CTFlushZone{Zone: uint16(m.Data[6])<<8 | uint16(m.Data[7])}, raw)
+	case ofpwire.NXTCTFlush:
+		f, err := ofpwire.ParseCTFlush(m.Data)
+		if err != nil {
+			c.replyErr(xid, err, raw)
+			return
+		}
+		c.dispatch(xid, f, raw)
 	default:
 		c.replyErr(xid, errBadExpType, raw)
 	}

@@ -441,3 +441,176 @@ func (m *CTFlushZone) decodeBody(b []byte) error {
 	m.Zone = be.Uint16(b[14:])
 	return nil
 }
+
+// NXTCTFlush is the subtype of NXT_CT_FLUSH.
+const NXTCTFlush = 32
+
+// CTFlush is NXT_CT_FLUSH: the controller asks the switch to forget the
+// tracked connections that match, in Zone when set (ovn-controller sends
+// it for a load balancer's backends when they go away). Zero fields match
+// anything; an ICMP tuple's id, type and code are always compared.
+type CTFlush struct {
+	Proto       uint8
+	Zone        *uint16
+	Orig, Reply CTFlushTuple
+}
+
+// CTFlushTuple is one direction of a CTFlush; addresses are IPv6 or
+// IPv4-mapped, zero for any.
+type CTFlushTuple struct {
+	Src, Dst           [16]byte
+	SrcPort, DstPort   uint16
+	ICMPID             uint16
+	ICMPType, ICMPCode uint8
+}
+
+// NXT_CT_FLUSH's properties: the two tuples (nested) and the zone.
+const (
+	ctFlushOrig = iota
+	ctFlushReply
+	ctFlushZone
+)
+
+// Properties nested in a tuple.
+const (
+	ctTupleSrc = iota
+	ctTupleDst
+	ctTupleSrcPort
+	ctTupleDstPort
+	ctTupleICMPID
+	ctTupleICMPType
+	ctTupleICMPCode
+)
+
+// MsgType implements Message: NXT_CT_FLUSH is an experimenter message.
+func (*CTFlush) MsgType() openflow.Type { return openflow.TypeExperiment }
+
+func (m *CTFlush) appendBody(b []byte) ([]byte, error) {
+	b = be.AppendUint32(b, NXVendor)
+	b = be.AppendUint32(b, NXTCTFlush)
+	b = appendZeros(append(b, m.Proto), 7)
+	icmp := m.Proto == 1 || m.Proto == 58
+	for i, tu := range []*CTFlushTuple{&m.Orig, &m.Reply} {
+		var in []byte
+		if tu.Src != ([16]byte{}) {
+			in = appendProp(in, ctTupleSrc, tu.Src[:])
+		}
+		if tu.Dst != ([16]byte{}) {
+			in = appendProp(in, ctTupleDst, tu.Dst[:])
+		}
+		if icmp {
+			in = appendProp(in, ctTupleICMPID, be16Prop(tu.ICMPID))
+			in = appendProp(in, ctTupleICMPType, []byte{tu.ICMPType})
+			in = appendProp(in, ctTupleICMPCode, []byte{tu.ICMPCode})
+		} else {
+			if tu.SrcPort != 0 {
+				in = appendProp(in, ctTupleSrcPort, be16Prop(tu.SrcPort))
+			}
+			if tu.DstPort != 0 {
+				in = appendProp(in, ctTupleDstPort, be16Prop(tu.DstPort))
+			}
+		}
+		if len(in) > 0 {
+			// A nested property's contents start 8-aligned.
+			b = appendProp(b, uint16(ctFlushOrig+i), append(make([]byte, 4), in...))
+		}
+	}
+	if m.Zone != nil {
+		b = appendProp(b, ctFlushZone, be16Prop(*m.Zone))
+	}
+	return b, nil
+}
+
+func (m *CTFlush) decodeBody(b []byte) error {
+	if len(b) < 16 || be.Uint32(b) != NXVendor || be.Uint32(b[4:]) != NXTCTFlush {
+		return errBadLen
+	}
+	return m.decode(b[8:])
+}
+
+// ParseCTFlush decodes NXT_CT_FLUSH's body after the experimenter
+// header.
+func ParseCTFlush(b []byte) (*CTFlush, error) {
+	m := &CTFlush{}
+	return m, m.decode(b)
+}
+
+func (m *CTFlush) decode(b []byte) error {
+	if len(b) < 8 {
+		return errBadLen
+	}
+	for _, p := range b[1:8] {
+		if p != 0 {
+			return &OFPError{Type: ETBadRequest, Code: BRCBadLen, Reason: "NXT_CT_FLUSH padding must be zero"}
+		}
+	}
+	m.Proto = b[0]
+	return eachProp(b[8:], func(typ uint16, v []byte) error {
+		switch typ {
+		case ctFlushOrig, ctFlushReply:
+			tu := &m.Orig
+			if typ == ctFlushReply {
+				tu = &m.Reply
+			}
+			if len(v) < 4 {
+				return propErr(BPCBadLen, "NXT_CT_FLUSH tuple length")
+			}
+			return eachProp(v[4:], tu.decodeProp)
+		case ctFlushZone:
+			if len(v) < 2 {
+				return propErr(BPCBadLen, "NXT_CT_FLUSH zone length")
+			}
+			z := be.Uint16(v)
+			m.Zone = &z
+		}
+		return nil // unknown properties are skipped, as Open vSwitch does
+	})
+}
+
+func (tu *CTFlushTuple) decodeProp(typ uint16, v []byte) error {
+	want := map[uint16]int{ctTupleSrc: 16, ctTupleDst: 16, ctTupleSrcPort: 2, ctTupleDstPort: 2,
+		ctTupleICMPID: 2, ctTupleICMPType: 1, ctTupleICMPCode: 1}[typ]
+	if len(v) < want { // OpenFlow pads 16-bit values inside the length
+		return propErr(BPCBadLen, "NXT_CT_FLUSH tuple property length")
+	}
+	switch typ {
+	case ctTupleSrc:
+		copy(tu.Src[:], v)
+	case ctTupleDst:
+		copy(tu.Dst[:], v)
+	case ctTupleSrcPort:
+		tu.SrcPort = be.Uint16(v)
+	case ctTupleDstPort:
+		tu.DstPort = be.Uint16(v)
+	case ctTupleICMPID:
+		tu.ICMPID = be.Uint16(v)
+	case ctTupleICMPType:
+		tu.ICMPType = v[0]
+	case ctTupleICMPCode:
+		tu.ICMPCode = v[0]
+	}
+	return nil
+}
+
+// be16Prop is a 16-bit property value as OpenFlow writes it: two bytes of
+// padding inside the property's length.
+func be16Prop(v uint16) []byte { return []byte{byte(v >> 8), byte(v), 0, 0} }
+
+// eachProp calls f with each OpenFlow property of b (type, value without
+// padding).
+func eachProp(b []byte, f func(typ uint16, v []byte) error) error {
+	for len(b) > 0 {
+		if len(b) < 4 {
+			return propErr(BPCBadLen, "property header")
+		}
+		typ, n := be.Uint16(b), int(be.Uint16(b[2:]))
+		if n < 4 || n > len(b) {
+			return propErr(BPCBadLen, "property length")
+		}
+		if err := f(typ, b[4:n]); err != nil {
+			return err
+		}
+		b = b[min(roundUp8(n), len(b)):]
+	}
+	return nil
+}
