@@ -121,6 +121,10 @@ func TestAppctl(t *testing.T) {
 			t.Errorf("dpif/show lacks %q:\n%s", want, show)
 		}
 	}
+	if got := mustOVSTool(t, run, "ovs-appctl", "dpif/show-dp-features", br); !strings.Contains(got, "Conntrack clear: Yes\n") ||
+		!strings.Contains(got, "Check pkt length action: No\n") || !strings.Contains(got, "Max VLAN headers: 2\n") {
+		t.Errorf("dpif/show-dp-features:\n%s", got)
+	}
 	if got := mustOVSTool(t, run, "ovs-appctl", "ofproto/trace", br, "in_port=1,dl_dst="+b.MAC); !strings.Contains(got, "Datapath actions: ") {
 		t.Errorf("ofproto/trace:\n%s", got)
 	}
@@ -162,6 +166,14 @@ func TestAppctl(t *testing.T) {
 	}
 	if got := mustOVSTool(t, run, "ovs-appctl", "dpctl/ct-get-maxconns"); got != "1000\n" {
 		t.Errorf("ct-get-maxconns: %q", got)
+	}
+	// other_config:ct-max-conns sets it too, from the configuration.
+	d.vsctl("set", "Open_vSwitch", ".", "other_config:ct-max-conns=2000")
+	if got := mustOVSTool(t, run, "ovs-appctl", "dpctl/ct-get-maxconns"); got != "2000\n" {
+		t.Errorf("ct-get-maxconns after other_config:ct-max-conns=2000: %q", got)
+	}
+	if _, errOut, code := d.vsctlRaw("set", "Open_vSwitch", ".", "other_config:ct-max-conns=-1"); code == 0 || !strings.Contains(errOut, "ct-max-conns") {
+		t.Errorf("ct-max-conns=-1: exit %d, %s", code, errOut)
 	}
 	// Per-zone limits: zone 3 holds its one connection.
 	mustOVSTool(t, run, "ovs-appctl", "dpctl/ct-set-limits", "default=10", "zone=3,limit=5")

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -100,7 +101,7 @@ func TestOVSDBDrivesTheSwitch(t *testing.T) {
 	runDir := t.TempDir()
 	t.Setenv("OVS_RUNDIR", runDir)
 	d := newDaemon(t)
-	d.start("--db", srv.db())
+	d.start("--pidfile", "--db", srv.db())
 	a, b := nstest.TwoHosts(t)
 	br := nstest.Name("brdb")
 
@@ -135,6 +136,34 @@ func TestOVSDBDrivesTheSwitch(t *testing.T) {
 	}
 	srv.vsctl("clear", "bridge", br, "protocols")
 	nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow13", "show", br)
+
+	// Connection tracking settings through the database: the Datapath
+	// row gets the capabilities ovn-controller reads, and a zone's
+	// timeout policy (ovs-vsctl add-zone-tp) governs its connections.
+	srv.vsctl("--", "--id=@dp", "create", "Datapath", "datapath_version=0", "--", "set", "Open_vSwitch", ".", "datapaths:netdev=@dp")
+	srv.vsctl("add-zone-tp", "netdev", "zone=5", "icmp_first=3", "icmp_reply=4")
+	caps := srv.vsctl("get", "Datapath", ".", "capabilities")
+	for _, want := range []string{`ct_zero_snat="true"`, `ct_flush="true"`, `ct_timeout="true"`, `check_pkt_len="false"`} {
+		if !strings.Contains(caps, want) {
+			t.Errorf("Datapath capabilities lack %s: %s", want, caps)
+		}
+	}
+	if got := srv.vsctl("list-zone-tp", "netdev"); !strings.Contains(got, "Zone:5, Timeout Policies: icmp_first=3 icmp_reply=4") {
+		t.Errorf("list-zone-tp: %q", got)
+	}
+	nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow13", "add-flow", br, "priority=100,icmp,actions=ct(commit,zone=5),NORMAL")
+	nstest.Ping(t, a.NS, b.IP)
+	ct := nstest.Run(t, "ovs-appctl", "dpctl/dump-conntrack", "-s", "zone=5")
+	if !strings.Contains(ct, "icmp,orig=(src="+a.IP) || !regexp.MustCompile(`,timeout=[1-4]\b`).MatchString(ct) {
+		t.Errorf("zone 5 with icmp_reply=4, dump-conntrack -s:\n%s", ct)
+	}
+	srv.vsctl("del-zone-tp", "netdev", "zone=5")
+	nstest.Run(t, "ovs-appctl", "dpctl/flush-conntrack")
+	nstest.Ping(t, a.NS, b.IP)
+	if ct := nstest.Run(t, "ovs-appctl", "dpctl/dump-conntrack", "-s", "zone=5"); !strings.Contains(ct, ",timeout=30") {
+		t.Errorf("zone 5 without a policy, dump-conntrack -s:\n%s", ct)
+	}
+	nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow13", "del-flows", br, "icmp")
 
 	// A type this switch does not run: reported, the rest untouched.
 	patch := nstest.Name("vspt")
@@ -191,7 +220,7 @@ func TestOVSDBDrivesTheSwitch(t *testing.T) {
 	// The daemon killed: it comes back with its stored configuration,
 	// reconnects and follows the database again.
 	d.kill9()
-	d.start(srv.db()) // ovs-vswitchd's form: the database as the argument
+	d.start("--pidfile", srv.db()) // ovs-vswitchd's form: the database as the argument
 	nstest.Ping(t, a.NS, b.IP)
 	srv.vsctl("del-port", br, c)
 	if out := d.vsctl("list-ports", br); strings.Contains(out, c) || !strings.Contains(out, a.Port) {

@@ -296,6 +296,7 @@ func checkJournals(dir string, c *config.Config) error {
 
 // restore brings up every bridge of c, logging what fails.
 func (d *Daemon) restore(c *config.Config) {
+	d.setMaxConns(c)
 	if msg := pmdCountConflict(c.OtherConfig); msg != "" {
 		d.log.Warn("stored PMD settings: " + msg)
 	}
@@ -308,6 +309,12 @@ func (d *Daemon) restore(c *config.Config) {
 		d.bridges[name] = b
 	}
 	d.publish()
+}
+
+// setMaxConns applies other_config:ct-max-conns, Open vSwitch's default
+// when unset.
+func (d *Daemon) setMaxConns(c *config.Config) {
+	d.ct.SetMaxConns(int64(intOption(c.OtherConfig, "ct-max-conns", conntrack.DefaultMaxConns)))
 }
 
 // publish refreshes the readers' snapshot of the bridges and the names of
@@ -429,6 +436,9 @@ func checkMachine(old, next *config.Config) error {
 // apply moves the running bridges from configuration old to next (d.mu held).
 func (d *Daemon) apply(old, next *config.Config) error {
 	defer d.publish()
+	if old.OtherConfig["ct-max-conns"] != next.OtherConfig["ct-max-conns"] {
+		d.setMaxConns(next)
+	}
 	if !sameSSL(old.SSL, next.SSL) {
 		// Running bridges' ssl: and pssl: targets start over with the
 		// new files; bridges built below get them at creation.

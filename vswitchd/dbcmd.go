@@ -22,7 +22,7 @@ const (
 
 // mapKeys are the keys each map column accepts, so a typo is refused.
 var mapKeys = map[string][]string{
-	tableSwitch + ".other_config": {"n-pmd", "pmd-cpu-mask", "pmd-sleep-max", "latency-probe", "tx-flush-interval", "flow-limit", "emc-insert-inv-prob", "max-idle",
+	tableSwitch + ".other_config": {"n-pmd", "pmd-cpu-mask", "pmd-sleep-max", "latency-probe", "tx-flush-interval", "flow-limit", "emc-insert-inv-prob", "max-idle", "ct-max-conns",
 		"openflow-max-connections", "mgmt-max-connections", "flow-sync", "flow-sync-interval", "max-ports", "max-ports-per-request"},
 	tableBridge + ".other_config": {"datapath-id", "mac-aging-time", "mac-table-size"},
 	tablePort + ".other_config":   {"tx-flush-interval", "pmd-rxq-affinity"},

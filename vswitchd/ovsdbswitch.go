@@ -7,6 +7,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/vswitch-go/vswitch/datapath/conntrack"
 	"github.com/vswitch-go/vswitch/ofproto/ofconn"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb"
@@ -42,6 +43,17 @@ func (s dbSwitch) DatapathID(bridge string) string {
 		return ""
 	}
 	return fmt.Sprintf("%016x", id)
+}
+
+func (s dbSwitch) SetZoneTimeouts(m map[uint16]conntrack.Timeouts) {
+	for id := range s.d.ct.ZoneTimeouts() {
+		if _, ok := m[id]; !ok {
+			s.d.ct.SetZoneTimeouts(id, nil)
+		}
+	}
+	for id, to := range m {
+		s.d.ct.SetZoneTimeouts(id, &to)
+	}
 }
 
 func (s dbSwitch) ControllerConnected(bridge, target string) bool {

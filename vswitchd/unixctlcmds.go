@@ -50,6 +50,7 @@ func (d *Daemon) unixctlCommands() []unixctl.Command {
 		{Name: "fdb/show", Usage: "bridge", MinArgs: 1, MaxArgs: 1, Run: from(d.cmdFDBShow)},
 		{Name: "fdb/flush", Usage: "[bridge]", MaxArgs: 1, Run: from(d.cmdFDBFlush)},
 		{Name: "dpif/show", Run: d.ctlDpifShow},
+		{Name: "dpif/show-dp-features", Usage: "bridge", MinArgs: 1, MaxArgs: 1, Run: d.ctlDpifShowDPFeatures},
 		{Name: "dpif-netdev/pmd-stats-show", Usage: "[dp]", MaxArgs: 1, Run: onDatapath(from(d.cmdPMDStatsShow))},
 		{Name: "dpif-netdev/pmd-stats-clear", Usage: "[dp]", MaxArgs: 1, Run: onDatapath(from(d.cmdPMDStatsClear))},
 		{Name: "dpif-netdev/pmd-rxq-show", Usage: "[-s] [dp]", MaxArgs: 2, Run: onDatapath(from(d.cmdPMDRxqShow), "-s")},
@@ -205,6 +206,21 @@ func (d *Daemon) ctlDumpFlows(dump unixctl.Handler) unixctl.Handler {
 // "ofport/dp-port" with their type. The datapath port numbers are the
 // order of the ports over the bridges (sorted by name, then by ofport),
 // as this switch has no datapath shared between bridges to number them.
+// ctlDpifShowDPFeatures lists what the datapath supports, in Open
+// vSwitch's words and order.
+func (d *Daemon) ctlDpifShowDPFeatures(args []string) (string, error) {
+	if d.runningBridge(args[0]) == nil {
+		return "", errors.New("no such bridge")
+	}
+	var b strings.Builder
+	for _, f := range datapath.Features {
+		if f.Title != "" {
+			fmt.Fprintf(&b, "%s: %s\n", f.Title, f.Show)
+		}
+	}
+	return b.String(), nil
+}
+
 func (d *Daemon) ctlDpifShow([]string) (string, error) {
 	bridges := d.bridgeList()
 	slices.SortFunc(bridges, func(a, b *bridge) int { return strings.Compare(a.name, b.name) })

@@ -46,6 +46,9 @@ var numericKeys = map[string]numericRange{
 	"n_txq_desc":          {1, 65536},
 	"mtu_request":         {68, 65535},
 	"emc-insert-inv-prob": {0, 1<<32 - 1},
+	// The connection tracker's limit (dpctl/ct-set-maxconns sets it
+	// until the next change of this key).
+	"ct-max-conns": {0, 1<<32 - 1},
 	// Connection limits (per OpenFlow listener, on the management
 	// socket): at least 1, or nothing could connect, not even vsctl to
 	// raise it again.

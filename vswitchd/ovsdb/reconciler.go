@@ -32,6 +32,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
 
+	"github.com/vswitch-go/vswitch/datapath/conntrack"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
 )
@@ -67,6 +68,8 @@ type Reconciler struct {
 	// applied is the last configuration applied (flows aside), so that
 	// an update that changes nothing the switch runs applies nothing.
 	applied *config.Config
+	// appliedTimeouts are the zones' timeout policies last applied.
+	appliedTimeouts map[uint16]conntrack.Timeouts
 	// lastErr is, per Interface UUID, the refusal of the last apply.
 	lastErr map[string]string
 	// logged are the refusals last logged.
@@ -218,6 +221,9 @@ func (r *Reconciler) connect(ctx context.Context) bool {
 			client.WithTable(&vswitchdb.Interface{}),
 			client.WithTable(&vswitchdb.Controller{}),
 			client.WithTable(&vswitchdb.SSL{}),
+			client.WithTable(&vswitchdb.Datapath{}),
+			client.WithTable(&vswitchdb.CTZone{}),
+			client.WithTable(&vswitchdb.CTTimeoutPolicy{}),
 		))
 		cancel()
 		if err == nil {
@@ -249,16 +255,22 @@ func (r *Reconciler) read(ctx context.Context) (*rows, error) {
 	var ifs []vswitchdb.Interface
 	var ctls []vswitchdb.Controller
 	var ssl []vswitchdb.SSL
-	for _, l := range []any{&ovs, &brs, &ports, &ifs, &ctls, &ssl} {
+	var dps []vswitchdb.Datapath
+	var zones []vswitchdb.CTZone
+	var tps []vswitchdb.CTTimeoutPolicy
+	for _, l := range []any{&ovs, &brs, &ports, &ifs, &ctls, &ssl, &dps, &zones, &tps} {
 		if err := r.cli.List(ctx, l); err != nil {
 			return nil, err
 		}
 	}
 	out := &rows{bridges: byUUID(brs, func(b *vswitchdb.Bridge) string { return b.UUID }),
-		ports:  byUUID(ports, func(p *vswitchdb.Port) string { return p.UUID }),
-		ifaces: byUUID(ifs, func(i *vswitchdb.Interface) string { return i.UUID }),
-		ctls:   byUUID(ctls, func(c *vswitchdb.Controller) string { return c.UUID }),
-		ssl:    byUUID(ssl, func(s *vswitchdb.SSL) string { return s.UUID })}
+		ports:      byUUID(ports, func(p *vswitchdb.Port) string { return p.UUID }),
+		ifaces:     byUUID(ifs, func(i *vswitchdb.Interface) string { return i.UUID }),
+		ctls:       byUUID(ctls, func(c *vswitchdb.Controller) string { return c.UUID }),
+		ssl:        byUUID(ssl, func(s *vswitchdb.SSL) string { return s.UUID }),
+		datapaths:  byUUID(dps, func(d *vswitchdb.Datapath) string { return d.UUID }),
+		ctZones:    byUUID(zones, func(z *vswitchdb.CTZone) string { return z.UUID }),
+		ctPolicies: byUUID(tps, func(p *vswitchdb.CTTimeoutPolicy) string { return p.UUID })}
 	switch len(ovs) {
 	case 0:
 		return nil, errors.New("the database has no Open_vSwitch row yet (ovs-vsctl init creates it)")
@@ -359,6 +371,10 @@ func (r *Reconciler) reconcile(ctx context.Context) error {
 		r.mu.Lock()
 		r.reconciles++
 		r.mu.Unlock()
+	}
+	if !maps.Equal(p.ctTimeouts, r.appliedTimeouts) || r.appliedTimeouts == nil {
+		r.sw.SetZoneTimeouts(p.ctTimeouts)
+		r.appliedTimeouts = p.ctTimeouts
 	}
 	for u, e := range r.lastErr {
 		if _, ok := p.ifaceErr[u]; !ok {

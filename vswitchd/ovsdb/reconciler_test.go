@@ -20,6 +20,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"github.com/ovn-kubernetes/libovsdb/server"
 
+	"github.com/vswitch-go/vswitch/datapath/conntrack"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
 )
@@ -33,6 +34,8 @@ type fakeSwitch struct {
 	// refuse, if set, fails a change the real switch would (a port that
 	// cannot open).
 	refuse func(*config.Config) error
+	// timeouts are the zones' timeout policies last set.
+	timeouts map[uint16]conntrack.Timeouts
 }
 
 func (f *fakeSwitch) Reconcile(fn func(*config.Config) error) error {
@@ -125,6 +128,12 @@ func (f *fakeSwitch) ControllerConnected(_, target string) bool {
 	return target == "tcp:192.0.2.9:6653"
 }
 func (f *fakeSwitch) Version() string { return "test" }
+
+func (f *fakeSwitch) SetZoneTimeouts(m map[uint16]conntrack.Timeouts) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.timeouts = maps.Clone(m)
+}
 
 func (f *fakeSwitch) bridge(name string) *config.Bridge { return f.Config().Bridges[name] }
 
@@ -751,4 +760,68 @@ func TestReconcileBridgeByBridgeWhenRefused(t *testing.T) {
 	if i := v.iface("pgood"); deref(i.Ofport) != 1 || i.Error != nil {
 		t.Errorf("pgood: ofport %v error %v", deref(i.Ofport), deref(i.Error))
 	}
+}
+
+// TestReconcileConntrackSettings: a Datapath row as "ovs-vsctl
+// add-zone-tp netdev zone=5 ..." makes it gets the datapath's
+// capabilities written (ct_zero_snat, ct_flush: what ovn-controller
+// reads) and its zone's timeout policy applied; a key the tracker cannot
+// honour is reported, and removing the policy puts the zone back on the
+// defaults.
+func TestReconcileConntrackSettings(t *testing.T) {
+	endpoint := startServer(t)
+	v := newVsctl(t, endpoint)
+	v.transact(v.cli.Create(&vswitchdb.OpenvSwitch{UUID: "ovs"}))
+	sw := &fakeSwitch{cfg: &config.Config{}}
+	r, err := Start(endpoint, sw, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	v.waitFollowing()
+	tp := &vswitchdb.CTTimeoutPolicy{UUID: "tp", Timeouts: map[string]int{"udp_first": 5, "tcp_established": 60, "tcp_unack": 9}}
+	zone := &vswitchdb.CTZone{UUID: "z5", TimeoutPolicy: &tp.UUID}
+	dp := &vswitchdb.Datapath{UUID: "dp", CTZones: map[int]string{5: zone.UUID}}
+	ops, err := v.create(tp, zone, dp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ovs := v.ovs()
+	ovs.Datapaths = map[string]string{"netdev": dp.UUID}
+	m, _ := v.cli.Where(&ovs).Update(&ovs, &ovs.Datapaths)
+	ops, want := v.bump(append(ops, m...))
+	v.transact(ops, nil)
+	v.waitCurCfg(want)
+	waitFor(t, "Datapath.capabilities", func() bool {
+		var dps []vswitchdb.Datapath
+		if err := v.cli.List(context.Background(), &dps); err != nil || len(dps) != 1 {
+			return false
+		}
+		c := dps[0].Capabilities
+		return c["ct_zero_snat"] == "true" && c["ct_flush"] == "true" && c["recirc"] == "true" &&
+			c["check_pkt_len"] == "false" && dps[0].DatapathVersion == "<built-in>"
+	})
+	sw.mu.Lock()
+	got := sw.timeouts
+	sw.mu.Unlock()
+	def := conntrack.DefaultTimeouts()
+	if to, ok := got[5]; !ok || len(got) != 1 || to.UDPFirst != 5e9 || to.TCPEstablished != 60e9 || to.UDPMultiple != def.UDPMultiple {
+		t.Errorf("zone timeouts %+v", got)
+	}
+	// The policy's row goes: the zone has the defaults again.
+	var dps []vswitchdb.Datapath
+	if err := v.cli.List(context.Background(), &dps); err != nil || len(dps) != 1 {
+		t.Fatalf("datapaths %v %v", dps, err)
+	}
+	dpRow := dps[0]
+	dpRow.CTZones = map[int]string{}
+	m, _ = v.cli.Where(&dpRow).Update(&dpRow, &dpRow.CTZones)
+	ops, want = v.bump(m)
+	v.transact(ops, nil)
+	v.waitCurCfg(want)
+	waitFor(t, "the zone's policy removed", func() bool {
+		sw.mu.Lock()
+		defer sw.mu.Unlock()
+		return len(sw.timeouts) == 0
+	})
 }

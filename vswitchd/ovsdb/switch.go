@@ -1,6 +1,9 @@
 package ovsdb
 
-import "github.com/vswitch-go/vswitch/vswitchd/config"
+import (
+	"github.com/vswitch-go/vswitch/datapath/conntrack"
+	"github.com/vswitch-go/vswitch/vswitchd/config"
+)
 
 // Switch is what the reconciler drives: the daemon. An interface, so that
 // the reconciler is tested without root against a configuration in
@@ -21,6 +24,10 @@ type Switch interface {
 	ControllerConnected(bridge, target string) bool
 	// Version is reported in Open_vSwitch.ovs_version.
 	Version() string
+	// SetZoneTimeouts makes the connection tracker's zones expire
+	// connections by their timeout policies (CT_Timeout_Policy); a zone
+	// not in m has the defaults.
+	SetZoneTimeouts(m map[uint16]conntrack.Timeouts)
 }
 
 // PortStatus is a port's run-time state, for the Interface columns

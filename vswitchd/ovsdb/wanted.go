@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/vswitch-go/vswitch/datapath/conntrack"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
@@ -57,6 +58,11 @@ type rows struct {
 	ifaces  map[string]*vswitchdb.Interface
 	ctls    map[string]*vswitchdb.Controller
 	ssl     map[string]*vswitchdb.SSL
+	// The tracker's settings: Open_vSwitch.datapaths -> Datapath.ct_zones
+	// -> CT_Zone.timeout_policy -> CT_Timeout_Policy.
+	datapaths  map[string]*vswitchdb.Datapath
+	ctZones    map[string]*vswitchdb.CTZone
+	ctPolicies map[string]*vswitchdb.CTTimeoutPolicy
 }
 
 // ifaceRef says where an Interface row landed in the wanted configuration.
@@ -82,6 +88,8 @@ type plan struct {
 	// problems are refusals that have no Interface to report them in
 	// (a bridge, a controller, a setting), for the log.
 	problems []string
+	// ctTimeouts are the zones' timeout policies.
+	ctTimeouts map[uint16]conntrack.Timeouts
 }
 
 // wantedConfig computes the configuration rows ask for. Flows, groups and
@@ -117,7 +125,42 @@ func wantedConfig(r *rows) *plan {
 			p.failBridge(r, rb, err)
 		}
 	}
+	p.ctTimeouts = p.zoneTimeouts(r)
 	return p
+}
+
+// zoneTimeouts are the timeout policies of the Datapath rows of the
+// datapath types this switch runs as ("ovs-vsctl add-zone-tp netdev
+// zone=5 udp_first=10"). Both types share one tracker: a zone given
+// different policies in the two takes netdev's, and that is reported.
+func (p *plan) zoneTimeouts(r *rows) map[uint16]conntrack.Timeouts {
+	out := map[uint16]conntrack.Timeouts{}
+	from := map[uint16]string{}
+	for _, typ := range DatapathTypes { // netdev first
+		dp := r.datapaths[r.ovs.Datapaths[typ]]
+		if dp == nil {
+			continue
+		}
+		for _, id := range slices.Sorted(maps.Keys(dp.CTZones)) {
+			z := r.ctZones[dp.CTZones[id]]
+			if z == nil || z.TimeoutPolicy == nil || r.ctPolicies[*z.TimeoutPolicy] == nil {
+				continue
+			}
+			to, unknown := conntrack.PolicyTimeouts(conntrack.DefaultTimeouts(), r.ctPolicies[*z.TimeoutPolicy].Timeouts)
+			for _, k := range unknown {
+				p.problems = append(p.problems, fmt.Sprintf("datapath %s zone %d timeout policy: %s not applied: not a state this tracker keeps apart", typ, id, k))
+			}
+			zone := uint16(id)
+			if prev, ok := from[zone]; ok {
+				if out[zone] != to {
+					p.problems = append(p.problems, fmt.Sprintf("zone %d has timeout policies in datapaths %s and %s; %s's applies", id, prev, typ, prev))
+				}
+				continue
+			}
+			out[zone], from[zone] = to, typ
+		}
+	}
+	return out
 }
 
 func nameOf(b *vswitchdb.Bridge) string {

@@ -3,6 +3,7 @@ package ovsdb
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
+	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
 )
 
@@ -73,6 +75,29 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *rows, p *plan) error {
 			}
 		}
 	}
+	// The Datapath rows of the types this switch runs as (ovs-vsctl
+	// add-zone-tp creates them; so does ovn-controller, to read
+	// capabilities such as ct_zero_snat).
+	caps := datapath.Capabilities()
+	for _, typ := range DatapathTypes {
+		dp := rs.datapaths[rs.ovs.Datapaths[typ]]
+		if dp == nil {
+			continue
+		}
+		row := *dp
+		var fields []any
+		if !maps.Equal(row.Capabilities, caps) {
+			row.Capabilities = caps
+			fields = append(fields, &row.Capabilities)
+		}
+		if row.DatapathVersion != datapathVersion {
+			row.DatapathVersion = datapathVersion
+			fields = append(fields, &row.DatapathVersion)
+		}
+		if err := update(&row, fields...); err != nil {
+			return err
+		}
+	}
 	ovs := *rs.ovs
 	var fields []any
 	if v := optString(r.sw.Version()); !reflect.DeepEqual(ovs.OVSVersion, v) {
@@ -115,6 +140,10 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *rows, p *plan) error {
 	}
 	return nil
 }
+
+// datapathVersion is what ovs-vswitchd's userspace datapath reports in
+// Datapath.datapath_version.
+const datapathVersion = "<built-in>"
 
 // interfaceFields sets in ri the run-time columns that differ from what
 // runs and returns pointers to them, as libovsdb's Update takes them.
