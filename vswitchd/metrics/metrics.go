@@ -93,7 +93,7 @@ type Collector struct {
 	// The connection tracker every bridge shares (SetConntrack).
 	ct                                                         func() *conntrack.Tracker
 	ctConns, ctMax, ctCreated, ctDeleted, ctInvalid, ctRefused *prometheus.Desc
-	ctEvicted, ctNATExhausted                                  *prometheus.Desc
+	ctEvicted, ctNATExhausted, ctZoneConns, ctZoneRefused      *prometheus.Desc
 }
 
 // batchBounds are datapath.BatchSizeBounds as histogram upper bounds.
@@ -210,6 +210,8 @@ func NewCollector(bridges func() []Bridge) *Collector {
 		ctRefused:      d("conntrack_limit_refused_total", "Commits refused because the table was at its limit with no unanswered connection to evict.", nil),
 		ctEvicted:      d("conntrack_evicted_total", "Unanswered connections evicted to make room under the limit.", nil),
 		ctNATExhausted: d("conntrack_nat_exhausted_total", "Commits with nat(src|dst=...) refused because no address and port of the range was free.", nil),
+		ctZoneConns:    d("conntrack_zone_connections", "Connections of each zone that has any.", []string{"zone"}),
+		ctZoneRefused:  d("conntrack_zone_limit_refused_total", "Commits refused because their zone was at its limit (dpctl/ct-set-limits).", nil),
 
 		collectFailed: prometheus.NewDesc("vswitch_collect_failed", "A bridge's metrics could not be read.", br, nil),
 	}
@@ -232,7 +234,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 		c.ctlConnected, c.ctlReconnects, c.ctlMsgsIn, c.ctlMsgsOut, c.ctlTLSFailures,
 		c.ofRefused, c.ofSlowReaders, c.ofQueued,
 		c.mgmtConns, c.mgmtRefused, c.mgmtIdleClosed, c.mgmtTooLong,
-		c.ctConns, c.ctMax, c.ctCreated, c.ctDeleted, c.ctInvalid, c.ctRefused, c.ctEvicted, c.ctNATExhausted,
+		c.ctConns, c.ctMax, c.ctCreated, c.ctDeleted, c.ctInvalid, c.ctRefused, c.ctEvicted, c.ctNATExhausted, c.ctZoneConns, c.ctZoneRefused,
 		c.collectFailed,
 	}
 }
@@ -286,6 +288,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		e.counter(c.ctRefused, st.LimitRefused)
 		e.counter(c.ctEvicted, st.Evicted)
 		e.counter(c.ctNATExhausted, st.NATExhausted)
+		e.counter(c.ctZoneRefused, st.ZoneLimitRefused)
+		for zone, n := range tr.ZoneCounts() {
+			e.gauge(c.ctZoneConns, float64(n), strconv.Itoa(int(zone)))
+		}
 	}
 }
 
