@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/vswitch-go/vswitch/datapath/conntrack"
+	"github.com/vswitch-go/vswitch/datapath/ipf"
 	"runtime"
 	"sort"
 	"sync"
@@ -56,6 +57,9 @@ type Config struct {
 	// datapath holds every bridge) see each other's connections. New
 	// makes one of its own when nil.
 	Conntrack *conntrack.Tracker
+	// Fragments are the fragment reassembly settings, shared like
+	// Conntrack; New makes its own when nil.
+	Fragments *ipf.Settings
 
 	// NumPMDs is the number of PMD goroutines (default 1).
 	NumPMDs int
@@ -157,6 +161,7 @@ type Datapath struct {
 	ctrlq  *ControllerQueue
 	meters meterTable // see meter.go
 	ct     *conntrack.Tracker
+	ipf    *ipf.Settings
 
 	// generation is bumped when the rules behind the megaflows change; each
 	// PMD compares it with the one its caches were built under.
@@ -213,9 +218,13 @@ func New(cfg Config) (*Datapath, error) {
 		pmdCnt:  newSharedSlab[pmdCounters](cfg.NumPMDs, cfg.PackedSharedState),
 		ctrlq:   NewControllerQueue(cfg.ControllerQueueDepth, packet.DefaultBufSize),
 		ct:      cfg.Conntrack,
+		ipf:     cfg.Fragments,
 	}
 	if dp.ct == nil {
 		dp.ct = conntrack.New()
+	}
+	if dp.ipf == nil {
+		dp.ipf = ipf.NewSettings()
 	}
 	if dp.clock == nil {
 		dp.clock = monotonicNow
@@ -241,6 +250,17 @@ func (dp *Datapath) PMDs() []*PMD { return dp.pmds }
 
 // Conntrack returns the connection tracker CT actions use.
 func (dp *Datapath) Conntrack() *conntrack.Tracker { return dp.ct }
+
+// FragmentStats are the fragment reassembly counters of all PMDs, by IP
+// version, and the fragments held now.
+func (dp *Datapath) FragmentStats() (v4, v6 ipf.Stats, held int64) {
+	for _, p := range dp.pmds {
+		p.ipf.V4.Load().Add(&v4)
+		p.ipf.V6.Load().Add(&v6)
+		held += p.ipf.Held()
+	}
+	return v4, v6, held
+}
 
 // DumpConntrack lists the live connections (of zone, when non-nil).
 func (dp *Datapath) DumpConntrack(zone *uint16) []conntrack.Entry {

@@ -3,6 +3,7 @@ package datapath
 import (
 	"errors"
 	"github.com/vswitch-go/vswitch/datapath/conntrack"
+	"github.com/vswitch-go/vswitch/datapath/ipf"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -148,11 +149,13 @@ type PMD struct {
 	// allocating (its label from the CTLabel actions before it).
 	ctParams conntrack.Params
 	natActs  []actions.Action // a NAT rewrite's set actions (reused)
-	gen      uint64
-	now      int64
-	busy     bool // the last iteration received packets
-	local    pmdLocal
-	lastPub  int64
+	// ipf holds fragments a ct action met until their datagram is whole.
+	ipf     *ipf.Reassembler
+	gen     uint64
+	now     int64
+	busy    bool // the last iteration received packets
+	local   pmdLocal
+	lastPub int64
 	// unpublished is set when a busy iteration's counts wait for the
 	// publish interval.
 	unpublished bool
@@ -225,6 +228,9 @@ func newPMD(dp *Datapath, id int) *PMD {
 		wakeFD:   -1,
 	}
 	p.pool.AttachBig(packet.NewPool(packet.DefaultBigBuffers, packet.BigBufSize))
+	// Held fragments are pool buffers: at most a quarter of the pool.
+	p.ipf = ipf.New(dp.ipf, dp.cfg.PoolSize/4)
+	p.recirc.spill = make([]*packet.Packet, 0, dp.cfg.PoolSize+packet.DefaultBigBuffers)
 	p.emc.SetInsertInvProb(uint32(dp.cfg.EMCInsertInvProb))
 	p.now = p.clock()
 	p.lastPub, p.lastRnk = p.now, p.now
@@ -449,6 +455,7 @@ func (p *PMD) PollOnce() int {
 	}
 	p.now = now
 	p.local.iterations++
+	p.ipf.Expire(now)
 	if pl := p.plan.Load(); pl != p.cur {
 		p.applyPlan()
 	}
@@ -640,7 +647,7 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 		upcalled = p.classifyRest(pkts, emcMisses)
 	}
 	p.local.rxPackets += uint64(len(pkts))
-	if p.recirc.q[p.recirc.cur].N > 0 {
+	if p.recirc.pending() {
 		if p.drainRecirc() {
 			upcalled = true
 		}
@@ -976,6 +983,12 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 		case actions.CTNATMax:
 			p.ctParams.NAT.MaxAddr = a.Addr
 		case actions.CT:
+			if !pkt.KeyValid {
+				reextract(pkt)
+			}
+			if pkt.Key.NwFrag&flow.FragAny != 0 && p.ctFragment(pkt, a, acts[i+1:]) {
+				return
+			}
 			p.conntrack(pkt, a)
 		case actions.Recirc:
 			if i == last {
@@ -1003,9 +1016,64 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 }
 
 // conntrack runs a CT action: the tracker writes its verdict into the
-// packet's key. The label, if the action sets one, came in the CTLabel
-// actions before it.
+// packet's key and the packet is translated as its connection's NAT says.
 func (p *PMD) conntrack(pkt *packet.Packet, a *actions.Action) {
+	p.natActs = p.track(pkt, a)
+	for i := range p.natActs {
+		p.apply(&p.natActs[i], pkt)
+	}
+}
+
+// ctFragment runs a CT action on a fragment, which the reassembler holds
+// until its datagram is whole: then the tracker sees the datagram, and
+// each fragment, with the datagram's verdict and translation, runs the
+// actions after the ct (rest). It reports false when the fragment is not
+// reassembled (too small, no room): ct then runs on it as it is.
+func (p *PMD) ctFragment(pkt *packet.Packet, a *actions.Action, rest actions.List) bool {
+	frags, res := p.ipf.Add(pkt, a.Val16, p.now)
+	switch res {
+	case ipf.Pass:
+		return false
+	case ipf.Held, ipf.Dropped:
+		p.ctParams.NAT = conntrack.NAT{}
+		return true
+	}
+	whole := p.pool.GetBig()
+	if whole == nil || !ipf.Reassemble(frags, whole) {
+		if whole != nil {
+			whole.Free()
+		}
+		p.ctParams.NAT = conntrack.NAT{}
+		for _, f := range frags {
+			p.drop(f, DropNoBuffer)
+		}
+		return true
+	}
+	flow.Extract(whole.Data(), whole.InPort, &whole.Key, &whole.Offsets)
+	whole.KeyValid = true
+	whole.Key.RecircID = pkt.Key.RecircID
+	natActs := p.track(whole, a)
+	for _, f := range frags {
+		if !f.KeyValid {
+			reextract(f)
+		}
+		f.Key.CT = whole.Key.CT
+		for i := range natActs {
+			p.apply(&natActs[i], f)
+		}
+	}
+	whole.Free()
+	for _, f := range frags {
+		p.execute(f, rest)
+	}
+	return true
+}
+
+// track runs the tracker for a CT action and returns the set actions
+// that translate the packet, if its connection has NAT (in p.natActs,
+// valid until the next track). The label, if the action sets one, came
+// in the CTLabel actions before it.
+func (p *PMD) track(pkt *packet.Packet, a *actions.Action) []actions.Action {
 	prm := &p.ctParams
 	prm.Zone = a.Val16
 	prm.Commit = a.Val8&actions.CTFlagCommit != 0
@@ -1019,12 +1087,7 @@ func (p *PMD) conntrack(pkt *packet.Packet, a *actions.Action) {
 	}
 	rw := p.dp.ct.Process(pkt, prm, p.now)
 	prm.NAT = conntrack.NAT{} // the next ct has its own (or none)
-	if rw.Valid {
-		p.natActs = rw.Actions(&pkt.Key, p.natActs[:0])
-		for i := range p.natActs {
-			p.apply(&p.natActs[i], pkt)
-		}
-	}
+	return rw.Actions(&pkt.Key, p.natActs[:0])
 }
 
 func (p *PMD) drop(pkt *packet.Packet, why DropCause) {

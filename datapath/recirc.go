@@ -16,11 +16,18 @@ const MaxRecirculations = 6
 // executed: they are classified as a mini-batch of their own once the batch
 // is done, so recirculation keeps the passes over a batch (extract, hash,
 // EMC, megaflow) and allocates nothing. Two queues alternate: executing
-// one mini-batch fills the other.
+// one mini-batch fills the other. What does not fit waits in spill, which
+// has room for every buffer of the PMD's pool: a packet that leaves many
+// (a super-frame cut into segments, a datagram's fragments released
+// together) is never dropped for want of a slot.
 type recircQueue struct {
-	q   [2]packet.Batch
-	cur int // the queue recirc actions add to
+	q     [2]packet.Batch
+	cur   int // the queue recirc actions add to
+	spill []*packet.Packet
 }
+
+// pending reports whether packets wait for another pass.
+func (rq *recircQueue) pending() bool { return rq.q[rq.cur].N > 0 || len(rq.spill) > 0 }
 
 // recirculate queues pkt, as its actions left it, for another pass under
 // recirc_id id, or drops it when it has been recirculated too often.
@@ -29,13 +36,13 @@ func (p *PMD) recirculate(pkt *packet.Packet, id uint32) {
 		p.drop(pkt, DropRecirc)
 		return
 	}
-	// A mini-batch holds at most one packet per packet of the batch that
-	// filled it; only a mailbox (drained after each packet-out) or a
-	// NoInstall upcall executing inline could add more, and then the
-	// packet is dropped rather than the queue grown.
-	if !p.recirc.q[p.recirc.cur].Add(pkt) {
-		p.drop(pkt, DropNoBuffer)
-		return
+	rq := &p.recirc
+	if !rq.q[rq.cur].Add(pkt) {
+		if len(rq.spill) == cap(rq.spill) {
+			p.drop(pkt, DropNoBuffer)
+			return
+		}
+		rq.spill = append(rq.spill, pkt)
 	}
 	pkt.Recircs++
 	pkt.Key.RecircID = uint16(id)
@@ -47,7 +54,14 @@ func (p *PMD) recirculate(pkt *packet.Packet, id uint32) {
 // whether any of them needed an upcall.
 func (p *PMD) drainRecirc() (upcalled bool) {
 	rq := &p.recirc
-	for rq.q[rq.cur].N > 0 {
+	for rq.pending() {
+		if rq.q[rq.cur].N == 0 {
+			n := min(len(rq.spill), packet.BatchSize)
+			for _, pkt := range rq.spill[:n] {
+				rq.q[rq.cur].Add(pkt)
+			}
+			rq.spill = append(rq.spill[:0], rq.spill[n:]...)
+		}
 		b := &rq.q[rq.cur]
 		rq.cur ^= 1
 		pkts := b.Packets()

@@ -201,6 +201,18 @@ func TestAppctl(t *testing.T) {
 	if got := mustOVSTool(t, run, "ovs-appctl", "dpctl/ct-get-nconns"); got != "0\n" {
 		t.Errorf("ct-get-nconns after flushing zone 3: %q", got)
 	}
+	// Fragment reassembly in front of the tracker.
+	if got := mustOVSTool(t, run, "ovs-appctl", "dpctl/ipf-set-min-frag", "v4", "1000"); got != "setting minimum fragment size successful" {
+		t.Errorf("ipf-set-min-frag: %q", got)
+	}
+	if _, errOut, code := ovsTool(t, run, "ovs-appctl", "dpctl/ipf-set-min-frag", "v4", "100"); code == 0 || !strings.Contains(errOut, "too small") {
+		t.Errorf("ipf-set-min-frag v4 100: exit %d, %q", code, errOut)
+	}
+	mustOVSTool(t, run, "ovs-appctl", "dpctl/ipf-set-disabled", "v6")
+	if got := mustOVSTool(t, run, "ovs-appctl", "dpctl/ipf-get-status"); !strings.Contains(got, "        v4 enabled: 1\n        v6 enabled: 0\n") ||
+		!strings.Contains(got, "        min v4 frag size: 1000\n") || !strings.Contains(got, "        v6 frags purged: 0\n") {
+		t.Errorf("ipf-get-status:\n%s", got)
+	}
 	if _, errOut, code := ovsTool(t, run, "ovs-appctl", "dpctl/dump-conntrack", "zone=x"); code == 0 || !strings.Contains(errOut, "invalid zone") {
 		t.Errorf("dump-conntrack zone=x: exit %d, %q", code, errOut)
 	}

@@ -3,8 +3,11 @@
 package ofproto
 
 import (
+	"bytes"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vswitch-go/vswitch/internal/nstest"
 )
@@ -51,6 +54,21 @@ func TestConntrackFirewall(t *testing.T) {
 		if out, err := b.NS.Output("ping", "-c", "2", "-i", "0.2", "-W", "1", dst); err == nil {
 			t.Fatalf("a ping started on the outside got through to %s:\n%s", dst, out)
 		}
+	}
+	// Datagrams of 3,000 bytes cross in fragments: ct reassembles them
+	// to track them (a fragment alone is +inv, which the firewall drops)
+	// and the fragments pass on with the datagram's verdict.
+	for _, dst := range []string{b.IP, b6} {
+		if out, err := a.NS.Output("ping", "-c", "3", "-i", "0.2", "-W", "2", "-s", "3000", dst); err != nil {
+			t.Errorf("3,000-byte pings to %s through the firewall: %v\n%s", dst, err, out)
+		}
+	}
+	for _, ip := range []string{b.IP, b6} {
+		udpEchoFragmented(t, a.NS, b.NS, ip, ip, 3000)
+	}
+	v4, v6, held := br.dp.FragmentStats()
+	if v4.Completed == 0 || v6.Completed == 0 || held != 0 {
+		t.Errorf("fragments: v4 %+v, v6 %+v, %d held", v4, v6, held)
 	}
 	nstest.IperfTCP(t, a.NS, b.NS, b.IP, 1)
 	t.Logf("tracker: %+v", br.dp.Conntrack().Stats())
@@ -125,6 +143,9 @@ func TestConntrackNAT(t *testing.T) {
 
 	install("table=1,ip,in_port=1,nw_dst=" + vip + ",ct_state=+trk+new,actions=ct(commit,zone=7,nat(dst=" + b.IP + ")),output:2")
 	nstest.Ping(t, a.NS, vip)
+	// Translated in fragments: addresses in each, the port and the
+	// checksum in the first.
+	udpEchoFragmented(t, a.NS, b.NS, b.IP, vip, 3000)
 	nstest.IperfTCPVia(t, a.NS, b.NS, vip, b.IP, 1)
 	zone := uint16(7)
 	var dnat bool
@@ -139,6 +160,7 @@ func TestConntrackNAT(t *testing.T) {
 	br.dp.Conntrack().Flush(nil)
 	install("table=1,ip,in_port=1,ct_state=+trk+new,actions=ct(commit,zone=7,nat(src=" + outside + ")),output:2")
 	nstest.Ping(t, a.NS, b.IP)
+	udpEchoFragmented(t, a.NS, b.NS, b.IP, b.IP, 3000)
 	var snat bool
 	for _, e := range br.dp.DumpConntrack(&zone) {
 		s := e.String()
@@ -149,5 +171,43 @@ func TestConntrackNAT(t *testing.T) {
 	}
 	if st := br.dp.Conntrack().Stats(); st.NATExhausted != 0 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// udpEchoFragmented sends a UDP datagram of size bytes from client to
+// dst, for a server at ip that echoes it (dst is ip, or an address NAT
+// turns into it), and checks the echo comes back whole: both ways it
+// crosses the switch in fragments.
+func udpEchoFragmented(t *testing.T, client, server *nstest.Netns, ip, dst string, size int) {
+	t.Helper()
+	var srv, cli net.PacketConn
+	if err := server.Do(func() (err error) { srv, err = net.ListenPacket("udp", net.JoinHostPort(ip, "0")); return }); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if err := client.Do(func() (err error) { cli, err = net.ListenPacket("udp", ":0"); return }); err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	go func() {
+		buf := make([]byte, 65536)
+		n, from, err := srv.ReadFrom(buf)
+		if err == nil {
+			srv.WriteTo(buf[:n], from)
+		}
+	}()
+	msg := make([]byte, size)
+	for i := range msg {
+		msg[i] = byte(i * 7)
+	}
+	to := &net.UDPAddr{IP: net.ParseIP(dst), Port: srv.LocalAddr().(*net.UDPAddr).Port}
+	if _, err := cli.WriteTo(msg, to); err != nil {
+		t.Fatal(err)
+	}
+	cli.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 65536)
+	n, _, err := cli.ReadFrom(buf)
+	if err != nil || !bytes.Equal(buf[:n], msg) {
+		t.Errorf("UDP echo of %d bytes to %s: %d bytes back, %v", size, dst, n, err)
 	}
 }

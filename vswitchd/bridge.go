@@ -169,6 +169,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		Upcall:           up,
 		OnPortRemoved:    b.portRemoved,
 		Conntrack:        d.ct,
+		Fragments:        d.ipf,
 	}
 	if dcfg.EMCOff {
 		dcfg.EMCInsertInvProb = 1

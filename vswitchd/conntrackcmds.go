@@ -9,6 +9,7 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/conntrack"
+	"github.com/vswitch-go/vswitch/datapath/ipf"
 	"github.com/vswitch-go/vswitch/vswitchd/unixctl"
 )
 
@@ -26,6 +27,11 @@ func (d *Daemon) conntrackCommands() []unixctl.Command {
 		{Name: "dpctl/ct-set-limits", Usage: "[dp] [default=L] [zone=N,limit=L]...", MinArgs: 1, MaxArgs: 1 << 16, Run: d.ctlCTSetLimits},
 		{Name: "dpctl/ct-del-limits", Usage: "[dp] zone=N1[,N2]...", MinArgs: 1, MaxArgs: 2, Run: d.ctlCTDelLimits},
 		{Name: "dpctl/ct-get-limits", Usage: "[dp] [zone=N1[,N2]...]", MaxArgs: 2, Run: d.ctlCTGetLimits},
+		{Name: "dpctl/ipf-set-enabled", Usage: "[dp] v4|v6", MinArgs: 1, MaxArgs: 2, Run: d.ctlIPFSetEnabled(true)},
+		{Name: "dpctl/ipf-set-disabled", Usage: "[dp] v4|v6", MinArgs: 1, MaxArgs: 2, Run: d.ctlIPFSetEnabled(false)},
+		{Name: "dpctl/ipf-set-min-frag", Usage: "[dp] v4|v6 minfragment", MinArgs: 2, MaxArgs: 3, Run: d.ctlIPFSetMinFrag},
+		{Name: "dpctl/ipf-set-max-nfrags", Usage: "[dp] maxfrags", MinArgs: 1, MaxArgs: 2, Run: d.ctlIPFSetMaxNFrags},
+		{Name: "dpctl/ipf-get-status", Usage: "[dp]", MaxArgs: 1, Run: d.ctlIPFGetStatus},
 	}
 }
 
@@ -287,5 +293,103 @@ func (d *Daemon) ctlCTGetLimits(args []string) (string, error) {
 		fmt.Fprintf(&b, "\nzone=%d,limit=%d,count=%d", zl.Zone, zl.Limit, zl.Count)
 	}
 	b.WriteByte('\n')
+	return b.String(), nil
+}
+
+// The fragment reassembly commands (dpctl/ipf-*), with Open vSwitch's
+// arguments, bounds and messages.
+
+func (d *Daemon) ctlIPFSetEnabled(enabled bool) func([]string) (string, error) {
+	verb := map[bool]string{true: "enabling", false: "disabling"}[enabled]
+	return func(args []string) (string, error) {
+		args = ctLimitArgs(args)
+		if len(args) != 1 || args[0] != "v4" && args[0] != "v6" {
+			return "", errors.New("parameter missing: 'v4' for IPv4 or 'v6' for IPv6")
+		}
+		flag := &d.ipf.V4Disabled
+		if args[0] == "v6" {
+			flag = &d.ipf.V6Disabled
+		}
+		flag.Store(!enabled)
+		return verb + " fragmentation reassembly successful", nil
+	}
+}
+
+// Bounds of Open vSwitch's ipf settings.
+const (
+	ipfMinFragLowest = 400
+	ipfMaxFragsUpper = 5000
+)
+
+func (d *Daemon) ctlIPFSetMinFrag(args []string) (string, error) {
+	args = ctLimitArgs(args)
+	if len(args) != 2 || args[0] != "v4" && args[0] != "v6" {
+		return "", errors.New("parameter missing: v4 for IPv4 or v6 for IPv6")
+	}
+	n, err := strconv.ParseUint(args[1], 10, 32)
+	if err != nil {
+		return "", errors.New("parameter missing for minimum fragment size")
+	}
+	if n < ipfMinFragLowest {
+		return "", errors.New("requested minimum fragment size too small; see documentation")
+	}
+	if args[0] == "v6" {
+		d.ipf.MinFragV6.Store(int64(n))
+	} else {
+		d.ipf.MinFragV4.Store(int64(n))
+	}
+	return "setting minimum fragment size successful", nil
+}
+
+func (d *Daemon) ctlIPFSetMaxNFrags(args []string) (string, error) {
+	args = ctLimitArgs(args)
+	if len(args) != 1 {
+		return "", errors.New("parameter missing for maximum fragments")
+	}
+	n, err := strconv.ParseUint(args[0], 10, 32)
+	if err != nil {
+		return "", errors.New("parameter missing for maximum fragments")
+	}
+	if n > ipfMaxFragsUpper {
+		return "", errors.New("setting maximum fragments failed")
+	}
+	d.ipf.MaxFrags.Store(int64(n))
+	return "setting maximum fragments successful", nil
+}
+
+func (d *Daemon) ctlIPFGetStatus(args []string) (string, error) {
+	if err := ctNoArgs(args); err != nil {
+		return "", err
+	}
+	var v4, v6 ipf.Stats
+	var held int64
+	for _, b := range d.bridgeList() {
+		s4, s6, h := b.dp.FragmentStats()
+		s4.Add(&v4)
+		s6.Add(&v6)
+		held += h
+	}
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, "        "+format+"\n", a...) }
+	b01 := func(disabled bool) int { return map[bool]int{true: 0, false: 1}[disabled] }
+	p("Fragmentation Module Status")
+	p("---------------------------")
+	p("v4 enabled: %d", b01(d.ipf.V4Disabled.Load()))
+	p("v6 enabled: %d", b01(d.ipf.V6Disabled.Load()))
+	p("max num frags (v4/v6): %d", d.ipf.MaxFrags.Load())
+	p("num frag: %d", held)
+	for _, v := range []struct {
+		name string
+		min  int64
+		st   ipf.Stats
+	}{{"v4", d.ipf.MinFragV4.Load(), v4}, {"v6", d.ipf.MinFragV6.Load(), v6}} {
+		p("min %s frag size: %d", v.name, v.min)
+		p("%s frags accepted: %d", v.name, v.st.Accepted)
+		p("%s frags completed: %d", v.name, v.st.Completed)
+		p("%s frags expired: %d", v.name, v.st.Expired)
+		p("%s frags too small: %d", v.name, v.st.TooSmall)
+		p("%s frags overlapped: %d", v.name, v.st.Overlapped)
+		p("%s frags purged: %d", v.name, v.st.Purged)
+	}
 	return b.String(), nil
 }

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/vswitch-go/vswitch/datapath/conntrack"
+	"github.com/vswitch-go/vswitch/datapath/ipf"
 	"io"
 	"log/slog"
 	"maps"
@@ -140,8 +141,10 @@ type Daemon struct {
 	// db follows the OVSDB database of Options.DB (nil without).
 	db *ovsdb.Reconciler
 
-	// ct is the connection tracker every bridge's datapath shares.
-	ct *conntrack.Tracker
+	// ct is the connection tracker every bridge's datapath shares, and
+	// ipf the settings of the fragment reassembly in front of it.
+	ct  *conntrack.Tracker
+	ipf *ipf.Settings
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -185,7 +188,7 @@ func Start(opts Options) (*Daemon, error) {
 	}
 	d := &Daemon{opts: opts, log: log, store: store, bridges: map[string]*bridge{},
 		statsBase: map[string]*statsSnapshot{}, ifw: newIfWatch(), stop: make(chan struct{}),
-		exitReq: make(chan struct{}), ct: conntrack.New()}
+		exitReq: make(chan struct{}), ct: conntrack.New(), ipf: ipf.NewSettings()}
 	d.publish()
 	if opts.DefaultBridge != "" && len(store.Get().Bridges) == 0 {
 		if _, err := store.Update(func(c *config.Config) error {
