@@ -21,6 +21,7 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/conntrack"
+	"github.com/vswitch-go/vswitch/datapath/ipf"
 	"github.com/vswitch-go/vswitch/netdev"
 	"github.com/vswitch-go/vswitch/netdev/tunnel"
 	"github.com/vswitch-go/vswitch/ofproto"
@@ -84,6 +85,7 @@ type Collector struct {
 	pmdLostUpcalls, pmdMalformed, pmdFlowsLimited                      *prometheus.Desc
 	pmdRecirculations                                                  *prometheus.Desc
 	drops, datapathFlows                                               *prometheus.Desc
+	fragments, fragmentsHeld                                           *prometheus.Desc
 	ofRules, ofLookups, ofMatches                                      *prometheus.Desc
 	macEntries, macLearned, macMoved, macAged                          *prometheus.Desc
 	macEvicted                                                         *prometheus.Desc
@@ -175,6 +177,9 @@ func NewCollector(bridges func() []Bridge) *Collector {
 
 		drops:         d("datapath_drops_total", "Packets the datapath dropped, by PMD and cause.", []string{"bridge", "pmd", "cause"}),
 		datapathFlows: d("datapath_flows", "Megaflows installed in the bridge's PMD classifiers (summed over PMDs).", br),
+		fragments: d("fragments_total", "IP fragments a ct action met, by what became of them: accepted (held for reassembly), completed (passed on with their datagram's verdict), expired, too_small, overlapped, purged.",
+			[]string{"bridge", "family", "result"}),
+		fragmentsHeld: d("fragments_held", "IP fragments held for reassembly now.", br),
 
 		ofRules:   d("openflow_rules", "OpenFlow rules installed in the table (tables without rules are left out, except table 0).", []string{"bridge", "table"}),
 		ofLookups: d("openflow_table_lookups_total", "Translation lookups in the OpenFlow table (upcalls and packet-outs, not datapath hits).", []string{"bridge", "table"}),
@@ -228,7 +233,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 		c.pmdBusy, c.pmdIdle, c.pmdIterations, c.pmdRxPackets,
 		c.pmdEMCHits, c.pmdMegaflowHits, c.pmdMisses, c.pmdSimpleMatchHits,
 		c.pmdLostUpcalls, c.pmdMalformed, c.pmdFlowsLimited, c.pmdRecirculations,
-		c.drops, c.datapathFlows,
+		c.drops, c.datapathFlows, c.fragments, c.fragmentsHeld,
 		c.ofRules, c.ofLookups, c.ofMatches,
 		c.macEntries, c.macLearned, c.macMoved, c.macAged, c.macEvicted,
 		c.ctlConnected, c.ctlReconnects, c.ctlMsgsIn, c.ctlMsgsOut, c.ctlTLSFailures,
@@ -337,6 +342,17 @@ func (c *Collector) collectDatapath(e *emitter, b Bridge, dp *datapath.Datapath)
 	}
 	c.collectPMDs(e, b.Name, dp)
 	e.gauge(c.datapathFlows, float64(dp.FlowCount()), b.Name)
+	v4, v6, held := dp.FragmentStats()
+	for fam, st := range map[string]ipf.Stats{"ipv4": v4, "ipv6": v6} {
+		for _, r := range []struct {
+			result string
+			n      uint64
+		}{{"accepted", st.Accepted}, {"completed", st.Completed}, {"expired", st.Expired},
+			{"too_small", st.TooSmall}, {"overlapped", st.Overlapped}, {"purged", st.Purged}} {
+			e.counter(c.fragments, r.n, b.Name, fam, r.result)
+		}
+	}
+	e.gauge(c.fragmentsHeld, float64(held), b.Name)
 }
 
 func (c *Collector) collectPMDs(e *emitter, bridge string, dp *datapath.Datapath) {
