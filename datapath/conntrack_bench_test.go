@@ -84,3 +84,40 @@ func benchConntrack(b *testing.B, conns int, plain bool) {
 	}
 	reportRate(b)
 }
+
+// BenchmarkConntrackNew: every packet a new connection (a tuple not seen
+// before), through the same pipeline, committed on its second pass. One
+// op is one packet and one connection; b.N is capped by the tuples
+// (run it with -benchtime 400000x or fewer).
+func BenchmarkConntrackNew(b *testing.B) {
+	const tuples = 600_000
+	if b.N > tuples {
+		b.Skipf("b.N %d beyond the %d distinct tuples", b.N, tuples)
+	}
+	rules := &RuleTable{}
+	dp, err := New(Config{Manual: true, Upcall: rules, FlowLimit: 1000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dp.Close()
+	rules.Invalidate = dp.InvalidateFlows
+	in, out := ring.New("in", 1, 1, 256), ring.New("out", 1, 1, 256)
+	dp.AddPort(1, in)
+	dp.AddPort(2, out)
+	ctRules(rules, 2, false)
+	pmd := dp.PMDs()[0]
+	frames := benchFrames(tuples)
+	ringRunner(pmd, in, out, frames[tuples-1000:])(1000) // the megaflows
+	run := ringRunner(pmd, in, out, frames[:tuples-1000])
+	n0 := dp.Conntrack().Len()
+	b.ReportAllocs()
+	cpu0 := processCPUNs()
+	b.ResetTimer()
+	run(b.N)
+	b.StopTimer()
+	reportCPU(b, cpu0)
+	if made := dp.Conntrack().Len() - n0; made < int64(b.N) {
+		b.Fatalf("%d connections made for %d packets", made, b.N)
+	}
+	reportRate(b)
+}

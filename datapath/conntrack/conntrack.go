@@ -30,7 +30,13 @@ import (
 // DefaultMaxConns is the default connection limit, Open vSwitch's.
 const DefaultMaxConns = 3_000_000
 
-const numShards = 64
+// The table's shards: a tuple's shard is the top bits of its hash (the
+// low bits place it in the shard's index).
+const (
+	shardBits  = 6
+	numShards  = 1 << shardBits
+	shardShift = 32 - shardBits
+)
 
 // Timeouts are how long a connection lives without traffic, by protocol
 // and state, in nanoseconds: the states Open vSwitch's timeout policies
@@ -118,6 +124,7 @@ type Params struct {
 // under mu.
 type Conn struct {
 	orig, reply Tuple
+	oh, rh      uint32 // the tuples' hashes
 	zone        *zone
 	mu          sync.Mutex
 	mark        uint32
@@ -133,7 +140,7 @@ type Conn struct {
 
 type shard struct {
 	mu sync.RWMutex
-	m  map[Tuple]*Conn
+	x  index
 	// unassured holds the shard's connections in creation order until
 	// they are answered: eviction under the limit takes the oldest.
 	unassured []*Conn
@@ -164,9 +171,6 @@ type Tracker struct {
 // New makes an empty tracker with the default limit and timeouts.
 func New() *Tracker {
 	t := &Tracker{}
-	for i := range t.shards {
-		t.shards[i].m = make(map[Tuple]*Conn)
-	}
 	t.maxConns.Store(DefaultMaxConns)
 	to := DefaultTimeouts()
 	t.timeouts.Store(&to)
@@ -194,12 +198,12 @@ func (t *Tracker) Stats() Stats {
 		ZoneLimitRefused: t.zoneRefused.Load(), NATExhausted: t.natExhausted.Load()}
 }
 
-func (t *Tracker) shardOf(tu *Tuple) *shard { return &t.shards[tu.hash()%numShards] }
+func (t *Tracker) shardOf(h uint32) *shard { return &t.shards[h>>shardShift] }
 
 // lockPair write-locks the shards of a connection's two tuples, in shard
 // order so that two PMDs never wait on each other.
 func (t *Tracker) lockPair(c *Conn) (a, b *shard) {
-	i, j := c.orig.hash()%numShards, c.reply.hash()%numShards
+	i, j := c.oh>>shardShift, c.rh>>shardShift
 	a, b = &t.shards[i], &t.shards[j]
 	switch {
 	case i == j:
@@ -225,14 +229,12 @@ func unlockPair(a, b *shard) {
 // its reply tuple. The caller checks under c.mu that it is still live
 // (alive reports it).
 func (t *Tracker) lookup(tu *Tuple) (c *Conn, reply bool) {
-	s := t.shardOf(tu)
+	h := tu.hash()
+	s := t.shardOf(h)
 	s.mu.RLock()
-	c = s.m[*tu]
+	c, reply = s.x.get(tu, h)
 	s.mu.RUnlock()
-	if c == nil {
-		return nil, false
-	}
-	return c, *tu != c.orig
+	return c, reply
 }
 
 // alive reports whether c is in the table and not expired at now. c.mu is
@@ -443,7 +445,7 @@ func (t *Tracker) create(pp *parsed, p *Params, now int64) *Conn {
 		t.refused.Add(1)
 		return nil
 	}
-	c := &Conn{orig: pp.t, proto: pp.t.Proto, zone: z}
+	c := &Conn{orig: pp.t, oh: pp.t.hash(), proto: pp.t.Proto, zone: z}
 	to := t.timeoutsOf(c)
 	switch c.proto {
 	case header.IPProtoTCP:
@@ -487,19 +489,20 @@ func (t *Tracker) create(pp *parsed, p *Params, now int64) *Conn {
 // the live connection another PMD committed on c's original tuple first,
 // or nil when c's reply tuple belongs to another live connection.
 func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
+	c.rh = c.reply.hash()
 	a, b := t.lockPair(c)
 	defer unlockPair(a, b)
 	// An expired connection in the way is ended and its entry taken
 	// over; its other entry (perhaps in a shard not locked here) stays
 	// until the next Sweep drops entries of dead connections.
-	if old := a.m[c.orig]; old != nil && !t.killIfExpired(old, now) {
+	if old, _ := a.x.get(&c.orig, c.oh); old != nil && !t.killIfExpired(old, now) {
 		return old, false
 	}
-	if old := b.m[c.reply]; old != nil && !t.killIfExpired(old, now) {
+	if old, _ := b.x.get(&c.reply, c.rh); old != nil && !t.killIfExpired(old, now) {
 		return nil, false
 	}
-	a.m[c.orig] = c
-	b.m[c.reply] = c
+	a.x.set(&c.orig, c.oh, c, false)
+	b.x.set(&c.reply, c.rh, c, true)
 	a.unassured = append(a.unassured, c)
 	t.n.Add(1)
 	c.zone.n.Add(1)
@@ -511,7 +514,7 @@ func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
 // oldest unanswered connection of its shard (then of the others). It
 // reports whether it removed one.
 func (t *Tracker) evictFor(tu *Tuple) bool {
-	start := tu.hash() % numShards
+	start := tu.hash() >> shardShift
 	for i := range uint32(numShards) {
 		s := &t.shards[(start+i)%numShards]
 		if c := s.popUnassured(); c != nil {
@@ -555,13 +558,8 @@ func (t *Tracker) remove(c *Conn) bool {
 func (t *Tracker) removeLocked(c *Conn) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	a, b := t.shardOf(&c.orig), t.shardOf(&c.reply)
-	if a.m[c.orig] == c {
-		delete(a.m, c.orig)
-	}
-	if b.m[c.reply] == c {
-		delete(b.m, c.reply)
-	}
+	t.shardOf(c.oh).x.delete(&c.orig, c.oh, c)
+	t.shardOf(c.rh).x.delete(&c.reply, c.rh, c)
 	return t.killLocked(c)
 }
 
@@ -597,13 +595,13 @@ func (t *Tracker) Sweep(now int64) int {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
-		for tu, c := range s.m {
+		// Entries a newer connection did not take over.
+		s.x.removeIf(func(c *Conn) bool {
 			c.mu.Lock()
-			if c.dead {
-				delete(s.m, tu) // an entry a newer connection did not take over
-			}
-			c.mu.Unlock()
-		}
+			defer c.mu.Unlock()
+			return c.dead
+		})
+		s.x.shrink()
 		keep := s.unassured[:0]
 		for _, c := range s.unassured {
 			c.mu.Lock()
@@ -632,8 +630,9 @@ func (t *Tracker) removeIf(f func(c *Conn) bool) int {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.RLock()
-		for tu, c := range s.m {
-			if tu != c.orig {
+		for _, sl := range s.x.slots {
+			c := sl.c
+			if c == nil || sl.reply {
 				continue // each connection once, by its original tuple
 			}
 			c.mu.Lock()

@@ -27,8 +27,9 @@ func (t *Tracker) Dump(zone *uint16, now int64) []Entry {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.RLock()
-		for tu, c := range s.m {
-			if tu != c.orig || zone != nil && tu.Zone != *zone {
+		for _, sl := range s.x.slots {
+			c := sl.c
+			if c == nil || sl.reply || zone != nil && c.orig.Zone != *zone {
 				continue
 			}
 			c.mu.Lock()

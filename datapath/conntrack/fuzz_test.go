@@ -58,7 +58,8 @@ func rawFrame(op []byte) []byte {
 
 // FuzzTracker runs random packet sequences through a small tracker and
 // checks its invariants after each: no panic, never more connections than
-// the limit, and every connection indexed under both its tuples.
+// the limit (nor than its zone's), every connection indexed under both
+// its tuples, and the zones' counts adding up.
 func FuzzTracker(f *testing.F) {
 	f.Add([]byte{0x04, 0, 0, 0x04, 1, 0, 0, 0x10, 0x01, 0, 0, 0x13, 9, 0, 1, 0x10})
 	f.Add([]byte{0x04, 0x01, 0, 0, 0, 0, 0, 0, 0x01, 0x01, 0, 0, 0, 0, 0, 0, 0x01, 0x02, 3, 1, 0, 0, 0, 0})
@@ -66,6 +67,7 @@ func FuzzTracker(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr := New()
 		tr.SetMaxConns(8)
+		tr.SetZoneLimit(1, 3)
 		pool := packet.NewPool(1, 2048)
 		now := int64(0)
 		for len(data) >= 8 {
@@ -94,6 +96,10 @@ func FuzzTracker(f *testing.F) {
 			if op[5]&0x40 != 0 {
 				tr.Sweep(now)
 			}
+			if op[5]&0x80 != 0 { // flush what one host started
+				m := &Match{Orig: MatchTuple{Src: [16]byte{10: 0xff, 11: 0xff, 12: 198, 13: 18, 15: 1 + op[0]&3}}}
+				tr.FlushMatch(nil, m)
+			}
 			checkInvariants(t, tr)
 		}
 	})
@@ -106,24 +112,47 @@ func checkInvariants(t *testing.T, tr *Tracker) {
 	}
 	conns := 0
 	for i := range tr.shards {
-		for tu, c := range tr.shards[i].m {
+		x := &tr.shards[i].x
+		n := 0
+		for _, sl := range x.slots {
+			c := sl.c
+			if c == nil {
+				continue
+			}
+			n++
+			if tu := sl.tuple(); sl.h != tu.hash() || tr.shardOf(sl.h) != &tr.shards[i] {
+				t.Fatalf("an entry in shard %d with hash %#x, its tuple's is %#x", i, sl.h, tu.hash())
+			}
+			if got, _ := x.get(sl.tuple(), sl.h); got != c {
+				t.Fatalf("an entry its own index does not find")
+			}
 			if c.dead {
 				continue // a stale entry, dropped at the next Sweep
 			}
-			if tu != c.orig && tu != c.reply {
-				t.Fatalf("indexed under a tuple that is neither of its own")
-			}
-			if tu == c.orig {
+			if !sl.reply {
 				conns++
-				if tr.shardOf(&c.reply).m[c.reply] != c {
+				if got, _ := tr.shardOf(c.rh).x.get(&c.reply, c.rh); got != c {
 					t.Fatalf("connection %+v not found from its reply tuple", c.orig)
 				}
-			} else if tr.shardOf(&c.orig).m[c.orig] != c {
+			} else if got, _ := tr.shardOf(c.oh).x.get(&c.orig, c.oh); got != c {
 				t.Fatalf("connection %+v not found from its original tuple", c.orig)
 			}
+		}
+		if n != x.n {
+			t.Fatalf("shard %d holds %d entries, counts %d", i, n, x.n)
 		}
 	}
 	if int64(conns) != tr.Len() {
 		t.Fatalf("%d connections indexed, count says %d", conns, tr.Len())
+	}
+	var inZones int64
+	for z, n := range tr.ZoneCounts() {
+		inZones += n
+		if z == 1 && n > 3 {
+			t.Fatalf("zone 1 has %d connections, limit 3", n)
+		}
+	}
+	if inZones != tr.Len() {
+		t.Fatalf("zones count %d connections, the tracker %d", inZones, tr.Len())
 	}
 }

@@ -96,11 +96,11 @@ type mmsghdr struct {
 }
 
 // Flood sends frames, in order and over again, on packet socket fd in
-// bursts of len(frames) (one sendmmsg each) until d has passed (d 0: no
-// limit) or stop is closed, and returns how many frames the kernel
-// accepted: exactly those count on the interface. A full queue (ENOBUFS,
-// EAGAIN) is waited out; any other error (the interface deleted under the
-// flood) ends it.
+// bursts of up to 1,024 (one sendmmsg each, the kernel's most) until d
+// has passed (d 0: no limit) or stop is closed, and returns how many
+// frames the kernel accepted: exactly those count on the interface. A
+// full queue (ENOBUFS, EAGAIN) is waited out; any other error (the
+// interface deleted under the flood) ends it.
 func Flood(fd int, frames [][]byte, d time.Duration, stop <-chan struct{}) uint64 {
 	iovs := make([]unix.Iovec, len(frames))
 	msgs := make([]mmsghdr, len(frames))
@@ -111,6 +111,7 @@ func Flood(fd int, frames [][]byte, d time.Duration, stop <-chan struct{}) uint6
 		msgs[i].hdr.SetIovlen(1)
 	}
 	var sent uint64
+	at := 0 // the next frame to send
 	end := time.Now().Add(d)
 	for d == 0 || time.Now().Before(end) {
 		select {
@@ -118,7 +119,8 @@ func Flood(fd int, frames [][]byte, d time.Duration, stop <-chan struct{}) uint6
 			return sent
 		default:
 		}
-		n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), uintptr(len(msgs)), 0, 0, 0)
+		burst := min(len(msgs)-at, 1024)
+		n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[at])), uintptr(burst), 0, 0, 0)
 		runtime.KeepAlive(frames)
 		runtime.KeepAlive(iovs)
 		if e != 0 {
@@ -129,6 +131,9 @@ func Flood(fd int, frames [][]byte, d time.Duration, stop <-chan struct{}) uint6
 			return sent
 		}
 		sent += uint64(n)
+		if at += int(n); at == len(msgs) {
+			at = 0
+		}
 	}
 	return sent
 }
