@@ -132,6 +132,7 @@ func TestConntrackNAT(t *testing.T) {
 		"priority=10,ip,ct_state=-trk,actions=ct(table=1,zone=7,nat)",
 		"table=1,ip,in_port=1,ct_state=+trk+est,actions=output:2",
 		"table=1,ip,in_port=2,ct_state=+trk+est,actions=output:1",
+		"table=1,ip,in_port=2,ct_state=+trk+rel,actions=output:1",
 		"table=1,priority=0,actions=drop",
 	}
 	install := func(extra string) {
@@ -161,6 +162,19 @@ func TestConntrackNAT(t *testing.T) {
 	install("table=1,ip,in_port=1,ct_state=+trk+new,actions=ct(commit,zone=7,nat(src=" + outside + ")),output:2")
 	nstest.Ping(t, a.NS, b.IP)
 	udpEchoFragmented(t, a.NS, b.NS, b.IP, b.IP, 3000)
+	// B's port unreachable, sent to the outside address about the
+	// translated datagram, reaches A translated back: A's socket sees
+	// the refusal.
+	var u net.Conn
+	if err := a.NS.Do(func() (err error) { u, err = net.Dial("udp", net.JoinHostPort(b.IP, "9")); return }); err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	u.Write([]byte("anyone?"))
+	u.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := u.Read(make([]byte, 64)); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("UDP to a closed port through SNAT: %v, want the refusal B's ICMP error carries", err)
+	}
 	var snat bool
 	for _, e := range br.dp.DumpConntrack(&zone) {
 		s := e.String()

@@ -180,6 +180,9 @@ const (
 	// translation its connection was committed with.
 	CTNAT
 	CTNATMax
+	// SetICMPID sets an ICMP or ICMPv6 echo (or other query) message's
+	// identifier to Val16: NAT of a query whose identifier clashed.
+	SetICMPID
 	numKinds
 )
 

@@ -124,6 +124,8 @@ func Apply(a *Action, p *packet.Packet) bool {
 		setICMP(p, header.ICMPTypeOff, a.Val8)
 	case SetICMPCode:
 		setICMP(p, header.ICMPCodeOff, a.Val8)
+	case SetICMPID:
+		setICMPID(p, a.Val16)
 	case SetEthType:
 		setEthType(p, a.Val16)
 	case SetIPProto:

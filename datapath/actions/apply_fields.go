@@ -172,6 +172,38 @@ func setICMP(p *packet.Packet, at int, val uint8) {
 	p.Key.TpSrc, p.Key.TpDst = uint16(d[l4+header.ICMPTypeOff]), uint16(d[l4+header.ICMPCodeOff])
 }
 
+// setICMPID writes the identifier of an ICMP query or query reply (echo,
+// timestamp, information, address mask; ICMPv6 echo), whose identifier is
+// its first four bytes after the checksum; other messages are left alone.
+func setICMPID(p *packet.Packet, id uint16) {
+	v6 := p.Key.EthType == header.EtherTypeIPv6
+	if !(p.Key.NwProto == header.IPProtoICMP && !v6 || p.Key.NwProto == header.IPProtoICMPv6 && v6) ||
+		p.Offsets.L4 == flow.NoOffset || p.Key.NwFrag&flow.FragLater != 0 {
+		return
+	}
+	d := p.Data()
+	l4 := int(p.Offsets.L4)
+	if l4+8 > len(d) {
+		return
+	}
+	query := false
+	switch t := d[l4]; {
+	case v6:
+		query = t == 128 || t == 129
+	default:
+		query = t == 0 || t == 8 || t >= 13 && t <= 18
+	}
+	if !query {
+		return
+	}
+	old := binary.BigEndian.Uint16(d[l4+4:])
+	if old == id {
+		return
+	}
+	binary.BigEndian.PutUint16(d[l4+4:], id)
+	adjustField(d, l4+header.ICMPChecksumOff, csumDelta(0, old, id))
+}
+
 // isNDTypeCode reports whether an ICMPv6 type/code word is one extraction
 // parses as neighbour discovery.
 func isNDTypeCode(w uint16) bool {

@@ -85,6 +85,15 @@ func expect(s pktSpec, a *Action) (pktSpec, bool) {
 				s.dport = uint16(a.Val8)
 			}
 		}
+	case SetICMPID:
+		icmp := s.proto == header.IPProtoICMP && !s.v6 || s.proto == header.IPProtoICMPv6 && s.v6
+		query := s.sport == 0 || s.sport == 8 || s.sport >= 13 && s.sport <= 18
+		if s.v6 {
+			query = s.sport == 128 || s.sport == 129
+		}
+		if s.frag != laterFrag && icmp && query {
+			s.icmpID = a.Val16
+		}
 	case PushMPLS, PopMPLS, PushPBB, PopPBB:
 		panic(fmt.Sprintf("%v: a pktSpec cannot describe MPLS or PBB", a))
 	}

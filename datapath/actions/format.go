@@ -194,6 +194,8 @@ func (a Action) String() string {
 		return fmt.Sprintf("nat(%s=%s,ports=%d-%d)", dir, netip.AddrFrom16(a.Addr).Unmap(), a.Val16, a.Val16b)
 	case CTNATMax:
 		return "nat_max(" + netip.AddrFrom16(a.Addr).Unmap().String() + ")"
+	case SetICMPID:
+		return fmt.Sprintf("set(icmp(id=%d))", a.Val16)
 	case SetEthType:
 		return fmt.Sprintf("set(eth_type(0x%04x))", a.Val16)
 	case SetIPProto:

@@ -38,6 +38,7 @@ type pktSpec struct {
 	ipOption       bool // IPv4: add a 4-byte option so IHL is 6
 	proto          uint8
 	sport, dport   uint16 // ICMP: type and code
+	icmpID         uint16 // ICMP: a query's identifier
 	tcpFlags       uint16
 	payload        []byte
 	udpZeroCsum    bool // IPv4 UDP sent without checksum
@@ -95,7 +96,7 @@ func (s *pktSpec) l4Layers(t testing.TB, nl gopacket.NetworkLayer) []gopacket.Se
 		}
 	case header.IPProtoICMP:
 		return []gopacket.SerializableLayer{
-			&layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(uint8(s.sport), uint8(s.dport)), Id: 9, Seq: 10},
+			&layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(uint8(s.sport), uint8(s.dport)), Id: s.icmpID, Seq: 10},
 			payload,
 		}
 	case header.IPProtoICMPv6:
@@ -103,7 +104,7 @@ func (s *pktSpec) l4Layers(t testing.TB, nl gopacket.NetworkLayer) []gopacket.Se
 		if err := icmp.SetNetworkLayerForChecksum(nl); err != nil {
 			t.Fatal(err)
 		}
-		return []gopacket.SerializableLayer{icmp, &layers.ICMPv6Echo{Identifier: 9, SeqNumber: 10}, payload}
+		return []gopacket.SerializableLayer{icmp, &layers.ICMPv6Echo{Identifier: s.icmpID, SeqNumber: 10}, payload}
 	}
 	return []gopacket.SerializableLayer{payload}
 }

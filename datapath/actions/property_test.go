@@ -53,6 +53,7 @@ func randSpec(r *rand.Rand) pktSpec {
 		if s.v6 {
 			s.sport = 128
 		}
+		s.icmpID = uint16(r.Uint32())
 	}
 	s.tcpFlags = uint16(r.Uint32()) & 0x3f
 	s.payload = make([]byte, 30+r.IntN(60)) // frames over 60 bytes: no Ethernet padding, even after pops

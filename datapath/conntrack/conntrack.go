@@ -253,7 +253,7 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 		return
 	}
 	if pp.related {
-		t.related(ct, &pp, now)
+		t.related(pkt, ct, &pp, p, now)
 		return
 	}
 	c, reply := t.lookup(&pp.t)
@@ -329,9 +329,14 @@ func (t *Tracker) markInvalid(ct *flow.Conntrack) {
 
 // related marks an ICMP error about a tracked connection: +rel, and +rpl
 // when the error travels the connection's reply direction (it answers a
-// packet of the original one).
-func (t *Tracker) related(ct *flow.Conntrack, pp *parsed, now int64) {
-	c, innerReply := t.lookup(&pp.t)
+// packet of the original one). The error answers the packet it quotes, so
+// the connection is found by that packet's reverse, as a packet going the
+// error's way would be; for a translated connection that is the only way,
+// since the quoted packet was seen translated. With nat, the error is
+// translated back as its quoted packet was (pkt's bytes and key).
+func (t *Tracker) related(pkt *packet.Packet, ct *flow.Conntrack, pp *parsed, p *Params, now int64) {
+	rq := pp.t.reverse()
+	c, reply := t.lookup(&rq)
 	if c != nil {
 		c.mu.Lock()
 		if !c.alive(now) {
@@ -344,8 +349,12 @@ func (t *Tracker) related(ct *flow.Conntrack, pp *parsed, now int64) {
 		return
 	}
 	ct.State = flow.CTTracked | flow.CTRelated
-	if !innerReply {
+	if reply {
 		ct.State |= flow.CTReply
+	}
+	if p.HasNAT && c.nat != 0 {
+		c.natRelated(pkt, reply)
+		ct.State |= c.natState()
 	}
 	c.describe(ct)
 	c.mu.Unlock()

@@ -65,6 +65,10 @@ func (r *Rewrite) Actions(k *flow.Key, acts []actions.Action) []actions.Action {
 		if r.DstPort != k.TpDst {
 			acts = append(acts, actions.Action{Kind: actions.SetL4Dst, Val16: r.DstPort})
 		}
+	case header.IPProtoICMP, header.IPProtoICMPv6:
+		// A query's identifier is both "ports" of its tuple; SNAT moves
+		// it when another host behind the address uses the same one.
+		acts = append(acts, actions.Action{Kind: actions.SetICMPID, Val16: r.SrcPort})
 	}
 	return acts
 }
@@ -113,7 +117,9 @@ func natCandidates(orig *Tuple, n *NAT, try func(translated Tuple) bool) bool {
 	addrs := addrRange(lo, hi)
 	ports := uint32(1)
 	var base uint16
-	portNAT := orig.Proto == header.IPProtoTCP || orig.Proto == header.IPProtoUDP || orig.Proto == header.IPProtoSCTP
+	// SNAT moves a query's ICMP identifier as it moves a source port.
+	icmpID := n.Src && isICMP(orig.Proto)
+	portNAT := orig.Proto == header.IPProtoTCP || orig.Proto == header.IPProtoUDP || orig.Proto == header.IPProtoSCTP || icmpID
 	if portNAT && n.MinPort != 0 {
 		base = n.MinPort
 		ports = uint32(max(n.MaxPort, n.MinPort)-n.MinPort) + 1
@@ -141,9 +147,12 @@ func natCandidates(orig *Tuple, n *NAT, try func(translated Tuple) bool) bool {
 		for pi := range ports {
 			p := base + uint16((start+pi)%ports)
 			tt := t
-			if n.Src {
+			switch {
+			case icmpID:
+				tt.SrcPort, tt.DstPort = p, p
+			case n.Src:
 				tt.SrcPort = p
-			} else {
+			default:
 				tt.DstPort = p
 			}
 			if try(tt) {
