@@ -511,7 +511,9 @@ func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
 		return nil, false
 	}
 	a.x.set(&c.orig, c.oh, c, false)
-	b.x.set(&c.reply, c.rh, c, true)
+	if c.reply != c.orig { // a packet from a host to itself is its own reply
+		b.x.set(&c.reply, c.rh, c, true)
+	}
 	a.unassured = append(a.unassured, c)
 	t.n.Add(1)
 	c.zone.n.Add(1)

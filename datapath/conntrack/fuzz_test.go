@@ -64,6 +64,7 @@ func FuzzTracker(f *testing.F) {
 	f.Add([]byte{0x04, 0, 0, 0x04, 1, 0, 0, 0x10, 0x01, 0, 0, 0x13, 9, 0, 1, 0x10})
 	f.Add([]byte{0x04, 0x01, 0, 0, 0, 0, 0, 0, 0x01, 0x01, 0, 0, 0, 0, 0, 0, 0x01, 0x02, 3, 1, 0, 0, 0, 0})
 	f.Add([]byte{0x04, 0x02, 8, 1, 0, 0, 0, 0, 0x01, 0x02, 0, 1, 0, 0, 0, 0})
+	f.Add([]byte("0%0000B0")) // a committed packet from a host to itself: its own reply
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr := New()
 		tr.SetMaxConns(8)
