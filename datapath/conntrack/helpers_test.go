@@ -109,6 +109,16 @@ func icmpErrorFrame(tb testing.TB, src, dst net.IP, typ, code uint8, inner []byt
 		&layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(typ, code)}, gopacket.Payload(inner[14:14+28]))
 }
 
+// icmp6ErrorFrame is an ICMPv6 error from src to dst about the IPv6
+// packet inner (an Ethernet frame): its IPv6 header and 48 bytes after.
+func icmp6ErrorFrame(tb testing.TB, src, dst net.IP, typ, code uint8, inner []byte) []byte {
+	l3 := ip6(src, dst, layers.IPProtocolICMPv6)
+	ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(typ, code)}
+	ic.SetNetworkLayerForChecksum(l3)
+	quoted := inner[14:min(len(inner), 14+40+48)]
+	return frame(tb, eth(true), l3, ic, gopacket.Payload(append(make([]byte, 4), quoted...)))
+}
+
 // track runs frame b through ct with p at now and returns the key's
 // conntrack fields.
 func track(tb testing.TB, tr *Tracker, b []byte, p Params, now int64) flow.Conntrack {

@@ -75,6 +75,20 @@ func TestNATICMPErrors(t *testing.T) {
 			t.Errorf("ct_state %s", stateString(st))
 		}
 	})
+	t.Run("IPv6 SNAT, the far end's port unreachable", func(t *testing.T) {
+		tr := New()
+		nat6 := net.ParseIP("2001:db8:9::9")
+		snat := Params{Commit: true, HasNAT: true, NAT: NAT{Src: true, MinAddr: mapped(nat6), MinPort: 2000, MaxPort: 2000}}
+		orig := udpFrame(t, ip6A, ip6B, 1000, 53)
+		out, _ := natFrame(t, tr, orig, snat, pool)
+		got, st := natFrame(t, tr, icmp6ErrorFrame(t, ip6B, nat6, 1, 4, out), Params{HasNAT: true}, pool)
+		if want := icmp6ErrorFrame(t, ip6B, ip6A, 1, 4, orig); !bytes.Equal(got, want) {
+			t.Errorf("translated error\n got %x\nwant %x", got, want)
+		}
+		if st != trk|rel|rpl|flow.CTSrcNAT {
+			t.Errorf("ct_state %s", stateString(st))
+		}
+	})
 	t.Run("without nat in the ct", func(t *testing.T) {
 		tr := New()
 		snat := Params{Commit: true, HasNAT: true, NAT: NAT{Src: true, MinAddr: mapped(natIP)}}
