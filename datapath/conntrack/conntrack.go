@@ -147,11 +147,39 @@ type shard struct {
 	_         [64]byte
 }
 
+// InvalidCause says why ct marked a packet +inv.
+type InvalidCause int
+
+const (
+	// InvalidUntrackable: not IP, a fragment not reassembled, a
+	// truncated header, an ICMP message neither query nor error.
+	InvalidUntrackable InvalidCause = iota
+	// InvalidTCP: outside the sequence windows, a bad reset, an
+	// impossible flag mix.
+	InvalidTCP
+	// InvalidNotNew: no connection, and the packet cannot start one
+	// (a SYN-ACK, an ICMP reply).
+	InvalidNotNew
+	// InvalidNoConn: an ICMP error about no tracked connection.
+	InvalidNoConn
+	NumInvalidCauses
+)
+
+var invalidCauseNames = [NumInvalidCauses]string{"untrackable", "tcp", "not_new", "no_connection"}
+
+func (c InvalidCause) String() string { return invalidCauseNames[c] }
+
 // Stats are the tracker's counters.
 type Stats struct {
-	Conns                 int64
-	Created, Deleted      uint64
-	Invalid               uint64 // packets marked inv
+	Conns            int64
+	Created, Deleted uint64
+	Invalid          uint64 // packets marked inv
+	// InvalidBy splits Invalid by cause.
+	InvalidBy [NumInvalidCauses]uint64
+	// ByProto are the connections of each IP protocol; TCPStates
+	// the TCP ones by state (TCPStateNames).
+	ByProto               map[uint8]int64
+	TCPStates             [numTCPStates]int64
 	LimitRefused, Evicted uint64
 	ZoneLimitRefused      uint64 // commits refused by a zone's limit
 	NATExhausted          uint64 // commits with no free translation
@@ -165,7 +193,10 @@ type Tracker struct {
 	timeouts atomic.Pointer[Timeouts]
 	zones    zones
 
-	created, deleted, invalid, refused, evicted, zoneRefused, natExhausted atomic.Uint64
+	created, deleted, refused, evicted, zoneRefused, natExhausted atomic.Uint64
+	invalid                                                      [NumInvalidCauses]atomic.Uint64
+	byProto                                                      [256]atomic.Int64
+	tcpStates                                                    [numTCPStates]atomic.Int64
 }
 
 // New makes an empty tracker with the default limit and timeouts.
@@ -193,9 +224,22 @@ func (t *Tracker) Len() int64 { return t.n.Load() }
 
 // Stats returns the counters.
 func (t *Tracker) Stats() Stats {
-	return Stats{Conns: t.n.Load(), Created: t.created.Load(), Deleted: t.deleted.Load(),
-		Invalid: t.invalid.Load(), LimitRefused: t.refused.Load(), Evicted: t.evicted.Load(),
-		ZoneLimitRefused: t.zoneRefused.Load(), NATExhausted: t.natExhausted.Load()}
+	s := Stats{Conns: t.n.Load(), Created: t.created.Load(), Deleted: t.deleted.Load(),
+		LimitRefused: t.refused.Load(), Evicted: t.evicted.Load(),
+		ZoneLimitRefused: t.zoneRefused.Load(), NATExhausted: t.natExhausted.Load(), ByProto: map[uint8]int64{}}
+	for i := range t.invalid {
+		s.InvalidBy[i] = t.invalid[i].Load()
+		s.Invalid += s.InvalidBy[i]
+	}
+	for p := range t.byProto {
+		if n := t.byProto[p].Load(); n != 0 {
+			s.ByProto[uint8(p)] = n
+		}
+	}
+	for i := range t.tcpStates {
+		s.TCPStates[i] = t.tcpStates[i].Load()
+	}
+	return s
 }
 
 func (t *Tracker) shardOf(h uint32) *shard { return &t.shards[h>>shardShift] }
@@ -249,7 +293,7 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 	ct := &pkt.Key.CT
 	*ct = flow.Conntrack{Zone: p.Zone}
 	if !parse(pkt, p.Zone, &pp) {
-		t.markInvalid(ct)
+		t.markInvalid(ct, InvalidUntrackable)
 		return
 	}
 	if pp.related {
@@ -276,7 +320,7 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 			switch res {
 			case tcpInvalid:
 				c.mu.Unlock()
-				t.markInvalid(ct)
+				t.markInvalid(ct, InvalidTCP)
 				return
 			case tcpRepeatedSYN:
 				ct.State = flow.CTTracked | flow.CTNew
@@ -295,7 +339,7 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 		}
 	}
 	if !validNew(&pp) {
-		t.markInvalid(ct)
+		t.markInvalid(ct, InvalidNotNew)
 		return
 	}
 	ct.State = flow.CTTracked | flow.CTNew
@@ -322,9 +366,9 @@ func (c *Conn) finish(ct *flow.Conntrack, p *Params, reply bool, rw *Rewrite) {
 	c.describe(ct)
 }
 
-func (t *Tracker) markInvalid(ct *flow.Conntrack) {
+func (t *Tracker) markInvalid(ct *flow.Conntrack, why InvalidCause) {
 	ct.State = flow.CTTracked | flow.CTInvalid
-	t.invalid.Add(1)
+	t.invalid[why].Add(1)
 }
 
 // related marks an ICMP error about a tracked connection: +rel, and +rpl
@@ -345,7 +389,7 @@ func (t *Tracker) related(pkt *packet.Packet, ct *flow.Conntrack, pp *parsed, p 
 		}
 	}
 	if c == nil {
-		t.markInvalid(ct)
+		t.markInvalid(ct, InvalidNoConn)
 		return
 	}
 	ct.State = flow.CTTracked | flow.CTRelated
@@ -379,7 +423,12 @@ func (t *Tracker) update(c *Conn, pp *parsed, reply bool, now int64) tcpResult {
 	var timeout int64
 	switch c.proto {
 	case header.IPProtoTCP:
+		before := c.tcp.state()
 		res = c.tcp.update(pp, reply)
+		if after := c.tcp.state(); after != before && !c.dead {
+			t.tcpStates[before].Add(-1)
+			t.tcpStates[after].Add(1)
+		}
 		if res == tcpInvalid || res == tcpReopen {
 			return res
 		}
@@ -517,6 +566,10 @@ func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
 	a.unassured = append(a.unassured, c)
 	t.n.Add(1)
 	c.zone.n.Add(1)
+	t.byProto[c.proto].Add(1)
+	if c.proto == header.IPProtoTCP {
+		t.tcpStates[c.tcp.state()].Add(1)
+	}
 	t.created.Add(1)
 	return c, true
 }
@@ -582,6 +635,10 @@ func (t *Tracker) killLocked(c *Conn) bool {
 	c.dead = true
 	t.n.Add(-1)
 	c.zone.n.Add(-1)
+	t.byProto[c.proto].Add(-1)
+	if c.proto == header.IPProtoTCP {
+		t.tcpStates[c.tcp.state()].Add(-1)
+	}
 	t.deleted.Add(1)
 	return true
 }

@@ -80,8 +80,10 @@ func (e *Entry) String() string {
 
 // Proto is the connection's protocol as dpctl names it ("tcp", "icmp",
 // or the number).
-func (e *Entry) Proto() string {
-	p := e.Orig.Proto
+func (e *Entry) Proto() string { return ProtoName(e.Orig.Proto) }
+
+// ProtoName is an IP protocol's name as dpctl/dump-conntrack prints it.
+func ProtoName(p uint8) string {
 	switch p {
 	case header.IPProtoICMP:
 		return "icmp"

@@ -156,4 +156,15 @@ func checkInvariants(t *testing.T, tr *Tracker) {
 	if inZones != tr.Len() {
 		t.Fatalf("zones count %d connections, the tracker %d", inZones, tr.Len())
 	}
+	st := tr.Stats()
+	var byProto, tcp int64
+	for _, n := range st.ByProto {
+		byProto += n
+	}
+	for _, n := range st.TCPStates {
+		tcp += n
+	}
+	if byProto != tr.Len() || tcp != st.ByProto[6] {
+		t.Fatalf("by protocol %v (sum %d), TCP by state %v, for %d connections", st.ByProto, byProto, st.TCPStates, tr.Len())
+	}
 }

@@ -252,8 +252,14 @@ func (c *tcpConn) established() bool {
 	return c.peer[0].state >= tcpEstablished && c.peer[1].state >= tcpEstablished
 }
 
-// stateName is the connection's state as ovs-appctl dpctl/dump-conntrack
-// prints it for Open vSwitch's userspace tracker: the further end's.
-func (c *tcpConn) stateName() string {
-	return [...]string{"CLOSED", "SYN_SENT", "ESTABLISHED", "CLOSING", "FIN_WAIT_2", "TIME_WAIT"}[max(c.peer[0].state, c.peer[1].state)]
-}
+// TCPStateNames are the connection states as ovs-appctl
+// dpctl/dump-conntrack prints them for Open vSwitch's userspace tracker.
+var TCPStateNames = [numTCPStates]string{"CLOSED", "SYN_SENT", "ESTABLISHED", "CLOSING", "FIN_WAIT_2", "TIME_WAIT"}
+
+const numTCPStates = int(tcpTimeWait) + 1
+
+// state is the connection's state: the further end's.
+func (c *tcpConn) state() uint8 { return max(c.peer[0].state, c.peer[1].state) }
+
+// stateName is the state's name (TCPStateNames).
+func (c *tcpConn) stateName() string { return TCPStateNames[c.state()] }

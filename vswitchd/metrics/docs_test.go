@@ -2,7 +2,7 @@ package metrics
 
 import (
 	"encoding/json"
-	"github.com/vswitch-go/vswitch/datapath/conntrack"
+	"net"
 	"os"
 	"regexp"
 	"sort"
@@ -12,6 +12,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/conntrack"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/netdev/tunnel"
 )
@@ -28,6 +31,15 @@ func exported(t *testing.T) map[string]*dto.MetricFamily {
 	c, url := serve(t, func() []Bridge { return []Bridge{r.bridge()} })
 	c.SetMgmt(func() Mgmt { return Mgmt{} })
 	ct := conntrack.New()
+	// A connection in zone 5, so that the per-zone series exist.
+	pkt := packet.NewPool(1, packet.DefaultBufSize).Get()
+	pkt.SetData(nstest.UDPFrame(net.HardwareAddr{2, 0, 0, 0, 0, 2}, net.HardwareAddr{2, 0, 0, 0, 0, 1},
+		net.IP{198, 18, 0, 1}, net.IP{198, 18, 0, 2}, 1000, 53))
+	flow.Extract(pkt.Data(), 1, &pkt.Key, &pkt.Offsets)
+	ct.Process(pkt, &conntrack.Params{Zone: 5, Commit: true}, 0)
+	if ct.Len() != 1 {
+		t.Fatal("no connection committed")
+	}
 	c.SetConntrack(func() *conntrack.Tracker { return ct })
 	return scrape(t, url)
 }

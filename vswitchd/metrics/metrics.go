@@ -21,6 +21,7 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/conntrack"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/ipf"
 	"github.com/vswitch-go/vswitch/netdev"
 	"github.com/vswitch-go/vswitch/netdev/tunnel"
@@ -96,6 +97,7 @@ type Collector struct {
 	ct                                                         func() *conntrack.Tracker
 	ctConns, ctMax, ctCreated, ctDeleted, ctInvalid, ctRefused *prometheus.Desc
 	ctEvicted, ctNATExhausted, ctZoneConns, ctZoneRefused      *prometheus.Desc
+	ctByProto, ctTCPStates                                     *prometheus.Desc
 }
 
 // batchBounds are datapath.BatchSizeBounds as histogram upper bounds.
@@ -207,11 +209,14 @@ func NewCollector(bridges func() []Bridge) *Collector {
 		mgmtIdleClosed: d("mgmt_connections_idle_closed_total", "Management connections closed after sending no request (or reading no response) for the idle timeout.", nil),
 		mgmtTooLong:    d("mgmt_requests_too_long_total", "Management requests over the request size limit (their connection was closed).", nil),
 
-		ctConns:        d("conntrack_connections", "Connections in the connection tracker (every bridge shares one).", nil),
-		ctMax:          d("conntrack_connections_max", "The connection limit (dpctl/ct-set-maxconns).", nil),
-		ctCreated:      d("conntrack_created_total", "Connections committed.", nil),
-		ctDeleted:      d("conntrack_deleted_total", "Connections removed: timed out, flushed, ended by a new one on their tuple, or evicted.", nil),
-		ctInvalid:      d("conntrack_invalid_total", "Packets ct marked invalid (+inv): not trackable, outside the TCP windows, an ICMP error about no connection.", nil),
+		ctConns:   d("conntrack_connections", "Connections in the connection tracker (every bridge shares one).", nil),
+		ctMax:     d("conntrack_connections_max", "The connection limit (dpctl/ct-set-maxconns).", nil),
+		ctCreated: d("conntrack_created_total", "Connections committed.", nil),
+		ctDeleted: d("conntrack_deleted_total", "Connections removed: timed out, flushed, ended by a new one on their tuple, or evicted.", nil),
+		ctInvalid: d("conntrack_invalid_total", "Packets ct marked invalid (+inv), by cause: untrackable (not IP, an unreassembled fragment, truncated), tcp (outside the windows, bad flags), not_new (cannot start a connection), no_connection (an ICMP error about none).",
+			[]string{"cause"}),
+		ctByProto:      d("conntrack_protocol_connections", "Connections by IP protocol.", []string{"protocol"}),
+		ctTCPStates:    d("conntrack_tcp_connections", "TCP connections by state (as dpctl/dump-conntrack names them).", []string{"state"}),
 		ctRefused:      d("conntrack_limit_refused_total", "Commits refused because the table was at its limit with no unanswered connection to evict.", nil),
 		ctEvicted:      d("conntrack_evicted_total", "Unanswered connections evicted to make room under the limit.", nil),
 		ctNATExhausted: d("conntrack_nat_exhausted_total", "Commits with nat(src|dst=...) refused because no address and port of the range was free.", nil),
@@ -240,6 +245,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 		c.ofRefused, c.ofSlowReaders, c.ofQueued,
 		c.mgmtConns, c.mgmtRefused, c.mgmtIdleClosed, c.mgmtTooLong,
 		c.ctConns, c.ctMax, c.ctCreated, c.ctDeleted, c.ctInvalid, c.ctRefused, c.ctEvicted, c.ctNATExhausted, c.ctZoneConns, c.ctZoneRefused,
+		c.ctByProto, c.ctTCPStates,
 		c.collectFailed,
 	}
 }
@@ -289,7 +295,22 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		e.gauge(c.ctMax, float64(tr.MaxConns()))
 		e.counter(c.ctCreated, st.Created)
 		e.counter(c.ctDeleted, st.Deleted)
-		e.counter(c.ctInvalid, st.Invalid)
+		for cause, n := range st.InvalidBy {
+			e.counter(c.ctInvalid, n, conntrack.InvalidCause(cause).String())
+		}
+		// The common protocols always, so that their series do not
+		// come and go with their connections.
+		for _, p := range []uint8{header.IPProtoTCP, header.IPProtoUDP, header.IPProtoICMP, header.IPProtoICMPv6} {
+			if _, ok := st.ByProto[p]; !ok {
+				st.ByProto[p] = 0
+			}
+		}
+		for proto, n := range st.ByProto {
+			e.gauge(c.ctByProto, float64(n), conntrack.ProtoName(proto))
+		}
+		for state, n := range st.TCPStates {
+			e.gauge(c.ctTCPStates, float64(n), conntrack.TCPStateNames[state])
+		}
 		e.counter(c.ctRefused, st.LimitRefused)
 		e.counter(c.ctEvicted, st.Evicted)
 		e.counter(c.ctNATExhausted, st.NATExhausted)
