@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,8 +24,11 @@ import (
 // other across the router and ping the router, a DHCP client gets its
 // address from ovn-controller (a paused pipeline, resumed), a load
 // balancer's flows and groups install (ct_state matches, selection_method,
-// learn), a kill -9 and restart of the daemon is followed by ovn-controller
-// reinstalling and traffic flowing again, and ovn-controller's log
+// learn) and TCP reaches its backend, a kill -9 and restart of the daemon
+// is followed by ovn-controller reinstalling and traffic flowing again,
+// stateful ACLs allow ICMP with its replies, reject TCP (ovn-controller's
+// reset) and drop the rest, the router made a gateway router translates a
+// floating address both ways (dnat_and_snat), and ovn-controller's log
 // holds no OpenFlow error (since 23.03.1 any error makes it reconnect and
 // reinstall everything, forever).
 func TestOVNChassis(t *testing.T) {
@@ -80,7 +84,7 @@ func TestOVNChassis(t *testing.T) {
 	runDir := t.TempDir()
 	t.Setenv("OVS_RUNDIR", runDir)
 	d := newDaemon(t)
-	d.start("--db", srv.db())
+	d.start("--pidfile", "--db", srv.db())
 	a, b := nstest.TwoHosts(t)
 	srv.vsctl("set", "Open_vSwitch", ".", "external_ids:system-id=chassis-e2e", "external_ids:ovn-remote="+sb,
 		"external_ids:ovn-encap-type=vxlan", "external_ids:ovn-encap-ip=198.18.255.1")
@@ -134,7 +138,7 @@ func TestOVNChassis(t *testing.T) {
 	// kill -9 and a restart: the daemon reads its database again,
 	// ovn-controller reconnects and reinstalls, and traffic flows again.
 	d.kill9()
-	d.start("--db", srv.db())
+	d.start("--pidfile", "--db", srv.db())
 	// The ports come back and ovn-controller reinstalls its flows on its
 	// own schedule: wait (bounded) until both directions answer.
 	nstest.WaitFor(t, 30*time.Second, "ping both ways across the router after kill -9", func() bool {
@@ -190,6 +194,64 @@ func TestOVNChassis(t *testing.T) {
 		t.Errorf("the backend received %q", got.String())
 	}
 
+	// Stateful ACLs towards host b: ICMP allowed with its replies
+	// (allow-related), TCP rejected (ovn-controller answers with a
+	// reset: a packet-in and a packet-out), the rest of IP dropped.
+	// UDP to a closed port on b is refused (b's port unreachable comes
+	// back as related) until the drop ACL is there.
+	udpRefused := func() error {
+		var u net.Conn
+		if err := a.NS.Do(func() (err error) { u, err = net.Dial("udp", net.JoinHostPort(b.IP, "9")); return }); err != nil {
+			t.Fatal(err)
+		}
+		defer u.Close()
+		u.Write([]byte("probe"))
+		u.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, err := u.Read(make([]byte, 16))
+		return err
+	}
+	if err := udpRefused(); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("UDP to a closed port before the ACLs: %v, want refused", err)
+	}
+	nbctl("acl-add", "ls1", "to-lport", "1002", `outport == "lsp-b" && icmp4`, "allow-related")
+	nbctl("acl-add", "ls1", "to-lport", "1001", `outport == "lsp-b" && tcp`, "reject")
+	nbctl("acl-add", "ls1", "to-lport", "1000", `outport == "lsp-b" && ip4`, "drop")
+	nstest.Run(t, "ovn-nbctl", "--db="+nb, "--wait=hv", "--timeout=30", "sync")
+	nstest.Ping(t, a.NS, b.IP)
+	// b listens: the refusal can only come from the ACL.
+	lctx, lcancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer lcancel()
+	listener := b.NS.Cmd(lctx, "busybox", "nc", "-l", "-p", "8081")
+	if err := listener.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := a.NS.Output("sh", "-c", "echo x | busybox nc -w 3 "+b.IP+" 8081"); err == nil || !strings.Contains(out, "refused") {
+		t.Errorf("TCP to b under a reject ACL: %v %q, want the connection refused (a reset)", err, out)
+	}
+	if err := udpRefused(); err == nil || strings.Contains(err.Error(), "refused") {
+		t.Errorf("UDP to b under a drop ACL: %v, want no answer", err)
+	}
+	nbctl("acl-del", "ls1")
+	nstest.Run(t, "ovn-nbctl", "--db="+nb, "--wait=hv", "--timeout=30", "sync")
+	if out, err := a.NS.Output("sh", "-c", "echo x | busybox nc -w 3 "+b.IP+" 8081"); err != nil {
+		t.Errorf("TCP to b once the ACLs are gone: %v %q", err, out)
+	}
+	listener.Wait()
+
+	// NAT on the router, made a gateway router on this chassis: host a
+	// gets the floating address 198.18.1.100 (dnat_and_snat): b reaches
+	// a there, and a's traffic leaves as it (the tracker shows the
+	// translation).
+	nbctl("set", "logical_router", "lr0", "options:chassis=chassis-e2e")
+	nbctl("lr-nat-add", "lr0", "dnat_and_snat", "198.18.1.100", a.IP)
+	nstest.Run(t, "ovn-nbctl", "--db="+nb, "--wait=hv", "--timeout=30", "sync")
+	nstest.Ping(t, b.NS, "198.18.1.100")
+	nstest.Ping(t, a.NS, b.IP)
+	if ct := nstest.Run(t, "ovs-appctl", "dpctl/dump-conntrack"); !strings.Contains(ct, "icmp,orig=(src="+a.IP+",dst="+b.IP) ||
+		!strings.Contains(ct, "reply=(src="+b.IP+",dst=198.18.1.100") {
+		t.Errorf("no SNAT of a's ping to 198.18.1.100 in the tracker:\n%s", ct)
+	}
+
 	log, err := os.ReadFile(filepath.Join(dir, "ovn-controller.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -199,5 +261,5 @@ func TestOVNChassis(t *testing.T) {
 			t.Errorf("ovn-controller saw an OpenFlow error: %s", l)
 		}
 	}
-	t.Logf("OVN chassis: %d flows on br-int, both ports ovn-installed, ping both ways across a logical router, DHCP, kill -9 and back, TCP through a load balancer", strings.Count(flows, "\n"))
+	t.Logf("OVN chassis: %d flows on br-int, both ports ovn-installed, ping both ways across a logical router, DHCP, kill -9 and back, TCP through a load balancer, stateful ACLs (allow-related, reject, drop), router NAT", strings.Count(flows, "\n"))
 }
