@@ -194,9 +194,9 @@ type Tracker struct {
 	zones    zones
 
 	created, deleted, refused, evicted, zoneRefused, natExhausted atomic.Uint64
-	invalid                                                      [NumInvalidCauses]atomic.Uint64
-	byProto                                                      [256]atomic.Int64
-	tcpStates                                                    [numTCPStates]atomic.Int64
+	invalid                                                       [NumInvalidCauses]atomic.Uint64
+	byProto                                                       [256]atomic.Int64
+	tcpStates                                                     [numTCPStates]atomic.Int64
 }
 
 // New makes an empty tracker with the default limit and timeouts.
