@@ -15,7 +15,7 @@ BENCHTIME ?= 1s
 SOAK       ?= 10m
 SOAK_KNOWN ?=
 
-.PHONY: all build run demo demo-overlay test test-all test-unit vet lint fmt-check unit e2e fuzz soak soak-ci bench bench-datapath bench-veth clean
+.PHONY: all build run demo demo-overlay demo-ovn test test-all test-unit vet lint fmt-check unit e2e fuzz soak soak-ci bench bench-datapath bench-veth clean
 
 all: build
 
@@ -40,6 +40,12 @@ demo: build
 # tenants isolated by VNI, flow-based tunnels set up with vsctl.
 demo-overlay: build
 	BIN=$(BIN) scripts/demo-overlay.sh
+
+# OVN central and three chassis (namespaces: an ovsdb-server, this switch
+# as ovs-vswitchd, Debian's ovn-controller each) over VXLAN; a logical
+# switch across them, a router, an ACL, a load balancer, a kill -9.
+demo-ovn: build
+	BIN=$(BIN) scripts/demo-ovn.sh
 
 # Everything, then its total duration (also when it fails). End-to-end
 # tests that lack root or a tool skip with the reason unless VSWITCH_E2E=1
