@@ -38,3 +38,32 @@ func BenchmarkCommitNew(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mconn/s") // printed, never asserted
 }
+
+// BenchmarkSweep: one Sweep of a table of 1,000,000 live UDP connections
+// (none expired): what housekeeping costs each second, and, reported
+// apart, the longest a shard stays write-locked by it (PMDs that need the
+// shard wait that long).
+func BenchmarkSweep(b *testing.B) {
+	tr := New()
+	pkt := packet.NewPool(1, 2048).Get()
+	pkt.SetData(udpFrame(b, ipA, ipB, 1, 53))
+	flow.Extract(pkt.Data(), 1, &pkt.Key, &pkt.Offsets)
+	p := Params{Commit: true}
+	const conns = 1_000_000
+	for i := range conns {
+		pkt.Key.IPv4Src = 0xc6130000 | uint32(i>>16)
+		binary.BigEndian.PutUint32(pkt.Data()[26:], pkt.Key.IPv4Src)
+		pkt.Key.TpSrc = uint16(i)
+		tr.Process(pkt, &p, 0)
+	}
+	if tr.Len() != conns {
+		b.Fatalf("%d connections", tr.Len())
+	}
+	tr.maxLocked = 0
+	b.ResetTimer()
+	for i := range b.N {
+		tr.Sweep(int64(i+1) * sec) // a second apart, as housekeeping calls it
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(tr.maxLocked)/1e3, "us-max-shard-lock")
+}

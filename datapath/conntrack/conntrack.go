@@ -21,6 +21,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/datapath/header"
@@ -141,6 +142,9 @@ type Conn struct {
 type shard struct {
 	mu sync.RWMutex
 	x  index
+	// cursor is where the next Sweep starts (under the tracker's
+	// sweepMu).
+	cursor int
 	// unassured holds the shard's connections in creation order until
 	// they are answered: eviction under the limit takes the oldest.
 	unassured []*Conn
@@ -192,6 +196,11 @@ type Tracker struct {
 	maxConns atomic.Int64
 	timeouts atomic.Pointer[Timeouts]
 	zones    zones
+
+	sweepMu   sync.Mutex
+	lastSweep int64
+	// maxLocked is the longest a Sweep held a shard's write lock, ns.
+	maxLocked int64
 
 	created, deleted, refused, evicted, zoneRefused, natExhausted atomic.Uint64
 	invalid                                                       [NumInvalidCauses]atomic.Uint64
@@ -655,33 +664,106 @@ func (t *Tracker) killIfExpired(c *Conn, now int64) bool {
 	return true
 }
 
-// Sweep removes the connections expired at now and forgets answered ones
-// in the eviction lists. The datapath calls it periodically; lookups
-// already ignore expired connections.
+// Sweep removes connections expired at now, a part of each shard per
+// call, so that no call holds a shard's lock long: every slot is looked
+// at within sweepRounds calls (lookups ignore expired connections
+// meanwhile; only the count and the memory wait). The datapath calls it
+// about once a second; calls closer than half a second to the last one
+// (every bridge's housekeeping sweeps the one shared tracker) do nothing.
+// It returns the connections removed.
 func (t *Tracker) Sweep(now int64) int {
-	n := t.removeIf(func(c *Conn) bool { return c.expires <= now })
+	t.sweepMu.Lock()
+	defer t.sweepMu.Unlock()
+	if d := now - t.lastSweep; t.lastSweep != 0 && d >= 0 && d < sec/2 {
+		return 0
+	}
+	t.lastSweep = now
+	n := 0
 	for i := range t.shards {
-		s := &t.shards[i]
-		s.mu.Lock()
-		// Entries a newer connection did not take over.
+		n += t.sweepShard(&t.shards[i], now)
+	}
+	return n
+}
+
+// Sweeping: every slot of a shard within sweepRounds calls, at least
+// minSweep slots a call (a small shard is swept whole each time).
+const (
+	sweepRounds = 8
+	minSweep    = 4096
+)
+
+// sweepShard sweeps the next part of s (t.sweepMu held).
+func (t *Tracker) sweepShard(s *shard, now int64) int {
+	var victims []*Conn
+	stale, wrapped := false, false
+	s.mu.RLock()
+	size := len(s.x.slots)
+	chunk := min(size, max(minSweep, size/sweepRounds))
+	start := s.cursor % max(size, 1)
+	for i := range chunk {
+		sl := &s.x.slots[(start+i)%size]
+		c := sl.c
+		if c == nil {
+			continue
+		}
+		c.mu.Lock()
+		switch {
+		case c.dead:
+			stale = true // an entry a newer connection did not take over
+		case !sl.reply && c.expires <= now:
+			victims = append(victims, c)
+		}
+		c.mu.Unlock()
+	}
+	s.cursor = start + chunk
+	wrapped = s.cursor >= size
+	s.mu.RUnlock()
+	n := 0
+	for _, c := range victims {
+		if t.remove(c) {
+			n++
+		}
+	}
+	if !stale && !wrapped {
+		return n
+	}
+	began := time.Now()
+	s.mu.Lock()
+	if stale {
 		s.x.removeIf(func(c *Conn) bool {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			return c.dead
 		})
-		s.x.shrink()
-		keep := s.unassured[:0]
-		for _, c := range s.unassured {
-			c.mu.Lock()
-			if !c.assured && !c.dead {
-				keep = append(keep, c)
-			}
-			c.mu.Unlock()
-		}
-		clear(s.unassured[len(keep):])
-		s.unassured = keep
-		s.mu.Unlock()
 	}
+	var list []*Conn
+	if wrapped {
+		// Once a round: give memory back, and take the eviction list
+		// to forget its answered and dead connections outside the
+		// lock (meanwhile eviction sees only the newer ones).
+		s.cursor = 0
+		s.x.shrink()
+		list, s.unassured = s.unassured, nil
+	}
+	s.mu.Unlock()
+	t.maxLocked = max(t.maxLocked, time.Since(began).Nanoseconds())
+	if list == nil {
+		return n
+	}
+	keep := list[:0]
+	for _, c := range list {
+		c.mu.Lock()
+		if !c.assured && !c.dead {
+			keep = append(keep, c)
+		}
+		c.mu.Unlock()
+	}
+	clear(list[len(keep):])
+	began = time.Now()
+	s.mu.Lock()
+	s.unassured = append(keep, s.unassured...) // older first
+	s.mu.Unlock()
+	t.maxLocked = max(t.maxLocked, time.Since(began).Nanoseconds())
 	return n
 }
 
