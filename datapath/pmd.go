@@ -1082,6 +1082,14 @@ func (p *PMD) track(pkt *packet.Packet, a *actions.Action) []actions.Action {
 	prm.Mark, prm.MarkMask = a.Val32, a.CTMarkMask()
 	prm.SetLabel = a.Val8&actions.CTFlagLabel != 0
 	prm.HasNAT = a.Val8&actions.CTFlagNAT != 0
+	switch {
+	case a.Val8&actions.CTFlagALGFTP != 0:
+		prm.Helper = conntrack.HelperFTP
+	case a.Val8&actions.CTFlagALGTFTP != 0:
+		prm.Helper = conntrack.HelperTFTP
+	default:
+		prm.Helper = conntrack.HelperNone
+	}
 	if !pkt.KeyValid {
 		reextract(pkt)
 	}

@@ -3,8 +3,12 @@
 package ofproto
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -224,4 +228,201 @@ func udpEchoFragmented(t *testing.T, client, server *nstest.Netns, ip, dst strin
 	if err != nil || !bytes.Equal(buf[:n], msg) {
 		t.Errorf("UDP echo of %d bytes to %s: %d bytes back, %v", size, dst, n, err)
 	}
+}
+
+// TestConntrackALG: a firewall that lets in only what is related to
+// connections from host A passes a TFTP transfer from B when the request
+// is committed with alg=tftp (the data comes from another port of B's) and
+// not without it. The server is a small TFTP server in B's namespace; the
+// client is busybox's tftp.
+func TestConntrackALG(t *testing.T) {
+	nstest.RequireTool(t, "ovs-ofctl")
+	nstest.RequireTool(t, "busybox")
+	a, b, _, target := newE2EBridge(t, "ptcp:0:127.0.0.1")
+	content := "tftp through a stateful firewall\n"
+	serveTFTP(t, b.NS, b.IP, content)
+	install := func(request string) {
+		ovsOfctlIn(t, "OpenFlow13", "del-flows", target)
+		for _, f := range []string{
+			"priority=100,arp,in_port=1,actions=output:2",
+			"priority=100,arp,in_port=2,actions=output:1",
+			"priority=10,ip,ct_state=-trk,actions=ct(table=1)",
+			"table=1,priority=20,udp,tp_dst=69,in_port=1,ct_state=+trk+new,actions=" + request + ",output:2",
+			"table=1,priority=10,ip,in_port=1,ct_state=+trk+new,actions=ct(commit),output:2",
+			"table=1,priority=10,ip,in_port=2,ct_state=+trk+new+rel,actions=ct(commit),output:1",
+			"table=1,priority=10,ip,in_port=1,ct_state=+trk+est,actions=output:2",
+			"table=1,priority=10,ip,in_port=2,ct_state=+trk+est,actions=output:1",
+			"table=1,priority=0,actions=drop",
+		} {
+			ovsOfctlIn(t, "OpenFlow13", "add-flow", target, f)
+		}
+	}
+	get := func() (string, error) {
+		out := filepath.Join(t.TempDir(), "got")
+		_, err := a.NS.Output("timeout", "5", "busybox", "tftp", "-g", "-r", "file", "-l", out, b.IP)
+		data, _ := os.ReadFile(out)
+		return string(data), err
+	}
+	install("ct(commit)")
+	if got, err := get(); err == nil && got == content {
+		t.Fatalf("the transfer passed without the helper: the firewall lets unrelated traffic in")
+	}
+	install("ct(commit,alg=tftp)")
+	if got, err := get(); err != nil || got != content {
+		t.Errorf("TFTP with alg=tftp: %v, got %q", err, got)
+	}
+}
+
+// serveTFTP answers read requests on ip:69 in ns with content, from a
+// port of its own per transfer (RFC 1350), until the test ends.
+func serveTFTP(t *testing.T, ns *nstest.Netns, ip, content string) {
+	t.Helper()
+	var srv net.PacketConn
+	if err := ns.Do(func() (err error) { srv, err = net.ListenPacket("udp", net.JoinHostPort(ip, "69")); return }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := srv.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if n < 2 || buf[1] != 1 { // RRQ
+				continue
+			}
+			var data net.PacketConn
+			if err := ns.Do(func() (err error) { data, err = net.ListenPacket("udp", net.JoinHostPort(ip, "0")); return }); err != nil {
+				return
+			}
+			go func() {
+				defer data.Close()
+				pkt := append([]byte{0, 3, 0, 1}, content...) // DATA, block 1: short, so the last
+				for range 3 {
+					data.WriteTo(pkt, from)
+					data.SetReadDeadline(time.Now().Add(time.Second))
+					ack := make([]byte, 16)
+					if n, _, err := data.ReadFrom(ack); err == nil && n >= 4 && ack[1] == 4 {
+						return
+					}
+				}
+			}()
+		}
+	}()
+}
+
+// TestConntrackFTP: a firewall that lets host A open only FTP control
+// connections, and connections related to them, passes a passive-mode
+// download (busybox's ftpget against a small FTP server in B) when the
+// control connection is committed with alg=ftp, and not without it.
+func TestConntrackFTP(t *testing.T) {
+	nstest.RequireTool(t, "ovs-ofctl")
+	nstest.RequireTool(t, "busybox")
+	a, b, _, target := newE2EBridge(t, "ptcp:0:127.0.0.1")
+	content := "ftp through a stateful firewall\n"
+	serveFTP(t, b.NS, b.IP, content)
+	install := func(control string) {
+		ovsOfctlIn(t, "OpenFlow13", "del-flows", target)
+		for _, f := range []string{
+			"priority=100,arp,in_port=1,actions=output:2",
+			"priority=100,arp,in_port=2,actions=output:1",
+			"priority=10,ip,ct_state=-trk,actions=ct(table=1)",
+			"table=1,priority=30,ip,in_port=1,ct_state=+trk+new+rel,actions=ct(commit),output:2",
+			"table=1,priority=20,tcp,tp_dst=21,in_port=1,ct_state=+trk+new,actions=" + control + ",output:2",
+			"table=1,priority=10,ip,in_port=1,ct_state=+trk+est,actions=output:2",
+			"table=1,priority=10,ip,in_port=2,ct_state=+trk+est,actions=output:1",
+			"table=1,priority=0,actions=drop",
+		} {
+			ovsOfctlIn(t, "OpenFlow13", "add-flow", target, f)
+		}
+	}
+	get := func() (string, error) {
+		out := filepath.Join(t.TempDir(), "got")
+		_, err := a.NS.Output("timeout", "5", "busybox", "ftpget", b.IP, out, "file")
+		data, _ := os.ReadFile(out)
+		return string(data), err
+	}
+	install("ct(commit)")
+	if got, err := get(); err == nil && got == content {
+		t.Fatalf("the download passed without the helper: the firewall lets unrelated connections out")
+	}
+	install("ct(commit,alg=ftp)")
+	if got, err := get(); err != nil || got != content {
+		t.Errorf("FTP with alg=ftp: %v, got %q", err, got)
+	}
+}
+
+// serveFTP is the least of an FTP server on ip:21 in ns: login, TYPE,
+// SIZE, PASV and RETR of one file with content, until the test ends.
+func serveFTP(t *testing.T, ns *nstest.Netns, ip, content string) {
+	t.Helper()
+	var ln net.Listener
+	if err := ns.Do(func() (err error) { ln, err = net.Listen("tcp", net.JoinHostPort(ip, "21")); return }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(20 * time.Second))
+				r := bufio.NewReader(c)
+				fmt.Fprintf(c, "220 ready\r\n")
+				var data net.Listener
+				defer func() {
+					if data != nil {
+						data.Close()
+					}
+				}()
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					cmd, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+					switch strings.ToUpper(cmd) {
+					case "USER":
+						fmt.Fprintf(c, "331 password\r\n")
+					case "PASS":
+						fmt.Fprintf(c, "230 in\r\n")
+					case "SIZE":
+						fmt.Fprintf(c, "213 %d\r\n", len(content))
+					case "PASV":
+						if err := ns.Do(func() (err error) { data, err = net.Listen("tcp", net.JoinHostPort(ip, "0")); return }); err != nil {
+							return
+						}
+						p := data.Addr().(*net.TCPAddr).Port
+						fmt.Fprintf(c, "227 Entering Passive Mode (%s,%d,%d).\r\n", strings.ReplaceAll(ip, ".", ","), p>>8, p&0xff)
+					case "RETR":
+						if data == nil {
+							fmt.Fprintf(c, "425 no PASV\r\n")
+							continue
+						}
+						fmt.Fprintf(c, "150 sending\r\n")
+						if tcp, ok := data.(*net.TCPListener); ok {
+							tcp.SetDeadline(time.Now().Add(3 * time.Second))
+						}
+						dc, err := data.Accept()
+						if err != nil {
+							fmt.Fprintf(c, "425 no data connection\r\n")
+							continue
+						}
+						dc.Write([]byte(content))
+						dc.Close()
+						fmt.Fprintf(c, "226 done\r\n")
+					case "QUIT":
+						fmt.Fprintf(c, "221 bye\r\n")
+						return
+					default:
+						fmt.Fprintf(c, "200 ok\r\n")
+					}
+				}
+			}()
+		}
+	}()
 }

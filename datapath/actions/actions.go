@@ -193,6 +193,10 @@ const (
 	CTFlagMark   = 1 << 2 // commit sets the mark
 	CTFlagLabel  = 1 << 3 // commit sets the label
 	CTFlagNAT    = 1 << 4 // the ct has nat: translate
+	// A commit attaches an application-layer helper (alg=ftp|tftp) to
+	// the connection; its data connections are then +rel.
+	CTFlagALGFTP  = 1 << 5
+	CTFlagALGTFTP = 1 << 6
 
 	// CTNAT's Val8.
 	CTNATSrc = 1 << 0

@@ -178,6 +178,12 @@ func (a Action) String() string {
 		if a.Val8&CTFlagNAT != 0 {
 			add("nat") // the range is in the CTNAT actions before it
 		}
+		if a.Val8&CTFlagALGFTP != 0 {
+			add("helper=ftp")
+		}
+		if a.Val8&CTFlagALGTFTP != 0 {
+			add("helper=tftp")
+		}
 		b.WriteString(")")
 		return b.String()
 	case CTLabel:

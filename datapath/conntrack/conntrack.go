@@ -119,6 +119,9 @@ type Params struct {
 	// gets one.
 	HasNAT bool
 	NAT    NAT
+	// Helper (commit only): the ALG the new connection gets
+	// (HelperFTP, HelperTFTP).
+	Helper uint8
 }
 
 // Conn is one tracked connection. Its fields after orig/reply change
@@ -136,6 +139,8 @@ type Conn struct {
 	proto       uint8
 	nat         uint8 // natSrc, natDst
 	udpReplied  bool
+	helper      uint8 // its ALG
+	related     bool  // a data connection an ALG expected: +rel
 	tcp         tcpConn
 }
 
@@ -196,6 +201,7 @@ type Tracker struct {
 	maxConns atomic.Int64
 	timeouts atomic.Pointer[Timeouts]
 	zones    zones
+	expect   expectations
 
 	sweepMu   sync.Mutex
 	lastSweep int64
@@ -338,6 +344,10 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 				if reply {
 					ct.State |= flow.CTReply
 				}
+				t.helperPacket(c, pkt, &pp, reply, now)
+			}
+			if c.related {
+				ct.State |= flow.CTRelated
 			}
 			if p.Commit {
 				c.apply(p)
@@ -352,6 +362,10 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 		return
 	}
 	ct.State = flow.CTTracked | flow.CTNew
+	expected := t.expect.match(&pp.t, now, p.Commit)
+	if expected {
+		ct.State |= flow.CTRelated
+	}
 	if !p.Commit {
 		return
 	}
@@ -360,6 +374,11 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 		return
 	}
 	c.mu.Lock()
+	c.related = c.related || expected
+	if c.helper == HelperNone && p.Helper != HelperNone {
+		c.helper = p.Helper
+		t.helperCommit(c, now)
+	}
 	c.finish(ct, p, false, &rw)
 	c.mu.Unlock()
 	return rw

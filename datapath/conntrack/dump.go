@@ -16,6 +16,7 @@ type Entry struct {
 	Mark        uint32
 	Label       [16]byte
 	TCPState    string // "" for other protocols
+	Helper      string // the ALG ("ftp", "tftp") or ""
 	// Timeout is the time left, in seconds, at the time of the dump.
 	Timeout int64
 }
@@ -39,6 +40,7 @@ func (t *Tracker) Dump(zone *uint16, now int64) []Entry {
 				if c.proto == header.IPProtoTCP {
 					e.TCPState = c.tcp.stateName()
 				}
+				e.Helper = [...]string{HelperFTP: "ftp", HelperTFTP: "tftp", HelperNone: ""}[c.helper]
 				es = append(es, e)
 			}
 			c.mu.Unlock()
@@ -74,6 +76,9 @@ func (e *Entry) String() string {
 	}
 	if e.TCPState != "" {
 		b.WriteString(",protoinfo=(state=" + e.TCPState + ")")
+	}
+	if e.Helper != "" {
+		b.WriteString(",helper=" + e.Helper)
 	}
 	return b.String()
 }

@@ -80,7 +80,8 @@ func FuzzTracker(f *testing.F) {
 			flow.Extract(pkt.Data(), 1, &pkt.Key, &pkt.Offsets)
 			pkt.KeyValid = true
 			p := Params{Zone: uint16(op[6] >> 7), Commit: op[6]&2 != 0, Force: op[6]&4 != 0,
-				SetMark: op[6]&8 != 0, Mark: uint32(op[4]), MarkMask: 0xff, HasNAT: op[6]&0x30 != 0}
+				SetMark: op[6]&8 != 0, Mark: uint32(op[4]), MarkMask: 0xff, HasNAT: op[6]&0x30 != 0,
+				Helper: op[2] % 3}
 			// nat(src=198.18.0.9:1000-1001) or nat(dst=198.18.0.1): few
 			// ports, so translations run out and collide.
 			p.NAT = NAT{Src: op[6]&0x10 != 0, Dst: op[6]&0x30 == 0x20, MinPort: 1000, MaxPort: 1001}
@@ -167,4 +168,23 @@ func checkInvariants(t *testing.T, tr *Tracker) {
 	if byProto != tr.Len() || tcp != st.ByProto[6] {
 		t.Fatalf("by protocol %v (sum %d), TCP by state %v, for %d connections", st.ByProto, byProto, st.TCPStates, tr.Len())
 	}
+}
+
+// FuzzFTPCommands: the FTP helper's parsers take any line from the wire:
+// no panic, and an address they return is IPv4-mapped for an IPv4
+// control connection.
+func FuzzFTPCommands(f *testing.F) {
+	for _, s := range []string{"PORT 198,18,0,1,19,138", "EPRT |1|198.18.0.1|5004|", "EPRT |2|2001:db8::1|5004|",
+		"227 Entering Passive Mode (198,18,0,2,19,137).", "229 Entering Extended Passive Mode (|||5003|)", "EPRT ||||", "229 ()"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		server := [16]byte{10: 0xff, 11: 0xff, 12: 198, 13: 18, 15: 2}
+		for _, v6 := range []bool{false, true} {
+			if a, _, ok := ftpPort(line, v6); ok && !v6 && (a[10] != 0xff || a[11] != 0xff) {
+				t.Fatalf("%q: an IPv4 PORT gave %x", line, a)
+			}
+			ftpPassive(line, server, v6)
+		}
+	})
 }

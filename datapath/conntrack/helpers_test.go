@@ -55,7 +55,8 @@ type seg struct {
 	rst            bool
 	win            uint16
 	payload        int
-	wscale         int // -1: no option
+	data           []byte // the payload's bytes, instead of payload zeros
+	wscale         int    // -1: no option
 }
 
 func tcpFrame(tb testing.TB, s seg) []byte {
@@ -69,6 +70,9 @@ func tcpFrame(tb testing.TB, s seg) []byte {
 		t.Options = []layers.TCPOption{{OptionType: layers.TCPOptionKindWindowScale, OptionLength: 3, OptionData: []byte{byte(s.wscale)}}}
 	}
 	pl := gopacket.Payload(make([]byte, s.payload))
+	if s.data != nil {
+		pl = gopacket.Payload(s.data)
+	}
 	if v6 {
 		l3 := ip6(s.src, s.dst, layers.IPProtocolTCP)
 		t.SetNetworkLayerForChecksum(l3)

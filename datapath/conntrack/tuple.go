@@ -100,6 +100,7 @@ type parsed struct {
 	win      uint16
 	wscale   uint8 // window-scale option; wscaleNone when absent
 	payload  uint32
+	dataOff  int // where a TCP payload starts in the frame
 }
 
 const wscaleNone = 0xff
@@ -211,6 +212,7 @@ func parseTCP(d []byte, l3, l4 int, v6, gso bool, out *parsed) bool {
 		return false
 	}
 	out.payload = uint32(ipEnd - l4 - doff)
+	out.dataOff = l4 + doff
 	return true
 }
 

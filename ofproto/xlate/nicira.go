@@ -375,6 +375,14 @@ func (x *xlator) conntrack(a *ofpwire.ActionCT) error {
 		if a.Flags&ofpwire.CTForce != 0 {
 			flags |= actions.CTFlagForce
 		}
+		// The helper is the ALG's well-known port, as Open vSwitch
+		// encodes it.
+		switch a.Alg {
+		case 21:
+			flags |= actions.CTFlagALGFTP
+		case 69:
+			flags |= actions.CTFlagALGTFTP
+		}
 	}
 	var mark, markMask uint32
 	var label, labelMask [16]byte
