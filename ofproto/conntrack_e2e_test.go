@@ -230,46 +230,60 @@ func udpEchoFragmented(t *testing.T, client, server *nstest.Netns, ip, dst strin
 	}
 }
 
-// TestConntrackALG: a firewall that lets in only what is related to
-// connections from host A passes a TFTP transfer from B when the request
-// is committed with alg=tftp (the data comes from another port of B's) and
-// not without it. The server is a small TFTP server in B's namespace; the
-// client is busybox's tftp.
+// TestConntrackALG: a firewall that lets host A open only the control
+// connection (TFTP's request, FTP's control connection) and connections
+// related to it passes a download from B when the control connection is
+// committed with the helper (alg=tftp, alg=ftp; passive FTP: the data
+// connection goes from A to a port B announces), and not without it. The
+// servers are small ones in B's namespace; the clients busybox's tftp and
+// ftpget.
 func TestConntrackALG(t *testing.T) {
 	nstest.RequireTool(t, "ovs-ofctl")
 	nstest.RequireTool(t, "busybox")
-	a, b, _, target := newE2EBridge(t, "ptcp:0:127.0.0.1")
-	content := "tftp through a stateful firewall\n"
-	serveTFTP(t, b.NS, b.IP, content)
-	install := func(request string) {
-		ovsOfctlIn(t, "OpenFlow13", "del-flows", target)
-		for _, f := range []string{
-			"priority=100,arp,in_port=1,actions=output:2",
-			"priority=100,arp,in_port=2,actions=output:1",
-			"priority=10,ip,ct_state=-trk,actions=ct(table=1)",
-			"table=1,priority=20,udp,tp_dst=69,in_port=1,ct_state=+trk+new,actions=" + request + ",output:2",
-			"table=1,priority=10,ip,in_port=1,ct_state=+trk+new,actions=ct(commit),output:2",
-			"table=1,priority=10,ip,in_port=2,ct_state=+trk+new+rel,actions=ct(commit),output:1",
-			"table=1,priority=10,ip,in_port=1,ct_state=+trk+est,actions=output:2",
-			"table=1,priority=10,ip,in_port=2,ct_state=+trk+est,actions=output:1",
-			"table=1,priority=0,actions=drop",
-		} {
-			ovsOfctlIn(t, "OpenFlow13", "add-flow", target, f)
-		}
-	}
-	get := func() (string, error) {
-		out := filepath.Join(t.TempDir(), "got")
-		_, err := a.NS.Output("timeout", "5", "busybox", "tftp", "-g", "-r", "file", "-l", out, b.IP)
-		data, _ := os.ReadFile(out)
-		return string(data), err
-	}
-	install("ct(commit)")
-	if got, err := get(); err == nil && got == content {
-		t.Fatalf("the transfer passed without the helper: the firewall lets unrelated traffic in")
-	}
-	install("ct(commit,alg=tftp)")
-	if got, err := get(); err != nil || got != content {
-		t.Errorf("TFTP with alg=tftp: %v, got %q", err, got)
+	for _, c := range []struct {
+		alg, control string
+		serve        func(t *testing.T, ns *nstest.Netns, ip, content string)
+		fetch        func(ip, out string) []string
+	}{
+		{"tftp", "udp,tp_dst=69", serveTFTP, func(ip, out string) []string {
+			return []string{"busybox", "tftp", "-g", "-r", "file", "-l", out, ip}
+		}},
+		{"ftp", "tcp,tp_dst=21", serveFTP, func(ip, out string) []string { return []string{"busybox", "ftpget", ip, out, "file"} }},
+	} {
+		t.Run(c.alg, func(t *testing.T) {
+			a, b, _, target := newE2EBridge(t, "ptcp:0:127.0.0.1")
+			content := c.alg + " through a stateful firewall\n"
+			c.serve(t, b.NS, b.IP, content)
+			install := func(commit string) {
+				ovsOfctlIn(t, "OpenFlow13", "del-flows", target)
+				for _, f := range []string{
+					"priority=100,arp,in_port=1,actions=output:2",
+					"priority=100,arp,in_port=2,actions=output:1",
+					"priority=10,ip,ct_state=-trk,actions=ct(table=1)",
+					"table=1,priority=30,ip,ct_state=+trk+new+rel,actions=ct(commit),NORMAL",
+					"table=1,priority=20," + c.control + ",in_port=1,ct_state=+trk+new,actions=" + commit + ",output:2",
+					"table=1,priority=10,ip,in_port=1,ct_state=+trk+est,actions=output:2",
+					"table=1,priority=10,ip,in_port=2,ct_state=+trk+est,actions=output:1",
+					"table=1,priority=0,actions=drop",
+				} {
+					ovsOfctlIn(t, "OpenFlow13", "add-flow", target, f)
+				}
+			}
+			get := func() (string, error) {
+				out := filepath.Join(t.TempDir(), "got")
+				_, err := a.NS.Output("timeout", append([]string{"5"}, c.fetch(b.IP, out)...)...)
+				data, _ := os.ReadFile(out)
+				return string(data), err
+			}
+			install("ct(commit)")
+			if got, err := get(); err == nil && got == content {
+				t.Fatalf("the download passed without the helper: the firewall lets unrelated connections through")
+			}
+			install("ct(commit,alg=" + c.alg + ")")
+			if got, err := get(); err != nil || got != content {
+				t.Errorf("with alg=%s: %v, got %q", c.alg, err, got)
+			}
+		})
 	}
 }
 
@@ -310,47 +324,6 @@ func serveTFTP(t *testing.T, ns *nstest.Netns, ip, content string) {
 			}()
 		}
 	}()
-}
-
-// TestConntrackFTP: a firewall that lets host A open only FTP control
-// connections, and connections related to them, passes a passive-mode
-// download (busybox's ftpget against a small FTP server in B) when the
-// control connection is committed with alg=ftp, and not without it.
-func TestConntrackFTP(t *testing.T) {
-	nstest.RequireTool(t, "ovs-ofctl")
-	nstest.RequireTool(t, "busybox")
-	a, b, _, target := newE2EBridge(t, "ptcp:0:127.0.0.1")
-	content := "ftp through a stateful firewall\n"
-	serveFTP(t, b.NS, b.IP, content)
-	install := func(control string) {
-		ovsOfctlIn(t, "OpenFlow13", "del-flows", target)
-		for _, f := range []string{
-			"priority=100,arp,in_port=1,actions=output:2",
-			"priority=100,arp,in_port=2,actions=output:1",
-			"priority=10,ip,ct_state=-trk,actions=ct(table=1)",
-			"table=1,priority=30,ip,in_port=1,ct_state=+trk+new+rel,actions=ct(commit),output:2",
-			"table=1,priority=20,tcp,tp_dst=21,in_port=1,ct_state=+trk+new,actions=" + control + ",output:2",
-			"table=1,priority=10,ip,in_port=1,ct_state=+trk+est,actions=output:2",
-			"table=1,priority=10,ip,in_port=2,ct_state=+trk+est,actions=output:1",
-			"table=1,priority=0,actions=drop",
-		} {
-			ovsOfctlIn(t, "OpenFlow13", "add-flow", target, f)
-		}
-	}
-	get := func() (string, error) {
-		out := filepath.Join(t.TempDir(), "got")
-		_, err := a.NS.Output("timeout", "5", "busybox", "ftpget", b.IP, out, "file")
-		data, _ := os.ReadFile(out)
-		return string(data), err
-	}
-	install("ct(commit)")
-	if got, err := get(); err == nil && got == content {
-		t.Fatalf("the download passed without the helper: the firewall lets unrelated connections out")
-	}
-	install("ct(commit,alg=ftp)")
-	if got, err := get(); err != nil || got != content {
-		t.Errorf("FTP with alg=ftp: %v, got %q", err, got)
-	}
 }
 
 // serveFTP is the least of an FTP server on ip:21 in ns: login, TYPE,
