@@ -272,19 +272,17 @@ func (r *Reassembler) Add(pkt *packet.Packet, zone uint16, now int64) ([]*packet
 		st.tooSmall.Add(1)
 		return nil, Pass
 	}
+	if r.held >= r.maxHeld() {
+		return nil, Pass // no room: ct sees the fragment as it is
+	}
 	fi.k.zone, fi.k.recircID = zone, pkt.Key.RecircID
 	l := r.lists[fi.k]
 	if l == nil {
-		if r.held >= r.maxHeld() {
-			return nil, Pass // no room: ct sees the fragment as it is
-		}
 		l = &list{total: -1, expires: now + ExpiryTimeout}
 		r.lists[fi.k] = l
 		if len(r.lists) == 1 || l.expires < r.nextExpiry {
 			r.nextExpiry = l.expires
 		}
-	} else if r.held >= r.maxHeld() {
-		return nil, Pass
 	}
 	for _, f := range l.frags {
 		if f.start == fi.start && f.end == fi.end {
