@@ -190,6 +190,49 @@ func TestConntrackNAT(t *testing.T) {
 	if st := br.dp.Conntrack().Stats(); st.NATExhausted != 0 {
 		t.Errorf("stats %+v", st)
 	}
+
+	// The same over IPv6: DNAT of a virtual address (ping, a TCP
+	// stream, a datagram in fragments), then SNAT.
+	const a6, b6, vip6, out6 = "2001:db8:7::1", "2001:db8:7::2", "2001:db8:7::100", "2001:db8:7::77"
+	for _, h := range []struct {
+		host *nstest.Host
+		ip   string
+	}{{a, a6}, {b, b6}} {
+		h.host.NS.Run(t, "sysctl", "-qw", "net.ipv6.conf."+h.host.Dev+".disable_ipv6=0")
+		h.host.NS.Run(t, "ip", "-6", "addr", "add", h.ip+"/64", "dev", h.host.Dev, "nodad")
+	}
+	nstest.StaticNeighbour(t, a.NS, a.Dev, vip6, b.MAC)
+	nstest.StaticNeighbour(t, a.NS, a.Dev, b6, b.MAC)
+	nstest.StaticNeighbour(t, b.NS, b.Dev, out6, a.MAC)
+	nstest.StaticNeighbour(t, b.NS, b.Dev, a6, a.MAC)
+	common6 := []string{
+		"priority=10,ipv6,ct_state=-trk,actions=ct(table=1,zone=7,nat)",
+		"table=1,ipv6,in_port=1,ct_state=+trk+est,actions=output:2",
+		"table=1,ipv6,in_port=2,ct_state=+trk+est,actions=output:1",
+		"table=1,priority=0,actions=drop",
+	}
+	install6 := func(extra string) {
+		ovsOfctlIn(t, "OpenFlow13", "del-flows", target)
+		for _, f := range append(common6, extra) {
+			ovsOfctlIn(t, "OpenFlow13", "add-flow", target, f)
+		}
+	}
+	br.dp.Conntrack().Flush(nil)
+	install6("table=1,ipv6,in_port=1,ipv6_dst=" + vip6 + ",ct_state=+trk+new,actions=ct(commit,zone=7,nat(dst=" + b6 + ")),output:2")
+	nstest.Ping(t, a.NS, vip6)
+	udpEchoFragmented(t, a.NS, b.NS, b6, vip6, 3000)
+	nstest.IperfTCPVia(t, a.NS, b.NS, vip6, b6, 1)
+	br.dp.Conntrack().Flush(nil)
+	install6("table=1,ipv6,in_port=1,ct_state=+trk+new,actions=ct(commit,zone=7,nat(src=" + out6 + ")),output:2")
+	nstest.Ping(t, a.NS, b6)
+	udpEchoFragmented(t, a.NS, b.NS, b6, b6, 3000)
+	var snat6 bool
+	for _, e := range br.dp.DumpConntrack(&zone) {
+		snat6 = snat6 || strings.Contains(e.String(), "reply=(src="+b6+",dst="+out6)
+	}
+	if !snat6 {
+		t.Errorf("no IPv6 SNAT connection in zone 7:\n%v", br.dp.DumpConntrack(&zone))
+	}
 }
 
 // udpEchoFragmented sends a UDP datagram of size bytes from client to
