@@ -66,6 +66,12 @@ func (p *PMD) drainRecirc() (upcalled bool) {
 		rq.cur ^= 1
 		pkts := b.Packets()
 		for _, pkt := range pkts {
+			// A valid key is what extraction would give: the actions
+			// keep it in step with the bytes they rewrite.
+			if pkt.KeyValid {
+				pkt.HashValid = false
+				continue
+			}
 			reextract(pkt)
 		}
 		if p.classify(pkts) {
