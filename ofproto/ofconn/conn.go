@@ -562,6 +562,12 @@ func (c *Conn) dispatch(xid uint32, msg ofpwire.Message, raw []byte) {
 func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
 	probe := c.m.cfg.ProbeInterval
+	if c.t.management && probe > 0 {
+		// A management (service) connection, such as ovn-controller's on
+		// BRIDGE.mgmt, is probed every minute, as Open vSwitch probes it:
+		// a client busy recomputing for seconds is not dead.
+		probe = max(probe, ManagementProbeInterval)
+	}
 	var timeout time.Duration // write deadline: a peer that reads nothing for this long is dead
 	var tick <-chan time.Time
 	var timer *time.Timer

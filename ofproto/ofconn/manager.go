@@ -123,11 +123,14 @@ type Config struct {
 // Defaults of Config.
 const (
 	DefaultProbeInterval = 5 * time.Second
-	DefaultMinBackoff    = time.Second
-	DefaultMaxBackoff    = 8 * time.Second
-	DefaultPacketInRate  = 1000
-	DefaultPacketInBurst = 100
-	DefaultQueueLen      = 256
+	// ManagementProbeInterval is the least probe interval of management
+	// connections (Open vSwitch's 60 s for BRIDGE.mgmt).
+	ManagementProbeInterval = 60 * time.Second
+	DefaultMinBackoff       = time.Second
+	DefaultMaxBackoff       = 8 * time.Second
+	DefaultPacketInRate     = 1000
+	DefaultPacketInBurst    = 100
+	DefaultQueueLen         = 256
 	// DefaultMaxQueueBytes is MaxQueueBytes's default: room for a few
 	// full-size replies, far beyond what a peer that reads ever has queued.
 	DefaultMaxQueueBytes = 4 << 20
