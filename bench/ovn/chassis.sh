@@ -13,12 +13,16 @@
 # and one iperf3 TCP stream across the router for SECS seconds. Printed,
 # never asserted. Needs root and the Debian packages ovn-central, ovn-host,
 # openvswitch-switch, iperf3.
+# Then, with PORTS (default 1000; 0 skips it), the seconds from
+# ovn-nbctl --wait=hv adding PORTS logical ports, bound to as many internal
+# ports of the chassis, to their flows installed.
 #   usage: bench/ovn/chassis.sh [BIN] [SECS] [SUTS]   (BIN: where vswitchd
 #   is, default bin; SECS default 5; SUTS default "ours ovs")
 set -u
 BIN=$(cd "${1:-bin}" && pwd)
 SECS=${2:-5}
 SUTS=${3:-ours ovs}
+PORTS=${PORTS:-1000}
 W=$(mktemp -d /tmp/ovn-bench.XXXXXX)
 NS=ovb$$
 cleanup() {
@@ -97,6 +101,24 @@ run() {
 		python3 -c 'import json,sys; d=json.load(sys.stdin); print("%.2f" % (d["end"]["sum_received"]["bits_per_second"]/1e9))' 2>/dev/null)
 	printf '%-5s%s ovn-installed after %.2f s, %s flows, %s OpenFlow errors; rtt min/avg/max/mdev %s; TCP %s Gbit/s\n' \
 		"$sut" "${TXOFF:+ (tx off)}" "$(echo "$t1 - $t0" | bc)" "$flows" "$errs" "${rtt:-none}" "${bps:-failed}"
+	[ "$PORTS" -gt 0 ] || return
+	# PORTS new logical ports at once: their interfaces (internal ports)
+	# first, which gives ovn-controller nothing to install yet, then the
+	# logical ports in one ovn-nbctl transaction, timed until --wait=hv
+	# returns (northd, the southbound database, ovn-controller, its bundle
+	# and barrier on every chassis).
+	local vs=() nb=()
+	for p in $(seq "$PORTS"); do
+		vs+=(-- add-port br-int x$p -- set Interface x$p type=internal external_ids:iface-id=x$p)
+		nb+=(-- lsp-add ls1 x$p -- lsp-set-addresses x$p "$(printf '02:00:c6:13:%02x:%02x' $((p / 256)) $((p % 256)))")
+	done
+	$VS --timeout=300 "${vs[@]:1}" || { echo "$sut: adding $PORTS interfaces failed"; return; }
+	local t2=$(date +%s.%N)
+	$NB --wait=hv --timeout=600 "${nb[@]:1}" || { echo "$sut: ovn-nbctl --wait=hv failed"; return; }
+	local t3=$(date +%s.%N)
+	local flows2=$(OVS_RUNDIR=$d ovs-ofctl -O OpenFlow15 dump-flows br-int 2>/dev/null | grep -c cookie)
+	printf '%-5s %d new logical ports: ovn-nbctl --wait=hv returned after %.2f s; %s flows (%s before); %s OpenFlow errors\n' \
+		"$sut" "$PORTS" "$(echo "$t3 - $t2" | bc)" "$flows2" "$flows" "$(grep -c 'OpenFlow error' $d/ovnc.log)"
 }
 
 for s in $SUTS; do run "$s"; done
