@@ -14,6 +14,13 @@
 # switch. Every step is checked with traffic, and at the end no
 # ovn-controller may have logged an OpenFlow error.
 #
+# SWITCH=ovs runs the same with Debian's ovs-vswitchd (userspace,
+# datapath_type=netdev, its tunnels on a br-phy holding the underlay
+# address) in place of this switch, for comparison; BENCH=1 adds a
+# measurement (step 10): ping round trips and one iperf3 TCP stream
+# between workloads on two chassis, across the router, through an ACL
+# and a load balancer (bench/ovn/multichassis.sh runs both switches).
+#
 # Needs root and the packages ovn-central, ovn-host (services not started:
 # this script starts its own daemons), busybox and python3. Everything it
 # creates is removed at exit, even on failure. Names end in this shell's
@@ -21,6 +28,9 @@
 set -euo pipefail
 
 BIN=${BIN:-bin}
+SWITCH=${SWITCH:-ours}
+BENCH=${BENCH:-}
+SECS=${SECS:-5}
 tag=$$
 
 need() {
@@ -95,12 +105,20 @@ dbserver() {
 	pids+=($!)
 	wait_for 10 "the $name database" test -S "$dir/$name.sock"
 }
-# start_switch N: this switch as chassis N's ovs-vswitchd, in its namespace.
+# start_switch N: this switch (or, with SWITCH=ovs, Open vSwitch's) as
+# chassis N's ovs-vswitchd, in its namespace.
 start_switch() {
 	local c=$1
-	ip netns exec "$(chns "$c")" env OVS_RUNDIR="$state/ch$c/run" OVS_DBDIR="$state/ch$c" \
-		"$BIN/vswitchd" "unix:$state/ch$c/db.sock" --pidfile --state-dir "$state/ch$c/state" \
-		--metrics-addr "" --log-file="$state/ch$c/vswitchd.log" &
+	if [ "$SWITCH" = ovs ]; then
+		ip netns exec "$(chns "$c")" env OVS_RUNDIR="$state/ch$c/run" OVS_DBDIR="$state/ch$c" OVS_LOGDIR="$state/ch$c" \
+			ovs-vswitchd "unix:$state/ch$c/db.sock" --pidfile="$state/ch$c/run/ovs-vswitchd.pid" \
+			--unixctl="$state/ch$c/run/ovs-vswitchd.ctl" --log-file="$state/ch$c/vswitchd.log" \
+			--no-chdir -vconsole:off &
+	else
+		ip netns exec "$(chns "$c")" env OVS_RUNDIR="$state/ch$c/run" OVS_DBDIR="$state/ch$c" \
+			"$BIN/vswitchd" "unix:$state/ch$c/db.sock" --pidfile --state-dir "$state/ch$c/state" \
+			--metrics-addr "" --log-file="$state/ch$c/vswitchd.log" &
+	fi
 	swpid[$c]=$!
 	pids+=($!)
 	wait_for 20 "chassis $c's switch" test -f "$state/ch$c/run/ovs-vswitchd.pid"
@@ -138,7 +156,15 @@ for c in "${CHASSIS[@]}"; do
 	start_switch "$c"
 	run vsctl "$c" set Open_vSwitch . other_config:n-pmd=1 external_ids:system-id="ch$c" \
 		external_ids:ovn-remote="unix:$state/sb.sock" external_ids:ovn-encap-type=vxlan \
-		external_ids:ovn-encap-ip="$(chip "$c")"
+		external_ids:ovn-encap-ip="$(chip "$c")" external_ids:ovn-bridge-datapath-type=netdev
+	if [ "$SWITCH" = ovs ]; then
+		# Open vSwitch's userspace tunnels need the underlay address on
+		# one of its bridges.
+		vsctl "$c" add-br br-phy -- set bridge br-phy datapath_type=netdev fail-mode=standalone -- add-port br-phy ul0
+		ip -n "$(chns "$c")" addr flush dev ul0
+		ip -n "$(chns "$c")" addr add "$(chip "$c")/24" dev br-phy
+		ip -n "$(chns "$c")" link set br-phy up
+	fi
 	ip netns exec "$(chns "$c")" env OVS_RUNDIR="$state/ch$c/run" OVN_RUNDIR="$state/ch$c" \
 		ovn-controller "unix:$state/ch$c/db.sock" --pidfile="$state/ch$c/ovn-controller.pid" \
 		--log-file="$state/ch$c/ovn-controller.log" --no-chdir -vconsole:off &
@@ -172,6 +198,9 @@ for w in 1 2 3 4; do
 	ip -n "$(chns "$c")" link set "w$w" up
 	# VXLAN over a 1500-byte underlay leaves 1450 for the workloads.
 	ip -n "$ns" link set eth0 address "$(wlmac "$w")" mtu 1450
+	# Open vSwitch's userspace datapath passes no TCP segmentation offload
+	# frames from veth: with BENCH, offloads off for both switches alike.
+	[ -n "$BENCH" ] && ip netns exec "$ns" ethtool -K eth0 tx off >/dev/null 2>&1
 	ip -n "$ns" addr add "$(wlip "$w")/24" dev eth0
 	ip -n "$ns" link set eth0 up
 	ip -n "$ns" route add default via "$gw"
@@ -265,4 +294,21 @@ for c in "${CHASSIS[@]}"; do
 	grep -q "$geneve" "$log" && echo "chassis $c: the known refusal of the Geneve option, once"
 	echo "chassis $c: br-int ports $(vsctl "$c" --no-wait list-ports br-int | tr '\n' ' ')"
 done
+if [ -n "$BENCH" ]; then
+	say "10. Measured: w1 (chassis 1, ls0) to w4 (chassis 2, ls1) across the router, an ACL and a load balancer"
+	run nbctl acl-add ls1 to-lport 1001 'outport == "lsp-w4" && ip4' allow-related
+	run nbctl lb-add lb1 198.18.73.100:5201 198.18.71.14:5201 tcp
+	run nbctl ls-lb-add ls0 lb1
+	sync_hv
+	in_wl 1 ping -c 3 -i 0.2 -W 2 -q "$(wlip 4)" >/dev/null || fail "w1 cannot reach w4 under the ACL"
+	rtts=$(in_wl 1 ping -c 500 -i 0.01 -W 2 "$(wlip 4)" | sed -n 's/.*time=\([0-9.]*\) ms/\1/p' | sort -n)
+	n=$(echo "$rtts" | wc -l)
+	p50=$(echo "$rtts" | sed -n "$(((n + 1) / 2))p")
+	p99=$(echo "$rtts" | sed -n "$(((n * 99 + 99) / 100))p")
+	in_wl 4 iperf3 -s -1 -D -B "$(wlip 4)" -p 5201 >/dev/null 2>&1
+	sleep 0.5
+	bps=$(in_wl 1 iperf3 -c 198.18.73.100 -p 5201 -t "$SECS" -J --connect-timeout 3000 2>/dev/null |
+		python3 -c 'import json,sys; d=json.load(sys.stdin); print("%.2f" % (d["end"]["sum_received"]["bits_per_second"]/1e9))' 2>/dev/null || echo failed)
+	echo "RESULT switch=$SWITCH rtt_p50_ms=$p50 rtt_p99_ms=$p99 pings=$n tcp_gbps=$bps"
+fi
 echo "demo-ovn done"
