@@ -150,46 +150,6 @@ func ApplyList(l List, p *packet.Packet) bool {
 	return true
 }
 
-// --- one's-complement checksum arithmetic (RFC 1071, RFC 1624) ---
-
-// csumDelta accumulates the change of one 16-bit word of checksummed data
-// from old to val, as RFC 1624 eqn. 3 needs it: ~m + m'.
-func csumDelta(acc uint32, old, val uint16) uint32 {
-	return acc + uint32(^old) + uint32(val)
-}
-
-// csumDelta32 accumulates the change of a 32-bit field (two words).
-func csumDelta32(acc uint32, old, val uint32) uint32 {
-	acc = csumDelta(acc, uint16(old>>16), uint16(val>>16))
-	return csumDelta(acc, uint16(old), uint16(val))
-}
-
-// csumDeltaBytes accumulates the change of an even-length field given as
-// its old and new bytes (IPv6 addresses).
-func csumDeltaBytes(acc uint32, old, val []byte) uint32 {
-	for i := 0; i+1 < len(old) && i+1 < len(val); i += 2 {
-		acc = csumDelta(acc, binary.BigEndian.Uint16(old[i:]), binary.BigEndian.Uint16(val[i:]))
-	}
-	return acc
-}
-
-// csumAdjust returns checksum c updated by an accumulated delta:
-// HC' = ~(~HC + ~m + m'). The end-around carry never yields +0 from a
-// non-zero sum, so a checksum of 0xffff (the all-zero-data case) cannot
-// appear, matching a checksum computed from scratch.
-func csumAdjust(c uint16, acc uint32) uint16 {
-	s := uint32(^c) + acc
-	s = (s & 0xffff) + (s >> 16)
-	s = (s & 0xffff) + (s >> 16)
-	return ^uint16(s)
-}
-
-// adjustField applies delta to the big-endian checksum field at b[off:off+2].
-func adjustField(b []byte, off int, acc uint32) {
-	c := binary.BigEndian.Uint16(b[off:])
-	binary.BigEndian.PutUint16(b[off:], csumAdjust(c, acc))
-}
-
 // --- Ethernet ---
 
 // setEthAddr writes a MAC address at off (0 for destination, 6 for source).
@@ -294,11 +254,11 @@ func setIPv4Addr(p *packet.Packet, off int, keyField *uint32, addr *[16]byte) {
 	if old == val {
 		return
 	}
-	acc := csumDelta32(0, old, val)
+	acc := header.CsumDelta32(0, old, val)
 	binary.BigEndian.PutUint32(field, val)
-	adjustField(d, l3+header.IPv4ChecksumOff, acc)
+	header.AdjustField(d, l3+header.IPv4ChecksumOff, acc)
 	if c := l4ChecksumOffset(p, d); c >= 0 {
-		adjustField(d, c, acc)
+		header.AdjustField(d, c, acc)
 		fixZeroUDP(p, d, c)
 	}
 	*keyField = val
@@ -315,10 +275,10 @@ func setIPv6Addr(p *packet.Packet, off int, keyField *[16]byte, addr *[16]byte) 
 		return
 	}
 	field := d[l3+off : l3+off+16]
-	acc := csumDeltaBytes(0, field, addr[:])
+	acc := header.CsumDeltaBytes(0, field, addr[:])
 	copy(field, addr[:])
 	if c := l4ChecksumOffset(p, d); c >= 0 {
-		adjustField(d, c, acc)
+		header.AdjustField(d, c, acc)
 		fixZeroUDP(p, d, c)
 	}
 	*keyField = *addr
@@ -335,7 +295,7 @@ func setTOS(p *packet.Packet, val, mask uint8) {
 		// TOS shares a checksummed word with version/IHL.
 		vihl := uint16(d[l3]) << 8
 		d[l3+header.IPv4TOSOff] = tos
-		adjustField(d, l3+header.IPv4ChecksumOff, csumDelta(0, vihl|uint16(old), vihl|uint16(tos)))
+		header.AdjustField(d, l3+header.IPv4ChecksumOff, header.CsumDelta(0, vihl|uint16(old), vihl|uint16(tos)))
 		p.Key.NwTOS = tos
 		return
 	}
@@ -367,7 +327,7 @@ func setIPv4TTL(d []byte, l3 int, ttl uint8) {
 	proto := uint16(d[l3+header.IPv4ProtoOff])
 	oldWord := uint16(d[l3+header.IPv4TTLOff])<<8 | proto
 	d[l3+header.IPv4TTLOff] = ttl
-	adjustField(d, l3+header.IPv4ChecksumOff, csumDelta(0, oldWord, uint16(ttl)<<8|proto))
+	header.AdjustField(d, l3+header.IPv4ChecksumOff, header.CsumDelta(0, oldWord, uint16(ttl)<<8|proto))
 }
 
 // decTTL decrements the TTL / hop limit and reports false when the packet
@@ -413,7 +373,7 @@ func setL4Port(p *packet.Packet, off int, keyField *uint16, port uint16) {
 		old := binary.BigEndian.Uint16(d[l4+off:])
 		binary.BigEndian.PutUint16(d[l4+off:], port)
 		if c := l4ChecksumOffset(p, d); c >= 0 {
-			adjustField(d, c, csumDelta(0, old, port))
+			header.AdjustField(d, c, header.CsumDelta(0, old, port))
 			fixZeroUDP(p, d, c)
 		}
 	case header.IPProtoSCTP:

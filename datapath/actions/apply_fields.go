@@ -103,9 +103,9 @@ func ndMessage(p *packet.Packet) (d []byte, l4, end int, ok bool) {
 // fields depend on every option (a malformed one clears them all), so the
 // frame is parsed again rather than patched.
 func writeICMPv6(p *packet.Packet, d []byte, l4 int, field, val []byte) {
-	acc := csumDeltaBytes(0, field, val)
+	acc := header.CsumDeltaBytes(0, field, val)
 	copy(field, val)
-	adjustField(d, l4+header.ICMPChecksumOff, acc)
+	header.AdjustField(d, l4+header.ICMPChecksumOff, acc)
 	reextract(p)
 }
 
@@ -162,7 +162,7 @@ func setICMP(p *packet.Packet, at int, val uint8) {
 	old := binary.BigEndian.Uint16(d[l4:])
 	d[l4+at] = val
 	nw := binary.BigEndian.Uint16(d[l4:])
-	adjustField(d, l4+header.ICMPChecksumOff, csumDelta(0, old, nw))
+	header.AdjustField(d, l4+header.ICMPChecksumOff, header.CsumDelta(0, old, nw))
 	if v6 && (isNDTypeCode(old) || isNDTypeCode(nw)) {
 		// The message turns into or out of neighbour discovery, whose
 		// body the key reads.
@@ -201,7 +201,7 @@ func setICMPID(p *packet.Packet, id uint16) {
 		return
 	}
 	binary.BigEndian.PutUint16(d[l4+4:], id)
-	adjustField(d, l4+header.ICMPChecksumOff, csumDelta(0, old, id))
+	header.AdjustField(d, l4+header.ICMPChecksumOff, header.CsumDelta(0, old, id))
 }
 
 // isNDTypeCode reports whether an ICMPv6 type/code word is one extraction

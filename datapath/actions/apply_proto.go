@@ -77,7 +77,7 @@ func setIPProto(p *packet.Packet, proto uint8) {
 		}
 		ttl := uint16(d[l3+header.IPv4TTLOff]) << 8
 		d[l3+header.IPv4ProtoOff] = proto
-		adjustField(d, l3+header.IPv4ChecksumOff, csumDelta(0, ttl|uint16(old), ttl|uint16(proto)))
+		header.AdjustField(d, l3+header.IPv4ChecksumOff, header.CsumDelta(0, ttl|uint16(old), ttl|uint16(proto)))
 	} else if d, l3, ok = ipv6Header(p); ok {
 		at, _ := ipv6ProtoOffset(p, d, l3)
 		if at < 0 || d[at] == proto {
@@ -89,7 +89,7 @@ func setIPProto(p *packet.Packet, proto uint8) {
 		return
 	}
 	if c := pseudoChecksumOffset(p, d, old); c >= 0 {
-		adjustField(d, c, csumDelta(0, uint16(old), uint16(proto)))
+		header.AdjustField(d, c, header.CsumDelta(0, uint16(old), uint16(proto)))
 		if old == header.IPProtoUDP && d[c] == 0 && d[c+1] == 0 {
 			d[c], d[c+1] = 0xff, 0xff // zero would say "no checksum"
 		}

@@ -628,7 +628,7 @@ func TestCsumAdjustMatchesRecompute(t *testing.T) {
 	for v := 0; v <= 0xffff; v++ {
 		old := binary.BigEndian.Uint16(buf[2:])
 		binary.BigEndian.PutUint16(buf[2:], uint16(v))
-		c = csumAdjust(c, csumDelta(0, old, uint16(v)))
+		c = header.CsumAdjust(c, header.CsumDelta(0, old, uint16(v)))
 		if want := sum(buf); c != want {
 			t.Fatalf("word %04x: incremental %04x, recomputed %04x", v, c, want)
 		}

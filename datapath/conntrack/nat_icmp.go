@@ -63,15 +63,16 @@ func (c *Conn) natRelated(pkt *packet.Packet, reply bool) {
 			copy(d[l3+header.IPv4DstOff:], outerDst[12:])
 			k.IPv4Dst = binary.BigEndian.Uint32(outerDst[12:])
 		}
-		ipv4HeaderChecksum(d[l3:])
+		header.SetIPv4Checksum(d[l3:])
 	}
 	icmp := d[l4:end]
 	icmp[2], icmp[3] = 0, 0
 	var sum uint32
 	if v6 {
-		sum = pseudoSum(d[l3+header.IPv6SrcOff:l3+header.IPv6SrcOff+32], len(icmp), header.IPProtoICMPv6)
+		// The pseudo-header: both addresses, the length, the next header.
+		sum = header.CsumSum(uint32(len(icmp))+header.IPProtoICMPv6, d[l3+header.IPv6SrcOff:l3+header.IPv6SrcOff+32])
 	}
-	binary.BigEndian.PutUint16(icmp[2:], ^fold(sumBytes(sum, icmp)))
+	binary.BigEndian.PutUint16(icmp[2:], ^header.CsumFold(header.CsumSum(sum, icmp)))
 }
 
 // ipEnd is where the IP packet at l3 ends by its own length.
@@ -113,7 +114,7 @@ func rewriteQuoted(b []byte, v6 bool, t *Tuple) bool {
 		copy(b[header.IPv4SrcOff:], t.Src[12:])
 		copy(b[header.IPv4DstOff:], t.Dst[12:])
 		newAddrs = b[header.IPv4SrcOff : header.IPv4SrcOff+8]
-		ipv4HeaderChecksum(b)
+		header.SetIPv4Checksum(b)
 		l4 = b[ihl:]
 	}
 	if len(l4) < 4 {
@@ -132,63 +133,17 @@ func rewriteQuoted(b []byte, v6 bool, t *Tuple) bool {
 		}
 		old := binary.BigEndian.Uint16(l4[4:])
 		binary.BigEndian.PutUint16(l4[4:], t.SrcPort)
-		adjust(l4[2:4], uint32(^old)+uint32(t.SrcPort))
+		delta := header.CsumDelta(0, old, t.SrcPort)
 		if t.Proto == header.IPProtoICMPv6 { // the pseudo-header's addresses
-			adjust(l4[2:4], deltaBytes(oldAddrs, newAddrs))
+			delta = header.CsumDeltaBytes(delta, oldAddrs, newAddrs)
 		}
+		header.AdjustField(l4, 2, delta)
 		return true
 	}
 	binary.BigEndian.PutUint16(l4[0:], t.SrcPort)
 	binary.BigEndian.PutUint16(l4[2:], t.DstPort)
 	if csumAt >= 0 && len(l4) >= csumAt+2 && !(t.Proto == header.IPProtoUDP && l4[6] == 0 && l4[7] == 0) {
-		adjust(l4[csumAt:csumAt+2], deltaBytes(oldAddrs, newAddrs)+deltaBytes(oldPorts, l4[:4]))
+		header.AdjustField(l4, csumAt, header.CsumDeltaBytes(header.CsumDeltaBytes(0, oldAddrs, newAddrs), oldPorts, l4[:4]))
 	}
 	return true
-}
-
-// sumBytes adds b to a ones' complement sum as 16-bit words.
-func sumBytes(sum uint32, b []byte) uint32 {
-	for len(b) >= 2 {
-		sum += uint32(binary.BigEndian.Uint16(b))
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		sum += uint32(b[0]) << 8
-	}
-	return sum
-}
-
-func fold(sum uint32) uint16 {
-	for sum > 0xffff {
-		sum = sum>>16 + sum&0xffff
-	}
-	return uint16(sum)
-}
-
-// pseudoSum is the sum of an IPv6 pseudo-header: addrs (source then
-// destination), the upper-layer length and next header.
-func pseudoSum(addrs []byte, n int, proto uint8) uint32 {
-	return sumBytes(0, addrs) + uint32(n>>16) + uint32(n&0xffff) + uint32(proto)
-}
-
-// deltaBytes is what replacing old by new adds to a ones' complement sum.
-func deltaBytes(old, new []byte) uint32 {
-	var sum uint32
-	for i := 0; i+1 < len(old); i += 2 {
-		sum += uint32(^binary.BigEndian.Uint16(old[i:])) + uint32(binary.BigEndian.Uint16(new[i:]))
-	}
-	return sum
-}
-
-// adjust applies a sum delta to the checksum field f (RFC 1624).
-func adjust(f []byte, delta uint32) {
-	c := ^binary.BigEndian.Uint16(f)
-	binary.BigEndian.PutUint16(f, ^fold(uint32(c)+uint32(fold(delta))))
-}
-
-// ipv4HeaderChecksum computes the checksum of the IPv4 header at h.
-func ipv4HeaderChecksum(h []byte) {
-	ihl := int(h[0]&0x0f) * 4
-	h[10], h[11] = 0, 0
-	binary.BigEndian.PutUint16(h[10:], ^fold(sumBytes(0, h[:ihl])))
 }

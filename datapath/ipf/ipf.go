@@ -419,21 +419,8 @@ func Reassemble(frags []*packet.Packet, dst *packet.Packet) bool {
 		ip := out[l3:]
 		binary.BigEndian.PutUint16(ip[2:], uint16(n-l3))
 		binary.BigEndian.PutUint16(ip[6:], binary.BigEndian.Uint16(ip[6:])&0x4000) // DF kept
-		ip[10], ip[11] = 0, 0
-		ihl := int(ip[0]&0xf) * 4
-		binary.BigEndian.PutUint16(ip[10:], ipv4HeaderChecksum(ip[:ihl]))
+		header.SetIPv4Checksum(ip)
 	}
 	dst.InPort = first.InPort
 	return true
-}
-
-func ipv4HeaderChecksum(h []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(h); i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(h[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum>>16 + sum&0xffff
-	}
-	return ^uint16(sum)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/gopacket/layers"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
@@ -82,8 +83,7 @@ func fragment(tb testing.TB, frame []byte, v6 bool, pieces []piece) [][]byte {
 			fo |= 0x2000
 		}
 		binary.BigEndian.PutUint16(ip[6:], fo)
-		ip[10], ip[11] = 0, 0
-		binary.BigEndian.PutUint16(ip[10:], ipv4HeaderChecksum(ip[:20]))
+		header.SetIPv4Checksum(ip)
 		out = append(out, f)
 	}
 	return out
