@@ -5,30 +5,15 @@ import (
 	"net"
 	"testing"
 
-	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
-// natFrame runs frame b through ct with p, applies the translation and
-// returns the frame as it leaves, with its ct_state.
+// natFrame is runNAT returning the frame and its ct_state.
 func natFrame(tb testing.TB, tr *Tracker, b []byte, p Params, pool *packet.Pool) ([]byte, uint8) {
 	tb.Helper()
-	pkt := pool.Get()
-	defer pkt.Free()
-	pkt.SetData(b)
-	flow.Extract(pkt.Data(), 1, &pkt.Key, &pkt.Offsets)
-	pkt.KeyValid = true
-	rw := tr.Process(pkt, &p, 0)
-	actions.ApplyList(rw.Actions(&pkt.Key, nil), pkt)
-	var k flow.Key
-	var off flow.Offsets
-	flow.Extract(pkt.Data(), 1, &k, &off)
-	k.CT = pkt.Key.CT
-	if k != pkt.Key {
-		tb.Fatalf("after NAT the key is not the frame's:\n key   %+v\n frame %+v", pkt.Key, k)
-	}
-	return append([]byte(nil), pkt.Data()...), pkt.Key.CT.State
+	k, frame := runNAT(tb, tr, b, p, pool)
+	return frame, k.CT.State
 }
 
 // TestNATICMPErrors: an ICMP error about a translated connection is

@@ -18,6 +18,13 @@ func mapped(ip net.IP) (a [16]byte) {
 // it returns the conntrack fields and the key of the packet as it leaves.
 func trackNAT(tb testing.TB, tr *Tracker, b []byte, p Params, pool *packet.Pool) (flow.Conntrack, flow.Key) {
 	tb.Helper()
+	k, _ := runNAT(tb, tr, b, p, pool)
+	return k.CT, k
+}
+
+// runNAT is trackNAT returning the key and the frame as it leaves.
+func runNAT(tb testing.TB, tr *Tracker, b []byte, p Params, pool *packet.Pool) (flow.Key, []byte) {
+	tb.Helper()
 	pkt := pool.Get()
 	defer pkt.Free()
 	pkt.SetData(b)
@@ -35,7 +42,7 @@ func trackNAT(tb testing.TB, tr *Tracker, b []byte, p Params, pool *packet.Pool)
 	if k != pkt.Key {
 		tb.Fatalf("after NAT the key is not the frame's:\n key   %+v\n frame %+v", pkt.Key, k)
 	}
-	return pkt.Key.CT, pkt.Key
+	return pkt.Key, append([]byte(nil), pkt.Data()...)
 }
 
 func ip4u(ip net.IP) uint32 {
