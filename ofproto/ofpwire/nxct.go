@@ -379,20 +379,12 @@ var controller2PropLen = map[uint16]int{nxac2MaxLen: 2, nxac2ControllerID: 2, nx
 
 func parseController2(props []byte) (Action, error) {
 	c := &ActionController{MaxLen: 0xffff, Reason: uint8(ofp.PacketInReasonAction), MeterID: NoMeter}
-	for len(props) > 0 {
-		if len(props) < 4 {
-			return nil, errActionLen
-		}
-		typ, n := be.Uint16(props), int(be.Uint16(props[2:]))
-		if n < 4 || roundUp8(n) > len(props) {
-			return nil, errActionLen
-		}
-		v := props[4:n]
+	err := eachProp(props, errActionLen, func(typ uint16, v []byte) error {
 		if w, fixed := controller2PropLen[typ]; fixed && len(v) != w {
 			// Open vSwitch writes a 16-bit value with its 2 bytes of
 			// padding inside the property's length.
 			if w != 2 || len(v) != 4 {
-				return nil, errActionLen
+				return errActionLen
 			}
 		}
 		switch typ {
@@ -409,9 +401,12 @@ func parseController2(props []byte) (Action, error) {
 		case nxac2MeterID:
 			c.MeterID = be.Uint32(v)
 		default:
-			return nil, &OFPError{Type: ETBadProperty, Code: BPCBadType, Reason: "unknown controller2 property"}
+			return &OFPError{Type: ETBadProperty, Code: BPCBadType, Reason: "unknown controller2 property"}
 		}
-		props = props[roundUp8(n):]
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -545,7 +540,8 @@ func (m *CTFlush) decode(b []byte) error {
 		}
 	}
 	m.Proto = b[0]
-	return eachProp(b[8:], func(typ uint16, v []byte) error {
+	badLen := propErr(BPCBadLen, "NXT_CT_FLUSH property length")
+	return eachProp(b[8:], badLen, func(typ uint16, v []byte) error {
 		switch typ {
 		case ctFlushOrig, ctFlushReply:
 			tu := &m.Orig
@@ -555,7 +551,7 @@ func (m *CTFlush) decode(b []byte) error {
 			if len(v) < 4 {
 				return propErr(BPCBadLen, "NXT_CT_FLUSH tuple length")
 			}
-			return eachProp(v[4:], tu.decodeProp)
+			return eachProp(v[4:], badLen, tu.decodeProp)
 		case ctFlushZone:
 			if len(v) < 2 {
 				return propErr(BPCBadLen, "NXT_CT_FLUSH zone length")
@@ -597,20 +593,20 @@ func (tu *CTFlushTuple) decodeProp(typ uint16, v []byte) error {
 func be16Prop(v uint16) []byte { return []byte{byte(v >> 8), byte(v), 0, 0} }
 
 // eachProp calls f with each OpenFlow property of b (type, value without
-// padding).
-func eachProp(b []byte, f func(typ uint16, v []byte) error) error {
+// padding), or returns bad when b is not a whole number of properties.
+func eachProp(b []byte, bad error, f func(typ uint16, v []byte) error) error {
 	for len(b) > 0 {
 		if len(b) < 4 {
-			return propErr(BPCBadLen, "property header")
+			return bad
 		}
 		typ, n := be.Uint16(b), int(be.Uint16(b[2:]))
-		if n < 4 || n > len(b) {
-			return propErr(BPCBadLen, "property length")
+		if n < 4 || roundUp8(n) > len(b) {
+			return bad
 		}
 		if err := f(typ, b[4:n]); err != nil {
 			return err
 		}
-		b = b[min(roundUp8(n), len(b)):]
+		b = b[roundUp8(n):]
 	}
 	return nil
 }

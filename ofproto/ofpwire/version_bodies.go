@@ -370,34 +370,32 @@ const (
 // Open vSwitch and OVN send it; any other is BAD_TYPE.
 func groupProps15(p []byte) (*GroupSelection, error) {
 	var sel *GroupSelection
-	for len(p) > 0 {
-		if len(p) < 4 {
-			return nil, propErr(BPCBadLen, "group property length")
+	err := eachProp(p, propErr(BPCBadLen, "group property length"), func(typ uint16, v []byte) error {
+		// An experimenter property: experimenter, exp_type, 4 bytes of
+		// padding, the method's name (16), its parameter (8), fields.
+		if typ != groupPropExperimenter || len(v) < 36 || be.Uint32(v) != ntrVendor || be.Uint32(v[4:]) != ntrSelectionMethod || sel != nil {
+			return propErr(BPCBadType, "unknown group property")
 		}
-		typ, n := be.Uint16(p), int(be.Uint16(p[2:]))
-		if n < 4 || roundUp8(n) > len(p) {
-			return nil, propErr(BPCBadLen, "group property length")
-		}
-		if typ != groupPropExperimenter || n < 40 || be.Uint32(p[4:]) != ntrVendor || be.Uint32(p[8:]) != ntrSelectionMethod || sel != nil {
-			return nil, propErr(BPCBadType, "unknown group property")
-		}
-		name := p[16:32]
+		name := v[12:28]
 		if i := bytes.IndexByte(name, 0); i >= 0 {
 			name = name[:i]
 		}
-		sel = &GroupSelection{Method: string(name), Param: be.Uint64(p[32:])}
+		sel = &GroupSelection{Method: string(name), Param: be.Uint64(v[28:])}
 		if sel.Method != "hash" && sel.Method != "dp_hash" {
-			return nil, propErr(bpcBadValue, "selection_method is neither hash nor dp_hash")
+			return propErr(bpcBadValue, "selection_method is neither hash nor dp_hash")
 		}
-		for f := p[40:n]; len(f) > 0; {
+		for f := v[36:]; len(f) > 0; {
 			o, k, err := parseOXM(f)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			sel.Fields = append(sel.Fields, o)
 			f = f[k:]
 		}
-		p = p[roundUp8(n):]
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return sel, nil
 }
