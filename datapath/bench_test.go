@@ -38,18 +38,7 @@ func benchFrames(n int) [][]byte {
 }
 
 func benchForward(b *testing.B, flows, flushUs int, emcOff bool) {
-	rules := &RuleTable{}
-	dp, err := New(Config{Manual: true, Upcall: rules, TxFlushInterval: flushUs, EMCOff: emcOff, FlowLimit: 2 * flows})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dp.Close()
-	rules.Invalidate = dp.InvalidateFlows
-	in, out := ring.New("in", 1, 1, 256), ring.New("out", 1, 1, 256)
-	dp.AddPort(1, in)
-	dp.AddPort(2, out)
-	benchRules(rules, 2)
-	pmd := dp.PMDs()[0]
+	dp, pmd, in, out := ringBench(b, Config{TxFlushInterval: flushUs, EMCOff: emcOff, FlowLimit: 2 * flows}, benchRules)
 	run := ringRunner(pmd, in, out, benchFrames(flows))
 	// Warm up: install every megaflow (and fill the EMC as far as its
 	// insertion probability goes).
@@ -74,6 +63,25 @@ func benchForward(b *testing.B, flows, flushUs int, emcOff bool) {
 	reportRate(b)
 	ps := dp.Port(2).TxStats()[0]
 	b.ReportMetric(ps.AvgBatch(), "pkts/batch")
+}
+
+// ringBench makes a manual-mode datapath (cfg with Manual and the rule
+// table set) with ring ports 1 (in) and 2 (out), closed when b ends, and
+// install's rules towards port 2.
+func ringBench(b *testing.B, cfg Config, install func(*RuleTable, uint32)) (*Datapath, *PMD, *ring.Port, *ring.Port) {
+	rules := &RuleTable{}
+	cfg.Manual, cfg.Upcall = true, rules
+	dp, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { dp.Close() })
+	rules.Invalidate = dp.InvalidateFlows
+	in, out := ring.New("in", 1, 1, 256), ring.New("out", 1, 1, 256)
+	dp.AddPort(1, in)
+	dp.AddPort(2, out)
+	install(rules, 2)
+	return dp, dp.PMDs()[0], in, out
 }
 
 // ringRunner returns a function that pushes n frames through pmd from

@@ -6,7 +6,6 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
-	"github.com/vswitch-go/vswitch/netdev/ring"
 )
 
 // ctRules is the stateful pipeline of a security group as megaflow rules:
@@ -50,18 +49,7 @@ func BenchmarkConntrack(b *testing.B) {
 }
 
 func benchConntrack(b *testing.B, conns int, plain bool) {
-	rules := &RuleTable{}
-	dp, err := New(Config{Manual: true, Upcall: rules, FlowLimit: 1000})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dp.Close()
-	rules.Invalidate = dp.InvalidateFlows
-	in, out := ring.New("in", 1, 1, 256), ring.New("out", 1, 1, 256)
-	dp.AddPort(1, in)
-	dp.AddPort(2, out)
-	ctRules(rules, 2, plain)
-	pmd := dp.PMDs()[0]
+	dp, pmd, in, out := ringBench(b, Config{FlowLimit: 1000}, func(r *RuleTable, out uint32) { ctRules(r, out, plain) })
 	run := ringRunner(pmd, in, out, benchFrames(conns))
 	run(max(3*conns, 100_000))
 	if !plain && dp.Conntrack().Len() != int64(conns) {
@@ -94,18 +82,7 @@ func BenchmarkConntrackNew(b *testing.B) {
 	if b.N > tuples {
 		b.Skipf("b.N %d beyond the %d distinct tuples", b.N, tuples)
 	}
-	rules := &RuleTable{}
-	dp, err := New(Config{Manual: true, Upcall: rules, FlowLimit: 1000})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dp.Close()
-	rules.Invalidate = dp.InvalidateFlows
-	in, out := ring.New("in", 1, 1, 256), ring.New("out", 1, 1, 256)
-	dp.AddPort(1, in)
-	dp.AddPort(2, out)
-	ctRules(rules, 2, false)
-	pmd := dp.PMDs()[0]
+	dp, pmd, in, out := ringBench(b, Config{FlowLimit: 1000}, func(r *RuleTable, out uint32) { ctRules(r, out, false) })
 	frames := benchFrames(tuples)
 	ringRunner(pmd, in, out, frames[tuples-1000:])(1000) // the megaflows
 	run := ringRunner(pmd, in, out, frames[:tuples-1000])
