@@ -1069,9 +1069,10 @@ func (p *PMD) ctFragment(pkt *packet.Packet, a *actions.Action, rest actions.Lis
 	return true
 }
 
-// track runs the tracker for a CT action and returns the set actions
-// that translate the packet, if its connection has NAT (in p.natActs,
-// valid until the next track). The label, if the action sets one, came
+// track runs the tracker for a CT action on pkt, whose key is valid
+// (execute saw to it), and returns the set actions that translate the
+// packet, if its connection has NAT (in p.natActs, valid until the next
+// track). The label, if the action sets one, came
 // in the CTLabel actions before it.
 func (p *PMD) track(pkt *packet.Packet, a *actions.Action) []actions.Action {
 	prm := &p.ctParams
@@ -1089,9 +1090,6 @@ func (p *PMD) track(pkt *packet.Packet, a *actions.Action) []actions.Action {
 		prm.Helper = conntrack.HelperTFTP
 	default:
 		prm.Helper = conntrack.HelperNone
-	}
-	if !pkt.KeyValid {
-		reextract(pkt)
 	}
 	rw := p.dp.ct.Process(pkt, prm, p.now)
 	prm.NAT = conntrack.NAT{} // the next ct has its own (or none)

@@ -101,13 +101,13 @@ func (t *Tracker) helperCommit(c *Conn, now int64) {
 	}
 }
 
-// helperPacket runs the helper of an established connection on one of its
+// helperPacket runs an established connection's FTP helper on one of its
 // packets: FTP's PORT/EPRT (from the client: the server will connect to
 // the client) and 227/229 replies (from the server: the client will
 // connect to the server). The announced address must be the sender's own
 // (no FTP bounce). c.mu is held.
 func (t *Tracker) helperPacket(c *Conn, pkt *packet.Packet, pp *parsed, reply bool, now int64) {
-	if c.helper != HelperFTP || pp.t.Proto != header.IPProtoTCP || pp.payload == 0 {
+	if pp.t.Proto != header.IPProtoTCP || pp.payload == 0 {
 		return
 	}
 	d := pkt.Data()

@@ -344,7 +344,9 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 				if reply {
 					ct.State |= flow.CTReply
 				}
-				t.helperPacket(c, pkt, &pp, reply, now)
+				if c.helper == HelperFTP {
+					t.helperPacket(c, pkt, &pp, reply, now)
+				}
 			}
 			if c.related {
 				ct.State |= flow.CTRelated
