@@ -166,13 +166,13 @@ func TestOVSDBDrivesTheSwitch(t *testing.T) {
 	nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow13", "del-flows", br, "icmp")
 
 	// A type this switch does not run: reported, the rest untouched.
-	patch := nstest.Name("vspt")
-	srv.vsctl("add-port", br, patch, "--", "set", "Interface", patch, "type=patch", "options:peer=nowhere")
-	if out := strings.TrimSpace(srv.vsctl("get", "Interface", patch, "error")); out != `"unsupported interface type: patch"` {
-		t.Errorf("patch Interface error = %s", out)
+	stt := nstest.Name("vsst")
+	srv.vsctl("add-port", br, stt, "--", "set", "Interface", stt, "type=stt", "options:remote_ip=198.18.9.9")
+	if out := strings.TrimSpace(srv.vsctl("get", "Interface", stt, "error")); out != `"unsupported interface type: stt"` {
+		t.Errorf("stt Interface error = %s", out)
 	}
-	if out := strings.TrimSpace(srv.vsctl("get", "Interface", patch, "ofport")); out != "-1" {
-		t.Errorf("patch Interface ofport = %s, want -1", out)
+	if out := strings.TrimSpace(srv.vsctl("get", "Interface", stt, "ofport")); out != "-1" {
+		t.Errorf("stt Interface ofport = %s, want -1", out)
 	}
 	nstest.Ping(t, a.NS, b.IP)
 
@@ -233,4 +233,68 @@ func TestOVSDBDrivesTheSwitch(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(runDir, br+".mgmt")); !os.IsNotExist(err) {
 		t.Errorf("bridge socket after del-br: %v", err)
 	}
+}
+
+// TestOVSDBPatchPorts: the real ovs-vsctl joins two bridges with patch
+// ports named as OVN names them (longer than an interface name), each
+// bridge with a veth port; traffic crosses, ofport and link_state are
+// filled, ovs-ofctl and ovs-appctl dpif/show list them. A patch port
+// whose peer goes away is down and carries nothing; the peer back, it
+// carries again.
+func TestOVSDBPatchPorts(t *testing.T) {
+	srv := newOVSDBServer(t)
+	nstest.Run(t, "ovs-vsctl", "--db="+srv.db(), "--no-wait", "init")
+	t.Setenv("OVS_RUNDIR", t.TempDir())
+	d := newDaemon(t)
+	d.start("--pidfile", "--db", srv.db())
+	a, b := nstest.TwoHosts(t)
+	br1, br2 := nstest.Name("brpa"), nstest.Name("brpb")
+	p1 := "patch-" + br1 + "-to-" + br2
+	p2 := "patch-" + br2 + "-to-" + br1
+
+	srv.vsctl("add-br", br1, "--", "set", "bridge", br1, "datapath_type=netdev",
+		"--", "add-br", br2, "--", "set", "bridge", br2, "datapath_type=netdev")
+	srv.vsctl("add-port", br1, a.Port, "--", "add-port", br2, b.Port)
+	srv.vsctl("add-port", br1, p1, "--", "set", "Interface", p1, "type=patch", "options:peer="+p2,
+		"--", "add-port", br2, p2, "--", "set", "Interface", p2, "type=patch", "options:peer="+p1)
+	nstest.Ping(t, a.NS, b.IP)
+	// Big enough to be IP fragments: they cross as they are.
+	a.NS.Run(t, "ping", "-c", "2", "-i", "0.2", "-W", "5", "-s", "3000", b.IP)
+	for _, p := range []string{p1, p2} {
+		out := strings.TrimSpace(srv.vsctl("get", "Interface", p, "ofport", "link_state", "error"))
+		if f := strings.Fields(out); len(f) != 3 || f[0] == "-1" || f[1] != "up" || f[2] != "[]" {
+			t.Errorf("Interface %s: ofport, link_state, error = %q", p, out)
+		}
+	}
+	// OpenFlow names carry 15 bytes, as in Open vSwitch.
+	if out := nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow13", "show", br1); !strings.Contains(out, "("+p1[:15]+")") {
+		t.Errorf("ovs-ofctl show %s lacks the patch port:\n%s", br1, out)
+	}
+	if out := nstest.Run(t, "ovs-appctl", "dpif/show"); !regexp.MustCompile(regexp.QuoteMeta(p1) + ` \d+/none: \(patch: peer=` + regexp.QuoteMeta(p2) + `\)`).MatchString(out) {
+		t.Errorf("dpif/show:\n%s", out)
+	}
+
+	// The peer deleted: the remaining end is down and nothing crosses.
+	srv.vsctl("del-port", br2, p2)
+	if out := strings.TrimSpace(srv.vsctl("get", "Interface", p1, "link_state")); out != "down" {
+		t.Errorf("patch port without its peer: link_state %s", out)
+	}
+	if out, err := a.NS.Output("ping", "-c", "1", "-W", "1", b.IP); err == nil {
+		t.Errorf("ping crossed a patch port whose peer is gone:\n%s", out)
+	}
+	srv.vsctl("add-port", br2, p2, "--", "set", "Interface", p2, "type=patch", "options:peer="+p1)
+	nstest.Ping(t, a.NS, b.IP)
+
+	// A patch port without a peer is refused with a reason, the rest runs.
+	bad := nstest.Name("vspp")
+	srv.vsctl("add-port", br1, bad, "--", "set", "Interface", bad, "type=patch")
+	if out := strings.TrimSpace(srv.vsctl("get", "Interface", bad, "ofport", "error")); !strings.HasPrefix(out, "-1\n") || !strings.Contains(out, "options:peer") {
+		t.Errorf("patch port without a peer: ofport and error %q", out)
+	}
+	nstest.Ping(t, a.NS, b.IP)
+
+	// The daemon killed: both bridges and the pair come back.
+	d.kill9()
+	d.start("--pidfile", "--db", srv.db())
+	nstest.Ping(t, a.NS, b.IP)
 }

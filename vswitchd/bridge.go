@@ -370,7 +370,7 @@ func (d *Daemon) openPorts(nb *config.Bridge, names []string, lenient bool) (out
 	failed = map[string]error{}
 	for _, name := range names {
 		pc := nb.Ports[name]
-		dev, driver, err := openNetdev(d.opts.StateDir, d.log.With("bridge", nb.Name), pc)
+		dev, driver, err := openNetdev(d.opts.StateDir, d.log.With("bridge", nb.Name), d.patches, pc)
 		if err != nil {
 			switch {
 			case errors.Is(err, errNoDevice):
@@ -415,7 +415,17 @@ func (b *bridge) attach(p *port) error {
 		return fmt.Errorf("port %q: %w", p.cfg.Name, err)
 	}
 	b.of.SetNormalPort(normalPort(p.no, p.cfg))
-	if err := b.of.AddPortWith(p.no, p.dev, kernelPortOptions(p.dev.Name())); err != nil {
+	var po ofproto.PortOptions
+	if p.cfg.Type == config.PortTypePatch {
+		// No interface to take an address from: a stable local one, as
+		// Open vSwitch gives its patch ports a random one.
+		h := fnv.New64a()
+		h.Write([]byte(p.cfg.Name))
+		po.HWAddr = localMAC(h.Sum64())
+	} else {
+		po = kernelPortOptions(p.dev.Name())
+	}
+	if err := b.of.AddPortWith(p.no, p.dev, po); err != nil {
 		return fmt.Errorf("port %q: %w", p.cfg.Name, err)
 	}
 	p.dp = b.dp.Port(p.no)

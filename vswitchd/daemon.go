@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"github.com/vswitch-go/vswitch/datapath/conntrack"
 	"github.com/vswitch-go/vswitch/datapath/ipf"
+	"github.com/vswitch-go/vswitch/netdev/patch"
 	"io"
 	"log/slog"
 	"maps"
@@ -145,6 +146,8 @@ type Daemon struct {
 	// ipf the settings of the fragment reassembly in front of it.
 	ct  *conntrack.Tracker
 	ipf *ipf.Settings
+	// patches pairs the patch ports of every bridge by name.
+	patches *patch.Hub
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -188,7 +191,7 @@ func Start(opts Options) (*Daemon, error) {
 	}
 	d := &Daemon{opts: opts, log: log, store: store, bridges: map[string]*bridge{},
 		statsBase: map[string]*statsSnapshot{}, ifw: newIfWatch(), stop: make(chan struct{}),
-		exitReq: make(chan struct{}), ct: conntrack.New(), ipf: ipf.NewSettings()}
+		exitReq: make(chan struct{}), ct: conntrack.New(), ipf: ipf.NewSettings(), patches: patch.NewHub()}
 	d.publish()
 	if opts.DefaultBridge != "" && len(store.Get().Bridges) == 0 {
 		if _, err := store.Update(func(c *config.Config) error {

@@ -129,6 +129,7 @@ func (d *Daemon) runtimeValue(p *config.Port, col, key string) (string, error) {
 		return "[]", nil
 	}
 	info, kernel := ifinfo.Get(p.Name)
+	kernel = kernel && p.Type != config.PortTypePatch // a namesake is not the port
 	switch col {
 	case "link_state":
 		return upDown(rp.dev.LinkUp()), nil

@@ -100,6 +100,9 @@ func (s dbSwitch) PortStatus(bridge, name string) ovsdb.PortStatus {
 	// vhost-user or tunnel port): one netlink request for this name, as
 	// the reconciler asks for every port every second (net's
 	// InterfaceByName and ifinfo.Get dump every interface, and ethtool).
+	if p := b.portByName(name); p != nil && p.cfg.Type == config.PortTypePatch {
+		return st // no kernel interface, whatever one of its name says
+	}
 	if l, err := netlink.LinkByName(name); err == nil {
 		a := l.Attrs()
 		st.Ifindex, st.MTU = a.Index, a.MTU

@@ -13,6 +13,7 @@ import (
 	"github.com/vswitch-go/vswitch/netdev"
 	"github.com/vswitch-go/vswitch/netdev/afpacket"
 	"github.com/vswitch-go/vswitch/netdev/afxdp"
+	"github.com/vswitch-go/vswitch/netdev/patch"
 	"github.com/vswitch-go/vswitch/netdev/tap"
 	"github.com/vswitch-go/vswitch/netdev/tunnel"
 	"github.com/vswitch-go/vswitch/netdev/vhostuser"
@@ -33,6 +34,7 @@ var portOptions = map[string][]string{
 	config.PortTypeVhostUserClient: {"n_rxq", "vhost-server-path"},
 	config.PortTypeVXLAN:           tunnelOptionKeys,
 	config.PortTypeGeneve:          tunnelOptionKeys,
+	config.PortTypePatch:           {"peer"},
 }
 
 // openNetdev opens the driver for a configured port and names the driver
@@ -44,7 +46,7 @@ var portOptions = map[string][]string{
 // after a restart): afxdp.New waits for that, and a queue held past its
 // wait is an error the port retry path tries again later, so a port does
 // not change driver behind the user's back.
-func openNetdev(stateDir string, log *slog.Logger, p *config.Port) (netdev.Netdev, string, error) {
+func openNetdev(stateDir string, log *slog.Logger, patches *patch.Hub, p *config.Port) (netdev.Netdev, string, error) {
 	queues := intOption(p.Options, "n_rxq", 0)
 	depth := intOption(p.Options, "n_rxq_desc", 0)
 	switch p.Type {
@@ -100,6 +102,9 @@ func openNetdev(stateDir string, log *slog.Logger, p *config.Port) (netdev.Netde
 			return nil, "", err
 		}
 		dev, err := tunnel.New(p.Name, o)
+		return dev, p.Type, err
+	case config.PortTypePatch:
+		dev, err := patches.Open(p.Name, p.Options["peer"])
 		return dev, p.Type, err
 	}
 	return nil, "", fmt.Errorf("unknown port type %q", p.Type)
@@ -172,7 +177,7 @@ func interfaceExists(name string) error {
 func checkPortOptions(p *config.Port) error {
 	known, ok := portOptions[p.Type]
 	if !ok {
-		return fmt.Errorf("unknown port type %q (want afxdp, afpacket, tap, internal, vhostuser, vhostuserclient, vxlan or geneve)", p.Type)
+		return fmt.Errorf("unknown port type %q (want afxdp, afpacket, tap, internal, vhostuser, vhostuserclient, vxlan, geneve or patch)", p.Type)
 	}
 	for k := range p.Options {
 		if !slices.Contains(known, k) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/netdev/patch"
 	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 	"github.com/vswitch-go/vswitch/vswitchd/unixctl"
 )
@@ -249,6 +250,11 @@ func (d *Daemon) ctlDpifShow([]string) (string, error) {
 			typ := p.driver
 			if typ == "" {
 				typ = p.cfg.Type
+			}
+			if pp, ok := p.dev.(*patch.Port); ok {
+				// As ovs-vswitchd: a patch port has no datapath port.
+				fmt.Fprintf(&body, "    %s %d/none: (patch: peer=%s)\n", p.cfg.Name, p.no, pp.Peer())
+				continue
 			}
 			fmt.Fprintf(&body, "    %s %d/%d: (%s)\n", p.cfg.Name, p.no, odp, typ)
 			odp++

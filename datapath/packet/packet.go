@@ -108,7 +108,9 @@ type State struct {
 	// Recircs counts the packet's recirculations (passes through the
 	// PMD's caches after the first), so the PMD can bound them.
 	Recircs uint8
-	_       uint8
+	// Hops counts the patch ports the packet has crossed, so that patch
+	// ports joined into a loop end it (netdev/patch).
+	Hops uint8
 	// Offload is the frame's GSO and partial-checksum state. Only drivers
 	// that received the frame as one GSO super-frame set it.
 	Offload Offload
@@ -152,13 +154,13 @@ func (p *Packet) Headroom() int { return int(p.off) }
 
 // SetData replaces the frame with a copy of data, keeping the default
 // headroom, and forgets the old frame's key, hash, tunnel and offload state
-// (not Recircs: that is the packet's, not the frame's). It truncates data
+// (not Recircs and Hops: they are the packet's, not the frame's). It truncates data
 // that does not fit and returns the bytes copied.
 func (p *Packet) SetData(data []byte) int {
 	off := min(Headroom, len(p.buf))
 	n := copy(p.buf[off:], data)
 	p.off, p.length = int32(off), int32(n)
-	p.State = State{inPool: p.inPool, Recircs: p.Recircs}
+	p.State = State{inPool: p.inPool, Recircs: p.Recircs, Hops: p.Hops}
 	return n
 }
 
@@ -220,6 +222,7 @@ func (p *Packet) CopyFrom(src *Packet) bool {
 	p.HashValid = src.HashValid
 	p.KeyValid = src.KeyValid
 	p.HasTunnel = src.HasTunnel
+	p.Hops = src.Hops
 	p.Offload = src.Offload
 	if src.HasTunnel {
 		p.TunnelID, p.Tunnel = src.TunnelID, src.Tunnel

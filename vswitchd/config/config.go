@@ -21,6 +21,9 @@ const (
 	// Tunnel ports: no kernel interface, UDP sockets to remote hosts.
 	PortTypeVXLAN  = "vxlan"
 	PortTypeGeneve = "geneve"
+	// PortTypePatch is joined to the patch port options:peer names, in
+	// this bridge or another: no kernel interface either.
+	PortTypePatch = "patch"
 )
 
 // Fail modes decide what a bridge does while no controller is connected.

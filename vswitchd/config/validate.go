@@ -137,8 +137,20 @@ func Validate(c *Config) error {
 				add("%s: missing definition", pwhere)
 				continue
 			}
-			if err := checkName(pname); err != nil {
+			if err := checkPortName(p, pname); err != nil {
 				add("%s: %v", pwhere, err)
+			}
+			if p.Type == PortTypePatch {
+				switch peer := p.Options["peer"]; {
+				case peer == "":
+					add("%s: a patch port needs options:peer", pwhere)
+				case peer == pname:
+					add("%s: a patch port cannot be its own peer", pwhere)
+				default:
+					if err := checkPortName(p, peer); err != nil {
+						add("%s: options:peer: %v", pwhere, err)
+					}
+				}
 			}
 			if p.Name != pname {
 				add("%s: name field %q does not match its key", pwhere, p.Name)
@@ -260,14 +272,30 @@ func ParseAffinity(v string) (map[int]int, error) {
 	return out, nil
 }
 
+// MaxPatchNameLen is the longest patch port name. A patch port is no
+// interface, and OVN names its patch ports after the networks they join
+// ("patch-provnet-<uuid>-to-br-int"), past Linux's 15 bytes.
+const MaxPatchNameLen = 255
+
+// checkPortName is checkName for port p named n (its own name or its
+// peer's): a patch port's names may be longer.
+func checkPortName(p *Port, n string) error {
+	if p != nil && p.Type == PortTypePatch {
+		return checkNameLen(n, MaxPatchNameLen)
+	}
+	return checkName(n)
+}
+
 // checkName refuses names Linux would refuse for an interface, since ports
 // (and each bridge's internal port) become interfaces or socket files.
-func checkName(n string) error {
+func checkName(n string) error { return checkNameLen(n, MaxNameLen) }
+
+func checkNameLen(n string, maxLen int) error {
 	switch {
 	case n == "":
 		return errors.New("empty name")
-	case len(n) > MaxNameLen:
-		return fmt.Errorf("name longer than %d bytes", MaxNameLen)
+	case len(n) > maxLen:
+		return fmt.Errorf("name longer than %d bytes", maxLen)
 	case n == "." || n == "..":
 		return errors.New(`name may not be "." or ".."`)
 	case strings.ContainsAny(n, "/%: \t\n\v\f\r\x00"):
@@ -352,7 +380,7 @@ func knownPortType(t string) bool {
 	switch t {
 	case PortTypeAuto, PortTypeAFXDP, PortTypeAFPacket, PortTypeTap,
 		PortTypeVhostUser, PortTypeVhostUserClient, PortTypeInternal,
-		PortTypeVXLAN, PortTypeGeneve:
+		PortTypeVXLAN, PortTypeGeneve, PortTypePatch:
 		return true
 	}
 	return false

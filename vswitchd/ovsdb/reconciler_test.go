@@ -324,9 +324,13 @@ func TestReconcileAppliesAndReports(t *testing.T) {
 	}
 	add(portRows("br0", "internal", nil))
 	add(portRows("p1", "", nil))
-	p2, i2 := portRows("p2", "patch", nil)
-	i2.Options = map[string]string{"peer": "x"}
-	add(p2, i2)
+	add(portRows("p2", "stt", nil))
+	// A patch port with a name longer than an interface's, and one
+	// without its peer.
+	pp, ip := portRows("patch-provnet-0123456789-to-br-int", "patch", nil)
+	ip.Options = map[string]string{"peer": "patch-br-int-to-provnet-0123456789"}
+	add(pp, ip)
+	add(portRows("p5", "patch", nil))
 	add(portRows("p3", "", intp(4095))) // the schema allows 4095, 802.1Q reserves it
 	p4, i4 := portRows("p4", "vxlan", intp(10))
 	i4.Options = map[string]string{"remote_ip": "192.0.2.1"}
@@ -355,8 +359,14 @@ func TestReconcileAppliesAndReports(t *testing.T) {
 	if b == nil {
 		t.Fatal("bridge br0 not applied")
 	}
-	if got := slices.Sorted(maps.Keys(b.Ports)); !slices.Equal(got, []string{"p1", "p4"}) {
-		t.Errorf("ports applied %v, want [p1 p4] (br0 is the bridge's own, p2 and p3 refused)", got)
+	if got := slices.Sorted(maps.Keys(b.Ports)); !slices.Equal(got, []string{"p1", "p4", "patch-provnet-0123456789-to-br-int"}) {
+		t.Errorf("ports applied %v, want [p1 p4 patch-provnet-0123456789-to-br-int] (br0 is the bridge's own, p2, p3 and p5 refused)", got)
+	}
+	if p := b.Ports["patch-provnet-0123456789-to-br-int"]; p == nil || p.Type != config.PortTypePatch || p.Options["peer"] != "patch-br-int-to-provnet-0123456789" {
+		t.Errorf("patch port applied as %+v", p)
+	}
+	if i := v.iface("p5"); deref(i.Ofport) != -1 || !strings.Contains(deref(i.Error), "needs options:peer") {
+		t.Errorf("p5: ofport %v error %v, want -1 and the missing peer said", deref(i.Ofport), deref(i.Error))
 	}
 	if p := b.Ports["p4"]; p == nil || p.Type != config.PortTypeVXLAN || p.OFPort != 9 || p.Tag != 10 || p.Options["remote_ip"] != "192.0.2.1" {
 		t.Errorf("p4 applied as %+v", p)
@@ -387,15 +397,15 @@ func TestReconcileAppliesAndReports(t *testing.T) {
 	}
 	waitFor(t, "p1's statistics", func() bool { return v.iface("p1").Statistics["rx_packets"] == 42 })
 	i := v.iface("p2")
-	if deref(i.Ofport) != -1 || deref(i.Error) != "unsupported interface type: patch" {
-		t.Errorf("p2: ofport %v error %v, want -1 and unsupported interface type: patch", deref(i.Ofport), deref(i.Error))
+	if deref(i.Ofport) != -1 || deref(i.Error) != "unsupported interface type: stt" {
+		t.Errorf("p2: ofport %v error %v, want -1 and unsupported interface type: stt", deref(i.Ofport), deref(i.Error))
 	}
 	i = v.iface("p3")
 	if deref(i.Ofport) != -1 || !strings.Contains(deref(i.Error), "tag 4095") {
 		t.Errorf("p3: ofport %v error %v, want -1 and the tag refused", deref(i.Ofport), deref(i.Error))
 	}
 	o := v.ovs()
-	if !slices.Contains(o.IfaceTypes, "vxlan") || slices.Contains(o.IfaceTypes, "patch") || !slices.Equal(o.DatapathTypes, DatapathTypes) || deref(o.OVSVersion) != "test" || deref(o.DbVersion) != "8.3.1" {
+	if !slices.Contains(o.IfaceTypes, "vxlan") || !slices.Contains(o.IfaceTypes, "patch") || slices.Contains(o.IfaceTypes, "stt") || !slices.Equal(o.DatapathTypes, DatapathTypes) || deref(o.OVSVersion) != "test" || deref(o.DbVersion) != "8.3.1" {
 		t.Errorf("Open_vSwitch: iface_types %v datapath_types %v ovs_version %v db_version %v", o.IfaceTypes, o.DatapathTypes, deref(o.OVSVersion), deref(o.DbVersion))
 	}
 
@@ -404,7 +414,7 @@ func TestReconcileAppliesAndReports(t *testing.T) {
 	if err := sw.Reconcile(func(c *config.Config) error { c.Bridges["br0"].Flows = []string{"priority=1 actions=drop"}; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	i2 = new(vswitchdb.Interface)
+	i2 := new(vswitchdb.Interface)
 	*i2 = v.iface("p2")
 	i2.Type = ""
 	ops, err = v.cli.Where(i2).Update(i2, &i2.Type)

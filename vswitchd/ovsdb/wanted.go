@@ -30,6 +30,7 @@ var ifaceTypes = map[string]string{
 	"vhostuserclient": config.PortTypeVhostUserClient,
 	"vxlan":           config.PortTypeVXLAN,
 	"geneve":          config.PortTypeGeneve,
+	"patch":           config.PortTypePatch,
 }
 
 // IfaceTypes is what Open_vSwitch.iface_types reports: the types above,
