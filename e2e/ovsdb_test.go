@@ -240,7 +240,7 @@ func TestOVSDBDrivesTheSwitch(t *testing.T) {
 // bridge with a veth port; traffic crosses, ofport and link_state are
 // filled, ovs-ofctl and ovs-appctl dpif/show list them. A patch port
 // whose peer goes away is down and carries nothing; the peer back, it
-// carries again.
+// carries again. mtu_request sets the veths' MTU and packets of it cross.
 func TestOVSDBPatchPorts(t *testing.T) {
 	srv := newOVSDBServer(t)
 	nstest.Run(t, "ovs-vsctl", "--db="+srv.db(), "--no-wait", "init")
@@ -291,6 +291,30 @@ func TestOVSDBPatchPorts(t *testing.T) {
 	if out := strings.TrimSpace(srv.vsctl("get", "Interface", bad, "ofport", "error")); !strings.HasPrefix(out, "-1\n") || !strings.Contains(out, "options:peer") {
 		t.Errorf("patch port without a peer: ofport and error %q", out)
 	}
+	nstest.Ping(t, a.NS, b.IP)
+
+	// mtu_request sets the kernel interface's MTU: frames of it then
+	// cross both bridges and the patch pair unfragmented (the ports
+	// change to AF_PACKET, as AF_XDP frames cannot hold them).
+	srv.vsctl("set", "Interface", a.Port, "mtu_request=1800", "--", "set", "Interface", b.Port, "mtu_request=1800")
+	for _, h := range []*nstest.Host{a, b} {
+		if out := strings.TrimSpace(srv.vsctl("get", "Interface", h.Port, "mtu", "mtu_request")); out != "1800\n1800" {
+			t.Errorf("Interface %s mtu, mtu_request = %q", h.Port, out)
+		}
+		h.NS.Run(t, "ip", "link", "set", h.Dev, "mtu", "1800")
+	}
+	if out, err := a.NS.Output("ping", "-c", "3", "-i", "0.2", "-W", "5", "-M", "do", "-s", "1772", b.IP); err != nil {
+		t.Errorf("1800-byte packets across the patch pair: %v\n%s", err, out)
+	}
+	// A jumbo MTU the switch's buffers cannot carry is not applied.
+	srv.vsctl("set", "Interface", a.Port, "mtu_request=9000")
+	if out := strings.TrimSpace(srv.vsctl("get", "Interface", a.Port, "mtu")); out != "1800" {
+		t.Errorf("mtu_request=9000: Interface mtu %s, want it kept at 1800", out)
+	}
+	if out, _ := nstest.Output("ovs-vsctl", "--db="+srv.db(), "--timeout=30", "set", "Interface", a.Port, "mtu_request=20"); !strings.Contains(srv.vsctl("get", "Interface", a.Port, "error"), "mtu_request 20") {
+		t.Errorf("mtu_request=20 not reported: %s", out)
+	}
+	srv.vsctl("set", "Interface", a.Port, "mtu_request=1500")
 	nstest.Ping(t, a.NS, b.IP)
 
 	// The daemon killed: both bridges and the pair come back.

@@ -766,7 +766,8 @@ func normalPort(no uint32, p *config.Port) normal.PortConfig {
 
 // portNeedsReopen reports whether a port's change needs a new driver.
 func portNeedsReopen(old, next *config.Port) bool {
-	return old.Type != next.Type || old.OFPort != next.OFPort || !maps.Equal(old.Options, next.Options)
+	return old.Type != next.Type || old.OFPort != next.OFPort || !maps.Equal(old.Options, next.Options) ||
+		old.MTURequest != next.MTURequest
 }
 
 // installTables replaces the flow, group and meter tables with the ones

@@ -32,8 +32,8 @@ var mapKeys = map[string][]string{
 var columns = map[string][]string{
 	tableSwitch:    {"other_config"},
 	tableBridge:    {"name", "fail_mode", "controller", "datapath_id", "protocols", "other_config"},
-	tablePort:      {"name", "type", "options", "ofport", "ofport_request", "other_config", "tag", "trunks"},
-	tableInterface: {"name", "type", "options", "ofport", "ofport_request", "other_config", "tag", "trunks"},
+	tablePort:      {"name", "type", "options", "ofport", "ofport_request", "mtu_request", "other_config", "tag", "trunks"},
+	tableInterface: {"name", "type", "options", "ofport", "ofport_request", "mtu_request", "other_config", "tag", "trunks"},
 }
 
 // normTable maps ovs-vsctl's table names (any case) to ours.
@@ -137,6 +137,17 @@ func setColumn(c *config.Config, table string, rec any, kv string) error {
 				return fmt.Errorf("ofport_request %q is not a number in 1..%d", value, config.MaxOFPort)
 			}
 			r.OFPortRequest = n
+			return nil
+		case "mtu_request":
+			if l := splitList(value); len(l) == 0 {
+				r.MTURequest = 0 // mtu_request=[] clears it
+				return nil
+			}
+			n, err := strconv.Atoi(value)
+			if err != nil || n < config.MinMTU || n > config.MaxMTU {
+				return fmt.Errorf("mtu_request %q is not a number in %d..%d", value, config.MinMTU, config.MaxMTU)
+			}
+			r.MTURequest = n
 			return nil
 		case "tag":
 			if l := splitList(value); len(l) == 0 {
@@ -256,6 +267,11 @@ func getColumn(table string, rec any, spec string) (string, error) {
 				return "[]", nil
 			}
 			return strconv.FormatUint(uint64(r.OFPortRequest), 10), nil
+		case "mtu_request":
+			if r.MTURequest == 0 {
+				return "[]", nil
+			}
+			return strconv.Itoa(r.MTURequest), nil
 		case "tag":
 			if r.Tag == 0 {
 				return "[]", nil

@@ -145,6 +145,11 @@ func removeValue(table string, rec any, col, v string) error {
 				r.OFPortRequest = 0
 			}
 			return nil
+		case "mtu_request":
+			if n, err := strconv.Atoi(v); err == nil && n == r.MTURequest {
+				r.MTURequest = 0
+			}
+			return nil
 		}
 	}
 	m, err := mapColumn(table, rec, col, false)
@@ -220,6 +225,9 @@ func clearColumn(table string, rec any, col string) error {
 			return nil
 		case "ofport_request":
 			r.OFPortRequest = 0
+			return nil
+		case "mtu_request":
+			r.MTURequest = 0
 			return nil
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/netdev"
 	"github.com/vswitch-go/vswitch/netdev/afpacket"
 	"github.com/vswitch-go/vswitch/netdev/afxdp"
@@ -37,6 +38,15 @@ var portOptions = map[string][]string{
 	config.PortTypePatch:           {"peer"},
 }
 
+// maxCarriedMTU is the largest MTU whose frames (with a VLAN tag) fit a
+// PMD's packet buffer: jumbo frames are not carried, except TCP that
+// ports take and send as GSO super-frames.
+const maxCarriedMTU = packet.DefaultBufSize - packet.Headroom - 18
+
+// afxdpMaxMTU is the largest MTU whose frames (with a VLAN tag) fit the
+// AF_XDP driver's default UMEM frame, after the kernel's XDP headroom.
+const afxdpMaxMTU = afxdp.DefaultFrameSize - 256 - 18
+
 // openNetdev opens the driver for a configured port and names the driver
 // it chose.
 //
@@ -49,10 +59,22 @@ var portOptions = map[string][]string{
 func openNetdev(stateDir string, log *slog.Logger, patches *patch.Hub, p *config.Port) (netdev.Netdev, string, error) {
 	queues := intOption(p.Options, "n_rxq", 0)
 	depth := intOption(p.Options, "n_rxq_desc", 0)
-	switch p.Type {
-	case config.PortTypeAuto:
+	if kernelPortType(p.Type) {
 		if err := interfaceExists(p.Name); err != nil {
 			return nil, "", err
+		}
+		// Before the driver opens: AF_XDP in native mode and AF_PACKET's
+		// ring size depend on it.
+		applyMTURequest(log, p)
+	}
+	switch p.Type {
+	case config.PortTypeAuto:
+		if ifi, err := net.InterfaceByName(p.Name); err == nil && ifi.MTU > afxdpMaxMTU {
+			// Jumbo frames do not fit an AF_XDP frame; AF_PACKET takes
+			// them (and with native XDP attached, a veth would also cap
+			// its peer's MTU).
+			dev, err := afpacket.New(p.Name, afpacket.Options{Queues: max(queues, 1), RxFrames: depth})
+			return dev, config.PortTypeAFPacket, err
 		}
 		dev, xerr := afxdp.New(p.Name, xdpRxDepth(afxdp.Options{Queues: queues, Log: log}, depth))
 		if xerr == nil {
@@ -67,9 +89,6 @@ func openNetdev(stateDir string, log *slog.Logger, patches *patch.Hub, p *config
 		}
 		return pdev, config.PortTypeAFPacket, nil
 	case config.PortTypeAFXDP:
-		if err := interfaceExists(p.Name); err != nil {
-			return nil, "", err
-		}
 		mode, err := xdpMode(p)
 		if err != nil {
 			return nil, "", err
@@ -77,13 +96,13 @@ func openNetdev(stateDir string, log *slog.Logger, patches *patch.Hub, p *config
 		dev, err := afxdp.New(p.Name, xdpRxDepth(afxdp.Options{Queues: queues, Mode: mode, Log: log}, depth))
 		return dev, p.Type, err
 	case config.PortTypeAFPacket:
-		if err := interfaceExists(p.Name); err != nil {
-			return nil, "", err
-		}
 		dev, err := afpacket.New(p.Name, afpacket.Options{Queues: max(queues, 1), RxFrames: depth})
 		return dev, p.Type, err
 	case config.PortTypeTap, config.PortTypeInternal:
 		dev, err := tap.New(p.Name, tap.Options{Queues: queues})
+		if err == nil {
+			applyMTURequest(log, p)
+		}
 		return dev, p.Type, err
 	case config.PortTypeVhostUser, config.PortTypeVhostUserClient:
 		path := p.Options["vhost-server-path"]
@@ -236,4 +255,26 @@ func typeName(t string) string {
 		return "(automatic)"
 	}
 	return t
+}
+
+// applyMTURequest sets the port's kernel interface to its mtu_request, if
+// it has one and the MTU differs. A refusal (an MTU the driver does not
+// take) is logged and the port runs with the MTU it has, which
+// Interface:mtu shows, as ovs-vswitchd does.
+func applyMTURequest(log *slog.Logger, p *config.Port) {
+	if p.MTURequest == 0 {
+		return
+	}
+	if p.MTURequest > maxCarriedMTU {
+		log.Warn("mtu_request not applied: the switch's packet buffers carry frames of an MTU up to "+strconv.Itoa(maxCarriedMTU)+" (and TCP as GSO super-frames); the interface keeps its MTU",
+			"port", p.Name, "mtu_request", p.MTURequest)
+		return
+	}
+	l, err := netlink.LinkByName(p.Name)
+	if err == nil && l.Attrs().MTU != p.MTURequest {
+		err = netlink.LinkSetMTU(l, p.MTURequest)
+	}
+	if err != nil {
+		log.Warn("mtu_request not applied", "port", p.Name, "mtu_request", p.MTURequest, "err", err)
+	}
 }

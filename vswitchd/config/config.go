@@ -98,6 +98,9 @@ type Port struct {
 	// untagged VLAN); neither leaves the port in the untagged network.
 	Tag    uint16   `json:"tag,omitempty"`
 	Trunks []uint16 `json:"trunks,omitempty"`
+	// MTURequest, when non-zero, is the MTU the port's kernel interface
+	// is set to (Interface:mtu_request), before its driver opens.
+	MTURequest int `json:"mtu_request,omitempty"`
 }
 
 // Clone returns a deep copy, so callers can never mutate the store's state.

@@ -510,3 +510,35 @@ func TestValidateAccepts(t *testing.T) {
 		t.Fatalf("duplicate ofport: err = %v", err)
 	}
 }
+
+// TestValidatePatchAndMTU: a patch port needs a peer other than itself and
+// may have a long name; mtu_request is bounded and only for ports with a
+// kernel interface.
+func TestValidatePatchAndMTU(t *testing.T) {
+	long := "patch-provnet-0123456789abcdef-to-br-int"
+	for _, tc := range []struct {
+		name string
+		p    Port
+		want string // "" accepts
+	}{
+		{"patch", Port{Name: long, Type: PortTypePatch, Options: map[string]string{"peer": long + "x"}}, ""},
+		{"patch without peer", Port{Name: "pp", Type: PortTypePatch}, "needs options:peer"},
+		{"patch its own peer", Port{Name: "pp", Type: PortTypePatch, Options: map[string]string{"peer": "pp"}}, "its own peer"},
+		{"long name not patch", Port{Name: long, Type: PortTypeInternal}, "name longer than 15"},
+		{"mtu", Port{Name: "p", Type: PortTypeInternal, MTURequest: 1400}, ""},
+		{"mtu too small", Port{Name: "p", MTURequest: 67}, "mtu_request 67 outside 68..65535"},
+		{"mtu on a tunnel", Port{Name: "p", Type: PortTypeVXLAN, Options: map[string]string{"remote_ip": "198.18.0.1"}, MTURequest: 1400}, "no kernel interface"},
+		{"mtu on a patch", Port{Name: "p", Type: PortTypePatch, Options: map[string]string{"peer": "q"}, MTURequest: 1400}, "no kernel interface"},
+	} {
+		p := tc.p
+		p.OFPort = 1
+		c := &Config{Bridges: map[string]*Bridge{"br0": {Name: "br0", FailMode: FailModeStandalone, Ports: map[string]*Port{p.Name: &p}}}}
+		err := Validate(c)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}

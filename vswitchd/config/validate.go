@@ -176,6 +176,14 @@ func Validate(c *Config) error {
 			if p.OFPortRequest > MaxOFPort {
 				add("%s: ofport_request %d outside 1..%d", pwhere, p.OFPortRequest, MaxOFPort)
 			}
+			if p.MTURequest != 0 {
+				switch {
+				case p.MTURequest < MinMTU || p.MTURequest > MaxMTU:
+					add("%s: mtu_request %d outside %d..%d", pwhere, p.MTURequest, MinMTU, MaxMTU)
+				case !hasKernelInterface(p.Type):
+					add("%s: mtu_request: a %s port has no kernel interface whose MTU it could set", pwhere, p.Type)
+				}
+			}
 			if p.Tag > MaxVLAN {
 				add("%s: tag %d outside 0..%d", pwhere, p.Tag, MaxVLAN)
 			}
@@ -374,6 +382,23 @@ func tunnelEndpoint(p *Port) string {
 		}
 	}
 	return canon(p.Options["local_ip"]) + "|" + port + "|" + canon(p.Options["remote_ip"])
+}
+
+// MinMTU and MaxMTU bound mtu_request: IPv4's minimum, and the most an
+// Ethernet frame's IP packet can be in this switch's buffers (64 KiB).
+const (
+	MinMTU = 68
+	MaxMTU = 65535
+)
+
+// hasKernelInterface reports whether ports of type t drive or create a
+// kernel network interface, whose MTU mtu_request sets.
+func hasKernelInterface(t string) bool {
+	switch t {
+	case PortTypeAuto, PortTypeAFXDP, PortTypeAFPacket, PortTypeTap, PortTypeInternal:
+		return true
+	}
+	return false
 }
 
 func knownPortType(t string) bool {

@@ -358,7 +358,7 @@ func (p *plan) addBridge(r *rows, rb *vswitchdb.Bridge, portOwner map[string]str
 			}
 		}
 		if ri.MTURequest != nil {
-			p.problems = append(p.problems, fmt.Sprintf("interface %q: mtu_request is not supported yet: the interface keeps its MTU", ri.Name))
+			cp.MTURequest = *ri.MTURequest
 		}
 		// Validate needs a number; the store assigns the real one.
 		alone := cp.Clone()
