@@ -193,3 +193,23 @@ type GSOCounters struct {
 func (c *GSOCounters) Load() GSOStats {
 	return GSOStats{RxWhole: c.RxWhole.Load(), RxSegmented: c.RxSegmented.Load(), TxWhole: c.TxWhole.Load()}
 }
+
+// TunnelOption is a Geneve option the switch's TLV table maps to a
+// tun_metadata field (OpenFlow's NXT_TLV_TABLE_MOD): a received option of
+// this class, type and length fills the field, and a packet output with
+// the field set carries the option.
+type TunnelOption struct {
+	Class uint16
+	Type  uint8
+	// Len is the option's data length in bytes, a multiple of 4.
+	Len uint8
+	// Index is N of tun_metadataN.
+	Index int
+}
+
+// TunnelOptionMapper is implemented by ports that carry tunnel options
+// (Geneve): the bridge tells them the mapping its TLV table holds, nil
+// for none, whenever it changes and when the port joins.
+type TunnelOptionMapper interface {
+	MapTunnelOption(o *TunnelOption)
+}

@@ -455,6 +455,10 @@ func tunnelFields(t, m *Tunnel) []string {
 		b.WriteByte(')')
 		fs = append(fs, b.String())
 	}
+	if n := t.OptIndex(); n >= 0 && m.Flags&TunFlagOptIndex != 0 {
+		// The one Geneve option the key carries, under its field's name.
+		fs = append(fs, fieldU(fmt.Sprintf("tun_metadata%d", n), uint64(ipv4U32(t.Opt)), uint64(ipv4U32(m.Opt)), 0xffffffff))
+	}
 	return fs
 }
 

@@ -27,6 +27,15 @@ const (
 	TunFlagCsum         = 1 << 2 // outer UDP checksum present (or to compute)
 	TunFlagKey          = 1 << 3 // the header carried a key (VNI)
 
+	// TunFlagOptIndex holds, plus one, the index N of the tun_metadataN
+	// field whose Geneve option Tunnel.Opt carries (0: none). Open
+	// vSwitch keeps up to 64 options in 256 bytes; this key has room for
+	// one 4-byte option, what OVN maps (class 0x0102, type 0x80), and
+	// tracks which field it is, so a match on tun_metadataN is a match
+	// on these bits and Opt with no mapping table in the classifier.
+	TunFlagOptIndex      = 0x7f << TunFlagOptIndexShift
+	TunFlagOptIndexShift = 8
+
 	// TunFlagsPublic are the bits OpenFlow's tun_flags can match.
 	TunFlagsPublic = TunFlagOAM
 )
@@ -47,7 +56,26 @@ type Tunnel struct {
 	Flags    uint16   // TunFlag*
 	TOS      uint8    // outer IPv4 TOS / IPv6 traffic class
 	TTL      uint8    // outer TTL / hop limit (0 on output: the port's default)
-	Pad      [4]byte  // always zero
+	// Opt is the data of the Geneve option the TLV table maps to the
+	// field TunFlagOptIndex names, right-aligned (a shorter option leaves
+	// the first bytes zero).
+	Opt [4]byte
+}
+
+// OptIndex returns N when t carries tun_metadataN, else -1.
+func (t *Tunnel) OptIndex() int {
+	return int(t.Flags&TunFlagOptIndex>>TunFlagOptIndexShift) - 1
+}
+
+// SetOpt makes t carry tun_metadataN (n in 0..63) with value v, or none
+// when n is negative.
+func (t *Tunnel) SetOpt(n int, v [4]byte) {
+	t.Flags &^= TunFlagOptIndex
+	t.Opt = [4]byte{}
+	if n >= 0 {
+		t.Flags |= uint16(n+1) << TunFlagOptIndexShift
+		t.Opt = v
+	}
 }
 
 // IsZero reports whether no tunnel metadata is set.

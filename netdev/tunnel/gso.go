@@ -52,7 +52,8 @@ type gsoTx struct {
 	fds   [gsoSockets]int
 	on    bool
 	fails int
-	hdr   [hdrLen]byte // every segment of a run has the same VNI
+	hdr   [maxHdrLen]byte // every segment of a run has the same header
+	hl    int             // hdr's length
 	iovs  [2 * packet.BatchSize]unix.Iovec
 	ctrl  [gsoCtrlLen]byte // UDP_SEGMENT, then the run's TOS and TTL when they are not the socket's
 	name  unix.RawSockaddrInet6
@@ -78,7 +79,7 @@ type gsoTx struct {
 	smsgs [gsoMaxSegs]mmsghdr
 	super superCounters
 	// flat holds a run of small frames with their headers (sendGSO).
-	flat [gsoMaxSegs * (hdrLen + flatMax)]byte
+	flat [gsoMaxSegs * (maxHdrLen + flatMax)]byte
 }
 
 // flatMax is the largest frame a run copies into gsoTx.flat instead of
@@ -175,24 +176,25 @@ func closeGSO(g *gsoTx) {
 // than 2 is no run, and so is a run that a single datagram could carry
 // (runMin): a peer whose generic XDP program sees a segmented send as one
 // frame tells it from a datagram only by its length.
-func (p *Port) gsoRun(pkts []*packet.Packet, dst *[16]byte, vni uint32) int {
+func (p *Port) gsoRun(pkts []*packet.Packet, dst *[16]byte, key hdrKey, m *netdev.TunnelOption) int {
 	seg := len(pkts[0].Data())
 	hash := flowHash(pkts[0])
 	tos, ttl := p.outerTOSTTL(pkts[0].Data())
-	total := hdrLen + seg
+	hl := key.len()
+	total := hl + seg
 	n := 1
 	for n < len(pkts) && n < gsoMaxSegs {
 		q := pkts[n]
-		d, v, ok := p.target(q)
+		d, k, ok := p.target(q, m)
 		l := len(q.Data())
-		if !ok || q.GSO() || v != vni || *d != *dst || l > seg || l == 0 || total+hdrLen+l > gsoMaxBytes || flowHash(q) != hash {
+		if !ok || q.GSO() || k != key || *d != *dst || l > seg || l == 0 || total+hl+l > gsoMaxBytes || flowHash(q) != hash {
 			break
 		}
 		// One run has one outer TOS and TTL.
 		if qtos, qttl := p.outerTOSTTL(q.Data()); qtos != tos || qttl != ttl {
 			break
 		}
-		total += hdrLen + l
+		total += hl + l
 		n++
 		if l < seg {
 			break
@@ -239,9 +241,9 @@ func (g *gsoTx) refused(e unix.Errno) {
 // without counting anything, when the kernel refused the segmentation and
 // the run must go the ordinary way; else the run is sent (sent packets,
 // inner bytes), or dropped as a whole (drops, counted by cause here).
-func (p *Port) sendGSO(q int, run []*packet.Packet, dst *[16]byte, vni uint32) (handled bool, sent int, bytes, drops uint64) {
+func (p *Port) sendGSO(q int, run []*packet.Packet, dst *[16]byte, key hdrKey, opt *netdev.TunnelOption) (handled bool, sent int, bytes, drops uint64) {
 	g := &p.tx[q].gso
-	encapHeader(p.opt.Kind, &g.hdr, vni)
+	g.hl = encapHeader(p.opt.Kind, &g.hdr, key, opt)
 	niov := 2 * len(run)
 	if len(run[0].Data()) <= flatMax && !noFlat {
 		// Small frames are copied into one buffer: the kernel walks an
@@ -250,8 +252,8 @@ func (p *Port) sendGSO(q int, run []*packet.Packet, dst *[16]byte, vni uint32) (
 		off := 0
 		for _, pkt := range run {
 			d := pkt.Data()
-			copy(g.flat[off:], g.hdr[:])
-			off += hdrLen + copy(g.flat[off+hdrLen:], d)
+			copy(g.flat[off:], g.hdr[:g.hl])
+			off += g.hl + copy(g.flat[off+g.hl:], d)
 			bytes += uint64(len(d))
 		}
 		g.iovs[0].Base = &g.flat[0]
@@ -261,13 +263,13 @@ func (p *Port) sendGSO(q int, run []*packet.Packet, dst *[16]byte, vni uint32) (
 		for i, pkt := range run {
 			d := pkt.Data()
 			g.iovs[2*i].Base = &g.hdr[0]
-			g.iovs[2*i].SetLen(hdrLen)
+			g.iovs[2*i].SetLen(g.hl)
 			g.iovs[2*i+1].Base = &d[0]
 			g.iovs[2*i+1].SetLen(len(d))
 			bytes += uint64(len(d))
 		}
 	}
-	binary.NativeEndian.PutUint16(g.ctrl[unix.SizeofCmsghdr:], uint16(hdrLen+len(run[0].Data())))
+	binary.NativeEndian.PutUint16(g.ctrl[unix.SizeofCmsghdr:], uint16(g.hl+len(run[0].Data())))
 	g.name = sockaddr(*dst, p.opt.DstPort)
 	m := &g.msg
 	g.setName(m)
@@ -357,11 +359,12 @@ func (p *Port) SuperStats() SuperStats {
 // datagrams, gsoMaxBytes per call: a 64 KiB frame needs two, as each
 // segment repeats the headers). It returns whether every segment went,
 // and the segments dropped (counted by cause here).
-func (p *Port) sendSuper(q int, pkt *packet.Packet, dst *[16]byte, vni uint32) (ok bool, drops uint64) {
+func (p *Port) sendSuper(q int, pkt *packet.Packet, dst *[16]byte, key hdrKey, m *netdev.TunnelOption) (ok bool, drops uint64) {
 	g := &p.tx[q].gso
 	causes := &p.causes[q]
 	d := pkt.Data()
-	fast := g.seg.reset(d, &pkt.Offload, p.mtu)
+	g.hl = encapHeader(p.opt.Kind, &g.hdr, key, m)
+	fast := g.seg.reset(d, &pkt.Offload, p.mtu, g.hl)
 	if !fast {
 		h := vnethdr.Header(pkt.Offload)
 		if g.vseg.Reset(&h, d) != nil {
@@ -372,7 +375,6 @@ func (p *Port) sendSuper(q int, pkt *packet.Packet, dst *[16]byte, vni uint32) (
 			g.cut = make([]byte, gsoMaxBytes)
 		}
 	}
-	encapHeader(p.opt.Kind, &g.hdr, vni)
 	g.name = sockaddr(*dst, p.opt.DstPort)
 	ctrl := 0
 	if tos, ttl := p.outerTOSTTL(d); tos != p.opt.TOS || ttl != p.opt.TTL {
@@ -392,17 +394,17 @@ func (p *Port) sendSuper(q int, pkt *packet.Packet, dst *[16]byte, vni uint32) (
 					break
 				}
 				h := &g.shdr[k]
-				copy(h[:hdrLen], g.hdr[:])
-				pay := g.seg.next(h[hdrLen:])
+				copy(h[:g.hl], g.hdr[:g.hl])
+				pay := g.seg.next(h[g.hl:])
 				g.siovs[2*k].Base = &h[0]
-				g.siovs[2*k].SetLen(hdrLen + g.seg.hl)
+				g.siovs[2*k].SetLen(g.hl + g.seg.hl)
 				g.siovs[2*k+1].Base = &pay[0]
 				g.siovs[2*k+1].SetLen(len(pay))
 			} else {
 				if g.vseg.Done() {
 					break
 				}
-				n, more, err := g.vseg.Next(g.cut[off : off+max(0, gsoMaxBytes-total-hdrLen)])
+				n, more, err := g.vseg.Next(g.cut[off : off+max(0, gsoMaxBytes-total-g.hl)])
 				if err != nil || !more {
 					if k == 0 {
 						// A segment that fits no run: nothing more goes.
@@ -411,9 +413,9 @@ func (p *Port) sendSuper(q int, pkt *packet.Packet, dst *[16]byte, vni uint32) (
 					}
 					break
 				}
-				l = hdrLen + n
+				l = g.hl + n
 				g.siovs[2*k].Base = &g.hdr[0]
-				g.siovs[2*k].SetLen(hdrLen)
+				g.siovs[2*k].SetLen(g.hl)
 				g.siovs[2*k+1].Base = &g.cut[off]
 				g.siovs[2*k+1].SetLen(n)
 				off += n

@@ -2,8 +2,8 @@ package tunnel
 
 import (
 	"github.com/vswitch-go/vswitch/datapath/flow"
-
 	"github.com/vswitch-go/vswitch/datapath/header"
+	"github.com/vswitch-go/vswitch/netdev"
 )
 
 // Kind is the encapsulation a port speaks.
@@ -35,8 +35,40 @@ func (k Kind) DefaultPort() uint16 {
 	return 4789
 }
 
-// hdrLen is the size of the header Send writes (Geneve without options).
-const hdrLen = 8
+// hdrLen is the size of the base header (VXLAN's, Geneve's without
+// options); maxHdrLen that of the longest header Send writes: Geneve with
+// the one 4-byte option a tun_metadata field maps (netdev.TunnelOption).
+const (
+	hdrLen    = 8
+	maxHdrLen = hdrLen + 4 + 4
+)
+
+// maxHdr is the longest header the kind's Send writes, what its inner MTU
+// leaves room for.
+func (k Kind) maxHdr() int {
+	if k == Geneve {
+		return maxHdrLen
+	}
+	return hdrLen
+}
+
+// hdrKey is what a packet's tunnel header is made of: the VNI in the low
+// 24 bits and, when hdrOpt is set, the mapped Geneve option's data in the
+// high 32. Packets with equal keys get identical headers, so a run of them
+// (gso.go) shares one.
+type hdrKey uint64
+
+const hdrOpt hdrKey = 1 << 24
+
+func (h hdrKey) vni() uint32 { return uint32(h) & 0xffffff }
+
+// len is the length of the header h makes.
+func (h hdrKey) len() int {
+	if h&hdrOpt != 0 {
+		return maxHdrLen
+	}
+	return hdrLen
+}
 
 // Header bits.
 const (
@@ -98,7 +130,8 @@ func (c Cause) String() string {
 // decap parses the tunnel header at the front of a UDP payload. It returns
 // the header's length (the inner Ethernet frame follows), the VNI and the
 // flow.TunFlag* bits the header carries, or ok false and the drop cause.
-// It reads only within b and never writes.
+// Geneve options are checked for their framing only: which are known is
+// the port's to say (options). It reads only within b and never writes.
 func decap(k Kind, b []byte) (n int, vni uint32, flags uint16, cause Cause, ok bool) {
 	if len(b) < hdrLen {
 		return 0, 0, 0, CauseBadHeader, false
@@ -120,7 +153,6 @@ func decap(k Kind, b []byte) (n int, vni uint32, flags uint16, cause Cause, ok b
 		if len(b) < hdrLen+optLen {
 			return 0, 0, 0, CauseBadHeader, false
 		}
-		critical := b[1]&geneveFlagC != 0
 		// The options must tile the option space exactly.
 		for o := b[hdrLen : hdrLen+optLen]; len(o) > 0; {
 			if len(o) < 4 {
@@ -130,11 +162,7 @@ func decap(k Kind, b []byte) (n int, vni uint32, flags uint16, cause Cause, ok b
 			if l > len(o) {
 				return 0, 0, 0, CauseBadHeader, false
 			}
-			critical = critical || o[2]&geneveCritical != 0
 			o = o[l:]
-		}
-		if critical {
-			return 0, 0, 0, CauseCritical, false
 		}
 		n, flags = hdrLen+optLen, flow.TunFlagKey
 		if b[1]&geneveFlagO != 0 {
@@ -149,11 +177,46 @@ func decap(k Kind, b []byte) (n int, vni uint32, flags uint16, cause Cause, ok b
 	return n, vni, flags, 0, true
 }
 
-// encapHeader writes the header Send puts in front of an inner frame.
-func encapHeader(k Kind, h *[hdrLen]byte, vni uint32) {
-	if k == Geneve {
-		*h = [hdrLen]byte{0, 0, header.EtherTypeTEB >> 8, header.EtherTypeTEB & 0xff, byte(vni >> 16), byte(vni >> 8), byte(vni), 0}
-		return
+// options reads the Geneve options opts (framing checked by decap): the
+// data of the option m maps, right-aligned, and found when it is there.
+// An option that is critical (RFC 8926 3.5: the receiver must drop a
+// packet with a critical option it does not implement) and not m's, or
+// m's with another length, makes ok false.
+func options(opts []byte, m *netdev.TunnelOption) (v [4]byte, found, ok bool) {
+	for len(opts) > 0 {
+		l := 4 + int(opts[3]&0x1f)*4
+		class, typ := uint16(opts[0])<<8|uint16(opts[1]), opts[2]
+		switch {
+		case m != nil && class == m.Class && typ == m.Type && l-4 == int(m.Len):
+			copy(v[4-m.Len:], opts[4:l])
+			found = true
+		case typ&geneveCritical != 0:
+			return v, false, false
+		}
+		opts = opts[l:]
 	}
-	*h = [hdrLen]byte{vxlanFlagI, 0, 0, 0, byte(vni >> 16), byte(vni >> 8), byte(vni), 0}
+	return v, found, true
+}
+
+// encapHeader writes the header Send puts in front of an inner frame into
+// h and returns its length: h's VNI and, with hdrOpt, m's option.
+func encapHeader(k Kind, h *[maxHdrLen]byte, key hdrKey, m *netdev.TunnelOption) int {
+	vni := key.vni()
+	if k != Geneve {
+		*(*[hdrLen]byte)(h[:]) = [hdrLen]byte{vxlanFlagI, 0, 0, 0, byte(vni >> 16), byte(vni >> 8), byte(vni), 0}
+		return hdrLen
+	}
+	*(*[hdrLen]byte)(h[:]) = [hdrLen]byte{0, 0, header.EtherTypeTEB >> 8, header.EtherTypeTEB & 0xff, byte(vni >> 16), byte(vni >> 8), byte(vni), 0}
+	if key&hdrOpt == 0 || m == nil || m.Len > 4 {
+		return hdrLen
+	}
+	h[0] = byte(1 + m.Len/4) // option length in 4-byte words
+	if m.Type&geneveCritical != 0 {
+		h[1] = geneveFlagC
+	}
+	o := h[hdrLen:]
+	o[0], o[1], o[2], o[3] = byte(m.Class>>8), byte(m.Class), m.Type, m.Len/4
+	d := uint32(key >> 32)
+	o[4], o[5], o[6], o[7] = byte(d>>24), byte(d>>16), byte(d>>8), byte(d)
+	return hdrLen + 4 + int(m.Len)
 }

@@ -51,8 +51,7 @@ func TestE2EVXLANPeerRefusesFrame(t *testing.T) {
 		t.Fatal(err)
 	}
 	to := &unix.SockaddrInet4{Port: int(VXLAN.DefaultPort()), Addr: u.a4.As4()}
-	var hdr [hdrLen]byte
-	encapHeader(VXLAN, &hdr, 7)
+	hdr := hdr(VXLAN, 7)
 	src, _ := net.ParseMAC("02:00:00:00:30:01")
 	inner := func(sport uint16, payload int) []byte {
 		return nstest.UDP{

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/netdev"
 	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
 
@@ -37,7 +38,7 @@ const (
 const (
 	routeSlots = 64
 	routeTTL   = time.Second
-	maxOuter   = 40 + 8 + hdrLen
+	maxOuter   = 40 + 8 + maxHdrLen
 )
 
 // route is a cached source address for a destination.
@@ -147,10 +148,12 @@ func csumAdd(a, b uint16) uint16 {
 // buildOuter writes the outer IP, UDP and tunnel headers for an inner frame
 // of n bytes into h and returns their length. The IPv4 header checksum,
 // total length and ID are the kernel's (IP_HDRINCL fills them).
-func (p *Port) buildOuter(h *[maxOuter]byte, src, dst *[16]byte, vni uint32, hash uint32, inner []byte) int {
+func (p *Port) buildOuter(h *[maxOuter]byte, src, dst *[16]byte, key hdrKey, m *netdev.TunnelOption, hash uint32, inner []byte) int {
 	tos, ttl := p.outerTOSTTL(inner)
 	o := &p.opt
-	udpLen := 8 + hdrLen + len(inner)
+	var th [maxHdrLen]byte
+	thl := encapHeader(o.Kind, &th, key, m)
+	udpLen := 8 + thl + len(inner)
 	sport := uint16(srcPortMin + (uint64(hash)*(srcPortMax-srcPortMin))>>32)
 	var ipl int
 	var pseudo uint16
@@ -190,31 +193,29 @@ func (p *Port) buildOuter(h *[maxOuter]byte, src, dst *[16]byte, vni uint32, has
 	binary.BigEndian.PutUint16(u[2:], o.DstPort)
 	binary.BigEndian.PutUint16(u[4:], uint16(udpLen))
 	u[6], u[7] = 0, 0
-	encapHeader(o.Kind, (*[hdrLen]byte)(u[8:16]), vni)
+	copy(u[8:], th[:thl])
 	if ipl == 40 || o.Csum {
-		c := ^csumAdd(pseudo, csumAdd(vnethdr.Sum(u[:16]), vnethdr.Sum(inner)))
+		c := ^csumAdd(pseudo, csumAdd(vnethdr.Sum(u[:8+thl]), vnethdr.Sum(inner)))
 		if c == 0 {
 			c = 0xffff // 0 means "no checksum"
 		}
 		binary.BigEndian.PutUint16(u[6:], c)
 	}
-	return ipl + 16
+	return ipl + 8 + thl
 }
 
-// target is where pkt goes: the outer destination and the VNI, or false
-// when a remote_ip=flow port has no destination in the packet.
-func (p *Port) target(pkt *packet.Packet) (*[16]byte, uint32, bool) {
-	vni := p.opt.Key
-	if p.opt.KeyFlow && pkt.KeyValid {
-		vni = uint32(pkt.Key.TunnelID) & 0xffffff
-	}
+// target is where pkt goes: the outer destination and the header (VNI,
+// option m when it carries it), or false when a remote_ip=flow port has no
+// destination in the packet.
+func (p *Port) target(pkt *packet.Packet, m *netdev.TunnelOption) (*[16]byte, hdrKey, bool) {
+	key := p.hdrKey(pkt, m)
 	if p.opt.Remote.IsValid() {
-		return &p.remote.Addr, vni, true
+		return &p.remote.Addr, key, true
 	}
 	if !pkt.KeyValid || pkt.Key.Tun.Dst == ([16]byte{}) {
 		return nil, 0, false
 	}
-	return &pkt.Key.Tun.Dst, vni, true
+	return &pkt.Key.Tun.Dst, key, true
 }
 
 // sendRaw is Send on the raw path; runs of equal-size packets to one
@@ -230,9 +231,10 @@ func (p *Port) sendRaw(q int, b *packet.Batch) int {
 	sent := 0
 	pkts := b.Packets()
 	noGSO := 0 // packets before this index went back from a refused run
+	m := p.optMap.Load()
 	for i := 0; i < len(pkts); i++ {
 		pkt := pkts[i]
-		dst, vni, ok := p.target(pkt)
+		dst, key, ok := p.target(pkt, m)
 		if !ok {
 			causes.n[CauseNoRemote].Add(1)
 			drops++
@@ -245,7 +247,7 @@ func (p *Port) sendRaw(q int, b *packet.Batch) int {
 			sent, drops, bytes, n = sent+s, drops+dr, bytes+by, 0
 			// A frame not sent whole is one drop (the causes count
 			// its datagrams).
-			if ok, _ := p.sendSuper(q, pkt, dst, vni); ok {
+			if ok, _ := p.sendSuper(q, pkt, dst, key, m); ok {
 				sent++
 				bytes += uint64(len(d))
 			} else {
@@ -254,11 +256,11 @@ func (p *Port) sendRaw(q int, b *packet.Batch) int {
 			continue
 		}
 		if tq.gso.on && i >= noGSO && len(d) > 0 {
-			if k := p.gsoRun(pkts[i:], dst, vni); k >= 2 {
+			if k := p.gsoRun(pkts[i:], dst, key, m); k >= 2 {
 				// What is queued goes first: the order holds.
 				s, dr, by := p.flushRaw(q, n, &lens)
 				sent, drops, bytes, n = sent+s, drops+dr, bytes+by, 0
-				if ok, s, by, dr := p.sendGSO(q, pkts[i:i+k], dst, vni); ok {
+				if ok, s, by, dr := p.sendGSO(q, pkts[i:i+k], dst, key, m); ok {
 					sent, bytes, drops = sent+s, bytes+by, drops+dr
 					i += k - 1
 					continue
@@ -272,7 +274,7 @@ func (p *Port) sendRaw(q int, b *packet.Batch) int {
 			drops++
 			continue
 		}
-		hl := p.buildOuter(&r.outer[n], &src, dst, vni, flowHash(pkt), d)
+		hl := p.buildOuter(&r.outer[n], &src, dst, key, m, flowHash(pkt), d)
 		tq.iovs[n][0].Base = &r.outer[n][0]
 		tq.iovs[n][0].SetLen(hl)
 		tq.iovs[n][1].Base = &d[0]

@@ -105,12 +105,10 @@ func joinDatagrams(ds ...[]byte) []byte {
 // as a tunnel drop, and every packet buffer comes back to the pools.
 func FuzzReceivePath(f *testing.F) {
 	inner := nstest.UDPFrame([]byte{2, 0, 0, 0, 0, 2}, []byte{2, 0, 0, 0, 0, 1}, []byte{10, 0, 0, 1}, []byte{10, 0, 0, 2}, 1000, 2000)
-	var vx, gn [hdrLen]byte
-	encapHeader(VXLAN, &vx, 100)
-	encapHeader(Geneve, &gn, 100)
+	vx, gn := hdr(VXLAN, 100), hdr(Geneve, 100)
 	f.Add(uint8(0), joinDatagrams(append(vx[:], inner...)))
 	f.Add(uint8(1), joinDatagrams(append(gn[:], inner...)))
-	encapHeader(VXLAN, &vx, 101)
+	vx = hdr(VXLAN, 101)
 	f.Add(uint8(0), joinDatagrams(append(vx[:], inner...), vx[:4], nil, append(vx[:], inner[:20]...)))
 	opt := append([]byte{1, 0, 0x65, 0x58, 0, 0, 100, 0}, 0x01, 0x02, 0x80, 0x01, 1, 2, 3, 4) // one 4-byte option
 	f.Add(uint8(1), joinDatagrams(append(opt, inner...), append([]byte{0x3f, 0xc0, 0x65, 0x58, 0, 0, 100, 0}, inner...)))

@@ -35,7 +35,7 @@ const (
 	// segHdrMax is the room for one segment's headers: tunnel header, an
 	// Ethernet header with two tags, IPv4 with options or IPv6, TCP with
 	// options.
-	segHdrMax = hdrLen + 14 + 8 + 60 + 60
+	segHdrMax = maxHdrLen + 14 + 8 + 60 + 60
 	tcpFIN    = 0x01
 	tcpPSH    = 0x08
 	tcpCWR    = 0x80
@@ -47,6 +47,7 @@ type tcpSegmenter struct {
 	frame    []byte
 	l3, l4   int // offsets of the IP and TCP headers
 	hl       int // inner header length (through the TCP header)
+	thl      int // tunnel header length
 	v6       bool
 	mss      int
 	seq      uint32
@@ -57,9 +58,9 @@ type tcpSegmenter struct {
 
 // reset starts cutting frame, a super-frame with offload state o, into
 // segments whose inner frames fit 14+maxL3 bytes (the port's MTU behind
-// an untagged Ethernet header). It returns false for a
-// frame it does not take (see above).
-func (s *tcpSegmenter) reset(frame []byte, o *packet.Offload, maxL3 int) bool {
+// an untagged Ethernet header), behind a tunnel header of thl bytes. It
+// returns false for a frame it does not take (see above).
+func (s *tcpSegmenter) reset(frame []byte, o *packet.Offload, maxL3, thl int) bool {
 	g := o.GSOType &^ vnethdr.GSOECN
 	if g != vnethdr.GSOTCPv4 && g != vnethdr.GSOTCPv6 || o.GSOSize == 0 {
 		return false
@@ -108,7 +109,7 @@ func (s *tcpSegmenter) reset(frame []byte, o *packet.Offload, maxL3 int) bool {
 		return false
 	}
 	hl := l4 + int(frame[l4+12]>>4)*4
-	if hl < l4+20 || hl > len(frame) || hdrLen+hl > segHdrMax || hl == len(frame) {
+	if hl < l4+20 || hl > len(frame) || thl+hl > segHdrMax || hl == len(frame) {
 		return false
 	}
 	// maxL3 assumes an untagged inner frame: VLAN tags take from it too.
@@ -116,7 +117,7 @@ func (s *tcpSegmenter) reset(frame []byte, o *packet.Offload, maxL3 int) bool {
 	if mss <= 0 {
 		return false
 	}
-	s.frame, s.l3, s.l4, s.hl, s.mss = frame, l3, l4, hl, mss
+	s.frame, s.l3, s.l4, s.hl, s.mss, s.thl = frame, l3, l4, hl, mss, thl
 	s.seq = binary.BigEndian.Uint32(frame[l4+4:])
 	s.pos, s.idx = hl, 0
 	return true
@@ -127,7 +128,7 @@ func (s *tcpSegmenter) done() bool { return s.pos >= len(s.frame) }
 
 // segLen is the length of the next segment's UDP payload (tunnel header,
 // inner headers, payload).
-func (s *tcpSegmenter) segLen() int { return hdrLen + s.hl + min(s.mss, len(s.frame)-s.pos) }
+func (s *tcpSegmenter) segLen() int { return s.thl + s.hl + min(s.mss, len(s.frame)-s.pos) }
 
 // next writes the next segment's inner headers into h (which must hold
 // s.hl bytes) and returns its payload, a slice of the frame.

@@ -129,7 +129,7 @@ func TestTCPSegmenter(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f, o, pay := superFrame(t, c.s)
 			var s tcpSegmenter
-			if !s.reset(f, &o, c.maxL3) {
+			if !s.reset(f, &o, c.maxL3, hdrLen) {
 				t.Fatal("reset refused the frame")
 			}
 			var got []byte
@@ -240,7 +240,7 @@ func TestTCPSegmenterRefuses(t *testing.T) {
 		{"headers-only", f[:14+20+32], o, 1450},
 		{"truncated", f[:30], o, 1450},
 	} {
-		if s.reset(c.f, &c.o, c.maxL3) {
+		if s.reset(c.f, &c.o, c.maxL3, hdrLen) {
 			t.Errorf("%s: accepted", c.name)
 		}
 	}
@@ -257,7 +257,7 @@ func FuzzTCPSegmenter(f *testing.F) {
 	f.Fuzz(func(t *testing.T, fr []byte, gso uint8, size uint16, maxL3 uint16) {
 		o := packet.Offload{GSOType: gso, GSOSize: size}
 		var s tcpSegmenter
-		if !s.reset(fr, &o, int(maxL3)) {
+		if !s.reset(fr, &o, int(maxL3), hdrLen) {
 			return
 		}
 		var hdr [segHdrMax]byte
@@ -682,12 +682,12 @@ func segmentRun(t testing.TB, spec superSpec) (dgrams [][]byte, seg int, pay []b
 	t.Helper()
 	fr, o, pay := superFrame(t, spec)
 	var s tcpSegmenter
-	if !s.reset(fr, &o, 1450) {
+	if !s.reset(fr, &o, 1450, hdrLen) {
 		t.Fatal("segmenter refuses the frame")
 	}
 	var h [segHdrMax]byte
 	for !s.done() {
-		encapHeader(VXLAN, (*[hdrLen]byte)(h[:hdrLen]), 1)
+		copy(h[:], hdr(VXLAN, 1))
 		p := s.next(h[hdrLen:])
 		dgrams = append(dgrams, append(append([]byte(nil), h[:hdrLen+s.hl]...), p...))
 	}

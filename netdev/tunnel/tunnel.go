@@ -145,7 +145,7 @@ type txQueue struct {
 	fd    int
 	msgs  [packet.BatchSize]mmsghdr
 	iovs  [packet.BatchSize][2]unix.Iovec
-	hdrs  [packet.BatchSize][hdrLen]byte
+	hdrs  [packet.BatchSize][maxHdrLen]byte
 	names [packet.BatchSize]unix.RawSockaddrInet6
 	ctrl  [packet.BatchSize][tosTTLCtrlLen]byte // per-packet TOS/TTL on the socket path
 	raw   rawTx                                 // the raw send path's sockets and buffers (rawsend.go)
@@ -180,6 +180,41 @@ type Port struct {
 	xdp    *xdpUnderlay
 	xdpKey string
 	xq     int // rx queues that are AF_XDP sockets (the first ones)
+	// optMap is the Geneve option the bridge's TLV table maps, or nil.
+	optMap atomic.Pointer[netdev.TunnelOption]
+}
+
+// MapTunnelOption implements netdev.TunnelOptionMapper. A VXLAN port has
+// no options and ignores it; so does a Geneve port for an option longer
+// than the key holds (flow.Tunnel.Opt), which the bridge never maps.
+func (p *Port) MapTunnelOption(o *netdev.TunnelOption) {
+	if p.opt.Kind != Geneve || o != nil && (o.Len > 4 || o.Len%4 != 0) {
+		return
+	}
+	if o != nil {
+		c := *o
+		o = &c
+	}
+	p.optMap.Store(o)
+}
+
+// hdrKey is the header pkt is sent with: the port's VNI, or the packet's
+// tun_id with key=flow, and the option m maps when the packet carries
+// that field.
+func (p *Port) hdrKey(pkt *packet.Packet, m *netdev.TunnelOption) hdrKey {
+	vni := p.opt.Key
+	if !pkt.KeyValid {
+		return hdrKey(vni)
+	}
+	if p.opt.KeyFlow {
+		vni = uint32(pkt.Key.TunnelID) & 0xffffff
+	}
+	k := hdrKey(vni)
+	if m != nil && pkt.Key.Tun.OptIndex() == m.Index {
+		o := pkt.Key.Tun.Opt
+		k |= hdrOpt | hdrKey(uint32(o[0])<<24|uint32(o[1])<<16|uint32(o[2])<<8|uint32(o[3]))<<32
+	}
+	return k
 }
 
 // causeCounters are one queue's drops by cause, on their own cache lines.
@@ -210,11 +245,14 @@ func New(name string, o Options) (*Port, error) {
 		rx: make([]rxQueue, o.Queues), tx: make([]txQueue, o.Queues),
 		ctr: make([]netdev.Counters, o.Queues), causes: make([]causeCounters, o.Queues)}
 	v6 := o.Remote.Is6() && !o.Remote.Is4In6() || o.Local.Is6() && !o.Local.Is4In6()
-	p.mtu = o.UnderlayMTU - Overhead4 - 14
+	// A Geneve port leaves room for the option it may carry, as OVN
+	// sizes its networks (58 bytes of overhead on IPv4).
+	extra := o.Kind.maxHdr() - hdrLen
+	p.mtu = o.UnderlayMTU - Overhead4 - extra - 14
 	if v6 {
-		p.mtu = o.UnderlayMTU - Overhead6 - 14
+		p.mtu = o.UnderlayMTU - Overhead6 - extra - 14
 	}
-	p.runMin = p.mtu + 14 + hdrLen
+	p.runMin = p.mtu + 14 + o.Kind.maxHdr()
 	if o.Local.IsValid() {
 		p.local = o.Local.As16()
 		// A run must also outgrow a datagram on the interface that
@@ -569,7 +607,19 @@ func (p *Port) handOn(causes *causeCounters, pkt *packet.Packet, tmpl *flow.Tunn
 // header, or counts the cause and returns false when the port must drop
 // it.
 func (p *Port) accept(causes *causeCounters, pkt *packet.Packet, tmpl *flow.Tunnel) bool {
-	hl, vni, flags, cause, ok := decap(p.opt.Kind, pkt.Data())
+	d := pkt.Data()
+	hl, vni, flags, cause, ok := decap(p.opt.Kind, d)
+	var opt [4]byte
+	var m *netdev.TunnelOption
+	if ok && hl > hdrLen {
+		m = p.optMap.Load()
+		var found bool
+		if opt, found, ok = options(d[hdrLen:hl], m); !ok {
+			cause = CauseCritical
+		} else if !found {
+			m = nil
+		}
+	}
 	if ok && !p.opt.KeyFlow && vni != p.opt.Key {
 		cause, ok = CauseWrongVNI, false
 	}
@@ -583,6 +633,9 @@ func (p *Port) accept(causes *causeCounters, pkt *packet.Packet, tmpl *flow.Tunn
 	pkt.Pull(hl)
 	pkt.Tunnel = *tmpl
 	pkt.Tunnel.Flags = flags
+	if m != nil {
+		pkt.Tunnel.SetOpt(m.Index, opt)
+	}
 	pkt.TunnelID = uint64(vni)
 	pkt.HasTunnel = true
 	// A sender on this host behind a veth underlay (a kernel vxlan
@@ -649,11 +702,9 @@ func (p *Port) Send(q int, b *packet.Batch) int {
 	n := 0
 	var drops uint64
 	var lens [packet.BatchSize]int
+	m := p.optMap.Load()
 	for _, pkt := range b.Packets() {
-		vni := p.opt.Key
-		if p.opt.KeyFlow && pkt.KeyValid {
-			vni = uint32(pkt.Key.TunnelID) & 0xffffff
-		}
+		key := p.hdrKey(pkt, m)
 		name := &p.remote
 		if flowRemote {
 			if !pkt.KeyValid || pkt.Key.Tun.Dst == ([16]byte{}) {
@@ -670,9 +721,8 @@ func (p *Port) Send(q int, b *packet.Batch) int {
 			drops++
 			continue
 		}
-		encapHeader(p.opt.Kind, &tq.hdrs[n], vni)
 		tq.iovs[n][0].Base = &tq.hdrs[n][0]
-		tq.iovs[n][0].SetLen(hdrLen)
+		tq.iovs[n][0].SetLen(encapHeader(p.opt.Kind, &tq.hdrs[n], key, m))
 		tq.iovs[n][1].Base = &d[0]
 		tq.iovs[n][1].SetLen(len(d))
 		m := &tq.msgs[n].hdr
@@ -738,6 +788,8 @@ var (
 	_ netdev.TxKicker  = (*Port)(nil)
 	_ netdev.GSOSender = (*Port)(nil)
 	_ netdev.RunSender = (*Port)(nil)
+
+	_ netdev.TunnelOptionMapper = (*Port)(nil)
 )
 
 // setRecvHdr points a recvmmsg header at one datagram's slots: the sender's

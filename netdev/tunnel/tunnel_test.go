@@ -15,6 +15,7 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev"
 )
 
 // underlay is two namespaces ("hosts") joined by a veth pair, with IPv4
@@ -783,4 +784,111 @@ func framePkt(t *testing.T, pool *packet.Pool) *packet.Packet {
 	flow.Extract(pkt.Data(), 1, &pkt.Key, &pkt.Offsets)
 	pkt.KeyValid = true
 	return pkt
+}
+
+// TestGeneveOption: with a TLV mapping on both ends, a packet carrying the
+// mapped tun_metadata field leaves with the Geneve option (critical, as
+// OVN's) and arrives with the field set, on the raw path (runs and single
+// sends alike) and the socket path; one without the field arrives without
+// it. A receiver without the mapping drops the critical option, counted.
+func TestGeneveOption(t *testing.T) {
+	u := newUnderlay(t)
+	m := &netdev.TunnelOption{Class: 0x0102, Type: 0x80, Len: 4, Index: 3}
+	for _, c := range []struct {
+		name      string
+		nodf, v6  bool
+		nooffload bool
+	}{{name: "raw"}, {name: "raw6", v6: true}, {name: "socket", nodf: true}, {name: "nooffload", nooffload: true}} {
+		t.Run(c.name, func(t *testing.T) {
+			la, lb := u.a4, u.b4
+			if c.v6 {
+				la, lb = u.a6, u.b6
+			}
+			pa := openIn(t, u.a, Options{Kind: Geneve, Remote: lb, Key: 5, NoDF: c.nodf, NoOffload: c.nooffload})
+			pb := openIn(t, u.b, Options{Kind: Geneve, Remote: la, Key: 5})
+			pa.MapTunnelOption(m)
+			pb.MapTunnelOption(m)
+			pool := packet.NewPool(256, packet.DefaultBufSize)
+			// One value for all, so that on the raw path the frames with
+			// the option leave as one segmented run.
+			val := func(int) [4]byte { return [4]byte{0, 1, 0xfe, 2} }
+			// Frames 0..runFrames-1 carry the option; then runFrames
+			// without it.
+			withOpt := func(pkt *packet.Packet) {
+				i := int(pkt.Data()[20])
+				pkt.Key.Tun.SetOpt(3, val(i))
+			}
+			if n := sendFrames(t, pa, pool, runFrames, withOpt); n != runFrames {
+				t.Fatalf("sent %d; drops %v", n, pa.Drops())
+			}
+			if n := sendFrames(t, pa, pool, runFrames, nil); n != runFrames {
+				t.Fatalf("sent %d; drops %v", n, pa.Drops())
+			}
+			if pa.tx[0].gso.on && pa.tx[0].gso.runs != 2 {
+				t.Errorf("%d segmented sends, want 2 (one run with the option, one without)", pa.tx[0].gso.runs)
+			}
+			got := recvAll(t, pb, pool, 2*runFrames)
+			if len(got) != 2*runFrames {
+				t.Fatalf("received %d of %d; drops %v", len(got), 2*runFrames, pb.Drops())
+			}
+			for i, pkt := range got {
+				j := i % runFrames
+				if !bytes.Equal(pkt.Data(), frame(byte(j))) {
+					t.Fatalf("frame %d: %x", i, pkt.Data())
+				}
+				if i < runFrames {
+					if pkt.Tunnel.OptIndex() != 3 || pkt.Tunnel.Opt != val(j) {
+						t.Errorf("frame %d: option index %d value %x, want 3 and %x", i, pkt.Tunnel.OptIndex(), pkt.Tunnel.Opt, val(j))
+					}
+				} else if pkt.Tunnel.OptIndex() != -1 {
+					t.Errorf("frame %d sent without the option arrived with index %d", i, pkt.Tunnel.OptIndex())
+				}
+			}
+			// Without the mapping the critical option is not understood.
+			pb.MapTunnelOption(nil)
+			sendFrames(t, pa, pool, 2, withOpt)
+			nstest.WaitFor(t, 5*time.Second, "the critical option dropped", func() bool {
+				var b packet.Batch
+				pb.Recv(0, pool, &b)
+				b.FreeAll()
+				return pb.Drops()[CauseCritical] == 2
+			})
+		})
+	}
+	// A VXLAN port takes no mapping.
+	pv := openIn(t, u.a, Options{Kind: VXLAN, Remote: u.b4, Key: 9})
+	pv.MapTunnelOption(m)
+	if pv.optMap.Load() != nil {
+		t.Error("a VXLAN port took a Geneve option mapping")
+	}
+}
+
+// TestOptions: the mapped option is read whatever others surround it; an
+// unknown critical option, or the mapped one with another length, fails.
+func TestOptions(t *testing.T) {
+	m := &netdev.TunnelOption{Class: 0x0102, Type: 0x80, Len: 4, Index: 0}
+	other := []byte{0x01, 0x03, 0x01, 0x01, 9, 9, 9, 9} // non-critical, 4 bytes
+	mine := []byte{0x01, 0x02, 0x80, 0x01, 0xa, 0xb, 0xc, 0xd}
+	if v, found, ok := options(append(append([]byte{}, other...), mine...), m); !ok || !found || v != [4]byte{0xa, 0xb, 0xc, 0xd} {
+		t.Errorf("mapped option after another: %x %v %v", v, found, ok)
+	}
+	if _, found, ok := options(other, m); !ok || found {
+		t.Errorf("only a non-critical unknown option: found %v ok %v", found, ok)
+	}
+	if _, _, ok := options(mine, nil); ok {
+		t.Error("a critical option with no mapping was accepted")
+	}
+	long := []byte{0x01, 0x02, 0x80, 0x02, 1, 2, 3, 4, 5, 6, 7, 8}
+	if _, _, ok := options(long, m); ok {
+		t.Error("the mapped critical option with another length was accepted")
+	}
+	var h [maxHdrLen]byte
+	n := encapHeader(Geneve, &h, hdrKey(7)|hdrOpt|hdrKey(0x0a0b0c0d)<<32, m)
+	if n != maxHdrLen || h[1] != geneveFlagC {
+		t.Fatalf("encapHeader with the option: %d bytes, %x", n, h[:n])
+	}
+	hl, vni, _, _, ok := decap(Geneve, append(h[:n:n], innerFrame...))
+	if v, found, ok2 := options(h[hdrLen:hl], m); !ok || !ok2 || !found || vni != 7 || v != [4]byte{0xa, 0xb, 0xc, 0xd} {
+		t.Errorf("round trip: vni %d value %x found %v", vni, v, found)
+	}
 }

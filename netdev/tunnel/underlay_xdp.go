@@ -287,14 +287,15 @@ func (p *Port) sendXDP(q int, b *packet.Batch) int {
 	if p.xdp.v6 {
 		maxLen = p.xdp.mtu - Overhead6
 	}
+	m := p.optMap.Load()
 	pkts := b.Packets()
 	runs := xdpRunsRaw && p.tx[q].gso.on
 	for i := 0; i < len(pkts); i++ {
 		pkt := pkts[i]
-		dst, vni, ok := p.target(pkt)
+		dst, key, ok := p.target(pkt, m)
 		d := pkt.Data()
 		if runs && ok && !pkt.GSO() && len(d) > 0 {
-			if k := p.gsoRun(pkts[i:], dst, vni); k >= 2 {
+			if k := p.gsoRun(pkts[i:], dst, key, m); k >= 2 {
 				flushX()
 				for _, r := range pkts[i : i+k] {
 					t.fb.Add(r)
@@ -314,7 +315,7 @@ func (p *Port) sendXDP(q int, b *packet.Batch) int {
 			t.fb.Add(pkt)
 			continue
 		}
-		if len(d) > maxLen {
+		if len(d)+key.len()-hdrLen > maxLen {
 			causes.n[CauseMTU].Add(1)
 			drops++
 			continue
@@ -322,7 +323,7 @@ func (p *Port) sendXDP(q int, b *packet.Batch) int {
 		flushF()
 		h := &t.hdr[n]
 		copy(h[:14], e.eth[:])
-		hl := p.buildOuter((*[maxOuter]byte)(h[14:]), &p.local, dst, vni, flowHash(pkt), d)
+		hl := p.buildOuter((*[maxOuter]byte)(h[14:]), &p.local, dst, key, m, flowHash(pkt), d)
 		if !p.xdp.v6 {
 			ip := h[14:34]
 			binary.BigEndian.PutUint16(ip[10:], ^vnethdr.Sum(ip))

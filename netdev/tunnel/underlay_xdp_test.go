@@ -423,10 +423,10 @@ func TestRunMinFollowsLocalMTU(t *testing.T) {
 	b := frameBatch(packet.NewPool(64, packet.DefaultBufSize), runFrames, nil)
 	defer b.FreeAll()
 	dst := mapped(u.b4)
-	if n := jumbo.gsoRun(b.Packets(), &dst, 7); n != 1 {
+	if n := jumbo.gsoRun(b.Packets(), &dst, hdrKey(7), nil); n != 1 {
 		t.Errorf("%d frames (%d bytes) make a run under a 9000-byte MTU", n, runFrames*(hdrLen+64))
 	}
-	if n := plain.gsoRun(b.Packets(), &dst, 7); n != runFrames {
+	if n := plain.gsoRun(b.Packets(), &dst, hdrKey(7), nil); n != runFrames {
 		t.Errorf("%d of %d frames make a run under a 1500-byte MTU", n, runFrames)
 	}
 }
