@@ -165,15 +165,16 @@ func TestUnlinkedAndFull(t *testing.T) {
 	defer b.Close()
 	// Fill the ring: what does not fit is dropped and counted, and the
 	// frames that did fit arrive whole and in order.
+	const n = 2 * ringBytes / 20000
 	sent := 0
-	for i := 0; i < 100; i++ {
+	for i := 0; i < n; i++ {
 		sent += send(a, pool, frame(i, 20000))
 	}
-	if sent == 0 || sent == 100 {
-		t.Fatalf("sent %d of 100 frames of 20 kB into a %d-byte ring", sent, ringBytes)
+	if sent == 0 || sent == n {
+		t.Fatalf("sent %d of %d frames of 20 kB into a %d-byte ring", sent, n, ringBytes)
 	}
-	if d := a.Stats().TxDrops; d != uint64(1+100-sent) {
-		t.Fatalf("drops %d, want %d", d, 1+100-sent)
+	if d := a.Stats().TxDrops; d != uint64(1+n-sent) {
+		t.Fatalf("drops %d, want %d", d, 1+n-sent)
 	}
 	got := recvAll(b, pool)
 	if len(got) != sent {
