@@ -257,7 +257,7 @@ func TestOVNChassis(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range strings.Split(string(log), "\n") {
-		if strings.Contains(l, "OpenFlow error") || strings.Contains(l, "OFPT_ERROR") {
+		if strings.Contains(l, "OpenFlow error") || strings.Contains(l, "OFPT_ERROR") || strings.Contains(l, "refused to allocate Geneve") {
 			t.Errorf("ovn-controller saw an OpenFlow error: %s", l)
 		}
 	}

@@ -203,8 +203,10 @@ type Bridge struct {
 
 	// portMu serialises port changes; recs and settings are guarded by
 	// it, view is what upcalls read instead.
-	portMu   sync.Mutex
-	recs     map[uint32]*portRec
+	portMu sync.Mutex
+	recs   map[uint32]*portRec
+	// tlv is the TLV table (tlv.go), guarded by portMu.
+	tlv      []ofpwire.TLVMap
 	settings map[uint32]portSettings
 	view     atomic.Pointer[portView]
 	// portLiveFn is portLive as a func value made once.
@@ -460,6 +462,10 @@ func (b *Bridge) Handle(c *ofconn.Conn, xid uint32, msg ofpwire.Message) error {
 	case *ofpwire.CTFlush:
 		b.dp.Conntrack().FlushMatch(m.Zone, ctMatch(m))
 		return nil
+	case *ofpwire.TLVTableMod:
+		return b.tlvMod(m)
+	case *ofpwire.TLVTableRequest:
+		return c.Send(xid, b.tlvReply())
 	case *ofpwire.MultipartRequest:
 		return b.multipart(c, xid, m)
 	case *ofpwire.PortMod:

@@ -210,6 +210,9 @@ func (b *Bridge) AddPortWith(no uint32, dev netdev.Netdev, opts PortOptions) err
 	}
 	copy(rec.hw[:], opts.HWAddr)
 	b.recs[no] = rec
+	if mp, ok := dev.(netdev.TunnelOptionMapper); ok {
+		mp.MapTunnelOption(b.tunnelOptionLocked())
+	}
 	b.syncNormalLocked()
 	b.publishLocked()
 	b.sendPortStatus(ofpwire.PortReasonAdd, b.describe(no, rec, p.Dev.LinkUp()))

@@ -183,6 +183,12 @@ const (
 	// SetICMPID sets an ICMP or ICMPv6 echo (or other query) message's
 	// identifier to Val16: NAT of a query whose identifier clashed.
 	SetICMPID
+	// SetTunnelOpt makes p.Key.Tun carry tun_metadataN (N = Val8-1; 0
+	// for none) with the value Val32 (flow.Tunnel.SetOpt), touching no
+	// packet byte: a
+	// later output to a Geneve port sends the option its TLV table maps
+	// to that field.
+	SetTunnelOpt
 	numKinds
 )
 

@@ -102,6 +102,8 @@ func Apply(a *Action, p *packet.Packet) bool {
 		p.Key.Tun.Src = a.Addr
 	case SetTunnelDst:
 		p.Key.Tun.Dst = a.Addr
+	case SetTunnelOpt:
+		p.Key.Tun.SetOpt(int(a.Val8)-1, [4]byte{byte(a.Val32 >> 24), byte(a.Val32 >> 16), byte(a.Val32 >> 8), byte(a.Val32)})
 	case SetIPv6Label:
 		setIPv6Label(p, a.Val32)
 	case SetARPOp:

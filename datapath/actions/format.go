@@ -117,6 +117,11 @@ func (a Action) String() string {
 		return fmt.Sprintf("set(pbb(isid=%d))", a.Val32&pbbISIDMax)
 	case SetTunnelID:
 		return fmt.Sprintf("set(tunnel(tun_id=%#x))", binary.BigEndian.Uint64(a.Addr[:8]))
+	case SetTunnelOpt:
+		if a.Val8 == 0 {
+			return "set(tunnel(tun_metadata=none))"
+		}
+		return fmt.Sprintf("set(tunnel(tun_metadata%d=%#x))", a.Val8-1, a.Val32)
 	case SetTunnelSrc, SetTunnelDst:
 		name := "src="
 		if a.Kind == SetTunnelDst {

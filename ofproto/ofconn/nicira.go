@@ -93,6 +93,19 @@ func (c *Conn) nicira(xid uint32, m *ofpwire.Experimenter, raw []byte) {
 		}
 		// struct nx_zone_id: six zero bytes, then the zone.
 		c.dispatch(xid, &ofpwire.CTFlushZone{Zone: uint16(m.Data[6])<<8 | uint16(m.Data[7])}, raw)
+	case ofpwire.NXTTLVTableMod:
+		m, err := ofpwire.ParseTLVTableMod(m.Data)
+		if err != nil {
+			c.replyErr(xid, err, raw)
+			return
+		}
+		c.dispatch(xid, m, raw)
+	case ofpwire.NXTTLVTableRequest:
+		if len(m.Data) != 0 {
+			c.replyErr(xid, &ofpwire.OFPError{Type: ofpwire.ETBadRequest, Code: ofpwire.BRCBadLen}, raw)
+			return
+		}
+		c.dispatch(xid, &ofpwire.TLVTableRequest{}, raw)
 	case ofpwire.NXTCTFlush:
 		f, err := ofpwire.ParseCTFlush(m.Data)
 		if err != nil {

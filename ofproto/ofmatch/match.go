@@ -408,6 +408,21 @@ func (m *Match) set(o ofpwire.OXM) error {
 	case ofpwire.XMTypeCTTpDst:
 		k.CT.TpDst, mk.CT.TpDst = uint16(v), uint16(vm)
 	default:
+		if n, ok := ofpwire.IsTunMetadata(o.Field); ok {
+			// The key holds one option (flow.Tunnel.Opt): a match on
+			// tun_metadataN is a match on its index, as OVS's on the
+			// field's presence, and on the value's bits.
+			if mk.Tun.Flags&flow.TunFlagOptIndex != 0 {
+				return matchErr(ofpwire.BMCBadField)
+			}
+			k.Tun.Flags |= uint16(n+1) << flow.TunFlagOptIndexShift
+			mk.Tun.Flags |= flow.TunFlagOptIndex
+			k.Tun.Opt, mk.Tun.Opt = [4]byte(o.Value), [4]byte(allOnes16[:4])
+			if o.HasMask {
+				mk.Tun.Opt = [4]byte(o.Mask)
+			}
+			return nil
+		}
 		if first, count, ok := ofpwire.IsReg(o.Field); ok {
 			// Views of one register file: two fields covering one
 			// register are a duplicate, as in Open vSwitch.
@@ -676,6 +691,14 @@ func ToOXM(m *Match) ofpwire.Match {
 	for i, rm := range m.PipeMask.Regs {
 		if rm != 0 {
 			fs = oxmUint(fs, ofpwire.XMTypeReg0+ofpwire.XMType(i), uint64(m.Regs[i]), uint64(rm), 0xffffffff)
+		}
+	}
+	if n := k.Tun.OptIndex(); n >= 0 && mk.Tun.Flags&flow.TunFlagOptIndex != 0 {
+		f := ofpwire.XMTypeTunMetadata0 + ofpwire.XMType(n)
+		if mk.Tun.Opt == [4]byte(allOnes16[:4]) {
+			fs = append(fs, ofpwire.NewOXM(f, k.Tun.Opt[:]))
+		} else {
+			fs = append(fs, ofpwire.NewMaskedOXM(f, k.Tun.Opt[:], mk.Tun.Opt[:]))
 		}
 	}
 	if m := mk.Tun.Flags & flow.TunFlagsPublic; m != 0 {

@@ -264,6 +264,9 @@ func formatFieldValue(o ofpwire.OXM) string {
 	if _, _, reg := ofpwire.IsReg(o.Field); reg {
 		return formatWide(o.Value)
 	}
+	if _, tm := ofpwire.IsTunMetadata(o.Field); tm {
+		return fmt.Sprintf("%#x", o.Uint())
+	}
 	return strconv.FormatUint(o.Uint(), 10)
 }
 

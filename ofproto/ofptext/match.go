@@ -198,6 +198,9 @@ func FormatMatch(m *ofmatch.Match) string {
 			if first, _, ok := ofpwire.IsReg(o.Field); ok {
 				out = append(out, fmt.Sprintf("reg%d=%s", first, hexMasked(v, vm, 0xffffffff)))
 			}
+			if n, ok := ofpwire.IsTunMetadata(o.Field); ok {
+				out = append(out, fmt.Sprintf("tun_metadata%d=%s", n, hexMasked(v, vm, 0xffffffff)))
+			}
 		}
 	}
 	return strings.Join(out, ",")
@@ -599,6 +602,10 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 		case "mpls_bos":
 			err = parseExact(val, 1, ofpwire.XMTypeMPLSBOS, setU)
 		default:
+			if f, ok := tunMetadataByName(name); ok {
+				err = parseMaskedUint(val, 32, func(v, m uint64) error { return setU(f, v, m) })
+				break
+			}
 			first, count, ok := regName(name)
 			if !ok {
 				err = matchErrorf("unknown field %q", name)

@@ -51,8 +51,21 @@ var subfieldNames = func() map[ofpwire.XMType][]string {
 	for i := range ofpwire.NumXXRegs {
 		m[ofpwire.XMTypeXXReg0+ofpwire.XMType(i)] = []string{fmt.Sprintf("NXM_NX_XXREG%d", i), fmt.Sprintf("xxreg%d", i)}
 	}
+	for i := range ofpwire.NumTunMetadata {
+		m[ofpwire.XMTypeTunMetadata0+ofpwire.XMType(i)] = []string{fmt.Sprintf("NXM_NX_TUN_METADATA%d", i), fmt.Sprintf("tun_metadata%d", i)}
+	}
 	return m
 }()
+
+// tunMetadataByName reads tun_metadataN.
+func tunMetadataByName(name string) (ofpwire.XMType, bool) {
+	s, ok := strings.CutPrefix(name, "tun_metadata")
+	n, err := strconv.Atoi(s)
+	if !ok || err != nil || n < 0 || n >= ofpwire.NumTunMetadata || s != strconv.Itoa(n) {
+		return 0, false
+	}
+	return ofpwire.XMTypeTunMetadata0 + ofpwire.XMType(n), true
+}
 
 // subfieldByName finds a field by any of its names (case matters for the
 // short ones, as in ovs-ofctl; NXM/OXM names are upper case).

@@ -13,6 +13,9 @@ import (
 // the peer with ErrorMessage instead of guessing a code.
 type OFPError struct {
 	Type, Code uint16
+	// Experimenter is the experimenter id of an OFPET_EXPERIMENTER error
+	// (Code is then its exp_code), put in front of the error's data.
+	Experimenter uint32
 	// Reason, if set, is a human-readable cause sent after a full copy of
 	// the failed request (see ErrorMessage): OpenFlow 1.3 has codes for
 	// what a request got wrong but none for the switch's own failures
@@ -278,6 +281,9 @@ func ErrorMessage(xid uint32, err error, offending []byte) []byte {
 	var oe *OFPError
 	if errors.As(err, &oe) {
 		e = oe
+	}
+	if e.Type == ETExperimenter && e.Experimenter != 0 {
+		offending = append(be.AppendUint32(nil, e.Experimenter), offending...)
 	}
 	if e.Reason != "" {
 		// The whole request (the spec asks for at least 64 bytes), so its

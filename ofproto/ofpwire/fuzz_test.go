@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/netrack/openflow/ofp"
@@ -220,6 +221,37 @@ func FuzzParseCTFlush(f *testing.F) {
 		norm(again)
 		if !reflect.DeepEqual(m, again) {
 			t.Fatalf("decoded %+v, re-decoded %+v", m, again)
+		}
+	})
+}
+
+// FuzzParseTLVTableMod: what NXT_TLV_TABLE_MOD's parser accepts encodes
+// back to the same bytes and mappings; what it refuses is refused with an
+// OpenFlow error.
+func FuzzParseTLVTableMod(f *testing.F) {
+	for _, m := range []*TLVTableMod{
+		{Command: TLVAdd, Maps: []TLVMap{{Class: 0x0102, Type: 0x80, Len: 4, Index: 0}}},
+		{Command: TLVDelete, Maps: []TLVMap{{Class: 1, Type: 2, Len: 124, Index: 63}, {Index: 1}}},
+		{Command: TLVClear},
+	} {
+		b, err := m.appendBody(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b[8:])
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := ParseTLVTableMod(b)
+		if err != nil {
+			if _, ok := err.(*OFPError); !ok {
+				t.Fatalf("error %v is not an OpenFlow error", err)
+			}
+			return
+		}
+		enc, _ := m.appendBody(nil)
+		again, err := ParseTLVTableMod(enc[8:])
+		if err != nil || again.Command != m.Command || !slices.Equal(again.Maps, m.Maps) {
+			t.Fatalf("re-encoded %x: %+v %v, want %+v", enc, again, err, m)
 		}
 	})
 }

@@ -97,6 +97,13 @@ const (
 	XMTypeXReg0 = XMTypeReg0 + NumRegs
 	// XMTypeXXReg0 is xxreg0; xxreg N is XMTypeXXReg0+N.
 	XMTypeXXReg0 = XMTypeXReg0 + NumXRegs
+	// XMTypeTunMetadata0 is NXM_NX_TUN_METADATA0 (40); tun_metadataN is
+	// XMTypeTunMetadata0+N (wire number 40+N). On the wire these fields
+	// have any length up to 124 bytes, the value right-aligned; this
+	// switch carries 4 bytes of option data (flow.Tunnel.Opt), so a field
+	// is held here as its last 4 bytes and longer ones must have the
+	// bytes before zero.
+	XMTypeTunMetadata0 = XMTypeXXReg0 + NumXXRegs
 )
 
 // oxmTCPFlags15 is OpenFlow 1.5's OXM_OF_TCP_FLAGS, past 1.3's basic
@@ -109,9 +116,9 @@ const (
 
 // NumFields bounds every field number, basic or extension (untyped, for
 // array sizes and int comparisons alike).
-const NumFields = NumBasicFields + 22 + NumRegs + NumXRegs + NumXXRegs
+const NumFields = NumBasicFields + 22 + NumRegs + NumXRegs + NumXXRegs + NumTunMetadata
 
-var _ = [1]int{}[int(XMTypeXXReg0)+NumXXRegs-NumFields] // NumFields counts every field above
+var _ = [1]int{}[int(XMTypeTunMetadata0)+NumTunMetadata-NumFields] // NumFields counts every field above
 
 // extField is an extension field: its class and number on the wire, size
 // and maskability.
@@ -154,6 +161,9 @@ var extFields = func() (fs [NumFields - NumBasicFields]extField) {
 	for i := range NumXXRegs {
 		fs[XMTypeXXReg0+ofp.XMType(i)-NumBasicFields] = extField{ClassNXM1, 111 + ofp.XMType(i), fieldInfo{16, true, 0}}
 	}
+	for i := range NumTunMetadata {
+		fs[XMTypeTunMetadata0+ofp.XMType(i)-NumBasicFields] = extField{ClassNXM1, 40 + ofp.XMType(i), fieldInfo{tunMetadataSize, true, 0}}
+	}
 	return fs
 }()
 
@@ -165,6 +175,46 @@ func extByWire(class ofp.XMClass, wire ofp.XMType) (ofp.XMType, bool) {
 		}
 	}
 	return 0, false
+}
+
+// tunMetadataSize is the size a tun_metadata field is held at.
+const tunMetadataSize = 4
+
+// IsTunMetadata reports whether f is a tun_metadata field, and its N.
+func IsTunMetadata(f ofp.XMType) (n int, ok bool) {
+	if f >= XMTypeTunMetadata0 && f < XMTypeTunMetadata0+NumTunMetadata {
+		return int(f - XMTypeTunMetadata0), true
+	}
+	return 0, false
+}
+
+// tunMetadataLen checks a wire length (value or value+mask bytes) of a
+// tun_metadata field.
+func tunMetadataLen(plen int, hasMask bool) (valueLen int, ok bool) {
+	if hasMask {
+		if plen%2 != 0 {
+			return 0, false
+		}
+		plen /= 2
+	}
+	return plen, plen >= 1 && plen <= MaxTLVOptLen
+}
+
+// shortenTunMetadata gives a right-aligned tun_metadata value of any
+// length as the field's last tunMetadataSize bytes, or false when a byte
+// before them is not zero.
+func shortenTunMetadata(v []byte) ([]byte, bool) {
+	out := make([]byte, tunMetadataSize)
+	if len(v) > tunMetadataSize {
+		for _, c := range v[:len(v)-tunMetadataSize] {
+			if c != 0 {
+				return nil, false
+			}
+		}
+		v = v[len(v)-tunMetadataSize:]
+	}
+	copy(out[tunMetadataSize-len(v):], v)
+	return out, true
 }
 
 // IsNXM reports whether f is one of the extension fields above (Nicira's
@@ -425,6 +475,28 @@ func parseOXM(b []byte) (OXM, int, error) {
 		return OXM{}, 0, errMatchField
 	}
 	fi := info(o.Field)
+	if _, ok := IsTunMetadata(o.Field); ok {
+		l, ok := tunMetadataLen(plen, o.HasMask)
+		if !ok {
+			return OXM{}, 0, errMatchLen
+		}
+		v, ok1 := shortenTunMetadata(b[4 : 4+l])
+		o.Value = v
+		ok = ok1
+		if o.HasMask {
+			o.Mask, ok = shortenTunMetadata(b[4+l : 4+plen])
+			ok = ok && ok1
+		}
+		if !ok {
+			return OXM{}, 0, errMatchValue
+		}
+		for i := range o.Value {
+			if o.HasMask && o.Value[i]&^o.Mask[i] != 0 {
+				return OXM{}, 0, errMatchWildcards
+			}
+		}
+		return o, 4 + plen, nil
+	}
 	want := int(fi.size)
 	if o.HasMask {
 		want *= 2

@@ -140,7 +140,7 @@ func TestMatchErrors(t *testing.T) {
 		code uint16
 	}{
 		{"unknown field", oxmBytes(40, false, 0, 0, 0, 0), BMCBadField},
-		{"unknown NXM field", append(be.AppendUint32(nil, OXMHeader(ofp.XMClassNicira1, 127, false, 4)), 0, 0, 0, 1), BMCBadField},
+		{"unknown NXM field", append(be.AppendUint32(nil, uint32(ofp.XMClassNicira1)<<16|127<<9|4), 0, 0, 0, 1), BMCBadField},
 		{"unknown class", append(be.AppendUint32(nil, OXMHeader(0x8002, 1, false, 4)), 0, 0, 0, 1), BMCBadField},
 		{"experimenter class", append(be.AppendUint32(nil, OXMHeader(ofp.XMClassExperimenter, 1, false, 4)), 0, 0, 0, 1), BMCBadField},
 		{"duplicate", append(oxmBytes(ofp.XMTypeInPort, false, 0, 0, 0, 1), oxmBytes(ofp.XMTypeInPort, false, 0, 0, 0, 2)...), BMCDupField},
@@ -280,5 +280,42 @@ func TestCheckPrerequisites(t *testing.T) {
 	}
 	for i, m := range bad {
 		wantErr(t, "bad prereq "+string(rune('a'+i)), CheckPrerequisites(m), ETBadMatch, BMCBadPrereq)
+	}
+}
+
+// TestTunMetadataLengths: a tun_metadata field of any length up to 124
+// bytes is held as its last four, right-aligned; bytes before them must
+// be zero, since the switch carries four bytes of option data.
+func TestTunMetadataLengths(t *testing.T) {
+	hdr := func(n int, masked bool, plen int) []byte {
+		h := uint32(ClassNXM1)<<16 | uint32(40+n)<<9 | uint32(plen)
+		if masked {
+			h |= 1 << 8
+		}
+		return be.AppendUint32(nil, h)
+	}
+	long := make([]byte, 124)
+	long[121], long[123] = 1, 2
+	for _, c := range []struct {
+		name  string
+		b     []byte
+		value []byte
+		err   error
+	}{
+		{"4 bytes", append(hdr(0, false, 4), 0, 1, 0, 2), []byte{0, 1, 0, 2}, nil},
+		{"2 bytes", append(hdr(5, false, 2), 7, 8), []byte{0, 0, 7, 8}, nil},
+		{"124 bytes", append(hdr(63, false, 124), long...), []byte{0, 1, 0, 2}, nil},
+		{"masked 3 bytes", append(hdr(0, true, 6), 1, 0, 0, 0x7f, 0xff, 0), []byte{0, 1, 0, 0}, nil},
+		{"a byte beyond four", append(hdr(0, false, 5), 1, 0, 0, 0, 0), nil, errMatchValue},
+		{"odd masked length", append(hdr(0, true, 5), 1, 0, 0, 0, 0), nil, errMatchLen},
+		{"empty", hdr(0, false, 0), nil, errMatchLen},
+	} {
+		o, _, err := parseOXM(c.b)
+		if err != c.err || err == nil && !bytes.Equal(o.Value, c.value) {
+			t.Errorf("%s: %x %v, want %x %v", c.name, o.Value, err, c.value, c.err)
+		}
+		if n, ok := IsTunMetadata(o.Field); err == nil && (!ok || n != int(c.b[2]>>1)-40) {
+			t.Errorf("%s: field %d", c.name, o.Field)
+		}
 	}
 }

@@ -383,6 +383,13 @@ func fieldByHeader(h uint32) (ofp.XMType, error) {
 	if !ok {
 		return 0, errMatchField
 	}
+	if _, tm := IsTunMetadata(f); tm {
+		// Open vSwitch names these in actions at their full 124 bytes.
+		if _, ok := tunMetadataLen(length, hasMask); !ok {
+			return 0, errMatchLen
+		}
+		return f, nil
+	}
 	size, _, _ := FieldSize(f)
 	if hasMask {
 		size *= 2

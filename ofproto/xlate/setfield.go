@@ -161,6 +161,15 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 	f := a.Field
 	k, w, u := &x.key, &x.written, &x.unknown
 	act := actions.Action{}
+	if n, ok := ofpwire.IsTunMetadata(f.Field); ok {
+		// The packet carries this field from now on (the key has room
+		// for one: another one it carried is replaced).
+		k.Tun.SetOpt(n, [4]byte(f.Value))
+		w.Tun.Flags |= flow.TunFlagOptIndex
+		u.Tun.Flags &^= flow.TunFlagOptIndex
+		w.Tun.Opt, u.Tun.Opt = [4]byte{0xff, 0xff, 0xff, 0xff}, [4]byte{}
+		return x.emit(actions.Action{Kind: actions.SetTunnelOpt, Val8: uint8(n + 1), Val32: uint32(v)})
+	}
 	switch f.Field {
 	case ofpwire.XMTypeMetadata:
 		m := ^uint64(0)

@@ -212,6 +212,13 @@ func (x *xlator) undoHeaders(saved *flow.Key, ch, need *flow.Mask) error {
 		add(actions.Action{Kind: actions.SetTunnelDst, Addr: saved.Tun.Dst})
 		need.Tun.Dst = ones16
 	}
+	if ch.Tun.Flags&flow.TunFlagOptIndex != 0 || ch.Tun.Opt != ([4]byte{}) {
+		o := saved.Tun.Opt
+		add(actions.Action{Kind: actions.SetTunnelOpt, Val8: uint8(saved.Tun.OptIndex() + 1),
+			Val32: uint32(o[0])<<24 | uint32(o[1])<<16 | uint32(o[2])<<8 | uint32(o[3])})
+		need.Tun.Flags |= flow.TunFlagOptIndex
+		need.Tun.Opt = [4]byte{0xff, 0xff, 0xff, 0xff}
+	}
 	for _, a := range acts[:n] {
 		if err := x.emit(a); err != nil {
 			return err
