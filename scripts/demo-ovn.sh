@@ -13,7 +13,8 @@
 # logical switch ls0 over the three chassis (w1, w2, w3), a second one ls1
 # (w4, on chassis 2) behind a logical router lr0; then a stateful ACL, a
 # load balancer with a backend on each chassis, a kill -9 of one chassis'
-# switch. Every step is checked with traffic, and at the end no
+# switch, and a provider network (a localnet port, which ovn-bridge-mappings
+# joins to a bridge br-ex through patch ports) reaching a host outside OVN. Every step is checked with traffic, and at the end no
 # ovn-controller may have logged an OpenFlow error.
 #
 # SWITCH=ovs runs the same with Debian's ovs-vswitchd (userspace,
@@ -59,6 +60,7 @@ underlay=ovn-ul-$tag
 chns() { echo "ovn-ch$1-$tag"; }  # chassis N's namespace
 wlns() { echo "ovn-w$1-$tag"; }   # workload N's namespace
 chip() { echo "198.18.60.$1"; }   # chassis N's underlay (tunnel) address
+extns=ovn-ext-$tag                # a host on the provider network (step 9)
 state=$(mktemp -d /tmp/vswitch-demo-ovn.XXXXXX)
 pids=() # every daemon and server this script started
 
@@ -66,7 +68,8 @@ cleanup() {
 	local rc=$?
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	for w in 1 2 3 4; do ip netns del "$(wlns "$w")" 2>/dev/null || true; done
+	for w in 1 2 3 4 5; do ip netns del "$(wlns "$w")" 2>/dev/null || true; done
+	ip netns del "$extns" 2>/dev/null || true
 	for c in "${CHASSIS[@]}"; do ip netns del "$(chns "$c")" 2>/dev/null || true; done
 	ip netns del "$underlay" 2>/dev/null || true
 	if [ $rc -ne 0 ]; then
@@ -294,7 +297,38 @@ wait_for 60 "w1 to reach w2 again" in_wl 1 ping -c 1 -W 1 "$(wlip 2)"
 pingq 4 "$(wlip 1)" || fail "w4 (chassis 2) cannot reach w1 after the restart"
 echo "traffic through chassis 2 again"
 
-say "9. ovn-controller's logs: no error on any chassis"
+say "9. A provider network: ls2's localnet port reaches a host outside OVN through chassis 3's br-ex"
+# ovn-bridge-mappings names the bridge a physical network leaves by;
+# ovn-controller joins br-int to it with a pair of patch ports.
+ip netns add "$extns"
+quiet "$extns"
+ip link add ext0 netns "$(chns 3)" type veth peer name eth0 netns "$extns"
+ip -n "$extns" addr add 198.18.74.1/24 dev eth0
+ip -n "$extns" link set eth0 up
+ip -n "$(chns 3)" link set ext0 up
+run vsctl 3 add-br br-ex -- set bridge br-ex datapath_type=netdev -- add-port br-ex ext0
+run vsctl 3 set Open_vSwitch . external_ids:ovn-bridge-mappings=physnet:br-ex
+run nbctl ls-add ls2 -- lsp-add ls2 ln2 -- lsp-set-type ln2 localnet -- lsp-set-addresses ln2 unknown \
+	-- lsp-set-options ln2 network_name=physnet
+ns=$(wlns 5)
+ip netns add "$ns"
+quiet "$ns"
+ip link add w5 netns "$(chns 3)" type veth peer name eth0 netns "$ns"
+ip -n "$(chns 3)" link set w5 up
+ip -n "$ns" link set eth0 address 02:00:c6:4a:00:05
+ip -n "$ns" addr add 198.18.74.15/24 dev eth0
+ip -n "$ns" link set eth0 up
+nbctl lsp-add ls2 lsp-w5 -- lsp-set-addresses lsp-w5 "02:00:c6:4a:00:05 198.18.74.15"
+run vsctl 3 add-port br-int w5 -- set Interface w5 external_ids:iface-id=lsp-w5
+wait_for 60 "lsp-w5 to be installed on chassis 3" \
+	sh -c "ovs-vsctl --db=unix:$state/ch3/db.sock get Interface w5 external_ids:ovn-installed | grep -q true"
+sync_hv
+wait_for 20 "the patch ports between br-int and br-ex" sh -c "ovs-vsctl --db=unix:$state/ch3/db.sock list-ports br-ex | grep -q patch"
+echo "br-ex ports: $(vsctl 3 list-ports br-ex | tr '\n' ' ')"
+printf '\033[1m$ %s\033[0m\n' "w5: ping 198.18.74.1 (outside OVN, through the patch ports and br-ex)"
+pingq 5 198.18.74.1 || fail "w5 cannot reach the host on the provider network"
+
+say "10. ovn-controller's logs: no error on any chassis"
 for c in "${CHASSIS[@]}"; do
 	log=$state/ch$c/ovn-controller.log
 	if grep -E '\|(ERR|EMER)\||OpenFlow error|OFPT_ERROR|refused to allocate Geneve' "$log"; then
@@ -303,7 +337,7 @@ for c in "${CHASSIS[@]}"; do
 	echo "chassis $c: br-int ports $(vsctl "$c" --no-wait list-ports br-int | tr '\n' ' ')"
 done
 if [ -n "$BENCH" ]; then
-	say "10. Measured: w1 (chassis 1, ls0) to w4 (chassis 2, ls1) across the router, an ACL and a load balancer"
+	say "11. Measured: w1 (chassis 1, ls0) to w4 (chassis 2, ls1) across the router, an ACL and a load balancer"
 	run nbctl acl-add ls1 to-lport 1001 'outport == "lsp-w4" && ip4' allow-related
 	run nbctl lb-add lb1 198.18.73.100:5201 198.18.71.14:5201 tcp
 	run nbctl ls-lb-add ls0 lb1
