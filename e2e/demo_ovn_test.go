@@ -8,16 +8,18 @@ import (
 )
 
 // TestDemoOVNScript runs scripts/demo-ovn.sh (make demo-ovn) as users
-// would: OVN central and three chassis over VXLAN, each with this switch
-// as its ovs-vswitchd and Debian's ovn-controller; the script checks every
-// step with traffic (pings across chassis and across the router with its
-// TTL, TCP, a stateful ACL, a load balancer answering from backends on
-// several chassis and to a backend itself, a kill -9 and restart of one
-// chassis' switch) and ovn-controller's logs, and must leave no namespace
-// behind.
+// would: OVN central and three chassis over Geneve (OVN's Geneve option
+// mapped through the TLV table), each with this switch as its
+// ovs-vswitchd and Debian's ovn-controller; the script checks every step
+// with traffic (pings across chassis and across the router with its TTL,
+// TCP, a stateful ACL, a load balancer answering from backends on several
+// chassis and to a backend itself, a kill -9 and restart of one chassis'
+// switch, a provider network through patch ports) and ovn-controller's
+// logs, and must leave no namespace behind.
 func TestDemoOVNScript(t *testing.T) {
 	nstest.RequireRoot(t)
 	nstest.RequireTool(t, "ovn-northd", "ovn-controller", "ovn-nbctl", "ovsdb-server", "busybox", "python3")
 	runDemoScript(t, "demo-ovn", 6*time.Minute, "TTL 63: one router hop", "TCP to w3: dropped, as the ACL says",
-		"reached the backends: ", "traffic through chassis 2 again", "demo-ovn done")
+		"reached the backends: ", "traffic through chassis 2 again", "0x102  0x80       4  tun_metadata",
+		"br-ex ports: ext0 patch-", "demo-ovn done")
 }
