@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -321,4 +323,47 @@ func TestOVSDBPatchPorts(t *testing.T) {
 	d.kill9()
 	d.start("--pidfile", "--db", srv.db())
 	nstest.Ping(t, a.NS, b.IP)
+}
+
+// TestOVSDBControllerColumns: the real ovs-vsctl sets a controller and
+// its inactivity_probe and max_backoff; the switch applies them (a
+// controller that never says HELLO is dropped after two probe intervals
+// and redialled within max_backoff) and reports the connection in the
+// Controller row: is_connected, status:state and status:last_error.
+func TestOVSDBControllerColumns(t *testing.T) {
+	srv := newOVSDBServer(t)
+	nstest.Run(t, "ovs-vsctl", "--db="+srv.db(), "--no-wait", "init")
+	t.Setenv("OVS_RUNDIR", t.TempDir())
+	d := newDaemon(t)
+	d.start("--pidfile", "--db", srv.db())
+	br := nstest.Name("brct")
+	srv.vsctl("add-br", br, "--", "set", "bridge", br, "datapath_type=netdev")
+
+	// A controller that accepts and says nothing.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			defer c.Close()
+		}
+	}()
+	srv.vsctl("set-controller", br, "tcp:"+ln.Addr().String())
+	srv.vsctl("set", "controller", br, "inactivity_probe=1000", "max_backoff=1000")
+	// With 1 s probes each connection is dropped after 2 s and redialled
+	// within 1 s: a third dial by 6 s. With the default 5 s probes the
+	// third would come after 22 s.
+	nstest.WaitFor(t, 15*time.Second, "the silent controller dropped and redialled", func() bool { return accepted.Load() >= 3 })
+	nstest.WaitFor(t, 10*time.Second, "the controller's status", func() bool {
+		out, err := nstest.Output("ovs-vsctl", "--db="+srv.db(), "--no-wait", "get", "controller", br, "status", "is_connected")
+		return err == nil && strings.Contains(out, "last_error=") && strings.Contains(out, "no HELLO") && strings.HasSuffix(strings.TrimSpace(out), "false")
+	})
 }

@@ -219,6 +219,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		return nil, err
 	}
 	b.of = of
+	of.Manager().SetTargetOptions(targetOptions(nb.ControllerOptions))
 	for _, p := range devs {
 		if err := b.attach(p); err != nil {
 			b.close()
@@ -727,6 +728,9 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 	if !slices.Equal(b.cfg.Protocols, nb.Protocols) {
 		b.of.Manager().SetVersions(protocolVersions(nb.Protocols))
 	}
+	if !maps.Equal(b.cfg.ControllerOptions, nb.ControllerOptions) {
+		b.of.Manager().SetTargetOptions(targetOptions(nb.ControllerOptions))
+	}
 	if !slices.Equal(b.cfg.Controllers, nb.Controllers) {
 		if err := b.of.SetControllers(nb.Controllers); err != nil {
 			return err
@@ -753,6 +757,17 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 		b.snapshot(true)
 	}
 	return nil
+}
+
+// targetOptions are the controllers' settings as the connection layer
+// takes them.
+func targetOptions(m map[string]config.ControllerOptions) map[string]ofconn.TargetOptions {
+	out := make(map[string]ofconn.TargetOptions, len(m))
+	for t, o := range m {
+		out[t] = ofconn.TargetOptions{Probe: time.Duration(o.InactivityProbe) * time.Millisecond,
+			MaxBackoff: time.Duration(o.MaxBackoff) * time.Millisecond}
+	}
+	return out
 }
 
 // normalPort is the NORMAL action's view of a configured port (OVS's

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/conntrack"
 	"github.com/vswitch-go/vswitch/ofproto/ofconn"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb"
 )
@@ -56,17 +57,57 @@ func (s dbSwitch) SetZoneTimeouts(m map[uint16]conntrack.Timeouts) {
 	}
 }
 
-func (s dbSwitch) ControllerConnected(bridge, target string) bool {
+// ControllerStatus reads the bridge's connection to target as
+// ovs-vswitchd reports it: state ACTIVE when connected (a passive target:
+// when a controller is connected to it), else BACKOFF or CONNECTING (IDLE
+// for a listener nobody is connected to), and the last error.
+func (s dbSwitch) ControllerStatus(bridge, target string) ovsdb.ControllerStatus {
 	b := s.d.runningBridge(bridge)
 	if b == nil {
-		return false
+		return ovsdb.ControllerStatus{}
 	}
+	var out ovsdb.ControllerStatus
+	state, lastErr := "", ""
 	for _, st := range b.of.Manager().Status() {
-		if st.Target == target && !st.Management && st.State == ofconn.StateActive {
-			return true
+		if st.Target != target || st.Management {
+			continue
+		}
+		if st.LastError != "" {
+			lastErr = st.LastError
+		}
+		switch st.State {
+		case ofconn.StateActive:
+			out.Connected, state = true, "ACTIVE"
+			switch st.Role {
+			case ofpwire.ControllerRoleMaster:
+				out.Role = "master"
+			case ofpwire.ControllerRoleSlave:
+				out.Role = "slave"
+			default:
+				out.Role = "other"
+			}
+		case ofconn.StateBackoff:
+			if state == "" {
+				state = "BACKOFF"
+			}
+		case ofconn.StateConnecting, ofconn.StateHandshake:
+			if state == "" || state == "IDLE" {
+				state = "CONNECTING"
+			}
+		case ofconn.StateListening:
+			if state == "" {
+				state = "IDLE"
+			}
 		}
 	}
-	return false
+	if state == "" {
+		return out
+	}
+	out.Status = map[string]string{"state": state}
+	if lastErr != "" && !out.Connected {
+		out.Status["last_error"] = lastErr
+	}
+	return out
 }
 
 func (s dbSwitch) PortStatus(bridge, name string) ovsdb.PortStatus {

@@ -561,13 +561,7 @@ func (c *Conn) dispatch(xid uint32, msg ofpwire.Message, raw []byte) {
 // writeLoop owns all writes to the socket and the inactivity probe.
 func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
-	probe := c.m.cfg.ProbeInterval
-	if c.t.management && probe > 0 {
-		// A management (service) connection, such as ovn-controller's on
-		// BRIDGE.mgmt, is probed every minute, as Open vSwitch probes it:
-		// a client busy recomputing for seconds is not dead.
-		probe = max(probe, ManagementProbeInterval)
-	}
+	probe := c.m.probeFor(c.t)
 	var timeout time.Duration // write deadline: a peer that reads nothing for this long is dead
 	var tick <-chan time.Time
 	var timer *time.Timer
@@ -627,6 +621,15 @@ func (c *Conn) writeLoop() {
 				return
 			}
 		case <-tick:
+			// SetTargetOptions may have changed the interval, or
+			// turned probing off (the timer then stays stopped).
+			p := c.m.probeFor(c.t)
+			if p <= 0 {
+				timeout = 0
+				c.nc.SetWriteDeadline(time.Time{})
+				continue
+			}
+			probe, timeout = p, 2*p
 			now, last := c.now(), c.lastRecv.Load()
 			if !c.active.Load() {
 				// No probing before the handshake: just give up on a

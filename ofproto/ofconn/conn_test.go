@@ -647,3 +647,23 @@ func TestOnBarrierError(t *testing.T) {
 		t.Fatalf("error %d/%d data %q", e.Type, e.Code, e.Data)
 	}
 }
+
+// TestTargetOptionsProbe: a target's own inactivity probe (Open vSwitch's
+// Controller inactivity_probe) replaces the manager's: with the manager
+// probing hourly, a silent peer of a target set to 80 ms is probed and
+// dropped; setting the target's probe off keeps the next one.
+func TestTargetOptionsProbe(t *testing.T) {
+	target := "punix:" + sockPath(t, "br.sock")
+	m := startManager(t, Config{ProbeInterval: time.Hour}, target)
+	m.SetTargetOptions(map[string]TargetOptions{target: {Probe: 80 * time.Millisecond}})
+	c := connect(t, m, target)
+	if h, _ := c.recvRaw(); h.Type != ofpwire.TypeEchoRequest {
+		t.Fatalf("got %v, want ECHO_REQUEST", h.Type)
+	}
+	c.expectClosed()
+
+	m.SetTargetOptions(map[string]TargetOptions{target: {Probe: -1}})
+	c2 := connect(t, m, target)
+	c2.expectSilence(300 * time.Millisecond)
+	c2.echo(5)
+}

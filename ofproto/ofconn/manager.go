@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"sort"
@@ -120,6 +121,52 @@ type Config struct {
 	Warnf func(format string, args ...any)
 }
 
+// TargetOptions are one controller's settings, which override the
+// Manager's (Open vSwitch's Controller inactivity_probe and max_backoff
+// columns). Zero fields keep the Manager's.
+type TargetOptions struct {
+	// Probe is the inactivity probe interval; negative disables probing.
+	Probe time.Duration
+	// MaxBackoff bounds the reconnect delay of an active target.
+	MaxBackoff time.Duration
+}
+
+// SetTargetOptions sets the controllers' own settings, by target name
+// (replacing all earlier ones). A connection that probes takes a new
+// interval, or stops probing, at its next probe; turning probing on for
+// a connection that had it off waits for its next connection.
+func (m *Manager) SetTargetOptions(opts map[string]TargetOptions) {
+	m.mu.Lock()
+	m.opts = maps.Clone(opts)
+	m.mu.Unlock()
+}
+
+// probeFor is target t's inactivity probe interval.
+func (m *Manager) probeFor(t *target) time.Duration {
+	m.mu.Lock()
+	o := m.opts[t.name]
+	m.mu.Unlock()
+	probe := m.cfg.ProbeInterval
+	if o.Probe != 0 {
+		probe = o.Probe
+	}
+	if t.management && probe > 0 {
+		// A management (service) connection, such as ovn-controller's on
+		// BRIDGE.mgmt, is probed every minute, as Open vSwitch probes it:
+		// a client busy recomputing for seconds is not dead.
+		probe = max(probe, ManagementProbeInterval)
+	}
+	return probe
+}
+
+// maxBackoffLocked is target t's longest reconnect delay.
+func (m *Manager) maxBackoffLocked(t *target) time.Duration {
+	if b := m.opts[t.name].MaxBackoff; b > 0 {
+		return max(b, m.cfg.MinBackoff)
+	}
+	return m.cfg.MaxBackoff
+}
+
 // Defaults of Config.
 const (
 	DefaultProbeInterval = 5 * time.Second
@@ -169,6 +216,9 @@ type Manager struct {
 	genDefined bool   // a master/slave role request has set the generation
 	gen        uint64 // the highest generation_id seen
 	nextID     uint64
+	// opts are the controllers' own settings (SetTargetOptions), by
+	// target name.
+	opts map[string]TargetOptions
 
 	tls         atomic.Pointer[TLSFiles]
 	active      atomic.Pointer[[]*Conn] // handshaken connections, for Send*
@@ -856,7 +906,9 @@ func (t *target) runActive() {
 			return
 		}
 		if !ok {
-			backoff = min(2*backoff, m.cfg.MaxBackoff)
+			m.mu.Lock()
+			backoff = min(2*backoff, m.maxBackoffLocked(t))
+			m.mu.Unlock()
 		}
 	}
 }

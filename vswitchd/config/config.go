@@ -62,6 +62,9 @@ type Bridge struct {
 	DatapathID  string   `json:"datapath_id,omitempty"`
 	FailMode    string   `json:"fail_mode"`
 	Controllers []string `json:"controllers,omitempty"`
+	// ControllerOptions are settings of some of the Controllers, by
+	// target (OVSDB Controller inactivity_probe and max_backoff).
+	ControllerOptions map[string]ControllerOptions `json:"controller_options,omitempty"`
 	// Protocols limits the OpenFlow versions the bridge's connections
 	// negotiate (OVSDB Bridge.protocols: "OpenFlow13" ...); empty: all.
 	Protocols   []string          `json:"protocols,omitempty"`
@@ -79,6 +82,15 @@ type Bridge struct {
 	// Meters are the meter table (ovs-ofctl add-meter syntax), saved for
 	// the same reason.
 	Meters []string `json:"meters,omitempty"`
+}
+
+// ControllerOptions are one controller's settings, in milliseconds as
+// Open vSwitch's Controller columns: InactivityProbe 0 leaves the
+// default, a negative one disables probing (the column's 0);
+// MaxBackoff 0 leaves the default.
+type ControllerOptions struct {
+	InactivityProbe int `json:"inactivity_probe,omitempty"`
+	MaxBackoff      int `json:"max_backoff,omitempty"`
 }
 
 // Port is one interface attached to a bridge.
@@ -129,6 +141,7 @@ func (b *Bridge) Clone() *Bridge {
 	}
 	out := *b
 	out.Controllers = slices.Clone(b.Controllers)
+	out.ControllerOptions = maps.Clone(b.ControllerOptions)
 	out.Protocols = slices.Clone(b.Protocols)
 	out.OtherConfig = maps.Clone(b.OtherConfig)
 	out.Flows = slices.Clone(b.Flows)

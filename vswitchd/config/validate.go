@@ -119,6 +119,17 @@ func Validate(c *Config) error {
 			}
 			seenCtl[ctl] = true
 		}
+		for _, ctl := range sortedKeys(b.ControllerOptions) {
+			o := b.ControllerOptions[ctl]
+			switch {
+			case !seenCtl[ctl]:
+				add("%s: options for controller %q, which the bridge does not have", where, ctl)
+			case o.InactivityProbe > 0 && o.InactivityProbe < 1000:
+				add("%s: controller %q: inactivity_probe %d ms is below 1000 (0 disables probing)", where, ctl, o.InactivityProbe)
+			case o.MaxBackoff != 0 && o.MaxBackoff < 1000:
+				add("%s: controller %q: max_backoff %d ms is below 1000", where, ctl, o.MaxBackoff)
+			}
+		}
 		checkOtherConfig(where+" other_config", b.OtherConfig, add)
 		for i, f := range b.Flows {
 			if strings.TrimSpace(f) == "" || strings.ContainsAny(f, "\n\r") {

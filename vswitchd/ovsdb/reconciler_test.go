@@ -123,9 +123,13 @@ func (f *fakeSwitch) DatapathID(bridge string) string {
 	return "0000aabbccddeeff"
 }
 
-// ControllerConnected: a controller at this one target is connected.
-func (f *fakeSwitch) ControllerConnected(_, target string) bool {
-	return target == "tcp:192.0.2.9:6653"
+// ControllerStatus: a controller at this one target is connected, as
+// master; the others are backing off.
+func (f *fakeSwitch) ControllerStatus(_, target string) ControllerStatus {
+	if target == "tcp:192.0.2.9:6653" {
+		return ControllerStatus{Connected: true, Role: "master", Status: map[string]string{"state": "ACTIVE"}}
+	}
+	return ControllerStatus{Status: map[string]string{"state": "BACKOFF", "last_error": "Connection refused"}}
 }
 func (f *fakeSwitch) Version() string { return "test" }
 
@@ -336,8 +340,9 @@ func TestReconcileAppliesAndReports(t *testing.T) {
 	i4.Options = map[string]string{"remote_ip": "192.0.2.1"}
 	i4.OfportRequest = intp(9)
 	add(p4, i4)
-	ctlUp := &vswitchdb.Controller{UUID: "c1", Target: "tcp:192.0.2.9:6653"}
-	ctlDown := &vswitchdb.Controller{UUID: "c2", Target: "tcp:192.0.2.10:6653"}
+	ctlUp := &vswitchdb.Controller{UUID: "c1", Target: "tcp:192.0.2.9:6653", InactivityProbe: intp(0), MaxBackoff: intp(3000)}
+	ctlDown := &vswitchdb.Controller{UUID: "c2", Target: "tcp:192.0.2.10:6653", InactivityProbe: intp(30000),
+		ConnectionMode: new(vswitchdb.ControllerConnectionModeOutOfBand)}
 	models = append(models, ctlUp, ctlDown)
 	br := &vswitchdb.Bridge{UUID: "br", Name: "br0", DatapathType: "netdev", Ports: portUUIDs,
 		OtherConfig: map[string]string{"mac-aging-time": "30"}, Controller: []string{"c1", "c2"}}
@@ -382,9 +387,18 @@ func TestReconcileAppliesAndReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range ctls {
-		if c.IsConnected != (c.Target == "tcp:192.0.2.9:6653") {
+		up := c.Target == "tcp:192.0.2.9:6653"
+		if c.IsConnected != up {
 			t.Errorf("controller %s is_connected %v", c.Target, c.IsConnected)
 		}
+		if want := map[bool]string{true: "ACTIVE", false: "BACKOFF"}[up]; c.Status["state"] != want || (c.Role != nil) != up {
+			t.Errorf("controller %s: status %v role %v, want state %s and a role only when connected", c.Target, c.Status, deref(c.Role), want)
+		}
+	}
+	wantOpts := map[string]config.ControllerOptions{"tcp:192.0.2.9:6653": {InactivityProbe: -1, MaxBackoff: 3000},
+		"tcp:192.0.2.10:6653": {InactivityProbe: 30000}}
+	if !maps.Equal(b.ControllerOptions, wantOpts) {
+		t.Errorf("controller options applied %v, want %v", b.ControllerOptions, wantOpts)
 	}
 	for name, want := range map[string]int{"br0": LocalOFPort, "p1": 1, "p4": 9} {
 		i := v.iface(name)

@@ -19,15 +19,25 @@ type Switch interface {
 	PortStatus(bridge, port string) PortStatus
 	// DatapathID is a running bridge's datapath id, 16 hex digits, or "".
 	DatapathID(bridge string) string
-	// ControllerConnected says whether a bridge has a connection to
-	// controller target.
-	ControllerConnected(bridge, target string) bool
+	// ControllerStatus is what the switch knows of a bridge's
+	// connection to controller target.
+	ControllerStatus(bridge, target string) ControllerStatus
 	// Version is reported in Open_vSwitch.ovs_version.
 	Version() string
 	// SetZoneTimeouts makes the connection tracker's zones expire
 	// connections by their timeout policies (CT_Timeout_Policy); a zone
 	// not in m has the defaults.
 	SetZoneTimeouts(m map[uint16]conntrack.Timeouts)
+}
+
+// ControllerStatus is a controller connection's state, for the
+// Controller columns ovs-vswitchd fills in: is_connected, role and
+// status (state, last_error).
+type ControllerStatus struct {
+	Connected bool
+	// Role is "master", "slave" or "other" while connected, else "".
+	Role   string
+	Status map[string]string
 }
 
 // PortStatus is a port's run-time state, for the Interface columns

@@ -234,11 +234,20 @@ func (p *plan) addBridge(r *rows, rb *vswitchdb.Bridge, portOwner map[string]str
 		}
 		nb := b.Clone()
 		nb.Controllers = append(nb.Controllers, c.Target)
+		if o, set := controllerOptions(c); set {
+			if nb.ControllerOptions == nil {
+				nb.ControllerOptions = map[string]config.ControllerOptions{}
+			}
+			nb.ControllerOptions[c.Target] = o
+		}
 		if err := validateAlone(&config.Config{Bridges: map[string]*config.Bridge{b.Name: nb}}); err != nil {
 			p.problems = append(p.problems, fmt.Sprintf("bridge %q: controller %q not applied: %v", b.Name, c.Target, err))
 			continue
 		}
-		b.Controllers = nb.Controllers
+		b.Controllers, b.ControllerOptions = nb.Controllers, nb.ControllerOptions
+		for _, col := range unhonouredControllerColumns(c) {
+			p.problems = append(p.problems, fmt.Sprintf("bridge %q: controller %q: %s is not supported: the switch ignores it", b.Name, c.Target, col))
+		}
 	}
 	slices.Sort(b.Controllers)
 	for _, name := range slices.Sorted(slices.Values(rb.Protocols)) {
@@ -402,4 +411,44 @@ func (p *plan) validKeys(where string, m map[string]string, in func(map[string]s
 // one row, so that a refused value names that row only.
 func validateAlone(c *config.Config) error {
 	return config.Validate(c)
+}
+
+// controllerOptions are the Controller row's settings the switch applies:
+// inactivity_probe (0 disables probing) and max_backoff, in ms.
+func controllerOptions(c *vswitchdb.Controller) (o config.ControllerOptions, set bool) {
+	if c.InactivityProbe != nil {
+		o.InactivityProbe = *c.InactivityProbe
+		if o.InactivityProbe == 0 {
+			o.InactivityProbe = -1
+		}
+		set = true
+	}
+	if c.MaxBackoff != nil {
+		o.MaxBackoff, set = *c.MaxBackoff, true
+	}
+	return o, set
+}
+
+// unhonouredControllerColumns names the columns a Controller row sets
+// that the switch does not apply, so that they are said rather than
+// silently ignored. connection_mode out-of-band is what the switch does
+// anyway (it has no in-band control).
+func unhonouredControllerColumns(c *vswitchdb.Controller) []string {
+	var out []string
+	if c.ConnectionMode != nil && *c.ConnectionMode == vswitchdb.ControllerConnectionModeInBand {
+		out = append(out, "connection_mode=in-band (the switch connects out of band)")
+	}
+	for _, col := range []struct {
+		name string
+		set  bool
+	}{
+		{"controller_rate_limit", c.ControllerRateLimit != nil}, {"controller_burst_limit", c.ControllerBurstLimit != nil},
+		{"controller_queue_size", c.ControllerQueueSize != nil}, {"enable_async_messages", c.EnableAsyncMessages != nil},
+		{"local_ip", c.LocalIP != nil}, {"local_gateway", c.LocalGateway != nil}, {"local_netmask", c.LocalNetmask != nil},
+	} {
+		if col.set {
+			out = append(out, col.name)
+		}
+	}
+	return out
 }

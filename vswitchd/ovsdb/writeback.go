@@ -67,11 +67,26 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *rows, p *plan) error {
 				continue
 			}
 			c := *rc
-			if conn := r.sw.ControllerConnected(rb.Name, c.Target); conn != c.IsConnected {
-				c.IsConnected = conn
-				if err := update(&c, &c.IsConnected); err != nil {
-					return err
-				}
+			st := r.sw.ControllerStatus(rb.Name, c.Target)
+			var fields []any
+			if st.Connected != c.IsConnected {
+				c.IsConnected = st.Connected
+				fields = append(fields, &c.IsConnected)
+			}
+			var role *vswitchdb.ControllerRole
+			if st.Role != "" {
+				role = new(vswitchdb.ControllerRole(st.Role))
+			}
+			if !reflect.DeepEqual(c.Role, role) {
+				c.Role = role
+				fields = append(fields, &c.Role)
+			}
+			if !maps.Equal(c.Status, st.Status) {
+				c.Status = st.Status
+				fields = append(fields, &c.Status)
+			}
+			if err := update(&c, fields...); err != nil {
+				return err
 			}
 		}
 	}
