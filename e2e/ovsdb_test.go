@@ -237,6 +237,19 @@ func TestOVSDBDrivesTheSwitch(t *testing.T) {
 	}
 }
 
+// ovsdbDaemon starts Debian's ovsdb-server on a fresh database and the
+// daemon as its ovs-vswitchd, its bridge sockets in a private
+// $OVS_RUNDIR.
+func ovsdbDaemon(t *testing.T) (*ovsdbServer, *daemon) {
+	t.Helper()
+	srv := newOVSDBServer(t)
+	nstest.Run(t, "ovs-vsctl", "--db="+srv.db(), "--no-wait", "init")
+	t.Setenv("OVS_RUNDIR", t.TempDir())
+	d := newDaemon(t)
+	d.start("--pidfile", "--db", srv.db())
+	return srv, d
+}
+
 // TestOVSDBPatchPorts: the real ovs-vsctl joins two bridges with patch
 // ports named as OVN names them (longer than an interface name), each
 // bridge with a veth port; traffic crosses, ofport and link_state are
@@ -244,11 +257,7 @@ func TestOVSDBDrivesTheSwitch(t *testing.T) {
 // whose peer goes away is down and carries nothing; the peer back, it
 // carries again. mtu_request sets the veths' MTU and packets of it cross.
 func TestOVSDBPatchPorts(t *testing.T) {
-	srv := newOVSDBServer(t)
-	nstest.Run(t, "ovs-vsctl", "--db="+srv.db(), "--no-wait", "init")
-	t.Setenv("OVS_RUNDIR", t.TempDir())
-	d := newDaemon(t)
-	d.start("--pidfile", "--db", srv.db())
+	srv, d := ovsdbDaemon(t)
 	a, b := nstest.TwoHosts(t)
 	br1, br2 := nstest.Name("brpa"), nstest.Name("brpb")
 	p1 := "patch-" + br1 + "-to-" + br2
@@ -331,11 +340,7 @@ func TestOVSDBPatchPorts(t *testing.T) {
 // and redialled within max_backoff) and reports the connection in the
 // Controller row: is_connected, status:state and status:last_error.
 func TestOVSDBControllerColumns(t *testing.T) {
-	srv := newOVSDBServer(t)
-	nstest.Run(t, "ovs-vsctl", "--db="+srv.db(), "--no-wait", "init")
-	t.Setenv("OVS_RUNDIR", t.TempDir())
-	d := newDaemon(t)
-	d.start("--pidfile", "--db", srv.db())
+	srv, _ := ovsdbDaemon(t)
 	br := nstest.Name("brct")
 	srv.vsctl("add-br", br, "--", "set", "bridge", br, "datapath_type=netdev")
 
