@@ -131,11 +131,15 @@ type Datapath struct {
 	cfg   Config
 	clock func() int64
 
-	mu       sync.Mutex // serialises configuration changes
-	ports    map[uint32]*Port
-	portSnap atomic.Pointer[[]*Port] // sorted copy of ports for lock-free readers
-	flushUs  int
-	sleepUs  int
+	mu sync.Mutex // serialises configuration changes
+	// batching counts the Batch calls in progress; replanPending is set
+	// when a change inside one deferred the PMDs' new plans to its end.
+	batching      int
+	replanPending bool
+	ports         map[uint32]*Port
+	portSnap      atomic.Pointer[[]*Port] // sorted copy of ports for lock-free readers
+	flushUs       int
+	sleepUs       int
 	// probeEvery is latency-probe (0: off); probeOffset turns the
 	// datapath's clock into CLOCK_MONOTONIC for marked probe packets.
 	probeEvery  int
@@ -308,7 +312,7 @@ func (dp *Datapath) AddPort(no uint32, dev netdev.Netdev) (*Port, error) {
 		flushInterval: -1,
 	}
 	dp.ports[no] = p
-	dp.reconfigure()
+	dp.replan()
 	// Translations that flood depend on the set of ports.
 	dp.InvalidateFlows()
 	if r, ok := dev.(netdev.Remover); ok {
@@ -366,6 +370,41 @@ func (dp *Datapath) Port(no uint32) *Port {
 // snapshot as Port. The caller must not modify the slice.
 func (dp *Datapath) Ports() []*Port { return *dp.portSnap.Load() }
 
+// Batch runs f, in which ports added and their settings (AddPort,
+// SetPortTxFlushInterval, SetRxqAffinity) reach the PMDs together at its
+// end: each change otherwise rebuilds every PMD's plan, O(ports), and
+// waits for every PMD to take it, which made adding a thousand ports in
+// one transaction quadratic. Ports added inside are visible to Port and
+// Ports at once, but no PMD polls or sends to them before Batch returns.
+// RemovePort inside f still takes effect at once (its device is closed
+// after the PMDs let go of it).
+func (dp *Datapath) Batch(f func()) {
+	dp.mu.Lock()
+	dp.batching++
+	dp.mu.Unlock()
+	defer func() {
+		dp.mu.Lock()
+		defer dp.mu.Unlock()
+		if dp.batching--; dp.batching == 0 && dp.replanPending {
+			dp.reconfigure()
+		}
+	}()
+	f()
+}
+
+// replan is reconfigure for changes Batch may defer: outside a batch it
+// reconfigures; inside, it publishes the port snapshot and leaves the
+// plans for the batch's end.
+func (dp *Datapath) replan() {
+	if dp.batching == 0 {
+		dp.reconfigure()
+		return
+	}
+	ports := dp.sortedPorts()
+	dp.portSnap.Store(&ports)
+	dp.replanPending = true
+}
+
 func (dp *Datapath) sortedPorts() []*Port {
 	ps := make([]*Port, 0, len(dp.ports))
 	for _, p := range dp.ports {
@@ -412,7 +451,7 @@ func (dp *Datapath) SetPortTxFlushInterval(no uint32, us int) error {
 		return fmt.Errorf("datapath: no port %d", no)
 	}
 	p.flushInterval = us
-	dp.reconfigure()
+	dp.replan()
 	return nil
 }
 

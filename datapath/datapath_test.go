@@ -819,3 +819,57 @@ func TestLocalPort(t *testing.T) {
 	}
 	checkNoLeaks(t, dp)
 }
+
+// TestBatchAddsPortsInOnePlan: ports added inside Batch are visible at
+// once (Port) but reach the PMDs in one plan at its end, after which they
+// forward; a port removed inside a batch is closed only after the PMDs
+// let go of it.
+func TestBatchAddsPortsInOnePlan(t *testing.T) {
+	rules := &RuleTable{}
+	dp, err := New(Config{NumPMDs: 2, PMDSleepMax: 50, Upcall: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dp.Close()
+	rules.Invalidate = dp.InvalidateFlows
+	in := ring.New("in", 1, 1, 4096)
+	dp.AddPort(1, in)
+	if err := dp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	seq := dp.seq
+	outs := make([]*ring.Port, 20)
+	gone := ring.New("gone", 1, 1, 256)
+	dp.AddPort(40, gone)
+	dp.Batch(func() {
+		for i := range outs {
+			outs[i] = ring.New(fmt.Sprintf("out%d", i), 1, 1, 256)
+			if _, err := dp.AddPort(uint32(10+i), outs[i]); err != nil {
+				t.Fatal(err)
+			}
+			if dp.Port(uint32(10+i)) == nil {
+				t.Fatalf("port %d not visible inside the batch", 10+i)
+			}
+			if err := dp.SetPortTxFlushInterval(uint32(10+i), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := dp.RemovePort(40); err != nil {
+			t.Fatal(err)
+		}
+		if !gone.Closed() {
+			t.Fatal("a port removed inside a batch is not closed")
+		}
+	})
+	// One plan for the twenty ports (the removal published its own).
+	if got := dp.seq - seq; got > 3 {
+		t.Errorf("%d plans published for a batch of 20 ports, want at most 3", got)
+	}
+	rules.Add(inPortRule(1, 1, 10, 19, 29))
+	if in.Inject(0, udpFrame(1, 2, 1, 9, 1)) != 1 {
+		t.Fatal("inject")
+	}
+	waitFor(t, "the flood to reach the batch's ports", func() bool {
+		return outs[0].Stats().TxPackets == 1 && outs[9].Stats().TxPackets == 1 && outs[19].Stats().TxPackets == 1
+	})
+}

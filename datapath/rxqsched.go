@@ -38,6 +38,7 @@ func RoundRobin(rxqs []RxqRef, npmd int) [][]RxqRef {
 // have acknowledged do the queues appear on their new PMDs. In between the
 // queue is polled by nobody and its packets wait in the driver's ring.
 func (dp *Datapath) reconfigure() {
+	dp.replanPending = false
 	ports := dp.sortedPorts()
 	dp.portSnap.Store(&ports)
 	var rxqs []RxqRef
@@ -255,7 +256,7 @@ func (dp *Datapath) SetRxqAffinity(no uint32, cpus map[int]int) error {
 	for q, cpu := range cpus {
 		dp.affinity[RxqRef{Port: no, Queue: q}] = slices.Index(dp.cfg.CPUs, cpu)
 	}
-	dp.reconfigure()
+	dp.replan()
 	return nil
 }
 

@@ -220,16 +220,22 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 	}
 	b.of = of
 	of.Manager().SetTargetOptions(targetOptions(nb.ControllerOptions))
-	for _, p := range devs {
-		if err := b.attach(p); err != nil {
-			b.close()
-			for _, q := range devs {
-				if b.byNo[q.no] != q {
-					q.dev.Close()
-				}
+	var attachErr error
+	dp.Batch(func() {
+		for _, p := range devs {
+			if attachErr = b.attach(p); attachErr != nil {
+				return
 			}
-			return nil, err
 		}
+	})
+	if attachErr != nil {
+		b.close()
+		for _, q := range devs {
+			if b.byNo[q.no] != q {
+				q.dev.Close()
+			}
+		}
+		return nil, attachErr
 	}
 	b.localMAC = localMAC(dpid)
 	b.attachLocal()
@@ -676,15 +682,23 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 		}
 	}
 	b.reattachLocal()
-	for _, p := range opened {
-		if err := b.attach(p); err != nil {
-			for _, q := range opened {
-				if b.portByName(q.cfg.Name) != q {
-					q.dev.Close()
-				}
+	// The PMDs take the new ports in one plan (a transaction may add a
+	// thousand).
+	var attachErr error
+	b.dp.Batch(func() {
+		for _, p := range opened {
+			if attachErr = b.attach(p); attachErr != nil {
+				return
 			}
-			return err
 		}
+	})
+	if attachErr != nil {
+		for _, q := range opened {
+			if b.portByName(q.cfg.Name) != q {
+				q.dev.Close()
+			}
+		}
+		return attachErr
 	}
 	// Port settings that apply in place.
 	for name, np := range nb.Ports {

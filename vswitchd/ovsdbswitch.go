@@ -139,8 +139,7 @@ func (s dbSwitch) PortStatus(bridge, name string) ovsdb.PortStatus {
 	}
 	// The kernel's view where there is a kernel interface (not for a
 	// vhost-user or tunnel port): one netlink request for this name, as
-	// the reconciler asks for every port every second (net's
-	// InterfaceByName and ifinfo.Get dump every interface, and ethtool).
+	// the reconciler asks for every port every second (no ethtool).
 	if p := b.portByName(name); p != nil && p.cfg.Type == config.PortTypePatch {
 		return st // no kernel interface, whatever one of its name says
 	}

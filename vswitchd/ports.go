@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
 
 	"github.com/vswitch-go/vswitch/datapath/packet"
+	"github.com/vswitch-go/vswitch/internal/ifinfo"
 	"github.com/vswitch-go/vswitch/netdev"
 	"github.com/vswitch-go/vswitch/netdev/afpacket"
 	"github.com/vswitch-go/vswitch/netdev/afxdp"
@@ -43,6 +43,10 @@ var portOptions = map[string][]string{
 // ports take and send as GSO super-frames.
 const maxCarriedMTU = packet.DefaultBufSize - packet.Headroom - 18
 
+// internalPollBackoff bounds the polls a PMD skips on an internal port
+// it found empty, as a tunnel port's receive queue does (PollBackoff).
+const internalPollBackoff = 16
+
 // afxdpMaxMTU is the largest MTU whose frames (with a VLAN tag) fit the
 // AF_XDP driver's default UMEM frame, after the kernel's XDP headroom.
 const afxdpMaxMTU = afxdp.DefaultFrameSize - 256 - 18
@@ -69,7 +73,7 @@ func openNetdev(stateDir string, log *slog.Logger, patches *patch.Hub, p *config
 	}
 	switch p.Type {
 	case config.PortTypeAuto:
-		if ifi, err := net.InterfaceByName(p.Name); err == nil && ifi.MTU > afxdpMaxMTU {
+		if in, ok := ifinfo.Link(p.Name); ok && in.MTU > afxdpMaxMTU {
 			// Jumbo frames do not fit an AF_XDP frame; AF_PACKET takes
 			// them (and with native XDP attached, a veth would also cap
 			// its peer's MTU).
@@ -99,7 +103,15 @@ func openNetdev(stateDir string, log *slog.Logger, patches *patch.Hub, p *config
 		dev, err := afpacket.New(p.Name, afpacket.Options{Queues: max(queues, 1), RxFrames: depth})
 		return dev, p.Type, err
 	case config.PortTypeTap, config.PortTypeInternal:
-		dev, err := tap.New(p.Name, tap.Options{Queues: queues})
+		o := tap.Options{Queues: queues}
+		if p.Type == config.PortTypeInternal {
+			// Each poll of a tap is a read syscall: a busy PMD with
+			// many internal ports (an OVN chassis has one per workload
+			// in tests, ovs-vsctl users one per host address) would pay
+			// one per port per iteration.
+			o.PollBackoff = internalPollBackoff
+		}
+		dev, err := tap.New(p.Name, o)
 		if err == nil {
 			applyMTURequest(log, p)
 		}
@@ -186,7 +198,7 @@ func xdpMode(p *config.Port) (afxdp.Mode, error) {
 // error Open vSwitch reports in the Interface's error column, before a
 // driver gives a less direct one.
 func interfaceExists(name string) error {
-	if _, err := net.InterfaceByName(name); err != nil {
+	if _, ok := ifinfo.Link(name); !ok {
 		return fmt.Errorf("could not open network device %s (%w)", name, errNoDevice)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"net"
 	"unsafe"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,14 +30,26 @@ type Info struct {
 // Get reads name's information; ok is false when the interface does not
 // exist in this namespace.
 func Get(name string) (Info, bool) {
-	ifi, err := net.InterfaceByName(name)
+	in, ok := Link(name)
+	if ok {
+		in.SpeedMbps, in.FullDuplex = Speed(name)
+	}
+	return in, ok
+}
+
+// Link is Get without the ethtool query. It asks the kernel for this one
+// interface (RTM_GETLINK by name): net.InterfaceByName dumps every
+// interface of the namespace to find one, which made adding N ports cost
+// N² (a thousand internal ports in one transaction took 25 s, 37 % of it
+// in those dumps).
+func Link(name string) (Info, bool) {
+	l, err := netlink.LinkByName(name)
 	if err != nil {
 		return Info{}, false
 	}
-	in := Info{Index: ifi.Index, MTU: ifi.MTU, MAC: ifi.HardwareAddr,
-		AdminUp: ifi.Flags&net.FlagUp != 0, LinkUp: ifi.Flags&net.FlagRunning != 0}
-	in.SpeedMbps, in.FullDuplex = Speed(name)
-	return in, true
+	a := l.Attrs()
+	return Info{Index: a.Index, MTU: a.MTU, MAC: a.HardwareAddr,
+		AdminUp: a.Flags&net.FlagUp != 0, LinkUp: a.RawFlags&unix.IFF_RUNNING != 0}, true
 }
 
 // ethtoolCmd is the kernel's struct ethtool_cmd (ETHTOOL_GSET), which

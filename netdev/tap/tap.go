@@ -234,8 +234,23 @@ func (p *Port) open(opts Options) error {
 		if err != nil {
 			return fmt.Errorf("tap: %s: %w", p.name, err)
 		}
-		ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_VNET_HDR | unix.IFF_MULTI_QUEUE)
-		if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
+		// One queue is a single-queue device: a multi-queue one gets the
+		// kernel's 256 transmit queues, each with its qdisc once up,
+		// which made a thousand internal ports cost 7 MB of kernel
+		// memory each and most of their creation time. A persistent
+		// device made multi-queue before (by an older version) refuses
+		// the other kind, so that one is asked for then.
+		flags := uint16(unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_VNET_HDR)
+		if opts.Queues > 1 {
+			flags |= unix.IFF_MULTI_QUEUE
+		}
+		ifr.SetUint16(flags)
+		err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
+		if errors.Is(err, unix.EINVAL) && opts.Queues == 1 {
+			ifr.SetUint16(flags | unix.IFF_MULTI_QUEUE)
+			err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
+		}
+		if err != nil {
 			return fmt.Errorf("tap: TUNSETIFF %s: %w", p.name, err)
 		}
 		if i > 0 {
@@ -381,6 +396,15 @@ func (p *Port) Removed() <-chan struct{} { return p.removed }
 
 // RxFD implements netdev.Waiter.
 func (p *Port) RxFD(q int) int { return p.rx[q].fd }
+
+// ArmRx implements netdev.RxArmer for a PMD about to sleep: the tap's
+// descriptor needs no arming, but a poll back-off in progress
+// (PollBackoff) ends, so that the frame that wakes the PMD is read at
+// its first poll rather than after the skipped ones.
+func (p *Port) ArmRx(q int) bool {
+	p.rx[q].skip = 0
+	return false
+}
 
 // Stats implements netdev.Netdev.
 func (p *Port) Stats() netdev.Stats {

@@ -41,7 +41,7 @@ import (
 // transaction (they may arrive as several notifications) into one
 // reconcile; resync catches run-time changes no row reports.
 const (
-	debounce = 20 * time.Millisecond
+	debounce = 2 * time.Millisecond
 	resync   = time.Second
 	// statsInterval is how often Interface statistics are written, as
 	// ovs-vswitchd's default other_config:stats-update-interval: each
