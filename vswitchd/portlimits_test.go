@@ -13,11 +13,11 @@ import (
 
 // addInternalPorts adds internal ports names to bridge br in one
 // transaction.
-func addInternalPorts(t *testing.T, d *Daemon, br string, names []string) error {
+func addInternalPorts(t *testing.T, d *Daemon, br string, names []string, opts ...string) error {
 	t.Helper()
 	var cmds [][]string
 	for _, n := range names {
-		cmds = append(cmds, []string{"add-port", br, n, "type=internal"})
+		cmds = append(cmds, append([]string{"add-port", br, n, "type=internal"}, opts...))
 	}
 	_, err := call(t, d, append([]string{mgmt.TransactionCommand}, mgmt.EncodeChain(cmds)...)...)
 	return err
@@ -87,7 +87,8 @@ func TestPortLimits(t *testing.T) {
 
 // TestPortLimitMemory: a request whose new ports would take more than
 // half of the available memory, or leave less than a tenth of the
-// machine's memory available, is refused, whatever the counts allow.
+// machine's memory available, is refused, whatever the counts allow. The
+// ports are multi-queue internal ports (n_rxq=2), the costly kind (7 MiB).
 func TestPortLimitMemory(t *testing.T) {
 	nstest.RequireRoot(t)
 	var avail, total atomic.Uint64 // MiB; read by the daemon's handlers
@@ -105,19 +106,19 @@ func TestPortLimitMemory(t *testing.T) {
 			nstest.Output("ip", "link", "del", n)
 		}
 	})
-	err := addInternalPorts(t, d, br, names[:2])
+	err := addInternalPorts(t, d, br, names[:2], "options:n_rxq=2")
 	if err == nil || !strings.Contains(err.Error(), "more than half of the 20 MiB available") {
 		t.Fatalf("2 internal ports with 20 MiB available: %v", err)
 	}
 	noLinks(t, names[:2])
-	if err := addInternalPorts(t, d, br, names[:1]); err != nil {
+	if err := addInternalPorts(t, d, br, names[:1], "options:n_rxq=2"); err != nil {
 		t.Fatalf("1 internal port with 20 MiB available: %v", err)
 	}
 	// 7 of 100 MiB available is well under half, but leaves 93 MiB of a
 	// 1000 MiB machine.
 	avail.Store(100)
 	total.Store(1000)
-	err = addInternalPorts(t, d, br, names[2:])
+	err = addInternalPorts(t, d, br, names[2:], "options:n_rxq=2")
 	if err == nil || !strings.Contains(err.Error(), "less than a tenth of the machine's 1000 MiB") {
 		t.Fatalf("1 internal port leaving 93 of 1000 MiB: %v", err)
 	}
