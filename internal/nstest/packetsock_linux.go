@@ -102,6 +102,15 @@ type mmsghdr struct {
 // full queue (ENOBUFS, EAGAIN) is waited out; any other error (the
 // interface deleted under the flood) ends it.
 func Flood(fd int, frames [][]byte, d time.Duration, stop <-chan struct{}) uint64 {
+	return FloodPaced(fd, frames, d, 0, stop)
+}
+
+// FloodPaced is Flood with a pause after each burst: a flood at a rate
+// the switch under test can take (a race-detector build takes a tenth of
+// a normal one's), so that what a test checks is the switch's behaviour
+// under it, not the kernel's receive ring overflowing before the switch
+// sees a frame.
+func FloodPaced(fd int, frames [][]byte, d, pause time.Duration, stop <-chan struct{}) uint64 {
 	iovs := make([]unix.Iovec, len(frames))
 	msgs := make([]mmsghdr, len(frames))
 	for i := range frames {
@@ -133,6 +142,9 @@ func Flood(fd int, frames [][]byte, d time.Duration, stop <-chan struct{}) uint6
 		sent += uint64(n)
 		if at += int(n); at == len(msgs) {
 			at = 0
+		}
+		if pause > 0 {
+			time.Sleep(pause)
 		}
 	}
 	return sent
