@@ -220,15 +220,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 	}
 	b.of = of
 	of.Manager().SetTargetOptions(targetOptions(nb.ControllerOptions))
-	var attachErr error
-	dp.Batch(func() {
-		for _, p := range devs {
-			if attachErr = b.attach(p); attachErr != nil {
-				return
-			}
-		}
-	})
-	if attachErr != nil {
+	if attachErr := b.attachAll(devs); attachErr != nil {
 		b.close()
 		for _, q := range devs {
 			if b.byNo[q.no] != q {
@@ -449,6 +441,20 @@ func (b *bridge) attach(p *port) error {
 	b.portsMu.Unlock()
 	b.d.log.Info("port added", "bridge", b.name, "port", p.cfg.Name, "ofport", p.no, "driver", p.driver)
 	return nil
+}
+
+// attachAll attaches ps, stopping at the first that fails. The PMDs take
+// them in one plan (Datapath.Batch): a transaction may add a thousand.
+func (b *bridge) attachAll(ps []*port) error {
+	var err error
+	b.dp.Batch(func() {
+		for _, p := range ps {
+			if err = b.attach(p); err != nil {
+				return
+			}
+		}
+	})
+	return err
 }
 
 // affinity reads the port's pmd-rxq-affinity (nil without one) and checks
@@ -682,17 +688,7 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 		}
 	}
 	b.reattachLocal()
-	// The PMDs take the new ports in one plan (a transaction may add a
-	// thousand).
-	var attachErr error
-	b.dp.Batch(func() {
-		for _, p := range opened {
-			if attachErr = b.attach(p); attachErr != nil {
-				return
-			}
-		}
-	})
-	if attachErr != nil {
+	if attachErr := b.attachAll(opened); attachErr != nil {
 		for _, q := range opened {
 			if b.portByName(q.cfg.Name) != q {
 				q.dev.Close()
