@@ -58,7 +58,10 @@ func FuzzDecode(f *testing.F) {
 					{NBits: 3, Imm: []byte{5}, Dst: LearnDstLoad, DstField: XMTypeReg0 + 2, DstOfs: 4},
 					{NBits: 16, SrcField: XMTypeInPort16, Dst: LearnDstOutput}}},
 			&ActionFinTimeout{IdleTimeout: 1, HardTimeout: 2},
-			&ActionOutputReg{Field: XMTypeReg0 + 1, NBits: 16}}}}}
+			&ActionOutputReg{Field: XMTypeReg0 + 1, NBits: 16},
+			&ActionMultipath{Fields: HashSymmetricL4, Basis: 50, Algorithm: MultipathHRW, MaxLink: 3, Dst: XMTypeReg0, DstNBits: 2},
+			&ActionBundle{Algorithm: BundleHRW, Fields: HashSymmetricL3L4UDP, Members: []ofp.PortNo{1, 2, PortLocal}},
+			&ActionBundle{Members: []ofp.PortNo{4}, Load: true, Dst: XMTypeReg0 + 5, DstNBits: 16}}}}}
 	for _, v := range []uint8{Version, Version15} {
 		b, err := EncodeIn(v, 7, nx)
 		if err != nil {

@@ -359,6 +359,9 @@ func parseNX(a []byte) (Action, error) {
 	if act, ok, err := parseNXLearn(st, a); ok {
 		return act, err
 	}
+	if act, ok, err := parseNXMultipath(st, a); ok {
+		return act, err
+	}
 	return &ActionExperimenter{Experimenter: NXVendor, Data: cloneBytes(a[8:])}, nil
 }
 
