@@ -283,7 +283,8 @@ func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.A
 			return nil, err
 		}
 		return one(&ofpwire.ActionGroup{Group: ofpwire.Group(v)})
-	case "resubmit", "move", "load", "note", "exit", "push", "pop", "ct", "ct_clear", "clone", "check_pkt_larger", "conjunction", "learn", "fin_timeout":
+	case "resubmit", "move", "load", "note", "exit", "push", "pop", "ct", "ct_clear", "clone", "check_pkt_larger", "conjunction", "learn", "fin_timeout",
+		"multipath", "bundle", "bundle_load":
 		a, _, err := parseNXAction(name, arg, hasArg, ports)
 		if err != nil {
 			return nil, err

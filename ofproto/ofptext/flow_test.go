@@ -72,6 +72,16 @@ var corpus = []string{
 	"pkt_mark=0x5/0xff,actions=set_field:0x7->pkt_mark,load:0x1->NXM_NX_PKT_MARK[0..3],output:1",
 	// output to the port a register holds.
 	"actions=set_field:0x2->reg1,output:NXM_NX_REG1[],output:NXM_NX_REG0[0..15]",
+	// multipath and bundle: every hash field set and algorithm, bundle_load,
+	// reserved members, and the "slaves:" Open vSwitch still reads.
+	"ip,actions=multipath(symmetric_l4,1024,hrw,2,0,NXM_NX_REG0[0..1]),resubmit(,1)",
+	"tcp,actions=multipath(eth_src,0,modulo_n,3,0,reg1[0..1]),multipath(symmetric_l3l4,5,hash_threshold,16,0,NXM_NX_REG2[4..7])",
+	"udp,actions=multipath(symmetric_l3l4+udp,65535,iter_hash,1000,4096,NXM_NX_XXREG1[64..79]),multipath(nw_src,1,hrw,65536,0,NXM_NX_REG3[0..15])",
+	"ipv6,actions=multipath(nw_dst,7,modulo_n,1,0,NXM_NX_REG4[0]),multipath(symmetric_l3,9,hrw,100,0,NXM_NX_REG5[])",
+	"actions=bundle(eth_src,0,active_backup,ofport,members:1,2)",
+	"ip,actions=bundle(symmetric_l4,60,hrw,ofport,slaves:4,8,LOCAL,IN_PORT)",
+	"actions=bundle_load(nw_src,7,hrw,ofport,NXM_NX_REG1[0..15],members:5,LOCAL,NONE),output:NXM_NX_REG1[0..15]",
+	"actions=bundle_load(symmetric_l3l4+udp,0,active_backup,ofport,NXM_NX_REG0[],members:3),bundle(eth_src,0,hrw,ofport,members:)",
 	// The conntrack fields, as OVN's ACLs and load balancers match them.
 	"table=45,priority=4,ct_state=-new+est-rpl+trk,ct_mark=0/0x1,metadata=0x2,actions=set_field:0x100000000000000000000000000/0x100000000000000000000000000->xxreg0,resubmit(,46)",
 	"ip,ct_state=+trk+snat,ct_zone=5,ct_label=0x1/0x1,ct_nw_src=10.0.0.1,ct_nw_dst=10.0.0.0/8,ct_nw_proto=6,ct_tp_dst=80,actions=drop",
@@ -116,7 +126,7 @@ var corpus = []string{
 	"tcp,actions=fin_timeout(idle_timeout=3,hard_timeout=9),fin_timeout(hard_timeout=5),output:1",
 }
 
-const ovsComparable = 80
+const ovsComparable = 88
 
 func encode(t testing.TB, fm *ofpwire.FlowMod) []byte {
 	t.Helper()

@@ -9,7 +9,8 @@ import (
 )
 
 // Open vSwitch's extension actions in ovs-ofctl's syntax: resubmit,
-// move, load, set_field on registers and with a mask, note, exit.
+// move, load, set_field on registers and with a mask, note, exit (and
+// multipath and bundle, multipath.go).
 
 // subfieldNames are the names ovs-ofctl prints a field by in move and
 // load (the NXM name where the field has one, else the OXM name), and
@@ -215,6 +216,10 @@ func parseNXAction(name, arg string, hasArg bool, ports portResolver) (a ofpwire
 			err = fmt.Errorf("ct_clear takes no argument")
 		}
 		a = &ofpwire.ActionCTClear{}
+	case "multipath":
+		a, err = parseMultipath(arg)
+	case "bundle", "bundle_load":
+		a, err = parseBundle(arg, name == "bundle_load", ports)
 	case "push", "pop":
 		f, ofs, n, err1 := parseSubfield(arg)
 		if err1 != nil {
@@ -389,6 +394,10 @@ func formatNXAction(a ofpwire.Action) (string, bool) {
 		return fmt.Sprintf("check_pkt_larger(%d)->%s", a.PktLen, formatSubfield(a.Dst, int(a.Ofs), 1)), true
 	case *ofpwire.ActionController:
 		return formatController(a), true
+	case *ofpwire.ActionMultipath:
+		return formatMultipath(a), true
+	case *ofpwire.ActionBundle:
+		return formatBundle(a), true
 	case *ofpwire.ActionDecTTLIDs:
 		ids := make([]string, len(a.IDs))
 		for i, id := range a.IDs {
