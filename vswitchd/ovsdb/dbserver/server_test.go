@@ -1,0 +1,382 @@
+package dbserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
+)
+
+// serve opens the database at path and serves it on a socket beside it.
+func serve(t *testing.T, path string) (*Server, *Database, string) {
+	t.Helper()
+	db, _, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(db, nil)
+	sock := filepath.Join(filepath.Dir(path), "db.sock")
+	if err := s.ListenUnix(sock); err != nil {
+		t.Fatal(err)
+	}
+	return s, db, sock
+}
+
+func stop(s *Server, db *Database) {
+	s.Close()
+	db.Close()
+}
+
+// bridgeOps adds bridge name with its own internal port to the root row.
+func bridgeOps(root, name string) []ovsdb.Operation {
+	return []ovsdb.Operation{
+		{Op: ovsdb.OperationInsert, Table: "Interface", UUIDName: "i", Row: ovsdb.Row{"name": name, "type": "internal"}},
+		{Op: ovsdb.OperationInsert, Table: "Port", UUIDName: "p", Row: ovsdb.Row{"name": name, "interfaces": ovsdb.UUID{GoUUID: "i"}}},
+		{Op: ovsdb.OperationInsert, Table: "Bridge", UUIDName: "b", Row: ovsdb.Row{"name": name, "ports": ovsdb.UUID{GoUUID: "p"}}},
+		{Op: ovsdb.OperationMutate, Table: "Open_vSwitch", Where: []ovsdb.Condition{ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, ovsdb.UUID{GoUUID: root})},
+			Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("bridges", ovsdb.MutateOperationInsert, ovsdb.UUID{GoUUID: "b"})}},
+	}
+}
+
+func mustTransact(t *testing.T, s *Server, ops []ovsdb.Operation) []*ovsdb.OperationResult {
+	t.Helper()
+	res := s.Transact(ops)
+	for _, r := range res {
+		if r != nil && r.Error != "" {
+			t.Fatalf("transaction: %s: %s", r.Error, r.Details)
+		}
+	}
+	return res
+}
+
+func names(t *testing.T, db *Database, table string) []string {
+	t.Helper()
+	rows, err := db.Rows(table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range rows {
+		out = append(out, r["name"].(string))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestDurable: what a transaction committed is there after a restart, and
+// a deleted bridge's ports are collected with it (they are not root rows).
+func TestDurable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "conf.db")
+	s, db, _ := serve(t, path)
+	res := mustTransact(t, s, []ovsdb.Operation{{Op: ovsdb.OperationInsert, Table: "Open_vSwitch", Row: ovsdb.Row{"next_cfg": 3}}})
+	root := res[0].UUID.GoUUID
+	mustTransact(t, s, bridgeOps(root, "br0"))
+	mustTransact(t, s, bridgeOps(root, "br1"))
+	mustTransact(t, s, []ovsdb.Operation{{Op: ovsdb.OperationUpdate, Table: "Bridge",
+		Where: []ovsdb.Condition{ovsdb.NewCondition("name", ovsdb.ConditionEqual, "br0")},
+		Row:   ovsdb.Row{"fail_mode": "secure", "other_config": ovsdb.OvsMap{GoMap: map[any]any{"k": "v"}}}}})
+	// Back to the default: the record must say so, though the new row
+	// leaves the column out.
+	mustTransact(t, s, []ovsdb.Operation{{Op: ovsdb.OperationUpdate, Table: "Bridge",
+		Where: []ovsdb.Condition{ovsdb.NewCondition("name", ovsdb.ConditionEqual, "br0")},
+		Row:   ovsdb.Row{"other_config": ovsdb.OvsMap{GoMap: map[any]any{}}}}})
+	stop(s, db)
+
+	s, db, _ = serve(t, path)
+	if got := names(t, db, "Bridge"); strings.Join(got, ",") != "br0,br1" {
+		t.Fatalf("bridges after restart: %v", got)
+	}
+	rows, _ := db.Rows("Bridge")
+	for _, r := range rows {
+		if r["name"] == "br0" {
+			if r["fail_mode"] == nil {
+				t.Errorf("br0 lost fail_mode: %v", r)
+			}
+			if oc, ok := r["other_config"]; ok && len(oc.(ovsdb.OvsMap).GoMap) > 0 {
+				t.Errorf("br0 other_config came back: %v", oc)
+			}
+		}
+	}
+	mustTransact(t, s, []ovsdb.Operation{
+		{Op: ovsdb.OperationMutate, Table: "Open_vSwitch", Where: []ovsdb.Condition{ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, ovsdb.UUID{GoUUID: root})},
+			Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("bridges", ovsdb.MutateOperationDelete, ovsdb.OvsSet{GoSet: []any{bridgeUUID(t, db, "br1")}})}},
+	})
+	stop(s, db)
+	s, db, _ = serve(t, path)
+	defer stop(s, db)
+	if got := names(t, db, "Bridge"); strings.Join(got, ",") != "br0" {
+		t.Fatalf("bridges after delete and restart: %v", got)
+	}
+	if got := names(t, db, "Port"); strings.Join(got, ",") != "br0" {
+		t.Fatalf("ports after delete and restart: %v (br1's must be collected)", got)
+	}
+}
+
+func bridgeUUID(t *testing.T, db *Database, name string) ovsdb.UUID {
+	rows, _ := db.Rows("Bridge")
+	for id, r := range rows {
+		if r["name"] == name {
+			return ovsdb.UUID{GoUUID: id}
+		}
+	}
+	t.Fatalf("no bridge %s", name)
+	return ovsdb.UUID{}
+}
+
+// TestTornAndDamaged: a last record cut short by a crash is dropped and
+// the rest kept; damage followed by more records stops Open.
+func TestTornAndDamaged(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "conf.db")
+	s, db, _ := serve(t, path)
+	res := mustTransact(t, s, []ovsdb.Operation{{Op: ovsdb.OperationInsert, Table: "Open_vSwitch", Row: ovsdb.Row{}}})
+	mustTransact(t, s, bridgeOps(res[0].UUID.GoUUID, "br0"))
+	stop(s, db)
+	good, _ := os.ReadFile(path)
+
+	torn := append(bytes.Clone(good), composeRecord([]byte(`{"Bridge":{}}`))[:20]...)
+	os.WriteFile(path, torn, 0o600)
+	db, _, err := Open(path, nil)
+	if err != nil {
+		t.Fatalf("torn tail: %v", err)
+	}
+	if got := names(t, db, "Bridge"); len(got) != 1 {
+		t.Fatalf("torn tail: bridges %v", got)
+	}
+	db.Close()
+
+	// Damage in the middle: flip a byte of the first record's data.
+	damaged := bytes.Clone(good)
+	damaged[bytes.IndexByte(damaged, '\n')+5] ^= 0x20
+	os.WriteFile(path, damaged, 0o600)
+	_, _, err = Open(path, nil)
+	var ld *LogDamage
+	if !errors.As(err, &ld) || ld.Offset != 0 {
+		t.Fatalf("damaged file: %v", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, damaged) {
+		t.Fatal("a damaged file was changed")
+	}
+}
+
+// TestFullDisk: on a full file system a transaction fails with "I/O
+// error", changes nothing, and what was committed before survives.
+func TestFullDisk(t *testing.T) {
+	nstest.RequireRoot(t)
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
+		nstest.Unavailable(t, "tmpfs: %v: %s", err, out)
+	}
+	defer exec.Command("umount", dir).Run()
+	path := filepath.Join(dir, "conf.db")
+	s, db, _ := serve(t, path)
+	res := mustTransact(t, s, []ovsdb.Operation{{Op: ovsdb.OperationInsert, Table: "Open_vSwitch", Row: ovsdb.Row{}}})
+	root := res[0].UUID.GoUUID
+	mustTransact(t, s, bridgeOps(root, "br0"))
+	fill, err := os.Create(filepath.Join(dir, "fill"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := fill.Write(make([]byte, 4096)); err != nil {
+			break
+		}
+	}
+	big := strings.Repeat("x", 8192)
+	res = s.Transact([]ovsdb.Operation{{Op: ovsdb.OperationUpdate, Table: "Bridge",
+		Where: []ovsdb.Condition{ovsdb.NewCondition("name", ovsdb.ConditionEqual, "br0")},
+		Row:   ovsdb.Row{"external_ids": ovsdb.OvsMap{GoMap: map[any]any{"big": big}}}}})
+	if last := res[len(res)-1]; last == nil || last.Error != "I/O error" {
+		t.Fatalf("transaction on a full disk: %+v", res)
+	}
+	rows, _ := db.Rows("Bridge")
+	for _, r := range rows {
+		if _, ok := r["external_ids"]; ok {
+			t.Fatalf("a failed transaction changed the database: %v", r)
+		}
+	}
+	fill.Close()
+	os.Remove(fill.Name())
+	mustTransact(t, s, bridgeOps(root, "br1"))
+	stop(s, db)
+	s, db, _ = serve(t, path)
+	defer stop(s, db)
+	if got := names(t, db, "Bridge"); strings.Join(got, ",") != "br0,br1" {
+		t.Fatalf("after the full disk and a restart: %v", got)
+	}
+}
+
+// TestMonitorWithLibovsdb: libovsdb's client (the daemon's, ovn-kubernetes'
+// and Antrea's) monitors and transacts against the server.
+func TestMonitorWithLibovsdb(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "conf.db")
+	s, db, sock := serve(t, path)
+	defer stop(s, db)
+	dbModel, err := vswitchdb.FullDatabaseModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := client.NewOVSDBClient(dbModel, client.WithEndpoint("unix:"+sock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := cli.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Disconnect()
+	if _, err := cli.MonitorAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ovs := &vswitchdb.OpenvSwitch{UUID: "root"}
+	ops, err := cli.Create(ovs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cli.Transact(ctx, ops...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ovsdb.CheckOperationResults(res, ops); err != nil {
+		t.Fatal(err)
+	}
+	root := res[0].UUID.GoUUID
+	mustTransact(t, s, bridgeOps(root, "br0"))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var bridges []vswitchdb.Bridge
+		if err := cli.List(ctx, &bridges); err != nil {
+			t.Fatal(err)
+		}
+		if len(bridges) == 1 && bridges[0].Name == "br0" && len(bridges[0].Ports) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the client's cache never saw br0: %+v", bridges)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestOvsVsctl: the real ovs-vsctl configures the embedded server, a
+// restart keeps it, and ovsdb-tool reads the file.
+func TestOvsVsctl(t *testing.T) {
+	nstest.RequireTool(t, "ovs-vsctl", "ovsdb-tool")
+	path := filepath.Join(t.TempDir(), "conf.db")
+	s, db, sock := serve(t, path)
+	vsctl := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("ovs-vsctl", append([]string{"--db=unix:" + sock, "--timeout=20", "--no-wait"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ovs-vsctl %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	vsctl("init")
+	vsctl("add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev", "fail_mode=secure")
+	vsctl("add-port", "br0", "p1", "--", "set", "interface", "p1", "type=internal", "ofport_request=5")
+	vsctl("add-port", "br0", "p2", "tag=7", "--", "set", "interface", "p2", "type=patch", "options:peer=p3")
+	vsctl("del-port", "p1")
+	vsctl("set", "Open_vSwitch", ".", "other_config:tx-flush-interval=50")
+	vsctl("remove", "port", "p2", "tag", "7")
+	if got := vsctl("list-ports", "br0"); got != "p2" {
+		t.Fatalf("list-ports: %q", got)
+	}
+	if got := vsctl("get", "port", "p2", "tag"); got != "[]" {
+		t.Fatalf("tag after remove: %q", got)
+	}
+	// A refused change changes nothing.
+	if out, err := exec.Command("ovs-vsctl", "--db=unix:"+sock, "--timeout=20", "--no-wait", "add-port", "br0", "p2").CombinedOutput(); err == nil {
+		t.Fatalf("a second port p2 was accepted: %s", out)
+	}
+	stop(s, db)
+	s, db, sock = serve(t, path)
+	defer stop(s, db)
+	if got := vsctl("get", "interface", "p2", "options:peer"); got != "p3" {
+		t.Fatalf("after restart, options:peer: %q", got)
+	}
+	if got := vsctl("get", "Open_vSwitch", ".", "other_config:tx-flush-interval"); got != `"50"` {
+		t.Fatalf("after restart, tx-flush-interval: %q", got)
+	}
+	if got := vsctl("get-fail-mode", "br0"); got != "secure" {
+		t.Fatalf("after restart, fail mode: %q", got)
+	}
+	out, err := exec.Command("ovsdb-tool", "query", path, `["Open_vSwitch",{"op":"select","table":"Port","where":[],"columns":["name"]}]`).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ovsdb-tool query: %v: %s", err, out)
+	}
+	var q []struct {
+		Rows []map[string]string `json:"rows"`
+	}
+	if err := json.Unmarshal(out, &q); err != nil || len(q) != 1 || len(q[0].Rows) != 2 {
+		t.Fatalf("ovsdb-tool query: %s (%v)", out, err)
+	}
+}
+
+// TestLocks: a lock held by one client is granted to the next waiter
+// when its owner goes away.
+func TestLocks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "conf.db")
+	s, db, sock := serve(t, path)
+	defer stop(s, db)
+	dial := func() (*json.Decoder, func(string)) {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return json.NewDecoder(c), func(m string) { c.Write([]byte(m)) }
+	}
+	dA, sendA := dial()
+	dB, sendB := dial()
+	sendA(`{"method":"lock","params":["ovs_vswitchd"],"id":1}`)
+	var m map[string]json.RawMessage
+	if dA.Decode(&m); string(m["result"]) != `{"locked":true}` {
+		t.Fatalf("first lock: %s", m["result"])
+	}
+	sendB(`{"method":"lock","params":["ovs_vswitchd"],"id":1}`)
+	if dB.Decode(&m); string(m["result"]) != `{"locked":false}` {
+		t.Fatalf("second lock: %s", m["result"])
+	}
+	sendA(`{"method":"unlock","params":["ovs_vswitchd"],"id":2}`)
+	m = nil
+	if dB.Decode(&m); string(m["method"]) != `"locked"` {
+		t.Fatalf("waiter not told: %v", m)
+	}
+}
+
+// FuzzParseLog: no file makes the reader panic or claim more than it read.
+func FuzzParseLog(f *testing.F) {
+	f.Add(append(composeRecord([]byte(`{"name":"Open_vSwitch"}`)), composeRecord([]byte(`{"Bridge":{}}`))...))
+	f.Add([]byte("OVSDB JSON 5 0000000000000000000000000000000000000000\n{}\n"))
+	f.Add([]byte("OVSDB JSON 99999999999999999999 x\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		recs, good, damage := parseLog(data)
+		if good > int64(len(data)) || good < 0 {
+			t.Fatalf("good %d of %d", good, len(data))
+		}
+		if damage == "" && good != int64(len(data)) {
+			t.Fatalf("undamaged but stopped at %d of %d", good, len(data))
+		}
+		for _, r := range recs {
+			if !json.Valid(r) {
+				t.Fatalf("invalid record %q", r)
+			}
+		}
+	})
+}
