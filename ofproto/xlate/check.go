@@ -23,6 +23,9 @@ import (
 //     of the wrong size: BAD_SET_LEN; masked where only VLAN_VID and
 //     METADATA may be, an ETH_TYPE below 0x0600 or of a VLAN TPID, an
 //     MPLS_BOS above 1: BAD_SET_ARGUMENT;
+//   - multipath or bundle_load into a field no action writes:
+//     BAD_SET_ARGUMENT; a bundle member that is CONTROLLER or an
+//     undefined reserved port: BAD_OUT_PORT;
 //   - experimenter actions: BAD_EXPERIMENTER.
 //
 // Whether a group exists, and set-field prerequisites against the match,
@@ -137,6 +140,19 @@ func checkAction(a ofpwire.Action, packetOut bool) error {
 	case *ofpwire.ActionStack:
 		if a.Pop && !writable(a.Field) {
 			return badAction(ofpwire.BACBadSetArgument)
+		}
+	case *ofpwire.ActionMultipath:
+		if !writable(a.Dst) {
+			return badAction(ofpwire.BACBadSetArgument)
+		}
+	case *ofpwire.ActionBundle:
+		if a.Load && !writable(a.Dst) {
+			return badAction(ofpwire.BACBadSetArgument)
+		}
+		for _, m := range a.Members {
+			if m == ofpwire.PortController || m > ofpwire.PortMax && m < ofpwire.PortIn {
+				return badAction(ofpwire.BACBadOutPort)
+			}
 		}
 	}
 	return nil

@@ -9,7 +9,8 @@
 // and is left out of the mask.
 //
 // Every OpenFlow 1.3 action translates, and Open vSwitch's resubmit,
-// move (copy_field), load and masked set-field, note and exit (nicira.go);
+// move (copy_field), load and masked set-field, note and exit (nicira.go),
+// multipath, bundle and bundle_load (multipath.go);
 // the meter instruction becomes a datapath meter action. Registers and
 // metadata are pipeline state beside the key (ofmatch.Pipe): zero when the
 // walk starts, written by set-field, load and move, read by lookups and

@@ -253,6 +253,10 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 		return x.learn(a)
 	case *ofpwire.ActionOutputReg:
 		return x.outputReg(a, table, miss)
+	case *ofpwire.ActionMultipath:
+		return x.multipath(a)
+	case *ofpwire.ActionBundle:
+		return x.bundle(a, table, miss)
 	case *ofpwire.ActionFinTimeout:
 		// Accepted; timeouts are not shortened by FIN or RST yet.
 		return nil
