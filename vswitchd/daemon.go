@@ -48,6 +48,7 @@ import (
 	"github.com/vswitch-go/vswitch/vswitchd/metrics"
 	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb"
+	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/dbserver"
 	"github.com/vswitch-go/vswitch/vswitchd/unixctl"
 )
 
@@ -91,6 +92,11 @@ type Options struct {
 	// database the configuration comes from, as for ovs-vswitchd; the
 	// configuration commands of the management socket are then refused.
 	DB string
+	// EmbeddedDB, without DB, makes the daemon serve the Open_vSwitch
+	// database itself from StateDir (conf.db, in Open vSwitch's file
+	// format, on db.sock) and follow it: the real ovs-vsctl and vsctl
+	// both configure it there.
+	EmbeddedDB bool
 	// RunDir holds the bridges' OpenFlow sockets (BRIDGE.mgmt), where
 	// Open vSwitch's tools look for them ($OVS_RUNDIR); "" is StateDir.
 	RunDir string
@@ -139,8 +145,14 @@ type Daemon struct {
 	// ifw follows interfaces that come back for stopped ports (ifwatch.go).
 	ifw *ifWatch
 
-	// db follows the OVSDB database of Options.DB (nil without).
-	db *ovsdb.Reconciler
+	// db follows the OVSDB database of Options.DB (nil without); dbsrv
+	// serves the embedded one, kept in dbfile (Options.EmbeddedDB).
+	db     *ovsdb.Reconciler
+	dbsrv  *dbserver.Server
+	dbfile *dbserver.Database
+	// dbTxnMu serialises the configuration commands written to the
+	// database (changeThroughDB).
+	dbTxnMu sync.Mutex
 
 	// ct is the connection tracker every bridge's datapath shares, and
 	// ipf the settings of the fragment reassembly in front of it.

@@ -3,6 +3,7 @@ package vswitchd
 import (
 	"fmt"
 	"net"
+	"path/filepath"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -12,6 +13,13 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb"
+	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/dbserver"
+)
+
+// The embedded database's file and socket in the state directory.
+const (
+	EmbeddedDBName   = "conf.db"
+	EmbeddedDBSocket = "db.sock"
 )
 
 // dbSwitch is the daemon as the OVSDB reconciler drives it (ovsdb.Switch):
@@ -155,15 +163,40 @@ func (s dbSwitch) PortStatus(bridge, name string) ovsdb.PortStatus {
 	return st
 }
 
-// errConfigFromDB refuses a configuration command while the daemon
-// follows an OVSDB database: the database is the one configuration, and
-// a change made beside it would be undone at the next reconcile.
-func (d *Daemon) errConfigFromDB() error {
-	return fmt.Errorf("configuration comes from the OVSDB database at %s: use ovs-vsctl", d.opts.DB)
-}
-
-// startOVSDB makes the daemon follow the database of opts.DB, if set.
+// startOVSDB makes the daemon follow the database of opts.DB or, with
+// opts.EmbeddedDB, its own: the Open_vSwitch database served from the
+// state directory (conf.db, db.sock). Created, it starts as the
+// configuration the store holds (an existing state directory migrates
+// once; a new one holds the default bridge).
 func (d *Daemon) startOVSDB() error {
+	if d.opts.DB == "" && d.opts.EmbeddedDB {
+		path := filepath.Join(d.opts.StateDir, EmbeddedDBName)
+		db, created, err := dbserver.Open(path, d.log)
+		if err != nil {
+			return err
+		}
+		srv := dbserver.New(db, d.log)
+		d.dbsrv, d.dbfile = srv, db
+		if created {
+			c := d.store.Get()
+			ops, err := ovsdb.InitOps(c)
+			if err != nil {
+				return err
+			}
+			for _, r := range srv.Transact(ops) {
+				if r != nil && r.Error != "" {
+					return fmt.Errorf("database %s: writing the configuration into it: %s: %s", path, r.Error, r.Details)
+				}
+			}
+			d.log.Info("database created from the configuration", "path", path, "bridges", len(c.Bridges))
+		}
+		sock := filepath.Join(d.opts.StateDir, EmbeddedDBSocket)
+		if err := srv.ListenUnix(sock); err != nil {
+			return fmt.Errorf("database socket: %w", err)
+		}
+		d.opts.DB = "unix:" + sock
+		d.log.Info("serving the Open_vSwitch database", "db", d.opts.DB, "file", path)
+	}
 	if d.opts.DB == "" {
 		return nil
 	}
@@ -176,9 +209,14 @@ func (d *Daemon) startOVSDB() error {
 }
 
 // stopOVSDB stops following the database before the bridges close, so
-// that no reconcile runs against a closing daemon.
+// that no reconcile runs against a closing daemon; then the embedded
+// server stops.
 func (d *Daemon) stopOVSDB() {
 	if d.db != nil {
 		d.db.Close()
+	}
+	if d.dbsrv != nil {
+		d.dbsrv.Close()
+		d.dbfile.Close()
 	}
 }

@@ -3,46 +3,37 @@ package vswitchd
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/client"
-	"github.com/ovn-kubernetes/libovsdb/database/inmemory"
-	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
-	"github.com/ovn-kubernetes/libovsdb/server"
 
 	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/dbserver"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
 )
 
 // TestDaemonFollowsOVSDB: with Options.DB the daemon's bridges are the
 // database's, cur_cfg follows next_cfg, the bridge's datapath_id is
-// written back, and the management socket refuses configuration
-// commands (the database is the one configuration) while it still
-// answers the others.
+// written back, and the management socket's configuration commands are
+// written to the database (the one configuration) and applied from it.
 func TestDaemonFollowsOVSDB(t *testing.T) {
 	dbModel, err := vswitchdb.FullDatabaseModel()
 	if err != nil {
 		t.Fatal(err)
 	}
-	schema := vswitchdb.Schema()
-	logger := logr.Discard()
-	dbMod, errs := model.NewDatabaseModel(schema, dbModel)
-	if len(errs) != 0 {
-		t.Fatal(errs)
-	}
-	srv, err := server.NewOvsdbServer(inmemory.NewDatabase(map[string]model.ClientDBModel{schema.Name: dbModel}, &logger), &logger, dbMod)
+	dir := t.TempDir()
+	db, _, err := dbserver.Open(filepath.Join(dir, "conf.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(t.TempDir(), "db.sock")
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve("unix", sock) }()
-	t.Cleanup(func() { srv.Close(); <-served })
-	until(t, "the OVSDB server", srv.Ready)
+	srv := dbserver.New(db, nil)
+	sock := filepath.Join(dir, "db.sock")
+	if err := srv.ListenUnix(sock); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close(); db.Close() })
 
 	cli, err := client.NewOVSDBClient(dbModel, client.WithEndpoint("unix:"+sock))
 	if err != nil {
@@ -104,12 +95,67 @@ func TestDaemonFollowsOVSDB(t *testing.T) {
 	if err := cli.List(ctx, &brs); err != nil || len(brs) != 1 || brs[0].DatapathID == nil || *brs[0].DatapathID != "00000000000000ab" {
 		t.Errorf("Bridge datapath_id: %+v %v", brs, err)
 	}
-	_, err = call(t, d, "add-br", "brx")
-	if err == nil || !strings.Contains(err.Error(), "configuration comes from the OVSDB database at unix:"+sock) {
-		t.Errorf("add-br with a database: %v, want refused", err)
+	// The daemon's own commands write the database, and return once the
+	// switch runs what they wrote.
+	mustCall(t, d, "add-br", "brx")
+	mustCall(t, d, "set", "Open_vSwitch", ".", "other_config:tx-flush-interval=50")
+	if d.runningBridge("brx") == nil {
+		t.Fatal("add-br through the database: brx not running when the command returned")
 	}
-	if got := mustCall(t, d, "list-br"); got != name+"\n" {
+	// The test's client sees the database a little later.
+	until(t, "brx and other_config in the test's client", func() bool {
+		brs = nil
+		return cli.List(ctx, &brs) == nil && len(brs) == 2 && ovsRow().OtherConfig["tx-flush-interval"] == "50"
+	})
+	// A refused command writes nothing.
+	if _, err := call(t, d, "set", "Open_vSwitch", ".", "other_config:tx-flush-interval=abc"); err == nil {
+		t.Error("a bad tx-flush-interval was accepted")
+	}
+	if v := ovsRow().OtherConfig["tx-flush-interval"]; v != "50" {
+		t.Errorf("a refused command changed the database: %q", v)
+	}
+	if got := mustCall(t, d, "list-br"); got != "brx\n"+name+"\n" && got != name+"\nbrx\n" {
 		t.Errorf("list-br = %q", got)
+	}
+	mustCall(t, d, "del-br", "brx")
+	until(t, "brx gone from the database", func() bool {
+		brs = nil
+		return cli.List(ctx, &brs) == nil && len(brs) == 1
+	})
+}
+
+// TestEmbeddedDatabase: with EmbeddedDB the daemon serves its own
+// database, created from what the state directory held, and keeps it
+// across a restart; the daemon's commands go through it.
+func TestEmbeddedDatabase(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Start(Options{StateDir: dir, DefaultBridge: "br0", EmbeddedDB: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	until(t, "br0 from the database", func() bool { n, _ := d.db.Stats(); return n > 0 })
+	mustCall(t, d, "add-br", "br1")
+	mustCall(t, d, "set-fail-mode", "br1", "secure")
+	mustCall(t, d, "add-port", "br1", "p1", "type=patch", "options:peer=p2")
+	if got := mustCall(t, d, "list-ports", "br1"); got != "p1\n" {
+		t.Fatalf("list-ports br1 = %q", got)
+	}
+	d.Close()
+	d, err = Start(Options{StateDir: dir, DefaultBridge: "br0", EmbeddedDB: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	until(t, "the database applied after a restart", func() bool { n, _ := d.db.Stats(); return n > 0 })
+	if got := mustCall(t, d, "list-br"); got != "br0\nbr1\n" {
+		t.Fatalf("list-br after restart = %q", got)
+	}
+	if got := mustCall(t, d, "get-fail-mode", "br1"); got != "secure\n" {
+		t.Fatalf("fail mode after restart = %q", got)
+	}
+	mustCall(t, d, "del-port", "p1")
+	if got := mustCall(t, d, "list-ports", "br1"); got != "" {
+		t.Fatalf("list-ports br1 after del-port = %q", got)
 	}
 }
 

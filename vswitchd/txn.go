@@ -2,9 +2,13 @@ package vswitchd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
@@ -81,9 +85,6 @@ func (d *Daemon) runTxn(cmds [][]string) (mgmt.Result, error) {
 		}
 		mutating = mutating || e.mutating
 	}
-	if mutating && d.opts.DB != "" {
-		return mgmt.Result{}, d.errConfigFromDB()
-	}
 	chained := len(cmds) > 1
 	var posts []post
 	runAll := func(c *config.Config) error {
@@ -100,7 +101,11 @@ func (d *Daemon) runTxn(cmds [][]string) (mgmt.Result, error) {
 		}
 		return nil
 	}
-	if mutating {
+	if mutating && d.db != nil {
+		if err := d.changeThroughDB(runAll); err != nil {
+			return mgmt.Result{}, err
+		}
+	} else if mutating {
 		err := d.change(func(c *config.Config) error {
 			orig := c.Clone()
 			if err := runAll(c); err != nil {
@@ -163,4 +168,72 @@ func flagsOf(args []string) []string {
 		}
 	}
 	return out
+}
+
+// dbChangeTimeout bounds a configuration command's wait for the switch
+// to apply what it wrote to the database (1,000 ports take seconds).
+const dbChangeTimeout = 2 * time.Minute
+
+// changeThroughDB runs a configuration command while the configuration
+// is the OVSDB database's: fn runs on the configuration the switch
+// applied, the result is judged as the store would (a refused command
+// writes nothing), written to the database as the difference, and waited
+// for until the switch has applied it. A port the command added or
+// changed that does not run then is taken back out of the database and
+// the command fails with its reason, as a command that changes nothing
+// on failure must.
+func (d *Daemon) changeThroughDB(fn func(c *config.Config) error) error {
+	d.dbTxnMu.Lock()
+	defer d.dbTxnMu.Unlock()
+	old := d.store.Get()
+	next := old.Clone()
+	if err := fn(next); err != nil {
+		return err
+	}
+	if reflect.DeepEqual(old, next) {
+		return nil // --may-exist, --if-exists: nothing to write
+	}
+	next, err := config.Check(old, next)
+	if err != nil {
+		return err
+	}
+	if err := checkPortsOpenable(old, next); err != nil {
+		return err
+	}
+	if err := checkMachine(old, next); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), dbChangeTimeout)
+	defer cancel()
+	errs, err := d.db.Change(ctx, old, next)
+	if err != nil {
+		return err
+	}
+	var failed []string
+	for _, bname := range slices.Sorted(maps.Keys(next.Bridges)) {
+		nb, ob := next.Bridges[bname], old.Bridges[bname]
+		for _, pname := range slices.Sorted(maps.Keys(nb.Ports)) {
+			e, bad := errs[pname]
+			if !bad {
+				continue
+			}
+			if ob != nil && ob.Ports[pname] != nil && reflect.DeepEqual(stripOFPort(ob.Ports[pname]), stripOFPort(nb.Ports[pname])) {
+				continue // refused before this command: not its doing
+			}
+			failed = append(failed, fmt.Sprintf("port %s: %s", pname, e))
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	if _, err := d.db.Change(ctx, next, old); err != nil {
+		d.log.Error("a refused change stays in the database", "err", err)
+	}
+	return errors.New(strings.Join(failed, "; "))
+}
+
+func stripOFPort(p *config.Port) *config.Port {
+	c := p.Clone()
+	c.OFPort = 0
+	return c
 }

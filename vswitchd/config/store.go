@@ -156,6 +156,21 @@ func (s *Store) Snapshot() (*Config, uint64) {
 	return s.cur.Clone(), s.gen
 }
 
+// Check judges next as Update would judge it coming after old, without
+// storing it: it returns next with its defaults filled in and its ports
+// numbered, or why Update would refuse it.
+func Check(old, next *Config) (*Config, error) {
+	n := next.Clone()
+	fillDefaults(n)
+	if err := assignOFPorts(old, n); err != nil {
+		return nil, err
+	}
+	if err := Validate(n); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
 // Update runs fn on a copy of the state, fills in defaults and OpenFlow port
 // numbers, validates the result and commits it durably. If fn, port
 // assignment, validation or the write fails, the state is unchanged. The

@@ -81,6 +81,11 @@ type Reconciler struct {
 	danglingSince time.Time
 
 	mu sync.Mutex
+	// curCfg is the next_cfg last applied and reported, and portErrs,
+	// per interface name, why one did not run then (Change waits on
+	// them).
+	curCfg   int
+	portErrs map[string]string
 	// reconciles counts passes that applied a configuration, writes the
 	// write-back transactions, passes every pass: for tests.
 	reconciles, writes, passes int
@@ -383,7 +388,19 @@ func (r *Reconciler) reconcile(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	return r.writeBack(wctx, rs, p)
+	if err := r.writeBack(wctx, rs, p); err != nil {
+		return err
+	}
+	errs := map[string]string{}
+	for u, e := range p.ifaceErr {
+		if i := rs.ifaces[u]; i != nil {
+			errs[i.Name] = e
+		}
+	}
+	r.mu.Lock()
+	r.curCfg, r.portErrs = p.nextCfg, errs
+	r.mu.Unlock()
+	return nil
 }
 
 // apply makes the switch run p's configuration, keeping each bridge's
