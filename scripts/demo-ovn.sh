@@ -267,7 +267,10 @@ say "7. A load balancer, 198.18.72.100:80, with a backend on each chassis (w1, w
 for w in 1 2 3; do
 	mkdir -p "$state/www$w"
 	echo "w$w" >"$state/www$w/who"
-	in_wl "$w" python3 -m http.server 8080 --bind "$(wlip "$w")" --directory "$state/www$w" >/dev/null 2>&1 &
+	# busybox httpd: python's http.server looks its own address up in
+	# DNS at start, which from a workload namespace waits out the
+	# resolver's timeouts (10 s where the host's nameserver is unreachable).
+	in_wl "$w" busybox httpd -f -p "$(wlip "$w"):8080" -h "$state/www$w" >/dev/null 2>&1 &
 	pids+=($!)
 done
 run nbctl lb-add lb0 198.18.72.100:80 198.18.70.11:8080,198.18.70.12:8080,198.18.70.13:8080 tcp

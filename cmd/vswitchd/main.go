@@ -60,6 +60,7 @@ func main() {
 	defaultBridge := flag.String("default-bridge", def.DefaultBridge, "bridge created when the state holds none (empty: none)")
 	recoverJournals := flag.Bool("recover", false, "start despite damaged flow journals: keep each one's records before the damage, move the file aside (BRIDGE.journal.corrupt-TIME) and log what was dropped")
 	showVersion := flag.Bool("version", false, "print the version and exit")
+	embeddedDB := flag.Bool("embedded-db", true, "without a database argument, serve the Open_vSwitch database from the state directory (conf.db, in Open vSwitch's file format, on db.sock) and follow it, so that ovs-vsctl --db=unix:STATE/db.sock and vsctl both configure it; false keeps the configuration in the state directory's config.json only, as before (to be retired)")
 	db := flag.String("db", "", "OVSDB database of the configuration, as ovs-vswitchd's DATABASE argument (unix:PATH or tcp:IP:PORT; may also be given as the one positional argument): the real ovs-vsctl then configures the switch")
 	// ovs-vswitchd's command line (ovsflags.go).
 	ovs := addOVSFlags(flag.CommandLine)
@@ -172,7 +173,7 @@ func main() {
 	}
 	opts := vswitchd.Options{StateDir: *stateDir, MetricsAddr: *metricsAddr,
 		DefaultBridge: *defaultBridge, Logger: log, LogLevel: level, Version: version,
-		Recover: *recoverJournals, DB: *db}
+		Recover: *recoverJournals, DB: *db, EmbeddedDB: *db == "" && *embeddedDB}
 	ovsPaths.options(&opts, logDest)
 	opts.ReopenLog = out.reopen
 	d, err := vswitchd.Start(opts)
@@ -192,7 +193,12 @@ func main() {
 		}
 	}
 	abs, _ := filepath.Abs(*stateDir)
-	log.Info("ready: configure with vsctl", "VSWITCHD_STATE_DIR", abs)
+	if opts.EmbeddedDB {
+		log.Info("ready: configure with vsctl or ovs-vsctl", "VSWITCHD_STATE_DIR", abs,
+			"ovs-vsctl", "--db=unix:"+filepath.Join(abs, vswitchd.EmbeddedDBSocket))
+	} else {
+		log.Info("ready: configure with vsctl", "VSWITCHD_STATE_DIR", abs)
+	}
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
