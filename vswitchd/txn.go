@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
 
@@ -170,70 +168,41 @@ func flagsOf(args []string) []string {
 	return out
 }
 
-// dbChangeTimeout bounds a configuration command's wait for the switch
-// to apply what it wrote to the database (1,000 ports take seconds).
-const dbChangeTimeout = 2 * time.Minute
+// dbWriteTimeout bounds a configuration command's write to the database.
+const dbWriteTimeout = 30 * time.Second
 
 // changeThroughDB runs a configuration command while the configuration
-// is the OVSDB database's: fn runs on the configuration the switch
-// applied, the result is judged as the store would (a refused command
-// writes nothing), written to the database as the difference, and waited
-// for until the switch has applied it. A port the command added or
-// changed that does not run then is taken back out of the database and
-// the command fails with its reason, as a command that changes nothing
-// on failure must.
+// is the OVSDB database's: the command changes the switch as without a
+// database (stored and applied, or refused with nothing changed), and the
+// change is then written to the database, with no reconcile in between;
+// if the database does not take it, the switch's change is undone and
+// the command fails. The reconciler then finds the database equal to
+// what runs.
 func (d *Daemon) changeThroughDB(fn func(c *config.Config) error) error {
-	d.dbTxnMu.Lock()
-	defer d.dbTxnMu.Unlock()
-	old := d.store.Get()
-	next := old.Clone()
-	if err := fn(next); err != nil {
-		return err
-	}
-	if reflect.DeepEqual(old, next) {
-		return nil // --may-exist, --if-exists: nothing to write
-	}
-	next, err := config.Check(old, next)
-	if err != nil {
-		return err
-	}
-	if err := checkPortsOpenable(old, next); err != nil {
-		return err
-	}
-	if err := checkMachine(old, next); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), dbChangeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), dbWriteTimeout)
 	defer cancel()
-	errs, err := d.db.Change(ctx, old, next)
-	if err != nil {
-		return err
-	}
-	var failed []string
-	for _, bname := range slices.Sorted(maps.Keys(next.Bridges)) {
-		nb, ob := next.Bridges[bname], old.Bridges[bname]
-		for _, pname := range slices.Sorted(maps.Keys(nb.Ports)) {
-			e, bad := errs[pname]
-			if !bad {
-				continue
+	var old *config.Config
+	applied, err := d.db.Record(ctx, func() (*config.Config, *config.Config, error) {
+		err := d.change(func(c *config.Config) error {
+			old = c.Clone()
+			if err := fn(c); err != nil {
+				return err
 			}
-			if ob != nil && ob.Ports[pname] != nil && reflect.DeepEqual(stripOFPort(ob.Ports[pname]), stripOFPort(nb.Ports[pname])) {
-				continue // refused before this command: not its doing
+			if reflect.DeepEqual(old, c) {
+				return errNoChange // --may-exist, --if-exists: nothing to write
 			}
-			failed = append(failed, fmt.Sprintf("port %s: %s", pname, e))
-		}
-	}
-	if len(failed) == 0 {
+			return nil
+		})
+		return old, d.store.Get(), err
+	})
+	if errors.Is(err, errNoChange) {
 		return nil
 	}
-	if _, err := d.db.Change(ctx, next, old); err != nil {
-		d.log.Error("a refused change stays in the database", "err", err)
+	if err != nil && applied {
+		d.log.Warn("configuration change undone: the database did not take it", "err", err)
+		if uerr := d.change(func(c *config.Config) error { restoreKeepingTables(c, old); return nil }); uerr != nil {
+			d.log.Error("configuration change not undone", "err", uerr)
+		}
 	}
-	return errors.New(strings.Join(failed, "; "))
-}
-
-func stripOFPort(p *config.Port) *config.Port {
-	c := p.Clone()
-	c.OFPort = 0
-	return c
+	return err
 }

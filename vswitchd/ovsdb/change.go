@@ -407,62 +407,70 @@ func InitOps(c *config.Config) ([]ovsdb.Operation, error) {
 	return out, nil
 }
 
-// Change writes the change from old (the configuration the switch runs)
-// to next into the database with a new next_cfg, and waits until the
-// reconciler has applied it. It returns, per port name, why a port of
-// next does not run after it (Interface.error), for the caller to judge.
-func (r *Reconciler) Change(ctx context.Context, old, next *config.Config) (map[string]string, error) {
+// Record runs apply, the daemon's own change of the switch (stored and
+// applied, or refused and undone), with no reconcile pass running, and
+// then writes the change it made, from old to next, into the database, with a new
+// next_cfg, so that the database holds what the switch runs. The switch
+// changes first because its store and its ports are what can refuse a
+// change (a full disk, an interface that cannot open): refused there,
+// the database is not touched. An error after apply means the database
+// did not take the change; the caller undoes it.
+func (r *Reconciler) Record(ctx context.Context, apply func() (old, next *config.Config, err error)) (applied bool, err error) {
+	r.passMu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			r.passMu.Unlock()
+		}
+	}()
+	old, next, err := apply()
+	if err != nil {
+		return false, err
+	}
 	rs, err := r.read(ctx)
 	if err != nil {
-		return nil, err
+		return true, err
 	}
 	ops, err := changeOps(rs, old, next)
-	if err != nil {
-		return nil, err
+	if err != nil || len(ops) == 0 {
+		return true, err
 	}
-	if len(ops) == 0 {
-		return nil, nil
-	}
-	ops = append(ops,
-		ovsdb.Operation{Op: ovsdb.OperationMutate, Table: "Open_vSwitch", Where: byUUIDWhere(rs.ovs.UUID),
-			Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("next_cfg", ovsdb.MutateOperationAdd, 1)}},
-		ovsdb.Operation{Op: ovsdb.OperationSelect, Table: "Open_vSwitch", Where: byUUIDWhere(rs.ovs.UUID), Columns: []string{"next_cfg"}})
+	ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationMutate, Table: "Open_vSwitch", Where: byUUIDWhere(rs.ovs.UUID),
+		Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("next_cfg", ovsdb.MutateOperationAdd, 1)}})
 	res, err := r.cli.Transact(ctx, ops...)
 	if err != nil {
-		return nil, fmt.Errorf("database: %w", err)
+		return true, fmt.Errorf("database: %w", err)
 	}
 	if opErrs, err := ovsdb.CheckOperationResults(res, ops); err != nil {
 		msgs := []string{}
 		for _, e := range opErrs {
 			msgs = append(msgs, e.Error())
 		}
-		return nil, fmt.Errorf("database refused the change: %s", strings.Join(msgs, "; "))
+		if len(msgs) == 0 {
+			msgs = append(msgs, err.Error())
+		}
+		return true, fmt.Errorf("database refused the change: %s", strings.Join(msgs, "; "))
 	}
-	sel := res[len(ops)-1]
-	if len(sel.Rows) != 1 {
-		return nil, errors.New("database: next_cfg not read back")
-	}
-	var want int
-	switch v := sel.Rows[0]["next_cfg"].(type) {
-	case float64:
-		want = int(v)
-	case int:
-		want = v
-	default:
-		return nil, fmt.Errorf("database: next_cfg is %T", v)
-	}
+	// As ovs-vsctl without --no-wait: return once a pass has reported
+	// what runs (cur_cfg, ofport, error), briefly: the change runs.
+	r.mu.Lock()
+	before := r.passes
+	r.mu.Unlock()
+	r.passMu.Unlock()
+	locked = false
 	r.poke()
-	for {
+	deadline := time.Now().Add(reportWait)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
 		r.mu.Lock()
-		got, errs := r.curCfg, maps.Clone(r.portErrs)
+		done := r.passes > before
 		r.mu.Unlock()
-		if got >= want {
-			return errs, nil
+		if done {
+			break
 		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("the change is in the database but the switch has not applied it yet: %w", ctx.Err())
-		case <-time.After(time.Millisecond):
-		}
+		time.Sleep(time.Millisecond)
 	}
+	return true, nil
 }
+
+// reportWait bounds Record's wait for the write-back after a change.
+const reportWait = 5 * time.Second

@@ -80,12 +80,12 @@ type Reconciler struct {
 	// not read (zero while they resolve).
 	danglingSince time.Time
 
+	// passMu is held through each pass, and by Record: the daemon's own
+	// change and its write to the database are never split by a pass
+	// that would apply the database without it.
+	passMu sync.Mutex
+
 	mu sync.Mutex
-	// curCfg is the next_cfg last applied and reported, and portErrs,
-	// per interface name, why one did not run then (Change waits on
-	// them).
-	curCfg   int
-	portErrs map[string]string
 	// reconciles counts passes that applied a configuration, writes the
 	// write-back transactions, passes every pass: for tests.
 	reconciles, writes, passes int
@@ -172,7 +172,9 @@ func (r *Reconciler) run(ctx context.Context) {
 		}
 		// A lasting condition (no Open_vSwitch row before ovs-vsctl
 		// init) is logged once, not at every tick.
+		r.passMu.Lock()
 		err := r.reconcile(ctx)
+		r.passMu.Unlock()
 		r.mu.Lock()
 		r.passes++
 		r.mu.Unlock()
@@ -388,19 +390,7 @@ func (r *Reconciler) reconcile(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	if err := r.writeBack(wctx, rs, p); err != nil {
-		return err
-	}
-	errs := map[string]string{}
-	for u, e := range p.ifaceErr {
-		if i := rs.ifaces[u]; i != nil {
-			errs[i.Name] = e
-		}
-	}
-	r.mu.Lock()
-	r.curCfg, r.portErrs = p.nextCfg, errs
-	r.mu.Unlock()
-	return nil
+	return r.writeBack(wctx, rs, p)
 }
 
 // apply makes the switch run p's configuration, keeping each bridge's
@@ -539,6 +529,15 @@ func setKeepingTables(c, want *config.Config) {
 	for name, b := range c.Bridges {
 		if ob := old[name]; ob != nil {
 			b.Flows, b.Groups, b.Meters = ob.Flows, ob.Groups, ob.Meters
+			// The database's sets have no order: the order the daemon
+			// was given (vsctl set-controller A B) stays while the set
+			// does.
+			if sameSet(ob.Controllers, b.Controllers) {
+				b.Controllers = slices.Clone(ob.Controllers)
+			}
+			if sameSet(ob.Protocols, b.Protocols) {
+				b.Protocols = slices.Clone(ob.Protocols)
+			}
 		}
 		if b.Ports == nil {
 			b.Ports = map[string]*config.Port{}

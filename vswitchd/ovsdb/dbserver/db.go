@@ -83,9 +83,15 @@ func Open(path string, log *slog.Logger) (db *Database, created bool, err error)
 			log.Warn("database: the last record was cut short by a crash before it was acknowledged; dropped", "path", path)
 		}
 		// Start from a snapshot: the log of a long run is replayed once.
+		// Not compacting (a full disk) is no reason not to start: the
+		// log as it is holds everything. A converted file must be
+		// rewritten, though: its records are another schema's.
 		if len(records) > 2 || converted || torn {
 			if err := db.snapshot(path); err != nil {
-				return nil, false, fmt.Errorf("database %s: compacting: %w", path, err)
+				if converted {
+					return nil, false, fmt.Errorf("database %s: rewriting it for this schema: %w", path, err)
+				}
+				log.Warn("database: not compacted at start; the file stays as it is", "path", path, "err", err)
 			}
 		}
 	}
