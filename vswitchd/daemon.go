@@ -150,9 +150,6 @@ type Daemon struct {
 	db     *ovsdb.Reconciler
 	dbsrv  *dbserver.Server
 	dbfile *dbserver.Database
-	// dbTxnMu serialises the configuration commands written to the
-	// database (changeThroughDB).
-	dbTxnMu sync.Mutex
 
 	// ct is the connection tracker every bridge's datapath shares, and
 	// ipf the settings of the fragment reassembly in front of it.
