@@ -357,7 +357,7 @@ func jhashBytes(p []byte, basis uint32) uint32 {
 		a += binary.LittleEndian.Uint32(t[:])
 		b += binary.LittleEndian.Uint32(t[4:])
 		c += binary.LittleEndian.Uint32(t[8:])
-		a, b, c = jhashFinal(a, b, c)
+		_, _, c = jhashFinal(a, b, c)
 	}
 	return c
 }
