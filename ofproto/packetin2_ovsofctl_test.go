@@ -2,6 +2,7 @@ package ofproto
 
 import (
 	"encoding/hex"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -32,6 +33,7 @@ func TestOvsOfctlPacketIn2(t *testing.T) {
 		t.Run(c.format, func(t *testing.T) {
 			var out nstest.SyncBuffer
 			cmd := exec.Command("ovs-ofctl", "-O", "OpenFlow15", "-P", c.format, "monitor", target, "65535")
+			cmd.Env = monitorEnv(t)
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -105,6 +107,7 @@ func TestOvsOfctlResume(t *testing.T) {
 	}
 	var out nstest.SyncBuffer
 	cmd := exec.Command("ovs-ofctl", "-O", "OpenFlow15", "monitor", target, "65535", "resume")
+	cmd.Env = monitorEnv(t)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -130,4 +133,11 @@ func TestOvsOfctlResume(t *testing.T) {
 	if s := out.String(); !strings.Contains(s, "NXT_PACKET_IN2") || !strings.Contains(s, "continuation") {
 		t.Errorf("monitor saw no paused packet-in2:\n%s", s)
 	}
+}
+
+// monitorEnv gives ovs-ofctl monitor a run directory of its own for its
+// control socket: the system's (/var/run/openvswitch) exists only where
+// Open vSwitch's service has run.
+func monitorEnv(t *testing.T) []string {
+	return append(os.Environ(), "OVS_RUNDIR="+t.TempDir())
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Adding ports through OVSDB, side by side: this switch (vswitchd --db,
-# following Debian's ovsdb-server) and Debian's ovs-vswitchd (userspace,
+# following Debian's ovsdb-server: "ours"; vswitchd serving its embedded
+# database: "embedded") and Debian's ovs-vswitchd (userspace,
 # datapath_type=netdev), one after the other, each switch in a namespace of
 # its own with a private ovsdb-server, pinned to CPU 1, bridge br0. The real
 # ovs-vsctl, without --no-wait, returns once the switch has written
@@ -23,13 +24,14 @@
 # Printed, never asserted; a step that fails says so and the run goes on.
 # Needs root and the Debian packages openvswitch-switch, iputils-ping.
 #   usage: bench/ovsdb/addport.sh [BIN] [PORTS] [SUTS]   (BIN: where
-#   vswitchd is, default bin; PORTS default 1000; SUTS default "ours ovs";
+#   vswitchd is, default bin; PORTS default 1000; SUTS default "ours
+#   embedded ovs";
 #   also from the environment: BIN, PORTS, SUTS, ONEBYONE, OBMAX, REPS;
 #   KEEP=1 keeps the work directory with the logs)
 set -u
 BIN=$(cd "${1:-${BIN:-bin}}" && pwd) || exit 1
 PORTS=${2:-${PORTS:-1000}}
-SUTS=${3:-${SUTS:-ours ovs}}
+SUTS=${3:-${SUTS:-ours embedded ovs}}
 ONEBYONE=${ONEBYONE:-$PORTS}
 OBMAX=${OBMAX:-600}
 REPS=${REPS:-5}
@@ -77,12 +79,22 @@ run() {
 	done
 	ip -n ${NS}h1 neigh replace 198.18.0.2 lladdr 02:00:c6:12:00:02 dev eth0 nud permanent
 	ip -n ${NS}h2 neigh replace 198.18.0.1 lladdr 02:00:c6:12:00:01 dev eth0 nud permanent
-	ovsdb-tool create $d/conf.db /usr/share/openvswitch/vswitch.ovsschema
-	ovsdb-server $d/conf.db --remote=punix:$d/db.sock --pidfile=$d/ovsdb-server.pid \
-		--unixctl=$d/db.ctl --log-file=$d/db.log --detach --no-chdir 2>>$d/start.err || { say "ovsdb-server failed"; return; }
-	VS="ovs-vsctl --db=unix:$d/db.sock"
-	$VS --no-wait init
-	if [ "$sut" = ours ]; then
+	if [ "$sut" = embedded ]; then
+		# No ovsdb-server: the daemon serves the database itself.
+		VS="ovs-vsctl --db=unix:$d/state/db.sock"
+		OVS_RUNDIR=$d ip netns exec ${NS}sw taskset -c 1 "$BIN/vswitchd" \
+			--state-dir $d/state --metrics-addr "" --default-bridge "" --pidfile \
+			--log-file=$d/vswitchd.log --detach 2>>$d/start.err || { cat $d/start.err; say "vswitchd did not start"; return; }
+	else
+		ovsdb-tool create $d/conf.db /usr/share/openvswitch/vswitch.ovsschema
+		ovsdb-server $d/conf.db --remote=punix:$d/db.sock --pidfile=$d/ovsdb-server.pid \
+			--unixctl=$d/db.ctl --log-file=$d/db.log --detach --no-chdir 2>>$d/start.err || { say "ovsdb-server failed"; return; }
+		VS="ovs-vsctl --db=unix:$d/db.sock"
+		$VS --no-wait init
+	fi
+	if [ "$sut" = embedded ]; then
+		:
+	elif [ "$sut" = ours ]; then
 		OVS_RUNDIR=$d ip netns exec ${NS}sw taskset -c 1 "$BIN/vswitchd" --db unix:$d/db.sock \
 			--state-dir $d/state --metrics-addr "" --default-bridge "" --pidfile \
 			--log-file=$d/vswitchd.log --detach 2>>$d/start.err || { cat $d/start.err; say "vswitchd did not start"; return; }

@@ -436,7 +436,8 @@ func (r *Reconciler) Record(ctx context.Context, apply func() (old, next *config
 		return true, err
 	}
 	ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationMutate, Table: "Open_vSwitch", Where: byUUIDWhere(rs.ovs.UUID),
-		Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("next_cfg", ovsdb.MutateOperationAdd, 1)}})
+		Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("next_cfg", ovsdb.MutateOperationAdd, 1)}},
+		ovsdb.Operation{Op: ovsdb.OperationSelect, Table: "Open_vSwitch", Where: byUUIDWhere(rs.ovs.UUID), Columns: []string{"next_cfg"}})
 	res, err := r.cli.Transact(ctx, ops...)
 	if err != nil {
 		return true, fmt.Errorf("database: %w", err)
@@ -450,6 +451,25 @@ func (r *Reconciler) Record(ctx context.Context, apply func() (old, next *config
 			msgs = append(msgs, err.Error())
 		}
 		return true, fmt.Errorf("database refused the change: %s", strings.Join(msgs, "; "))
+	}
+	// The next pass must read the database with this change in it, or
+	// it would take the switch back to what the database held before:
+	// the lock is kept until the client's cache has it.
+	if rows := res[len(ops)-1].Rows; len(rows) == 1 {
+		want := 0
+		switch v := rows[0]["next_cfg"].(type) {
+		case float64:
+			want = int(v)
+		case int:
+			want = v
+		}
+		deadline := time.Now().Add(reportWait)
+		for time.Now().Before(deadline) && ctx.Err() == nil {
+			if rs, err := r.read(ctx); err == nil && rs.ovs.NextCfg >= want {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
 	// As ovs-vsctl without --no-wait: return once a pass has reported
 	// what runs (cur_cfg, ofport, error), briefly: the change runs.

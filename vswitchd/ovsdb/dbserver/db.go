@@ -294,6 +294,16 @@ func (db *Database) Transact(ops []ovsdb.Operation) ([]*ovsdb.OperationResult, C
 		return res, nil
 	}
 	rec, err := db.record(changes, comment)
+	if err == nil && rec == nil {
+		// Only ephemeral columns changed (statistics, status, link
+		// state): they are not kept across restarts, as in Open
+		// vSwitch, so nothing is written or synced.
+		if err := db.mem.Commit(db.name, uuid.New(), upd); err != nil {
+			db.log.Error("database: not applied in memory", "err", err)
+			return append(res, &ovsdb.OperationResult{Error: "I/O error", Details: err.Error()}), nil
+		}
+		return res, changes
+	}
 	if err == nil {
 		if db.file.needsCompaction() {
 			if err := db.snapshot(db.file.path); err != nil {
@@ -316,31 +326,52 @@ func (db *Database) Transact(ops []ovsdb.Operation) ([]*ovsdb.OperationResult, C
 
 // record is the file record of changes: each inserted row whole, each
 // modified row's changed columns with their new values (not diffs, which
-// every ovsdb-tool reads), each deleted row null.
+// every ovsdb-tool reads), each deleted row null; ephemeral columns left
+// out. It is nil when nothing but ephemeral columns changed.
 func (db *Database) record(changes Changes, comment string) ([]byte, error) {
 	txn := map[string]any{}
 	for table, rows := range changes {
 		ts := db.schema.Table(table)
+		durable := func(col string) bool {
+			cs := ts.Column(col)
+			return cs != nil && !cs.Ephemeral() && col != "_uuid" && col != "_version"
+		}
 		out := map[string]any{}
 		for id, ru := range rows {
 			switch {
 			case ru.Delete != nil || ru.New == nil:
 				out[id] = nil
 			case ru.Insert != nil || ru.Old == nil:
-				out[id] = stripMeta(*ru.New)
-			default:
 				row := ovsdb.Row{}
-				for col := range *ru.Modify {
-					if v, ok := (*ru.New)[col]; ok {
+				for col, v := range *ru.New {
+					if durable(col) {
 						row[col] = v
-					} else if cs := ts.Column(col); cs != nil {
-						row[col] = defaultValue(cs)
 					}
 				}
 				out[id] = row
+			default:
+				row := ovsdb.Row{}
+				for col := range *ru.Modify {
+					if !durable(col) {
+						continue
+					}
+					if v, ok := (*ru.New)[col]; ok {
+						row[col] = v
+					} else {
+						row[col] = defaultValue(ts.Column(col))
+					}
+				}
+				if len(row) > 0 {
+					out[id] = row
+				}
 			}
 		}
-		txn[table] = out
+		if len(out) > 0 {
+			txn[table] = out
+		}
+	}
+	if len(txn) == 0 {
+		return nil, nil
 	}
 	txn["_date"] = time.Now().UnixMilli()
 	if comment != "" {
@@ -411,8 +442,15 @@ func (db *Database) snapshot(path string) error {
 		if len(rows) == 0 {
 			continue
 		}
+		ts := db.schema.Table(table)
 		for id, r := range rows {
-			rows[id] = stripMeta(r)
+			r = stripMeta(r)
+			for col := range r {
+				if cs := ts.Column(col); cs == nil || cs.Ephemeral() {
+					delete(r, col)
+				}
+			}
+			rows[id] = r
 		}
 		all[table] = rows
 	}

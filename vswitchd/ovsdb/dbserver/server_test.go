@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -379,4 +380,44 @@ func FuzzParseLog(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestEphemeralNotWritten: a change of ephemeral columns only (the
+// statistics the switch writes every few seconds) applies without
+// growing or syncing the file, and is not kept across a restart, as in
+// Open vSwitch; durable columns of the same row are.
+func TestEphemeralNotWritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "conf.db")
+	s, db, _ := serve(t, path)
+	res := mustTransact(t, s, []ovsdb.Operation{{Op: ovsdb.OperationInsert, Table: "Open_vSwitch", Row: ovsdb.Row{}}})
+	mustTransact(t, s, bridgeOps(res[0].UUID.GoUUID, "br0"))
+	before, _ := os.Stat(path)
+	mustTransact(t, s, []ovsdb.Operation{{Op: ovsdb.OperationUpdate, Table: "Interface",
+		Where: []ovsdb.Condition{ovsdb.NewCondition("name", ovsdb.ConditionEqual, "br0")},
+		Row:   ovsdb.Row{"statistics": ovsdb.OvsMap{GoMap: map[any]any{"rx_packets": 5}}, "link_state": "up"}}})
+	after, _ := os.Stat(path)
+	if after.Size() != before.Size() {
+		t.Errorf("an ephemeral-only change grew the file from %d to %d bytes", before.Size(), after.Size())
+	}
+	rows, _ := db.Rows("Interface")
+	for _, r := range rows {
+		if !strings.Contains(fmt.Sprint(r["link_state"]), "up") {
+			t.Errorf("the ephemeral change did not apply: %v", r)
+		}
+	}
+	mustTransact(t, s, []ovsdb.Operation{{Op: ovsdb.OperationUpdate, Table: "Interface",
+		Where: []ovsdb.Condition{ovsdb.NewCondition("name", ovsdb.ConditionEqual, "br0")},
+		Row:   ovsdb.Row{"mtu_request": 1400, "link_state": "down"}}})
+	stop(s, db)
+	s, db, _ = serve(t, path)
+	defer stop(s, db)
+	rows, _ = db.Rows("Interface")
+	for _, r := range rows {
+		if _, ok := r["link_state"]; ok {
+			t.Errorf("an ephemeral column came back after a restart: %v", r)
+		}
+		if _, ok := r["mtu_request"]; !ok {
+			t.Errorf("a durable column written with an ephemeral one was lost: %v", r)
+		}
+	}
 }
