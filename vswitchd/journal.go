@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vswitch-go/vswitch/internal/statedir"
 	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
@@ -319,7 +320,7 @@ func rewriteJournal(path string, records []string) (*journal, error) {
 		err = os.Rename(tmp, path)
 	}
 	if err == nil {
-		err = syncDir(filepath.Dir(path))
+		err = statedir.SyncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		os.Remove(tmp)
@@ -329,15 +330,6 @@ func rewriteJournal(path string, records []string) (*journal, error) {
 		return nil, err
 	}
 	return &journal{path: path, f: f, size: int64(len(buf)), records: len(records)}, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // append writes one record in one write call. On failure (a full disk,

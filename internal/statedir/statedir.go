@@ -171,3 +171,14 @@ func ListenUnix(path string) (*net.UnixListener, error) {
 // umaskMu serialises the narrowing of the umask in this process, so that
 // two binds do not restore each other's value.
 var umaskMu sync.Mutex
+
+// SyncDir syncs directory dir, so that a file created or renamed in it
+// survives a crash.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

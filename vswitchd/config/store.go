@@ -249,20 +249,11 @@ func (s *Store) commit(data []byte) error {
 		return fmt.Errorf("config: rename %s to %s: %w", tmp, s.path, err)
 	}
 	renamed = true
-	if err := syncDir(s.dir); err != nil {
+	if err := statedir.SyncDir(s.dir); err != nil {
 		s.broken = fmt.Errorf("config: state in %s may not be durable, refusing further updates: %w", s.dir, err)
 		return s.broken
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // Close releases the directory lock; the store refuses Updates afterwards.
