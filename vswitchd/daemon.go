@@ -90,7 +90,7 @@ type Options struct {
 	Recover bool
 	// DB, if set ("unix:PATH", "tcp:IP:PORT"), is the Open_vSwitch OVSDB
 	// database the configuration comes from, as for ovs-vswitchd; the
-	// configuration commands of the management socket are then refused.
+	// configuration commands of the management socket are written to it.
 	DB string
 	// EmbeddedDB, without DB, makes the daemon serve the Open_vSwitch
 	// database itself from StateDir (conf.db, in Open vSwitch's file
