@@ -182,7 +182,7 @@ run() {
 	$VS --timeout=900 "${args[@]:1}" && say "the $obn deleted in one transaction in $(secs $t0 "$(now)") s" ||
 		say "deleting the $obn one-by-one ports failed"
 	kill -0 "$pid" 2>/dev/null || say "the switch (pid $pid) is no longer running"
-	local log=$d/ovs-vswitchd.log; [ "$sut" = ours ] && log=$d/vswitchd.log
+	local log=$d/ovs-vswitchd.log; [ "$sut" != ovs ] && log=$d/vswitchd.log
 	local pat='level=(WARN|ERROR)|\|(WARN|ERR|EMER)\|'
 	say "log: $(grep -Ec "$pat" $log) warning/error lines"
 	grep -E "$pat" $log | sed -E 's/^time=[^ ]+ //; s/^[^|]*\|[0-9]+\|//; s/[0-9]+/N/g' | sort | uniq -c | sort -rn | head -5 |

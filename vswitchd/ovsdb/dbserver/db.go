@@ -35,6 +35,11 @@ type Database struct {
 	mem        database.Database
 	file       *logFile
 	log        *slog.Logger
+	// rows are the tables as ovsdb.Row, kept up to date at each commit
+	// once a table has been read: a monitor's initial rows (every
+	// ovs-vsctl run asks for whole tables) are then a copy of a map,
+	// not a conversion of every model by reflection.
+	rows map[string]map[string]ovsdb.Row
 }
 
 // Open reads the database file at path, or creates it empty (the schema
@@ -63,7 +68,8 @@ func Open(path string, log *slog.Logger) (db *Database, created bool, err error)
 	if err != nil {
 		return nil, false, err
 	}
-	db = &Database{name: schema.Name, schema: schema, schemaJSON: schemaJSON, model: dbModel, mem: mem, log: log}
+	db = &Database{name: schema.Name, schema: schema, schemaJSON: schemaJSON, model: dbModel, mem: mem, log: log,
+		rows: map[string]map[string]ovsdb.Row{}}
 
 	records, torn, err := readLog(path)
 	switch {
@@ -302,6 +308,7 @@ func (db *Database) Transact(ops []ovsdb.Operation) ([]*ovsdb.OperationResult, C
 			db.log.Error("database: not applied in memory", "err", err)
 			return append(res, &ovsdb.OperationResult{Error: "I/O error", Details: err.Error()}), nil
 		}
+		db.updateRows(changes)
 		return res, changes
 	}
 	if err == nil {
@@ -321,7 +328,25 @@ func (db *Database) Transact(ops []ovsdb.Operation) ([]*ovsdb.OperationResult, C
 		db.log.Error("database: written but not applied in memory", "err", err)
 		return append(res, &ovsdb.OperationResult{Error: "I/O error", Details: err.Error()}), nil
 	}
+	db.updateRows(changes)
 	return res, changes
+}
+
+// updateRows keeps the row cache equal to the database after a commit.
+func (db *Database) updateRows(changes Changes) {
+	for table, rows := range changes {
+		cached := db.rows[table]
+		if cached == nil {
+			continue // not read yet: built from the database when it is
+		}
+		for id, ru := range rows {
+			if ru.Delete != nil || ru.New == nil {
+				delete(cached, id)
+			} else {
+				cached[id] = *ru.New
+			}
+		}
+	}
 }
 
 // record is the file record of changes: each inserted row whole, each
@@ -410,8 +435,21 @@ func defaultValue(cs *ovsdb.ColumnSchema) any {
 }
 
 // Rows are the rows of table as ovsdb.Row, non-default columns only,
-// keyed by UUID.
+// keyed by UUID. The rows are shared: callers must not change them.
 func (db *Database) Rows(table string) (map[string]ovsdb.Row, error) {
+	if cached := db.rows[table]; cached != nil {
+		return maps.Clone(cached), nil
+	}
+	out, err := db.readRows(table)
+	if err != nil {
+		return nil, err
+	}
+	db.rows[table] = out
+	return maps.Clone(out), nil
+}
+
+// readRows converts table's models to rows.
+func (db *Database) readRows(table string) (map[string]ovsdb.Row, error) {
 	models, err := db.mem.List(db.name, table)
 	if err != nil {
 		return nil, err
