@@ -145,6 +145,12 @@ type Daemon struct {
 	// ifw follows interfaces that come back for stopped ports (ifwatch.go).
 	ifw *ifWatch
 
+	// links are the kernel's links for the OVSDB write-back, and changes
+	// counts the configuration changes applied (a change makes links
+	// read again).
+	links   linkCache
+	changes atomic.Uint64
+
 	// db follows the OVSDB database of Options.DB (nil without); dbsrv
 	// serves the embedded one, kept in dbfile (Options.EmbeddedDB).
 	db     *ovsdb.Reconciler
@@ -405,6 +411,7 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 		return err
 	}
 	d.bury(next)
+	d.changes.Add(1)
 	if d.mgmt != nil {
 		d.mgmt.SetMaxConns(intOption(next.OtherConfig, "mgmt-max-connections", mgmt.DefaultMaxConns))
 	}

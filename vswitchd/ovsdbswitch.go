@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -146,12 +148,12 @@ func (s dbSwitch) PortStatus(bridge, name string) ovsdb.PortStatus {
 				"tx_dropped": int(c.TxDrops), "tx_errors": int(c.TxErrors)}}
 	}
 	// The kernel's view where there is a kernel interface (not for a
-	// vhost-user or tunnel port): one netlink request for this name, as
-	// the reconciler asks for every port every second (no ethtool).
+	// vhost-user or tunnel port), from one dump of the links shared by
+	// the write-back's calls (no ethtool).
 	if p := b.portByName(name); p != nil && p.cfg.Type == config.PortTypePatch {
 		return st // no kernel interface, whatever one of its name says
 	}
-	if l, err := netlink.LinkByName(name); err == nil {
+	if l, ok := s.d.links.get(name, s.d.changes.Load()); ok {
 		a := l.Attrs()
 		st.Ifindex, st.MTU = a.Index, a.MTU
 		st.MAC = a.HardwareAddr.String()
@@ -219,4 +221,38 @@ func (d *Daemon) stopOVSDB() {
 		d.dbsrv.Close()
 		d.dbfile.Close()
 	}
+}
+
+// linkCache holds the kernel's links by name from one RTM_GETLINK dump:
+// a write-back asks for every port's state, and one request per port (a
+// netlink socket each) made a pass O(ports) in system calls. A dump is
+// reused for linkCacheAge, and never across a configuration change, so
+// what a change did (an MTU, a new internal port) is read fresh.
+type linkCache struct {
+	mu     sync.Mutex
+	at     time.Time
+	gen    uint64
+	byName map[string]netlink.Link
+}
+
+const linkCacheAge = 100 * time.Millisecond
+
+// get returns the link called name; gen is the daemon's count of applied
+// changes.
+func (c *linkCache) get(name string, gen uint64) (netlink.Link, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byName == nil || c.gen != gen || time.Since(c.at) > linkCacheAge {
+		links, err := netlink.LinkList()
+		if err != nil {
+			return nil, false
+		}
+		c.byName = make(map[string]netlink.Link, len(links))
+		for _, l := range links {
+			c.byName[l.Attrs().Name] = l
+		}
+		c.at, c.gen = time.Now(), gen
+	}
+	l, ok := c.byName[name]
+	return l, ok
 }

@@ -161,8 +161,20 @@ func checkPortsOpenable(old, next *config.Config) error {
 			if np.Type != config.PortTypeTap && np.Type != config.PortTypeInternal {
 				continue
 			}
-			if ob != nil && ob.Ports[pname] != nil && !portNeedsReopen(ob.Ports[pname], np) {
-				continue
+			var op *config.Port
+			if ob != nil {
+				op = ob.Ports[pname]
+			}
+			if op != nil {
+				// A port number not assigned yet (the store numbers ports
+				// after this check) is the one the port has.
+				same := *np
+				if same.OFPort == 0 {
+					same.OFPort = op.OFPort
+				}
+				if !portNeedsReopen(op, &same) {
+					continue
+				}
 			}
 			l, err := netlink.LinkByName(pname)
 			if err != nil || l.Type() == "tuntap" {
