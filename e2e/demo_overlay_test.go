@@ -36,11 +36,17 @@ func TestDemoOverlayScript(t *testing.T) {
 // namespaces and stops the daemons.
 func runDemoScript(t *testing.T, name string, timeout time.Duration, wants ...string) {
 	t.Helper()
+	runDemoScriptEnv(t, name, nil, timeout, wants...)
+}
+
+// runDemoScriptEnv is runDemoScript with variables env (NAME=VALUE) set.
+func runDemoScriptEnv(t *testing.T, name string, env []string, timeout time.Duration, wants ...string) {
+	t.Helper()
 	vd, _ := binaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "../scripts/"+name+".sh")
-	cmd.Env = append(cmd.Environ(), "BIN="+filepath.Dir(vd))
+	cmd.Env = append(append(cmd.Environ(), "BIN="+filepath.Dir(vd)), env...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 30 * time.Second
 	var out bytes.Buffer

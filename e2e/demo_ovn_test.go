@@ -23,3 +23,15 @@ func TestDemoOVNScript(t *testing.T) {
 		"reached the backends: ", "traffic through chassis 2 again", "0x102  0x80       4  tun_metadata",
 		"br-ex ports: ext0 patch-", "demo-ovn done")
 }
+
+// TestDemoOVNEmbeddedDatabase runs the same with each chassis' database
+// served by this switch itself (DB=embedded: no ovsdb-server on the
+// chassis): ovn-controller and ovs-vsctl talk to the switch's own OVSDB
+// server through every step, the kill -9 included.
+func TestDemoOVNEmbeddedDatabase(t *testing.T) {
+	nstest.RequireRoot(t)
+	nstest.RequireTool(t, "ovn-northd", "ovn-controller", "ovn-nbctl", "ovsdb-server", "busybox", "python3")
+	runDemoScriptEnv(t, "demo-ovn", []string{"DB=embedded"}, 6*time.Minute, "# serves ", "TTL 63: one router hop",
+		"TCP to w3: dropped, as the ACL says", "reached the backends: ", "traffic through chassis 2 again",
+		"br-ex ports: ext0 patch-", "demo-ovn done")
+}

@@ -17,7 +17,10 @@
 # joins to a bridge br-ex through patch ports) reaching a host outside OVN. Every step is checked with traffic, and at the end no
 # ovn-controller may have logged an OpenFlow error.
 #
-# SWITCH=ovs runs the same with Debian's ovs-vswitchd (userspace,
+# Each chassis' Open_vSwitch database is Debian's ovsdb-server; DB=embedded
+# has this switch serve it instead (its embedded database, no
+# ovsdb-server: ovn-controller and ovs-vsctl talk to the switch's own
+# db.sock). SWITCH=ovs runs the same with Debian's ovs-vswitchd (userspace,
 # datapath_type=netdev, its tunnels on a br-phy holding the underlay
 # address) in place of this switch, for comparison; BENCH=1 adds a
 # measurement (step 10): ping round trips and one iperf3 TCP stream
@@ -35,6 +38,7 @@ SWITCH=${SWITCH:-ours}
 BENCH=${BENCH:-}
 SECS=${SECS:-5}
 ENCAP=${ENCAP:-geneve}
+DB=${DB:-ovsdb-server}
 tag=$$
 
 need() {
@@ -88,7 +92,9 @@ run() { printf '\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 quiet() { ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1; }
 nbctl() { ovn-nbctl --db="unix:$state/nb.sock" "$@"; }
-vsctl() { local c=$1; shift; ovs-vsctl --db="unix:$state/ch$c/db.sock" --timeout=30 "$@"; }
+# dbsock N: chassis N's Open_vSwitch database.
+dbsock() { if [ "$DB" = embedded ]; then echo "$state/ch$1/state/db.sock"; else echo "$state/ch$1/db.sock"; fi; }
+vsctl() { local c=$1; shift; ovs-vsctl --db="unix:$(dbsock "$c")" --timeout=30 "$@"; }
 sync_hv() { nbctl --wait=hv --timeout=60 sync; }
 # wait_for SECONDS WHAT CMD...: until CMD succeeds, or fail.
 wait_for() {
@@ -120,6 +126,10 @@ start_switch() {
 			ovs-vswitchd "unix:$state/ch$c/db.sock" --pidfile="$state/ch$c/run/ovs-vswitchd.pid" \
 			--unixctl="$state/ch$c/run/ovs-vswitchd.ctl" --log-file="$state/ch$c/vswitchd.log" \
 			--no-chdir -vconsole:off &
+	elif [ "$DB" = embedded ]; then
+		ip netns exec "$(chns "$c")" env OVS_RUNDIR="$state/ch$c/run" OVS_DBDIR="$state/ch$c" \
+			"$BIN/vswitchd" --pidfile --state-dir "$state/ch$c/state" --default-bridge "" \
+			--metrics-addr "" --log-file="$state/ch$c/vswitchd.log" &
 	else
 		ip netns exec "$(chns "$c")" env OVS_RUNDIR="$state/ch$c/run" OVS_DBDIR="$state/ch$c" \
 			"$BIN/vswitchd" "unix:$state/ch$c/db.sock" --pidfile --state-dir "$state/ch$c/state" \
@@ -156,10 +166,16 @@ say "3. Each chassis: an Open_vSwitch database, this switch as its ovs-vswitchd,
 declare -A swpid
 for c in "${CHASSIS[@]}"; do
 	mkdir -p "$state/ch$c/run" "$state/ch$c/state"
-	dbserver db /usr/share/openvswitch/vswitch.ovsschema "$state/ch$c"
-	ovs-vsctl --db="unix:$state/ch$c/db.sock" --no-wait init
-	printf '\033[1m$ %s\033[0m\n' "ip netns exec $(chns "$c") env OVS_RUNDIR=... $BIN/vswitchd unix:$state/ch$c/db.sock --pidfile ... &"
-	start_switch "$c"
+	if [ "$DB" = embedded ]; then
+		printf '\033[1m$ %s\033[0m\n' "ip netns exec $(chns "$c") env OVS_RUNDIR=... $BIN/vswitchd --state-dir $state/ch$c/state --pidfile ... &   # serves $(dbsock "$c")"
+		start_switch "$c"
+		wait_for 20 "chassis $c's database" test -S "$(dbsock "$c")"
+	else
+		dbserver db /usr/share/openvswitch/vswitch.ovsschema "$state/ch$c"
+		ovs-vsctl --db="unix:$state/ch$c/db.sock" --no-wait init
+		printf '\033[1m$ %s\033[0m\n' "ip netns exec $(chns "$c") env OVS_RUNDIR=... $BIN/vswitchd unix:$state/ch$c/db.sock --pidfile ... &"
+		start_switch "$c"
+	fi
 	run vsctl "$c" set Open_vSwitch . other_config:n-pmd=1 external_ids:system-id="ch$c" \
 		external_ids:ovn-remote="unix:$state/sb.sock" external_ids:ovn-encap-type="$ENCAP" \
 		external_ids:ovn-encap-ip="$(chip "$c")" external_ids:ovn-bridge-datapath-type=netdev
@@ -172,7 +188,7 @@ for c in "${CHASSIS[@]}"; do
 		ip -n "$(chns "$c")" link set br-phy up
 	fi
 	ip netns exec "$(chns "$c")" env OVS_RUNDIR="$state/ch$c/run" OVN_RUNDIR="$state/ch$c" \
-		ovn-controller "unix:$state/ch$c/db.sock" --pidfile="$state/ch$c/ovn-controller.pid" \
+		ovn-controller "unix:$(dbsock "$c")" --pidfile="$state/ch$c/ovn-controller.pid" \
 		--log-file="$state/ch$c/ovn-controller.log" --no-chdir -vconsole:off &
 	pids+=($!)
 done
@@ -219,7 +235,7 @@ done
 for w in 1 2 3 4; do
 	c=${wlchassis[$w]}
 	wait_for 60 "lsp-w$w to be installed on chassis $c" \
-		sh -c "ovs-vsctl --db=unix:$state/ch$c/db.sock get Interface w$w external_ids:ovn-installed | grep -q true"
+		sh -c "ovs-vsctl --db=unix:$(dbsock "$c") get Interface w$w external_ids:ovn-installed | grep -q true"
 done
 sync_hv
 run vsctl 1 show
@@ -324,9 +340,9 @@ ip -n "$ns" link set eth0 up
 nbctl lsp-add ls2 lsp-w5 -- lsp-set-addresses lsp-w5 "02:00:c6:4a:00:05 198.18.74.15"
 run vsctl 3 add-port br-int w5 -- set Interface w5 external_ids:iface-id=lsp-w5
 wait_for 60 "lsp-w5 to be installed on chassis 3" \
-	sh -c "ovs-vsctl --db=unix:$state/ch3/db.sock get Interface w5 external_ids:ovn-installed | grep -q true"
+	sh -c "ovs-vsctl --db=unix:$(dbsock 3) get Interface w5 external_ids:ovn-installed | grep -q true"
 sync_hv
-wait_for 20 "the patch ports between br-int and br-ex" sh -c "ovs-vsctl --db=unix:$state/ch3/db.sock list-ports br-ex | grep -q patch"
+wait_for 20 "the patch ports between br-int and br-ex" sh -c "ovs-vsctl --db=unix:$(dbsock 3) list-ports br-ex | grep -q patch"
 echo "br-ex ports: $(vsctl 3 list-ports br-ex | tr '\n' ' ')"
 printf '\033[1m$ %s\033[0m\n' "w5: ping 198.18.74.1 (outside OVN, through the patch ports and br-ex)"
 pingq 5 198.18.74.1 || fail "w5 cannot reach the host on the provider network"
