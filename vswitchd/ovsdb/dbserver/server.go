@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -28,10 +29,17 @@ import (
 	"github.com/vswitch-go/vswitch/internal/statedir"
 )
 
-// maxQueued bounds the messages waiting for one client: a client that
-// monitors but does not read is disconnected rather than let the server
-// grow without bound.
-const maxQueued = 4096
+// Bounds on what a client can make the server hold. maxQueued: the
+// messages waiting for one client (a client that monitors but does not
+// read is disconnected rather than let the server grow without bound).
+// maxMessage: one message from a client (a transaction adding 1,000 ports
+// is about 300 kB; an endless one is cut off). maxConns: clients at once
+// (a local socket: ovs-vsctl runs, ovn-controller, the daemon itself).
+const (
+	maxQueued  = 4096
+	maxMessage = 64 << 20
+	maxConns   = 256
+)
 
 // Server serves one Database.
 type Server struct {
@@ -98,6 +106,12 @@ func (s *Server) accept(ln net.Listener) {
 			s.mu.Unlock()
 			nc.Close()
 			return
+		}
+		if len(s.conns) >= maxConns {
+			s.mu.Unlock()
+			s.log.Warn("ovsdb: too many clients; connection refused", "max", maxConns)
+			nc.Close()
+			continue
 		}
 		s.conns[c] = struct{}{}
 		s.mu.Unlock()
@@ -186,12 +200,18 @@ func (c *conn) close() {
 func (c *conn) read() {
 	defer c.s.wg.Done()
 	defer c.close()
-	dec := json.NewDecoder(bufio.NewReader(c.nc))
+	lim := &messageLimit{r: bufio.NewReader(c.nc)}
+	dec := json.NewDecoder(lim)
 	for {
 		var m message
-		if err := dec.Decode(&m); err != nil {
+		err := dec.Decode(&m)
+		lim.n = 0
+		if err != nil {
 			var syn *json.SyntaxError
-			if errors.As(err, &syn) {
+			switch {
+			case errors.Is(err, errMessageTooLong):
+				c.s.log.Warn("ovsdb client sent a message over the limit; disconnected", "max", maxMessage)
+			case errors.As(err, &syn):
 				c.s.log.Warn("ovsdb client sent bad JSON; disconnected", "err", err)
 			}
 			return
@@ -465,4 +485,26 @@ func (s *Server) grantNext(name string, l *lockState) {
 	}
 	l.owner, l.waiting = l.waiting[0], l.waiting[1:]
 	l.owner.notify("locked", name)
+}
+
+var errMessageTooLong = errors.New("message too long")
+
+// messageLimit fails a read once a message has taken maxMessage bytes
+// (n is reset after each message; the decoder's read-ahead counts
+// against the next, which only makes the bound a little tighter).
+type messageLimit struct {
+	r io.Reader
+	n int
+}
+
+func (l *messageLimit) Read(p []byte) (int, error) {
+	if l.n >= maxMessage {
+		return 0, errMessageTooLong
+	}
+	if len(p) > maxMessage-l.n {
+		p = p[:maxMessage-l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n += n
+	return n, err
 }

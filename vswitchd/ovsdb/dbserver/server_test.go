@@ -421,3 +421,86 @@ func TestEphemeralNotWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileClients: a message longer than the limit disconnects its
+// client only; clients past the limit are refused at once; the server
+// goes on answering the others.
+func TestHostileClients(t *testing.T) {
+	s, db, sock := serve(t, filepath.Join(t.TempDir(), "conf.db"))
+	defer stop(s, db)
+	echo := func(c net.Conn) error {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write([]byte(`{"method":"echo","params":["x"],"id":7}`)); err != nil {
+			return err
+		}
+		var m map[string]json.RawMessage
+		if err := json.NewDecoder(c).Decode(&m); err != nil {
+			return err
+		}
+		if string(m["result"]) != `["x"]` {
+			return fmt.Errorf("echo answered %s", m["result"])
+		}
+		return nil
+	}
+	big, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.Close()
+	go func() {
+		big.Write([]byte(`{"method":"echo","params":["`))
+		chunk := bytes.Repeat([]byte("a"), 1<<20)
+		for range 80 {
+			if _, err := big.Write(chunk); err != nil {
+				return
+			}
+		}
+	}()
+	big.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, err := big.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a client sending an endless message got an answer")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("a client sending an endless message was not disconnected")
+	}
+
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range maxConns {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	if err := echo(conns[0]); err != nil {
+		t.Fatalf("a client within the limit: %v", err)
+	}
+	extra, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	if err := echo(extra); err == nil {
+		t.Fatal("a client past the limit was served")
+	}
+	conns[1].Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("unix", sock)
+		if err == nil {
+			err = echo(c)
+			c.Close()
+		}
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no client served after one left: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
