@@ -22,6 +22,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
@@ -52,6 +53,9 @@ type Server struct {
 	mu    sync.Mutex
 	conns map[*conn]struct{}
 	locks map[string]*lockState
+	// panics counts requests that panicked inside the server (answered
+	// with an error): zero unless a request finds a bug.
+	panics atomic.Int64
 	// txnID names the last commit, for monitor_cond_since.
 	txnID  string
 	lns    []net.Listener
@@ -219,16 +223,31 @@ func (c *conn) read() {
 		if m.Method == "" {
 			continue // a reply to nothing we asked, or our echo
 		}
-		isRequest := len(m.ID) > 0 && string(m.ID) != "null"
-		result, rerr := c.handle(m.Method, m.Params, m.ID)
-		if !isRequest {
-			continue
-		}
-		if result == nil && rerr == nil {
-			continue // handle replied itself, in order with its notifications
-		}
-		c.reply(m.ID, result, rerr)
+		c.safeHandle(m.Method, m.Params, m.ID)
 	}
+}
+
+// safeHandle runs one request or notification and replies to a request.
+// A panic in it (a request libovsdb's engine cannot take) costs that
+// request an error, not the daemon its life; the engine commits nothing
+// before a transaction is whole, and the server's lock is released by
+// the deferred unlocks on the way out.
+func (c *conn) safeHandle(method string, params, id json.RawMessage) {
+	isRequest := len(id) > 0 && string(id) != "null"
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.panics.Add(1)
+			c.s.log.Error("ovsdb request failed inside the server", "method", method, "panic", fmt.Sprint(r))
+			if isRequest {
+				c.reply(id, nil, &rpcError{Error: "internal error", Details: fmt.Sprint(r)})
+			}
+		}
+	}()
+	result, rerr := c.handle(method, params, id)
+	if !isRequest || (result == nil && rerr == nil) {
+		return // a notification, or handle replied itself, in order with its notifications
+	}
+	c.reply(id, result, rerr)
 }
 
 // reply sends the answer to request id.
@@ -360,8 +379,8 @@ func (c *conn) transact(args []json.RawMessage, id json.RawMessage) (any, *rpcEr
 	}
 	ops := make([]ovsdb.Operation, 0, len(args)-1)
 	for _, a := range args[1:] {
-		var op ovsdb.Operation
-		if err := json.Unmarshal(a, &op); err != nil {
+		op, err := decodeOperation(a)
+		if err != nil {
 			return nil, &rpcError{Error: "syntax error", Details: err.Error()}
 		}
 		if op.Table != "" && c.s.db.Schema().Table(op.Table) == nil {
@@ -377,6 +396,19 @@ func (c *conn) transact(args []json.RawMessage, id json.RawMessage) (any, *rpcEr
 	// next one's, as ovsdb-server orders them.
 	c.reply(id, s.db.results(ops, res), nil)
 	return nil, nil
+}
+
+// decodeOperation reads one operation. libovsdb's decoding of a row
+// panics on some malformed values (an empty array where a value goes):
+// that is a syntax error of the request, answered as such.
+func decodeOperation(a json.RawMessage) (op ovsdb.Operation, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed operation: %v", r)
+		}
+	}()
+	err = json.Unmarshal(a, &op)
+	return op, err
 }
 
 // results are the transaction's results as RFC 7047 writes them: per
