@@ -386,6 +386,9 @@ func (c *conn) transact(args []json.RawMessage, id json.RawMessage) (any, *rpcEr
 		if op.Table != "" && c.s.db.Schema().Table(op.Table) == nil {
 			return nil, &rpcError{Error: "syntax error", Details: fmt.Sprintf("no table named %s", op.Table)}
 		}
+		if err := c.s.db.checkColumns(&op); err != nil {
+			return nil, &rpcError{Error: "syntax error", Details: err.Error()}
+		}
 		ops = append(ops, op)
 	}
 	s := c.s
@@ -409,6 +412,38 @@ func decodeOperation(a json.RawMessage) (op ovsdb.Operation, err error) {
 	}()
 	err = json.Unmarshal(a, &op)
 	return op, err
+}
+
+// checkColumns refuses an operation naming a column its table lacks, in
+// a condition, a mutation or a wait: libovsdb's engine does not check
+// and dereferences the missing column's schema.
+func (db *Database) checkColumns(op *ovsdb.Operation) error {
+	ts := db.schema.Table(op.Table)
+	if ts == nil {
+		return nil
+	}
+	known := func(col string) error {
+		if col == "_uuid" || col == "_version" || ts.Column(col) != nil {
+			return nil
+		}
+		return fmt.Errorf("table %s has no column %q", op.Table, col)
+	}
+	for _, c := range op.Where {
+		if err := known(c.Column); err != nil {
+			return err
+		}
+	}
+	for _, m := range op.Mutations {
+		if err := known(m.Column); err != nil {
+			return err
+		}
+	}
+	for _, col := range op.Columns {
+		if err := known(col); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // results are the transaction's results as RFC 7047 writes them: per
