@@ -27,6 +27,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
+	"github.com/vswitch-go/vswitch/internal/acceptloop"
 	"github.com/vswitch-go/vswitch/internal/statedir"
 )
 
@@ -60,7 +61,9 @@ type Server struct {
 	txnID  string
 	lns    []net.Listener
 	closed bool
-	wg     sync.WaitGroup
+	// stop is closed by Close, ending an accept loop's backoff.
+	stop chan struct{}
+	wg   sync.WaitGroup
 }
 
 // lockState is one named lock: its owner and who waits for it.
@@ -75,7 +78,7 @@ func New(db *Database, log *slog.Logger) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Server{db: db, log: log, conns: map[*conn]struct{}{}, locks: map[string]*lockState{},
-		txnID: uuid.Nil.String()}
+		txnID: uuid.Nil.String(), stop: make(chan struct{})}
 }
 
 // ListenUnix serves on a unix socket at path, mode 0600.
@@ -97,13 +100,28 @@ func (s *Server) ListenUnix(path string) error {
 	return nil
 }
 
+// accept takes connections until Close. A temporary error (no file
+// descriptor left) is waited out with the backoff the management socket
+// uses, rather than ending the server.
 func (s *Server) accept(ln net.Listener) {
 	defer s.wg.Done()
+	b := acceptloop.Backoff{Name: "ovsdb " + ln.Addr().String(), Logf: func(f string, a ...any) { s.log.Warn(fmt.Sprintf(f, a...)) }}
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return
+			}
+			if b.Wait(err, s.stop) {
+				continue
+			}
+			s.log.Error("ovsdb: accept failed, no longer serving", "addr", ln.Addr().String(), "err", err)
 			return
 		}
+		b.Success()
 		c := &conn{s: s, nc: nc, out: make(chan []byte, maxQueued), monitors: map[string]*monitor{}}
 		s.mu.Lock()
 		if s.closed {
@@ -128,6 +146,9 @@ func (s *Server) accept(ln net.Listener) {
 // Close stops listening, disconnects every client and waits for them.
 func (s *Server) Close() {
 	s.mu.Lock()
+	if !s.closed {
+		close(s.stop)
+	}
 	s.closed = true
 	for _, ln := range s.lns {
 		ln.Close()
