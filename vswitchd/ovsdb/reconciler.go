@@ -247,7 +247,7 @@ func (r *Reconciler) connect(ctx context.Context) bool {
 	// missing from the server's schema; a newer schema only adds what
 	// this switch does not know.
 	r.log.Info("ovsdb: connected, following the database", "db", r.endpoint,
-		"schema", r.cli.Schema().Version, "models-schema", vswitchdb.Schema().Version)
+		"schema", r.cli.Schema().Version, "models-schema", modelsSchemaVersion())
 	r.poke()
 	return true
 }
