@@ -980,6 +980,7 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 			n := &p.ctParams.NAT
 			n.Src, n.Dst = a.Val8&actions.CTNATSrc != 0, a.Val8&actions.CTNATDst != 0
 			n.MinAddr, n.MinPort, n.MaxPort = a.Addr, a.Val16, a.Val16b
+			n.Persistent, n.Random = a.Val8&actions.CTNATPersistent != 0, a.Val8&actions.CTNATRandom != 0
 		case actions.CTNATMax:
 			p.ctParams.NAT.MaxAddr = a.Addr
 		case actions.CT:

@@ -205,8 +205,10 @@ const (
 	CTFlagALGTFTP = 1 << 6
 
 	// CTNAT's Val8.
-	CTNATSrc = 1 << 0
-	CTNATDst = 1 << 1
+	CTNATSrc        = 1 << 0
+	CTNATDst        = 1 << 1
+	CTNATPersistent = 1 << 2 // the address from the source address alone
+	CTNATRandom     = 1 << 3 // the port search starts at a random number
 )
 
 // Action is one datapath action. It is a flat value (no pointers, no

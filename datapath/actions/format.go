@@ -202,7 +202,14 @@ func (a Action) String() string {
 		if a.Val8&CTNATSrc != 0 {
 			dir = "src"
 		}
-		return fmt.Sprintf("nat(%s=%s,ports=%d-%d)", dir, netip.AddrFrom16(a.Addr).Unmap(), a.Val16, a.Val16b)
+		var flags string
+		if a.Val8&CTNATPersistent != 0 {
+			flags += ",persistent"
+		}
+		if a.Val8&CTNATRandom != 0 {
+			flags += ",random"
+		}
+		return fmt.Sprintf("nat(%s=%s,ports=%d-%d%s)", dir, netip.AddrFrom16(a.Addr).Unmap(), a.Val16, a.Val16b, flags)
 	case CTNATMax:
 		return "nat_max(" + netip.AddrFrom16(a.Addr).Unmap().String() + ")"
 	case SetICMPID:

@@ -2,6 +2,7 @@ package conntrack
 
 import (
 	"encoding/binary"
+	"math/rand/v2"
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
@@ -16,6 +17,15 @@ type NAT struct {
 	Src, Dst         bool
 	MinAddr, MaxAddr [16]byte // MaxAddr zero: MinAddr only
 	MinPort, MaxPort uint16   // 0: keep the port if it is free
+	// Persistent picks the address from the source address alone, so a
+	// client keeps its translated address across its connections, to
+	// every peer, and after a restart (nat(...,persistent)); otherwise
+	// connections spread over the range by their whole tuple.
+	Persistent bool
+	// Random starts the search for a free port at a fresh random number
+	// (nat(...,random)) instead of the tuple's hash (hash, the default),
+	// so the port a connection gets cannot be predicted from its tuple.
+	Random bool
 }
 
 // natKind says how a connection is translated.
@@ -104,6 +114,11 @@ func (c *Conn) natState() uint8 {
 // accepts one. It reports whether one was accepted.
 func natCandidates(orig *Tuple, n *NAT, try func(translated Tuple) bool) bool {
 	h := orig.hash()
+	ah := h
+	if n.Persistent {
+		src := Tuple{Src: orig.Src}
+		ah = src.hash()
+	}
 	lo, hi := n.MinAddr, n.MaxAddr
 	if lo == ([16]byte{}) {
 		// nat(src) or nat(dst) without an address (Open vSwitch's
@@ -125,7 +140,7 @@ func natCandidates(orig *Tuple, n *NAT, try func(translated Tuple) bool) bool {
 		ports = uint32(max(n.MaxPort, n.MinPort)-n.MinPort) + 1
 	}
 	for ai := range addrs.n {
-		addr := addrs.at((uint64(h) + ai) % addrs.n)
+		addr := addrs.at((uint64(ah) + ai) % addrs.n)
 		t := *orig
 		if n.Src {
 			t.Src = addr
@@ -144,6 +159,9 @@ func natCandidates(orig *Tuple, n *NAT, try func(translated Tuple) bool) bool {
 			base, ports = 1024, 65536-1024
 		}
 		start := h % ports
+		if n.Random {
+			start = rand.Uint32() % ports
+		}
 		for pi := range ports {
 			p := base + uint16((start+pi)%ports)
 			tt := t

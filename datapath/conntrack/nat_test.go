@@ -174,3 +174,73 @@ func TestAddrRange(t *testing.T) {
 		t.Errorf("a one-address range has %d", r.n)
 	}
 }
+
+// TestNATPersistent: with persistent, a client's connections to every
+// peer leave with one address of the range (the source address alone
+// picks it); without it, one client's connections spread over the range.
+func TestNATPersistent(t *testing.T) {
+	lo, hi := net.IP{198, 18, 9, 1}, net.IP{198, 18, 9, 16}
+	for _, persistent := range []bool{true, false} {
+		tr, pool := New(), packet.NewPool(2, 2048)
+		snat := Params{Commit: true, HasNAT: true, NAT: NAT{Src: true, MinAddr: mapped(lo), MaxAddr: mapped(hi), Persistent: persistent}}
+		perClient := map[uint32]map[uint32]bool{}
+		for c := range 8 {
+			client := net.IP{198, 19, 0, byte(c + 1)}
+			perClient[ip4u(client)] = map[uint32]bool{}
+			for i := range 50 {
+				peer := net.IP{198, 19, 1, byte(i + 1)}
+				_, k := trackNAT(t, tr, udpFrame(t, client, peer, uint16(1000+i), 53), snat, pool)
+				if k.IPv4Src < ip4u(lo) || k.IPv4Src > ip4u(hi) {
+					t.Fatalf("translated to %#x, outside the range", k.IPv4Src)
+				}
+				perClient[ip4u(client)][k.IPv4Src] = true
+			}
+		}
+		all := map[uint32]bool{}
+		for client, addrs := range perClient {
+			if persistent && len(addrs) != 1 {
+				t.Errorf("persistent: client %#x got %d addresses, want 1", client, len(addrs))
+			}
+			if !persistent && len(addrs) < 2 {
+				t.Errorf("not persistent: client %#x's 50 connections all got one address", client)
+			}
+			for a := range addrs {
+				all[a] = true
+			}
+		}
+		if len(all) < 2 {
+			t.Errorf("persistent=%v: 8 clients share one address of 16", persistent)
+		}
+	}
+}
+
+// TestNATRandomPort: the same connection made again after a flush gets
+// the same port with the default hash and (almost surely) another with
+// random; either way the port is from the range and every reply finds
+// its connection.
+func TestNATRandomPort(t *testing.T) {
+	ext := net.IP{198, 18, 9, 9}
+	for _, random := range []bool{false, true} {
+		tr, pool := New(), packet.NewPool(2, 2048)
+		snat := Params{Commit: true, HasNAT: true, NAT: NAT{Src: true, MinAddr: mapped(ext), MinPort: 20000, MaxPort: 60000, Random: random}}
+		ports := map[uint16]bool{}
+		for range 20 {
+			_, k := trackNAT(t, tr, udpFrame(t, ipA, ipB, 5000, 53), snat, pool)
+			if k.TpSrc < 20000 || k.TpSrc > 60000 {
+				t.Fatalf("port %d outside the range", k.TpSrc)
+			}
+			_, back := trackNAT(t, tr, udpFrame(t, ipB, ext, 53, k.TpSrc), Params{HasNAT: true}, pool)
+			if back.IPv4Dst != ip4u(ipA) || back.TpDst != 5000 {
+				t.Fatalf("reply to port %d went to %#x:%d", k.TpSrc, back.IPv4Dst, back.TpDst)
+			}
+			ports[k.TpSrc] = true
+			tr.Flush(nil)
+		}
+		if !random && len(ports) != 1 {
+			t.Errorf("hash: one connection made 20 times got %d ports, want 1", len(ports))
+		}
+		if random && len(ports) < 2 {
+			t.Errorf("random: one connection made 20 times always got port %v", ports)
+		}
+	}
+}

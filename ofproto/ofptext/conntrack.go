@@ -1,6 +1,7 @@
 package ofptext
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -192,6 +193,9 @@ func parseNAT(s string) (*ofpwire.ActionNAT, error) {
 		default:
 			return nil, fmt.Errorf("nat: unknown flag %q", f)
 		}
+	}
+	if n.Flags&ofpwire.NATProtoHash != 0 && n.Flags&ofpwire.NATProtoRandom != 0 {
+		return nil, errors.New(`nat: both "hash" and "random" are not allowed`)
 	}
 	if !hasRng {
 		return n, nil

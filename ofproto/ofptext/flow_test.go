@@ -276,6 +276,7 @@ func TestErrors(t *testing.T) {
 		{"priority=1,priority=2,actions=drop", Add, "priority given twice"},
 		{"actions=output:ANY", Add, "not a port packets can be sent to"},
 		{"actions=4294967040", Add, "not a port packets can be sent to"},
+		{"ip,actions=ct(commit,nat(src=10.0.0.1:1000-2000,hash,random))", Add, `both "hash" and "random" are not allowed`},
 	}
 	for _, c := range cases {
 		_, err := ParseFlow(c.s, c.cmd)

@@ -52,6 +52,7 @@ func TestActionErrors(t *testing.T) {
 		{"set_field oxm len wrong", "0019 0010 80000003 00000100 00000000", BACBadSetLen},
 		{"set_field oxm overruns", "0019 0008 80000004", BACBadSetLen},
 		{"set_field value out of range", "0019 0010 80000e01 08000000 00000000", BACBadSetArgument},
+		{"nat with both hash and random", "ffff 0010 00002320 0024 0000 0019 0000", BACBadArgument},
 	}
 	for _, c := range cases {
 		wantErr(t, c.name, errOf(decodeBytes(packetOutWithActions(c.hex))), ETBadAction, c.code)

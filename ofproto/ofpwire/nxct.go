@@ -344,7 +344,8 @@ func parseNAT(a []byte) (Action, error) {
 		return nil, errActionLen
 	}
 	n := &ActionNAT{Flags: be.Uint16(a[12:]), RangePresent: be.Uint16(a[14:])}
-	if n.Flags&^natKnownFlags != 0 || n.Flags&NATSrc != 0 && n.Flags&NATDst != 0 || n.RangePresent&^0x3f != 0 {
+	if n.Flags&^natKnownFlags != 0 || n.Flags&NATSrc != 0 && n.Flags&NATDst != 0 || n.RangePresent&^0x3f != 0 ||
+		n.Flags&NATProtoHash != 0 && n.Flags&NATProtoRandom != 0 {
 		return nil, errActionArg
 	}
 	r := a[16:]

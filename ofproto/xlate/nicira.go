@@ -464,6 +464,12 @@ func natActions(n *ofpwire.ActionNAT) []actions.Action {
 	default:
 		return nil
 	}
+	if n.Flags&ofpwire.NATPersistent != 0 {
+		dir |= actions.CTNATPersistent
+	}
+	if n.Flags&ofpwire.NATProtoRandom != 0 {
+		dir |= actions.CTNATRandom
+	}
 	a := actions.Action{Kind: actions.CTNAT, Val8: dir}
 	var hi [16]byte
 	switch {

@@ -164,6 +164,13 @@ func TestTranslateNicira(t *testing.T) {
 			key: tcp, want: actions.List{dpOut(2),
 				{Kind: actions.CTNAT, Val8: actions.CTNATSrc, Val16: 1000, Val16b: 2000, Addr: [16]byte{10: 0xff, 11: 0xff, 12: 198, 13: 18, 14: 9, 15: 9}},
 				{Kind: actions.CTNATMax}, actions.CTAction(0, actions.CTFlagCommit|actions.CTFlagNAT, 0, 0), dpOut(3)}},
+		{name: "nat's persistent and random flags reach the datapath",
+			flows: []flowSpec{{0, 1, nil, ins(apply(&ofpwire.ActionCT{Flags: ofpwire.CTCommit, RecircTable: ofpwire.CTRecircNone,
+				Actions: []ofpwire.Action{&ofpwire.ActionNAT{Flags: ofpwire.NATDst | ofpwire.NATPersistent | ofpwire.NATProtoRandom,
+					RangePresent: ofpwire.NATRangeIPv4Min, IPv4Min: [4]byte{198, 18, 9, 9}}}}, out(3)))}},
+			key: tcp, want: actions.List{
+				{Kind: actions.CTNAT, Val8: actions.CTNATDst | actions.CTNATPersistent | actions.CTNATRandom, Addr: [16]byte{10: 0xff, 11: 0xff, 12: 198, 13: 18, 14: 9, 15: 9}},
+				{Kind: actions.CTNATMax}, actions.CTAction(0, actions.CTFlagCommit|actions.CTFlagNAT, 0, 0), dpOut(3)}},
 		{name: "a conjunction with one clause of two matched is no match",
 			flows: []flowSpec{{0, 5, nil, ins(apply(&ofpwire.ActionConjunction{ID: 7, NClauses: 2}))},
 				{0, 5, []ofpwire.OXM{oxm(ofpwire.XMTypeConjID, 7)}, ins(apply(out(3)))},
