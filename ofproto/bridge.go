@@ -209,6 +209,10 @@ type Bridge struct {
 	tlv      []ofpwire.TLVMap
 	settings map[uint32]portSettings
 	view     atomic.Pointer[portView]
+	// batching counts Batch calls under way; portsDirty says a port
+	// change inside one still has to reach NORMAL and the view.
+	batching   int
+	portsDirty bool
 	// portLiveFn is portLive as a func value made once.
 	portLiveFn func(uint32) bool
 

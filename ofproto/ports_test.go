@@ -2,10 +2,12 @@ package ofproto
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
 
+	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/netdev/ring"
 	"github.com/vswitch-go/vswitch/ofproto/normal"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
@@ -350,5 +352,39 @@ func TestOvsOfctlModPort(t *testing.T) {
 	ovsOfctl(t, "mod-port", target, "r2", "down")
 	if c := tb.br.PortConfig(2); c != ofpwire.PortConfigDown {
 		t.Fatalf("port 2 config %v, want PORT_DOWN only", c)
+	}
+}
+
+// TestBatchDefersNormal: ports added inside Batch reach NORMAL and the
+// ports' view once, when it ends, not one by one; after it a broadcast
+// floods to every port added.
+func TestBatchDefersNormal(t *testing.T) {
+	tb := newTestBridgeWith(t, func(*BridgeConfig) {}) // standalone: NORMAL
+	var added []*ring.Port
+	tb.br.Batch(func() {
+		for no := uint32(3); no <= 5; no++ {
+			p := ring.New(fmt.Sprintf("r%d", no), 1, 1, 64)
+			added = append(added, p)
+			if err := tb.br.AddPort(no, p); err != nil {
+				t.Fatal(err)
+			}
+			tb.br.portMu.Lock()
+			dirty := tb.br.portsDirty
+			tb.br.portMu.Unlock()
+			if !dirty {
+				t.Fatal("inside Batch, a port add rebuilt NORMAL at once")
+			}
+		}
+	})
+	if got := len(tb.br.view.Load().all); got != 5 {
+		t.Fatalf("the view has %d ports after Batch, want 5", got)
+	}
+	bcast := nstest.UDPFrame(net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, mac1,
+		net.IPv4(198, 18, 0, 1), net.IPv4(198, 18, 0, 255), 1000, 2000)
+	tb.inject(tb.p1, bcast)
+	for i, p := range append([]*ring.Port{tb.p2}, added...) {
+		if got := drain(p); len(got) != 1 {
+			t.Errorf("port %d got %d copies of the broadcast, want 1", i+2, len(got))
+		}
 	}
 }

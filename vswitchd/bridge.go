@@ -444,10 +444,11 @@ func (b *bridge) attach(p *port) error {
 }
 
 // attachAll attaches ps, stopping at the first that fails. The PMDs take
-// them in one plan (Datapath.Batch): a transaction may add a thousand.
+// them in one plan, and NORMAL its port table once (ofproto.Bridge.Batch):
+// a transaction may add a thousand.
 func (b *bridge) attachAll(ps []*port) error {
 	var err error
-	b.dp.Batch(func() {
+	b.of.Batch(func() {
 		for _, p := range ps {
 			if err = b.attach(p); err != nil {
 				return
