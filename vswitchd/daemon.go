@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -145,11 +146,8 @@ type Daemon struct {
 	// ifw follows interfaces that come back for stopped ports (ifwatch.go).
 	ifw *ifWatch
 
-	// links are the kernel's links for the OVSDB write-back, and changes
-	// counts the configuration changes applied (a change makes links
-	// read again).
-	links   linkCache
-	changes atomic.Uint64
+	// links are the kernel's links for the OVSDB write-back.
+	links linkCache
 
 	// db follows the OVSDB database of Options.DB (nil without); dbsrv
 	// serves the embedded one, kept in dbfile (Options.EmbeddedDB).
@@ -411,11 +409,34 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 		return err
 	}
 	d.bury(next)
-	d.changes.Add(1)
+	d.links.touch(changedInterfaces(old, next))
 	if d.mgmt != nil {
 		d.mgmt.SetMaxConns(intOption(next.OtherConfig, "mgmt-max-connections", mgmt.DefaultMaxConns))
 	}
 	return nil
+}
+
+// changedInterfaces names the bridges and ports whose configuration
+// differs between old and next (added, removed or changed): their kernel
+// interfaces may have changed with them.
+func changedInterfaces(old, next *config.Config) []string {
+	var names []string
+	diff := func(a, b *config.Config) {
+		for bn, nb := range b.Bridges {
+			ob := a.Bridges[bn]
+			if ob == nil || !maps.Equal(ob.OtherConfig, nb.OtherConfig) {
+				names = append(names, bn)
+			}
+			for pn, np := range nb.Ports {
+				if ob == nil || !reflect.DeepEqual(ob.Ports[pn], np) {
+					names = append(names, pn)
+				}
+			}
+		}
+	}
+	diff(old, next)
+	diff(next, old)
+	return names
 }
 
 // checkMachine refuses settings in next that this machine cannot honour,

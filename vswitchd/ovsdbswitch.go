@@ -153,7 +153,7 @@ func (s dbSwitch) PortStatus(bridge, name string) ovsdb.PortStatus {
 	if p := b.portByName(name); p != nil && p.cfg.Type == config.PortTypePatch {
 		return st // no kernel interface, whatever one of its name says
 	}
-	if l, ok := s.d.links.get(name, s.d.changes.Load()); ok {
+	if l, ok := s.d.links.get(name); ok {
 		a := l.Attrs()
 		st.Ifindex, st.MTU = a.Index, a.MTU
 		st.MAC = a.HardwareAddr.String()
@@ -226,23 +226,37 @@ func (d *Daemon) stopOVSDB() {
 // linkCache holds the kernel's links by name from one RTM_GETLINK dump:
 // a write-back asks for every port's state, and one request per port (a
 // netlink socket each) made a pass O(ports) in system calls. A dump is
-// reused for linkCacheAge, and never across a configuration change, so
-// what a change did (an MTU, a new internal port) is read fresh.
+// reused for linkCacheAge; the links a configuration change touched (its
+// ports and bridges, whose MTU, address or existence it may have changed)
+// are read again, each alone, the next time they are asked for, so a
+// change's effect is read fresh without dumping a thousand links after
+// every port added.
 type linkCache struct {
 	mu     sync.Mutex
 	at     time.Time
-	gen    uint64
 	byName map[string]netlink.Link
+	stale  map[string]bool
 }
 
-const linkCacheAge = 100 * time.Millisecond
+const linkCacheAge = time.Second
 
-// get returns the link called name; gen is the daemon's count of applied
-// changes.
-func (c *linkCache) get(name string, gen uint64) (netlink.Link, bool) {
+// touch marks links to be read again at their next get.
+func (c *linkCache) touch(names []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.byName == nil || c.gen != gen || time.Since(c.at) > linkCacheAge {
+	if c.stale == nil {
+		c.stale = map[string]bool{}
+	}
+	for _, n := range names {
+		c.stale[n] = true
+	}
+}
+
+// get returns the link called name.
+func (c *linkCache) get(name string) (netlink.Link, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byName == nil || time.Since(c.at) > linkCacheAge {
 		links, err := netlink.LinkList()
 		if err != nil {
 			return nil, false
@@ -251,7 +265,15 @@ func (c *linkCache) get(name string, gen uint64) (netlink.Link, bool) {
 		for _, l := range links {
 			c.byName[l.Attrs().Name] = l
 		}
-		c.at, c.gen = time.Now(), gen
+		c.at, c.stale = time.Now(), nil
+	}
+	if c.stale[name] {
+		delete(c.stale, name)
+		if l, err := netlink.LinkByName(name); err == nil {
+			c.byName[name] = l
+		} else {
+			delete(c.byName, name)
+		}
 	}
 	l, ok := c.byName[name]
 	return l, ok
