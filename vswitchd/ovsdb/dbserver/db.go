@@ -527,14 +527,19 @@ func (db *Database) wait(op *ovsdb.Operation) ovsdb.OperationResult {
 	if err != nil {
 		return ovsdb.OperationResult{Error: "syntax error", Details: err.Error()}
 	}
-	canon := func(r ovsdb.Row) (string, error) {
+	// canon reads each waited column with value, from a row of the
+	// operation or of the table.
+	canon := func(value func(col string, cs *ovsdb.ColumnSchema) (any, bool, error)) (string, error) {
 		var b []byte
 		for _, col := range op.Columns {
 			cs := ts.Column(col)
 			if cs == nil {
 				return "", fmt.Errorf("no column %s in table %s", col, op.Table)
 			}
-			v, ok := r[col]
+			v, ok, err := value(col, cs)
+			if err != nil {
+				return "", err
+			}
 			if !ok {
 				v = defaultValue(cs)
 			}
@@ -554,11 +559,19 @@ func (db *Database) wait(op *ovsdb.Operation) ovsdb.OperationResult {
 		if err != nil {
 			return ovsdb.OperationResult{Error: "syntax error", Details: err.Error()}
 		}
-		row, err := db.model.Mapper.NewRow(info)
-		if err != nil {
-			return ovsdb.OperationResult{Error: "syntax error", Details: err.Error()}
-		}
-		k, err := canon(row)
+		// Only the waited columns are converted: ovs-vsctl waits on
+		// one column of every port of a bridge in each transaction.
+		k, err := canon(func(col string, cs *ovsdb.ColumnSchema) (any, bool, error) {
+			if col == "_uuid" {
+				cs = &ovsdb.UUIDColumn
+			}
+			native, err := info.FieldByColumn(col)
+			if err != nil {
+				return nil, false, nil
+			}
+			v, err := ovsdb.NativeToOvs(cs, native)
+			return v, err == nil, err
+		})
 		if err != nil {
 			return ovsdb.OperationResult{Error: "syntax error", Details: err.Error()}
 		}
@@ -566,7 +579,10 @@ func (db *Database) wait(op *ovsdb.Operation) ovsdb.OperationResult {
 	}
 	want := map[string]int{}
 	for _, r := range op.Rows {
-		k, err := canon(r)
+		k, err := canon(func(col string, _ *ovsdb.ColumnSchema) (any, bool, error) {
+			v, ok := r[col]
+			return v, ok, nil
+		})
 		if err != nil {
 			return ovsdb.OperationResult{Error: "syntax error", Details: err.Error()}
 		}

@@ -552,3 +552,55 @@ func FuzzRequest(f *testing.F) {
 type nopConn struct{ net.Conn }
 
 func (nopConn) Close() error { return nil }
+
+// TestWait: wait compares the waited columns whatever their notation (a
+// set in any order, a one-element set written bare, a default value left
+// out) and fails as "timed out" when the rows are not as it expects.
+func TestWait(t *testing.T) {
+	s, db, _ := serve(t, filepath.Join(t.TempDir(), "conf.db"))
+	defer stop(s, db)
+	res := mustTransact(t, s, []ovsdb.Operation{{Op: ovsdb.OperationInsert, Table: "Open_vSwitch", Row: ovsdb.Row{}}})
+	mustTransact(t, s, bridgeOps(res[0].UUID.GoUUID, "br0"))
+	br := bridgeUUID(t, db, "br0")
+	rows, _ := db.Rows("Bridge")
+	port := rows[br.GoUUID]["ports"]
+	res = mustTransact(t, s, []ovsdb.Operation{
+		{Op: ovsdb.OperationInsert, Table: "Interface", UUIDName: "i", Row: ovsdb.Row{"name": "p2"}},
+		{Op: ovsdb.OperationInsert, Table: "Port", UUIDName: "p", Row: ovsdb.Row{"name": "p2", "interfaces": ovsdb.UUID{GoUUID: "i"}}},
+		{Op: ovsdb.OperationMutate, Table: "Bridge", Where: []ovsdb.Condition{ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, br)},
+			Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("ports", ovsdb.MutateOperationInsert, ovsdb.UUID{GoUUID: "p"})}},
+	})
+	p2 := ovsdb.UUID{GoUUID: res[1].UUID.GoUUID}
+	var p1 ovsdb.UUID
+	switch v := port.(type) {
+	case ovsdb.UUID:
+		p1 = v
+	case ovsdb.OvsSet:
+		p1 = v.GoSet[0].(ovsdb.UUID)
+	}
+	wait := func(until string, cols []string, row ovsdb.Row) string {
+		r := s.Transact([]ovsdb.Operation{{Op: ovsdb.OperationWait, Table: "Bridge", Timeout: new(0), Until: until,
+			Where: []ovsdb.Condition{ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, br)}, Columns: cols, Rows: []ovsdb.Row{row}}})
+		return r[0].Error
+	}
+	for _, c := range []struct {
+		name  string
+		until string
+		cols  []string
+		row   ovsdb.Row
+		want  string
+	}{
+		{"the set in another order", "==", []string{"ports"}, ovsdb.Row{"ports": ovsdb.OvsSet{GoSet: []any{p2, p1}}}, ""},
+		{"a set missing one", "==", []string{"ports"}, ovsdb.Row{"ports": p1}, "timed out"},
+		{"the same with !=", "!=", []string{"ports"}, ovsdb.Row{"ports": p1}, ""},
+		{"an equal set with !=", "!=", []string{"ports"}, ovsdb.Row{"ports": ovsdb.OvsSet{GoSet: []any{p1, p2}}}, "timed out"},
+		{"a default column", "==", []string{"fail_mode", "name"}, ovsdb.Row{"fail_mode": ovsdb.OvsSet{GoSet: []any{}}, "name": "br0"}, ""},
+		{"a default column left out", "==", []string{"fail_mode"}, ovsdb.Row{}, ""},
+		{"a default column expected set", "==", []string{"fail_mode"}, ovsdb.Row{"fail_mode": "secure"}, "timed out"},
+		{"the row's uuid", "==", []string{"_uuid"}, ovsdb.Row{"_uuid": br}, ""},
+	} {
+		if got := wait(c.until, c.cols, c.row); got != c.want {
+			t.Errorf("%s: error %q, want %q", c.name, got, c.want)
+		}
+	}
+}
