@@ -72,6 +72,13 @@ cleanup() {
 	local rc=$?
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	# Anything else still in a namespace of ours (a client a failed step
+	# left behind) goes with it.
+	for ns in $(ip netns list | awk -v t="-$tag" '$1 ~ "^ovn-[a-z0-9]+" t "$" { print $1 }'); do
+		local pids_in
+		pids_in=$(ip netns pids "$ns" 2>/dev/null) || continue
+		[ -z "$pids_in" ] || kill -9 $pids_in 2>/dev/null || true
+	done
 	for w in 1 2 3 4 5; do ip netns del "$(wlns "$w")" 2>/dev/null || true; done
 	ip netns del "$extns" 2>/dev/null || true
 	for c in "${CHASSIS[@]}"; do ip netns del "$(chns "$c")" 2>/dev/null || true; done
@@ -96,18 +103,31 @@ nbctl() { ovn-nbctl --db="unix:$state/nb.sock" "$@"; }
 dbsock() { if [ "$DB" = embedded ]; then echo "$state/ch$1/state/db.sock"; else echo "$state/ch$1/db.sock"; fi; }
 vsctl() { local c=$1; shift; ovs-vsctl --db="unix:$(dbsock "$c")" --timeout=30 "$@"; }
 sync_hv() { nbctl --wait=hv --timeout=60 sync; }
-# wait_for SECONDS WHAT CMD...: until CMD succeeds, or fail.
+# wait_for SECONDS WHAT CMD...: until CMD succeeds, or fail once SECONDS
+# have passed (CMD's own time counts).
 wait_for() {
-	local secs=$1 what=$2
+	local secs=$1 what=$2 end=$((SECONDS + $1))
 	shift 2
-	for _ in $(seq $((secs * 5))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done
-	fail "timed out after ${secs}s waiting for $what"
+	until "$@" >/dev/null 2>&1; do
+		[ $SECONDS -lt $end ] || fail "timed out after ${secs}s waiting for $what"
+		sleep 0.2
+	done
 }
 in_wl() { local w=$1; shift; ip netns exec "$(wlns "$w")" "$@"; }
 # http_get W HOST PORT: workload W fetches /who from HOST:PORT (HTTP/1.0
 # over busybox nc) and prints the body's last line.
 http_get() { printf 'GET /who HTTP/1.0\r\n\r\n' | in_wl "$1" busybox nc -w 3 "$2" "$3" | tail -n 1 | grep .; }
 pingq() { in_wl "$1" ping -c 3 -i 0.2 -W 2 -q "$2" | tail -n 2; }
+# spawn NS LOG CMD...: CMD in namespace NS in the background, its output
+# in LOG. ip execs CMD, so $! is CMD itself, which cleanup ends (a shell
+# function run with & is a subshell: ending it would leave CMD running,
+# holding the caller's stdout).
+spawn() {
+	local ns=$1 log=$2
+	shift 2
+	ip netns exec "$ns" "$@" >"$log" 2>&1 &
+	pids+=($!)
+}
 # An ovsdb-server (root namespace: it speaks on a unix socket only).
 dbserver() {
 	local name=$1 schema=$2 dir=$3
@@ -258,8 +278,7 @@ out=$(in_wl 1 ping -c 3 -i 0.2 -W 2 "$(wlip 4)") || fail "w1 cannot reach w4 acr
 echo "$out" | tail -n 2
 echo "$out" | grep -q 'ttl=63' || fail "the router did not decrement the TTL: $out"
 echo "TTL 63: one router hop"
-in_wl 3 busybox nc -l -p 5000 >"$state/tcp-w3" &
-pids+=($!)
+spawn "$(wlns 3)" "$state/tcp-w3" busybox nc -l -p 5000
 sleep 0.3
 echo through-two-chassis | in_wl 1 busybox nc -w 3 "$(wlip 3)" 5000 || fail "TCP from w1 to w3"
 wait_for 5 "w3 to receive the TCP data" grep -q through-two-chassis "$state/tcp-w3"
@@ -270,8 +289,7 @@ run nbctl acl-add ls0 to-lport 1001 'outport == "lsp-w3" && icmp4' allow-related
 run nbctl acl-add ls0 to-lport 1000 'outport == "lsp-w3" && ip4' drop
 sync_hv
 pingq 1 "$(wlip 3)" || fail "the ACL blocks the ping it allows"
-in_wl 3 busybox nc -l -p 5001 >"$state/tcp-w3b" &
-pids+=($!)
+spawn "$(wlns 3)" "$state/tcp-w3b" busybox nc -l -p 5001
 sleep 0.3
 if echo dropped | in_wl 1 busybox nc -w 2 "$(wlip 3)" 5001 2>/dev/null; then fail "TCP to w3 passed a drop ACL"; fi
 echo "TCP to w3: dropped, as the ACL says"
@@ -286,8 +304,7 @@ for w in 1 2 3; do
 	# busybox httpd: python's http.server looks its own address up in
 	# DNS at start, which from a workload namespace waits out the
 	# resolver's timeouts (10 s where the host's nameserver is unreachable).
-	in_wl "$w" busybox httpd -f -p "$(wlip "$w"):8080" -h "$state/www$w" >/dev/null 2>&1 &
-	pids+=($!)
+	spawn "$(wlns "$w")" "$state/httpd-w$w.log" busybox httpd -f -p "$(wlip "$w"):8080" -h "$state/www$w"
 done
 run nbctl lb-add lb0 198.18.72.100:80 198.18.70.11:8080,198.18.70.12:8080,198.18.70.13:8080 tcp
 run nbctl ls-lb-add ls1 lb0
