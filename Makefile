@@ -42,8 +42,10 @@ demo-overlay: build
 	BIN=$(BIN) scripts/demo-overlay.sh
 
 # OVN central and three chassis (namespaces: an ovsdb-server, this switch
-# as ovs-vswitchd, Debian's ovn-controller each) over VXLAN; a logical
-# switch across them, a router, an ACL, a load balancer, a kill -9.
+# as ovs-vswitchd, Debian's ovn-controller each) over Geneve; a logical
+# switch across them, a router (ARP, TTL), stateful and reject ACLs, a
+# load balancer, DHCP from ovn-controller, a kill -9, a provider network
+# and NAT on a distributed gateway port, each checked with traffic.
 demo-ovn: build
 	BIN=$(BIN) scripts/demo-ovn.sh
 

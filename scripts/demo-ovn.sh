@@ -11,11 +11,20 @@
 #
 # The logical network, built with ovn-nbctl as an OVN user builds it: a
 # logical switch ls0 over the three chassis (w1, w2, w3), a second one ls1
-# (w4, on chassis 2) behind a logical router lr0; then a stateful ACL, a
-# load balancer with a backend on each chassis, a kill -9 of one chassis'
-# switch, and a provider network (a localnet port, which ovn-bridge-mappings
-# joins to a bridge br-ex through patch ports) reaching a host outside OVN. Every step is checked with traffic, and at the end no
-# ovn-controller may have logged an OpenFlow error.
+# (w4, on chassis 2) behind a logical router lr0 (its ARP responder
+# resolves the workloads' gateways, the TTL drops by one); then a
+# stateful ACL (allow-related, drop), a reject ACL (TCP answered with a
+# reset, UDP and ICMP with an ICMP unreachable, by ovn-controller on the
+# destination's chassis), a load balancer with a backend on each chassis,
+# DHCP answered by ovn-controller (a paused pipeline, resumed) to busybox
+# udhcpc, a kill -9 of one chassis' switch, a provider network (a
+# localnet port, which ovn-bridge-mappings joins to a bridge br-ex through
+# patch ports) reaching a host outside OVN, and NAT toward it on a
+# distributed gateway port (snat for ls0, dnat_and_snat for one
+# workload). Every step is checked with traffic across chassis and ends
+# with ovn-nbctl --wait=hv sync (bounded: a chassis that never catches up
+# fails the demo), and at the end no ovn-controller may have logged an
+# OpenFlow error.
 #
 # Each chassis' Open_vSwitch database is Debian's ovsdb-server; DB=embedded
 # has this switch serve it instead (its embedded database, no
@@ -23,7 +32,7 @@
 # db.sock). SWITCH=ovs runs the same with Debian's ovs-vswitchd (userspace,
 # datapath_type=netdev, its tunnels on a br-phy holding the underlay
 # address) in place of this switch, for comparison; BENCH=1 adds a
-# measurement (step 10): ping round trips and one iperf3 TCP stream
+# measurement (step 14): ping round trips and one iperf3 TCP stream
 # between workloads on two chassis, across the router, through an ACL
 # and a load balancer (bench/ovn/multichassis.sh runs both switches).
 #
@@ -64,7 +73,7 @@ underlay=ovn-ul-$tag
 chns() { echo "ovn-ch$1-$tag"; }  # chassis N's namespace
 wlns() { echo "ovn-w$1-$tag"; }   # workload N's namespace
 chip() { echo "198.18.60.$1"; }   # chassis N's underlay (tunnel) address
-extns=ovn-ext-$tag                # a host on the provider network (step 9)
+extns=ovn-ext-$tag                # a host on the provider network (step 11)
 state=$(mktemp -d /tmp/vswitch-demo-ovn.XXXXXX)
 pids=() # every daemon and server this script started
 
@@ -79,7 +88,7 @@ cleanup() {
 		pids_in=$(ip netns pids "$ns" 2>/dev/null) || continue
 		[ -z "$pids_in" ] || kill -9 $pids_in 2>/dev/null || true
 	done
-	for w in 1 2 3 4 5; do ip netns del "$(wlns "$w")" 2>/dev/null || true; done
+	for w in 1 2 3 4 5 6; do ip netns del "$(wlns "$w")" 2>/dev/null || true; done
 	ip netns del "$extns" 2>/dev/null || true
 	for c in "${CHASSIS[@]}"; do ip netns del "$(chns "$c")" 2>/dev/null || true; done
 	ip netns del "$underlay" 2>/dev/null || true
@@ -98,11 +107,20 @@ say() { printf '\n\033[1m%s\033[0m\n' "$*"; }
 run() { printf '\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 quiet() { ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1; }
-nbctl() { ovn-nbctl --db="unix:$state/nb.sock" "$@"; }
+nbctl() { ovn-nbctl --db="unix:$state/nb.sock" --timeout=30 "$@"; }
 # dbsock N: chassis N's Open_vSwitch database.
 dbsock() { if [ "$DB" = embedded ]; then echo "$state/ch$1/state/db.sock"; else echo "$state/ch$1/db.sock"; fi; }
 vsctl() { local c=$1; shift; ovs-vsctl --db="unix:$(dbsock "$c")" --timeout=30 "$@"; }
-sync_hv() { nbctl --wait=hv --timeout=60 sync; }
+# sync_hv: until every chassis has installed the northbound database's
+# current state (ovn-controller reports nb_cfg back), bounded: a chassis
+# that never catches up fails the demo instead of hanging it.
+sync_hv() {
+	local t0
+	t0=$(date +%s%N)
+	ovn-nbctl --db="unix:$state/nb.sock" --wait=hv --timeout=60 sync ||
+		fail "ovn-nbctl --wait=hv sync: not every chassis caught up within 60 s"
+	echo "ovn-nbctl --wait=hv sync: $(ms_since "$t0") ms"
+}
 # wait_for SECONDS WHAT CMD...: until CMD succeeds, or fail once SECONDS
 # have passed (CMD's own time counts).
 wait_for() {
@@ -118,6 +136,7 @@ in_wl() { local w=$1; shift; ip netns exec "$(wlns "$w")" "$@"; }
 # over busybox nc) and prints the body's last line.
 http_get() { printf 'GET /who HTTP/1.0\r\n\r\n' | in_wl "$1" busybox nc -w 3 "$2" "$3" | tail -n 1 | grep .; }
 pingq() { in_wl "$1" ping -c 3 -i 0.2 -W 2 -q "$2" | tail -n 2; }
+in_ext() { ip netns exec "$extns" "$@"; }
 # spawn NS LOG CMD...: CMD in namespace NS in the background, its output
 # in LOG. ip execs CMD, so $! is CMD itself, which cleanup ends (a shell
 # function run with & is a subshell: ending it would leave CMD running,
@@ -128,6 +147,26 @@ spawn() {
 	ip netns exec "$ns" "$@" >"$log" 2>&1 &
 	pids+=($!)
 }
+# udp_probe W HOST PORT: workload W sends a datagram to HOST:PORT on a
+# connected socket and prints what came back: the echo, nothing, or the
+# error an ICMP unreachable leaves on the socket.
+udp_probe() {
+	in_wl "$1" python3 -c '
+import errno, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(3)
+s.connect((sys.argv[1], int(sys.argv[2])))
+s.send(b"probe")
+try:
+    print("answered: " + s.recv(64).decode())
+except socket.timeout:
+    print("no answer")
+except OSError as e:
+    print("ICMP unreachable (" + errno.errorcode[e.errno] + ")")
+' "$2" "$3"
+}
+udp_answered() { [ "$(udp_probe "$@")" = "answered: probe" ]; }
+ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 # An ovsdb-server (root namespace: it speaks on a unix socket only).
 dbserver() {
 	local name=$1 schema=$2 dir=$3
@@ -268,6 +307,9 @@ if [ "$ENCAP" = geneve ]; then
 fi
 
 say "5. Across chassis on ls0 ($ENCAP between the chassis' switches), and across the router"
+# No neighbour entries yet: the gateways' MACs must come from lr0's ARP
+# responder, on each workload's own chassis.
+for w in 1 4; do in_wl "$w" ip neigh flush all; done
 for pair in "1 2" "1 3" "2 3" "3 1"; do
 	set -- $pair
 	printf '\033[1m$ %s\033[0m\n' "w$1: ping $(wlip "$2")"
@@ -278,11 +320,22 @@ out=$(in_wl 1 ping -c 3 -i 0.2 -W 2 "$(wlip 4)") || fail "w1 cannot reach w4 acr
 echo "$out" | tail -n 2
 echo "$out" | grep -q 'ttl=63' || fail "the router did not decrement the TTL: $out"
 echo "TTL 63: one router hop"
+printf '\033[1m$ %s\033[0m\n' "w4: ping $(wlip 3) (chassis 2, ls1 -> chassis 3, ls0)"
+pingq 4 "$(wlip 3)" || fail "w4 (chassis 2) cannot reach w3 (chassis 3) across the router"
+for w in 1 4; do
+	gw=198.18.70.254 mac=02:00:c6:46:ff:00
+	[ "$w" = 4 ] && gw=198.18.71.254 mac=02:00:c6:46:ff:01
+	printf '\033[1m$ %s\033[0m\n' "w$w: ip neigh show $gw"
+	in_wl "$w" ip neigh show "$gw" | tee "$state/neigh"
+	grep -q "lladdr $mac " "$state/neigh" || fail "w$w did not resolve its gateway $gw to lr0's $mac"
+done
+echo "router ARP: both gateways resolved to lr0's MACs"
 spawn "$(wlns 3)" "$state/tcp-w3" busybox nc -l -p 5000
 sleep 0.3
 echo through-two-chassis | in_wl 1 busybox nc -w 3 "$(wlip 3)" 5000 || fail "TCP from w1 to w3"
 wait_for 5 "w3 to receive the TCP data" grep -q through-two-chassis "$state/tcp-w3"
 echo "TCP w1 -> w3: received"
+sync_hv
 
 say "6. A stateful ACL towards w3: ICMP allowed with its replies, the rest of IP dropped"
 run nbctl acl-add ls0 to-lport 1001 'outport == "lsp-w3" && icmp4' allow-related
@@ -297,7 +350,40 @@ run nbctl acl-del ls0
 sync_hv
 echo now-allowed | in_wl 1 busybox nc -w 3 "$(wlip 3)" 5001 || fail "TCP to w3 once the ACL is gone"
 
-say "7. A load balancer, 198.18.72.100:80, with a backend on each chassis (w1, w2, w3)"
+say "7. A reject ACL towards w3 (chassis 3): TCP answered with a reset, UDP and ICMP with an ICMP unreachable, back to w1 (chassis 1)"
+# w3 listens on TCP and echoes UDP: a refusal can only come from the ACL
+# (ovn-controller on chassis 3 builds it from the packet-in and sends it
+# back through the pipeline and the tunnel).
+spawn "$(wlns 3)" "$state/tcp-w3c" busybox nc -l -p 5002
+spawn "$(wlns 3)" "$state/udp-w3" python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("", 5003))
+while True:
+    d, a = s.recvfrom(64)
+    s.sendto(d, a)
+'
+wait_for 10 "w3's UDP echo" udp_answered 1 "$(wlip 3)" 5003
+run nbctl acl-add ls0 to-lport 1000 'outport == "lsp-w3" && ip4' reject
+sync_hv
+t0=$(date +%s%N)
+if out=$(echo rejected | in_wl 1 busybox nc -w 5 "$(wlip 3)" 5002 2>&1); then fail "TCP to w3 passed a reject ACL"; fi
+echo "w1: TCP to $(wlip 3):5002: ${out#nc: } ($(ms_since "$t0") ms)"
+case $out in *refused*) ;; *) fail "TCP to w3 under a reject ACL: want the connection refused (a reset), got: $out" ;; esac
+out=$(udp_probe 1 "$(wlip 3)" 5003)
+echo "w1: UDP to $(wlip 3):5003: $out"
+case $out in "ICMP unreachable"*) ;; *) fail "UDP to w3 under a reject ACL: want an ICMP unreachable, got: $out" ;; esac
+out=$(in_wl 1 ping -c 1 -W 3 "$(wlip 3)" 2>&1) && fail "ping to w3 passed a reject ACL"
+echo "w1: ping $(wlip 3): $(echo "$out" | grep -i unreachable || true)"
+echo "$out" | grep -qi unreachable || fail "ping to w3 under a reject ACL: want an ICMP unreachable, got: $out"
+echo "reject: TCP reset, UDP and ICMP unreachable across chassis"
+run nbctl acl-del ls0
+sync_hv
+echo now-allowed | in_wl 1 busybox nc -w 3 "$(wlip 3)" 5002 || fail "TCP to w3 once the reject ACL is gone"
+udp_answered 1 "$(wlip 3)" 5003 || fail "UDP to w3 once the reject ACL is gone: $(udp_probe 1 "$(wlip 3)" 5003)"
+echo "TCP and UDP to w3 pass again"
+
+say "8. A load balancer, 198.18.72.100:80, with a backend on each chassis (w1, w2, w3)"
 for w in 1 2 3; do
 	mkdir -p "$state/www$w"
 	echo "w$w" >"$state/www$w/who"
@@ -324,20 +410,60 @@ for i in $(seq 6); do
 done
 echo "w1 (a backend) reached the load balancer 6 times"
 
-say "8. kill -9 of chassis 2's switch, and a restart: ovn-controller reconnects and reinstalls"
+say "9. DHCP answered by ovn-controller: w6 (chassis 3, no address) gets 198.18.70.16 with busybox udhcpc"
+# put_dhcp_opts pauses ls0's pipeline on chassis 3 (a packet-in with a
+# continuation); ovn-controller writes the offer into the packet and
+# resumes it (NXT_RESUME) toward w6.
+run nbctl dhcp-options-create 198.18.70.0/24
+dhcp=$(nbctl --bare --columns=_uuid find DHCP_Options cidr=198.18.70.0/24)
+run nbctl dhcp-options-set-options "$dhcp" lease_time=3600 router=198.18.70.254 server_id=198.18.70.254 \
+	server_mac=02:00:c6:46:ff:00
+ns=$(wlns 6)
+ip netns add "$ns"
+quiet "$ns"
+ip -n "$ns" link set lo up
+ip link add w6 netns "$(chns 3)" type veth peer name eth0 netns "$ns"
+ip -n "$(chns 3)" link set w6 up
+ip -n "$ns" link set eth0 address "$(wlmac 6)" mtu "$mtu"
+ip -n "$ns" link set eth0 up
+run nbctl lsp-add ls0 lsp-w6 -- lsp-set-addresses lsp-w6 "$(wlmac 6) 198.18.70.16" -- lsp-set-dhcpv4-options lsp-w6 "$dhcp"
+run vsctl 3 add-port br-int w6 -- set Interface w6 external_ids:iface-id=lsp-w6
+wait_for 60 "lsp-w6 to be installed on chassis 3" \
+	sh -c "ovs-vsctl --db=unix:$(dbsock 3) get Interface w6 external_ids:ovn-installed | grep -q true"
+sync_hv
+# udhcpc's hook: configure what the lease says.
+cat >"$state/udhcpc.sh" <<'EOF'
+#!/bin/sh
+[ "$1" = bound ] || exit 0
+ip addr add "$ip/$mask" dev "$interface"
+ip route add default via "$router"
+EOF
+chmod +x "$state/udhcpc.sh"
+run in_wl 6 busybox udhcpc -i eth0 -f -q -n -t 5 -T 1 -s "$state/udhcpc.sh" 2>&1 | tee "$state/dhcp" ||
+	fail "w6 got no lease from ovn-controller"
+grep -q "lease of 198.18.70.16 obtained" "$state/dhcp" || fail "w6 got no lease from ovn-controller"
+in_wl 6 ip -4 -br addr show dev eth0
+printf '\033[1m$ %s\033[0m\n' "w6: ping $(wlip 1) (chassis 3 -> 1), $(wlip 4) (across lr0, chassis 3 -> 2)"
+pingq 6 "$(wlip 1)" || fail "w6 (DHCP) cannot reach w1 across chassis"
+pingq 6 "$(wlip 4)" || fail "w6 (DHCP) cannot reach w4 across the router"
+echo "DHCP: w6 took its lease from ovn-controller and reaches w1 and w4"
+
+say "10. kill -9 of chassis 2's switch, and a restart: ovn-controller reconnects and reinstalls"
 run kill -9 "${swpid[2]}"
 wait "${swpid[2]}" 2>/dev/null || true
 rm -f "$state/ch2/run/ovs-vswitchd.pid"
 start_switch 2
 wait_for 60 "w1 to reach w2 again" in_wl 1 ping -c 1 -W 1 "$(wlip 2)"
+sync_hv
 pingq 4 "$(wlip 1)" || fail "w4 (chassis 2) cannot reach w1 after the restart"
 echo "traffic through chassis 2 again"
 
-say "9. A provider network: ls2's localnet port reaches a host outside OVN through chassis 3's br-ex"
+say "11. A provider network: ls2's localnet port reaches a host outside OVN through chassis 3's br-ex"
 # ovn-bridge-mappings names the bridge a physical network leaves by;
 # ovn-controller joins br-int to it with a pair of patch ports.
 ip netns add "$extns"
 quiet "$extns"
+ip -n "$extns" link set lo up
 ip link add ext0 netns "$(chns 3)" type veth peer name eth0 netns "$extns"
 ip -n "$extns" addr add 198.18.74.1/24 dev eth0
 ip -n "$extns" link set eth0 up
@@ -364,7 +490,49 @@ echo "br-ex ports: $(vsctl 3 list-ports br-ex | tr '\n' ' ')"
 printf '\033[1m$ %s\033[0m\n' "w5: ping 198.18.74.1 (outside OVN, through the patch ports and br-ex)"
 pingq 5 198.18.74.1 || fail "w5 cannot reach the host on the provider network"
 
-say "10. ovn-controller's logs: no error on any chassis"
+say "12. NAT toward the provider network through a distributed gateway port on chassis 3: snat 198.18.74.100 for ls0, dnat_and_snat 198.18.74.102 for w2"
+# Traffic routed to lrp2 goes through its chassisredirect port, on
+# chassis 3 (the gateway chassis), which translates it and sends it out
+# of the localnet port; the external host reaches the NAT addresses (lr0
+# answers their ARP) on chassis 3.
+run nbctl lrp-add lr0 lrp2 02:00:c6:46:ff:02 198.18.74.254/24
+run nbctl lsp-add ls2 ls2-lr0 -- lsp-set-type ls2-lr0 router -- lsp-set-addresses ls2-lr0 router \
+	-- lsp-set-options ls2-lr0 router-port=lrp2
+run nbctl lrp-set-gateway-chassis lrp2 ch3
+run nbctl lr-nat-add lr0 snat 198.18.74.100 198.18.70.0/24
+run nbctl lr-nat-add lr0 dnat_and_snat 198.18.74.102 "$(wlip 2)"
+sync_hv
+# The external host answers each TCP connection with the address it
+# came from.
+spawn "$extns" "$state/ext-server.log" python3 -c '
+import socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("198.18.74.1", 7000))
+s.listen(8)
+while True:
+    c, a = s.accept()
+    c.sendall((a[0] + "\n").encode())
+    c.close()
+'
+wait_for 10 "the external host's server" sh -c "ip netns exec $extns busybox nc -w 1 198.18.74.1 7000 </dev/null | grep -q 198.18.74.1"
+for w in 1 3 2; do
+	want=198.18.74.100
+	[ "$w" = 2 ] && want=198.18.74.102
+	wait_for 10 "w$w to reach the external host" sh -c "ip netns exec $(wlns "$w") busybox nc -w 2 198.18.74.1 7000 </dev/null | grep -q ."
+	seen=$(in_wl "$w" busybox nc -w 2 198.18.74.1 7000 </dev/null)
+	echo "w$w (chassis ${wlchassis[$w]}) seen by the external host as $seen"
+	[ "$seen" = "$want" ] || fail "w$w's connection left as $seen, want $want"
+done
+printf '\033[1m$ %s\033[0m\n' "external host: ping 198.18.74.102; GET http://198.18.74.102:8080/who"
+pingq_ext() { in_ext ping -c 3 -i 0.2 -W 2 -q "$1" | tail -n 2; }
+pingq_ext 198.18.74.102 || fail "the external host cannot ping w2's floating address"
+who=$(printf 'GET /who HTTP/1.0\r\n\r\n' | in_ext busybox nc -w 3 198.18.74.102 8080 | tail -n 1) ||
+	fail "the external host cannot reach w2's httpd at its floating address"
+[ "$who" = w2 ] || fail "198.18.74.102:8080 answered \"$who\", want w2"
+echo "NAT: snat and dnat_and_snat through chassis 3's gateway port"
+
+say "13. ovn-controller's logs: no error on any chassis"
 for c in "${CHASSIS[@]}"; do
 	log=$state/ch$c/ovn-controller.log
 	if grep -E '\|(ERR|EMER)\||OpenFlow error|OFPT_ERROR|refused to allocate Geneve' "$log"; then
@@ -372,8 +540,9 @@ for c in "${CHASSIS[@]}"; do
 	fi
 	echo "chassis $c: br-int ports $(vsctl "$c" --no-wait list-ports br-int | tr '\n' ' ')"
 done
+sync_hv
 if [ -n "$BENCH" ]; then
-	say "11. Measured: w1 (chassis 1, ls0) to w4 (chassis 2, ls1) across the router, an ACL and a load balancer"
+	say "14. Measured: w1 (chassis 1, ls0) to w4 (chassis 2, ls1) across the router, an ACL and a load balancer"
 	run nbctl acl-add ls1 to-lport 1001 'outport == "lsp-w4" && ip4' allow-related
 	run nbctl lb-add lb1 198.18.73.100:5201 198.18.71.14:5201 tcp
 	run nbctl ls-lb-add ls0 lb1
