@@ -31,16 +31,17 @@ func TestDemoOverlayScript(t *testing.T) {
 
 // runDemoScript runs scripts/NAME.sh with the test's binaries, as make
 // NAME would, and checks that it succeeds, prints every one of wants and
-// leaves none of its namespaces (named after its pid) behind. On timeout
+// leaves none of its namespaces (named after its pid) behind, and returns
+// its output. On timeout
 // the script gets SIGTERM, not SIGKILL, so that its trap removes the
 // namespaces and stops the daemons.
-func runDemoScript(t *testing.T, name string, timeout time.Duration, wants ...string) {
+func runDemoScript(t *testing.T, name string, timeout time.Duration, wants ...string) string {
 	t.Helper()
-	runDemoScriptEnv(t, name, nil, timeout, wants...)
+	return runDemoScriptEnv(t, name, nil, timeout, wants...)
 }
 
 // runDemoScriptEnv is runDemoScript with variables env (NAME=VALUE) set.
-func runDemoScriptEnv(t *testing.T, name string, env []string, timeout time.Duration, wants ...string) {
+func runDemoScriptEnv(t *testing.T, name string, env []string, timeout time.Duration, wants ...string) string {
 	t.Helper()
 	vd, _ := binaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -69,4 +70,5 @@ func runDemoScriptEnv(t *testing.T, name string, env []string, timeout time.Dura
 	if suffix := fmt.Sprintf("-%d", cmd.Process.Pid); strings.Contains(ns, suffix+" ") || strings.Contains(ns, suffix+"\n") {
 		t.Errorf("namespaces left behind:\n%s", ns)
 	}
+	return out.String()
 }

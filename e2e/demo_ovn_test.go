@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -24,8 +25,21 @@ var demoOVNSteps = []string{
 	"w1 (chassis 1) seen by the external host as 198.18.74.100",
 	"w2 (chassis 2) seen by the external host as 198.18.74.102",
 	"NAT: snat and dnat_and_snat through chassis 3's gateway port",
-	"ovn-nbctl --wait=hv sync: ",
 	"demo-ovn done",
+}
+
+// demoOVNSyncs is how many times the script waits for every chassis
+// (ovn-nbctl --wait=hv sync): once at the end of each step from the
+// logical network's (4) to the logs' (13), twice in the two ACL steps (6,
+// 7), where the ACL is added and then removed.
+const demoOVNSyncs = 12
+
+// checkDemoOVNSyncs fails t unless every step's sync returned.
+func checkDemoOVNSyncs(t *testing.T, out string) {
+	t.Helper()
+	if n := strings.Count(out, "ovn-nbctl --wait=hv sync: "); n != demoOVNSyncs {
+		t.Errorf("ovn-nbctl --wait=hv sync returned %d times, want %d (one per step)", n, demoOVNSyncs)
+	}
 }
 
 // TestDemoOVNScript runs scripts/demo-ovn.sh (make demo-ovn) as users
@@ -44,7 +58,8 @@ var demoOVNSteps = []string{
 func TestDemoOVNScript(t *testing.T) {
 	nstest.RequireRoot(t)
 	nstest.RequireTool(t, "ovn-northd", "ovn-controller", "ovn-nbctl", "ovsdb-server", "busybox", "python3")
-	runDemoScript(t, "demo-ovn", 6*time.Minute, append([]string{"0x102  0x80       4  tun_metadata"}, demoOVNSteps...)...)
+	out := runDemoScript(t, "demo-ovn", 6*time.Minute, append([]string{"0x102  0x80       4  tun_metadata"}, demoOVNSteps...)...)
+	checkDemoOVNSyncs(t, out)
 }
 
 // TestDemoOVNEmbeddedDatabase runs the same with each chassis' database
@@ -54,5 +69,6 @@ func TestDemoOVNScript(t *testing.T) {
 func TestDemoOVNEmbeddedDatabase(t *testing.T) {
 	nstest.RequireRoot(t)
 	nstest.RequireTool(t, "ovn-northd", "ovn-controller", "ovn-nbctl", "ovsdb-server", "busybox", "python3")
-	runDemoScriptEnv(t, "demo-ovn", []string{"DB=embedded"}, 6*time.Minute, append([]string{"# serves "}, demoOVNSteps...)...)
+	out := runDemoScriptEnv(t, "demo-ovn", []string{"DB=embedded"}, 6*time.Minute, append([]string{"# serves "}, demoOVNSteps...)...)
+	checkDemoOVNSyncs(t, out)
 }
