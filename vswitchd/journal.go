@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -299,34 +298,15 @@ func openJournal(path string, recoverDamaged bool, log *slog.Logger) (*journal, 
 // rewriteJournal replaces the journal at path with one holding records,
 // through a synced temporary file renamed over it, and opens it.
 func rewriteJournal(path string, records []string) (*journal, error) {
-	tmp := path + ".tmp"
-	os.Remove(tmp)
-	f, err := openJournalFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
-	if err != nil {
-		return nil, err
-	}
 	buf := []byte(journalHeader)
 	for _, r := range records {
 		buf = encodeRecord(buf, r)
 	}
-	_, err = f.Write(buf)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = statedir.SyncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := statedir.ReplaceFile(path, path+".tmp", buf, 0o600); err != nil {
 		return nil, err
 	}
-	if f, err = openJournalFile(path, os.O_RDWR|os.O_APPEND); err != nil {
+	f, err := openJournalFile(path, os.O_RDWR|os.O_APPEND)
+	if err != nil {
 		return nil, err
 	}
 	return &journal{path: path, f: f, size: int64(len(buf)), records: len(records)}, nil

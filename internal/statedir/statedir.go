@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 )
@@ -136,6 +137,42 @@ func WriteFile(name string, data []byte, perm os.FileMode) error {
 		err = cerr
 	}
 	return err
+}
+
+// ErrDirNotSynced marks a ReplaceFile whose file is in place but whose
+// directory could not be synced: the new file may not survive a crash.
+var ErrDirNotSynced = errors.New("directory not synced")
+
+// ReplaceFile replaces name with data so that a crash at any point leaves
+// either the old file or the new one, never a mix: the data goes to tmp
+// (a name beside it, removed first, created exclusively and never through
+// a symlink) with mode perm, is synced, renamed over name, and the
+// directory synced. Until the rename name is untouched; tmp is removed on
+// failure. A failure of the last sync wraps ErrDirNotSynced.
+func ReplaceFile(name, tmp string, data []byte, perm os.FileMode) error {
+	os.Remove(tmp)
+	f, err := OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, name)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := SyncDir(filepath.Dir(name)); err != nil {
+		return fmt.Errorf("%w: %w", ErrDirNotSynced, err)
+	}
+	return nil
 }
 
 // ListenUnix listens on a unix socket at path, created mode 0600 whatever

@@ -121,3 +121,39 @@ func TestCheckDir(t *testing.T) {
 		}
 	}
 }
+
+// TestReplaceFile: the new content replaces the old with exactly the mode
+// asked for and no temporary file left; when the temporary file cannot be
+// made, the old file is untouched.
+func TestReplaceFile(t *testing.T) {
+	dir := t.TempDir()
+	name, tmp := filepath.Join(dir, "f"), filepath.Join(dir, "f.tmp")
+	if err := os.WriteFile(name, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tmp, []byte("a crash's leftover"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReplaceFile(name, tmp, []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(name); string(b) != "new" {
+		t.Fatalf("content %q", b)
+	}
+	if fi, _ := os.Stat(name); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v", fi.Mode())
+	}
+	if _, err := os.Lstat(tmp); !os.IsNotExist(err) {
+		t.Errorf("temporary file left: %v", err)
+	}
+	// A directory in the temporary file's place cannot be replaced.
+	if err := os.MkdirAll(filepath.Join(tmp, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReplaceFile(name, tmp, []byte("newer"), 0o600); err == nil {
+		t.Fatal("replaced through a directory in the temporary file's place")
+	}
+	if b, _ := os.ReadFile(name); string(b) != "new" {
+		t.Fatalf("a failed replace changed the file: %q", b)
+	}
+}

@@ -213,45 +213,19 @@ func (s *Store) Update(fn func(c *Config) error) (*Config, error) {
 	return next, nil
 }
 
-// commit makes data the state file: temp file, fsync, rename, fsync of the
-// directory, so that after a crash the file is either the old or the new
-// state in full.
+// commit makes data the state file (statedir.ReplaceFile: after a crash
+// the file is either the old or the new state in full). The rename
+// replaces a symlink at s.path rather than writing through it. Once the
+// file is renamed but its directory not synced, the state on disk may go
+// back after a crash: the store refuses further updates.
 func (s *Store) commit(data []byte) error {
-	// CreateTemp creates with O_EXCL (so never through a planted
-	// symlink) and mode 0600; the rename replaces a symlink at s.path
-	// rather than writing through it.
-	f, err := os.CreateTemp(s.dir, tempPrefix+"*")
-	if err != nil {
-		return fmt.Errorf("config: create temp file: %w", err)
-	}
-	tmp := f.Name()
-	renamed := false
-	defer func() {
-		if !renamed {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	// 0600 exactly: CreateTemp's mode went through the umask.
-	if err := f.Chmod(0o600); err != nil {
-		return fmt.Errorf("config: chmod %s: %w", tmp, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("config: write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("config: fsync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("config: close %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, s.path); err != nil {
-		return fmt.Errorf("config: rename %s to %s: %w", tmp, s.path, err)
-	}
-	renamed = true
-	if err := statedir.SyncDir(s.dir); err != nil {
+	err := statedir.ReplaceFile(s.path, filepath.Join(s.dir, tempPrefix+"w"), data, 0o600)
+	if errors.Is(err, statedir.ErrDirNotSynced) {
 		s.broken = fmt.Errorf("config: state in %s may not be durable, refusing further updates: %w", s.dir, err)
 		return s.broken
+	}
+	if err != nil {
+		return fmt.Errorf("config: write %s: %w", s.path, err)
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -183,28 +182,9 @@ func (l *logFile) Close() error { return l.f.Close() }
 // every row (none if rows is nil), atomically: written beside it, synced, renamed over it, the
 // directory synced. Until the rename the old file is the database.
 func writeSnapshot(path string, schema, rows []byte) error {
-	tmp := path + ".tmp"
-	f, err := statedir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
 	buf := composeRecord(schema)
 	if rows != nil {
 		buf = append(buf, composeRecord(rows)...)
 	}
-	_, err = f.Write(buf)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return statedir.SyncDir(filepath.Dir(path))
+	return statedir.ReplaceFile(path, path+".tmp", buf, 0o600)
 }
