@@ -282,11 +282,12 @@ func (c *conn) reply(id json.RawMessage, result any, rerr *rpcError) {
 			Error  *rpcError       `json:"error"`
 		}{id, nil, rerr})
 	} else {
-		b, err = json.Marshal(struct {
-			ID     json.RawMessage `json:"id"`
-			Result any             `json:"result"`
-			Error  any             `json:"error"`
-		}{id, result, nil})
+		b = append(b, `{"id":`...)
+		if b, err = appendJSON(b, id); err == nil {
+			b = append(b, `,"result":`...)
+			b, err = appendJSON(b, result)
+			b = append(b, `,"error":null}`...)
+		}
 	}
 	if err != nil {
 		c.s.log.Error("ovsdb reply not encoded", "err", err)
@@ -297,11 +298,10 @@ func (c *conn) reply(id json.RawMessage, result any, rerr *rpcError) {
 
 // notify sends a notification (a request without an id).
 func (c *conn) notify(method string, params ...any) {
-	b, err := json.Marshal(struct {
-		ID     any    `json:"id"`
-		Method string `json:"method"`
-		Params []any  `json:"params"`
-	}{nil, method, params})
+	b := append([]byte(`{"id":null,"method":`), appendString(nil, method)...)
+	b = append(b, `,"params":`...)
+	b, err := appendJSON(b, params)
+	b = append(b, '}')
 	if err != nil {
 		c.s.log.Error("ovsdb notification not encoded", "err", err)
 		return
