@@ -141,7 +141,9 @@ ours_down() { ofb_stop "$OURS_PID"; OURS_PID=""; }
 # datapath_type=netdev) with private dirs under DIR, in netns NS, bridge br0
 # fail-mode secure; with PTYPE (afxdp|system) ports P1 (ofport 1), P2 (2),
 # PMD mask 0x2. Sets OVS_PID (ovs-vswitchd) and exports OVS_RUNDIR etc., so
-# ovs-vsctl/ovs-ofctl/ovs-appctl find this instance.
+# ovs-vsctl/ovs-ofctl/ovs-appctl find this instance. OVS_VSWITCHD names
+# another build of the daemon (OVS-DPDK's, by path) and OVS_OTHER_CONFIG
+# (array) other_config keys to set before it starts.
 OVS_PID="" OVSDB_PID="" OVS_NS=""
 ovs_env() {
     export OVS_RUNDIR=$1/run OVS_DBDIR=$1/db OVS_LOGDIR=$1/log OVS_SYSCONFDIR=$1/etc
@@ -163,7 +165,11 @@ ovs_up() {
     ovs_vsctl --no-wait init || return 1
     ovs_vsctl --no-wait set Open_vSwitch . other_config:tx-flush-interval=0
     [ -n "$ptype" ] && ovs_vsctl --no-wait set Open_vSwitch . other_config:pmd-cpu-mask=0x2
-    ofb_bg "$OVS_LOGDIR/ovs-vswitchd.out" "${pfx[@]}" ovs-vswitchd unix:"$OVS_RUNDIR/db.sock" \
+    # OVS_OTHER_CONFIG (an array of key=value) is set before the daemon
+    # reads it: dpdk-init and dpdk-extra take effect only at start.
+    [ -n "${OVS_OTHER_CONFIG+x}" ] && [ "${#OVS_OTHER_CONFIG[@]}" -gt 0 ] &&
+        ovs_vsctl --no-wait set Open_vSwitch . "${OVS_OTHER_CONFIG[@]/#/other_config:}"
+    ofb_bg "$OVS_LOGDIR/ovs-vswitchd.out" "${pfx[@]}" "${OVS_VSWITCHD:-ovs-vswitchd}" unix:"$OVS_RUNDIR/db.sock" \
         --pidfile="$OVS_RUNDIR/ovs-vswitchd.pid" --unixctl="$OVS_RUNDIR/ovs-vswitchd.ctl" \
         --log-file="$OVS_LOGDIR/ovs-vswitchd.log" --no-chdir --disable-system-route -vconsole:off
     OVS_PID=$BG_PID

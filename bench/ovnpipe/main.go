@@ -1,0 +1,268 @@
+// Command ovnpipe is issue 27's OVN-shaped pipeline benchmark, our side and
+// the generator both switches are fed from.
+//
+//	ovnpipe gen -dir DIR [-seed N] [-filler N] [-dps N] [-packets N]
+//	    writes DIR/flows.txt (ovs-ofctl add-flows syntax, ~10,000 flows),
+//	    DIR/pkts.pcap (the test packets) and DIR/empty.pcap; deterministic
+//	    for a seed.
+//	ovnpipe run -flows FILE -pcap FILE [-dur D] [-rounds N]
+//	    loads FILE's flows into a bridge over a manual-mode datapath with
+//	    ring ports 1 and 2 (each line parsed by ofproto/ofptext and handed
+//	    to the bridge as the FLOW_MOD ovs-ofctl would send) and replays the
+//	    pcap into port 1 through one PMD on the calling goroutine.
+//
+// run prints, per round, three figures:
+//
+//   - upcall: every megaflow invalidated, then each distinct packet of the
+//     pcap sent once: all of them miss, are translated through the whole
+//     pipeline and installed. Rate = misses / wall time of the pass (the
+//     receive copy and the output of those packets included, as in the
+//     PMD's upcall path).
+//   - xlate: the translation alone (Bridge.Upcall on each packet's key, no
+//     megaflow install, no packet), the figure to compare with OVS's
+//     per-upcall time.
+//   - fwd: the pcap replayed over and over for -dur with every megaflow in
+//     place: Mpps and ns/packet, the receive copy (ring injection, like
+//     DPDK net_pcap's copy into a fresh mbuf) included, output discarded.
+//
+// Everything runs on the calling goroutine with GOMAXPROCS unchanged; the
+// script pins the process (taskset) to the CPU the OVS PMD gets.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/netdev/ring"
+	"github.com/vswitch-go/vswitch/ofproto"
+	"github.com/vswitch-go/vswitch/ofproto/ofconn"
+	"github.com/vswitch-go/vswitch/ofproto/ofptext"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: ovnpipe gen|run [flags] (see the package comment)")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "gen":
+		fs := flag.NewFlagSet("gen", flag.ExitOnError)
+		dir := fs.String("dir", ".", "output directory")
+		seed := fs.Uint64("seed", 27, "generator seed")
+		filler := fs.Int("filler", 1000, "filler logical ports per per-port stage")
+		dps := fs.Int("dps", 30, "filler logical datapaths (a default flow in each of the 30 stages each)")
+		pkts := fs.Int("packets", 8192, "test packets, each a distinct address pair (<= 18,000)")
+		fs.Parse(os.Args[2:])
+		err = generate(*dir, *seed, *filler, *dps, *pkts)
+	case "run":
+		fs := flag.NewFlagSet("run", flag.ExitOnError)
+		flows := fs.String("flows", "", "flow file (ovs-ofctl syntax)")
+		pcap := fs.String("pcap", "", "packets to replay into port 1")
+		dur := fs.Duration("dur", 5*time.Second, "forwarding window per round")
+		rounds := fs.Int("rounds", 3, "rounds (each: upcall pass, xlate pass, forwarding window)")
+		fs.Parse(os.Args[2:])
+		err = run(*flows, *pcap, *dur, *rounds)
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ovnpipe:", err)
+		os.Exit(1)
+	}
+}
+
+// loadFlows hands every flow of path to br as a FLOW_MOD (add).
+func loadFlows(br *ofproto.Bridge, path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	n := 0
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		fm, err := ofptext.ParseFlow(line, ofptext.Add)
+		if err != nil {
+			return n, err
+		}
+		if err := br.Handle(nil, uint32(n+1), fm); err != nil {
+			return n, fmt.Errorf("%s: %v", line, err)
+		}
+		n++
+	}
+	return n, sc.Err()
+}
+
+func run(flowsPath, pcapPath string, dur time.Duration, rounds int) error {
+	runtime.LockOSThread() // threadCPU reads this thread's time
+	frames, err := readPcap(pcapPath)
+	if err != nil {
+		return err
+	}
+	if len(frames) == 0 {
+		return fmt.Errorf("%s: no packets", pcapPath)
+	}
+	up := &ofproto.UpcallAdapter{}
+	dp, err := datapath.New(datapath.Config{Manual: true, Upcall: up, FlowLimit: 4*len(frames) + 1000})
+	if err != nil {
+		return err
+	}
+	defer dp.Close()
+	in, out := ring.New("in", 1, 1, 256), ring.New("out", 1, 1, 256)
+	if _, err := dp.AddPort(1, in); err != nil {
+		return err
+	}
+	if _, err := dp.AddPort(2, out); err != nil {
+		return err
+	}
+	br, err := ofproto.NewBridge("br0", dp, ofproto.BridgeConfig{Upcall: up,
+		Conn: ofconn.Config{ProbeInterval: -1}, FailMode: ofproto.FailSecure})
+	if err != nil {
+		return err
+	}
+	defer br.Close()
+	t0 := time.Now()
+	nflows, err := loadFlows(br, flowsPath)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("ours: %d flows loaded in %v; %d packets; GOMAXPROCS %d\n", nflows, time.Since(t0).Round(time.Millisecond), len(frames), runtime.GOMAXPROCS(0))
+
+	const burst = 32
+	batches := make([][][]byte, 0, (len(frames)+burst-1)/burst)
+	for i := 0; i < len(frames); i += burst {
+		batches = append(batches, frames[i:min(i+burst, len(frames))])
+	}
+	pmd := dp.PMDs()[0]
+	// pass sends every packet once; it returns the packets the PMD took
+	// and the packets that came out of port 2.
+	pass := func() (rx, tx int) {
+		for _, bt := range batches {
+			in.Inject(0, bt...)
+			for in.Pending(0) > 0 {
+				rx += pmd.PollOnce()
+			}
+			tx += out.Discard(0)
+		}
+		pmd.PollOnce() // idle: flushes and publishes the counters
+		tx += out.Discard(0)
+		return rx, tx
+	}
+	stats := func() datapath.PMDStats { return dp.PMDStats()[0] }
+
+	// The pipeline must forward every test packet (either ACL path).
+	dp.InvalidateFlows()
+	if rx, tx := pass(); tx != rx || rx != len(frames) {
+		return fmt.Errorf("first pass: %d packets in, %d out of port 2 (want all %d)", rx, tx, len(frames))
+	}
+	if dp.FlowCount() != len(frames) {
+		fmt.Printf("ours: note: %d megaflows for %d distinct packets\n", dp.FlowCount(), len(frames))
+	}
+
+	keys := make([]flow.Key, len(frames))
+	var off flow.Offsets
+	for i, f := range frames {
+		flow.Extract(f, 1, &keys[i], &off)
+	}
+	var res datapath.UpcallResult
+	var upRates, upCPU, xRates, mpps, nsPkt, cpuPkt []float64
+	for r := 1; r <= rounds; r++ {
+		// upcall pass
+		dp.InvalidateFlows()
+		s0 := stats()
+		t, c := time.Now(), threadCPU()
+		rx, tx := pass()
+		upEl, upC := time.Since(t), threadCPU()-c
+		s1 := stats()
+		miss := s1.Misses - s0.Misses
+		upRate := float64(miss) / upEl.Seconds()
+		upUs := upC.Seconds() * 1e6 / float64(max(miss, 1))
+		// translation alone, ~1 s
+		n := 0
+		t, c = time.Now(), threadCPU()
+		for time.Since(t) < time.Second {
+			for i := range keys {
+				if err := br.Upcall(&keys[i], &res); err != nil {
+					return err
+				}
+			}
+			n += len(keys)
+		}
+		xRate := float64(n) / time.Since(t).Seconds()
+		xUs := (threadCPU() - c).Seconds() * 1e6 / float64(n)
+		// forwarding with every megaflow in place
+		pass()
+		s0 = stats()
+		pkts, i := 0, 0
+		t, c = time.Now(), threadCPU()
+		deadline := t.Add(dur)
+		for {
+			for k := 0; k < 64; k++ {
+				in.Inject(0, batches[i%len(batches)]...)
+				i++
+				pkts += pmd.PollOnce()
+				out.Discard(0)
+			}
+			if !time.Now().Before(deadline) {
+				break
+			}
+		}
+		el, cpu := time.Since(t), threadCPU()-c
+		pmd.PollOnce()
+		s1 = stats()
+		m := float64(pkts) / el.Seconds() / 1e6
+		cp := cpu.Seconds() * 1e9 / float64(pkts)
+		fmt.Printf("ours round %d: upcall %.0f/s (%.1f cpu-us/upcall; %d misses, %d in, %d out, %v)  xlate %.0f/s (%.1f cpu-us)  fwd %.3f Mpps (%.1f ns/pkt, %.1f cpu-ns/pkt, %d upcalls, emc %.0f%%)\n",
+			r, upRate, upUs, miss, rx, tx, upEl.Round(time.Millisecond), xRate, xUs, m, 1e3/m, cp,
+			s1.Misses-s0.Misses, float64(s1.EMCHits-s0.EMCHits)/float64(max(1, s1.RxPackets-s0.RxPackets))*100)
+		upRates, upCPU, xRates = append(upRates, upRate), append(upCPU, upUs), append(xRates, xRate)
+		mpps, nsPkt, cpuPkt = append(mpps, m), append(nsPkt, 1e3/m), append(cpuPkt, cp)
+	}
+	fmt.Printf("ours median of %d: upcall %.0f/s (%.1f cpu-us/upcall)  xlate %.0f/s  fwd %.3f Mpps  %.1f ns/pkt  %.1f cpu-ns/pkt\n",
+		rounds, median(upRates), median(upCPU), median(xRates), median(mpps), median(nsPkt), median(cpuPkt))
+	return nil
+}
+
+// threadCPU is the time the calling thread has run on a CPU
+// (/proc/thread-self/schedstat): on a shared machine the figure that
+// does not count the time other processes took the CPU away. The
+// caller holds its OS thread (runtime.LockOSThread).
+func threadCPU() time.Duration {
+	b, err := os.ReadFile("/proc/thread-self/schedstat")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	ns, _ := strconv.ParseInt(f[0], 10, 64)
+	return time.Duration(ns)
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
