@@ -120,7 +120,10 @@ ours_up() {
     OURS_DIR=$dir; mkdir -p "$dir"
     [ -n "$ns" ] && pfx=(ip netns exec "$ns")
     [ -n "${SUT_CPU:-}" ] && pfx+=(taskset -c "$SUT_CPU")
-    ofb_bg "$dir/vswitchd.log" "${pfx[@]}" "$BIN/vswitchd" --state-dir "$dir" --metrics-addr '' \
+    # Without OVS's environment: an OVS_RUNDIR left exported by ovs_up
+    # would put the daemon in Open vSwitch mode, its sockets in that dir.
+    ofb_bg "$dir/vswitchd.log" "${pfx[@]}" env -u OVS_RUNDIR -u OVS_DBDIR -u OVS_LOGDIR -u OVS_SYSCONFDIR \
+        "$BIN/vswitchd" --state-dir "$dir" --metrics-addr '' \
         --default-bridge br0 --log-level "${OURS_LOG_LEVEL:-warn}"
     OURS_PID=$BG_PID
     for i in $(seq 1 100); do [ -S "$dir/br0.mgmt" ] && break; sleep 0.05; done
