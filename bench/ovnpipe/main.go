@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,12 +71,26 @@ func main() {
 		pcap := fs.String("pcap", "", "packets to replay into port 1")
 		dur := fs.Duration("dur", 5*time.Second, "forwarding window per round")
 		rounds := fs.Int("rounds", 3, "rounds (each: upcall pass, xlate pass, forwarding window)")
+		prof := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 		fs.Parse(os.Args[2:])
+		if *prof != "" {
+			f, perr := os.Create(*prof)
+			if perr != nil {
+				err = perr
+				break
+			}
+			defer f.Close()
+			if err = pprof.StartCPUProfile(f); err != nil {
+				break
+			}
+			defer pprof.StopCPUProfile()
+		}
 		err = run(*flows, *pcap, *dur, *rounds)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
 	if err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "ovnpipe:", err)
 		os.Exit(1)
 	}
