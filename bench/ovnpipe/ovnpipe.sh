@@ -45,9 +45,12 @@
 #           PMD cycles in handle_packet_upcall (translation, install,
 #           execute) per upcall; rate = 1e6 / X.
 # Rounds: ROUNDS per switch, medians; ours first, then OVS.
+# Anchor (ANCHOR=1): the same packets through a one-flow table
+# (in_port=1,actions=output:2), one fwd window per switch: each side's
+# cost of the ports, the caches and the output without the pipeline.
 #
 # Usage: sudo bench/ovnpipe/ovnpipe.sh   (apt-get install openvswitch-switch-dpdk)
-# Knobs: ROUNDS [3] DUR [5] WARM [3] PKTS [8192] SEED [27] SUTS ["ours ovs"]
+# Knobs: ROUNDS [3] DUR [5] WARM [3] PKTS [8192] SEED [27] SUTS ["ours ovs"] ANCHOR [1]
 #        OUTDIR [bench-results/ovnpipe-TS]
 set -u -o pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../ofbench/lib.sh"
@@ -58,6 +61,7 @@ WARM=${WARM:-3}
 PKTS=${PKTS:-8192}
 SEED=${SEED:-27}
 SUTS=${SUTS:-"ours ovs"}
+ANCHOR=${ANCHOR:-1}
 OUTDIR=${OUTDIR:-$REPO/bench-results/ovnpipe-$(date +%Y%m%d-%H%M%S)}
 OVS_DPDK=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
 
@@ -70,6 +74,7 @@ mkdir -p "$OUTDIR"; ofb_work
 (cd "$REPO" && go build -o "$OFB_WORK/ovnpipe" ./bench/ovnpipe) || die "build failed"
 "$OFB_WORK/ovnpipe" gen -dir "$OFB_WORK" -seed "$SEED" -packets "$PKTS" | tee "$OUTDIR/gen.txt"
 cp "$OFB_WORK/flows.txt" "$OUTDIR/"
+echo "table=0,priority=100,in_port=1,actions=output:2" >"$OFB_WORK/oneflow.txt"
 { echo "date: $(date -Is)"; echo "kernel: $(uname -r)"; echo "ovs: $($OVS_DPDK --version | head -1)"
   echo "ROUNDS=$ROUNDS DUR=$DUR WARM=$WARM PKTS=$PKTS SEED=$SEED"; echo "loadavg: $(cat /proc/loadavg)"; } >"$OUTDIR/env.txt"
 
@@ -79,6 +84,10 @@ run_ours() {
     log "=== ours"
     taskset -c 1 "$OFB_WORK/ovnpipe" run -flows "$OFB_WORK/flows.txt" -pcap "$OFB_WORK/pkts.pcap" \
         -dur "${DUR}s" -rounds "$ROUNDS" | tee "$OUTDIR/ours.txt" || die "ours failed"
+    if [ "$ANCHOR" = 1 ]; then
+        taskset -c 1 "$OFB_WORK/ovnpipe" run -flows "$OFB_WORK/oneflow.txt" -pcap "$OFB_WORK/pkts.pcap" \
+            -dur "${DUR}s" -rounds 1 | tee "$OUTDIR/ours-anchor.txt" || die "ours (anchor) failed"
+    fi
 }
 
 tx_pkts() { ovs-ofctl dump-ports br0 2 | awk '/tx pkts=/ { sub(/.*tx pkts=/, ""); sub(/,.*/, ""); print; exit }'; }
@@ -86,6 +95,18 @@ pmd_rx() { ovs_appctl dpif-netdev/pmd-stats-show | awk '/packets received:/ { s 
 # pmd_cpu: ns the OVS PMD thread has run on a CPU (schedstat), the figure
 # that other processes on the shared CPU do not inflate
 pmd_cpu() { awk '{ print $1 }' "/proc/$OVS_PID/task/$PMD_TID/schedstat"; }
+
+# ovs_fwd LABEL: one forwarding window of DUR s
+ovs_fwd() {
+    local tx0 tx1 rx0 rx1 c0 c1 ta tb mpps rxm cpp
+    rx0=$(pmd_rx); c0=$(pmd_cpu); tx0=$(tx_pkts); ta=$EPOCHREALTIME
+    sleep "$DUR"
+    tx1=$(tx_pkts); tb=$EPOCHREALTIME; c1=$(pmd_cpu); rx1=$(pmd_rx)
+    mpps=$(awk -v a="$tx0" -v b="$tx1" -v x="$ta" -v y="$tb" 'BEGIN { printf "%.3f", (b - a) / (y - x) / 1e6 }')
+    rxm=$(awk -v a="$rx0" -v b="$rx1" -v x="$ta" -v y="$tb" 'BEGIN { printf "%.3f", (b - a) / (y - x) / 1e6 }')
+    cpp=$(awk -v a="$rx0" -v b="$rx1" -v x="$c0" -v y="$c1" 'BEGIN { printf "%.1f", (y - x) / (b - a) }')
+    echo "$1: fwd $mpps Mpps ($(awk -v m="$mpps" 'BEGIN { printf "%.1f", 1000 / m }') ns/pkt, $cpp cpu-ns/pkt; port 2 tx; PMD received $rxm Mpps)" | tee /dev/stderr
+}
 
 run_ovs() {
     log "=== ovs-dpdk"
@@ -113,16 +134,7 @@ run_ovs() {
     [ -n "$PMD_TID" ] || die "ovs: no PMD thread in $OVS_PID"
     sleep "$WARM"
     : >"$OUTDIR/ovs.txt"
-    for r in $(seq 1 "$ROUNDS"); do
-        local tx0 tx1 rx0 rx1 c0 c1 ta tb mpps rxm cpp
-        rx0=$(pmd_rx); c0=$(pmd_cpu); tx0=$(tx_pkts); ta=$EPOCHREALTIME
-        sleep "$DUR"
-        tx1=$(tx_pkts); tb=$EPOCHREALTIME; c1=$(pmd_cpu); rx1=$(pmd_rx)
-        mpps=$(awk -v a="$tx0" -v b="$tx1" -v x="$ta" -v y="$tb" 'BEGIN { printf "%.3f", (b - a) / (y - x) / 1e6 }')
-        rxm=$(awk -v a="$rx0" -v b="$rx1" -v x="$ta" -v y="$tb" 'BEGIN { printf "%.3f", (b - a) / (y - x) / 1e6 }')
-        cpp=$(awk -v a="$rx0" -v b="$rx1" -v x="$c0" -v y="$c1" 'BEGIN { printf "%.1f", (y - x) / (b - a) }')
-        echo "ovs round $r: fwd $mpps Mpps ($(awk -v m="$mpps" 'BEGIN { printf "%.1f", 1000 / m }') ns/pkt, $cpp cpu-ns/pkt; port 2 tx; PMD received $rxm Mpps)" | tee -a "$OUTDIR/ovs.txt"
-    done
+    for r in $(seq 1 "$ROUNDS"); do ovs_fwd "ovs round $r" >>"$OUTDIR/ovs.txt"; done
     ovs_appctl dpif-netdev/pmd-stats-show >"$OUTDIR/ovs-pmd-stats-fwd.txt"
     ovs_appctl dpctl/dump-flows -m >"$OUTDIR/ovs-dpflows.txt" 2>&1
     log "ovs: $(grep -c '^ufid' "$OUTDIR/ovs-dpflows.txt") datapath flows; first: $(grep -m1 -o 'recirc_id.*actions:[^ ]*' "$OUTDIR/ovs-dpflows.txt" | sed 's/packets:.*actions/actions/')"
@@ -141,6 +153,13 @@ run_ovs() {
     done
     ovs_appctl upcall/show >"$OUTDIR/ovs-upcall-show.txt" 2>&1
     ovs_appctl coverage/show >"$OUTDIR/ovs-coverage.txt" 2>&1
+    if [ "$ANCHOR" = 1 ]; then
+        ovs_vsctl set Open_vSwitch . other_config:pmd-perf-metrics=false
+        ovs-ofctl -O OpenFlow15 del-flows br0 && ovs-ofctl -O OpenFlow15 add-flows br0 "$OFB_WORK/oneflow.txt" ||
+            die "ovs: anchor flows failed"
+        sleep "$WARM"
+        ovs_fwd "ovs anchor (one flow)" >"$OUTDIR/ovs-anchor.txt"
+    fi
     ovs_down
     cp "$OVS_LOGDIR/ovs-vswitchd.log" "$OUTDIR/ovs-vswitchd.log" 2>/dev/null
     rm -rf "/run/dpdk/$prefix"
@@ -153,6 +172,7 @@ for s in $SUTS; do "run_$s"; done
     echo "== summary (medians of $ROUNDS; $(cat /proc/loadavg | cut -d' ' -f1-3) load at the end)"
     if [ -s "$OUTDIR/ours.txt" ]; then
         grep '^ours median' "$OUTDIR/ours.txt"
+        [ -s "$OUTDIR/ours-anchor.txt" ] && echo "ours anchor (one flow): $(grep -o 'fwd [^(]*([^,]*,[^,]*' "$OUTDIR/ours-anchor.txt" | head -1)"
     fi
     if [ -s "$OUTDIR/ovs.txt" ]; then
         echo "ovs median of $ROUNDS: upcall $(sed -n 's/.*upcall \([0-9]*\)\/s.*/\1/p' "$OUTDIR/ovs.txt" | med)/s" \
@@ -160,6 +180,7 @@ for s in $SUTS; do "run_$s"; done
              " fwd $(sed -n 's/.*fwd \([0-9.]*\) Mpps.*/\1/p' "$OUTDIR/ovs.txt" | med) Mpps" \
              " $(sed -n 's/.*(\([0-9.]*\) ns\/pkt.*/\1/p' "$OUTDIR/ovs.txt" | med) ns/pkt" \
              " $(sed -n 's/.* \([0-9.]*\) cpu-ns\/pkt.*/\1/p' "$OUTDIR/ovs.txt" | med) cpu-ns/pkt"
+        [ -s "$OUTDIR/ovs-anchor.txt" ] && cat "$OUTDIR/ovs-anchor.txt"
     fi
 } | tee "$OUTDIR/summary.txt"
 log "results in $OUTDIR"
