@@ -46,8 +46,10 @@
 #           execute) per upcall; rate = 1e6 / X.
 # Rounds: ROUNDS per switch, medians; ours first, then OVS.
 # Anchor (ANCHOR=1): the same packets through a one-flow table
-# (in_port=1,actions=output:2), one fwd window per switch: each side's
-# cost of the ports, the caches and the output without the pipeline.
+# (ip,in_port=1,actions=output:2: every packet parsed, one megaflow; the
+# ip keeps both off their in_port-only "simple match" path), one fwd
+# window per switch: each side's cost of the ports, the parse, the caches
+# and the output without the pipeline.
 #
 # Usage: sudo bench/ovnpipe/ovnpipe.sh   (apt-get install openvswitch-switch-dpdk)
 # Knobs: ROUNDS [3] DUR [5] WARM [3] PKTS [8192] SEED [27] SUTS ["ours ovs"] ANCHOR [1]
@@ -74,7 +76,7 @@ mkdir -p "$OUTDIR"; ofb_work
 (cd "$REPO" && go build -o "$OFB_WORK/ovnpipe" ./bench/ovnpipe) || die "build failed"
 "$OFB_WORK/ovnpipe" gen -dir "$OFB_WORK" -seed "$SEED" -packets "$PKTS" | tee "$OUTDIR/gen.txt"
 cp "$OFB_WORK/flows.txt" "$OUTDIR/"
-echo "table=0,priority=100,in_port=1,actions=output:2" >"$OFB_WORK/oneflow.txt"
+echo "table=0,priority=100,ip,in_port=1,actions=output:2" >"$OFB_WORK/oneflow.txt"
 { echo "date: $(date -Is)"; echo "kernel: $(uname -r)"; echo "ovs: $($OVS_DPDK --version | head -1)"
   echo "ROUNDS=$ROUNDS DUR=$DUR WARM=$WARM PKTS=$PKTS SEED=$SEED"; echo "loadavg: $(cat /proc/loadavg)"; } >"$OUTDIR/env.txt"
 
