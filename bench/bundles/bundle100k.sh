@@ -14,6 +14,10 @@
 # no ports): ours = bin/vswitchd --state-dir DIR (its br0.mgmt); OVS =
 # ovsdb-server + ovs-vswitchd in a netns of their own with private
 # OVS_RUNDIR/OVS_DBDIR/OVS_LOGDIR/OVS_SYSCONFDIR (its br0.mgmt).
+# SUT ours-ctrl (not in the default SUTS) is ours with a controller
+# connected (set-controller ptcp:CTRL_PORT + `ovs-ofctl monitor` holding
+# the connection), so the daemon saves no flow table: ours minus ours-ctrl
+# is what persisting the committed bundle costs.
 # Per run: VmRSS of the daemon 1 s after start, wall time of the ovs-ofctl
 # command (bundle open, 100k adds, commit; it returns on the commit reply;
 # ovs-ofctl's own start and file parsing included, the same for both),
@@ -22,7 +26,7 @@
 # (round r: ours, then OVS, for each flow set). Medians of REPS.
 #
 # Usage: sudo bench/bundles/bundle100k.sh     (after `make build`)
-# Knobs: REPS [3] TABLES ["simple ovn"] SUTS ["ours ovs"] TIMEBOX [180]
+# Knobs: REPS [3] TABLES ["simple ovn"] SUTS ["ours ovs"; also ours-ctrl] TIMEBOX [180]
 #        OUTDIR [bench-results/bundle100k-TS]
 set -u -o pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../ofbench/lib.sh"
@@ -33,6 +37,7 @@ SUTS=${SUTS:-"ours ovs"}
 TIMEBOX=${TIMEBOX:-180}
 OUTDIR=${OUTDIR:-$REPO/bench-results/bundle100k-$(date +%Y%m%d-%H%M%S)}
 NS=bb100k$$
+CTRL_PORT=${CTRL_PORT:-16653}
 
 trap ofb_cleanup EXIT
 trap 'exit 130' INT TERM
@@ -55,9 +60,18 @@ run_one() {
     local tab=$1 sut=$2 r=$3 dir=$OFB_WORK/$2.$1.$3 file=$OFB_WORK/$1.txt pid target t0 t1 rss0 rss1 count nfile
     mkdir -p "$dir"
     nfile=$(grep -c . "$file")
+    local mon=""
     case "$sut" in
-        ours) ours_up "$dir" "" || die "ours: start failed: $(tail -3 "$dir/vswitchd.log")"
-              pid=$OURS_PID target=unix:$dir/br0.mgmt ;;
+        ours*) ours_up "$dir" "" || die "ours: start failed: $(tail -3 "$dir/vswitchd.log")"
+              pid=$OURS_PID target=unix:$dir/br0.mgmt
+              if [ "$sut" = ours-ctrl ]; then
+                  ours_vsctl set-controller br0 "ptcp:$CTRL_PORT:127.0.0.1" || die "set-controller failed"
+                  sleep 0.3
+                  ofb_bg "$dir/monitor.log" env OVS_RUNDIR="$dir" ovs-ofctl -O OpenFlow13 monitor "tcp:127.0.0.1:$CTRL_PORT"
+                  mon=$BG_PID
+                  sleep 1
+                  ours_vsctl show | grep -q 'is_connected: true' || die "ours-ctrl: controller not connected"
+              fi ;;
         ovs)  ofb_add_ns "$NS"
               ovs_up "$dir" "$NS" || die "ovs: start failed, see $dir/log"
               pid=$OVS_PID target=unix:$OVS_RUNDIR/br0.mgmt ;;
@@ -80,7 +94,8 @@ run_one() {
     echo "$tab,$sut,$r,$nfile,$sec,$fps,$rss0,$rss1,$bpf,$count" >>"$OUTDIR/results.csv"
     log "$tab/$sut rep $r: ${sec}s ${fps} flows/s RSS ${rss0}->${rss1} kB (${bpf} B/flow) table=$count/$nfile"
     case "$sut" in
-        ours) ours_down; cp "$dir/vswitchd.log" "$OUTDIR/$tab-$sut-$r-vswitchd.log" 2>/dev/null ;;
+        ours*) [ -n "$mon" ] && ofb_stop "$mon"
+              ours_down; cp "$dir/vswitchd.log" "$OUTDIR/$tab-$sut-$r-vswitchd.log" 2>/dev/null ;;
         ovs)  ovs_down; cp "$OVS_LOGDIR/ovs-vswitchd.log" "$OUTDIR/$tab-$sut-$r-ovs-vswitchd.log" 2>/dev/null
               ip netns del "$NS"; OFB_NS=() ;;
     esac
