@@ -422,18 +422,6 @@ func (c *conn) transact(args []json.RawMessage, id json.RawMessage) (any, *rpcEr
 	return nil, nil
 }
 
-// decodeOperation reads one operation. libovsdb's decoding of a row
-// panics on some malformed values (an empty array where a value goes):
-// that is a syntax error of the request, answered as such.
-func decodeOperation(a json.RawMessage) (op ovsdb.Operation, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("malformed operation: %v", r)
-		}
-	}()
-	err = json.Unmarshal(a, &op)
-	return op, err
-}
 
 // checkColumns refuses an operation naming a column its table lacks, in
 // a condition, a mutation or a wait: libovsdb's engine does not check
