@@ -120,7 +120,7 @@ func (s dbSwitch) ControllerStatus(bridge, target string) ovsdb.ControllerStatus
 	return out
 }
 
-func (s dbSwitch) PortStatus(bridge, name string) ovsdb.PortStatus {
+func (s dbSwitch) PortStatus(bridge, name string, stats bool) ovsdb.PortStatus {
 	b := s.d.runningBridge(bridge)
 	if b == nil {
 		return ovsdb.PortStatus{Error: "bridge not running"}
@@ -140,12 +140,14 @@ func (s dbSwitch) PortStatus(bridge, name string) ovsdb.PortStatus {
 			}
 			return ovsdb.PortStatus{Error: why}
 		}
-		c := p.dev.Stats()
-		st = ovsdb.PortStatus{Running: true, OFPort: p.no, AdminState: "up", LinkState: upDown(p.dev.LinkUp()),
+		st = ovsdb.PortStatus{Running: true, OFPort: p.no, AdminState: "up", LinkState: upDown(p.dev.LinkUp())}
+		if stats {
+			c := p.dev.Stats()
 			// The keys ovs-vswitchd writes for a userspace port.
-			Stats: map[string]int{"rx_packets": int(c.RxPackets), "rx_bytes": int(c.RxBytes), "rx_dropped": int(c.RxDrops),
+			st.Stats = map[string]int{"rx_packets": int(c.RxPackets), "rx_bytes": int(c.RxBytes), "rx_dropped": int(c.RxDrops),
 				"rx_errors": int(c.RxErrors), "tx_packets": int(c.TxPackets), "tx_bytes": int(c.TxBytes),
-				"tx_dropped": int(c.TxDrops), "tx_errors": int(c.TxErrors)}}
+				"tx_dropped": int(c.TxDrops), "tx_errors": int(c.TxErrors)}
+		}
 	}
 	// The kernel's view where there is a kernel interface (not for a
 	// vhost-user or tunnel port), from one dump of the links shared by

@@ -98,7 +98,7 @@ func (f *fakeSwitch) Config() *config.Config {
 	return f.cfg.Clone()
 }
 
-func (f *fakeSwitch) PortStatus(bridge, port string) PortStatus {
+func (f *fakeSwitch) PortStatus(bridge, port string, _ bool) PortStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	b := f.cfg.Bridges[bridge]

@@ -15,8 +15,9 @@ type Switch interface {
 	// Config is the configuration in force.
 	Config() *config.Config
 	// PortStatus is what the running switch knows of a port (a bridge's
-	// own port has its bridge's name).
-	PortStatus(bridge, port string) PortStatus
+	// own port has its bridge's name); its Stats only when stats is set
+	// (a write-back that reports counters: every few seconds).
+	PortStatus(bridge, port string, stats bool) PortStatus
 	// DatapathID is a running bridge's datapath id, 16 hex digits, or "".
 	DatapathID(bridge string) string
 	// ControllerStatus is what the switch knows of a bridge's

@@ -189,7 +189,10 @@ func (r *Reconciler) interfaceFields(ri *vswitchdb.Interface, p *plan, stats boo
 	case !applied:
 		why = "not in any bridge"
 	default:
-		st = r.sw.PortStatus(ref.bridge, ref.port)
+		// A port that has just started gets its counters at once
+		// rather than at the next interval.
+		stats = stats || len(ri.Statistics) == 0
+		st = r.sw.PortStatus(ref.bridge, ref.port, stats)
 		if ref.local {
 			st.OFPort = LocalOFPort
 		}
@@ -220,9 +223,7 @@ func (r *Reconciler) interfaceFields(ri *vswitchdb.Interface, p *plan, stats boo
 	set(&ri.MACInUse, optString(st.MAC))
 	set(&ri.MTU, optIntKnown(st.MTU))
 	set(&ri.Ifindex, optIntKnown(st.Ifindex))
-	// A port that has just started gets its counters at once rather
-	// than at the next interval.
-	if stats || len(ri.Statistics) == 0 {
+	if stats {
 		set(&ri.Statistics, st.Stats)
 	}
 	return fields
