@@ -1006,6 +1006,28 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 			c.CopyFrom(pkt)
 			c.Recircs = pkt.Recircs
 			p.recirculate(c, a.RecircID())
+		case actions.CheckPktLen:
+			if !pkt.KeyValid {
+				reextract(pkt)
+			}
+			id := a.LessEqualID()
+			if actions.CheckedLen(pkt) > int(a.Val16) {
+				id = a.GreaterID()
+			}
+			if i == last {
+				p.recirculate(pkt, id)
+				return
+			}
+			// Actions after it (a resubmit's caller going on) run on
+			// the packet as it is; the branch takes a copy.
+			c := p.pool.GetFit(pkt)
+			if c == nil {
+				p.local.drops[DropNoBuffer]++
+				continue
+			}
+			c.CopyFrom(pkt)
+			c.Recircs = pkt.Recircs
+			p.recirculate(c, id)
 		default:
 			if !p.apply(a, pkt) {
 				p.drop(pkt, DropAction)

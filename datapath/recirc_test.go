@@ -212,3 +212,76 @@ func TestRecirculationCopy(t *testing.T) {
 	}
 	checkNoLeaks(t, dp)
 }
+
+// sizedFrame is udpFrame grown to n bytes, or, with ipLen set, with an IP
+// total length of ipLen (a short datagram in a padded frame).
+func sizedFrame(n, ipLen int, seq uint32) []byte {
+	f := udpFrame(1, 2, 1000, 9, seq)
+	f = append(f, make([]byte, max(0, n-len(f)))...)
+	if ipLen == 0 {
+		ipLen = n - 14
+	}
+	ip := f[14:]
+	binary.BigEndian.PutUint16(ip[2:], uint16(ipLen))
+	binary.BigEndian.PutUint16(ip[10:], 0)
+	var sum uint32
+	for i := 0; i < 20; i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(ip[i:]))
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
+	binary.BigEndian.PutUint16(ip[24:], uint16(ipLen-20))
+	return f
+}
+
+// TestCheckPktLen: a check_pkt_len recirculates the packet under the id
+// its length picks (Ethernet padding behind a short datagram not
+// counted); before other actions it sends a copy, and the packet goes on.
+func TestCheckPktLen(t *testing.T) {
+	rules := &RuleTable{}
+	dp, _ := New(Config{Manual: true, Upcall: rules})
+	defer dp.Close()
+	rules.Invalidate = dp.InvalidateFlows
+	in, big, small, rest := ring.New("in", 1, 1, 1024), ring.New("big", 1, 1, 1024), ring.New("small", 1, 1, 1024), ring.New("rest", 1, 1, 1024)
+	dp.AddPort(1, in)
+	dp.AddPort(2, big)
+	dp.AddPort(3, small)
+	dp.AddPort(4, rest)
+	var first Rule
+	first.Priority = 10
+	first.Match.Mask.RecircID = 0xffff
+	first.Actions = actions.List{actions.CheckPktLenAction(100, 7, 8), actions.OutputTo(4)}
+	rules.Add(first)
+	for id, port := range map[uint16]uint32{7: 2, 8: 3} {
+		var r Rule
+		r.Priority = 10
+		r.Match.Key.RecircID, r.Match.Mask.RecircID = id, 0xffff
+		r.Actions = actions.List{actions.OutputTo(port)}
+		rules.Add(r)
+	}
+	pmd := dp.PMDs()[0]
+	for _, tc := range []struct {
+		n, ipLen int
+		want     *ring.Port
+	}{
+		{99, 0, small}, {100, 0, small}, {101, 0, big}, {1500, 0, big},
+		{120, 60, small}, // 74 bytes without the padding
+	} {
+		f := sizedFrame(tc.n, tc.ipLen, uint32(tc.n))
+		in.Inject(0, f)
+		pmd.PollOnce()
+		for _, p := range []*ring.Port{big, small, rest} {
+			got := drain(p, 0)
+			n := 0
+			if p == tc.want || p == rest {
+				n = 1
+			}
+			if len(got) != n || n == 1 && string(got[0]) != string(f) {
+				t.Errorf("%d-byte frame (IP length %d): port %s sent %d frames, want %d", tc.n, tc.ipLen, p.Name(), len(got), n)
+			}
+		}
+	}
+	checkNoLeaks(t, dp)
+}

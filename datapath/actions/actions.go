@@ -189,6 +189,14 @@ const (
 	// later output to a Geneve port sends the option its TLV table maps
 	// to that field.
 	SetTunnelOpt
+	// CheckPktLen recirculates the packet under one of two recirc_ids,
+	// chosen by its length (PktLen): GreaterID when it is longer than
+	// Val16 bytes, LessEqualID otherwise (CheckPktLenAction builds it).
+	// It is Open vSwitch's check_pkt_len with both branches frozen: the
+	// action list stays flat, and the megaflow that holds it does not
+	// depend on the length. Placed like Recirc: as the last action it
+	// takes the packet, before others a copy. The PMD carries it out.
+	CheckPktLen
 	numKinds
 )
 
@@ -253,6 +261,22 @@ func MeterAction(id uint32) Action { return Action{Kind: Meter, Val32: id} }
 
 // RecircAction is a Recirc action under recirc_id id.
 func RecircAction(id uint32) Action { return Action{Kind: Recirc, Val32: id} }
+
+// CheckPktLenAction is a CheckPktLen action comparing with size, going
+// on under recirc_id gt for a longer packet, le otherwise.
+func CheckPktLenAction(size uint16, gt, le uint32) Action {
+	a := Action{Kind: CheckPktLen, Val16: size, Val32: gt}
+	binary.BigEndian.PutUint32(a.Addr[:4], le)
+	return a
+}
+
+// GreaterID is the recirc_id a CheckPktLen action sends a packet longer
+// than its size to.
+func (a *Action) GreaterID() uint32 { return a.Val32 }
+
+// LessEqualID is the recirc_id a CheckPktLen action sends the other
+// packets to.
+func (a *Action) LessEqualID() uint32 { return binary.BigEndian.Uint32(a.Addr[:4]) }
 
 // CTAction is a CT action in zone with flags (CTFlag*), setting mark
 // under markMask when flags has CTFlagMark.

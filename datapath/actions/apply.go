@@ -517,3 +517,39 @@ func setVLANTCI(p *packet.Packet, mask, tci uint16) {
 	binary.BigEndian.PutUint16(d[ethAddrsLen+2:], val)
 	p.Key.VLAN[0].TCI = val
 }
+
+// CheckedLen is the length a CheckPktLen action compares: the frame as it
+// is now (VLAN tags included, as pushed or popped so far; a tunnel's outer
+// headers are not part of it, since decapsulation happened before and
+// encapsulation happens at output), without the Ethernet padding behind
+// an IPv4 or IPv6 datagram shorter than the frame. That is what Open
+// vSwitch's userspace datapath compares (the packet's size less its L2
+// padding), so a minimum-size frame carrying a 28-byte datagram counts as
+// 42 bytes, not 60. p.KeyValid must be true.
+func CheckedLen(p *packet.Packet) int {
+	n := p.Len()
+	l3 := int(p.Offsets.L3)
+	if p.Offsets.L3 == flow.NoOffset {
+		return n
+	}
+	d := p.Data()
+	var ipLen int
+	switch p.Key.EthType {
+	case header.EtherTypeIPv4:
+		if l3+header.IPv4TotalLenOff+2 > len(d) {
+			return n
+		}
+		ipLen = int(binary.BigEndian.Uint16(d[l3+header.IPv4TotalLenOff:]))
+	case header.EtherTypeIPv6:
+		if l3+header.IPv6PayloadLenOff+2 > len(d) {
+			return n
+		}
+		ipLen = header.IPv6Len + int(binary.BigEndian.Uint16(d[l3+header.IPv6PayloadLenOff:]))
+	default:
+		return n
+	}
+	if l3+ipLen < n {
+		return l3 + ipLen
+	}
+	return n
+}

@@ -159,6 +159,10 @@ func (a Action) String() string {
 		return fmt.Sprintf("meter(%d)", a.MeterID())
 	case Recirc:
 		return fmt.Sprintf("recirc(%#x)", a.RecircID())
+	case CheckPktLen:
+		// Open vSwitch prints the branches' actions; here each branch
+		// is a recirculation.
+		return fmt.Sprintf("check_pkt_len(size=%d,gt(recirc(%#x)),le(recirc(%#x)))", a.Val16, a.GreaterID(), a.LessEqualID())
 	case CT:
 		var b strings.Builder
 		b.WriteString("ct(")

@@ -10,7 +10,8 @@
 //
 // Every OpenFlow 1.3 action translates, and Open vSwitch's resubmit,
 // move (copy_field), load and masked set-field, note and exit (nicira.go),
-// multipath, bundle and bundle_load (multipath.go);
+// multipath, bundle and bundle_load (multipath.go), check_pkt_larger
+// (checklen.go: both continuations frozen behind a datapath length check);
 // the meter instruction becomes a datapath meter action. Registers and
 // metadata are pipeline state beside the key (ofmatch.Pipe): zero when the
 // walk starts, written by set-field, load and move, read by lookups and

@@ -265,6 +265,7 @@ func (x *xlator) resubmit(a *ofpwire.ActionResubmit) error {
 	if deepens {
 		x.resubmitDepth--
 	}
+	x.forked = false // a check_pkt_larger ended the tables resubmitted to, not the caller
 	x.noFreeze = noFreeze
 	x.table, x.miss, x.cookie = table, miss, cookie
 	return err

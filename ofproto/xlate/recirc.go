@@ -72,6 +72,19 @@ type frozenKey struct {
 	cookie  uint64
 	pipe    ofmatch.Pipe
 	set     actionSet
+	// fork carries, for a check_pkt_larger's branches, what the walk
+	// holds outside the packet and the pipeline fields: the push:/pop:
+	// stack, and the in_port a set-field made the packet look as if it
+	// had come in on (the recirculated key has the real one).
+	fork forkState
+}
+
+// forkState is the part of a check_pkt_larger branch's state beyond
+// frozenKey's: comparable, so equal states still share an id.
+type forkState struct {
+	stack     string
+	inPort    uint32
+	inPortSet bool
 }
 
 // String says where the frozen walk goes on, for traces.
@@ -256,6 +269,10 @@ func (x *xlator) thaw(f *Frozen) error {
 		x.pipe = x.opts.Pipe // the registers as the controller handed them back
 	}
 	x.table, x.miss, x.cookie = k.table, k.miss, k.cookie
+	x.stackVals = decodeStack(k.fork.stack)
+	if k.fork.inPortSet {
+		x.setInPort(k.fork.inPort)
+	}
 	if x.tr != nil {
 		x.traceNote(TraceRecirc, "thaw: resuming at "+f.String())
 	}

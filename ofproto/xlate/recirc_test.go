@@ -54,14 +54,21 @@ func runRecirc(t testing.TB, p *pipeline.Pipeline, l actions.List, frame []byte,
 			case actions.Controller:
 				reason, _, _ := ParseControllerArg(a.ControllerArg())
 				out = append(out, sent{port: uint32(ofpwire.PortController), reason: reason, data: string(pkt.Data())})
-			case actions.Recirc:
+			case actions.Recirc, actions.CheckPktLen:
+				rid := a.RecircID()
+				if a.Kind == actions.CheckPktLen {
+					rid = a.LessEqualID()
+					if actions.CheckedLen(pkt) > int(a.Val16) {
+						rid = a.GreaterID()
+					}
+				}
 				if i == len(j.l)-1 {
-					id = a.RecircID()
+					id = rid
 					break
 				}
 				c := loadFrame(t, pkt.Data(), pkt.InPort)
 				c.Key.TunnelID, c.Key.Tun = pkt.Key.TunnelID, pkt.Key.Tun
-				next = append(next, recircJob{pkt: c, id: a.RecircID(), recirc: j.recirc})
+				next = append(next, recircJob{pkt: c, id: rid, recirc: j.recirc})
 			default:
 				if !actions.Apply(a, pkt) {
 					break run

@@ -63,7 +63,7 @@ func (x *xlator) walkFrom(tid uint8) error {
 		}
 		x.refs = append(x.refs, e) // the entry counts the megaflow's traffic
 		next, gotoTable, err := x.runEntry(tid, e, e.Instructions(), 0, 0)
-		if err != nil || x.stopped {
+		if err != nil || x.stopped || x.forked {
 			return err
 		}
 		if !gotoTable {
@@ -81,7 +81,7 @@ func (x *xlator) walkFrom(tid uint8) error {
 // action fromAct (a thawed walk), and from there as walkFrom does.
 func (x *xlator) walkEntry(tid uint8, e *pipeline.Entry, ins []ofpwire.Instruction, fromIns, fromAct int) error {
 	next, gotoTable, err := x.runEntry(tid, e, ins, fromIns, fromAct)
-	if err != nil || x.stopped {
+	if err != nil || x.stopped || x.forked {
 		return err
 	}
 	if !gotoTable {
@@ -108,6 +108,9 @@ func (x *xlator) runEntry(tid uint8, e *pipeline.Entry, ins []ofpwire.Instructio
 			err = x.applyActions(e, ins, i, from)
 			if x.exited {
 				return 0, false, err // no goto: the action set runs
+			}
+			if x.forked {
+				return 0, false, err // the entry's rest went to the branches
 			}
 		case *ofpwire.InstrClearActions:
 			x.set = actionSet{}
@@ -191,11 +194,13 @@ func (x *xlator) applyActions(e *pipeline.Entry, ins []ofpwire.Instruction, i, f
 			if j < len(acts)-1 || i < len(ins)-1 {
 				nonTail = 1
 			}
+		case *ofpwire.ActionCheckPktLarger:
+			x.forkAt = x.forkPoint(e, ins, i, j)
 		}
 		x.nonTail += nonTail
 		err := x.doAction(acts[j], x.table, x.miss)
 		x.nonTail -= nonTail
-		x.pauseAt = nil
+		x.pauseAt, x.forkAt = nil, nil
 		if x.blind {
 			return x.freeze(ck, frozenKey{stage: stageEntry, table: x.table, miss: x.miss, cookie: x.cookie,
 				entry: e, instr: uint16(i), act: uint16(j), pipe: x.pipe, set: x.set}, ins)
@@ -203,7 +208,7 @@ func (x *xlator) applyActions(e *pipeline.Entry, ins []ofpwire.Instruction, i, f
 		if err != nil {
 			return err
 		}
-		if x.stopped || x.exited {
+		if x.stopped || x.exited || x.forked {
 			return nil
 		}
 	}
@@ -261,8 +266,7 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 		// Accepted; timeouts are not shortened by FIN or RST yet.
 		return nil
 	case *ofpwire.ActionCheckPktLarger:
-		// The datapath has no packet-length branch yet.
-		return fmt.Errorf("%w: check_pkt_larger", ErrUnsupported)
+		return x.checkPktLarger(a)
 	case *ofpwire.ActionPushVLAN:
 		return x.pushVLAN(a.EtherType)
 	case *ofpwire.ActionPopVLAN:

@@ -181,6 +181,12 @@ type xlator struct {
 	// executed lets the walk go on (pausePoint).
 	nonTail int
 	pauseAt *Frozen
+	// forkAt is where the check_pkt_larger being executed lets the walk
+	// go on in its two branches (forkPoint); forked says it has: the
+	// action list it sat in, and its entry, end there, and the walk goes
+	// on with whatever resubmitted to that entry.
+	forkAt *Frozen
+	forked bool
 }
 
 // Translate walks the pipeline for the packet whose flow key is key,
