@@ -66,6 +66,7 @@ package ofproto
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -401,8 +402,8 @@ func (b *Bridge) Upcall(key *flow.Key, res *datapath.UpcallResult) error {
 	now := time.Now()
 	opts := b.xlateOptions(now)
 	opts.DropFragments = b.dropFragments()
-	var learned []*ofpwire.FlowMod
-	opts.Learn = func(fm *ofpwire.FlowMod) { learned = append(learned, fm) }
+	var learned []learnedFlow
+	opts.Learn = func(fm *ofpwire.FlowMod, limit uint32) { learned = append(learned, learnedFlow{fm, limit}) }
 	err := xlate.Translate(b.activePipeline(), key, res, opts)
 	if err == nil && len(learned) > 0 && !b.applyLearned(learned, now, &res.Refs) {
 		res.NoInstall = true // learn again on the next packet
@@ -413,6 +414,12 @@ func (b *Bridge) Upcall(key *flow.Key, res *datapath.UpcallResult) error {
 	return err
 }
 
+// learnedFlow is a flow a learn action built and the action's limit.
+type learnedFlow struct {
+	fm    *ofpwire.FlowMod
+	limit uint32
+}
+
 // applyLearned adds the flows a translation's learn actions built
 // (pipeline.Learn: a new flow changes the tables, which invalidates the
 // megaflows; one already there has its timeouts restarted) and adds to
@@ -421,14 +428,22 @@ func (b *Bridge) Upcall(key *flow.Key, res *datapath.UpcallResult) error {
 // counted in LearnFailures. It returns false, applying nothing, while a
 // bundle commit holds the tables, since the commit's rollback could undo
 // the learned flow: the caller then installs no megaflow, so that a later
-// packet learns again.
-func (b *Bridge) applyLearned(mods []*ofpwire.FlowMod, now time.Time, refs *[]datapath.StatsSink) bool {
+// packet learns again. It returns false too when a learn limit the
+// translation found room under was filled meanwhile by another
+// translation: the megaflow would say the flow was learned, so none is
+// installed, and the next packet is translated against the full table.
+func (b *Bridge) applyLearned(mods []learnedFlow, now time.Time, refs *[]datapath.StatsSink) bool {
 	if !b.modMu.TryRLock() {
 		return false
 	}
 	defer b.modMu.RUnlock()
-	for _, fm := range mods {
-		e, _, err := b.pipe.Learn(fm, now)
+	ok := true
+	for _, l := range mods {
+		e, _, err := b.pipe.LearnLimit(l.fm, l.limit, now)
+		if errors.Is(err, pipeline.ErrLearnLimit) {
+			ok = false
+			continue
+		}
 		if err != nil {
 			b.learnFailures.Add(1)
 			continue
@@ -437,7 +452,7 @@ func (b *Bridge) applyLearned(mods []*ofpwire.FlowMod, now time.Time, refs *[]da
 			*refs = append(*refs, e.LearnRefresher())
 		}
 	}
-	return true
+	return ok
 }
 
 // LearnFailures counts the flows learn actions built that the tables

@@ -61,8 +61,8 @@ func (b *Bridge) packetOut(po *ofpwire.PacketOut) error {
 	opts := b.xlateOptions(time.Now())
 	opts.Pipe = packetOutPipe(po.Match, &key)
 	opts.Table = b.activePipeline() // output to OFPP_TABLE runs the bridge's tables
-	var learned []*ofpwire.FlowMod
-	opts.Learn = func(fm *ofpwire.FlowMod) { learned = append(learned, fm) }
+	var learned []learnedFlow
+	opts.Learn = func(fm *ofpwire.FlowMod, limit uint32) { learned = append(learned, learnedFlow{fm, limit}) }
 	if err := xlate.Translate(scratch, &key, &res, opts); err != nil {
 		if errors.Is(err, xlate.ErrUnsupported) {
 			return ofpErr(ofpwire.ETBadAction, ofpwire.BACBadType)
@@ -133,8 +133,8 @@ func (b *Bridge) resume(r *ofpwire.Resume) error {
 	now := time.Now()
 	opts := b.xlateOptions(now)
 	opts.Pipe = packetOutPipe(r.Match, &key)
-	var learned []*ofpwire.FlowMod
-	opts.Learn = func(fm *ofpwire.FlowMod) { learned = append(learned, fm) }
+	var learned []learnedFlow
+	opts.Learn = func(fm *ofpwire.FlowMod, limit uint32) { learned = append(learned, learnedFlow{fm, limit}) }
 	var res datapath.UpcallResult
 	if err := xlate.TranslateResume(b.activePipeline(), &key, &res, opts, ctx); err != nil {
 		return ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)

@@ -32,6 +32,10 @@ type subtable struct {
 type table struct {
 	subs  []*subtable
 	count int
+	// cookies counts the entries by cookie: a learn action's limit is
+	// on the flows of its table with the cookie it learns with, checked
+	// on every upcall that runs it.
+	cookies map[uint64]int
 }
 
 // sameMasks reports whether the subtable holds matches with masks (m, pm).
@@ -84,6 +88,10 @@ func (t *table) insert(e *Entry) {
 	st.buckets[bk] = b
 	st.count++
 	t.count++
+	if t.cookies == nil {
+		t.cookies = make(map[uint64]int)
+	}
+	t.cookies[e.Cookie]++
 	if int(e.Priority) > st.maxPrio {
 		st.maxPrio = int(e.Priority)
 		t.sortSubs()
@@ -110,6 +118,9 @@ func (t *table) remove(e *Entry) {
 	}
 	st.count--
 	t.count--
+	if t.cookies[e.Cookie]--; t.cookies[e.Cookie] <= 0 {
+		delete(t.cookies, e.Cookie)
+	}
 	if st.count == 0 {
 		for i, s := range t.subs {
 			if s == st {

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"reflect"
 	"time"
 
@@ -21,13 +22,54 @@ import (
 // (replacing an entry with the same match and priority, whose counters
 // it keeps). It returns the entry the table holds for fm.
 func (p *Pipeline) Learn(fm *ofpwire.FlowMod, now time.Time) (e *Entry, changed bool, err error) {
+	return p.LearnLimit(fm, 0, now)
+}
+
+// ErrLearnLimit is LearnLimit's refusal: the table already holds as many
+// flows with the learned flow's cookie as the learn action's limit.
+var ErrLearnLimit = errors.New("pipeline: learn limit reached")
+
+// LearnLimit is Learn for a learn action with limit=N (N > 0): a flow not
+// in the table yet is added only while table fm.TableID holds fewer than
+// limit entries with fm.Cookie (every such entry counts, learned or not,
+// as in Open vSwitch); otherwise it fails with ErrLearnLimit. A flow
+// already there unchanged is always kept (its timeouts restart).
+func (p *Pipeline) LearnLimit(fm *ofpwire.FlowMod, limit uint32, now time.Time) (e *Entry, changed bool, err error) {
 	p.mu.Lock()
-	e, changed, err = p.learnLocked(fm, now)
+	e, changed, err = p.learnLocked(fm, limit, now)
 	p.unlockChanged(changed)
 	return e, changed, err
 }
 
-func (p *Pipeline) learnLocked(fm *ofpwire.FlowMod, now time.Time) (*Entry, bool, error) {
+// LearnAllowedLocked reports whether LearnLimit(fm, limit) would keep or
+// add fm rather than refuse it, for a translation (which holds the read
+// lock) whose learn action writes that outcome into a field. A flow the
+// tables would refuse for another reason counts as allowed: Open
+// vSwitch's result bit says only whether the limit let it through.
+func (p *Pipeline) LearnAllowedLocked(fm *ofpwire.FlowMod, limit uint32) bool {
+	if limit == 0 || int(fm.TableID) >= NumTables {
+		return true
+	}
+	m, err := ofmatch.FromOXM(fm.Match)
+	if err != nil {
+		return true
+	}
+	t := &p.tables[fm.TableID]
+	return t.unchanged(&m, fm) != nil || t.cookies[fm.Cookie] < int(limit)
+}
+
+// unchanged returns the entry that already is fm's flow (same match,
+// priority, cookie, timeouts, flags and instructions), or nil.
+func (t *table) unchanged(m *ofmatch.Match, fm *ofpwire.FlowMod) *Entry {
+	if old := t.findStrict(m, fm.Priority); old != nil && old.Cookie == fm.Cookie &&
+		old.IdleTimeout == fm.IdleTimeout && old.HardTimeout == fm.HardTimeout && old.Flags == fm.Flags &&
+		reflect.DeepEqual(old.Instructions(), fm.Instructions) {
+		return old
+	}
+	return nil
+}
+
+func (p *Pipeline) learnLocked(fm *ofpwire.FlowMod, limit uint32, now time.Time) (*Entry, bool, error) {
 	if fm.Command != ofpwire.FlowAdd {
 		return nil, false, fmErr(ofpwire.FMFCBadCommand)
 	}
@@ -42,11 +84,12 @@ func (p *Pipeline) learnLocked(fm *ofpwire.FlowMod, now time.Time) (*Entry, bool
 		return nil, false, err
 	}
 	t := &p.tables[fm.TableID]
-	if old := t.findStrict(&m, fm.Priority); old != nil && old.Cookie == fm.Cookie &&
-		old.IdleTimeout == fm.IdleTimeout && old.HardTimeout == fm.HardTimeout && old.Flags == fm.Flags &&
-		reflect.DeepEqual(old.Instructions(), fm.Instructions) {
+	if old := t.unchanged(&m, fm); old != nil {
 		old.refresh(now)
 		return old, false, nil
+	}
+	if limit != 0 && t.cookies[fm.Cookie] >= int(limit) {
+		return nil, false, ErrLearnLimit
 	}
 	if err := p.add(fm, &m, now, nil); err != nil {
 		return nil, false, err

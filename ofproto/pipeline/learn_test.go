@@ -79,3 +79,43 @@ func TestDeleteLearned(t *testing.T) {
 		t.Fatalf("table 4 holds %d flows, want the one with another cookie", n)
 	}
 }
+
+// TestLearnLimitCounts: the limit counts the table's flows with the
+// learned cookie as they come and go (expiry frees room), a flow already
+// there is kept at the limit, and a replacement of one of them (same
+// match and priority, other actions) is refused at the limit, as in Open
+// vSwitch, which counts the flow it would replace.
+func TestLearnLimitCounts(t *testing.T) {
+	p := New(0)
+	flowFor := func(port uint64, hard uint16) *ofpwire.FlowMod {
+		fm := add(match(inPort(port)), 5, output(1))
+		fm.TableID, fm.Cookie, fm.HardTimeout = 1, 0x77, hard
+		return fm
+	}
+	if _, _, err := p.LearnLimit(flowFor(1, 10), 2, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.LearnLimit(flowFor(2, 0), 2, t0); err != nil {
+		t.Fatal(err)
+	}
+	p.RLock()
+	full, again := p.LearnAllowedLocked(flowFor(3, 0), 2), p.LearnAllowedLocked(flowFor(2, 0), 2)
+	p.RUnlock()
+	if full || !again {
+		t.Fatalf("at the limit: a new flow allowed %v (want false), one already there %v (want true)", full, again)
+	}
+	if _, _, err := p.LearnLimit(flowFor(3, 0), 2, t0); err != ErrLearnLimit {
+		t.Fatalf("third flow: %v, want ErrLearnLimit", err)
+	}
+	changed := flowFor(2, 0)
+	changed.Instructions = output(2)
+	if _, _, err := p.LearnLimit(changed, 2, t0); err != ErrLearnLimit {
+		t.Fatalf("replacing a flow at the limit: %v, want ErrLearnLimit", err)
+	}
+	if gone := p.Expire(t0.Add(11 * time.Second)); len(gone) != 1 {
+		t.Fatalf("%d flows expired, want 1", len(gone))
+	}
+	if _, _, err := p.LearnLimit(flowFor(3, 0), 2, t0); err != nil {
+		t.Fatalf("after an expiry: %v", err)
+	}
+}

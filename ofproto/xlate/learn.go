@@ -13,12 +13,17 @@ import (
 // join the megaflow mask, so every packet that would learn something
 // else gets a megaflow of its own (the datapath cannot learn). A trace
 // shows the flow and learns nothing.
+//
+// With limit=N the flow is learned only while its table holds fewer than
+// N flows with its cookie, unless it is there already (Open vSwitch's
+// rule); result_dst gets 1 when it was learned or already there, 0 when
+// the limit refused it. That is decided here, from the tables as the walk
+// sees them: the megaflow holds the outcome, and stays right because any
+// change to the tables (a flow learned, one expiring) drops every
+// megaflow. Options.Learn applies the flow under the same limit, so
+// translations running at once cannot learn past it; one that lost that
+// race keeps its megaflow out of the datapath (see ofproto).
 func (x *xlator) learn(a *ofpwire.ActionLearn) error {
-	if a.Limit != 0 || a.Flags&ofpwire.LearnWriteResult != 0 {
-		// Whether the limit allows the flow decides a register the rest
-		// of the walk reads: not evaluated yet.
-		return fmt.Errorf("%w: learn with limit or result_dst", ErrUnsupported)
-	}
 	fm := &ofpwire.FlowMod{
 		Command: ofpwire.FlowAdd, TableID: a.TableID, Priority: a.Priority, Cookie: a.Cookie,
 		IdleTimeout: a.IdleTimeout, HardTimeout: a.HardTimeout,
@@ -61,15 +66,42 @@ func (x *xlator) learn(a *ofpwire.ActionLearn) error {
 	if len(acts) > 0 {
 		fm.Instructions = []ofpwire.Instruction{&ofpwire.InstrApplyActions{Actions: acts}}
 	}
-	if x.tr != nil {
-		x.traceNote(TraceAction, fmt.Sprintf("learned into table %d (not applied by a trace): %d match fields, %d actions", a.TableID, len(fm.Match.Fields), len(acts)))
-		return nil
-	}
-	if x.opts.Learn == nil {
+	if x.opts.Learn == nil && x.tr == nil {
 		return fmt.Errorf("%w: learn without a table to learn into", ErrUnsupported)
 	}
-	x.opts.Learn(fm)
+	allowed := x.learnAllowed(fm, a.Limit)
+	switch {
+	case x.tr != nil && allowed:
+		x.traceNote(TraceAction, fmt.Sprintf("learned into table %d (not applied by a trace): %d match fields, %d actions", a.TableID, len(fm.Match.Fields), len(acts)))
+	case x.tr != nil:
+		x.traceNote(TraceAction, fmt.Sprintf("learn limit %d of table %d reached: nothing learned", a.Limit, a.TableID))
+	case allowed:
+		x.opts.Learn(fm, a.Limit)
+	}
+	if a.Flags&ofpwire.LearnWriteResult != 0 {
+		bit := uint64(0)
+		if allowed {
+			bit = 1
+		}
+		return x.loadBits(a.ResultDst, int(a.ResultDstOfs), 1, bit)
+	}
 	return nil
+}
+
+// learnAllowed says whether a learn action with limit may learn fm now.
+// The tables asked are the bridge's: x.p, locked by the walk, or, for a
+// packet-out's own actions (x.p is their scratch pipeline), the one
+// output to TABLE reaches.
+func (x *xlator) learnAllowed(fm *ofpwire.FlowMod, limit uint32) bool {
+	if limit == 0 {
+		return true
+	}
+	if t := x.opts.Table; t != nil && t != x.p {
+		t.RLock()
+		defer t.RUnlock()
+		return t.LearnAllowedLocked(fm, limit)
+	}
+	return x.p.LearnAllowedLocked(fm, limit)
 }
 
 // learnedMatch builds a learned flow's match from the match specs, each

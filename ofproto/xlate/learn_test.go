@@ -10,6 +10,7 @@ import (
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 )
 
 // macLearn is Open vSwitch's MAC-learning recipe: learn(table=1,
@@ -36,7 +37,7 @@ func TestLearnMAC(t *testing.T) {
 	k := ipv4Key()
 	k.EthSrc, k.EthDst, k.InPort = a, [6]byte{0, 0, 0, 0, 0, 0xb}, 1
 	var learned []*ofpwire.FlowMod
-	opts := Options{Ports: []uint32{1, 2, 3}, Learn: func(fm *ofpwire.FlowMod) { learned = append(learned, fm) }}
+	opts := Options{Ports: []uint32{1, 2, 3}, Learn: func(fm *ofpwire.FlowMod, _ uint32) { learned = append(learned, fm) }}
 	var res datapath.UpcallResult
 	if err := Translate(p, &k, &res, opts); err != nil {
 		t.Fatal(err)
@@ -103,7 +104,7 @@ func TestLearnSpecs(t *testing.T) {
 	var learned []*ofpwire.FlowMod
 	k := ipv4Key()
 	var res datapath.UpcallResult
-	if err := Translate(p, &k, &res, Options{Learn: func(fm *ofpwire.FlowMod) { learned = append(learned, fm) }}); err != nil {
+	if err := Translate(p, &k, &res, Options{Learn: func(fm *ofpwire.FlowMod, _ uint32) { learned = append(learned, fm) }}); err != nil {
 		t.Fatal(err)
 	}
 	if len(learned) != 1 {
@@ -179,12 +180,75 @@ func TestLearnChecks(t *testing.T) {
 	if err := CheckActions([]ofpwire.Action{ok}, false); err != nil {
 		t.Fatalf("eth_type=0x800,NXM_OF_IP_SRC[]: %v", err)
 	}
-	limited := *ok
-	limited.Limit = 3
-	p := build(t, []flowSpec{{0, 1, nil, ins(apply(&limited))}})
-	k := ipv4Key()
-	var res datapath.UpcallResult
-	if err := Translate(p, &k, &res, Options{Learn: func(*ofpwire.FlowMod) {}}); !errors.Is(err, ErrUnsupported) {
-		t.Fatalf("learn with a limit: %v, want unsupported", err)
+}
+
+// TestLearnLimit: learn(limit=2,result_dst=reg0[0]) learns a flow per IP
+// source into table 1 while that table holds fewer than two flows with the
+// learned cookie; a flow already learned still reports 1, a refused one 0,
+// and the rest of the walk reads the bit. A flow of the table with the
+// same cookie counts against the limit whoever added it.
+func TestLearnLimit(t *testing.T) {
+	ipSrc := ofpwire.LearnSpec{NBits: 32, SrcField: ofpwire.XMTypeIPv4Src, Dst: ofpwire.LearnDstMatch, DstField: ofpwire.XMTypeIPv4Src}
+	l := &ofpwire.ActionLearn{TableID: 1, Priority: 5, Cookie: 0x77, Limit: 2, Flags: ofpwire.LearnWriteResult,
+		ResultDst: reg(0), ResultDstOfs: 0, Specs: []ofpwire.LearnSpec{
+			{NBits: 16, Imm: []byte{8, 0}, Dst: ofpwire.LearnDstMatch, DstField: ofpwire.XMTypeEthType}, ipSrc}}
+	p := build(t, []flowSpec{
+		{table: 0, prio: 1, ins: ins(apply(l, resubmitT(2)))},
+		{table: 2, prio: 10, match: []ofpwire.OXM{oxm(reg(0), 1)}, ins: ins(apply(out(2)))},
+		{table: 2, prio: 5, ins: ins(apply(out(3)))},
+	})
+	var pending []*ofpwire.FlowMod
+	opts := Options{Ports: []uint32{1, 2, 3}, Learn: func(fm *ofpwire.FlowMod, limit uint32) {
+		if limit != 2 {
+			t.Errorf("learned with limit %d, want 2", limit)
+		}
+		pending = append(pending, fm)
+	}}
+	send := func(src uint32) uint32 {
+		t.Helper()
+		k := ipv4Key()
+		k.IPv4Src = src
+		var res datapath.UpcallResult
+		if err := Translate(p, &k, &res, opts); err != nil {
+			t.Fatal(err)
+		}
+		for _, fm := range pending {
+			if _, _, err := p.LearnLimit(fm, 2, t0); err != nil {
+				t.Fatalf("LearnLimit after a translation that allowed it: %v", err)
+			}
+		}
+		pending = nil
+		if len(res.Actions) != 1 || res.Actions[0].Kind != actions.Output {
+			t.Fatalf("source %#x: actions %v", src, res.Actions)
+		}
+		return res.Actions[0].Port
+	}
+	for i, c := range []struct {
+		src  uint32
+		port uint32
+	}{
+		{1, 2}, {2, 2}, // learned
+		{3, 3}, // the limit refuses it
+		{1, 2}, // already there
+		{4, 3},
+	} {
+		if got := send(c.src); got != c.port {
+			t.Errorf("packet %d (source %d): port %d, want %d", i, c.src, got, c.port)
+		}
+	}
+	if n := p.TableStats(1).Active; n != 2 {
+		t.Errorf("table 1 holds %d flows, want 2", n)
+	}
+	// A third flow, refused by the tables directly too.
+	fm := &ofpwire.FlowMod{Command: ofpwire.FlowAdd, TableID: 1, Priority: 5, Cookie: 0x77,
+		Match:    ofpwire.Match{Fields: []ofpwire.OXM{oxm(ofpwire.XMTypeEthType, 0x800), oxm(ofpwire.XMTypeIPv4Src, 9)}},
+		BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny}
+	if _, _, err := p.LearnLimit(fm, 2, t0); !errors.Is(err, pipeline.ErrLearnLimit) {
+		t.Errorf("LearnLimit past the limit: %v, want ErrLearnLimit", err)
+	}
+	// Another cookie is not limited by these.
+	fm.Cookie = 0x78
+	if _, _, err := p.LearnLimit(fm, 2, t0); err != nil {
+		t.Errorf("LearnLimit with another cookie: %v", err)
 	}
 }

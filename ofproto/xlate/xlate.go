@@ -85,10 +85,11 @@ type Options struct {
 	// packets, not a packet-out's; the caller invalidates megaflows when
 	// it changes.
 	DropFragments bool
-	// Learn receives each flow a learn action built (an ADD); the caller
-	// applies it once Translate has returned, since the walk holds the
-	// pipeline's read lock. nil makes learn unsupported.
-	Learn func(*ofpwire.FlowMod)
+	// Learn receives each flow a learn action built (an ADD) and the
+	// action's limit (0: none); the caller applies it once Translate has
+	// returned, since the walk holds the pipeline's read lock, with
+	// pipeline.LearnLimit. nil makes learn unsupported.
+	Learn func(fm *ofpwire.FlowMod, limit uint32)
 	// Pipe is the pipeline state (metadata, registers) the walk starts
 	// with: zero for a received packet, what an OpenFlow 1.5 packet-out's
 	// match says for its packet.
