@@ -51,13 +51,14 @@ func (b *Bridge) tableNotifier() {
 
 // entryFlowMod is the ADD that recreates entry e.
 func entryFlowMod(e *pipeline.Entry) *ofpwire.FlowMod {
+	idle, hard := e.Timeouts() // as a fin_timeout left them
 	return &ofpwire.FlowMod{
 		Command:      ofpwire.FlowAdd,
 		TableID:      e.TableID,
 		Priority:     e.Priority,
 		Cookie:       e.Cookie,
-		IdleTimeout:  e.IdleTimeout,
-		HardTimeout:  e.HardTimeout,
+		IdleTimeout:  idle,
+		HardTimeout:  hard,
 		Flags:        e.Flags,
 		BufferID:     ofpwire.NoBuffer,
 		OutPort:      ofpwire.PortAny,

@@ -227,13 +227,14 @@ func (b *Bridge) flowStats(c *ofconn.Conn, xid uint32, req *ofpwire.FlowStatsReq
 	stats := make([]ofpwire.FlowStats, len(entries))
 	for i, e := range entries {
 		d := e.Duration(now)
+		idle, hard := e.Timeouts()
 		stats[i] = ofpwire.FlowStats{
 			TableID:      e.TableID,
 			DurationSec:  uint32(d / time.Second),
 			DurationNSec: uint32(d % time.Second),
 			Priority:     e.Priority,
-			IdleTimeout:  e.IdleTimeout,
-			HardTimeout:  e.HardTimeout,
+			IdleTimeout:  idle,
+			HardTimeout:  hard,
 			Flags:        e.Flags,
 			Cookie:       e.Cookie,
 			PacketCount:  e.Packets.Load(),

@@ -132,6 +132,7 @@ func (b *Bridge) sendRemoved(removed []*pipeline.Entry) {
 			continue
 		}
 		d := e.Duration(now)
+		idle, hard := e.Timeouts()
 		b.mgr.SendFlowRemoved(ofpwire.FlowRemoved{
 			Cookie:       e.Cookie,
 			Priority:     e.Priority,
@@ -139,8 +140,8 @@ func (b *Bridge) sendRemoved(removed []*pipeline.Entry) {
 			TableID:      e.TableID,
 			DurationSec:  uint32(d / time.Second),
 			DurationNSec: uint32(d % time.Second),
-			IdleTimeout:  e.IdleTimeout,
-			HardTimeout:  e.HardTimeout,
+			IdleTimeout:  idle,
+			HardTimeout:  hard,
 			PacketCount:  e.Packets.Load(),
 			ByteCount:    e.Bytes.Load(),
 			Match:        ofmatch.ToOXM(&e.Match),

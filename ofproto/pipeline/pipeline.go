@@ -43,12 +43,15 @@ const knownFlags = ofpwire.FlowFlagSendFlowRem | ofpwire.FlowFlagCheckOverlap |
 // installed (RemovedReason excepted, set as it leaves); MODIFY replaces the
 // instructions, read through Instructions.
 type Entry struct {
-	Match       ofmatch.Match
-	Priority    uint16
-	TableID     uint8
-	Cookie      uint64
-	IdleTimeout uint16 // seconds, 0 = none
-	HardTimeout uint16 // seconds, 0 = none
+	Match    ofmatch.Match
+	Priority uint16
+	TableID  uint8
+	Cookie   uint64
+	// IdleTimeout and HardTimeout are the timeouts the entry was added
+	// with (seconds, 0 = none); Timeouts gives them as a fin_timeout
+	// action may have reduced them since.
+	IdleTimeout uint16
+	HardTimeout uint16
 	Flags       ofpwire.FlowModFlag
 	Created     time.Time
 
@@ -67,11 +70,58 @@ type Entry struct {
 	// LearnRefresher), as Open vSwitch restarts a learned flow's hard
 	// timeout each time it is learned.
 	hardFrom atomic.Int64
-	insts    atomic.Pointer[[]ofpwire.Instruction]
+	// reduced holds the timeouts a fin_timeout set (idle<<16 | hard, each
+	// 0 when not reduced): written by translations holding only the read
+	// lock, so atomic.
+	reduced atomic.Uint32
+	insts   atomic.Pointer[[]ofpwire.Instruction]
 	// conjunctive says the entry is a clause of a conjunctive match: its
 	// actions are conjunction actions (which then are all it has). Set
 	// with the instructions, under the pipeline's write lock.
 	conjunctive bool
+}
+
+// Timeouts returns the entry's idle and hard timeouts (seconds, 0 =
+// none) as they are now: what it was added with, unless a fin_timeout
+// reduced them. Expiry, flow stats and FLOW_REMOVED use these, as Open
+// vSwitch's dump-flows shows a reduced timeout.
+func (e *Entry) Timeouts() (idle, hard uint16) { return e.timeouts(e.reduced.Load()) }
+
+// timeouts is Timeouts with reduced's value r.
+func (e *Entry) timeouts(r uint32) (idle, hard uint16) {
+	idle, hard = e.IdleTimeout, e.HardTimeout
+	if ri := uint16(r >> 16); ri != 0 {
+		idle = ri
+	}
+	if rh := uint16(r); rh != 0 {
+		hard = rh
+	}
+	return idle, hard
+}
+
+// ReduceTimeouts is what a fin_timeout(idle_timeout=idle,
+// hard_timeout=hard) action does to the entry it ran from when a TCP FIN
+// or RST passes (Open vSwitch's ofproto_rule_reduce_timeouts): each
+// timeout given (not 0) replaces the entry's when that is none or longer.
+// The hard timeout still counts from when it started, so an entry older
+// than the new one expires at the next check. It changes nothing a
+// translation reads, so the tables' generation stays.
+func (e *Entry) ReduceTimeouts(idle, hard uint16) {
+	for {
+		old := e.reduced.Load()
+		ci, ch := e.timeouts(old)
+		ni, nh := uint16(old>>16), uint16(old)
+		if idle != 0 && (ci == 0 || ci > idle) {
+			ni = idle
+		}
+		if hard != 0 && (ch == 0 || ch > hard) {
+			nh = hard
+		}
+		n := uint32(ni)<<16 | uint32(nh)
+		if n == old || e.reduced.CompareAndSwap(old, n) {
+			return
+		}
+	}
 }
 
 // Instructions returns the entry's instruction list as of now. The slice is
@@ -542,11 +592,12 @@ func (p *Pipeline) add(fm *ofpwire.FlowMod, m *ofmatch.Match, now time.Time, st 
 // expiry returns when e times out and why, or ok false when it has no
 // timeout. When both timeouts have passed the earlier deadline is the reason.
 func expiry(e *Entry) (at int64, reason ofpwire.FlowRemovedReason, ok bool) {
-	if e.HardTimeout != 0 {
-		at, reason, ok = e.hardFrom.Load()+int64(e.HardTimeout)*int64(time.Second), ofpwire.FlowReasonHardTimeout, true
+	idleT, hardT := e.Timeouts()
+	if hardT != 0 {
+		at, reason, ok = e.hardFrom.Load()+int64(hardT)*int64(time.Second), ofpwire.FlowReasonHardTimeout, true
 	}
-	if e.IdleTimeout != 0 {
-		idle := e.lastUsed.Load() + int64(e.IdleTimeout)*int64(time.Second)
+	if idleT != 0 {
+		idle := e.lastUsed.Load() + int64(idleT)*int64(time.Second)
 		if !ok || idle < at {
 			at, reason, ok = idle, ofpwire.FlowReasonIdleTimeout, true
 		}

@@ -256,7 +256,7 @@ func (x *xlator) resubmit(a *ofpwire.ActionResubmit) error {
 	if int(tid) >= pipeline.NumTables {
 		return nil
 	}
-	table, miss, cookie, noFreeze := x.table, x.miss, x.cookie, x.noFreeze
+	table, miss, cookie, noFreeze, entry := x.table, x.miss, x.cookie, x.noFreeze, x.entry
 	if deepens {
 		x.resubmitDepth++
 	}
@@ -267,7 +267,7 @@ func (x *xlator) resubmit(a *ofpwire.ActionResubmit) error {
 	}
 	x.forked = false // a check_pkt_larger ended the tables resubmitted to, not the caller
 	x.noFreeze = noFreeze
-	x.table, x.miss, x.cookie = table, miss, cookie
+	x.table, x.miss, x.cookie, x.entry = table, miss, cookie, entry
 	return err
 }
 

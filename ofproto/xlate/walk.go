@@ -97,7 +97,7 @@ func (x *xlator) walkEntry(tid uint8, e *pipeline.Entry, ins []ofpwire.Instructi
 // instruction fromIns, whose actions start at fromAct, and says where the
 // walk goes next.
 func (x *xlator) runEntry(tid uint8, e *pipeline.Entry, ins []ofpwire.Instruction, fromIns, fromAct int) (next uint8, gotoTable bool, err error) {
-	x.table, x.miss, x.cookie = tid, isTableMiss(e), e.Cookie
+	x.table, x.miss, x.cookie, x.entry = tid, isTableMiss(e), e.Cookie, e
 	for i := fromIns; i < len(ins); i++ {
 		switch in := ins[i].(type) {
 		case *ofpwire.InstrApplyActions:
@@ -263,8 +263,7 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 	case *ofpwire.ActionBundle:
 		return x.bundle(a, table, miss)
 	case *ofpwire.ActionFinTimeout:
-		// Accepted; timeouts are not shortened by FIN or RST yet.
-		return nil
+		return x.finTimeout(a)
 	case *ofpwire.ActionCheckPktLarger:
 		return x.checkPktLarger(a)
 	case *ofpwire.ActionPushVLAN:
@@ -308,6 +307,37 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 		return unsupportedAction(a)
 	}
 }
+
+// finTimeout reduces the timeouts of the entry being executed (its
+// fin_timeout's; a resubmitted entry's own) when the packet is a TCP FIN
+// or RST, as Open vSwitch does at translation. The megaflow matches the
+// FIN and RST bits of TCP packets, so the first such packet of a flow
+// gets a translation of its own, which applies the reduction at once
+// (Open vSwitch applies it when its revalidator pushes the megaflow's
+// TCP flags, up to a second later); later ones find it done. A trace
+// changes nothing.
+func (x *xlator) finTimeout(a *ofpwire.ActionFinTimeout) error {
+	x.consult(&flow.Mask{EthType: 0xffff, NwProto: 0xff})
+	if x.key.EthType != header.EtherTypeIPv4 && x.key.EthType != header.EtherTypeIPv6 || x.key.NwProto != header.IPProtoTCP {
+		return nil
+	}
+	x.consult(&flow.Mask{TCPFlags: tcpFIN | tcpRST})
+	if x.key.TCPFlags&(tcpFIN|tcpRST) == 0 || x.entry == nil {
+		return nil
+	}
+	if x.tr != nil {
+		x.traceNote(TraceAction, fmt.Sprintf("a TCP FIN or RST: the flow's timeouts would be reduced to idle %d, hard %d (not by a trace)", a.IdleTimeout, a.HardTimeout))
+		return nil
+	}
+	x.entry.ReduceTimeouts(a.IdleTimeout, a.HardTimeout)
+	return nil
+}
+
+// The TCP flags fin_timeout looks for.
+const (
+	tcpFIN = 0x001
+	tcpRST = 0x004
+)
 
 func (x *xlator) isIP() bool {
 	x.consult(&flow.Mask{EthType: 0xffff})

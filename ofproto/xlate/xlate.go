@@ -188,6 +188,9 @@ type xlator struct {
 	// on with whatever resubmitted to that entry.
 	forkAt *Frozen
 	forked bool
+	// entry is the entry whose instructions are being executed (the
+	// resubmitted one inside a resubmit): what fin_timeout shortens.
+	entry *pipeline.Entry
 }
 
 // Translate walks the pipeline for the packet whose flow key is key,
