@@ -112,6 +112,16 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("encoding %T in version %d: %v", m, v, err)
 			}
 		}
+		// 1.0 refuses the flow-mods it cannot carry; one it encodes must
+		// decode as a 1.0 flow-mod.
+		if fm, ok := m.(*FlowMod); ok {
+			if b, err := EncodeIn(Version10, h.Transaction, fm); err == nil {
+				if b[0] != Version10 {
+					t.Fatalf("a 1.0 flow-mod with version %d", b[0])
+				}
+				decodeAll(t, b)
+			}
+		}
 	})
 }
 

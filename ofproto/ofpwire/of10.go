@@ -1,6 +1,8 @@
 package ofpwire
 
 import (
+	"fmt"
+
 	"github.com/netrack/openflow"
 )
 
@@ -652,6 +654,13 @@ func encode10(xid uint32, m Message) ([]byte, error) {
 	if t == 0xff {
 		return nil, errBadType
 	}
+	if m.MsgType() == openflow.TypeFlowMod {
+		body, err := flowMod13to10(b[HeaderLen:])
+		if err != nil {
+			return nil, err
+		}
+		return frame(Version10, openflow.Type(t), xid, body)
+	}
 	body := downgrade10(m.MsgType(), b[HeaderLen:])
 	return frame(Version10, openflow.Type(t), xid, body)
 }
@@ -849,4 +858,118 @@ func downItem10(mp uint16, it []byte) []byte {
 		return it
 	}
 	return nil // a reply 1.0 has no such request for
+}
+
+// flowMod13to10 rewrites a 1.3 flow-mod body into a 1.0 ofp_flow_mod: an
+// ofp10_match, then 1.0 actions (Open vSwitch's where 1.0 has none, as
+// for flow stats). Unlike a reply, a flow-mod that lost a match field or
+// an action would match or do something else, so what 1.0 cannot say is
+// refused: a table other than 0 (every table, for a delete), a cookie
+// mask, an output group, flags 1.0 has not, match fields outside
+// ofp10_match or masked other than IPv4 and ARP addresses by prefix,
+// instructions other than apply-actions, and actions 1.0 has no form for.
+func flowMod13to10(b []byte) ([]byte, error) {
+	refuse := func(what string) ([]byte, error) {
+		return nil, fmt.Errorf("ofpwire: an OpenFlow 1.0 flow-mod cannot carry %s", what)
+	}
+	if len(b) < 48 {
+		return nil, errBadLen
+	}
+	table, cmd := b[16], b[17]
+	if cmd > 4 {
+		return refuse(fmt.Sprintf("command %d", cmd))
+	}
+	if table != 0 && !(table == 0xff && (cmd == 3 || cmd == 4)) {
+		return refuse(fmt.Sprintf("table %d", table))
+	}
+	if be.Uint64(b[8:]) != 0 {
+		return refuse("a cookie mask")
+	}
+	if g := be.Uint32(b[32:]); g != 0xffffffff {
+		return refuse("an output group")
+	}
+	flags := be.Uint16(b[36:])
+	if flags&^3 != 0 { // SEND_FLOW_REM and CHECK_OVERLAP only
+		return refuse(fmt.Sprintf("flags %#x", flags))
+	}
+	outPort := be.Uint32(b[28:])
+	if outPort >= 0xff00 && outPort < 0xffffff00 {
+		return refuse(fmt.Sprintf("out_port %d", outPort))
+	}
+	mlen := int(be.Uint16(b[42:]))
+	at := 40 + roundUp8(mlen)
+	if mlen < 4 || at > len(b) {
+		return nil, errBadLen
+	}
+	oxms := b[44 : 40+mlen]
+	for o := oxms; len(o) > 0; {
+		if len(o) < 4 || 4+int(o[3]) > len(o) {
+			return nil, errBadLen
+		}
+		h := be.Uint32(o)
+		v := o[4 : 4+h&0xff]
+		o = o[4+h&0xff:]
+		field, masked := (h>>9)&0x7f, h&0x100 != 0
+		ok := h>>16 == 0x8000
+		switch field {
+		case oxmInPort:
+			p := be.Uint32(v)
+			ok = ok && !masked && (p < 0xff00 || p >= 0xffffff00)
+		case oxmEthSrc, oxmEthDst, oxmEthType, oxmVLANPCP, oxmIPDSCP, oxmIPProto, oxmARPOp,
+			oxmTCPSrc, oxmTCPDst, oxmUDPSrc, oxmUDPDst, oxmICMPType, oxmICMPCode:
+			ok = ok && !masked
+		case oxmVLANVID:
+			ok = ok && !masked
+		case oxmIPv4Src, oxmIPv4Dst, oxmARPSPA, oxmARPTPA:
+			if masked {
+				inv := ^be.Uint32(v[4:])
+				ok = ok && inv&(inv+1) == 0 // a prefix mask
+			}
+		default:
+			ok = false
+		}
+		if !ok {
+			return refuse(fmt.Sprintf("match field %#08x", h))
+		}
+	}
+	var acts []byte
+	for ins := b[at:]; len(ins) > 0; {
+		if len(ins) < 8 {
+			return nil, errBadLen
+		}
+		n := int(be.Uint16(ins[2:]))
+		if n < 8 || n > len(ins) {
+			return nil, errBadLen
+		}
+		if t := be.Uint16(ins); t != instrApplyActions {
+			return refuse(fmt.Sprintf("instruction type %d", t))
+		}
+		acts = ins[8:n]
+		ins = ins[n:]
+	}
+	var bad error
+	eachAction(acts, func(t uint16, a []byte) bool {
+		switch {
+		case t == 0 && len(a) >= 16:
+			if p := be.Uint32(a[4:]); p >= 0xff00 && p < 0xffffff00 {
+				_, bad = refuse(fmt.Sprintf("output to port %d", p))
+			}
+		case t == 18 || t == 25:
+		case t == act10Vendor && len(a) >= 8 && be.Uint32(a[4:]) == NXVendor:
+		default:
+			_, bad = refuse(fmt.Sprintf("action type %d", t))
+		}
+		return bad == nil
+	})
+	if bad != nil {
+		return nil, bad
+	}
+	nb := match13to10(oxms)
+	nb = append(nb, b[0:8]...) // cookie
+	nb = be.AppendUint16(nb, uint16(cmd))
+	nb = append(nb, b[18:24]...) // idle, hard, priority
+	nb = append(nb, b[24:28]...) // buffer_id
+	nb = be.AppendUint16(nb, port13to10(outPort))
+	nb = be.AppendUint16(nb, flags)
+	return append(nb, actions13to10(acts)...), nil
 }
