@@ -36,7 +36,7 @@ func (b *Bridge) groupMod(gm *ofpwire.GroupMod) error {
 // applyGroupMod is groupMod that returns the flows it removed instead of
 // reporting them.
 func (b *Bridge) applyGroupMod(gm *ofpwire.GroupMod) ([]*pipeline.Entry, error) {
-	if gm.Command == ofpwire.GroupAdd || gm.Command == ofpwire.GroupModify {
+	if gm.Command == ofpwire.GroupAdd || gm.Command == ofpwire.GroupModify || gm.Command == ofpwire.GroupInsertBucket {
 		for i := range gm.Buckets {
 			if err := xlate.CheckActions(gm.Buckets[i].Actions, false); err != nil {
 				return nil, err

@@ -170,6 +170,10 @@ const (
 	GMFCBadBucket           = uint16(ofp.ErrCodeGroupModBadBucket)
 	GMFCBadWatch            = uint16(ofp.ErrCodeGroupModBadWatch)
 	GMFCEperm               = uint16(ofp.ErrCodeGroupModPerm)
+	// OpenFlow 1.5's: no bucket with the command_bucket_id of an
+	// insert or remove, and a bucket id used twice.
+	GMFCUnknownBucket uint16 = 15
+	GMFCBucketExists  uint16 = 16
 )
 
 // OFPPMFC_* codes for ETPortModFailed.

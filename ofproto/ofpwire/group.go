@@ -15,6 +15,12 @@ type Bucket struct {
 	WatchPort  ofp.PortNo
 	WatchGroup ofp.Group
 	Actions    []Action
+	// ID is OpenFlow 1.5's bucket_id, what a 1.5 group-mod gave it. The
+	// 1.3 layout does not carry it: buckets decoded from it have ID 0, and
+	// a list whose IDs are not distinct stands for buckets numbered by
+	// position (as Open vSwitch numbers them for earlier versions; see
+	// NumberBuckets).
+	ID uint32
 }
 
 func appendBuckets(b []byte, bs []Bucket) ([]byte, error) {
@@ -73,6 +79,11 @@ type GroupMod struct {
 	// controller said (OpenFlow 1.5 with Open vSwitch's selection_method
 	// property); nil is the switch's default.
 	Selection *GroupSelection
+	// CommandBucketID is where GroupInsertBucket inserts (BucketFirst,
+	// BucketLast, or after the bucket with that id) and what
+	// GroupRemoveBucket removes (BucketFirst, BucketLast, BucketAll, or
+	// the bucket with that id). Other commands do not use it.
+	CommandBucketID uint32
 }
 
 // GroupSelection is Open vSwitch's selection_method group property:

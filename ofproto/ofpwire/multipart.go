@@ -3,6 +3,7 @@ package ofpwire
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/netrack/openflow"
 	"github.com/netrack/openflow/ofp"
@@ -158,6 +159,9 @@ func (m *MultipartReply) encodeSplitIn(v uint8, xid uint32, max int) ([]byte, er
 	}
 	if v != Version {
 		items, ends = downgradeItems(v, uint16(m.Body.MultipartType()), items, ends)
+	}
+	if g, ok := m.Body.(*GroupDescReply); ok && v >= Version15 {
+		stampBucketIDs15(items, ends, g.Groups)
 	}
 	// 1.0 calls them stats replies, type 17, with a 4-byte header.
 	hdrLen, typ, pad := multipartHeaderLen, byte(openflow.TypeMultipartReply), 4
@@ -1069,5 +1073,59 @@ func (r *TableFeaturesReply) decodeRep(b []byte) (err error) {
 
 func (r *TableFeaturesReply) merge(o MultipartReplyBody) bool {
 	r.Tables = append(r.Tables, o.(*TableFeaturesReply).Tables...)
+	return true
+}
+
+// stampBucketIDs15 writes each bucket's ID into the 1.5 group
+// descriptions items holds (ends as downgradeItems returns them), which
+// were rewritten from the 1.3 layout, where buckets have no id and so
+// are numbered by position. A group whose buckets' IDs are not distinct
+// (a GroupDesc built without them) keeps those positions.
+func stampBucketIDs15(items []byte, ends []int, groups []GroupDesc) {
+	start := 0
+	for i, end := range ends {
+		if i >= len(groups) {
+			return
+		}
+		it := items[start:end]
+		start = end
+		if len(it) < 16 || !distinctIDs(groups[i].Buckets) {
+			continue
+		}
+		bs := it[16:]
+		for j := 0; j < len(groups[i].Buckets) && len(bs) >= 8; j++ {
+			n := int(be.Uint16(bs))
+			if n < 8 || n > len(bs) {
+				break
+			}
+			be.PutUint32(bs[4:], groups[i].Buckets[j].ID)
+			bs = bs[n:]
+		}
+	}
+}
+
+// NumberBuckets gives bs their positions as IDs unless their IDs are
+// distinct already (they came from an OpenFlow 1.5 group-mod).
+func NumberBuckets(bs []Bucket) {
+	if distinctIDs(bs) {
+		return
+	}
+	for i := range bs {
+		bs[i].ID = uint32(i)
+	}
+}
+
+// distinctIDs reports whether no two buckets of bs have the same ID.
+func distinctIDs(bs []Bucket) bool {
+	ids := make([]uint32, len(bs))
+	for i := range bs {
+		ids[i] = bs[i].ID
+	}
+	slices.Sort(ids)
+	for i := 1; i < len(ids); i++ {
+		if ids[i] == ids[i-1] {
+			return false
+		}
+	}
 	return true
 }

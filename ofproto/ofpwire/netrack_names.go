@@ -175,6 +175,21 @@ const (
 	GroupAdd    = ofp.GroupAdd
 	GroupDelete = ofp.GroupDelete
 	GroupModify = ofp.GroupModify
+	// OpenFlow 1.5's OFPGC15_INSERT_BUCKET and OFPGC15_REMOVE_BUCKET:
+	// buckets added to or taken from an existing group, where
+	// GroupMod.CommandBucketID says.
+	GroupInsertBucket ofp.GroupCommand = 3
+	GroupRemoveBucket ofp.GroupCommand = 5
+)
+
+// OpenFlow 1.5's bucket ids (Bucket.ID, GroupMod.CommandBucketID): the
+// largest an actual bucket may have, and the special values of
+// command_bucket_id.
+const (
+	BucketMax   uint32 = 0xffffff00 // OFPG15_BUCKET_MAX
+	BucketFirst uint32 = 0xfffffffd // OFPG15_BUCKET_FIRST
+	BucketLast  uint32 = 0xfffffffe // OFPG15_BUCKET_LAST
+	BucketAll   uint32 = 0xffffffff // OFPG15_BUCKET_ALL
 )
 
 // GroupType values.

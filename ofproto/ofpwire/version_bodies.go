@@ -2,6 +2,7 @@ package ofpwire
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/netrack/openflow"
 	"github.com/netrack/openflow/ofp"
@@ -284,21 +285,30 @@ func packetOutPipeField(f ofp.XMType) bool {
 	return false
 }
 
-// upGroupMod15: 1.5 buckets carry an id and their weight and watch values
-// as properties. Bucket ids are not kept (groups report their buckets
-// numbered from 0, as Open vSwitch numbers 1.3 buckets).
+// upGroupMod15: 1.5 buckets carry an id (kept in Bucket.ID) and their
+// weight and watch values as properties; INSERT_BUCKET and REMOVE_BUCKET
+// name a bucket in command_bucket_id. What Open vSwitch refuses as
+// BAD_BUCKET is refused the same: a command_bucket_id the command cannot
+// take, a bucket id above OFPG15_BUCKET_MAX or used twice, a
+// REMOVE_BUCKET that carries buckets.
 func upGroupMod15(b []byte) (*GroupMod, error) {
 	if len(b) < 16 {
 		return nil, errBadLen
 	}
 	cmd := be.Uint16(b)
+	cbid := be.Uint32(b[12:])
+	cbidOK := cbid == BucketAll
 	switch cmd {
 	case 0, 1, 2:
-	case groupCmdInsert15, groupCmdRemove15:
-		return nil, &OFPError{Type: ETGroupModFailed, Code: GMFCBadCommand,
-			Reason: "insert_bucket and remove_bucket are not supported yet"}
+	case groupCmdInsert15:
+		cbidOK = cbid <= BucketMax || cbid == BucketFirst || cbid == BucketLast
+	case groupCmdRemove15:
+		cbidOK = cbid <= BucketMax || cbid == BucketFirst || cbid == BucketLast || cbid == BucketAll
 	default:
 		return nil, newErr(ETGroupModFailed, GMFCBadCommand)
+	}
+	if !cbidOK {
+		return nil, &OFPError{Type: ETGroupModFailed, Code: GMFCBadBucket, Reason: "command_bucket_id out of range"}
 	}
 	blen := int(be.Uint16(b[8:]))
 	if 16+blen > len(b) {
@@ -309,6 +319,10 @@ func upGroupMod15(b []byte) (*GroupMod, error) {
 		return nil, err
 	}
 	nb := append([]byte(nil), b[0:8]...)
+	if cmd == groupCmdInsert15 || cmd == groupCmdRemove15 {
+		be.PutUint16(nb, 0) // the 1.3 layout knows ADD; the command is put back below
+	}
+	var ids []uint32
 	buckets := b[16 : 16+blen]
 	for len(buckets) > 0 {
 		if len(buckets) < 8 {
@@ -318,6 +332,11 @@ func upGroupMod15(b []byte) (*GroupMod, error) {
 		if n < 8 || n > len(buckets) || 8+alen > n || n%8 != 0 {
 			return nil, errBucket
 		}
+		id := be.Uint32(buckets[4:])
+		if id > BucketMax {
+			return nil, &OFPError{Type: ETGroupModFailed, Code: GMFCBadBucket, Reason: "bucket id out of range"}
+		}
+		ids = append(ids, id)
 		weight := uint16(0)
 		if b[2] == groupTypeSelect {
 			weight = 1
@@ -349,9 +368,26 @@ func upGroupMod15(b []byte) (*GroupMod, error) {
 		nb = append(nb, acts...)
 		buckets = buckets[n:]
 	}
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			return nil, &OFPError{Type: ETGroupModFailed, Code: GMFCBadBucket, Reason: "bucket id used twice"}
+		}
+	}
+	if cmd == groupCmdRemove15 && len(ids) > 0 {
+		return nil, &OFPError{Type: ETGroupModFailed, Code: GMFCBadBucket, Reason: "remove_bucket with buckets"}
+	}
 	gm := &GroupMod{}
 	if err := gm.decodeBody(nb); err != nil {
 		return nil, err
+	}
+	gm.Command = ofp.GroupCommand(cmd)
+	if cmd == groupCmdInsert15 || cmd == groupCmdRemove15 {
+		gm.CommandBucketID = cbid
+	}
+	for i := range gm.Buckets {
+		gm.Buckets[i].ID = ids[i]
 	}
 	gm.Selection = sel
 	return gm, nil

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -214,6 +215,8 @@ func (t *GroupTable) ApplyGroupMod(gm *ofpwire.GroupMod, now time.Time) (deleted
 	case ofpwire.GroupAdd, ofpwire.GroupModify:
 	case ofpwire.GroupDelete:
 		return t.deleteLocked(gm.GroupID)
+	case ofpwire.GroupInsertBucket, ofpwire.GroupRemoveBucket:
+		return nil, t.editBucketsLocked(gm)
 	default:
 		return nil, gmErr(ofpwire.GMFCBadCommand)
 	}
@@ -234,6 +237,12 @@ func (t *GroupTable) ApplyGroupMod(gm *ofpwire.GroupMod, now time.Time) (deleted
 	for i := range gm.Buckets {
 		st.buckets[i].Bucket = gm.Buckets[i]
 	}
+	bs := make([]ofpwire.Bucket, len(gm.Buckets))
+	copy(bs, gm.Buckets)
+	ofpwire.NumberBuckets(bs) // a 1.3 group-mod's buckets, numbered as Open vSwitch does
+	for i := range bs {
+		st.buckets[i].ID = bs[i].ID
+	}
 	if old != nil {
 		// Bucket counters start again with the new buckets; the group's
 		// own counters and references carry on.
@@ -245,6 +254,115 @@ func (t *GroupTable) ApplyGroupMod(gm *ofpwire.GroupMod, now time.Time) (deleted
 	}
 	t.gen.Add(1)
 	return nil, nil
+}
+
+// editBucketsLocked applies OpenFlow 1.5's INSERT_BUCKET and
+// REMOVE_BUCKET to an existing group, with Open vSwitch's semantics (its
+// copy_buckets_for_insert_bucket and _remove_bucket): the group keeps its
+// type and selection method whatever the message says; an insert puts
+// the new buckets first (BucketFirst), last (BucketLast) or right after
+// the bucket with id CommandBucketID, which must exist
+// (OFPGMFC_UNKNOWN_BUCKET), and no bucket id may then be used twice
+// (OFPGMFC_BUCKET_EXISTS); a remove takes the first, the last, every
+// bucket or the one with that id (OFPGMFC_UNKNOWN_BUCKET when there is
+// none), and removing the first or last of no bucket is no error. Every
+// bucket's counters start again, as after a MODIFY.
+func (t *GroupTable) editBucketsLocked(gm *ofpwire.GroupMod) error {
+	g := t.byID[gm.GroupID]
+	if g == nil {
+		return gmErr(ofpwire.GMFCUnknownGroup)
+	}
+	cur := g.state.Load()
+	old := make([]ofpwire.Bucket, len(cur.buckets))
+	for i := range cur.buckets {
+		old[i] = cur.buckets[i].Bucket
+	}
+	find := func(id uint32) int {
+		if id > ofpwire.BucketMax {
+			return -1
+		}
+		return slices.IndexFunc(old, func(b ofpwire.Bucket) bool { return b.ID == id })
+	}
+	var next []ofpwire.Bucket
+	id := gm.CommandBucketID
+	if gm.Command == ofpwire.GroupRemoveBucket {
+		skip := -1
+		switch id {
+		case ofpwire.BucketAll:
+			old = nil
+		case ofpwire.BucketFirst:
+			if len(old) > 0 {
+				skip = 0
+			}
+		case ofpwire.BucketLast:
+			skip = len(old) - 1
+		default:
+			if skip = find(id); skip < 0 {
+				return gmErr(ofpwire.GMFCUnknownBucket)
+			}
+		}
+		for i := range old {
+			if i != skip {
+				next = append(next, old[i])
+			}
+		}
+	} else {
+		at := 0 // BucketFirst
+		switch id {
+		case ofpwire.BucketFirst:
+		case ofpwire.BucketLast:
+			at = len(old)
+		default:
+			i := find(id)
+			if i < 0 {
+				return gmErr(ofpwire.GMFCUnknownBucket)
+			}
+			at = i + 1
+		}
+		for _, nb := range gm.Buckets {
+			if find(nb.ID) >= 0 {
+				return gmErr(ofpwire.GMFCBucketExists)
+			}
+		}
+		next = append(next, old[:at]...)
+		next = append(next, gm.Buckets...)
+		next = append(next, old[at:]...)
+		edited := &ofpwire.GroupMod{Command: ofpwire.GroupModify, Type: cur.typ, GroupID: gm.GroupID, Buckets: next}
+		if err := t.checkInserted(edited, gm.Buckets); err != nil {
+			return err
+		}
+		if t.reaches(edited, gm.GroupID) {
+			return gmErr(ofpwire.GMFCLoop)
+		}
+	}
+	st := &groupState{typ: cur.typ, buckets: make([]Bucket, len(next)), sel: cur.sel}
+	for i := range next {
+		st.buckets[i].Bucket = next[i]
+	}
+	g.state.Store(st)
+	t.gen.Add(1)
+	return nil
+}
+
+// checkInserted validates the buckets an INSERT_BUCKET adds to the group
+// edited would become: as a GROUP_MOD's (watch, group references), but
+// their weight, which Open vSwitch takes whatever the group's type.
+func (t *GroupTable) checkInserted(edited *ofpwire.GroupMod, added []ofpwire.Bucket) error {
+	if len(edited.Buckets) > t.maxBuckets() {
+		return gmErr(ofpwire.GMFCOutOfBuckets)
+	}
+	if edited.Type == ofpwire.GroupTypeIndirect && len(edited.Buckets) != 1 {
+		return gmErr(ofpwire.GMFCInvalidGroup)
+	}
+	check := &ofpwire.GroupMod{Type: edited.Type, GroupID: edited.GroupID, Buckets: make([]ofpwire.Bucket, len(added))}
+	copy(check.Buckets, added)
+	for i := range check.Buckets {
+		check.Buckets[i].Weight = 0
+	}
+	if check.Type == ofpwire.GroupTypeIndirect {
+		check.Type = ofpwire.GroupTypeAll // the count was checked above
+	}
+	return t.checkBuckets(check)
 }
 
 // checkBuckets validates gm's type and buckets against the spec.

@@ -395,3 +395,72 @@ func TestDeleteWatchedGroup(t *testing.T) {
 	_, err = gt.ApplyGroupMod(gadd(10, ofpwire.GroupTypeFastFailover, watchingGroup(2, out(1))), t0)
 	wantErr(t, err, ofpwire.ETGroupModFailed, ofpwire.GMFCLoop)
 }
+
+// TestEditBuckets: a group added without bucket ids (OpenFlow 1.3) has
+// its buckets numbered by position, which INSERT_BUCKET and REMOVE_BUCKET
+// then name; the checks a GROUP_MOD's buckets get apply to inserted ones
+// (a fast-failover bucket must watch, a group action must not loop), and
+// the group's type and selection stay.
+func TestEditBuckets(t *testing.T) {
+	gt := NewGroupTable()
+	mustGroup(t, gt, gadd(1, ofpwire.GroupTypeFastFailover, watching(1, out(1)), watching(2, out(2))))
+	mustGroup(t, gt, gadd(2, ofpwire.GroupTypeAll, plain(toGroup(1))))
+	ids := func(g ofpwire.Group) (l []uint32) {
+		bs := gt.Get(g).Buckets()
+		for i := range bs {
+			l = append(l, bs[i].ID)
+		}
+		return l
+	}
+	if got := ids(1); len(got) != 2 || got[0] != 0 || got[1] != 1 {
+		t.Fatalf("1.3 buckets numbered %v, want [0 1]", got)
+	}
+	edit := func(cmd ofpwire.GroupCommand, g ofpwire.Group, at uint32, bs ...ofpwire.Bucket) error {
+		_, err := gt.ApplyGroupMod(&ofpwire.GroupMod{Command: cmd, Type: ofpwire.GroupTypeAll, GroupID: g, CommandBucketID: at, Buckets: bs}, t0)
+		return err
+	}
+	code := func(err error) uint16 {
+		if oe, ok := err.(*ofpwire.OFPError); ok {
+			return oe.Code
+		}
+		return 0xffff
+	}
+	b := watching(3, out(3))
+	b.ID = 1
+	if err := edit(ofpwire.GroupInsertBucket, 1, ofpwire.BucketLast, b); code(err) != ofpwire.GMFCBucketExists {
+		t.Errorf("insert of id 1 again: %v, want BUCKET_EXISTS", err)
+	}
+	b.ID = 7
+	if err := edit(ofpwire.GroupInsertBucket, 1, 0, b); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(1); len(got) != 3 || got[1] != 7 || gt.Get(1).Type() != ofpwire.GroupTypeFastFailover {
+		t.Errorf("after inserting 7 after bucket 0: ids %v, type %v", got, gt.Get(1).Type())
+	}
+	unwatched := plain(out(4))
+	unwatched.ID = 8
+	if err := edit(ofpwire.GroupInsertBucket, 1, ofpwire.BucketFirst, unwatched); code(err) != ofpwire.GMFCBadWatch {
+		t.Errorf("insert of a bucket that watches nothing into a fast-failover group: %v, want BAD_WATCH", err)
+	}
+	loop := plain(toGroup(2))
+	loop.ID = 9
+	loop.WatchPort = 1
+	if err := edit(ofpwire.GroupInsertBucket, 1, ofpwire.BucketFirst, loop); code(err) != ofpwire.GMFCLoop {
+		t.Errorf("insert of a bucket forwarding to a group that forwards here: %v, want LOOP", err)
+	}
+	if err := edit(ofpwire.GroupRemoveBucket, 1, 5); code(err) != ofpwire.GMFCUnknownBucket {
+		t.Errorf("remove of bucket 5: %v, want UNKNOWN_BUCKET", err)
+	}
+	if err := edit(ofpwire.GroupRemoveBucket, 9, ofpwire.BucketAll); code(err) != ofpwire.GMFCUnknownGroup {
+		t.Errorf("remove from group 9: %v, want UNKNOWN_GROUP", err)
+	}
+	if err := edit(ofpwire.GroupRemoveBucket, 1, 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := edit(ofpwire.GroupRemoveBucket, 1, ofpwire.BucketAll); err != nil || len(ids(1)) != 0 {
+		t.Errorf("remove all: %v, %v left", err, ids(1))
+	}
+	if err := edit(ofpwire.GroupRemoveBucket, 1, ofpwire.BucketLast); err != nil {
+		t.Errorf("remove the last of no bucket: %v", err)
+	}
+}
