@@ -86,6 +86,7 @@ func (x *xlator) checkPktLarger(a *ofpwire.ActionCheckPktLarger) error {
 	x.pipe = saved
 	x.forked = true
 	if x.tr != nil {
+		x.tr.forkKeys = append(x.tr.forkKeys, x.key)
 		x.traceNote(TraceRecirc, fmt.Sprintf("check_pkt_larger(%d): the rest of this entry runs after a recirculation, as recirc(%#x) when the packet is longer, recirc(%#x) otherwise, to resume at %s",
 			a.PktLen, ids[0], ids[1], at.String()))
 	}

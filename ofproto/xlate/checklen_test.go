@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/gopacket"
@@ -216,6 +217,34 @@ func TestCheckPktLargerRefused(t *testing.T) {
 		k := key
 		if err := Translate(p, &k, &res, opts); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("%s: %v (%v), want ErrUnsupported", name, err, res.Actions)
+		}
+	}
+}
+
+// TestCheckPktLargerTrace: a trace has no packet length, so it shows
+// both continuations, each with the bit as it would be.
+func TestCheckPktLargerTrace(t *testing.T) {
+	p := build(t, []flowSpec{
+		{table: 0, prio: 1, ins: ins(apply(cpl(1514, reg(9), 1), resubmitT(1)))},
+		{table: 1, prio: 10, match: []ofpwire.OXM{oxmM(reg(9), 2, 2)}, ins: ins(apply(out(2)))},
+		{table: 1, prio: 5, ins: ins(apply(out(3)))},
+	})
+	k := ipv4Key()
+	tr, err := TranslateTrace(p, &k, Options{Ports: framePorts, Recirc: NewRecircTable()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Forks) != 1 || tr.Forks[0].Size != 1514 || tr.Forks[0].Longer == nil || tr.Forks[0].NotLonger == nil {
+		t.Fatalf("forks %+v", tr.Forks)
+	}
+	f := tr.Forks[0]
+	if l, n := f.Longer.Actions, f.NotLonger.Actions; len(l) != 1 || l[0] != dpOut(2) || len(n) != 1 || n[0] != dpOut(3) {
+		t.Errorf("longer: %v, not longer: %v; want output:2 and output:3", l, n)
+	}
+	s := tr.String()
+	for _, w := range []string{"check_pkt_len(size=1514) - a packet longer than 1514 bytes", "check_pkt_len(size=1514) - a packet 1514 bytes or shorter", "output:2", "output:3"} {
+		if !strings.Contains(s, w) {
+			t.Errorf("trace lacks %q:\n%s", w, s)
 		}
 	}
 }

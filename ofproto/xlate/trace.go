@@ -45,6 +45,19 @@ type Trace struct {
 	// flow, so they are what the flow says: zero), resumed where this one
 	// froze. Nil if it did not freeze, or past the datapath's bound.
 	Next *Trace
+	// Forks are the check_pkt_larger actions among Actions, in order,
+	// with the translations of both continuations: a trace has no
+	// packet length, so both are shown, as in Open vSwitch's.
+	Forks []TraceFork
+	// forkKeys are the packet as it was at each fork.
+	forkKeys []flow.Key
+}
+
+// TraceFork is one check_pkt_larger of a trace: the continuation of a
+// packet longer than Size bytes, and of one that is not.
+type TraceFork struct {
+	Size              uint16
+	Longer, NotLonger *Trace
 }
 
 // TraceStep is one table lookup and what the entry it found did.
@@ -137,16 +150,56 @@ func TranslateTrace(p *pipeline.Pipeline, key *flow.Key, opts Options) (*Trace, 
 	tr := &Trace{Flow: *key}
 	var res datapath.UpcallResult
 	err := translate(p, key, &res, opts, tr)
-	// Follow the recirculations as the datapath would, as far as it would.
-	last := tr
-	for n := 0; err == nil && last.RecircID != 0 && n < datapath.MaxRecirculations; n++ {
-		k := last.FinalFlow
-		k.RecircID = uint16(last.RecircID)
-		next := &Trace{Bridge: tr.Bridge, Flow: k}
-		err = translate(p, &k, &res, opts, next)
-		last.Next, last = next, next
+	if err == nil {
+		err = tr.follow(p, opts, 0)
 	}
 	return tr, err
+}
+
+// follow translates what the trace's packet goes on to in the caches: the
+// walk it froze under RecircID, and both continuations of each
+// check_pkt_larger, as far as the datapath would recirculate.
+func (t *Trace) follow(p *pipeline.Pipeline, opts Options, depth int) error {
+	if depth >= datapath.MaxRecirculations {
+		return nil
+	}
+	next := func(k flow.Key, id uint32) (*Trace, error) {
+		k.RecircID = uint16(id)
+		n := &Trace{Bridge: t.Bridge, Flow: k}
+		var res datapath.UpcallResult
+		if err := translate(p, &k, &res, opts, n); err != nil {
+			return n, err
+		}
+		return n, n.follow(p, opts, depth+1)
+	}
+	var err error
+	if t.RecircID != 0 {
+		if t.Next, err = next(t.FinalFlow, t.RecircID); err != nil {
+			return err
+		}
+	}
+	forks := 0
+	for i := range t.Actions {
+		a := &t.Actions[i]
+		if a.Kind != actions.CheckPktLen {
+			continue
+		}
+		k := t.FinalFlow
+		if forks < len(t.forkKeys) {
+			k = t.forkKeys[forks]
+		}
+		forks++
+		f := TraceFork{Size: a.Val16}
+		f.Longer, err = next(k, a.GreaterID())
+		if err == nil {
+			f.NotLonger, err = next(k, a.LessEqualID())
+		}
+		t.Forks = append(t.Forks, f)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // finish copies the walk's results into the trace.
@@ -390,6 +443,20 @@ func (t *Trace) String() string {
 		fmt.Fprintf(&b, "\n%s\nrecirc(%#x) - resume the walk where it froze\n%s\n\n", rule, t.RecircID, rule)
 		t.Next.Bridge = t.Bridge
 		b.WriteString(t.Next.String())
+	}
+	for _, f := range t.Forks {
+		rule := strings.Repeat("=", 79)
+		for _, br := range []struct {
+			what string
+			t    *Trace
+		}{{fmt.Sprintf("longer than %d bytes", f.Size), f.Longer}, {fmt.Sprintf("%d bytes or shorter", f.Size), f.NotLonger}} {
+			if br.t == nil {
+				continue
+			}
+			fmt.Fprintf(&b, "\n%s\ncheck_pkt_len(size=%d) - a packet %s: recirc(%#x)\n%s\n\n", rule, f.Size, br.what, br.t.Flow.RecircID, rule)
+			br.t.Bridge = t.Bridge
+			b.WriteString(br.t.String())
+		}
 	}
 	return b.String()
 }
