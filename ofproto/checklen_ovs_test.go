@@ -50,8 +50,9 @@ func checkLenFrame(n int, vid uint16, dport uint16, idx uint32) []byte {
 // pipelines through Open vSwitch and this switch with packets just under,
 // at and just over each size: OVN's gateway MTU shape (the bit matched by
 // a later table), the bit read back by a move, a check inside a resubmit
-// whose caller goes on, VLAN-tagged frames (the tag counts) and short
-// datagrams in padded minimum-size frames (the padding does not).
+// whose caller goes on, one inside a clone (OVN's patch from a switch to
+// a router), VLAN-tagged frames (the tag counts) and short datagrams in
+// padded minimum-size frames (the padding does not).
 func TestDifferentialCheckPktLarger(t *testing.T) {
 	ovs := startOVSOracle(t)
 	ours := newOurDiffBridge(t)
@@ -70,6 +71,12 @@ func TestDifferentialCheckPktLarger(t *testing.T) {
 		"table=0,priority=10,udp,tp_dst=1000,actions=check_pkt_larger(50)->NXM_NX_REG0[0],goto_table:4",
 		"table=4,priority=10,reg0=1,actions=output:2",
 		"table=4,priority=5,actions=output:3",
+		// udp dst 2000: OVN's way into a router pipeline, a clone around
+		// the resubmit (the packet goes on after it unchanged).
+		"table=0,priority=10,udp,tp_dst=2000,actions=clone(mod_dl_src:02:00:00:00:00:07,resubmit(,5)),output:3",
+		"table=5,priority=10,actions=check_pkt_larger(100)->NXM_NX_REG4[0],resubmit(,6)",
+		"table=6,priority=10,ip,reg4=1,actions=mod_nw_tos:16,output:2",
+		"table=6,priority=5,actions=output:2",
 		fmt.Sprintf("table=0,priority=65535,dl_type=0x%04x,actions=output:%d", diffMarkerEth, diffSentinel),
 	}
 	file := filepath.Join(t.TempDir(), "flows.txt")
@@ -94,7 +101,7 @@ func TestDifferentialCheckPktLarger(t *testing.T) {
 		slices.Sort(l)
 		return l
 	}
-	if want, got := dump(ovs.mgmt), dump("unix:"+ours.sock); !slices.Equal(want, got) || len(got) != 3 {
+	if want, got := dump(ovs.mgmt), dump("unix:"+ours.sock); !slices.Equal(want, got) || len(got) != 4 {
 		t.Errorf("dump-flows:\n ovs  %q\n ours %q", want, got)
 	}
 
@@ -109,6 +116,9 @@ func TestDifferentialCheckPktLarger(t *testing.T) {
 	}
 	for _, n := range []int{99, 100, 101} {
 		cases = append(cases, pk{n, 0, 80}, pk{n, 7, 80})
+	}
+	for _, n := range []int{99, 100, 101} {
+		cases = append(cases, pk{n, 0, 2000}, pk{n, 7, 2000})
 	}
 	for _, n := range []int{46, 50, 51, 59, 60, 61} {
 		cases = append(cases, pk{n, 0, 1000})
