@@ -850,3 +850,30 @@ func TestReconcileConntrackSettings(t *testing.T) {
 		return len(sw.timeouts) == 0
 	})
 }
+
+// TestRuntimeOnly: an update of only the columns the switch writes back
+// starts no pass; one that also changes a configured column does.
+func TestRuntimeOnly(t *testing.T) {
+	one, two := 1, 2
+	name := "p1"
+	old := &vswitchdb.Interface{UUID: "u", Name: name, Ofport: &one, Statistics: map[string]int{"rx_packets": 1}}
+	echo := &vswitchdb.Interface{UUID: "u", Name: name, Ofport: &two, Statistics: map[string]int{"rx_packets": 5}, Error: new("x")}
+	if !runtimeOnly(old, echo) {
+		t.Error("ofport, statistics and error changed: not taken for a write-back's echo")
+	}
+	conf := *echo
+	conf.MTURequest = &two
+	if runtimeOnly(old, &conf) {
+		t.Error("mtu_request changed with them: taken for an echo")
+	}
+	o := &vswitchdb.OpenvSwitch{UUID: "o", NextCfg: 3, CurCfg: 2}
+	if n := (&vswitchdb.OpenvSwitch{UUID: "o", NextCfg: 3, CurCfg: 3}); !runtimeOnly(o, n) {
+		t.Error("cur_cfg changed: not an echo")
+	}
+	if n := (&vswitchdb.OpenvSwitch{UUID: "o", NextCfg: 4, CurCfg: 2}); runtimeOnly(o, n) {
+		t.Error("next_cfg changed: taken for an echo")
+	}
+	if runtimeOnly(&vswitchdb.Port{UUID: "p"}, &vswitchdb.Port{UUID: "p"}) {
+		t.Error("a Port update taken for an echo (the switch writes no Port column)")
+	}
+}
