@@ -215,7 +215,7 @@ func (r *Reconciler) connect(ctx context.Context) bool {
 	}
 	// The cache exists once connected, and lives across reconnections.
 	r.cli.Cache().AddEventHandler(&cache.EventHandlerFuncs{
-		AddFunc:    func(string, model.Model) { r.poke() },
+		AddFunc: func(string, model.Model) { r.poke() },
 		UpdateFunc: func(_ string, old, new model.Model) {
 			if !runtimeOnly(old, new) {
 				r.poke()

@@ -422,7 +422,6 @@ func (c *conn) transact(args []json.RawMessage, id json.RawMessage) (any, *rpcEr
 	return nil, nil
 }
 
-
 // checkColumns refuses an operation naming a column its table lacks, in
 // a condition, a mutation or a wait: libovsdb's engine does not check
 // and dereferences the missing column's schema.
