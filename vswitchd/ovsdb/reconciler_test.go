@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -875,5 +876,44 @@ func TestRuntimeOnly(t *testing.T) {
 	}
 	if runtimeOnly(&vswitchdb.Port{UUID: "p"}, &vswitchdb.Port{UUID: "p"}) {
 		t.Error("a Port update taken for an echo (the switch writes no Port column)")
+	}
+}
+
+// TestUpdateOp: the write-back's update is the one libovsdb's Update
+// makes: the same row (its mapper's NewRow of the fields) for the model's
+// uuid.
+func TestUpdateOp(t *testing.T) {
+	cdb, err := vswitchdb.FullDatabaseModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := vswitchdb.Schema()
+	dbm, errs := model.NewDatabaseModel(schema, cdb)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	one := 7
+	ri := &vswitchdb.Interface{UUID: "2b64caf0-4f3d-4569-a40c-8b6f5abc6fb6", Name: "p1", Ofport: &one,
+		Statistics: map[string]int{"rx_packets": 3}, AdminState: new("up")}
+	fields := []any{&ri.Ofport, &ri.Statistics, &ri.Error, &ri.AdminState}
+	got, err := updateOp(&schema, ri, fields...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := dbm.NewModelInfo(ri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := dbm.Mapper.NewRow(info, fields...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: "Interface", Row: row,
+		Where: []ovsdb.Condition{ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, ovsdb.UUID{GoUUID: ri.UUID})}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %#v\nwant %#v", got, want)
+	}
+	if _, err := updateOp(&schema, ri, &one); err == nil {
+		t.Error("a pointer outside the model was taken for a column")
 	}
 }

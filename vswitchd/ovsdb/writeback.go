@@ -28,15 +28,16 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *rows, p *plan) error {
 	if stats {
 		r.statsAt = time.Now()
 	}
+	schema := r.cli.Schema()
 	update := func(m model.Model, fields ...any) error {
 		if len(fields) == 0 {
 			return nil
 		}
-		o, err := r.cli.Where(m).Update(m, fields...)
+		o, err := updateOp(&schema, m, fields...)
 		if err != nil {
 			return err
 		}
-		ops = append(ops, o...)
+		ops = append(ops, o)
 		return nil
 	}
 	for _, u := range sortedKeys(rs.ifaces) {
