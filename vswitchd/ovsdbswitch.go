@@ -240,7 +240,10 @@ type linkCache struct {
 	stale  map[string]bool
 }
 
-const linkCacheAge = time.Second
+// linkCacheAge bounds how late a change made outside the switch (ip link
+// set ... mtu, down) shows in the write-back: the operational state does
+// not come from here (the port follows it live).
+const linkCacheAge = 5 * time.Second
 
 // touch marks links to be read again at their next get.
 func (c *linkCache) touch(names []string) {
