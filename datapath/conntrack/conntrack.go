@@ -337,7 +337,7 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 				c.mu.Unlock()
 				t.markInvalid(ct, InvalidTCP)
 				return
-			case tcpRepeatedSYN:
+			case tcpRepeatedSYN, stillNew:
 				ct.State = flow.CTTracked | flow.CTNew
 			default:
 				ct.State = flow.CTTracked | flow.CTEstablished
@@ -490,6 +490,9 @@ func (t *Tracker) update(c *Conn, pp *parsed, reply bool, now int64) tcpResult {
 		timeout = to.Other
 	}
 	c.expires = now + timeout
+	if c.proto != header.IPProtoTCP && !c.assured {
+		res = stillNew
+	}
 	return res
 }
 

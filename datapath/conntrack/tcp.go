@@ -102,6 +102,10 @@ type tcpResult uint8
 const (
 	tcpValid       tcpResult = iota
 	tcpRepeatedSYN           // a retransmitted or repeated opening SYN
+	// stillNew: a packet of a connection not yet answered (UDP, ICMP
+	// and other protocols without handshake), which is +new until the
+	// other side's first packet, as in Open vSwitch and Linux.
+	stillNew
 	tcpInvalid
 	tcpReopen // a SYN after both ends closed: a new connection on the same tuple
 )

@@ -67,18 +67,23 @@ func TestZoneTimeouts(t *testing.T) {
 	tr.SetZoneTimeouts(7, &to)
 	runSteps(t, tr, []step{
 		// Made under the default (30 s); its next packet takes the
-		// policy's udp_single (7 s).
-		{"second packet", udpFrame(t, ipA, ipB, 1, 2), Params{Zone: 7}, 20, trk | est},
-		{"7 s later", udpFrame(t, ipA, ipB, 1, 2), Params{Zone: 7}, 26, trk | est},
+		// policy's udp_single (7 s). Unanswered, its packets are new;
+		// the reply shows it alive.
+		{"second packet", udpFrame(t, ipA, ipB, 1, 2), Params{Zone: 7}, 20, trk | nw},
+		{"6 s later", udpFrame(t, ipA, ipB, 1, 2), Params{Zone: 7}, 26, trk | nw},
 		{"reply", udpFrame(t, ipB, ipA, 2, 1), Params{Zone: 7}, 30, trk | est | rpl},
 		{"8 s after the reply", udpFrame(t, ipA, ipB, 1, 2), Params{Zone: 7}, 38, trk | est},
 		{"9 s after the last", udpFrame(t, ipA, ipB, 1, 2), Params{Zone: 7}, 47, trk | nw},
 		// A new connection lives udp_first (5 s) until its next packet.
 		{"new", udpFrame(t, ipA, ipB, 3, 4), Params{Zone: 7, Commit: true}, 100, trk | nw},
-		{"6 s later", udpFrame(t, ipA, ipB, 3, 4), Params{Zone: 7}, 106, trk | nw},
+		{"a reply 6 s later finds none", udpFrame(t, ipB, ipA, 4, 3), Params{Zone: 7}, 106, trk | nw},
+		// An unanswered one's next packet gives it udp_single (7 s).
+		{"another", udpFrame(t, ipA, ipB, 5, 6), Params{Zone: 7, Commit: true}, 200, trk | nw},
+		{"its second packet", udpFrame(t, ipA, ipB, 5, 6), Params{Zone: 7}, 204, trk | nw},
+		{"a reply 8 s later finds none", udpFrame(t, ipB, ipA, 6, 5), Params{Zone: 7}, 212, trk | nw},
 		// Zone 0 keeps Linux's 30 s.
 		{"zone 0", udpFrame(t, ipA, ipB, 3, 4), commit, 100, trk | nw},
-		{"zone 0, 29 s later", udpFrame(t, ipA, ipB, 3, 4), Params{}, 129, trk | est},
+		{"zone 0, a reply 29 s later", udpFrame(t, ipB, ipA, 4, 3), Params{}, 129, trk | est | rpl},
 	})
 	if got := tr.ZoneTimeouts(); len(got) != 1 || got[7] != to {
 		t.Errorf("zone timeouts %v", got)
