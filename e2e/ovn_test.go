@@ -185,11 +185,19 @@ func TestOVNChassis(t *testing.T) {
 	if err := server.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Until the backend has had a connection (it takes one and exits): a
+	// client's nc also ends without error when nobody answered.
+	served := make(chan struct{})
+	go func() { server.Wait(); close(served) }()
 	nstest.WaitFor(t, 10*time.Second, "a TCP connection to the load balancer's address", func() bool {
-		out, err := a.NS.Output("sh", "-c", "echo through-the-lb | busybox nc -w 2 198.18.5.100 80")
-		return err == nil && out == ""
+		a.NS.Output("sh", "-c", "echo through-the-lb | busybox nc -w 2 198.18.5.100 80")
+		select {
+		case <-served:
+			return true
+		case <-time.After(100 * time.Millisecond):
+			return false
+		}
 	})
-	server.Wait()
 	if !strings.Contains(got.String(), "through-the-lb") {
 		t.Errorf("the backend received %q", got.String())
 	}
