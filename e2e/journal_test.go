@@ -275,7 +275,8 @@ func TestDamagedJournal(t *testing.T) {
 }
 
 // TestLegacyJournalUpgrade: a journal of the first format (bare lines,
-// no checksums) left by an older vswitchd is read once and replaced.
+// no checksums) left by an older vswitchd is read once and replaced by a
+// format 3 one.
 func TestLegacyJournalUpgrade(t *testing.T) {
 	d := newDaemon(t)
 	d.start()
@@ -302,12 +303,54 @@ func TestLegacyJournalUpgrade(t *testing.T) {
 	head := make([]byte, 24)
 	io.ReadFull(f, head)
 	f.Close()
-	if string(head) != "vswitchd-flow-journal 2\n" {
+	if string(head) != "vswitchd-flow-journal 3\n" {
 		t.Fatalf("journal not rewritten: starts %q", head)
 	}
 	st, _ := os.Stat(path)
 	if st.Mode().Perm() != 0o600 {
 		t.Fatalf("journal mode %v", st.Mode())
+	}
+}
+
+// TestJournalFormat2Loads: the state directory of a vswitchd that wrote
+// format 2 (a bundle as one record of tab-joined ovs-ofctl changes) comes
+// back whole after an upgrade, and the journal goes on as format 3.
+func TestJournalFormat2Loads(t *testing.T) {
+	d := newDaemon(t)
+	d.start()
+	d.vsctl("add-br", "br0")
+	if err := d.stop(); err != nil {
+		t.Fatal(err)
+	}
+	var bundle []string
+	for i := 1; i <= 30; i++ {
+		bundle = append(bundle, fmt.Sprintf("flow add priority=%d,udp,tp_dst=%d actions=drop", 2000+i, 100+i))
+	}
+	path := filepath.Join(d.stateDir, "br0.journal")
+	writeJournal(t, path, []string{
+		"flow add priority=1001,udp,tp_dst=1 actions=drop",
+		"bundle " + strings.Join(bundle, "\t"),
+		"flow add priority=1002,udp,tp_dst=2 actions=drop",
+	})
+	d.start()
+	if got := countFlows(t, d); got != 32 {
+		t.Fatalf("%d flows from the format 2 journal, want 32", got)
+	}
+	d.vsctl("add-flow", "br0", "priority=1003,udp,tp_dst=3,actions=drop")
+	head := make([]byte, 24)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadFull(f, head)
+	f.Close()
+	if string(head) != "vswitchd-flow-journal 3\n" {
+		t.Fatalf("journal not rewritten: starts %q", head)
+	}
+	d.kill9()
+	d.start()
+	if got := countFlows(t, d); got != 33 {
+		t.Fatalf("%d flows after kill -9, want 33", got)
 	}
 }
 

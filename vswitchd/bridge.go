@@ -829,16 +829,16 @@ func (b *bridge) installTables(flows, groups, meters []string, states map[string
 // journaled while a controller is connected: it owns the tables and
 // reprograms them when it reconnects.
 // saveBundle is logTableMod for a bundle commit: the bundle is one
-// journal record (its changes joined by tabs, which no change's text
-// holds), written ahead and taken back if the commit fails, so that a
-// crash replays all of it or none. A bundle too large for one record, or
-// with a change not recordable, is saved by a snapshot of the whole
-// tables before the commit is answered instead.
+// journal record (its messages in OpenFlow's encoding, encodeBundleRecord),
+// written ahead and taken back if the commit fails, so that a crash
+// replays all of it or none. A bundle too large for one record, or with a
+// change not recordable, is saved by a snapshot of the whole tables before
+// the commit is answered instead.
 func (b *bridge) saveBundle(msgs []ofpwire.Message, apply func() error) error {
 	if b.controllers.Load() > 0 {
 		return apply()
 	}
-	payload, ferr := formatBundle(msgs)
+	rec, ferr := encodeBundleRecord(nil, msgs)
 	b.saveMu.Lock()
 	if ferr != nil {
 		err := apply()
@@ -859,22 +859,23 @@ func (b *bridge) saveBundle(msgs []ofpwire.Message, apply func() error) error {
 		return nil
 	}
 	defer b.saveMu.Unlock()
-	return b.writeAhead(payload, apply, func(err error) error {
+	return b.writeAhead(rec, len(msgs), apply, func(err error) error {
 		return &ofpwire.OFPError{Type: ofpwire.ETBundleFailed, Code: ofpwire.BFCEperm,
 			Reason: "bundle not saved, so not committed: flow journal: " + err.Error()}
 	})
 }
 
-// writeAhead journals record, applies the change and takes the record back
-// if the change failed; a record the journal refuses is answered
-// refusal(err) and the change is not applied. The caller holds saveMu.
-func (b *bridge) writeAhead(record string, apply func() error, refusal func(error) error) error {
-	if err := b.journal.append(record); err != nil {
+// writeAhead journals rec (a whole record of n changes), applies the
+// change and takes the record back if the change failed; a record the
+// journal refuses is answered refusal(err) and the change is not applied.
+// The caller holds saveMu.
+func (b *bridge) writeAhead(rec []byte, n int, apply func() error, refusal func(error) error) error {
+	if err := b.journal.appendRecord(rec, n); err != nil {
 		b.d.log.Error("flow journal: change refused, not applied", "bridge", b.name, "err", err)
 		return refusal(err)
 	}
 	if err := apply(); err != nil {
-		if uerr := b.journal.undoLast(record); uerr != nil {
+		if uerr := b.journal.undoLast(rec, n); uerr != nil {
 			b.d.log.Error("flow journal: refused change not taken back; appends stop until the next snapshot",
 				"bridge", b.name, "err", uerr)
 		}
@@ -889,6 +890,10 @@ func (b *bridge) logTableMod(m ofpwire.Message, apply func() error) error {
 		return apply()
 	}
 	line, ferr := formatMod(m)
+	var rec []byte
+	if ferr == nil {
+		rec, ferr = changeRecord(line)
+	}
 	b.saveMu.Lock()
 	defer b.saveMu.Unlock()
 	if ferr != nil {
@@ -901,7 +906,7 @@ func (b *bridge) logTableMod(m ofpwire.Message, apply func() error) error {
 		b.d.log.Error("flow journal: change not recordable; the next barrier saves the tables", "bridge", b.name, "err", ferr)
 		return nil
 	}
-	return b.writeAhead(line, apply, func(err error) error { return journalRefusal(m, err) })
+	return b.writeAhead(rec, 1, apply, func(err error) error { return journalRefusal(m, err) })
 }
 
 // journalRefusal is the OpenFlow error for a change the journal could not
@@ -1037,7 +1042,7 @@ func (b *bridge) snapshot(force bool) error {
 			return nil
 		}
 		quiet := time.Since(time.Unix(0, b.lastMod.Load())) >= snapshotQuiet
-		if !quiet && b.journal.records < max(snapshotMinRecords, b.snapSize) {
+		if !quiet && b.journal.changes < max(snapshotMinRecords, b.snapSize) {
 			return nil
 		}
 	}

@@ -2,15 +2,19 @@ package vswitchd
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
+	"reflect"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/netrack/openflow"
 	"github.com/vswitch-go/vswitch/internal/statedir"
 	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
@@ -32,17 +36,24 @@ const JournalSuffix = ".journal"
 // so a change the journal cannot take is refused instead of living in
 // memory only; a change the tables then refuse is cut back off the file.
 //
-// On disk (format 2): the line journalHeader, then one record per change,
+// On disk (format 3): the line journalHeader, then one record per change,
 // "LLLLLLLL CCCCCCCC PAYLOAD\n": the payload's length and its CRC32C
-// (Castagnoli) as 8 hex digits each, and the payload, a change in
-// ovs-ofctl syntax (formatMod). The length says where the record must end,
-// so a record cut short, overwritten or padded is told from a good one;
-// the file stays readable with a pager.
+// (Castagnoli) as 8 hex digits each, and the payload: a change in
+// ovs-ofctl syntax (formatMod), or a bundle commit as its OpenFlow
+// messages in base64 (encodeBundleRecord). The length says where the
+// record must end, so a record cut short, overwritten or padded is told
+// from a good one; a payload never holds a newline, so a torn last record
+// is told from damage. Format 2 (the same records, a bundle as tab-joined
+// ovs-ofctl changes) is read and rewritten as format 3.
 type journal struct {
 	path    string
 	f       *os.File
 	size    int64 // bytes of whole records (and the header) in the file
 	records int
+	// changes counts the table changes in the records appended since the
+	// last reset (a bundle's each), for the snapshot policy: a journal is
+	// as costly to replay as the changes it holds, not its records.
+	changes int
 	// unsynced is set when records were appended since the last fsync.
 	unsynced bool
 	// broken is set when an append failed and its partial record could not
@@ -51,14 +62,26 @@ type journal struct {
 	broken error
 }
 
-// journalHeader opens every format 2 journal. A file without it is read
-// as format 1 (one bare change per line, no checksums) and rewritten.
-const journalHeader = "vswitchd-flow-journal 2\n"
+// journalHeader opens every format 3 journal, journalHeaderV2 a format 2
+// one (which an older vswitchd wrote, and whose reader drops a record it
+// does not know: the header change makes it refuse a format 3 journal
+// instead of losing its bundles). A file with neither is read as format 1
+// (one bare change per line, no checksums). Both older formats are
+// rewritten as format 3.
+const (
+	journalHeader   = "vswitchd-flow-journal 3\n"
+	journalHeaderV2 = "vswitchd-flow-journal 2\n"
+)
 
-// maxJournalRecord bounds a record's payload: formatMod renders a change
-// of at most 64 KiB of OpenFlow in far less, so a larger length is damage,
-// and the bound keeps a damaged length from claiming the rest of the file.
-const maxJournalRecord = 1 << 20
+// maxJournalRecord bounds a record's payload, so that a damaged length
+// cannot claim a whole large file: formatMod renders a change of at most
+// 64 KiB of OpenFlow in far less, and a bundle's record is 4/3 of its
+// messages (a million flow-mods is ~130 MB). A bundle larger than this is
+// saved by a snapshot instead.
+const maxJournalRecord = 256 << 20
+
+// maxChangeRecord bounds the payload of one change's record.
+const maxChangeRecord = 1 << 20
 
 const recordHeaderLen = 18 // "LLLLLLLL CCCCCCCC "
 
@@ -96,6 +119,8 @@ type journalContents struct {
 	// good is the length of the prefix that holds whole, valid records.
 	good   int64
 	legacy bool
+	// v2 is set for a format 2 journal.
+	v2 bool
 	// damage, if set, is why the bytes from good on are not a record;
 	// torn tells a last record cut short (no newline after the damage).
 	damage string
@@ -108,15 +133,20 @@ func parseJournal(data []byte) journalContents {
 	if len(data) == 0 {
 		return journalContents{}
 	}
-	if !bytes.HasPrefix(data, []byte(journalHeader)) {
-		if len(data) < len(journalHeader) && bytes.HasPrefix([]byte(journalHeader), data) {
+	header := journalHeader
+	v2 := bytes.HasPrefix(data, []byte(journalHeaderV2))
+	if v2 {
+		header = journalHeaderV2
+	} else if !bytes.HasPrefix(data, []byte(journalHeader)) {
+		if len(data) < len(journalHeader) &&
+			(bytes.HasPrefix([]byte(journalHeader), data) || bytes.HasPrefix([]byte(journalHeaderV2), data)) {
 			// The header itself was being written.
 			return journalContents{damage: "header cut short", torn: true}
 		}
 		return parseLegacyJournal(data)
 	}
-	jc := journalContents{good: int64(len(journalHeader))}
-	off := len(journalHeader)
+	jc := journalContents{good: int64(len(header)), v2: v2}
+	off := len(header)
 	for off < len(data) {
 		payload, next, reason := parseRecord(data, off)
 		if reason != "" {
@@ -275,7 +305,7 @@ func openJournal(path string, recoverDamaged bool, log *slog.Logger) (*journal, 
 	case jc.torn:
 		log.Warn("flow journal: dropped a torn last record (never acknowledged)", "journal", path,
 			"record", len(jc.records)+1, "offset", jc.good, "dropped-bytes", int64(len(data))-jc.good, "reason", jc.damage)
-		if jc.legacy || jc.good == 0 {
+		if jc.legacy || jc.v2 || jc.good == 0 {
 			f.Close()
 			j, err := rewriteJournal(path, jc.records)
 			return j, jc.records, err
@@ -284,15 +314,16 @@ func openJournal(path string, recoverDamaged bool, log *slog.Logger) (*journal, 
 			f.Close()
 			return nil, nil, err
 		}
-	case jc.legacy || len(data) == 0:
+	case jc.legacy || jc.v2 || len(data) == 0:
 		f.Close()
-		if jc.legacy {
-			log.Info("flow journal: format 1 rewritten as format 2", "journal", path, "records", len(jc.records))
+		if jc.legacy || jc.v2 {
+			log.Info("flow journal: older format rewritten as format 3", "journal", path,
+				"format", map[bool]int{true: 1, false: 2}[jc.legacy], "records", len(jc.records))
 		}
 		j, err := rewriteJournal(path, jc.records)
 		return j, jc.records, err
 	}
-	return &journal{path: path, f: f, size: jc.good, records: len(jc.records)}, jc.records, nil
+	return &journal{path: path, f: f, size: jc.good, records: len(jc.records), changes: len(jc.records)}, jc.records, nil
 }
 
 // rewriteJournal replaces the journal at path with one holding records,
@@ -309,21 +340,35 @@ func rewriteJournal(path string, records []string) (*journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &journal{path: path, f: f, size: int64(len(buf)), records: len(records)}, nil
+	return &journal{path: path, f: f, size: int64(len(buf)), records: len(records), changes: len(records)}, nil
 }
 
-// append writes one record in one write call. On failure (a full disk,
-// an I/O error) whatever part of it reached the file is cut back, so the
-// file still ends with a whole record; if even that fails the journal is
-// broken until reset.
+// changeRecord encodes one change's payload as a record, or says why it
+// cannot be journaled.
+func changeRecord(payload string) ([]byte, error) {
+	if strings.IndexByte(payload, '\n') >= 0 || len(payload) > maxChangeRecord {
+		return nil, fmt.Errorf("record %.40q cannot be journaled", payload)
+	}
+	return encodeRecord(make([]byte, 0, recordHeaderLen+len(payload)+1), payload), nil
+}
+
+// append writes one change's record (changeRecord).
 func (j *journal) append(payload string) error {
+	rec, err := changeRecord(payload)
+	if err != nil {
+		return err
+	}
+	return j.appendRecord(rec, 1)
+}
+
+// appendRecord writes rec, a whole encoded record holding n changes, in
+// one write call. On failure (a full disk, an I/O error) whatever part of
+// it reached the file is cut back, so the file still ends with a whole
+// record; if even that fails the journal is broken until reset.
+func (j *journal) appendRecord(rec []byte, n int) error {
 	if j.broken != nil {
 		return fmt.Errorf("journal unusable since an earlier failure: %w", j.broken)
 	}
-	if strings.IndexByte(payload, '\n') >= 0 || len(payload) > maxJournalRecord {
-		return fmt.Errorf("record %.40q cannot be journaled", payload)
-	}
-	rec := encodeRecord(make([]byte, 0, recordHeaderLen+len(payload)+1), payload)
 	if _, err := j.f.Write(rec); err != nil {
 		if terr := j.f.Truncate(j.size); terr != nil {
 			j.broken = err
@@ -332,20 +377,21 @@ func (j *journal) append(payload string) error {
 	}
 	j.size += int64(len(rec))
 	j.records++
+	j.changes += n
 	j.unsynced = true
 	return nil
 }
 
-// undoLast cuts off the record of length n just appended (its change was
-// refused after all).
-func (j *journal) undoLast(payload string) error {
-	n := int64(recordHeaderLen + len(payload) + 1)
-	if err := j.f.Truncate(j.size - n); err != nil {
+// undoLast cuts off the record just appended, rec of n changes (its
+// change was refused after all).
+func (j *journal) undoLast(rec []byte, n int) error {
+	if err := j.f.Truncate(j.size - int64(len(rec))); err != nil {
 		j.broken = err
 		return err
 	}
-	j.size -= n
+	j.size -= int64(len(rec))
 	j.records--
+	j.changes -= n
 	return nil
 }
 
@@ -366,7 +412,7 @@ func (j *journal) reset() error {
 	if err := j.f.Truncate(0); err != nil {
 		return err
 	}
-	j.records, j.size, j.unsynced = 0, 0, false
+	j.records, j.changes, j.size, j.unsynced = 0, 0, 0, false
 	if _, err := io.WriteString(j.f, journalHeader); err != nil {
 		j.broken = err
 		return err
@@ -404,33 +450,122 @@ func formatMod(msg ofpwire.Message) (string, error) {
 	return "", fmt.Errorf("%T is not a table change", msg)
 }
 
-// bundleRecord starts the journal record of a bundle commit, whose
-// changes follow separated by tabs.
+// bundleRecord starts a bundle record whose changes follow in ovs-ofctl
+// syntax separated by tabs: format 2's only kind of bundle record, format
+// 3's for a bundle OpenFlow's encoding would not carry whole
+// (encodeBundleRecord).
 const bundleRecord = "bundle "
 
-// formatBundle renders a bundle commit as one journal record.
-func formatBundle(msgs []ofpwire.Message) (string, error) {
-	lines := make([]string, len(msgs))
-	n := len(bundleRecord)
+// wireBundleRecord starts the record of a bundle commit: its messages'
+// OpenFlow wire bytes (each in the 1.3-based internal encoding the switch
+// decodes every version to), back to back, in standard base64. A bundle
+// is the bulk path (a controller's whole table in one commit): encoding it
+// costs a small fraction of rendering each change as text, and reading it
+// back a fraction of parsing the text.
+const wireBundleRecord = "ofp-bundle "
+
+// encodeBundleRecord appends the record of a bundle commit to dst: its
+// messages in OpenFlow's encoding, or, when a group or meter change has a
+// setting that encoding does not carry (a group's selection_method has
+// none in this switch's codec), its changes in ovs-ofctl syntax. Flow-mods
+// are trusted to the codec, which re-encodes whatever it decoded
+// (ofpwire's FuzzDecode); the rarer group and meter changes are checked.
+func encodeBundleRecord(dst []byte, msgs []ofpwire.Message) ([]byte, error) {
+	wire := make([]byte, 0, 128*len(msgs))
+	for _, m := range msgs {
+		start := len(wire)
+		b, err := ofpwire.Encode(0, m)
+		if err != nil {
+			return nil, err
+		}
+		wire = append(wire, b...)
+		switch m.(type) {
+		case *ofpwire.FlowMod:
+		case *ofpwire.GroupMod, *ofpwire.MeterMod:
+			back, err := parseWireBundle(wire[start:])
+			if err != nil || len(back) != 1 || !reflect.DeepEqual(back[0], m) {
+				return textBundleRecord(dst, msgs)
+			}
+		default:
+			return nil, fmt.Errorf("%T is not a table change", m)
+		}
+	}
+	n := len(wireBundleRecord) + base64.StdEncoding.EncodedLen(len(wire))
+	if n > maxJournalRecord {
+		return nil, fmt.Errorf("bundle of %d changes exceeds a journal record", len(msgs))
+	}
+	start := len(dst)
+	dst = append(dst, make([]byte, recordHeaderLen)...)
+	dst = append(dst, wireBundleRecord...)
+	dst = base64.StdEncoding.AppendEncode(dst, wire)
+	p := dst[start+recordHeaderLen:]
+	copy(dst[start:], fmt.Appendf(nil, "%08x %08x ", len(p), crc32.Checksum(p, castagnoli)))
+	return append(dst, '\n'), nil
+}
+
+// textBundleRecord appends the record of a bundle commit as its changes
+// in ovs-ofctl syntax, separated by tabs (which no change's text holds).
+func textBundleRecord(dst []byte, msgs []ofpwire.Message) ([]byte, error) {
+	var sb strings.Builder
+	sb.WriteString(bundleRecord)
 	for i, m := range msgs {
 		l, err := formatMod(m)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		if strings.ContainsAny(l, "\t\n") {
-			return "", fmt.Errorf("change %.40q cannot be journaled in a bundle", l)
+			return nil, fmt.Errorf("change %.40q cannot be journaled in a bundle", l)
 		}
-		lines[i] = l
-		if n += len(l) + 1; n > maxJournalRecord {
-			return "", fmt.Errorf("bundle of %d changes exceeds a journal record", len(msgs))
+		if i > 0 {
+			sb.WriteByte('\t')
+		}
+		sb.WriteString(l)
+		if sb.Len() > maxJournalRecord {
+			return nil, fmt.Errorf("bundle of %d changes exceeds a journal record", len(msgs))
 		}
 	}
-	return bundleRecord + strings.Join(lines, "\t"), nil
+	return encodeRecord(dst, sb.String()), nil
+}
+
+// parseWireBundle reads the messages of a bundle record, once out of
+// base64, back.
+func parseWireBundle(wire []byte) ([]ofpwire.Message, error) {
+	var msgs []ofpwire.Message
+	for len(wire) > 0 {
+		if len(wire) < ofpwire.HeaderLen {
+			return nil, fmt.Errorf("bundle record: %d bytes left after message %d", len(wire), len(msgs))
+		}
+		h := ofpwire.Header{Version: wire[0], Type: openflow.Type(wire[1]),
+			Length: binary.BigEndian.Uint16(wire[2:]), Transaction: binary.BigEndian.Uint32(wire[4:])}
+		if int(h.Length) < ofpwire.HeaderLen || int(h.Length) > len(wire) {
+			return nil, fmt.Errorf("bundle record: message %d: length %d of %d bytes left", len(msgs)+1, h.Length, len(wire))
+		}
+		m, err := ofpwire.Decode(h, wire[ofpwire.HeaderLen:h.Length])
+		if err != nil {
+			return nil, fmt.Errorf("bundle record: message %d: %w", len(msgs)+1, err)
+		}
+		switch m.(type) {
+		case *ofpwire.FlowMod, *ofpwire.GroupMod, *ofpwire.MeterMod:
+		default:
+			return nil, fmt.Errorf("bundle record: message %d: %T is not a table change", len(msgs)+1, m)
+		}
+		msgs = append(msgs, m)
+		wire = wire[h.Length:]
+	}
+	return msgs, nil
 }
 
 // parseChange reads a journal record's payload back: one change, or the changes of
 // a bundle commit (bundle true).
 func parseChange(r string) (msgs []ofpwire.Message, bundle bool, err error) {
+	if b64, ok := strings.CutPrefix(r, wireBundleRecord); ok {
+		wire, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			return nil, true, fmt.Errorf("bundle record: %w", err)
+		}
+		msgs, err := parseWireBundle(wire)
+		return msgs, true, err
+	}
 	rest, bundle := strings.CutPrefix(r, bundleRecord)
 	if !bundle {
 		m, err := parseMod(r)
