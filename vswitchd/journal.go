@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -471,14 +472,13 @@ const wireBundleRecord = "ofp-bundle "
 // are trusted to the codec, which re-encodes whatever it decoded
 // (ofpwire's FuzzDecode); the rarer group and meter changes are checked.
 func encodeBundleRecord(dst []byte, msgs []ofpwire.Message) ([]byte, error) {
-	wire := make([]byte, 0, 128*len(msgs))
+	wire := make([]byte, 0, 160*len(msgs))
 	for _, m := range msgs {
 		start := len(wire)
-		b, err := ofpwire.Encode(0, m)
-		if err != nil {
+		var err error
+		if wire, err = ofpwire.AppendEncode(wire, 0, m); err != nil {
 			return nil, err
 		}
-		wire = append(wire, b...)
 		switch m.(type) {
 		case *ofpwire.FlowMod:
 		case *ofpwire.GroupMod, *ofpwire.MeterMod:
@@ -495,6 +495,7 @@ func encodeBundleRecord(dst []byte, msgs []ofpwire.Message) ([]byte, error) {
 		return nil, fmt.Errorf("bundle of %d changes exceeds a journal record", len(msgs))
 	}
 	start := len(dst)
+	dst = slices.Grow(dst, recordHeaderLen+n+1)
 	dst = append(dst, make([]byte, recordHeaderLen)...)
 	dst = append(dst, wireBundleRecord...)
 	dst = base64.StdEncoding.AppendEncode(dst, wire)

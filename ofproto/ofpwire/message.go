@@ -200,6 +200,17 @@ func Encode(xid uint32, m Message) ([]byte, error) {
 	return encodeOne(nil, xid, m)
 }
 
+// AppendEncode appends the wire bytes of m with transaction id xid to b,
+// so that many messages encode into one buffer with no allocation each
+// (a bundle's, journaled whole). A multipart reply, which may take several
+// messages, is refused.
+func AppendEncode(b []byte, xid uint32, m Message) ([]byte, error) {
+	if _, ok := m.(*MultipartReply); ok {
+		return nil, fmt.Errorf("ofpwire: AppendEncode of a multipart reply")
+	}
+	return encodeOne(b, xid, m)
+}
+
 func encodeOne(b []byte, xid uint32, m Message) ([]byte, error) {
 	start := len(b)
 	b = append(b, Version, byte(m.MsgType()), 0, 0)

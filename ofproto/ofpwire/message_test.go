@@ -443,3 +443,28 @@ func TestOFPErrorText(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendEncode: messages appended to one buffer are the bytes Encode
+// gives each, back to back.
+func TestAppendEncode(t *testing.T) {
+	var want, got []byte
+	for i, m := range sampleMessages() {
+		if _, ok := m.(*MultipartReply); ok {
+			if _, err := AppendEncode(nil, 1, m); err == nil {
+				t.Error("a multipart reply was appended")
+			}
+			continue
+		}
+		b, err := Encode(uint32(i), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, b...)
+		if got, err = AppendEncode(got, uint32(i), m); err != nil {
+			t.Fatalf("%T: %v", m, err)
+		}
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("appended %d bytes differ from the %d Encode gives", len(got), len(want))
+	}
+}
