@@ -274,7 +274,11 @@ func Start(opts Options) (*Daemon, error) {
 		d.Close()
 		return nil, err
 	}
-	log.Info("vswitchd started", "state-dir", dir, "bridges", len(d.bridges), "version", opts.Version)
+	// The database's reconciler may be adding bridges already.
+	d.mu.Lock()
+	nbridges := len(d.bridges)
+	d.mu.Unlock()
+	log.Info("vswitchd started", "state-dir", dir, "bridges", nbridges, "version", opts.Version)
 	return d, nil
 }
 
