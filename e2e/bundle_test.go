@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -50,6 +51,13 @@ func TestBundleCommitSurvivesKill9(t *testing.T) {
 	nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow15", "--bundle", "add-groups", sock,
 		write("sel", "group_id=5,type=select,selection_method=hash,fields(ip_src),bucket=weight:10,actions=output:1,bucket=weight:20,actions=output:2"))
 	d.kill9()
+	// The journal's bundle records are OpenFlow bytes in base64;
+	// --print-journal shows them as text.
+	printed, err := exec.Command(d.bin, "--print-journal", filepath.Join(d.stateDir, br+".journal")).CombinedOutput()
+	if err != nil || !strings.Contains(string(printed), "a bundle commit of 5000 changes") ||
+		!strings.Contains(string(printed), "flow add table=3,priority=100,ip,nw_dst=198.18.19.135,reg1=0x1387 actions=") {
+		t.Fatalf("--print-journal: %v\n%.2000s", err, printed)
+	}
 	d.start()
 	if n := strings.Count(nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow13", "dump-flows", sock, "table=3"), "resubmit(,4)"); n != len(many) {
 		t.Fatalf("after kill -9, %d of the large bundle's %d flows", n, len(many))

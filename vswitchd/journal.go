@@ -1,6 +1,7 @@
 package vswitchd
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
@@ -615,3 +616,46 @@ var (
 	groupCommands = map[ofpwire.GroupCommand]string{ofpwire.GroupAdd: "add", ofpwire.GroupModify: "modify", ofpwire.GroupDelete: "delete"}
 	meterCommands = map[ofpwire.MeterCommand]string{ofpwire.MeterAdd: "add", ofpwire.MeterModify: "modify", ofpwire.MeterDelete: "delete"}
 )
+
+// PrintJournal writes the changes of a journal file's contents to w as
+// text, one per line in the records' own syntax ("flow add SPEC"), a
+// bundle's after a comment line naming it: a bundle's record is OpenFlow
+// bytes in base64, which no pager shows, and after --recover the changes
+// of a file moved aside are to be read and re-added by hand. It stops at
+// damage, saying where, and returns it as a *JournalDamage (a torn last
+// record is only noted).
+func PrintJournal(w io.Writer, path string, data []byte) error {
+	jc := parseJournal(data)
+	bw := bufio.NewWriter(w)
+	for i, r := range jc.records {
+		msgs, bundle, err := parseChange(r)
+		switch {
+		case err != nil:
+			fmt.Fprintf(bw, "# record %d not understood: %v: %s\n", i+1, err, printable([]byte(r)))
+		case !bundle:
+			fmt.Fprintf(bw, "%s\n", r)
+		default:
+			fmt.Fprintf(bw, "# record %d: a bundle commit of %d changes\n", i+1, len(msgs))
+			for _, m := range msgs {
+				l, err := formatMod(m)
+				if err != nil {
+					l = "# " + err.Error()
+				}
+				fmt.Fprintf(bw, "%s\n", l)
+			}
+		}
+	}
+	var dmg error
+	switch {
+	case jc.damage != "" && jc.torn:
+		fmt.Fprintf(bw, "# record %d (byte offset %d) is a torn last write, never acknowledged: %s\n", len(jc.records)+1, jc.good, jc.damage)
+	case jc.damage != "":
+		dmg = &JournalDamage{Path: path, Record: len(jc.records) + 1, Offset: jc.good, Size: int64(len(data)), Reason: jc.damage}
+		fmt.Fprintf(bw, "# damaged at record %d (byte offset %d of %d): %s; nothing after it is read\n",
+			len(jc.records)+1, jc.good, len(data), jc.damage)
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return dmg
+}

@@ -380,6 +380,36 @@ func TestJournalV2Upgrade(t *testing.T) {
 	}
 }
 
+// TestPrintJournal: a journal prints as its changes in text, a bundle's
+// OpenFlow record included, and damage stops the print and is returned.
+func TestPrintJournal(t *testing.T) {
+	a, _ := parseMod("flow add priority=7,udp actions=drop")
+	b, _ := parseMod("flow add table=3,priority=9,ip,reg1=0x5 actions=load:0x7->NXM_NX_REG3[],resubmit(,4)")
+	rec, err := encodeBundleRecord(nil, []ofpwire.Message{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := append(journalFile("flow add priority=1,actions=drop"), rec...)
+	var out strings.Builder
+	if err := PrintJournal(&out, "j", data); err != nil {
+		t.Fatal(err)
+	}
+	la, _ := formatMod(a)
+	lb, _ := formatMod(b)
+	want := "flow add priority=1,actions=drop\n# record 2: a bundle commit of 2 changes\n" + la + "\n" + lb + "\n"
+	if out.String() != want {
+		t.Fatalf("printed %q, want %q", out.String(), want)
+	}
+	out.Reset()
+	bad := append(slices.Clone(data), "garbage\n"...)
+	bad = append(bad, journalFile("flow add x")[len(journalHeader):]...)
+	var dmg *JournalDamage
+	if err := PrintJournal(&out, "j", bad); !errors.As(err, &dmg) || dmg.Record != 3 || !strings.HasPrefix(out.String(), want) ||
+		!strings.Contains(out.String(), "# damaged at record 3") || strings.Contains(out.String(), "flow add x") {
+		t.Fatalf("damaged journal: %v, printed %q", err, out.String())
+	}
+}
+
 // TestJournalFileSafety: the journal is created 0600 whatever the umask,
 // an existing one is tightened to 0600, and a symbolic link in its place
 // is refused rather than followed.

@@ -60,6 +60,7 @@ func main() {
 	defaultBridge := flag.String("default-bridge", def.DefaultBridge, "bridge created when the state holds none (empty: none)")
 	recoverJournals := flag.Bool("recover", false, "start despite damaged flow journals: keep each one's records before the damage, move the file aside (BRIDGE.journal.corrupt-TIME) and log what was dropped")
 	showVersion := flag.Bool("version", false, "print the version and exit")
+	printJournal := flag.String("print-journal", "", "print the changes a flow journal file holds (BRIDGE.journal, or one moved aside by --recover) as text, a bundle commit's included, and exit: 1 if it is damaged")
 	embeddedDB := flag.Bool("embedded-db", true, "without a database argument, serve the Open_vSwitch database from the state directory (conf.db, in Open vSwitch's file format, on db.sock) and follow it, so that ovs-vsctl --db=unix:STATE/db.sock and vsctl both configure it; false keeps the configuration in the state directory's config.json only, as before (to be retired)")
 	db := flag.String("db", "", "OVSDB database of the configuration, as ovs-vswitchd's DATABASE argument (unix:PATH or tcp:IP:PORT; may also be given as the one positional argument): the real ovs-vsctl then configures the switch")
 	// ovs-vswitchd's command line (ovsflags.go).
@@ -67,6 +68,16 @@ func main() {
 	flag.CommandLine.Parse(normalizeArgs(flag.CommandLine, os.Args[1:]))
 	if *showVersion {
 		fmt.Println("vswitchd", version)
+		return
+	}
+	if *printJournal != "" {
+		data, err := os.ReadFile(*printJournal)
+		if err != nil {
+			fail(1, "%v", err)
+		}
+		if err := vswitchd.PrintJournal(os.Stdout, *printJournal, data); err != nil {
+			fail(1, "%v", err)
+		}
 		return
 	}
 	switch {
