@@ -452,28 +452,37 @@ func formatMod(msg ofpwire.Message) (string, error) {
 	return "", fmt.Errorf("%T is not a table change", msg)
 }
 
-// bundleRecord starts a bundle record whose changes follow in ovs-ofctl
-// syntax separated by tabs: format 2's only kind of bundle record, format
-// 3's for a bundle OpenFlow's encoding would not carry whole
-// (encodeBundleRecord).
+// bundleRecord starts format 2's bundle record, whose changes follow in
+// ovs-ofctl syntax separated by tabs. Format 3 reads it and writes
+// wireBundleRecord.
 const bundleRecord = "bundle "
 
-// wireBundleRecord starts the record of a bundle commit: its messages'
-// OpenFlow wire bytes (each in the 1.3-based internal encoding the switch
-// decodes every version to), back to back, in standard base64. A bundle
-// is the bulk path (a controller's whole table in one commit): encoding it
-// costs a small fraction of rendering each change as text, and reading it
-// back a fraction of parsing the text.
+// wireBundleRecord starts the record of a bundle commit: its changes in
+// order, as items separated by tabs, each either OpenFlow messages' wire
+// bytes (in the 1.3-based internal encoding the switch decodes every
+// version to), back to back, in standard base64, or, for a group or meter
+// change with a setting that encoding does not carry (a group's
+// selection_method has none in this switch's codec), the change in
+// ovs-ofctl syntax (formatMod), which holds a space where base64 has none.
+// A bundle is the bulk path (a controller's whole table in one commit):
+// encoding it costs a small fraction of rendering each change as text,
+// and reading it back a fraction of parsing the text.
 const wireBundleRecord = "ofp-bundle "
 
-// encodeBundleRecord appends the record of a bundle commit to dst: its
-// messages in OpenFlow's encoding, or, when a group or meter change has a
-// setting that encoding does not carry (a group's selection_method has
-// none in this switch's codec), its changes in ovs-ofctl syntax. Flow-mods
-// are trusted to the codec, which re-encodes whatever it decoded
-// (ofpwire's FuzzDecode); the rarer group and meter changes are checked.
+// encodeBundleRecord appends the record of a bundle commit to dst.
+// Flow-mods are trusted to the codec, which re-encodes whatever it
+// decoded (ofpwire's FuzzDecode); the rarer group and meter changes are
+// checked and written as text when their encoding would lose something.
 func encodeBundleRecord(dst []byte, msgs []ofpwire.Message) ([]byte, error) {
+	// items are the record's items in order: wire[start:end] in base64,
+	// or text when it is set.
+	type item struct {
+		start, end int
+		text       string
+	}
+	var items []item
 	wire := make([]byte, 0, 160*len(msgs))
+	runStart := 0
 	for _, m := range msgs {
 		start := len(wire)
 		var err error
@@ -482,35 +491,15 @@ func encodeBundleRecord(dst []byte, msgs []ofpwire.Message) ([]byte, error) {
 		}
 		switch m.(type) {
 		case *ofpwire.FlowMod:
+			continue
 		case *ofpwire.GroupMod, *ofpwire.MeterMod:
-			back, err := parseWireBundle(wire[start:])
-			if err != nil || len(back) != 1 || !reflect.DeepEqual(back[0], m) {
-				return textBundleRecord(dst, msgs)
-			}
 		default:
 			return nil, fmt.Errorf("%T is not a table change", m)
 		}
-	}
-	n := len(wireBundleRecord) + base64.StdEncoding.EncodedLen(len(wire))
-	if n > maxJournalRecord {
-		return nil, fmt.Errorf("bundle of %d changes exceeds a journal record", len(msgs))
-	}
-	start := len(dst)
-	dst = slices.Grow(dst, recordHeaderLen+n+1)
-	dst = append(dst, make([]byte, recordHeaderLen)...)
-	dst = append(dst, wireBundleRecord...)
-	dst = base64.StdEncoding.AppendEncode(dst, wire)
-	p := dst[start+recordHeaderLen:]
-	copy(dst[start:], fmt.Appendf(nil, "%08x %08x ", len(p), crc32.Checksum(p, castagnoli)))
-	return append(dst, '\n'), nil
-}
-
-// textBundleRecord appends the record of a bundle commit as its changes
-// in ovs-ofctl syntax, separated by tabs (which no change's text holds).
-func textBundleRecord(dst []byte, msgs []ofpwire.Message) ([]byte, error) {
-	var sb strings.Builder
-	sb.WriteString(bundleRecord)
-	for i, m := range msgs {
+		if back, err := parseWireBundle(wire[start:]); err == nil && len(back) == 1 && reflect.DeepEqual(back[0], m) {
+			continue
+		}
+		wire = wire[:start]
 		l, err := formatMod(m)
 		if err != nil {
 			return nil, err
@@ -518,15 +507,43 @@ func textBundleRecord(dst []byte, msgs []ofpwire.Message) ([]byte, error) {
 		if strings.ContainsAny(l, "\t\n") {
 			return nil, fmt.Errorf("change %.40q cannot be journaled in a bundle", l)
 		}
-		if i > 0 {
-			sb.WriteByte('\t')
+		if start > runStart {
+			items = append(items, item{start: runStart, end: start})
 		}
-		sb.WriteString(l)
-		if sb.Len() > maxJournalRecord {
-			return nil, fmt.Errorf("bundle of %d changes exceeds a journal record", len(msgs))
+		items = append(items, item{text: l})
+		runStart = start
+	}
+	if len(wire) > runStart || len(items) == 0 {
+		items = append(items, item{start: runStart, end: len(wire)})
+	}
+	n := len(wireBundleRecord) + len(items) - 1
+	for _, it := range items {
+		if it.text != "" {
+			n += len(it.text)
+		} else {
+			n += base64.StdEncoding.EncodedLen(it.end - it.start)
 		}
 	}
-	return encodeRecord(dst, sb.String()), nil
+	if n > maxJournalRecord {
+		return nil, fmt.Errorf("bundle of %d changes exceeds a journal record", len(msgs))
+	}
+	start := len(dst)
+	dst = slices.Grow(dst, recordHeaderLen+n+1)
+	dst = append(dst, make([]byte, recordHeaderLen)...)
+	dst = append(dst, wireBundleRecord...)
+	for i, it := range items {
+		if i > 0 {
+			dst = append(dst, '\t')
+		}
+		if it.text != "" {
+			dst = append(dst, it.text...)
+		} else {
+			dst = base64.StdEncoding.AppendEncode(dst, wire[it.start:it.end])
+		}
+	}
+	p := dst[start+recordHeaderLen:]
+	copy(dst[start:], fmt.Appendf(nil, "%08x %08x ", len(p), crc32.Checksum(p, castagnoli)))
+	return append(dst, '\n'), nil
 }
 
 // parseWireBundle reads the messages of a bundle record, once out of
@@ -560,13 +577,27 @@ func parseWireBundle(wire []byte) ([]ofpwire.Message, error) {
 // parseChange reads a journal record's payload back: one change, or the changes of
 // a bundle commit (bundle true).
 func parseChange(r string) (msgs []ofpwire.Message, bundle bool, err error) {
-	if b64, ok := strings.CutPrefix(r, wireBundleRecord); ok {
-		wire, err := base64.StdEncoding.DecodeString(b64)
-		if err != nil {
-			return nil, true, fmt.Errorf("bundle record: %w", err)
+	if items, ok := strings.CutPrefix(r, wireBundleRecord); ok {
+		for it := range strings.SplitSeq(items, "\t") {
+			if strings.IndexByte(it, ' ') >= 0 {
+				m, err := parseMod(it)
+				if err != nil {
+					return nil, true, err
+				}
+				msgs = append(msgs, m)
+				continue
+			}
+			wire, err := base64.StdEncoding.DecodeString(it)
+			if err != nil {
+				return nil, true, fmt.Errorf("bundle record: %w", err)
+			}
+			ms, err := parseWireBundle(wire)
+			if err != nil {
+				return nil, true, err
+			}
+			msgs = append(msgs, ms...)
 		}
-		msgs, err := parseWireBundle(wire)
-		return msgs, true, err
+		return msgs, true, nil
 	}
 	rest, bundle := strings.CutPrefix(r, bundleRecord)
 	if !bundle {

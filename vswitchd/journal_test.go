@@ -80,30 +80,39 @@ func TestJournalBundleRecord(t *testing.T) {
 		return jc.records[0]
 	}
 	// The select group's selection_method has no OpenFlow encoding here:
-	// that bundle is saved as text; without it, as OpenFlow messages.
+	// that change is an item of text between the messages'.
 	wireRec, err := encodeBundleRecord(nil, msgs[:4])
 	if err != nil {
 		t.Fatal(err)
 	}
-	textRec, err := encodeBundleRecord(nil, msgs)
+	mixed := append(slices.Clone(msgs), msgs[1], msgs[4], msgs[4])
+	mixedRec, err := encodeBundleRecord(nil, mixed)
 	if err != nil {
 		t.Fatal(err)
 	}
+	mixedPayload := readRecord(mixedRec, wireBundleRecord)
+	if items := strings.Split(strings.TrimPrefix(mixedPayload, wireBundleRecord), "\t"); len(items) != 5 ||
+		!strings.HasPrefix(items[1], "group add group_id=5,type=select,selection_method=hash") || strings.Contains(items[2], " ") {
+		t.Fatalf("items %.80q", items)
+	}
+	if strings.Contains(readRecord(wireRec, wireBundleRecord), "\t") {
+		t.Fatal("a bundle the codec carries whole was split into items")
+	}
 	for _, form := range []struct {
 		name, payload string
-		n             int
+		msgs          []ofpwire.Message
 	}{
-		{"wire", readRecord(wireRec, wireBundleRecord), 4},
-		{"text", readRecord(textRec, bundleRecord), len(msgs)},
-		{"format-2", bundleRecord + strings.Join(lines, "\t"), len(msgs)},
+		{"wire", readRecord(wireRec, wireBundleRecord), msgs[:4]},
+		{"mixed", mixedPayload, mixed},
+		{"format-2", bundleRecord + strings.Join(lines, "\t"), msgs},
 	} {
 		got, bundle, err := parseChange(form.payload)
-		if err != nil || !bundle || len(got) != form.n {
+		if err != nil || !bundle || len(got) != len(form.msgs) {
 			t.Fatalf("%s: read back %d messages (bundle %v): %v", form.name, len(got), bundle, err)
 		}
 		for i := range got {
 			a, _ := formatMod(got[i])
-			b, _ := formatMod(msgs[i])
+			b, _ := formatMod(form.msgs[i])
 			if a != b {
 				t.Errorf("%s: change %d: %q, want %q", form.name, i, a, b)
 			}
@@ -544,4 +553,18 @@ func BenchmarkBundleRecord(b *testing.B) {
 			}
 		}
 	})
+}
+
+// textBundleRecord appends the record of a bundle commit as format 2
+// wrote it: its changes in ovs-ofctl syntax, separated by tabs.
+func textBundleRecord(dst []byte, msgs []ofpwire.Message) ([]byte, error) {
+	lines := make([]string, len(msgs))
+	for i, m := range msgs {
+		l, err := formatMod(m)
+		if err != nil {
+			return nil, err
+		}
+		lines[i] = l
+	}
+	return encodeRecord(dst, bundleRecord+strings.Join(lines, "\t")), nil
 }
