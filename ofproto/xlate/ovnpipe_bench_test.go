@@ -1,0 +1,100 @@
+package xlate
+
+import (
+	"bufio"
+	"compress/gzip"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/ofproto/ofptext"
+	"github.com/vswitch-go/vswitch/ofproto/pipeline"
+)
+
+// ovnPipe loads issue 27's OVN-shaped pipeline: testdata/ovnpipe-flows.txt.gz
+// is `go run ./bench/ovnpipe gen -seed 27` (10,007 flows: 31 tables chained
+// by resubmit, registers loaded, moved and matched, a 100 x 100
+// conjunction), so this package's benchmark walks what bench/ovnpipe's
+// upcall pass walks, without the datapath around it.
+func ovnPipe(tb testing.TB) *pipeline.Pipeline {
+	tb.Helper()
+	f, err := os.Open("testdata/ovnpipe-flows.txt.gz")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := pipeline.New(0)
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		fm, err := ofptext.ParseFlow(line, ofptext.Add)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := p.Apply(fm, t0); err != nil {
+			tb.Fatalf("%s: %v", line, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// ovnPipeKeys returns n keys of the generator's packets' shape: port 1's
+// MACs, TCP or UDP, distinct address pairs, every other one inside the
+// conjunction's address sets (198.18.1.1-100 -> 198.18.2.1-100).
+func ovnPipeKeys(n int) []flow.Key {
+	keys := make([]flow.Key, n)
+	for i := range keys {
+		k := flow.Key{InPort: 1, EthType: 0x0800, NwProto: 6, NwTTL: 64,
+			EthSrc: [6]byte{0x02, 0x00, 0xc6, 0x12, 0x00, 0x01},
+			EthDst: [6]byte{0x02, 0x00, 0xc6, 0x12, 0x00, 0x02},
+			TpSrc:  uint16(1024 + i), TpDst: []uint16{80, 443, 53, 8080, 5001}[i%5]}
+		if i%3 == 0 {
+			k.NwProto = 17
+		}
+		j := i / 2
+		if i%2 == 0 {
+			k.IPv4Src, k.IPv4Dst = 0xc6120100|uint32(1+j%100), 0xc6120200|uint32(1+j/100%100)
+		} else {
+			k.IPv4Src, k.IPv4Dst = 0xc6120400|uint32(j%256), 0xc6120500|uint32(j/256%256)
+		}
+		keys[i] = k
+	}
+	return keys
+}
+
+// BenchmarkTranslateOVNPipe is one upcall's translation through the
+// OVN-shaped pipeline (issue 27's target: at least twice Open vSwitch's
+// rate): every packet reaches the output table and leaves by port 2.
+func BenchmarkTranslateOVNPipe(b *testing.B) {
+	p := ovnPipe(b)
+	keys := ovnPipeKeys(1024)
+	var res datapath.UpcallResult
+	for i := range keys {
+		if err := Translate(p, &keys[i], &res, Options{}); err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Actions) != 1 {
+			b.Fatalf("packet %d: actions %+v, want one output", i, res.Actions)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := Translate(p, &keys[i%len(keys)], &res, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
