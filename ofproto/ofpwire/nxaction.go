@@ -473,22 +473,45 @@ func parseRegLoad(ofsNBits uint16, dst uint32, v uint64) (Action, error) {
 }
 
 // Bits returns n (at most 64) bits of the big-endian number b from bit ofs
-// (bit 0 is the last byte's least significant).
+// (bit 0 is the last byte's least significant). It goes a byte at a time,
+// not a bit: register loads and moves call it on every upcall.
 func Bits(b []byte, ofs, n int) uint64 {
-	var v uint64
-	for i := n - 1; i >= 0; i-- {
-		bit := ofs + i
-		v = v<<1 | uint64(b[len(b)-1-bit/8]>>(bit%8)&1)
+	if n <= 0 {
+		return 0
+	}
+	lo, hi, s := ofs/8, (ofs+n-1)/8, uint(ofs%8)
+	// At most 9 bytes (64 bits shifted by up to 7): byte lo+j lands at
+	// bit 8j-s of the result, the first one's low s bits falling off.
+	last := len(b) - 1
+	v := uint64(b[last-lo]) >> s
+	for j := lo + 1; j <= hi; j++ {
+		v |= uint64(b[last-j]) << (uint(8*(j-lo)) - s)
+	}
+	if n < 64 {
+		v &= 1<<uint(n) - 1
 	}
 	return v
 }
 
-// PutBits stores the low n (at most 64) bits of v into b from bit ofs.
+// PutBits stores the low n (at most 64) bits of v into b from bit ofs,
+// a byte at a time like Bits.
 func PutBits(b []byte, ofs, n int, v uint64) {
-	for i := range n {
-		bit := ofs + i
-		byt := &b[len(b)-1-bit/8]
-		*byt = *byt&^(1<<(bit%8)) | byte(v>>i&1)<<(bit%8)
+	if n <= 0 {
+		return
+	}
+	m := ^uint64(0)
+	if n < 64 {
+		m = 1<<uint(n) - 1
+	}
+	v &= m
+	lo, hi, s := ofs/8, (ofs+n-1)/8, uint(ofs%8)
+	last := len(b) - 1
+	byt := &b[last-lo]
+	*byt = *byt&^byte(m<<s) | byte(v<<s)
+	for j := lo + 1; j <= hi; j++ {
+		sh := uint(8*(j-lo)) - s
+		byt := &b[last-j]
+		*byt = *byt&^byte(m>>sh) | byte(v>>sh)
 	}
 }
 
