@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"iter"
 	"sort"
+	"unsafe"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
@@ -21,9 +23,124 @@ type bucketKey struct {
 type subtable struct {
 	mask     flow.Mask
 	pipeMask ofmatch.Pipe
-	buckets  map[bucketKey][]*Entry
 	count    int
 	maxPrio  int // highest priority of any entry; -1 when empty
+
+	// The buckets are in compact when the masks have at most
+	// compactWords words with a bit set (key and pipeline state
+	// together, as OVN's matches do), keyed by those words alone: a
+	// probe masks, hashes and compares 64 bytes instead of bucketKey's
+	// 312. Every key of the subtable is zero outside those words, so the
+	// compact form loses nothing. Wider masks use buckets.
+	buckets  map[bucketKey][]*Entry
+	compact  map[compactKey][]*Entry
+	keyWords []uint8 // words of mask with a bit set
+	pipeWord []uint8 // words of pipeMask (pipeWords) with a bit set
+}
+
+// compactWords bounds the words a subtable's compact index keys on.
+const compactWords = 8
+
+type compactKey [compactWords]uint64
+
+// compactLimit is compactWords, lowered by tests to put every subtable on
+// the wide path.
+var compactLimit = compactWords
+
+// pipeWordCount is ofmatch.Pipe's size in 64-bit words.
+const pipeWordCount = int(unsafe.Sizeof(ofmatch.Pipe{}) / 8)
+
+var _ [pipeWordCount * 8]byte = [unsafe.Sizeof(ofmatch.Pipe{})]byte{}
+
+// pipeWords views p as words (Pipe starts with a uint64 and has no
+// padding: metadata, the registers two by two, conj_id and pkt_mark).
+func pipeWords(p *ofmatch.Pipe) *[pipeWordCount]uint64 {
+	return (*[pipeWordCount]uint64)(unsafe.Pointer(p))
+}
+
+// newSubtable makes the subtable of masks (m, pm), with its compact index
+// when they are narrow enough.
+func newSubtable(m *flow.Mask, pm *ofmatch.Pipe) *subtable {
+	st := &subtable{mask: *m, pipeMask: *pm, maxPrio: -1}
+	for i, w := range st.mask.Words() {
+		if w != 0 {
+			st.keyWords = append(st.keyWords, uint8(i))
+		}
+	}
+	for i, w := range pipeWords(&st.pipeMask) {
+		if w != 0 {
+			st.pipeWord = append(st.pipeWord, uint8(i))
+		}
+	}
+	if len(st.keyWords)+len(st.pipeWord) <= compactLimit {
+		st.compact = make(map[compactKey][]*Entry)
+	} else {
+		st.buckets = make(map[bucketKey][]*Entry)
+	}
+	return st
+}
+
+// bucket returns the entries of bucket bk.
+func (st *subtable) bucket(bk *bucketKey) []*Entry {
+	if st.compact != nil {
+		return st.compact[st.compactOf(&bk.key, &bk.pipe)]
+	}
+	return st.buckets[*bk]
+}
+
+// allBuckets yields every bucket; the subtable must not change meanwhile.
+func (st *subtable) allBuckets() iter.Seq[[]*Entry] {
+	return func(yield func([]*Entry) bool) {
+		if st.compact != nil {
+			for _, b := range st.compact {
+				if !yield(b) {
+					return
+				}
+			}
+			return
+		}
+		for _, b := range st.buckets {
+			if !yield(b) {
+				return
+			}
+		}
+	}
+}
+
+// compactOf returns (k, pipe) masked by the subtable's masks, in compact
+// form; the subtable has a compact index.
+func (st *subtable) compactOf(k *flow.Key, pipe *ofmatch.Pipe) compactKey {
+	var ck compactKey
+	kw, mw := k.Words(), st.mask.Words()
+	i := 0
+	for _, w := range st.keyWords {
+		ck[i] = kw[w] & mw[w]
+		i++
+	}
+	pw, pmw := pipeWords(pipe), pipeWords(&st.pipeMask)
+	for _, w := range st.pipeWord {
+		ck[i] = pw[w] & pmw[w]
+		i++
+	}
+	return ck
+}
+
+// setBucket stores b as the bucket of bk (none when empty).
+func (st *subtable) setBucket(bk *bucketKey, b []*Entry) {
+	if st.compact == nil {
+		if len(b) == 0 {
+			delete(st.buckets, *bk)
+		} else {
+			st.buckets[*bk] = b
+		}
+		return
+	}
+	ck := st.compactOf(&bk.key, &bk.pipe)
+	if len(b) == 0 {
+		delete(st.compact, ck)
+	} else {
+		st.compact[ck] = b
+	}
 }
 
 // table is one OpenFlow flow table organised for tuple-space search: its
@@ -63,7 +180,8 @@ func (t *table) findStrict(m *ofmatch.Match, prio uint16) *Entry {
 	if st == nil {
 		return nil
 	}
-	for _, e := range st.buckets[bucketKeyOf(m)] {
+	bk := bucketKeyOf(m)
+	for _, e := range st.bucket(&bk) {
 		if e.Priority == prio {
 			return e
 		}
@@ -75,17 +193,16 @@ func (t *table) findStrict(m *ofmatch.Match, prio uint16) *Entry {
 func (t *table) insert(e *Entry) {
 	st := t.find(&e.Match.Mask, &e.Match.PipeMask)
 	if st == nil {
-		st = &subtable{mask: e.Match.Mask, pipeMask: e.Match.PipeMask,
-			buckets: make(map[bucketKey][]*Entry), maxPrio: -1}
+		st = newSubtable(&e.Match.Mask, &e.Match.PipeMask)
 		t.subs = append(t.subs, st)
 	}
 	bk := bucketKeyOf(&e.Match)
-	b := st.buckets[bk]
+	b := st.bucket(&bk)
 	i := sort.Search(len(b), func(i int) bool { return b[i].Priority < e.Priority })
 	b = append(b, nil)
 	copy(b[i+1:], b[i:])
 	b[i] = e
-	st.buckets[bk] = b
+	st.setBucket(&bk, b)
 	st.count++
 	t.count++
 	if t.cookies == nil {
@@ -102,7 +219,7 @@ func (t *table) insert(e *Entry) {
 func (t *table) remove(e *Entry) {
 	st := t.find(&e.Match.Mask, &e.Match.PipeMask)
 	bk := bucketKeyOf(&e.Match)
-	b := st.buckets[bk]
+	b := st.bucket(&bk)
 	for i := range b {
 		if b[i] == e {
 			copy(b[i:], b[i+1:])
@@ -111,11 +228,7 @@ func (t *table) remove(e *Entry) {
 			break
 		}
 	}
-	if len(b) == 0 {
-		delete(st.buckets, bk)
-	} else {
-		st.buckets[bk] = b
-	}
+	st.setBucket(&bk, b)
 	st.count--
 	t.count--
 	if t.cookies[e.Cookie]--; t.cookies[e.Cookie] <= 0 {
@@ -132,7 +245,7 @@ func (t *table) remove(e *Entry) {
 	}
 	if int(e.Priority) == st.maxPrio {
 		st.maxPrio = -1
-		for _, b := range st.buckets {
+		for b := range st.allBuckets() {
 			if p := int(b[0].Priority); p > st.maxPrio {
 				st.maxPrio = p
 			}
@@ -148,7 +261,7 @@ func (t *table) sortSubs() {
 // each calls fn for every entry; fn must not change the table.
 func (t *table) each(fn func(*Entry)) {
 	for _, st := range t.subs {
-		for _, b := range st.buckets {
+		for b := range st.allBuckets() {
 			for _, e := range b {
 				fn(e)
 			}
@@ -247,20 +360,37 @@ func (t *table) probe(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *of
 		if hard != nil && st.maxPrio <= int(hard.Priority) {
 			break
 		}
-		if wc != nil {
-			wc.Or(&st.mask)
-		}
-		if wcPipe != nil {
-			wcPipe.Metadata |= st.pipeMask.Metadata
-			wcPipe.ConjID |= st.pipeMask.ConjID
-			wcPipe.PktMark |= st.pipeMask.PktMark
-			for i, r := range st.pipeMask.Regs {
-				wcPipe.Regs[i] |= r
+		var b []*Entry
+		if st.compact != nil {
+			if wc != nil {
+				ww, mw := wc.Words(), st.mask.Words()
+				for _, w := range st.keyWords {
+					ww[w] |= mw[w]
+				}
 			}
+			if wcPipe != nil {
+				ww, mw := pipeWords(wcPipe), pipeWords(&st.pipeMask)
+				for _, w := range st.pipeWord {
+					ww[w] |= mw[w]
+				}
+			}
+			b = st.compact[st.compactOf(k, pipe)]
+		} else {
+			if wc != nil {
+				wc.Or(&st.mask)
+			}
+			if wcPipe != nil {
+				wcPipe.Metadata |= st.pipeMask.Metadata
+				wcPipe.ConjID |= st.pipeMask.ConjID
+				wcPipe.PktMark |= st.pipeMask.PktMark
+				for i, r := range st.pipeMask.Regs {
+					wcPipe.Regs[i] |= r
+				}
+			}
+			k.ApplyMask(&st.mask, &bk.key)
+			bk.pipe = pipe.And(&st.pipeMask)
+			b = st.buckets[bk]
 		}
-		k.ApplyMask(&st.mask, &bk.key)
-		bk.pipe = pipe.And(&st.pipeMask)
-		b := st.buckets[bk]
 		if len(b) == 0 {
 			continue
 		}
@@ -294,7 +424,7 @@ func (t *table) overlaps(m *ofmatch.Match, prio uint16, skip *Entry) bool {
 			var bk bucketKey
 			m.Key.ApplyMask(&st.mask, &bk.key)
 			bk.pipe = m.Pipe.And(&st.pipeMask)
-			for _, e := range st.buckets[bk] {
+			for _, e := range st.bucket(&bk) {
 				if e.Priority == prio && e != skip {
 					return true
 				}
@@ -303,7 +433,7 @@ func (t *table) overlaps(m *ofmatch.Match, prio uint16, skip *Entry) bool {
 		}
 		var mine flow.Key
 		m.Key.ApplyMask(&common, &mine)
-		for _, b := range st.buckets {
+		for b := range st.allBuckets() {
 			for _, e := range b {
 				if e.Priority != prio || e == skip {
 					continue
@@ -355,7 +485,7 @@ func (t *table) selectEntries(dst []*Entry, m *ofmatch.Match, prio uint16, stric
 		if !ok {
 			continue
 		}
-		for _, b := range st.buckets {
+		for b := range st.allBuckets() {
 			for _, e := range b {
 				if covers(m, &e.Match) {
 					dst = append(dst, e)

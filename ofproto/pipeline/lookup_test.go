@@ -105,6 +105,17 @@ func mixUnder(k *flow.Key, md ofmatch.Pipe, wc *flow.Mask, wcm ofmatch.Pipe, r *
 }
 
 func TestLookupMatchesBruteForce(t *testing.T) {
+	t.Run("compact", testLookupMatchesBruteForce)
+	// Every subtable on the wide path (bucketKey), as masks of more
+	// than compactWords words are.
+	t.Run("wide", func(t *testing.T) {
+		defer func(l int) { compactLimit = l }(compactLimit)
+		compactLimit = -1
+		testLookupMatchesBruteForce(t)
+	})
+}
+
+func testLookupMatchesBruteForce(t *testing.T) {
 	for seed := int64(1); seed <= 30; seed++ {
 		r := rand.New(rand.NewSource(seed))
 		p := New(0)
