@@ -140,13 +140,13 @@ func (x *xlator) fieldValue(f ofpwire.XMType, sel []byte) []byte {
 
 // setMasked writes the bits of field f that mask covers with val's.
 func (x *xlator) setMasked(f ofpwire.XMType, val, mask []byte) error {
+	if pipeField(f) {
+		x.setPipeMasked(f, val, mask)
+		return nil
+	}
 	cur := x.fieldValueKeeping(f, mask)
 	for i := range cur {
 		cur[i] = cur[i]&^mask[i] | val[i]&mask[i]
-	}
-	if pipeField(f) {
-		x.setPipeValue(f, cur)
-		return nil
 	}
 	if f == ofpwire.XMTypeInPort16 {
 		x.setInPort(ofmatch.InPort32(uint16(ofpwire.Bits(cur, 0, 16))))
@@ -185,6 +185,14 @@ func (x *xlator) setFieldAny(a *ofpwire.ActionSetField) error {
 	if _, err := setFieldSupported(a); err != nil {
 		return err
 	}
+	if pipeField(f.Field) {
+		var mask []byte // nil: every bit
+		if f.HasMask {
+			mask = f.Mask
+		}
+		x.setPipeMasked(f.Field, f.Value, mask)
+		return nil
+	}
 	mask := f.Mask
 	if !f.HasMask {
 		mask = make([]byte, len(f.Value))
@@ -203,6 +211,30 @@ func (x *xlator) regMove(a *ofpwire.ActionRegMove) error {
 	if !ok1 || !ok2 || n == 0 || int(a.SrcOfs)+n > 8*srcSize || int(a.DstOfs)+n > 8*dstSize {
 		return fmt.Errorf("%w: move of %d bits between fields %d and %d", ErrUnsupported, n, a.Src, a.Dst)
 	}
+	if n <= 64 && pipeField(a.Dst) {
+		// A move into a register (OVN's commonest): read the source's
+		// bits as a number, write them in place.
+		var v uint64
+		if pipeField(a.Src) {
+			v = x.pipeBits(a.Src, int(a.SrcOfs), n)
+		} else {
+			var sel [16]byte // every packet field OVN moves is at most 16 bytes
+			if srcSize > len(sel) {
+				return x.regMoveBytes(a, srcSize, dstSize)
+			}
+			ofpwire.PutBits(sel[:srcSize], int(a.SrcOfs), n, ^uint64(0))
+			v = ofpwire.Bits(x.packetValue(a.Src, sel[:srcSize]), int(a.SrcOfs), n)
+		}
+		x.putPipeBits(a.Dst, int(a.DstOfs), n, v)
+		return nil
+	}
+	return x.regMoveBytes(a, srcSize, dstSize)
+}
+
+// regMoveBytes is regMove through the fields' OXM payloads, for moves
+// into packet fields and of more than 64 bits.
+func (x *xlator) regMoveBytes(a *ofpwire.ActionRegMove, srcSize, dstSize int) error {
+	n := int(a.NBits)
 	sel := make([]byte, srcSize)
 	val, mask := make([]byte, dstSize), make([]byte, dstSize)
 	for done := 0; done < n; done += 64 {
@@ -321,13 +353,21 @@ func (x *xlator) stack(a *ofpwire.ActionStack) error {
 		if len(x.stackVals) >= maxStack {
 			return fmt.Errorf("%w: stack overflow", ErrUnsupported)
 		}
+		var e stackEntry
+		e.nbits = n
+		if pipeField(a.Field) {
+			for done := 0; done < n; done += 64 {
+				c := min(64, n-done)
+				ofpwire.PutBits(e.v[:], done, c, x.pipeBits(a.Field, int(a.Ofs)+done, c))
+			}
+			x.stackVals = append(x.stackVals, e)
+			return nil
+		}
 		sel := make([]byte, size)
 		for done := 0; done < n; done += 64 {
 			ofpwire.PutBits(sel, int(a.Ofs)+done, min(64, n-done), ^uint64(0))
 		}
 		src := x.fieldValue(a.Field, sel)
-		var e stackEntry
-		e.nbits = n
 		for done := 0; done < n; done += 64 {
 			c := min(64, n-done)
 			ofpwire.PutBits(e.v[:], done, c, ofpwire.Bits(src, int(a.Ofs)+done, c))
@@ -343,6 +383,17 @@ func (x *xlator) stack(a *ofpwire.ActionStack) error {
 	}
 	e := x.stackVals[len(x.stackVals)-1]
 	x.stackVals = x.stackVals[:len(x.stackVals)-1]
+	if pipeField(a.Field) {
+		for done := 0; done < n; done += 64 {
+			c := min(64, n-done)
+			var v uint64
+			if done < e.nbits {
+				v = ofpwire.Bits(e.v[:], done, min(c, e.nbits-done))
+			}
+			x.putPipeBits(a.Field, int(a.Ofs)+done, c, v)
+		}
+		return nil
+	}
 	val, mask := make([]byte, size), make([]byte, size)
 	for done := 0; done < n; done += 64 {
 		c := min(64, n-done)
