@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"iter"
+	"math/bits"
 	"sort"
 	"unsafe"
 
@@ -29,11 +30,13 @@ type subtable struct {
 	// The buckets are in compact when the masks have at most
 	// compactWords words with a bit set (key and pipeline state
 	// together, as OVN's matches do), keyed by those words alone: a
-	// probe masks, hashes and compares 64 bytes instead of bucketKey's
-	// 312. Every key of the subtable is zero outside those words, so the
-	// compact form loses nothing. Wider masks use buckets.
+	// probe masks and hashes those few words and compares 64 bytes,
+	// where bucketKey's map hashed and compared 312. Every key of the
+	// subtable is zero outside those words, so the compact form loses
+	// nothing. The map is keyed by the words' hash (a uint64 key, Go's
+	// fast map path), colliding buckets chained. Wider masks use buckets.
 	buckets  map[bucketKey][]*Entry
-	compact  map[compactKey][]*Entry
+	compact  map[uint64]*compactBucket
 	keyWords []uint8 // words of mask with a bit set
 	pipeWord []uint8 // words of pipeMask (pipeWords) with a bit set
 }
@@ -42,6 +45,24 @@ type subtable struct {
 const compactWords = 8
 
 type compactKey [compactWords]uint64
+
+// compactBucket is one bucket of a compact index: its masked words, its
+// entries, and the next bucket whose words hash alike.
+type compactBucket struct {
+	key     compactKey
+	entries []*Entry
+	next    *compactBucket
+}
+
+// hash mixes the first n words of ck. Collisions cost a chain step, never
+// a wrong answer.
+func (ck *compactKey) hash(n int) uint64 {
+	h := uint64(n) * 0x9e3779b97f4a7c15
+	for _, w := range ck[:n] {
+		h = bits.RotateLeft64(h^w*0xff51afd7ed558ccd, 29) * 0xc4ceb9fe1a85ec53
+	}
+	return h ^ h>>32
+}
 
 // compactLimit is compactWords, lowered by tests to put every subtable on
 // the wide path.
@@ -73,7 +94,7 @@ func newSubtable(m *flow.Mask, pm *ofmatch.Pipe) *subtable {
 		}
 	}
 	if len(st.keyWords)+len(st.pipeWord) <= compactLimit {
-		st.compact = make(map[compactKey][]*Entry)
+		st.compact = make(map[uint64]*compactBucket)
 	} else {
 		st.buckets = make(map[bucketKey][]*Entry)
 	}
@@ -83,7 +104,7 @@ func newSubtable(m *flow.Mask, pm *ofmatch.Pipe) *subtable {
 // bucket returns the entries of bucket bk.
 func (st *subtable) bucket(bk *bucketKey) []*Entry {
 	if st.compact != nil {
-		return st.compact[st.compactOf(&bk.key, &bk.pipe)]
+		return st.compactBucket(&bk.key, &bk.pipe)
 	}
 	return st.buckets[*bk]
 }
@@ -92,9 +113,11 @@ func (st *subtable) bucket(bk *bucketKey) []*Entry {
 func (st *subtable) allBuckets() iter.Seq[[]*Entry] {
 	return func(yield func([]*Entry) bool) {
 		if st.compact != nil {
-			for _, b := range st.compact {
-				if !yield(b) {
-					return
+			for _, cb := range st.compact {
+				for ; cb != nil; cb = cb.next {
+					if !yield(cb.entries) {
+						return
+					}
 				}
 			}
 			return
@@ -125,6 +148,18 @@ func (st *subtable) compactOf(k *flow.Key, pipe *ofmatch.Pipe) compactKey {
 	return ck
 }
 
+// compactBucket returns the entries of (k, pipe)'s bucket; the subtable
+// has a compact index.
+func (st *subtable) compactBucket(k *flow.Key, pipe *ofmatch.Pipe) []*Entry {
+	ck := st.compactOf(k, pipe)
+	for cb := st.compact[ck.hash(len(st.keyWords)+len(st.pipeWord))]; cb != nil; cb = cb.next {
+		if cb.key == ck {
+			return cb.entries
+		}
+	}
+	return nil
+}
+
 // setBucket stores b as the bucket of bk (none when empty).
 func (st *subtable) setBucket(bk *bucketKey, b []*Entry) {
 	if st.compact == nil {
@@ -136,10 +171,26 @@ func (st *subtable) setBucket(bk *bucketKey, b []*Entry) {
 		return
 	}
 	ck := st.compactOf(&bk.key, &bk.pipe)
-	if len(b) == 0 {
-		delete(st.compact, ck)
-	} else {
-		st.compact[ck] = b
+	h := ck.hash(len(st.keyWords) + len(st.pipeWord))
+	var prev *compactBucket
+	for cb := st.compact[h]; cb != nil; prev, cb = cb, cb.next {
+		if cb.key != ck {
+			continue
+		}
+		switch {
+		case len(b) > 0:
+			cb.entries = b
+		case prev != nil:
+			prev.next = cb.next
+		case cb.next != nil:
+			st.compact[h] = cb.next
+		default:
+			delete(st.compact, h)
+		}
+		return
+	}
+	if len(b) > 0 {
+		st.compact[h] = &compactBucket{key: ck, entries: b, next: st.compact[h]}
 	}
 }
 
@@ -374,7 +425,7 @@ func (t *table) probe(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *of
 					ww[w] |= mw[w]
 				}
 			}
-			b = st.compact[st.compactOf(k, pipe)]
+			b = st.compactBucket(k, pipe)
 		} else {
 			if wc != nil {
 				wc.Or(&st.mask)
