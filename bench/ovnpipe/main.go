@@ -5,7 +5,7 @@
 //	    writes DIR/flows.txt (ovs-ofctl add-flows syntax, ~10,000 flows),
 //	    DIR/pkts.pcap (the test packets) and DIR/empty.pcap; deterministic
 //	    for a seed.
-//	ovnpipe run -flows FILE -pcap FILE [-dur D] [-rounds N]
+//	ovnpipe run -flows FILE -pcap FILE [-dur D] [-rounds N] [-cpuprofile F] [-memprofile F]
 //	    loads FILE's flows into a bridge over a manual-mode datapath with
 //	    ring ports 1 and 2 (each line parsed by ofproto/ofptext and handed
 //	    to the bridge as the FLOW_MOD ovs-ofctl would send) and replays the
@@ -72,6 +72,7 @@ func main() {
 		dur := fs.Duration("dur", 5*time.Second, "forwarding window per round")
 		rounds := fs.Int("rounds", 3, "rounds (each: upcall pass, xlate pass, forwarding window)")
 		prof := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+		memprof := fs.String("memprofile", "", "write an allocation profile of the whole run to this file")
 		fs.Parse(os.Args[2:])
 		if *prof != "" {
 			f, perr := os.Create(*prof)
@@ -86,6 +87,15 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 		err = run(*flows, *pcap, *dur, *rounds)
+		if *memprof != "" && err == nil {
+			f, perr := os.Create(*memprof)
+			if perr != nil {
+				err = perr
+				break
+			}
+			err = pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -195,7 +205,7 @@ func run(flowsPath, pcapPath string, dur time.Duration, rounds int) error {
 		flow.Extract(f, 1, &keys[i], &off)
 	}
 	var res datapath.UpcallResult
-	var upRates, upCPU, xRates, mpps, nsPkt, cpuPkt []float64
+	var upRates, upCPU, xRates, xCPU, mpps, nsPkt, cpuPkt []float64
 	for r := 1; r <= rounds; r++ {
 		// upcall pass
 		dp.InvalidateFlows()
@@ -245,11 +255,11 @@ func run(flowsPath, pcapPath string, dur time.Duration, rounds int) error {
 		fmt.Printf("ours round %d: upcall %.0f/s (%.1f cpu-us/upcall; %d misses, %d in, %d out, %v)  xlate %.0f/s (%.1f cpu-us)  fwd %.3f Mpps (%.1f ns/pkt, %.1f cpu-ns/pkt, %d upcalls, emc %.0f%%)\n",
 			r, upRate, upUs, miss, rx, tx, upEl.Round(time.Millisecond), xRate, xUs, m, 1e3/m, cp,
 			s1.Misses-s0.Misses, float64(s1.EMCHits-s0.EMCHits)/float64(max(1, s1.RxPackets-s0.RxPackets))*100)
-		upRates, upCPU, xRates = append(upRates, upRate), append(upCPU, upUs), append(xRates, xRate)
+		upRates, upCPU, xRates, xCPU = append(upRates, upRate), append(upCPU, upUs), append(xRates, xRate), append(xCPU, xUs)
 		mpps, nsPkt, cpuPkt = append(mpps, m), append(nsPkt, 1e3/m), append(cpuPkt, cp)
 	}
-	fmt.Printf("ours median of %d: upcall %.0f/s (%.1f cpu-us/upcall)  xlate %.0f/s  fwd %.3f Mpps  %.1f ns/pkt  %.1f cpu-ns/pkt\n",
-		rounds, median(upRates), median(upCPU), median(xRates), median(mpps), median(nsPkt), median(cpuPkt))
+	fmt.Printf("ours median of %d: upcall %.0f/s (%.1f cpu-us/upcall)  xlate %.0f/s (%.1f cpu-us)  fwd %.3f Mpps  %.1f ns/pkt  %.1f cpu-ns/pkt\n",
+		rounds, median(upRates), median(upCPU), median(xRates), median(xCPU), median(mpps), median(nsPkt), median(cpuPkt))
 	return nil
 }
 
