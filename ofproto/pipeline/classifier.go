@@ -8,6 +8,7 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
+	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
 
 // bucketKey is what one subtable hashes on: a key and pipeline state
@@ -336,13 +337,16 @@ func (t *table) each(fn func(*Entry)) {
 // best other entry if it is better. Priorities are tried from the highest
 // down, each bucket's entries in turn, as Open vSwitch does.
 func (t *table) lookup(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *ofmatch.Pipe) *Entry {
-	hard, soft := t.probe(k, pipe, wc, wcPipe, true)
+	var softBuf [8][]*Entry
+	hard, soft := t.probe(k, pipe, wc, wcPipe, softBuf[:0], true)
+	// The conjunctions of one priority, kept in an array on the stack: a
+	// lookup allocates nothing (a clause of more ids spills to the heap).
 	type clauses struct {
+		id   uint32
 		seen uint64
 		n    uint8
 	}
-	var ids []uint32
-	var byID map[uint32]*clauses
+	var clBuf [8]clauses
 	for len(soft) > 0 {
 		prio := -1
 		for _, c := range soft {
@@ -351,30 +355,41 @@ func (t *table) lookup(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *o
 		if hard != nil && prio <= int(hard.Priority) {
 			break
 		}
-		ids, byID = ids[:0], map[uint32]*clauses{}
+		cls := clBuf[:0]
 		for _, c := range soft {
 			if int(c[0].Priority) != prio {
 				continue
 			}
-			for _, cj := range c[0].conjunctions() {
-				cl := byID[cj.ID]
-				if cl == nil {
-					cl = &clauses{n: cj.NClauses}
-					byID[cj.ID] = cl
-					ids = append(ids, cj.ID)
+			for _, in := range c[0].Instructions() {
+				ap, ok := in.(*ofpwire.InstrApplyActions)
+				if !ok {
+					continue
 				}
-				if cl.n == cj.NClauses {
-					cl.seen |= 1 << cj.Clause
+				for _, a := range ap.Actions {
+					cj, ok := a.(*ofpwire.ActionConjunction)
+					if !ok {
+						continue
+					}
+					i := 0
+					for i < len(cls) && cls[i].id != cj.ID {
+						i++
+					}
+					if i == len(cls) {
+						cls = append(cls, clauses{id: cj.ID, n: cj.NClauses})
+					}
+					if cls[i].n == cj.NClauses {
+						cls[i].seen |= 1 << cj.Clause
+					}
 				}
 			}
 		}
-		for _, id := range ids {
-			if cl := byID[id]; cl.seen != 1<<cl.n-1 { // every clause (for 64, the shift wraps to all ones)
+		for _, cl := range cls {
+			if cl.seen != 1<<cl.n-1 { // every clause (for 64, the shift wraps to all ones)
 				continue
 			}
 			cp := *pipe
-			cp.ConjID = id
-			if e, _ := t.probe(k, &cp, wc, wcPipe, false); e != nil {
+			cp.ConjID = cl.id
+			if e, _ := t.probe(k, &cp, wc, wcPipe, nil, false); e != nil {
 				return e
 			}
 		}
@@ -402,10 +417,10 @@ func (t *table) lookup(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *o
 }
 
 // probe finds the best entry matching (k, pipe) that is not a clause of a
-// conjunctive match and, with withSoft, the buckets probed whose best
-// entry is a clause better than that entry so far (each from that entry
-// on).
-func (t *table) probe(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *ofmatch.Pipe, withSoft bool) (hard *Entry, soft [][]*Entry) {
+// conjunctive match and, with withSoft, appends to soft the buckets
+// probed whose best entry is a clause better than that entry so far (each
+// from that entry on).
+func (t *table) probe(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *ofmatch.Pipe, soft [][]*Entry, withSoft bool) (hard *Entry, _ [][]*Entry) {
 	var bk bucketKey
 	for _, st := range t.subs {
 		if hard != nil && st.maxPrio <= int(hard.Priority) {

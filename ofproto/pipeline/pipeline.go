@@ -138,9 +138,8 @@ func (e *Entry) setInstructions(ins []ofpwire.Instruction) {
 	e.conjunctive = len(conjunctionsOf(ins)) > 0
 }
 
-// conjunctions returns the conjunction actions of a clause entry.
-func (e *Entry) conjunctions() []*ofpwire.ActionConjunction { return conjunctionsOf(e.Instructions()) }
-
+// conjunctionsOf returns the conjunction actions of a clause entry's
+// instructions.
 func conjunctionsOf(ins []ofpwire.Instruction) []*ofpwire.ActionConjunction {
 	var out []*ofpwire.ActionConjunction
 	for _, in := range ins {
