@@ -130,6 +130,24 @@ func (x *xlator) packetValue(f ofpwire.XMType, sel []byte) []byte {
 	return b
 }
 
+// packetBits is packetValue's bits [ofs, ofs+n) (n <= 64) as a number,
+// consulting only them.
+func (x *xlator) packetBits(f ofpwire.XMType, ofs, n int) uint64 {
+	bits := fieldKeyBits()[f][ofs : ofs+n]
+	var m flow.Mask
+	var v uint64
+	kw, mw := x.key.Words(), m.Words()
+	for i, kb := range bits {
+		if !kb.ok {
+			continue
+		}
+		mw[kb.word] |= 1 << kb.bit
+		v |= (kw[kb.word] >> kb.bit & 1) << uint(i)
+	}
+	x.consult(&m)
+	return v
+}
+
 // fieldValue reads field f, consulting the packet bits sel selects.
 func (x *xlator) fieldValue(f ofpwire.XMType, sel []byte) []byte {
 	if pipeField(f) {
@@ -218,12 +236,7 @@ func (x *xlator) regMove(a *ofpwire.ActionRegMove) error {
 		if pipeField(a.Src) {
 			v = x.pipeBits(a.Src, int(a.SrcOfs), n)
 		} else {
-			var sel [16]byte // every packet field OVN moves is at most 16 bytes
-			if srcSize > len(sel) {
-				return x.regMoveBytes(a, srcSize, dstSize)
-			}
-			ofpwire.PutBits(sel[:srcSize], int(a.SrcOfs), n, ^uint64(0))
-			v = ofpwire.Bits(x.packetValue(a.Src, sel[:srcSize]), int(a.SrcOfs), n)
+			v = x.packetBits(a.Src, int(a.SrcOfs), n)
 		}
 		x.putPipeBits(a.Dst, int(a.DstOfs), n, v)
 		return nil
@@ -338,6 +351,27 @@ type stackEntry struct {
 	nbits int
 }
 
+// push puts e on top of the stack.
+func (x *xlator) push(e *stackEntry) {
+	if x.stackN < len(x.stackLow) {
+		x.stackLow[x.stackN] = *e
+	} else {
+		x.stackHigh = append(x.stackHigh, *e)
+	}
+	x.stackN++
+}
+
+// pop takes the top of the stack, which is not empty.
+func (x *xlator) pop() stackEntry {
+	x.stackN--
+	if x.stackN < len(x.stackLow) {
+		return x.stackLow[x.stackN]
+	}
+	e := x.stackHigh[len(x.stackHigh)-1]
+	x.stackHigh = x.stackHigh[:len(x.stackHigh)-1]
+	return e
+}
+
 // maxStack bounds the stack (Open vSwitch bounds it by bytes: 64 KiB).
 const maxStack = 1024
 
@@ -350,7 +384,7 @@ func (x *xlator) stack(a *ofpwire.ActionStack) error {
 		return fmt.Errorf("%w: stack on %d bits of field %d", ErrUnsupported, n, a.Field)
 	}
 	if !a.Pop {
-		if len(x.stackVals) >= maxStack {
+		if x.stackN >= maxStack {
 			return fmt.Errorf("%w: stack overflow", ErrUnsupported)
 		}
 		var e stackEntry
@@ -360,7 +394,7 @@ func (x *xlator) stack(a *ofpwire.ActionStack) error {
 				c := min(64, n-done)
 				ofpwire.PutBits(e.v[:], done, c, x.pipeBits(a.Field, int(a.Ofs)+done, c))
 			}
-			x.stackVals = append(x.stackVals, e)
+			x.push(&e)
 			return nil
 		}
 		sel := make([]byte, size)
@@ -372,17 +406,16 @@ func (x *xlator) stack(a *ofpwire.ActionStack) error {
 			c := min(64, n-done)
 			ofpwire.PutBits(e.v[:], done, c, ofpwire.Bits(src, int(a.Ofs)+done, c))
 		}
-		x.stackVals = append(x.stackVals, e)
+		x.push(&e)
 		return nil
 	}
-	if len(x.stackVals) == 0 {
+	if x.stackN == 0 {
 		if x.tr != nil {
 			x.traceNote(TraceAction, "pop from an empty stack: nothing written")
 		}
 		return nil
 	}
-	e := x.stackVals[len(x.stackVals)-1]
-	x.stackVals = x.stackVals[:len(x.stackVals)-1]
+	e := x.pop()
 	if pipeField(a.Field) {
 		for done := 0; done < n; done += 64 {
 			c := min(64, n-done)

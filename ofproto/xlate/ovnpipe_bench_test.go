@@ -98,3 +98,26 @@ func BenchmarkTranslateOVNPipe(b *testing.B) {
 		}
 	}
 }
+
+// TestTranslateOVNPipeDoesNotAllocate holds the OVN-shaped pipeline's
+// upcall to no allocation: registers, the stack, conjunctions and moves
+// out of packet fields included.
+func TestTranslateOVNPipeDoesNotAllocate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 10,007 flows")
+	}
+	p := ovnPipe(t)
+	keys := ovnPipeKeys(64)
+	var res datapath.UpcallResult
+	i := 0
+	translate := func() {
+		if err := Translate(p, &keys[i%len(keys)], &res, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	}
+	translate()
+	if n := testing.AllocsPerRun(200, translate); n != 0 {
+		t.Errorf("%v allocations per translation", n)
+	}
+}

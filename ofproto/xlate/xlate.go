@@ -175,8 +175,13 @@ type xlator struct {
 	// exited says an exit action ran: no further action executes, the
 	// action set still does.
 	exited bool
-	// stackVals is push:/pop:'s stack.
-	stackVals []stackEntry
+	// push:/pop:'s stack: its first entries in stackLow (OVN pushes
+	// one or two), the rest in stackHigh, stackN in all. An array, not
+	// a slice into one, so that the xlator stays on its caller's stack.
+	stackLow  [4]stackEntry
+	stackHigh []stackEntry
+	stackN    int
+
 	// nonTail counts the resubmits being walked after which their caller
 	// has more to do; pauseAt is where a pausing controller action being
 	// executed lets the walk go on (pausePoint).
