@@ -40,6 +40,7 @@ type subtable struct {
 	compact  map[uint64]*compactBucket
 	keyWords []uint8 // words of mask with a bit set
 	pipeWord []uint8 // words of pipeMask (pipeWords) with a bit set
+	wordBits uint32  // bit i set: word i of mask has a bit set
 }
 
 // compactWords bounds the words a subtable's compact index keys on.
@@ -87,6 +88,7 @@ func newSubtable(m *flow.Mask, pm *ofmatch.Pipe) *subtable {
 	for i, w := range st.mask.Words() {
 		if w != 0 {
 			st.keyWords = append(st.keyWords, uint8(i))
+			st.wordBits |= 1 << i
 		}
 	}
 	for i, w := range pipeWords(&st.pipeMask) {
@@ -336,9 +338,12 @@ func (t *table) each(fn func(*Entry)) {
 // conj_id = id, clauses left out: the entry matching conj_id=id, or the
 // best other entry if it is better. Priorities are tried from the highest
 // down, each bucket's entries in turn, as Open vSwitch does.
-func (t *table) lookup(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *ofmatch.Pipe) *Entry {
+//
+// touched, when not nil, gets a bit set for every word of wc the lookup
+// ORed a mask into (bit i: word i of wc.Words()).
+func (t *table) lookup(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *ofmatch.Pipe, touched *uint32) *Entry {
 	var softBuf [8][]*Entry
-	hard, soft := t.probe(k, pipe, wc, wcPipe, softBuf[:0], true)
+	hard, soft := t.probe(k, pipe, wc, wcPipe, touched, softBuf[:0], true)
 	// The conjunctions of one priority, kept in an array on the stack: a
 	// lookup allocates nothing (a clause of more ids spills to the heap).
 	type clauses struct {
@@ -389,7 +394,7 @@ func (t *table) lookup(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *o
 			}
 			cp := *pipe
 			cp.ConjID = cl.id
-			if e, _ := t.probe(k, &cp, wc, wcPipe, nil, false); e != nil {
+			if e, _ := t.probe(k, &cp, wc, wcPipe, touched, nil, false); e != nil {
 				return e
 			}
 		}
@@ -420,11 +425,14 @@ func (t *table) lookup(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *o
 // conjunctive match and, with withSoft, appends to soft the buckets
 // probed whose best entry is a clause better than that entry so far (each
 // from that entry on).
-func (t *table) probe(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *ofmatch.Pipe, soft [][]*Entry, withSoft bool) (hard *Entry, _ [][]*Entry) {
+func (t *table) probe(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *ofmatch.Pipe, touched *uint32, soft [][]*Entry, withSoft bool) (hard *Entry, _ [][]*Entry) {
 	var bk bucketKey
 	for _, st := range t.subs {
 		if hard != nil && st.maxPrio <= int(hard.Priority) {
 			break
+		}
+		if touched != nil {
+			*touched |= st.wordBits
 		}
 		var b []*Entry
 		if st.compact != nil {

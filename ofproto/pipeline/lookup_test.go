@@ -151,6 +151,18 @@ func testLookupMatchesBruteForce(t *testing.T) {
 			var wc flow.Mask
 			var wcm ofmatch.Pipe
 			got := p.Lookup(0, &k, &md, &wc, &wcm)
+			// PeekWords finds the same entry and names every word of
+			// the wildcards it set.
+			var wc2 flow.Mask
+			e2, touched := p.PeekWords(0, &k, &md, &wc2)
+			if e2 != got || wc2 != wc {
+				t.Fatalf("seed %d: PeekWords %v/%+v, Lookup %v/%+v", seed, e2, wc2, got, wc)
+			}
+			for i, w := range wc2.Words() {
+				if w != 0 && touched&(1<<i) == 0 {
+					t.Fatalf("seed %d: word %d of the wildcards set but not reported", seed, i)
+				}
+			}
 			want, found := bruteForce(es, &k, md)
 			if (got != nil) != found || got != nil && int(got.Priority) != want {
 				t.Fatalf("seed %d: lookup %+v, brute force prio %d found %v", seed, got, want, found)

@@ -3,6 +3,7 @@ package xlate
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"sync"
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
@@ -644,21 +645,30 @@ func (x *xlator) controller(a *ofpwire.ActionController) error {
 // through the megaflow's refs (a trace counts nothing), adds what it
 // consulted to the mask and records the step in a trace.
 func (x *xlator) lookup(tid uint8, inPort ofpwire.PortNo) *pipeline.Entry {
-	var wc flow.Mask
 	var e *pipeline.Entry
+	var touched uint32
 	if inPort != ofpwire.PortIn {
 		port, written := x.key.InPort, x.written.InPort
 		x.key.InPort, x.written.InPort = uint32(inPort), ^uint32(0)
-		e = x.p.PeekLocked(tid, &x.key, &x.pipe, &wc, nil)
+		e, touched = x.p.PeekWords(tid, &x.key, &x.pipe, &x.lookupWC)
 		x.key.InPort, x.written.InPort = port, written
-		wc.InPort = 0 // the lookup saw a constant
+		x.lookupWC.InPort = 0 // the lookup saw a constant
 	} else {
-		e = x.p.PeekLocked(tid, &x.key, &x.pipe, &wc, nil)
+		e, touched = x.p.PeekWords(tid, &x.key, &x.pipe, &x.lookupWC)
 	}
 	if x.tr == nil {
 		x.refs = append(x.refs, x.p.LookupSink(tid, e))
 	}
-	x.consult(&wc)
+	// consult, on the words the lookup set alone, clearing them.
+	a, w, r, u := x.lookupWC.Words(), x.written.Words(), x.mask.Words(), x.unknown.Words()
+	for ; touched != 0; touched &= touched - 1 {
+		i := bits.TrailingZeros32(touched)
+		r[i] |= a[i] &^ w[i]
+		if a[i]&u[i] != 0 {
+			x.blind = true
+		}
+		a[i] = 0
+	}
 	if x.tr != nil {
 		x.tr.addStep(tid, e)
 	}

@@ -140,8 +140,11 @@ type xlator struct {
 	// from bytes the key never described. They also count as written.
 	// Consulting one sets blind, which fails the translation.
 	unknown flow.Mask
-	blind   bool
-	inner   innerTTL
+	// lookupWC is a lookup's wildcards, all zero between lookups (each
+	// lookup clears the words it set).
+	lookupWC flow.Mask
+	blind    bool
+	inner    innerTTL
 	// irrev counts changes the datapath cannot undo (MPLS and PBB pushes
 	// and pops, copy TTL inwards); a non-final group bucket may not make
 	// one.
