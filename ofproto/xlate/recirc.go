@@ -133,19 +133,22 @@ func (t *RecircTable) Len() int { return t.t.len() }
 
 // checkpoint is the walk's output at a point it can freeze at: an
 // operation that turns out to need an unknown field is undone back to it.
-// A trace also keeps the working key, the packet as it will recirculate.
+// A trace also keeps the working key, the packet as it will recirculate,
+// by pointer: a checkpoint is taken before every action, and copying (or
+// just zeroing) a whole key each time was a tenth of an upcall.
 type checkpoint struct {
 	out, refs int
 	// helps says some field was unknown already: only then does a fresh
 	// key from the packet as it is here tell the operation more.
 	helps bool
-	key   flow.Key
+	key   *flow.Key // traces only
 }
 
 func (x *xlator) checkpoint() checkpoint {
 	ck := checkpoint{out: len(x.out), refs: len(x.refs), helps: x.unknown != flow.Mask{}}
 	if x.tr != nil {
-		ck.key = x.key
+		k := x.key
+		ck.key = &k
 	}
 	return ck
 }
@@ -206,7 +209,7 @@ func (x *xlator) freeze(ck checkpoint, k frozenKey, ins []ofpwire.Instruction) e
 	x.stopped = true
 	x.recircID = id
 	if x.tr != nil {
-		x.key = ck.key
+		x.key = *ck.key
 	}
 	if x.tr != nil {
 		x.traceNote(TraceRecirc, fmt.Sprintf("needs a field behind a popped header: recirculating as recirc(%#x), to resume at %s", id, f.String()))
