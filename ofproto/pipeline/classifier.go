@@ -426,7 +426,6 @@ func (t *table) lookup(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *o
 // probed whose best entry is a clause better than that entry so far (each
 // from that entry on).
 func (t *table) probe(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *ofmatch.Pipe, touched *uint32, soft [][]*Entry, withSoft bool) (hard *Entry, _ [][]*Entry) {
-	var bk bucketKey
 	for _, st := range t.subs {
 		if hard != nil && st.maxPrio <= int(hard.Priority) {
 			break
@@ -461,6 +460,7 @@ func (t *table) probe(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *of
 					wcPipe.Regs[i] |= r
 				}
 			}
+			var bk bucketKey
 			k.ApplyMask(&st.mask, &bk.key)
 			bk.pipe = pipe.And(&st.pipeMask)
 			b = st.buckets[bk]
