@@ -59,12 +59,18 @@ type compactBucket struct {
 // hash mixes the first n words of ck. Collisions cost a chain step, never
 // a wrong answer.
 func (ck *compactKey) hash(n int) uint64 {
-	h := uint64(n) * 0x9e3779b97f4a7c15
+	h := hashStart(n)
 	for _, w := range ck[:n] {
-		h = bits.RotateLeft64(h^w*0xff51afd7ed558ccd, 29) * 0xc4ceb9fe1a85ec53
+		h = hashWord(h, w)
 	}
-	return h ^ h>>32
+	return hashEnd(h)
 }
+
+func hashStart(n int) uint64 { return uint64(n) * 0x9e3779b97f4a7c15 }
+func hashWord(h, w uint64) uint64 {
+	return bits.RotateLeft64(h^w*0xff51afd7ed558ccd, 29) * 0xc4ceb9fe1a85ec53
+}
+func hashEnd(h uint64) uint64 { return h ^ h>>32 }
 
 // compactLimit is compactWords, lowered by tests to put every subtable on
 // the wide path.
@@ -154,11 +160,31 @@ func (st *subtable) compactOf(k *flow.Key, pipe *ofmatch.Pipe) compactKey {
 // compactBucket returns the entries of (k, pipe)'s bucket; the subtable
 // has a compact index.
 func (st *subtable) compactBucket(k *flow.Key, pipe *ofmatch.Pipe) []*Entry {
-	ck := st.compactOf(k, pipe)
-	for cb := st.compact[ck.hash(len(st.keyWords)+len(st.pipeWord))]; cb != nil; cb = cb.next {
-		if cb.key == ck {
-			return cb.entries
+	// compactOf and hash in one pass, and the words compared alone.
+	var ck compactKey
+	n := len(st.keyWords) + len(st.pipeWord)
+	h := hashStart(n)
+	kw, mw := k.Words(), st.mask.Words()
+	i := 0
+	for _, w := range st.keyWords {
+		v := kw[w] & mw[w]
+		ck[i], h = v, hashWord(h, v)
+		i++
+	}
+	pw, pmw := pipeWords(pipe), pipeWords(&st.pipeMask)
+	for _, w := range st.pipeWord {
+		v := pw[w] & pmw[w]
+		ck[i], h = v, hashWord(h, v)
+		i++
+	}
+next:
+	for cb := st.compact[hashEnd(h)]; cb != nil; cb = cb.next {
+		for j := range n {
+			if cb.key[j] != ck[j] {
+				continue next
+			}
 		}
+		return cb.entries
 	}
 	return nil
 }
