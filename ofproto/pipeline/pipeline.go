@@ -268,9 +268,10 @@ func (p *Pipeline) LookupSink(tid uint8, e *Entry) StatsSink {
 }
 
 // IsTableMiss reports whether e is a table-miss entry (§5.4): priority 0
-// and wildcarding every field.
+// and wildcarding every field. The pipeline-state mask is tested first:
+// it is the shorter, and OVN's many priority-0 entries set it (metadata).
 func (e *Entry) IsTableMiss() bool {
-	return e.Priority == 0 && e.Match.Mask.IsZero() && e.Match.PipeMask.IsZero()
+	return e.Priority == 0 && e.Match.PipeMask.IsZero() && e.Match.Mask.IsZero()
 }
 
 // Pipeline is the set of NumTables flow tables of one bridge.
