@@ -201,7 +201,7 @@ func (x *xlator) setFieldAny(a *ofpwire.ActionSetField) error {
 	if !pipeField(f.Field) && f.Field != ofpwire.XMTypeInPort16 && (!f.HasMask || f.Field == ofpwire.XMTypeVlanID) {
 		return x.setField(a)
 	}
-	if _, err := setFieldSupported(a); err != nil {
+	if err := checkSetField(a); err != nil {
 		return err
 	}
 	if pipeField(f.Field) {

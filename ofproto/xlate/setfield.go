@@ -65,24 +65,33 @@ func maskedSettable(f ofpwire.XMType) bool { return settable(f) }
 // setFieldSupported returns the field's value as an integer (for the
 // fields up to 8 bytes) after checking the field is one Translate can set.
 func setFieldSupported(a *ofpwire.ActionSetField) (uint64, error) {
+	if err := checkSetField(a); err != nil {
+		return 0, err
+	}
+	if len(a.Field.Value) <= 8 {
+		return a.Field.Uint(), nil
+	}
+	return 0, nil
+}
+
+// checkSetField is setFieldSupported without the value, for the writes
+// that take it as bytes (registers, masked writes).
+func checkSetField(a *ofpwire.ActionSetField) error {
 	f := a.Field
 	if f.Class != ofpwire.ClassOf(f.Field) {
-		return 0, fmt.Errorf("%w: set-field of class %#x", ErrUnsupported, f.Class)
+		return fmt.Errorf("%w: set-field of class %#x", ErrUnsupported, f.Class)
 	}
 	if !settable(f.Field) {
-		return 0, fmt.Errorf("%w: set-field on field %d", ErrUnsupported, f.Field)
+		return fmt.Errorf("%w: set-field on field %d", ErrUnsupported, f.Field)
 	}
 	size, _, ok := ofpwire.FieldSize(f.Field)
 	if !ok || len(f.Value) != size {
-		return 0, fmt.Errorf("%w: set-field %d with %d bytes", ErrUnsupported, f.Field, len(f.Value))
+		return fmt.Errorf("%w: set-field %d with %d bytes", ErrUnsupported, f.Field, len(f.Value))
 	}
 	if f.HasMask && (!maskedSettable(f.Field) || len(f.Mask) != size) {
-		return 0, fmt.Errorf("%w: masked set-field on field %d", ErrUnsupported, f.Field)
+		return fmt.Errorf("%w: masked set-field on field %d", ErrUnsupported, f.Field)
 	}
-	if size <= 8 {
-		return f.Uint(), nil
-	}
-	return 0, nil
+	return nil
 }
 
 // l4Prereq reports whether the packet is an IPv4/IPv6 first fragment (or
