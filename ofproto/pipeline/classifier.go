@@ -34,10 +34,12 @@ type subtable struct {
 	// probe masks and hashes those few words and compares 64 bytes,
 	// where bucketKey's map hashed and compared 312. Every key of the
 	// subtable is zero outside those words, so the compact form loses
-	// nothing. The map is keyed by the words' hash (a uint64 key, Go's
-	// fast map path), colliding buckets chained. Wider masks use buckets.
+	// nothing. compact is a chained hash table by the words' hash, a
+	// power of 2 long: a probe is a slot index and a pointer walk, not a
+	// Go map's probe. Wider masks use buckets.
 	buckets  map[bucketKey][]*Entry
-	compact  map[uint64]*compactBucket
+	compact  []*compactBucket
+	nCompact int     // buckets in compact
 	keyWords []uint8 // words of mask with a bit set
 	pipeWord []uint8 // words of pipeMask (pipeWords) with a bit set
 	wordBits uint32  // bit i set: word i of mask has a bit set
@@ -52,6 +54,7 @@ type compactKey [compactWords]uint64
 // entries, and the next bucket whose words hash alike.
 type compactBucket struct {
 	key     compactKey
+	hash    uint64
 	entries []*Entry
 	next    *compactBucket
 }
@@ -103,7 +106,7 @@ func newSubtable(m *flow.Mask, pm *ofmatch.Pipe) *subtable {
 		}
 	}
 	if len(st.keyWords)+len(st.pipeWord) <= compactLimit {
-		st.compact = make(map[uint64]*compactBucket)
+		st.compact = make([]*compactBucket, 4)
 	} else {
 		st.buckets = make(map[bucketKey][]*Entry)
 	}
@@ -177,8 +180,12 @@ func (st *subtable) compactBucket(k *flow.Key, pipe *ofmatch.Pipe) []*Entry {
 		ck[i], h = v, hashWord(h, v)
 		i++
 	}
+	h = hashEnd(h)
 next:
-	for cb := st.compact[hashEnd(h)]; cb != nil; cb = cb.next {
+	for cb := st.compact[h&uint64(len(st.compact)-1)]; cb != nil; cb = cb.next {
+		if cb.hash != h {
+			continue
+		}
 		for j := range n {
 			if cb.key[j] != ck[j] {
 				continue next
@@ -201,26 +208,42 @@ func (st *subtable) setBucket(bk *bucketKey, b []*Entry) {
 	}
 	ck := st.compactOf(&bk.key, &bk.pipe)
 	h := ck.hash(len(st.keyWords) + len(st.pipeWord))
-	var prev *compactBucket
-	for cb := st.compact[h]; cb != nil; prev, cb = cb, cb.next {
-		if cb.key != ck {
+	slot := &st.compact[h&uint64(len(st.compact)-1)]
+	for p := slot; *p != nil; p = &(*p).next {
+		cb := *p
+		if cb.hash != h || cb.key != ck {
 			continue
 		}
-		switch {
-		case len(b) > 0:
+		if len(b) > 0 {
 			cb.entries = b
-		case prev != nil:
-			prev.next = cb.next
-		case cb.next != nil:
-			st.compact[h] = cb.next
-		default:
-			delete(st.compact, h)
+		} else {
+			*p = cb.next
+			st.nCompact--
 		}
 		return
 	}
 	if len(b) > 0 {
-		st.compact[h] = &compactBucket{key: ck, entries: b, next: st.compact[h]}
+		*slot = &compactBucket{key: ck, hash: h, entries: b, next: *slot}
+		st.nCompact++
+		if st.nCompact > len(st.compact) {
+			st.growCompact()
+		}
 	}
+}
+
+// growCompact doubles the compact table: at most one bucket a slot on
+// average.
+func (st *subtable) growCompact() {
+	slots := make([]*compactBucket, 2*len(st.compact))
+	for _, cb := range st.compact {
+		for cb != nil {
+			next := cb.next
+			i := cb.hash & uint64(len(slots)-1)
+			cb.next, slots[i] = slots[i], cb
+			cb = next
+		}
+	}
+	st.compact = slots
 }
 
 // table is one OpenFlow flow table organised for tuple-space search: its
