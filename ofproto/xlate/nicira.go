@@ -134,6 +134,18 @@ func (x *xlator) packetValue(f ofpwire.XMType, sel []byte) []byte {
 // packetBits is packetValue's bits [ofs, ofs+n) (n <= 64) as a number,
 // consulting only them.
 func (x *xlator) packetBits(f ofpwire.XMType, ofs, n int) uint64 {
+	if r := fieldRuns()[f]; r.ok && ofs+n <= int(r.n) {
+		// The field's bits lie in order in one key word (ip_dst, tp_dst
+		// and most others): read them there, consult that word alone.
+		m := ^uint64(0)
+		if n < 64 {
+			m = 1<<uint(n) - 1
+		}
+		sh := uint(r.shift) + uint(ofs)
+		w := int(r.word)
+		x.consultWord(w, m<<sh)
+		return x.key.Words()[w] >> sh & m
+	}
 	bits := fieldKeyBits()[f][ofs : ofs+n]
 	var m flow.Mask
 	var v uint64
@@ -147,6 +159,38 @@ func (x *xlator) packetBits(f ofpwire.XMType, ofs, n int) uint64 {
 	}
 	x.consult(&m)
 	return v
+}
+
+// fieldRun says a packet field's n bits are bits shift.. of key word
+// word, in order (fieldKeyBits, when it is that simple).
+type fieldRun struct {
+	word, shift, n uint8
+	ok             bool
+}
+
+var fieldRuns = sync.OnceValue(func() (t [ofpwire.NumFields]fieldRun) {
+	for f, bits := range fieldKeyBits() {
+		if len(bits) == 0 || len(bits) > 64 {
+			continue
+		}
+		r := fieldRun{word: bits[0].word, shift: bits[0].bit, n: uint8(len(bits)), ok: true}
+		for i, kb := range bits {
+			if !kb.ok || kb.word != r.word || int(kb.bit) != int(r.shift)+i {
+				r.ok = false
+				break
+			}
+		}
+		t[f] = r
+	}
+	return t
+})
+
+// consultWord is consult for a mask m of key word w alone.
+func (x *xlator) consultWord(w int, m uint64) {
+	x.mask.Words()[w] |= m &^ x.written.Words()[w]
+	if m&x.unknown.Words()[w] != 0 {
+		x.blind = true
+	}
 }
 
 // fieldValue reads field f, consulting the packet bits sel selects.

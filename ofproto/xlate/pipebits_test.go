@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
@@ -66,5 +67,42 @@ func TestPipeBitsAgainstBytes(t *testing.T) {
 		if x.pipe != ref.pipe {
 			t.Fatalf("write %x/%x to field %d of %+v: in place %+v, through bytes %+v", val, mask, dst, p0, x.pipe, ref.pipe)
 		}
+	}
+}
+
+// TestPacketBitsRuns checks packetBits' one-word path against the
+// bit-by-bit mapping on every packet field it applies to: the value
+// read and the bits consulted.
+func TestPacketBitsRuns(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 5))
+	runs := 0
+	for f, bits := range fieldKeyBits() {
+		if !fieldRuns()[f].ok {
+			continue
+		}
+		runs++
+		for it := 0; it < 50; it++ {
+			n := 1 + r.IntN(min(64, len(bits)))
+			ofs := r.IntN(len(bits) - n + 1)
+			var k flow.Key
+			for i, w := 0, k.Words(); i < len(w); i++ {
+				w[i] = r.Uint64()
+			}
+			var m1, m2 flow.Mask
+			x := &xlator{key: k, mask: &m1}
+			got := x.packetBits(ofpwire.XMType(f), ofs, n)
+			var want uint64
+			kw, mw := k.Words(), m2.Words()
+			for i, kb := range bits[ofs : ofs+n] {
+				mw[kb.word] |= 1 << kb.bit
+				want |= (kw[kb.word] >> kb.bit & 1) << uint(i)
+			}
+			if got != want || m1 != m2 {
+				t.Fatalf("field %d bits %d+%d: %#x, mask %+v; want %#x, mask %+v", f, ofs, n, got, m1, want, m2)
+			}
+		}
+	}
+	if runs < 20 {
+		t.Fatalf("only %d fields on the one-word path", runs)
 	}
 }
