@@ -70,7 +70,7 @@ func (x *xlator) checkPktLarger(a *ofpwire.ActionCheckPktLarger) error {
 		}
 		f := *at
 		f.key.pipe, f.key.set = x.pipe, x.set
-		f.key.fork = forkState{stack: encodeStack(x.stackVals)}
+		f.key.fork = forkState{stack: encodeStack(x.stackEntries())}
 		if x.written.InPort != 0 {
 			f.key.fork.inPort, f.key.fork.inPortSet = x.key.InPort, true
 		}

@@ -417,6 +417,24 @@ func (x *xlator) pop() stackEntry {
 	return e
 }
 
+// stackEntries is the stack, bottom first (for a frozen state).
+func (x *xlator) stackEntries() []stackEntry {
+	if x.stackN == 0 {
+		return nil
+	}
+	out := make([]stackEntry, 0, x.stackN)
+	out = append(out, x.stackLow[:min(x.stackN, len(x.stackLow))]...)
+	return append(out, x.stackHigh...)
+}
+
+// setStack makes es, bottom first, the stack (a thawed state's).
+func (x *xlator) setStack(es []stackEntry) {
+	x.stackN, x.stackHigh = 0, x.stackHigh[:0]
+	for i := range es {
+		x.push(&es[i])
+	}
+}
+
 // maxStack bounds the stack (Open vSwitch bounds it by bytes: 64 KiB).
 const maxStack = 1024
 

@@ -272,7 +272,7 @@ func (x *xlator) thaw(f *Frozen) error {
 		x.pipe = x.opts.Pipe // the registers as the controller handed them back
 	}
 	x.table, x.miss, x.cookie = k.table, k.miss, k.cookie
-	x.stackVals = decodeStack(k.fork.stack)
+	x.setStack(decodeStack(k.fork.stack))
 	if k.fork.inPortSet {
 		x.setInPort(k.fork.inPort)
 	}
