@@ -197,3 +197,38 @@ ovs_down() {
     ofb_stop "$OVS_PID"; OVS_PID=""
     ofb_stop "$OVSDB_PID"; OVSDB_PID=""
 }
+
+# ---------------------------------------------------------------- OVS-DPDK
+# ovs_dpdk_up DIR NS PREFIX: ovs_up with Debian's OVS-DPDK build (by path)
+# in a new netns NS: DPDK without hugepages or PCI (--no-huge -m 2048
+# --legacy-mem --no-pci, file prefix PREFIX), lcore CPU0, PMD CPU1. Ports
+# come from ovs_dpdk_port. ovs_dpdk_down PREFIX stops it.
+OVS_DPDK=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
+ovs_dpdk_up() {
+    local dir=$1 ns=$2 prefix=$3
+    [ -x "$OVS_DPDK" ] || { log "no $OVS_DPDK (apt-get install openvswitch-switch-dpdk)"; return 1; }
+    ofb_add_ns "$ns"
+    OVS_VSWITCHD=$OVS_DPDK
+    OVS_OTHER_CONFIG=(dpdk-init=true "dpdk-extra=\"--no-huge -m 2048 --legacy-mem --no-pci --file-prefix $prefix\""
+        dpdk-lcore-mask=0x1 pmd-cpu-mask=0x2)
+    ovs_up "$dir" "$ns"
+}
+# ovs_dpdk_port NAME OFPORT DEVARGS: a dpdk port on a virtual device
+# (e.g. net_pcap0,rx_pcap=FILE,infinite_rx=1: DPDK's pcap PMD replaying
+# FILE from memory; with no tx given, what it sends is dropped and
+# counted). Fails with the interface's error.
+ovs_dpdk_port() {
+    local err
+    ovs_vsctl add-port br0 "$1" -- set Interface "$1" type=dpdk ofport_request="$2" \
+        "options:dpdk-devargs=$3" || return 1
+    err=$(ovs_vsctl get Interface "$1" error 2>/dev/null)
+    [ -n "$err" ] && [ "$err" != "[]" ] && { log "OVS interface $1: $err (see $OVS_LOGDIR/ovs-vswitchd.log)"; return 1; }
+    return 0
+}
+# ovs_pmd_tid: the thread id of OVS's (first) PMD thread.
+ovs_pmd_tid() { grep -l '^pmd' /proc/"$OVS_PID"/task/*/comm | head -1 | cut -d/ -f5; }
+ovs_dpdk_down() {
+    ovs_down
+    rm -rf "/run/dpdk/$1"
+    unset OVS_VSWITCHD OVS_OTHER_CONFIG
+}

@@ -8,7 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"time"
+
+	"github.com/vswitch-go/vswitch/bench/internal/benchio"
 )
 
 // The generated pipeline, one logical switch (metadata=0x1) as
@@ -273,64 +274,6 @@ func (p packet) frame() []byte {
 	return f
 }
 
-// writePcap writes frames as a classic pcap (microsecond timestamps,
-// LINKTYPE_ETHERNET), the format DPDK's net_pcap reads.
-func writePcap(path string, frames [][]byte) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
-	hdr := make([]byte, 24)
-	binary.LittleEndian.PutUint32(hdr[0:], 0xa1b2c3d4)
-	binary.LittleEndian.PutUint16(hdr[4:], 2)
-	binary.LittleEndian.PutUint16(hdr[6:], 4)
-	binary.LittleEndian.PutUint32(hdr[16:], 65535)
-	binary.LittleEndian.PutUint32(hdr[20:], 1)
-	w.Write(hdr)
-	ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i, fr := range frames {
-		t := ts.Add(time.Duration(i) * time.Microsecond)
-		rec := make([]byte, 16)
-		binary.LittleEndian.PutUint32(rec[0:], uint32(t.Unix()))
-		binary.LittleEndian.PutUint32(rec[4:], uint32(t.Nanosecond()/1000))
-		binary.LittleEndian.PutUint32(rec[8:], uint32(len(fr)))
-		binary.LittleEndian.PutUint32(rec[12:], uint32(len(fr)))
-		w.Write(rec)
-		w.Write(fr)
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// readPcap reads the frames of a classic little-endian pcap file.
-func readPcap(path string) ([][]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if len(b) < 24 || binary.LittleEndian.Uint32(b) != 0xa1b2c3d4 {
-		return nil, fmt.Errorf("%s: not a little-endian microsecond pcap", path)
-	}
-	var fs [][]byte
-	for off := 24; off < len(b); {
-		if off+16 > len(b) {
-			return nil, fmt.Errorf("%s: record header cut at %d", path, off)
-		}
-		n := int(binary.LittleEndian.Uint32(b[off+8:]))
-		off += 16
-		if off+n > len(b) {
-			return nil, fmt.Errorf("%s: record cut at %d", path, off)
-		}
-		fs = append(fs, b[off:off+n])
-		off += n
-	}
-	return fs, nil
-}
-
 // generate writes DIR/flows.txt, DIR/pkts.pcap and DIR/empty.pcap (no
 // packets: the output port's receive side for DPDK's net_pcap).
 func generate(dir string, seed uint64, filler, dps, npkts int) error {
@@ -357,10 +300,10 @@ func generate(dir string, seed uint64, filler, dps, npkts int) error {
 			hits++
 		}
 	}
-	if err := writePcap(filepath.Join(dir, "pkts.pcap"), frames); err != nil {
+	if err := benchio.WritePcap(filepath.Join(dir, "pkts.pcap"), frames); err != nil {
 		return err
 	}
-	if err := writePcap(filepath.Join(dir, "empty.pcap"), nil); err != nil {
+	if err := benchio.WritePcap(filepath.Join(dir, "empty.pcap"), nil); err != nil {
 		return err
 	}
 	fmt.Printf("flows %d (tables 0, %d-%d, %d), packets %d (%d inside the conjunction), seed %d\n",

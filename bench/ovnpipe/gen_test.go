@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vswitch-go/vswitch/bench/internal/benchio"
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 )
@@ -42,7 +43,7 @@ func TestGenerate(t *testing.T) {
 	if n < 9000 || n > 11000 {
 		t.Errorf("%d flows, want about 10,000", n)
 	}
-	frames, err := readPcap(filepath.Join(a, "pkts.pcap"))
+	frames, err := benchio.ReadPcap(filepath.Join(a, "pkts.pcap"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestGenerate(t *testing.T) {
 	if len(pairs) != len(frames) {
 		t.Errorf("%d distinct address pairs in %d packets", len(pairs), len(frames))
 	}
-	if fs, err := readPcap(filepath.Join(a, "empty.pcap")); err != nil || len(fs) != 0 {
+	if fs, err := benchio.ReadPcap(filepath.Join(a, "empty.pcap")); err != nil || len(fs) != 0 {
 		t.Errorf("empty.pcap: %d packets, %v", len(fs), err)
 	}
 }
@@ -76,38 +77,4 @@ func TestRun(t *testing.T) {
 	if err := run(filepath.Join(d, "flows.txt"), filepath.Join(d, "pkts.pcap"), 10*time.Millisecond, 1); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func FuzzReadPcap(f *testing.F) {
-	d := f.TempDir()
-	if err := writePcap(filepath.Join(d, "p"), [][]byte{packet{src: 1, dst: 2, proto: 6}.frame(), {1, 2, 3}}); err != nil {
-		f.Fatal(err)
-	}
-	seed, _ := os.ReadFile(filepath.Join(d, "p"))
-	f.Add(seed)
-	f.Add(seed[:30])
-	f.Fuzz(func(t *testing.T, b []byte) {
-		p := filepath.Join(t.TempDir(), "p")
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		frames, err := readPcap(p)
-		if err != nil {
-			return
-		}
-		// What was read writes back to the same records.
-		q := p + ".2"
-		if err := writePcap(q, frames); err != nil {
-			t.Fatal(err)
-		}
-		again, err := readPcap(q)
-		if err != nil || len(again) != len(frames) {
-			t.Fatalf("rewrite: %d frames, %v (had %d)", len(again), err, len(frames))
-		}
-		for i := range frames {
-			if !bytes.Equal(frames[i], again[i]) {
-				t.Fatalf("frame %d differs after rewrite", i)
-			}
-		}
-	})
 }

@@ -30,23 +30,19 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/vswitch-go/vswitch/bench/internal/benchio"
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/netdev/ring"
 	"github.com/vswitch-go/vswitch/ofproto"
 	"github.com/vswitch-go/vswitch/ofproto/ofconn"
-	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 )
 
 func main() {
@@ -106,36 +102,9 @@ func main() {
 	}
 }
 
-// loadFlows hands every flow of path to br as a FLOW_MOD (add).
-func loadFlows(br *ofproto.Bridge, path string) (int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	n := 0
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		fm, err := ofptext.ParseFlow(line, ofptext.Add)
-		if err != nil {
-			return n, err
-		}
-		if err := br.Handle(nil, uint32(n+1), fm); err != nil {
-			return n, fmt.Errorf("%s: %v", line, err)
-		}
-		n++
-	}
-	return n, sc.Err()
-}
-
 func run(flowsPath, pcapPath string, dur time.Duration, rounds int) error {
 	runtime.LockOSThread() // threadCPU reads this thread's time
-	frames, err := readPcap(pcapPath)
+	frames, err := benchio.ReadPcap(pcapPath)
 	if err != nil {
 		return err
 	}
@@ -162,7 +131,7 @@ func run(flowsPath, pcapPath string, dur time.Duration, rounds int) error {
 	}
 	defer br.Close()
 	t0 := time.Now()
-	nflows, err := loadFlows(br, flowsPath)
+	nflows, err := benchio.LoadFlows(br, flowsPath)
 	if err != nil {
 		return err
 	}
@@ -210,16 +179,16 @@ func run(flowsPath, pcapPath string, dur time.Duration, rounds int) error {
 		// upcall pass
 		dp.InvalidateFlows()
 		s0 := stats()
-		t, c := time.Now(), threadCPU()
+		t, c := time.Now(), benchio.ThreadCPU()
 		rx, tx := pass()
-		upEl, upC := time.Since(t), threadCPU()-c
+		upEl, upC := time.Since(t), benchio.ThreadCPU()-c
 		s1 := stats()
 		miss := s1.Misses - s0.Misses
 		upRate := float64(miss) / upEl.Seconds()
 		upUs := upC.Seconds() * 1e6 / float64(max(miss, 1))
 		// translation alone, ~1 s
 		n := 0
-		t, c = time.Now(), threadCPU()
+		t, c = time.Now(), benchio.ThreadCPU()
 		for time.Since(t) < time.Second {
 			for i := range keys {
 				if err := br.Upcall(&keys[i], &res); err != nil {
@@ -229,12 +198,12 @@ func run(flowsPath, pcapPath string, dur time.Duration, rounds int) error {
 			n += len(keys)
 		}
 		xRate := float64(n) / time.Since(t).Seconds()
-		xUs := (threadCPU() - c).Seconds() * 1e6 / float64(n)
+		xUs := (benchio.ThreadCPU() - c).Seconds() * 1e6 / float64(n)
 		// forwarding with every megaflow in place
 		pass()
 		s0 = stats()
 		pkts, i := 0, 0
-		t, c = time.Now(), threadCPU()
+		t, c = time.Now(), benchio.ThreadCPU()
 		deadline := t.Add(dur)
 		for {
 			for k := 0; k < 64; k++ {
@@ -247,7 +216,7 @@ func run(flowsPath, pcapPath string, dur time.Duration, rounds int) error {
 				break
 			}
 		}
-		el, cpu := time.Since(t), threadCPU()-c
+		el, cpu := time.Since(t), benchio.ThreadCPU()-c
 		pmd.PollOnce()
 		s1 = stats()
 		m := float64(pkts) / el.Seconds() / 1e6
@@ -259,35 +228,6 @@ func run(flowsPath, pcapPath string, dur time.Duration, rounds int) error {
 		mpps, nsPkt, cpuPkt = append(mpps, m), append(nsPkt, 1e3/m), append(cpuPkt, cp)
 	}
 	fmt.Printf("ours median of %d: upcall %.0f/s (%.1f cpu-us/upcall)  xlate %.0f/s (%.1f cpu-us)  fwd %.3f Mpps  %.1f ns/pkt  %.1f cpu-ns/pkt\n",
-		rounds, median(upRates), median(upCPU), median(xRates), median(xCPU), median(mpps), median(nsPkt), median(cpuPkt))
+		rounds, benchio.Median(upRates), benchio.Median(upCPU), benchio.Median(xRates), benchio.Median(xCPU), benchio.Median(mpps), benchio.Median(nsPkt), benchio.Median(cpuPkt))
 	return nil
-}
-
-// threadCPU is the time the calling thread has run on a CPU
-// (/proc/thread-self/schedstat): on a shared machine the figure that
-// does not count the time other processes took the CPU away. The
-// caller holds its OS thread (runtime.LockOSThread).
-func threadCPU() time.Duration {
-	b, err := os.ReadFile("/proc/thread-self/schedstat")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	ns, _ := strconv.ParseInt(f[0], 10, 64)
-	return time.Duration(ns)
-}
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -65,7 +65,6 @@ SEED=${SEED:-27}
 SUTS=${SUTS:-"ours ovs"}
 ANCHOR=${ANCHOR:-1}
 OUTDIR=${OUTDIR:-$REPO/bench-results/ovnpipe-$(date +%Y%m%d-%H%M%S)}
-OVS_DPDK=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
 
 trap ofb_cleanup EXIT
 trap 'exit 130' INT TERM
@@ -113,26 +112,15 @@ ovs_fwd() {
 run_ovs() {
     log "=== ovs-dpdk"
     local dir=$OFB_WORK/ovs ns=ovnp$$ prefix=ovnp$$ r
-    ofb_add_ns "$ns"
-    OVS_VSWITCHD=$OVS_DPDK
-    OVS_OTHER_CONFIG=(dpdk-init=true "dpdk-extra=\"--no-huge -m 2048 --legacy-mem --no-pci --file-prefix $prefix\""
-        dpdk-lcore-mask=0x1 pmd-cpu-mask=0x2)
-    ovs_up "$dir" "$ns" || die "ovs-dpdk: setup failed, see $dir/log"
+    ovs_dpdk_up "$dir" "$ns" "$prefix" || die "ovs-dpdk: setup failed, see $dir/log"
     local t0 t1
     t0=$EPOCHREALTIME
     ovs-ofctl -O OpenFlow15 --bundle add-flows br0 "$OFB_WORK/flows.txt" || die "ovs: add-flows failed"
     t1=$EPOCHREALTIME
     log "ovs: $(ovs-ofctl -O OpenFlow15 dump-aggregate br0) in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", (b - a) * 1000 }') ms"
-    ovs_vsctl add-port br0 dpdk0 -- set Interface dpdk0 type=dpdk ofport_request=1 \
-        "options:dpdk-devargs=net_pcap0,rx_pcap=$OFB_WORK/pkts.pcap,infinite_rx=1" \
-        -- add-port br0 dpdk1 -- set Interface dpdk1 type=dpdk ofport_request=2 \
-        "options:dpdk-devargs=net_pcap1,rx_pcap=$OFB_WORK/empty.pcap" || die "ovs: add-port failed"
-    local i err
-    for i in dpdk0 dpdk1; do
-        err=$(ovs_vsctl get Interface "$i" error 2>/dev/null)
-        [ -n "$err" ] && [ "$err" != "[]" ] && die "OVS interface $i: $err (see $OVS_LOGDIR/ovs-vswitchd.log)"
-    done
-    PMD_TID=$(grep -l '^pmd' /proc/"$OVS_PID"/task/*/comm | head -1 | cut -d/ -f5)
+    ovs_dpdk_port dpdk0 1 "net_pcap0,rx_pcap=$OFB_WORK/pkts.pcap,infinite_rx=1" &&
+        ovs_dpdk_port dpdk1 2 "net_pcap1,rx_pcap=$OFB_WORK/empty.pcap" || die "ovs: add-port failed"
+    PMD_TID=$(ovs_pmd_tid)
     [ -n "$PMD_TID" ] || die "ovs: no PMD thread in $OVS_PID"
     sleep "$WARM"
     : >"$OUTDIR/ovs.txt"
@@ -162,10 +150,8 @@ run_ovs() {
         sleep "$WARM"
         ovs_fwd "ovs anchor (one flow)" >"$OUTDIR/ovs-anchor.txt"
     fi
-    ovs_down
     cp "$OVS_LOGDIR/ovs-vswitchd.log" "$OUTDIR/ovs-vswitchd.log" 2>/dev/null
-    rm -rf "/run/dpdk/$prefix"
-    unset OVS_VSWITCHD OVS_OTHER_CONFIG
+    ovs_dpdk_down "$prefix"
 }
 
 for s in $SUTS; do "run_$s"; done
