@@ -54,7 +54,8 @@
 # (--no-huge -m 2048). Load average printed per round: the machine is
 # shared.
 #
-# Usage: sudo bench/ctbench/ctbench.sh  (apt-get install openvswitch-switch-dpdk)
+# Usage: sudo flock /tmp/bench.lock bench/ctbench/ctbench.sh  (apt-get install openvswitch-switch-dpdk;
+#        the lock keeps other benchmarks' busy-polling switches off CPU1 meanwhile)
 # Knobs: ROUNDS [2] DUR [3] WARM [2] NEW [2000000] NEWDUR [1] KS ["1 1000 100000"]
 #        SUTS ["ours ovs"] CLUSTERED [0: 1 = new.pcap from `gen -clustered`]
 #        OUTDIR [bench-results/ctbench-TS]
@@ -71,7 +72,8 @@ CLUSTERED=${CLUSTERED:-0}
 SUTS=${SUTS:-"ours ovs"}
 OUTDIR=${OUTDIR:-$REPO/bench-results/ctbench-$(date +%Y%m%d-%H%M%S)}
 
-trap ofb_cleanup EXIT
+# a run that dies inside run_ovs leaves DPDK's runtime dir behind
+trap 'ofb_cleanup; rm -rf /run/dpdk/ctb$$-*' EXIT
 trap 'exit 130' INT TERM
 [ "$(id -u)" = 0 ] || die "must run as root"
 command -v go >/dev/null || export PATH=/usr/local/go/bin:$PATH
