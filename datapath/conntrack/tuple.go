@@ -38,8 +38,16 @@ func (t *Tuple) hash() uint32 {
 	h := binary.LittleEndian.Uint64(t.Src[:8]) ^ binary.LittleEndian.Uint64(t.Src[8:])*0x9e3779b97f4a7c15
 	h ^= (binary.LittleEndian.Uint64(t.Dst[:8]) ^ binary.LittleEndian.Uint64(t.Dst[8:])) * 0xbf58476d1ce4e5b9
 	h ^= (uint64(t.SrcPort) | uint64(t.DstPort)<<16 | uint64(t.Zone)<<32 | uint64(t.Proto)<<48 | uint64(t.ICMPType)<<56) * 0x94d049bb133111eb
-	h ^= h >> 29
-	return uint32(h ^ h>>32)
+	// A finalizer (murmur3's) so that every input bit reaches the low
+	// bits the index's slots come from: without it, tuples that differ
+	// only in the low bits of an IPv4 address and the port (a load
+	// generator's walk) clustered into long probe chains.
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return uint32(h)
 }
 
 // replyType is the ICMP type answering query type typ, and the query
