@@ -43,9 +43,6 @@ import (
 
 	"github.com/vswitch-go/vswitch/bench/internal/benchio"
 	"github.com/vswitch-go/vswitch/datapath"
-	"github.com/vswitch-go/vswitch/netdev/ring"
-	"github.com/vswitch-go/vswitch/ofproto"
-	"github.com/vswitch-go/vswitch/ofproto/ofconn"
 )
 
 func main() {
@@ -268,25 +265,12 @@ func run(c *runConfig) error {
 	if len(f1) == 0 {
 		return fmt.Errorf("%s: no packets", c.pcap1)
 	}
-	up := &ofproto.UpcallAdapter{}
-	dp, err := datapath.New(datapath.Config{Manual: true, Upcall: up, FlowLimit: 10000})
+	rig, err := benchio.NewRig(10000)
 	if err != nil {
 		return err
 	}
-	defer dp.Close()
-	p1, p2 := ring.New("p1", 1, 1, 256), ring.New("p2", 1, 1, 256)
-	if _, err := dp.AddPort(1, p1); err != nil {
-		return err
-	}
-	if _, err := dp.AddPort(2, p2); err != nil {
-		return err
-	}
-	br, err := ofproto.NewBridge("br0", dp, ofproto.BridgeConfig{Upcall: up,
-		Conn: ofconn.Config{ProbeInterval: -1}, FailMode: ofproto.FailSecure})
-	if err != nil {
-		return err
-	}
-	defer br.Close()
+	defer rig.Close()
+	dp, br, p1, p2 := rig.DP, rig.Bridge, rig.P1, rig.P2
 	if _, err := benchio.LoadFlows(br, c.flows); err != nil {
 		return err
 	}

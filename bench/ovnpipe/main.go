@@ -40,9 +40,6 @@ import (
 	"github.com/vswitch-go/vswitch/bench/internal/benchio"
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/flow"
-	"github.com/vswitch-go/vswitch/netdev/ring"
-	"github.com/vswitch-go/vswitch/ofproto"
-	"github.com/vswitch-go/vswitch/ofproto/ofconn"
 )
 
 func main() {
@@ -111,25 +108,12 @@ func run(flowsPath, pcapPath string, dur time.Duration, rounds int) error {
 	if len(frames) == 0 {
 		return fmt.Errorf("%s: no packets", pcapPath)
 	}
-	up := &ofproto.UpcallAdapter{}
-	dp, err := datapath.New(datapath.Config{Manual: true, Upcall: up, FlowLimit: 4*len(frames) + 1000})
+	rig, err := benchio.NewRig(4*len(frames) + 1000)
 	if err != nil {
 		return err
 	}
-	defer dp.Close()
-	in, out := ring.New("in", 1, 1, 256), ring.New("out", 1, 1, 256)
-	if _, err := dp.AddPort(1, in); err != nil {
-		return err
-	}
-	if _, err := dp.AddPort(2, out); err != nil {
-		return err
-	}
-	br, err := ofproto.NewBridge("br0", dp, ofproto.BridgeConfig{Upcall: up,
-		Conn: ofconn.Config{ProbeInterval: -1}, FailMode: ofproto.FailSecure})
-	if err != nil {
-		return err
-	}
-	defer br.Close()
+	defer rig.Close()
+	dp, br, in, out := rig.DP, rig.Bridge, rig.P1, rig.P2
 	t0 := time.Now()
 	nflows, err := benchio.LoadFlows(br, flowsPath)
 	if err != nil {

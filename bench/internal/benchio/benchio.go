@@ -2,8 +2,8 @@
 // benchmarks against OVS-DPDK (bench/ovnpipe, bench/ctbench) share: the
 // pcap files both switches replay (DPDK's net_pcap reads them on the OVS
 // side), loading an ovs-ofctl flow file into a bridge the way ovs-ofctl
-// would send it, and the per-thread CPU clock that keeps figures honest
-// on a shared machine.
+// would send it, the in-process switch they drive (Rig), and the
+// per-thread CPU clock that keeps figures honest on a shared machine.
 package benchio
 
 import (
@@ -16,7 +16,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/netdev/ring"
 	"github.com/vswitch-go/vswitch/ofproto"
+	"github.com/vswitch-go/vswitch/ofproto/ofconn"
 	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 )
 
@@ -140,4 +143,42 @@ func Median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// Rig is the in-process switch both benchmarks drive: a manual-mode
+// datapath (its PMD runs on the caller's goroutine) with ring ports 1
+// and 2, and a fail-secure bridge over it that holds the loaded flows.
+type Rig struct {
+	DP     *datapath.Datapath
+	Bridge *ofproto.Bridge
+	P1, P2 *ring.Port
+}
+
+// NewRig builds a Rig whose datapath holds up to flowLimit megaflows.
+func NewRig(flowLimit int) (*Rig, error) {
+	up := &ofproto.UpcallAdapter{}
+	dp, err := datapath.New(datapath.Config{Manual: true, Upcall: up, FlowLimit: flowLimit})
+	if err != nil {
+		return nil, err
+	}
+	r := &Rig{DP: dp, P1: ring.New("p1", 1, 1, 256), P2: ring.New("p2", 1, 1, 256)}
+	for no, p := range map[uint32]*ring.Port{1: r.P1, 2: r.P2} {
+		if _, err := dp.AddPort(no, p); err != nil {
+			dp.Close()
+			return nil, err
+		}
+	}
+	r.Bridge, err = ofproto.NewBridge("br0", dp, ofproto.BridgeConfig{Upcall: up,
+		Conn: ofconn.Config{ProbeInterval: -1}, FailMode: ofproto.FailSecure})
+	if err != nil {
+		dp.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Close stops the bridge and the datapath.
+func (r *Rig) Close() {
+	r.Bridge.Close()
+	r.DP.Close()
 }
