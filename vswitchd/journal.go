@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/base64"
-	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/netrack/openflow"
 	"github.com/vswitch-go/vswitch/internal/statedir"
 	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
@@ -554,8 +552,7 @@ func parseWireBundle(wire []byte) ([]ofpwire.Message, error) {
 		if len(wire) < ofpwire.HeaderLen {
 			return nil, fmt.Errorf("bundle record: %d bytes left after message %d", len(wire), len(msgs))
 		}
-		h := ofpwire.Header{Version: wire[0], Type: openflow.Type(wire[1]),
-			Length: binary.BigEndian.Uint16(wire[2:]), Transaction: binary.BigEndian.Uint32(wire[4:])}
+		h := ofpwire.ParseHeader(wire)
 		if int(h.Length) < ofpwire.HeaderLen || int(h.Length) > len(wire) {
 			return nil, fmt.Errorf("bundle record: message %d: length %d of %d bytes left", len(msgs)+1, h.Length, len(wire))
 		}

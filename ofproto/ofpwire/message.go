@@ -41,6 +41,12 @@ type Message interface {
 	decodeBody(b []byte) error
 }
 
+// ParseHeader reads the header at the start of b, which holds at least
+// HeaderLen bytes.
+func ParseHeader(b []byte) Header {
+	return Header{Version: b[0], Type: openflow.Type(b[1]), Length: be.Uint16(b[2:]), Transaction: be.Uint32(b[4:])}
+}
+
 // ReadMessage reads one message from r. It returns the parsed header and the
 // whole message (header included), which lives in buf when buf has the
 // capacity (a 64 KiB buf avoids all allocation) and is valid until the next
@@ -54,12 +60,7 @@ func ReadMessage(r io.Reader, buf []byte) (Header, []byte, error) {
 	if _, err := io.ReadFull(r, hdr); err != nil {
 		return Header{}, nil, err
 	}
-	h := Header{
-		Version:     hdr[0],
-		Type:        openflow.Type(hdr[1]),
-		Length:      be.Uint16(hdr[2:]),
-		Transaction: be.Uint32(hdr[4:]),
-	}
+	h := ParseHeader(hdr)
 	n := int(h.Length)
 	if n < HeaderLen {
 		return h, nil, ErrFraming
