@@ -68,14 +68,6 @@ type Reconciler struct {
 	// applied is the last configuration applied (flows aside), so that
 	// an update that changes nothing the switch runs applies nothing.
 	applied *config.Config
-	// settled are the rows and plan of the last pass, while they are
-	// what the database holds: no update since, and that pass's
-	// write-back wrote nothing. A tick then only writes back what the
-	// running switch changed (link states, counters) against them,
-	// instead of reading, planning and comparing every row again once
-	// a second (most of an idle daemon's work with a thousand ports).
-	settled     *rows
-	settledPlan *plan
 	// appliedTimeouts are the zones' timeout policies last applied.
 	appliedTimeouts map[uint16]conntrack.Timeouts
 	// lastErr is, per Interface UUID, the refusal of the last apply.
@@ -163,7 +155,6 @@ func (r *Reconciler) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-r.kick:
-			r.settled = nil
 			// Let the rest of a burst of updates arrive.
 			select {
 			case <-ctx.Done():
@@ -182,12 +173,7 @@ func (r *Reconciler) run(ctx context.Context) {
 		// A lasting condition (no Open_vSwitch row before ovs-vsctl
 		// init) is logged once, not at every tick.
 		r.passMu.Lock()
-		var err error
-		if r.settled != nil {
-			err = r.writeBackSettled(ctx)
-		} else {
-			err = r.reconcile(ctx)
-		}
+		err := r.reconcile(ctx)
 		r.passMu.Unlock()
 		r.mu.Lock()
 		r.passes++
@@ -406,33 +392,9 @@ func (r *Reconciler) reconcile(ctx context.Context) error {
 			p.ifaceErr[u] = e
 		}
 	}
-	return r.writeBackSettling(ctx, rs, p)
-}
-
-// writeBackSettling writes back what rs and p leave to write, and keeps
-// them as settled if that was nothing.
-func (r *Reconciler) writeBackSettling(ctx context.Context, rs *rows, p *plan) error {
 	wctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	r.mu.Lock()
-	writes := r.writes
-	r.mu.Unlock()
-	err := r.writeBack(wctx, rs, p)
-	r.mu.Lock()
-	wrote := r.writes != writes
-	r.mu.Unlock()
-	r.settled, r.settledPlan = nil, nil
-	if err == nil && !wrote {
-		r.settled, r.settledPlan = rs, p
-	}
-	return err
-}
-
-// writeBackSettled is a tick's pass while the rows are settled: what the
-// running switch changed since is written back against them (and, if
-// anything was, the next pass reads the rows again).
-func (r *Reconciler) writeBackSettled(ctx context.Context) error {
-	return r.writeBackSettling(ctx, r.settled, r.settledPlan)
+	return r.writeBack(wctx, rs, p)
 }
 
 // apply makes the switch run p's configuration, keeping each bridge's
