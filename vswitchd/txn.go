@@ -100,6 +100,7 @@ func (d *Daemon) runTxn(cmds [][]string) (mgmt.Result, error) {
 		return nil
 	}
 	if mutating && d.db != nil {
+		d.db.WaitFirstPass(context.Background())
 		if err := d.changeThroughDB(runAll); err != nil {
 			return mgmt.Result{}, err
 		}

@@ -492,5 +492,23 @@ func (r *Reconciler) Record(ctx context.Context, apply func() (old, next *config
 	return true, nil
 }
 
+// WaitFirstPass waits, up to reportWait, until the reconciler has made
+// its first pass over the database. That pass applies the database as a
+// whole (nothing was applied before it); a change made through the
+// daemon before it would be undone by it, as the pass read the rows
+// before the change reached them.
+func (r *Reconciler) WaitFirstPass(ctx context.Context) {
+	deadline := time.Now().Add(reportWait)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		r.mu.Lock()
+		done := r.passes > 0
+		r.mu.Unlock()
+		if done {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // reportWait bounds Record's wait for the write-back after a change.
 const reportWait = 5 * time.Second
