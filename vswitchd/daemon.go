@@ -148,6 +148,12 @@ type Daemon struct {
 
 	// links are the kernel's links for the OVSDB write-back.
 	links linkCache
+	// started is closed once Start has set everything up, the database's
+	// reconciler included: the management socket serves before that, and
+	// a configuration command must know whether it goes through the
+	// database (one that did not, while the reconciler was being started,
+	// was undone by its first pass).
+	started chan struct{}
 
 	// db follows the OVSDB database of Options.DB (nil without); dbsrv
 	// serves the embedded one, kept in dbfile (Options.EmbeddedDB).
@@ -203,7 +209,7 @@ func Start(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{opts: opts, log: log, store: store, bridges: map[string]*bridge{},
-		statsBase: map[string]*statsSnapshot{}, ifw: newIfWatch(), stop: make(chan struct{}),
+		statsBase: map[string]*statsSnapshot{}, ifw: newIfWatch(), stop: make(chan struct{}), started: make(chan struct{}),
 		exitReq: make(chan struct{}), ct: conntrack.New(), ipf: ipf.NewSettings(), patches: patch.NewHub()}
 	d.publish()
 	if opts.DefaultBridge != "" && len(store.Get().Bridges) == 0 {
@@ -274,6 +280,7 @@ func Start(opts Options) (*Daemon, error) {
 		d.Close()
 		return nil, err
 	}
+	close(d.started)
 	// The database's reconciler may be adding bridges already.
 	d.mu.Lock()
 	nbridges := len(d.bridges)

@@ -99,6 +99,13 @@ func (d *Daemon) runTxn(cmds [][]string) (mgmt.Result, error) {
 		}
 		return nil
 	}
+	if mutating {
+		select {
+		case <-d.started:
+		case <-d.stop:
+			return mgmt.Result{}, errors.New("the daemon is stopping")
+		}
+	}
 	if mutating && d.db != nil {
 		d.db.WaitFirstPass(context.Background())
 		if err := d.changeThroughDB(runAll); err != nil {
