@@ -15,6 +15,7 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb"
+	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/dbconfig"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/dbserver"
 )
 
@@ -130,7 +131,7 @@ func (s dbSwitch) PortStatus(bridge, name string, stats bool) ovsdb.PortStatus {
 		if !b.local {
 			return ovsdb.PortStatus{Error: "the bridge's own interface is not running"}
 		}
-		st = ovsdb.PortStatus{Running: true, OFPort: ovsdb.LocalOFPort, AdminState: "up", LinkState: "up"}
+		st = ovsdb.PortStatus{Running: true, OFPort: dbconfig.LocalOFPort, AdminState: "up", LinkState: "up"}
 	} else {
 		p := b.portByName(name)
 		if p == nil {
@@ -183,7 +184,7 @@ func (d *Daemon) startOVSDB() error {
 		d.dbsrv, d.dbfile = srv, db
 		if created {
 			c := d.store.Get()
-			ops, err := ovsdb.InitOps(c)
+			ops, err := dbconfig.InitOps(c)
 			if err != nil {
 				return err
 			}

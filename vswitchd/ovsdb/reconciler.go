@@ -17,7 +17,6 @@ package ovsdb
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -34,6 +33,7 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/conntrack"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/dbconfig"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
 )
 
@@ -256,49 +256,12 @@ func (r *Reconciler) connect(ctx context.Context) bool {
 	return true
 }
 
-// read takes the rows from the cache, Open_vSwitch first: the other
-// tables are then at least as new as its next_cfg, so that reporting it
-// as cur_cfg never claims a change not yet seen.
-func (r *Reconciler) read(ctx context.Context) (*rows, error) {
-	var ovs []vswitchdb.OpenvSwitch
-	var brs []vswitchdb.Bridge
-	var ports []vswitchdb.Port
-	var ifs []vswitchdb.Interface
-	var ctls []vswitchdb.Controller
-	var ssl []vswitchdb.SSL
-	var dps []vswitchdb.Datapath
-	var zones []vswitchdb.CTZone
-	var tps []vswitchdb.CTTimeoutPolicy
-	for _, l := range []any{&ovs, &brs, &ports, &ifs, &ctls, &ssl, &dps, &zones, &tps} {
-		if err := r.cli.List(ctx, l); err != nil {
-			return nil, err
-		}
-	}
-	out := &rows{bridges: byUUID(brs, func(b *vswitchdb.Bridge) string { return b.UUID }),
-		ports:      byUUID(ports, func(p *vswitchdb.Port) string { return p.UUID }),
-		ifaces:     byUUID(ifs, func(i *vswitchdb.Interface) string { return i.UUID }),
-		ctls:       byUUID(ctls, func(c *vswitchdb.Controller) string { return c.UUID }),
-		ssl:        byUUID(ssl, func(s *vswitchdb.SSL) string { return s.UUID }),
-		datapaths:  byUUID(dps, func(d *vswitchdb.Datapath) string { return d.UUID }),
-		ctZones:    byUUID(zones, func(z *vswitchdb.CTZone) string { return z.UUID }),
-		ctPolicies: byUUID(tps, func(p *vswitchdb.CTTimeoutPolicy) string { return p.UUID })}
-	switch len(ovs) {
-	case 0:
-		return nil, errors.New("the database has no Open_vSwitch row yet (ovs-vsctl init creates it)")
-	case 1:
-		out.ovs = &ovs[0]
-	default:
-		return nil, fmt.Errorf("the database has %d Open_vSwitch rows, want one", len(ovs))
-	}
-	return out, nil
-}
-
 // logProblems logs what the database asks for that the switch refuses,
 // each time that list changes: ovs-vsctl points its user to this log.
-func (r *Reconciler) logProblems(rs *rows, p *plan) {
-	msgs := slices.Clone(p.problems)
-	for u, why := range p.ifaceErr {
-		if i := rs.ifaces[u]; i != nil {
+func (r *Reconciler) logProblems(rs *dbconfig.Rows, p *dbconfig.Plan) {
+	msgs := slices.Clone(p.Problems)
+	for u, why := range p.IfaceErr {
+		if i := rs.Ifaces[u]; i != nil {
 			msgs = append(msgs, fmt.Sprintf("interface %q not applied: %s", i.Name, why))
 		}
 	}
@@ -312,52 +275,14 @@ func (r *Reconciler) logProblems(rs *rows, p *plan) {
 	}
 }
 
-// dangling names a row referenced but not read, or "".
-func (rs *rows) dangling() string {
-	if rs.ovs.SSL != nil && rs.ssl[*rs.ovs.SSL] == nil {
-		return "SSL " + *rs.ovs.SSL
-	}
-	for _, bu := range rs.ovs.Bridges {
-		b := rs.bridges[bu]
-		if b == nil {
-			return "Bridge " + bu
-		}
-		for _, cu := range b.Controller {
-			if rs.ctls[cu] == nil {
-				return "Controller " + cu
-			}
-		}
-		for _, pu := range b.Ports {
-			p := rs.ports[pu]
-			if p == nil {
-				return "Port " + pu
-			}
-			for _, iu := range p.Interfaces {
-				if rs.ifaces[iu] == nil {
-					return "Interface " + iu
-				}
-			}
-		}
-	}
-	return ""
-}
-
-func byUUID[T any](l []T, key func(*T) string) map[string]*T {
-	m := make(map[string]*T, len(l))
-	for i := range l {
-		m[key(&l[i])] = &l[i]
-	}
-	return m
-}
-
 // reconcile is one pass: read, apply if the wanted configuration
 // changed, write back.
 func (r *Reconciler) reconcile(ctx context.Context) error {
-	rs, err := r.read(ctx)
+	rs, err := dbconfig.Read(ctx, r.cli)
 	if err != nil {
 		return err
 	}
-	if missing := rs.dangling(); missing == "" {
+	if missing := rs.Dangling(); missing == "" {
 		r.danglingSince = time.Time{}
 	} else if r.danglingSince.IsZero() || time.Since(r.danglingSince) < maxDangling {
 		// A read between two notifications of one change (rows
@@ -374,22 +299,23 @@ func (r *Reconciler) reconcile(ctx context.Context) error {
 		// what resolves rather than stall every change behind it.
 		r.log.Warn("ovsdb: a referenced row is missing; applying the rows that are there", "missing", missing)
 	}
-	p := wantedConfig(rs)
+	p := dbconfig.Wanted(rs)
+	ctTimeouts := zoneTimeouts(rs, p)
 	r.logProblems(rs, p)
-	if !reflect.DeepEqual(p.cfg, r.applied) {
+	if !reflect.DeepEqual(p.Config, r.applied) {
 		r.lastErr = r.apply(p)
-		r.applied = p.cfg
+		r.applied = p.Config
 		r.mu.Lock()
 		r.reconciles++
 		r.mu.Unlock()
 	}
-	if !maps.Equal(p.ctTimeouts, r.appliedTimeouts) || r.appliedTimeouts == nil {
-		r.sw.SetZoneTimeouts(p.ctTimeouts)
-		r.appliedTimeouts = p.ctTimeouts
+	if !maps.Equal(ctTimeouts, r.appliedTimeouts) || r.appliedTimeouts == nil {
+		r.sw.SetZoneTimeouts(ctTimeouts)
+		r.appliedTimeouts = ctTimeouts
 	}
 	for u, e := range r.lastErr {
-		if _, ok := p.ifaceErr[u]; !ok {
-			p.ifaceErr[u] = e
+		if _, ok := p.IfaceErr[u]; !ok {
+			p.IfaceErr[u] = e
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, opTimeout)
@@ -405,15 +331,15 @@ func (r *Reconciler) reconcile(ctx context.Context) error {
 // the switch-wide settings, then each bridge, alone), then each of those
 // ports alone, so that only the refused rows are left out. It returns,
 // per Interface UUID, why its port was left out.
-func (r *Reconciler) apply(p *plan) map[string]string {
+func (r *Reconciler) apply(p *dbconfig.Plan) map[string]string {
 	errs := map[string]string{}
-	err := r.sw.Reconcile(func(c *config.Config) error { setKeepingTables(c, p.cfg); return nil })
+	err := r.sw.Reconcile(func(c *config.Config) error { setKeepingTables(c, p.Config); return nil })
 	if err == nil {
 		return errs
 	}
 	r.log.Warn("ovsdb: configuration refused as a whole, applying it row by row", "err", err)
 	cur := r.sw.Config()
-	base := p.cfg.Clone()
+	base := p.Config.Clone()
 	type pending struct {
 		bridge string
 		port   *config.Port
@@ -462,10 +388,10 @@ func (r *Reconciler) apply(p *plan) map[string]string {
 			r.log.Warn("ovsdb: port not applied", "bridge", t.bridge, "port", t.port.Name, "err", err)
 		}
 	}
-	for u, ref := range p.ifaceAt {
-		if e, ok := failedBridge[ref.bridge]; ok {
+	for u, ref := range p.IfaceAt {
+		if e, ok := failedBridge[ref.Bridge]; ok {
 			errs[u] = e
-		} else if e, ok := failed[ref.bridge+"\x00"+ref.port]; ok {
+		} else if e, ok := failed[ref.Bridge+"\x00"+ref.Port]; ok {
 			errs[u] = e
 		}
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/conntrack"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/dbconfig"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
 )
 
@@ -401,7 +402,7 @@ func TestReconcileAppliesAndReports(t *testing.T) {
 	if !maps.Equal(b.ControllerOptions, wantOpts) {
 		t.Errorf("controller options applied %v, want %v", b.ControllerOptions, wantOpts)
 	}
-	for name, want := range map[string]int{"br0": LocalOFPort, "p1": 1, "p4": 9} {
+	for name, want := range map[string]int{"br0": dbconfig.LocalOFPort, "p1": 1, "p4": 9} {
 		i := v.iface(name)
 		if i.Ofport == nil || *i.Ofport != want || i.Error != nil {
 			t.Errorf("interface %s: ofport %v error %v, want %d and no error", name, deref(i.Ofport), deref(i.Error), want)
@@ -420,7 +421,7 @@ func TestReconcileAppliesAndReports(t *testing.T) {
 		t.Errorf("p3: ofport %v error %v, want -1 and the tag refused", deref(i.Ofport), deref(i.Error))
 	}
 	o := v.ovs()
-	if !slices.Contains(o.IfaceTypes, "vxlan") || !slices.Contains(o.IfaceTypes, "patch") || slices.Contains(o.IfaceTypes, "stt") || !slices.Equal(o.DatapathTypes, DatapathTypes) || deref(o.OVSVersion) != "test" || deref(o.DbVersion) != "8.3.1" {
+	if !slices.Contains(o.IfaceTypes, "vxlan") || !slices.Contains(o.IfaceTypes, "patch") || slices.Contains(o.IfaceTypes, "stt") || !slices.Equal(o.DatapathTypes, dbconfig.DatapathTypes) || deref(o.OVSVersion) != "test" || deref(o.DbVersion) != "8.3.1" {
 		t.Errorf("Open_vSwitch: iface_types %v datapath_types %v ovs_version %v db_version %v", o.IfaceTypes, o.DatapathTypes, deref(o.OVSVersion), deref(o.DbVersion))
 	}
 
@@ -547,12 +548,12 @@ func deref[T any](p *T) T {
 // out, with its interfaces saying why.
 func TestUnsupportedDatapathType(t *testing.T) {
 	p, i := portRows("q1", "", nil)
-	rs := &rows{ovs: &vswitchdb.OpenvSwitch{Bridges: []string{"b"}, NextCfg: 3},
-		bridges: map[string]*vswitchdb.Bridge{"b": {UUID: "b", Name: "brx", DatapathType: "dpdk", Ports: []string{p.UUID}}},
-		ports:   map[string]*vswitchdb.Port{p.UUID: p}, ifaces: map[string]*vswitchdb.Interface{i.UUID: i}}
-	pl := wantedConfig(rs)
-	if len(pl.cfg.Bridges) != 0 || !strings.Contains(pl.ifaceErr[i.UUID], "datapath_type") || pl.nextCfg != 3 {
-		t.Errorf("plan %+v, errors %v", pl.cfg, pl.ifaceErr)
+	rs := &dbconfig.Rows{OVS: &vswitchdb.OpenvSwitch{Bridges: []string{"b"}, NextCfg: 3},
+		Bridges: map[string]*vswitchdb.Bridge{"b": {UUID: "b", Name: "brx", DatapathType: "dpdk", Ports: []string{p.UUID}}},
+		Ports:   map[string]*vswitchdb.Port{p.UUID: p}, Ifaces: map[string]*vswitchdb.Interface{i.UUID: i}}
+	pl := dbconfig.Wanted(rs)
+	if len(pl.Config.Bridges) != 0 || !strings.Contains(pl.IfaceErr[i.UUID], "datapath_type") || pl.NextCfg != 3 {
+		t.Errorf("plan %+v, errors %v", pl.Config, pl.IfaceErr)
 	}
 }
 
@@ -599,14 +600,14 @@ func TestWantedConfigRefusals(t *testing.T) {
 		port("p6", "dup", iface("i-dup2", "dup", "")), // also in bra
 		port("p7", "bra", iface("i-brname", "bra", "")),
 	}}
-	rs := &rows{ovs: &vswitchdb.OpenvSwitch{Bridges: []string{"b1", "b2"}},
-		bridges: map[string]*vswitchdb.Bridge{"b1": b1, "b2": b2}, ports: ports, ifaces: ifs}
+	rs := &dbconfig.Rows{OVS: &vswitchdb.OpenvSwitch{Bridges: []string{"b1", "b2"}},
+		Bridges: map[string]*vswitchdb.Bridge{"b1": b1, "b2": b2}, Ports: ports, Ifaces: ifs}
 	ports["p8"].VLANMode = new(vswitchdb.PortVLANModeNativeTagged)
 	ports["p8"].Tag = intp(5)
 	ports["p9"].VLANMode = new(vswitchdb.PortVLANModeAccess)
 	ports["p9"].Tag, ports["p9"].Trunks = intp(7), []int{8, 9} // access ignores trunks
 	ifs["i-ok1"].MTURequest = intp(9000)
-	pl := wantedConfig(rs)
+	pl := dbconfig.Wanted(rs)
 	for uuid, want := range map[string]string{
 		"i-local":  "must be of type internal",
 		"i-bond-a": "bonds",
@@ -616,16 +617,16 @@ func TestWantedConfigRefusals(t *testing.T) {
 		"i-brname": `already used in bridge "bra"`,
 		"i-nt":     "vlan_mode native-tagged is not supported yet",
 	} {
-		if got := pl.ifaceErr[uuid]; !strings.Contains(got, want) {
+		if got := pl.IfaceErr[uuid]; !strings.Contains(got, want) {
 			t.Errorf("%s: error %q, want it to say %q", uuid, got, want)
 		}
 	}
 	for _, uuid := range []string{"i-dup1", "i-ok1"} {
-		if e, ok := pl.ifaceErr[uuid]; ok {
+		if e, ok := pl.IfaceErr[uuid]; ok {
 			t.Errorf("%s refused: %s", uuid, e)
 		}
 	}
-	if a := pl.cfg.Bridges["bra"]; a == nil || len(a.Ports) != 3 || a.Ports["dup"] == nil || a.Ports["ok1"] == nil {
+	if a := pl.Config.Bridges["bra"]; a == nil || len(a.Ports) != 3 || a.Ports["dup"] == nil || a.Ports["ok1"] == nil {
 		t.Errorf("bridge bra applied as %+v", a)
 	} else if p := a.Ports["acc"]; p == nil || p.Tag != 7 || p.Trunks != nil {
 		t.Errorf("access port applied as %+v, want tag 7 and no trunks", p)
@@ -636,11 +637,11 @@ func TestWantedConfigRefusals(t *testing.T) {
 	}
 	// What is applied but not honoured is said, not ignored silently.
 	for _, want := range []string{`bridge "bra": protocols: OpenFlow11 is not supported`, `bridge "brb": protocols [OpenFlow12]: none is supported`} {
-		if !slices.ContainsFunc(pl.problems, func(m string) bool { return strings.Contains(m, want) }) {
-			t.Errorf("problems %q, want one saying %q", pl.problems, want)
+		if !slices.ContainsFunc(pl.Problems, func(m string) bool { return strings.Contains(m, want) }) {
+			t.Errorf("problems %q, want one saying %q", pl.Problems, want)
 		}
 	}
-	if b := pl.cfg.Bridges["brb"]; b == nil || len(b.Ports) != 0 {
+	if b := pl.Config.Bridges["brb"]; b == nil || len(b.Ports) != 0 {
 		t.Errorf("bridge brb applied as %+v", b)
 	}
 }
@@ -681,24 +682,24 @@ func TestReconcileWaitsForTheServer(t *testing.T) {
 // valid; refused, they are said and the rest still applies.
 func TestWantedSwitchSettings(t *testing.T) {
 	ssl := &vswitchdb.SSL{UUID: "s", PrivateKey: "/k.pem", Certificate: "/c.pem", CaCert: "/ca.pem"}
-	rs := &rows{ovs: &vswitchdb.OpenvSwitch{SSL: new("s"), Bridges: []string{"b"},
+	rs := &dbconfig.Rows{OVS: &vswitchdb.OpenvSwitch{SSL: new("s"), Bridges: []string{"b"},
 		OtherConfig: map[string]string{"pmd-sleep-max": "50", "n-pmd": "1"}},
-		bridges: map[string]*vswitchdb.Bridge{"b": {UUID: "b", Name: "brs", OtherConfig: map[string]string{"mac-aging-time": "60"}}},
-		ssl:     map[string]*vswitchdb.SSL{"s": ssl}}
-	pl := wantedConfig(rs)
-	if pl.cfg.OtherConfig["pmd-sleep-max"] != "50" || pl.cfg.SSL == nil || pl.cfg.SSL.CACert != "/ca.pem" || len(pl.problems) != 0 {
-		t.Errorf("valid settings: other_config %v ssl %+v problems %q", pl.cfg.OtherConfig, pl.cfg.SSL, pl.problems)
+		Bridges: map[string]*vswitchdb.Bridge{"b": {UUID: "b", Name: "brs", OtherConfig: map[string]string{"mac-aging-time": "60"}}},
+		SSL:     map[string]*vswitchdb.SSL{"s": ssl}}
+	pl := dbconfig.Wanted(rs)
+	if pl.Config.OtherConfig["pmd-sleep-max"] != "50" || pl.Config.SSL == nil || pl.Config.SSL.CACert != "/ca.pem" || len(pl.Problems) != 0 {
+		t.Errorf("valid settings: other_config %v ssl %+v problems %q", pl.Config.OtherConfig, pl.Config.SSL, pl.Problems)
 	}
-	rs.ovs.OtherConfig["pmd-sleep-max"] = "forever"
-	rs.bridges["b"].OtherConfig["mac-table-size"] = "0"
+	rs.OVS.OtherConfig["pmd-sleep-max"] = "forever"
+	rs.Bridges["b"].OtherConfig["mac-table-size"] = "0"
 	ssl.PrivateKey = "k.pem"
-	pl = wantedConfig(rs)
+	pl = dbconfig.Wanted(rs)
 	// Each refused value is left out alone: the other keys, the
 	// bridge and its other keys apply.
-	if !maps.Equal(pl.cfg.OtherConfig, map[string]string{"n-pmd": "1"}) || pl.cfg.SSL != nil || len(pl.problems) != 3 {
-		t.Errorf("refused settings: other_config %v ssl %+v problems %q", pl.cfg.OtherConfig, pl.cfg.SSL, pl.problems)
+	if !maps.Equal(pl.Config.OtherConfig, map[string]string{"n-pmd": "1"}) || pl.Config.SSL != nil || len(pl.Problems) != 3 {
+		t.Errorf("refused settings: other_config %v ssl %+v problems %q", pl.Config.OtherConfig, pl.Config.SSL, pl.Problems)
 	}
-	if b := pl.cfg.Bridges["brs"]; b == nil || !maps.Equal(b.OtherConfig, map[string]string{"mac-aging-time": "60"}) {
+	if b := pl.Config.Bridges["brs"]; b == nil || !maps.Equal(b.OtherConfig, map[string]string{"mac-aging-time": "60"}) {
 		t.Errorf("bridge with a refused other_config key applied as %+v", b)
 	}
 }

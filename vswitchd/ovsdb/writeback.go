@@ -13,6 +13,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/dbconfig"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
 )
 
@@ -22,7 +23,7 @@ import (
 // run-time columns and the controllers' connection state. Only changed
 // columns are written, so that the update this write causes comes back
 // with nothing left to write.
-func (r *Reconciler) writeBack(ctx context.Context, rs *rows, p *plan) error {
+func (r *Reconciler) writeBack(ctx context.Context, rs *dbconfig.Rows, p *dbconfig.Plan) error {
 	var ops []ovsdb.Operation
 	stats := time.Since(r.statsAt) >= statsInterval
 	if stats {
@@ -40,17 +41,17 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *rows, p *plan) error {
 		ops = append(ops, o)
 		return nil
 	}
-	for _, u := range sortedKeys(rs.ifaces) {
-		ri := *rs.ifaces[u]
+	for _, u := range sortedKeys(rs.Ifaces) {
+		ri := *rs.Ifaces[u]
 		if err := update(&ri, r.interfaceFields(&ri, p, stats)...); err != nil {
 			return err
 		}
 	}
-	for _, u := range sortedKeys(rs.bridges) {
-		rb := *rs.bridges[u]
+	for _, u := range sortedKeys(rs.Bridges) {
+		rb := *rs.Bridges[u]
 		var fields []any
 		want := optString(r.sw.DatapathID(rb.Name))
-		if _, ok := p.cfg.Bridges[rb.Name]; !ok {
+		if _, ok := p.Config.Bridges[rb.Name]; !ok {
 			want = nil
 		}
 		if !reflect.DeepEqual(rb.DatapathID, want) {
@@ -60,11 +61,11 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *rows, p *plan) error {
 		if err := update(&rb, fields...); err != nil {
 			return err
 		}
-		if _, ok := p.cfg.Bridges[rb.Name]; !ok {
+		if _, ok := p.Config.Bridges[rb.Name]; !ok {
 			continue
 		}
 		for _, cu := range rb.Controller {
-			rc := rs.ctls[cu]
+			rc := rs.Controllers[cu]
 			if rc == nil {
 				continue
 			}
@@ -96,8 +97,8 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *rows, p *plan) error {
 	// add-zone-tp creates them; so does ovn-controller, to read
 	// capabilities such as ct_zero_snat).
 	caps := datapath.Capabilities()
-	for _, typ := range DatapathTypes {
-		dp := rs.datapaths[rs.ovs.Datapaths[typ]]
+	for _, typ := range dbconfig.DatapathTypes {
+		dp := rs.Datapaths[rs.OVS.Datapaths[typ]]
 		if dp == nil {
 			continue
 		}
@@ -115,7 +116,7 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *rows, p *plan) error {
 			return err
 		}
 	}
-	ovs := *rs.ovs
+	ovs := *rs.OVS
 	var fields []any
 	if v := optString(r.sw.Version()); !reflect.DeepEqual(ovs.OVSVersion, v) {
 		ovs.OVSVersion = v
@@ -127,16 +128,16 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *rows, p *plan) error {
 		ovs.DbVersion = v
 		fields = append(fields, &ovs.DbVersion)
 	}
-	if !slices.Equal(ovs.DatapathTypes, DatapathTypes) {
-		ovs.DatapathTypes = slices.Clone(DatapathTypes)
+	if !slices.Equal(ovs.DatapathTypes, dbconfig.DatapathTypes) {
+		ovs.DatapathTypes = slices.Clone(dbconfig.DatapathTypes)
 		fields = append(fields, &ovs.DatapathTypes)
 	}
-	if t := IfaceTypes(); !sameSet(ovs.IfaceTypes, t) {
+	if t := dbconfig.IfaceTypes(); !sameSet(ovs.IfaceTypes, t) {
 		ovs.IfaceTypes = t
 		fields = append(fields, &ovs.IfaceTypes)
 	}
-	if ovs.CurCfg != p.nextCfg {
-		ovs.CurCfg = p.nextCfg
+	if ovs.CurCfg != p.NextCfg {
+		ovs.CurCfg = p.NextCfg
 		fields = append(fields, &ovs.CurCfg)
 	}
 	if err := update(&ovs, fields...); err != nil {
@@ -170,7 +171,7 @@ var modelsSchemaVersion = sync.OnceValue(func() string { return vswitchdb.Schema
 // interfaceFields sets in ri the run-time columns that differ from what
 // runs and returns pointers to them, as libovsdb's Update takes them.
 // Statistics are compared and written only when stats is set.
-func (r *Reconciler) interfaceFields(ri *vswitchdb.Interface, p *plan, stats bool) []any {
+func (r *Reconciler) interfaceFields(ri *vswitchdb.Interface, p *dbconfig.Plan, stats bool) []any {
 	var fields []any
 	set := func(dst, v any) {
 		d := reflect.ValueOf(dst).Elem()
@@ -182,8 +183,8 @@ func (r *Reconciler) interfaceFields(ri *vswitchdb.Interface, p *plan, stats boo
 			fields = append(fields, dst)
 		}
 	}
-	ref, applied := p.ifaceAt[ri.UUID]
-	why, refused := p.ifaceErr[ri.UUID]
+	ref, applied := p.IfaceAt[ri.UUID]
+	why, refused := p.IfaceErr[ri.UUID]
 	var st PortStatus
 	switch {
 	case refused:
@@ -193,9 +194,9 @@ func (r *Reconciler) interfaceFields(ri *vswitchdb.Interface, p *plan, stats boo
 		// A port that has just started gets its counters at once
 		// rather than at the next interval.
 		stats = stats || len(ri.Statistics) == 0
-		st = r.sw.PortStatus(ref.bridge, ref.port, stats)
-		if ref.local {
-			st.OFPort = LocalOFPort
+		st = r.sw.PortStatus(ref.Bridge, ref.Port, stats)
+		if ref.Local {
+			st.OFPort = dbconfig.LocalOFPort
 		}
 		if !st.Running {
 			why = st.Error

@@ -1,15 +1,11 @@
-package ovsdb
+package dbconfig
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
@@ -29,7 +25,7 @@ import (
 
 // changeWriter builds the operations of one change.
 type changeWriter struct {
-	rs    *rows
+	rs    *Rows
 	ops   []ovsdb.Operation
 	named int
 }
@@ -41,7 +37,7 @@ func (w *changeWriter) name() string {
 
 func (w *changeWriter) add(op ovsdb.Operation) { w.ops = append(w.ops, op) }
 
-func byUUIDWhere(u string) []ovsdb.Condition {
+func ByUUIDWhere(u string) []ovsdb.Condition {
 	return []ovsdb.Condition{ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, ovsdb.UUID{GoUUID: u})}
 }
 
@@ -95,32 +91,32 @@ func delta(have, old, next map[string]string) map[string]string {
 
 // changeOps are the operations that make the database, read as rs, hold
 // next where it holds old.
-func changeOps(rs *rows, old, next *config.Config) ([]ovsdb.Operation, error) {
-	if rs.ovs == nil {
+func ChangeOps(rs *Rows, old, next *config.Config) ([]ovsdb.Operation, error) {
+	if rs.OVS == nil {
 		return nil, errors.New("the database has no Open_vSwitch row (ovs-vsctl init creates it)")
 	}
 	w := &changeWriter{rs: rs}
-	root := rs.ovs.UUID
+	root := rs.OVS.UUID
 	if !maps.Equal(old.OtherConfig, next.OtherConfig) {
-		w.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: "Open_vSwitch", Where: byUUIDWhere(root),
-			Row: ovsdb.Row{"other_config": strMap(delta(rs.ovs.OtherConfig, old.OtherConfig, next.OtherConfig))}})
+		w.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: "Open_vSwitch", Where: ByUUIDWhere(root),
+			Row: ovsdb.Row{"other_config": strMap(delta(rs.OVS.OtherConfig, old.OtherConfig, next.OtherConfig))}})
 	}
 	if !sameSSL(old.SSL, next.SSL) {
 		switch {
 		case next.SSL == nil:
-			w.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: "Open_vSwitch", Where: byUUIDWhere(root),
+			w.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: "Open_vSwitch", Where: ByUUIDWhere(root),
 				Row: ovsdb.Row{"ssl": ovsdb.OvsSet{GoSet: []any{}}}})
-		case rs.ovs.SSL != nil && rs.ssl[*rs.ovs.SSL] != nil:
-			w.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: "SSL", Where: byUUIDWhere(*rs.ovs.SSL), Row: sslRow(next.SSL)})
+		case rs.OVS.SSL != nil && rs.SSL[*rs.OVS.SSL] != nil:
+			w.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: "SSL", Where: ByUUIDWhere(*rs.OVS.SSL), Row: sslRow(next.SSL)})
 		default:
 			n := w.name()
 			w.add(ovsdb.Operation{Op: ovsdb.OperationInsert, Table: "SSL", UUIDName: n, Row: sslRow(next.SSL)})
-			w.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: "Open_vSwitch", Where: byUUIDWhere(root),
+			w.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: "Open_vSwitch", Where: ByUUIDWhere(root),
 				Row: ovsdb.Row{"ssl": ovsdb.UUID{GoUUID: n}}})
 		}
 	}
 	bridgeRow := map[string]*vswitchdb.Bridge{}
-	for _, b := range rs.bridges {
+	for _, b := range rs.Bridges {
 		bridgeRow[b.Name] = b
 	}
 	var added, removed []string
@@ -148,11 +144,11 @@ func changeOps(rs *rows, old, next *config.Config) ([]ovsdb.Operation, error) {
 		}
 	}
 	if len(removed) > 0 {
-		w.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: "Open_vSwitch", Where: byUUIDWhere(root),
+		w.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: "Open_vSwitch", Where: ByUUIDWhere(root),
 			Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("bridges", ovsdb.MutateOperationDelete, uuidSet(removed))}})
 	}
 	if len(added) > 0 {
-		w.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: "Open_vSwitch", Where: byUUIDWhere(root),
+		w.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: "Open_vSwitch", Where: ByUUIDWhere(root),
 			Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("bridges", ovsdb.MutateOperationInsert, uuidSet(added))}})
 	}
 	return w.ops, nil
@@ -269,7 +265,7 @@ func (w *changeWriter) updateBridge(rb *vswitchdb.Bridge, ob, nb *config.Bridge)
 	if !slices.Equal(ob.Controllers, nb.Controllers) || !maps.Equal(ob.ControllerOptions, nb.ControllerOptions) {
 		byTarget := map[string]string{}
 		for _, cu := range rb.Controller {
-			if c := w.rs.ctls[cu]; c != nil {
+			if c := w.rs.Controllers[cu]; c != nil {
 				byTarget[c.Target] = cu
 			}
 		}
@@ -277,7 +273,7 @@ func (w *changeWriter) updateBridge(rb *vswitchdb.Bridge, ob, nb *config.Bridge)
 		for _, t := range nb.Controllers {
 			if cu, ok := byTarget[t]; ok {
 				if ob.ControllerOptions[t] != nb.ControllerOptions[t] {
-					w.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: "Controller", Where: byUUIDWhere(cu),
+					w.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: "Controller", Where: ByUUIDWhere(cu),
 						Row: controllerRow(t, nb.ControllerOptions[t])})
 				}
 				ctls = append(ctls, cu)
@@ -289,7 +285,7 @@ func (w *changeWriter) updateBridge(rb *vswitchdb.Bridge, ob, nb *config.Bridge)
 	}
 	portRows := map[string]*vswitchdb.Port{}
 	for _, pu := range rb.Ports {
-		if p := w.rs.ports[pu]; p != nil {
+		if p := w.rs.Ports[pu]; p != nil {
 			portRows[p.Name] = p
 		}
 	}
@@ -314,7 +310,7 @@ func (w *changeWriter) updateBridge(rb *vswitchdb.Bridge, ob, nb *config.Bridge)
 		w.updatePort(rp, op, np)
 	}
 	if len(row) > 0 {
-		w.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: "Bridge", Where: byUUIDWhere(rb.UUID), Row: row})
+		w.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: "Bridge", Where: ByUUIDWhere(rb.UUID), Row: row})
 	}
 	var muts []ovsdb.Mutation
 	if len(delPorts) > 0 {
@@ -327,7 +323,7 @@ func (w *changeWriter) updateBridge(rb *vswitchdb.Bridge, ob, nb *config.Bridge)
 		// Deletions first: a port replaced under the same name leaves
 		// before its successor comes (the name index).
 		for _, m := range muts {
-			w.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: "Bridge", Where: byUUIDWhere(rb.UUID), Mutations: []ovsdb.Mutation{m}})
+			w.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: "Bridge", Where: ByUUIDWhere(rb.UUID), Mutations: []ovsdb.Mutation{m}})
 		}
 	}
 	return nil
@@ -355,9 +351,9 @@ func (w *changeWriter) updatePort(rp *vswitchdb.Port, op, np *config.Port) {
 		prow["other_config"] = strMap(pc)
 	}
 	if len(prow) > 0 {
-		w.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: "Port", Where: byUUIDWhere(rp.UUID), Row: prow})
+		w.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: "Port", Where: ByUUIDWhere(rp.UUID), Row: prow})
 	}
-	ri := w.rs.ifaces[rp.Interfaces[0]]
+	ri := w.rs.Ifaces[rp.Interfaces[0]]
 	if ri == nil {
 		return
 	}
@@ -379,7 +375,7 @@ func (w *changeWriter) updatePort(rp *vswitchdb.Port, op, np *config.Port) {
 		irow["mtu_request"] = full["mtu_request"]
 	}
 	if len(irow) > 0 {
-		w.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: "Interface", Where: byUUIDWhere(ri.UUID), Row: irow})
+		w.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: "Interface", Where: ByUUIDWhere(ri.UUID), Row: irow})
 	}
 }
 
@@ -390,8 +386,8 @@ func (w *changeWriter) updatePort(rp *vswitchdb.Port, op, np *config.Port) {
 func InitOps(c *config.Config) ([]ovsdb.Operation, error) {
 	root := uuid.NewString()
 	ops := []ovsdb.Operation{{Op: ovsdb.OperationInsert, Table: "Open_vSwitch", UUID: root, Row: ovsdb.Row{}}}
-	rs := &rows{ovs: &vswitchdb.OpenvSwitch{UUID: root}}
-	more, err := changeOps(rs, &config.Config{}, c)
+	rs := &Rows{OVS: &vswitchdb.OpenvSwitch{UUID: root}}
+	more, err := ChangeOps(rs, &config.Config{}, c)
 	if err != nil {
 		return nil, err
 	}
@@ -406,109 +402,3 @@ func InitOps(c *config.Config) ([]ovsdb.Operation, error) {
 	}
 	return out, nil
 }
-
-// Record runs apply, the daemon's own change of the switch (stored and
-// applied, or refused and undone), with no reconcile pass running, and
-// then writes the change it made, from old to next, into the database, with a new
-// next_cfg, so that the database holds what the switch runs. The switch
-// changes first because its store and its ports are what can refuse a
-// change (a full disk, an interface that cannot open): refused there,
-// the database is not touched. An error after apply means the database
-// did not take the change; the caller undoes it.
-func (r *Reconciler) Record(ctx context.Context, apply func() (old, next *config.Config, err error)) (applied bool, err error) {
-	r.passMu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			r.passMu.Unlock()
-		}
-	}()
-	old, next, err := apply()
-	if err != nil {
-		return false, err
-	}
-	rs, err := r.read(ctx)
-	if err != nil {
-		return true, err
-	}
-	ops, err := changeOps(rs, old, next)
-	if err != nil || len(ops) == 0 {
-		return true, err
-	}
-	ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationMutate, Table: "Open_vSwitch", Where: byUUIDWhere(rs.ovs.UUID),
-		Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("next_cfg", ovsdb.MutateOperationAdd, 1)}},
-		ovsdb.Operation{Op: ovsdb.OperationSelect, Table: "Open_vSwitch", Where: byUUIDWhere(rs.ovs.UUID), Columns: []string{"next_cfg"}})
-	res, err := r.cli.Transact(ctx, ops...)
-	if err != nil {
-		return true, fmt.Errorf("database: %w", err)
-	}
-	if opErrs, err := ovsdb.CheckOperationResults(res, ops); err != nil {
-		msgs := []string{}
-		for _, e := range opErrs {
-			msgs = append(msgs, e.Error())
-		}
-		if len(msgs) == 0 {
-			msgs = append(msgs, err.Error())
-		}
-		return true, fmt.Errorf("database refused the change: %s", strings.Join(msgs, "; "))
-	}
-	// The next pass must read the database with this change in it, or
-	// it would take the switch back to what the database held before:
-	// the lock is kept until the client's cache has it.
-	if rows := res[len(ops)-1].Rows; len(rows) == 1 {
-		want := 0
-		switch v := rows[0]["next_cfg"].(type) {
-		case float64:
-			want = int(v)
-		case int:
-			want = v
-		}
-		deadline := time.Now().Add(reportWait)
-		for time.Now().Before(deadline) && ctx.Err() == nil {
-			if rs, err := r.read(ctx); err == nil && rs.ovs.NextCfg >= want {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-	// As ovs-vsctl without --no-wait: return once a pass has reported
-	// what runs (cur_cfg, ofport, error), briefly: the change runs.
-	r.mu.Lock()
-	before := r.passes
-	r.mu.Unlock()
-	r.passMu.Unlock()
-	locked = false
-	r.poke()
-	deadline := time.Now().Add(reportWait)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		r.mu.Lock()
-		done := r.passes > before
-		r.mu.Unlock()
-		if done {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return true, nil
-}
-
-// WaitFirstPass waits, up to reportWait, until the reconciler has made
-// its first pass over the database. That pass applies the database as a
-// whole (nothing was applied before it); a change made through the
-// daemon before it would be undone by it, as the pass read the rows
-// before the change reached them.
-func (r *Reconciler) WaitFirstPass(ctx context.Context) {
-	deadline := time.Now().Add(reportWait)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		r.mu.Lock()
-		done := r.passes > 0
-		r.mu.Unlock()
-		if done {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// reportWait bounds Record's wait for the write-back after a change.
-const reportWait = 5 * time.Second

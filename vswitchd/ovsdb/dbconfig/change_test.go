@@ -1,4 +1,4 @@
-package ovsdb
+package dbconfig
 
 import (
 	"context"
@@ -63,9 +63,8 @@ func TestChangeOpsRoundTrip(t *testing.T) {
 	if _, err := cli.MonitorAll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{cli: cli}
-	read := func() *rows {
-		rs, err := r.read(ctx)
+	read := func() *Rows {
+		rs, err := Read(ctx, cli)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +81,7 @@ func TestChangeOpsRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitRows := func(what string, ok func(*rows) bool) *rows {
+	waitRows := func(what string, ok func(*Rows) bool) *Rows {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
@@ -96,22 +95,22 @@ func TestChangeOpsRoundTrip(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	rs := waitRows("the initial rows", func(rs *rows) bool { return len(rs.ifaces) == 3 })
+	rs := waitRows("the initial rows", func(rs *Rows) bool { return len(rs.Ifaces) == 3 })
 	var p1If string
-	for u, i := range rs.ifaces {
+	for u, i := range rs.Ifaces {
 		if i.Name == "p1" {
 			p1If = u
 		}
 	}
 	var br0 string
-	for u := range rs.bridges {
+	for u := range rs.Bridges {
 		br0 = u
 	}
 	transact([]ovsdb.Operation{
-		{Op: ovsdb.OperationUpdate, Table: "Interface", Where: byUUIDWhere(p1If), Row: ovsdb.Row{"external_ids": strMap(map[string]string{"iface-id": "lsp1"})}},
+		{Op: ovsdb.OperationUpdate, Table: "Interface", Where: ByUUIDWhere(p1If), Row: ovsdb.Row{"external_ids": strMap(map[string]string{"iface-id": "lsp1"})}},
 		{Op: ovsdb.OperationInsert, Table: "Interface", UUIDName: "si", Row: ovsdb.Row{"name": "stt0", "type": "stt"}},
 		{Op: ovsdb.OperationInsert, Table: "Port", UUIDName: "sp", Row: ovsdb.Row{"name": "stt0", "interfaces": ovsdb.UUID{GoUUID: "si"}}},
-		{Op: ovsdb.OperationMutate, Table: "Bridge", Where: byUUIDWhere(br0),
+		{Op: ovsdb.OperationMutate, Table: "Bridge", Where: ByUUIDWhere(br0),
 			Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("ports", ovsdb.MutateOperationInsert, uuidSet([]string{"sp"}))}},
 	})
 
@@ -157,20 +156,20 @@ func TestChangeOpsRoundTrip(t *testing.T) {
 	for _, st := range steps {
 		next := cur.Clone()
 		st.edit(next)
-		ops, err := changeOps(read(), cur, next)
+		ops, err := ChangeOps(read(), cur, next)
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
 		transact(ops)
 		want := normalized(next)
-		rs = waitRows(st.name, func(rs *rows) bool { return reflect.DeepEqual(normalized(wantedConfig(rs).cfg), want) })
+		rs = waitRows(st.name, func(rs *Rows) bool { return reflect.DeepEqual(normalized(Wanted(rs).Config), want) })
 		cur = next
 	}
-	if rs.ifaces[p1If] == nil || rs.ifaces[p1If].ExternalIDs["iface-id"] != "lsp1" {
-		t.Errorf("another client's external_ids were lost: %+v", rs.ifaces[p1If])
+	if rs.Ifaces[p1If] == nil || rs.Ifaces[p1If].ExternalIDs["iface-id"] != "lsp1" {
+		t.Errorf("another client's external_ids were lost: %+v", rs.Ifaces[p1If])
 	}
 	found := false
-	for _, p := range rs.ports {
+	for _, p := range rs.Ports {
 		found = found || p.Name == "stt0"
 	}
 	if !found {

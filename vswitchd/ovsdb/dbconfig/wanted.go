@@ -1,4 +1,4 @@
-package ovsdb
+package dbconfig
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/vswitch-go/vswitch/datapath/conntrack"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
@@ -51,117 +50,81 @@ func IfaceTypes() []string {
 // either kind of ovs-vswitchd apply.
 var DatapathTypes = []string{"netdev", "system"}
 
-// rows is one read of the monitored tables, keyed by UUID.
-type rows struct {
-	ovs     *vswitchdb.OpenvSwitch
-	bridges map[string]*vswitchdb.Bridge
-	ports   map[string]*vswitchdb.Port
-	ifaces  map[string]*vswitchdb.Interface
-	ctls    map[string]*vswitchdb.Controller
-	ssl     map[string]*vswitchdb.SSL
+// Rows is one read of the tables the switch's configuration comes from,
+// keyed by UUID.
+type Rows struct {
+	OVS         *vswitchdb.OpenvSwitch
+	Bridges     map[string]*vswitchdb.Bridge
+	Ports       map[string]*vswitchdb.Port
+	Ifaces      map[string]*vswitchdb.Interface
+	Controllers map[string]*vswitchdb.Controller
+	SSL         map[string]*vswitchdb.SSL
 	// The tracker's settings: Open_vSwitch.datapaths -> Datapath.ct_zones
 	// -> CT_Zone.timeout_policy -> CT_Timeout_Policy.
-	datapaths  map[string]*vswitchdb.Datapath
-	ctZones    map[string]*vswitchdb.CTZone
-	ctPolicies map[string]*vswitchdb.CTTimeoutPolicy
+	Datapaths  map[string]*vswitchdb.Datapath
+	CTZones    map[string]*vswitchdb.CTZone
+	CTPolicies map[string]*vswitchdb.CTTimeoutPolicy
 }
 
-// ifaceRef says where an Interface row landed in the wanted configuration.
-type ifaceRef struct {
-	bridge, port string
-	// local marks the bridge's own port, which the daemon creates itself.
-	local bool
+// IfaceRef says where an Interface row landed in the wanted configuration.
+type IfaceRef struct {
+	Bridge, Port string
+	// Local marks the bridge's own port, which the daemon creates itself.
+	Local bool
 }
 
-// plan is the configuration the database asks for, with what the switch
+// Plan is the configuration the database asks for, with what the switch
 // refuses of it: rows left out are reported in their Interface.error
 // rather than failing the rest, as ovs-vswitchd does (the database has
 // already committed them).
-type plan struct {
-	cfg *config.Config
-	// nextCfg is the Open_vSwitch.next_cfg this plan was read at: the
+type Plan struct {
+	Config *config.Config
+	// NextCfg is the Open_vSwitch.next_cfg this plan was read at: the
 	// cur_cfg to report once it is applied.
-	nextCfg int
-	// ifaceErr is, per Interface UUID, why it does not run.
-	ifaceErr map[string]string
-	// ifaceAt is, per Interface UUID of an applied port, where it is.
-	ifaceAt map[string]ifaceRef
-	// problems are refusals that have no Interface to report them in
+	NextCfg int
+	// IfaceErr is, per Interface UUID, why it does not run.
+	IfaceErr map[string]string
+	// IfaceAt is, per Interface UUID of an applied port, where it is.
+	IfaceAt map[string]IfaceRef
+	// Problems are refusals that have no Interface to report them in
 	// (a bridge, a controller, a setting), for the log.
-	problems []string
-	// ctTimeouts are the zones' timeout policies.
-	ctTimeouts map[uint16]conntrack.Timeouts
+	Problems []string
 }
 
-// wantedConfig computes the configuration rows ask for. Flows, groups and
+// Wanted computes the configuration rows ask for. Flows, groups and
 // meters are not in the database: the caller keeps the daemon's.
-func wantedConfig(r *rows) *plan {
-	p := &plan{cfg: &config.Config{Bridges: map[string]*config.Bridge{}},
-		ifaceErr: map[string]string{}, ifaceAt: map[string]ifaceRef{}}
-	if r.ovs == nil {
+func Wanted(r *Rows) *Plan {
+	p := &Plan{Config: &config.Config{Bridges: map[string]*config.Bridge{}},
+		IfaceErr: map[string]string{}, IfaceAt: map[string]IfaceRef{}}
+	if r.OVS == nil {
 		return p
 	}
-	p.nextCfg = r.ovs.NextCfg
-	p.cfg.OtherConfig = p.validKeys("Open_vSwitch", r.ovs.OtherConfig, func(kv map[string]string) *config.Config {
+	p.NextCfg = r.OVS.NextCfg
+	p.Config.OtherConfig = p.validKeys("Open_vSwitch", r.OVS.OtherConfig, func(kv map[string]string) *config.Config {
 		return &config.Config{OtherConfig: kv}
 	})
-	if r.ovs.SSL != nil {
-		if s := r.ssl[*r.ovs.SSL]; s != nil {
+	if r.OVS.SSL != nil {
+		if s := r.SSL[*r.OVS.SSL]; s != nil {
 			ssl := &config.SSL{PrivateKey: s.PrivateKey, Certificate: s.Certificate, CACert: s.CaCert}
 			if err := validateAlone(&config.Config{SSL: ssl}); err != nil {
-				p.problems = append(p.problems, fmt.Sprintf("SSL not applied: %v", err))
+				p.Problems = append(p.Problems, fmt.Sprintf("SSL not applied: %v", err))
 			} else {
-				p.cfg.SSL = ssl
+				p.Config.SSL = ssl
 			}
 		}
 	}
 	portOwner := map[string]string{}
-	for _, bu := range sortedByName(r.ovs.Bridges, func(u string) string { return nameOf(r.bridges[u]) }) {
-		rb := r.bridges[bu]
+	for _, bu := range sortedByName(r.OVS.Bridges, func(u string) string { return nameOf(r.Bridges[u]) }) {
+		rb := r.Bridges[bu]
 		if rb == nil {
 			continue
 		}
 		if err := p.addBridge(r, rb, portOwner); err != "" {
-			p.problems = append(p.problems, fmt.Sprintf("bridge %q not applied: %s", rb.Name, err))
+			p.Problems = append(p.Problems, fmt.Sprintf("bridge %q not applied: %s", rb.Name, err))
 			p.failBridge(r, rb, err)
 		}
 	}
-	p.ctTimeouts = p.zoneTimeouts(r)
 	return p
-}
-
-// zoneTimeouts are the timeout policies of the Datapath rows of the
-// datapath types this switch runs as ("ovs-vsctl add-zone-tp netdev
-// zone=5 udp_first=10"). Both types share one tracker: a zone given
-// different policies in the two takes netdev's, and that is reported.
-func (p *plan) zoneTimeouts(r *rows) map[uint16]conntrack.Timeouts {
-	out := map[uint16]conntrack.Timeouts{}
-	from := map[uint16]string{}
-	for _, typ := range DatapathTypes { // netdev first
-		dp := r.datapaths[r.ovs.Datapaths[typ]]
-		if dp == nil {
-			continue
-		}
-		for _, id := range slices.Sorted(maps.Keys(dp.CTZones)) {
-			z := r.ctZones[dp.CTZones[id]]
-			if z == nil || z.TimeoutPolicy == nil || r.ctPolicies[*z.TimeoutPolicy] == nil {
-				continue
-			}
-			to, unknown := conntrack.PolicyTimeouts(conntrack.DefaultTimeouts(), r.ctPolicies[*z.TimeoutPolicy].Timeouts)
-			for _, k := range unknown {
-				p.problems = append(p.problems, fmt.Sprintf("datapath %s zone %d timeout policy: %s not applied: not a state this tracker keeps apart", typ, id, k))
-			}
-			zone := uint16(id)
-			if prev, ok := from[zone]; ok {
-				if out[zone] != to {
-					p.problems = append(p.problems, fmt.Sprintf("zone %d has timeout policies in datapaths %s and %s; %s's applies", id, prev, typ, prev))
-				}
-				continue
-			}
-			out[zone], from[zone] = to, typ
-		}
-	}
-	return out
 }
 
 func nameOf(b *vswitchdb.Bridge) string {
@@ -193,11 +156,11 @@ func sortedByName(uuids []string, name func(string) string) []string {
 }
 
 // failBridge reports err on every interface of a bridge left out.
-func (p *plan) failBridge(r *rows, rb *vswitchdb.Bridge, err string) {
+func (p *Plan) failBridge(r *Rows, rb *vswitchdb.Bridge, err string) {
 	for _, pu := range rb.Ports {
-		if rp := r.ports[pu]; rp != nil {
+		if rp := r.Ports[pu]; rp != nil {
 			for _, iu := range rp.Interfaces {
-				p.ifaceErr[iu] = err
+				p.IfaceErr[iu] = err
 			}
 		}
 	}
@@ -205,13 +168,13 @@ func (p *plan) failBridge(r *rows, rb *vswitchdb.Bridge, err string) {
 
 // addBridge adds bridge rb and the ports it can run; it returns why the
 // whole bridge is left out, or "".
-func (p *plan) addBridge(r *rows, rb *vswitchdb.Bridge, portOwner map[string]string) string {
+func (p *Plan) addBridge(r *Rows, rb *vswitchdb.Bridge, portOwner map[string]string) string {
 	switch rb.DatapathType {
 	case "", "netdev", "system":
 	default:
 		return fmt.Sprintf("unsupported datapath_type %q (this switch runs %q and %q, both userspace)", rb.DatapathType, "netdev", "system")
 	}
-	if _, dup := p.cfg.Bridges[rb.Name]; dup {
+	if _, dup := p.Config.Bridges[rb.Name]; dup {
 		return "another bridge has the same name"
 	}
 	if owner, ok := portOwner[rb.Name]; ok {
@@ -228,7 +191,7 @@ func (p *plan) addBridge(r *rows, rb *vswitchdb.Bridge, portOwner map[string]str
 		return err.Error()
 	}
 	for _, cu := range rb.Controller {
-		c := r.ctls[cu]
+		c := r.Controllers[cu]
 		if c == nil || slices.Contains(b.Controllers, c.Target) {
 			continue
 		}
@@ -241,12 +204,12 @@ func (p *plan) addBridge(r *rows, rb *vswitchdb.Bridge, portOwner map[string]str
 			nb.ControllerOptions[c.Target] = o
 		}
 		if err := validateAlone(&config.Config{Bridges: map[string]*config.Bridge{b.Name: nb}}); err != nil {
-			p.problems = append(p.problems, fmt.Sprintf("bridge %q: controller %q not applied: %v", b.Name, c.Target, err))
+			p.Problems = append(p.Problems, fmt.Sprintf("bridge %q: controller %q not applied: %v", b.Name, c.Target, err))
 			continue
 		}
 		b.Controllers, b.ControllerOptions = nb.Controllers, nb.ControllerOptions
 		for _, col := range unhonouredControllerColumns(c) {
-			p.problems = append(p.problems, fmt.Sprintf("bridge %q: controller %q: %s is not supported: the switch ignores it", b.Name, c.Target, col))
+			p.Problems = append(p.Problems, fmt.Sprintf("bridge %q: controller %q: %s is not supported: the switch ignores it", b.Name, c.Target, col))
 		}
 	}
 	slices.Sort(b.Controllers)
@@ -254,32 +217,32 @@ func (p *plan) addBridge(r *rows, rb *vswitchdb.Bridge, portOwner map[string]str
 		if _, ok := ofpwire.VersionByName(name); ok {
 			b.Protocols = append(b.Protocols, name)
 		} else {
-			p.problems = append(p.problems, fmt.Sprintf("bridge %q: protocols: %s is not supported (this switch speaks OpenFlow10, OpenFlow13, OpenFlow14 and OpenFlow15)", b.Name, name))
+			p.Problems = append(p.Problems, fmt.Sprintf("bridge %q: protocols: %s is not supported (this switch speaks OpenFlow10, OpenFlow13, OpenFlow14 and OpenFlow15)", b.Name, name))
 		}
 	}
 	if len(rb.Protocols) > 0 && len(b.Protocols) == 0 {
-		p.problems = append(p.problems, fmt.Sprintf("bridge %q: protocols %v: none is supported, so connections offer every version this switch speaks", b.Name, rb.Protocols))
+		p.Problems = append(p.Problems, fmt.Sprintf("bridge %q: protocols %v: none is supported, so connections offer every version this switch speaks", b.Name, rb.Protocols))
 	}
 	b.Ports = map[string]*config.Port{}
 	for _, pu := range sortedByName(rb.Ports, func(u string) string {
-		if rp := r.ports[u]; rp != nil {
+		if rp := r.Ports[u]; rp != nil {
 			return rp.Name
 		}
 		return ""
 	}) {
-		rp := r.ports[pu]
+		rp := r.Ports[pu]
 		if rp == nil {
 			continue
 		}
 		var ifs []*vswitchdb.Interface
 		for _, iu := range rp.Interfaces {
-			if ri := r.ifaces[iu]; ri != nil {
+			if ri := r.Ifaces[iu]; ri != nil {
 				ifs = append(ifs, ri)
 			}
 		}
 		fail := func(why string) {
 			for _, ri := range ifs {
-				p.ifaceErr[ri.UUID] = why
+				p.IfaceErr[ri.UUID] = why
 			}
 		}
 		if len(ifs) != 1 {
@@ -292,14 +255,14 @@ func (p *plan) addBridge(r *rows, rb *vswitchdb.Bridge, portOwner map[string]str
 				fail(fmt.Sprintf("the port named like its bridge is the bridge's own and must be of type internal, not %q", ri.Type))
 				continue
 			}
-			p.ifaceAt[ri.UUID] = ifaceRef{bridge: b.Name, port: rp.Name, local: true}
+			p.IfaceAt[ri.UUID] = IfaceRef{Bridge: b.Name, Port: rp.Name, Local: true}
 			continue
 		}
 		if owner, ok := portOwner[rp.Name]; ok {
 			fail(fmt.Sprintf("port name already used in bridge %q", owner))
 			continue
 		}
-		if _, ok := p.cfg.Bridges[rp.Name]; ok {
+		if _, ok := p.Config.Bridges[rp.Name]; ok {
 			fail("port name already used by a bridge")
 			continue
 		}
@@ -379,9 +342,9 @@ func (p *plan) addBridge(r *rows, rb *vswitchdb.Bridge, portOwner map[string]str
 		}
 		b.Ports[cp.Name] = cp
 		portOwner[cp.Name] = b.Name
-		p.ifaceAt[ri.UUID] = ifaceRef{bridge: b.Name, port: cp.Name}
+		p.IfaceAt[ri.UUID] = IfaceRef{Bridge: b.Name, Port: cp.Name}
 	}
-	p.cfg.Bridges[b.Name] = b
+	p.Config.Bridges[b.Name] = b
 	if _, ok := portOwner[b.Name]; !ok {
 		portOwner[b.Name] = b.Name
 	}
@@ -392,11 +355,11 @@ func (p *plan) addBridge(r *rows, rb *vswitchdb.Bridge, portOwner map[string]str
 // validation accepts, each checked alone in the configuration in builds;
 // a refused key is said and left out, as ovs-vswitchd ignores a value it
 // cannot parse, rather than refusing the whole row.
-func (p *plan) validKeys(where string, m map[string]string, in func(map[string]string) *config.Config) map[string]string {
+func (p *Plan) validKeys(where string, m map[string]string, in func(map[string]string) *config.Config) map[string]string {
 	var out map[string]string
 	for _, k := range sortedKeys(m) {
 		if err := validateAlone(in(map[string]string{k: m[k]})); err != nil {
-			p.problems = append(p.problems, fmt.Sprintf("%s other_config:%s not applied: %v", where, k, err))
+			p.Problems = append(p.Problems, fmt.Sprintf("%s other_config:%s not applied: %v", where, k, err))
 			continue
 		}
 		if out == nil {
