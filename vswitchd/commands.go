@@ -340,7 +340,7 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 					}
 				}
 			}
-			typ := typeName(p.Type)
+			typ := config.TypeName(p.Type)
 			if p.Type == config.PortTypeAuto && pv.Driver != "" {
 				typ = pv.Driver + " (automatic)"
 			}

@@ -113,7 +113,7 @@ func TestCheckPortOptions(t *testing.T) {
 		{Name: "e", Options: map[string]string{"n_rxq_desc": "65536"}},
 	}
 	for _, p := range ok {
-		if err := checkPortOptions(p); err != nil {
+		if err := config.CheckPortOptions(p); err != nil {
 			t.Errorf("%s: %v", p.Name, err)
 		}
 	}
@@ -126,7 +126,7 @@ func TestCheckPortOptions(t *testing.T) {
 		{Name: "f", Type: "tap", Options: map[string]string{"n_rxq_desc": "512"}},
 	}
 	for _, p := range bad {
-		if err := checkPortOptions(p); err == nil {
+		if err := config.CheckPortOptions(p); err == nil {
 			t.Errorf("%s accepted", p.Name)
 		}
 	}
@@ -164,7 +164,7 @@ func FuzzSetColumn(f *testing.F) {
 			return
 		}
 		if p, ok := rec.(*config.Port); ok {
-			checkPortOptions(p)
+			config.CheckPortOptions(p)
 		}
 		config.Validate(c) // must not panic, whatever it says
 	})

@@ -111,7 +111,7 @@ func (d *Daemon) opAddPort(c *config.Config, args []string) (post, error) {
 			return nil, err
 		}
 	}
-	if err := checkPortOptions(p); err != nil {
+	if err := config.CheckPortOptions(p); err != nil {
 		return nil, err
 	}
 	return ofport, nil

@@ -30,7 +30,7 @@ func editRecord(c *config.Config, args []string, ifExists bool, edit func(table 
 		return err
 	}
 	if p, ok := rec.(*config.Port); ok {
-		return checkPortOptions(p)
+		return config.CheckPortOptions(p)
 	}
 	return nil
 }

@@ -23,21 +23,6 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// portOptions are the options keys each port type accepts; anything else
-// is refused when set, so a typo does not pass silently.
-var portOptions = map[string][]string{
-	config.PortTypeAuto:            {"n_rxq", "n_rxq_desc"},
-	config.PortTypeAFXDP:           {"n_rxq", "xdp-mode", "n_rxq_desc"},
-	config.PortTypeAFPacket:        {"n_rxq", "n_rxq_desc"},
-	config.PortTypeTap:             {"n_rxq"},
-	config.PortTypeInternal:        {"n_rxq"},
-	config.PortTypeVhostUser:       {"n_rxq", "vhost-server-path"},
-	config.PortTypeVhostUserClient: {"n_rxq", "vhost-server-path"},
-	config.PortTypeVXLAN:           tunnelOptionKeys,
-	config.PortTypeGeneve:          tunnelOptionKeys,
-	config.PortTypePatch:           {"peer"},
-}
-
 // maxCarriedMTU is the largest MTU whose frames (with a VLAN tag) fit a
 // PMD's packet buffer: jumbo frames are not carried, except TCP that
 // ports take and send as GSO super-frames.
@@ -194,16 +179,14 @@ var errNoDevice = errors.New("No such device")
 
 // xdpMode reads an afxdp port's options:xdp-mode.
 func xdpMode(p *config.Port) (afxdp.Mode, error) {
-	switch v := p.Options["xdp-mode"]; v {
-	case "", "best-effort":
-		return afxdp.ModeAuto, nil
-	case "native", "native-with-zerocopy":
-		return afxdp.ModeNative, nil
-	case "generic":
-		return afxdp.ModeGeneric, nil
-	default:
-		return 0, fmt.Errorf("port %q: options:xdp-mode=%q is not best-effort, native or generic", p.Name, v)
+	m, err := config.XDPMode(p)
+	switch m {
+	case config.XDPModeNative:
+		return afxdp.ModeNative, err
+	case config.XDPModeGeneric:
+		return afxdp.ModeGeneric, err
 	}
+	return afxdp.ModeAuto, err
 }
 
 // interfaceExists gives, for a kernel port whose interface is missing, the
@@ -215,47 +198,6 @@ func interfaceExists(name string) error {
 	}
 	return nil
 }
-
-// checkPortOptions refuses options keys the port's type does not know.
-func checkPortOptions(p *config.Port) error {
-	known, ok := portOptions[p.Type]
-	if !ok {
-		return fmt.Errorf("unknown port type %q (want afxdp, afpacket, tap, internal, vhostuser, vhostuserclient, vxlan, geneve or patch)", p.Type)
-	}
-	for k := range p.Options {
-		if !slices.Contains(known, k) {
-			return fmt.Errorf("port %q: type %s has no option %q (known: %v)", p.Name, typeName(p.Type), k, known)
-		}
-	}
-	for _, k := range []string{"n_rxq", "n_rxq_desc"} {
-		if v, ok := p.Options[k]; ok {
-			if n, err := strconv.Atoi(v); err != nil || n < 1 {
-				return fmt.Errorf("port %q: options:%s=%q is not a positive number", p.Name, k, v)
-			}
-		}
-	}
-	if v, ok := p.Options["n_rxq_desc"]; ok {
-		if n, _ := strconv.Atoi(v); n > maxRxDepth {
-			return fmt.Errorf("port %q: options:n_rxq_desc=%s is more than %d", p.Name, v, maxRxDepth)
-		}
-	}
-	// Checked here, not only when the port opens: a port whose interface
-	// does not exist yet is accepted and opens later.
-	if _, err := xdpMode(p); p.Type == config.PortTypeAFXDP && err != nil {
-		return err
-	}
-	if p.Type == config.PortTypeVXLAN || p.Type == config.PortTypeGeneve {
-		if _, err := tunnelOptions(p); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// maxRxDepth bounds options:n_rxq_desc: 65,536 frames of 2 KiB are
-// 128 MiB of ring or UMEM per queue, already far more than any stall
-// worth riding out.
-const maxRxDepth = 65536
 
 // xdpRxDepth applies options:n_rxq_desc (depth frames per receive queue,
 // 0 for the driver's default) to an AF_XDP port: fill and rx rings of
@@ -272,13 +214,6 @@ func xdpRxDepth(o afxdp.Options, depth int) afxdp.Options {
 	}
 	o.FillSize, o.RxSize, o.Frames = n, n, 2*n
 	return o
-}
-
-func typeName(t string) string {
-	if t == config.PortTypeAuto {
-		return "(automatic)"
-	}
-	return t
 }
 
 // applyMTURequest sets the port's kernel interface to its mtu_request, if

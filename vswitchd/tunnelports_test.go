@@ -61,7 +61,7 @@ func TestTunnelOptions(t *testing.T) {
 			t.Errorf("%v: error %v, want one about %q", c.kv, err, c.want)
 		}
 	}
-	if err := checkPortOptions(port(config.PortTypeVXLAN, "remote_ip", "198.18.20.2", "vhost-server-path", "/x")); err == nil {
+	if err := config.CheckPortOptions(port(config.PortTypeVXLAN, "remote_ip", "198.18.20.2", "vhost-server-path", "/x")); err == nil {
 		t.Error("a vhost option on a vxlan port was accepted")
 	}
 }

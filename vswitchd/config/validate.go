@@ -214,6 +214,9 @@ func Validate(c *Config) error {
 					tunnelEnds[end] = pname
 				}
 			}
+			if err := CheckPortOptions(p); err != nil {
+				add("%v", err)
+			}
 			checkOtherConfig(pwhere+" options", p.Options, add)
 			checkOtherConfig(pwhere+" other_config", p.OtherConfig, add)
 		}
