@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -151,7 +150,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		closeAll()
 		return nil, fmt.Errorf("bridge %q: datapath id: %w", nb.Name, err)
 	}
-	cpus, err := parseCPUMask(b.settings.cpus)
+	cpus, err := config.ParseCPUMask(b.settings.cpus)
 	if err != nil {
 		closeAll()
 		return nil, err
@@ -1112,30 +1111,6 @@ func flushInterval(oc map[string]string, def int) int {
 		return datapath.TxFlushAuto
 	}
 	return intOption(oc, "tx-flush-interval", def)
-}
-
-// parseCPUMask turns a hex CPU mask (pmd-cpu-mask) into CPU numbers.
-func parseCPUMask(s string) ([]int, error) {
-	if s == "" {
-		return nil, nil
-	}
-	h := strings.TrimPrefix(strings.ToLower(s), "0x")
-	var cpus []int
-	for i := len(h) - 1; i >= 0; i-- {
-		v, err := strconv.ParseUint(h[i:i+1], 16, 8)
-		if err != nil {
-			return nil, fmt.Errorf("bad pmd-cpu-mask %q: want a hex mask such as 0x2", s)
-		}
-		for bit := range 4 {
-			if v&(1<<bit) != 0 {
-				cpus = append(cpus, (len(h)-1-i)*4+bit)
-			}
-		}
-	}
-	if len(cpus) == 0 {
-		return nil, fmt.Errorf("bad pmd-cpu-mask %q: no CPU set", s)
-	}
-	return cpus, nil
 }
 
 // kernelPortOptions describes a port's kernel interface for PORT_DESC as

@@ -33,13 +33,9 @@ import (
 	"reflect"
 	"runtime/debug"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/internal/statedir"
@@ -327,7 +323,7 @@ func checkJournals(dir string, c *config.Config) error {
 // restore brings up every bridge of c, logging what fails.
 func (d *Daemon) restore(c *config.Config) {
 	d.setMaxConns(c)
-	if msg := pmdCountConflict(c.OtherConfig); msg != "" {
+	if msg := config.PMDCountConflict(c.OtherConfig); msg != "" {
 		d.log.Warn("stored PMD settings: " + msg)
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Bridges)) {
@@ -402,7 +398,7 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 		if err := checkPortsOpenable(old, c); err != nil {
 			return err
 		}
-		return checkMachine(old, c)
+		return config.CheckMachine(old, c)
 	})
 	if err != nil {
 		return err
@@ -448,43 +444,6 @@ func changedInterfaces(old, next *config.Config) []string {
 	diff(old, next)
 	diff(next, old)
 	return names
-}
-
-// checkMachine refuses settings in next that this machine cannot honour,
-// which Validate (run on a stored configuration too, maybe written on
-// another machine) does not know about: a pmd-cpu-mask naming CPUs the
-// process may not run on, or disagreeing with n-pmd (checkPMDCount). Only
-// a changed value is checked, so a stored one never blocks other changes.
-func checkMachine(old, next *config.Config) error {
-	v := next.OtherConfig["pmd-cpu-mask"]
-	if v == "" || v == old.OtherConfig["pmd-cpu-mask"] {
-		return checkPMDCount(old, next)
-	}
-	cpus, err := parseCPUMask(v)
-	if err != nil {
-		return err
-	}
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return fmt.Errorf("pmd-cpu-mask: reading the CPUs this process may use: %w", err)
-	}
-	var missing []string
-	for _, c := range cpus {
-		if c >= len(set)*64 || !set.IsSet(c) {
-			missing = append(missing, strconv.Itoa(c))
-		}
-	}
-	if len(missing) == 0 {
-		return checkPMDCount(old, next)
-	}
-	var avail []string
-	for c := 0; c < len(set)*64; c++ {
-		if set.IsSet(c) {
-			avail = append(avail, strconv.Itoa(c))
-		}
-	}
-	return fmt.Errorf("pmd-cpu-mask=%s names CPU %s, which this machine lacks or this process may not use (available CPUs: %s)",
-		v, strings.Join(missing, ", "), strings.Join(avail, ", "))
 }
 
 // apply moves the running bridges from configuration old to next (d.mu held).

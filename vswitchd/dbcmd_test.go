@@ -10,14 +10,14 @@ import (
 
 func TestParseCPUMask(t *testing.T) {
 	for in, want := range map[string][]int{"": nil, "0x2": {1}, "6": {1, 2}, "0X1": {0}, "0x10": {4}, "0x100000001": {0, 32}} {
-		got, err := parseCPUMask(in)
+		got, err := config.ParseCPUMask(in)
 		if err != nil || !slices.Equal(got, want) {
-			t.Errorf("parseCPUMask(%q) = %v, %v; want %v", in, got, err, want)
+			t.Errorf("config.ParseCPUMask(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"0", "zz", "0x", "0x0"} {
-		if _, err := parseCPUMask(bad); err == nil {
-			t.Errorf("parseCPUMask(%q) accepted", bad)
+		if _, err := config.ParseCPUMask(bad); err == nil {
+			t.Errorf("config.ParseCPUMask(%q) accepted", bad)
 		}
 	}
 }
