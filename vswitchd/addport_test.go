@@ -37,9 +37,12 @@ func TestDaemonAddPortBeforeInterface(t *testing.T) {
 		nstest.WaitFor(t, 5*time.Second, "port "+veth+" to stop "+what, func() bool {
 			return d.runningBridge(br).portByName(veth) == nil
 		})
-		if got := mustCall(t, d, "get", "Interface", veth, "ofport", "error", "ofport_request"); got != "-1\n\""+wantErr+"\"\n7\n" {
-			t.Fatalf("%s: get ofport error ofport_request = %q", what, got)
-		}
+		// The database has it once the write-back has run.
+		var got string
+		nstest.WaitFor(t, 5*time.Second, "the database to report "+veth+" waiting "+what, func() bool {
+			got = mustCall(t, d, "get", "Interface", veth, "ofport", "error", "ofport_request")
+			return got == "-1\n\""+wantErr+"\"\n7\n"
+		})
 		if l := mustCall(t, d, "list", "Interface", veth); !strings.Contains(l, `error               : "`+wantErr+`"`) {
 			t.Fatalf("%s: list Interface:\n%s", what, l)
 		}
@@ -80,9 +83,9 @@ func TestDaemonAddPortBeforeInterface(t *testing.T) {
 		if no := d.runningBridge(br).portByName(veth).no; no != 7 {
 			t.Fatalf("%s: the port runs as %d, want its ofport_request 7", what, no)
 		}
-		if got := mustCall(t, d, "get", "Interface", veth, "ofport", "error"); got != "7\n[]\n" {
-			t.Fatalf("%s: get ofport error = %q", what, got)
-		}
+		nstest.WaitFor(t, 5*time.Second, "the database to report "+veth+" running "+what, func() bool {
+			return mustCall(t, d, "get", "Interface", veth, "ofport", "error") == "7\n[]\n"
+		})
 		if s := mustCall(t, d, "show"); !strings.Contains(s, "ofport: 7") || strings.Contains(s, "not running") {
 			t.Fatalf("%s: show:\n%s", what, s)
 		}

@@ -105,21 +105,6 @@ type port struct {
 	dp *datapath.Port
 }
 
-// datapathID is the bridge's configured datapath id, or one derived from
-// its name so that it stays the same across restarts.
-func datapathID(b *config.Bridge) (uint64, error) {
-	s := b.DatapathID
-	if v := b.OtherConfig["datapath-id"]; v != "" {
-		s = v
-	}
-	if s != "" {
-		return strconv.ParseUint(s, 16, 64)
-	}
-	h := fnv.New64a()
-	h.Write([]byte(b.Name))
-	return h.Sum64() & 0x0000ffffffffffff, nil
-}
-
 // newBridge builds and starts the bridge nb of configuration c. With
 // lenient set (restoring at start, or after a failed change) a port that
 // cannot be opened is logged and skipped; otherwise it fails the whole
@@ -145,7 +130,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		}
 		j.close()
 	}
-	dpid, err := datapathID(nb)
+	dpid, err := config.DatapathID(nb)
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("bridge %q: datapath id: %w", nb.Name, err)
@@ -517,6 +502,7 @@ func (b *bridge) portRemoved(no uint32, name string) {
 		of.PortGone(no)
 	}
 	b.d.log.Warn("interface disappeared; port stopped", "bridge", b.name, "port", name, "ofport", no)
+	b.d.refreshDB([]string{name})
 	// An interface of that name may already be back: its link event may
 	// have come before this removal and been taken for the running port.
 	b.d.ifw.note(name)
@@ -620,8 +606,8 @@ func (b *bridge) needsRebuild(c *config.Config, nb *config.Bridge) bool {
 	if switchDatapathSettings(c) != b.settings {
 		return true
 	}
-	old, _ := datapathID(b.cfg)
-	next, _ := datapathID(nb)
+	old, _ := config.DatapathID(b.cfg)
+	next, _ := config.DatapathID(nb)
 	if old != next {
 		return true
 	}
@@ -644,14 +630,14 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 		switch np := nb.Ports[name]; {
 		case np == nil:
 			removed = append(removed, name)
-		case portNeedsReopen(p.cfg, np):
+		case config.PortNeedsReopen(p.cfg, np):
 			changed = append(changed, name)
 		}
 	}
 	for name := range nb.Ports {
 		switch {
 		case b.ports[name] != nil:
-		case b.cfg.Ports[name] == nil || portNeedsReopen(b.cfg.Ports[name], nb.Ports[name]):
+		case b.cfg.Ports[name] == nil || config.PortNeedsReopen(b.cfg.Ports[name], nb.Ports[name]):
 			added = append(added, name) // new in this change: it must open
 		case kernelPortType(nb.Ports[name].Type) && interfaceExists(name) != nil:
 			// Still waiting for its interface (portErrs says so): the
@@ -787,12 +773,6 @@ func normalPort(no uint32, p *config.Port) normal.PortConfig {
 		return normal.PortConfig{No: no, Mode: normal.Trunk, Trunks: p.Trunks, NativeVLAN: p.Tag}
 	}
 	return normal.PortConfig{No: no, Mode: normal.Access, Tag: p.Tag}
-}
-
-// portNeedsReopen reports whether a port's change needs a new driver.
-func portNeedsReopen(old, next *config.Port) bool {
-	return old.Type != next.Type || old.OFPort != next.OFPort || !maps.Equal(old.Options, next.Options) ||
-		old.MTURequest != next.MTURequest
 }
 
 // installTables replaces the flow, group and meter tables with the ones

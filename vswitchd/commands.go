@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/vswitch-go/vswitch/datapath"
@@ -40,14 +38,10 @@ func (d *Daemon) registerCommands() {
 		"trace":             d.cmdTrace,
 		"log-level":         d.cmdLogLevel,
 		"version":           d.cmdVersion,
+		"show":              d.cmdShow,
+		"get-controller":    d.cmdGetController,
+		"db-endpoint":       d.cmdDBEndpoint,
 	}
-	// The configuration commands run as transactions of one command.
-	for name := range d.dbOps() {
-		handlers[name] = func(_ context.Context, args []string) (mgmt.Result, error) {
-			return d.runTxn([][]string{append([]string{name}, args...)})
-		}
-	}
-	d.mgmt.Handle(mgmt.TransactionCommand, d.cmdTransaction)
 	for _, c := range mgmt.Commands {
 		fn := handlers[c.Name]
 		if fn == nil {
@@ -68,70 +62,6 @@ func checkArgs(c mgmt.Command, fn mgmt.HandlerFunc) mgmt.HandlerFunc {
 		}
 		return fn(ctx, args)
 	}
-}
-
-// isFlag reports whether an argument is one of the flags commands accept
-// (--may-exist, --if-exists); "--" alone separates like ovs-vsctl's.
-func isFlag(a string) bool { return strings.HasPrefix(a, "--") }
-
-// splitFlags separates the flags from the positional arguments and refuses
-// flags the command does not take.
-func splitFlags(args []string, allowed ...string) (map[string]bool, []string, error) {
-	flags := map[string]bool{}
-	var pos []string
-	for _, a := range args {
-		switch {
-		case a == "--":
-		case isFlag(a):
-			if !slices.Contains(allowed, a) {
-				return nil, nil, fmt.Errorf("unknown option %q", a)
-			}
-			flags[a] = true
-		default:
-			pos = append(pos, a)
-		}
-	}
-	return flags, pos, nil
-}
-
-// bridgeOf returns bridge name of c or the error every command gives.
-func bridgeOf(c *config.Config, name string) (*config.Bridge, error) {
-	b := c.Bridges[name]
-	if b == nil {
-		return nil, noSuchBridge(name)
-	}
-	return b, nil
-}
-
-// opSetSSL checks the three files (they exist, parse, the key matches
-// the certificate, the CA file holds a certificate) before anything is
-// stored: a bad file is refused with the reason and changes nothing.
-func opSetSSL(c *config.Config, args []string) (post, error) {
-	ssl := config.SSL{PrivateKey: args[0], Certificate: args[1], CACert: args[2]}
-	for _, p := range args {
-		if !filepath.IsAbs(p) {
-			return nil, fmt.Errorf("%q is not an absolute path (the daemon does not share your working directory)", p)
-		}
-	}
-	if err := tlsFiles(&ssl).Check(); err != nil {
-		return nil, errors.New(strings.TrimPrefix(err.Error(), "ofconn: "))
-	}
-	c.SSL = &ssl
-	return noResult, nil
-}
-
-func opGetSSL(c *config.Config, _ []string) (post, error) {
-	if c.SSL == nil {
-		return result(mgmt.Result{Data: struct{}{}}), nil
-	}
-	ssl := *c.SSL
-	text := fmt.Sprintf("Private key: %s\nCertificate: %s\nCA Certificate: %s\n", ssl.PrivateKey, ssl.Certificate, ssl.CACert)
-	return result(mgmt.Result{Text: text, Data: ssl}), nil
-}
-
-func opDelSSL(c *config.Config, _ []string) (post, error) {
-	c.SSL = nil
-	return noResult, nil
 }
 
 // tlsFiles turns the configuration's SSL record (nil: none) into what
@@ -247,7 +177,8 @@ func (d *Daemon) runningBridge(name string) *bridge {
 	return nil
 }
 
-func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
+func (d *Daemon) cmdShow(_ context.Context, _ []string) (mgmt.Result, error) {
+	c := d.store.Get()
 	var sb strings.Builder
 	type portView struct {
 		Name string `json:"name"`
@@ -292,7 +223,7 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 	for _, bname := range slices.Sorted(maps.Keys(c.Bridges)) {
 		cb := c.Bridges[bname]
 		rb := d.runningBridge(bname)
-		dpid, _ := datapathID(cb)
+		dpid, _ := config.DatapathID(cb)
 		v := bridgeView{Name: bname, DatapathID: fmt.Sprintf("%016x", dpid), FailMode: cb.FailMode,
 			Controllers: d.controllerStatus(c, bname), Ports: []portView{}, Running: rb != nil}
 		if v.Controllers == nil { // [], not null: scripts iterate it unchecked
@@ -378,7 +309,7 @@ func (d *Daemon) opShow(c *config.Config, _ []string) (post, error) {
 		fmt.Fprintf(&sb, "    other_config:%s=%s\n", k, c.OtherConfig[k])
 	}
 	fmt.Fprintf(&sb, "    vswitchd_version: %q\n", d.opts.Version)
-	return result(mgmt.Result{Text: sb.String(), Data: views}), nil
+	return mgmt.Result{Text: sb.String(), Data: views}, nil
 }
 
 // runningPortError is why port name of bridge b (nil if it does not run)
@@ -390,32 +321,55 @@ func runningPortError(b *bridge, name string) (string, bool) {
 	return b.portError(name)
 }
 
-// lines returns a result listing names one per line.
-func lines(names []string) mgmt.Result {
-	if names == nil {
-		names = []string{}
+func (d *Daemon) cmdGetController(_ context.Context, args []string) (mgmt.Result, error) {
+	c := d.store.Get()
+	if c.Bridges[args[0]] == nil {
+		return mgmt.Result{}, noSuchBridge(args[0])
+	}
+	st := d.controllerStatus(c, args[0])
+	if st == nil {
+		st = []ControllerStatus{}
 	}
 	var sb strings.Builder
-	for _, n := range names {
-		sb.WriteString(n)
-		sb.WriteByte('\n')
+	for _, s := range st {
+		fmt.Fprintf(&sb, "%s (%s", s.Target, s.State)
+		if s.Connected {
+			fmt.Fprintf(&sb, ", role %s", s.Role)
+		} else if s.LastError != "" {
+			fmt.Fprintf(&sb, ", last error: %s", s.LastError)
+		}
+		sb.WriteString(")\n")
 	}
-	return mgmt.Result{Text: sb.String(), Data: names}
+	return mgmt.Result{Text: sb.String(), Data: st}, nil
 }
 
-// errNoChange aborts an Update that would change nothing (--may-exist,
-// --if-exists): nothing is written and the command succeeds.
-var errNoChange = fmt.Errorf("no change")
-
-func ignoreNoChange(err error) error {
-	if err == errNoChange {
-		return nil
+// cmdDBEndpoint tells vsctl where to write configuration changes: the
+// database this daemon follows.
+func (d *Daemon) cmdDBEndpoint(ctx context.Context, _ []string) (mgmt.Result, error) {
+	select {
+	case <-d.started: // opts.DB is set
+	case <-d.stop:
+		return mgmt.Result{}, errors.New("the daemon is stopping")
+	case <-ctx.Done():
+		return mgmt.Result{}, ctx.Err()
 	}
-	return err
+	return mgmt.Result{Text: d.opts.DB + "\n", Data: d.opts.DB}, nil
 }
 
-// parseUint32 parses a decimal port number.
-func parseUint32(s string) (uint32, error) {
-	n, err := strconv.ParseUint(s, 10, 32)
-	return uint32(n), err
+func upDown(up bool) string {
+	if up {
+		return "up"
+	}
+	return "down"
+}
+
+// flagsOf returns the options among args.
+func flagsOf(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if strings.HasPrefix(a, "--") && a != "--" {
+			out = append(out, a)
+		}
+	}
+	return out
 }

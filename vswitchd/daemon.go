@@ -89,11 +89,6 @@ type Options struct {
 	// database the configuration comes from, as for ovs-vswitchd; the
 	// configuration commands of the management socket are written to it.
 	DB string
-	// EmbeddedDB, without DB, makes the daemon serve the Open_vSwitch
-	// database itself from StateDir (conf.db, in Open vSwitch's file
-	// format, on db.sock) and follow it: the real ovs-vsctl and vsctl
-	// both configure it there.
-	EmbeddedDB bool
 	// RunDir holds the bridges' OpenFlow sockets (BRIDGE.mgmt), where
 	// Open vSwitch's tools look for them ($OVS_RUNDIR); "" is StateDir.
 	RunDir string

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vswitch-go/vswitch/ctl/dbctl"
 	"github.com/vswitch-go/vswitch/ctl/ofctl"
 	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
@@ -22,6 +23,9 @@ func call(t *testing.T, d *Daemon, args ...string) (*mgmt.Response, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if _, ok := dbctl.Lookup(args[0]); ok {
+		return callDB(ctx, t, d, [][]string{args})
+	}
 	c, err := mgmt.Dial(ctx, d.opts.StateDir+"/"+mgmt.SocketName)
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +41,34 @@ func mustCall(t *testing.T, d *Daemon, args ...string) string {
 		t.Fatalf("%v: %v", args, err)
 	}
 	return r.Text
+}
+
+// callChain runs configuration commands as one transaction.
+func callChain(t *testing.T, d *Daemon, cmds [][]string) (*mgmt.Response, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return callDB(ctx, t, d, cmds)
+}
+
+// callDB runs configuration commands as vsctl does: one transaction on
+// the daemon's database, waiting until the daemon has applied it.
+func callDB(ctx context.Context, t *testing.T, d *Daemon, cmds [][]string) (*mgmt.Response, error) {
+	t.Helper()
+	c, err := dbctl.Dial(ctx, d.opts.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, err := c.Run(ctx, cmds, dbctl.Options{})
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(r.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &mgmt.Response{Text: r.Text, Data: b}, nil
 }
 
 // TestDaemonConfigCommands runs the configuration commands on a daemon in

@@ -218,6 +218,9 @@ func (d *Daemon) reviveLoop() {
 		names, all, upTo := d.ifw.take()
 		n := d.revivePorts(names, all, retries, time.Now())
 		d.log.Debug("interfaces checked", "names", slices.Sorted(maps.Keys(names)), "all", all, "restarted", n)
+		if n > 0 {
+			d.refreshDB(slices.Collect(maps.Keys(names)))
+		}
 		d.ifw.done(upTo)
 		retry.Stop()
 		if len(retries) > 0 {

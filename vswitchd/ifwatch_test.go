@@ -258,9 +258,9 @@ func TestDaemonInterfaceReturns(t *testing.T) {
 	nstest.Run(t, "ip", "link", "set", port, "up")
 	back("an interface was renamed to its name", 2)
 
-	if got := strings.TrimSpace(mustCall(t, d, "get", "Interface", port, "ofport")); got != fmt.Sprint(no) {
-		t.Fatalf("configured ofport %q, want %d", got, no)
-	}
+	nstest.WaitFor(t, 5*time.Second, "the database to report ofport "+fmt.Sprint(no), func() bool {
+		return strings.TrimSpace(mustCall(t, d, "get", "Interface", port, "ofport")) == fmt.Sprint(no)
+	})
 }
 
 // TestDaemonRevivalBackoff: a port whose interface is there but which

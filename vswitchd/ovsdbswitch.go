@@ -50,7 +50,7 @@ func (s dbSwitch) DatapathID(bridge string) string {
 	if cb == nil {
 		return ""
 	}
-	id, err := datapathID(cb)
+	id, err := config.DatapathID(cb)
 	if err != nil {
 		return ""
 	}
@@ -168,13 +168,13 @@ func (s dbSwitch) PortStatus(bridge, name string, stats bool) ovsdb.PortStatus {
 	return st
 }
 
-// startOVSDB makes the daemon follow the database of opts.DB or, with
-// opts.EmbeddedDB, its own: the Open_vSwitch database served from the
+// startOVSDB makes the daemon follow the database of opts.DB or, without
+// one, its own: the Open_vSwitch database served from the
 // state directory (conf.db, db.sock). Created, it starts as the
 // configuration the store holds (an existing state directory migrates
 // once; a new one holds the default bridge).
 func (d *Daemon) startOVSDB() error {
-	if d.opts.DB == "" && d.opts.EmbeddedDB {
+	if d.opts.DB == "" {
 		path := filepath.Join(d.opts.StateDir, EmbeddedDBName)
 		db, created, err := dbserver.Open(path, d.log)
 		if err != nil {
@@ -202,15 +202,26 @@ func (d *Daemon) startOVSDB() error {
 		d.opts.DB = "unix:" + sock
 		d.log.Info("serving the Open_vSwitch database", "db", d.opts.DB, "file", path)
 	}
-	if d.opts.DB == "" {
-		return nil
-	}
 	r, err := ovsdb.Start(d.opts.DB, dbSwitch{d}, d.log)
 	if err != nil {
 		return err
 	}
 	d.db = r
 	return nil
+}
+
+// refreshDB has the write-back report ports names again soon (their
+// interfaces came or went), read afresh from the kernel.
+func (d *Daemon) refreshDB(names []string) {
+	d.links.touch(names)
+	select {
+	case <-d.started: // d.db is set
+	default:
+		return // the first pass reports everything
+	}
+	if d.db != nil {
+		d.db.Refresh()
+	}
 }
 
 // stopOVSDB stops following the database before the bridges close, so

@@ -129,7 +129,7 @@ func TestDaemonFollowsOVSDB(t *testing.T) {
 // across a restart; the daemon's commands go through it.
 func TestEmbeddedDatabase(t *testing.T) {
 	dir := t.TempDir()
-	d, err := Start(Options{StateDir: dir, DefaultBridge: "br0", EmbeddedDB: true})
+	d, err := Start(Options{StateDir: dir, DefaultBridge: "br0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestEmbeddedDatabase(t *testing.T) {
 		t.Fatalf("list-ports br1 = %q", got)
 	}
 	d.Close()
-	d, err = Start(Options{StateDir: dir, DefaultBridge: "br0", EmbeddedDB: true})
+	d, err = Start(Options{StateDir: dir, DefaultBridge: "br0"})
 	if err != nil {
 		t.Fatal(err)
 	}

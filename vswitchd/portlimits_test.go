@@ -8,7 +8,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vswitch-go/vswitch/internal/nstest"
-	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
+	"github.com/vswitch-go/vswitch/vswitchd/config"
 )
 
 // addInternalPorts adds internal ports names to bridge br in one
@@ -19,7 +19,7 @@ func addInternalPorts(t *testing.T, d *Daemon, br string, names []string, opts .
 	for _, n := range names {
 		cmds = append(cmds, append([]string{"add-port", br, n, "type=internal"}, opts...))
 	}
-	_, err := call(t, d, append([]string{mgmt.TransactionCommand}, mgmt.EncodeChain(cmds)...)...)
+	_, err := callChain(t, d, cmds)
 	return err
 }
 
@@ -94,9 +94,9 @@ func TestPortLimitMemory(t *testing.T) {
 	var avail, total atomic.Uint64 // MiB; read by the daemon's handlers
 	avail.Store(20)                // room for one internal port (7 MiB)
 	total.Store(20)
-	saved := memInfo
-	t.Cleanup(func() { memInfo = saved })
-	memInfo = func() (uint64, uint64, bool) { return avail.Load() << 20, total.Load() << 20, true }
+	saved := config.MemInfo
+	t.Cleanup(func() { config.MemInfo = saved })
+	config.MemInfo = func() (uint64, uint64, bool) { return avail.Load() << 20, total.Load() << 20, true }
 	d, _ := startLogged(t)
 	br := nstest.Name("vslb")
 	mustCall(t, d, "add-br", br)

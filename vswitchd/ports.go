@@ -135,7 +135,7 @@ func openNetdev(stateDir string, log *slog.Logger, patches *patch.Hub, p *config
 // stored port that does not run never blocks other changes. A change
 // beyond the port limits (portlimits.go) is refused here too.
 func checkPortsOpenable(old, next *config.Config) error {
-	if err := checkPortLimits(old, next); err != nil {
+	if err := config.CheckPortLimits(old, next); err != nil {
 		return err
 	}
 	for _, bname := range slices.Sorted(maps.Keys(next.Bridges)) {
@@ -157,7 +157,7 @@ func checkPortsOpenable(old, next *config.Config) error {
 				if same.OFPort == 0 {
 					same.OFPort = op.OFPort
 				}
-				if !portNeedsReopen(op, &same) {
+				if !config.PortNeedsReopen(op, &same) {
 					continue
 				}
 			}

@@ -3,6 +3,8 @@ package vswitchd
 import (
 	"context"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/vswitch-go/vswitch/ctl/ofctl"
 	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
+	"github.com/vswitch-go/vswitch/vswitchd/config"
 )
 
 // forwarding is a daemon with bridge br (a unique name: its own interface
@@ -55,30 +58,30 @@ func (f *forwarding) states() map[string]pipeline.EntryState {
 	return flowStates(f.d.runningBridge(f.br).of)
 }
 
-// unchanged checks, after a refused transaction, that the flows kept
+// unchanged checks, after a refused change, that the flows kept
 // their install times and counters, that the ports run under their
 // numbers and that traffic crosses, counted by the same flows.
 func (f *forwarding) unchanged(t *testing.T) {
 	t.Helper()
 	br := f.d.runningBridge(f.br)
 	if br == nil {
-		t.Fatalf("bridge %s not running after the refused transaction", f.br)
+		t.Fatalf("bridge %s not running after the refused change", f.br)
 	}
 	after := f.states()
 	for l, st := range f.before {
 		got, ok := after[l]
 		switch {
 		case !ok:
-			t.Errorf("flow %q gone after the refused transaction: %v", l, after)
+			t.Errorf("flow %q gone after the refused change: %v", l, after)
 		case !got.Created.Equal(st.Created):
-			t.Errorf("flow %q installed at %v after the refused transaction, was %v (its duration restarted)", l, got.Created, st.Created)
+			t.Errorf("flow %q installed at %v after the refused change, was %v (its duration restarted)", l, got.Created, st.Created)
 		case got.Packets < st.Packets:
-			t.Errorf("flow %q counts %d packets after the refused transaction, was %d", l, got.Packets, st.Packets)
+			t.Errorf("flow %q counts %d packets after the refused change, was %d", l, got.Packets, st.Packets)
 		}
 	}
 	for name, no := range map[string]uint32{f.a.Port: 1, f.b.Port: 2} {
 		if p := br.portByName(name); p == nil || p.no != no {
-			t.Errorf("port %s after the refused transaction: %+v, want running as %d", name, p, no)
+			t.Errorf("port %s after the refused change: %+v, want running as %d", name, p, no)
 		}
 	}
 	nstest.Ping(t, f.a.NS, f.b.IP)
@@ -92,7 +95,8 @@ func (f *forwarding) unchanged(t *testing.T) {
 	}
 }
 
-// TestFailedRebuildKeepsTables: a transaction that rebuilds the bridge
+// TestFailedRebuildKeepsTables: a configuration change (as the
+// reconciler applies the database's) that rebuilds the bridge
 // (mac-aging-time) and changes a port so that it cannot open is refused
 // and changes nothing: the flows keep their counters and install times,
 // the ports their OpenFlow numbers, and traffic still crosses.
@@ -105,35 +109,39 @@ func TestFailedRebuildKeepsTables(t *testing.T) {
 	// the same ports, no rebuild.
 	br := d.runningBridge(f.br)
 	pa, pb := br.portByName(f.a.Port), br.portByName(f.b.Port)
-	_, err := chain(t, d,
-		[]string{"set", "Bridge", f.br, "other_config:mac-aging-time=30"},
-		[]string{"set", "Interface", f.b.Port, "type=tap"})
+	err := d.change(func(c *config.Config) error {
+		setOther(c.Bridges[f.br], "mac-aging-time", "30")
+		c.Bridges[f.br].Ports[f.b.Port].Type = config.PortTypeTap
+		return nil
+	})
 	if err == nil || !strings.Contains(err.Error(), f.b.Port) {
 		t.Fatalf("a rebuild with a tap port on a veth's name: err %v, want one naming %s", err, f.b.Port)
 	}
 	if nb := d.runningBridge(f.br); nb != br || nb.portByName(f.a.Port) != pa || nb.portByName(f.b.Port) != pb {
-		t.Fatal("the refused transaction rebuilt the bridge or reopened its ports")
+		t.Fatal("the refused change rebuilt the bridge or reopened its ports")
 	}
 
 	// A port the driver refuses (more AF_PACKET queues than it serves)
 	// fails once the old datapath is closed: the bridge comes back as it
 	// ran.
-	_, err = chain(t, d,
-		[]string{"set", "Bridge", f.br, "other_config:mac-aging-time=30"},
-		[]string{"set", "Interface", f.b.Port, "options:n_rxq=65"})
+	err = d.change(func(c *config.Config) error {
+		setOther(c.Bridges[f.br], "mac-aging-time", "30")
+		c.Bridges[f.br].Ports[f.b.Port].Options = map[string]string{"n_rxq": "65"}
+		return nil
+	})
 	if err == nil || !strings.Contains(err.Error(), f.b.Port) {
 		t.Fatalf("a rebuild with a port that cannot open: err %v, want one naming %s", err, f.b.Port)
 	}
-	if got := strings.TrimSpace(mustCall(t, d, "get", "Bridge", f.br, "other_config")); got != "{}" {
-		t.Errorf("other_config after the refused transaction: %s", got)
+	if got := d.store.Get().Bridges[f.br]; len(got.OtherConfig) != 0 {
+		t.Errorf("other_config after the refused change: %v", got.OtherConfig)
 	}
-	if got := mustCall(t, d, "get", "Interface", f.b.Port, "type", "options"); got != "afpacket\n{}\n" {
-		t.Errorf("type and options after the refused transaction: %q", got)
+	if p := d.store.Get().Bridges[f.br].Ports[f.b.Port]; p.Type != config.PortTypeAFPacket || len(p.Options) != 0 {
+		t.Errorf("type and options after the refused change: %q %v", p.Type, p.Options)
 	}
 	f.unchanged(t)
 }
 
-// TestFailedDelBrKeepsBridge: a transaction that deletes a bridge and
+// TestFailedDelBrKeepsBridge: a configuration change that deletes a bridge and
 // then fails (a new bridge's port the driver refuses) is refused and
 // changes nothing: the bridge runs with its flows' counters and install
 // times, and its own interface keeps the address the host gave it.
@@ -143,15 +151,17 @@ func TestFailedDelBrKeepsBridge(t *testing.T) {
 	nstest.Run(t, "ip", "addr", "add", "198.18.77.1/32", "dev", f.br)
 
 	other := nstest.Name("vsbq")
-	_, err := chain(t, d,
-		[]string{"del-br", f.br},
-		[]string{"add-br", other},
-		[]string{"add-port", other, f.b.Port, "type=afpacket", "options:n_rxq=65"})
+	err := d.change(func(c *config.Config) error {
+		delete(c.Bridges, f.br)
+		c.Bridges[other] = &config.Bridge{Name: other, FailMode: config.FailModeStandalone, Ports: map[string]*config.Port{
+			f.b.Port: {Name: f.b.Port, Type: config.PortTypeAFPacket, Options: map[string]string{"n_rxq": "65"}}}}
+		return nil
+	})
 	if err == nil || !strings.Contains(err.Error(), f.b.Port) {
 		t.Fatalf("del-br then a port that cannot open: err %v, want one naming %s", err, f.b.Port)
 	}
-	if got := mustCall(t, d, "list-br"); got != f.br+"\n" {
-		t.Errorf("list-br after the refused transaction: %q", got)
+	if got := slices.Sorted(maps.Keys(d.store.Get().Bridges)); !slices.Equal(got, []string{f.br}) {
+		t.Errorf("bridges after the refused change: %q", got)
 	}
 	if out := nstest.Run(t, "ip", "-o", "addr", "show", "dev", f.br); !strings.Contains(out, "198.18.77.1/32") {
 		t.Errorf("the bridge's own interface lost its address: %q", out)
@@ -163,20 +173,29 @@ func TestFailedDelBrKeepsBridge(t *testing.T) {
 	})
 }
 
-// TestFailedDelPortKeepsPort: a transaction that deletes a port and then
+// TestFailedDelPortKeepsPort: a configuration change that deletes a port and then
 // fails (another port changed so that it cannot open) leaves the deleted
 // port running as it was, never closed.
 func TestFailedDelPortKeepsPort(t *testing.T) {
 	f := newForwarding(t)
 	pa := f.d.runningBridge(f.br).portByName(f.a.Port)
-	_, err := chain(t, f.d,
-		[]string{"del-port", f.br, f.a.Port},
-		[]string{"set", "Interface", f.b.Port, "options:n_rxq=65"})
+	err := f.d.change(func(c *config.Config) error {
+		delete(c.Bridges[f.br].Ports, f.a.Port)
+		c.Bridges[f.br].Ports[f.b.Port].Options = map[string]string{"n_rxq": "65"}
+		return nil
+	})
 	if err == nil || !strings.Contains(err.Error(), f.b.Port) {
 		t.Fatalf("del-port then a port that cannot open: err %v, want one naming %s", err, f.b.Port)
 	}
 	if got := f.d.runningBridge(f.br).portByName(f.a.Port); got != pa {
-		t.Fatalf("port %s was closed and reopened by the refused transaction", f.a.Port)
+		t.Fatalf("port %s was closed and reopened by the refused change", f.a.Port)
 	}
 	f.unchanged(t)
+}
+
+func setOther(b *config.Bridge, k, v string) {
+	if b.OtherConfig == nil {
+		b.OtherConfig = map[string]string{}
+	}
+	b.OtherConfig[k] = v
 }

@@ -23,7 +23,7 @@ func startTestDaemon(t *testing.T) *Daemon {
 
 func chain(t *testing.T, d *Daemon, cmds ...[]string) (*mgmt.Response, error) {
 	t.Helper()
-	return call(t, d, append([]string{mgmt.TransactionCommand}, mgmt.EncodeChain(cmds)...)...)
+	return callChain(t, d, cmds)
 }
 
 // Commands chained with "--" are one transaction: a failing command
@@ -93,7 +93,7 @@ func TestOVSDatabaseCommands(t *testing.T) {
 		t.Errorf("get after clear: %q", got)
 	}
 	list := mustCall(t, d, "list", "Interface", "tx1")
-	for _, want := range []string{"name                : tx1\n", "ofport              : 1\n", "link_state          : ", "statistics          : {collisions=0"} {
+	for _, want := range []string{"name                : tx1\n", "ofport              : 1\n", "link_state          : ", "statistics          : {rx_bytes="} {
 		if !strings.Contains(list, want) {
 			t.Errorf("list Interface tx1 lacks %q:\n%s", want, list)
 		}

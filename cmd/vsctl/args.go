@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vswitch-go/vswitch/ctl/dbctl"
 	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
 
@@ -16,6 +17,12 @@ type globals struct {
 	timeout  time.Duration
 	help     bool
 	version  bool
+	// db is the Open_vSwitch database the configuration commands write
+	// to; "" asks the daemon which one it follows.
+	db string
+	// noWait returns once the database has a change, without waiting
+	// for the daemon to apply it (ovs-vsctl --no-wait).
+	noWait bool
 }
 
 // segment is one command of a command line: its name, its own options
@@ -81,6 +88,9 @@ func parseLine(argv []string, g *globals, isCommand func(string) bool) ([]segmen
 			case "--version", "-V":
 				g.version = true
 				continue
+			case "--no-wait":
+				g.noWait = true
+				continue
 			case "-O", "--protocols":
 				// ovs-ofctl's -O OpenFlow13: the only version spoken.
 				if !hasVal {
@@ -118,13 +128,17 @@ func (g *globals) set(name, val string) error {
 	case "--state-dir":
 		g.stateDir = val
 	case "--db":
-		// ovs-vsctl's --db=unix:PATH names the socket; here the state
-		// directory holding it.
-		p := strings.TrimPrefix(val, "unix:")
-		if dir, ok := strings.CutSuffix(p, "/vswitchd.sock"); ok {
-			p = dir
+		// As ovs-vsctl's: the database (unix:PATH, tcp:IP:PORT). The
+		// daemon's own socket (STATE/vswitchd.sock) names its state
+		// directory instead, as vsctl took it before.
+		if dir, ok := strings.CutSuffix(strings.TrimPrefix(val, "unix:"), "/"+mgmt.SocketName); ok {
+			g.stateDir = dir
+			return nil
 		}
-		g.stateDir = p
+		if !strings.Contains(val, ":") {
+			val = "unix:" + val
+		}
+		g.db = val
 	case "--format":
 		if val != "text" && val != "json" {
 			return fmt.Errorf("--format %q is not text or json", val)
@@ -151,6 +165,9 @@ func (g *globals) set(name, val string) error {
 // isKnownCommand says whether name starts a command in a chain.
 func isKnownCommand(name string) bool {
 	if _, ok := mgmt.Lookup(name); ok {
+		return true
+	}
+	if _, ok := dbctl.Lookup(name); ok {
 		return true
 	}
 	_, ok := lookupOF(name)

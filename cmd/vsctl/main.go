@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vswitch-go/vswitch/ctl/dbctl"
 	"github.com/vswitch-go/vswitch/ctl/ofctl"
 	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
@@ -71,6 +73,14 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		return runChain(ctx, g, segs, stdout, stderr)
 	}
 	s := segs[0]
+	if c, ok := dbctl.Lookup(s.name); ok {
+		args := append(slices.Clone(s.opts), s.args...)
+		if err := c.CheckArgs(args); err != nil {
+			fmt.Fprintf(stderr, "vsctl: %v\n", err)
+			return exitUsage
+		}
+		return runDB(ctx, g, [][]string{append([]string{c.Name}, args...)}, stdout, stderr)
+	}
 	if c, ok := mgmt.Lookup(s.name); ok {
 		if err := mgmt.CheckOptions(c.Name, s.opts); err != nil {
 			fmt.Fprintf(stderr, "vsctl: %v\n", err)
@@ -98,13 +108,13 @@ func buildVersion() string {
 	return version
 }
 
-// runChain sends commands chained with "--" as one transaction: every
+// runChain runs commands chained with "--" as one transaction: every
 // change is applied, or none.
 func runChain(ctx context.Context, g globals, segs []segment, stdout, stderr io.Writer) int {
 	var cmds [][]string
 	for _, s := range segs {
-		c, ok := mgmt.Lookup(s.name)
-		if !ok || !mgmt.Chainable(c.Name) {
+		c, ok := dbctl.Lookup(s.name)
+		if !ok {
 			fmt.Fprintf(stderr, "vsctl: %s cannot be chained with \"--\": only configuration commands make one transaction (run it on its own)\n", s.name)
 			return exitUsage
 		}
@@ -113,24 +123,62 @@ func runChain(ctx context.Context, g globals, segs []segment, stdout, stderr io.
 			fmt.Fprintf(stderr, "vsctl: %v\n", err)
 			return exitUsage
 		}
-		if err := mgmt.CheckOptions(c.Name, s.opts); err != nil {
-			fmt.Fprintf(stderr, "vsctl: %v\n", err)
-			return exitUsage
-		}
 		cmds = append(cmds, append([]string{c.Name}, args...))
 	}
-	cl, err := mgmt.Dial(ctx, filepath.Join(g.stateDir, mgmt.SocketName))
+	return runDB(ctx, g, cmds, stdout, stderr)
+}
+
+// runDB runs configuration commands as one transaction on the database
+// the daemon follows (or --db's).
+func runDB(ctx context.Context, g globals, cmds [][]string, stdout, stderr io.Writer) int {
+	endpoint := g.db
+	if endpoint == "" {
+		cl, err := mgmt.Dial(ctx, filepath.Join(g.stateDir, mgmt.SocketName))
+		if err != nil {
+			fmt.Fprintf(stderr, "vsctl: %v\n", err)
+			return exitFail
+		}
+		resp, err := cl.Call(ctx, "db-endpoint")
+		cl.Close()
+		if err != nil {
+			fmt.Fprintf(stderr, "vsctl: asking vswitchd for its database: %v\n", err)
+			return exitFail
+		}
+		endpoint = strings.TrimSpace(resp.Text)
+	}
+	db, err := dbctl.Dial(ctx, endpoint)
 	if err != nil {
 		fmt.Fprintf(stderr, "vsctl: %v\n", err)
 		return exitFail
 	}
-	defer cl.Close()
-	resp, err := cl.Call(ctx, mgmt.TransactionCommand, mgmt.EncodeChain(cmds)...)
+	defer db.Close()
+	r, err := db.Run(ctx, cmds, dbctl.Options{NoWait: g.noWait})
 	if err != nil {
-		fmt.Fprintf(stderr, "vsctl: %v\n", err)
+		name := cmds[0][0]
+		if len(cmds) > 1 {
+			fmt.Fprintf(stderr, "vsctl: %v\n", err)
+		} else {
+			fmt.Fprintf(stderr, "vsctl: %s\n", prefixed(name, err))
+		}
+		if name == "br-exists" && len(cmds) == 1 {
+			return exitUsage
+		}
 		return exitFail
 	}
-	printResponse(g, resp, stdout)
+	if g.format == "json" {
+		data := r.Data
+		if data == nil {
+			data = struct{}{} // a command that only changes things
+		}
+		b, err := json.Marshal(data)
+		if err != nil {
+			fmt.Fprintf(stderr, "vsctl: %v\n", err)
+			return exitFail
+		}
+		stdout.Write(append(b, '\n'))
+		return 0
+	}
+	io.WriteString(stdout, r.Text)
 	return 0
 }
 
@@ -174,13 +222,18 @@ transaction: all of them take effect, or none.
 
 global options (anywhere on the line):
   --state-dir DIR        vswitchd's state directory (default $VSWITCHD_STATE_DIR, else ./state)
-  --db unix:DIR/vswitchd.sock   the same, as ovs-vsctl's --db
+  --db unix:PATH         the Open_vSwitch database to configure (default: the one vswitchd follows)
+  --no-wait              return once the database has a change, before vswitchd applies it
   --format text|json     output format (json: compact, one document)
   --timeout N            give up after N seconds (or a duration such as 500ms; default 30)
   -O OpenFlow13          accepted for ovs-ofctl habits (the only version spoken)
   --version              print vsctl's version
 `)
-	fmt.Fprintf(w, "\nconfiguration and datapath (through vswitchd's management socket):\n")
+	fmt.Fprintf(w, "\nconfiguration (transactions on the Open_vSwitch database vswitchd follows):\n")
+	for _, c := range dbctl.Commands {
+		fmt.Fprintf(w, "  %-18s %s\n", c.Name, c.Args)
+	}
+	fmt.Fprintf(w, "\nstate and datapath (through vswitchd's management socket):\n")
 	for _, c := range mgmt.Commands {
 		fmt.Fprintf(w, "  %-18s %s\n", c.Name, c.Args)
 	}
@@ -191,6 +244,10 @@ global options (anywhere on the line):
 }
 
 func commandHelp(name string, stdout, stderr io.Writer) int {
+	if c, ok := dbctl.Lookup(name); ok {
+		fmt.Fprintf(stdout, "usage: vsctl %s %s\n\n%s\n", c.Name, c.Args, c.Help)
+		return 0
+	}
 	if c, ok := mgmt.Lookup(name); ok {
 		fmt.Fprintf(stdout, "usage: vsctl %s %s\n\n%s\n", c.Name, c.Args, c.Help)
 		return 0
@@ -207,15 +264,6 @@ func runMgmt(ctx context.Context, g globals, c mgmt.Command, args []string, stdo
 	if err := c.CheckArgs(args); err != nil {
 		fmt.Fprintf(stderr, "vsctl: %v\n", err)
 		return exitUsage
-	}
-	if c.Name == "set-ssl" {
-		// Files are named as the user sees them; the daemon runs elsewhere.
-		args = slices.Clone(args)
-		for i, a := range args {
-			if abs, err := filepath.Abs(a); err == nil {
-				args[i] = abs
-			}
-		}
 	}
 	cl, err := mgmt.Dial(ctx, filepath.Join(g.stateDir, mgmt.SocketName))
 	if err != nil {

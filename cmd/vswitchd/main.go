@@ -61,7 +61,7 @@ func main() {
 	recoverJournals := flag.Bool("recover", false, "start despite damaged flow journals: keep each one's records before the damage, move the file aside (BRIDGE.journal.corrupt-TIME) and log what was dropped")
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	printJournal := flag.String("print-journal", "", "print the changes a flow journal file holds (BRIDGE.journal, or one moved aside by --recover) as text, a bundle commit's included, and exit: 1 if it is damaged")
-	embeddedDB := flag.Bool("embedded-db", true, "without a database argument, serve the Open_vSwitch database from the state directory (conf.db, in Open vSwitch's file format, on db.sock) and follow it, so that ovs-vsctl --db=unix:STATE/db.sock and vsctl both configure it; false keeps the configuration in the state directory's config.json only, as before (to be retired)")
+	embeddedDB := flag.Bool("embedded-db", true, "without a database argument, serve the Open_vSwitch database from the state directory (conf.db, in Open vSwitch's file format, on db.sock) and follow it, so that ovs-vsctl --db=unix:STATE/db.sock and vsctl both configure it (always: false, which kept the configuration in config.json only, is no longer taken)")
 	db := flag.String("db", "", "OVSDB database of the configuration, as ovs-vswitchd's DATABASE argument (unix:PATH or tcp:IP:PORT; may also be given as the one positional argument): the real ovs-vsctl then configures the switch")
 	// ovs-vswitchd's command line (ovsflags.go).
 	ovs := addOVSFlags(flag.CommandLine)
@@ -184,7 +184,10 @@ func main() {
 	}
 	opts := vswitchd.Options{StateDir: *stateDir, MetricsAddr: *metricsAddr,
 		DefaultBridge: *defaultBridge, Logger: log, LogLevel: level, Version: version,
-		Recover: *recoverJournals, DB: *db, EmbeddedDB: *db == "" && *embeddedDB}
+		Recover: *recoverJournals, DB: *db}
+	if !*embeddedDB {
+		fail(2, "--embedded-db=false is no longer taken: the configuration is the Open_vSwitch database, the embedded one or --db's")
+	}
 	ovsPaths.options(&opts, logDest)
 	opts.ReopenLog = out.reopen
 	d, err := vswitchd.Start(opts)
@@ -204,11 +207,11 @@ func main() {
 		}
 	}
 	abs, _ := filepath.Abs(*stateDir)
-	if opts.EmbeddedDB {
+	if *db == "" {
 		log.Info("ready: configure with vsctl or ovs-vsctl", "VSWITCHD_STATE_DIR", abs,
 			"ovs-vsctl", "--db=unix:"+filepath.Join(abs, vswitchd.EmbeddedDBSocket))
 	} else {
-		log.Info("ready: configure with vsctl", "VSWITCHD_STATE_DIR", abs)
+		log.Info("ready: configure with vsctl or ovs-vsctl", "VSWITCHD_STATE_DIR", abs, "db", *db)
 	}
 
 	sigs := make(chan os.Signal, 4)

@@ -4,8 +4,10 @@
 package config
 
 import (
+	"hash/fnv"
 	"maps"
 	"slices"
+	"strconv"
 )
 
 // Port types the daemon knows how to open. The empty type lets the daemon
@@ -176,4 +178,19 @@ func (c *Config) PortOwner(port string) *Bridge {
 		}
 	}
 	return nil
+}
+
+// DatapathID is the bridge's configured datapath id, or one derived from
+// its name so that it stays the same across restarts.
+func DatapathID(b *Bridge) (uint64, error) {
+	s := b.DatapathID
+	if v := b.OtherConfig["datapath-id"]; v != "" {
+		s = v
+	}
+	if s != "" {
+		return strconv.ParseUint(s, 16, 64)
+	}
+	h := fnv.New64a()
+	h.Write([]byte(b.Name))
+	return h.Sum64() & 0x0000ffffffffffff, nil
 }

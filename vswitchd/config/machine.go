@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -104,4 +106,53 @@ func CheckMachine(old, next *Config) error {
 	}
 	return fmt.Errorf("pmd-cpu-mask=%s names CPU %s, which this machine lacks or this process may not use (available CPUs: %s)",
 		v, strings.Join(missing, ", "), strings.Join(avail, ", "))
+}
+
+// CheckRxqAffinity refuses a pmd-rxq-affinity of next that the PMDs next
+// runs cannot honour: a core that is not a CPU of pmd-cpu-mask (each of
+// which runs one PMD), or a queue the port does not have (when n_rxq
+// says how many it has; otherwise its driver decides, and the running
+// switch checks). Only what changed from old is checked, so a stored
+// value never blocks other changes.
+func CheckRxqAffinity(old, next *Config) error {
+	maskChanged := old.OtherConfig["pmd-cpu-mask"] != next.OtherConfig["pmd-cpu-mask"] ||
+		old.OtherConfig["n-pmd"] != next.OtherConfig["n-pmd"]
+	cpus, _ := ParseCPUMask(next.OtherConfig["pmd-cpu-mask"])
+	for _, bname := range sortedKeys(next.Bridges) {
+		nb, ob := next.Bridges[bname], old.Bridges[bname]
+		for _, pname := range sortedKeys(nb.Ports) {
+			p := nb.Ports[pname]
+			v := p.OtherConfig["pmd-rxq-affinity"]
+			if v == "" {
+				continue
+			}
+			if !maskChanged && ob != nil && ob.Ports[pname] != nil && ob.Ports[pname].OtherConfig["pmd-rxq-affinity"] == v &&
+				ob.Ports[pname].Options["n_rxq"] == p.Options["n_rxq"] {
+				continue
+			}
+			aff, err := ParseAffinity(v)
+			if err == nil {
+				err = checkAffinity(aff, cpus, intValue(p.Options, "n_rxq", 0))
+			}
+			if err != nil {
+				return fmt.Errorf("port %q: pmd-rxq-affinity=%s: %w (PMD CPUs come from other_config:pmd-cpu-mask)", pname, v, err)
+			}
+		}
+	}
+	return nil
+}
+
+func checkAffinity(aff map[int]int, cpus []int, nrxq int) error {
+	for _, q := range slices.Sorted(maps.Keys(aff)) {
+		if nrxq > 0 && q >= nrxq {
+			return fmt.Errorf("no rx queue %d (the port has %d)", q, nrxq)
+		}
+		if len(cpus) == 0 {
+			return fmt.Errorf("queue %d: no PMD is pinned to a CPU", q)
+		}
+		if !slices.Contains(cpus, aff[q]) {
+			return fmt.Errorf("queue %d: no PMD runs on CPU %d (PMD CPUs: %v)", q, aff[q], cpus)
+		}
+	}
+	return nil
 }

@@ -99,8 +99,8 @@ func TestCommandsTable(t *testing.T) {
 			t.Errorf("%s: bad entry %+v", c.Name, c)
 		}
 	}
-	if _, ok := Lookup("add-br"); !ok {
-		t.Fatal("add-br missing")
+	if _, ok := Lookup("show"); !ok {
+		t.Fatal("show missing")
 	}
 }
 

@@ -80,11 +80,6 @@ type Reconciler struct {
 	// not read (zero while they resolve).
 	danglingSince time.Time
 
-	// passMu is held through each pass, and by Record: the daemon's own
-	// change and its write to the database are never split by a pass
-	// that would apply the database without it.
-	passMu sync.Mutex
-
 	mu sync.Mutex
 	// reconciles counts passes that applied a configuration, writes the
 	// write-back transactions, passes every pass: for tests.
@@ -124,6 +119,11 @@ func Start(endpoint string, sw Switch, log *slog.Logger) (*Reconciler, error) {
 
 // Endpoint is the database the reconciler follows.
 func (r *Reconciler) Endpoint() string { return r.endpoint }
+
+// Refresh asks for a pass soon: something the write-back reports changed
+// without the database changing (a port's interface came or went), and
+// ovs-vsctl readers should see it before the next periodic pass.
+func (r *Reconciler) Refresh() { r.poke() }
 
 func (r *Reconciler) poke() {
 	select {
@@ -172,9 +172,7 @@ func (r *Reconciler) run(ctx context.Context) {
 		}
 		// A lasting condition (no Open_vSwitch row before ovs-vsctl
 		// init) is logged once, not at every tick.
-		r.passMu.Lock()
 		err := r.reconcile(ctx)
-		r.passMu.Unlock()
 		r.mu.Lock()
 		r.passes++
 		r.mu.Unlock()

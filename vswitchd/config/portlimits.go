@@ -1,13 +1,12 @@
-package vswitchd
+package config
 
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
-
-	"github.com/vswitch-go/vswitch/vswitchd/config"
 )
 
 // Port limits. Every port holds kernel memory for as long as it runs, and
@@ -39,16 +38,16 @@ const (
 // 150 kB with the daemon's own; a multi-queue one (n_rxq > 1) gets the
 // kernel's 256 transmit queues and their qdiscs, tapMultiQueueBytes.
 var portKernelBytes = map[string]uint64{
-	config.PortTypeInternal: 256 << 10,
-	config.PortTypeTap:      256 << 10,
-	config.PortTypeAFPacket: 17 << 20,
-	config.PortTypeAFXDP:    25 << 20,
-	config.PortTypeAuto:     25 << 20, // afxdp when it works
+	PortTypeInternal: 256 << 10,
+	PortTypeTap:      256 << 10,
+	PortTypeAFPacket: 17 << 20,
+	PortTypeAFXDP:    25 << 20,
+	PortTypeAuto:     25 << 20, // afxdp when it works
 }
 
-// memInfo reads MemAvailable and MemTotal from /proc/meminfo; tests
+// MemInfo reads MemAvailable and MemTotal from /proc/meminfo; tests
 // replace it.
-var memInfo = func() (avail, total uint64, ok bool) {
+var MemInfo = func() (avail, total uint64, ok bool) {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
 		return 0, 0, false
@@ -76,13 +75,13 @@ var memInfo = func() (avail, total uint64, ok bool) {
 // would each pass the half-of-available check until the host runs out.
 const memReserve = 10
 
-// checkPortLimits refuses a change from old to next that adds ports
+// CheckPortLimits refuses a change from old to next that adds ports
 // beyond the limits, or whose new ports would take more than half of the
 // memory the machine has available or leave less than a tenth of it
 // available, before anything is created. Only a
 // change that adds ports is checked, so a switch over a lowered limit can
 // still delete ports and change everything else.
-func checkPortLimits(old, next *config.Config) error {
+func CheckPortLimits(old, next *Config) error {
 	var added, total int
 	var cost uint64
 	for bname, nb := range next.Bridges {
@@ -90,10 +89,10 @@ func checkPortLimits(old, next *config.Config) error {
 		ob := old.Bridges[bname]
 		if ob == nil {
 			added++
-			cost += portKernelBytes[config.PortTypeInternal]
+			cost += portKernelBytes[PortTypeInternal]
 		}
 		for pname, np := range nb.Ports {
-			if ob != nil && ob.Ports[pname] != nil && !portNeedsReopen(ob.Ports[pname], np) {
+			if ob != nil && ob.Ports[pname] != nil && !PortNeedsReopen(ob.Ports[pname], np) {
 				continue
 			}
 			added++
@@ -103,13 +102,13 @@ func checkPortLimits(old, next *config.Config) error {
 	if added == 0 {
 		return nil
 	}
-	if limit := intOption(next.OtherConfig, "max-ports-per-request", DefaultMaxPortsPerRequest); added > limit {
+	if limit := intValue(next.OtherConfig, "max-ports-per-request", DefaultMaxPortsPerRequest); added > limit {
 		return fmt.Errorf("this request adds %d ports, more than other_config:max-ports-per-request=%d allows; nothing was changed (split it into smaller requests, or raise the limit)", added, limit)
 	}
-	if limit := intOption(next.OtherConfig, "max-ports", DefaultMaxPorts); total > limit {
+	if limit := intValue(next.OtherConfig, "max-ports", DefaultMaxPorts); total > limit {
 		return fmt.Errorf("the switch would have %d ports (bridges' own interfaces included), more than other_config:max-ports=%d allows; nothing was changed", total, limit)
 	}
-	avail, machine, ok := memInfo()
+	avail, machine, ok := MemInfo()
 	switch {
 	case !ok:
 	case cost > avail/2:
@@ -125,10 +124,27 @@ func checkPortLimits(old, next *config.Config) error {
 const tapMultiQueueBytes = 7 << 20
 
 // portCost is what port np is expected to take of the machine's memory.
-func portCost(np *config.Port) uint64 {
-	nrxq := uint64(max(intOption(np.Options, "n_rxq", 1), 1))
-	if (np.Type == config.PortTypeInternal || np.Type == config.PortTypeTap) && nrxq > 1 {
+func portCost(np *Port) uint64 {
+	nrxq := uint64(max(intValue(np.Options, "n_rxq", 1), 1))
+	if (np.Type == PortTypeInternal || np.Type == PortTypeTap) && nrxq > 1 {
 		return tapMultiQueueBytes
 	}
 	return portKernelBytes[np.Type] * nrxq
+}
+
+// intValue is m[key] as a number, def if unset or not one.
+func intValue(m map[string]string, key string, def int) int {
+	if v, ok := m[key]; ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+// PortNeedsReopen says whether a port changed from old to next must be
+// closed and opened again (its driver, number or kernel settings).
+func PortNeedsReopen(old, next *Port) bool {
+	return old.Type != next.Type || old.OFPort != next.OFPort || !maps.Equal(old.Options, next.Options) ||
+		old.MTURequest != next.MTURequest
 }

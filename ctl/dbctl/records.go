@@ -1,4 +1,4 @@
-package vswitchd
+package dbctl
 
 import (
 	"fmt"
@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/vswitch-go/vswitch/vswitchd/config"
-	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
 
 // editRecord runs edit on the record TABLE RECORD (args[0], args[1]) of
@@ -35,7 +34,7 @@ func editRecord(c *config.Config, args []string, ifExists bool, edit func(table 
 	return nil
 }
 
-func opSet(c *config.Config, args []string) (post, error) {
+func opSet(cur *state, c *config.Config, args []string) (post, error) {
 	flags, pos, err := splitFlags(args, "--if-exists")
 	if err != nil {
 		return nil, err
@@ -50,7 +49,7 @@ func opSet(c *config.Config, args []string) (post, error) {
 	})
 }
 
-func (d *Daemon) opGet(c *config.Config, args []string) (post, error) {
+func opGet(cur *state, c *config.Config, args []string) (post, error) {
 	flags, pos, err := splitFlags(args, "--if-exists")
 	if err != nil {
 		return nil, err
@@ -69,7 +68,7 @@ func (d *Daemon) opGet(c *config.Config, args []string) (post, error) {
 	var sb strings.Builder
 	vals := []any{}
 	for _, spec := range pos[2:] {
-		v, err := d.getValue(table, rec, spec)
+		v, err := getValue(cur, table, rec, spec)
 		if err != nil {
 			if flags["--if-exists"] && strings.HasPrefix(err.Error(), "no key") {
 				continue
@@ -79,10 +78,10 @@ func (d *Daemon) opGet(c *config.Config, args []string) (post, error) {
 		sb.WriteString(v + "\n")
 		vals = append(vals, jsonValue(v))
 	}
-	return result(mgmt.Result{Text: sb.String(), Data: vals}), nil
+	return result(Result{Text: sb.String(), Data: vals}), nil
 }
 
-func opRemove(c *config.Config, args []string) (post, error) {
+func opRemove(cur *state, c *config.Config, args []string) (post, error) {
 	flags, pos, err := splitFlags(args, "--if-exists")
 	if err != nil {
 		return nil, err
@@ -175,7 +174,7 @@ func removeStrings(set, gone []string) []string {
 	return set
 }
 
-func opClear(c *config.Config, args []string) (post, error) {
+func opClear(cur *state, c *config.Config, args []string) (post, error) {
 	flags, pos, err := splitFlags(args, "--if-exists")
 	if err != nil {
 		return nil, err
@@ -269,11 +268,11 @@ func listColumns(table string) []string {
 
 // recordView is one record as list and find print it: its columns and
 // their values in ovs-vsctl's notation.
-func (d *Daemon) recordView(table string, rec any) (string, map[string]any) {
+func recordView(cur *state, table string, rec any) (string, map[string]any) {
 	var sb strings.Builder
 	vals := map[string]any{}
 	for _, col := range listColumns(table) {
-		v, err := d.getValue(table, rec, col)
+		v, err := getValue(cur, table, rec, col)
 		if err != nil {
 			continue
 		}
@@ -283,7 +282,7 @@ func (d *Daemon) recordView(table string, rec any) (string, map[string]any) {
 	return sb.String(), vals
 }
 
-func (d *Daemon) opList(c *config.Config, args []string) (post, error) {
+func opList(cur *state, c *config.Config, args []string) (post, error) {
 	flags, pos, err := splitFlags(args, "--if-exists")
 	if err != nil {
 		return nil, err
@@ -306,14 +305,14 @@ func (d *Daemon) opList(c *config.Config, args []string) (post, error) {
 			}
 			return nil, err
 		}
-		t, v := d.recordView(table, rec)
+		t, v := recordView(cur, table, rec)
 		texts = append(texts, t)
 		data = append(data, v)
 	}
-	return result(mgmt.Result{Text: strings.Join(texts, "\n"), Data: data}), nil
+	return result(Result{Text: strings.Join(texts, "\n"), Data: data}), nil
 }
 
-func (d *Daemon) opFind(c *config.Config, args []string) (post, error) {
+func opFind(cur *state, c *config.Config, args []string) (post, error) {
 	table, err := normTable(args[0])
 	if err != nil {
 		return nil, err
@@ -336,19 +335,19 @@ func (d *Daemon) opFind(c *config.Config, args []string) (post, error) {
 		rec, _ := record(c, table, n)
 		match := true
 		for _, cd := range conds {
-			v, err := d.getValue(table, rec, cd.spec)
+			v, err := getValue(cur, table, rec, cd.spec)
 			if err != nil || !sameValue(v, cd.want) {
 				match = false
 				break
 			}
 		}
 		if match {
-			t, v := d.recordView(table, rec)
+			t, v := recordView(cur, table, rec)
 			texts = append(texts, t)
 			data = append(data, v)
 		}
 	}
-	return result(mgmt.Result{Text: strings.Join(texts, "\n"), Data: data}), nil
+	return result(Result{Text: strings.Join(texts, "\n"), Data: data}), nil
 }
 
 // sameValue compares a printed value with one typed on the command line,

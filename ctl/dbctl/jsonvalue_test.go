@@ -1,4 +1,4 @@
-package vswitchd
+package dbctl
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package vswitchd
+package dbctl
 
 import (
 	"fmt"
@@ -32,8 +32,8 @@ var mapKeys = map[string][]string{
 var columns = map[string][]string{
 	tableSwitch:    {"other_config"},
 	tableBridge:    {"name", "fail_mode", "controller", "datapath_id", "protocols", "other_config"},
-	tablePort:      {"name", "type", "options", "ofport", "ofport_request", "mtu_request", "other_config", "tag", "trunks"},
-	tableInterface: {"name", "type", "options", "ofport", "ofport_request", "mtu_request", "other_config", "tag", "trunks"},
+	tablePort:      {"name", "type", "options", "ofport_request", "mtu_request", "other_config", "tag", "trunks"},
+	tableInterface: {"name", "type", "options", "ofport_request", "mtu_request", "other_config", "tag", "trunks"},
 }
 
 // normTable maps ovs-vsctl's table names (any case) to ours.
@@ -249,7 +249,7 @@ func getColumn(table string, rec any, spec string) (string, error) {
 		case "controller":
 			return "[" + strings.Join(quoteAll(r.Controllers), ", ") + "]", nil
 		case "datapath_id":
-			id, _ := datapathID(r)
+			id, _ := config.DatapathID(r)
 			return fmt.Sprintf("%016x", id), nil
 		case "protocols":
 			return "[" + strings.Join(r.Protocols, ", ") + "]", nil
@@ -260,8 +260,6 @@ func getColumn(table string, rec any, spec string) (string, error) {
 			return r.Name, nil
 		case "type":
 			return r.Type, nil
-		case "ofport":
-			return strconv.FormatUint(uint64(r.OFPort), 10), nil
 		case "ofport_request":
 			if r.OFPortRequest == 0 {
 				return "[]", nil

@@ -1,19 +1,17 @@
-package vswitchd
+package dbctl
 
 import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/vswitch-go/vswitch/vswitchd/config"
-	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
 
 // The configuration commands as transaction steps (txn.go): each edits or
 // reads the configuration it is given and never touches the store itself.
 
-func opAddBr(c *config.Config, args []string) (post, error) {
+func opAddBr(cur *state, c *config.Config, args []string) (post, error) {
 	flags, pos, err := splitFlags(args, "--may-exist")
 	if err != nil {
 		return nil, err
@@ -41,7 +39,7 @@ func opAddBr(c *config.Config, args []string) (post, error) {
 	return noResult, nil
 }
 
-func opDelBr(c *config.Config, args []string) (post, error) {
+func opDelBr(cur *state, c *config.Config, args []string) (post, error) {
 	flags, pos, err := splitFlags(args, "--if-exists")
 	if err != nil {
 		return nil, err
@@ -56,20 +54,20 @@ func opDelBr(c *config.Config, args []string) (post, error) {
 	return noResult, nil
 }
 
-func opListBr(c *config.Config, _ []string) (post, error) {
+func opListBr(cur *state, c *config.Config, _ []string) (post, error) {
 	return result(lines(slices.Sorted(maps.Keys(c.Bridges)))), nil
 }
 
-func opBrExists(c *config.Config, args []string) (post, error) {
+func opBrExists(cur *state, c *config.Config, args []string) (post, error) {
 	if _, err := bridgeOf(c, args[0]); err != nil {
 		return nil, err
 	}
-	return result(mgmt.Result{Data: true}), nil
+	return result(Result{Data: true}), nil
 }
 
 // opAddPort's result is the port's OpenFlow number, -1 while it does not
 // run (its interface does not exist yet), as get Interface PORT ofport.
-func (d *Daemon) opAddPort(c *config.Config, args []string) (post, error) {
+func opAddPort(cur *state, c *config.Config, args []string) (post, error) {
 	flags, pos, err := splitFlags(args, "--may-exist")
 	if err != nil {
 		return nil, err
@@ -78,15 +76,12 @@ func (d *Daemon) opAddPort(c *config.Config, args []string) (post, error) {
 		return nil, fmt.Errorf("add-port: want BRIDGE PORT")
 	}
 	bname, pname := pos[0], pos[1]
-	ofport := func(final *config.Config) mgmt.Result {
+	ofport := func(final *state) Result {
 		n := int64(0)
-		if b := final.Bridges[bname]; b != nil && b.Ports[pname] != nil {
-			n = int64(b.Ports[pname].OFPort)
-			if rp, _ := d.portState(pname); rp == nil {
-				n = -1
-			}
+		if i := final.iface(pname); i != nil && i.Ofport != nil {
+			n = int64(*i.Ofport)
 		}
-		return mgmt.Result{Data: map[string]any{"ofport": n}}
+		return Result{Data: map[string]any{"ofport": n}}
 	}
 	b, err := bridgeOf(c, bname)
 	if err != nil {
@@ -111,13 +106,10 @@ func (d *Daemon) opAddPort(c *config.Config, args []string) (post, error) {
 			return nil, err
 		}
 	}
-	if err := config.CheckPortOptions(p); err != nil {
-		return nil, err
-	}
 	return ofport, nil
 }
 
-func opDelPort(c *config.Config, args []string) (post, error) {
+func opDelPort(cur *state, c *config.Config, args []string) (post, error) {
 	flags, pos, err := splitFlags(args, "--if-exists", "--with-iface")
 	if err != nil {
 		return nil, err
@@ -143,7 +135,7 @@ func opDelPort(c *config.Config, args []string) (post, error) {
 	return noResult, nil
 }
 
-func opListPorts(c *config.Config, args []string) (post, error) {
+func opListPorts(cur *state, c *config.Config, args []string) (post, error) {
 	b, err := bridgeOf(c, args[0])
 	if err != nil {
 		return nil, err
@@ -151,15 +143,15 @@ func opListPorts(c *config.Config, args []string) (post, error) {
 	return result(lines(slices.Sorted(maps.Keys(b.Ports)))), nil
 }
 
-func opPortToBr(c *config.Config, args []string) (post, error) {
+func opPortToBr(cur *state, c *config.Config, args []string) (post, error) {
 	b := c.PortOwner(args[0])
 	if b == nil {
 		return nil, fmt.Errorf("no such port %q", args[0])
 	}
-	return result(mgmt.Result{Text: b.Name + "\n", Data: b.Name}), nil
+	return result(Result{Text: b.Name + "\n", Data: b.Name}), nil
 }
 
-func opSetController(c *config.Config, args []string) (post, error) {
+func opSetController(cur *state, c *config.Config, args []string) (post, error) {
 	b, err := bridgeOf(c, args[0])
 	if err != nil {
 		return nil, err
@@ -168,7 +160,7 @@ func opSetController(c *config.Config, args []string) (post, error) {
 	return noResult, nil
 }
 
-func opDelController(c *config.Config, args []string) (post, error) {
+func opDelController(cur *state, c *config.Config, args []string) (post, error) {
 	b, err := bridgeOf(c, args[0])
 	if err != nil {
 		return nil, err
@@ -177,28 +169,7 @@ func opDelController(c *config.Config, args []string) (post, error) {
 	return noResult, nil
 }
 
-func (d *Daemon) opGetController(c *config.Config, args []string) (post, error) {
-	if _, err := bridgeOf(c, args[0]); err != nil {
-		return nil, err
-	}
-	st := d.controllerStatus(c, args[0])
-	if st == nil {
-		st = []ControllerStatus{}
-	}
-	var sb strings.Builder
-	for _, s := range st {
-		fmt.Fprintf(&sb, "%s (%s", s.Target, s.State)
-		if s.Connected {
-			fmt.Fprintf(&sb, ", role %s", s.Role)
-		} else if s.LastError != "" {
-			fmt.Fprintf(&sb, ", last error: %s", s.LastError)
-		}
-		sb.WriteString(")\n")
-	}
-	return result(mgmt.Result{Text: sb.String(), Data: st}), nil
-}
-
-func opSetFailMode(c *config.Config, args []string) (post, error) {
+func opSetFailMode(cur *state, c *config.Config, args []string) (post, error) {
 	mode := args[1]
 	if mode != config.FailModeStandalone && mode != config.FailModeSecure {
 		return nil, fmt.Errorf("fail mode %q is not standalone or secure", mode)
@@ -211,14 +182,14 @@ func opSetFailMode(c *config.Config, args []string) (post, error) {
 	return noResult, nil
 }
 
-func opDelFailMode(c *config.Config, args []string) (post, error) {
-	return opSetFailMode(c, []string{args[0], config.FailModeStandalone})
+func opDelFailMode(cur *state, c *config.Config, args []string) (post, error) {
+	return opSetFailMode(cur, c, []string{args[0], config.FailModeStandalone})
 }
 
-func opGetFailMode(c *config.Config, args []string) (post, error) {
+func opGetFailMode(cur *state, c *config.Config, args []string) (post, error) {
 	b, err := bridgeOf(c, args[0])
 	if err != nil {
 		return nil, err
 	}
-	return result(mgmt.Result{Text: b.FailMode + "\n", Data: b.FailMode}), nil
+	return result(Result{Text: b.FailMode + "\n", Data: b.FailMode}), nil
 }
