@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vswitch-go/vswitch/ctl/dbctl"
 	"github.com/vswitch-go/vswitch/ctl/ofctl"
 	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
@@ -67,6 +68,7 @@ var (
 		"trace":             {kind: "object", keys: []string{"bridge", "flow", "steps", "final_flow", "megaflow", "datapath_actions"}},
 		"log-level":         {kind: "string"},
 		"version":           {kind: "string"},
+		"db-endpoint":       {kind: "string"},
 		// OpenFlow commands
 		"add-flow": empty, "add-flows": empty, "mod-flows": empty, "del-flows": empty,
 		"dump-flows":      {kind: "array", keys: flowKeys},
@@ -154,6 +156,11 @@ func TestJSONShapes(t *testing.T) {
 			t.Errorf("management command %s has no JSON shape in this test", c.Name)
 		}
 	}
+	for _, c := range dbctl.Commands {
+		if _, ok := jsonShapes[c.Name]; !ok {
+			t.Errorf("configuration command %s has no JSON shape in this test", c.Name)
+		}
+	}
 	for _, c := range ofctl.Commands {
 		if _, ok := jsonShapes[c.Name]; !ok {
 			t.Errorf("OpenFlow command %s has no JSON shape in this test", c.Name)
@@ -184,7 +191,7 @@ func TestJSONShapes(t *testing.T) {
 		{"show"}, {"pmd-stats-show"}, {"pmd-stats-clear"}, {"pmd-rxq-show"}, {"pmd-rxq-rebalance"},
 		{"dpif-dump-flows", br}, {"fdb-show", br}, {"fdb-flush", br}, {"drop-stats"},
 		{"coverage-show"}, {"memory-show"}, {"pmd-perf-show"}, {"pmd-latency-show"}, {"pmd-latency-clear"}, {"trace", br, "in_port=LOCAL,ip"},
-		{"log-level"}, {"version"},
+		{"log-level"}, {"version"}, {"db-endpoint"},
 	}
 	seen := map[string]bool{}
 	for _, r := range runs {

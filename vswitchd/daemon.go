@@ -390,7 +390,7 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 		if err := fn(c); err != nil {
 			return err
 		}
-		if err := checkPortsOpenable(old, c); err != nil {
+		if err := config.CheckPortLimits(old, c); err != nil {
 			return err
 		}
 		return config.CheckMachine(old, c)

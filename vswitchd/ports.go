@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"path/filepath"
-	"slices"
 	"strconv"
 
 	"github.com/vswitch-go/vswitch/datapath/packet"
@@ -124,51 +122,6 @@ func openNetdev(stateDir string, log *slog.Logger, patches *patch.Hub, p *config
 		return dev, p.Type, err
 	}
 	return nil, "", fmt.Errorf("unknown port type %q", p.Type)
-}
-
-// checkPortsOpenable refuses, in a change from old to next, a new or
-// changed port that certainly cannot open, before anything running is
-// touched: a tap or internal port whose name an interface of another kind
-// holds (only a tap device can be attached to). Without the check the
-// change would close the running ports, or rebuild the bridge, only to
-// fail and be rolled back. Ports left as they were are not checked, so a
-// stored port that does not run never blocks other changes. A change
-// beyond the port limits (portlimits.go) is refused here too.
-func checkPortsOpenable(old, next *config.Config) error {
-	if err := config.CheckPortLimits(old, next); err != nil {
-		return err
-	}
-	for _, bname := range slices.Sorted(maps.Keys(next.Bridges)) {
-		nb := next.Bridges[bname]
-		ob := old.Bridges[bname]
-		for _, pname := range slices.Sorted(maps.Keys(nb.Ports)) {
-			np := nb.Ports[pname]
-			if np.Type != config.PortTypeTap && np.Type != config.PortTypeInternal {
-				continue
-			}
-			var op *config.Port
-			if ob != nil {
-				op = ob.Ports[pname]
-			}
-			if op != nil {
-				// A port number not assigned yet (the store numbers ports
-				// after this check) is the one the port has.
-				same := *np
-				if same.OFPort == 0 {
-					same.OFPort = op.OFPort
-				}
-				if !config.PortNeedsReopen(op, &same) {
-					continue
-				}
-			}
-			l, err := netlink.LinkByName(pname)
-			if err != nil || l.Type() == "tuntap" {
-				continue
-			}
-			return fmt.Errorf("port %q: type %s creates a tap device, but interface %s exists and is a %s", pname, np.Type, pname, l.Type())
-		}
-	}
-	return nil
 }
 
 // errNoDevice is why a kernel port does not run while its interface does

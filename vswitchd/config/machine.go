@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -73,10 +74,14 @@ func checkPMDCount(old, next *Config) error {
 
 // CheckMachine refuses settings in next that this machine cannot honour,
 // which Validate (run on a stored configuration too, maybe written on
-// another machine) does not know about: a pmd-cpu-mask naming CPUs the
-// process may not run on, or disagreeing with n-pmd (checkPMDCount). Only
+// another machine) does not know about: a tap port on the name of an
+// interface of another kind (checkTapNames), a pmd-cpu-mask naming CPUs
+// the process may not run on, or disagreeing with n-pmd (checkPMDCount). Only
 // a changed value is checked, so a stored one never blocks other changes.
 func CheckMachine(old, next *Config) error {
+	if err := checkTapNames(old, next); err != nil {
+		return err
+	}
 	v := next.OtherConfig["pmd-cpu-mask"]
 	if v == "" || v == old.OtherConfig["pmd-cpu-mask"] {
 		return checkPMDCount(old, next)
@@ -152,6 +157,40 @@ func checkAffinity(aff map[int]int, cpus []int, nrxq int) error {
 		}
 		if !slices.Contains(cpus, aff[q]) {
 			return fmt.Errorf("queue %d: no PMD runs on CPU %d (PMD CPUs: %v)", q, aff[q], cpus)
+		}
+	}
+	return nil
+}
+
+// checkTapNames refuses, before anything is touched, a tap or internal
+// port of next (new or changed from old) whose name an interface of
+// another kind holds: only a tap device can be attached to. Without the
+// check the change would close the running ports, or rebuild the
+// bridge, only to fail. Ports left as they were are not checked, so a
+// stored port that does not run never blocks other changes.
+func checkTapNames(old, next *Config) error {
+	for _, bname := range sortedKeys(next.Bridges) {
+		nb, ob := next.Bridges[bname], old.Bridges[bname]
+		for _, pname := range sortedKeys(nb.Ports) {
+			np := nb.Ports[pname]
+			if np.Type != PortTypeTap && np.Type != PortTypeInternal {
+				continue
+			}
+			if ob != nil && ob.Ports[pname] != nil {
+				// A port number not assigned yet is the one the port has.
+				op, same := ob.Ports[pname], *np
+				if same.OFPort == 0 {
+					same.OFPort = op.OFPort
+				}
+				if !PortNeedsReopen(op, &same) {
+					continue
+				}
+			}
+			l, err := netlink.LinkByName(pname)
+			if err != nil || l.Type() == "tuntap" {
+				continue
+			}
+			return fmt.Errorf("port %q: type %s creates a tap device, but interface %s exists and is a %s", pname, np.Type, pname, l.Type())
 		}
 	}
 	return nil
