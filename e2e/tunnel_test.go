@@ -123,9 +123,11 @@ func TestVXLANKernelInterop(t *testing.T) {
 					t.Errorf("vsctl show lacks %q:\n%s", want, show)
 				}
 			}
-			if got := strings.TrimSpace(d.vsctl("get", "Interface", "vx0", "status:tunnel_egress_iface")); got != a.dev {
-				t.Errorf("get Interface vx0 status:tunnel_egress_iface = %q, want %q", got, a.dev)
-			}
+			// The database has the status within a write-back (a second).
+			nstest.WaitFor(t, 5*time.Second, "status:tunnel_egress_iface="+a.dev+" in the database", func() bool {
+				out, _, _ := d.vsctlRaw("get", "Interface", "vx0", "status:tunnel_egress_iface")
+				return strings.TrimSpace(out) == a.dev
+			})
 			if l := d.vsctl("list", "Interface", "vx0"); !strings.Contains(l, `tunnel_egress_iface_carrier="up"`) {
 				t.Errorf("list Interface vx0 lacks the status:\n%s", l)
 			}

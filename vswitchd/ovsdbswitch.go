@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vswitch-go/vswitch/datapath/conntrack"
+	"github.com/vswitch-go/vswitch/netdev/tunnel"
 	"github.com/vswitch-go/vswitch/ofproto/ofconn"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
@@ -148,6 +149,9 @@ func (s dbSwitch) PortStatus(bridge, name string, stats bool) ovsdb.PortStatus {
 			st.Stats = map[string]int{"rx_packets": int(c.RxPackets), "rx_bytes": int(c.RxBytes), "rx_dropped": int(c.RxDrops),
 				"rx_errors": int(c.RxErrors), "tx_packets": int(c.TxPackets), "tx_bytes": int(c.TxBytes),
 				"tx_dropped": int(c.TxDrops), "tx_errors": int(c.TxErrors)}
+		}
+		if tp, ok := p.dev.(*tunnel.Port); ok {
+			st.Status = tp.Status()
 		}
 	}
 	// The kernel's view where there is a kernel interface (not for a

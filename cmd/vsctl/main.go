@@ -165,6 +165,9 @@ func runDB(ctx context.Context, g globals, cmds [][]string, stdout, stderr io.Wr
 		}
 		return exitFail
 	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(stderr, "vsctl: %s\n", w)
+	}
 	if g.format == "json" {
 		data := r.Data
 		if data == nil {

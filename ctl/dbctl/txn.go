@@ -31,6 +31,10 @@ import (
 type Result struct {
 	Text string
 	Data any
+	// Warnings are for stderr: the ports the change added that the
+	// daemon could not start, with its reason (as ovs-vsctl prints them;
+	// the change is made all the same).
+	Warnings []string
 }
 
 // post computes a command's result once its transaction has committed,
@@ -162,17 +166,46 @@ func (c *Client) Run(ctx context.Context, cmds [][]string, o Options) (Result, e
 			return Result{}, err
 		}
 	}
+	var out Result
 	if !chained {
-		return posts[0](final), nil
+		out = posts[0](final)
+	} else {
+		var sb strings.Builder
+		data := make([]any, len(posts))
+		for i, p := range posts {
+			r := p(final)
+			sb.WriteString(r.Text)
+			data[i] = r.Data
+		}
+		out = Result{Text: sb.String(), Data: data}
 	}
-	var sb strings.Builder
-	data := make([]any, len(posts))
-	for i, p := range posts {
-		r := p(final)
-		sb.WriteString(r.Text)
-		data[i] = r.Data
+	if final != cur && !o.NoWait {
+		out.Warnings = notStarted(cur.cfg, next, final)
 	}
-	return Result{Text: sb.String(), Data: data}, nil
+	return out, nil
+}
+
+// notStarted says, for each port next adds to cur that the daemon
+// reports not running (ofport -1), why.
+func notStarted(cur, next *config.Config, final *state) []string {
+	var out []string
+	for _, bname := range sortedKeys(next.Bridges) {
+		for _, pname := range sortedKeys(next.Bridges[bname].Ports) {
+			if ob := cur.Bridges[bname]; ob != nil && ob.Ports[pname] != nil {
+				continue
+			}
+			i := final.iface(pname)
+			if i == nil || i.Ofport == nil || *i.Ofport != -1 {
+				continue
+			}
+			if i.Error != nil && *i.Error != "" {
+				out = append(out, fmt.Sprintf("Error detected while setting up '%s': %s.  See vswitchd's log for details.", pname, *i.Error))
+			} else {
+				out = append(out, fmt.Sprintf("Error detected while setting up '%s'.  See vswitchd's log for details.", pname))
+			}
+		}
+	}
+	return out
 }
 
 // check judges next as the daemon will: the whole configuration valid,

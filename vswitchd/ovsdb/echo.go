@@ -24,7 +24,7 @@ func runtimeOnly(old, new model.Model) bool {
 		a, b := *o, *n
 		for _, r := range []*vswitchdb.Interface{&a, &b} {
 			r.Ofport, r.Error, r.AdminState, r.LinkState = nil, nil, nil, nil
-			r.MACInUse, r.MTU, r.Ifindex, r.Statistics = nil, nil, nil, nil
+			r.MACInUse, r.MTU, r.Ifindex, r.Statistics, r.Status = nil, nil, nil, nil, nil
 		}
 		return a.Equals(&b)
 	case *vswitchdb.OpenvSwitch:

@@ -55,4 +55,8 @@ type PortStatus struct {
 	// Stats are the Interface statistics column (rx_packets, tx_bytes,
 	// ...): nil when unknown.
 	Stats map[string]int
+	// Status is the Interface status column (a tunnel port's egress
+	// interface, its carrier, the outer source, its AF_XDP underlay's
+	// counters), written at every pass.
+	Status map[string]string
 }

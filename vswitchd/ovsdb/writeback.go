@@ -213,6 +213,7 @@ func (r *Reconciler) interfaceFields(ri *vswitchdb.Interface, p *dbconfig.Plan, 
 		set(&ri.MACInUse, (*string)(nil))
 		set(&ri.MTU, (*int)(nil))
 		set(&ri.Ifindex, (*int)(nil))
+		set(&ri.Status, map[string]string(nil))
 		if stats {
 			set(&ri.Statistics, map[string]int(nil))
 		}
@@ -225,6 +226,7 @@ func (r *Reconciler) interfaceFields(ri *vswitchdb.Interface, p *dbconfig.Plan, 
 	set(&ri.MACInUse, optString(st.MAC))
 	set(&ri.MTU, optIntKnown(st.MTU))
 	set(&ri.Ifindex, optIntKnown(st.Ifindex))
+	set(&ri.Status, st.Status)
 	if stats {
 		set(&ri.Statistics, st.Stats)
 	}
