@@ -823,7 +823,8 @@ func (s *soak) checkLedger(step string) {
 			ctrls = append(ctrls, f[0])
 		}
 	}
-	if !slices.Equal(ctrls, s.ctrls) {
+	// Bridge.controller is a set: get-controller lists it sorted.
+	if !slices.Equal(slices.Sorted(slices.Values(ctrls)), slices.Sorted(slices.Values(s.ctrls))) {
 		s.violateClass("lost", "%s: controllers %v, acknowledged %v", step, ctrls, s.ctrls)
 		bad["controllers"] = true
 	}

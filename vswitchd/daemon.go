@@ -386,7 +386,7 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	old := d.store.Get()
-	next, err := d.store.Update(func(c *config.Config) error {
+	next, err := d.store.ApplyUpdate(func(c *config.Config) error {
 		if err := fn(c); err != nil {
 			return err
 		}
@@ -401,7 +401,7 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 	d.retired = map[string]*retiredBridge{}
 	if err := d.apply(old, next); err != nil {
 		d.log.Warn("configuration change failed, rolling back", "err", err)
-		if _, rerr := d.store.Update(func(c *config.Config) error { restoreKeepingTables(c, old); return nil }); rerr != nil {
+		if _, rerr := d.store.ApplyUpdate(func(c *config.Config) error { restoreKeepingTables(c, old); return nil }); rerr != nil {
 			d.log.Error("rollback not stored", "err", rerr)
 		}
 		if rerr := d.apply(next, old); rerr != nil {
@@ -411,6 +411,11 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 		return err
 	}
 	d.bury(next)
+	if uerr := d.store.Unwritten(); uerr != nil {
+		// The database holds the change; config.json (port numbers,
+		// saved tables) catches up once it can be written.
+		d.log.Warn("configuration applied, but not yet recorded in the state directory; retrying", "err", uerr)
+	}
 	d.links.touch(changedInterfaces(old, next))
 	if d.mgmt != nil {
 		d.mgmt.SetMaxConns(intOption(next.OtherConfig, "mgmt-max-connections", mgmt.DefaultMaxConns))
@@ -602,6 +607,11 @@ func (d *Daemon) flowSaver() {
 		case <-d.stop:
 			return
 		case <-t.C:
+			if d.store.Unwritten() != nil {
+				if err := d.store.Flush(); err == nil {
+					d.log.Info("configuration recorded in the state directory again")
+				}
+			}
 			big := false
 			for _, b := range d.bridgeList() {
 				n := b.snapshots.Load()

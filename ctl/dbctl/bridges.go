@@ -9,7 +9,7 @@ import (
 )
 
 // The configuration commands as transaction steps (txn.go): each edits or
-// reads the configuration it is given and never touches the store itself.
+// reads the configuration it is given; Run writes the difference.
 
 func opAddBr(cur *state, c *config.Config, args []string) (post, error) {
 	flags, pos, err := splitFlags(args, "--may-exist")
@@ -65,8 +65,9 @@ func opBrExists(cur *state, c *config.Config, args []string) (post, error) {
 	return result(Result{Data: true}), nil
 }
 
-// opAddPort's result is the port's OpenFlow number, -1 while it does not
-// run (its interface does not exist yet), as get Interface PORT ofport.
+// opAddPort's result is the port's OpenFlow number as the daemon
+// reported it: -1 while it does not run (its interface does not exist
+// yet), 0 before the daemon reported (--no-wait).
 func opAddPort(cur *state, c *config.Config, args []string) (post, error) {
 	flags, pos, err := splitFlags(args, "--may-exist")
 	if err != nil {

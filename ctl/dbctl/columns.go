@@ -11,8 +11,8 @@ import (
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 )
 
-// The tables of ovs-vsctl's set/get/remove that the daemon models. Port and
-// Interface are one record here (one interface per port).
+// The tables of ovs-vsctl's set/get/remove that vsctl models. Port and
+// Interface are one record here (the switch runs one interface per port).
 const (
 	tableSwitch    = "open_vswitch"
 	tableBridge    = "bridge"
@@ -334,8 +334,8 @@ func parseVLAN(s string) (uint16, error) {
 
 // parseProtocols checks Bridge.protocols values: OpenFlow versions this
 // switch speaks, sorted and without repeats (a set, as in OVSDB). Unlike
-// the OVSDB path, which must take what the database holds, this store
-// refuses what it cannot honour.
+// the daemon, which must take what the database holds (and logs what it
+// ignores), vsctl refuses what the switch cannot honour.
 func parseProtocols(names []string) ([]string, error) {
 	var out []string
 	for _, n := range names {

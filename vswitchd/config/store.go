@@ -53,6 +53,9 @@ type Store struct {
 	// made durable: memory and disk may disagree, so further writes are
 	// refused rather than built on an unknown base.
 	broken error
+	// unwritten is why the last change ApplyUpdate kept in memory is not
+	// in the file yet (nil when the file is current).
+	unwritten error
 }
 
 // Open loads the latest committed state from dir (creating dir, mode 0700,
@@ -181,6 +184,32 @@ func Check(old, next *Config) (*Config, error) {
 // its number unless its OFPortRequest changes. Values fn writes into OFPort
 // are ignored.
 func (s *Store) Update(fn func(c *Config) error) (*Config, error) {
+	return s.update(fn, false)
+}
+
+// ApplyUpdate is Update for a configuration whose record is elsewhere
+// (the OVSDB database the daemon follows): a change the file cannot take
+// (a full disk) is still made, in memory, and written with the next
+// update or Flush; Unwritten says why it is not yet. A change Validate
+// refuses, or a store that can no longer be trusted, fails as in Update.
+func (s *Store) ApplyUpdate(fn func(c *Config) error) (*Config, error) {
+	return s.update(fn, true)
+}
+
+// Unwritten is why the state in memory is not in the file, or nil.
+func (s *Store) Unwritten() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unwritten
+}
+
+// Flush writes the state ApplyUpdate could not write, if any.
+func (s *Store) Flush() error {
+	_, err := s.Update(func(*Config) error { return nil })
+	return err
+}
+
+func (s *Store) update(fn func(c *Config) error, keepUnwritten bool) (*Config, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -205,7 +234,12 @@ func (s *Store) Update(fn func(c *Config) error) (*Config, error) {
 		return nil, fmt.Errorf("config: encode state: %w", err)
 	}
 	if err := s.commit(append(data, '\n')); err != nil {
-		return nil, err
+		if !keepUnwritten || s.broken != nil {
+			return nil, err // an earlier change may still be unwritten
+		}
+		s.unwritten = err
+	} else {
+		s.unwritten = nil
 	}
 	// Keep a private copy: fn may still hold a pointer into next.
 	s.cur = next.Clone()

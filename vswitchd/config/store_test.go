@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
 func openT(t *testing.T, dir string) *Store {
@@ -540,5 +543,63 @@ func TestValidatePatchAndMTU(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestApplyUpdateOnFullDisk: ApplyUpdate makes a change the file cannot
+// take (a full tmpfs) in memory and says so; Update still refuses; once
+// there is room, Flush writes it and a reopened store has it.
+func TestApplyUpdateOnFullDisk(t *testing.T) {
+	nstest.RequireRoot(t)
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
+		nstest.Unavailable(t, "tmpfs: %v: %s", err, out)
+	}
+	defer exec.Command("umount", dir).Run()
+	s := openT(t, dir)
+	fill, err := os.Create(filepath.Join(dir, "fill"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := fill.Write(make([]byte, 4096)); err != nil {
+			break
+		}
+	}
+	fill.Close()
+	add := func(name string) func(c *Config) error {
+		return func(c *Config) error {
+			if c.Bridges == nil {
+				c.Bridges = map[string]*Bridge{}
+			}
+			c.Bridges[name] = &Bridge{Name: name, FailMode: FailModeStandalone}
+			return nil
+		}
+	}
+	if _, err := s.Update(add("br0")); err == nil {
+		t.Fatal("Update wrote on a full disk")
+	}
+	if s.Get().Bridges["br0"] != nil {
+		t.Fatal("a refused Update changed the state")
+	}
+	next, err := s.ApplyUpdate(add("br1"))
+	if err != nil || next.Bridges["br1"] == nil || s.Get().Bridges["br1"] == nil {
+		t.Fatalf("ApplyUpdate on a full disk: %v", err)
+	}
+	if s.Unwritten() == nil {
+		t.Fatal("Unwritten is nil with the change only in memory")
+	}
+	if err := s.Flush(); err == nil {
+		t.Fatal("Flush wrote on a full disk")
+	}
+	os.Remove(fill.Name())
+	if err := s.Flush(); err != nil || s.Unwritten() != nil {
+		t.Fatalf("Flush with room: %v, unwritten %v", err, s.Unwritten())
+	}
+	s.Close()
+	s = openT(t, dir)
+	defer s.Close()
+	if s.Get().Bridges["br1"] == nil {
+		t.Fatal("the flushed change is not in the file")
 	}
 }

@@ -14,14 +14,13 @@ import (
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
 )
 
-// The daemon's own configuration commands (vsctl's add-br, add-port,
-// set...) run against the configuration the switch applied and are
-// written to the database as the difference between that configuration
-// and the one they leave: only the rows and columns the command changed
-// are touched, so that rows the switch refused and columns it does not
-// model (external_ids, other tools' rows) stay as they are. The
-// reconciler then applies the database as it applies any client's
-// change: the database is the one configuration.
+// A change of configuration (vsctl's add-br, add-port, set...) is written
+// to the database as the difference between the configuration the rows
+// asked for and the one the change leaves: only the rows and columns the
+// change touches are written, so that rows the switch refused and
+// columns it does not model (external_ids, other tools' rows) stay as
+// they are. The reconciler then applies the database as it applies any
+// client's change: the database is the one configuration.
 
 // changeWriter builds the operations of one change.
 type changeWriter struct {
@@ -37,6 +36,7 @@ func (w *changeWriter) name() string {
 
 func (w *changeWriter) add(op ovsdb.Operation) { w.ops = append(w.ops, op) }
 
+// ByUUIDWhere selects the row with UUID u.
 func ByUUIDWhere(u string) []ovsdb.Condition {
 	return []ovsdb.Condition{ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, ovsdb.UUID{GoUUID: u})}
 }
@@ -89,7 +89,7 @@ func delta(have, old, next map[string]string) map[string]string {
 	return out
 }
 
-// changeOps are the operations that make the database, read as rs, hold
+// ChangeOps are the operations that make the database, read as rs, hold
 // next where it holds old.
 func ChangeOps(rs *Rows, old, next *config.Config) ([]ovsdb.Operation, error) {
 	if rs.OVS == nil {

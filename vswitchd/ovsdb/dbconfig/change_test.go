@@ -177,7 +177,7 @@ func TestChangeOpsRoundTrip(t *testing.T) {
 	}
 }
 
-// normalized is c as wantedConfig reads it back: empty maps and lists
+// normalized is c as Wanted reads it back: empty maps and lists
 // nil, the local port left out (wantedConfig does not list it).
 func normalized(c *config.Config) *config.Config {
 	out := c.Clone()

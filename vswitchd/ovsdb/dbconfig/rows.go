@@ -12,7 +12,7 @@ import (
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
 )
 
-// read takes the rows from the cache, Open_vSwitch first: the other
+// Read takes the rows from cli's cache, Open_vSwitch first: the other
 // tables are then at least as new as its next_cfg, so that reporting it
 // as cur_cfg never claims a change not yet seen.
 func Read(ctx context.Context, cli client.Client) (*Rows, error) {
@@ -49,7 +49,7 @@ func Read(ctx context.Context, cli client.Client) (*Rows, error) {
 	return out, nil
 }
 
-// dangling names a row referenced but not read, or "".
+// Dangling names a row referenced but not read, or "".
 func (rs *Rows) Dangling() string {
 	if rs.OVS.SSL != nil && rs.SSL[*rs.OVS.SSL] == nil {
 		return "SSL " + *rs.OVS.SSL

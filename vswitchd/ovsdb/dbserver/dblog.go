@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/vswitch-go/vswitch/internal/statedir"
 )
 
@@ -34,6 +36,30 @@ type logFile struct {
 	// say when to compact.
 	records      int
 	snapshotSize int64
+	// reserved is how far the file's blocks are allocated ahead of its
+	// end (reserve).
+	reserved int64
+}
+
+// Space is reserved ahead of the file's end (fallocate, the size left
+// as it is), so that commits go on while the disk is full: a full disk
+// then fails a change as a whole or not at all, rather than one client's
+// commit passing and the daemon's report of it (cur_cfg) failing, which
+// would leave vsctl waiting for a change it was told failed.
+const (
+	reserveAhead = 1 << 20
+	reserveLow   = 256 << 10
+)
+
+// reserve allocates the file's blocks up to reserveAhead past its end
+// when fewer than reserveLow are left; without space it does nothing.
+func (l *logFile) reserve() {
+	if l.reserved-l.size >= reserveLow {
+		return
+	}
+	if err := unix.Fallocate(int(l.f.Fd()), unix.FALLOC_FL_KEEP_SIZE, l.size, reserveAhead); err == nil {
+		l.reserved = l.size + reserveAhead
+	}
 }
 
 // composeRecord frames one JSON value as a record.
@@ -149,7 +175,9 @@ func openAppend(path string) (*logFile, error) {
 		f.Close()
 		return nil, err
 	}
-	return &logFile{path: path, f: f, size: fi.Size(), snapshotSize: fi.Size()}, nil
+	l := &logFile{path: path, f: f, size: fi.Size(), snapshotSize: fi.Size()}
+	l.reserve()
+	return l, nil
 }
 
 // append writes one record and waits for it to be on disk: a commit is
@@ -159,14 +187,17 @@ func (l *logFile) append(v []byte) error {
 	rec := composeRecord(v)
 	if _, err := l.f.Write(rec); err != nil {
 		l.f.Truncate(l.size)
+		l.reserved = 0 // the truncation freed it
 		return err
 	}
 	if err := l.f.Sync(); err != nil {
 		l.f.Truncate(l.size)
+		l.reserved = 0
 		return err
 	}
 	l.size += int64(len(rec))
 	l.records++
+	l.reserve()
 	return nil
 }
 

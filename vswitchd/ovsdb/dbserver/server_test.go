@@ -221,6 +221,45 @@ func TestFullDisk(t *testing.T) {
 	}
 }
 
+// TestFullDiskReserve: with room reserved ahead of the file, commits go on
+// while the rest of the disk is full (so that a client's change and the
+// daemon's report of it both pass, or neither), and read back after a
+// restart.
+func TestFullDiskReserve(t *testing.T) {
+	nstest.RequireRoot(t)
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", dir).CombinedOutput(); err != nil {
+		nstest.Unavailable(t, "tmpfs: %v: %s", err, out)
+	}
+	defer exec.Command("umount", dir).Run()
+	path := filepath.Join(dir, "conf.db")
+	s, db, _ := serve(t, path)
+	res := mustTransact(t, s, []ovsdb.Operation{{Op: ovsdb.OperationInsert, Table: "Open_vSwitch", Row: ovsdb.Row{}}})
+	root := res[0].UUID.GoUUID
+	fill, err := os.Create(filepath.Join(dir, "fill"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := fill.Write(make([]byte, 4096)); err != nil {
+			break
+		}
+	}
+	fill.Close()
+	var want []string
+	for i := range 20 {
+		name := fmt.Sprintf("br%02d", i)
+		mustTransact(t, s, bridgeOps(root, name))
+		want = append(want, name)
+	}
+	stop(s, db)
+	s, db, _ = serve(t, path)
+	defer stop(s, db)
+	if got := names(t, db, "Bridge"); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("after commits on the full disk and a restart: %v", got)
+	}
+}
+
 // TestMonitorWithLibovsdb: libovsdb's client (the daemon's, ovn-kubernetes'
 // and Antrea's) monitors and transacts against the server.
 func TestMonitorWithLibovsdb(t *testing.T) {
