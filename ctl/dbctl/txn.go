@@ -290,20 +290,22 @@ func (c *Client) commit(ctx context.Context, rs *dbconfig.Rows, old, next *confi
 // reported it applied (cur_cfg), as ovs-vsctl does.
 func (c *Client) wait(ctx context.Context, want int, noWait bool) (*state, error) {
 	for {
-		s, err := c.read(ctx)
-		if err != nil {
+		// Only the Open_vSwitch row while waiting: reading every row
+		// (thousands of ports) each time would cost more than the wait.
+		var ovs []vswitchdb.OpenvSwitch
+		if err := c.cli.List(ctx, &ovs); err != nil {
 			return nil, err
 		}
-		if s.rows.OVS.NextCfg >= want && (noWait || s.rows.OVS.CurCfg >= want) {
-			return s, nil
+		if len(ovs) == 1 && ovs[0].NextCfg >= want && (noWait || ovs[0].CurCfg >= want) {
+			return c.read(ctx)
 		}
 		select {
 		case <-ctx.Done():
-			if s.rows.OVS.NextCfg >= want {
-				return nil, fmt.Errorf("the change is in the database, but vswitchd has not applied it yet (cur_cfg %d, want %d): is it running?", s.rows.OVS.CurCfg, want)
+			if len(ovs) == 1 && ovs[0].NextCfg >= want {
+				return nil, fmt.Errorf("the change is in the database, but vswitchd has not applied it yet (cur_cfg %d, want %d): is it running?", ovs[0].CurCfg, want)
 			}
 			return nil, ctx.Err()
-		case <-time.After(2 * time.Millisecond):
+		case <-time.After(time.Millisecond):
 		}
 	}
 }
