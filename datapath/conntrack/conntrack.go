@@ -290,10 +290,7 @@ func unlockPair(a, b *shard) {
 func (t *Tracker) lookup(tu *Tuple) (c *Conn, reply bool) {
 	h := tu.hash()
 	s := t.shardOf(h)
-	s.mu.RLock()
-	c, reply = s.x.get(tu, h)
-	s.mu.RUnlock()
-	return c, reply
+	return s.x.lookup(tu, h, &s.mu)
 }
 
 // alive reports whether c is in the table and not expired at now. c.mu is
@@ -583,18 +580,37 @@ func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
 	c.rh = c.reply.hash()
 	a, b := t.lockPair(c)
 	defer unlockPair(a, b)
-	// An expired connection in the way is ended and its entry taken
-	// over; its other entry (perhaps in a shard not locked here) stays
-	// until the next Sweep drops entries of dead connections.
-	if old, _ := a.x.get(&c.orig, c.oh); old != nil && !t.killIfExpired(old, now) {
+	self := c.reply == c.orig // a packet from a host to itself is its own reply
+	switch {
+	case self:
+		a.x.reserve(1)
+	case a == b:
+		a.x.reserve(2)
+	default:
+		a.x.reserve(1)
+		b.x.reserve(1)
+	}
+	// One probe per tuple finds what is in the way or where the entry
+	// goes. An expired connection in the way is ended and its entry
+	// taken over; its other entry (perhaps in a shard not locked here)
+	// stays until the next Sweep drops entries of dead connections.
+	po, old, _, _ := probe(a.x.slots(), &c.orig, c.oh)
+	if old != nil && !t.killIfExpired(old, now) {
 		return old, false
 	}
-	if old, _ := b.x.get(&c.reply, c.rh); old != nil && !t.killIfExpired(old, now) {
-		return nil, false
+	pr := -1
+	if !self {
+		pr, old, _, _ = probe(b.x.slots(), &c.reply, c.rh)
+		if old != nil && !t.killIfExpired(old, now) {
+			return nil, false
+		}
 	}
-	a.x.set(&c.orig, c.oh, c, false)
-	if c.reply != c.orig { // a packet from a host to itself is its own reply
-		b.x.set(&c.reply, c.rh, c, true)
+	a.x.put(po, c, c.oh, false)
+	if !self {
+		if a == b && pr == po { // both probes ended at the same empty slot
+			pr, _, _, _ = probe(b.x.slots(), &c.reply, c.rh)
+		}
+		b.x.put(pr, c, c.rh, true)
 	}
 	a.unassured = append(a.unassured, c)
 	t.n.Add(1)
@@ -721,12 +737,12 @@ func (t *Tracker) sweepShard(s *shard, now int64) int {
 	var victims []*Conn
 	stale, wrapped := false, false
 	s.mu.RLock()
-	size := len(s.x.slots)
+	slots := s.x.slots()
+	size := len(slots)
 	chunk := min(size, max(minSweep, size/sweepRounds))
 	start := s.cursor % max(size, 1)
 	for i := range chunk {
-		sl := &s.x.slots[(start+i)%size]
-		c := sl.c
+		c, _, reply := slots[(start+i)%size].entry()
 		if c == nil {
 			continue
 		}
@@ -734,7 +750,7 @@ func (t *Tracker) sweepShard(s *shard, now int64) int {
 		switch {
 		case c.dead:
 			stale = true // an entry a newer connection did not take over
-		case !sl.reply && c.expires <= now:
+		case !reply && c.expires <= now:
 			victims = append(victims, c)
 		}
 		c.mu.Unlock()
@@ -804,9 +820,10 @@ func (t *Tracker) removeIf(f func(c *Conn) bool) int {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.RLock()
-		for _, sl := range s.x.slots {
-			c := sl.c
-			if c == nil || sl.reply {
+		slots := s.x.slots()
+		for i := range slots {
+			c, _, reply := slots[i].entry()
+			if c == nil || reply {
 				continue // each connection once, by its original tuple
 			}
 			c.mu.Lock()

@@ -28,9 +28,10 @@ func (t *Tracker) Dump(zone *uint16, now int64) []Entry {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.RLock()
-		for _, sl := range s.x.slots {
-			c := sl.c
-			if c == nil || sl.reply || zone != nil && c.orig.Zone != *zone {
+		slots := s.x.slots()
+		for i := range slots {
+			c, _, reply := slots[i].entry()
+			if c == nil || reply || zone != nil && c.orig.Zone != *zone {
 				continue
 			}
 			c.mu.Lock()

@@ -48,3 +48,59 @@ func TestIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexReadersDuringWrites: lock-free lookups of entries that stay
+// find them every time while a writer inserts, deletes (shifting entries
+// back) and resizes the same index (run with -race).
+func TestIndexReadersDuringWrites(t *testing.T) {
+	var s shard
+	hash := func(tu *Tuple) uint32 { return uint32(tu.SrcPort) % 61 * 0x01000193 } // clusters
+	// The entries that stay go in behind others of their clusters, so
+	// that deleting those shifts them back under the readers.
+	churn := map[uint16]*Conn{}
+	for p := uint16(1000); p < 2000; p++ {
+		c := &Conn{orig: Tuple{SrcPort: p, Proto: 17}}
+		churn[p] = c
+		s.x.set(&c.orig, hash(&c.orig), c, false)
+	}
+	stay := make([]*Conn, 200)
+	for i := range stay {
+		c := &Conn{orig: Tuple{SrcPort: uint16(i), Proto: 17}}
+		stay[i] = c
+		s.mu.Lock()
+		s.x.set(&c.orig, hash(&c.orig), c, false)
+		s.mu.Unlock()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rng := rand.New(rand.NewPCG(3, 4))
+		for step := range 200_000 {
+			tu := Tuple{SrcPort: uint16(1000 + rng.IntN(1000)), Proto: 17}
+			s.mu.Lock()
+			if c := churn[tu.SrcPort]; c != nil {
+				s.x.delete(&tu, hash(&tu), c)
+				delete(churn, tu.SrcPort)
+			} else {
+				c = &Conn{orig: tu}
+				churn[tu.SrcPort] = c
+				s.x.set(&c.orig, hash(&c.orig), c, false)
+			}
+			if step%2000 == 0 {
+				s.x.shrink()
+			}
+			s.mu.Unlock()
+		}
+	}()
+	for n := 0; ; n++ {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		c := stay[n%len(stay)]
+		if got, _ := s.x.lookup(&c.orig, hash(&c.orig), &s.mu); got != c {
+			t.Fatalf("lookup %d of port %d: got %p, want %p", n, c.orig.SrcPort, got, c)
+		}
+	}
+}
