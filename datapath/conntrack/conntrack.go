@@ -125,11 +125,11 @@ type Params struct {
 }
 
 // Conn is one tracked connection. Its fields after orig/reply change
-// under mu.
+// under mu. It holds no pointer (its zone is its tuples'), so the garbage
+// collector marks the millions of them without scanning them.
 type Conn struct {
 	orig, reply Tuple
 	oh, rh      uint32 // the tuples' hashes
-	zone        *zone
 	mu          sync.Mutex
 	mark        uint32
 	label       [16]byte
@@ -533,7 +533,7 @@ func (t *Tracker) create(pp *parsed, p *Params, now int64) *Conn {
 		t.refused.Add(1)
 		return nil
 	}
-	c := &Conn{orig: pp.t, oh: pp.t.hash(), proto: pp.t.Proto, zone: z}
+	c := &Conn{orig: pp.t, oh: pp.t.hash(), proto: pp.t.Proto}
 	to := t.timeoutsOf(c)
 	switch c.proto {
 	case header.IPProtoTCP:
@@ -614,7 +614,7 @@ func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
 	}
 	a.unassured = append(a.unassured, c)
 	t.n.Add(1)
-	c.zone.n.Add(1)
+	t.zones.get(c.orig.Zone).n.Add(1)
 	t.byProto[c.proto].Add(1)
 	if c.proto == header.IPProtoTCP {
 		t.tcpStates[c.tcp.state()].Add(1)
@@ -683,7 +683,7 @@ func (t *Tracker) killLocked(c *Conn) bool {
 	}
 	c.dead = true
 	t.n.Add(-1)
-	c.zone.n.Add(-1)
+	t.zones.get(c.orig.Zone).n.Add(-1)
 	t.byProto[c.proto].Add(-1)
 	if c.proto == header.IPProtoTCP {
 		t.tcpStates[c.tcp.state()].Add(-1)
