@@ -148,7 +148,9 @@ type PMD struct {
 	// ctParams is the CT action being executed, assembled without
 	// allocating (its label from the CTLabel actions before it).
 	ctParams conntrack.Params
-	natActs  []actions.Action // a NAT rewrite's set actions (reused)
+	// ctSink takes what Tracker.Prefetch returns (see there).
+	ctSink  uint16
+	natActs []actions.Action // a NAT rewrite's set actions (reused)
 	// ipf holds fragments a ct action met until their datagram is whole.
 	ipf     *ipf.Reassembler
 	gen     uint64
@@ -777,8 +779,26 @@ func (p *PMD) executeFlow(mf *Megaflow, pkts []*packet.Packet, bytes uint64) {
 		p.outputAll(ob, pkts)
 		return
 	}
+	if len(pkts) > 1 && p.dp.ct != nil {
+		p.prefetchCT(mf.Actions, pkts)
+	}
 	for _, pkt := range pkts {
 		p.execute(pkt, mf.Actions)
+	}
+}
+
+// prefetchCT lets the tracker read ahead for a batch whose actions start
+// with ct (after the ct's own parameters): the batch's lookups in a large
+// table then wait for memory together rather than one by one.
+func (p *PMD) prefetchCT(acts actions.List, pkts []*packet.Packet) {
+	for i := range acts {
+		switch a := &acts[i]; a.Kind {
+		case actions.CTLabel, actions.CTLabelMask, actions.CTNAT, actions.CTNATMax:
+			continue
+		case actions.CT:
+			p.ctSink += p.dp.ct.Prefetch(pkts, a.Val16)
+		}
+		return
 	}
 }
 

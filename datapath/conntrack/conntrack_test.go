@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 const (
@@ -279,5 +280,53 @@ func TestNotTrackable(t *testing.T) {
 	}
 	if tr.Len() != 0 || tr.Stats().Invalid != 1 {
 		t.Errorf("len %d, invalid %d", tr.Len(), tr.Stats().Invalid)
+	}
+}
+
+// TestPrefetch: reading ahead for a batch (a table large enough that it
+// does) changes nothing, whatever the batch holds, also while another
+// PMD commits (run with -race).
+func TestPrefetch(t *testing.T) {
+	tr := New()
+	pool := packet.NewPool(64, 4096)
+	mk := func(b []byte) *packet.Packet {
+		pkt := pool.Get()
+		pkt.SetData(b)
+		flow.Extract(pkt.Data(), 1, &pkt.Key, &pkt.Offsets)
+		pkt.KeyValid = true
+		return pkt
+	}
+	src := func(i int) net.IP { return net.IP{198, 18, byte(i >> 8), byte(i)} }
+	const conns = prefetchMin + 100
+	pkt := mk(udpFrame(t, src(0), ipB, 1, 9))
+	for i := range conns {
+		pkt.Key.IPv4Src = 0xc6120000 | uint32(i)
+		tr.Process(pkt, &commit, 0)
+	}
+	pkt.Free()
+	if tr.Len() != conns {
+		t.Fatalf("%d connections", tr.Len())
+	}
+	var batch []*packet.Packet
+	for i := range 40 { // more than Prefetch looks at
+		batch = append(batch, mk(udpFrame(t, ipB, src(i), 9, 1))) // replies of committed ones
+	}
+	batch = append(batch, mk(udpFrame(t, src(70000), ipB, 1, 9)), mk([]byte{1, 2, 3}))
+	batch[len(batch)-1].KeyValid = false
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		track(t, tr, udpFrame(t, net.IP{198, 19, 0, 1}, ipB, 2, 9), commit, 0)
+	}()
+	tr.Prefetch(batch, 0)
+	<-done
+	if tr.Len() != conns+1 {
+		t.Errorf("%d connections after Prefetch, want %d", tr.Len(), conns+1)
+	}
+	for i, pkt := range batch[:40] {
+		tr.Process(pkt, &Params{}, 1)
+		if pkt.Key.CT.State != trk|est|rpl {
+			t.Errorf("reply %d: %s", i, stateString(pkt.Key.CT.State))
+		}
 	}
 }
