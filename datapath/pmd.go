@@ -796,7 +796,8 @@ func (p *PMD) prefetchCT(acts actions.List, pkts []*packet.Packet) {
 		case actions.CTLabel, actions.CTLabelMask, actions.CTNAT, actions.CTNATMax:
 			continue
 		case actions.CT:
-			p.ctSink += p.dp.ct.Prefetch(pkts, a.Val16)
+			commit := a.Val8&actions.CTFlagCommit != 0 && a.Val8&actions.CTFlagNAT == 0
+			p.ctSink += p.dp.ct.Prefetch(pkts, a.Val16, commit)
 		}
 		return
 	}

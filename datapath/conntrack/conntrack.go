@@ -6,10 +6,10 @@
 //
 // Every PMD tracks into the one Tracker of its datapath, so a connection
 // one PMD created is found by another. The table is split into shards,
-// each a map from tuple to connection under its own read-write lock, with
+// each a map from tuple to connection changed under its own lock, with
 // both directions' tuples indexed: a packet of an established connection
-// takes one shard's read lock and its connection's mutex, never a lock
-// shared by all. Memory is bounded by MaxConns; when it is reached the
+// reads its shard's index without a lock (a sequence lock: see index) and
+// takes its connection's mutex, never a lock shared by all. Memory is bounded by MaxConns; when it is reached the
 // oldest connections never answered are evicted first.
 //
 // Connections live in memory only: a restart of the switch forgets them
@@ -145,7 +145,7 @@ type Conn struct {
 }
 
 type shard struct {
-	mu sync.RWMutex
+	mu sync.Mutex
 	x  index
 	// cursor is where the next Sweep starts (under the tracker's
 	// sweepMu).
@@ -205,7 +205,8 @@ type Tracker struct {
 
 	sweepMu   sync.Mutex
 	lastSweep int64
-	// maxLocked is the longest a Sweep held a shard's write lock, ns.
+	// maxLocked is the longest a Sweep held a shard's lock for its
+	// cleanup, ns.
 	maxLocked int64
 
 	created, deleted, refused, evicted, zoneRefused, natExhausted atomic.Uint64
@@ -259,7 +260,7 @@ func (t *Tracker) Stats() Stats {
 
 func (t *Tracker) shardOf(h uint32) *shard { return &t.shards[h>>shardShift] }
 
-// lockPair write-locks the shards of a connection's two tuples, in shard
+// lockPair locks the shards of a connection's two tuples, in shard
 // order so that two PMDs never wait on each other.
 func (t *Tracker) lockPair(c *Conn) (a, b *shard) {
 	i, j := c.oh>>shardShift, c.rh>>shardShift
@@ -736,7 +737,7 @@ const (
 func (t *Tracker) sweepShard(s *shard, now int64) int {
 	var victims []*Conn
 	stale, wrapped := false, false
-	s.mu.RLock()
+	s.mu.Lock()
 	slots := s.x.slots()
 	size := len(slots)
 	chunk := min(size, max(minSweep, size/sweepRounds))
@@ -757,7 +758,7 @@ func (t *Tracker) sweepShard(s *shard, now int64) int {
 	}
 	s.cursor = start + chunk
 	wrapped = s.cursor >= size
-	s.mu.RUnlock()
+	s.mu.Unlock()
 	n := 0
 	for _, c := range victims {
 		if t.remove(c) {
@@ -819,7 +820,7 @@ func (t *Tracker) removeIf(f func(c *Conn) bool) int {
 	var victims []*Conn
 	for i := range t.shards {
 		s := &t.shards[i]
-		s.mu.RLock()
+		s.mu.Lock()
 		slots := s.x.slots()
 		for i := range slots {
 			c, _, reply := slots[i].entry()
@@ -832,7 +833,7 @@ func (t *Tracker) removeIf(f func(c *Conn) bool) int {
 			}
 			c.mu.Unlock()
 		}
-		s.mu.RUnlock()
+		s.mu.Unlock()
 	}
 	n := 0
 	for _, c := range victims {
@@ -851,14 +852,16 @@ const prefetchMin = 16384
 // Prefetch is a hint before ct runs in zone on a batch of packets (keys
 // valid): it reads the index slot each packet's tuple hashes to, then the
 // connection found there, so that the batch's cache misses overlap instead
-// of coming one after another inside Process. It changes nothing; what it
-// returns is meaningless (returned so that the reads are not optimised
-// away).
-func (t *Tracker) Prefetch(pkts []*packet.Packet, zone uint16) uint16 {
+// of coming one after another inside Process; with reply (a ct that
+// commits without nat), also the slot of each tuple's reverse, where
+// committing a new connection puts its reply tuple. It changes nothing;
+// what it returns is meaningless (returned so that the reads are not
+// optimised away).
+func (t *Tracker) Prefetch(pkts []*packet.Packet, zone uint16, reply bool) uint16 {
 	if len(pkts) < 2 || t.n.Load() < prefetchMin {
 		return 0
 	}
-	var hs [32]uint32
+	var hs, rhs [32]uint32
 	var pp parsed
 	n := 0
 	for _, pkt := range pkts {
@@ -869,13 +872,23 @@ func (t *Tracker) Prefetch(pkts []*packet.Packet, zone uint16) uint16 {
 			continue
 		}
 		hs[n] = pp.t.hash()
+		if reply {
+			r := pp.t.reverse()
+			rhs[n] = r.hash()
+		}
 		n++
 	}
 	// The slots, in a tight loop so that many loads are in flight at
 	// once, then the connections they hold.
-	for _, h := range hs[:n] {
+	for i, h := range hs[:n] {
 		if sl := t.shardOf(h).x.slots(); len(sl) > 0 {
 			sl[h&uint32(len(sl)-1)].m.Load()
+		}
+		if reply {
+			h = rhs[i]
+			if sl := t.shardOf(h).x.slots(); len(sl) > 0 {
+				sl[h&uint32(len(sl)-1)].m.Load()
+			}
 		}
 	}
 	var sink uint16

@@ -318,7 +318,8 @@ func TestPrefetch(t *testing.T) {
 		defer close(done)
 		track(t, tr, udpFrame(t, net.IP{198, 19, 0, 1}, ipB, 2, 9), commit, 0)
 	}()
-	tr.Prefetch(batch, 0)
+	tr.Prefetch(batch, 0, false)
+	tr.Prefetch(batch, 0, true)
 	<-done
 	if tr.Len() != conns+1 {
 		t.Errorf("%d connections after Prefetch, want %d", tr.Len(), conns+1)

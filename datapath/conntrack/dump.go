@@ -27,7 +27,7 @@ func (t *Tracker) Dump(zone *uint16, now int64) []Entry {
 	var es []Entry
 	for i := range t.shards {
 		s := &t.shards[i]
-		s.mu.RLock()
+		s.mu.Lock()
 		slots := s.x.slots()
 		for i := range slots {
 			c, _, reply := slots[i].entry()
@@ -46,7 +46,7 @@ func (t *Tracker) Dump(zone *uint16, now int64) []Entry {
 			}
 			c.mu.Unlock()
 		}
-		s.mu.RUnlock()
+		s.mu.Unlock()
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].String() < es[j].String() })
 	return es

@@ -14,10 +14,10 @@ import (
 // growing rehashes nothing. Deleting shifts the entries after it back,
 // so there are no tombstones to clean up.
 //
-// Writers hold the shard's write lock. Readers on the packet path take no
-// lock: the index is a sequence lock, its counter odd while a writer
-// moves or removes entries, and a reader that saw it odd or changed across
-// its probe looks again under the read lock. Slots are read and written atomically
+// Writers hold the shard's lock. Readers on the packet path take no lock:
+// the index is a sequence lock, its counter odd while a writer moves or
+// removes entries, and a reader that saw it odd or changed across its
+// probe looks again under the lock. Slots are read and written atomically
 // (plain moves on amd64 and arm64), and a connection's tuples never change
 // once it is indexed, so a reader racing a writer reads stale values, never
 // torn ones, and the counter tells it so.
@@ -84,7 +84,7 @@ func (x *index) slots() []slot {
 	return nil
 }
 
-// begin and end bracket a change to the slots (the shard's write lock
+// begin and end bracket a change to the slots (the shard's lock
 // held): readers that overlap it look again.
 func (x *index) begin() { x.seq.Add(1) }
 func (x *index) end()   { x.seq.Add(1) }
@@ -124,17 +124,17 @@ func (x *index) get(tu *Tuple, h uint32) (c *Conn, reply bool) {
 }
 
 // lookup is get without the lock: a read section of the sequence lock,
-// and under the read lock (mu, the shard's) when a writer interfered.
-func (x *index) lookup(tu *Tuple, h uint32, mu *sync.RWMutex) (c *Conn, reply bool) {
+// and under the lock (mu, the shard's) when a writer interfered.
+func (x *index) lookup(tu *Tuple, h uint32, mu *sync.Mutex) (c *Conn, reply bool) {
 	if v := x.seq.Load(); v&1 == 0 {
 		_, c, reply, _ = probe(x.slots(), tu, h)
 		if x.seq.Load() == v {
 			return c, reply
 		}
 	}
-	mu.RLock()
+	mu.Lock()
 	c, reply = x.get(tu, h)
-	mu.RUnlock()
+	mu.Unlock()
 	return c, reply
 }
 
