@@ -852,15 +852,17 @@ const prefetchMin = 16384
 // Prefetch is a hint before ct runs in zone on a batch of packets (keys
 // valid): it reads the index slot each packet's tuple hashes to, then the
 // connection found there, so that the batch's cache misses overlap instead
-// of coming one after another inside Process; with reply (a ct that
-// commits without nat), also the slot of each tuple's reverse, where
-// committing a new connection puts its reply tuple. It changes nothing;
+// of coming one after another inside Process. For a ct that commits
+// (commit), also the slot where a new connection's reply tuple would go:
+// its tuple's reverse, or with nat (the ct's nat(...), nil without) the
+// reverse of the first translation the commit tries. It changes nothing;
 // what it returns is meaningless (returned so that the reads are not
 // optimised away).
-func (t *Tracker) Prefetch(pkts []*packet.Packet, zone uint16, reply bool) uint16 {
+func (t *Tracker) Prefetch(pkts []*packet.Packet, zone uint16, commit bool, nat *NAT) uint16 {
 	if len(pkts) < 2 || t.n.Load() < prefetchMin {
 		return 0
 	}
+	reply := commit && (nat == nil || (nat.Src || nat.Dst) && !nat.Random)
 	var hs, rhs [32]uint32
 	var pp parsed
 	n := 0
@@ -873,7 +875,11 @@ func (t *Tracker) Prefetch(pkts []*packet.Packet, zone uint16, reply bool) uint1
 		}
 		hs[n] = pp.t.hash()
 		if reply {
-			r := pp.t.reverse()
+			r := pp.t
+			if nat != nil {
+				r = natFirst(&pp.t, nat)
+			}
+			r = r.reverse()
 			rhs[n] = r.hash()
 		}
 		n++

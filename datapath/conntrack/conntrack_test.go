@@ -318,8 +318,9 @@ func TestPrefetch(t *testing.T) {
 		defer close(done)
 		track(t, tr, udpFrame(t, net.IP{198, 19, 0, 1}, ipB, 2, 9), commit, 0)
 	}()
-	tr.Prefetch(batch, 0, false)
-	tr.Prefetch(batch, 0, true)
+	tr.Prefetch(batch, 0, false, nil)
+	tr.Prefetch(batch, 0, true, nil)
+	tr.Prefetch(batch, 0, true, &NAT{Src: true, MinAddr: [16]byte{10: 0xff, 11: 0xff, 12: 198, 13: 19, 15: 1}, MinPort: 1000, MaxPort: 2000})
 	<-done
 	if tr.Len() != conns+1 {
 		t.Errorf("%d connections after Prefetch, want %d", tr.Len(), conns+1)
