@@ -3,6 +3,7 @@ package conntrack
 import (
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // index is one shard's map from tuple to connection: open addressing with
@@ -207,11 +208,21 @@ func (x *index) removeAt(i uint32) {
 	}
 }
 
+// rawSlot is a slot's layout without the atomics, for filling an array
+// no reader sees yet: plain stores instead of locked ones
+// (TestRawSlotLayout checks the layouts agree).
+type rawSlot struct {
+	c *Conn
+	m uint64
+}
+
 // resize rebuilds the index with n slots (a power of two). Readers of the
-// old array see it unchanged; the new one is complete when published.
+// old array see it unchanged; the new one is complete when published
+// (the atomic store of tab orders the plain stores before it).
 func (x *index) resize(n int) {
 	old := x.slots()
 	sl := make([]slot, n)
+	raw := unsafe.Slice((*rawSlot)(unsafe.Pointer(unsafe.SliceData(sl))), n)
 	mask := uint32(n - 1)
 	for k := range old {
 		m := old[k].m.Load()
@@ -219,10 +230,10 @@ func (x *index) resize(n int) {
 			continue
 		}
 		i := uint32(m) & mask
-		for sl[i].m.Load() != 0 {
+		for raw[i].m != 0 {
 			i = (i + 1) & mask
 		}
-		sl[i].store(old[k].c.Load(), m)
+		raw[i] = rawSlot{c: old[k].c.Load(), m: m}
 	}
 	x.begin()
 	x.tab.Store(&sl)

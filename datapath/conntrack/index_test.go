@@ -3,6 +3,7 @@ package conntrack
 import (
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // TestIndex against a Go map: random sets and deletes with colliding
@@ -102,5 +103,16 @@ func TestIndexReadersDuringWrites(t *testing.T) {
 		if got, _ := s.x.lookup(&c.orig, hash(&c.orig), &s.mu); got != c {
 			t.Fatalf("lookup %d of port %d: got %p, want %p", n, c.orig.SrcPort, got, c)
 		}
+	}
+}
+
+// TestRawSlotLayout: resize fills a new array through rawSlot, which must
+// lay a slot out as slot does.
+func TestRawSlotLayout(t *testing.T) {
+	var s slot
+	var r rawSlot
+	if unsafe.Sizeof(s) != unsafe.Sizeof(r) || unsafe.Offsetof(s.c) != unsafe.Offsetof(r.c) || unsafe.Offsetof(s.m) != unsafe.Offsetof(r.m) {
+		t.Fatalf("slot %d bytes (c at %d, m at %d), rawSlot %d (%d, %d)", unsafe.Sizeof(s), unsafe.Offsetof(s.c), unsafe.Offsetof(s.m),
+			unsafe.Sizeof(r), unsafe.Offsetof(r.c), unsafe.Offsetof(r.m))
 	}
 }
