@@ -108,7 +108,7 @@ func probe(sl []slot, tu *Tuple, h uint32) (pos int, c *Conn, reply, found bool)
 		}
 		if uint32(m) == h {
 			r := m&slotReply != 0
-			if c := s.c.Load(); c != nil && *tupleOf(c, r) == *tu {
+			if c := s.c.Load(); c != nil && tupleOf(c, r).equal(tu) {
 				return int(i), c, r, true
 			}
 		}

@@ -116,3 +116,39 @@ func TestRawSlotLayout(t *testing.T) {
 			unsafe.Sizeof(r), unsafe.Offsetof(r.c), unsafe.Offsetof(r.m))
 	}
 }
+
+// TestTupleEqual: equal is ==, for tuples alike but in one bit of one
+// field.
+func TestTupleEqual(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 20_000 {
+		var a Tuple
+		for i := range a.Src {
+			a.Src[i], a.Dst[i] = byte(rng.IntN(4)), byte(rng.IntN(4))
+		}
+		a.SrcPort, a.DstPort, a.Zone = uint16(rng.IntN(4)), uint16(rng.IntN(4)), uint16(rng.IntN(4))
+		a.Proto, a.ICMPType, a.IPv6 = uint8(rng.IntN(4)), uint8(rng.IntN(4)), rng.IntN(2) == 0
+		b := a
+		switch rng.IntN(9) { // 8: none
+		case 0:
+			b.Src[rng.IntN(16)] ^= 1 << rng.IntN(8)
+		case 1:
+			b.Dst[rng.IntN(16)] ^= 1 << rng.IntN(8)
+		case 2:
+			b.SrcPort ^= 1 << rng.IntN(16)
+		case 3:
+			b.DstPort ^= 1 << rng.IntN(16)
+		case 4:
+			b.Zone ^= 1 << rng.IntN(16)
+		case 5:
+			b.Proto ^= 1 << rng.IntN(8)
+		case 6:
+			b.ICMPType ^= 1 << rng.IntN(8)
+		case 7:
+			b.IPv6 = !b.IPv6
+		}
+		if a.equal(&b) != (a == b) || b.equal(&a) != (a == b) {
+			t.Fatalf("%+v vs %+v: equal %v, == %v", a, b, a.equal(&b), a == b)
+		}
+	}
+}

@@ -23,6 +23,16 @@ type Tuple struct {
 	IPv6             bool
 }
 
+// equal is t == u, as words: the compiler's comparison of the struct
+// calls memequal for the addresses.
+func (t *Tuple) equal(u *Tuple) bool {
+	le := binary.LittleEndian
+	x := (le.Uint64(t.Src[:8]) ^ le.Uint64(u.Src[:8])) | (le.Uint64(t.Src[8:]) ^ le.Uint64(u.Src[8:])) |
+		(le.Uint64(t.Dst[:8]) ^ le.Uint64(u.Dst[:8])) | (le.Uint64(t.Dst[8:]) ^ le.Uint64(u.Dst[8:]))
+	return x == 0 && t.SrcPort == u.SrcPort && t.DstPort == u.DstPort && t.Zone == u.Zone &&
+		t.Proto == u.Proto && t.ICMPType == u.ICMPType && t.IPv6 == u.IPv6
+}
+
 // mapped4 is the last 8 bytes of IPv4 address a's IPv4-mapped form
 // (0, 0, 0xff, 0xff, then a), as a little-endian word.
 func mapped4(a uint32) uint64 {
