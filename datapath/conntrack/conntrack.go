@@ -18,6 +18,7 @@
 package conntrack
 
 import (
+	"encoding/binary"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -131,17 +132,25 @@ type Conn struct {
 	orig, reply Tuple
 	oh, rh      uint32 // the tuples' hashes
 	mu          sync.Mutex
-	mark        uint32
-	label       [16]byte
-	expires     int64 // datapath clock, ns
-	assured     bool  // seen in both directions
-	dead        bool  // removed from the table
-	proto       uint8
-	nat         uint8 // natSrc, natDst
-	udpReplied  bool
-	helper      uint8 // its ALG
-	related     bool  // a data connection an ALG expected: +rel
-	tcp         tcpConn
+	// mark, label (little-endian words) and expires are atomic, as
+	// the lock-free path (fastPath) reads them, and refreshes expires;
+	// they change under mu.
+	mark    atomic.Uint32
+	label   [2]atomic.Uint64
+	expires atomic.Int64 // datapath clock, ns
+	// fast says whether packets may take fastPath (fastOK) and whether
+	// c is +rel (fastRelated), with a version above fastVersion: a
+	// sequence lock over mark and label, which a change under mu clears
+	// fastOK for, and publishFast sets again with the next version.
+	fast       atomic.Uint64
+	assured    bool // seen in both directions
+	dead       bool // removed from the table
+	proto      uint8
+	nat        uint8 // natSrc, natDst
+	udpReplied bool
+	helper     uint8 // its ALG
+	related    bool  // a data connection an ALG expected: +rel
+	tcp        tcpConn
 }
 
 type shard struct {
@@ -296,7 +305,90 @@ func (t *Tracker) lookup(tu *Tuple) (c *Conn, reply bool) {
 
 // alive reports whether c is in the table and not expired at now. c.mu is
 // held.
-func (c *Conn) alive(now int64) bool { return !c.dead && c.expires > now }
+func (c *Conn) alive(now int64) bool { return !c.dead && c.expires.Load() > now }
+
+// The bits of Conn.fast.
+const (
+	fastOK      = 1 << 0
+	fastRelated = 1 << 1
+	fastVersion = 1 << 8
+)
+
+// refreshSlack: the lock-free path leaves a connection's expiry alone
+// when refreshing it would move it by less (a store per packet of a busy
+// connection would be a locked instruction, and a cache line that PMDs
+// handling its two directions pass back and forth).
+const refreshSlack = 1_000_000 // 1 ms
+
+// publishFast sets c.fast from c's state (c.mu held): packets of an
+// answered UDP, ICMP or other connection without a helper, not ended,
+// need no lock (TCP packets move the sequence windows). It stores only
+// when that changed.
+func (c *Conn) publishFast() {
+	var want uint64
+	if !c.dead && c.proto != header.IPProtoTCP && c.assured && (c.proto != header.IPProtoUDP || c.udpReplied) && c.helper == HelperNone {
+		want = fastOK
+		if c.related {
+			want |= fastRelated
+		}
+	}
+	cur := c.fast.Load()
+	if cur&(fastVersion-1) != want {
+		c.fast.Store(cur&^(fastVersion-1) + fastVersion | want)
+	}
+}
+
+// stopFast keeps packets off the lock-free path while c's mark or label
+// change, or once c is ended (c.mu held).
+func (c *Conn) stopFast() {
+	if cur := c.fast.Load(); cur&fastOK != 0 {
+		c.fast.Store(cur &^ (fastVersion - 1))
+	}
+}
+
+// fastPath handles a packet of an established connection without its
+// lock when c.fast (f, fastOK set) allows: no state to move, the expiry
+// refreshed atomically, mark and label read under the sequence lock. It
+// reports false, having changed nothing the caller keeps, when the
+// packet needs the locked path.
+func (t *Tracker) fastPath(c *Conn, f uint64, ct *flow.Conntrack, p *Params, reply bool, now int64, rw *Rewrite) bool {
+	if p.Commit && (p.Force && reply || p.SetMark || p.SetLabel) {
+		return false
+	}
+	e := c.expires.Load()
+	if e <= now {
+		return false
+	}
+	state := uint8(flow.CTTracked | flow.CTEstablished)
+	if reply {
+		state |= flow.CTReply
+	}
+	if f&fastRelated != 0 {
+		state |= flow.CTRelated
+	}
+	if p.HasNAT && c.nat != 0 { // nat and the tuples never change once c is indexed
+		c.natRewrite(reply, rw)
+		state |= c.natState()
+	}
+	c.describe(ct)
+	if c.fast.Load() != f {
+		*rw = Rewrite{}
+		return false
+	}
+	ct.State = state
+	to := t.timeoutsOf(c)
+	next := now + to.Other
+	switch c.proto {
+	case header.IPProtoUDP:
+		next = now + to.UDPMultiple
+	case header.IPProtoICMP, header.IPProtoICMPv6:
+		next = now + to.ICMPReply
+	}
+	if d := next - e; d > refreshSlack || d < 0 {
+		c.expires.Store(next)
+	}
+	return true
+}
 
 // Process runs ct on pkt with parameters p at time now (the datapath
 // clock, ns) and writes the result into pkt.Key.CT. With nat, rw is the
@@ -315,8 +407,11 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 	}
 	c, reply := t.lookup(&pp.t)
 	if c != nil {
-		// One lock per packet on the established path: liveness and
-		// the state update under it.
+		if f := c.fast.Load(); f&fastOK != 0 && t.fastPath(c, f, ct, p, reply, now, &rw) {
+			return rw
+		}
+		// Otherwise one lock per packet: liveness and the state
+		// update under it.
 		c.mu.Lock()
 		res := tcpReopen // not alive, or to be replaced: a new one
 		if c.alive(now) && !(p.Force && p.Commit && reply) {
@@ -353,6 +448,7 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 				c.apply(p)
 			}
 			c.finish(ct, p, reply, &rw)
+			c.publishFast()
 			c.mu.Unlock()
 			return rw
 		}
@@ -380,6 +476,7 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 		t.helperCommit(c, now)
 	}
 	c.finish(ct, p, false, &rw)
+	c.publishFast()
 	c.mu.Unlock()
 	return rw
 }
@@ -487,29 +584,44 @@ func (t *Tracker) update(c *Conn, pp *parsed, reply bool, now int64) tcpResult {
 		}
 		timeout = to.Other
 	}
-	c.expires = now + timeout
+	c.expires.Store(now + timeout)
 	if c.proto != header.IPProtoTCP && !c.assured {
 		res = stillNew
 	}
 	return res
 }
 
-// apply sets the mark and label a committing ct asks for. c.mu is held.
+// apply sets the mark and label a committing ct asks for. c.mu is held;
+// the caller publishes (publishFast) afterwards.
 func (c *Conn) apply(p *Params) {
+	if !p.SetMark && !p.SetLabel {
+		return
+	}
+	c.stopFast()
 	if p.SetMark {
-		c.mark = c.mark&^p.MarkMask | p.Mark&p.MarkMask
+		c.mark.Store(c.mark.Load()&^p.MarkMask | p.Mark&p.MarkMask)
 	}
 	if p.SetLabel {
-		for i := range c.label {
-			c.label[i] = c.label[i]&^p.LabelMask[i] | p.Label[i]&p.LabelMask[i]
+		l := c.labelBytes()
+		for i := range l {
+			l[i] = l[i]&^p.LabelMask[i] | p.Label[i]&p.LabelMask[i]
 		}
+		c.label[0].Store(binary.LittleEndian.Uint64(l[:8]))
+		c.label[1].Store(binary.LittleEndian.Uint64(l[8:]))
 	}
 }
 
+// labelBytes is c's label.
+func (c *Conn) labelBytes() (l [16]byte) {
+	binary.LittleEndian.PutUint64(l[:8], c.label[0].Load())
+	binary.LittleEndian.PutUint64(l[8:], c.label[1].Load())
+	return l
+}
+
 // describe writes the connection's mark, label and original tuple into
-// the key. c.mu is held.
+// the key (c.mu held, or in fastPath's read section).
 func (c *Conn) describe(ct *flow.Conntrack) {
-	ct.Mark, ct.Label = c.mark, c.label
+	ct.Mark, ct.Label = c.mark.Load(), c.labelBytes()
 	o := &c.orig
 	ct.NwProto = o.Proto
 	ct.Src, ct.Dst = o.Src, o.Dst
@@ -539,13 +651,13 @@ func (t *Tracker) create(pp *parsed, p *Params, now int64) *Conn {
 	switch c.proto {
 	case header.IPProtoTCP:
 		c.tcp.init(pp)
-		c.expires = now + to.TCPSynSent
+		c.expires.Store(now + to.TCPSynSent)
 	case header.IPProtoUDP:
-		c.expires = now + to.UDPFirst
+		c.expires.Store(now + to.UDPFirst)
 	case header.IPProtoICMP, header.IPProtoICMPv6:
-		c.expires = now + to.ICMPFirst
+		c.expires.Store(now + to.ICMPFirst)
 	default:
-		c.expires = now + to.Other
+		c.expires.Store(now + to.Other)
 	}
 	c.apply(p)
 	if !p.HasNAT || !p.NAT.Src && !p.NAT.Dst {
@@ -683,6 +795,7 @@ func (t *Tracker) killLocked(c *Conn) bool {
 		return false
 	}
 	c.dead = true
+	c.stopFast()
 	t.n.Add(-1)
 	t.zones.get(c.orig.Zone).n.Add(-1)
 	t.byProto[c.proto].Add(-1)
@@ -751,7 +864,7 @@ func (t *Tracker) sweepShard(s *shard, now int64) int {
 		switch {
 		case c.dead:
 			stale = true // an entry a newer connection did not take over
-		case !reply && c.expires <= now:
+		case !reply && c.expires.Load() <= now:
 			victims = append(victims, c)
 		}
 		c.mu.Unlock()

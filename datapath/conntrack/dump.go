@@ -36,8 +36,8 @@ func (t *Tracker) Dump(zone *uint16, now int64) []Entry {
 			}
 			c.mu.Lock()
 			if c.alive(now) {
-				e := Entry{Orig: c.orig, Reply: c.reply, Mark: c.mark, Label: c.label,
-					Timeout: (c.expires - now + sec - 1) / sec}
+				e := Entry{Orig: c.orig, Reply: c.reply, Mark: c.mark.Load(), Label: c.labelBytes(),
+					Timeout: (c.expires.Load() - now + sec - 1) / sec}
 				if c.proto == header.IPProtoTCP {
 					e.TCPState = c.tcp.stateName()
 				}
