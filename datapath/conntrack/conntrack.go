@@ -621,7 +621,12 @@ func (c *Conn) labelBytes() (l [16]byte) {
 // describe writes the connection's mark, label and original tuple into
 // the key (c.mu held, or in fastPath's read section).
 func (c *Conn) describe(ct *flow.Conntrack) {
-	ct.Mark, ct.Label = c.mark.Load(), c.labelBytes()
+	ct.Mark = c.mark.Load()
+	// Straight into the key, a word per store: copying a [16]byte
+	// assembled from two word stores would load it as one 16-byte word
+	// before those stores retire (no store-to-load forwarding).
+	binary.LittleEndian.PutUint64(ct.Label[:8], c.label[0].Load())
+	binary.LittleEndian.PutUint64(ct.Label[8:], c.label[1].Load())
 	o := &c.orig
 	ct.NwProto = o.Proto
 	ct.Src, ct.Dst = o.Src, o.Dst
