@@ -148,7 +148,9 @@ type PMD struct {
 	// ctParams is the CT action being executed, assembled without
 	// allocating (its label from the CTLabel actions before it).
 	ctParams conntrack.Params
-	natActs  []actions.Action // a NAT rewrite's set actions (reused)
+	// ctSink takes what Tracker.Prefetch returns (see there).
+	ctSink  uint16
+	natActs []actions.Action // a NAT rewrite's set actions (reused)
 	// ipf holds fragments a ct action met until their datagram is whole.
 	ipf     *ipf.Reassembler
 	gen     uint64
@@ -777,9 +779,45 @@ func (p *PMD) executeFlow(mf *Megaflow, pkts []*packet.Packet, bytes uint64) {
 		p.outputAll(ob, pkts)
 		return
 	}
+	if len(pkts) > 1 && p.dp.ct != nil {
+		p.prefetchCT(mf.Actions, pkts)
+	}
 	for _, pkt := range pkts {
 		p.execute(pkt, mf.Actions)
 	}
+}
+
+// prefetchCT lets the tracker read ahead for a batch whose actions start
+// with ct (after the ct's own parameters): the batch's lookups in a large
+// table then wait for memory together rather than one by one.
+func (p *PMD) prefetchCT(acts actions.List, pkts []*packet.Packet) {
+	var nat conntrack.NAT
+	for i := range acts {
+		switch a := &acts[i]; a.Kind {
+		case actions.CTLabel, actions.CTLabelMask:
+			continue
+		case actions.CTNAT:
+			ctNAT(a, &nat)
+			continue
+		case actions.CTNATMax:
+			nat.MaxAddr = a.Addr
+			continue
+		case actions.CT:
+			var np *conntrack.NAT
+			if a.Val8&actions.CTFlagNAT != 0 {
+				np = &nat
+			}
+			p.ctSink += p.dp.ct.Prefetch(pkts, a.Val16, a.Val8&actions.CTFlagCommit != 0, np)
+		}
+		return
+	}
+}
+
+// ctNAT reads a CTNAT action (the nat(...) of the ct after it) into n.
+func ctNAT(a *actions.Action, n *conntrack.NAT) {
+	n.Src, n.Dst = a.Val8&actions.CTNATSrc != 0, a.Val8&actions.CTNATDst != 0
+	n.MinAddr, n.MinPort, n.MaxPort = a.Addr, a.Val16, a.Val16b
+	n.Persistent, n.Random = a.Val8&actions.CTNATPersistent != 0, a.Val8&actions.CTNATRandom != 0
 }
 
 // isPortFlow reports whether mf matches on the input port alone and its
@@ -977,10 +1015,7 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 		case actions.CTLabelMask:
 			p.ctParams.LabelMask = a.Addr
 		case actions.CTNAT:
-			n := &p.ctParams.NAT
-			n.Src, n.Dst = a.Val8&actions.CTNATSrc != 0, a.Val8&actions.CTNATDst != 0
-			n.MinAddr, n.MinPort, n.MaxPort = a.Addr, a.Val16, a.Val16b
-			n.Persistent, n.Random = a.Val8&actions.CTNATPersistent != 0, a.Val8&actions.CTNATRandom != 0
+			ctNAT(a, &p.ctParams.NAT)
 		case actions.CTNATMax:
 			p.ctParams.NAT.MaxAddr = a.Addr
 		case actions.CT:

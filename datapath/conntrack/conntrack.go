@@ -6,10 +6,10 @@
 //
 // Every PMD tracks into the one Tracker of its datapath, so a connection
 // one PMD created is found by another. The table is split into shards,
-// each a map from tuple to connection under its own read-write lock, with
+// each a map from tuple to connection changed under its own lock, with
 // both directions' tuples indexed: a packet of an established connection
-// takes one shard's read lock and its connection's mutex, never a lock
-// shared by all. Memory is bounded by MaxConns; when it is reached the
+// reads its shard's index without a lock (a sequence lock: see index) and
+// takes its connection's mutex, never a lock shared by all. Memory is bounded by MaxConns; when it is reached the
 // oldest connections never answered are evicted first.
 //
 // Connections live in memory only: a restart of the switch forgets them
@@ -18,6 +18,7 @@
 package conntrack
 
 import (
+	"encoding/binary"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -125,27 +126,35 @@ type Params struct {
 }
 
 // Conn is one tracked connection. Its fields after orig/reply change
-// under mu.
+// under mu. It holds no pointer (its zone is its tuples'), so the garbage
+// collector marks the millions of them without scanning them.
 type Conn struct {
 	orig, reply Tuple
 	oh, rh      uint32 // the tuples' hashes
-	zone        *zone
 	mu          sync.Mutex
-	mark        uint32
-	label       [16]byte
-	expires     int64 // datapath clock, ns
-	assured     bool  // seen in both directions
-	dead        bool  // removed from the table
-	proto       uint8
-	nat         uint8 // natSrc, natDst
-	udpReplied  bool
-	helper      uint8 // its ALG
-	related     bool  // a data connection an ALG expected: +rel
-	tcp         tcpConn
+	// mark, label (little-endian words) and expires are atomic, as
+	// the lock-free path (fastPath) reads them, and refreshes expires;
+	// they change under mu.
+	mark    atomic.Uint32
+	label   [2]atomic.Uint64
+	expires atomic.Int64 // datapath clock, ns
+	// fast says whether packets may take fastPath (fastOK) and whether
+	// c is +rel (fastRelated), with a version above fastVersion: a
+	// sequence lock over mark and label, which a change under mu clears
+	// fastOK for, and publishFast sets again with the next version.
+	fast       atomic.Uint64
+	assured    bool // seen in both directions
+	dead       bool // removed from the table
+	proto      uint8
+	nat        uint8 // natSrc, natDst
+	udpReplied bool
+	helper     uint8 // its ALG
+	related    bool  // a data connection an ALG expected: +rel
+	tcp        tcpConn
 }
 
 type shard struct {
-	mu sync.RWMutex
+	mu sync.Mutex
 	x  index
 	// cursor is where the next Sweep starts (under the tracker's
 	// sweepMu).
@@ -205,7 +214,8 @@ type Tracker struct {
 
 	sweepMu   sync.Mutex
 	lastSweep int64
-	// maxLocked is the longest a Sweep held a shard's write lock, ns.
+	// maxLocked is the longest a Sweep held a shard's lock for its
+	// cleanup, ns.
 	maxLocked int64
 
 	created, deleted, refused, evicted, zoneRefused, natExhausted atomic.Uint64
@@ -259,7 +269,7 @@ func (t *Tracker) Stats() Stats {
 
 func (t *Tracker) shardOf(h uint32) *shard { return &t.shards[h>>shardShift] }
 
-// lockPair write-locks the shards of a connection's two tuples, in shard
+// lockPair locks the shards of a connection's two tuples, in shard
 // order so that two PMDs never wait on each other.
 func (t *Tracker) lockPair(c *Conn) (a, b *shard) {
 	i, j := c.oh>>shardShift, c.rh>>shardShift
@@ -290,15 +300,95 @@ func unlockPair(a, b *shard) {
 func (t *Tracker) lookup(tu *Tuple) (c *Conn, reply bool) {
 	h := tu.hash()
 	s := t.shardOf(h)
-	s.mu.RLock()
-	c, reply = s.x.get(tu, h)
-	s.mu.RUnlock()
-	return c, reply
+	return s.x.lookup(tu, h, &s.mu)
 }
 
 // alive reports whether c is in the table and not expired at now. c.mu is
 // held.
-func (c *Conn) alive(now int64) bool { return !c.dead && c.expires > now }
+func (c *Conn) alive(now int64) bool { return !c.dead && c.expires.Load() > now }
+
+// The bits of Conn.fast.
+const (
+	fastOK      = 1 << 0
+	fastRelated = 1 << 1
+	fastVersion = 1 << 8
+)
+
+// refreshSlack: the lock-free path leaves a connection's expiry alone
+// when refreshing it would move it by less (a store per packet of a busy
+// connection would be a locked instruction, and a cache line that PMDs
+// handling its two directions pass back and forth).
+const refreshSlack = 1_000_000 // 1 ms
+
+// publishFast sets c.fast from c's state (c.mu held): packets of an
+// answered UDP, ICMP or other connection without a helper, not ended,
+// need no lock (TCP packets move the sequence windows). It stores only
+// when that changed.
+func (c *Conn) publishFast() {
+	var want uint64
+	if !c.dead && c.proto != header.IPProtoTCP && c.assured && (c.proto != header.IPProtoUDP || c.udpReplied) && c.helper == HelperNone {
+		want = fastOK
+		if c.related {
+			want |= fastRelated
+		}
+	}
+	cur := c.fast.Load()
+	if cur&(fastVersion-1) != want {
+		c.fast.Store(cur&^(fastVersion-1) + fastVersion | want)
+	}
+}
+
+// stopFast keeps packets off the lock-free path while c's mark or label
+// change, or once c is ended (c.mu held).
+func (c *Conn) stopFast() {
+	if cur := c.fast.Load(); cur&fastOK != 0 {
+		c.fast.Store(cur &^ (fastVersion - 1))
+	}
+}
+
+// fastPath handles a packet of an established connection without its
+// lock when c.fast (f, fastOK set) allows: no state to move, the expiry
+// refreshed atomically, mark and label read under the sequence lock. It
+// reports false, having changed nothing the caller keeps, when the
+// packet needs the locked path.
+func (t *Tracker) fastPath(c *Conn, f uint64, ct *flow.Conntrack, p *Params, reply bool, now int64, rw *Rewrite) bool {
+	if p.Commit && (p.Force && reply || p.SetMark || p.SetLabel) {
+		return false
+	}
+	e := c.expires.Load()
+	if e <= now {
+		return false
+	}
+	state := uint8(flow.CTTracked | flow.CTEstablished)
+	if reply {
+		state |= flow.CTReply
+	}
+	if f&fastRelated != 0 {
+		state |= flow.CTRelated
+	}
+	if p.HasNAT && c.nat != 0 { // nat and the tuples never change once c is indexed
+		c.natRewrite(reply, rw)
+		state |= c.natState()
+	}
+	c.describe(ct)
+	if c.fast.Load() != f {
+		*rw = Rewrite{}
+		return false
+	}
+	ct.State = state
+	to := t.timeoutsOf(c)
+	next := now + to.Other
+	switch c.proto {
+	case header.IPProtoUDP:
+		next = now + to.UDPMultiple
+	case header.IPProtoICMP, header.IPProtoICMPv6:
+		next = now + to.ICMPReply
+	}
+	if d := next - e; d > refreshSlack || d < 0 {
+		c.expires.Store(next)
+	}
+	return true
+}
 
 // Process runs ct on pkt with parameters p at time now (the datapath
 // clock, ns) and writes the result into pkt.Key.CT. With nat, rw is the
@@ -317,8 +407,11 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 	}
 	c, reply := t.lookup(&pp.t)
 	if c != nil {
-		// One lock per packet on the established path: liveness and
-		// the state update under it.
+		if f := c.fast.Load(); f&fastOK != 0 && t.fastPath(c, f, ct, p, reply, now, &rw) {
+			return rw
+		}
+		// Otherwise one lock per packet: liveness and the state
+		// update under it.
 		c.mu.Lock()
 		res := tcpReopen // not alive, or to be replaced: a new one
 		if c.alive(now) && !(p.Force && p.Commit && reply) {
@@ -355,6 +448,7 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 				c.apply(p)
 			}
 			c.finish(ct, p, reply, &rw)
+			c.publishFast()
 			c.mu.Unlock()
 			return rw
 		}
@@ -382,6 +476,7 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 		t.helperCommit(c, now)
 	}
 	c.finish(ct, p, false, &rw)
+	c.publishFast()
 	c.mu.Unlock()
 	return rw
 }
@@ -489,29 +584,49 @@ func (t *Tracker) update(c *Conn, pp *parsed, reply bool, now int64) tcpResult {
 		}
 		timeout = to.Other
 	}
-	c.expires = now + timeout
+	c.expires.Store(now + timeout)
 	if c.proto != header.IPProtoTCP && !c.assured {
 		res = stillNew
 	}
 	return res
 }
 
-// apply sets the mark and label a committing ct asks for. c.mu is held.
+// apply sets the mark and label a committing ct asks for. c.mu is held;
+// the caller publishes (publishFast) afterwards.
 func (c *Conn) apply(p *Params) {
+	if !p.SetMark && !p.SetLabel {
+		return
+	}
+	c.stopFast()
 	if p.SetMark {
-		c.mark = c.mark&^p.MarkMask | p.Mark&p.MarkMask
+		c.mark.Store(c.mark.Load()&^p.MarkMask | p.Mark&p.MarkMask)
 	}
 	if p.SetLabel {
-		for i := range c.label {
-			c.label[i] = c.label[i]&^p.LabelMask[i] | p.Label[i]&p.LabelMask[i]
+		l := c.labelBytes()
+		for i := range l {
+			l[i] = l[i]&^p.LabelMask[i] | p.Label[i]&p.LabelMask[i]
 		}
+		c.label[0].Store(binary.LittleEndian.Uint64(l[:8]))
+		c.label[1].Store(binary.LittleEndian.Uint64(l[8:]))
 	}
 }
 
+// labelBytes is c's label.
+func (c *Conn) labelBytes() (l [16]byte) {
+	binary.LittleEndian.PutUint64(l[:8], c.label[0].Load())
+	binary.LittleEndian.PutUint64(l[8:], c.label[1].Load())
+	return l
+}
+
 // describe writes the connection's mark, label and original tuple into
-// the key. c.mu is held.
+// the key (c.mu held, or in fastPath's read section).
 func (c *Conn) describe(ct *flow.Conntrack) {
-	ct.Mark, ct.Label = c.mark, c.label
+	ct.Mark = c.mark.Load()
+	// Straight into the key, a word per store: copying a [16]byte
+	// assembled from two word stores would load it as one 16-byte word
+	// before those stores retire (no store-to-load forwarding).
+	binary.LittleEndian.PutUint64(ct.Label[:8], c.label[0].Load())
+	binary.LittleEndian.PutUint64(ct.Label[8:], c.label[1].Load())
 	o := &c.orig
 	ct.NwProto = o.Proto
 	ct.Src, ct.Dst = o.Src, o.Dst
@@ -536,18 +651,18 @@ func (t *Tracker) create(pp *parsed, p *Params, now int64) *Conn {
 		t.refused.Add(1)
 		return nil
 	}
-	c := &Conn{orig: pp.t, oh: pp.t.hash(), proto: pp.t.Proto, zone: z}
+	c := &Conn{orig: pp.t, oh: pp.t.hash(), proto: pp.t.Proto}
 	to := t.timeoutsOf(c)
 	switch c.proto {
 	case header.IPProtoTCP:
 		c.tcp.init(pp)
-		c.expires = now + to.TCPSynSent
+		c.expires.Store(now + to.TCPSynSent)
 	case header.IPProtoUDP:
-		c.expires = now + to.UDPFirst
+		c.expires.Store(now + to.UDPFirst)
 	case header.IPProtoICMP, header.IPProtoICMPv6:
-		c.expires = now + to.ICMPFirst
+		c.expires.Store(now + to.ICMPFirst)
 	default:
-		c.expires = now + to.Other
+		c.expires.Store(now + to.Other)
 	}
 	c.apply(p)
 	if !p.HasNAT || !p.NAT.Src && !p.NAT.Dst {
@@ -583,22 +698,41 @@ func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
 	c.rh = c.reply.hash()
 	a, b := t.lockPair(c)
 	defer unlockPair(a, b)
-	// An expired connection in the way is ended and its entry taken
-	// over; its other entry (perhaps in a shard not locked here) stays
-	// until the next Sweep drops entries of dead connections.
-	if old, _ := a.x.get(&c.orig, c.oh); old != nil && !t.killIfExpired(old, now) {
+	self := c.reply == c.orig // a packet from a host to itself is its own reply
+	switch {
+	case self:
+		a.x.reserve(1)
+	case a == b:
+		a.x.reserve(2)
+	default:
+		a.x.reserve(1)
+		b.x.reserve(1)
+	}
+	// One probe per tuple finds what is in the way or where the entry
+	// goes. An expired connection in the way is ended and its entry
+	// taken over; its other entry (perhaps in a shard not locked here)
+	// stays until the next Sweep drops entries of dead connections.
+	po, old, _, _ := probe(a.x.slots(), &c.orig, c.oh)
+	if old != nil && !t.killIfExpired(old, now) {
 		return old, false
 	}
-	if old, _ := b.x.get(&c.reply, c.rh); old != nil && !t.killIfExpired(old, now) {
-		return nil, false
+	pr := -1
+	if !self {
+		pr, old, _, _ = probe(b.x.slots(), &c.reply, c.rh)
+		if old != nil && !t.killIfExpired(old, now) {
+			return nil, false
+		}
 	}
-	a.x.set(&c.orig, c.oh, c, false)
-	if c.reply != c.orig { // a packet from a host to itself is its own reply
-		b.x.set(&c.reply, c.rh, c, true)
+	a.x.put(po, c, c.oh, false)
+	if !self {
+		if a == b && pr == po { // both probes ended at the same empty slot
+			pr, _, _, _ = probe(b.x.slots(), &c.reply, c.rh)
+		}
+		b.x.put(pr, c, c.rh, true)
 	}
 	a.unassured = append(a.unassured, c)
 	t.n.Add(1)
-	c.zone.n.Add(1)
+	t.zones.get(c.orig.Zone).n.Add(1)
 	t.byProto[c.proto].Add(1)
 	if c.proto == header.IPProtoTCP {
 		t.tcpStates[c.tcp.state()].Add(1)
@@ -666,8 +800,9 @@ func (t *Tracker) killLocked(c *Conn) bool {
 		return false
 	}
 	c.dead = true
+	c.stopFast()
 	t.n.Add(-1)
-	c.zone.n.Add(-1)
+	t.zones.get(c.orig.Zone).n.Add(-1)
 	t.byProto[c.proto].Add(-1)
 	if c.proto == header.IPProtoTCP {
 		t.tcpStates[c.tcp.state()].Add(-1)
@@ -720,13 +855,13 @@ const (
 func (t *Tracker) sweepShard(s *shard, now int64) int {
 	var victims []*Conn
 	stale, wrapped := false, false
-	s.mu.RLock()
-	size := len(s.x.slots)
+	s.mu.Lock()
+	slots := s.x.slots()
+	size := len(slots)
 	chunk := min(size, max(minSweep, size/sweepRounds))
 	start := s.cursor % max(size, 1)
 	for i := range chunk {
-		sl := &s.x.slots[(start+i)%size]
-		c := sl.c
+		c, _, reply := slots[(start+i)%size].entry()
 		if c == nil {
 			continue
 		}
@@ -734,14 +869,14 @@ func (t *Tracker) sweepShard(s *shard, now int64) int {
 		switch {
 		case c.dead:
 			stale = true // an entry a newer connection did not take over
-		case !sl.reply && c.expires <= now:
+		case !reply && c.expires.Load() <= now:
 			victims = append(victims, c)
 		}
 		c.mu.Unlock()
 	}
 	s.cursor = start + chunk
 	wrapped = s.cursor >= size
-	s.mu.RUnlock()
+	s.mu.Unlock()
 	n := 0
 	for _, c := range victims {
 		if t.remove(c) {
@@ -803,10 +938,11 @@ func (t *Tracker) removeIf(f func(c *Conn) bool) int {
 	var victims []*Conn
 	for i := range t.shards {
 		s := &t.shards[i]
-		s.mu.RLock()
-		for _, sl := range s.x.slots {
-			c := sl.c
-			if c == nil || sl.reply {
+		s.mu.Lock()
+		slots := s.x.slots()
+		for i := range slots {
+			c, _, reply := slots[i].entry()
+			if c == nil || reply {
 				continue // each connection once, by its original tuple
 			}
 			c.mu.Lock()
@@ -815,7 +951,7 @@ func (t *Tracker) removeIf(f func(c *Conn) bool) int {
 			}
 			c.mu.Unlock()
 		}
-		s.mu.RUnlock()
+		s.mu.Unlock()
 	}
 	n := 0
 	for _, c := range victims {
@@ -824,4 +960,69 @@ func (t *Tracker) removeIf(f func(c *Conn) bool) int {
 		}
 	}
 	return n
+}
+
+// prefetchMin is the table size from which Prefetch reads ahead: a
+// smaller table's slots stay in the caches, and reading ahead would only
+// add the tuples' parsing twice.
+const prefetchMin = 16384
+
+// Prefetch is a hint before ct runs in zone on a batch of packets (keys
+// valid): it reads the index slot each packet's tuple hashes to, then the
+// connection found there, so that the batch's cache misses overlap instead
+// of coming one after another inside Process. For a ct that commits
+// (commit), also the slot where a new connection's reply tuple would go:
+// its tuple's reverse, or with nat (the ct's nat(...), nil without) the
+// reverse of the first translation the commit tries. It changes nothing;
+// what it returns is meaningless (returned so that the reads are not
+// optimised away).
+func (t *Tracker) Prefetch(pkts []*packet.Packet, zone uint16, commit bool, nat *NAT) uint16 {
+	if len(pkts) < 2 || t.n.Load() < prefetchMin {
+		return 0
+	}
+	reply := commit && (nat == nil || (nat.Src || nat.Dst) && !nat.Random)
+	var hs, rhs [32]uint32
+	var pp parsed
+	n := 0
+	for _, pkt := range pkts {
+		if n == len(hs) {
+			break
+		}
+		if !pkt.KeyValid || !parse(pkt, zone, &pp) || pp.related {
+			continue
+		}
+		hs[n] = pp.t.hash()
+		if reply {
+			r := pp.t
+			if nat != nil {
+				r = natFirst(&pp.t, nat)
+			}
+			r = r.reverse()
+			rhs[n] = r.hash()
+		}
+		n++
+	}
+	// The slots, in a tight loop so that many loads are in flight at
+	// once, then the connections they hold.
+	for i, h := range hs[:n] {
+		if sl := t.shardOf(h).x.slots(); len(sl) > 0 {
+			sl[h&uint32(len(sl)-1)].m.Load()
+		}
+		if reply {
+			h = rhs[i]
+			if sl := t.shardOf(h).x.slots(); len(sl) > 0 {
+				sl[h&uint32(len(sl)-1)].m.Load()
+			}
+		}
+	}
+	var sink uint16
+	for _, h := range hs[:n] {
+		if sl := t.shardOf(h).x.slots(); len(sl) > 0 {
+			s := &sl[h&uint32(len(sl)-1)]
+			if c := s.c.Load(); c != nil && uint32(s.m.Load()) == h {
+				sink += c.orig.SrcPort + c.reply.SrcPort // immutable once indexed
+			}
+		}
+	}
+	return sink
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 const (
@@ -279,5 +280,159 @@ func TestNotTrackable(t *testing.T) {
 	}
 	if tr.Len() != 0 || tr.Stats().Invalid != 1 {
 		t.Errorf("len %d, invalid %d", tr.Len(), tr.Stats().Invalid)
+	}
+}
+
+// TestPrefetch: reading ahead for a batch (a table large enough that it
+// does) changes nothing, whatever the batch holds, also while another
+// PMD commits (run with -race).
+func TestPrefetch(t *testing.T) {
+	tr := New()
+	pool := packet.NewPool(64, 4096)
+	mk := func(b []byte) *packet.Packet {
+		pkt := pool.Get()
+		pkt.SetData(b)
+		flow.Extract(pkt.Data(), 1, &pkt.Key, &pkt.Offsets)
+		pkt.KeyValid = true
+		return pkt
+	}
+	src := func(i int) net.IP { return net.IP{198, 18, byte(i >> 8), byte(i)} }
+	const conns = prefetchMin + 100
+	pkt := mk(udpFrame(t, src(0), ipB, 1, 9))
+	for i := range conns {
+		pkt.Key.IPv4Src = 0xc6120000 | uint32(i)
+		tr.Process(pkt, &commit, 0)
+	}
+	pkt.Free()
+	if tr.Len() != conns {
+		t.Fatalf("%d connections", tr.Len())
+	}
+	var batch []*packet.Packet
+	for i := range 40 { // more than Prefetch looks at
+		batch = append(batch, mk(udpFrame(t, ipB, src(i), 9, 1))) // replies of committed ones
+	}
+	batch = append(batch, mk(udpFrame(t, src(70000), ipB, 1, 9)), mk([]byte{1, 2, 3}))
+	batch[len(batch)-1].KeyValid = false
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		track(t, tr, udpFrame(t, net.IP{198, 19, 0, 1}, ipB, 2, 9), commit, 0)
+	}()
+	tr.Prefetch(batch, 0, false, nil)
+	tr.Prefetch(batch, 0, true, nil)
+	tr.Prefetch(batch, 0, true, &NAT{Src: true, MinAddr: [16]byte{10: 0xff, 11: 0xff, 12: 198, 13: 19, 15: 1}, MinPort: 1000, MaxPort: 2000})
+	<-done
+	if tr.Len() != conns+1 {
+		t.Errorf("%d connections after Prefetch, want %d", tr.Len(), conns+1)
+	}
+	for i, pkt := range batch[:40] {
+		tr.Process(pkt, &Params{}, 1)
+		if pkt.Key.CT.State != trk|est|rpl {
+			t.Errorf("reply %d: %s", i, stateString(pkt.Key.CT.State))
+		}
+	}
+}
+
+// TestLockFreePath: packets of an answered UDP connection take fastPath,
+// with the locked path's verdicts: the mark and label a later commit
+// sets, the expiry refreshed by the zone's timeouts, and ended or
+// expired connections not found.
+func TestLockFreePath(t *testing.T) {
+	tr := New()
+	out, back := udpFrame(t, ipA, ipB, 1, 2), udpFrame(t, ipB, ipA, 2, 1)
+	var label [16]byte
+	label[0], label[15] = 0xaa, 0x55
+	markIt := Params{Commit: true, SetMark: true, Mark: 7, MarkMask: ^uint32(0), SetLabel: true, Label: label, LabelMask: label}
+	track(t, tr, out, markIt, 0)
+	track(t, tr, back, Params{}, 0)
+	for _, f := range [][]byte{out, back} {
+		ct := track(t, tr, f, Params{}, sec)
+		if ct.State&est == 0 || ct.Mark != 7 || ct.Label != label {
+			t.Fatalf("established: %s mark %d label %x", stateString(ct.State), ct.Mark, ct.Label)
+		}
+	}
+	var pp parsed
+	pkt := packet.NewPool(1, 4096).Get()
+	pkt.SetData(out)
+	flow.Extract(pkt.Data(), 1, &pkt.Key, &pkt.Offsets)
+	parse(pkt, 0, &pp)
+	conn, _ := tr.lookup(&pp.t)
+	pkt.Free()
+	if conn == nil || conn.fast.Load()&fastOK == 0 {
+		t.Fatalf("the answered connection is not on the lock-free path")
+	}
+	// A commit that changes the mark takes the lock; later packets see it.
+	track(t, tr, out, Params{Commit: true, SetMark: true, Mark: 9, MarkMask: 0xff}, 2*sec)
+	if ct := track(t, tr, back, Params{}, 2*sec); ct.Mark != 9 || ct.State != trk|est|rpl {
+		t.Errorf("after the new mark: %s mark %d", stateString(ct.State), ct.Mark)
+	}
+	// The zone's timeouts apply: 10 s from the last packet.
+	to := DefaultTimeouts()
+	to.UDPMultiple = 10 * sec
+	tr.SetZoneTimeouts(0, &to)
+	track(t, tr, out, Params{}, 3*sec)
+	if got := conn.expires.Load(); got != 13*sec {
+		t.Errorf("expiry %d s, want 13", got/sec)
+	}
+	if ct := track(t, tr, out, Params{}, 14*sec); ct.State != trk|nw {
+		t.Errorf("after the expiry: %s", stateString(ct.State))
+	}
+	// Ended: the next packet starts a new connection.
+	track(t, tr, back, Params{}, 14*sec) // the reply: +est of the new one
+	tr.Flush(nil)
+	if conn.fast.Load()&fastOK != 0 {
+		t.Errorf("a flushed connection stays on the lock-free path")
+	}
+	if ct := track(t, tr, back, Params{}, 15*sec); ct.State != trk|nw {
+		t.Errorf("after the flush: %s", stateString(ct.State))
+	}
+}
+
+// TestLockFreeMarkConsistent: a PMD on the lock-free path never sees a
+// mark and a label from different commits while another commits new
+// ones (run with -race).
+func TestLockFreeMarkConsistent(t *testing.T) {
+	tr := New()
+	out, back := udpFrame(t, ipA, ipB, 1, 2), udpFrame(t, ipB, ipA, 2, 1)
+	track(t, tr, out, commit, 0)
+	track(t, tr, back, Params{}, 0)
+	all := [16]byte{}
+	for i := range all {
+		all[i] = 0xff
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pkt := packet.NewPool(1, 4096).Get()
+		defer pkt.Free()
+		for k := range 2000 {
+			var l [16]byte
+			for i := range l {
+				l[i] = byte(k)
+			}
+			pkt.SetData(out)
+			flow.Extract(pkt.Data(), 1, &pkt.Key, &pkt.Offsets)
+			pkt.KeyValid = true
+			tr.Process(pkt, &Params{Commit: true, SetMark: true, Mark: uint32(byte(k)), MarkMask: ^uint32(0), SetLabel: true, Label: l, LabelMask: all}, sec)
+		}
+	}()
+	pkt := packet.NewPool(1, 4096).Get()
+	defer pkt.Free()
+	for n := 0; ; n++ {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		pkt.SetData(back)
+		flow.Extract(pkt.Data(), 1, &pkt.Key, &pkt.Offsets)
+		pkt.KeyValid = true
+		tr.Process(pkt, &Params{}, sec)
+		ct := &pkt.Key.CT
+		for i := range ct.Label {
+			if uint32(ct.Label[i]) != ct.Mark {
+				t.Fatalf("packet %d: mark %d with label %x", n, ct.Mark, ct.Label)
+			}
+		}
 	}
 }

@@ -27,16 +27,17 @@ func (t *Tracker) Dump(zone *uint16, now int64) []Entry {
 	var es []Entry
 	for i := range t.shards {
 		s := &t.shards[i]
-		s.mu.RLock()
-		for _, sl := range s.x.slots {
-			c := sl.c
-			if c == nil || sl.reply || zone != nil && c.orig.Zone != *zone {
+		s.mu.Lock()
+		slots := s.x.slots()
+		for i := range slots {
+			c, _, reply := slots[i].entry()
+			if c == nil || reply || zone != nil && c.orig.Zone != *zone {
 				continue
 			}
 			c.mu.Lock()
 			if c.alive(now) {
-				e := Entry{Orig: c.orig, Reply: c.reply, Mark: c.mark, Label: c.label,
-					Timeout: (c.expires - now + sec - 1) / sec}
+				e := Entry{Orig: c.orig, Reply: c.reply, Mark: c.mark.Load(), Label: c.labelBytes(),
+					Timeout: (c.expires.Load() - now + sec - 1) / sec}
 				if c.proto == header.IPProtoTCP {
 					e.TCPState = c.tcp.stateName()
 				}
@@ -45,7 +46,7 @@ func (t *Tracker) Dump(zone *uint16, now int64) []Entry {
 			}
 			c.mu.Unlock()
 		}
-		s.mu.RUnlock()
+		s.mu.Unlock()
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].String() < es[j].String() })
 	return es

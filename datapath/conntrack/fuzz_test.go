@@ -116,22 +116,26 @@ func checkInvariants(t *testing.T, tr *Tracker) {
 	for i := range tr.shards {
 		x := &tr.shards[i].x
 		n := 0
-		for _, sl := range x.slots {
-			c := sl.c
+		slots := x.slots()
+		for k := range slots {
+			c, h, reply := slots[k].entry()
 			if c == nil {
 				continue
 			}
 			n++
-			if tu := sl.tuple(); sl.h != tu.hash() || tr.shardOf(sl.h) != &tr.shards[i] {
-				t.Fatalf("an entry in shard %d with hash %#x, its tuple's is %#x", i, sl.h, tu.hash())
+			if tu := tupleOf(c, reply); h != tu.hash() || tr.shardOf(h) != &tr.shards[i] {
+				t.Fatalf("an entry in shard %d with hash %#x, its tuple's is %#x", i, h, tu.hash())
 			}
-			if got, _ := x.get(sl.tuple(), sl.h); got != c {
+			if got, _ := x.get(tupleOf(c, reply), h); got != c {
 				t.Fatalf("an entry its own index does not find")
+			}
+			if got, _ := x.lookup(tupleOf(c, reply), h, &tr.shards[i].mu); got != c {
+				t.Fatalf("an entry the lock-free lookup does not find")
 			}
 			if c.dead {
 				continue // a stale entry, dropped at the next Sweep
 			}
-			if !sl.reply {
+			if !reply {
 				conns++
 				if got, _ := tr.shardOf(c.rh).x.get(&c.reply, c.rh); got != c {
 					t.Fatalf("connection %+v not found from its reply tuple", c.orig)

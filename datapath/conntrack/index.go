@@ -1,5 +1,11 @@
 package conntrack
 
+import (
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
 // index is one shard's map from tuple to connection: open addressing with
 // linear probing, each slot holding a tuple's hash, the connection and
 // which of its two tuples the slot stands for. A lookup hashes the tuple
@@ -8,123 +14,239 @@ package conntrack
 // tuples themselves live in the connection, so a slot is 16 bytes and
 // growing rehashes nothing. Deleting shifts the entries after it back,
 // so there are no tombstones to clean up.
+//
+// Writers hold the shard's lock. Readers on the packet path take no lock:
+// the index is a sequence lock, its counter odd while a writer moves or
+// removes entries, and a reader that saw it odd or changed across its
+// probe looks again under the lock. Slots are read and written atomically
+// (plain moves on amd64 and arm64), and a connection's tuples never change
+// once it is indexed, so a reader racing a writer reads stale values, never
+// torn ones, and the counter tells it so.
 type index struct {
-	slots []slot
-	n     int
+	seq atomic.Uint32
+	tab atomic.Pointer[[]slot]
+	n   int
 }
 
 type slot struct {
-	c     *Conn
-	h     uint32
-	reply bool // the slot stands for c.reply, else c.orig
+	c atomic.Pointer[Conn]
+	// m is the tuple's hash, slotUsed and, for a reply tuple,
+	// slotReply: 0 for an empty slot.
+	m atomic.Uint64
 }
+
+const (
+	slotUsed  = 1 << 32
+	slotReply = 1 << 33
+)
 
 // minIndex is a new or shrunk index's size (a power of two).
 const minIndex = 64
 
-func (s *slot) tuple() *Tuple {
-	if s.reply {
-		return &s.c.reply
+func slotMeta(h uint32, reply bool) uint64 {
+	m := uint64(h) | slotUsed
+	if reply {
+		m |= slotReply
 	}
-	return &s.c.orig
+	return m
 }
 
-// find returns the position of tu (hash h), or -1.
-func (x *index) find(tu *Tuple, h uint32) int {
-	if len(x.slots) == 0 {
-		return -1
+// entry reads slot s: its connection (nil when empty), hash and
+// direction.
+func (s *slot) entry() (c *Conn, h uint32, reply bool) {
+	m := s.m.Load()
+	if m == 0 {
+		return nil, 0, false
 	}
-	mask := uint32(len(x.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		s := &x.slots[i]
-		if s.c == nil {
-			return -1
-		}
-		if s.h == h && *s.tuple() == *tu {
-			return int(i)
-		}
+	return s.c.Load(), uint32(m), m&slotReply != 0
+}
+
+// tupleOf is c's tuple the slot direction reply stands for.
+func tupleOf(c *Conn, reply bool) *Tuple {
+	if reply {
+		return &c.reply
 	}
+	return &c.orig
+}
+
+func (s *slot) store(c *Conn, m uint64) {
+	s.c.Store(c)
+	s.m.Store(m)
+}
+
+func (s *slot) clear() { s.store(nil, 0) }
+
+// slots is the current array (under the shard's lock, or in a read
+// section).
+func (x *index) slots() []slot {
+	if p := x.tab.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// begin and end bracket a change to the slots (the shard's lock
+// held): readers that overlap it look again.
+func (x *index) begin() { x.seq.Add(1) }
+func (x *index) end()   { x.seq.Add(1) }
+
+// probe looks for tu (hash h) in sl: the position of its entry (found) or
+// of the empty slot its probe sequence ends at (-1 when sl is empty).
+// It gives up after len(sl) slots, which only a reader racing a writer
+// can reach (the array is never full).
+func probe(sl []slot, tu *Tuple, h uint32) (pos int, c *Conn, reply, found bool) {
+	if len(sl) == 0 {
+		return -1, nil, false, false
+	}
+	mask := uint32(len(sl) - 1)
+	i := h & mask
+	for range len(sl) {
+		s := &sl[i]
+		m := s.m.Load()
+		if m == 0 {
+			return int(i), nil, false, false
+		}
+		if uint32(m) == h {
+			r := m&slotReply != 0
+			if c := s.c.Load(); c != nil && tupleOf(c, r).equal(tu) {
+				return int(i), c, r, true
+			}
+		}
+		i = (i + 1) & mask
+	}
+	return -1, nil, false, false
 }
 
 // get returns the connection tu (hash h) maps to and whether tu is its
-// reply tuple.
+// reply tuple (the shard's lock held).
 func (x *index) get(tu *Tuple, h uint32) (c *Conn, reply bool) {
-	if i := x.find(tu, h); i >= 0 {
-		return x.slots[i].c, x.slots[i].reply
+	_, c, reply, _ = probe(x.slots(), tu, h)
+	return c, reply
+}
+
+// lookup is get without the lock: a read section of the sequence lock,
+// and under the lock (mu, the shard's) when a writer interfered.
+func (x *index) lookup(tu *Tuple, h uint32, mu *sync.Mutex) (c *Conn, reply bool) {
+	if v := x.seq.Load(); v&1 == 0 {
+		_, c, reply, _ = probe(x.slots(), tu, h)
+		if x.seq.Load() == v {
+			return c, reply
+		}
 	}
-	return nil, false
+	mu.Lock()
+	c, reply = x.get(tu, h)
+	mu.Unlock()
+	return c, reply
+}
+
+// reserve makes room for k more entries, growing the array if that would
+// load it over 3/4, so that positions probe returns stay valid for k
+// puts.
+func (x *index) reserve(k int) {
+	if n := len(x.slots()); (x.n+k)*4 > n*3 {
+		x.resize(max(minIndex, 2*n))
+	}
+}
+
+// put maps the tuple at position pos (probe's answer for it, after
+// reserve) to c.
+func (x *index) put(pos int, c *Conn, h uint32, reply bool) {
+	s := &x.slots()[pos]
+	if s.m.Load() != 0 {
+		// Replacing: a reader could pair the old direction with the
+		// new connection.
+		x.begin()
+		s.store(c, slotMeta(h, reply))
+		x.end()
+		return
+	}
+	// Filling an empty slot needs no begin/end: c is stored before m,
+	// so a reader sees the slot empty or the entry whole, both answers
+	// of the moment.
+	x.n++
+	s.store(c, slotMeta(h, reply))
 }
 
 // set maps tu (hash h; c's reply tuple when reply) to c, in place of any
 // connection it mapped to.
 func (x *index) set(tu *Tuple, h uint32, c *Conn, reply bool) {
-	if (x.n+1)*4 > len(x.slots)*3 {
-		x.resize(max(minIndex, 2*len(x.slots)))
-	}
-	mask := uint32(len(x.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		s := &x.slots[i]
-		if s.c == nil {
-			*s = slot{c: c, h: h, reply: reply}
-			x.n++
-			return
-		}
-		if s.h == h && *s.tuple() == *tu {
-			*s = slot{c: c, h: h, reply: reply}
-			return
-		}
-	}
+	x.reserve(1)
+	pos, _, _, _ := probe(x.slots(), tu, h)
+	x.put(pos, c, h, reply)
 }
 
 // delete removes tu's entry (hash h) if it maps to c.
 func (x *index) delete(tu *Tuple, h uint32, c *Conn) {
-	if i := x.find(tu, h); i >= 0 && x.slots[i].c == c {
+	if i, got, _, ok := probe(x.slots(), tu, h); ok && got == c {
+		x.begin()
 		x.removeAt(uint32(i))
+		x.end()
 	}
 }
 
 // removeAt empties slot i and moves back the entries of its cluster that
 // may take it (those whose home slot is not cyclically between i and
-// where they are).
+// where they are). It is called between begin and end.
 func (x *index) removeAt(i uint32) {
-	mask := uint32(len(x.slots) - 1)
-	x.slots[i] = slot{}
+	sl := x.slots()
+	mask := uint32(len(sl) - 1)
+	sl[i].clear()
 	x.n--
-	for j := (i + 1) & mask; x.slots[j].c != nil; j = (j + 1) & mask {
-		home := x.slots[j].h & mask
+	for j := (i + 1) & mask; ; j = (j + 1) & mask {
+		m := sl[j].m.Load()
+		if m == 0 {
+			return
+		}
+		home := uint32(m) & mask
 		// The entry at j stays when its home lies in (i, j].
 		if i <= j && i < home && home <= j || i > j && (i < home || home <= j) {
 			continue
 		}
-		x.slots[i], x.slots[j] = x.slots[j], slot{}
+		sl[i].store(sl[j].c.Load(), m)
+		sl[j].clear()
 		i = j
 	}
 }
 
-// resize rebuilds the index with n slots (a power of two).
+// rawSlot is a slot's layout without the atomics, for filling an array
+// no reader sees yet: plain stores instead of locked ones
+// (TestRawSlotLayout checks the layouts agree).
+type rawSlot struct {
+	c *Conn
+	m uint64
+}
+
+// resize rebuilds the index with n slots (a power of two). Readers of the
+// old array see it unchanged; the new one is complete when published
+// (the atomic store of tab orders the plain stores before it).
 func (x *index) resize(n int) {
-	old := x.slots
-	x.slots = make([]slot, n)
+	old := x.slots()
+	sl := make([]slot, n)
+	raw := unsafe.Slice((*rawSlot)(unsafe.Pointer(unsafe.SliceData(sl))), n)
 	mask := uint32(n - 1)
-	for _, s := range old {
-		if s.c == nil {
+	for k := range old {
+		m := old[k].m.Load()
+		if m == 0 {
 			continue
 		}
-		i := s.h & mask
-		for x.slots[i].c != nil {
+		i := uint32(m) & mask
+		for raw[i].m != 0 {
 			i = (i + 1) & mask
 		}
-		x.slots[i] = s
+		raw[i] = rawSlot{c: old[k].c.Load(), m: m}
 	}
+	x.begin()
+	x.tab.Store(&sl)
+	x.end()
 }
 
 // shrink gives memory back after many deletions (a flush, a sweep).
 func (x *index) shrink() {
-	n := len(x.slots)
+	n := len(x.slots())
 	for n > minIndex && x.n*8 < n {
 		n /= 2
 	}
-	if n < len(x.slots) {
+	if n < len(x.slots()) {
 		x.resize(n)
 	}
 }
@@ -134,8 +256,11 @@ func (x *index) shrink() {
 // next. (One moved across the end of the array may be looked at twice;
 // f must not mind.)
 func (x *index) removeIf(f func(c *Conn) bool) {
-	for i := 0; i < len(x.slots); {
-		if c := x.slots[i].c; c != nil && f(c) {
+	sl := x.slots()
+	x.begin()
+	defer x.end()
+	for i := 0; i < len(sl); {
+		if c, _, _ := sl[i].entry(); c != nil && f(c) {
 			x.removeAt(uint32(i))
 			continue
 		}

@@ -3,6 +3,7 @@ package conntrack
 import (
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // TestIndex against a Go map: random sets and deletes with colliding
@@ -45,6 +46,109 @@ func TestIndex(t *testing.T) {
 	for tu := range conns {
 		if got, _ := x.get(&tu, hash(&tu)); got != want[tu] {
 			t.Fatalf("%v: got %p, want %p", tu, got, want[tu])
+		}
+	}
+}
+
+// TestIndexReadersDuringWrites: lock-free lookups of entries that stay
+// find them every time while a writer inserts, deletes (shifting entries
+// back) and resizes the same index (run with -race).
+func TestIndexReadersDuringWrites(t *testing.T) {
+	var s shard
+	hash := func(tu *Tuple) uint32 { return uint32(tu.SrcPort) % 61 * 0x01000193 } // clusters
+	// The entries that stay go in behind others of their clusters, so
+	// that deleting those shifts them back under the readers.
+	churn := map[uint16]*Conn{}
+	for p := uint16(1000); p < 2000; p++ {
+		c := &Conn{orig: Tuple{SrcPort: p, Proto: 17}}
+		churn[p] = c
+		s.x.set(&c.orig, hash(&c.orig), c, false)
+	}
+	stay := make([]*Conn, 200)
+	for i := range stay {
+		c := &Conn{orig: Tuple{SrcPort: uint16(i), Proto: 17}}
+		stay[i] = c
+		s.mu.Lock()
+		s.x.set(&c.orig, hash(&c.orig), c, false)
+		s.mu.Unlock()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rng := rand.New(rand.NewPCG(3, 4))
+		for step := range 200_000 {
+			tu := Tuple{SrcPort: uint16(1000 + rng.IntN(1000)), Proto: 17}
+			s.mu.Lock()
+			if c := churn[tu.SrcPort]; c != nil {
+				s.x.delete(&tu, hash(&tu), c)
+				delete(churn, tu.SrcPort)
+			} else {
+				c = &Conn{orig: tu}
+				churn[tu.SrcPort] = c
+				s.x.set(&c.orig, hash(&c.orig), c, false)
+			}
+			if step%2000 == 0 {
+				s.x.shrink()
+			}
+			s.mu.Unlock()
+		}
+	}()
+	for n := 0; ; n++ {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		c := stay[n%len(stay)]
+		if got, _ := s.x.lookup(&c.orig, hash(&c.orig), &s.mu); got != c {
+			t.Fatalf("lookup %d of port %d: got %p, want %p", n, c.orig.SrcPort, got, c)
+		}
+	}
+}
+
+// TestRawSlotLayout: resize fills a new array through rawSlot, which must
+// lay a slot out as slot does.
+func TestRawSlotLayout(t *testing.T) {
+	var s slot
+	var r rawSlot
+	if unsafe.Sizeof(s) != unsafe.Sizeof(r) || unsafe.Offsetof(s.c) != unsafe.Offsetof(r.c) || unsafe.Offsetof(s.m) != unsafe.Offsetof(r.m) {
+		t.Fatalf("slot %d bytes (c at %d, m at %d), rawSlot %d (%d, %d)", unsafe.Sizeof(s), unsafe.Offsetof(s.c), unsafe.Offsetof(s.m),
+			unsafe.Sizeof(r), unsafe.Offsetof(r.c), unsafe.Offsetof(r.m))
+	}
+}
+
+// TestTupleEqual: equal is ==, for tuples alike but in one bit of one
+// field.
+func TestTupleEqual(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 20_000 {
+		var a Tuple
+		for i := range a.Src {
+			a.Src[i], a.Dst[i] = byte(rng.IntN(4)), byte(rng.IntN(4))
+		}
+		a.SrcPort, a.DstPort, a.Zone = uint16(rng.IntN(4)), uint16(rng.IntN(4)), uint16(rng.IntN(4))
+		a.Proto, a.ICMPType, a.IPv6 = uint8(rng.IntN(4)), uint8(rng.IntN(4)), rng.IntN(2) == 0
+		b := a
+		switch rng.IntN(9) { // 8: none
+		case 0:
+			b.Src[rng.IntN(16)] ^= 1 << rng.IntN(8)
+		case 1:
+			b.Dst[rng.IntN(16)] ^= 1 << rng.IntN(8)
+		case 2:
+			b.SrcPort ^= 1 << rng.IntN(16)
+		case 3:
+			b.DstPort ^= 1 << rng.IntN(16)
+		case 4:
+			b.Zone ^= 1 << rng.IntN(16)
+		case 5:
+			b.Proto ^= 1 << rng.IntN(8)
+		case 6:
+			b.ICMPType ^= 1 << rng.IntN(8)
+		case 7:
+			b.IPv6 = !b.IPv6
+		}
+		if a.equal(&b) != (a == b) || b.equal(&a) != (a == b) {
+			t.Fatalf("%+v vs %+v: equal %v, == %v", a, b, a.equal(&b), a == b)
 		}
 	}
 }

@@ -184,6 +184,13 @@ func natCandidates(orig *Tuple, n *NAT, try func(translated Tuple) bool) bool {
 	return false
 }
 
+// natFirst is the first translation natCandidates tries for orig (n not
+// Random).
+func natFirst(orig *Tuple, n *NAT) (first Tuple) {
+	natCandidates(orig, n, func(t Tuple) bool { first = t; return true })
+	return first
+}
+
 // addrs is an address range; at most 2^16 addresses of it are used.
 type addrs struct {
 	lo [16]byte

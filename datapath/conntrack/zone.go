@@ -1,15 +1,13 @@
 package conntrack
 
 import (
-	"slices"
 	"sync"
 	"sync/atomic"
 )
 
-// zone is one conntrack zone's count and settings. A connection points to
-// its zone from its commit on, so the established path reads the zone's
-// timeouts without a lookup, and a policy set later applies to the
-// connections already there at their next packet.
+// zone is one conntrack zone's count and settings. The established path
+// reads a connection's zone's timeouts at each packet, so a policy set
+// later applies to the connections already there at their next packet.
 type zone struct {
 	n atomic.Int64
 	// limit is the zone's connection limit: 0 none, noLimit the
@@ -20,34 +18,47 @@ type zone struct {
 
 const noLimit = -1
 
-// zones is the tracker's table of zones that have had a connection or a
-// setting. It only grows (65,536 entries at most), so a connection's
-// pointer stays valid.
+// zones is the tracker's table of zones, by id in pages of 256 made on
+// first use (a zone that has had a connection or a setting, and its
+// page's others). Pages are never freed, so a zone's pointer stays
+// valid, and a connection finds its zone from its tuple's zone without a
+// lock (a Conn holds no pointer, which keeps the garbage collector off the
+// millions of them).
 type zones struct {
-	mu           sync.RWMutex
-	m            map[uint16]*zone
+	mu           sync.Mutex // making a page
+	pages        [256]atomic.Pointer[zonePage]
 	defaultLimit atomic.Int64
 }
 
-// get returns zone id's entry, making it on first use.
+type zonePage [256]zone
+
+// get returns zone id's entry, making its page on first use.
 func (zs *zones) get(id uint16) *zone {
-	zs.mu.RLock()
-	z := zs.m[id]
-	zs.mu.RUnlock()
-	if z != nil {
-		return z
+	if p := zs.pages[id>>8].Load(); p != nil {
+		return &p[id&0xff]
 	}
 	zs.mu.Lock()
 	defer zs.mu.Unlock()
-	if z = zs.m[id]; z == nil {
-		if zs.m == nil {
-			zs.m = map[uint16]*zone{}
+	p := zs.pages[id>>8].Load()
+	if p == nil {
+		p = new(zonePage)
+		for i := range p {
+			p[i].limit.Store(noLimit)
 		}
-		z = &zone{}
-		z.limit.Store(noLimit)
-		zs.m[id] = z
+		zs.pages[id>>8].Store(p)
 	}
-	return z
+	return &p[id&0xff]
+}
+
+// each calls f with every zone of the pages made so far, by id.
+func (zs *zones) each(f func(id uint16, z *zone)) {
+	for hi := range zs.pages {
+		if p := zs.pages[hi].Load(); p != nil {
+			for lo := range p {
+				f(uint16(hi<<8|lo), &p[lo])
+			}
+		}
+	}
 }
 
 // full reports whether zone z is at its connection limit.
@@ -61,7 +72,7 @@ func (zs *zones) full(z *zone) bool {
 
 // timeouts is what connections of c's zone expire by. c.mu is held.
 func (t *Tracker) timeoutsOf(c *Conn) *Timeouts {
-	if to := c.zone.timeouts.Load(); to != nil {
+	if to := t.zones.get(c.orig.Zone).timeouts.Load(); to != nil {
 		return to
 	}
 	return t.timeouts.Load()
@@ -106,14 +117,11 @@ func (t *Tracker) ZoneLimits(ids []uint16) []ZoneLimit {
 		}
 		return out
 	}
-	zs.mu.RLock()
-	for id, z := range zs.m {
+	zs.each(func(id uint16, z *zone) {
 		if l := z.limit.Load(); l != noLimit {
 			out = append(out, ZoneLimit{Zone: id, Limit: l, Count: z.n.Load()})
 		}
-	}
-	zs.mu.RUnlock()
-	slices.SortFunc(out, func(a, b ZoneLimit) int { return int(a.Zone) - int(b.Zone) })
+	})
 	return out
 }
 
@@ -130,25 +138,21 @@ func (t *Tracker) SetZoneTimeouts(id uint16, to *Timeouts) {
 // ZoneTimeouts are the zones with timeouts of their own.
 func (t *Tracker) ZoneTimeouts() map[uint16]Timeouts {
 	out := map[uint16]Timeouts{}
-	t.zones.mu.RLock()
-	defer t.zones.mu.RUnlock()
-	for id, z := range t.zones.m {
+	t.zones.each(func(id uint16, z *zone) {
 		if to := z.timeouts.Load(); to != nil {
 			out[id] = *to
 		}
-	}
+	})
 	return out
 }
 
 // ZoneCounts are the connections of each zone that has any.
 func (t *Tracker) ZoneCounts() map[uint16]int64 {
 	out := map[uint16]int64{}
-	t.zones.mu.RLock()
-	defer t.zones.mu.RUnlock()
-	for id, z := range t.zones.m {
+	t.zones.each(func(id uint16, z *zone) {
 		if n := z.n.Load(); n > 0 {
 			out[id] = n
 		}
-	}
+	})
 	return out
 }
