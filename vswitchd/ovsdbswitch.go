@@ -15,6 +15,7 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofconn"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/dbconfig"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/dbserver"
@@ -23,7 +24,7 @@ import (
 // The embedded database's file and socket in the state directory.
 const (
 	EmbeddedDBName   = "conf.db"
-	EmbeddedDBSocket = "db.sock"
+	EmbeddedDBSocket = mgmt.DBSocketName
 )
 
 // dbSwitch is the daemon as the OVSDB reconciler drives it (ovsdb.Switch):

@@ -133,6 +133,14 @@ func runChain(ctx context.Context, g globals, segs []segment, stdout, stderr io.
 func runDB(ctx context.Context, g globals, cmds [][]string, stdout, stderr io.Writer) int {
 	endpoint := g.db
 	if endpoint == "" {
+		// The embedded database's socket, if the daemon serves one;
+		// else the daemon says which database it follows.
+		if sock := filepath.Join(g.stateDir, mgmt.DBSocketName); isSocket(sock) {
+			if db, err := dbctl.Dial(ctx, "unix:"+sock); err == nil {
+				defer db.Close()
+				return runOn(ctx, g, db, cmds, stdout, stderr)
+			}
+		}
 		cl, err := mgmt.Dial(ctx, filepath.Join(g.stateDir, mgmt.SocketName))
 		if err != nil {
 			fmt.Fprintf(stderr, "vsctl: %v\n", err)
@@ -152,6 +160,11 @@ func runDB(ctx context.Context, g globals, cmds [][]string, stdout, stderr io.Wr
 		return exitFail
 	}
 	defer db.Close()
+	return runOn(ctx, g, db, cmds, stdout, stderr)
+}
+
+// runOn runs cmds as one transaction on db and prints the outcome.
+func runOn(ctx context.Context, g globals, db *dbctl.Client, cmds [][]string, stdout, stderr io.Writer) int {
 	r, err := db.Run(ctx, cmds, dbctl.Options{NoWait: g.noWait})
 	if err != nil {
 		name := cmds[0][0]
@@ -368,4 +381,9 @@ func runOF(ctx context.Context, g globals, c ofctl.Command, flags, pos []string,
 func isRegularFile(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular()
+}
+
+func isSocket(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode()&os.ModeSocket != 0
 }

@@ -10,6 +10,9 @@ import (
 const (
 	// SocketName is the management socket vsctl connects to.
 	SocketName = "vswitchd.sock"
+	// DBSocketName is the embedded Open_vSwitch database's socket, where
+	// the daemon serves its database when it follows no other.
+	DBSocketName = "db.sock"
 	// BridgeSocketSuffix follows a bridge's name to make its OpenFlow
 	// management socket (BRIDGE.mgmt), what vsctl's flow commands and
 	// `ovs-ofctl -O OpenFlow13 ... unix:STATE/BRIDGE.mgmt` talk to.
