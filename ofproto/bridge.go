@@ -191,6 +191,8 @@ type Bridge struct {
 	meterMu sync.Mutex
 	// learnFailures counts learned flows the tables refused.
 	learnFailures atomic.Uint64
+	// maxIdle is cfg.MaxIdle, changed in place by SetMaxIdle.
+	maxIdle atomic.Int64
 	// failPipe is the hidden table translations use while failed open.
 	failPipe *pipeline.Pipeline
 	// recirc holds the walks frozen for recirculation (after a pop MPLS
@@ -255,6 +257,7 @@ func NewBridge(name string, dp *datapath.Datapath, cfg BridgeConfig) (*Bridge, e
 		recirc: xlate.NewRecircTable(), pins: xlate.NewPacketInTable(),
 		recs: make(map[uint32]*portRec), settings: make(map[uint32]portSettings),
 		failMode: mode, tablesDirty: make(chan struct{}, 1)}
+	b.maxIdle.Store(int64(cfg.MaxIdle))
 	b.portLiveFn = b.portLive
 	b.pinNonce = rand.Uint64()
 	b.pipe.OnChange = b.tablesChanged
@@ -339,6 +342,13 @@ func (b *Bridge) Pipeline() *pipeline.Pipeline { return b.pipe }
 
 // Normal is the switch behind output to OFPP_NORMAL.
 func (b *Bridge) Normal() *normal.Switch { return b.cfg.Normal }
+
+// SetMaxIdle changes BridgeConfig.MaxIdle in place: the next housekeeping
+// pass removes the megaflows unused for d.
+func (b *Bridge) SetMaxIdle(d time.Duration) { b.maxIdle.Store(int64(d)) }
+
+// MaxIdle is the max-idle in force.
+func (b *Bridge) MaxIdle() time.Duration { return time.Duration(b.maxIdle.Load()) }
 
 // FDB lists NORMAL's MAC table (port, VLAN, MAC, age) for fdb-show.
 func (b *Bridge) FDB() []normal.Entry { return b.cfg.Normal.Entries(time.Now()) }
@@ -514,8 +524,8 @@ func (b *Bridge) housekeeping() {
 			// Traffic first, so that busy entries do not idle out.
 			b.dp.PushStats(now)
 			b.sendRemoved(b.pipe.Expire(now))
-			if b.cfg.MaxIdle >= 0 {
-				b.dp.ExpireIdleFlows(cmp.Or(b.cfg.MaxIdle, DefaultMaxIdle))
+			if idle := time.Duration(b.maxIdle.Load()); idle >= 0 {
+				b.dp.ExpireIdleFlows(cmp.Or(idle, DefaultMaxIdle))
 			}
 			b.dp.SweepConntrack()
 			aged := b.cfg.Normal.Expire(now) > 0

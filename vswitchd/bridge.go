@@ -180,7 +180,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		Upcall:            up,
 		Normal:            sw,
 		FailMode:          nb.FailMode,
-		MaxIdle:           time.Duration(intOption(oc, "max-idle", int(ofproto.DefaultMaxIdle/time.Millisecond))) * time.Millisecond,
+		MaxIdle:           maxIdle(oc),
 		OnFlowTableChange: func() { b.flowsDirty.Store(true) },
 		OnTableMod:        b.logTableMod,
 		OnBundleCommit:    b.saveBundle,
@@ -711,6 +711,7 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 	}
 	oc := c.OtherConfig
 	b.setFlowSync(oc)
+	b.of.SetMaxIdle(maxIdle(oc))
 	if err := b.dp.SetTxFlushInterval(flushInterval(oc, 0)); err != nil {
 		return err
 	}
@@ -1082,6 +1083,12 @@ func intOption(m map[string]string, key string, def int) int {
 		}
 	}
 	return def
+}
+
+// maxIdle is other_config's max-idle (ms): how long a megaflow may go
+// unused. It applies in place, as in Open vSwitch.
+func maxIdle(oc map[string]string) time.Duration {
+	return time.Duration(intOption(oc, "max-idle", int(ofproto.DefaultMaxIdle/time.Millisecond))) * time.Millisecond
 }
 
 // flushInterval is other_config's tx-flush-interval as the datapath takes

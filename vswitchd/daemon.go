@@ -39,7 +39,6 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/internal/statedir"
-	"github.com/vswitch-go/vswitch/ofproto"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 	"github.com/vswitch-go/vswitch/vswitchd/metrics"
@@ -671,8 +670,8 @@ func (d *Daemon) Close() error {
 // datapathSettings are the switch-wide settings a datapath is built with;
 // a bridge is rebuilt when they change.
 type datapathSettings struct {
-	nPMD, flowLimit, emcInvProb, maxIdle int
-	cpus                                 string
+	nPMD, flowLimit, emcInvProb int
+	cpus                        string
 }
 
 func switchDatapathSettings(c *config.Config) datapathSettings {
@@ -681,7 +680,6 @@ func switchDatapathSettings(c *config.Config) datapathSettings {
 		nPMD:       pmdCount(oc),
 		flowLimit:  intOption(oc, "flow-limit", datapath.DefaultFlowLimit),
 		emcInvProb: intOption(oc, "emc-insert-inv-prob", 100),
-		maxIdle:    intOption(oc, "max-idle", int(ofproto.DefaultMaxIdle/time.Millisecond)),
 		cpus:       oc["pmd-cpu-mask"],
 	}
 }

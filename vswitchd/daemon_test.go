@@ -324,3 +324,25 @@ func TestFlowSyncSetting(t *testing.T) {
 		t.Fatalf("after remove: level %d", b.sync.Load())
 	}
 }
+
+// TestMaxIdleInPlace: other_config:max-idle applies to the running bridge,
+// as in Open vSwitch, without rebuilding it (which would reopen every
+// port).
+func TestMaxIdleInPlace(t *testing.T) {
+	d, err := Start(Options{StateDir: t.TempDir(), DefaultBridge: "br0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	b := d.runningBridge("br0")
+	if b == nil {
+		t.Fatal("br0 not running")
+	}
+	mustCall(t, d, "set", "Open_vSwitch", ".", "other_config:max-idle=2500")
+	if d.runningBridge("br0") != b {
+		t.Fatal("setting max-idle rebuilt the bridge")
+	}
+	if got := b.of.MaxIdle(); got != 2500*time.Millisecond {
+		t.Fatalf("max-idle in force %v, want 2.5s", got)
+	}
+}
