@@ -191,6 +191,9 @@ type Bridge struct {
 	meterMu sync.Mutex
 	// learnFailures counts learned flows the tables refused.
 	learnFailures atomic.Uint64
+	// stalePacketIns counts packet-ins dropped because their context
+	// (registers, userdata) was retired before they were relayed.
+	stalePacketIns atomic.Uint64
 	// maxIdle is cfg.MaxIdle, changed in place by SetMaxIdle.
 	maxIdle atomic.Int64
 	// failPipe is the hidden table translations use while failed open.
@@ -468,6 +471,10 @@ func (b *Bridge) applyLearned(mods []learnedFlow, now time.Time, refs *[]datapat
 // LearnFailures counts the flows learn actions built that the tables
 // refused.
 func (b *Bridge) LearnFailures() uint64 { return b.learnFailures.Load() }
+
+// StalePacketIns counts the packet-ins dropped because their context
+// (registers, userdata) was retired before they were relayed.
+func (b *Bridge) StalePacketIns() uint64 { return b.stalePacketIns.Load() }
 
 func ofpErr(t, c uint16) *ofpwire.OFPError { return &ofpwire.OFPError{Type: t, Code: c} }
 

@@ -193,11 +193,10 @@ func (b *Bridge) packetIns() {
 			if !ok {
 				break
 			}
-			var ctx *xlate.PacketInContext
-			if cp.Context != 0 {
-				ctx = b.pins.Context(cp.Context)
+			pi, ok := b.packetIn(cp)
+			if !ok {
+				continue
 			}
-			pi := PacketIn(cp, ctx, b.pinNonce)
 			if pi.Reason == ofpwire.PacketInReasonInvalidTTL {
 				// §7.3.2: miss_send_len bounds what the pipeline
 				// sends other than by an output action's max_len.
@@ -213,6 +212,23 @@ func (b *Bridge) packetIns() {
 		case <-q.Ready():
 		}
 	}
+}
+
+// packetIn is the PACKET_IN for cp, or false when its context is gone:
+// its registers and userdata were retired after table changes before it
+// was relayed. Sent without them, the packet-in would not be the one the
+// flow asked for, and a controller that reads its userdata
+// (ovn-controller's pinctrl) could fail on it; it is dropped and
+// counted (StalePacketIns).
+func (b *Bridge) packetIn(cp datapath.ControllerPacket) (ofpwire.PacketIn, bool) {
+	var ctx *xlate.PacketInContext
+	if cp.Context != 0 {
+		if ctx = b.pins.Context(cp.Context); ctx == nil {
+			b.stalePacketIns.Add(1)
+			return ofpwire.PacketIn{}, false
+		}
+	}
+	return PacketIn(cp, ctx, b.pinNonce), true
 }
 
 // PacketIn builds the PACKET_IN for a packet a Controller action queued:

@@ -41,8 +41,10 @@ type CoverageView struct {
 
 func (d *Daemon) cmdCoverageShow(context.Context, []string) (mgmt.Result, error) {
 	var s datapath.PMDStats
-	var lookups, matched uint64
+	var lookups, matched, learnFailed, stalePins uint64
 	for _, b := range d.bridgeList() {
+		learnFailed += b.of.LearnFailures()
+		stalePins += b.of.StalePacketIns()
 		for _, p := range b.dp.PMDStats() {
 			s.Iterations += p.Iterations
 			s.RxPackets += p.RxPackets
@@ -77,6 +79,8 @@ func (d *Daemon) cmdCoverageShow(context.Context, []string) (mgmt.Result, error)
 		{"pmd_idle_yield", s.IdleYields},
 		{"openflow_table_lookup", lookups},
 		{"openflow_table_matched", matched},
+		{"learn_refused", learnFailed},
+		{"packet_in_stale", stalePins},
 	}
 	for _, c := range datapath.DropCauses() {
 		views = append(views, CoverageView{"drop_" + c.String(), s.Drops[c]})
