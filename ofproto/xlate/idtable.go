@@ -1,6 +1,9 @@
 package xlate
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // idTable hands out small ids for values keyed by their content, for
 // state the datapath can only refer to by number: recirculation's frozen
@@ -21,13 +24,19 @@ type idTable[K comparable, V any] struct {
 	max   uint32
 	next  uint32
 	gen   uint64
+	// minAge, when set, also keeps an id until it has been unused that
+	// long (by now): for ids that wait in a queue after the megaflow
+	// that used them is gone (packet-ins on their way to controllers).
+	minAge time.Duration
+	now    func() time.Time
 }
 
 type idEntry[K comparable, V any] struct {
-	key K
-	val V
-	id  uint32
-	gen uint64
+	key  K
+	val  V
+	id   uint32
+	gen  uint64
+	used time.Time // set only with minAge
 }
 
 func newIDTable[K comparable, V any](max uint32) *idTable[K, V] {
@@ -40,7 +49,7 @@ func (t *idTable[K, V]) get(k K, v V) (uint32, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e := t.byKey[k]; e != nil {
-		e.gen = t.gen
+		t.touch(e)
 		return e.id, true
 	}
 	if uint32(len(t.byID)) >= t.max {
@@ -52,7 +61,8 @@ func (t *idTable[K, V]) get(k K, v V) (uint32, bool) {
 			break
 		}
 	}
-	e := &idEntry[K, V]{key: k, val: v, id: t.next, gen: t.gen}
+	e := &idEntry[K, V]{key: k, val: v, id: t.next}
+	t.touch(e)
 	t.byKey[k] = e
 	t.byID[e.id] = e
 	return e.id, true
@@ -66,17 +76,29 @@ func (t *idTable[K, V]) lookup(id uint32) *V {
 	if e == nil {
 		return nil
 	}
-	e.gen = t.gen
+	t.touch(e)
 	return &e.val
 }
 
+// touch marks e used now (t.mu held).
+func (t *idTable[K, V]) touch(e *idEntry[K, V]) {
+	e.gen = t.gen
+	if t.minAge > 0 {
+		e.used = t.now()
+	}
+}
+
 // retire starts a new generation and frees the ids unused for a whole
-// one.
+// one (and for minAge).
 func (t *idTable[K, V]) retire() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	var now time.Time
+	if t.minAge > 0 {
+		now = t.now()
+	}
 	for id, e := range t.byID {
-		if e.gen < t.gen {
+		if e.gen < t.gen && (t.minAge == 0 || now.Sub(e.used) >= t.minAge) {
 			delete(t.byID, id)
 			delete(t.byKey, e.key)
 		}

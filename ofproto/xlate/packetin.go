@@ -2,6 +2,7 @@ package xlate
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/actions"
@@ -47,9 +48,18 @@ type PacketInTable struct {
 // packet-ins go without registers and userdata.
 const maxPacketInContexts = 1 << 20
 
+// packetInGrace keeps a context at least this long after its last use,
+// whatever the table changes: a packet-in waits in the controller queue,
+// and a PMD may still run a megaflow of the generation before, after the
+// change that retires it. Under OVN, which changes the tables many times
+// a second, one generation of grace let packet-ins lose their userdata.
+const packetInGrace = 2 * time.Second
+
 // NewPacketInTable makes an empty table.
 func NewPacketInTable() *PacketInTable {
-	return &PacketInTable{newIDTable[pinKey, PacketInContext](maxPacketInContexts)}
+	t := newIDTable[pinKey, PacketInContext](maxPacketInContexts)
+	t.minAge, t.now = packetInGrace, time.Now
+	return &PacketInTable{t}
 }
 
 // Context returns the context id stands for, or nil.
