@@ -18,30 +18,6 @@ import (
 	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
-// smallTmpfs mounts a tmpfs of size bytes on a fresh directory and
-// unmounts it at the end of the test (after the daemon's own cleanup,
-// which was registered later and so runs first).
-func smallTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	nstest.RequireRoot(t)
-	dir, err := os.MkdirTemp("", "vswitch-e2e-tmpfs-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
-		os.Remove(dir)
-		nstest.Unavailable(t, "cannot mount a tmpfs: %v %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v %s", dir, err, out)
-			exec.Command("umount", "-l", dir).Run()
-		}
-		os.Remove(dir)
-	})
-	return dir
-}
-
 // fillExceptFree fills the file system of dir with one file until it is
 // full, then gives back free bytes: a disk that is nearly full.
 func fillExceptFree(t *testing.T, dir string, free int64) string {
@@ -81,7 +57,7 @@ var refusedLine = regexp.MustCompile(`flows\.txt:(\d+): flow .*switch refused it
 func TestFullDiskKeepsAcknowledgedFlows(t *testing.T) {
 	for _, level := range []string{"written", "fsync"} {
 		t.Run(level, func(t *testing.T) {
-			mnt := smallTmpfs(t, "2m")
+			mnt := nstest.Tmpfs(t, "2m")
 			d := newDaemon(t)
 			d.stateDir = mnt
 			d.start()

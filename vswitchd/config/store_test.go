@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -550,23 +549,9 @@ func TestValidatePatchAndMTU(t *testing.T) {
 // take (a full tmpfs) in memory and says so; Update still refuses; once
 // there is room, Flush writes it and a reopened store has it.
 func TestApplyUpdateOnFullDisk(t *testing.T) {
-	nstest.RequireRoot(t)
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
-		nstest.Unavailable(t, "tmpfs: %v: %s", err, out)
-	}
-	defer exec.Command("umount", dir).Run()
+	dir := nstest.Tmpfs(t, "64k")
 	s := openT(t, dir)
-	fill, err := os.Create(filepath.Join(dir, "fill"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := fill.Write(make([]byte, 4096)); err != nil {
-			break
-		}
-	}
-	fill.Close()
+	fill := nstest.Fill(t, dir)
 	add := func(name string) func(c *Config) error {
 		return func(c *Config) error {
 			if c.Bridges == nil {
@@ -592,13 +577,13 @@ func TestApplyUpdateOnFullDisk(t *testing.T) {
 	if err := s.Flush(); err == nil {
 		t.Fatal("Flush wrote on a full disk")
 	}
-	os.Remove(fill.Name())
+	os.Remove(fill)
 	if err := s.Flush(); err != nil || s.Unwritten() != nil {
 		t.Fatalf("Flush with room: %v, unwritten %v", err, s.Unwritten())
 	}
 	s.Close()
 	s = openT(t, dir)
-	defer s.Close()
+	t.Cleanup(func() { s.Close() }) // before the unmount
 	if s.Get().Bridges["br1"] == nil {
 		t.Fatal("the flushed change is not in the file")
 	}

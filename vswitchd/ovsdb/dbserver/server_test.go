@@ -177,26 +177,13 @@ func TestTornAndDamaged(t *testing.T) {
 // TestFullDisk: on a full file system a transaction fails with "I/O
 // error", changes nothing, and what was committed before survives.
 func TestFullDisk(t *testing.T) {
-	nstest.RequireRoot(t)
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
-		nstest.Unavailable(t, "tmpfs: %v: %s", err, out)
-	}
-	defer exec.Command("umount", dir).Run()
+	dir := nstest.Tmpfs(t, "64k")
 	path := filepath.Join(dir, "conf.db")
 	s, db, _ := serve(t, path)
 	res := mustTransact(t, s, []ovsdb.Operation{{Op: ovsdb.OperationInsert, Table: "Open_vSwitch", Row: ovsdb.Row{}}})
 	root := res[0].UUID.GoUUID
 	mustTransact(t, s, bridgeOps(root, "br0"))
-	fill, err := os.Create(filepath.Join(dir, "fill"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := fill.Write(make([]byte, 4096)); err != nil {
-			break
-		}
-	}
+	fill := nstest.Fill(t, dir)
 	big := strings.Repeat("x", 8192)
 	res = s.Transact([]ovsdb.Operation{{Op: ovsdb.OperationUpdate, Table: "Bridge",
 		Where: []ovsdb.Condition{ovsdb.NewCondition("name", ovsdb.ConditionEqual, "br0")},
@@ -210,8 +197,7 @@ func TestFullDisk(t *testing.T) {
 			t.Fatalf("a failed transaction changed the database: %v", r)
 		}
 	}
-	fill.Close()
-	os.Remove(fill.Name())
+	os.Remove(fill)
 	mustTransact(t, s, bridgeOps(root, "br1"))
 	stop(s, db)
 	s, db, _ = serve(t, path)
@@ -226,26 +212,12 @@ func TestFullDisk(t *testing.T) {
 // daemon's report of it both pass, or neither), and read back after a
 // restart.
 func TestFullDiskReserve(t *testing.T) {
-	nstest.RequireRoot(t)
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", dir).CombinedOutput(); err != nil {
-		nstest.Unavailable(t, "tmpfs: %v: %s", err, out)
-	}
-	defer exec.Command("umount", dir).Run()
+	dir := nstest.Tmpfs(t, "4m")
 	path := filepath.Join(dir, "conf.db")
 	s, db, _ := serve(t, path)
 	res := mustTransact(t, s, []ovsdb.Operation{{Op: ovsdb.OperationInsert, Table: "Open_vSwitch", Row: ovsdb.Row{}}})
 	root := res[0].UUID.GoUUID
-	fill, err := os.Create(filepath.Join(dir, "fill"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := fill.Write(make([]byte, 4096)); err != nil {
-			break
-		}
-	}
-	fill.Close()
+	nstest.Fill(t, dir)
 	var want []string
 	for i := range 20 {
 		name := fmt.Sprintf("br%02d", i)
