@@ -53,10 +53,12 @@ func TestE2EPortLimitRefusesRequest(t *testing.T) {
 }
 
 // TestE2EShowDuringBigTransaction: while one request adds 300 internal
-// ports (about 4 s, 2 GB of kernel memory here), show and list-ports
-// answer: the test waits for the request to be under way (its first
-// interface exists), asks, and checks the answer came before the request
-// finished (its last interface not yet there, its vsctl still running).
+// ports, show and list-ports answer, and the request then completes whole.
+// The test waits for the request to be under way (its first interface
+// exists) and asks; whether the answer came before the last interface
+// is a race with the kernel it does not judge (the daemon now creates
+// the 300 taps in ~0.2 s): that show never waits for a change in
+// progress is TestShowDuringChange's, in the daemon's own tests.
 func TestE2EShowDuringBigTransaction(t *testing.T) {
 	const n = 300
 	d := newDaemon(t)
@@ -73,7 +75,7 @@ func TestE2EShowDuringBigTransaction(t *testing.T) {
 		_, errOut, code := d.vsctlRaw(addPortsArgs(br, stem, n)...)
 		big <- result{errOut, code}
 	}()
-	first, last := stem+"0", fmt.Sprintf("%s%d", stem, n-1)
+	first := stem + "0"
 	nstest.WaitFor(t, 20*time.Second, "the big request's first interface", func() bool {
 		_, err := net.InterfaceByName(first)
 		return err == nil
@@ -83,14 +85,6 @@ func TestE2EShowDuringBigTransaction(t *testing.T) {
 		t.Fatalf("show during the request:\n%s", show)
 	}
 	d.vsctl("list-ports", br)
-	if _, err := net.InterfaceByName(last); err == nil {
-		t.Fatalf("the request's last interface %s existed when show answered: the request was not running alongside", last)
-	}
-	select {
-	case r := <-big:
-		t.Fatalf("the request finished (exit %d, %s) before show answered", r.code, r.errOut)
-	default:
-	}
 	r := <-big
 	if r.code != 0 {
 		t.Fatalf("adding %d ports: exit %d: %s", n, r.code, r.errOut)

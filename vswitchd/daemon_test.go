@@ -346,3 +346,30 @@ func TestMaxIdleInPlace(t *testing.T) {
 		t.Fatalf("max-idle in force %v, want 2.5s", got)
 	}
 }
+
+// TestShowDuringChange: show reads the published view and the store, never
+// the lock a configuration change holds while it opens ports, so it
+// answers while a long change (300 ports being created) is under way.
+func TestShowDuringChange(t *testing.T) {
+	d, err := Start(Options{StateDir: t.TempDir(), DefaultBridge: "br0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.mu.Lock() // what Daemon.change holds throughout
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.cmdShow(context.Background(), nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		d.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		d.mu.Unlock()
+		t.Fatal("show waited for the configuration change's lock")
+	}
+}
