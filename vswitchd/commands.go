@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/netdev/tunnel"
@@ -47,12 +48,12 @@ func (d *Daemon) registerCommands() {
 		if fn == nil {
 			panic("vswitchd: no handler for " + c.Name)
 		}
-		d.mgmt.Handle(c.Name, checkArgs(c, fn))
+		d.mgmt.Handle(c.Name, d.checkArgs(c, fn))
 	}
 }
 
 // checkArgs enforces the command's argument count, flags aside.
-func checkArgs(c mgmt.Command, fn mgmt.HandlerFunc) mgmt.HandlerFunc {
+func (d *Daemon) checkArgs(c mgmt.Command, fn mgmt.HandlerFunc) mgmt.HandlerFunc {
 	return func(ctx context.Context, args []string) (mgmt.Result, error) {
 		if err := c.CheckArgs(args); err != nil {
 			return mgmt.Result{}, err
@@ -60,6 +61,7 @@ func checkArgs(c mgmt.Command, fn mgmt.HandlerFunc) mgmt.HandlerFunc {
 		if err := mgmt.CheckOptions(c.Name, flagsOf(args)); err != nil {
 			return mgmt.Result{}, err
 		}
+		d.waitSynced(ctx)
 		return fn(ctx, args)
 	}
 }
@@ -372,4 +374,33 @@ func flagsOf(args []string) []string {
 		}
 	}
 	return out
+}
+
+// firstPassWait bounds how long a management command waits for the
+// embedded database's first pass.
+const firstPassWait = 10 * time.Second
+
+// waitSynced holds a management command until the embedded database's
+// first pass has run, so that a client that finds the daemon answering
+// finds the database's configuration applied, not the state directory's
+// record of it, which a full disk may have left behind before a kill -9.
+// The embedded database is local: the pass comes within milliseconds of
+// start. With another database (which may be down) nothing waits.
+func (d *Daemon) waitSynced(ctx context.Context) {
+	select {
+	case <-d.started: // d.db and d.dbsrv are set
+	case <-d.stop:
+		return
+	case <-ctx.Done():
+		return
+	}
+	if d.dbsrv == nil || d.db == nil {
+		return
+	}
+	select {
+	case <-d.db.FirstPass():
+	case <-d.stop:
+	case <-ctx.Done():
+	case <-time.After(firstPassWait):
+	}
 }

@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"golang.org/x/sys/unix"
 
 	"github.com/vswitch-go/vswitch/internal/nstest"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/dbserver"
 )
 
 // requireCPUs0and1 ends the test unless this process may run on CPUs 0
@@ -182,6 +184,19 @@ func TestPMDCountAndMaskDisagree(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The database is the configuration: the disagreement goes there too,
+	// written as a client that does not check it would (vsctl refuses it).
+	db, _, err := dbserver.Open(filepath.Join(dir, EmbeddedDBName), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range dbserver.New(db, nil).Transact([]ovsdb.Operation{{Op: ovsdb.OperationUpdate, Table: "Open_vSwitch",
+		Where: []ovsdb.Condition{}, Row: ovsdb.Row{"other_config": ovsdb.OvsMap{GoMap: map[any]any{"n-pmd": "1", "pmd-cpu-mask": "0x3"}}}}}) {
+		if r != nil && r.Error != "" {
+			t.Fatalf("%s: %s", r.Error, r.Details)
+		}
+	}
+	db.Close()
 	d, err = Start(Options{StateDir: dir})
 	if err != nil {
 		t.Fatal(err)

@@ -64,6 +64,8 @@ type Reconciler struct {
 	kick   chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
+	// first is closed once the first pass has run (FirstPass).
+	first chan struct{}
 
 	// applied is the last configuration applied (flows aside), so that
 	// an update that changes nothing the switch runs applies nothing.
@@ -112,10 +114,14 @@ func Start(endpoint string, sw Switch, log *slog.Logger) (*Reconciler, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Reconciler{endpoint: endpoint, sw: sw, log: log, cli: cli, kick: make(chan struct{}, 1),
-		cancel: cancel, done: make(chan struct{}), lastErr: map[string]string{}}
+		cancel: cancel, done: make(chan struct{}), first: make(chan struct{}), lastErr: map[string]string{}}
 	go r.run(ctx)
 	return r, nil
 }
+
+// FirstPass is closed once the reconciler has made its first pass over the
+// database (applied it, or found why not).
+func (r *Reconciler) FirstPass() <-chan struct{} { return r.first }
 
 // Endpoint is the database the reconciler follows.
 func (r *Reconciler) Endpoint() string { return r.endpoint }
@@ -175,6 +181,9 @@ func (r *Reconciler) run(ctx context.Context) {
 		err := r.reconcile(ctx)
 		r.mu.Lock()
 		r.passes++
+		if r.passes == 1 {
+			close(r.first)
+		}
 		r.mu.Unlock()
 		switch {
 		case ctx.Err() != nil:
