@@ -748,6 +748,8 @@ func (s *soak) check(step string) {
 	if !s.pingWithin(soakTrafficBound) {
 		s.violateClass("traffic", "%s: no traffic %s → %s within %v", step, s.a.IP, s.b.IP, soakTrafficBound)
 	}
+	// Reported ("worst recovery"), never judged: the judgement is the
+	// bounded wait above.
 	if rec := time.Since(start); rec > s.worst {
 		s.worst, s.worstStep = rec, step
 	}

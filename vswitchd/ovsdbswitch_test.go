@@ -2,7 +2,6 @@ package vswitchd
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,7 +9,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/vswitch-go/vswitch/internal/nstest"
-	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/dbserver"
+	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/dbserver/dbtest"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
 )
 
@@ -23,19 +22,9 @@ func TestDaemonFollowsOVSDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	db, _, err := dbserver.Open(filepath.Join(dir, "conf.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := dbserver.New(db, nil)
-	sock := filepath.Join(dir, "db.sock")
-	if err := srv.ListenUnix(sock); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close(); db.Close() })
+	_, endpoint := dbtest.Serve(t, nil)
 
-	cli, err := client.NewOVSDBClient(dbModel, client.WithEndpoint("unix:"+sock))
+	cli, err := client.NewOVSDBClient(dbModel, client.WithEndpoint(endpoint))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +61,7 @@ func TestDaemonFollowsOVSDB(t *testing.T) {
 	}
 	transact(append(ops, ovsOps...))
 
-	d, err := Start(Options{StateDir: t.TempDir(), DB: "unix:" + sock, Version: "9.9"})
+	d, err := Start(Options{StateDir: t.TempDir(), DB: endpoint, Version: "9.9"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package dbctl
 
 import (
 	"context"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,7 +9,7 @@ import (
 
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/dbconfig"
-	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/dbserver"
+	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/dbserver/dbtest"
 )
 
 // testDB serves an Open_vSwitch database holding c in this process (the
@@ -18,29 +17,14 @@ import (
 // returns a client of it.
 func testDB(t *testing.T, c *config.Config) *Client {
 	t.Helper()
-	dir := t.TempDir()
-	db, _, err := dbserver.Open(filepath.Join(dir, "conf.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := dbserver.New(db, nil)
-	sock := filepath.Join(dir, "db.sock")
-	if err := srv.ListenUnix(sock); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close(); db.Close() })
 	ops, err := dbconfig.InitOps(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range srv.Transact(ops) {
-		if r != nil && r.Error != "" {
-			t.Fatalf("init: %s: %s", r.Error, r.Details)
-		}
-	}
+	_, endpoint := dbtest.Serve(t, ops)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := Dial(ctx, "unix:"+sock)
+	cl, err := Dial(ctx, endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}

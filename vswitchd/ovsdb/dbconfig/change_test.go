@@ -2,7 +2,6 @@ package dbconfig
 
 import (
 	"context"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -11,7 +10,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/vswitch-go/vswitch/vswitchd/config"
-	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/dbserver"
+	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/dbserver/dbtest"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
 )
 
@@ -20,18 +19,6 @@ import (
 // embedded server; rows and columns the change does not touch (another
 // client's external_ids, a row the switch refuses) stay.
 func TestChangeOpsRoundTrip(t *testing.T) {
-	dir := t.TempDir()
-	db, _, err := dbserver.Open(filepath.Join(dir, "conf.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := dbserver.New(db, nil)
-	sock := filepath.Join(dir, "db.sock")
-	if err := srv.ListenUnix(sock); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Close(); db.Close() }()
-
 	port := func(name, typ string) *config.Port { return &config.Port{Name: name, Type: typ} }
 	cur := &config.Config{OtherConfig: map[string]string{"n-pmd": "1"}, Bridges: map[string]*config.Bridge{
 		"br0": {Name: "br0", FailMode: config.FailModeStandalone, Ports: map[string]*config.Port{
@@ -43,14 +30,10 @@ func TestChangeOpsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range srv.Transact(ops) {
-		if r != nil && r.Error != "" {
-			t.Fatalf("init: %s: %s", r.Error, r.Details)
-		}
-	}
+	_, endpoint := dbtest.Serve(t, ops)
 
 	dbModel, _ := vswitchdb.FullDatabaseModel()
-	cli, err := client.NewOVSDBClient(dbModel, client.WithEndpoint("unix:"+sock))
+	cli, err := client.NewOVSDBClient(dbModel, client.WithEndpoint(endpoint))
 	if err != nil {
 		t.Fatal(err)
 	}
