@@ -142,6 +142,17 @@ func TestSoak(t *testing.T) {
 	}
 	fmt.Printf("soak: SOAK_SEED=%d duration %v (replay: SOAK_SEED=%d make soak SOAK=%v)\n", seed, dur, seed, dur)
 	s := newSoak(t, seed)
+	// Registered first, so it runs last: after the daemon's whole log,
+	// which a failed test prints in its cleanup, the violations are said
+	// again — CI keeps only the tail of a failed run's output.
+	t.Cleanup(func() {
+		if len(s.violations) > 0 {
+			fmt.Printf("\nINVARIANT VIOLATIONS (SOAK_SEED=%d, replay: SOAK_SEED=%d make soak SOAK=%v):\n", seed, seed, dur)
+			for _, v := range s.violations {
+				fmt.Println("  - " + v)
+			}
+		}
+	})
 	s.setup()
 
 	deadline := time.Now().Add(dur)
@@ -161,7 +172,6 @@ func TestSoak(t *testing.T) {
 		for _, v := range s.violations {
 			fmt.Println("  - " + v)
 		}
-		fmt.Printf("\nvswitchd log tail:\n%s\n", logTail(s.d.log.String(), 60))
 		t.Fail()
 	}
 }

@@ -381,11 +381,12 @@ func flagsOf(args []string) []string {
 const firstPassWait = 10 * time.Second
 
 // waitSynced holds a management command until the embedded database's
-// first pass has run, so that a client that finds the daemon answering
-// finds the database's configuration applied, not the state directory's
-// record of it, which a full disk may have left behind before a kill -9.
-// The embedded database is local: the pass comes within milliseconds of
-// start. With another database (which may be down) nothing waits.
+// first pass has run. The daemon starts on the database's configuration
+// (adoptDatabase); what it could not take whole there (a refused row) the
+// first pass applies, and a client that finds the daemon answering should
+// find that done too. The embedded database is local: the pass comes
+// within milliseconds of start. With another database (which may be
+// down) nothing waits.
 func (d *Daemon) waitSynced(ctx context.Context) {
 	select {
 	case <-d.started: // d.db and d.dbsrv are set

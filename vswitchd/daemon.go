@@ -214,9 +214,15 @@ func Start(opts Options) (*Daemon, error) {
 			return nil, err
 		}
 	}
+	if opts.DB == "" {
+		if err := d.openEmbeddedDB(); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
 	if !opts.Recover {
 		if err := checkJournals(dir, store.Get()); err != nil {
-			store.Close()
+			d.Close()
 			return nil, err
 		}
 	}
@@ -266,7 +272,7 @@ func Start(opts Options) (*Daemon, error) {
 	}
 	d.wg.Add(1)
 	go d.flowSaver()
-	if err := d.startOVSDB(); err != nil {
+	if err := d.followDB(); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -400,7 +406,7 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 	d.retired = map[string]*retiredBridge{}
 	if err := d.apply(old, next); err != nil {
 		d.log.Warn("configuration change failed, rolling back", "err", err)
-		if _, rerr := d.store.ApplyUpdate(func(c *config.Config) error { restoreKeepingTables(c, old); return nil }); rerr != nil {
+		if _, rerr := d.store.ApplyUpdate(func(c *config.Config) error { config.SetKeepingTables(c, old); return nil }); rerr != nil {
 			d.log.Error("rollback not stored", "err", rerr)
 		}
 		if rerr := d.apply(next, old); rerr != nil {
@@ -681,19 +687,5 @@ func switchDatapathSettings(c *config.Config) datapathSettings {
 		flowLimit:  intOption(oc, "flow-limit", datapath.DefaultFlowLimit),
 		emcInvProb: intOption(oc, "emc-insert-inv-prob", 100),
 		cpus:       oc["pmd-cpu-mask"],
-	}
-}
-
-// restoreKeepingTables makes c the configuration old again, except for the
-// bridges' saved flow, group and meter tables: a snapshot taken since old
-// was read (and the journal emptied with it) must not be replaced by an
-// older one.
-func restoreKeepingTables(c, old *config.Config) {
-	cur := c.Bridges
-	*c = *old.Clone()
-	for name, b := range c.Bridges {
-		if s := cur[name]; s != nil {
-			b.Flows, b.Groups, b.Meters = s.Flows, s.Groups, s.Meters
-		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -135,28 +136,6 @@ func TestDaemonConfigCommands(t *testing.T) {
 	}
 	if got := d.runningBridge("br1").dp.PMDSleepMax(); got != 20 {
 		t.Fatalf("running pmd-sleep-max %d", got)
-	}
-}
-
-// TestRollbackKeepsNewerSnapshot: rolling a failed change back restores
-// the configuration but not an older snapshot of the flow tables.
-func TestRollbackKeepsNewerSnapshot(t *testing.T) {
-	old := &config.Config{Bridges: map[string]*config.Bridge{"br0": {Name: "br0", FailMode: "secure", Flows: []string{"a"}}}}
-	c := &config.Config{
-		OtherConfig: map[string]string{"n-pmd": "2"},
-		Bridges: map[string]*config.Bridge{
-			"br0": {Name: "br0", FailMode: "standalone", Flows: []string{"a", "b"}, Groups: []string{"g"}},
-			"br1": {Name: "br1", FailMode: "standalone"},
-		}}
-	restoreKeepingTables(c, old)
-	if c.OtherConfig != nil || len(c.Bridges) != 1 || c.Bridges["br0"].FailMode != "secure" {
-		t.Fatalf("configuration not restored: %+v", c)
-	}
-	if b := c.Bridges["br0"]; !slices.Equal(b.Flows, []string{"a", "b"}) || !slices.Equal(b.Groups, []string{"g"}) {
-		t.Fatalf("tables %q %q, want the newer snapshot", b.Flows, b.Groups)
-	}
-	if !slices.Equal(old.Bridges["br0"].Flows, []string{"a"}) {
-		t.Fatal("old was modified")
 	}
 }
 
@@ -371,5 +350,67 @@ func TestShowDuringChange(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		d.mu.Unlock()
 		t.Fatal("show waited for the configuration change's lock")
+	}
+}
+
+// TestStartsOnTheDatabase: the database, not config.json, is what a
+// restart brings up. A full disk can leave config.json behind a change
+// the database acknowledged; the daemon must start on the change, not
+// start on the older record and rebuild the bridge at its first pass
+// (its management socket gone, its flows empty, while clients that found
+// the daemon answering already read it).
+func TestStartsOnTheDatabase(t *testing.T) {
+	nstest.RequireRoot(t)
+	dir := t.TempDir()
+	d, err := Start(Options{StateDir: dir, DefaultBridge: "br0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, d, "add-br", "br1")
+	pa, pb := nstest.Name("sda"), nstest.Name("sdb")
+	mustCall(t, d, "add-port", "br0", pa, "type=internal") // ofport 1
+	stale, err := os.ReadFile(filepath.Join(dir, config.StateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A setting that rebuilds a bridge, and a bridge deleted.
+	mustCall(t, d, "set", "Open_vSwitch", ".", "other_config:emc-insert-inv-prob=7")
+	mustCall(t, d, "del-br", "br1")
+	// A port added after config.json's record took number 2, and keeps
+	// it; the store alone would give it 1, free again.
+	mustCall(t, d, "add-port", "br0", pb, "type=internal")
+	mustCall(t, d, "del-port", "br0", pa)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, config.StateFile), stale, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	d, err = Start(Options{StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	b := d.runningBridge("br0")
+	if b == nil {
+		t.Fatal("br0 not running")
+	}
+	if got := b.settings.emcInvProb; got != 7 {
+		t.Errorf("br0 started with emc-insert-inv-prob %d, want the database's 7", got)
+	}
+	if d.runningBridge("br1") != nil {
+		t.Error("br1, deleted in the database, started")
+	}
+	if p := d.store.Get().Bridges["br0"].Ports[pb]; p == nil || p.OFPort != 2 {
+		t.Errorf("port %s: %+v, want it with the number the database reported, 2", pb, p)
+	}
+	select {
+	case <-d.db.FirstPass():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no first pass over the database in 10 s")
+	}
+	if d.runningBridge("br0") != b {
+		t.Error("the first pass over the database rebuilt br0")
 	}
 }

@@ -1,6 +1,7 @@
 package vswitchd
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -173,39 +174,89 @@ func (s dbSwitch) PortStatus(bridge, name string, stats bool) ovsdb.PortStatus {
 	return st
 }
 
-// startOVSDB makes the daemon follow the database of opts.DB or, without
-// one, its own: the Open_vSwitch database served from the
-// state directory (conf.db, db.sock). Created, it starts as the
-// configuration the store holds (an existing state directory migrates
-// once; a new one holds the default bridge).
-func (d *Daemon) startOVSDB() error {
-	if d.opts.DB == "" {
-		path := filepath.Join(d.opts.StateDir, EmbeddedDBName)
-		db, created, err := dbserver.Open(path, d.log)
+// openEmbeddedDB opens the database the daemon serves itself when given
+// none (conf.db in the state directory), creating it from the stored
+// configuration the first time, and makes the stored configuration the
+// database's before any bridge comes up: a change the database
+// acknowledged is what the switch starts on, even when a full disk kept
+// config.json from recording it before a crash.
+func (d *Daemon) openEmbeddedDB() error {
+	path := filepath.Join(d.opts.StateDir, EmbeddedDBName)
+	db, created, err := dbserver.Open(path, d.log)
+	if err != nil {
+		return err
+	}
+	srv := dbserver.New(db, d.log)
+	d.dbsrv, d.dbfile = srv, db
+	if created {
+		c := d.store.Get()
+		ops, err := dbconfig.InitOps(c)
 		if err != nil {
 			return err
 		}
-		srv := dbserver.New(db, d.log)
-		d.dbsrv, d.dbfile = srv, db
-		if created {
-			c := d.store.Get()
-			ops, err := dbconfig.InitOps(c)
-			if err != nil {
-				return err
+		for _, r := range srv.Transact(ops) {
+			if r != nil && r.Error != "" {
+				return fmt.Errorf("database %s: writing the configuration into it: %s: %s", path, r.Error, r.Details)
 			}
-			for _, r := range srv.Transact(ops) {
-				if r != nil && r.Error != "" {
-					return fmt.Errorf("database %s: writing the configuration into it: %s: %s", path, r.Error, r.Details)
-				}
-			}
-			d.log.Info("database created from the configuration", "path", path, "bridges", len(c.Bridges))
 		}
+		d.log.Info("database created from the configuration", "path", path, "bridges", len(c.Bridges))
+		return nil
+	}
+	d.adoptDatabase(srv)
+	return nil
+}
+
+// adoptDatabase makes the stored configuration the one the database's
+// rows want, keeping the stored flow tables and port numbers (a port new
+// to the store takes the number the database reports for it, if free). What the
+// switch refuses as a whole (a port whose interface is gone) is left to
+// the reconciler's first pass, which applies it row by row and reports
+// each refusal in the database.
+func (d *Daemon) adoptDatabase(db dbconfig.Lister) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rs, err := dbconfig.Read(ctx, db)
+	if err == nil && rs.Dangling() != "" {
+		err = fmt.Errorf("row %s referenced but missing", rs.Dangling())
+	}
+	if err != nil {
+		d.log.Warn("database not read at start; starting on the stored configuration", "err", err)
+		return
+	}
+	p := dbconfig.Wanted(rs)
+	want := p.Config
+	// A port the stored configuration does not know (added while it
+	// could not be written) prefers the number the database reported for
+	// it: flows and controllers already use that one.
+	for u, at := range p.IfaceAt {
+		ri, b := rs.Ifaces[u], want.Bridges[at.Bridge]
+		if at.Local || ri == nil || ri.Ofport == nil || *ri.Ofport <= 0 || b == nil || b.Ports[at.Port] == nil {
+			continue
+		}
+		b.Ports[at.Port].OFPort = uint32(*ri.Ofport)
+	}
+	old := d.store.Get()
+	if _, err := d.store.ApplyUpdate(func(c *config.Config) error {
+		config.SetKeepingTables(c, want)
+		if err := config.CheckPortLimits(old, c); err != nil {
+			return err
+		}
+		return config.CheckMachine(old, c)
+	}); err != nil {
+		d.log.Warn("the database's configuration is not taken whole at start; the reconciler applies what it can", "err", err)
+	}
+}
+
+// followDB serves the embedded database, if any, and follows the
+// database the daemon was given (or that one).
+func (d *Daemon) followDB() error {
+	if d.dbsrv != nil {
 		sock := filepath.Join(d.opts.StateDir, EmbeddedDBSocket)
-		if err := srv.ListenUnix(sock); err != nil {
+		if err := d.dbsrv.ListenUnix(sock); err != nil {
 			return fmt.Errorf("database socket: %w", err)
 		}
 		d.opts.DB = "unix:" + sock
-		d.log.Info("serving the Open_vSwitch database", "db", d.opts.DB, "file", path)
+		d.log.Info("serving the Open_vSwitch database", "db", d.opts.DB, "file", filepath.Join(d.opts.StateDir, EmbeddedDBName))
 	}
 	r, err := ovsdb.Start(d.opts.DB, dbSwitch{d}, d.log)
 	if err != nil {

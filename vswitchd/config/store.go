@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -181,8 +182,10 @@ func Check(old, next *Config) (*Config, error) {
 //
 // OFPort is owned by the store: a new port gets its OFPortRequest if free
 // (else the Update fails) or the lowest free number, an existing port keeps
-// its number unless its OFPortRequest changes. Values fn writes into OFPort
-// are ignored.
+// its number unless its OFPortRequest changes. What fn writes into the
+// OFPort of a new port without a request is a preference, taken if free
+// (the number the database reported for it before a restart); into any
+// other port's, ignored.
 func (s *Store) Update(fn func(c *Config) error) (*Config, error) {
 	return s.update(fn, false)
 }
@@ -312,14 +315,19 @@ func assignOFPorts(old, next *Config) error {
 		}
 		names := sortedKeys(b.Ports)
 		used := map[uint32]string{}
-		var pending []*Port
+		var pending, preferring []*Port
 		for _, pname := range names {
 			p := b.Ports[pname]
 			if p == nil {
 				continue
 			}
+			op := oldPorts[pname]
+			if op == nil && p.OFPortRequest == 0 && p.OFPort != 0 && p.OFPort <= MaxOFPort {
+				preferring = append(preferring, p)
+				continue
+			}
 			p.OFPort = 0
-			if op := oldPorts[pname]; op != nil {
+			if op != nil {
 				p.OFPort = op.OFPort
 			}
 			if p.OFPortRequest != 0 && p.OFPortRequest != p.OFPort {
@@ -333,10 +341,22 @@ func assignOFPorts(old, next *Config) error {
 				pending = append(pending, p)
 			}
 		}
-		// Requests first, in name order.
+		// Requests first, in name order; then preferences, if free.
 		sort.SliceStable(pending, func(i, j int) bool {
 			return (pending[i].OFPortRequest != 0) && (pending[j].OFPortRequest == 0)
 		})
+		requests := 0
+		for requests < len(pending) && pending[requests].OFPortRequest != 0 {
+			requests++
+		}
+		for _, p := range preferring {
+			if _, ok := used[p.OFPort]; ok || requested(pending[:requests], p.OFPort) {
+				p.OFPort = 0
+				pending = append(pending, p)
+				continue
+			}
+			used[p.OFPort] = p.Name
+		}
 		next := uint32(1)
 		for _, p := range pending {
 			if req := p.OFPortRequest; req != 0 {
@@ -364,4 +384,9 @@ func assignOFPorts(old, next *Config) error {
 		}
 	}
 	return nil
+}
+
+// requested says whether one of ports asks for number n.
+func requested(ports []*Port, n uint32) bool {
+	return slices.ContainsFunc(ports, func(p *Port) bool { return p.OFPortRequest == n })
 }

@@ -356,6 +356,30 @@ func TestOFPortRequest(t *testing.T) {
 	}
 }
 
+// TestOFPortPreference: a number written into a new port (the one the
+// database reported before a restart) is kept if free; one taken, or
+// requested by another port, gives way; an existing port keeps its own.
+func TestOFPortPreference(t *testing.T) {
+	s := openT(t, t.TempDir())
+	mustUpdate(t, s, addBridge("br0"))
+	mustUpdate(t, s, addPort("br0", "a", "", 0)) // 1
+	c := mustUpdate(t, s, func(c *Config) error {
+		p := c.Bridges["br0"].Ports
+		p["a"].OFPort = 40 // an existing port's number is the store's
+		p["b"] = &Port{Name: "b", OFPort: 12}
+		p["c"] = &Port{Name: "c", OFPort: 1}  // a's
+		p["d"] = &Port{Name: "d", OFPort: 20} // e's request
+		p["e"] = &Port{Name: "e", OFPortRequest: 20}
+		return nil
+	})
+	want := map[string]uint32{"a": 1, "b": 12, "c": 2, "d": 3, "e": 20}
+	for name, n := range want {
+		if got := c.Bridges["br0"].Ports[name].OFPort; got != n {
+			t.Errorf("port %s: ofport %d, want %d", name, got, n)
+		}
+	}
+}
+
 func TestConcurrentUpdates(t *testing.T) {
 	dir := t.TempDir()
 	s := openT(t, dir)

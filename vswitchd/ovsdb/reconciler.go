@@ -340,7 +340,7 @@ func (r *Reconciler) reconcile(ctx context.Context) error {
 // per Interface UUID, why its port was left out.
 func (r *Reconciler) apply(p *dbconfig.Plan) map[string]string {
 	errs := map[string]string{}
-	err := r.sw.Reconcile(func(c *config.Config) error { setKeepingTables(c, p.Config); return nil })
+	err := r.sw.Reconcile(func(c *config.Config) error { config.SetKeepingTables(c, p.Config); return nil })
 	if err == nil {
 		return errs
 	}
@@ -372,7 +372,7 @@ func (r *Reconciler) apply(p *dbconfig.Plan) map[string]string {
 		}
 	}
 	failedBridge := map[string]string{}
-	if err := r.sw.Reconcile(func(c *config.Config) error { setKeepingTables(c, base); return nil }); err != nil {
+	if err := r.sw.Reconcile(func(c *config.Config) error { config.SetKeepingTables(c, base); return nil }); err != nil {
 		failedBridge = r.applyBridges(base, cur)
 	}
 	failed := map[string]string{}
@@ -454,32 +454,6 @@ func samePort(a, b *config.Port) bool {
 	a, b = a.Clone(), b.Clone()
 	a.OFPort, b.OFPort = 0, 0
 	return reflect.DeepEqual(a, b)
-}
-
-// setKeepingTables makes c the wanted configuration, each bridge keeping
-// the flows, groups and meters c has for it: OpenFlow tables come from
-// controllers and ovs-ofctl, not from the database, and the flow journal
-// and its crash safety stay the daemon's.
-func setKeepingTables(c, want *config.Config) {
-	old := c.Bridges
-	*c = *want.Clone()
-	for name, b := range c.Bridges {
-		if ob := old[name]; ob != nil {
-			b.Flows, b.Groups, b.Meters = ob.Flows, ob.Groups, ob.Meters
-			// The database's sets have no order: the order the daemon
-			// was given (vsctl set-controller A B) stays while the set
-			// does.
-			if sameSet(ob.Controllers, b.Controllers) {
-				b.Controllers = slices.Clone(ob.Controllers)
-			}
-			if sameSet(ob.Protocols, b.Protocols) {
-				b.Protocols = slices.Clone(ob.Protocols)
-			}
-		}
-		if b.Ports == nil {
-			b.Ports = map[string]*config.Port{}
-		}
-	}
 }
 
 // passCount counts the passes made, whatever their outcome.

@@ -12,10 +12,18 @@ import (
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
 )
 
-// Read takes the rows from cli's cache, Open_vSwitch first: the other
-// tables are then at least as new as its next_cfg, so that reporting it
-// as cur_cfg never claims a change not yet seen.
-func Read(ctx context.Context, cli client.Client) (*Rows, error) {
+// Lister reads one table's rows into a slice of its models: a libovsdb
+// client's cache, or the embedded server's database itself.
+type Lister interface {
+	List(ctx context.Context, result any) error
+}
+
+var _ Lister = client.Client(nil)
+
+// Read takes the rows from cli, Open_vSwitch first: the other tables are
+// then at least as new as its next_cfg, so that reporting it as cur_cfg
+// never claims a change not yet seen.
+func Read(ctx context.Context, cli Lister) (*Rows, error) {
 	var ovs []vswitchdb.OpenvSwitch
 	var brs []vswitchdb.Bridge
 	var ports []vswitchdb.Port
