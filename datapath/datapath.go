@@ -140,6 +140,10 @@ type Datapath struct {
 	portSnap      atomic.Pointer[[]*Port] // sorted copy of ports for lock-free readers
 	flushUs       int
 	sleepUs       int
+	// flowLimit and emcInvProb are flow-limit and emc-insert-inv-prob
+	// (0: the EMC off) as the PMDs' plans carry them.
+	flowLimit  int
+	emcInvProb int
 	// probeEvery is latency-probe (0: off); probeOffset turns the
 	// datapath's clock into CLOCK_MONOTONIC for marked probe packets.
 	probeEvery  int
@@ -219,10 +223,14 @@ func New(cfg Config) (*Datapath, error) {
 		ports:   make(map[uint32]*Port),
 		flushUs: cfg.TxFlushInterval,
 		sleepUs: cfg.PMDSleepMax,
-		pmdCnt:  newSharedSlab[pmdCounters](cfg.NumPMDs, cfg.PackedSharedState),
-		ctrlq:   NewControllerQueue(cfg.ControllerQueueDepth, packet.DefaultBufSize),
-		ct:      cfg.Conntrack,
-		ipf:     cfg.Fragments,
+		// The cfg fields stay what New was given; the Set methods change
+		// these.
+		flowLimit:  cfg.FlowLimit,
+		emcInvProb: cfg.EMCInsertInvProb,
+		pmdCnt:     newSharedSlab[pmdCounters](cfg.NumPMDs, cfg.PackedSharedState),
+		ctrlq:      NewControllerQueue(cfg.ControllerQueueDepth, packet.DefaultBufSize),
+		ct:         cfg.Conntrack,
+		ipf:        cfg.Fragments,
 	}
 	if dp.ct == nil {
 		dp.ct = conntrack.New()
@@ -472,6 +480,55 @@ func (dp *Datapath) SetPMDSleepMax(us int) error {
 	return nil
 }
 
+// SetFlowLimit sets flow-limit, the megaflows each PMD installs at most
+// (0 or less: DefaultFlowLimit, as in New). Lowering it removes no flow:
+// those above the limit age out, and no new one is installed until the
+// PMD is below it (a packet that would have installed one is executed
+// alone).
+func (dp *Datapath) SetFlowLimit(n int) {
+	if n <= 0 {
+		n = DefaultFlowLimit
+	}
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	if n == dp.flowLimit {
+		return
+	}
+	dp.flowLimit = n
+	dp.replan()
+}
+
+// FlowLimit returns the current flow-limit.
+func (dp *Datapath) FlowLimit() int {
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	return dp.flowLimit
+}
+
+// SetEMCInsertInvProb sets emc-insert-inv-prob: one miss in n is
+// inserted into each PMD's exact-match cache; 0 turns the cache off and
+// empties it, as in Open vSwitch.
+func (dp *Datapath) SetEMCInsertInvProb(n int) error {
+	if n < 0 {
+		return fmt.Errorf("datapath: emc-insert-inv-prob %d is negative", n)
+	}
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	if n == dp.emcInvProb {
+		return nil
+	}
+	dp.emcInvProb = n
+	dp.replan()
+	return nil
+}
+
+// EMCInsertInvProb returns the current emc-insert-inv-prob (0: off).
+func (dp *Datapath) EMCInsertInvProb() int {
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	return dp.emcInvProb
+}
+
 // PMDSleepMax returns the current pmd-sleep-max in microseconds.
 func (dp *Datapath) PMDSleepMax() int {
 	dp.mu.Lock()
@@ -594,7 +651,8 @@ func (dp *Datapath) publishPlans(ports []*Port, assign [][]RxqRef) {
 	}
 	for i, pmd := range dp.pmds {
 		plan := &pmdPlan{seq: dp.seq, tx: make([]txPlan, maxNo+1), sleepMaxNs: int64(dp.sleepUs) * 1000,
-			probeEvery: dp.probeEvery, probeOffset: dp.probeOffset}
+			probeEvery: dp.probeEvery, probeOffset: dp.probeOffset,
+			flowLimit: dp.flowLimit, emcInvProb: uint32(dp.emcInvProb)}
 		if i < len(assign) {
 			for _, r := range assign[i] {
 				p := dp.ports[r.Port]

@@ -540,6 +540,69 @@ func TestFlowLimit(t *testing.T) {
 	if pkts != 10 || bytes != 10*60 {
 		t.Fatalf("megaflow stats %d packets %d bytes, want 10 and 600", pkts, bytes)
 	}
+	// Raised in place, it lets the PMD install up to the new limit.
+	dp.SetFlowLimit(15)
+	for i := 20; i < 40; i++ {
+		in.Inject(0, udpFrame(1, 2, uint16(i), 9, uint32(i)))
+	}
+	dp.PMDs()[0].PollOnce()
+	dp.PMDs()[0].PollOnce()
+	if n := out.Discard(0); n != 20 {
+		t.Fatalf("forwarded %d of 20", n)
+	}
+	if dp.FlowCount() != 15 || dp.FlowLimit() != 15 {
+		t.Fatalf("flows %d limit %d, want 15 and 15", dp.FlowCount(), dp.FlowLimit())
+	}
+}
+
+// TestEMCInsertInvProbInPlace: emc-insert-inv-prob changes in the running
+// PMDs; 0 turns the EMC off and empties it.
+func TestEMCInsertInvProbInPlace(t *testing.T) {
+	rules := &RuleTable{}
+	dp, _ := New(Config{Manual: true, Upcall: rules, EMCInsertInvProb: 1})
+	defer dp.Close()
+	rules.Invalidate = dp.InvalidateFlows
+	in, out := ring.New("in", 1, 1, 1024), ring.New("out", 1, 1, 1024)
+	dp.AddPort(1, in)
+	dp.AddPort(2, out)
+	rules.Add(inPortRule(1, 1, 2))
+	// As in TestFlowLimit: not a flow on the port alone (which skips
+	// the caches), a megaflow.
+	never := inPortRule(2, 1)
+	never.Match.Key.TpSrc, never.Match.Mask.TpSrc = 0xffff, 0xffff
+	rules.Add(never)
+	pmd := dp.PMDs()[0]
+	emcHitsAfter := func(n int) uint64 {
+		t.Helper()
+		before := dp.PMDStats()[0].EMCHits
+		for range n {
+			in.Inject(0, udpFrame(1, 2, 3, 4, 5))
+			pmd.PollOnce()
+		}
+		pmd.PollOnce() // idle: publishes the counters
+		if got := out.Discard(0); got != n {
+			t.Fatalf("forwarded %d of %d", got, n)
+		}
+		return dp.PMDStats()[0].EMCHits - before
+	}
+	if hits := emcHitsAfter(4); hits == 0 {
+		t.Fatal("emc-insert-inv-prob=1: no EMC hit in 4 packets of one flow")
+	}
+	if err := dp.SetEMCInsertInvProb(0); err != nil {
+		t.Fatal(err)
+	}
+	if hits := emcHitsAfter(4); hits != 0 || dp.EMCInsertInvProb() != 0 {
+		t.Fatalf("emc-insert-inv-prob=0: %d EMC hits, setting %d; want the EMC empty and off", hits, dp.EMCInsertInvProb())
+	}
+	if err := dp.SetEMCInsertInvProb(1); err != nil {
+		t.Fatal(err)
+	}
+	if hits := emcHitsAfter(4); hits == 0 {
+		t.Fatal("back to 1: no EMC hit in 4 packets of one flow")
+	}
+	if err := dp.SetEMCInsertInvProb(-1); err == nil {
+		t.Fatal("a negative emc-insert-inv-prob accepted")
+	}
 }
 
 // TestStartStopLeakFree runs real PMD goroutines over null ports (endless

@@ -89,6 +89,10 @@ type pmdPlan struct {
 	// probeEvery is latency-probe (latency.go); 0 is off.
 	probeEvery  int
 	probeOffset int64
+	// flowLimit bounds the megaflows the PMD installs; emcInvProb is its
+	// EMC's insertion rate (0: off).
+	flowLimit  int
+	emcInvProb uint32
 }
 
 type rxqPlan struct {
@@ -556,6 +560,12 @@ func (p *PMD) applyPlan() {
 		outs[no] = ob
 	}
 	p.outs = outs
+	if pl.emcInvProb != p.emc.InsertInvProb() {
+		p.emc.SetInsertInvProb(pl.emcInvProb)
+		if pl.emcInvProb == 0 {
+			p.emc.Clear()
+		}
+	}
 	p.cur = pl
 	p.applied.Store(pl.seq)
 }
@@ -932,7 +942,7 @@ func (p *PMD) handleMiss(pkt *packet.Packet, hash uint32) *Megaflow {
 		p.drop(pkt, DropNoFlow)
 		return nil
 	}
-	if p.upcall.NoInstall || p.flows.Len() >= p.dp.cfg.FlowLimit {
+	if p.upcall.NoInstall || p.flows.Len() >= p.cur.flowLimit {
 		if !p.upcall.NoInstall {
 			p.local.flowsLimited++
 		}

@@ -53,14 +53,14 @@ var soakWeights = map[string]int{"config": 25, "flows": 25, "controller": 10, "v
 // pmd-sleep-max never 0: the machine is shared, so no busy polling.
 var (
 	inPlaceKeys = map[string][]string{
-		"tx-flush-interval": {"0", "20", "50", "auto"},
-		"pmd-sleep-max":     {"50", "100", "300"},
-	}
-	rebuildKeys = map[string][]string{
+		"tx-flush-interval":   {"0", "20", "50", "auto"},
+		"pmd-sleep-max":       {"50", "100", "300"},
 		"max-idle":            {"3000", "10000", "20000"},
 		"emc-insert-inv-prob": {"0", "1", "100"},
 		"flow-limit":          {"1000", "200000"},
-		"n-pmd":               {"1", "2"},
+	}
+	rebuildKeys = map[string][]string{
+		"n-pmd": {"1", "2"},
 	}
 )
 

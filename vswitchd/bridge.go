@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/classifier"
 	"github.com/vswitch-go/vswitch/internal/ifinfo"
 	"github.com/vswitch-go/vswitch/netdev"
 	"github.com/vswitch-go/vswitch/netdev/tap"
@@ -147,16 +148,13 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		CPUs:             cpus,
 		PMDSleepMax:      intOption(oc, "pmd-sleep-max", datapath.DefaultPMDSleepMax),
 		TxFlushInterval:  flushInterval(oc, 0),
-		FlowLimit:        b.settings.flowLimit,
-		EMCInsertInvProb: b.settings.emcInvProb,
-		EMCOff:           b.settings.emcInvProb == 0,
+		FlowLimit:        flowLimit(oc),
+		EMCInsertInvProb: emcInsertInvProb(oc),
+		EMCOff:           emcInsertInvProb(oc) == 0,
 		Upcall:           up,
 		OnPortRemoved:    b.portRemoved,
 		Conntrack:        d.ct,
 		Fragments:        d.ipf,
-	}
-	if dcfg.EMCOff {
-		dcfg.EMCInsertInvProb = 1
 	}
 	dp, err := datapath.New(dcfg)
 	if err != nil {
@@ -712,6 +710,10 @@ func (b *bridge) update(c *config.Config, nb *config.Bridge) error {
 	oc := c.OtherConfig
 	b.setFlowSync(oc)
 	b.of.SetMaxIdle(maxIdle(oc))
+	b.dp.SetFlowLimit(flowLimit(oc))
+	if err := b.dp.SetEMCInsertInvProb(emcInsertInvProb(oc)); err != nil {
+		return err
+	}
 	if err := b.dp.SetTxFlushInterval(flushInterval(oc, 0)); err != nil {
 		return err
 	}
@@ -1089,6 +1091,17 @@ func intOption(m map[string]string, key string, def int) int {
 // unused. It applies in place, as in Open vSwitch.
 func maxIdle(oc map[string]string) time.Duration {
 	return time.Duration(intOption(oc, "max-idle", int(ofproto.DefaultMaxIdle/time.Millisecond))) * time.Millisecond
+}
+
+// flowLimit is other_config's flow-limit, the datapath's default if unset.
+func flowLimit(oc map[string]string) int {
+	return intOption(oc, "flow-limit", datapath.DefaultFlowLimit)
+}
+
+// emcInsertInvProb is other_config's emc-insert-inv-prob (0: the EMC
+// off), Open vSwitch's default of 100 if unset.
+func emcInsertInvProb(oc map[string]string) int {
+	return intOption(oc, "emc-insert-inv-prob", classifier.DefaultEMCInsertInvProb)
 }
 
 // flushInterval is other_config's tx-flush-interval as the datapath takes

@@ -1,14 +1,15 @@
 // Package vswitchd is the switch daemon: it keeps the running bridges,
-// ports and controllers equal to the crash-safe configuration store,
-// serves the management API vsctl talks to, exports Prometheus metrics and
-// saves the flow tables of bridges that no controller programs, so that a
-// restart brings everything back.
+// ports and controllers equal to the Open_vSwitch database it follows
+// (through the crash-safe configuration store), serves the management API
+// and ovs-appctl, exports Prometheus metrics and saves the flow tables of
+// bridges, so that a restart brings everything back.
 //
 // Each bridge has a datapath of its own (its PMDs, caches and ports), whose
 // port numbers are the bridge's OpenFlow port numbers. Settings that shape
-// the PMDs (n-pmd, pmd-cpu-mask, flow limits, EMC) rebuild the bridges'
-// datapaths when they change, keeping their flows; tx-flush-interval,
-// pmd-sleep-max, controllers, fail mode and ports change at run time. A
+// the PMDs (n-pmd, pmd-cpu-mask) rebuild the bridges' datapaths when they
+// change, keeping their flows; tx-flush-interval, pmd-sleep-max, max-idle,
+// flow-limit, emc-insert-inv-prob, controllers, fail mode and ports change
+// at run time. A
 // port whose kernel interface disappears stops, and starts again by itself
 // under the same OpenFlow number when the interface comes back; one added
 // before its interface exists waits for it the same way, as in Open
@@ -676,16 +677,14 @@ func (d *Daemon) Close() error {
 // datapathSettings are the switch-wide settings a datapath is built with;
 // a bridge is rebuilt when they change.
 type datapathSettings struct {
-	nPMD, flowLimit, emcInvProb int
-	cpus                        string
+	nPMD int
+	cpus string
 }
 
 func switchDatapathSettings(c *config.Config) datapathSettings {
 	oc := c.OtherConfig
 	return datapathSettings{
-		nPMD:       pmdCount(oc),
-		flowLimit:  intOption(oc, "flow-limit", datapath.DefaultFlowLimit),
-		emcInvProb: intOption(oc, "emc-insert-inv-prob", 100),
-		cpus:       oc["pmd-cpu-mask"],
+		nPMD: pmdCount(oc),
+		cpus: oc["pmd-cpu-mask"],
 	}
 }

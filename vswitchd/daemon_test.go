@@ -304,9 +304,9 @@ func TestFlowSyncSetting(t *testing.T) {
 	}
 }
 
-// TestMaxIdleInPlace: other_config:max-idle applies to the running bridge,
-// as in Open vSwitch, without rebuilding it (which would reopen every
-// port).
+// TestMaxIdleInPlace: other_config:max-idle, flow-limit and
+// emc-insert-inv-prob apply to the running bridge, as in Open vSwitch,
+// without rebuilding it (which would reopen every port).
 func TestMaxIdleInPlace(t *testing.T) {
 	d, err := Start(Options{StateDir: t.TempDir(), DefaultBridge: "br0"})
 	if err != nil {
@@ -317,12 +317,19 @@ func TestMaxIdleInPlace(t *testing.T) {
 	if b == nil {
 		t.Fatal("br0 not running")
 	}
-	mustCall(t, d, "set", "Open_vSwitch", ".", "other_config:max-idle=2500")
+	mustCall(t, d, "set", "Open_vSwitch", ".", "other_config:max-idle=2500",
+		"other_config:flow-limit=3000", "other_config:emc-insert-inv-prob=0")
 	if d.runningBridge("br0") != b {
-		t.Fatal("setting max-idle rebuilt the bridge")
+		t.Fatal("setting max-idle, flow-limit and emc-insert-inv-prob rebuilt the bridge")
 	}
 	if got := b.of.MaxIdle(); got != 2500*time.Millisecond {
-		t.Fatalf("max-idle in force %v, want 2.5s", got)
+		t.Errorf("max-idle in force %v, want 2.5s", got)
+	}
+	if got := b.dp.FlowLimit(); got != 3000 {
+		t.Errorf("flow-limit in force %d, want 3000", got)
+	}
+	if got := b.dp.EMCInsertInvProb(); got != 0 {
+		t.Errorf("emc-insert-inv-prob in force %d, want 0", got)
 	}
 }
 
@@ -373,7 +380,9 @@ func TestStartsOnTheDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A setting that rebuilds a bridge, and a bridge deleted.
+	// A setting that rebuilds a bridge, one that applies in place, and a
+	// bridge deleted.
+	mustCall(t, d, "set", "Bridge", "br0", "other_config:mac-aging-time=77")
 	mustCall(t, d, "set", "Open_vSwitch", ".", "other_config:emc-insert-inv-prob=7")
 	mustCall(t, d, "del-br", "br1")
 	// A port added after config.json's record took number 2, and keeps
@@ -396,7 +405,10 @@ func TestStartsOnTheDatabase(t *testing.T) {
 	if b == nil {
 		t.Fatal("br0 not running")
 	}
-	if got := b.settings.emcInvProb; got != 7 {
+	if got := b.cfg.OtherConfig["mac-aging-time"]; got != "77" {
+		t.Errorf("br0 started with mac-aging-time %q, want the database's 77", got)
+	}
+	if got := b.dp.EMCInsertInvProb(); got != 7 {
 		t.Errorf("br0 started with emc-insert-inv-prob %d, want the database's 7", got)
 	}
 	if d.runningBridge("br1") != nil {
