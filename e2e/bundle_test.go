@@ -80,7 +80,7 @@ func TestBundleCommitSurvivesKill9(t *testing.T) {
 	}
 	// dump-groups does not show a selection_method (the switch does not
 	// encode it in replies); the tables saved after the replay do.
-	if st, _ := os.ReadFile(filepath.Join(d.stateDir, "config.json")); !strings.Contains(string(st), "group_id=5,type=select,selection_method=hash") {
+	if st, _ := os.ReadFile(filepath.Join(d.stateDir, br+".tables")); !strings.Contains(string(st), "group_id=5,type=select,selection_method=hash") {
 		t.Fatalf("the select group came back without its selection_method:\n%s", st)
 	}
 }

@@ -195,22 +195,27 @@ func TestVsctlErrors(t *testing.T) {
 	d.vsctl("add-flow", "br0", "priority=5,actions=drop")
 
 	state := func() string {
-		b, err := os.ReadFile(filepath.Join(d.stateDir, "config.json"))
-		if err != nil {
-			t.Fatal(err)
+		var out []byte
+		for _, name := range []string{"config.json", "br0.tables"} {
+			b, err := os.ReadFile(filepath.Join(d.stateDir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v map[string]any
+			if err := json.Unmarshal(b, &v); err != nil {
+				t.Fatal(err)
+			}
+			delete(v, "generation") // a refused change may still not bump it; compare content
+			j, _ := json.Marshal(v)
+			out = append(out, j...)
 		}
-		var v map[string]any
-		if err := json.Unmarshal(b, &v); err != nil {
-			t.Fatal(err)
-		}
-		delete(v, "generation") // a refused change may still not bump it; compare content
-		out, _ := json.Marshal(v)
 		return string(out)
 	}
-	// The flow tables reach the store's snapshot once the switch has been
-	// quiet for a second; wait for that so it does not land mid-test.
+	// The flow tables are saved once the switch has been quiet for a
+	// second; wait for that so it does not land mid-test.
 	nstest.WaitFor(t, 10*time.Second, "the flow snapshot", func() bool {
-		return strings.Contains(state(), "priority=5 actions=drop")
+		b, _ := os.ReadFile(filepath.Join(d.stateDir, "br0.tables"))
+		return strings.Contains(string(b), "priority=5 actions=drop")
 	})
 	before := state()
 	flowsBefore := d.vsctl("--format", "json", "dump-flows", "br0")

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -106,11 +107,12 @@ type port struct {
 	dp *datapath.Port
 }
 
-// newBridge builds and starts the bridge nb of configuration c. With
+// newBridge builds and starts the bridge nb of configuration c, with the
+// tables t (nil: none saved) and its journal's records on top. With
 // lenient set (restoring at start, or after a failed change) a port that
 // cannot be opened is logged and skipped; otherwise it fails the whole
 // bridge, unless its interface does not exist yet: it waits for it.
-func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*bridge, error) {
+func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, t *config.Tables, lenient bool) (*bridge, error) {
 	b := &bridge{d: d, name: nb.Name, cfg: nb.Clone(), settings: switchDatapathSettings(c),
 		ports: map[string]*port{}, byNo: map[uint32]*port{}, portErrs: map[string]string{}}
 	j, records, err := openJournal(d.journalPath(nb.Name), d.opts.Recover, d.log.With("bridge", nb.Name))
@@ -217,7 +219,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, lenient bool) (*
 		b.close()
 		return nil, err
 	}
-	b.restoreTables(nb, records)
+	b.restoreTables(t, records)
 	b.syncStop, b.syncDone = make(chan struct{}), make(chan struct{})
 	go b.syncLoop()
 	return b, nil
@@ -284,17 +286,19 @@ func (b *bridge) removeLocal() {
 	}
 }
 
-// restoreTables brings back the saved tables: the snapshot in the store,
+// restoreTables brings back the saved tables: the snapshot t (nil: none),
 // then the journal's records in order, then a new snapshot so that the
 // journal starts empty. A record that no longer applies (a group added
 // twice because the snapshot already held it) is logged and skipped.
-func (b *bridge) restoreTables(nb *config.Bridge, records []string) {
-	log := b.d.log.With("bridge", nb.Name)
-	if nb.Flows != nil {
-		if err := b.installTables(nb.Flows, nb.Groups, nb.Meters, nil); err != nil {
+func (b *bridge) restoreTables(t *config.Tables, records []string) {
+	log := b.d.log.With("bridge", b.name)
+	snapshot := 0
+	if t != nil {
+		if err := b.installTables(t.Flows, t.Groups, t.Meters, nil); err != nil {
 			log.Error("saved tables not fully restored", "err", err)
 		}
-		b.snapSize = len(nb.Flows)
+		snapshot = len(t.Flows)
+		b.snapSize = snapshot
 	}
 	replayed, unreadable := 0, 0
 	for i, r := range records {
@@ -316,8 +320,8 @@ func (b *bridge) restoreTables(nb *config.Bridge, records []string) {
 		}
 		replayed++
 	}
-	if nb.Flows != nil || len(records) > 0 {
-		log.Info("flows restored", "snapshot", len(nb.Flows), "journal", replayed, "journal-records", len(records))
+	if t != nil || len(records) > 0 {
+		log.Info("flows restored", "snapshot", snapshot, "journal", replayed, "journal-records", len(records))
 	}
 	if unreadable > 0 {
 		log.Error("journal records not understood were dropped", "count", unreadable)
@@ -1008,9 +1012,10 @@ const (
 	snapshotMinRecords = 10_000
 )
 
-// snapshot stores the flow, group and meter tables in the config store and
-// empties the journal: with force always (shutdown, fail-mode changes),
-// else by the policy above. It never takes d.mu: it runs on the saver and
+// snapshot saves the flow, group and meter tables in the bridge's tables
+// file and empties the journal: with force always (shutdown, fail-mode
+// changes), else by the policy above. A bridge the configuration no
+// longer has loses both: its tables go with it. It never takes d.mu: it runs on the saver and
 // on configuration paths that hold it. The error is why the tables could
 // not be saved (nil when there was nothing to do).
 func (b *bridge) snapshot(force bool) error {
@@ -1033,12 +1038,13 @@ func (b *bridge) snapshot(force bool) error {
 	if flows == nil {
 		flows = []string{} // saved empty, not "never saved"
 	}
-	_, err := b.d.store.Update(func(c *config.Config) error {
-		if nb := c.Bridges[b.name]; nb != nil {
-			nb.Flows, nb.Groups, nb.Meters = flows, groups, meters
-		}
-		return nil
-	})
+	var err error
+	path := b.d.tablesPath(b.name)
+	if b.d.store.HasBridge(b.name) {
+		err = writeTables(path, &config.Tables{Flows: flows, Groups: groups, Meters: meters})
+	} else if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		err = rerr
+	}
 	if err == nil {
 		// The tables are saved: what a barrier acknowledges is durable even
 		// if the journal cannot be emptied (its records then replay on top
@@ -1054,9 +1060,7 @@ func (b *bridge) snapshot(force bool) error {
 		return nil
 	}
 	b.flowsDirty.Store(true)
-	if !errors.Is(err, config.ErrClosed) {
-		b.d.log.Error("flow tables not saved", "bridge", b.name, "err", err)
-	}
+	b.d.log.Error("flow tables not saved", "bridge", b.name, "err", err)
 	return err
 }
 

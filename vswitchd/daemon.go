@@ -199,6 +199,10 @@ func Start(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := moveLegacyTables(dir, store, log); err != nil {
+		store.Close()
+		return nil, err
+	}
 	d := &Daemon{opts: opts, log: log, store: store, bridges: map[string]*bridge{},
 		statsBase: map[string]*statsSnapshot{}, ifw: newIfWatch(), stop: make(chan struct{}), started: make(chan struct{}),
 		exitReq: make(chan struct{}), ct: conntrack.New(), ipf: ipf.NewSettings(), patches: patch.NewHub()}
@@ -221,14 +225,13 @@ func Start(opts Options) (*Daemon, error) {
 			return nil, err
 		}
 	}
-	if !opts.Recover {
-		if err := checkJournals(dir, store.Get()); err != nil {
-			d.Close()
-			return nil, err
-		}
+	saved, err := d.readSaved(store.Get())
+	if err != nil {
+		d.Close()
+		return nil, err
 	}
 	d.mu.Lock()
-	d.restore(store.Get())
+	d.restore(store.Get(), saved)
 	d.mu.Unlock()
 	d.wg.Add(2)
 	go d.watchLinks()
@@ -294,41 +297,68 @@ func (d *Daemon) MetricsAddr() string {
 	return d.opts.MetricsAddr
 }
 
-// checkJournals reads the flow journal of every bridge of c and returns
-// the damage found in any (*JournalDamage), before anything starts: like
-// a corrupt config store, a damaged journal stops the daemon rather than
-// lose acknowledged flows, and is left as it is for inspection.
-func checkJournals(dir string, c *config.Config) error {
+// readSaved reads the saved tables of every bridge of c and checks its
+// flow journal, before anything starts: like a corrupt config store, a
+// damaged journal (*JournalDamage) or tables file stops the daemon rather
+// than lose acknowledged flows, and is left as it is for inspection.
+// With opts.Recover the daemon starts anyway: a damaged journal is
+// replayed up to the damage (openJournal), and a bridge whose tables file
+// cannot be read starts without it, the file moved aside.
+func (d *Daemon) readSaved(c *config.Config) (map[string]*config.Tables, error) {
+	saved := map[string]*config.Tables{}
 	for _, name := range slices.Sorted(maps.Keys(c.Bridges)) {
-		path := filepath.Join(dir, name+JournalSuffix)
-		f, err := openJournalFile(path, os.O_RDONLY)
-		if errors.Is(err, os.ErrNotExist) {
+		path := d.tablesPath(name)
+		t, err := readTables(path)
+		if err != nil && d.opts.Recover {
+			aside := path + ".damaged"
+			d.log.Error("bridge starts without its saved tables (--recover)", "bridge", name, "err", err, "moved-to", aside)
+			os.Rename(path, aside)
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("bridge %q: flow journal: %w", name, err)
+			return nil, fmt.Errorf("bridge %q: %w (start with --recover to go on without them)", name, err)
 		}
-		data, err := io.ReadAll(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("bridge %q: flow journal: %w", name, err)
+		saved[name] = t
+		if d.opts.Recover {
+			continue
 		}
-		if jc := parseJournal(data); jc.damage != "" && !jc.torn {
-			return fmt.Errorf("bridge %q: %w", name, &JournalDamage{Path: path, Record: len(jc.records) + 1,
-				Offset: jc.good, Size: int64(len(data)), Reason: jc.damage})
+		if err := checkJournal(d.journalPath(name)); err != nil {
+			return nil, fmt.Errorf("bridge %q: %w", name, err)
 		}
+	}
+	return saved, nil
+}
+
+// checkJournal returns the damage found in the journal at path other
+// than a torn last record (a *JournalDamage), or why it cannot be read.
+func checkJournal(path string) error {
+	f, err := openJournalFile(path, os.O_RDONLY)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("flow journal: %w", err)
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("flow journal: %w", err)
+	}
+	if jc := parseJournal(data); jc.damage != "" && !jc.torn {
+		return &JournalDamage{Path: path, Record: len(jc.records) + 1, Offset: jc.good, Size: int64(len(data)), Reason: jc.damage}
 	}
 	return nil
 }
 
-// restore brings up every bridge of c, logging what fails.
-func (d *Daemon) restore(c *config.Config) {
+// restore brings up every bridge of c with its saved tables, logging
+// what fails.
+func (d *Daemon) restore(c *config.Config, saved map[string]*config.Tables) {
 	d.setMaxConns(c)
 	if msg := config.PMDCountConflict(c.OtherConfig); msg != "" {
 		d.log.Warn("stored PMD settings: " + msg)
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Bridges)) {
-		b, err := d.newBridge(c, c.Bridges[name], true)
+		b, err := d.newBridge(c, c.Bridges[name], saved[name], true)
 		if err != nil {
 			d.log.Error("bridge not restored", "bridge", name, "err", err)
 			continue
@@ -407,7 +437,7 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 	d.retired = map[string]*retiredBridge{}
 	if err := d.apply(old, next); err != nil {
 		d.log.Warn("configuration change failed, rolling back", "err", err)
-		if _, rerr := d.store.ApplyUpdate(func(c *config.Config) error { config.SetKeepingTables(c, old); return nil }); rerr != nil {
+		if _, rerr := d.store.ApplyUpdate(func(c *config.Config) error { config.Replace(c, old); return nil }); rerr != nil {
 			d.log.Error("rollback not stored", "err", rerr)
 		}
 		if rerr := d.apply(next, old); rerr != nil {
@@ -480,15 +510,18 @@ func (d *Daemon) apply(old, next *config.Config) error {
 			if err := d.revive(r, next, nb, true); err != nil {
 				return err
 			}
-			// Its tables again in the store: retire's snapshot found the
-			// bridge gone from it and only emptied the journal.
+			// Its tables saved again: retire's snapshot found the bridge
+			// gone from the configuration and removed them.
 			d.bridges[name].snapshot(true)
 			delete(d.retired, name)
 			d.log.Info("bridge restored", "bridge", name)
 			continue
 		}
 		if b == nil {
-			nbr, err := d.newBridge(next, nb, false)
+			// A bridge added starts empty, whatever an earlier bridge of
+			// its name left behind (a crash before its deletion finished).
+			d.discardSaved(name)
+			nbr, err := d.newBridge(next, nb, nil, false)
 			if err != nil {
 				return err
 			}
@@ -538,12 +571,11 @@ func (d *Daemon) revive(r *retiredBridge, c *config.Config, nb *config.Bridge, l
 	carry, pmdCarry := r.b.finalTotals(r.ports, nb)
 	// The running tables, not an older snapshot, come back first;
 	// installTables then gives them their states.
-	nb = nb.Clone()
-	nb.Flows, nb.Groups, nb.Meters = r.flows, r.groups, r.meters
-	if nb.Flows == nil {
-		nb.Flows = []string{}
+	t := &config.Tables{Flows: r.flows, Groups: r.groups, Meters: r.meters}
+	if t.Flows == nil {
+		t.Flows = []string{}
 	}
-	nbr, err := d.newBridge(c, nb, lenient)
+	nbr, err := d.newBridge(c, nb, t, lenient)
 	if err != nil {
 		return err
 	}
@@ -565,10 +597,20 @@ func (d *Daemon) bury(final *config.Config) {
 	for name, r := range d.retired {
 		if final.Bridges[name] == nil {
 			r.b.removeLocal()
-			os.Remove(d.journalPath(name))
+			d.discardSaved(name)
 		}
 	}
 	d.retired = nil
+}
+
+// discardSaved removes the saved tables and the journal of a bridge that
+// is not running.
+func (d *Daemon) discardSaved(name string) {
+	for _, path := range []string{d.tablesPath(name), d.journalPath(name)} {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			d.log.Warn("saved state of a deleted bridge not removed", "path", path, "err", err)
+		}
+	}
 }
 
 // rebuild replaces bridge b by one built for nb under next, carrying over

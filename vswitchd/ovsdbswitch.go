@@ -237,7 +237,7 @@ func (d *Daemon) adoptDatabase(db dbconfig.Lister) {
 	}
 	old := d.store.Get()
 	if _, err := d.store.ApplyUpdate(func(c *config.Config) error {
-		config.SetKeepingTables(c, want)
+		config.Replace(c, want)
 		if err := config.CheckPortLimits(old, c); err != nil {
 			return err
 		}

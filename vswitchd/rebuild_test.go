@@ -167,9 +167,9 @@ func TestFailedDelBrKeepsBridge(t *testing.T) {
 		t.Errorf("the bridge's own interface lost its address: %q", out)
 	}
 	f.unchanged(t)
-	// The tables are in the store again, for a restart.
-	nstest.WaitFor(t, 5*time.Second, "the flows in the store", func() bool {
-		return len(d.store.Get().Bridges[f.br].Flows) == 2
+	// The tables are saved again, for a restart.
+	nstest.WaitFor(t, 5*time.Second, "the flows saved", func() bool {
+		return len(savedFlows(t, d, f.br)) == 2
 	})
 }
 

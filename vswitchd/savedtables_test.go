@@ -1,14 +1,21 @@
 package vswitchd
 
 import (
+	"context"
+	"errors"
+	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/vswitch-go/vswitch/ctl/ofctl"
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/ofproto"
 	"github.com/vswitch-go/vswitch/ofproto/ofconn"
+	"github.com/vswitch-go/vswitch/vswitchd/config"
 )
 
 func savedTablesBridge(t *testing.T) *ofproto.Bridge {
@@ -82,5 +89,138 @@ func TestSavedTablesRoundTrip(t *testing.T) {
 	}
 	if got := flowLines(dst); !slices.Equal(got, fl) {
 		t.Fatalf("failed restores changed the flows to %q", got)
+	}
+}
+
+// addFlows adds ovs-ofctl flow lines to bridge br of an in-process daemon.
+func addFlows(t *testing.T, d *Daemon, br string, flows ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, f := range flows {
+		if err := ofctl.Run(ctx, "unix:"+d.bridgeSocket(br), "add-flow", []string{f}, io.Discard, ofctl.Options{}); err != nil {
+			t.Fatalf("add-flow %s: %v", f, err)
+		}
+	}
+}
+
+// hasFlow says whether a running bridge's tables hold a flow containing s.
+func hasFlow(d *Daemon, br, s string) bool {
+	b := d.runningBridge(br)
+	return b != nil && slices.ContainsFunc(flowLines(b.of), func(l string) bool { return strings.Contains(l, s) })
+}
+
+// TestLegacyTablesMoved: a state directory whose config.json holds the
+// saved tables (as older daemons wrote it) starts with them, and from
+// then on they are in the bridge's own file, config.json without them.
+func TestLegacyTablesMoved(t *testing.T) {
+	dir := t.TempDir()
+	old := `{"format": 1, "generation": 2, "config": {"bridges": {"br0": {"name": "br0", "fail_mode": "secure",
+		"flows": ["priority=9,ip,actions=group:4"], "groups": ["group_id=4,type=all,bucket=actions=drop"]}}}}`
+	if err := os.WriteFile(filepath.Join(dir, config.StateFile), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Start(Options{StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if !hasFlow(d, "br0", "priority=9,ip") {
+		t.Fatalf("the flow config.json held is not installed: %q", flowLines(d.runningBridge("br0").of))
+	}
+	tb, err := readTables(d.tablesPath("br0"))
+	if err != nil || tb == nil || len(tb.Flows) != 1 || len(tb.Groups) != 1 {
+		t.Fatalf("br0's tables file: %+v, %v", tb, err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, config.StateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "priority=9") || strings.Contains(string(data), "group_id") {
+		t.Fatalf("config.json still holds the tables:\n%s", data)
+	}
+}
+
+// TestSavedTablesFollowTheBridge: a bridge's tables survive a restart in
+// its file; a configuration change does not write it; deleting the bridge
+// removes it, and a bridge added again under the name starts empty.
+func TestSavedTablesFollowTheBridge(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Start(Options{StateDir: dir, DefaultBridge: "br0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, d, "add-br", "br1")
+	mustCall(t, d, "set-fail-mode", "br1", "secure")
+	addFlows(t, d, "br1", "priority=5,udp,actions=drop")
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "br1"+TablesSuffix)
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	d, err = Start(Options{StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { d.Close() }()
+	if !hasFlow(d, "br1", "priority=5,udp") {
+		t.Fatal("br1's flow not restored")
+	}
+	mustCall(t, d, "set", "Open_vSwitch", ".", "other_config:pmd-sleep-max=50")
+	if after, err := os.Stat(path); err != nil || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("a configuration change rewrote br1's tables (%v)", err)
+	}
+	mustCall(t, d, "del-br", "br1")
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("br1 deleted, its tables file: %v", err)
+	}
+	mustCall(t, d, "add-br", "br1")
+	mustCall(t, d, "set-fail-mode", "br1", "secure")
+	if hasFlow(d, "br1", "priority=5") {
+		t.Fatal("br1 added again came back with the deleted bridge's flow")
+	}
+}
+
+// TestDamagedTablesFile: saved tables that cannot be read stop the start,
+// naming the file, and are left as they are; --recover starts without
+// them and moves them aside.
+func TestDamagedTablesFile(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Start(Options{StateDir: dir, DefaultBridge: "br0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, d, "set-fail-mode", "br0", "secure")
+	addFlows(t, d, "br0", "priority=5,udp,actions=drop")
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "br0"+TablesSuffix)
+	if err := os.WriteFile(path, []byte(`{"format": 1, "flows": ["priority=5,udp,actions=drop"`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := Start(Options{StateDir: dir}); err == nil || !strings.Contains(err.Error(), path) {
+		if d != nil {
+			d.Close()
+		}
+		t.Fatalf("start on damaged tables: %v, want an error naming %s", err, path)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the damaged file was not left as it was: %v", err)
+	}
+	d, err = Start(Options{StateDir: dir, Recover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.runningBridge("br0") == nil || hasFlow(d, "br0", "priority=5") {
+		t.Fatal("--recover: want br0 running without the damaged tables")
+	}
+	if _, err := os.Stat(path + ".damaged"); err != nil {
+		t.Fatalf("the damaged file was not moved aside: %v", err)
 	}
 }

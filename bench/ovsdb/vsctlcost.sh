@@ -8,8 +8,10 @@
 # Open vSwitch's tools are
 # installed, `ovs-vsctl set` against the same daemon's database. Prints
 # the wall time per command. Run it for two builds in turn (old, new) to
-# compare; printed, never asserted.
-#   usage: bench/ovsdb/vsctlcost.sh [BIN] [TAG]   (M from the environment)
+# compare; printed, never asserted. FLOWS=N first adds N flows to br0
+# (through Open vSwitch's ovs-ofctl) and lets them be saved: what a
+# configuration change costs beside a bridge's saved tables.
+#   usage: bench/ovsdb/vsctlcost.sh [BIN] [TAG]   (M, FLOWS from the environment)
 # Needs root.
 set -u
 BIN=$(cd "${1:-bin}" && pwd) || exit 1
@@ -31,6 +33,12 @@ ip netns exec $NS "$BIN"/vswitchd --state-dir "$W" --default-bridge br0 --metric
 for _ in $(seq 100); do [ -S "$W"/vswitchd.sock ] && break; sleep 0.1; done
 export VSWITCHD_STATE_DIR=$W
 ip netns exec $NS "$BIN"/vsctl list-br >/dev/null || exit 1
+if [ "${FLOWS:-0}" -gt 0 ]; then
+	awk -v n="$FLOWS" 'BEGIN { for (i = 0; i < n; i++) printf "priority=10,udp,tp_dst=%d,nw_dst=198.18.%d.%d,actions=drop\n", i % 65536, int(i / 256) % 256, i % 256 }' >"$W"/flows
+	ip netns exec $NS ovs-ofctl -O OpenFlow13 add-flows unix:"$W"/br0.mgmt "$W"/flows || exit 1
+	sleep 3 # the saver snapshots after a second without changes
+	TAG="$TAG flows=$FLOWS"
+fi
 per() { # NAME CMD...: run CMD M times (with $i set), print µs per run
 	local name=$1 t0 t1
 	shift

@@ -73,13 +73,19 @@ type Bridge struct {
 	OtherConfig map[string]string `json:"other_config,omitempty"`
 	// Ports is keyed by port name.
 	Ports map[string]*Port `json:"ports,omitempty"`
-	// Flows are ovs-ofctl syntax lines saved so that flows added with no
-	// controller attached survive a restart. nil means never saved (the
-	// bridge starts with its fail mode's default flows); empty means saved
-	// empty tables, which is why the field is never omitted.
+}
+
+// Tables are a bridge's OpenFlow tables as ovs-ofctl lines, saved so that
+// flows added with no controller attached survive a restart. The daemon
+// keeps them in a file per bridge; config.json held them in the bridge's
+// object until the daemon moved them out (LegacyTables).
+type Tables struct {
+	// Flows nil means never saved (the bridge starts with its fail
+	// mode's default flows); empty means saved empty tables, which is
+	// why the field is never omitted.
 	Flows []string `json:"flows"`
-	// Groups are the group table, saved with the flows (in ovs-ofctl
-	// add-group syntax) because flows may forward to groups.
+	// Groups are the group table (ovs-ofctl add-group syntax), saved
+	// with the flows because flows may forward to groups.
 	Groups []string `json:"groups,omitempty"`
 	// Meters are the meter table (ovs-ofctl add-meter syntax), saved for
 	// the same reason.
@@ -146,9 +152,6 @@ func (b *Bridge) Clone() *Bridge {
 	out.ControllerOptions = maps.Clone(b.ControllerOptions)
 	out.Protocols = slices.Clone(b.Protocols)
 	out.OtherConfig = maps.Clone(b.OtherConfig)
-	out.Flows = slices.Clone(b.Flows)
-	out.Groups = slices.Clone(b.Groups)
-	out.Meters = slices.Clone(b.Meters)
 	if b.Ports != nil {
 		out.Ports = make(map[string]*Port, len(b.Ports))
 		for k, p := range b.Ports {

@@ -51,10 +51,10 @@ func TestHelperProcess(t *testing.T) {
 			} else {
 				b.Ports[name] = &Port{Name: name, Type: PortTypeAFPacket}
 			}
-			b.Flows = append(b.Flows, fmt.Sprintf("priority=%d,actions=drop", next))
-			if len(b.Flows) > 32 {
-				b.Flows = b.Flows[1:]
+			if b.OtherConfig == nil {
+				b.OtherConfig = map[string]string{}
 			}
+			b.OtherConfig[fmt.Sprintf("test-%d", next%32)] = strconv.FormatUint(next, 10)
 			return nil
 		})
 		if err != nil {

@@ -57,6 +57,10 @@ type Store struct {
 	// unwritten is why the last change ApplyUpdate kept in memory is not
 	// in the file yet (nil when the file is current).
 	unwritten error
+	// legacy are the saved tables an older daemon kept in config.json,
+	// by bridge, until ForgetLegacyTables: no update is written before,
+	// as it would drop them.
+	legacy map[string]*Tables
 }
 
 // Open loads the latest committed state from dir (creating dir, mode 0700,
@@ -134,7 +138,52 @@ func (s *Store) load() error {
 	if err := Validate(f.Config); err != nil {
 		return fmt.Errorf("config: state file %s is invalid (left untouched): %w", s.path, err)
 	}
+	var legacy struct {
+		Config struct {
+			Bridges map[string]*Tables `json:"bridges"`
+		} `json:"config"`
+	}
+	if err := json.Unmarshal(data, &legacy); err != nil {
+		return fmt.Errorf("config: state file %s is corrupt (left untouched): %w", s.path, err)
+	}
+	for name, t := range legacy.Config.Bridges {
+		if t != nil && (t.Flows != nil || len(t.Groups) > 0 || len(t.Meters) > 0) && f.Config.Bridges[name] != nil {
+			if s.legacy == nil {
+				s.legacy = map[string]*Tables{}
+			}
+			s.legacy[name] = t
+		}
+	}
 	s.cur, s.gen = f.Config, f.Generation
+	return nil
+}
+
+// LegacyTables are the saved tables config.json held, by bridge, if an
+// older daemon wrote it: the caller moves them to where it keeps tables,
+// durably, then calls ForgetLegacyTables. Until then the store takes no
+// update.
+func (s *Store) LegacyTables() map[string]*Tables {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.legacy
+}
+
+// ForgetLegacyTables writes config.json without the tables LegacyTables
+// returned.
+func (s *Store) ForgetLegacyTables() error {
+	s.mu.Lock()
+	legacy := s.legacy
+	s.legacy = nil
+	s.mu.Unlock()
+	if legacy == nil {
+		return nil
+	}
+	if _, err := s.Update(func(*Config) error { return nil }); err != nil {
+		s.mu.Lock()
+		s.legacy = legacy
+		s.mu.Unlock()
+		return err
+	}
 	return nil
 }
 
@@ -143,6 +192,13 @@ func (s *Store) Get() *Config {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cur.Clone()
+}
+
+// HasBridge says whether the committed state has bridge name.
+func (s *Store) HasBridge(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur.Bridges[name] != nil
 }
 
 // Generation returns the number of the last committed Update; it only grows.
@@ -220,6 +276,9 @@ func (s *Store) update(fn func(c *Config) error, keepUnwritten bool) (*Config, e
 	}
 	if s.broken != nil {
 		return nil, s.broken
+	}
+	if s.legacy != nil {
+		return nil, errors.New("config: the saved tables in config.json are not moved out of it yet")
 	}
 	next := s.cur.Clone()
 	if err := fn(next); err != nil {

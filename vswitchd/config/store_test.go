@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -78,7 +79,6 @@ func TestRoundTrip(t *testing.T) {
 			Name: "br0", DatapathID: "0000000000000001", FailMode: FailModeSecure,
 			Controllers: []string{"tcp:127.0.0.1:6653", "punix:/run/br0.sock"},
 			OtherConfig: map[string]string{"mac-aging-time": "300"},
-			Flows:       []string{"priority=10,in_port=1,actions=output:2", "table=0,actions=drop"},
 			Ports: map[string]*Port{
 				"eth0":  {Name: "eth0", Type: PortTypeAFXDP, Options: map[string]string{"n_rxq": "2"}, OtherConfig: map[string]string{"tx-flush-interval": "10", "pmd-rxq-affinity": "0:1,1:2"}},
 				"vhu0":  {Name: "vhu0", Type: PortTypeVhostUserClient, Options: map[string]string{"vhost-server-path": "/tmp/vhu0"}},
@@ -121,11 +121,11 @@ func TestGetIsDeepCopy(t *testing.T) {
 	ret := mustUpdate(t, s, addPort("br0", "p1", "", 0))
 	c := s.Get()
 	c.Bridges["br0"].Ports["p1"].Type = "bogus"
-	c.Bridges["br0"].Flows = append(c.Bridges["br0"].Flows, "x")
+	c.Bridges["br0"].Controllers = append(c.Bridges["br0"].Controllers, "tcp:x")
 	delete(c.Bridges, "br0")
 	ret.Bridges["br0"].Ports["p1"].Type = "bogus2"
 	again := s.Get()
-	if again.Bridges["br0"] == nil || again.Bridges["br0"].Ports["p1"].Type != "" || len(again.Bridges["br0"].Flows) != 0 {
+	if again.Bridges["br0"] == nil || again.Bridges["br0"].Ports["p1"].Type != "" || len(again.Bridges["br0"].Controllers) != 0 {
 		t.Fatalf("mutating a returned copy changed the store: %+v", again.Bridges["br0"])
 	}
 }
@@ -610,5 +610,46 @@ func TestApplyUpdateOnFullDisk(t *testing.T) {
 	t.Cleanup(func() { s.Close() }) // before the unmount
 	if s.Get().Bridges["br1"] == nil {
 		t.Fatal("the flushed change is not in the file")
+	}
+}
+
+// TestLegacyTables: a config.json written when it held the bridges'
+// saved tables gives them up once, and takes no update until they are
+// forgotten (an update would drop them before the daemon moved them).
+func TestLegacyTables(t *testing.T) {
+	dir := t.TempDir()
+	old := `{"format": 1, "generation": 3, "config": {"bridges": {
+		"br0": {"name": "br0", "fail_mode": "secure", "flows": ["priority=1,actions=drop"], "groups": ["group_id=1,type=all"]},
+		"br1": {"name": "br1", "fail_mode": "secure", "flows": null},
+		"br2": {"name": "br2", "fail_mode": "secure", "flows": []}}}}`
+	if err := os.WriteFile(filepath.Join(dir, StateFile), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := openT(t, dir)
+	lt := s.LegacyTables()
+	if len(lt) != 2 || !slices.Equal(lt["br0"].Flows, []string{"priority=1,actions=drop"}) ||
+		!slices.Equal(lt["br0"].Groups, []string{"group_id=1,type=all"}) || lt["br2"] == nil || lt["br2"].Flows == nil {
+		t.Fatalf("legacy tables %+v, want br0's and br2's (saved empty), not br1's (never saved)", lt)
+	}
+	if _, err := s.Update(addBridge("br3")); err == nil {
+		t.Fatal("an update before the legacy tables were forgotten")
+	}
+	if err := s.ForgetLegacyTables(); err != nil {
+		t.Fatal(err)
+	}
+	if s.LegacyTables() != nil {
+		t.Fatal("legacy tables still there")
+	}
+	mustUpdate(t, s, addBridge("br3"))
+	s.Close()
+	data, err := os.ReadFile(filepath.Join(dir, StateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "flows") || strings.Contains(string(data), "group_id") {
+		t.Fatalf("config.json still holds tables:\n%s", data)
+	}
+	if s := openT(t, dir); s.LegacyTables() != nil || len(s.Get().Bridges) != 4 {
+		t.Fatalf("reopened: legacy %v, bridges %v", s.LegacyTables(), s.Get().Bridges)
 	}
 }

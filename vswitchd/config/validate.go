@@ -131,11 +131,6 @@ func Validate(c *Config) error {
 			}
 		}
 		checkOtherConfig(where+" other_config", b.OtherConfig, add)
-		for i, f := range b.Flows {
-			if strings.TrimSpace(f) == "" || strings.ContainsAny(f, "\n\r") {
-				add("%s: flow %d is empty or spans lines", where, i)
-			}
-		}
 		if other, ok := portBridge[bname]; ok {
 			add("%s: name already used by a port of bridge %q", where, other)
 		}

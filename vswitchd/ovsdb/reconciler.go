@@ -340,7 +340,7 @@ func (r *Reconciler) reconcile(ctx context.Context) error {
 // per Interface UUID, why its port was left out.
 func (r *Reconciler) apply(p *dbconfig.Plan) map[string]string {
 	errs := map[string]string{}
-	err := r.sw.Reconcile(func(c *config.Config) error { config.SetKeepingTables(c, p.Config); return nil })
+	err := r.sw.Reconcile(func(c *config.Config) error { config.Replace(c, p.Config); return nil })
 	if err == nil {
 		return errs
 	}
@@ -372,7 +372,7 @@ func (r *Reconciler) apply(p *dbconfig.Plan) map[string]string {
 		}
 	}
 	failedBridge := map[string]string{}
-	if err := r.sw.Reconcile(func(c *config.Config) error { config.SetKeepingTables(c, base); return nil }); err != nil {
+	if err := r.sw.Reconcile(func(c *config.Config) error { config.Replace(c, base); return nil }); err != nil {
 		failedBridge = r.applyBridges(base, cur)
 	}
 	failed := map[string]string{}
@@ -430,14 +430,10 @@ func (r *Reconciler) applyBridges(base, cur *config.Config) map[string]string {
 				delete(c.Bridges, name)
 				return nil
 			}
-			nb := want.Clone()
-			if ob := c.Bridges[name]; ob != nil {
-				nb.Flows, nb.Groups, nb.Meters = ob.Flows, ob.Groups, ob.Meters
-			}
 			if c.Bridges == nil {
 				c.Bridges = map[string]*config.Bridge{}
 			}
-			c.Bridges[name] = nb
+			c.Bridges[name] = want.Clone()
 			return nil
 		})
 		if err != nil {
