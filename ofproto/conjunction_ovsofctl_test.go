@@ -3,6 +3,7 @@ package ofproto
 import (
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/vswitch-go/vswitch/internal/nstest"
@@ -74,5 +75,20 @@ func TestOvsOfctlSelectionMethod(t *testing.T) {
 	}
 	if len(sels) != 2 || sels[0] != "dp_hash" || sels[1] != "hash" {
 		t.Fatalf("groups keep selection methods %v", sels)
+	}
+	// The group description says them back in 1.5 (Open vSwitch's
+	// selection_method property), as ovs-ofctl prints Open vSwitch's.
+	dump := ovsOfctlIn(t, "OpenFlow15", "dump-groups", target)
+	for _, w := range []string{
+		"group_id=1,type=select,selection_method=dp_hash,bucket=bucket_id:0,weight:100,actions=output:2",
+		"group_id=2,type=select,selection_method=hash,fields(ip_src,udp_dst),bucket=bucket_id:0,weight:100,actions=output:2",
+	} {
+		if !strings.Contains(dump, w) {
+			t.Errorf("dump-groups lacks %q:\n%s", w, dump)
+		}
+	}
+	// A 1.3 peer has no group properties: the same groups without.
+	if dump := ovsOfctlIn(t, "OpenFlow13", "dump-groups", target); strings.Contains(dump, "selection_method") || !strings.Contains(dump, "group_id=2,type=select,bucket=weight:100,actions=output:2") {
+		t.Errorf("1.3 dump-groups:\n%s", dump)
 	}
 }

@@ -28,6 +28,9 @@
 //	NXM tun_src/tun_dst   Tun.Src/Tun.Dst, IPv4-mapped (mask covers ::ffff:)
 //	NXM tun_ipv6_src/dst  Tun.Src/Tun.Dst
 //	NXM tun_flags         Tun.Flags (the public bit, OAM)
+//	NXM recirc_id         RecircID (16 bits; larger values refused)
+//	NXM dp_hash           Pipe.DPHash (set by select groups)
+//	NXM nw_tos            NwTOS bits 2-7 (NXM_OF_IP_TOS, as IP_DSCP)
 //	IPV6_EXTHDR           IPv6ExtHdr
 //	NXM ct_state, ct_zone CT.State (eight bits), CT.Zone
 //	ct_mark, ct_label     CT.Mark, CT.Label
@@ -55,11 +58,17 @@ type Pipe struct {
 	Regs     [ofpwire.NumRegs]uint32
 	ConjID   uint32 // conj_id
 	PktMark  uint32 // pkt_mark
+	// DPHash is dp_hash: 0 until a select group hashes the packet (its
+	// dp_hash selection, Open vSwitch's default), then the hash it chose
+	// its bucket by. A function of key bits the hash consulted, so, like
+	// the rest, it needs no megaflow bits of its own.
+	DPHash uint32
+	_      uint32 // Pipe is a whole number of words (pipeline's view)
 }
 
 // And returns p masked by m.
 func (p *Pipe) And(m *Pipe) Pipe {
-	r := Pipe{Metadata: p.Metadata & m.Metadata, ConjID: p.ConjID & m.ConjID, PktMark: p.PktMark & m.PktMark}
+	r := Pipe{Metadata: p.Metadata & m.Metadata, ConjID: p.ConjID & m.ConjID, PktMark: p.PktMark & m.PktMark, DPHash: p.DPHash & m.DPHash}
 	for i := range r.Regs {
 		r.Regs[i] = p.Regs[i] & m.Regs[i]
 	}
@@ -71,7 +80,7 @@ func (p *Pipe) IsZero() bool { return *p == Pipe{} }
 
 // Covers reports whether every bit of m is in p (p, m masks).
 func (p *Pipe) Covers(m *Pipe) bool {
-	if m.Metadata&^p.Metadata != 0 || m.ConjID&^p.ConjID != 0 || m.PktMark&^p.PktMark != 0 {
+	if m.Metadata&^p.Metadata != 0 || m.ConjID&^p.ConjID != 0 || m.PktMark&^p.PktMark != 0 || m.DPHash&^p.DPHash != 0 {
 		return false
 	}
 	for i := range m.Regs {
@@ -142,6 +151,8 @@ var validBits = [ofpwire.NumFields]uint64{
 	ofpwire.XMTypeARPOpcode:     0xff, // the key keeps the opcode in 8 bits, as OVS does
 	ofpwire.XMTypeIPv6ExtHeader: 0x1ff,
 	ofpwire.XMTypeIPFrag:        0x3,
+	ofpwire.XMTypeRecircID:      0xffff, // flow.Key.RecircID: the ids the datapath allocates
+	ofpwire.XMTypeNwTOS:         0xfc,
 }
 
 // ValidBits is the bits of field f a value may have, 0 when every bit of
@@ -299,6 +310,16 @@ func (m *Match) set(o ofpwire.OXM) error {
 		m.ConjID, m.PipeMask.ConjID = uint32(v), ^uint32(0)
 	case ofpwire.XMTypePktMark:
 		m.Pipe.PktMark, m.PipeMask.PktMark = uint32(v&vm), uint32(vm)
+	case ofpwire.XMTypeDPHash:
+		m.Pipe.DPHash, m.PipeMask.DPHash = uint32(v&vm), uint32(vm)
+	case ofpwire.XMTypeRecircID:
+		// checkOXM kept the value to the key's 16 bits.
+		k.RecircID, mk.RecircID = uint16(v), 0xffff
+	case ofpwire.XMTypeNwTOS:
+		// nw_tos is the DSCP bits in place; its ECN bits are not the
+		// field's (checkOXM refused them set).
+		k.NwTOS |= uint8(v) & 0xfc
+		mk.NwTOS |= 0xfc
 	case ofpwire.XMTypeEthDst:
 		k.EthDst, mk.EthDst = mac(o)
 	case ofpwire.XMTypeEthSrc:
@@ -562,6 +583,12 @@ func ToOXM(m *Match) ofpwire.Match {
 	}
 	if m.PipeMask.PktMark != 0 {
 		fs = oxmUint(fs, ofpwire.XMTypePktMark, uint64(m.Pipe.PktMark), uint64(m.PipeMask.PktMark), 0xffffffff)
+	}
+	if mk.RecircID != 0 {
+		fs = append(fs, ofpwire.OXMUint(ofpwire.XMTypeRecircID, uint64(k.RecircID)))
+	}
+	if m.PipeMask.DPHash != 0 {
+		fs = oxmUint(fs, ofpwire.XMTypeDPHash, uint64(m.Pipe.DPHash), uint64(m.PipeMask.DPHash), 0xffffffff)
 	}
 	if mk.CT != (flow.Conntrack{}) {
 		fs = ctOXM(fs, &k.CT, &mk.CT)

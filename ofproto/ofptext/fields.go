@@ -113,6 +113,10 @@ func parseFieldValue(f ofpwire.XMType, s string) (ofpwire.OXM, error) {
 	if bits < 64 && v >= 1<<bits {
 		return ofpwire.OXM{}, fmt.Errorf("%s out of range", s)
 	}
+	if f == ofpwire.XMTypeNwTOS && v&3 != 0 {
+		// nw_tos is the DSCP bits in place: ovs-ofctl refuses ECN bits.
+		return ofpwire.OXM{}, fmt.Errorf("%s is not a valid value for field nw_tos", s)
+	}
 	return ofpwire.OXMUint(f, v), nil
 }
 

@@ -258,7 +258,8 @@ func formatFieldValue(o ofpwire.OXM) string {
 			return netip.AddrFrom16([16]byte(o.Value)).String()
 		}
 	}
-	if o.Field == ofpwire.XMTypeTunnelID || o.Field == ofpwire.XMTypeMetadata || o.Field == ofpwire.XMTypePktMark {
+	if o.Field == ofpwire.XMTypeTunnelID || o.Field == ofpwire.XMTypeMetadata || o.Field == ofpwire.XMTypePktMark ||
+		o.Field == ofpwire.XMTypeDPHash || o.Field == ofpwire.XMTypeRecircID {
 		return fmt.Sprintf("%#x", o.Uint())
 	}
 	if _, _, reg := ofpwire.IsReg(o.Field); reg {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -69,18 +70,28 @@ func FormatMatch(m *ofmatch.Match) string {
 			hasEth = false
 		}
 	}
-	// Open vSwitch prints pkt_mark and the conntrack fields first,
-	// before the protocol keyword.
+	// Open vSwitch prints pkt_mark, recirc_id, dp_hash and the conntrack
+	// fields first, before the protocol keyword.
 	var lead []string
-	for _, o := range fs {
-		if o.Field == ofpwire.XMTypePktMark {
-			lead = append(lead, "pkt_mark="+hexMasked(o.Uint(), o.MaskUint(), 0xffffffff))
+	for _, f := range []struct {
+		f    ofpwire.XMType
+		name string
+	}{{ofpwire.XMTypePktMark, "pkt_mark="}, {ofpwire.XMTypeRecircID, "recirc_id="}, {ofpwire.XMTypeDPHash, "dp_hash="}} {
+		for _, o := range fs {
+			if o.Field == f.f {
+				lead = append(lead, f.name+hexMasked(o.Uint(), o.MaskUint(), 0xffffffff))
+			}
 		}
 	}
 	for _, o := range fs {
 		if t, ok := formatCTField(o); ok {
 			lead = append(lead, t)
 		}
+	}
+	if _, ok := (ofpwire.Match{Fields: fs}).Field(ofpwire.XMTypeRecircID); ok && slices.ContainsFunc(fs, isPacketField) {
+		// A match on recirc_id makes Open vSwitch print the packet
+		// type its packet fields imply (its datapath flows' form).
+		lead = append(lead, "eth")
 	}
 	out = append(lead, out...)
 	for i := 0; i < len(fs); i++ {
@@ -204,6 +215,20 @@ func FormatMatch(m *ofmatch.Match) string {
 		}
 	}
 	return strings.Join(out, ",")
+}
+
+// isPacketField reports whether o is a field of the packet's headers,
+// which implies an Ethernet packet in Open vSwitch (its prerequisite is
+// not MFP_NONE): not in_port, metadata, tunnel, conntrack or pipeline
+// fields.
+func isPacketField(o ofpwire.OXM) bool {
+	switch o.Field {
+	case ofpwire.XMTypeIPTTL, ofpwire.XMTypeIPFrag, ofpwire.XMTypeTCPFlags, ofpwire.XMTypeNwTOS:
+		return true
+	case ofpwire.XMTypeInPort, ofpwire.XMTypeInPhyPort, ofpwire.XMTypeMetadata, ofpwire.XMTypeTunnelID:
+		return false
+	}
+	return int(o.Field) < ofpwire.NumBasicFields
 }
 
 // formatVLAN prints an Open vSwitch vlan_tci value/mask the way ovs-ofctl
@@ -377,7 +402,9 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 			names[f] = name
 		}
 		if !hasVal {
-			found := false
+			// "eth" is Open vSwitch's packet_type=(0,0): every packet
+			// this switch sees is an Ethernet frame.
+			found := name == "eth"
 			for _, sh := range shorthands {
 				if sh.name == name {
 					found = true
@@ -557,6 +584,17 @@ func ParseMatch(s string) (ofmatch.Match, error) {
 			err = parseExact(val, 32, ofpwire.XMTypeConjID, setU)
 		case "pkt_mark":
 			err = parseMaskedUint(val, 32, func(v, m uint64) error { return setU(ofpwire.XMTypePktMark, v, m) })
+		case "dp_hash":
+			err = parseMaskedUint(val, 32, func(v, m uint64) error { return setU(ofpwire.XMTypeDPHash, v, m) })
+		case "recirc_id":
+			var v uint64
+			if v, err = parseUint(val, 32); err == nil && v > 0xffff {
+				// The datapath's ids are 16-bit (flow.Key.RecircID):
+				// such a flow could never match.
+				err = matchErrorf("recirc_id=%s: this switch's recirculation ids are below 0x10000", val)
+			} else if err == nil {
+				err = setU(ofpwire.XMTypeRecircID, v, 0xffff)
+			}
 		case "tcp_flags":
 			var v, m uint64
 			if v, m, err = parseTCPFlags(val); err == nil {

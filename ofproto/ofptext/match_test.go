@@ -43,6 +43,9 @@ var ovsCases = []struct{ flow, ovs string }{
 	{"ipv6,nw_proto=47", "ipv6,nw_proto=47"},
 	{"dl_type=0x88cc", "dl_type=0x88cc"},
 	{"in_port=LOCAL,tcp6,ipv6_dst=2001:db8::1,tp_src=1,tp_dst=2", "tcp6,in_port=LOCAL,ipv6_dst=2001:db8::1,tp_src=1,tp_dst=2"},
+	{"tcp,dp_hash=0x1/0xf,recirc_id=5", "recirc_id=0x5,dp_hash=0x1/0xf,eth,tcp"},
+	{"recirc_id=0,pkt_mark=3,dp_hash=0xabcdef01", "pkt_mark=0x3,recirc_id=0,dp_hash=0xabcdef01"},
+	{"recirc_id=0,in_port=1,reg0=1", "recirc_id=0,reg0=0x1,in_port=1"},
 }
 
 func tokens(s string) []string {

@@ -42,6 +42,8 @@ var subfieldNames = func() map[ofpwire.XMType][]string {
 		ofpwire.XMTypeIPFrag: {"NXM_NX_IP_FRAG", "nw_frag"},
 		ofpwire.XMTypeCTMark: {"NXM_NX_CT_MARK", "ct_mark"}, ofpwire.XMTypeCTLabel: {"NXM_NX_CT_LABEL", "ct_label"},
 		ofpwire.XMTypePktMark: {"NXM_NX_PKT_MARK", "pkt_mark"},
+		ofpwire.XMTypeDPHash:  {"NXM_NX_DP_HASH", "dp_hash"}, ofpwire.XMTypeRecircID: {"NXM_NX_RECIRC_ID", "recirc_id"},
+		ofpwire.XMTypeNwTOS: {"NXM_OF_IP_TOS", "nw_tos"},
 	}
 	for i := range ofpwire.NumRegs {
 		m[ofpwire.XMTypeReg0+ofpwire.XMType(i)] = []string{fmt.Sprintf("NXM_NX_REG%d", i), fmt.Sprintf("reg%d", i)}

@@ -106,6 +106,74 @@ func (g *GroupMod) appendBody(b []byte) ([]byte, error) {
 	return appendBuckets(b, g.Buckets)
 }
 
+// appendBody15 encodes g in OpenFlow 1.5's layout, what upGroupMod15
+// reads: command_bucket_id after the bucket array's length (BucketAll for
+// the commands that do not use it, as Open vSwitch sends them), buckets
+// with their id (their IDs when distinct, else their positions, as
+// NumberBuckets and Open vSwitch number them), 1.5 actions and the
+// weight (select groups), watch_port and watch_group properties (when
+// not ANY), and the selection_method group property.
+func (g *GroupMod) appendBody15(b []byte) ([]byte, error) {
+	b = be.AppendUint16(b, uint16(g.Command))
+	b = append(b, byte(g.Type), 0)
+	b = be.AppendUint32(b, uint32(g.GroupID))
+	lenAt := len(b)
+	b = be.AppendUint16(b, 0)
+	b = appendZeros(b, 2)
+	cbid := BucketAll
+	if g.Command == GroupInsertBucket || g.Command == GroupRemoveBucket {
+		cbid = g.CommandBucketID
+	}
+	b = be.AppendUint32(b, cbid)
+	start := len(b)
+	distinct := distinctIDs(g.Buckets)
+	for i := range g.Buckets {
+		bk := &g.Buckets[i]
+		acts, err := appendActions(nil, bk.Actions)
+		if err != nil {
+			return b, err
+		}
+		acts = actions13To15(acts)
+		id := uint32(i)
+		if distinct {
+			id = bk.ID
+		}
+		bstart := len(b)
+		b = appendZeros(b, 2)
+		b = be.AppendUint16(b, uint16(len(acts)))
+		b = be.AppendUint32(b, id)
+		b = append(b, acts...)
+		if g.Type == GroupTypeSelect {
+			b = be.AppendUint16(b, bucketPropWeight)
+			b = be.AppendUint16(b, 8)
+			b = be.AppendUint16(b, bk.Weight)
+			b = appendZeros(b, 2)
+		}
+		if uint32(bk.WatchPort) != portNoAny {
+			b = be.AppendUint16(b, bucketPropWatchPort)
+			b = be.AppendUint16(b, 8)
+			b = be.AppendUint32(b, uint32(bk.WatchPort))
+		}
+		if uint32(bk.WatchGroup) != uint32(GroupAny) {
+			b = be.AppendUint16(b, bucketPropWatchGrp)
+			b = be.AppendUint16(b, 8)
+			b = be.AppendUint32(b, uint32(bk.WatchGroup))
+		}
+		if len(b)-bstart > 0xffff || len(acts) > 0xffff {
+			return b, fmt.Errorf("ofpwire: bucket too long")
+		}
+		putLen16(b, bstart, len(b)-bstart)
+	}
+	if len(b)-start > 0xffff {
+		return b, fmt.Errorf("ofpwire: bucket array too long")
+	}
+	putLen16(b, lenAt, len(b)-start)
+	if g.Selection != nil {
+		return appendSelectionProp15(b, g.Selection)
+	}
+	return b, nil
+}
+
 func (g *GroupMod) decodeBody(b []byte) error {
 	if len(b) < 8 {
 		return errBadLen

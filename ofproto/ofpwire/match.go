@@ -91,6 +91,20 @@ const (
 	// XMTypeConjID is NXM_NX_CONJ_ID: the id of the conjunctive match
 	// that matched (pipeline state; 0 until conjunctions are evaluated).
 	XMTypeConjID
+	// XMTypeDPHash is NXM_NX_DP_HASH (35), which Open vSwitch also reads
+	// as the Nicira experimenter OXM NXOXM_ET_DP_HASH (0): the hash a
+	// select group chose its bucket by (pipeline state here, 0 until a
+	// select group hashed the packet, as in Open vSwitch). Read-only.
+	XMTypeDPHash
+	// XMTypeRecircID is NXM_NX_RECIRC_ID (36): 0 on a packet's first
+	// pass, the datapath's recirculation id on the passes after
+	// (flow.Key.RecircID, 16 bits: larger values are refused as values
+	// the switch never allocates). Read-only, not maskable.
+	XMTypeRecircID
+	// XMTypeNwTOS is NXM_OF_IP_TOS (5), Open vSwitch's nw_tos: the IP
+	// TOS byte with the ECN bits read as 0 and never written (only its
+	// DSCP bits 2-7 are the field's); what move and load name.
+	XMTypeNwTOS
 	// XMTypeReg0 is reg0; reg N is XMTypeReg0+N.
 	XMTypeReg0
 	// XMTypeXReg0 is xreg0; xreg N is XMTypeXReg0+N.
@@ -112,11 +126,15 @@ const (
 	oxmTCPFlags15     = 42
 	classExperimenter = 0xffff
 	onfExperimenter   = 0x4f4e4600
+	// nxoxmDPHash is NXOXM_ET_DP_HASH: dp_hash as the Nicira
+	// experimenter OXM (experimenter NXVendor), which Open vSwitch
+	// decodes as NXM_NX_DP_HASH.
+	nxoxmDPHash = 0
 )
 
 // NumFields bounds every field number, basic or extension (untyped, for
 // array sizes and int comparisons alike).
-const NumFields = NumBasicFields + 22 + NumRegs + NumXRegs + NumXXRegs + NumTunMetadata
+const NumFields = NumBasicFields + 25 + NumRegs + NumXRegs + NumXXRegs + NumTunMetadata
 
 var _ = [1]int{}[int(XMTypeTunMetadata0)+NumTunMetadata-NumFields] // NumFields counts every field above
 
@@ -152,6 +170,9 @@ var extFields = func() (fs [NumFields - NumBasicFields]extField) {
 	fs[XMTypeTCPFlags-NumBasicFields] = extField{ClassNXM1, 34, fieldInfo{2, true, 0x0fff}}
 	fs[XMTypePktMark-NumBasicFields] = extField{ClassNXM1, 33, fieldInfo{4, true, 0}}
 	fs[XMTypeConjID-NumBasicFields] = extField{ClassNXM1, 37, fieldInfo{4, false, 0}}
+	fs[XMTypeDPHash-NumBasicFields] = extField{ClassNXM1, 35, fieldInfo{4, true, 0}}
+	fs[XMTypeRecircID-NumBasicFields] = extField{ClassNXM1, 36, fieldInfo{4, false, 0xffff}}
+	fs[XMTypeNwTOS-NumBasicFields] = extField{ClassNXM0, 5, fieldInfo{1, false, 0xfc}}
 	for i := range NumRegs {
 		fs[XMTypeReg0+ofp.XMType(i)-NumBasicFields] = extField{ClassNXM1, ofp.XMType(i), fieldInfo{4, true, 0}}
 	}
@@ -439,7 +460,13 @@ func (m *Match) Add(o OXM) { m.Fields = append(m.Fields, o) }
 // parseOXM decodes one TLV at the front of b, checking it against the basic
 // field table. It returns match error codes; callers in other contexts
 // (set-field) translate them.
-func parseOXM(b []byte) (OXM, int, error) {
+func parseOXM(b []byte) (OXM, int, error) { return parseOXMMask(b, false) }
+
+// parseOXMMask is parseOXM; anyMask lets a field Open vSwitch cannot
+// match masked carry a mask anyway, as the masked set-field of a load
+// into part of it does (NXAST_REG_LOAD2, OpenFlow 1.5's masked
+// OFPAT_SET_FIELD: load:0->NXM_OF_IP_TOS[2..7] is sent so).
+func parseOXMMask(b []byte, anyMask bool) (OXM, int, error) {
 	if len(b) < 4 {
 		return OXM{}, 0, errMatchLen
 	}
@@ -457,7 +484,16 @@ func parseOXM(b []byte) (OXM, int, error) {
 		// OpenFlow 1.3's tcp_flags, ONF's experimenter field (EXT-109),
 		// as ovs-ofctl sends it: the same field, behind 4 bytes of
 		// experimenter id.
-		o2, n, err := parseOXM(append(be.AppendUint32(nil, uint32(ClassNXM1)<<16|34<<9|hdr&0x1ff-4), b[8:4+plen]...))
+		o2, n, err := parseOXMMask(append(be.AppendUint32(nil, uint32(ClassNXM1)<<16|34<<9|hdr&0x1ff-4), b[8:4+plen]...), anyMask)
+		if err != nil {
+			return OXM{}, 0, err
+		}
+		return o2, n + 4, nil
+	}
+	if o.Class == classExperimenter && o.Field == nxoxmDPHash && plen >= 4 && be.Uint32(b[4:]) == NXVendor {
+		// NXOXM_ET_DP_HASH: NXM_NX_DP_HASH behind 4 bytes of
+		// experimenter id, as Open vSwitch reads it in any version.
+		o2, n, err := parseOXMMask(append(be.AppendUint32(nil, uint32(ClassNXM1)<<16|35<<9|hdr&0x1ff-4), b[8:4+plen]...), anyMask)
 		if err != nil {
 			return OXM{}, 0, err
 		}
@@ -504,7 +540,7 @@ func parseOXM(b []byte) (OXM, int, error) {
 	if plen != want {
 		return OXM{}, 0, errMatchLen
 	}
-	if o.HasMask && !fi.maskable {
+	if o.HasMask && !fi.maskable && !anyMask {
 		return OXM{}, 0, errMatchMask
 	}
 	payload := cloneBytes(b[4 : 4+plen])
@@ -650,7 +686,7 @@ func prereqOK(m Match, f ofp.XMType) bool {
 		// VLAN_VID != NONE: the match must insist on a tag being present.
 		o, ok := m.Field(ofp.XMTypeVlanID)
 		return ok && uint16(o.Uint()&o.MaskUint())&VIDPresent != 0
-	case ofp.XMTypeIPDSCP, ofp.XMTypeIPECN, ofp.XMTypeIPProto:
+	case ofp.XMTypeIPDSCP, ofp.XMTypeIPECN, ofp.XMTypeIPProto, XMTypeNwTOS:
 		return ethTypeIs(m, header.EtherTypeIPv4, header.EtherTypeIPv6)
 	case ofp.XMTypeIPv4Src, ofp.XMTypeIPv4Dst:
 		return ethTypeIs(m, header.EtherTypeIPv4)

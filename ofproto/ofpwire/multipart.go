@@ -162,6 +162,9 @@ func (m *MultipartReply) encodeSplitIn(v uint8, xid uint32, max int) ([]byte, er
 	}
 	if g, ok := m.Body.(*GroupDescReply); ok && v >= Version15 {
 		stampBucketIDs15(items, ends, g.Groups)
+		if items, ends, err = appendGroupProps15(items, ends, g.Groups); err != nil {
+			return nil, err
+		}
 	}
 	// 1.0 calls them stats replies, type 17, with a 4-byte header.
 	hdrLen, typ, pad := multipartHeaderLen, byte(openflow.TypeMultipartReply), 4
@@ -873,10 +876,12 @@ func (r *GroupStatsReply) merge(o MultipartReplyBody) bool {
 
 // GroupDesc is one entry of the OFPMP_GROUP_DESC reply.
 type GroupDesc struct {
-	Type      ofp.GroupType
-	GroupID   ofp.Group
-	Buckets   []Bucket
-	Selection *GroupSelection // not sent: no 1.5 encoding of it yet
+	Type    ofp.GroupType
+	GroupID ofp.Group
+	Buckets []Bucket
+	// Selection is the group's selection_method, sent to 1.5 peers as
+	// the property it came in (Open vSwitch's NTR_SELECTION_METHOD).
+	Selection *GroupSelection
 }
 
 // GroupDescReply is the OFPMP_GROUP_DESC reply.
@@ -1102,6 +1107,68 @@ func stampBucketIDs15(items []byte, ends []int, groups []GroupDesc) {
 			bs = bs[n:]
 		}
 	}
+}
+
+// appendGroupProps15 appends to each 1.5 group description (items, ended
+// at ends) whose group has a selection method the property that says it,
+// after its buckets, as Open vSwitch reports it; the item lengths and
+// ends follow.
+func appendGroupProps15(items []byte, ends []int, groups []GroupDesc) ([]byte, []int, error) {
+	has := false
+	for i := range groups {
+		has = has || groups[i].Selection != nil
+	}
+	if !has || len(ends) != len(groups) {
+		return items, ends, nil
+	}
+	var out []byte
+	nends := make([]int, 0, len(ends))
+	start := 0
+	for i, end := range ends {
+		itemStart := len(out)
+		out = append(out, items[start:end]...)
+		start = end
+		if sel := groups[i].Selection; sel != nil {
+			var err error
+			if out, err = appendSelectionProp15(out, sel); err != nil {
+				return nil, nil, err
+			}
+			if len(out)-itemStart > 0xffff {
+				return nil, nil, fmt.Errorf("ofpwire: group description too long")
+			}
+			putLen16(out, itemStart, len(out)-itemStart)
+		}
+		nends = append(nends, len(out))
+	}
+	return out, nends, nil
+}
+
+// appendSelectionProp15 appends Open vSwitch's selection_method group
+// property (an OFPGPT15_EXPERIMENTER property of NTR_VENDOR_ID,
+// NTRT_SELECTION_METHOD): the method's name in 16 bytes, its parameter,
+// the hashed fields (each an OXM whose value is the mask of the bits
+// hashed); its length leaves out the padding to 8 bytes.
+func appendSelectionProp15(b []byte, sel *GroupSelection) ([]byte, error) {
+	if len(sel.Method) >= 16 {
+		return b, fmt.Errorf("ofpwire: selection_method %q too long", sel.Method)
+	}
+	start := len(b)
+	b = be.AppendUint16(b, groupPropExperimenter)
+	b = be.AppendUint16(b, 0)
+	b = be.AppendUint32(b, ntrVendor)
+	b = be.AppendUint32(b, ntrSelectionMethod)
+	b = appendZeros(b, 4)
+	b = append(b, sel.Method...)
+	b = appendZeros(b, 16-len(sel.Method))
+	b = be.AppendUint64(b, sel.Param)
+	var err error
+	for _, o := range sel.Fields {
+		if b, err = appendOXM(b, o); err != nil {
+			return b, err
+		}
+	}
+	putLen16(b, start+2, len(b)-start)
+	return appendZeros(b, roundUp8(len(b)-start)-(len(b)-start)), nil
 }
 
 // NumberBuckets gives bs their positions as IDs unless their IDs are

@@ -296,7 +296,7 @@ func parseNX(a []byte) (Action, error) {
 		}
 		return parseRegLoad(be.Uint16(a[10:]), be.Uint32(a[12:]), be.Uint64(a[16:]))
 	case nxastRegLoad2:
-		o, n, err := parseOXM(a[10:])
+		o, n, err := parseOXMMask(a[10:], true)
 		if err != nil {
 			return nil, setFieldErr(err)
 		}

@@ -112,7 +112,7 @@ func nxmToOXM(m []byte) (oxms []byte, cookie, cookieMask uint64, err error) {
 			v, mask = v[:n/2], v[n/2:]
 		}
 		m = m[4+n:]
-		if _, ok := extByWire(class, field); ok && !(class == ClassNXM0 && field == nxm0InPort) {
+		if _, ok := extByWire(class, field); ok && !(class == ClassNXM0 && (field == nxm0InPort || field == nxm0IPTOS)) {
 			oxms = be.AppendUint32(oxms, h)
 			oxms = append(append(oxms, v...), mask...)
 			continue

@@ -93,6 +93,14 @@ func EncodeIn(v uint8, xid uint32, m Message) ([]byte, error) {
 		return m.encodeSplitIn(v, xid, MaxMessageLen)
 	case *GetAsyncReply:
 		return frame(v, openflow.TypeGetAsyncReply, xid, appendAsyncProps(nil, AsyncConfig(*m)))
+	case *GroupMod:
+		if v >= Version15 {
+			body, err := m.appendBody15(nil)
+			if err != nil {
+				return nil, err
+			}
+			return frame(v, openflow.TypeGroupMod, xid, body)
+		}
 	}
 	b, err := encodeOne(nil, xid, m)
 	if err != nil {

@@ -68,14 +68,17 @@ func actions13To15(acts []byte) []byte {
 					if full(o.Mask) {
 						o = OXM{Class: o.Class, Field: o.Field, Value: o.Value}
 					}
+					// Written as is: a field Open vSwitch cannot match
+					// masked (nw_tos, ip_dscp) still takes a masked
+					// set-field, as Open vSwitch sends a partial load
+					// in 1.5 (1.5 has no reg_load).
 					start := len(out)
 					out = be.AppendUint16(out, actionTypeSetField)
 					out = be.AppendUint16(out, 0)
-					if nb, err := appendOXM(out, o); err == nil {
-						out = padAction(nb, start)
-						return true
-					}
-					out = out[:start]
+					out = be.AppendUint32(out, OXMHeader(o.Class, o.Field, o.HasMask, len(o.Value)+len(o.Mask)))
+					out = append(append(out, o.Value...), o.Mask...)
+					out = padAction(out, start)
+					return true
 				}
 			case nxastRegLoad2:
 				oxm := a[10:]

@@ -85,7 +85,7 @@ const pipeWordCount = int(unsafe.Sizeof(ofmatch.Pipe{}) / 8)
 var _ [pipeWordCount * 8]byte = [unsafe.Sizeof(ofmatch.Pipe{})]byte{}
 
 // pipeWords views p as words (Pipe starts with a uint64 and has no
-// padding: metadata, the registers two by two, conj_id and pkt_mark).
+// padding: metadata, the registers two by two, conj_id and pkt_mark, dp_hash and a pad).
 func pipeWords(p *ofmatch.Pipe) *[pipeWordCount]uint64 {
 	return (*[pipeWordCount]uint64)(unsafe.Pointer(p))
 }
@@ -505,6 +505,7 @@ func (t *table) probe(k *flow.Key, pipe *ofmatch.Pipe, wc *flow.Mask, wcPipe *of
 				wcPipe.Metadata |= st.pipeMask.Metadata
 				wcPipe.ConjID |= st.pipeMask.ConjID
 				wcPipe.PktMark |= st.pipeMask.PktMark
+				wcPipe.DPHash |= st.pipeMask.DPHash
 				for i, r := range st.pipeMask.Regs {
 					wcPipe.Regs[i] |= r
 				}

@@ -159,9 +159,10 @@ func checkAction(a ofpwire.Action, packetOut bool) error {
 }
 
 // writable reports whether move, pop and learn's load may write field f:
-// what set-field may, and the pipeline fields and NXM_OF_IN_PORT.
+// what set-field may, and the pipeline fields (but conj_id and dp_hash)
+// and NXM_OF_IN_PORT.
 func writable(f ofpwire.XMType) bool {
-	return pipeField(f) && f != ofpwire.XMTypeConjID || f == ofpwire.XMTypeInPort16 || settable(f)
+	return pipeField(f) && f != ofpwire.XMTypeConjID && f != ofpwire.XMTypeDPHash || f == ofpwire.XMTypeInPort16 || settable(f)
 }
 
 // checkLearn refuses a learn action whose flows could never be added: a

@@ -128,9 +128,21 @@ func (x *xlator) flowHash() uint32 {
 // (the bits their masks select, consulted), seeded with its parameter;
 // otherwise (dp_hash, or no method) flowHash. Pipeline fields are not
 // hashed, and a field the packet lacks hashes as what the key holds there.
+//
+// The dp_hash selection (any but hash with fields, as Open vSwitch's
+// default is dp_hash too) leaves its hash in dp_hash for what follows, the
+// bucket and the rest of the walk, to match on, and picks by the dp_hash an
+// earlier select group left, as Open vSwitch's datapath hash is computed
+// once. The value is never 0, which means "not computed" in Open vSwitch.
+// It derives from key bits flowHash consulted, so dp_hash is pipeline
+// state like the registers: matching on it adds no megaflow bits, and the
+// megaflow is exact.
 func (x *xlator) selectHash(sel *ofpwire.GroupSelection) uint32 {
 	if sel == nil || sel.Method != "hash" || len(sel.Fields) == 0 {
-		return x.flowHash()
+		if x.pipe.DPHash == 0 {
+			x.pipe.DPHash = max(x.flowHash(), 1)
+		}
+		return x.pipe.DPHash
 	}
 	var m flow.Mask
 	mw := m.Words()

@@ -73,7 +73,8 @@ var fieldKeyBits = sync.OnceValue(func() (t [ofpwire.NumFields][]keyBit) {
 // pipeField reports whether f is pipeline state: metadata or a register.
 func pipeField(f ofpwire.XMType) bool {
 	_, _, reg := ofpwire.IsReg(f)
-	return reg || f == ofpwire.XMTypeMetadata || f == ofpwire.XMTypeConjID || f == ofpwire.XMTypePktMark
+	return reg || f == ofpwire.XMTypeMetadata || f == ofpwire.XMTypeConjID || f == ofpwire.XMTypePktMark ||
+		f == ofpwire.XMTypeDPHash
 }
 
 // pipeValue returns pipeline field f's value as its OXM payload.
@@ -83,6 +84,9 @@ func (x *xlator) pipeValue(f ofpwire.XMType) []byte {
 	}
 	if f == ofpwire.XMTypePktMark {
 		return binary.BigEndian.AppendUint32(nil, x.pipe.PktMark)
+	}
+	if f == ofpwire.XMTypeDPHash {
+		return binary.BigEndian.AppendUint32(nil, x.pipe.DPHash)
 	}
 	if f == ofpwire.XMTypeMetadata {
 		b := make([]byte, 8)
@@ -106,6 +110,8 @@ func (x *xlator) setPipeValue(f ofpwire.XMType, b []byte) {
 	case ofpwire.XMTypePktMark:
 		x.pipe.PktMark = uint32(ofpwire.Bits(b, 0, 32))
 		return
+	case ofpwire.XMTypeConjID, ofpwire.XMTypeDPHash:
+		return // read-only (CheckActions refuses writes)
 	}
 	first, count, _ := ofpwire.IsReg(f)
 	for i := range count {

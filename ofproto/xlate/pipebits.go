@@ -26,6 +26,8 @@ func (x *xlator) pipeBits(f ofpwire.XMType, ofs, n int) uint64 {
 		return uint64(x.pipe.PktMark) >> uint(ofs) & m
 	case ofpwire.XMTypeConjID:
 		return uint64(x.pipe.ConjID) >> uint(ofs) & m
+	case ofpwire.XMTypeDPHash:
+		return uint64(x.pipe.DPHash) >> uint(ofs) & m
 	}
 	first, count, _ := ofpwire.IsReg(f)
 	var v uint64
@@ -42,7 +44,8 @@ func (x *xlator) pipeBits(f ofpwire.XMType, ofs, n int) uint64 {
 
 // putPipeBits stores the low n bits of v (n <= 64) into bits [ofs,
 // ofs+n) of pipeline field f. conj_id is not written, as setPipeValue
-// never wrote it: only a conjunctive match sets it.
+// never wrote it: only a conjunctive match sets it; nor dp_hash, which
+// only a select group sets.
 func (x *xlator) putPipeBits(f ofpwire.XMType, ofs, n int, v uint64) {
 	var m uint64 = ^uint64(0)
 	if n < 64 {
@@ -56,7 +59,7 @@ func (x *xlator) putPipeBits(f ofpwire.XMType, ofs, n int, v uint64) {
 	case ofpwire.XMTypePktMark:
 		x.pipe.PktMark = uint32(uint64(x.pipe.PktMark)&^(m<<uint(ofs)) | v<<uint(ofs))
 		return
-	case ofpwire.XMTypeConjID:
+	case ofpwire.XMTypeConjID, ofpwire.XMTypeDPHash:
 		return
 	}
 	first, count, _ := ofpwire.IsReg(f)
@@ -89,7 +92,7 @@ func (x *xlator) setPipeMasked(f ofpwire.XMType, val, mask []byte) {
 		}
 		x.pipe.PktMark = x.pipe.PktMark&^m | v&m
 		return
-	case ofpwire.XMTypeConjID:
+	case ofpwire.XMTypeConjID, ofpwire.XMTypeDPHash:
 		return
 	}
 	first, count, _ := ofpwire.IsReg(f)

@@ -30,9 +30,10 @@ func settable(f ofpwire.XMType) bool {
 		ofpwire.XMTypeIPFrag, ofpwire.XMTypeCTMark, ofpwire.XMTypeCTLabel, ofpwire.XMTypeConjID,
 		ofpwire.XMTypeCTState, ofpwire.XMTypeCTZone, ofpwire.XMTypeCTNwProto, ofpwire.XMTypeCTNwSrc,
 		ofpwire.XMTypeCTNwDst, ofpwire.XMTypeCTIPv6Src, ofpwire.XMTypeCTIPv6Dst, ofpwire.XMTypeCTTpSrc,
-		ofpwire.XMTypeCTTpDst, ofpwire.XMTypeTCPFlags:
-		// Read-only (the conntrack fields and tcp_flags, as in Open
-		// vSwitch; ct_mark and ct_label are written by ct's exec only).
+		ofpwire.XMTypeCTTpDst, ofpwire.XMTypeTCPFlags, ofpwire.XMTypeDPHash, ofpwire.XMTypeRecircID:
+		// Read-only (the conntrack fields, tcp_flags, dp_hash and
+		// recirc_id, as in Open vSwitch; ct_mark and ct_label are
+		// written by ct's exec only).
 		return false
 	}
 	return int(f) < ofpwire.NumFields
@@ -222,13 +223,19 @@ func (x *xlator) setField(a *ofpwire.ActionSetField) error {
 		w.VLAN[0].TCI |= msk
 		u.VLAN[0].TCI &^= msk
 		act = actions.Action{Kind: actions.SetVLANTCI, Val16: msk, Val16b: val}
-	case ofpwire.XMTypeIPDSCP, ofpwire.XMTypeIPECN:
+	case ofpwire.XMTypeIPDSCP, ofpwire.XMTypeIPECN, ofpwire.XMTypeNwTOS:
 		if !x.isIP() {
 			return nil
 		}
 		val, msk := uint8(v&0x3f)<<2, uint8(0xfc)
-		if f.Field == ofpwire.XMTypeIPECN {
+		switch f.Field {
+		case ofpwire.XMTypeIPECN:
 			val, msk = uint8(v&3), 0x03
+		case ofpwire.XMTypeNwTOS:
+			// nw_tos (NXM_OF_IP_TOS) is the DSCP bits in place: what a
+			// move or load puts in its ECN bits is not written, as
+			// Open vSwitch writes the field.
+			val = uint8(v) & 0xfc
 		}
 		k.NwTOS = k.NwTOS&^msk | val
 		w.NwTOS |= msk
