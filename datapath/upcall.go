@@ -35,6 +35,11 @@ type UpcallResult struct {
 	// (Datapath.PushStats), which is what makes OpenFlow flow statistics
 	// and idle timeouts exact.
 	Refs []StatsSink
+	// Scratch is the upcaller's own: the datapath keeps one result per
+	// PMD and never reads or resets this, so an upcaller can keep state
+	// here that it reuses from one upcall to the next on that PMD
+	// instead of allocating it per upcall.
+	Scratch any
 }
 
 // StatsSink receives the traffic of the megaflows made from it.

@@ -50,7 +50,7 @@ func benchGotoMod(tid uint8) *ofpwire.FlowMod {
 // installBenchRules fills p with a goto chain through tables 0..tables-2
 // and the rules rules in the last table, so that a packet to benchDst(i)
 // visits every table.
-func installBenchRules(b *testing.B, p *pipeline.Pipeline, rules, tables int) {
+func installBenchRules(b testing.TB, p *pipeline.Pipeline, rules, tables int) {
 	b.Helper()
 	now := time.Now()
 	for t := 0; t < tables-1; t++ {
@@ -195,7 +195,7 @@ func BenchmarkMemoryPerRule(b *testing.B) {
 // benchBridge builds a Manual-mode datapath with ring ports 1 and 2 and a
 // bridge over it with no OpenFlow connections. flowLimit 0 keeps the
 // datapath's default.
-func benchBridge(b *testing.B, flowLimit int) (*datapath.Datapath, *Bridge) {
+func benchBridge(b testing.TB, flowLimit int) (*datapath.Datapath, *Bridge) {
 	b.Helper()
 	up := &UpcallAdapter{}
 	dp, err := datapath.New(datapath.Config{Manual: true, Upcall: up, FlowLimit: flowLimit})
@@ -300,4 +300,25 @@ func BenchmarkBridgeUpcall(b *testing.B) {
 		b.Fatalf("translation gave %+v, want output:2", res.Actions)
 	}
 	reportPerSec(b, "upcalls/s")
+}
+
+// TestBridgeUpcallDoesNotAllocate: past its first upcall on a PMD's
+// result, Bridge.Upcall allocates nothing for a table without learn
+// actions (the learn hook is the result's scratch, not a closure per
+// upcall).
+func TestBridgeUpcallDoesNotAllocate(t *testing.T) {
+	_, br := benchBridge(t, 1000)
+	installBenchRules(t, br.Pipeline(), 1, 1)
+	key := flow.Key{InPort: 1, EthType: 0x0800, NwProto: 17, NwTTL: 64,
+		IPv4Src: 0xc6130001, IPv4Dst: benchDst(0), TpSrc: 1000, TpDst: 2000}
+	var res datapath.UpcallResult
+	upcall := func() {
+		if err := br.Upcall(&key, &res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upcall()
+	if n := testing.AllocsPerRun(200, upcall); n != 0 {
+		t.Errorf("%v allocations per upcall", n)
+	}
 }

@@ -415,16 +415,37 @@ func (b *Bridge) Upcall(key *flow.Key, res *datapath.UpcallResult) error {
 	now := time.Now()
 	opts := b.xlateOptions(now)
 	opts.DropFragments = b.dropFragments()
-	var learned []learnedFlow
-	opts.Learn = func(fm *ofpwire.FlowMod, limit uint32) { learned = append(learned, learnedFlow{fm, limit}) }
+	sc := upcallScratchOf(res)
+	sc.learned = sc.learned[:0]
+	opts.Learn = sc.learn
 	err := xlate.Translate(b.activePipeline(), key, res, opts)
-	if err == nil && len(learned) > 0 && !b.applyLearned(learned, now, &res.Refs) {
+	if err == nil && len(sc.learned) > 0 && !b.applyLearned(sc.learned, now, &res.Refs) {
 		res.NoInstall = true // learn again on the next packet
 	}
+	clear(sc.learned) // the flow-mods went to the tables; hold none here
 	if b.cfg.Normal.Generation() != gen {
 		b.invalidate()
 	}
 	return err
+}
+
+// upcallScratch is what an upcall reuses from the last one on the same
+// PMD (datapath.UpcallResult.Scratch): the learned flows' slice and the
+// method value the translation appends to it, which a closure per upcall
+// allocated.
+type upcallScratch struct {
+	learned []learnedFlow
+	learn   func(*ofpwire.FlowMod, uint32)
+}
+
+func upcallScratchOf(res *datapath.UpcallResult) *upcallScratch {
+	if sc, ok := res.Scratch.(*upcallScratch); ok {
+		return sc
+	}
+	sc := &upcallScratch{}
+	sc.learn = func(fm *ofpwire.FlowMod, limit uint32) { sc.learned = append(sc.learned, learnedFlow{fm, limit}) }
+	res.Scratch = sc
+	return sc
 }
 
 // learnedFlow is a flow a learn action built and the action's limit.
