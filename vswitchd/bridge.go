@@ -25,6 +25,7 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/flowjournal"
 	"github.com/vswitch-go/vswitch/vswitchd/metrics"
 	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 
@@ -64,7 +65,7 @@ type bridge struct {
 	// and snapSize the flows in the last snapshot.
 	flowsDirty atomic.Bool
 	saveMu     sync.Mutex
-	journal    *journal
+	journal    *flowjournal.Journal
 	// unjournaled (under saveMu) is set when a change could not be
 	// journaled or the journal not synced: the next barrier then takes a
 	// snapshot instead, so what it acknowledges is still durable.
@@ -115,7 +116,7 @@ type port struct {
 func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, t *config.Tables, lenient bool) (*bridge, error) {
 	b := &bridge{d: d, name: nb.Name, cfg: nb.Clone(), settings: switchDatapathSettings(c),
 		ports: map[string]*port{}, byNo: map[uint32]*port{}, portErrs: map[string]string{}}
-	j, records, err := openJournal(d.journalPath(nb.Name), d.opts.Recover, d.log.With("bridge", nb.Name))
+	j, records, err := flowjournal.Open(d.journalPath(nb.Name), d.opts.Recover, d.log.With("bridge", nb.Name))
 	if err != nil {
 		return nil, fmt.Errorf("bridge %q: flow journal: %w", nb.Name, err)
 	}
@@ -123,7 +124,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, t *config.Tables
 	b.setFlowSync(c.OtherConfig)
 	devs, failed, err := d.openPorts(nb, slices.Sorted(maps.Keys(nb.Ports)), lenient)
 	if err != nil {
-		j.close()
+		j.Close()
 		return nil, err
 	}
 	b.notRunning(failed)
@@ -131,7 +132,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, t *config.Tables
 		for _, p := range devs {
 			p.dev.Close()
 		}
-		j.close()
+		j.Close()
 	}
 	dpid, err := config.DatapathID(nb)
 	if err != nil {
@@ -302,7 +303,7 @@ func (b *bridge) restoreTables(t *config.Tables, records []string) {
 	}
 	replayed, unreadable := 0, 0
 	for i, r := range records {
-		msgs, bundle, err := parseChange(r)
+		msgs, bundle, err := flowjournal.ParseChange(r)
 		if err != nil {
 			// The checksum was right: a record this version cannot read.
 			log.Error("journal record not understood", "record", i+1, "text", r, "err", err)
@@ -337,7 +338,7 @@ func (b *bridge) restoreTables(t *config.Tables, records []string) {
 
 // journalPath is the path of a bridge's flow table journal.
 func (d *Daemon) journalPath(name string) string {
-	return filepath.Join(d.opts.StateDir, name+JournalSuffix)
+	return filepath.Join(d.opts.StateDir, name+flowjournal.Suffix)
 }
 
 // bridgeSocket is the path of a bridge's OpenFlow management socket.
@@ -824,7 +825,7 @@ func (b *bridge) saveBundle(msgs []ofpwire.Message, apply func() error) error {
 	if b.controllers.Load() > 0 {
 		return apply()
 	}
-	rec, ferr := encodeBundleRecord(nil, msgs)
+	rec, ferr := flowjournal.EncodeBundleRecord(nil, msgs)
 	b.saveMu.Lock()
 	if ferr != nil {
 		err := apply()
@@ -856,12 +857,12 @@ func (b *bridge) saveBundle(msgs []ofpwire.Message, apply func() error) error {
 // journal refuses is answered refusal(err) and the change is not applied.
 // The caller holds saveMu.
 func (b *bridge) writeAhead(rec []byte, n int, apply func() error, refusal func(error) error) error {
-	if err := b.journal.appendRecord(rec, n); err != nil {
+	if err := b.journal.AppendRecord(rec, n); err != nil {
 		b.d.log.Error("flow journal: change refused, not applied", "bridge", b.name, "err", err)
 		return refusal(err)
 	}
 	if err := apply(); err != nil {
-		if uerr := b.journal.undoLast(rec, n); uerr != nil {
+		if uerr := b.journal.UndoLast(rec, n); uerr != nil {
 			b.d.log.Error("flow journal: refused change not taken back; appends stop until the next snapshot",
 				"bridge", b.name, "err", uerr)
 		}
@@ -875,10 +876,10 @@ func (b *bridge) logTableMod(m ofpwire.Message, apply func() error) error {
 	if b.controllers.Load() > 0 {
 		return apply()
 	}
-	line, ferr := formatMod(m)
+	line, ferr := flowjournal.FormatMod(m)
 	var rec []byte
 	if ferr == nil {
-		rec, ferr = changeRecord(line)
+		rec, ferr = flowjournal.ChangeRecord(line)
 	}
 	b.saveMu.Lock()
 	defer b.saveMu.Unlock()
@@ -947,7 +948,7 @@ func (b *bridge) setFlowSync(oc map[string]string) {
 func (b *bridge) syncJournal() error {
 	b.saveMu.Lock()
 	if b.sync.Load() == flowSyncFsync {
-		if err := b.journal.sync(); err != nil {
+		if err := b.journal.Sync(); err != nil {
 			b.unjournaled = true
 			b.d.log.Error("flow journal not synced; saving the tables instead", "bridge", b.name, "err", err)
 		}
@@ -987,16 +988,15 @@ func (b *bridge) syncLoop() {
 func (b *bridge) backgroundSync() {
 	b.saveMu.Lock()
 	j := b.journal
-	if !j.unsynced {
-		b.saveMu.Unlock()
+	f := j.StartSync()
+	b.saveMu.Unlock()
+	if f == nil {
 		return
 	}
-	j.unsynced = false
-	f := j.f
-	b.saveMu.Unlock()
 	if err := f.Sync(); err != nil {
 		b.saveMu.Lock()
-		j.unsynced, b.unjournaled = true, true
+		j.SyncFailed()
+		b.unjournaled = true
 		b.saveMu.Unlock()
 		b.d.log.Error("flow journal not synced; saving the tables instead", "bridge", b.name, "err", err)
 		b.snapshot(true)
@@ -1025,11 +1025,11 @@ func (b *bridge) snapshot(force bool) error {
 		return nil
 	}
 	if !force {
-		if !b.flowsDirty.Load() && b.journal.records == 0 && b.journal.broken == nil {
+		if !b.flowsDirty.Load() && b.journal.Records() == 0 && b.journal.Broken() == nil {
 			return nil
 		}
 		quiet := time.Since(time.Unix(0, b.lastMod.Load())) >= snapshotQuiet
-		if !quiet && b.journal.changes < max(snapshotMinRecords, b.snapSize) {
+		if !quiet && b.journal.Changes() < max(snapshotMinRecords, b.snapSize) {
 			return nil
 		}
 	}
@@ -1041,7 +1041,7 @@ func (b *bridge) snapshot(force bool) error {
 	var err error
 	path := b.d.tablesPath(b.name)
 	if b.d.store.HasBridge(b.name) {
-		err = writeTables(path, &config.Tables{Flows: flows, Groups: groups, Meters: meters})
+		err = flowjournal.WriteSnapshot(path, &config.Tables{Flows: flows, Groups: groups, Meters: meters})
 	} else if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 		err = rerr
 	}
@@ -1053,7 +1053,7 @@ func (b *bridge) snapshot(force bool) error {
 		b.snapFlows.Store(int64(len(flows)))
 		b.snapshots.Add(1)
 		b.unjournaled = false
-		if rerr := b.journal.reset(); rerr != nil {
+		if rerr := b.journal.Reset(); rerr != nil {
 			b.flowsDirty.Store(true)
 			b.d.log.Error("flow journal not emptied after a snapshot", "bridge", b.name, "err", rerr)
 		}
@@ -1077,8 +1077,8 @@ func (b *bridge) close() {
 		close(b.syncStop)
 		<-b.syncDone
 	}
-	b.journal.sync()
-	b.journal.close()
+	b.journal.Sync()
+	b.journal.Close()
 }
 
 // intOption reads a numeric option (validated by the store) or def.

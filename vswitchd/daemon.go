@@ -24,7 +24,6 @@ import (
 	"github.com/vswitch-go/vswitch/datapath/conntrack"
 	"github.com/vswitch-go/vswitch/datapath/ipf"
 	"github.com/vswitch-go/vswitch/netdev/patch"
-	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -42,6 +41,7 @@ import (
 	"github.com/vswitch-go/vswitch/internal/statedir"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/flowjournal"
 	"github.com/vswitch-go/vswitch/vswitchd/metrics"
 	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb"
@@ -308,7 +308,7 @@ func (d *Daemon) readSaved(c *config.Config) (map[string]*config.Tables, error) 
 	saved := map[string]*config.Tables{}
 	for _, name := range slices.Sorted(maps.Keys(c.Bridges)) {
 		path := d.tablesPath(name)
-		t, err := readTables(path)
+		t, err := flowjournal.ReadSnapshot(path)
 		if err != nil && d.opts.Recover {
 			aside := path + ".damaged"
 			d.log.Error("bridge starts without its saved tables (--recover)", "bridge", name, "err", err, "moved-to", aside)
@@ -322,32 +322,11 @@ func (d *Daemon) readSaved(c *config.Config) (map[string]*config.Tables, error) 
 		if d.opts.Recover {
 			continue
 		}
-		if err := checkJournal(d.journalPath(name)); err != nil {
+		if err := flowjournal.Check(d.journalPath(name)); err != nil {
 			return nil, fmt.Errorf("bridge %q: %w", name, err)
 		}
 	}
 	return saved, nil
-}
-
-// checkJournal returns the damage found in the journal at path other
-// than a torn last record (a *JournalDamage), or why it cannot be read.
-func checkJournal(path string) error {
-	f, err := openJournalFile(path, os.O_RDONLY)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("flow journal: %w", err)
-	}
-	data, err := io.ReadAll(f)
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("flow journal: %w", err)
-	}
-	if jc := parseJournal(data); jc.damage != "" && !jc.torn {
-		return &JournalDamage{Path: path, Record: len(jc.records) + 1, Offset: jc.good, Size: int64(len(data)), Reason: jc.damage}
-	}
-	return nil
 }
 
 // restore brings up every bridge of c with its saved tables, logging

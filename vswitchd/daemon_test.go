@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/vswitch-go/vswitch/vswitchd/flowjournal"
 	"io"
 	"os"
 	"path/filepath"
@@ -75,7 +76,7 @@ func callDB(ctx context.Context, t *testing.T, d *Daemon, cmds [][]string) (*mgm
 // savedFlows are the flows saved in bridge br's tables file.
 func savedFlows(t *testing.T, d *Daemon, br string) []string {
 	t.Helper()
-	tb, err := readTables(d.tablesPath(br))
+	tb, err := flowjournal.ReadSnapshot(d.tablesPath(br))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,8 +187,7 @@ func TestBarrierSnapshotsWhenJournalFails(t *testing.T) {
 	defer r.Close()
 	go io.Copy(io.Discard, r)
 	b.saveMu.Lock()
-	good := b.journal.f
-	b.journal.f = w
+	good := b.journal.SwapFile(w)
 	b.saveMu.Unlock()
 	if err := addFlow("priority=7,in_port=1,actions=drop"); err != nil {
 		t.Fatal(err)
@@ -211,8 +211,7 @@ func TestBarrierSnapshotsWhenJournalFails(t *testing.T) {
 
 	// A working journal again: changes are records again.
 	b.saveMu.Lock()
-	b.journal.f = good
-	b.journal.broken = nil
+	b.journal.SwapFile(good)
 	b.saveMu.Unlock()
 	if err := addFlow("priority=9,in_port=3,actions=drop"); err != nil {
 		t.Fatal(err)

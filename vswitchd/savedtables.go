@@ -1,88 +1,26 @@
 package vswitchd
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
-	"github.com/vswitch-go/vswitch/internal/statedir"
 	"github.com/vswitch-go/vswitch/ofproto"
 	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
+	"github.com/vswitch-go/vswitch/vswitchd/flowjournal"
 )
 
 // A bridge's tables as the daemon saves them (in the bridge's tables file
 // and the journal's records): ovs-ofctl lines through ofptext, over the
 // bridge's text-free snapshot and restore (ofproto/snapshot.go).
 
-// TablesSuffix follows a bridge's name to make the file of its saved
-// tables: the snapshot its journal's records apply on top of. A file per
-// bridge, not a part of config.json, so that saving one bridge's tables
-// does not write every bridge's, nor a configuration change any.
-const TablesSuffix = ".tables"
-
-// tablesFormat lets a future layout refuse to misread an old file.
-const tablesFormat = 1
-
-type tablesFile struct {
-	Format int `json:"format"`
-	config.Tables
-}
-
 // tablesPath is the path of a bridge's saved tables.
 func (d *Daemon) tablesPath(name string) string {
-	return filepath.Join(d.opts.StateDir, name+TablesSuffix)
-}
-
-// readTables reads the saved tables at path: nil when there are none
-// (never saved); an error, naming the file, when it cannot be read or
-// is not a tables file of this format.
-func readTables(path string) (*config.Tables, error) {
-	data, err := statedir.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("saved tables %s: %w", path, err)
-	}
-	var f tablesFile
-	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("saved tables %s are corrupt (left untouched): %w", path, err)
-	}
-	if f.Format != tablesFormat {
-		return nil, fmt.Errorf("saved tables %s have format %d, this build reads format %d", path, f.Format, tablesFormat)
-	}
-	if f.Flows == nil {
-		f.Flows = []string{} // saved, and empty
-	}
-	for what, lines := range map[string][]string{"flow": f.Flows, "group": f.Groups, "meter": f.Meters} {
-		for i, l := range lines {
-			if strings.TrimSpace(l) == "" || strings.ContainsAny(l, "\n\r") {
-				return nil, fmt.Errorf("saved tables %s are corrupt (left untouched): %s %d is empty or spans lines", path, what, i+1)
-			}
-		}
-	}
-	return &f.Tables, nil
-}
-
-// writeTables replaces the saved tables at path, durably: a crash leaves
-// the old file or the new one (statedir.ReplaceFile).
-func writeTables(path string, t *config.Tables) error {
-	f := tablesFile{Format: tablesFormat, Tables: *t}
-	if f.Flows == nil {
-		f.Flows = []string{}
-	}
-	data, err := json.Marshal(f)
-	if err != nil {
-		return err
-	}
-	dir, base := filepath.Split(path)
-	return statedir.ReplaceFile(path, filepath.Join(dir, "."+base+".tmp"), data, 0o600)
+	return filepath.Join(d.opts.StateDir, name+flowjournal.SnapshotSuffix)
 }
 
 // moveLegacyTables moves the saved tables an older daemon kept in
@@ -95,11 +33,11 @@ func moveLegacyTables(dir string, store *config.Store, log interface{ Info(strin
 		return nil
 	}
 	for name, t := range legacy {
-		path := filepath.Join(dir, name+TablesSuffix)
+		path := filepath.Join(dir, name+flowjournal.SnapshotSuffix)
 		if _, err := os.Lstat(path); err == nil {
 			continue
 		}
-		if err := writeTables(path, t); err != nil {
+		if err := flowjournal.WriteSnapshot(path, t); err != nil {
 			return fmt.Errorf("moving bridge %q's saved tables out of %s: %w", name, config.StateFile, err)
 		}
 	}

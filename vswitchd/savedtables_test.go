@@ -3,6 +3,7 @@ package vswitchd
 import (
 	"context"
 	"errors"
+	"github.com/vswitch-go/vswitch/vswitchd/flowjournal"
 	"io"
 	"os"
 	"path/filepath"
@@ -128,7 +129,7 @@ func TestLegacyTablesMoved(t *testing.T) {
 	if !hasFlow(d, "br0", "priority=9,ip") {
 		t.Fatalf("the flow config.json held is not installed: %q", flowLines(d.runningBridge("br0").of))
 	}
-	tb, err := readTables(d.tablesPath("br0"))
+	tb, err := flowjournal.ReadSnapshot(d.tablesPath("br0"))
 	if err != nil || tb == nil || len(tb.Flows) != 1 || len(tb.Groups) != 1 {
 		t.Fatalf("br0's tables file: %+v, %v", tb, err)
 	}
@@ -156,7 +157,7 @@ func TestSavedTablesFollowTheBridge(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "br1"+TablesSuffix)
+	path := filepath.Join(dir, "br1"+flowjournal.SnapshotSuffix)
 	before, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +200,7 @@ func TestDamagedTablesFile(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "br0"+TablesSuffix)
+	path := filepath.Join(dir, "br0"+flowjournal.SnapshotSuffix)
 	if err := os.WriteFile(path, []byte(`{"format": 1, "flows": ["priority=5,udp,actions=drop"`), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"syscall"
 
 	"github.com/vswitch-go/vswitch/vswitchd"
+	"github.com/vswitch-go/vswitch/vswitchd/flowjournal"
 	"github.com/vswitch-go/vswitch/vswitchd/unixctl"
 )
 
@@ -75,7 +76,7 @@ func main() {
 		if err != nil {
 			fail(1, "%v", err)
 		}
-		if err := vswitchd.PrintJournal(os.Stdout, *printJournal, data); err != nil {
+		if err := flowjournal.Print(os.Stdout, *printJournal, data); err != nil {
 			fail(1, "%v", err)
 		}
 		return

@@ -1,9 +1,15 @@
-package vswitchd
+// Package flowjournal keeps a bridge's OpenFlow tables across crashes: a
+// snapshot of the tables (a file per bridge, BRIDGE.tables) and a
+// write-ahead journal of every change since (BRIDGE.journal), replayed on
+// top of it at start. Its files are the daemon's; what the tables are and
+// when to snapshot them is the daemon's too.
+package flowjournal
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -20,32 +26,33 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
 
-// JournalSuffix follows a bridge's name to make the file its OpenFlow
+// Suffix follows a bridge's name to make the file its OpenFlow
 // changes are journaled in between two snapshots of its tables.
-const JournalSuffix = ".journal"
+const Suffix = ".journal"
 
 // A flow table journal makes every acknowledged OpenFlow change durable at
 // the cost of one appended record instead of a rewrite of the whole table:
 // ovs-ofctl sends a barrier after every flow-mod, so saving the table at
-// each would make loading N flows cost O(N²). The snapshot in the config
-// store plus the journal replayed in order give the tables back; the
-// daemon takes a new snapshot and empties the journal when the switch is
-// quiet or the journal has grown as large as the tables.
+// each would make loading N flows cost O(N²). The snapshot plus the
+// journal replayed in order give the tables back; the daemon takes a new
+// snapshot and empties the journal when the switch is quiet or the
+// journal has grown as large as the tables.
 //
-// The record is written before the change is applied (bridge.logTableMod),
+// The record is written before the change is applied (the daemon's
+// bridge.logTableMod),
 // so a change the journal cannot take is refused instead of living in
 // memory only; a change the tables then refuse is cut back off the file.
 //
 // On disk (format 3): the line journalHeader, then one record per change,
 // "LLLLLLLL CCCCCCCC PAYLOAD\n": the payload's length and its CRC32C
 // (Castagnoli) as 8 hex digits each, and the payload: a change in
-// ovs-ofctl syntax (formatMod), or a bundle commit as its OpenFlow
-// messages in base64 (encodeBundleRecord). The length says where the
+// ovs-ofctl syntax (FormatMod), or a bundle commit as its OpenFlow
+// messages in base64 (EncodeBundleRecord). The length says where the
 // record must end, so a record cut short, overwritten or padded is told
 // from a good one; a payload never holds a newline, so a torn last record
 // is told from damage. Format 2 (the same records, a bundle as tab-joined
 // ovs-ofctl changes) is read and rewritten as format 3.
-type journal struct {
+type Journal struct {
 	path    string
 	f       *os.File
 	size    int64 // bytes of whole records (and the header) in the file
@@ -74,7 +81,7 @@ const (
 )
 
 // maxJournalRecord bounds a record's payload, so that a damaged length
-// cannot claim a whole large file: formatMod renders a change of at most
+// cannot claim a whole large file: FormatMod renders a change of at most
 // 64 KiB of OpenFlow in far less, and a bundle's record is 4/3 of its
 // messages (a million flow-mods is ~130 MB). A bundle larger than this is
 // saved by a snapshot instead.
@@ -94,10 +101,10 @@ func encodeRecord(dst []byte, payload string) []byte {
 	return append(dst, '\n')
 }
 
-// JournalDamage describes a journal whose damage is not a torn last
+// Damage describes a journal whose damage is not a torn last
 // record: start-up refuses it, since the records after the damage were
 // acknowledged and dropping them silently would lose flows.
-type JournalDamage struct {
+type Damage struct {
 	Path string
 	// Record is the damaged record's number (1 for the first) and Offset
 	// its byte offset in the file; Good counts the whole records before it.
@@ -107,7 +114,7 @@ type JournalDamage struct {
 	Reason string
 }
 
-func (e *JournalDamage) Error() string {
+func (e *Damage) Error() string {
 	return fmt.Sprintf("flow journal %s is damaged at record %d (byte offset %d of %d): %s; "+
 		"the file is left untouched. Start vswitchd with --recover to keep the %d records before it "+
 		"and move the file aside", e.Path, e.Record, e.Offset, e.Size, e.Reason, e.Record-1)
@@ -250,10 +257,10 @@ func printable(b []byte) string {
 	return strings.ToValidUTF8(string(b), "?")
 }
 
-// openJournalFile opens a journal file without following a symbolic link
+// openFile opens a journal file without following a symbolic link
 // (the state directory is the daemon's own; a link there is not) and with
 // mode 0600 whatever the umask: it holds the switch's whole policy.
-func openJournalFile(path string, flag int) (*os.File, error) {
+func openFile(path string, flag int) (*os.File, error) {
 	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, err
@@ -265,17 +272,17 @@ func openJournalFile(path string, flag int) (*os.File, error) {
 	return f, nil
 }
 
-// openJournal opens (creating) the journal at path and returns the
+// Open opens (creating) the journal at path and returns the
 // records it holds. A torn last record was never acknowledged: it is cut
-// off with a warning. Other damage is a *JournalDamage and leaves the file
+// off with a warning. Other damage is a *Damage and leaves the file
 // untouched, unless recoverDamaged is set: then the file is moved aside
 // (PATH.corrupt-TIMESTAMP), and a new journal keeps the records before the
 // damage. A format 1 journal is rewritten as format 2.
-func openJournal(path string, recoverDamaged bool, log *slog.Logger) (*journal, []string, error) {
+func Open(path string, recoverDamaged bool, log *slog.Logger) (*Journal, []string, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	f, err := openJournalFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND)
+	f, err := openFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -287,7 +294,7 @@ func openJournal(path string, recoverDamaged bool, log *slog.Logger) (*journal, 
 	jc := parseJournal(data)
 	switch {
 	case jc.damage != "" && !jc.torn:
-		dmg := &JournalDamage{Path: path, Record: len(jc.records) + 1, Offset: jc.good, Size: int64(len(data)), Reason: jc.damage}
+		dmg := &Damage{Path: path, Record: len(jc.records) + 1, Offset: jc.good, Size: int64(len(data)), Reason: jc.damage}
 		if !recoverDamaged {
 			f.Close()
 			return nil, nil, dmg
@@ -300,14 +307,14 @@ func openJournal(path string, recoverDamaged bool, log *slog.Logger) (*journal, 
 		log.Warn("flow journal damaged: kept the records before the damage, moved the file aside",
 			"journal", path, "moved-to", aside, "kept", len(jc.records), "bad-record", dmg.Record,
 			"offset", dmg.Offset, "dropped-bytes", dmg.Size-dmg.Offset, "reason", jc.damage)
-		j, err := rewriteJournal(path, jc.records)
+		j, err := rewrite(path, jc.records)
 		return j, jc.records, err
 	case jc.torn:
 		log.Warn("flow journal: dropped a torn last record (never acknowledged)", "journal", path,
 			"record", len(jc.records)+1, "offset", jc.good, "dropped-bytes", int64(len(data))-jc.good, "reason", jc.damage)
 		if jc.legacy || jc.v2 || jc.good == 0 {
 			f.Close()
-			j, err := rewriteJournal(path, jc.records)
+			j, err := rewrite(path, jc.records)
 			return j, jc.records, err
 		}
 		if err := f.Truncate(jc.good); err != nil {
@@ -320,15 +327,15 @@ func openJournal(path string, recoverDamaged bool, log *slog.Logger) (*journal, 
 			log.Info("flow journal: older format rewritten as format 3", "journal", path,
 				"format", map[bool]int{true: 1, false: 2}[jc.legacy], "records", len(jc.records))
 		}
-		j, err := rewriteJournal(path, jc.records)
+		j, err := rewrite(path, jc.records)
 		return j, jc.records, err
 	}
-	return &journal{path: path, f: f, size: jc.good, records: len(jc.records), changes: len(jc.records)}, jc.records, nil
+	return &Journal{path: path, f: f, size: jc.good, records: len(jc.records), changes: len(jc.records)}, jc.records, nil
 }
 
-// rewriteJournal replaces the journal at path with one holding records,
+// rewrite replaces the journal at path with one holding records,
 // through a synced temporary file renamed over it, and opens it.
-func rewriteJournal(path string, records []string) (*journal, error) {
+func rewrite(path string, records []string) (*Journal, error) {
 	buf := []byte(journalHeader)
 	for _, r := range records {
 		buf = encodeRecord(buf, r)
@@ -336,36 +343,36 @@ func rewriteJournal(path string, records []string) (*journal, error) {
 	if err := statedir.ReplaceFile(path, path+".tmp", buf, 0o600); err != nil {
 		return nil, err
 	}
-	f, err := openJournalFile(path, os.O_RDWR|os.O_APPEND)
+	f, err := openFile(path, os.O_RDWR|os.O_APPEND)
 	if err != nil {
 		return nil, err
 	}
-	return &journal{path: path, f: f, size: int64(len(buf)), records: len(records), changes: len(records)}, nil
+	return &Journal{path: path, f: f, size: int64(len(buf)), records: len(records), changes: len(records)}, nil
 }
 
-// changeRecord encodes one change's payload as a record, or says why it
+// ChangeRecord encodes one change's payload as a record, or says why it
 // cannot be journaled.
-func changeRecord(payload string) ([]byte, error) {
+func ChangeRecord(payload string) ([]byte, error) {
 	if strings.IndexByte(payload, '\n') >= 0 || len(payload) > maxChangeRecord {
 		return nil, fmt.Errorf("record %.40q cannot be journaled", payload)
 	}
 	return encodeRecord(make([]byte, 0, recordHeaderLen+len(payload)+1), payload), nil
 }
 
-// append writes one change's record (changeRecord).
-func (j *journal) append(payload string) error {
-	rec, err := changeRecord(payload)
+// Append writes one change's record (ChangeRecord).
+func (j *Journal) Append(payload string) error {
+	rec, err := ChangeRecord(payload)
 	if err != nil {
 		return err
 	}
-	return j.appendRecord(rec, 1)
+	return j.AppendRecord(rec, 1)
 }
 
-// appendRecord writes rec, a whole encoded record holding n changes, in
+// AppendRecord writes rec, a whole encoded record holding n changes, in
 // one write call. On failure (a full disk, an I/O error) whatever part of
 // it reached the file is cut back, so the file still ends with a whole
 // record; if even that fails the journal is broken until reset.
-func (j *journal) appendRecord(rec []byte, n int) error {
+func (j *Journal) AppendRecord(rec []byte, n int) error {
 	if j.broken != nil {
 		return fmt.Errorf("journal unusable since an earlier failure: %w", j.broken)
 	}
@@ -382,9 +389,9 @@ func (j *journal) appendRecord(rec []byte, n int) error {
 	return nil
 }
 
-// undoLast cuts off the record just appended, rec of n changes (its
+// UndoLast cuts off the record just appended, rec of n changes (its
 // change was refused after all).
-func (j *journal) undoLast(rec []byte, n int) error {
+func (j *Journal) UndoLast(rec []byte, n int) error {
 	if err := j.f.Truncate(j.size - int64(len(rec))); err != nil {
 		j.broken = err
 		return err
@@ -395,8 +402,44 @@ func (j *journal) undoLast(rec []byte, n int) error {
 	return nil
 }
 
-// sync makes the appended records durable.
-func (j *journal) sync() error {
+// Records counts the records appended since the last Reset (and those
+// found at Open).
+func (j *Journal) Records() int { return j.records }
+
+// Changes counts the table changes in those records (a bundle's each): a
+// journal is as costly to replay as the changes it holds.
+func (j *Journal) Changes() int { return j.changes }
+
+// Broken is why appends are refused until Reset, or nil.
+func (j *Journal) Broken() error { return j.broken }
+
+// StartSync hands over the file to fsync outside the caller's lock when
+// records were appended since the last sync (nil when none were), counting
+// them synced; if that fsync fails the caller says so with SyncFailed.
+func (j *Journal) StartSync() *os.File {
+	if !j.unsynced {
+		return nil
+	}
+	j.unsynced = false
+	return j.f
+}
+
+// SyncFailed marks the records unsynced again after a failed fsync of the
+// file StartSync returned.
+func (j *Journal) SyncFailed() { j.unsynced = true }
+
+// SwapFile makes the journal append to f from now on, forgetting an
+// earlier failure, and returns the file it appended to: for tests that
+// inject faults a real file cannot be made to have (a file that takes
+// writes but not fsync).
+func (j *Journal) SwapFile(f *os.File) *os.File {
+	old := j.f
+	j.f, j.broken = f, nil
+	return old
+}
+
+// Sync makes the appended records durable.
+func (j *Journal) Sync() error {
 	if !j.unsynced {
 		return nil
 	}
@@ -407,8 +450,8 @@ func (j *journal) sync() error {
 	return nil
 }
 
-// reset empties the journal once a snapshot holds everything in it.
-func (j *journal) reset() error {
+// Reset empties the journal once a snapshot holds everything in it.
+func (j *Journal) Reset() error {
 	if err := j.f.Truncate(0); err != nil {
 		return err
 	}
@@ -422,11 +465,11 @@ func (j *journal) reset() error {
 	return j.f.Sync()
 }
 
-func (j *journal) close() error { return j.f.Close() }
+func (j *Journal) Close() error { return j.f.Close() }
 
-// formatMod renders a FLOW_MOD, GROUP_MOD or METER_MOD as a journal line:
+// FormatMod renders a FLOW_MOD, GROUP_MOD or METER_MOD as a journal line:
 // "flow|group|meter COMMAND SPEC", SPEC in ovs-ofctl syntax.
-func formatMod(msg ofpwire.Message) (string, error) {
+func FormatMod(msg ofpwire.Message) (string, error) {
 	switch m := msg.(type) {
 	case *ofpwire.FlowMod:
 		name, ok := flowCommands[m.Command]
@@ -461,17 +504,17 @@ const bundleRecord = "bundle "
 // version to), back to back, in standard base64, or, for a group or meter
 // change with a setting that encoding does not carry (a group's
 // selection_method has none in this switch's codec), the change in
-// ovs-ofctl syntax (formatMod), which holds a space where base64 has none.
+// ovs-ofctl syntax (FormatMod), which holds a space where base64 has none.
 // A bundle is the bulk path (a controller's whole table in one commit):
 // encoding it costs a small fraction of rendering each change as text,
 // and reading it back a fraction of parsing the text.
 const wireBundleRecord = "ofp-bundle "
 
-// encodeBundleRecord appends the record of a bundle commit to dst.
+// EncodeBundleRecord appends the record of a bundle commit to dst.
 // Flow-mods are trusted to the codec, which re-encodes whatever it
 // decoded (ofpwire's FuzzDecode); the rarer group and meter changes are
 // checked and written as text when their encoding would lose something.
-func encodeBundleRecord(dst []byte, msgs []ofpwire.Message) ([]byte, error) {
+func EncodeBundleRecord(dst []byte, msgs []ofpwire.Message) ([]byte, error) {
 	// items are the record's items in order: wire[start:end] in base64,
 	// or text when it is set.
 	type item struct {
@@ -498,7 +541,7 @@ func encodeBundleRecord(dst []byte, msgs []ofpwire.Message) ([]byte, error) {
 			continue
 		}
 		wire = wire[:start]
-		l, err := formatMod(m)
+		l, err := FormatMod(m)
 		if err != nil {
 			return nil, err
 		}
@@ -571,9 +614,9 @@ func parseWireBundle(wire []byte) ([]ofpwire.Message, error) {
 	return msgs, nil
 }
 
-// parseChange reads a journal record's payload back: one change, or the changes of
+// ParseChange reads a journal record's payload back: one change, or the changes of
 // a bundle commit (bundle true).
-func parseChange(r string) (msgs []ofpwire.Message, bundle bool, err error) {
+func ParseChange(r string) (msgs []ofpwire.Message, bundle bool, err error) {
 	if items, ok := strings.CutPrefix(r, wireBundleRecord); ok {
 		for it := range strings.SplitSeq(items, "\t") {
 			if strings.IndexByte(it, ' ') >= 0 {
@@ -645,18 +688,18 @@ var (
 	meterCommands = map[ofpwire.MeterCommand]string{ofpwire.MeterAdd: "add", ofpwire.MeterModify: "modify", ofpwire.MeterDelete: "delete"}
 )
 
-// PrintJournal writes the changes of a journal file's contents to w as
+// Print writes the changes of a journal file's contents to w as
 // text, one per line in the records' own syntax ("flow add SPEC"), a
 // bundle's after a comment line naming it: a bundle's record is OpenFlow
 // bytes in base64, which no pager shows, and after --recover the changes
 // of a file moved aside are to be read and re-added by hand. It stops at
-// damage, saying where, and returns it as a *JournalDamage (a torn last
+// damage, saying where, and returns it as a *Damage (a torn last
 // record is only noted).
-func PrintJournal(w io.Writer, path string, data []byte) error {
+func Print(w io.Writer, path string, data []byte) error {
 	jc := parseJournal(data)
 	bw := bufio.NewWriter(w)
 	for i, r := range jc.records {
-		msgs, bundle, err := parseChange(r)
+		msgs, bundle, err := ParseChange(r)
 		switch {
 		case err != nil:
 			fmt.Fprintf(bw, "# record %d not understood: %v: %s\n", i+1, err, printable([]byte(r)))
@@ -665,7 +708,7 @@ func PrintJournal(w io.Writer, path string, data []byte) error {
 		default:
 			fmt.Fprintf(bw, "# record %d: a bundle commit of %d changes\n", i+1, len(msgs))
 			for _, m := range msgs {
-				l, err := formatMod(m)
+				l, err := FormatMod(m)
 				if err != nil {
 					l = "# " + err.Error()
 				}
@@ -678,7 +721,7 @@ func PrintJournal(w io.Writer, path string, data []byte) error {
 	case jc.damage != "" && jc.torn:
 		fmt.Fprintf(bw, "# record %d (byte offset %d) is a torn last write, never acknowledged: %s\n", len(jc.records)+1, jc.good, jc.damage)
 	case jc.damage != "":
-		dmg = &JournalDamage{Path: path, Record: len(jc.records) + 1, Offset: jc.good, Size: int64(len(data)), Reason: jc.damage}
+		dmg = &Damage{Path: path, Record: len(jc.records) + 1, Offset: jc.good, Size: int64(len(data)), Reason: jc.damage}
 		fmt.Fprintf(bw, "# damaged at record %d (byte offset %d of %d): %s; nothing after it is read\n",
 			len(jc.records)+1, jc.good, len(data), jc.damage)
 	}
@@ -686,4 +729,27 @@ func PrintJournal(w io.Writer, path string, data []byte) error {
 		return err
 	}
 	return dmg
+}
+
+// Check returns the damage found in the journal at path other than a
+// torn last record (a *Damage), or why it cannot be read; a journal that
+// does not exist is fine. It changes nothing: start-up checks every
+// bridge's journal before it opens any.
+func Check(path string) error {
+	f, err := openFile(path, os.O_RDONLY)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("flow journal: %w", err)
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("flow journal: %w", err)
+	}
+	if jc := parseJournal(data); jc.damage != "" && !jc.torn {
+		return &Damage{Path: path, Record: len(jc.records) + 1, Offset: jc.good, Size: int64(len(data)), Reason: jc.damage}
+	}
+	return nil
 }

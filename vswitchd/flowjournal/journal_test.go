@@ -1,4 +1,4 @@
-package vswitchd
+package flowjournal
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ func TestJournalRecordsRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", line, err)
 		}
-		again, err := formatMod(m)
+		again, err := FormatMod(m)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func TestJournalRecordsRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q (from %q): %v", again, line, err)
 		}
-		if third, _ := formatMod(m2); third != again {
+		if third, _ := FormatMod(m2); third != again {
 			t.Fatalf("not stable: %q → %q → %q", line, again, third)
 		}
 	}
@@ -81,12 +81,12 @@ func TestJournalBundleRecord(t *testing.T) {
 	}
 	// The select group's selection_method has no OpenFlow encoding here:
 	// that change is an item of text between the messages'.
-	wireRec, err := encodeBundleRecord(nil, msgs[:4])
+	wireRec, err := EncodeBundleRecord(nil, msgs[:4])
 	if err != nil {
 		t.Fatal(err)
 	}
 	mixed := append(slices.Clone(msgs), msgs[1], msgs[4], msgs[4])
-	mixedRec, err := encodeBundleRecord(nil, mixed)
+	mixedRec, err := EncodeBundleRecord(nil, mixed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,22 +106,22 @@ func TestJournalBundleRecord(t *testing.T) {
 		{"mixed", mixedPayload, mixed},
 		{"format-2", bundleRecord + strings.Join(lines, "\t"), msgs},
 	} {
-		got, bundle, err := parseChange(form.payload)
+		got, bundle, err := ParseChange(form.payload)
 		if err != nil || !bundle || len(got) != len(form.msgs) {
 			t.Fatalf("%s: read back %d messages (bundle %v): %v", form.name, len(got), bundle, err)
 		}
 		for i := range got {
-			a, _ := formatMod(got[i])
-			b, _ := formatMod(form.msgs[i])
+			a, _ := FormatMod(got[i])
+			b, _ := FormatMod(form.msgs[i])
 			if a != b {
 				t.Errorf("%s: change %d: %q, want %q", form.name, i, a, b)
 			}
 		}
 	}
-	if got, bundle, err := parseChange(lines[1]); err != nil || bundle || len(got) != 1 {
+	if got, bundle, err := ParseChange(lines[1]); err != nil || bundle || len(got) != 1 {
 		t.Fatalf("a single change read as %d messages (bundle %v): %v", len(got), bundle, err)
 	}
-	if _, err := encodeBundleRecord(nil, []ofpwire.Message{&ofpwire.BarrierRequest{}}); err == nil {
+	if _, err := EncodeBundleRecord(nil, []ofpwire.Message{&ofpwire.BarrierRequest{}}); err == nil {
 		t.Fatal("a barrier was journaled as a bundle's change")
 	}
 	big := []ofpwire.Message{&ofpwire.FlowMod{Command: ofpwire.FlowAdd, BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny,
@@ -130,17 +130,17 @@ func TestJournalBundleRecord(t *testing.T) {
 	for len(big) < maxJournalRecord*3/4/60000+1 {
 		big = append(big, big[0])
 	}
-	if _, err := encodeBundleRecord(nil, big); err == nil {
+	if _, err := EncodeBundleRecord(nil, big); err == nil {
 		t.Fatal("a bundle larger than a journal record was encoded")
 	}
 }
 
 // TestJournalWireBundleDamage: a bundle record whose checksum is right but
 // whose messages are not (a vswitchd bug, or a hand-made file) is refused
-// by parseChange, never half read.
+// by ParseChange, never half read.
 func TestJournalWireBundleDamage(t *testing.T) {
 	m, _ := parseMod("flow add priority=7,udp actions=drop")
-	rec, err := encodeBundleRecord(nil, []ofpwire.Message{m, m})
+	rec, err := EncodeBundleRecord(nil, []ofpwire.Message{m, m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestJournalWireBundleDamage(t *testing.T) {
 		if name == "not-b64" {
 			p = wireBundleRecord + "!!!!"
 		}
-		if msgs, _, err := parseChange(p); err == nil {
+		if msgs, _, err := ParseChange(p); err == nil {
 			t.Errorf("%s: read as %d messages", name, len(msgs))
 		}
 	}
@@ -174,21 +174,21 @@ func TestJournalWireBundleDamage(t *testing.T) {
 func FuzzJournalChange(f *testing.F) {
 	m, _ := parseMod("flow add table=3,priority=9,ip,reg1=0x5 actions=load:0x7->NXM_NX_REG3[],resubmit(,4)")
 	g, _ := parseMod("group add group_id=4,type=all,bucket=actions=output:1")
-	rec, _ := encodeBundleRecord(nil, []ofpwire.Message{g, m})
+	rec, _ := EncodeBundleRecord(nil, []ofpwire.Message{g, m})
 	f.Add(string(rec[recordHeaderLen : len(rec)-1]))
 	f.Add(bundleRecord + "flow add priority=1,actions=drop\tflow delete")
 	f.Add("flow add priority=1,actions=drop")
 	f.Add(wireBundleRecord)
 	f.Fuzz(func(t *testing.T, payload string) {
-		msgs, bundle, err := parseChange(payload)
+		msgs, bundle, err := ParseChange(payload)
 		if err != nil || !bundle || !strings.HasPrefix(payload, wireBundleRecord) {
 			return
 		}
-		rec, err := encodeBundleRecord(nil, msgs)
+		rec, err := EncodeBundleRecord(nil, msgs)
 		if err != nil {
 			t.Fatalf("%d messages read do not encode: %v", len(msgs), err)
 		}
-		again, _, err := parseChange(string(rec[recordHeaderLen : len(rec)-1]))
+		again, _, err := ParseChange(string(rec[recordHeaderLen : len(rec)-1]))
 		if err != nil || !reflect.DeepEqual(again, msgs) {
 			t.Fatalf("re-encoded bundle reads %v (%v), want %v", again, err, msgs)
 		}
@@ -229,17 +229,17 @@ func TestJournalTornTail(t *testing.T) {
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			j, lines, err := openJournal(path, false, nil)
+			j, lines, err := Open(path, false, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(lines, threeRecords()[:2]) || j.records != 2 {
 				t.Fatalf("lines %q records %d", lines, j.records)
 			}
-			if err := j.append("flow add d"); err != nil {
+			if err := j.Append("flow add d"); err != nil {
 				t.Fatal(err)
 			}
-			j.close()
+			j.Close()
 			got, _ := os.ReadFile(path)
 			if want := journalFile(append(threeRecords()[:2], "flow add d")...); string(got) != string(want) {
 				t.Fatalf("file %q", got)
@@ -277,8 +277,8 @@ func TestJournalDamageRefused(t *testing.T) {
 			if err := os.WriteFile(path, c.data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, _, err := openJournal(path, false, nil)
-			var dmg *JournalDamage
+			_, _, err := Open(path, false, nil)
+			var dmg *Damage
 			if !errors.As(err, &dmg) {
 				t.Fatalf("opened: %v", err)
 			}
@@ -306,11 +306,11 @@ func TestJournalRecover(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	j, lines, err := openJournal(path, true, nil)
+	j, lines, err := Open(path, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.close()
+	j.Close()
 	if !slices.Equal(lines, recs[:2]) {
 		t.Fatalf("kept %q", lines)
 	}
@@ -333,11 +333,11 @@ func TestJournalLegacyUpgrade(t *testing.T) {
 	if err := os.WriteFile(path, []byte("flow add a\nflow add b\nflow add c-torn"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	j, lines, err := openJournal(path, false, nil)
+	j, lines, err := Open(path, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.close()
+	j.Close()
 	if !slices.Equal(lines, []string{"flow add a", "flow add b"}) || j.records != 2 {
 		t.Fatalf("lines %q records %d", lines, j.records)
 	}
@@ -361,17 +361,17 @@ func TestJournalV2Upgrade(t *testing.T) {
 			if err := os.WriteFile(path, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			j, got, err := openJournal(path, false, nil)
+			j, got, err := Open(path, false, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(got, recs) || j.records != len(recs) {
 				t.Fatalf("records %q (%d)", got, j.records)
 			}
-			if err := j.append("flow add d"); err != nil {
+			if err := j.Append("flow add d"); err != nil {
 				t.Fatal(err)
 			}
-			j.close()
+			j.Close()
 			if got, _ := os.ReadFile(path); !bytes.Equal(got, journalFile(append(slices.Clone(recs), "flow add d")...)) {
 				t.Fatalf("not rewritten as format 3: %q", got)
 			}
@@ -381,7 +381,7 @@ func TestJournalV2Upgrade(t *testing.T) {
 	bad := journalFileWith(journalHeaderV2, recs...)
 	bad[len(journalHeaderV2)+recordHeaderLen+2] ^= 1
 	os.WriteFile(path, bad, 0o600)
-	if _, _, err := openJournal(path, false, nil); err == nil {
+	if _, _, err := Open(path, false, nil); err == nil {
 		t.Fatal("a damaged format 2 journal was opened")
 	}
 	if got, _ := os.ReadFile(path); !bytes.Equal(got, bad) {
@@ -394,17 +394,17 @@ func TestJournalV2Upgrade(t *testing.T) {
 func TestPrintJournal(t *testing.T) {
 	a, _ := parseMod("flow add priority=7,udp actions=drop")
 	b, _ := parseMod("flow add table=3,priority=9,ip,reg1=0x5 actions=load:0x7->NXM_NX_REG3[],resubmit(,4)")
-	rec, err := encodeBundleRecord(nil, []ofpwire.Message{a, b})
+	rec, err := EncodeBundleRecord(nil, []ofpwire.Message{a, b})
 	if err != nil {
 		t.Fatal(err)
 	}
 	data := append(journalFile("flow add priority=1,actions=drop"), rec...)
 	var out strings.Builder
-	if err := PrintJournal(&out, "j", data); err != nil {
+	if err := Print(&out, "j", data); err != nil {
 		t.Fatal(err)
 	}
-	la, _ := formatMod(a)
-	lb, _ := formatMod(b)
+	la, _ := FormatMod(a)
+	lb, _ := FormatMod(b)
 	want := "flow add priority=1,actions=drop\n# record 2: a bundle commit of 2 changes\n" + la + "\n" + lb + "\n"
 	if out.String() != want {
 		t.Fatalf("printed %q, want %q", out.String(), want)
@@ -412,8 +412,8 @@ func TestPrintJournal(t *testing.T) {
 	out.Reset()
 	bad := append(slices.Clone(data), "garbage\n"...)
 	bad = append(bad, journalFile("flow add x")[len(journalHeader):]...)
-	var dmg *JournalDamage
-	if err := PrintJournal(&out, "j", bad); !errors.As(err, &dmg) || dmg.Record != 3 || !strings.HasPrefix(out.String(), want) ||
+	var dmg *Damage
+	if err := Print(&out, "j", bad); !errors.As(err, &dmg) || dmg.Record != 3 || !strings.HasPrefix(out.String(), want) ||
 		!strings.Contains(out.String(), "# damaged at record 3") || strings.Contains(out.String(), "flow add x") {
 		t.Fatalf("damaged journal: %v, printed %q", err, out.String())
 	}
@@ -427,23 +427,23 @@ func TestJournalFileSafety(t *testing.T) {
 	defer syscall.Umask(old)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "br0.journal")
-	j, _, err := openJournal(path, false, nil)
+	j, _, err := Open(path, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.reset(); err != nil {
+	if err := j.Reset(); err != nil {
 		t.Fatal(err)
 	}
-	j.close()
+	j.Close()
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
 		t.Fatalf("mode %v", st.Mode())
 	}
 	os.Chmod(path, 0o666)
-	j, _, err = openJournal(path, false, nil)
+	j, _, err = Open(path, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.close()
+	j.Close()
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
 		t.Fatalf("mode of an existing journal %v", st.Mode())
 	}
@@ -453,7 +453,7 @@ func TestJournalFileSafety(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := openJournal(link, false, nil); !errors.Is(err, syscall.ELOOP) {
+	if _, _, err := Open(link, false, nil); !errors.Is(err, syscall.ELOOP) {
 		t.Fatalf("opened through a symlink: %v", err)
 	}
 	if got, _ := os.ReadFile(target); len(got) != 0 {
@@ -464,25 +464,25 @@ func TestJournalFileSafety(t *testing.T) {
 // TestJournalAppendUndo: a record taken back leaves the file as before.
 func TestJournalAppendUndo(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "br0.journal")
-	j, _, err := openJournal(path, false, nil)
+	j, _, err := Open(path, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer j.close()
-	if err := j.append("flow add a"); err != nil {
+	defer j.Close()
+	if err := j.Append("flow add a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.append("flow add b"); err != nil {
+	if err := j.Append("flow add b"); err != nil {
 		t.Fatal(err)
 	}
-	rec, _ := changeRecord("flow add b")
-	if err := j.undoLast(rec, 1); err != nil {
+	rec, _ := ChangeRecord("flow add b")
+	if err := j.UndoLast(rec, 1); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(path); !bytes.Equal(got, journalFile("flow add a")) || j.records != 1 {
 		t.Fatalf("file %q records %d", got, j.records)
 	}
-	if err := j.append("flow add\nb"); err == nil {
+	if err := j.Append("flow add\nb"); err == nil {
 		t.Fatal("a payload with a newline was journaled")
 	}
 }
@@ -529,11 +529,11 @@ func BenchmarkBundleRecord(b *testing.B) {
 		}
 		msgs = append(msgs, m)
 	}
-	rec, _ := encodeBundleRecord(nil, msgs)
+	rec, _ := EncodeBundleRecord(nil, msgs)
 	b.Run("encode", func(b *testing.B) {
 		b.SetBytes(int64(len(rec)))
 		for b.Loop() {
-			if _, err := encodeBundleRecord(nil, msgs); err != nil {
+			if _, err := EncodeBundleRecord(nil, msgs); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -548,7 +548,7 @@ func BenchmarkBundleRecord(b *testing.B) {
 	payload := string(rec[recordHeaderLen : len(rec)-1])
 	b.Run("read", func(b *testing.B) {
 		for b.Loop() {
-			if _, _, err := parseChange(payload); err != nil {
+			if _, _, err := ParseChange(payload); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -560,7 +560,7 @@ func BenchmarkBundleRecord(b *testing.B) {
 func textBundleRecord(dst []byte, msgs []ofpwire.Message) ([]byte, error) {
 	lines := make([]string, len(msgs))
 	for i, m := range msgs {
-		l, err := formatMod(m)
+		l, err := FormatMod(m)
 		if err != nil {
 			return nil, err
 		}
