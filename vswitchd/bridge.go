@@ -354,9 +354,15 @@ func (d *Daemon) bridgeSocket(name string) string {
 // each port left out is not running.
 func (d *Daemon) openPorts(nb *config.Bridge, names []string, lenient bool) (out []*port, failed map[string]error, err error) {
 	failed = map[string]error{}
+	open := func(pc *config.Port) (netdev.Netdev, string, error) {
+		return openNetdev(d.opts.StateDir, d.log.With("bridge", nb.Name), d.patches, pc)
+	}
+	if d.opts.OpenPort != nil {
+		open = d.opts.OpenPort
+	}
 	for _, name := range names {
 		pc := nb.Ports[name]
-		dev, driver, err := openNetdev(d.opts.StateDir, d.log.With("bridge", nb.Name), d.patches, pc)
+		dev, driver, err := open(pc)
 		if err != nil {
 			switch {
 			case errors.Is(err, errNoDevice):

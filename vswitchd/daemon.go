@@ -21,9 +21,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/vswitch-go/vswitch/datapath/conntrack"
-	"github.com/vswitch-go/vswitch/datapath/ipf"
-	"github.com/vswitch-go/vswitch/netdev/patch"
 	"log/slog"
 	"maps"
 	"net"
@@ -38,7 +35,11 @@ import (
 	"time"
 
 	"github.com/vswitch-go/vswitch/datapath"
+	"github.com/vswitch-go/vswitch/datapath/conntrack"
+	"github.com/vswitch-go/vswitch/datapath/ipf"
 	"github.com/vswitch-go/vswitch/internal/statedir"
+	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev/patch"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 	"github.com/vswitch-go/vswitch/vswitchd/flowjournal"
@@ -101,6 +102,10 @@ type Options struct {
 	// ReopenLog, if set, reopens the log file (vlog/reopen, which
 	// Debian's logrotate configuration runs after rotating it).
 	ReopenLog func() error
+	// OpenPort, if set, opens every port instead of the drivers (its
+	// name, the driver it reports): tests run the whole daemon on ring
+	// ports, without root or kernel interfaces.
+	OpenPort func(p *config.Port) (netdev.Netdev, string, error)
 }
 
 // Daemon is a running vswitchd.

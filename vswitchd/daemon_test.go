@@ -6,16 +6,20 @@ import (
 	"fmt"
 	"github.com/vswitch-go/vswitch/vswitchd/flowjournal"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/vswitch-go/vswitch/ctl/dbctl"
 	"github.com/vswitch-go/vswitch/ctl/ofctl"
 	"github.com/vswitch-go/vswitch/internal/nstest"
+	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev/ring"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
 	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
 )
@@ -437,4 +441,54 @@ func TestStartsOnTheDatabase(t *testing.T) {
 	if d.runningBridge("br0") != b {
 		t.Error("the first pass over the database rebuilt br0")
 	}
+}
+
+// TestDaemonOnRingPorts: the whole daemon (database, reconciler, bridges,
+// flow journal) runs on ring ports through Options.OpenPort, without root
+// or kernel interfaces: ports added through the database forward what a
+// flow says, and after a restart the same ports, reopened, forward again
+// under the saved flow.
+func TestDaemonOnRingPorts(t *testing.T) {
+	var mu sync.Mutex
+	rings := map[string]*ring.Port{}
+	open := func(p *config.Port) (netdev.Netdev, string, error) {
+		r := ring.New(p.Name, 1, 1, 64)
+		mu.Lock()
+		rings[p.Name] = r
+		mu.Unlock()
+		return r, "ring", nil
+	}
+	ringOf := func(name string) *ring.Port {
+		mu.Lock()
+		defer mu.Unlock()
+		return rings[name]
+	}
+	p1, p2 := nstest.Name("rgp"), nstest.Name("rgp")
+	frame := nstest.UDPFrame(net.HardwareAddr{2, 0, 0, 0, 0, 2}, net.HardwareAddr{2, 0, 0, 0, 0, 1},
+		net.IPv4(198, 18, 0, 1), net.IPv4(198, 18, 0, 2), 1000, 2000)
+	forwards := func() {
+		t.Helper()
+		ringOf(p1).Inject(0, frame)
+		nstest.WaitFor(t, 10*time.Second, "the frame out of "+p2, func() bool { return ringOf(p2).Discard(0) == 1 })
+	}
+	dir := t.TempDir()
+	d, err := Start(Options{StateDir: dir, DefaultBridge: "br0", OpenPort: open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, d, "set-fail-mode", "br0", "secure")
+	mustCall(t, d, "add-port", "br0", p1, "type=internal", "ofport_request=1")
+	mustCall(t, d, "add-port", "br0", p2, "type=internal", "ofport_request=2")
+	addFlows(t, d, "br0", "in_port=1,actions=output:2")
+	forwards()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	d, err = Start(Options{StateDir: dir, OpenPort: open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	forwards()
 }
