@@ -480,6 +480,19 @@ func TestReconcileQuiescesAfterWriteBack(t *testing.T) {
 	if got, gotW := r.Stats(); got != n || gotW != w+1 {
 		t.Errorf("after a change of next_cfg alone: %d applies and %d writes, want 0 and 1", got-n, gotW-w)
 	}
+	// Passes without an update (the once-a-second resync) write back
+	// against the rows as the last write left them: they neither read
+	// the database nor write what is already there.
+	r.mu.Lock()
+	passes, reads := r.passes, r.reads
+	r.mu.Unlock()
+	waitFor(t, "two more passes", func() bool { return r.passCount() >= passes+2 })
+	r.mu.Lock()
+	gotReads := r.reads
+	r.mu.Unlock()
+	if _, gotW := r.Stats(); gotReads != reads || gotW != w+1 {
+		t.Errorf("quiet passes: %d reads and %d writes, want none", gotReads-reads, gotW-w-1)
+	}
 }
 
 // TestReconcileRowByRowWhenRefused: when the switch refuses the whole

@@ -25,6 +25,10 @@ import (
 // with nothing left to write.
 func (r *Reconciler) writeBack(ctx context.Context, rs *dbconfig.Rows, p *dbconfig.Plan) error {
 	var ops []ovsdb.Operation
+	// keep puts the rows as written into rs once the transaction
+	// commits, so that a pass which reuses rs (no update since) compares
+	// against what the database holds, not what it held at the read.
+	var keep []func()
 	stats := time.Since(r.statsAt) >= statsInterval
 	if stats {
 		r.statsAt = time.Now()
@@ -43,8 +47,12 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *dbconfig.Rows, p *dbconf
 	}
 	for _, u := range sortedKeys(rs.Ifaces) {
 		ri := *rs.Ifaces[u]
-		if err := update(&ri, r.interfaceFields(&ri, p, stats)...); err != nil {
+		fields := r.interfaceFields(&ri, p, stats)
+		if err := update(&ri, fields...); err != nil {
 			return err
+		}
+		if len(fields) > 0 {
+			keep = append(keep, func() { rs.Ifaces[u] = &ri })
 		}
 	}
 	for _, u := range sortedKeys(rs.Bridges) {
@@ -60,6 +68,9 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *dbconfig.Rows, p *dbconf
 		}
 		if err := update(&rb, fields...); err != nil {
 			return err
+		}
+		if len(fields) > 0 {
+			keep = append(keep, func() { rs.Bridges[u] = &rb })
 		}
 		if _, ok := p.Config.Bridges[rb.Name]; !ok {
 			continue
@@ -91,6 +102,9 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *dbconfig.Rows, p *dbconf
 			if err := update(&c, fields...); err != nil {
 				return err
 			}
+			if len(fields) > 0 {
+				keep = append(keep, func() { rs.Controllers[cu] = &c })
+			}
 		}
 	}
 	// The Datapath rows of the types this switch runs as (ovs-vsctl
@@ -98,7 +112,8 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *dbconfig.Rows, p *dbconf
 	// capabilities such as ct_zero_snat).
 	caps := datapath.Capabilities()
 	for _, typ := range dbconfig.DatapathTypes {
-		dp := rs.Datapaths[rs.OVS.Datapaths[typ]]
+		du := rs.OVS.Datapaths[typ]
+		dp := rs.Datapaths[du]
 		if dp == nil {
 			continue
 		}
@@ -114,6 +129,9 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *dbconfig.Rows, p *dbconf
 		}
 		if err := update(&row, fields...); err != nil {
 			return err
+		}
+		if len(fields) > 0 {
+			keep = append(keep, func() { rs.Datapaths[du] = &row })
 		}
 	}
 	ovs := *rs.OVS
@@ -143,6 +161,9 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *dbconfig.Rows, p *dbconf
 	if err := update(&ovs, fields...); err != nil {
 		return err
 	}
+	if len(fields) > 0 {
+		keep = append(keep, func() { rs.OVS = &ovs })
+	}
 	if len(ops) == 0 {
 		return nil
 	}
@@ -155,6 +176,9 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *dbconfig.Rows, p *dbconf
 	}
 	if _, err := ovsdb.CheckOperationResults(res, ops); err != nil {
 		return fmt.Errorf("write-back: %w", err)
+	}
+	for _, k := range keep {
+		k()
 	}
 	return nil
 }
