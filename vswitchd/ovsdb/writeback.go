@@ -197,16 +197,6 @@ var modelsSchemaVersion = sync.OnceValue(func() string { return vswitchdb.Schema
 // Statistics are compared and written only when stats is set.
 func (r *Reconciler) interfaceFields(ri *vswitchdb.Interface, p *dbconfig.Plan, stats bool) []any {
 	var fields []any
-	set := func(dst, v any) {
-		d := reflect.ValueOf(dst).Elem()
-		if d.Kind() == reflect.Map && d.Len() == 0 && reflect.ValueOf(v).Len() == 0 {
-			return // an empty column reads as an empty map, never nil
-		}
-		if !reflect.DeepEqual(d.Interface(), v) {
-			d.Set(reflect.ValueOf(v))
-			fields = append(fields, dst)
-		}
-	}
 	ref, applied := p.IfaceAt[ri.UUID]
 	why, refused := p.IfaceErr[ri.UUID]
 	var st PortStatus
@@ -230,31 +220,56 @@ func (r *Reconciler) interfaceFields(ri *vswitchdb.Interface, p *dbconfig.Plan, 
 		}
 	}
 	if why != "" {
-		set(&ri.Ofport, optInt(-1))
-		set(&ri.Error, optString(why))
-		set(&ri.AdminState, (*string)(nil))
-		set(&ri.LinkState, (*string)(nil))
-		set(&ri.MACInUse, (*string)(nil))
-		set(&ri.MTU, (*int)(nil))
-		set(&ri.Ifindex, (*int)(nil))
-		set(&ri.Status, map[string]string(nil))
+		setOpt(&fields, &ri.Ofport, -1, true)
+		setOpt(&fields, &ri.Error, why, true)
+		setOpt(&fields, &ri.AdminState, "", false)
+		setOpt(&fields, &ri.LinkState, "", false)
+		setOpt(&fields, &ri.MACInUse, "", false)
+		setOpt(&fields, &ri.MTU, 0, false)
+		setOpt(&fields, &ri.Ifindex, 0, false)
+		setMap(&fields, &ri.Status, nil)
 		if stats {
-			set(&ri.Statistics, map[string]int(nil))
+			setMap(&fields, &ri.Statistics, nil)
 		}
 		return fields
 	}
-	set(&ri.Ofport, optInt(int(st.OFPort)))
-	set(&ri.Error, (*string)(nil))
-	set(&ri.AdminState, optString(st.AdminState))
-	set(&ri.LinkState, optString(st.LinkState))
-	set(&ri.MACInUse, optString(st.MAC))
-	set(&ri.MTU, optIntKnown(st.MTU))
-	set(&ri.Ifindex, optIntKnown(st.Ifindex))
-	set(&ri.Status, st.Status)
+	setOpt(&fields, &ri.Ofport, int(st.OFPort), true)
+	setOpt(&fields, &ri.Error, "", false)
+	setOpt(&fields, &ri.AdminState, st.AdminState, st.AdminState != "")
+	setOpt(&fields, &ri.LinkState, st.LinkState, st.LinkState != "")
+	setOpt(&fields, &ri.MACInUse, st.MAC, st.MAC != "")
+	setOpt(&fields, &ri.MTU, st.MTU, st.MTU != 0)
+	setOpt(&fields, &ri.Ifindex, st.Ifindex, st.Ifindex != 0)
+	setMap(&fields, &ri.Status, st.Status)
 	if stats {
-		set(&ri.Statistics, st.Stats)
+		setMap(&fields, &ri.Statistics, st.Stats)
 	}
 	return fields
+}
+
+// setOpt sets the optional column *dst to v (present) or to empty, and
+// adds dst to fields when that changes it. Typed, not reflected: the
+// write-back compares every column of every interface each second.
+func setOpt[T comparable](fields *[]any, dst **T, v T, present bool) {
+	switch {
+	case !present && *dst == nil, present && *dst != nil && **dst == v:
+		return
+	case present:
+		*dst = &v
+	default:
+		*dst = nil
+	}
+	*fields = append(*fields, dst)
+}
+
+// setMap sets the map column *dst to v (an empty column reads as an empty
+// map, never nil), adding dst to fields when that changes it.
+func setMap[V comparable](fields *[]any, dst *map[string]V, v map[string]V) {
+	if len(*dst) == 0 && len(v) == 0 || maps.Equal(*dst, v) {
+		return
+	}
+	*dst = v
+	*fields = append(*fields, dst)
 }
 
 func optString(s string) *string {
@@ -262,16 +277,6 @@ func optString(s string) *string {
 		return nil
 	}
 	return &s
-}
-
-func optInt(v int) *int { return &v }
-
-// optIntKnown is v, or empty when 0 (unknown).
-func optIntKnown(v int) *int {
-	if v == 0 {
-		return nil
-	}
-	return &v
 }
 
 func sameSet(a, b []string) bool {
