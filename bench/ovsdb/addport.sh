@@ -14,8 +14,10 @@
 #  - PORTS (default 1000) internal ports added in ONE ovs-vsctl
 #    transaction: the seconds to ovs-vsctl returning and to every one of
 #    them having an ofport > 0; the switch's RSS (VmRSS) before and with
-#    them; the seconds to ovs-vsctl returning from deleting them all in one
-#    transaction;
+#    them; its CPU (user + system, ms per second) idle with them over IDLE
+#    (default 10) s (the switch's process: with ovsdb-server, that
+#    server's is not counted); the seconds to ovs-vsctl returning from
+#    deleting them all in one transaction;
 #  - ONEBYONE (default PORTS) internal ports added by as many ovs-vsctl
 #    add-port commands, one after the other: how many and the seconds they
 #    took, stopping early once OBMAX (default 600) seconds have passed;
@@ -26,7 +28,7 @@
 #   usage: bench/ovsdb/addport.sh [BIN] [PORTS] [SUTS]   (BIN: where
 #   vswitchd is, default bin; PORTS default 1000; SUTS default "ours
 #   embedded ovs";
-#   also from the environment: BIN, PORTS, SUTS, ONEBYONE, OBMAX, REPS;
+#   also from the environment: BIN, PORTS, SUTS, ONEBYONE, OBMAX, REPS, IDLE;
 #   KEEP=1 keeps the work directory with the logs)
 set -u
 BIN=$(cd "${1:-${BIN:-bin}}" && pwd) || exit 1
@@ -35,6 +37,7 @@ SUTS=${3:-${SUTS:-ours embedded ovs}}
 ONEBYONE=${ONEBYONE:-$PORTS}
 OBMAX=${OBMAX:-600}
 REPS=${REPS:-5}
+IDLE=${IDLE:-10}
 W=$(mktemp -d /tmp/addport-bench.XXXXXX)
 NS=apb$$
 cleanup() {
@@ -57,6 +60,8 @@ ms() { echo "($2 - $1) * 1000 / 1" | bc; }
 secs() { printf '%.2f' "$(echo "$2 - $1" | bc)"; }
 median() { sort -n | awk '{a[NR]=$1} END {print NR ? a[int((NR + 1) / 2)] : "-"}'; }
 rss() { awk '/^VmRSS/ {printf "%.1f", $2 / 1024}' /proc/"$1"/status 2>/dev/null || echo -; }
+# CPU ms (user + system) process $1 has used
+cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{print int(($14 + $15) * 1000 / hz)}' /proc/"$1"/stat; }
 # ports named PREFIX<n> whose ofport is > 0, and those whose ofport is -1
 ofports() {
 	$VS --no-wait --format=csv --no-headings --columns=name,ofport find Interface type=internal |
@@ -67,7 +72,7 @@ say() { echo "$sut: $*"; }
 
 run() {
 	sut=$1
-	local d=$W/$sut r0=- tv=- tp=- t1x=- tof=- rssN=- tdel=- obn=0 obt=- pid
+	local d=$W/$sut r0=- tv=- tp=- t1x=- tof=- rssN=- idle=- tdel=- obn=0 obt=- pid
 	cleanup; mkdir -p "$d"
 	for n in sw h1 h2; do ip netns add $NS$n; ip -n $NS$n link set lo up; done
 	for i in 1 2; do
@@ -144,6 +149,11 @@ run() {
 		fi
 		sleep 1
 		rssN=$(rss $pid)
+		# Idle with them: the switch's CPU over IDLE s (user + system).
+		local c0 c1
+		c0=$(cpu_ms $pid); sleep "$IDLE"; c1=$(cpu_ms $pid)
+		idle=$(((c1 - c0) / IDLE))
+		say "idle with $PORTS internal ports: $idle ms of CPU per second (over $IDLE s)"
 		args=()
 		for i in $(seq 0 $((PORTS - 1))); do args+=(-- del-port br0 pi$i); done
 		t0=$(now)
@@ -191,15 +201,15 @@ run() {
 	t0=$(now); kill "$pid" 2>/dev/null
 	for _ in $(seq 1200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	say "the switch stopped $(secs $t0 "$(now)") s after SIGTERM"
-	printf '%-5s %8s %8s %6s %8s %8s %8s %8s %6s %6s %8s\n' "$sut" "$tv" "$tp" "$PORTS" "$t1x" "$tof" "$r0" "$rssN" \
-		"$tdel" "$obn" "$obt" >>$W/table
+	printf '%-8s %8s %8s %6s %8s %8s %8s %8s %8s %6s %6s %8s\n' "$sut" "$tv" "$tp" "$PORTS" "$t1x" "$tof" "$r0" "$rssN" \
+		"$idle" "$tdel" "$obn" "$obt" >>$W/table
 	cleanup
 }
 
 for s in $SUTS; do run "$s"; done
 echo
 echo "sut:  single port ms (vsctl return, first ping); N ports in one transaction s (vsctl return, all ofport>0);"
-echo "      RSS MiB before and with N ports; delete all s; one by one: count, s"
-printf '%-5s %8s %8s %6s %8s %8s %8s %8s %6s %6s %8s\n' sut vsctl-ms ping-ms N 1txn-s ofport-s rss0-MiB rssN-MiB del-s \
+echo "      RSS MiB before and with N ports; idle CPU ms/s with them; delete all s; one by one: count, s"
+printf '%-8s %8s %8s %6s %8s %8s %8s %8s %8s %6s %6s %8s\n' sut vsctl-ms ping-ms N 1txn-s ofport-s rss0-MiB rssN-MiB idle-ms/s del-s \
 	1by1-n 1by1-s
 cat $W/table
