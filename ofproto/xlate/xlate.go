@@ -16,8 +16,12 @@ import (
 
 // MaxActions bounds the datapath action list of one translation; beyond it
 // Translate fails with ErrTooManyActions rather than install a megaflow
-// whose execution cost is unbounded.
-const MaxActions = 64
+// whose execution cost is unbounded. It is far above what a bridge's
+// floods need: NORMAL, FLOOD and ALL output to every port, and OVN sends a
+// logical switch's broadcast to each of its ports, one output each (at 64,
+// a bridge of 65 ports dropped every broadcast). Open vSwitch's bound is
+// the 64 KiB of a netlink attribute, some 8,000 outputs.
+const MaxActions = 4096
 
 // maxSteps bounds the tables one walk visits. Goto-table only moves to a
 // higher table, so NumTables is already a bound; this guards the invariant.

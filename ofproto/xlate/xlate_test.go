@@ -76,7 +76,7 @@ func TestTranslateCases(t *testing.T) {
 		copy(a.Addr[:], b)
 		return a
 	}
-	many := make([]uint32, 100)
+	many := make([]uint32, MaxActions+1)
 	for i := range many {
 		many[i] = uint32(i + 10)
 	}
@@ -321,5 +321,29 @@ func TestFoldVLANPairs(t *testing.T) {
 	}
 	if want := (actions.List{dpOut(2)}); !slices.Equal(res.Actions, want) {
 		t.Fatalf("datapath actions %v, want %v", res.Actions, want)
+	}
+}
+
+// TestFloodToAThousandPorts: output to ALL on a bridge of 1,000 ports
+// translates to an output on each but the input port (it failed with
+// ErrTooManyActions beyond 64, dropping every broadcast on such a bridge).
+func TestFloodToAThousandPorts(t *testing.T) {
+	p := build(t, []flowSpec{{0, 1, nil, ins(apply(out(uint32(ofpwire.PortAll))))}})
+	ports := make([]uint32, 1000)
+	for i := range ports {
+		ports[i] = uint32(i + 1)
+	}
+	key := ipv4Key() // in_port 1
+	var res datapath.UpcallResult
+	if err := Translate(p, &key, &res, Options{Ports: ports}); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Actions) != len(ports)-1 {
+		t.Fatalf("%d actions, want %d outputs", len(res.Actions), len(ports)-1)
+	}
+	for i, a := range res.Actions {
+		if a != dpOut(uint32(i+2)) {
+			t.Fatalf("action %d: %+v, want output:%d", i, a, i+2)
+		}
 	}
 }
