@@ -10,11 +10,14 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/vswitch-go/vswitch/ctl/dbctl"
 	"github.com/vswitch-go/vswitch/ctl/ofctl"
@@ -197,6 +200,9 @@ func TestJSONShapes(t *testing.T) {
 	for _, r := range runs {
 		name := r[0]
 		seen[name] = true
+		if name == "dpif-dump-flows" {
+			megaflowFrom(t, d, br, port)
+		}
 		out, errOut, code := d.vsctlRaw(append([]string{"--format", "json"}, r...)...)
 		if name == "diff-flows" {
 			if code != 1 {
@@ -268,4 +274,30 @@ func selfSignedFiles(t *testing.T) []string {
 	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
 	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
 	return []string{keyFile, certFile, certFile}
+}
+
+// megaflowFrom makes the datapath of bridge br hold a megaflow: one frame
+// sent by the host out of internal port port, brought up first as a host
+// brings one up (the switch creates it down, as Open vSwitch does).
+func megaflowFrom(t *testing.T, d *daemon, br, port string) {
+	t.Helper()
+	nstest.Run(t, "ip", "link", "set", port, "up")
+	ifi, err := net.InterfaceByName(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	frame := nstest.UDPFrame(net.HardwareAddr{2, 0, 0, 0, 0, 2}, ifi.HardwareAddr,
+		net.IPv4(198, 18, 0, 1), net.IPv4(198, 18, 0, 2), 1000, 2000)
+	if err := unix.Sendto(fd, frame, 0, &unix.SockaddrLinklayer{Ifindex: ifi.Index, Halen: 6}); err != nil {
+		t.Fatal(err)
+	}
+	nstest.WaitFor(t, 10*time.Second, "a megaflow in "+br, func() bool {
+		out, _, code := d.vsctlRaw("--format", "json", "dpif-dump-flows", br)
+		return code == 0 && strings.TrimSpace(out) != "[]"
+	})
 }

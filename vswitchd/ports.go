@@ -89,10 +89,15 @@ func openNetdev(stateDir string, log *slog.Logger, patches *patch.Hub, p *config
 		o := tap.Options{Queues: queues}
 		if p.Type == config.PortTypeInternal {
 			// Each poll of a tap is a read syscall: a busy PMD with
-			// many internal ports (an OVN chassis has one per workload
-			// in tests, ovs-vsctl users one per host address) would pay
-			// one per port per iteration.
+			// many internal ports (ovs-vsctl users make one per host
+			// address) would pay one per port per iteration.
 			o.PollBackoff = internalPollBackoff
+			// Administratively down, as Open vSwitch creates its
+			// internal ports, until the host brings it up: an interface
+			// up sends IPv6 neighbour discovery and MLD at once, which
+			// the bridge floods to every other port (1,000 internal
+			// ports up burnt a CPU idle).
+			o.Down = true
 		}
 		dev, err := tap.New(p.Name, o)
 		if err == nil {
