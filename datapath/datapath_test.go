@@ -503,22 +503,35 @@ func TestExecutePacketOut(t *testing.T) {
 	checkNoLeaks(t, dp)
 }
 
-// TestFlowLimit: beyond the per-PMD flow limit packets are still forwarded
-// but nothing more is installed.
-func TestFlowLimit(t *testing.T) {
+// megaflowRig is a manual datapath of cfg with ring ports 1 (in) and 2
+// (out) and a rule from 1 to 2 under a higher-priority rule on the source
+// port that never matches: every translation consults it, so each source
+// port makes a megaflow of its own, and no packet takes the path of a
+// flow on the port alone (which skips the caches).
+func megaflowRig(t *testing.T, cfg Config) (*Datapath, *ring.Port, *ring.Port) {
+	t.Helper()
 	rules := &RuleTable{}
-	dp, _ := New(Config{Manual: true, Upcall: rules, FlowLimit: 10})
-	defer dp.Close()
+	cfg.Manual, cfg.Upcall = true, rules
+	dp, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dp.Close() })
 	rules.Invalidate = dp.InvalidateFlows
 	in, out := ring.New("in", 1, 1, 1024), ring.New("out", 1, 1, 1024)
 	dp.AddPort(1, in)
 	dp.AddPort(2, out)
 	rules.Add(inPortRule(1, 1, 2))
-	// A higher-priority rule on the source port that never matches makes
-	// every translation consult it: one megaflow per source port.
 	never := inPortRule(2, 1)
 	never.Match.Key.TpSrc, never.Match.Mask.TpSrc = 0xffff, 0xffff
 	rules.Add(never)
+	return dp, in, out
+}
+
+// TestFlowLimit: beyond the per-PMD flow limit packets are still forwarded
+// but nothing more is installed.
+func TestFlowLimit(t *testing.T) {
+	dp, in, out := megaflowRig(t, Config{FlowLimit: 10})
 	for i := 0; i < 20; i++ {
 		in.Inject(0, udpFrame(1, 2, uint16(i), 9, uint32(i)))
 	}
@@ -558,19 +571,7 @@ func TestFlowLimit(t *testing.T) {
 // TestEMCInsertInvProbInPlace: emc-insert-inv-prob changes in the running
 // PMDs; 0 turns the EMC off and empties it.
 func TestEMCInsertInvProbInPlace(t *testing.T) {
-	rules := &RuleTable{}
-	dp, _ := New(Config{Manual: true, Upcall: rules, EMCInsertInvProb: 1})
-	defer dp.Close()
-	rules.Invalidate = dp.InvalidateFlows
-	in, out := ring.New("in", 1, 1, 1024), ring.New("out", 1, 1, 1024)
-	dp.AddPort(1, in)
-	dp.AddPort(2, out)
-	rules.Add(inPortRule(1, 1, 2))
-	// As in TestFlowLimit: not a flow on the port alone (which skips
-	// the caches), a megaflow.
-	never := inPortRule(2, 1)
-	never.Match.Key.TpSrc, never.Match.Mask.TpSrc = 0xffff, 0xffff
-	rules.Add(never)
+	dp, in, out := megaflowRig(t, Config{EMCInsertInvProb: 1})
 	pmd := dp.PMDs()[0]
 	emcHitsAfter := func(n int) uint64 {
 		t.Helper()
