@@ -207,11 +207,10 @@ func (d *Daemon) openEmbeddedDB() error {
 }
 
 // adoptDatabase makes the stored configuration the one the database's
-// rows want, keeping the stored flow tables and port numbers (a port new
-// to the store takes the number the database reports for it, if free). What the
-// switch refuses as a whole (a port whose interface is gone) is left to
-// the reconciler's first pass, which applies it row by row and reports
-// each refusal in the database.
+// rows want, keeping the stored port numbers (a port new to the store
+// takes the number the database reports for it, if free). What the switch
+// refuses as a whole is left to the reconciler's first pass, which
+// applies it row by row and reports each refusal in the database.
 func (d *Daemon) adoptDatabase(db dbconfig.Lister) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
