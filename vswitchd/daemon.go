@@ -501,6 +501,14 @@ func (d *Daemon) apply(old, next *config.Config) error {
 			d.log.Info("bridge restored", "bridge", name)
 			continue
 		}
+		if b == nil && old.Bridges[name] != nil {
+			// Configured but not running: it could not be brought up
+			// before (at start, on a full disk). It is tried again with
+			// its saved tables; failing again leaves it down, logged,
+			// and refuses nothing else: the change is not about it.
+			d.retryBridge(next, nb)
+			continue
+		}
 		if b == nil {
 			// A bridge added starts empty, whatever an earlier bridge of
 			// its name left behind (a crash before its deletion finished).
@@ -585,6 +593,22 @@ func (d *Daemon) bury(final *config.Config) {
 		}
 	}
 	d.retired = nil
+}
+
+// retryBridge brings up bridge nb of configuration next, which is
+// configured but not running, from its saved tables (d.mu held). A
+// failure is logged and leaves it down until the next change or restart.
+func (d *Daemon) retryBridge(next *config.Config, nb *config.Bridge) {
+	t, err := flowjournal.ReadSnapshot(d.tablesPath(nb.Name))
+	if err == nil {
+		var b *bridge
+		if b, err = d.newBridge(next, nb, t, true); err == nil {
+			d.bridges[nb.Name] = b
+			d.log.Info("bridge up again", "bridge", nb.Name)
+			return
+		}
+	}
+	d.log.Warn("bridge still not running", "bridge", nb.Name, "err", err)
 }
 
 // discardSaved removes the saved tables and the journal of a bridge that

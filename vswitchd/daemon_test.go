@@ -492,3 +492,59 @@ func TestDaemonOnRingPorts(t *testing.T) {
 	defer d.Close()
 	forwards()
 }
+
+// TestBridgeDownBlocksNothing: a bridge configured but not running (it
+// could not be brought up at start: its journal, of an older format, must
+// be rewritten, and here the rewrite's temporary file cannot be made, as
+// on a full disk) is tried again at each change, and failing again refuses
+// nothing else: a port added to another bridge is added. Its saved
+// tables are kept for when it comes up.
+func TestBridgeDownBlocksNothing(t *testing.T) {
+	open := func(p *config.Port) (netdev.Netdev, string, error) { return ring.New(p.Name, 1, 1, 64), "ring", nil }
+	dir := t.TempDir()
+	d, err := Start(Options{StateDir: dir, DefaultBridge: "br0", OpenPort: open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, d, "add-br", "br1")
+	mustCall(t, d, "set-fail-mode", "br1", "secure")
+	addFlows(t, d, "br1", "priority=5,udp,actions=drop")
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	journal := filepath.Join(dir, "br1"+flowjournal.Suffix)
+	if err := os.WriteFile(journal, []byte("vswitchd-flow-journal 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	blocker := journal + ".tmp"
+	if err := os.MkdirAll(filepath.Join(blocker, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	d, err = Start(Options{StateDir: dir, OpenPort: open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.runningBridge("br1") != nil {
+		t.Fatal("br1 came up with a journal that cannot be opened")
+	}
+	p := nstest.Name("bdp")
+	if _, err := call(t, d, "add-port", "br0", p, "type=internal"); err != nil {
+		t.Fatalf("a change to br0 while br1 is down: %v", err)
+	}
+	if b := d.runningBridge("br0"); b == nil || b.portByName(p) == nil {
+		t.Fatal("the port added to br0 is not running")
+	}
+	if got := savedFlows(t, d, "br1"); len(got) != 1 {
+		t.Fatalf("br1's saved flows %q, want its one flow kept", got)
+	}
+	// Once it can, it comes up with them at the next change.
+	if err := os.RemoveAll(blocker); err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, d, "set", "Open_vSwitch", ".", "other_config:pmd-sleep-max=50")
+	if !hasFlow(d, "br1", "priority=5,udp") {
+		t.Fatal("br1 did not come up with its saved flow")
+	}
+}
