@@ -279,14 +279,20 @@ func benchForwardRules(b *testing.B, rules, tables int) {
 	}
 }
 
+// oneRuleUpcall is a bridge with a one-rule table and a key the rule
+// matches (output:2).
+func oneRuleUpcall(tb testing.TB) (*Bridge, flow.Key) {
+	_, br := benchBridge(tb, 1000)
+	installBenchRules(tb, br.Pipeline(), 1, 1)
+	return br, flow.Key{InPort: 1, EthType: 0x0800, NwProto: 17, NwTTL: 64,
+		IPv4Src: 0xc6130001, IPv4Dst: benchDst(0), TpSrc: 1000, TpDst: 2000}
+}
+
 // BenchmarkBridgeUpcall: one upcall through Bridge.Upcall (the bridge's
 // translation options, port view and fail-open check around xlate) for a
 // one-rule table. One op is one upcall.
 func BenchmarkBridgeUpcall(b *testing.B) {
-	_, br := benchBridge(b, 1000)
-	installBenchRules(b, br.Pipeline(), 1, 1)
-	key := flow.Key{InPort: 1, EthType: 0x0800, NwProto: 17, NwTTL: 64,
-		IPv4Src: 0xc6130001, IPv4Dst: benchDst(0), TpSrc: 1000, TpDst: 2000}
+	br, key := oneRuleUpcall(b)
 	var res datapath.UpcallResult
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -307,10 +313,7 @@ func BenchmarkBridgeUpcall(b *testing.B) {
 // actions (the learn hook is the result's scratch, not a closure per
 // upcall).
 func TestBridgeUpcallDoesNotAllocate(t *testing.T) {
-	_, br := benchBridge(t, 1000)
-	installBenchRules(t, br.Pipeline(), 1, 1)
-	key := flow.Key{InPort: 1, EthType: 0x0800, NwProto: 17, NwTTL: 64,
-		IPv4Src: 0xc6130001, IPv4Dst: benchDst(0), TpSrc: 1000, TpDst: 2000}
+	br, key := oneRuleUpcall(t)
 	var res datapath.UpcallResult
 	upcall := func() {
 		if err := br.Upcall(&key, &res); err != nil {

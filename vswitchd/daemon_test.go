@@ -501,17 +501,7 @@ func TestDaemonOnRingPorts(t *testing.T) {
 // tables are kept for when it comes up.
 func TestBridgeDownBlocksNothing(t *testing.T) {
 	open := func(p *config.Port) (netdev.Netdev, string, error) { return ring.New(p.Name, 1, 1, 64), "ring", nil }
-	dir := t.TempDir()
-	d, err := Start(Options{StateDir: dir, DefaultBridge: "br0", OpenPort: open})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustCall(t, d, "add-br", "br1")
-	mustCall(t, d, "set-fail-mode", "br1", "secure")
-	addFlows(t, d, "br1", "priority=5,udp,actions=drop")
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir := savedFlowDir(t, Options{OpenPort: open})
 	journal := filepath.Join(dir, "br1"+flowjournal.Suffix)
 	if err := os.WriteFile(journal, []byte("vswitchd-flow-journal 2\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -521,7 +511,7 @@ func TestBridgeDownBlocksNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	d, err = Start(Options{StateDir: dir, OpenPort: open})
+	d, err := Start(Options{StateDir: dir, OpenPort: open})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package vswitchd
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -27,7 +28,7 @@ func (d *Daemon) tablesPath(name string) string {
 // config.json to the bridges' tables files, before the store takes any
 // update (which would drop them). A tables file already there is newer:
 // a crash came between writing it and config.json.
-func moveLegacyTables(dir string, store *config.Store, log interface{ Info(string, ...any) }) error {
+func moveLegacyTables(dir string, store *config.Store, log *slog.Logger) error {
 	legacy := store.LegacyTables()
 	if legacy == nil {
 		return nil

@@ -142,12 +142,13 @@ func TestLegacyTablesMoved(t *testing.T) {
 	}
 }
 
-// TestSavedTablesFollowTheBridge: a bridge's tables survive a restart in
-// its file; a configuration change does not write it; deleting the bridge
-// removes it, and a bridge added again under the name starts empty.
-func TestSavedTablesFollowTheBridge(t *testing.T) {
-	dir := t.TempDir()
-	d, err := Start(Options{StateDir: dir, DefaultBridge: "br0"})
+// savedFlowDir is a state directory a daemon of opts (its StateDir and
+// DefaultBridge set here) left behind with bridges br0 and br1, br1 in
+// fail mode secure with one saved flow, priority=5,udp,actions=drop.
+func savedFlowDir(t *testing.T, opts Options) string {
+	t.Helper()
+	opts.StateDir, opts.DefaultBridge = t.TempDir(), "br0"
+	d, err := Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,13 +158,21 @@ func TestSavedTablesFollowTheBridge(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return opts.StateDir
+}
+
+// TestSavedTablesFollowTheBridge: a bridge's tables survive a restart in
+// its file; a configuration change does not write it; deleting the bridge
+// removes it, and a bridge added again under the name starts empty.
+func TestSavedTablesFollowTheBridge(t *testing.T) {
+	dir := savedFlowDir(t, Options{})
 	path := filepath.Join(dir, "br1"+flowjournal.SnapshotSuffix)
 	before, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	d, err = Start(Options{StateDir: dir})
+	d, err := Start(Options{StateDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,17 +199,8 @@ func TestSavedTablesFollowTheBridge(t *testing.T) {
 // naming the file, and are left as they are; --recover starts without
 // them and moves them aside.
 func TestDamagedTablesFile(t *testing.T) {
-	dir := t.TempDir()
-	d, err := Start(Options{StateDir: dir, DefaultBridge: "br0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustCall(t, d, "set-fail-mode", "br0", "secure")
-	addFlows(t, d, "br0", "priority=5,udp,actions=drop")
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "br0"+flowjournal.SnapshotSuffix)
+	dir := savedFlowDir(t, Options{})
+	path := filepath.Join(dir, "br1"+flowjournal.SnapshotSuffix)
 	if err := os.WriteFile(path, []byte(`{"format": 1, "flows": ["priority=5,udp,actions=drop"`), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -213,13 +213,13 @@ func TestDamagedTablesFile(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("the damaged file was not left as it was: %v", err)
 	}
-	d, err = Start(Options{StateDir: dir, Recover: true})
+	d, err := Start(Options{StateDir: dir, Recover: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if d.runningBridge("br0") == nil || hasFlow(d, "br0", "priority=5") {
-		t.Fatal("--recover: want br0 running without the damaged tables")
+	if d.runningBridge("br1") == nil || hasFlow(d, "br1", "priority=5") {
+		t.Fatal("--recover: want br1 running without the damaged tables")
 	}
 	if _, err := os.Stat(path + ".damaged"); err != nil {
 		t.Fatalf("the damaged file was not moved aside: %v", err)
