@@ -28,8 +28,6 @@ import (
 	"github.com/vswitch-go/vswitch/vswitchd/flowjournal"
 	"github.com/vswitch-go/vswitch/vswitchd/metrics"
 	"github.com/vswitch-go/vswitch/vswitchd/mgmt"
-
-	"github.com/vishvananda/netlink"
 )
 
 // bridge is one running bridge: its datapath, its OpenFlow agent and the
@@ -236,6 +234,7 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, t *config.Tables
 func (b *bridge) attachLocal() {
 	dev, err := tap.New(b.name, tap.Options{Down: true, Persist: true, MAC: b.localMAC, PollBackoff: localPollBackoff})
 	if err == nil {
+		markTap(b.d.log, b.d.opts.StateDir, b.name)
 		if err = b.of.AddPortWith(datapath.LocalPort, dev, ofproto.PortOptions{Name: b.name, HWAddr: b.localMAC}); err != nil {
 			dev.Close()
 		}
@@ -277,13 +276,8 @@ func (b *bridge) reattachLocal() {
 // removeLocal deletes the bridge's own interface once the bridge is
 // closed (the datapath closed the tap, which persists).
 func (b *bridge) removeLocal() {
-	if !b.local {
-		return
-	}
-	if l, err := netlink.LinkByName(b.name); err == nil && l.Type() == "tuntap" {
-		if err := netlink.LinkDel(l); err != nil {
-			b.d.log.Warn("bridge interface not removed", "bridge", b.name, "err", err)
-		}
+	if b.local {
+		b.d.removeTap(b.name)
 	}
 }
 

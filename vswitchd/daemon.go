@@ -230,6 +230,7 @@ func Start(opts Options) (*Daemon, error) {
 			return nil, err
 		}
 	}
+	d.removeOrphanTaps(store.Get())
 	saved, err := d.readSaved(store.Get())
 	if err != nil {
 		d.Close()
@@ -428,9 +429,11 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 			d.log.Error("rollback not applied", "err", rerr)
 		}
 		d.bury(old)
+		d.removeDroppedTaps(old, next, old)
 		return err
 	}
 	d.bury(next)
+	d.removeDroppedTaps(old, next, next)
 	if uerr := d.store.Unwritten(); uerr != nil {
 		// The database holds the change; config.json (port numbers,
 		// saved tables) catches up once it can be written.
@@ -710,18 +713,43 @@ func (d *Daemon) Close() error {
 		d.http.Shutdown(ctx)
 		cancel()
 	}
+	// A clean stop takes the switch's interfaces with it, as Open vSwitch
+	// does; a crash, or a start that failed, leaves them for the next
+	// start.
+	clean := d.isStarted()
 	d.mu.Lock()
 	for _, name := range slices.Sorted(maps.Keys(d.bridges)) {
 		b := d.bridges[name]
 		b.snapshot(true)
 		b.close()
-		b.removeLocal()
+		if clean {
+			b.removeLocal()
+		}
 		delete(d.bridges, name)
+	}
+	if clean {
+		for _, b := range d.store.Get().Bridges {
+			for pn, p := range b.Ports {
+				if p.Type == config.PortTypeInternal {
+					d.removeTap(pn)
+				}
+			}
+		}
 	}
 	d.publish()
 	d.mu.Unlock()
 	os.Remove(filepath.Join(d.opts.StateDir, pidFileName))
 	return d.store.Close()
+}
+
+// isStarted reports whether Start finished.
+func (d *Daemon) isStarted() bool {
+	select {
+	case <-d.started:
+		return true
+	default:
+		return false
+	}
 }
 
 // datapathSettings are the switch-wide settings a datapath is built with;

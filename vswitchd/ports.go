@@ -98,9 +98,15 @@ func openNetdev(stateDir string, log *slog.Logger, patches *patch.Hub, p *config
 			// the bridge floods to every other port (1,000 internal
 			// ports up burnt a CPU idle).
 			o.Down = true
+			// Persistent, so that a rebuild or a crash keeps the
+			// addresses the host gave it (internalports.go).
+			o.Persist = true
 		}
 		dev, err := tap.New(p.Name, o)
 		if err == nil {
+			if o.Persist {
+				markTap(log, stateDir, p.Name)
+			}
 			applyMTURequest(log, p)
 		}
 		return dev, p.Type, err
