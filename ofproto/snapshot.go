@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 )
@@ -63,7 +62,7 @@ func entryFlowMod(e *pipeline.Entry) *ofpwire.FlowMod {
 		BufferID:     ofpwire.NoBuffer,
 		OutPort:      ofpwire.PortAny,
 		OutGroup:     ofpwire.GroupAny,
-		Match:        ofmatch.ToOXM(&e.Match),
+		Match:        e.MatchOXM(),
 		Instructions: e.Instructions(),
 	}
 }

@@ -167,8 +167,9 @@ func tableView(t *testing.T, p *pipeline.Pipeline) []entryView {
 	}
 	out := make([]entryView, len(es))
 	for i, e := range es {
+		m := e.Match()
 		out[i] = entryView{e.TableID, e.Priority, e.Cookie, e.IdleTimeout, e.HardTimeout, e.Flags,
-			ofptext.FormatMatch(&e.Match), ofptext.FormatInstructions(e.Instructions())}
+			ofptext.FormatMatch(&m), ofptext.FormatInstructions(e.Instructions())}
 	}
 	return out
 }

@@ -239,7 +239,7 @@ func (b *Bridge) flowStats(c *ofconn.Conn, xid uint32, req *ofpwire.FlowStatsReq
 			Cookie:       e.Cookie,
 			PacketCount:  e.Packets.Load(),
 			ByteCount:    e.Bytes.Load(),
-			Match:        ofmatch.ToOXM(&e.Match),
+			Match:        e.MatchOXM(),
 			Instructions: e.Instructions(),
 		}
 	}

@@ -3,7 +3,6 @@ package ofproto
 import (
 	"time"
 
-	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 	"github.com/vswitch-go/vswitch/ofproto/xlate"
@@ -144,7 +143,7 @@ func (b *Bridge) sendRemoved(removed []*pipeline.Entry) {
 			HardTimeout:  hard,
 			PacketCount:  e.Packets.Load(),
 			ByteCount:    e.Bytes.Load(),
-			Match:        ofmatch.ToOXM(&e.Match),
+			Match:        e.MatchOXM(),
 		})
 	}
 }

@@ -104,7 +104,8 @@ func (ts *testSwitch) flows(t *testing.T) []string {
 	}
 	var out []string
 	for _, e := range es {
-		m := ofptext.FormatMatch(&e.Match)
+		em := e.Match()
+		m := ofptext.FormatMatch(&em)
 		out = append(out, "table="+strconv.Itoa(int(e.TableID))+",priority="+strconv.Itoa(int(e.Priority))+","+m+
 			" actions="+ofptext.FormatInstructions(e.Instructions()))
 	}

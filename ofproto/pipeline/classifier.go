@@ -292,14 +292,24 @@ func (t *table) findStrict(m *ofmatch.Match, prio uint16) *Entry {
 	return nil
 }
 
-// insert adds e, which must not duplicate an existing (match, priority).
-func (t *table) insert(e *Entry) {
-	st := t.find(&e.Match.Mask, &e.Match.PipeMask)
+// insert adds e with match m; they must not duplicate an existing
+// (match, priority).
+func (t *table) insert(e *Entry, m *ofmatch.Match) {
+	st := t.find(&m.Mask, &m.PipeMask)
 	if st == nil {
-		st = newSubtable(&e.Match.Mask, &e.Match.PipeMask)
+		st = newSubtable(&m.Mask, &m.PipeMask)
 		t.subs = append(t.subs, st)
 	}
-	bk := bucketKeyOf(&e.Match)
+	e.st = st
+	e.words = make([]uint64, 0, len(st.keyWords)+len(st.pipeWord))
+	kw, pw := m.Key.Words(), pipeWords(&m.Pipe)
+	for _, w := range st.keyWords {
+		e.words = append(e.words, kw[w])
+	}
+	for _, w := range st.pipeWord {
+		e.words = append(e.words, pw[w])
+	}
+	bk := bucketKeyOf(m)
 	b := st.bucket(&bk)
 	i := sort.Search(len(b), func(i int) bool { return b[i].Priority < e.Priority })
 	b = append(b, nil)
@@ -320,8 +330,9 @@ func (t *table) insert(e *Entry) {
 
 // remove takes e out of the table; e must be in it.
 func (t *table) remove(e *Entry) {
-	st := t.find(&e.Match.Mask, &e.Match.PipeMask)
-	bk := bucketKeyOf(&e.Match)
+	st := e.st
+	m := e.Match()
+	bk := bucketKeyOf(&m)
 	b := st.bucket(&bk)
 	for i := range b {
 		if b[i] == e {
@@ -562,7 +573,8 @@ func (t *table) overlaps(m *ofmatch.Match, prio uint16, skip *Entry) bool {
 				if e.Priority != prio || e == skip {
 					continue
 				}
-				if e.Match.Pipe.And(&cpipe) == m.Pipe.And(&cpipe) && e.Match.Key.MatchesMasked(&common, &mine) {
+				em := e.Match()
+				if em.Pipe.And(&cpipe) == m.Pipe.And(&cpipe) && em.Key.MatchesMasked(&common, &mine) {
 					return true
 				}
 			}
@@ -571,19 +583,26 @@ func (t *table) overlaps(m *ofmatch.Match, prio uint16, skip *Entry) bool {
 	return false
 }
 
-// covers reports whether every packet e matches is matched by m too, i.e.
-// e's match is m's or more specific: OpenFlow's non-strict selection.
-func covers(m *ofmatch.Match, e *ofmatch.Match) bool {
-	if !e.PipeMask.Covers(&m.PipeMask) || e.Pipe.And(&m.PipeMask) != m.Pipe {
-		return false
-	}
-	mw, ew := m.Mask.Words(), e.Mask.Words()
-	for i := range mw {
-		if ew[i]&mw[i] != mw[i] {
+// coversEntry reports whether every packet e matches is matched by m too,
+// i.e. e's match is m's or more specific: OpenFlow's non-strict
+// selection. e's subtable's masks must have every bit m's have
+// (selectEntries checks that first), so only the words the entry keeps
+// need comparing: the others are zero in both e's key and m's masked one.
+func coversEntry(m *ofmatch.Match, e *Entry) bool {
+	st := e.st
+	mk, mm := m.Key.Words(), m.Mask.Words()
+	for i, w := range st.keyWords {
+		if e.words[i]&mm[w] != mk[w] {
 			return false
 		}
 	}
-	return e.Key.MatchesMasked(&m.Mask, &m.Key)
+	pk, pm := pipeWords(&m.Pipe), pipeWords(&m.PipeMask)
+	for i, w := range st.pipeWord {
+		if e.words[len(st.keyWords)+i]&pm[w] != pk[w] {
+			return false
+		}
+	}
+	return true
 }
 
 // selectEntries appends to dst the entries m selects: with strict, the one
@@ -611,7 +630,7 @@ func (t *table) selectEntries(dst []*Entry, m *ofmatch.Match, prio uint16, stric
 		}
 		for b := range st.allBuckets() {
 			for _, e := range b {
-				if covers(m, &e.Match) {
+				if coversEntry(m, e) {
 					dst = append(dst, e)
 				}
 			}

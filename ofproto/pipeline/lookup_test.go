@@ -84,7 +84,7 @@ func randMatch(r *rand.Rand) ofmatch.Match {
 func bruteForce(es []*Entry, k *flow.Key, md ofmatch.Pipe) (int, bool) {
 	best, found := -1, false
 	for _, e := range es {
-		if e.Match.Matches(k, &md) && int(e.Priority) > best {
+		if matches(e, k, &md) && int(e.Priority) > best {
 			best, found = int(e.Priority), true
 		}
 	}
@@ -128,8 +128,8 @@ func testLookupMatchesBruteForce(t *testing.T) {
 			if tb.findStrict(&m, prio) != nil {
 				continue
 			}
-			e := &Entry{Match: m, Priority: prio}
-			tb.insert(e)
+			e := &Entry{Priority: prio}
+			tb.insert(e, &m)
 			es = append(es, e)
 			// Removals keep subtable priorities and order honest.
 			if len(es) > 3 && r.Intn(5) == 0 {
@@ -167,7 +167,7 @@ func testLookupMatchesBruteForce(t *testing.T) {
 			if (got != nil) != found || got != nil && int(got.Priority) != want {
 				t.Fatalf("seed %d: lookup %+v, brute force prio %d found %v", seed, got, want, found)
 			}
-			if got != nil && !got.Match.Matches(&k, &md) {
+			if got != nil && !matches(got, &k, &md) {
 				t.Fatalf("seed %d: returned entry does not match", seed)
 			}
 			for j := 0; j < 20; j++ {
@@ -178,7 +178,7 @@ func testLookupMatchesBruteForce(t *testing.T) {
 					t.Fatalf("seed %d: wildcards unsound: key agreeing under wc gets prio %d/%v, not %d/%v",
 						seed, want2, found2, want, found)
 				}
-				if got != nil && !got.Match.Matches(&k2, &md2) {
+				if got != nil && !matches(got, &k2, &md2) {
 					t.Fatalf("seed %d: entry does not match a key agreeing under wc", seed)
 				}
 				if got2 := p.Lookup(0, &k2, &md2, nil, nil); got2 != got {
@@ -314,7 +314,7 @@ func benchPipeline(b *testing.B, n int) (*Pipeline, []flow.Key) {
 		k.ApplyMask(&m.Mask, &m.Key)
 		prio := uint16(shape*100 + r.Intn(100))
 		if tb.findStrict(&m, prio) == nil {
-			tb.insert(&Entry{Match: m, Priority: prio})
+			tb.insert(&Entry{Priority: prio}, &m)
 		}
 	}
 	if len(tb.subs) != 8 {
@@ -367,4 +367,11 @@ func BenchmarkAdd(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// matches reports whether entry e matches a packet of key k and pipeline
+// state md.
+func matches(e *Entry, k *flow.Key, md *ofmatch.Pipe) bool {
+	m := e.Match()
+	return m.Matches(k, md)
 }

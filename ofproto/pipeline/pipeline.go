@@ -43,7 +43,6 @@ const knownFlags = ofpwire.FlowFlagSendFlowRem | ofpwire.FlowFlagCheckOverlap |
 // installed (RemovedReason excepted, set as it leaves); MODIFY replaces the
 // instructions, read through Instructions.
 type Entry struct {
-	Match    ofmatch.Match
 	Priority uint16
 	TableID  uint8
 	Cookie   uint64
@@ -79,6 +78,36 @@ type Entry struct {
 	// actions are conjunction actions (which then are all it has). Set
 	// with the instructions, under the pipeline's write lock.
 	conjunctive bool
+
+	// The match is its subtable's masks, which every entry of the
+	// subtable shares, and the words of the masked key and pipeline state
+	// where those masks have bits (the subtable's keyWords, then its
+	// pipeWord): a whole match is 640 bytes, nearly all zero words, which
+	// made a table of 100,000 flows cost ~750 bytes a flow in matches
+	// alone. Set by the table's insert.
+	st    *subtable
+	words []uint64
+}
+
+// MatchOXM returns the entry's match as OXM fields, as flow statistics and
+// FLOW_REMOVED carry it.
+func (e *Entry) MatchOXM() ofpwire.Match {
+	m := e.Match()
+	return ofmatch.ToOXM(&m)
+}
+
+// Match returns the entry's match (key masked).
+func (e *Entry) Match() ofmatch.Match {
+	var m ofmatch.Match
+	m.Mask, m.PipeMask = e.st.mask, e.st.pipeMask
+	kw, pw := m.Key.Words(), pipeWords(&m.Pipe)
+	for i, w := range e.st.keyWords {
+		kw[w] = e.words[i]
+	}
+	for i, w := range e.st.pipeWord {
+		pw[w] = e.words[len(e.st.keyWords)+i]
+	}
+	return m
 }
 
 // Timeouts returns the entry's idle and hard timeouts (seconds, 0 =
@@ -271,7 +300,7 @@ func (p *Pipeline) LookupSink(tid uint8, e *Entry) StatsSink {
 // and wildcarding every field. The pipeline-state mask is tested first:
 // it is the shorter, and OVN's many priority-0 entries set it (metadata).
 func (e *Entry) IsTableMiss() bool {
-	return e.Priority == 0 && e.Match.PipeMask.IsZero() && e.Match.Mask.IsZero()
+	return e.Priority == 0 && e.st.pipeMask.IsZero() && e.st.mask.IsZero()
 }
 
 // Pipeline is the set of NumTables flow tables of one bridge.
@@ -577,7 +606,7 @@ func (p *Pipeline) add(fm *ofpwire.FlowMod, m *ofmatch.Match, now time.Time, st 
 		return fmErr(ofpwire.FMFCTableFull)
 	}
 	e := &Entry{
-		Match: *m, Priority: fm.Priority, TableID: fm.TableID, Cookie: fm.Cookie,
+		Priority: fm.Priority, TableID: fm.TableID, Cookie: fm.Cookie,
 		IdleTimeout: fm.IdleTimeout, HardTimeout: fm.HardTimeout, Flags: fm.Flags,
 		Created: now,
 	}
@@ -596,7 +625,7 @@ func (p *Pipeline) add(fm *ofpwire.FlowMod, m *ofmatch.Match, now time.Time, st 
 		}
 		t.remove(old)
 	}
-	t.insert(e)
+	t.insert(e, m)
 	return nil
 }
 

@@ -410,7 +410,7 @@ func TestExpire(t *testing.T) {
 		out := p.Expire(t0.Add(time.Duration(sec) * time.Second))
 		got := map[uint32]ofpwire.FlowRemovedReason{}
 		for _, e := range out {
-			got[e.Match.Key.InPort] = e.RemovedReason
+			got[e.Match().Key.InPort] = e.RemovedReason
 		}
 		if len(got) != len(want) {
 			t.Fatalf("at %ds expired %v, want %v", sec, got, want)

@@ -551,7 +551,7 @@ func (f *frameRef) run(p *pipeline.Pipeline) {
 		}
 		var hit *pipeline.Entry
 		for _, e := range all {
-			if e.TableID == tb && e.Match.Matches(&f.p.Key, &ofmatch.Pipe{Metadata: f.md}) {
+			if m := e.Match(); e.TableID == tb && m.Matches(&f.p.Key, &ofmatch.Pipe{Metadata: f.md}) {
 				hit = e
 				break
 			}

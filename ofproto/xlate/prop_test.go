@@ -322,7 +322,7 @@ func reference(t *testing.T, p *pipeline.Pipeline, env *portEnv, key flow.Key) (
 	for tb := uint8(0); ; {
 		var hit *pipeline.Entry
 		for _, e := range all { // sorted by table, then descending priority
-			if e.TableID == tb && e.Match.Matches(&k, &ofmatch.Pipe{Metadata: md}) {
+			if m := e.Match(); e.TableID == tb && m.Matches(&k, &ofmatch.Pipe{Metadata: md}) {
 				hit = e
 				break
 			}

@@ -216,7 +216,8 @@ func (t *Trace) addStep(tid uint8, e *pipeline.Entry) {
 	if e != nil {
 		s.Matched = true
 		s.Priority, s.Cookie = e.Priority, e.Cookie
-		s.Match = ofptext.FormatMatch(&e.Match)
+		m := e.Match()
+		s.Match = ofptext.FormatMatch(&m)
 		s.Instructions = ofptext.FormatInstructions(e.Instructions())
 	}
 	t.Steps = append(t.Steps, s)
