@@ -87,6 +87,10 @@ type soak struct {
 
 	// The ledger: what vsctl acknowledged (exit 0), as it must read back.
 	ports     map[string]bool   // attached ports of br (besides a and b)
+	// ifindex is each attached internal port's interface as first seen:
+	// it must stay the same interface (rebuilds, kill -9) while the port
+	// stays, or the host's addresses on it would be lost.
+	ifindex map[string]string
 	br2Up     bool              // br2 exists
 	ovsOC     map[string]string // Open_vSwitch other_config
 	brOC      map[string]string // br's other_config
@@ -179,7 +183,7 @@ func TestSoak(t *testing.T) {
 func newSoak(t *testing.T, seed uint64) *soak {
 	return &soak{
 		t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x5eed)),
-		ports: map[string]bool{}, ovsOC: map[string]string{}, brOC: map[string]string{},
+		ports: map[string]bool{}, ifindex: map[string]string{}, ovsOC: map[string]string{}, brOC: map[string]string{},
 		tags: map[string]string{}, flows: map[string]string{}, uncertain: map[string]bool{},
 		touched: map[string]int{}, faults: map[string]int{}, refused: map[string]int{},
 	}
@@ -995,13 +999,26 @@ func parseMap(s string) map[string]string {
 // checkLeaks: no XDP program on a soak veth the switch does not own (a
 // clean del-port removes it; after a kill -9 it may stay only until the
 // restart, which takes the port back or clears it), no tap of a deleted
-// internal port or bridge.
+// internal port or bridge; and an attached internal port's interface is
+// the one it had (never recreated under the host's addresses).
 func (s *soak) checkLeaks(step string) {
 	veths := []string{}
 	for _, p := range s.extra {
 		if p.internal {
-			if !s.ports[p.name] && linkExists(p.name) {
-				s.waitGone(step, p.name)
+			if !s.ports[p.name] {
+				delete(s.ifindex, p.name)
+				if linkExists(p.name) {
+					s.waitGone(step, p.name)
+				}
+				continue
+			}
+			b, err := os.ReadFile("/sys/class/net/" + p.name + "/ifindex")
+			idx := strings.TrimSpace(string(b))
+			if old, ok := s.ifindex[p.name]; err == nil && ok && idx != old {
+				s.violateClass("persist", "%s: internal port %s's interface was recreated (ifindex %s, was %s): the host's addresses on it are lost", step, p.name, idx, old)
+			}
+			if err == nil {
+				s.ifindex[p.name] = idx
 			}
 			continue
 		}
