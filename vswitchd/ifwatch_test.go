@@ -407,26 +407,41 @@ func TestDaemonDebounce(t *testing.T) {
 		t.Fatalf("returned after %v, before the quiet time", el)
 	}
 
-	// A burst of 300 ms with 10 ms gaps holds it for the whole burst.
-	burstEnd := make(chan time.Time, 1)
+	// A 300 ms burst of kicks 10 ms apart holds it: it returns only once quiet
+	// has passed since the last kick it took, however the machine's load
+	// stretched the gaps (a gap longer than quiet lets it return, as it
+	// should). The last kick taken is the last one sent, unless that one
+	// is still in the channel.
+	var mu sync.Mutex
+	var sent []time.Time
+	quitBurst, burstDone := make(chan struct{}), make(chan struct{})
 	go func() {
-		end := time.Now().Add(300 * time.Millisecond)
-		for time.Now().Before(end) {
+		defer close(burstDone)
+		for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+			at := time.Now()
 			select {
+			case <-quitBurst:
+				return
 			case kick <- struct{}{}:
-			default:
+				mu.Lock()
+				sent = append(sent, at)
+				mu.Unlock()
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		burstEnd <- time.Now()
 	}()
-	start = time.Now()
-	debounce(stop, kick, 150*time.Millisecond, time.Minute)
+	const quiet = 150 * time.Millisecond
+	debounce(stop, kick, quiet, time.Minute)
 	returned := time.Now()
-	if el := returned.Sub(start); el < 300*time.Millisecond {
-		t.Fatalf("returned %v into a 300 ms burst", el)
+	close(quitBurst)
+	<-burstDone
+	pending := len(kick)
+	if len(sent)-pending < 1 {
+		t.Fatal("debounce returned before taking a kick")
 	}
-	<-burstEnd
+	if last := sent[len(sent)-1-pending]; returned.Sub(last) < quiet {
+		t.Fatalf("returned %v after the last kick it took, before the quiet time %v", returned.Sub(last), quiet)
+	}
 	select { // whatever the burst left
 	case <-kick:
 	default:
