@@ -87,10 +87,7 @@ type soak struct {
 
 	// The ledger: what vsctl acknowledged (exit 0), as it must read back.
 	ports     map[string]bool   // attached ports of br (besides a and b)
-	// ifindex is each attached internal port's interface as first seen:
-	// it must stay the same interface (rebuilds, kill -9) while the port
-	// stays, or the host's addresses on it would be lost.
-	ifindex map[string]string
+	ifindex   map[string]string // attached internal ports' interfaces as first seen: never recreated
 	br2Up     bool              // br2 exists
 	ovsOC     map[string]string // Open_vSwitch other_config
 	brOC      map[string]string // br's other_config

@@ -59,8 +59,8 @@
 // Restore counterparts snapshot and restore the tables as messages (the
 // daemon saves them as ovs-ofctl lines);
 // BridgeConfig.OnTableMod reports every OpenFlow change as it is made (for
-// a journal) and OnFlowTableChange any change, including the bridge's own
-// (timeouts, fail-mode flushes). Megaflows unused for MaxIdle are removed
+// a journal) and TablesGeneration moves with any change, including the
+// bridge's own (timeouts, fail-mode flushes). Megaflows unused for MaxIdle are removed
 // from the datapath by the housekeeping.
 package ofproto
 
@@ -139,19 +139,13 @@ type BridgeConfig struct {
 	// record back if the change failed, or refuses a change it cannot
 	// record without applying it. Changes the bridge makes itself
 	// (timeouts, fail-mode flushes, restores) are not reported;
-	// OnFlowTableChange covers those.
+	// TablesGeneration covers those.
 	OnTableMod func(msg ofpwire.Message, apply func() error) error
 	// OnBundleCommit, if set, is called with each bundle commit's
 	// messages and apply, which makes the commit, all or nothing, and
 	// returns its error; like OnTableMod, a journal records the commit
 	// ahead and takes the record back if apply fails.
 	OnBundleCommit func(msgs []ofpwire.Message, apply func() error) error
-	// OnFlowTableChange, if set, is called after the flow or group tables
-	// changed (flow-mods, expiry, group-mods, flushes, RestoreFlowMods), from
-	// a goroutine of the bridge, never concurrently; changes made during
-	// a call bring one more call, so bursts cost few calls. Traffic (flow
-	// counters) never calls it. It must not call Close.
-	OnFlowTableChange func()
 }
 
 // UpcallAdapter breaks the construction cycle between a datapath (which
@@ -233,8 +227,6 @@ type Bridge struct {
 	closed         bool
 	failOpen       atomic.Bool
 
-	tablesDirty chan struct{}
-
 	// poMu serialises packet-outs, which share one scratch pipeline.
 	poMu sync.Mutex
 
@@ -259,7 +251,7 @@ func NewBridge(name string, dp *datapath.Datapath, cfg BridgeConfig) (*Bridge, e
 		groups: pipeline.NewGroupTable(), meters: newMeterTable(), failPipe: newFailOpenPipeline(),
 		recirc: xlate.NewRecircTable(), pins: xlate.NewPacketInTable(),
 		recs: make(map[uint32]*portRec), settings: make(map[uint32]portSettings),
-		failMode: mode, tablesDirty: make(chan struct{}, 1)}
+		failMode: mode}
 	b.maxIdle.Store(int64(cfg.MaxIdle))
 	b.portLiveFn = b.portLive
 	b.pinNonce = rand.Uint64()
@@ -313,10 +305,6 @@ func NewBridge(name string, dp *datapath.Datapath, cfg BridgeConfig) (*Bridge, e
 	b.wg.Add(2)
 	go b.packetIns()
 	go b.housekeeping()
-	if cfg.OnFlowTableChange != nil {
-		b.wg.Add(1)
-		go b.tableNotifier()
-	}
 	return b, nil
 }
 

@@ -3,6 +3,7 @@ package ofproto
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"slices"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 // The bridge's tables as messages, for whoever saves them (the daemon
 // writes them as ovs-ofctl lines, through ofptext): snapshots as the
 // FLOW_MOD, GROUP_DESC and METER_MOD that recreate them, restores from
-// those, and OnFlowTableChange to say when a snapshot is out of date. No
+// those, and TablesGeneration to say when a snapshot is out of date. No
 // text syntax here.
 
 // tablesChanged is the pipeline's OnChange: the datapath's megaflows are
@@ -23,29 +24,13 @@ func (b *Bridge) tablesChanged() {
 	b.invalidate()
 	b.recirc.Retire()
 	b.pins.Retire()
-	b.notifyTables()
 }
 
-// notifyTables wakes the goroutine that calls OnFlowTableChange. It never
-// blocks: changes made while a call is running are folded into one more.
-func (b *Bridge) notifyTables() {
-	select {
-	case b.tablesDirty <- struct{}{}:
-	default:
-	}
-}
-
-// tableNotifier calls OnFlowTableChange after changes, one call at a time.
-func (b *Bridge) tableNotifier() {
-	defer b.wg.Done()
-	for {
-		select {
-		case <-b.stop:
-			return
-		case <-b.tablesDirty:
-			b.cfg.OnFlowTableChange()
-		}
-	}
+// TablesGeneration moves on every change to the flow, group and meter
+// tables (flow-mods, expiry, group- and meter-mods, flushes, restores),
+// never with traffic: a saver compares it with the generation it saved.
+func (b *Bridge) TablesGeneration() uint64 {
+	return b.pipe.Generation() + b.groups.Generation() + b.meters.Generation()
 }
 
 // entryFlowMod is the ADD that recreates entry e.
@@ -84,12 +69,34 @@ func (b *Bridge) FlowModStates() ([]*ofpwire.FlowMod, []pipeline.EntryState) {
 	return b.flowMods(true)
 }
 
-func (b *Bridge) flowMods(withStates bool) ([]*ofpwire.FlowMod, []pipeline.EntryState) {
+// FlowModSeq is FlowMods one at a time, in the same order (by table,
+// then descending priority): the entries are taken when it is called, and
+// each flow-mod is made as it is consumed, so that a saver walking a large
+// table does not hold them all.
+func (b *Bridge) FlowModSeq() iter.Seq[*ofpwire.FlowMod] {
+	entries := b.sortedEntries()
+	return func(yield func(*ofpwire.FlowMod) bool) {
+		for _, e := range entries {
+			if !yield(entryFlowMod(e)) {
+				return
+			}
+		}
+	}
+}
+
+// sortedEntries is every entry, ordered by table, then descending
+// priority.
+func (b *Bridge) sortedEntries() []*pipeline.Entry {
 	f := pipeline.AnyFilter()
 	entries, _ := b.pipe.Flows(&f)
 	slices.SortStableFunc(entries, func(x, y *pipeline.Entry) int {
 		return cmp.Or(cmp.Compare(x.TableID, y.TableID), cmp.Compare(y.Priority, x.Priority))
 	})
+	return entries
+}
+
+func (b *Bridge) flowMods(withStates bool) ([]*ofpwire.FlowMod, []pipeline.EntryState) {
+	entries := b.sortedEntries()
 	fms := make([]*ofpwire.FlowMod, len(entries))
 	var sts []pipeline.EntryState
 	if withStates {

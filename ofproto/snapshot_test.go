@@ -262,58 +262,62 @@ func TestRestoreFlowsAllOrNothing(t *testing.T) {
 	}
 }
 
-func TestOnFlowTableChange(t *testing.T) {
-	calls := make(chan struct{}, 100)
-	tb := newTestBridgeWith(t, func(c *BridgeConfig) {
-		c.FailMode = FailSecure
-		c.OnFlowTableChange = func() { calls <- struct{}{} }
-	})
-	wait := func(what string) {
+// TestTablesGeneration: the tables' generation moves with every change
+// to them, whoever makes it, and never with traffic or a change that
+// changes nothing.
+func TestTablesGeneration(t *testing.T) {
+	tb := newTestBridgeWith(t, func(c *BridgeConfig) { c.FailMode = FailSecure })
+	last := tb.br.TablesGeneration()
+	moved := func(what string) {
 		t.Helper()
-		select {
-		case <-calls:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("no OnFlowTableChange after %s", what)
+		if g := tb.br.TablesGeneration(); g == last {
+			t.Fatalf("generation still %d after %s", g, what)
+		} else {
+			last = g
 		}
 	}
-	quiet := func(what string) {
+	still := func(what string) {
 		t.Helper()
-		select {
-		case <-calls:
-			t.Fatalf("OnFlowTableChange after %s", what)
-		case <-time.After(50 * time.Millisecond):
+		if g := tb.br.TablesGeneration(); g != last {
+			t.Fatalf("generation %d after %s, was %d", g, what, last)
 		}
 	}
 	fm := outputFlow(1, &ofpwire.ActionOutput{Port: 2})
 	fm.HardTimeout = 1
 	tb.c.request(fm)
-	wait("flow-mod")
-	quiet("nothing")
+	moved("flow-mod")
 	// Traffic is not a table change.
 	tb.forward(tb.p1, tb.p2, frame())
 	tb.c.multipart(&ofpwire.FlowStatsRequest{TableID: uint8(ofpwire.TableAll), OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny})
-	quiet("traffic")
+	still("traffic")
 	// A delete selecting nothing changes nothing.
 	tb.c.request(&ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: 7, BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: ofpwire.GroupAny})
-	quiet("an empty delete")
+	still("an empty delete")
 	// Expiry, by the housekeeping tick.
-	wait("hard timeout")
-	if n := len(savedFlows(tb.br)); n != 0 {
-		t.Fatalf("%d flows after the hard timeout", n)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(savedFlows(tb.br)) != 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
 	}
+	if n := len(savedFlows(tb.br)); n != 0 {
+		t.Fatalf("%d flows 5 s after a 1 s hard timeout", n)
+	}
+	moved("hard timeout")
 	installTestGroups(t, tb)
-	wait("group-mods")
+	moved("group-mods")
 	tb.c.request(outputFlow(1, &ofpwire.ActionGroup{Group: 1}))
-	wait("flow-mod")
+	moved("flow-mod")
 	tb.c.request(&ofpwire.GroupMod{Command: ofpwire.GroupDelete, GroupID: 1})
-	wait("group delete")
+	moved("group delete")
 	if n := len(savedFlows(tb.br)); n != 0 {
 		t.Fatalf("%d flows after deleting their group", n)
 	}
+	tb.c.request(&ofpwire.MeterMod{Command: ofpwire.MeterAdd, Flags: ofpwire.MeterFlagKBitPerSec, MeterID: 1,
+		Bands: []ofpwire.MeterBand{{Type: ofpwire.MeterBandTypeDrop, Rate: 1000}}})
+	moved("meter-mod")
 	if err := restoreFlows(tb.br, []string{"actions=drop"}); err != nil {
 		t.Fatal(err)
 	}
-	wait("RestoreFlowMods")
+	moved("RestoreFlowMods")
 }
 
 func TestGroupRefCounts(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"github.com/vswitch-go/vswitch/ofproto"
 	"github.com/vswitch-go/vswitch/ofproto/normal"
 	"github.com/vswitch-go/vswitch/ofproto/ofconn"
+	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 	"github.com/vswitch-go/vswitch/ofproto/pipeline"
 	"github.com/vswitch-go/vswitch/vswitchd/config"
@@ -56,11 +57,14 @@ type bridge struct {
 	// Interface's error column shows.
 	portErrs map[string]string
 
-	// flowsDirty is set when the tables change (OnFlowTableChange, which
-	// also sees changes no journal record describes: timeouts, fail-mode
-	// flushes) and cleared by a snapshot. saveMu serialises the journal
+	// savedGen is the tables' generation (ofproto's TablesGeneration,
+	// which also moves with changes no journal record describes:
+	// timeouts, fail-mode flushes) that the tables file holds; flowsDirty
+	// asks for a snapshot whatever the generation (a change that could
+	// not be journaled, a failed snapshot). saveMu serialises the journal
 	// and snapshots; lastMod is when a record was last journaled (unix ns)
 	// and snapSize the flows in the last snapshot.
+	savedGen   atomic.Uint64
 	flowsDirty atomic.Bool
 	saveMu     sync.Mutex
 	journal    *flowjournal.Journal
@@ -180,7 +184,6 @@ func (d *Daemon) newBridge(c *config.Config, nb *config.Bridge, t *config.Tables
 		Normal:            sw,
 		FailMode:          nb.FailMode,
 		MaxIdle:           maxIdle(oc),
-		OnFlowTableChange: func() { b.flowsDirty.Store(true) },
 		OnTableMod:        b.logTableMod,
 		OnBundleCommit:    b.saveBundle,
 		Conn: ofconn.Config{
@@ -326,6 +329,7 @@ func (b *bridge) restoreTables(t *config.Tables, records []string) {
 			log.Error("tables not saved after replaying the journal (it is kept)", "err", err)
 		}
 	} else {
+		b.savedGen.Store(b.of.TablesGeneration()) // the file holds what was just restored
 		b.flowsDirty.Store(false)
 	}
 }
@@ -1025,7 +1029,7 @@ func (b *bridge) snapshot(force bool) error {
 		return nil
 	}
 	if !force {
-		if !b.flowsDirty.Load() && b.journal.Records() == 0 && b.journal.Broken() == nil {
+		if !b.flowsDirty.Load() && b.of.TablesGeneration() == b.savedGen.Load() && b.journal.Records() == 0 && b.journal.Broken() == nil {
 			return nil
 		}
 		quiet := time.Since(time.Unix(0, b.lastMod.Load())) >= snapshotQuiet
@@ -1034,14 +1038,15 @@ func (b *bridge) snapshot(force bool) error {
 		}
 	}
 	b.flowsDirty.Store(false)
-	flows, groups, meters := flowLines(b.of), groupLines(b.of), meterLines(b.of)
-	if flows == nil {
-		flows = []string{} // saved empty, not "never saved"
-	}
+	gen := b.of.TablesGeneration() // before the entries are taken: a change after them saves again
 	var err error
+	nflows := 0
 	path := b.d.tablesPath(b.name)
 	if b.d.store.HasBridge(b.name) {
-		err = flowjournal.WriteSnapshot(path, &config.Tables{Flows: flows, Groups: groups, Meters: meters})
+		// Written as the lines are made: a large table is never held
+		// as text whole. The entries are taken at once, and saveMu holds
+		// back the changes the journal would record meanwhile.
+		nflows, err = flowjournal.WriteSnapshotLines(path, ofptext.FlowLineSeq(b.of.FlowModSeq()), groupLines(b.of), meterLines(b.of))
 	} else if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 		err = rerr
 	}
@@ -1049,8 +1054,9 @@ func (b *bridge) snapshot(force bool) error {
 		// The tables are saved: what a barrier acknowledges is durable even
 		// if the journal cannot be emptied (its records then replay on top
 		// of the snapshot, as after a crash between the two steps).
-		b.snapSize = len(flows)
-		b.snapFlows.Store(int64(len(flows)))
+		b.savedGen.Store(gen)
+		b.snapSize = nflows
+		b.snapFlows.Store(int64(nflows))
 		b.snapshots.Add(1)
 		b.unjournaled = false
 		if rerr := b.journal.Reset(); rerr != nil {

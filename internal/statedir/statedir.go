@@ -9,6 +9,7 @@
 package statedir
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -150,12 +151,24 @@ var ErrDirNotSynced = errors.New("directory not synced")
 // directory synced. Until the rename name is untouched; tmp is removed on
 // failure. A failure of the last sync wraps ErrDirNotSynced.
 func ReplaceFile(name, tmp string, data []byte, perm os.FileMode) error {
+	return ReplaceFileWith(name, tmp, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// ReplaceFileWith is ReplaceFile with the data written by write, through
+// a buffer, so that a large file need not be built in memory first.
+func ReplaceFileWith(name, tmp string, perm os.FileMode, write func(w io.Writer) error) error {
 	os.Remove(tmp)
 	f, err := OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	bw := bufio.NewWriterSize(f, 256<<10)
+	if err = write(bw); err == nil {
+		err = bw.Flush()
+	}
 	if err == nil {
 		err = f.Sync()
 	}

@@ -2,6 +2,7 @@ package ofptext
 
 import (
 	"cmp"
+	"iter"
 	"slices"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
@@ -16,23 +17,41 @@ import (
 // FlowLines prints flow-mods (the ADDs that recreate a table's entries)
 // ordered by table, descending priority, then text.
 func FlowLines(fms []*ofpwire.FlowMod) []string {
-	type line struct {
-		table uint8
-		prio  uint16
-		text  string
-	}
-	ls := make([]line, len(fms))
-	for i, fm := range fms {
-		ls[i] = line{fm.TableID, fm.Priority, FormatFlowMod(fm)}
-	}
-	slices.SortFunc(ls, func(x, y line) int {
-		return cmp.Or(cmp.Compare(x.table, y.table), cmp.Compare(y.prio, x.prio), cmp.Compare(x.text, y.text))
+	sorted := slices.Clone(fms)
+	slices.SortStableFunc(sorted, func(x, y *ofpwire.FlowMod) int {
+		return cmp.Or(cmp.Compare(x.TableID, y.TableID), cmp.Compare(y.Priority, x.Priority))
 	})
-	out := make([]string, len(ls))
-	for i, l := range ls {
-		out[i] = l.text
+	return slices.Collect(FlowLineSeq(slices.Values(sorted)))
+}
+
+// FlowLineSeq is FlowLines over flow-mods that come already ordered by
+// table and descending priority, one at a time: it holds the text of one
+// (table, priority) run only, so that a saver can write a large table
+// without all of it as text in memory.
+func FlowLineSeq(fms iter.Seq[*ofpwire.FlowMod]) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		var run []string
+		var table uint8
+		var prio uint16
+		flush := func() bool {
+			slices.Sort(run)
+			for _, l := range run {
+				if !yield(l) {
+					return false
+				}
+			}
+			run = run[:0]
+			return true
+		}
+		for fm := range fms {
+			if len(run) > 0 && (fm.TableID != table || fm.Priority != prio) && !flush() {
+				return
+			}
+			table, prio = fm.TableID, fm.Priority
+			run = append(run, FormatFlowMod(fm))
+		}
+		flush()
 	}
-	return out
 }
 
 // GroupLines prints groups as add-group lines
