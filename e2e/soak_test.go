@@ -1138,6 +1138,9 @@ func (s *soak) finish() {
 	if err := s.d.stop(); err != nil {
 		s.violate("clean stop: %v", err)
 	}
+	// A clean stop deletes the internal ports' interfaces, as Open
+	// vSwitch's does: the restart makes new ones.
+	clear(s.ifindex)
 	if err := s.start(); err != nil {
 		s.violate("start on the final state: %v", err)
 		return
