@@ -61,8 +61,8 @@ func (dp *Datapath) DumpFlows() []FlowDump {
 		for _, mf := range mfs {
 			d := FlowDump{
 				PMD:     p.id,
-				Key:     mf.Match.Key,
-				Mask:    mf.Match.Mask,
+				Key:     mf.Key,
+				Mask:    *mf.Mask,
 				Actions: slices.Clone(mf.Actions),
 				Packets: mf.packets.Load(),
 				Bytes:   mf.bytes.Load(),

@@ -2,7 +2,6 @@ package datapath
 
 import (
 	"sync/atomic"
-	"time"
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
@@ -11,7 +10,11 @@ import (
 // Megaflow is a datapath flow: a masked key and its actions, installed in
 // one PMD's classifier after an upcall.
 type Megaflow struct {
-	Match   flow.Match
+	// Key is the flow's key, masked by Mask.
+	Key flow.Key
+	// Mask is the classifier's, shared by the PMD's megaflows of that
+	// mask (classifier.Megaflows.InsertMasked); it is not to be written.
+	Mask    *flow.Mask
 	Actions actions.List
 	// out is the port of a flow whose one action is an output to it, 0
 	// otherwise: the PMD then sends the flow's packets straight to the
@@ -24,7 +27,9 @@ type Megaflow struct {
 	// hit by every batch costs a load, not another locked write, per batch.
 	used atomic.Int64
 
-	refs []StatsSink
+	// refs are the sinks the flow's traffic goes to, shared with the
+	// PMD's other megaflows whose upcalls listed the same ones.
+	refs *refList
 	// expired is set by the owning PMD when it removes the flow for being
 	// idle, so that one EMC scan can drop every expired flow.
 	expired bool
@@ -41,17 +46,25 @@ func soleOutput(acts actions.List) uint32 {
 	return 0
 }
 
-// push hands the traffic not yet reported to the flow's refs.
-func (f *Megaflow) push(now time.Time) {
+// push adds the traffic not yet reported to the flow's refs, queueing
+// them in *q the first time; flushRefs hands it on.
+func (f *Megaflow) push(q *[]*refList) {
 	pk, by := f.packets.Load(), f.bytes.Load()
 	dp, db := pk-f.pushedPackets, by-f.pushedBytes
 	if dp == 0 && db == 0 {
 		return
 	}
 	f.pushedPackets, f.pushedBytes = pk, by
-	for _, r := range f.refs {
-		r.Touch(now, dp, db)
+	r := f.refs
+	if r == nil {
+		return
 	}
+	if !r.queued {
+		r.queued = true
+		*q = append(*q, r)
+	}
+	r.packets += dp
+	r.bytes += db
 }
 
 // usedResolution is how fresh Megaflow.used is kept, in ns (OVS prints

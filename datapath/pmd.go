@@ -199,6 +199,12 @@ type PMD struct {
 	// (installing after an upcall, clearing its caches).
 	installedMu sync.Mutex
 	installed   []*Megaflow
+	// pushQ are the refLists a round of pushes added traffic to
+	// (flushRefs); guarded by installedMu.
+	pushQ []*refList
+	// refLists are the PMD's shared refs, by the sinks' bits
+	// (sharedRefs); the PMD's own.
+	refLists map[string]*refList
 	// expireBefore, when not zero, asks the PMD to remove the megaflows
 	// not used since that datapath time (Datapath.ExpireIdleFlows); the
 	// PMD does it at its next iteration and stores zero. expired counts
@@ -833,7 +839,7 @@ func ctNAT(a *actions.Action, n *conntrack.NAT) {
 // isPortFlow reports whether mf matches on the input port alone and its
 // actions only output, so that it can serve as its port's simple-match flow.
 func isPortFlow(mf *Megaflow) bool {
-	if mf.Match.Mask != (flow.Mask{InPort: ^uint32(0), RecircID: 0xffff}) || mf.Match.Key.RecircID != 0 {
+	if *mf.Mask != (flow.Mask{InPort: ^uint32(0), RecircID: 0xffff}) || mf.Key.RecircID != 0 {
 		return false
 	}
 	for i := range mf.Actions {
@@ -849,7 +855,7 @@ func (p *PMD) setPortFlow(mf *Megaflow) {
 	if !isPortFlow(mf) {
 		return
 	}
-	in := int(portIndex(mf.Match.Key.InPort))
+	in := int(portIndex(mf.Key.InPort))
 	if in >= MaxPorts {
 		return // not a port (in_port 0)
 	}
@@ -861,7 +867,7 @@ func (p *PMD) setPortFlow(mf *Megaflow) {
 
 // unsetPortFlow forgets mf if it is its port's simple-match flow.
 func (p *PMD) unsetPortFlow(mf *Megaflow) {
-	if in := int(portIndex(mf.Match.Key.InPort)); in < len(p.portFlows) && p.portFlows[in] == mf {
+	if in := int(portIndex(mf.Key.InPort)); in < len(p.portFlows) && p.portFlows[in] == mf {
 		p.portFlows[in] = nil
 	}
 }
@@ -873,14 +879,15 @@ func (p *PMD) clearFlows() {
 	p.flows.Clear()
 	clear(p.portFlows)
 	p.nflows.Store(0)
-	now := time.Now()
 	p.installedMu.Lock()
 	for _, f := range p.installed {
-		f.push(now)
+		f.push(&p.pushQ)
 	}
+	p.flushRefs(time.Now())
 	clear(p.installed)
 	p.installed = p.installed[:0]
 	p.installedMu.Unlock()
+	clear(p.refLists)
 }
 
 // expireIdle removes the megaflows not used since cutoff (datapath clock),
@@ -893,13 +900,14 @@ func (p *PMD) expireIdle(cutoff int64) {
 	keep := p.installed[:0]
 	for _, f := range p.installed {
 		if f.used.Load() < cutoff {
-			f.push(now)
+			f.push(&p.pushQ)
 			f.expired = true
 			dead = append(dead, f)
 		} else {
 			keep = append(keep, f)
 		}
 	}
+	p.flushRefs(now)
 	clear(p.installed[len(keep):])
 	p.installed = keep
 	p.installedMu.Unlock()
@@ -907,7 +915,7 @@ func (p *PMD) expireIdle(cutoff int64) {
 		return
 	}
 	for _, f := range dead {
-		p.flows.Remove(&f.Match)
+		p.flows.Remove(&flow.Match{Key: f.Key, Mask: *f.Mask})
 		p.unsetPortFlow(f)
 	}
 	p.emc.RemoveIf(func(f *Megaflow) bool { return f.expired })
@@ -921,8 +929,9 @@ func (p *PMD) expireIdle(cutoff int64) {
 func (p *PMD) pushStats(now time.Time) {
 	p.installedMu.Lock()
 	for _, f := range p.installed {
-		f.push(now)
+		f.push(&p.pushQ)
 	}
+	p.flushRefs(now)
 	p.installedMu.Unlock()
 }
 
@@ -953,23 +962,23 @@ func (p *PMD) handleMiss(pkt *packet.Packet, hash uint32) *Megaflow {
 		p.execute(pkt, p.upcall.Actions)
 		return nil
 	}
-	mf := &Megaflow{
-		Actions: append(actions.List(nil), p.upcall.Actions...),
-		refs:    append([]StatsSink(nil), p.upcall.Refs...),
-	}
+	mf := newMegaflow(p.upcall.Actions)
+	mf.refs = p.sharedRefs(p.upcall.Refs)
 	mf.out = soleOutput(mf.Actions)
-	mf.Match.Mask = p.upcall.Mask
 	// recirc_id is never wildcarded, whatever the Upcaller's mask says:
 	// a first-pass megaflow must not catch a recirculated packet, nor one
 	// pass's flow another's.
-	mf.Match.Mask.RecircID = 0xffff
-	pkt.Key.ApplyMask(&mf.Match.Mask, &mf.Match.Key)
+	p.upcall.Mask.RecircID = 0xffff
+	pkt.Key.ApplyMask(&p.upcall.Mask, &mf.Key)
 	mf.used.Store(p.now)
 	p.installedMu.Lock()
-	if old := p.flows.Insert(&mf.Match, mf); old != nil {
+	old, mask := p.flows.InsertMasked(&mf.Key, &p.upcall.Mask, mf)
+	mf.Mask = mask
+	if old != nil {
 		p.emc.RemoveValue(old)
 		p.unsetPortFlow(old)
-		old.push(time.Now())
+		old.push(&p.pushQ)
+		p.flushRefs(time.Now())
 		p.installed = slices.DeleteFunc(p.installed, func(f *Megaflow) bool { return f == old })
 	}
 	p.installed = append(p.installed, mf)

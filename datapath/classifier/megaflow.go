@@ -20,7 +20,8 @@ type mfEntry[V any] struct {
 // insert/remove churn never fills with dead slots and never needs a rebuild.
 type subtable[V any] struct {
 	mask    flow.Mask
-	words   []uint8 // indices of the non-zero words of mask; points into wordBuf
+	shared  *flow.Mask // a copy of mask for InsertMasked's callers
+	words   []uint8    // indices of the non-zero words of mask; points into wordBuf
 	wordBuf [flow.KeyWords]uint8
 
 	// ctrl[i] is 0 for an empty slot, else the hash of entries[i] (hashes
@@ -36,6 +37,8 @@ type subtable[V any] struct {
 
 func newSubtable[V any](mask *flow.Mask) *subtable[V] {
 	st := &subtable[V]{mask: *mask}
+	shared := *mask
+	st.shared = &shared
 	st.words = mask.NonZeroWords(st.wordBuf[:0])
 	st.alloc(minSubtableSlots)
 	return st
@@ -178,7 +181,14 @@ func (st *subtable[V]) remove(km *flow.Key) *V {
 // Megaflows belongs to one PMD and is not safe for concurrent use.
 type Megaflows[V any] struct {
 	subtables []*subtable[V]
-	count     int
+	// spare are the subtables the last Clear emptied, kept with their
+	// capacity for masks that come back: after an invalidation the same
+	// masks fill again with as many flows, and regrowing each table from
+	// minSubtableSlots allocated about twice its final size every time.
+	// The next Clear drops those not taken again, so what is kept is
+	// bounded by what the classifier held.
+	spare []*subtable[V]
+	count int
 }
 
 // New returns an empty classifier.
@@ -212,23 +222,35 @@ func (mf *Megaflows[V]) subtableFor(m *flow.Mask) (*subtable[V], int) {
 // mask and masked key are already installed, the value is replaced and the
 // old one returned. A nil v is ignored, since Lookup reports a miss as nil.
 func (mf *Megaflows[V]) Insert(m *flow.Match, v *V) (replaced *V) {
+	replaced, _ = mf.InsertMasked(&m.Key, &m.Mask, v)
+	return replaced
+}
+
+// InsertMasked is Insert of key k under mask m that also returns the
+// classifier's copy of m (nil when v is nil): one per mask, shared by all
+// of its megaflows and never written, for a caller that keeps each
+// value's mask to point at rather than copy (a mask is 232 bytes).
+func (mf *Megaflows[V]) InsertMasked(k *flow.Key, m *flow.Mask, v *V) (replaced *V, mask *flow.Mask) {
 	if v == nil {
-		return nil
+		return nil, nil
 	}
 	var km flow.Key
-	m.Key.ApplyMask(&m.Mask, &km)
-	st, _ := mf.subtableFor(&m.Mask)
+	k.ApplyMask(m, &km)
+	st, _ := mf.subtableFor(m)
 	if st == nil {
 		// A new mask goes last: it has no hits yet, and the next Rank
 		// moves it up if it earns them.
-		st = newSubtable[V](&m.Mask)
+		st = mf.takeSpare(m)
+		if st == nil {
+			st = newSubtable[V](m)
+		}
 		mf.subtables = append(mf.subtables, st)
 	}
 	old := st.insert(&km, v)
 	if old == nil {
 		mf.count++
 	}
-	return old
+	return old, st.shared
 }
 
 // Remove deletes the megaflow m (same mask, same key under the mask) and
@@ -260,8 +282,32 @@ func (mf *Megaflows[V]) Len() int { return mf.count }
 // Subtables returns the number of distinct masks installed.
 func (mf *Megaflows[V]) Subtables() int { return len(mf.subtables) }
 
-// Clear removes every megaflow.
+// takeSpare returns the spare subtable of mask m, removed from the spares,
+// or nil.
+func (mf *Megaflows[V]) takeSpare(m *flow.Mask) *subtable[V] {
+	for i, st := range mf.spare {
+		if st.mask.Equal(m) {
+			last := len(mf.spare) - 1
+			mf.spare[i] = mf.spare[last]
+			mf.spare[last] = nil
+			mf.spare = mf.spare[:last]
+			return st
+		}
+	}
+	return nil
+}
+
+// Clear removes every megaflow. The emptied subtables become the spares
+// (see Megaflows.spare), replacing the previous ones; they hold no
+// values any more, so the megaflows they held can be collected.
 func (mf *Megaflows[V]) Clear() {
+	clear(mf.spare)
+	mf.spare = append(mf.spare[:0], mf.subtables...)
+	for _, st := range mf.spare {
+		clear(st.ctrl)
+		clear(st.entries)
+		st.count, st.hits = 0, 0
+	}
 	clear(mf.subtables)
 	mf.subtables = mf.subtables[:0]
 	mf.count = 0

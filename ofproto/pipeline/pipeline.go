@@ -289,8 +289,14 @@ type StatsSink interface {
 // a miss. It is for translation, which looks up with PeekLocked and lets
 // the datapath push the megaflow's packets here.
 func (p *Pipeline) LookupSink(tid uint8, e *Entry) StatsSink {
+	return p.TableSink(tid, e != nil && !e.IsTableMiss())
+}
+
+// TableSink returns the sink that counts packets looked up in table tid
+// that hit an entry (hit) or missed it.
+func (p *Pipeline) TableSink(tid uint8, hit bool) StatsSink {
 	c := &p.counters[tid]
-	if e != nil && !e.IsTableMiss() {
+	if hit {
 		return (*tableHit)(c)
 	}
 	return (*tableMiss)(c)
@@ -318,6 +324,12 @@ type Pipeline struct {
 	tables   [NumTables]table
 	counters [NumTables]tableCounters
 	gen      atomic.Uint64
+
+	// paths are the interned lookup paths (PathSink); shares, guarded
+	// by pathMu, indexes them by table for TableStats.
+	paths  atomic.Pointer[pathSet]
+	pathMu sync.Mutex
+	shares *[NumTables][]pathShare
 }
 
 // New returns an empty pipeline whose tables hold at most maxEntries
@@ -379,7 +391,8 @@ func (p *Pipeline) TableStats(tid uint8) TableStats {
 	n := p.tables[tid].count
 	p.mu.RUnlock()
 	c := &p.counters[tid]
-	return TableStats{Active: uint32(n), Lookups: c.lookups.Load(), Matched: c.matched.Load()}
+	pl, pm := p.pathCounts(tid)
+	return TableStats{Active: uint32(n), Lookups: c.lookups.Load() + pl, Matched: c.matched.Load() + pm}
 }
 
 func fmErr(code uint16) error {

@@ -317,6 +317,7 @@ func (x *xlator) outputTable() error {
 		// through them from table 0, where the walk can freeze in
 		// place; the packet-out's later actions see the original.
 		x.out, x.refs = x.out[:entry.out], x.refs[:entry.refs]
+		x.path.Truncate(entry.path)
 		x.key, x.written, x.unknown = saved.key, saved.written, saved.unknown
 		x.tags, x.irrev, x.inner = saved.tags, saved.irrev, saved.inner
 		x.blind = false

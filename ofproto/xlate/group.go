@@ -208,6 +208,7 @@ func (x *xlator) clone(acts []ofpwire.Action, table uint8, miss, final bool) err
 	}
 	if errors.Is(err, errFreezeCopy) && len(acts) > 0 {
 		x.out, x.refs = x.out[:entry.out], x.refs[:entry.refs]
+		x.path.Truncate(entry.path)
 		x.key, x.written, x.unknown = saved.key, saved.written, saved.unknown
 		x.tags, x.irrev, x.inner = saved.tags, saved.irrev, saved.inner
 		x.blind = false

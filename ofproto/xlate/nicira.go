@@ -725,7 +725,12 @@ func (x *xlator) lookup(tid uint8, inPort ofpwire.PortNo) *pipeline.Entry {
 		e, touched = x.p.PeekWords(tid, &x.key, &x.pipe, &x.lookupWC)
 	}
 	if x.tr == nil {
-		x.refs = append(x.refs, x.p.LookupSink(tid, e))
+		if x.pathP == nil {
+			x.pathP = x.p
+		}
+		if x.p != x.pathP || !x.path.Add(tid, e) {
+			x.refs = append(x.refs, x.p.LookupSink(tid, e))
+		}
 	}
 	// consult, on the words the lookup set alone, clearing them.
 	a, w, r, u := x.lookupWC.Words(), x.written.Words(), x.mask.Words(), x.unknown.Words()

@@ -137,7 +137,7 @@ func (t *RecircTable) Len() int { return t.t.len() }
 // by pointer: a checkpoint is taken before every action, and copying (or
 // just zeroing) a whole key each time was a tenth of an upcall.
 type checkpoint struct {
-	out, refs int
+	out, refs, path int
 	// helps says some field was unknown already: only then does a fresh
 	// key from the packet as it is here tell the operation more.
 	helps bool
@@ -145,7 +145,7 @@ type checkpoint struct {
 }
 
 func (x *xlator) checkpoint() checkpoint {
-	ck := checkpoint{out: len(x.out), refs: len(x.refs), helps: x.unknown != flow.Mask{}}
+	ck := checkpoint{out: len(x.out), refs: len(x.refs), path: x.path.Len(), helps: x.unknown != flow.Mask{}}
 	if x.tr != nil {
 		k := x.key
 		ck.key = &k
@@ -205,6 +205,7 @@ func (x *xlator) freeze(ck checkpoint, k frozenKey, ins []ofpwire.Instruction) e
 		return fmt.Errorf("%w: no free recirc_id", ErrUnsupported)
 	}
 	x.out, x.refs = x.out[:ck.out], x.refs[:ck.refs]
+	x.path.Truncate(ck.path)
 	x.blind = false
 	x.stopped = true
 	x.recircID = id

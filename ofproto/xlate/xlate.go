@@ -131,6 +131,12 @@ type xlator struct {
 	mask    *flow.Mask // the result: original bits the translation consulted
 	out     actions.List
 	refs    []datapath.StatsSink // entries matched, in order
+	// path records the table lookups made in pathP (the first pipeline
+	// a lookup went to); flushPath turns it into one sink among refs.
+	// Lookups in another pipeline, or beyond the path's capacity, list
+	// their table's sink in refs directly.
+	path    pipeline.LookupPath
+	pathP   *pipeline.Pipeline
 	set     actionSet
 	table   uint8 // table of the entry being executed
 	miss    bool  // that entry is a table-miss entry
@@ -237,11 +243,29 @@ func translate(p *pipeline.Pipeline, key *flow.Key, res *datapath.UpcallResult, 
 	}
 	x.out = foldVLANPairs(x.out)
 	res.Actions = x.out
+	x.flushPath()
 	res.Refs = x.refs
 	if tr != nil {
 		tr.finish(&x, err)
 	}
 	return err
+}
+
+// flushPath lists the walk's lookup path among its refs: one sink for
+// every table it looked up, or a sink per lookup when the pipeline keeps
+// no more paths.
+func (x *xlator) flushPath() {
+	if x.path.Len() == 0 {
+		return
+	}
+	if s := x.pathP.PathSink(&x.path); s != nil {
+		x.refs = append(x.refs, s)
+	} else {
+		for i := range x.path.Len() {
+			x.refs = append(x.refs, x.pathP.TableSink(x.path.Step(i)))
+		}
+	}
+	x.path.Truncate(0)
 }
 
 // resume translates a recirculated packet: the walk frozen under id goes
