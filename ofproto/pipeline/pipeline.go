@@ -99,6 +99,9 @@ func (e *Entry) MatchOXM() ofpwire.Match {
 // Match returns the entry's match (key masked).
 func (e *Entry) Match() ofmatch.Match {
 	var m ofmatch.Match
+	if e.st == nil { // not in a table (yet): the empty match, as the zero Entry had
+		return m
+	}
 	m.Mask, m.PipeMask = e.st.mask, e.st.pipeMask
 	kw, pw := m.Key.Words(), pipeWords(&m.Pipe)
 	for i, w := range e.st.keyWords {
@@ -306,7 +309,7 @@ func (p *Pipeline) TableSink(tid uint8, hit bool) StatsSink {
 // and wildcarding every field. The pipeline-state mask is tested first:
 // it is the shorter, and OVN's many priority-0 entries set it (metadata).
 func (e *Entry) IsTableMiss() bool {
-	return e.Priority == 0 && e.st.pipeMask.IsZero() && e.st.mask.IsZero()
+	return e.Priority == 0 && (e.st == nil || e.st.pipeMask.IsZero() && e.st.mask.IsZero())
 }
 
 // Pipeline is the set of NumTables flow tables of one bridge.
