@@ -16,16 +16,19 @@ import (
 	"github.com/vswitch-go/vswitch/internal/nstest"
 )
 
-// TestFTPThroughSNAT: a client (A) behind SNAT to a public address on
-// the server's (B's) link fetches a file over FTP in passive and in active
-// mode, through a switch whose flows (ovs-ofctl syntax) let in from B only
-// what A's connections are related to: ct(commit,alg=ftp,nat(src=...)) on
-// the control connection, ct(commit,nat) on the data connections. The
-// server sees the control connection from the public address, and so the
-// address in A's PORT (rewritten by the switch), and the passive data
-// connection from it too; the active one, which B opens to the public
-// address, reaches A. The FTP ends are a few lines of Go on real sockets.
-func TestFTPThroughSNAT(t *testing.T) {
+// TestFTPThroughNAT: FTP in passive and active mode through SNAT (a
+// client, A, behind a public address on the server's link) and DNAT (a
+// server, B, behind a virtual address the client dials), through a switch
+// whose flows (ovs-ofctl syntax) let in from B only what A's connections
+// are related to: ct(commit,alg=ftp,nat(...)) on the control connection,
+// ct(commit,nat) on the data connections. Each end sees only the
+// addresses it knows: through SNAT the server sees the public address in
+// the control connection, in A's PORT (rewritten by the switch) and in
+// both data connections; through DNAT the client sees the virtual address
+// in the 227 (rewritten) and the active data connection comes from it. A
+// file arrives whole every time. The FTP ends are a few lines of Go on
+// real sockets.
+func TestFTPThroughNAT(t *testing.T) {
 	nstest.RequireTool(t, "ovs-appctl", "ovs-ofctl")
 	d := newDaemon(t)
 	a, b := nstest.TwoHosts(t)
@@ -36,13 +39,19 @@ func TestFTPThroughSNAT(t *testing.T) {
 	d.vsctl("add-br", br)
 	d.vsctl("add-port", br, a.Port, "--", "type=afpacket")
 	d.vsctl("add-port", br, b.Port, "--", "type=afpacket")
-	const pub = "198.18.0.100" // A's public address, on B's link
-	// B reaches the public address at A's port of the switch.
+	const (
+		pub = "198.18.0.100" // A's public address, on B's link
+		vip = "198.18.0.200" // B's virtual address, on A's link
+	)
+	// B reaches the public address at A's port of the switch, A the
+	// virtual one at B's.
 	nstest.StaticNeighbour(t, b.NS, b.Dev, pub, a.MAC)
+	nstest.StaticNeighbour(t, a.NS, a.Dev, vip, b.MAC)
 	for _, f := range []string{
 		"priority=100,arp,actions=NORMAL",
 		"priority=10,ip,ct_state=-trk,actions=ct(table=1,nat)",
-		"table=1,priority=20,in_port=1,tcp,tp_dst=21,ct_state=+trk+new-rel,actions=ct(commit,alg=ftp,nat(src=" + pub + ")),output:2",
+		"table=1,priority=20,in_port=1,tcp,nw_dst=" + b.IP + ",tp_dst=21,ct_state=+trk+new-rel,actions=ct(commit,alg=ftp,nat(src=" + pub + ")),output:2",
+		"table=1,priority=20,in_port=1,tcp,nw_dst=" + vip + ",tp_dst=21,ct_state=+trk+new-rel,actions=ct(commit,alg=ftp,nat(dst=" + b.IP + ")),output:2",
 		"table=1,priority=20,in_port=1,tcp,ct_state=+trk+new+rel,actions=ct(commit,nat),output:2",
 		"table=1,priority=20,in_port=2,tcp,ct_state=+trk+new+rel,actions=ct(commit,nat),output:1",
 		"table=1,priority=10,in_port=1,ip,ct_state=+trk+est,actions=output:2",
@@ -57,22 +66,36 @@ func TestFTPThroughSNAT(t *testing.T) {
 		file[i] = byte(rand.Uint32())
 	}
 	srv := startFTPServer(t, b, file)
-	for _, passive := range []bool{true, false} {
-		name := map[bool]string{true: "passive", false: "active"}[passive]
-		got, err := ftpFetch(a, b.IP+":21", passive)
+	for _, tc := range []struct {
+		name    string
+		server  string // where A dials
+		passive bool
+		// What the server sees of A (control and data), and where A
+		// sees the data come from or go to.
+		serverSees, clientSees string
+	}{
+		{"SNAT passive", b.IP, true, pub, b.IP},
+		{"SNAT active", b.IP, false, pub, b.IP},
+		{"DNAT passive", vip, true, a.IP, vip},
+		{"DNAT active", vip, false, a.IP, vip},
+	} {
+		got, seen, err := ftpFetch(a, tc.server+":21", tc.passive)
 		if err != nil {
-			t.Fatalf("%s: %v\nconntrack:\n%s", name, err, mustOVSTool(t, run, "ovs-appctl", "dpctl/dump-conntrack"))
+			t.Fatalf("%s: %v\nconntrack:\n%s", tc.name, err, mustOVSTool(t, run, "ovs-appctl", "dpctl/dump-conntrack"))
 		}
 		if !bytes.Equal(got, file) {
-			t.Fatalf("%s: got %d bytes, not the file's %d", name, len(got), len(file))
+			t.Fatalf("%s: got %d bytes, not the file's %d", tc.name, len(got), len(file))
 		}
 		s := <-srv
 		if s.err != nil {
-			t.Fatalf("%s: server: %v", name, s.err)
+			t.Fatalf("%s: server: %v", tc.name, s.err)
 		}
-		if s.ctl != pub || s.data != pub {
+		if s.ctl != tc.serverSees || s.data != tc.serverSees {
 			t.Errorf("%s: the server saw the control connection from %s, the data connection with %s; want %s for both",
-				name, s.ctl, s.data, pub)
+				tc.name, s.ctl, s.data, tc.serverSees)
+		}
+		if seen != tc.clientSees {
+			t.Errorf("%s: the client saw the data connection with %s, want %s", tc.name, seen, tc.clientSees)
 		}
 	}
 	ct := mustOVSTool(t, run, "ovs-appctl", "dpctl/dump-conntrack")
@@ -184,11 +207,14 @@ func ftpServe(b *nstest.Host, c net.Conn, file []byte) (s ftpSession) {
 	}
 }
 
-// ftpFetch fetches "file" from A over FTP, passive or active.
-func ftpFetch(a *nstest.Host, server string, passive bool) ([]byte, error) {
+// ftpFetch fetches "file" from A over FTP, passive or active, and says
+// with which address the data connection was (passive: the one the 227
+// named; active: where it came from).
+func ftpFetch(a *nstest.Host, server string, passive bool) ([]byte, string, error) {
+	var seen string
 	var c net.Conn
 	if err := a.NS.Do(func() (err error) { c, err = net.DialTimeout("tcp", server, 30*time.Second); return }); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(60 * time.Second))
@@ -204,63 +230,65 @@ func ftpFetch(a *nstest.Host, server string, passive bool) ([]byte, error) {
 		return line, nil
 	}
 	if _, err := expect("220"); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var data net.Conn
 	if passive {
 		fmt.Fprintf(c, "PASV\r\n")
 		line, err := expect("227")
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		open, close := strings.IndexByte(line, '('), strings.IndexByte(line, ')')
 		if open < 0 || close < open {
-			return nil, fmt.Errorf("227 without an address: %q", line)
+			return nil, "", fmt.Errorf("227 without an address: %q", line)
 		}
 		f := strings.Split(line[open+1:close], ",")
 		if len(f) != 6 {
-			return nil, fmt.Errorf("227 with a bad address: %q", line)
+			return nil, "", fmt.Errorf("227 with a bad address: %q", line)
 		}
 		hi, _ := strconv.Atoi(f[4])
 		lo, _ := strconv.Atoi(f[5])
-		addr := net.JoinHostPort(strings.Join(f[:4], "."), strconv.Itoa(hi<<8|lo))
+		seen = strings.Join(f[:4], ".")
+		addr := net.JoinHostPort(seen, strconv.Itoa(hi<<8|lo))
 		if err := a.NS.Do(func() (err error) { data, err = net.DialTimeout("tcp", addr, 30*time.Second); return }); err != nil {
-			return nil, fmt.Errorf("passive data connection to %s: %v", addr, err)
+			return nil, "", fmt.Errorf("passive data connection to %s: %v", addr, err)
 		}
 		fmt.Fprintf(c, "RETR file\r\n")
 	} else {
 		var ln net.Listener
 		if err := a.NS.Do(func() (err error) { ln, err = net.Listen("tcp", a.IP+":0"); return }); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		defer ln.Close()
 		p := ln.Addr().(*net.TCPAddr).Port
 		fmt.Fprintf(c, "PORT %s,%d,%d\r\n", strings.ReplaceAll(a.IP, ".", ","), p>>8, p&0xff)
 		if _, err := expect("200"); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		fmt.Fprintf(c, "RETR file\r\n")
 		ln.(*net.TCPListener).SetDeadline(time.Now().Add(30 * time.Second))
 		var err error
 		if data, err = ln.Accept(); err != nil {
-			return nil, fmt.Errorf("active data connection: %v", err)
+			return nil, "", fmt.Errorf("active data connection: %v", err)
 		}
+		seen, _, _ = net.SplitHostPort(data.RemoteAddr().String())
 	}
 	defer data.Close()
 	if _, err := expect("150"); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	data.SetDeadline(time.Now().Add(60 * time.Second))
 	got, err := io.ReadAll(data)
 	if err != nil {
-		return nil, fmt.Errorf("reading the data: %v", err)
+		return nil, "", fmt.Errorf("reading the data: %v", err)
 	}
 	if _, err := expect("226"); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	fmt.Fprintf(c, "QUIT\r\n")
 	if _, err := expect("221"); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return got, nil
+	return got, seen, nil
 }
