@@ -150,6 +150,7 @@ type Conn struct {
 	udpReplied bool
 	helper     uint8 // its ALG
 	related    bool  // a data connection an ALG expected: +rel
+	skewed     bool  // the FTP helper shifted its sequence numbers (Tracker.skews)
 	tcp        tcpConn
 }
 
@@ -211,6 +212,7 @@ type Tracker struct {
 	timeouts atomic.Pointer[Timeouts]
 	zones    zones
 	expect   expectations
+	skews    skews
 
 	sweepMu   sync.Mutex
 	lastSweep int64
@@ -415,6 +417,9 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 		c.mu.Lock()
 		res := tcpReopen // not alive, or to be replaced: a new one
 		if c.alive(now) && !(p.Force && p.Commit && reply) {
+			if c.skewed {
+				t.unskewAck(c, &pp, reply)
+			}
 			res = t.update(c, &pp, reply, now)
 		}
 		if res == tcpReopen {
@@ -438,7 +443,7 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 					ct.State |= flow.CTReply
 				}
 				if c.helper == HelperFTP {
-					t.helperPacket(c, pkt, &pp, reply, now)
+					t.ftpPacket(c, pkt, &pp, reply, p.HasNAT && c.nat != 0, now)
 				}
 			}
 			if c.related {
@@ -458,20 +463,31 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 		return
 	}
 	ct.State = flow.CTTracked | flow.CTNew
-	expected := t.expect.match(&pp.t, now, p.Commit)
+	x, expected := t.expect.match(&pp.t, now, p.Commit)
 	if expected {
 		ct.State |= flow.CTRelated
 	}
 	if !p.Commit {
 		return
 	}
-	c = t.create(&pp, p, now)
+	np := p
+	if expected && x.nat != 0 && p.HasNAT {
+		// The data connection of a translated control connection
+		// is translated to line up with it, whatever range this
+		// ct's nat names (as in Open vSwitch).
+		xp := *p
+		xp.NAT = NAT{Src: x.nat == natSrc, Dst: x.nat == natDst, MinAddr: x.to}
+		np = &xp
+	}
+	c = t.create(&pp, np, now)
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	c.related = c.related || expected
-	if c.helper == HelperNone && p.Helper != HelperNone {
+	// A data connection is never a control connection: its payload is
+	// the users' data, never to be parsed or rewritten.
+	if c.helper == HelperNone && p.Helper != HelperNone && !c.related {
 		c.helper = p.Helper
 		t.helperCommit(c, now)
 	}
@@ -801,6 +817,9 @@ func (t *Tracker) killLocked(c *Conn) bool {
 	}
 	c.dead = true
 	c.stopFast()
+	if c.skewed {
+		t.skews.drop(c)
+	}
 	t.n.Add(-1)
 	t.zones.get(c.orig.Zone).n.Add(-1)
 	t.byProto[c.proto].Add(-1)

@@ -2,6 +2,9 @@ package conntrack
 
 import (
 	"encoding/binary"
+	"net/netip"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
@@ -12,7 +15,7 @@ import (
 // rawFrame builds an Ethernet/IPv4 frame from a few fuzzed bytes: hosts
 // and ports from a small set (so that packets meet each other's
 // connections), any protocol, TCP flags, sequence numbers and ICMP types,
-// and an ICMP error quoting another such packet.
+// an ICMP error quoting another such packet, and FTP commands.
 func rawFrame(op []byte) []byte {
 	src, dst := op[0]&3, op[0]>>2&3
 	proto := [...]uint8{6, 17, 1, 6, 132, 47, 6, 17}[op[1]&7]
@@ -39,7 +42,18 @@ func rawFrame(op []byte) []byte {
 			copy(tcp[20:], []byte{3, 3, op[4] & 15})
 		}
 		b = append(b, tcp...)
-		b = append(b, make([]byte, int(op[5]&63))...)
+		if op[5]&0x20 != 0 {
+			// An FTP announcement of the sender's own address and a
+			// port the fuzzed packets use, so that a translated
+			// control connection's rewrite and its expected data
+			// connection happen.
+			h := strconv.Itoa(int(1 + src))
+			line := [...]string{"PORT 198,18,0," + h + ",0,80\r\n", "227 Passive (198,18,0," + h + ",0,81)\r\n",
+				"EPRT |1|198.18.0." + h + "|80|\r\n", "PORT 198,18,0," + h + ",0,"}[op[4]&3]
+			b = append(b, line...)
+		} else {
+			b = append(b, make([]byte, int(op[5]&63))...)
+		}
 	case 1:
 		icmp := []byte{op[2] % 20, 0, 0, 0, 0, op[3] & 1, 0, 1}
 		b = append(b, icmp...)
@@ -65,6 +79,10 @@ func FuzzTracker(f *testing.F) {
 	f.Add([]byte{0x04, 0x01, 0, 0, 0, 0, 0, 0, 0x01, 0x01, 0, 0, 0, 0, 0, 0, 0x01, 0x02, 3, 1, 0, 0, 0, 0})
 	f.Add([]byte{0x04, 0x02, 8, 1, 0, 0, 0, 0, 0x01, 0x02, 0, 1, 0, 0, 0, 0})
 	f.Add([]byte("0%0000B0")) // a committed packet from a host to itself: its own reply
+	// An FTP control connection committed with alg=ftp and SNAT: its
+	// PORT rewritten, again (a retransmission), then an EPRT.
+	f.Add([]byte{0x04, 0, 1, 0x04, 0, 0, 0x12, 0x40, 0x04, 0, 1, 0x20, 0, 0x20, 0x10, 0x40,
+		0x04, 0, 1, 0x20, 0, 0x20, 0x10, 0x40, 0x04, 0, 1, 0x20, 2, 0x21, 0x10, 0x40})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr := New()
 		tr.SetMaxConns(8)
@@ -82,10 +100,10 @@ func FuzzTracker(f *testing.F) {
 			p := Params{Zone: uint16(op[6] >> 7), Commit: op[6]&2 != 0, Force: op[6]&4 != 0,
 				SetMark: op[6]&8 != 0, Mark: uint32(op[4]), MarkMask: 0xff, HasNAT: op[6]&0x30 != 0,
 				Helper: op[2] % 3}
-			// nat(src=198.18.0.9:1000-1001) or nat(dst=198.18.0.1): few
+			// nat(src=198.18.0.99:1000-1001) or nat(dst=198.18.0.1): few
 			// ports, so translations run out and collide.
 			p.NAT = NAT{Src: op[6]&0x10 != 0, Dst: op[6]&0x30 == 0x20, MinPort: 1000, MaxPort: 1001}
-			p.NAT.MinAddr = [16]byte{10: 0xff, 11: 0xff, 12: 198, 13: 18, 15: 9}
+			p.NAT.MinAddr = [16]byte{10: 0xff, 11: 0xff, 12: 198, 13: 18, 15: 99} // longer than a host's: FTP rewrites shift
 			if p.NAT.Dst {
 				p.NAT.MinAddr[15], p.NAT.MinPort, p.NAT.MaxPort = 1, 0, 0
 			}
@@ -175,20 +193,56 @@ func checkInvariants(t *testing.T, tr *Tracker) {
 }
 
 // FuzzFTPCommands: the FTP helper's parsers take any line from the wire:
-// no panic, and an address they return is IPv4-mapped for an IPv4
-// control connection.
+// no panic, an address they return is IPv4-mapped for an IPv4 control
+// connection, and the span they say it is written at reads back as that
+// address (the NAT rewrite replaces exactly those bytes).
 func FuzzFTPCommands(f *testing.F) {
 	for _, s := range []string{"PORT 198,18,0,1,19,138", "EPRT |1|198.18.0.1|5004|", "EPRT |2|2001:db8::1|5004|",
-		"227 Entering Passive Mode (198,18,0,2,19,137).", "229 Entering Extended Passive Mode (|||5003|)", "EPRT ||||", "229 ()"} {
+		"227 Entering Passive Mode (198,18,0,2,19,137).", "229 Entering Extended Passive Mode (|||5003|)", "EPRT ||||", "229 ()",
+		"PORT  198, 18,0 ,1,19,138\r", "227 ( 198,18,0,2,19,137 )"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		server := [16]byte{10: 0xff, 11: 0xff, 12: 198, 13: 18, 15: 2}
 		for _, v6 := range []bool{false, true} {
-			if a, _, ok := ftpPort(line, v6); ok && !v6 && (a[10] != 0xff || a[11] != 0xff) {
+			a, _, sp, ok := ftpPort(line, v6)
+			if ok && !v6 && (a[10] != 0xff || a[11] != 0xff) {
 				t.Fatalf("%q: an IPv4 PORT gave %x", line, a)
 			}
-			ftpPassive(line, server, v6)
+			if ok {
+				checkSpan(t, line, a, sp)
+			}
+			if a, _, sp, ok := ftpPassive(line, server, v6); ok && sp.to > sp.from {
+				checkSpan(t, line, a, sp)
+			}
 		}
 	})
+}
+
+// checkSpan: line[sp.from:sp.to] is address a as the line writes it, and
+// writing a there (what the NAT rewrite does) leaves a line that reads
+// the same.
+func checkSpan(t *testing.T, line []byte, a [16]byte, sp span) {
+	t.Helper()
+	if sp.from < 0 || sp.to > len(line) || sp.from > sp.to {
+		t.Fatalf("%q: span %+v", line, sp)
+	}
+	e := ftpEdit{addr: a, commas: sp.commas}
+	got := string(line[sp.from:sp.to])
+	if sp.commas {
+		f := strings.Split(got, ",")
+		if len(f) != 4 {
+			t.Fatalf("%q: span %q is not four numbers", line, got)
+		}
+		for i, v := range f {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 8)
+			if err != nil || byte(n) != a[12+i] {
+				t.Fatalf("%q: span %q is not the address %s", line, got, e.text(nil))
+			}
+		}
+		return
+	}
+	if p, err := netip.ParseAddr(got); err != nil || p.As16() != a {
+		t.Fatalf("%q: span %q is not the address %s", line, got, e.text(nil))
+	}
 }
