@@ -53,6 +53,7 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev/internal/bgclose"
 	"github.com/vswitch-go/vswitch/netdev/linkwatch"
 	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
@@ -353,11 +354,11 @@ func (p *Port) release() error {
 		if s, err := x.stats(); err == nil {
 			p.kstats[i] = s
 		}
-		closeLater(func() { x.close() })
+		bgclose.Run(func() { x.close() })
 	}
 	p.xsks = nil
 	for _, g := range p.gsoTx {
-		closeLater(func() { unix.Close(g.fd) })
+		bgclose.Run(func() { unix.Close(g.fd) })
 	}
 	p.gsoTx = nil
 	if p.napiOld != nil {
@@ -370,45 +371,13 @@ func (p *Port) release() error {
 	return errors.Join(errs...)
 }
 
-// maxClosing bounds the sockets being closed in the background: Close
-// waits while that many are, so a burst of closes (a transaction deleting
-// a thousand ports) does not hold every UMEM at once.
-const maxClosing = 64
-
-var (
-	closeSem = make(chan struct{}, maxClosing)
-	closing  sync.WaitGroup
-)
-
-// closeLater runs close, a socket's close, on a goroutine of its own.
-//
-// Why: closing an AF_XDP socket (and a packet socket) waits for an RCU
-// grace period in the kernel (synchronize_net in xsk_release and
-// packet_release), 8–25 ms each on a 2-CPU host, which a del-port and a
-// datapath rebuild paid per socket, one after the other. By the time a
-// socket is handed over here it is out of the XSKMAP and the program is
-// detached, so no frame reaches it; and a new socket on the same queue
-// waits for the kernel to free it anyway (xsk.bind). Errors of a close
-// (munmap, close) are lost: nothing could be done about them.
-func closeLater(close func()) {
-	closeSem <- struct{}{}
-	closing.Add(1)
-	go func() {
-		defer func() {
-			<-closeSem
-			closing.Done()
-		}()
-		close()
-	}()
-}
-
 // WaitClosed waits until the sockets of every port closed so far are
-// closed and their memory unmapped.
-func WaitClosed() { closing.Wait() }
+// closed and their memory unmapped (Close leaves that to bgclose).
+func WaitClosed() { bgclose.Wait() }
 
 // Close implements netdev.Netdev: it takes the sockets out of the shared
 // XSKMAP and detaches the XDP program, then closes the sockets and unmaps
-// their rings and UMEMs in the background (see closeLater; WaitClosed
+// their rings and UMEMs in the background (package bgclose; WaitClosed
 // waits for that).
 func (p *Port) Close() error {
 	p.mu.Lock()
