@@ -1,7 +1,9 @@
 // Package afxdp is the port driver for NICs and veth: one AF_XDP socket per
 // queue, each with its own UMEM, fed by a small XDP program that redirects
-// every frame of a served queue to that queue's socket (XSKMAP keyed by
-// rx_queue_index) and passes the rest to the kernel stack.
+// every frame of a served queue to that queue's socket and passes the rest
+// to the kernel stack. The program and its maps (an XSKMAP, and the slot of
+// each interface's queue in it) are shared by every port of the process
+// in a network namespace (prog.go).
 //
 // Frames are copied between UMEM frames and the PMD's pool buffers in both
 // directions, so UMEM frames never leave the driver and the rx and tx
