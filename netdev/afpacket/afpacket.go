@@ -297,9 +297,10 @@ func New(ifname string, opts Options) (*Port, error) {
 	return p, nil
 }
 
-// open creates the sockets of every queue side by side, then puts the
-// first receive socket in promiscuous mode and the receive sockets in a
-// fanout group, in queue order.
+// open creates the sockets of every queue side by side, then, in queue
+// order, binds each receive socket, puts the first in promiscuous mode and
+// each in the fanout group right after its bind (a socket bound outside
+// the group gets a copy of every frame).
 //
 // Why side by side: setting up a ring (PACKET_RX_RING, PACKET_TX_RING)
 // waits for an RCU grace period in the kernel (synchronize_net in
@@ -313,7 +314,7 @@ func (p *Port) open(opts Options) error {
 	errs := make([]error, 2*opts.Queues)
 	var wg sync.WaitGroup
 	for i := range opts.Queues {
-		wg.Go(func() { rx[i], errs[i] = openRx(p.link.Index, opts, &p.counters[i], &p.gso) })
+		wg.Go(func() { rx[i], errs[i] = openRx(opts, &p.counters[i], &p.gso) })
 		wg.Go(func() {
 			tx[i], errs[opts.Queues+i] = openTx(p.link, opts, &p.counters[opts.Queues+i], &p.gso)
 		})
@@ -332,6 +333,9 @@ func (p *Port) open(opts Options) error {
 	}
 	fanoutID := -1
 	for i, q := range p.rx {
+		if err := bindRx(q.fd, p.link.Index); err != nil {
+			return err
+		}
 		if i == 0 {
 			// The membership lasts as long as the socket.
 			mreq := unix.PacketMreq{Ifindex: int32(p.link.Index), Type: unix.PACKET_MR_PROMISC}
@@ -349,9 +353,9 @@ func (p *Port) open(opts Options) error {
 	return nil
 }
 
-// openRx creates a receive socket with its ring. On error it returns what
-// it has built so far, for the caller to release.
-func openRx(ifindex int, opts Options, c *netdev.Counters, gso *netdev.GSOCounters) (*rxQueue, error) {
+// openRx creates a receive socket with its ring, not yet bound (bindRx).
+// On error it returns what it has built so far, for the caller to release.
+func openRx(opts Options, c *netdev.Counters, gso *netdev.GSOCounters) (*rxQueue, error) {
 	// Protocol 0: nothing arrives before the ring exists and the socket
 	// is bound.
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
@@ -416,11 +420,16 @@ func openRx(ifindex int, opts Options, c *netdev.Counters, gso *netdev.GSOCounte
 	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
 		return q, fmt.Errorf("PACKET_IGNORE_OUTGOING: %w", err)
 	}
+	return q, nil
+}
+
+// bindRx starts the receive socket fd on ifindex.
+func bindRx(fd, ifindex int) error {
 	sa := unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex}
 	if err := unix.Bind(fd, &sa); err != nil {
-		return q, fmt.Errorf("bind: %w", err)
+		return fmt.Errorf("bind: %w", err)
 	}
-	return q, nil
+	return nil
 }
 
 // joinFanout adds fd to the hash fanout group id, or, with id -1, creates a
