@@ -2,6 +2,7 @@ package afpacket
 
 import (
 	"testing"
+	"time"
 
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/internal/nstest"
@@ -107,4 +108,35 @@ func BenchmarkSend64(b *testing.B) {
 	}
 	b.Logf("sent %d of %d, %+v", sent, b.N*packet.BatchSize, st)
 	batch.FreeAll()
+}
+
+// BenchmarkE2EOpenClose measures New and Close of a port (one queue pair)
+// on a veth. Between rounds the timer stops until the background close
+// is done.
+func BenchmarkE2EOpenClose(b *testing.B) {
+	nstest.RequireRoot(b)
+	port, peer := nstest.Name("afb"), nstest.Name("afc")
+	nstest.Run(b, "ip", "link", "add", port, "type", "veth", "peer", "name", peer)
+	b.Cleanup(func() { nstest.Output("ip", "link", "del", port) })
+	nstest.Run(b, "ip", "link", "set", port, "up")
+	nstest.Run(b, "ip", "link", "set", peer, "up")
+	var open, cls time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		p, err := New(port, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := p.Close(); err != nil {
+			b.Fatal(err)
+		}
+		cls += time.Since(t1)
+		open += t1.Sub(t0)
+		b.StopTimer()
+		WaitClosed()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(open.Microseconds())/1e3/float64(b.N), "open-ms")
+	b.ReportMetric(float64(cls.Microseconds())/1e3/float64(b.N), "close-ms")
 }

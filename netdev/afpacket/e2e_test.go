@@ -239,3 +239,29 @@ func removal(t *testing.T, s *switchTopo) {
 		t.Error("ports not closed by the datapath on removal")
 	}
 }
+
+// TestE2EReaddAfterRemove: a port removed from the datapath (whose
+// sockets close in the background) and opened again on the same interface
+// at once, as a del-port and add-port of the same interface do, forwards;
+// with two queue pairs, so that the fanout group of the new sockets forms
+// while the old one's sockets may still be closing.
+func TestE2EReaddAfterRemove(t *testing.T) {
+	s := newSwitchTopo(t, Options{Queues: 2}, 1)
+	nstest.Ping(t, s.A.NS, s.B.IP)
+	for i := 0; i < 3; i++ {
+		if err := s.DP.RemovePort(2); err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(s.B.Port, Options{Queues: 2})
+		if err != nil {
+			t.Fatalf("round %d: reopen: %v", i, err)
+		}
+		if _, err := s.DP.AddPort(2, p); err != nil {
+			p.Close()
+			t.Fatal(err)
+		}
+		nstest.Ping(t, s.A.NS, s.B.IP)
+		nstest.Ping(t, s.B.NS, s.A.IP)
+	}
+	WaitClosed()
+}

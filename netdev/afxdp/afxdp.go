@@ -1,7 +1,9 @@
 // Package afxdp is the port driver for NICs and veth: one AF_XDP socket per
 // queue, each with its own UMEM, fed by a small XDP program that redirects
-// every frame of a served queue to that queue's socket (XSKMAP keyed by
-// rx_queue_index) and passes the rest to the kernel stack.
+// every frame of a served queue to that queue's socket and passes the rest
+// to the kernel stack. The program and its maps (an XSKMAP, and the slot of
+// each interface's queue in it) are shared by every port of the process
+// in a network namespace (prog.go).
 //
 // Frames are copied between UMEM frames and the PMD's pool buffers in both
 // directions, so UMEM frames never leave the driver and the rx and tx
@@ -53,6 +55,7 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/packet"
 	"github.com/vswitch-go/vswitch/netdev"
+	"github.com/vswitch-go/vswitch/netdev/internal/bgclose"
 	"github.com/vswitch-go/vswitch/netdev/linkwatch"
 	"github.com/vswitch-go/vswitch/netdev/vnethdr"
 )
@@ -353,11 +356,11 @@ func (p *Port) release() error {
 		if s, err := x.stats(); err == nil {
 			p.kstats[i] = s
 		}
-		errs = append(errs, x.close())
+		bgclose.Run(func() { x.close() })
 	}
 	p.xsks = nil
 	for _, g := range p.gsoTx {
-		errs = append(errs, unix.Close(g.fd))
+		bgclose.Run(func() { unix.Close(g.fd) })
 	}
 	p.gsoTx = nil
 	if p.napiOld != nil {
@@ -370,8 +373,14 @@ func (p *Port) release() error {
 	return errors.Join(errs...)
 }
 
-// Close implements netdev.Netdev: it detaches the XDP program, closes the
-// sockets and unmaps every ring and UMEM.
+// WaitClosed waits until the sockets of every port closed so far are
+// closed and their memory unmapped (Close leaves that to bgclose).
+func WaitClosed() { bgclose.Wait() }
+
+// Close implements netdev.Netdev: it takes the sockets out of the shared
+// XSKMAP and detaches the XDP program, then closes the sockets and unmaps
+// their rings and UMEMs in the background (package bgclose; WaitClosed
+// waits for that).
 func (p *Port) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

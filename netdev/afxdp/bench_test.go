@@ -2,6 +2,7 @@ package afxdp
 
 import (
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -82,4 +83,50 @@ func BenchmarkSend(b *testing.B) {
 		k.store(1, 0, cp)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*packet.BatchSize), "ns/pkt")
+}
+
+// BenchmarkE2EOpenClose measures New and Close of a port on a veth, with
+// no other port open ("alone": the first port attaches the program, which
+// updates the kernel's XDP dispatcher) and with another port holding the
+// shared program ("shared", an add-port on a running switch). Between
+// rounds the timer stops until the background close is done and the
+// kernel has freed the queue, so open-ms is the open itself.
+func BenchmarkE2EOpenClose(b *testing.B) {
+	for _, shared := range []bool{false, true} {
+		name := "alone"
+		if shared {
+			name = "shared"
+		}
+		b.Run(name, func(b *testing.B) {
+			port, _ := vethPair(b)
+			if shared {
+				other, _ := vethPair(b)
+				o, err := New(other, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { o.Close() })
+			}
+			var open, cls time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				p, err := New(port, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				if err := p.Close(); err != nil {
+					b.Fatal(err)
+				}
+				cls += time.Since(t1)
+				open += t1.Sub(t0) - p.BusyWaited()
+				b.StopTimer()
+				WaitClosed()
+				time.Sleep(100 * time.Millisecond)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(open.Microseconds())/1e3/float64(b.N), "open-ms")
+			b.ReportMetric(float64(cls.Microseconds())/1e3/float64(b.N), "close-ms")
+		})
+	}
 }

@@ -76,7 +76,7 @@ func ethtoolFeature(t *testing.T, ns *nstest.Netns, dev, feature string) string 
 
 // vethPair creates a veth pair in the test's namespace, both ends up,
 // deleted when the test ends.
-func vethPair(t *testing.T) (port, peer string) {
+func vethPair(t testing.TB) (port, peer string) {
 	t.Helper()
 	nstest.RequireRoot(t)
 	port, peer = nstest.Name("vxp"), nstest.Name("vxq")
