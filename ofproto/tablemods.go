@@ -103,7 +103,7 @@ func (b *Bridge) applyFlowMod(fm *ofpwire.FlowMod) ([]*pipeline.Entry, error) {
 		if err := xlate.CheckInstructions(fm.Instructions); err != nil {
 			return nil, err
 		}
-		if err := ofpwire.CheckSetFieldPrerequisites(fm.Match, fm.Instructions); err != nil {
+		if err := ofpwire.CheckActionPrerequisites(fm.Match, fm.Instructions); err != nil {
 			return nil, err
 		}
 	}
