@@ -33,6 +33,9 @@ func rawFrame(op []byte) []byte {
 		tcp := make([]byte, 20+int(op[7]&3)*4)
 		binary.BigEndian.PutUint16(tcp[0:], 1000+uint16(op[2]&3))
 		binary.BigEndian.PutUint16(tcp[2:], 80+uint16(op[3]&1))
+		if op[1]&0x08 != 0 { // from the server's port: a reply can match a connection
+			binary.BigEndian.PutUint32(tcp[0:], binary.BigEndian.Uint32(tcp[0:])<<16|binary.BigEndian.Uint32(tcp[0:])>>16)
+		}
 		binary.BigEndian.PutUint32(tcp[4:], uint32(op[4])<<24|uint32(op[5])<<8)
 		binary.BigEndian.PutUint32(tcp[8:], uint32(op[6])<<24)
 		tcp[12] = byte(len(tcp)/4) << 4
@@ -64,7 +67,11 @@ func rawFrame(op []byte) []byte {
 			b = append(b, rawFrame(inner)[14:][:28]...)
 		}
 	default:
-		b = append(b, 0, op[2]&3, 0, 53+op[3]&1, 0, 8, 0, 0)
+		l4 := []byte{0, op[2] & 3, 0, 53 + op[3]&1, 0, 8, 0, 0}
+		if op[1]&0x08 != 0 { // from the server's port, as a reply
+			l4[1], l4[3] = l4[3], l4[1]
+		}
+		b = append(b, l4...)
 	}
 	binary.BigEndian.PutUint16(ip[2:], uint16(len(b)-14))
 	return b
@@ -79,6 +86,9 @@ func FuzzTracker(f *testing.F) {
 	f.Add([]byte{0x04, 0x01, 0, 0, 0, 0, 0, 0, 0x01, 0x01, 0, 0, 0, 0, 0, 0, 0x01, 0x02, 3, 1, 0, 0, 0, 0})
 	f.Add([]byte{0x04, 0x02, 8, 1, 0, 0, 0, 0, 0x01, 0x02, 0, 1, 0, 0, 0, 0})
 	f.Add([]byte("0%0000B0")) // a committed packet from a host to itself: its own reply
+	// A committed SYN from host 1 to host 2, and host 2's SYN-ACK back from
+	// the server's port (op[1] 0x08): a connection answered.
+	f.Add([]byte{0x04, 0x00, 0, 0x04, 1, 0, 0x02, 0x10, 0x01, 0x08, 0, 0x24, 2, 0, 0x02, 0x10})
 	// An FTP control connection committed with alg=ftp and SNAT: its
 	// PORT rewritten, again (a retransmission), then an EPRT.
 	f.Add([]byte{0x04, 0, 1, 0x04, 0, 0, 0x12, 0x40, 0x04, 0, 1, 0x20, 0, 0x20, 0x10, 0x40,
