@@ -307,16 +307,31 @@ func New(ifname string, opts Options) (*Port, error) {
 // packet_set_ring), 4–16 ms each on a 2-CPU host, while the memory of a
 // 16 MiB ring takes about 1 ms whatever its block size; waits that run
 // at once share a grace period, so a port opens in about one instead of
-// two per queue.
+// two per queue. The sockets themselves are created here, on the caller's
+// thread: a socket belongs to the network namespace of the thread that
+// creates it, and a caller may have entered another one (the goroutines
+// setting up the rings run on threads of the process's own).
 func (p *Port) open(opts Options) error {
 	rx := make([]*rxQueue, opts.Queues)
 	tx := make([]*txQueue, opts.Queues)
 	errs := make([]error, 2*opts.Queues)
+	fds := make([]int, 0, 3*opts.Queues) // per queue: receive, send, send of GSO frames
+	for range 3 * opts.Queues {
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			for _, fd := range fds {
+				unix.Close(fd)
+			}
+			return fmt.Errorf("socket: %w", err)
+		}
+		fds = append(fds, fd)
+	}
 	var wg sync.WaitGroup
 	for i := range opts.Queues {
-		wg.Go(func() { rx[i], errs[i] = openRx(opts, &p.counters[i], &p.gso) })
+		rxFD, txFD, bigFD := fds[3*i], fds[3*i+1], fds[3*i+2]
+		wg.Go(func() { rx[i], errs[i] = openRx(rxFD, opts, &p.counters[i], &p.gso) })
 		wg.Go(func() {
-			tx[i], errs[opts.Queues+i] = openTx(p.link, opts, &p.counters[opts.Queues+i], &p.gso)
+			tx[i], errs[opts.Queues+i] = openTx(txFD, bigFD, p.link, opts, &p.counters[opts.Queues+i], &p.gso)
 		})
 	}
 	wg.Wait()
@@ -353,15 +368,11 @@ func (p *Port) open(opts Options) error {
 	return nil
 }
 
-// openRx creates a receive socket with its ring, not yet bound (bindRx).
-// On error it returns what it has built so far, for the caller to release.
-func openRx(opts Options, c *netdev.Counters, gso *netdev.GSOCounters) (*rxQueue, error) {
-	// Protocol 0: nothing arrives before the ring exists and the socket
-	// is bound.
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("socket: %w", err)
-	}
+// openRx makes packet socket fd (protocol 0: nothing arrives before the
+// ring exists and the socket is bound) a receive queue with its ring, not
+// yet bound (bindRx). It returns the queue, which owns fd, even on error,
+// for the caller to release.
+func openRx(fd int, opts Options, c *netdev.Counters, gso *netdev.GSOCounters) (*rxQueue, error) {
 	q := &rxQueue{fd: fd, v3: opts.RxRing == RingV3, blockSize: opts.RxBlockSize, blockNr: opts.RxBlocks, vnet: true, c: c, gso: gso}
 	version := unix.TPACKET_V2
 	if q.v3 {
@@ -454,12 +465,8 @@ func joinFanout(fd, id int) (int, error) {
 }
 
 // openTx creates a transmit socket with its ring.
-func openTx(link *linkwatch.Link, opts Options, c *netdev.Counters, gso *netdev.GSOCounters) (*txQueue, error) {
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("socket: %w", err)
-	}
-	q := &txQueue{fd: fd, bigFD: -1, frameSize: opts.TxFrameSize, frameNr: opts.TxFrames, link: link, c: c, gso: gso}
+func openTx(fd, bigFD int, link *linkwatch.Link, opts Options, c *netdev.Counters, gso *netdev.GSOCounters) (*txQueue, error) {
+	q := &txQueue{fd: fd, bigFD: bigFD, frameSize: opts.TxFrameSize, frameNr: opts.TxFrames, link: link, c: c, gso: gso}
 	for _, o := range []struct {
 		name     string
 		opt, val int
@@ -496,9 +503,6 @@ func openTx(link *linkwatch.Link, opts Options, c *netdev.Counters, gso *netdev.
 	sa := unix.SockaddrLinklayer{Ifindex: link.Index}
 	if err := unix.Bind(fd, &sa); err != nil {
 		return q, fmt.Errorf("bind: %w", err)
-	}
-	if q.bigFD, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
-		return q, fmt.Errorf("socket for GSO frames: %w", err)
 	}
 	for _, o := range []struct {
 		name     string
