@@ -164,12 +164,24 @@ func (r *Reconciler) poke() {
 	}
 }
 
-// Close disconnects and waits for the loop to stop; the switch keeps its
-// configuration.
+// Close stops the loop, then disconnects; the switch keeps its
+// configuration. A call in flight is let finish first (callCtx), and the
+// client is closed only once the loop is out of it: libovsdb v0.8.1
+// races with a connect or monitor being set up when its client is closed.
 func (r *Reconciler) Close() {
 	r.cancel()
 	<-r.done
 	r.cli.Close()
+}
+
+// callCtx bounds one call to the server. It is not derived from the
+// loop's context: libovsdb v0.8.1 lets a call whose context is cancelled
+// return while its reply is still being decoded into the caller's
+// variables (a data race the race detector caught at Close), so a call
+// ends with its answer or its timeout, never by cancellation; Close may
+// wait for it that long when the server does not answer.
+func callCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), opTimeout)
 }
 
 // run connects (retrying until it succeeds), monitors the tables, then
@@ -229,7 +241,7 @@ func (r *Reconciler) connect(ctx context.Context) bool {
 	wait := 100 * time.Millisecond
 	logged := false
 	for {
-		cctx, cancel := context.WithTimeout(ctx, opTimeout)
+		cctx, cancel := callCtx()
 		err := r.cli.Connect(cctx)
 		cancel()
 		if err == nil {
@@ -257,7 +269,7 @@ func (r *Reconciler) connect(ctx context.Context) bool {
 		DeleteFunc: func(string, model.Model) { r.pokeChanged() },
 	})
 	for {
-		mctx, cancel := context.WithTimeout(ctx, opTimeout)
+		mctx, cancel := callCtx()
 		_, err := r.cli.Monitor(mctx, r.cli.NewMonitor(
 			client.WithTable(&vswitchdb.OpenvSwitch{}),
 			client.WithTable(&vswitchdb.Bridge{}),
@@ -312,7 +324,7 @@ func (r *Reconciler) logProblems(rs *dbconfig.Rows, p *dbconfig.Plan) {
 // changed, write back.
 func (r *Reconciler) reconcile(ctx context.Context) error {
 	if !r.changed.Swap(false) && r.rows != nil && time.Since(r.fullAt) < fullResync {
-		wctx, cancel := context.WithTimeout(ctx, opTimeout)
+		wctx, cancel := callCtx()
 		defer cancel()
 		return r.writeBack(wctx, r.rows, r.plan)
 	}
@@ -362,7 +374,7 @@ func (r *Reconciler) reconcile(ctx context.Context) error {
 		}
 	}
 	r.rows, r.plan, r.fullAt = rs, p, fullAt
-	wctx, cancel := context.WithTimeout(ctx, opTimeout)
+	wctx, cancel := callCtx()
 	defer cancel()
 	return r.writeBack(wctx, rs, p)
 }
