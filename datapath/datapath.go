@@ -439,6 +439,12 @@ func (dp *Datapath) SetTxFlushInterval(us int) error {
 	}
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
+	if us == dp.flushUs {
+		// Every configuration change sets it: a reconfigure waits for
+		// each PMD to take a new plan (about a millisecond of an
+		// add-port).
+		return nil
+	}
 	dp.flushUs = us
 	dp.reconfigure()
 	return nil
