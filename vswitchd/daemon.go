@@ -400,8 +400,10 @@ func (b *bridge) finalTotals(ports []*datapath.Port, nb *config.Bridge) (metrics
 	return carry, snapshotWithCarry(b, ports)
 }
 
-// change applies fn to the configuration: validated and durable first,
-// then made true in the running switch. If the running switch cannot
+// change applies fn to the configuration: validated first (durable
+// already: it comes from the database, which has it before the daemon;
+// config.json gets it in the background, storeWriter), then made true in
+// the running switch. If the running switch cannot
 // follow (a port that cannot be opened), the previous configuration is
 // committed and applied again, so a failed command changes nothing: what
 // certainly fails is refused before anything is touched
