@@ -439,6 +439,12 @@ func (dp *Datapath) SetTxFlushInterval(us int) error {
 	}
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
+	if us == dp.flushUs {
+		// Every configuration change sets it: a reconfigure waits for
+		// each PMD to take a new plan (about a millisecond of an
+		// add-port).
+		return nil
+	}
 	dp.flushUs = us
 	dp.reconfigure()
 	return nil
@@ -685,9 +691,20 @@ func (dp *Datapath) publishPlans(ports []*Port, assign [][]RxqRef) {
 		}
 		return
 	}
+	// Waited for on a channel the PMD signals: a 10 µs sleep in a loop
+	// slept 1-2 ms here (the runtime's poller sleeps whole milliseconds),
+	// more where the PMD shares the CPU, though the PMD took the plan
+	// within 60 µs; every port added waited that long. A signal is never
+	// lost (the PMD stores applied first, a full channel already wakes
+	// the waiter); the timeout is a safety net.
 	for _, pmd := range dp.pmds {
 		for pmd.applied.Load() < dp.seq {
-			time.Sleep(10 * time.Microsecond)
+			t := time.NewTimer(time.Millisecond)
+			select {
+			case <-pmd.tookPlan:
+			case <-t.C:
+			}
+			t.Stop()
 		}
 	}
 }

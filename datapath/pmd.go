@@ -191,6 +191,9 @@ type PMD struct {
 	sleeping atomic.Bool // the PMD is about to sleep or sleeping
 	plan     atomic.Pointer[pmdPlan]
 	applied  atomic.Uint64
+	// tookPlan is signalled (without blocking) each time the PMD takes a
+	// plan, for publishPlans to wait on rather than poll.
+	tookPlan chan struct{}
 	stop     atomic.Bool
 	nflows   atomic.Int64
 	mailbox  mailbox
@@ -238,6 +241,7 @@ func newPMD(dp *Datapath, id int) *PMD {
 		gen:      dp.generation.Load(),
 		pending:  make([]*OutputBatch, 0, 64),
 		wakeFD:   -1,
+		tookPlan: make(chan struct{}, 1),
 	}
 	p.pool.AttachBig(packet.NewPool(packet.DefaultBigBuffers, packet.BigBufSize))
 	// Held fragments are pool buffers: at most a quarter of the pool.
@@ -574,6 +578,10 @@ func (p *PMD) applyPlan() {
 	}
 	p.cur = pl
 	p.applied.Store(pl.seq)
+	select {
+	case p.tookPlan <- struct{}{}:
+	default:
+	}
 }
 
 // publishRxqs adds what the PMD counted for its rx queues to their shared

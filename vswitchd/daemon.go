@@ -164,6 +164,9 @@ type Daemon struct {
 	// patches pairs the patch ports of every bridge by name.
 	patches *patch.Hub
 
+	// storeKick asks storeWriter to write config.json.
+	storeKick chan struct{}
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -209,7 +212,7 @@ func Start(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{opts: opts, log: log, store: store, bridges: map[string]*bridge{},
-		statsBase: map[string]*statsSnapshot{}, ifw: newIfWatch(), stop: make(chan struct{}), started: make(chan struct{}),
+		statsBase: map[string]*statsSnapshot{}, ifw: newIfWatch(), stop: make(chan struct{}), started: make(chan struct{}), storeKick: make(chan struct{}, 1),
 		exitReq: make(chan struct{}), ct: conntrack.New(), ipf: ipf.NewSettings(), patches: patch.NewHub()}
 	d.publish()
 	if opts.DefaultBridge != "" && len(store.Get().Bridges) == 0 {
@@ -280,8 +283,10 @@ func Start(opts Options) (*Daemon, error) {
 		d.Close()
 		return nil, fmt.Errorf("pid file: %w", err)
 	}
-	d.wg.Add(1)
+	d.wg.Add(2)
 	go d.flowSaver()
+	go d.storeWriter()
+	d.kickStore() // what adoptDatabase took from the database
 	if err := d.followDB(); err != nil {
 		d.Close()
 		return nil, err
@@ -395,8 +400,10 @@ func (b *bridge) finalTotals(ports []*datapath.Port, nb *config.Bridge) (metrics
 	return carry, snapshotWithCarry(b, ports)
 }
 
-// change applies fn to the configuration: validated and durable first,
-// then made true in the running switch. If the running switch cannot
+// change applies fn to the configuration: validated first (durable
+// already: it comes from the database, which has it before the daemon;
+// config.json gets it in the background, storeWriter), then made true in
+// the running switch. If the running switch cannot
 // follow (a port that cannot be opened), the previous configuration is
 // committed and applied again, so a failed command changes nothing: what
 // certainly fails is refused before anything is touched
@@ -434,11 +441,9 @@ func (d *Daemon) change(fn func(c *config.Config) error) error {
 	}
 	d.bury(next)
 	d.removeDroppedTaps(old, next, next)
-	if uerr := d.store.Unwritten(); uerr != nil {
-		// The database holds the change; config.json (port numbers,
-		// saved tables) catches up once it can be written.
-		d.log.Warn("configuration applied, but not yet recorded in the state directory; retrying", "err", uerr)
-	}
+	// The database holds the change; config.json (port numbers) catches
+	// up in the background.
+	d.kickStore()
 	d.links.touch(changedInterfaces(old, next))
 	if d.mgmt != nil {
 		d.mgmt.SetMaxConns(intOption(next.OtherConfig, "mgmt-max-connections", mgmt.DefaultMaxConns))
@@ -667,9 +672,7 @@ func (d *Daemon) flowSaver() {
 			return
 		case <-t.C:
 			if d.store.Unwritten() != nil {
-				if err := d.store.Flush(); err == nil {
-					d.log.Info("configuration recorded in the state directory again")
-				}
+				d.kickStore() // a write that failed, tried again
 			}
 			big := false
 			for _, b := range d.bridgeList() {
@@ -687,6 +690,49 @@ func (d *Daemon) flowSaver() {
 				debug.FreeOSMemory()
 			}
 		}
+	}
+}
+
+// storeWriteDelay is how long after a change config.json is written: after
+// the database's write-back (which ovs-vsctl waits for) rather than on
+// the same CPU at the same time, and once for a burst of changes.
+const storeWriteDelay = 50 * time.Millisecond
+
+func (d *Daemon) kickStore() {
+	select {
+	case d.storeKick <- struct{}{}:
+	default:
+	}
+}
+
+// storeWriter writes into config.json the changes made from the database
+// (config.Store.ApplyUpdate keeps them in memory): the database has each
+// durably before the switch sees it, and the daemon starts on the
+// database's rows (adoptDatabase), so the file, which keeps the port
+// numbers and serves when the database cannot be read, need not be
+// written before a change applies. Close writes what is left.
+func (d *Daemon) storeWriter() {
+	defer d.wg.Done()
+	failed := false
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-d.storeKick:
+		}
+		select {
+		case <-d.stop:
+			return
+		case <-time.After(storeWriteDelay):
+		}
+		err := d.store.Flush()
+		switch {
+		case err != nil && !failed:
+			d.log.Warn("configuration applied, but not yet recorded in the state directory; retrying", "err", err)
+		case err == nil && failed:
+			d.log.Info("configuration recorded in the state directory again")
+		}
+		failed = err != nil
 	}
 }
 
@@ -739,6 +785,9 @@ func (d *Daemon) Close() error {
 	d.publish()
 	d.mu.Unlock()
 	os.Remove(filepath.Join(d.opts.StateDir, pidFileName))
+	if err := d.store.Flush(); err != nil {
+		d.log.Warn("configuration not recorded in the state directory at stop; the database has it", "err", err)
+	}
 	return d.store.Close()
 }
 

@@ -443,6 +443,35 @@ func TestStartsOnTheDatabase(t *testing.T) {
 	}
 }
 
+// TestConfigRecordedAfterChange: a change made through the database
+// reaches config.json after it applies, off its path (storeWriter), and
+// one still in memory at a stop is written by Close.
+func TestConfigRecordedAfterChange(t *testing.T) {
+	nstest.RequireRoot(t)
+	dir := t.TempDir()
+	d, err := Start(Options{StateDir: dir, DefaultBridge: "br0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	recorded := func(bridge string) bool {
+		s, err := os.ReadFile(filepath.Join(dir, config.StateFile))
+		return err == nil && strings.Contains(string(s), `"name": "`+bridge+`"`)
+	}
+	mustCall(t, d, "add-br", "rec1")
+	until(t, "rec1 in config.json", func() bool { return recorded("rec1") })
+	if err := d.store.Unwritten(); err != nil {
+		t.Errorf("Unwritten once recorded: %v", err)
+	}
+	mustCall(t, d, "add-br", "rec2")
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !recorded("rec2") {
+		t.Fatal("a change in memory at Close is not in config.json")
+	}
+}
+
 // TestDaemonOnRingPorts: the whole daemon (database, reconciler, bridges,
 // flow journal) runs on ring ports through Options.OpenPort, without root
 // or kernel interfaces: ports added through the database forward what a

@@ -54,9 +54,11 @@ type Store struct {
 	// made durable: memory and disk may disagree, so further writes are
 	// refused rather than built on an unknown base.
 	broken error
-	// unwritten is why the last change ApplyUpdate kept in memory is not
-	// in the file yet (nil when the file is current).
+	// unwritten is why the last write of a change ApplyUpdate kept in
+	// memory failed (nil when it has not failed); pending is set while
+	// such a change is not in the file.
 	unwritten error
+	pending   bool
 	// legacy are the saved tables an older daemon kept in config.json,
 	// by bridge, until ForgetLegacyTables: no update is written before,
 	// as it would drop them.
@@ -247,28 +249,45 @@ func (s *Store) Update(fn func(c *Config) error) (*Config, error) {
 }
 
 // ApplyUpdate is Update for a configuration whose record is elsewhere
-// (the OVSDB database the daemon follows): a change the file cannot take
-// (a full disk) is still made, in memory, and written with the next
-// update or Flush; Unwritten says why it is not yet. A change Validate
-// refuses, or a store that can no longer be trusted, fails as in Update.
+// (the OVSDB database the daemon follows, which has the change durably
+// before the daemon sees it): the change is made in memory only, and the
+// file gets it at the next Update or Flush, which the caller runs soon,
+// off the path of the change (a write and two fsyncs were 1-6 ms of an
+// add-port); Unwritten says it is not written yet, or why a write
+// failed (a full disk). A change Validate refuses, or a store that can no
+// longer be trusted, fails as in Update.
 func (s *Store) ApplyUpdate(fn func(c *Config) error) (*Config, error) {
 	return s.update(fn, true)
 }
 
-// Unwritten is why the state in memory is not in the file, or nil.
+// ErrNotWritten is what Unwritten says of a change ApplyUpdate made that
+// no Flush has tried to write yet.
+var ErrNotWritten = errors.New("config: not written yet")
+
+// Unwritten is why the state in memory is not in the file, or nil:
+// ErrNotWritten, or the error of the last write that failed.
 func (s *Store) Unwritten() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.unwritten == nil && s.pending {
+		return ErrNotWritten
+	}
 	return s.unwritten
 }
 
-// Flush writes the state ApplyUpdate could not write, if any.
+// Flush writes the state ApplyUpdate left in memory, if any.
 func (s *Store) Flush() error {
+	s.mu.Lock()
+	pending := s.pending
+	s.mu.Unlock()
+	if !pending {
+		return nil
+	}
 	_, err := s.Update(func(*Config) error { return nil })
 	return err
 }
 
-func (s *Store) update(fn func(c *Config) error, keepUnwritten bool) (*Config, error) {
+func (s *Store) update(fn func(c *Config) error, inMemory bool) (*Config, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -291,17 +310,20 @@ func (s *Store) update(fn func(c *Config) error, keepUnwritten bool) (*Config, e
 	if err := Validate(next); err != nil {
 		return nil, err
 	}
-	data, err := json.MarshalIndent(stateFile{Format: fileFormatVersion, Generation: s.gen + 1, Config: next}, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("config: encode state: %w", err)
-	}
-	if err := s.commit(append(data, '\n')); err != nil {
-		if !keepUnwritten || s.broken != nil {
+	if inMemory {
+		s.pending = true
+	} else {
+		data, err := json.MarshalIndent(stateFile{Format: fileFormatVersion, Generation: s.gen + 1, Config: next}, "", "  ")
+		if err != nil {
+			return nil, fmt.Errorf("config: encode state: %w", err)
+		}
+		if err := s.commit(append(data, '\n')); err != nil {
+			if s.pending {
+				s.unwritten = err
+			}
 			return nil, err // an earlier change may still be unwritten
 		}
-		s.unwritten = err
-	} else {
-		s.unwritten = nil
+		s.unwritten, s.pending = nil, false
 	}
 	// Keep a private copy: fn may still hold a pointer into next.
 	s.cur = next.Clone()

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -610,6 +612,68 @@ func TestApplyUpdateOnFullDisk(t *testing.T) {
 	t.Cleanup(func() { s.Close() }) // before the unmount
 	if s.Get().Bridges["br1"] == nil {
 		t.Fatal("the flushed change is not in the file")
+	}
+}
+
+// TestApplyUpdateInMemory: ApplyUpdate changes the state in memory only,
+// Unwritten says so, and Flush (or the next Update) writes it.
+func TestApplyUpdateInMemory(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir)
+	add := func(name string) func(c *Config) error {
+		return func(c *Config) error {
+			if c.Bridges == nil {
+				c.Bridges = map[string]*Bridge{}
+			}
+			c.Bridges[name] = &Bridge{Name: name, FailMode: FailModeStandalone}
+			return nil
+		}
+	}
+	if _, err := s.Update(add("br0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Unwritten(); err != nil {
+		t.Fatalf("Unwritten after Update: %v", err)
+	}
+	if _, err := s.ApplyUpdate(add("br1")); err != nil {
+		t.Fatal(err)
+	}
+	if s.Get().Bridges["br1"] == nil {
+		t.Fatal("ApplyUpdate's change is not in force")
+	}
+	if err := s.Unwritten(); !errors.Is(err, ErrNotWritten) {
+		t.Fatalf("Unwritten after ApplyUpdate: %v, want ErrNotWritten", err)
+	}
+	inFile := func() map[string]*Bridge {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(dir, StateFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f stateFile
+		if err := json.Unmarshal(data, &f); err != nil {
+			t.Fatal(err)
+		}
+		return f.Config.Bridges
+	}
+	if inFile()["br1"] != nil {
+		t.Fatal("ApplyUpdate wrote the file")
+	}
+	if err := s.Flush(); err != nil || s.Unwritten() != nil {
+		t.Fatalf("Flush: %v, unwritten %v", err, s.Unwritten())
+	}
+	if inFile()["br1"] == nil {
+		t.Fatal("Flush did not write ApplyUpdate's change")
+	}
+	// An Update writes what an ApplyUpdate before it left in memory.
+	if _, err := s.ApplyUpdate(add("br2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Update(add("br3")); err != nil {
+		t.Fatal(err)
+	}
+	if b := inFile(); b["br2"] == nil || b["br3"] == nil || s.Unwritten() != nil {
+		t.Fatalf("after Update: file has %v, unwritten %v", slices.Sorted(maps.Keys(b)), s.Unwritten())
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"maps"
 	"reflect"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -38,12 +39,20 @@ import (
 	"github.com/vswitch-go/vswitch/vswitchd/ovsdb/vswitchdb"
 )
 
-// Timing of the loop. debounce gathers the updates of one ovs-vsctl
-// transaction (they may arrive as several notifications) into one
-// reconcile; resync catches run-time changes no row reports.
+// Timing of the loop. resync catches run-time changes no row reports.
 const (
-	debounce = 2 * time.Millisecond
-	resync   = time.Second
+	resync = time.Second
+	// settleYields is how many times in a row the loop, woken by a
+	// change, yields the processor without a further change arriving
+	// before it reads the database, so that the events of one update
+	// (one per row, delivered one after the other by libovsdb) start one
+	// pass, not two. No timer: a server sends a transaction's changes as
+	// one update, applied to the cache under its lock, which the pass's
+	// read waits for, so the read has them all however early it starts;
+	// the 2 ms debounce that waited for "the rest of a burst" was a
+	// tenth of an add-port (a 2 ms timer sleeps 2-3, more when the
+	// runtime's poller rounds it up).
+	settleYields = 16
 	// statsInterval is how often Interface statistics are written, as
 	// ovs-vswitchd's default other_config:stats-update-interval: each
 	// write is a transaction every client monitoring Interface receives.
@@ -199,16 +208,7 @@ func (r *Reconciler) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-r.kick:
-			// Let the rest of a burst of updates arrive.
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(debounce):
-			}
-			select {
-			case <-r.kick:
-			default:
-			}
+			r.settle()
 		case <-tick.C:
 		}
 		if !r.cli.Connected() {
@@ -231,6 +231,20 @@ func (r *Reconciler) run(ctx context.Context) {
 		case err == nil && lastErr != "":
 			r.log.Info("ovsdb reconcile succeeds again")
 			lastErr = ""
+		}
+	}
+}
+
+// settle lets the rest of the events of the update that kicked the loop
+// arrive (settleYields), taking their kicks, for at most a millisecond.
+func (r *Reconciler) settle() {
+	deadline := time.Now().Add(time.Millisecond)
+	for quiet := 0; quiet < settleYields && time.Now().Before(deadline); quiet++ {
+		runtime.Gosched()
+		select {
+		case <-r.kick:
+			quiet = -1
+		default:
 		}
 	}
 }
