@@ -700,7 +700,7 @@ func (t *Tracker) create(pp *parsed, h uint32, p *Params, now int64) *Conn {
 		c.nat = natDst
 	}
 	var winner *Conn
-	ok := natCandidates(&c.orig, &p.NAT, func(translated Tuple) bool {
+	ok := natCandidates(&c.orig, h, &p.NAT, func(translated Tuple) bool {
 		c.reply = translated.reverse()
 		c.rh = c.reply.hash()
 		w, placed := t.insert(c, now)
@@ -750,8 +750,17 @@ func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
 	}
 	a.x.put(po, c, c.oh, false)
 	if !self {
-		if a == b && pr == po { // both probes ended at the same empty slot
-			pr, _, _, _ = probe(b.x.slots(), &c.reply, c.rh)
+		if a == b && pr == po {
+			// Both probes ended at the same empty slot (always so
+			// without NAT: the hashes are equal): the reply entry
+			// takes the next empty one, as a probe for it from its
+			// home would find.
+			sl := b.x.slots()
+			mask := len(sl) - 1
+			pr = (po + 1) & mask
+			for sl[pr].m.Load() != 0 {
+				pr = (pr + 1) & mask
+			}
 		}
 		b.x.put(pr, c, c.rh, true)
 	}
@@ -1024,11 +1033,9 @@ func (t *Tracker) Prefetch(pkts []*packet.Packet, zone uint16, commit bool, nat 
 		}
 		hs[n] = pp.t.hash()
 		if reply {
-			r := pp.t
-			if nat != nil {
-				r = natFirst(&pp.t, nat)
-			}
-			r = r.reverse()
+			// The reply tuple is the translation's reverse, whose
+			// hash is the translation's.
+			r := natFirst(&pp.t, hs[n], nat)
 			rhs[n] = r.hash()
 		}
 		n++
