@@ -300,7 +300,11 @@ func unlockPair(a, b *shard) {
 // its reply tuple. The caller checks under c.mu that it is still live
 // (alive reports it).
 func (t *Tracker) lookup(tu *Tuple) (c *Conn, reply bool) {
-	h := tu.hash()
+	return t.lookupHash(tu, tu.hash())
+}
+
+// lookupHash is lookup of tu with hash h (tu.hash()).
+func (t *Tracker) lookupHash(tu *Tuple, h uint32) (c *Conn, reply bool) {
 	s := t.shardOf(h)
 	return s.x.lookup(tu, h, &s.mu)
 }
@@ -407,7 +411,8 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 		t.related(pkt, ct, &pp, p, now)
 		return
 	}
-	c, reply := t.lookup(&pp.t)
+	h := pp.t.hash()
+	c, reply := t.lookupHash(&pp.t, h)
 	if c != nil {
 		if f := c.fast.Load(); f&fastOK != 0 && t.fastPath(c, f, ct, p, reply, now, &rw) {
 			return rw
@@ -479,7 +484,7 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 		xp.NAT = NAT{Src: x.nat == natSrc, Dst: x.nat == natDst, MinAddr: x.to}
 		np = &xp
 	}
-	c = t.create(&pp, np, now)
+	c = t.create(&pp, h, np, now)
 	if c == nil {
 		return
 	}
@@ -657,7 +662,9 @@ func (c *Conn) describe(ct *flow.Conntrack) {
 // nat(src|dst=...) says. It returns nil when the limit holds and nothing
 // could be evicted, its zone is at its limit, or no translation is free;
 // when another PMD committed the same connection first, that one.
-func (t *Tracker) create(pp *parsed, p *Params, now int64) *Conn {
+//
+// h is pp.t.hash().
+func (t *Tracker) create(pp *parsed, h uint32, p *Params, now int64) *Conn {
 	z := t.zones.get(pp.t.Zone)
 	if t.zones.full(z) {
 		t.zoneRefused.Add(1)
@@ -667,7 +674,7 @@ func (t *Tracker) create(pp *parsed, p *Params, now int64) *Conn {
 		t.refused.Add(1)
 		return nil
 	}
-	c := &Conn{orig: pp.t, oh: pp.t.hash(), proto: pp.t.Proto}
+	c := &Conn{orig: pp.t, oh: h, proto: pp.t.Proto}
 	to := t.timeoutsOf(c)
 	switch c.proto {
 	case header.IPProtoTCP:
@@ -683,6 +690,7 @@ func (t *Tracker) create(pp *parsed, p *Params, now int64) *Conn {
 	c.apply(p)
 	if !p.HasNAT || !p.NAT.Src && !p.NAT.Dst {
 		c.reply = c.orig.reverse()
+		c.rh = c.oh // the hash is the reverse's too
 		winner, _ := t.insert(c, now)
 		return winner
 	}
@@ -692,8 +700,9 @@ func (t *Tracker) create(pp *parsed, p *Params, now int64) *Conn {
 		c.nat = natDst
 	}
 	var winner *Conn
-	ok := natCandidates(&c.orig, &p.NAT, func(translated Tuple) bool {
+	ok := natCandidates(&c.orig, h, &p.NAT, func(translated Tuple) bool {
 		c.reply = translated.reverse()
+		c.rh = c.reply.hash()
 		w, placed := t.insert(c, now)
 		winner = w
 		return placed || w != nil
@@ -710,8 +719,8 @@ func (t *Tracker) create(pp *parsed, p *Params, now int64) *Conn {
 // so no two connections ever share a reply tuple. It returns c (placed),
 // the live connection another PMD committed on c's original tuple first,
 // or nil when c's reply tuple belongs to another live connection.
+// c.oh and c.rh are set.
 func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
-	c.rh = c.reply.hash()
 	a, b := t.lockPair(c)
 	defer unlockPair(a, b)
 	self := c.reply == c.orig // a packet from a host to itself is its own reply
@@ -741,8 +750,17 @@ func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
 	}
 	a.x.put(po, c, c.oh, false)
 	if !self {
-		if a == b && pr == po { // both probes ended at the same empty slot
-			pr, _, _, _ = probe(b.x.slots(), &c.reply, c.rh)
+		if a == b && pr == po {
+			// Both probes ended at the same empty slot (always so
+			// without NAT: the hashes are equal): the reply entry
+			// takes the next empty one, as a probe for it from its
+			// home would find.
+			sl := b.x.slots()
+			mask := len(sl) - 1
+			pr = (po + 1) & mask
+			for sl[pr].m.Load() != 0 {
+				pr = (pr + 1) & mask
+			}
 		}
 		b.x.put(pr, c, c.rh, true)
 	}
@@ -990,16 +1008,19 @@ const prefetchMin = 16384
 // valid): it reads the index slot each packet's tuple hashes to, then the
 // connection found there, so that the batch's cache misses overlap instead
 // of coming one after another inside Process. For a ct that commits
-// (commit), also the slot where a new connection's reply tuple would go:
-// its tuple's reverse, or with nat (the ct's nat(...), nil without) the
-// reverse of the first translation the commit tries. It changes nothing;
+// (commit) with nat (the ct's nat(...), nil without), also the slot where
+// a new connection's reply tuple would go: the reverse of the first
+// translation the commit tries (without one, the reverse's slot is the
+// tuple's own). It changes nothing;
 // what it returns is meaningless (returned so that the reads are not
 // optimised away).
 func (t *Tracker) Prefetch(pkts []*packet.Packet, zone uint16, commit bool, nat *NAT) uint16 {
 	if len(pkts) < 2 || t.n.Load() < prefetchMin {
 		return 0
 	}
-	reply := commit && (nat == nil || (nat.Src || nat.Dst) && !nat.Random)
+	// Without a translation the reply tuple's slot is the original's
+	// (the hash is symmetric).
+	reply := commit && nat != nil && (nat.Src || nat.Dst) && !nat.Random
 	var hs, rhs [32]uint32
 	var pp parsed
 	n := 0
@@ -1012,11 +1033,9 @@ func (t *Tracker) Prefetch(pkts []*packet.Packet, zone uint16, commit bool, nat 
 		}
 		hs[n] = pp.t.hash()
 		if reply {
-			r := pp.t
-			if nat != nil {
-				r = natFirst(&pp.t, nat)
-			}
-			r = r.reverse()
+			// The reply tuple is the translation's reverse, whose
+			// hash is the translation's.
+			r := natFirst(&pp.t, hs[n], nat)
 			rhs[n] = r.hash()
 		}
 		n++

@@ -111,9 +111,8 @@ func (c *Conn) natState() uint8 {
 // natCandidates calls try with each translated tuple nat allows for a
 // connection with original tuple orig (its reply tuple: the reverse),
 // from a start that spreads connections over the range, until try
-// accepts one. It reports whether one was accepted.
-func natCandidates(orig *Tuple, n *NAT, try func(translated Tuple) bool) bool {
-	h := orig.hash()
+// accepts one. It reports whether one was accepted. h is orig.hash().
+func natCandidates(orig *Tuple, h uint32, n *NAT, try func(translated Tuple) bool) bool {
 	ah := h
 	if n.Persistent {
 		src := Tuple{Src: orig.Src}
@@ -139,8 +138,21 @@ func natCandidates(orig *Tuple, n *NAT, try func(translated Tuple) bool) bool {
 		base = n.MinPort
 		ports = uint32(max(n.MaxPort, n.MinPort)-n.MinPort) + 1
 	}
-	for ai := range addrs.n {
-		addr := addrs.at((uint64(ah) + ai) % addrs.n)
+	// Each range's start is the hash scaled to it (a multiply, not a
+	// division), and no candidate divides: a commit's only try is
+	// usually the first. Ranges are at most 2^16 long.
+	ai := uint64(0)
+	if addrs.n > 1 {
+		ai = uint64(ah) * addrs.n >> 32
+	}
+	for range addrs.n {
+		addr := addrs.lo
+		if ai != 0 {
+			addr = addrs.at(ai)
+		}
+		if ai++; ai == addrs.n {
+			ai = 0
+		}
 		t := *orig
 		if n.Src {
 			t.Src = addr
@@ -158,12 +170,16 @@ func natCandidates(orig *Tuple, n *NAT, try func(translated Tuple) bool) bool {
 			}
 			base, ports = 1024, 65536-1024
 		}
-		start := h % ports
+		start := uint32(uint64(h) * uint64(ports) >> 32)
 		if n.Random {
 			start = rand.Uint32() % ports
 		}
-		for pi := range ports {
-			p := base + uint16((start+pi)%ports)
+		pi := start
+		for range ports {
+			p := base + uint16(pi)
+			if pi++; pi == ports {
+				pi = 0
+			}
 			tt := t
 			switch {
 			case icmpID:
@@ -186,8 +202,9 @@ func natCandidates(orig *Tuple, n *NAT, try func(translated Tuple) bool) bool {
 
 // natFirst is the first translation natCandidates tries for orig (n not
 // Random).
-func natFirst(orig *Tuple, n *NAT) (first Tuple) {
-	natCandidates(orig, n, func(t Tuple) bool { first = t; return true })
+// h is orig.hash().
+func natFirst(orig *Tuple, h uint32, n *NAT) (first Tuple) {
+	natCandidates(orig, h, n, func(t Tuple) bool { first = t; return true })
 	return first
 }
 

@@ -51,10 +51,21 @@ func (t *Tuple) reverse() Tuple {
 }
 
 // hash spreads tuples over the shards: a few multiplies, no allocation.
+// It is the same for a tuple and its reverse (the endpoints' mixes are
+// added, the ICMP query and reply types count as one), so that a
+// connection without NAT has both its index entries in one shard, side
+// by side in one probe sequence: committing it locks one shard and
+// misses the cache once where two random slots cost two misses.
 func (t *Tuple) hash() uint32 {
-	h := binary.LittleEndian.Uint64(t.Src[:8]) ^ binary.LittleEndian.Uint64(t.Src[8:])*0x9e3779b97f4a7c15
-	h ^= (binary.LittleEndian.Uint64(t.Dst[:8]) ^ binary.LittleEndian.Uint64(t.Dst[8:])) * 0xbf58476d1ce4e5b9
-	h ^= (uint64(t.SrcPort) | uint64(t.DstPort)<<16 | uint64(t.Zone)<<32 | uint64(t.Proto)<<48 | uint64(t.ICMPType)<<56) * 0x94d049bb133111eb
+	le := binary.LittleEndian
+	s := le.Uint64(t.Src[:8]) ^ le.Uint64(t.Src[8:])*0x9e3779b97f4a7c15 ^ uint64(t.SrcPort)*0xbf58476d1ce4e5b9
+	d := le.Uint64(t.Dst[:8]) ^ le.Uint64(t.Dst[8:])*0x9e3779b97f4a7c15 ^ uint64(t.DstPort)*0xbf58476d1ce4e5b9
+	typ := t.ICMPType
+	if typ != 0 {
+		typ = min(typ, replyType(t.IPv6, typ))
+	}
+	h := s + d
+	h ^= (uint64(t.Zone) | uint64(t.Proto)<<16 | uint64(typ)<<24) * 0x94d049bb133111eb
 	// A finalizer (murmur3's) so that every input bit reaches the low
 	// bits the index's slots come from: without it, tuples that differ
 	// only in the low bits of an IPv4 address and the port (a load
