@@ -1,10 +1,8 @@
 package ofproto
 
 import (
-	"cmp"
 	"fmt"
 	"iter"
-	"slices"
 	"time"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
@@ -85,13 +83,10 @@ func (b *Bridge) FlowModSeq() iter.Seq[*ofpwire.FlowMod] {
 }
 
 // sortedEntries is every entry, ordered by table, then descending
-// priority.
+// priority (as Pipeline.Flows returns them).
 func (b *Bridge) sortedEntries() []*pipeline.Entry {
 	f := pipeline.AnyFilter()
 	entries, _ := b.pipe.Flows(&f)
-	slices.SortStableFunc(entries, func(x, y *pipeline.Entry) int {
-		return cmp.Or(cmp.Compare(x.TableID, y.TableID), cmp.Compare(y.Priority, x.Priority))
-	})
 	return entries
 }
 
