@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -25,8 +27,9 @@ import (
 // Database is the Open_vSwitch database: libovsdb's in-memory database
 // and transaction engine (RFC 7047 operations, referential integrity,
 // garbage collection of unreferenced rows, indexes), with every commit
-// written to the database file and synced before it takes effect. It is
-// not safe for concurrent use: the server serialises transactions.
+// written to the database file before it takes effect and synced (Sync)
+// before it is acknowledged. It is not safe for concurrent use: the
+// server serialises transactions; Sync alone may run beside them.
 type Database struct {
 	name       string
 	schema     ovsdb.DatabaseSchema
@@ -40,6 +43,45 @@ type Database struct {
 	// ovs-vsctl run asks for whole tables) are then a copy of a map,
 	// not a conversion of every model by reflection.
 	rows map[string]map[string]ovsdb.Row
+
+	// written counts the records appended to the file; synced (under
+	// syncMu) how many of them are known to be on disk. syncMu also
+	// guards replacing the file (a compaction) against an fsync of it.
+	written atomic.Uint64
+	syncMu  sync.Mutex
+	synced  uint64
+	// syncErr is the first failed fsync: what was written may not be on
+	// disk although it is committed in memory and was sent to monitors,
+	// so no later transaction is accepted (as the configuration store
+	// refuses updates once it may not be durable).
+	syncErr atomic.Pointer[error]
+}
+
+// Sync waits until every record written so far is on the disk, with one
+// fsync for all of them (what several transactions wrote since the last
+// one), and is how the server makes a commit durable before it
+// acknowledges it. Ephemeral-only commits write nothing and wait for
+// nothing.
+func (db *Database) Sync() error {
+	target := db.written.Load()
+	db.syncMu.Lock()
+	defer db.syncMu.Unlock()
+	if p := db.syncErr.Load(); p != nil {
+		return *p
+	}
+	if db.synced >= target {
+		return nil
+	}
+	// Records appended while this runs are taken along, but only target
+	// is claimed: their own Sync calls look again.
+	if err := db.file.f.Sync(); err != nil {
+		err = fmt.Errorf("database %s: syncing committed changes failed; no further changes are accepted until a restart: %w", db.file.path, err)
+		db.syncErr.CompareAndSwap(nil, &err)
+		db.log.Error("database: committed changes may not be on disk", "err", err)
+		return err
+	}
+	db.synced = target
+	return nil
 }
 
 // Open reads the database file at path, or creates it empty (the schema
@@ -108,8 +150,14 @@ func Open(path string, log *slog.Logger) (db *Database, created bool, err error)
 	return db, created, nil
 }
 
-// Close closes the database file.
-func (db *Database) Close() error { return db.file.Close() }
+// Close syncs and closes the database file.
+func (db *Database) Close() error {
+	err := db.Sync()
+	if cerr := db.file.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
 
 // Name is the database's name, "Open_vSwitch".
 func (db *Database) Name() string { return db.name }
@@ -216,9 +264,10 @@ func (db *Database) load(path string, records []json.RawMessage) (converted bool
 type Changes map[string]map[string]ovsdb.RowUpdate2
 
 // Transact runs ops as one transaction. When they all succeed the change
-// is written to the file and synced, then committed, and returned; when
-// the file cannot take it (a full disk), nothing changes and the result
-// says "I/O error" in the extra element RFC 7047 provides.
+// is written to the file, then committed, and returned; the caller
+// acknowledges it only after Sync. When the file cannot take it (a full
+// disk), or a sync failed before, nothing changes and the result says
+// "I/O error" in the extra element RFC 7047 provides.
 func (db *Database) Transact(ops []ovsdb.Operation) ([]*ovsdb.OperationResult, Changes) {
 	// The operations on rows go to libovsdb; comment, commit and abort
 	// (and assert, checked by the caller) are answered here, in place.
@@ -311,13 +360,18 @@ func (db *Database) Transact(ops []ovsdb.Operation) ([]*ovsdb.OperationResult, C
 		db.updateRows(changes)
 		return res, changes
 	}
+	if p := db.syncErr.Load(); err == nil && p != nil {
+		err = *p
+	}
 	if err == nil {
 		if db.file.needsCompaction() {
 			if err := db.snapshot(db.file.path); err != nil {
 				db.log.Warn("database: not compacted", "err", err)
 			}
 		}
-		err = db.file.append(rec)
+		if err = db.file.append(rec); err == nil {
+			db.written.Add(1)
+		}
 	}
 	if err != nil {
 		db.log.Error("database: transaction not committed: it could not be written", "err", err)
@@ -503,13 +557,18 @@ func (db *Database) snapshot(path string) error {
 		return err
 	}
 	if db.file != nil {
-		// The old descriptor points at the replaced file.
-		db.file.Close()
+		// The old descriptor points at the replaced file; the snapshot,
+		// synced, holds everything written to it. Not swapped under a
+		// Sync's fsync of the old one.
 		f, err := openAppend(path)
+		db.syncMu.Lock()
+		defer db.syncMu.Unlock()
+		db.file.Close()
 		if err != nil {
 			return err
 		}
 		*db.file = *f
+		db.synced = db.written.Load()
 	}
 	return nil
 }

@@ -180,19 +180,17 @@ func openAppend(path string) (*logFile, error) {
 	return l, nil
 }
 
-// append writes one record and waits for it to be on disk: a commit is
-// acknowledged only after. A failed write is cut off again, so the file
-// never holds half a record the next start would have to guess about.
+// append writes one record, not waiting for it to reach the disk: the
+// server commits and sends the change to the monitors at once and
+// replies to the transaction after Database.Sync, so the fsync overlaps
+// with what the monitors (the daemon) do with the change. A failed write
+// is cut off again, so the file never holds half a record the next start
+// would have to guess about.
 func (l *logFile) append(v []byte) error {
 	rec := composeRecord(v)
 	if _, err := l.f.Write(rec); err != nil {
 		l.f.Truncate(l.size)
 		l.reserved = 0 // the truncation freed it
-		return err
-	}
-	if err := l.f.Sync(); err != nil {
-		l.f.Truncate(l.size)
-		l.reserved = 0
 		return err
 	}
 	l.size += int64(len(rec))

@@ -161,21 +161,45 @@ func (s *Server) Close() {
 }
 
 // Transact runs ops from inside the process (the daemon's own changes)
-// exactly as a client's transaction: written, committed, and sent to
-// every monitor.
+// exactly as a client's transaction: written, committed, sent to every
+// monitor, and synced before it returns.
 func (s *Server) Transact(ops []ovsdb.Operation) []*ovsdb.OperationResult {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.transactLocked(ops)
+	res, wrote := s.transactLocked(ops)
+	s.mu.Unlock()
+	return s.durable(res, wrote)
 }
 
-func (s *Server) transactLocked(ops []ovsdb.Operation) []*ovsdb.OperationResult {
+// transactLocked commits ops and sends the change to the monitors before
+// it is on the disk: a monitor (the daemon applying a port) works while
+// the record is synced, and durable then holds the transaction's reply
+// until it is. So a reply still acknowledges only what a crash of the
+// machine cannot take back; what monitors may see first is a change whose
+// client is never told it committed, if the machine (not the process:
+// the written record is in the kernel's page cache) fails within the
+// fsync. Debian's ovsdb-server does not sync at all unless a transaction
+// asks for it ("durable": true, which ovs-vsctl does not send).
+func (s *Server) transactLocked(ops []ovsdb.Operation) (res []*ovsdb.OperationResult, wrote bool) {
+	before := s.db.written.Load()
 	res, changes := s.db.Transact(ops)
 	if changes != nil {
 		s.txnID = uuid.NewString()
 		for c := range s.conns {
 			c.publish(changes, s.txnID)
 		}
+	}
+	return res, s.db.written.Load() != before
+}
+
+// durable waits for a transaction's record to be on the disk, outside
+// the server's lock (others commit meanwhile and share the fsync); a
+// failed sync turns the reply into RFC 7047's extra error element.
+func (s *Server) durable(res []*ovsdb.OperationResult, wrote bool) []*ovsdb.OperationResult {
+	if !wrote {
+		return res
+	}
+	if err := s.db.Sync(); err != nil {
+		return append(res, &ovsdb.OperationResult{Error: "I/O error", Details: err.Error()})
 	}
 	return res
 }
@@ -414,10 +438,19 @@ func (c *conn) transact(args []json.RawMessage, id json.RawMessage) (any, *rpcEr
 	}
 	s := c.s
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	res := s.transactLocked(ops)
-	// Replied under the lock: after this commit's updates, before the
-	// next one's, as ovsdb-server orders them.
+	res, wrote := s.transactLocked(ops)
+	if !wrote {
+		// Replied under the lock: after this commit's updates, before
+		// the next one's, as ovsdb-server orders them.
+		c.reply(id, s.db.results(ops, res), nil)
+		s.mu.Unlock()
+		return nil, nil
+	}
+	s.mu.Unlock()
+	// After this commit's updates; a later commit's may come first (as
+	// from ovsdb-server for a durable transaction). This client's next
+	// request is read only after this reply.
+	res = s.durable(res, true)
 	c.reply(id, s.db.results(ops, res), nil)
 	return nil, nil
 }

@@ -615,3 +615,58 @@ func TestWait(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentCommitsSynced: transactions from many clients at once,
+// through compactions (past 100 records), each acknowledged only once its
+// record is synced, one fsync shared by what was written meanwhile; all
+// of them are in the file after a restart.
+func TestConcurrentCommitsSynced(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "conf.db")
+	s, db, _ := serve(t, path)
+	res := mustTransact(t, s, []ovsdb.Operation{{Op: ovsdb.OperationInsert, Table: "Open_vSwitch", Row: ovsdb.Row{"next_cfg": 1}}})
+	root := res[0].UUID.GoUUID
+	db.syncMu.Lock()
+	if db.synced != db.written.Load() || db.synced == 0 {
+		t.Errorf("after one acknowledged commit: synced %d of %d records", db.synced, db.written.Load())
+	}
+	db.syncMu.Unlock()
+	const workers, each = 8, 30
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := range each {
+				for _, r := range s.Transact(bridgeOps(root, fmt.Sprintf("br%d-%d", w, i))) {
+					if r != nil && r.Error != "" {
+						errs <- fmt.Errorf("%s: %s", r.Error, r.Details)
+						return
+					}
+				}
+				// Acknowledged: no later than now on the disk.
+				db.syncMu.Lock()
+				synced := db.synced
+				db.syncMu.Unlock()
+				if synced == 0 {
+					errs <- errors.New("acknowledged before anything was synced")
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.syncMu.Lock()
+	if db.synced != db.written.Load() {
+		t.Errorf("all acknowledged: synced %d of %d records", db.synced, db.written.Load())
+	}
+	db.syncMu.Unlock()
+	stop(s, db)
+	s, db, _ = serve(t, path)
+	defer stop(s, db)
+	if got := names(t, db, "Bridge"); len(got) != workers*each {
+		t.Fatalf("%d bridges after restart, want %d", len(got), workers*each)
+	}
+}
