@@ -326,6 +326,7 @@ func New(ifname string, opts Options) (*Port, error) {
 		}
 		p.gsoTx = gs
 	}
+	portOpened(int(lay.total()))
 	p.closeWG.Add(1)
 	go p.watchRemoval()
 	return p, nil
@@ -390,6 +391,7 @@ func (p *Port) Close() error {
 	p.closed = true
 	close(p.stopWait)
 	p.closeWG.Wait()
+	portClosed()
 	return p.release()
 }
 

@@ -83,8 +83,7 @@ func openXSK(ifindex, q int, lay layout, sz ringSizes, bindFlags uint16, busyWai
 			x = nil
 		}
 	}()
-	x.umem, err = unix.Mmap(-1, 0, int(lay.total()), unix.PROT_READ|unix.PROT_WRITE,
-		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	x.umem, err = mapUMEM(int(lay.total()))
 	if err != nil {
 		return x, fmt.Errorf("mmap umem: %w", err)
 	}
