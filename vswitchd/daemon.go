@@ -283,9 +283,10 @@ func Start(opts Options) (*Daemon, error) {
 		d.Close()
 		return nil, fmt.Errorf("pid file: %w", err)
 	}
-	d.wg.Add(2)
+	d.wg.Add(3)
 	go d.flowSaver()
 	go d.storeWriter()
+	go d.memoryReturner()
 	d.kickStore() // what adoptDatabase took from the database
 	if err := d.followDB(); err != nil {
 		d.Close()
