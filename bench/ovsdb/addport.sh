@@ -14,8 +14,9 @@
 #  - PORTS (default 1000) internal ports added in ONE ovs-vsctl
 #    transaction: the seconds to ovs-vsctl returning and to every one of
 #    them having an ofport > 0; the switch's RSS (VmRSS) before and with
-#    them; its CPU (user + system, ms per second) idle with them over IDLE
-#    (default 10) s (the switch's process: with ovsdb-server, that
+#    them (1 s after, and again after the idle window: rssI); its CPU
+#    (user + system, ms per second) idle with them over IDLE (default
+#    10) s, from 5 s after (the switch's process: with ovsdb-server, that
 #    server's is not counted); the seconds to ovs-vsctl returning from
 #    deleting them all in one transaction;
 #  - ONEBYONE (default PORTS) internal ports added by as many ovs-vsctl
@@ -72,7 +73,7 @@ say() { echo "$sut: $*"; }
 
 run() {
 	sut=$1
-	local d=$W/$sut r0=- tv=- tp=- t1x=- tof=- rssN=- idle=- tdel=- obn=0 obt=- pid
+	local d=$W/$sut r0=- tv=- tp=- t1x=- tof=- rssN=- rssI=- idle=- tdel=- obn=0 obt=- pid
 	cleanup; mkdir -p "$d"
 	for n in sw h1 h2; do ip netns add $NS$n; ip -n $NS$n link set lo up; done
 	for i in 1 2; do
@@ -155,6 +156,7 @@ run() {
 		local c0 c1
 		sleep 5
 		c0=$(cpu_ms $pid); sleep "$IDLE"; c1=$(cpu_ms $pid)
+		rssI=$(rss $pid)
 		idle=$(((c1 - c0) / IDLE))
 		say "idle with $PORTS internal ports: $idle ms of CPU per second (over $IDLE s)"
 		args=()
@@ -206,15 +208,16 @@ run() {
 	t0=$(now); kill "$pid" 2>/dev/null
 	for _ in $(seq 1200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	say "the switch stopped $(secs $t0 "$(now)") s after SIGTERM"
-	printf '%-8s %8s %8s %6s %8s %8s %8s %8s %8s %6s %6s %8s\n' "$sut" "$tv" "$tp" "$PORTS" "$t1x" "$tof" "$r0" "$rssN" \
-		"$idle" "$tdel" "$obn" "$obt" >>$W/table
+	printf '%-8s %8s %8s %6s %8s %8s %8s %8s %8s %8s %6s %6s %8s\n' "$sut" "$tv" "$tp" "$PORTS" "$t1x" "$tof" "$r0" "$rssN" \
+		"$rssI" "$idle" "$tdel" "$obn" "$obt" >>$W/table
 	cleanup
 }
 
 for s in $SUTS; do run "$s"; done
 echo
 echo "sut:  single port ms (vsctl return, first ping); N ports in one transaction s (vsctl return, all ofport>0);"
-echo "      RSS MiB before and with N ports; idle CPU ms/s with them; delete all s; one by one: count, s"
-printf '%-8s %8s %8s %6s %8s %8s %8s %8s %8s %6s %6s %8s\n' sut vsctl-ms ping-ms N 1txn-s ofport-s rss0-MiB rssN-MiB idle-ms/s del-s \
+echo "      RSS MiB before and with N ports (1 s after the last ofport, and again after the idle window);"
+echo "      idle CPU ms/s with them; delete all s; one by one: count, s"
+printf '%-8s %8s %8s %6s %8s %8s %8s %8s %8s %8s %6s %6s %8s\n' sut vsctl-ms ping-ms N 1txn-s ofport-s rss0-MiB rssN-MiB rssI-MiB idle-ms/s del-s \
 	1by1-n 1by1-s
 cat $W/table
