@@ -155,6 +155,11 @@ type PMD struct {
 	// ctSink takes what Tracker.Prefetch returns (see there).
 	ctSink  uint16
 	natActs []actions.Action // a NAT rewrite's set actions (reused)
+	// fused holds executeCTRecirc's runs of recirculated packets, one
+	// array per nesting level (a second pass's flow may be ct-and-recirc
+	// again); fuseDepth is the level in use.
+	fused     [MaxRecirculations][packet.BatchSize]*packet.Packet
+	fuseDepth int
 	// ipf holds fragments a ct action met until their datagram is whole.
 	ipf     *ipf.Reassembler
 	gen     uint64
@@ -806,9 +811,92 @@ func (p *PMD) executeFlow(mf *Megaflow, pkts []*packet.Packet, bytes uint64) {
 	if len(pkts) > 1 && p.dp.ct != nil {
 		p.prefetchCT(mf.Actions, pkts)
 	}
+	if mf.ctRecirc && p.fuseDepth < len(p.fused) && len(pkts) <= packet.BatchSize && p.dp.ct != nil {
+		p.executeCTRecirc(mf, pkts)
+		return
+	}
 	for _, pkt := range pkts {
 		p.execute(pkt, mf.Actions)
 	}
+}
+
+// executeCTRecirc executes a ct-and-recirc flow (Megaflow.ctRecirc) on
+// pkts and classifies each packet's recirculated key straight away,
+// instead of queueing it for drainRecirc: the megaflow its pass hits
+// comes from mf's memo when one is there (no hash, no key compare), else
+// from the EMC or the classifier (then memoised when memoCovers allows).
+// Consecutive packets of one second-pass flow go to executeFlow together.
+// A packet the ct cannot take here (a fragment, a GSO frame, an invalid
+// key) runs the actions as usual, and one whose recirculated key has no
+// megaflow yet is queued for its upcall, as recirculate does: either way
+// the packet's recirculation is the same (recirc_id, MaxRecirculations,
+// counters), only sooner than the queue's.
+func (p *PMD) executeCTRecirc(mf *Megaflow, pkts []*packet.Packet) {
+	ctA, id := &mf.Actions[0], mf.Actions[1].RecircID()
+	run := &p.fused[p.fuseDepth]
+	p.fuseDepth++
+	var runFlow *Megaflow
+	n := 0
+	var runBytes uint64
+	for _, pkt := range pkts {
+		if !pkt.KeyValid || pkt.GSO() || pkt.Key.NwFrag&flow.FragAny != 0 || pkt.Recircs >= MaxRecirculations {
+			p.execute(pkt, mf.Actions)
+			continue
+		}
+		if nat := p.track(pkt, ctA); len(nat) != 0 {
+			for i := range nat { // no nat flag, so none; as conntrack does
+				p.apply(&nat[i], pkt)
+			}
+		}
+		pkt.Key.RecircID = uint16(id)
+		next := mf.memoLookup(pkt.InPort, ctWord(&pkt.Key))
+		if next != nil {
+			p.local.emcHits++
+		} else if next = p.recircLookup(mf, pkt); next == nil {
+			p.recirculate(pkt, id)
+			continue
+		}
+		pkt.Recircs++
+		pkt.HashValid = false // the first pass's
+		p.local.recirculations++
+		if next != runFlow {
+			if n > 0 {
+				p.executeFlow(runFlow, run[:n], runBytes)
+			}
+			runFlow, n, runBytes = next, 0, 0
+		}
+		run[n] = pkt
+		n++
+		runBytes += uint64(pkt.Len())
+	}
+	if n > 0 {
+		p.executeFlow(runFlow, run[:n], runBytes)
+	}
+	clear(run[:n])
+	p.fuseDepth--
+}
+
+// recircLookup finds the megaflow of pkt's recirculated key (a packet of
+// ct-and-recirc flow first) in the EMC or the classifier, as classify
+// would, and memoises it in first when memoCovers allows. It returns nil
+// when the key needs an upcall.
+func (p *PMD) recircLookup(first *Megaflow, pkt *packet.Packet) *Megaflow {
+	h := pkt.Key.Hash()
+	pkt.Hash = h
+	next := p.emc.Lookup(&pkt.Key, h)
+	if next != nil {
+		p.local.emcHits++
+	} else {
+		if next = p.flows.Lookup(&pkt.Key); next == nil {
+			return nil
+		}
+		p.local.megaflowHits++
+		p.emc.MaybeInsert(&pkt.Key, h, next)
+	}
+	if memoCovers(first.Mask, next.Mask) {
+		first.memoAdd(pkt.InPort, ctWord(&pkt.Key), next)
+	}
+	return next
 }
 
 // prefetchCT lets the tracker read ahead for a batch whose actions start
@@ -890,6 +978,7 @@ func (p *PMD) clearFlows() {
 	p.installedMu.Lock()
 	for _, f := range p.installed {
 		f.push(&p.pushQ)
+		f.expired = true // out of next memos too
 	}
 	p.flushRefs(time.Now())
 	clear(p.installed)
@@ -973,6 +1062,7 @@ func (p *PMD) handleMiss(pkt *packet.Packet, hash uint32) *Megaflow {
 	mf := newMegaflow(p.upcall.Actions)
 	mf.refs = p.sharedRefs(p.upcall.Refs)
 	mf.out = soleOutput(mf.Actions)
+	mf.ctRecirc = isCTRecirc(mf.Actions)
 	// recirc_id is never wildcarded, whatever the Upcaller's mask says:
 	// a first-pass megaflow must not catch a recirculated packet, nor one
 	// pass's flow another's.
@@ -983,6 +1073,7 @@ func (p *PMD) handleMiss(pkt *packet.Packet, hash uint32) *Megaflow {
 	old, mask := p.flows.InsertMasked(&mf.Key, &p.upcall.Mask, mf)
 	mf.Mask = mask
 	if old != nil {
+		old.expired = true // out of next memos too
 		p.emc.RemoveValue(old)
 		p.unsetPortFlow(old)
 		old.push(&p.pushQ)

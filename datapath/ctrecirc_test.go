@@ -1,0 +1,195 @@
+package datapath
+
+import (
+	"testing"
+
+	"github.com/vswitch-go/vswitch/datapath/actions"
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/netdev/ring"
+)
+
+// ctRecircRules: every IPv4 packet goes through ct(zone=1) and
+// recirculates as id 1 (the ct-and-recirc flow executeCTRecirc takes);
+// on its second pass a tracked packet from tunnel 7 goes to port 4
+// (a match the first pass's mask does not fix: no memo), one to
+// 198.18.0.3 to port 3 and the rest to port 2 (matches on the input port,
+// the ct state and the destination, which the first pass does not fix
+// either), and one from port 5 to port 2 on the ct state alone (memoised).
+// RuleTable's masks are the union of the rules it looked at: the first
+// pass's rule comes first (eth_type and recirc_id only), port 5's rule
+// first in the second pass.
+func ctRecircRules(rules *RuleTable) {
+	ip := Rule{Priority: 100, Actions: actions.List{actions.CTAction(1, 0, 0, 0), actions.RecircAction(1)}}
+	ip.Match.Key.EthType, ip.Match.Mask.EthType = 0x0800, 0xffff
+	ip.Match.Mask.RecircID = 0xffff
+	rules.Add(ip)
+	second := func(prio int, out uint32) Rule {
+		r := Rule{Priority: prio, Actions: actions.List{actions.OutputTo(out)}}
+		r.Match.Key.RecircID, r.Match.Mask.RecircID = 1, 0xffff
+		r.Match.Key.CT.State, r.Match.Mask.CT.State = flow.CTTracked, flow.CTTracked
+		return r
+	}
+	tun := second(30, 4)
+	tun.Match.Key.TunnelID, tun.Match.Mask.TunnelID = 7, ^uint64(0)
+	rules.Add(tun)
+	dst3 := second(20, 3)
+	dst3.Match.Key.IPv4Dst, dst3.Match.Mask.IPv4Dst = 0xc6120003, ^uint32(0)
+	rules.Add(dst3)
+	p5 := second(40, 2)
+	p5.Match.Key.InPort, p5.Match.Mask.InPort = 5, ^uint32(0)
+	rules.Add(p5)
+	rules.Add(second(10, 2))
+}
+
+// TestCTRecircFused: packets of a ct-and-recirc flow classified right
+// after the tracker (executeCTRecirc) keep their tunnel metadata on the
+// second pass, go where a second pass through the queue would send them,
+// in order, when a batch mixes second-pass flows the memo, the EMC and
+// an upcall answer; every packet counts one recirculation and one hit of
+// each of its two megaflows.
+func TestCTRecircFused(t *testing.T) {
+	rules := &RuleTable{}
+	dp, _ := New(Config{Manual: true, Upcall: rules})
+	defer dp.Close()
+	rules.Invalidate = dp.InvalidateFlows
+	in, in5 := ring.New("in", 1, 1, 1024), ring.New("in5", 1, 1, 1024)
+	outs := map[uint32]*ring.Port{2: ring.New("o2", 1, 1, 4096), 3: ring.New("o3", 1, 1, 4096), 4: ring.New("o4", 1, 1, 4096)}
+	dp.AddPort(1, tunnelingPort{in}) // odd sequence numbers from tunnel 7
+	dp.AddPort(5, in5)
+	for n, p := range outs {
+		dp.AddPort(n, p)
+	}
+	ctRecircRules(rules)
+	pmd := dp.PMDs()[0]
+	const dst2, dst3 = 0xc6120002, 0xc6120003
+	// want: the port each sequence number must reach.
+	want := map[uint32]uint32{}
+	seq := uint32(0)
+	batch := func(dsts ...uint32) (fs [][]byte) {
+		for _, d := range dsts {
+			fs = append(fs, udpFrame(0xc6120001, d, 1000, 9, seq))
+			switch {
+			case seq%2 == 1:
+				want[seq] = 4
+			case d == dst3:
+				want[seq] = 3
+			default:
+				want[seq] = 2
+			}
+			seq++
+		}
+		return fs
+	}
+	// Rounds: the first installs the flows to port 2 and 4 (dst3 unseen),
+	// the second mixes in dst3 (an upcall in the middle of memo and EMC
+	// hits), the later ones hit everything.
+	var sent int
+	for round := range 4 {
+		var dsts []uint32
+		for i := range 32 {
+			d := uint32(dst2)
+			if round > 0 && i%3 == 0 {
+				d = dst3
+			}
+			dsts = append(dsts, d)
+		}
+		sent += in.Inject(0, batch(dsts...)...)
+		pmd.PollOnce()
+	}
+	// Port 5's packets: their second pass is memoised by (port, ct).
+	for range 3 {
+		var fs [][]byte
+		for range 32 {
+			fs = append(fs, udpFrame(0xc6120001, dst2, 1000, 9, seq))
+			want[seq] = 2
+			seq++
+		}
+		sent += in5.Inject(0, fs...)
+		pmd.PollOnce()
+	}
+	got := 0
+	for port, p := range outs {
+		last := int64(-1)
+		for _, f := range drain(p, 0) {
+			s := frameSeq(f)
+			if want[s] != port {
+				t.Errorf("seq %d on port %d, want %d", s, port, want[s])
+			}
+			if int64(s) <= last {
+				t.Errorf("port %d: seq %d after %d", port, s, last)
+			}
+			last = int64(s)
+			got++
+		}
+	}
+	if got != sent {
+		t.Fatalf("%d frames out of %d sent", got, sent)
+	}
+	pmd.local.publish(pmd.counters)
+	st := dp.PMDStats()[0]
+	if st.Recirculations != uint64(sent) {
+		t.Errorf("%d recirculations, want %d", st.Recirculations, sent)
+	}
+	if hits := st.EMCHits + st.MegaflowHits + st.Misses; hits != 2*uint64(sent) {
+		t.Errorf("EMC %d + megaflow %d + misses %d = %d lookups, want %d (two passes each)", st.EMCHits, st.MegaflowHits, st.Misses, hits, 2*sent)
+	}
+	var first, second uint64
+	pmd.flows.Range(func(m *flow.Match, mf *Megaflow) bool {
+		if m.Key.RecircID == 0 {
+			first += mf.packets.Load()
+		} else {
+			second += mf.packets.Load()
+		}
+		return true
+	})
+	// The upcalled packets are executed without their megaflow's count.
+	if first+st.Misses < uint64(sent) || second+st.Misses < uint64(sent) || first > uint64(sent) || second > uint64(sent) {
+		t.Errorf("megaflow packets: first pass %d, second %d, misses %d, for %d sent", first, second, st.Misses, sent)
+	}
+	var memo int
+	pmd.flows.Range(func(m *flow.Match, mf *Megaflow) bool {
+		for _, e := range mf.next {
+			if e.mf != nil {
+				memo++
+				if e.inPort != 5 {
+					t.Errorf("memo entry for port %d: only port 5's second pass is fixed by the first's mask and the memo key", e.inPort)
+				}
+			}
+		}
+		return true
+	})
+	if memo != 1 {
+		t.Errorf("%d memo entries, want 1 (port 5's)", memo)
+	}
+	checkNoLeaks(t, dp)
+}
+
+// TestCTRecircDepth: a ct-and-recirc flow that recirculates into itself
+// nests executeCTRecirc until MaxRecirculations, then drops the packet
+// as DropRecirc, as the queue would.
+func TestCTRecircDepth(t *testing.T) {
+	rules := &RuleTable{}
+	dp, _ := New(Config{Manual: true, Upcall: rules})
+	defer dp.Close()
+	rules.Invalidate = dp.InvalidateFlows
+	in := ring.New("in", 1, 1, 1024)
+	dp.AddPort(1, in)
+	loop := Rule{Actions: actions.List{actions.CTAction(1, 0, 0, 0), actions.RecircAction(1)}}
+	rules.Add(loop)
+	pmd := dp.PMDs()[0]
+	const batches = 3
+	for b := range batches {
+		var fs [][]byte
+		for i := range 8 {
+			fs = append(fs, udpFrame(0xc6120001, 0xc6120002, 1000, 9, uint32(b*8+i)))
+		}
+		in.Inject(0, fs...)
+		pmd.PollOnce()
+	}
+	pmd.local.publish(pmd.counters)
+	st := dp.PMDStats()[0]
+	if n := uint64(batches * 8); st.Recirculations != n*MaxRecirculations || st.Drops[DropRecirc] != n {
+		t.Fatalf("recirculations %d, recirc drops %d; want %d and %d", st.Recirculations, st.Drops[DropRecirc], n*MaxRecirculations, n)
+	}
+	checkNoLeaks(t, dp)
+}
