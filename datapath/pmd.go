@@ -833,6 +833,7 @@ func (p *PMD) executeFlow(mf *Megaflow, pkts []*packet.Packet, bytes uint64) {
 // counters), only sooner than the queue's.
 func (p *PMD) executeCTRecirc(mf *Megaflow, pkts []*packet.Packet) {
 	ctA, id := &mf.Actions[0], mf.Actions[1].RecircID()
+	ct, prm := p.dp.ct, p.trackParams(ctA) // the flow has no nat: none to reset
 	run := &p.fused[p.fuseDepth]
 	p.fuseDepth++
 	var runFlow *Megaflow
@@ -843,9 +844,11 @@ func (p *PMD) executeCTRecirc(mf *Megaflow, pkts []*packet.Packet) {
 			p.execute(pkt, mf.Actions)
 			continue
 		}
-		if nat := p.track(pkt, ctA); len(nat) != 0 {
-			for i := range nat { // no nat flag, so none; as conntrack does
-				p.apply(&nat[i], pkt)
+		if rw := ct.Process(pkt, prm, p.now); rw.Valid {
+			// Only a ct with nat translates; as conntrack does.
+			p.natActs = rw.Actions(&pkt.Key, p.natActs[:0])
+			for i := range p.natActs {
+				p.apply(&p.natActs[i], pkt)
 			}
 		}
 		pkt.Key.RecircID = uint16(id)
@@ -1251,6 +1254,15 @@ func (p *PMD) ctFragment(pkt *packet.Packet, a *actions.Action, rest actions.Lis
 // track). The label, if the action sets one, came
 // in the CTLabel actions before it.
 func (p *PMD) track(pkt *packet.Packet, a *actions.Action) []actions.Action {
+	prm := p.trackParams(a)
+	rw := p.dp.ct.Process(pkt, prm, p.now)
+	prm.NAT = conntrack.NAT{} // the next ct has its own (or none)
+	return rw.Actions(&pkt.Key, p.natActs[:0])
+}
+
+// trackParams fills p.ctParams for CT action a (the label and nat came in
+// the actions before it) and returns it.
+func (p *PMD) trackParams(a *actions.Action) *conntrack.Params {
 	prm := &p.ctParams
 	prm.Zone = a.Val16
 	prm.Commit = a.Val8&actions.CTFlagCommit != 0
@@ -1267,9 +1279,7 @@ func (p *PMD) track(pkt *packet.Packet, a *actions.Action) []actions.Action {
 	default:
 		prm.Helper = conntrack.HelperNone
 	}
-	rw := p.dp.ct.Process(pkt, prm, p.now)
-	prm.NAT = conntrack.NAT{} // the next ct has its own (or none)
-	return rw.Actions(&pkt.Key, p.natActs[:0])
+	return prm
 }
 
 func (p *PMD) drop(pkt *packet.Packet, why DropCause) {
