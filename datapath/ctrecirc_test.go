@@ -193,3 +193,80 @@ func TestCTRecircDepth(t *testing.T) {
 	}
 	checkNoLeaks(t, dp)
 }
+
+// TestCTRecircMemoExpiry: a second-pass megaflow removed for being idle
+// while its first-pass flow stays is never taken from the memo again:
+// the next packets go through an upcall to a new megaflow, which the memo
+// then holds, and then through the new megaflow.
+func TestCTRecircMemoExpiry(t *testing.T) {
+	rules := &RuleTable{}
+	dp, _ := New(Config{Manual: true, Upcall: rules})
+	defer dp.Close()
+	rules.Invalidate = dp.InvalidateFlows
+	in5, out := ring.New("in5", 1, 1, 1024), ring.New("o2", 1, 1, 4096)
+	dp.AddPort(5, in5)
+	dp.AddPort(2, out)
+	ctRecircRules(rules)
+	pmd := dp.PMDs()[0]
+	seq := uint32(0)
+	send := func() {
+		var fs [][]byte
+		for range 8 {
+			fs = append(fs, udpFrame(0xc6120001, 0xc6120002, 1000, 9, seq))
+			seq++
+		}
+		in5.Inject(0, fs...)
+		pmd.PollOnce()
+		if got := len(drain(out, 0)); got != len(fs) {
+			t.Fatalf("%d of %d frames out", got, len(fs))
+		}
+	}
+	secondFlow := func() (second, first *Megaflow) {
+		pmd.flows.Range(func(m *flow.Match, mf *Megaflow) bool {
+			if m.Key.RecircID == 0 {
+				first = mf
+			} else {
+				second = mf
+			}
+			return true
+		})
+		return second, first
+	}
+	send()
+	send()
+	old, first := secondFlow()
+	if first == nil || old == nil || first.memoLookup(5, first.next[0].ct) != old {
+		t.Fatalf("no memo entry for port 5's second pass: %+v", first)
+	}
+	pmd.local.publish(pmd.counters)
+	misses := dp.PMDStats()[0].Misses
+	// Only the second-pass flow is idle.
+	old.used.Store(1)
+	first.used.Store(1 << 62)
+	pmd.expireIdle(2)
+	if !old.expired || first.expired {
+		t.Fatalf("expired: second %v, first %v", old.expired, first.expired)
+	}
+	send()
+	nw, first2 := secondFlow()
+	if first2 != first || nw == nil || nw == old {
+		t.Fatalf("after the expiry: first %p (was %p), second %p (was %p)", first2, first, nw, old)
+	}
+	pmd.local.publish(pmd.counters)
+	if m := dp.PMDStats()[0].Misses; m != misses+1 {
+		t.Fatalf("%d upcalls after the expiry, want 1", m-misses)
+	}
+	if old.packets.Load() != 16 {
+		t.Errorf("the expired flow counted %d packets, want the 16 before it expired", old.packets.Load())
+	}
+	send()
+	if got := first.memoLookup(5, first.next[0].ct); got != nw {
+		t.Errorf("memo holds %p, want the new second-pass flow %p", got, nw)
+	}
+	// Both batches: the upcall installed it before the queued batch's
+	// packets were executed, as a run of it.
+	if n := nw.packets.Load(); n != 16 {
+		t.Errorf("the new second-pass flow counted %d packets, want 16", n)
+	}
+	checkNoLeaks(t, dp)
+}

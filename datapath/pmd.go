@@ -852,7 +852,7 @@ func (p *PMD) executeCTRecirc(mf *Megaflow, pkts []*packet.Packet) {
 			}
 		}
 		pkt.Key.RecircID = uint16(id)
-		next := mf.memoLookup(pkt.InPort, ctWord(&pkt.Key))
+		next := mf.memoLookup(pkt.Key.InPort, ctWord(&pkt.Key))
 		if next != nil {
 			p.local.emcHits++
 		} else if next = p.recircLookup(mf, pkt); next == nil {
@@ -897,7 +897,7 @@ func (p *PMD) recircLookup(first *Megaflow, pkt *packet.Packet) *Megaflow {
 		p.emc.MaybeInsert(&pkt.Key, h, next)
 	}
 	if memoCovers(first.Mask, next.Mask) {
-		first.memoAdd(pkt.InPort, ctWord(&pkt.Key), next)
+		first.memoAdd(pkt.Key.InPort, ctWord(&pkt.Key), next)
 	}
 	return next
 }
