@@ -270,3 +270,88 @@ func TestCTRecircMemoExpiry(t *testing.T) {
 	}
 	checkNoLeaks(t, dp)
 }
+
+// TestLastFlow: the flow the last batch went to, tried before the EMC,
+// gives way to the EMC for a packet it does not match, and is never used
+// once the rules change or it expires.
+func TestLastFlow(t *testing.T) {
+	rules := &RuleTable{}
+	dp, _ := New(Config{Manual: true, Upcall: rules})
+	defer dp.Close()
+	rules.Invalidate = dp.InvalidateFlows
+	in := ring.New("in", 1, 1, 1024)
+	outs := map[uint32]*ring.Port{2: ring.New("o2", 1, 1, 4096), 3: ring.New("o3", 1, 1, 4096)}
+	dp.AddPort(1, in)
+	for n, p := range outs {
+		dp.AddPort(n, p)
+	}
+	toDst := func(dst, out uint32) Rule {
+		r := Rule{Priority: 10, Actions: actions.List{actions.OutputTo(out)}}
+		r.Match.Key.EthType, r.Match.Mask.EthType = 0x0800, 0xffff
+		r.Match.Key.IPv4Dst, r.Match.Mask.IPv4Dst = dst, ^uint32(0)
+		return r
+	}
+	rules.Add(toDst(0xc6120002, 2))
+	rules.Add(toDst(0xc6120003, 3))
+	pmd := dp.PMDs()[0]
+	seq := uint32(0)
+	// send sends one batch of frames to dsts and checks that each reached
+	// want(dst).
+	send := func(want func(dst uint32) uint32, dsts ...uint32) {
+		t.Helper()
+		wantSeq := map[uint32]uint32{}
+		var fs [][]byte
+		for _, d := range dsts {
+			fs = append(fs, udpFrame(0xc6120001, d, 1000, 9, seq))
+			wantSeq[seq] = want(d)
+			seq++
+		}
+		in.Inject(0, fs...)
+		pmd.PollOnce()
+		n := 0
+		for port, p := range outs {
+			for _, f := range drain(p, 0) {
+				if s := frameSeq(f); wantSeq[s] != port {
+					t.Errorf("seq %d on port %d, want %d", s, port, wantSeq[s])
+				}
+				n++
+			}
+		}
+		if n != len(fs) {
+			t.Fatalf("%d of %d frames out", n, len(fs))
+		}
+	}
+	byDst := func(d uint32) uint32 { return d & 0xff }
+	const d2, d3 = 0xc6120002, 0xc6120003
+	send(byDst, d2, d2, d2)
+	send(byDst, d2, d3, d2, d3, d3) // the last flow (to 2) misses from the second packet on
+	send(byDst, d3, d2, d3)
+	if pmd.lastFlow == nil {
+		t.Fatal("no last flow")
+	}
+	// A rule change: every packet to port 3 from now on.
+	rules.Clear()
+	all := Rule{Priority: 1, Actions: actions.List{actions.OutputTo(3)}}
+	all.Match.Key.EthType, all.Match.Mask.EthType = 0x0800, 0xffff
+	rules.Add(all)
+	to3 := func(uint32) uint32 { return 3 }
+	send(to3, d3, d3, d2)
+	// Expired: the next packet goes through an upcall, not the old flow.
+	last := pmd.lastFlow
+	if last == nil || last.nwords == 0 {
+		t.Fatalf("last flow %+v", last)
+	}
+	last.used.Store(1)
+	pmd.expireIdle(2)
+	if !last.expired {
+		t.Fatal("the last flow did not expire")
+	}
+	pmd.local.publish(pmd.counters)
+	misses := dp.PMDStats()[0].Misses
+	send(to3, d3)
+	pmd.local.publish(pmd.counters)
+	if m := dp.PMDStats()[0].Misses; m != misses+1 {
+		t.Fatalf("%d upcalls after the last flow expired, want 1", m-misses)
+	}
+	checkNoLeaks(t, dp)
+}

@@ -39,6 +39,10 @@ type Megaflow struct {
 	// recirc: the PMD then runs the tracker over the flow's packets and
 	// classifies them again at once (executeCTRecirc).
 	ctRecirc bool
+	// words[:nwords] are the indices of Mask's non-zero words, for
+	// matches (an array: installing a flow allocates only the flow).
+	words  [flow.KeyWords]uint8
+	nwords uint8
 	// next memoises, for a ctRecirc flow, which megaflow its packets'
 	// recirculated keys hit, by what the ct and the input port make of
 	// them. Every field such a megaflow matches is either one that this
@@ -140,6 +144,30 @@ func isCTRecirc(acts actions.List) bool {
 	}
 	id := acts[1].RecircID()
 	return id != 0 && id <= 0xffff
+}
+
+// setMaskWords records the indices of Mask's non-zero words.
+func (f *Megaflow) setMaskWords() {
+	n := 0
+	for i, w := range f.Mask.Words() {
+		if w != 0 {
+			f.words[n] = uint8(i)
+			n++
+		}
+	}
+	f.nwords = uint8(n)
+}
+
+// matches reports whether k matches the flow: k & Mask == Key over the
+// mask's words.
+func (f *Megaflow) matches(k *flow.Key) bool {
+	a, m, v := k.Words(), f.Mask.Words(), f.Key.Words()
+	for _, i := range f.words[:f.nwords] {
+		if a[i]&m[i] != v[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // soleOutput returns the port acts only output to, or 0.

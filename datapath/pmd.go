@@ -147,8 +147,14 @@ type PMD struct {
 	// every packet of the port, so a batch from n skips parsing, hashing
 	// and both caches.
 	portFlows []*Megaflow
-	upcall    UpcallResult
-	recirc    recircQueue
+	// lastFlow is the megaflow the last batch's last fast-path packet went
+	// to (or the classifier last found for a first pass), tried before
+	// the EMC by processBatch: a megaflow's actions are right for every
+	// key it matches, and consecutive batches often hit one flow (a ct
+	// pipeline's first pass is one flow for every connection).
+	lastFlow *Megaflow
+	upcall   UpcallResult
+	recirc   recircQueue
 	// ctParams is the CT action being executed, assembled without
 	// allocating (its label from the CTLabel actions before it).
 	ctParams conntrack.Params
@@ -627,6 +633,11 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 	var run *Megaflow
 	var runs int
 	var runBytes uint64
+	// The last batch's flow is tried first while it matches; after its
+	// first miss in the batch, the EMC (one wasted compare per batch of
+	// mixed flows). It counts as the EMC, and is off with it.
+	last := p.lastFlow
+	tryLast := last != nil && !last.expired && p.emc.InsertInvProb() != 0
 	for i, pkt := range pkts {
 		pkt.InPort = inPort
 		if !pkt.HasTunnel { // only tunnel ports set it: one predicted branch
@@ -634,7 +645,13 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 			if h, ok := flow.ExtractFast(data, inPort, &pkt.Key, &pkt.Offsets); ok {
 				pkt.KeyValid = true
 				pkt.Hash, pkt.HashValid = h, true
-				mf := p.emc.LookupShort(&pkt.Key, h, true)
+				var mf *Megaflow
+				if tryLast && last.matches(&pkt.Key) {
+					mf = last
+				} else {
+					tryLast = false
+					mf = p.emc.LookupShort(&pkt.Key, h, true)
+				}
 				mfs[i] = mf
 				if mf != run {
 					run = mf
@@ -655,6 +672,9 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 		}
 		pkt.KeyValid = true
 		deferred |= 1 << i
+	}
+	if run != nil {
+		p.lastFlow = run
 	}
 	allFast := deferred == 0
 	for deferred != 0 {
@@ -721,6 +741,9 @@ func (p *PMD) classifyRest(pkts []*packet.Packet, emcMisses int) (upcalled bool)
 			if mf != nil {
 				p.local.megaflowHits++
 				p.emc.MaybeInsert(&pkt.Key, pkt.Hash, mf)
+				if pkt.Key.RecircID == 0 {
+					p.lastFlow = mf
+				}
 			} else {
 				upcalled = true
 				mf = p.handleMiss(pkt, pkt.Hash) // nil: it consumed the packet
@@ -977,6 +1000,7 @@ func (p *PMD) clearFlows() {
 	p.emc.Clear()
 	p.flows.Clear()
 	clear(p.portFlows)
+	p.lastFlow = nil
 	p.nflows.Store(0)
 	p.installedMu.Lock()
 	for _, f := range p.installed {
@@ -1075,6 +1099,7 @@ func (p *PMD) handleMiss(pkt *packet.Packet, hash uint32) *Megaflow {
 	p.installedMu.Lock()
 	old, mask := p.flows.InsertMasked(&mf.Key, &p.upcall.Mask, mf)
 	mf.Mask = mask
+	mf.setMaskWords()
 	if old != nil {
 		old.expired = true // out of next memos too
 		p.emc.RemoveValue(old)
