@@ -853,7 +853,8 @@ func (p *PMD) executeFlow(mf *Megaflow, pkts []*packet.Packet, bytes uint64) {
 // key) runs the actions as usual, and one whose recirculated key has no
 // megaflow yet is queued for its upcall, as recirculate does: either way
 // the packet's recirculation is the same (recirc_id, MaxRecirculations,
-// counters), only sooner than the queue's.
+// counters), only sooner than the queue's. While anything waits in the
+// queue, packets go through it too, in order.
 func (p *PMD) executeCTRecirc(mf *Megaflow, pkts []*packet.Packet) {
 	ctA, id := &mf.Actions[0], mf.Actions[1].RecircID()
 	ct, prm := p.dp.ct, p.trackParams(ctA) // the flow has no nat: none to reset
@@ -863,7 +864,10 @@ func (p *PMD) executeCTRecirc(mf *Megaflow, pkts []*packet.Packet) {
 	n := 0
 	var runBytes uint64
 	for _, pkt := range pkts {
-		if !pkt.KeyValid || pkt.GSO() || pkt.Key.NwFrag&flow.FragAny != 0 || pkt.Recircs >= MaxRecirculations {
+		// Once a packet waits in the queue, the ones after it wait too:
+		// none may overtake it (a connection's data after its FIN
+		// would reach the next ct, or the wire, out of order).
+		if p.recirc.pending() || !pkt.KeyValid || pkt.GSO() || pkt.Key.NwFrag&flow.FragAny != 0 || pkt.Recircs >= MaxRecirculations {
 			p.execute(pkt, mf.Actions)
 			continue
 		}
