@@ -6,6 +6,7 @@ import (
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/netdev/ring"
 )
 
 // ctRules is the stateful pipeline of a security group as megaflow rules:
@@ -37,10 +38,12 @@ func ctRules(rules *RuleTable, out uint32, plain bool) {
 }
 
 // BenchmarkConntrack: 64-byte UDP of conns established connections
-// (after a first packet each that commits it) through ct(zone=1) and a
-// recirculation to a ct_state=+trk+est match, one manual-mode PMD between
-// two ring ports; "plain" is the same frames through one output rule.
-// One op is one packet.
+// (after a first packet each that commits it, and a reply: a one-way UDP
+// flow stays +new) through ct(zone=1) and a recirculation to a
+// ct_state=+trk+est match, one manual-mode PMD; a burst of the
+// connections' packets into ring port 1 and one of their replies into
+// port 2 in turn, everything out of port 2. "plain" is the same frames
+// through one output rule. One op is one packet.
 func BenchmarkConntrack(b *testing.B) {
 	for _, conns := range []int{1, 1000, 100000} {
 		b.Run(fmt.Sprintf("conns=%d/established", conns), func(b *testing.B) { benchConntrack(b, conns, false) })
@@ -50,8 +53,8 @@ func BenchmarkConntrack(b *testing.B) {
 
 func benchConntrack(b *testing.B, conns int, plain bool) {
 	dp, pmd, in, out := ringBench(b, Config{FlowLimit: 1000}, func(r *RuleTable, out uint32) { ctRules(r, out, plain) })
-	run := ringRunner(pmd, in, out, benchFrames(conns))
-	run(max(3*conns, 100_000))
+	run := ringRunnerBoth(pmd, in, out, benchFrames(conns))
+	run(max(3*2*conns, 100_000))
 	if !plain && dp.Conntrack().Len() != int64(conns) {
 		b.Fatalf("%d connections for %d flows", dp.Conntrack().Len(), conns)
 	}
@@ -71,6 +74,42 @@ func benchConntrack(b *testing.B, conns int, plain bool) {
 		b.Fatalf("packets dropped during the measurement: %v then %v", st0.Drops, st.Drops)
 	}
 	reportRate(b)
+}
+
+// ringRunnerBoth is ringRunner with replies: a batch of frames into in,
+// then a batch of their replies (addresses and ports swapped) into out,
+// in turn; what out sends is discarded.
+func ringRunnerBoth(pmd *PMD, in, out *ring.Port, frames [][]byte) func(n int) {
+	replies := make([][]byte, len(frames))
+	for i, f := range frames {
+		r := append([]byte(nil), f...)
+		copy(r[26:30], f[30:34]) // IPv4 source and destination (the checksum is their sum)
+		copy(r[30:34], f[26:30])
+		copy(r[34:36], f[36:38]) // UDP ports
+		copy(r[36:38], f[34:36])
+		replies[i] = r
+	}
+	batches := func(fs [][]byte) (bs [][][]byte) {
+		for i := 0; i < len(fs); i += 32 {
+			var bt [][]byte
+			for j := i; j < i+32; j++ {
+				bt = append(bt, fs[j%len(fs)])
+			}
+			bs = append(bs, bt)
+		}
+		return bs
+	}
+	ob, rb := batches(frames), batches(replies)
+	return func(n int) {
+		for done, i := 0, 0; done < n; i++ {
+			in.Inject(0, ob[i%len(ob)]...)
+			out.Inject(0, rb[i%len(rb)]...)
+			for in.Pending(0) > 0 || out.Pending(0) > 0 {
+				done += pmd.PollOnce()
+			}
+			out.Discard(0)
+		}
+	}
 }
 
 // BenchmarkConntrackNew: every packet a new connection (a tuple not seen

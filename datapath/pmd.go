@@ -147,14 +147,25 @@ type PMD struct {
 	// every packet of the port, so a batch from n skips parsing, hashing
 	// and both caches.
 	portFlows []*Megaflow
-	upcall    UpcallResult
-	recirc    recircQueue
+	// lastFlow is the megaflow the last batch's last fast-path packet went
+	// to (or the classifier last found for a first pass), tried before
+	// the EMC by processBatch: a megaflow's actions are right for every
+	// key it matches, and consecutive batches often hit one flow (a ct
+	// pipeline's first pass is one flow for every connection).
+	lastFlow *Megaflow
+	upcall   UpcallResult
+	recirc   recircQueue
 	// ctParams is the CT action being executed, assembled without
 	// allocating (its label from the CTLabel actions before it).
 	ctParams conntrack.Params
 	// ctSink takes what Tracker.Prefetch returns (see there).
 	ctSink  uint16
 	natActs []actions.Action // a NAT rewrite's set actions (reused)
+	// fused holds executeCTRecirc's runs of recirculated packets, one
+	// array per nesting level (a second pass's flow may be ct-and-recirc
+	// again); fuseDepth is the level in use.
+	fused     [MaxRecirculations][packet.BatchSize]*packet.Packet
+	fuseDepth int
 	// ipf holds fragments a ct action met until their datagram is whole.
 	ipf     *ipf.Reassembler
 	gen     uint64
@@ -622,6 +633,11 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 	var run *Megaflow
 	var runs int
 	var runBytes uint64
+	// The last batch's flow is tried first while it matches; after its
+	// first miss in the batch, the EMC (one wasted compare per batch of
+	// mixed flows). It counts as the EMC, and is off with it.
+	last := p.lastFlow
+	tryLast := last != nil && !last.expired && p.emc.InsertInvProb() != 0
 	for i, pkt := range pkts {
 		pkt.InPort = inPort
 		if !pkt.HasTunnel { // only tunnel ports set it: one predicted branch
@@ -629,7 +645,13 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 			if h, ok := flow.ExtractFast(data, inPort, &pkt.Key, &pkt.Offsets); ok {
 				pkt.KeyValid = true
 				pkt.Hash, pkt.HashValid = h, true
-				mf := p.emc.LookupShort(&pkt.Key, h, true)
+				var mf *Megaflow
+				if tryLast && last.matches(&pkt.Key) {
+					mf = last
+				} else {
+					tryLast = false
+					mf = p.emc.LookupShort(&pkt.Key, h, true)
+				}
 				mfs[i] = mf
 				if mf != run {
 					run = mf
@@ -650,6 +672,9 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 		}
 		pkt.KeyValid = true
 		deferred |= 1 << i
+	}
+	if run != nil {
+		p.lastFlow = run
 	}
 	allFast := deferred == 0
 	for deferred != 0 {
@@ -716,6 +741,9 @@ func (p *PMD) classifyRest(pkts []*packet.Packet, emcMisses int) (upcalled bool)
 			if mf != nil {
 				p.local.megaflowHits++
 				p.emc.MaybeInsert(&pkt.Key, pkt.Hash, mf)
+				if pkt.Key.RecircID == 0 {
+					p.lastFlow = mf
+				}
 			} else {
 				upcalled = true
 				mf = p.handleMiss(pkt, pkt.Hash) // nil: it consumed the packet
@@ -806,9 +834,99 @@ func (p *PMD) executeFlow(mf *Megaflow, pkts []*packet.Packet, bytes uint64) {
 	if len(pkts) > 1 && p.dp.ct != nil {
 		p.prefetchCT(mf.Actions, pkts)
 	}
+	if mf.ctRecirc && p.fuseDepth < len(p.fused) && len(pkts) <= packet.BatchSize && p.dp.ct != nil {
+		p.executeCTRecirc(mf, pkts)
+		return
+	}
 	for _, pkt := range pkts {
 		p.execute(pkt, mf.Actions)
 	}
+}
+
+// executeCTRecirc executes a ct-and-recirc flow (Megaflow.ctRecirc) on
+// pkts and classifies each packet's recirculated key straight away,
+// instead of queueing it for drainRecirc: the megaflow its pass hits
+// comes from mf's memo when one is there (no hash, no key compare), else
+// from the EMC or the classifier (then memoised when memoCovers allows).
+// Consecutive packets of one second-pass flow go to executeFlow together.
+// A packet the ct cannot take here (a fragment, a GSO frame, an invalid
+// key) runs the actions as usual, and one whose recirculated key has no
+// megaflow yet is queued for its upcall, as recirculate does: either way
+// the packet's recirculation is the same (recirc_id, MaxRecirculations,
+// counters), only sooner than the queue's. While anything waits in the
+// queue, packets go through it too, in order.
+func (p *PMD) executeCTRecirc(mf *Megaflow, pkts []*packet.Packet) {
+	ctA, id := &mf.Actions[0], mf.Actions[1].RecircID()
+	ct, prm := p.dp.ct, p.trackParams(ctA) // the flow has no nat: none to reset
+	run := &p.fused[p.fuseDepth]
+	p.fuseDepth++
+	var runFlow *Megaflow
+	n := 0
+	var runBytes uint64
+	for _, pkt := range pkts {
+		// Once a packet waits in the queue, the ones after it wait too:
+		// none may overtake it (a connection's data after its FIN
+		// would reach the next ct, or the wire, out of order).
+		if p.recirc.pending() || !pkt.KeyValid || pkt.GSO() || pkt.Key.NwFrag&flow.FragAny != 0 || pkt.Recircs >= MaxRecirculations {
+			p.execute(pkt, mf.Actions)
+			continue
+		}
+		if rw := ct.Process(pkt, prm, p.now); rw.Valid {
+			// Only a ct with nat translates; as conntrack does.
+			p.natActs = rw.Actions(&pkt.Key, p.natActs[:0])
+			for i := range p.natActs {
+				p.apply(&p.natActs[i], pkt)
+			}
+		}
+		pkt.Key.RecircID = uint16(id)
+		next := mf.memoLookup(pkt.Key.InPort, ctWord(&pkt.Key))
+		if next != nil {
+			p.local.emcHits++
+		} else if next = p.recircLookup(mf, pkt); next == nil {
+			p.recirculate(pkt, id)
+			continue
+		}
+		pkt.Recircs++
+		pkt.HashValid = false // the first pass's
+		p.local.recirculations++
+		if next != runFlow {
+			if n > 0 {
+				p.executeFlow(runFlow, run[:n], runBytes)
+			}
+			runFlow, n, runBytes = next, 0, 0
+		}
+		run[n] = pkt
+		n++
+		runBytes += uint64(pkt.Len())
+	}
+	if n > 0 {
+		p.executeFlow(runFlow, run[:n], runBytes)
+	}
+	clear(run[:n])
+	p.fuseDepth--
+}
+
+// recircLookup finds the megaflow of pkt's recirculated key (a packet of
+// ct-and-recirc flow first) in the EMC or the classifier, as classify
+// would, and memoises it in first when memoCovers allows. It returns nil
+// when the key needs an upcall.
+func (p *PMD) recircLookup(first *Megaflow, pkt *packet.Packet) *Megaflow {
+	h := pkt.Key.Hash()
+	pkt.Hash = h
+	next := p.emc.Lookup(&pkt.Key, h)
+	if next != nil {
+		p.local.emcHits++
+	} else {
+		if next = p.flows.Lookup(&pkt.Key); next == nil {
+			return nil
+		}
+		p.local.megaflowHits++
+		p.emc.MaybeInsert(&pkt.Key, h, next)
+	}
+	if memoCovers(first.Mask, next.Mask) {
+		first.memoAdd(pkt.Key.InPort, ctWord(&pkt.Key), next)
+	}
+	return next
 }
 
 // prefetchCT lets the tracker read ahead for a batch whose actions start
@@ -886,10 +1004,12 @@ func (p *PMD) clearFlows() {
 	p.emc.Clear()
 	p.flows.Clear()
 	clear(p.portFlows)
+	p.lastFlow = nil
 	p.nflows.Store(0)
 	p.installedMu.Lock()
 	for _, f := range p.installed {
 		f.push(&p.pushQ)
+		f.expired = true // out of next memos too
 	}
 	p.flushRefs(time.Now())
 	clear(p.installed)
@@ -973,6 +1093,7 @@ func (p *PMD) handleMiss(pkt *packet.Packet, hash uint32) *Megaflow {
 	mf := newMegaflow(p.upcall.Actions)
 	mf.refs = p.sharedRefs(p.upcall.Refs)
 	mf.out = soleOutput(mf.Actions)
+	mf.ctRecirc = isCTRecirc(mf.Actions)
 	// recirc_id is never wildcarded, whatever the Upcaller's mask says:
 	// a first-pass megaflow must not catch a recirculated packet, nor one
 	// pass's flow another's.
@@ -982,7 +1103,9 @@ func (p *PMD) handleMiss(pkt *packet.Packet, hash uint32) *Megaflow {
 	p.installedMu.Lock()
 	old, mask := p.flows.InsertMasked(&mf.Key, &p.upcall.Mask, mf)
 	mf.Mask = mask
+	mf.setMaskWords()
 	if old != nil {
+		old.expired = true // out of next memos too
 		p.emc.RemoveValue(old)
 		p.unsetPortFlow(old)
 		old.push(&p.pushQ)
@@ -1160,6 +1283,15 @@ func (p *PMD) ctFragment(pkt *packet.Packet, a *actions.Action, rest actions.Lis
 // track). The label, if the action sets one, came
 // in the CTLabel actions before it.
 func (p *PMD) track(pkt *packet.Packet, a *actions.Action) []actions.Action {
+	prm := p.trackParams(a)
+	rw := p.dp.ct.Process(pkt, prm, p.now)
+	prm.NAT = conntrack.NAT{} // the next ct has its own (or none)
+	return rw.Actions(&pkt.Key, p.natActs[:0])
+}
+
+// trackParams fills p.ctParams for CT action a (the label and nat came in
+// the actions before it) and returns it.
+func (p *PMD) trackParams(a *actions.Action) *conntrack.Params {
 	prm := &p.ctParams
 	prm.Zone = a.Val16
 	prm.Commit = a.Val8&actions.CTFlagCommit != 0
@@ -1176,9 +1308,7 @@ func (p *PMD) track(pkt *packet.Packet, a *actions.Action) []actions.Action {
 	default:
 		prm.Helper = conntrack.HelperNone
 	}
-	rw := p.dp.ct.Process(pkt, prm, p.now)
-	prm.NAT = conntrack.NAT{} // the next ct has its own (or none)
-	return rw.Actions(&pkt.Key, p.natActs[:0])
+	return prm
 }
 
 func (p *PMD) drop(pkt *packet.Packet, why DropCause) {
