@@ -206,6 +206,10 @@ type Stats struct {
 
 // Tracker is the connection table of one datapath.
 type Tracker struct {
+	// key keys the tuple hash (read by every lookup, written only by
+	// New: on a line of its own, away from the shards' locks).
+	key      hashKey
+	_        [64 - 32]byte
 	shards   [numShards]shard
 	n        atomic.Int64
 	maxConns atomic.Int64
@@ -228,7 +232,7 @@ type Tracker struct {
 
 // New makes an empty tracker with the default limit and timeouts.
 func New() *Tracker {
-	t := &Tracker{}
+	t := &Tracker{key: newHashKey()}
 	t.maxConns.Store(DefaultMaxConns)
 	to := DefaultTimeouts()
 	t.timeouts.Store(&to)
@@ -269,6 +273,9 @@ func (t *Tracker) Stats() Stats {
 	return s
 }
 
+// hash is tu's hash under the tracker's key.
+func (t *Tracker) hash(tu *Tuple) uint32 { return tu.hash(&t.key) }
+
 func (t *Tracker) shardOf(h uint32) *shard { return &t.shards[h>>shardShift] }
 
 // lockPair locks the shards of a connection's two tuples, in shard
@@ -300,10 +307,10 @@ func unlockPair(a, b *shard) {
 // its reply tuple. The caller checks under c.mu that it is still live
 // (alive reports it).
 func (t *Tracker) lookup(tu *Tuple) (c *Conn, reply bool) {
-	return t.lookupHash(tu, tu.hash())
+	return t.lookupHash(tu, t.hash(tu))
 }
 
-// lookupHash is lookup of tu with hash h (tu.hash()).
+// lookupHash is lookup of tu with hash h (t.hash(tu)).
 func (t *Tracker) lookupHash(tu *Tuple, h uint32) (c *Conn, reply bool) {
 	s := t.shardOf(h)
 	return s.x.lookup(tu, h, &s.mu)
@@ -411,7 +418,7 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 		t.related(pkt, ct, &pp, p, now)
 		return
 	}
-	h := pp.t.hash()
+	h := t.hash(&pp.t)
 	c, reply := t.lookupHash(&pp.t, h)
 	if c != nil {
 		if f := c.fast.Load(); f&fastOK != 0 && t.fastPath(c, f, ct, p, reply, now, &rw) {
@@ -663,7 +670,7 @@ func (c *Conn) describe(ct *flow.Conntrack) {
 // could be evicted, its zone is at its limit, or no translation is free;
 // when another PMD committed the same connection first, that one.
 //
-// h is pp.t.hash().
+// h is t.hash(&pp.t).
 func (t *Tracker) create(pp *parsed, h uint32, p *Params, now int64) *Conn {
 	z := t.zones.get(pp.t.Zone)
 	if t.zones.full(z) {
@@ -702,7 +709,7 @@ func (t *Tracker) create(pp *parsed, h uint32, p *Params, now int64) *Conn {
 	var winner *Conn
 	ok := natCandidates(&c.orig, h, &p.NAT, func(translated Tuple) bool {
 		c.reply = translated.reverse()
-		c.rh = c.reply.hash()
+		c.rh = t.hash(&c.reply)
 		w, placed := t.insert(c, now)
 		winner = w
 		return placed || w != nil
@@ -779,7 +786,7 @@ func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
 // oldest unanswered connection of its shard (then of the others). It
 // reports whether it removed one.
 func (t *Tracker) evictFor(tu *Tuple) bool {
-	start := tu.hash() >> shardShift
+	start := t.hash(tu) >> shardShift
 	for i := range uint32(numShards) {
 		s := &t.shards[(start+i)%numShards]
 		if c := s.popUnassured(); c != nil {
@@ -1031,12 +1038,12 @@ func (t *Tracker) Prefetch(pkts []*packet.Packet, zone uint16, commit bool, nat 
 		if !pkt.KeyValid || !parse(pkt, zone, &pp) || pp.related {
 			continue
 		}
-		hs[n] = pp.t.hash()
+		hs[n] = t.hash(&pp.t)
 		if reply {
 			// The reply tuple is the translation's reverse, whose
 			// hash is the translation's.
 			r := natFirst(&pp.t, hs[n], nat)
-			rhs[n] = r.hash()
+			rhs[n] = t.hash(&r)
 		}
 		n++
 	}
