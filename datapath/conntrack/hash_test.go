@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"testing"
+	"unsafe"
 )
 
 // randTuple is a random IPv4 or IPv6 tuple of TCP, UDP or an ICMP query
@@ -107,5 +108,16 @@ func TestPersistentNATKeyFixed(t *testing.T) {
 		if fa.Src != fb.Src {
 			t.Fatalf("%+v: address %v in one tracker, %v in another", tu, fa.Src[12:], fb.Src[12:])
 		}
+	}
+}
+
+// TestPlainExpiresStore: create writes a new connection's expiry through
+// a plain *int64 at the atomic's address (before the connection is
+// indexed); the atomic reads it back.
+func TestPlainExpiresStore(t *testing.T) {
+	var c Conn
+	*(*int64)(unsafe.Pointer(&c.expires)) = 12345
+	if got := c.expires.Load(); got != 12345 || unsafe.Sizeof(c.expires) != 8 {
+		t.Fatalf("expires %d, size %d", got, unsafe.Sizeof(c.expires))
 	}
 }

@@ -164,7 +164,20 @@ func (x *index) put(pos int, c *Conn, h uint32, reply bool) {
 	// so a reader sees the slot empty or the entry whole, both answers
 	// of the moment.
 	x.n++
-	s.store(c, slotMeta(h, reply))
+	if raceBuild {
+		s.store(c, slotMeta(h, reply))
+		return
+	}
+	// c by a plain store (the pointer's write barrier, but no locked
+	// instruction): m's atomic store after it publishes it, and a
+	// reader loads c only once it has loaded a non-zero m. A reader
+	// that loads c anyway, racing a writer (one that read the slot's
+	// old m before a removal emptied it), reads the old or the new
+	// pointer, never a torn one (an aligned word), and the sequence
+	// lock discards its answer. Under the race detector, which would
+	// report that reader, the store is atomic (raceBuild).
+	(*rawSlot)(unsafe.Pointer(s)).c = c
+	s.m.Store(slotMeta(h, reply))
 }
 
 // set maps tu (hash h; c's reply tuple when reply) to c, in place of any
