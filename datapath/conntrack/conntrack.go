@@ -784,20 +784,29 @@ func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
 	if old != nil && !t.killIfExpired(old, now) {
 		return old, false
 	}
-	pr := -1
+	pr, rfound := -1, false
 	if !self {
 		pr, old, _, _ = probe(b.x.slots(), &c.reply, c.rh)
 		if old != nil && !t.killIfExpired(old, now) {
 			return nil, false
 		}
+		rfound = old != nil
 	}
-	a.x.put(po, c, c.oh, false)
-	if !self {
+	switch {
+	case self:
+		a.x.put(po, c, slotMeta(c.oh, false))
+	case c.rh == c.oh && !rfound:
+		// The tuples hash alike (no NAT) and nothing holds the reply
+		// tuple: one entry for both. Its slot comes before the empty
+		// one the reply's probe ended at, in the probe sequence they
+		// share, so a lookup of the reply tuple reaches it.
+		a.x.put(po, c, slotMeta(c.oh, false)|slotBoth)
+	default:
+		a.x.put(po, c, slotMeta(c.oh, false))
 		if a == b && pr == po {
-			// Both probes ended at the same empty slot (always so
-			// without NAT: the hashes are equal): the reply entry
-			// takes the next empty one, as a probe for it from its
-			// home would find.
+			// Both probes ended at the same empty slot: the reply
+			// entry takes the next empty one, as a probe for it from
+			// its home would find.
 			sl := b.x.slots()
 			mask := len(sl) - 1
 			pr = (po + 1) & mask
@@ -805,7 +814,7 @@ func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
 				pr = (pr + 1) & mask
 			}
 		}
-		b.x.put(pr, c, c.rh, true)
+		b.x.put(pr, c, slotMeta(c.rh, true))
 	}
 	a.unassured = append(a.unassured, c)
 	a.created[c.proto]++ // a is c.orig's shard
