@@ -167,8 +167,10 @@ type shard struct {
 	// created counts the connections committed into the shard (by
 	// their original tuple), by IP protocol: plain adds under mu, where
 	// a tracker-wide atomic counter would cost every commit a locked
-	// instruction (Stats sums the shards).
-	created [256]uint64
+	// instruction (Stats sums the shards). Apart from the shard (2 KiB:
+	// beside mu and x it would spread the headers every lookup reads
+	// over more pages).
+	created *[256]uint64
 	_       [64]byte
 }
 
@@ -241,6 +243,10 @@ type Tracker struct {
 // New makes an empty tracker with the default limit and timeouts.
 func New() *Tracker {
 	t := &Tracker{key: newHashKey()}
+	created := new([numShards][256]uint64)
+	for i := range t.shards {
+		t.shards[i].created = &created[i]
+	}
 	t.maxConns.Store(DefaultMaxConns)
 	to := DefaultTimeouts()
 	t.timeouts.Store(&to)
