@@ -8,7 +8,7 @@ import (
 
 // index is one shard's map from tuple to connection: open addressing with
 // linear probing, each slot holding a tuple's hash, the connection and
-// which of its two tuples the slot stands for. A lookup hashes the tuple
+// which of its two tuples the slot stands for (or both: slotBoth). A lookup hashes the tuple
 // once (that hash also chose the shard, from its top bits; the slot comes
 // from its low bits) and compares whole tuples only on a hash match; the
 // tuples themselves live in the connection, so a slot is 16 bytes and
