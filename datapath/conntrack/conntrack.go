@@ -23,6 +23,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/datapath/header"
@@ -163,7 +164,14 @@ type shard struct {
 	// unassured holds the shard's connections in creation order until
 	// they are answered: eviction under the limit takes the oldest.
 	unassured []*Conn
-	_         [64]byte
+	// created counts the connections committed into the shard (by
+	// their original tuple), by IP protocol: plain adds under mu, where
+	// a tracker-wide atomic counter would cost every commit a locked
+	// instruction (Stats sums the shards). Apart from the shard (2 KiB:
+	// beside mu and x it would spread the headers every lookup reads
+	// over more pages).
+	created *[256]uint64
+	_       [64]byte
 }
 
 // InvalidCause says why ct marked a packet +inv.
@@ -206,6 +214,10 @@ type Stats struct {
 
 // Tracker is the connection table of one datapath.
 type Tracker struct {
+	// key keys the tuple hash (read by every lookup, written only by
+	// New: on a line of its own, away from the shards' locks).
+	key      hashKey
+	_        [64 - 32]byte
 	shards   [numShards]shard
 	n        atomic.Int64
 	maxConns atomic.Int64
@@ -220,15 +232,21 @@ type Tracker struct {
 	// cleanup, ns.
 	maxLocked int64
 
-	created, deleted, refused, evicted, zoneRefused, natExhausted atomic.Uint64
-	invalid                                                       [NumInvalidCauses]atomic.Uint64
-	byProto                                                       [256]atomic.Int64
-	tcpStates                                                     [numTCPStates]atomic.Int64
+	deleted, refused, evicted, zoneRefused, natExhausted atomic.Uint64
+	invalid                                              [NumInvalidCauses]atomic.Uint64
+	// deletedBy counts the connections ended by IP protocol: with the
+	// shards' created, the connections of each protocol.
+	deletedBy [256]atomic.Int64
+	tcpStates [numTCPStates]atomic.Int64
 }
 
 // New makes an empty tracker with the default limit and timeouts.
 func New() *Tracker {
-	t := &Tracker{}
+	t := &Tracker{key: newHashKey()}
+	created := new([numShards][256]uint64)
+	for i := range t.shards {
+		t.shards[i].created = &created[i]
+	}
 	t.maxConns.Store(DefaultMaxConns)
 	to := DefaultTimeouts()
 	t.timeouts.Store(&to)
@@ -251,16 +269,33 @@ func (t *Tracker) Len() int64 { return t.n.Load() }
 
 // Stats returns the counters.
 func (t *Tracker) Stats() Stats {
-	s := Stats{Conns: t.n.Load(), Created: t.created.Load(), Deleted: t.deleted.Load(),
+	// The deletions first: counts only grow, so each protocol's
+	// created (read after) covers its deleted, and no count shows
+	// below zero.
+	var deleted [256]int64
+	for p := range deleted {
+		deleted[p] = t.deletedBy[p].Load()
+	}
+	var created [256]uint64
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		for p, n := range sh.created {
+			created[p] += n
+		}
+		sh.mu.Unlock()
+	}
+	s := Stats{Conns: t.n.Load(), Deleted: t.deleted.Load(),
 		LimitRefused: t.refused.Load(), Evicted: t.evicted.Load(),
 		ZoneLimitRefused: t.zoneRefused.Load(), NATExhausted: t.natExhausted.Load(), ByProto: map[uint8]int64{}}
 	for i := range t.invalid {
 		s.InvalidBy[i] = t.invalid[i].Load()
 		s.Invalid += s.InvalidBy[i]
 	}
-	for p := range t.byProto {
-		if n := t.byProto[p].Load(); n != 0 {
-			s.ByProto[uint8(p)] = n
+	for p, n := range created {
+		s.Created += n
+		if live := int64(n) - deleted[p]; live != 0 {
+			s.ByProto[uint8(p)] = live
 		}
 	}
 	for i := range t.tcpStates {
@@ -268,6 +303,9 @@ func (t *Tracker) Stats() Stats {
 	}
 	return s
 }
+
+// hash is tu's hash under the tracker's key.
+func (t *Tracker) hash(tu *Tuple) uint32 { return tu.hash(&t.key) }
 
 func (t *Tracker) shardOf(h uint32) *shard { return &t.shards[h>>shardShift] }
 
@@ -300,10 +338,10 @@ func unlockPair(a, b *shard) {
 // its reply tuple. The caller checks under c.mu that it is still live
 // (alive reports it).
 func (t *Tracker) lookup(tu *Tuple) (c *Conn, reply bool) {
-	return t.lookupHash(tu, tu.hash())
+	return t.lookupHash(tu, t.hash(tu))
 }
 
-// lookupHash is lookup of tu with hash h (tu.hash()).
+// lookupHash is lookup of tu with hash h (t.hash(tu)).
 func (t *Tracker) lookupHash(tu *Tuple, h uint32) (c *Conn, reply bool) {
 	s := t.shardOf(h)
 	return s.x.lookup(tu, h, &s.mu)
@@ -411,7 +449,7 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 		t.related(pkt, ct, &pp, p, now)
 		return
 	}
-	h := pp.t.hash()
+	h := t.hash(&pp.t)
 	c, reply := t.lookupHash(&pp.t, h)
 	if c != nil {
 		if f := c.fast.Load(); f&fastOK != 0 && t.fastPath(c, f, ct, p, reply, now, &rw) {
@@ -484,9 +522,17 @@ func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite)
 		xp.NAT = NAT{Src: x.nat == natSrc, Dst: x.nat == natDst, MinAddr: x.to}
 		np = &xp
 	}
-	c = t.create(&pp, h, np, now)
+	c, fresh := t.create(&pp, h, np, now, expected)
 	if c == nil {
 		return
+	}
+	if fresh && p.Helper == HelperNone {
+		// This packet's own connection, set up whole before it was
+		// indexed: what finish reads of it never changes or is atomic,
+		// and it is not on the lock-free path yet (nothing to publish),
+		// so no lock.
+		c.finish(ct, p, false, &rw)
+		return rw
 	}
 	c.mu.Lock()
 	c.related = c.related || expected
@@ -663,55 +709,58 @@ func (c *Conn) describe(ct *flow.Conntrack) {
 // could be evicted, its zone is at its limit, or no translation is free;
 // when another PMD committed the same connection first, that one.
 //
-// h is pp.t.hash().
-func (t *Tracker) create(pp *parsed, h uint32, p *Params, now int64) *Conn {
+// h is t.hash(&pp.t); related: an ALG expected the connection. fresh says
+// the connection returned is the one this call made.
+func (t *Tracker) create(pp *parsed, h uint32, p *Params, now int64, related bool) (winner *Conn, fresh bool) {
 	z := t.zones.get(pp.t.Zone)
 	if t.zones.full(z) {
 		t.zoneRefused.Add(1)
-		return nil
+		return nil, false
 	}
 	if t.n.Load() >= t.maxConns.Load() && !t.evictFor(&pp.t) {
 		t.refused.Add(1)
-		return nil
+		return nil, false
 	}
-	c := &Conn{orig: pp.t, oh: h, proto: pp.t.Proto}
+	c := &Conn{orig: pp.t, oh: h, proto: pp.t.Proto, related: related}
 	to := t.timeoutsOf(c)
+	timeout := to.Other
 	switch c.proto {
 	case header.IPProtoTCP:
 		c.tcp.init(pp)
-		c.expires.Store(now + to.TCPSynSent)
+		timeout = to.TCPSynSent
 	case header.IPProtoUDP:
-		c.expires.Store(now + to.UDPFirst)
+		timeout = to.UDPFirst
 	case header.IPProtoICMP, header.IPProtoICMPv6:
-		c.expires.Store(now + to.ICMPFirst)
-	default:
-		c.expires.Store(now + to.Other)
+		timeout = to.ICMPFirst
 	}
+	// c is not indexed yet, so no other goroutine reads it: a plain
+	// store (the atomic one is a locked instruction on amd64). Indexing
+	// it (an atomic store) publishes it.
+	*(*int64)(unsafe.Pointer(&c.expires)) = now + timeout
 	c.apply(p)
 	if !p.HasNAT || !p.NAT.Src && !p.NAT.Dst {
 		c.reply = c.orig.reverse()
 		c.rh = c.oh // the hash is the reverse's too
-		winner, _ := t.insert(c, now)
-		return winner
+		winner, _ = t.insert(c, now)
+		return winner, winner == c
 	}
 	if p.NAT.Src {
 		c.nat = natSrc
 	} else {
 		c.nat = natDst
 	}
-	var winner *Conn
 	ok := natCandidates(&c.orig, h, &p.NAT, func(translated Tuple) bool {
 		c.reply = translated.reverse()
-		c.rh = c.reply.hash()
+		c.rh = t.hash(&c.reply)
 		w, placed := t.insert(c, now)
 		winner = w
 		return placed || w != nil
 	})
 	if !ok {
 		t.natExhausted.Add(1)
-		return nil
+		return nil, false
 	}
-	return winner
+	return winner, winner == c
 }
 
 // insert indexes c under its two tuples, atomically with checking that
@@ -741,20 +790,29 @@ func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
 	if old != nil && !t.killIfExpired(old, now) {
 		return old, false
 	}
-	pr := -1
+	pr, rfound := -1, false
 	if !self {
 		pr, old, _, _ = probe(b.x.slots(), &c.reply, c.rh)
 		if old != nil && !t.killIfExpired(old, now) {
 			return nil, false
 		}
+		rfound = old != nil
 	}
-	a.x.put(po, c, c.oh, false)
-	if !self {
+	switch {
+	case self:
+		a.x.put(po, c, slotMeta(c.oh, false))
+	case c.rh == c.oh && !rfound:
+		// The tuples hash alike (no NAT) and nothing holds the reply
+		// tuple: one entry for both. Its slot comes before the empty
+		// one the reply's probe ended at, in the probe sequence they
+		// share, so a lookup of the reply tuple reaches it.
+		a.x.put(po, c, slotMeta(c.oh, false)|slotBoth)
+	default:
+		a.x.put(po, c, slotMeta(c.oh, false))
 		if a == b && pr == po {
-			// Both probes ended at the same empty slot (always so
-			// without NAT: the hashes are equal): the reply entry
-			// takes the next empty one, as a probe for it from its
-			// home would find.
+			// Both probes ended at the same empty slot: the reply
+			// entry takes the next empty one, as a probe for it from
+			// its home would find.
 			sl := b.x.slots()
 			mask := len(sl) - 1
 			pr = (po + 1) & mask
@@ -762,16 +820,15 @@ func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
 				pr = (pr + 1) & mask
 			}
 		}
-		b.x.put(pr, c, c.rh, true)
+		b.x.put(pr, c, slotMeta(c.rh, true))
 	}
 	a.unassured = append(a.unassured, c)
+	a.created[c.proto]++ // a is c.orig's shard
 	t.n.Add(1)
 	t.zones.get(c.orig.Zone).n.Add(1)
-	t.byProto[c.proto].Add(1)
 	if c.proto == header.IPProtoTCP {
 		t.tcpStates[c.tcp.state()].Add(1)
 	}
-	t.created.Add(1)
 	return c, true
 }
 
@@ -779,7 +836,7 @@ func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
 // oldest unanswered connection of its shard (then of the others). It
 // reports whether it removed one.
 func (t *Tracker) evictFor(tu *Tuple) bool {
-	start := tu.hash() >> shardShift
+	start := t.hash(tu) >> shardShift
 	for i := range uint32(numShards) {
 		s := &t.shards[(start+i)%numShards]
 		if c := s.popUnassured(); c != nil {
@@ -840,7 +897,7 @@ func (t *Tracker) killLocked(c *Conn) bool {
 	}
 	t.n.Add(-1)
 	t.zones.get(c.orig.Zone).n.Add(-1)
-	t.byProto[c.proto].Add(-1)
+	t.deletedBy[c.proto].Add(1)
 	if c.proto == header.IPProtoTCP {
 		t.tcpStates[c.tcp.state()].Add(-1)
 	}
@@ -1031,12 +1088,12 @@ func (t *Tracker) Prefetch(pkts []*packet.Packet, zone uint16, commit bool, nat 
 		if !pkt.KeyValid || !parse(pkt, zone, &pp) || pp.related {
 			continue
 		}
-		hs[n] = pp.t.hash()
+		hs[n] = t.hash(&pp.t)
 		if reply {
 			// The reply tuple is the translation's reverse, whose
 			// hash is the translation's.
 			r := natFirst(&pp.t, hs[n], nat)
-			rhs[n] = r.hash()
+			rhs[n] = t.hash(&r)
 		}
 		n++
 	}

@@ -436,3 +436,45 @@ func TestLockFreeMarkConsistent(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentSameTuples: PMDs committing the same new connections at
+// once (with a mark): one connection each, every packet +new with the
+// mark, and the counters (the shards' created, summed by Stats) agree.
+func TestConcurrentSameTuples(t *testing.T) {
+	tr := New()
+	const workers, conns = 4, 400
+	frames := make([][]byte, conns)
+	for i := range frames {
+		frames[i] = udpFrame(t, net.IP{198, 18, 2, byte(i)}, ipB, uint16(1000+i), 53)
+	}
+	p := Params{Commit: true, SetMark: true, Mark: 7, MarkMask: 0xff}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range frames {
+				if ct := track(t, tr, frames[i], p, 0); ct.State&(trk|flow.CTNew) != trk|flow.CTNew || ct.Mark != 7 {
+					errs <- fmt.Errorf("packet %d: %s, mark %d", i, stateString(ct.State), ct.Mark)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	st := tr.Stats()
+	if tr.Len() != conns || st.Created != conns || st.ByProto[17] != conns {
+		t.Fatalf("%d connections, %d created, %v by protocol; want %d", tr.Len(), st.Created, st.ByProto, conns)
+	}
+	if n := tr.Flush(nil); n != conns {
+		t.Fatalf("flushed %d", n)
+	}
+	if st = tr.Stats(); st.Created != conns || st.Deleted != conns || len(st.ByProto) != 0 {
+		t.Fatalf("after the flush: %d created, %d deleted, %v by protocol", st.Created, st.Deleted, st.ByProto)
+	}
+}

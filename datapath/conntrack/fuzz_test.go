@@ -151,8 +151,8 @@ func checkInvariants(t *testing.T, tr *Tracker) {
 				continue
 			}
 			n++
-			if tu := tupleOf(c, reply); h != tu.hash() || tr.shardOf(h) != &tr.shards[i] {
-				t.Fatalf("an entry in shard %d with hash %#x, its tuple's is %#x", i, h, tu.hash())
+			if tu := tupleOf(c, reply); h != tr.hash(tu) || tr.shardOf(h) != &tr.shards[i] {
+				t.Fatalf("an entry in shard %d with hash %#x, its tuple's is %#x", i, h, tr.hash(tu))
 			}
 			if got, _ := x.get(tupleOf(c, reply), h); got != c {
 				t.Fatalf("an entry its own index does not find")

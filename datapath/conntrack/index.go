@@ -8,7 +8,7 @@ import (
 
 // index is one shard's map from tuple to connection: open addressing with
 // linear probing, each slot holding a tuple's hash, the connection and
-// which of its two tuples the slot stands for. A lookup hashes the tuple
+// which of its two tuples the slot stands for (or both: slotBoth). A lookup hashes the tuple
 // once (that hash also chose the shard, from its top bits; the slot comes
 // from its low bits) and compares whole tuples only on a hash match; the
 // tuples themselves live in the connection, so a slot is 16 bytes and
@@ -31,13 +31,20 @@ type index struct {
 type slot struct {
 	c atomic.Pointer[Conn]
 	// m is the tuple's hash, slotUsed and, for a reply tuple,
-	// slotReply: 0 for an empty slot.
+	// slotReply, or slotBoth: 0 for an empty slot.
 	m atomic.Uint64
 }
 
 const (
 	slotUsed  = 1 << 32
 	slotReply = 1 << 33
+	// slotBoth: the slot stands for both tuples of its connection,
+	// which hash alike (a connection without NAT: the hash is
+	// symmetric). One entry where two would sit side by side in one
+	// probe sequence: half the index's memory and growth for such
+	// connections. A lookup that matches the hash compares the
+	// original tuple, then the reply one.
+	slotBoth = 1 << 34
 )
 
 // minIndex is a new or shrunk index's size (a power of two).
@@ -52,7 +59,7 @@ func slotMeta(h uint32, reply bool) uint64 {
 }
 
 // entry reads slot s: its connection (nil when empty), hash and
-// direction.
+// direction (false for a slotBoth entry).
 func (s *slot) entry() (c *Conn, h uint32, reply bool) {
 	m := s.m.Load()
 	if m == 0 {
@@ -108,8 +115,13 @@ func probe(sl []slot, tu *Tuple, h uint32) (pos int, c *Conn, reply, found bool)
 		}
 		if uint32(m) == h {
 			r := m&slotReply != 0
-			if c := s.c.Load(); c != nil && tupleOf(c, r).equal(tu) {
-				return int(i), c, r, true
+			if c := s.c.Load(); c != nil {
+				if tupleOf(c, r).equal(tu) {
+					return int(i), c, r, true
+				}
+				if m&slotBoth != 0 && c.reply.equal(tu) {
+					return int(i), c, true, true
+				}
 			}
 		}
 		i = (i + 1) & mask
@@ -149,14 +161,14 @@ func (x *index) reserve(k int) {
 }
 
 // put maps the tuple at position pos (probe's answer for it, after
-// reserve) to c.
-func (x *index) put(pos int, c *Conn, h uint32, reply bool) {
+// reserve) to c, with slot meta m (slotMeta's, or with slotBoth).
+func (x *index) put(pos int, c *Conn, m uint64) {
 	s := &x.slots()[pos]
 	if s.m.Load() != 0 {
 		// Replacing: a reader could pair the old direction with the
 		// new connection.
 		x.begin()
-		s.store(c, slotMeta(h, reply))
+		s.store(c, m)
 		x.end()
 		return
 	}
@@ -164,7 +176,20 @@ func (x *index) put(pos int, c *Conn, h uint32, reply bool) {
 	// so a reader sees the slot empty or the entry whole, both answers
 	// of the moment.
 	x.n++
-	s.store(c, slotMeta(h, reply))
+	if raceBuild {
+		s.store(c, m)
+		return
+	}
+	// c by a plain store (the pointer's write barrier, but no locked
+	// instruction): m's atomic store after it publishes it, and a
+	// reader loads c only once it has loaded a non-zero m. A reader
+	// that loads c anyway, racing a writer (one that read the slot's
+	// old m before a removal emptied it), reads the old or the new
+	// pointer, never a torn one (an aligned word), and the sequence
+	// lock discards its answer. Under the race detector, which would
+	// report that reader, the store is atomic (raceBuild).
+	(*rawSlot)(unsafe.Pointer(s)).c = c
+	s.m.Store(m)
 }
 
 // set maps tu (hash h; c's reply tuple when reply) to c, in place of any
@@ -172,7 +197,7 @@ func (x *index) put(pos int, c *Conn, h uint32, reply bool) {
 func (x *index) set(tu *Tuple, h uint32, c *Conn, reply bool) {
 	x.reserve(1)
 	pos, _, _, _ := probe(x.slots(), tu, h)
-	x.put(pos, c, h, reply)
+	x.put(pos, c, slotMeta(h, reply))
 }
 
 // delete removes tu's entry (hash h) if it maps to c.

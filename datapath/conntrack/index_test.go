@@ -2,8 +2,12 @@ package conntrack
 
 import (
 	"math/rand/v2"
+	"net"
 	"testing"
 	"unsafe"
+
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/packet"
 )
 
 // TestIndex against a Go map: random sets and deletes with colliding
@@ -150,5 +154,58 @@ func TestTupleEqual(t *testing.T) {
 		if a.equal(&b) != (a == b) || b.equal(&a) != (a == b) {
 			t.Fatalf("%+v vs %+v: equal %v, == %v", a, b, a.equal(&b), a == b)
 		}
+	}
+}
+
+// entries is the index entries of every shard.
+func entries(tr *Tracker) (n int) {
+	for i := range tr.shards {
+		n += tr.shards[i].x.n
+	}
+	return n
+}
+
+// TestOneEntryWithoutNAT: a connection without NAT (its tuples hash
+// alike) takes one index entry for both tuples, and its replies find it;
+// one with SNAT takes two; a reply tuple taken over from an expired
+// connection's entry still finds the new one.
+func TestOneEntryWithoutNAT(t *testing.T) {
+	tr, pool := New(), packet.NewPool(2, 2048)
+	const conns = 1000
+	for i := range conns {
+		track(t, tr, udpFrame(t, net.IP{198, 18, 3, byte(i)}, ipB, uint16(2000+i), 53), commit, 0)
+	}
+	if n := entries(tr); n != conns {
+		t.Fatalf("%d entries for %d connections", n, conns)
+	}
+	for i := range conns {
+		if ct := track(t, tr, udpFrame(t, ipB, net.IP{198, 18, 3, byte(i)}, 53, uint16(2000+i)), Params{}, 1); ct.State != trk|est|rpl {
+			t.Fatalf("reply %d: %s", i, stateString(ct.State))
+		}
+	}
+	ext := net.IP{198, 18, 9, 9}
+	snat := Params{Commit: true, HasNAT: true, NAT: NAT{Src: true, MinAddr: mapped(ext)}}
+	trackNAT(t, tr, udpFrame(t, ipA, ipB, 1000, 53), snat, pool)
+	if n := entries(tr); n != conns+2 {
+		t.Fatalf("%d entries after an SNAT connection, want %d", n, conns+2)
+	}
+	if ct, _ := trackNAT(t, tr, udpFrame(t, ipB, ext, 53, 1000), Params{HasNAT: true}, pool); ct.State != trk|est|rpl|flow.CTSrcNAT {
+		t.Fatalf("SNAT reply: %s", stateString(ct.State))
+	}
+	// A's connection to B expires; B then starts one to A whose tuple is
+	// the old reply tuple: it takes the old entry over, and its reply
+	// (A's packet, the old original tuple) finds it.
+	late := DefaultTimeouts().UDPFirst * 10
+	track(t, tr, udpFrame(t, ipA, ipB, 7, 8), commit, 0)
+	if ct := track(t, tr, udpFrame(t, ipB, ipA, 8, 7), commit, late); ct.State != trk|nw {
+		t.Fatalf("the new connection: %s", stateString(ct.State))
+	}
+	if ct := track(t, tr, udpFrame(t, ipA, ipB, 7, 8), Params{}, late); ct.State != trk|est|rpl {
+		t.Fatalf("its reply: %s", stateString(ct.State))
+	}
+	checkInvariants(t, tr)
+	tr.Flush(nil)
+	if n := entries(tr); n != 0 {
+		t.Fatalf("%d entries after a flush", n)
 	}
 }

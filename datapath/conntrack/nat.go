@@ -111,12 +111,14 @@ func (c *Conn) natState() uint8 {
 // natCandidates calls try with each translated tuple nat allows for a
 // connection with original tuple orig (its reply tuple: the reverse),
 // from a start that spreads connections over the range, until try
-// accepts one. It reports whether one was accepted. h is orig.hash().
+// accepts one. It reports whether one was accepted. h is orig's hash (Tracker.hash).
 func natCandidates(orig *Tuple, h uint32, n *NAT, try func(translated Tuple) bool) bool {
 	ah := h
 	if n.Persistent {
+		// The same address after a restart: a fixed key, not the
+		// tracker's (this hash indexes nothing).
 		src := Tuple{Src: orig.Src}
-		ah = src.hash()
+		ah = src.hash(&fixedKey)
 	}
 	lo, hi := n.MinAddr, n.MaxAddr
 	if lo == ([16]byte{}) {
@@ -202,7 +204,7 @@ func natCandidates(orig *Tuple, h uint32, n *NAT, try func(translated Tuple) boo
 
 // natFirst is the first translation natCandidates tries for orig (n not
 // Random).
-// h is orig.hash().
+// h is orig's hash (Tracker.hash).
 func natFirst(orig *Tuple, h uint32, n *NAT) (first Tuple) {
 	natCandidates(orig, h, n, func(t Tuple) bool { first = t; return true })
 	return first

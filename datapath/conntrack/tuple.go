@@ -3,6 +3,7 @@ package conntrack
 import (
 	"encoding/binary"
 	"math/bits"
+	"math/rand/v2"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/datapath/header"
@@ -50,22 +51,53 @@ func (t *Tuple) reverse() Tuple {
 	return r
 }
 
+// hashKey is a tracker's random hash key (newHashKey): tuples a sender
+// crafted to collide under one key spread under another, so no one can
+// lengthen a tracker's probe chains or pile its connections into one
+// shard without knowing the key.
+type hashKey struct {
+	// a, b and p key each endpoint's mix (p odd); z the rest.
+	a, b, p, z uint64
+}
+
+// newHashKey draws a key (math/rand/v2's generator, seeded from the
+// runtime's random source).
+func newHashKey() hashKey {
+	return hashKey{a: rand.Uint64(), b: rand.Uint64(), p: rand.Uint64() | 1, z: rand.Uint64()}
+}
+
+// fixedKey hashes what must hash the same in every tracker and after a
+// restart: a persistent NAT's address choice, by the client's address.
+var fixedKey = hashKey{a: 0x9e3779b97f4a7c15, b: 0xbf58476d1ce4e5b9, p: 0x94d049bb133111eb, z: 0x2545f4914f6cdd1d}
+
+// mixEndpoint is one endpoint's (an address's two words and a port) keyed
+// mix: one 64x64->128 multiply of the key-blinded words, folded (the
+// multiply-mix of wyhash), with the port blinded into one of them by an
+// odd multiplier of the key.
+func mixEndpoint(k *hashKey, hi, lo uint64, port uint16) uint64 {
+	x, y := bits.Mul64(hi^k.a, lo^k.b^uint64(port)*k.p)
+	return x ^ y
+}
+
 // hash spreads tuples over the shards: a few multiplies, no allocation.
 // It is the same for a tuple and its reverse (the endpoints' mixes are
 // added, the ICMP query and reply types count as one), so that a
 // connection without NAT has both its index entries in one shard, side
 // by side in one probe sequence: committing it locks one shard and
-// misses the cache once where two random slots cost two misses.
-func (t *Tuple) hash() uint32 {
+// misses the cache once where two random slots cost two misses. k is the
+// tracker's key (Tracker.key): the endpoints' mixes are keyed, so two
+// tuples that collide under one key are unrelated under another.
+func (t *Tuple) hash(k *hashKey) uint32 {
 	le := binary.LittleEndian
-	s := le.Uint64(t.Src[:8]) ^ le.Uint64(t.Src[8:])*0x9e3779b97f4a7c15 ^ uint64(t.SrcPort)*0xbf58476d1ce4e5b9
-	d := le.Uint64(t.Dst[:8]) ^ le.Uint64(t.Dst[8:])*0x9e3779b97f4a7c15 ^ uint64(t.DstPort)*0xbf58476d1ce4e5b9
+	s := mixEndpoint(k, le.Uint64(t.Src[:8]), le.Uint64(t.Src[8:]), t.SrcPort)
+	d := mixEndpoint(k, le.Uint64(t.Dst[:8]), le.Uint64(t.Dst[8:]), t.DstPort)
 	typ := t.ICMPType
 	if typ != 0 {
 		typ = min(typ, replyType(t.IPv6, typ))
 	}
 	h := s + d
 	h ^= (uint64(t.Zone) | uint64(t.Proto)<<16 | uint64(typ)<<24) * 0x94d049bb133111eb
+	h ^= k.z
 	// A finalizer (murmur3's) so that every input bit reaches the low
 	// bits the index's slots come from: without it, tuples that differ
 	// only in the low bits of an IPv4 address and the port (a load
