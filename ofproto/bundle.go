@@ -18,6 +18,13 @@ import (
 // commit. Packets translated while the commit runs may see the tables part
 // way through it; the datapath's caches are invalidated by each change.
 func (b *Bridge) CommitBundle(msgs []ofpwire.Message) (failed int, err error) {
+	return b.CommitBundleWire(msgs, nil)
+}
+
+// CommitBundleWire implements ofconn.WireBundleCommitter: CommitBundle,
+// with the messages' wire bytes (nil when not known) handed on to the
+// OnBundleCommit hook.
+func (b *Bridge) CommitBundleWire(msgs []ofpwire.Message, wire [][]byte) (failed int, err error) {
 	b.modMu.Lock()
 	defer b.modMu.Unlock()
 	failed = -1
@@ -26,7 +33,7 @@ func (b *Bridge) CommitBundle(msgs []ofpwire.Message) (failed int, err error) {
 		return err
 	}
 	if b.cfg.OnBundleCommit != nil {
-		err = b.cfg.OnBundleCommit(msgs, commit)
+		err = b.cfg.OnBundleCommit(msgs, wire, commit)
 	} else {
 		err = commit()
 	}
