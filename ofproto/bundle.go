@@ -16,7 +16,8 @@ import (
 // that is no message's, such as a journal refusing the commit); no
 // FLOW_REMOVED is sent for a commit that failed. Other connections' table changes wait for the
 // commit. Packets translated while the commit runs may see the tables part
-// way through it; the datapath's caches are invalidated by each change.
+// way through it; the datapath's caches are invalidated once the commit's
+// changes are made, before it returns.
 func (b *Bridge) CommitBundle(msgs []ofpwire.Message) (failed int, err error) {
 	return b.CommitBundleWire(msgs, nil)
 }
@@ -44,6 +45,18 @@ func (b *Bridge) commitBundle(msgs []ofpwire.Message) (int, error) {
 	fms, states := b.FlowModStates()
 	groups := b.GroupDescs()
 	var removed []*pipeline.Entry
+	// The flow-mods' changes are announced (caches invalidated, retired
+	// contexts dropped) once, after the last of them, rather than after
+	// each: a translation made part way through the commit is
+	// invalidated before the commit is answered either way. One clock
+	// reading serves the whole commit.
+	now := time.Now()
+	changed := false
+	defer func() {
+		if changed {
+			b.tablesChanged()
+		}
+	}()
 	for i, m := range msgs {
 		var r []*pipeline.Entry
 		var err error
@@ -53,7 +66,12 @@ func (b *Bridge) commitBundle(msgs []ofpwire.Message) (int, error) {
 				err = ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
 				break
 			}
-			r, err = b.applyFlowMod(m)
+			if err = b.checkFlowMod(m); err != nil {
+				break
+			}
+			var ch bool
+			r, ch, err = b.pipe.ApplyQuiet(m, now)
+			changed = changed || ch
 		case *ofpwire.GroupMod:
 			r, err = b.applyGroupMod(m)
 		default:
