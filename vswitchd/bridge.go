@@ -820,7 +820,8 @@ func (b *bridge) installTables(flows, groups, meters []string, states map[string
 // journaled while a controller is connected: it owns the tables and
 // reprograms them when it reconnects.
 // saveBundle is logTableMod for a bundle commit: the bundle is one
-// journal record (its messages in OpenFlow's encoding, encodeBundleRecord),
+// journal record (its messages as the peer sent them, EncodeBundleWire, or
+// in OpenFlow's encoding, EncodeBundleRecord, when they were not given),
 // written ahead and taken back if the commit fails, so that a crash
 // replays all of it or none. A bundle too large for one record, or with a
 // change not recordable, is saved by a snapshot of the whole tables before
