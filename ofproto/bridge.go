@@ -144,8 +144,10 @@ type BridgeConfig struct {
 	// OnBundleCommit, if set, is called with each bundle commit's
 	// messages and apply, which makes the commit, all or nothing, and
 	// returns its error; like OnTableMod, a journal records the commit
-	// ahead and takes the record back if apply fails.
-	OnBundleCommit func(msgs []ofpwire.Message, apply func() error) error
+	// ahead and takes the record back if apply fails. wire, when not nil,
+	// holds the messages as the peer sent them (ofconn.WireBundleCommitter),
+	// which a journal can record as they are.
+	OnBundleCommit func(msgs []ofpwire.Message, wire [][]byte, apply func() error) error
 }
 
 // UpcallAdapter breaks the construction cycle between a datapath (which

@@ -16,8 +16,16 @@ import (
 // that is no message's, such as a journal refusing the commit); no
 // FLOW_REMOVED is sent for a commit that failed. Other connections' table changes wait for the
 // commit. Packets translated while the commit runs may see the tables part
-// way through it; the datapath's caches are invalidated by each change.
+// way through it; the datapath's caches are invalidated once the commit's
+// changes are made, before it returns.
 func (b *Bridge) CommitBundle(msgs []ofpwire.Message) (failed int, err error) {
+	return b.CommitBundleWire(msgs, nil)
+}
+
+// CommitBundleWire implements ofconn.WireBundleCommitter: CommitBundle,
+// with the messages' wire bytes (nil when not known) handed on to the
+// OnBundleCommit hook.
+func (b *Bridge) CommitBundleWire(msgs []ofpwire.Message, wire [][]byte) (failed int, err error) {
 	b.modMu.Lock()
 	defer b.modMu.Unlock()
 	failed = -1
@@ -26,7 +34,7 @@ func (b *Bridge) CommitBundle(msgs []ofpwire.Message) (failed int, err error) {
 		return err
 	}
 	if b.cfg.OnBundleCommit != nil {
-		err = b.cfg.OnBundleCommit(msgs, commit)
+		err = b.cfg.OnBundleCommit(msgs, wire, commit)
 	} else {
 		err = commit()
 	}
@@ -37,6 +45,18 @@ func (b *Bridge) commitBundle(msgs []ofpwire.Message) (int, error) {
 	fms, states := b.FlowModStates()
 	groups := b.GroupDescs()
 	var removed []*pipeline.Entry
+	// The flow-mods' changes are announced (caches invalidated, retired
+	// contexts dropped) once, after the last of them, rather than after
+	// each: a translation made part way through the commit is
+	// invalidated before the commit is answered either way. One clock
+	// reading serves the whole commit.
+	now := time.Now()
+	changed := false
+	defer func() {
+		if changed {
+			b.tablesChanged()
+		}
+	}()
 	for i, m := range msgs {
 		var r []*pipeline.Entry
 		var err error
@@ -46,7 +66,12 @@ func (b *Bridge) commitBundle(msgs []ofpwire.Message) (int, error) {
 				err = ofpErr(ofpwire.ETBadRequest, ofpwire.BRCBufferUnknown)
 				break
 			}
-			r, err = b.applyFlowMod(m)
+			if err = b.checkFlowMod(m); err != nil {
+				break
+			}
+			var ch bool
+			r, ch, err = b.pipe.ApplyQuiet(m, now)
+			changed = changed || ch
 		case *ofpwire.GroupMod:
 			r, err = b.applyGroupMod(m)
 		default:

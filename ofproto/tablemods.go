@@ -99,26 +99,37 @@ func (b *Bridge) flowMod(fm *ofpwire.FlowMod) error {
 // applyFlowMod is flowMod that returns the flows it removed instead of
 // reporting them, and ignores the buffer id.
 func (b *Bridge) applyFlowMod(fm *ofpwire.FlowMod) ([]*pipeline.Entry, error) {
+	if err := b.checkFlowMod(fm); err != nil {
+		return nil, err
+	}
+	return b.pipe.Apply(fm, time.Now())
+}
+
+// checkFlowMod makes the checks of a flow-mod the pipeline does not (its
+// instructions, their prerequisites, its group and meter references) and
+// pushes the datapath's counts to the entries a delete or a reset will
+// report or clear.
+func (b *Bridge) checkFlowMod(fm *ofpwire.FlowMod) error {
 	if fm.Command == ofpwire.FlowAdd || fm.Command == ofpwire.FlowModify || fm.Command == ofpwire.FlowModifyStrict {
 		if err := xlate.CheckInstructions(fm.Instructions); err != nil {
-			return nil, err
+			return err
 		}
 		if err := ofpwire.CheckActionPrerequisites(fm.Match, fm.Instructions); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := b.checkGroupRefs(fm); err != nil {
-		return nil, err
+		return err
 	}
 	if err := b.checkMeter(fm); err != nil {
-		return nil, err
+		return err
 	}
 	if fm.Command == ofpwire.FlowDelete || fm.Command == ofpwire.FlowDeleteStrict || fm.Flags&ofpwire.FlowFlagResetCounts != 0 {
 		// FLOW_REMOVED reports, and a reset clears, the packets the
 		// datapath has counted but not yet handed to the entries.
 		b.dp.PushStats(time.Now())
 	}
-	return b.pipe.Apply(fm, time.Now())
+	return nil
 }
 
 func (b *Bridge) sendRemoved(removed []*pipeline.Entry) {

@@ -1,7 +1,6 @@
 package ofconn
 
 import (
-	"bytes"
 	"time"
 
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
@@ -12,6 +11,16 @@ import (
 // the message that failed (with err its error), -1 when all applied.
 type BundleCommitter interface {
 	CommitBundle(msgs []ofpwire.Message) (failed int, err error)
+}
+
+// WireBundleCommitter is a BundleCommitter that is also handed the
+// messages as the peer sent them: wire holds every message of msgs, in
+// order, whole and back to back (a message never spans two chunks), each
+// one's bytes decoding (ofpwire.Decode) to its message. A committer that
+// records the bundle (the daemon's flow journal) keeps those bytes
+// instead of encoding 100,000 flow-mods again inside the commit.
+type WireBundleCommitter interface {
+	CommitBundleWire(msgs []ofpwire.Message, wire [][]byte) (failed int, err error)
 }
 
 // Bundle limits per connection: a peer cannot pin unbounded memory in
@@ -27,11 +36,29 @@ const (
 // openBundle is one bundle a connection has opened and not yet committed
 // or discarded. Only the connection's reader goroutine touches them.
 type openBundle struct {
-	flags   uint16
-	closed  bool
-	msgs    []ofpwire.Message
-	xids    []uint32 // each message's, for the error of a failed commit
+	flags  uint16
+	closed bool
+	msgs   []ofpwire.Message
+	xids   []uint32 // each message's, for the error of a failed commit
+	// wire holds the messages as they came (wireChunk bytes a chunk,
+	// whole messages only): chunks, not one slice, so that a large
+	// bundle is never copied to grow it.
+	wire    [][]byte
 	touched time.Time
+}
+
+// wireChunk is the size of a bundle's wire chunks: large enough that the
+// chunks of a 100,000-flow bundle are a few dozen allocations, small
+// enough that a one-message bundle pins little.
+const wireChunk = 256 << 10
+
+// addWire appends one message's bytes to the bundle's wire chunks.
+func (b *openBundle) addWire(msg []byte) {
+	if n := len(b.wire); n == 0 || cap(b.wire[n-1])-len(b.wire[n-1]) < len(msg) {
+		b.wire = append(b.wire, make([]byte, 0, max(wireChunk, len(msg))))
+	}
+	last := &b.wire[len(b.wire)-1]
+	*last = append(*last, msg...)
 }
 
 func bundleErr(code uint16) *ofpwire.OFPError {
@@ -121,7 +148,13 @@ func (c *Conn) commitBundle(b *openBundle) error {
 		}
 		return bundleErr(ofpwire.BFCMsgUnsup)
 	}
-	failed, err := bc.CommitBundle(b.msgs)
+	var failed int
+	var err error
+	if wc, ok := bc.(WireBundleCommitter); ok {
+		failed, err = wc.CommitBundleWire(b.msgs, b.wire)
+	} else {
+		failed, err = bc.CommitBundle(b.msgs)
+	}
 	if err == nil {
 		return nil
 	}
@@ -142,9 +175,13 @@ func (c *Conn) bundleAdd(xid uint32, m *ofpwire.BundleAdd, raw []byte) {
 	if c.bundles == nil {
 		c.bundles = map[uint32]*openBundle{}
 	}
-	inner := m.Msg
-	h, innerRaw, err := ofpwire.ReadMessage(bytes.NewReader(inner), nil)
-	if err != nil || len(innerRaw) != len(inner) {
+	innerRaw := m.Msg
+	if len(innerRaw) < ofpwire.HeaderLen {
+		c.replyErr(xid, bundleErr(ofpwire.BFCMsgBadLen), raw)
+		return
+	}
+	h := ofpwire.ParseHeader(innerRaw)
+	if int(h.Length) != len(innerRaw) {
 		c.replyErr(xid, bundleErr(ofpwire.BFCMsgBadLen), raw)
 		return
 	}
@@ -196,4 +233,5 @@ func (c *Conn) bundleAdd(xid uint32, m *ofpwire.BundleAdd, raw []byte) {
 	b.touched = now
 	b.msgs = append(b.msgs, msg)
 	b.xids = append(b.xids, xid)
+	b.addWire(innerRaw)
 }

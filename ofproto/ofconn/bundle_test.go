@@ -1,6 +1,8 @@
 package ofconn
 
 import (
+	"bytes"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -187,4 +189,81 @@ func TestBundleLimits(t *testing.T) {
 	}
 	c.sendIn(ofpwire.Version13, 1000, &ofpwire.BundleCtrl{BundleID: 5000, Type: ofpwire.BundleOpenRequest})
 	c.expectError(1000, ofpwire.ETExperimenter, 2300+ofpwire.BFCOutOfBundles)
+}
+
+// wireBundleHandler is a bundleHandler that takes the messages' wire
+// bytes too (WireBundleCommitter).
+type wireBundleHandler struct {
+	bundleHandler
+	wires [][][]byte
+}
+
+func (h *wireBundleHandler) CommitBundleWire(msgs []ofpwire.Message, wire [][]byte) (int, error) {
+	h.mu.Lock()
+	h.wires = append(h.wires, wire)
+	h.mu.Unlock()
+	return h.CommitBundle(msgs)
+}
+
+// TestBundleWire: a WireBundleCommitter is handed the added messages as
+// the peer sent them, in order, in chunks of whole messages, each
+// decoding to the message committed; messages refused at the add are
+// not among them.
+func TestBundleWire(t *testing.T) {
+	h := &wireBundleHandler{bundleHandler: bundleHandler{failAt: -1}}
+	target := "punix:" + sockPath(t, "br.sock")
+	m := startManager(t, Config{Handler: h}, target)
+	addr := listenAddr(t, m, target)
+	const flags = ofpwire.BundleAtomic | ofpwire.BundleOrdered
+	const v = ofpwire.Version15
+	c := dialClient(t, "unix", addr)
+	c.sendIn(v, 1, ofpwire.NewHello(v))
+	c.recvRaw()
+	// Enough flow-mods to fill more than one chunk.
+	n := 2*wireChunk/len(flowModIn(v, 0, 0)) + 10
+	var sent []byte
+	for i := range n {
+		xid := uint32(100 + i)
+		fm := flowModIn(v, xid, uint16(i))
+		sent = append(sent, fm...)
+		c.sendIn(v, xid, &ofpwire.BundleAdd{BundleID: 3, Flags: flags, Msg: fm})
+		if i == 5 {
+			// Refused (wrong xid): not in the bundle, nor its bytes.
+			c.sendIn(v, 99, &ofpwire.BundleAdd{BundleID: 3, Flags: flags, Msg: flowModIn(v, 98, 1)})
+			c.expectError(99, ofpwire.ETBundleFailed, ofpwire.BFCMsgBadXID)
+		}
+	}
+	c.sendIn(v, 2, &ofpwire.BundleCtrl{BundleID: 3, Type: ofpwire.BundleCommitRequest, Flags: flags})
+	if r := c.bundleReply(2); r.Type != ofpwire.BundleCommitReply {
+		t.Fatalf("commit reply %+v", r)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.wires) != 1 || len(h.commits) != 1 || len(h.commits[0]) != n {
+		t.Fatalf("%d wire commits, %d commits", len(h.wires), len(h.commits))
+	}
+	wire := h.wires[0]
+	if len(wire) < 2 {
+		t.Fatalf("%d chunks for %d bytes", len(wire), len(sent))
+	}
+	var joined []byte
+	i := 0
+	for _, chunk := range wire {
+		joined = append(joined, chunk...)
+		for len(chunk) > 0 {
+			hd := ofpwire.ParseHeader(chunk)
+			if int(hd.Length) > len(chunk) {
+				t.Fatalf("message %d spans two chunks", i)
+			}
+			got, err := ofpwire.Decode(hd, chunk[ofpwire.HeaderLen:hd.Length])
+			if err != nil || !reflect.DeepEqual(got, h.commits[0][i]) {
+				t.Fatalf("message %d decodes to %+v (%v), committed %+v", i, got, err, h.commits[0][i])
+			}
+			chunk = chunk[hd.Length:]
+			i++
+		}
+	}
+	if !bytes.Equal(joined, sent) {
+		t.Fatal("the chunks are not the bytes sent")
+	}
 }

@@ -256,6 +256,11 @@ func (c *Conn) statusLocked(s Status) Status {
 const (
 	readBufSize  = 4 << 10
 	writeBufSize = 16 << 10
+	// bulkReadBufSize is the read buffer of a connection with a bundle
+	// open: a peer filling a bundle streams its whole table (ovs-ofctl
+	// --bundle, ovn-controller), which 4 KiB reads would cut into
+	// thousands of system calls.
+	bulkReadBufSize = 256 << 10
 )
 
 // serve runs the connection to its end on the calling goroutine and
@@ -287,8 +292,17 @@ func (c *Conn) serve() (handshaken bool) {
 		return false
 	}
 	c.m.activate(c)
+	rd := br // br, or a large buffer over it while a bundle is open
 	for {
-		h, raw, err := ofpwire.ReadMessage(br, buf)
+		switch {
+		case rd == br && len(c.bundles) > 0:
+			rd = bufio.NewReaderSize(br, bulkReadBufSize)
+		case rd != br && len(c.bundles) == 0 && rd.Buffered() == 0:
+			// Nothing read ahead is left in the large buffer, so br
+			// goes on where it stopped.
+			rd = br
+		}
+		h, raw, err := ofpwire.ReadMessage(rd, buf)
 		if err != nil {
 			c.readFailed(err)
 			return true

@@ -93,7 +93,11 @@ func (m *BundleCtrl) decodeBody(b []byte) error {
 
 // BundleAdd is OFPT_BUNDLE_ADD_MESSAGE. Msg is the whole inner message,
 // header included, still encoded: the connection decodes it in its own
-// version and checks its xid against the add's.
+// version and checks its xid against the add's. Unlike other decoded
+// messages, a decoded BundleAdd's Msg shares the bytes it was decoded
+// from (valid as long as they are): the connection decodes and copies
+// the inner message at once, and a copy of every one of a 100,000-flow
+// bundle's messages would only be garbage.
 type BundleAdd struct {
 	BundleID uint32
 	Flags    uint16
@@ -121,7 +125,7 @@ func (m *BundleAdd) decodeBody(b []byte) error {
 	}
 	// Properties may follow the inner message (padded to 8 bytes); none
 	// is defined but experimenter ones, which are ignored.
-	*m = BundleAdd{BundleID: be.Uint32(b), Flags: be.Uint16(b[6:]), Msg: cloneBytes(inner[:n])}
+	*m = BundleAdd{BundleID: be.Uint32(b), Flags: be.Uint16(b[6:]), Msg: inner[:n:n]}
 	return nil
 }
 

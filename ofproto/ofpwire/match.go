@@ -467,6 +467,15 @@ func parseOXM(b []byte) (OXM, int, error) { return parseOXMMask(b, false) }
 // into part of it does (NXAST_REG_LOAD2, OpenFlow 1.5's masked
 // OFPAT_SET_FIELD: load:0->NXM_OF_IP_TOS[2..7] is sent so).
 func parseOXMMask(b []byte, anyMask bool) (OXM, int, error) {
+	return parseOXMOwned(b, anyMask, false)
+}
+
+// parseOXMOwned is parseOXMMask; owned says b is the caller's to keep
+// (parseMatch copies a whole match once), so the value and mask are
+// sliced out of it rather than copied, one allocation per match instead
+// of one per field: a bundle of 100,000 flow-mods decodes that many
+// matches at once.
+func parseOXMOwned(b []byte, anyMask, owned bool) (OXM, int, error) {
 	if len(b) < 4 {
 		return OXM{}, 0, errMatchLen
 	}
@@ -543,7 +552,12 @@ func parseOXMMask(b []byte, anyMask bool) (OXM, int, error) {
 	if o.HasMask && !fi.maskable && !anyMask {
 		return OXM{}, 0, errMatchMask
 	}
-	payload := cloneBytes(b[4 : 4+plen])
+	var payload []byte
+	if owned {
+		payload = b[4 : 4+plen : 4+plen]
+	} else {
+		payload = cloneBytes(b[4 : 4+plen])
+	}
 	size := int(fi.size)
 	o.Value = payload[:size:size]
 	if o.HasMask {
@@ -598,11 +612,25 @@ func parseMatch(b []byte) (Match, int, error) {
 	if length < 4 || roundUp8(length) > len(b) {
 		return Match{}, 0, errMatchLen
 	}
+	// The fields are counted first (a malformed TLV stops the count; the
+	// parse below reports it) so that the slice is made once, and the
+	// match's bytes are copied once for all of them.
+	count := 0
+	for rest := b[4:length]; len(rest) >= 4; count++ {
+		plen := 4 + int(rest[3])
+		if plen > len(rest) {
+			break
+		}
+		rest = rest[plen:]
+	}
 	var m Match
+	if count > 0 {
+		m.Fields = make([]OXM, 0, count)
+	}
 	var seen [NumFields]bool
-	body := b[4:length]
+	body := cloneBytes(b[4:length])
 	for len(body) > 0 {
-		o, n, err := parseOXM(body)
+		o, n, err := parseOXMOwned(body, false, true)
 		if err != nil {
 			return Match{}, 0, err
 		}

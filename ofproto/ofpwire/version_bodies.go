@@ -98,6 +98,19 @@ func upFlowMod(v uint8, b []byte) ([]byte, error) {
 	if len(b) < 44 {
 		return b, nil // the 1.3 decoder reports the length
 	}
+	if v < Version15 || plainInstructions15(b[min(len(b), 40+roundUp8(int(be.Uint16(b[42:])))):]) {
+		// Nothing to rewrite: the 1.3 decoder reads the body as it is
+		// (importance, in 1.3's padding, is not read), without the copies
+		// of a rewrite (a 1.5 bundle of 100,000 flow-mods decodes them
+		// all).
+		return b, nil
+	}
+	return rewriteFlowMod(v, b)
+}
+
+// rewriteFlowMod is upFlowMod's rewrite of a copy of b: importance zeroed,
+// a 1.5 meter action made an instruction, 1.5's actions made 1.3's.
+func rewriteFlowMod(v uint8, b []byte) ([]byte, error) {
 	nb := append([]byte(nil), b...)
 	nb[38], nb[39] = 0, 0
 	if v < Version15 {
@@ -112,6 +125,50 @@ func upFlowMod(v uint8, b []byte) ([]byte, error) {
 		return nil, err
 	}
 	return append(nb[:at:at], ins...), nil
+}
+
+// plainInstructions15 reports whether 1.5 instructions ins read the same
+// in 1.3: all well formed, with no action (nested ones included) that
+// actions15To13 or meterActionToInstruction would rewrite or refuse.
+func plainInstructions15(ins []byte) bool {
+	for len(ins) > 0 {
+		if len(ins) < 8 {
+			return false
+		}
+		n := int(be.Uint16(ins[2:]))
+		if n < 8 || n > len(ins) {
+			return false
+		}
+		if t := be.Uint16(ins); (t == instrApplyActions || t == instrWriteActions) && !plainActions15(ins[8:n]) {
+			return false
+		}
+		ins = ins[n:]
+	}
+	return true
+}
+
+// plainActions15 is plainInstructions15 for an action list.
+func plainActions15(acts []byte) bool {
+	for len(acts) > 0 {
+		if len(acts) < 4 {
+			return false
+		}
+		n := int(be.Uint16(acts[2:]))
+		if n < 4 || n > len(acts) {
+			return false
+		}
+		a, t := acts[:n], be.Uint16(acts)
+		switch {
+		case t == actionTypeSetField && len(a) >= 8 && a[6]&1 != 0,
+			t == actionTypeCopyField, t == actionTypeMeter15:
+			return false
+		}
+		if at := nestedAt(t, a); at > 0 && !plainActions15(a[at:]) {
+			return false
+		}
+		acts = acts[n:]
+	}
+	return true
 }
 
 // eachAction calls fn for every action header in an action list; false

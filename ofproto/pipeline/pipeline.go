@@ -485,6 +485,19 @@ func (p *Pipeline) Apply(fm *ofpwire.FlowMod, now time.Time) (removed []*Entry, 
 	return removed, err
 }
 
+// ApplyQuiet is Apply without calling OnChange: it reports whether the
+// tables changed, and the caller, applying many changes in a row (a
+// bundle commit), calls OnChange once after the last of them.
+func (p *Pipeline) ApplyQuiet(fm *ofpwire.FlowMod, now time.Time) (removed []*Entry, changed bool, err error) {
+	p.mu.Lock()
+	removed, changed, err = p.applyLocked(fm, now)
+	if changed {
+		p.gen.Add(1)
+	}
+	p.mu.Unlock()
+	return removed, changed, err
+}
+
 // unlockChanged ends a change made under the write lock: when the tables
 // changed, the generation moves and, once unlocked, OnChange is called.
 func (p *Pipeline) unlockChanged(changed bool) {

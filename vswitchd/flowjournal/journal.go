@@ -501,7 +501,8 @@ const bundleRecord = "bundle "
 // wireBundleRecord starts the record of a bundle commit: its changes in
 // order, as items separated by tabs, each either OpenFlow messages' wire
 // bytes (in the 1.3-based internal encoding the switch decodes every
-// version to), back to back, in standard base64, or, for a group or meter
+// version to, or as the peer sent them, in its version: EncodeBundleWire),
+// back to back, in standard base64, or, for a group or meter
 // change with a setting that encoding does not carry (a group's
 // selection_method has none in this switch's codec), the change in
 // ovs-ofctl syntax (FormatMod), which holds a space where base64 has none.
@@ -557,16 +558,52 @@ func EncodeBundleRecord(dst []byte, msgs []ofpwire.Message) ([]byte, error) {
 	if len(wire) > runStart || len(items) == 0 {
 		items = append(items, item{start: runStart, end: len(wire)})
 	}
+	recItems := make([]bundleItem, len(items))
+	for i, it := range items {
+		recItems[i] = bundleItem{wire: wire[it.start:it.end], text: it.text}
+	}
+	return appendBundleRecord(dst, recItems, len(msgs))
+}
+
+// EncodeBundleWire appends the record of a bundle commit whose messages
+// are given as the peer sent them (ofconn.WireBundleCommitter's chunks,
+// whole messages each): the bytes are recorded as they are, one item a
+// chunk, without encoding the messages again. The messages decode in
+// the version they were sent in; ParseChange reads any. n is the
+// number of changes, for the error of a record too large.
+func EncodeBundleWire(dst []byte, wire [][]byte, n int) ([]byte, error) {
+	items := make([]bundleItem, 0, max(len(wire), 1))
+	for _, w := range wire {
+		if len(w) > 0 {
+			items = append(items, bundleItem{wire: w})
+		}
+	}
+	if len(items) == 0 {
+		items = append(items, bundleItem{})
+	}
+	return appendBundleRecord(dst, items, n)
+}
+
+// bundleItem is one item of a bundle record: wire bytes in base64, or
+// text when it is set.
+type bundleItem struct {
+	wire []byte
+	text string
+}
+
+// appendBundleRecord appends the record of a bundle of n changes made of
+// items to dst.
+func appendBundleRecord(dst []byte, items []bundleItem, nchanges int) ([]byte, error) {
 	n := len(wireBundleRecord) + len(items) - 1
 	for _, it := range items {
 		if it.text != "" {
 			n += len(it.text)
 		} else {
-			n += base64.StdEncoding.EncodedLen(it.end - it.start)
+			n += base64.StdEncoding.EncodedLen(len(it.wire))
 		}
 	}
 	if n > maxJournalRecord {
-		return nil, fmt.Errorf("bundle of %d changes exceeds a journal record", len(msgs))
+		return nil, fmt.Errorf("bundle of %d changes exceeds a journal record", nchanges)
 	}
 	start := len(dst)
 	dst = slices.Grow(dst, recordHeaderLen+n+1)
@@ -579,7 +616,7 @@ func EncodeBundleRecord(dst []byte, msgs []ofpwire.Message) ([]byte, error) {
 		if it.text != "" {
 			dst = append(dst, it.text...)
 		} else {
-			dst = base64.StdEncoding.AppendEncode(dst, wire[it.start:it.end])
+			dst = base64.StdEncoding.AppendEncode(dst, it.wire)
 		}
 	}
 	p := dst[start+recordHeaderLen:]

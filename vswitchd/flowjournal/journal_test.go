@@ -135,6 +135,65 @@ func TestJournalBundleRecord(t *testing.T) {
 	}
 }
 
+// TestJournalBundleWire: a bundle recorded from its messages as the peer
+// sent them (EncodeBundleWire: in their own version, with their xids, in
+// chunks) reads back as those messages; an empty bundle reads back empty.
+func TestJournalBundleWire(t *testing.T) {
+	lines := []string{
+		"group add group_id=4,type=all,bucket=actions=output:1",
+		"flow add priority=7,udp actions=group:4",
+		"flow delete_strict priority=6,tcp",
+		"flow add table=3,priority=9,ip,reg1=0x5,nw_dst=198.18.0.0/16 actions=move:NXM_NX_REG1[0..15]->NXM_NX_REG2[16..31],load:0x7->NXM_NX_REG3[],resubmit(,4),conjunction(3,1/2)",
+	}
+	for _, v := range []uint8{ofpwire.Version13, ofpwire.Version14, ofpwire.Version15} {
+		var msgs []ofpwire.Message
+		var chunks [][]byte
+		for i, l := range lines {
+			m, err := parseMod(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := ofpwire.EncodeIn(v, uint32(1000+i), m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := ofpwire.Decode(ofpwire.ParseHeader(b), b[ofpwire.HeaderLen:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs = append(msgs, back)
+			if i%2 == 0 {
+				chunks = append(chunks, nil)
+			}
+			chunks[len(chunks)-1] = append(chunks[len(chunks)-1], b...)
+		}
+		rec, err := EncodeBundleWire(nil, chunks, len(msgs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		jc := parseJournal(append([]byte(journalHeader), rec...))
+		if jc.damage != "" || len(jc.records) != 1 {
+			t.Fatalf("version %d: read as %d records, damage %q", v, len(jc.records), jc.damage)
+		}
+		got, bundle, err := ParseChange(jc.records[0])
+		if err != nil || !bundle || !reflect.DeepEqual(got, msgs) {
+			t.Fatalf("version %d: read back %+v (bundle %v, %v), want %+v", v, got, bundle, err, msgs)
+		}
+	}
+	rec, err := EncodeBundleWire(nil, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jc := parseJournal(append([]byte(journalHeader), rec...))
+	if got, bundle, err := ParseChange(jc.records[0]); err != nil || !bundle || len(got) != 0 {
+		t.Fatalf("empty bundle read back as %d messages (bundle %v): %v", len(got), bundle, err)
+	}
+	big := make([]byte, maxJournalRecord*3/4+1)
+	if _, err := EncodeBundleWire(nil, [][]byte{big}, 1); err == nil {
+		t.Fatal("a bundle larger than a journal record was encoded")
+	}
+}
+
 // TestJournalWireBundleDamage: a bundle record whose checksum is right but
 // whose messages are not (a vswitchd bug, or a hand-made file) is refused
 // by ParseChange, never half read.
