@@ -176,16 +176,26 @@ func TestTimeouts(t *testing.T) {
 		{"119 s after the reply", udpFrame(t, ipA, ipB, 1, 2), Params{}, 149, trk | est},
 		{"121 s after the last", udpFrame(t, ipA, ipB, 1, 2), Params{}, 271, trk | nw},
 	})
-	if n := tr.Sweep(271 * sec); n != 1 || tr.Len() != 0 {
-		t.Errorf("sweep removed %d, %d left", n, tr.Len())
+	swept := 0
+	for r := range sweepRounds {
+		swept += tr.Sweep(int64(271+r) * sec)
+	}
+	if swept != 1 || tr.Len() != 0 {
+		t.Errorf("sweep removed %d, %d left", swept, tr.Len())
 	}
 	// An unanswered UDP flow lasts 30 s.
-	track(t, tr, udpFrame(t, ipA, ipB, 7, 8), commit, 0)
-	if n := tr.Sweep(29 * sec); n != 0 {
+	track(t, tr, udpFrame(t, ipA, ipB, 7, 8), commit, 250*sec)
+	if n := tr.Sweep(279 * sec); n != 0 { // 29 s after its packet
 		t.Errorf("swept %d at 29 s", n)
 	}
-	if n := tr.Sweep(31 * sec); n != 1 {
-		t.Errorf("swept %d at 31 s, want 1", n)
+	// Every slot within sweepRounds calls (an index at its first size
+	// takes more than one).
+	n := 0
+	for r := range sweepRounds {
+		n += tr.Sweep(int64(281+r) * sec)
+	}
+	if n != 1 {
+		t.Errorf("swept %d from 31 s after, want 1", n)
 	}
 }
 
