@@ -166,6 +166,10 @@ type PMD struct {
 	// again); fuseDepth is the level in use.
 	fused     [MaxRecirculations][packet.BatchSize]*packet.Packet
 	fuseDepth int
+	// ahead holds, per nesting level as fused, the tuples
+	// executeCTRecirc's batch was parsed and hashed into while the
+	// tracker read ahead for it, so that its ct does not do it again.
+	ahead [MaxRecirculations][packet.BatchSize]conntrack.Ahead
 	// ipf holds fragments a ct action met until their datagram is whole.
 	ipf     *ipf.Reassembler
 	gen     uint64
@@ -831,12 +835,12 @@ func (p *PMD) executeFlow(mf *Megaflow, pkts []*packet.Packet, bytes uint64) {
 		p.outputAll(ob, pkts)
 		return
 	}
+	if mf.ctRecirc && p.fuseDepth < len(p.fused) && len(pkts) <= packet.BatchSize && p.dp.ct != nil {
+		p.executeCTRecirc(mf, pkts) // it reads ahead itself
+		return
+	}
 	if len(pkts) > 1 && p.dp.ct != nil {
 		p.prefetchCT(mf.Actions, pkts)
-	}
-	if mf.ctRecirc && p.fuseDepth < len(p.fused) && len(pkts) <= packet.BatchSize && p.dp.ct != nil {
-		p.executeCTRecirc(mf, pkts)
-		return
 	}
 	for _, pkt := range pkts {
 		p.execute(pkt, mf.Actions)
@@ -858,12 +862,16 @@ func (p *PMD) executeFlow(mf *Megaflow, pkts []*packet.Packet, bytes uint64) {
 func (p *PMD) executeCTRecirc(mf *Megaflow, pkts []*packet.Packet) {
 	ctA, id := &mf.Actions[0], mf.Actions[1].RecircID()
 	ct, prm := p.dp.ct, p.trackParams(ctA) // the flow has no nat: none to reset
-	run := &p.fused[p.fuseDepth]
+	run, ahead := &p.fused[p.fuseDepth], p.ahead[p.fuseDepth][:len(pkts)]
 	p.fuseDepth++
+	// The batch's tuples parsed and hashed once, for the read-ahead and
+	// for ct (the flow's ct has no nat: no translation to read ahead for).
+	sink, filled := ct.PrefetchAhead(pkts, prm.Zone, prm.Commit, nil, ahead)
+	p.ctSink += sink
 	var runFlow *Megaflow
 	n := 0
 	var runBytes uint64
-	for _, pkt := range pkts {
+	for i, pkt := range pkts {
 		// Once a packet waits in the queue, the ones after it wait too:
 		// none may overtake it (a connection's data after its FIN
 		// would reach the next ct, or the wire, out of order).
@@ -871,7 +879,13 @@ func (p *PMD) executeCTRecirc(mf *Megaflow, pkts []*packet.Packet) {
 			p.execute(pkt, mf.Actions)
 			continue
 		}
-		if rw := ct.Process(pkt, prm, p.now); rw.Valid {
+		var rw conntrack.Rewrite
+		if filled {
+			rw = ct.ProcessAhead(pkt, prm, p.now, &ahead[i])
+		} else {
+			rw = ct.Process(pkt, prm, p.now)
+		}
+		if rw.Valid {
 			// Only a ct with nat translates; as conntrack does.
 			p.natActs = rw.Actions(&pkt.Key, p.natActs[:0])
 			for i := range p.natActs {
