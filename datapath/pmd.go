@@ -166,6 +166,17 @@ type PMD struct {
 	// again); fuseDepth is the level in use.
 	fused     [MaxRecirculations][packet.BatchSize]*packet.Packet
 	fuseDepth int
+	// ahead holds, per nesting level (aheadDepth in use), the tuples a
+	// batch whose flow starts with ct was parsed and hashed into while
+	// the tracker read ahead for it, so that its ct does not do it
+	// again: executeCTRecirc's, or executeFlow's for its packets one by
+	// one (ctAhead, for ctAheadPkt: the first ct that packet meets
+	// takes it, execute's CT case). Levels run out only in nesting no
+	// pipeline reaches; a batch then goes without.
+	ahead      [2 * MaxRecirculations][packet.BatchSize]conntrack.Ahead
+	aheadDepth int
+	ctAhead    *conntrack.Ahead
+	ctAheadPkt *packet.Packet
 	// ipf holds fragments a ct action met until their datagram is whole.
 	ipf     *ipf.Reassembler
 	gen     uint64
@@ -831,12 +842,24 @@ func (p *PMD) executeFlow(mf *Megaflow, pkts []*packet.Packet, bytes uint64) {
 		p.outputAll(ob, pkts)
 		return
 	}
-	if len(pkts) > 1 && p.dp.ct != nil {
-		p.prefetchCT(mf.Actions, pkts)
-	}
 	if mf.ctRecirc && p.fuseDepth < len(p.fused) && len(pkts) <= packet.BatchSize && p.dp.ct != nil {
-		p.executeCTRecirc(mf, pkts)
+		p.executeCTRecirc(mf, pkts) // it reads ahead itself
 		return
+	}
+	if len(pkts) > 1 && p.dp.ct != nil && len(pkts) <= packet.BatchSize && p.aheadDepth < len(p.ahead) {
+		ahead := p.ahead[p.aheadDepth][:len(pkts)]
+		if p.prefetchCT(mf.Actions, pkts, ahead) {
+			p.aheadDepth++
+			for i, pkt := range pkts {
+				p.ctAhead, p.ctAheadPkt = &ahead[i], pkt
+				p.execute(pkt, mf.Actions)
+			}
+			p.ctAhead, p.ctAheadPkt = nil, nil
+			p.aheadDepth--
+			return
+		}
+	} else if len(pkts) > 1 && p.dp.ct != nil {
+		p.prefetchCT(mf.Actions, pkts, nil)
 	}
 	for _, pkt := range pkts {
 		p.execute(pkt, mf.Actions)
@@ -860,10 +883,19 @@ func (p *PMD) executeCTRecirc(mf *Megaflow, pkts []*packet.Packet) {
 	ct, prm := p.dp.ct, p.trackParams(ctA) // the flow has no nat: none to reset
 	run := &p.fused[p.fuseDepth]
 	p.fuseDepth++
+	var ahead []conntrack.Ahead
+	if p.aheadDepth < len(p.ahead) {
+		ahead = p.ahead[p.aheadDepth][:len(pkts)]
+		p.aheadDepth++
+	}
+	// The batch's tuples parsed and hashed once, for the read-ahead and
+	// for ct (the flow's ct has no nat: no translation to read ahead for).
+	sink, filled := ct.PrefetchAhead(pkts, prm.Zone, prm.Commit, nil, ahead)
+	p.ctSink += sink
 	var runFlow *Megaflow
 	n := 0
 	var runBytes uint64
-	for _, pkt := range pkts {
+	for i, pkt := range pkts {
 		// Once a packet waits in the queue, the ones after it wait too:
 		// none may overtake it (a connection's data after its FIN
 		// would reach the next ct, or the wire, out of order).
@@ -871,7 +903,13 @@ func (p *PMD) executeCTRecirc(mf *Megaflow, pkts []*packet.Packet) {
 			p.execute(pkt, mf.Actions)
 			continue
 		}
-		if rw := ct.Process(pkt, prm, p.now); rw.Valid {
+		var rw conntrack.Rewrite
+		if filled {
+			rw = ct.ProcessAhead(pkt, prm, p.now, &ahead[i])
+		} else {
+			rw = ct.Process(pkt, prm, p.now)
+		}
+		if rw.Valid {
 			// Only a ct with nat translates; as conntrack does.
 			p.natActs = rw.Actions(&pkt.Key, p.natActs[:0])
 			for i := range p.natActs {
@@ -904,6 +942,9 @@ func (p *PMD) executeCTRecirc(mf *Megaflow, pkts []*packet.Packet) {
 	}
 	clear(run[:n])
 	p.fuseDepth--
+	if ahead != nil {
+		p.aheadDepth--
+	}
 }
 
 // recircLookup finds the megaflow of pkt's recirculated key (a packet of
@@ -932,7 +973,7 @@ func (p *PMD) recircLookup(first *Megaflow, pkt *packet.Packet) *Megaflow {
 // prefetchCT lets the tracker read ahead for a batch whose actions start
 // with ct (after the ct's own parameters): the batch's lookups in a large
 // table then wait for memory together rather than one by one.
-func (p *PMD) prefetchCT(acts actions.List, pkts []*packet.Packet) {
+func (p *PMD) prefetchCT(acts actions.List, pkts []*packet.Packet, ahead []conntrack.Ahead) (filled bool) {
 	var nat conntrack.NAT
 	for i := range acts {
 		switch a := &acts[i]; a.Kind {
@@ -949,10 +990,13 @@ func (p *PMD) prefetchCT(acts actions.List, pkts []*packet.Packet) {
 			if a.Val8&actions.CTFlagNAT != 0 {
 				np = &nat
 			}
-			p.ctSink += p.dp.ct.Prefetch(pkts, a.Val16, a.Val8&actions.CTFlagCommit != 0, np)
+			var sink uint16
+			sink, filled = p.dp.ct.PrefetchAhead(pkts, a.Val16, a.Val8&actions.CTFlagCommit != 0, np, ahead)
+			p.ctSink += sink
 		}
-		return
+		return filled
 	}
+	return false
 }
 
 // ctNAT reads a CTNAT action (the nat(...) of the ct after it) into n.
@@ -1169,13 +1213,20 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 		case actions.CTNATMax:
 			p.ctParams.NAT.MaxAddr = a.Addr
 		case actions.CT:
+			// The tuple parsed ahead for this packet, if any, is its
+			// first ct's (prefetchCT's): no later one takes it.
+			ah := p.ctAhead
+			if p.ctAheadPkt != pkt {
+				ah = nil
+			}
+			p.ctAhead, p.ctAheadPkt = nil, nil
 			if !pkt.KeyValid {
 				reextract(pkt)
 			}
 			if pkt.Key.NwFrag&flow.FragAny != 0 && p.ctFragment(pkt, a, acts[i+1:]) {
 				return
 			}
-			p.conntrack(pkt, a)
+			p.conntrack(pkt, a, ah)
 		case actions.Recirc:
 			if i == last {
 				p.recirculate(pkt, a.RecircID())
@@ -1225,8 +1276,8 @@ func (p *PMD) execute(pkt *packet.Packet, acts actions.List) {
 
 // conntrack runs a CT action: the tracker writes its verdict into the
 // packet's key and the packet is translated as its connection's NAT says.
-func (p *PMD) conntrack(pkt *packet.Packet, a *actions.Action) {
-	p.natActs = p.track(pkt, a)
+func (p *PMD) conntrack(pkt *packet.Packet, a *actions.Action, ah *conntrack.Ahead) {
+	p.natActs = p.track(pkt, a, ah)
 	for i := range p.natActs {
 		p.apply(&p.natActs[i], pkt)
 	}
@@ -1260,7 +1311,7 @@ func (p *PMD) ctFragment(pkt *packet.Packet, a *actions.Action, rest actions.Lis
 	flow.Extract(whole.Data(), whole.InPort, &whole.Key, &whole.Offsets)
 	whole.KeyValid = true
 	whole.Key.RecircID = pkt.Key.RecircID
-	natActs := p.track(whole, a)
+	natActs := p.track(whole, a, nil)
 	for _, f := range frags {
 		if !f.KeyValid {
 			reextract(f)
@@ -1282,9 +1333,17 @@ func (p *PMD) ctFragment(pkt *packet.Packet, a *actions.Action, rest actions.Lis
 // packet, if its connection has NAT (in p.natActs, valid until the next
 // track). The label, if the action sets one, came
 // in the CTLabel actions before it.
-func (p *PMD) track(pkt *packet.Packet, a *actions.Action) []actions.Action {
+//
+// ah, when not nil, is pkt's tuple as PrefetchAhead parsed it, pkt
+// unchanged since.
+func (p *PMD) track(pkt *packet.Packet, a *actions.Action, ah *conntrack.Ahead) []actions.Action {
 	prm := p.trackParams(a)
-	rw := p.dp.ct.Process(pkt, prm, p.now)
+	var rw conntrack.Rewrite
+	if ah != nil {
+		rw = p.dp.ct.ProcessAhead(pkt, prm, p.now, ah)
+	} else {
+		rw = p.dp.ct.Process(pkt, prm, p.now)
+	}
 	prm.NAT = conntrack.NAT{} // the next ct has its own (or none)
 	return rw.Actions(&pkt.Key, p.natActs[:0])
 }

@@ -176,16 +176,26 @@ func TestTimeouts(t *testing.T) {
 		{"119 s after the reply", udpFrame(t, ipA, ipB, 1, 2), Params{}, 149, trk | est},
 		{"121 s after the last", udpFrame(t, ipA, ipB, 1, 2), Params{}, 271, trk | nw},
 	})
-	if n := tr.Sweep(271 * sec); n != 1 || tr.Len() != 0 {
-		t.Errorf("sweep removed %d, %d left", n, tr.Len())
+	swept := 0
+	for r := range sweepRounds {
+		swept += tr.Sweep(int64(271+r) * sec)
+	}
+	if swept != 1 || tr.Len() != 0 {
+		t.Errorf("sweep removed %d, %d left", swept, tr.Len())
 	}
 	// An unanswered UDP flow lasts 30 s.
-	track(t, tr, udpFrame(t, ipA, ipB, 7, 8), commit, 0)
-	if n := tr.Sweep(29 * sec); n != 0 {
+	track(t, tr, udpFrame(t, ipA, ipB, 7, 8), commit, 250*sec)
+	if n := tr.Sweep(279 * sec); n != 0 { // 29 s after its packet
 		t.Errorf("swept %d at 29 s", n)
 	}
-	if n := tr.Sweep(31 * sec); n != 1 {
-		t.Errorf("swept %d at 31 s, want 1", n)
+	// Every slot within sweepRounds calls (an index at its first size
+	// takes more than one).
+	n := 0
+	for r := range sweepRounds {
+		n += tr.Sweep(int64(281+r) * sec)
+	}
+	if n != 1 {
+		t.Errorf("swept %d from 31 s after, want 1", n)
 	}
 }
 
@@ -476,5 +486,82 @@ func TestConcurrentSameTuples(t *testing.T) {
 	}
 	if st = tr.Stats(); st.Created != conns || st.Deleted != conns || len(st.ByProto) != 0 {
 		t.Fatalf("after the flush: %d created, %d deleted, %v by protocol", st.Created, st.Deleted, st.ByProto)
+	}
+}
+
+// TestProcessAhead: ct given the tuples PrefetchAhead parsed and hashed
+// for a batch gives every packet the verdict, key and translation
+// Process gives it without them: two trackers holding the same
+// connections (a table large enough that PrefetchAhead fills the
+// tuples), one batch each of the same frames, a mix of replies, new
+// connections, TCP (a SYN, an out-of-window segment), ICMP (an echo, an
+// error, which PrefetchAhead leaves to Process), an untrackable frame, a
+// key not valid, and ct in another zone than the one read ahead for.
+func TestProcessAhead(t *testing.T) {
+	src := func(i int) net.IP { return net.IP{198, 18, byte(i >> 8), byte(i)} }
+	const conns = prefetchMin + 100
+	fill := func() *Tracker {
+		tr := New()
+		for i := range conns {
+			track(t, tr, udpFrame(t, src(i), ipB, 1, 9), commit, 0)
+		}
+		track(t, tr, tcpFrame(t, seg{src: ipA, dst: ipB, sport: 5, dport: 80, seq: 100, syn: true, wscale: -1}), commit, 0)
+		track(t, tr, tcpFrame(t, seg{src: ipB, dst: ipA, sport: 80, dport: 5, seq: 500, ack: 101, syn: true, ackf: true, wscale: -1}), Params{}, 0)
+		return tr
+	}
+	frames := [][]byte{
+		udpFrame(t, ipB, src(3), 9, 1), // replies
+		udpFrame(t, ipB, src(4), 9, 1),
+		udpFrame(t, src(5), ipB, 1, 9),     // the original direction
+		udpFrame(t, src(70000), ipB, 1, 9), // new
+		udpFrame(t, src(70000), ipB, 1, 9), // again, committed by then
+		tcpFrame(t, seg{src: ipA, dst: ipB, sport: 5, dport: 80, seq: 101, ack: 501, ackf: true, wscale: -1}),       // established
+		tcpFrame(t, seg{src: ipA, dst: ipB, sport: 5, dport: 80, seq: 9_000_000, ack: 501, ackf: true, wscale: -1}), // out of window
+		tcpFrame(t, seg{src: ipA, dst: ipB, sport: 6, dport: 80, seq: 1, syn: true, wscale: -1}),                    // a new SYN
+		tcpFrame(t, seg{src: ipA, dst: ipB, sport: 7, dport: 80, seq: 1, ackf: true, wscale: -1}),                   // not new
+		echoFrame(t, ipA, ipB, 8, 77),
+		icmpErrorFrame(t, ipB, src(6), 3, 3, udpFrame(t, src(6), ipB, 1, 9)), // about a committed connection
+		{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14},                      // untrackable
+		udpFrame(t, ipB, src(7), 9, 1),                                       // its key marked not valid below
+	}
+	pool := packet.NewPool(2*len(frames), 4096)
+	batch := func() []*packet.Packet {
+		var b []*packet.Packet
+		for _, f := range frames {
+			pkt := pool.Get()
+			pkt.SetData(f)
+			flow.Extract(pkt.Data(), 1, &pkt.Key, &pkt.Offsets)
+			pkt.KeyValid = true
+			b = append(b, pkt)
+		}
+		b[len(b)-1].KeyValid = false
+		return b
+	}
+	for _, zone := range []uint16{0, 1} { // 1: not the zone read ahead for
+		trA, trP := fill(), fill()
+		bA, bP := batch(), batch()
+		ahead := make([]Ahead, len(bA))
+		if _, filled := trA.PrefetchAhead(bA, 0, true, nil, ahead); !filled {
+			t.Fatalf("PrefetchAhead did not fill the tuples at %d connections", trA.Len())
+		}
+		p := Params{Zone: zone, Commit: true}
+		for i := range bA {
+			if !bA[i].KeyValid {
+				continue // the PMD runs ct on such a packet after re-extracting it
+			}
+			pa, pp := p, p
+			rwA := trA.ProcessAhead(bA[i], &pa, 1, &ahead[i])
+			rwP := trP.Process(bP[i], &pp, 1)
+			if bA[i].Key.CT != bP[i].Key.CT || rwA != rwP {
+				t.Errorf("zone %d, packet %d: ahead %s %+v, %+v; without %s %+v, %+v", zone, i,
+					stateString(bA[i].Key.CT.State), bA[i].Key.CT, rwA, stateString(bP[i].Key.CT.State), bP[i].Key.CT, rwP)
+			}
+		}
+		if sA, sP := trA.Stats(), trP.Stats(); sA.Conns != sP.Conns || sA.Invalid != sP.Invalid {
+			t.Errorf("zone %d: %d connections, %d invalid; without: %d, %d", zone, sA.Conns, sA.Invalid, sP.Conns, sP.Invalid)
+		}
+		for _, pkt := range append(bA, bP...) {
+			pkt.Free()
+		}
 	}
 }

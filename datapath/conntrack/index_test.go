@@ -41,7 +41,7 @@ func TestIndex(t *testing.T) {
 					delete(want, tu)
 				}
 			}
-			x.shrink()
+			x.resize(len(x.slots())) // a rehash in place
 		}
 	}
 	if x.n != len(want) {
@@ -92,7 +92,7 @@ func TestIndexReadersDuringWrites(t *testing.T) {
 				s.x.set(&c.orig, hash(&c.orig), c, false)
 			}
 			if step%2000 == 0 {
-				s.x.shrink()
+				s.x.resize(len(s.x.slots())) // a rehash in place
 			}
 			s.mu.Unlock()
 		}
@@ -207,5 +207,47 @@ func TestOneEntryWithoutNAT(t *testing.T) {
 	tr.Flush(nil)
 	if n := entries(tr); n != 0 {
 		t.Fatalf("%d entries after a flush", n)
+	}
+}
+
+// TestIndexGrowsAndKeeps: an index grown past its first size finds every
+// entry, and keeps its size when emptied: the deletions leave every
+// slot empty, and filling it again needs no growth.
+func TestIndexGrowsAndKeeps(t *testing.T) {
+	var x index
+	key := newHashKey()
+	const n = initIndex // more than 3/4 of the first size: one doubling
+	conns := make([]*Conn, n)
+	for i := range conns {
+		c := &Conn{orig: Tuple{Src: mapped(net.IP{198, 18, byte(i >> 8), byte(i)}), SrcPort: uint16(i), Proto: 17}}
+		c.oh = c.orig.hash(&key)
+		conns[i] = c
+		x.set(&c.orig, c.oh, c, false)
+	}
+	size := len(x.slots())
+	if size <= initIndex {
+		t.Fatalf("%d entries in %d slots: no growth", n, size)
+	}
+	for _, c := range conns {
+		if got, _ := x.get(&c.orig, c.oh); got != c {
+			t.Fatalf("%v: got %p, want %p", c.orig, got, c)
+		}
+	}
+	for _, c := range conns {
+		x.delete(&c.orig, c.oh, c)
+	}
+	if x.n != 0 || len(x.slots()) != size {
+		t.Fatalf("emptied: %d entries in %d slots, want 0 in %d", x.n, len(x.slots()), size)
+	}
+	for i := range x.slots() {
+		if c, _, _ := x.slots()[i].entry(); c != nil {
+			t.Fatalf("slot %d still holds %v", i, c.orig)
+		}
+	}
+	for _, c := range conns {
+		x.set(&c.orig, c.oh, c, false)
+	}
+	if len(x.slots()) != size {
+		t.Errorf("refilled: %d slots, want %d", len(x.slots()), size)
 	}
 }

@@ -244,3 +244,64 @@ func TestNATRandomPort(t *testing.T) {
 		}
 	}
 }
+
+// TestFlushKeepsCapacityNoLeak: SNAT connections enough to grow shards'
+// indexes, flushed and swept: nothing left counted or indexed, every
+// shard's index its size still, and the same tuples commit as new
+// connections again with the same translations free.
+func TestFlushKeepsCapacityNoLeak(t *testing.T) {
+	tr := New()
+	ext := net.IP{198, 19, 0, 1}
+	snat := Params{Commit: true, HasNAT: true, NAT: NAT{Src: true, MinAddr: mapped(ext), MinPort: 1024, MaxPort: 65535}}
+	pkt := packet.NewPool(1, 2048).Get()
+	defer pkt.Free()
+	const conns = 40_000 // ~1,250 entries a shard, two per connection
+	commitAll := func(round int) {
+		for i := range conns {
+			pkt.SetData(udpFrame(t, net.IP{198, 18, byte(i >> 8), byte(i)}, ipB, uint16(1024+i%1000), 53))
+			flow.Extract(pkt.Data(), 1, &pkt.Key, &pkt.Offsets)
+			pkt.KeyValid = true
+			tr.Process(pkt, &snat, sec)
+			if pkt.Key.CT.State != trk|nw|flow.CTSrcNAT {
+				t.Fatalf("round %d, connection %d: %s", round, i, stateString(pkt.Key.CT.State))
+			}
+		}
+		if tr.Len() != conns {
+			t.Fatalf("round %d: %d connections, want %d", round, tr.Len(), conns)
+		}
+	}
+	commitAll(1)
+	var sizes [numShards]int
+	entries := 0
+	for i := range tr.shards {
+		sizes[i] = len(tr.shards[i].x.slots())
+		entries += tr.shards[i].x.n
+	}
+	if entries != 2*conns {
+		t.Fatalf("%d index entries for %d translated connections", entries, conns)
+	}
+	if n := tr.Flush(nil); n != conns {
+		t.Fatalf("flushed %d, want %d", n, conns)
+	}
+	for r := range sweepRounds + 1 {
+		tr.Sweep(int64(r+2) * sec)
+	}
+	for i := range tr.shards {
+		x := &tr.shards[i].x
+		if x.n != 0 || len(x.slots()) != sizes[i] {
+			t.Fatalf("shard %d: %d entries in %d slots, want 0 in %d", i, x.n, len(x.slots()), sizes[i])
+		}
+		for j := range x.slots() {
+			if c, _, _ := x.slots()[j].entry(); c != nil {
+				t.Fatalf("shard %d slot %d: %v left", i, j, c.orig)
+			}
+		}
+		if len(tr.shards[i].unassured) != 0 {
+			t.Fatalf("shard %d: %d connections left on the eviction list", i, len(tr.shards[i].unassured))
+		}
+	}
+	if tr.Len() != 0 {
+		t.Fatalf("%d connections after the flush", tr.Len())
+	}
+	commitAll(2)
+}
