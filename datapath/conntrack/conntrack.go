@@ -1036,13 +1036,12 @@ func (t *Tracker) sweepShard(s *shard, now int64) int {
 	}
 	var list []*Conn
 	if wrapped {
-		// Once a round: take the eviction list to forget its answered
-		// and dead connections outside the lock (meanwhile eviction
-		// sees only the newer ones). The index keeps its size: grown
-		// once, kept (bounded by ct-max-conns), so that the next burst
-		// of connections, after a flush or mass expiry, pays no growth
-		// again (Open vSwitch's table is long-lived too).
+		// Once a round: give memory back (an index an eighth full
+		// halves, down to its first size), and take the eviction list
+		// to forget its answered and dead connections outside the lock
+		// (meanwhile eviction sees only the newer ones).
 		s.cursor = 0
+		s.x.shrink()
 		list, s.unassured = s.unassured, nil
 	}
 	s.mu.Unlock()

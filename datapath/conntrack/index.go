@@ -273,6 +273,19 @@ func (x *index) resize(n int) {
 	x.end()
 }
 
+// shrink gives memory back once the index is mostly empty (after a flood
+// of connections expired or a flush), down to its first size, never
+// below: a burst after it pays no growth up to that size.
+func (x *index) shrink() {
+	n := len(x.slots())
+	for n > initIndex && x.n*8 < n {
+		n /= 2
+	}
+	if n < len(x.slots()) {
+		x.resize(n)
+	}
+}
+
 // removeIf removes the entries whose connection f says to, while
 // iterating: an entry moved back into the slot just emptied is looked at
 // next. (One moved across the end of the array may be looked at twice;

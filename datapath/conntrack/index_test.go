@@ -210,10 +210,11 @@ func TestOneEntryWithoutNAT(t *testing.T) {
 	}
 }
 
-// TestIndexGrowsAndKeeps: an index grown past its first size finds every
-// entry, and keeps its size when emptied: the deletions leave every
-// slot empty, and filling it again needs no growth.
-func TestIndexGrowsAndKeeps(t *testing.T) {
+// TestIndexGrowsAndShrinks: an index grown past its first size finds
+// every entry; emptied, every slot is empty, and filling it again needs
+// no growth; emptied and shrunk, it is back to its first size, never
+// below.
+func TestIndexGrowsAndShrinks(t *testing.T) {
 	var x index
 	key := newHashKey()
 	const n = initIndex // more than 3/4 of the first size: one doubling
@@ -249,5 +250,24 @@ func TestIndexGrowsAndKeeps(t *testing.T) {
 	}
 	if len(x.slots()) != size {
 		t.Errorf("refilled: %d slots, want %d", len(x.slots()), size)
+	}
+	x.shrink()
+	if len(x.slots()) != size {
+		t.Errorf("full index shrunk: %d slots, want %d", len(x.slots()), size)
+	}
+	for _, c := range conns {
+		x.delete(&c.orig, c.oh, c)
+	}
+	x.shrink()
+	if len(x.slots()) != initIndex {
+		t.Errorf("emptied and shrunk: %d slots, want the first size %d", len(x.slots()), initIndex)
+	}
+	for _, c := range conns {
+		x.set(&c.orig, c.oh, c, false)
+	}
+	for _, c := range conns {
+		if got, _ := x.get(&c.orig, c.oh); got != c {
+			t.Fatalf("after shrinking, %v: got %p, want %p", c.orig, got, c)
+		}
 	}
 }

@@ -245,10 +245,11 @@ func TestNATRandomPort(t *testing.T) {
 	}
 }
 
-// TestFlushKeepsCapacityNoLeak: SNAT connections enough to grow shards'
-// indexes, flushed and swept: nothing left counted or indexed, every
-// shard's index its size still, and the same tuples commit as new
-// connections again with the same translations free.
+// TestFlushKeepsCapacityNoLeak: SNAT connections in every shard's index,
+// flushed and swept: nothing left counted or indexed, every
+// shard's index its size still (a sweep shrinks no index below its first
+// size), and the same tuples commit as new connections again with the
+// same translations free.
 func TestFlushKeepsCapacityNoLeak(t *testing.T) {
 	tr := New()
 	ext := net.IP{198, 19, 0, 1}
