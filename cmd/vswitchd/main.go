@@ -47,6 +47,7 @@ type fileConfig struct {
 }
 
 func main() {
+	ensureProcs()
 	def := fileConfig{StateDir: "state", MetricsAddr: vswitchd.DefaultMetricsAddr, LogLevel: "info",
 		LogFormat: "text", DefaultBridge: "br0"}
 	if v := os.Getenv("VSWITCHD_STATE_DIR"); v != "" {

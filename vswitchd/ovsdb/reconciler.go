@@ -107,6 +107,9 @@ type Reconciler struct {
 	rows    *dbconfig.Rows
 	plan    *dbconfig.Plan
 	fullAt  time.Time
+	// noCommitOp is set once the server refused the write-back's
+	// commit operation (writeBack).
+	noCommitOp bool
 
 	mu sync.Mutex
 	// reconciles counts passes that applied a configuration, writes the

@@ -170,7 +170,27 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *dbconfig.Rows, p *dbconf
 	r.mu.Lock()
 	r.writes++
 	r.mu.Unlock()
+	// What this writes is derived from the rest of the database and the
+	// running switch, and written again after a restart: the embedded
+	// server replies without waiting for its fsync (ovs-vsctl, which
+	// sees cur_cfg through its monitor, does not wait for it either), so
+	// the loop is free for the next change sooner. Debian's ovsdb-server
+	// syncs nothing not marked durable anyway.
+	commit := !r.noCommitOp
+	if commit {
+		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationCommit, Durable: new(false)})
+	}
 	res, err := r.cli.Transact(ctx, ops...)
+	if _, cerr := ovsdb.CheckOperationResults(res, ops); err == nil && cerr != nil && commit {
+		// A server without the commit operation (libovsdb's own
+		// refuses the whole transaction for it) takes the rest without:
+		// so from now on.
+		ops = ops[:len(ops)-1]
+		res, err = r.cli.Transact(ctx, ops...)
+		if _, cerr := ovsdb.CheckOperationResults(res, ops); err == nil && cerr == nil {
+			r.noCommitOp = true
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("write-back: %w", err)
 	}

@@ -439,7 +439,7 @@ func (c *conn) transact(args []json.RawMessage, id json.RawMessage) (any, *rpcEr
 	s := c.s
 	s.mu.Lock()
 	res, wrote := s.transactLocked(ops)
-	if !wrote {
+	if !wrote || !durableAsked(ops) {
 		// Replied under the lock: after this commit's updates, before
 		// the next one's, as ovsdb-server orders them.
 		c.reply(id, s.db.results(ops, res), nil)
@@ -453,6 +453,30 @@ func (c *conn) transact(args []json.RawMessage, id json.RawMessage) (any, *rpcEr
 	res = s.durable(res, true)
 	c.reply(id, s.db.results(ops, res), nil)
 	return nil, nil
+}
+
+// durableAsked tells whether a transaction's reply waits for its record
+// to be on the disk: always, unless the client said it needs no
+// durability, with RFC 7047's commit operation and "durable": false in
+// every one it sent (the daemon's write-back: cur_cfg, ofport, status,
+// state it derives from the rest and writes again after a restart). Its
+// record is written all the same, so the next transaction's sync (every
+// client's but such one's) covers it too; only a machine failure before
+// then can take it back, which Debian's ovsdb-server allows for every
+// transaction not marked durable. ovs-vsctl sends no commit operation:
+// its changes are synced before they are acknowledged.
+func durableAsked(ops []ovsdb.Operation) bool {
+	asked := true
+	for i := range ops {
+		if ops[i].Op != ovsdb.OperationCommit {
+			continue
+		}
+		if ops[i].Durable == nil || *ops[i].Durable {
+			return true
+		}
+		asked = false
+	}
+	return asked
 }
 
 // checkColumns refuses an operation naming a column its table lacks, in

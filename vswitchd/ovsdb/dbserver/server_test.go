@@ -670,3 +670,86 @@ func TestConcurrentCommitsSynced(t *testing.T) {
 		t.Fatalf("%d bridges after restart, want %d", len(got), workers*each)
 	}
 }
+
+// TestNotDurableCommit: a transaction whose commit operation says
+// "durable": false (the daemon's write-back) is answered without waiting
+// for the fsync, written all the same (a restart has it); one without a
+// commit operation (ovs-vsctl's) still waits for its record to be synced.
+func TestNotDurableCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "conf.db")
+	s, db, sock := serve(t, path)
+	mustTransact(t, s, []ovsdb.Operation{{Op: ovsdb.OperationInsert, Table: "Open_vSwitch", Row: ovsdb.Row{"next_cfg": 1}}})
+	dial := func() (net.Conn, *json.Decoder) {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, json.NewDecoder(c)
+	}
+	// No fsync can end while the test holds syncMu.
+	db.syncMu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			db.syncMu.Unlock()
+		}
+	}()
+	c, dec := dial()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c.Write([]byte(`{"method":"transact","params":["Open_vSwitch",` +
+		`{"op":"update","table":"Open_vSwitch","where":[],"row":{"cur_cfg":1}},` +
+		`{"op":"commit","durable":false}],"id":1}`))
+	var m map[string]json.RawMessage
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("no reply to the non-durable transaction while the sync waits: %v", err)
+	}
+	if string(m["error"]) != "null" || !bytes.HasPrefix(m["result"], []byte(`[{"count":1}`)) {
+		t.Fatalf("non-durable transaction: %s %s", m["result"], m["error"])
+	}
+	c2, dec2 := dial()
+	c2.Write([]byte(`{"method":"transact","params":["Open_vSwitch",` +
+		`{"op":"update","table":"Open_vSwitch","where":[],"row":{"next_cfg":2}}],"id":2}`))
+	c2.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if err := dec2.Decode(&m); err == nil {
+		t.Fatalf("a durable transaction answered before its sync: %s", m["result"])
+	}
+	db.syncMu.Unlock()
+	locked = false
+	c2.SetReadDeadline(time.Now().Add(10 * time.Second))
+	dec2 = json.NewDecoder(c2)
+	if err := dec2.Decode(&m); err != nil || string(m["error"]) != "null" {
+		t.Fatalf("durable transaction after the sync: %v %s", err, m["error"])
+	}
+	stop(s, db)
+	s, db, _ = serve(t, path)
+	defer stop(s, db)
+	rows, err := db.Rows("Open_vSwitch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if fmt.Sprint(r["cur_cfg"], r["next_cfg"]) != "1 2" {
+			t.Fatalf("after a restart: cur_cfg %v next_cfg %v, want 1 2", r["cur_cfg"], r["next_cfg"])
+		}
+	}
+}
+
+func TestDurableAsked(t *testing.T) {
+	f, tr := false, true
+	for _, c := range []struct {
+		ops  []ovsdb.Operation
+		want bool
+	}{
+		{nil, true},
+		{[]ovsdb.Operation{{Op: ovsdb.OperationUpdate}}, true},
+		{[]ovsdb.Operation{{Op: ovsdb.OperationUpdate}, {Op: ovsdb.OperationCommit, Durable: &f}}, false},
+		{[]ovsdb.Operation{{Op: ovsdb.OperationCommit, Durable: &tr}}, true},
+		{[]ovsdb.Operation{{Op: ovsdb.OperationCommit}}, true},
+		{[]ovsdb.Operation{{Op: ovsdb.OperationCommit, Durable: &f}, {Op: ovsdb.OperationCommit, Durable: &tr}}, true},
+	} {
+		if got := durableAsked(c.ops); got != c.want {
+			t.Errorf("durableAsked(%+v) = %v, want %v", c.ops, got, c.want)
+		}
+	}
+}
