@@ -573,8 +573,11 @@ func (dp *Datapath) Start() error {
 }
 
 var (
-	procsMu   sync.Mutex
-	procsBase = runtime.GOMAXPROCS(0)
+	procsMu sync.Mutex
+	// procsBase is GOMAXPROCS as the program had it when the first PMDs
+	// started (read then, not at package initialisation, so that a
+	// setting main makes first counts).
+	procsBase int
 	procsPMDs int
 )
 
@@ -586,6 +589,9 @@ var (
 func reserveProcs(n int) {
 	procsMu.Lock()
 	defer procsMu.Unlock()
+	if procsBase == 0 {
+		procsBase = runtime.GOMAXPROCS(0)
+	}
 	procsPMDs += n
 	if want := procsBase + procsPMDs; runtime.GOMAXPROCS(0) != want {
 		runtime.GOMAXPROCS(want)
