@@ -84,7 +84,9 @@ func CheckActionPrerequisites(m Match, ins []Instruction) error {
 func (m *Match) followAction(a Action, own *bool) error {
 	mutate := func() {
 		if !*own {
-			m.Fields = slices.Clone(m.Fields)
+			// Room for the fields the change and a few more append: one
+			// allocation, not a copy and then a grown copy.
+			m.Fields = append(make([]OXM, 0, len(m.Fields)+4), m.Fields...)
 			*own = true
 		}
 	}

@@ -466,7 +466,8 @@ func parseRegLoad(ofsNBits uint16, dst uint32, v uint64) (Action, error) {
 		return nil, errActionArg
 	}
 	size, _, _ := FieldSize(f)
-	val, mask := make([]byte, size), make([]byte, size)
+	vm := make([]byte, 2*size) // value and mask, one allocation
+	val, mask := vm[:size:size], vm[size:]
 	PutBits(val, ofs, n, v)
 	PutBits(mask, ofs, n, ^uint64(0))
 	return &ActionSetField{Field: NewMaskedOXM(f, val, mask)}, nil

@@ -52,11 +52,17 @@ type compactKey [compactWords]uint64
 
 // compactBucket is one bucket of a compact index: its masked words, its
 // entries, and the next bucket whose words hash alike.
+//
+// entries starts on one, the bucket's own room for a first entry: most
+// buckets hold one entry (a table of 100,000 addresses is 100,000
+// buckets), and the room costs no size class over the bucket without it,
+// where a separate array was an allocation per flow.
 type compactBucket struct {
 	key     compactKey
 	hash    uint64
 	entries []*Entry
 	next    *compactBucket
+	one     [1]*Entry
 }
 
 // hash mixes the first n words of ck. Collisions cost a chain step, never
@@ -181,6 +187,15 @@ func (st *subtable) compactBucket(k *flow.Key, pipe *ofmatch.Pipe) []*Entry {
 		i++
 	}
 	h = hashEnd(h)
+	if cb := st.compactFind(&ck, h, n); cb != nil {
+		return cb.entries
+	}
+	return nil
+}
+
+// compactFind returns the bucket of the compact key ck, of hash h and n
+// words, or nil.
+func (st *subtable) compactFind(ck *compactKey, h uint64, n int) *compactBucket {
 next:
 	for cb := st.compact[h&uint64(len(st.compact)-1)]; cb != nil; cb = cb.next {
 		if cb.hash != h {
@@ -191,7 +206,7 @@ next:
 				continue next
 			}
 		}
-		return cb.entries
+		return cb
 	}
 	return nil
 }
@@ -252,6 +267,11 @@ func (st *subtable) growCompact() {
 type table struct {
 	subs  []*subtable
 	count int
+	// last is the subtable find found or made last, tried first: the
+	// adds of a bundle or a file come in runs of one shape, and find
+	// otherwise compares the masks of every subtable before it (nil once
+	// it leaves subs).
+	last *subtable
 	// cookies counts the entries by cookie: a learn action's limit is
 	// on the flows of its table with the cookie it learns with, checked
 	// on every upcall that runs it.
@@ -269,8 +289,12 @@ func bucketKeyOf(m *ofmatch.Match) bucketKey {
 
 // find returns the subtable with masks (m, pm), or nil.
 func (t *table) find(m *flow.Mask, pm *ofmatch.Pipe) *subtable {
+	if st := t.last; st != nil && st.sameMasks(m, pm) {
+		return st
+	}
 	for _, st := range t.subs {
 		if st.sameMasks(m, pm) {
+			t.last = st
 			return st
 		}
 	}
@@ -279,53 +303,157 @@ func (t *table) find(m *flow.Mask, pm *ofmatch.Pipe) *subtable {
 
 // findStrict returns the entry with exactly match m and priority prio.
 func (t *table) findStrict(m *ofmatch.Match, prio uint16) *Entry {
+	s := t.locate(m, prio)
+	return s.old
+}
+
+// slot is where a (match, priority) is in a table, or would go: locate
+// finds it and place fills it, so that an add finds its subtable and
+// probes the subtable's index once, where looking for the entry it
+// replaces, reading the bucket and storing it back were three probes.
+type slot struct {
+	st    *subtable      // the subtable of the match's masks; nil: none yet
+	cb    *compactBucket // st's compact index: the match's bucket; nil: none yet
+	ck    compactKey     // st's compact index: the match's words and their hash
+	h     uint64
+	old   *Entry // the entry of exactly that match and priority, if any
+	oldAt int    // its index in its bucket
+}
+
+// locate returns the slot of (m, prio) in t.
+func (t *table) locate(m *ofmatch.Match, prio uint16) (s slot) {
 	st := t.find(&m.Mask, &m.PipeMask)
 	if st == nil {
-		return nil
+		return s
 	}
-	bk := bucketKeyOf(m)
-	for _, e := range st.bucket(&bk) {
+	s.st = st
+	var b []*Entry
+	if st.compact != nil {
+		n := len(st.keyWords) + len(st.pipeWord)
+		s.ck = st.compactOf(&m.Key, &m.Pipe)
+		s.h = s.ck.hash(n)
+		if s.cb = st.compactFind(&s.ck, s.h, n); s.cb != nil {
+			b = s.cb.entries
+		}
+	} else {
+		bk := bucketKeyOf(m)
+		b = st.buckets[bk]
+	}
+	for i, e := range b {
 		if e.Priority == prio {
-			return e
+			s.old, s.oldAt = e, i
+			break
 		}
 	}
-	return nil
+	return s
 }
 
 // insert adds e with match m; they must not duplicate an existing
 // (match, priority).
 func (t *table) insert(e *Entry, m *ofmatch.Match) {
-	st := t.find(&m.Mask, &m.PipeMask)
+	s := t.locate(m, e.Priority)
+	t.place(&s, e, m)
+}
+
+// place puts e, of match m, in slot s, which locate gave for m and e's
+// priority with t unchanged since. An entry already there (s.old) leaves
+// the table: e takes its place in its bucket.
+func (t *table) place(s *slot, e *Entry, m *ofmatch.Match) {
+	st := s.st
 	if st == nil {
 		st = newSubtable(&m.Mask, &m.PipeMask)
 		t.subs = append(t.subs, st)
+		t.last = st
+		if st.compact != nil {
+			s.ck = st.compactOf(&m.Key, &m.Pipe)
+			s.h = s.ck.hash(len(st.keyWords) + len(st.pipeWord))
+		}
 	}
 	e.st = st
-	e.words = make([]uint64, 0, len(st.keyWords)+len(st.pipeWord))
-	kw, pw := m.Key.Words(), pipeWords(&m.Pipe)
-	for _, w := range st.keyWords {
-		e.words = append(e.words, kw[w])
-	}
-	for _, w := range st.pipeWord {
-		e.words = append(e.words, pw[w])
-	}
-	bk := bucketKeyOf(m)
-	b := st.bucket(&bk)
-	i := sort.Search(len(b), func(i int) bool { return b[i].Priority < e.Priority })
-	b = append(b, nil)
-	copy(b[i+1:], b[i:])
-	b[i] = e
-	st.setBucket(&bk, b)
-	st.count++
-	t.count++
 	if t.cookies == nil {
 		t.cookies = make(map[uint64]int)
 	}
 	t.cookies[e.Cookie]++
+	if old := s.old; old != nil {
+		// Same match and priority: the bucket, its order, the counts and
+		// the subtable's maxPrio stay as they are.
+		if s.cb != nil {
+			s.cb.entries[s.oldAt] = e
+		} else {
+			st.buckets[bucketKeyOf(m)][s.oldAt] = e
+		}
+		e.words = st.entryWords(s.cb, m)
+		if t.cookies[old.Cookie]--; t.cookies[old.Cookie] <= 0 {
+			delete(t.cookies, old.Cookie)
+		}
+		return
+	}
+	if st.compact != nil {
+		cb := s.cb
+		if cb == nil {
+			cb = &compactBucket{key: s.ck, hash: s.h}
+			cb.one[0] = e
+			cb.entries = cb.one[:1:1]
+			i := s.h & uint64(len(st.compact)-1)
+			cb.next, st.compact[i] = st.compact[i], cb
+			st.nCompact++
+			if st.nCompact > len(st.compact) {
+				st.growCompact()
+			}
+		} else {
+			cb.entries = insertByPriority(cb.entries, e)
+		}
+		e.words = st.entryWords(cb, m)
+	} else {
+		e.words = st.entryWords(nil, m)
+		bk := bucketKeyOf(m)
+		st.buckets[bk] = insertByPriority(st.buckets[bk], e)
+	}
+	st.count++
+	t.count++
 	if int(e.Priority) > st.maxPrio {
 		st.maxPrio = int(e.Priority)
 		t.sortSubs()
 	}
+}
+
+// insertByPriority inserts e into b, kept by descending priority.
+func insertByPriority(b []*Entry, e *Entry) []*Entry {
+	i := sort.Search(len(b), func(i int) bool { return b[i].Priority < e.Priority })
+	b = append(b, nil)
+	copy(b[i+1:], b[i:])
+	b[i] = e
+	return b
+}
+
+// entryWords returns the words an entry of match m in st keeps (st's
+// keyWords of m's key, then its pipeWord of m's pipeline state): the
+// words of cb, m's bucket, when they are the same (the key is masked, and
+// the pipeline state is too unless a value had bits its mask lacks), so
+// that the entries of a bucket share its words instead of a copy each.
+func (st *subtable) entryWords(cb *compactBucket, m *ofmatch.Match) []uint64 {
+	n := len(st.keyWords) + len(st.pipeWord)
+	kw, pw := m.Key.Words(), pipeWords(&m.Pipe)
+	if cb != nil {
+		same := true
+		for i, w := range st.keyWords {
+			same = same && cb.key[i] == kw[w]
+		}
+		for i, w := range st.pipeWord {
+			same = same && cb.key[len(st.keyWords)+i] == pw[w]
+		}
+		if same {
+			return cb.key[:n:n]
+		}
+	}
+	words := make([]uint64, 0, n)
+	for _, w := range st.keyWords {
+		words = append(words, kw[w])
+	}
+	for _, w := range st.pipeWord {
+		words = append(words, pw[w])
+	}
+	return words
 }
 
 // remove takes e out of the table; e must be in it.
@@ -349,6 +477,9 @@ func (t *table) remove(e *Entry) {
 		delete(t.cookies, e.Cookie)
 	}
 	if st.count == 0 {
+		if t.last == st {
+			t.last = nil
+		}
 		for i, s := range t.subs {
 			if s == st {
 				t.subs = append(t.subs[:i], t.subs[i+1:]...)

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"maps"
 	"math/rand"
 	"sync"
 	"testing"
@@ -374,4 +375,83 @@ func BenchmarkAdd(b *testing.B) {
 func matches(e *Entry, k *flow.Key, md *ofmatch.Pipe) bool {
 	m := e.Match()
 	return m.Matches(k, md)
+}
+
+// TestReplaceInPlace: an entry added over one of the same match and
+// priority takes its place in its bucket (locate, then place). Against a
+// model of the table: the entries, their matches as Match gives them back,
+// the counts and the cookie counts, and every lookup as brute force has
+// it; compact and wide subtables both.
+func TestReplaceInPlace(t *testing.T) {
+	t.Run("compact", testReplaceInPlace)
+	t.Run("wide", func(t *testing.T) {
+		defer func(l int) { compactLimit = l }(compactLimit)
+		compactLimit = -1
+		testReplaceInPlace(t)
+	})
+}
+
+func testReplaceInPlace(t *testing.T) {
+	type slotKey struct {
+		m    ofmatch.Match
+		prio uint16
+	}
+	for seed := int64(1); seed <= 20; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		p := New(0)
+		tb := &p.tables[0]
+		model := map[slotKey]*Entry{}
+		var keys []slotKey
+		for i := 0; i < 400; i++ {
+			var k slotKey
+			if len(keys) > 0 && r.Intn(3) == 0 {
+				k = keys[r.Intn(len(keys))] // a replacement
+			} else {
+				k = slotKey{randMatch(r), uint16(r.Intn(12))}
+			}
+			if r.Intn(8) == 0 && model[k] != nil { // a removal
+				tb.remove(model[k])
+				delete(model, k)
+				continue
+			}
+			e := &Entry{Priority: k.prio, Cookie: uint64(r.Intn(4))}
+			s := tb.locate(&k.m, k.prio)
+			if s.old != model[k] {
+				t.Fatalf("seed %d: locate found %p, the model has %p", seed, s.old, model[k])
+			}
+			tb.place(&s, e, &k.m)
+			if model[k] == nil {
+				keys = append(keys, k)
+			}
+			model[k] = e
+		}
+		cookies := map[uint64]int{}
+		var es []*Entry
+		for k, e := range model {
+			if got := e.Match(); got != k.m {
+				t.Fatalf("seed %d: entry's match %+v, added with %+v", seed, got, k.m)
+			}
+			if tb.findStrict(&k.m, k.prio) != e {
+				t.Fatalf("seed %d: findStrict does not find the entry", seed)
+			}
+			cookies[e.Cookie]++
+			es = append(es, e)
+		}
+		if tb.count != len(model) || !maps.Equal(tb.cookies, cookies) {
+			t.Fatalf("seed %d: count %d cookies %v, want %d %v", seed, tb.count, tb.cookies, len(model), cookies)
+		}
+		n := 0
+		tb.each(func(*Entry) { n++ })
+		if n != len(model) {
+			t.Fatalf("seed %d: %d entries in the buckets, want %d", seed, n, len(model))
+		}
+		for q := 0; q < 300; q++ {
+			k, md := randKey(r)
+			got := p.Lookup(0, &k, &md, nil, nil)
+			want, found := bruteForce(es, &k, md)
+			if (got != nil) != found || got != nil && (int(got.Priority) != want || !matches(got, &k, &md)) {
+				t.Fatalf("seed %d: lookup %+v, brute force prio %d found %v", seed, got, want, found)
+			}
+		}
+	}
 }

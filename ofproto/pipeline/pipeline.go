@@ -52,16 +52,16 @@ type Entry struct {
 	IdleTimeout uint16
 	HardTimeout uint16
 	Flags       ofpwire.FlowModFlag
-	Created     time.Time
+	// RemovedReason says why the entry left its table (idle or hard
+	// timeout, delete), for FLOW_REMOVED; meaningful once Apply or Expire
+	// has returned the entry. (Here, beside the other small fields, for
+	// the entry's size.)
+	RemovedReason ofpwire.FlowRemovedReason
+	Created       time.Time
 
 	// Packets and Bytes count what the entry matched; the revalidator adds
 	// datapath statistics through Touch.
 	Packets, Bytes atomic.Uint64
-
-	// RemovedReason says why the entry left its table (idle or hard
-	// timeout, delete), for FLOW_REMOVED; meaningful once Apply or Expire
-	// has returned the entry.
-	RemovedReason ofpwire.FlowRemovedReason
 
 	lastUsed atomic.Int64 // UnixNano of the latest use, starts at Created
 	// hardFrom is when the hard timeout started (UnixNano): Created, or
@@ -73,11 +73,12 @@ type Entry struct {
 	// 0 when not reduced): written by translations holding only the read
 	// lock, so atomic.
 	reduced atomic.Uint32
-	insts   atomic.Pointer[[]ofpwire.Instruction]
 	// conjunctive says the entry is a clause of a conjunctive match: its
 	// actions are conjunction actions (which then are all it has). Set
 	// with the instructions, under the pipeline's write lock.
 	conjunctive bool
+	insts       atomic.Pointer[[]ofpwire.Instruction]
+	insts0      []ofpwire.Instruction // what insts points to first (initInstructions)
 
 	// The match is its subtable's masks, which every entry of the
 	// subtable shares, and the words of the masked key and pipeline state
@@ -167,6 +168,16 @@ func (e *Entry) Instructions() []ofpwire.Instruction {
 
 func (e *Entry) setInstructions(ins []ofpwire.Instruction) {
 	e.insts.Store(&ins)
+	e.conjunctive = len(conjunctionsOf(ins)) > 0
+}
+
+// initInstructions is setInstructions for an entry not yet in a table:
+// insts points to the entry's own insts0, not to a slice header of its
+// own (an allocation per flow). A MODIFY later stores a new header, as
+// translations may be reading the one they loaded.
+func (e *Entry) initInstructions(ins []ofpwire.Instruction) {
+	e.insts0 = ins
+	e.insts.Store(&e.insts0)
 	e.conjunctive = len(conjunctionsOf(ins)) > 0
 }
 
@@ -627,7 +638,8 @@ func (p *Pipeline) Reinstall(fm *ofpwire.FlowMod, st EntryState) error {
 // counters instead.
 func (p *Pipeline) add(fm *ofpwire.FlowMod, m *ofmatch.Match, now time.Time, st *EntryState) error {
 	t := &p.tables[fm.TableID]
-	old := t.findStrict(m, fm.Priority)
+	s := t.locate(m, fm.Priority)
+	old := s.old
 	if fm.Flags&ofpwire.FlowFlagCheckOverlap != 0 && t.overlaps(m, fm.Priority, nil) {
 		return fmErr(ofpwire.FMFCOverlap)
 	}
@@ -639,7 +651,7 @@ func (p *Pipeline) add(fm *ofpwire.FlowMod, m *ofmatch.Match, now time.Time, st 
 		IdleTimeout: fm.IdleTimeout, HardTimeout: fm.HardTimeout, Flags: fm.Flags,
 		Created: now,
 	}
-	e.setInstructions(fm.Instructions)
+	e.initInstructions(fm.Instructions)
 	e.lastUsed.Store(now.UnixNano())
 	e.hardFrom.Store(now.UnixNano())
 	if st != nil {
@@ -652,9 +664,8 @@ func (p *Pipeline) add(fm *ofpwire.FlowMod, m *ofmatch.Match, now time.Time, st 
 			e.Packets.Store(old.Packets.Load())
 			e.Bytes.Store(old.Bytes.Load())
 		}
-		t.remove(old)
 	}
-	t.insert(e, m)
+	t.place(&s, e, m) // in old's place, if any
 	return nil
 }
 
