@@ -284,7 +284,7 @@ func parseAction(tok string, ac *actionContext, ports portResolver) ([]ofpwire.A
 		}
 		return one(&ofpwire.ActionGroup{Group: ofpwire.Group(v)})
 	case "resubmit", "move", "load", "note", "exit", "push", "pop", "ct", "ct_clear", "clone", "check_pkt_larger", "conjunction", "learn", "fin_timeout",
-		"multipath", "bundle", "bundle_load":
+		"multipath", "bundle", "bundle_load", "sample", "pop_queue":
 		a, _, err := parseNXAction(name, arg, hasArg, ports)
 		if err != nil {
 			return nil, err

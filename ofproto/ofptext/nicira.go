@@ -220,6 +220,13 @@ func parseNXAction(name, arg string, hasArg bool, ports portResolver) (a ofpwire
 		a = &ofpwire.ActionCTClear{}
 	case "multipath":
 		a, err = parseMultipath(arg)
+	case "sample":
+		a, err = parseSample(arg, ports)
+	case "pop_queue":
+		if hasArg {
+			err = fmt.Errorf("pop_queue takes no argument")
+		}
+		a = &ofpwire.ActionPopQueue{}
 	case "bundle", "bundle_load":
 		a, err = parseBundle(arg, name == "bundle_load", ports)
 	case "push", "pop":
@@ -366,6 +373,10 @@ func formatNXAction(a ofpwire.Action) (string, bool) {
 		return "note:" + strings.Join(parts, "."), true
 	case *ofpwire.ActionExit:
 		return "exit", true
+	case *ofpwire.ActionSample:
+		return formatSample(a), true
+	case *ofpwire.ActionPopQueue:
+		return "pop_queue", true
 	case *ofpwire.ActionStack:
 		op := "push:"
 		if a.Pop {

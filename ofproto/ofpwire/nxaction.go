@@ -23,10 +23,14 @@ const (
 	nxastResubmit        = 1
 	nxastRegMove         = 6
 	nxastRegLoad         = 7
+	nxastSetQueue        = 4
+	nxastPopQueue        = 5
 	nxastNote            = 8
 	nxastResubmitTable   = 14
 	nxastExit            = 17
+	nxastDecTTL          = 18
 	nxastDecTTLCntIDs    = 21
+	nxastWriteMetadata   = 22
 	nxastStackPush       = 27
 	nxastStackPop        = 28
 	nxastRegLoad2        = 33
@@ -94,6 +98,18 @@ type ActionNote struct{ Note []byte }
 
 // ActionExit stops executing actions: the action set, if any, still runs.
 type ActionExit struct{}
+
+// ActionPopQueue restores the queue a set_queue changed (ovs-ofctl sends
+// enqueue to 1.1+ peers as set_queue, output, pop_queue). This switch has
+// no queues, so like set_queue it changes nothing.
+type ActionPopQueue struct{}
+
+// ActionType implements Action.
+func (*ActionPopQueue) ActionType() ofp.ActionType { return ofp.ActionTypeExperimenter }
+
+func (*ActionPopQueue) appendTo(b []byte) ([]byte, error) {
+	return appendZeros(nxHeader(b, 16, nxastPopQueue), 6), nil
+}
 
 // ActionType implements Action.
 func (*ActionResubmit) ActionType() ofp.ActionType { return ofp.ActionTypeExperimenter }
@@ -308,6 +324,36 @@ func parseNX(a []byte) (Action, error) {
 		return &ActionSetField{Field: o}, nil
 	case nxastNote:
 		return &ActionNote{Note: cloneBytes(a[10:])}, nil
+	case nxastDecTTL:
+		// OpenFlow 1.0's dec_ttl (1.1 made it OFPAT_DEC_NW_TTL).
+		if len(a) != 16 {
+			return nil, errActionLen
+		}
+		for _, p := range a[10:] {
+			if p != 0 {
+				return nil, errActionArg
+			}
+		}
+		return &ActionDecNwTTL{}, nil
+	case nxastSetQueue:
+		// OpenFlow 1.0's set_queue (1.1 made it OFPAT_SET_QUEUE).
+		if len(a) != 16 {
+			return nil, errActionLen
+		}
+		if a[10]|a[11] != 0 {
+			return nil, errActionArg
+		}
+		return &ActionSetQueue{Queue: ofp.Queue(be.Uint32(a[12:]))}, nil
+	case nxastPopQueue:
+		if len(a) != 16 {
+			return nil, errActionLen
+		}
+		for _, p := range a[10:] {
+			if p != 0 {
+				return nil, errActionArg
+			}
+		}
+		return &ActionPopQueue{}, nil
 	case nxastStackPush, nxastStackPop:
 		if len(a) != 24 {
 			return nil, errActionLen
@@ -360,6 +406,9 @@ func parseNX(a []byte) (Action, error) {
 		return act, err
 	}
 	if act, ok, err := parseNXMultipath(st, a); ok {
+		return act, err
+	}
+	if act, ok, err := parseNXSample(st, a); ok {
 		return act, err
 	}
 	return &ActionExperimenter{Experimenter: NXVendor, Data: cloneBytes(a[8:])}, nil

@@ -61,7 +61,7 @@ func ParseNXFlowMod(b []byte, withTableID bool) (*FlowMod, error) {
 	if cmd == uint16(ofp.FlowAdd) || cookieMask == 0 {
 		cookie = be.Uint64(b)
 	}
-	acts, err := actions10to13(b[nxFlowModFixedSize+roundUp8(mlen):], 0)
+	acts, err := actions10to13(b[nxFlowModFixedSize+roundUp8(mlen):], oxmIPProtoOf(oxms))
 	if err != nil {
 		return nil, err
 	}
@@ -77,11 +77,8 @@ func ParseNXFlowMod(b []byte, withTableID bool) (*FlowMod, error) {
 	nb = be.AppendUint16(nb, uint16(4+len(oxms)))
 	nb = append(nb, oxms...)
 	nb = appendZeros(nb, roundUp8(4+len(oxms))-4-len(oxms))
-	if len(acts) > 0 || cmd < 3 {
-		nb = be.AppendUint16(nb, instrApplyActions)
-		nb = be.AppendUint16(nb, uint16(8+len(acts)))
-		nb = appendZeros(nb, 4)
-		nb = append(nb, acts...)
+	if nb, err = appendInstructions10(nb, acts, cmd < 3); err != nil {
+		return nil, err
 	}
 	fm := &FlowMod{}
 	if err := fm.decodeBody(nb); err != nil {
@@ -290,6 +287,11 @@ func nxFlowStats(f *FlowStats) ([]byte, error) {
 		}
 	}
 	acts := actions13to10(acts13)
+	for _, in := range f.Instructions {
+		if wm, ok := in.(*InstrWriteMetadata); ok {
+			acts = appendWriteMetadata10(acts, wm)
+		}
+	}
 	b := appendZeros(nil, 2)
 	b = append(b, f.TableID, 0)
 	b = be.AppendUint32(b, f.DurationSec)
@@ -310,4 +312,21 @@ func nxFlowStats(f *FlowStats) ([]byte, error) {
 	}
 	putLen16(b, 0, len(b))
 	return b, nil
+}
+
+// oxmIPProtoOf is the IP protocol an OXM list matches exactly (0 if
+// none): which 1.3 field a 1.0 set_tp_src/dst action sets.
+func oxmIPProtoOf(oxms []byte) byte {
+	for len(oxms) >= 4 {
+		h := be.Uint32(oxms)
+		n := 4 + int(h&0xff)
+		if n > len(oxms) {
+			return 0
+		}
+		if h>>16 == 0x8000 && (h>>9)&0x7f == oxmIPProto && h&0x100 == 0 && n == 5 {
+			return oxms[4]
+		}
+		oxms = oxms[n:]
+	}
+	return 0
 }

@@ -378,6 +378,8 @@ func actions10to13(a []byte, ipProto byte) ([]byte, error) {
 			// Open vSwitch's actions are laid out alike in 1.0 and 1.3.
 			out = append(out, act...)
 		case act10Enqueue:
+			// set_queue, output, pop_queue: as Open vSwitch sends enqueue
+			// to 1.1+ peers (the queue is the output's alone).
 			out = append(out, 0, 21, 0, 8) // OFPAT_SET_QUEUE
 			out = append(out, act[12:16]...)
 			out = be.AppendUint16(out, 0)
@@ -385,6 +387,7 @@ func actions10to13(a []byte, ipProto byte) ([]byte, error) {
 			out = be.AppendUint32(out, port10to13(be.Uint16(act[4:])))
 			out = be.AppendUint16(out, 0xffff)
 			out = appendZeros(out, 6)
+			out = appendZeros(nxHeader(out, 16, nxastPopQueue), 6)
 		default:
 			return nil, errActionType
 		}
@@ -395,6 +398,40 @@ func actions10to13(a []byte, ipProto byte) ([]byte, error) {
 // actions13to10 rewrites a 1.3 action list for a 1.0 peer; actions 1.0
 // cannot express are left out.
 func actions13to10(a []byte) []byte {
+	return enqueue10(actions13to10Each(a))
+}
+
+// enqueue10 turns each set_queue, output, pop_queue of a 1.0 action list
+// (NXAST_SET_QUEUE, OFPAT10_OUTPUT, NXAST_POP_QUEUE) back into the 1.0
+// enqueue it was sent as.
+func enqueue10(a []byte) []byte {
+	isNX := func(b []byte, st uint16) bool {
+		return len(b) >= 16 && be.Uint16(b) == act10Vendor && be.Uint16(b[2:]) == 16 &&
+			be.Uint32(b[4:]) == NXVendor && be.Uint16(b[8:]) == st
+	}
+	var out []byte
+	for i := 0; i < len(a); {
+		if r := a[i:]; isNX(r, nxastSetQueue) && len(r) >= 40 && be.Uint16(r[16:]) == act10Output &&
+			be.Uint16(r[18:]) == 8 && isNX(r[24:], nxastPopQueue) {
+			out = be.AppendUint16(out, act10Enqueue)
+			out = be.AppendUint16(out, 16)
+			out = append(out, r[20:22]...) // port
+			out = appendZeros(out, 6)
+			out = append(out, r[12:16]...) // queue
+			i += 40
+			continue
+		}
+		n := int(be.Uint16(a[i+2:]))
+		if n < 8 || i+n > len(a) {
+			return append(out, a[i:]...)
+		}
+		out = append(out, a[i:i+n]...)
+		i += n
+	}
+	return out
+}
+
+func actions13to10Each(a []byte) []byte {
 	var out []byte
 	eachAction(a, func(t uint16, act []byte) bool {
 		switch t {
@@ -407,6 +444,15 @@ func actions13to10(a []byte) []byte {
 			}
 		case 18: // pop_vlan
 			out = append(out, 0, act10Strip, 0, 8, 0, 0, 0, 0)
+		case 21: // set_queue: Open vSwitch's NXAST_SET_QUEUE in 1.0
+			if len(act) >= 8 {
+				out = nxHeader(out, 16, nxastSetQueue)
+				out = appendZeros(out, 2)
+				out = append(out, act[4:8]...)
+			}
+		case 24: // dec_nw_ttl: Open vSwitch's NXAST_DEC_TTL in 1.0
+			out = nxHeader(out, 16, nxastDecTTL)
+			out = appendZeros(out, 6)
 		case act10Vendor: // Open vSwitch's actions: the same in 1.0
 			out = append(out, act...)
 		case 25: // set_field
@@ -524,13 +570,7 @@ func upgrade10(t openflow.Type, b []byte) ([]byte, error) {
 		nb = be.AppendUint16(nb, flags)
 		nb = appendZeros(nb, 2)
 		nb = append(nb, match10to13(b[:40])...)
-		if len(acts) > 0 || cmd < 3 {
-			nb = be.AppendUint16(nb, instrApplyActions)
-			nb = be.AppendUint16(nb, uint16(8+len(acts)))
-			nb = appendZeros(nb, 4)
-			nb = append(nb, acts...)
-		}
-		return nb, nil
+		return appendInstructions10(nb, acts, cmd < 3)
 	case openflow.TypePacketOut:
 		if len(b) < 8 {
 			return nil, errBadLen
@@ -972,4 +1012,58 @@ func flowMod13to10(b []byte) ([]byte, error) {
 	nb = be.AppendUint16(nb, port13to10(outPort))
 	nb = be.AppendUint16(nb, flags)
 	return append(nb, actions13to10(acts)...), nil
+}
+
+// appendInstructions10 appends the 1.3 instructions of a 1.0 flow-mod's
+// actions (acts, already rewritten as 1.3 actions): apply-actions (when
+// there are actions, or always), and write-metadata for Open vSwitch's
+// NXAST_WRITE_METADATA, which is how a 1.0 peer writes the metadata.
+func appendInstructions10(nb, acts []byte, always bool) ([]byte, error) {
+	var rest, wm []byte
+	var err error
+	eachAction(acts, func(t uint16, a []byte) bool {
+		if t != act10Vendor || len(a) < 10 || be.Uint32(a[4:]) != NXVendor || be.Uint16(a[8:]) != nxastWriteMetadata {
+			rest = append(rest, a...)
+			return true
+		}
+		switch {
+		case len(a) != 32:
+			err = errActionLen
+		case wm != nil:
+			err = errActionArg
+		default:
+			for _, p := range a[10:16] {
+				if p != 0 {
+					err = errActionArg
+				}
+			}
+			wm = a[16:32]
+		}
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) > 0 || always {
+		nb = be.AppendUint16(nb, instrApplyActions)
+		nb = be.AppendUint16(nb, uint16(8+len(rest)))
+		nb = appendZeros(nb, 4)
+		nb = append(nb, rest...)
+	}
+	if wm != nil {
+		nb = be.AppendUint16(nb, instrWriteMetadata)
+		nb = be.AppendUint16(nb, 24)
+		nb = appendZeros(nb, 4)
+		nb = append(nb, wm...)
+	}
+	return nb, nil
+}
+
+// appendWriteMetadata10 appends NXAST_WRITE_METADATA: a write-metadata
+// instruction as a 1.0 peer receives it.
+func appendWriteMetadata10(b []byte, in *InstrWriteMetadata) []byte {
+	b = nxHeader(b, 32, nxastWriteMetadata)
+	b = appendZeros(b, 6)
+	b = be.AppendUint64(b, in.Metadata)
+	return be.AppendUint64(b, in.Mask)
 }

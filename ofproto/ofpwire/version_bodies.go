@@ -31,6 +31,7 @@ const (
 	portNoController    = 0xfffffffd // OFPP_CONTROLLER
 	instrApplyActions   = 4
 	instrWriteActions   = 3
+	instrWriteMetadata  = 2
 	instrMeter          = 6
 	mpFlow              = 1
 	mpAggregate         = 2

@@ -233,7 +233,8 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 		return x.regMove(a)
 	case *ofpwire.ActionResubmit:
 		return x.resubmit(a)
-	case *ofpwire.ActionNote:
+	case *ofpwire.ActionNote, *ofpwire.ActionSample:
+		// sample: no IPFIX exporter here (ofpwire.ActionSample).
 		return nil
 	case *ofpwire.ActionExit:
 		x.exited = true
@@ -298,9 +299,9 @@ func (x *xlator) doAction(a ofpwire.Action, table uint8, miss bool) error {
 		return x.copyTTLOut()
 	case *ofpwire.ActionCopyTTLIn:
 		return x.copyTTLIn()
-	case *ofpwire.ActionSetQueue:
+	case *ofpwire.ActionSetQueue, *ofpwire.ActionPopQueue:
 		if x.tr != nil {
-			x.traceNote(TraceAction, "set_queue: the switch has no queues, nothing to do")
+			x.traceNote(TraceAction, "set_queue/pop_queue: the switch has no queues, nothing to do")
 		}
 		return nil
 	default:
