@@ -169,7 +169,8 @@ type shard struct {
 	// a tracker-wide atomic counter would cost every commit a locked
 	// instruction (Stats sums the shards). Apart from the shard (2 KiB:
 	// beside mu and x it would spread the headers every lookup reads
-	// over more pages).
+	// over more pages), allocated at its first commit (a tracker that is
+	// made and dropped, as a test's, costs none).
 	created *[256]uint64
 	_       [64]byte
 }
@@ -243,10 +244,6 @@ type Tracker struct {
 // New makes an empty tracker with the default limit and timeouts.
 func New() *Tracker {
 	t := &Tracker{key: newHashKey()}
-	created := new([numShards][256]uint64)
-	for i := range t.shards {
-		t.shards[i].created = &created[i]
-	}
 	t.maxConns.Store(DefaultMaxConns)
 	to := DefaultTimeouts()
 	t.timeouts.Store(&to)
@@ -280,8 +277,10 @@ func (t *Tracker) Stats() Stats {
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
-		for p, n := range sh.created {
-			created[p] += n
+		if sh.created != nil {
+			for p, n := range sh.created {
+				created[p] += n
+			}
 		}
 		sh.mu.Unlock()
 	}
@@ -868,6 +867,9 @@ func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
 		b.x.put(pr, c, slotMeta(c.rh, true))
 	}
 	a.unassured = append(a.unassured, c)
+	if a.created == nil { // allocated at the shard's first commit
+		a.created = new([256]uint64)
+	}
 	a.created[c.proto]++ // a is c.orig's shard
 	t.n.Add(1)
 	t.zones.get(c.orig.Zone).n.Add(1)

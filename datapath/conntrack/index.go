@@ -47,16 +47,21 @@ const (
 	slotBoth = 1 << 34
 )
 
-// initIndex is an index's first size (a power of two): 256 KiB a shard,
-// 16 MiB for the tracker's 64, address space the kernel backs only as
-// slots are touched. Growing is the costly part of setting up
-// connections at a high rate (each doubling rehashes the shard and
-// first-touches a new array, with the garbage collector's write barriers
-// on when it runs meanwhile): about a fifth of a new SNAT connection's
-// cost up to a million connections when the index started at 64. This
-// size holds 12,288 entries a shard (786,432 in all, 393,216 translated
-// connections or twice that untranslated) before the first doubling.
-const initIndex = 16384
+// An index starts at firstIndex slots and, the first time that fills,
+// grows straight to initIndex (a power of two): 256 KiB a shard, 16 MiB
+// for the tracker's 64, address space the kernel backs only as slots are
+// touched. Growing is the costly part of setting up connections at a high
+// rate (each doubling rehashes the shard and first-touches a new array,
+// with the garbage collector's write barriers on when it runs meanwhile):
+// about a fifth of a new SNAT connection's cost up to a million
+// connections when the index doubled from 64. initIndex holds 12,288
+// entries a shard (786,432 in all) before the next doubling. A tracker
+// with few connections (and every test's and fuzz input's new tracker)
+// stays at firstIndex: 1 KiB a shard.
+const (
+	firstIndex = 64
+	initIndex  = 16384
+)
 
 func slotMeta(h uint32, reply bool) uint64 {
 	m := uint64(h) | slotUsed
@@ -164,7 +169,18 @@ func (x *index) lookup(tu *Tuple, h uint32, mu *sync.Mutex) (c *Conn, reply bool
 // puts.
 func (x *index) reserve(k int) {
 	if n := len(x.slots()); (x.n+k)*4 > n*3 {
-		x.resize(max(initIndex, 2*n))
+		switch {
+		case n == 0:
+			n = firstIndex
+		case n < initIndex:
+			n = initIndex
+		default:
+			n *= 2
+		}
+		for (x.n+k)*4 > n*3 {
+			n *= 2
+		}
+		x.resize(n)
 	}
 }
 
