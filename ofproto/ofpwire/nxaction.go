@@ -326,13 +326,8 @@ func parseNX(a []byte) (Action, error) {
 		return &ActionNote{Note: cloneBytes(a[10:])}, nil
 	case nxastDecTTL:
 		// OpenFlow 1.0's dec_ttl (1.1 made it OFPAT_DEC_NW_TTL).
-		if len(a) != 16 {
-			return nil, errActionLen
-		}
-		for _, p := range a[10:] {
-			if p != 0 {
-				return nil, errActionArg
-			}
+		if err := nxNoArgument(a); err != nil {
+			return nil, err
 		}
 		return &ActionDecNwTTL{}, nil
 	case nxastSetQueue:
@@ -345,13 +340,8 @@ func parseNX(a []byte) (Action, error) {
 		}
 		return &ActionSetQueue{Queue: ofp.Queue(be.Uint32(a[12:]))}, nil
 	case nxastPopQueue:
-		if len(a) != 16 {
-			return nil, errActionLen
-		}
-		for _, p := range a[10:] {
-			if p != 0 {
-				return nil, errActionArg
-			}
+		if err := nxNoArgument(a); err != nil {
+			return nil, err
 		}
 		return &ActionPopQueue{}, nil
 	case nxastStackPush, nxastStackPop:
@@ -412,6 +402,20 @@ func parseNX(a []byte) (Action, error) {
 		return act, err
 	}
 	return &ActionExperimenter{Experimenter: NXVendor, Data: cloneBytes(a[8:])}, nil
+}
+
+// nxNoArgument checks an NX action without an argument: 16 bytes, the
+// padding after its subtype zero.
+func nxNoArgument(a []byte) error {
+	if len(a) != 16 {
+		return errActionLen
+	}
+	for _, p := range a[10:] {
+		if p != 0 {
+			return errActionArg
+		}
+	}
+	return nil
 }
 
 // fieldByHeader resolves a field header of an NX action or copy_field:
