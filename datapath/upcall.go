@@ -73,11 +73,17 @@ type ControllerPacket struct {
 
 // ControllerQueue is a bounded queue of packet copies from the PMDs to the
 // OpenFlow side. Push never blocks: when the queue is full the packet is
-// counted as an overflow and dropped. Its slots are preallocated.
+// counted as an overflow and dropped.
+//
+// A slot's buffer is allocated the first time the slot is used and kept:
+// the ring reuses its slots from the front, so a switch whose packet-ins
+// come a few at a time holds a few buffers, not the 2 MiB of a full
+// queue that most switches never fill.
 type ControllerQueue struct {
 	mu       sync.Mutex
 	slots    []ControllerPacket
 	bufs     [][]byte
+	slotSize int
 	head, n  int
 	overflow uint64
 	ready    chan struct{}
@@ -85,16 +91,12 @@ type ControllerQueue struct {
 
 // NewControllerQueue makes a queue of depth packets of up to slotSize bytes.
 func NewControllerQueue(depth, slotSize int) *ControllerQueue {
-	q := &ControllerQueue{
-		slots: make([]ControllerPacket, depth),
-		bufs:  make([][]byte, depth),
-		ready: make(chan struct{}, 1),
+	return &ControllerQueue{
+		slots:    make([]ControllerPacket, depth),
+		bufs:     make([][]byte, depth),
+		slotSize: slotSize,
+		ready:    make(chan struct{}, 1),
 	}
-	mem := make([]byte, depth*slotSize)
-	for i := range q.bufs {
-		q.bufs[i] = mem[i*slotSize : (i+1)*slotSize : (i+1)*slotSize]
-	}
-	return q
 }
 
 // push copies pkt into a free slot; false means the queue was full.
@@ -106,6 +108,9 @@ func (q *ControllerQueue) push(pkt *packet.Packet, a *actions.Action) bool {
 		return false
 	}
 	i := (q.head + q.n) % len(q.slots)
+	if q.bufs[i] == nil {
+		q.bufs[i] = make([]byte, q.slotSize)
+	}
 	n := copy(q.bufs[i], pkt.Data())
 	q.slots[i] = ControllerPacket{InPort: pkt.InPort, Arg: a.ControllerArg(), Cookie: a.ControllerCookie(),
 		Metadata: a.ControllerMetadata(), Context: a.ControllerContext(), Data: q.bufs[i][:n]}
@@ -133,6 +138,9 @@ func (q *ControllerQueue) Pop() (p ControllerPacket, ok bool) {
 	p.Data = append([]byte(nil), p.Data...)
 	q.head = (q.head + 1) % len(q.slots)
 	q.n--
+	if q.n == 0 {
+		q.head = 0 // the next packets reuse the buffers at the front
+	}
 	return p, true
 }
 

@@ -231,3 +231,29 @@ func TestEMCLookupDoesNotAllocate(t *testing.T) {
 		t.Fatalf("Lookup/MaybeInsert allocate %v times per run", allocs)
 	}
 }
+
+// TestEMCTableAtFirstInsert: the table is allocated by the first insert;
+// before it every lookup misses, and the cache reports its full size.
+func TestEMCTableAtFirstInsert(t *testing.T) {
+	e := NewEMC[cached](1024)
+	if e.Cap() != 1024 || len(e.slots) != 1 {
+		t.Fatalf("new cache: Cap %d with %d slots allocated, want 1024 and 1", e.Cap(), len(e.slots))
+	}
+	for i := range 100 {
+		k := emcKey(i)
+		if e.Lookup(&k, k.Hash()) != nil || e.LookupShort(&k, k.Hash(), true) != nil {
+			t.Fatalf("key %d found in an empty cache", i)
+		}
+	}
+	var zero flow.Key
+	if e.Lookup(&zero, 0) != nil || e.RemoveValue(&cached{}) != 0 {
+		t.Fatal("the stand-in slot matched")
+	}
+	e.Clear()
+	k := emcKey(1)
+	v := &cached{}
+	e.Insert(&k, k.Hash(), v)
+	if len(e.slots) != 1024 || e.Lookup(&k, k.Hash()) != v || e.Len() != 1 {
+		t.Fatalf("after an insert: %d slots, Len %d", len(e.slots), e.Len())
+	}
+}

@@ -2,6 +2,7 @@ package packet
 
 import (
 	"bytes"
+	"runtime"
 	"testing"
 )
 
@@ -219,5 +220,44 @@ func TestStateClearedOnReuse(t *testing.T) {
 	}
 	if pkt.Free(); p.DoubleFrees() != 0 {
 		t.Fatal("double free counted")
+	}
+}
+
+// TestMappedPool: a pool big enough to be mapped hands out every buffer,
+// each its own, and its memory goes away with it without a fault.
+func TestMappedPool(t *testing.T) {
+	const n = 4096
+	p := NewPool(n, DefaultBufSize)
+	if p.Available() != n || p.Size() != n {
+		t.Fatalf("new pool: %d of %d available", p.Available(), p.Size())
+	}
+	pkts := make([]*Packet, n)
+	for i := range pkts {
+		pkts[i] = p.Get()
+		if pkts[i] == nil {
+			t.Fatalf("Get %d of %d: nil", i, n)
+		}
+		b := pkts[i].Buffer()
+		for j := range b {
+			b[j] = byte(i)
+		}
+		pkts[i].SetLen(len(b))
+	}
+	for i, pkt := range pkts {
+		if d := pkt.Data(); d[0] != byte(i) || d[len(d)-1] != byte(i) {
+			t.Fatalf("buffer %d was overwritten by another", i)
+		}
+		pkt.Free()
+	}
+	if p.Available() != n {
+		t.Fatalf("%d of %d back", p.Available(), n)
+	}
+	pkts, p = nil, nil
+	for range 3 {
+		runtime.GC() // runs the unmapping cleanup
+	}
+	q := NewPool(n, DefaultBufSize)
+	if pkt := q.Get(); pkt == nil || len(pkt.Buffer()) == 0 {
+		t.Fatal("a new pool after one was unmapped")
 	}
 }

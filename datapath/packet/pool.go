@@ -1,11 +1,23 @@
 package packet
 
-import "sync/atomic"
+import (
+	"runtime"
+	"sync/atomic"
+)
 
 // Pool is a fixed set of packet buffers cut from one large allocation, with a
 // free list. It is not safe for concurrent use: each PMD owns its pool, and
 // only the owner takes and returns packets (drivers copy frames between
 // their rings and pool buffers, so packets never change hands).
+//
+// A large pool's buffers are a private anonymous mapping rather than Go
+// heap (newSlab): its pages take memory only once a frame was written into
+// them, and the free list is a stack, so a PMD that has a few batches in
+// flight at a time keeps reusing the same few hundred KiB. A PMD's 4,096
+// buffers and 64 big ones (13 MiB) were a third of the heap of a switch
+// with 1,000 idle ports, and resident twice over under the collector's
+// heap goal; the buffers hold no pointers, so the collector never needed
+// to see them.
 type Pool struct {
 	mem  []byte
 	pkts []Packet
@@ -22,8 +34,9 @@ func NewPool(count, bufSize int) *Pool {
 		bufSize = Headroom + 64
 	}
 	stride := BufferStride(bufSize)
+	mem, unmap := newSlab(count * stride)
 	p := &Pool{
-		mem:  make([]byte, count*stride),
+		mem:  mem,
 		pkts: make([]Packet, count),
 		free: make([]*Packet, count),
 		size: bufSize,
@@ -35,6 +48,12 @@ func NewPool(count, bufSize int) *Pool {
 		pkt.pool = p
 		pkt.inPool = true
 		p.free[count-1-i] = pkt
+	}
+	if unmap != nil {
+		// Once nothing reaches the pool no packet of it is reachable
+		// either (each points back to it), so no one can still be
+		// reading or writing a buffer.
+		runtime.AddCleanup(p, func(f func()) { f() }, unmap)
 	}
 	return p
 }
