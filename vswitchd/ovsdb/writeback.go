@@ -45,15 +45,26 @@ func (r *Reconciler) writeBack(ctx context.Context, rs *dbconfig.Rows, p *dbconf
 		ops = append(ops, o)
 		return nil
 	}
+	// Each interface is compared in one scratch copy, a new one only
+	// after a copy was kept: a copy per interface per pass was most of
+	// the garbage of an idle switch with 1,000 ports (the passes that
+	// write nothing for it are nearly all of them).
+	var ri *vswitchdb.Interface
 	for _, u := range sortedKeys(rs.Ifaces) {
-		ri := *rs.Ifaces[u]
-		fields := r.interfaceFields(&ri, p, stats)
-		if err := update(&ri, fields...); err != nil {
+		if ri == nil {
+			ri = new(vswitchdb.Interface)
+		}
+		*ri = *rs.Ifaces[u]
+		fields := r.interfaceFields(ri, p, stats)
+		if len(fields) == 0 {
+			continue
+		}
+		if err := update(ri, fields...); err != nil {
 			return err
 		}
-		if len(fields) > 0 {
-			keep = append(keep, func() { rs.Ifaces[u] = &ri })
-		}
+		kept := ri
+		keep = append(keep, func() { rs.Ifaces[u] = kept })
+		ri = nil
 	}
 	for _, u := range sortedKeys(rs.Bridges) {
 		rb := *rs.Bridges[u]
