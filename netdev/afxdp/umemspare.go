@@ -14,15 +14,25 @@ import (
 // AF_XDP ports are open one UMEM of the last size used is kept mapped and
 // faulted in ahead of need, replaced in the background after it is taken:
 // the next port's first queue starts with it. It costs one UMEM of
-// resident memory while any AF_XDP port is open (Open vSwitch's afxdp
-// netdev takes 64 MiB per queue: 16,384 frames of 4 KiB), none when none
-// is.
+// resident memory (Open vSwitch's afxdp netdev takes 64 MiB per queue:
+// 16,384 frames of 4 KiB), so it is kept only while ports are being
+// added: it goes with the last port closed, and spareKeep after the last
+// open. A switch that has its ports gave 20 MiB, a third of its memory
+// besides the heap, to an add-port that may never come; the first open
+// after a quiet spell faults its UMEM in itself again (about 5 ms more).
 var spare struct {
-	mu      sync.Mutex
-	buf     []byte
-	ports   int  // AF_XDP ports open
-	pending bool // a replacement is scheduled or being mapped
+	mu       sync.Mutex
+	buf      []byte
+	ports    int  // AF_XDP ports open
+	pending  bool // a replacement is scheduled or being mapped
+	lastOpen time.Time
+	expire   *time.Timer // drops the spare spareKeep after the last open
 }
+
+// spareKeep is how long after an AF_XDP port was opened the spare is kept
+// for the next: ports added one after the other (a script, a controller
+// bringing up its interfaces) come well within it. A variable for tests.
+var spareKeep = 10 * time.Second
 
 // spareDelay keeps the replacement's page faults off the path of the
 // change that opened the port (the rest of its reconcile pass, its first
@@ -58,6 +68,12 @@ func portOpened(size int) {
 	spare.mu.Lock()
 	defer spare.mu.Unlock()
 	spare.ports++
+	spare.lastOpen = time.Now()
+	if spare.expire == nil {
+		spare.expire = time.AfterFunc(spareKeep, expireSpare)
+	} else {
+		spare.expire.Reset(spareKeep)
+	}
 	if spare.pending || len(spare.buf) == size {
 		return
 	}
@@ -70,7 +86,7 @@ func portOpened(size int) {
 		if err != nil {
 			return // the next open maps its own
 		}
-		if spare.ports == 0 {
+		if spare.ports == 0 || time.Since(spare.lastOpen) >= spareKeep {
 			unix.Munmap(b)
 			return
 		}
@@ -87,6 +103,20 @@ func portClosed() {
 	defer spare.mu.Unlock()
 	spare.ports--
 	if spare.ports == 0 && spare.buf != nil {
+		unix.Munmap(spare.buf)
+		spare.buf = nil
+	}
+}
+
+// expireSpare drops the spare once no port was opened for spareKeep.
+func expireSpare() {
+	spare.mu.Lock()
+	defer spare.mu.Unlock()
+	if d := spareKeep - time.Since(spare.lastOpen); d > 0 {
+		spare.expire.Reset(d) // an open came after the timer fired
+		return
+	}
+	if spare.buf != nil {
 		unix.Munmap(spare.buf)
 		spare.buf = nil
 	}

@@ -65,3 +65,44 @@ func TestUMEMSpare(t *testing.T) {
 		t.Errorf("after the last port closed: spare of %d bytes, %d ports counted", n, ports)
 	}
 }
+
+// TestUMEMSpareExpires: the spare goes spareKeep after the last open
+// while the port stays open, and the next open makes one again.
+func TestUMEMSpareExpires(t *testing.T) {
+	a, _ := vethPair(t)
+	b, _ := vethPair(t)
+	if _, ports, _ := spareState(); ports != 0 {
+		t.Skipf("%d AF_XDP ports left open by earlier tests", ports)
+	}
+	defer func(d time.Duration) { spareKeep = d }(spareKeep)
+	spareKeep = 2 * time.Second
+	pa, err := New(a, Options{Queues: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pa.Close()
+	want := int(pa.xsks[0].lay.total())
+	wait := func(what string, size int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n, _, pending := spareState()
+			if n == size && !pending {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: spare of %d bytes (want %d), pending %v", what, n, size, pending)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	wait("after the first port", want)
+	wait("a quiet spell later", 0)
+	pb, err := New(b, Options{Queues: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pb.Close()
+	wait("after the next open", want)
+	wait("a quiet spell after it", 0)
+}
