@@ -124,6 +124,9 @@ type Port struct {
 	// flushInterval overrides the datapath's tx-flush-interval for this
 	// port (microseconds, or TxFlushAuto); -1 means "use the datapath's".
 	flushInterval int
+	// gone is closed when the port leaves the datapath, which ends the
+	// wait for its interface's removal (removeWhenGone).
+	gone chan struct{}
 }
 
 // Datapath owns the ports and the PMDs.
@@ -318,6 +321,7 @@ func (dp *Datapath) AddPort(no uint32, dev netdev.Netdev) (*Port, error) {
 		rxq:           newSharedSlab[rxqCounters](max(dev.NumRxQueues(), 0), false),
 		rxqBase:       make([]uint64, max(dev.NumRxQueues(), 0)),
 		flushInterval: -1,
+		gone:          make(chan struct{}),
 	}
 	dp.ports[no] = p
 	dp.replan()
@@ -330,9 +334,16 @@ func (dp *Datapath) AddPort(no uint32, dev netdev.Netdev) (*Port, error) {
 }
 
 // removeWhenGone removes port p once its interface has disappeared (unless
-// the port was removed or replaced first).
+// the port was removed or replaced first). A port removed first ends the
+// wait: a driver's channel is not closed when the port is (the interface
+// may live on), and each port deleted left this goroutine behind, holding
+// the port and its driver.
 func (dp *Datapath) removeWhenGone(p *Port, gone <-chan struct{}) {
-	<-gone
+	select {
+	case <-gone:
+	case <-p.gone:
+		return
+	}
 	dp.mu.Lock()
 	still := dp.ports[p.No] == p
 	dp.mu.Unlock()
@@ -354,6 +365,7 @@ func (dp *Datapath) RemovePort(no uint32) error {
 		return fmt.Errorf("datapath: no port %d", no)
 	}
 	delete(dp.ports, no)
+	close(p.gone)
 	dp.unpin(no)
 	dp.reconfigure()
 	dp.mu.Unlock()
@@ -625,6 +637,7 @@ func (dp *Datapath) Close() error {
 	for no, p := range dp.ports {
 		errs = append(errs, p.Dev.Close())
 		delete(dp.ports, no)
+		close(p.gone)
 	}
 	dp.pinned = nil
 	dp.closed = true
