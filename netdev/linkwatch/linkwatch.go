@@ -35,6 +35,26 @@ type Link struct {
 	removed chan struct{}
 	once    sync.Once
 	w       *watcher
+	// onRemoved is OnRemoved's function until it has run.
+	onRemoved atomic.Pointer[func()]
+}
+
+// OnRemoved has fn called once when the interface is deleted (at once if
+// it already was), on the watcher's goroutine: fn must not block. It is
+// for a driver that only needs to take note, without a goroutine of its
+// own waiting on Removed for each of a thousand ports.
+func (l *Link) OnRemoved(fn func()) {
+	l.onRemoved.Store(&fn)
+	if l.IsRemoved() {
+		l.fireRemoved()
+	}
+}
+
+// fireRemoved runs the OnRemoved function, once.
+func (l *Link) fireRemoved() {
+	if fn := l.onRemoved.Swap(nil); fn != nil {
+		(*fn)()
+	}
 }
 
 // Up reports whether the interface is administratively and operationally up.
@@ -65,6 +85,7 @@ func (l *Link) update(attrs *netlink.LinkAttrs) {
 func (l *Link) markRemoved() {
 	l.up.Store(false)
 	l.once.Do(func() { close(l.removed) })
+	l.fireRemoved()
 }
 
 // Event is one link event as Listen delivers it.

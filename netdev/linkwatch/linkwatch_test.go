@@ -130,3 +130,38 @@ func TestListenStop(t *testing.T) {
 		t.Fatalf("%d calls by stop, %d after; want the first resync only", n, calls)
 	}
 }
+
+// TestOnRemoved: the function is called once when the watched interface
+// is deleted, and at once when it is registered after the deletion.
+func TestOnRemoved(t *testing.T) {
+	nstest.RequireRoot(t) // a veth pair
+	name := nstest.Name("lwr")
+	nstest.Run(t, "ip", "link", "add", name, "type", "veth", "peer", "name", nstest.Name("lwq"))
+	t.Cleanup(func() { nstest.Output("ip", "link", "del", name) })
+	l, err := Watch(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop()
+	calls := make(chan struct{}, 4)
+	l.OnRemoved(func() { calls <- struct{}{} })
+	nstest.Run(t, "ip", "link", "del", name)
+	select {
+	case <-calls:
+	case <-time.After(10 * time.Second):
+		t.Fatal("OnRemoved's function not called 10 s after the deletion")
+	}
+	if !l.IsRemoved() {
+		t.Error("called before Removed was closed")
+	}
+	l.OnRemoved(func() { calls <- struct{}{} })
+	select {
+	case <-calls:
+	default:
+		t.Error("a function registered after the deletion was not called at once")
+	}
+	l.markRemoved() // a resync that finds it gone again
+	if len(calls) != 0 {
+		t.Errorf("called %d more times", len(calls))
+	}
+}

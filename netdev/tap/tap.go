@@ -162,12 +162,10 @@ type Port struct {
 	// pollBackoff is Options.PollBackoff.
 	pollBackoff int
 
-	gone     atomic.Bool
-	removed  chan struct{}
-	stop     chan struct{}
-	closeMu  sync.Mutex
-	closed   bool
-	stopOnce sync.Once
+	gone    atomic.Bool
+	removed chan struct{}
+	closeMu sync.Mutex
+	closed  bool
 }
 
 // New creates the tap device ifname, or attaches to it if it exists and is
@@ -186,7 +184,6 @@ func New(ifname string, opts Options) (*Port, error) {
 		tx:          make([]txQueue, opts.Queues),
 		counters:    make([]netdev.Counters, 2*opts.Queues),
 		removed:     make(chan struct{}),
-		stop:        make(chan struct{}),
 	}
 	err := inNetns(opts.Netns, func() error { return p.open(opts) })
 	if err != nil {
@@ -201,7 +198,7 @@ func New(ifname string, opts Options) (*Port, error) {
 			return nil, err
 		}
 		p.link = l
-		go p.watch()
+		l.OnRemoved(p.markGone)
 	}
 	return p, nil
 }
@@ -337,15 +334,6 @@ func (p *Port) open(opts Options) error {
 	return nil
 }
 
-// watch forwards the link watcher's removal notice.
-func (p *Port) watch() {
-	select {
-	case <-p.link.Removed():
-		p.markGone()
-	case <-p.stop:
-	}
-}
-
 // markGone records that the device has disappeared. It is called from the
 // error path of Recv/Send (EBADFD) and from the watcher.
 func (p *Port) markGone() {
@@ -453,7 +441,6 @@ func (p *Port) Close() error {
 		return errors.New("tap: port already closed")
 	}
 	p.closed = true
-	p.stopOnce.Do(func() { close(p.stop) })
 	if p.link != nil {
 		p.link.Stop()
 	}

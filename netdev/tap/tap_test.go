@@ -30,7 +30,6 @@ func socketPort(t testing.TB, queues int) (*Port, []int) {
 		tx:       make([]txQueue, queues),
 		counters: make([]netdev.Counters, 2*queues),
 		removed:  make(chan struct{}),
-		stop:     make(chan struct{}),
 		mtu:      1500,
 	}
 	var peers []int
