@@ -111,7 +111,10 @@ func (t *Table) Dump() error {
 	if t.links == nil {
 		t.links = map[string]*entry{}
 	}
-	gen := t.gen + 1
+	// A generation of its own even if this dump fails part-way: links
+	// it saw must not pass for seen by the next one.
+	t.gen++
+	gen := t.gen
 	for {
 		n, _, err := unix.Recvfrom(fd, t.buf, 0)
 		if err == unix.EINTR {
@@ -130,7 +133,6 @@ func (t *Table) Dump() error {
 			break
 		}
 	}
-	t.gen = gen
 	for name, e := range t.links {
 		if e.gen != gen {
 			delete(t.links, name)

@@ -64,6 +64,14 @@ func TestTableMatchesNetlink(t *testing.T) {
 	if a, _ := tab.Get("vb"); a.MTU != 1400 || a.MAC != "02:00:c6:12:00:99" || a.Flags&unix.IFF_UP == 0 {
 		t.Errorf("vb after the change: %+v", a)
 	}
+	// A link a failed dump saw (it had started the next generation)
+	// and the next dump does not see is gone after it.
+	tab.gen++
+	tab.update([]byte("ghost"), &Attrs{Index: 999}, nil, tab.gen)
+	check("after a failed dump")
+	if _, ok := tab.Get("ghost"); ok {
+		t.Error("a link only a failed dump saw survived the next dump")
+	}
 	var err error
 	allocs := testing.AllocsPerRun(5, func() {
 		ns.Do(func() error { err = tab.Dump(); return nil })
