@@ -1,0 +1,164 @@
+package conntrack
+
+import (
+	"encoding/binary"
+
+	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
+	"github.com/vswitch-go/vswitch/datapath/packet"
+)
+
+// ConnCache is one PMD's memory of the connections its packets went to
+// lately, by the packet's flow hash (the one the EMC took, computed with
+// the key: nothing to hash again): a packet of an established connection
+// that hits it skips parsing its tuple, the tracker's keyed hash and the
+// shared index's probe, which were most of ct's cost at a few
+// connections.
+//
+// An entry is only a guess, checked at each use against what the index
+// would answer: the packet's key must give the tuple of the connection's
+// direction the entry names (compared field by field with the key, as
+// parse would build it), and the connection must be on the lock-free
+// path (Conn.fast's fastOK). A connection with fastOK set is not dead,
+// and a connection that is not dead is what the index maps its tuples
+// to: removing it (another PMD's commit over an expired one, a flush, a
+// sweep, force) ends it under its lock (killLocked clears fastOK), and
+// so does a change of its mark or label for the time it takes (stopFast;
+// the next packet reads the new ones). fastPath then reads everything
+// else (state, mark, label, expiry, the timeouts) from the connection
+// as for a packet the index found it for. A check that fails falls back
+// to the index, which refills the entry.
+//
+// Only packets whose tuple the key holds whole are cached: UDP, UDP-Lite
+// and SCTP (TCP moves sequence windows under the connection's lock; an
+// ICMP query's identifier is in the frame). A ConnCache is used by one
+// goroutine at a time; the zero value is empty.
+type ConnCache struct {
+	s [connCacheSets]cacheSet
+}
+
+// connCacheSets: 2-way sets of 16-byte entries (128 KiB), so that the
+// active connections of a PMD up to a few thousand per direction mostly
+// each keep an entry (direct-mapped, a fifth of a thousand connections'
+// packets missed at the same size).
+const connCacheSets = 4096
+
+// cacheSet is one set: a packet's flow hash picks it, and the entry with
+// that hash, first or second, is the one to check. A new entry goes
+// first, the first one second (the older is dropped).
+type cacheSet [2]cacheEntry
+
+type cacheEntry struct {
+	c *Conn
+	// hash is the flow hash of the packet that filled the entry: a
+	// packet with another one (of a connection that shares the set)
+	// misses without reading c, which would be a cache miss of its own
+	// in a large table.
+	hash uint32
+	// meta is 1 when the packet's tuple is c's reply tuple, plus twice
+	// the refresh epoch (refreshEpoch) in which this PMD last refreshed
+	// c's expiry.
+	meta uint32
+}
+
+// refreshEpoch: a packet that hits the cache in the epoch (now >>
+// refreshEpoch, about half a millisecond) its entry last refreshed its
+// connection's expiry in leaves it alone, without reading the timeouts
+// (two dependent loads through the zone): an expiry lags a busy
+// connection's packets by at most refreshSlack and an epoch, against
+// timeouts of seconds.
+const refreshEpoch = 19
+
+// entryMeta is cacheEntry.meta for direction reply at now.
+func entryMeta(reply bool, now int64) uint32 {
+	m := uint32(now>>refreshEpoch) << 1
+	if reply {
+		m |= 1
+	}
+	return m
+}
+
+// add makes c (the packet's direction reply, its flow hash hash) the
+// set's first entry, just refreshed at now.
+func (s *cacheSet) add(c *Conn, hash uint32, reply bool, now int64) {
+	e := cacheEntry{c: c, hash: hash, meta: entryMeta(reply, now)}
+	if s[0].c != nil && s[0].hash != hash {
+		s[1] = s[0]
+	}
+	s[0] = e
+}
+
+// Reset empties the cache (dropping its references to connections).
+func (cc *ConnCache) Reset() { clear(cc.s[:]) }
+
+// cachedProto reports whether a connection of IP protocol proto may be
+// cached: its tuple is all in the flow key.
+func cachedProto(proto uint8) bool {
+	return proto == header.IPProtoUDP || proto == header.IPProtoSCTP || proto == 136 // UDP-Lite
+}
+
+// keyIs reports whether parse would read tuple tu from pkt (tu is a
+// cached connection's: cachedProto): the same test as parse's followed
+// by a comparison, on the key's fields without building the tuple.
+func keyIs(pkt *packet.Packet, tu *Tuple) bool {
+	k := &pkt.Key
+	if k.NwProto != tu.Proto || !cachedProto(tu.Proto) || k.TpSrc != tu.SrcPort || k.TpDst != tu.DstPort ||
+		tu.ICMPType != 0 || k.NwFrag&flow.FragAny != 0 {
+		return false
+	}
+	le := binary.LittleEndian
+	switch k.EthType {
+	case header.EtherTypeIPv4:
+		if tu.IPv6 || le.Uint64(tu.Src[:8])|le.Uint64(tu.Dst[:8]) != 0 ||
+			le.Uint64(tu.Src[8:]) != mapped4(k.IPv4Src) || le.Uint64(tu.Dst[8:]) != mapped4(k.IPv4Dst) {
+			return false
+		}
+	case header.EtherTypeIPv6:
+		if !tu.IPv6 || (le.Uint64(tu.Src[:8])^le.Uint64(k.IPv6Src[:8]))|(le.Uint64(tu.Src[8:])^le.Uint64(k.IPv6Src[8:]))|
+			(le.Uint64(tu.Dst[:8])^le.Uint64(k.IPv6Dst[:8]))|(le.Uint64(tu.Dst[8:])^le.Uint64(k.IPv6Dst[8:])) != 0 {
+			return false
+		}
+	default:
+		return false
+	}
+	l3, l4 := int(pkt.Offsets.L3), int(pkt.Offsets.L4)
+	return l3 != flow.NoOffset && l4 != flow.NoOffset && len(pkt.Data()) >= l4+4
+}
+
+// cached runs ct on pkt by the connection cc remembers for its flow hash,
+// when that is pkt's connection and it takes the lock-free path, and
+// reports whether it did; otherwise it has changed nothing the caller
+// keeps, and returns the set to add the connection to after a lookup
+// (nil: none). pkt.Key.CT is reset (its zone p.Zone).
+func (t *Tracker) cached(cc *ConnCache, pkt *packet.Packet, p *Params, now int64, rw *Rewrite) (done bool, set *cacheSet) {
+	if !pkt.HashValid {
+		return false, nil
+	}
+	h := pkt.Hash
+	set = &cc.s[h&(connCacheSets-1)]
+	e := &set[0]
+	if e.hash != h || e.c == nil {
+		if e = &set[1]; e.hash != h || e.c == nil {
+			return false, set
+		}
+	}
+	c := e.c
+	f := c.fast.Load()
+	if f&fastOK == 0 {
+		// Ended, or changing: no longer kept alive by the cache.
+		e.c = nil
+		return false, set
+	}
+	reply := e.meta&1 != 0
+	if !keyIs(pkt, tupleOf(c, reply)) || c.orig.Zone != p.Zone {
+		return false, set
+	}
+	ct := &pkt.Key.CT
+	m := entryMeta(reply, now)
+	if t.fastPath(c, f, ct, p, reply, now, rw, m != e.meta) {
+		e.meta = m
+		return true, set
+	}
+	*ct = flow.Conntrack{Zone: p.Zone}
+	return false, set
+}
