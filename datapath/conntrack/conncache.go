@@ -34,7 +34,50 @@ import (
 // ICMP query's identifier is in the frame). A ConnCache is used by one
 // goroutine at a time; the zero value is empty.
 type ConnCache struct {
-	s [connCacheSets]cacheSet
+	// last is the verdict of the last packet the lock-free path took,
+	// for the packets after it of the same connection (a burst: every
+	// packet of a batch at a single connection).
+	last lastVerdict
+	s    [connCacheSets]cacheSet
+}
+
+// lastVerdict is a packet's connection (c, with fast word f, the
+// packet's direction reply, its flow hash hash) and the ct fields it got
+// at now. A packet of the same tuple and zone in the same refresh epoch
+// gets the same fields while c's fast word is still f (no mark or label
+// changed, not ended) and c has not expired: fastPath would write them
+// again, and leave the expiry alone within the epoch.
+type lastVerdict struct {
+	c     *Conn
+	f     uint64
+	hash  uint32
+	reply bool
+	epoch int64
+	ct    flow.Conntrack
+}
+
+// remember makes the packet just tracked on the lock-free path (its ct
+// fields ct) the last verdict.
+func (cc *ConnCache) remember(c *Conn, f uint64, hash uint32, reply bool, now int64, ct *flow.Conntrack) {
+	cc.last = lastVerdict{c: c, f: f, hash: hash, reply: reply, epoch: now >> refreshEpoch, ct: *ct}
+}
+
+// again tracks pkt by the last verdict when it is of the same
+// connection (see lastVerdict), and reports whether it did. p is the
+// ct's: with nat, a translated connection's packets take the path that
+// rewrites them; a commit that fastPath would not take is refused too.
+func (cc *ConnCache) again(pkt *packet.Packet, p *Params, now int64) bool {
+	l := &cc.last
+	c := l.c
+	if c == nil || l.hash != pkt.Hash || l.epoch != now>>refreshEpoch || l.ct.Zone != p.Zone ||
+		p.HasNAT && c.nat != 0 || p.Commit && (p.Force && l.reply || p.SetMark || p.SetLabel) {
+		return false
+	}
+	if c.fast.Load() != l.f || c.expires.Load() <= now || !keyIs(pkt, tupleOf(c, l.reply)) {
+		return false
+	}
+	pkt.Key.CT = l.ct
+	return true
 }
 
 // connCacheSets: 2-way sets of 16-byte entries (128 KiB), so that the
@@ -89,7 +132,10 @@ func (s *cacheSet) add(c *Conn, hash uint32, reply bool, now int64) {
 }
 
 // Reset empties the cache (dropping its references to connections).
-func (cc *ConnCache) Reset() { clear(cc.s[:]) }
+func (cc *ConnCache) Reset() {
+	cc.last = lastVerdict{}
+	clear(cc.s[:])
+}
 
 // cachedProto reports whether a connection of IP protocol proto may be
 // cached: its tuple is all in the flow key.
@@ -135,6 +181,9 @@ func (t *Tracker) cached(cc *ConnCache, pkt *packet.Packet, p *Params, now int64
 		return false, nil
 	}
 	h := pkt.Hash
+	if cc.again(pkt, p, now) {
+		return true, nil
+	}
 	set = &cc.s[h&(connCacheSets-1)]
 	e := &set[0]
 	if e.hash != h || e.c == nil {
@@ -157,6 +206,7 @@ func (t *Tracker) cached(cc *ConnCache, pkt *packet.Packet, p *Params, now int64
 	m := entryMeta(reply, now)
 	if t.fastPath(c, f, ct, p, reply, now, rw, m != e.meta) {
 		e.meta = m
+		cc.remember(c, f, h, reply, now, ct)
 		return true, set
 	}
 	*ct = flow.Conntrack{Zone: p.Zone}

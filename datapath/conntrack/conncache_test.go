@@ -106,6 +106,12 @@ func TestConnCacheStale(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, cc := New(), new(ConnCache)
 			old := setup(t, tr, cc)
+			// The packet before the change is the same as the one
+			// after it: the last verdict is tried first.
+			trackCached(t, tr, cc, orig, ho, Params{Zone: 1}, sec)
+			if cc.last.c != old || cc.last.hash != ho {
+				t.Fatalf("last verdict %p %d, want %p %d", cc.last.c, cc.last.hash, old, ho)
+			}
 			elsewhere(func() { tc.change(tr) })
 			ct := trackCached(t, tr, cc, orig, ho, Params{Zone: 1}, tc.now)
 			if ct.State != tc.want {
@@ -130,15 +136,16 @@ func TestConnCacheStale(t *testing.T) {
 			var l [16]byte
 			l[0], l[15] = byte(i+1), 0x80
 			all := [16]byte{0: 0xff, 15: 0xff}
-			elsewhere(func() {
-				track(t, tr, reply, Params{Zone: 1, Commit: true, SetMark: true, Mark: 10 + i, MarkMask: ^uint32(0),
-					SetLabel: true, Label: l, LabelMask: all}, sec)
-			})
 			for _, h := range []uint32{ho, hr} {
 				b := orig
 				if h == hr {
 					b = reply
 				}
+				trackCached(t, tr, cc, b, h, Params{Zone: 1}, sec) // the last verdict
+				elsewhere(func() {
+					track(t, tr, reply, Params{Zone: 1, Commit: true, SetMark: true, Mark: 10 + i, MarkMask: ^uint32(0),
+						SetLabel: true, Label: l, LabelMask: all}, sec)
+				})
 				ct := trackCached(t, tr, cc, b, h, Params{Zone: 1}, sec)
 				if ct.State&est != est || ct.Mark != 10+i || ct.Label[0] != l[0] || ct.Label[15] != l[15] {
 					t.Fatalf("after mark %d: %s mark %d label %x", 10+i, stateString(ct.State), ct.Mark, ct.Label)
@@ -150,7 +157,9 @@ func TestConnCacheStale(t *testing.T) {
 		tr, cc := New(), new(ConnCache)
 		setup(t, tr, cc)
 		// Same packet, same flow hash, a ct in another zone: not
-		// this connection.
+		// this connection (neither from the last verdict nor the
+		// sets).
+		trackCached(t, tr, cc, orig, ho, Params{Zone: 1}, sec)
 		if ct := trackCached(t, tr, cc, orig, ho, Params{Zone: 2}, sec); ct.State != flow.CTTracked|flow.CTNew || ct.Zone != 2 {
 			t.Fatalf("zone 2: %s zone %d", stateString(ct.State), ct.Zone)
 		}
@@ -161,10 +170,12 @@ func TestConnCacheStale(t *testing.T) {
 		// Another connection's packets with the cached one's flow
 		// hash: compared with its tuple, not taken for it.
 		other := udpFrame(t, ipA, ipB, 1001, 53)
+		trackCached(t, tr, cc, orig, ho, Params{Zone: 1}, sec)
 		if ct := trackCached(t, tr, cc, other, ho, Params{Zone: 1}, sec); ct.State != flow.CTTracked|flow.CTNew {
 			t.Fatalf("another tuple: %s", stateString(ct.State))
 		}
 		v6 := udpFrame(t, ip6A, ip6B, 1000, 53)
+		trackCached(t, tr, cc, orig, ho, Params{Zone: 1}, sec)
 		if ct := trackCached(t, tr, cc, v6, ho, Params{Zone: 1}, sec); ct.State != flow.CTTracked|flow.CTNew {
 			t.Fatalf("IPv6, same ports: %s", stateString(ct.State))
 		}
@@ -200,8 +211,8 @@ func TestConnCacheConcurrent(t *testing.T) {
 			running = false
 		default:
 		}
-		for i, b := range [][]byte{orig, reply} {
-			pkt := cachedPkt(pool, b, uint32(i))
+		for i, b := range [][]byte{orig, orig, reply, reply} { // twice: the last verdict
+			pkt := cachedPkt(pool, b, uint32(i/2))
 			var rw Rewrite
 			tr.Track(pkt, &Params{Zone: 1}, sec, nil, cc, &rw)
 			ct := pkt.Key.CT
@@ -234,6 +245,9 @@ func FuzzConnCache(f *testing.F) {
 	f.Add([]byte{0x04, 0x01, 0, 0, 0, 0, 0, 0x10, 0x01, 0x09, 0, 0, 0, 0, 0, 0x10, 0x04, 0x01, 0, 0, 0, 0, 0, 0x10, 0x04, 0x01, 0, 0, 0, 0, 0, 0x10})
 	f.Add([]byte{0x04, 0x01, 0, 0, 0, 0, 0x12, 0x10, 0x01, 0x09, 0, 0, 0, 0, 0x10, 0x10, 0x04, 0x01, 0, 0, 0, 0, 0x10, 0x10, 0x01, 0x09, 0, 0, 0, 0, 0x10, 0x10})
 	f.Add([]byte{0x04, 0x01, 0, 0, 0, 0, 0, 0x10, 0x01, 0x09, 0, 0, 0, 0, 0, 0x10, 0x04, 0x01, 0, 0, 0, 0x80, 0, 0x10, 0x04, 0x01, 0, 0, 0, 0, 0, 0x10})
+	// The same packets again and again, a mark set between them.
+	f.Add([]byte{0x04, 0x01, 0, 0, 0, 0, 0x02, 0x10, 0x01, 0x09, 0, 0, 0, 0, 0, 0x10, 0x04, 0x01, 0, 0, 0, 0, 0, 0x10,
+		0x04, 0x01, 0, 0, 0, 0, 0, 0x10, 0x01, 0x09, 0, 0, 5, 0, 0x0a, 0x10, 0x04, 0x01, 0, 0, 0, 0, 0, 0x10, 0x04, 0x01, 0, 0, 0, 0, 0, 0x10})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ref, tc := New(), New()
 		tc.key = ref.key

@@ -518,6 +518,7 @@ func (t *Tracker) process(pkt *packet.Packet, p *Params, now int64, a *Ahead, cc
 			if t.fastPath(c, f, ct, p, reply, now, rw, true) {
 				if set != nil && cachedProto(c.proto) {
 					set.add(c, pkt.Hash, reply, now)
+					cc.remember(c, f, pkt.Hash, reply, now, ct)
 				}
 				return
 			}
