@@ -62,7 +62,7 @@ func (cc *ConnCache) remember(c *Conn, f uint64, hash uint32, reply bool, now in
 	cc.last = lastVerdict{c: c, f: f, hash: hash, reply: reply, epoch: now >> refreshEpoch, ct: *ct}
 }
 
-// again tracks pkt by the last verdict when it is of the same
+// again tracks pkt (its flow hash valid) by the last verdict when it is of the same
 // connection (see lastVerdict), and reports whether it did. p is the
 // ct's: with nat, a translated connection's packets take the path that
 // rewrites them; a commit that fastPath would not take is refused too.
@@ -145,45 +145,41 @@ func cachedProto(proto uint8) bool {
 
 // keyIs reports whether parse would read tuple tu from pkt (tu is a
 // cached connection's: cachedProto): the same test as parse's followed
-// by a comparison, on the key's fields without building the tuple.
+// by a comparison, on the key's fields without building the tuple, with
+// few branches. (Extract sets L4 only when the transport header is whole
+// in the frame, which covers parse's length check.)
 func keyIs(pkt *packet.Packet, tu *Tuple) bool {
 	k := &pkt.Key
-	if k.NwProto != tu.Proto || !cachedProto(tu.Proto) || k.TpSrc != tu.SrcPort || k.TpDst != tu.DstPort ||
-		tu.ICMPType != 0 || k.NwFrag&flow.FragAny != 0 {
-		return false
-	}
 	le := binary.LittleEndian
+	x := uint64(k.NwProto^tu.Proto) | uint64(k.TpSrc^tu.SrcPort) | uint64(k.TpDst^tu.DstPort) |
+		uint64(tu.ICMPType) | uint64(k.NwFrag&flow.FragAny)
 	switch k.EthType {
 	case header.EtherTypeIPv4:
-		if tu.IPv6 || le.Uint64(tu.Src[:8])|le.Uint64(tu.Dst[:8]) != 0 ||
-			le.Uint64(tu.Src[8:]) != mapped4(k.IPv4Src) || le.Uint64(tu.Dst[8:]) != mapped4(k.IPv4Dst) {
+		x |= le.Uint64(tu.Src[:8]) | le.Uint64(tu.Dst[:8]) |
+			le.Uint64(tu.Src[8:]) ^ mapped4(k.IPv4Src) | le.Uint64(tu.Dst[8:]) ^ mapped4(k.IPv4Dst)
+		if tu.IPv6 {
 			return false
 		}
 	case header.EtherTypeIPv6:
-		if !tu.IPv6 || (le.Uint64(tu.Src[:8])^le.Uint64(k.IPv6Src[:8]))|(le.Uint64(tu.Src[8:])^le.Uint64(k.IPv6Src[8:]))|
-			(le.Uint64(tu.Dst[:8])^le.Uint64(k.IPv6Dst[:8]))|(le.Uint64(tu.Dst[8:])^le.Uint64(k.IPv6Dst[8:])) != 0 {
+		x |= (le.Uint64(tu.Src[:8]) ^ le.Uint64(k.IPv6Src[:8])) | (le.Uint64(tu.Src[8:]) ^ le.Uint64(k.IPv6Src[8:])) |
+			(le.Uint64(tu.Dst[:8]) ^ le.Uint64(k.IPv6Dst[:8])) | (le.Uint64(tu.Dst[8:]) ^ le.Uint64(k.IPv6Dst[8:]))
+		if !tu.IPv6 {
 			return false
 		}
 	default:
 		return false
 	}
-	l3, l4 := int(pkt.Offsets.L3), int(pkt.Offsets.L4)
-	return l3 != flow.NoOffset && l4 != flow.NoOffset && len(pkt.Data()) >= l4+4
+	return x == 0 && cachedProto(tu.Proto) && pkt.Offsets.L3 != flow.NoOffset && pkt.Offsets.L4 != flow.NoOffset
 }
 
-// cached runs ct on pkt by the connection cc remembers for its flow hash,
-// when that is pkt's connection and it takes the lock-free path, and
-// reports whether it did; otherwise it has changed nothing the caller
-// keeps, and returns the set to add the connection to after a lookup
-// (nil: none). pkt.Key.CT is reset (its zone p.Zone).
+// cached runs ct on pkt (its flow hash valid) by the connection cc
+// remembers for its flow hash, when that is pkt's connection and it
+// takes the lock-free path, and reports whether it did; otherwise it has
+// changed nothing the caller keeps, and returns the set to add the
+// connection to after a lookup. pkt.Key.CT is reset (its zone p.Zone).
+// (The last verdict, again, is tried before.)
 func (t *Tracker) cached(cc *ConnCache, pkt *packet.Packet, p *Params, now int64, rw *Rewrite) (done bool, set *cacheSet) {
-	if !pkt.HashValid {
-		return false, nil
-	}
 	h := pkt.Hash
-	if cc.again(pkt, p, now) {
-		return true, nil
-	}
 	set = &cc.s[h&(connCacheSets-1)]
 	e := &set[0]
 	if e.hash != h || e.c == nil {

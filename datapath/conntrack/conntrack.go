@@ -485,12 +485,16 @@ func (t *Tracker) Track(pkt *packet.Packet, p *Params, now int64, a *Ahead, cc *
 func (t *Tracker) process(pkt *packet.Packet, p *Params, now int64, a *Ahead, cc *ConnCache, rw *Rewrite) {
 	rw.Valid = false
 	ct := &pkt.Key.CT
+	// (A tuple parsed ahead: the table is large, its packets mostly of
+	// connections too many for the cache, which would only add its
+	// misses; the read-ahead hides the index's.)
+	cache := cc != nil && a == nil && pkt.HashValid
+	if cache && cc.again(pkt, p, now) {
+		return
+	}
 	*ct = flow.Conntrack{Zone: p.Zone}
 	var set *cacheSet
-	if cc != nil && a == nil {
-		// (A tuple parsed ahead: the table is large, its packets
-		// mostly of connections too many for the cache, which would
-		// only add its misses; the read-ahead hides the index's.)
+	if cache {
 		var done bool
 		if done, set = t.cached(cc, pkt, p, now, rw); done {
 			return
