@@ -908,13 +908,16 @@ func (p *PMD) executeCTRecirc(mf *Megaflow, pkts []*packet.Packet) {
 			p.execute(pkt, mf.Actions)
 			continue
 		}
-		var ah *conntrack.Ahead
+		// A packet of the same connection as the last one (a burst)
+		// takes its verdict without the call into Track.
 		if filled {
-			ah = &ahead[i]
+			ct.Track(pkt, prm, p.now, &ahead[i], cc, &p.rw)
+		} else if !cc.Again(pkt, prm, p.now) {
+			ct.Track(pkt, prm, p.now, nil, cc, &p.rw)
+		} else {
+			p.rw.Valid = false
 		}
-		rw := &p.rw
-		ct.Track(pkt, prm, p.now, ah, cc, rw)
-		if rw.Valid {
+		if rw := &p.rw; rw.Valid {
 			// Only a ct with nat translates; as conntrack does.
 			p.natActs = rw.Actions(&pkt.Key, p.natActs[:0])
 			for i := range p.natActs {

@@ -62,6 +62,15 @@ func (cc *ConnCache) remember(c *Conn, f uint64, hash uint32, reply bool, now in
 	cc.last = lastVerdict{c: c, f: f, hash: hash, reply: reply, epoch: now >> refreshEpoch, ct: *ct}
 }
 
+// Again is Track's first step for a packet of a ct without a tuple
+// parsed ahead, which a PMD may take itself before calling Track: it
+// reports true when pkt repeats the last verdict (see lastVerdict), then
+// tracked (its ct fields set; no translation), and false, having changed
+// nothing, otherwise.
+func (cc *ConnCache) Again(pkt *packet.Packet, p *Params, now int64) bool {
+	return pkt.HashValid && cc.again(pkt, p, now)
+}
+
 // again tracks pkt (its flow hash valid) by the last verdict when it is of the same
 // connection (see lastVerdict), and reports whether it did. p is the
 // ct's: with nat, a translated connection's packets take the path that
