@@ -164,8 +164,9 @@ func keyIs(pkt *packet.Packet, tu *Tuple) bool {
 		uint64(tu.ICMPType) | uint64(k.NwFrag&flow.FragAny)
 	switch k.EthType {
 	case header.EtherTypeIPv4:
+		// (| and ^ bind alike: each difference in parentheses.)
 		x |= le.Uint64(tu.Src[:8]) | le.Uint64(tu.Dst[:8]) |
-			le.Uint64(tu.Src[8:]) ^ mapped4(k.IPv4Src) | le.Uint64(tu.Dst[8:]) ^ mapped4(k.IPv4Dst)
+			(le.Uint64(tu.Src[8:]) ^ mapped4(k.IPv4Src)) | (le.Uint64(tu.Dst[8:]) ^ mapped4(k.IPv4Dst))
 		if tu.IPv6 {
 			return false
 		}

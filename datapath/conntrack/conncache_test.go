@@ -1,6 +1,7 @@
 package conntrack
 
 import (
+	"net"
 	"sync"
 	"testing"
 
@@ -173,6 +174,16 @@ func TestConnCacheStale(t *testing.T) {
 		trackCached(t, tr, cc, orig, ho, Params{Zone: 1}, sec)
 		if ct := trackCached(t, tr, cc, other, ho, Params{Zone: 1}, sec); ct.State != flow.CTTracked|flow.CTNew {
 			t.Fatalf("another tuple: %s", stateString(ct.State))
+		}
+		// Other addresses, same ports (FuzzConnCache found a key
+		// check that took 198.18.0.2 -> .3 for .1 -> .2).
+		ipC := net.IP{198, 18, 0, 3}
+		for _, hosts := range [][2]net.IP{{ipB, ipC}, {ipA, ipC}, {ipC, ipB}, {ipB, ipA}} {
+			b := udpFrame(t, hosts[0], hosts[1], 1000, 53)
+			trackCached(t, tr, cc, orig, ho, Params{Zone: 1}, sec)
+			if ct := trackCached(t, tr, cc, b, ho, Params{Zone: 1}, sec); ct.State != flow.CTTracked|flow.CTNew {
+				t.Fatalf("%s -> %s: %s", hosts[0], hosts[1], stateString(ct.State))
+			}
 		}
 		v6 := udpFrame(t, ip6A, ip6B, 1000, 53)
 		trackCached(t, tr, cc, orig, ho, Params{Zone: 1}, sec)
