@@ -900,6 +900,10 @@ func (p *PMD) executeCTRecirc(mf *Megaflow, pkts []*packet.Packet) {
 	var runFlow *Megaflow
 	n := 0
 	var runBytes uint64
+	var prevHash uint32
+	if len(pkts) > 0 {
+		prevHash = ^pkts[0].Hash // no packet's before the first
+	}
 	for i, pkt := range pkts {
 		// Once a packet waits in the queue, the ones after it wait too:
 		// none may overtake it (a connection's data after its FIN
@@ -908,11 +912,15 @@ func (p *PMD) executeCTRecirc(mf *Megaflow, pkts []*packet.Packet) {
 			p.execute(pkt, mf.Actions)
 			continue
 		}
-		// A packet of the same connection as the last one (a burst)
-		// takes its verdict without the call into Track.
+		// A packet of the same connection as the last one (a burst:
+		// its flow hash the one before's, a register compare for
+		// traffic without bursts) takes its verdict without the call
+		// into Track.
+		burst := pkt.Hash == prevHash
+		prevHash = pkt.Hash
 		if filled {
 			ct.Track(pkt, prm, p.now, &ahead[i], cc, &p.rw)
-		} else if !cc.Again(pkt, prm, p.now) {
+		} else if !burst || !cc.Again(pkt, prm, p.now) {
 			ct.Track(pkt, prm, p.now, nil, cc, &p.rw)
 		} else {
 			p.rw.Valid = false
@@ -1347,7 +1355,11 @@ func (p *PMD) ctFragment(pkt *packet.Packet, a *actions.Action, rest actions.Lis
 func (p *PMD) track(pkt *packet.Packet, a *actions.Action, ah *conntrack.Ahead) []actions.Action {
 	prm := p.trackParams(a)
 	rw := &p.rw
-	p.dp.ct.Track(pkt, prm, p.now, ah, p.connCache(), rw)
+	if cc := p.connCache(); ah != nil || !cc.Again(pkt, prm, p.now) {
+		p.dp.ct.Track(pkt, prm, p.now, ah, cc, rw)
+	} else {
+		rw.Valid = false
+	}
 	prm.NAT = conntrack.NAT{} // the next ct has its own (or none)
 	return rw.Actions(&pkt.Key, p.natActs[:0])
 }

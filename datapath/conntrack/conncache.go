@@ -38,6 +38,10 @@ type ConnCache struct {
 	// for the packets after it of the same connection (a burst: every
 	// packet of a batch at a single connection).
 	last lastVerdict
+	// prev is the flow hash of the last packet that took the lock-free
+	// path: remember keeps a verdict only for a packet with the same
+	// (a burst), not at every packet of many connections.
+	prev uint32
 	s    [connCacheSets]cacheSet
 }
 
@@ -57,16 +61,22 @@ type lastVerdict struct {
 }
 
 // remember makes the packet just tracked on the lock-free path (its ct
-// fields ct) the last verdict.
+// fields ct) the last verdict when the packet before it had the same
+// flow hash: copying the verdict at every packet of traffic without
+// bursts cost 3 ns a packet at 1,000 connections.
 func (cc *ConnCache) remember(c *Conn, f uint64, hash uint32, reply bool, now int64, ct *flow.Conntrack) {
+	if hash != cc.prev {
+		cc.prev = hash
+		return
+	}
 	cc.last = lastVerdict{c: c, f: f, hash: hash, reply: reply, epoch: now >> refreshEpoch, ct: *ct}
 }
 
-// Again is Track's first step for a packet of a ct without a tuple
-// parsed ahead, which a PMD may take itself before calling Track: it
-// reports true when pkt repeats the last verdict (see lastVerdict), then
-// tracked (its ct fields set; no translation), and false, having changed
-// nothing, otherwise.
+// Again is the first step of ct with the cache for a packet without a
+// tuple parsed ahead, before Track: it reports true when pkt repeats the
+// last verdict (see lastVerdict), then tracked (its ct fields set; no
+// translation), and false, having changed nothing, otherwise (Track
+// then).
 func (cc *ConnCache) Again(pkt *packet.Packet, p *Params, now int64) bool {
 	return pkt.HashValid && cc.again(pkt, p, now)
 }
@@ -142,7 +152,7 @@ func (s *cacheSet) add(c *Conn, hash uint32, reply bool, now int64) {
 
 // Reset empties the cache (dropping its references to connections).
 func (cc *ConnCache) Reset() {
-	cc.last = lastVerdict{}
+	cc.last, cc.prev = lastVerdict{}, 0
 	clear(cc.s[:])
 }
 
@@ -187,7 +197,7 @@ func keyIs(pkt *packet.Packet, tu *Tuple) bool {
 // takes the lock-free path, and reports whether it did; otherwise it has
 // changed nothing the caller keeps, and returns the set to add the
 // connection to after a lookup. pkt.Key.CT is reset (its zone p.Zone).
-// (The last verdict, again, is tried before.)
+// (The last verdict, Again, is the caller's to try before.)
 func (t *Tracker) cached(cc *ConnCache, pkt *packet.Packet, p *Params, now int64, rw *Rewrite) (done bool, set *cacheSet) {
 	h := pkt.Hash
 	set = &cc.s[h&(connCacheSets-1)]

@@ -28,8 +28,10 @@ func trackCached(tb testing.TB, tr *Tracker, cc *ConnCache, b []byte, hash uint3
 	pool := packet.NewPool(1, 4096)
 	pkt := cachedPkt(pool, b, hash)
 	defer pkt.Free()
-	var rw Rewrite
-	tr.Track(pkt, &p, now, nil, cc, &rw)
+	if !cc.Again(pkt, &p, now) {
+		var rw Rewrite
+		tr.Track(pkt, &p, now, nil, cc, &rw)
+	}
 	return pkt.Key.CT
 }
 
@@ -107,8 +109,10 @@ func TestConnCacheStale(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, cc := New(), new(ConnCache)
 			old := setup(t, tr, cc)
-			// The packet before the change is the same as the one
-			// after it: the last verdict is tried first.
+			// The packets before the change (two: a burst) are the
+			// same as the one after it: the last verdict is tried
+			// first.
+			trackCached(t, tr, cc, orig, ho, Params{Zone: 1}, sec)
 			trackCached(t, tr, cc, orig, ho, Params{Zone: 1}, sec)
 			if cc.last.c != old || cc.last.hash != ho {
 				t.Fatalf("last verdict %p %d, want %p %d", cc.last.c, cc.last.hash, old, ho)
@@ -142,7 +146,11 @@ func TestConnCacheStale(t *testing.T) {
 				if h == hr {
 					b = reply
 				}
+				trackCached(t, tr, cc, b, h, Params{Zone: 1}, sec)
 				trackCached(t, tr, cc, b, h, Params{Zone: 1}, sec) // the last verdict
+				if cc.last.hash != h {
+					t.Fatalf("last verdict for hash %d, want %d", cc.last.hash, h)
+				}
 				elsewhere(func() {
 					track(t, tr, reply, Params{Zone: 1, Commit: true, SetMark: true, Mark: 10 + i, MarkMask: ^uint32(0),
 						SetLabel: true, Label: l, LabelMask: all}, sec)
@@ -222,10 +230,12 @@ func TestConnCacheConcurrent(t *testing.T) {
 			running = false
 		default:
 		}
-		for i, b := range [][]byte{orig, orig, reply, reply} { // twice: the last verdict
-			pkt := cachedPkt(pool, b, uint32(i/2))
-			var rw Rewrite
-			tr.Track(pkt, &Params{Zone: 1}, sec, nil, cc, &rw)
+		for i, b := range [][]byte{orig, orig, orig, reply, reply, reply} { // thrice: the last verdict
+			pkt := cachedPkt(pool, b, uint32(i/3))
+			if p := (Params{Zone: 1}); !cc.Again(pkt, &p, sec) {
+				var rw Rewrite
+				tr.Track(pkt, &p, sec, nil, cc, &rw)
+			}
 			ct := pkt.Key.CT
 			pkt.Free()
 			if ct.State&flow.CTEstablished == 0 {
@@ -289,7 +299,10 @@ func FuzzConnCache(f *testing.F) {
 				pkt := cachedPkt(pool, b, hash)
 				pp := p
 				if side {
-					tc.Track(pkt, &pp, now, nil, cc, &rwGot)
+					rwGot = Rewrite{}
+					if !cc.Again(pkt, &pp, now) {
+						tc.Track(pkt, &pp, now, nil, cc, &rwGot)
+					}
 					actions.ApplyList(rwGot.Actions(&pkt.Key, nil), pkt)
 					got = pkt.Key.CT
 				} else {

@@ -474,6 +474,8 @@ func (t *Tracker) ProcessAhead(pkt *packet.Packet, p *Params, now int64, a *Ahea
 // ConnCache): a packet of a connection it holds is tracked without a
 // lookup in the table, and one found in the table is remembered in it.
 // A packet with a tuple parsed ahead (a large table) skips the cache.
+// The cache's last verdict is not tried here: the caller tries
+// cc.Again first (then Track only when it fails, without trying it twice).
 func (t *Tracker) Track(pkt *packet.Packet, p *Params, now int64, a *Ahead, cc *ConnCache, rw *Rewrite) {
 	if a != nil && (!a.ok || a.zone != p.Zone) {
 		a = nil
@@ -489,9 +491,6 @@ func (t *Tracker) process(pkt *packet.Packet, p *Params, now int64, a *Ahead, cc
 	// connections too many for the cache, which would only add its
 	// misses; the read-ahead hides the index's.)
 	cache := cc != nil && a == nil && pkt.HashValid
-	if cache && cc.again(pkt, p, now) {
-		return
-	}
 	*ct = flow.Conntrack{Zone: p.Zone}
 	var set *cacheSet
 	if cache {
