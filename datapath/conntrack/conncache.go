@@ -50,7 +50,11 @@ type ConnCache struct {
 // at now. A packet of the same tuple and zone in the same refresh epoch
 // gets the same fields while c's fast word is still f (no mark or label
 // changed, not ended) and c has not expired: fastPath would write them
-// again, and leave the expiry alone within the epoch.
+// again, and leave the expiry alone within the epoch. (This relies on a
+// Conn's fast version never repeating for the memory c points to: were
+// Conns ever reused, as from a slab, the version must go on counting
+// across reuse, or a new connection of the same tuple could pass for
+// the old one and get its mark and label.)
 type lastVerdict struct {
 	c     *Conn
 	f     uint64
