@@ -160,7 +160,11 @@ type PMD struct {
 	ctParams conntrack.Params
 	// ctSink takes what Tracker.Prefetch returns (see there).
 	ctSink  uint16
-	natActs []actions.Action // a NAT rewrite's set actions (reused)
+	natActs []actions.Action  // a NAT rewrite's set actions (reused)
+	rw      conntrack.Rewrite // ct's translation of the packet at hand (Tracker.Track)
+	// conns is the PMD's connection cache (connCache makes it at the
+	// first ct: 128 KiB a PMD of a datapath that tracks).
+	conns *conntrack.ConnCache
 	// fused holds executeCTRecirc's runs of recirculated packets, one
 	// array per nesting level (a second pass's flow may be ct-and-recirc
 	// again); fuseDepth is the level in use.
@@ -881,6 +885,7 @@ func (p *PMD) executeFlow(mf *Megaflow, pkts []*packet.Packet, bytes uint64) {
 func (p *PMD) executeCTRecirc(mf *Megaflow, pkts []*packet.Packet) {
 	ctA, id := &mf.Actions[0], mf.Actions[1].RecircID()
 	ct, prm := p.dp.ct, p.trackParams(ctA) // the flow has no nat: none to reset
+	cc := p.connCache()
 	run := &p.fused[p.fuseDepth]
 	p.fuseDepth++
 	var ahead []conntrack.Ahead
@@ -895,6 +900,10 @@ func (p *PMD) executeCTRecirc(mf *Megaflow, pkts []*packet.Packet) {
 	var runFlow *Megaflow
 	n := 0
 	var runBytes uint64
+	var prevHash uint32
+	if len(pkts) > 0 {
+		prevHash = ^pkts[0].Hash // no packet's before the first
+	}
 	for i, pkt := range pkts {
 		// Once a packet waits in the queue, the ones after it wait too:
 		// none may overtake it (a connection's data after its FIN
@@ -903,13 +912,20 @@ func (p *PMD) executeCTRecirc(mf *Megaflow, pkts []*packet.Packet) {
 			p.execute(pkt, mf.Actions)
 			continue
 		}
-		var rw conntrack.Rewrite
+		// A packet of the same connection as the last one (a burst:
+		// its flow hash the one before's, a register compare for
+		// traffic without bursts) takes its verdict without the call
+		// into Track.
+		burst := pkt.Hash == prevHash
+		prevHash = pkt.Hash
 		if filled {
-			rw = ct.ProcessAhead(pkt, prm, p.now, &ahead[i])
+			ct.Track(pkt, prm, p.now, &ahead[i], cc, &p.rw)
+		} else if !burst || !cc.Again(pkt, prm, p.now) {
+			ct.Track(pkt, prm, p.now, nil, cc, &p.rw)
 		} else {
-			rw = ct.Process(pkt, prm, p.now)
+			p.rw.Valid = false
 		}
-		if rw.Valid {
+		if rw := &p.rw; rw.Valid {
 			// Only a ct with nat translates; as conntrack does.
 			p.natActs = rw.Actions(&pkt.Key, p.natActs[:0])
 			for i := range p.natActs {
@@ -1338,14 +1354,22 @@ func (p *PMD) ctFragment(pkt *packet.Packet, a *actions.Action, rest actions.Lis
 // unchanged since.
 func (p *PMD) track(pkt *packet.Packet, a *actions.Action, ah *conntrack.Ahead) []actions.Action {
 	prm := p.trackParams(a)
-	var rw conntrack.Rewrite
-	if ah != nil {
-		rw = p.dp.ct.ProcessAhead(pkt, prm, p.now, ah)
+	rw := &p.rw
+	if cc := p.connCache(); ah != nil || !cc.Again(pkt, prm, p.now) {
+		p.dp.ct.Track(pkt, prm, p.now, ah, cc, rw)
 	} else {
-		rw = p.dp.ct.Process(pkt, prm, p.now)
+		rw.Valid = false
 	}
 	prm.NAT = conntrack.NAT{} // the next ct has its own (or none)
 	return rw.Actions(&pkt.Key, p.natActs[:0])
+}
+
+// connCache is the PMD's connection cache for Tracker.Track.
+func (p *PMD) connCache() *conntrack.ConnCache {
+	if p.conns == nil {
+		p.conns = new(conntrack.ConnCache)
+	}
+	return p.conns
 }
 
 // trackParams fills p.ctParams for CT action a (the label and nat came in

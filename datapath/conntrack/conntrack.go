@@ -391,10 +391,11 @@ func (c *Conn) stopFast() {
 
 // fastPath handles a packet of an established connection without its
 // lock when c.fast (f, fastOK set) allows: no state to move, the expiry
-// refreshed atomically, mark and label read under the sequence lock. It
-// reports false, having changed nothing the caller keeps, when the
-// packet needs the locked path.
-func (t *Tracker) fastPath(c *Conn, f uint64, ct *flow.Conntrack, p *Params, reply bool, now int64, rw *Rewrite) bool {
+// refreshed atomically (unless refresh is false: the caller refreshed it
+// lately), mark and label read under the sequence lock. It reports
+// false, having changed nothing the caller keeps, when the packet needs
+// the locked path.
+func (t *Tracker) fastPath(c *Conn, f uint64, ct *flow.Conntrack, p *Params, reply bool, now int64, rw *Rewrite, refresh bool) bool {
 	if p.Commit && (p.Force && reply || p.SetMark || p.SetLabel) {
 		return false
 	}
@@ -415,10 +416,13 @@ func (t *Tracker) fastPath(c *Conn, f uint64, ct *flow.Conntrack, p *Params, rep
 	}
 	c.describe(ct)
 	if c.fast.Load() != f {
-		*rw = Rewrite{}
+		rw.Valid = false
 		return false
 	}
 	ct.State = state
+	if !refresh {
+		return true
+	}
 	to := t.timeoutsOf(c)
 	next := now + to.Other
 	switch c.proto {
@@ -437,7 +441,8 @@ func (t *Tracker) fastPath(c *Conn, f uint64, ct *flow.Conntrack, p *Params, rep
 // clock, ns) and writes the result into pkt.Key.CT. With nat, rw is the
 // translation the caller must apply to the packet (rw.Actions).
 func (t *Tracker) Process(pkt *packet.Packet, p *Params, now int64) (rw Rewrite) {
-	return t.process(pkt, p, now, nil)
+	t.process(pkt, p, now, nil, nil, &rw)
+	return rw
 }
 
 // Ahead is a packet's tuple parsed and hashed ahead of ct (by
@@ -457,15 +462,43 @@ type Ahead struct {
 // (a packet ct marks invalid, an ICMP error), is ignored: the packet is
 // parsed here, as by Process. The verdict is Process's either way.
 func (t *Tracker) ProcessAhead(pkt *packet.Packet, p *Params, now int64, a *Ahead) (rw Rewrite) {
-	if !a.ok || a.zone != p.Zone {
-		a = nil
-	}
-	return t.process(pkt, p, now, a)
+	t.Track(pkt, p, now, a, nil, &rw)
+	return rw
 }
 
-func (t *Tracker) process(pkt *packet.Packet, p *Params, now int64, a *Ahead) (rw Rewrite) {
+// Track is ProcessAhead (a may be nil: Process) writing the translation
+// into *rw, of which only Valid is set when there is none (a PMD keeps
+// one Rewrite for its packets rather than copying one out per packet).
+//
+// cc, when not nil, is the caller's connection cache (one PMD's, see
+// ConnCache): a packet of a connection it holds is tracked without a
+// lookup in the table, and one found in the table is remembered in it.
+// A packet with a tuple parsed ahead (a large table) skips the cache.
+// The cache's last verdict is not tried here: the caller tries
+// cc.Again first (then Track only when it fails, without trying it twice).
+func (t *Tracker) Track(pkt *packet.Packet, p *Params, now int64, a *Ahead, cc *ConnCache, rw *Rewrite) {
+	if a != nil && (!a.ok || a.zone != p.Zone) {
+		a = nil
+	}
+	t.process(pkt, p, now, a, cc, rw)
+}
+
+// process is Track; a, when not nil, is valid for pkt in p.Zone.
+func (t *Tracker) process(pkt *packet.Packet, p *Params, now int64, a *Ahead, cc *ConnCache, rw *Rewrite) {
+	rw.Valid = false
 	ct := &pkt.Key.CT
+	// (A tuple parsed ahead: the table is large, its packets mostly of
+	// connections too many for the cache, which would only add its
+	// misses; the read-ahead hides the index's.)
+	cache := cc != nil && a == nil && pkt.HashValid
 	*ct = flow.Conntrack{Zone: p.Zone}
+	var set *cacheSet
+	if cache {
+		var done bool
+		if done, set = t.cached(cc, pkt, p, now, rw); done {
+			return
+		}
+	}
 	var pp *parsed
 	var h uint32
 	if a != nil {
@@ -484,8 +517,17 @@ func (t *Tracker) process(pkt *packet.Packet, p *Params, now int64, a *Ahead) (r
 	}
 	c, reply := t.lookupHash(&pp.t, h)
 	if c != nil {
-		if f := c.fast.Load(); f&fastOK != 0 && t.fastPath(c, f, ct, p, reply, now, &rw) {
-			return rw
+		if f := c.fast.Load(); f&fastOK != 0 {
+			if t.fastPath(c, f, ct, p, reply, now, rw, true) {
+				if set != nil && cachedProto(c.proto) {
+					set.add(c, pkt.Hash, reply, now)
+					cc.remember(c, f, pkt.Hash, reply, now, ct)
+				}
+				return
+			}
+			// What fastPath wrote is not this packet's verdict
+			// if c turns out to be gone below.
+			*ct = flow.Conntrack{Zone: p.Zone}
 		}
 		// Otherwise one lock per packet: liveness and the state
 		// update under it.
@@ -527,10 +569,10 @@ func (t *Tracker) process(pkt *packet.Packet, p *Params, now int64, a *Ahead) (r
 			if p.Commit {
 				c.apply(p)
 			}
-			c.finish(ct, p, reply, &rw)
+			c.finish(ct, p, reply, rw)
 			c.publishFast()
 			c.mu.Unlock()
-			return rw
+			return
 		}
 	}
 	if !validNew(pp) {
@@ -563,8 +605,8 @@ func (t *Tracker) process(pkt *packet.Packet, p *Params, now int64, a *Ahead) (r
 		// indexed: what finish reads of it never changes or is atomic,
 		// and it is not on the lock-free path yet (nothing to publish),
 		// so no lock.
-		c.finish(ct, p, false, &rw)
-		return rw
+		c.finish(ct, p, false, rw)
+		return
 	}
 	c.mu.Lock()
 	c.related = c.related || expected
@@ -574,10 +616,9 @@ func (t *Tracker) process(pkt *packet.Packet, p *Params, now int64, a *Ahead) (r
 		c.helper = p.Helper
 		t.helperCommit(c, now)
 	}
-	c.finish(ct, p, false, &rw)
+	c.finish(ct, p, false, rw)
 	c.publishFast()
 	c.mu.Unlock()
-	return rw
 }
 
 // fillAhead parses and hashes each packet's tuple into ahead (as long
