@@ -43,6 +43,13 @@ type Database struct {
 	// ovs-vsctl run asks for whole tables) are then a copy of a map,
 	// not a conversion of every model by reflection.
 	rows map[string]map[string]ovsdb.Row
+	// encoded are rows of rows as JSON objects of the columns a monitor
+	// follows, per table, per column set (tableMonitor.key), per UUID:
+	// every ovs-vsctl run asks for the same columns of every row, of
+	// which one command changes a few, and encoding them all again was
+	// the largest part of its first reply. A changed row's entries go at
+	// its commit (updateRows).
+	encoded map[string]map[string]map[string][]byte
 
 	// written counts the records appended to the file; synced (under
 	// syncMu) how many of them are known to be on disk. syncMu also
@@ -111,7 +118,7 @@ func Open(path string, log *slog.Logger) (db *Database, created bool, err error)
 		return nil, false, err
 	}
 	db = &Database{name: schema.Name, schema: schema, schemaJSON: schemaJSON, model: dbModel, mem: mem, log: log,
-		rows: map[string]map[string]ovsdb.Row{}}
+		rows: map[string]map[string]ovsdb.Row{}, encoded: map[string]map[string]map[string][]byte{}}
 
 	records, torn, err := readLog(path)
 	switch {
@@ -389,6 +396,11 @@ func (db *Database) Transact(ops []ovsdb.Operation) ([]*ovsdb.OperationResult, C
 // updateRows keeps the row cache equal to the database after a commit.
 func (db *Database) updateRows(changes Changes) {
 	for table, rows := range changes {
+		for _, enc := range db.encoded[table] {
+			for id := range rows {
+				delete(enc, id)
+			}
+		}
 		cached := db.rows[table]
 		if cached == nil {
 			continue // not read yet: built from the database when it is
@@ -500,6 +512,70 @@ func (db *Database) Rows(table string) (map[string]ovsdb.Row, error) {
 	}
 	db.rows[table] = out
 	return maps.Clone(out), nil
+}
+
+// sharedRows are table's rows as Rows returns them, not copied: the
+// caller holds the server's lock and neither keeps nor changes them.
+func (db *Database) sharedRows(table string) (map[string]ovsdb.Row, error) {
+	if cached := db.rows[table]; cached != nil {
+		return cached, nil
+	}
+	out, err := db.readRows(table)
+	if err != nil {
+		return nil, err
+	}
+	db.rows[table] = out
+	return out, nil
+}
+
+// maxEncodings bounds the column sets whose encodings a table keeps: a
+// client with a set of its own per run (none known) would otherwise add
+// one per run.
+const maxEncodings = 8
+
+// appendInitial appends table's rows as a monitor's first reply holds
+// them, {"<uuid>":{"<wrap>":<row>},...} with only the columns tm
+// follows, or nothing (n 0) when the table has no rows. Each row's
+// encoding is kept for the next monitor that follows the same columns.
+func (db *Database) appendInitial(b []byte, table string, tm *tableMonitor, wrap string) (_ []byte, n int, err error) {
+	rows, err := db.sharedRows(table)
+	if err != nil || len(rows) == 0 {
+		return b, 0, err
+	}
+	byKey := db.encoded[table]
+	if byKey == nil {
+		byKey = map[string]map[string][]byte{}
+		db.encoded[table] = byKey
+	}
+	enc := byKey[tm.key]
+	if enc == nil {
+		if len(byKey) >= maxEncodings {
+			clear(byKey)
+		}
+		enc = make(map[string][]byte, len(rows))
+		byKey[tm.key] = enc
+	}
+	b = append(b, '{')
+	for uid, row := range rows {
+		e, ok := enc[uid]
+		if !ok {
+			if e, err = appendObject(nil, tm.filter(row)); err != nil {
+				return b, 0, err
+			}
+			enc[uid] = e
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = appendString(b, uid)
+		b = append(b, `:{`...)
+		b = appendString(b, wrap)
+		b = append(b, ':')
+		b = append(b, e...)
+		b = append(b, '}')
+	}
+	return append(b, '}'), n, nil
 }
 
 // readRows converts table's models to rows.
