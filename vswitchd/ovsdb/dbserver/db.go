@@ -658,7 +658,11 @@ func (db *Database) wait(op *ovsdb.Operation) ovsdb.OperationResult {
 	if op.Until != "==" && op.Until != "!=" {
 		return ovsdb.OperationResult{Error: "syntax error", Details: fmt.Sprintf("wait until %q", op.Until)}
 	}
-	models, err := db.mem.List(db.name, op.Table, op.Where...)
+	ids, err := db.matching(op.Table, op.Where)
+	if err != nil {
+		return ovsdb.OperationResult{Error: "syntax error", Details: err.Error()}
+	}
+	rows, err := db.sharedRows(op.Table)
 	if err != nil {
 		return ovsdb.OperationResult{Error: "syntax error", Details: err.Error()}
 	}
@@ -689,23 +693,21 @@ func (db *Database) wait(op *ovsdb.Operation) ovsdb.OperationResult {
 		return string(b), nil
 	}
 	have := map[string]int{}
-	for _, m := range models {
-		info, err := db.model.NewModelInfo(m)
-		if err != nil {
-			return ovsdb.OperationResult{Error: "syntax error", Details: err.Error()}
+	for _, id := range ids {
+		row, ok := rows[id]
+		if !ok {
+			continue
 		}
-		// Only the waited columns are converted: ovs-vsctl waits on
-		// one column of every port of a bridge in each transaction.
-		k, err := canon(func(col string, cs *ovsdb.ColumnSchema) (any, bool, error) {
+		// The committed rows in the notation of the operation's: a
+		// column a row leaves out has its default (canon), so no model
+		// is converted (ovs-vsctl waits on one column of every port of
+		// a bridge in each transaction).
+		k, err := canon(func(col string, _ *ovsdb.ColumnSchema) (any, bool, error) {
 			if col == "_uuid" {
-				cs = &ovsdb.UUIDColumn
+				return ovsdb.UUID{GoUUID: id}, true, nil
 			}
-			native, err := info.FieldByColumn(col)
-			if err != nil {
-				return nil, false, nil
-			}
-			v, err := ovsdb.NativeToOvs(cs, native)
-			return v, err == nil, err
+			v, ok := row[col]
+			return v, ok, nil
 		})
 		if err != nil {
 			return ovsdb.OperationResult{Error: "syntax error", Details: err.Error()}
@@ -727,6 +729,33 @@ func (db *Database) wait(op *ovsdb.Operation) ovsdb.OperationResult {
 		return ovsdb.OperationResult{}
 	}
 	return ovsdb.OperationResult{Error: "timed out", Details: "the rows are not as the wait expects"}
+}
+
+// matching are the UUIDs of table's committed rows where selects: at
+// once for the one condition _uuid == U that Open vSwitch's clients wait
+// on, else from libovsdb.
+func (db *Database) matching(table string, where []ovsdb.Condition) ([]string, error) {
+	if len(where) == 1 && where[0].Column == "_uuid" && where[0].Function == ovsdb.ConditionEqual {
+		if u, ok := where[0].Value.(ovsdb.UUID); ok && ovsdb.ValidateUUID(u.GoUUID) == nil {
+			rows, err := db.sharedRows(table)
+			if err != nil {
+				return nil, err
+			}
+			if _, ok := rows[u.GoUUID]; ok {
+				return []string{u.GoUUID}, nil
+			}
+			return nil, nil
+		}
+	}
+	models, err := db.mem.List(db.name, table, where...)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(models))
+	for id := range models {
+		ids = append(ids, id)
+	}
+	return ids, nil
 }
 
 // canonical writes a column value so that equal values compare equal

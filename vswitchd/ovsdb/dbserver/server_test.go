@@ -615,6 +615,17 @@ func TestWait(t *testing.T) {
 			t.Errorf("%s: error %q, want %q", c.name, got, c.want)
 		}
 	}
+	// Rows selected otherwise than by their UUID.
+	for _, c := range []struct {
+		name, where, want string
+	}{{"p2", "p2", ""}, {"another port", "p1", "timed out"}, {"no port", "nope", "timed out"}} {
+		r := s.Transact([]ovsdb.Operation{{Op: ovsdb.OperationWait, Table: "Port", Timeout: new(0), Until: "==",
+			Where: []ovsdb.Condition{ovsdb.NewCondition("name", ovsdb.ConditionEqual, c.where)}, Columns: []string{"name", "interfaces"},
+			Rows: []ovsdb.Row{{"name": "p2", "interfaces": ovsdb.UUID{GoUUID: res[0].UUID.GoUUID}}}}})
+		if r[0].Error != c.want {
+			t.Errorf("wait on the port named %s: error %q, want %q", c.where, r[0].Error, c.want)
+		}
+	}
 }
 
 // TestConcurrentCommitsSynced: transactions from many clients at once,
