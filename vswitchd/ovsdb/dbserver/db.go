@@ -733,10 +733,10 @@ func (db *Database) wait(op *ovsdb.Operation) ovsdb.OperationResult {
 
 // matching are the UUIDs of table's committed rows where selects: at
 // once for the one condition _uuid == U that Open vSwitch's clients wait
-// on, else from libovsdb.
+// on when there is such a row, else from libovsdb.
 func (db *Database) matching(table string, where []ovsdb.Condition) ([]string, error) {
 	if len(where) == 1 && where[0].Column == "_uuid" && where[0].Function == ovsdb.ConditionEqual {
-		if u, ok := where[0].Value.(ovsdb.UUID); ok && ovsdb.ValidateUUID(u.GoUUID) == nil {
+		if u, ok := where[0].Value.(ovsdb.UUID); ok {
 			rows, err := db.sharedRows(table)
 			if err != nil {
 				return nil, err
@@ -744,7 +744,6 @@ func (db *Database) matching(table string, where []ovsdb.Condition) ([]string, e
 			if _, ok := rows[u.GoUUID]; ok {
 				return []string{u.GoUUID}, nil
 			}
-			return nil, nil
 		}
 	}
 	models, err := db.mem.List(db.name, table, where...)
