@@ -349,7 +349,7 @@ func (r *Reconciler) reconcile(ctx context.Context) error {
 	r.mu.Lock()
 	r.reads++
 	r.mu.Unlock()
-	rs, err := dbconfig.Read(ctx, r.cli)
+	rs, err := dbconfig.ReadShared(ctx, r.cli)
 	if err != nil {
 		r.changed.Store(true) // read again at the next pass
 		return err

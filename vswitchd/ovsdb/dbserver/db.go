@@ -43,6 +43,13 @@ type Database struct {
 	// ovs-vsctl run asks for whole tables) are then a copy of a map,
 	// not a conversion of every model by reflection.
 	rows map[string]map[string]ovsdb.Row
+	// encoded are rows of rows as JSON objects of the columns a monitor
+	// follows, per table, per column set (tableMonitor.key), per UUID:
+	// every ovs-vsctl run asks for the same columns of every row, of
+	// which one command changes a few, and encoding them all again was
+	// the largest part of its first reply. A changed row's entries go at
+	// its commit (updateRows).
+	encoded map[string]map[string]map[string][]byte
 
 	// written counts the records appended to the file; synced (under
 	// syncMu) how many of them are known to be on disk. syncMu also
@@ -111,7 +118,7 @@ func Open(path string, log *slog.Logger) (db *Database, created bool, err error)
 		return nil, false, err
 	}
 	db = &Database{name: schema.Name, schema: schema, schemaJSON: schemaJSON, model: dbModel, mem: mem, log: log,
-		rows: map[string]map[string]ovsdb.Row{}}
+		rows: map[string]map[string]ovsdb.Row{}, encoded: map[string]map[string]map[string][]byte{}}
 
 	records, torn, err := readLog(path)
 	switch {
@@ -389,6 +396,11 @@ func (db *Database) Transact(ops []ovsdb.Operation) ([]*ovsdb.OperationResult, C
 // updateRows keeps the row cache equal to the database after a commit.
 func (db *Database) updateRows(changes Changes) {
 	for table, rows := range changes {
+		for _, enc := range db.encoded[table] {
+			for id := range rows {
+				delete(enc, id)
+			}
+		}
 		cached := db.rows[table]
 		if cached == nil {
 			continue // not read yet: built from the database when it is
@@ -502,6 +514,70 @@ func (db *Database) Rows(table string) (map[string]ovsdb.Row, error) {
 	return maps.Clone(out), nil
 }
 
+// sharedRows are table's rows as Rows returns them, not copied: the
+// caller holds the server's lock and neither keeps nor changes them.
+func (db *Database) sharedRows(table string) (map[string]ovsdb.Row, error) {
+	if cached := db.rows[table]; cached != nil {
+		return cached, nil
+	}
+	out, err := db.readRows(table)
+	if err != nil {
+		return nil, err
+	}
+	db.rows[table] = out
+	return out, nil
+}
+
+// maxEncodings bounds the column sets whose encodings a table keeps: a
+// client with a set of its own per run (none known) would otherwise add
+// one per run.
+const maxEncodings = 8
+
+// appendInitial appends table's rows as a monitor's first reply holds
+// them, {"<uuid>":{"<wrap>":<row>},...} with only the columns tm
+// follows, or nothing (n 0) when the table has no rows. Each row's
+// encoding is kept for the next monitor that follows the same columns.
+func (db *Database) appendInitial(b []byte, table string, tm *tableMonitor, wrap string) (_ []byte, n int, err error) {
+	rows, err := db.sharedRows(table)
+	if err != nil || len(rows) == 0 {
+		return b, 0, err
+	}
+	byKey := db.encoded[table]
+	if byKey == nil {
+		byKey = map[string]map[string][]byte{}
+		db.encoded[table] = byKey
+	}
+	enc := byKey[tm.key]
+	if enc == nil {
+		if len(byKey) >= maxEncodings {
+			clear(byKey)
+		}
+		enc = make(map[string][]byte, len(rows))
+		byKey[tm.key] = enc
+	}
+	b = append(b, '{')
+	for uid, row := range rows {
+		e, ok := enc[uid]
+		if !ok {
+			if e, err = appendObject(nil, tm.filter(row)); err != nil {
+				return b, 0, err
+			}
+			enc[uid] = e
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = appendString(b, uid)
+		b = append(b, `:{`...)
+		b = appendString(b, wrap)
+		b = append(b, ':')
+		b = append(b, e...)
+		b = append(b, '}')
+	}
+	return append(b, '}'), n, nil
+}
+
 // readRows converts table's models to rows.
 func (db *Database) readRows(table string) (map[string]ovsdb.Row, error) {
 	models, err := db.mem.List(db.name, table)
@@ -582,7 +658,11 @@ func (db *Database) wait(op *ovsdb.Operation) ovsdb.OperationResult {
 	if op.Until != "==" && op.Until != "!=" {
 		return ovsdb.OperationResult{Error: "syntax error", Details: fmt.Sprintf("wait until %q", op.Until)}
 	}
-	models, err := db.mem.List(db.name, op.Table, op.Where...)
+	ids, err := db.matching(op.Table, op.Where)
+	if err != nil {
+		return ovsdb.OperationResult{Error: "syntax error", Details: err.Error()}
+	}
+	rows, err := db.sharedRows(op.Table)
 	if err != nil {
 		return ovsdb.OperationResult{Error: "syntax error", Details: err.Error()}
 	}
@@ -613,23 +693,21 @@ func (db *Database) wait(op *ovsdb.Operation) ovsdb.OperationResult {
 		return string(b), nil
 	}
 	have := map[string]int{}
-	for _, m := range models {
-		info, err := db.model.NewModelInfo(m)
-		if err != nil {
-			return ovsdb.OperationResult{Error: "syntax error", Details: err.Error()}
+	for _, id := range ids {
+		row, ok := rows[id]
+		if !ok {
+			continue
 		}
-		// Only the waited columns are converted: ovs-vsctl waits on
-		// one column of every port of a bridge in each transaction.
-		k, err := canon(func(col string, cs *ovsdb.ColumnSchema) (any, bool, error) {
+		// The committed rows in the notation of the operation's: a
+		// column a row leaves out has its default (canon), so no model
+		// is converted (ovs-vsctl waits on one column of every port of
+		// a bridge in each transaction).
+		k, err := canon(func(col string, _ *ovsdb.ColumnSchema) (any, bool, error) {
 			if col == "_uuid" {
-				cs = &ovsdb.UUIDColumn
+				return ovsdb.UUID{GoUUID: id}, true, nil
 			}
-			native, err := info.FieldByColumn(col)
-			if err != nil {
-				return nil, false, nil
-			}
-			v, err := ovsdb.NativeToOvs(cs, native)
-			return v, err == nil, err
+			v, ok := row[col]
+			return v, ok, nil
 		})
 		if err != nil {
 			return ovsdb.OperationResult{Error: "syntax error", Details: err.Error()}
@@ -651,6 +729,32 @@ func (db *Database) wait(op *ovsdb.Operation) ovsdb.OperationResult {
 		return ovsdb.OperationResult{}
 	}
 	return ovsdb.OperationResult{Error: "timed out", Details: "the rows are not as the wait expects"}
+}
+
+// matching are the UUIDs of table's committed rows where selects: at
+// once for the one condition _uuid == U that Open vSwitch's clients wait
+// on when there is such a row, else from libovsdb.
+func (db *Database) matching(table string, where []ovsdb.Condition) ([]string, error) {
+	if len(where) == 1 && where[0].Column == "_uuid" && where[0].Function == ovsdb.ConditionEqual {
+		if u, ok := where[0].Value.(ovsdb.UUID); ok {
+			rows, err := db.sharedRows(table)
+			if err != nil {
+				return nil, err
+			}
+			if _, ok := rows[u.GoUUID]; ok {
+				return []string{u.GoUUID}, nil
+			}
+		}
+	}
+	models, err := db.mem.List(db.name, table, where...)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(models))
+	for id := range models {
+		ids = append(ids, id)
+	}
+	return ids, nil
 }
 
 // canonical writes a column value so that equal values compare equal

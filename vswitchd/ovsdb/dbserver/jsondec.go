@@ -34,9 +34,12 @@ type wireOperation struct {
 // a wait on every port of a bridge in each of its transactions). A
 // malformed value is an error, never a panic.
 func decodeOperation(a json.RawMessage) (ovsdb.Operation, error) {
-	var w wireOperation
-	if err := json.Unmarshal(a, &w); err != nil {
-		return ovsdb.Operation{}, err
+	w, ok := fastWireOperation(a)
+	if !ok {
+		w = wireOperation{}
+		if err := json.Unmarshal(a, &w); err != nil {
+			return ovsdb.Operation{}, err
+		}
 	}
 	op := ovsdb.Operation{Op: w.Op, Table: w.Table, Columns: w.Columns, Timeout: w.Timeout, Until: w.Until,
 		Durable: w.Durable, Comment: w.Comment, Lock: w.Lock, UUID: w.UUID, UUIDName: w.UUIDName}

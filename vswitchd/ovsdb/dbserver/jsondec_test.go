@@ -21,6 +21,11 @@ var opSamples = []string{
 	`{"op":"commit","durable":true}`,
 	`{"op":"assert","lock":"ovn_controller"}`,
 	`{"op":"update","table":"Interface","where":[],"row":{"options":["map",[]],"mtu":["set",[1500]]}}`,
+	// Left to encoding/json by the fast path: another case, an
+	// unknown member.
+	`{"OP":"wait","Table":"Port","timeout":0,"where":[],"columns":[],"until":"==","rows":[]}`,
+	`{"op":"wait","table":"Port","timeout":-0,"where":[],"columns":null,"until":null,"rows":[{}],"x":[1]}`,
+	`{"op":"insert","table":"Port","row":{},"uuid-name":"n","comment":null,"durable":null,"lock":"l"}`,
 }
 
 // TestDecodeOperationAsLibovsdb: decodeOperation reads what libovsdb's

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 )
@@ -22,7 +23,10 @@ type monitor struct {
 // tableMonitor is what a monitor follows of one table.
 type tableMonitor struct {
 	// columns are the columns followed; nil is every one.
-	columns                         map[string]bool
+	columns map[string]bool
+	// key names the columns followed ("*" for every one), for the
+	// encodings of rows the database keeps (Database.encoded).
+	key                             string
 	initial, insert, delete, modify bool
 }
 
@@ -95,8 +99,12 @@ func (db *Database) parseRequests(raw json.RawMessage) (map[string]*tableMonitor
 		}
 		if all {
 			tm.columns = nil
-		} else if tm.columns == nil {
-			tm.columns = map[string]bool{} // rows only, no columns
+			tm.key = "*"
+		} else {
+			if tm.columns == nil {
+				tm.columns = map[string]bool{} // rows only, no columns
+			}
+			tm.key = strings.Join(slices.Sorted(maps.Keys(tm.columns)), ",")
 		}
 		out[table] = tm
 	}
@@ -144,28 +152,22 @@ func (c *conn) monitor(method string, args []json.RawMessage, id json.RawMessage
 	if _, dup := c.monitors[string(m.id)]; dup {
 		return nil, &rpcError{Error: "duplicate monitor ID"}
 	}
-	initial := map[string]map[string]any{}
+	wrap := "initial"
+	if m.version == 1 {
+		wrap = "new"
+	}
+	initial := map[string]any{}
 	for table, tm := range tables {
 		if !tm.initial {
 			continue
 		}
-		rows, err := s.db.Rows(table)
+		b, n, err := s.db.appendInitial(nil, table, tm, wrap)
 		if err != nil {
 			return nil, &rpcError{Error: "internal error", Details: err.Error()}
 		}
-		if len(rows) == 0 {
-			continue
+		if n > 0 {
+			initial[table] = json.RawMessage(b)
 		}
-		out := make(map[string]any, len(rows))
-		for uid, row := range rows {
-			r := tm.filter(row)
-			if m.version == 1 {
-				out[uid] = map[string]any{"new": r}
-			} else {
-				out[uid] = map[string]any{"initial": r}
-			}
-		}
-		initial[table] = out
 	}
 	c.monitors[string(m.id)] = m
 	var result any = initial

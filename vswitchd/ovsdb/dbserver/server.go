@@ -364,8 +364,12 @@ func (c *conn) write() {
 func (c *conn) handle(method string, params json.RawMessage, id json.RawMessage) (any, *rpcError) {
 	var args []json.RawMessage
 	if len(params) > 0 {
-		if err := json.Unmarshal(params, &args); err != nil {
-			return nil, &rpcError{Error: "syntax error", Details: "params is not an array"}
+		var err error
+		if args, err = splitArray(params); err != nil {
+			args = nil
+			if err := json.Unmarshal(params, &args); err != nil {
+				return nil, &rpcError{Error: "syntax error", Details: "params is not an array"}
+			}
 		}
 	}
 	switch method {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -614,6 +615,17 @@ func TestWait(t *testing.T) {
 			t.Errorf("%s: error %q, want %q", c.name, got, c.want)
 		}
 	}
+	// Rows selected otherwise than by their UUID.
+	for _, c := range []struct {
+		name, where, want string
+	}{{"p2", "p2", ""}, {"another port", "p1", "timed out"}, {"no port", "nope", "timed out"}} {
+		r := s.Transact([]ovsdb.Operation{{Op: ovsdb.OperationWait, Table: "Port", Timeout: new(0), Until: "==",
+			Where: []ovsdb.Condition{ovsdb.NewCondition("name", ovsdb.ConditionEqual, c.where)}, Columns: []string{"name", "interfaces"},
+			Rows: []ovsdb.Row{{"name": "p2", "interfaces": ovsdb.UUID{GoUUID: res[0].UUID.GoUUID}}}}})
+		if r[0].Error != c.want {
+			t.Errorf("wait on the port named %s: error %q, want %q", c.where, r[0].Error, c.want)
+		}
+	}
 }
 
 // TestConcurrentCommitsSynced: transactions from many clients at once,
@@ -751,5 +763,79 @@ func TestDurableAsked(t *testing.T) {
 		if got := durableAsked(c.ops); got != c.want {
 			t.Errorf("durableAsked(%+v) = %v, want %v", c.ops, got, c.want)
 		}
+	}
+}
+
+// TestMonitorInitialFollowsCommits: a monitor's first reply is the rows
+// as the last commit left them, with the columns it asked for, however
+// many monitors of the same or other columns came before (the server
+// keeps the rows' encodings between them).
+func TestMonitorInitialFollowsCommits(t *testing.T) {
+	s, db, sock := serve(t, filepath.Join(t.TempDir(), "conf.db"))
+	defer stop(s, db)
+	res := mustTransact(t, s, []ovsdb.Operation{{Op: ovsdb.OperationInsert, Table: "Open_vSwitch", Row: ovsdb.Row{}}})
+	root := res[0].UUID.GoUUID
+	mustTransact(t, s, bridgeOps(root, "br0"))
+	br := bridgeUUID(t, db, "br0")
+	// first is the Bridge rows of a new monitor following columns, in
+	// the notation of method.
+	first := func(method string, columns ...string) map[string]map[string]map[string]any {
+		t.Helper()
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		req, _ := json.Marshal(map[string]any{"id": 1, "method": method,
+			"params": []any{"Open_vSwitch", "m", map[string]any{"Bridge": map[string]any{"columns": columns}}}})
+		if _, err := c.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		var reply struct {
+			Result json.RawMessage `json:"result"`
+			Error  any             `json:"error"`
+		}
+		if err := json.NewDecoder(c).Decode(&reply); err != nil || reply.Error != nil {
+			t.Fatalf("%s: %v %v", method, err, reply.Error)
+		}
+		var tables map[string]map[string]map[string]map[string]any
+		if err := json.Unmarshal(reply.Result, &tables); err != nil {
+			t.Fatalf("%s: %s: %v", method, reply.Result, err)
+		}
+		return tables["Bridge"]
+	}
+	check := func(method, wrap string, columns []string, want map[string]any) {
+		t.Helper()
+		rows := first(method, columns...)
+		if len(rows) != 1 || !reflect.DeepEqual(rows[br.GoUUID][wrap], want) {
+			t.Fatalf("%s %v: %v, want {%s: {%s: %v}}", method, columns, rows, br.GoUUID, wrap, want)
+		}
+	}
+	nameOnly := []string{"name"}
+	both := []string{"name", "fail_mode"}
+	check("monitor_cond", "initial", nameOnly, map[string]any{"name": "br0"})
+	check("monitor_cond", "initial", both, map[string]any{"name": "br0"})
+	mustTransact(t, s, []ovsdb.Operation{{Op: ovsdb.OperationUpdate, Table: "Bridge", Row: ovsdb.Row{"fail_mode": "secure"},
+		Where: []ovsdb.Condition{ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, br)}}})
+	check("monitor_cond", "initial", both, map[string]any{"name": "br0", "fail_mode": "secure"})
+	check("monitor", "new", both, map[string]any{"name": "br0", "fail_mode": "secure"})
+	check("monitor_cond", "initial", nameOnly, map[string]any{"name": "br0"})
+	mustTransact(t, s, []ovsdb.Operation{{Op: ovsdb.OperationUpdate, Table: "Bridge", Row: ovsdb.Row{"fail_mode": "standalone"},
+		Where: []ovsdb.Condition{ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, br)}}})
+	check("monitor_cond", "initial", nameOnly, map[string]any{"name": "br0"})
+	check("monitor_cond", "initial", both, map[string]any{"name": "br0", "fail_mode": "standalone"})
+	// More column sets than the server keeps encodings for.
+	for _, col := range []string{"stp_enable", "rstp_enable", "mcast_snooping_enable", "flood_vlans", "datapath_type",
+		"datapath_version", "external_ids", "other_config", "protocols"} {
+		first("monitor_cond", "name", col)
+	}
+	check("monitor_cond", "initial", both, map[string]any{"name": "br0", "fail_mode": "standalone"})
+	mustTransact(t, s, []ovsdb.Operation{{Op: ovsdb.OperationDelete, Table: "Bridge",
+		Where: []ovsdb.Condition{ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, br)}},
+		{Op: ovsdb.OperationMutate, Table: "Open_vSwitch", Where: []ovsdb.Condition{ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, ovsdb.UUID{GoUUID: root})},
+			Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("bridges", ovsdb.MutateOperationDelete, br)}}})
+	if rows := first("monitor_cond", both...); len(rows) != 0 {
+		t.Fatalf("after the bridge's deletion: %v", rows)
 	}
 }
