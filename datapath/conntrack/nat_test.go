@@ -293,7 +293,7 @@ func TestFlushKeepsCapacityNoLeak(t *testing.T) {
 			t.Fatalf("shard %d: %d entries in %d slots, want 0 in %d", i, x.n, len(x.slots()), sizes[i])
 		}
 		for j := range x.slots() {
-			if c, _, _ := x.slots()[j].entry(); c != nil {
+			if c, _, _ := x.entry(&x.slots()[j]); c != nil {
 				t.Fatalf("shard %d slot %d: %v left", i, j, c.orig)
 			}
 		}
