@@ -813,7 +813,7 @@ func (t *Tracker) create(pp *parsed, h uint32, p *Params, now int64, related boo
 	*(*int64)(unsafe.Pointer(&c.expires)) = now + timeout
 	c.apply(p)
 	if !p.HasNAT || !p.NAT.Src && !p.NAT.Dst {
-		c.reply = c.orig.reverse()
+		setReverse(&c.reply, &c.orig)
 		c.rh = c.oh // the hash is the reverse's too
 		winner, _ = t.insert(c, now)
 		if winner != c {
@@ -826,8 +826,7 @@ func (t *Tracker) create(pp *parsed, h uint32, p *Params, now int64, related boo
 	} else {
 		c.nat = natDst
 	}
-	ok := natCandidates(&c.orig, h, &p.NAT, func(translated Tuple) bool {
-		c.reply = translated.reverse()
+	ok := natCandidates(&c.orig, h, &p.NAT, &c.reply, func() bool {
 		c.rh = t.hash(&c.reply)
 		w, placed := t.insert(c, now)
 		winner = w
