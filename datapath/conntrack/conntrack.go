@@ -128,30 +128,48 @@ type Params struct {
 
 // Conn is one tracked connection. Its fields after orig/reply change
 // under mu. It holds no pointer (its zone is its tuples'), so the garbage
-// collector marks the millions of them without scanning them.
+// collector never scans the chunks of them (slab).
+//
+// Its 192 bytes are three cache lines in a chunk (whose connections start
+// on a line: TestConnLayout): the first two hold everything a packet on
+// the lock-free path reads (fastPath: fast, expires, proto, nat, mark,
+// label, orig), each with one of the tuples, which the read-ahead
+// (PrefetchAhead) touches; the third what changes with state.
 type Conn struct {
-	orig, reply Tuple
-	oh, rh      uint32 // the tuples' hashes
-	mu          sync.Mutex
-	// mark, label (little-endian words) and expires are atomic, as
-	// the lock-free path (fastPath) reads them, and refreshes expires;
-	// they change under mu.
-	mark    atomic.Uint32
-	label   [2]atomic.Uint64
-	expires atomic.Int64 // datapath clock, ns
+	// line 0
+	orig    Tuple
+	proto   uint8
+	nat     uint8 // natSrc, natDst
+	helper  uint8 // its ALG
+	related bool  // a data connection an ALG expected: +rel
 	// fast says whether packets may take fastPath (fastOK) and whether
 	// c is +rel (fastRelated), with a version above fastVersion: a
 	// sequence lock over mark and label, which a change under mu clears
 	// fastOK for, and publishFast sets again with the next version.
-	fast       atomic.Uint64
+	fast atomic.Uint64
+	// mark, label (little-endian words) and expires are atomic, as
+	// the lock-free path (fastPath) reads them, and refreshes expires;
+	// they change under mu.
+	expires atomic.Int64 // datapath clock, ns
+
+	// line 1
+	reply Tuple
+	mark  atomic.Uint32
+	label [2]atomic.Uint64
+
+	// line 2
+	oh, rh uint32 // the tuples' hashes
+	// id is its number in the tracker's slab (what index slots hold).
+	id uint32
+	// refs counts the index slots that hold it (set before it is
+	// indexed, dropped as slots let it go): at 0 its place in the slab
+	// is released.
+	refs       atomic.Int32
+	mu         sync.Mutex
 	assured    bool // seen in both directions
 	dead       bool // removed from the table
-	proto      uint8
-	nat        uint8 // natSrc, natDst
 	udpReplied bool
-	helper     uint8 // its ALG
-	related    bool  // a data connection an ALG expected: +rel
-	skewed     bool  // the FTP helper shifted its sequence numbers (Tracker.skews)
+	skewed     bool // the FTP helper shifted its sequence numbers (Tracker.skews)
 	tcp        tcpConn
 }
 
@@ -164,6 +182,9 @@ type shard struct {
 	// unassured holds the shard's connections in creation order until
 	// they are answered: eviction under the limit takes the oldest.
 	unassured []*Conn
+	// cur is the slab chunk connections committed into the shard (by
+	// their original tuple) are allocated from.
+	cur atomic.Pointer[connChunk]
 	// created counts the connections committed into the shard (by
 	// their original tuple), by IP protocol: plain adds under mu, where
 	// a tracker-wide atomic counter would cost every commit a locked
@@ -224,6 +245,7 @@ type Tracker struct {
 	maxConns atomic.Int64
 	timeouts atomic.Pointer[Timeouts]
 	zones    zones
+	slab     slab
 	expect   expectations
 	skews    skews
 
@@ -244,6 +266,9 @@ type Tracker struct {
 // New makes an empty tracker with the default limit and timeouts.
 func New() *Tracker {
 	t := &Tracker{key: newHashKey()}
+	for i := range t.shards {
+		t.slab.attach(&t.shards[i].x)
+	}
 	t.maxConns.Store(DefaultMaxConns)
 	to := DefaultTimeouts()
 	t.timeouts.Store(&to)
@@ -806,7 +831,12 @@ func (t *Tracker) create(pp *parsed, h uint32, p *Params, now int64, related boo
 		t.refused.Add(1)
 		return nil, false
 	}
-	c := &Conn{orig: pp.t, oh: h, proto: pp.t.Proto, related: related}
+	c := t.slab.alloc(&t.shardOf(h).cur)
+	if c == nil {
+		t.refused.Add(1)
+		return nil, false
+	}
+	c.orig, c.oh, c.proto, c.related = pp.t, h, pp.t.Proto, related
 	to := t.timeoutsOf(c)
 	timeout := to.Other
 	switch c.proto {
@@ -824,9 +854,12 @@ func (t *Tracker) create(pp *parsed, h uint32, p *Params, now int64, related boo
 	*(*int64)(unsafe.Pointer(&c.expires)) = now + timeout
 	c.apply(p)
 	if !p.HasNAT || !p.NAT.Src && !p.NAT.Dst {
-		c.reply = c.orig.reverse()
+		setReverse(&c.reply, &c.orig)
 		c.rh = c.oh // the hash is the reverse's too
 		winner, _ = t.insert(c, now)
+		if winner != c {
+			t.unplaced(c)
+		}
 		return winner, winner == c
 	}
 	if p.NAT.Src {
@@ -834,18 +867,26 @@ func (t *Tracker) create(pp *parsed, h uint32, p *Params, now int64, related boo
 	} else {
 		c.nat = natDst
 	}
-	ok := natCandidates(&c.orig, h, &p.NAT, func(translated Tuple) bool {
-		c.reply = translated.reverse()
+	ok := natCandidates(&c.orig, h, &p.NAT, &c.reply, func() bool {
 		c.rh = t.hash(&c.reply)
 		w, placed := t.insert(c, now)
 		winner = w
 		return placed || w != nil
 	})
+	if winner != c {
+		t.unplaced(c)
+	}
 	if !ok {
 		t.natExhausted.Add(1)
 		return nil, false
 	}
 	return winner, winner == c
+}
+
+// unplaced gives back the place of c, made by create but not indexed.
+func (t *Tracker) unplaced(c *Conn) {
+	c.dead = true
+	t.slab.release(c)
 }
 
 // insert indexes c under its two tuples, atomically with checking that
@@ -871,17 +912,24 @@ func (t *Tracker) insert(c *Conn, now int64) (winner *Conn, placed bool) {
 	// goes. An expired connection in the way is ended and its entry
 	// taken over; its other entry (perhaps in a shard not locked here)
 	// stays until the next Sweep drops entries of dead connections.
-	po, old, _, _ := probe(a.x.slots(), &c.orig, c.oh)
+	po, old, _, _ := probe(a.x.slots(), &a.x, &c.orig, c.oh)
 	if old != nil && !t.killIfExpired(old, now) {
 		return old, false
 	}
 	pr, rfound := -1, false
 	if !self {
-		pr, old, _, _ = probe(b.x.slots(), &c.reply, c.rh)
+		pr, old, _, _ = probe(b.x.slots(), &b.x, &c.reply, c.rh)
 		if old != nil && !t.killIfExpired(old, now) {
 			return nil, false
 		}
 		rfound = old != nil
+	}
+	// c is not indexed yet: a plain store of its references (one slot
+	// or two).
+	refs := (*int32)(unsafe.Pointer(&c.refs))
+	*refs = 2
+	if self || c.rh == c.oh && !rfound {
+		*refs = 1
 	}
 	switch {
 	case self:
@@ -1043,7 +1091,7 @@ func (t *Tracker) sweepShard(s *shard, now int64) int {
 	chunk := min(size, max(minSweep, size/sweepRounds))
 	start := s.cursor % max(size, 1)
 	for i := range chunk {
-		c, _, reply := slots[(start+i)%size].entry()
+		c, _, reply := s.x.entry(&slots[(start+i)%size])
 		if c == nil {
 			continue
 		}
@@ -1124,7 +1172,7 @@ func (t *Tracker) removeIf(f func(c *Conn) bool) int {
 		s.mu.Lock()
 		slots := s.x.slots()
 		for i := range slots {
-			c, _, reply := slots[i].entry()
+			c, _, reply := s.x.entry(&slots[i])
 			if c == nil || reply {
 				continue // each connection once, by its original tuple
 			}
@@ -1227,7 +1275,7 @@ func (t *Tracker) PrefetchAhead(pkts []*packet.Packet, zone uint16, commit bool,
 	for _, h := range hs[:n] {
 		if sl := t.shardOf(h).x.slots(); len(sl) > 0 {
 			s := &sl[h&uint32(len(sl)-1)]
-			if c := s.c.Load(); c != nil && uint32(s.m.Load()) == h {
+			if c := t.shardOf(h).x.conn(s.id()); c != nil && uint32(s.m.Load()) == h {
 				sink += c.orig.SrcPort + c.reply.SrcPort // immutable once indexed
 			}
 		}

@@ -30,7 +30,7 @@ func (t *Tracker) Dump(zone *uint16, now int64) []Entry {
 		s.mu.Lock()
 		slots := s.x.slots()
 		for i := range slots {
-			c, _, reply := slots[i].entry()
+			c, _, reply := s.x.entry(&slots[i])
 			if c == nil || reply || zone != nil && c.orig.Zone != *zone {
 				continue
 			}

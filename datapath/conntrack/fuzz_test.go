@@ -151,15 +151,20 @@ func checkInvariants(t *testing.T, tr *Tracker) {
 		t.Fatalf("%d connections, limit %d", n, tr.MaxConns())
 	}
 	conns := 0
+	held := map[*Conn]int32{} // the slots that hold each connection
 	for i := range tr.shards {
 		x := &tr.shards[i].x
 		n := 0
 		slots := x.slots()
 		for k := range slots {
-			c, h, reply := slots[k].entry()
-			if c == nil {
+			if slots[k].m.Load() == 0 {
 				continue
 			}
+			c, h, reply := x.entry(&slots[k])
+			if c == nil {
+				t.Fatalf("shard %d slot %d: a number that names no connection", i, k)
+			}
+			held[c]++
 			n++
 			if tu := tupleOf(c, reply); h != tr.hash(tu) || tr.shardOf(h) != &tr.shards[i] {
 				t.Fatalf("an entry in shard %d with hash %#x, its tuple's is %#x", i, h, tr.hash(tu))
@@ -188,6 +193,11 @@ func checkInvariants(t *testing.T, tr *Tracker) {
 	}
 	if int64(conns) != tr.Len() {
 		t.Fatalf("%d connections indexed, count says %d", conns, tr.Len())
+	}
+	for c, n := range held {
+		if r := c.refs.Load(); r != n {
+			t.Fatalf("connection %v: %d references counted, %d slots hold it", c.orig, r, n)
+		}
 	}
 	var inZones int64
 	for z, n := range tr.ZoneCounts() {

@@ -7,13 +7,14 @@ import (
 )
 
 // index is one shard's map from tuple to connection: open addressing with
-// linear probing, each slot holding a tuple's hash, the connection and
-// which of its two tuples the slot stands for (or both: slotBoth). A lookup hashes the tuple
+// linear probing, each slot one word holding a tuple's hash, the
+// connection's number in the tracker's slab and which of its two tuples
+// the slot stands for (or both: slotBoth). A lookup hashes the tuple
 // once (that hash also chose the shard, from its top bits; the slot comes
 // from its low bits) and compares whole tuples only on a hash match; the
-// tuples themselves live in the connection, so a slot is 16 bytes and
-// growing rehashes nothing. Deleting shifts the entries after it back,
-// so there are no tombstones to clean up.
+// tuples themselves live in the connection, so a slot is 8 bytes, holds
+// no pointer (see slab) and growing rehashes nothing. Deleting shifts the
+// entries after it back, so there are no tombstones to clean up.
 //
 // Writers hold the shard's lock. Readers on the packet path take no lock:
 // the index is a sequence lock, its counter odd while a writer moves or
@@ -21,17 +22,42 @@ import (
 // probe looks again under the lock. Slots are read and written atomically
 // (plain moves on amd64 and arm64), and a connection's tuples never change
 // once it is indexed, so a reader racing a writer reads stale values, never
-// torn ones, and the counter tells it so.
+// torn ones, and the counter tells it so. An emptied slot's connection
+// number may name another connection soon (slab): only the sequence lock
+// makes what a reader resolved it to an answer.
 type index struct {
 	seq atomic.Uint32
 	tab atomic.Pointer[[]slot]
 	n   int
+	// cs is the slab the slots' numbers are connections of, ctab the
+	// first element of its table (slab.attach): a lookup resolves a
+	// number with one load from it instead of three through cs.
+	cs   *slab
+	ctab atomic.Pointer[atomic.Pointer[connChunk]]
+}
+
+// conn is the connection numbered id (from one of x's slots), nil when
+// its chunk left the slab. The table x.ctab points into is as long as
+// every number handed out before it was loaded: the slab publishes a
+// larger table to the indexes before the first number that needs it is
+// handed out, and id was read from a slot before ctab is loaded. So no
+// bounds check.
+func (x *index) conn(id uint32) *Conn {
+	base := x.ctab.Load()
+	if base == nil {
+		return nil
+	}
+	e := (*atomic.Pointer[connChunk])(unsafe.Add(unsafe.Pointer(base), uintptr(id>>chunkBits)*unsafe.Sizeof(*base)))
+	if ch := e.Load(); ch != nil {
+		return &ch.conns[id&(chunkConns-1)]
+	}
+	return nil
 }
 
 type slot struct {
-	c atomic.Pointer[Conn]
 	// m is the tuple's hash, slotUsed and, for a reply tuple,
-	// slotReply, or slotBoth: 0 for an empty slot.
+	// slotReply, or slotBoth, and the connection's number from bit
+	// idShift: 0 for an empty slot.
 	m atomic.Uint64
 }
 
@@ -45,22 +71,24 @@ const (
 	// connections. A lookup that matches the hash compares the
 	// original tuple, then the reply one.
 	slotBoth = 1 << 34
+	idShift  = 35
 )
 
 // An index starts at firstIndex slots and, the first time that fills,
 // grows straight to initIndex (a power of two): 256 KiB a shard, 16 MiB
 // for the tracker's 64, address space the kernel backs only as slots are
-// touched. Growing is the costly part of setting up connections at a high
+// touched (16,384 slots when a slot held a pointer, twice a word). Growing is the costly part of setting up connections at a high
 // rate (each doubling rehashes the shard and first-touches a new array,
 // with the garbage collector's write barriers on when it runs meanwhile):
 // about a fifth of a new SNAT connection's cost up to a million
-// connections when the index doubled from 64. initIndex holds 12,288
-// entries a shard (786,432 in all) before the next doubling. A tracker
+// connections when the index doubled from 64. initIndex holds 24,576
+// entries a shard (1,572,864 in all, 786,432 translated connections)
+// before the next doubling. A tracker
 // with few connections (and every test's and fuzz input's new tracker)
 // stays at firstIndex: 1 KiB a shard.
 const (
 	firstIndex = 64
-	initIndex  = 16384
+	initIndex  = 32768
 )
 
 func slotMeta(h uint32, reply bool) uint64 {
@@ -71,14 +99,18 @@ func slotMeta(h uint32, reply bool) uint64 {
 	return m
 }
 
+// id is the number of the connection slot s holds (meaningless when
+// empty).
+func (s *slot) id() uint32 { return uint32(s.m.Load() >> idShift) }
+
 // entry reads slot s: its connection (nil when empty), hash and
 // direction (false for a slotBoth entry).
-func (s *slot) entry() (c *Conn, h uint32, reply bool) {
+func (x *index) entry(s *slot) (c *Conn, h uint32, reply bool) {
 	m := s.m.Load()
 	if m == 0 {
 		return nil, 0, false
 	}
-	return s.c.Load(), uint32(m), m&slotReply != 0
+	return x.conn(uint32(m >> idShift)), uint32(m), m&slotReply != 0
 }
 
 // tupleOf is c's tuple the slot direction reply stands for.
@@ -89,12 +121,7 @@ func tupleOf(c *Conn, reply bool) *Tuple {
 	return &c.orig
 }
 
-func (s *slot) store(c *Conn, m uint64) {
-	s.c.Store(c)
-	s.m.Store(m)
-}
-
-func (s *slot) clear() { s.store(nil, 0) }
+func (s *slot) clear() { s.m.Store(0) }
 
 // slots is the current array (under the shard's lock, or in a read
 // section).
@@ -114,7 +141,7 @@ func (x *index) end()   { x.seq.Add(1) }
 // of the empty slot its probe sequence ends at (-1 when sl is empty).
 // It gives up after len(sl) slots, which only a reader racing a writer
 // can reach (the array is never full).
-func probe(sl []slot, tu *Tuple, h uint32) (pos int, c *Conn, reply, found bool) {
+func probe(sl []slot, x *index, tu *Tuple, h uint32) (pos int, c *Conn, reply, found bool) {
 	if len(sl) == 0 {
 		return -1, nil, false, false
 	}
@@ -128,7 +155,7 @@ func probe(sl []slot, tu *Tuple, h uint32) (pos int, c *Conn, reply, found bool)
 		}
 		if uint32(m) == h {
 			r := m&slotReply != 0
-			if c := s.c.Load(); c != nil {
+			if c := x.conn(uint32(m >> idShift)); c != nil {
 				if tupleOf(c, r).equal(tu) {
 					return int(i), c, r, true
 				}
@@ -145,7 +172,7 @@ func probe(sl []slot, tu *Tuple, h uint32) (pos int, c *Conn, reply, found bool)
 // get returns the connection tu (hash h) maps to and whether tu is its
 // reply tuple (the shard's lock held).
 func (x *index) get(tu *Tuple, h uint32) (c *Conn, reply bool) {
-	_, c, reply, _ = probe(x.slots(), tu, h)
+	_, c, reply, _ = probe(x.slots(), x, tu, h)
 	return c, reply
 }
 
@@ -153,7 +180,7 @@ func (x *index) get(tu *Tuple, h uint32) (c *Conn, reply bool) {
 // and under the lock (mu, the shard's) when a writer interfered.
 func (x *index) lookup(tu *Tuple, h uint32, mu *sync.Mutex) (c *Conn, reply bool) {
 	if v := x.seq.Load(); v&1 == 0 {
-		_, c, reply, _ = probe(x.slots(), tu, h)
+		_, c, reply, _ = probe(x.slots(), x, tu, h)
 		if x.seq.Load() == v {
 			return c, reply
 		}
@@ -185,34 +212,25 @@ func (x *index) reserve(k int) {
 }
 
 // put maps the tuple at position pos (probe's answer for it, after
-// reserve) to c, with slot meta m (slotMeta's, or with slotBoth).
+// reserve) to c, with slot meta m (slotMeta's, or with slotBoth). The
+// caller counts the reference in c.refs; one to a connection it replaces
+// is dropped.
 func (x *index) put(pos int, c *Conn, m uint64) {
 	s := &x.slots()[pos]
-	if s.m.Load() != 0 {
+	m |= uint64(c.id) << idShift
+	if old := s.m.Load(); old != 0 {
 		// Replacing: a reader could pair the old direction with the
 		// new connection.
 		x.begin()
-		s.store(c, m)
+		s.m.Store(m)
 		x.end()
+		x.cs.unref(x.conn(uint32(old >> idShift)))
 		return
 	}
-	// Filling an empty slot needs no begin/end: c is stored before m,
-	// so a reader sees the slot empty or the entry whole, both answers
-	// of the moment.
+	// Filling an empty slot needs no begin/end: one word, so a reader
+	// sees the slot empty or the entry whole, both answers of the
+	// moment; c was set up before it (the atomic store publishes it).
 	x.n++
-	if raceBuild {
-		s.store(c, m)
-		return
-	}
-	// c by a plain store (the pointer's write barrier, but no locked
-	// instruction): m's atomic store after it publishes it, and a
-	// reader loads c only once it has loaded a non-zero m. A reader
-	// that loads c anyway, racing a writer (one that read the slot's
-	// old m before a removal emptied it), reads the old or the new
-	// pointer, never a torn one (an aligned word), and the sequence
-	// lock discards its answer. Under the race detector, which would
-	// report that reader, the store is atomic (raceBuild).
-	(*rawSlot)(unsafe.Pointer(s)).c = c
 	s.m.Store(m)
 }
 
@@ -220,27 +238,31 @@ func (x *index) put(pos int, c *Conn, m uint64) {
 // connection it mapped to.
 func (x *index) set(tu *Tuple, h uint32, c *Conn, reply bool) {
 	x.reserve(1)
-	pos, _, _, _ := probe(x.slots(), tu, h)
+	pos, _, _, _ := probe(x.slots(), x, tu, h)
+	c.refs.Add(1)
 	x.put(pos, c, slotMeta(h, reply))
 }
 
 // delete removes tu's entry (hash h) if it maps to c.
 func (x *index) delete(tu *Tuple, h uint32, c *Conn) {
-	if i, got, _, ok := probe(x.slots(), tu, h); ok && got == c {
+	if i, got, _, ok := probe(x.slots(), x, tu, h); ok && got == c {
 		x.begin()
 		x.removeAt(uint32(i))
 		x.end()
 	}
 }
 
-// removeAt empties slot i and moves back the entries of its cluster that
-// may take it (those whose home slot is not cyclically between i and
-// where they are). It is called between begin and end.
+// removeAt empties slot i, dropping its connection's reference, and
+// moves back the entries of its cluster that may take it (those whose
+// home slot is not cyclically between i and where they are). It is
+// called between begin and end.
 func (x *index) removeAt(i uint32) {
 	sl := x.slots()
 	mask := uint32(len(sl) - 1)
+	c := x.conn(sl[i].id())
 	sl[i].clear()
 	x.n--
+	x.cs.unref(c)
 	for j := (i + 1) & mask; ; j = (j + 1) & mask {
 		m := sl[j].m.Load()
 		if m == 0 {
@@ -251,18 +273,10 @@ func (x *index) removeAt(i uint32) {
 		if i <= j && i < home && home <= j || i > j && (i < home || home <= j) {
 			continue
 		}
-		sl[i].store(sl[j].c.Load(), m)
+		sl[i].m.Store(m)
 		sl[j].clear()
 		i = j
 	}
-}
-
-// rawSlot is a slot's layout without the atomics, for filling an array
-// no reader sees yet: plain stores instead of locked ones
-// (TestRawSlotLayout checks the layouts agree).
-type rawSlot struct {
-	c *Conn
-	m uint64
 }
 
 // resize rebuilds the index with n slots (a power of two). Readers of the
@@ -271,7 +285,9 @@ type rawSlot struct {
 func (x *index) resize(n int) {
 	old := x.slots()
 	sl := make([]slot, n)
-	raw := unsafe.Slice((*rawSlot)(unsafe.Pointer(unsafe.SliceData(sl))), n)
+	// Plain stores into the array no reader sees yet (a slot is one
+	// word: TestSlotLayout).
+	raw := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(sl))), n)
 	mask := uint32(n - 1)
 	for k := range old {
 		m := old[k].m.Load()
@@ -279,10 +295,10 @@ func (x *index) resize(n int) {
 			continue
 		}
 		i := uint32(m) & mask
-		for raw[i].m != 0 {
+		for raw[i] != 0 {
 			i = (i + 1) & mask
 		}
-		raw[i] = rawSlot{c: old[k].c.Load(), m: m}
+		raw[i] = m
 	}
 	x.begin()
 	x.tab.Store(&sl)
@@ -311,7 +327,7 @@ func (x *index) removeIf(f func(c *Conn) bool) {
 	x.begin()
 	defer x.end()
 	for i := 0; i < len(sl); {
-		if c, _, _ := sl[i].entry(); c != nil && f(c) {
+		if c, _, _ := x.entry(&sl[i]); c != nil && f(c) {
 			x.removeAt(uint32(i))
 			continue
 		}

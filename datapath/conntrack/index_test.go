@@ -3,6 +3,8 @@ package conntrack
 import (
 	"math/rand/v2"
 	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -15,7 +17,7 @@ import (
 // every key found where the map says and nothing else.
 func TestIndex(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var x index
+	x := newTestIndex()
 	want := map[Tuple]*Conn{}
 	conns := map[Tuple]*Conn{}
 	hash := func(tu *Tuple) uint32 { return uint32(tu.SrcPort) % 37 * 0x01000193 } // collides on purpose
@@ -23,7 +25,7 @@ func TestIndex(t *testing.T) {
 		tu := Tuple{SrcPort: uint16(rng.IntN(3000)), Proto: 17}
 		c := conns[tu]
 		if c == nil {
-			c = &Conn{orig: tu}
+			c = x.testConn(tu)
 			conns[tu] = c
 		}
 		h := hash(&tu)
@@ -59,18 +61,19 @@ func TestIndex(t *testing.T) {
 // back) and resizes the same index (run with -race).
 func TestIndexReadersDuringWrites(t *testing.T) {
 	var s shard
+	new(slab).attach(&s.x)
 	hash := func(tu *Tuple) uint32 { return uint32(tu.SrcPort) % 61 * 0x01000193 } // clusters
 	// The entries that stay go in behind others of their clusters, so
 	// that deleting those shifts them back under the readers.
 	churn := map[uint16]*Conn{}
 	for p := uint16(1000); p < 2000; p++ {
-		c := &Conn{orig: Tuple{SrcPort: p, Proto: 17}}
+		c := s.x.testConn(Tuple{SrcPort: p, Proto: 17})
 		churn[p] = c
 		s.x.set(&c.orig, hash(&c.orig), c, false)
 	}
 	stay := make([]*Conn, 200)
 	for i := range stay {
-		c := &Conn{orig: Tuple{SrcPort: uint16(i), Proto: 17}}
+		c := s.x.testConn(Tuple{SrcPort: uint16(i), Proto: 17})
 		stay[i] = c
 		s.mu.Lock()
 		s.x.set(&c.orig, hash(&c.orig), c, false)
@@ -87,7 +90,7 @@ func TestIndexReadersDuringWrites(t *testing.T) {
 				s.x.delete(&tu, hash(&tu), c)
 				delete(churn, tu.SrcPort)
 			} else {
-				c = &Conn{orig: tu}
+				c = s.x.testConn(tu)
 				churn[tu.SrcPort] = c
 				s.x.set(&c.orig, hash(&c.orig), c, false)
 			}
@@ -110,15 +113,33 @@ func TestIndexReadersDuringWrites(t *testing.T) {
 	}
 }
 
-// TestRawSlotLayout: resize fills a new array through rawSlot, which must
-// lay a slot out as slot does.
-func TestRawSlotLayout(t *testing.T) {
-	var s slot
-	var r rawSlot
-	if unsafe.Sizeof(s) != unsafe.Sizeof(r) || unsafe.Offsetof(s.c) != unsafe.Offsetof(r.c) || unsafe.Offsetof(s.m) != unsafe.Offsetof(r.m) {
-		t.Fatalf("slot %d bytes (c at %d, m at %d), rawSlot %d (%d, %d)", unsafe.Sizeof(s), unsafe.Offsetof(s.c), unsafe.Offsetof(s.m),
-			unsafe.Sizeof(r), unsafe.Offsetof(r.c), unsafe.Offsetof(r.m))
+// TestSlotLayout: resize fills a new array through a []uint64, which
+// must lay slots out as []slot does.
+func TestSlotLayout(t *testing.T) {
+	if unsafe.Sizeof(slot{}) != 8 || unsafe.Alignof(slot{}) != 8 {
+		t.Fatalf("slot: %d bytes, aligned to %d", unsafe.Sizeof(slot{}), unsafe.Alignof(slot{}))
 	}
+}
+
+// testCurs are the chunks testConn allocates from, by slab.
+var testCurs sync.Map
+
+// newTestIndex is an index with a slab of its own.
+func newTestIndex() *index {
+	x := new(index)
+	new(slab).attach(x)
+	return x
+}
+
+// testConn is a connection of x's slab with tuple tu, held by the test
+// (a reference no slot stands for), so that it keeps its number when no
+// slot holds it, as a tracker's connection never does.
+func (x *index) testConn(tu Tuple) *Conn {
+	cur, _ := testCurs.LoadOrStore(x.cs, new(atomic.Pointer[connChunk]))
+	c := x.cs.alloc(cur.(*atomic.Pointer[connChunk]))
+	c.orig = tu
+	c.refs.Store(1)
+	return c
 }
 
 // TestTupleEqual: equal is ==, for tuples alike but in one bit of one
@@ -215,12 +236,12 @@ func TestOneEntryWithoutNAT(t *testing.T) {
 // no growth; emptied and shrunk, it is back to its first size, never
 // below.
 func TestIndexGrowsAndShrinks(t *testing.T) {
-	var x index
+	x := newTestIndex()
 	key := newHashKey()
 	const n = initIndex // more than 3/4 of the first size: one doubling
 	conns := make([]*Conn, n)
 	for i := range conns {
-		c := &Conn{orig: Tuple{Src: mapped(net.IP{198, 18, byte(i >> 8), byte(i)}), SrcPort: uint16(i), Proto: 17}}
+		c := x.testConn(Tuple{Src: mapped(net.IP{198, 18, byte(i >> 8), byte(i)}), SrcPort: uint16(i), Proto: 17})
 		c.oh = c.orig.hash(&key)
 		conns[i] = c
 		x.set(&c.orig, c.oh, c, false)
@@ -241,7 +262,7 @@ func TestIndexGrowsAndShrinks(t *testing.T) {
 		t.Fatalf("emptied: %d entries in %d slots, want 0 in %d", x.n, len(x.slots()), size)
 	}
 	for i := range x.slots() {
-		if c, _, _ := x.slots()[i].entry(); c != nil {
+		if c, _, _ := x.entry(&x.slots()[i]); c != nil {
 			t.Fatalf("slot %d still holds %v", i, c.orig)
 		}
 	}

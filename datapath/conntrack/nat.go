@@ -108,11 +108,18 @@ func (c *Conn) natState() uint8 {
 	return s
 }
 
-// natCandidates calls try with each translated tuple nat allows for a
-// connection with original tuple orig (its reply tuple: the reverse),
-// from a start that spreads connections over the range, until try
-// accepts one. It reports whether one was accepted. h is orig's hash (Tracker.hash).
-func natCandidates(orig *Tuple, h uint32, n *NAT, try func(translated Tuple) bool) bool {
+// natCandidates writes into *reply each reply tuple (the reverse of a
+// translated tuple) that nat allows for a connection with original tuple
+// orig, from a start that spreads connections over the range, and calls
+// try after each, until try accepts one. It reports whether one was
+// accepted. h is orig's hash (Tracker.hash).
+//
+// The candidates are written in place, a field or two each, and try
+// takes no argument: a commit's candidate is its connection's reply
+// tuple as it will be indexed, with no copy of a tuple per candidate (a
+// tuple passed by value was two copies, and loads of each copy's
+// 16-byte words straddled the stores that made it).
+func natCandidates(orig *Tuple, h uint32, n *NAT, reply *Tuple, try func() bool) bool {
 	ah := h
 	if n.Persistent {
 		// The same address after a restart: a fixed key, not the
@@ -120,17 +127,17 @@ func natCandidates(orig *Tuple, h uint32, n *NAT, try func(translated Tuple) boo
 		src := Tuple{Src: orig.Src}
 		ah = src.hash(&fixedKey)
 	}
-	lo, hi := n.MinAddr, n.MaxAddr
-	if lo == ([16]byte{}) {
+	lo, hi := &n.MinAddr, &n.MaxAddr
+	if *lo == ([16]byte{}) {
 		// nat(src) or nat(dst) without an address (Open vSwitch's
 		// "zero SNAT"): the address stays, only a port clash moves
 		// the port.
-		lo, hi = orig.Dst, [16]byte{}
+		lo, hi = &orig.Dst, &[16]byte{}
 		if n.Src {
-			lo = orig.Src
+			lo = &orig.Src
 		}
 	}
-	addrs := addrRange(lo, hi)
+	nAddrs := rangeSize(lo, hi)
 	ports := uint32(1)
 	var base uint16
 	// SNAT moves a query's ICMP identifier as it moves a source port.
@@ -140,31 +147,40 @@ func natCandidates(orig *Tuple, h uint32, n *NAT, try func(translated Tuple) boo
 		base = n.MinPort
 		ports = uint32(max(n.MaxPort, n.MinPort)-n.MinPort) + 1
 	}
+	setReverse(reply, orig)
+	// The translated side of the reply tuple: SNAT's destination (the
+	// translated source), DNAT's source.
+	addr, port := &reply.Dst, &reply.DstPort
+	if !n.Src {
+		addr, port = &reply.Src, &reply.SrcPort
+	}
 	// Each range's start is the hash scaled to it (a multiply, not a
 	// division), and no candidate divides: a commit's only try is
 	// usually the first. Ranges are at most 2^16 long.
 	ai := uint64(0)
-	if addrs.n > 1 {
-		ai = uint64(ah) * addrs.n >> 32
+	if nAddrs > 1 {
+		ai = uint64(ah) * nAddrs >> 32
 	}
-	for range addrs.n {
-		addr := addrs.lo
-		if ai != 0 {
-			addr = addrs.at(ai)
-		}
-		if ai++; ai == addrs.n {
-			ai = 0
-		}
-		t := *orig
-		if n.Src {
-			t.Src = addr
+	for range nAddrs {
+		if ai == 0 {
+			*addr = *lo
 		} else {
-			t.Dst = addr
+			addrAt(addr, lo, ai)
+		}
+		if ai++; ai == nAddrs {
+			ai = 0
 		}
 		if ports == 1 && base == 0 {
 			// No port range: the original port, then (SNAT of a
 			// port protocol) any unprivileged one.
-			if try(t) {
+			if icmpID {
+				reply.SrcPort, reply.DstPort = orig.DstPort, orig.SrcPort
+			} else if n.Src {
+				*port = orig.SrcPort
+			} else {
+				*port = orig.DstPort
+			}
+			if try() {
 				return true
 			}
 			if !(n.Src && portNAT) {
@@ -182,16 +198,12 @@ func natCandidates(orig *Tuple, h uint32, n *NAT, try func(translated Tuple) boo
 			if pi++; pi == ports {
 				pi = 0
 			}
-			tt := t
-			switch {
-			case icmpID:
-				tt.SrcPort, tt.DstPort = p, p
-			case n.Src:
-				tt.SrcPort = p
-			default:
-				tt.DstPort = p
+			if icmpID {
+				reply.SrcPort, reply.DstPort = p, p
+			} else {
+				*port = p
 			}
-			if try(tt) {
+			if try() {
 				return true
 			}
 		}
@@ -202,12 +214,26 @@ func natCandidates(orig *Tuple, h uint32, n *NAT, try func(translated Tuple) boo
 	return false
 }
 
+// setReverse sets *r to t.reverse() field by field: reverse's result is
+// built in a temporary by field stores and copied out in 16-byte words,
+// loads that straddle those stores and wait for them (a stall on every
+// commit).
+func setReverse(r, t *Tuple) {
+	r.Src, r.Dst = t.Dst, t.Src
+	r.SrcPort, r.DstPort = t.DstPort, t.SrcPort
+	r.Zone, r.Proto, r.ICMPType, r.IPv6 = t.Zone, t.Proto, t.ICMPType, t.IPv6
+	if t.Proto == header.IPProtoICMP || t.Proto == header.IPProtoICMPv6 {
+		r.ICMPType = replyType(t.IPv6, t.ICMPType)
+	}
+}
+
 // natFirst is the first translation natCandidates tries for orig (n not
 // Random).
 // h is orig's hash (Tracker.hash).
-func natFirst(orig *Tuple, h uint32, n *NAT) (first Tuple) {
-	natCandidates(orig, h, n, func(t Tuple) bool { first = t; return true })
-	return first
+func natFirst(orig *Tuple, h uint32, n *NAT) Tuple {
+	var r Tuple
+	natCandidates(orig, h, n, &r, func() bool { return true })
+	return r.reverse()
 }
 
 // addrs is an address range; at most 2^16 addresses of it are used.
@@ -216,29 +242,47 @@ type addrs struct {
 	n  uint64
 }
 
-func addrRange(lo, hi [16]byte) addrs {
-	if hi == ([16]byte{}) || string(hi[:]) <= string(lo[:]) {
-		return addrs{lo: lo, n: 1}
+func addrRange(lo, hi *[16]byte) addrs { return addrs{lo: *lo, n: rangeSize(lo, hi)} }
+
+// rangeSize is the number of addresses from lo to hi, capped at 2^16 (1
+// when hi is zero or below lo). natCandidates uses it and addrAt, not
+// addrs: the compiler copies a struct in 16-byte words, which straddled
+// the stores that had just made it (a stalled load per commit).
+func rangeSize(lo, hi *[16]byte) uint64 {
+	// As two big-endian words: a string comparison of the arrays is a
+	// call per commit.
+	be := binary.BigEndian
+	lh, ll := be.Uint64(lo[:8]), be.Uint64(lo[8:])
+	hh, hl := be.Uint64(hi[:8]), be.Uint64(hi[8:])
+	if hh|hl == 0 || hh < lh || hh == lh && hl <= ll {
+		return 1
 	}
-	// The range's size fits the low 8 bytes when the high ones agree;
+	// The range's size fits the low word when the high ones agree;
 	// otherwise it is over 2^64, far above the cap.
 	n := uint64(1 << 16)
-	if [8]byte(hi[:8]) == [8]byte(lo[:8]) {
-		if d := binary.BigEndian.Uint64(hi[8:]) - binary.BigEndian.Uint64(lo[8:]); d < n {
+	if hh == lh {
+		if d := hl - ll; d < n {
 			n = d + 1
 		}
 	}
-	return addrs{lo: lo, n: n}
+	return n
 }
 
-// at is the address i after lo (i < n), carrying across the 16 bytes.
-func (a addrs) at(i uint64) [16]byte {
-	out := a.lo
-	low := binary.BigEndian.Uint64(out[8:])
-	sum := low + i
-	binary.BigEndian.PutUint64(out[8:], sum)
-	if sum < low {
-		binary.BigEndian.PutUint64(out[:8], binary.BigEndian.Uint64(out[:8])+1)
-	}
+// at is the address i after lo (i < n).
+func (a addrs) at(i uint64) (out [16]byte) {
+	addrAt(&out, &a.lo, i)
 	return out
+}
+
+// addrAt writes the address i after lo into dst, carrying across the 16
+// bytes.
+func addrAt(dst, lo *[16]byte, i uint64) {
+	be := binary.BigEndian
+	hi, low := be.Uint64(lo[:8]), be.Uint64(lo[8:])
+	sum := low + i
+	if sum < low {
+		hi++
+	}
+	be.PutUint64(dst[:8], hi)
+	be.PutUint64(dst[8:], sum)
 }

@@ -153,7 +153,7 @@ func TestZeroSNAT(t *testing.T) {
 }
 
 func TestAddrRange(t *testing.T) {
-	r := addrRange(mapped(net.IP{198, 18, 0, 254}), mapped(net.IP{198, 18, 1, 1}))
+	r := addrRange(ptr(mapped(net.IP{198, 18, 0, 254})), ptr(mapped(net.IP{198, 18, 1, 1})))
 	if r.n != 4 {
 		t.Fatalf("%d addresses, want 4", r.n)
 	}
@@ -164,14 +164,24 @@ func TestAddrRange(t *testing.T) {
 	}
 	// Carry into the high half of an IPv6 address; a huge range is capped.
 	lo, hi := mapped(net.ParseIP("2001:db8::ffff:ffff:ffff:ffff")), mapped(net.ParseIP("2001:db9::"))
-	if r = addrRange(lo, hi); r.n != 1<<16 {
+	if r = addrRange(&lo, &hi); r.n != 1<<16 {
 		t.Fatalf("%d addresses, want the cap", r.n)
 	}
 	if a := r.at(1); net.IP(a[:]).String() != "2001:db8:0:1::" {
 		t.Errorf("at(1) = %v", net.IP(a[:]))
 	}
-	if r = addrRange(lo, lo); r.n != 1 {
+	if r = addrRange(&lo, &lo); r.n != 1 {
 		t.Errorf("a one-address range has %d", r.n)
+	}
+	// Upside down (in either word) or without a top: the bottom alone.
+	if r = addrRange(&hi, &lo); r.n != 1 || r.lo != hi {
+		t.Errorf("an upside-down range: %d addresses from %v", r.n, net.IP(r.lo[:]))
+	}
+	if r = addrRange(ptr(mapped(net.IP{198, 18, 1, 1})), ptr(mapped(net.IP{198, 18, 0, 254}))); r.n != 1 {
+		t.Errorf("an upside-down IPv4 range has %d", r.n)
+	}
+	if r = addrRange(&lo, &[16]byte{}); r.n != 1 {
+		t.Errorf("a range without a top has %d", r.n)
 	}
 }
 
@@ -293,7 +303,7 @@ func TestFlushKeepsCapacityNoLeak(t *testing.T) {
 			t.Fatalf("shard %d: %d entries in %d slots, want 0 in %d", i, x.n, len(x.slots()), sizes[i])
 		}
 		for j := range x.slots() {
-			if c, _, _ := x.slots()[j].entry(); c != nil {
+			if c, _, _ := x.entry(&x.slots()[j]); c != nil {
 				t.Fatalf("shard %d slot %d: %v left", i, j, c.orig)
 			}
 		}
