@@ -5,7 +5,10 @@
 # asserted.
 #
 # Pipelines (`ctbench gen`, main.go; e2e/conntrack_bench_test.go's):
-#   plain  in_port=1 -> 2, in_port=2 -> 1 (the reference without ct)
+#   plain  in_port=1 -> 2, in_port=2 -> 1 (the ceiling of the replay)
+#   noct   the ct pipeline without ct: table 0 ip -> goto_table:1, table 1
+#          ip,in_port=1 -> 2, ip,in_port=2 -> 1, anything else dropped (the
+#          issue's "same pipeline without ct", established figures only)
 #   ct     ip,ct_state=-trk -> ct(table=1,zone=1); table 1: port 1's
 #          +trk+new -> ct(commit,zone=1),output:2; +trk+est -> the other
 #          port (both ways); anything else dropped
@@ -92,7 +95,7 @@ run_ours() {
     local r=$1 k p out
     log "=== ours, round $r (load $(cut -d' ' -f1-3 /proc/loadavg))"
     for k in $KS; do
-        for p in plain ct; do
+        for p in plain noct ct; do
             out=$(taskset -c 1 "$OFB_WORK/ctbench" run -flows "$G/$p.txt" -mode fwd -pcap1 "$G/est-$k-orig.pcap" \
                 -pcap2 "$G/est-$k-reply.pcap" -dur "${DUR}s" -rounds 1 -label "ours est-$k-$p") || die "ours failed"
             echo "$out" >>"$OUTDIR/ours.txt"
@@ -131,7 +134,7 @@ run_ovs() {
         install plain
         port 1 "rx_pcap=$G/est-$k-orig.pcap,infinite_rx=1"
         port 2 "rx_pcap=$G/est-$k-reply.pcap,infinite_rx=1"
-        for p in plain ct; do
+        for p in plain noct ct; do
             install "$p"
             sleep "$WARM"
             a0=$(tx_of 1); b0=$(tx_of 2); t0=$EPOCHREALTIME; c0=$(pmd_cpu)

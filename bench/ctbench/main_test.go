@@ -33,7 +33,7 @@ func TestRun(t *testing.T) {
 	if len(o) != 1024 || string(o[5][26:30]) != string(r[5][30:34]) || string(o[5][34:36]) != string(r[5][36:38]) {
 		t.Fatal("est frames: the reply does not answer the connection")
 	}
-	for _, p := range []string{"plain", "ct", "snat"} {
+	for _, p := range []string{"plain", "noct", "ct", "snat"} {
 		c := &runConfig{flows: filepath.Join(d, p+".txt"), mode: "new", pcap1: filepath.Join(d, "new.pcap"), rounds: 2}
 		if err := run(c); err != nil {
 			t.Fatalf("%s new: %v", p, err)
