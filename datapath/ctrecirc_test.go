@@ -326,7 +326,7 @@ func TestLastFlow(t *testing.T) {
 	send(byDst, d2, d2, d2)
 	send(byDst, d2, d3, d2, d3, d3) // the last flow (to 2) misses from the second packet on
 	send(byDst, d3, d2, d3)
-	if pmd.lastFlow == nil {
+	if len(pmd.lastFlows) <= 1 || pmd.lastFlows[1] == nil {
 		t.Fatal("no last flow")
 	}
 	// A rule change: every packet to port 3 from now on.
@@ -337,7 +337,7 @@ func TestLastFlow(t *testing.T) {
 	to3 := func(uint32) uint32 { return 3 }
 	send(to3, d3, d3, d2)
 	// Expired: the next packet goes through an upcall, not the old flow.
-	last := pmd.lastFlow
+	last := pmd.lastFlows[1]
 	if last == nil || last.nwords == 0 {
 		t.Fatalf("last flow %+v", last)
 	}
@@ -409,6 +409,61 @@ func TestCTRecircKeepsOrder(t *testing.T) {
 		if s != uint32(i) {
 			t.Fatalf("port 2 sent %v, want the order they came in", got)
 		}
+	}
+	checkNoLeaks(t, dp)
+}
+
+// TestLastFlowPerPort: a PMD polling two ports in turn keeps each port's
+// last flow, so the batches of a wide flow per port (any number of
+// connections, more than the EMC would take in) go to it without a
+// megaflow lookup, even though the batches alternate between the ports.
+func TestLastFlowPerPort(t *testing.T) {
+	rules := &RuleTable{}
+	dp, _ := New(Config{Manual: true, Upcall: rules})
+	defer dp.Close()
+	rules.Invalidate = dp.InvalidateFlows
+	ins := []*ring.Port{ring.New("in1", 1, 1, 1024), ring.New("in2", 1, 1, 1024)}
+	outs := []*ring.Port{ring.New("o3", 1, 1, 4096), ring.New("o4", 1, 1, 4096)}
+	for i := range ins {
+		dp.AddPort(uint32(i+1), ins[i])
+		dp.AddPort(uint32(i+3), outs[i])
+		r := Rule{Priority: 10, Actions: actions.List{actions.OutputTo(uint32(i + 3))}}
+		r.Match.Key.EthType, r.Match.Mask.EthType = 0x0800, 0xffff
+		r.Match.Key.InPort, r.Match.Mask.InPort = uint32(i+1), ^uint32(0)
+		rules.Add(r)
+	}
+	pmd := dp.PMDs()[0]
+	seq := uint32(0)
+	round := func() {
+		t.Helper()
+		for i, in := range ins {
+			var fs [][]byte
+			for range 32 {
+				// A new connection each frame: the EMC never knows it.
+				fs = append(fs, udpFrame(0xc6120001, 0xc6120002, uint16(seq), 9, seq))
+				seq++
+			}
+			in.Inject(0, fs...)
+			pmd.PollOnce()
+			if got := len(drain(outs[i], 0)); got != len(fs) {
+				t.Fatalf("port %d: %d of %d frames out of port %d", i+1, got, len(fs), i+3)
+			}
+		}
+	}
+	round()
+	round()
+	pmd.local.publish(pmd.counters)
+	before := dp.PMDStats()[0]
+	for range 10 {
+		round()
+	}
+	pmd.local.publish(pmd.counters)
+	after := dp.PMDStats()[0]
+	if n := after.MegaflowHits - before.MegaflowHits; n != 0 {
+		t.Errorf("%d megaflow lookups over 10 rounds of alternating batches, want 0 (each port's last flow)", n)
+	}
+	if after.Misses != before.Misses {
+		t.Errorf("%d upcalls after the warm-up", after.Misses-before.Misses)
 	}
 	checkNoLeaks(t, dp)
 }

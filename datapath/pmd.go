@@ -147,14 +147,18 @@ type PMD struct {
 	// every packet of the port, so a batch from n skips parsing, hashing
 	// and both caches.
 	portFlows []*Megaflow
-	// lastFlow is the megaflow the last batch's last fast-path packet went
-	// to (or the classifier last found for a first pass), tried before
-	// the EMC by processBatch: a megaflow's actions are right for every
-	// key it matches, and consecutive batches often hit one flow (a ct
-	// pipeline's first pass is one flow for every connection).
-	lastFlow *Megaflow
-	upcall   UpcallResult
-	recirc   recircQueue
+	// lastFlows[n] is the megaflow the last batch from port n went to
+	// (its last fast-path packet's, or the classifier's last answer for a
+	// first pass), tried before the EMC by processBatch: a megaflow's
+	// actions are right for every key it matches, and a port's
+	// consecutive batches often hit one flow (a ct pipeline's first pass
+	// is one flow for every connection; an IP pipeline with wide matches
+	// is one flow for any number of connections, which the EMC cannot
+	// hold). Per port, as a PMD polls its ports in turn: one slot for all
+	// would hold the other port's flow at each batch.
+	lastFlows []*Megaflow
+	upcall    UpcallResult
+	recirc    recircQueue
 	// ctParams is the CT action being executed, assembled without
 	// allocating (its label from the CTLabel actions before it).
 	ctParams conntrack.Params
@@ -651,7 +655,10 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 	// The last batch's flow is tried first while it matches; after its
 	// first miss in the batch, the EMC (one wasted compare per batch of
 	// mixed flows). It counts as the EMC, and is off with it.
-	last := p.lastFlow
+	var last *Megaflow
+	if i := int(portIndex(inPort)); i < len(p.lastFlows) {
+		last = p.lastFlows[i]
+	}
 	tryLast := last != nil && !last.expired && p.emc.InsertInvProb() != 0
 	for i, pkt := range pkts {
 		pkt.InPort = inPort
@@ -689,7 +696,7 @@ func (p *PMD) processBatch(inPort uint32) (upcalled bool) {
 		deferred |= 1 << i
 	}
 	if run != nil {
-		p.lastFlow = run
+		p.setLastFlow(inPort, run)
 	}
 	allFast := deferred == 0
 	for deferred != 0 {
@@ -757,7 +764,7 @@ func (p *PMD) classifyRest(pkts []*packet.Packet, emcMisses int) (upcalled bool)
 				p.local.megaflowHits++
 				p.emc.MaybeInsert(&pkt.Key, pkt.Hash, mf)
 				if pkt.Key.RecircID == 0 {
-					p.lastFlow = mf
+					p.setLastFlow(pkt.Key.InPort, mf)
 				}
 			} else {
 				upcalled = true
@@ -1052,6 +1059,19 @@ func (p *PMD) setPortFlow(mf *Megaflow) {
 }
 
 // unsetPortFlow forgets mf if it is its port's simple-match flow.
+// setLastFlow makes mf the flow port in's next batch tries first
+// (lastFlows).
+func (p *PMD) setLastFlow(in uint32, mf *Megaflow) {
+	i := int(portIndex(in))
+	if i >= len(p.lastFlows) {
+		if i >= MaxPorts {
+			return // not a port (in_port 0)
+		}
+		p.lastFlows = append(p.lastFlows, make([]*Megaflow, i+1-len(p.lastFlows))...)
+	}
+	p.lastFlows[i] = mf
+}
+
 func (p *PMD) unsetPortFlow(mf *Megaflow) {
 	if in := int(portIndex(mf.Key.InPort)); in < len(p.portFlows) && p.portFlows[in] == mf {
 		p.portFlows[in] = nil
@@ -1064,7 +1084,7 @@ func (p *PMD) clearFlows() {
 	p.emc.Clear()
 	p.flows.Clear()
 	clear(p.portFlows)
-	p.lastFlow = nil
+	clear(p.lastFlows)
 	p.nflows.Store(0)
 	p.installedMu.Lock()
 	for _, f := range p.installed {
