@@ -49,12 +49,8 @@ func (s dbSwitch) DatapathID(bridge string) string {
 	if b == nil {
 		return ""
 	}
-	cb := s.d.store.Get().Bridges[bridge]
-	if cb == nil {
-		return ""
-	}
-	id, err := config.DatapathID(cb)
-	if err != nil {
+	id, ok := s.d.store.DatapathID(bridge)
+	if !ok {
 		return ""
 	}
 	return fmt.Sprintf("%016x", id)

@@ -196,6 +196,22 @@ func (s *Store) Get() *Config {
 	return s.cur.Clone()
 }
 
+// DatapathID is DatapathID of bridge name in the committed state, and
+// false when there is no such bridge or its datapath-id does not parse.
+// It reads the state in place: the OVSDB write-back asks for every
+// bridge's at each pass, and Get's deep copy of a state with 1,000 ports
+// was most of the daemon's idle allocation.
+func (s *Store) DatapathID(name string) (uint64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.cur.Bridges[name]
+	if b == nil {
+		return 0, false
+	}
+	id, err := DatapathID(b)
+	return id, err == nil
+}
+
 // HasBridge says whether the committed state has bridge name.
 func (s *Store) HasBridge(name string) bool {
 	s.mu.Lock()

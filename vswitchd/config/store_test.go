@@ -717,3 +717,39 @@ func TestLegacyTables(t *testing.T) {
 		t.Fatalf("reopened: legacy %v, bridges %v", s.LegacyTables(), s.Get().Bridges)
 	}
 }
+
+// TestStoreDatapathID: the committed state's datapath id of a bridge, as
+// DatapathID of Get's copy gives it, read without copying the state.
+func TestStoreDatapathID(t *testing.T) {
+	s := openT(t, t.TempDir())
+	mustUpdate(t, s, func(c *Config) error {
+		ports := map[string]*Port{}
+		for i := range 1000 {
+			n := fmt.Sprintf("p%d", i)
+			ports[n] = &Port{Name: n, Type: PortTypeInternal}
+		}
+		c.Bridges = map[string]*Bridge{
+			"br0": {Name: "br0", Ports: ports},
+			"br1": {Name: "br1", DatapathID: "00000000000000a1"},
+		}
+		return nil
+	})
+	for _, name := range []string{"br0", "br1"} {
+		want, err := DatapathID(s.Get().Bridges[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := s.DatapathID(name); !ok || got != want {
+			t.Errorf("%s: DatapathID = %x, %v; want %x", name, got, ok, want)
+		}
+	}
+	if got, ok := s.DatapathID("br1"); got != 0xa1 || !ok {
+		t.Errorf("br1: %x, %v", got, ok)
+	}
+	if _, ok := s.DatapathID("nope"); ok {
+		t.Error("a bridge that does not exist: ok")
+	}
+	if n := testing.AllocsPerRun(10, func() { s.DatapathID("br0") }); n > 2 {
+		t.Errorf("%v allocations a call with 1,000 ports, want no copy of the state", n)
+	}
+}
