@@ -1045,33 +1045,29 @@ func isPortFlow(mf *Megaflow) bool {
 
 // setPortFlow records mf as its port's simple-match flow if it is one.
 func (p *PMD) setPortFlow(mf *Megaflow) {
-	if !isPortFlow(mf) {
+	if isPortFlow(mf) {
+		setByPort(&p.portFlows, mf.Key.InPort, mf)
+	}
+}
+
+// setLastFlow makes mf the flow port in's next batch tries first
+// (lastFlows).
+func (p *PMD) setLastFlow(in uint32, mf *Megaflow) { setByPort(&p.lastFlows, in, mf) }
+
+// setByPort sets port in's entry of the port-indexed table *t to mf,
+// growing it to hold the port; in_port 0, never a port, is left out.
+func setByPort(t *[]*Megaflow, in uint32, mf *Megaflow) {
+	i := int(portIndex(in))
+	if i >= MaxPorts {
 		return
 	}
-	in := int(portIndex(mf.Key.InPort))
-	if in >= MaxPorts {
-		return // not a port (in_port 0)
+	if i >= len(*t) {
+		*t = append(*t, make([]*Megaflow, i+1-len(*t))...)
 	}
-	if in >= len(p.portFlows) {
-		p.portFlows = append(p.portFlows, make([]*Megaflow, in+1-len(p.portFlows))...)
-	}
-	p.portFlows[in] = mf
+	(*t)[i] = mf
 }
 
 // unsetPortFlow forgets mf if it is its port's simple-match flow.
-// setLastFlow makes mf the flow port in's next batch tries first
-// (lastFlows).
-func (p *PMD) setLastFlow(in uint32, mf *Megaflow) {
-	i := int(portIndex(in))
-	if i >= len(p.lastFlows) {
-		if i >= MaxPorts {
-			return // not a port (in_port 0)
-		}
-		p.lastFlows = append(p.lastFlows, make([]*Megaflow, i+1-len(p.lastFlows))...)
-	}
-	p.lastFlows[i] = mf
-}
-
 func (p *PMD) unsetPortFlow(mf *Megaflow) {
 	if in := int(portIndex(mf.Key.InPort)); in < len(p.portFlows) && p.portFlows[in] == mf {
 		p.portFlows[in] = nil
