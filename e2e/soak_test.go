@@ -469,6 +469,9 @@ func (s *soak) configChange(kind string) string {
 			if s.vsctl(kind, "del-port", s.br, p.name) {
 				delete(s.ports, p.name)
 				delete(s.tags, p.name)
+				// An internal port's interface goes with it: an add-port
+				// later in the same step makes a new one.
+				delete(s.ifindex, p.name)
 				s.touched["port:"+p.name]++
 				s.acked++
 			}
