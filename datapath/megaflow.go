@@ -68,14 +68,11 @@ type recircMemo struct {
 // and mark: the ct fields a recirculated pass matches most.
 const ctWordIndex = int(unsafe.Offsetof(flow.Key{}.CT) / 8)
 
-// ctWord returns k's word ctWordIndex, assembled from its fields: ct
-// has just written them one by one, and loading the word itself would
-// wait for those narrower stores to retire (no store-to-load forwarding
-// from several stores into one load: 4 ns a packet in executeCTRecirc).
-// TestCTWord checks it is the word.
+// ctWord returns k's word ctWordIndex (flow.Conntrack.Head: one load of
+// the word the tracker wrote with one store). TestCTWord checks it is the
+// word.
 func ctWord(k *flow.Key) uint64 {
-	ct := &k.CT
-	return uint64(ct.State) | uint64(ct.NwProto)<<8 | uint64(ct.Zone)<<16 | uint64(ct.Mark)<<32
+	return k.CT.Head()
 }
 
 // memoFields are the bits a memo entry is keyed on (besides the recirc_id,

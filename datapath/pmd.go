@@ -903,6 +903,9 @@ func (p *PMD) executeCTRecirc(mf *Megaflow, pkts []*packet.Packet) {
 	// The batch's tuples parsed and hashed once, for the read-ahead and
 	// for ct (the flow's ct has no nat: no translation to read ahead for).
 	sink, filled := ct.PrefetchAhead(pkts, prm.Zone, prm.Commit, nil, ahead)
+	if !filled && cc != nil {
+		sink += uint16(ct.Touch(cc, pkts))
+	}
 	p.ctSink += sink
 	var runFlow *Megaflow
 	n := 0

@@ -4,6 +4,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
@@ -44,6 +45,46 @@ func cachedConn(cc *ConnCache, hash uint32) *Conn {
 		}
 	}
 	return nil
+}
+
+// TestCacheSetAdd: a set keeps the latest connCacheWays flow hashes, one
+// entry each, newest first; each set is one aligned cache line (what
+// Touch and the lookup's single miss rely on).
+func TestCacheSetAdd(t *testing.T) {
+	cc := new(ConnCache)
+	if sz, at := unsafe.Sizeof(cacheSet{}), uintptr(unsafe.Pointer(&cc.s[0])); sz != 64 || at%64 != 0 {
+		t.Fatalf("a set is %d bytes at %#x, want one aligned 64-byte line", sz, at)
+	}
+	set := &cc.s[0]
+	conns := make([]Conn, connCacheWays+2)
+	for i := range conns {
+		set.add(&conns[i], uint32(10+i), false, 0)
+	}
+	// The oldest two are gone; the rest newest first.
+	for i := range set {
+		want := len(conns) - 1 - i
+		if set[i].c != &conns[want] || set[i].hash != uint32(10+want) {
+			t.Fatalf("entry %d holds hash %d, want %d", i, set[i].hash, 10+want)
+		}
+	}
+	if set.find(10) != nil || set.find(11) != nil {
+		t.Fatal("a dropped hash is still found")
+	}
+	// The same hash again (its connection replaced): one entry, first.
+	again := new(Conn)
+	set.add(again, 13, true, 0)
+	n := 0
+	for i := range set {
+		if set[i].hash == 13 {
+			n++
+		}
+	}
+	if e := set.find(13); n != 1 || e != &set[0] || e.c != again || e.meta&1 != 1 {
+		t.Fatalf("hash 13 re-added: %d entries, first %+v", n, set[0])
+	}
+	if set.find(12) == nil || set.find(14) == nil || set.find(15) == nil {
+		t.Fatal("re-adding a hash dropped another")
+	}
 }
 
 // TestConnCacheStale: a connection a PMD's cache holds is never used

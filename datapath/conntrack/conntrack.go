@@ -439,12 +439,12 @@ func (t *Tracker) fastPath(c *Conn, f uint64, ct *flow.Conntrack, p *Params, rep
 		c.natRewrite(reply, rw)
 		state |= c.natState()
 	}
+	ct.State = state
 	c.describe(ct)
 	if c.fast.Load() != f {
 		rw.Valid = false
 		return false
 	}
-	ct.State = state
 	if !refresh {
 		return true
 	}
@@ -796,16 +796,18 @@ func (c *Conn) labelBytes() (l [16]byte) {
 }
 
 // describe writes the connection's mark, label and original tuple into
-// the key (c.mu held, or in fastPath's read section).
+// the key, whose State and Zone are set (c.mu held, or in fastPath's read
+// section).
 func (c *Conn) describe(ct *flow.Conntrack) {
-	ct.Mark = c.mark.Load()
+	// The state, protocol, zone and mark in one store: a recirculated
+	// pass reads them as one word (flow.Conntrack.Head).
+	ct.SetHead(ct.State, c.orig.Proto, ct.Zone, c.mark.Load())
 	// Straight into the key, a word per store: copying a [16]byte
 	// assembled from two word stores would load it as one 16-byte word
 	// before those stores retire (no store-to-load forwarding).
 	binary.LittleEndian.PutUint64(ct.Label[:8], c.label[0].Load())
 	binary.LittleEndian.PutUint64(ct.Label[8:], c.label[1].Load())
 	o := &c.orig
-	ct.NwProto = o.Proto
 	ct.Src, ct.Dst = o.Src, o.Dst
 	if o.Proto == header.IPProtoICMP || o.Proto == header.IPProtoICMPv6 {
 		ct.TpSrc, ct.TpDst = uint16(o.ICMPType), 0
@@ -1272,13 +1274,23 @@ func (t *Tracker) PrefetchAhead(pkts []*packet.Packet, zone uint16, commit bool,
 			}
 		}
 	}
+	// The connections' addresses first, then their lines in a loop of a
+	// few instructions a packet, so that all of a batch's misses are in
+	// flight together (resolving an address in the same loop held the
+	// processor's window to a dozen packets' worth).
+	var cs [len(hs)]*Conn
+	m := 0
 	for _, h := range hs[:n] {
 		if sl := t.shardOf(h).x.slots(); len(sl) > 0 {
 			s := &sl[h&uint32(len(sl)-1)]
 			if c := t.shardOf(h).x.conn(s.id()); c != nil && uint32(s.m.Load()) == h {
-				sink += c.orig.SrcPort + c.reply.SrcPort // immutable once indexed
+				cs[m] = c
+				m++
 			}
 		}
+	}
+	for _, c := range cs[:m] {
+		sink += c.orig.SrcPort + c.reply.SrcPort // immutable once indexed
 	}
 	return sink, ahead != nil
 }

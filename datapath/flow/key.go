@@ -115,6 +115,26 @@ type Conntrack struct {
 	Dst     [16]byte
 }
 
+// Head returns c's first word: State, NwProto, Zone and Mark, the fields
+// a recirculated pass matches most, in the byte order of the machine (the
+// key's words are read in place). One load: the tracker writes the word
+// with one store (SetHead), so the load takes it from the store buffer,
+// where one wide load over several narrow stores would wait for them to
+// reach the cache (~4 ns a packet).
+func (c *Conntrack) Head() uint64 {
+	return *(*uint64)(unsafe.Pointer(c))
+}
+
+// SetHead writes State, NwProto, Zone and Mark in one store (see Head;
+// field by field on a big-endian machine).
+func (c *Conntrack) SetHead(state, nwProto uint8, zone uint16, mark uint32) {
+	if !nativeLE {
+		c.State, c.NwProto, c.Zone, c.Mark = state, nwProto, zone, mark
+		return
+	}
+	*(*uint64)(unsafe.Pointer(c)) = uint64(state) | uint64(nwProto)<<8 | uint64(zone)<<16 | uint64(mark)<<32
+}
+
 // VLANTag is one 802.1Q/802.1ad tag as seen on the wire. A tag that is
 // present always has TPID != 0; an absent tag is all zero.
 //
