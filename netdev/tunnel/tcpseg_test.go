@@ -339,7 +339,7 @@ func TestSuperFramesToKernelVXLAN(t *testing.T) {
 	for i, outer6 := range []bool{false, true} {
 		la, lb := u.a4, u.b4
 		if outer6 {
-			la, lb = u.a6, u.b6
+			la, lb = u.ip6(t)
 		}
 		vni := uint32(100 + i)
 		vx := nstest.Name("tvx")
@@ -588,7 +588,7 @@ func TestRecvMergesRuns(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
 		la, lb := u.a4, u.b4
 		if v6 {
-			la, lb = u.a6, u.b6
+			la, lb = u.ip6(t)
 		}
 		pa := openIn(t, u.a, Options{Remote: lb, Key: 9})
 		pb := openIn(t, u.b, Options{Remote: la, Key: 9})

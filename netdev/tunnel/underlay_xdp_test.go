@@ -29,7 +29,7 @@ func TestXDPPortToPort(t *testing.T) {
 	}{{VXLAN, false}, {Geneve, false}, {VXLAN, true}, {Geneve, true}} {
 		la, lb := u.a4, u.b4
 		if c.v6 {
-			la, lb = u.a6, u.b6
+			la, lb = u.ip6(t)
 		}
 		kind := c.kind
 		t.Run(kind.String()+map[bool]string{false: "4", true: "6"}[c.v6], func(t *testing.T) {
