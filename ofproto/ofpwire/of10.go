@@ -375,8 +375,21 @@ func actions10to13(a []byte, ipProto byte) ([]byte, error) {
 			}
 			out = appendSetField13(out, field[t-act10SetTPSrc], act[4:6])
 		case act10Vendor:
-			// Open vSwitch's actions are laid out alike in 1.0 and 1.3.
-			out = append(out, act...)
+			// Open vSwitch's actions are laid out alike in 1.0 and 1.3,
+			// but those holding actions (ct's exec, clone) hold them in
+			// the message's version.
+			h, ok := nestingNX(act)
+			if !ok {
+				out = append(out, act...)
+				break
+			}
+			inner, err := actions10to13(act[h:], ipProto)
+			if err != nil {
+				return nil, err
+			}
+			if out, err = appendNestingNX(out, act[:h], inner); err != nil {
+				return nil, err
+			}
 		case act10Enqueue:
 			// set_queue, output, pop_queue: as Open vSwitch sends enqueue
 			// to 1.1+ peers (the queue is the output's alone).
@@ -454,7 +467,15 @@ func actions13to10Each(a []byte) []byte {
 			out = nxHeader(out, 16, nxastDecTTL)
 			out = appendZeros(out, 6)
 		case act10Vendor: // Open vSwitch's actions: the same in 1.0
-			out = append(out, act...)
+			h, ok := nestingNX(act)
+			if !ok {
+				out = append(out, act...)
+				break
+			}
+			// ct's exec and clone hold actions of the message's version.
+			if b, err := appendNestingNX(out, act[:h], actions13to10(act[h:])); err == nil {
+				out = b
+			}
 		case 25: // set_field
 			if len(act) < 8 {
 				return true
@@ -509,6 +530,34 @@ func actions13to10Each(a []byte) []byte {
 		return true
 	})
 	return out
+}
+
+// nestingNX returns the header length of an Open vSwitch action that
+// holds a list of actions after it (ct, clone), and whether act is one.
+func nestingNX(act []byte) (int, bool) {
+	if len(act) < 16 || be.Uint32(act[4:]) != NXVendor {
+		return 0, false
+	}
+	switch be.Uint16(act[8:]) {
+	case nxastCT:
+		if len(act) >= 24 {
+			return 24, true
+		}
+	case nxastClone:
+		return 16, true
+	}
+	return 0, false
+}
+
+// appendNestingNX appends the action whose header is hdr holding the
+// action list inner, its length set.
+func appendNestingNX(b, hdr, inner []byte) ([]byte, error) {
+	start := len(b)
+	b = padAction(append(append(b, hdr...), inner...), start)
+	if len(b)-start > 0xfff8 {
+		return b[:start], errActionLen
+	}
+	return b, nil
 }
 
 // regLoad2 appends Open vSwitch's NXAST_REG_LOAD2 writing the OXM

@@ -37,6 +37,15 @@ func TestFlowModRoundTrip10(t *testing.T) {
 			Match:        Match{Fields: []OXM{OXMUint(ofp.XMTypeVlanID, 0x1005)}},
 			Instructions: apply(out(ofp.PortController))},
 			"MOD_STRICT priority=7,dl_vlan=5 actions=CONTROLLER:65535"},
+		// Actions inside ct's exec and clone are in the message's
+		// version too: 1.0's set actions in, 1.0's out.
+		{&FlowMod{Command: ofp.FlowAdd, Priority: 5, BufferID: NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+			Match: Match{Fields: []OXM{OXMUint(ofp.XMTypeEthType, 0x800)}},
+			Instructions: apply(&ActionCT{Flags: CTCommit, ZoneImm: 5, RecircTable: CTRecircNone, Actions: []Action{
+				&ActionSetField{Field: OXMUint(XMTypeCTMark, 42)}}},
+				&ActionClone{Actions: []Action{&ActionSetField{Field: NewOXM(ofp.XMTypeEthSrc, []byte{2, 0, 0, 0, 0, 7})},
+					&ActionSetField{Field: NewOXM(ofp.XMTypeIPv4Dst, []byte{198, 18, 0, 9})}, out(2)}})},
+			"ADD priority=5,ip actions=ct(commit,zone=5,exec(set_field:0x2a->ct_mark)),clone(mod_dl_src:02:00:00:00:00:07,mod_nw_dst:198.18.0.9,output:2)"},
 	}
 	for i, c := range cases {
 		b, err := EncodeIn(Version10, 7, c.fm)
