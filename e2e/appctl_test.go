@@ -153,6 +153,24 @@ func TestAppctl(t *testing.T) {
 		"table=1,ip,ct_state=+trk+new,actions=ct(commit,zone=3),NORMAL", "table=1,ip,ct_state=+trk+est,actions=NORMAL"} {
 		mustOVSTool(t, run, "ovs-ofctl", "-O", "OpenFlow13", "add-flow", br, f)
 	}
+	// ofproto/trace follows ct(table=1)'s tracked copy, as trk|new unless
+	// --ct-next says otherwise (as Open vSwitch's does).
+	flowArg := "in_port=1,icmp,nw_src=" + a.IP + ",nw_dst=" + b.IP + ",dl_src=" + a.MAC + ",dl_dst=" + b.MAC
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{flowArg}, "recirc(0x1) - resume conntrack with default ct_state=trk|new (use --ct-next to customize)\n"},
+		{[]string{"--ct-next", "trk,est", flowArg}, "recirc(0x1) - resume conntrack with ct_state=est|trk\n"},
+	} {
+		got := mustOVSTool(t, run, "ovs-appctl", append([]string{"ofproto/trace", br}, c.args...)...)
+		if i := strings.Index(got, c.want); i < 0 || !strings.Contains(got[i:], "Datapath actions: ") {
+			t.Errorf("ofproto/trace %q lacks %q and the resumed walk:\n%s", c.args, c.want, got)
+		}
+	}
+	if _, errOut, code := ovsTool(t, run, "ovs-appctl", "ofproto/trace", br, flowArg, "--ct-next", "trk,new,est"); code == 0 || !strings.Contains(errOut, "mutually exclusive") {
+		t.Errorf("ofproto/trace --ct-next trk,new,est: exit %d, %q", code, errOut)
+	}
 	nstest.Ping(t, a.NS, b.IP)
 	ct := mustOVSTool(t, run, "ovs-appctl", "dpctl/dump-conntrack", "zone=3")
 	if want := "icmp,orig=(src=" + a.IP + ",dst=" + b.IP + ","; !strings.Contains(ct, want) || !strings.Contains(ct, ",type=0,code=0),zone=3\n") {

@@ -13,11 +13,13 @@ import (
 // (ovs-appctl ofproto/trace). It changes nothing: NORMAL learns no MAC, no
 // megaflow is installed or invalidated, no entry or group counter moves
 // (the tables' lookup counters do, see xlate.TranslateTrace). On a
-// translation error the trace so far is returned with the error.
-func (b *Bridge) Trace(key flow.Key) (*xlate.Trace, error) {
+// translation error the trace so far is returned with the error. ctNext
+// are the ct states assumed for packets ct(table=N) recirculates (see
+// xlate.TranslateTrace).
+func (b *Bridge) Trace(key flow.Key, ctNext ...uint8) (*xlate.Trace, error) {
 	opts := b.xlateOptions(time.Now())
 	opts.DropFragments = b.dropFragments() // as an upcall sees it
-	tr, err := xlate.TranslateTrace(b.activePipeline(), &key, opts)
+	tr, err := xlate.TranslateTrace(b.activePipeline(), &key, opts, ctNext...)
 	tr.Bridge = b.name
 	return tr, err
 }

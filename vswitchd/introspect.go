@@ -390,18 +390,39 @@ func (d *Daemon) cmdDropStats(context.Context, []string) (mgmt.Result, error) {
 }
 
 func (d *Daemon) cmdTrace(_ context.Context, args []string) (mgmt.Result, error) {
-	b, err := d.runningBridgeOrErr(args[0])
+	// --ct-next FLAGS, anywhere and repeated, as Open vSwitch takes it:
+	// the ct_state each ct(table=N)'s recirculated packet is traced with.
+	var pos []string
+	var ctNext []uint8
+	for i := 0; i < len(args); i++ {
+		if args[i] != "--ct-next" {
+			pos = append(pos, args[i])
+			continue
+		}
+		if i++; i == len(args) {
+			return mgmt.Result{}, errors.New("--ct-next: missing ct_state flags (e.g. trk,est)")
+		}
+		st, err := ofptext.ParseCTStateFlags(args[i])
+		if err != nil {
+			return mgmt.Result{}, fmt.Errorf("--ct-next: %w", err)
+		}
+		ctNext = append(ctNext, st)
+	}
+	if len(pos) != 2 {
+		return mgmt.Result{}, fmt.Errorf("ofproto/trace takes a bridge and a flow (and --ct-next flags), got %q", pos)
+	}
+	b, err := d.runningBridgeOrErr(pos[0])
 	if err != nil {
 		return mgmt.Result{}, err
 	}
-	key, err := ofptext.ParseTraceFlow(args[1], ofptext.ParseFlowOptions{PortByName: b.portNumber})
+	key, err := ofptext.ParseTraceFlow(pos[1], ofptext.ParseFlowOptions{PortByName: b.portNumber})
 	if upe, ok := errors.AsType[*ofptext.UnknownPortError](err); ok {
 		return mgmt.Result{}, fmt.Errorf("bridge %s has no port %q", b.name, upe.Name)
 	}
 	if err != nil {
 		return mgmt.Result{}, err
 	}
-	tr, err := b.of.Trace(key)
+	tr, err := b.of.Trace(key, ctNext...)
 	if err != nil {
 		return mgmt.Result{}, err
 	}
@@ -426,6 +447,17 @@ type TraceView struct {
 	// Recirculation is the walk resumed after the datapath actions'
 	// recirc, on the recirculated packet.
 	Recirculation *TraceView `json:"recirculation,omitempty"`
+	// Conntrack are the walks resumed at the tables of the ct(table=N)
+	// actions, on the tracked packets, in order.
+	Conntrack []TraceCTView `json:"conntrack,omitempty"`
+}
+
+// TraceCTView is the tracked packet one ct(table=N) recirculates: the
+// ct_state the trace assumed for it (--ct-next, or trk|new) and its walk.
+type TraceCTView struct {
+	RecircID uint32    `json:"recirc_id"`
+	CTState  string    `json:"ct_state"`
+	Trace    TraceView `json:"trace"`
 }
 
 // TraceStepView is one table of a trace.
@@ -460,6 +492,11 @@ func traceView(tr *xlate.Trace) TraceView {
 	if tr.Next != nil {
 		n := traceView(tr.Next)
 		v.Recirculation = &n
+	}
+	for _, r := range tr.CTResumes {
+		if r.Trace != nil {
+			v.Conntrack = append(v.Conntrack, TraceCTView{RecircID: r.ID, CTState: ofptext.FormatCTStateFlags(r.State), Trace: traceView(r.Trace)})
+		}
 	}
 	return v
 }

@@ -59,7 +59,7 @@ func (d *Daemon) unixctlCommands() []unixctl.Command {
 		{Name: "dpif-netdev/pmd-perf-show", Usage: "[dp]", MaxArgs: 1, Run: onDatapath(from(d.cmdPMDPerfShow))},
 		{Name: "dpctl/dump-flows", Usage: "[-m] [dp|bridge]", MaxArgs: 2, Run: d.ctlDumpFlows(from(d.cmdDpifDumpFlows))},
 		// dpctl/*-conntrack and dpctl/ct-*: conntrackcmds.go.
-		{Name: "ofproto/trace", Usage: "bridge flow", MinArgs: 2, MaxArgs: 2, Run: from(d.cmdTrace)},
+		{Name: "ofproto/trace", Usage: "bridge flow [--ct-next flags]...", MinArgs: 2, MaxArgs: -1, Run: from(d.cmdTrace)},
 		// The switch's own, under the names vsctl gives them.
 		{Name: "pmd-latency-show", Run: from(d.cmdPMDLatencyShow)},
 		{Name: "pmd-latency-clear", Run: from(d.cmdPMDLatencyClear)},

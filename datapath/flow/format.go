@@ -97,9 +97,15 @@ func ctFields(f *formatter, ct, cm *Conntrack) {
 		f.group("ct_mark", fmt.Sprintf("%#x", ct.Mark)+maskSuffix(uint64(cm.Mark), 0xffffffff))
 	}
 	if cm.Label != ([16]byte{}) {
-		f.group("ct_label", fmt.Sprintf("%#x/%#x", ct.Label, cm.Label))
+		l := fmt.Sprintf("%#x", ct.Label)
+		if cm.Label != allOnes16 {
+			l += fmt.Sprintf("/%#x", cm.Label)
+		}
+		f.group("ct_label", l)
 	}
 }
+
+var allOnes16 = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 
 // maskSuffix is "/mask" unless m covers the whole field.
 func maskSuffix(m, full uint64) string {

@@ -189,4 +189,13 @@ func TestFormatConntrack(t *testing.T) {
 	if want := "in_port(1),ct_state(-new+est+trk),ct_zone(0x5),ct_mark(0x2a/0xff)"; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
+	// A label under a whole mask shows no mask; under a partial one, its mask.
+	k.CT.Label[15], m.CT.Label = 1, allOnes16
+	if got, want := FormatMatch(&k, &m), ",ct_label(0x00000000000000000000000000000001)"; !strings.HasSuffix(got, want) {
+		t.Errorf("got  %s\nwant it to end in %s", got, want)
+	}
+	m.CT.Label = [16]byte{15: 0xff}
+	if got, want := FormatMatch(&k, &m), ",ct_label(0x00000000000000000000000000000001/0x000000000000000000000000000000ff)"; !strings.HasSuffix(got, want) {
+		t.Errorf("got  %s\nwant it to end in %s", got, want)
+	}
 }

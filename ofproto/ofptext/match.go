@@ -1037,6 +1037,53 @@ func parseFlagBits(field string, names []string, width int, s string) (v, m uint
 	return v, m, nil
 }
 
+// ParseCTStateFlags reads a ct_state as ovs-appctl ofproto/trace's
+// --ct-next takes it: flag names separated by commas or spaces
+// ("trk,est"), checked as Open vSwitch checks a state the tracker could
+// give (trk with any other flag; inv only with trk; new neither with est
+// nor with rpl).
+func ParseCTStateFlags(s string) (uint8, error) {
+	var v uint8
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		bit := slices.Index(ctStateNames, f)
+		if bit < 0 {
+			return 0, fmt.Errorf("%s: unknown connection tracking state flag", f)
+		}
+		v |= 1 << bit
+	}
+	const newBit, est, rpl, inv, trk = 1 << 0, 1 << 1, 1 << 3, 1 << 4, 1 << 5
+	var why string
+	switch {
+	case v != 0 && v&trk == 0:
+		why = `If "trk" is unset, no other flags are set`
+	case v&inv != 0 && v&^(trk|inv) != 0:
+		why = `when "inv" is set, only "trk" may also be set`
+	case v&newBit != 0 && v&est != 0:
+		why = `"new" and "est" are mutually exclusive`
+	case v&newBit != 0 && v&rpl != 0:
+		why = `"new" and "rpy" are mutually exclusive`
+	}
+	if why != "" {
+		return 0, fmt.Errorf("%s: invalid connection state: %s", FormatCTStateFlags(v), why)
+	}
+	return v, nil
+}
+
+// FormatCTStateFlags prints the flags set in v in bit order joined by
+// "|" (est|trk), as Open vSwitch's trace names a state.
+func FormatCTStateFlags(v uint8) string {
+	var parts []string
+	for i, n := range ctStateNames {
+		if v&(1<<i) != 0 {
+			parts = append(parts, n)
+		}
+	}
+	if len(parts) == 0 {
+		return "0"
+	}
+	return strings.Join(parts, "|")
+}
+
 // formatCTState prints ct_state as Open vSwitch does: flags in bit order,
 // a number for bits without a name.
 func formatCTState(v, m uint64) string { return formatFlagBits(ctStateNames, v, m, 0xffffffff) }

@@ -85,3 +85,41 @@ func TestParseTraceFlowPortNames(t *testing.T) {
 		t.Error("a port name parsed without a resolver")
 	}
 }
+
+// TestParseCTStateFlags: --ct-next's states as Open vSwitch takes and
+// refuses them.
+func TestParseCTStateFlags(t *testing.T) {
+	for in, want := range map[string]string{"trk,est": "est|trk", "trk new": "new|trk", "trk,est,rpl": "est|rpl|trk",
+		"trk,inv": "inv|trk", "": "0", "trk,est,snat,dnat": "est|trk|snat|dnat"} {
+		v, err := ParseCTStateFlags(in)
+		if err != nil || FormatCTStateFlags(v) != want {
+			t.Errorf("%q: %q, %v; want %q", in, FormatCTStateFlags(v), err, want)
+		}
+	}
+	for in, why := range map[string]string{"est": `If "trk" is unset`, "trk,new,est": "mutually exclusive",
+		"trk,new,rpl": "mutually exclusive", "trk,inv,est": `when "inv" is set`, "trk,bogus": "unknown connection tracking state flag"} {
+		if _, err := ParseCTStateFlags(in); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("%q: %v, want an error saying %q", in, err, why)
+		}
+	}
+}
+
+// FuzzParseCTStateFlags: what parses prints and parses back the same.
+func FuzzParseCTStateFlags(f *testing.F) {
+	for _, s := range []string{"trk,est", "trk new", "trk,,inv", "snat"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseCTStateFlags(s)
+		if err != nil {
+			return
+		}
+		text := strings.ReplaceAll(FormatCTStateFlags(v), "|", ",")
+		if text == "0" {
+			text = ""
+		}
+		if w, err := ParseCTStateFlags(text); err != nil || w != v {
+			t.Fatalf("%q parsed as %#x, printed %q, which parses as %#x (%v)", s, v, text, w, err)
+		}
+	})
+}

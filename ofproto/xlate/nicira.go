@@ -541,6 +541,7 @@ func (x *xlator) conntrack(a *ofpwire.ActionCT) error {
 	var mark, markMask uint32
 	var label, labelMask [16]byte
 	var nat []actions.Action
+	var natRange *ofpwire.ActionNAT // for a trace's resumed packet
 	for _, na := range a.Actions {
 		var field ofpwire.XMType
 		val, msk := make([]byte, 16), make([]byte, 16)
@@ -548,6 +549,9 @@ func (x *xlator) conntrack(a *ofpwire.ActionCT) error {
 		case *ofpwire.ActionNAT:
 			flags |= actions.CTFlagNAT
 			nat = natActions(na)
+			if nat != nil {
+				natRange = na
+			}
 			continue
 		case *ofpwire.ActionSetField:
 			field = na.Field.Field
@@ -598,8 +602,21 @@ func (x *xlator) conntrack(a *ofpwire.ActionCT) error {
 		return err
 	}
 	if a.RecircTable != ofpwire.CTRecircNone {
-		if err := x.ctFork(a.RecircTable); err != nil {
+		id, err := x.ctFork(a.RecircTable)
+		if err != nil {
 			return err
+		}
+		if x.tr != nil {
+			// What the tracked copy carries besides its state (Open
+			// vSwitch's trace: the packet at the ct, in its zone,
+			// with the mark and label the commit writes).
+			k := x.key
+			k.CT.Zone = zone
+			k.CT.Mark = k.CT.Mark&^markMask | mark
+			for i := range label {
+				k.CT.Label[i] = k.CT.Label[i]&^labelMask[i] | label[i]
+			}
+			x.tr.CTResumes = append(x.tr.CTResumes, CTResume{ID: id, NAT: natRange, key: k})
 		}
 	}
 	x.key.CT = flow.Conntrack{}
@@ -651,9 +668,9 @@ func natActions(n *ofpwire.ActionNAT) []actions.Action {
 
 // ctFork recirculates a copy of the tracked packet to table, keeping the
 // pipeline state (registers, metadata, the action set) of this point.
-func (x *xlator) ctFork(table uint8) error {
+func (x *xlator) ctFork(table uint8) (id uint32, err error) {
 	if x.opts.Recirc == nil {
-		return fmt.Errorf("%w: ct(table=%d) without recirculation", ErrUnsupported, table)
+		return 0, fmt.Errorf("%w: ct(table=%d) without recirculation", ErrUnsupported, table)
 	}
 	p := x.p
 	if x.opts.Table != nil {
@@ -662,12 +679,12 @@ func (x *xlator) ctFork(table uint8) error {
 	f := Frozen{key: frozenKey{p: p, stage: stageTable, table: table, cookie: x.cookie, pipe: x.pipe, set: x.set}}
 	id, ok := x.opts.Recirc.Freeze(&f)
 	if !ok {
-		return fmt.Errorf("%w: no free recirc_id", ErrUnsupported)
+		return 0, fmt.Errorf("%w: no free recirc_id", ErrUnsupported)
 	}
 	if x.tr != nil {
 		x.traceNote(TraceRecirc, fmt.Sprintf("ct: the tracked packet recirculates as recirc(%#x) to table %d", id, table))
 	}
-	return x.emit(actions.RecircAction(id))
+	return id, x.emit(actions.RecircAction(id))
 }
 
 // ctClear executes ct_clear: the packet is untracked from here on. The

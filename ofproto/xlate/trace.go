@@ -1,13 +1,16 @@
 package xlate
 
 import (
+	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 
 	"github.com/vswitch-go/vswitch/datapath"
 	"github.com/vswitch-go/vswitch/datapath/actions"
 	"github.com/vswitch-go/vswitch/datapath/flow"
+	"github.com/vswitch-go/vswitch/datapath/header"
 	"github.com/vswitch-go/vswitch/ofproto/normal"
 	"github.com/vswitch-go/vswitch/ofproto/ofptext"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
@@ -51,6 +54,30 @@ type Trace struct {
 	Forks []TraceFork
 	// forkKeys are the packet as it was at each fork.
 	forkKeys []flow.Key
+	// CTResumes are the ct(table=N) actions among Actions, in order:
+	// each recirculates a tracked copy of the packet, which the trace
+	// follows with an assumed ct_state (Open vSwitch's --ct-next).
+	CTResumes []CTResume
+}
+
+// CTResume is the tracked copy of the packet a ct(table=N) recirculates:
+// the packet as it was at the ct, in the ct's zone with the mark and label
+// its commit writes, under ID, assumed to come out of the tracker in State
+// (a trace runs no tracker), and what the walk resumed at table N does with
+// it.
+type CTResume struct {
+	ID    uint32
+	State uint8
+	// Default says State is trk|new because no --ct-next state was left.
+	Default bool
+	// NAT is the ct's nat(src|dst=...) with an address range: the trace
+	// rewrites the packet to the range's first address and port, as if
+	// the tracker had picked them (Initial and Modified show both), so
+	// that later tables see a translated packet. Nil without one.
+	NAT               *ofpwire.ActionNAT
+	Initial, Modified string
+	Trace             *Trace
+	key               flow.Key
 }
 
 // TraceFork is one check_pkt_larger of a trace: the continuation of a
@@ -146,20 +173,26 @@ type NormalTrace struct {
 // packet's source MAC, and no entry, group or bucket counter moves. The
 // trace is returned even on error, with Err set and the steps up to the
 // failure.
-func TranslateTrace(p *pipeline.Pipeline, key *flow.Key, opts Options) (*Trace, error) {
+//
+// ctNext are the ct_state values the packets recirculated by ct(table=N)
+// are assumed to come back from the tracker with, one per ct in the order
+// the trace meets them; past them, trk|new (Open vSwitch's --ct-next).
+func TranslateTrace(p *pipeline.Pipeline, key *flow.Key, opts Options, ctNext ...uint8) (*Trace, error) {
 	tr := &Trace{Flow: *key}
 	var res datapath.UpcallResult
 	err := translate(p, key, &res, opts, tr)
 	if err == nil {
-		err = tr.follow(p, opts, 0)
+		err = tr.follow(p, opts, 0, &ctNext)
 	}
 	return tr, err
 }
 
 // follow translates what the trace's packet goes on to in the caches: the
-// walk it froze under RecircID, and both continuations of each
-// check_pkt_larger, as far as the datapath would recirculate.
-func (t *Trace) follow(p *pipeline.Pipeline, opts Options, depth int) error {
+// walk it froze under RecircID, the tracked copies its ct(table=N)
+// actions recirculate, and both continuations of each check_pkt_larger,
+// as far as the datapath would recirculate. ctNext are the ct states not
+// yet taken (see TranslateTrace).
+func (t *Trace) follow(p *pipeline.Pipeline, opts Options, depth int, ctNext *[]uint8) error {
 	if depth >= datapath.MaxRecirculations {
 		return nil
 	}
@@ -170,11 +203,29 @@ func (t *Trace) follow(p *pipeline.Pipeline, opts Options, depth int) error {
 		if err := translate(p, &k, &res, opts, n); err != nil {
 			return n, err
 		}
-		return n, n.follow(p, opts, depth+1)
+		return n, n.follow(p, opts, depth+1, ctNext)
 	}
 	var err error
 	if t.RecircID != 0 {
 		if t.Next, err = next(t.FinalFlow, t.RecircID); err != nil {
+			return err
+		}
+	}
+	for i := range t.CTResumes {
+		r := &t.CTResumes[i]
+		r.State, r.Default = flow.CTTracked|flow.CTNew, true
+		if len(*ctNext) > 0 {
+			r.State, r.Default = (*ctNext)[0], false
+			*ctNext = (*ctNext)[1:]
+		}
+		k := r.key
+		k.CT.State = r.State
+		if r.NAT != nil {
+			r.Initial = ipFlowText(&k)
+			natFirst(&k, r.NAT)
+			r.Modified = ipFlowText(&k)
+		}
+		if r.Trace, err = next(k, r.ID); err != nil {
 			return err
 		}
 	}
@@ -445,6 +496,25 @@ func (t *Trace) String() string {
 		t.Next.Bridge = t.Bridge
 		b.WriteString(t.Next.String())
 	}
+	for i := range t.CTResumes {
+		r := &t.CTResumes[i]
+		if r.Trace == nil {
+			continue
+		}
+		// Open vSwitch's header for a conntrack recirculation, word for word.
+		fmt.Fprintf(&b, "\n\n%s\nrecirc(%#x)", strings.Repeat("=", 79), r.ID)
+		if r.Default {
+			b.WriteString(" - resume conntrack with default ct_state=trk|new (use --ct-next to customize)\n")
+		} else {
+			fmt.Fprintf(&b, " - resume conntrack with ct_state=%s\n", ofptext.FormatCTStateFlags(r.State))
+		}
+		if r.NAT != nil {
+			fmt.Fprintf(&b, "Replacing src/dst IP/ports to simulate NAT:\n Initial flow: %s\n Modified flow: %s\n", r.Initial, r.Modified)
+		}
+		fmt.Fprintf(&b, "%s\n\n", strings.Repeat("=", 79))
+		r.Trace.Bridge = t.Bridge
+		b.WriteString(r.Trace.String())
+	}
 	for _, f := range t.Forks {
 		rule := strings.Repeat("=", 79)
 		for _, br := range []struct {
@@ -470,5 +540,40 @@ func writeEvents(b *strings.Builder, evs []TraceEvent) {
 		}
 		b.WriteString(ev.Text)
 		b.WriteByte('\n')
+	}
+}
+
+// ipFlowText is the addresses and ports of k as Open vSwitch's trace
+// shows them around a simulated NAT.
+func ipFlowText(k *flow.Key) string {
+	if k.EthType == header.EtherTypeIPv6 {
+		return fmt.Sprintf("ipv6_src=%s,tp_src=%d,ipv6_dst=%s,tp_dst=%d",
+			netip.AddrFrom16(k.IPv6Src), k.TpSrc, netip.AddrFrom16(k.IPv6Dst), k.TpDst)
+	}
+	v4 := func(a uint32) netip.Addr {
+		return netip.AddrFrom4([4]byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), byte(a)})
+	}
+	return fmt.Sprintf("nw_src=%s,tp_src=%d,nw_dst=%s,tp_dst=%d", v4(k.IPv4Src), k.TpSrc, v4(k.IPv4Dst), k.TpDst)
+}
+
+// natFirst rewrites k as the tracker would translate it to the first
+// address and port of n's range (a trace picks no free one).
+func natFirst(k *flow.Key, n *ofpwire.ActionNAT) {
+	src := n.Flags&ofpwire.NATSrc != 0
+	if !src && n.Flags&ofpwire.NATDst == 0 {
+		return
+	}
+	ip4, ip6, tp := &k.IPv4Dst, &k.IPv6Dst, &k.TpDst
+	if src {
+		ip4, ip6, tp = &k.IPv4Src, &k.IPv6Src, &k.TpSrc
+	}
+	switch {
+	case k.EthType == header.EtherTypeIPv4 && n.RangePresent&ofpwire.NATRangeIPv4Min != 0:
+		*ip4 = binary.BigEndian.Uint32(n.IPv4Min[:])
+	case k.EthType == header.EtherTypeIPv6 && n.RangePresent&ofpwire.NATRangeIPv6Min != 0:
+		*ip6 = n.IPv6Min
+	}
+	if n.RangePresent&ofpwire.NATRangeProtoMin != 0 && n.ProtoMin != 0 {
+		*tp = n.ProtoMin
 	}
 }
