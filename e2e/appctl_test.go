@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -114,6 +115,37 @@ func TestAppctl(t *testing.T) {
 		if !strings.Contains(fdb, mac) {
 			t.Errorf("fdb/show lacks %s:\n%s", mac, fdb)
 		}
+	}
+	// The bridge's datapath flows by its name; revalidator/purge drops
+	// them, so the flows one more ping makes start from zero.
+	maxPackets := func() int {
+		n := 0
+		for _, m := range regexp.MustCompile(`packets:(\d+)`).FindAllStringSubmatch(mustOVSTool(t, run, "ovs-appctl", "dpif/dump-flows", br), -1) {
+			v, _ := strconv.Atoi(m[1])
+			n = max(n, v)
+		}
+		return n
+	}
+	nstest.Ping(t, a.NS, b.IP) // five more echoes through the same flows
+	if n := maxPackets(); n < 5 {
+		t.Errorf("dpif/dump-flows %s: the busiest flow matched %d packets after five pings", br, n)
+	}
+	mustOVSTool(t, run, "ovs-appctl", "revalidator/purge")
+	if _, err := a.NS.Output("ping", "-c", "1", "-W", "2", b.IP); err != nil {
+		t.Fatalf("ping after revalidator/purge: %v", err)
+	}
+	if n := maxPackets(); n > 2 {
+		t.Errorf("dpif/dump-flows after revalidator/purge and one ping: a flow matched %d packets", n)
+	}
+	mustOVSTool(t, run, "ovs-appctl", "dpctl/del-flows")
+	if got := mustOVSTool(t, run, "ovs-appctl", "ofproto/list"); got != br+"\n" {
+		t.Errorf("ofproto/list: %q", got)
+	}
+	if got := mustOVSTool(t, run, "ovs-appctl", "dpif/dump-dps"); got != "netdev@ovs-netdev\n" {
+		t.Errorf("dpif/dump-dps: %q", got)
+	}
+	if _, errOut, code := ovsTool(t, run, "ovs-appctl", "dpif/dump-flows", "nosuchbr"); code == 0 || !strings.Contains(errOut, "no such bridge") {
+		t.Errorf("dpif/dump-flows nosuchbr: exit %d, %q", code, errOut)
 	}
 	show := mustOVSTool(t, run, "ovs-appctl", "dpif/show")
 	for _, want := range []string{"netdev@ovs-netdev: hit:", "\n  " + br + ":\n", "\n    " + a.Port + " 1/", "\n    " + b.Port + " 2/", ": (afpacket)\n"} {

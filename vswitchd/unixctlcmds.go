@@ -58,6 +58,11 @@ func (d *Daemon) unixctlCommands() []unixctl.Command {
 		{Name: "dpif-netdev/pmd-rxq-rebalance", Usage: "[dp]", MaxArgs: 1, Run: onDatapath(from(d.cmdPMDRxqRebalance))},
 		{Name: "dpif-netdev/pmd-perf-show", Usage: "[dp]", MaxArgs: 1, Run: onDatapath(from(d.cmdPMDPerfShow))},
 		{Name: "dpctl/dump-flows", Usage: "[-m] [dp|bridge]", MaxArgs: 2, Run: d.ctlDumpFlows(from(d.cmdDpifDumpFlows))},
+		{Name: "dpif/dump-flows", Usage: "[-m] bridge", MinArgs: 1, MaxArgs: 2, Run: d.ctlDpifDumpFlows(from(d.cmdDpifDumpFlows))},
+		{Name: "dpctl/del-flows", Usage: "[dp]", MaxArgs: 1, Run: onDatapath(d.ctlPurgeFlows)},
+		{Name: "revalidator/purge", Run: d.ctlPurgeFlows},
+		{Name: "dpif/dump-dps", Run: func([]string) (string, error) { return ovsDatapathName + "\n", nil }},
+		{Name: "ofproto/list", Run: d.ctlOfprotoList},
 		// dpctl/*-conntrack and dpctl/ct-*: conntrackcmds.go.
 		{Name: "ofproto/trace", Usage: "bridge flow [--ct-next flags]...", MinArgs: 2, MaxArgs: -1, Run: from(d.cmdTrace)},
 		// The switch's own, under the names vsctl gives them.
@@ -200,6 +205,44 @@ func (d *Daemon) ctlDumpFlows(dump unixctl.Handler) unixctl.Handler {
 		}
 		return dump(sel)
 	}
+}
+
+// ctlDpifDumpFlows is dpif/dump-flows: dpctl/dump-flows of one bridge,
+// which Open vSwitch requires.
+func (d *Daemon) ctlDpifDumpFlows(dump unixctl.Handler) unixctl.Handler {
+	inner := d.ctlDumpFlows(dump)
+	return func(args []string) (string, error) {
+		var br string
+		for _, a := range args {
+			if !strings.HasPrefix(a, "-") {
+				br = a
+			}
+		}
+		if br == "" || d.runningBridge(br) == nil {
+			return "", fmt.Errorf("no such bridge %q", br)
+		}
+		return inner(args)
+	}
+}
+
+// ctlPurgeFlows is revalidator/purge and dpctl/del-flows: every bridge's
+// datapath drops its megaflows (each PMD at its next batch, after pushing
+// their traffic to their rules), so the next packets are upcalls.
+func (d *Daemon) ctlPurgeFlows([]string) (string, error) {
+	for _, b := range d.bridgeList() {
+		b.dp.InvalidateFlows()
+	}
+	return "", nil
+}
+
+// ctlOfprotoList names the bridges, one a line (ofproto/list).
+func (d *Daemon) ctlOfprotoList([]string) (string, error) {
+	var names []string
+	for _, b := range d.bridgeList() {
+		names = append(names, b.name+"\n")
+	}
+	slices.Sort(names)
+	return strings.Join(names, ""), nil
 }
 
 // ctlDpifShow prints the datapath as ovs-vswitchd's userspace datapath
