@@ -682,7 +682,8 @@ func (x *xlator) ctFork(table uint8) (id uint32, err error) {
 		return 0, fmt.Errorf("%w: no free recirc_id", ErrUnsupported)
 	}
 	if x.tr != nil {
-		x.traceNote(TraceRecirc, fmt.Sprintf("ct: the tracked packet recirculates as recirc(%#x) to table %d", id, table))
+		// Open vSwitch's words, which scripts reading traces look for.
+		x.traceNote(TraceRecirc, fmt.Sprintf("-> A clone of the packet is forked to recirculate. The forked pipeline will be resumed at table %d.", table))
 	}
 	return id, x.emit(actions.RecircAction(id))
 }
