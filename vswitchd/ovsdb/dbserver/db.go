@@ -605,7 +605,8 @@ func (db *Database) readRows(table string) (map[string]ovsdb.Row, error) {
 
 // snapshot rewrites the file as the schema and the whole database.
 func (db *Database) snapshot(path string) error {
-	all := map[string]map[string]ovsdb.Row{}
+	// map[string]any all the way down to the rows, for appendJSON.
+	all := map[string]any{}
 	for table := range db.schema.Tables {
 		rows, err := db.Rows(table)
 		if err != nil {
@@ -615,6 +616,7 @@ func (db *Database) snapshot(path string) error {
 			continue
 		}
 		ts := db.schema.Table(table)
+		out := make(map[string]any, len(rows))
 		for id, r := range rows {
 			r = stripMeta(r)
 			for col := range r {
@@ -622,14 +624,14 @@ func (db *Database) snapshot(path string) error {
 					delete(r, col)
 				}
 			}
-			rows[id] = r
+			out[id] = r
 		}
-		all[table] = rows
+		all[table] = out
 	}
 	var data []byte
 	if len(all) > 0 {
 		var err error
-		if data, err = json.Marshal(all); err != nil {
+		if data, err = appendJSON(nil, all); err != nil {
 			return err
 		}
 	}
