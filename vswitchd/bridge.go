@@ -1136,17 +1136,18 @@ func flushInterval(oc map[string]string, def int) int {
 // Open vSwitch does: its MAC address and ethtool speed (a veth is
 // 10GB-FD). Ports without one (vhost-user) get zeros.
 func kernelPortOptions(name string) ofproto.PortOptions {
-	in, ok := ifinfo.Get(name)
-	if !ok {
+	l, err := linkByName(name)
+	if err != nil {
 		return ofproto.PortOptions{}
 	}
 	o := ofproto.PortOptions{}
-	if len(in.MAC) == 6 {
-		o.HWAddr = in.MAC
+	if mac := l.Attrs().HardwareAddr; len(mac) == 6 {
+		o.HWAddr = mac
 	}
-	o.CurrSpeed = in.SpeedMbps * 1000
+	mbps, full := ifinfo.Speed(name)
+	o.CurrSpeed = mbps * 1000
 	o.MaxSpeed = o.CurrSpeed
-	o.Curr = speedFeature(in.SpeedMbps, in.FullDuplex)
+	o.Curr = speedFeature(mbps, full)
 	return o
 }
 

@@ -29,9 +29,9 @@ func tapAlias(dir string) string { return "vswitchd " + dir }
 // dir (a failure is only logged: the tap works without, it just is not
 // cleaned up after a crash).
 func markTap(log *slog.Logger, dir, name string) {
-	l, err := netlink.LinkByName(name)
+	l, err := linkByName(name)
 	if err == nil && l.Attrs().Alias != tapAlias(dir) {
-		err = netlink.LinkSetAlias(l, tapAlias(dir))
+		err = linkSetAlias(l, tapAlias(dir))
 	}
 	if err != nil {
 		log.Warn("interface not marked as the switch's", "interface", name, "err", err)

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/vswitch-go/vswitch/datapath/conntrack"
@@ -292,9 +291,9 @@ func (d *Daemon) stopOVSDB() {
 // netlink socket each) made a pass O(ports) in system calls. A dump is
 // reused for linkCacheAge; the links a configuration change touched (its
 // ports and bridges, whose MTU, address or existence it may have changed)
-// are read again, each alone, the next time they are asked for, so a
-// change's effect is read fresh without dumping a thousand links after
-// every port added. The table is linkwatch's, updated in place: a dump
+// are read again, each alone (or all in one dump when a change touched
+// many), the next time they are asked for, so a change's effect is read
+// fresh without dumping a thousand links after every port added. The table is linkwatch's, updated in place: a dump
 // through vishvananda/netlink was 8 MB of garbage with 1,000 links.
 type linkCache struct {
 	mu    sync.Mutex
@@ -307,6 +306,13 @@ type linkCache struct {
 // set ... mtu, down) shows in the write-back: the operational state does
 // not come from here (the port follows it live).
 const linkCacheAge = 5 * time.Second
+
+// linkCacheMaxStale is how many touched links are read one by one; past
+// it the next get dumps them all: a transaction adding 1,000 internal
+// ports made its write-back ask for 1,000 links one request (and one
+// netlink socket) each, 60 ms of the daemon's CPU, where one dump of them
+// all takes a few.
+const linkCacheMaxStale = 32
 
 // touch marks links to be read again at their next get.
 func (c *linkCache) touch(names []string) {
@@ -324,7 +330,7 @@ func (c *linkCache) touch(names []string) {
 func (c *linkCache) get(name string) (linkwatch.Attrs, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.at.IsZero() || time.Since(c.at) > linkCacheAge {
+	if c.at.IsZero() || time.Since(c.at) > linkCacheAge || len(c.stale) > linkCacheMaxStale {
 		if err := c.links.Dump(); err != nil {
 			return linkwatch.Attrs{}, false
 		}
@@ -333,7 +339,7 @@ func (c *linkCache) get(name string) (linkwatch.Attrs, bool) {
 	}
 	if c.stale[name] {
 		delete(c.stale, name)
-		if l, err := netlink.LinkByName(name); err == nil {
+		if l, err := linkByName(name); err == nil {
 			a := l.Attrs()
 			c.links.Set(name, linkwatch.Attrs{Index: a.Index, MTU: a.MTU, Flags: a.RawFlags, MAC: a.HardwareAddr.String()})
 		} else {

@@ -2,6 +2,7 @@ package vswitchd
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -156,5 +157,33 @@ func until(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A change that touched many links is read back in one dump, which also
+// finds the links it did not touch; a few touched links are read alone.
+func TestLinkCacheManyStale(t *testing.T) {
+	var c linkCache
+	if _, ok := c.get("lo"); !ok {
+		t.Fatal("lo not found")
+	}
+	c.touch([]string{"lo"})
+	if _, ok := c.get("lo"); !ok || len(c.stale) != 0 {
+		t.Fatalf("one stale link: found %v, %d left stale", ok, len(c.stale))
+	}
+	var names []string
+	for i := range linkCacheMaxStale + 1 {
+		names = append(names, fmt.Sprintf("nolink%d", i))
+	}
+	c.touch(append(names, "lo"))
+	at := c.at
+	if _, ok := c.get("lo"); !ok {
+		t.Fatal("lo not found after the dump")
+	}
+	if len(c.stale) != 0 || !c.at.After(at) {
+		t.Fatalf("%d stale links: not dumped (%d left stale)", len(names)+1, len(c.stale))
+	}
+	if _, ok := c.get(names[0]); ok {
+		t.Fatalf("%s found", names[0])
 	}
 }

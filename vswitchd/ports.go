@@ -193,7 +193,7 @@ func applyMTURequest(log *slog.Logger, p *config.Port) {
 			"port", p.Name, "mtu_request", p.MTURequest)
 		return
 	}
-	l, err := netlink.LinkByName(p.Name)
+	l, err := linkByName(p.Name)
 	if err == nil && l.Attrs().MTU != p.MTURequest {
 		err = netlink.LinkSetMTU(l, p.MTURequest)
 	}

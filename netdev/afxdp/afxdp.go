@@ -326,7 +326,7 @@ func New(ifname string, opts Options) (*Port, error) {
 		}
 		p.gsoTx = gs
 	}
-	portOpened(int(lay.total()))
+	portOpened(lay, sizes)
 	p.closeWG.Add(1)
 	go p.watchRemoval()
 	return p, nil

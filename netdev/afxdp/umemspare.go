@@ -4,29 +4,47 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/vswitch-go/vswitch/netdev/internal/bgclose"
 )
 
 // Faulting in a queue's UMEM (20 MiB with the defaults: 5,120 pages
 // zeroed, then pinned by XDP_UMEM_REG) was about 5 ms of the ~8 ms an
 // AF_XDP open takes, the largest part of a switch's share of an
-// add-port. Pinning pages already present is a fraction of that, so while
-// AF_XDP ports are open one UMEM of the last size used is kept mapped and
-// faulted in ahead of need, replaced in the background after it is taken:
-// the next port's first queue starts with it. It costs one UMEM of
-// resident memory (Open vSwitch's afxdp netdev takes 64 MiB per queue:
-// 16,384 frames of 4 KiB), so it is kept only while ports are being
-// added: it goes with the last port closed, and spareKeep after the last
-// open. A switch that has its ports gave 20 MiB, a third of its memory
-// besides the heap, to an add-port that may never come; the first open
-// after a quiet spell faults its UMEM in itself again (about 5 ms more).
+// add-port; with the UMEM faulted in ahead, its registration (the pinning)
+// and the rings' setup were still 1-1.3 ms of the ~1.7 left. So while
+// AF_XDP ports are open one socket of the last layout used is kept
+// prepared ahead of need, all done but its bind (prepareXSK), and
+// replaced in the background after it is taken: the next port's first
+// queue only binds it. It costs one UMEM of resident, pinned memory (Open
+// vSwitch's afxdp netdev takes 64 MiB per queue: 16,384 frames of 4 KiB),
+// so it is kept only while ports are being added: it goes with the last
+// port closed, and spareKeep after the last open. A switch that has its
+// ports gave 20 MiB, a third of its memory besides the heap, to an
+// add-port that may never come; the first open after a quiet spell makes
+// its socket itself again (about 6 ms more).
+//
+// A socket belongs to the network namespace it was made in, and binds
+// only to interfaces of it: the spare is made in the namespace of the
+// port whose open asked for it (a goroutine of the process, which runs
+// in the process's namespace, makes it: a port opened from a thread in
+// another, as tests do, gets none) and is taken only by an open in that
+// namespace.
 var spare struct {
 	mu       sync.Mutex
-	buf      []byte
+	x        *xsk // prepared, unbound; nil: none
+	key      spareKey
 	ports    int  // AF_XDP ports open
-	pending  bool // a replacement is scheduled or being mapped
+	pending  bool // a replacement is scheduled or being made
 	lastOpen time.Time
 	expire   *time.Timer // drops the spare spareKeep after the last open
+}
+
+// spareKey is what a prepared socket fits: the UMEM's layout, the rings'
+// sizes and the namespace.
+type spareKey struct {
+	lay layout
+	sz  ringSizes
+	ns  netnsID
 }
 
 // spareKeep is how long after an AF_XDP port was opened the spare is kept
@@ -39,32 +57,35 @@ var spareKeep = 10 * time.Second
 // packets).
 const spareDelay = 50 * time.Millisecond
 
-// mapFaulted maps size bytes of private anonymous memory, faulted in.
-func mapFaulted(size int) ([]byte, error) {
-	return unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE,
-		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
-}
-
-// mapUMEM is a queue's UMEM: the spare if it has the size, else a new
-// mapping. The spare was never written, so it is zero as a new one is.
-func mapUMEM(size int) ([]byte, error) {
+// takeSpare is the spare socket if it fits lay and sz in the caller's
+// namespace, else nil.
+func takeSpare(lay layout, sz ringSizes) *xsk {
+	ns, err := currentNetns()
+	if err != nil {
+		return nil
+	}
 	spare.mu.Lock()
-	b := spare.buf
-	if len(b) == size {
-		spare.buf = nil
-	} else {
-		b = nil
+	defer spare.mu.Unlock()
+	if spare.x == nil || spare.key != (spareKey{lay, sz, ns}) {
+		return nil
 	}
-	spare.mu.Unlock()
-	if b != nil {
-		return b, nil
-	}
-	return mapFaulted(size)
+	x := spare.x
+	spare.x = nil
+	return x
 }
 
-// portOpened counts an open port and schedules a spare of its queues'
-// UMEM size if there is none.
-func portOpened(size int) {
+// dropSpareLocked closes the spare, if any, in the background.
+func dropSpareLocked() {
+	if x := spare.x; x != nil {
+		spare.x = nil
+		bgclose.Run(func() { x.close() })
+	}
+}
+
+// portOpened counts an open port and schedules a spare socket of its
+// queues' layout if there is none.
+func portOpened(lay layout, sz ringSizes) {
+	ns, nsErr := currentNetns()
 	spare.mu.Lock()
 	defer spare.mu.Unlock()
 	spare.ports++
@@ -74,26 +95,28 @@ func portOpened(size int) {
 	} else {
 		spare.expire.Reset(spareKeep)
 	}
-	if spare.pending || len(spare.buf) == size {
+	key := spareKey{lay, sz, ns}
+	if nsErr != nil || spare.pending || spare.x != nil && spare.key == key {
 		return
 	}
 	spare.pending = true
 	time.AfterFunc(spareDelay, func() {
-		b, err := mapFaulted(size)
+		var x *xsk
+		if here, err := currentNetns(); err == nil && here == ns {
+			x, _ = prepareXSK(lay, sz) // on error the next open makes its own
+		}
 		spare.mu.Lock()
 		defer spare.mu.Unlock()
 		spare.pending = false
-		if err != nil {
-			return // the next open maps its own
-		}
-		if spare.ports == 0 || time.Since(spare.lastOpen) >= spareKeep {
-			unix.Munmap(b)
+		if x == nil {
 			return
 		}
-		if spare.buf != nil {
-			unix.Munmap(spare.buf)
+		if spare.ports == 0 || time.Since(spare.lastOpen) >= spareKeep {
+			bgclose.Run(func() { x.close() })
+			return
 		}
-		spare.buf = b
+		dropSpareLocked()
+		spare.x, spare.key = x, key
 	})
 }
 
@@ -102,9 +125,8 @@ func portClosed() {
 	spare.mu.Lock()
 	defer spare.mu.Unlock()
 	spare.ports--
-	if spare.ports == 0 && spare.buf != nil {
-		unix.Munmap(spare.buf)
-		spare.buf = nil
+	if spare.ports == 0 {
+		dropSpareLocked()
 	}
 }
 
@@ -116,8 +138,5 @@ func expireSpare() {
 		spare.expire.Reset(d) // an open came after the timer fired
 		return
 	}
-	if spare.buf != nil {
-		unix.Munmap(spare.buf)
-		spare.buf = nil
-	}
+	dropSpareLocked()
 }

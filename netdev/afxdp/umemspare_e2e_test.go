@@ -1,19 +1,28 @@
 package afxdp
 
 import (
+	"errors"
+	"runtime"
 	"testing"
 	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // spareState reads the spare under its lock.
 func spareState() (size, ports int, pending bool) {
 	spare.mu.Lock()
 	defer spare.mu.Unlock()
-	return len(spare.buf), spare.ports, spare.pending
+	if spare.x != nil {
+		size = len(spare.x.umem)
+	}
+	return size, spare.ports, spare.pending
 }
 
-// TestUMEMSpare: once an AF_XDP port is open a faulted-in UMEM of its
-// size waits for the next port, which takes it (and a new one is made);
+// TestUMEMSpare: once an AF_XDP port is open a socket prepared for its
+// layout (UMEM registered, rings mapped) waits for the next port, which
+// takes it and only binds it (and a new one is made);
 // with the last port closed none is kept. Ports of another test may be
 // open in the same process only if tests ran in parallel, which these do
 // not.
@@ -45,14 +54,14 @@ func TestUMEMSpare(t *testing.T) {
 	}
 	waitSpare("after the first port")
 	spare.mu.Lock()
-	sp := &spare.buf[0]
+	sp := spare.x
 	spare.mu.Unlock()
 	pb, err := New(b, Options{Queues: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if &pb.xsks[0].umem[0] != sp {
-		t.Errorf("the second port's UMEM is not the spare")
+	if pb.xsks[0] != sp {
+		t.Errorf("the second port's socket is not the spare")
 	}
 	waitSpare("after the second port took it")
 	if err := pb.Close(); err != nil {
@@ -105,4 +114,71 @@ func TestUMEMSpareExpires(t *testing.T) {
 	defer pb.Close()
 	wait("after the next open", want)
 	wait("a quiet spell after it", 0)
+}
+
+// TestUMEMSpareNamespace: a port opened from a thread in another network
+// namespace gets a socket of that namespace, never the spare made in the
+// process's (it would not bind there), which stays for the next port of
+// the process's namespace.
+func TestUMEMSpareNamespace(t *testing.T) {
+	a, _ := vethPair(t)
+	if _, ports, _ := spareState(); ports != 0 {
+		t.Skipf("%d AF_XDP ports left open by earlier tests", ports)
+	}
+	pa, err := New(a, Options{Queues: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pa.Close()
+	want := int(pa.xsks[0].lay.total())
+	deadline := time.Now().Add(10 * time.Second)
+	for n, _, pending := spareState(); n != want || pending; n, _, pending = spareState() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no spare: %d bytes (want %d), pending %v", n, want, pending)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	spare.mu.Lock()
+	sp := spare.x
+	spare.mu.Unlock()
+	errc := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread ends with this goroutine, in the
+		// namespace it made, and no other goroutine runs on it.
+		runtime.LockOSThread()
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			errc <- err
+			return
+		}
+		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "nsport0"}, PeerName: "nsport1"}
+		if err := netlink.LinkAdd(v); err != nil {
+			errc <- err
+			return
+		}
+		for _, n := range []string{"nsport0", "nsport1"} {
+			if l, err := netlink.LinkByName(n); err == nil {
+				netlink.LinkSetUp(l)
+			}
+		}
+		p, err := New("nsport0", Options{Queues: 1})
+		if err != nil {
+			errc <- err
+			return
+		}
+		if p.xsks[0] == sp {
+			err = errors.New("the port in another namespace took the spare")
+		}
+		p.Close()
+		errc <- err
+	}()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * spareDelay) // any replacement it scheduled has run
+	spare.mu.Lock()
+	kept := spare.x == sp
+	spare.mu.Unlock()
+	if !kept {
+		t.Errorf("the spare of the process's namespace did not stay")
+	}
 }

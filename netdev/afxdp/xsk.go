@@ -70,20 +70,45 @@ func sockopt(call uintptr, fd, opt int, p unsafe.Pointer, size uintptr) error {
 }
 
 // openXSK creates a socket for queue q of ifindex with a fresh UMEM laid
-// out as lay, fills the fill ring with every rx frame and binds with
-// bindFlags (XDP_COPY or XDP_ZEROCOPY; XDP_USE_NEED_WAKEUP is added). A
-// queue still held by a closed socket (see bindBusy) is retried for up to
-// busyWait; x.bindWait and x.bindBusy say how long and how often. On error
-// everything it made is released.
+// out as lay (or takes the spare socket prepared for that layout,
+// umemspare.go) and binds it with bindFlags (XDP_COPY or XDP_ZEROCOPY;
+// XDP_USE_NEED_WAKEUP is added). A queue still held by a closed socket
+// (see bindBusy) is retried for up to busyWait; x.bindWait and x.bindBusy
+// say how long and how often. On error everything it made or took is
+// released.
 func openXSK(ifindex, q int, lay layout, sz ringSizes, bindFlags uint16, busyWait time.Duration) (x *xsk, err error) {
-	x = &xsk{fd: -1, queue: q, lay: lay}
+	x = takeSpare(lay, sz)
+	if x == nil {
+		if x, err = prepareXSK(lay, sz); err != nil {
+			return nil, err
+		}
+	}
+	x.queue = q
+	sa := unix.SockaddrXDP{Flags: bindFlags | unix.XDP_USE_NEED_WAKEUP, Ifindex: uint32(ifindex), QueueID: uint32(q)}
+	if err = x.bind(&sa, busyWait); err != nil {
+		x.close()
+		return nil, fmt.Errorf("bind queue %d: %w", q, err)
+	}
+	var opts struct{ flags uint32 } // struct xdp_options, linux/if_xdp.h
+	if sockopt(unix.SYS_GETSOCKOPT, x.fd, unix.XDP_OPTIONS, unsafe.Pointer(&opts), unsafe.Sizeof(opts)) == nil {
+		x.zeroCopy = opts.flags&unix.XDP_OPTIONS_ZEROCOPY != 0
+	}
+	return x, nil
+}
+
+// prepareXSK makes all of a socket but its binding: a UMEM mapped,
+// faulted in and registered, the rings sized and mapped, every rx frame
+// on the fill ring. Binding, to the interface and queue of a port, is all
+// that is left. On error everything it made is released.
+func prepareXSK(lay layout, sz ringSizes) (x *xsk, err error) {
+	x = &xsk{fd: -1, lay: lay}
 	defer func() {
 		if err != nil {
 			x.close()
 			x = nil
 		}
 	}()
-	x.umem, err = mapUMEM(int(lay.total()))
+	x.umem, err = mapFaulted(int(lay.total()))
 	if err != nil {
 		return x, fmt.Errorf("mmap umem: %w", err)
 	}
@@ -144,15 +169,6 @@ func openXSK(ifindex, q int, lay layout, sz ringSizes, bindFlags uint16, busyWai
 		x.r.fill.addrs[(x.r.fill.cachedProd+i)&x.r.fill.mask] = uint64(i) * lay.frameSize
 	}
 	x.r.fill.submit(n)
-
-	sa := unix.SockaddrXDP{Flags: bindFlags | unix.XDP_USE_NEED_WAKEUP, Ifindex: uint32(ifindex), QueueID: uint32(q)}
-	if err = x.bind(&sa, busyWait); err != nil {
-		return x, fmt.Errorf("bind queue %d: %w", q, err)
-	}
-	var opts struct{ flags uint32 } // struct xdp_options, linux/if_xdp.h
-	if sockopt(unix.SYS_GETSOCKOPT, x.fd, unix.XDP_OPTIONS, unsafe.Pointer(&opts), unsafe.Sizeof(opts)) == nil {
-		x.zeroCopy = opts.flags&unix.XDP_OPTIONS_ZEROCOPY != 0
-	}
 	return x, nil
 }
 
@@ -256,4 +272,10 @@ func kickTx(fd int) unix.Errno {
 // keeps the descriptors and a later kick moves them.
 func transient(e unix.Errno) bool {
 	return e == 0 || e == unix.EAGAIN || e == unix.EBUSY || e == unix.ENOBUFS || e == unix.EINTR
+}
+
+// mapFaulted maps size bytes of private anonymous memory, faulted in.
+func mapFaulted(size int) ([]byte, error) {
+	return unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 }

@@ -95,3 +95,17 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+// FuzzIsUUID: isUUID says what libovsdb's ValidateUUID says.
+func FuzzIsUUID(f *testing.F) {
+	for _, s := range []string{"2b64caf0-4f3d-4569-a40c-8b6f5abc6fb6", "2B64CAF0-4F3D-4569-A40C-8B6F5ABC6FB6",
+		"named", "", "2b64caf0-4f3d-4569-a40c-8b6f5abc6fb", "2b64caf0x4f3d-4569-a40c-8b6f5abc6fb6",
+		"2b64caf0-4f3d-4569-a40c-8b6f5abc6fbg", "2b64caf0-4f3d-4569-a40c-8b6f5abc6fb6\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := isUUID(s), ovsdb.ValidateUUID(s) == nil; got != want {
+			t.Fatalf("isUUID(%q) = %v, ValidateUUID says %v", s, got, want)
+		}
+	})
+}
