@@ -3,6 +3,7 @@ package datapath
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -918,6 +919,18 @@ func TestBatchAddsPortsInOnePlan(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// A port numbered below the others goes in its place.
+		if _, err := dp.AddPort(5, ring.New("low", 1, 1, 256)); err != nil {
+			t.Fatal(err)
+		}
+		ps := dp.Ports()
+		nos := make([]uint32, len(ps))
+		for i, p := range ps {
+			nos[i] = p.No
+		}
+		if len(nos) != 23 || nos[0] != 1 || nos[1] != 5 || nos[22] != 40 || !slices.IsSorted(nos) {
+			t.Fatalf("ports inside the batch: %v", nos)
+		}
 		if err := dp.RemovePort(40); err != nil {
 			t.Fatal(err)
 		}
@@ -936,4 +949,23 @@ func TestBatchAddsPortsInOnePlan(t *testing.T) {
 	waitFor(t, "the flood to reach the batch's ports", func() bool {
 		return outs[0].Stats().TxPackets == 1 && outs[9].Stats().TxPackets == 1 && outs[19].Stats().TxPackets == 1
 	})
+}
+
+// BenchmarkBatchAddPorts: a thousand ports added in one Batch, as one
+// ovs-vsctl transaction adds them (the datapath's share of it).
+func BenchmarkBatchAddPorts(b *testing.B) {
+	for b.Loop() {
+		dp, err := New(Config{NumPMDs: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		dp.Batch(func() {
+			for i := range 1000 {
+				if _, err := dp.AddPort(uint32(i+1), ring.New(fmt.Sprintf("p%d", i), 1, 1, 64)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		dp.Close()
+	}
 }
