@@ -9,10 +9,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/vswitch-go/vswitch/internal/buildinfo"
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -47,7 +47,7 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if g.version {
-		fmt.Fprintf(stdout, "vsctl (vswitch) %s\n", buildVersion())
+		fmt.Fprintf(stdout, "vsctl (vswitch) %s\n", buildinfo.Version(version))
 		return 0
 	}
 	if g.help || len(segs) == 1 && segs[0].name == "help" {
@@ -90,22 +90,6 @@ func run(argv []string, stdout, stderr io.Writer) int {
 	}
 	c, _ := lookupOF(s.name)
 	return runOF(ctx, g, c, s.opts, s.args, stdout, stderr)
-}
-
-// buildVersion is the -ldflags version, else the module's from the build
-// information (a VCS revision when built from a checkout).
-func buildVersion() string {
-	if version != "dev" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				return "dev-" + s.Value[:12]
-			}
-		}
-	}
-	return version
 }
 
 // runChain runs commands chained with "--" as one transaction: every

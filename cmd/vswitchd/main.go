@@ -27,6 +27,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/vswitch-go/vswitch/internal/buildinfo"
 	"github.com/vswitch-go/vswitch/vswitchd"
 	"github.com/vswitch-go/vswitch/vswitchd/flowjournal"
 	"github.com/vswitch-go/vswitch/vswitchd/unixctl"
@@ -69,7 +70,7 @@ func main() {
 	ovs := addOVSFlags(flag.CommandLine)
 	flag.CommandLine.Parse(normalizeArgs(flag.CommandLine, os.Args[1:]))
 	if *showVersion {
-		fmt.Println("vswitchd", version)
+		fmt.Println("vswitchd", buildinfo.Version(version))
 		return
 	}
 	if *printJournal != "" {
@@ -185,7 +186,7 @@ func main() {
 		*defaultBridge = ""
 	}
 	opts := vswitchd.Options{StateDir: *stateDir, MetricsAddr: *metricsAddr,
-		DefaultBridge: *defaultBridge, Logger: log, LogLevel: level, Version: version,
+		DefaultBridge: *defaultBridge, Logger: log, LogLevel: level, Version: buildinfo.Version(version),
 		Recover: *recoverJournals, DB: *db}
 	if !*embeddedDB {
 		fail(2, "--embedded-db=false is no longer taken: the configuration is the Open_vSwitch database, the embedded one or --db's")
