@@ -175,6 +175,8 @@ type Bridge struct {
 	cfg  BridgeConfig
 	pipe *pipeline.Pipeline
 	mgr  *ofconn.Manager
+	// mon reports table changes to flow monitors (monitor.go).
+	mon flowMonitors
 	// modMu is held shared by every table change and exclusively by a
 	// bundle commit, so that a commit's rollback never undoes a change
 	// another connection made meanwhile.
@@ -258,6 +260,8 @@ func NewBridge(name string, dp *datapath.Datapath, cfg BridgeConfig) (*Bridge, e
 	b.portLiveFn = b.portLive
 	b.pinNonce = rand.Uint64()
 	b.pipe.OnChange = b.tablesChanged
+	b.mon.b = b
+	b.pipe.SetWatcher(&b.mon)
 	if b.cfg.Normal == nil {
 		b.cfg.Normal = normal.New(normal.Options{})
 	}
@@ -495,10 +499,17 @@ func (b *Bridge) Handle(c *ofconn.Conn, xid uint32, msg ofpwire.Message) error {
 	case *ofpwire.FlowMod, *ofpwire.GroupMod, *ofpwire.MeterMod:
 		b.modMu.RLock()
 		defer b.modMu.RUnlock()
+		if fm, ok := m.(*ofpwire.FlowMod); ok && b.mon.Watching() {
+			defer b.mon.setCause(fm, c, xid)()
+		}
 		if b.cfg.OnTableMod != nil {
 			return b.cfg.OnTableMod(m, func() error { return b.Apply(m) })
 		}
 		return b.Apply(m)
+	case *ofpwire.FlowMonitorRequest:
+		return b.flowMonitorRequest(c, xid, m)
+	case *ofpwire.FlowMonitorCancel:
+		return c.CancelMonitor(m.ID)
 	case *ofpwire.PacketOut:
 		return b.packetOut(m)
 	case *ofpwire.Resume:

@@ -50,6 +50,8 @@ type Conn struct {
 	// bundles are the bundles this connection has open (bundle.go); only
 	// the reader goroutine touches them, and they die with the connection.
 	bundles map[uint32]*openBundle
+	// monitors are the connection's flow monitors (monitor.go).
+	monitors atomic.Pointer[[]*Monitor]
 
 	msgsIn, msgsOut        atomic.Uint64
 	pinLimited, pinDropped atomic.Uint64
@@ -275,6 +277,7 @@ func (c *Conn) serve() (handshaken bool) {
 		c.close("connection ended")
 		<-c.writerDone
 		c.releaseQueue()
+		c.dropMonitors()
 		c.m.unregister(c)
 	}()
 
@@ -311,6 +314,16 @@ func (c *Conn) serve() (handshaken bool) {
 		if h.Version != c.Version() && h.Type != ofpwire.TypeHello {
 			// Every message after the HELLO is in the negotiated version.
 			c.replyErr(h.Transaction, ofpwire.ErrBadVersion, raw)
+			continue
+		}
+		if fm, ok, err := ofpwire.DecodeFlowMonitor(raw); ok {
+			// Flow monitor messages: encodings the generic decoder
+			// knows none of (Open vSwitch's, ONF's, 1.4's).
+			if err != nil {
+				c.replyErr(h.Transaction, err, raw)
+			} else {
+				c.dispatch(h.Transaction, fm, raw)
+			}
 			continue
 		}
 		if t, ok := ofpwire.CanonicalType(h); ok && serverOnly(t) {

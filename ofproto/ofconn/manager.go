@@ -222,6 +222,7 @@ type Manager struct {
 
 	tls         atomic.Pointer[TLSFiles]
 	active      atomic.Pointer[[]*Conn] // handshaken connections, for Send*
+	monitoring  atomic.Int32            // connections with flow monitors
 	controllers atomic.Int32
 	swcfg       atomic.Uint32 // flags<<16 | miss_send_len
 	maxConns    atomic.Int64

@@ -343,7 +343,11 @@ type Pipeline struct {
 	// by pathMu, indexes them by table for TableStats.
 	paths  atomic.Pointer[pathSet]
 	pathMu sync.Mutex
-	shares *[NumTables][]pathShare
+
+	// watcher and pending: flow monitors (watch.go), under mu.
+	watcher Watcher
+	pending []Change
+	shares  *[NumTables][]pathShare
 }
 
 // New returns an empty pipeline whose tables hold at most maxEntries
@@ -505,6 +509,7 @@ func (p *Pipeline) ApplyQuiet(fm *ofpwire.FlowMod, now time.Time) (removed []*En
 	if changed {
 		p.gen.Add(1)
 	}
+	p.flushLocked()
 	p.mu.Unlock()
 	return removed, changed, err
 }
@@ -515,6 +520,7 @@ func (p *Pipeline) unlockChanged(changed bool) {
 	if changed {
 		p.gen.Add(1)
 	}
+	p.flushLocked()
 	p.mu.Unlock()
 	if changed && p.OnChange != nil {
 		p.OnChange()
@@ -556,9 +562,13 @@ func (p *Pipeline) applyLocked(fm *ofpwire.FlowMod, now time.Time) ([]*Entry, bo
 		t := &p.tables[fm.TableID]
 		sel := t.selectEntries(nil, &m, fm.Priority, fm.Command == ofpwire.FlowModifyStrict)
 		n := 0
+		watch := p.watching()
 		for _, e := range sel {
 			if !cookieMatches(e, fm.Cookie, fm.CookieMask) {
 				continue
+			}
+			if watch {
+				p.note(Change{Kind: EntryModified, Entry: e, OldInstructions: e.Instructions(), Mod: fm})
 			}
 			e.setInstructions(fm.Instructions)
 			if fm.Flags&ofpwire.FlowFlagResetCounts != 0 {
@@ -595,6 +605,7 @@ func (p *Pipeline) applyLocked(fm *ofpwire.FlowMod, now time.Time) ([]*Entry, bo
 		}
 	}
 	removed = p.deleteLearnedLocked(removed)
+	p.noteRemoved(removed, fm)
 	return removed, len(removed) > 0, nil
 }
 
@@ -666,6 +677,13 @@ func (p *Pipeline) add(fm *ofpwire.FlowMod, m *ofmatch.Match, now time.Time, st 
 		}
 	}
 	t.place(&s, e, m) // in old's place, if any
+	if st == nil && p.watching() {
+		if old != nil {
+			p.note(Change{Kind: EntryModified, Entry: e, OldInstructions: old.Instructions(), Mod: fm})
+		} else {
+			p.note(Change{Kind: EntryAdded, Entry: e, Mod: fm})
+		}
+	}
 	return nil
 }
 
@@ -721,6 +739,7 @@ func (p *Pipeline) removeIf(gone func(e *Entry) (ofpwire.FlowRemovedReason, bool
 		}
 	}
 	out = p.deleteLearnedLocked(out)
+	p.noteRemoved(out, nil)
 	p.unlockChanged(len(out) > 0)
 	return out
 }
