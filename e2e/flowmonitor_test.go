@@ -53,14 +53,44 @@ func TestFlowMonitor(t *testing.T) {
 			nstest.Run(t, "ovs-ofctl", "del-flows", sock, "in_port=2")
 			all.waitLine("event=DELETED", "reason=delete", "in_port=2")
 
+			if v != "OpenFlow10" {
+				// Deleting a group deletes the flows that use it.
+				nstest.Run(t, "ovs-ofctl", "-O", v, "add-group", sock, "group_id=1,type=all,bucket=output:8")
+				nstest.Run(t, "ovs-ofctl", "-O", v, "add-flow", sock, "priority=4,in_port=4,actions=group:1")
+				all.waitLine("event=ADDED", "in_port=4", "actions=group:1")
+				nstest.Run(t, "ovs-ofctl", "-O", v, "del-groups", sock)
+				all.waitLine("event=DELETED", "in_port=4")
+			}
+
+			// A bundle's flows once it commits; a failed bundle's none.
+			nstest.Run(t, "ovs-ofctl", "-O", "OpenFlow14", "--bundle", "add-flow", sock, "priority=6,in_port=6,actions=output:6")
+			all.waitLine("event=ADDED", "in_port=6", "actions=output:6")
+			if _, err := nstest.Output("ovs-ofctl", "-O", "OpenFlow14", "--bundle", "add-flows", sock, writeFlows(t,
+				"priority=6,in_port=16,actions=output:6", "priority=6,in_port=17,actions=group:99")); err == nil {
+				t.Fatal("bundle with a missing group committed")
+			}
+
 			nstest.Run(t, "ovs-ofctl", "add-flow", sock, "hard_timeout=1,priority=9,in_port=9,actions=output:7")
 			all.waitLine("event=DELETED", "reason=hard", "in_port=9")
 
+			if all.has("in_port=16") || all.has("in_port=6 ", "event=DELETED") {
+				t.Errorf("a failed bundle was reported:\n%s", all.out.String())
+			}
 			if port3.has("in_port=1") || port3.has("in_port=5") || port3.has("in_port=9") {
 				t.Errorf("out_port=3 monitor saw flows without output:3:\n%s", port3.out.String())
 			}
 		})
 	}
+}
+
+// writeFlows writes flows to a file for add-flows.
+func writeFlows(t *testing.T, flows ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "flows")
+	if err := os.WriteFile(p, []byte(strings.Join(flows, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 type monitorProc struct {

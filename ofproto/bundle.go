@@ -57,6 +57,11 @@ func (b *Bridge) commitBundle(msgs []ofpwire.Message) (int, error) {
 			b.tablesChanged()
 		}
 	}()
+	// Flow monitors hear of the commit once it succeeded, not of a
+	// failed one's changes and rollback.
+	committed := false
+	b.pipe.HoldChanges()
+	defer func() { b.pipe.ReleaseChanges(committed) }()
 	for i, m := range msgs {
 		var r []*pipeline.Entry
 		var err error
@@ -87,6 +92,7 @@ func (b *Bridge) commitBundle(msgs []ofpwire.Message) (int, error) {
 		}
 		removed = append(removed, r...)
 	}
+	committed = true
 	b.sendRemoved(removed)
 	return -1, nil
 }

@@ -347,6 +347,7 @@ type Pipeline struct {
 	// watcher and pending: flow monitors (watch.go), under mu.
 	watcher Watcher
 	pending []Change
+	held    bool
 	shares  *[NumTables][]pathShare
 }
 

@@ -62,9 +62,33 @@ func (p *Pipeline) noteRemoved(removed []*Entry, fm *ofpwire.FlowMod) {
 	}
 }
 
+// HoldChanges keeps the changes from the watcher until ReleaseChanges,
+// so that a bundle commit is reported only once it succeeded: a failed
+// one is rolled back by deleting everything and reinstalling what was
+// there, which monitors must not see as changes.
+func (p *Pipeline) HoldChanges() {
+	p.mu.Lock()
+	p.held = true
+	p.mu.Unlock()
+}
+
+// ReleaseChanges ends HoldChanges, handing the held changes to the
+// watcher (deliver) or dropping them.
+func (p *Pipeline) ReleaseChanges(deliver bool) {
+	p.mu.Lock()
+	p.held = false
+	if deliver {
+		p.flushLocked()
+	} else {
+		clear(p.pending)
+		p.pending = p.pending[:0]
+	}
+	p.mu.Unlock()
+}
+
 // flushLocked hands the recorded changes to the watcher (write lock held).
 func (p *Pipeline) flushLocked() {
-	if len(p.pending) == 0 {
+	if len(p.pending) == 0 || p.held {
 		return
 	}
 	if p.watcher != nil {
