@@ -25,7 +25,8 @@ func TestFlowMonitor(t *testing.T) {
 	d.vsctl("add-br", br)
 	sock := "unix:" + filepath.Join(d.stateDir, br+".mgmt")
 
-	for _, v := range []string{"OpenFlow10", "OpenFlow13", "OpenFlow15"} {
+	// OpenFlow10 is ovs-ofctl's default (no -O).
+	for _, v := range []string{"OpenFlow10", "OpenFlow13", "OpenFlow14", "OpenFlow15"} {
 		t.Run(v, func(t *testing.T) {
 			nstest.Run(t, "ovs-ofctl", "del-flows", sock)
 			nstest.Run(t, "ovs-ofctl", "add-flow", sock, "priority=5,in_port=1,actions=output:7")
@@ -34,7 +35,7 @@ func TestFlowMonitor(t *testing.T) {
 			port3 := startMonitor(t, v, sock, "watch:!initial,out_port=3")
 
 			initial := "event=ADDED"
-			if v == "OpenFlow15" {
+			if v == "OpenFlow14" || v == "OpenFlow15" {
 				initial = "event=INITIAL"
 			}
 			all.waitLine(initial, "in_port=1", "actions=output:7")
@@ -59,7 +60,7 @@ func TestFlowMonitor(t *testing.T) {
 				nstest.Run(t, "ovs-ofctl", "-O", v, "add-flow", sock, "priority=4,in_port=4,actions=group:1")
 				all.waitLine("event=ADDED", "in_port=4", "actions=group:1")
 				nstest.Run(t, "ovs-ofctl", "-O", v, "del-groups", sock)
-				all.waitLine("event=DELETED", "in_port=4")
+				all.waitLine("event=DELETED", "reason=group_delete", "in_port=4")
 			}
 
 			// A bundle's flows once it commits; a failed bundle's none.
@@ -102,7 +103,11 @@ type monitorProc struct {
 func startMonitor(t *testing.T, v, sock string, args ...string) *monitorProc {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, "ovs-ofctl", append([]string{"-O", v, "monitor", sock}, args...)...)
+	opts := []string{"-O", v}
+	if v == "OpenFlow10" {
+		opts = nil // ovs-ofctl's default
+	}
+	cmd := exec.CommandContext(ctx, "ovs-ofctl", append(append(opts, "monitor", sock), args...)...)
 	p := &monitorProc{t: t, out: &nstest.SyncBuffer{}}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	// Its control socket goes to a directory of the test's own.

@@ -52,13 +52,9 @@ func (b *Bridge) applyGroupMod(gm *ofpwire.GroupMod) ([]*pipeline.Entry, error) 
 	}
 	var all []*pipeline.Entry
 	for _, id := range deleted {
-		removed, err := b.pipe.Apply(&ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: uint8(ofpwire.TableAll),
-			BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: id}, now)
+		removed, err := b.pipe.DeleteGroupFlows(id, now)
 		if err != nil {
 			return all, err
-		}
-		for _, e := range removed {
-			e.RemovedReason = ofpwire.FlowReasonGroupDelete
 		}
 		all = append(all, removed...)
 	}

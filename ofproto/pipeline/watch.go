@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"time"
+
 	"github.com/vswitch-go/vswitch/ofproto/ofmatch"
 	"github.com/vswitch-go/vswitch/ofproto/ofpwire"
 )
@@ -122,3 +124,18 @@ func (e *Entry) OutputsTo(port ofpwire.PortNo) bool { return e.outputsTo(port) }
 
 // UsesGroup reports whether the entry forwards to group g (any: GroupAny).
 func (e *Entry) UsesGroup(g ofpwire.Group) bool { return e.usesGroup(g) }
+
+// DeleteGroupFlows deletes every flow that forwards to group g (the group
+// was deleted, OpenFlow 1.3 §6.5) and returns them with RemovedReason
+// GROUP_DELETE, the reason monitors are told too.
+func (p *Pipeline) DeleteGroupFlows(g ofpwire.Group, now time.Time) ([]*Entry, error) {
+	fm := &ofpwire.FlowMod{Command: ofpwire.FlowDelete, TableID: TableAll,
+		BufferID: ofpwire.NoBuffer, OutPort: ofpwire.PortAny, OutGroup: g}
+	p.mu.Lock()
+	removed, changed, err := p.applyLocked(fm, now)
+	for _, e := range removed {
+		e.RemovedReason = ofpwire.FlowReasonGroupDelete // before unlockChanged hands them to the watcher
+	}
+	p.unlockChanged(changed)
+	return removed, err
+}
