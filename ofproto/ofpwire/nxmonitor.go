@@ -448,3 +448,33 @@ func actions10Of(ins []Instruction) ([]byte, error) {
 	}
 	return acts, nil
 }
+
+// monitorErrorOld is a flow monitor error (OFPET_MONITOR_FAILED, which
+// 1.4 added) as Open vSwitch encodes it for an older peer: in 1.3 a
+// Nicira experimenter error, in 1.0 Nicira's vendor error (NXET_VENDOR,
+// then vendor, BAD_REQUEST and the Nicira code in front of the data);
+// codes without an older form become BAD_REQUEST/EPERM. prefix goes
+// before the offending bytes.
+func monitorErrorOld(v uint8, e *OFPError) (err *OFPError, prefix []byte) {
+	var nx10, nx13 uint16
+	switch e.Code {
+	case 1: // MONITOR_EXISTS
+		nx10, nx13 = 517, 6
+	case 5: // BAD_FLAGS
+		nx10, nx13 = 518, 7
+	case 3: // UNKNOWN_MONITOR
+		nx10, nx13 = 519, 8
+	default:
+		return &OFPError{Type: ETBadRequest, Code: BRCEperm}, nil
+	}
+	if v == Version10 {
+		prefix = be.AppendUint32(nil, NXVendor)
+		prefix = be.AppendUint16(prefix, ETBadRequest)
+		prefix = be.AppendUint16(prefix, nx10)
+		return &OFPError{Type: nxetVendor, Code: 0}, prefix
+	}
+	return &OFPError{Type: ETExperimenter, Code: nx13, Experimenter: NXVendor}, nil
+}
+
+// nxetVendor is Nicira's 1.0 error type for vendor errors.
+const nxetVendor = 0xb0c2

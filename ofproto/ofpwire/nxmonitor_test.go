@@ -170,3 +170,18 @@ func FuzzDecodeFlowMonitor(f *testing.F) {
 		}
 	})
 }
+
+// TestMonitorErrorsParseInOVS: the monitor errors read as Open vSwitch's
+// OFPMOFC_* in every version (1.0 and 1.3 have them as Nicira codes).
+func TestMonitorErrorsParseInOVS(t *testing.T) {
+	nstest.RequireTool(t, "ovs-ofctl")
+	for _, v := range []uint8{Version10, Version13, Version14, Version15} {
+		for err, name := range map[*OFPError]string{ErrMonitorExists: "OFPMOFC_MONITOR_EXISTS", ErrUnknownMonitor: "OFPMOFC_UNKNOWN_MONITOR",
+			errMonitorFlags: "OFPMOFC_BAD_FLAGS"} {
+			out := ofpPrint(t, ErrorMessageIn(v, 3, err, mustHex(monitorRequests[v])))
+			if !strings.Contains(out, name) {
+				t.Errorf("%s: %s: ofp-print:\n%s", VersionName(v), name, out)
+			}
+		}
+	}
+}

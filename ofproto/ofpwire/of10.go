@@ -851,7 +851,7 @@ func errorTo10(typ, code uint16) (uint16, uint16) {
 		flowModUnsupport = 5
 	)
 	switch typ {
-	case ETHelloFailed:
+	case ETHelloFailed, nxetVendor:
 		return typ, code
 	case ETBadRequest:
 		if code <= 8 {

@@ -116,6 +116,11 @@ func EncodeIn(v uint8, xid uint32, m Message) ([]byte, error) {
 // ErrorMessageIn is ErrorMessage for a connection that speaks version v:
 // the error layout is the same in every version.
 func ErrorMessageIn(v uint8, xid uint32, err error, offending []byte) []byte {
+	if oe, ok := err.(*OFPError); ok && oe.Type == etMonitorFailed && v != 0 && v < Version14 {
+		var prefix []byte
+		err, prefix = monitorErrorOld(v, oe)
+		offending = append(prefix, offending...)
+	}
 	b := ErrorMessage(xid, err, offending)
 	if len(b) > 0 && v != 0 {
 		b[0] = v
