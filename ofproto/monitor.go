@@ -174,6 +174,10 @@ func (b *Bridge) flowMonitorRequest(c *ofconn.Conn, xid uint32, req *ofpwire.Flo
 		}
 		filters[i] = f
 	}
+	// Changes made between registering and reading the flows reach
+	// the peer after the reply.
+	c.HoldFlowUpdates()
+	defer c.ReleaseFlowUpdates()
 	var initial []*pipeline.Entry
 	seen := make(map[*pipeline.Entry]bool)
 	actions := make(map[*pipeline.Entry]bool)

@@ -136,3 +136,32 @@ func TestFlowMonitorOwnAbbrevCancel(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestFlowMonitorHeldUpdates: while a connection's updates are held (a
+// monitor request being answered) a change reaches it only on release,
+// after what it was sent meanwhile.
+func TestFlowMonitorHeldUpdates(t *testing.T) {
+	tb := newTestBridge(t)
+	c := tb.c
+	x := c.sendRaw(onfMonitor("001f"))
+	if h, _ := c.recvRaw(); h.Transaction != x {
+		t.Fatalf("initial reply xid %d", h.Transaction)
+	}
+	conns := tb.br.mgr.MonitoringConns()
+	if len(conns) != 1 {
+		t.Fatalf("%d monitoring connections", len(conns))
+	}
+	conns[0].HoldFlowUpdates()
+	c2 := dial(t, "unix", tb.sock)
+	c2.send(outputFlow(1, &ofpwire.ActionOutput{Port: 2}))
+	c2.request(&ofpwire.BarrierRequest{}) // the change was made
+	bx := c.send(&ofpwire.BarrierRequest{})
+	if h, raw := c.recvRaw(); h.Transaction != bx {
+		t.Fatalf("held update sent: %x", raw)
+	}
+	conns[0].ReleaseFlowUpdates()
+	h, raw := c.recvRaw()
+	if ups := onfUpdates(t, raw); h.Transaction != 0 || len(ups) != 1 || ups[0][0] != 0 {
+		t.Fatalf("released: xid %d updates %v", h.Transaction, ups)
+	}
+}

@@ -50,8 +50,12 @@ type Conn struct {
 	// bundles are the bundles this connection has open (bundle.go); only
 	// the reader goroutine touches them, and they die with the connection.
 	bundles map[uint32]*openBundle
-	// monitors are the connection's flow monitors (monitor.go).
-	monitors atomic.Pointer[[]*Monitor]
+	// monitors are the connection's flow monitors (monitor.go); monMu
+	// guards the updates held while a monitor request is answered.
+	monitors   atomic.Pointer[[]*Monitor]
+	monMu      sync.Mutex
+	monHolding bool
+	monHeld    []ofpwire.FlowUpdate
 
 	msgsIn, msgsOut        atomic.Uint64
 	pinLimited, pinDropped atomic.Uint64

@@ -100,8 +100,22 @@ func (m *Manager) MonitoringConns() []*Conn {
 // reply to a monitor request (xid its, waiting for room like any reply)
 // or, with xid 0, unsolicited updates, which never wait: when the queue
 // is full they are dropped and counted as asynchronous messages are
-// (Open vSwitch would pause the monitor instead).
+// (Open vSwitch would pause the monitor instead). Unsolicited updates
+// are held back while a monitor request is being answered
+// (HoldFlowUpdates).
 func (c *Conn) SendFlowUpdates(xid uint32, ups []ofpwire.FlowUpdate) error {
+	if xid == 0 {
+		c.monMu.Lock()
+		defer c.monMu.Unlock()
+		if c.monHolding {
+			c.monHeld = append(c.monHeld, ups...)
+			return nil
+		}
+	}
+	return c.sendFlowUpdates(xid, ups)
+}
+
+func (c *Conn) sendFlowUpdates(xid uint32, ups []ofpwire.FlowUpdate) error {
 	bs, err := ofpwire.EncodeFlowUpdates(c.Version(), xid, ups)
 	if err != nil {
 		return err
@@ -116,4 +130,26 @@ func (c *Conn) SendFlowUpdates(xid uint32, ups []ofpwire.FlowUpdate) error {
 		}
 	}
 	return nil
+}
+
+// HoldFlowUpdates holds the connection's unsolicited flow updates back
+// until ReleaseFlowUpdates: a monitor request registers its monitors
+// before reading the flows present, and a change in between must reach
+// the peer after the reply, which ovs-ofctl waits for while dropping
+// anything else.
+func (c *Conn) HoldFlowUpdates() {
+	c.monMu.Lock()
+	c.monHolding = true
+	c.monMu.Unlock()
+}
+
+// ReleaseFlowUpdates sends what HoldFlowUpdates held, in order.
+func (c *Conn) ReleaseFlowUpdates() {
+	c.monMu.Lock()
+	defer c.monMu.Unlock()
+	c.monHolding = false
+	if len(c.monHeld) > 0 {
+		c.sendFlowUpdates(0, c.monHeld)
+		c.monHeld = nil
+	}
 }
