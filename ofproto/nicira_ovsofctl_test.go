@@ -118,3 +118,38 @@ func TestOvsOfctlOF10Pipeline(t *testing.T) {
 		t.Errorf("del-flows table=3,reg1=0x2a left:\n%s", dump)
 	}
 }
+
+// TestOvsOfctlOF10Tables: ovs-ofctl's default (1.0) add-flow table=N and
+// del-flows table=N send plain OFPT_FLOW_MODs with the table in the
+// command's high byte after NXT_FLOW_MOD_TABLE_ID: the flow goes to table
+// N, a line without table= in the same batch to table 0, and the delete
+// touches table N alone (it used to take every table's flows).
+func TestOvsOfctlOF10Tables(t *testing.T) {
+	mb := newMeterBridge(t)
+	target := "unix:" + mb.sock
+	ovsOfctlIn(t, "", "add-flow", target, "table=0,priority=1,actions=drop")
+	ovsOfctlIn(t, "", "add-flow", target, "table=2,priority=5,ip,nw_dst=198.18.0.9,actions=output:2")
+	file := filepath.Join(t.TempDir(), "flows.txt")
+	if err := os.WriteFile(file, []byte("table=4,priority=1,actions=drop\npriority=3,arp,actions=output:1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ovsOfctlIn(t, "", "add-flows", target, file)
+	tables := func() map[string]int {
+		n := map[string]int{}
+		for _, l := range flowLines(ovsOfctl(t, "dump-flows", target)) {
+			for _, f := range strings.Split(l, ", ") {
+				if strings.HasPrefix(f, "table=") {
+					n[f]++
+				}
+			}
+		}
+		return n
+	}
+	if got := tables(); got["table=0"] != 2 || got["table=2"] != 1 || got["table=4"] != 1 || len(got) != 3 {
+		t.Fatalf("flows by table after the 1.0 adds: %v, want table 0: 2, table 2: 1, table 4: 1", got)
+	}
+	ovsOfctlIn(t, "", "del-flows", target, "table=2")
+	if got := tables(); got["table=0"] != 2 || got["table=2"] != 0 || got["table=4"] != 1 {
+		t.Fatalf("flows by table after del-flows table=2: %v", got)
+	}
+}

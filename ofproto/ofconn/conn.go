@@ -336,7 +336,12 @@ func (c *Conn) serve() (handshaken bool) {
 			c.replyErr(h.Transaction, errBadType, raw)
 			continue
 		}
-		msg, err := ofpwire.Decode(h, raw[ofpwire.HeaderLen:])
+		var msg ofpwire.Message
+		if h.Version == ofpwire.Version10 && h.Type == flowMod10 && c.flowModTableID.Load() {
+			msg, err = ofpwire.DecodeFlowModTableID10(h, raw[ofpwire.HeaderLen:])
+		} else {
+			msg, err = ofpwire.Decode(h, raw[ofpwire.HeaderLen:])
+		}
 		if err != nil {
 			// Never answer an error with an error: two peers could loop.
 			if h.Type != ofpwire.TypeError {
@@ -353,6 +358,9 @@ func (c *Conn) serve() (handshaken bool) {
 
 // stats10Request is OpenFlow 1.0's OFPT_STATS_REQUEST.
 const stats10Request = 16
+
+// flowMod10 is OFPT_FLOW_MOD's type in OpenFlow 1.0.
+const flowMod10 = 14
 
 // sendNXStats sends a flow or aggregate statistics reply to a request
 // that came as NXST_FLOW or NXST_AGGREGATE (the NXM flow format), in

@@ -37,6 +37,9 @@ func ParseNXFlowMod(b []byte, withTableID bool) (*FlowMod, error) {
 	cmd := be.Uint16(b[8:])
 	table := byte(cmd >> 8)
 	cmd &= 0xff
+	if withTableID && cmd == uint16(ofp.FlowAdd) && table == byte(TableAll) {
+		table = 0 // no table= given, as in Open vSwitch
+	}
 	if !withTableID {
 		table = 0
 		if cmd != uint16(ofp.FlowAdd) {

@@ -2,6 +2,7 @@ package ofpwire
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/netrack/openflow"
 )
@@ -585,6 +586,29 @@ func applyActions13(ins []byte) []byte {
 	return nil
 }
 
+// DecodeFlowModTableID10 decodes the body of an OpenFlow 1.0 flow-mod
+// from a peer that turned NXT_FLOW_MOD_TABLE_ID on: the command's high
+// byte is then the table, as in an NXT_FLOW_MOD (ovs-ofctl's add-flow
+// table=N and del-flows table=N without -O). An add to table 0xff (no
+// table= in a batch where others have one) goes to table 0, as in Open
+// vSwitch.
+func DecodeFlowModTableID10(h Header, body []byte) (Message, error) {
+	if len(body) < 64 {
+		return nil, errBadLen
+	}
+	b := slices.Clone(body)
+	table := b[48]
+	b[48] = 0
+	m, err := Decode(h, b)
+	if fm, ok := m.(*FlowMod); ok && err == nil {
+		fm.TableID = table
+		if fm.Command == FlowAdd && table == byte(TableAll) {
+			fm.TableID = 0
+		}
+	}
+	return m, err
+}
+
 // upgrade10 rewrites a 1.0 body of (canonical) type t into the 1.3 layout.
 func upgrade10(t openflow.Type, b []byte) ([]byte, error) {
 	switch t {
@@ -593,6 +617,11 @@ func upgrade10(t openflow.Type, b []byte) ([]byte, error) {
 			return nil, errBadLen
 		}
 		cmd := be.Uint16(b[48:])
+		if cmd > 0xff {
+			// A table in the high byte needs NXT_FLOW_MOD_TABLE_ID
+			// first (DecodeFlowModTableID10), as in Open vSwitch.
+			return nil, &OFPError{Type: ETFlowModFailed, Code: FMFCBadCommand}
+		}
 		flags := be.Uint16(b[62:])
 		if flags&4 != 0 { // OFPFF_EMERG
 			return nil, &OFPError{Type: ETFlowModFailed, Code: FMFCBadFlags, Reason: "emergency flows are not supported"}
