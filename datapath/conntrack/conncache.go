@@ -3,6 +3,7 @@ package conntrack
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 
 	"github.com/vswitch-go/vswitch/datapath/flow"
 	"github.com/vswitch-go/vswitch/datapath/header"
@@ -128,7 +129,10 @@ func (t *Tracker) Touch(cc *ConnCache, pkts []*packet.Packet) (sink uint32) {
 		sink += cc.s[pkt.Hash&(connCacheSets-1)][0].hash
 	}
 	for _, pkt := range pkts {
-		if e := cc.s[pkt.Hash&(connCacheSets-1)].find(pkt.Hash); e != nil && pkt.HashValid {
+		if !pkt.HashValid {
+			continue
+		}
+		if e := cc.s[pkt.Hash&(connCacheSets-1)].find(pkt.Hash); e != nil {
 			sink += uint32(e.c.fast.Load()) + e.c.mark.Load()
 		}
 	}
@@ -187,17 +191,9 @@ func entryMeta(reply bool, now int64) uint32 {
 // the same hash, or else an empty one, or else the last: a hash has at
 // most one entry.
 func (s *cacheSet) add(c *Conn, hash uint32, reply bool, now int64) {
-	j := -1
-	for i := range s {
-		if s[i].hash == hash {
-			j = i
-			break
-		}
-	}
-	for i := range s {
-		if j < 0 && s[i].c == nil {
-			j = i
-		}
+	j := slices.IndexFunc(s[:], func(e cacheEntry) bool { return e.hash == hash })
+	if j < 0 {
+		j = slices.IndexFunc(s[:], func(e cacheEntry) bool { return e.c == nil })
 	}
 	if j < 0 {
 		j = len(s) - 1

@@ -20,6 +20,26 @@ func spareState() (size, ports int, pending bool) {
 	return size, spare.ports, spare.pending
 }
 
+// waitSpare waits (10 s at most) until the spare is size bytes and no
+// replacement is pending.
+func waitSpare(t *testing.T, what string, size int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for n, _, pending := spareState(); n != size || pending; n, _, pending = spareState() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: spare of %d bytes (want %d), pending %v", what, n, size, pending)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// currentSpare is the prepared socket kept now, or nil.
+func currentSpare() *xsk {
+	spare.mu.Lock()
+	defer spare.mu.Unlock()
+	return spare.x
+}
+
 // TestUMEMSpare: once an AF_XDP port is open a socket prepared for its
 // layout (UMEM registered, rings mapped) waits for the next port, which
 // takes it and only binds it (and a new one is made);
@@ -38,24 +58,8 @@ func TestUMEMSpare(t *testing.T) {
 	}
 	defer pa.Close()
 	want := int(pa.xsks[0].lay.total())
-	waitSpare := func(what string) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			n, _, pending := spareState()
-			if n == want && !pending {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: spare of %d bytes (want %d), pending %v", what, n, want, pending)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	waitSpare("after the first port")
-	spare.mu.Lock()
-	sp := spare.x
-	spare.mu.Unlock()
+	waitSpare(t, "after the first port", want)
+	sp := currentSpare()
 	pb, err := New(b, Options{Queues: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +67,7 @@ func TestUMEMSpare(t *testing.T) {
 	if pb.xsks[0] != sp {
 		t.Errorf("the second port's socket is not the spare")
 	}
-	waitSpare("after the second port took it")
+	waitSpare(t, "after the second port took it", want)
 	if err := pb.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -91,29 +95,15 @@ func TestUMEMSpareExpires(t *testing.T) {
 	}
 	defer pa.Close()
 	want := int(pa.xsks[0].lay.total())
-	wait := func(what string, size int) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			n, _, pending := spareState()
-			if n == size && !pending {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: spare of %d bytes (want %d), pending %v", what, n, size, pending)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	wait("after the first port", want)
-	wait("a quiet spell later", 0)
+	waitSpare(t, "after the first port", want)
+	waitSpare(t, "a quiet spell later", 0)
 	pb, err := New(b, Options{Queues: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pb.Close()
-	wait("after the next open", want)
-	wait("a quiet spell after it", 0)
+	waitSpare(t, "after the next open", want)
+	waitSpare(t, "a quiet spell after it", 0)
 }
 
 // TestUMEMSpareNamespace: a port opened from a thread in another network
@@ -130,17 +120,8 @@ func TestUMEMSpareNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pa.Close()
-	want := int(pa.xsks[0].lay.total())
-	deadline := time.Now().Add(10 * time.Second)
-	for n, _, pending := spareState(); n != want || pending; n, _, pending = spareState() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no spare: %d bytes (want %d), pending %v", n, want, pending)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	spare.mu.Lock()
-	sp := spare.x
-	spare.mu.Unlock()
+	waitSpare(t, "after the first port", int(pa.xsks[0].lay.total()))
+	sp := currentSpare()
 	errc := make(chan error, 1)
 	go func() {
 		// Never unlocked: the thread ends with this goroutine, in the
@@ -175,10 +156,7 @@ func TestUMEMSpareNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * spareDelay) // any replacement it scheduled has run
-	spare.mu.Lock()
-	kept := spare.x == sp
-	spare.mu.Unlock()
-	if !kept {
+	if currentSpare() != sp {
 		t.Errorf("the spare of the process's namespace did not stay")
 	}
 }

@@ -222,7 +222,7 @@ func (t *Trace) follow(p *pipeline.Pipeline, opts Options, depth int, ctNext *[]
 		k.CT.State = r.State
 		if r.NAT != nil {
 			r.Initial = ipFlowText(&k)
-			natFirst(&k, r.NAT)
+			simulateNAT(&k, r.NAT)
 			r.Modified = ipFlowText(&k)
 		}
 		if r.Trace, err = next(k, r.ID); err != nil {
@@ -556,9 +556,9 @@ func ipFlowText(k *flow.Key) string {
 	return fmt.Sprintf("nw_src=%s,tp_src=%d,nw_dst=%s,tp_dst=%d", v4(k.IPv4Src), k.TpSrc, v4(k.IPv4Dst), k.TpDst)
 }
 
-// natFirst rewrites k as the tracker would translate it to the first
+// simulateNAT rewrites k as the tracker would translate it to the first
 // address and port of n's range (a trace picks no free one).
-func natFirst(k *flow.Key, n *ofpwire.ActionNAT) {
+func simulateNAT(k *flow.Key, n *ofpwire.ActionNAT) {
 	src := n.Flags&ofpwire.NATSrc != 0
 	if !src && n.Flags&ofpwire.NATDst == 0 {
 		return
